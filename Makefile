@@ -1,0 +1,148 @@
+# drover: one plain GNU Makefile.  `make help` lists the targets.
+#
+# Layout rule (docs/architecture.md): common/ uses nothing of ours; controller/ and agent/ use
+# common/ only; trainer/ uses common/ and kernels/; kernels/ uses only CUDA.
+# Each part's sources are picked up by wildcard, so adding a file needs no Makefile edit:
+#   <part>/main.c is the program's main(); every other <part>/*.c goes into lib<part>.a,
+#   which unit tests named tests/unit/test-<part>-*.c link against.
+
+CC       ?= cc
+BUILD    ?= build
+NVCC     ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
+            -Wno-format-nonliteral
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE -I. -pthread
+LDFLAGS  += -pthread
+SAN      :=
+
+VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+CFLAGS   += -DDROVER_VERSION='"$(VERSION)"'
+
+LIBS_COMMON     := -ljansson -lcrypto -larchive -lm
+LIBS_CONTROLLER := -lssh -linih -lncursesw $(LIBS_COMMON)
+LIBS_AGENT      := -ldl $(LIBS_COMMON)
+LIBS_TRAINER    := -linih -lpcre2-8 -ldl $(LIBS_COMMON)
+
+parts := common controller agent trainer
+src_common     := $(wildcard common/*.c)
+src_controller := $(filter-out controller/main.c,$(wildcard controller/*.c))
+src_agent      := $(filter-out agent/main.c,$(wildcard agent/*.c))
+src_trainer    := $(filter-out trainer/main.c,$(wildcard trainer/*.c trainer/cpu/*.c))
+
+obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+
+# ---- CUDA backend (optional: skipped with a message when nvcc is absent) ----
+cu_src := $(wildcard kernels/*.cu)
+ifneq ($(NVCC),)
+ifneq ($(cu_src),)
+HAVE_CUDA := 1
+cu_obj := $(patsubst %.cu,$(BUILD)/%.o,$(cu_src))
+CFLAGS_TRAINER_CUDA := -DDROVER_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+LIBS_TRAINER += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lnccl -lstdc++
+endif
+endif
+
+PROGS := $(BUILD)/drover $(BUILD)/drover-agent $(BUILD)/drover-train
+
+.PHONY: all help test unit fuzz fuzz-replay e2e gpu-test asan clean lab-up lab-down demo bench
+all: $(PROGS)
+ifeq ($(HAVE_CUDA),)
+	@echo "note: nvcc not found (or no kernels/*.cu): drover-train built with the CPU backend only; CUDA backend skipped"
+endif
+
+help:
+	@echo "make            build drover, drover-agent, drover-train into $(BUILD)/"
+	@echo "make test       unit tests (cmocka), fuzz corpus replay, then the end-to-end lab tests (root)"
+	@echo "make unit       unit tests and fuzz corpus replay only"
+	@echo "make e2e        end-to-end tests on the lab (root; starts and stops the lab)"
+	@echo "make asan       rebuild everything with -fsanitize=address,undefined into build-asan/ and run unit tests"
+	@echo "make fuzz       build libFuzzer targets with clang into build-fuzz/ (FUZZ_SECONDS=60 runs each)"
+	@echo "make gpu-test   GPU tests against the CPU reference (needs a GPU)"
+	@echo "make demo       the README demo: lab up, prepare corpus, install, deploy good and bad releases"
+	@echo "make lab-up / lab-down   start or remove the lab (idempotent)"
+	@echo "make bench      benchmarks in bench/ (see docs/benchmarks.md)"
+	@echo "variables: CUDA_ARCH='$(CUDA_ARCH)' NVCC=$(NVCC) BUILD=$(BUILD)"
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN) $(if $(filter trainer/%,$<),$(CFLAGS_TRAINER_CUDA)) -MMD -MP -c $< -o $@
+
+$(BUILD)/kernels/%.o: kernels/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) -lineinfo -I. -Xcompiler -fPIC,-Wall -MMD -MP -c $< -o $@
+
+$(BUILD)/lib%.a: 
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/libcommon.a:     $(call obj,$(src_common))
+$(BUILD)/libcontroller.a: $(call obj,$(src_controller))
+$(BUILD)/libagent.a:      $(call obj,$(src_agent))
+$(BUILD)/libtrainer.a:    $(call obj,$(src_trainer)) $(cu_obj)
+
+$(BUILD)/drover: $(BUILD)/controller/main.o $(BUILD)/libcontroller.a $(BUILD)/libcommon.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS_CONTROLLER)
+$(BUILD)/drover-agent: $(BUILD)/agent/main.o $(BUILD)/libagent.a $(BUILD)/libcommon.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS_AGENT)
+$(BUILD)/drover-train: $(BUILD)/trainer/main.o $(BUILD)/libtrainer.a $(BUILD)/libcommon.a
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS_TRAINER)
+
+# ---- unit tests: tests/unit/test-<part>-<module>.c ----
+unit_src := $(wildcard tests/unit/test-*.c)
+unit_bin := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(unit_src))
+part_of = $(word 2,$(subst -, ,$(notdir $(1))))
+
+$(BUILD)/tests/test-%: tests/unit/test-%.c $(BUILD)/libcontroller.a $(BUILD)/libagent.a $(BUILD)/libtrainer.a $(BUILD)/libcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN) $(CFLAGS_TRAINER_CUDA) -o $@ $< $(BUILD)/lib$(call part_of,$@).a $(BUILD)/libcommon.a \
+	  $(LIBS_CONTROLLER) $(LIBS_TRAINER) $(LIBS_AGENT) -lcmocka
+
+# ---- fuzz targets: tests/fuzz/fuzz-<parser>.c, replayed from tests/fuzz/corpus/<parser>/ ----
+fuzz_src := $(wildcard tests/fuzz/fuzz-*.c)
+fuzz_replay_bin := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz-replay/%,$(fuzz_src))
+$(BUILD)/fuzz-replay/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/replay.c $(BUILD)/libcontroller.a $(BUILD)/libagent.a $(BUILD)/libtrainer.a $(BUILD)/libcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $< tests/fuzz/replay.c $(BUILD)/libcontroller.a $(BUILD)/libagent.a $(BUILD)/libtrainer.a $(BUILD)/libcommon.a \
+	  $(LIBS_CONTROLLER) $(LIBS_TRAINER) $(LIBS_AGENT)
+
+unit: $(PROGS) $(unit_bin) $(fuzz_replay_bin)
+	@tests/run-unit.sh $(BUILD)
+
+fuzz-replay: $(fuzz_replay_bin)
+	@for f in $(fuzz_replay_bin); do n=$${f##*/fuzz-}; $$f tests/fuzz/corpus/$$n || exit 1; done
+
+test: unit e2e
+
+e2e: $(PROGS)
+	@tests/e2e/run.sh $(BUILD)
+
+asan:
+	$(MAKE) BUILD=build-asan SAN='-fsanitize=address,undefined -fno-omit-frame-pointer' unit
+
+FUZZ_SECONDS ?= 0
+fuzz:
+	@tests/fuzz/build.sh $(FUZZ_SECONDS)
+
+gpu-test: $(PROGS)
+	@tests/gpu/run.sh $(BUILD)
+
+lab-up: $(PROGS)
+	@tests/lab/lab up
+lab-down:
+	@tests/lab/lab down
+
+demo: $(PROGS)
+	@./demo.sh
+
+bench: $(PROGS)
+	@bench/run.sh $(BUILD)
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

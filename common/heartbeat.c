@@ -1,0 +1,157 @@
+/* common/heartbeat.c: see heartbeat.h; the only file that knows the heartbeat line format. */
+#include "common/heartbeat.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/util.h"
+
+static const char *const phase_names[] = {"init", "train", "checkpoint", "done"};
+
+const char *hb_phase_name(enum hb_phase p)
+{
+    return (unsigned)p < ARRAY_SIZE(phase_names) ? phase_names[p] : "unknown";
+}
+
+int hb_phase_from_name(const char *name, enum hb_phase *ret_phase)
+{
+    for (unsigned i = 0; i < ARRAY_SIZE(phase_names); i++)
+        if (!strcmp(name, phase_names[i])) {
+            *ret_phase = (enum hb_phase)i;
+            return 0;
+        }
+    return -EINVAL;
+}
+
+void heartbeat_init(struct heartbeat *hb)
+{
+    memset(hb, 0, sizeof *hb);
+    hb->resumed_from = -1;
+    hb->ckpt_step = -1;
+    hb->mfu = -1;
+    hb->mem_peak = -1;
+    hb->phase = HB_PHASE_INIT;
+}
+
+int heartbeat_format(const struct heartbeat *hb, char *out, size_t outsz)
+{
+    json_t *o = json_object();
+    if (!o)
+        return -ENOMEM;
+    json_object_set_new(o, "v", json_integer(HEARTBEAT_VERSION));
+    json_object_set_new(o, "rank", json_integer(hb->rank));
+    json_object_set_new(o, "pid", json_integer(hb->pid));
+    json_object_set_new(o, "step", json_integer(hb->step));
+    json_object_set_new(o, "tokens", json_integer(hb->tokens));
+    json_object_set_new(o, "loss", hb->loss_finite && isfinite(hb->loss) ? json_real(hb->loss) : json_null());
+    json_object_set_new(o, "nonfinite", json_integer(hb->nonfinite));
+    json_object_set_new(o, "tok_s", json_real(isfinite(hb->tok_s) ? hb->tok_s : 0.0));
+    json_object_set_new(o, "step_ms", json_real(isfinite(hb->step_ms) ? hb->step_ms : 0.0));
+    json_object_set_new(o, "phase", json_string(hb_phase_name(hb->phase)));
+    json_object_set_new(o, "resumed_from", json_integer(hb->resumed_from));
+    json_object_set_new(o, "ckpt_step", json_integer(hb->ckpt_step));
+    if (hb->mfu >= 0 && isfinite(hb->mfu))
+        json_object_set_new(o, "mfu", json_real(hb->mfu));
+    if (hb->mem_peak >= 0)
+        json_object_set_new(o, "mem_peak", json_integer(hb->mem_peak));
+    json_object_set_new(o, "release", json_string(hb->release));
+    json_object_set_new(o, "backend", json_string(hb->backend));
+    if (hb->error[0])
+        json_object_set_new(o, "error", json_string(hb->error));
+    size_t cap = outsz < HEARTBEAT_LINE_MAX ? outsz : HEARTBEAT_LINE_MAX;
+    size_t n = json_dumpb(o, out, cap, JSON_COMPACT | JSON_REAL_PRECISION(7));
+    json_decref(o);
+    if (n == 0 || n + 2 > cap)
+        return -ENOSPC;
+    out[n] = '\n';
+    out[n + 1] = '\0';
+    return (int)(n + 1);
+}
+
+static int get_int(json_t *o, const char *k, int64_t *v, bool required)
+{
+    json_t *x = json_object_get(o, k);
+    if (!x)
+        return required ? -EINVAL : 0;
+    if (!json_is_integer(x))
+        return -EINVAL;
+    *v = json_integer_value(x);
+    return 0;
+}
+
+static int get_num(json_t *o, const char *k, double *v)
+{
+    json_t *x = json_object_get(o, k);
+    if (!x || json_is_null(x))
+        return 0;
+    if (!json_is_number(x))
+        return -EINVAL;
+    *v = json_number_value(x);
+    return 0;
+}
+
+static int get_str(json_t *o, const char *k, char *dst, size_t dstsz)
+{
+    json_t *x = json_object_get(o, k);
+    if (!x)
+        return 0;
+    if (!json_is_string(x))
+        return -EINVAL;
+    (void)str_copy(dst, dstsz, json_string_value(x)); /* truncation is acceptable for labels */
+    return 0;
+}
+
+int heartbeat_parse(const char *line, size_t len, struct heartbeat *ret_hb)
+{
+    if (len > HEARTBEAT_LINE_MAX)
+        return -E2BIG;
+    json_error_t jerr;
+    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!o)
+        return -EINVAL;
+    struct heartbeat hb;
+    heartbeat_init(&hb);
+    int64_t v = 0, rank = 0, nonfinite = 0;
+    int r = -EINVAL;
+    if (!json_is_object(o) || get_int(o, "v", &v, true) < 0)
+        goto out;
+    if (v != HEARTBEAT_VERSION) {
+        r = -EPROTONOSUPPORT;
+        goto out;
+    }
+    if (get_int(o, "rank", &rank, true) < 0 || rank < 0 || rank > 1 << 20 ||
+        get_int(o, "step", &hb.step, true) < 0 || hb.step < 0 ||
+        get_int(o, "pid", &hb.pid, false) < 0 || get_int(o, "tokens", &hb.tokens, false) < 0 ||
+        get_int(o, "nonfinite", &nonfinite, false) < 0 || nonfinite < 0 || nonfinite > 1 << 30 ||
+        get_int(o, "resumed_from", &hb.resumed_from, false) < 0 ||
+        get_int(o, "ckpt_step", &hb.ckpt_step, false) < 0 ||
+        get_int(o, "mem_peak", &hb.mem_peak, false) < 0 || get_num(o, "tok_s", &hb.tok_s) < 0 ||
+        get_num(o, "step_ms", &hb.step_ms) < 0 || get_num(o, "mfu", &hb.mfu) < 0 ||
+        get_str(o, "release", hb.release, sizeof hb.release) < 0 ||
+        get_str(o, "backend", hb.backend, sizeof hb.backend) < 0 ||
+        get_str(o, "error", hb.error, sizeof hb.error) < 0)
+        goto out;
+    hb.rank = (int)rank;
+    hb.nonfinite = (int)nonfinite;
+    json_t *loss = json_object_get(o, "loss");
+    if (loss && json_is_number(loss)) {
+        hb.loss = json_number_value(loss);
+        hb.loss_finite = isfinite(hb.loss);
+    } else if (loss && !json_is_null(loss))
+        goto out;
+    json_t *ph = json_object_get(o, "phase");
+    if (ph) {
+        if (!json_is_string(ph) || hb_phase_from_name(json_string_value(ph), &hb.phase) < 0)
+            goto out;
+    }
+    if (!isfinite(hb.tok_s) || hb.tok_s < 0)
+        hb.tok_s = 0;
+    *ret_hb = hb;
+    r = 0;
+out:
+    json_decref(o);
+    return r;
+}

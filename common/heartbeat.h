@@ -1,0 +1,65 @@
+/* common/heartbeat.h: the worker -> agent heartbeat wire format, version 1 (docs/protocol.md).
+ *
+ * One JSON object per line, at most HEARTBEAT_LINE_MAX bytes including the newline, written by
+ * each rank to the file descriptor named by DROVER_HEARTBEAT_FD.  Example:
+ *   {"v":1,"rank":0,"pid":812,"step":120,"tokens":7864320,"loss":3.91,"nonfinite":0,
+ *    "tok_s":412345.6,"step_ms":19.1,"phase":"train","resumed_from":100,"ckpt_step":100,
+ *    "release":"3f2a...","backend":"cpu"}
+ * A non-finite loss is sent as "loss":null with "nonfinite" > 0 (JSON has no NaN).
+ * Only this file knows the format: the trainer formats with heartbeat_format(), the agent parses
+ * with heartbeat_parse().  Unknown keys are ignored so that newer workers talk to older agents.
+ */
+#ifndef DROVER_HEARTBEAT_H
+#define DROVER_HEARTBEAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HEARTBEAT_VERSION 1
+#define HEARTBEAT_LINE_MAX 1024
+
+enum hb_phase {
+    HB_PHASE_INIT = 0,   /* loading data / checkpoint, before the first step */
+    HB_PHASE_TRAIN,      /* stepping */
+    HB_PHASE_CHECKPOINT, /* writing a checkpoint */
+    HB_PHASE_DONE,       /* finished (max steps reached or stopping after SIGTERM) */
+};
+
+struct heartbeat {
+    int rank;             /* global rank (RANK) */
+    int64_t pid;
+    int64_t step;         /* optimizer steps completed, counted over the whole run incl. resumes */
+    int64_t tokens;       /* tokens processed by this rank since the process started */
+    double loss;          /* last step's training loss; meaningful when loss_finite */
+    bool loss_finite;
+    int nonfinite;        /* consecutive steps with a non-finite loss or gradient norm */
+    double tok_s;         /* this rank's tokens per second over the last step(s); 0 if unknown */
+    double step_ms;       /* last step's wall time in ms; 0 if unknown */
+    enum hb_phase phase;
+    int64_t resumed_from; /* step of the checkpoint this process resumed from; -1 if fresh */
+    int64_t ckpt_step;    /* step of the newest checkpoint this process wrote; -1 if none */
+    double mfu;           /* model FLOPs utilisation 0..1; -1 if unknown (CPU) */
+    int64_t mem_peak;     /* peak device memory in bytes; -1 if unknown */
+    char release[72];     /* DROVER_RELEASE the worker was started with; "" if unknown */
+    char backend[16];     /* "cpu", "cuda", or what a foreign worker says */
+    char error[160];      /* set with phase "done" when the worker is exiting on an error */
+};
+
+/* Fill defaults (-1 for unknown fields, phase init). */
+void heartbeat_init(struct heartbeat *hb);
+
+/* Format hb as one line ending in '\n' into out[outsz].  Returns the length written (without
+ * NUL), or -ENOSPC if it would not fit in min(outsz, HEARTBEAT_LINE_MAX). */
+int heartbeat_format(const struct heartbeat *hb, char *out, size_t outsz);
+
+/* Parse one line (len bytes, newline optional, no NUL needed).  -E2BIG when len exceeds
+ * HEARTBEAT_LINE_MAX, -EINVAL when not a JSON object of version 1 with integer rank and step,
+ * -EPROTONOSUPPORT for another version.  ret_hb is written only on success. */
+int heartbeat_parse(const char *line, size_t len, struct heartbeat *ret_hb);
+
+const char *hb_phase_name(enum hb_phase p);
+/* -EINVAL for an unknown name. */
+int hb_phase_from_name(const char *name, enum hb_phase *ret_phase);
+
+#endif

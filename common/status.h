@@ -1,0 +1,105 @@
+/* common/status.h: the agent status document, version 1 (docs/protocol.md, "Agent status").
+ *
+ * `drover-agent status --json` prints one document; `drover-agent watch --json --interval S`
+ * prints one per interval, each on a single line.  The controller parses them with
+ * status_parse().  Only this file (with status.c) knows the format.  Ages are computed by the
+ * agent on its own monotonic clock, so clocks of the controller and container never mix.
+ *
+ *   {"v":1,"host":"ct101","agent_pid":12,"agent_version":"…","uptime_s":31.2,"seq":44,
+ *    "jobs":[{"job":"train","current":"<id>","previous":"<id>","good":"<id>",
+ *             "state":"running","release":"<id>","generation":3,"restarts":0,"age_s":12.5,
+ *             "world_size":3,"node_rank":0,"nproc":1,"reason":"",
+ *             "ranks":[{"rank":0,"local_rank":0,"pid":40,"state":"running","hb_age_s":0.4,
+ *                       "exit_code":-1,"exit_signal":0,
+ *                       "hb":{…heartbeat fields…} or null,
+ *                       "gpu":{"util":97,"mem_used":…,"mem_total":…,"temp":61,"slowdown_temp":90} or null}]}]}
+ */
+#ifndef DROVER_STATUS_H
+#define DROVER_STATUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/heartbeat.h"
+#include "common/manifest.h"
+
+#define STATUS_VERSION 1
+#define STATUS_MAX_JOBS 8
+#define STATUS_MAX_RANKS 16 /* per job and container */
+#define STATUS_MAX_BYTES (256u << 10)
+#define JOB_NAME_MAX 32
+
+/* Gang states, in the words the dashboard shows. */
+enum gang_state {
+    GANG_STOPPED = 0, /* no release active for this job */
+    GANG_STARTING,    /* processes started, not every rank has sent a train heartbeat */
+    GANG_RUNNING,     /* every rank heartbeating in phase train */
+    GANG_STOPPING,    /* SIGTERM sent, waiting for every process to exit */
+    GANG_BACKOFF,     /* a rank exited; waiting before restarting the gang */
+    GANG_FAILED,      /* gave up (crash loop of a good release, non-finite loss, start failure) */
+    GANG_REVERTED,    /* the agent returned to the last good release on its own (see reason) */
+    GANG_STATE_COUNT
+};
+
+struct gpu_status {
+    bool valid;
+    double util;          /* percent 0..100 */
+    int64_t mem_used;     /* bytes */
+    int64_t mem_total;    /* bytes */
+    double temp;          /* degrees C */
+    double slowdown_temp; /* degrees C, the device's own slowdown threshold; 0 if unknown */
+};
+
+struct rank_status {
+    int rank, local_rank;
+    int64_t pid;            /* 0 when not running */
+    char state[16];         /* "running", "starting", "exited", "killed" */
+    double hb_age_s;        /* seconds since the last heartbeat; -1 if none yet */
+    int exit_code;          /* -1 while running or unknown */
+    int exit_signal;        /* 0 if none */
+    bool has_hb;
+    struct heartbeat hb;    /* last heartbeat received */
+    struct gpu_status gpu;
+};
+
+struct job_status {
+    char job[JOB_NAME_MAX];
+    char current[RELEASE_ID_LEN + 1];  /* release the job's gang runs (or should run); "" none */
+    char previous[RELEASE_ID_LEN + 1];
+    char good[RELEASE_ID_LEN + 1];     /* last promoted release; "" none */
+    enum gang_state state;
+    char release[RELEASE_ID_LEN + 1];  /* release of the processes that are running now */
+    int generation;                    /* bumps each time a gang is started */
+    int restarts;                      /* restarts of the current release since activation */
+    double age_s;                      /* seconds since this generation started */
+    int world_size, node_rank, nproc;
+    char reason[256];                  /* why the state is what it is, for people */
+    int nranks;
+    struct rank_status ranks[STATUS_MAX_RANKS];
+};
+
+struct agent_status {
+    char host[64];
+    int64_t agent_pid;
+    char agent_version[32];
+    double uptime_s;
+    int64_t seq;      /* event journal sequence number of the newest event */
+    int njobs;
+    struct job_status jobs[STATUS_MAX_JOBS];
+};
+
+const char *gang_state_name(enum gang_state s);
+int gang_state_from_name(const char *name, enum gang_state *ret);
+
+/* Serialize as one line of compact JSON without a trailing newline; malloc'd, caller frees. */
+int status_format(const struct agent_status *st, char **ret_text);
+
+/* Parse a document (at most STATUS_MAX_BYTES).  -EINVAL malformed, -E2BIG over a limit (bytes,
+ * jobs, ranks), -EPROTONOSUPPORT another version.  ret_st written only on success. */
+int status_parse(const char *text, size_t len, struct agent_status *ret_st);
+
+/* Find a job by name; NULL if absent.  Borrowed. */
+const struct job_status *status_find_job(const struct agent_status *st, const char *job);
+
+#endif

@@ -1,0 +1,218 @@
+/* common/util.c: see util.h. */
+#include "common/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int str_copy(char *dst, size_t dstsz, const char *src)
+{
+    if (dstsz == 0)
+        return -ENAMETOOLONG;
+    size_t n = strlen(src);
+    if (n >= dstsz) {
+        memcpy(dst, src, dstsz - 1);
+        dst[dstsz - 1] = '\0';
+        return -ENAMETOOLONG;
+    }
+    memcpy(dst, src, n + 1);
+    return 0;
+}
+
+bool str_is_digits(const char *s, size_t max_len)
+{
+    size_t n = 0;
+    if (!s || !*s)
+        return false;
+    for (; s[n]; n++)
+        if (s[n] < '0' || s[n] > '9' || n >= max_len)
+            return false;
+    return true;
+}
+
+double time_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double time_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int fd_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+int fs_read_file(const char *path, size_t max, char **ret_data, size_t *ret_len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t cap = 4096, len = 0;
+    char *data = malloc(cap + 1);
+    int r = 0;
+    if (!data) {
+        close(fd);
+        return -ENOMEM;
+    }
+    for (;;) {
+        if (len == cap) {
+            if (cap > max) {
+                r = -EFBIG;
+                break;
+            }
+            size_t ncap = cap * 2;
+            char *nd = realloc(data, ncap + 1);
+            if (!nd) {
+                r = -ENOMEM;
+                break;
+            }
+            data = nd;
+            cap = ncap;
+        }
+        ssize_t n = read(fd, data + len, cap - len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            r = -errno;
+            break;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len > max) {
+            r = -EFBIG;
+            break;
+        }
+    }
+    close(fd);
+    if (r < 0) {
+        free(data);
+        return r;
+    }
+    data[len] = '\0';
+    *ret_data = data;
+    if (ret_len)
+        *ret_len = len;
+    return 0;
+}
+
+int fs_fsync_dir(const char *path)
+{
+    struct stat st;
+    char buf[PATH_MAX];
+    const char *dir = path;
+    if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        if (str_copy(buf, sizeof buf, path) < 0)
+            return -ENAMETOOLONG;
+        dir = dirname(buf);
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int r = fsync(fd) < 0 ? -errno : 0;
+    close(fd);
+    return r;
+}
+
+int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return -ENAMETOOLONG;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0)
+        return -errno;
+    int r = fd_write_all(fd, data, len);
+    if (r == 0 && fsync(fd) < 0)
+        r = -errno;
+    if (close(fd) < 0 && r == 0)
+        r = -errno;
+    if (r == 0 && rename(tmp, path) < 0)
+        r = -errno;
+    if (r < 0) {
+        (void)unlink(tmp);
+        return r;
+    }
+    return fs_fsync_dir(path);
+}
+
+int fs_mkdir_p(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX];
+    if (str_copy(buf, sizeof buf, path) < 0)
+        return -ENAMETOOLONG;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, mode) < 0) {
+        if (errno != EEXIST)
+            return -errno;
+        struct stat st;
+        if (stat(buf, &st) < 0)
+            return -errno;
+        if (!S_ISDIR(st.st_mode))
+            return -ENOTDIR;
+    }
+    return 0;
+}
+
+int fs_rm_rf(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    if (!S_ISDIR(st.st_mode))
+        return unlink(path) < 0 ? -errno : 0;
+    DIR *d = opendir(path);
+    if (!d)
+        return -errno;
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        char child[PATH_MAX];
+        if (snprintf(child, sizeof child, "%s/%s", path, de->d_name) >= (int)sizeof child) {
+            r = -ENAMETOOLONG;
+            break;
+        }
+        r = fs_rm_rf(child);
+        if (r < 0)
+            break;
+    }
+    closedir(d);
+    if (r < 0)
+        return r;
+    return rmdir(path) < 0 ? -errno : 0;
+}

@@ -1,0 +1,16 @@
+#!/bin/sh
+# Runs every unit test binary and every fuzz corpus replay; prints one closing line
+# "unit: N passed, N failed".  Exit 1 if anything failed.
+B=${1:-build}
+pass=0; fail=0
+for t in "$B"/tests/test-*; do
+    [ -x "$t" ] || continue
+    if "$t"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $t"; fi
+done
+for f in "$B"/fuzz-replay/fuzz-*; do
+    [ -x "$f" ] || continue
+    n=${f##*/fuzz-}
+    if "$f" "tests/fuzz/corpus/$n"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $f"; fi
+done
+echo "unit: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
