@@ -1,0 +1,311 @@
+/* common/status.c: see status.h; the only file that knows the agent status document.
+ * status_format() is called by the agent, status_parse() by the controller; the per-rank
+ * heartbeat is embedded with the same field names as the heartbeat line (heartbeat.h). */
+#include "common/status.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+static const char *const gang_names[GANG_STATE_COUNT] = {
+    "stopped", "starting", "running", "stopping", "backoff", "failed", "reverted",
+};
+
+const char *gang_state_name(enum gang_state s)
+{
+    return (unsigned)s < GANG_STATE_COUNT ? gang_names[s] : "unknown";
+}
+
+int gang_state_from_name(const char *name, enum gang_state *ret)
+{
+    for (int i = 0; i < GANG_STATE_COUNT; i++)
+        if (!strcmp(name, gang_names[i])) {
+            *ret = (enum gang_state)i;
+            return 0;
+        }
+    return -EINVAL;
+}
+
+const struct job_status *status_find_job(const struct agent_status *st, const char *job)
+{
+    for (int i = 0; i < st->njobs; i++)
+        if (!strcmp(st->jobs[i].job, job))
+            return &st->jobs[i];
+    return NULL;
+}
+
+static json_t *num(double v) { return json_real(isfinite(v) ? v : 0.0); }
+
+static json_t *hb_to_json(const struct heartbeat *hb)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "rank", json_integer(hb->rank));
+    json_object_set_new(o, "pid", json_integer(hb->pid));
+    json_object_set_new(o, "step", json_integer(hb->step));
+    json_object_set_new(o, "tokens", json_integer(hb->tokens));
+    json_object_set_new(o, "loss", hb->loss_finite && isfinite(hb->loss) ? json_real(hb->loss) : json_null());
+    json_object_set_new(o, "nonfinite", json_integer(hb->nonfinite));
+    json_object_set_new(o, "tok_s", num(hb->tok_s));
+    json_object_set_new(o, "step_ms", num(hb->step_ms));
+    json_object_set_new(o, "phase", json_string(hb_phase_name(hb->phase)));
+    json_object_set_new(o, "resumed_from", json_integer(hb->resumed_from));
+    json_object_set_new(o, "ckpt_step", json_integer(hb->ckpt_step));
+    json_object_set_new(o, "mfu", num(hb->mfu));
+    json_object_set_new(o, "mem_peak", json_integer(hb->mem_peak));
+    json_object_set_new(o, "release", json_string(hb->release));
+    json_object_set_new(o, "backend", json_string(hb->backend));
+    json_object_set_new(o, "error", json_string(hb->error));
+    return o;
+}
+
+int status_format(const struct agent_status *st, char **ret_text)
+{
+    json_t *o = json_object(), *jobs = json_array();
+    json_object_set_new(o, "v", json_integer(STATUS_VERSION));
+    json_object_set_new(o, "host", json_string(st->host));
+    json_object_set_new(o, "agent_pid", json_integer(st->agent_pid));
+    json_object_set_new(o, "agent_version", json_string(st->agent_version));
+    json_object_set_new(o, "uptime_s", num(st->uptime_s));
+    json_object_set_new(o, "seq", json_integer(st->seq));
+    for (int j = 0; j < st->njobs && j < STATUS_MAX_JOBS; j++) {
+        const struct job_status *js = &st->jobs[j];
+        json_t *jo = json_object(), *ranks = json_array();
+        json_object_set_new(jo, "job", json_string(js->job));
+        json_object_set_new(jo, "current", json_string(js->current));
+        json_object_set_new(jo, "previous", json_string(js->previous));
+        json_object_set_new(jo, "good", json_string(js->good));
+        json_object_set_new(jo, "state", json_string(gang_state_name(js->state)));
+        json_object_set_new(jo, "release", json_string(js->release));
+        json_object_set_new(jo, "generation", json_integer(js->generation));
+        json_object_set_new(jo, "restarts", json_integer(js->restarts));
+        json_object_set_new(jo, "age_s", num(js->age_s));
+        json_object_set_new(jo, "world_size", json_integer(js->world_size));
+        json_object_set_new(jo, "node_rank", json_integer(js->node_rank));
+        json_object_set_new(jo, "nproc", json_integer(js->nproc));
+        json_object_set_new(jo, "reason", json_string(js->reason));
+        for (int i = 0; i < js->nranks && i < STATUS_MAX_RANKS; i++) {
+            const struct rank_status *rs = &js->ranks[i];
+            json_t *ro = json_object();
+            json_object_set_new(ro, "rank", json_integer(rs->rank));
+            json_object_set_new(ro, "local_rank", json_integer(rs->local_rank));
+            json_object_set_new(ro, "pid", json_integer(rs->pid));
+            json_object_set_new(ro, "state", json_string(rs->state));
+            json_object_set_new(ro, "hb_age_s", num(rs->hb_age_s));
+            json_object_set_new(ro, "exit_code", json_integer(rs->exit_code));
+            json_object_set_new(ro, "exit_signal", json_integer(rs->exit_signal));
+            json_object_set_new(ro, "hb", rs->has_hb ? hb_to_json(&rs->hb) : json_null());
+            if (rs->gpu.valid)
+                json_object_set_new(ro, "gpu",
+                                    json_pack("{s:o,s:I,s:I,s:o,s:o}", "util", num(rs->gpu.util), "mem_used",
+                                              (json_int_t)rs->gpu.mem_used, "mem_total",
+                                              (json_int_t)rs->gpu.mem_total, "temp", num(rs->gpu.temp),
+                                              "slowdown_temp", num(rs->gpu.slowdown_temp)));
+            else
+                json_object_set_new(ro, "gpu", json_null());
+            json_array_append_new(ranks, ro);
+        }
+        json_object_set_new(jo, "ranks", ranks);
+        json_array_append_new(jobs, jo);
+    }
+    json_object_set_new(o, "jobs", jobs);
+    char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_decref(o);
+    if (!text)
+        return -ENOMEM;
+    *ret_text = text;
+    return 0;
+}
+
+/* Lenient getters: absent keys keep the default; a present key of the wrong type is an error. */
+static int g_int(json_t *o, const char *k, int64_t lo, int64_t hi, int64_t *v)
+{
+    json_t *x = json_object_get(o, k);
+    if (!x)
+        return 0;
+    if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > hi)
+        return -EINVAL;
+    *v = json_integer_value(x);
+    return 0;
+}
+
+static int g_i32(json_t *o, const char *k, int lo, int hi, int *v)
+{
+    int64_t t = *v;
+    int r = g_int(o, k, lo, hi, &t);
+    if (r == 0)
+        *v = (int)t;
+    return r;
+}
+
+static int g_num(json_t *o, const char *k, double *v)
+{
+    json_t *x = json_object_get(o, k);
+    if (!x || json_is_null(x))
+        return 0;
+    if (!json_is_number(x))
+        return -EINVAL;
+    *v = json_number_value(x);
+    return 0;
+}
+
+static int g_str(json_t *o, const char *k, char *dst, size_t n)
+{
+    json_t *x = json_object_get(o, k);
+    if (!x)
+        return 0;
+    if (!json_is_string(x) || str_copy(dst, n, json_string_value(x)) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+static int hb_from_json(json_t *o, struct heartbeat *hb)
+{
+    heartbeat_init(hb);
+    int64_t nf = 0;
+    if (!json_is_object(o) || g_i32(o, "rank", 0, 1 << 20, &hb->rank) < 0 ||
+        g_int(o, "pid", 0, INT64_MAX, &hb->pid) < 0 || g_int(o, "step", 0, INT64_MAX, &hb->step) < 0 ||
+        g_int(o, "tokens", 0, INT64_MAX, &hb->tokens) < 0 || g_int(o, "nonfinite", 0, 1 << 30, &nf) < 0 ||
+        g_num(o, "tok_s", &hb->tok_s) < 0 || g_num(o, "step_ms", &hb->step_ms) < 0 ||
+        g_int(o, "resumed_from", -1, INT64_MAX, &hb->resumed_from) < 0 ||
+        g_int(o, "ckpt_step", -1, INT64_MAX, &hb->ckpt_step) < 0 || g_num(o, "mfu", &hb->mfu) < 0 ||
+        g_int(o, "mem_peak", -1, INT64_MAX, &hb->mem_peak) < 0 ||
+        g_str(o, "release", hb->release, sizeof hb->release) < 0 ||
+        g_str(o, "backend", hb->backend, sizeof hb->backend) < 0 ||
+        g_str(o, "error", hb->error, sizeof hb->error) < 0)
+        return -EINVAL;
+    hb->nonfinite = (int)nf;
+    json_t *loss = json_object_get(o, "loss");
+    if (loss && json_is_number(loss)) {
+        hb->loss = json_number_value(loss);
+        hb->loss_finite = isfinite(hb->loss);
+    } else if (loss && !json_is_null(loss))
+        return -EINVAL;
+    json_t *ph = json_object_get(o, "phase");
+    if (ph && (!json_is_string(ph) || hb_phase_from_name(json_string_value(ph), &hb->phase) < 0))
+        return -EINVAL;
+    return 0;
+}
+
+static int rank_from_json(json_t *o, struct rank_status *rs)
+{
+    memset(rs, 0, sizeof *rs);
+    rs->exit_code = -1;
+    rs->hb_age_s = -1;
+    if (!json_is_object(o) || g_i32(o, "rank", 0, 1 << 20, &rs->rank) < 0 ||
+        g_i32(o, "local_rank", 0, 1 << 20, &rs->local_rank) < 0 || g_int(o, "pid", 0, INT64_MAX, &rs->pid) < 0 ||
+        g_str(o, "state", rs->state, sizeof rs->state) < 0 || g_num(o, "hb_age_s", &rs->hb_age_s) < 0 ||
+        g_i32(o, "exit_code", -1, 255, &rs->exit_code) < 0 || g_i32(o, "exit_signal", 0, 128, &rs->exit_signal) < 0)
+        return -EINVAL;
+    json_t *hb = json_object_get(o, "hb");
+    if (hb && !json_is_null(hb)) {
+        if (hb_from_json(hb, &rs->hb) < 0)
+            return -EINVAL;
+        rs->has_hb = true;
+    }
+    json_t *g = json_object_get(o, "gpu");
+    if (g && !json_is_null(g)) {
+        if (!json_is_object(g) || g_num(g, "util", &rs->gpu.util) < 0 ||
+            g_int(g, "mem_used", 0, INT64_MAX, &rs->gpu.mem_used) < 0 ||
+            g_int(g, "mem_total", 0, INT64_MAX, &rs->gpu.mem_total) < 0 || g_num(g, "temp", &rs->gpu.temp) < 0 ||
+            g_num(g, "slowdown_temp", &rs->gpu.slowdown_temp) < 0)
+            return -EINVAL;
+        rs->gpu.valid = true;
+    }
+    return 0;
+}
+
+static int job_from_json(json_t *o, struct job_status *js)
+{
+    memset(js, 0, sizeof *js);
+    char state[16] = "stopped";
+    if (!json_is_object(o) || g_str(o, "job", js->job, sizeof js->job) < 0 ||
+        g_str(o, "current", js->current, sizeof js->current) < 0 ||
+        g_str(o, "previous", js->previous, sizeof js->previous) < 0 ||
+        g_str(o, "good", js->good, sizeof js->good) < 0 || g_str(o, "state", state, sizeof state) < 0 ||
+        gang_state_from_name(state, &js->state) < 0 || g_str(o, "release", js->release, sizeof js->release) < 0 ||
+        g_i32(o, "generation", 0, INT32_MAX, &js->generation) < 0 ||
+        g_i32(o, "restarts", 0, INT32_MAX, &js->restarts) < 0 || g_num(o, "age_s", &js->age_s) < 0 ||
+        g_i32(o, "world_size", 0, 1 << 20, &js->world_size) < 0 ||
+        g_i32(o, "node_rank", 0, 1 << 20, &js->node_rank) < 0 || g_i32(o, "nproc", 0, 1 << 20, &js->nproc) < 0)
+        return -EINVAL;
+    json_t *reason = json_object_get(o, "reason");
+    if (reason) {
+        if (!json_is_string(reason))
+            return -EINVAL;
+        (void)str_copy(js->reason, sizeof js->reason, json_string_value(reason)); /* long reasons are cut */
+    }
+    json_t *ranks = json_object_get(o, "ranks");
+    if (ranks) {
+        if (!json_is_array(ranks))
+            return -EINVAL;
+        if (json_array_size(ranks) > STATUS_MAX_RANKS)
+            return -E2BIG;
+        size_t i;
+        json_t *r;
+        json_array_foreach(ranks, i, r)
+        {
+            int e = rank_from_json(r, &js->ranks[i]);
+            if (e < 0)
+                return e;
+        }
+        js->nranks = (int)json_array_size(ranks);
+    }
+    return 0;
+}
+
+int status_parse(const char *text, size_t len, struct agent_status *ret_st)
+{
+    if (len > STATUS_MAX_BYTES)
+        return -E2BIG;
+    json_error_t jerr;
+    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!o)
+        return -EINVAL;
+    struct agent_status *st = calloc(1, sizeof *st);
+    int r = -EINVAL;
+    int64_t v = 0;
+    if (!st) {
+        r = -ENOMEM;
+        goto out;
+    }
+    if (!json_is_object(o) || g_int(o, "v", 0, INT32_MAX, &v) < 0)
+        goto out;
+    if (v != STATUS_VERSION) {
+        r = v ? -EPROTONOSUPPORT : -EINVAL;
+        goto out;
+    }
+    if (g_str(o, "host", st->host, sizeof st->host) < 0 || g_int(o, "agent_pid", 0, INT64_MAX, &st->agent_pid) < 0 ||
+        g_str(o, "agent_version", st->agent_version, sizeof st->agent_version) < 0 ||
+        g_num(o, "uptime_s", &st->uptime_s) < 0 || g_int(o, "seq", 0, INT64_MAX, &st->seq) < 0)
+        goto out;
+    json_t *jobs = json_object_get(o, "jobs");
+    if (jobs) {
+        if (!json_is_array(jobs))
+            goto out;
+        if (json_array_size(jobs) > STATUS_MAX_JOBS) {
+            r = -E2BIG;
+            goto out;
+        }
+        size_t i;
+        json_t *j;
+        json_array_foreach(jobs, i, j)
+        {
+            int e = job_from_json(j, &st->jobs[i]);
+            if (e < 0) {
+                r = e;
+                goto out;
+            }
+        }
+        st->njobs = (int)json_array_size(jobs);
+    }
+    *ret_st = *st;
+    r = 0;
+out:
+    free(st);
+    json_decref(o);
+    return r;
+}
