@@ -1,0 +1,280 @@
+/* Unit tests for the wire formats in common/: heartbeat lines, manifests, status documents.
+ * Each parser is tested on its error paths: limits, wrong types, versions, ret_ untouched. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/heartbeat.h"
+#include "common/manifest.h"
+#include "common/sha256.h"
+#include "common/status.h"
+#include "common/util.h"
+
+static void test_heartbeat_roundtrip(void **state)
+{
+    (void)state;
+    struct heartbeat hb, back;
+    heartbeat_init(&hb);
+    hb.rank = 2;
+    hb.pid = 4242;
+    hb.step = 120;
+    hb.tokens = 7864320;
+    hb.loss = 3.91;
+    hb.loss_finite = true;
+    hb.tok_s = 412345.6;
+    hb.phase = HB_PHASE_TRAIN;
+    hb.resumed_from = 100;
+    strcpy(hb.release, "abc");
+    strcpy(hb.backend, "cpu");
+    char line[HEARTBEAT_LINE_MAX];
+    int n = heartbeat_format(&hb, line, sizeof line);
+    assert_true(n > 0);
+    assert_int_equal(line[n - 1], '\n');
+    assert_int_equal(heartbeat_parse(line, (size_t)n, &back), 0);
+    assert_int_equal(back.rank, 2);
+    assert_int_equal(back.step, 120);
+    assert_int_equal(back.resumed_from, 100);
+    assert_true(back.loss_finite);
+    assert_true(fabs(back.loss - 3.91) < 1e-5);
+    assert_true(fabs(back.tok_s - 412345.6) < 1.0);
+    assert_int_equal(back.phase, HB_PHASE_TRAIN);
+    assert_string_equal(back.release, "abc");
+}
+
+static void test_heartbeat_nan_is_null(void **state)
+{
+    (void)state;
+    struct heartbeat hb, back;
+    heartbeat_init(&hb);
+    hb.loss = NAN;
+    hb.loss_finite = false;
+    hb.nonfinite = 3;
+    char line[HEARTBEAT_LINE_MAX];
+    int n = heartbeat_format(&hb, line, sizeof line);
+    assert_true(n > 0);
+    assert_non_null(strstr(line, "\"loss\":null"));
+    assert_int_equal(heartbeat_parse(line, (size_t)n, &back), 0);
+    assert_false(back.loss_finite);
+    assert_int_equal(back.nonfinite, 3);
+}
+
+static void test_heartbeat_rejects(void **state)
+{
+    (void)state;
+    struct heartbeat hb;
+    memset(&hb, 0x5a, sizeof hb);
+    struct heartbeat before = hb;
+    const char *bad[] = {
+        "", "not json", "[]", "{\"v\":1}", "{\"v\":1,\"rank\":0}", "{\"v\":1,\"rank\":\"0\",\"step\":1}",
+        "{\"v\":1,\"rank\":-1,\"step\":1}", "{\"v\":1,\"rank\":0,\"step\":1,\"loss\":\"x\"}",
+        "{\"v\":1,\"rank\":0,\"step\":1,\"phase\":\"dancing\"}", "{\"v\":1,\"rank\":0,\"rank\":1,\"step\":1}",
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+        assert_int_equal(heartbeat_parse(bad[i], strlen(bad[i]), &hb), -EINVAL);
+    const char *v2 = "{\"v\":2,\"rank\":0,\"step\":1}";
+    assert_int_equal(heartbeat_parse(v2, strlen(v2), &hb), -EPROTONOSUPPORT);
+    char big[HEARTBEAT_LINE_MAX + 10];
+    memset(big, ' ', sizeof big);
+    assert_int_equal(heartbeat_parse(big, sizeof big, &hb), -E2BIG);
+    assert_memory_equal(&hb, &before, sizeof hb); /* ret_ untouched on failure */
+}
+
+static void test_heartbeat_format_too_small(void **state)
+{
+    (void)state;
+    struct heartbeat hb;
+    heartbeat_init(&hb);
+    char small[16];
+    assert_int_equal(heartbeat_format(&hb, small, sizeof small), -ENOSPC);
+}
+
+static void test_manifest_paths(void **state)
+{
+    (void)state;
+    assert_true(manifest_path_is_safe("bin/drover-train"));
+    assert_true(manifest_path_is_safe("a"));
+    assert_false(manifest_path_is_safe(""));
+    assert_false(manifest_path_is_safe("/etc/passwd"));
+    assert_false(manifest_path_is_safe("../x"));
+    assert_false(manifest_path_is_safe("a/../../x"));
+    assert_false(manifest_path_is_safe("a/./b"));
+    assert_false(manifest_path_is_safe("a//b"));
+    assert_false(manifest_path_is_safe("a/"));
+    assert_false(manifest_path_is_safe("a\nb"));
+}
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    chmod(path, mode);
+}
+
+static void test_manifest_dir_dump_parse(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-manifest-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char p[512];
+    snprintf(p, sizeof p, "%s/bin", dir);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/bin/tool", dir);
+    write_file(p, "#!/bin/sh\necho hi\n", 0755);
+    snprintf(p, sizeof p, "%s/config.ini", dir);
+    write_file(p, "[a]\nb=1\n", 0644);
+
+    struct manifest *m = NULL;
+    assert_int_equal(manifest_from_dir(dir, "v1", &m), 0);
+    assert_int_equal(m->nfiles, 2);
+    assert_string_equal(m->files[0].path, "bin/tool");
+    assert_int_equal(m->files[0].mode, 0755);
+    assert_int_equal(m->files[1].mode, 0644);
+    char *text = NULL, id[RELEASE_ID_LEN + 1], id2[RELEASE_ID_LEN + 1];
+    assert_int_equal(manifest_dump(m, &text, id), 0);
+    assert_true(sha256_is_hex(id));
+
+    struct manifest *back = NULL;
+    assert_int_equal(manifest_parse(text, strlen(text), &back), 0);
+    char *text2 = NULL;
+    assert_int_equal(manifest_dump(back, &text2, id2), 0);
+    assert_string_equal(text, text2); /* canonical: same content, same id */
+    assert_string_equal(id, id2);
+    assert_non_null(manifest_find(back, "config.ini"));
+    assert_null(manifest_find(back, "nope"));
+
+    /* Changing one byte changes the id. */
+    write_file(p, "[a]\nb=2\n", 0644);
+    struct manifest *m3 = NULL;
+    char *text3 = NULL, id3[RELEASE_ID_LEN + 1];
+    assert_int_equal(manifest_from_dir(dir, "v1", &m3), 0);
+    assert_int_equal(manifest_dump(m3, &text3, id3), 0);
+    assert_string_not_equal(id, id3);
+
+    /* A symlink in the release directory is refused. */
+    snprintf(p, sizeof p, "%s/link", dir);
+    assert_int_equal(symlink("/etc/passwd", p), 0);
+    struct manifest *m4 = (struct manifest *)0x1;
+    assert_int_equal(manifest_from_dir(dir, NULL, &m4), -EINVAL);
+    assert_ptr_equal(m4, (struct manifest *)0x1);
+
+    free(text);
+    free(text2);
+    free(text3);
+    manifest_free(m);
+    manifest_free(back);
+    manifest_free(m3);
+    manifest_free(NULL);
+    assert_int_equal(fs_rm_rf(dir), 0);
+}
+
+static void test_manifest_parse_rejects(void **state)
+{
+    (void)state;
+    const char *h = "0000000000000000000000000000000000000000000000000000000000000000";
+    char doc[1024];
+    struct manifest *m = NULL;
+    const char *bad_paths[] = {"../x", "/abs", "a/../b", ""};
+    for (size_t i = 0; i < ARRAY_SIZE(bad_paths); i++) {
+        snprintf(doc, sizeof doc, "{\"v\":1,\"files\":[{\"path\":\"%s\",\"sha256\":\"%s\",\"size\":1,\"mode\":\"0644\"}]}",
+                 bad_paths[i], h);
+        assert_int_equal(manifest_parse(doc, strlen(doc), &m), -EINVAL);
+    }
+    snprintf(doc, sizeof doc, "{\"v\":1,\"files\":[{\"path\":\"a\",\"sha256\":\"xyz\",\"size\":1,\"mode\":\"0644\"}]}");
+    assert_int_equal(manifest_parse(doc, strlen(doc), &m), -EINVAL);
+    snprintf(doc, sizeof doc, "{\"v\":1,\"files\":[{\"path\":\"a\",\"sha256\":\"%s\",\"size\":1,\"mode\":\"4755\"}]}", h);
+    assert_int_equal(manifest_parse(doc, strlen(doc), &m), -EINVAL);
+    snprintf(doc, sizeof doc,
+             "{\"v\":1,\"files\":[{\"path\":\"a\",\"sha256\":\"%s\",\"size\":1,\"mode\":\"0644\"},"
+             "{\"path\":\"a\",\"sha256\":\"%s\",\"size\":1,\"mode\":\"0644\"}]}",
+             h, h);
+    assert_int_equal(manifest_parse(doc, strlen(doc), &m), -EINVAL);
+    snprintf(doc, sizeof doc,
+             "{\"v\":1,\"files\":[{\"path\":\"a\",\"sha256\":\"%s\",\"size\":1,\"mode\":\"0644\"},"
+             "{\"path\":\"a/b\",\"sha256\":\"%s\",\"size\":1,\"mode\":\"0644\"}]}",
+             h, h);
+    assert_int_equal(manifest_parse(doc, strlen(doc), &m), -EINVAL);
+    assert_int_equal(manifest_parse("{\"v\":9,\"files\":[]}", 18, &m), -EPROTONOSUPPORT);
+    assert_null(m);
+}
+
+static void test_status_roundtrip(void **state)
+{
+    (void)state;
+    struct agent_status *st = calloc(1, sizeof *st), *back = calloc(1, sizeof *back);
+    strcpy(st->host, "ct101");
+    st->agent_pid = 7;
+    st->njobs = 1;
+    struct job_status *js = &st->jobs[0];
+    strcpy(js->job, "train");
+    strcpy(js->current, "abc");
+    js->state = GANG_RUNNING;
+    js->nranks = 2;
+    for (int i = 0; i < 2; i++) {
+        js->ranks[i].rank = i;
+        js->ranks[i].exit_code = -1;
+        strcpy(js->ranks[i].state, "running");
+        js->ranks[i].has_hb = true;
+        heartbeat_init(&js->ranks[i].hb);
+        js->ranks[i].hb.step = 10 + i;
+        js->ranks[i].hb.loss_finite = i == 0;
+        js->ranks[i].hb.loss = i == 0 ? 2.5 : NAN;
+    }
+    js->ranks[1].gpu.valid = true;
+    js->ranks[1].gpu.util = 97;
+    char *text = NULL;
+    assert_int_equal(status_format(st, &text), 0);
+    assert_int_equal(status_parse(text, strlen(text), back), 0);
+    const struct job_status *bj = status_find_job(back, "train");
+    assert_non_null(bj);
+    assert_null(status_find_job(back, "other"));
+    assert_int_equal(bj->state, GANG_RUNNING);
+    assert_int_equal(bj->nranks, 2);
+    assert_int_equal(bj->ranks[1].hb.step, 11);
+    assert_true(bj->ranks[0].hb.loss_finite);
+    assert_false(bj->ranks[1].hb.loss_finite);
+    assert_false(bj->ranks[0].gpu.valid);
+    assert_true(bj->ranks[1].gpu.valid);
+    free(text);
+    free(st);
+    free(back);
+}
+
+static void test_status_rejects(void **state)
+{
+    (void)state;
+    struct agent_status *st = calloc(1, sizeof *st);
+    assert_int_equal(status_parse("{}", 2, st), -EINVAL);
+    assert_int_equal(status_parse("{\"v\":2}", 7, st), -EPROTONOSUPPORT);
+    const char *bad_state = "{\"v\":1,\"jobs\":[{\"job\":\"a\",\"state\":\"flying\"}]}";
+    assert_int_equal(status_parse(bad_state, strlen(bad_state), st), -EINVAL);
+    char many[4096] = "{\"v\":1,\"jobs\":[{\"job\":\"a\",\"ranks\":[";
+    for (int i = 0; i <= STATUS_MAX_RANKS; i++)
+        strcat(many, i ? ",{}" : "{}");
+    strcat(many, "]}]}");
+    assert_int_equal(status_parse(many, strlen(many), st), -E2BIG);
+    free(st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_heartbeat_roundtrip),   cmocka_unit_test(test_heartbeat_nan_is_null),
+        cmocka_unit_test(test_heartbeat_rejects),     cmocka_unit_test(test_heartbeat_format_too_small),
+        cmocka_unit_test(test_manifest_paths),        cmocka_unit_test(test_manifest_dir_dump_parse),
+        cmocka_unit_test(test_manifest_parse_rejects), cmocka_unit_test(test_status_roundtrip),
+        cmocka_unit_test(test_status_rejects),
+    };
+    return cmocka_run_group_tests_name("common-wire", tests, NULL, NULL);
+}
