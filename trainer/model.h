@@ -90,7 +90,7 @@ float rng_normal(struct rng *r, float mean, float std);
  * host with this function and uploads). */
 void gpt_params_init(const struct gpt_config *c, float *params, struct rng *r);
 
-/* Forward FLOPs per token (6*N*... style estimate is 3x this per training token): used for MFU. */
+/* Training (forward+backward) FLOPs per token, 6N + 6LTC (PaLM appendix B): for MFU. */
 double gpt_flops_per_token(const struct gpt_config *c);
 
 #endif
