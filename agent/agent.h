@@ -1,0 +1,71 @@
+/* agent/agent.h: what the agent's modules share: default paths, CLI exit codes (docs/errors.md,
+ * "Agent"), and the job spec, i.e. how one job's gang is launched for one release.
+ *
+ * A job spec is recorded per (job, release) in state.json so that a revert relaunches the good
+ * release with the command it ran with, not the command of the release being abandoned.
+ */
+#ifndef DROVER_AGENT_H
+#define DROVER_AGENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/manifest.h"
+#include "common/status.h"
+
+#define AGENT_DEFAULT_ROOT "/var/lib/drover"
+#define AGENT_DEFAULT_SOCKET "/run/drover/agent.sock"
+#define AGENT_DEFAULT_PIDFILE "/run/drover/agent.pid"
+
+/* CLI exit codes; never renumbered (docs/errors.md, "Agent"). */
+enum agent_exit {
+    AGENT_EXIT_OK = 0,
+    AGENT_EXIT_FAIL = 1,       /* the operation failed; reason on stderr */
+    AGENT_EXIT_USAGE = 2,      /* bad command line */
+    AGENT_EXIT_NO_DAEMON = 3,  /* control socket unreachable */
+    AGENT_EXIT_NO_RELEASE = 4, /* release not in the store */
+    AGENT_EXIT_BUNDLE = 5,     /* bundle failed verification (checksum, size, path, id) */
+    AGENT_EXIT_EXEC = 6,       /* the job's command cannot be executed */
+    AGENT_EXIT_BUSY = 7,       /* another operation on the job is in progress / second daemon */
+    AGENT_EXIT_TIMEOUT = 124,  /* preflight ran past --timeout */
+};
+
+#define SPEC_MAX_ARGS 64
+#define SPEC_ARG_MAX 1024
+#define SPEC_ADDR_MAX 64
+
+struct job_spec {
+    char release[RELEASE_ID_LEN + 1];
+    int argc;
+    char *argv[SPEC_MAX_ARGS + 1]; /* owned, NULL-terminated; argv[0] relative to the release dir
+                                      when it contains a '/', else looked up in PATH */
+    int nnodes, node_rank, nproc;
+    char gpus[SPEC_ADDR_MAX];      /* "0,1": one GPU index per local rank; "" none */
+    char master_addr[SPEC_ADDR_MAX];
+    int master_port;
+    double grace_s;                /* SIGTERM -> SIGKILL */
+    bool promoted;                 /* this release was promoted for this job at some point */
+    double ktok_s;                 /* throughput given at promote; 0 unknown */
+};
+
+/* Defaults: nnodes 1, node_rank 0, nproc 1, master 127.0.0.1:29500, grace 30 s, no argv. */
+void spec_init(struct job_spec *s);
+/* Free argv; s is then empty (spec_init state).  Accepts a zeroed struct. */
+void spec_done(struct job_spec *s);
+/* Deep copy src into dst (dst must be empty or initialised; its old argv is freed). */
+int spec_copy(struct job_spec *dst, const struct job_spec *src);
+/* Set argv from argc strings; -E2BIG over SPEC_MAX_ARGS / SPEC_ARG_MAX, -EINVAL when argc is 0. */
+int spec_set_argv(struct job_spec *s, int argc, char *const *argv);
+/* Check ranges (nproc 1..STATUS_MAX_RANKS, node_rank < nnodes, world size, port, grace, gpus
+ * list length == nproc when given).  -EINVAL with a reason in err. */
+int spec_validate(const struct job_spec *s, char *err, size_t errsz);
+
+/* JSON object <-> spec.  spec_from_json validates limits; ret written only on success. */
+json_t *spec_to_json(const struct job_spec *s);
+int spec_from_json(json_t *o, struct job_spec *ret);
+
+/* true when s is a job name we accept: 1..JOB_NAME_MAX-1 of [A-Za-z0-9_.-], not starting with '.'. */
+bool job_name_is_valid(const char *s);
+
+#endif

@@ -1,0 +1,208 @@
+/* agent/spec.c: the job spec (agent.h): defaults, validation, deep copy, JSON form.
+ * The JSON form is used both in state.json and in control-socket requests; it never holds
+ * anything a worker did not get from the controller's command line. */
+#include "agent/agent.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+void spec_init(struct job_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    s->nnodes = 1;
+    s->nproc = 1;
+    s->master_port = 29500;
+    s->grace_s = 30;
+    (void)str_copy(s->master_addr, sizeof s->master_addr, "127.0.0.1");
+}
+
+void spec_done(struct job_spec *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->argc && i < SPEC_MAX_ARGS; i++)
+        free(s->argv[i]);
+    s->argc = 0;
+    memset(s->argv, 0, sizeof s->argv);
+}
+
+int spec_set_argv(struct job_spec *s, int argc, char *const *argv)
+{
+    if (argc <= 0)
+        return -EINVAL;
+    if (argc > SPEC_MAX_ARGS)
+        return -E2BIG;
+    char *copy[SPEC_MAX_ARGS + 1] = {0};
+    for (int i = 0; i < argc; i++) {
+        if (strlen(argv[i]) >= SPEC_ARG_MAX || (i == 0 && !argv[i][0])) {
+            for (int j = 0; j < i; j++)
+                free(copy[j]);
+            return argv[i][0] ? -E2BIG : -EINVAL;
+        }
+        copy[i] = strdup(argv[i]);
+        if (!copy[i]) {
+            for (int j = 0; j < i; j++)
+                free(copy[j]);
+            return -ENOMEM;
+        }
+    }
+    spec_done(s);
+    memcpy(s->argv, copy, sizeof copy);
+    s->argc = argc;
+    return 0;
+}
+
+int spec_copy(struct job_spec *dst, const struct job_spec *src)
+{
+    struct job_spec t = *src;
+    memset(t.argv, 0, sizeof t.argv);
+    t.argc = 0;
+    if (src->argc > 0) {
+        int r = spec_set_argv(&t, src->argc, src->argv);
+        if (r < 0)
+            return r;
+    }
+    spec_done(dst);
+    *dst = t;
+    return 0;
+}
+
+int spec_validate(const struct job_spec *s, char *err, size_t errsz)
+{
+    const char *why = NULL;
+    if (s->argc <= 0)
+        why = "no command";
+    else if (s->nproc < 1 || s->nproc > STATUS_MAX_RANKS)
+        why = "nproc-per-node out of range (1..16)";
+    else if (s->nnodes < 1 || s->nnodes > 4096)
+        why = "nnodes out of range (1..4096)";
+    else if (s->node_rank < 0 || s->node_rank >= s->nnodes)
+        why = "node-rank must be below nnodes";
+    else if (s->master_port < 1 || s->master_port > 65535)
+        why = "master-port out of range";
+    else if (!(s->grace_s >= 0 && s->grace_s <= 3600))
+        why = "grace out of range (0..3600 s)";
+    else if (!s->master_addr[0] || strpbrk(s->master_addr, " \t\n="))
+        why = "bad master-addr";
+    if (!why && s->gpus[0]) {
+        int n = 1;
+        for (const char *p = s->gpus; *p; p++) {
+            if (*p == ',')
+                n++;
+            else if (*p < '0' || *p > '9')
+                why = "gpus must be a comma-separated list of indices";
+        }
+        if (!why && n != s->nproc)
+            why = "gpus must name one GPU per local rank (nproc-per-node)";
+    }
+    if (why) {
+        if (err)
+            snprintf(err, errsz, "%s", why);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+bool job_name_is_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= JOB_NAME_MAX || s[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return false;
+    }
+    return true;
+}
+
+json_t *spec_to_json(const struct job_spec *s)
+{
+    json_t *argv = json_array();
+    for (int i = 0; i < s->argc; i++)
+        json_array_append_new(argv, json_string(s->argv[i]));
+    return json_pack("{s:s,s:o,s:i,s:i,s:i,s:s,s:s,s:i,s:f,s:b,s:f}", "release", s->release,
+                     "argv", argv, "nnodes", s->nnodes, "node_rank", s->node_rank, "nproc",
+                     s->nproc, "gpus", s->gpus, "master_addr", s->master_addr, "master_port",
+                     s->master_port, "grace_s", s->grace_s, "promoted", s->promoted, "ktok_s",
+                     s->ktok_s);
+}
+
+static int js_int(json_t *o, const char *k, int lo, int hi, int *v)
+{
+    json_t *x = json_object_get(o, k);
+    if (!x)
+        return 0;
+    if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > hi)
+        return -EINVAL;
+    *v = (int)json_integer_value(x);
+    return 0;
+}
+
+static int js_num(json_t *o, const char *k, double lo, double hi, double *v)
+{
+    json_t *x = json_object_get(o, k);
+    if (!x)
+        return 0;
+    if (!json_is_number(x) || !(json_number_value(x) >= lo && json_number_value(x) <= hi))
+        return -EINVAL;
+    *v = json_number_value(x);
+    return 0;
+}
+
+static int js_str(json_t *o, const char *k, char *dst, size_t n)
+{
+    json_t *x = json_object_get(o, k);
+    if (!x)
+        return 0;
+    if (!json_is_string(x) || str_copy(dst, n, json_string_value(x)) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+int spec_from_json(json_t *o, struct job_spec *ret)
+{
+    if (!json_is_object(o))
+        return -EINVAL;
+    struct job_spec s;
+    spec_init(&s);
+    json_t *argv = json_object_get(o, "argv");
+    json_t *pr = json_object_get(o, "promoted");
+    int r = -EINVAL;
+    if (js_str(o, "release", s.release, sizeof s.release) < 0 ||
+        (s.release[0] && !sha256_is_hex(s.release)) ||
+        js_int(o, "nnodes", 1, 4096, &s.nnodes) < 0 ||
+        js_int(o, "node_rank", 0, 4095, &s.node_rank) < 0 ||
+        js_int(o, "nproc", 1, STATUS_MAX_RANKS, &s.nproc) < 0 ||
+        js_str(o, "gpus", s.gpus, sizeof s.gpus) < 0 ||
+        js_str(o, "master_addr", s.master_addr, sizeof s.master_addr) < 0 ||
+        js_int(o, "master_port", 1, 65535, &s.master_port) < 0 ||
+        js_num(o, "grace_s", 0, 3600, &s.grace_s) < 0 || js_num(o, "ktok_s", 0, 1e12, &s.ktok_s) < 0 ||
+        (pr && !json_is_boolean(pr)))
+        return -EINVAL;
+    s.promoted = pr && json_is_true(pr);
+    if (argv) {
+        if (!json_is_array(argv) || json_array_size(argv) == 0)
+            return -EINVAL;
+        if (json_array_size(argv) > SPEC_MAX_ARGS)
+            return -E2BIG;
+        char *tmp[SPEC_MAX_ARGS];
+        size_t i;
+        json_t *v;
+        json_array_foreach(argv, i, v)
+        {
+            if (!json_is_string(v))
+                return -EINVAL;
+            tmp[i] = (char *)json_string_value(v);
+        }
+        if ((r = spec_set_argv(&s, (int)json_array_size(argv), tmp)) < 0)
+            return r;
+    }
+    *ret = s;
+    return 0;
+}

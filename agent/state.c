@@ -1,0 +1,426 @@
+/* agent/state.c: state.json and events.jsonl (see state.h).  The only file that knows either
+ * format.  Never touches the release store or processes: it records, the daemon decides. */
+#include "agent/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/util.h"
+
+void state_init(struct agent_state *st) { memset(st, 0, sizeof *st); }
+
+void state_done(struct agent_state *st)
+{
+    for (int i = 0; i < st->njobs && i < STATUS_MAX_JOBS; i++)
+        for (int k = 0; k < st->jobs[i].nspecs && k < STATE_MAX_SPECS; k++)
+            spec_done(&st->jobs[i].specs[k]);
+    memset(st, 0, sizeof *st);
+}
+
+static json_t *job_to_json(const struct job_rec *j)
+{
+    json_t *pids = json_array(), *specs = json_array();
+    for (int i = 0; i < j->npids; i++)
+        json_array_append_new(pids, json_integer(j->pids[i]));
+    for (int i = 0; i < j->nspecs; i++)
+        json_array_append_new(specs, spec_to_json(&j->specs[i]));
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:I,s:I,s:o,s:o}", "job", j->job,
+                     "current", j->current, "previous", j->previous, "good", j->good, "state",
+                     gang_state_name(j->state), "reason", j->reason, "generation", j->generation,
+                     "restarts", j->restarts, "auto_rollbacks", j->auto_rollbacks,
+                     "probation_until", j->probation_until, "gang_pgid", (json_int_t)j->gang_pgid,
+                     "gang_starttime", (json_int_t)j->gang_starttime, "pids", pids, "specs", specs);
+}
+
+int state_format(const struct agent_state *st, char **ret_text)
+{
+    json_t *jobs = json_array();
+    for (int i = 0; i < st->njobs; i++)
+        json_array_append_new(jobs, job_to_json(&st->jobs[i]));
+    json_t *o = json_pack("{s:i,s:o}", "v", STATE_VERSION, "jobs", jobs);
+    if (!o)
+        return -ENOMEM;
+    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    if (!text)
+        return -ENOMEM;
+    *ret_text = text;
+    return 0;
+}
+
+static int get_id(json_t *o, const char *k, char dst[RELEASE_ID_LEN + 1])
+{
+    json_t *x = json_object_get(o, k);
+    if (!x)
+        return 0;
+    if (!json_is_string(x))
+        return -EINVAL;
+    const char *s = json_string_value(x);
+    if (s[0] && !sha256_is_hex(s))
+        return -EINVAL;
+    (void)str_copy(dst, RELEASE_ID_LEN + 1, s);
+    return 0;
+}
+
+static int get_i64(json_t *o, const char *k, int64_t lo, int64_t hi, int64_t *v)
+{
+    json_t *x = json_object_get(o, k);
+    if (!x)
+        return 0;
+    if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > hi)
+        return -EINVAL;
+    *v = json_integer_value(x);
+    return 0;
+}
+
+static int job_from_json(json_t *o, struct job_rec *j)
+{
+    memset(j, 0, sizeof *j);
+    json_t *name = json_object_get(o, "job"), *state = json_object_get(o, "state");
+    json_t *reason = json_object_get(o, "reason"), *pids = json_object_get(o, "pids");
+    json_t *specs = json_object_get(o, "specs"), *pu = json_object_get(o, "probation_until");
+    int64_t gen = 0, restarts = 0, rb = 0, pgid = 0, start = 0;
+    if (!json_is_object(o) || !json_is_string(name) || !job_name_is_valid(json_string_value(name)))
+        return -EINVAL;
+    (void)str_copy(j->job, sizeof j->job, json_string_value(name));
+    if (get_id(o, "current", j->current) < 0 || get_id(o, "previous", j->previous) < 0 ||
+        get_id(o, "good", j->good) < 0 || get_i64(o, "generation", 0, INT32_MAX, &gen) < 0 ||
+        get_i64(o, "restarts", 0, INT32_MAX, &restarts) < 0 ||
+        get_i64(o, "auto_rollbacks", 0, INT32_MAX, &rb) < 0 ||
+        get_i64(o, "gang_pgid", 0, INT32_MAX, &pgid) < 0 ||
+        get_i64(o, "gang_starttime", 0, INT64_MAX, &start) < 0)
+        return -EINVAL;
+    j->generation = (int)gen;
+    j->restarts = (int)restarts;
+    j->auto_rollbacks = (int)rb;
+    j->gang_pgid = pgid;
+    j->gang_starttime = (uint64_t)start;
+    if (state && (!json_is_string(state) || gang_state_from_name(json_string_value(state), &j->state) < 0))
+        return -EINVAL;
+    if (reason) {
+        if (!json_is_string(reason))
+            return -EINVAL;
+        (void)str_copy(j->reason, sizeof j->reason, json_string_value(reason));
+    }
+    if (pu) {
+        if (!json_is_number(pu) || !(json_number_value(pu) >= 0 && json_number_value(pu) < 1e12))
+            return -EINVAL;
+        j->probation_until = json_number_value(pu);
+    }
+    if (pids) {
+        if (!json_is_array(pids))
+            return -EINVAL;
+        if (json_array_size(pids) > STATUS_MAX_RANKS)
+            return -E2BIG;
+        size_t i;
+        json_t *v;
+        json_array_foreach(pids, i, v)
+        {
+            if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > INT32_MAX)
+                return -EINVAL;
+            j->pids[j->npids++] = json_integer_value(v);
+        }
+    }
+    if (specs) {
+        if (!json_is_array(specs))
+            return -EINVAL;
+        if (json_array_size(specs) > STATE_MAX_SPECS)
+            return -E2BIG;
+        size_t i;
+        json_t *v;
+        json_array_foreach(specs, i, v)
+        {
+            int r = spec_from_json(v, &j->specs[j->nspecs]);
+            if (r < 0 || !j->specs[j->nspecs].release[0]) {
+                if (r >= 0)
+                    spec_done(&j->specs[j->nspecs]);
+                for (int k = 0; k < j->nspecs; k++)
+                    spec_done(&j->specs[k]);
+                j->nspecs = 0;
+                return r < 0 ? r : -EINVAL;
+            }
+            j->nspecs++;
+        }
+    }
+    return 0;
+}
+
+int state_parse(const char *text, size_t len, struct agent_state *ret_st)
+{
+    if (len > STATE_MAX_BYTES)
+        return -E2BIG;
+    json_error_t jerr;
+    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!o)
+        return -EINVAL;
+    struct agent_state *st = calloc(1, sizeof *st);
+    int r = -EINVAL;
+    if (!st) {
+        r = -ENOMEM;
+        goto out;
+    }
+    json_t *v = json_object_get(o, "v"), *jobs = json_object_get(o, "jobs");
+    if (!json_is_object(o) || !json_is_integer(v))
+        goto out;
+    if (json_integer_value(v) != STATE_VERSION) {
+        r = -EPROTONOSUPPORT;
+        goto out;
+    }
+    if (jobs) {
+        if (!json_is_array(jobs))
+            goto out;
+        if (json_array_size(jobs) > STATUS_MAX_JOBS) {
+            r = -E2BIG;
+            goto out;
+        }
+        size_t i;
+        json_t *jo;
+        json_array_foreach(jobs, i, jo)
+        {
+            if ((r = job_from_json(jo, &st->jobs[st->njobs])) < 0)
+                goto out;
+            st->njobs++;
+            for (int k = 0; k < st->njobs - 1; k++)
+                if (!strcmp(st->jobs[k].job, st->jobs[st->njobs - 1].job)) {
+                    r = -EINVAL;
+                    goto out;
+                }
+        }
+    }
+    *ret_st = *st;
+    free(st);
+    st = NULL;
+    r = 0;
+out:
+    if (st) {
+        state_done(st);
+        free(st);
+    }
+    json_decref(o);
+    return r;
+}
+
+int state_load(const char *path, struct agent_state *ret_st)
+{
+    char *text;
+    size_t len;
+    int r = fs_read_file(path, STATE_MAX_BYTES, &text, &len);
+    if (r == -ENOENT) {
+        state_init(ret_st);
+        return 0;
+    }
+    if (r == -EFBIG)
+        return -E2BIG;
+    if (r < 0)
+        return r;
+    r = state_parse(text, len, ret_st);
+    free(text);
+    return r;
+}
+
+int state_save(const char *path, const struct agent_state *st)
+{
+    char *text;
+    int r = state_format(st, &text);
+    if (r < 0)
+        return r;
+    r = fs_write_atomic(path, text, strlen(text), 0600);
+    free(text);
+    return r;
+}
+
+struct job_rec *state_find_job(struct agent_state *st, const char *job)
+{
+    for (int i = 0; i < st->njobs; i++)
+        if (!strcmp(st->jobs[i].job, job))
+            return &st->jobs[i];
+    return NULL;
+}
+
+int state_add_job(struct agent_state *st, const char *job, struct job_rec **ret)
+{
+    struct job_rec *j = state_find_job(st, job);
+    if (!j) {
+        if (!job_name_is_valid(job))
+            return -EINVAL;
+        if (st->njobs >= STATUS_MAX_JOBS)
+            return -ENOSPC;
+        j = &st->jobs[st->njobs++];
+        memset(j, 0, sizeof *j);
+        (void)str_copy(j->job, sizeof j->job, job);
+    }
+    *ret = j;
+    return 0;
+}
+
+struct job_spec *state_find_spec(struct job_rec *j, const char *release)
+{
+    for (int i = 0; i < j->nspecs; i++)
+        if (!strcmp(j->specs[i].release, release))
+            return &j->specs[i];
+    return NULL;
+}
+
+int state_put_spec(struct job_rec *j, const struct job_spec *spec, struct job_spec **ret)
+{
+    struct job_spec copy;
+    spec_init(&copy);
+    int r = spec_copy(&copy, spec);
+    if (r < 0)
+        return r;
+    struct job_spec *old = state_find_spec(j, spec->release);
+    if (old) {
+        copy.promoted = copy.promoted || old->promoted;
+        if (copy.ktok_s <= 0)
+            copy.ktok_s = old->ktok_s;
+        spec_done(old);
+        *old = copy;
+        if (ret)
+            *ret = old;
+        return 0;
+    }
+    if (j->nspecs >= STATE_MAX_SPECS) {
+        int victim = -1;
+        for (int i = 0; i < j->nspecs && victim < 0; i++) {
+            const char *id = j->specs[i].release;
+            if (strcmp(id, j->current) && strcmp(id, j->previous) && strcmp(id, j->good))
+                victim = i;
+        }
+        if (victim < 0) {
+            spec_done(&copy);
+            return -ENOSPC;
+        }
+        spec_done(&j->specs[victim]);
+        memmove(&j->specs[victim], &j->specs[victim + 1],
+                (size_t)(j->nspecs - victim - 1) * sizeof j->specs[0]);
+        j->nspecs--;
+        memset(&j->specs[j->nspecs], 0, sizeof j->specs[0]);
+    }
+    j->specs[j->nspecs] = copy;
+    if (ret)
+        *ret = &j->specs[j->nspecs];
+    j->nspecs++;
+    return 0;
+}
+
+/* ---- events ---- */
+
+static int64_t events_last_seq(const char *path)
+{
+    char *text;
+    size_t len;
+    int64_t seq = 0;
+    if (fs_read_file(path, EVENTS_ROTATE_BYTES * 2, &text, &len) < 0)
+        return 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        json_error_t jerr;
+        json_t *o = json_loads(line, 0, &jerr);
+        json_t *s = o ? json_object_get(o, "seq") : NULL;
+        if (json_is_integer(s) && json_integer_value(s) > seq)
+            seq = json_integer_value(s);
+        json_decref(o);
+    }
+    free(text);
+    return seq;
+}
+
+int events_open(const char *path, struct events *ret_ev)
+{
+    struct events ev = {.fd = -1};
+    if (str_copy(ev.path, sizeof ev.path, path) < 0)
+        return -ENAMETOOLONG;
+    char rotated[sizeof ev.path + 4];
+    snprintf(rotated, sizeof rotated, "%s.1", path);
+    int64_t a = events_last_seq(rotated), b = events_last_seq(path);
+    ev.seq = a > b ? a : b;
+    ev.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (ev.fd < 0)
+        return -errno;
+    *ret_ev = ev;
+    return 0;
+}
+
+int64_t events_append(struct events *ev, const char *job, const char *kind, const char *release,
+                      const char *detail)
+{
+    if (ev->fd < 0)
+        return -EBADF;
+    struct stat st;
+    if (fstat(ev->fd, &st) == 0 && (uint64_t)st.st_size > EVENTS_ROTATE_BYTES) {
+        char rotated[sizeof ev->path + 4];
+        snprintf(rotated, sizeof rotated, "%s.1", ev->path);
+        if (rename(ev->path, rotated) == 0) {
+            int fd = open(ev->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+            if (fd >= 0) {
+                close(ev->fd);
+                ev->fd = fd;
+            }
+        }
+    }
+    int64_t seq = ev->seq + 1;
+    json_t *o = json_pack("{s:I,s:f,s:s,s:s,s:s,s:s}", "seq", (json_int_t)seq, "ts", time_wall(),
+                          "job", job ? job : "", "kind", kind, "release", release ? release : "",
+                          "detail", detail ? detail : "");
+    if (!o)
+        return -ENOMEM;
+    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    if (!text)
+        return -ENOMEM;
+    size_t n = strlen(text);
+    if (n + 1 > EVENT_LINE_MAX) {
+        free(text);
+        return -E2BIG;
+    }
+    text[n] = '\n'; /* json_dumps leaves room for the NUL we overwrite */
+    int r = fd_write_all(ev->fd, text, n + 1);
+    free(text);
+    if (r < 0)
+        return r;
+    if (fsync(ev->fd) < 0)
+        return -errno;
+    ev->seq = seq;
+    return seq;
+}
+
+void events_close(struct events *ev)
+{
+    if (ev && ev->fd >= 0) {
+        close(ev->fd);
+        ev->fd = -1;
+    }
+}
+
+static void events_dump_file(const char *path, int64_t since, FILE *out)
+{
+    char *text;
+    size_t len;
+    if (fs_read_file(path, EVENTS_ROTATE_BYTES * 2, &text, &len) < 0)
+        return;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        json_error_t jerr;
+        json_t *o = json_loads(line, 0, &jerr);
+        json_t *s = o ? json_object_get(o, "seq") : NULL;
+        if (json_is_integer(s) && json_integer_value(s) > since)
+            fprintf(out, "%s\n", line);
+        json_decref(o);
+    }
+    free(text);
+}
+
+int events_dump(const char *path, int64_t since, FILE *out)
+{
+    char rotated[4200];
+    if (snprintf(rotated, sizeof rotated, "%s.1", path) >= (int)sizeof rotated)
+        return -ENAMETOOLONG;
+    events_dump_file(rotated, since, out);
+    events_dump_file(path, since, out);
+    return fflush(out) == 0 ? 0 : -EIO;
+}

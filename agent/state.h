@@ -1,0 +1,88 @@
+/* agent/state.h: the agent's durable state: state.json (per job: current/previous/good release,
+ * gang state and reason, the pids of the running gang, the job spec per release) and the event
+ * journal events.jsonl.  Both live under the store root and are reloaded at start.
+ *
+ * state.json is replaced atomically (fs_write_atomic) on every change; events are appended one
+ * JSON line each and fsynced before the append returns.  Only state.c knows either format.
+ */
+#ifndef DROVER_AGENT_STATE_H
+#define DROVER_AGENT_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "agent/agent.h"
+
+#define STATE_VERSION 1
+#define STATE_MAX_BYTES (1u << 20)
+#define STATE_MAX_SPECS 6           /* specs kept per job (current, previous, good + history) */
+#define EVENT_LINE_MAX 2048
+#define EVENTS_ROTATE_BYTES (16u << 20) /* events.jsonl is renamed to events.jsonl.1 past this */
+
+struct job_rec {
+    char job[JOB_NAME_MAX];
+    char current[RELEASE_ID_LEN + 1];
+    char previous[RELEASE_ID_LEN + 1];
+    char good[RELEASE_ID_LEN + 1];
+    enum gang_state state;
+    char reason[256];
+    int generation;
+    int restarts;          /* gang restarts of the current release since activation */
+    int auto_rollbacks;    /* consecutive automatic rollbacks; reset by promote */
+    double probation_until; /* wall clock; 0: none */
+    /* the gang last started, so a restarted agent can find and stop it */
+    int64_t gang_pgid;
+    uint64_t gang_starttime; /* /proc/<pgid>/stat field 22 of the group leader */
+    int npids;
+    int64_t pids[STATUS_MAX_RANKS];
+    int nspecs;
+    struct job_spec specs[STATE_MAX_SPECS];
+};
+
+struct agent_state {
+    int njobs;
+    struct job_rec jobs[STATUS_MAX_JOBS];
+};
+
+void state_init(struct agent_state *st);
+/* Free every spec; st is then empty. */
+void state_done(struct agent_state *st);
+
+/* Compact JSON text, malloc'd; caller frees. */
+int state_format(const struct agent_state *st, char **ret_text);
+/* Parse (at most STATE_MAX_BYTES).  -EINVAL malformed, -E2BIG over a limit, -EPROTONOSUPPORT
+ * other version.  ret_st (uninitialised is fine) written only on success; state_done() it. */
+int state_parse(const char *text, size_t len, struct agent_state *ret_st);
+/* Load path; a missing file gives an empty state. */
+int state_load(const char *path, struct agent_state *ret_st);
+int state_save(const char *path, const struct agent_state *st);
+
+/* Find a job; with create, add it (-ENOSPC when STATUS_MAX_JOBS are used).  Borrowed. */
+struct job_rec *state_find_job(struct agent_state *st, const char *job);
+int state_add_job(struct agent_state *st, const char *job, struct job_rec **ret);
+/* Spec recorded for (job, release); NULL if none.  Borrowed. */
+struct job_spec *state_find_spec(struct job_rec *j, const char *release);
+/* Record a copy of spec (keyed by spec->release), replacing an older one for the same release
+ * but keeping its promoted flag and ktok_s.  When full, evicts the oldest spec that is not
+ * current/previous/good.  Returns the stored spec through ret (may be NULL). */
+int state_put_spec(struct job_rec *j, const struct job_spec *spec, struct job_spec **ret);
+
+/* ---- event journal ---- */
+struct events {
+    int fd;          /* O_APPEND; -1 when closed */
+    int64_t seq;     /* newest sequence number written */
+    char path[4096];
+};
+
+/* Open (create) the journal and find the newest seq in it (and in the rotated file). */
+int events_open(const char *path, struct events *ret_ev);
+/* Append {"seq","ts","job","kind","release","detail"} and fsync.  Returns the seq. */
+int64_t events_append(struct events *ev, const char *job, const char *kind, const char *release,
+                      const char *detail);
+void events_close(struct events *ev);
+/* Copy events with seq > since to out (one JSON line each), reading the rotated file first.
+ * Lines that do not parse are skipped. */
+int events_dump(const char *path, int64_t since, FILE *out);
+
+#endif

@@ -1,0 +1,327 @@
+/* agent/store.c: the release store (see store.h).  Owns releases/, jobs/<job>/current and
+ * incoming/.  Invariants: releases/<id> only ever appears by rename of a fully verified and
+ * fsynced tree; a `current` link only ever changes by rename; runs/ is never touched here except
+ * to create it.  Never starts or stops processes. */
+#include "agent/store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/bundle.h"
+#include "common/log.h"
+#include "common/util.h"
+
+int store_path(const struct store *s, char *buf, size_t sz, const char *fmt, ...)
+{
+    int n = snprintf(buf, sz, "%s/", s->root);
+    if (n < 0 || (size_t)n >= sz)
+        return -ENAMETOOLONG;
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(buf + n, sz - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (m < 0 || (size_t)m >= sz - (size_t)n)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+static void store_clean_tmp(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strstr(de->d_name, ".tmp"))
+            continue;
+        char p[PATH_MAX];
+        if (snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= (int)sizeof p)
+            continue;
+        log_info("store: removing stale '%s'", p);
+        (void)fs_rm_rf(p);
+    }
+    closedir(d);
+}
+
+int store_open(struct store *s, const char *root)
+{
+    if (!root[0] || str_copy(s->root, sizeof s->root, root) < 0)
+        return -ENAMETOOLONG;
+    int r = fs_mkdir_p(root, 0700);
+    if (r < 0)
+        return r;
+    static const char *const sub[] = {"releases", "jobs", "incoming", "runs"};
+    char p[PATH_MAX];
+    for (size_t i = 0; i < ARRAY_SIZE(sub); i++) {
+        if ((r = store_path(s, p, sizeof p, "%s", sub[i])) < 0 || (r = fs_mkdir_p(p, 0700)) < 0)
+            return r;
+    }
+    (void)store_path(s, p, sizeof p, "releases");
+    store_clean_tmp(p);
+    (void)store_path(s, p, sizeof p, "jobs");
+    DIR *d = opendir(p);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            char jp[PATH_MAX];
+            if (de->d_name[0] == '.' || store_path(s, jp, sizeof jp, "jobs/%s", de->d_name) < 0)
+                continue;
+            store_clean_tmp(jp);
+        }
+        closedir(d);
+    }
+    return 0;
+}
+
+bool store_has_release(const struct store *s, const char *id)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    if (!sha256_is_hex(id) || store_path(s, p, sizeof p, "releases/%s", id) < 0)
+        return false;
+    return lstat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_hex_prefix(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 6 || n > RELEASE_ID_LEN)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+int store_resolve(const struct store *s, const char *id_or_prefix, char ret_id[RELEASE_ID_LEN + 1])
+{
+    if (!is_hex_prefix(id_or_prefix))
+        return -EINVAL;
+    if (strlen(id_or_prefix) == RELEASE_ID_LEN) {
+        if (!store_has_release(s, id_or_prefix))
+            return -ENOENT;
+        memcpy(ret_id, id_or_prefix, RELEASE_ID_LEN + 1);
+        return 0;
+    }
+    char **ids;
+    size_t n;
+    int r = store_list(s, &ids, &n);
+    if (r < 0)
+        return r;
+    int found = -1;
+    r = -ENOENT;
+    for (size_t i = 0; i < n; i++)
+        if (!strncmp(ids[i], id_or_prefix, strlen(id_or_prefix))) {
+            if (found >= 0) {
+                r = -ENOTUNIQ;
+                break;
+            }
+            found = (int)i;
+            r = 0;
+        }
+    if (r == 0)
+        memcpy(ret_id, ids[found], RELEASE_ID_LEN + 1);
+    store_ids_free(ids, n);
+    return r;
+}
+
+int store_add_release(const struct store *s, const char *blob, const char *id, char *err, size_t errsz)
+{
+    char final[PATH_MAX], tmp[PATH_MAX];
+    if (!sha256_is_hex(id)) {
+        snprintf(err, errsz, "release id '%s' is not 64 lowercase hex digits", id);
+        return -EINVAL;
+    }
+    if (store_has_release(s, id)) {
+        (void)unlink(blob);
+        snprintf(err, errsz, "already present");
+        return 1;
+    }
+    int r;
+    if ((r = store_path(s, final, sizeof final, "releases/%s", id)) < 0 ||
+        (r = store_path(s, tmp, sizeof tmp, "releases/%s.tmp.%ld", id, (long)getpid())) < 0)
+        return r;
+    (void)fs_rm_rf(tmp);
+    char got[RELEASE_ID_LEN + 1];
+    r = bundle_unpack(blob, tmp, id, got, err, errsz);
+    if (r < 0) {
+        if (r != -ENOENT)
+            (void)unlink(blob);
+        return r;
+    }
+    if (rename(tmp, final) < 0) {
+        r = -errno;
+        (void)fs_rm_rf(tmp);
+        if (r == -ENOTEMPTY || r == -EEXIST) { /* another add won the race: same content */
+            (void)unlink(blob);
+            snprintf(err, errsz, "already present");
+            return 1;
+        }
+        snprintf(err, errsz, "rename into releases/: %s", strerror(-r));
+        return r;
+    }
+    (void)fs_fsync_dir(final);
+    (void)fs_fsync_dir(tmp); /* parent of both: releases/ */
+    (void)unlink(blob);
+    return 0;
+}
+
+struct ent {
+    char *id;
+    double mtime;
+};
+
+static int ent_newest_first(const void *a, const void *b)
+{
+    const struct ent *x = a, *y = b;
+    if (x->mtime != y->mtime)
+        return x->mtime < y->mtime ? 1 : -1;
+    return strcmp(x->id, y->id);
+}
+
+int store_list(const struct store *s, char ***ret_ids, size_t *ret_n)
+{
+    char p[PATH_MAX];
+    int r = store_path(s, p, sizeof p, "releases");
+    if (r < 0)
+        return r;
+    DIR *d = opendir(p);
+    if (!d)
+        return -errno;
+    struct ent *v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    r = 0;
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (!sha256_is_hex(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISDIR(st.st_mode))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct ent *nv = realloc(v, cap * sizeof *v);
+            if (!nv) {
+                r = -ENOMEM;
+                break;
+            }
+            v = nv;
+        }
+        v[n].id = strdup(de->d_name);
+        v[n].mtime = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9;
+        if (!v[n].id) {
+            r = -ENOMEM;
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    char **ids = NULL;
+    if (r == 0 && !(ids = calloc(n ? n : 1, sizeof *ids)))
+        r = -ENOMEM;
+    if (r < 0) {
+        for (size_t i = 0; i < n; i++)
+            free(v[i].id);
+        free(v);
+        return r;
+    }
+    qsort(v, n, sizeof *v, ent_newest_first);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = v[i].id;
+    free(v);
+    *ret_ids = ids;
+    *ret_n = n;
+    return 0;
+}
+
+void store_ids_free(char **ids, size_t n)
+{
+    if (!ids)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+}
+
+int store_switch_current(const struct store *s, const char *job, const char *id)
+{
+    if (!store_has_release(s, id))
+        return -ENOENT;
+    char dir[PATH_MAX], link[PATH_MAX], tmp[PATH_MAX], target[PATH_MAX];
+    int r;
+    if ((r = store_path(s, dir, sizeof dir, "jobs/%s", job)) < 0 ||
+        (r = store_path(s, link, sizeof link, "jobs/%s/current", job)) < 0 ||
+        (r = store_path(s, tmp, sizeof tmp, "jobs/%s/current.tmp.%ld", job, (long)getpid())) < 0)
+        return r;
+    snprintf(target, sizeof target, "../../releases/%s", id);
+    if ((r = fs_mkdir_p(dir, 0700)) < 0)
+        return r;
+    (void)unlink(tmp);
+    if (symlink(target, tmp) < 0)
+        return -errno;
+    if (rename(tmp, link) < 0) {
+        r = -errno;
+        (void)unlink(tmp);
+        return r;
+    }
+    return fs_fsync_dir(dir);
+}
+
+int store_current(const struct store *s, const char *job, char ret_id[RELEASE_ID_LEN + 1])
+{
+    char link[PATH_MAX], target[PATH_MAX];
+    int r = store_path(s, link, sizeof link, "jobs/%s/current", job);
+    if (r < 0)
+        return r;
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n < 0) {
+        if (errno != ENOENT)
+            return -errno;
+        ret_id[0] = '\0';
+        return 0;
+    }
+    target[n] = '\0';
+    const char *base = strrchr(target, '/');
+    base = base ? base + 1 : target;
+    if (!sha256_is_hex(base))
+        return -EINVAL;
+    memcpy(ret_id, base, RELEASE_ID_LEN + 1);
+    return 0;
+}
+
+int store_gc(const struct store *s, size_t keep, const char *const *protect, size_t nprotect)
+{
+    char **ids;
+    size_t n;
+    int r = store_list(s, &ids, &n);
+    if (r < 0)
+        return r;
+    int removed = 0;
+    for (size_t i = keep; i < n; i++) {
+        bool keep_it = false;
+        for (size_t k = 0; k < nprotect && !keep_it; k++)
+            keep_it = protect[k] && !strcmp(protect[k], ids[i]);
+        if (keep_it)
+            continue;
+        char p[PATH_MAX], tmp[PATH_MAX];
+        if (store_path(s, p, sizeof p, "releases/%s", ids[i]) < 0 ||
+            store_path(s, tmp, sizeof tmp, "releases/%s.tmp.gc", ids[i]) < 0)
+            continue;
+        /* rename first so a half-removed tree never looks like an installed release */
+        if (rename(p, tmp) < 0) {
+            r = -errno;
+            break;
+        }
+        (void)fs_rm_rf(tmp);
+        log_info("store: removed release %.12s", ids[i]);
+        removed++;
+    }
+    store_ids_free(ids, n);
+    return r < 0 ? r : removed;
+}
