@@ -1,0 +1,394 @@
+/* controller/conn.c: host connections: SSH (through ssh.c, argv quoted once by quote.c) or this
+ * machine (argv spawned directly, no shell).  Owns the choice between the two; never knows
+ * about pct or the agent.
+ */
+#include "controller/conn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "controller/quote.h"
+
+extern char **environ;
+
+struct conn_stream {
+    struct conn *c;
+    struct ssh_stream *ssh;
+    pid_t pid;
+    int fd;
+    char *buf;
+    size_t len, cap, line_max;
+    size_t consumed; /* bytes of buf handed out by the last poll, dropped on the next */
+    bool skipping;   /* inside an over-long line */
+    bool eof;
+};
+
+int conn_open(const struct inventory *inv, int host, const char *trust_cmd, struct conn **ret_conn,
+              char *err, size_t err_sz)
+{
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    c->inv = inv;
+    c->host = host;
+    c->h = &inv->hosts[host];
+    if (!c->h->local) {
+        struct ssh_params p = {
+            .name = c->h->name,
+            .address = c->h->address,
+            .port = c->h->port,
+            .user = c->h->user,
+            .known_hosts = inv->known_hosts,
+            .identity = inv->identity,
+            .connect_timeout_s = inv->connect_timeout_s,
+            .trust_cmd = trust_cmd,
+        };
+        int r = ssh_conn_open(&p, &c->ssh, err, err_sz);
+        if (r < 0) {
+            free(c);
+            return r;
+        }
+    }
+    *ret_conn = c;
+    return 0;
+}
+
+void conn_free(struct conn *c)
+{
+    if (!c)
+        return;
+    ssh_conn_free(c->ssh);
+    free(c);
+}
+
+static int spawn_local(const char *const *argv, int out_fd, int err_fd, pid_t *ret_pid)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (out_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+    else
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    if (err_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+    else
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    int r = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (r != 0)
+        return -r;
+    *ret_pid = pid;
+    return 0;
+}
+
+static int append(char **buf, size_t *len, size_t max, const char *d, size_t n, bool *trunc)
+{
+    if (*len + n > max) {
+        n = max - *len;
+        if (trunc)
+            *trunc = true;
+    }
+    char *nb = realloc(*buf, *len + n + 1);
+    if (!nb)
+        return -ENOMEM;
+    memcpy(nb + *len, d, n);
+    *len += n;
+    nb[*len] = '\0';
+    *buf = nb;
+    return 0;
+}
+
+static int run_local(struct conn *c, const char *const *argv, double timeout_s,
+                     struct exec_result *ret)
+{
+    int po[2], pe[2];
+    if (pipe2(po, O_CLOEXEC) < 0)
+        return -errno;
+    if (pipe2(pe, O_CLOEXEC) < 0) {
+        int e = errno;
+        close(po[0]);
+        close(po[1]);
+        return -e;
+    }
+    pid_t pid;
+    int r = spawn_local(argv, po[1], pe[1], &pid);
+    close(po[1]);
+    close(pe[1]);
+    if (r < 0) {
+        close(po[0]);
+        close(pe[0]);
+        snprintf(c->err, sizeof c->err, "cannot run '%s': %s", argv[0], strerror(-r));
+        return r;
+    }
+    struct exec_result res = { .status = -1 };
+    struct pollfd pfd[2] = { { .fd = po[0], .events = POLLIN }, { .fd = pe[0], .events = POLLIN } };
+    double deadline = time_mono() + timeout_s;
+    int open_fds = 2;
+    char buf[16384];
+    r = 0;
+    while (open_fds > 0) {
+        double left = deadline - time_mono();
+        if (left <= 0) {
+            (void)kill(pid, SIGKILL);
+            snprintf(c->err, sizeof c->err, "'%s' timed out after %.0fs", argv[0], timeout_s);
+            r = -ETIMEDOUT;
+            break;
+        }
+        int pr = poll(pfd, 2, left > 1 ? 1000 : (int)(left * 1000) + 1);
+        if (pr < 0 && errno != EINTR) {
+            r = -errno;
+            break;
+        }
+        for (int i = 0; i < 2; i++) {
+            if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            ssize_t n = read(pfd[i].fd, buf, sizeof buf);
+            if (n <= 0) {
+                pfd[i].fd = -1;
+                open_fds--;
+                continue;
+            }
+            if (i == 0)
+                r = append(&res.out, &res.out_len, EXEC_OUT_MAX, buf, (size_t)n, &res.out_truncated);
+            else
+                r = append(&res.err, &res.err_len, EXEC_ERR_MAX, buf, (size_t)n, NULL);
+            if (r < 0)
+                break;
+        }
+        if (r < 0)
+            break;
+    }
+    close(po[0]);
+    close(pe[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (r < 0) {
+        exec_result_done(&res);
+        return r;
+    }
+    res.status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+    if (!res.out)
+        res.out = calloc(1, 1);
+    if (!res.err)
+        res.err = calloc(1, 1);
+    if (!res.out || !res.err) {
+        exec_result_done(&res);
+        return -ENOMEM;
+    }
+    while (res.err_len && (res.err[res.err_len - 1] == '\n' || res.err[res.err_len - 1] == '\r'))
+        res.err[--res.err_len] = '\0';
+    *ret = res;
+    return 0;
+}
+
+int conn_run(struct conn *c, const char *const *argv, double timeout_s, struct exec_result *ret)
+{
+    if (!c->ssh)
+        return run_local(c, argv, timeout_s, ret);
+    char *line;
+    int r = quote_argv(argv, &line);
+    if (r < 0) {
+        snprintf(c->err, sizeof c->err, "command line for '%s' too long", argv[0]);
+        return r;
+    }
+    r = ssh_exec(c->ssh, line, timeout_s, ret, c->err, sizeof c->err);
+    free(line);
+    return r;
+}
+
+int conn_stream_open(struct conn *c, const char *const *argv, size_t line_max,
+                     struct conn_stream **ret_s)
+{
+    struct conn_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->c = c;
+    s->fd = -1;
+    s->pid = -1;
+    s->line_max = line_max;
+    s->cap = line_max + 65536;
+    s->buf = malloc(s->cap);
+    int r = -ENOMEM;
+    if (!s->buf)
+        goto fail;
+    if (c->ssh) {
+        char *line;
+        r = quote_argv(argv, &line);
+        if (r < 0)
+            goto fail;
+        r = ssh_stream_open(c->ssh, line, &s->ssh, c->err, sizeof c->err);
+        free(line);
+        if (r < 0)
+            goto fail;
+    } else {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+            r = -errno;
+            goto fail;
+        }
+        r = spawn_local(argv, p[1], -1, &s->pid);
+        close(p[1]);
+        if (r < 0) {
+            close(p[0]);
+            snprintf(c->err, sizeof c->err, "cannot run '%s': %s", argv[0], strerror(-r));
+            goto fail;
+        }
+        s->fd = p[0];
+    }
+    *ret_s = s;
+    return 0;
+fail:
+    conn_stream_free(s);
+    return r;
+}
+
+int conn_stream_poll(struct conn_stream *s, char **ret_line, size_t *ret_len)
+{
+    if (s->consumed) {
+        memmove(s->buf, s->buf + s->consumed, s->len - s->consumed);
+        s->len -= s->consumed;
+        s->consumed = 0;
+    }
+    for (;;) {
+        char *nl = memchr(s->buf, '\n', s->len);
+        if (nl) {
+            size_t n = (size_t)(nl - s->buf);
+            s->consumed = n + 1;
+            if (s->skipping) {
+                s->skipping = false;
+                return -E2BIG;
+            }
+            *nl = '\0';
+            *ret_line = s->buf;
+            *ret_len = n;
+            return 1;
+        }
+        if (s->len >= s->line_max) {
+            s->skipping = true; /* drop what we have; keep dropping until the newline */
+            s->len = 0;
+        }
+        if (s->eof)
+            return -EPIPE;
+        size_t room = s->cap - s->len;
+        int n;
+        if (s->ssh) {
+            n = ssh_stream_read(s->ssh, s->buf + s->len, room);
+            if (n == -EPIPE) {
+                s->eof = true;
+                continue;
+            }
+        } else {
+            ssize_t k = read(s->fd, s->buf + s->len, room);
+            if (k < 0 && (errno == EAGAIN || errno == EINTR))
+                n = 0;
+            else if (k <= 0) {
+                s->eof = true;
+                continue;
+            } else
+                n = (int)k;
+        }
+        if (n < 0)
+            return n;
+        if (n == 0)
+            return 0;
+        s->len += (size_t)n;
+    }
+}
+
+void conn_stream_free(struct conn_stream *s)
+{
+    if (!s)
+        return;
+    ssh_stream_free(s->ssh);
+    if (s->fd >= 0)
+        close(s->fd);
+    if (s->pid > 0) {
+        (void)kill(s->pid, SIGTERM);
+        int st;
+        while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
+            ;
+    }
+    free(s->buf);
+    free(s);
+}
+
+void conn_wait(struct conn **conns, int nconns, int ms)
+{
+    struct pollfd pfd[INV_MAX_HOSTS];
+    int n = 0;
+    for (int i = 0; i < nconns && n < INV_MAX_HOSTS; i++)
+        if (conns[i] && conns[i]->ssh)
+            pfd[n++] = (struct pollfd){ .fd = ssh_conn_fd(conns[i]->ssh), .events = POLLIN };
+    if (n)
+        (void)poll(pfd, (nfds_t)n, ms);
+    else
+        usleep((useconds_t)ms * 1000);
+}
+
+static int copy_local(const char *src, const char *dst, char *err, size_t err_sz)
+{
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s.part.%d", dst, (int)getpid());
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        int e = errno;
+        snprintf(err, err_sz, "cannot open '%s': %s", src, strerror(e));
+        return -e;
+    }
+    int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (out < 0) {
+        int e = errno;
+        close(in);
+        snprintf(err, err_sz, "cannot create '%s': %s", tmp, strerror(e));
+        return -e;
+    }
+    char buf[65536];
+    int r = 0;
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            r = -errno;
+            break;
+        }
+        if (n == 0)
+            break;
+        r = fd_write_all(out, buf, (size_t)n);
+        if (r < 0)
+            break;
+    }
+    if (r == 0 && fsync(out) < 0)
+        r = -errno;
+    close(in);
+    if (close(out) < 0 && r == 0)
+        r = -errno;
+    if (r == 0 && rename(tmp, dst) < 0)
+        r = -errno;
+    if (r < 0) {
+        (void)unlink(tmp);
+        snprintf(err, err_sz, "cannot copy '%s' to '%s': %s", src, dst, strerror(-r));
+    }
+    return r;
+}
+
+int conn_upload(struct conn *c, const char *local_path, const char *remote_path, const char *label)
+{
+    if (!c->ssh)
+        return copy_local(local_path, remote_path, c->err, sizeof c->err);
+    return ssh_upload(c->ssh, local_path, remote_path, 30, label, c->err, sizeof c->err);
+}

@@ -1,0 +1,54 @@
+/* controller/conn.h: one connection per inventory host, the same interface whether the host is
+ * reached over SSH (ssh.c) or is this machine (`local = true`: commands are spawned directly).
+ * Everything above this layer passes argv arrays; only here do they become a shell line
+ * (quote.c, for SSH) or an execvp (local).  Not thread-safe; one owner per conn.
+ */
+#ifndef DROVER_CONN_H
+#define DROVER_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "controller/inventory.h"
+#include "controller/ssh.h"
+
+#define CONN_ERR_MAX 1024
+
+struct conn {
+    const struct inventory *inv;
+    int host;                /* index into inv->hosts */
+    const struct inv_host *h;
+    struct ssh_conn *ssh;    /* NULL for a local host */
+    char err[CONN_ERR_MAX];  /* message of the last failure on this conn */
+};
+
+struct conn_stream;
+
+/* Open host number `host` of inv.  trust_cmd: what to tell the operator to run for an unknown
+ * key.  Errors as ssh_conn_open (message in err).  Free with conn_free(). */
+int conn_open(const struct inventory *inv, int host, const char *trust_cmd, struct conn **ret_conn,
+              char *err, size_t err_sz);
+void conn_free(struct conn *c);
+
+/* Run argv (NULL-terminated) on the host and wait at most timeout_s.  0 with *ret (any exit
+ * status; free with exec_result_done), or -errno with c->err set (-ETIMEDOUT, -EIO, -ENOENT
+ * when a local program cannot be started). */
+int conn_run(struct conn *c, const char *const *argv, double timeout_s, struct exec_result *ret);
+
+/* Start argv as a long-lived stream whose stdout is read line by line without blocking. */
+int conn_stream_open(struct conn *c, const char *const *argv, size_t line_max,
+                     struct conn_stream **ret_s);
+/* 1: a complete line (without '\n') in *ret_line and *ret_len, valid until the next call;
+ * 0: nothing complete yet; -EPIPE: the stream ended; -E2BIG: a line over line_max was dropped
+ * (the next call continues after it); -EIO. */
+int conn_stream_poll(struct conn_stream *s, char **ret_line, size_t *ret_len);
+void conn_stream_free(struct conn_stream *s);
+
+/* Copy a local file to remote_path on the host (SFTP for SSH hosts, a local copy otherwise),
+ * through a temp name and a rename.  label: progress label (NULL = none). */
+int conn_upload(struct conn *c, const char *local_path, const char *remote_path, const char *label);
+
+/* Wait until any stream may have data (SSH socket or pipes), at most ms. */
+void conn_wait(struct conn **conns, int nconns, int ms);
+
+#endif

@@ -1,0 +1,831 @@
+/* controller/inventory.c: parses the inventory INI (libinih) into struct inventory and checks
+ * it (hosts exist, containers unique, jobs complete).  Owns the key names and defaults that
+ * docs/config.md documents.  It never connects to a host or reads anything but the one file.
+ *
+ * Line numbers: Debian's libinih is built without INI_HANDLER_LINENO, so we feed it through
+ * ini_parse_stream with our own reader, which counts lines (libinih calls the handler for a line
+ * before it reads the next one) and refuses over-long lines instead of letting libinih cut them.
+ */
+#include "controller/inventory.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/util.h"
+
+#define INV_LINE_MAX 196 /* content bytes a line may have (libinih's buffer is 200) */
+#define INV_FILE_MAX (1u << 20)
+
+/* Policy keys, one bit each, so a job inherits [policy] keys it did not set itself. */
+enum {
+    POL_HEALTHY_DEADLINE = 1 << 0,
+    POL_MIN_HEALTHY_TIME = 1 << 1,
+    POL_WARMUP_STEPS = 1 << 2,
+    POL_TOLERANCE = 1 << 3,
+    POL_AUTO_REVERT = 1 << 4,
+    POL_PROGRESS_DEADLINE = 1 << 5,
+    POL_MAX_PARALLEL = 1 << 6,
+    POL_CANARY = 1 << 7,
+};
+
+struct pending_ct {
+    int job, line;
+    char spec[INV_VALUE_MAX];
+};
+
+struct parse_ctx {
+    struct inventory *inv;
+    const char *path;
+    /* reader */
+    const char *p;
+    size_t left;
+    int line;
+    /* current section */
+    char section[INV_VALUE_MAX];
+    int kind; /* 0 none, 1 drover, 2 policy, 3 host, 4 job */
+    int idx;
+    /* policy inheritance */
+    struct inv_policy policy;
+    unsigned policy_set;
+    unsigned job_policy_set[INV_MAX_JOBS];
+    /* scalar keys already seen in this section, to refuse duplicates */
+    char seen[48][INV_NAME_MAX];
+    int nseen;
+    /* containers resolved after the whole file (hosts may come later) */
+    struct pending_ct pending[INV_MAX_JOBS * INV_MAX_CTS];
+    int npending;
+    int failed;
+    char *err;
+    size_t err_sz;
+};
+
+static void ctx_fail(struct parse_ctx *c, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void ctx_fail(struct parse_ctx *c, const char *key, const char *fmt, ...)
+{
+    if (c->failed)
+        return; /* keep the first error: later ones are often consequences */
+    c->failed = 1;
+    char what[INV_ERR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (key && c->section[0])
+        snprintf(c->err, c->err_sz, "%s:%d: [%s] %s: %s", c->path, c->line, c->section, key, what);
+    else if (key)
+        snprintf(c->err, c->err_sz, "%s:%d: %s: %s", c->path, c->line, key, what);
+    else
+        snprintf(c->err, c->err_sz, "%s:%d: %s", c->path, c->line, what);
+}
+
+static char *ctx_read_line(char *str, int num, void *stream)
+{
+    struct parse_ctx *c = stream;
+    if (c->left == 0 || c->failed)
+        return NULL;
+    c->line++;
+    const char *nl = memchr(c->p, '\n', c->left);
+    size_t n = nl ? (size_t)(nl - c->p) + 1 : c->left;
+    size_t content = n;
+    if (content && c->p[content - 1] == '\n')
+        content--;
+    if (content && c->p[content - 1] == '\r')
+        content--;
+    if (memchr(c->p, '\0', n)) {
+        ctx_fail(c, NULL, "NUL byte in line");
+        return NULL;
+    }
+    if (content > INV_LINE_MAX || n + 1 > (size_t)num) {
+        ctx_fail(c, NULL, "line is %zu bytes, longer than the %d libinih reads; "
+                          "split the value (repeated arg = keys, or a launcher script)",
+                 content, INV_LINE_MAX);
+        return NULL;
+    }
+    memcpy(str, c->p, n);
+    str[n] = '\0';
+    c->p += n;
+    c->left -= n;
+    return str;
+}
+
+static bool name_is_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= INV_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+            return false;
+    return true;
+}
+
+int inventory_parse_duration(const char *s, double *ret_s)
+{
+    if (!s || !*s)
+        return -EINVAL;
+    for (const char *q = s; *q; q++)
+        if (isspace((unsigned char)*q))
+            return -EINVAL;
+    if (!isdigit((unsigned char)s[0]) && s[0] != '.')
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0)
+        return -EINVAL;
+    double mult;
+    if (*end == '\0' || strcmp(end, "s") == 0)
+        mult = 1;
+    else if (strcmp(end, "ms") == 0)
+        mult = 0.001;
+    else if (strcmp(end, "m") == 0)
+        mult = 60;
+    else if (strcmp(end, "h") == 0)
+        mult = 3600;
+    else
+        return -EINVAL;
+    v *= mult;
+    if (v > 30.0 * 86400)
+        return -EINVAL;
+    *ret_s = v;
+    return 0;
+}
+
+int inventory_parse_bool(const char *s, bool *ret_b)
+{
+    static const char *yes[] = { "true", "yes", "on", "1" }, *no[] = { "false", "no", "off", "0" };
+    for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *ret_b = true;
+            return 0;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *ret_b = false;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *ret)
+{
+    if (!s || !*s)
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi)
+        return -EINVAL;
+    *ret = v;
+    return 0;
+}
+
+void inventory_policy_defaults(struct inv_policy *p)
+{
+    p->healthy_deadline_s = 60;
+    p->min_healthy_time_s = 30;
+    p->warmup_steps = 10;
+    p->tolerance = 0.20;
+    p->auto_revert = true;
+    p->progress_deadline_s = 600;
+    p->max_parallel = 1;
+    p->canary = 0;
+}
+
+/* Expand "~/" with $HOME and make relative paths relative to the inventory's directory. */
+static int resolve_path(const char *inv_path, const char *value, char *out, size_t out_sz)
+{
+    if (value[0] == '~' && (value[1] == '/' || value[1] == '\0')) {
+        const char *home = getenv("HOME");
+        if (!home || !*home)
+            return -EINVAL;
+        if ((size_t)snprintf(out, out_sz, "%s%s", home, value + 1) >= out_sz)
+            return -ENAMETOOLONG;
+        return 0;
+    }
+    if (value[0] == '/' || !inv_path || !strchr(inv_path, '/'))
+        return str_copy(out, out_sz, value);
+    const char *slash = strrchr(inv_path, '/');
+    int dlen = (int)(slash - inv_path);
+    if ((size_t)snprintf(out, out_sz, "%.*s/%s", dlen, inv_path, value) >= out_sz)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+static int policy_key(struct parse_ctx *c, struct inv_policy *p, unsigned *set, const char *name,
+                      const char *value)
+{
+    double d;
+    long l;
+    bool b;
+    if (strcmp(name, "healthy_deadline") == 0) {
+        if (inventory_parse_duration(value, &d) < 0 || d <= 0)
+            goto bad_duration;
+        p->healthy_deadline_s = d;
+        *set |= POL_HEALTHY_DEADLINE;
+    } else if (strcmp(name, "min_healthy_time") == 0) {
+        if (inventory_parse_duration(value, &d) < 0)
+            goto bad_duration;
+        p->min_healthy_time_s = d;
+        *set |= POL_MIN_HEALTHY_TIME;
+    } else if (strcmp(name, "progress_deadline") == 0) {
+        if (inventory_parse_duration(value, &d) < 0 || d <= 0)
+            goto bad_duration;
+        p->progress_deadline_s = d;
+        *set |= POL_PROGRESS_DEADLINE;
+    } else if (strcmp(name, "warmup_steps") == 0) {
+        if (parse_int(value, 0, 100000000, &l) < 0) {
+            ctx_fail(c, name, "'%s' is not a step count (0..100000000)", value);
+            return 0;
+        }
+        p->warmup_steps = l;
+        *set |= POL_WARMUP_STEPS;
+    } else if (strcmp(name, "tolerance") == 0) {
+        char *end;
+        errno = 0;
+        d = strtod(value, &end);
+        if (errno || end == value || *end || !isfinite(d) || d < 0 || d >= 1) {
+            ctx_fail(c, name, "'%s' is not a fraction in [0, 1) (0.2 means 20%% slower is allowed)",
+                     value);
+            return 0;
+        }
+        p->tolerance = d;
+        *set |= POL_TOLERANCE;
+    } else if (strcmp(name, "auto_revert") == 0) {
+        if (inventory_parse_bool(value, &b) < 0) {
+            ctx_fail(c, name, "'%s' is not a boolean (true/false)", value);
+            return 0;
+        }
+        p->auto_revert = b;
+        *set |= POL_AUTO_REVERT;
+    } else if (strcmp(name, "max_parallel") == 0) {
+        if (parse_int(value, 1, 1000, &l) < 0) {
+            ctx_fail(c, name, "'%s' is not a count 1..1000", value);
+            return 0;
+        }
+        p->max_parallel = (int)l;
+        *set |= POL_MAX_PARALLEL;
+    } else if (strcmp(name, "canary") == 0) {
+        if (parse_int(value, 0, 1000, &l) < 0) {
+            ctx_fail(c, name, "'%s' is not a count 0..1000", value);
+            return 0;
+        }
+        p->canary = (int)l;
+        *set |= POL_CANARY;
+    } else {
+        return -ENOENT;
+    }
+    return 1;
+bad_duration:
+    ctx_fail(c, name, "'%s' is not a duration (like 30s, 5m, 1h, or plain seconds)", value);
+    return 0;
+}
+
+static bool ctx_seen(struct parse_ctx *c, const char *name)
+{
+    for (int i = 0; i < c->nseen; i++)
+        if (strcmp(c->seen[i], name) == 0)
+            return true;
+    if (c->nseen < (int)ARRAY_SIZE(c->seen))
+        (void)str_copy(c->seen[c->nseen++], INV_NAME_MAX, name);
+    return false;
+}
+
+static int set_string(struct parse_ctx *c, const char *name, const char *value, char *dst,
+                      size_t dst_sz)
+{
+    if (str_copy(dst, dst_sz, value) < 0) {
+        ctx_fail(c, name, "value is longer than %zu bytes", dst_sz - 1);
+        return 0;
+    }
+    return 1;
+}
+
+static int set_path(struct parse_ctx *c, const char *name, const char *value, char *dst, size_t dst_sz)
+{
+    if (!*value) {
+        ctx_fail(c, name, "empty path");
+        return 0;
+    }
+    if (resolve_path(c->path, value, dst, dst_sz) < 0) {
+        ctx_fail(c, name, "cannot resolve path '%s' (too long, or ~ without $HOME)", value);
+        return 0;
+    }
+    return 1;
+}
+
+static int section_drover(struct parse_ctx *c, const char *name, const char *value)
+{
+    struct inventory *inv = c->inv;
+    double d;
+    if (strcmp(name, "state_dir") == 0)
+        return set_path(c, name, value, inv->state_dir, sizeof inv->state_dir);
+    if (strcmp(name, "known_hosts") == 0)
+        return set_path(c, name, value, inv->known_hosts, sizeof inv->known_hosts);
+    if (strcmp(name, "identity") == 0)
+        return set_path(c, name, value, inv->identity, sizeof inv->identity);
+    if (strcmp(name, "agent_path") == 0 || strcmp(name, "staging_dir") == 0) {
+        if (value[0] != '/' || strstr(value, "..")) {
+            ctx_fail(c, name, "'%s' must be an absolute path without '..'", value);
+            return 0;
+        }
+        return strcmp(name, "agent_path") == 0
+                   ? set_string(c, name, value, inv->agent_path, sizeof inv->agent_path)
+                   : set_string(c, name, value, inv->staging_dir, sizeof inv->staging_dir);
+    }
+    if (strcmp(name, "connect_timeout") == 0 || strcmp(name, "exec_timeout") == 0) {
+        if (inventory_parse_duration(value, &d) < 0 || d < 1) {
+            ctx_fail(c, name, "'%s' is not a duration of at least 1s", value);
+            return 0;
+        }
+        if (name[0] == 'c')
+            inv->connect_timeout_s = d;
+        else
+            inv->exec_timeout_s = d;
+        return 1;
+    }
+    ctx_fail(c, name, "unknown key (see docs/config.md)");
+    return 0;
+}
+
+static int section_host(struct parse_ctx *c, const char *name, const char *value)
+{
+    struct inv_host *h = &c->inv->hosts[c->idx];
+    long l;
+    if (strcmp(name, "address") == 0) {
+        if (!*value || strpbrk(value, " \t'\"\\;$`")) {
+            ctx_fail(c, name, "'%s' is not a host name or address", value);
+            return 0;
+        }
+        return set_string(c, name, value, h->address, sizeof h->address);
+    }
+    if (strcmp(name, "port") == 0) {
+        if (parse_int(value, 1, 65535, &l) < 0) {
+            ctx_fail(c, name, "'%s' is not a port (1..65535)", value);
+            return 0;
+        }
+        h->port = (int)l;
+        return 1;
+    }
+    if (strcmp(name, "user") == 0) {
+        if (!name_is_valid(value)) {
+            ctx_fail(c, name, "'%s' is not a user name", value);
+            return 0;
+        }
+        return set_string(c, name, value, h->user, sizeof h->user);
+    }
+    if (strcmp(name, "local") == 0) {
+        if (inventory_parse_bool(value, &h->local) < 0) {
+            ctx_fail(c, name, "'%s' is not a boolean (true/false)", value);
+            return 0;
+        }
+        return 1;
+    }
+    if (strcmp(name, "agent_path") == 0) {
+        if (value[0] != '/' || strstr(value, "..")) {
+            ctx_fail(c, name, "'%s' must be an absolute path without '..'", value);
+            return 0;
+        }
+        return set_string(c, name, value, h->agent_path, sizeof h->agent_path);
+    }
+    ctx_fail(c, name, "unknown key (see docs/config.md)");
+    return 0;
+}
+
+static int add_arg(struct parse_ctx *c, const char *name, const char *value,
+                   char (*args)[INV_VALUE_MAX], int *nargs)
+{
+    if (*nargs >= INV_MAX_ARGS) {
+        ctx_fail(c, name, "more than %d of these keys", INV_MAX_ARGS);
+        return 0;
+    }
+    if (!set_string(c, name, value, args[*nargs], INV_VALUE_MAX))
+        return 0;
+    (*nargs)++;
+    return 1;
+}
+
+static bool release_path_ok(const char *v)
+{
+    if (!*v || strstr(v, "/../") || strncmp(v, "../", 3) == 0 || strcmp(v, "..") == 0)
+        return false;
+    size_t n = strlen(v);
+    return !(n >= 3 && strcmp(v + n - 3, "/..") == 0);
+}
+
+static int section_job(struct parse_ctx *c, const char *name, const char *value)
+{
+    struct inv_job *j = &c->inv->jobs[c->idx];
+    long l;
+    double d;
+    int r = policy_key(c, &j->policy, &c->job_policy_set[c->idx], name, value);
+    if (r != -ENOENT)
+        return r;
+    if (strcmp(name, "containers") == 0) {
+        /* Repeated keys and continuation lines append. */
+        char buf[INV_VALUE_MAX];
+        (void)str_copy(buf, sizeof buf, value);
+        char *save = NULL;
+        for (char *tok = strtok_r(buf, " \t,", &save); tok; tok = strtok_r(NULL, " \t,", &save)) {
+            if (c->npending >= (int)ARRAY_SIZE(c->pending)) {
+                ctx_fail(c, name, "too many containers");
+                return 0;
+            }
+            struct pending_ct *pc = &c->pending[c->npending++];
+            pc->job = c->idx;
+            pc->line = c->line;
+            (void)str_copy(pc->spec, sizeof pc->spec, tok);
+        }
+        return 1;
+    }
+    if (strcmp(name, "arg") == 0)
+        return add_arg(c, name, value, j->args, &j->nargs);
+    if (strcmp(name, "preflight_arg") == 0)
+        return add_arg(c, name, value, j->preflight_args, &j->npreflight_args);
+    if (ctx_seen(c, name)) {
+        ctx_fail(c, name, "set twice in this section");
+        return 0;
+    }
+    if (strcmp(name, "nproc_per_node") == 0) {
+        if (parse_int(value, 1, 16, &l) < 0) {
+            ctx_fail(c, name, "'%s' is not a count 1..16", value);
+            return 0;
+        }
+        j->nproc_per_node = (int)l;
+        return 1;
+    }
+    if (strcmp(name, "gpus") == 0) {
+        for (const char *q = value; *q; q++)
+            if (!isdigit((unsigned char)*q) && *q != ',') {
+                ctx_fail(c, name, "'%s' is not a list of GPU indexes like 0,1", value);
+                return 0;
+            }
+        return set_string(c, name, value, j->gpus, sizeof j->gpus);
+    }
+    if (strcmp(name, "command") == 0 || strcmp(name, "preflight") == 0) {
+        if (!release_path_ok(value)) {
+            ctx_fail(c, name, "'%s' must be a path inside the release (or absolute), without '..'",
+                     value);
+            return 0;
+        }
+        return name[0] == 'c' ? set_string(c, name, value, j->command, sizeof j->command)
+                              : set_string(c, name, value, j->preflight, sizeof j->preflight);
+    }
+    if (strcmp(name, "master_addr") == 0) {
+        if (strpbrk(value, " \t'\"\\;$`")) {
+            ctx_fail(c, name, "'%s' is not a host name or address", value);
+            return 0;
+        }
+        return set_string(c, name, value, j->master_addr, sizeof j->master_addr);
+    }
+    if (strcmp(name, "master_port") == 0) {
+        if (parse_int(value, 1, 65535, &l) < 0) {
+            ctx_fail(c, name, "'%s' is not a port (1..65535)", value);
+            return 0;
+        }
+        j->master_port = (int)l;
+        return 1;
+    }
+    if (strcmp(name, "grace") == 0) {
+        if (inventory_parse_duration(value, &d) < 0 || d < 1) {
+            ctx_fail(c, name, "'%s' is not a duration of at least 1s", value);
+            return 0;
+        }
+        j->grace_s = d;
+        return 1;
+    }
+    ctx_fail(c, name, "unknown key (see docs/config.md)");
+    return 0;
+}
+
+static int ctx_enter_section(struct parse_ctx *c, const char *section)
+{
+    struct inventory *inv = c->inv;
+    (void)str_copy(c->section, sizeof c->section, section);
+    c->nseen = 0;
+    if (strcmp(section, "drover") == 0) {
+        c->kind = 1;
+        return 1;
+    }
+    if (strcmp(section, "policy") == 0) {
+        c->kind = 2;
+        return 1;
+    }
+    const char *sp = strchr(section, ' ');
+    if (!sp) {
+        ctx_fail(c, NULL, "unknown section [%s] (expected [drover], [policy], [host NAME], [job NAME])",
+                 section);
+        return 0;
+    }
+    size_t klen = (size_t)(sp - section);
+    const char *nm = sp + 1;
+    while (*nm == ' ')
+        nm++;
+    if (!name_is_valid(nm)) {
+        ctx_fail(c, NULL, "[%s]: '%s' is not a valid name (letters, digits, - _ . ; under %d bytes)",
+                 section, nm, INV_NAME_MAX);
+        return 0;
+    }
+    if (klen == 4 && strncmp(section, "host", 4) == 0) {
+        if (inventory_find_host(inv, nm) >= 0) {
+            ctx_fail(c, NULL, "host '%s' defined twice", nm);
+            return 0;
+        }
+        if (inv->nhosts >= INV_MAX_HOSTS) {
+            ctx_fail(c, NULL, "more than %d hosts", INV_MAX_HOSTS);
+            return 0;
+        }
+        c->kind = 3;
+        c->idx = inv->nhosts++;
+        struct inv_host *h = &inv->hosts[c->idx];
+        (void)str_copy(h->name, sizeof h->name, nm);
+        h->port = 22;
+        (void)str_copy(h->user, sizeof h->user, "root");
+        return 1;
+    }
+    if (klen == 3 && strncmp(section, "job", 3) == 0) {
+        if (inventory_find_job(inv, nm)) {
+            ctx_fail(c, NULL, "job '%s' defined twice", nm);
+            return 0;
+        }
+        if (inv->njobs >= INV_MAX_JOBS) {
+            ctx_fail(c, NULL, "more than %d jobs", INV_MAX_JOBS);
+            return 0;
+        }
+        c->kind = 4;
+        c->idx = inv->njobs++;
+        struct inv_job *j = &inv->jobs[c->idx];
+        (void)str_copy(j->name, sizeof j->name, nm);
+        j->nproc_per_node = 1;
+        j->line = c->line;
+        return 1;
+    }
+    ctx_fail(c, NULL, "unknown section [%s] (expected [drover], [policy], [host NAME], [job NAME])",
+             section);
+    return 0;
+}
+
+static int ctx_handle(void *user, const char *section, const char *name, const char *value)
+{
+    struct parse_ctx *c = user;
+    if (c->failed)
+        return 0;
+    if (strcmp(section, c->section) != 0 || c->kind == 0) {
+        if (!*section) {
+            ctx_fail(c, name, "key outside any section");
+            return 0;
+        }
+        if (!ctx_enter_section(c, section))
+            return 0;
+    }
+    switch (c->kind) {
+    case 1:
+        if (ctx_seen(c, name)) {
+            ctx_fail(c, name, "set twice in this section");
+            return 0;
+        }
+        return section_drover(c, name, value);
+    case 2: {
+        int r = policy_key(c, &c->policy, &c->policy_set, name, value);
+        if (r == -ENOENT) {
+            ctx_fail(c, name, "unknown policy key (see docs/config.md)");
+            return 0;
+        }
+        return r;
+    }
+    case 3:
+        if (ctx_seen(c, name)) {
+            ctx_fail(c, name, "set twice in this section");
+            return 0;
+        }
+        return section_host(c, name, value);
+    case 4:
+        return section_job(c, name, value);
+    }
+    return 0;
+}
+
+int inventory_find_host(const struct inventory *inv, const char *name)
+{
+    for (int i = 0; i < inv->nhosts; i++)
+        if (strcmp(inv->hosts[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+const struct inv_job *inventory_find_job(const struct inventory *inv, const char *name)
+{
+    for (int i = 0; i < inv->njobs; i++)
+        if (strcmp(inv->jobs[i].name, name) == 0)
+            return &inv->jobs[i];
+    return NULL;
+}
+
+int inventory_parse_ct(const struct inventory *inv, const char *spec, struct inv_ct *ret_ct,
+                       char *err, size_t err_sz)
+{
+    struct inv_ct ct = { .vmid = -1 };
+    const char *colon = strchr(spec, ':');
+    if (!colon || colon == spec || (size_t)(colon - spec) >= INV_NAME_MAX) {
+        snprintf(err, err_sz, "container '%s' is not HOST:VMID or HOST:local:/ROOT", spec);
+        return -EINVAL;
+    }
+    char host[INV_NAME_MAX];
+    memcpy(host, spec, (size_t)(colon - spec));
+    host[colon - spec] = '\0';
+    ct.host = inventory_find_host(inv, host);
+    if (ct.host < 0) {
+        snprintf(err, err_sz, "container '%s': no [host %s] in the inventory", spec, host);
+        return -EINVAL;
+    }
+    const char *rest = colon + 1;
+    if (strncmp(rest, "local:", 6) == 0) {
+        const char *root = rest + 6;
+        if (root[0] != '/' || strstr(root, "..") || strpbrk(root, " \t")) {
+            snprintf(err, err_sz, "container '%s': the root after local: must be an absolute path "
+                                  "without '..' or spaces", spec);
+            return -EINVAL;
+        }
+        if (str_copy(ct.root, sizeof ct.root, root) < 0) {
+            snprintf(err, err_sz, "container '%s': root path too long", spec);
+            return -EINVAL;
+        }
+    } else {
+        /* Proxmox vmids are 100..999999999; digits only, so they never need quoting. */
+        if (!str_is_digits(rest, 9) || rest[0] == '0' || atol(rest) < 100) {
+            snprintf(err, err_sz, "container '%s': vmid '%s' is not a number 100..999999999", spec,
+                     rest);
+            return -EINVAL;
+        }
+        ct.vmid = atoi(rest);
+    }
+    if (str_copy(ct.label, sizeof ct.label, spec) < 0) {
+        snprintf(err, err_sz, "container '%s': too long", spec);
+        return -EINVAL;
+    }
+    *ret_ct = ct;
+    return 0;
+}
+
+static void apply_policy(struct inv_policy *dst, unsigned set, const struct inv_policy *src)
+{
+    if (!(set & POL_HEALTHY_DEADLINE))
+        dst->healthy_deadline_s = src->healthy_deadline_s;
+    if (!(set & POL_MIN_HEALTHY_TIME))
+        dst->min_healthy_time_s = src->min_healthy_time_s;
+    if (!(set & POL_WARMUP_STEPS))
+        dst->warmup_steps = src->warmup_steps;
+    if (!(set & POL_TOLERANCE))
+        dst->tolerance = src->tolerance;
+    if (!(set & POL_AUTO_REVERT))
+        dst->auto_revert = src->auto_revert;
+    if (!(set & POL_PROGRESS_DEADLINE))
+        dst->progress_deadline_s = src->progress_deadline_s;
+    if (!(set & POL_MAX_PARALLEL))
+        dst->max_parallel = src->max_parallel;
+    if (!(set & POL_CANARY))
+        dst->canary = src->canary;
+}
+
+static int ctx_finish(struct parse_ctx *c)
+{
+    struct inventory *inv = c->inv;
+    char msg[INV_ERR_MAX];
+    for (int i = 0; i < c->npending; i++) {
+        struct pending_ct *pc = &c->pending[i];
+        struct inv_job *j = &inv->jobs[pc->job];
+        c->line = pc->line;
+        snprintf(c->section, sizeof c->section, "job %s", j->name);
+        if (j->ncts >= INV_MAX_CTS) {
+            ctx_fail(c, "containers", "more than %d containers in one job", INV_MAX_CTS);
+            return -EINVAL;
+        }
+        struct inv_ct ct;
+        if (inventory_parse_ct(inv, pc->spec, &ct, msg, sizeof msg) < 0) {
+            ctx_fail(c, "containers", "%s", msg);
+            return -EINVAL;
+        }
+        for (int k = 0; k < j->ncts; k++)
+            if (j->cts[k].host == ct.host && j->cts[k].vmid == ct.vmid &&
+                strcmp(j->cts[k].root, ct.root) == 0) {
+                ctx_fail(c, "containers", "'%s' listed twice", pc->spec);
+                return -EINVAL;
+            }
+        j->cts[j->ncts++] = ct;
+    }
+    for (int i = 0; i < inv->nhosts; i++) {
+        struct inv_host *h = &inv->hosts[i];
+        if (!h->local && !h->address[0]) {
+            c->line = 0;
+            snprintf(c->err, c->err_sz, "%s: [host %s]: no address (or set local = true)", c->path,
+                     h->name);
+            return -EINVAL;
+        }
+    }
+    for (int i = 0; i < inv->njobs; i++) {
+        struct inv_job *j = &inv->jobs[i];
+        if (j->ncts == 0 || !j->command[0]) {
+            snprintf(c->err, c->err_sz, "%s:%d: [job %s]: %s is missing", c->path, j->line, j->name,
+                     j->ncts == 0 ? "containers" : "command");
+            return -EINVAL;
+        }
+        if (j->npreflight_args && !j->preflight[0]) {
+            snprintf(c->err, c->err_sz, "%s:%d: [job %s]: preflight_arg without preflight", c->path,
+                     j->line, j->name);
+            return -EINVAL;
+        }
+        apply_policy(&j->policy, c->job_policy_set[i], &c->policy);
+    }
+    /* A container belongs to at most one... no: several jobs may share a container (the agent
+     * keys everything by job).  Nothing more to check here. */
+    return 0;
+}
+
+int inventory_parse(const char *text, size_t len, const char *path, struct inventory **ret_inv,
+                    char *err, size_t err_sz)
+{
+    struct inventory *inv = calloc(1, sizeof *inv);
+    struct parse_ctx *c = calloc(1, sizeof *c);
+    int r = -ENOMEM;
+    if (!inv || !c)
+        goto out;
+    if (!path)
+        path = "inventory";
+    c->inv = inv;
+    c->path = path;
+    c->p = text;
+    c->left = len;
+    c->err = err;
+    c->err_sz = err_sz;
+    (void)str_copy(inv->path, sizeof inv->path, path);
+    inventory_policy_defaults(&c->policy);
+    (void)str_copy(inv->agent_path, sizeof inv->agent_path, "/usr/local/bin/drover-agent");
+    (void)str_copy(inv->staging_dir, sizeof inv->staging_dir, "/var/lib/drover-host/blobs");
+    inv->connect_timeout_s = 10;
+    inv->exec_timeout_s = 120;
+    r = ini_parse_stream(ctx_read_line, c, ctx_handle, c);
+    if (c->failed) {
+        r = -EINVAL;
+        goto out;
+    }
+    if (r != 0) {
+        /* libinih's own syntax errors: missing '=' or ']' and the like. */
+        snprintf(err, err_sz, "%s:%d: syntax error (expected [section], key = value, or a comment)",
+                 path, r > 0 ? r : c->line);
+        r = -EINVAL;
+        goto out;
+    }
+    r = ctx_finish(c);
+    if (r < 0)
+        goto out;
+    if (!inv->state_dir[0] && resolve_path(path, "~/.local/state/drover", inv->state_dir,
+                                           sizeof inv->state_dir) < 0)
+        (void)str_copy(inv->state_dir, sizeof inv->state_dir, ".drover-state");
+    if (!inv->known_hosts[0] && resolve_path(path, "~/.ssh/known_hosts", inv->known_hosts,
+                                             sizeof inv->known_hosts) < 0)
+        (void)str_copy(inv->known_hosts, sizeof inv->known_hosts, "known_hosts");
+    *ret_inv = inv;
+    inv = NULL;
+    r = 0;
+out:
+    free(c);
+    free(inv);
+    return r;
+}
+
+int inventory_load(const char *path, struct inventory **ret_inv, char *err, size_t err_sz)
+{
+    char *text;
+    size_t len;
+    int r = fs_read_file(path, INV_FILE_MAX, &text, &len);
+    if (r < 0) {
+        snprintf(err, err_sz, "%s: cannot read inventory: %s", path,
+                 r == -EFBIG ? "larger than 1 MiB" : strerror(-r));
+        return r;
+    }
+    r = inventory_parse(text, len, path, ret_inv, err, err_sz);
+    free(text);
+    return r;
+}
+
+void inventory_free(struct inventory *inv)
+{
+    free(inv);
+}
+
+void inventory_job_key(const struct inv_job *job, char *out, size_t out_sz)
+{
+    size_t off = (size_t)snprintf(out, out_sz, "%s@", job->name);
+    for (int i = 0; i < job->ncts && off < out_sz; i++)
+        off += (size_t)snprintf(out + off, out_sz - off, "%s%s", i ? "," : "", job->cts[i].label);
+}

@@ -1,0 +1,119 @@
+/* controller/inventory.h: the operator's inventory (INI through libinih): hosts, containers by
+ * vmid, jobs (gangs of containers and GPUs with a worker command) and the probation policy.
+ * docs/config.md is the reference for every key.  Parsing only: nothing here connects anywhere.
+ */
+#ifndef DROVER_INVENTORY_H
+#define DROVER_INVENTORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define INV_MAX_HOSTS 64
+#define INV_MAX_JOBS 16
+#define INV_MAX_CTS 32      /* containers per job (nodes of one gang) */
+#define INV_MAX_ARGS 32     /* arg = ... / preflight_arg = ... keys per job */
+#define INV_NAME_MAX 32
+#define INV_VALUE_MAX 200   /* Debian's libinih reads at most 200 bytes a line anyway */
+#define INV_PATH_MAX 256
+#define INV_ERR_MAX 512
+
+struct inv_policy {
+    double healthy_deadline_s;  /* every rank heartbeats (new release, phase train) within this */
+    double min_healthy_time_s;  /* throughput window after warmup */
+    int64_t warmup_steps;       /* steps excluded from the throughput rule */
+    double tolerance;           /* fraction 0..1: pass when Ktok/s >= (1 - tolerance) * baseline */
+    bool auto_revert;           /* on failure, return to the last good release */
+    double progress_deadline_s; /* the whole probation must reach a verdict within this */
+    int max_parallel;           /* fleet waves: jobs switched at once (>= 1) */
+    int canary;                 /* fleet waves: jobs deployed alone first (>= 0) */
+};
+
+struct inv_host {
+    char name[INV_NAME_MAX];
+    char address[INV_VALUE_MAX];
+    int port;
+    char user[INV_NAME_MAX];
+    bool local;                  /* this machine: run pct / the agent directly, no SSH */
+    char agent_path[INV_PATH_MAX]; /* for HOST:local:ROOT containers; "" = [drover] agent_path */
+};
+
+/* One node of a gang: HOST:VMID (through pct) or HOST:local:/root (agent run directly on the
+ * host with --root, no container: the GPU machine's stand-in). */
+struct inv_ct {
+    int host;                    /* index into inventory.hosts */
+    int vmid;                    /* 100..999999999; -1 for a local root */
+    char root[INV_PATH_MAX];     /* agent --root for a local root; "" otherwise */
+    char label[INV_NAME_MAX + INV_PATH_MAX + 8]; /* "h1:101" or "h1:local:/path" as written */
+};
+
+struct inv_job {
+    char name[INV_NAME_MAX];
+    int ncts;
+    struct inv_ct cts[INV_MAX_CTS]; /* node_rank = index */
+    int nproc_per_node;
+    char gpus[64];               /* "0,1" or "" */
+    char command[INV_VALUE_MAX]; /* path inside the release */
+    int nargs;
+    char args[INV_MAX_ARGS][INV_VALUE_MAX];
+    char preflight[INV_VALUE_MAX]; /* "" = none */
+    int npreflight_args;
+    char preflight_args[INV_MAX_ARGS][INV_VALUE_MAX];
+    char master_addr[INV_VALUE_MAX]; /* "" = agent default */
+    int master_port;             /* 0 = agent default */
+    double grace_s;              /* 0 = agent default */
+    struct inv_policy policy;
+    int line;                    /* line of the [job] header, for messages */
+};
+
+struct inventory {
+    char path[INV_PATH_MAX];
+    char state_dir[INV_PATH_MAX];
+    char known_hosts[INV_PATH_MAX];
+    char identity[INV_PATH_MAX];
+    char agent_path[INV_PATH_MAX];
+    char staging_dir[INV_PATH_MAX];
+    double connect_timeout_s;
+    double exec_timeout_s;
+    int nhosts;
+    struct inv_host hosts[INV_MAX_HOSTS];
+    int njobs;
+    struct inv_job jobs[INV_MAX_JOBS];
+};
+
+/* Parse inventory text (len bytes, need not be NUL-terminated); path is used in messages and
+ * to resolve relative known_hosts/identity/state_dir paths (relative to the file's directory).
+ * Any error (syntax, unknown section or key, bad value, line over 196 bytes, undefined host,
+ * duplicate container, job without containers or command) returns -EINVAL with a message
+ * "FILE:LINE: [section] key: what" in err (err_sz bytes).  Returns 0 and a malloc'd inventory in
+ * *ret_inv (free with inventory_free()) on success.  -ENOMEM. */
+int inventory_parse(const char *text, size_t len, const char *path, struct inventory **ret_inv,
+                    char *err, size_t err_sz);
+
+/* Read and parse the file (at most 1 MiB).  -ENOENT etc. with err set as well. */
+int inventory_load(const char *path, struct inventory **ret_inv, char *err, size_t err_sz);
+
+void inventory_free(struct inventory *inv);
+
+/* Lookups; NULL / -1 when absent. */
+const struct inv_job *inventory_find_job(const struct inventory *inv, const char *name);
+int inventory_find_host(const struct inventory *inv, const char *name);
+
+/* Parse "HOST:VMID" or "HOST:local:/abs/root" against inv's hosts.  -EINVAL with err set. */
+int inventory_parse_ct(const struct inventory *inv, const char *spec, struct inv_ct *ret_ct,
+                       char *err, size_t err_sz);
+
+/* Durations: "30s", "5m", "2h", "500ms", "1.5m" or plain seconds ("45").  0 allowed; negative,
+ * empty, trailing junk, unknown unit or over 30 days => -EINVAL.  ret_s in seconds. */
+int inventory_parse_duration(const char *s, double *ret_s);
+
+/* Booleans: true/false/yes/no/on/off/1/0 (case-insensitive).  -EINVAL otherwise. */
+int inventory_parse_bool(const char *s, bool *ret_b);
+
+/* Built-in policy defaults (docs/config.md). */
+void inventory_policy_defaults(struct inv_policy *p);
+
+/* The key identifying a job's container set, for baselines: "JOB@h1:101,h1:102" into out. */
+void inventory_job_key(const struct inv_job *job, char *out, size_t out_sz);
+
+#endif

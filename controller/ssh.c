@@ -1,0 +1,587 @@
+/* controller/ssh.c: libssh sessions: connect, host key check against the inventory's
+ * known_hosts, public-key authentication, exec channels without a pty, non-blocking stream
+ * channels, SFTP uploads in bounded chunks.  libssh errors become -errno here and nowhere else.
+ * Must never accept an unknown or changed host key on its own, and never log above debug:
+ * callers report (they know the context).
+ */
+#include "controller/ssh.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libssh/libssh.h>
+#include <libssh/sftp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "controller/knownhosts.h"
+
+struct ssh_conn {
+    ssh_session s;
+    char label[160]; /* "host 'h1' (127.0.0.2:22)" */
+};
+
+struct ssh_stream {
+    struct ssh_conn *c;
+    ssh_channel ch;
+};
+
+void exec_result_done(struct exec_result *r)
+{
+    if (!r)
+        return;
+    free(r->out);
+    free(r->err);
+    memset(r, 0, sizeof *r);
+}
+
+const char *exec_result_reason(const struct exec_result *r, char *buf, size_t buf_sz)
+{
+    const char *src = r->err && r->err_len ? r->err : (r->out ? r->out : "");
+    size_t n = strlen(src);
+    while (n && (src[n - 1] == '\n' || src[n - 1] == '\r' || src[n - 1] == ' '))
+        n--;
+    size_t start = n;
+    while (start && src[start - 1] != '\n')
+        start--;
+    size_t len = n - start;
+    if (len >= buf_sz)
+        len = buf_sz - 1;
+    memcpy(buf, src + start, len);
+    buf[len] = '\0';
+    if (!len)
+        snprintf(buf, buf_sz, "exit status %d, no message", r->status);
+    return buf;
+}
+
+static int translate_connect_error(const char *msg)
+{
+    if (strstr(msg, "refused"))
+        return -ECONNREFUSED;
+    if (strstr(msg, "imeout") || strstr(msg, "timed out"))
+        return -ETIMEDOUT;
+    return -EHOSTUNREACH;
+}
+
+static int session_new(const struct ssh_params *p, ssh_session *ret, char *label, size_t label_sz)
+{
+    snprintf(label, label_sz, "host '%s' (%s:%d)", p->name, p->address, p->port);
+    ssh_session s = ssh_new();
+    if (!s)
+        return -ENOMEM;
+    long timeout = (long)(p->connect_timeout_s > 0 ? p->connect_timeout_s : 10);
+    unsigned port = (unsigned)p->port;
+    int off = 0;
+    if (ssh_options_set(s, SSH_OPTIONS_HOST, p->address) < 0 ||
+        ssh_options_set(s, SSH_OPTIONS_PORT, &port) < 0 ||
+        ssh_options_set(s, SSH_OPTIONS_USER, p->user) < 0 ||
+        ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &timeout) < 0 ||
+        ssh_options_set(s, SSH_OPTIONS_PROCESS_CONFIG, &off) < 0 ||
+        ssh_options_set(s, SSH_OPTIONS_KNOWNHOSTS, p->known_hosts) < 0 ||
+        /* Only the inventory's file decides; the system-wide one must not vouch for a host. */
+        ssh_options_set(s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null") < 0) {
+        ssh_free(s);
+        return -EINVAL;
+    }
+    *ret = s;
+    return 0;
+}
+
+static int server_fingerprint(ssh_session s, char fp[SSH_FP_MAX])
+{
+    ssh_key key = NULL;
+    unsigned char *hash = NULL;
+    size_t hlen = 0;
+    if (ssh_get_server_publickey(s, &key) < 0)
+        return -EIO;
+    int r = ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hlen);
+    ssh_key_free(key);
+    if (r < 0)
+        return -EIO;
+    char *f = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hlen);
+    ssh_clean_pubkey_hash(&hash);
+    if (!f)
+        return -ENOMEM;
+    (void)str_copy(fp, SSH_FP_MAX, f);
+    ssh_string_free_char(f);
+    return 0;
+}
+
+static int session_connect(ssh_session s, const char *label, char *err, size_t err_sz)
+{
+    if (ssh_connect(s) != SSH_OK) {
+        const char *m = ssh_get_error(s);
+        snprintf(err, err_sz, "%s: cannot connect: %s", label, m);
+        return translate_connect_error(m);
+    }
+    return 0;
+}
+
+/* 0 known and matching; -ENOKEY unknown; -EKEYREJECTED changed; -EIO. fp always filled. */
+static int session_check_key(ssh_session s, char fp[SSH_FP_MAX])
+{
+    fp[0] = '\0';
+    if (server_fingerprint(s, fp) < 0)
+        return -EIO;
+    switch (ssh_session_is_known_server(s)) {
+    case SSH_KNOWN_HOSTS_OK:
+        return 0;
+    case SSH_KNOWN_HOSTS_CHANGED:
+    case SSH_KNOWN_HOSTS_OTHER:
+        return -EKEYREJECTED;
+    case SSH_KNOWN_HOSTS_UNKNOWN:
+    case SSH_KNOWN_HOSTS_NOT_FOUND:
+        return -ENOKEY;
+    default:
+        return -EIO;
+    }
+}
+
+int ssh_conn_open(const struct ssh_params *p, struct ssh_conn **ret_conn, char *err, size_t err_sz)
+{
+    struct ssh_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    int r = session_new(p, &c->s, c->label, sizeof c->label);
+    if (r < 0) {
+        snprintf(err, err_sz, "host '%s': cannot set up an SSH session", p->name);
+        free(c);
+        return r;
+    }
+    r = session_connect(c->s, c->label, err, err_sz);
+    if (r < 0)
+        goto fail;
+    char fp[SSH_FP_MAX];
+    r = session_check_key(c->s, fp);
+    if (r == -ENOKEY) {
+        snprintf(err, err_sz, "%s: unknown host key %s; if this is the right host, run: %s",
+                 c->label, fp, p->trust_cmd ? p->trust_cmd : "drover trust HOST");
+        goto fail;
+    }
+    if (r == -EKEYREJECTED) {
+        snprintf(err, err_sz, "%s: host key CHANGED: the host now shows %s, which is not the key "
+                 "in %s; this may be an attack; if you know why it changed, run: %s --replace",
+                 c->label, fp, p->known_hosts, p->trust_cmd ? p->trust_cmd : "drover trust HOST");
+        goto fail;
+    }
+    if (r < 0) {
+        snprintf(err, err_sz, "%s: cannot check the host key against %s: %s", c->label,
+                 p->known_hosts, ssh_get_error(c->s));
+        goto fail;
+    }
+    int auth;
+    if (p->identity && p->identity[0]) {
+        ssh_key key = NULL;
+        if (ssh_pki_import_privkey_file(p->identity, NULL, NULL, NULL, &key) != SSH_OK) {
+            snprintf(err, err_sz, "%s: cannot read identity '%s' (missing, unreadable, or "
+                     "passphrase-protected)", c->label, p->identity);
+            r = -EACCES;
+            goto fail;
+        }
+        auth = ssh_userauth_publickey(c->s, NULL, key);
+        ssh_key_free(key);
+    } else {
+        auth = ssh_userauth_publickey_auto(c->s, NULL, NULL);
+    }
+    if (auth != SSH_AUTH_SUCCESS) {
+        snprintf(err, err_sz, "%s: public-key authentication as '%s' refused%s%s", c->label, p->user,
+                 auth == SSH_AUTH_ERROR ? ": " : "", auth == SSH_AUTH_ERROR ? ssh_get_error(c->s) : "");
+        r = -EACCES;
+        goto fail;
+    }
+    log_debug("%s: connected", c->label);
+    *ret_conn = c;
+    return 0;
+fail:
+    ssh_conn_free(c);
+    return r;
+}
+
+void ssh_conn_free(struct ssh_conn *c)
+{
+    if (!c)
+        return;
+    if (c->s) {
+        ssh_disconnect(c->s);
+        ssh_free(c->s);
+    }
+    free(c);
+}
+
+int ssh_conn_fd(struct ssh_conn *c)
+{
+    return ssh_get_fd(c->s);
+}
+
+static int rewrite_known_hosts(const struct ssh_params *p, char *err, size_t err_sz)
+{
+    char *text, *out;
+    size_t len;
+    int removed;
+    char pattern[300];
+    int r = fs_read_file(p->known_hosts, KNOWNHOSTS_MAX_BYTES, &text, &len);
+    if (r < 0) {
+        snprintf(err, err_sz, "cannot read '%s': %s", p->known_hosts, strerror(-r));
+        return r;
+    }
+    r = knownhosts_pattern(p->address, p->port, pattern, sizeof pattern);
+    if (r >= 0)
+        r = knownhosts_remove(text, len, pattern, &out, &removed);
+    free(text);
+    if (r < 0) {
+        snprintf(err, err_sz, "cannot edit '%s': %s", p->known_hosts, strerror(-r));
+        return r;
+    }
+    r = fs_write_atomic(p->known_hosts, out, strlen(out), 0600);
+    free(out);
+    if (r < 0)
+        snprintf(err, err_sz, "cannot write '%s': %s", p->known_hosts, strerror(-r));
+    return r;
+}
+
+int ssh_trust_host(const struct ssh_params *p, bool replace, char ret_fp[SSH_FP_MAX],
+                   int *ret_state, char *err, size_t err_sz)
+{
+    ssh_session s;
+    char label[160], fp[SSH_FP_MAX];
+    int r = session_new(p, &s, label, sizeof label);
+    if (r < 0) {
+        snprintf(err, err_sz, "host '%s': cannot set up an SSH session", p->name);
+        return r;
+    }
+    r = session_connect(s, label, err, err_sz);
+    if (r < 0)
+        goto out;
+    r = session_check_key(s, fp);
+    int state = 0;
+    if (r == 0) {
+        state = 1;
+    } else if (r == -EKEYREJECTED && !replace) {
+        snprintf(err, err_sz, "%s: host key CHANGED: the host now shows %s, which is not the key "
+                 "in %s; if you know why it changed, run again with --replace", label, fp,
+                 p->known_hosts);
+        goto out;
+    } else if (r == -ENOKEY || r == -EKEYREJECTED) {
+        char dir[512];
+        (void)str_copy(dir, sizeof dir, p->known_hosts);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+            *slash = '\0';
+            (void)fs_mkdir_p(dir, 0700);
+        }
+        if (r == -EKEYREJECTED) {
+            r = rewrite_known_hosts(p, err, err_sz);
+            if (r < 0)
+                goto out;
+            state = 2;
+        }
+        if (ssh_session_update_known_hosts(s) != SSH_OK) {
+            snprintf(err, err_sz, "%s: cannot write '%s': %s", label, p->known_hosts,
+                     ssh_get_error(s));
+            r = -EIO;
+            goto out;
+        }
+    } else {
+        snprintf(err, err_sz, "%s: cannot read the host key: %s", label, ssh_get_error(s));
+        goto out;
+    }
+    (void)str_copy(ret_fp, SSH_FP_MAX, fp);
+    *ret_state = state;
+    r = 0;
+out:
+    ssh_disconnect(s);
+    ssh_free(s);
+    return r;
+}
+
+static int buf_append(char **buf, size_t *len, size_t max, const char *data, size_t n, bool *trunc)
+{
+    if (*len + n > max) {
+        n = max - *len;
+        if (trunc)
+            *trunc = true;
+    }
+    if (!n)
+        return 0;
+    char *nb = realloc(*buf, *len + n + 1);
+    if (!nb)
+        return -ENOMEM;
+    memcpy(nb + *len, data, n);
+    *len += n;
+    nb[*len] = '\0';
+    *buf = nb;
+    return 0;
+}
+
+static void wait_fd(ssh_session s, int ms)
+{
+    struct pollfd pfd = { .fd = ssh_get_fd(s), .events = POLLIN };
+    if (pfd.fd >= 0)
+        (void)poll(&pfd, 1, ms);
+    else
+        usleep((useconds_t)ms * 1000);
+}
+
+int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct exec_result *ret,
+             char *err, size_t err_sz)
+{
+    struct exec_result res = { .status = -1 };
+    ssh_channel ch = ssh_channel_new(c->s);
+    int r = -EIO;
+    if (!ch) {
+        snprintf(err, err_sz, "%s: cannot open a channel: %s", c->label, ssh_get_error(c->s));
+        return -EIO;
+    }
+    if (ssh_channel_open_session(ch) != SSH_OK || ssh_channel_request_exec(ch, cmdline) != SSH_OK) {
+        snprintf(err, err_sz, "%s: cannot run a command: %s", c->label, ssh_get_error(c->s));
+        goto out;
+    }
+    log_debug("%s: exec %s", c->label, cmdline);
+    double deadline = time_mono() + timeout_s;
+    char buf[16384];
+    for (;;) {
+        int n1 = ssh_channel_read_nonblocking(ch, buf, sizeof buf, 0);
+        if (n1 > 0 && buf_append(&res.out, &res.out_len, EXEC_OUT_MAX, buf, (size_t)n1,
+                                 &res.out_truncated) < 0) {
+            r = -ENOMEM;
+            goto out;
+        }
+        int n2 = ssh_channel_read_nonblocking(ch, buf, sizeof buf, 1);
+        if (n2 > 0 && buf_append(&res.err, &res.err_len, EXEC_ERR_MAX, buf, (size_t)n2, NULL) < 0) {
+            r = -ENOMEM;
+            goto out;
+        }
+        if (n1 > 0 || n2 > 0)
+            continue;
+        if (ssh_channel_is_eof(ch) || ssh_channel_is_closed(ch))
+            break;
+        if (n1 == SSH_ERROR || n2 == SSH_ERROR) {
+            snprintf(err, err_sz, "%s: channel failed: %s", c->label, ssh_get_error(c->s));
+            goto out;
+        }
+        if (time_mono() > deadline) {
+            snprintf(err, err_sz, "%s: command timed out after %.0fs", c->label, timeout_s);
+            r = -ETIMEDOUT;
+            goto out;
+        }
+        wait_fd(c->s, 100);
+    }
+    res.status = ssh_channel_get_exit_status(ch);
+    /* -1: no exit-status (killed by a signal; libssh 0.10 cannot tell us which). */
+    if (!res.out)
+        res.out = calloc(1, 1);
+    if (!res.err)
+        res.err = calloc(1, 1);
+    if (!res.out || !res.err) {
+        r = -ENOMEM;
+        goto out;
+    }
+    while (res.err_len && (res.err[res.err_len - 1] == '\n' || res.err[res.err_len - 1] == '\r'))
+        res.err[--res.err_len] = '\0';
+    *ret = res;
+    res = (struct exec_result){ 0 };
+    r = 0;
+out:
+    exec_result_done(&res);
+    ssh_channel_close(ch);
+    ssh_channel_free(ch);
+    return r;
+}
+
+int ssh_stream_open(struct ssh_conn *c, const char *cmdline, struct ssh_stream **ret_s, char *err,
+                    size_t err_sz)
+{
+    struct ssh_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->c = c;
+    s->ch = ssh_channel_new(c->s);
+    if (!s->ch || ssh_channel_open_session(s->ch) != SSH_OK ||
+        ssh_channel_request_exec(s->ch, cmdline) != SSH_OK) {
+        snprintf(err, err_sz, "%s: cannot start a stream: %s", c->label, ssh_get_error(c->s));
+        ssh_stream_free(s);
+        return -EIO;
+    }
+    *ret_s = s;
+    return 0;
+}
+
+int ssh_stream_read(struct ssh_stream *s, char *buf, size_t buf_sz)
+{
+    char junk[4096];
+    uint32_t n = buf_sz > (1u << 30) ? (1u << 30) : (uint32_t)buf_sz;
+    int r = ssh_channel_read_nonblocking(s->ch, buf, n, 0);
+    (void)ssh_channel_read_nonblocking(s->ch, junk, sizeof junk, 1); /* keep the window open */
+    if (r > 0)
+        return r;
+    if (ssh_channel_is_eof(s->ch) || ssh_channel_is_closed(s->ch))
+        return -EPIPE;
+    if (r == SSH_ERROR)
+        return -EIO;
+    return 0;
+}
+
+void ssh_stream_free(struct ssh_stream *s)
+{
+    if (!s)
+        return;
+    if (s->ch) {
+        if (ssh_channel_is_open(s->ch)) {
+            /* Ask the remote command to go away; sshd closes its stdin and sends SIGHUP. */
+            (void)ssh_channel_request_send_signal(s->ch, "TERM");
+            (void)ssh_channel_close(s->ch);
+        }
+        ssh_channel_free(s->ch);
+    }
+    free(s);
+}
+
+static int translate_sftp_error(int code)
+{
+    switch (code) {
+    case SSH_FX_NO_SUCH_FILE:
+        return -ENOENT;
+    case SSH_FX_PERMISSION_DENIED:
+        return -EACCES;
+    case SSH_FX_FILE_ALREADY_EXISTS:
+        return -EEXIST;
+    case SSH_FX_NO_CONNECTION:
+    case SSH_FX_CONNECTION_LOST:
+        return -ECONNRESET;
+    default:
+        return -EIO; /* SSH_FX_FAILURE: often a full disk; the caller's sha256 check tells */
+    }
+}
+
+int ssh_remote_size(struct ssh_conn *c, const char *path, uint64_t *ret_size)
+{
+    sftp_session sftp = sftp_new(c->s);
+    if (!sftp)
+        return -EIO;
+    int r = -EIO;
+    if (sftp_init(sftp) != SSH_OK)
+        goto out;
+    sftp_attributes a = sftp_stat(sftp, path);
+    if (!a) {
+        r = translate_sftp_error(sftp_get_error(sftp));
+        goto out;
+    }
+    *ret_size = a->size;
+    sftp_attributes_free(a);
+    r = 0;
+out:
+    sftp_free(sftp);
+    return r;
+}
+
+static void progress_show(const char *label, uint64_t done, uint64_t total, double t0)
+{
+    double el = time_mono() - t0;
+    double mib = (double)done / 1048576.0;
+    fprintf(stderr, "\r%s: %5.1f%% %.1f/%.1f MiB %.1f MiB/s ", label,
+            total ? 100.0 * (double)done / (double)total : 100.0, mib, (double)total / 1048576.0,
+            el > 0 ? mib / el : 0.0);
+}
+
+int ssh_upload(struct ssh_conn *c, const char *local_path, const char *remote_path,
+               double idle_timeout_s, const char *progress_label, char *err, size_t err_sz)
+{
+    int fd = open(local_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, err_sz, "cannot open '%s': %s", local_path, strerror(e));
+        return -e;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        snprintf(err, err_sz, "cannot stat '%s': %s", local_path, strerror(e));
+        return -e;
+    }
+    long t = (long)(idle_timeout_s > 0 ? idle_timeout_s : 30);
+    (void)ssh_options_set(c->s, SSH_OPTIONS_TIMEOUT, &t);
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s.part.%d", remote_path, (int)getpid());
+    sftp_session sftp = sftp_new(c->s);
+    sftp_file f = NULL;
+    int r = -EIO;
+    bool show = progress_label && isatty(STDERR_FILENO);
+    char *buf = malloc(SSH_SFTP_CHUNK);
+    if (!sftp || !buf || sftp_init(sftp) != SSH_OK) {
+        snprintf(err, err_sz, "%s: cannot start SFTP (is the sftp subsystem enabled?): %s", c->label,
+                 ssh_get_error(c->s));
+        goto out;
+    }
+    f = sftp_open(sftp, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (!f) {
+        r = translate_sftp_error(sftp_get_error(sftp));
+        snprintf(err, err_sz, "%s: cannot create '%s' by SFTP: %s", c->label, tmp,
+                 ssh_get_error(c->s));
+        goto out;
+    }
+    uint64_t done = 0, total = (uint64_t)st.st_size;
+    double t0 = time_mono(), last = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf, SSH_SFTP_CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            r = -errno;
+            snprintf(err, err_sz, "cannot read '%s': %s", local_path, strerror(-r));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        ssize_t w = sftp_write(f, buf, (size_t)n);
+        if (w != n) {
+            r = translate_sftp_error(sftp_get_error(sftp));
+            snprintf(err, err_sz, "%s: SFTP write to '%s' failed after %llu bytes (disk full?): %s",
+                     c->label, tmp, (unsigned long long)done, ssh_get_error(c->s));
+            goto out;
+        }
+        done += (uint64_t)n;
+        if (show && time_mono() - last > 0.2) {
+            progress_show(progress_label, done, total, t0);
+            last = time_mono();
+        }
+    }
+    if (show) {
+        progress_show(progress_label, done, total, t0);
+        fputc('\n', stderr);
+    }
+    if (sftp_close(f) != SSH_OK) {
+        f = NULL;
+        r = translate_sftp_error(sftp_get_error(sftp));
+        snprintf(err, err_sz, "%s: closing '%s' failed (disk full?): %s", c->label, tmp,
+                 ssh_get_error(c->s));
+        goto out;
+    }
+    f = NULL;
+    if (sftp_rename(sftp, tmp, remote_path) != SSH_OK) {
+        /* SFTP v3 rename refuses to replace; the old file was wrong anyway (caller checked). */
+        (void)sftp_unlink(sftp, remote_path);
+        if (sftp_rename(sftp, tmp, remote_path) != SSH_OK) {
+            r = translate_sftp_error(sftp_get_error(sftp));
+            snprintf(err, err_sz, "%s: cannot rename '%s' to '%s': %s", c->label, tmp, remote_path,
+                     ssh_get_error(c->s));
+            goto out;
+        }
+    }
+    r = 0;
+out:
+    if (f)
+        sftp_close(f);
+    if (r < 0 && sftp)
+        (void)sftp_unlink(sftp, tmp);
+    if (sftp)
+        sftp_free(sftp);
+    free(buf);
+    close(fd);
+    return r;
+}

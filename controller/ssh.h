@@ -1,0 +1,82 @@
+/* controller/ssh.h: libssh sessions to Proxmox hosts.  Host keys are checked against the
+ * inventory's known_hosts file before anything else happens; exec channels run without a pty so
+ * stdout, stderr and the exit status come back separately; files go by SFTP in chunks of at most
+ * SSH_SFTP_CHUNK bytes.  Errors from libssh are translated here, once, to -errno, with libssh's
+ * own words kept in the caller's err buffer.  Not thread-safe: one thread per session.
+ */
+#ifndef DROVER_SSH_H
+#define DROVER_SSH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SSH_SFTP_CHUNK (64u << 10) /* libssh 0.10 drops the channel on single writes >~200 kB */
+#define SSH_FP_MAX 128
+
+struct ssh_params {
+    const char *name;        /* inventory host name, for messages */
+    const char *address;
+    int port;
+    const char *user;
+    const char *known_hosts; /* path; the only file consulted for host keys */
+    const char *identity;    /* private key path; NULL or "" = libssh's defaults (agent, ~/.ssh) */
+    double connect_timeout_s;
+    const char *trust_cmd;   /* shown in refusals, e.g. "drover -i lab.ini trust h1" */
+};
+
+struct ssh_conn; /* one session; free with ssh_conn_free() */
+struct ssh_stream;
+
+/* Connect, verify the host key, authenticate.  Errors (message in err):
+ * -ENOKEY unknown host key (or no known_hosts file), -EKEYREJECTED changed key,
+ * -ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH, -EACCES authentication refused, -EIO other. */
+int ssh_conn_open(const struct ssh_params *p, struct ssh_conn **ret_conn, char *err, size_t err_sz);
+void ssh_conn_free(struct ssh_conn *c);
+
+/* `drover trust`: connect, fetch the host key, and append it to known_hosts unless it is
+ * already there.  A changed key is replaced only with replace=true (the host's old lines are
+ * removed first); otherwise -EKEYREJECTED.  ret_fp gets "SHA256:..." and ret_state 0 = added,
+ * 1 = already trusted, 2 = replaced.  Creates known_hosts' directory (0700) if needed. */
+int ssh_trust_host(const struct ssh_params *p, bool replace, char ret_fp[SSH_FP_MAX],
+                   int *ret_state, char *err, size_t err_sz);
+
+struct exec_result {
+    int status;   /* exit code; 128+N when killed by signal N; -1 unknown */
+    char *out;    /* stdout, NUL-terminated, at most EXEC_OUT_MAX bytes kept; caller frees */
+    size_t out_len;
+    char *err;    /* stderr, NUL-terminated, at most EXEC_ERR_MAX bytes kept, trailing newline cut */
+    size_t err_len;
+    bool out_truncated;
+};
+#define EXEC_OUT_MAX (1u << 20)
+#define EXEC_ERR_MAX (16u << 10)
+void exec_result_done(struct exec_result *r);
+/* Last line of stderr (or stdout if stderr is empty), trimmed, for one-line reasons. */
+const char *exec_result_reason(const struct exec_result *r, char *buf, size_t buf_sz);
+
+/* Run one shell command line (see quote.h) on an exec channel; waits up to timeout_s.
+ * 0 with *ret filled (whatever the exit status), -ETIMEDOUT, -EIO (channel failure). */
+int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct exec_result *ret,
+             char *err, size_t err_sz);
+
+/* Long-lived channel read without blocking (the live status stream). */
+int ssh_stream_open(struct ssh_conn *c, const char *cmdline, struct ssh_stream **ret_s, char *err,
+                    size_t err_sz);
+/* Read what stdout has (discarding stderr) into buf; returns bytes (0 = nothing now),
+ * -EPIPE at end of stream, -EIO on error.  Never blocks. */
+int ssh_stream_read(struct ssh_stream *s, char *buf, size_t buf_sz);
+int ssh_conn_fd(struct ssh_conn *c);
+void ssh_stream_free(struct ssh_stream *s);
+
+/* Upload local_path to remote_path by SFTP: write "<remote_path>.part.<pid>" (0600) in
+ * SSH_SFTP_CHUNK pieces, then rename over remote_path.  idle_timeout_s bounds each blocking
+ * wait.  progress_label non-NULL and stderr a TTY: a progress line on stderr.
+ * -ENOENT (remote dir missing), -EACCES, -ENOSPC/-EIO (SFTP "Failure"), -ETIMEDOUT. */
+int ssh_upload(struct ssh_conn *c, const char *local_path, const char *remote_path,
+               double idle_timeout_s, const char *progress_label, char *err, size_t err_sz);
+
+/* Size of a remote file through SFTP stat; -ENOENT if absent. */
+int ssh_remote_size(struct ssh_conn *c, const char *path, uint64_t *ret_size);
+
+#endif
