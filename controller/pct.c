@@ -1,0 +1,150 @@
+/* controller/pct.c: container operations over a host connection: pct exec / pct push for
+ * HOST:VMID nodes, plain commands with --root for HOST:local:/ROOT nodes.  It never writes into
+ * a container's rootfs from the host side, and never trusts pct push's exit status alone.
+ */
+#include "controller/pct.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/util.h"
+
+const char *pct_agent_root(const struct inv_ct *ct)
+{
+    return ct->root[0] ? ct->root : PCT_AGENT_ROOT;
+}
+
+static int wrap_exec(const struct inv_ct *ct, const char *const *argv, const char **out,
+                     char vmid_buf[16])
+{
+    size_t n = 0;
+    if (ct->vmid >= 0) {
+        snprintf(vmid_buf, 16, "%d", ct->vmid);
+        out[n++] = "pct";
+        out[n++] = "exec";
+        out[n++] = vmid_buf;
+        out[n++] = "--keep-env"; /* never leak the host's environment (cases-field C05) */
+        out[n++] = "0";
+        out[n++] = "--";
+    }
+    for (size_t i = 0; argv[i]; i++) {
+        if (n + 1 >= PCT_ARGV_MAX)
+            return -E2BIG;
+        out[n++] = argv[i];
+    }
+    out[n] = NULL;
+    return 0;
+}
+
+int pct_agent_argv(const struct inventory *inv, const struct inv_ct *ct,
+                   const char *const *agent_args, const char **argv_out, char vmid_buf[16])
+{
+    const char *inner[PCT_ARGV_MAX];
+    size_t n = 0;
+    const struct inv_host *h = &inv->hosts[ct->host];
+    inner[n++] = ct->root[0] && h->agent_path[0] ? h->agent_path : inv->agent_path;
+    bool root_done = !ct->root[0];
+    for (size_t i = 0; agent_args[i]; i++) {
+        if (n + 3 >= PCT_ARGV_MAX)
+            return -E2BIG;
+        if (!root_done && strcmp(agent_args[i], "--") == 0) {
+            inner[n++] = "--root";
+            inner[n++] = ct->root;
+            root_done = true;
+        }
+        inner[n++] = agent_args[i];
+    }
+    if (!root_done) {
+        inner[n++] = "--root";
+        inner[n++] = ct->root;
+    }
+    inner[n] = NULL;
+    return wrap_exec(ct, inner, argv_out, vmid_buf);
+}
+
+int pct_run(struct conn *c, const struct inv_ct *ct, const char *const *argv, double timeout_s,
+            struct exec_result *ret)
+{
+    const char *full[PCT_ARGV_MAX];
+    char vmid[16];
+    if (wrap_exec(ct, argv, full, vmid) < 0) {
+        snprintf(c->err, sizeof c->err, "too many arguments");
+        return -E2BIG;
+    }
+    return conn_run(c, full, timeout_s, ret);
+}
+
+int pct_run_agent(struct conn *c, const struct inv_ct *ct, const char *const *agent_args,
+                  double timeout_s, struct exec_result *ret)
+{
+    const char *full[PCT_ARGV_MAX];
+    char vmid[16];
+    if (pct_agent_argv(c->inv, ct, agent_args, full, vmid) < 0) {
+        snprintf(c->err, sizeof c->err, "too many arguments");
+        return -E2BIG;
+    }
+    return conn_run(c, full, timeout_s, ret);
+}
+
+int pct_stream_agent(struct conn *c, const struct inv_ct *ct, const char *const *agent_args,
+                     size_t line_max, struct conn_stream **ret_s)
+{
+    const char *full[PCT_ARGV_MAX];
+    char vmid[16];
+    if (pct_agent_argv(c->inv, ct, agent_args, full, vmid) < 0) {
+        snprintf(c->err, sizeof c->err, "too many arguments");
+        return -E2BIG;
+    }
+    return conn_stream_open(c, full, line_max, ret_s);
+}
+
+int pct_push(struct conn *c, const struct inv_ct *ct, const char *host_path, const char *ct_path,
+             const char *perms)
+{
+    struct exec_result res;
+    int r;
+    if (ct->vmid >= 0) {
+        char vmid[16];
+        snprintf(vmid, sizeof vmid, "%d", ct->vmid);
+        const char *argv[] = { "pct", "push", vmid, host_path, ct_path, "--perms", perms, NULL };
+        r = conn_run(c, argv, c->inv->exec_timeout_s, &res);
+    } else {
+        const char *argv[] = { "install", "-m", perms, host_path, ct_path, NULL };
+        r = conn_run(c, argv, c->inv->exec_timeout_s, &res);
+    }
+    if (r < 0)
+        return r;
+    char reason[512];
+    /* pct push prints copy errors but still exits 0: any stderr counts as a failure here too. */
+    if (res.status != 0 || res.err_len) {
+        snprintf(c->err, sizeof c->err, "push of '%s' to '%s' failed: %s", host_path, ct_path,
+                 exec_result_reason(&res, reason, sizeof reason));
+        r = -EIO;
+    }
+    exec_result_done(&res);
+    return r;
+}
+
+int pct_sha256(struct conn *c, const struct inv_ct *ct, const char *path, char ret_hex[65])
+{
+    const char *argv[] = { "sha256sum", path, NULL };
+    struct exec_result res;
+    int r = pct_run(c, ct, argv, c->inv->exec_timeout_s, &res);
+    if (r < 0)
+        return r;
+    if (res.status != 0 || res.out_len < 64) {
+        exec_result_done(&res);
+        return -ENOENT;
+    }
+    for (int i = 0; i < 64; i++)
+        if (!isxdigit((unsigned char)res.out[i])) {
+            exec_result_done(&res);
+            return -EBADMSG;
+        }
+    memcpy(ret_hex, res.out, 64);
+    ret_hex[64] = '\0';
+    exec_result_done(&res);
+    return 0;
+}

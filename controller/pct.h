@@ -1,0 +1,47 @@
+/* controller/pct.h: everything the controller does to a container goes through here: commands
+ * in the container (`pct exec <vmid> --keep-env 0 -- ...`), files into it (`pct push ...
+ * --perms`), and the agent CLI of docs/protocol.md.  For a HOST:local:/ROOT node there is no
+ * container: the agent runs on the host itself with --root ROOT and files are copied with
+ * `install`.  PCT.md's quirks are handled here: push's exit status proves nothing (callers
+ * verify through the agent or sha256sum), and pct never creates parent directories.
+ */
+#ifndef DROVER_PCT_H
+#define DROVER_PCT_H
+
+#include "controller/conn.h"
+#include "controller/inventory.h"
+
+#define PCT_ARGV_MAX 160
+#define PCT_AGENT_ROOT "/var/lib/drover" /* the agent's default --root inside a container */
+
+/* Run a plain command inside the container (argv NULL-terminated).  For a local root it runs
+ * on the host.  Same returns as conn_run(). */
+int pct_run(struct conn *c, const struct inv_ct *ct, const char *const *argv, double timeout_s,
+            struct exec_result *ret);
+
+/* Run `drover-agent <agent_args...>` in the container (agent path from the inventory; a local
+ * root gets --root ROOT before any "--" separator).  Same returns as conn_run(). */
+int pct_run_agent(struct conn *c, const struct inv_ct *ct, const char *const *agent_args,
+                  double timeout_s, struct exec_result *ret);
+
+/* The agent command as a stream (for `watch --json`). */
+int pct_stream_agent(struct conn *c, const struct inv_ct *ct, const char *const *agent_args,
+                     size_t line_max, struct conn_stream **ret_s);
+
+/* Copy host_path (a file on the host) to ct_path in the container with mode perms ("0600").
+ * -EIO when pct reports an error (message in c->err).  Exit 0 proves nothing: verify. */
+int pct_push(struct conn *c, const struct inv_ct *ct, const char *host_path, const char *ct_path,
+             const char *perms);
+
+/* The agent's store root in the container ("/var/lib/drover" or the local root). */
+const char *pct_agent_root(const struct inv_ct *ct);
+
+/* sha256sum of a file in the container into ret_hex; -ENOENT if the file is not there. */
+int pct_sha256(struct conn *c, const struct inv_ct *ct, const char *path, char ret_hex[65]);
+
+/* Build the argv pct_run_agent would run (for tests and --dry-run).  argv_out has room for
+ * PCT_ARGV_MAX pointers; strings point into agent_args, ct, inv or vmid_buf[16]. */
+int pct_agent_argv(const struct inventory *inv, const struct inv_ct *ct,
+                   const char *const *agent_args, const char **argv_out, char vmid_buf[16]);
+
+#endif
