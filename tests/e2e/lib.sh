@@ -1,0 +1,184 @@
+# tests/e2e/lib.sh: shared helpers for the end-to-end tests (sourced by run.sh and each t-*.sh).
+#
+# Owns: the release builder, the `drover` wrapper, status JSON queries, container inspection
+# (lxc-attach directly, so that inspection never shows up in the pct call logs) and the
+# check/assert vocabulary.  Tests assert on what a user sees (exit code, message, status JSON)
+# and on what is true in the containers afterwards.  Never changes the lab's shape.
+#
+# Environment (set by run.sh): E2E_BUILD (absolute build dir), LAB_DIR, E2E_WORK (scratch).
+
+: "${E2E_BUILD:?run through tests/e2e/run.sh}"
+: "${LAB_DIR:?}"
+: "${E2E_WORK:?}"
+E2E_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+LAB="$E2E_ROOT/tests/lab/lab"
+INV="$LAB_DIR/inventory.ini"
+E2E_CTS=${E2E_CTS:-"h1:101 h1:102 h2:201"}
+E2E_DATA_TRAIN=${E2E_DATA_TRAIN:-/srv/drover-data/brown_train.bin}
+E2E_DATA_VAL=${E2E_DATA_VAL:-/srv/drover-data/brown_val.bin}
+export LAB_DIR
+
+CHECKS_FAILED=0
+CHECKS_PASSED=0
+
+say() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+
+check() { # check DESCRIPTION COMMAND...  (passes when COMMAND succeeds)
+	local d=$1
+	shift
+	if "$@"; then
+		CHECKS_PASSED=$((CHECKS_PASSED + 1))
+		printf '  ok   %s\n' "$d"
+	else
+		CHECKS_FAILED=$((CHECKS_FAILED + 1))
+		printf '  FAIL %s\n' "$d"
+	fi
+}
+
+fatal() { printf '  FATAL %s\n' "$*"; exit 1; }
+
+finish() { # end of a test script
+	printf '  (%d checks passed, %d failed)\n' "$CHECKS_PASSED" "$CHECKS_FAILED"
+	((CHECKS_FAILED == 0))
+}
+
+wait_until() { # wait_until SECONDS COMMAND...
+	local deadline=$((SECONDS + $1))
+	shift
+	while ((SECONDS < deadline)); do
+		"$@" && return 0
+		sleep 1
+	done
+	"$@"
+}
+
+# ---------------------------------------------------------------- drover
+# drover ARGS... : runs the controller against the lab inventory; output also kept in
+# $E2E_WORK/last.out / last.err; sets DROVER_RC.
+drover() {
+	local t0=$SECONDS
+	"$E2E_BUILD/drover" -i "$INV" "$@" >"$E2E_WORK/last.out" 2>"$E2E_WORK/last.err"
+	DROVER_RC=$?
+	{
+		printf '$ drover -i %s %s   (exit %d, %ds)\n' "$INV" "$*" "$DROVER_RC" $((SECONDS - t0))
+		sed 's/^/  out| /' "$E2E_WORK/last.out" | tail -40
+		sed 's/^/  err| /' "$E2E_WORK/last.err" | tail -40
+	} >>"$E2E_WORK/drover.log"
+	return 0
+}
+drover_out() { cat "$E2E_WORK/last.out" "$E2E_WORK/last.err"; }
+drover_said() { drover_out | grep -E -i -q -- "$1"; } # drover_said REGEX (stdout or stderr)
+show_drover() { sed 's/^/    | /' "$E2E_WORK/last.out" "$E2E_WORK/last.err" | tail -${1:-15}; }
+
+status_json() { # prints `drover status -o json` (empty on failure)
+	"$E2E_BUILD/drover" -i "$INV" status -o json 2>>"$E2E_WORK/status.err" || true
+}
+
+# every rank object anywhere in the status document (the agent's rank shape: rank + hb)
+ranks_of() { jq -c '[.. | objects | select(has("rank") and has("hb"))]' 2>/dev/null; }
+
+# "rank step ktok_s release resumed_from pid" lines for the ranks in a status document on stdin
+rank_table() {
+	jq -r '[.. | objects | select(has("rank") and has("hb"))] | .[] |
+		[.rank, (.hb.step // -1), ((.hb.tok_s // 0) / 1000), (.hb.release // "-"),
+		 (.hb.resumed_from // -1), (.pid // 0)] | @tsv' 2>/dev/null
+}
+
+# all_ranks_advance N SECONDS: N ranks each report a larger step after SECONDS, Ktok/s > 0
+all_ranks_advance() {
+	local n=$1 gap=$2 a b
+	a=$(status_json | rank_table | sort -n)
+	sleep "$gap"
+	b=$(status_json | rank_table | sort -n)
+	printf '    before: %s\n    after:  %s\n' "$(echo "$a" | tr '\n' ';')" "$(echo "$b" | tr '\n' ';')"
+	[[ $(echo "$a" | grep -c .) == "$n" && $(echo "$b" | grep -c .) == "$n" ]] || return 1
+	paste <(echo "$a") <(echo "$b") | awk -F'\t' '{ if (!($8 > $2) || !($9 > 0)) bad = 1 } END { exit bad }'
+}
+
+# ---------------------------------------------------------------- containers
+ct_name() { echo "${1%%:*}-${1#*:}"; }
+ct() { # ct HOST:VMID CMD... : run in the container directly (not through pct; not logged)
+	local c=$1
+	shift
+	lxc-attach -P "$LAB_DIR/lxc" -n "$(ct_name "$c")" --clear-env -- "$@"
+}
+ct_current() { ct "$1" readlink /var/lib/drover/jobs/${2:-train}/current 2>/dev/null | sed 's|.*/||'; }
+ct_pids() { ct "$1" sh -c 'for p in /proc/[0-9]*; do c=$(tr "\0" " " < $p/cmdline 2>/dev/null); case "$c" in *drover-train*) echo "${p#/proc/}";; esac; done' | sort -n | tr '\n' ' '; }
+all_pids() { local c; for c in $E2E_CTS; do printf '%s=[%s] ' "$c" "$(ct_pids "$c")"; done; }
+
+# ---------------------------------------------------------------- pct call logs
+pct_mark() { local h; for h in h1 h2; do wc -l <"$LAB_DIR/pct-$h.log" 2>/dev/null >"$E2E_WORK/mark-$h" || echo 0 >"$E2E_WORK/mark-$h"; done; }
+pct_since() { # pct_since HOST : calls logged on HOST since pct_mark
+	local m
+	m=$(cat "$E2E_WORK/mark-$1" 2>/dev/null || echo 0)
+	tail -n +$((m + 1)) "$LAB_DIR/pct-$1.log" 2>/dev/null
+}
+
+# ---------------------------------------------------------------- releases
+# make_release NAME [section.key=value ...]: $E2E_WORK/releases/NAME with bin/drover-train and
+# etc/train.ini (a tiny model reading the lab's shared Brown shards); prints the directory.
+make_release() {
+	local name=$1 d="$E2E_WORK/releases/$1"
+	shift
+	rm -rf "$d"
+	mkdir -p "$d/bin" "$d/etc"
+	cp "$E2E_BUILD/drover-train" "$d/bin/drover-train"
+	chmod 0755 "$d/bin/drover-train"
+	local -A kv=(
+		[model.layers]=2 [model.heads]=2 [model.dim]=64 [model.seq]=64 [model.vocab]=${E2E_VOCAB:-50257}
+		[train.batch]=4 [train.lr]=0.001 [train.warmup_steps]=10 [train.max_steps]=0
+		[train.checkpoint_every]=10 [train.keep_checkpoints]=3 [train.seed]=1337 [train.log_every]=10
+		[data.train]=$E2E_DATA_TRAIN [data.val]=$E2E_DATA_VAL
+		[backend.device]=cpu [backend.threads]=1
+	)
+	local o
+	for o in "$@"; do kv[${o%%=*}]=${o#*=}; done
+	local sec k
+	{
+		echo "# release $name (tests/e2e)"
+		for sec in model train data backend; do
+			echo "[$sec]"
+			for k in $(printf '%s\n' "${!kv[@]}" | grep "^$sec\\." | sort); do
+				[[ -n ${kv[$k]} ]] && echo "${k#*.} = ${kv[$k]}"
+			done
+		done
+	} >"$d/etc/train.ini"
+	echo "release $name" >"$d/RELEASE"
+	echo "$d"
+}
+
+# release_id DIR: the id drover gives this release (from `deploy --dry-run` output if it says)
+deployed_ids() { status_json | jq -r '[.. | objects | select(has("current")) | .current] | unique | .[]' 2>/dev/null; }
+
+# ---------------------------------------------------------------- shared state between tests
+V1_FILE="$E2E_WORK/v1.id"
+v1_id() { cat "$V1_FILE" 2>/dev/null; }
+
+# every container's job current points at release $1 (a full id or a prefix)
+all_current_is() {
+	local c cur rc=0
+	for c in $E2E_CTS; do
+		cur=$(ct_current "$c")
+		if [[ -z $cur || $cur != "$1"* ]]; then
+			printf '    %s: current=%s (want %s)\n' "$c" "${cur:-none}" "$1"
+			rc=1
+		fi
+	done
+	return $rc
+}
+
+# make sure v1 is deployed and running (for tests that start from the good state)
+ensure_v1() {
+	local id
+	id=$(v1_id)
+	if [[ -n $id ]] && all_current_is "$id" >/dev/null && [[ $(status_json | rank_table | grep -c .) -ge 3 ]]; then
+		return 0
+	fi
+	say "v1 is not running; deploying it first"
+	local d
+	d=$(make_release v1)
+	drover deploy "$d" --job train
+	((DROVER_RC == 0)) || { show_drover; fatal "could not deploy v1 (exit $DROVER_RC)"; }
+	id=$(ct_current h1:101)
+	echo "$id" >"$V1_FILE"
+}

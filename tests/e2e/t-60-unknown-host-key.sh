@@ -1,0 +1,40 @@
+#!/bin/bash
+# t-60-unknown-host-key: h2's key is not in known_hosts: the deploy is refused with a clear
+# message and nothing is pushed anywhere; `drover trust h2` then lets it in again.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ensure_v1
+v1=$(v1_id)
+cp "$LAB_DIR/known_hosts" "$E2E_WORK/known_hosts.bak"
+grep -v '^127\.0\.0\.3 \|^\[127\.0\.0\.3\]' "$E2E_WORK/known_hosts.bak" >"$LAB_DIR/known_hosts"
+check "h2's key removed from known_hosts" bash -c "! grep -q '127.0.0.3' '$LAB_DIR/known_hosts'"
+pids_before=$(all_pids)
+pct_mark
+h2_sshd_mark=$(wc -l <"$LAB_DIR/hosts/h2/sshd.log")
+
+d=$(make_release v6 train.seed=6)
+say "drover deploy v6 with h2 unknown"
+drover deploy "$d" --job train
+show_drover 10
+check "deploy exits non-zero" test "$DROVER_RC" != 0
+check "the message names the unknown host key" drover_said 'host key|known_hosts|not trusted|unknown'
+check "the message names the host (h2 or 127.0.0.3)" drover_said 'h2|127\.0\.0\.3'
+check "the message says how to trust it" drover_said 'trust'
+no_push_h1() { ! pct_since h1 | grep -q ' pct push '; }
+check "nothing was pushed to h1" no_push_h1
+check "pct was never called on h2" test -z "$(pct_since h2)"
+check "no worker was touched" test "$pids_before" = "$(all_pids)"
+check "every container is still on v1" all_current_is "$v1"
+check "h2's sshd never let drover in (no 'Accepted publickey' since the mark)" \
+	bash -c "! tail -n +$((h2_sshd_mark + 1)) '$LAB_DIR/hosts/h2/sshd.log' | grep -q 'Accepted publickey'"
+
+say "drover trust h2"
+drover trust h2
+show_drover 5
+check "trust h2 exits 0" test "$DROVER_RC" = 0
+check "known_hosts has h2's key again" grep -q "$(cut -d' ' -f2 "$LAB_DIR/hosts/h2/ssh_host_ed25519_key.pub")" "$LAB_DIR/known_hosts"
+drover status -o json
+check "status works again with h2 trusted" test "$DROVER_RC" = 0
+cp "$E2E_WORK/known_hosts.bak" "$LAB_DIR/known_hosts"
+finish
