@@ -1,0 +1,55 @@
+// kernels/common.cuh: helpers shared by the kernel files (bf16 conversion, warp reductions,
+// launch checking).  Never included from C.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <errno.h>
+#include <stdio.h>
+
+#include "kernels/kernels.h"
+
+typedef __nv_bfloat16 bf16;
+
+// Set the thread's error text and return -EIO (kernels.c-style error translation, done once here).
+int kern_set_error(const char *what, const char *detail);
+
+static inline int kern_check_launch(const char *what)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return kern_set_error(what, cudaGetErrorString(e));
+    return 0;
+}
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// 8 bf16 as one 16-byte vector.
+struct __align__(16) bf16x8 {
+    bf16 v[8];
+};
+
+__device__ __forceinline__ bf16x8 load8(const bf16 *p)
+{
+    return *reinterpret_cast<const bf16x8 *>(p);
+}
+__device__ __forceinline__ void store8(bf16 *p, bf16x8 x)
+{
+    *reinterpret_cast<bf16x8 *>(p) = x;
+}
+
+static inline unsigned cdiv(size_t a, size_t b)
+{
+    return (unsigned)((a + b - 1) / b);
+}

@@ -1,0 +1,129 @@
+/* kernels/kernels.h: the CUDA kernels of drover-train's GPU backend, as extern "C" launchers.
+ *
+ * Owns: every device kernel and the cuBLASLt matmul wrapper.  Callers (trainer/cuda_backend.c,
+ * tests/gpu) pass device pointers and a stream; launchers only enqueue work.
+ * Never: allocate device memory (except the matmul handle's own workspace), synchronize the
+ * device, log, or exit.  Each launcher returns 0 or -EIO (launch or cuBLASLt failure; the
+ * library's text is kept for kern_last_error()); -EINVAL for shapes a kernel does not support.
+ *
+ * Types: bf16 tensors are passed as kbf16 * (raw bfloat16 bits); fp32 as float *.  Shapes are
+ * row-major.  B batch, T sequence, C channels, NH heads, hs = C/NH, N = B*T rows, V real vocab,
+ * Vp padded vocab.  Tolerances against the CPU reference (trainer/cpu/ops.h) are measured by
+ * tests/gpu as ||gpu - cpu|| / ||cpu|| and listed in docs/cuda.md; the number on each launcher is
+ * the bound the test enforces.
+ */
+#ifndef DROVER_KERNELS_H
+#define DROVER_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint16_t kbf16; /* bfloat16 bit pattern */
+
+/* Text of the last CUDA/cuBLASLt error a launcher saw in this thread ("" if none). */
+const char *kern_last_error(void);
+
+/* ---- conversion and utilities ---- */
+/* out[n] (bf16, round to nearest even) = in[n] (fp32).  Exact conversion (tol 0 vs host rounding). */
+int kern_f32_to_bf16(kbf16 *out, const float *in, size_t n, cudaStream_t s);
+/* out[n] (fp32) = in[n] (bf16). */
+int kern_bf16_to_f32(float *out, const kbf16 *in, size_t n, cudaStream_t s);
+
+/* ---- embeddings ---- */
+/* out (N=B*T, C) bf16 = wte[inp] + wpe[t]; inp (B,T) device int32 < Vp; wte (Vp,C) wpe (T,C) bf16.
+ * C % 8 == 0.  tol 1e-2 (bf16 output). */
+int kern_encoder_forward(kbf16 *out, const int *inp, const kbf16 *wte, const kbf16 *wpe,
+                         int B, int T, int C, cudaStream_t s);
+/* dwpe (T,C) fp32 += sum over b of dout (B,T,C) bf16 (fixed order: deterministic).
+ * dwte (Vp,C) fp32 += dout rows grouped by token: the caller passes the positions sorted by token
+ * (CSR): for u in 0..nuniq-1, token uniq_tok[u] owns positions pos[start[u] .. start[u+1]-1]
+ * (each b*T+t, ascending), summed in that order (deterministic).  tol 1e-5 vs the bf16 input. */
+int kern_encoder_backward(float *dwte, float *dwpe, const kbf16 *dout, const int *uniq_tok,
+                          const int *start, const int *pos, int nuniq, int B, int T, int C,
+                          cudaStream_t s);
+
+/* ---- LayerNorm (eps 1e-5, biased variance, fp32 statistics) ---- */
+/* out (N,C) bf16, mean (N) rstd (N) fp32 from inp (N,C) bf16, weight, bias (C) bf16.  tol 1e-2. */
+int kern_layernorm_forward(kbf16 *out, float *mean, float *rstd, const kbf16 *inp,
+                           const kbf16 *weight, const kbf16 *bias, int N, int C, cudaStream_t s);
+/* dinp (N,C) bf16 += ; dweight, dbias (C) fp32 += (deterministic two-pass column sums through
+ * scratch, at least kern_colsum_scratch_floats(C) floats).  tol 1e-2 (dinp), 1e-3 (dweight, dbias). */
+int kern_layernorm_backward(kbf16 *dinp, float *dweight, float *dbias, float *scratch,
+                            const kbf16 *dout, const kbf16 *inp, const kbf16 *weight,
+                            const float *mean, const float *rstd, int N, int C, cudaStream_t s);
+/* Floats of scratch kern_layernorm_backward and kern_bias_backward need for width C. */
+size_t kern_colsum_scratch_floats(int C);
+
+/* dbias (OC) fp32 += column sums of dout (N,OC) bf16 (deterministic, scratch as above). tol 1e-4. */
+int kern_bias_backward(float *dbias, float *scratch, const kbf16 *dout, int N, int OC,
+                       cudaStream_t s);
+
+/* GELU (tanh): dinout (n) bf16 = dinout * gelu'(pre) with pre (n) bf16 saved by the forward
+ * matmul's epilogue.  tol 1e-2. */
+int kern_gelu_backward_inplace(kbf16 *dinout, const kbf16 *pre, size_t n, cudaStream_t s);
+
+/* ---- attention: causal, fused flash-style (the T x T scores never reach device memory) ----
+ * qkv (B,T,3C) bf16, rows [q k v], head h = columns h*hs..h*hs+hs-1 of each; hs in {32, 64, 128}.
+ * out (B,T,C) bf16; lse (B,NH,T) fp32 log-sum-exp of the scaled scores, kept for backward.
+ * Scale 1/sqrt(hs).  bf16 tensor-core products, fp32 softmax and accumulation.  tol 1e-2. */
+int kern_attention_forward(kbf16 *out, float *lse, const kbf16 *qkv, int B, int T, int C, int NH,
+                           cudaStream_t s);
+/* dqkv (B,T,3C) bf16 (overwritten) from dout (B,T,C), out, lse of the forward, qkv.
+ * scratch: B*NH*T floats.  Deterministic (no atomics).  tol 2e-2. */
+int kern_attention_backward(kbf16 *dqkv, float *scratch, const kbf16 *dout, const kbf16 *out,
+                            const float *lse, const kbf16 *qkv, int B, int T, int C, int NH,
+                            cudaStream_t s);
+
+/* ---- fused classifier + cross-entropy ----
+ * logits (N,Vp) bf16 in, overwritten with dlogits = (softmax - onehot(target)) * dloss over the
+ * first V columns and 0 in V..Vp-1; losses (N) fp32 = logsumexp - logit[target].  The fp32
+ * probabilities are never stored.  targets (N) device int32 < V.  With dloss 0 only losses are
+ * written (logits untouched).  tol 1e-3 (losses vs the CPU on the same bf16 logits), 1e-2 (dlogits). */
+int kern_classifier_forward_backward(kbf16 *logits, float *losses, const int *targets,
+                                     float dloss, int N, int V, int Vp, cudaStream_t s);
+/* out[0] = sum of in[n] fp32, one block, fixed order (deterministic). */
+int kern_sum(float *out, const float *in, size_t n, cudaStream_t s);
+
+/* ---- optimizer ----
+ * Sum of squares of g[n] (fp32) into partial[kern_sumsq_partials()] then out[0] =
+ * sqrt(sum) and out[1] = clip scale min(1, clip / norm) (1 when clip <= 0), times
+ * grad_scale.  Deterministic.  tol 1e-5. */
+int kern_grad_norm(float *out, float *partial, const float *g, size_t n, float clip,
+                   float grad_scale, cudaStream_t s);
+size_t kern_sumsq_partials(void);
+/* One AdamW step over n fp32 elements (model.h / cpu_adamw_step semantics), gradient multiplied
+ * by *gscale (device scalar, from kern_grad_norm out[1]) first; writes the bf16 copy pbf of the
+ * updated master params.  tol 1e-5 vs cpu_adamw_step. */
+int kern_adamw(float *p, kbf16 *pbf, const float *g, float *m, float *v, const float *gscale,
+               size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
+               long t, cudaStream_t s);
+
+/* ---- matmuls through cuBLASLt (bf16 in, fp32 accumulate) ---- */
+struct kern_blas;
+/* Handle with a workspace of ws_bytes on the current device.  Free with kern_blas_free (NULL ok). */
+int kern_blas_new(size_t ws_bytes, struct kern_blas **ret_b);
+void kern_blas_free(struct kern_blas *b);
+/* out (N,OC) bf16 = [residual (N,OC) +] inp (N,C) @ w^T (OC,C) + bias (OC, may be NULL).
+ * If gelu_pre is not NULL: gelu_pre = the pre-activation and out = gelu(pre), fused into the
+ * epilogue (residual must then be NULL).  OC, C multiples of 8.  tol 1e-2. */
+int kern_matmul_forward(struct kern_blas *b, kbf16 *out, kbf16 *gelu_pre, const kbf16 *inp,
+                        const kbf16 *w, const kbf16 *bias, const kbf16 *residual, int N, int C,
+                        int OC, cudaStream_t s);
+/* dinp (N,C) bf16 (= or += when accumulate) = dout (N,OC) @ w (OC,C). tol 1e-2. */
+int kern_matmul_backward_input(struct kern_blas *b, kbf16 *dinp, const kbf16 *dout,
+                               const kbf16 *w, int accumulate, int N, int C, int OC,
+                               cudaStream_t s);
+/* dw (OC,C) fp32 += dout^T (OC,N) @ inp (N,C).  tol 1e-2. */
+int kern_matmul_backward_weight(struct kern_blas *b, float *dw, const kbf16 *dout,
+                                const kbf16 *inp, int N, int C, int OC, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,200 @@
+// kernels/matmul.cu: the model's matmuls through cuBLASLt (bf16 operands, fp32 accumulation),
+// with the bias, GELU and residual fused into the epilogue where cuBLASLt allows it.
+// Owns the cuBLASLt handle, its workspace and a small cache of heuristic choices per shape.
+// Row-major tensors are handed to column-major cuBLASLt as their transposes (Y^T = W X^T).
+// Never: synchronizes, logs, or picks an algorithm that needs more workspace than it owns.
+#include <cublasLt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/common.cuh"
+
+#define ALGO_CACHE 128
+
+struct algo_entry {
+    int used;
+    int m, n, k, ta, tb, epi, dtype, beta;
+    cublasLtMatmulAlgo_t algo;
+};
+
+struct kern_blas {
+    cublasLtHandle_t lt;
+    void *ws;
+    size_t ws_bytes;
+    struct algo_entry cache[ALGO_CACHE];
+};
+
+static int blas_error(const char *what, cublasStatus_t st)
+{
+    char d[96];
+    snprintf(d, sizeof d, "cuBLASLt status %d", (int)st);
+    return kern_set_error(what, d);
+}
+
+extern "C" int kern_blas_new(size_t ws_bytes, struct kern_blas **ret_b)
+{
+    struct kern_blas *b = (struct kern_blas *)calloc(1, sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    cublasStatus_t st = cublasLtCreate(&b->lt);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        free(b);
+        return blas_error("cublasLtCreate", st);
+    }
+    if (cudaMalloc(&b->ws, ws_bytes) != cudaSuccess) {
+        cublasLtDestroy(b->lt);
+        free(b);
+        (void)cudaGetLastError();
+        return -ENOMEM;
+    }
+    b->ws_bytes = ws_bytes;
+    *ret_b = b;
+    return 0;
+}
+
+extern "C" void kern_blas_free(struct kern_blas *b)
+{
+    if (!b)
+        return;
+    cudaFree(b->ws);
+    cublasLtDestroy(b->lt);
+    free(b);
+}
+
+// D (m x n, col-major, ldd m) = alpha op(A) op(B) + beta C [+ bias(m)] [gelu, aux]
+// A is (m x k) after op, B is (k x n) after op.
+static int lt_matmul(struct kern_blas *b, void *D, cudaDataType_t dtype, const void *A, int lda,
+                     int ta, const void *B, int ldb, int tb, const void *C, float beta,
+                     const void *bias, void *aux, int m, int n, int k, cudaStream_t s)
+{
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL, ld = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasStatus_t st;
+    int r = 0;
+    float alpha = 1.f;
+    cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+    if (aux)
+        epi = bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    else if (bias)
+        epi = CUBLASLT_EPILOGUE_BIAS;
+
+#define LT(call)                                     \
+    do {                                             \
+        st = (call);                                 \
+        if (st != CUBLAS_STATUS_SUCCESS) {           \
+            r = blas_error(#call, st);               \
+            goto out;                                \
+        }                                            \
+    } while (0)
+
+    LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    if (bias) {
+        cudaDataType_t bt = CUDA_R_16BF;
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
+    if (aux) {
+        int64_t ldaux = m;
+        cudaDataType_t at = CUDA_R_16BF;
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ldaux, sizeof ldaux));
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &at, sizeof at));
+    }
+    LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, ta ? k : m, ta ? m : k, lda));
+    LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, tb ? n : k, tb ? k : n, ldb));
+    LT(cublasLtMatrixLayoutCreate(&lc, dtype, m, n, m));
+    LT(cublasLtMatrixLayoutCreate(&ld, dtype, m, n, m));
+    {
+        int beta1 = beta != 0.f;
+        struct algo_entry *e = NULL;
+        unsigned h = (unsigned)(m * 31 + n * 17 + k * 7 + ta * 3 + tb * 5 + (int)epi * 11 +
+                                (int)dtype * 13 + beta1) % ALGO_CACHE;
+        for (int probe = 0; probe < ALGO_CACHE; probe++) {
+            struct algo_entry *c = &b->cache[(h + probe) % ALGO_CACHE];
+            if (!c->used) {
+                e = c;
+                break;
+            }
+            if (c->m == m && c->n == n && c->k == k && c->ta == ta && c->tb == tb &&
+                c->epi == (int)epi && c->dtype == (int)dtype && c->beta == beta1) {
+                e = c;
+                break;
+            }
+        }
+        cublasLtMatmulAlgo_t algo;
+        if (e && e->used) {
+            algo = e->algo;
+        } else {
+            cublasLtMatmulHeuristicResult_t res;
+            int found = 0;
+            LT(cublasLtMatmulPreferenceCreate(&pref));
+            LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &b->ws_bytes, sizeof b->ws_bytes));
+            LT(cublasLtMatmulAlgoGetHeuristic(b->lt, op, la, lb, lc, ld, pref, 1, &res, &found));
+            if (found == 0) {
+                r = kern_set_error("cublasLtMatmulAlgoGetHeuristic", "no algorithm for this shape");
+                goto out;
+            }
+            algo = res.algo;
+            if (e) {
+                e->used = 1;
+                e->m = m, e->n = n, e->k = k, e->ta = ta, e->tb = tb, e->epi = (int)epi;
+                e->dtype = (int)dtype, e->beta = beta1;
+                e->algo = algo;
+            }
+        }
+        LT(cublasLtMatmul(b->lt, op, &alpha, A, la, B, lb, &beta, C ? C : D, lc, D, ld, &algo,
+                          b->ws, b->ws_bytes, s));
+    }
+#undef LT
+out:
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    if (la)
+        cublasLtMatrixLayoutDestroy(la);
+    if (lb)
+        cublasLtMatrixLayoutDestroy(lb);
+    if (lc)
+        cublasLtMatrixLayoutDestroy(lc);
+    if (ld)
+        cublasLtMatrixLayoutDestroy(ld);
+    if (op)
+        cublasLtMatmulDescDestroy(op);
+    return r;
+}
+
+extern "C" int kern_matmul_forward(struct kern_blas *b, kbf16 *out, kbf16 *gelu_pre,
+                                   const kbf16 *inp, const kbf16 *w, const kbf16 *bias,
+                                   const kbf16 *residual, int N, int C, int OC, cudaStream_t s)
+{
+    if (C % 8 || OC % 8 || (gelu_pre && residual))
+        return -EINVAL;
+    // out^T (OC x N) = W (col view C x OC, transposed) * inp^T (col view C x N)
+    return lt_matmul(b, out, CUDA_R_16BF, w, C, 1, inp, C, 0, residual, residual ? 1.f : 0.f,
+                     bias, gelu_pre, OC, N, C, s);
+}
+
+extern "C" int kern_matmul_backward_input(struct kern_blas *b, kbf16 *dinp, const kbf16 *dout,
+                                          const kbf16 *w, int accumulate, int N, int C, int OC,
+                                          cudaStream_t s)
+{
+    if (C % 8 || OC % 8)
+        return -EINVAL;
+    // dinp^T (C x N) = W (col view C x OC) * dout^T (col view OC x N)
+    return lt_matmul(b, dinp, CUDA_R_16BF, w, C, 0, dout, OC, 0, accumulate ? dinp : NULL,
+                     accumulate ? 1.f : 0.f, NULL, NULL, C, N, OC, s);
+}
+
+extern "C" int kern_matmul_backward_weight(struct kern_blas *b, float *dw, const kbf16 *dout,
+                                           const kbf16 *inp, int N, int C, int OC, cudaStream_t s)
+{
+    if (C % 8 || OC % 8)
+        return -EINVAL;
+    // dw^T (C x OC) += inp^T (col view C x N) * dout (col view OC x N, transposed)
+    return lt_matmul(b, dw, CUDA_R_32F, inp, C, 0, dout, OC, 1, dw, 1.f, NULL, NULL, C, OC, N, s);
+}

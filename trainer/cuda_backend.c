@@ -1,0 +1,580 @@
+/* trainer/cuda_backend.c: the CUDA backend of drover-train (struct backend_ops backend_cuda).
+ *
+ * Owns the device state of one rank: four arenas (fp32 master parameters + their bf16 copy,
+ * fp32 gradients, fp32 Adam m and v, bf16 activations with their fp32 statistics), the cuBLASLt
+ * handle, one stream and, with WORLD_SIZE > 1, the NCCL communicator.  Parameters, gradients and
+ * Adam state use the fp32 layout of trainer/model.h, so get_state()/set_state() copy them
+ * verbatim and checkpoints are the same as the CPU backend's.
+ * Invariants: every kernel is deterministic (fixed reduction orders, no float atomics), so the
+ * same state and batch give bit-identical losses on the same GPU and software.
+ * Never: touches files, heartbeats or signals; calls exit(); leaves a CUDA error unreported
+ * (each enters once through cu_fail(), logged with what failed and returned as -EIO).
+ */
+#ifdef DROVER_HAVE_CUDA
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* NVIDIA's headers declare f() without (void) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#pragma GCC diagnostic pop
+
+#include "common/log.h"
+#include "kernels/kernels.h"
+#include "trainer/backend.h"
+#include "trainer/cuda_backend.h"
+#include "trainer/dist.h"
+
+#define CUBLAS_WORKSPACE_BYTES (32u << 20)
+
+struct layer_acts {
+    kbf16 *ln1, *qkv, *atty, *res1, *ln2, *fch_pre, *fch, *res2;
+    float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd, *lse;
+};
+
+struct cuda_be {
+    struct gpt_config cfg;
+    struct backend_opts opts;
+    int B, T, C, L, NH, V, Vp, N;
+    size_t nparams;
+    size_t off[GPT_NPARAM_TENSORS], size[GPT_NPARAM_TENSORS];
+    int device;
+    cudaStream_t stream;
+    struct kern_blas *blas;
+    ncclComm_t comm;
+
+    /* arenas */
+    void *arena_params, *arena_grads, *arena_opt, *arena_acts;
+    float *params, *grads, *m, *v;
+    kbf16 *pbf;
+
+    /* activations */
+    kbf16 *encoded, *lnf, *logits;
+    float *lnf_mean, *lnf_rstd;
+    struct layer_acts *layer; /* L entries pointing into arena_acts */
+    /* backward scratch */
+    kbf16 *dres, *dln, *dqkv, *datt, *dfch;
+    float *colsum, *att_scratch, *losses, *norm_partial, *scalars; /* scalars: norm, scale, loss */
+    int *d_inp, *d_tgt, *d_uniq, *d_start, *d_pos;
+    float *h_scalars; /* pinned host copy of scalars: [0] norm, [2] loss sum */
+    /* host scratch for the wte-gradient buckets */
+    int *h_uniq, *h_start, *h_pos, *h_count;
+
+    int64_t mem_peak;
+};
+
+/* ---- error entry ---- */
+
+static int cu_fail(cudaError_t e, const char *what, const char *file, int line)
+{
+    log_error("CUDA: %s failed: %s (%s:%d)", what, cudaGetErrorString(e), file, line);
+    return -EIO;
+}
+#define CU(call)                                                   \
+    do {                                                           \
+        cudaError_t e_ = (call);                                   \
+        if (e_ != cudaSuccess)                                     \
+            return cu_fail(e_, #call, __FILE__, __LINE__);         \
+    } while (0)
+#define KERN(call)                                                 \
+    do {                                                           \
+        int r_ = (call);                                           \
+        if (r_ < 0) {                                              \
+            log_error("CUDA kernel: %s failed: %s", #call,         \
+                      r_ == -EINVAL ? "unsupported shape" : kern_last_error()); \
+            return r_;                                             \
+        }                                                          \
+    } while (0)
+#define NCCL(call)                                                 \
+    do {                                                           \
+        ncclResult_t n_ = (call);                                  \
+        if (n_ != ncclSuccess) {                                   \
+            log_error("NCCL: %s failed: %s", #call, ncclGetErrorString(n_)); \
+            return n_ == ncclSystemError || n_ == ncclRemoteError ? -ECONNRESET : -EIO; \
+        }                                                          \
+    } while (0)
+
+/* ---- bump allocation inside an arena ---- */
+
+struct carve {
+    char *base;
+    size_t used;
+};
+
+static void *carve_take(struct carve *c, size_t bytes)
+{
+    void *p = c->base ? c->base + c->used : NULL;
+    c->used += (bytes + 255) & ~(size_t)255;
+    return p;
+}
+
+/* Lay out the activation arena; with base NULL only computes its size. */
+static size_t cuda_layout_acts(struct cuda_be *be, char *base)
+{
+    struct carve c = {base, 0};
+    size_t N = (size_t)be->N, C = (size_t)be->C;
+    size_t bf = sizeof(kbf16);
+    be->encoded = carve_take(&c, N * C * bf);
+    for (int l = 0; l < be->L; l++) {
+        struct layer_acts *a = &be->layer[l];
+        a->ln1 = carve_take(&c, N * C * bf);
+        a->qkv = carve_take(&c, N * 3 * C * bf);
+        a->atty = carve_take(&c, N * C * bf);
+        a->res1 = carve_take(&c, N * C * bf);
+        a->ln2 = carve_take(&c, N * C * bf);
+        a->fch_pre = carve_take(&c, N * 4 * C * bf);
+        a->fch = carve_take(&c, N * 4 * C * bf);
+        a->res2 = carve_take(&c, N * C * bf);
+        a->ln1_mean = carve_take(&c, N * sizeof(float));
+        a->ln1_rstd = carve_take(&c, N * sizeof(float));
+        a->ln2_mean = carve_take(&c, N * sizeof(float));
+        a->ln2_rstd = carve_take(&c, N * sizeof(float));
+        a->lse = carve_take(&c, N * be->NH * sizeof(float));
+    }
+    be->lnf = carve_take(&c, N * C * bf);
+    be->lnf_mean = carve_take(&c, N * sizeof(float));
+    be->lnf_rstd = carve_take(&c, N * sizeof(float));
+    be->logits = carve_take(&c, N * (size_t)be->Vp * bf);
+    be->dres = carve_take(&c, N * C * bf);
+    be->dln = carve_take(&c, N * C * bf);
+    be->dqkv = carve_take(&c, N * 3 * C * bf);
+    be->datt = carve_take(&c, N * C * bf);
+    be->dfch = carve_take(&c, N * 4 * C * bf);
+    size_t cs = kern_colsum_scratch_floats(4 * be->C);
+    be->colsum = carve_take(&c, cs * sizeof(float));
+    be->att_scratch = carve_take(&c, N * be->NH * sizeof(float));
+    be->losses = carve_take(&c, N * sizeof(float));
+    be->norm_partial = carve_take(&c, kern_sumsq_partials() * sizeof(float));
+    be->scalars = carve_take(&c, 4 * sizeof(float));
+    be->d_inp = carve_take(&c, N * sizeof(int));
+    be->d_tgt = carve_take(&c, N * sizeof(int));
+    be->d_uniq = carve_take(&c, N * sizeof(int));
+    be->d_start = carve_take(&c, (N + 1) * sizeof(int));
+    be->d_pos = carve_take(&c, N * sizeof(int));
+    return c.used;
+}
+
+static void cuda_destroy(void *p)
+{
+    struct cuda_be *be = p;
+    if (!be)
+        return;
+    if (be->stream)
+        (void)cudaStreamSynchronize(be->stream);
+    if (be->comm)
+        (void)ncclCommDestroy(be->comm);
+    kern_blas_free(be->blas);
+    (void)cudaFree(be->arena_params);
+    (void)cudaFree(be->arena_grads);
+    (void)cudaFree(be->arena_opt);
+    (void)cudaFree(be->arena_acts);
+    if (be->stream)
+        (void)cudaStreamDestroy(be->stream);
+    if (be->h_scalars)
+        (void)cudaFreeHost(be->h_scalars);
+    free(be->layer);
+    free(be->h_uniq);
+    free(be->h_start);
+    free(be->h_pos);
+    free(be->h_count);
+    free(be);
+}
+
+static int cuda_pick_device(const struct backend_opts *o, int *ret_dev)
+{
+    int n = 0;
+    CU(cudaGetDeviceCount(&n));
+    if (n <= 0) {
+        log_error("CUDA: no GPU visible (check CUDA_VISIBLE_DEVICES and /dev/nvidia*)");
+        return -ENODEV;
+    }
+    /* the agent may give each rank exactly one GPU through CUDA_VISIBLE_DEVICES */
+    *ret_dev = n == 1 ? 0 : o->local_rank % n;
+    return 0;
+}
+
+static int cuda_init_nccl(struct cuda_be *be)
+{
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (!be->opts.dist) {
+        log_error("NCCL: world size %d but no rendezvous (MASTER_ADDR/MASTER_PORT) was set up",
+                  be->opts.world_size);
+        return -EINVAL;
+    }
+    if (be->opts.rank == 0)
+        NCCL(ncclGetUniqueId(&id));
+    int r = dist_broadcast(be->opts.dist, &id, sizeof id);
+    if (r < 0) {
+        log_error("NCCL: sharing the unique id over the rendezvous socket failed: %s", strerror(-r));
+        return r;
+    }
+    NCCL(ncclCommInitRank(&be->comm, be->opts.world_size, id, be->opts.rank));
+    return 0;
+}
+
+static int cuda_create_inner(struct cuda_be *be)
+{
+    CU(cudaSetDevice(be->device));
+    CU(cudaStreamCreateWithFlags(&be->stream, cudaStreamNonBlocking));
+    CU(cudaMallocHost((void **)&be->h_scalars, 4 * sizeof(float)));
+    int r = kern_blas_new(CUBLAS_WORKSPACE_BYTES, &be->blas);
+    if (r < 0) {
+        log_error("cuBLASLt: handle creation failed: %s", kern_last_error());
+        return r;
+    }
+    size_t np = be->nparams;
+    CU(cudaMalloc(&be->arena_params, np * (sizeof(float) + sizeof(kbf16)) + 256));
+    be->params = be->arena_params;
+    be->pbf = (kbf16 *)((char *)be->arena_params + ((np * sizeof(float) + 255) & ~(size_t)255));
+    CU(cudaMalloc(&be->arena_grads, np * sizeof(float)));
+    be->grads = be->arena_grads;
+    CU(cudaMalloc(&be->arena_opt, 2 * np * sizeof(float)));
+    be->m = be->arena_opt;
+    be->v = be->m + np;
+    size_t acts = cuda_layout_acts(be, NULL);
+    CU(cudaMalloc(&be->arena_acts, acts));
+    (void)cuda_layout_acts(be, be->arena_acts);
+    CU(cudaMemsetAsync(be->arena_params, 0, np * (sizeof(float) + sizeof(kbf16)), be->stream));
+    CU(cudaMemsetAsync(be->arena_grads, 0, np * sizeof(float), be->stream));
+    CU(cudaMemsetAsync(be->arena_opt, 0, 2 * np * sizeof(float), be->stream));
+    CU(cudaStreamSynchronize(be->stream));
+    if (be->opts.world_size > 1) {
+        r = cuda_init_nccl(be);
+        if (r < 0)
+            return r;
+    }
+    log_debug("cuda backend: device %d, %zu params, activations %.1f MiB", be->device, np,
+              (double)acts / (1 << 20));
+    return 0;
+}
+
+static int cuda_create(const struct gpt_config *cfg, const struct backend_opts *opts, void **ret_be)
+{
+    struct gpt_config c = *cfg;
+    int r = gpt_config_check(&c);
+    if (r < 0)
+        return r;
+    if (opts->batch <= 0 || opts->seq <= 0 || opts->seq > c.seq || opts->world_size < 1 ||
+        opts->rank < 0 || opts->rank >= opts->world_size)
+        return -EINVAL;
+    int hs = c.dim / c.heads;
+    if (c.dim % 8 || (hs != 32 && hs != 64 && hs != 128)) {
+        log_error("cuda backend: width %d with %d heads (head size %d) is not supported: width "
+                  "must be a multiple of 8 and the head size 32, 64 or 128",
+                  c.dim, c.heads, hs);
+        return -EINVAL;
+    }
+    struct cuda_be *be = calloc(1, sizeof *be);
+    if (!be)
+        return -ENOMEM;
+    be->cfg = c;
+    be->opts = *opts;
+    be->B = opts->batch;
+    be->T = opts->seq;
+    be->C = c.dim;
+    be->L = c.layers;
+    be->NH = c.heads;
+    be->V = c.vocab;
+    be->Vp = c.vocab_padded;
+    be->N = be->B * be->T;
+    be->nparams = gpt_num_params(&c);
+    gpt_param_sizes(&c, be->size);
+    for (int i = 0; i < GPT_NPARAM_TENSORS; i++)
+        be->off[i] = gpt_param_offset(&c, (enum gpt_param)i);
+    be->mem_peak = -1;
+    be->layer = calloc((size_t)be->L, sizeof *be->layer);
+    be->h_uniq = malloc((size_t)be->N * sizeof(int));
+    be->h_start = malloc(((size_t)be->N + 1) * sizeof(int));
+    be->h_pos = malloc((size_t)be->N * sizeof(int));
+    be->h_count = calloc((size_t)be->Vp, sizeof(int));
+    if (!be->layer || !be->h_uniq || !be->h_start || !be->h_pos || !be->h_count) {
+        cuda_destroy(be);
+        return -ENOMEM;
+    }
+    r = cuda_pick_device(opts, &be->device);
+    if (r >= 0)
+        r = cuda_create_inner(be);
+    if (r < 0) {
+        cuda_destroy(be);
+        return r == -ENOMEM ? r : (r == -ENODEV || r == -EINVAL ? r : -EIO);
+    }
+    *ret_be = be;
+    return 0;
+}
+
+static int cuda_set_state(void *p, const float *params, const float *m, const float *v)
+{
+    struct cuda_be *be = p;
+    size_t bytes = be->nparams * sizeof(float);
+    CU(cudaSetDevice(be->device));
+    CU(cudaMemcpyAsync(be->params, params, bytes, cudaMemcpyHostToDevice, be->stream));
+    KERN(kern_f32_to_bf16(be->pbf, be->params, be->nparams, be->stream));
+    if (m)
+        CU(cudaMemcpyAsync(be->m, m, bytes, cudaMemcpyHostToDevice, be->stream));
+    else
+        CU(cudaMemsetAsync(be->m, 0, bytes, be->stream));
+    if (v)
+        CU(cudaMemcpyAsync(be->v, v, bytes, cudaMemcpyHostToDevice, be->stream));
+    else
+        CU(cudaMemsetAsync(be->v, 0, bytes, be->stream));
+    CU(cudaStreamSynchronize(be->stream));
+    return 0;
+}
+
+static int cuda_get_state(void *p, float *params, float *m, float *v)
+{
+    struct cuda_be *be = p;
+    size_t bytes = be->nparams * sizeof(float);
+    CU(cudaSetDevice(be->device));
+    CU(cudaMemcpyAsync(params, be->params, bytes, cudaMemcpyDeviceToHost, be->stream));
+    if (m)
+        CU(cudaMemcpyAsync(m, be->m, bytes, cudaMemcpyDeviceToHost, be->stream));
+    if (v)
+        CU(cudaMemcpyAsync(v, be->v, bytes, cudaMemcpyDeviceToHost, be->stream));
+    CU(cudaStreamSynchronize(be->stream));
+    return 0;
+}
+
+static int cuda_check_tokens(const struct cuda_be *be, const int *inputs, const int *targets)
+{
+    for (int i = 0; i < be->N; i++)
+        if (inputs[i] < 0 || inputs[i] >= be->Vp || targets[i] < 0 || targets[i] >= be->V)
+            return -EINVAL;
+    return 0;
+}
+
+#define PW(name) (be->pbf + be->off[name])
+#define PL(name, l) (be->pbf + be->off[name] + (size_t)(l) * (be->size[name] / be->L))
+#define GL(name, l) (be->grads + be->off[name] + (size_t)(l) * (be->size[name] / be->L))
+
+/* Forward pass; with train, the classifier also leaves dlogits (scaled by 1/N) in be->logits. */
+static int cuda_run_forward(struct cuda_be *be, const int *inputs, const int *targets, bool train)
+{
+    int r = cuda_check_tokens(be, inputs, targets);
+    if (r < 0)
+        return r;
+    int N = be->N, C = be->C, B = be->B, T = be->T, NH = be->NH;
+    cudaStream_t s = be->stream;
+    CU(cudaSetDevice(be->device));
+    CU(cudaMemcpyAsync(be->d_inp, inputs, (size_t)N * sizeof(int), cudaMemcpyHostToDevice, s));
+    CU(cudaMemcpyAsync(be->d_tgt, targets, (size_t)N * sizeof(int), cudaMemcpyHostToDevice, s));
+    KERN(kern_encoder_forward(be->encoded, be->d_inp, PW(GPT_WTE), PW(GPT_WPE), B, T, C, s));
+    for (int l = 0; l < be->L; l++) {
+        struct layer_acts *a = &be->layer[l];
+        const kbf16 *x = l == 0 ? be->encoded : be->layer[l - 1].res2;
+        KERN(kern_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, PL(GPT_LN1W, l),
+                                    PL(GPT_LN1B, l), N, C, s));
+        KERN(kern_matmul_forward(be->blas, a->qkv, NULL, a->ln1, PL(GPT_QKVW, l), PL(GPT_QKVB, l),
+                                 NULL, N, C, 3 * C, s));
+        KERN(kern_attention_forward(a->atty, a->lse, a->qkv, B, T, C, NH, s));
+        KERN(kern_matmul_forward(be->blas, a->res1, NULL, a->atty, PL(GPT_ATTPROJW, l),
+                                 PL(GPT_ATTPROJB, l), x, N, C, C, s));
+        KERN(kern_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res1, PL(GPT_LN2W, l),
+                                    PL(GPT_LN2B, l), N, C, s));
+        KERN(kern_matmul_forward(be->blas, a->fch, a->fch_pre, a->ln2, PL(GPT_FCW, l),
+                                 PL(GPT_FCB, l), NULL, N, C, 4 * C, s));
+        KERN(kern_matmul_forward(be->blas, a->res2, NULL, a->fch, PL(GPT_FCPROJW, l),
+                                 PL(GPT_FCPROJB, l), a->res1, N, 4 * C, C, s));
+    }
+    KERN(kern_layernorm_forward(be->lnf, be->lnf_mean, be->lnf_rstd, be->layer[be->L - 1].res2,
+                                PW(GPT_LNFW), PW(GPT_LNFB), N, C, s));
+    KERN(kern_matmul_forward(be->blas, be->logits, NULL, be->lnf, PW(GPT_WTE), NULL, NULL, N, C,
+                             be->Vp, s));
+    KERN(kern_classifier_forward_backward(be->logits, be->losses, be->d_tgt,
+                                          train ? 1.0f / (float)N : 0.0f, N, be->V, be->Vp, s));
+    KERN(kern_sum(be->scalars + 2, be->losses, (size_t)N, s));
+    /* lands in h_scalars[2] by the next stream synchronization */
+    CU(cudaMemcpyAsync(be->h_scalars + 2, be->scalars + 2, sizeof(float), cudaMemcpyDeviceToHost,
+                       s));
+    return 0;
+}
+
+/* Bucket the positions of each input token (counting sort: ascending positions per token). */
+static int cuda_upload_buckets(struct cuda_be *be, const int *inputs, int *ret_nuniq)
+{
+    int N = be->N, nu = 0;
+    int *cnt = be->h_count;
+    for (int i = 0; i < N; i++)
+        cnt[inputs[i]]++;
+    int acc = 0;
+    for (int t = 0; t < be->Vp; t++) {
+        if (!cnt[t])
+            continue;
+        be->h_uniq[nu] = t;
+        be->h_start[nu] = acc;
+        acc += cnt[t];
+        cnt[t] = be->h_start[nu]; /* becomes the write cursor */
+        nu++;
+    }
+    be->h_start[nu] = acc;
+    for (int i = 0; i < N; i++)
+        be->h_pos[cnt[inputs[i]]++] = i;
+    for (int u = 0; u < nu; u++)
+        cnt[be->h_uniq[u]] = 0;
+    cudaStream_t s = be->stream;
+    CU(cudaMemcpyAsync(be->d_uniq, be->h_uniq, (size_t)nu * sizeof(int), cudaMemcpyHostToDevice, s));
+    CU(cudaMemcpyAsync(be->d_start, be->h_start, (size_t)(nu + 1) * sizeof(int),
+                       cudaMemcpyHostToDevice, s));
+    CU(cudaMemcpyAsync(be->d_pos, be->h_pos, (size_t)N * sizeof(int), cudaMemcpyHostToDevice, s));
+    *ret_nuniq = nu;
+    return 0;
+}
+
+static int cuda_run_backward(struct cuda_be *be, const int *inputs)
+{
+    int N = be->N, C = be->C, B = be->B, T = be->T, NH = be->NH;
+    cudaStream_t s = be->stream;
+    struct kern_blas *bl = be->blas;
+    CU(cudaMemsetAsync(be->grads, 0, be->nparams * sizeof(float), s));
+    /* classifier: logits now hold dlogits */
+    KERN(kern_matmul_backward_input(bl, be->dln, be->logits, PW(GPT_WTE), 0, N, C, be->Vp, s));
+    KERN(kern_matmul_backward_weight(bl, be->grads + be->off[GPT_WTE], be->logits, be->lnf, N, C,
+                                     be->Vp, s));
+    CU(cudaMemsetAsync(be->dres, 0, (size_t)N * C * sizeof(kbf16), s));
+    KERN(kern_layernorm_backward(be->dres, be->grads + be->off[GPT_LNFW],
+                                 be->grads + be->off[GPT_LNFB], be->colsum, be->dln,
+                                 be->layer[be->L - 1].res2, PW(GPT_LNFW), be->lnf_mean,
+                                 be->lnf_rstd, N, C, s));
+    for (int l = be->L - 1; l >= 0; l--) {
+        struct layer_acts *a = &be->layer[l];
+        const kbf16 *x = l == 0 ? be->encoded : be->layer[l - 1].res2;
+        /* res2 = res1 + fch @ fcprojw^T + fcprojb; dres is d(res2) */
+        KERN(kern_matmul_backward_input(bl, be->dfch, be->dres, PL(GPT_FCPROJW, l), 0, N, 4 * C,
+                                        C, s));
+        KERN(kern_matmul_backward_weight(bl, GL(GPT_FCPROJW, l), be->dres, a->fch, N, 4 * C, C, s));
+        KERN(kern_bias_backward(GL(GPT_FCPROJB, l), be->colsum, be->dres, N, C, s));
+        KERN(kern_gelu_backward_inplace(be->dfch, a->fch_pre, (size_t)N * 4 * C, s));
+        KERN(kern_matmul_backward_input(bl, be->dln, be->dfch, PL(GPT_FCW, l), 0, N, C, 4 * C, s));
+        KERN(kern_matmul_backward_weight(bl, GL(GPT_FCW, l), be->dfch, a->ln2, N, C, 4 * C, s));
+        KERN(kern_bias_backward(GL(GPT_FCB, l), be->colsum, be->dfch, N, 4 * C, s));
+        KERN(kern_layernorm_backward(be->dres, GL(GPT_LN2W, l), GL(GPT_LN2B, l), be->colsum,
+                                     be->dln, a->res1, PL(GPT_LN2W, l), a->ln2_mean, a->ln2_rstd,
+                                     N, C, s));
+        /* res1 = x + atty @ attprojw^T + attprojb; dres is now d(res1) */
+        KERN(kern_matmul_backward_input(bl, be->datt, be->dres, PL(GPT_ATTPROJW, l), 0, N, C, C, s));
+        KERN(kern_matmul_backward_weight(bl, GL(GPT_ATTPROJW, l), be->dres, a->atty, N, C, C, s));
+        KERN(kern_bias_backward(GL(GPT_ATTPROJB, l), be->colsum, be->dres, N, C, s));
+        KERN(kern_attention_backward(be->dqkv, be->att_scratch, be->datt, a->atty, a->lse, a->qkv,
+                                     B, T, C, NH, s));
+        KERN(kern_matmul_backward_input(bl, be->dln, be->dqkv, PL(GPT_QKVW, l), 0, N, C, 3 * C, s));
+        KERN(kern_matmul_backward_weight(bl, GL(GPT_QKVW, l), be->dqkv, a->ln1, N, C, 3 * C, s));
+        KERN(kern_bias_backward(GL(GPT_QKVB, l), be->colsum, be->dqkv, N, 3 * C, s));
+        KERN(kern_layernorm_backward(be->dres, GL(GPT_LN1W, l), GL(GPT_LN1B, l), be->colsum,
+                                     be->dln, x, PL(GPT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C,
+                                     s));
+    }
+    int nu = 0;
+    int r = cuda_upload_buckets(be, inputs, &nu);
+    if (r < 0)
+        return r;
+    KERN(kern_encoder_backward(be->grads + be->off[GPT_WTE], be->grads + be->off[GPT_WPE],
+                               be->dres, be->d_uniq, be->d_start, be->d_pos, nu, B, T, C, s));
+    CU(cudaStreamSynchronize(s));
+    return 0;
+}
+
+static void cuda_note_memory(struct cuda_be *be)
+{
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) == cudaSuccess && (int64_t)(tot - fr) > be->mem_peak)
+        be->mem_peak = (int64_t)(tot - fr);
+}
+
+static int cuda_forward(void *p, const int *inputs, const int *targets, float *ret_loss)
+{
+    struct cuda_be *be = p;
+    int r = cuda_run_forward(be, inputs, targets, false);
+    if (r < 0)
+        return r;
+    CU(cudaStreamSynchronize(be->stream));
+    *ret_loss = be->h_scalars[2] / (float)be->N;
+    return 0;
+}
+
+static int cuda_forward_backward(void *p, const int *inputs, const int *targets, float *ret_loss)
+{
+    struct cuda_be *be = p;
+    int r = cuda_run_forward(be, inputs, targets, true);
+    if (r < 0)
+        return r;
+    r = cuda_run_backward(be, inputs); /* ends with a stream synchronization */
+    if (r < 0)
+        return r;
+    cuda_note_memory(be);
+    *ret_loss = be->h_scalars[2] / (float)be->N;
+    return 0;
+}
+
+static int cuda_allreduce_grads(void *p)
+{
+    struct cuda_be *be = p;
+    if (be->opts.world_size <= 1)
+        return 0;
+    CU(cudaSetDevice(be->device));
+    NCCL(ncclAllReduce(be->grads, be->grads, be->nparams, ncclFloat, ncclAvg, be->comm, be->stream));
+    CU(cudaStreamSynchronize(be->stream));
+    return 0;
+}
+
+static int cuda_update(void *p, const struct adamw_hparams *h, float lr, int64_t t,
+                       float *ret_grad_norm)
+{
+    struct cuda_be *be = p;
+    cudaStream_t s = be->stream;
+    CU(cudaSetDevice(be->device));
+    KERN(kern_grad_norm(be->scalars, be->norm_partial, be->grads, be->nparams, h->grad_clip, 1.0f,
+                        s));
+    CU(cudaMemcpyAsync(be->h_scalars, be->scalars, sizeof(float), cudaMemcpyDeviceToHost, s));
+    CU(cudaStreamSynchronize(s));
+    float norm = be->h_scalars[0];
+    *ret_grad_norm = norm;
+    if (!isfinite(norm))
+        return 0;
+    for (int i = 0; i < GPT_NPARAM_TENSORS; i++) {
+        float wd = gpt_param_decays((enum gpt_param)i) ? h->weight_decay : 0.0f;
+        size_t o = be->off[i];
+        KERN(kern_adamw(be->params + o, be->pbf + o, be->grads + o, be->m + o, be->v + o,
+                        be->scalars + 1, be->size[i], lr, h->beta1, h->beta2, h->eps, wd, (long)t,
+                        s));
+    }
+    CU(cudaStreamSynchronize(s));
+    return 0;
+}
+
+static int64_t cuda_mem_peak(void *p)
+{
+    const struct cuda_be *be = p;
+    return be->mem_peak;
+}
+
+double cuda_flops_per_token(const struct gpt_config *cfg, int seq)
+{
+    struct gpt_config c = *cfg;
+    if (gpt_config_check(&c) < 0)
+        return 0;
+    return 6.0 * (double)gpt_num_params(&c) + 6.0 * c.layers * (double)seq * c.dim;
+}
+
+const struct backend_ops backend_cuda = {
+    .name = "cuda",
+    .create = cuda_create,
+    .destroy = cuda_destroy,
+    .set_state = cuda_set_state,
+    .get_state = cuda_get_state,
+    .forward_backward = cuda_forward_backward,
+    .forward = cuda_forward,
+    .allreduce_grads = cuda_allreduce_grads,
+    .update = cuda_update,
+    .mem_peak = cuda_mem_peak,
+};
+
+#else
+typedef int cuda_backend_not_built; /* ISO C wants a declaration in every translation unit */
+#endif
