@@ -182,6 +182,41 @@ expect "shutdown: not running fails" 255 "" "CT 102 not running"
 run h1 pct start 102
 expect "start again" 0 "" ""
 
+# ---------------------------------------------------------------- the containers run our binaries
+tmpc=$(mktemp -d)
+cat >"$tmpc/t.c" <<'CEOF'
+#include <archive.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <stdio.h>
+int main(void)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_Digest("abc", 3, md, &n, EVP_sha256(), NULL);
+    json_t *j = json_pack("{s:i,s:s}", "sha_len", (int)n, "archive", archive_version_string());
+    char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+    printf("%s %d\n", s, SSL_CTX_new(TLS_client_method()) != NULL);
+    return 0;
+}
+CEOF
+if cc -O1 -o "$tmpc/labprobe" "$tmpc/t.c" -ljansson -larchive -lssl -lcrypto 2>"$tmpc/cc.err"; then
+	cp "$tmpc/labprobe" /tmp/pct-test-labprobe
+	run h1 "pct push 101 /tmp/pct-test-labprobe /usr/local/bin/labprobe --perms 0755 && pct exec 101 -- labprobe"
+	expect "a binary built here (jansson, OpenSSL, libarchive) runs in the CT" 0 '^\{"archive":"libarchive [0-9.]+[^"]*","sha_len":32\} 1$' ""
+	"$LAB" ssh h1 "pct exec 101 -- rm -f /usr/local/bin/labprobe; rm -f /tmp/pct-test-labprobe"
+else
+	bad "cannot compile the probe binary" "$(cat "$tmpc/cc.err")"
+fi
+rm -rf "$tmpc"
+run h1 "pct exec 101 -- sh -c 'mkdir -p /run/drover && touch /run/drover/x && rm -r /run/drover && touch /var/lib/drover/w && rm /var/lib/drover/w && echo ok'"
+expect "/run and /var/lib/drover are writable in the CT" 0 "^ok$" ""
+run h1 "pct exec 101 -- touch /srv/drover-data/x"
+expect "/srv/drover-data is read-only in the CT" 1 "" "Read-only file system"
+run h1 "pct exec 101 -- sh -c 'test -d /usr/lib/x86_64-linux-gnu && ! touch /usr/lib/drover-rw-probe 2>/dev/null && echo ok'"
+expect "host libraries are bind-mounted read-only" 0 "^ok$" ""
+
 # ---------------------------------------------------------------- the call log
 if grep -q "pct push 101 /tmp/pct-test-src $T/new\$" "$LAB_DIR/pct-h1.log" &&
 	grep -q "pct exec 101 -- /bin/echo a\\\\ \\\\ b" "$LAB_DIR/pct-h1.log"; then
