@@ -1,0 +1,1120 @@
+/* agent/daemon.c: the drover-agent daemon (see daemon.h).
+ *
+ * One thread, one poll loop: the control socket, a signalfd (SIGCHLD, SIGTERM, SIGINT, SIGHUP),
+ * every rank's heartbeat pipe and the clients; a 100 ms tick drives SIGKILL escalation, backoff,
+ * probation deadlines, the watch stream and the systemd watchdog.  Per job at most one
+ * operation is in flight (activate/revert/stop/restart), and the next gang of a job starts only
+ * after the old one is gone (gang_is_gone).  Every change of a job is saved to state.json and
+ * journalled in events.jsonl before a client hears about it.
+ * Must never: stop a job's gang before the new release and its command were checked; roll back
+ * a promoted release; talk to anything outside the container.
+ */
+#include "agent/daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/gpu.h"
+#include "agent/notify.h"
+#include "agent/rpc.h"
+#include "agent/state.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#ifndef DROVER_VERSION
+#define DROVER_VERSION "unknown"
+#endif
+
+#define TICK_MS 100
+#define MAX_CLIENTS 64
+#define CRASH_HISTORY 32
+
+enum next_kind { NEXT_NONE, NEXT_ACTIVATE, NEXT_REVERT_AUTO, NEXT_REVERT, NEXT_RESTART, NEXT_STOP };
+
+struct client {
+    int fd;
+    char *in;
+    size_t inlen;
+    bool watching;
+    double interval, next_at;
+    int64_t remaining; /* watch lines left; -1 forever */
+    bool waiting;      /* a job operation will answer */
+    bool eof;          /* the client closed its side: stop polling it */
+};
+
+struct jobrt {
+    struct gang gang;
+    enum next_kind next;
+    struct job_spec next_spec; /* for NEXT_ACTIVATE */
+    double next_probation_s;
+    char next_reason[256];
+    int waiter;                 /* client index waiting for the operation; -1 none */
+    double backoff_until;
+    double crash_mono[CRASH_HISTORY];
+    int ncrash;
+};
+
+struct daemon {
+    const struct daemon_opts *o;
+    struct store store;
+    struct agent_state st;
+    struct events ev;
+    char state_path[PATH_MAX];
+    struct jobrt rt[STATUS_MAX_JOBS];
+    struct client cl[MAX_CLIENTS];
+    int listen_fd, sig_fd;
+    double started_mono;
+    double watchdog_s, watchdog_next;
+    bool quit;
+};
+
+void daemon_opts_default(struct daemon_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    (void)str_copy(o->root, sizeof o->root, AGENT_DEFAULT_ROOT);
+    (void)str_copy(o->socket, sizeof o->socket, AGENT_DEFAULT_SOCKET);
+    (void)str_copy(o->pidfile, sizeof o->pidfile, AGENT_DEFAULT_PIDFILE);
+    o->keep_releases = 5;
+    crash_policy_default(&o->policy);
+}
+
+/* ---- persistence ---- */
+
+static void daemon_save(struct daemon *d)
+{
+    for (int i = 0; i < d->st.njobs; i++) {
+        struct job_rec *j = &d->st.jobs[i];
+        struct gang *g = &d->rt[i].gang;
+        j->gang_pgid = g->pgid;
+        j->npids = 0;
+        for (int k = 0; k < g->nranks; k++)
+            if (g->ranks[k].alive)
+                j->pids[j->npids++] = g->ranks[k].pid;
+    }
+    int r = state_save(d->state_path, &d->st);
+    if (r < 0)
+        log_error("cannot save '%s': %s", d->state_path, strerror(-r));
+}
+
+static void daemon_event(struct daemon *d, const struct job_rec *j, const char *kind,
+                         const char *release, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void daemon_event(struct daemon *d, const struct job_rec *j, const char *kind,
+                         const char *release, const char *fmt, ...)
+{
+    char detail[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    int64_t r = events_append(&d->ev, j ? j->job : "", kind, release, detail);
+    if (r < 0)
+        log_error("cannot append to the event journal: %s", strerror((int)-r));
+    log_info("event %s job '%s' release %.12s: %s", kind, j ? j->job : "", release ? release : "",
+             detail);
+}
+
+static void set_state(struct job_rec *j, enum gang_state s, const char *reason)
+{
+    j->state = s;
+    (void)str_copy(j->reason, sizeof j->reason, reason ? reason : "");
+}
+
+/* ---- clients ---- */
+
+static void client_close(struct daemon *d, int ci)
+{
+    struct client *c = &d->cl[ci];
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c->in);
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    for (int i = 0; i < STATUS_MAX_JOBS; i++)
+        if (d->rt[i].waiter == ci)
+            d->rt[i].waiter = -1;
+}
+
+static int client_send(struct daemon *d, int ci, const char *line)
+{
+    struct client *c = &d->cl[ci];
+    size_t n = strlen(line);
+    int r = fd_write_all(c->fd, line, n);
+    if (r == 0)
+        r = fd_write_all(c->fd, "\n", 1);
+    if (r < 0)
+        client_close(d, ci);
+    return r;
+}
+
+static void client_reply(struct daemon *d, int ci, json_t *o)
+{
+    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    if (text && client_send(d, ci, text) == 0)
+        client_close(d, ci);
+    free(text);
+}
+
+static void client_error(struct daemon *d, int ci, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void client_error(struct daemon *d, int ci, int code, const char *fmt, ...)
+{
+    if (ci < 0 || d->cl[ci].fd < 0)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    client_reply(d, ci, json_pack("{s:b,s:i,s:s}", "ok", 0, "code", code, "error", msg));
+}
+
+/* Answer the client waiting on job i (if still connected). */
+static void job_answer(struct daemon *d, int i, bool ok, int code, const char *msg)
+{
+    int ci = d->rt[i].waiter;
+    d->rt[i].waiter = -1;
+    if (ci < 0 || d->cl[ci].fd < 0)
+        return;
+    struct job_rec *j = &d->st.jobs[i];
+    if (!ok) {
+        client_error(d, ci, code, "%s", msg);
+        return;
+    }
+    json_t *pids = json_array();
+    const struct gang *g = &d->rt[i].gang;
+    for (int k = 0; k < g->nranks; k++)
+        if (g->ranks[k].alive)
+            json_array_append_new(pids, json_integer(g->ranks[k].pid));
+    client_reply(d, ci, json_pack("{s:b,s:s,s:s,s:s,s:i,s:o,s:s}", "ok", 1, "job", j->job, "release",
+                                  j->current, "state", gang_state_name(j->state), "generation",
+                                  j->generation, "pids", pids, "detail", msg ? msg : ""));
+}
+
+/* ---- status ---- */
+
+static int gpu_index_of(const struct job_spec *s, int local_rank)
+{
+    if (!s || !s->gpus[0])
+        return local_rank; /* no list: NVML index = local rank, a best guess for the figures */
+    const char *p = s->gpus;
+    for (int i = 0; i < local_rank; i++) {
+        p = strchr(p, ',');
+        if (!p)
+            return -1;
+        p++;
+    }
+    return atoi(p);
+}
+
+static char *daemon_status_text(struct daemon *d)
+{
+    struct agent_status *as = calloc(1, sizeof *as);
+    if (!as)
+        return NULL;
+    double now = time_mono();
+    if (gethostname(as->host, sizeof as->host - 1) < 0)
+        (void)str_copy(as->host, sizeof as->host, "?");
+    as->agent_pid = getpid();
+    (void)str_copy(as->agent_version, sizeof as->agent_version, DROVER_VERSION);
+    as->uptime_s = now - d->started_mono;
+    as->seq = d->ev.seq;
+    as->njobs = d->st.njobs;
+    for (int i = 0; i < d->st.njobs; i++) {
+        struct job_rec *j = &d->st.jobs[i];
+        struct job_status *js = &as->jobs[i];
+        const struct gang *g = &d->rt[i].gang;
+        (void)str_copy(js->job, sizeof js->job, j->job);
+        memcpy(js->current, j->current, sizeof js->current);
+        memcpy(js->previous, j->previous, sizeof js->previous);
+        memcpy(js->good, j->good, sizeof js->good);
+        js->state = j->state;
+        (void)str_copy(js->release, sizeof js->release, g->pgid ? g->release : "");
+        js->generation = j->generation;
+        js->restarts = j->restarts;
+        js->age_s = g->pgid ? now - g->started_mono : 0;
+        const struct job_spec *s = state_find_spec(j, g->pgid ? g->release : j->current);
+        if (s) {
+            js->world_size = s->nnodes * s->nproc;
+            js->node_rank = s->node_rank;
+            js->nproc = s->nproc;
+        }
+        (void)str_copy(js->reason, sizeof js->reason, j->reason);
+        gang_fill_status(g, js, now);
+        for (int k = 0; k < js->nranks; k++)
+            if (g->ranks[k].alive)
+                gpu_query(gpu_index_of(s, k), &js->ranks[k].gpu);
+    }
+    char *text = NULL;
+    int r = status_format(as, &text);
+    free(as);
+    if (r < 0)
+        log_error("status_format: %s", strerror(-r));
+    return text;
+}
+
+/* ---- job transitions ---- */
+
+static struct job_spec *current_spec(struct job_rec *j) { return state_find_spec(j, j->current); }
+
+static bool release_is_promoted(struct job_rec *j, const char *id)
+{
+    struct job_spec *s = state_find_spec(j, id);
+    return (j->good[0] && !strcmp(j->good, id)) || (s && s->promoted);
+}
+
+static void job_switch_to(struct daemon *d, struct job_rec *j, const char *id)
+{
+    if (strcmp(j->current, id) != 0) {
+        memcpy(j->previous, j->current, sizeof j->previous);
+        (void)str_copy(j->current, sizeof j->current, id);
+    }
+    int r = store_switch_current(&d->store, j->job, id);
+    if (r < 0)
+        log_error("job '%s': switching current to %.12s: %s", j->job, id, strerror(-r));
+}
+
+static void daemon_gc(struct daemon *d)
+{
+    const char *protect[STATUS_MAX_JOBS * 3];
+    size_t n = 0;
+    for (int i = 0; i < d->st.njobs; i++) {
+        protect[n++] = d->st.jobs[i].current;
+        protect[n++] = d->st.jobs[i].previous;
+        protect[n++] = d->st.jobs[i].good;
+    }
+    int r = store_gc(&d->store, (size_t)d->o->keep_releases, protect, n);
+    if (r < 0)
+        log_warn("release GC: %s", strerror(-r));
+}
+
+static void job_after_exit(struct daemon *d, int i);
+static uint64_t proc_starttime(pid_t pid);
+
+/* Start the gang of j's current release.  On failure the job is handled like a gang that
+ * could not run (policy with a non-retryable outcome). */
+static int job_start(struct daemon *d, int i, enum gang_state state_after, const char *reason)
+{
+    struct job_rec *j = &d->st.jobs[i];
+    struct jobrt *rt = &d->rt[i];
+    struct job_spec *s = current_spec(j);
+    char err[512];
+    if (!s) {
+        set_state(j, GANG_FAILED, "no command recorded for the current release");
+        daemon_event(d, j, "failed", j->current, "%s", j->reason);
+        daemon_save(d);
+        return -ENOENT;
+    }
+    int r = gang_check_exec(&d->store, s, err, sizeof err);
+    if (r == 0)
+        r = gang_start(&rt->gang, &d->store, j->job, s, j->generation + 1, err, sizeof err);
+    if (r < 0) {
+        char why[600];
+        snprintf(why, sizeof why, "start failed: %s", err);
+        set_state(j, GANG_FAILED, why);
+        daemon_event(d, j, "start-failed", j->current, "%s", err);
+        daemon_save(d);
+        return r;
+    }
+    j->generation++;
+    j->gang_starttime = proc_starttime(rt->gang.pgid);
+    set_state(j, state_after, reason);
+    daemon_save(d);
+    return 0;
+}
+
+/* Run the job's pending operation; the old gang is gone. */
+static void job_run_next(struct daemon *d, int i)
+{
+    struct job_rec *j = &d->st.jobs[i];
+    struct jobrt *rt = &d->rt[i];
+    enum next_kind k = rt->next;
+    rt->next = NEXT_NONE;
+    char msg[600];
+    switch (k) {
+    case NEXT_NONE:
+        return;
+    case NEXT_STOP:
+        set_state(j, GANG_STOPPED, "stopped by request");
+        daemon_event(d, j, "stop", j->current, "stopped by request");
+        daemon_save(d);
+        job_answer(d, i, true, 0, "stopped");
+        return;
+    case NEXT_ACTIVATE: {
+        bool same = !strcmp(j->current, rt->next_spec.release);
+        int r = state_put_spec(j, &rt->next_spec, NULL);
+        if (r < 0) {
+            job_answer(d, i, false, AGENT_EXIT_FAIL, "cannot record the job spec");
+            return;
+        }
+        job_switch_to(d, j, rt->next_spec.release);
+        j->restarts = 0;
+        rt->ncrash = 0;
+        j->probation_until = rt->next_probation_s > 0 ? time_wall() + rt->next_probation_s : 0;
+        daemon_event(d, j, "activate", j->current, "%s%s", same ? "relaunch of the same release" : "switched",
+                     j->probation_until > 0 ? " (probation deadline armed)" : "");
+        spec_done(&rt->next_spec);
+        if (job_start(d, i, GANG_STARTING, "activated") < 0) {
+            snprintf(msg, sizeof msg, "%s", j->reason);
+            job_answer(d, i, false, AGENT_EXIT_EXEC, msg);
+            /* the release cannot run: treat like a non-retryable exit */
+            if (!release_is_promoted(j, j->current) && j->good[0] && strcmp(j->good, j->current)) {
+                (void)str_copy(rt->next_reason, sizeof rt->next_reason, msg);
+                rt->next = NEXT_REVERT_AUTO;
+                job_run_next(d, i);
+            }
+            return;
+        }
+        job_answer(d, i, true, 0, "started");
+        daemon_gc(d);
+        return;
+    }
+    case NEXT_REVERT:
+    case NEXT_REVERT_AUTO: {
+        bool automatic = k == NEXT_REVERT_AUTO;
+        if (!j->good[0] || !state_find_spec(j, j->good)) {
+            snprintf(msg, sizeof msg, "%s; no good release to return to", rt->next_reason);
+            set_state(j, GANG_FAILED, msg);
+            daemon_event(d, j, "failed", j->current, "%s", msg);
+            daemon_save(d);
+            job_answer(d, i, false, AGENT_EXIT_FAIL, msg);
+            return;
+        }
+        char from[RELEASE_ID_LEN + 1];
+        memcpy(from, j->current, sizeof from);
+        job_switch_to(d, j, j->good);
+        j->restarts = 0;
+        rt->ncrash = 0;
+        j->probation_until = 0;
+        if (automatic)
+            j->auto_rollbacks++;
+        snprintf(msg, sizeof msg, "%s from %.12s: %s", automatic ? "reverted on its own" : "reverted",
+                 from, rt->next_reason);
+        daemon_event(d, j, "revert", j->current, "%s", msg);
+        if (job_start(d, i, automatic ? GANG_REVERTED : GANG_STARTING, msg) < 0) {
+            job_answer(d, i, false, AGENT_EXIT_EXEC, j->reason);
+            return;
+        }
+        job_answer(d, i, true, 0, msg);
+        return;
+    }
+    case NEXT_RESTART: {
+        j->restarts++;
+        daemon_event(d, j, "restart", j->current, "restart %d: %s", j->restarts, rt->next_reason);
+        bool reverted = j->state == GANG_REVERTED;
+        snprintf(msg, sizeof msg, "%s", reverted ? j->reason : "restarted after a crash");
+        (void)job_start(d, i, reverted ? GANG_REVERTED : GANG_STARTING, msg);
+        return;
+    }
+    }
+}
+
+/* Request an operation; stops the gang first when one runs. */
+static void job_request(struct daemon *d, int i, enum next_kind k, const char *reason)
+{
+    struct job_rec *j = &d->st.jobs[i];
+    struct jobrt *rt = &d->rt[i];
+    rt->next = k;
+    (void)str_copy(rt->next_reason, sizeof rt->next_reason, reason ? reason : "");
+    if (rt->gang.pgid > 0) {
+        gang_stop(&rt->gang);
+        set_state(j, GANG_STOPPING, reason);
+        daemon_save(d);
+        return; /* job_run_next once the gang is gone */
+    }
+    job_run_next(d, i);
+}
+
+static int crashes_in_window(struct jobrt *rt, double now, double window)
+{
+    int n = 0;
+    for (int k = 0; k < rt->ncrash; k++)
+        n += now - rt->crash_mono[k] <= window;
+    return n;
+}
+
+/* The gang ended on its own (a rank exited first and the rest were stopped): apply policy. */
+static void job_after_exit(struct daemon *d, int i)
+{
+    struct job_rec *j = &d->st.jobs[i];
+    struct jobrt *rt = &d->rt[i];
+    const struct crash_policy *p = &d->o->policy;
+    struct gang *g = &rt->gang;
+    int fe = g->first_exit >= 0 ? g->first_exit : 0;
+    const struct rank_proc *rp = &g->ranks[fe];
+    int code = rp->exit_code, sig = rp->exit_signal;
+    double now = time_mono();
+    bool abnormal = sig != 0 || code != 0;
+    if (abnormal) {
+        if (rt->ncrash == CRASH_HISTORY) {
+            memmove(rt->crash_mono, rt->crash_mono + 1, sizeof rt->crash_mono[0] * (CRASH_HISTORY - 1));
+            rt->ncrash--;
+        }
+        rt->crash_mono[rt->ncrash++] = now;
+    }
+    char reason[256];
+    bool promoted = release_is_promoted(j, j->current);
+    enum policy_action a = policy_on_gang_exit(p, promoted, j->good[0] && strcmp(j->good, j->current),
+                                               rp->rank, code, sig,
+                                               crashes_in_window(rt, now, p->crash_window_s),
+                                               j->auto_rollbacks, reason, sizeof reason);
+    daemon_event(d, j, abnormal ? "crash" : "exit", j->current, "%s", reason);
+    gang_clear(g);
+    switch (a) {
+    case POLICY_DONE:
+        set_state(j, GANG_STOPPED, reason);
+        daemon_save(d);
+        break;
+    case POLICY_FAIL:
+        set_state(j, GANG_FAILED, reason);
+        j->probation_until = 0;
+        daemon_event(d, j, "failed", j->current, "%s", reason);
+        daemon_save(d);
+        break;
+    case POLICY_RESTART: {
+        double delay = policy_backoff(p, j->restarts + 1);
+        rt->backoff_until = now + delay;
+        rt->next = NEXT_RESTART;
+        (void)str_copy(rt->next_reason, sizeof rt->next_reason, reason);
+        if (j->state != GANG_REVERTED)
+            set_state(j, GANG_BACKOFF, reason);
+        daemon_save(d);
+        break;
+    }
+    case POLICY_REVERT:
+        rt->next = NEXT_REVERT_AUTO;
+        (void)str_copy(rt->next_reason, sizeof rt->next_reason, reason);
+        job_run_next(d, i);
+        break;
+    }
+}
+
+/* ---- requests ---- */
+
+static int find_job(struct daemon *d, const char *job)
+{
+    for (int i = 0; i < d->st.njobs; i++)
+        if (!strcmp(d->st.jobs[i].job, job))
+            return i;
+    return -1;
+}
+
+static bool job_busy(struct daemon *d, int i)
+{
+    return d->rt[i].next != NEXT_NONE && d->rt[i].next != NEXT_RESTART;
+}
+
+static void handle_request(struct daemon *d, int ci, struct rpc_request *q)
+{
+    struct client *c = &d->cl[ci];
+    char err[512];
+    if (q->op == RPC_STATUS || q->op == RPC_WATCH) {
+        c->watching = true;
+        c->interval = q->op == RPC_WATCH ? q->interval_s : 0;
+        c->remaining = q->op == RPC_STATUS ? 1 : (q->count > 0 ? q->count : -1);
+        c->next_at = 0; /* first document now */
+        return;
+    }
+    int i = find_job(d, q->job);
+    if (q->op == RPC_ACTIVATE) {
+        if (!store_has_release(&d->store, q->release)) {
+            client_error(d, ci, AGENT_EXIT_NO_RELEASE, "release %.12s is not in the store", q->release);
+            return;
+        }
+        if (gang_check_exec(&d->store, &q->spec, err, sizeof err) < 0) {
+            client_error(d, ci, AGENT_EXIT_EXEC, "%s", err);
+            return;
+        }
+        if (i < 0) {
+            struct job_rec *nj;
+            int r = state_add_job(&d->st, q->job, &nj);
+            if (r < 0) {
+                client_error(d, ci, AGENT_EXIT_FAIL, "cannot add job '%s': %s", q->job,
+                             r == -ENOSPC ? "too many jobs" : strerror(-r));
+                return;
+            }
+            i = find_job(d, q->job);
+            d->rt[i].waiter = -1;
+        }
+        if (job_busy(d, i)) {
+            client_error(d, ci, AGENT_EXIT_BUSY, "job '%s': another operation is in progress", q->job);
+            return;
+        }
+        struct jobrt *rt = &d->rt[i];
+        spec_init(&rt->next_spec);
+        if (spec_copy(&rt->next_spec, &q->spec) < 0) {
+            client_error(d, ci, AGENT_EXIT_FAIL, "out of memory");
+            return;
+        }
+        rt->next_probation_s = q->probation_s;
+        rt->waiter = ci;
+        c->waiting = true;
+        job_request(d, i, NEXT_ACTIVATE, "activating a new release");
+        return;
+    }
+    if (i < 0) {
+        client_error(d, ci, AGENT_EXIT_FAIL, "no job '%s' on this agent", q->job);
+        return;
+    }
+    struct job_rec *j = &d->st.jobs[i];
+    if (job_busy(d, i)) {
+        client_error(d, ci, AGENT_EXIT_BUSY, "job '%s': another operation is in progress", q->job);
+        return;
+    }
+    switch (q->op) {
+    case RPC_PROMOTE: {
+        if (strcmp(j->current, q->release) != 0) {
+            client_error(d, ci, AGENT_EXIT_FAIL, "release %.12s is not job '%s''s current release",
+                         q->release, q->job);
+            return;
+        }
+        struct job_spec *s = current_spec(j);
+        if (s) {
+            s->promoted = true;
+            if (q->ktok_s > 0)
+                s->ktok_s = q->ktok_s;
+        }
+        memcpy(j->good, j->current, sizeof j->good);
+        j->probation_until = 0;
+        j->auto_rollbacks = 0;
+        daemon_event(d, j, "promote", j->current, "ktok_s %.1f", q->ktok_s);
+        daemon_save(d);
+        daemon_gc(d);
+        client_reply(d, ci, json_pack("{s:b,s:s,s:s}", "ok", 1, "job", j->job, "good", j->good));
+        return;
+    }
+    case RPC_REVERT:
+        if (!j->good[0]) {
+            client_error(d, ci, AGENT_EXIT_FAIL, "job '%s' has no good release to revert to", q->job);
+            return;
+        }
+        d->rt[i].waiter = ci;
+        c->waiting = true;
+        if (!strcmp(j->current, j->good) && d->rt[i].gang.pgid > 0 && !d->rt[i].gang.stopping) {
+            job_answer(d, i, true, 0, "already on the good release");
+            return;
+        }
+        d->rt[i].next = NEXT_NONE;
+        job_request(d, i, NEXT_REVERT, q->reason[0] ? q->reason : "requested");
+        return;
+    case RPC_STOP:
+        d->rt[i].waiter = ci;
+        c->waiting = true;
+        d->rt[i].next = NEXT_NONE; /* cancels a pending restart */
+        j->probation_until = 0;
+        job_request(d, i, NEXT_STOP, "stopping by request");
+        return;
+    default:
+        client_error(d, ci, AGENT_EXIT_USAGE, "unsupported request");
+    }
+}
+
+static void client_readable(struct daemon *d, int ci)
+{
+    struct client *c = &d->cl[ci];
+    if (c->watching || c->waiting) { /* only EOF is expected now */
+        char b[256];
+        ssize_t n = recv(c->fd, b, sizeof b, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+            c->eof = true; /* half-closed after its request: answers still go out */
+        return;
+    }
+    ssize_t n = recv(c->fd, c->in + c->inlen, RPC_MAX_BYTES + 1 - c->inlen, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0 && c->inlen == 0) {
+        client_close(d, ci);
+        return;
+    }
+    if (n > 0)
+        c->inlen += (size_t)n;
+    char *nl = memchr(c->in, '\n', c->inlen);
+    if (!nl && n > 0 && c->inlen <= RPC_MAX_BYTES)
+        return; /* wait for the rest */
+    if (!nl && c->inlen > RPC_MAX_BYTES) {
+        client_error(d, ci, AGENT_EXIT_USAGE, "request over %u bytes", RPC_MAX_BYTES);
+        return;
+    }
+    size_t len = nl ? (size_t)(nl - c->in) : c->inlen;
+    struct rpc_request q;
+    int r = rpc_parse_request(c->in, len, &q);
+    if (r < 0) {
+        client_error(d, ci, AGENT_EXIT_USAGE, "bad request: %s", strerror(-r));
+        return;
+    }
+    handle_request(d, ci, &q);
+    rpc_request_done(&q);
+}
+
+static void daemon_accept(struct daemon *d)
+{
+    int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    int ci = -1;
+    for (int i = 0; i < MAX_CLIENTS && ci < 0; i++)
+        if (d->cl[i].fd < 0)
+            ci = i;
+    struct timeval tv = {.tv_sec = 2};
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (ci < 0) {
+        static const char busy[] = "{\"code\":7,\"error\":\"too many clients\",\"ok\":false}\n";
+        (void)!write(fd, busy, sizeof busy - 1);
+        close(fd);
+        return;
+    }
+    d->cl[ci].fd = fd;
+    d->cl[ci].in = malloc(RPC_MAX_BYTES + 1);
+    if (!d->cl[ci].in)
+        client_close(d, ci);
+}
+
+/* ---- children and ticks ---- */
+
+static void daemon_reap(struct daemon *d)
+{
+    int ws;
+    pid_t pid;
+    while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
+        for (int i = 0; i < d->st.njobs; i++) {
+            struct gang *g = &d->rt[i].gang;
+            int k = gang_note_exit(g, pid, ws);
+            if (k < 0)
+                continue;
+            struct job_rec *j = &d->st.jobs[i];
+            const struct rank_proc *rp = &g->ranks[k];
+            log_info("job '%s' rank %d (pid %d) %s %d", j->job, rp->rank, (int)pid,
+                     rp->exit_signal ? "killed by signal" : "exited with", rp->exit_signal ? rp->exit_signal : rp->exit_code);
+            if (g->first_exit == k) {
+                /* one rank gone: the others must not hang in a collective (cases-field C11) */
+                char why[160];
+                snprintf(why, sizeof why, "rank %d %s %d; stopping the gang", rp->rank,
+                         rp->exit_signal ? "killed by signal" : "exited with code",
+                         rp->exit_signal ? rp->exit_signal : rp->exit_code);
+                gang_stop(g);
+                if (j->state != GANG_REVERTED)
+                    set_state(j, GANG_STOPPING, why);
+            }
+            break;
+        }
+    }
+}
+
+static void daemon_tick(struct daemon *d)
+{
+    double now = time_mono(), wall = time_wall();
+    for (int i = 0; i < d->st.njobs; i++) {
+        struct job_rec *j = &d->st.jobs[i];
+        struct jobrt *rt = &d->rt[i];
+        struct gang *g = &rt->gang;
+        if (g->pgid > 0) {
+            gang_tick(g, now);
+            if (gang_is_gone(g)) {
+                bool own = g->first_exit >= 0 && rt->next == NEXT_NONE;
+                if (own) {
+                    job_after_exit(d, i);
+                } else {
+                    gang_clear(g);
+                    if (rt->next == NEXT_NONE)
+                        set_state(j, GANG_STOPPED, "stopped");
+                    job_run_next(d, i);
+                }
+                continue;
+            }
+            if (j->state == GANG_STARTING && gang_all_training(g)) {
+                set_state(j, GANG_RUNNING, "");
+                daemon_save(d);
+            }
+        }
+        if (rt->next == NEXT_RESTART && g->pgid == 0 && now >= rt->backoff_until)
+            job_run_next(d, i);
+        if (j->probation_until > 0 && wall >= j->probation_until && !job_busy(d, i) &&
+            strcmp(j->current, j->good) != 0) {
+            j->probation_until = 0;
+            char why[200];
+            snprintf(why, sizeof why, "release %.12s not promoted before its probation deadline",
+                     j->current);
+            daemon_event(d, j, "probation-expired", j->current, "%s", why);
+            job_request(d, i, NEXT_REVERT_AUTO, why);
+        }
+    }
+    char *doc = NULL;
+    for (int ci = 0; ci < MAX_CLIENTS; ci++) {
+        struct client *c = &d->cl[ci];
+        if (c->fd < 0 || !c->watching || now < c->next_at)
+            continue;
+        if (!doc && !(doc = daemon_status_text(d)))
+            break;
+        if (client_send(d, ci, doc) < 0)
+            continue;
+        c->next_at = now + c->interval;
+        if (c->remaining > 0 && --c->remaining == 0)
+            client_close(d, ci);
+    }
+    free(doc);
+    if (d->watchdog_s > 0 && now >= d->watchdog_next) {
+        (void)notify_send("WATCHDOG=1");
+        d->watchdog_next = now + d->watchdog_s;
+    }
+}
+
+/* ---- start-up ---- */
+
+static uint64_t proc_starttime(pid_t pid)
+{
+    char p[64], buf[1024];
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *s = strrchr(buf, ')'); /* comm may contain spaces */
+    if (!s)
+        return 0;
+    unsigned long long v = 0;
+    /* after ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
+     * stime cutime cstime priority nice threads itrealvalue starttime(22) */
+    if (sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) != 1)
+        return 0;
+    return v;
+}
+
+/* A previous agent's gang still running: stop it cleanly (they are not our children, so poll
+ * the process group) before anything starts.  Re-adoption is not attempted: their heartbeat
+ * pipes died with the old agent. */
+static void daemon_stop_orphans(struct daemon *d)
+{
+    for (int i = 0; i < d->st.njobs; i++) {
+        struct job_rec *j = &d->st.jobs[i];
+        pid_t pg = (pid_t)j->gang_pgid;
+        if (pg <= 0)
+            continue;
+        uint64_t st = proc_starttime(pg);
+        bool ours = kill(-pg, 0) == 0 && (j->gang_starttime == 0 || st == 0 || st == j->gang_starttime);
+        if (ours) {
+            struct job_spec *s = current_spec(j);
+            double grace = s ? s->grace_s : 30;
+            log_notice("job '%s': stopping the gang left by the previous agent (pgid %d)", j->job, (int)pg);
+            (void)kill(-pg, SIGTERM);
+            double until = time_mono() + grace;
+            while (kill(-pg, 0) == 0 && time_mono() < until) {
+                (void)waitpid(-1, NULL, WNOHANG);
+                usleep(50000);
+            }
+            if (kill(-pg, 0) == 0) {
+                (void)kill(-pg, SIGKILL);
+                for (int k = 0; k < 100 && kill(-pg, 0) == 0; k++) {
+                    (void)waitpid(-1, NULL, WNOHANG);
+                    usleep(20000);
+                }
+            }
+            daemon_event(d, j, "orphans-stopped", j->current, "gang of pgid %d from the previous agent stopped", (int)pg);
+        }
+        j->gang_pgid = 0;
+        j->gang_starttime = 0;
+        j->npids = 0;
+    }
+}
+
+static void daemon_resume_jobs(struct daemon *d)
+{
+    for (int i = 0; i < d->st.njobs; i++) {
+        struct job_rec *j = &d->st.jobs[i];
+        switch (j->state) {
+        case GANG_STARTING:
+        case GANG_RUNNING:
+        case GANG_BACKOFF:
+        case GANG_REVERTED:
+            daemon_event(d, j, "restart", j->current, "agent restarted: relaunching the gang");
+            (void)job_start(d, i, j->state == GANG_REVERTED ? GANG_REVERTED : GANG_STARTING,
+                            j->state == GANG_REVERTED ? j->reason : "relaunched after agent restart");
+            break;
+        case GANG_STOPPING:
+            set_state(j, GANG_STOPPED, "agent restarted while stopping");
+            break;
+        default:
+            break;
+        }
+    }
+    daemon_save(d);
+}
+
+static int daemon_listen(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (str_copy(sa.sun_path, sizeof sa.sun_path, path) < 0)
+        return -ENAMETOOLONG;
+    char dir[sizeof sa.sun_path];
+    (void)str_copy(dir, sizeof dir, path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        int r = fs_mkdir_p(dir, 0755);
+        if (r < 0)
+            return r;
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -errno;
+    (void)unlink(path); /* we hold the pidfile lock: a socket file left here is stale */
+    mode_t old = umask(0177);
+    int r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (r < 0 || chmod(path, 0600) < 0 || listen(fd, 16) < 0) {
+        r = -errno;
+        close(fd);
+        return r;
+    }
+    return fd;
+}
+
+static int pidfile_lock(const char *path, int *ret_fd)
+{
+    char dir[PATH_MAX];
+    (void)str_copy(dir, sizeof dir, path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        (void)fs_mkdir_p(dir, 0755);
+    }
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+        close(fd);
+        return r;
+    }
+    *ret_fd = fd;
+    return 0;
+}
+
+static void pidfile_write(int fd)
+{
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) == 0)
+        (void)pwrite(fd, buf, (size_t)n, 0);
+}
+
+static void daemon_loop(struct daemon *d)
+{
+    struct pollfd pfd[2 + MAX_CLIENTS + STATUS_MAX_JOBS * STATUS_MAX_RANKS];
+    int who[ARRAY_SIZE(pfd)]; /* >= 0 client index; < 0: -(1 + job*RANKS + rank) */
+    while (!d->quit) {
+        int n = 0;
+        pfd[n++] = (struct pollfd){.fd = d->listen_fd, .events = POLLIN};
+        pfd[n++] = (struct pollfd){.fd = d->sig_fd, .events = POLLIN};
+        for (int ci = 0; ci < MAX_CLIENTS; ci++)
+            if (d->cl[ci].fd >= 0 && !d->cl[ci].eof) {
+                who[n] = ci;
+                pfd[n++] = (struct pollfd){.fd = d->cl[ci].fd, .events = POLLIN};
+            }
+        for (int i = 0; i < d->st.njobs; i++)
+            for (int k = 0; k < d->rt[i].gang.nranks; k++)
+                if (d->rt[i].gang.ranks[k].hb_fd >= 0) {
+                    who[n] = -(1 + i * STATUS_MAX_RANKS + k);
+                    pfd[n++] = (struct pollfd){.fd = d->rt[i].gang.ranks[k].hb_fd, .events = POLLIN};
+                }
+        int r = poll(pfd, (nfds_t)n, TICK_MS);
+        if (r < 0 && errno != EINTR) {
+            log_error("poll: %s", strerror(errno));
+            break;
+        }
+        if (r > 0 && (pfd[1].revents & POLLIN)) {
+            struct signalfd_siginfo si;
+            while (read(d->sig_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+                if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+                    log_notice("signal %d: shutting down (workers are left running; the next agent stops them)",
+                               (int)si.ssi_signo);
+                    d->quit = true;
+                }
+            }
+            daemon_reap(d);
+        }
+        double now = time_mono();
+        for (int p = 2; r > 0 && p < n; p++) {
+            if (!pfd[p].revents)
+                continue;
+            if (who[p] >= 0) {
+                if (d->cl[who[p]].fd == pfd[p].fd)
+                    client_readable(d, who[p]);
+            } else {
+                int x = -who[p] - 1, i = x / STATUS_MAX_RANKS, k = x % STATUS_MAX_RANKS;
+                if (d->rt[i].gang.ranks[k].hb_fd == pfd[p].fd)
+                    (void)gang_read_heartbeats(&d->rt[i].gang, k, now);
+            }
+        }
+        if (r > 0 && (pfd[0].revents & POLLIN))
+            daemon_accept(d);
+        daemon_reap(d); /* a SIGCHLD may have raced the signalfd read */
+        daemon_tick(d);
+    }
+}
+
+static int daemon_detach(int *ret_ready_fd)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -errno;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid > 0) { /* the caller: wait until the daemon says it listens */
+        close(p[1]);
+        char c = 0;
+        ssize_t n;
+        while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR)
+            ;
+        _exit(n == 1 && c == 'R' ? AGENT_EXIT_OK : (n == 1 ? c - '0' : AGENT_EXIT_FAIL));
+    }
+    close(p[0]);
+    if (setsid() < 0)
+        return -errno;
+    pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid > 0)
+        _exit(0);
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        /* stderr stays: under an init without a journal it is where the log goes */
+        close(null);
+    }
+    if (chdir("/") < 0)
+        return -errno;
+    *ret_ready_fd = p[1];
+    return 0;
+}
+
+static void ready_say(int fd, char c)
+{
+    if (fd >= 0) {
+        (void)!write(fd, &c, 1);
+        close(fd);
+    }
+}
+
+int daemon_run(const struct daemon_opts *o)
+{
+    static struct daemon dd;
+    struct daemon *d = &dd;
+    memset(d, 0, sizeof *d);
+    d->o = o;
+    d->listen_fd = d->sig_fd = -1;
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        d->cl[i].fd = -1;
+    for (int i = 0; i < STATUS_MAX_JOBS; i++) {
+        gang_init(&d->rt[i].gang);
+        d->rt[i].waiter = -1;
+    }
+    int pid_fd = -1, ready_fd = -1, r;
+    if ((r = pidfile_lock(o->pidfile, &pid_fd)) < 0) {
+        if (r == -EBUSY) {
+            log_error("another drover-agent daemon holds '%s'", o->pidfile);
+            return AGENT_EXIT_BUSY;
+        }
+        log_error("cannot open pidfile '%s': %s", o->pidfile, strerror(-r));
+        return AGENT_EXIT_FAIL;
+    }
+    if (o->detach && (r = daemon_detach(&ready_fd)) < 0) {
+        log_error("cannot detach: %s", strerror(-r));
+        return AGENT_EXIT_FAIL;
+    }
+    pidfile_write(pid_fd);
+    int code = AGENT_EXIT_FAIL;
+    if ((r = store_open(&d->store, o->root)) < 0) {
+        log_error("cannot open the store at '%s': %s", o->root, strerror(-r));
+        goto out;
+    }
+    (void)store_path(&d->store, d->state_path, sizeof d->state_path, "state.json");
+    if ((r = state_load(d->state_path, &d->st)) < 0) {
+        log_error("cannot load '%s': %s", d->state_path, strerror(-r));
+        goto out;
+    }
+    char evp[PATH_MAX];
+    (void)store_path(&d->store, evp, sizeof evp, "events.jsonl");
+    if ((r = events_open(evp, &d->ev)) < 0) {
+        log_error("cannot open '%s': %s", evp, strerror(-r));
+        goto out;
+    }
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    d->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (d->sig_fd < 0) {
+        log_error("signalfd: %s", strerror(errno));
+        goto out;
+    }
+    /* grandchildren of workers come back to us, so the process group can be fully reaped */
+    (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+    d->started_mono = time_mono();
+    daemon_stop_orphans(d);
+    if ((d->listen_fd = daemon_listen(o->socket)) < 0) {
+        log_error("cannot listen on '%s': %s", o->socket, strerror(-d->listen_fd));
+        goto out;
+    }
+    daemon_event(d, NULL, "agent-start", "", "pid %ld version %s", (long)getpid(), DROVER_VERSION);
+    daemon_resume_jobs(d);
+    d->watchdog_s = notify_watchdog_interval();
+    (void)notify_send("READY=1\nSTATUS=supervising");
+    ready_say(ready_fd, 'R');
+    ready_fd = -1;
+    log_info("drover-agent %s listening on '%s', store '%s'", DROVER_VERSION, o->socket, o->root);
+    daemon_loop(d);
+    (void)notify_send("STOPPING=1");
+    daemon_save(d);
+    code = AGENT_EXIT_OK;
+out:
+    ready_say(ready_fd, (char)('0' + code));
+    for (int ci = 0; ci < MAX_CLIENTS; ci++)
+        if (d->cl[ci].fd >= 0)
+            client_close(d, ci);
+    if (d->listen_fd >= 0) {
+        close(d->listen_fd);
+        (void)unlink(o->socket);
+    }
+    for (int i = 0; i < STATUS_MAX_JOBS; i++) {
+        for (int k = 0; k < STATUS_MAX_RANKS; k++) { /* workers keep running; drop our ends */
+            if (d->rt[i].gang.ranks[k].hb_fd >= 0)
+                close(d->rt[i].gang.ranks[k].hb_fd);
+            if (d->rt[i].gang.ranks[k].log_fd >= 0)
+                close(d->rt[i].gang.ranks[k].log_fd);
+        }
+        spec_done(&d->rt[i].next_spec);
+    }
+    if (d->sig_fd >= 0)
+        close(d->sig_fd);
+    events_close(&d->ev);
+    state_done(&d->st);
+    if (pid_fd >= 0) {
+        (void)unlink(o->pidfile);
+        close(pid_fd);
+    }
+    return code;
+}

@@ -1,0 +1,76 @@
+/* agent/gpu.c: GPU figures for the status document through NVML, loaded with
+ * dlopen("libnvidia-ml.so.1") so the agent runs (with gpu null) where there is no driver.
+ * Read-only: never changes a device setting. */
+#include "agent/gpu.h"
+
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "common/log.h"
+
+/* The few NVML types and entry points we use (nvml.h, stable ABI). */
+typedef void *nvml_device_t;
+struct nvml_util { unsigned int gpu, memory; };
+struct nvml_mem { unsigned long long total, free, used; };
+#define NVML_TEMPERATURE_GPU 0
+#define NVML_TEMPERATURE_THRESHOLD_SLOWDOWN 1
+
+static struct {
+    bool tried, ok;
+    void *lib;
+    int (*init)(void);
+    int (*by_index)(unsigned int, nvml_device_t *);
+    int (*util)(nvml_device_t, struct nvml_util *);
+    int (*mem)(nvml_device_t, struct nvml_mem *);
+    int (*temp)(nvml_device_t, int, unsigned int *);
+    int (*thresh)(nvml_device_t, int, unsigned int *);
+} nv;
+
+int gpu_open(void)
+{
+    if (nv.tried)
+        return nv.ok ? 0 : -ENOENT;
+    nv.tried = true;
+    nv.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!nv.lib) {
+        log_debug("gpu: NVML not available: %s", dlerror());
+        return -ENOENT;
+    }
+    *(void **)&nv.init = dlsym(nv.lib, "nvmlInit_v2");
+    *(void **)&nv.by_index = dlsym(nv.lib, "nvmlDeviceGetHandleByIndex_v2");
+    *(void **)&nv.util = dlsym(nv.lib, "nvmlDeviceGetUtilizationRates");
+    *(void **)&nv.mem = dlsym(nv.lib, "nvmlDeviceGetMemoryInfo");
+    *(void **)&nv.temp = dlsym(nv.lib, "nvmlDeviceGetTemperature");
+    *(void **)&nv.thresh = dlsym(nv.lib, "nvmlDeviceGetTemperatureThreshold");
+    if (!nv.init || !nv.by_index || !nv.util || !nv.mem || !nv.temp || !nv.thresh || nv.init() != 0) {
+        log_warn("gpu: NVML found but unusable; GPU figures will be null");
+        dlclose(nv.lib);
+        nv.lib = NULL;
+        return -ENOENT;
+    }
+    nv.ok = true;
+    return 0;
+}
+
+void gpu_query(int index, struct gpu_status *ret)
+{
+    memset(ret, 0, sizeof *ret);
+    if (index < 0 || gpu_open() < 0)
+        return;
+    nvml_device_t d;
+    struct nvml_util u;
+    struct nvml_mem m;
+    unsigned int t = 0, slow = 0;
+    if (nv.by_index((unsigned)index, &d) != 0 || nv.util(d, &u) != 0 || nv.mem(d, &m) != 0)
+        return;
+    (void)nv.temp(d, NVML_TEMPERATURE_GPU, &t);
+    if (nv.thresh(d, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &slow) != 0)
+        slow = 0;
+    ret->valid = true;
+    ret->util = u.gpu;
+    ret->mem_used = (int64_t)m.used;
+    ret->mem_total = (int64_t)m.total;
+    ret->temp = t;
+    ret->slowdown_temp = slow;
+}

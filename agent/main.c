@@ -1,0 +1,649 @@
+/* agent/main.c: drover-agent, the in-container agent: one binary that is both the daemon and
+ * the command line the controller runs through `pct exec <vmid> -- drover-agent ...`
+ * (docs/protocol.md, "Agent command line"; docs/agent.md).
+ *
+ * Owns argument parsing and turning results into stdout / one-line stderr reasons / exit codes.
+ * Store verbs (release add/list, preflight, events) work on --root directly; job verbs
+ * (activate, promote, revert, stop, status, watch) go to the daemon over the control socket.
+ * Never talks to anything outside the container; never exits below main().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/daemon.h"
+#include "agent/rpc.h"
+#include "agent/state.h"
+#include "agent/store.h"
+#include "agent/supervise.h"
+#include "common/bundle.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "common/util.h"
+
+#ifndef DROVER_VERSION
+#define DROVER_VERSION "unknown"
+#endif
+
+struct cli {
+    char root[PATH_MAX - 512];
+    char socket[108];
+    char pidfile[PATH_MAX];
+    char job[JOB_NAME_MAX];
+    char id[RELEASE_ID_LEN + 1];
+    char reason[256];
+    bool json, detach;
+    double timeout_s, interval_s, probation_s, ktok_s;
+    int64_t count, since;
+    struct job_spec spec;
+    struct daemon_opts dopts;
+    int nargs;
+    char **args; /* positional arguments after the verb */
+    int ncmd;
+    char **cmd;  /* after "--" */
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: drover-agent [--root DIR] [--socket PATH] [-v] VERB ...\n"
+            "  daemon [--detach] [--pidfile P] [--keep-releases N] [--crash-limit K] [--crash-window S]\n"
+            "         [--max-auto-rollbacks N] [--backoff-initial S] [--backoff-max S]\n"
+            "  version\n"
+            "  release add BLOB --id ID | release list [--json]\n"
+            "  preflight ID [--timeout S] [--job J] [--gpus 0,1] -- CMD ARGS...\n"
+            "  activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus 0,1]\n"
+            "           [--master-addr A] [--master-port P] [--grace S] [--probation-deadline S] -- CMD ARGS...\n"
+            "  promote ID --job J [--ktok-s X]\n"
+            "  revert --job J [--reason TEXT]\n"
+            "  stop --job J\n"
+            "  status [--json] | watch [--json] [--interval S] [--count N]\n"
+            "  events [--since SEQ] [--json]\n"
+            "exit codes: 0 ok, 1 failed, 2 usage, 3 no daemon, 4 no such release, 5 bad bundle,\n"
+            "            6 command cannot run, 7 busy, 124 preflight timeout (docs/errors.md)\n");
+}
+
+static int parse_num(const char *s, double lo, double hi, double *v)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (errno || end == s || *end || !(x >= lo && x <= hi))
+        return -EINVAL;
+    *v = x;
+    return 0;
+}
+
+static int parse_int(const char *s, long lo, long hi, int *v)
+{
+    double x;
+    if (parse_num(s, (double)lo, (double)hi, &x) < 0 || x != (double)(long)x)
+        return -EINVAL;
+    *v = (int)x;
+    return 0;
+}
+
+enum {
+    O_ROOT = 256, O_SOCKET, O_PIDFILE, O_JOB, O_ID, O_JSON, O_DETACH, O_TIMEOUT, O_INTERVAL, O_COUNT,
+    O_SINCE, O_NNODES, O_NODE_RANK, O_NPROC, O_GPUS, O_MADDR, O_MPORT, O_GRACE, O_PROBATION,
+    O_KTOK, O_REASON, O_KEEP, O_CLIMIT, O_CWINDOW, O_MAXRB, O_BINIT, O_BMAX,
+};
+
+static const struct option longopts[] = {
+    {"root", required_argument, 0, O_ROOT},
+    {"socket", required_argument, 0, O_SOCKET},
+    {"pidfile", required_argument, 0, O_PIDFILE},
+    {"job", required_argument, 0, O_JOB},
+    {"id", required_argument, 0, O_ID},
+    {"json", no_argument, 0, O_JSON},
+    {"detach", no_argument, 0, O_DETACH},
+    {"timeout", required_argument, 0, O_TIMEOUT},
+    {"interval", required_argument, 0, O_INTERVAL},
+    {"count", required_argument, 0, O_COUNT},
+    {"since", required_argument, 0, O_SINCE},
+    {"nnodes", required_argument, 0, O_NNODES},
+    {"node-rank", required_argument, 0, O_NODE_RANK},
+    {"nproc-per-node", required_argument, 0, O_NPROC},
+    {"gpus", required_argument, 0, O_GPUS},
+    {"master-addr", required_argument, 0, O_MADDR},
+    {"master-port", required_argument, 0, O_MPORT},
+    {"grace", required_argument, 0, O_GRACE},
+    {"probation-deadline", required_argument, 0, O_PROBATION},
+    {"ktok-s", required_argument, 0, O_KTOK},
+    {"reason", required_argument, 0, O_REASON},
+    {"keep-releases", required_argument, 0, O_KEEP},
+    {"crash-limit", required_argument, 0, O_CLIMIT},
+    {"crash-window", required_argument, 0, O_CWINDOW},
+    {"max-auto-rollbacks", required_argument, 0, O_MAXRB},
+    {"backoff-initial", required_argument, 0, O_BINIT},
+    {"backoff-max", required_argument, 0, O_BMAX},
+    {"verbose", no_argument, 0, 'v'},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
+/* Parse options of argv[0..argc) (argv[0] is the verb).  0 ok, -EINVAL with a message logged. */
+static int cli_parse(struct cli *c, int argc, char **argv)
+{
+    int opt, end = argc;
+    double x;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--")) {
+            end = i;
+            break;
+        }
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(end, argv, "+vh", longopts, NULL)) != -1) {
+        const char *a = optarg;
+        int bad = 0;
+        switch (opt) {
+        case O_ROOT: bad = str_copy(c->root, sizeof c->root, a) < 0 || !a[0]; break;
+        case O_SOCKET: bad = str_copy(c->socket, sizeof c->socket, a) < 0 || !a[0]; break;
+        case O_PIDFILE: bad = str_copy(c->pidfile, sizeof c->pidfile, a) < 0 || !a[0]; break;
+        case O_JOB: bad = !job_name_is_valid(a) || str_copy(c->job, sizeof c->job, a) < 0; break;
+        case O_ID: bad = str_copy(c->id, sizeof c->id, a) < 0; break;
+        case O_JSON: c->json = true; break;
+        case O_DETACH: c->detach = true; break;
+        case O_TIMEOUT: bad = parse_num(a, 0.1, 86400, &c->timeout_s) < 0; break;
+        case O_INTERVAL: bad = parse_num(a, 0.05, 3600, &c->interval_s) < 0; break;
+        case O_COUNT: bad = parse_num(a, 0, 1e12, &x) < 0; c->count = (int64_t)x; break;
+        case O_SINCE: bad = parse_num(a, 0, 1e15, &x) < 0; c->since = (int64_t)x; break;
+        case O_NNODES: bad = parse_int(a, 1, 4096, &c->spec.nnodes) < 0; break;
+        case O_NODE_RANK: bad = parse_int(a, 0, 4095, &c->spec.node_rank) < 0; break;
+        case O_NPROC: bad = parse_int(a, 1, STATUS_MAX_RANKS, &c->spec.nproc) < 0; break;
+        case O_GPUS: bad = str_copy(c->spec.gpus, sizeof c->spec.gpus, a) < 0; break;
+        case O_MADDR: bad = str_copy(c->spec.master_addr, sizeof c->spec.master_addr, a) < 0; break;
+        case O_MPORT: bad = parse_int(a, 1, 65535, &c->spec.master_port) < 0; break;
+        case O_GRACE: bad = parse_num(a, 0, 3600, &c->spec.grace_s) < 0; break;
+        case O_PROBATION: bad = parse_num(a, 0, 86400 * 30, &c->probation_s) < 0; break;
+        case O_KTOK: bad = parse_num(a, 0, 1e12, &c->ktok_s) < 0; break;
+        case O_REASON: (void)str_copy(c->reason, sizeof c->reason, a); break;
+        case O_KEEP: bad = parse_int(a, 1, 10000, &c->dopts.keep_releases) < 0; break;
+        case O_CLIMIT: bad = parse_int(a, 1, 1000, &c->dopts.policy.crash_limit) < 0; break;
+        case O_CWINDOW: bad = parse_num(a, 1, 86400, &c->dopts.policy.crash_window_s) < 0; break;
+        case O_MAXRB: bad = parse_int(a, 0, 1000, &c->dopts.policy.max_auto_rollbacks) < 0; break;
+        case O_BINIT: bad = parse_num(a, 0.01, 3600, &c->dopts.policy.backoff_initial_s) < 0; break;
+        case O_BMAX: bad = parse_num(a, 0.01, 86400, &c->dopts.policy.backoff_max_s) < 0; break;
+        case 'v': log_set_level(LOG_LVL_DEBUG); break;
+        case 'h': usage(stdout); return 1;
+        default:
+            log_error("%s: unknown option or missing value '%s'", argv[0], argv[optind - 1]);
+            return -EINVAL;
+        }
+        if (bad) {
+            log_error("%s: bad value '%s' for --%s", argv[0], a, argv[optind - 1] + 2);
+            return -EINVAL;
+        }
+    }
+    /* positional arguments up to "--", then the command */
+    c->args = argv + optind;
+    c->nargs = end - optind;
+    if (end < argc) {
+        c->cmd = argv + end + 1;
+        c->ncmd = argc - end - 1;
+    }
+    return 0;
+}
+
+/* "+": options must precede positionals for getopt; move positionals (before "--") to the end of
+ * the option part so "activate ID --job J" works like "activate --job J ID". */
+static void cli_permute(int argc, char **argv)
+{
+    int end = argc;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--")) {
+            end = i;
+            break;
+        }
+    char *pos[256], *opts[256];
+    int np = 0, no = 0;
+    for (int i = 1; i < end && np < 256 && no < 256; i++) {
+        if (argv[i][0] == '-' && argv[i][1]) {
+            opts[no++] = argv[i];
+            const struct option *o;
+            for (o = longopts; o->name; o++)
+                if (!strncmp(argv[i], "--", 2) && !strcmp(argv[i] + 2, o->name))
+                    break;
+            if (o->name && o->has_arg == required_argument && i + 1 < end)
+                opts[no++] = argv[++i];
+        } else {
+            pos[np++] = argv[i];
+        }
+    }
+    int k = 1;
+    for (int i = 0; i < no; i++)
+        argv[k++] = opts[i];
+    for (int i = 0; i < np; i++)
+        argv[k++] = pos[i];
+}
+
+static int open_store(const struct cli *c, struct store *s)
+{
+    int r = store_open(s, c->root);
+    if (r < 0)
+        log_error("cannot open the store at '%s': %s", c->root, strerror(-r));
+    return r;
+}
+
+static int resolve_id(const struct store *s, const char *arg, char id[RELEASE_ID_LEN + 1])
+{
+    int r = store_resolve(s, arg, id);
+    if (r == -ENOENT)
+        log_error("release '%s' is not in the store", arg);
+    else if (r == -ENOTUNIQ)
+        log_error("release prefix '%s' is ambiguous", arg);
+    else if (r < 0)
+        log_error("'%s' is not a release id", arg);
+    return r == -ENOENT ? AGENT_EXIT_NO_RELEASE : (r < 0 ? AGENT_EXIT_USAGE : 0);
+}
+
+/* ---- store verbs ---- */
+
+static int cmd_release(struct cli *c)
+{
+    struct store s;
+    if (c->nargs < 1) {
+        log_error("release: expected 'add' or 'list'");
+        return AGENT_EXIT_USAGE;
+    }
+    if (open_store(c, &s) < 0)
+        return AGENT_EXIT_FAIL;
+    if (!strcmp(c->args[0], "add")) {
+        if (c->nargs != 2 || !c->id[0]) {
+            log_error("release add: usage: release add BLOB --id ID");
+            return AGENT_EXIT_USAGE;
+        }
+        char err[512];
+        int r = store_add_release(&s, c->args[1], c->id, err, sizeof err);
+        if (r < 0) {
+            fprintf(stderr, "release add: %s\n", err);
+            return r == -EBADMSG || r == -EINVAL || r == -E2BIG ? AGENT_EXIT_BUNDLE : AGENT_EXIT_FAIL;
+        }
+        printf("%s %s\n", c->id, r == 1 ? "present" : "added");
+        return AGENT_EXIT_OK;
+    }
+    if (!strcmp(c->args[0], "list")) {
+        char **ids;
+        size_t n;
+        int r = store_list(&s, &ids, &n);
+        if (r < 0) {
+            log_error("release list: %s", strerror(-r));
+            return AGENT_EXIT_FAIL;
+        }
+        json_t *arr = json_array();
+        for (size_t i = 0; i < n; i++) {
+            char p[PATH_MAX], *text = NULL;
+            size_t len;
+            struct manifest *m = NULL;
+            (void)store_path(&s, p, sizeof p, "releases/%s/MANIFEST.json", ids[i]);
+            if (fs_read_file(p, MANIFEST_MAX_BYTES, &text, &len) == 0)
+                (void)manifest_parse(text, len, &m);
+            free(text);
+            if (c->json)
+                json_array_append_new(arr, json_pack("{s:s,s:s,s:i}", "id", ids[i], "name",
+                                                     m ? m->name : "", "files", m ? (int)m->nfiles : 0));
+            else
+                printf("%.12s  %-20s  %zu files\n", ids[i], m ? m->name : "?", m ? m->nfiles : 0);
+            manifest_free(m);
+        }
+        if (c->json) {
+            char *t = json_dumps(arr, JSON_COMPACT);
+            printf("%s\n", t ? t : "[]");
+            free(t);
+        }
+        json_decref(arr);
+        store_ids_free(ids, n);
+        return AGENT_EXIT_OK;
+    }
+    log_error("release: unknown subcommand '%s'", c->args[0]);
+    return AGENT_EXIT_USAGE;
+}
+
+static int cmd_events(struct cli *c)
+{
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s/events.jsonl", c->root) >= (int)sizeof p)
+        return AGENT_EXIT_USAGE;
+    int r = events_dump(p, c->since, stdout);
+    if (r < 0) {
+        log_error("events: %s", strerror(-r));
+        return AGENT_EXIT_FAIL;
+    }
+    return AGENT_EXIT_OK;
+}
+
+static int cmd_preflight(struct cli *c)
+{
+    struct store s;
+    if (c->nargs != 1 || c->ncmd < 1) {
+        log_error("preflight: usage: preflight ID [--timeout S] -- CMD ARGS...");
+        return AGENT_EXIT_USAGE;
+    }
+    if (open_store(c, &s) < 0)
+        return AGENT_EXIT_FAIL;
+    int code = resolve_id(&s, c->args[0], c->spec.release);
+    if (code)
+        return code;
+    char err[512];
+    if (spec_set_argv(&c->spec, c->ncmd, c->cmd) < 0 || spec_validate(&c->spec, err, sizeof err) < 0) {
+        log_error("preflight: bad command or options");
+        return AGENT_EXIT_USAGE;
+    }
+    if (gang_check_exec(&s, &c->spec, err, sizeof err) < 0) {
+        fprintf(stderr, "preflight: %s\n", err);
+        return AGENT_EXIT_EXEC;
+    }
+    const char *job = c->job[0] ? c->job : "preflight";
+    char dir[PATH_MAX], run[PATH_MAX];
+    (void)store_path(&s, dir, sizeof dir, "releases/%s", c->spec.release);
+    (void)store_path(&s, run, sizeof run, "runs/%s/checkpoints", job);
+    (void)fs_mkdir_p(run, 0750);
+    int hb = open("/dev/null", O_WRONLY); /* heartbeats of a preflight are not read */
+    struct gang_env env;
+    if (hb < 0 || gang_build_env(&env, &s, job, &c->spec, 0, hb) < 0) {
+        log_error("preflight: cannot build the worker environment");
+        return AGENT_EXIT_FAIL;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        log_error("preflight: fork: %s", strerror(errno));
+        return AGENT_EXIT_FAIL;
+    }
+    if (pid == 0) {
+        (void)setpgid(0, 0);
+        if (chdir(dir) == 0)
+            execvpe(c->spec.argv[0], c->spec.argv, env.envp);
+        fprintf(stderr, "preflight: cannot execute '%s': %s\n", c->spec.argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(hb);
+    (void)setpgid(pid, pid);
+    double deadline = time_mono() + (c->timeout_s > 0 ? c->timeout_s : 300);
+    int ws = 0;
+    bool timed_out = false;
+    for (;;) {
+        pid_t w = waitpid(pid, &ws, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR) {
+            log_error("preflight: waitpid: %s", strerror(errno));
+            return AGENT_EXIT_FAIL;
+        }
+        if (!timed_out && time_mono() > deadline) {
+            timed_out = true;
+            (void)kill(-pid, SIGTERM);
+            deadline = time_mono() + 5;
+        } else if (timed_out && time_mono() > deadline) {
+            (void)kill(-pid, SIGKILL);
+            deadline = time_mono() + 3600;
+        }
+        usleep(20000);
+    }
+    (void)kill(-pid, SIGKILL); /* anything it left behind in its group */
+    if (timed_out) {
+        fprintf(stderr, "preflight: '%s' did not finish within %.0f s\n", c->spec.argv[0],
+                c->timeout_s > 0 ? c->timeout_s : 300);
+        return AGENT_EXIT_TIMEOUT;
+    }
+    if (WIFSIGNALED(ws)) {
+        fprintf(stderr, "preflight: '%s' killed by signal %d\n", c->spec.argv[0], WTERMSIG(ws));
+        return 128 + WTERMSIG(ws);
+    }
+    int st = WEXITSTATUS(ws);
+    if (st != 0)
+        fprintf(stderr, "preflight: '%s' exited with %d\n", c->spec.argv[0], st);
+    return st;
+}
+
+/* ---- daemon verbs ---- */
+
+struct reply {
+    int code;
+    bool json;
+    bool raw; /* print lines as they come (status/watch) */
+    int lines;
+};
+
+static void print_status_human(const char *line, size_t len)
+{
+    struct agent_status *st = malloc(sizeof *st);
+    if (!st || status_parse(line, len, st) < 0) {
+        printf("%s\n", line);
+        free(st);
+        return;
+    }
+    printf("agent pid %lld on %s, up %.0f s, event seq %lld\n", (long long)st->agent_pid, st->host,
+           st->uptime_s, (long long)st->seq);
+    for (int i = 0; i < st->njobs; i++) {
+        const struct job_status *j = &st->jobs[i];
+        printf("job %-12s %-9s current %.12s good %.12s gen %d restarts %d %s\n", j->job,
+               gang_state_name(j->state), j->current[0] ? j->current : "-", j->good[0] ? j->good : "-",
+               j->generation, j->restarts, j->reason);
+        for (int k = 0; k < j->nranks; k++) {
+            const struct rank_status *r = &j->ranks[k];
+            printf("  rank %d pid %lld %-8s step %lld tok/s %.0f hb_age %.1f s exit %d sig %d\n", r->rank,
+                   (long long)r->pid, r->state, (long long)(r->has_hb ? r->hb.step : -1),
+                   r->has_hb ? r->hb.tok_s : 0, r->hb_age_s, r->exit_code, r->exit_signal);
+        }
+    }
+    free(st);
+}
+
+static int on_reply(const char *line, size_t len, void *ud)
+{
+    struct reply *rp = ud;
+    rp->lines++;
+    if (rp->raw) {
+        json_error_t jerr;
+        json_t *o = json_loadb(line, len, 0, &jerr);
+        json_t *ok = o ? json_object_get(o, "ok") : NULL;
+        if (json_is_false(ok)) {
+            json_t *e = json_object_get(o, "error"), *code = json_object_get(o, "code");
+            fprintf(stderr, "%s\n", json_is_string(e) ? json_string_value(e) : line);
+            rp->code = json_is_integer(code) ? (int)json_integer_value(code) : AGENT_EXIT_FAIL;
+        } else if (rp->json) {
+            printf("%s\n", line);
+        } else {
+            print_status_human(line, len);
+        }
+        json_decref(o);
+        fflush(stdout);
+        return 0;
+    }
+    json_error_t jerr;
+    json_t *o = json_loadb(line, len, 0, &jerr);
+    if (!o) {
+        fprintf(stderr, "bad reply from the daemon\n");
+        rp->code = AGENT_EXIT_FAIL;
+        return 0;
+    }
+    json_t *ok = json_object_get(o, "ok");
+    if (json_is_true(ok)) {
+        rp->code = AGENT_EXIT_OK;
+        if (rp->json)
+            printf("%s\n", line);
+        else {
+            json_t *det = json_object_get(o, "detail"), *rel = json_object_get(o, "release");
+            json_t *gen = json_object_get(o, "generation");
+            printf("ok");
+            if (json_is_string(rel))
+                printf(" release %.12s", json_string_value(rel));
+            if (json_is_integer(gen))
+                printf(" generation %lld", (long long)json_integer_value(gen));
+            if (json_is_string(det) && json_string_length(det))
+                printf(": %s", json_string_value(det));
+            printf("\n");
+        }
+    } else {
+        json_t *e = json_object_get(o, "error"), *code = json_object_get(o, "code");
+        fprintf(stderr, "%s\n", json_is_string(e) ? json_string_value(e) : "failed");
+        rp->code = json_is_integer(code) && json_integer_value(code) > 0 ? (int)json_integer_value(code)
+                                                                         : AGENT_EXIT_FAIL;
+    }
+    json_decref(o);
+    return 0;
+}
+
+static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw)
+{
+    char *text;
+    if (rpc_format_request(q, &text) < 0) {
+        log_error("out of memory");
+        return AGENT_EXIT_FAIL;
+    }
+    struct reply rp = {.code = raw ? -1 : AGENT_EXIT_FAIL, .json = c->json, .raw = raw};
+    int r = rpc_call(c->socket, text, on_reply, &rp);
+    free(text);
+    if (r == -ENOENT || r == -ECONNREFUSED) {
+        fprintf(stderr, "%s: no drover-agent daemon listening on '%s'\n", rpc_op_name(q->op), c->socket);
+        return AGENT_EXIT_NO_DAEMON;
+    }
+    if (r < 0) {
+        fprintf(stderr, "%s: control socket '%s': %s\n", rpc_op_name(q->op), c->socket, strerror(-r));
+        return AGENT_EXIT_FAIL;
+    }
+    if (raw && rp.code >= 0)
+        return rp.code; /* an error line */
+    if (raw)
+        return rp.lines > 0 ? AGENT_EXIT_OK : AGENT_EXIT_FAIL;
+    if (rp.lines == 0) {
+        fprintf(stderr, "%s: the daemon closed without an answer\n", rpc_op_name(q->op));
+        return AGENT_EXIT_FAIL;
+    }
+    return rp.code;
+}
+
+static int cmd_job_verb(struct cli *c, enum rpc_op op)
+{
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = op;
+    bool needs_id = op == RPC_ACTIVATE || op == RPC_PROMOTE;
+    if ((needs_id && c->nargs != 1) || (!needs_id && c->nargs != 0) || !c->job[0] ||
+        (op == RPC_ACTIVATE) != (c->ncmd > 0)) {
+        log_error("%s: wrong arguments (see drover-agent --help)", rpc_op_name(op));
+        return AGENT_EXIT_USAGE;
+    }
+    (void)str_copy(q.job, sizeof q.job, c->job);
+    int code = 0;
+    if (needs_id) {
+        struct store s;
+        if (open_store(c, &s) < 0)
+            return AGENT_EXIT_FAIL;
+        if ((code = resolve_id(&s, c->args[0], q.release)) != 0)
+            return code;
+    }
+    if (op == RPC_ACTIVATE) {
+        char err[256];
+        (void)str_copy(c->spec.release, sizeof c->spec.release, q.release);
+        if (spec_set_argv(&c->spec, c->ncmd, c->cmd) < 0 || spec_validate(&c->spec, err, sizeof err) < 0) {
+            fprintf(stderr, "activate: %s\n", c->spec.argc ? err : "bad command");
+            return AGENT_EXIT_USAGE;
+        }
+        if (spec_copy(&q.spec, &c->spec) < 0)
+            return AGENT_EXIT_FAIL;
+        q.probation_s = c->probation_s;
+    }
+    q.ktok_s = c->ktok_s;
+    (void)str_copy(q.reason, sizeof q.reason, c->reason);
+    code = call_daemon(c, &q, false);
+    rpc_request_done(&q);
+    return code;
+}
+
+static int cmd_status(struct cli *c, bool watch)
+{
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = watch ? RPC_WATCH : RPC_STATUS;
+    q.interval_s = c->interval_s > 0 ? c->interval_s : 1;
+    q.count = c->count;
+    return call_daemon(c, &q, true);
+}
+
+int main(int argc, char **argv)
+{
+    log_init("drover-agent");
+    static struct cli c;
+    (void)str_copy(c.root, sizeof c.root, AGENT_DEFAULT_ROOT);
+    (void)str_copy(c.socket, sizeof c.socket, AGENT_DEFAULT_SOCKET);
+    (void)str_copy(c.pidfile, sizeof c.pidfile, AGENT_DEFAULT_PIDFILE);
+    spec_init(&c.spec);
+    daemon_opts_default(&c.dopts);
+    /* global options before the verb */
+    int vi = 1;
+    while (vi < argc && argv[vi][0] == '-') {
+        if (!strcmp(argv[vi], "-v") || !strcmp(argv[vi], "--verbose")) {
+            log_set_level(LOG_LVL_DEBUG);
+            vi++;
+        } else if (!strcmp(argv[vi], "-h") || !strcmp(argv[vi], "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (vi + 1 < argc && !strcmp(argv[vi], "--root")) {
+            (void)str_copy(c.root, sizeof c.root, argv[vi + 1]);
+            vi += 2;
+        } else if (vi + 1 < argc && !strcmp(argv[vi], "--socket")) {
+            (void)str_copy(c.socket, sizeof c.socket, argv[vi + 1]);
+            vi += 2;
+        } else {
+            break;
+        }
+    }
+    if (vi >= argc) {
+        usage(stderr);
+        return AGENT_EXIT_USAGE;
+    }
+    const char *verb = argv[vi];
+    int sub_argc = argc - vi;
+    char **sub_argv = argv + vi;
+    cli_permute(sub_argc, sub_argv);
+    int r = cli_parse(&c, sub_argc, sub_argv);
+    if (r != 0)
+        return r > 0 ? 0 : AGENT_EXIT_USAGE;
+    int code;
+    if (!strcmp(verb, "version")) {
+        printf("drover-agent %s\n", DROVER_VERSION);
+        code = 0;
+    } else if (!strcmp(verb, "daemon")) {
+        (void)str_copy(c.dopts.root, sizeof c.dopts.root, c.root);
+        (void)str_copy(c.dopts.socket, sizeof c.dopts.socket, c.socket);
+        (void)str_copy(c.dopts.pidfile, sizeof c.dopts.pidfile, c.pidfile);
+        c.dopts.detach = c.detach;
+        code = daemon_run(&c.dopts);
+    } else if (!strcmp(verb, "release")) {
+        code = cmd_release(&c);
+    } else if (!strcmp(verb, "events")) {
+        code = cmd_events(&c);
+    } else if (!strcmp(verb, "preflight")) {
+        code = cmd_preflight(&c);
+    } else if (!strcmp(verb, "activate")) {
+        code = cmd_job_verb(&c, RPC_ACTIVATE);
+    } else if (!strcmp(verb, "promote")) {
+        code = cmd_job_verb(&c, RPC_PROMOTE);
+    } else if (!strcmp(verb, "revert")) {
+        code = cmd_job_verb(&c, RPC_REVERT);
+    } else if (!strcmp(verb, "stop")) {
+        code = cmd_job_verb(&c, RPC_STOP);
+    } else if (!strcmp(verb, "status")) {
+        code = cmd_status(&c, false);
+    } else if (!strcmp(verb, "watch")) {
+        code = cmd_status(&c, true);
+    } else {
+        log_error("unknown verb '%s'", verb);
+        usage(stderr);
+        code = AGENT_EXIT_USAGE;
+    }
+    spec_done(&c.spec);
+    return code;
+}

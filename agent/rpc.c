@@ -1,0 +1,222 @@
+/* agent/rpc.c: control socket requests (see rpc.h): parse/format and the client side.
+ * The daemon's side of the socket (accept, buffers, replies) lives in daemon.c. */
+#include "agent/rpc.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/util.h"
+
+static const char *const op_names[] = {"status", "watch", "activate", "promote", "revert", "stop"};
+
+const char *rpc_op_name(enum rpc_op op)
+{
+    return (unsigned)op < ARRAY_SIZE(op_names) ? op_names[op] : "?";
+}
+
+void rpc_request_init(struct rpc_request *q)
+{
+    memset(q, 0, sizeof *q);
+    spec_init(&q->spec);
+    q->interval_s = 1;
+}
+
+void rpc_request_done(struct rpc_request *q)
+{
+    if (q)
+        spec_done(&q->spec);
+}
+
+static int get_num(json_t *o, const char *k, double lo, double hi, double *v)
+{
+    json_t *x = json_object_get(o, k);
+    if (!x)
+        return 0;
+    if (!json_is_number(x) || !(json_number_value(x) >= lo && json_number_value(x) <= hi))
+        return -EINVAL;
+    *v = json_number_value(x);
+    return 0;
+}
+
+int rpc_parse_request(const char *text, size_t len, struct rpc_request *ret)
+{
+    if (len > RPC_MAX_BYTES)
+        return -E2BIG;
+    json_error_t jerr;
+    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!o)
+        return -EINVAL;
+    struct rpc_request q;
+    rpc_request_init(&q);
+    int r = -EINVAL;
+    json_t *v = json_object_get(o, "v"), *op = json_object_get(o, "op");
+    json_t *job = json_object_get(o, "job"), *rel = json_object_get(o, "release");
+    json_t *reason = json_object_get(o, "reason"), *count = json_object_get(o, "count");
+    if (!json_is_object(o) || !json_is_integer(v) || !json_is_string(op))
+        goto out;
+    if (json_integer_value(v) != RPC_VERSION) {
+        r = -EPROTONOSUPPORT;
+        goto out;
+    }
+    size_t i;
+    for (i = 0; i < ARRAY_SIZE(op_names); i++)
+        if (!strcmp(json_string_value(op), op_names[i]))
+            break;
+    if (i == ARRAY_SIZE(op_names))
+        goto out;
+    q.op = (enum rpc_op)i;
+    if (job) {
+        if (!json_is_string(job) || !job_name_is_valid(json_string_value(job)))
+            goto out;
+        (void)str_copy(q.job, sizeof q.job, json_string_value(job));
+    }
+    if (rel) {
+        if (!json_is_string(rel) || !sha256_is_hex(json_string_value(rel)))
+            goto out;
+        (void)str_copy(q.release, sizeof q.release, json_string_value(rel));
+    }
+    if (reason) {
+        if (!json_is_string(reason))
+            goto out;
+        (void)str_copy(q.reason, sizeof q.reason, json_string_value(reason));
+    }
+    if (get_num(o, "probation_s", 0, 86400 * 30, &q.probation_s) < 0 ||
+        get_num(o, "ktok_s", 0, 1e12, &q.ktok_s) < 0 ||
+        get_num(o, "interval_s", 0.05, 3600, &q.interval_s) < 0)
+        goto out;
+    if (count) {
+        if (!json_is_integer(count) || json_integer_value(count) < 0)
+            goto out;
+        q.count = json_integer_value(count);
+    }
+    bool needs_job = q.op != RPC_STATUS && q.op != RPC_WATCH;
+    if (needs_job && !q.job[0])
+        goto out;
+    if ((q.op == RPC_ACTIVATE || q.op == RPC_PROMOTE) && !q.release[0])
+        goto out;
+    if (q.op == RPC_ACTIVATE) {
+        struct job_spec s;
+        json_t *spec = json_object_get(o, "spec");
+        if (!spec || (r = spec_from_json(spec, &s)) < 0) {
+            r = r == -E2BIG ? r : -EINVAL;
+            goto out;
+        }
+        spec_done(&q.spec);
+        q.spec = s;
+        (void)str_copy(q.spec.release, sizeof q.spec.release, q.release);
+        q.spec.promoted = false;
+        if (spec_validate(&q.spec, NULL, 0) < 0) {
+            r = -EINVAL;
+            goto out;
+        }
+    }
+    *ret = q;
+    json_decref(o);
+    return 0;
+out:
+    rpc_request_done(&q);
+    json_decref(o);
+    return r;
+}
+
+int rpc_format_request(const struct rpc_request *q, char **ret_text)
+{
+    json_t *o = json_pack("{s:i,s:s}", "v", RPC_VERSION, "op", rpc_op_name(q->op));
+    if (!o)
+        return -ENOMEM;
+    if (q->job[0])
+        json_object_set_new(o, "job", json_string(q->job));
+    if (q->release[0])
+        json_object_set_new(o, "release", json_string(q->release));
+    switch (q->op) {
+    case RPC_ACTIVATE:
+        json_object_set_new(o, "spec", spec_to_json(&q->spec));
+        json_object_set_new(o, "probation_s", json_real(q->probation_s));
+        break;
+    case RPC_PROMOTE:
+        json_object_set_new(o, "ktok_s", json_real(q->ktok_s));
+        break;
+    case RPC_REVERT:
+        json_object_set_new(o, "reason", json_string(q->reason));
+        break;
+    case RPC_WATCH:
+        json_object_set_new(o, "interval_s", json_real(q->interval_s));
+        json_object_set_new(o, "count", json_integer(q->count));
+        break;
+    default:
+        break;
+    }
+    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    if (!text)
+        return -ENOMEM;
+    *ret_text = text;
+    return 0;
+}
+
+int rpc_call(const char *sock, const char *text, int (*on_line)(const char *line, size_t len, void *ud),
+             void *ud)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (str_copy(sa.sun_path, sizeof sa.sun_path, sock) < 0)
+        return -ENAMETOOLONG;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int r = 0;
+    char *buf = NULL;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        r = -errno;
+        goto out;
+    }
+    if ((r = fd_write_all(fd, text, strlen(text))) < 0 || (r = fd_write_all(fd, "\n", 1)) < 0)
+        goto out;
+    (void)shutdown(fd, SHUT_WR);
+    size_t cap = RPC_REPLY_MAX + 1, len = 0;
+    buf = malloc(cap);
+    if (!buf) {
+        r = -ENOMEM;
+        goto out;
+    }
+    for (;;) {
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            r = -errno;
+            goto out;
+        }
+        if (n == 0)
+            break;
+        size_t end = len + (size_t)n, start = 0;
+        for (size_t i = len; i < end; i++)
+            if (buf[i] == '\n') {
+                buf[i] = '\0';
+                if ((r = on_line(buf + start, i - start, ud)) < 0)
+                    goto out;
+                start = i + 1;
+            }
+        memmove(buf, buf + start, end - start);
+        len = end - start;
+        if (len == cap) {
+            r = -E2BIG;
+            goto out;
+        }
+    }
+    if (len > 0) {
+        buf[len] = '\0';
+        r = on_line(buf, len, ud);
+        if (r > 0)
+            r = 0;
+    }
+out:
+    free(buf);
+    close(fd);
+    return r < 0 ? r : 0;
+}

@@ -1,0 +1,56 @@
+/* agent/rpc.h: the control socket protocol between `drover-agent <verb>` and the daemon.
+ *
+ * Unix stream socket (default /run/drover/agent.sock, mode 0600, root only).  The client sends
+ * one request, a JSON object on one line of at most RPC_MAX_BYTES, and reads reply lines until
+ * the daemon closes:
+ *   {"v":1,"op":"activate","job":"train","release":"<id>","spec":{…agent.h spec…},"probation_s":600}
+ *   {"v":1,"op":"promote","job":"train","release":"<id>","ktok_s":412.3}
+ *   {"v":1,"op":"revert","job":"train","reason":"…"}   {"v":1,"op":"stop","job":"train"}
+ *   {"v":1,"op":"status"}   {"v":1,"op":"watch","interval_s":2,"count":0}
+ * Replies: {"ok":true,…} or {"ok":false,"code":<agent_exit>,"error":"<one line>"}; status and
+ * watch reply with status documents (common/status.h), one per line.  Only rpc.c knows this.
+ */
+#ifndef DROVER_AGENT_RPC_H
+#define DROVER_AGENT_RPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/agent.h"
+
+#define RPC_VERSION 1
+#define RPC_MAX_BYTES (64u << 10)
+#define RPC_REPLY_MAX STATUS_MAX_BYTES
+
+enum rpc_op { RPC_STATUS, RPC_WATCH, RPC_ACTIVATE, RPC_PROMOTE, RPC_REVERT, RPC_STOP };
+
+struct rpc_request {
+    enum rpc_op op;
+    char job[JOB_NAME_MAX];
+    char release[RELEASE_ID_LEN + 1];
+    struct job_spec spec;      /* activate only; owned, spec_done() via rpc_request_done() */
+    double probation_s;        /* activate: 0 none */
+    double ktok_s;             /* promote */
+    char reason[256];          /* revert */
+    double interval_s;         /* watch: 0.05 .. 3600 */
+    int64_t count;             /* watch: 0 forever */
+};
+
+void rpc_request_init(struct rpc_request *q);
+void rpc_request_done(struct rpc_request *q);
+const char *rpc_op_name(enum rpc_op op);
+
+/* Parse one request (len bytes, no NUL needed).  -E2BIG over RPC_MAX_BYTES, -EINVAL malformed
+ * (unknown op, missing job, bad id or spec), -EPROTONOSUPPORT other version.  ret written only
+ * on success; release with rpc_request_done(). */
+int rpc_parse_request(const char *text, size_t len, struct rpc_request *ret);
+/* One line of compact JSON without the newline; malloc'd. */
+int rpc_format_request(const struct rpc_request *q, char **ret_text);
+
+/* Client: connect to sock, send text + '\n', then call on_line for every reply line (without the
+ * newline) until the daemon closes or on_line returns < 0 (that value is returned).
+ * -ENOENT/-ECONNREFUSED when no daemon listens; -E2BIG for a reply line over RPC_REPLY_MAX. */
+int rpc_call(const char *sock, const char *text, int (*on_line)(const char *line, size_t len, void *ud),
+             void *ud);
+
+#endif
