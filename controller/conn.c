@@ -353,7 +353,7 @@ static int copy_local(const char *src, const char *dst, char *err, size_t err_sz
     if (out < 0) {
         int e = errno;
         close(in);
-        snprintf(err, err_sz, "cannot create '%s': %s", tmp, strerror(e));
+        snprintf(err, err_sz, "cannot create '%.900s': %s", tmp, strerror(e));
         return -e;
     }
     char buf[65536];

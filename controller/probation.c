@@ -115,7 +115,7 @@ static bool release_matches(const char *reported, const char *want)
 
 static const char *short_id(const char *id, char buf[RELEASE_SHORT_LEN + 1])
 {
-    snprintf(buf, RELEASE_SHORT_LEN + 1, "%s", id && *id ? id : "none");
+    snprintf(buf, RELEASE_SHORT_LEN + 1, "%.12s", id && *id ? id : "none");
     return buf;
 }
 

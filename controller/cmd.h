@@ -1,0 +1,18 @@
+/* controller/cmd.h: the verbs of `drover` other than deploy/plan/rollback (deploy.h).  Each
+ * parses its own arguments (argv[0] is the verb) and returns an exit code (fleet.h).
+ */
+#ifndef DROVER_CMD_H
+#define DROVER_CMD_H
+
+#include "controller/fleet.h"
+
+int cmd_status(struct fleet *f, int argc, char **argv);
+int cmd_history(struct fleet *f, int argc, char **argv);
+int cmd_install(struct fleet *f, int argc, char **argv);
+int cmd_trust(struct fleet *f, int argc, char **argv);
+
+/* The release the controller last made good for job (from history): promoted, or returned to by
+ * a revert or rollback.  "" when none. */
+void cmd_job_target(const struct inventory *inv, const char *job, char ret_id[RELEASE_ID_LEN + 1]);
+
+#endif

@@ -1,0 +1,222 @@
+/* controller/cmd_install.c: `drover install [--job J | HOST:VMID...] [--agent-binary PATH]`:
+ * put the agent binary into each container (staged once per host, pushed with --perms 0755 to a
+ * temp name, sha256 checked inside the container, renamed into place so a running agent's
+ * binary is never written over), then start the daemon if it is not running.  Idempotent.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/sha256.h"
+#include "common/util.h"
+#include "controller/cmd.h"
+#include "controller/pct.h"
+#include "controller/stage.h"
+
+static void default_agent_binary(char *out, size_t out_sz)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        (void)str_copy(out, out_sz, "drover-agent");
+        return;
+    }
+    self[n] = '\0';
+    snprintf(out, out_sz, "%s/drover-agent", dirname(self));
+}
+
+static bool agent_answers(struct conn *c, const struct inv_ct *ct)
+{
+    const char *args[] = { "status", "--json", NULL };
+    struct exec_result res;
+    if (pct_run_agent(c, ct, args, 15, &res) < 0)
+        return false;
+    bool ok = res.status == 0;
+    exec_result_done(&res);
+    return ok;
+}
+
+static int install_one(struct fleet *f, const struct inv_ct *ct, const char *staged, const char *sha)
+{
+    const struct inventory *inv = f->inv;
+    struct conn *c;
+    int r = fleet_conn(f, ct->host, &c);
+    if (r < 0)
+        return r;
+    const struct inv_host *h = &inv->hosts[ct->host];
+    const char *dest = ct->root[0] && h->agent_path[0] ? h->agent_path : inv->agent_path;
+    char cur[65], tmp[PATH_MAX], dir[PATH_MAX];
+    bool changed = false;
+    if (pct_sha256(c, ct, dest, cur) == 0 && strcmp(cur, sha) == 0) {
+        fprintf(stderr, "%s: %s already installed (sha256 %.12s)\n", ct->label, dest, sha);
+    } else {
+        snprintf(tmp, sizeof tmp, "%s.new", dest);
+        (void)str_copy(dir, sizeof dir, dest);
+        const char *mk[] = { "mkdir", "-p", dirname(dir), NULL };
+        struct exec_result res;
+        r = pct_run(c, ct, mk, inv->exec_timeout_s, &res);
+        if (r < 0) {
+            log_error("%s: %s", ct->label, c->err);
+            return r;
+        }
+        int st = res.status;
+        exec_result_done(&res);
+        if (st != 0) {
+            log_error("%s: cannot create '%s' (is the container running? pct start %d)", ct->label,
+                      dir, ct->vmid);
+            return -EIO;
+        }
+        r = pct_push(c, ct, staged, tmp, "0755");
+        if (r < 0) {
+            log_error("%s: %s", ct->label, c->err);
+            return r;
+        }
+        /* pct push exits 0 even when the copy failed: check what arrived. */
+        if (pct_sha256(c, ct, tmp, cur) < 0 || strcmp(cur, sha) != 0) {
+            log_error("%s: '%s' did not arrive intact (sha256 mismatch: disk full?)", ct->label, tmp);
+            return -EBADMSG;
+        }
+        const char *mv[] = { "mv", "-f", tmp, dest, NULL };
+        r = pct_run(c, ct, mv, inv->exec_timeout_s, &res);
+        if (r < 0 || res.status != 0) {
+            log_error("%s: cannot move '%s' into place", ct->label, tmp);
+            if (r == 0)
+                exec_result_done(&res);
+            return -EIO;
+        }
+        exec_result_done(&res);
+        changed = true;
+        fprintf(stderr, "%s: installed %s (sha256 %.12s)\n", ct->label, dest, sha);
+    }
+    if (agent_answers(c, ct)) {
+        if (changed)
+            log_warn("%s: the agent daemon is running the previous binary; restart it to run the "
+                     "new one (workers keep running)", ct->label);
+        printf("%s: agent running\n", ct->label);
+        return 0;
+    }
+    const char *daemon[] = { "daemon", "--detach", NULL };
+    struct exec_result res;
+    r = pct_run_agent(c, ct, daemon, 30, &res);
+    if (r < 0) {
+        log_error("%s: %s", ct->label, c->err);
+        return r;
+    }
+    char reason[512];
+    if (res.status != 0) {
+        log_error("%s: drover-agent daemon --detach failed (exit %d): %s", ct->label, res.status,
+                  exec_result_reason(&res, reason, sizeof reason));
+        exec_result_done(&res);
+        return -EIO;
+    }
+    exec_result_done(&res);
+    for (int i = 0; i < 50; i++) {
+        if (agent_answers(c, ct)) {
+            printf("%s: agent started\n", ct->label);
+            return 0;
+        }
+        usleep(200000);
+    }
+    log_error("%s: started the agent daemon but it does not answer `drover-agent status`",
+              ct->label);
+    return -ETIMEDOUT;
+}
+
+int cmd_install(struct fleet *f, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "job", required_argument, NULL, 'j' },
+        { "agent-binary", required_argument, NULL, 'a' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *job = NULL;
+    char binary[PATH_MAX];
+    default_agent_binary(binary, sizeof binary);
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "j:a:", opts, NULL)) != -1) {
+        if (c == 'j')
+            job = optarg;
+        else if (c == 'a')
+            (void)str_copy(binary, sizeof binary, optarg);
+        else
+            return EXIT_USAGE;
+    }
+    const struct inventory *inv = f->inv;
+    struct inv_ct *cts = calloc(INV_MAX_JOBS * INV_MAX_CTS, sizeof *cts);
+    if (!cts)
+        return EXIT_FAIL;
+    int n = 0, ret = EXIT_OK;
+    if (optind < argc) {
+        if (job) {
+            log_error("give --job or HOST:VMID arguments, not both");
+            free(cts);
+            return EXIT_USAGE;
+        }
+        for (int i = optind; i < argc && n < INV_MAX_JOBS * INV_MAX_CTS; i++) {
+            char err[512];
+            if (inventory_parse_ct(inv, argv[i], &cts[n], err, sizeof err) < 0) {
+                log_error("%s", err);
+                free(cts);
+                return EXIT_USAGE;
+            }
+            n++;
+        }
+    } else {
+        for (int ji = 0; ji < inv->njobs; ji++) {
+            const struct inv_job *j = &inv->jobs[ji];
+            if (job && strcmp(job, j->name) != 0)
+                continue;
+            for (int i = 0; i < j->ncts; i++) {
+                bool dup = false;
+                for (int k = 0; k < n; k++)
+                    dup = dup || strcmp(cts[k].label, j->cts[i].label) == 0;
+                if (!dup)
+                    cts[n++] = j->cts[i];
+            }
+        }
+        if (job && !inventory_find_job(inv, job)) {
+            log_error("no [job %s] in '%s'", job, inv->path);
+            free(cts);
+            return EXIT_USAGE;
+        }
+    }
+    if (n == 0) {
+        log_error("no containers to install into");
+        free(cts);
+        return EXIT_USAGE;
+    }
+    char sha[SHA256_HEX_LEN + 1];
+    uint64_t size;
+    int r = sha256_file_hex(binary, sha, &size);
+    if (r < 0) {
+        log_error("cannot read agent binary '%s': %s (build it, or pass --agent-binary)", binary,
+                  strerror(-r));
+        free(cts);
+        return EXIT_FAIL;
+    }
+    char staged[INV_MAX_HOSTS][1024];
+    int staged_r[INV_MAX_HOSTS] = { 0 };
+    bool tried[INV_MAX_HOSTS] = { false };
+    for (int i = 0; i < n; i++) {
+        int h = cts[i].host;
+        if (!tried[h]) {
+            char err[1500];
+            tried[h] = true;
+            staged_r[h] = stage_to_host(f, h, binary, sha, size, "agent", staged[h],
+                                        sizeof staged[h], err, sizeof err);
+            if (staged_r[h] < 0 && f->conn_err[h] == 0)
+                log_error("%s", err);
+        }
+        if (staged_r[h] < 0 || install_one(f, &cts[i], staged[h], sha) < 0)
+            ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
+    }
+    free(cts);
+    return ret;
+}

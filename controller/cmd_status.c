@@ -1,0 +1,262 @@
+/* controller/cmd_status.c: `drover status [-o json|wide] [--job J] [--watch N]`: one snapshot of
+ * every job, container and rank from the agents (status --json through pct exec).  Unreachable
+ * hosts and agents are shown as such; it never waits longer than the connect and exec timeouts.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "controller/cmd.h"
+#include "controller/state.h"
+
+void cmd_job_target(const struct inventory *inv, const char *job, char ret_id[RELEASE_ID_LEN + 1])
+{
+    struct history_entry *h;
+    size_t n;
+    ret_id[0] = '\0';
+    if (state_history_read(inv->state_dir, job, &h, &n) < 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(h[i].result, "promoted") == 0)
+            (void)str_copy(ret_id, RELEASE_ID_LEN + 1, h[i].release);
+        else if ((strcmp(h[i].result, "reverted") == 0 || strcmp(h[i].result, "rollback") == 0) &&
+                 h[i].previous[0])
+            (void)str_copy(ret_id, RELEASE_ID_LEN + 1, h[i].previous);
+    }
+    free(h);
+}
+
+static json_t *json_str_or_null(const char *s)
+{
+    return s && *s ? json_string(s) : json_null();
+}
+
+static json_t *rank_json(const struct rank_status *rs)
+{
+    json_t *o = json_pack("{s:i,s:i,s:s,s:I,s:f,s:i,s:i}", "rank", rs->rank, "local_rank",
+                          rs->local_rank, "state", rs->state, "pid", (json_int_t)rs->pid, "hb_age_s",
+                          rs->hb_age_s, "exit_code", rs->exit_code, "exit_signal", rs->exit_signal);
+    if (!o)
+        return NULL;
+    if (rs->has_hb) {
+        const struct heartbeat *hb = &rs->hb;
+        json_object_set_new(o, "release", json_str_or_null(hb->release));
+        json_object_set_new(o, "phase", json_string(hb_phase_name(hb->phase)));
+        json_object_set_new(o, "step", json_integer(hb->step));
+        json_object_set_new(o, "loss", hb->loss_finite && isfinite(hb->loss) ? json_real(hb->loss)
+                                                                              : json_null());
+        json_object_set_new(o, "nonfinite", json_integer(hb->nonfinite));
+        json_object_set_new(o, "ktok_s", json_real(isfinite(hb->tok_s) ? hb->tok_s / 1000.0 : 0));
+        json_object_set_new(o, "resumed_from", json_integer(hb->resumed_from));
+    } else {
+        json_object_set_new(o, "release", json_null());
+        json_object_set_new(o, "phase", json_null());
+        json_object_set_new(o, "step", json_null());
+        json_object_set_new(o, "loss", json_null());
+        json_object_set_new(o, "ktok_s", json_null());
+    }
+    if (rs->gpu.valid)
+        json_object_set_new(o, "gpu", json_pack("{s:f,s:I,s:I,s:f}", "util", rs->gpu.util,
+                                                "mem_used", (json_int_t)rs->gpu.mem_used,
+                                                "mem_total", (json_int_t)rs->gpu.mem_total, "temp",
+                                                rs->gpu.temp));
+    return o;
+}
+
+struct status_opts {
+    int json, wide;
+    const char *job;
+};
+
+static void print_row(const char *job, const char *ct, int node, const struct job_status *js,
+                      const struct rank_status *rs, const char *target, int wide)
+{
+    char sid[RELEASE_SHORT_LEN + 1], age[16], step[24] = "-", loss[24] = "-", ktok[24] = "-",
+         rank[8] = "-", rel[RELEASE_SHORT_LEN + 2];
+    const char *release = js->release[0] ? js->release : js->current;
+    const char *state = gang_state_name(js->state);
+    if (rs) {
+        snprintf(rank, sizeof rank, "%d", rs->rank);
+        state = rs->state;
+        if (rs->has_hb) {
+            if (rs->hb.release[0])
+                release = rs->hb.release;
+            snprintf(step, sizeof step, "%lld", (long long)rs->hb.step);
+            if (rs->hb.loss_finite && isfinite(rs->hb.loss))
+                snprintf(loss, sizeof loss, "%.4f", rs->hb.loss);
+            else
+                snprintf(loss, sizeof loss, "NaN");
+            snprintf(ktok, sizeof ktok, "%.1f", rs->hb.tok_s / 1000.0);
+        }
+    }
+    bool off = target[0] && release[0] && strncmp(release, target, strlen(release)) != 0;
+    snprintf(rel, sizeof rel, "%s%s", ui_short(release, sid), off ? "*" : "");
+    bool bad = js->state == GANG_FAILED || js->state == GANG_REVERTED || js->state == GANG_BACKOFF;
+    printf("%-12s %-22s %4d %4s %-13s %s%-10s%s %8s %8s %8s %5s %4d", job, ct, node, rank, rel,
+           bad ? ui_red(stdout) : "", state, bad ? ui_reset(stdout) : "", step, loss, ktok,
+           rs ? ui_age(rs->hb_age_s, age, sizeof age) : "-", js->restarts);
+    if (wide)
+        printf("  %s (good %.12s) %s", gang_state_name(js->state), js->good[0] ? js->good : "-",
+               js->reason);
+    printf("\n");
+}
+
+static int status_once(struct fleet *f, const struct status_opts *o)
+{
+    const struct inventory *inv = f->inv;
+    struct agent_status *st = malloc(sizeof *st);
+    json_t *root = json_pack("{s:i,s:f,s:[]}", "v", 1, "time", time_wall(), "jobs");
+    if (!st || !root) {
+        free(st);
+        json_decref(root);
+        return EXIT_FAIL;
+    }
+    int unreachable = 0;
+    if (!o->json)
+        printf("%-12s %-22s %4s %4s %-13s %-10s %8s %8s %8s %5s %4s%s\n", "JOB", "CONTAINER", "NODE",
+               "RANK", "RELEASE", "STATE", "STEP", "LOSS", "KTOK/S", "HB", "RST",
+               o->wide ? "  GANG (GOOD) REASON" : "");
+    for (int ji = 0; ji < inv->njobs; ji++) {
+        const struct inv_job *j = &inv->jobs[ji];
+        if (o->job && strcmp(o->job, j->name) != 0)
+            continue;
+        char target[RELEASE_ID_LEN + 1];
+        cmd_job_target(inv, j->name, target);
+        json_t *jo = json_pack("{s:s,s:o,s:[]}", "job", j->name, "target", json_str_or_null(target),
+                               "containers");
+        double total = 0;
+        for (int i = 0; i < j->ncts; i++) {
+            const struct inv_ct *ct = &j->cts[i];
+            char err[1500];
+            json_t *co = json_pack("{s:s,s:s,s:i}", "container", ct->label, "host",
+                                   inv->hosts[ct->host].name, "node_rank", i);
+            json_object_set_new(co, "vmid", ct->vmid >= 0 ? json_integer(ct->vmid) : json_null());
+            json_object_set_new(co, "root", json_str_or_null(ct->root));
+            int r = fleet_agent_status(f, ct, st, err, sizeof err);
+            const struct job_status *js = r == 0 ? status_find_job(st, j->name) : NULL;
+            if (r < 0) {
+                unreachable++;
+                json_object_set_new(co, "reachable", json_false());
+                json_object_set_new(co, "error", json_string(err));
+                if (!o->json)
+                    printf("%-12s %-22s %4d %4s %s%s%s\n", j->name, ct->label, i, "-",
+                           ui_red(stdout), f->conn_err[ct->host] ? "unreachable" : "agent-unreachable",
+                           ui_reset(stdout));
+                json_array_append_new(json_object_get(jo, "containers"), co);
+                continue;
+            }
+            json_object_set_new(co, "reachable", json_true());
+            json_object_set_new(co, "error", json_null());
+            json_object_set_new(co, "agent_version", json_string(st->agent_version));
+            if (!js) {
+                json_object_set_new(co, "state", json_string("no-job"));
+                json_object_set_new(co, "ranks", json_array());
+                if (!o->json)
+                    printf("%-12s %-22s %4d %4s %-13s %-10s\n", j->name, ct->label, i, "-", "-",
+                           "no-job");
+                json_array_append_new(json_object_get(jo, "containers"), co);
+                continue;
+            }
+            json_object_set_new(co, "state", json_string(gang_state_name(js->state)));
+            json_object_set_new(co, "current", json_str_or_null(js->current));
+            json_object_set_new(co, "good", json_str_or_null(js->good));
+            json_object_set_new(co, "previous", json_str_or_null(js->previous));
+            json_object_set_new(co, "release", json_str_or_null(js->release));
+            json_object_set_new(co, "restarts", json_integer(js->restarts));
+            json_object_set_new(co, "generation", json_integer(js->generation));
+            json_object_set_new(co, "age_s", json_real(js->age_s));
+            json_object_set_new(co, "reason", json_string(js->reason));
+            json_t *ranks = json_array();
+            for (int k = 0; k < js->nranks; k++) {
+                json_array_append_new(ranks, rank_json(&js->ranks[k]));
+                if (js->ranks[k].has_hb && isfinite(js->ranks[k].hb.tok_s))
+                    total += js->ranks[k].hb.tok_s / 1000.0;
+                if (!o->json)
+                    print_row(j->name, ct->label, i, js, &js->ranks[k], target, o->wide);
+            }
+            if (!js->nranks && !o->json)
+                print_row(j->name, ct->label, i, js, NULL, target, o->wide);
+            json_object_set_new(co, "ranks", ranks);
+            json_array_append_new(json_object_get(jo, "containers"), co);
+        }
+        json_object_set_new(jo, "ktok_s", json_real(total));
+        json_array_append_new(json_object_get(root, "jobs"), jo);
+    }
+    if (o->json) {
+        char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (text) {
+            printf("%s\n", text);
+            free(text);
+        }
+    }
+    fflush(stdout);
+    json_decref(root);
+    free(st);
+    return unreachable ? EXIT_FAIL : EXIT_OK;
+}
+
+int cmd_status(struct fleet *f, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "output", required_argument, NULL, 'o' },
+        { "job", required_argument, NULL, 'j' },
+        { "watch", required_argument, NULL, 'w' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct status_opts o = { 0 };
+    double watch = 0;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:j:w:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            if (strcmp(optarg, "json") == 0)
+                o.json = 1;
+            else if (strcmp(optarg, "wide") == 0)
+                o.wide = 1;
+            else {
+                log_error("-o takes json or wide, not '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'j':
+            o.job = optarg;
+            if (!inventory_find_job(f->inv, optarg)) {
+                log_error("no [job %s] in '%s'", optarg, f->inv->path);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'w':
+            watch = atof(optarg);
+            if (watch <= 0) {
+                log_error("--watch takes a positive number of seconds");
+                return EXIT_USAGE;
+            }
+            break;
+        default:
+            return EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        log_error("status takes no arguments besides options");
+        return EXIT_USAGE;
+    }
+    if (!watch)
+        return status_once(f, &o);
+    for (;;) {
+        if (isatty(STDOUT_FILENO) && !o.json)
+            printf("\033[H\033[2J");
+        (void)status_once(f, &o);
+        for (int h = 0; h < INV_MAX_HOSTS; h++)
+            if (f->conn_err[h] != -ENOKEY && f->conn_err[h] != -EKEYREJECTED)
+                f->conn_err[h] = 0; /* try unreachable hosts again next round */
+        usleep((useconds_t)(watch * 1e6));
+    }
+}

@@ -1,0 +1,692 @@
+/* controller/deploy.c: the deploy path of DESIGN.md for one job (a gang switches together):
+ * bundle -> stage (one upload per host, content-addressed) -> push + agent verify per container
+ * -> preflight -> activate every node -> probation over the live status streams -> promote, or
+ * revert to the last good release and confirm it recovers.  Invariant: nothing is stopped or
+ * switched until every container holds the verified release (and preflight passed); a failure
+ * before that point leaves the running release untouched.
+ */
+#include "controller/deploy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/bundle.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "common/util.h"
+#include "controller/pct.h"
+#include "controller/probation.h"
+#include "controller/stage.h"
+#include "controller/state.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+struct deploy {
+    struct fleet *f;
+    const struct inventory *inv;
+    const struct inv_job *job;
+    char id[RELEASE_ID_LEN + 1];
+    char sid[RELEASE_SHORT_LEN + 1];
+    char name[MANIFEST_NAME_MAX];
+    char blob[1024];           /* local bundle path */
+    char blob_sha[SHA256_HEX_LEN + 1];
+    uint64_t blob_size;
+    char good[RELEASE_ID_LEN + 1];    /* last good release (from ct 0's agent) */
+    char key[1024];                   /* baseline key */
+    double baseline;                  /* -1 none */
+    struct agent_status *st;          /* scratch, large */
+    const char *labels[INV_MAX_CTS];
+};
+
+const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *name)
+{
+    if (name) {
+        const struct inv_job *j = inventory_find_job(inv, name);
+        if (!j)
+            log_error("no [job %s] in '%s'", name, inv->path);
+        return j;
+    }
+    if (inv->njobs == 1)
+        return &inv->jobs[0];
+    log_error("'%s' has %d jobs: say which with --job NAME", inv->path, inv->njobs);
+    return NULL;
+}
+
+static void history_record(struct deploy *d, const char *result, const char *reason, double ktok)
+{
+    struct history_entry e = { .time = time_wall(), .ktok_s = ktok, .baseline_ktok_s = d->baseline };
+    (void)str_copy(e.job, sizeof e.job, d->job->name);
+    (void)str_copy(e.release, sizeof e.release, d->id);
+    (void)str_copy(e.name, sizeof e.name, d->name);
+    (void)str_copy(e.result, sizeof e.result, result);
+    (void)str_copy(e.previous, sizeof e.previous, d->good);
+    (void)str_copy(e.reason, sizeof e.reason, reason ? reason : "");
+    size_t off = 0;
+    for (int i = 0; i < d->job->ncts && off < sizeof e.containers; i++)
+        off += (size_t)snprintf(e.containers + off, sizeof e.containers - off, "%s%s", i ? " " : "",
+                                d->job->cts[i].label);
+    int r = state_history_append(d->inv->state_dir, &e);
+    if (r < 0)
+        log_warn("cannot append to the history in '%s': %s", d->inv->state_dir, strerror(-r));
+}
+
+/* Run the agent in ct with args; 0 when it exited 0, else -EIO with "label: reason" in err. */
+static int agent_call(struct deploy *d, const struct inv_ct *ct, const char *const *args,
+                      double timeout_s, char *err, size_t err_sz)
+{
+    struct conn *c;
+    int r = fleet_conn(d->f, ct->host, &c);
+    if (r < 0) {
+        snprintf(err, err_sz, "%s: host unreachable", ct->label);
+        return r;
+    }
+    struct exec_result res;
+    r = pct_run_agent(c, ct, args, timeout_s, &res);
+    if (r < 0) {
+        snprintf(err, err_sz, "%s: %s", ct->label, c->err);
+        return r;
+    }
+    if (res.status != 0) {
+        char reason[600];
+        snprintf(err, err_sz, "%s: drover-agent %s failed (exit %d): %s", ct->label, args[0],
+                 res.status, exec_result_reason(&res, reason, sizeof reason));
+        r = -EIO;
+    }
+    exec_result_done(&res);
+    return r;
+}
+
+static int stage_bundle(struct deploy *d, const char *dir)
+{
+    const struct inventory *inv = d->inv;
+    int r = state_init(inv->state_dir);
+    if (r < 0) {
+        log_error("cannot create state directory '%s': %s", inv->state_dir, strerror(-r));
+        return r;
+    }
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s/bundles/.new-%d.bundle", inv->state_dir, (int)getpid());
+    struct manifest *m = NULL;
+    r = bundle_pack(dir, NULL, tmp, d->id, &m);
+    if (r < 0) {
+        (void)unlink(tmp);
+        log_error("cannot bundle release directory '%s': %s%s", dir, strerror(-r),
+                  r == -EINVAL ? " (symlinks and special files are not allowed in a release)" : "");
+        return r;
+    }
+    (void)str_copy(d->name, sizeof d->name, m->name);
+    size_t nfiles = m->nfiles;
+    manifest_free(m);
+    snprintf(d->blob, sizeof d->blob, "%s/bundles/%s.bundle", inv->state_dir, d->id);
+    if (rename(tmp, d->blob) < 0) {
+        r = -errno;
+        (void)unlink(tmp);
+        log_error("cannot store bundle '%s': %s", d->blob, strerror(-r));
+        return r;
+    }
+    r = sha256_file_hex(d->blob, d->blob_sha, &d->blob_size);
+    if (r < 0) {
+        log_error("cannot hash '%s': %s", d->blob, strerror(-r));
+        return r;
+    }
+    ui_short(d->id, d->sid);
+    fprintf(stderr, "release %s (%s): %zu files, bundle %.2f MiB\n", d->sid, d->name, nfiles,
+            (double)d->blob_size / 1048576.0);
+    return 0;
+}
+
+/* One upload per host, skipped when the content-addressed blob is already there. */
+static int stage_hosts(struct deploy *d, char *err, size_t err_sz)
+{
+    bool done[INV_MAX_HOSTS] = { false };
+    for (int i = 0; i < d->job->ncts; i++) {
+        int h = d->job->cts[i].host;
+        if (done[h])
+            continue;
+        done[h] = true;
+        char remote[1024];
+        int r = stage_to_host(d->f, h, d->blob, d->blob_sha, d->blob_size, "bundle", remote,
+                              sizeof remote, err, err_sz);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+static int push_cts(struct deploy *d, char *err, size_t err_sz)
+{
+    const struct inventory *inv = d->inv;
+    char remote[1024];
+    snprintf(remote, sizeof remote, "%s/%s.bundle", inv->staging_dir, d->blob_sha);
+    for (int i = 0; i < d->job->ncts; i++) {
+        const struct inv_ct *ct = &d->job->cts[i];
+        struct conn *c;
+        int r = fleet_conn(d->f, ct->host, &c);
+        if (r < 0) {
+            snprintf(err, err_sz, "%s: host unreachable", ct->label);
+            return r;
+        }
+        char incoming[600], dest[700];
+        snprintf(incoming, sizeof incoming, "%s/incoming", pct_agent_root(ct));
+        snprintf(dest, sizeof dest, "%s/%s.bundle", incoming, d->id);
+        /* pct push never creates parent directories (PCT.md). */
+        const char *mk[] = { "mkdir", "-p", incoming, NULL };
+        struct exec_result res;
+        r = pct_run(c, ct, mk, inv->exec_timeout_s, &res);
+        if (r < 0) {
+            snprintf(err, err_sz, "%s: %s", ct->label, c->err);
+            return r;
+        }
+        if (res.status != 0) {
+            char reason[512];
+            snprintf(err, err_sz, "%s: cannot create '%s' (is the container running?): %s",
+                     ct->label, incoming, exec_result_reason(&res, reason, sizeof reason));
+            exec_result_done(&res);
+            return -EIO;
+        }
+        exec_result_done(&res);
+        r = pct_push(c, ct, remote, dest, "0600");
+        if (r < 0) {
+            snprintf(err, err_sz, "%s: %s", ct->label, c->err);
+            return r;
+        }
+        /* The verification: the agent checks every file's SHA-256 against the manifest and the
+         * release id before the release exists in its store. */
+        const char *add[] = { "release", "add", dest, "--id", d->id, NULL };
+        r = agent_call(d, ct, add, inv->exec_timeout_s + 60, err, err_sz);
+        if (r < 0)
+            return r;
+        fprintf(stderr, "push %s: verified %s\n", ct->label, d->sid);
+    }
+    return 0;
+}
+
+static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
+{
+    const struct inv_job *j = d->job;
+    if (!j->preflight[0])
+        return 0;
+    const char *args[PCT_ARGV_MAX];
+    size_t n = 0;
+    args[n++] = "preflight";
+    args[n++] = d->id;
+    args[n++] = "--";
+    args[n++] = j->preflight;
+    for (int i = 0; i < j->npreflight_args; i++)
+        args[n++] = j->preflight_args[i];
+    args[n] = NULL;
+    for (int i = 0; i < j->ncts; i++) {
+        int r = agent_call(d, &j->cts[i], args, d->inv->exec_timeout_s + 60, err, err_sz);
+        if (r < 0)
+            return r;
+        fprintf(stderr, "preflight %s: passed\n", j->cts[i].label);
+    }
+    return 0;
+}
+
+static int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t err_sz)
+{
+    const struct inv_job *j = d->job;
+    char nnodes[16], rank[16], nproc[16], port[16], grace[32], pdl[32];
+    snprintf(nnodes, sizeof nnodes, "%d", j->ncts);
+    snprintf(nproc, sizeof nproc, "%d", j->nproc_per_node);
+    snprintf(port, sizeof port, "%d", j->master_port);
+    snprintf(grace, sizeof grace, "%.0f", j->grace_s);
+    snprintf(pdl, sizeof pdl, "%.0f", probation_deadline);
+    for (int i = 0; i < j->ncts; i++) {
+        const char *args[PCT_ARGV_MAX];
+        size_t n = 0;
+        snprintf(rank, sizeof rank, "%d", i);
+        args[n++] = "activate";
+        args[n++] = d->id;
+        args[n++] = "--job";
+        args[n++] = j->name;
+        args[n++] = "--nnodes";
+        args[n++] = nnodes;
+        args[n++] = "--node-rank";
+        args[n++] = rank;
+        args[n++] = "--nproc-per-node";
+        args[n++] = nproc;
+        if (j->gpus[0]) {
+            args[n++] = "--gpus";
+            args[n++] = j->gpus;
+        }
+        if (j->master_addr[0]) {
+            args[n++] = "--master-addr";
+            args[n++] = j->master_addr;
+        }
+        if (j->master_port) {
+            args[n++] = "--master-port";
+            args[n++] = port;
+        }
+        if (j->grace_s > 0) {
+            args[n++] = "--grace";
+            args[n++] = grace;
+        }
+        args[n++] = "--probation-deadline";
+        args[n++] = pdl;
+        args[n++] = "--";
+        args[n++] = j->command;
+        for (int k = 0; k < j->nargs; k++)
+            args[n++] = j->args[k];
+        args[n] = NULL;
+        double timeout = (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s;
+        int r = agent_call(d, &j->cts[i], args, timeout, err, err_sz);
+        if (r < 0)
+            return r;
+        fprintf(stderr, "activate %s: node %d of %d started %s\n", j->cts[i].label, i, j->ncts,
+                d->sid);
+    }
+    return 0;
+}
+
+/* Follow one watch stream per container and feed the probation until it decides. */
+static enum probation_verdict watch_probation(struct deploy *d, struct probation *p)
+{
+    const struct inv_job *j = d->job;
+    struct conn_stream *streams[INV_MAX_CTS] = { NULL };
+    double reopen_at[INV_MAX_CTS] = { 0 };
+    struct conn *conns[INV_MAX_HOSTS];
+    int nconns = 0;
+    const char *wargs[] = { "watch", "--json", "--interval", "1", NULL };
+    for (int h = 0; h < INV_MAX_HOSTS; h++)
+        if (d->f->conns[h])
+            conns[nconns++] = d->f->conns[h];
+    bool tty = isatty(STDERR_FILENO);
+    double last_print = 0;
+    enum probation_verdict v = PROBATION_PENDING;
+    while (v == PROBATION_PENDING && !interrupted) {
+        double now = time_mono();
+        for (int i = 0; i < j->ncts; i++) {
+            const struct inv_ct *ct = &j->cts[i];
+            if (!streams[i] && now >= reopen_at[i]) {
+                struct conn *c;
+                if (fleet_conn(d->f, ct->host, &c) == 0 &&
+                    pct_stream_agent(c, ct, wargs, STATUS_MAX_BYTES + 16, &streams[i]) < 0) {
+                    log_warn("%s: cannot start the status stream: %s", ct->label, c->err);
+                    streams[i] = NULL;
+                }
+                reopen_at[i] = now + 3;
+            }
+            if (!streams[i])
+                continue;
+            char *line;
+            size_t len;
+            int r;
+            while ((r = conn_stream_poll(streams[i], &line, &len)) == 1) {
+                if (status_parse(line, len, d->st) == 0)
+                    probation_feed(p, i, d->st, time_mono());
+                else
+                    log_debug("%s: unreadable status line (%zu bytes)", ct->label, len);
+            }
+            if (r == -EPIPE || r == -EIO) {
+                log_debug("%s: status stream ended; reopening", ct->label);
+                conn_stream_free(streams[i]);
+                streams[i] = NULL;
+            }
+        }
+        now = time_mono();
+        v = probation_check(p, now);
+        if (v == PROBATION_PENDING && now - last_print >= (tty ? 1 : 10)) {
+            char line[512];
+            probation_describe(p, now, line, sizeof line);
+            fprintf(stderr, tty ? "\r\033[Kprobation %s" : "probation %s\n", line);
+            last_print = now;
+        }
+        if (v == PROBATION_PENDING)
+            conn_wait(conns, nconns, 200);
+    }
+    if (tty && last_print > 0)
+        fputc('\n', stderr);
+    for (int i = 0; i < j->ncts; i++)
+        conn_stream_free(streams[i]);
+    return v;
+}
+
+/* After a revert: watch until the good release heartbeats in phase train on every rank. */
+static int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_sz)
+{
+    struct inv_policy pol = d->job->policy;
+    if (pol.healthy_deadline_s < 30)
+        pol.healthy_deadline_s = 30;
+    pol.progress_deadline_s = 2 * pol.healthy_deadline_s + (d->job->grace_s > 0 ? d->job->grace_s : 60);
+    struct probation *p;
+    int r = probation_new(&pol, d->job->name, good, d->job->ncts, d->labels, d->job->nproc_per_node,
+                          -1, true, time_mono(), &p);
+    if (r < 0)
+        return r;
+    interrupted = 0;
+    enum probation_verdict v = watch_probation(d, p);
+    char sid[RELEASE_SHORT_LEN + 1];
+    if (v == PROBATION_PASS) {
+        long long step, resumed;
+        probation_progress(p, &step, &resumed);
+        if (resumed >= 0)
+            snprintf(msg, msg_sz, "%s is training again at step %lld (resumed from its checkpoint "
+                     "at step %lld)", ui_short(good, sid), step, resumed);
+        else
+            snprintf(msg, msg_sz, "%s is training again at step %lld (started fresh: no checkpoint)",
+                     ui_short(good, sid), step);
+        r = 0;
+    } else {
+        snprintf(msg, msg_sz, "%s did not recover: %s", ui_short(good, sid),
+                 v == PROBATION_FAIL ? probation_reason(p) : "interrupted");
+        r = -EIO;
+    }
+    probation_free(p);
+    return r;
+}
+
+/* Revert every container to its last good release.  Returns the exit code. */
+static int revert_all(struct deploy *d, const char *reason)
+{
+    const struct inv_job *j = d->job;
+    char sid[RELEASE_SHORT_LEN + 1];
+    if (!d->good[0]) {
+        /* Nothing to go back to: stop the failed release so it does not burn GPUs. */
+        const char *args[] = { "stop", "--job", j->name, NULL };
+        int failed = 0;
+        for (int i = 0; i < j->ncts; i++) {
+            char err[1024];
+            if (agent_call(d, &j->cts[i], args, (j->grace_s > 0 ? j->grace_s : 60) + 60, err,
+                           sizeof err) < 0) {
+                log_error("%s", err);
+                failed++;
+            }
+        }
+        printf("no last good release for job '%s' to return to: %s\n", j->name,
+               failed ? "stopping the gang FAILED on some containers" : "stopped the gang");
+        history_record(d, failed ? "revert-failed" : "failed", reason, -1);
+        return failed ? EXIT_REVERT_FAILED : EXIT_REVERTED;
+    }
+    fprintf(stderr, "reverting job '%s' to %s on %d containers\n", j->name, ui_short(d->good, sid),
+            j->ncts);
+    char why[300];
+    snprintf(why, sizeof why, "drover: %s", reason);
+    const char *args[] = { "revert", "--job", j->name, "--reason", why, NULL };
+    int failed = 0;
+    for (int i = 0; i < j->ncts; i++) {
+        char err[1024];
+        if (agent_call(d, &j->cts[i], args, (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s,
+                       err, sizeof err) < 0) {
+            log_error("%s", err);
+            failed++;
+        }
+    }
+    char msg[700];
+    if (!failed && confirm_recovery(d, d->good, msg, sizeof msg) == 0) {
+        printf("reverted job '%s' to %s: %s\n", j->name, ui_short(d->good, sid), msg);
+        history_record(d, "reverted", reason, -1);
+        return EXIT_REVERTED;
+    }
+    if (failed)
+        snprintf(msg, sizeof msg, "revert failed on %d of %d containers", failed, j->ncts);
+    fprintf(stderr, "%s%sREVERT FAILED for job '%s': %s; the job may be down: look with "
+            "`drover status` and act now%s\n", ui_bold(stderr), ui_red(stderr), j->name, msg,
+            ui_reset(stderr));
+    printf("REVERT FAILED for job '%s': %s\n", j->name, msg);
+    history_record(d, "revert-failed", reason, -1);
+    return EXIT_REVERT_FAILED;
+}
+
+static int promote_all(struct deploy *d, double ktok)
+{
+    const struct inv_job *j = d->job;
+    char k[32];
+    snprintf(k, sizeof k, "%.3f", ktok > 0 ? ktok : 0);
+    const char *args[] = { "promote", d->id, "--job", j->name, "--ktok-s", k, NULL };
+    const char *args_nok[] = { "promote", d->id, "--job", j->name, NULL };
+    int failed = 0;
+    for (int i = 0; i < j->ncts; i++) {
+        char err[1024];
+        if (agent_call(d, &j->cts[i], ktok > 0 ? args : args_nok, d->inv->exec_timeout_s, err,
+                       sizeof err) < 0) {
+            log_error("%s", err);
+            failed++;
+        }
+    }
+    return failed ? -EIO : 0;
+}
+
+/* Read each container's view of the job; fills d->good from the first container that has one. */
+static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err, size_t err_sz)
+{
+    const struct inv_job *j = d->job;
+    bool all_current = true;
+    int bad = 0;
+    for (int i = 0; i < j->ncts; i++) {
+        const struct inv_ct *ct = &j->cts[i];
+        char e[1200];
+        int r = fleet_agent_status(d->f, ct, d->st, e, sizeof e);
+        if (r < 0) {
+            if (!bad)
+                snprintf(err, err_sz, "%s: %s", ct->label, e);
+            if (!quiet_errors)
+                log_error("%s: %s", ct->label, e);
+            bad++;
+            all_current = false;
+            continue;
+        }
+        const struct job_status *js = status_find_job(d->st, j->name);
+        if (!js || strcmp(js->current, d->id) != 0 || strcmp(js->good, d->id) != 0 ||
+            js->state != GANG_RUNNING)
+            all_current = false;
+        if (js && js->good[0] && !d->good[0])
+            (void)str_copy(d->good, sizeof d->good, js->good);
+    }
+    *ret_all_current = all_current;
+    return bad ? -EIO : 0;
+}
+
+static void print_plan(struct deploy *d)
+{
+    const struct inv_job *j = d->job;
+    char sid[RELEASE_SHORT_LEN + 1], sid2[RELEASE_SHORT_LEN + 1];
+    printf("release %s (%s), bundle %.2f MiB\n", d->sid, d->name, (double)d->blob_size / 1048576.0);
+    printf("job %s: %d node(s) x %d rank(s), command %s", j->name, j->ncts, j->nproc_per_node,
+           j->command);
+    for (int i = 0; i < j->nargs; i++)
+        printf(" %s", j->args[i]);
+    printf("\n");
+    for (int i = 0; i < j->ncts; i++) {
+        const struct inv_ct *ct = &j->cts[i];
+        char e[1200];
+        if (fleet_agent_status(d->f, ct, d->st, e, sizeof e) < 0) {
+            printf("  %-24s unreachable: %s\n", ct->label, e);
+            continue;
+        }
+        const struct job_status *js = status_find_job(d->st, j->name);
+        const char *cur = js ? js->current : "";
+        printf("  %-24s node %d: %s (good %s, %s) -> %s%s\n", ct->label, i, ui_short(cur, sid),
+               ui_short(js ? js->good : "", sid2), js ? gang_state_name(js->state) : "no job",
+               d->sid, strcmp(cur, d->id) == 0 ? " (already current)" : "");
+    }
+    const struct inv_policy *p = &j->policy;
+    printf("probation: healthy_deadline %.0fs, warmup_steps %lld, min_healthy_time %.0fs, "
+           "tolerance %.2f, progress_deadline %.0fs, auto_revert %s\n", p->healthy_deadline_s,
+           (long long)p->warmup_steps, p->min_healthy_time_s, p->tolerance, p->progress_deadline_s,
+           p->auto_revert ? "true" : "false");
+    if (d->baseline > 0)
+        printf("baseline: %.1f Ktok/s; pass needs >= %.1f Ktok/s\n", d->baseline,
+               (1 - p->tolerance) * d->baseline);
+    else
+        printf("baseline: none on these containers yet (throughput rule skipped; this release "
+               "sets it)\n");
+}
+
+int deploy_run(struct fleet *f, const struct deploy_opts *o)
+{
+    struct deploy d = { .f = f, .inv = f->inv, .baseline = -1 };
+    d.job = deploy_pick_job(f->inv, o->job);
+    if (!d.job)
+        return EXIT_USAGE;
+    d.st = malloc(sizeof *d.st);
+    if (!d.st)
+        return EXIT_FAIL;
+    for (int i = 0; i < d.job->ncts; i++)
+        d.labels[i] = d.job->cts[i].label;
+    inventory_job_key(d.job, d.key, sizeof d.key);
+    int ret = EXIT_FAIL, lock = -1;
+    char err[2048] = "";
+    if (stage_bundle(&d, o->dir) < 0)
+        goto out;
+    char brel[RELEASE_ID_LEN + 1];
+    if (state_baseline_get(d.inv->state_dir, d.key, &d.baseline, brel) < 0)
+        d.baseline = -1;
+    if (o->dry_run) {
+        print_plan(&d);
+        ret = f->key_refused ? EXIT_HOSTKEY : EXIT_OK;
+        goto out;
+    }
+    lock = state_lock_job(d.inv->state_dir, d.job->name);
+    if (lock < 0) {
+        log_error("another drover is deploying or rolling back job '%s' (lock in '%s')",
+                  d.job->name, d.inv->state_dir);
+        goto out;
+    }
+    bool all_current = false;
+    if (survey(&d, true, &all_current, err, sizeof err) < 0) {
+        ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
+        if (!f->key_refused)
+            log_error("%s; nothing was pushed or stopped (is the agent installed? drover install "
+                      "--job %s)", err, d.job->name);
+        goto out;
+    }
+    if (all_current) {
+        printf("release %s (%s) is already current and promoted for job '%s' on every container; "
+               "nothing to do\n", d.sid, d.name, d.job->name);
+        ret = EXIT_OK;
+        goto out;
+    }
+    if (stage_hosts(&d, err, sizeof err) < 0 || push_cts(&d, err, sizeof err) < 0 ||
+        preflight_cts(&d, err, sizeof err) < 0) {
+        ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
+        log_error("%s", err);
+        fprintf(stderr, "deploy of %s stopped before anything was switched: the running release "
+                "keeps running untouched\n", d.sid);
+        history_record(&d, "aborted", err, -1);
+        goto out;
+    }
+    const struct inv_policy *pol = &d.job->policy;
+    double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
+    struct sigaction sa = { .sa_handler = on_sigint }, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    interrupted = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    char reason[PROBATION_REASON_MAX + 64];
+    double t0 = time_mono();
+    if (activate_cts(&d, pdl, err, sizeof err) < 0) {
+        log_error("%s", err);
+        snprintf(reason, sizeof reason, "activate failed: %.400s", err);
+        goto failed;
+    }
+    if (d.baseline > 0)
+        fprintf(stderr, "probation: baseline %.1f Ktok/s, pass needs >= %.1f Ktok/s\n", d.baseline,
+                (1 - pol->tolerance) * d.baseline);
+    else
+        fprintf(stderr, "probation: no baseline on these containers yet: the throughput rule is "
+                "skipped for this deploy\n");
+    struct probation *p;
+    if (probation_new(pol, d.job->name, d.id, d.job->ncts, d.labels, d.job->nproc_per_node,
+                      d.baseline, false, t0, &p) < 0)
+        goto restore;
+    enum probation_verdict v = watch_probation(&d, p);
+    if (v == PROBATION_PASS) {
+        double k = probation_ktok_s(p);
+        if (probation_note(p)[0])
+            fprintf(stderr, "%s\n", probation_note(p));
+        if (promote_all(&d, k) < 0) {
+            fprintf(stderr, "%s%spromote failed on some containers: %s passed probation but is not "
+                    "marked good everywhere; the agents will revert it at the probation deadline "
+                    "(%.0fs). Run the deploy again.%s\n", ui_bold(stderr), ui_red(stderr), d.sid,
+                    pdl, ui_reset(stderr));
+            history_record(&d, "failed", "promote failed", k);
+            ret = EXIT_FAIL;
+        } else {
+            if (k > 0 && state_baseline_set(d.inv->state_dir, d.key, d.id, k) < 0)
+                log_warn("cannot record the baseline in '%s'", d.inv->state_dir);
+            printf("%spromoted%s %s (%s) for job '%s': %s\n", ui_green(stdout), ui_reset(stdout),
+                   d.sid, d.name, d.job->name, probation_reason(p));
+            history_record(&d, "promoted", probation_reason(p), k);
+            ret = EXIT_OK;
+        }
+        probation_free(p);
+        goto restore;
+    }
+    snprintf(reason, sizeof reason, "%s",
+             v == PROBATION_FAIL ? probation_reason(p) : "interrupted by the operator");
+    probation_free(p);
+failed:
+    log_error("release %s failed probation: %s", d.sid, reason);
+    printf("%sFAILED%s %s (%s) for job '%s': %s\n", ui_red(stdout), ui_reset(stdout), d.sid, d.name,
+           d.job->name, reason);
+    if (!pol->auto_revert) {
+        printf("auto_revert is off: %s keeps running; `drover rollback --job %s` returns to %s\n",
+               d.sid, d.job->name, d.good[0] ? d.good : "(no good release)");
+        history_record(&d, "failed", reason, -1);
+        ret = EXIT_NOT_REVERTED;
+        goto restore;
+    }
+    ret = revert_all(&d, reason);
+restore:
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+out:
+    if (lock >= 0)
+        close(lock);
+    free(d.st);
+    return ret;
+}
+
+int deploy_rollback(struct fleet *f, const char *job)
+{
+    struct deploy d = { .f = f, .inv = f->inv, .baseline = -1 };
+    d.job = deploy_pick_job(f->inv, job);
+    if (!d.job)
+        return EXIT_USAGE;
+    d.st = malloc(sizeof *d.st);
+    if (!d.st)
+        return EXIT_FAIL;
+    for (int i = 0; i < d.job->ncts; i++)
+        d.labels[i] = d.job->cts[i].label;
+    int ret = EXIT_FAIL;
+    char err[2048];
+    int lock = state_lock_job(d.inv->state_dir, d.job->name);
+    if (lock < 0) {
+        log_error("another drover is deploying or rolling back job '%s'", d.job->name);
+        goto out;
+    }
+    bool all_current;
+    if (survey(&d, false, &all_current, err, sizeof err) < 0) {
+        ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
+        goto out;
+    }
+    if (!d.good[0]) {
+        log_error("job '%s' has no last good release on its containers: nothing to roll back to",
+                  d.job->name);
+        goto out;
+    }
+    (void)str_copy(d.id, sizeof d.id, d.good);
+    ui_short(d.id, d.sid);
+    (void)str_copy(d.name, sizeof d.name, "rollback");
+    ret = revert_all(&d, "operator rollback");
+    if (ret == EXIT_REVERTED)
+        ret = EXIT_OK;
+out:
+    if (lock >= 0)
+        close(lock);
+    free(d.st);
+    return ret;
+}

@@ -1,0 +1,27 @@
+/* controller/deploy.h: the deploy state machine (stage, push, verify, preflight, activate,
+ * probation, promote or revert), `plan`, and `rollback`.  Each returns a drover exit code
+ * (fleet.h) and has printed its result on stdout and its diagnostics on stderr.
+ */
+#ifndef DROVER_DEPLOY_H
+#define DROVER_DEPLOY_H
+
+#include <stdbool.h>
+
+#include "controller/fleet.h"
+
+struct deploy_opts {
+    const char *dir;   /* release directory */
+    const char *job;   /* job name; NULL = the inventory's only job */
+    bool dry_run;      /* plan only: bundle, look, print; change nothing */
+};
+
+int deploy_run(struct fleet *f, const struct deploy_opts *o);
+
+/* `drover rollback --job J`: revert every container of J to its last good release and confirm
+ * that it recovers. */
+int deploy_rollback(struct fleet *f, const char *job);
+
+/* Pick the job: by name, or the only one.  NULL (and a logged error) otherwise. */
+const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *name);
+
+#endif

@@ -1,0 +1,132 @@
+/* controller/fleet.c: per-run connection cache, agent status queries, exit codes and colour.
+ * Logs each host failure once; never retries a host that refused its key.
+ */
+#include "controller/fleet.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "controller/pct.h"
+
+void fleet_init(struct fleet *f, const struct inventory *inv, const char *inv_arg)
+{
+    memset(f, 0, sizeof *f);
+    f->inv = inv;
+    f->inv_arg = inv_arg;
+}
+
+void fleet_done(struct fleet *f)
+{
+    for (int i = 0; i < INV_MAX_HOSTS; i++) {
+        conn_free(f->conns[i]);
+        f->conns[i] = NULL;
+    }
+}
+
+int fleet_conn(struct fleet *f, int host, struct conn **ret_conn)
+{
+    if (f->conns[host]) {
+        *ret_conn = f->conns[host];
+        return 0;
+    }
+    if (f->conn_err[host] < 0)
+        return f->conn_err[host];
+    char trust[600];
+    snprintf(trust, sizeof trust, "drover%s%s trust %s", f->inv_arg ? " -i " : "",
+             f->inv_arg ? f->inv_arg : "", f->inv->hosts[host].name);
+    int r = conn_open(f->inv, host, trust, &f->conns[host], f->conn_msg[host],
+                      sizeof f->conn_msg[host]);
+    if (r < 0) {
+        f->conn_err[host] = r;
+        if (r == -ENOKEY || r == -EKEYREJECTED)
+            f->key_refused = true;
+        log_error("%s", f->conn_msg[host]);
+        return r;
+    }
+    *ret_conn = f->conns[host];
+    return 0;
+}
+
+int fleet_agent_status(struct fleet *f, const struct inv_ct *ct, struct agent_status *ret_st,
+                       char *err, size_t err_sz)
+{
+    struct conn *c;
+    int r = fleet_conn(f, ct->host, &c);
+    if (r < 0) {
+        snprintf(err, err_sz, "host unreachable: %s", f->conn_msg[ct->host]);
+        return r;
+    }
+    const char *args[] = { "status", "--json", NULL };
+    struct exec_result res;
+    r = pct_run_agent(c, ct, args, 15, &res);
+    if (r < 0) {
+        snprintf(err, err_sz, "%s", c->err);
+        return r;
+    }
+    char reason[512];
+    if (res.status != 0) {
+        snprintf(err, err_sz, "drover-agent status failed (exit %d): %s", res.status,
+                 exec_result_reason(&res, reason, sizeof reason));
+        exec_result_done(&res);
+        return -EIO;
+    }
+    r = status_parse(res.out, res.out_len, ret_st);
+    if (r < 0)
+        snprintf(err, err_sz, "drover-agent status printed a document drover cannot read: %s",
+                 strerror(-r));
+    exec_result_done(&res);
+    return r;
+}
+
+static bool use_color(FILE *fp)
+{
+    const char *nc = getenv("NO_COLOR");
+    return !(nc && *nc) && isatty(fileno(fp));
+}
+
+const char *ui_red(FILE *fp)
+{
+    return use_color(fp) ? "\033[31m" : "";
+}
+const char *ui_green(FILE *fp)
+{
+    return use_color(fp) ? "\033[32m" : "";
+}
+const char *ui_yellow(FILE *fp)
+{
+    return use_color(fp) ? "\033[33m" : "";
+}
+const char *ui_bold(FILE *fp)
+{
+    return use_color(fp) ? "\033[1m" : "";
+}
+const char *ui_reset(FILE *fp)
+{
+    return use_color(fp) ? "\033[0m" : "";
+}
+
+const char *ui_short(const char *id, char buf[RELEASE_SHORT_LEN + 1])
+{
+    snprintf(buf, RELEASE_SHORT_LEN + 1, "%.12s", id && *id ? id : "-");
+    return buf;
+}
+
+const char *ui_age(double s, char *buf, size_t buf_sz)
+{
+    if (s < 0)
+        snprintf(buf, buf_sz, "-");
+    else if (s < 120)
+        snprintf(buf, buf_sz, "%.0fs", s);
+    else if (s < 7200)
+        snprintf(buf, buf_sz, "%.0fm", s / 60);
+    else if (s < 172800)
+        snprintf(buf, buf_sz, "%.0fh", s / 3600);
+    else
+        snprintf(buf, buf_sz, "%.0fd", s / 86400);
+    return buf;
+}

@@ -1,0 +1,57 @@
+/* controller/fleet.h: what every verb shares: the inventory, one connection per host opened on
+ * first use and reused for all its containers, the agent's status per container, exit codes,
+ * and terminal colour.  Single-threaded.
+ */
+#ifndef DROVER_FLEET_H
+#define DROVER_FLEET_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "common/status.h"
+#include "controller/conn.h"
+#include "controller/inventory.h"
+
+/* Exit codes of `drover` (docs/controller.md); never renumbered. */
+enum drover_exit {
+    EXIT_OK = 0,
+    EXIT_FAIL = 1,          /* failed before anything was switched (or a verb's plain failure) */
+    EXIT_USAGE = 2,         /* bad command line or inventory */
+    EXIT_REVERTED = 3,      /* release failed probation; the last good release is back and healthy */
+    EXIT_REVERT_FAILED = 4, /* release failed and the revert failed or did not recover: act now */
+    EXIT_HOSTKEY = 5,       /* a host key is unknown or changed: nothing was touched */
+    EXIT_NOT_REVERTED = 6,  /* release failed probation, auto_revert off: left running */
+};
+
+struct fleet {
+    const struct inventory *inv;
+    const char *inv_arg;   /* -i as given (NULL: default), for "run: drover -i X trust h1" */
+    struct conn *conns[INV_MAX_HOSTS];
+    int conn_err[INV_MAX_HOSTS];       /* 0 = not tried / ok; -errno once failed */
+    char conn_msg[INV_MAX_HOSTS][CONN_ERR_MAX];
+    bool key_refused;                  /* some host key was unknown or changed */
+};
+
+void fleet_init(struct fleet *f, const struct inventory *inv, const char *inv_arg);
+void fleet_done(struct fleet *f);
+
+/* The connection to host number `host`, opened on first use.  A failure is logged once (with
+ * the trust hint for host keys) and remembered; later calls return the same -errno at once. */
+int fleet_conn(struct fleet *f, int host, struct conn **ret_conn);
+
+/* `drover-agent status --json` in ct, parsed.  -errno with a message in err. */
+int fleet_agent_status(struct fleet *f, const struct inv_ct *ct, struct agent_status *ret_st,
+                       char *err, size_t err_sz);
+
+/* Colour escapes for stream fp ("" when fp is not a TTY or NO_COLOR is set). */
+const char *ui_red(FILE *fp);
+const char *ui_green(FILE *fp);
+const char *ui_yellow(FILE *fp);
+const char *ui_bold(FILE *fp);
+const char *ui_reset(FILE *fp);
+/* Short release id ("3f2a9c1b7d6e", or "-" for none) into buf[13]. */
+const char *ui_short(const char *id, char buf[RELEASE_SHORT_LEN + 1]);
+/* kubectl-style age: "800ms" no, "0s", "45s", "3m", "2h", "4d"; "-" when negative. */
+const char *ui_age(double seconds, char *buf, size_t buf_sz);
+
+#endif

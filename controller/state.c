@@ -1,0 +1,209 @@
+/* controller/state.c: the controller's own records (history, baselines, per-job locks) under
+ * state_dir, as JSON through jansson.  Never stores anything a container needs: the agent's
+ * state.json is the truth about what runs there; this is what the controller decided and saw.
+ */
+#include "controller/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "common/util.h"
+
+#define HISTORY_MAX_BYTES (64u << 20)
+#define BASELINES_MAX_BYTES (4u << 20)
+
+int state_init(const char *state_dir)
+{
+    char p[1024];
+    int r = fs_mkdir_p(state_dir, 0700);
+    if (r < 0)
+        return r;
+    snprintf(p, sizeof p, "%s/bundles", state_dir);
+    return fs_mkdir_p(p, 0700);
+}
+
+int state_history_append(const char *state_dir, const struct history_entry *e)
+{
+    json_t *o = json_pack("{s:i,s:f,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "v", 1, "time", e->time, "job",
+                          e->job, "release", e->release, "name", e->name, "result", e->result,
+                          "previous", e->previous, "reason", e->reason, "containers",
+                          e->containers);
+    if (!o)
+        return -ENOMEM;
+    if (e->ktok_s >= 0)
+        json_object_set_new(o, "ktok_s", json_real(e->ktok_s));
+    if (e->baseline_ktok_s >= 0)
+        json_object_set_new(o, "baseline_ktok_s", json_real(e->baseline_ktok_s));
+    char *line = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    if (!line)
+        return -ENOMEM;
+    char p[1024];
+    snprintf(p, sizeof p, "%s/history.jsonl", state_dir);
+    int r = 0;
+    int fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        r = -errno;
+    } else {
+        size_t n = strlen(line);
+        line[n] = '\n'; /* replaces the NUL; we write n + 1 bytes */
+        r = fd_write_all(fd, line, n + 1);
+        if (r == 0 && fsync(fd) < 0)
+            r = -errno;
+        close(fd);
+    }
+    free(line);
+    return r;
+}
+
+static void get_str(json_t *o, const char *k, char *dst, size_t sz)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    (void)str_copy(dst, sz, s ? s : "");
+}
+
+static double get_num(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : -1;
+}
+
+int state_history_read(const char *state_dir, const char *job, struct history_entry **ret_entries,
+                       size_t *ret_n)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "%s/history.jsonl", state_dir);
+    char *text;
+    size_t len;
+    int r = fs_read_file(p, HISTORY_MAX_BYTES, &text, &len);
+    if (r == -ENOENT) {
+        *ret_entries = NULL;
+        *ret_n = 0;
+        return 0;
+    }
+    if (r < 0)
+        return r;
+    struct history_entry *v = NULL;
+    size_t n = 0, cap = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, NULL);
+        if (!json_is_object(o)) {
+            json_decref(o);
+            continue;
+        }
+        struct history_entry e = { 0 };
+        get_str(o, "job", e.job, sizeof e.job);
+        if (job && strcmp(job, e.job) != 0) {
+            json_decref(o);
+            continue;
+        }
+        e.time = get_num(o, "time");
+        get_str(o, "release", e.release, sizeof e.release);
+        get_str(o, "name", e.name, sizeof e.name);
+        get_str(o, "result", e.result, sizeof e.result);
+        get_str(o, "previous", e.previous, sizeof e.previous);
+        get_str(o, "reason", e.reason, sizeof e.reason);
+        get_str(o, "containers", e.containers, sizeof e.containers);
+        e.ktok_s = get_num(o, "ktok_s");
+        e.baseline_ktok_s = get_num(o, "baseline_ktok_s");
+        json_decref(o);
+        if (n == STATE_HISTORY_MAX) { /* keep the newest */
+            memmove(v, v + 1, (n - 1) * sizeof *v);
+            n--;
+        }
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            struct history_entry *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) {
+                free(v);
+                free(text);
+                return -ENOMEM;
+            }
+            v = nv;
+            cap = nc;
+        }
+        v[n++] = e;
+    }
+    free(text);
+    *ret_entries = v;
+    *ret_n = n;
+    return 0;
+}
+
+static json_t *baselines_load(const char *state_dir)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "%s/baselines.json", state_dir);
+    char *text;
+    size_t len;
+    json_t *root = NULL;
+    if (fs_read_file(p, BASELINES_MAX_BYTES, &text, &len) == 0) {
+        root = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+        free(text);
+    }
+    if (!json_is_object(root) || !json_is_object(json_object_get(root, "baselines"))) {
+        json_decref(root);
+        root = json_pack("{s:i,s:{}}", "v", 1, "baselines");
+    }
+    return root;
+}
+
+int state_baseline_get(const char *state_dir, const char *key, double *ret_ktok_s,
+                       char ret_release[RELEASE_ID_LEN + 1])
+{
+    json_t *root = baselines_load(state_dir);
+    if (!root)
+        return -ENOMEM;
+    json_t *b = json_object_get(json_object_get(root, "baselines"), key);
+    json_t *k = json_object_get(b, "ktok_s");
+    const char *rel = json_string_value(json_object_get(b, "release"));
+    int r = -ENOENT;
+    if (json_is_number(k) && json_number_value(k) > 0) {
+        *ret_ktok_s = json_number_value(k);
+        (void)str_copy(ret_release, RELEASE_ID_LEN + 1, rel ? rel : "");
+        r = 0;
+    }
+    json_decref(root);
+    return r;
+}
+
+int state_baseline_set(const char *state_dir, const char *key, const char *release, double ktok_s)
+{
+    json_t *root = baselines_load(state_dir);
+    if (!root)
+        return -ENOMEM;
+    json_object_set_new(json_object_get(root, "baselines"), key,
+                        json_pack("{s:s,s:f,s:f}", "release", release, "ktok_s", ktok_s, "time",
+                                  time_wall()));
+    char *text = json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS);
+    json_decref(root);
+    if (!text)
+        return -ENOMEM;
+    char p[1024];
+    snprintf(p, sizeof p, "%s/baselines.json", state_dir);
+    int r = fs_write_atomic(p, text, strlen(text), 0600);
+    free(text);
+    return r;
+}
+
+int state_lock_job(const char *state_dir, const char *job)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "%s/lock-%s", state_dir, job);
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        close(fd);
+        return e == EWOULDBLOCK ? -EBUSY : -e;
+    }
+    return fd;
+}

@@ -1,0 +1,49 @@
+/* controller/state.h: what the controller remembers between runs, under [drover] state_dir:
+ *   history.jsonl    one JSON object per deploy/rollback outcome, appended (fsync per line)
+ *   baselines.json   Ktok/s of the last promoted release per job + container set (atomic)
+ *   bundles/         bundles built from release directories (<id>.bundle)
+ *   lock-<job>       flock held while a deploy or rollback of that job runs
+ * Formats are private to the controller (docs/controller.md documents them for people).
+ */
+#ifndef DROVER_STATE_H
+#define DROVER_STATE_H
+
+#include <stddef.h>
+
+#include "common/manifest.h"
+
+#define STATE_HISTORY_MAX 10000 /* entries read back (newest kept) */
+
+struct history_entry {
+    double time;                       /* epoch seconds */
+    char job[32];
+    char release[RELEASE_ID_LEN + 1];
+    char name[MANIFEST_NAME_MAX];      /* manifest name ("v2") */
+    char result[24];                   /* promoted, reverted, revert-failed, failed, aborted, rollback */
+    char previous[RELEASE_ID_LEN + 1]; /* last good release before this one */
+    double ktok_s;                     /* measured, -1 if none */
+    double baseline_ktok_s;            /* compared against, -1 if none */
+    char reason[512];
+    char containers[512];
+};
+
+int state_init(const char *state_dir);
+
+/* Append one entry. -errno. */
+int state_history_append(const char *state_dir, const struct history_entry *e);
+
+/* Read entries (oldest first), only job's if job != NULL.  Lines that do not parse are skipped.
+ * *ret_entries malloc'd (free()), possibly NULL with *ret_n == 0 when there is no history. */
+int state_history_read(const char *state_dir, const char *job, struct history_entry **ret_entries,
+                       size_t *ret_n);
+
+/* Baseline for key (inventory_job_key).  -ENOENT if none. */
+int state_baseline_get(const char *state_dir, const char *key, double *ret_ktok_s,
+                       char ret_release[RELEASE_ID_LEN + 1]);
+int state_baseline_set(const char *state_dir, const char *key, const char *release, double ktok_s);
+
+/* Take the per-job lock (non-blocking).  Returns an fd >= 0 to close when done; -EBUSY when
+ * another drover holds it. */
+int state_lock_job(const char *state_dir, const char *job);
+
+#endif
