@@ -348,9 +348,9 @@ static int cmd_preflight(struct cli *c)
     (void)store_path(&s, dir, sizeof dir, "releases/%s", c->spec.release);
     (void)store_path(&s, run, sizeof run, "runs/%s/checkpoints", job);
     (void)fs_mkdir_p(run, 0750);
-    int hb = open("/dev/null", O_WRONLY); /* heartbeats of a preflight are not read */
+    int hb = open("/dev/null", O_WRONLY | O_CLOEXEC); /* heartbeats of a preflight are not read */
     struct gang_env env;
-    if (hb < 0 || gang_build_env(&env, &s, job, &c->spec, 0, hb) < 0) {
+    if (hb < 0 || gang_build_env(&env, &s, job, &c->spec, 0, GANG_HEARTBEAT_FD) < 0) {
         log_error("preflight: cannot build the worker environment");
         return AGENT_EXIT_FAIL;
     }
@@ -362,7 +362,8 @@ static int cmd_preflight(struct cli *c)
     }
     if (pid == 0) {
         (void)setpgid(0, 0);
-        if (chdir(dir) == 0)
+        int h = fcntl(hb, F_DUPFD_CLOEXEC, 10);
+        if (h >= 0 && dup2(h, GANG_HEARTBEAT_FD) >= 0 && chdir(dir) == 0)
             execvpe(c->spec.argv[0], c->spec.argv, env.envp);
         fprintf(stderr, "preflight: cannot execute '%s': %s\n", c->spec.argv[0], strerror(errno));
         _exit(127);

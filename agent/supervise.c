@@ -173,12 +173,17 @@ rank_exec(const char *dir, const struct job_spec *spec, char **envp, pid_t pgid,
         signal(sig, SIG_DFL);
     sigprocmask(SIG_SETMASK, &none, NULL);
     int e = 0;
-    if (setpgid(0, pgid) < 0)
+    /* move our fds out of the way of 0..3, then place them: 0 /dev/null, 1+2 log, 3 heartbeat */
+    err_w = fcntl(err_w, F_DUPFD_CLOEXEC, 10);
+    hb_w = fcntl(hb_w, F_DUPFD_CLOEXEC, 10);
+    log_fd = fcntl(log_fd, F_DUPFD_CLOEXEC, 10);
+    if (err_w < 0 || hb_w < 0 || log_fd < 0)
+        e = errno;
+    if (!e && setpgid(0, pgid) < 0)
         e = errno;
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (!e && (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0))
-        e = errno;
-    if (!e && fcntl(hb_w, F_SETFD, 0) < 0) /* the one extra fd the worker inherits */
+    if (!e && (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0 ||
+               dup2(hb_w, GANG_HEARTBEAT_FD) < 0)) /* dup2 clears close-on-exec on the copies */
         e = errno;
     if (!e && chdir(dir) < 0)
         e = errno;
@@ -245,7 +250,7 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
             snprintf(err, errsz, "cannot open rank %d log: %s", rp->rank, strerror(-r));
             goto fail_fds;
         }
-        if ((r = gang_build_env(env, s, job, spec, lr, hb[1])) < 0) {
+        if ((r = gang_build_env(env, s, job, spec, lr, GANG_HEARTBEAT_FD)) < 0) {
             snprintf(err, errsz, "worker environment too large");
             goto fail_fds;
         }

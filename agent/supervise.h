@@ -3,8 +3,8 @@
  *
  * A gang is nproc ranks, each fork+exec'd with cwd = the release directory, torchrun's
  * environment (docs/protocol.md, "Worker environment"), stdout/stderr appended to
- * runs/<job>/logs/rank<N>.log and a heartbeat pipe whose write end is the only fd the worker
- * inherits besides 0-2.  All ranks share one process group (the first rank's pid) so stop is one
+ * runs/<job>/logs/rank<N>.log and a heartbeat pipe whose write end, on fd 3, is the only fd the
+ * worker inherits besides 0-2.  All ranks share one process group (the first rank's pid) so stop is one
  * kill(-pgid).  The caller owns reaping: it calls waitpid and hands results to gang_note_exit.
  * Not thread-safe; call from the daemon's loop only.
  */
@@ -20,6 +20,8 @@
 #include "common/heartbeat.h"
 #include "common/status.h"
 
+/* Every rank finds its heartbeat pipe on fd 3 (single digit, so even dash's >&3 works). */
+#define GANG_HEARTBEAT_FD 3
 #define RANK_LOG_MAX (64ull << 20) /* a rank log is truncated to 0 past this */
 
 struct rank_proc {
