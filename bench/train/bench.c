@@ -1,0 +1,221 @@
+/* bench/train/bench.c: drover-train's CUDA backend throughput on GPT-2 shapes.
+ *
+ *   bench [B] [steps] [layers heads dim vocab seq]     defaults: 32 30, GPT-2 124M (12 12 768 50304 1024)
+ *     one JSON line like bench/torch_gpt2.py's: Ktok/s, TFLOP/s (6N + 6LTC per token), MFU, peak memory
+ *   bench kernels [B]
+ *     per-kernel times on the same shapes (CUDA events, median of 20) against their floor
+ *     (max of FLOPs / 790 TFLOP/s and bytes / 4.3 TB/s, the rates measured on this H200 kind)
+ * Random tokens: throughput does not depend on the data.  Test code: exits on any error.
+ */
+#include <time.h>
+
+#include "tests/gpu/gpu_util.h"
+#include "trainer/backend.h"
+#include "trainer/cuda_backend.h"
+
+#define PEAK_MM 790e12
+#define PEAK_BW 4.3e12
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int bench_train(int B, int steps, struct gpt_config cfg)
+{
+    if (gpt_config_check(&cfg) < 0)
+        return 2;
+    int T = cfg.seq, warm = 5;
+    size_t n = gpt_num_params(&cfg);
+    float *params = malloc(n * 4);
+    struct rng r;
+    rng_seed(&r, 0);
+    gpt_params_init(&cfg, params, &r);
+    struct backend_opts o = {.batch = B, .seq = T, .threads = 1, .world_size = 1};
+    void *be = NULL;
+    if (backend_cuda.create(&cfg, &o, &be) < 0 || backend_cuda.set_state(be, params, NULL, NULL) < 0)
+        return 2;
+    int *inp = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
+    struct adamw_hparams h = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
+                              .grad_clip = 1.0f};
+    double t0 = 0;
+    float loss = 0, norm = 0;
+    for (int s = 0; s < warm + steps; s++) {
+        if (s == warm)
+            t0 = now_s();
+        for (int i = 0; i < B * T; i++) {
+            inp[i] = (int)(rng_next_u64(&r) % 50257 % (uint64_t)cfg.vocab);
+            tgt[i] = (int)(rng_next_u64(&r) % 50257 % (uint64_t)cfg.vocab);
+        }
+        if (backend_cuda.forward_backward(be, inp, tgt, &loss) < 0 ||
+            backend_cuda.update(be, &h, 6e-4f, s + 1, &norm) < 0)
+            return 2;
+    }
+    double dt = now_s() - t0;
+    double tok_s = (double)steps * B * T / dt;
+    double fpt = cuda_flops_per_token(&cfg, T);
+    printf("{\"system\": \"drover\", \"B\": %d, \"T\": %d, \"layers\": %d, \"dim\": %d, \"params\": %zu, "
+           "\"ktok_s\": %.1f, \"tflops\": %.1f, \"mfu\": %.3f, \"mem_peak_gib\": %.2f, "
+           "\"step_ms\": %.2f, \"loss\": %.4f}\n",
+           B, T, cfg.layers, cfg.dim, n, tok_s / 1e3, tok_s * fpt / 1e12,
+           tok_s * fpt / cuda_peak_flops(), (double)backend_cuda.mem_peak(be) / (1u << 30),
+           dt / steps * 1e3, loss);
+    fflush(stdout);
+    backend_cuda.destroy(be);
+    free(params);
+    free(inp);
+    free(tgt);
+    return 0;
+}
+
+/* ---- per-kernel timing ---- */
+
+static cudaEvent_t ev0, ev1;
+
+static int cmp_f(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define TIME(label, flops, bytes, count, call)                                                   \
+    do {                                                                                         \
+        float ms[20];                                                                            \
+        KK(call);                                                                                \
+        for (int i_ = 0; i_ < 20; i_++) {                                                        \
+            CK(cudaEventRecord(ev0, 0));                                                         \
+            KK(call);                                                                            \
+            CK(cudaEventRecord(ev1, 0));                                                         \
+            CK(cudaEventSynchronize(ev1));                                                       \
+            CK(cudaEventElapsedTime(&ms[i_], ev0, ev1));                                         \
+        }                                                                                        \
+        qsort(ms, 20, sizeof(float), cmp_f);                                                     \
+        double fl_ = (flops) / PEAK_MM * 1e3, by_ = (bytes) / PEAK_BW * 1e3;                    \
+        double floor_ = fl_ > by_ ? fl_ : by_;                                                   \
+        printf("%-34s %8.3f ms  floor %7.3f ms (%s)  x%-3d per step -> %7.2f ms/step, %5.1f%% of floor\n", \
+               label, ms[10], floor_, fl_ > by_ ? "math" : "bytes", count, ms[10] * (count),      \
+               100.0 * floor_ / ms[10]);                                                         \
+        total += ms[10] * (count);                                                               \
+        total_floor += floor_ * (count);                                                         \
+    } while (0)
+
+static int bench_kernels(int B)
+{
+    int T = 1024, C = 768, NH = 12, L = 12, V = 50257, Vp = 50304;
+    size_t N = (size_t)B * T;
+    double total = 0, total_floor = 0;
+    struct rng r;
+    rng_seed(&r, 1);
+    CK(cudaEventCreate(&ev0));
+    CK(cudaEventCreate(&ev1));
+    struct kern_blas *bl;
+    KK(kern_blas_new(32u << 20, &bl));
+    /* random device tensors, generated on the device from a random fp32 buffer */
+    size_t big = N * (size_t)Vp;
+    float *f = malloc(1u << 24);
+    for (size_t i = 0; i < (1u << 22); i++)
+        f[i] = rng_normal(&r, 0, 1);
+    float *df = dev_f32(f, 1u << 22);
+    kbf16 *logits = dev_poisoned(big * 2), *x = dev_poisoned(N * 4 * C * 2), *y = dev_poisoned(N * 4 * C * 2);
+    kbf16 *qkv = dev_poisoned(N * 3 * C * 2), *w = dev_poisoned((size_t)Vp * C * 2), *pre = dev_poisoned(N * 4 * C * 2);
+    kbf16 *bias = dev_poisoned(4 * C * 2);
+    for (size_t off = 0; off < big; off += 1u << 22)
+        KK(kern_f32_to_bf16(logits + off, df, big - off < (1u << 22) ? big - off : 1u << 22, 0));
+    for (size_t off = 0; off < N * 4 * C; off += 1u << 22) {
+        size_t k = N * 4 * C - off < (1u << 22) ? N * 4 * C - off : 1u << 22;
+        KK(kern_f32_to_bf16(x + off, df, k, 0));
+        KK(kern_f32_to_bf16(y + off, df, k, 0));
+        KK(kern_f32_to_bf16(pre + off, df, k, 0));
+    }
+    for (size_t off = 0; off < N * 3 * C; off += 1u << 22)
+        KK(kern_f32_to_bf16(qkv + off, df, N * 3 * C - off < (1u << 22) ? N * 3 * C - off : 1u << 22, 0));
+    for (size_t off = 0; off < (size_t)Vp * C; off += 1u << 22)
+        KK(kern_f32_to_bf16(w + off, df, (size_t)Vp * C - off < (1u << 22) ? (size_t)Vp * C - off : 1u << 22, 0));
+    KK(kern_f32_to_bf16(bias, df, 4 * C, 0));
+    float *gw = dev_poisoned((size_t)Vp * C * 4), *mean = dev_poisoned(N * 4), *rstd = dev_poisoned(N * 4);
+    float *lse = dev_poisoned(N * NH * 4), *scratch = dev_poisoned(kern_colsum_scratch_floats(4 * C) * 4 + N * NH * 4);
+    float *losses = dev_poisoned(N * 4);
+    int *tgt;
+    CK(cudaMalloc((void **)&tgt, N * 4));
+    int *ht = malloc(N * 4);
+    for (size_t i = 0; i < N; i++)
+        ht[i] = (int)(rng_next_u64(&r) % (uint64_t)V);
+    CK(cudaMemcpy(tgt, ht, N * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemset(gw, 0, (size_t)Vp * C * 4));
+    double bf = 2.0;
+    printf("per-kernel times, GPT-2 124M shapes, B=%d T=%d (median of 20)\n", B, T);
+    TIME("matmul fwd qkv (C->3C, bias)", 2.0 * N * C * 3 * C, bf * (N * C + 3.0 * C * C + N * 3 * C), L,
+         kern_matmul_forward(bl, qkv, NULL, x, w, bias, NULL, (int)N, C, 3 * C, 0));
+    TIME("matmul fwd attproj (C->C, +res)", 2.0 * N * C * C, bf * (3.0 * N * C + C * C), L,
+         kern_matmul_forward(bl, y, NULL, x, w, bias, x, (int)N, C, C, 0));
+    TIME("matmul fwd fc (C->4C, gelu)", 2.0 * N * C * 4 * C, bf * (N * C + 4.0 * C * C + 8.0 * N * C), L,
+         kern_matmul_forward(bl, y, pre, x, w, bias, NULL, (int)N, C, 4 * C, 0));
+    TIME("matmul fwd fcproj (4C->C, +res)", 2.0 * N * C * 4 * C, bf * (6.0 * N * C + 4.0 * C * C), L,
+         kern_matmul_forward(bl, qkv, NULL, pre, w, bias, x, (int)N, 4 * C, C, 0));
+    TIME("matmul fwd classifier (C->Vp)", 2.0 * N * C * Vp, bf * (N * C + (double)Vp * C + (double)N * Vp), 1,
+         kern_matmul_forward(bl, logits, NULL, x, w, NULL, NULL, (int)N, C, Vp, 0));
+    TIME("matmul bwd-in classifier", 2.0 * N * C * Vp, bf * (N * C + (double)Vp * C + (double)N * Vp), 1,
+         kern_matmul_backward_input(bl, x, logits, w, 0, (int)N, C, Vp, 0));
+    TIME("matmul bwd-w classifier", 2.0 * N * C * Vp, bf * (N * C + (double)N * Vp) + 8.0 * Vp * C, 1,
+         kern_matmul_backward_weight(bl, gw, logits, x, (int)N, C, Vp, 0));
+    TIME("matmul bwd-in fc (4C->C)", 2.0 * N * C * 4 * C, bf * (5.0 * N * C + 4.0 * C * C), L,
+         kern_matmul_backward_input(bl, x, y, w, 0, (int)N, C, 4 * C, 0));
+    TIME("matmul bwd-w fc", 2.0 * N * C * 4 * C, bf * 5.0 * N * C + 8.0 * 4 * C * C, L,
+         kern_matmul_backward_weight(bl, gw, y, x, (int)N, C, 4 * C, 0));
+    TIME("matmul bwd-in fcproj (C->4C)", 2.0 * N * C * 4 * C, bf * (5.0 * N * C + 4.0 * C * C), L,
+         kern_matmul_backward_input(bl, y, x, w, 0, (int)N, 4 * C, C, 0));
+    TIME("matmul bwd-w fcproj", 2.0 * N * C * 4 * C, bf * 5.0 * N * C + 8.0 * 4 * C * C, L,
+         kern_matmul_backward_weight(bl, gw, x, y, (int)N, 4 * C, C, 0));
+    TIME("matmul bwd-in qkv (3C->C)", 2.0 * N * C * 3 * C, bf * (4.0 * N * C + 3.0 * C * C), L,
+         kern_matmul_backward_input(bl, x, qkv, w, 0, (int)N, C, 3 * C, 0));
+    TIME("matmul bwd-w qkv", 2.0 * N * C * 3 * C, bf * 4.0 * N * C + 8.0 * 3 * C * C, L,
+         kern_matmul_backward_weight(bl, gw, qkv, x, (int)N, C, 3 * C, 0));
+    TIME("matmul bwd-in attproj (C->C)", 2.0 * N * C * C, bf * (2.0 * N * C + C * C), L,
+         kern_matmul_backward_input(bl, x, y, w, 0, (int)N, C, C, 0));
+    TIME("matmul bwd-w attproj", 2.0 * N * C * C, bf * 2.0 * N * C + 8.0 * C * C, L,
+         kern_matmul_backward_weight(bl, gw, y, x, (int)N, C, C, 0));
+    double attf = 2.0 * 2.0 * N * T * C / 2; /* causal: QK^T and PV over half the scores */
+    TIME("attention fwd (flash, causal)", attf, bf * 4.0 * N * C, L,
+         kern_attention_forward(y, lse, qkv, B, T, C, NH, 0));
+    TIME("attention bwd (dkv + dq kernels)", 2.5 * attf, bf * 8.0 * N * C, L,
+         kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
+    TIME("layernorm fwd", 0, bf * 2.0 * N * C, 2 * L + 1,
+         kern_layernorm_forward(y, mean, rstd, x, bias, bias, (int)N, C, 0));
+    TIME("layernorm bwd (dinp + dw/db)", 0, bf * 4.0 * N * C, 2 * L + 1,
+         kern_layernorm_backward(y, gw, gw + C, scratch, x, x, bias, mean, rstd, (int)N, C, 0));
+    TIME("bias bwd (4C columns)", 0, bf * 4.0 * N * C, L,
+         kern_bias_backward(gw, scratch, pre, (int)N, 4 * C, 0));
+    TIME("gelu bwd", 0, bf * 3.0 * 4 * N * C, L, kern_gelu_backward_inplace(pre, x, N * 4 * C, 0));
+    TIME("classifier + cross-entropy", 0, bf * 2.0 * N * Vp, 1,
+         kern_classifier_forward_backward(logits, losses, tgt, 1.0f / (float)N, (int)N, V, Vp, 0));
+    size_t np = 124475904;
+    float *p = dev_poisoned(np * 4 * 4);
+    CK(cudaMemset(p, 0, np * 4 * 4));
+    kbf16 *pb = dev_poisoned(np * 2);
+    float *sc = dev_poisoned(64 * 4);
+    TIME("grad norm", 0, 4.0 * np, 1, kern_grad_norm(sc, scratch, p + np, np, 1.0f, 1.0f, 0));
+    TIME("adamw (all params)", 0, 4.0 * 7 * np + 2.0 * np, 1,
+         kern_adamw(p, pb, p + np, p + 2 * np, p + 3 * np, sc + 1, np, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 5, 0));
+    printf("sum of kernels %.2f ms/step (floor %.2f ms) -> %.1f Ktok/s if nothing else ran\n", total,
+           total_floor, N / total);
+    kern_blas_free(bl);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "kernels"))
+        return bench_kernels(argc > 2 ? atoi(argv[2]) : 16);
+    struct gpt_config cfg = {.layers = 12, .heads = 12, .dim = 768, .vocab = 50304, .seq = 1024};
+    int B = argc > 1 ? atoi(argv[1]) : 32, steps = argc > 2 ? atoi(argv[2]) : 30;
+    if (argc > 7) {
+        cfg.layers = atoi(argv[3]);
+        cfg.heads = atoi(argv[4]);
+        cfg.dim = atoi(argv[5]);
+        cfg.vocab = atoi(argv[6]);
+        cfg.seq = atoi(argv[7]);
+    }
+    return bench_train(B, steps, cfg);
+}

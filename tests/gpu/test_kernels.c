@@ -1,0 +1,277 @@
+/* tests/gpu/test_kernels.c: each CUDA kernel against the CPU reference (trainer/cpu/ops.h).
+ *
+ * Fresh random inputs on every run (seed from the clock unless given as argv[1]), rounded to
+ * bf16 first so the reference sees what the GPU sees; outputs poisoned with NaN before each
+ * launch so an unwritten element fails; ||gpu - cpu|| / ||cpu|| against the tolerance stated on
+ * each launcher in kernels/kernels.h.  One line per check, then a summary; exit 1 on any failure.
+ */
+#include <time.h>
+
+#include "tests/gpu/gpu_util.h"
+#include "trainer/cpu/ops.h"
+
+static int failures;
+
+static void check(const char *name, double err, double tol)
+{
+    int ok = err <= tol;
+    printf("%-44s rel_err %.3e  tol %.0e  %s\n", name, err, tol, ok ? "ok" : "FAIL");
+    if (!ok)
+        failures++;
+}
+
+static void test_encoder(struct rng *r)
+{
+    int B = 4, T = 64, C = 256, Vp = 512;
+    size_t N = (size_t)B * T;
+    float *wte = rand_bf16_exact(r, (size_t)Vp * C, 1), *wpe = rand_bf16_exact(r, (size_t)T * C, 1);
+    int *tok = malloc(N * sizeof(int));
+    for (size_t i = 0; i < N; i++)
+        tok[i] = (int)(rng_next_u64(r) % 40); /* few distinct tokens: buckets with many rows */
+    float *ref = malloc(N * C * 4);
+    cpu_encoder_forward(ref, tok, wte, wpe, B, T, C);
+    kbf16 *dwte_b = dev_bf16(wte, (size_t)Vp * C), *dwpe_b = dev_bf16(wpe, (size_t)T * C);
+    int *dtok;
+    CK(cudaMalloc((void **)&dtok, N * sizeof(int)));
+    CK(cudaMemcpy(dtok, tok, N * sizeof(int), cudaMemcpyHostToDevice));
+    kbf16 *out = dev_poisoned(N * C * 2);
+    KK(kern_encoder_forward(out, dtok, dwte_b, dwpe_b, B, T, C, 0));
+    float *got = host_from_bf16(out, N * C);
+    check("encoder_forward (B4 T64 C256)", rel_err(got, ref, N * C), 1e-2);
+
+    /* backward: gradients start non-zero (kernels accumulate) */
+    float *dout = rand_bf16_exact(r, N * C, 1);
+    float *gw = rand_f32(r, (size_t)Vp * C, 1), *gp = rand_f32(r, (size_t)T * C, 1);
+    float *d_gw = dev_f32(gw, (size_t)Vp * C), *d_gp = dev_f32(gp, (size_t)T * C);
+    cpu_encoder_backward(gw, gp, dout, tok, B, T, C);
+    /* CSR buckets by token, positions ascending */
+    int *uniq = malloc(N * sizeof(int)), *start = malloc((N + 1) * sizeof(int)), *pos = malloc(N * sizeof(int));
+    int nu = 0, k = 0;
+    for (int t = 0; t < Vp; t++) {
+        int s0 = k;
+        for (size_t i = 0; i < N; i++)
+            if (tok[i] == t)
+                pos[k++] = (int)i;
+        if (k > s0) {
+            uniq[nu] = t;
+            start[nu++] = s0;
+        }
+    }
+    start[nu] = k;
+    int *du, *ds, *dp;
+    CK(cudaMalloc((void **)&du, N * 4));
+    CK(cudaMalloc((void **)&ds, (N + 1) * 4));
+    CK(cudaMalloc((void **)&dp, N * 4));
+    CK(cudaMemcpy(du, uniq, (size_t)nu * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(ds, start, (size_t)(nu + 1) * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dp, pos, N * 4, cudaMemcpyHostToDevice));
+    kbf16 *d_dout = dev_bf16(dout, N * C);
+    KK(kern_encoder_backward(d_gw, d_gp, d_dout, du, ds, dp, nu, B, T, C, 0));
+    float *g1 = host_from_f32(d_gw, (size_t)Vp * C), *g2 = host_from_f32(d_gp, (size_t)T * C);
+    check("encoder_backward dwte (fp32 sums)", rel_err(g1, gw, (size_t)Vp * C), 1e-5);
+    check("encoder_backward dwpe (fp32 sums)", rel_err(g2, gp, (size_t)T * C), 1e-5);
+}
+
+static void test_layernorm(struct rng *r)
+{
+    int B = 8, T = 64, C = 768;
+    size_t N = (size_t)B * T;
+    float *x = rand_bf16_exact(r, N * C, 1), *w = rand_bf16_exact(r, C, 1), *b = rand_bf16_exact(r, C, 1);
+    float *ref = malloc(N * C * 4), *mean = malloc(N * 4), *rstd = malloc(N * 4);
+    for (size_t i = 0; i < N * C; i++)
+        x[i] = bf2f(f2bf(x[i] * 3.0f + 1.5f)); /* non-zero mean */
+    cpu_layernorm_forward(ref, mean, rstd, x, w, b, B, T, C);
+    kbf16 *dx = dev_bf16(x, N * C), *dw = dev_bf16(w, C), *db = dev_bf16(b, C);
+    kbf16 *out = dev_poisoned(N * C * 2);
+    float *dmean = dev_poisoned(N * 4), *drstd = dev_poisoned(N * 4);
+    KK(kern_layernorm_forward(out, dmean, drstd, dx, dw, db, (int)N, C, 0));
+    float *got = host_from_bf16(out, N * C);
+    check("layernorm_forward out (N512 C768)", rel_err(got, ref, N * C), 1e-2);
+    float *gm = host_from_f32(dmean, N), *gr = host_from_f32(drstd, N);
+    check("layernorm_forward mean", rel_err(gm, mean, N), 1e-5);
+    check("layernorm_forward rstd", rel_err(gr, rstd, N), 1e-5);
+
+    float *dout = rand_bf16_exact(r, N * C, 1);
+    float *dinp = rand_bf16_exact(r, N * C, 1);
+    float *gw = rand_f32(r, C, 1), *gb = rand_f32(r, C, 1);
+    kbf16 *d_dinp = dev_bf16(dinp, N * C), *d_dout = dev_bf16(dout, N * C);
+    float *d_gw = dev_f32(gw, C), *d_gb = dev_f32(gb, C);
+    float *scratch = dev_poisoned(kern_colsum_scratch_floats(C) * 4);
+    /* the GPU uses its own mean/rstd (checked above) */
+    KK(kern_layernorm_backward(d_dinp, d_gw, d_gb, scratch, d_dout, dx, dw, dmean, drstd, (int)N, C, 0));
+    cpu_layernorm_backward(dinp, gw, gb, dout, x, w, mean, rstd, B, T, C);
+    float *g1 = host_from_bf16(d_dinp, N * C), *g2 = host_from_f32(d_gw, C), *g3 = host_from_f32(d_gb, C);
+    check("layernorm_backward dinp (+=, bf16)", rel_err(g1, dinp, N * C), 1e-2);
+    check("layernorm_backward dweight", rel_err(g2, gw, C), 1e-3);
+    check("layernorm_backward dbias", rel_err(g3, gb, C), 1e-3);
+}
+
+static void test_matmul(struct rng *r, struct kern_blas *bl)
+{
+    int B = 4, T = 64, C = 384, OC = 1536;
+    size_t N = (size_t)B * T;
+    float *x = rand_bf16_exact(r, N * C, 1), *w = rand_bf16_exact(r, (size_t)OC * C, 0.05f);
+    float *bias = rand_bf16_exact(r, OC, 0.5f), *res = rand_bf16_exact(r, N * OC, 1);
+    float *ref = malloc(N * OC * 4), *ref2 = malloc(N * OC * 4);
+    kbf16 *dx = dev_bf16(x, N * C), *dw = dev_bf16(w, (size_t)OC * C), *db = dev_bf16(bias, OC);
+    kbf16 *dres = dev_bf16(res, N * OC);
+    cpu_matmul_forward(ref, x, w, bias, B, T, C, OC);
+
+    kbf16 *out = dev_poisoned(N * OC * 2);
+    KK(kern_matmul_forward(bl, out, NULL, dx, dw, db, NULL, (int)N, C, OC, 0));
+    float *got = host_from_bf16(out, N * OC);
+    check("matmul_forward +bias (N256 C384 OC1536)", rel_err(got, ref, N * OC), 1e-2);
+
+    for (size_t i = 0; i < N * OC; i++)
+        ref2[i] = ref[i] + res[i];
+    CK(cudaMemset(out, 0xff, N * OC * 2));
+    KK(kern_matmul_forward(bl, out, NULL, dx, dw, db, dres, (int)N, C, OC, 0));
+    free(got);
+    got = host_from_bf16(out, N * OC);
+    check("matmul_forward +bias +residual", rel_err(got, ref2, N * OC), 1e-2);
+
+    kbf16 *pre = dev_poisoned(N * OC * 2);
+    CK(cudaMemset(out, 0xff, N * OC * 2));
+    KK(kern_matmul_forward(bl, out, pre, dx, dw, db, NULL, (int)N, C, OC, 0));
+    cpu_gelu_forward(ref2, ref, N * OC);
+    float *gpre = host_from_bf16(pre, N * OC);
+    free(got);
+    got = host_from_bf16(out, N * OC);
+    check("matmul_forward +bias, gelu epilogue: pre", rel_err(gpre, ref, N * OC), 1e-2);
+    check("matmul_forward +bias, gelu epilogue: out", rel_err(got, ref2, N * OC), 1e-2);
+
+    /* gelu backward on the saved pre-activation */
+    float *dh = rand_bf16_exact(r, N * OC, 1), *dpre = calloc(N * OC, 4);
+    kbf16 *ddh = dev_bf16(dh, N * OC);
+    KK(kern_gelu_backward_inplace(ddh, pre, N * OC, 0));
+    cpu_gelu_backward(dpre, gpre, dh, N * OC);
+    float *gg = host_from_bf16(ddh, N * OC);
+    check("gelu_backward", rel_err(gg, dpre, N * OC), 1e-2);
+
+    /* backward: dinp (overwrite), dweight (+=), dbias (+=) */
+    float *dout = rand_bf16_exact(r, N * OC, 1);
+    float *rdinp = calloc(N * C, 4), *rdw = rand_f32(r, (size_t)OC * C, 1), *rdb = rand_f32(r, OC, 1);
+    float *d_dw = dev_f32(rdw, (size_t)OC * C), *d_db = dev_f32(rdb, OC);
+    kbf16 *d_dout = dev_bf16(dout, N * OC), *d_dinp = dev_poisoned(N * C * 2);
+    float *scratch = dev_poisoned(kern_colsum_scratch_floats(OC) * 4);
+    KK(kern_matmul_backward_input(bl, d_dinp, d_dout, dw, 0, (int)N, C, OC, 0));
+    KK(kern_matmul_backward_weight(bl, d_dw, d_dout, dx, (int)N, C, OC, 0));
+    KK(kern_bias_backward(d_db, scratch, d_dout, (int)N, OC, 0));
+    cpu_matmul_backward(rdinp, rdw, rdb, dout, x, w, B, T, C, OC);
+    float *g1 = host_from_bf16(d_dinp, N * C), *g2 = host_from_f32(d_dw, (size_t)OC * C), *g3 = host_from_f32(d_db, OC);
+    check("matmul_backward dinp", rel_err(g1, rdinp, N * C), 1e-2);
+    check("matmul_backward dweight (+=, fp32 out)", rel_err(g2, rdw, (size_t)OC * C), 1e-2);
+    check("bias_backward (+=)", rel_err(g3, rdb, OC), 1e-4);
+}
+
+static void test_attention(struct rng *r, int B, int T, int C, int NH)
+{
+    size_t N = (size_t)B * T;
+    char name[96];
+    float *qkv = rand_bf16_exact(r, N * 3 * C, 1);
+    float *ref = malloc(N * C * 4);
+    size_t tt = (size_t)B * NH * T * T;
+    float *preatt = calloc(tt, 4), *att = calloc(tt, 4);
+    cpu_attention_forward(ref, preatt, att, qkv, B, T, C, NH);
+    kbf16 *dqkv_in = dev_bf16(qkv, N * 3 * C);
+    kbf16 *out = dev_poisoned(N * C * 2);
+    float *lse = dev_poisoned((size_t)B * NH * T * 4);
+    KK(kern_attention_forward(out, lse, dqkv_in, B, T, C, NH, 0));
+    float *got = host_from_bf16(out, N * C);
+    snprintf(name, sizeof name, "attention_forward (B%d T%d C%d NH%d)", B, T, C, NH);
+    check(name, rel_err(got, ref, N * C), 1e-2);
+
+    float *dout = rand_bf16_exact(r, N * C, 1);
+    float *dinp = calloc(N * 3 * C, 4), *dpre = calloc(tt, 4), *datt = calloc(tt, 4);
+    /* the CPU backward sees the GPU's bf16 output only through dout; att is its own */
+    cpu_attention_backward(dinp, dpre, datt, dout, qkv, att, B, T, C, NH);
+    kbf16 *d_dout = dev_bf16(dout, N * C), *d_dqkv = dev_poisoned(N * 3 * C * 2);
+    float *scratch = dev_poisoned((size_t)B * NH * T * 4);
+    KK(kern_attention_backward(d_dqkv, scratch, d_dout, out, lse, dqkv_in, B, T, C, NH, 0));
+    float *g = host_from_bf16(d_dqkv, N * 3 * C);
+    snprintf(name, sizeof name, "attention_backward dqkv (B%d T%d C%d NH%d)", B, T, C, NH);
+    check(name, rel_err(g, dinp, N * 3 * C), 2e-2);
+}
+
+static void test_classifier(struct rng *r)
+{
+    int B = 4, T = 32, V = 1000, Vp = 1024;
+    size_t N = (size_t)B * T;
+    float *logits = rand_bf16_exact(r, N * Vp, 2);
+    int *tgt = malloc(N * sizeof(int));
+    for (size_t i = 0; i < N; i++)
+        tgt[i] = (int)(rng_next_u64(r) % (uint64_t)V);
+    float *probs = malloc(N * Vp * 4), *losses = malloc(N * 4), *dl = calloc(N * Vp, 4), *dlosses = malloc(N * 4);
+    cpu_softmax_forward(probs, logits, B, T, V, Vp);
+    cpu_crossentropy_forward(losses, probs, tgt, B, T, Vp);
+    for (size_t i = 0; i < N; i++)
+        dlosses[i] = 1.0f / (float)N;
+    cpu_crossentropy_softmax_backward(dl, dlosses, probs, tgt, B, T, V, Vp);
+    kbf16 *d_log = dev_bf16(logits, N * Vp);
+    int *d_tgt;
+    CK(cudaMalloc((void **)&d_tgt, N * 4));
+    CK(cudaMemcpy(d_tgt, tgt, N * 4, cudaMemcpyHostToDevice));
+    float *d_loss = dev_poisoned(N * 4);
+    KK(kern_classifier_forward_backward(d_log, d_loss, d_tgt, 1.0f / (float)N, (int)N, V, Vp, 0));
+    float *gl = host_from_f32(d_loss, N), *gd = host_from_bf16(d_log, N * Vp);
+    check("classifier losses (N128 V1000 Vp1024)", rel_err(gl, losses, N), 1e-3);
+    check("classifier dlogits (padding must be 0)", rel_err(gd, dl, N * Vp), 1e-2);
+    float *d_sum = dev_poisoned(4);
+    KK(kern_sum(d_sum, d_loss, N, 0));
+    float *gs = host_from_f32(d_sum, 1);
+    double s = 0;
+    for (size_t i = 0; i < N; i++)
+        s += losses[i];
+    float sf = (float)s;
+    check("sum of losses", rel_err(gs, &sf, 1), 1e-5);
+}
+
+static void test_optimizer(struct rng *r)
+{
+    size_t n = 300007;
+    float *p = rand_f32(r, n, 1), *g = rand_f32(r, n, 0.1f), *m = rand_f32(r, n, 0.01f), *v = malloc(n * 4);
+    for (size_t i = 0; i < n; i++)
+        v[i] = fabsf(rng_normal(r, 0, 0.01f));
+    float *dp = dev_f32(p, n), *dg = dev_f32(g, n), *dm = dev_f32(m, n), *dv = dev_f32(v, n);
+    kbf16 *pbf = dev_poisoned(n * 2);
+    float *out = dev_poisoned(8), *part = dev_poisoned(kern_sumsq_partials() * 4);
+    double norm = sqrt(cpu_sumsq(g, n));
+    float clip = (float)(norm / 2);
+    KK(kern_grad_norm(out, part, dg, n, clip, 1.0f, 0));
+    float *gn = host_from_f32(out, 2);
+    float rn = (float)norm, rs = (float)(clip / norm);
+    check("grad_norm norm", rel_err(gn, &rn, 1), 1e-5);
+    check("grad_norm clip scale", rel_err(gn + 1, &rs, 1), 1e-5);
+    cpu_scale(g, rs, n);
+    cpu_adamw_step(p, g, m, v, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 7);
+    KK(kern_adamw(dp, pbf, dg, dm, dv, out + 1, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 7, 0));
+    float *gp = host_from_f32(dp, n), *gm = host_from_f32(dm, n), *gv = host_from_f32(dv, n);
+    float *gb = host_from_bf16(pbf, n);
+    check("adamw params", rel_err(gp, p, n), 1e-5);
+    check("adamw m", rel_err(gm, m, n), 1e-5);
+    check("adamw v", rel_err(gv, v, n), 1e-5);
+    check("adamw bf16 copy", rel_err(gb, p, n), 1e-2);
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : (uint64_t)time(NULL);
+    printf("test_kernels: seed %llu\n", (unsigned long long)seed);
+    struct rng r;
+    rng_seed(&r, seed);
+    struct kern_blas *bl;
+    KK(kern_blas_new(32u << 20, &bl));
+    test_encoder(&r);
+    test_layernorm(&r);
+    test_matmul(&r, bl);
+    test_attention(&r, 2, 200, 128, 2);  /* hs 64, ragged T */
+    test_attention(&r, 2, 256, 128, 4);  /* hs 32 */
+    test_attention(&r, 1, 130, 256, 2);  /* hs 128 */
+    test_attention(&r, 2, 1024, 768, 12); /* GPT-2 small shape */
+    test_classifier(&r);
+    test_optimizer(&r);
+    kern_blas_free(bl);
+    CK(cudaDeviceSynchronize());
+    printf("test_kernels: %s (%d failed)\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
+}
