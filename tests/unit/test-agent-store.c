@@ -1,0 +1,421 @@
+/* Unit tests for the agent's store (agent/store.c), state.json / events.jsonl (agent/state.c),
+ * job specs (agent/spec.c) and the restart/rollback policy (agent/supervise.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent/state.h"
+#include "agent/store.h"
+#include "agent/supervise.h"
+#include "common/bundle.h"
+#include "common/util.h"
+
+static char tmpd[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(tmpd, "/tmp/drover-store-test.XXXXXX");
+    return mkdtemp(tmpd) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return fs_rm_rf(tmpd);
+}
+
+static char *path(const char *rel)
+{
+    static char p[4][512];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(p[i], sizeof p[i], "%s/%s", tmpd, rel);
+    return p[i];
+}
+
+/* Pack a release whose one file says text; returns its id in id. */
+static void make_bundle(const char *name, const char *text, char id[RELEASE_ID_LEN + 1])
+{
+    char dir[64], file[96], blob[96];
+    snprintf(dir, sizeof dir, "src-%s", name);
+    snprintf(file, sizeof file, "src-%s/bin/run.sh", name);
+    snprintf(blob, sizeof blob, "%s.tar.zst", name);
+    assert_int_equal(fs_mkdir_p(path(dir), 0755), 0);
+    char bin[128];
+    snprintf(bin, sizeof bin, "%s/bin", path(dir));
+    assert_int_equal(fs_mkdir_p(bin, 0755), 0);
+    assert_int_equal(fs_write_atomic(path(file), text, strlen(text), 0755), 0);
+    assert_int_equal(bundle_pack(path(dir), name, path(blob), id, NULL), 0);
+}
+
+static void test_store_add_idempotent(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    char id[RELEASE_ID_LEN + 1], err[256];
+    make_bundle("v1", "#!/bin/sh\necho 1\n", id);
+    assert_int_equal(store_add_release(&s, path("v1.tar.zst"), id, err, sizeof err), 0);
+    assert_true(store_has_release(&s, id));
+    struct stat st;
+    assert_int_equal(stat(path("v1.tar.zst"), &st), -1); /* blob removed */
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/root/releases/%s/bin/run.sh", tmpd, id);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0755);
+    /* again: already present, blob removed, nothing changes */
+    make_bundle("v1", "#!/bin/sh\necho 1\n", id);
+    assert_int_equal(store_add_release(&s, path("v1.tar.zst"), id, err, sizeof err), 1);
+    assert_int_equal(stat(path("v1.tar.zst"), &st), -1);
+    char **ids;
+    size_t n;
+    assert_int_equal(store_list(&s, &ids, &n), 0);
+    assert_int_equal(n, 1);
+    store_ids_free(ids, n);
+    /* prefix resolution */
+    char got[RELEASE_ID_LEN + 1];
+    char pre[13];
+    memcpy(pre, id, 12);
+    pre[12] = '\0';
+    assert_int_equal(store_resolve(&s, pre, got), 0);
+    assert_string_equal(got, id);
+    assert_int_equal(store_resolve(&s, "zz", got), -EINVAL);
+    assert_int_equal(store_resolve(&s, "000000", got), id[0] == '0' && !strncmp(id, "000000", 6) ? 0 : -ENOENT);
+}
+
+static void test_store_corrupt_blob_leaves_nothing(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    char id[RELEASE_ID_LEN + 1], other[RELEASE_ID_LEN + 1], err[256];
+    make_bundle("v1", "#!/bin/sh\necho 1\n", id);
+    make_bundle("v2", "#!/bin/sh\necho 2\n", other);
+    /* v2's blob offered as v1: id mismatch */
+    assert_int_equal(store_add_release(&s, path("v2.tar.zst"), id, err, sizeof err), -EBADMSG);
+    assert_non_null(strstr(err, "release id mismatch"));
+    assert_false(store_has_release(&s, id));
+    /* a truncated blob */
+    char *data;
+    size_t len;
+    assert_int_equal(fs_read_file(path("v1.tar.zst"), 1 << 20, &data, &len), 0);
+    assert_int_equal(fs_write_atomic(path("v1.tar.zst"), data, len - 40, 0600), 0);
+    free(data);
+    assert_true(store_add_release(&s, path("v1.tar.zst"), id, err, sizeof err) < 0);
+    assert_false(store_has_release(&s, id));
+    char **ids;
+    size_t n;
+    assert_int_equal(store_list(&s, &ids, &n), 0);
+    assert_int_equal(n, 0);
+    store_ids_free(ids, n);
+    /* no temp tree left behind either */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s/root/releases)\"", tmpd);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(store_add_release(&s, path("v1.tar.zst"), "nothex", err, sizeof err), -EINVAL);
+}
+
+static void test_store_switch_and_stale_tmp(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    char a[RELEASE_ID_LEN + 1], b[RELEASE_ID_LEN + 1], cur[RELEASE_ID_LEN + 1], err[256];
+    make_bundle("a", "a\n", a);
+    make_bundle("b", "b\n", b);
+    assert_int_equal(store_add_release(&s, path("a.tar.zst"), a, err, sizeof err), 0);
+    assert_int_equal(store_add_release(&s, path("b.tar.zst"), b, err, sizeof err), 0);
+    assert_int_equal(store_current(&s, "train", cur), 0);
+    assert_string_equal(cur, "");
+    assert_int_equal(store_switch_current(&s, "train", a), 0);
+    assert_int_equal(store_current(&s, "train", cur), 0);
+    assert_string_equal(cur, a);
+    assert_int_equal(store_switch_current(&s, "train", b), 0);
+    assert_int_equal(store_current(&s, "train", cur), 0);
+    assert_string_equal(cur, b);
+    /* the link resolves to the release directory */
+    struct stat st;
+    assert_int_equal(stat(path("root/jobs/train/current/bin/run.sh"), &st), 0);
+    /* a second job has its own current */
+    assert_int_equal(store_switch_current(&s, "eval", a), 0);
+    assert_int_equal(store_current(&s, "train", cur), 0);
+    assert_string_equal(cur, b);
+    /* switching to a missing release changes nothing */
+    char missing[RELEASE_ID_LEN + 1];
+    memset(missing, 'f', RELEASE_ID_LEN);
+    missing[RELEASE_ID_LEN] = '\0';
+    assert_int_equal(store_switch_current(&s, "train", missing), -ENOENT);
+    assert_int_equal(store_current(&s, "train", cur), 0);
+    assert_string_equal(cur, b);
+    /* leftovers of an interrupted add / switch are cleaned on open; checkpoints are not */
+    assert_int_equal(fs_mkdir_p(path("root/releases/abc.tmp.123/x"), 0755), 0);
+    assert_int_equal(symlink("x", path("root/jobs/train/current.tmp.99")), 0);
+    assert_int_equal(fs_mkdir_p(path("root/runs/train/checkpoints"), 0755), 0);
+    assert_int_equal(fs_write_atomic(path("root/runs/train/checkpoints/c.tmp.1"), "x", 1, 0644), 0);
+    assert_int_equal(store_open(&s, path("root")), 0);
+    assert_int_equal(lstat(path("root/releases/abc.tmp.123"), &st), -1);
+    assert_int_equal(lstat(path("root/jobs/train/current.tmp.99"), &st), -1);
+    assert_int_equal(stat(path("root/runs/train/checkpoints/c.tmp.1"), &st), 0);
+    assert_int_equal(store_current(&s, "train", cur), 0);
+    assert_string_equal(cur, b);
+}
+
+static void test_store_gc_keeps_protected(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    char id[5][RELEASE_ID_LEN + 1], err[256];
+    for (int i = 0; i < 5; i++) {
+        char name[8], text[16];
+        snprintf(name, sizeof name, "r%d", i);
+        snprintf(text, sizeof text, "r%d\n", i);
+        make_bundle(name, text, id[i]);
+        char blob[32];
+        snprintf(blob, sizeof blob, "r%d.tar.zst", i);
+        assert_int_equal(store_add_release(&s, path(blob), id[i], err, sizeof err), 0);
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/root/releases/%s", tmpd, id[i]);
+        struct timespec ts[2] = {{.tv_sec = 1000 + i}, {.tv_sec = 1000 + i}};
+        assert_int_equal(utimensat(AT_FDCWD, p, ts, 0), 0); /* r4 newest */
+    }
+    /* keep 1 newest (r4); protect r0 (good) and r2 (previous) */
+    const char *protect[] = {id[0], id[2], ""};
+    assert_int_equal(store_gc(&s, 1, protect, 3), 2);
+    assert_true(store_has_release(&s, id[4]));
+    assert_true(store_has_release(&s, id[0]));
+    assert_true(store_has_release(&s, id[2]));
+    assert_false(store_has_release(&s, id[1]));
+    assert_false(store_has_release(&s, id[3]));
+    assert_int_equal(store_gc(&s, 1, protect, 3), 0);
+}
+
+static void fill_spec(struct job_spec *s, const char *release)
+{
+    spec_init(s);
+    (void)str_copy(s->release, sizeof s->release, release);
+    char *argv[] = {"bin/run.sh", "--steps", "100"};
+    assert_int_equal(spec_set_argv(s, 3, argv), 0);
+    s->nnodes = 2;
+    s->node_rank = 1;
+    s->nproc = 2;
+    strcpy(s->gpus, "0,1");
+    strcpy(s->master_addr, "10.0.0.1");
+    s->master_port = 29501;
+    s->grace_s = 5;
+}
+
+static void test_state_roundtrip(void **state)
+{
+    (void)state;
+    struct agent_state st, back;
+    state_init(&st);
+    struct job_rec *j;
+    assert_int_equal(state_add_job(&st, "train", &j), 0);
+    memset(j->current, 'a', RELEASE_ID_LEN);
+    memset(j->good, 'b', RELEASE_ID_LEN);
+    j->state = GANG_REVERTED;
+    strcpy(j->reason, "crash loop");
+    j->generation = 7;
+    j->restarts = 2;
+    j->auto_rollbacks = 1;
+    j->probation_until = 1234.5;
+    j->gang_pgid = 4242;
+    j->npids = 2;
+    j->pids[0] = 4242;
+    j->pids[1] = 4243;
+    struct job_spec sp;
+    fill_spec(&sp, j->current);
+    sp.promoted = true;
+    sp.ktok_s = 12.5;
+    assert_int_equal(state_put_spec(j, &sp, NULL), 0);
+    spec_done(&sp);
+    assert_int_equal(state_add_job(&st, "eval", &j), 0);
+    assert_int_equal(state_add_job(&st, "bad name!", &j), -EINVAL);
+    assert_int_equal(state_save(path("state.json"), &st), 0);
+    assert_int_equal(state_load(path("state.json"), &back), 0);
+    assert_int_equal(back.njobs, 2);
+    struct job_rec *b = state_find_job(&back, "train");
+    assert_non_null(b);
+    assert_string_equal(b->current, st.jobs[0].current);
+    assert_string_equal(b->good, st.jobs[0].good);
+    assert_int_equal(b->state, GANG_REVERTED);
+    assert_string_equal(b->reason, "crash loop");
+    assert_int_equal(b->generation, 7);
+    assert_int_equal(b->auto_rollbacks, 1);
+    assert_int_equal(b->npids, 2);
+    assert_int_equal(b->pids[1], 4243);
+    struct job_spec *bs = state_find_spec(b, b->current);
+    assert_non_null(bs);
+    assert_int_equal(bs->argc, 3);
+    assert_string_equal(bs->argv[2], "100");
+    assert_int_equal(bs->nnodes, 2);
+    assert_string_equal(bs->gpus, "0,1");
+    assert_true(bs->promoted);
+    state_done(&back);
+    /* missing file: empty state */
+    assert_int_equal(state_load(path("nothere.json"), &back), 0);
+    assert_int_equal(back.njobs, 0);
+    state_done(&st);
+}
+
+static void test_state_parse_errors(void **state)
+{
+    (void)state;
+    struct agent_state st;
+    st.njobs = 99; /* must stay untouched on failure */
+    assert_int_equal(state_parse("{", 1, &st), -EINVAL);
+    assert_int_equal(state_parse("{\"v\":2}", 7, &st), -EPROTONOSUPPORT);
+    const char *dup = "{\"v\":1,\"jobs\":[{\"job\":\"a\"},{\"job\":\"a\"}]}";
+    assert_int_equal(state_parse(dup, strlen(dup), &st), -EINVAL);
+    const char *badid = "{\"v\":1,\"jobs\":[{\"job\":\"a\",\"current\":\"../x\"}]}";
+    assert_int_equal(state_parse(badid, strlen(badid), &st), -EINVAL);
+    const char *badstate = "{\"v\":1,\"jobs\":[{\"job\":\"a\",\"state\":\"dancing\"}]}";
+    assert_int_equal(state_parse(badstate, strlen(badstate), &st), -EINVAL);
+    char big[2048] = "{\"v\":1,\"jobs\":[";
+    for (int i = 0; i < 9; i++)
+        sprintf(big + strlen(big), "%s{\"job\":\"j%d\"}", i ? "," : "", i);
+    strcat(big, "]}");
+    assert_int_equal(state_parse(big, strlen(big), &st), -E2BIG);
+    assert_int_equal(state_parse(big, STATE_MAX_BYTES + 1, &st), -E2BIG);
+    assert_int_equal(st.njobs, 99);
+}
+
+static void test_state_spec_eviction(void **state)
+{
+    (void)state;
+    struct agent_state st;
+    state_init(&st);
+    struct job_rec *j;
+    assert_int_equal(state_add_job(&st, "train", &j), 0);
+    char ids[STATE_MAX_SPECS + 2][RELEASE_ID_LEN + 1];
+    for (int i = 0; i < STATE_MAX_SPECS + 2; i++) {
+        memset(ids[i], 'a' + i, RELEASE_ID_LEN);
+        ids[i][RELEASE_ID_LEN] = '\0';
+    }
+    strcpy(j->good, ids[0]);
+    for (int i = 0; i < STATE_MAX_SPECS + 2; i++) {
+        struct job_spec sp;
+        fill_spec(&sp, ids[i]);
+        assert_int_equal(state_put_spec(j, &sp, NULL), 0);
+        spec_done(&sp);
+    }
+    assert_int_equal(j->nspecs, STATE_MAX_SPECS);
+    assert_non_null(state_find_spec(j, ids[0])); /* good is never evicted */
+    assert_null(state_find_spec(j, ids[1]));
+    assert_non_null(state_find_spec(j, ids[STATE_MAX_SPECS + 1]));
+    state_done(&st);
+}
+
+static void test_events_journal(void **state)
+{
+    (void)state;
+    struct events ev;
+    assert_int_equal(events_open(path("events.jsonl"), &ev), 0);
+    assert_int_equal(ev.seq, 0);
+    assert_int_equal(events_append(&ev, "train", "activate", "abc", "switched"), 1);
+    assert_int_equal(events_append(&ev, "train", "crash", "abc", "rank 1 \"quoted\"\n"), 2);
+    events_close(&ev);
+    assert_int_equal(events_open(path("events.jsonl"), &ev), 0);
+    assert_int_equal(ev.seq, 2); /* reloaded at start */
+    assert_int_equal(events_append(&ev, "train", "revert", "def", ""), 3);
+    events_close(&ev);
+    FILE *f = fopen(path("dump"), "w");
+    assert_int_equal(events_dump(path("events.jsonl"), 1, f), 0);
+    fclose(f);
+    char *text;
+    assert_int_equal(fs_read_file(path("dump"), 1 << 20, &text, NULL), 0);
+    assert_null(strstr(text, "\"activate\""));
+    assert_non_null(strstr(text, "\"crash\""));
+    assert_non_null(strstr(text, "\"revert\""));
+    free(text);
+}
+
+static void test_spec_validate(void **state)
+{
+    (void)state;
+    struct job_spec s;
+    char err[128];
+    fill_spec(&s, "");
+    assert_int_equal(spec_validate(&s, err, sizeof err), 0);
+    s.node_rank = 2;
+    assert_int_equal(spec_validate(&s, err, sizeof err), -EINVAL);
+    s.node_rank = 0;
+    strcpy(s.gpus, "0");
+    assert_int_equal(spec_validate(&s, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "gpus"));
+    strcpy(s.gpus, "0,x");
+    assert_int_equal(spec_validate(&s, err, sizeof err), -EINVAL);
+    spec_done(&s);
+    assert_int_equal(spec_validate(&s, err, sizeof err), -EINVAL); /* no command */
+    char *many[SPEC_MAX_ARGS + 1];
+    for (int i = 0; i <= SPEC_MAX_ARGS; i++)
+        many[i] = "x";
+    assert_int_equal(spec_set_argv(&s, SPEC_MAX_ARGS + 1, many), -E2BIG);
+    assert_int_equal(s.argc, 0);
+    assert_false(job_name_is_valid(""));
+    assert_false(job_name_is_valid(".hidden"));
+    assert_false(job_name_is_valid("a/b"));
+    assert_true(job_name_is_valid("train-1.x"));
+}
+
+static void test_policy(void **state)
+{
+    (void)state;
+    struct crash_policy p;
+    crash_policy_default(&p);
+    char why[256];
+    /* clean exit */
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 0, 0, 0, 0, why, sizeof why), POLICY_DONE);
+    /* unpromoted: restart until K crashes in the window, then revert */
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 1, 1, 0, 1, 0, why, sizeof why), POLICY_RESTART);
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 1, 1, 0, 2, 0, why, sizeof why), POLICY_RESTART);
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 1, 1, 0, 3, 0, why, sizeof why), POLICY_REVERT);
+    assert_non_null(strstr(why, "crash loop"));
+    /* killed by a signal counts as a crash */
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, -1, 9, 3, 0, why, sizeof why), POLICY_REVERT);
+    assert_non_null(strstr(why, "signal 9"));
+    /* non-retryable code: revert at once */
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 5, 0, 1, 0, why, sizeof why), POLICY_REVERT);
+    /* nothing to go back to */
+    assert_int_equal(policy_on_gang_exit(&p, false, false, 0, 5, 0, 1, 0, why, sizeof why), POLICY_FAIL);
+    /* rollback cap */
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 1, 0, 3, 3, why, sizeof why), POLICY_FAIL);
+    /* promoted: never rolled back, restarted however often it crashes */
+    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 1, 0, 50, 0, why, sizeof why), POLICY_RESTART);
+    /* promoted and diverged: stop, no blind restart */
+    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 5, 0, 1, 0, why, sizeof why), POLICY_FAIL);
+    /* backoff: 1, 2, 4, ... capped at 60 */
+    assert_true(policy_backoff(&p, 1) == 1);
+    assert_true(policy_backoff(&p, 2) == 2);
+    assert_true(policy_backoff(&p, 3) == 4);
+    assert_true(policy_backoff(&p, 30) == 60);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_store_add_idempotent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_corrupt_blob_leaves_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_switch_and_stale_tmp, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_gc_keeps_protected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_state_roundtrip, setup, teardown),
+        cmocka_unit_test(test_state_parse_errors),
+        cmocka_unit_test(test_state_spec_eviction),
+        cmocka_unit_test_setup_teardown(test_events_journal, setup, teardown),
+        cmocka_unit_test(test_spec_validate),
+        cmocka_unit_test(test_policy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
