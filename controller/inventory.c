@@ -88,6 +88,8 @@ static void ctx_fail(struct parse_ctx *c, const char *key, const char *fmt, ...)
         snprintf(c->err, c->err_sz, "%s:%d: %s", c->path, c->line, what);
 }
 
+static int ctx_enter_section(struct parse_ctx *c, const char *section);
+
 static char *ctx_read_line(char *str, int num, void *stream)
 {
     struct parse_ctx *c = stream;
@@ -115,6 +117,22 @@ static char *ctx_read_line(char *str, int num, void *stream)
     str[n] = '\0';
     c->p += n;
     c->left -= n;
+    /* Section headers are handled here, where the line number is known, so that an empty
+     * section and a repeated one ([host h] twice) are seen too: libinih only reports keys. */
+    char *q = str;
+    while (*q == ' ' || *q == '\t')
+        q++;
+    char *close = *q == '[' ? strchr(q, ']') : NULL;
+    if (close) {
+        char name[INV_VALUE_MAX];
+        size_t len = (size_t)(close - q - 1);
+        if (len >= sizeof name)
+            len = sizeof name - 1;
+        memcpy(name, q + 1, len);
+        name[len] = '\0';
+        if (!ctx_enter_section(c, name))
+            return NULL;
+    }
     return str;
 }
 
@@ -580,13 +598,9 @@ static int ctx_handle(void *user, const char *section, const char *name, const c
     struct parse_ctx *c = user;
     if (c->failed)
         return 0;
-    if (strcmp(section, c->section) != 0 || c->kind == 0) {
-        if (!*section) {
-            ctx_fail(c, name, "key outside any section");
-            return 0;
-        }
-        if (!ctx_enter_section(c, section))
-            return 0;
+    if (c->kind == 0 || strcmp(section, c->section) != 0) {
+        ctx_fail(c, name, "key outside any section");
+        return 0;
     }
     switch (c->kind) {
     case 1:

@@ -1,0 +1,278 @@
+/* Unit tests for controller/inventory.c: a full inventory, policy inheritance, container specs,
+ * durations, and error messages that name file, line and key. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "controller/inventory.h"
+
+static const char *good_ini =
+    "; example\n"
+    "[drover]\n"
+    "state_dir = /tmp/drover-state\n"
+    "known_hosts = keys/known_hosts\n"
+    "identity = /tmp/id\n"
+    "\n"
+    "[policy]\n"
+    "healthy_deadline = 45s\n"
+    "tolerance = 0.1\n"
+    "\n"
+    "[host h1]\n"
+    "address = 127.0.0.2\n"
+    "port = 2222\n"
+    "\n"
+    "[job train]\n"
+    "containers = h1:101 h1:102\n"
+    "containers = h2:201\n"
+    "nproc_per_node = 2\n"
+    "gpus = 0,1\n"
+    "command = bin/drover-train\n"
+    "arg = --config\n"
+    "arg = configs/tiny.ini\n"
+    "preflight = bin/drover-train\n"
+    "preflight_arg = selftest\n"
+    "master_addr = 10.0.0.1\n"
+    "master_port = 29500\n"
+    "grace = 2m\n"
+    "warmup_steps = 20\n"
+    "min_healthy_time = 1m\n"
+    "auto_revert = no\n"
+    "\n"
+    "[host h2]\n"
+    "local = true\n"
+    "\n"
+    "[job gpu]\n"
+    "containers = h2:local:/var/lib/drover-gpu0\n"
+    "command = bin/drover-train\n";
+
+static struct inventory *parse_ok(const char *text)
+{
+    struct inventory *inv = NULL;
+    char err[INV_ERR_MAX] = "";
+    int r = inventory_parse(text, strlen(text), "/etc/drover/lab.ini", &inv, err, sizeof err);
+    if (r < 0)
+        fprintf(stderr, "unexpected error: %s\n", err);
+    assert_int_equal(r, 0);
+    return inv;
+}
+
+/* Parse text that must fail; the message must contain each of the needles. */
+static void parse_fails(const char *text, const char *n1, const char *n2)
+{
+    struct inventory *inv = (struct inventory *)0x1;
+    char err[INV_ERR_MAX] = "";
+    int r = inventory_parse(text, strlen(text), "inv.ini", &inv, err, sizeof err);
+    if (r == 0 || !strstr(err, n1) || (n2 && !strstr(err, n2)))
+        fprintf(stderr, "message: '%s' (want '%s' and '%s')\n", err, n1, n2 ? n2 : "");
+    assert_int_equal(r, -EINVAL);
+    assert_ptr_equal(inv, (struct inventory *)0x1); /* untouched on failure */
+    assert_non_null(strstr(err, n1));
+    if (n2)
+        assert_non_null(strstr(err, n2));
+}
+
+static void test_full_inventory(void **state)
+{
+    (void)state;
+    struct inventory *inv = parse_ok(good_ini);
+    assert_string_equal(inv->state_dir, "/tmp/drover-state");
+    assert_string_equal(inv->known_hosts, "/etc/drover/keys/known_hosts"); /* relative to the file */
+    assert_string_equal(inv->agent_path, "/usr/local/bin/drover-agent");
+    assert_string_equal(inv->staging_dir, "/var/lib/drover-host/blobs");
+    assert_int_equal(inv->nhosts, 2);
+    assert_int_equal(inv->hosts[0].port, 2222);
+    assert_string_equal(inv->hosts[0].user, "root");
+    assert_true(inv->hosts[1].local);
+    const struct inv_job *j = inventory_find_job(inv, "train");
+    assert_non_null(j);
+    assert_int_equal(j->ncts, 3);
+    assert_int_equal(j->cts[0].vmid, 101);
+    assert_int_equal(j->cts[2].host, 1); /* host defined after the job */
+    assert_string_equal(j->cts[2].label, "h2:201");
+    assert_int_equal(j->nproc_per_node, 2);
+    assert_string_equal(j->gpus, "0,1");
+    assert_int_equal(j->nargs, 2);
+    assert_string_equal(j->args[1], "configs/tiny.ini");
+    assert_string_equal(j->preflight_args[0], "selftest");
+    assert_int_equal(j->master_port, 29500);
+    assert_true(j->grace_s == 120);
+    /* policy: own keys win, [policy] fills the rest, defaults after that */
+    assert_true(j->policy.healthy_deadline_s == 45);
+    assert_true(j->policy.tolerance == 0.1);
+    assert_int_equal(j->policy.warmup_steps, 20);
+    assert_true(j->policy.min_healthy_time_s == 60);
+    assert_false(j->policy.auto_revert);
+    assert_true(j->policy.progress_deadline_s == 600);
+    const struct inv_job *g = inventory_find_job(inv, "gpu");
+    assert_int_equal(g->cts[0].vmid, -1);
+    assert_string_equal(g->cts[0].root, "/var/lib/drover-gpu0");
+    assert_true(g->policy.auto_revert);
+    assert_true(g->policy.healthy_deadline_s == 45);
+    char key[256];
+    inventory_job_key(j, key, sizeof key);
+    assert_string_equal(key, "train@h1:101,h1:102,h2:201");
+    inventory_free(inv);
+    inventory_free(NULL);
+}
+
+static void test_errors_name_line_and_key(void **state)
+{
+    (void)state;
+    parse_fails("[drover]\nstate_dir = /x\nbogus = 1\n", "inv.ini:3:", "[drover] bogus: unknown key");
+    parse_fails("[host h1]\naddress = a\nport = 70000\n", "inv.ini:3:", "[host h1] port");
+    parse_fails("[job j]\ncontainers = h9:101\ncommand = x\n", "inv.ini:2:", "no [host h9]");
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:99\ncommand = x\n", "inv.ini:4:",
+                "vmid '99'");
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:1x1\ncommand = x\n", "inv.ini:4:",
+                "not a number");
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101 h:101\ncommand = x\n",
+                "listed twice", NULL);
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\n", "[job j]: command is missing",
+                NULL);
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ngrace = soon\n",
+                "inv.ini:6:", "[job j] grace");
+    parse_fails("[policy]\ntolerance = 1.5\n", "inv.ini:2:", "tolerance");
+    parse_fails("[policy]\nauto_revert = maybe\n", "inv.ini:2:", "auto_revert");
+    parse_fails("[host h]\naddress=a\n[host h]\n", "inv.ini:3:", "defined twice");
+    parse_fails("[weird]\nx = 1\n", "inv.ini:1:", "unknown section [weird]");
+    parse_fails("[host bad/name]\n", "not a valid name", NULL); /* no key: libinih syntax or ours */
+    parse_fails("x = 1\n", "inv.ini:1:", "outside any section");
+    parse_fails("[drover]\nthis line has no equals sign\n", "inv.ini:2:", "syntax error");
+    parse_fails("[host h]\n", "[host h]: no address", NULL);
+    parse_fails("[host h]\naddress = a b\n", "inv.ini:2:", "[host h] address");
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:local:relative\ncommand = x\n",
+                "inv.ini:4:", "absolute path");
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = ../escape\n",
+                "inv.ini:5:", "[job j] command");
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ngpus = 0;1\n",
+                "inv.ini:6:", "gpus");
+    parse_fails("[host h]\naddress=a\nport = 22\nport = 23\n", "inv.ini:4:", "set twice");
+}
+
+static void test_long_line_is_an_error(void **state)
+{
+    (void)state;
+    char text[1024];
+    char val[400];
+    memset(val, 'a', sizeof val - 1);
+    val[sizeof val - 1] = '\0';
+    snprintf(text, sizeof text, "[host h]\naddress = a\n[job j]\ncontainers = h:101\ncommand = x\n"
+                                "arg = %s\n", val);
+    parse_fails(text, "inv.ini:6:", "longer than");
+    /* 196 content bytes are fine, 197 are not */
+    char line[200];
+    memset(line, 'b', sizeof line);
+    memcpy(line, "arg = ", 6);
+    line[196] = '\0';
+    snprintf(text, sizeof text, "[host h]\naddress = a\n[job j]\ncontainers = h:101\ncommand = x\n%s\n",
+             line);
+    struct inventory *inv = parse_ok(text);
+    assert_int_equal(strlen(inv->jobs[0].args[0]), 190);
+    inventory_free(inv);
+    line[196] = 'b';
+    line[197] = '\0';
+    snprintf(text, sizeof text, "[host h]\naddress = a\n[job j]\ncontainers = h:101\ncommand = x\n%s\n",
+             line);
+    parse_fails(text, "inv.ini:6:", "longer than");
+}
+
+static void test_nul_byte_and_limits(void **state)
+{
+    (void)state;
+    const char text[] = "[host h]\naddress = a\0b\n";
+    struct inventory *inv = NULL;
+    char err[INV_ERR_MAX];
+    assert_int_equal(inventory_parse(text, sizeof text - 1, "inv.ini", &inv, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "inv.ini:2:"));
+    /* too many args */
+    char big[8192];
+    size_t off = (size_t)snprintf(big, sizeof big, "[host h]\naddress=a\n[job j]\ncontainers = h:101\n"
+                                                   "command = x\n");
+    for (int i = 0; i < INV_MAX_ARGS + 1; i++)
+        off += (size_t)snprintf(big + off, sizeof big - off, "arg = %d\n", i);
+    parse_fails(big, "more than", "arg");
+}
+
+static void test_durations(void **state)
+{
+    (void)state;
+    double s = -1;
+    assert_int_equal(inventory_parse_duration("30s", &s), 0);
+    assert_true(s == 30);
+    assert_int_equal(inventory_parse_duration("5m", &s), 0);
+    assert_true(s == 300);
+    assert_int_equal(inventory_parse_duration("1.5m", &s), 0);
+    assert_true(s == 90);
+    assert_int_equal(inventory_parse_duration("2h", &s), 0);
+    assert_true(s == 7200);
+    assert_int_equal(inventory_parse_duration("45", &s), 0);
+    assert_true(s == 45);
+    assert_int_equal(inventory_parse_duration("250ms", &s), 0);
+    assert_true(s == 0.25);
+    assert_int_equal(inventory_parse_duration("0", &s), 0);
+    assert_true(s == 0);
+    s = 7;
+    const char *bad[] = { "", "-5s", "5x", "s", "5 s", "1e400", "nan", "inf", "31d", "800h", "5m3s", NULL };
+    for (int i = 0; bad[i]; i++) {
+        assert_int_equal(inventory_parse_duration(bad[i], &s), -EINVAL);
+        assert_true(s == 7); /* untouched */
+    }
+    assert_int_equal(inventory_parse_duration(NULL, &s), -EINVAL);
+    bool b = false;
+    assert_int_equal(inventory_parse_bool("Yes", &b), 0);
+    assert_true(b);
+    assert_int_equal(inventory_parse_bool("off", &b), 0);
+    assert_false(b);
+    assert_int_equal(inventory_parse_bool("2", &b), -EINVAL);
+}
+
+static void test_parse_ct(void **state)
+{
+    (void)state;
+    struct inventory *inv = parse_ok(good_ini);
+    struct inv_ct ct;
+    char err[256];
+    assert_int_equal(inventory_parse_ct(inv, "h1:105", &ct, err, sizeof err), 0);
+    assert_int_equal(ct.vmid, 105);
+    assert_int_equal(inventory_parse_ct(inv, "h2:local:/srv/a", &ct, err, sizeof err), 0);
+    assert_string_equal(ct.root, "/srv/a");
+    ct.vmid = 4242;
+    const char *bad[] = { "h1", ":101", "h1:", "h1:abc", "h1:0101", "h1:1000000000", "nope:101",
+                          "h1:local:", "h1:local:/a/../b", "h1:-101", "h1:101;reboot", NULL };
+    for (int i = 0; bad[i]; i++) {
+        assert_int_equal(inventory_parse_ct(inv, bad[i], &ct, err, sizeof err), -EINVAL);
+        assert_int_equal(ct.vmid, 4242);
+    }
+    inventory_free(inv);
+}
+
+static void test_load_missing_file(void **state)
+{
+    (void)state;
+    struct inventory *inv = NULL;
+    char err[INV_ERR_MAX];
+    assert_int_equal(inventory_load("/nonexistent/drover.ini", &inv, err, sizeof err), -ENOENT);
+    assert_null(inv);
+    assert_non_null(strstr(err, "/nonexistent/drover.ini"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full_inventory),
+        cmocka_unit_test(test_errors_name_line_and_key),
+        cmocka_unit_test(test_long_line_is_an_error),
+        cmocka_unit_test(test_nul_byte_and_limits),
+        cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_parse_ct),
+        cmocka_unit_test(test_load_missing_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

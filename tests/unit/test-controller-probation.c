@@ -1,0 +1,374 @@
+/* Unit tests for controller/probation.c: synthetic status sequences for each rule and verdict
+ * string: pass, throughput regression, warmup excluded, NaN, crash, missing heartbeat, stalls,
+ * agent reverting on its own, no baseline, recovery after a revert. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "controller/probation.h"
+
+#define NEW "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define OLD "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+static const char *labels[] = { "h1:101", "h1:102" };
+
+static struct inv_policy policy(void)
+{
+    struct inv_policy p;
+    inventory_policy_defaults(&p);
+    p.healthy_deadline_s = 30;
+    p.min_healthy_time_s = 20;
+    p.warmup_steps = 10;
+    p.tolerance = 0.2;
+    p.progress_deadline_s = 300;
+    return p;
+}
+
+/* One container's document: nproc ranks of node `node`, all at `step` with tok_s each. */
+static void make_status(struct agent_status *st, int node, int nproc, const char *release,
+                        long long step, double tok_s, double loss)
+{
+    memset(st, 0, sizeof *st);
+    strcpy(st->host, "ct");
+    st->njobs = 1;
+    struct job_status *js = &st->jobs[0];
+    strcpy(js->job, "train");
+    strcpy(js->current, release);
+    strcpy(js->good, OLD);
+    strcpy(js->release, release);
+    js->state = GANG_RUNNING;
+    js->nranks = nproc;
+    for (int i = 0; i < nproc; i++) {
+        struct rank_status *rs = &js->ranks[i];
+        rs->rank = node * nproc + i;
+        rs->local_rank = i;
+        rs->pid = 100 + i;
+        strcpy(rs->state, "running");
+        rs->hb_age_s = 0.5;
+        rs->exit_code = -1;
+        rs->has_hb = true;
+        heartbeat_init(&rs->hb);
+        rs->hb.rank = rs->rank;
+        rs->hb.step = step;
+        rs->hb.tok_s = tok_s;
+        rs->hb.loss = loss;
+        rs->hb.loss_finite = isfinite(loss);
+        rs->hb.nonfinite = isfinite(loss) ? 0 : 1;
+        rs->hb.phase = HB_PHASE_TRAIN;
+        strcpy(rs->hb.release, release);
+    }
+}
+
+static struct probation *new_p(double baseline, int ncts, int nproc)
+{
+    struct inv_policy pol = policy();
+    struct probation *p = NULL;
+    assert_int_equal(probation_new(&pol, "train", NEW, ncts, labels, nproc, baseline, false, 0, &p), 0);
+    return p;
+}
+
+/* Feed both containers one document per second from t0 to t1, step = t (1 step/s). */
+static enum probation_verdict run(struct probation *p, int ncts, int nproc, double t0, double t1,
+                                  double tok_s, struct agent_status *st)
+{
+    enum probation_verdict v = PROBATION_PENDING;
+    for (double t = t0; t <= t1 && v == PROBATION_PENDING; t += 1) {
+        for (int c = 0; c < ncts; c++) {
+            make_status(st, c, nproc, NEW, (long long)t, tok_s, 3.5);
+            probation_feed(p, c, st, t);
+        }
+        v = probation_check(p, t);
+    }
+    return v;
+}
+
+static void test_pass_with_baseline(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(96.5, 2, 2);
+    /* 4 ranks * 24 Ktok/s = 96 Ktok/s, above 0.8 * 96.5 */
+    assert_int_equal(run(p, 2, 2, 1, 100, 24000, st), PROBATION_PASS);
+    assert_true(fabs(probation_ktok_s(p) - 96.0) < 1e-6);
+    assert_non_null(strstr(probation_reason(p), "96.0 Ktok/s >= 0.80 × 96.5"));
+    assert_string_equal(probation_note(p), "");
+    probation_free(p);
+    probation_free(NULL);
+    free(st);
+}
+
+static void test_throughput_regression(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(96.5, 2, 2);
+    /* 4 * 10.3 = 41.2 Ktok/s */
+    assert_int_equal(run(p, 2, 2, 1, 100, 10300, st), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p),
+                        "throughput regression: 41.2 Ktok/s < 0.80 × 96.5 Ktok/s baseline (tolerance 0.20)");
+    /* the verdict sticks */
+    make_status(st, 0, 2, NEW, 500, 90000, 3.0);
+    probation_feed(p, 0, st, 200);
+    assert_int_equal(probation_check(p, 200), PROBATION_FAIL);
+    probation_free(p);
+    free(st);
+}
+
+static void test_warmup_excluded(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(100, 1, 1);
+    /* slow during the first 10 steps (warmup), normal after: must pass */
+    enum probation_verdict v = PROBATION_PENDING;
+    for (int t = 1; t <= 60 && v == PROBATION_PENDING; t++) {
+        make_status(st, 0, 1, NEW, t, t < 10 ? 10000 : 99000, 3.0);
+        probation_feed(p, 0, st, t);
+        v = probation_check(p, t);
+    }
+    assert_int_equal(v, PROBATION_PASS);
+    assert_true(probation_ktok_s(p) > 98);
+    probation_free(p);
+    /* warmup counts steps since the resumed checkpoint, not the absolute step */
+    p = new_p(100, 1, 1);
+    v = PROBATION_PENDING;
+    for (int t = 1; t <= 60 && v == PROBATION_PENDING; t++) {
+        make_status(st, 0, 1, NEW, 1000 + t, t < 10 ? 10000 : 99000, 3.0);
+        st->jobs[0].ranks[0].hb.resumed_from = 1000;
+        probation_feed(p, 0, st, t);
+        v = probation_check(p, t);
+    }
+    assert_int_equal(v, PROBATION_PASS);
+    assert_true(probation_ktok_s(p) > 98);
+    long long step, resumed;
+    probation_progress(p, &step, &resumed);
+    assert_int_equal(resumed, 1000);
+    probation_free(p);
+    free(st);
+}
+
+static void test_nan_loss(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(100, 2, 1);
+    assert_int_equal(run(p, 2, 1, 1, 25, 50000, st), PROBATION_PENDING);
+    make_status(st, 1, 1, NEW, 37, 50000, NAN);
+    probation_feed(p, 1, st, 31);
+    assert_int_equal(probation_check(p, 31), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "non-finite loss at step 37 on rank 1 (h1:102)");
+    probation_free(p);
+    free(st);
+}
+
+static void test_crash(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(100, 2, 1);
+    make_status(st, 0, 1, NEW, 0, 0, NAN);
+    struct rank_status *rs = &st->jobs[0].ranks[0];
+    rs->hb.phase = HB_PHASE_INIT;
+    strcpy(rs->hb.error, "data error");
+    strcpy(rs->state, "exited");
+    rs->exit_code = 3;
+    probation_feed(p, 0, st, 2);
+    assert_int_equal(probation_check(p, 2), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "rank 0 on h1:101 exited with code 3 (data error) at start");
+    probation_free(p);
+    /* a restart the agent already did also fails it */
+    p = new_p(100, 2, 1);
+    make_status(st, 1, 1, NEW, 5, 50000, 3.0);
+    st->jobs[0].restarts = 1;
+    strcpy(st->jobs[0].reason, "rank 1 exited with code 1");
+    probation_feed(p, 1, st, 3);
+    assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
+    assert_non_null(strstr(probation_reason(p), "h1:102 restarted (restarts 1)"));
+    probation_free(p);
+    /* a killed rank */
+    p = new_p(100, 2, 1);
+    make_status(st, 1, 1, NEW, 12, 50000, 3.0);
+    st->jobs[0].ranks[0].exit_signal = 9;
+    strcpy(st->jobs[0].ranks[0].state, "killed");
+    probation_feed(p, 1, st, 3);
+    assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "rank 1 on h1:102 killed by signal 9 at step 12");
+    probation_free(p);
+    free(st);
+}
+
+static void test_missing_heartbeat(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(100, 2, 1);
+    /* node 0 heartbeats with the new release; node 1 still shows the old release's heartbeat */
+    enum probation_verdict v = PROBATION_PENDING;
+    for (int t = 1; t <= 40 && v == PROBATION_PENDING; t++) {
+        make_status(st, 0, 1, NEW, t, 50000, 3.0);
+        probation_feed(p, 0, st, t);
+        make_status(st, 1, 1, NEW, t, 50000, 3.0);
+        strcpy(st->jobs[0].ranks[0].hb.release, OLD);
+        probation_feed(p, 1, st, t);
+        v = probation_check(p, t);
+        if (t <= 30)
+            assert_int_equal(v, PROBATION_PENDING);
+    }
+    assert_int_equal(v, PROBATION_FAIL);
+    assert_string_equal(probation_reason(p),
+                        "no heartbeat from rank 1 (h1:102) with release bbbbbbbbbbbb within healthy_deadline 30s");
+    probation_free(p);
+    /* no status at all from a container */
+    p = new_p(100, 2, 1);
+    for (int t = 1; t <= 31; t++) {
+        make_status(st, 0, 1, NEW, t, 50000, 3.0);
+        probation_feed(p, 0, st, t);
+    }
+    assert_int_equal(probation_check(p, 31), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "no status for job 'train' from h1:102 within healthy_deadline 30s");
+    probation_free(p);
+    /* heartbeats that stop after a good start */
+    p = new_p(-1, 1, 1);
+    make_status(st, 0, 1, NEW, 1, 50000, 3.0);
+    probation_feed(p, 0, st, 1);
+    make_status(st, 0, 1, NEW, 2, 50000, 3.0);
+    st->jobs[0].ranks[0].hb_age_s = 45;
+    probation_feed(p, 0, st, 46);
+    assert_int_equal(probation_check(p, 46), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "no heartbeat from rank 0 (h1:101) for 45s (healthy_deadline 30s)");
+    probation_free(p);
+    free(st);
+}
+
+static void test_stall(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(-1, 1, 1);
+    enum probation_verdict v = PROBATION_PENDING;
+    for (int t = 1; t <= 60 && v == PROBATION_PENDING; t++) {
+        make_status(st, 0, 1, NEW, t < 5 ? t : 5, 50000, 3.0); /* hangs at step 5, still beating */
+        probation_feed(p, 0, st, t);
+        v = probation_check(p, t);
+    }
+    assert_int_equal(v, PROBATION_FAIL);
+    assert_non_null(strstr(probation_reason(p), "rank 0 on h1:101 stalled at step 5"));
+    probation_free(p);
+    free(st);
+}
+
+static void test_agent_reverted_on_its_own(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(100, 1, 1);
+    make_status(st, 0, 1, OLD, 50, 50000, 3.0);
+    st->jobs[0].state = GANG_REVERTED;
+    strcpy(st->jobs[0].reason, "crash loop: 3 exits in 60s");
+    probation_feed(p, 0, st, 5);
+    assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p),
+                        "the agent on h1:101 reverted on its own to aaaaaaaaaaaa: crash loop: 3 exits in 60s");
+    probation_free(p);
+    free(st);
+}
+
+static void test_no_baseline(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(-1, 2, 1);
+    assert_int_equal(run(p, 2, 1, 1, 100, 1000, st), PROBATION_PASS);
+    assert_non_null(strstr(probation_note(p), "no baseline"));
+    assert_non_null(strstr(probation_note(p), "2.0 Ktok/s becomes the baseline"));
+    probation_free(p);
+    free(st);
+}
+
+static void test_progress_deadline(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct inv_policy pol = policy();
+    pol.warmup_steps = 1000;
+    pol.progress_deadline_s = 60;
+    struct probation *p;
+    assert_int_equal(probation_new(&pol, "train", NEW, 1, labels, 1, 100, false, 0, &p), 0);
+    enum probation_verdict v = PROBATION_PENDING;
+    for (int t = 1; t <= 100 && v == PROBATION_PENDING; t++) {
+        make_status(st, 0, 1, NEW, t, 50000, 3.0);
+        probation_feed(p, 0, st, t);
+        v = probation_check(p, t);
+    }
+    assert_int_equal(v, PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "probation did not finish within progress_deadline 60s: "
+                                             "rank 0 is at step 61 of 1000 warmup steps");
+    probation_free(p);
+    free(st);
+}
+
+static void test_recovery(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct inv_policy pol = policy();
+    struct probation *p;
+    assert_int_equal(probation_new(&pol, "train", OLD, 1, labels, 1, 100, true, 0, &p), 0);
+    /* the agent says "reverted" and runs the good release: that is what we asked for */
+    for (int t = 1; t <= 3; t++) {
+        make_status(st, 0, 1, OLD, 200 + t, 50000, 3.0);
+        st->jobs[0].state = GANG_REVERTED;
+        st->jobs[0].ranks[0].hb.resumed_from = 200;
+        probation_feed(p, 0, st, t);
+    }
+    assert_int_equal(probation_check(p, 3), PROBATION_PASS);
+    long long step, resumed;
+    probation_progress(p, &step, &resumed);
+    assert_int_equal(step, 203);
+    assert_int_equal(resumed, 200);
+    probation_free(p);
+    free(st);
+}
+
+static void test_bad_args_and_median(void **state)
+{
+    (void)state;
+    struct inv_policy pol = policy();
+    struct probation *p = (struct probation *)0x1;
+    assert_int_equal(probation_new(&pol, "train", NEW, 0, labels, 1, 0, false, 0, &p), -EINVAL);
+    assert_int_equal(probation_new(&pol, "train", NEW, 1, labels, 0, 0, false, 0, &p), -EINVAL);
+    assert_int_equal(probation_new(&pol, "train", NEW, 1, labels, STATUS_MAX_RANKS + 1, 0, false, 0, &p),
+                     -EINVAL);
+    assert_ptr_equal(p, (struct probation *)0x1);
+    double v[] = { 5, 1, 3 };
+    assert_true(probation_median(v, 3) == 3);
+    assert_true(probation_median(v, 2) == 3);
+    assert_true(probation_median(v, 0) == -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pass_with_baseline),
+        cmocka_unit_test(test_throughput_regression),
+        cmocka_unit_test(test_warmup_excluded),
+        cmocka_unit_test(test_nan_loss),
+        cmocka_unit_test(test_crash),
+        cmocka_unit_test(test_missing_heartbeat),
+        cmocka_unit_test(test_stall),
+        cmocka_unit_test(test_agent_reverted_on_its_own),
+        cmocka_unit_test(test_no_baseline),
+        cmocka_unit_test(test_progress_deadline),
+        cmocka_unit_test(test_recovery),
+        cmocka_unit_test(test_bad_args_and_median),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
