@@ -314,7 +314,7 @@ void gang_stop(struct gang *g)
     g->kill_at = time_mono() + g->grace_s;
     if (kill(-g->pgid, SIGTERM) < 0 && errno != ESRCH)
         log_warn("job '%s': SIGTERM to process group %d: %s", g->job, (int)g->pgid, strerror(errno));
-    log_info("job '%s': stopping gang %d (SIGTERM, SIGKILL in %.0f s)", g->job, g->generation,
+    log_info("job '%s': stopping gang %d (SIGTERM, SIGKILL in %g s)", g->job, g->generation,
              g->grace_s);
 }
 
@@ -324,7 +324,7 @@ void gang_tick(struct gang *g, double now)
         return;
     if (g->stopping && !g->killed && now >= g->kill_at) {
         g->killed = true;
-        log_warn("job '%s': gang %d still running %.0f s after SIGTERM: SIGKILL", g->job,
+        log_warn("job '%s': gang %d still running %g s after SIGTERM: SIGKILL", g->job,
                  g->generation, g->grace_s);
         (void)kill(-g->pgid, SIGKILL);
     }

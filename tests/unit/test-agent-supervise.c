@@ -1,0 +1,489 @@
+/* Supervision tests with small shell-script workers in a temp root: the gang module directly
+ * (environment, a rank crash stops the gang, SIGTERM -> SIGKILL escalation, overlong heartbeat
+ * lines) and the real daemon (daemon_run in a child process) over its control socket (crash
+ * loop of an unpromoted release reverts to the good one; an activate whose command cannot run
+ * leaves the old gang alone; stop). */
+#include <errno.h>
+#include <jansson.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent/daemon.h"
+#include "agent/rpc.h"
+#include "agent/state.h"
+#include "agent/store.h"
+#include "agent/supervise.h"
+#include "common/bundle.h"
+#include "common/log.h"
+#include "common/util.h"
+
+static char tmpd[64];
+static struct store store;
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(tmpd, "/tmp/drover-sup-test.XXXXXX");
+    if (!mkdtemp(tmpd))
+        return -1;
+    char root[300];
+    snprintf(root, sizeof root, "%s/root", tmpd);
+    return store_open(&store, root);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return fs_rm_rf(tmpd);
+}
+
+/* Install a release whose bin/w.sh is script; returns its id. */
+static void install(const char *name, const char *script, char id[RELEASE_ID_LEN + 1])
+{
+    char dir[400], file[450], blob[450], err[256];
+    snprintf(dir, sizeof dir, "%s/src-%s/bin", tmpd, name);
+    assert_int_equal(fs_mkdir_p(dir, 0755), 0);
+    snprintf(file, sizeof file, "%s/w.sh", dir);
+    assert_int_equal(fs_write_atomic(file, script, strlen(script), 0755), 0);
+    snprintf(dir, sizeof dir, "%s/src-%s", tmpd, name);
+    snprintf(blob, sizeof blob, "%s/%s.tar.zst", tmpd, name);
+    assert_int_equal(bundle_pack(dir, name, blob, id, NULL), 0);
+    assert_true(store_add_release(&store, blob, id, err, sizeof err) >= 0);
+}
+
+static void spec_for(struct job_spec *s, const char *id, int nproc)
+{
+    spec_init(s);
+    (void)str_copy(s->release, sizeof s->release, id);
+    char *argv[] = {"bin/w.sh"};
+    assert_int_equal(spec_set_argv(s, 1, argv), 0);
+    s->nproc = nproc;
+    s->grace_s = 0.5;
+}
+
+/* Drive the gang like the daemon does until pred or timeout; returns pred's final value. */
+static bool pump(struct gang *g, double timeout, bool (*pred)(struct gang *))
+{
+    double until = time_mono() + timeout;
+    while (time_mono() < until) {
+        int ws;
+        pid_t pid;
+        while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
+            int k = gang_note_exit(g, pid, ws);
+            if (k >= 0 && g->first_exit == k)
+                gang_stop(g);
+        }
+        for (int i = 0; i < g->nranks; i++)
+            (void)gang_read_heartbeats(g, i, time_mono());
+        gang_tick(g, time_mono());
+        if (pred(g))
+            return true;
+        usleep(10000);
+    }
+    return pred(g);
+}
+
+static bool is_gone(struct gang *g) { return gang_is_gone(g); }
+static bool has_hb0(struct gang *g) { return g->ranks[0].has_hb; }
+
+static void test_gang_env(void **state)
+{
+    (void)state;
+    char id[RELEASE_ID_LEN + 1], err[256];
+    install("env", "#!/bin/sh\nenv > \"$DROVER_RUN_DIR/env.$RANK\"\n"
+                   "echo '{\"v\":1,\"rank\":'$RANK',\"step\":1,\"phase\":\"done\"}' >&$DROVER_HEARTBEAT_FD\n",
+            id);
+    struct job_spec s;
+    spec_for(&s, id, 2);
+    s.nnodes = 3;
+    s.node_rank = 2;
+    strcpy(s.gpus, "4,5");
+    strcpy(s.master_addr, "10.1.2.3");
+    s.master_port = 29555;
+    setenv("DROVER_TEST_CANARY", "leak", 1);
+    struct gang g;
+    assert_int_equal(gang_start(&g, &store, "train", &s, 1, err, sizeof err), 0);
+    assert_true(pump(&g, 5, is_gone));
+    for (int lr = 0; lr < 2; lr++) {
+        char p[512], *text;
+        snprintf(p, sizeof p, "%s/root/runs/train/env.%d", tmpd, 4 + lr);
+        assert_int_equal(fs_read_file(p, 1 << 16, &text, NULL), 0);
+        char want[128];
+        snprintf(want, sizeof want, "\nRANK=%d\n", 4 + lr);
+        assert_non_null(strstr(text, want));
+        assert_non_null(strstr(text, "WORLD_SIZE=6\n"));
+        snprintf(want, sizeof want, "LOCAL_RANK=%d\n", lr);
+        assert_non_null(strstr(text, want));
+        assert_non_null(strstr(text, "LOCAL_WORLD_SIZE=2\n"));
+        assert_non_null(strstr(text, "GROUP_RANK=2\n"));
+        assert_non_null(strstr(text, "MASTER_ADDR=10.1.2.3\n"));
+        assert_non_null(strstr(text, "MASTER_PORT=29555\n"));
+        snprintf(want, sizeof want, "CUDA_VISIBLE_DEVICES=%d\n", 4 + lr);
+        assert_non_null(strstr(text, want));
+        assert_non_null(strstr(text, "DROVER_HEARTBEAT_FD=3\n"));
+        assert_non_null(strstr(text, "DROVER_JOB=train\n"));
+        snprintf(want, sizeof want, "DROVER_RELEASE=%s\n", id);
+        assert_non_null(strstr(text, want));
+        assert_non_null(strstr(text, "DROVER_RUN_DIR="));
+        assert_null(strstr(text, "DROVER_TEST_CANARY")); /* nothing leaks from the agent's env */
+        free(text);
+        assert_true(g.ranks[lr].has_hb);
+        assert_int_equal(g.ranks[lr].hb.rank, 4 + lr);
+        assert_int_equal(g.ranks[lr].exit_code, 0);
+    }
+    gang_clear(&g);
+    spec_done(&s);
+}
+
+static void test_gang_rank_crash_stops_gang(void **state)
+{
+    (void)state;
+    char id[RELEASE_ID_LEN + 1], err[256];
+    install("crash", "#!/bin/sh\nif [ \"$RANK\" = 1 ]; then sleep 0.2; exit 3; fi\n"
+                     "while :; do sleep 0.05; done\n",
+            id);
+    struct job_spec s;
+    spec_for(&s, id, 3);
+    struct gang g;
+    assert_int_equal(gang_start(&g, &store, "train", &s, 1, err, sizeof err), 0);
+    pid_t pgid = g.pgid;
+    double t0 = time_mono();
+    assert_true(pump(&g, 5, is_gone));
+    assert_true(time_mono() - t0 < 3);
+    assert_int_equal(g.first_exit, 1);
+    assert_int_equal(g.ranks[1].exit_code, 3);
+    assert_int_equal(g.ranks[0].exit_signal, SIGTERM); /* the others were stopped, not left hanging */
+    assert_int_equal(g.ranks[2].exit_signal, SIGTERM);
+    assert_int_equal(kill(-pgid, 0), -1);
+    assert_int_equal(errno, ESRCH);
+    gang_clear(&g);
+    spec_done(&s);
+}
+
+static void test_gang_sigterm_then_sigkill(void **state)
+{
+    (void)state;
+    char id[RELEASE_ID_LEN + 1], err[256];
+    install("stubborn", "#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 0.05; done\n", id);
+    struct job_spec s;
+    spec_for(&s, id, 2);
+    s.grace_s = 0.3;
+    struct gang g;
+    assert_int_equal(gang_start(&g, &store, "train", &s, 1, err, sizeof err), 0);
+    usleep(100000);
+    double t0 = time_mono();
+    gang_stop(&g);
+    assert_true(pump(&g, 5, is_gone));
+    double took = time_mono() - t0;
+    assert_true(took >= 0.3 && took < 2);
+    assert_true(g.killed);
+    assert_int_equal(g.ranks[0].exit_signal, SIGKILL);
+    assert_int_equal(g.ranks[1].exit_signal, SIGKILL);
+    assert_int_equal(g.first_exit, -1); /* a requested stop is not a crash */
+    gang_clear(&g);
+    spec_done(&s);
+}
+
+static void test_gang_exec_failure(void **state)
+{
+    (void)state;
+    char id[RELEASE_ID_LEN + 1], err[256];
+    install("noexec", "#!/nonexistent/interpreter\n", id);
+    struct job_spec s;
+    spec_for(&s, id, 2);
+    assert_int_equal(gang_check_exec(&store, &s, err, sizeof err), 0); /* file is there and +x */
+    struct gang g;
+    assert_int_equal(gang_start(&g, &store, "train", &s, 1, err, sizeof err), -ENOENT);
+    assert_non_null(strstr(err, "cannot execute"));
+    assert_int_equal(g.pgid, 0);
+    char *argv[] = {"bin/missing"};
+    assert_int_equal(spec_set_argv(&s, 1, argv), 0);
+    assert_int_equal(gang_check_exec(&store, &s, err, sizeof err), -ENOENT);
+    assert_non_null(strstr(err, "bin/missing"));
+    spec_done(&s);
+}
+
+static void test_gang_overlong_heartbeat(void **state)
+{
+    (void)state;
+    char id[RELEASE_ID_LEN + 1], err[256];
+    /* a 3000-byte line, a garbage line, then a good one */
+    install("long", "#!/bin/sh\nx=$(printf '%03000d' 0)\n"
+                    "{ echo \"{\\\"v\\\":1,\\\"rank\\\":0,\\\"step\\\":1,\\\"pad\\\":\\\"$x\\\"}\"; echo 'not json';"
+                    " echo '{\"v\":1,\"rank\":0,\"step\":7,\"phase\":\"train\"}'; } >&3\nsleep 5\n",
+            id);
+    struct job_spec s;
+    spec_for(&s, id, 1);
+    struct gang g;
+    assert_int_equal(gang_start(&g, &store, "train", &s, 1, err, sizeof err), 0);
+    assert_true(pump(&g, 5, has_hb0));
+    assert_int_equal(g.ranks[0].hb.step, 7);
+    assert_int_equal(g.ranks[0].hb_overlong, 1);
+    assert_int_equal(g.ranks[0].hb_bad, 1);
+    assert_int_equal(g.ranks[0].hb_lines, 1);
+    assert_true(gang_all_training(&g));
+    gang_stop(&g);
+    assert_true(pump(&g, 5, is_gone));
+    gang_clear(&g);
+    spec_done(&s);
+}
+
+/* ---- the daemon ---- */
+
+static pid_t daemon_pid;
+static char sock[108];
+
+static void daemon_up(void)
+{
+    snprintf(sock, sizeof sock, "%s/s", tmpd);
+    daemon_pid = fork();
+    assert_true(daemon_pid >= 0);
+    if (daemon_pid == 0) {
+        static struct daemon_opts o;
+        daemon_opts_default(&o);
+        snprintf(o.root, sizeof o.root, "%s/root", tmpd);
+        snprintf(o.socket, sizeof o.socket, "%s", sock);
+        snprintf(o.pidfile, sizeof o.pidfile, "%s/pid", tmpd);
+        o.policy.backoff_initial_s = 0.05;
+        o.policy.backoff_max_s = 0.2;
+        log_set_level(LOG_LVL_WARN);
+        _exit(daemon_run(&o));
+    }
+    struct stat st;
+    for (int i = 0; i < 200 && stat(sock, &st) < 0; i++)
+        usleep(10000);
+    assert_int_equal(stat(sock, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+}
+
+static void daemon_down(void)
+{
+    kill(daemon_pid, SIGTERM);
+    int ws;
+    assert_int_equal(waitpid(daemon_pid, &ws, 0), daemon_pid);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+}
+
+struct collect {
+    char *last;
+};
+
+static int collect_line(const char *line, size_t len, void *ud)
+{
+    struct collect *c = ud;
+    free(c->last);
+    c->last = strndup(line, len);
+    return 0;
+}
+
+/* Send a request; returns the last reply line (caller frees). */
+static char *call(struct rpc_request *q)
+{
+    char *text;
+    assert_int_equal(rpc_format_request(q, &text), 0);
+    struct collect c = {0};
+    assert_int_equal(rpc_call(sock, text, collect_line, &c), 0);
+    free(text);
+    assert_non_null(c.last);
+    return c.last;
+}
+
+static bool reply_ok(const char *line)
+{
+    json_error_t e;
+    json_t *o = json_loads(line, 0, &e);
+    bool ok = o && json_is_true(json_object_get(o, "ok"));
+    json_decref(o);
+    return ok;
+}
+
+static void get_status(struct agent_status *st)
+{
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = RPC_STATUS;
+    char *line = call(&q);
+    assert_int_equal(status_parse(line, strlen(line), st), 0);
+    free(line);
+}
+
+static char *activate(const char *id, int nproc)
+{
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = RPC_ACTIVATE;
+    strcpy(q.job, "train");
+    strcpy(q.release, id);
+    spec_for(&q.spec, id, nproc);
+    char *r = call(&q);
+    rpc_request_done(&q);
+    return r;
+}
+
+static const struct job_status *wait_state(struct agent_status *st, enum gang_state want, double timeout)
+{
+    double until = time_mono() + timeout;
+    for (;;) {
+        get_status(st);
+        const struct job_status *j = status_find_job(st, "train");
+        if ((j && j->state == want) || time_mono() > until)
+            return j;
+        usleep(50000);
+    }
+}
+
+static const char good_sh[] = "#!/bin/sh\ntrap 'exit 0' TERM\ni=0\nwhile :; do i=$((i+1));"
+                              " echo '{\"v\":1,\"rank\":'$RANK',\"step\":'$i',\"phase\":\"train\"}' >&3;"
+                              " sleep 0.05; done\n";
+
+static void test_daemon_crash_loop_reverts_to_good(void **state)
+{
+    (void)state;
+    char good[RELEASE_ID_LEN + 1], bad[RELEASE_ID_LEN + 1];
+    install("good", good_sh, good);
+    install("bad", "#!/bin/sh\nexit 1\n", bad);
+    daemon_up();
+    char *r = activate(good, 2);
+    assert_true(reply_ok(r));
+    free(r);
+    struct agent_status *st = malloc(sizeof *st);
+    const struct job_status *j = wait_state(st, GANG_RUNNING, 5);
+    assert_non_null(j);
+    assert_int_equal(j->state, GANG_RUNNING);
+    assert_int_equal(j->nranks, 2);
+    assert_true(j->ranks[0].hb_age_s >= 0);
+
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = RPC_PROMOTE;
+    strcpy(q.job, "train");
+    strcpy(q.release, good);
+    r = call(&q);
+    assert_true(reply_ok(r));
+    free(r);
+
+    /* an activate whose command cannot run: refused, the good gang keeps its pids */
+    get_status(st);
+    int64_t pid0 = status_find_job(st, "train")->ranks[0].pid;
+    rpc_request_init(&q);
+    q.op = RPC_ACTIVATE;
+    strcpy(q.job, "train");
+    strcpy(q.release, bad);
+    spec_for(&q.spec, bad, 2);
+    char *argv[] = {"bin/nothere"};
+    assert_int_equal(spec_set_argv(&q.spec, 1, argv), 0);
+    r = call(&q);
+    assert_false(reply_ok(r));
+    assert_non_null(strstr(r, "bin/nothere"));
+    free(r);
+    rpc_request_done(&q);
+    get_status(st);
+    assert_int_equal(status_find_job(st, "train")->ranks[0].pid, pid0);
+    assert_string_equal(status_find_job(st, "train")->current, good);
+
+    /* the bad release crash-loops and the agent goes back to good on its own */
+    r = activate(bad, 2);
+    assert_true(reply_ok(r));
+    free(r);
+    j = wait_state(st, GANG_REVERTED, 8);
+    assert_non_null(j);
+    assert_int_equal(j->state, GANG_REVERTED);
+    assert_string_equal(j->current, good);
+    assert_string_equal(j->previous, bad);
+    assert_non_null(strstr(j->reason, "crash loop"));
+    /* and the good gang runs again */
+    double until = time_mono() + 5;
+    while (time_mono() < until) {
+        get_status(st);
+        j = status_find_job(st, "train");
+        if (j->nranks == 2 && j->ranks[0].has_hb && j->ranks[0].pid > 0)
+            break;
+        usleep(50000);
+    }
+    assert_true(j->ranks[0].has_hb);
+    assert_string_equal(j->release, good);
+
+    /* stop: every process gone */
+    rpc_request_init(&q);
+    q.op = RPC_STOP;
+    strcpy(q.job, "train");
+    int64_t p = j->ranks[0].pid;
+    r = call(&q);
+    assert_true(reply_ok(r));
+    free(r);
+    assert_int_equal(kill((pid_t)p, 0), -1);
+    get_status(st);
+    assert_int_equal(status_find_job(st, "train")->state, GANG_STOPPED);
+    free(st);
+    daemon_down();
+
+    /* the journal has the story */
+    char ev[400], *text;
+    snprintf(ev, sizeof ev, "%s/root/events.jsonl", tmpd);
+    assert_int_equal(fs_read_file(ev, 1 << 20, &text, NULL), 0);
+    assert_non_null(strstr(text, "\"kind\":\"promote\""));
+    assert_non_null(strstr(text, "\"kind\":\"crash\""));
+    assert_non_null(strstr(text, "\"kind\":\"revert\""));
+    assert_non_null(strstr(text, "\"kind\":\"stop\""));
+    free(text);
+    /* state.json knows good and current after the daemon is gone */
+    struct agent_state as;
+    snprintf(ev, sizeof ev, "%s/root/state.json", tmpd);
+    assert_int_equal(state_load(ev, &as), 0);
+    assert_string_equal(state_find_job(&as, "train")->good, good);
+    state_done(&as);
+}
+
+static void test_daemon_no_good_release_fails(void **state)
+{
+    (void)state;
+    char bad[RELEASE_ID_LEN + 1];
+    install("bad", "#!/bin/sh\nexit 5\n", bad); /* non-retryable: no restart of the same release */
+    daemon_up();
+    char *r = activate(bad, 1);
+    assert_true(reply_ok(r));
+    free(r);
+    struct agent_status *st = malloc(sizeof *st);
+    const struct job_status *j = wait_state(st, GANG_FAILED, 5);
+    assert_non_null(j);
+    assert_int_equal(j->state, GANG_FAILED);
+    assert_int_equal(j->restarts, 0);
+    assert_non_null(strstr(j->reason, "no good release"));
+    free(st);
+    /* a second daemon is refused */
+    static struct daemon_opts o;
+    daemon_opts_default(&o);
+    snprintf(o.root, sizeof o.root, "%s/root", tmpd);
+    snprintf(o.socket, sizeof o.socket, "%s/s2", tmpd);
+    snprintf(o.pidfile, sizeof o.pidfile, "%s/pid", tmpd);
+    assert_int_equal(daemon_run(&o), AGENT_EXIT_BUSY);
+    daemon_down();
+}
+
+int main(void)
+{
+    (void)prctl(PR_SET_CHILD_SUBREAPER, 1); /* reap the workers' own children like the daemon */
+    log_set_level(LOG_LVL_WARN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_gang_env, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_rank_crash_stops_gang, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_sigterm_then_sigkill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_exec_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_crash_loop_reverts_to_good, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_no_good_release_fails, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
