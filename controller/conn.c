@@ -268,7 +268,7 @@ int conn_stream_poll(struct conn_stream *s, char **ret_line, size_t *ret_len)
         if (nl) {
             size_t n = (size_t)(nl - s->buf);
             s->consumed = n + 1;
-            if (s->skipping) {
+            if (s->skipping || n > s->line_max) {
                 s->skipping = false;
                 return -E2BIG;
             }

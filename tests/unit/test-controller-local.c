@@ -1,0 +1,260 @@
+/* Unit tests for the controller pieces that need no SSH: known_hosts filtering, local host
+ * connections (exec with separate stdout/stderr and exit status, timeouts, streams, copies),
+ * argv building for pct and local roots, and the state directory (history, baselines, locks). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "controller/conn.h"
+#include "controller/knownhosts.h"
+#include "controller/pct.h"
+#include "controller/state.h"
+
+static void test_knownhosts_remove(void **state)
+{
+    (void)state;
+    const char *kh = "# comment\n"
+                     "[127.0.0.2]:2222 ssh-ed25519 AAAAold\n"
+                     "127.0.0.2 ssh-ed25519 AAAAport22\n"
+                     "other,[127.0.0.2]:2222 ssh-rsa AAAAold2\n"
+                     "[127.0.0.22]:2222 ssh-ed25519 AAAAkeep\n"
+                     "@revoked [127.0.0.2]:2222 ssh-ed25519 AAAArev\n"
+                     "|1|abc=|def= ssh-ed25519 AAAAhashed\n"
+                     "\n"
+                     "[127.0.0.2]:2222 ssh-ed25519 AAAAnonl";
+    char pat[64];
+    assert_int_equal(knownhosts_pattern("127.0.0.2", 2222, pat, sizeof pat), 0);
+    assert_string_equal(pat, "[127.0.0.2]:2222");
+    char *out;
+    int removed = -1;
+    assert_int_equal(knownhosts_remove(kh, strlen(kh), pat, &out, &removed), 0);
+    assert_int_equal(removed, 3);
+    assert_null(strstr(out, "AAAAold"));
+    assert_null(strstr(out, "AAAAnonl"));
+    assert_non_null(strstr(out, "AAAAport22"));
+    assert_non_null(strstr(out, "AAAAkeep"));
+    assert_non_null(strstr(out, "AAAArev"));
+    assert_non_null(strstr(out, "AAAAhashed"));
+    assert_non_null(strstr(out, "# comment\n"));
+    free(out);
+    assert_int_equal(knownhosts_pattern("127.0.0.2", 22, pat, sizeof pat), 0);
+    assert_string_equal(pat, "127.0.0.2");
+    char tiny[4];
+    assert_int_equal(knownhosts_pattern("127.0.0.2", 22, tiny, sizeof tiny), -ENAMETOOLONG);
+    out = (char *)0x1;
+    assert_int_equal(knownhosts_remove(kh, KNOWNHOSTS_MAX_BYTES + 1, pat, &out, &removed), -E2BIG);
+    assert_ptr_equal(out, (char *)0x1);
+}
+
+static struct inventory *local_inv(void)
+{
+    const char *text = "[drover]\nexec_timeout = 5s\n[host me]\nlocal = true\n"
+                       "[host far]\naddress = 10.1.1.1\n"
+                       "[job j]\ncontainers = me:local:/tmp/drover-unit-root far:101\ncommand = bin/x\n";
+    struct inventory *inv;
+    char err[256];
+    assert_int_equal(inventory_parse(text, strlen(text), "t.ini", &inv, err, sizeof err), 0);
+    return inv;
+}
+
+static void test_local_exec(void **state)
+{
+    (void)state;
+    struct inventory *inv = local_inv();
+    struct conn *c;
+    char err[256];
+    assert_int_equal(conn_open(inv, 0, "drover trust me", &c, err, sizeof err), 0);
+    assert_null(c->ssh);
+    struct exec_result res;
+    const char *argv[] = { "sh", "-c", "echo out; echo err >&2; exit 7", NULL };
+    assert_int_equal(conn_run(c, argv, 5, &res), 0);
+    assert_int_equal(res.status, 7);
+    assert_string_equal(res.out, "out\n");
+    assert_string_equal(res.err, "err");
+    char reason[64];
+    assert_string_equal(exec_result_reason(&res, reason, sizeof reason), "err");
+    exec_result_done(&res);
+    /* killed by a signal: 128 + N */
+    const char *kill9[] = { "sh", "-c", "kill -9 $$", NULL };
+    assert_int_equal(conn_run(c, kill9, 5, &res), 0);
+    assert_int_equal(res.status, 137);
+    exec_result_done(&res);
+    /* timeout */
+    const char *slow[] = { "sleep", "5", NULL };
+    double t0 = time_mono();
+    assert_int_equal(conn_run(c, slow, 0.3, &res), -ETIMEDOUT);
+    assert_true(time_mono() - t0 < 3);
+    assert_non_null(strstr(c->err, "timed out"));
+    /* missing program */
+    const char *nope[] = { "/nonexistent/prog", NULL };
+    int r = conn_run(c, nope, 2, &res);
+    if (r == 0) { /* posix_spawn may report it as exit 127 */
+        assert_int_equal(res.status, 127);
+        exec_result_done(&res);
+    } else {
+        assert_int_equal(r, -ENOENT);
+    }
+    exec_result_done(NULL);
+    conn_free(c);
+    conn_free(NULL);
+    inventory_free(inv);
+}
+
+static void test_local_stream(void **state)
+{
+    (void)state;
+    struct inventory *inv = local_inv();
+    struct conn *c;
+    char err[256];
+    assert_int_equal(conn_open(inv, 0, NULL, &c, err, sizeof err), 0);
+    struct conn_stream *s;
+    const char *argv[] = { "sh", "-c", "echo one; echo 0123456789012345678901234567890123456789; echo two", NULL };
+    assert_int_equal(conn_stream_open(c, argv, 16, &s), 0);
+    char *line;
+    size_t len;
+    int got = 0, toolong = 0;
+    char lines[2][16] = { "", "" };
+    double t0 = time_mono();
+    for (;;) {
+        int r = conn_stream_poll(s, &line, &len);
+        if (r == 1) {
+            assert_true(got < 2);
+            snprintf(lines[got++], 16, "%s", line);
+        } else if (r == -E2BIG) {
+            toolong++;
+        } else if (r == -EPIPE) {
+            break;
+        } else {
+            assert_int_equal(r, 0);
+            usleep(10000);
+        }
+        assert_true(time_mono() - t0 < 5);
+    }
+    assert_int_equal(got, 2);
+    assert_int_equal(toolong, 1);
+    assert_string_equal(lines[0], "one");
+    assert_string_equal(lines[1], "two");
+    conn_stream_free(s);
+    conn_stream_free(NULL);
+    /* copies go through a temp name and a rename */
+    char src[] = "/tmp/drover-unit-src-XXXXXX";
+    int fd = mkstemp(src);
+    assert_true(fd >= 0);
+    assert_int_equal(fd_write_all(fd, "hello", 5), 0);
+    close(fd);
+    char dst[64];
+    snprintf(dst, sizeof dst, "%s.dst", src);
+    assert_int_equal(conn_upload(c, src, dst, NULL), 0);
+    char *data;
+    size_t n;
+    assert_int_equal(fs_read_file(dst, 100, &data, &n), 0);
+    assert_int_equal(n, 5);
+    free(data);
+    assert_true(conn_upload(c, src, "/nonexistent-dir/x", NULL) < 0);
+    assert_non_null(strstr(c->err, "/nonexistent-dir/x"));
+    unlink(src);
+    unlink(dst);
+    conn_free(c);
+    inventory_free(inv);
+}
+
+static void test_agent_argv(void **state)
+{
+    (void)state;
+    struct inventory *inv = local_inv();
+    const struct inv_job *j = &inv->jobs[0];
+    const char *argv[PCT_ARGV_MAX];
+    char vmid[16];
+    const char *args[] = { "preflight", "abc", "--", "bin/x", "--flag", NULL };
+    /* local root: no pct, --root before the "--" */
+    assert_int_equal(pct_agent_argv(inv, &j->cts[0], args, argv, vmid), 0);
+    const char *want_local[] = { "/usr/local/bin/drover-agent", "preflight", "abc", "--root",
+                                 "/tmp/drover-unit-root", "--", "bin/x", "--flag", NULL };
+    for (int i = 0; want_local[i]; i++)
+        assert_string_equal(argv[i], want_local[i]);
+    /* container: pct exec with --keep-env 0 */
+    assert_int_equal(pct_agent_argv(inv, &j->cts[1], args, argv, vmid), 0);
+    const char *want_ct[] = { "pct", "exec", "101", "--keep-env", "0", "--",
+                              "/usr/local/bin/drover-agent", "preflight", "abc", "--", "bin/x", "--flag", NULL };
+    for (int i = 0; want_ct[i]; i++)
+        assert_string_equal(argv[i], want_ct[i]);
+    assert_null(argv[12]);
+    /* no "--": --root at the end */
+    const char *st[] = { "status", "--json", NULL };
+    assert_int_equal(pct_agent_argv(inv, &j->cts[0], st, argv, vmid), 0);
+    assert_string_equal(argv[3], "--root");
+    assert_null(argv[5]);
+    assert_string_equal(pct_agent_root(&j->cts[1]), "/var/lib/drover");
+    assert_string_equal(pct_agent_root(&j->cts[0]), "/tmp/drover-unit-root");
+    inventory_free(inv);
+}
+
+static void test_state_dir(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-unit-state-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(state_init(dir), 0);
+    struct history_entry *h = (struct history_entry *)0x1;
+    size_t n = 99;
+    assert_int_equal(state_history_read(dir, NULL, &h, &n), 0);
+    assert_int_equal(n, 0);
+    struct history_entry e = { .time = 1e9, .ktok_s = 96.5, .baseline_ktok_s = -1 };
+    strcpy(e.job, "train");
+    strcpy(e.release, "abc");
+    strcpy(e.result, "promoted");
+    strcpy(e.reason, "quote \" and newline \n inside");
+    assert_int_equal(state_history_append(dir, &e), 0);
+    strcpy(e.job, "other");
+    assert_int_equal(state_history_append(dir, &e), 0);
+    /* a torn line must not break reading */
+    char p[256];
+    snprintf(p, sizeof p, "%s/history.jsonl", dir);
+    FILE *fp = fopen(p, "a");
+    fputs("{\"job\":\"train\",\"rele", fp);
+    fclose(fp);
+    assert_int_equal(state_history_read(dir, "train", &h, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(h[0].reason, "quote \" and newline \n inside");
+    assert_true(h[0].ktok_s == 96.5);
+    assert_true(h[0].baseline_ktok_s == -1);
+    free(h);
+    double k = -5;
+    char rel[RELEASE_ID_LEN + 1];
+    assert_int_equal(state_baseline_get(dir, "train@h1:101", &k, rel), -ENOENT);
+    assert_true(k == -5);
+    assert_int_equal(state_baseline_set(dir, "train@h1:101", "abc", 96.5), 0);
+    assert_int_equal(state_baseline_get(dir, "train@h1:101", &k, rel), 0);
+    assert_true(k == 96.5);
+    assert_string_equal(rel, "abc");
+    assert_int_equal(state_baseline_get(dir, "train@h1:102", &k, rel), -ENOENT);
+    int l1 = state_lock_job(dir, "train");
+    assert_true(l1 >= 0);
+    assert_int_equal(state_lock_job(dir, "train"), -EBUSY);
+    close(l1);
+    int l2 = state_lock_job(dir, "train");
+    assert_true(l2 >= 0);
+    close(l2);
+    assert_int_equal(fs_rm_rf(dir), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_knownhosts_remove),
+        cmocka_unit_test(test_local_exec),
+        cmocka_unit_test(test_local_stream),
+        cmocka_unit_test(test_agent_argv),
+        cmocka_unit_test(test_state_dir),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
