@@ -501,9 +501,15 @@ void crash_policy_default(struct crash_policy *p)
 
 bool policy_exit_is_nonretryable(int exit_code)
 {
-    /* drover-train's codes (docs/errors.md): 3 config error, 4 data error, 5 diverged
-     * (non-finite loss).  Restarting the same release with the same input cannot help. */
-    return exit_code == 3 || exit_code == 4 || exit_code == 5;
+    /* drover-train's codes (trainer/exitcode.h, docs/errors.md): restarting the same release on
+     * the same input cannot help.  2 usage, 3 config, 4 data, 6 disk full (cases-field C18: no
+     * restart storm), 7 diverged (C23: no blind restart from a poisoned state). */
+    switch (exit_code) {
+    case 2: case 3: case 4: case 6: case 7:
+        return true;
+    default:
+        return false;
+    }
 }
 
 double policy_backoff(const struct crash_policy *p, int n)

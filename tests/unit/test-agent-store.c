@@ -387,15 +387,19 @@ static void test_policy(void **state)
     assert_int_equal(policy_on_gang_exit(&p, false, true, 0, -1, 9, 3, 0, why, sizeof why), POLICY_REVERT);
     assert_non_null(strstr(why, "signal 9"));
     /* non-retryable code: revert at once */
-    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 5, 0, 1, 0, why, sizeof why), POLICY_REVERT);
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 7, 0, 1, 0, why, sizeof why), POLICY_REVERT);
     /* nothing to go back to */
-    assert_int_equal(policy_on_gang_exit(&p, false, false, 0, 5, 0, 1, 0, why, sizeof why), POLICY_FAIL);
+    assert_int_equal(policy_on_gang_exit(&p, false, false, 0, 3, 0, 1, 0, why, sizeof why), POLICY_FAIL);
     /* rollback cap */
     assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 1, 0, 3, 3, why, sizeof why), POLICY_FAIL);
     /* promoted: never rolled back, restarted however often it crashes */
     assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 1, 0, 50, 0, why, sizeof why), POLICY_RESTART);
     /* promoted and diverged: stop, no blind restart */
-    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 5, 0, 1, 0, why, sizeof why), POLICY_FAIL);
+    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 7, 0, 1, 0, why, sizeof why), POLICY_FAIL);
+    /* a retryable trainer code (8 peer lost) on an unpromoted release: restart */
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 8, 0, 1, 0, why, sizeof why), POLICY_RESTART);
+    assert_true(policy_exit_is_nonretryable(6));
+    assert_false(policy_exit_is_nonretryable(1));
     /* backoff: 1, 2, 4, ... capped at 60 */
     assert_true(policy_backoff(&p, 1) == 1);
     assert_true(policy_backoff(&p, 2) == 2);

@@ -450,7 +450,7 @@ static void test_daemon_no_good_release_fails(void **state)
 {
     (void)state;
     char bad[RELEASE_ID_LEN + 1];
-    install("bad", "#!/bin/sh\nexit 5\n", bad); /* non-retryable: no restart of the same release */
+    install("bad", "#!/bin/sh\nexit 7\n", bad); /* diverged, non-retryable: no restart of the same release */
     daemon_up();
     char *r = activate(bad, 1);
     assert_true(reply_ok(r));
