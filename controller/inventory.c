@@ -670,8 +670,10 @@ int inventory_parse_ct(const struct inventory *inv, const char *spec, struct inv
                                   "without '..' or spaces", spec);
             return -EINVAL;
         }
-        if (str_copy(ct.root, sizeof ct.root, root) < 0) {
-            snprintf(err, err_sz, "container '%s': root path too long", spec);
+        if (str_copy(ct.root, sizeof ct.root, root) < 0 ||
+            (size_t)snprintf(ct.socket, sizeof ct.socket, "%s/agent.sock", root) >= sizeof ct.socket) {
+            snprintf(err, err_sz, "container '%s': root path too long (its control socket "
+                                  "ROOT/agent.sock must fit in %zu bytes)", spec, sizeof ct.socket - 1);
             return -EINVAL;
         }
     } else {

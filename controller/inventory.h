@@ -44,6 +44,7 @@ struct inv_ct {
     int host;                    /* index into inventory.hosts */
     int vmid;                    /* 100..999999999; -1 for a local root */
     char root[INV_PATH_MAX];     /* agent --root for a local root; "" otherwise */
+    char socket[108];            /* agent --socket for a local root (ROOT/agent.sock); "" otherwise */
     char label[INV_NAME_MAX + INV_PATH_MAX + 8]; /* "h1:101" or "h1:local:/path" as written */
 };
 

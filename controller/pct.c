@@ -45,20 +45,18 @@ int pct_agent_argv(const struct inventory *inv, const struct inv_ct *ct,
     size_t n = 0;
     const struct inv_host *h = &inv->hosts[ct->host];
     inner[n++] = ct->root[0] && h->agent_path[0] ? h->agent_path : inv->agent_path;
-    bool root_done = !ct->root[0];
-    for (size_t i = 0; agent_args[i]; i++) {
-        if (n + 3 >= PCT_ARGV_MAX)
-            return -E2BIG;
-        if (!root_done && strcmp(agent_args[i], "--") == 0) {
-            inner[n++] = "--root";
-            inner[n++] = ct->root;
-            root_done = true;
-        }
-        inner[n++] = agent_args[i];
-    }
-    if (!root_done) {
+    if (ct->root[0]) {
+        /* Global options, before the verb: several local roots on one machine each get their
+         * own store and their own control socket. */
         inner[n++] = "--root";
         inner[n++] = ct->root;
+        inner[n++] = "--socket";
+        inner[n++] = ct->socket;
+    }
+    for (size_t i = 0; agent_args[i]; i++) {
+        if (n + 1 >= PCT_ARGV_MAX)
+            return -E2BIG;
+        inner[n++] = agent_args[i];
     }
     inner[n] = NULL;
     return wrap_exec(ct, inner, argv_out, vmid_buf);

@@ -20,7 +20,8 @@ int pct_run(struct conn *c, const struct inv_ct *ct, const char *const *argv, do
             struct exec_result *ret);
 
 /* Run `drover-agent <agent_args...>` in the container (agent path from the inventory; a local
- * root gets --root ROOT before any "--" separator).  Same returns as conn_run(). */
+ * root gets the global options --root ROOT --socket ROOT/agent.sock before the verb).  Same
+ * returns as conn_run(). */
 int pct_run_agent(struct conn *c, const struct inv_ct *ct, const char *const *agent_args,
                   double timeout_s, struct exec_result *ret);
 

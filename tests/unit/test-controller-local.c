@@ -175,10 +175,11 @@ static void test_agent_argv(void **state)
     const char *argv[PCT_ARGV_MAX];
     char vmid[16];
     const char *args[] = { "preflight", "abc", "--", "bin/x", "--flag", NULL };
-    /* local root: no pct, --root before the "--" */
+    /* local root: no pct, --root and --socket as global options before the verb */
     assert_int_equal(pct_agent_argv(inv, &j->cts[0], args, argv, vmid), 0);
-    const char *want_local[] = { "/usr/local/bin/drover-agent", "preflight", "abc", "--root",
-                                 "/tmp/drover-unit-root", "--", "bin/x", "--flag", NULL };
+    const char *want_local[] = { "/usr/local/bin/drover-agent", "--root", "/tmp/drover-unit-root",
+                                 "--socket", "/tmp/drover-unit-root/agent.sock", "preflight", "abc",
+                                 "--", "bin/x", "--flag", NULL };
     for (int i = 0; want_local[i]; i++)
         assert_string_equal(argv[i], want_local[i]);
     /* container: pct exec with --keep-env 0 */
@@ -188,11 +189,10 @@ static void test_agent_argv(void **state)
     for (int i = 0; want_ct[i]; i++)
         assert_string_equal(argv[i], want_ct[i]);
     assert_null(argv[12]);
-    /* no "--": --root at the end */
     const char *st[] = { "status", "--json", NULL };
     assert_int_equal(pct_agent_argv(inv, &j->cts[0], st, argv, vmid), 0);
-    assert_string_equal(argv[3], "--root");
-    assert_null(argv[5]);
+    assert_string_equal(argv[5], "status");
+    assert_null(argv[7]);
     assert_string_equal(pct_agent_root(&j->cts[1]), "/var/lib/drover");
     assert_string_equal(pct_agent_root(&j->cts[0]), "/tmp/drover-unit-root");
     inventory_free(inv);

@@ -1,0 +1,282 @@
+/* controller/top.h: `drover top`, the live fleet dashboard, split in three:
+ *   top_model.c  pure functions: a fleet snapshot -> states, rows, cells, sparklines, kubectl
+ *                ages, sorting, filter, fold, column layout and the text frame.  No I/O, no
+ *                clock (callers pass `now`), so unit tests and bench/top time it on synthetic data.
+ *   top_poll.c   one background thread per host: one SSH session each, one long-lived
+ *                `drover-agent watch --json` channel per container multiplexed on it; publishes
+ *                snapshots under a mutex.  A slow or dead host only ever stalls its own thread.
+ *   top.c        the verb: options, the ncursesw screen and keys, `--once`.
+ * Nothing here changes the fleet: the dashboard only reads (agent status and events, the
+ * controller's state dir).  Times are the controller's CLOCK_MONOTONIC seconds (time_mono()).
+ */
+#ifndef DROVER_TOP_H
+#define DROVER_TOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/status.h"
+#include "controller/fleet.h"
+#include "controller/inventory.h"
+
+#define TOP_TREND 32          /* Ktok/s samples kept per rank, container, host and fleet */
+#define TOP_MAX_CTS 1024      /* (job, container) pairs shown */
+#define TOP_CELL_MAX 72       /* bytes of one cell, UTF-8 sparkline included */
+#define TOP_ERR_MAX 256
+#define TOP_GPU_LOW 30.0      /* GPU% below this while training is flagged LOW */
+#define TOP_FILTER_MAX 64
+#define TOP_HB_MIN_INTERVAL 1.0 /* seconds: the expected heartbeat interval is max(step time, 1 s) */
+
+/* What a row shows in STATE, in the words of the issue (plus "stopping" for a gang being
+ * stopped by an activation).  Ordered by nothing; top_state_severity() orders them. */
+enum top_state {
+    TOP_RUNNING = 0,
+    TOP_STARTING,
+    TOP_PROBATION,   /* running a release that was never promoted (current != good) */
+    TOP_DEGRADED,    /* running, but Ktok/s below the job's tolerance or loss not finite */
+    TOP_STALLED,     /* heartbeat older than 5x the expected interval */
+    TOP_BACKOFF,
+    TOP_REVERTED,
+    TOP_FAILED,
+    TOP_STOPPING,
+    TOP_STOPPED,
+    TOP_UNREACHABLE, /* host or agent not answering: last values kept, dimmed, with their age */
+    TOP_STATE_COUNT
+};
+
+const char *top_state_name(enum top_state s);
+/* Higher is worse: unreachable > failed > reverted > stalled > backoff > degraded > starting >
+ * stopping > probation > stopped > running. */
+int top_state_severity(enum top_state s);
+/* Drawn in red (true for unreachable, failed, reverted, stalled, backoff). */
+bool top_state_is_alert(enum top_state s);
+
+/* ---- the snapshot the poller publishes (plain data, copied by value) ---- */
+
+struct top_rank {
+    int rank;
+    char pstate[16];       /* agent's word for the process: running, starting, exited, killed */
+    int64_t pid;
+    bool has_hb;
+    int64_t step;
+    int64_t resumed_from;
+    double loss;
+    bool loss_finite;
+    double ktok;           /* this rank's Ktok/s (heartbeat tok_s / 1000) */
+    double step_s;         /* last step's wall time, s; 0 unknown */
+    enum hb_phase phase;
+    double hb_age_s;       /* at the time of the document, agent clock; -1 none yet */
+    int exit_code, exit_signal;
+    char release[RELEASE_ID_LEN + 1];
+    struct gpu_status gpu;
+    int ntrend;
+    float trend[TOP_TREND]; /* Ktok/s after warmup, oldest first */
+};
+
+struct top_ct {
+    int host;              /* inventory host index */
+    int job;               /* inventory job index */
+    int node_rank;         /* index in the job's container list */
+    char label[INV_NAME_MAX + INV_PATH_MAX + 8]; /* "h1:101" */
+    bool seen;             /* a status document ever arrived */
+    double doc_mono;       /* when the newest document arrived */
+    char err[TOP_ERR_MAX]; /* why no documents come now; "" when they do */
+    bool has_job;          /* the newest document knew this job */
+    enum gang_state gang;
+    char release[RELEASE_ID_LEN + 1], current[RELEASE_ID_LEN + 1], good[RELEASE_ID_LEN + 1];
+    int restarts;
+    double age_s;          /* seconds since this gang generation started, at doc time */
+    char reason[256];
+    int nranks;
+    struct top_rank ranks[STATUS_MAX_RANKS];
+    int ntrend;
+    float trend[TOP_TREND]; /* container Ktok/s (sum over ranks) */
+};
+
+struct top_host {
+    char name[INV_NAME_MAX];
+    bool up;               /* session open and answering */
+    bool tried;            /* a connection was attempted */
+    double ok_mono;        /* when anything last came from it; 0 never */
+    char err[TOP_ERR_MAX];
+};
+
+struct top_job {
+    char name[INV_NAME_MAX];
+    char target[RELEASE_ID_LEN + 1]; /* release the controller last made good; "" unknown */
+    double baseline_ktok;  /* job Ktok/s of the last good release on these containers; <= 0 none */
+    double tolerance;
+    int64_t warmup_steps;
+    int expected_ranks;    /* containers x nproc_per_node */
+    bool deploying;        /* a drover deploy/rollback holds the job's lock */
+};
+
+struct top_snapshot {
+    double interval_s;     /* refresh interval the streams run at */
+    int nhosts;
+    struct top_host hosts[INV_MAX_HOSTS];
+    int njobs;
+    struct top_job jobs[INV_MAX_JOBS];
+    int ncts;
+    struct top_ct *cts;    /* ncts entries, owned by whoever filled the snapshot */
+    int ntrend;
+    float trend[TOP_TREND]; /* fleet Ktok/s */
+};
+
+/* Push v onto a trend ring (oldest dropped). */
+void top_trend_push(float *trend, int *ntrend, float v);
+
+/* Fill a top_ct from one agent status document received at `now` (keeps the trends, appending
+ * a sample per rank past warmup_steps in phase train).  The job is cts->job's name. */
+void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char *job,
+                   int64_t warmup_steps, double now);
+
+/* A snapshot with one top_ct per (job, container) and one top_host per host of inv, nothing
+ * seen yet.  cts malloc'd; free with top_snapshot_done().  -ENOMEM, -E2BIG over TOP_MAX_CTS. */
+int top_snapshot_init(struct top_snapshot *s, const struct inventory *inv, double interval_s);
+void top_snapshot_done(struct top_snapshot *s);
+/* Deep copy (dst must be init'ed with the same ncts, or zeroed: then cts is allocated). */
+int top_snapshot_copy(struct top_snapshot *dst, const struct top_snapshot *src);
+
+/* ---- derived states ---- */
+
+/* Seconds after which a container's documents count as stale (unreachable, dimmed). */
+double top_stale_after(double interval_s);
+/* Heartbeat age of a rank now: the agent's age at document time plus the time since. */
+double top_rank_hb_age(const struct top_ct *ct, const struct top_rank *r, double now);
+/* 0 fresh, 1 late (> 2x expected interval), 2 stalled (> 5x). */
+int top_hb_lateness(const struct top_rank *r, double age_s);
+enum top_state top_rank_state(const struct top_snapshot *s, const struct top_ct *ct,
+                              const struct top_rank *r, double now);
+enum top_state top_ct_state(const struct top_snapshot *s, const struct top_ct *ct, double now);
+enum top_state top_host_state(const struct top_snapshot *s, int host, double now);
+bool top_ct_is_stale(const struct top_snapshot *s, const struct top_ct *ct, double now);
+
+/* ---- formatting helpers ---- */
+
+/* kubectl-style age: "0s", "45s", "3m", "2h", "4d"; "-" when negative. */
+const char *top_fmt_age(double seconds, char *buf, size_t buf_sz);
+/* Sparkline of n values scaled to their own max, at most width glyphs (the newest), UTF-8
+ * block elements or ASCII " .:-=+*#" when ascii.  "" when n == 0. */
+const char *top_fmt_spark(const float *v, int n, int width, bool ascii, char *buf, size_t buf_sz);
+/* "3 (5m ago)", "0". */
+const char *top_fmt_restarts(int restarts, double since_s, char *buf, size_t buf_sz);
+/* Bytes as "37.2G", "812M"; "-" when negative. */
+const char *top_fmt_bytes(int64_t bytes, char *buf, size_t buf_sz);
+
+/* ---- rows ---- */
+
+enum top_col {
+    TOP_COL_NAME = 0, TOP_COL_REL, TOP_COL_STATE, TOP_COL_STEP, TOP_COL_LOSS, TOP_COL_KTOK,
+    TOP_COL_TREND, TOP_COL_HB, TOP_COL_RST, TOP_COL_GPU, TOP_COL_MEM, TOP_COL_TEMP, TOP_NCOLS
+};
+const char *top_col_title(enum top_col c);
+
+/* Cell attributes (bits). */
+#define TOP_A_RED 1u
+#define TOP_A_YELLOW 2u
+#define TOP_A_GREEN 4u
+#define TOP_A_DIM 8u
+#define TOP_A_BOLD 16u
+
+enum top_level { TOP_L_HOST = 0, TOP_L_CT, TOP_L_RANK };
+
+struct top_row {
+    enum top_level level;
+    int host, ct, rank;      /* indices (snapshot host, cts[], ranks[]); -1 where not */
+    enum top_state state;
+    bool folded;             /* host/ct rows: children hidden */
+    bool stale;              /* data is old: whole row dimmed */
+    char key[96];            /* stable identity for keeping the selection across frames */
+    char cell[TOP_NCOLS][TOP_CELL_MAX];
+    unsigned attr[TOP_NCOLS];
+};
+
+struct top_view {
+    bool flat;               /* t: rank rows only, "h1:101/0" names */
+    bool problems_first;     /* s: worst state first (else by name) */
+    bool ascii;              /* --ascii: no UTF-8 glyphs */
+    char filter[TOP_FILTER_MAX]; /* /: case-insensitive substring over name, state, release */
+    bool host_folded[INV_MAX_HOSTS];
+    bool ct_folded[TOP_MAX_CTS];
+    int trend_width;         /* glyphs in TREND (top_layout sets it) */
+};
+
+/* Build the visible rows (tree or flat, sorted, filtered, folded) into rows[max_rows].
+ * Returns the number of rows (<= max_rows). */
+int top_build_rows(const struct top_snapshot *s, const struct inventory *inv,
+                   const struct top_view *v, double now, struct top_row *rows, int max_rows);
+
+/* Totals for the header. */
+struct top_summary {
+    int hosts_up, hosts;
+    int cts_up, cts;
+    int ranks_running, ranks_expected;
+    double ktok;
+    int alerts[TOP_STATE_COUNT]; /* containers in each state (alert states matter) */
+    int nan_ranks, gpu_low, gpu_hot;
+    char deploy[128];        /* "train: probation" or "" */
+};
+void top_summarize(const struct top_snapshot *s, double now, struct top_summary *ret);
+
+/* Column layout for a terminal width: which columns show and how wide (0 = hidden).  Columns
+ * are dropped in the order MEM, TEMP, GPU%, RST, TREND, LOSS, REL until they fit; NAME takes
+ * what is left.  Also sets v->trend_width. */
+void top_layout(int width, struct top_view *v, int widths[TOP_NCOLS]);
+
+/* Display width of a UTF-8 string (every non-ASCII code point counts as 1). */
+int top_str_width(const char *s);
+
+/* One whole frame as text (header, column titles, rows, footer), colour as ANSI escapes when
+ * color.  Appends to a malloc'd buffer; *ret_text free()d by the caller.  -ENOMEM. */
+int top_render_text(const struct top_snapshot *s, const struct inventory *inv,
+                    struct top_view *v, double now, int width, bool color, char **ret_text);
+
+/* Header lines (title and totals, alerts) as text without colour, into buf. */
+void top_header_lines(const struct top_snapshot *s, const struct top_summary *sum, bool ascii,
+                      char *line1, size_t l1_sz, char *line2, size_t l2_sz);
+
+/* ---- the agent's event journal (`drover-agent events --json`) ---- */
+
+struct top_event {
+    int64_t seq;
+    double ts;               /* epoch seconds */
+    char job[JOB_NAME_MAX];
+    char kind[32];
+    char release[RELEASE_ID_LEN + 1];
+    char detail[256];
+};
+#define TOP_EVENT_LINE_MAX 4096
+/* Parse one journal line (len bytes).  -EINVAL not an event object, -E2BIG too long.
+ * ret written only on success. */
+int top_event_parse(const char *line, size_t len, struct top_event *ret);
+/* "12:03:04 train crash 3f2a9c1b rank 0 exited 1" into buf. */
+const char *top_event_format(const struct top_event *e, char *buf, size_t buf_sz);
+
+/* ---- the poller (top_poll.c) ---- */
+
+struct top_poll; /* free with top_poll_stop() */
+
+/* Start one thread per host of inv.  Never blocks on a host.  -ENOMEM, -errno from
+ * pthread_create. */
+int top_poll_start(const struct inventory *inv, double interval_s, struct top_poll **ret_p);
+/* Ask threads to stop; waits at most wait_s for them, then leaves the stuck ones detached
+ * (they hold only their own memory).  Accepts NULL. */
+void top_poll_stop(struct top_poll *p, double wait_s);
+/* Change the refresh interval (streams restart with it). */
+void top_poll_set_interval(struct top_poll *p, double interval_s);
+/* Copy the current snapshot into dst (allocating dst->cts on first use). */
+int top_poll_snapshot(struct top_poll *p, struct top_snapshot *dst);
+/* Ask for container ct's newest `max` events (fetched by its host's thread).  Then
+ * top_poll_events() returns 1 with the lines once there, 0 while pending, -errno on failure
+ * (message in err). */
+void top_poll_request_events(struct top_poll *p, int ct);
+int top_poll_events(struct top_poll *p, char *text, size_t text_sz, char *err, size_t err_sz);
+/* Wait until new data was published or ms passed. */
+void top_poll_wait(struct top_poll *p, int ms);
+
+/* The verb (controller/main.c dispatches to it). */
+int cmd_top(struct fleet *f, int argc, char **argv);
+
+#endif
