@@ -1,4 +1,5 @@
-// kernels/attention.cu: causal multi-head attention, fused flash-style (FlashAttention-2 order).
+// kernels/attention.cu: the first, simple version of the fused causal attention, kept as a second
+// reference for kernels/attention_mma.cu (tests/gpu checks both against the CPU).
 // Forward: one block per (64-query tile, batch*head); 4 warps, 16 query rows each; the scores of
 // one 64-key tile live in shared memory only, with an online softmax (running max and sum) and
 // the output accumulated in fp32.  bf16 tensor-core products through WMMA (16x16x16, fp32
@@ -181,6 +182,13 @@ __global__ void attention_dot_kernel(float *D, const bf16 *dout, const bf16 *out
     acc = warp_sum(acc);
     if (lane == 0)
         D[((size_t)b * NH + h) * T + t] = acc;
+}
+
+int attention_dot_launch(float *D, const bf16 *dout, const bf16 *out, int B, int T, int C, int NH,
+                         cudaStream_t s)
+{
+    attention_dot_kernel<<<cdiv((size_t)B * T * NH, 8), 256, 0, s>>>(D, dout, out, B, T, C, NH);
+    return kern_check_launch("attention_dot");
 }
 
 template <int HS>
@@ -390,7 +398,7 @@ static int attention_backward_hs(bf16 *dqkv, float *D, const bf16 *dout, const f
     return kern_check_launch("attention_backward_dq");
 }
 
-extern "C" int kern_attention_forward(kbf16 *out, float *lse, const kbf16 *qkv, int B, int T,
+extern "C" int kern_attention_forward_ref(kbf16 *out, float *lse, const kbf16 *qkv, int B, int T,
                                       int C, int NH, cudaStream_t s)
 {
     if (NH <= 0 || C % NH)
@@ -407,15 +415,13 @@ extern "C" int kern_attention_forward(kbf16 *out, float *lse, const kbf16 *qkv, 
     }
 }
 
-extern "C" int kern_attention_backward(kbf16 *dqkv, float *scratch, const kbf16 *dout,
+extern "C" int kern_attention_backward_ref(kbf16 *dqkv, float *scratch, const kbf16 *dout,
                                        const kbf16 *out, const float *lse, const kbf16 *qkv,
                                        int B, int T, int C, int NH, cudaStream_t s)
 {
     if (NH <= 0 || C % NH)
         return -EINVAL;
-    attention_dot_kernel<<<cdiv((size_t)B * T * NH, 8), 256, 0, s>>>(
-        scratch, (const bf16 *)dout, (const bf16 *)out, B, T, C, NH);
-    int r = kern_check_launch("attention_dot");
+    int r = attention_dot_launch(scratch, (const bf16 *)dout, (const bf16 *)out, B, T, C, NH, s);
     if (r < 0)
         return r;
     switch (C / NH) {

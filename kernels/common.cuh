@@ -53,3 +53,7 @@ static inline unsigned cdiv(size_t a, size_t b)
 {
     return (unsigned)((a + b - 1) / b);
 }
+
+// D[b,h,t] = sum over the head's channels of dout * out (attention backward's row term).
+int attention_dot_launch(float *D, const bf16 *dout, const bf16 *out, int B, int T, int C, int NH,
+                         cudaStream_t s);

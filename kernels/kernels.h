@@ -80,6 +80,13 @@ int kern_attention_backward(kbf16 *dqkv, float *scratch, const kbf16 *dout, cons
                             const float *lse, const kbf16 *qkv, int B, int T, int C, int NH,
                             cudaStream_t s);
 
+/* The first WMMA version of the two above (same contract, slower); kept as a second reference. */
+int kern_attention_forward_ref(kbf16 *out, float *lse, const kbf16 *qkv, int B, int T, int C,
+                               int NH, cudaStream_t s);
+int kern_attention_backward_ref(kbf16 *dqkv, float *scratch, const kbf16 *dout, const kbf16 *out,
+                                const float *lse, const kbf16 *qkv, int B, int T, int C, int NH,
+                                cudaStream_t s);
+
 /* ---- fused classifier + cross-entropy ----
  * logits (N,Vp) bf16 in, overwritten with dlogits = (softmax - onehot(target)) * dloss over the
  * first V columns and 0 in V..Vp-1; losses (N) fp32 = logsumexp - logit[target].  The fp32

@@ -12,6 +12,7 @@
 #include "tests/gpu/gpu_util.h"
 #include "trainer/backend.h"
 #include "trainer/cuda_backend.h"
+#include "trainer/dist.h"
 
 #define PEAK_MM 790e12
 #define PEAK_BW 4.3e12
@@ -33,7 +34,14 @@ static int bench_train(int B, int steps, struct gpt_config cfg)
     struct rng r;
     rng_seed(&r, 0);
     gpt_params_init(&cfg, params, &r);
-    struct backend_opts o = {.batch = B, .seq = T, .threads = 1, .world_size = 1};
+    /* data parallel when started with torchrun's environment (WORLD_SIZE > 1) */
+    int rank = getenv("RANK") ? atoi(getenv("RANK")) : 0;
+    int world = getenv("WORLD_SIZE") ? atoi(getenv("WORLD_SIZE")) : 1;
+    struct dist *d = NULL;
+    if (world > 1 && dist_open(rank, world, getenv("MASTER_ADDR"), atoi(getenv("MASTER_PORT")), 120, &d) < 0)
+        return 2;
+    struct backend_opts o = {.batch = B, .seq = T, .threads = 1, .rank = rank, .world_size = world,
+                             .local_rank = rank, .dist = d};
     void *be = NULL;
     if (backend_cuda.create(&cfg, &o, &be) < 0 || backend_cuda.set_state(be, params, NULL, NULL) < 0)
         return 2;
@@ -50,20 +58,25 @@ static int bench_train(int B, int steps, struct gpt_config cfg)
             tgt[i] = (int)(rng_next_u64(&r) % 50257 % (uint64_t)cfg.vocab);
         }
         if (backend_cuda.forward_backward(be, inp, tgt, &loss) < 0 ||
+            backend_cuda.allreduce_grads(be) < 0 ||
             backend_cuda.update(be, &h, 6e-4f, s + 1, &norm) < 0)
             return 2;
     }
     double dt = now_s() - t0;
-    double tok_s = (double)steps * B * T / dt;
+    double tok_s = (double)steps * B * T / dt * world; /* whole gang */
     double fpt = cuda_flops_per_token(&cfg, T);
-    printf("{\"system\": \"drover\", \"B\": %d, \"T\": %d, \"layers\": %d, \"dim\": %d, \"params\": %zu, "
+    if (rank != 0)
+        goto done;
+    printf("{\"system\": \"drover\", \"gpus\": %d, \"B\": %d, \"T\": %d, \"layers\": %d, \"dim\": %d, \"params\": %zu, "
            "\"ktok_s\": %.1f, \"tflops\": %.1f, \"mfu\": %.3f, \"mem_peak_gib\": %.2f, "
            "\"step_ms\": %.2f, \"loss\": %.4f}\n",
-           B, T, cfg.layers, cfg.dim, n, tok_s / 1e3, tok_s * fpt / 1e12,
-           tok_s * fpt / cuda_peak_flops(), (double)backend_cuda.mem_peak(be) / (1u << 30),
+           world, B, T, cfg.layers, cfg.dim, n, tok_s / 1e3, tok_s * fpt / 1e12,
+           tok_s * fpt / cuda_peak_flops() / world, (double)backend_cuda.mem_peak(be) / (1u << 30),
            dt / steps * 1e3, loss);
     fflush(stdout);
+done:
     backend_cuda.destroy(be);
+    dist_free(d);
     free(params);
     free(inp);
     free(tgt);

@@ -19,6 +19,14 @@ fi
 for b in $BATCHES; do
     timeout 300 "$G/bench" "$b" "$STEPS" | tee -a "$res"
 done
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+if [ "$ngpu" -ge 2 ]; then
+    for b in $BATCHES; do
+        WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29533 RANK=1 LOCAL_RANK=1 timeout 300 "$G/bench" "$b" "$STEPS" &
+        WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29533 RANK=0 LOCAL_RANK=0 timeout 300 "$G/bench" "$b" "$STEPS" | tee -a "$res"
+        wait
+    done
+fi
 if [ -f "$REF" ] && python3 -c 'import torch' 2>/dev/null; then
     for b in $BATCHES; do
         timeout 300 python3 "$REF" --batch "$b" --steps "$STEPS" | tee -a "$res"
@@ -34,6 +42,8 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 by = {}
 for r in rows:
     name = r["system"] + (" compile" if r.get("compile") else (" eager" if r["system"] == "torch" else ""))
+    if r.get("gpus", 1) > 1:
+        name += f" x{r['gpus']} GPUs"
     by.setdefault(r["B"], {})[name] = r
 for b, d in sorted(by.items()):
     ours = d.get("drover", {}).get("ktok_s")
@@ -41,6 +51,9 @@ for b, d in sorted(by.items()):
     tc = d.get("torch compile", {}).get("ktok_s")
     if ours and tc:
         line += f"; drover / torch.compile = {ours / tc:.2f}x"
+    dp = d.get("drover x2 GPUs", {}).get("ktok_s")
+    if ours and dp:
+        line += f"; 2-GPU scaling efficiency {dp / (2 * ours):.2f}"
     if "drover" in d:
         line += f"; drover MFU {d['drover']['mfu']:.3f}, peak {d['drover']['mem_peak_gib']} GiB"
     print(line)

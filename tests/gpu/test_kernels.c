@@ -164,6 +164,10 @@ static void test_matmul(struct rng *r, struct kern_blas *bl)
     check("bias_backward (+=)", rel_err(g3, rdb, OC), 1e-4);
 }
 
+typedef int (*attn_fwd_fn)(kbf16 *, float *, const kbf16 *, int, int, int, int, cudaStream_t);
+typedef int (*attn_bwd_fn)(kbf16 *, float *, const kbf16 *, const kbf16 *, const float *,
+                           const kbf16 *, int, int, int, int, cudaStream_t);
+
 static void test_attention(struct rng *r, int B, int T, int C, int NH)
 {
     size_t N = (size_t)B * T;
@@ -173,24 +177,36 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
     size_t tt = (size_t)B * NH * T * T;
     float *preatt = calloc(tt, 4), *att = calloc(tt, 4);
     cpu_attention_forward(ref, preatt, att, qkv, B, T, C, NH);
-    kbf16 *dqkv_in = dev_bf16(qkv, N * 3 * C);
-    kbf16 *out = dev_poisoned(N * C * 2);
-    float *lse = dev_poisoned((size_t)B * NH * T * 4);
-    KK(kern_attention_forward(out, lse, dqkv_in, B, T, C, NH, 0));
-    float *got = host_from_bf16(out, N * C);
-    snprintf(name, sizeof name, "attention_forward (B%d T%d C%d NH%d)", B, T, C, NH);
-    check(name, rel_err(got, ref, N * C), 1e-2);
-
     float *dout = rand_bf16_exact(r, N * C, 1);
     float *dinp = calloc(N * 3 * C, 4), *dpre = calloc(tt, 4), *datt = calloc(tt, 4);
-    /* the CPU backward sees the GPU's bf16 output only through dout; att is its own */
     cpu_attention_backward(dinp, dpre, datt, dout, qkv, att, B, T, C, NH);
-    kbf16 *d_dout = dev_bf16(dout, N * C), *d_dqkv = dev_poisoned(N * 3 * C * 2);
-    float *scratch = dev_poisoned((size_t)B * NH * T * 4);
-    KK(kern_attention_backward(d_dqkv, scratch, d_dout, out, lse, dqkv_in, B, T, C, NH, 0));
-    float *g = host_from_bf16(d_dqkv, N * 3 * C);
-    snprintf(name, sizeof name, "attention_backward dqkv (B%d T%d C%d NH%d)", B, T, C, NH);
-    check(name, rel_err(g, dinp, N * 3 * C), 2e-2);
+    kbf16 *dqkv_in = dev_bf16(qkv, N * 3 * C), *d_dout = dev_bf16(dout, N * C);
+    const char *which[2] = {"mma", "wmma ref"};
+    attn_fwd_fn fwd[2] = {kern_attention_forward, kern_attention_forward_ref};
+    attn_bwd_fn bwd[2] = {kern_attention_backward, kern_attention_backward_ref};
+    for (int k = 0; k < 2; k++) {
+        kbf16 *out = dev_poisoned(N * C * 2);
+        float *lse = dev_poisoned((size_t)B * NH * T * 4);
+        KK(fwd[k](out, lse, dqkv_in, B, T, C, NH, 0));
+        float *got = host_from_bf16(out, N * C);
+        snprintf(name, sizeof name, "attention_forward %s (B%d T%d C%d NH%d)", which[k], B, T, C, NH);
+        check(name, rel_err(got, ref, N * C), 1e-2);
+        kbf16 *d_dqkv = dev_poisoned(N * 3 * C * 2);
+        float *scratch = dev_poisoned((size_t)B * NH * T * 4);
+        KK(bwd[k](d_dqkv, scratch, d_dout, out, lse, dqkv_in, B, T, C, NH, 0));
+        float *g = host_from_bf16(d_dqkv, N * 3 * C);
+        snprintf(name, sizeof name, "attention_backward %s dqkv (B%d T%d C%d NH%d)", which[k], B, T, C, NH);
+        check(name, rel_err(g, dinp, N * 3 * C), 2e-2);
+        free(got);
+        free(g);
+        CK(cudaFree(out));
+        CK(cudaFree(lse));
+        CK(cudaFree(d_dqkv));
+        CK(cudaFree(scratch));
+    }
+    free(qkv); free(ref); free(preatt); free(att); free(dout); free(dinp); free(dpre); free(datt);
+    CK(cudaFree(dqkv_in));
+    CK(cudaFree(d_dout));
 }
 
 static void test_classifier(struct rng *r)
@@ -267,7 +283,9 @@ int main(int argc, char **argv)
     test_attention(&r, 2, 200, 128, 2);  /* hs 64, ragged T */
     test_attention(&r, 2, 256, 128, 4);  /* hs 32 */
     test_attention(&r, 1, 130, 256, 2);  /* hs 128 */
-    test_attention(&r, 2, 1024, 768, 12); /* GPT-2 small shape */
+    test_attention(&r, 1, 1024, 768, 12); /* GPT-2 small shape */
+    test_attention(&r, 1, 64, 128, 2);    /* one tile */
+    test_attention(&r, 3, 17, 64, 1);     /* shorter than a tile */
     test_classifier(&r);
     test_optimizer(&r);
     kern_blas_free(bl);
