@@ -51,6 +51,7 @@ struct run {
     struct rng rng;
     int64_t step;      /* optimizer steps completed (whole run incl. resumes) */
     int64_t tokens;    /* gang tokens consumed, for the checkpoint */
+    int64_t stop_at;   /* --max-steps: stop after this step (schedule unchanged); -1 none */
     bool poisoned;     /* a non-finite value appeared: never checkpoint again */
     double last_loss;
     size_t nparams;
@@ -280,7 +281,8 @@ static int train_loop(struct run *r)
             log_error("lost a peer rank while agreeing on the next step: %s", strerror(-stop));
             return fail(r, TX_PEER_LOST, "peer lost");
         }
-        if (stop || (r->cfg.max_steps > 0 && r->step >= r->cfg.max_steps))
+        if (stop || (r->cfg.max_steps > 0 && r->step >= r->cfg.max_steps) ||
+            (r->stop_at >= 0 && r->step >= r->stop_at))
             break;
         int64_t next = r->step + 1;
         if (r->faults.crash_at >= 0 && next == r->faults.crash_at) {
@@ -429,8 +431,7 @@ int train_run(const struct train_args *a)
         log_error("config: %s", err);
         return fail(&r, TX_CONFIG, "config error");
     }
-    if (a->max_steps >= 0)
-        r.cfg.max_steps = a->max_steps;
+    r.stop_at = a->max_steps;
     if (a->device)
         (void)str_copy(r.cfg.device, sizeof r.cfg.device, a->device);
     choose_ckpt_dir(&r, a->ckpt_dir);

@@ -9,7 +9,8 @@
 struct train_args {
     const char *config;   /* INI file (required) */
     const char *ckpt_dir; /* NULL: $DROVER_RUN_DIR/checkpoints, else ./checkpoints */
-    int64_t max_steps;    /* -1: from the config */
+    int64_t max_steps;    /* stop after this step (the LR schedule still uses the config's
+                             max_steps, so a run can be split exactly); -1: no extra limit */
     const char *device;   /* NULL: from the config */
 };
 

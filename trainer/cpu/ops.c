@@ -3,6 +3,10 @@
  * Never: allocate or log. */
 #include "trainer/cpu/ops.h"
 
+/* The hot loops need the vectoriser at its full cost model (-O2 only vectorises loops whose trip
+ * count is a known multiple of the vector width).  No -ffast-math: sums keep their order. */
+#pragma GCC optimize("O3")
+
 #include <math.h>
 
 static int ops_threads = 1;

@@ -17,6 +17,12 @@
 #endif
 
 #define OPS_GELU_SCALE 0.7978845608028654 /* sqrt(2/pi) */
+/* math in the precision of REAL (expf for float, exp for double) */
+#define OPS_EXP(x) _Generic((x), float: expf, default: exp)(x)
+#define OPS_LOG(x) _Generic((x), float: logf, default: log)(x)
+#define OPS_TANH(x) _Generic((x), float: tanhf, default: tanh)(x)
+#define OPS_COSH(x) _Generic((x), float: coshf, default: cosh)(x)
+#define OPS_SQRT(x) _Generic((x), float: sqrtf, default: sqrt)(x)
 
 OPS_LINKAGE void OPS_FN(encoder_forward)(REAL *out, const int *inp, const REAL *wte,
                                          const REAL *wpe, int B, int T, int C)
@@ -63,7 +69,7 @@ OPS_LINKAGE void OPS_FN(layernorm_forward)(REAL *out, REAL *mean, REAL *rstd, co
             var += d * d;
         }
         var /= C;
-        REAL s = (REAL)1 / (REAL)sqrt((double)(var + eps));
+        REAL s = (REAL)1 / OPS_SQRT(var + eps);
         REAL *o = out + bt * C;
         for (int i = 0; i < C; i++)
             o[i] = s * (x[i] - m) * weight[i] + bias[i];
@@ -111,7 +117,7 @@ struct OPS_FN(mm_args) {
 
 /* Dot product with 8 interleaved partial sums combined in a fixed order: vectorisable and
  * deterministic. */
-static inline REAL OPS_FN(dot)(const REAL *a, const REAL *b, int n)
+static inline REAL OPS_FN(dot)(const REAL *restrict a, const REAL *restrict b, int n)
 {
     REAL acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int i = 0;
@@ -127,11 +133,12 @@ static inline REAL OPS_FN(dot)(const REAL *a, const REAL *b, int n)
 static void OPS_FN(mm_fwd_rows)(const struct OPS_FN(mm_args) *a, int r0, int r1)
 {
     for (int bt = r0; bt < r1; bt++) {
-        const REAL *x = a->inp + (size_t)bt * a->C;
-        REAL *o = a->out + (size_t)bt * a->OC;
+        const REAL *restrict x = a->inp + (size_t)bt * a->C;
+        REAL *restrict o = a->out + (size_t)bt * a->OC;
+        const REAL *restrict bias = a->bias;
         for (int oc = 0; oc < a->OC; oc++) {
             REAL v = OPS_FN(dot)(x, a->weight + (size_t)oc * a->C, a->C);
-            o[oc] = a->bias ? v + a->bias[oc] : v;
+            o[oc] = bias ? v + bias[oc] : v;
         }
     }
 }
@@ -140,12 +147,13 @@ static void OPS_FN(mm_fwd_rows)(const struct OPS_FN(mm_args) *a, int r0, int r1)
 static void OPS_FN(mm_bwd_dinp_rows)(const struct OPS_FN(mm_args) *a, int r0, int r1)
 {
     for (int bt = r0; bt < r1; bt++) {
-        REAL *dx = a->dinp + (size_t)bt * a->C;
-        const REAL *d = a->dout + (size_t)bt * a->OC;
+        REAL *restrict dx = a->dinp + (size_t)bt * a->C;
+        const REAL *restrict d = a->dout + (size_t)bt * a->OC;
+        const int C = a->C;
         for (int oc = 0; oc < a->OC; oc++) {
-            const REAL *w = a->weight + (size_t)oc * a->C;
+            const REAL *restrict w = a->weight + (size_t)oc * C;
             REAL g = d[oc];
-            for (int i = 0; i < a->C; i++)
+            for (int i = 0; i < C; i++)
                 dx[i] += g * w[i];
         }
     }
@@ -155,13 +163,15 @@ static void OPS_FN(mm_bwd_dinp_rows)(const struct OPS_FN(mm_args) *a, int r0, in
 static void OPS_FN(mm_bwd_dw_rows)(const struct OPS_FN(mm_args) *a, int r0, int r1)
 {
     for (int oc = r0; oc < r1; oc++) {
-        REAL *dw = a->dweight + (size_t)oc * a->C;
+        REAL *restrict dw = a->dweight + (size_t)oc * a->C;
+        const REAL *restrict dout = a->dout;
+        const int C = a->C, OC = a->OC;
         REAL db = 0;
         for (int bt = 0; bt < a->BT; bt++) {
-            REAL g = a->dout[(size_t)bt * a->OC + oc];
-            const REAL *x = a->inp + (size_t)bt * a->C;
+            REAL g = dout[(size_t)bt * OC + oc];
+            const REAL *restrict x = a->inp + (size_t)bt * C;
             db += g;
-            for (int i = 0; i < a->C; i++)
+            for (int i = 0; i < C; i++)
                 dw[i] += g * x[i];
         }
         if (a->dbias)
@@ -264,7 +274,7 @@ OPS_LINKAGE void OPS_FN(attention_forward)(REAL *out, REAL *preatt, REAL *att, c
                 }
                 REAL sum = 0;
                 for (int t2 = 0; t2 <= t; t2++) {
-                    REAL e = (REAL)exp((double)(pre[t2] - maxv));
+                    REAL e = OPS_EXP(pre[t2] - maxv);
                     a[t2] = e;
                     sum += e;
                 }
@@ -332,7 +342,7 @@ OPS_LINKAGE void OPS_FN(gelu_forward)(REAL *out, const REAL *inp, size_t N)
     for (size_t i = 0; i < N; i++) {
         REAL x = inp[i];
         REAL cube = (REAL)0.044715 * x * x * x;
-        out[i] = (REAL)0.5 * x * ((REAL)1 + (REAL)tanh((double)((REAL)OPS_GELU_SCALE * (x + cube))));
+        out[i] = (REAL)0.5 * x * ((REAL)1 + OPS_TANH((REAL)OPS_GELU_SCALE * (x + cube)));
     }
 }
 
@@ -342,8 +352,8 @@ OPS_LINKAGE void OPS_FN(gelu_backward)(REAL *dinp, const REAL *inp, const REAL *
         REAL x = inp[i];
         REAL cube = (REAL)0.044715 * x * x * x;
         REAL arg = (REAL)OPS_GELU_SCALE * (x + cube);
-        REAL th = (REAL)tanh((double)arg);
-        REAL ch = (REAL)cosh((double)arg);
+        REAL th = OPS_TANH(arg);
+        REAL ch = OPS_COSH(arg);
         REAL sech2 = (REAL)1 / (ch * ch);
         REAL g = (REAL)0.5 * ((REAL)1 + th) +
                  x * (REAL)0.5 * sech2 * (REAL)OPS_GELU_SCALE * ((REAL)1 + (REAL)3 * (REAL)0.044715 * x * x);
@@ -377,7 +387,7 @@ OPS_LINKAGE void OPS_FN(softmax_forward)(REAL *probs, const REAL *logits, int B,
                 maxv = l[i];
         REAL sum = 0;
         for (int i = 0; i < V; i++) {
-            p[i] = (REAL)exp((double)(l[i] - maxv));
+            p[i] = OPS_EXP(l[i] - maxv);
             sum += p[i];
         }
         for (int i = 0; i < V; i++)
@@ -391,7 +401,7 @@ OPS_LINKAGE void OPS_FN(crossentropy_forward)(REAL *losses, const REAL *probs, c
                                               int B, int T, int Vp)
 {
     for (size_t bt = 0; bt < (size_t)B * T; bt++)
-        losses[bt] = -(REAL)log((double)probs[bt * Vp + targets[bt]]);
+        losses[bt] = -OPS_LOG(probs[bt * Vp + targets[bt]]);
 }
 
 OPS_LINKAGE void OPS_FN(crossentropy_softmax_backward)(REAL *dlogits, const REAL *dlosses,
