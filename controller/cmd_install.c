@@ -101,17 +101,34 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
         printf("%s: agent running\n", ct->label);
         return 0;
     }
-    const char *daemon[] = { "daemon", "--detach", NULL };
+    /* The detached daemon keeps stderr for its log; left on our channel it would hold the
+     * channel open forever.  A constant script (arguments passed as $0/$1, never spliced into
+     * it) sends that log to ROOT/agent.log instead. */
+    const struct inv_host *hh = &inv->hosts[ct->host];
+    const char *agent = ct->root[0] && hh->agent_path[0] ? hh->agent_path : inv->agent_path;
     struct exec_result res;
-    r = pct_run_agent(c, ct, daemon, 30, &res);
+    if (ct->root[0]) {
+        const char *sh[] = { "sh", "-c",
+                             "mkdir -p \"$1\" && exec \"$0\" --root \"$1\" --socket \"$2\" daemon "
+                             "--detach </dev/null >/dev/null 2>>\"$1/agent.log\"",
+                             agent, ct->root, ct->socket, NULL };
+        r = pct_run(c, ct, sh, 30, &res);
+    } else {
+        const char *sh[] = { "sh", "-c",
+                             "mkdir -p \"$1\" && exec \"$0\" daemon --detach </dev/null >/dev/null "
+                             "2>>\"$1/agent.log\"",
+                             agent, PCT_AGENT_ROOT, NULL };
+        r = pct_run(c, ct, sh, 30, &res);
+    }
     if (r < 0) {
         log_error("%s: %s", ct->label, c->err);
         return r;
     }
     char reason[512];
     if (res.status != 0) {
-        log_error("%s: drover-agent daemon --detach failed (exit %d): %s", ct->label, res.status,
-                  exec_result_reason(&res, reason, sizeof reason));
+        log_error("%s: drover-agent daemon --detach failed (exit %d): %s (its log: %s/agent.log)",
+                  ct->label, res.status, exec_result_reason(&res, reason, sizeof reason),
+                  pct_agent_root(ct));
         exec_result_done(&res);
         return -EIO;
     }

@@ -188,10 +188,13 @@ struct top_row {
     enum top_state state;
     bool folded;             /* host/ct rows: children hidden */
     bool stale;              /* data is old: whole row dimmed */
-    char key[96];            /* stable identity for keeping the selection across frames */
+    int64_t key;             /* stable identity for keeping the selection across frames */
     char cell[TOP_NCOLS][TOP_CELL_MAX];
     unsigned attr[TOP_NCOLS];
 };
+
+/* A row's identity (level, host, container index, rank number), stable across frames. */
+int64_t top_row_key(enum top_level level, int host, int ct, int rank);
 
 struct top_view {
     bool flat;               /* t: rank rows only, "h1:101/0" names */
