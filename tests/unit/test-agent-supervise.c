@@ -102,8 +102,13 @@ static void test_gang_env(void **state)
 {
     (void)state;
     char id[RELEASE_ID_LEN + 1], err[256];
-    install("env", "#!/bin/sh\nenv > \"$DROVER_RUN_DIR/env.$RANK\"\n"
-                   "echo '{\"v\":1,\"rank\":'$RANK',\"step\":1,\"phase\":\"done\"}' >&$DROVER_HEARTBEAT_FD\n",
+    /* each rank records its environment, heartbeats, then waits for the other rank before
+     * exiting (the first exit stops the gang) */
+    install("env", "#!/bin/sh\nenv > \"$DROVER_RUN_DIR/env.tmp.$RANK\"\n"
+                   "mv \"$DROVER_RUN_DIR/env.tmp.$RANK\" \"$DROVER_RUN_DIR/env.$RANK\"\n"
+                   "echo '{\"v\":1,\"rank\":'$RANK',\"step\":1,\"phase\":\"done\"}' >&$DROVER_HEARTBEAT_FD\n"
+                   "i=0; while [ ! -e \"$DROVER_RUN_DIR/env.4\" -o ! -e \"$DROVER_RUN_DIR/env.5\" ] && [ $i -lt 100 ];"
+                   " do sleep 0.02; i=$((i+1)); done\n",
             id);
     struct job_spec s;
     spec_for(&s, id, 2);
@@ -117,9 +122,11 @@ static void test_gang_env(void **state)
     assert_int_equal(gang_start(&g, &store, "train", &s, 1, err, sizeof err), 0);
     assert_true(pump(&g, 5, is_gone));
     for (int lr = 0; lr < 2; lr++) {
-        char p[512], *text;
+        char p[512], *raw, *text;
         snprintf(p, sizeof p, "%s/root/runs/train/env.%d", tmpd, 4 + lr);
-        assert_int_equal(fs_read_file(p, 1 << 16, &text, NULL), 0);
+        assert_int_equal(fs_read_file(p, 1 << 16, &raw, NULL), 0);
+        assert_true(asprintf(&text, "\n%s", raw) > 0); /* every variable now starts after a newline */
+        free(raw);
         char want[128];
         snprintf(want, sizeof want, "\nRANK=%d\n", 4 + lr);
         assert_non_null(strstr(text, want));
@@ -141,8 +148,9 @@ static void test_gang_env(void **state)
         free(text);
         assert_true(g.ranks[lr].has_hb);
         assert_int_equal(g.ranks[lr].hb.rank, 4 + lr);
-        assert_int_equal(g.ranks[lr].exit_code, 0);
     }
+    assert_true(g.first_exit >= 0);
+    assert_int_equal(g.ranks[g.first_exit].exit_code, 0);
     gang_clear(&g);
     spec_done(&s);
 }
