@@ -59,6 +59,7 @@ struct parse_ctx {
     char *err;
     size_t errsz;
     bool failed;
+    int fail_line;
 };
 
 void train_config_defaults(struct train_config *c)
@@ -92,6 +93,7 @@ static int fail(struct parse_ctx *p, int line, const char *section, const char *
         snprintf(msg, sizeof msg, fmt, value);
         snprintf(p->err, p->errsz, "%s:%d: [%s] %s: %s", p->name, line, section, key, msg);
         p->failed = true;
+        p->fail_line = line;
     }
     return 0; /* makes ini_parse report this line */
 }
@@ -129,6 +131,8 @@ static int handler(void *user, const char *section, const char *name, const char
         if (!strcmp(keys[i].name, name))
             k = &keys[i];
     }
+    if (!section[0])
+        return fail(p, line, section, name, "key outside a section%s", "");
     if (!section_known)
         return fail(p, line, section, name, "unknown section '%s'", section);
     if (!k)
@@ -215,7 +219,7 @@ int train_config_parse(const char *name, const char *text, size_t len,
     int r = ini_parse_stream(reader, &p, handler, &p);
     free(copy);
     if (r != 0) {
-        if (!p.failed)
+        if (!p.failed || (r > 0 && r < p.fail_line))
             snprintf(errbuf, errsz, "%s:%d: malformed line (not 'key = value' or '[section]', "
                      "or longer than 200 bytes)", name, r);
         return -EINVAL;
