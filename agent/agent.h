@@ -61,7 +61,8 @@ int spec_set_argv(struct job_spec *s, int argc, char *const *argv);
  * list length == nproc when given).  -EINVAL with a reason in err. */
 int spec_validate(const struct job_spec *s, char *err, size_t errsz);
 
-/* JSON object <-> spec.  spec_from_json validates limits; ret written only on success. */
+/* JSON object <-> spec.  spec_from_json requires a non-empty argv and validates limits; ret
+ * written only on success. */
 json_t *spec_to_json(const struct job_spec *s);
 int spec_from_json(json_t *o, struct job_spec *ret);
 

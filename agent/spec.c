@@ -186,7 +186,8 @@ int spec_from_json(json_t *o, struct job_spec *ret)
         (pr && !json_is_boolean(pr)))
         return -EINVAL;
     s.promoted = pr && json_is_true(pr);
-    if (argv) {
+    {
+        /* a spec without a command could never be launched: argv is required */
         if (!json_is_array(argv) || json_array_size(argv) == 0)
             return -EINVAL;
         if (json_array_size(argv) > SPEC_MAX_ARGS)

@@ -22,7 +22,7 @@ int cmd_history(struct fleet *f, int argc, char **argv)
     const char *job = NULL;
     bool json = false;
     int c;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = getopt_long(argc, argv, "o:j:", opts, NULL)) != -1) {
         if (c == 'o' && strcmp(optarg, "json") == 0)
             json = true;

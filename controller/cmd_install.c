@@ -156,7 +156,7 @@ int cmd_install(struct fleet *f, int argc, char **argv)
     char binary[PATH_MAX];
     default_agent_binary(binary, sizeof binary);
     int c;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = getopt_long(argc, argv, "j:a:", opts, NULL)) != -1) {
         if (c == 'j')
             job = optarg;

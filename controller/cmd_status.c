@@ -239,7 +239,7 @@ int cmd_status(struct fleet *f, int argc, char **argv)
     struct status_opts o = { 0 };
     double watch = 0;
     int c;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = getopt_long(argc, argv, "o:j:w:", opts, NULL)) != -1) {
         switch (c) {
         case 'o':

@@ -19,7 +19,7 @@ int cmd_trust(struct fleet *f, int argc, char **argv)
     };
     bool replace = false;
     int c;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (c != 'r')
             return EXIT_USAGE;

@@ -49,7 +49,7 @@ static int verb_deploy(struct fleet *f, int argc, char **argv, bool plan)
     };
     struct deploy_opts o = { .dry_run = plan };
     int c;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = getopt_long(argc, argv, "j:n", opts, NULL)) != -1) {
         if (c == 'j')
             o.job = optarg;
@@ -84,7 +84,7 @@ static int verb_rollback(struct fleet *f, int argc, char **argv)
     };
     const char *job = NULL;
     int c;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = getopt_long(argc, argv, "j:", opts, NULL)) != -1) {
         if (c != 'j')
             return EXIT_USAGE;
