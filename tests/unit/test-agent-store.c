@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -169,6 +170,37 @@ static void test_store_switch_and_stale_tmp(void **state)
     assert_int_equal(stat(path("root/runs/train/checkpoints/c.tmp.1"), &st), 0);
     assert_int_equal(store_current(&s, "train", cur), 0);
     assert_string_equal(cur, b);
+}
+
+/* A reader never sees jobs/<job>/current missing or half-written while it is switched. */
+static void test_store_switch_is_atomic(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    char a[RELEASE_ID_LEN + 1], b[RELEASE_ID_LEN + 1], cur[RELEASE_ID_LEN + 1], err[256];
+    make_bundle("a", "a\n", a);
+    make_bundle("b", "b\n", b);
+    assert_int_equal(store_add_release(&s, path("a.tar.zst"), a, err, sizeof err), 0);
+    assert_int_equal(store_add_release(&s, path("b.tar.zst"), b, err, sizeof err), 0);
+    assert_int_equal(store_switch_current(&s, "train", a), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        for (int i = 0; i < 300; i++)
+            if (store_switch_current(&s, "train", i % 2 ? a : b) < 0)
+                _exit(1);
+        _exit(0);
+    }
+    int seen_a = 0, seen_b = 0, ws;
+    while (waitpid(pid, &ws, WNOHANG) == 0) {
+        assert_int_equal(store_current(&s, "train", cur), 0);
+        assert_true(!strcmp(cur, a) || !strcmp(cur, b));
+        seen_a += !strcmp(cur, a);
+        seen_b += !strcmp(cur, b);
+    }
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    assert_true(seen_a + seen_b > 0);
 }
 
 static void test_store_gc_keeps_protected(void **state)
@@ -413,6 +445,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_add_idempotent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_corrupt_blob_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_switch_and_stale_tmp, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_switch_is_atomic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_gc_keeps_protected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_roundtrip, setup, teardown),
         cmocka_unit_test(test_state_parse_errors),

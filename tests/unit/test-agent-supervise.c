@@ -454,6 +454,65 @@ static void test_daemon_crash_loop_reverts_to_good(void **state)
     state_done(&as);
 }
 
+static int count_line(const char *line, size_t len, void *ud)
+{
+    (void)line;
+    (void)len;
+    ++*(int *)ud;
+    return 0;
+}
+
+/* The controller is gone mid-probation: the agent reverts on its own.  Also: watch --count. */
+static void test_daemon_probation_deadline(void **state)
+{
+    (void)state;
+    char good[RELEASE_ID_LEN + 1], next[RELEASE_ID_LEN + 1];
+    install("good", good_sh, good);
+    install("next", "#!/bin/sh\n# another healthy release\ntrap 'exit 0' TERM\nwhile :; do sleep 0.05; done\n", next);
+    daemon_up();
+    char *r = activate(good, 1);
+    assert_true(reply_ok(r));
+    free(r);
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = RPC_PROMOTE;
+    strcpy(q.job, "train");
+    strcpy(q.release, good);
+    r = call(&q);
+    assert_true(reply_ok(r));
+    free(r);
+    rpc_request_init(&q);
+    q.op = RPC_ACTIVATE;
+    strcpy(q.job, "train");
+    strcpy(q.release, next);
+    spec_for(&q.spec, next, 1);
+    q.probation_s = 0.5;
+    r = call(&q);
+    assert_true(reply_ok(r));
+    free(r);
+    rpc_request_done(&q);
+    struct agent_status *st = malloc(sizeof *st);
+    get_status(st);
+    assert_string_equal(status_find_job(st, "train")->current, next);
+    const struct job_status *j = wait_state(st, GANG_REVERTED, 5);
+    assert_int_equal(j->state, GANG_REVERTED);
+    assert_string_equal(j->current, good);
+    assert_non_null(strstr(j->reason, "probation"));
+    free(st);
+
+    rpc_request_init(&q);
+    q.op = RPC_WATCH;
+    q.interval_s = 0.05;
+    q.count = 3;
+    char *text;
+    assert_int_equal(rpc_format_request(&q, &text), 0);
+    int lines = 0;
+    assert_int_equal(rpc_call(sock, text, count_line, &lines), 0);
+    free(text);
+    assert_int_equal(lines, 3);
+    daemon_down();
+}
+
 static void test_daemon_no_good_release_fails(void **state)
 {
     (void)state;
@@ -491,6 +550,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_exec_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_crash_loop_reverts_to_good, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_probation_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_no_good_release_fails, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
