@@ -231,7 +231,8 @@ int store_list(const struct store *s, char ***ret_ids, size_t *ret_n)
         free(v);
         return r;
     }
-    qsort(v, n, sizeof *v, ent_newest_first);
+    if (n > 1)
+        qsort(v, n, sizeof *v, ent_newest_first);
     for (size_t i = 0; i < n; i++)
         ids[i] = v[i].id;
     free(v);
