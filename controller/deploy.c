@@ -43,8 +43,11 @@ struct deploy {
     char blob_sha[SHA256_HEX_LEN + 1];
     uint64_t blob_size;
     char good[RELEASE_ID_LEN + 1];    /* last good release (from ct 0's agent) */
+    char current[RELEASE_ID_LEN + 1]; /* what the job runs now (first container that says) */
+    char previous[RELEASE_ID_LEN + 1];
     char key[1024];                   /* baseline key */
     double baseline;                  /* -1 none */
+    bool rollback;                    /* an operator's rollback, not a failed deploy */
     struct agent_status *st;          /* scratch, large */
     const char *labels[INV_MAX_CTS];
 };
@@ -427,7 +430,7 @@ static int revert_all(struct deploy *d, const char *reason)
     char msg[700];
     if (!failed && confirm_recovery(d, d->good, msg, sizeof msg) == 0) {
         printf("reverted job '%s' to %s: %s\n", j->name, ui_short(d->good, sid), msg);
-        history_record(d, "reverted", reason, -1);
+        history_record(d, d->rollback ? "rollback" : "reverted", reason, -1);
         return EXIT_REVERTED;
     }
     if (failed)
@@ -484,6 +487,10 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
             all_current = false;
         if (js && js->good[0] && !d->good[0])
             (void)str_copy(d->good, sizeof d->good, js->good);
+        if (js && js->current[0] && !d->current[0])
+            (void)str_copy(d->current, sizeof d->current, js->current);
+        if (js && js->previous[0] && !d->previous[0])
+            (void)str_copy(d->previous, sizeof d->previous, js->previous);
     }
     *ret_all_current = all_current;
     return bad ? -EIO : 0;
@@ -652,7 +659,7 @@ out:
 
 int deploy_rollback(struct fleet *f, const char *job)
 {
-    struct deploy d = { .f = f, .inv = f->inv, .baseline = -1 };
+    struct deploy d = { .f = f, .inv = f->inv, .baseline = -1, .rollback = true };
     d.job = deploy_pick_job(f->inv, job);
     if (!d.job)
         return EXIT_USAGE;
@@ -663,6 +670,7 @@ int deploy_rollback(struct fleet *f, const char *job)
         d.labels[i] = d.job->cts[i].label;
     int ret = EXIT_FAIL;
     char err[2048];
+    char sid[RELEASE_SHORT_LEN + 1];
     int lock = state_lock_job(d.inv->state_dir, d.job->name);
     if (lock < 0) {
         log_error("another drover is deploying or rolling back job '%s'", d.job->name);
@@ -673,17 +681,49 @@ int deploy_rollback(struct fleet *f, const char *job)
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
         goto out;
     }
-    if (!d.good[0]) {
-        log_error("job '%s' has no last good release on its containers: nothing to roll back to",
-                  d.job->name);
+    if (d.good[0] && strcmp(d.current, d.good) != 0) {
+        /* The job runs something that was never promoted: the agents go back to the good one. */
+        (void)str_copy(d.id, sizeof d.id, d.current);
+        ui_short(d.id, d.sid);
+        (void)str_copy(d.name, sizeof d.name, "rollback");
+        ret = revert_all(&d, "operator rollback");
+        ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
         goto out;
     }
-    (void)str_copy(d.id, sizeof d.id, d.good);
+    /* The job runs its good release: go back to the release before it, and make that good. */
+    if (!d.previous[0] || strcmp(d.previous, d.current) == 0) {
+        log_error("job '%s' runs its last good release %s and has no earlier release to roll "
+                  "back to", d.job->name, ui_short(d.current, sid));
+        goto out;
+    }
+    (void)str_copy(d.id, sizeof d.id, d.previous);
     ui_short(d.id, d.sid);
     (void)str_copy(d.name, sizeof d.name, "rollback");
-    ret = revert_all(&d, "operator rollback");
-    if (ret == EXIT_REVERTED)
-        ret = EXIT_OK;
+    fprintf(stderr, "rolling job '%s' back from %s to the previous release %s\n", d.job->name,
+            ui_short(d.current, sid), d.sid);
+    const struct inv_policy *pol = &d.job->policy;
+    double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
+    if (activate_cts(&d, pdl, err, sizeof err) < 0) {
+        log_error("%s", err);
+        fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s; look with `drover status`%s\n",
+                ui_bold(stderr), ui_red(stderr), d.job->name, err, ui_reset(stderr));
+        history_record(&d, "revert-failed", err, -1);
+        ret = EXIT_REVERT_FAILED;
+        goto out;
+    }
+    char msg[700];
+    if (confirm_recovery(&d, d.id, msg, sizeof msg) < 0 || promote_all(&d, -1) < 0) {
+        fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
+                d.job->name, msg, ui_reset(stderr));
+        history_record(&d, "revert-failed", msg, -1);
+        ret = EXIT_REVERT_FAILED;
+        goto out;
+    }
+    printf("rolled job '%s' back to %s: %s\n", d.job->name, d.sid, msg);
+    /* history: result "rollback" with previous = the release we went back to */
+    (void)str_copy(d.good, sizeof d.good, d.id);
+    history_record(&d, "rollback", "operator rollback", -1);
+    ret = EXIT_OK;
 out:
     if (lock >= 0)
         close(lock);

@@ -179,7 +179,7 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
     cs->t_seen = now;
     if (!p->recovery) {
         if (js->state == GANG_REVERTED || (js->current[0] && !release_matches(js->current, p->release))) {
-            fail(p, "the agent on %s reverted on its own to %s: %s", cs->label,
+            fail(p, "the agent on %s went back to %s by itself (%s)", cs->label,
                  short_id(js->current, sid), js->reason[0] ? js->reason : "no reason given");
             return;
         }

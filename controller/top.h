@@ -228,6 +228,11 @@ void top_summarize(const struct top_snapshot *s, double now, struct top_summary 
  * what is left.  Also sets v->trend_width. */
 void top_layout(int width, struct top_view *v, int widths[TOP_NCOLS]);
 
+/* text cut or padded to exactly w display columns (right-aligned when right) into buf. */
+const char *top_fmt_cell(const char *text, int w, bool right, char *buf, size_t buf_sz);
+/* Numbers are right-aligned, words left. */
+bool top_col_right_aligned(enum top_col c);
+
 /* Display width of a UTF-8 string (every non-ASCII code point counts as 1). */
 int top_str_width(const char *s);
 

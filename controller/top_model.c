@@ -1109,6 +1109,30 @@ static bool col_right_aligned(enum top_col c)
            c == TOP_COL_GPU || c == TOP_COL_MEM || c == TOP_COL_TEMP;
 }
 
+const char *top_fmt_cell(const char *text, int w, bool right, char *buf, size_t buf_sz)
+{
+    size_t nb = bytes_for_width(text, w);
+    int tw = top_str_width(text);
+    int pad = w - (tw < w ? tw : w);
+    size_t len = 0;
+    if (right)
+        for (; pad > 0 && len + 1 < buf_sz; pad--)
+            buf[len++] = ' ';
+    if (nb > buf_sz - 1 - len)
+        nb = buf_sz - 1 - len;
+    memcpy(buf + len, text, nb);
+    len += nb;
+    for (; pad > 0 && len + 1 < buf_sz; pad--)
+        buf[len++] = ' ';
+    buf[len] = '\0';
+    return buf;
+}
+
+bool top_col_right_aligned(enum top_col c)
+{
+    return col_right_aligned(c);
+}
+
 static void sb_cell(struct sbuf *b, const char *text, int w, bool right)
 {
     size_t nb = bytes_for_width(text, w);

@@ -276,7 +276,7 @@ static void test_agent_reverted_on_its_own(void **state)
     probation_feed(p, 0, st, 5);
     assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
     assert_string_equal(probation_reason(p),
-                        "the agent on h1:101 reverted on its own to aaaaaaaaaaaa: crash loop: 3 exits in 60s");
+                        "the agent on h1:101 went back to aaaaaaaaaaaa by itself (crash loop: 3 exits in 60s)");
     probation_free(p);
     free(st);
 }
