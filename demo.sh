@@ -66,16 +66,17 @@ make_release() { # NAME LR
 		heads = 2
 		dim = 64
 		seq = 64
-		vocab = ${E2E_VOCAB:-50257}
+		vocab = ${E2E_VOCAB:-4096}
 		[train]
 		batch = 4
 		lr = $2
 		warmup_steps = ${3:-10}
+		grad_clip = ${4:-1.0}
 		checkpoint_every = 20
 		seed = 1337
 		[data]
-		train = /srv/drover-data/brown_train.bin
-		val = /srv/drover-data/brown_val.bin
+		train = /srv/drover-data/train_000000.bin
+		val = /srv/drover-data/val_000000.bin
 		[backend]
 		device = cpu
 		threads = 1
@@ -97,8 +98,8 @@ step "status"
 sleep 5
 drover status
 
-step "deploy a bad release (v2: learning rate 1e12, the loss diverges)"
-bad=$(make_release v2 1e12 0)
+step "deploy a bad release (v2: learning rate 10, no warmup, no clipping: the loss diverges)"
+bad=$(make_release v2 10 0 0)
 set +e
 drover deploy "$bad" --job train
 rc=$?

@@ -14,8 +14,8 @@ E2E_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 LAB="$E2E_ROOT/tests/lab/lab"
 INV="$LAB_DIR/inventory.ini"
 E2E_CTS=${E2E_CTS:-"h1:101 h1:102 h2:201"}
-E2E_DATA_TRAIN=${E2E_DATA_TRAIN:-/srv/drover-data/brown_train.bin}
-E2E_DATA_VAL=${E2E_DATA_VAL:-/srv/drover-data/brown_val.bin}
+E2E_DATA_TRAIN=${E2E_DATA_TRAIN:-/srv/drover-data/train_000000.bin}
+E2E_DATA_VAL=${E2E_DATA_VAL:-/srv/drover-data/val_000000.bin}
 export LAB_DIR
 
 CHECKS_FAILED=0
@@ -125,7 +125,7 @@ make_release() {
 	cp "$E2E_BUILD/drover-train" "$d/bin/drover-train"
 	chmod 0755 "$d/bin/drover-train"
 	local -A kv=(
-		[model.layers]=2 [model.heads]=2 [model.dim]=64 [model.seq]=64 [model.vocab]=${E2E_VOCAB:-50257}
+		[model.layers]=2 [model.heads]=2 [model.dim]=64 [model.seq]=64 [model.vocab]=${E2E_VOCAB:-4096}
 		[train.batch]=4 [train.lr]=0.001 [train.warmup_steps]=10 [train.max_steps]=0
 		[train.checkpoint_every]=10 [train.keep_checkpoints]=3 [train.seed]=1337 [train.log_every]=10
 		[data.train]=$E2E_DATA_TRAIN [data.val]=$E2E_DATA_VAL

