@@ -393,7 +393,7 @@ static int cmd_preflight(struct cli *c)
     }
     (void)kill(-pid, SIGKILL); /* anything it left behind in its group */
     if (timed_out) {
-        fprintf(stderr, "preflight: '%s' did not finish within %.0f s\n", c->spec.argv[0],
+        fprintf(stderr, "preflight: '%s' did not finish within %g s\n", c->spec.argv[0],
                 c->timeout_s > 0 ? c->timeout_s : 300);
         return AGENT_EXIT_TIMEOUT;
     }
