@@ -13,6 +13,7 @@
 #include "controller/cmd.h"
 #include "controller/deploy.h"
 #include "controller/inventory.h"
+#include "controller/top.h"
 
 #ifndef DROVER_VERSION
 #define DROVER_VERSION "unknown"
@@ -32,6 +33,7 @@ static void usage(FILE *fp)
             "  status [-o json|wide] [--job J] [--watch N]\n"
             "  rollback --job J                   return J to its last good release\n"
             "  history [--job J] [-o json]\n"
+            "  top [--once] [-n S] [--ascii]      live fleet dashboard (docs/dashboard.md)\n"
             "  version | help\n"
             "\n"
             "INVENTORY defaults to $DROVER_INVENTORY, then ./drover.ini (docs/config.md).\n"
@@ -145,7 +147,7 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     static const char *verbs[] = { "trust", "install", "plan", "deploy", "status", "rollback",
-                                   "history", NULL };
+                                   "history", "top", NULL };
     bool known = false;
     for (int i = 0; verbs[i]; i++)
         known = known || strcmp(verbs[i], verb) == 0;
@@ -177,6 +179,8 @@ int main(int argc, char **argv)
         ret = cmd_status(&f, vargc, vargv);
     else if (strcmp(verb, "rollback") == 0)
         ret = verb_rollback(&f, vargc, vargv);
+    else if (strcmp(verb, "top") == 0)
+        ret = cmd_top(&f, vargc, vargv);
     else
         ret = cmd_history(&f, vargc, vargv);
     if (f.key_refused && (ret == EXIT_FAIL || ret == EXIT_OK))

@@ -1,0 +1,652 @@
+/* controller/top.c: `drover top`, the live fleet dashboard (ncursesw), and `drover top --once`
+ * (one text frame on stdout).  Owns the screen, the keys and the options; the data comes from
+ * top_poll.c's threads and every cell from top_model.c.  The input loop never waits on a host:
+ * it only copies the newest snapshot.  It has no action that changes the fleet (so --readonly
+ * has nothing to remove today); any future one must ask for a confirmation naming its targets.
+ * While the screen is up, stderr goes to /dev/null so that no log line can tear the frame.
+ */
+#include <curses.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "controller/top.h"
+
+static const double intervals[] = { 0.5, 1, 2, 5, 10, 30, 60 };
+
+struct top_opts {
+    double interval_s;
+    bool once, ascii, readonly, flat, problems_first;
+    int width;
+    double timeout_s;
+    const char *filter;
+};
+
+static void usage_top(FILE *fp)
+{
+    fprintf(fp, "usage: drover top [--once [--width N] [--timeout S]] [-n|--interval S] [--ascii]\n"
+                "                  [--flat] [--sort] [--filter TEXT] [--readonly]\n"
+                "keys: q quit, arrows/j k move, enter fold/unfold, / filter, s sort (problems\n"
+                "first), t tree/flat, + - refresh interval, l recent events, ? help\n");
+}
+
+static bool locale_is_utf8(void)
+{
+    const char *cs = nl_langinfo(CODESET);
+    return cs && (strcasecmp(cs, "UTF-8") == 0 || strcasecmp(cs, "utf8") == 0);
+}
+
+static bool no_color_env(void)
+{
+    const char *nc = getenv("NO_COLOR");
+    return nc && *nc;
+}
+
+/* ------------------------------------------------------------------ --once */
+
+static bool all_answered(const struct top_snapshot *s)
+{
+    for (int i = 0; i < s->ncts; i++) {
+        const struct top_ct *ct = &s->cts[i];
+        if (!ct->seen && !ct->err[0] && !s->hosts[ct->host].err[0])
+            return false;
+    }
+    return true;
+}
+
+static int top_once(struct fleet *f, const struct top_opts *o)
+{
+    struct top_poll *p;
+    int r = top_poll_start(f->inv, o->interval_s, &p);
+    if (r < 0) {
+        log_error("cannot start the status threads: %s", strerror(-r));
+        return EXIT_FAIL;
+    }
+    struct top_snapshot s = { 0 };
+    double deadline = time_mono() + o->timeout_s;
+    /* every container answered (or failed), and the state thread ran once */
+    for (;;) {
+        if (top_poll_snapshot(p, &s) < 0)
+            break;
+        if (all_answered(&s) && time_mono() > deadline - o->timeout_s + 0.3)
+            break;
+        if (time_mono() > deadline)
+            break;
+        top_poll_wait(p, 200);
+    }
+    double now = time_mono();
+    struct top_view v = { .flat = o->flat, .problems_first = o->problems_first,
+                          .ascii = o->ascii || !locale_is_utf8() };
+    if (o->filter)
+        (void)str_copy(v.filter, sizeof v.filter, o->filter);
+    int width = o->width;
+    if (width <= 0) {
+        struct winsize ws;
+        const char *cols = getenv("COLUMNS");
+        if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+            width = ws.ws_col;
+        else if (cols && atoi(cols) > 0)
+            width = atoi(cols);
+        else
+            width = 132;
+    }
+    char *text = NULL;
+    int unreachable = 0;
+    if (s.cts) {
+        r = top_render_text(&s, f->inv, &v, now, width, isatty(STDOUT_FILENO) && !no_color_env(), &text);
+        for (int i = 0; i < s.ncts; i++)
+            if (top_ct_state(&s, &s.cts[i], now) == TOP_UNREACHABLE)
+                unreachable++;
+    } else
+        r = -ENOMEM;
+    if (r == 0) {
+        fputs(text, stdout);
+        fflush(stdout);
+    } else
+        log_error("cannot render the frame: %s", strerror(-r));
+    free(text);
+    top_snapshot_done(&s);
+    top_poll_stop(p, 2);
+    return r < 0 || unreachable ? EXIT_FAIL : EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ the screen */
+
+enum { PAIR_RED = 1, PAIR_YELLOW, PAIR_GREEN, PAIR_TITLE };
+
+struct ui {
+    struct fleet *f;
+    struct top_poll *p;
+    struct top_opts *o;
+    struct top_view v;
+    struct top_snapshot s;
+    struct top_row *rows;
+    int max_rows, nrows;
+    int sel, first;          /* selected row, first row shown */
+    int64_t sel_key;
+    bool color;
+    int interval_idx;
+    enum { MODE_TABLE, MODE_FILTER, MODE_HELP, MODE_EVENTS } mode;
+    char filter_edit[TOP_FILTER_MAX];
+    char events_title[400];
+    char msg[200];           /* one-line message in the footer */
+    double msg_until;
+};
+
+static attr_t cell_attr(const struct ui *u, unsigned a)
+{
+    attr_t at = A_NORMAL;
+    if (a & TOP_A_BOLD)
+        at |= A_BOLD;
+    if (a & TOP_A_DIM)
+        at |= A_DIM;
+    if (u->color) {
+        if (a & TOP_A_RED)
+            at |= COLOR_PAIR(PAIR_RED);
+        else if (a & TOP_A_YELLOW)
+            at |= COLOR_PAIR(PAIR_YELLOW);
+        else if (a & TOP_A_GREEN)
+            at |= COLOR_PAIR(PAIR_GREEN);
+    } else if (a & TOP_A_RED)
+        at |= A_BOLD | A_UNDERLINE; /* NO_COLOR: alerts still stand out */
+    return at;
+}
+
+static void put_line(int y, const char *text, attr_t at)
+{
+    char buf[1024];
+    move(y, 0);
+    clrtoeol();
+    attrset(at);
+    addstr(top_fmt_cell(text, COLS, false, buf, sizeof buf));
+    attrset(A_NORMAL);
+}
+
+static void draw_table(struct ui *u, const int w[TOP_NCOLS], int y0, int height)
+{
+    char buf[TOP_CELL_MAX * 4];
+    if (u->sel >= u->nrows)
+        u->sel = u->nrows - 1;
+    if (u->sel < 0)
+        u->sel = 0;
+    if (u->sel < u->first)
+        u->first = u->sel;
+    if (u->sel >= u->first + height)
+        u->first = u->sel - height + 1;
+    if (u->first > u->nrows - height)
+        u->first = u->nrows - height > 0 ? u->nrows - height : 0;
+    for (int y = 0; y < height; y++) {
+        int i = u->first + y;
+        move(y0 + y, 0);
+        clrtoeol();
+        if (i >= u->nrows)
+            continue;
+        const struct top_row *row = &u->rows[i];
+        bool selected = i == u->sel;
+        int x = 0;
+        for (int c = 0; c < TOP_NCOLS && x < COLS; c++) {
+            if (!w[c])
+                continue;
+            int cw = w[c] < COLS - x ? w[c] : COLS - x;
+            attr_t at = cell_attr(u, row->attr[c] | (row->stale ? TOP_A_DIM : 0));
+            if (selected)
+                at |= A_REVERSE;
+            attrset(at);
+            mvaddstr(y0 + y, x, top_fmt_cell(row->cell[c], cw, top_col_right_aligned((enum top_col)c),
+                                              buf, sizeof buf));
+            x += cw;
+            if (x < COLS) {
+                attrset(selected ? A_REVERSE : A_NORMAL);
+                addch(' ');
+                x++;
+            }
+        }
+        if (selected && x < COLS) {
+            attrset(A_REVERSE);
+            for (; x < COLS; x++)
+                addch(' ');
+        }
+        attrset(A_NORMAL);
+    }
+}
+
+static void draw_box(struct ui *u, const char *title, const char *text)
+{
+    int h = LINES - 4, w = COLS - 4;
+    if (h < 3 || w < 10)
+        return;
+    for (int y = 0; y < h; y++) {
+        move(2 + y, 2);
+        attrset(y == 0 ? (A_BOLD | A_REVERSE) : A_NORMAL);
+        for (int x = 0; x < w; x++)
+            addch(' ');
+    }
+    char buf[1024];
+    attrset(A_BOLD | A_REVERSE);
+    mvaddstr(2, 2, top_fmt_cell(title, w, false, buf, sizeof buf));
+    attrset(A_NORMAL);
+    int y = 1;
+    for (const char *l = text; *l && y < h - 1; y++) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) : strlen(l);
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), l);
+        mvaddstr(2 + y, 3, top_fmt_cell(line, w - 2, false, buf, sizeof buf));
+        l = nl ? nl + 1 : l + len;
+    }
+    attrset(A_DIM);
+    mvaddstr(2 + h - 1, 3, top_fmt_cell("any key closes", w - 2, false, buf, sizeof buf));
+    attrset(A_NORMAL);
+    (void)u;
+}
+
+static const char help_text[] =
+    "q            quit\n"
+    "up/down j k  move the selection (PgUp/PgDn, Home/End)\n"
+    "enter        fold or unfold the selected host or container\n"
+    "/            filter: rows whose name, state or release contain the text (enter applies,\n"
+    "             esc cancels, an empty filter shows everything)\n"
+    "s            sort: problems first / by name\n"
+    "t            tree (host > container > rank) or flat (one row per rank)\n"
+    "+ -          refresh interval (0.5s .. 60s; 2s by default)\n"
+    "l            recent events of the selected container (its agent's journal)\n"
+    "?            this help\n"
+    "\n"
+    "STATE red: unreachable, failed, reverted, stalled, backoff.  LOSS red: not finite.\n"
+    "KTOK/S red: below (1 - tolerance) x the job's baseline share.  HB yellow: late (> 2x the\n"
+    "step time, at least 1s), red: stalled (> 5x).  REL*: differs from the job's target.\n"
+    "Dimmed rows: no fresh data (host or agent not answering); values are the last known.\n"
+    "This dashboard only reads: it has no action that changes the fleet.\n";
+
+static void draw(struct ui *u)
+{
+    double now = time_mono();
+    int w[TOP_NCOLS];
+    top_layout(COLS, &u->v, w);
+    u->nrows = top_build_rows(&u->s, u->f->inv, &u->v, now, u->rows, u->max_rows);
+    /* keep the selection on the same row across frames */
+    for (int i = 0; i < u->nrows; i++)
+        if (u->rows[i].key == u->sel_key) {
+            u->sel = i;
+            break;
+        }
+    struct top_summary m;
+    top_summarize(&u->s, now, &m);
+    char l1[600], l2[600], title[700], clock[16];
+    top_header_lines(&u->s, &m, u->v.ascii, l1, sizeof l1, l2, sizeof l2);
+    time_t t = time(NULL);
+    struct tm tm;
+    strftime(clock, sizeof clock, "%H:%M:%S", localtime_r(&t, &tm));
+    snprintf(title, sizeof title, "drover top %s  %s", clock, l1);
+    erase();
+    put_line(0, title, A_BOLD);
+    bool alerts = strstr(l2, "alerts: none") == NULL;
+    put_line(1, l2, alerts ? cell_attr(u, TOP_A_RED | TOP_A_BOLD) : A_NORMAL);
+    /* column titles */
+    move(2, 0);
+    attrset(A_REVERSE | A_BOLD);
+    char buf[256];
+    int x = 0;
+    for (int c = 0; c < TOP_NCOLS && x < COLS; c++) {
+        if (!w[c])
+            continue;
+        int cw = w[c] < COLS - x ? w[c] : COLS - x;
+        mvaddstr(2, x, top_fmt_cell(top_col_title((enum top_col)c), cw,
+                                    top_col_right_aligned((enum top_col)c), buf, sizeof buf));
+        x += cw;
+        if (x < COLS) {
+            addch(' ');
+            x++;
+        }
+    }
+    for (; x < COLS; x++)
+        addch(' ');
+    attrset(A_NORMAL);
+    int height = LINES - 4;
+    if (height > 0) {
+        if (u->nrows == 0) {
+            move(3, 0);
+            addstr(u->v.filter[0] ? "(no row matches the filter)" : "(no containers)");
+        } else
+            draw_table(u, w, 3, height);
+    }
+    if (u->sel >= 0 && u->sel < u->nrows)
+        u->sel_key = u->rows[u->sel].key;
+    /* footer */
+    char foot[600];
+    if (u->mode == MODE_FILTER)
+        snprintf(foot, sizeof foot, "filter: %s_   (enter apply, esc cancel)", u->filter_edit);
+    else if (u->msg[0] && now < u->msg_until)
+        snprintf(foot, sizeof foot, "%s", u->msg);
+    else
+        snprintf(foot, sizeof foot, "q quit  %s move  enter fold  / filter%s%s  s sort  t %s  +- %gs  l events  ? help%s",
+                 u->v.ascii ? "up/dn" : "\u2191\u2193", u->v.filter[0] ? "=" : "", u->v.filter,
+                 u->v.flat ? "tree" : "flat", intervals[u->interval_idx],
+                 u->o->readonly ? "  [readonly]" : "");
+    if (LINES > 1)
+        put_line(LINES - 1, foot, A_REVERSE);
+    if (u->mode == MODE_HELP)
+        draw_box(u, "drover top: keys and colours", help_text);
+    else if (u->mode == MODE_EVENTS) {
+        char text[16384], err[TOP_ERR_MAX];
+        int r = top_poll_events(u->p, text, sizeof text, err, sizeof err);
+        if (r == 0)
+            snprintf(text, sizeof text, "loading...");
+        else if (r < 0)
+            snprintf(text, sizeof text, "cannot read the events: %s", err);
+        draw_box(u, u->events_title, text);
+    }
+    refresh();
+}
+
+static void toggle_fold(struct ui *u)
+{
+    if (u->sel < 0 || u->sel >= u->nrows || u->v.flat)
+        return;
+    const struct top_row *row = &u->rows[u->sel];
+    if (row->level == TOP_L_HOST)
+        u->v.host_folded[row->host] = !u->v.host_folded[row->host];
+    else if (row->ct >= 0 && row->ct < TOP_MAX_CTS) {
+        u->v.ct_folded[row->ct] = !u->v.ct_folded[row->ct];
+        if (row->level == TOP_L_RANK) /* folding from a rank selects its container */
+            u->sel_key = top_row_key(TOP_L_CT, row->host, row->ct, 0);
+    }
+}
+
+static void show_events(struct ui *u)
+{
+    if (u->sel < 0 || u->sel >= u->nrows)
+        return;
+    const struct top_row *row = &u->rows[u->sel];
+    if (row->ct < 0) {
+        snprintf(u->msg, sizeof u->msg, "select a container or rank row to see its events");
+        u->msg_until = time_mono() + 3;
+        return;
+    }
+    const struct top_ct *ct = &u->s.cts[row->ct];
+    snprintf(u->events_title, sizeof u->events_title, "events of %s (agent journal, newest first)",
+             ct->label);
+    top_poll_request_events(u->p, row->ct);
+    u->mode = MODE_EVENTS;
+}
+
+/* Handle one key; false to quit. */
+static bool handle_key(struct ui *u, int ch)
+{
+    if (u->mode == MODE_HELP || u->mode == MODE_EVENTS) {
+        u->mode = MODE_TABLE;
+        return true;
+    }
+    if (u->mode == MODE_FILTER) {
+        size_t n = strlen(u->filter_edit);
+        if (ch == 27) {
+            u->mode = MODE_TABLE;
+        } else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
+            (void)str_copy(u->v.filter, sizeof u->v.filter, u->filter_edit);
+            u->mode = MODE_TABLE;
+        } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
+            if (n)
+                u->filter_edit[n - 1] = '\0';
+        } else if (ch >= 32 && ch < 127 && n + 1 < sizeof u->filter_edit) {
+            u->filter_edit[n] = (char)ch;
+            u->filter_edit[n + 1] = '\0';
+        }
+        return true;
+    }
+    int page = LINES - 5 > 1 ? LINES - 5 : 1;
+    switch (ch) {
+    case 'q':
+    case 'Q':
+        return false;
+    case KEY_UP:
+    case 'k':
+        u->sel--;
+        break;
+    case KEY_DOWN:
+    case 'j':
+        u->sel++;
+        break;
+    case KEY_PPAGE:
+        u->sel -= page;
+        break;
+    case KEY_NPAGE:
+        u->sel += page;
+        break;
+    case KEY_HOME:
+    case 'g':
+        u->sel = 0;
+        break;
+    case KEY_END:
+    case 'G':
+        u->sel = u->nrows - 1;
+        break;
+    case '\n':
+    case '\r':
+    case KEY_ENTER:
+    case ' ':
+        toggle_fold(u);
+        break;
+    case '/':
+        (void)str_copy(u->filter_edit, sizeof u->filter_edit, u->v.filter);
+        u->mode = MODE_FILTER;
+        break;
+    case 's':
+        u->v.problems_first = !u->v.problems_first;
+        snprintf(u->msg, sizeof u->msg, "sort: %s", u->v.problems_first ? "problems first" : "by name");
+        u->msg_until = time_mono() + 2;
+        break;
+    case 't':
+        u->v.flat = !u->v.flat;
+        break;
+    case '?':
+    case 'h':
+        u->mode = MODE_HELP;
+        break;
+    case '+':
+    case '=':
+    case '-':
+    case '_': {
+        int n = (int)ARRAY_SIZE(intervals);
+        if ((ch == '+' || ch == '=') && u->interval_idx + 1 < n)
+            u->interval_idx++;
+        else if ((ch == '-' || ch == '_') && u->interval_idx > 0)
+            u->interval_idx--;
+        top_poll_set_interval(u->p, intervals[u->interval_idx]);
+        snprintf(u->msg, sizeof u->msg, "refresh every %gs", intervals[u->interval_idx]);
+        u->msg_until = time_mono() + 2;
+        break;
+    }
+    case 'l':
+    case 'L':
+        show_events(u);
+        break;
+    default:
+        break;
+    }
+    if (u->sel >= u->nrows)
+        u->sel = u->nrows - 1;
+    if (u->sel < 0)
+        u->sel = 0;
+    if (u->nrows > 0)
+        u->sel_key = u->rows[u->sel].key;
+    return true;
+}
+
+static int top_screen(struct fleet *f, struct top_opts *o)
+{
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        log_error("drover top needs a terminal (use --once for one frame on stdout)");
+        return EXIT_USAGE;
+    }
+    struct ui u = { .f = f, .o = o };
+    u.v.flat = o->flat;
+    u.v.problems_first = o->problems_first;
+    u.v.ascii = o->ascii || !locale_is_utf8();
+    if (o->filter)
+        (void)str_copy(u.v.filter, sizeof u.v.filter, o->filter);
+    u.interval_idx = 2;
+    for (int i = 0; i < (int)ARRAY_SIZE(intervals); i++)
+        if (fabs(intervals[i] - o->interval_s) < 1e-9)
+            u.interval_idx = i;
+    int r = top_poll_start(f->inv, o->interval_s, &u.p);
+    if (r < 0) {
+        log_error("cannot start the status threads: %s", strerror(-r));
+        return EXIT_FAIL;
+    }
+    int nct = 0;
+    for (int j = 0; j < f->inv->njobs; j++)
+        nct += f->inv->jobs[j].ncts;
+    u.max_rows = f->inv->nhosts + nct * (STATUS_MAX_RANKS + 1) + 1;
+    u.rows = calloc((size_t)u.max_rows, sizeof *u.rows);
+    if (!u.rows) {
+        top_poll_stop(u.p, 1);
+        return EXIT_FAIL;
+    }
+    /* no log line may tear the screen: stderr to /dev/null while it is up */
+    fflush(stderr);
+    int saved_err = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (devnull >= 0) {
+        (void)dup2(devnull, STDERR_FILENO);
+        close(devnull);
+    }
+    initscr();
+    cbreak();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    curs_set(0);
+    set_escdelay(25);
+    timeout(100);
+    u.color = !no_color_env() && has_colors();
+    if (u.color) {
+        start_color();
+        use_default_colors();
+        init_pair(PAIR_RED, COLOR_RED, -1);
+        init_pair(PAIR_YELLOW, COLOR_YELLOW, -1);
+        init_pair(PAIR_GREEN, COLOR_GREEN, -1);
+    }
+    double next = 0;
+    for (;;) {
+        double now = time_mono();
+        bool redraw = false;
+        int ch = getch();
+        if (ch == KEY_RESIZE) {
+            redraw = true;
+        } else if (ch != ERR) {
+            if (!handle_key(&u, ch))
+                break;
+            redraw = true;
+            /* drain what else is queued before drawing */
+        }
+        double interval = intervals[u.interval_idx];
+        if (now >= next || redraw || (u.mode == MODE_EVENTS && now >= next - interval + 0.3)) {
+            if (now >= next) {
+                (void)top_poll_snapshot(u.p, &u.s);
+                next = now + interval;
+            } else if (!u.s.cts)
+                (void)top_poll_snapshot(u.p, &u.s);
+            if (u.s.cts)
+                draw(&u);
+        }
+    }
+    endwin();
+    if (saved_err >= 0) {
+        (void)dup2(saved_err, STDERR_FILENO);
+        close(saved_err);
+    }
+    top_poll_stop(u.p, 1);
+    top_snapshot_done(&u.s);
+    free(u.rows);
+    return EXIT_OK;
+}
+
+int cmd_top(struct fleet *f, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "once", no_argument, NULL, '1' },
+        { "interval", required_argument, NULL, 'n' },
+        { "ascii", no_argument, NULL, 'a' },
+        { "readonly", no_argument, NULL, 'r' },
+        { "flat", no_argument, NULL, 'F' },
+        { "sort", no_argument, NULL, 's' },
+        { "filter", required_argument, NULL, 'f' },
+        { "width", required_argument, NULL, 'w' },
+        { "timeout", required_argument, NULL, 'T' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    setlocale(LC_ALL, "");
+    struct top_opts o = { .interval_s = 2, .timeout_s = f->inv->connect_timeout_s + 5 };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
+        switch (c) {
+        case '1':
+            o.once = true;
+            break;
+        case 'n': {
+            char *end;
+            o.interval_s = strtod(optarg, &end);
+            if (*end || !(o.interval_s >= 0.5 && o.interval_s <= 60)) {
+                log_error("--interval takes seconds from 0.5 to 60, not '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        }
+        case 'a':
+            o.ascii = true;
+            break;
+        case 'r':
+            o.readonly = true;
+            break;
+        case 'F':
+            o.flat = true;
+            break;
+        case 's':
+            o.problems_first = true;
+            break;
+        case 'f':
+            o.filter = optarg;
+            break;
+        case 'w':
+            o.width = atoi(optarg);
+            if (o.width < 40 || o.width > 1000) {
+                log_error("--width takes 40..1000 columns, not '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'T': {
+            char *end;
+            o.timeout_s = strtod(optarg, &end);
+            if (*end || !(o.timeout_s > 0 && o.timeout_s <= 600)) {
+                log_error("--timeout takes seconds (0..600], not '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        }
+        case 'h':
+            usage_top(stdout);
+            return EXIT_OK;
+        default:
+            usage_top(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        usage_top(stderr);
+        return EXIT_USAGE;
+    }
+    return o.once ? top_once(f, &o) : top_screen(f, &o);
+}
