@@ -170,10 +170,16 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             if (r < 0) {
                 unreachable++;
                 json_object_set_new(co, "reachable", json_false());
+                json_object_set_new(co, "state", json_string(f->conn_err[ct->host] ? "unreachable"
+                                                             : r == -EHOSTDOWN ? "ct-stopped"
+                                                                               : "agent-unreachable"));
                 json_object_set_new(co, "error", json_string(err));
                 if (!o->json)
                     printf("%-12s %-22s %4d %4s %s%s%s\n", j->name, ct->label, i, "-",
-                           ui_red(stdout), f->conn_err[ct->host] ? "unreachable" : "agent-unreachable",
+                           ui_red(stdout),
+                           f->conn_err[ct->host] ? "unreachable"
+                           : r == -EHOSTDOWN     ? "ct-stopped"
+                                                 : "agent-unreachable",
                            ui_reset(stdout));
                 json_array_append_new(json_object_get(jo, "containers"), co);
                 continue;

@@ -70,9 +70,14 @@ int fleet_agent_status(struct fleet *f, const struct inv_ct *ct, struct agent_st
     }
     char reason[512];
     if (res.status != 0) {
-        snprintf(err, err_sz, "drover-agent status failed (exit %d): %s", res.status,
-                 exec_result_reason(&res, reason, sizeof reason));
+        exec_result_reason(&res, reason, sizeof reason);
         exec_result_done(&res);
+        if (ct->vmid >= 0 && strstr(reason, "not running")) {
+            snprintf(err, err_sz, "container %d is stopped (%s); start it with: pct start %d",
+                     ct->vmid, reason, ct->vmid);
+            return -EHOSTDOWN;
+        }
+        snprintf(err, err_sz, "drover-agent status failed (exit %d): %s", res.status, reason);
         return -EIO;
     }
     r = status_parse(res.out, res.out_len, ret_st);

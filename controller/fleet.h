@@ -39,7 +39,8 @@ void fleet_done(struct fleet *f);
  * the trust hint for host keys) and remembered; later calls return the same -errno at once. */
 int fleet_conn(struct fleet *f, int host, struct conn **ret_conn);
 
-/* `drover-agent status --json` in ct, parsed.  -errno with a message in err. */
+/* `drover-agent status --json` in ct, parsed.  -errno with a message in err: -EHOSTDOWN when
+ * the container is stopped, -EIO when the agent does not answer, or the connection's error. */
 int fleet_agent_status(struct fleet *f, const struct inv_ct *ct, struct agent_status *ret_st,
                        char *err, size_t err_sz);
 
