@@ -79,7 +79,7 @@ struct daemon {
     int listen_fd, sig_fd;
     double started_mono;
     double watchdog_s, watchdog_next;
-    bool quit;
+    bool quit;         /* SIGTERM/SIGINT seen: stopping every gang, then exit */
 };
 
 void daemon_opts_default(struct daemon_opts *o)
@@ -529,6 +529,10 @@ static void handle_request(struct daemon *d, int ci, struct rpc_request *q)
         c->next_at = 0; /* first document now */
         return;
     }
+    if (d->quit) {
+        client_error(d, ci, AGENT_EXIT_BUSY, "the agent is shutting down");
+        return;
+    }
     int i = find_job(d, q->job);
     if (q->op == RPC_ACTIVATE) {
         if (!store_has_release(&d->store, q->release)) {
@@ -724,6 +728,11 @@ static void daemon_tick(struct daemon *d)
         if (g->pgid > 0) {
             gang_tick(g, now);
             if (gang_is_gone(g)) {
+                if (d->quit) { /* shutdown: the job keeps its state for the next agent */
+                    gang_clear(g);
+                    daemon_save(d);
+                    continue;
+                }
                 bool own = g->first_exit >= 0 && rt->next == NEXT_NONE;
                 if (own) {
                     job_after_exit(d, i);
@@ -740,6 +749,8 @@ static void daemon_tick(struct daemon *d)
                 daemon_save(d);
             }
         }
+        if (d->quit)
+            continue;
         if (rt->next == NEXT_RESTART && g->pgid == 0 && now >= rt->backoff_until)
             job_run_next(d, i);
         if (j->probation_until > 0 && wall >= j->probation_until && !job_busy(d, i) &&
@@ -915,11 +926,38 @@ static void pidfile_write(int fd)
         (void)pwrite(fd, buf, (size_t)n, 0);
 }
 
+static bool daemon_gangs_alive(struct daemon *d)
+{
+    for (int i = 0; i < d->st.njobs; i++)
+        if (d->rt[i].gang.pgid > 0)
+            return true;
+    return false;
+}
+
+/* Shutdown: the heartbeat pipes end with this process, so workers cannot outlive it usefully.
+ * Stop them the graceful way (they checkpoint) and keep each job's state, so the next agent
+ * relaunches what was running. */
+static void daemon_stop_all(struct daemon *d)
+{
+    for (int i = 0; i < d->st.njobs; i++) {
+        struct jobrt *rt = &d->rt[i];
+        if (rt->waiter >= 0)
+            job_answer(d, i, false, AGENT_EXIT_BUSY, "the agent is shutting down");
+        if (rt->gang.pgid > 0) {
+            gang_stop(&rt->gang);
+            rt->gang.first_exit = -1;
+        }
+        if (rt->next == NEXT_ACTIVATE)
+            spec_done(&rt->next_spec);
+        rt->next = NEXT_NONE;
+    }
+}
+
 static void daemon_loop(struct daemon *d)
 {
     struct pollfd pfd[2 + MAX_CLIENTS + STATUS_MAX_JOBS * STATUS_MAX_RANKS];
     int who[ARRAY_SIZE(pfd)]; /* >= 0 client index; < 0: -(1 + job*RANKS + rank) */
-    while (!d->quit) {
+    while (!d->quit || daemon_gangs_alive(d)) {
         int n = 0;
         pfd[n++] = (struct pollfd){.fd = d->listen_fd, .events = POLLIN};
         pfd[n++] = (struct pollfd){.fd = d->sig_fd, .events = POLLIN};
@@ -942,10 +980,11 @@ static void daemon_loop(struct daemon *d)
         if (r > 0 && (pfd[1].revents & POLLIN)) {
             struct signalfd_siginfo si;
             while (read(d->sig_fd, &si, sizeof si) == (ssize_t)sizeof si) {
-                if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
-                    log_notice("signal %d: shutting down (workers are left running; the next agent stops them)",
-                               (int)si.ssi_signo);
+                if ((si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) && !d->quit) {
+                    log_notice("signal %d: stopping every gang (checkpoint and exit), then exiting; "
+                               "the next agent relaunches them", (int)si.ssi_signo);
                     d->quit = true;
+                    daemon_stop_all(d);
                 }
             }
             daemon_reap(d);

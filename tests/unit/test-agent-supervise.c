@@ -104,9 +104,10 @@ static void test_gang_env(void **state)
     char id[RELEASE_ID_LEN + 1], err[256];
     /* each rank records its environment, heartbeats, then waits for the other rank before
      * exiting (the first exit stops the gang) */
-    install("env", "#!/bin/sh\nenv > \"$DROVER_RUN_DIR/env.tmp.$RANK\"\n"
-                   "mv \"$DROVER_RUN_DIR/env.tmp.$RANK\" \"$DROVER_RUN_DIR/env.$RANK\"\n"
+    install("env", "#!/bin/sh\n"
                    "echo '{\"v\":1,\"rank\":'$RANK',\"step\":1,\"phase\":\"done\"}' >&$DROVER_HEARTBEAT_FD\n"
+                   "env > \"$DROVER_RUN_DIR/env.tmp.$RANK\"\n"
+                   "mv \"$DROVER_RUN_DIR/env.tmp.$RANK\" \"$DROVER_RUN_DIR/env.$RANK\"\n"
                    "i=0; while [ ! -e \"$DROVER_RUN_DIR/env.4\" -o ! -e \"$DROVER_RUN_DIR/env.5\" ] && [ $i -lt 100 ];"
                    " do sleep 0.02; i=$((i+1)); done\n",
             id);
@@ -513,6 +514,32 @@ static void test_daemon_probation_deadline(void **state)
     daemon_down();
 }
 
+/* Stopping the agent checkpoints-and-stops its gangs (SIGTERM) and the next agent relaunches
+ * them; a gang left by an agent that died (here: a fake state.json entry) is stopped first. */
+static void test_daemon_restart_relaunches(void **state)
+{
+    (void)state;
+    char good[RELEASE_ID_LEN + 1];
+    install("good", good_sh, good);
+    daemon_up();
+    char *r = activate(good, 2);
+    assert_true(reply_ok(r));
+    free(r);
+    struct agent_status *st = malloc(sizeof *st);
+    const struct job_status *j = wait_state(st, GANG_RUNNING, 5);
+    assert_int_equal(j->state, GANG_RUNNING);
+    pid_t old = (pid_t)j->ranks[0].pid;
+    daemon_down();
+    assert_int_equal(kill(old, 0), -1); /* stopped with the agent */
+    daemon_up();
+    j = wait_state(st, GANG_RUNNING, 5);
+    assert_int_equal(j->state, GANG_RUNNING);
+    assert_true(j->ranks[0].pid > 0 && j->ranks[0].pid != old);
+    assert_int_equal(j->generation, 2);
+    free(st);
+    daemon_down();
+}
+
 static void test_daemon_no_good_release_fails(void **state)
 {
     (void)state;
@@ -551,6 +578,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_crash_loop_reverts_to_good, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_probation_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_restart_relaunches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_no_good_release_fails, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
