@@ -496,7 +496,7 @@ static int on_reply(const char *line, size_t len, void *ud)
     return 0;
 }
 
-static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw)
+static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw, int *ret_lines)
 {
     char *text;
     if (rpc_format_request(q, &text) < 0) {
@@ -506,6 +506,8 @@ static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw)
     struct reply rp = {.code = raw ? -1 : AGENT_EXIT_FAIL, .json = c->json, .raw = raw};
     int r = rpc_call(c->socket, text, on_reply, &rp);
     free(text);
+    if (ret_lines)
+        *ret_lines = rp.lines;
     if (r == -ENOENT || r == -ECONNREFUSED) {
         fprintf(stderr, "%s: no drover-agent daemon listening on '%s'\n", rpc_op_name(q->op), c->socket);
         return AGENT_EXIT_NO_DAEMON;
@@ -558,7 +560,7 @@ static int cmd_job_verb(struct cli *c, enum rpc_op op)
     }
     q.ktok_s = c->ktok_s;
     (void)str_copy(q.reason, sizeof q.reason, c->reason);
-    code = call_daemon(c, &q, false);
+    code = call_daemon(c, &q, false, NULL);
     rpc_request_done(&q);
     return code;
 }
@@ -570,7 +572,14 @@ static int cmd_status(struct cli *c, bool watch)
     q.op = watch ? RPC_WATCH : RPC_STATUS;
     q.interval_s = c->interval_s > 0 ? c->interval_s : 1;
     q.count = c->count;
-    return call_daemon(c, &q, true);
+    int lines = 0;
+    int code = call_daemon(c, &q, true, &lines);
+    if (watch && code == AGENT_EXIT_OK && (q.count == 0 || lines < q.count)) {
+        /* the controller's live stream: an early end means the daemon went away */
+        fprintf(stderr, "watch: the daemon closed the stream after %d documents\n", lines);
+        return AGENT_EXIT_NO_DAEMON;
+    }
+    return code;
 }
 
 int main(int argc, char **argv)
