@@ -119,6 +119,13 @@ static const char *short_id(const char *id, char buf[RELEASE_SHORT_LEN + 1])
     return buf;
 }
 
+/* Ktok/s with precision that keeps small (CPU) rates readable: 96.5, 4.27, 0.812. */
+static const char *ktok_str(double v, char *buf, size_t sz)
+{
+    snprintf(buf, sz, v >= 10 || v <= -10 ? "%.1f" : v >= 1 || v <= -1 ? "%.2f" : "%.3f", v);
+    return buf;
+}
+
 double probation_median(const double *v, int n)
 {
     if (n <= 0)
@@ -309,21 +316,25 @@ enum probation_verdict probation_check(struct probation *p, double now)
         p->ktok = med;
         if (p->baseline > 0) {
             double thr = (1 - p->pol.tolerance) * p->baseline;
+            char a[32], b[32];
             if (med < thr) {
-                fail(p, "throughput regression: %.1f Ktok/s < %.2f × %.1f Ktok/s baseline "
-                     "(tolerance %.2f)", med, 1 - p->pol.tolerance, p->baseline, p->pol.tolerance);
+                fail(p, "throughput regression: %s Ktok/s < %.2f × %s Ktok/s baseline "
+                     "(tolerance %.2f)", ktok_str(med, a, sizeof a), 1 - p->pol.tolerance,
+                     ktok_str(p->baseline, b, sizeof b), p->pol.tolerance);
                 return p->verdict;
             }
-            snprintf(p->reason, sizeof p->reason, "%.1f Ktok/s >= %.2f × %.1f Ktok/s baseline "
-                     "(median of %d samples over %.0fs after %lld warmup steps)", med,
-                     1 - p->pol.tolerance, p->baseline, p->nsamples, p->pol.min_healthy_time_s,
+            snprintf(p->reason, sizeof p->reason, "%s Ktok/s >= %.2f × %s Ktok/s baseline "
+                     "(median of %d samples over %.0fs after %lld warmup steps)",
+                     ktok_str(med, a, sizeof a), 1 - p->pol.tolerance,
+                     ktok_str(p->baseline, b, sizeof b), p->nsamples, p->pol.min_healthy_time_s,
                      (long long)p->pol.warmup_steps);
         } else if (!p->recovery) {
-            snprintf(p->reason, sizeof p->reason, "%.1f Ktok/s (median of %d samples over %.0fs "
-                     "after %lld warmup steps)", med, p->nsamples, p->pol.min_healthy_time_s,
-                     (long long)p->pol.warmup_steps);
+            char a[32];
+            snprintf(p->reason, sizeof p->reason, "%s Ktok/s (median of %d samples over %.0fs "
+                     "after %lld warmup steps)", ktok_str(med, a, sizeof a), p->nsamples,
+                     p->pol.min_healthy_time_s, (long long)p->pol.warmup_steps);
             snprintf(p->note, sizeof p->note, "no baseline on these containers yet: throughput "
-                     "rule skipped; %.1f Ktok/s becomes the baseline", med);
+                     "rule skipped; %s Ktok/s becomes the baseline", a);
         } else {
             snprintf(p->reason, sizeof p->reason, "every rank heartbeats in phase train");
         }
@@ -390,12 +401,12 @@ void probation_describe(const struct probation *p, double now, char *buf, size_t
         }
     long long step, resumed;
     probation_progress(p, &step, &resumed);
-    char base[64] = "no baseline";
+    char base[64] = "no baseline", a[32], b[32];
     if (p->baseline > 0)
-        snprintf(base, sizeof base, "baseline %.1f", p->baseline);
+        snprintf(base, sizeof base, "baseline %s", ktok_str(p->baseline, b, sizeof b));
     const char *phase = seen < total ? "waiting for heartbeats"
                         : warm < total ? "warmup"
                                        : "measuring";
-    snprintf(buf, buf_sz, "%4.0fs %s: %d/%d ranks heartbeating, step %lld, %.1f Ktok/s (%s)",
-             now - p->t0, phase, seen, total, step, sum / 1000.0, base);
+    snprintf(buf, buf_sz, "%4.0fs %s: %d/%d ranks heartbeating, step %lld, %s Ktok/s (%s)",
+             now - p->t0, phase, seen, total, step, ktok_str(sum / 1000.0, a, sizeof a), base);
 }

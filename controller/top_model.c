@@ -260,12 +260,29 @@ static bool rank_past_warmup(const struct top_job *j, const struct top_rank *r)
     return r->has_hb && r->phase == HB_PHASE_TRAIN && ran > (j ? j->warmup_steps : 0);
 }
 
+/* Median of the newest (at most 5) trend samples: one slow step does not turn a row red. */
+static double recent_ktok(const float *trend, int n, double fallback)
+{
+    if (n <= 0)
+        return fallback;
+    float v[5];
+    int k = n < 5 ? n : 5;
+    memcpy(v, trend + n - k, (size_t)k * sizeof v[0]);
+    for (int i = 1; i < k; i++)
+        for (int q = i; q > 0 && v[q - 1] > v[q]; q--) {
+            float t = v[q];
+            v[q] = v[q - 1];
+            v[q - 1] = t;
+        }
+    return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2.0;
+}
+
 static bool rank_is_slow(const struct top_snapshot *s, const struct top_ct *ct,
                          const struct top_rank *r)
 {
     const struct top_job *j = job_of(s, ct);
     double t = slow_threshold(j, 1);
-    return t > 0 && rank_past_warmup(j, r) && r->ktok < t;
+    return t > 0 && rank_past_warmup(j, r) && recent_ktok(r->trend, r->ntrend, r->ktok) < t;
 }
 
 static bool rank_is_dead(const struct top_rank *r)
@@ -607,12 +624,12 @@ static void fill_ct(struct top_row *row, const struct top_snapshot *s, const str
             row->attr[TOP_COL_LOSS] |= TOP_A_RED | TOP_A_BOLD;
         } else
             cellf(row, TOP_COL_LOSS, "%.3f", loss / nloss);
-        cellf(row, TOP_COL_KTOK, "%.1f", ktok);
+        cellf(row, TOP_COL_KTOK, ktok >= 1000 ? "%.0f" : "%.1f", ktok);
         double t = slow_threshold(j, ct->nranks);
         bool warm = true;
         for (int k = 0; k < ct->nranks; k++)
             warm = warm && rank_past_warmup(j, &ct->ranks[k]);
-        if (t > 0 && warm && ktok < t)
+        if (t > 0 && warm && recent_ktok(ct->trend, ct->ntrend, ktok) < t)
             row->attr[TOP_COL_KTOK] |= TOP_A_RED | TOP_A_BOLD;
     } else {
         cellf(row, TOP_COL_STEP, "-");
@@ -658,7 +675,7 @@ static void fill_host(struct top_row *row, const struct top_snapshot *s, int hos
     }
     cellf(row, TOP_COL_KTOK, "%s", "-");
     if (any)
-        cellf(row, TOP_COL_KTOK, "%.1f", ktok);
+        cellf(row, TOP_COL_KTOK, ktok >= 1000 ? "%.0f" : "%.1f", ktok);
     cellf(row, TOP_COL_TREND, "%s", top_fmt_spark(trend, ntrend, v->trend_width, v->ascii, b, sizeof b));
     if (row->state == TOP_UNREACHABLE && h->ok_mono > 0)
         cellf(row, TOP_COL_HB, "%s", top_fmt_age(now - h->ok_mono, b, sizeof b));

@@ -288,7 +288,7 @@ static void test_no_baseline(void **state)
     struct probation *p = new_p(-1, 2, 1);
     assert_int_equal(run(p, 2, 1, 1, 100, 1000, st), PROBATION_PASS);
     assert_non_null(strstr(probation_note(p), "no baseline"));
-    assert_non_null(strstr(probation_note(p), "2.0 Ktok/s becomes the baseline"));
+    assert_non_null(strstr(probation_note(p), "2.00 Ktok/s becomes the baseline"));
     probation_free(p);
     free(st);
 }
