@@ -43,6 +43,14 @@ __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, uint32_t b
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// 2^x on the special-function unit (2 ulp; -inf -> +0).
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -151,7 +159,7 @@ __device__ __forceinline__ void store_acc(bf16 *dst, int stride, int row0, int T
 }
 
 template <int HS>
-__global__ void __launch_bounds__(AM_THREADS) am_forward_kernel(bf16 *out, float *lse, const bf16 *qkv,
+__global__ void __launch_bounds__(AM_THREADS, HS <= 64 ? 4 : 2) am_forward_kernel(bf16 *out, float *lse, const bf16 *qkv,
                                                                 int T, int C, int NH, float scale_log2)
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -190,24 +198,28 @@ __global__ void __launch_bounds__(AM_THREADS) am_forward_kernel(bf16 *out, float
         }
         float s[8][4];
         mm_abt<HS>(s, qf, sk + buf * TILE);
+        // causal mask only on the diagonal tile (every key of an earlier tile precedes the rows)
+        if (j == qt) {
+#pragma unroll
+            for (int n = 0; n < 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    if (j * 64 + n * 8 + 2 * t + (e & 1) > qrow0 + (e >> 1) * 8)
+                        s[n][e] = -INFINITY;
+        }
         float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int n = 0; n < 8; n++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int key = j * 64 + n * 8 + 2 * t + (e & 1);
-                int qr = qrow0 + (e >> 1) * 8;
-                float x = key <= qr ? s[n][e] * scale_log2 : -INFINITY;
-                s[n][e] = x;
-                mx[e >> 1] = fmaxf(mx[e >> 1], x);
-            }
+            for (int e = 0; e < 4; e++)
+                mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
         float alpha[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
             mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-            float mnew = fmaxf(m[r], mx[r]);
-            alpha[r] = exp2f(m[r] - mnew);
+            float mnew = fmaxf(m[r], mx[r] * scale_log2); // m is in scaled log2 units
+            alpha[r] = ex2(m[r] - mnew);
             m[r] = mnew;
             l[r] *= alpha[r];
         }
@@ -215,7 +227,7 @@ __global__ void __launch_bounds__(AM_THREADS) am_forward_kernel(bf16 *out, float
         for (int n = 0; n < 8; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                float p = exp2f(s[n][e] - m[e >> 1]);
+                float p = ex2(fmaf(s[n][e], scale_log2, -m[e >> 1]));
                 s[n][e] = p;
                 l[e >> 1] += p;
             }
@@ -272,7 +284,7 @@ __global__ void __launch_bounds__(AM_THREADS) am_backward_dkv_kernel(bf16 *dqkv,
     cp_async_commit();
     if (threadIdx.x < 64) {
         int q = kt * 64 + threadIdx.x;
-        slse[threadIdx.x] = q < T ? lse[(size_t)bh * T + q] : INFINITY;
+        slse[threadIdx.x] = q < T ? lse[(size_t)bh * T + q] * LOG2E_F : INFINITY;
         sd[threadIdx.x] = q < T ? D[(size_t)bh * T + q] : 0.f;
     }
     cp_async_wait_all();
@@ -295,7 +307,7 @@ __global__ void __launch_bounds__(AM_THREADS) am_backward_dkv_kernel(bf16 *dqkv,
             cp_async_commit();
             if (threadIdx.x < 64) {
                 int q = (i + 1) * 64 + threadIdx.x;
-                slse[(buf ^ 1) * 64 + threadIdx.x] = q < T ? lse[(size_t)bh * T + q] : INFINITY;
+                slse[(buf ^ 1) * 64 + threadIdx.x] = q < T ? lse[(size_t)bh * T + q] * LOG2E_F : INFINITY;
                 sd[(buf ^ 1) * 64 + threadIdx.x] = q < T ? D[(size_t)bh * T + q] : 0.f;
             }
         }
@@ -304,13 +316,16 @@ __global__ void __launch_bounds__(AM_THREADS) am_backward_dkv_kernel(bf16 *dqkv,
         float st[8][4], dpt[8][4];
         mm_abt<HS>(st, kf, cq);  // S^T = K Q^T   (16 keys x 64 queries)
         mm_abt<HS>(dpt, vf, cdo); // dP^T = V dO^T
+        bool diag = i == kt;
+        float sl2 = scale * LOG2E_F;
 #pragma unroll
         for (int n = 0; n < 8; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int ql = n * 8 + 2 * t + (e & 1);
-                int key = key0 + (e >> 1) * 8;
-                float p = (i * 64 + ql >= key) ? __expf(st[n][e] * scale - cl[ql]) : 0.f;
+                float p = ex2(fmaf(st[n][e], sl2, -cl[ql])); // cl: lse in log2 units
+                if (diag && i * 64 + ql < key0 + (e >> 1) * 8)
+                    p = 0.f;
                 st[n][e] = p;
                 dpt[n][e] = p * (dpt[n][e] - cd[ql]) * scale;
             }
@@ -353,7 +368,7 @@ __global__ void __launch_bounds__(AM_THREADS) am_backward_dq_kernel(bf16 *dqkv, 
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         int q = qrow0 + r * 8;
-        lr[r] = q < T ? lse[(size_t)bh * T + q] : INFINITY;
+        lr[r] = q < T ? lse[(size_t)bh * T + q] * LOG2E_F : INFINITY; // log2 units
         dr[r] = q < T ? D[(size_t)bh * T + q] : 0.f;
     }
     cp_async_wait_all();
@@ -378,13 +393,16 @@ __global__ void __launch_bounds__(AM_THREADS) am_backward_dq_kernel(bf16 *dqkv, 
         float s[8][4], dp[8][4];
         mm_abt<HS>(s, qf, ck);  // S = Q K^T
         mm_abt<HS>(dp, df, cv); // dP = dO V^T
+        bool diag = j == qt;
+        float sl2 = scale * LOG2E_F;
 #pragma unroll
         for (int n = 0; n < 8; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                int key = j * 64 + n * 8 + 2 * t + (e & 1);
                 int r = e >> 1;
-                float p = key <= qrow0 + r * 8 ? __expf(s[n][e] * scale - lr[r]) : 0.f;
+                float p = ex2(fmaf(s[n][e], sl2, -lr[r]));
+                if (diag && j * 64 + n * 8 + 2 * t + (e & 1) > qrow0 + r * 8)
+                    p = 0.f;
                 s[n][e] = p * (dp[n][e] - dr[r]) * scale;
             }
         mm_pb<HS>(dq, s, ck); // dQ += dS K

@@ -126,6 +126,12 @@ int kern_matmul_forward(struct kern_blas *b, kbf16 *out, kbf16 *gelu_pre, const 
 int kern_matmul_backward_input(struct kern_blas *b, kbf16 *dinp, const kbf16 *dout,
                                const kbf16 *w, int accumulate, int N, int C, int OC,
                                cudaStream_t s);
+/* dinp (N,C) bf16 = (dout (N,OC) @ w (OC,C)) * gelu'(pre), pre (N,C) bf16 the forward's
+ * pre-activation: GELU backward fused into the epilogue (cuBLASLt DGELU), falling back to the
+ * unfused pair when this cuBLASLt refuses it.  tol 1e-2. */
+int kern_matmul_backward_input_dgelu(struct kern_blas *b, kbf16 *dinp, const kbf16 *dout,
+                                     const kbf16 *w, const kbf16 *pre, int N, int C, int OC,
+                                     cudaStream_t s);
 /* dw (OC,C) fp32 += dout^T (OC,N) @ inp (N,C).  tol 1e-2. */
 int kern_matmul_backward_weight(struct kern_blas *b, float *dw, const kbf16 *dout,
                                 const kbf16 *inp, int N, int C, int OC, cudaStream_t s);

@@ -21,6 +21,7 @@ struct kern_blas {
     cublasLtHandle_t lt;
     void *ws;
     size_t ws_bytes;
+    int no_dgelu; /* set once the DGELU epilogue was refused */
     struct algo_entry cache[ALGO_CACHE];
 };
 
@@ -63,9 +64,10 @@ extern "C" void kern_blas_free(struct kern_blas *b)
 
 // D (m x n, col-major, ldd m) = alpha op(A) op(B) + beta C [+ bias(m)] [gelu, aux]
 // A is (m x k) after op, B is (k x n) after op.
+// dgelu: aux holds the forward's pre-activation and D is multiplied by gelu'(aux) (backward).
 static int lt_matmul(struct kern_blas *b, void *D, cudaDataType_t dtype, const void *A, int lda,
                      int ta, const void *B, int ldb, int tb, const void *C, float beta,
-                     const void *bias, void *aux, int m, int n, int k, cudaStream_t s)
+                     const void *bias, void *aux, int dgelu, int m, int n, int k, cudaStream_t s)
 {
     cublasLtMatmulDesc_t op = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL, ld = NULL;
@@ -75,7 +77,9 @@ static int lt_matmul(struct kern_blas *b, void *D, cudaDataType_t dtype, const v
     float alpha = 1.f;
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
-    if (aux)
+    if (aux && dgelu)
+        epi = CUBLASLT_EPILOGUE_DGELU;
+    else if (aux)
         epi = bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
     else if (bias)
         epi = CUBLASLT_EPILOGUE_BIAS;
@@ -176,7 +180,7 @@ extern "C" int kern_matmul_forward(struct kern_blas *b, kbf16 *out, kbf16 *gelu_
         return -EINVAL;
     // out^T (OC x N) = W (col view C x OC, transposed) * inp^T (col view C x N)
     return lt_matmul(b, out, CUDA_R_16BF, w, C, 1, inp, C, 0, residual, residual ? 1.f : 0.f,
-                     bias, gelu_pre, OC, N, C, s);
+                     bias, gelu_pre, 0, OC, N, C, s);
 }
 
 extern "C" int kern_matmul_backward_input(struct kern_blas *b, kbf16 *dinp, const kbf16 *dout,
@@ -187,7 +191,27 @@ extern "C" int kern_matmul_backward_input(struct kern_blas *b, kbf16 *dinp, cons
         return -EINVAL;
     // dinp^T (C x N) = W (col view C x OC) * dout^T (col view OC x N)
     return lt_matmul(b, dinp, CUDA_R_16BF, w, C, 0, dout, OC, 0, accumulate ? dinp : NULL,
-                     accumulate ? 1.f : 0.f, NULL, NULL, C, N, OC, s);
+                     accumulate ? 1.f : 0.f, NULL, NULL, 0, C, N, OC, s);
+}
+
+extern "C" int kern_matmul_backward_input_dgelu(struct kern_blas *b, kbf16 *dinp, const kbf16 *dout,
+                                                const kbf16 *w, const kbf16 *pre, int N, int C,
+                                                int OC, cudaStream_t s)
+{
+    if (C % 8 || OC % 8)
+        return -EINVAL;
+    if (!b->no_dgelu) {
+        int r = lt_matmul(b, dinp, CUDA_R_16BF, w, C, 0, dout, OC, 0, NULL, 0.f, NULL, (void *)pre,
+                          1, C, N, OC, s);
+        if (r == 0)
+            return 0;
+        b->no_dgelu = 1; /* this cuBLASLt has no DGELU epilogue for these types: unfused from now */
+        (void)cudaGetLastError();
+    }
+    int r = kern_matmul_backward_input(b, dinp, dout, w, 0, N, C, OC, s);
+    if (r < 0)
+        return r;
+    return kern_gelu_backward_inplace(dinp, pre, (size_t)N * C, s);
 }
 
 extern "C" int kern_matmul_backward_weight(struct kern_blas *b, float *dw, const kbf16 *dout,
@@ -196,5 +220,5 @@ extern "C" int kern_matmul_backward_weight(struct kern_blas *b, float *dw, const
     if (C % 8 || OC % 8)
         return -EINVAL;
     // dw^T (C x OC) += inp^T (col view C x N) * dout (col view OC x N, transposed)
-    return lt_matmul(b, dw, CUDA_R_32F, inp, C, 0, dout, OC, 1, dw, 1.f, NULL, NULL, C, OC, N, s);
+    return lt_matmul(b, dw, CUDA_R_32F, inp, C, 0, dout, OC, 1, dw, 1.f, NULL, NULL, 0, C, OC, N, s);
 }

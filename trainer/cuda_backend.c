@@ -446,11 +446,11 @@ static int cuda_run_backward(struct cuda_be *be, const int *inputs)
         struct layer_acts *a = &be->layer[l];
         const kbf16 *x = l == 0 ? be->encoded : be->layer[l - 1].res2;
         /* res2 = res1 + fch @ fcprojw^T + fcprojb; dres is d(res2) */
-        KERN(kern_matmul_backward_input(bl, be->dfch, be->dres, PL(GPT_FCPROJW, l), 0, N, 4 * C,
-                                        C, s));
+        /* dfch = d(fch) * gelu'(fch_pre), the GELU backward fused into the matmul epilogue */
+        KERN(kern_matmul_backward_input_dgelu(bl, be->dfch, be->dres, PL(GPT_FCPROJW, l),
+                                              a->fch_pre, N, 4 * C, C, s));
         KERN(kern_matmul_backward_weight(bl, GL(GPT_FCPROJW, l), be->dres, a->fch, N, 4 * C, C, s));
         KERN(kern_bias_backward(GL(GPT_FCPROJB, l), be->colsum, be->dres, N, C, s));
-        KERN(kern_gelu_backward_inplace(be->dfch, a->fch_pre, (size_t)N * 4 * C, s));
         KERN(kern_matmul_backward_input(bl, be->dln, be->dfch, PL(GPT_FCW, l), 0, N, C, 4 * C, s));
         KERN(kern_matmul_backward_weight(bl, GL(GPT_FCW, l), be->dfch, a->ln2, N, C, 4 * C, s));
         KERN(kern_bias_backward(GL(GPT_FCB, l), be->colsum, be->dfch, N, 4 * C, s));

@@ -177,8 +177,8 @@ static int bench_kernels(int B)
          kern_matmul_backward_input(bl, x, y, w, 0, (int)N, C, 4 * C, 0));
     TIME("matmul bwd-w fc", 2.0 * N * C * 4 * C, bf * 5.0 * N * C + 8.0 * 4 * C * C, L,
          kern_matmul_backward_weight(bl, gw, y, x, (int)N, C, 4 * C, 0));
-    TIME("matmul bwd-in fcproj (C->4C)", 2.0 * N * C * 4 * C, bf * (5.0 * N * C + 4.0 * C * C), L,
-         kern_matmul_backward_input(bl, y, x, w, 0, (int)N, 4 * C, C, 0));
+    TIME("matmul bwd-in fcproj + dgelu", 2.0 * N * C * 4 * C, bf * (9.0 * N * C + 4.0 * C * C), L,
+         kern_matmul_backward_input_dgelu(bl, y, x, w, pre, (int)N, 4 * C, C, 0));
     TIME("matmul bwd-w fcproj", 2.0 * N * C * 4 * C, bf * 5.0 * N * C + 8.0 * 4 * C * C, L,
          kern_matmul_backward_weight(bl, gw, x, y, (int)N, 4 * C, C, 0));
     TIME("matmul bwd-in qkv (3C->C)", 2.0 * N * C * 3 * C, bf * (4.0 * N * C + 3.0 * C * C), L,
@@ -200,7 +200,7 @@ static int bench_kernels(int B)
          kern_layernorm_backward(y, gw, gw + C, scratch, x, x, bias, mean, rstd, (int)N, C, 0));
     TIME("bias bwd (4C columns)", 0, bf * 4.0 * N * C, L,
          kern_bias_backward(gw, scratch, pre, (int)N, 4 * C, 0));
-    TIME("gelu bwd", 0, bf * 3.0 * 4 * N * C, L, kern_gelu_backward_inplace(pre, x, N * 4 * C, 0));
+    TIME("gelu bwd (unfused; not in the step)", 0, bf * 3.0 * 4 * N * C, 0, kern_gelu_backward_inplace(pre, x, N * 4 * C, 0));
     TIME("classifier + cross-entropy", 0, bf * 2.0 * N * Vp, 1,
          kern_classifier_forward_backward(logits, losses, tgt, 1.0f / (float)N, (int)N, V, Vp, 0));
     size_t np = 124475904;

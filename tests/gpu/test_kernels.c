@@ -160,6 +160,13 @@ static void test_matmul(struct rng *r, struct kern_blas *bl)
     cpu_matmul_backward(rdinp, rdw, rdb, dout, x, w, B, T, C, OC);
     float *g1 = host_from_bf16(d_dinp, N * C), *g2 = host_from_f32(d_dw, (size_t)OC * C), *g3 = host_from_f32(d_db, OC);
     check("matmul_backward dinp", rel_err(g1, rdinp, N * C), 1e-2);
+    /* dinp with the GELU backward in the epilogue: (dout @ w) * gelu'(pre), pre (N,C) */
+    float *pre2 = rand_bf16_exact(r, N * C, 1), *ref3 = calloc(N * C, 4);
+    kbf16 *d_pre2 = dev_bf16(pre2, N * C), *d_dg = dev_poisoned(N * C * 2);
+    KK(kern_matmul_backward_input_dgelu(bl, d_dg, d_dout, dw, d_pre2, (int)N, C, OC, 0));
+    cpu_gelu_backward(ref3, pre2, rdinp, N * C);
+    float *g4 = host_from_bf16(d_dg, N * C);
+    check("matmul_backward dinp + dgelu epilogue", rel_err(g4, ref3, N * C), 1e-2);
     check("matmul_backward dweight (+=, fp32 out)", rel_err(g2, rdw, (size_t)OC * C), 1e-2);
     check("bias_backward (+=)", rel_err(g3, rdb, OC), 1e-4);
 }
