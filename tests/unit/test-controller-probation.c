@@ -179,10 +179,10 @@ static void test_crash(void **state)
     rs->hb.phase = HB_PHASE_INIT;
     /* no error text in the heartbeat: the code is named from docs/errors.md */
     strcpy(rs->state, "exited");
-    rs->exit_code = 3;
+    rs->exit_code = 4;
     probation_feed(p, 0, st, 2);
     assert_int_equal(probation_check(p, 2), PROBATION_FAIL);
-    assert_string_equal(probation_reason(p), "rank 0 on h1:101 exited with code 3 (data error) at start");
+    assert_string_equal(probation_reason(p), "rank 0 on h1:101 exited with code 4 (data error) at start");
     probation_free(p);
     /* a restart the agent already did also fails it */
     p = new_p(100, 2, 1);
