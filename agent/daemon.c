@@ -123,8 +123,10 @@ static void daemon_event(struct daemon *d, const struct job_rec *j, const char *
     int64_t r = events_append(&d->ev, j ? j->job : "", kind, release, detail);
     if (r < 0)
         log_error("cannot append to the event journal: %s", strerror((int)-r));
-    log_info("event %s job '%s' release %.12s: %s", kind, j ? j->job : "", release ? release : "",
-             detail);
+    if (j)
+        log_info("event %s job '%s' release %.12s: %s", kind, j->job, release ? release : "", detail);
+    else
+        log_info("event %s: %s", kind, detail);
 }
 
 static void set_state(struct job_rec *j, enum gang_state s, const char *reason)

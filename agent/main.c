@@ -588,7 +588,6 @@ int main(int argc, char **argv)
     static struct cli c;
     (void)str_copy(c.root, sizeof c.root, AGENT_DEFAULT_ROOT);
     (void)str_copy(c.socket, sizeof c.socket, AGENT_DEFAULT_SOCKET);
-    (void)str_copy(c.pidfile, sizeof c.pidfile, AGENT_DEFAULT_PIDFILE);
     spec_init(&c.spec);
     daemon_opts_default(&c.dopts);
     /* global options before the verb */
@@ -628,6 +627,15 @@ int main(int argc, char **argv)
     } else if (!strcmp(verb, "daemon")) {
         (void)str_copy(c.dopts.root, sizeof c.dopts.root, c.root);
         (void)str_copy(c.dopts.socket, sizeof c.dopts.socket, c.socket);
+        if (!c.pidfile[0]) {
+            /* next to the socket: /run/drover/agent.sock -> /run/drover/agent.pid, so agents
+             * with their own --socket (several stores on one machine) do not collide */
+            size_t n = strlen(c.socket);
+            if (n > 5 && !strcmp(c.socket + n - 5, ".sock"))
+                snprintf(c.pidfile, sizeof c.pidfile, "%.*s.pid", (int)(n - 5), c.socket);
+            else
+                snprintf(c.pidfile, sizeof c.pidfile, "%s.pid", c.socket);
+        }
         (void)str_copy(c.dopts.pidfile, sizeof c.dopts.pidfile, c.pidfile);
         c.dopts.detach = c.detach;
         code = daemon_run(&c.dopts);
