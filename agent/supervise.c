@@ -501,11 +501,11 @@ void crash_policy_default(struct crash_policy *p)
 
 bool policy_exit_is_nonretryable(int exit_code)
 {
-    /* drover-train's codes (trainer/exitcode.h, docs/errors.md): restarting the same release on
-     * the same input cannot help.  2 usage, 3 config, 4 data, 6 disk full (cases-field C18: no
-     * restart storm), 7 diverged (C23: no blind restart from a poisoned state). */
+    /* drover-train's codes whose "retry helps?" is "no" in docs/errors.md (trainer/exitcode.h):
+     * 2 usage, 3 config, 4 data, 6 disk full (cases-field C18: no restart storm), 7 diverged
+     * (C23: no blind restart from a poisoned state), 10 nomem, 11 selftest. */
     switch (exit_code) {
-    case 2: case 3: case 4: case 6: case 7:
+    case 2: case 3: case 4: case 6: case 7: case 10: case 11:
         return true;
     default:
         return false;

@@ -121,7 +121,8 @@ enum policy_action {
 };
 
 /* Exit codes of drover-train that mean "restarting the same release cannot help"
- * (docs/errors.md: usage 2, config 3, data 4, disk full 6, diverged 7). */
+ * (docs/errors.md, "retry helps? no": usage 2, config 3, data 4, disk full 6, diverged 7,
+ * nomem 10, selftest 11). */
 bool policy_exit_is_nonretryable(int exit_code);
 
 /* Decide what to do once a gang ended because rank exit_rank exited with (exit_code,

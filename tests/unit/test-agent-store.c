@@ -431,6 +431,8 @@ static void test_policy(void **state)
     /* a retryable trainer code (8 peer lost) on an unpromoted release: restart */
     assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 8, 0, 1, 0, why, sizeof why), POLICY_RESTART);
     assert_true(policy_exit_is_nonretryable(6));
+    assert_true(policy_exit_is_nonretryable(10));
+    assert_false(policy_exit_is_nonretryable(5)); /* checkpoint: maybe */
     assert_false(policy_exit_is_nonretryable(1));
     /* backoff: 1, 2, 4, ... capped at 60 */
     assert_true(policy_backoff(&p, 1) == 1);
