@@ -755,12 +755,20 @@ static bool rank_matches(const struct top_snapshot *s, const struct top_ct *ct,
     return text_matches(flt, rn, top_state_name(top_rank_state(s, ct, r, now)), rel);
 }
 
+/* The container's name (label and job): when it matches, all its ranks show. */
+static bool ct_matches_name(const struct top_snapshot *s, const struct top_ct *ct, const char *flt)
+{
+    return text_matches(flt, ct->label, s->jobs[ct->job].name, NULL);
+}
+
+/* The container row itself: name, state or release. */
 static bool ct_matches_self(const struct top_snapshot *s, const struct top_ct *ct, const char *flt,
                             double now)
 {
     char rel[24];
-    snprintf(rel, sizeof rel, "%.12s %s", ct->release, s->jobs[ct->job].name);
-    return text_matches(flt, ct->label, top_state_name(top_ct_state(s, ct, now)), rel);
+    snprintf(rel, sizeof rel, "%.12s", ct->release);
+    return ct_matches_name(s, ct, flt) ||
+           text_matches(flt, top_state_name(top_ct_state(s, ct, now)), rel, NULL);
 }
 
 int top_build_rows(const struct top_snapshot *s, const struct inventory *inv,
@@ -794,8 +802,9 @@ int top_build_rows(const struct top_snapshot *s, const struct inventory *inv,
                 if (ct->nranks == 0)
                     continue;
             }
+            bool by_name = ct_matches_name(s, ct, flt);
             for (int k = 0; k < ct->nranks; k++)
-                if (rank_matches(s, ct, &ct->ranks[k], flt, now) || ct_matches_self(s, ct, flt, now))
+                if (by_name || rank_matches(s, ct, &ct->ranks[k], flt, now))
                     ri[nr++] = (struct sort_item){
                         .idx = i * STATUS_MAX_RANKS + k,
                         .sev = top_state_severity(top_rank_state(s, ct, &ct->ranks[k], now)),
@@ -835,7 +844,9 @@ int top_build_rows(const struct top_snapshot *s, const struct inventory *inv,
     sort_items(hi, nh, v->problems_first);
     for (int q = 0; q < nh && n < max_rows; q++) {
         int h = hi[q].idx;
-        bool host_self = text_matches(flt, s->hosts[h].name, top_state_name(top_host_state(s, h, now)), NULL);
+        /* a host or container matched by name shows everything under it; states and releases
+         * match only their own row (and show its parents) */
+        bool host_self = text_matches(flt, s->hosts[h].name, NULL, NULL);
         /* containers of this host that match (or all when the host itself matches) */
         int nc = 0;
         for (int i = 0; i < s->ncts; i++) {
@@ -900,7 +911,7 @@ int top_build_rows(const struct top_snapshot *s, const struct inventory *inv,
             crow->key = top_row_key(TOP_L_CT, h, i, 0);
             if (crow->folded)
                 continue;
-            bool ct_self = host_self || ct_matches_self(s, ct, flt, now);
+            bool ct_self = host_self || ct_matches_name(s, ct, flt);
             struct sort_item ri[STATUS_MAX_RANKS];
             int nr = 0;
             for (int k = 0; k < ct->nranks; k++)

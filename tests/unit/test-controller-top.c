@@ -1,0 +1,488 @@
+/* Unit tests for the dashboard model (controller/top_model.c): kubectl ages, sparklines,
+ * restarts, the state of every row (running, probation, degraded by NaN and by throughput,
+ * stalled, backoff, failed, unreachable by error and by age), warmup left out of the trend,
+ * problems-first sorting, filter, fold, tree/flat, the 80-column layout, colour only when asked,
+ * and the event journal parser's error paths (ret untouched). */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "controller/top.h"
+
+#define GOOD "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define NEW "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+static const char inv_text[] = "[drover]\n"
+                               "state_dir = /nonexistent/state\n"
+                               "[host h1]\n"
+                               "address = 127.0.0.2\n"
+                               "[host h2]\n"
+                               "address = 127.0.0.3\n"
+                               "[job train]\n"
+                               "containers = h1:101 h1:102 h2:201\n"
+                               "nproc_per_node = 2\n"
+                               "command = bin/drover-train\n"
+                               "warmup_steps = 3\n"
+                               "tolerance = 0.2\n";
+
+struct fx {
+    struct inventory *inv;
+    struct top_snapshot s;
+    struct agent_status st;
+};
+
+/* One container's document: 2 ranks of node `node` at step, tok_s each, loss. */
+static void make_status(struct agent_status *st, int node, const char *current, const char *good,
+                        enum gang_state gs, long long step, double tok_s, double loss)
+{
+    memset(st, 0, sizeof *st);
+    strcpy(st->host, "ct");
+    st->njobs = 1;
+    struct job_status *js = &st->jobs[0];
+    strcpy(js->job, "train");
+    strcpy(js->current, current);
+    strcpy(js->release, current);
+    strcpy(js->good, good);
+    js->state = gs;
+    js->nranks = 2;
+    js->age_s = 100;
+    for (int k = 0; k < 2; k++) {
+        struct rank_status *rs = &js->ranks[k];
+        rs->rank = node * 2 + k;
+        rs->local_rank = k;
+        rs->pid = 100 + k;
+        strcpy(rs->state, "running");
+        rs->hb_age_s = 0.5;
+        rs->exit_code = -1;
+        rs->has_hb = true;
+        heartbeat_init(&rs->hb);
+        rs->hb.rank = rs->rank;
+        rs->hb.step = step;
+        rs->hb.loss = loss;
+        rs->hb.loss_finite = isfinite(loss);
+        rs->hb.tok_s = tok_s;
+        rs->hb.step_ms = 100;
+        rs->hb.phase = HB_PHASE_TRAIN;
+        rs->hb.resumed_from = -1;
+        strcpy(rs->hb.release, current);
+    }
+}
+
+/* Every container healthy at `now` with 10 documents of history (steps 1..10). */
+static void feed_all(struct fx *f, const char *current, const char *good, double now)
+{
+    for (int i = 0; i < f->s.ncts; i++)
+        for (int t = 1; t <= 10; t++) {
+            make_status(&f->st, f->s.cts[i].node_rank, current, good, GANG_RUNNING, t, 1000, 3.0);
+            top_ct_update(&f->s.cts[i], &f->st, "train", 3, now - 10 + t);
+        }
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    char err[512];
+    assert_non_null(f);
+    assert_int_equal(inventory_parse(inv_text, strlen(inv_text), "/t/inv.ini", &f->inv, err, sizeof err), 0);
+    assert_int_equal(top_snapshot_init(&f->s, f->inv, 2), 0);
+    assert_int_equal(f->s.ncts, 3);
+    for (int h = 0; h < f->s.nhosts; h++)
+        f->s.hosts[h].up = f->s.hosts[h].tried = true;
+    strcpy(f->s.jobs[0].target, GOOD);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    top_snapshot_done(&f->s);
+    inventory_free(f->inv);
+    free(f);
+    return 0;
+}
+
+static void test_fmt_age(void **state)
+{
+    (void)state;
+    char b[16];
+    assert_string_equal(top_fmt_age(0.4, b, sizeof b), "0s");
+    assert_string_equal(top_fmt_age(2, b, sizeof b), "2s");
+    assert_string_equal(top_fmt_age(45.9, b, sizeof b), "45s");
+    assert_string_equal(top_fmt_age(180, b, sizeof b), "3m");
+    assert_string_equal(top_fmt_age(7300, b, sizeof b), "2h");
+    assert_string_equal(top_fmt_age(4 * 86400 + 5, b, sizeof b), "4d");
+    assert_string_equal(top_fmt_age(-1, b, sizeof b), "-");
+    assert_string_equal(top_fmt_age(NAN, b, sizeof b), "-");
+}
+
+static void test_fmt_spark(void **state)
+{
+    (void)state;
+    char b[128];
+    float v[] = { 0, 1, 2, 4, 8 };
+    assert_string_equal(top_fmt_spark(v, 5, 10, true, b, sizeof b), " .:=#");
+    assert_string_equal(top_fmt_spark(v, 5, 2, true, b, sizeof b), "=#"); /* newest kept */
+    assert_string_equal(top_fmt_spark(v, 0, 10, true, b, sizeof b), "");
+    assert_string_equal(top_fmt_spark(v, 5, 0, true, b, sizeof b), "");
+    float z[] = { 0, 0 };
+    assert_string_equal(top_fmt_spark(z, 2, 10, true, b, sizeof b), "  ");
+    assert_string_equal(top_fmt_spark(v + 3, 2, 10, false, b, sizeof b), "\u2585\u2588");
+    assert_int_equal(top_str_width(b), 2);
+    /* a buffer too small stops early and stays terminated */
+    char small[5];
+    top_fmt_spark(v, 5, 10, false, small, sizeof small);
+    assert_int_equal(top_str_width(small), 1);
+}
+
+static void test_fmt_restarts_bytes(void **state)
+{
+    (void)state;
+    char b[32];
+    assert_string_equal(top_fmt_restarts(0, 10, b, sizeof b), "0");
+    assert_string_equal(top_fmt_restarts(3, 300, b, sizeof b), "3 (5m ago)");
+    assert_string_equal(top_fmt_restarts(-2, 1, b, sizeof b), "0");
+    assert_string_equal(top_fmt_bytes(-1, b, sizeof b), "-");
+    assert_string_equal(top_fmt_bytes((int64_t)37 << 30, b, sizeof b), "37.0G");
+    assert_string_equal(top_fmt_bytes((int64_t)812 << 20, b, sizeof b), "812M");
+}
+
+static void test_running_and_warmup_trend(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, GOOD, GOOD, 100);
+    const struct top_ct *ct = &f->s.cts[0];
+    assert_int_equal(ct->nranks, 2);
+    /* steps 1..3 are warmup: 7 samples of 10 documents */
+    assert_int_equal(ct->ranks[0].ntrend, 7);
+    assert_int_equal(ct->ntrend, 7);
+    assert_true(fabsf(ct->trend[0] - 2.0f) < 1e-6f);
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[0], 100), TOP_RUNNING);
+    assert_int_equal(top_ct_state(&f->s, ct, 100), TOP_RUNNING);
+    assert_int_equal(top_host_state(&f->s, 0, 100), TOP_RUNNING);
+    struct top_summary m;
+    top_summarize(&f->s, 100, &m);
+    assert_int_equal(m.ranks_running, 6);
+    assert_int_equal(m.ranks_expected, 6);
+    assert_int_equal(m.cts_up, 3);
+    assert_true(fabs(m.ktok - 6.0) < 1e-9);
+    assert_string_equal(m.deploy, "");
+}
+
+static void test_probation_and_deploy_phase(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, NEW, GOOD, 100);
+    assert_int_equal(top_ct_state(&f->s, &f->s.cts[1], 100), TOP_PROBATION);
+    f->s.jobs[0].deploying = true;
+    struct top_summary m;
+    top_summarize(&f->s, 100, &m);
+    assert_string_equal(m.deploy, "train: probation");
+}
+
+static void test_nan_and_slow_are_degraded(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, GOOD, GOOD, 100);
+    struct top_ct *ct = &f->s.cts[2];
+    make_status(&f->st, ct->node_rank, GOOD, GOOD, GANG_RUNNING, 11, 1000, NAN);
+    top_ct_update(ct, &f->st, "train", 3, 100);
+    assert_false(ct->ranks[0].loss_finite);
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[0], 100), TOP_DEGRADED);
+    /* throughput: baseline 6 Ktok/s over 6 ranks, tolerance 0.2 -> 0.8 Ktok/s per rank */
+    feed_all(f, GOOD, GOOD, 100);
+    f->s.jobs[0].baseline_ktok = 6.0;
+    assert_int_equal(top_ct_state(&f->s, ct, 100), TOP_RUNNING);
+    for (int t = 11; t < 16; t++) {
+        make_status(&f->st, ct->node_rank, GOOD, GOOD, GANG_RUNNING, t, 500, 3.0);
+        top_ct_update(ct, &f->st, "train", 3, 100);
+    }
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[1], 100), TOP_DEGRADED);
+    /* a NaN row's LOSS cell and a slow rank's KTOK/S cell are red */
+    struct top_view v = { .ascii = true, .trend_width = 8 };
+    struct top_row rows[32];
+    int n = top_build_rows(&f->s, f->inv, &v, 100, rows, 32);
+    bool red_ktok = false;
+    for (int i = 0; i < n; i++)
+        if (rows[i].level == TOP_L_RANK && rows[i].ct == 2)
+            red_ktok = red_ktok || (rows[i].attr[TOP_COL_KTOK] & TOP_A_RED);
+    assert_true(red_ktok);
+}
+
+static void test_stalled_backoff_failed(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, GOOD, GOOD, 100);
+    struct top_ct *ct = &f->s.cts[0];
+    /* step 100 ms -> interval 1 s: late past 2 s, stalled past 5 s */
+    assert_int_equal(top_hb_lateness(&ct->ranks[0], 1.5), 0);
+    assert_int_equal(top_hb_lateness(&ct->ranks[0], 2.5), 1);
+    assert_int_equal(top_hb_lateness(&ct->ranks[0], 5.5), 2);
+    /* the age grows with the time since the document */
+    assert_true(fabs(top_rank_hb_age(ct, &ct->ranks[0], 105) - 5.5) < 1e-9);
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[0], 105.5), TOP_STALLED);
+    make_status(&f->st, 0, GOOD, GOOD, GANG_BACKOFF, 12, 1000, 3.0);
+    top_ct_update(ct, &f->st, "train", 3, 110);
+    assert_int_equal(top_ct_state(&f->s, ct, 110), TOP_BACKOFF);
+    assert_true(top_state_is_alert(TOP_BACKOFF));
+    make_status(&f->st, 0, GOOD, GOOD, GANG_RUNNING, 12, 1000, 3.0);
+    strcpy(f->st.jobs[0].ranks[1].state, "killed");
+    top_ct_update(ct, &f->st, "train", 3, 110);
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[1], 110), TOP_FAILED);
+    assert_int_equal(top_ct_state(&f->s, ct, 110), TOP_FAILED);
+    /* the job missing from the document: stopped */
+    make_status(&f->st, 0, GOOD, GOOD, GANG_RUNNING, 12, 1000, 3.0);
+    strcpy(f->st.jobs[0].job, "other");
+    top_ct_update(ct, &f->st, "train", 3, 111);
+    assert_int_equal(top_ct_state(&f->s, ct, 111), TOP_STOPPED);
+}
+
+static void test_unreachable_keeps_values_dimmed(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, GOOD, GOOD, 100);
+    double late = 100 + top_stale_after(2) + 0.1;
+    assert_int_equal(top_ct_state(&f->s, &f->s.cts[2], 101), TOP_RUNNING);
+    assert_int_equal(top_ct_state(&f->s, &f->s.cts[2], late), TOP_UNREACHABLE);
+    /* a host error marks its containers at once */
+    f->s.hosts[1].up = false;
+    strcpy(f->s.hosts[1].err, "connection refused");
+    assert_int_equal(top_ct_state(&f->s, &f->s.cts[2], 101), TOP_UNREACHABLE);
+    assert_int_equal(top_host_state(&f->s, 1, 101), TOP_UNREACHABLE);
+    struct top_view v = { .ascii = true };
+    struct top_row rows[32];
+    int n = top_build_rows(&f->s, f->inv, &v, 101, rows, 32);
+    bool seen = false;
+    for (int i = 0; i < n; i++)
+        if (rows[i].level == TOP_L_RANK && rows[i].ct == 2) {
+            seen = true;
+            assert_true(rows[i].stale);
+            assert_string_equal(rows[i].cell[TOP_COL_STEP], "10"); /* the last value, kept */
+            assert_string_equal(rows[i].cell[TOP_COL_STATE], "unreachable");
+        }
+    assert_true(seen);
+    struct top_summary m;
+    top_summarize(&f->s, 101, &m);
+    assert_int_equal(m.cts_up, 2);
+    assert_int_equal(m.alerts[TOP_UNREACHABLE], 1);
+    assert_int_equal(m.ranks_running, 4);
+}
+
+static void test_tree_sort_filter_fold(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, GOOD, GOOD, 100);
+    make_status(&f->st, 1, GOOD, GOOD, GANG_FAILED, 12, 1000, 3.0);
+    top_ct_update(&f->s.cts[1], &f->st, "train", 3, 100); /* h1:102 failed */
+    struct top_view v = { .ascii = true, .trend_width = 8 };
+    struct top_row rows[64];
+    int n = top_build_rows(&f->s, f->inv, &v, 100, rows, 64);
+    /* h1, 101, 2 ranks, 102, 2 ranks, h2, 201, 2 ranks */
+    assert_int_equal(n, 11);
+    assert_int_equal(rows[0].level, TOP_L_HOST);
+    assert_string_equal(rows[0].cell[TOP_COL_NAME], "- h1");
+    assert_int_equal(rows[1].ct, 0);
+    assert_int_equal(rows[0].state, TOP_FAILED);
+    /* problems first: h1 (failed) first, and within it 102 before 101 */
+    v.problems_first = true;
+    n = top_build_rows(&f->s, f->inv, &v, 100, rows, 64);
+    assert_int_equal(rows[0].host, 0);
+    assert_int_equal(rows[1].ct, 1);
+    /* filter on a rank: only that rank and its parents */
+    strcpy(v.filter, "h2:201/5");
+    n = top_build_rows(&f->s, f->inv, &v, 100, rows, 64);
+    assert_int_equal(n, 3);
+    assert_int_equal(rows[2].level, TOP_L_RANK);
+    assert_string_equal(rows[2].cell[TOP_COL_NAME], "      rank 5");
+    /* filter on a state word (case-insensitive) */
+    strcpy(v.filter, "FAILED");
+    n = top_build_rows(&f->s, f->inv, &v, 100, rows, 64);
+    assert_int_equal(n, 4); /* h1, 102, its 2 ranks */
+    strcpy(v.filter, "no-such-thing");
+    assert_int_equal(top_build_rows(&f->s, f->inv, &v, 100, rows, 64), 0);
+    v.filter[0] = '\0';
+    /* fold a host, then a container */
+    v.host_folded[0] = true;
+    n = top_build_rows(&f->s, f->inv, &v, 100, rows, 64);
+    assert_int_equal(n, 5);
+    assert_true(rows[0].folded);
+    assert_string_equal(rows[0].cell[TOP_COL_NAME], "+ h1");
+    v.host_folded[0] = false;
+    v.ct_folded[2] = true;
+    n = top_build_rows(&f->s, f->inv, &v, 100, rows, 64);
+    assert_int_equal(n, 9);
+    /* max_rows is respected */
+    assert_int_equal(top_build_rows(&f->s, f->inv, &v, 100, rows, 3), 3);
+    /* flat: one row per rank, named h1:101/0 */
+    v.flat = true;
+    v.problems_first = false;
+    n = top_build_rows(&f->s, f->inv, &v, 100, rows, 64);
+    assert_int_equal(n, 6);
+    assert_string_equal(rows[0].cell[TOP_COL_NAME], "h1:101/0");
+    assert_int_equal(rows[0].level, TOP_L_RANK);
+}
+
+static void test_release_marked_when_off_target(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, NEW, GOOD, 100);
+    struct top_view v = { .ascii = true };
+    struct top_row rows[64];
+    int n = top_build_rows(&f->s, f->inv, &v, 100, rows, 64);
+    assert_true(n > 2);
+    assert_string_equal(rows[1].cell[TOP_COL_REL], "bbbbbbbb*");
+    assert_true(rows[1].attr[TOP_COL_REL] & TOP_A_YELLOW);
+    feed_all(f, GOOD, GOOD, 100);
+    n = top_build_rows(&f->s, f->inv, &v, 100, rows, 64);
+    assert_string_equal(rows[1].cell[TOP_COL_REL], "aaaaaaaa");
+}
+
+static void test_layout(void **state)
+{
+    (void)state;
+    struct top_view v = { 0 };
+    int w[TOP_NCOLS];
+    top_layout(80, &v, w);
+    int total = -1, shown = 0;
+    for (int c = 0; c < TOP_NCOLS; c++)
+        if (w[c]) {
+            total += w[c] + 1;
+            shown++;
+        }
+    assert_true(total <= 80);
+    assert_int_equal(w[TOP_COL_MEM], 0);
+    assert_int_equal(w[TOP_COL_TEMP], 0);
+    assert_true(w[TOP_COL_NAME] >= 16);
+    assert_true(w[TOP_COL_STATE] > 0 && w[TOP_COL_KTOK] > 0 && w[TOP_COL_HB] > 0);
+    assert_int_equal(v.trend_width, w[TOP_COL_TREND]);
+    top_layout(200, &v, w);
+    for (int c = 0; c < TOP_NCOLS; c++)
+        assert_true(w[c] > 0);
+    top_layout(40, &v, w);
+    assert_int_equal(w[TOP_COL_REL], 0);
+    assert_true(w[TOP_COL_STATE] > 0);
+}
+
+static void test_render_text_color_only_when_asked(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, GOOD, GOOD, 100);
+    make_status(&f->st, 0, GOOD, GOOD, GANG_RUNNING, 11, 1000, NAN);
+    top_ct_update(&f->s.cts[0], &f->st, "train", 3, 100);
+    struct top_view v = { .ascii = true };
+    char *text = NULL;
+    assert_int_equal(top_render_text(&f->s, f->inv, &v, 100, 80, false, &text), 0);
+    assert_non_null(strstr(text, "NaN"));
+    assert_non_null(strstr(text, "KTOK/S"));
+    assert_null(strchr(text, '\033'));
+    assert_non_null(strstr(text, "alerts: degraded 1 NaN 2"));
+    /* no line wider than 80 */
+    for (char *l = text; *l;) {
+        char *nl = strchr(l, '\n');
+        assert_non_null(nl);
+        *nl = '\0';
+        assert_true(top_str_width(l) <= 80);
+        l = nl + 1;
+    }
+    free(text);
+    assert_int_equal(top_render_text(&f->s, f->inv, &v, 100, 132, true, &text), 0);
+    assert_non_null(strstr(text, "\033[31m"));
+    free(text);
+}
+
+static void test_snapshot_copy(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, GOOD, GOOD, 100);
+    struct top_snapshot d = { 0 };
+    assert_int_equal(top_snapshot_copy(&d, &f->s), 0);
+    assert_int_equal(d.ncts, 3);
+    assert_ptr_not_equal(d.cts, f->s.cts);
+    assert_int_equal(d.cts[1].ranks[1].step, 10);
+    f->s.cts[1].ranks[1].step = 99;
+    assert_int_equal(top_snapshot_copy(&d, &f->s), 0); /* reuses its array */
+    assert_int_equal(d.cts[1].ranks[1].step, 99);
+    top_snapshot_done(&d);
+    top_snapshot_done(NULL);
+}
+
+static void test_event_parse(void **state)
+{
+    (void)state;
+    struct top_event e, keep;
+    const char *good = "{\"detail\":\"rank 0 exited 1\",\"job\":\"train\",\"kind\":\"crash\","
+                       "\"release\":\"71cd8e4f\",\"seq\":7,\"ts\":1764445000.5}";
+    assert_int_equal(top_event_parse(good, strlen(good), &e), 0);
+    assert_int_equal(e.seq, 7);
+    assert_string_equal(e.kind, "crash");
+    assert_string_equal(e.job, "train");
+    char b[512];
+    assert_non_null(strstr(top_event_format(&e, b, sizeof b), "crash"));
+    memset(&keep, 0x5a, sizeof keep);
+    e = keep;
+    const char *bad[] = {
+        "", "not json", "[1,2]", "{\"seq\":1,\"ts\":2}", "{\"seq\":\"1\",\"ts\":2,\"kind\":\"x\"}",
+        "{\"seq\":1,\"ts\":2,\"kind\":3}", "{\"seq\":1,\"ts\":2,\"kind\":\"x\",\"job\":[]}",
+        "{\"seq\":1,\"seq\":2,\"ts\":2,\"kind\":\"x\"}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(top_event_parse(bad[i], strlen(bad[i]), &e), -EINVAL);
+        assert_memory_equal(&e, &keep, sizeof e);
+    }
+    char *big = malloc(TOP_EVENT_LINE_MAX + 2);
+    assert_non_null(big);
+    memset(big, ' ', TOP_EVENT_LINE_MAX + 1);
+    big[TOP_EVENT_LINE_MAX + 1] = '\0';
+    assert_int_equal(top_event_parse(big, TOP_EVENT_LINE_MAX + 1, &e), -E2BIG);
+    assert_memory_equal(&e, &keep, sizeof e);
+    free(big);
+    /* long strings are cut, not overflowed */
+    char longer[2048];
+    snprintf(longer, sizeof longer, "{\"seq\":1,\"ts\":2,\"kind\":\"%0600d\",\"detail\":\"%0900d\"}", 0, 0);
+    assert_int_equal(top_event_parse(longer, strlen(longer), &e), 0);
+    assert_int_equal(strlen(e.kind), sizeof e.kind - 1);
+}
+
+static void test_state_names(void **state)
+{
+    (void)state;
+    for (int s = 0; s < TOP_STATE_COUNT; s++)
+        assert_string_not_equal(top_state_name((enum top_state)s), "?");
+    assert_string_equal(top_state_name(TOP_STATE_COUNT), "?");
+    assert_true(top_state_severity(TOP_UNREACHABLE) > top_state_severity(TOP_FAILED));
+    assert_true(top_state_severity(TOP_FAILED) > top_state_severity(TOP_STALLED));
+    assert_true(top_state_severity(TOP_DEGRADED) > top_state_severity(TOP_PROBATION));
+    assert_true(top_state_severity(TOP_PROBATION) > top_state_severity(TOP_RUNNING));
+    assert_false(top_state_is_alert(TOP_RUNNING));
+    assert_false(top_state_is_alert(TOP_DEGRADED));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fmt_age),
+        cmocka_unit_test(test_fmt_spark),
+        cmocka_unit_test(test_fmt_restarts_bytes),
+        cmocka_unit_test_setup_teardown(test_running_and_warmup_trend, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_probation_and_deploy_phase, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nan_and_slow_are_degraded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stalled_backoff_failed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unreachable_keeps_values_dimmed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tree_sort_filter_fold, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_marked_when_off_target, setup, teardown),
+        cmocka_unit_test(test_layout),
+        cmocka_unit_test_setup_teardown(test_render_text_color_only_when_asked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_copy, setup, teardown),
+        cmocka_unit_test(test_event_parse),
+        cmocka_unit_test(test_state_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
