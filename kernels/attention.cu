@@ -404,6 +404,8 @@ extern "C" int kern_attention_forward_ref(kbf16 *out, float *lse, const kbf16 *q
     if (NH <= 0 || C % NH)
         return -EINVAL;
     switch (C / NH) {
+    case 16:
+        return attention_forward_hs<16>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s);
     case 32:
         return attention_forward_hs<32>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s);
     case 64:
@@ -425,6 +427,8 @@ extern "C" int kern_attention_backward_ref(kbf16 *dqkv, float *scratch, const kb
     if (r < 0)
         return r;
     switch (C / NH) {
+    case 16:
+        return attention_backward_hs<16>((bf16 *)dqkv, scratch, (const bf16 *)dout, lse, (const bf16 *)qkv, B, T, C, NH, s);
     case 32:
         return attention_backward_hs<32>((bf16 *)dqkv, scratch, (const bf16 *)dout, lse,
                                          (const bf16 *)qkv, B, T, C, NH, s);

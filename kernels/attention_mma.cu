@@ -446,6 +446,8 @@ extern "C" int kern_attention_forward(kbf16 *out, float *lse, const kbf16 *qkv, 
     if (NH <= 0 || C % NH)
         return -EINVAL;
     switch (C / NH) {
+    case 16:
+        return am_forward<16>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s);
     case 32:
         return am_forward<32>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s);
     case 64:
@@ -467,6 +469,8 @@ extern "C" int kern_attention_backward(kbf16 *dqkv, float *scratch, const kbf16 
     if (r < 0)
         return r;
     switch (C / NH) {
+    case 16:
+        return am_backward<16>((bf16 *)dqkv, scratch, (const bf16 *)dout, lse, (const bf16 *)qkv, B, T, C, NH, s);
     case 32:
         return am_backward<32>((bf16 *)dqkv, scratch, (const bf16 *)dout, lse, (const bf16 *)qkv, B, T, C, NH, s);
     case 64:

@@ -69,7 +69,7 @@ int kern_bias_backward(float *dbias, float *scratch, const kbf16 *dout, int N, i
 int kern_gelu_backward_inplace(kbf16 *dinout, const kbf16 *pre, size_t n, cudaStream_t s);
 
 /* ---- attention: causal, fused flash-style (the T x T scores never reach device memory) ----
- * qkv (B,T,3C) bf16, rows [q k v], head h = columns h*hs..h*hs+hs-1 of each; hs in {32, 64, 128}.
+ * qkv (B,T,3C) bf16, rows [q k v], head h = columns h*hs..h*hs+hs-1 of each; hs in {16, 32, 64, 128}.
  * out (B,T,C) bf16; lse (B,NH,T) fp32 log-sum-exp of the scaled scores, kept for backward.
  * Scale 1/sqrt(hs).  bf16 tensor-core products, fp32 softmax and accumulation.  tol 1e-2. */
 int kern_attention_forward(kbf16 *out, float *lse, const kbf16 *qkv, int B, int T, int C, int NH,

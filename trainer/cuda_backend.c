@@ -265,9 +265,9 @@ static int cuda_create(const struct gpt_config *cfg, const struct backend_opts *
         opts->rank < 0 || opts->rank >= opts->world_size)
         return -EINVAL;
     int hs = c.dim / c.heads;
-    if (c.dim % 8 || (hs != 32 && hs != 64 && hs != 128)) {
+    if (c.dim % 8 || (hs != 16 && hs != 32 && hs != 64 && hs != 128)) {
         log_error("cuda backend: width %d with %d heads (head size %d) is not supported: width "
-                  "must be a multiple of 8 and the head size 32, 64 or 128",
+                  "must be a multiple of 8 and the head size 16, 32, 64 or 128",
                   c.dim, c.heads, hs);
         return -EINVAL;
     }

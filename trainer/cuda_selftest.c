@@ -12,6 +12,8 @@
 #ifdef DROVER_HAVE_CUDA
 
 #include <dlfcn.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -27,8 +29,35 @@
 #include <nccl.h>
 #pragma GCC diagnostic pop
 
+#include <jansson.h>
+
 #include "trainer/backend.h"
 #include "trainer/cuda_backend.h"
+#include "trainer/selftest.h"
+
+/* Where results go: text lines (cuda_selftest) or the JSON check array (selftest_cuda_checks). */
+struct st_out {
+    FILE *f;
+    json_t *checks;
+};
+
+static void st_add(struct st_out *o, const char *name, bool ok, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void st_add(struct st_out *o, const char *name, bool ok, const char *fmt, ...)
+{
+    char detail[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    if (o->f)
+        fprintf(o->f, "%s %-16s %s\n", ok ? "ok  " : "FAIL", name, detail);
+    if (o->checks) {
+        json_t *j = json_pack("{s:s, s:b, s:s}", "name", name, "ok", ok, "detail", detail);
+        if (j)
+            json_array_append_new(o->checks, j);
+    }
+}
 
 double cuda_peak_flops(void)
 {
@@ -50,12 +79,12 @@ static const char *selftest_lib_path(const void *sym)
     return "(unknown)";
 }
 
-static int selftest_node(FILE *out, const char *path)
+static int selftest_node(struct st_out *o, const char *path)
 {
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd >= 0) {
         close(fd);
-        fprintf(out, "ok   device node %s\n", path);
+        st_add(o, "cuda.device_node", true, "%s opens read-write", path);
         return 0;
     }
     int e = errno;
@@ -82,15 +111,15 @@ static int selftest_node(FILE *out, const char *path)
         fix = "check the host's NVIDIA driver and the container's GPU passthrough lines";
         break;
     }
-    fprintf(out, "FAIL device node %s: %s; fix: %s\n", path, strerror(e), fix);
+    st_add(o, "cuda.device_node", false, "%s: %s; fix: %s", path, strerror(e), fix);
     return -ENODEV;
 }
 
-static int selftest_step(FILE *out, int device)
+static int selftest_step(struct st_out *o, int device)
 {
     struct gpt_config cfg = {.layers = 2, .heads = 2, .dim = 128, .vocab = 500, .seq = 64};
-    struct backend_opts o = {.batch = 4, .seq = 64, .threads = 1, .rank = 0, .world_size = 1,
-                             .local_rank = device};
+    struct backend_opts bo = {.batch = 4, .seq = 64, .threads = 1, .rank = 0, .world_size = 1,
+                              .local_rank = device};
     struct adamw_hparams h = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.0f,
                               .grad_clip = 1.0f};
     if (gpt_config_check(&cfg) < 0)
@@ -110,7 +139,7 @@ static int selftest_step(FILE *out, int device)
         inp[i] = (i * 7) % 97;
         tgt[i] = (i * 7 + 7) % 97;
     }
-    r = backend_cuda.create(&cfg, &o, &be);
+    r = backend_cuda.create(&cfg, &bo, &be);
     if (r >= 0)
         r = backend_cuda.set_state(be, params, NULL, NULL);
     for (int step = 1; r >= 0 && step <= 8; step++) {
@@ -125,40 +154,43 @@ static int selftest_step(FILE *out, int device)
         last = loss;
     }
 out:
-    backend_cuda.destroy(be);
+    if (be)
+        backend_cuda.destroy(be);
     free(params);
     free(inp);
     free(tgt);
     if (r < 0) {
-        fprintf(out, "FAIL training step: %s (loss %g); fix: see the CUDA error above; run "
-                     "`compute-sanitizer drover-train selftest` to locate a kernel fault\n",
-                strerror(-r), (double)last);
+        st_add(o, "cuda.train_step", false,
+               "%s (loss %g); fix: see the CUDA error logged above; `compute-sanitizer "
+               "drover-train selftest --device cuda` locates a kernel fault",
+               strerror(-r), (double)last);
         return r == -ENOMEM ? r : -EIO;
     }
     if (!(last < first)) {
-        fprintf(out, "FAIL training step: loss did not fall (%.4f -> %.4f); fix: the kernels "
-                     "compute wrong results on this GPU, run `make gpu-test`\n",
-                (double)first, (double)last);
+        st_add(o, "cuda.train_step", false,
+               "loss did not fall (%.4f -> %.4f); fix: the kernels compute wrong results on this "
+               "GPU, run `make gpu-test`",
+               (double)first, (double)last);
         return -EIO;
     }
-    fprintf(out, "ok   training step: 8 AdamW steps on a 2-layer model, loss %.4f -> %.4f\n",
-            (double)first, (double)last);
+    st_add(o, "cuda.train_step", true, "8 AdamW steps on a 2-layer model, loss %.4f -> %.4f",
+           (double)first, (double)last);
     return 0;
 }
 
-int cuda_selftest(FILE *out, int device)
+static int selftest_all(struct st_out *o, int device)
 {
     char path[64];
-    int r = selftest_node(out, "/dev/nvidiactl");
+    int r = selftest_node(o, "/dev/nvidiactl");
     if (r == 0)
-        r = selftest_node(out, "/dev/nvidia-uvm");
+        r = selftest_node(o, "/dev/nvidia-uvm");
     if (r == 0) {
         int idx = device;
         const char *vis = getenv("CUDA_VISIBLE_DEVICES");
         if (vis && *vis >= '0' && *vis <= '9')
-            idx = atoi(vis); /* first visible GPU's host index */
+            idx = atoi(vis); /* the first visible GPU's host index */
         snprintf(path, sizeof path, "/dev/nvidia%d", idx);
-        r = selftest_node(out, path);
+        r = selftest_node(o, path);
     }
     if (r < 0)
         return r;
@@ -167,30 +199,33 @@ int cuda_selftest(FILE *out, int device)
     cudaError_t e = cudaDriverGetVersion(&drv);
     (void)cudaRuntimeGetVersion(&rt);
     if (e != cudaSuccess || drv == 0) {
-        fprintf(out, "FAIL driver: no NVIDIA driver found (%s); fix: install the host driver and "
-                     "pass libcuda.so and /dev/nvidia* into the container\n",
-                cudaGetErrorString(e));
+        st_add(o, "cuda.driver", false,
+               "no NVIDIA driver found (%s); fix: install the host driver and pass libcuda.so and "
+               "/dev/nvidia* into the container",
+               cudaGetErrorString(e));
         return -ENODEV;
     }
     if (drv < rt) {
-        fprintf(out, "FAIL driver: the driver supports CUDA %d.%d but this release links the "
-                     "CUDA %d.%d runtime; fix: upgrade the host driver to one for CUDA %d.%d or "
-                     "deploy a release built with CUDA <= %d.%d\n",
-                drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, rt / 1000,
-                rt % 1000 / 10, drv / 1000, drv % 1000 / 10);
+        st_add(o, "cuda.driver", false,
+               "the driver supports CUDA %d.%d but this release links the CUDA %d.%d runtime; "
+               "fix: upgrade the host driver to one for CUDA %d.%d or deploy a release built with "
+               "CUDA <= %d.%d",
+               drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, rt / 1000, rt % 1000 / 10,
+               drv / 1000, drv % 1000 / 10);
         return -ENOEXEC;
     }
-    fprintf(out, "ok   driver: CUDA %d.%d driver >= %d.%d runtime (%s)\n", drv / 1000,
-            drv % 1000 / 10, rt / 1000, rt % 1000 / 10,
-            selftest_lib_path((const void *)cudaRuntimeGetVersion));
+    st_add(o, "cuda.driver", true, "driver CUDA %d.%d >= runtime %d.%d (%s)", drv / 1000,
+           drv % 1000 / 10, rt / 1000, rt % 1000 / 10,
+           selftest_lib_path((const void *)cudaRuntimeGetVersion));
 
     int n = 0;
     e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
-        fprintf(out, "FAIL device: no GPU visible (%s); fix: check CUDA_VISIBLE_DEVICES (\"%s\") "
-                     "and the container's GPU passthrough (nvidia-uvm, cgroup rules)\n",
-                e != cudaSuccess ? cudaGetErrorString(e) : "0 devices",
-                getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "");
+        const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+        st_add(o, "cuda.device", false,
+               "no GPU visible (%s); fix: check CUDA_VISIBLE_DEVICES (\"%s\") and the container's "
+               "GPU passthrough (nvidia-uvm node, cgroup rules)",
+               e != cudaSuccess ? cudaGetErrorString(e) : "0 devices", vis ? vis : "");
         return -ENODEV;
     }
     struct cudaDeviceProp prop;
@@ -202,43 +237,59 @@ int cuda_selftest(FILE *out, int device)
     if (e == cudaSuccess)
         e = cudaMalloc(&probe, 1 << 20);
     if (e != cudaSuccess) {
-        fprintf(out, "FAIL device %d: %s; fix: the GPU is visible but unusable from here (device "
-                     "cgroup, nvidia-uvm node, or a driver/runtime mismatch)\n",
-                dev, cudaGetErrorString(e));
+        st_add(o, "cuda.device", false,
+               "device %d: %s; fix: the GPU is visible but unusable from here (device cgroup, "
+               "nvidia-uvm node, or a driver/runtime mismatch)",
+               dev, cudaGetErrorString(e));
         return -ENODEV;
     }
     (void)cudaFree(probe);
-    fprintf(out, "ok   device %d: %s, sm_%d%d, %.1f GiB, %d multiprocessors\n", dev, prop.name,
-            prop.major, prop.minor, (double)prop.totalGlobalMem / (1u << 30),
-            prop.multiProcessorCount);
     if (prop.major < 8) {
-        fprintf(out, "FAIL device %d: compute capability %d.%d; fix: the kernels need bf16 tensor "
-                     "cores (sm_80 or newer; built for CUDA_ARCH sm_90 by default)\n",
-                dev, prop.major, prop.minor);
+        st_add(o, "cuda.device", false,
+               "device %d (%s) has compute capability %d.%d; fix: the kernels need bf16 tensor "
+               "cores, sm_80 or newer (built for CUDA_ARCH sm_90 by default)",
+               dev, prop.name, prop.major, prop.minor);
         return -ENODEV;
     }
+    st_add(o, "cuda.device", true, "device %d: %s, sm_%d%d, %.1f GiB, %d multiprocessors", dev,
+           prop.name, prop.major, prop.minor, (double)prop.totalGlobalMem / (1u << 30),
+           prop.multiProcessorCount);
 
     size_t ltv = cublasLtGetVersion();
     cublasLtHandle_t lt = NULL;
     if (ltv == 0 || cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
-        fprintf(out, "FAIL cuBLASLt: cannot create a handle (version %zu, %s); fix: install the "
-                     "cuBLAS of the CUDA %d.%d runtime and pin LD_LIBRARY_PATH/rpath to it\n",
-                ltv, selftest_lib_path((const void *)cublasLtCreate), rt / 1000, rt % 1000 / 10);
+        st_add(o, "cuda.cublaslt", false,
+               "cannot create a handle (version %zu, %s); fix: install the cuBLAS of the CUDA "
+               "%d.%d runtime and pin LD_LIBRARY_PATH/rpath to it",
+               ltv, selftest_lib_path((const void *)cublasLtCreate), rt / 1000, rt % 1000 / 10);
         return -ELIBBAD;
     }
     cublasLtDestroy(lt);
-    fprintf(out, "ok   cuBLASLt %zu.%zu.%zu (%s)\n", ltv / 10000, ltv / 100 % 100, ltv % 100,
-            selftest_lib_path((const void *)cublasLtCreate));
+    st_add(o, "cuda.cublaslt", true, "cuBLASLt %zu.%zu.%zu (%s)", ltv / 10000, ltv / 100 % 100,
+           ltv % 100, selftest_lib_path((const void *)cublasLtCreate));
     int nv = 0;
     if (ncclGetVersion(&nv) != ncclSuccess || nv < 20000) {
-        fprintf(out, "FAIL NCCL: version %d from %s; fix: ship libnccl.so.2 >= 2.x with the "
-                     "release and pin the library path to it\n",
-                nv, selftest_lib_path((const void *)ncclGetVersion));
+        st_add(o, "cuda.nccl", false,
+               "version %d from %s; fix: ship libnccl.so.2 >= 2.x with the release and pin the "
+               "library path to it",
+               nv, selftest_lib_path((const void *)ncclGetVersion));
         return -ELIBBAD;
     }
-    fprintf(out, "ok   NCCL %d.%d.%d (%s)\n", nv / 10000, nv / 100 % 100, nv % 100,
-            selftest_lib_path((const void *)ncclGetVersion));
-    return selftest_step(out, dev);
+    st_add(o, "cuda.nccl", true, "NCCL %d.%d.%d (%s)", nv / 10000, nv / 100 % 100, nv % 100,
+           selftest_lib_path((const void *)ncclGetVersion));
+    return selftest_step(o, dev);
+}
+
+int cuda_selftest(FILE *out, int device)
+{
+    struct st_out o = {.f = out, .checks = NULL};
+    return selftest_all(&o, device);
+}
+
+int selftest_cuda_checks(json_t *checks)
+{
+    struct st_out o = {.f = NULL, .checks = checks};
+    return selftest_all(&o, 0) < 0 ? -EIO : 0;
 }
 
 #else

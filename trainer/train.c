@@ -22,6 +22,7 @@
 #include "trainer/backend.h"
 #include "trainer/ckpt.h"
 #include "trainer/config.h"
+#include "trainer/cuda_backend.h"
 #include "trainer/data.h"
 #include "trainer/dist.h"
 #include "trainer/exitcode.h"
@@ -352,6 +353,13 @@ static int train_loop(struct run *r)
         r->hb.tokens += bt;
         r->hb.step_ms = dt * 1e3;
         r->hb.tok_s = dt > 0 ? (double)bt / dt : 0;
+#ifdef DROVER_HAVE_CUDA
+        if (!strcmp(r->be_ops->name, "cuda")) { /* MFU and peak memory: docs/cuda.md */
+            r->hb.mfu = r->hb.tok_s * cuda_flops_per_token(&r->cfg.model, r->cfg.model.seq) /
+                        cuda_peak_flops();
+            r->hb.mem_peak = r->be_ops->mem_peak(r->be);
+        }
+#endif
         hb_send(r, HB_PHASE_TRAIN, NULL);
         if (nonfinite >= NONFINITE_LIMIT) {
             log_error("diverged: %d consecutive non-finite steps (last step %lld); exiting without "

@@ -292,6 +292,7 @@ int main(int argc, char **argv)
     test_attention(&r, 1, 130, 256, 2);  /* hs 128 */
     test_attention(&r, 1, 1024, 768, 12); /* GPT-2 small shape */
     test_attention(&r, 1, 64, 128, 2);    /* one tile */
+    test_attention(&r, 2, 100, 32, 2);    /* hs 16 (the selftest's tiny model) */
     test_attention(&r, 3, 17, 64, 1);     /* shorter than a tile */
     test_classifier(&r);
     test_optimizer(&r);
