@@ -16,6 +16,15 @@
 #error "define REAL before including ops_tmpl.h"
 #endif
 
+/* The matmul row kernels are built twice on x86-64 (AVX2 and baseline SSE2), picked at load time.
+ * No FMA target: a fused multiply-add rounds differently, and the two clones must give the same
+ * bits (every lane sums the same elements in the same order). */
+#if defined(__x86_64__) && defined(OPS_THREADED)
+#define OPS_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define OPS_CLONES
+#endif
+
 #define OPS_GELU_SCALE 0.7978845608028654 /* sqrt(2/pi) */
 /* math in the precision of REAL (expf for float, exp for double) */
 #define OPS_EXP(x) _Generic((x), float: expf, default: exp)(x)
@@ -130,27 +139,37 @@ static inline REAL OPS_FN(dot)(const REAL *restrict a, const REAL *restrict b, i
     return s;
 }
 
-static void OPS_FN(mm_fwd_rows)(const struct OPS_FN(mm_args) *a, int r0, int r1)
+OPS_CLONES static void OPS_FN(mm_fwd_rows)(const struct OPS_FN(mm_args) *a, int r0, int r1)
 {
+    const int C = a->C, OC = a->OC;
+    const REAL *restrict bias = a->bias;
     for (int bt = r0; bt < r1; bt++) {
-        const REAL *restrict x = a->inp + (size_t)bt * a->C;
-        REAL *restrict o = a->out + (size_t)bt * a->OC;
-        const REAL *restrict bias = a->bias;
-        for (int oc = 0; oc < a->OC; oc++) {
-            REAL v = OPS_FN(dot)(x, a->weight + (size_t)oc * a->C, a->C);
+        const REAL *restrict x = a->inp + (size_t)bt * C;
+        REAL *restrict o = a->out + (size_t)bt * OC;
+        for (int oc = 0; oc < OC; oc++) {
+            REAL v = OPS_FN(dot)(x, a->weight + (size_t)oc * C, C);
             o[oc] = bias ? v + bias[oc] : v;
         }
     }
 }
 
 /* dinp rows r0..r1 (over BT) */
-static void OPS_FN(mm_bwd_dinp_rows)(const struct OPS_FN(mm_args) *a, int r0, int r1)
+OPS_CLONES static void OPS_FN(mm_bwd_dinp_rows)(const struct OPS_FN(mm_args) *a, int r0, int r1)
 {
+    const int C = a->C, OC = a->OC;
     for (int bt = r0; bt < r1; bt++) {
-        REAL *restrict dx = a->dinp + (size_t)bt * a->C;
-        const REAL *restrict d = a->dout + (size_t)bt * a->OC;
-        const int C = a->C;
-        for (int oc = 0; oc < a->OC; oc++) {
+        REAL *restrict dx = a->dinp + (size_t)bt * C;
+        const REAL *restrict d = a->dout + (size_t)bt * OC;
+        int oc = 0;
+        /* dx[i] gets the terms in oc order, four per pass over dx */
+        for (; oc + 4 <= OC; oc += 4) {
+            const REAL *restrict w0 = a->weight + (size_t)oc * C;
+            const REAL *restrict w1 = w0 + C, *restrict w2 = w1 + C, *restrict w3 = w2 + C;
+            REAL g0 = d[oc], g1 = d[oc + 1], g2 = d[oc + 2], g3 = d[oc + 3];
+            for (int i = 0; i < C; i++)
+                dx[i] = (((dx[i] + g0 * w0[i]) + g1 * w1[i]) + g2 * w2[i]) + g3 * w3[i];
+        }
+        for (; oc < OC; oc++) {
             const REAL *restrict w = a->weight + (size_t)oc * C;
             REAL g = d[oc];
             for (int i = 0; i < C; i++)
@@ -160,14 +179,25 @@ static void OPS_FN(mm_bwd_dinp_rows)(const struct OPS_FN(mm_args) *a, int r0, in
 }
 
 /* dweight / dbias rows r0..r1 (over OC) */
-static void OPS_FN(mm_bwd_dw_rows)(const struct OPS_FN(mm_args) *a, int r0, int r1)
+OPS_CLONES static void OPS_FN(mm_bwd_dw_rows)(const struct OPS_FN(mm_args) *a, int r0, int r1)
 {
+    const int C = a->C, OC = a->OC, BT = a->BT;
+    const REAL *restrict dout = a->dout;
     for (int oc = r0; oc < r1; oc++) {
-        REAL *restrict dw = a->dweight + (size_t)oc * a->C;
-        const REAL *restrict dout = a->dout;
-        const int C = a->C, OC = a->OC;
+        REAL *restrict dw = a->dweight + (size_t)oc * C;
         REAL db = 0;
-        for (int bt = 0; bt < a->BT; bt++) {
+        int bt = 0;
+        /* dw[i] gets the terms in bt order, four per pass over dw */
+        for (; bt + 4 <= BT; bt += 4) {
+            REAL g0 = dout[(size_t)bt * OC + oc], g1 = dout[(size_t)(bt + 1) * OC + oc];
+            REAL g2 = dout[(size_t)(bt + 2) * OC + oc], g3 = dout[(size_t)(bt + 3) * OC + oc];
+            const REAL *restrict x0 = a->inp + (size_t)bt * C;
+            const REAL *restrict x1 = x0 + C, *restrict x2 = x1 + C, *restrict x3 = x2 + C;
+            db = (((db + g0) + g1) + g2) + g3;
+            for (int i = 0; i < C; i++)
+                dw[i] = (((dw[i] + g0 * x0[i]) + g1 * x1[i]) + g2 * x2[i]) + g3 * x3[i];
+        }
+        for (; bt < BT; bt++) {
             REAL g = dout[(size_t)bt * OC + oc];
             const REAL *restrict x = a->inp + (size_t)bt * C;
             db += g;
