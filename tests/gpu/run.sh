@@ -15,6 +15,8 @@ step() { echo "== $*"; }
 step "selftest";       "$G/test_model" selftest || fail=1
 step "kernels";        "$G/test_kernels" ${GPU_SEED:-} || fail=1
 step "model";          "$G/test_model" tests/gpu/expected_losses.txt || fail=1
+step "drover-train end to end (checkpoint files, resume, cpu interop, heartbeats)"
+tests/gpu/train-e2e.sh "${DROVER_TRAIN:-$B/drover-train}" || fail=1
 if command -v compute-sanitizer >/dev/null 2>&1; then
     step "compute-sanitizer memcheck (selftest run)"
     compute-sanitizer --tool memcheck --error-exitcode 3 "$G/test_model" selftest || fail=1
