@@ -34,6 +34,8 @@ enum agent_exit {
 #define SPEC_MAX_ARGS 64
 #define SPEC_ARG_MAX 1024
 #define SPEC_ADDR_MAX 64
+#define SPEC_MAX_ENV 16
+#define SPEC_ENV_MAX 512 /* bytes of one NAME=value */
 
 struct job_spec {
     char release[RELEASE_ID_LEN + 1];
@@ -45,6 +47,9 @@ struct job_spec {
     char master_addr[SPEC_ADDR_MAX];
     int master_port;
     double grace_s;                /* SIGTERM -> SIGKILL */
+    int nenv;
+    char *env[SPEC_MAX_ENV];       /* owned "NAME=value" extras for the workers (NCCL_*, fault
+                                      knobs); never one of the names the agent sets itself */
     bool promoted;                 /* this release was promoted for this job at some point */
     double ktok_s;                 /* throughput given at promote; 0 unknown */
 };
@@ -57,6 +62,9 @@ void spec_done(struct job_spec *s);
 int spec_copy(struct job_spec *dst, const struct job_spec *src);
 /* Set argv from argc strings; -E2BIG over SPEC_MAX_ARGS / SPEC_ARG_MAX, -EINVAL when argc is 0. */
 int spec_set_argv(struct job_spec *s, int argc, char *const *argv);
+/* Add one "NAME=value" (NAME: [A-Za-z_][A-Za-z0-9_]*, not a name the agent sets: RANK,
+ * WORLD_SIZE, ..., DROVER_*, PATH, HOME).  -EINVAL bad or reserved, -E2BIG over the limits. */
+int spec_add_env(struct job_spec *s, const char *kv);
 /* Check ranges (nproc 1..STATUS_MAX_RANKS, node_rank < nnodes, world size, port, grace, gpus
  * list length == nproc when given).  -EINVAL with a reason in err. */
 int spec_validate(const struct job_spec *s, char *err, size_t errsz);

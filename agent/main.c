@@ -60,9 +60,10 @@ static void usage(FILE *f)
             "         [--max-auto-rollbacks N] [--backoff-initial S] [--backoff-max S]\n"
             "  version\n"
             "  release add BLOB --id ID | release list [--json]\n"
-            "  preflight ID [--timeout S] [--job J] [--gpus 0,1] -- CMD ARGS...\n"
+            "  preflight ID [--timeout S] [--job J] [--gpus 0,1] [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus 0,1]\n"
-            "           [--master-addr A] [--master-port P] [--grace S] [--probation-deadline S] -- CMD ARGS...\n"
+            "           [--master-addr A] [--master-port P] [--grace S] [--probation-deadline S]\n"
+            "           [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  promote ID --job J [--ktok-s X]\n"
             "  revert --job J [--reason TEXT]\n"
             "  stop --job J\n"
@@ -95,7 +96,7 @@ static int parse_int(const char *s, long lo, long hi, int *v)
 enum {
     O_ROOT = 256, O_SOCKET, O_PIDFILE, O_JOB, O_ID, O_JSON, O_DETACH, O_TIMEOUT, O_INTERVAL, O_COUNT,
     O_SINCE, O_NNODES, O_NODE_RANK, O_NPROC, O_GPUS, O_MADDR, O_MPORT, O_GRACE, O_PROBATION,
-    O_KTOK, O_REASON, O_KEEP, O_CLIMIT, O_CWINDOW, O_MAXRB, O_BINIT, O_BMAX,
+    O_KTOK, O_REASON, O_ENV, O_KEEP, O_CLIMIT, O_CWINDOW, O_MAXRB, O_BINIT, O_BMAX,
 };
 
 static const struct option longopts[] = {
@@ -120,6 +121,7 @@ static const struct option longopts[] = {
     {"probation-deadline", required_argument, 0, O_PROBATION},
     {"ktok-s", required_argument, 0, O_KTOK},
     {"reason", required_argument, 0, O_REASON},
+    {"env", required_argument, 0, O_ENV},
     {"keep-releases", required_argument, 0, O_KEEP},
     {"crash-limit", required_argument, 0, O_CLIMIT},
     {"crash-window", required_argument, 0, O_CWINDOW},
@@ -168,6 +170,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case O_PROBATION: bad = parse_num(a, 0, 86400 * 30, &c->probation_s) < 0; break;
         case O_KTOK: bad = parse_num(a, 0, 1e12, &c->ktok_s) < 0; break;
         case O_REASON: (void)str_copy(c->reason, sizeof c->reason, a); break;
+        case O_ENV: bad = spec_add_env(&c->spec, a) < 0; break;
         case O_KEEP: bad = parse_int(a, 1, 10000, &c->dopts.keep_releases) < 0; break;
         case O_CLIMIT: bad = parse_int(a, 1, 1000, &c->dopts.policy.crash_limit) < 0; break;
         case O_CWINDOW: bad = parse_num(a, 1, 86400, &c->dopts.policy.crash_window_s) < 0; break;

@@ -28,6 +28,43 @@ void spec_done(struct job_spec *s)
         free(s->argv[i]);
     s->argc = 0;
     memset(s->argv, 0, sizeof s->argv);
+    for (int i = 0; i < s->nenv && i < SPEC_MAX_ENV; i++)
+        free(s->env[i]);
+    s->nenv = 0;
+    memset(s->env, 0, sizeof s->env);
+}
+
+static const char *const reserved_env[] = {
+    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
+    "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "PATH", "HOME", "LANG",
+};
+
+int spec_add_env(struct job_spec *s, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    size_t klen = eq ? (size_t)(eq - kv) : 0;
+    if (!eq || klen == 0 || (kv[0] >= '0' && kv[0] <= '9'))
+        return -EINVAL;
+    for (size_t i = 0; i < klen; i++) {
+        char c = kv[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+            return -EINVAL;
+    }
+    if (!strncmp(kv, "DROVER_", 7) && strncmp(kv, "DROVER_TRAIN_", 13) != 0)
+        return -EINVAL; /* DROVER_HEARTBEAT_FD etc. are the agent's; the trainer's own knobs are not */
+    for (size_t i = 0; i < ARRAY_SIZE(reserved_env); i++)
+        if (strlen(reserved_env[i]) == klen && !strncmp(kv, reserved_env[i], klen))
+            return -EINVAL;
+    if (strlen(kv) >= SPEC_ENV_MAX || s->nenv >= SPEC_MAX_ENV)
+        return -E2BIG;
+    for (int i = 0; i < s->nenv; i++)
+        if (!strncmp(s->env[i], kv, klen + 1))
+            return -EINVAL; /* set twice */
+    char *copy = strdup(kv);
+    if (!copy)
+        return -ENOMEM;
+    s->env[s->nenv++] = copy;
+    return 0;
 }
 
 int spec_set_argv(struct job_spec *s, int argc, char *const *argv)
@@ -61,11 +98,16 @@ int spec_copy(struct job_spec *dst, const struct job_spec *src)
     struct job_spec t = *src;
     memset(t.argv, 0, sizeof t.argv);
     t.argc = 0;
-    if (src->argc > 0) {
-        int r = spec_set_argv(&t, src->argc, src->argv);
-        if (r < 0)
+    memset(t.env, 0, sizeof t.env);
+    t.nenv = 0;
+    int r;
+    if (src->argc > 0 && (r = spec_set_argv(&t, src->argc, src->argv)) < 0)
+        return r;
+    for (int i = 0; i < src->nenv; i++)
+        if ((r = spec_add_env(&t, src->env[i])) < 0) {
+            spec_done(&t);
             return r;
-    }
+        }
     spec_done(dst);
     *dst = t;
     return 0;
@@ -123,10 +165,12 @@ bool job_name_is_valid(const char *s)
 
 json_t *spec_to_json(const struct job_spec *s)
 {
-    json_t *argv = json_array();
+    json_t *argv = json_array(), *env = json_array();
     for (int i = 0; i < s->argc; i++)
         json_array_append_new(argv, json_string(s->argv[i]));
-    return json_pack("{s:s,s:o,s:i,s:i,s:i,s:s,s:s,s:i,s:f,s:b,s:f}", "release", s->release,
+    for (int i = 0; i < s->nenv; i++)
+        json_array_append_new(env, json_string(s->env[i]));
+    return json_pack("{s:o,s:s,s:o,s:i,s:i,s:i,s:s,s:s,s:i,s:f,s:b,s:f}", "env", env, "release", s->release,
                      "argv", argv, "nnodes", s->nnodes, "node_rank", s->node_rank, "nproc",
                      s->nproc, "gpus", s->gpus, "master_addr", s->master_addr, "master_port",
                      s->master_port, "grace_s", s->grace_s, "promoted", s->promoted, "ktok_s",
@@ -203,6 +247,22 @@ int spec_from_json(json_t *o, struct job_spec *ret)
         }
         if ((r = spec_set_argv(&s, (int)json_array_size(argv), tmp)) < 0)
             return r;
+    }
+    json_t *env = json_object_get(o, "env");
+    if (env) {
+        size_t i;
+        json_t *v;
+        if (!json_is_array(env) || json_array_size(env) > SPEC_MAX_ENV) {
+            spec_done(&s);
+            return -EINVAL;
+        }
+        json_array_foreach(env, i, v)
+        {
+            if (!json_is_string(v) || (r = spec_add_env(&s, json_string_value(v))) < 0) {
+                spec_done(&s);
+                return -EINVAL;
+            }
+        }
     }
     *ret = s;
     return 0;

@@ -145,6 +145,9 @@ int gang_build_env(struct gang_env *e, const struct store *s, const char *job,
         if ((r = env_add(e, "CUDA_VISIBLE_DEVICES=%s", gpu)) < 0)
             return r;
     }
+    for (int i = 0; i < spec->nenv; i++)
+        if ((r = env_add(e, "%s", spec->env[i])) < 0)
+            return r;
     return 0;
 }
 

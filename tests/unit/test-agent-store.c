@@ -396,6 +396,25 @@ static void test_spec_validate(void **state)
         many[i] = "x";
     assert_int_equal(spec_set_argv(&s, SPEC_MAX_ARGS + 1, many), -E2BIG);
     assert_int_equal(s.argc, 0);
+    /* worker environment extras */
+    fill_spec(&s, "");
+    assert_int_equal(spec_add_env(&s, "NCCL_DEBUG=INFO"), 0);
+    assert_int_equal(spec_add_env(&s, "DROVER_TRAIN_FAULT=nan_at=5,slow=2"), 0);
+    assert_int_equal(spec_add_env(&s, "RANK=3"), -EINVAL);
+    assert_int_equal(spec_add_env(&s, "DROVER_HEARTBEAT_FD=1"), -EINVAL);
+    assert_int_equal(spec_add_env(&s, "PATH=/evil"), -EINVAL);
+    assert_int_equal(spec_add_env(&s, "1BAD=x"), -EINVAL);
+    assert_int_equal(spec_add_env(&s, "NOVALUE"), -EINVAL);
+    assert_int_equal(spec_add_env(&s, "A B=x"), -EINVAL);
+    assert_int_equal(spec_add_env(&s, "NCCL_DEBUG=WARN"), -EINVAL); /* set twice */
+    json_t *o = spec_to_json(&s);
+    struct job_spec back;
+    assert_int_equal(spec_from_json(o, &back), 0);
+    json_decref(o);
+    assert_int_equal(back.nenv, 2);
+    assert_string_equal(back.env[1], "DROVER_TRAIN_FAULT=nan_at=5,slow=2");
+    spec_done(&back);
+    spec_done(&s);
     assert_false(job_name_is_valid(""));
     assert_false(job_name_is_valid(".hidden"));
     assert_false(job_name_is_valid("a/b"));

@@ -118,6 +118,7 @@ static void test_gang_env(void **state)
     strcpy(s.gpus, "4,5");
     strcpy(s.master_addr, "10.1.2.3");
     s.master_port = 29555;
+    assert_int_equal(spec_add_env(&s, "NCCL_DEBUG=INFO"), 0);
     setenv("DROVER_TEST_CANARY", "leak", 1);
     struct gang g;
     assert_int_equal(gang_start(&g, &store, "train", &s, 1, err, sizeof err), 0);
@@ -145,6 +146,7 @@ static void test_gang_env(void **state)
         snprintf(want, sizeof want, "DROVER_RELEASE=%s\n", id);
         assert_non_null(strstr(text, want));
         assert_non_null(strstr(text, "DROVER_RUN_DIR="));
+        assert_non_null(strstr(text, "\nNCCL_DEBUG=INFO\n")); /* --env extras */
         assert_null(strstr(text, "DROVER_TEST_CANARY")); /* nothing leaks from the agent's env */
         free(text);
         assert_true(g.ranks[lr].has_hb);
