@@ -87,7 +87,8 @@ int spec_set_argv(struct job_spec *s, int argc, char *const *argv)
             return -ENOMEM;
         }
     }
-    spec_done(s);
+    for (int i = 0; i < s->argc && i < SPEC_MAX_ARGS; i++) /* the old argv only; env stays */
+        free(s->argv[i]);
     memcpy(s->argv, copy, sizeof copy);
     s->argc = argc;
     return 0;

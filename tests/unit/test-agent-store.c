@@ -407,6 +407,9 @@ static void test_spec_validate(void **state)
     assert_int_equal(spec_add_env(&s, "NOVALUE"), -EINVAL);
     assert_int_equal(spec_add_env(&s, "A B=x"), -EINVAL);
     assert_int_equal(spec_add_env(&s, "NCCL_DEBUG=WARN"), -EINVAL); /* set twice */
+    char *argv2[] = {"bin/other"};
+    assert_int_equal(spec_set_argv(&s, 1, argv2), 0); /* a new command keeps the env */
+    assert_int_equal(s.nenv, 2);
     json_t *o = spec_to_json(&s);
     struct job_spec back;
     assert_int_equal(spec_from_json(o, &back), 0);
