@@ -28,6 +28,7 @@ enum agent_exit {
     AGENT_EXIT_BUNDLE = 5,     /* bundle failed verification (checksum, size, path, id) */
     AGENT_EXIT_EXEC = 6,       /* the job's command cannot be executed */
     AGENT_EXIT_BUSY = 7,       /* another operation on the job is in progress / second daemon */
+    AGENT_EXIT_DISK_FULL = 8,  /* ENOSPC/EDQUOT while installing a release; nothing installed */
     AGENT_EXIT_TIMEOUT = 124,  /* preflight ran past --timeout */
 };
 

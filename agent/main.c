@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,7 +71,7 @@ static void usage(FILE *f)
             "  status [--json] | watch [--json] [--interval S] [--count N]\n"
             "  events [--since SEQ] [--json]\n"
             "exit codes: 0 ok, 1 failed, 2 usage, 3 no daemon, 4 no such release, 5 bad bundle,\n"
-            "            6 command cannot run, 7 busy, 124 preflight timeout (docs/errors.md)\n");
+            "            6 command cannot run, 7 busy, 8 disk full, 124 preflight timeout (docs/errors.md)\n");
 }
 
 static int parse_num(const char *s, double lo, double hi, double *v)
@@ -269,6 +270,14 @@ static int cmd_release(struct cli *c)
         char err[512];
         int r = store_add_release(&s, c->args[1], c->id, err, sizeof err);
         if (r < 0) {
+            if (r == -ENOSPC || r == -EDQUOT) {
+                struct statvfs vfs;
+                unsigned long long avail = statvfs(c->root, &vfs) == 0
+                                               ? (unsigned long long)vfs.f_bavail * vfs.f_frsize : 0;
+                fprintf(stderr, "release add: disk full under '%s' (%llu bytes free): %s\n", c->root,
+                        avail, err);
+                return AGENT_EXIT_DISK_FULL;
+            }
             fprintf(stderr, "release add: %s\n", err);
             return r == -EBADMSG || r == -EINVAL || r == -E2BIG ? AGENT_EXIT_BUNDLE : AGENT_EXIT_FAIL;
         }
