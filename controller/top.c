@@ -537,7 +537,8 @@ static int top_screen(struct fleet *f, struct top_opts *o)
         init_pair(PAIR_YELLOW, COLOR_YELLOW, -1);
         init_pair(PAIR_GREEN, COLOR_GREEN, -1);
     }
-    double next = 0;
+    double next = 0, last_draw = 0;
+    int last_seq = -1;
     for (;;) {
         double now = time_mono();
         bool redraw = false;
@@ -550,13 +551,17 @@ static int top_screen(struct fleet *f, struct top_opts *o)
             redraw = true;
             /* drain what else is queued before drawing */
         }
+        /* redraw: on a key, on new data (at most every 0.5 s) and once per interval (ages) */
         double interval = intervals[u.interval_idx];
-        if (now >= next || redraw || (u.mode == MODE_EVENTS && now >= next - interval + 0.3)) {
-            if (now >= next) {
+        int seq = top_poll_seq(u.p);
+        if (seq != last_seq && now - last_draw >= 0.5)
+            redraw = true;
+        if (now >= next || redraw) {
+            if (seq != last_seq || !u.s.cts)
                 (void)top_poll_snapshot(u.p, &u.s);
-                next = now + interval;
-            } else if (!u.s.cts)
-                (void)top_poll_snapshot(u.p, &u.s);
+            last_seq = seq;
+            last_draw = now;
+            next = now + interval;
             if (u.s.cts)
                 draw(&u);
         }

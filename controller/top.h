@@ -26,6 +26,7 @@
 #define TOP_ERR_MAX 256
 #define TOP_GPU_LOW 30.0      /* GPU% below this while training is flagged LOW */
 #define TOP_FILTER_MAX 64
+#define TOP_RECENT_RESTART_S 60.0 /* RST is red this long after a restart, yellow after */
 #define TOP_HB_MIN_INTERVAL 1.0 /* seconds: the expected heartbeat interval is max(step time, 1 s) */
 
 /* What a row shows in STATE, in the words of the issue (plus "stopping" for a gang being
@@ -281,6 +282,8 @@ int top_poll_snapshot(struct top_poll *p, struct top_snapshot *dst);
  * (message in err). */
 void top_poll_request_events(struct top_poll *p, int ct);
 int top_poll_events(struct top_poll *p, char *text, size_t text_sz, char *err, size_t err_sz);
+/* Bumps each time something new was published. */
+int top_poll_seq(struct top_poll *p);
 /* Wait until new data was published or ms passed. */
 void top_poll_wait(struct top_poll *p, int ms);
 

@@ -565,10 +565,12 @@ static void fill_rank(struct top_row *row, const struct top_snapshot *s, const s
     }
     cellf(row, TOP_COL_TREND, "%s", top_fmt_spark(r->trend, r->ntrend, v->trend_width, v->ascii, b, sizeof b));
     fill_hb(row, r, top_rank_hb_age(ct, r, now));
-    if (v->flat)
-        cellf(row, TOP_COL_RST, "%s", top_fmt_restarts(ct->restarts, ct->age_s + (now - ct->doc_mono), b, sizeof b));
-    if (ct->restarts > 0 && v->flat)
-        row->attr[TOP_COL_RST] |= TOP_A_YELLOW;
+    if (v->flat) {
+        double since = ct->age_s + (now - ct->doc_mono);
+        cellf(row, TOP_COL_RST, "%s", top_fmt_restarts(ct->restarts, since, b, sizeof b));
+        if (ct->restarts > 0)
+            row->attr[TOP_COL_RST] |= since < TOP_RECENT_RESTART_S ? TOP_A_RED | TOP_A_BOLD : TOP_A_YELLOW;
+    }
     fill_gpu(row, r->gpu.valid, r->gpu.util, r->gpu.mem_used, r->gpu.temp, r->gpu.slowdown_temp,
              r->has_hb && r->phase == HB_PHASE_TRAIN);
 }
@@ -644,10 +646,10 @@ static void fill_ct(struct top_row *row, const struct top_snapshot *s, const str
     else
         cellf(row, TOP_COL_HB, "-");
     if (ct->has_job) {
-        cellf(row, TOP_COL_RST, "%s",
-              top_fmt_restarts(ct->restarts, ct->age_s + (now - ct->doc_mono), b, sizeof b));
+        double since = ct->age_s + (now - ct->doc_mono);
+        cellf(row, TOP_COL_RST, "%s", top_fmt_restarts(ct->restarts, since, b, sizeof b));
         if (ct->restarts > 0)
-            row->attr[TOP_COL_RST] |= TOP_A_YELLOW;
+            row->attr[TOP_COL_RST] |= since < TOP_RECENT_RESTART_S ? TOP_A_RED | TOP_A_BOLD : TOP_A_YELLOW;
     } else
         cellf(row, TOP_COL_RST, "-");
     fill_gpu(row, ngpu > 0, ngpu ? util / ngpu : 0, mem, temp, slowdown, training);

@@ -557,6 +557,14 @@ int top_poll_events(struct top_poll *p, char *text, size_t text_sz, char *err, s
     return st == 2 ? 1 : st < 0 ? st : 0;
 }
 
+int top_poll_seq(struct top_poll *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int seq = p->seq;
+    pthread_mutex_unlock(&p->mu);
+    return seq;
+}
+
 void top_poll_wait(struct top_poll *p, int ms)
 {
     struct timespec ts;
