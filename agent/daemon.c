@@ -456,9 +456,13 @@ static void job_after_exit(struct daemon *d, int i)
     struct jobrt *rt = &d->rt[i];
     const struct crash_policy *p = &d->o->policy;
     struct gang *g = &rt->gang;
-    int fe = g->first_exit >= 0 ? g->first_exit : 0;
+    int fe = g->first_exit >= 0 ? g->first_exit : (g->diverged >= 0 ? g->diverged : 0);
     const struct rank_proc *rp = &g->ranks[fe];
     int code = rp->exit_code, sig = rp->exit_signal;
+    if (g->diverged >= 0 && g->first_exit < 0) { /* we stopped it: non-finite loss */
+        code = POLICY_EXIT_DIVERGED;
+        sig = 0;
+    }
     double now = time_mono();
     bool abnormal = sig != 0 || code != 0;
     if (abnormal) {
@@ -735,7 +739,7 @@ static void daemon_tick(struct daemon *d)
                     daemon_save(d);
                     continue;
                 }
-                bool own = g->first_exit >= 0 && rt->next == NEXT_NONE;
+                bool own = (g->first_exit >= 0 || g->diverged >= 0) && rt->next == NEXT_NONE;
                 if (own) {
                     job_after_exit(d, i);
                 } else {
@@ -744,6 +748,16 @@ static void daemon_tick(struct daemon *d)
                         set_state(j, GANG_STOPPED, "stopped");
                     job_run_next(d, i);
                 }
+                continue;
+            }
+            if (g->diverged >= 0 && !g->stopping && g->first_exit < 0) {
+                char why[160];
+                snprintf(why, sizeof why, "rank %d reported %d consecutive non-finite steps; stopping the gang",
+                         g->ranks[g->diverged].rank, HB_DIVERGED_STEPS);
+                gang_stop(g);
+                if (j->state != GANG_REVERTED)
+                    set_state(j, GANG_STOPPING, why);
+                daemon_save(d);
                 continue;
             }
             if (j->state == GANG_STARTING && gang_all_training(g)) {

@@ -26,6 +26,7 @@ void gang_init(struct gang *g)
 {
     memset(g, 0, sizeof *g);
     g->first_exit = -1;
+    g->diverged = -1;
     for (int i = 0; i < STATUS_MAX_RANKS; i++) {
         g->ranks[i].hb_fd = -1;
         g->ranks[i].log_fd = -1;
@@ -403,6 +404,8 @@ static void hb_take_line(struct gang *g, struct rank_proc *rp, const char *line,
     rp->has_hb = true;
     rp->hb_mono = now;
     rp->hb_lines++;
+    if (hb.nonfinite >= HB_DIVERGED_STEPS && g->diverged < 0 && !g->stopping)
+        g->diverged = (int)(rp - g->ranks);
 }
 
 int gang_read_heartbeats(struct gang *g, int idx, double now)
@@ -528,8 +531,11 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
                                        int crashes_in_window, int auto_rollbacks, char *reason,
                                        size_t reasonsz)
 {
-    char how[64];
-    if (exit_signal)
+    char how[96];
+    if (exit_code == POLICY_EXIT_DIVERGED)
+        snprintf(how, sizeof how, "rank %d reported %d consecutive non-finite steps", exit_rank,
+                 HB_DIVERGED_STEPS);
+    else if (exit_signal)
         snprintf(how, sizeof how, "rank %d killed by signal %d", exit_rank, exit_signal);
     else
         snprintf(how, sizeof how, "rank %d exited with code %d", exit_rank, exit_code);
@@ -537,7 +543,7 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
         snprintf(reason, reasonsz, "completed (%s)", how);
         return POLICY_DONE;
     }
-    bool fatal = !exit_signal && policy_exit_is_nonretryable(exit_code);
+    bool fatal = exit_code == POLICY_EXIT_DIVERGED || (!exit_signal && policy_exit_is_nonretryable(exit_code));
     if (promoted) {
         /* A release that was good: an infrastructure fault, never a rollback. */
         if (fatal) {

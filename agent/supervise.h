@@ -22,6 +22,8 @@
 
 /* Every rank finds its heartbeat pipe on fd 3 (single digit, so even dash's >&3 works). */
 #define GANG_HEARTBEAT_FD 3
+/* Consecutive non-finite steps a heartbeat may report before the gang counts as diverged. */
+#define HB_DIVERGED_STEPS 3
 #define RANK_LOG_MAX (64ull << 20) /* a rank log is truncated to 0 past this */
 
 struct rank_proc {
@@ -54,6 +56,9 @@ struct gang {
     bool killed;          /* SIGKILL sent */
     double kill_at;       /* time_mono() when SIGKILL is due */
     int first_exit;       /* index of the first rank that exited on its own; -1 none */
+    int diverged;         /* index of the first rank whose heartbeat reported HB_DIVERGED_STEPS
+                             consecutive non-finite steps (a worker that does not exit on NaN
+                             by itself); -1 none */
 };
 
 void gang_init(struct gang *g);
@@ -128,6 +133,10 @@ bool policy_exit_is_nonretryable(int exit_code);
 /* Decide what to do once a gang ended because rank exit_rank exited with (exit_code,
  * exit_signal).  crashes_in_window counts abnormal exits of this release in the window,
  * including this one.  reason gets a one-line explanation. */
+/* exit_code value for a gang the agent stopped because a rank's heartbeats reported
+ * HB_DIVERGED_STEPS non-finite steps: treated like drover-train's "diverged" exit. */
+#define POLICY_EXIT_DIVERGED (-2)
+
 enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promoted, bool has_good,
                                        int exit_rank, int exit_code, int exit_signal,
                                        int crashes_in_window, int auto_rollbacks, char *reason,

@@ -456,6 +456,10 @@ static void test_policy(void **state)
     assert_true(policy_exit_is_nonretryable(10));
     assert_false(policy_exit_is_nonretryable(5)); /* checkpoint: maybe */
     assert_false(policy_exit_is_nonretryable(1));
+    /* non-finite heartbeats: like diverged */
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, POLICY_EXIT_DIVERGED, 0, 1, 0, why, sizeof why), POLICY_REVERT);
+    assert_non_null(strstr(why, "non-finite"));
+    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, POLICY_EXIT_DIVERGED, 0, 1, 0, why, sizeof why), POLICY_FAIL);
     /* backoff: 1, 2, 4, ... capped at 60 */
     assert_true(policy_backoff(&p, 1) == 1);
     assert_true(policy_backoff(&p, 2) == 2);

@@ -516,6 +516,41 @@ static void test_daemon_probation_deadline(void **state)
     daemon_down();
 }
 
+/* A worker that keeps running with a non-finite loss (a foreign worker that does not exit on
+ * NaN): the agent stops it and, the release never having been promoted, reverts to good. */
+static void test_daemon_nonfinite_heartbeats_revert(void **state)
+{
+    (void)state;
+    char good[RELEASE_ID_LEN + 1], nan[RELEASE_ID_LEN + 1];
+    install("good", good_sh, good);
+    install("nan", "#!/bin/sh\ntrap 'exit 0' TERM\ni=0\nwhile :; do i=$((i+1));"
+                   " echo '{\"v\":1,\"rank\":'$RANK',\"step\":'$i',\"loss\":null,\"nonfinite\":'$i',\"phase\":\"train\"}' >&3;"
+                   " sleep 0.05; done\n",
+            nan);
+    daemon_up();
+    char *r = activate(good, 1);
+    assert_true(reply_ok(r));
+    free(r);
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = RPC_PROMOTE;
+    strcpy(q.job, "train");
+    strcpy(q.release, good);
+    r = call(&q);
+    assert_true(reply_ok(r));
+    free(r);
+    r = activate(nan, 1);
+    assert_true(reply_ok(r));
+    free(r);
+    struct agent_status *st = malloc(sizeof *st);
+    const struct job_status *j = wait_state(st, GANG_REVERTED, 5);
+    assert_int_equal(j->state, GANG_REVERTED);
+    assert_string_equal(j->current, good);
+    assert_non_null(strstr(j->reason, "non-finite"));
+    free(st);
+    daemon_down();
+}
+
 /* Stopping the agent checkpoints-and-stops its gangs (SIGTERM) and the next agent relaunches
  * them; a gang left by an agent that died (here: a fake state.json entry) is stopped first. */
 static void test_daemon_restart_relaunches(void **state)
@@ -580,6 +615,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_crash_loop_reverts_to_good, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_probation_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_nonfinite_heartbeats_revert, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_restart_relaunches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_no_good_release_fails, setup, teardown),
     };
