@@ -213,6 +213,12 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
         fail(p, "the gang on %s failed: %s", cs->label, js->reason[0] ? js->reason : "no reason given");
         return;
     }
+    /* activate and revert return once the gang has started: a stopped gang has ended (a worker
+     * that exits 0 at once is as useless as one that crashes). */
+    if (js->state == GANG_STOPPED && (!js->current[0] || release_matches(js->current, p->release))) {
+        fail(p, "the gang on %s stopped: %s", cs->label, js->reason[0] ? js->reason : "no reason given");
+        return;
+    }
     for (int lr = 0; lr < p->nproc; lr++) {
         int rank = ct * p->nproc + lr;
         const struct rank_status *rs0 = find_rank(js, rank);

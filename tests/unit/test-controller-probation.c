@@ -193,6 +193,16 @@ static void test_crash(void **state)
     assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
     assert_non_null(strstr(probation_reason(p), "h1:102 restarted (restarts 1)"));
     probation_free(p);
+    /* a gang whose worker finished at once */
+    p = new_p(100, 2, 1);
+    make_status(st, 0, 1, NEW, 0, 0, 3.0);
+    st->jobs[0].state = GANG_STOPPED;
+    st->jobs[0].nranks = 0;
+    strcpy(st->jobs[0].reason, "completed (rank 0 exited with code 0)");
+    probation_feed(p, 0, st, 2);
+    assert_int_equal(probation_check(p, 2), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "the gang on h1:101 stopped: completed (rank 0 exited with code 0)");
+    probation_free(p);
     /* a killed rank */
     p = new_p(100, 2, 1);
     make_status(st, 1, 1, NEW, 12, 50000, 3.0);
