@@ -360,6 +360,9 @@ static void job_run_next(struct daemon *d, int i)
         bool same = !strcmp(j->current, rt->next_spec.release);
         int r = state_put_spec(j, &rt->next_spec, NULL);
         if (r < 0) {
+            spec_done(&rt->next_spec);
+            set_state(j, j->state == GANG_STOPPING ? GANG_STOPPED : j->state, "cannot record the job spec");
+            daemon_save(d);
             job_answer(d, i, false, AGENT_EXIT_FAIL, "cannot record the job spec");
             return;
         }
