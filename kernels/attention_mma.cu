@@ -424,7 +424,8 @@ static int am_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int 
 
 template <int HS>
 static int am_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float *lse, const bf16 *qkv,
-                       int B, int T, int C, int NH, cudaStream_t s)
+                       int B, int T, int C, int NH, cudaStream_t s, cudaStream_t s2, cudaEvent_t ev0,
+                       cudaEvent_t ev1)
 {
     size_t sz_kv = sizeof(bf16) * 6 * 64 * (HS + 8) + sizeof(float) * 256;
     size_t sz_q = sizeof(bf16) * 6 * 64 * (HS + 8);
@@ -432,12 +433,24 @@ static int am_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float
     cudaFuncSetAttribute(am_backward_dq_kernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz_q);
     dim3 grid((T + 63) / 64, B * NH);
     float scale = 1.f / sqrtf((float)HS);
-    am_backward_dkv_kernel<HS><<<grid, AM_THREADS, sz_kv, s>>>(dqkv, dout, lse, D, qkv, T, C, NH, scale);
-    int r = kern_check_launch("attention_backward_dkv");
+    // dQ and dK/dV write disjoint parts of dqkv: with a second stream they overlap each other's tail
+    cudaStream_t sq = s;
+    if (s2 && ev0 && ev1) {
+        if (cudaEventRecord(ev0, s) != cudaSuccess || cudaStreamWaitEvent(s2, ev0, 0) != cudaSuccess)
+            return kern_check_launch("attention_backward streams");
+        sq = s2;
+    }
+    am_backward_dq_kernel<HS><<<grid, AM_THREADS, sz_q, sq>>>(dqkv, dout, lse, D, qkv, T, C, NH, scale);
+    int r = kern_check_launch("attention_backward_dq");
     if (r < 0)
         return r;
-    am_backward_dq_kernel<HS><<<grid, AM_THREADS, sz_q, s>>>(dqkv, dout, lse, D, qkv, T, C, NH, scale);
-    return kern_check_launch("attention_backward_dq");
+    am_backward_dkv_kernel<HS><<<grid, AM_THREADS, sz_kv, s>>>(dqkv, dout, lse, D, qkv, T, C, NH, scale);
+    r = kern_check_launch("attention_backward_dkv");
+    if (r < 0 || sq == s)
+        return r;
+    if (cudaEventRecord(ev1, s2) != cudaSuccess || cudaStreamWaitEvent(s, ev1, 0) != cudaSuccess)
+        return kern_check_launch("attention_backward streams");
+    return 0;
 }
 
 extern "C" int kern_attention_forward(kbf16 *out, float *lse, const kbf16 *qkv, int B, int T, int C,
@@ -459,25 +472,35 @@ extern "C" int kern_attention_forward(kbf16 *out, float *lse, const kbf16 *qkv, 
     }
 }
 
-extern "C" int kern_attention_backward(kbf16 *dqkv, float *scratch, const kbf16 *dout, const kbf16 *out,
-                                       const float *lse, const kbf16 *qkv, int B, int T, int C, int NH,
-                                       cudaStream_t s)
+extern "C" int kern_attention_backward2(kbf16 *dqkv, float *scratch, const kbf16 *dout,
+                                        const kbf16 *out, const float *lse, const kbf16 *qkv, int B,
+                                        int T, int C, int NH, cudaStream_t s, cudaStream_t s2,
+                                        cudaEvent_t ev0, cudaEvent_t ev1)
 {
     if (NH <= 0 || C % NH)
         return -EINVAL;
     int r = attention_dot_launch(scratch, (const bf16 *)dout, (const bf16 *)out, B, T, C, NH, s);
     if (r < 0)
         return r;
+    bf16 *dq = (bf16 *)dqkv;
+    const bf16 *o = (const bf16 *)dout, *q = (const bf16 *)qkv;
     switch (C / NH) {
     case 16:
-        return am_backward<16>((bf16 *)dqkv, scratch, (const bf16 *)dout, lse, (const bf16 *)qkv, B, T, C, NH, s);
+        return am_backward<16>(dq, scratch, o, lse, q, B, T, C, NH, s, s2, ev0, ev1);
     case 32:
-        return am_backward<32>((bf16 *)dqkv, scratch, (const bf16 *)dout, lse, (const bf16 *)qkv, B, T, C, NH, s);
+        return am_backward<32>(dq, scratch, o, lse, q, B, T, C, NH, s, s2, ev0, ev1);
     case 64:
-        return am_backward<64>((bf16 *)dqkv, scratch, (const bf16 *)dout, lse, (const bf16 *)qkv, B, T, C, NH, s);
+        return am_backward<64>(dq, scratch, o, lse, q, B, T, C, NH, s, s2, ev0, ev1);
     case 128:
-        return am_backward<128>((bf16 *)dqkv, scratch, (const bf16 *)dout, lse, (const bf16 *)qkv, B, T, C, NH, s);
+        return am_backward<128>(dq, scratch, o, lse, q, B, T, C, NH, s, s2, ev0, ev1);
     default:
         return -EINVAL;
     }
+}
+
+extern "C" int kern_attention_backward(kbf16 *dqkv, float *scratch, const kbf16 *dout, const kbf16 *out,
+                                       const float *lse, const kbf16 *qkv, int B, int T, int C, int NH,
+                                       cudaStream_t s)
+{
+    return kern_attention_backward2(dqkv, scratch, dout, out, lse, qkv, B, T, C, NH, s, NULL, NULL, NULL);
 }

@@ -494,13 +494,13 @@ extern "C" int kern_grad_norm(float *out, float *partial, const float *g, size_t
 
 // ---------------------------------------------------------------- AdamW
 __global__ void adamw_kernel(float *p, bf16 *pbf, const float *g, float *m, float *v,
-                             const float *gscale, size_t n, float lr, float b1, float b2,
+                             const float *norm_scale, size_t n, float lr, float b1, float b2,
                              float eps, float wd, float bc1, float bc2)
 {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i >= n)
+    if (i >= n || !isfinite(norm_scale[0]))
         return;
-    float gr = g[i] * gscale[0];
+    float gr = g[i] * norm_scale[1];
     float mm = b1 * m[i] + (1.f - b1) * gr;
     float vv = b2 * v[i] + (1.f - b2) * gr * gr;
     float mh = mm / bc1, vh = vv / bc2;
@@ -513,13 +513,13 @@ __global__ void adamw_kernel(float *p, bf16 *pbf, const float *g, float *m, floa
 }
 
 extern "C" int kern_adamw(float *p, kbf16 *pbf, const float *g, float *m, float *v,
-                          const float *gscale, size_t n, float lr, float beta1, float beta2,
+                          const float *norm_scale, size_t n, float lr, float beta1, float beta2,
                           float eps, float weight_decay, long t, cudaStream_t s)
 {
     if (n == 0)
         return 0;
     float bc1 = 1.f - powf(beta1, (float)t), bc2 = 1.f - powf(beta2, (float)t);
-    adamw_kernel<<<cdiv(n, 256), 256, 0, s>>>(p, (bf16 *)pbf, g, m, v, gscale, n, lr, beta1, beta2,
+    adamw_kernel<<<cdiv(n, 256), 256, 0, s>>>(p, (bf16 *)pbf, g, m, v, norm_scale, n, lr, beta1, beta2,
                                               eps, weight_decay, bc1, bc2);
     return kern_check_launch("adamw");
 }

@@ -80,6 +80,11 @@ int kern_attention_backward(kbf16 *dqkv, float *scratch, const kbf16 *dout, cons
                             const float *lse, const kbf16 *qkv, int B, int T, int C, int NH,
                             cudaStream_t s);
 
+/* The same, with the dQ kernel on stream s2 so that it overlaps the dK/dV kernel on s: s2 waits
+ * for ev0 recorded on s, s waits for ev1 recorded on s2 (caller-owned stream and events). */
+int kern_attention_backward2(kbf16 *dqkv, float *scratch, const kbf16 *dout, const kbf16 *out,
+                             const float *lse, const kbf16 *qkv, int B, int T, int C, int NH,
+                             cudaStream_t s, cudaStream_t s2, cudaEvent_t ev0, cudaEvent_t ev1);
 /* The first WMMA version of the two above (same contract, slower); kept as a second reference. */
 int kern_attention_forward_ref(kbf16 *out, float *lse, const kbf16 *qkv, int B, int T, int C,
                                int NH, cudaStream_t s);
@@ -104,10 +109,11 @@ int kern_sum(float *out, const float *in, size_t n, cudaStream_t s);
 int kern_grad_norm(float *out, float *partial, const float *g, size_t n, float clip,
                    float grad_scale, cudaStream_t s);
 size_t kern_sumsq_partials(void);
-/* One AdamW step over n fp32 elements (model.h / cpu_adamw_step semantics), gradient multiplied
- * by *gscale (device scalar, from kern_grad_norm out[1]) first; writes the bf16 copy pbf of the
- * updated master params.  tol 1e-5 vs cpu_adamw_step. */
-int kern_adamw(float *p, kbf16 *pbf, const float *g, float *m, float *v, const float *gscale,
+/* One AdamW step over n fp32 elements (model.h / cpu_adamw_step semantics), the gradient
+ * multiplied by norm_scale[1] (device: kern_grad_norm's out) first; does nothing when
+ * norm_scale[0] (the norm) is not finite.  Writes the bf16 copy pbf of the updated master
+ * params.  tol 1e-5 vs cpu_adamw_step. */
+int kern_adamw(float *p, kbf16 *pbf, const float *g, float *m, float *v, const float *norm_scale,
                size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
                long t, cudaStream_t s);
 

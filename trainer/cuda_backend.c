@@ -45,7 +45,8 @@ struct cuda_be {
     size_t nparams;
     size_t off[GPT_NPARAM_TENSORS], size[GPT_NPARAM_TENSORS];
     int device;
-    cudaStream_t stream;
+    cudaStream_t stream, stream2; /* stream2: attention dQ, overlapping dK/dV */
+    cudaEvent_t ev_fork, ev_join;
     struct kern_blas *blas;
     ncclComm_t comm;
 
@@ -174,6 +175,12 @@ static void cuda_destroy(void *p)
     (void)cudaFree(be->arena_grads);
     (void)cudaFree(be->arena_opt);
     (void)cudaFree(be->arena_acts);
+    if (be->ev_fork)
+        (void)cudaEventDestroy(be->ev_fork);
+    if (be->ev_join)
+        (void)cudaEventDestroy(be->ev_join);
+    if (be->stream2)
+        (void)cudaStreamDestroy(be->stream2);
     if (be->stream)
         (void)cudaStreamDestroy(be->stream);
     if (be->h_scalars)
@@ -223,6 +230,9 @@ static int cuda_create_inner(struct cuda_be *be)
 {
     CU(cudaSetDevice(be->device));
     CU(cudaStreamCreateWithFlags(&be->stream, cudaStreamNonBlocking));
+    CU(cudaStreamCreateWithFlags(&be->stream2, cudaStreamNonBlocking));
+    CU(cudaEventCreateWithFlags(&be->ev_fork, cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&be->ev_join, cudaEventDisableTiming));
     CU(cudaMallocHost((void **)&be->h_scalars, 4 * sizeof(float)));
     int r = kern_blas_new(CUBLAS_WORKSPACE_BYTES, &be->blas);
     if (r < 0) {
@@ -461,8 +471,9 @@ static int cuda_run_backward(struct cuda_be *be, const int *inputs)
         KERN(kern_matmul_backward_input(bl, be->datt, be->dres, PL(GPT_ATTPROJW, l), 0, N, C, C, s));
         KERN(kern_matmul_backward_weight(bl, GL(GPT_ATTPROJW, l), be->dres, a->atty, N, C, C, s));
         KERN(kern_bias_backward(GL(GPT_ATTPROJB, l), be->colsum, be->dres, N, C, s));
-        KERN(kern_attention_backward(be->dqkv, be->att_scratch, be->datt, a->atty, a->lse, a->qkv,
-                                     B, T, C, NH, s));
+        KERN(kern_attention_backward2(be->dqkv, be->att_scratch, be->datt, a->atty, a->lse,
+                                      a->qkv, B, T, C, NH, s, be->stream2, be->ev_fork,
+                                      be->ev_join));
         KERN(kern_matmul_backward_input(bl, be->dln, be->dqkv, PL(GPT_QKVW, l), 0, N, C, 3 * C, s));
         KERN(kern_matmul_backward_weight(bl, GL(GPT_QKVW, l), be->dqkv, a->ln1, N, C, 3 * C, s));
         KERN(kern_bias_backward(GL(GPT_QKVB, l), be->colsum, be->dqkv, N, 3 * C, s));
@@ -531,20 +542,17 @@ static int cuda_update(void *p, const struct adamw_hparams *h, float lr, int64_t
     CU(cudaSetDevice(be->device));
     KERN(kern_grad_norm(be->scalars, be->norm_partial, be->grads, be->nparams, h->grad_clip, 1.0f,
                         s));
-    CU(cudaMemcpyAsync(be->h_scalars, be->scalars, sizeof(float), cudaMemcpyDeviceToHost, s));
-    CU(cudaStreamSynchronize(s));
-    float norm = be->h_scalars[0];
-    *ret_grad_norm = norm;
-    if (!isfinite(norm))
-        return 0;
+    /* the AdamW kernels read the norm on the device and leave everything untouched when it is
+     * not finite, so the step needs one host synchronization, at its end */
     for (int i = 0; i < GPT_NPARAM_TENSORS; i++) {
         float wd = gpt_param_decays((enum gpt_param)i) ? h->weight_decay : 0.0f;
         size_t o = be->off[i];
         KERN(kern_adamw(be->params + o, be->pbf + o, be->grads + o, be->m + o, be->v + o,
-                        be->scalars + 1, be->size[i], lr, h->beta1, h->beta2, h->eps, wd, (long)t,
-                        s));
+                        be->scalars, be->size[i], lr, h->beta1, h->beta2, h->eps, wd, (long)t, s));
     }
+    CU(cudaMemcpyAsync(be->h_scalars, be->scalars, sizeof(float), cudaMemcpyDeviceToHost, s));
     CU(cudaStreamSynchronize(s));
+    *ret_grad_norm = be->h_scalars[0];
     return 0;
 }
 

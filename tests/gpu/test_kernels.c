@@ -267,13 +267,19 @@ static void test_optimizer(struct rng *r)
     check("grad_norm clip scale", rel_err(gn + 1, &rs, 1), 1e-5);
     cpu_scale(g, rs, n);
     cpu_adamw_step(p, g, m, v, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 7);
-    KK(kern_adamw(dp, pbf, dg, dm, dv, out + 1, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 7, 0));
+    KK(kern_adamw(dp, pbf, dg, dm, dv, out, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 7, 0));
     float *gp = host_from_f32(dp, n), *gm = host_from_f32(dm, n), *gv = host_from_f32(dv, n);
     float *gb = host_from_bf16(pbf, n);
     check("adamw params", rel_err(gp, p, n), 1e-5);
     check("adamw m", rel_err(gm, m, n), 1e-5);
     check("adamw v", rel_err(gv, v, n), 1e-5);
     check("adamw bf16 copy", rel_err(gb, p, n), 1e-2);
+    /* a non-finite norm leaves everything untouched */
+    float bad[2] = {NAN, 1.0f};
+    CK(cudaMemcpy(out, bad, sizeof bad, cudaMemcpyHostToDevice));
+    KK(kern_adamw(dp, pbf, dg, dm, dv, out, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 8, 0));
+    float *gp2 = host_from_f32(dp, n), *gm2 = host_from_f32(dm, n);
+    check("adamw with a non-finite norm changes nothing", rel_err(gp2, gp, n) + rel_err(gm2, gm, n), 0);
 }
 
 int main(int argc, char **argv)
