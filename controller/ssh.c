@@ -42,19 +42,35 @@ void exec_result_done(struct exec_result *r)
 
 const char *exec_result_reason(const struct exec_result *r, char *buf, size_t buf_sz)
 {
+    /* The last lines of stderr (stdout if stderr is empty), newest last, joined with " | ":
+     * a failing preflight prints its own diagnosis before the agent's one-line verdict. */
     const char *src = r->err && r->err_len ? r->err : (r->out ? r->out : "");
-    size_t n = strlen(src);
-    while (n && (src[n - 1] == '\n' || src[n - 1] == '\r' || src[n - 1] == ' '))
-        n--;
-    size_t start = n;
-    while (start && src[start - 1] != '\n')
-        start--;
-    size_t len = n - start;
-    if (len >= buf_sz)
-        len = buf_sz - 1;
-    memcpy(buf, src + start, len);
-    buf[len] = '\0';
-    if (!len)
+    const char *lines[3];
+    size_t lens[3];
+    int n = 0;
+    size_t end = strlen(src);
+    while (n < 3 && end > 0) {
+        while (end && (src[end - 1] == '\n' || src[end - 1] == '\r' || src[end - 1] == ' '))
+            end--;
+        if (!end)
+            break;
+        size_t start = end;
+        while (start && src[start - 1] != '\n')
+            start--;
+        lines[n] = src + start;
+        lens[n] = end - start;
+        n++;
+        end = start;
+    }
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = n - 1; i >= 0 && off + 1 < buf_sz; i--) {
+        int w = snprintf(buf + off, buf_sz - off, "%s%.*s", off ? " | " : "", (int)lens[i], lines[i]);
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+    if (!n)
         snprintf(buf, buf_sz, "exit status %d, no message", r->status);
     return buf;
 }

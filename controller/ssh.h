@@ -52,7 +52,8 @@ struct exec_result {
 #define EXEC_OUT_MAX (1u << 20)
 #define EXEC_ERR_MAX (16u << 10)
 void exec_result_done(struct exec_result *r);
-/* Last line of stderr (or stdout if stderr is empty), trimmed, for one-line reasons. */
+/* The last (up to 3) lines of stderr (or stdout if stderr is empty), trimmed and joined with
+ * " | ", for one-line reasons.  Writes into buf and returns it. */
 const char *exec_result_reason(const struct exec_result *r, char *buf, size_t buf_sz);
 
 /* Run one shell command line (see quote.h) on an exec channel; waits up to timeout_s.

@@ -1,8 +1,9 @@
 /* controller/top.c: `drover top`, the live fleet dashboard (ncursesw), and `drover top --once`
  * (one text frame on stdout).  Owns the screen, the keys and the options; the data comes from
  * top_poll.c's threads and every cell from top_model.c.  The input loop never waits on a host:
- * it only copies the newest snapshot.  It has no action that changes the fleet (so --readonly
- * has nothing to remove today); any future one must ask for a confirmation naming its targets.
+ * it only copies the newest snapshot.  Its one action that changes the fleet (R: roll a job
+ * back, by running `drover rollback --job J` as a child with its output in a log file) asks
+ * first, naming the job, its containers and the release it goes to; --readonly removes it.
  * While the screen is up, stderr goes to /dev/null so that no log line can tear the frame.
  */
 #include <curses.h>
@@ -15,7 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,7 +42,8 @@ static void usage_top(FILE *fp)
     fprintf(fp, "usage: drover top [--once [--width N] [--timeout S]] [-n|--interval S] [--ascii]\n"
                 "                  [--flat] [--sort] [--filter TEXT] [--readonly]\n"
                 "keys: q quit, arrows/j k move, enter fold/unfold, / filter, s sort (problems\n"
-                "first), t tree/flat, + - refresh interval, l recent events, ? help\n");
+                "first), t tree/flat, + - refresh interval, l recent events, R roll back the selected\n"
+                "job (asks first; not with --readonly), ? help\n");
 }
 
 static bool locale_is_utf8(void)
@@ -137,10 +142,15 @@ struct ui {
     int64_t sel_key;
     bool color;
     int interval_idx;
-    enum { MODE_TABLE, MODE_FILTER, MODE_HELP, MODE_EVENTS } mode;
+    enum { MODE_TABLE, MODE_FILTER, MODE_HELP, MODE_EVENTS, MODE_CONFIRM } mode;
+    int confirm_job;         /* job index the confirmation is about */
+    char confirm[900];       /* the question, naming the targets */
+    pid_t action_pid;        /* running `drover rollback`, 0 none */
+    char action_job[INV_NAME_MAX];
+    char action_log[INV_PATH_MAX + 64];
     char filter_edit[TOP_FILTER_MAX];
     char events_title[400];
-    char msg[200];           /* one-line message in the footer */
+    char msg[640];           /* one-line message in the footer */
     double msg_until;
 };
 
@@ -261,13 +271,15 @@ static const char help_text[] =
     "t            tree (host > container > rank) or flat (one row per rank)\n"
     "+ -          refresh interval (0.5s .. 60s; 2s by default)\n"
     "l            recent events of the selected container (its agent's journal)\n"
+    "R            roll the selected container's job back (drover rollback --job J), after a\n"
+    "             confirmation naming the job, its containers and the release; not with --readonly\n"
     "?            this help\n"
     "\n"
     "STATE red: unreachable, failed, reverted, stalled, backoff.  LOSS red: not finite.\n"
     "KTOK/S red: below (1 - tolerance) x the job's baseline share.  HB yellow: late (> 2x the\n"
     "step time, at least 1s), red: stalled (> 5x).  REL*: differs from the job's target.\n"
     "Dimmed rows: no fresh data (host or agent not answering); values are the last known.\n"
-    "This dashboard only reads: it has no action that changes the fleet.\n";
+    "R is the only key that changes the fleet; everything else only reads.\n";
 
 static void draw(struct ui *u)
 {
@@ -324,18 +336,20 @@ static void draw(struct ui *u)
     if (u->sel >= 0 && u->sel < u->nrows)
         u->sel_key = u->rows[u->sel].key;
     /* footer */
-    char foot[600];
+    char foot[1200];
     if (u->mode == MODE_FILTER)
         snprintf(foot, sizeof foot, "filter: %s_   (enter apply, esc cancel)", u->filter_edit);
+    else if (u->mode == MODE_CONFIRM)
+        snprintf(foot, sizeof foot, "%s", u->confirm);
     else if (u->msg[0] && now < u->msg_until)
         snprintf(foot, sizeof foot, "%s", u->msg);
     else
-        snprintf(foot, sizeof foot, "q quit  %s move  enter fold  / filter%s%s  s sort  t %s  +- %gs  l events  ? help%s",
+        snprintf(foot, sizeof foot, "q quit  %s move  enter fold  / filter%s%s  s sort  t %s  +- %gs  l events  %s? help",
                  u->v.ascii ? "up/dn" : "\u2191\u2193", u->v.filter[0] ? "=" : "", u->v.filter,
                  u->v.flat ? "tree" : "flat", intervals[u->interval_idx],
-                 u->o->readonly ? "  [readonly]" : "");
+                 u->o->readonly ? "[readonly]  " : "R rollback  ");
     if (LINES > 1)
-        put_line(LINES - 1, foot, A_REVERSE);
+        put_line(LINES - 1, foot, u->mode == MODE_CONFIRM ? (A_REVERSE | A_BOLD) : A_REVERSE);
     if (u->mode == MODE_HELP)
         draw_box(u, "drover top: keys and colours", help_text);
     else if (u->mode == MODE_EVENTS) {
@@ -381,11 +395,96 @@ static void show_events(struct ui *u)
     u->mode = MODE_EVENTS;
 }
 
+static void ask_rollback(struct ui *u)
+{
+    if (u->o->readonly) {
+        snprintf(u->msg, sizeof u->msg, "read-only (--readonly): no actions");
+        u->msg_until = time_mono() + 3;
+        return;
+    }
+    if (u->action_pid > 0) {
+        snprintf(u->msg, sizeof u->msg, "a rollback of '%s' is still running (log: %s)", u->action_job,
+                 u->action_log);
+        u->msg_until = time_mono() + 3;
+        return;
+    }
+    if (u->sel < 0 || u->sel >= u->nrows || u->rows[u->sel].ct < 0) {
+        snprintf(u->msg, sizeof u->msg, "select a container or rank of the job to roll back");
+        u->msg_until = time_mono() + 3;
+        return;
+    }
+    int job = u->s.cts[u->rows[u->sel].ct].job;
+    const struct inv_job *ij = &u->f->inv->jobs[job];
+    bool to_good;
+    const char *target = top_rollback_target(&u->s, job, &to_good);
+    if (!target[0]) {
+        snprintf(u->msg, sizeof u->msg, "job '%s' has no release to roll back to", ij->name);
+        u->msg_until = time_mono() + 3;
+        return;
+    }
+    size_t len = (size_t)snprintf(u->confirm, sizeof u->confirm, "Roll back job '%s' on", ij->name);
+    for (int i = 0; i < ij->ncts && len < sizeof u->confirm; i++)
+        len += (size_t)snprintf(u->confirm + len, sizeof u->confirm - len, " %s", ij->cts[i].label);
+    if (len < sizeof u->confirm)
+        snprintf(u->confirm + len, sizeof u->confirm - len, " to %.12s (%s)? y to confirm, any other key cancels",
+                 target, to_good ? "its last good release" : "the release before the good one");
+    u->confirm_job = job;
+    u->mode = MODE_CONFIRM;
+}
+
+extern char **environ;
+
+static void start_rollback(struct ui *u)
+{
+    const struct inv_job *ij = &u->f->inv->jobs[u->confirm_job];
+    snprintf(u->action_log, sizeof u->action_log, "%s/top-rollback-%s.log", u->f->inv->state_dir, ij->name);
+    (void)str_copy(u->action_job, sizeof u->action_job, ij->name);
+    const char *argv[] = { "drover", "-i", u->f->inv->path, "rollback", "--job", ij->name, NULL };
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, u->action_log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    int r = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (r != 0) {
+        snprintf(u->msg, sizeof u->msg, "cannot start drover rollback: %s", strerror(r));
+        u->msg_until = time_mono() + 5;
+        return;
+    }
+    u->action_pid = pid;
+    snprintf(u->msg, sizeof u->msg, "rolling back '%s' (log: %s)", ij->name, u->action_log);
+    u->msg_until = time_mono() + 5;
+}
+
+static void reap_action(struct ui *u)
+{
+    int st;
+    if (u->action_pid <= 0 || waitpid(u->action_pid, &st, WNOHANG) != u->action_pid)
+        return;
+    u->action_pid = 0;
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    snprintf(u->msg, sizeof u->msg, "rollback of '%s' %s (exit %d; log: %s)", u->action_job,
+             code == 0 ? "done" : "FAILED", code, u->action_log);
+    u->msg_until = time_mono() + 15;
+}
+
 /* Handle one key; false to quit. */
 static bool handle_key(struct ui *u, int ch)
 {
     if (u->mode == MODE_HELP || u->mode == MODE_EVENTS) {
         u->mode = MODE_TABLE;
+        return true;
+    }
+    if (u->mode == MODE_CONFIRM) {
+        u->mode = MODE_TABLE;
+        if (ch == 'y' || ch == 'Y')
+            start_rollback(u);
+        else {
+            snprintf(u->msg, sizeof u->msg, "cancelled: nothing was changed");
+            u->msg_until = time_mono() + 3;
+        }
         return true;
     }
     if (u->mode == MODE_FILTER) {
@@ -471,6 +570,9 @@ static bool handle_key(struct ui *u, int ch)
     case 'L':
         show_events(u);
         break;
+    case 'R':
+        ask_rollback(u);
+        break;
     default:
         break;
     }
@@ -551,6 +653,7 @@ static int top_screen(struct fleet *f, struct top_opts *o)
             redraw = true;
             /* drain what else is queued before drawing */
         }
+        reap_action(&u);
         /* redraw: on a key, on new data (at most every 0.5 s) and once per interval (ages) */
         double interval = intervals[u.interval_idx];
         int seq = top_poll_seq(u.p);
@@ -567,6 +670,9 @@ static int top_screen(struct fleet *f, struct top_opts *o)
         }
     }
     endwin();
+    if (u.action_pid > 0)
+        fprintf(stdout, "drover rollback --job %s still runs (pid %d); its log: %s\n", u.action_job,
+                (int)u.action_pid, u.action_log);
     if (saved_err >= 0) {
         (void)dup2(saved_err, STDERR_FILENO);
         close(saved_err);

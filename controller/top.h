@@ -86,6 +86,7 @@ struct top_ct {
     bool has_job;          /* the newest document knew this job */
     enum gang_state gang;
     char release[RELEASE_ID_LEN + 1], current[RELEASE_ID_LEN + 1], good[RELEASE_ID_LEN + 1];
+    char previous[RELEASE_ID_LEN + 1];
     int restarts;
     double age_s;          /* seconds since this gang generation started, at doc time */
     char reason[256];
@@ -277,6 +278,11 @@ void top_poll_stop(struct top_poll *p, double wait_s);
 void top_poll_set_interval(struct top_poll *p, double interval_s);
 /* Copy the current snapshot into dst (allocating dst->cts on first use). */
 int top_poll_snapshot(struct top_poll *p, struct top_snapshot *dst);
+/* What `drover rollback --job` would return the job of container ct to, as the containers
+ * report it: the last good release when the job runs one never promoted, else the previous
+ * one.  "" when unknown (nothing seen) or there is nothing to go back to. */
+const char *top_rollback_target(const struct top_snapshot *s, int job, bool *ret_to_good);
+
 /* Ask for container ct's newest `max` events (fetched by its host's thread).  Then
  * top_poll_events() returns 1 with the lines once there, 0 while pending, -errno on failure
  * (message in err). */

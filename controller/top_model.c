@@ -81,7 +81,7 @@ void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char 
     if (!js) {
         ct->gang = GANG_STOPPED;
         ct->nranks = 0;
-        ct->release[0] = ct->current[0] = ct->good[0] = ct->reason[0] = '\0';
+        ct->release[0] = ct->current[0] = ct->good[0] = ct->previous[0] = ct->reason[0] = '\0';
         ct->restarts = 0;
         ct->age_s = -1;
         return;
@@ -90,6 +90,7 @@ void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char 
     (void)str_copy(ct->release, sizeof ct->release, js->release);
     (void)str_copy(ct->current, sizeof ct->current, js->current);
     (void)str_copy(ct->good, sizeof ct->good, js->good);
+    (void)str_copy(ct->previous, sizeof ct->previous, js->previous);
     (void)str_copy(ct->reason, sizeof ct->reason, js->reason);
     ct->restarts = js->restarts;
     ct->age_s = js->age_s;
@@ -1254,6 +1255,23 @@ int top_render_text(const struct top_snapshot *s, const struct inventory *inv,
     }
     *ret_text = b.p;
     return 0;
+}
+
+const char *top_rollback_target(const struct top_snapshot *s, int job, bool *ret_to_good)
+{
+    for (int i = 0; i < s->ncts; i++) {
+        const struct top_ct *ct = &s->cts[i];
+        if (ct->job != job || !ct->has_job || !ct->current[0])
+            continue;
+        if (ct->good[0] && strcmp(ct->current, ct->good) != 0) {
+            *ret_to_good = true;
+            return ct->good;
+        }
+        *ret_to_good = false;
+        return ct->previous[0] && strcmp(ct->previous, ct->current) != 0 ? ct->previous : "";
+    }
+    *ret_to_good = false;
+    return "";
 }
 
 /* ------------------------------------------------------------------ events */

@@ -83,6 +83,10 @@ static void test_local_exec(void **state)
     char reason[64];
     assert_string_equal(exec_result_reason(&res, reason, sizeof reason), "err");
     exec_result_done(&res);
+    const char *multi[] = { "sh", "-c", "printf 'a\\nb\\n\\nc\\nd\\n' >&2; exit 1", NULL };
+    assert_int_equal(conn_run(c, multi, 5, &res), 0);
+    assert_string_equal(exec_result_reason(&res, reason, sizeof reason), "b | c | d");
+    exec_result_done(&res);
     /* killed by a signal: 128 + N */
     const char *kill9[] = { "sh", "-c", "kill -9 $$", NULL };
     assert_int_equal(conn_run(c, kill9, 5, &res), 0);
