@@ -5,6 +5,7 @@
  * writes into a container's filesystem from the host side.
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,8 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     log_init("drover");
+    /* A host or stream that goes away must show up as an error return, not kill the process. */
+    signal(SIGPIPE, SIG_IGN);
     log_set_level(LOG_LVL_INFO);
     const char *inv_arg = NULL;
     int c;
