@@ -611,6 +611,12 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[vi], "-h") || !strcmp(argv[vi], "--help")) {
             usage(stdout);
             return 0;
+        } else if (!strncmp(argv[vi], "--root=", 7)) {
+            (void)str_copy(c.root, sizeof c.root, argv[vi] + 7);
+            vi++;
+        } else if (!strncmp(argv[vi], "--socket=", 9)) {
+            (void)str_copy(c.socket, sizeof c.socket, argv[vi] + 9);
+            vi++;
         } else if (vi + 1 < argc && !strcmp(argv[vi], "--root")) {
             (void)str_copy(c.root, sizeof c.root, argv[vi + 1]);
             vi += 2;
