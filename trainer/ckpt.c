@@ -234,7 +234,7 @@ int ckpt_read(const char *path, const struct gpt_config *model, struct ckpt_meta
         goto out;
     }
     if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != CKPT_HEADER_BYTES + 3 * (uint64_t)nb + CKPT_FOOTER_BYTES) {
-        r = st.st_size >= CKPT_HEADER_BYTES ? -EBADMSG : -EBADMSG;
+        r = -EBADMSG;
         /* a file of another shape has another size: tell the caller which it is */
         uint8_t h[CKPT_HEADER_BYTES];
         struct ckpt_meta tmp;

@@ -8,7 +8,7 @@
 
 struct train_faults {
     double slow;             /* >= 1: stretch each step to slow x its time by sleeping; 0 off */
-    double warmup_slow;      /* seconds from start during which slow=2 applies (if slow unset) */
+    double warmup_slow;      /* > 0: slow (default 2) applies only this many seconds from start */
     int64_t crash_at;        /* abort() when starting this step (1-based count); -1 off */
     int64_t hang_at;         /* block forever (ignoring SIGTERM) at this step; -1 off */
     int64_t nan_at;          /* from this step on the loss is NaN; -1 off */

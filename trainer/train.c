@@ -329,8 +329,8 @@ static int train_loop(struct run *r)
         run_steps++;
         double dt = time_mono() - t0;
         double slow = r->faults.slow;
-        if (slow < 1 && r->faults.warmup_slow > 0 && time_mono() - r->t_start < r->faults.warmup_slow)
-            slow = 2;
+        if (r->faults.warmup_slow > 0) /* slow (default 2x) only during the first seconds */
+            slow = time_mono() - r->t_start < r->faults.warmup_slow ? (slow > 1 ? slow : 2) : 1;
         if (slow > 1) {
             sleep_s(dt * (slow - 1));
             dt = time_mono() - t0;
@@ -400,6 +400,7 @@ int train_run(const struct train_args *a)
     r.t_start = time_mono();
     heartbeat_init(&r.hb);
     r.hb.pid = getpid();
+    (void)signal(SIGPIPE, SIG_IGN); /* a closed heartbeat pipe or peer socket is an error, not death */
 
     /* heartbeat first, so that even a config error reaches the agent */
     int fd;
@@ -464,7 +465,6 @@ int train_run(const struct train_args *a)
     sigemptyset(&sa.sa_mask);
     (void)sigaction(SIGTERM, &sa, NULL);
     (void)sigaction(SIGINT, &sa, NULL);
-    (void)signal(SIGPIPE, SIG_IGN);
 
     int code = TX_OK;
     if (r.world > 1) {
