@@ -307,6 +307,43 @@ static void daemon_gc(struct daemon *d)
 static void job_after_exit(struct daemon *d, int i);
 static uint64_t proc_starttime(pid_t pid);
 
+static bool pid_in_our_gangs(pid_t pid, void *ud)
+{
+    struct daemon *d = ud;
+    pid_t pg = getpgid(pid);
+    for (int i = 0; i < d->st.njobs; i++)
+        if (d->rt[i].gang.pgid > 0 && pg == d->rt[i].gang.pgid)
+            return true;
+    return false;
+}
+
+/* Before a gang starts: anything else still holding a GPU node (a child of an old worker that
+ * left the process group) is reported, not killed: it may belong to something we do not own. */
+static void daemon_report_gpu_holders(struct daemon *d, const struct job_rec *j)
+{
+    pid_t pids[8];
+    int n = gpu_find_holders(pids, (int)ARRAY_SIZE(pids), pid_in_our_gangs, d);
+    if (n <= 0)
+        return;
+    char list[200] = "";
+    size_t len = 0;
+    for (int k = 0; k < n && k < (int)ARRAY_SIZE(pids); k++) {
+        char comm[32] = "?", p[48];
+        snprintf(p, sizeof p, "/proc/%d/comm", (int)pids[k]);
+        FILE *f = fopen(p, "re");
+        if (f) {
+            if (fgets(comm, sizeof comm, f))
+                comm[strcspn(comm, "\n")] = '\0';
+            fclose(f);
+        }
+        int w = snprintf(list + len, sizeof list - len, "%s%d (%s)", k ? ", " : "", (int)pids[k], comm);
+        if (w < 0 || (size_t)w >= sizeof list - len)
+            break;
+        len += (size_t)w;
+    }
+    daemon_event(d, j, "lingering", j->current, "%d process(es) outside any gang hold a GPU: %s", n, list);
+}
+
 /* Start the gang of j's current release.  On failure the job is handled like a gang that
  * could not run (policy with a non-retryable outcome). */
 static int job_start(struct daemon *d, int i, enum gang_state state_after, const char *reason)
@@ -321,6 +358,7 @@ static int job_start(struct daemon *d, int i, enum gang_state state_after, const
         daemon_save(d);
         return -ENOENT;
     }
+    daemon_report_gpu_holders(d, j);
     int r = gang_check_exec(&d->store, s, err, sizeof err);
     if (r == 0)
         r = gang_start(&rt->gang, &d->store, j->job, s, j->generation + 1, err, sizeof err);

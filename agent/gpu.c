@@ -3,7 +3,11 @@
  * Read-only: never changes a device setting. */
 #include "agent/gpu.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -73,4 +77,59 @@ void gpu_query(int index, struct gpu_status *ret)
     ret->mem_total = (int64_t)m.total;
     ret->temp = t;
     ret->slowdown_temp = slow;
+}
+
+static bool fd_is_gpu(const char *target)
+{
+    /* /dev/nvidia0, /dev/nvidia1, ...: the per-GPU nodes, not nvidiactl / nvidia-uvm */
+    if (strncmp(target, "/dev/nvidia", 11) != 0)
+        return false;
+    const char *p = target + 11;
+    if (*p < '0' || *p > '9')
+        return false;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return *p == '\0';
+}
+
+int gpu_find_holders(pid_t *ret_pids, int max, bool (*skip)(pid_t pid, void *ud), void *ud)
+{
+    DIR *proc = opendir("/proc");
+    if (!proc)
+        return 0;
+    int n = 0;
+    pid_t self = getpid();
+    struct dirent *de;
+    while ((de = readdir(proc))) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == self || (skip && skip((pid_t)pid, ud)))
+            continue;
+        char dir[64];
+        snprintf(dir, sizeof dir, "/proc/%ld/fd", pid);
+        DIR *fds = opendir(dir);
+        if (!fds)
+            continue;
+        struct dirent *fe;
+        bool holds = false;
+        while (!holds && (fe = readdir(fds))) {
+            char link[64 + sizeof fe->d_name], target[64];
+            if (fe->d_name[0] == '.')
+                continue;
+            snprintf(link, sizeof link, "%s/%s", dir, fe->d_name);
+            ssize_t len = readlink(link, target, sizeof target - 1);
+            if (len <= 0)
+                continue;
+            target[len] = '\0';
+            holds = fd_is_gpu(target);
+        }
+        closedir(fds);
+        if (holds) {
+            if (n < max)
+                ret_pids[n] = (pid_t)pid;
+            n++;
+        }
+    }
+    closedir(proc);
+    return n;
 }

@@ -3,6 +3,8 @@
 #define DROVER_AGENT_GPU_H
 
 #include <errno.h>
+#include <stdbool.h>
+#include <sys/types.h>
 
 #include "common/status.h"
 
@@ -11,5 +13,11 @@ int gpu_open(void);
 /* Figures for the device with this NVML index (the CUDA_VISIBLE_DEVICES entry of the rank);
  * ret->valid false when unknown.  Never fails. */
 void gpu_query(int index, struct gpu_status *ret);
+
+/* Processes holding a GPU device node (/dev/nvidia<N>) open, skipping those for which skip(pid,
+ * ud) is true (our own live gangs).  Up to max pids into ret_pids; returns how many were found
+ * (may exceed max).  Reads /proc only; on machines without GPUs returns 0.  Cases-field C13:
+ * a killed trainer's child can keep GPU memory, invisible to nvidia-smi in the container. */
+int gpu_find_holders(pid_t *ret_pids, int max, bool (*skip)(pid_t pid, void *ud), void *ud);
 
 #endif
