@@ -96,6 +96,8 @@ static int agent_call(struct deploy *d, const struct inv_ct *ct, const char *con
     }
     struct exec_result res;
     r = pct_run_agent(c, ct, args, timeout_s, &res);
+    if (r == -EIO && fleet_drop_if_dead(d->f, ct->host) && fleet_conn(d->f, ct->host, &c) == 0)
+        r = pct_run_agent(c, ct, args, timeout_s, &res); /* once, on a fresh session */
     if (r < 0) {
         snprintf(err, err_sz, "%s: %s", ct->label, c->err);
         return r;
@@ -337,8 +339,22 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
                 log_debug("%s: status stream ended; reopening", ct->label);
                 conn_stream_free(streams[i]);
                 streams[i] = NULL;
+                struct conn *hc = d->f->conns[ct->host];
+                if (hc && hc->ssh && !ssh_conn_is_alive(hc->ssh)) {
+                    /* The session is gone: free every stream on it, then reconnect. */
+                    for (int k = 0; k < j->ncts; k++)
+                        if (j->cts[k].host == ct->host) {
+                            conn_stream_free(streams[k]);
+                            streams[k] = NULL;
+                        }
+                    (void)fleet_drop_if_dead(d->f, ct->host);
+                }
             }
         }
+        nconns = 0;
+        for (int h = 0; h < INV_MAX_HOSTS; h++)
+            if (d->f->conns[h])
+                conns[nconns++] = d->f->conns[h];
         now = time_mono();
         v = probation_check(p, now);
         if (v == PROBATION_PENDING && now - last_print >= (tty ? 1 : 10)) {

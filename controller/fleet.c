@@ -52,6 +52,17 @@ int fleet_conn(struct fleet *f, int host, struct conn **ret_conn)
     return 0;
 }
 
+bool fleet_drop_if_dead(struct fleet *f, int host)
+{
+    struct conn *c = f->conns[host];
+    if (!c || !c->ssh || ssh_conn_is_alive(c->ssh))
+        return false;
+    log_warn("host '%s': SSH session dropped; reconnecting", f->inv->hosts[host].name);
+    conn_free(c);
+    f->conns[host] = NULL;
+    return true;
+}
+
 int fleet_agent_status(struct fleet *f, const struct inv_ct *ct, struct agent_status *ret_st,
                        char *err, size_t err_sz)
 {

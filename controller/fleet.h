@@ -39,6 +39,10 @@ void fleet_done(struct fleet *f);
  * the trust hint for host keys) and remembered; later calls return the same -errno at once. */
 int fleet_conn(struct fleet *f, int host, struct conn **ret_conn);
 
+/* After a failure on host's connection: if its SSH session is dead, free it (the caller must
+ * have freed every stream on it) so the next fleet_conn() reconnects.  true when dropped. */
+bool fleet_drop_if_dead(struct fleet *f, int host);
+
 /* `drover-agent status --json` in ct, parsed.  -errno with a message in err: -EHOSTDOWN when
  * the container is stopped, -EIO when the agent does not answer, or the connection's error. */
 int fleet_agent_status(struct fleet *f, const struct inv_ct *ct, struct agent_status *ret_st,

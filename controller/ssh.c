@@ -229,6 +229,11 @@ void ssh_conn_free(struct ssh_conn *c)
     free(c);
 }
 
+bool ssh_conn_is_alive(struct ssh_conn *c)
+{
+    return ssh_is_connected(c->s) != 0;
+}
+
 int ssh_conn_fd(struct ssh_conn *c)
 {
     return ssh_get_fd(c->s);

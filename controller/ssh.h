@@ -68,6 +68,8 @@ int ssh_stream_open(struct ssh_conn *c, const char *cmdline, struct ssh_stream *
  * -EPIPE at end of stream, -EIO on error.  Never blocks. */
 int ssh_stream_read(struct ssh_stream *s, char *buf, size_t buf_sz);
 int ssh_conn_fd(struct ssh_conn *c);
+/* false once the session has dropped (peer gone, socket error): reconnect. */
+bool ssh_conn_is_alive(struct ssh_conn *c);
 void ssh_stream_free(struct ssh_stream *s);
 
 /* Upload local_path to remote_path by SFTP: write "<remote_path>.part.<pid>" (0600) in
