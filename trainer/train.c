@@ -367,10 +367,12 @@ static int train_loop(struct run *r)
             return fail(r, TX_DIVERGED, "diverged: non-finite loss");
         }
         if (r->rank == 0 && r->cfg.log_every > 0 && (run_steps == 1 || r->step % r->cfg.log_every == 0)) {
-            log_info("step %lld%s%lld loss %.4f (avg %.4f) lr %.2e norm %.3f %.1f ms %.1f Ktok/s",
-                     (long long)r->step, r->cfg.max_steps ? "/" : "", (long long)r->cfg.max_steps,
-                     (double)loss, loss_n ? loss_sum / loss_n : NAN, (double)lr, (double)gnorm,
-                     dt * 1e3, (double)bt * r->world / dt / 1e3);
+            char of[32] = "";
+            if (r->cfg.max_steps > 0)
+                snprintf(of, sizeof of, "/%lld", (long long)r->cfg.max_steps);
+            log_info("step %lld%s loss %.4f (avg %.4f over %d) lr %.2e norm %.3f %.1f ms %.1f Ktok/s",
+                     (long long)r->step, of, (double)loss, loss_n ? loss_sum / loss_n : 0.0, loss_n,
+                     (double)lr, (double)gnorm, dt * 1e3, (double)bt * r->world / dt / 1e3);
             loss_sum = 0;
             loss_n = 0;
         }
