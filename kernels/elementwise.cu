@@ -281,7 +281,119 @@ __global__ void colsum_final_kernel(float *dw, float *db, const float *part_w,
 
 extern "C" size_t kern_colsum_scratch_floats(int C)
 {
-    return (size_t)2 * COLSUM_RG * C;
+    return (size_t)2 * (COLSUM_RG > 264 ? COLSUM_RG : 264) * C; /* 264: LNB_GRID below */
+}
+
+// Fused LayerNorm backward: one warp per row as above, and the same warp accumulates dweight and
+// dbias for its rows in registers (lane owns columns lane*8 + 256*i); the 8 warps of a block
+// reduce through shared memory in warp order and the block writes one partial row; a final kernel
+// adds the LNB_GRID partials in order.  One pass over dout and inp instead of two.
+#define LNB_GRID 264
+template <int NCH>
+__global__ void __launch_bounds__(256) layernorm_backward_fused_kernel(
+    bf16 *dinp, float *part_w, float *part_b, const bf16 *dout, const bf16 *inp, const bf16 *w,
+    const float *mean, const float *rstd, int N, int C)
+{
+    __shared__ float red[8][256 * NCH > 2048 ? 2048 : 256 * NCH];
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    float aw[NCH][8], ab[NCH][8], wv[NCH][8];
+#pragma unroll
+    for (int i = 0; i < NCH; i++) {
+        int c = lane * 8 + 256 * i;
+        bf16x8 x8;
+        if (c < C)
+            x8 = load8(w + c);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            aw[i][k] = ab[i][k] = 0.f;
+            wv[i][k] = c < C ? __bfloat162float(x8.v[k]) : 0.f;
+        }
+    }
+    for (int row = blockIdx.x * 8 + warp; row < N; row += gridDim.x * 8) {
+        const bf16 *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
+        float m = mean[row], rs = rstd[row];
+        float xh[NCH][8], dv[NCH][8];
+        float a = 0.f, b = 0.f;
+#pragma unroll
+        for (int i = 0; i < NCH; i++) {
+            int c = lane * 8 + 256 * i;
+            if (c < C) {
+                bf16x8 xv = load8(x + c), dvv = load8(dy + c);
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    xh[i][k] = (__bfloat162float(xv.v[k]) - m) * rs;
+                    dv[i][k] = __bfloat162float(dvv.v[k]);
+                    float dn = dv[i][k] * wv[i][k];
+                    a += dn;
+                    b += dn * xh[i][k];
+                }
+            }
+        }
+        a = warp_sum(a) / C;
+        b = warp_sum(b) / C;
+        bf16 *dx = dinp + (size_t)row * C;
+#pragma unroll
+        for (int i = 0; i < NCH; i++) {
+            int c = lane * 8 + 256 * i;
+            if (c < C) {
+                bf16x8 ov = load8(dx + c);
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    float dn = dv[i][k] * wv[i][k];
+                    ov.v[k] = __float2bfloat16_rn(__bfloat162float(ov.v[k]) +
+                                                  (dn - a - xh[i][k] * b) * rs);
+                    aw[i][k] += dv[i][k] * xh[i][k];
+                    ab[i][k] += dv[i][k];
+                }
+                store8(dx + c, ov);
+            }
+        }
+    }
+    // block reduction, dweight then dbias, in warp order
+    for (int pass = 0; pass < 2; pass++) {
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < NCH; i++)
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                red[warp][lane * 8 + 256 * i + k] = pass ? ab[i][k] : aw[i][k];
+        __syncthreads();
+        float *dst = (pass ? part_b : part_w) + (size_t)blockIdx.x * C;
+        for (int c = threadIdx.x; c < C; c += 256) {
+            float acc = 0.f;
+            for (int y = 0; y < 8; y++)
+                acc += red[y][c];
+            dst[c] = acc;
+        }
+    }
+}
+
+__global__ void lnb_final_kernel(float *dw, float *db, const float *part_w, const float *part_b,
+                                 int C)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C)
+        return;
+    float w = 0.f, b = 0.f;
+    for (int g = 0; g < LNB_GRID; g++) {
+        w += part_w[(size_t)g * C + c];
+        b += part_b[(size_t)g * C + c];
+    }
+    dw[c] += w;
+    db[c] += b;
+}
+
+template <int NCH>
+static int layernorm_backward_fused(bf16 *dinp, float *dweight, float *dbias, float *scratch,
+                                    const bf16 *dout, const bf16 *inp, const bf16 *w,
+                                    const float *mean, const float *rstd, int N, int C,
+                                    cudaStream_t s)
+{
+    float *pw = scratch, *pb = scratch + (size_t)LNB_GRID * C;
+    layernorm_backward_fused_kernel<NCH><<<LNB_GRID, 256, 0, s>>>(dinp, pw, pb, dout, inp, w, mean,
+                                                                  rstd, N, C);
+    lnb_final_kernel<<<cdiv(C, 256), 256, 0, s>>>(dweight, dbias, pw, pb, C);
+    return kern_check_launch("layernorm_backward_fused");
 }
 
 extern "C" int kern_layernorm_backward(kbf16 *dinp, float *dweight, float *dbias, float *scratch,
@@ -291,6 +403,22 @@ extern "C" int kern_layernorm_backward(kbf16 *dinp, float *dweight, float *dbias
 {
     if (C % 8)
         return -EINVAL;
+    switch ((C + 255) / 256) { /* registers hold the row: widths up to 1024 take the fused path */
+    case 1:
+        return layernorm_backward_fused<1>((bf16 *)dinp, dweight, dbias, scratch, (const bf16 *)dout,
+                                           (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C, s);
+    case 2:
+        return layernorm_backward_fused<2>((bf16 *)dinp, dweight, dbias, scratch, (const bf16 *)dout,
+                                           (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C, s);
+    case 3:
+        return layernorm_backward_fused<3>((bf16 *)dinp, dweight, dbias, scratch, (const bf16 *)dout,
+                                           (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C, s);
+    case 4:
+        return layernorm_backward_fused<4>((bf16 *)dinp, dweight, dbias, scratch, (const bf16 *)dout,
+                                           (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C, s);
+    default:
+        break;
+    }
     layernorm_backward_dinp_kernel<<<cdiv(N, 8), 256, 0, s>>>(
         (bf16 *)dinp, (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C);
     int r = kern_check_launch("layernorm_backward");
