@@ -103,7 +103,8 @@ ct() { # ct HOST:VMID CMD... : run in the container directly (not through pct; n
 	lxc-attach -P "$LAB_DIR/lxc" -n "$(ct_name "$c")" --clear-env -- "$@"
 }
 ct_current() { ct "$1" readlink /var/lib/drover/jobs/${2:-train}/current 2>/dev/null | sed 's|.*/||'; }
-ct_pids() { ct "$1" sh -c 'for p in /proc/[0-9]*; do c=$(tr "\0" " " < $p/cmdline 2>/dev/null); case "$c" in *drover-train*) echo "${p#/proc/}";; esac; done' | sort -n | tr '\n' ' '; }
+# pids of worker processes (argv[0] is .../drover-train) in a container
+ct_pids() { ct "$1" sh -c 'for p in /proc/[0-9]*; do c=$(tr "\0" "\n" < $p/cmdline 2>/dev/null | head -n 1); case "$c" in *drover-train) echo "${p#/proc/}";; esac; done' | sort -n | tr '\n' ' '; }
 all_pids() { local c; for c in $E2E_CTS; do printf '%s=[%s] ' "$c" "$(ct_pids "$c")"; done; }
 
 # ---------------------------------------------------------------- pct call logs
@@ -175,8 +176,9 @@ ensure_v1() {
 		return 0
 	fi
 	say "v1 is not running; deploying it first"
-	local d
-	d=$(make_release v1)
+	local d="$E2E_WORK/releases/v1"
+	# the same directory as t-10's, so the same release id (the build may have changed since)
+	[[ -x $d/bin/drover-train ]] || d=$(make_release v1)
 	drover deploy "$d" --job train
 	((DROVER_RC == 0)) || { show_drover; fatal "could not deploy v1 (exit $DROVER_RC)"; }
 	id=$(ct_current h1:101)

@@ -17,7 +17,7 @@ d=$(make_release v6 train.seed=6)
 say "drover deploy v6 with h2 unknown"
 drover deploy "$d" --job train
 show_drover 10
-check "deploy exits non-zero" test "$DROVER_RC" != 0
+check "deploy exits 5 (host key unknown)" test "$DROVER_RC" = 5
 check "the message names the unknown host key" drover_said 'host key|known_hosts|not trusted|unknown'
 check "the message names the host (h2 or 127.0.0.3)" drover_said 'h2|127\.0\.0\.3'
 check "the message says how to trust it" drover_said 'trust'

@@ -5,8 +5,10 @@
 # real pct's semantics (PCT.md): the destination is opened inside the container's mount namespace
 # (so its symlinks resolve there), parents are never created, a new file gets 0666 & ~umask unless
 # a mode is given (the mode is then exact, not masked), an existing file is truncated and rewritten
-# in place and keeps its mode, user/group names resolve in the container.  It never decides the
-# exit status of pct: the caller prints nothing more and exits 0 whatever happens here.
+# in place and keeps its mode, user/group names resolve in the container.  Errors before the
+# copy (opening, creating, chown) are printed; a copy that fails midway (disk full) is silent,
+# as File::Copy's result is ignored in real pct.  It never decides pct's exit status: the caller
+# exits 0 whatever happens here.
 #
 #   pct-copy.pl push PID SRC DEST PERMS USER GROUP    (empty string = option not given)
 #   pct-copy.pl pull PID PATH DEST PERMS USER GROUP
@@ -70,21 +72,23 @@ sub create_file {
 	return $fd;
 }
 
+# Like File::Copy::copy in real pct, whose result pct ignores: a failed read or write (disk
+# full, I/O error) stops the copy and leaves a short file, silently.
 sub copy_fd {
 	my ($in, $out) = @_;
 	my $buf;
 	while (1) {
 		my $n = sysread($in, $buf, 65536);
-		die "read failed: $!\n" if !defined($n);
+		return 0 if !defined($n);
 		last if $n == 0;
 		my $off = 0;
 		while ($off < $n) {
 			my $w = syswrite($out, $buf, $n - $off, $off);
-			die "write failed: $!\n" if !defined($w);
+			return 0 if !defined($w);
 			$off += $w;
 		}
 	}
-	close($out) or die "close failed: $!\n";
+	return close($out) ? 1 : 0;
 }
 
 my ($op, $pid, $from, $to, $perms, $user, $group) = @ARGV;

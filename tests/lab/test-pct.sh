@@ -124,6 +124,13 @@ run h1 "pct push 101 /tmp/pct-test-small $T/busy"
 expect "push over a running binary: Text file busy, exit 0" 0 "" "Text file busy"
 [[ $(ct_stat h1 101 $T/busy) == 755* && $(ct_stat h1 101 $T/busy) != *" 6" ]] && ok "push: running binary left unchanged" || bad "busy binary changed" "$(ct_stat h1 101 $T/busy)"
 "$LAB" ssh h1 "pct exec 101 -- pkill -f $T/busy" >/dev/null 2>&1
+# disk full midway: real pct ignores File::Copy's result: a short file, nothing printed, exit 0
+"$LAB" ssh h1 "pct exec 101 -- mkdir -p $T/small; pct exec 101 -- mount -t tmpfs -o size=64k tmpfs $T/small"
+run h1 "pct push 101 /tmp/pct-test-src $T/small/f"
+expect "push: disk full midway: exit 0, nothing printed" 0 "" ""
+size=$(ct_stat h1 101 $T/small/f | awk '{ print $4 }')
+[[ -n $size ]] && ((size < 100000)) && ok "push: disk full leaves a short file ($size of 100000 bytes)" || bad "push: disk full" "size '$size'"
+"$LAB" ssh h1 "pct exec 101 -- umount $T/small"
 run h1 "pct push 101 /tmp/no-such-source $T/x"
 expect "push: unreadable source is printed, exit 0" 0 "" "failed to open /tmp/no-such-source for reading"
 # the destination resolves inside the container (a symlink there points into the CT's tree)
