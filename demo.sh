@@ -54,7 +54,7 @@ drover() { printf '%s$ drover -i %s %s%s\n' "$BOLD" "$INV" "$*" "$OFF"; "$BUILD/
 
 # releases: a directory with the trainer and its config (the same builder as the e2e tests)
 mkdir -p "$DEMO"
-make_release() { # NAME LR
+make_release() { # NAME LR [WARMUP] [GRAD_CLIP] [TRAIN_SHARD]
 	local d="$DEMO/$1"
 	rm -rf "$d"
 	mkdir -p "$d/bin" "$d/etc"
@@ -75,7 +75,7 @@ make_release() { # NAME LR
 		checkpoint_every = 20
 		seed = 1337
 		[data]
-		train = /srv/drover-data/train_000000.bin
+		train = /srv/drover-data/${5:-train_000000.bin}
 		val = /srv/drover-data/val_000000.bin
 		[backend]
 		device = cpu
@@ -98,13 +98,13 @@ step "status"
 sleep 5
 drover status
 
-step "deploy a bad release (v2: learning rate 10, no warmup, no clipping: the loss diverges)"
-bad=$(make_release v2 10 0 0)
+step "deploy a bad release (v2: its config names a shard that does not exist, a one-letter typo)"
+bad=$(make_release v2 0.001 10 1.0 train_00000.bin)
 set +e
 drover deploy "$bad" --job train
 rc=$?
 set -e
-echo "(deploy exited $rc: non-zero means drover refused v2 and put v1 back)"
+echo "(deploy exited $rc; 3 means: v2 failed probation and drover put v1 back, see docs/controller.md)"
 
 step "status after the automatic rollback"
 sleep 3
