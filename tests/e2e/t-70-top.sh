@@ -117,6 +117,17 @@ check "enter on a host folds it (its rank rows disappear)" \
 keys top Enter
 check "enter again unfolds it" wait_until 3 all_ranks_shown
 
+say "R asks first, naming the job and its containers; n cancels; --readonly has no actions"
+currents() { local c; for c in "${CTS[@]}"; do ct_current "$c"; done | tr '\n' ' '; }
+same_currents() { sleep 1; [[ $(currents) == "$currents_before" ]]; }
+currents_before=$(currents)
+keys top Home j R
+names_targets() { shows top "Roll back job 'train' on ${E2E_CTS// / } to [0-9a-f]{12} .*y to confirm" || shows top "job 'train' has no release to roll back to"; }
+check "R: a confirmation naming job train and every container (or: nothing to go back to)" wait_until 3 names_targets
+screen top | tail -1 | sed 's/^/    | /'
+keys top n
+check "any key but y cancels, and nothing was switched" same_currents
+
 # ---------------------------------------------------------------- a killed worker
 say "kill -9 the worker in $KILL_CT"
 pid=$(ct_pids "$KILL_CT" | awk '{ print $1 }')
@@ -145,13 +156,15 @@ check "at 80 columns KTOK/S, TREND and HB stay" titles_have top 'KTOK/S.*TREND.*
 "${TM[@]}" resize-window -t top -x 132 -y 40
 check "back at 132 columns MEM is shown again" wait_until 4 titles_have top MEM
 
-say "NO_COLOR=1 --ascii at 80x30"
-start_top plain 80 30 NO_COLOR=1 -- --ascii
+say "NO_COLOR=1 --ascii --readonly at 80x30"
+start_top plain 80 30 NO_COLOR=1 -- --ascii --readonly
 plain_ranks() { [[ $(rank_rows plain) == "$NRANKS" ]]; }
 check "NO_COLOR: the frame shows the ranks" wait_until 15 plain_ranks
 screen plain | head -8 | sed 's/^/    | /'
 check "NO_COLOR: no colour escapes (30-37, 38;5)" no_colour plain
 check "--ascii: nothing but ASCII on the screen" ascii_only plain
+keys plain j R
+check "--readonly: R does nothing but say so" wait_until 3 shows plain 'read-only \(--readonly\): no actions'
 keys plain q
 check "q quits" wait_until 3 gone plain
 

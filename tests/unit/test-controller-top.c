@@ -345,6 +345,24 @@ static void test_release_marked_when_off_target(void **state)
     assert_string_equal(rows[1].cell[TOP_COL_REL], "aaaaaaaa");
 }
 
+static void test_rollback_target(void **state)
+{
+    struct fx *f = *state;
+    bool to_good = true;
+    assert_string_equal(top_rollback_target(&f->s, 0, &to_good), ""); /* nothing seen yet */
+    assert_false(to_good);
+    feed_all(f, NEW, GOOD, 100); /* probation: back to the good one */
+    assert_string_equal(top_rollback_target(&f->s, 0, &to_good), GOOD);
+    assert_true(to_good);
+    feed_all(f, GOOD, GOOD, 100); /* promoted, no previous: nothing */
+    assert_string_equal(top_rollback_target(&f->s, 0, &to_good), "");
+    make_status(&f->st, 0, GOOD, GOOD, GANG_RUNNING, 11, 1000, 3.0);
+    strcpy(f->st.jobs[0].previous, NEW);
+    top_ct_update(&f->s.cts[0], &f->st, "train", 3, 101);
+    assert_string_equal(top_rollback_target(&f->s, 0, &to_good), NEW);
+    assert_false(to_good);
+}
+
 static void test_layout(void **state)
 {
     (void)state;
@@ -478,6 +496,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unreachable_keeps_values_dimmed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_sort_filter_fold, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_marked_when_off_target, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollback_target, setup, teardown),
         cmocka_unit_test(test_layout),
         cmocka_unit_test_setup_teardown(test_render_text_color_only_when_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_copy, setup, teardown),
