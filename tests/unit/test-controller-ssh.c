@@ -1,0 +1,295 @@
+/* Unit tests for controller/ssh.c against a throwaway OpenSSH sshd on 127.0.0.1 (root only;
+ * skipped otherwise): unknown, trusted and changed host keys, public-key auth, exec channels
+ * (stdout, stderr, exit status, timeouts, quoting through the remote shell), streams, SFTP
+ * uploads and their errors. */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "controller/quote.h"
+#include "controller/ssh.h"
+
+static char dir[64];
+static char kh[128], idfile[128], hostkey[128];
+static int port;
+static pid_t sshd_pid = -1;
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static struct ssh_params params(void)
+{
+    struct ssh_params p = {
+        .name = "t1", .address = "127.0.0.1", .port = port, .user = "root",
+        .known_hosts = kh, .identity = idfile, .connect_timeout_s = 5,
+        .trust_cmd = "drover -i t.ini trust t1",
+    };
+    return p;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (geteuid() != 0 || access("/usr/sbin/sshd", X_OK) != 0 || access("/usr/bin/ssh-keygen", X_OK) != 0)
+        return 0; /* tests skip */
+    snprintf(dir, sizeof dir, "/tmp/drover-ssh-test-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    port = 20000 + (int)(getpid() % 20000);
+    snprintf(kh, sizeof kh, "%s/known_hosts", dir);
+    snprintf(idfile, sizeof idfile, "%s/id", dir);
+    snprintf(hostkey, sizeof hostkey, "%s/hostkey", dir);
+    (void)mkdir("/run/sshd", 0755);
+    if (sh("ssh-keygen -q -t ed25519 -N '' -f %s && ssh-keygen -q -t ed25519 -N '' -f %s && "
+           "cp %s.pub %s/authorized_keys", hostkey, idfile, idfile, dir) != 0)
+        return -1;
+    FILE *f = fopen(strcat(strcpy((char[128]){ 0 }, dir), "/sshd_config"), "w");
+    if (!f)
+        return -1;
+    fprintf(f, "ListenAddress 127.0.0.1:%d\nHostKey %s\nPidFile %s/sshd.pid\nAuthorizedKeysFile %s/authorized_keys\n"
+               "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+               "UsePAM no\nStrictModes no\nSubsystem sftp /usr/lib/openssh/sftp-server\nMaxSessions 32\n",
+            port, hostkey, dir, dir);
+    fclose(f);
+    sshd_pid = fork();
+    if (sshd_pid == 0) {
+        char cfg[128], log[128];
+        snprintf(cfg, sizeof cfg, "%s/sshd_config", dir);
+        snprintf(log, sizeof log, "%s/sshd.log", dir);
+        execl("/usr/sbin/sshd", "/usr/sbin/sshd", "-D", "-E", log, "-f", cfg, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 50; i++) { /* wait until it listens */
+        if (sh("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' 2>/dev/null", port) == 0)
+            return 0;
+        usleep(100000);
+    }
+    return -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (sshd_pid > 0) {
+        kill(sshd_pid, SIGTERM);
+        waitpid(sshd_pid, NULL, 0);
+    }
+    if (dir[0])
+        (void)fs_rm_rf(dir);
+    return 0;
+}
+
+#define NEED_SSHD()                                                                                \
+    do {                                                                                           \
+        if (sshd_pid <= 0)                                                                         \
+            skip();                                                                                \
+    } while (0)
+
+static void test_unknown_then_trusted(void **state)
+{
+    (void)state;
+    NEED_SSHD();
+    (void)unlink(kh);
+    struct ssh_params p = params();
+    struct ssh_conn *c = (struct ssh_conn *)0x1;
+    char err[1024];
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), -ENOKEY);
+    assert_ptr_equal(c, (struct ssh_conn *)0x1);
+    assert_non_null(strstr(err, "host 't1' (127.0.0.1:"));
+    assert_non_null(strstr(err, "unknown host key SHA256:"));
+    assert_non_null(strstr(err, "run: drover -i t.ini trust t1"));
+    /* the fingerprint drover shows is the one ssh-keygen computes from the host key */
+    char want[256], cmd[256];
+    snprintf(cmd, sizeof cmd, "ssh-keygen -lf %s.pub | awk '{print $2}'", hostkey);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(fgets(want, sizeof want, f));
+    pclose(f);
+    want[strcspn(want, "\n")] = '\0';
+    assert_non_null(strstr(err, want));
+    char fp[SSH_FP_MAX];
+    int st = -1;
+    assert_int_equal(ssh_trust_host(&p, false, fp, &st, err, sizeof err), 0);
+    assert_int_equal(st, 0);
+    assert_string_equal(fp, want);
+    assert_int_equal(ssh_trust_host(&p, false, fp, &st, err, sizeof err), 0);
+    assert_int_equal(st, 1); /* already there: nothing appended twice */
+    assert_int_equal(sh("test $(grep -c . %s) = 1", kh), 0);
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), 0);
+    ssh_conn_free(c);
+    ssh_conn_free(NULL);
+}
+
+static void test_changed_key(void **state)
+{
+    (void)state;
+    NEED_SSHD();
+    /* known_hosts holds another key for this host:port */
+    assert_int_equal(sh("ssh-keygen -q -t ed25519 -N '' -f %s/other && printf '[127.0.0.1]:%d ' > %s && "
+                        "cut -d' ' -f1,2 %s/other.pub >> %s", dir, port, kh, dir, kh), 0);
+    struct ssh_params p = params();
+    struct ssh_conn *c = NULL;
+    char err[1024], fp[SSH_FP_MAX];
+    int st = -1;
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), -EKEYREJECTED);
+    assert_null(c);
+    assert_non_null(strstr(err, "host key CHANGED"));
+    assert_non_null(strstr(err, "trust t1 --replace"));
+    assert_int_equal(ssh_trust_host(&p, false, fp, &st, err, sizeof err), -EKEYREJECTED);
+    assert_int_equal(st, -1);
+    assert_int_equal(ssh_trust_host(&p, true, fp, &st, err, sizeof err), 0);
+    assert_int_equal(st, 2);
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), 0);
+    ssh_conn_free(c);
+    assert_int_equal(sh("test $(grep -c . %s) = 1", kh), 0);
+}
+
+static struct ssh_conn *connect_ok(void)
+{
+    struct ssh_params p = params();
+    char fp[SSH_FP_MAX], err[1024];
+    int st;
+    assert_int_equal(ssh_trust_host(&p, true, fp, &st, err, sizeof err), 0);
+    struct ssh_conn *c = NULL;
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), 0);
+    return c;
+}
+
+static void test_auth_and_connect_errors(void **state)
+{
+    (void)state;
+    NEED_SSHD();
+    struct ssh_conn *c = connect_ok();
+    ssh_conn_free(c);
+    struct ssh_params p = params();
+    char other[160], err[1024];
+    snprintf(other, sizeof other, "%s/other", dir);
+    p.identity = other; /* not in authorized_keys */
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), -EACCES);
+    assert_non_null(strstr(err, "authentication"));
+    p.identity = "/nonexistent/key";
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), -EACCES);
+    assert_non_null(strstr(err, "/nonexistent/key"));
+    p = params();
+    p.port = port + 1; /* nothing listens there */
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), -ECONNREFUSED);
+}
+
+static void test_exec(void **state)
+{
+    (void)state;
+    NEED_SSHD();
+    struct ssh_conn *c = connect_ok();
+    char err[1024];
+    struct exec_result r;
+    assert_int_equal(ssh_exec(c, "echo out; echo err >&2; exit 3", 5, &r, err, sizeof err), 0);
+    assert_int_equal(r.status, 3);
+    assert_string_equal(r.out, "out\n");
+    assert_string_equal(r.err, "err");
+    exec_result_done(&r);
+    /* hostile words reach the remote program intact, through the remote user's shell */
+    const char *argv[] = { "printf", "%s|", "a b", "it's", "$(id)", "`id`", "x\ny", ";", NULL };
+    char *line;
+    assert_int_equal(quote_argv(argv, &line), 0);
+    assert_int_equal(ssh_exec(c, line, 5, &r, err, sizeof err), 0);
+    free(line);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "a b|it's|$(id)|`id`|x\ny|;|");
+    exec_result_done(&r);
+    double t0 = time_mono();
+    assert_int_equal(ssh_exec(c, "sleep 5", 0.5, &r, err, sizeof err), -ETIMEDOUT);
+    assert_true(time_mono() - t0 < 3);
+    assert_non_null(strstr(err, "timed out"));
+    /* the session still works after a timed-out channel */
+    assert_int_equal(ssh_exec(c, "true", 5, &r, err, sizeof err), 0);
+    assert_int_equal(r.status, 0);
+    exec_result_done(&r);
+    ssh_conn_free(c);
+}
+
+static void test_stream(void **state)
+{
+    (void)state;
+    NEED_SSHD();
+    struct ssh_conn *c = connect_ok();
+    char err[1024];
+    struct ssh_stream *s;
+    assert_int_equal(ssh_stream_open(c, "for i in 1 2 3; do echo line$i; sleep 0.1; done", &s, err, sizeof err), 0);
+    char all[256] = "", buf[64];
+    size_t len = 0;
+    double t0 = time_mono();
+    int r;
+    while ((r = ssh_stream_read(s, buf, sizeof buf)) != -EPIPE) {
+        assert_true(r >= 0);
+        memcpy(all + len, buf, (size_t)r);
+        len += (size_t)r;
+        all[len] = '\0';
+        if (r == 0)
+            usleep(20000);
+        assert_true(time_mono() - t0 < 5);
+    }
+    assert_string_equal(all, "line1\nline2\nline3\n");
+    ssh_stream_free(s);
+    ssh_stream_free(NULL);
+    assert_true(ssh_conn_is_alive(c));
+    ssh_conn_free(c);
+}
+
+static void test_upload(void **state)
+{
+    (void)state;
+    NEED_SSHD();
+    struct ssh_conn *c = connect_ok();
+    char src[160], dst[160], err[1024];
+    snprintf(src, sizeof src, "%s/blob", dir);
+    snprintf(dst, sizeof dst, "%s/blob.up", dir);
+    /* larger than several SFTP chunks, not a multiple of the chunk size */
+    assert_int_equal(sh("head -c %u /dev/urandom > %s", 3 * SSH_SFTP_CHUNK + 1234, src), 0);
+    assert_int_equal(ssh_upload(c, src, dst, 10, NULL, err, sizeof err), 0);
+    assert_int_equal(sh("cmp -s %s %s", src, dst), 0);
+    uint64_t size = 0;
+    assert_int_equal(ssh_remote_size(c, dst, &size), 0);
+    assert_int_equal(size, 3 * SSH_SFTP_CHUNK + 1234);
+    /* replacing an existing file works (SFTP v3 rename does not replace) */
+    assert_int_equal(ssh_upload(c, src, dst, 10, NULL, err, sizeof err), 0);
+    assert_int_equal(ssh_remote_size(c, "/nonexistent/x", &size), -ENOENT);
+    assert_int_equal(ssh_upload(c, src, "/nonexistent-dir/x", 10, NULL, err, sizeof err), -ENOENT);
+    assert_non_null(strstr(err, "/nonexistent-dir/x"));
+    assert_int_equal(ssh_upload(c, "/nonexistent-local", dst, 10, NULL, err, sizeof err), -ENOENT);
+    /* no temp files left behind */
+    assert_int_equal(sh("ls %s | grep -q part", dir), 1);
+    ssh_conn_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unknown_then_trusted),
+        cmocka_unit_test(test_changed_key),
+        cmocka_unit_test(test_auth_and_connect_errors),
+        cmocka_unit_test(test_exec),
+        cmocka_unit_test(test_stream),
+        cmocka_unit_test(test_upload),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
