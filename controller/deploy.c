@@ -746,3 +746,38 @@ out:
     free(d.st);
     return ret;
 }
+
+int deploy_wave(struct fleet *f, const struct deploy_opts *o, const char *const *jobs, int njobs)
+{
+    const char *moved[INV_MAX_JOBS];
+    int nmoved = 0;
+    for (int i = 0; i < njobs; i++)
+        if (!deploy_pick_job(f->inv, jobs[i]))
+            return EXIT_USAGE;
+    int canary = inventory_find_job(f->inv, jobs[0])->policy.canary;
+    for (int i = 0; i < njobs; i++) {
+        struct deploy_opts one = *o;
+        one.job = jobs[i];
+        if (!o->dry_run)
+            fprintf(stderr, "wave: job '%s' (%d of %d%s)\n", jobs[i], i + 1, njobs,
+                    i < canary ? ", canary" : "");
+        int r = deploy_run(f, &one);
+        if (o->dry_run) {
+            if (r != EXIT_OK)
+                return r;
+            continue;
+        }
+        if (r == EXIT_OK) {
+            moved[nmoved++] = jobs[i];
+            continue;
+        }
+        printf("wave stopped at job '%s'%s\n", jobs[i],
+               nmoved ? "; rolling back the jobs it already moved" : "");
+        int ret = r;
+        for (int k = nmoved - 1; k >= 0; k--)
+            if (deploy_rollback(f, moved[k]) != EXIT_OK)
+                ret = EXIT_REVERT_FAILED;
+        return ret;
+    }
+    return EXIT_OK;
+}

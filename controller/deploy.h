@@ -17,6 +17,13 @@ struct deploy_opts {
 
 int deploy_run(struct fleet *f, const struct deploy_opts *o);
 
+/* Several jobs in waves: the first `canary` jobs (policy of the first job) one at a time, then
+ * the rest in inventory order (one at a time: max_parallel > 1 is not used yet).  The first
+ * failure stops the wave, and jobs this wave already promoted are rolled back to the release
+ * they ran before (deploy_rollback).  Returns the failing job's exit code (4 if a rollback of
+ * an earlier job failed), or 0. */
+int deploy_wave(struct fleet *f, const struct deploy_opts *o, const char *const *jobs, int njobs);
+
 /* `drover rollback --job J`: revert every container of J to its last good release and confirm
  * that it recovers. */
 int deploy_rollback(struct fleet *f, const char *job);

@@ -29,8 +29,9 @@ static void usage(FILE *fp)
             "  install [--job J | HOST:VMID...] [--agent-binary PATH]\n"
             "                                     put drover-agent into containers and start it\n"
             "  plan DIR [--job J]                 what deploy would do (changes nothing)\n"
-            "  deploy DIR [--job J] [--dry-run]   stage, push, verify, activate, probation,\n"
-            "                                     then promote or revert\n"
+            "  deploy DIR [--job J]... | --all-jobs [--dry-run]\n"
+            "                                     stage, push, verify, activate, probation,\n"
+            "                                     then promote or revert (several jobs: in waves)\n"
             "  status [-o json|wide] [--job J] [--watch N]\n"
             "  rollback --job J                   return J to its last good release\n"
             "  history [--job J] [-o json]\n"
@@ -47,35 +48,38 @@ static int verb_deploy(struct fleet *f, int argc, char **argv, bool plan)
 {
     static const struct option opts[] = {
         { "job", required_argument, NULL, 'j' },
+        { "all-jobs", no_argument, NULL, 'a' },
         { "dry-run", no_argument, NULL, 'n' },
         { NULL, 0, NULL, 0 },
     };
     struct deploy_opts o = { .dry_run = plan };
-    int c;
+    const char *jobs[INV_MAX_JOBS];
+    int njobs = 0, c;
+    bool all = false;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = getopt_long(argc, argv, "j:n", opts, NULL)) != -1) {
-        if (c == 'j')
-            o.job = optarg;
+        if (c == 'j' && njobs < INV_MAX_JOBS)
+            jobs[njobs++] = optarg;
+        else if (c == 'a')
+            all = true;
         else if (c == 'n')
             o.dry_run = true;
         else
             return EXIT_USAGE;
     }
-    if (optind + 1 != argc) {
-        log_error("usage: drover %s DIR [--job J]%s", argv[0], plan ? "" : " [--dry-run]");
+    if (optind + 1 != argc || (all && njobs)) {
+        log_error("usage: drover %s DIR [--job J]... | --all-jobs%s", argv[0],
+                  plan ? "" : " [--dry-run]");
         return EXIT_USAGE;
     }
     o.dir = argv[optind];
-    if (plan && !o.job && f->inv->njobs > 1) {
-        int worst = EXIT_OK;
-        for (int i = 0; i < f->inv->njobs; i++) {
-            o.job = f->inv->jobs[i].name;
-            int r = deploy_run(f, &o);
-            if (r != EXIT_OK)
-                worst = r;
-        }
-        return worst;
+    if (all || (plan && !njobs && f->inv->njobs > 1)) {
+        for (int i = 0; i < f->inv->njobs; i++)
+            jobs[njobs++] = f->inv->jobs[i].name;
     }
+    if (njobs > 1)
+        return deploy_wave(f, &o, jobs, njobs);
+    o.job = njobs ? jobs[0] : NULL;
     return deploy_run(f, &o);
 }
 
