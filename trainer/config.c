@@ -44,6 +44,8 @@ static const struct key keys[] = {
     {"train", "checkpoint_every", K_I64, OFF(checkpoint_every), 0, 0, 1e15},
     {"train", "keep_checkpoints", K_INT, OFF(keep_checkpoints), 0, 1, 1000},
     {"train", "log_every", K_I64, OFF(log_every), 0, 0, 1e15},
+    {"train", "val_every", K_I64, OFF(val_every), 0, 0, 1e15},
+    {"train", "val_batches", K_INT, OFF(val_batches), 0, 1, 100000},
     {"data", "train", K_STR, OFF(train), TRAIN_CONFIG_PATH_MAX, 0, 0},
     {"data", "val", K_STR, OFF(val), TRAIN_CONFIG_PATH_MAX, 0, 0},
     {"backend", "device", K_STR, OFF(device), 16, 0, 0},
@@ -80,6 +82,8 @@ void train_config_defaults(struct train_config *c)
     c->checkpoint_every = 100;
     c->keep_checkpoints = 3;
     c->log_every = 10;
+    c->val_every = 0;
+    c->val_batches = 4;
     (void)str_copy(c->device, sizeof c->device, "cpu");
     c->threads = 1;
     c->dist_timeout = 60;

@@ -3,7 +3,7 @@
  * Sections and keys (docs/trainer.md has the reference with defaults):
  *   [model]   layers heads dim vocab seq
  *   [train]   batch lr min_lr_frac warmup_steps max_steps weight_decay beta1 beta2 eps grad_clip
- *             seed checkpoint_every keep_checkpoints log_every
+ *             seed checkpoint_every keep_checkpoints log_every val_every val_batches
  *   [data]    train val
  *   [backend] device threads dist_timeout
  * Unknown sections/keys, malformed values and out-of-range values are errors naming the file, the
@@ -32,6 +32,8 @@ struct train_config {
     int64_t checkpoint_every;  /* steps; 0: only at exit */
     int keep_checkpoints;      /* newest K of this model shape are kept (>= 1) */
     int64_t log_every;         /* human progress line every N steps (0: never) */
+    int64_t val_every;         /* validation loss on [data] val every N steps (0: never) */
+    int val_batches;           /* micro-batches per validation (the same ones every time) */
     char train[TRAIN_CONFIG_PATH_MAX]; /* shard path or glob */
     char val[TRAIN_CONFIG_PATH_MAX];   /* optional */
     char device[16];           /* "cpu" or "cuda" */

@@ -45,6 +45,7 @@ struct run {
     void *be;
     struct dist *dist;
     struct loader *loader;
+    struct loader *val_loader; /* NULL unless [data] val and val_every are set */
     int rank, world, local_rank;
     int hb_fd;
     struct heartbeat hb;
@@ -248,12 +249,42 @@ static void run_free(struct run *r)
     if (r->be_ops && r->be)
         r->be_ops->destroy(r->be);
     loader_free(r->loader);
+    loader_free(r->val_loader);
     dist_free(r->dist);
     free(r->params);
     free(r->m);
     free(r->v);
     free(r->inputs);
     free(r->targets);
+}
+
+/* Mean loss over the first val_batches micro-batches of [data] val (the same batches every time,
+ * each rank its own stride); logged by rank 0.  A data error here is logged and ends validation
+ * for the run, never the training. */
+static void run_validation(struct run *r)
+{
+    if (!r->val_loader || !r->be_ops->forward)
+        return;
+    struct data_pos start = {0, 0};
+    (void)loader_set_pos(r->val_loader, &start);
+    double sum = 0;
+    char err[512];
+    for (int i = 0; i < r->cfg.val_batches; i++) {
+        float loss;
+        int e = loader_next(r->val_loader, r->cfg.model.vocab, r->inputs, r->targets, err, sizeof err);
+        if (e >= 0)
+            e = r->be_ops->forward(r->be, r->inputs, r->targets, &loss);
+        if (e < 0) {
+            log_warn("validation stopped: %s", e == -ERANGE || e == -EIO ? err : strerror(-e));
+            loader_free(r->val_loader);
+            r->val_loader = NULL;
+            return;
+        }
+        sum += loss;
+    }
+    if (r->rank == 0)
+        log_info("step %lld val loss %.4f (%d batches)", (long long)r->step,
+                 sum / r->cfg.val_batches, r->cfg.val_batches);
 }
 
 /* Tell every rank whether any rank wants to stop, so they all leave after the same step.
@@ -376,6 +407,8 @@ static int train_loop(struct run *r)
             loss_sum = 0;
             loss_n = 0;
         }
+        if (r->cfg.val_every > 0 && r->step % r->cfg.val_every == 0)
+            run_validation(r);
         if (r->cfg.checkpoint_every > 0 && r->step % r->cfg.checkpoint_every == 0) {
             e = save_checkpoint(r);
             if (e < 0)
@@ -489,6 +522,14 @@ int train_run(const struct train_args *a)
         log_error("%s%s", err, e == -ENOENT ? " (config [data] train)" : "");
         code = fail(&r, TX_DATA, "data error");
         goto out;
+    }
+    if (r.cfg.val[0] && r.cfg.val_every > 0) {
+        e = loader_open(r.cfg.val, r.cfg.batch, r.cfg.model.seq, r.rank, r.world, &r.val_loader, err, sizeof err);
+        if (e < 0) {
+            log_error("%s (config [data] val)", err);
+            code = fail(&r, TX_DATA, "data error");
+            goto out;
+        }
     }
     struct backend_opts bo = {.batch = r.cfg.batch, .seq = r.cfg.model.seq, .threads = r.cfg.threads,
                               .rank = r.rank, .world_size = r.world, .local_rank = r.local_rank,

@@ -23,7 +23,7 @@ static void test_good_config(void **state)
     struct train_config c;
     char err[256] = "";
     const char *t = "[model]\nlayers = 3\nheads = 2\ndim = 32\nvocab = 100\nseq = 16\n"
-                    "[train]\nbatch = 4\nlr = 0.01\nmax_steps = 50\nwarmup_steps = 5\nseed = 9\n"
+                    "[train]\nbatch = 4\nlr = 0.01\nmax_steps = 50\nwarmup_steps = 5\nseed = 9\nval_every = 5\n"
                     "; comment\n[data]\ntrain = data/*.bin\n[backend]\ndevice = cpu\nthreads = 2\n";
     assert_int_equal(parse(t, &c, err), 0);
     assert_int_equal(c.model.layers, 3);
@@ -32,6 +32,8 @@ static void test_good_config(void **state)
     assert_int_equal(c.seed, 9);
     assert_string_equal(c.train, "data/*.bin");
     assert_int_equal(c.threads, 2);
+    assert_int_equal(c.val_every, 5);
+    assert_int_equal(c.val_batches, 4);
     assert_true(fabs(c.beta2 - 0.95) < 1e-12); /* default kept */
 }
 
@@ -53,6 +55,7 @@ static void test_errors_name_line_and_key(void **state)
     expect_error("[model]\nlayers = 2\nbogus = 1\n", "t.ini:3: [model] bogus: unknown key");
     expect_error("[train]\nlr = abc\n", "t.ini:2: [train] lr: 'abc' is not a number");
     expect_error("[train]\nbatch = 0\n", "t.ini:2: [train] batch: '0' is out of range");
+    expect_error("[train]\nval_batches = 0\n", "[train] val_batches: '0' is out of range");
     expect_error("[train]\nbatch = 3x\n", "[train] batch: '3x' is not an integer");
     expect_error("[train]\nseed = -1\n", "[train] seed");
     expect_error("[nope]\nx = 1\n", "t.ini:2: [nope] x: unknown section");
