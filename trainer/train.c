@@ -159,6 +159,7 @@ static int save_checkpoint(struct run *r)
     log_info("checkpoint '%s' written in %.0f ms (step %lld)%s", path, (time_mono() - t0) * 1e3,
              (long long)r->step, pruned > 0 ? ", older ones pruned" : "");
     r->hb.ckpt_step = r->step;
+    hb_send(r, HB_PHASE_CHECKPOINT, NULL); /* "around" the save: the agent sees ckpt_step at once */
     return 0;
 }
 
