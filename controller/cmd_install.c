@@ -1,4 +1,5 @@
-/* controller/cmd_install.c: `drover install [--job J | HOST:VMID...] [--agent-binary PATH]`:
+/* controller/cmd_install.c: `drover install [--job J | HOST:VMID...] [--agent-binary PATH]
+ * [--restart-agent]`:
  * put the agent binary into each container (staged once per host, pushed with --perms 0755 to a
  * temp name, sha256 checked inside the container, renamed into place so a running agent's
  * binary is never written over), then start the daemon if it is not running.  Idempotent.
@@ -42,7 +43,27 @@ static bool agent_answers(struct conn *c, const struct inv_ct *ct)
     return ok;
 }
 
-static int install_one(struct fleet *f, const struct inv_ct *ct, const char *staged, const char *sha)
+/* Ask the running daemon to exit (SIGTERM through its pidfile: it stops its gangs gracefully,
+ * keeps their state, and the next daemon relaunches them from their checkpoints). */
+static int agent_stop_daemon(struct conn *c, const struct inv_ct *ct)
+{
+    char pidfile[PATH_MAX];
+    if (ct->root[0])
+        snprintf(pidfile, sizeof pidfile, "%s/agent.pid", ct->root);
+    else
+        snprintf(pidfile, sizeof pidfile, "/run/drover/agent.pid");
+    const char *sh[] = { "sh", "-c", "kill \"$(cat \"$0\")\"", pidfile, NULL };
+    struct exec_result res;
+    int r = pct_run(c, ct, sh, 30, &res);
+    if (r < 0)
+        return r;
+    r = res.status == 0 ? 0 : -ESRCH;
+    exec_result_done(&res);
+    return r;
+}
+
+static int install_one(struct fleet *f, const struct inv_ct *ct, const char *staged, const char *sha,
+                       bool restart)
 {
     const struct inventory *inv = f->inv;
     struct conn *c;
@@ -94,12 +115,22 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
         changed = true;
         fprintf(stderr, "%s: installed %s (sha256 %.12s)\n", ct->label, dest, sha);
     }
+    bool restarting = false;
     if (agent_answers(c, ct)) {
-        if (changed)
-            log_warn("%s: the agent daemon is running the previous binary; restart it to run the "
-                     "new one (workers keep running)", ct->label);
-        printf("%s: agent running\n", ct->label);
-        return 0;
+        if (!changed || !restart) {
+            if (changed)
+                log_warn("%s: the agent daemon still runs the previous binary; `drover install "
+                         "--restart-agent` restarts it (its gangs checkpoint and resume)", ct->label);
+            printf("%s: agent running\n", ct->label);
+            return 0;
+        }
+        r = agent_stop_daemon(c, ct);
+        if (r < 0) {
+            log_error("%s: cannot stop the running agent daemon (pidfile)", ct->label);
+            return r;
+        }
+        restarting = true;
+        fprintf(stderr, "%s: stopping the old agent daemon (gangs checkpoint and stop)\n", ct->label);
     }
     /* The detached daemon keeps stderr for its log; left on our channel it would hold the
      * channel open forever.  A constant script (arguments passed as $0/$1, never spliced into
@@ -107,18 +138,26 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
     const struct inv_host *hh = &inv->hosts[ct->host];
     const char *agent = ct->root[0] && hh->agent_path[0] ? hh->agent_path : inv->agent_path;
     struct exec_result res;
-    if (ct->root[0]) {
-        const char *sh[] = { "sh", "-c",
-                             "mkdir -p \"$1\" && exec \"$0\" --root \"$1\" --socket \"$2\" daemon "
-                             "--detach </dev/null >/dev/null 2>>\"$1/agent.log\"",
-                             agent, ct->root, ct->socket, NULL };
-        r = pct_run(c, ct, sh, 30, &res);
-    } else {
-        const char *sh[] = { "sh", "-c",
-                             "mkdir -p \"$1\" && exec \"$0\" daemon --detach </dev/null >/dev/null "
-                             "2>>\"$1/agent.log\"",
-                             agent, PCT_AGENT_ROOT, NULL };
-        r = pct_run(c, ct, sh, 30, &res);
+    /* While the old daemon is still stopping its gangs it holds the pidfile lock and a new one
+     * exits 7 (busy): retry for up to two minutes. */
+    for (int attempt = 0;; attempt++) {
+        if (ct->root[0]) {
+            const char *sh[] = { "sh", "-c",
+                                 "mkdir -p \"$1\" && exec \"$0\" --root \"$1\" --socket \"$2\" daemon "
+                                 "--detach </dev/null >/dev/null 2>>\"$1/agent.log\"",
+                                 agent, ct->root, ct->socket, NULL };
+            r = pct_run(c, ct, sh, 30, &res);
+        } else {
+            const char *sh[] = { "sh", "-c",
+                                 "mkdir -p \"$1\" && exec \"$0\" daemon --detach </dev/null >/dev/null "
+                                 "2>>\"$1/agent.log\"",
+                                 agent, PCT_AGENT_ROOT, NULL };
+            r = pct_run(c, ct, sh, 30, &res);
+        }
+        if (r < 0 || !restarting || res.status != 7 || attempt >= 120)
+            break;
+        exec_result_done(&res);
+        sleep(1);
     }
     if (r < 0) {
         log_error("%s: %s", ct->label, c->err);
@@ -135,7 +174,7 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
     exec_result_done(&res);
     for (int i = 0; i < 50; i++) {
         if (agent_answers(c, ct)) {
-            printf("%s: agent started\n", ct->label);
+            printf("%s: agent %s\n", ct->label, restarting ? "restarted" : "started");
             return 0;
         }
         usleep(200000);
@@ -150,9 +189,11 @@ int cmd_install(struct fleet *f, int argc, char **argv)
     static const struct option opts[] = {
         { "job", required_argument, NULL, 'j' },
         { "agent-binary", required_argument, NULL, 'a' },
+        { "restart-agent", no_argument, NULL, 'r' },
         { NULL, 0, NULL, 0 },
     };
     const char *job = NULL;
+    bool restart = false;
     char binary[PATH_MAX];
     default_agent_binary(binary, sizeof binary);
     int c;
@@ -162,6 +203,8 @@ int cmd_install(struct fleet *f, int argc, char **argv)
             job = optarg;
         else if (c == 'a')
             (void)str_copy(binary, sizeof binary, optarg);
+        else if (c == 'r')
+            restart = true;
         else
             return EXIT_USAGE;
     }
@@ -231,7 +274,7 @@ int cmd_install(struct fleet *f, int argc, char **argv)
             if (staged_r[h] < 0 && f->conn_err[h] == 0)
                 log_error("%s", err);
         }
-        if (staged_r[h] < 0 || install_one(f, &cts[i], staged[h], sha) < 0)
+        if (staged_r[h] < 0 || install_one(f, &cts[i], staged[h], sha, restart) < 0)
             ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
     }
     free(cts);
