@@ -609,12 +609,14 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     char reason[PROBATION_REASON_MAX + 64];
-    double t0 = time_mono();
     if (activate_cts(&d, pdl, err, sizeof err) < 0) {
         log_error("%s", err);
         snprintf(reason, sizeof reason, "activate failed: %.400s", err);
         goto failed;
     }
+    /* healthy_deadline counts from the moment the whole gang runs the new release: each
+     * activation waits for its old gang to checkpoint and stop, which may take a while. */
+    double t0 = time_mono();
     if (d.baseline > 0)
         fprintf(stderr, "probation: baseline %.1f Ktok/s, pass needs >= %.1f Ktok/s\n", d.baseline,
                 (1 - pol->tolerance) * d.baseline);
