@@ -427,6 +427,9 @@ void probation_describe(const struct probation *p, double now, char *buf, size_t
     const char *phase = seen < total ? "waiting for heartbeats"
                         : warm < total ? "warmup"
                                        : "measuring";
-    snprintf(buf, buf_sz, "%4.0fs %s: %d/%d ranks heartbeating, step %lld, %s Ktok/s (%s)",
-             now - p->t0, phase, seen, total, step, ktok_str(sum / 1000.0, a, sizeof a), base);
+    char st[32] = "-";
+    if (step >= 0)
+        snprintf(st, sizeof st, "%lld", step);
+    snprintf(buf, buf_sz, "%4.0fs %s: %d/%d ranks heartbeating, step %s, %s Ktok/s (%s)",
+             now - p->t0, phase, seen, total, st, ktok_str(sum / 1000.0, a, sizeof a), base);
 }
