@@ -2,17 +2,28 @@
 #include "trainer/fault.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int num(const char *v, double *ret)
+/* A non-negative number, optionally with a time unit: "50", "50ms", "2s".  *ret_unit_s is the
+ * unit in seconds (0 when none was given). */
+static int num(const char *v, double *ret, double *ret_unit_s)
 {
     char *end;
     errno = 0;
     double d = strtod(v, &end);
-    if (end == v || *end || errno || d < 0)
+    if (end == v || errno || d < 0 || d != d)
+        return -EINVAL;
+    double unit = 0;
+    if (!strcmp(end, "ms"))
+        unit = 1e-3;
+    else if (!strcmp(end, "s"))
+        unit = 1;
+    else if (*end)
         return -EINVAL;
     *ret = d;
+    *ret_unit_s = unit;
     return 0;
 }
 
@@ -30,9 +41,15 @@ int fault_parse(const char *spec, struct train_faults *ret_f)
         if (!eq)
             return -EINVAL;
         *eq = '\0';
-        double v;
-        if (num(eq + 1, &v) < 0)
+        double v, unit;
+        if (num(eq + 1, &v, &unit) < 0)
             return -EINVAL;
+        bool is_time = !strcmp(tok, "warmup_slow") || !strcmp(tok, "ckpt_sleep") ||
+                       !strcmp(tok, "ckpt_chunk_delay");
+        if (unit && !is_time)
+            return -EINVAL;
+        if (unit) /* convert to the knob's own unit: ms for ckpt_chunk_delay, s otherwise */
+            v = !strcmp(tok, "ckpt_chunk_delay") ? v * unit * 1e3 : v * unit;
         if (!strcmp(tok, "slow") && v >= 1)
             f.slow = v;
         else if (!strcmp(tok, "warmup_slow"))

@@ -107,6 +107,10 @@ static void test_fault_knobs(void **state)
     assert_int_equal(f.crash_at, -1);
     assert_int_equal(fault_parse("slow=1.5,nan_at=100,hang_at=7,ckpt_chunk_delay=50", &f), 0);
     assert_true(f.slow == 1.5 && f.nan_at == 100 && f.hang_at == 7 && f.ckpt_chunk_delay_ms == 50);
+    assert_int_equal(fault_parse("ckpt_chunk_delay=50ms,warmup_slow=1500ms,ckpt_sleep=2s", &f), 0);
+    assert_int_equal(f.ckpt_chunk_delay_ms, 50);
+    assert_true(f.warmup_slow == 1.5 && f.ckpt_sleep == 2);
+    assert_int_equal(fault_parse("crash_at=5s", &f), -EINVAL);
     f.crash_at = 42;
     assert_int_equal(fault_parse("crash_at", &f), -EINVAL);
     assert_int_equal(fault_parse("typo=1", &f), -EINVAL);

@@ -157,6 +157,54 @@ static void test_float_backend_matches_double(void **state)
     free(p);
 }
 
+/* Two steps with 1 and with 3 matmul threads give the same bits (threads split output rows,
+ * never a sum).  The model is big enough for the threaded path to run. */
+static void run_steps(int threads, float *ret_params, float *ret_loss)
+{
+    struct gpt_config c = {.layers = 2, .heads = 4, .dim = 64, .vocab = 500, .seq = 64};
+    assert_int_equal(gpt_config_check(&c), 0);
+    struct backend_opts o = {.batch = 4, .seq = 64, .threads = threads, .world_size = 1};
+    size_t n = gpt_num_params(&c);
+    float *p = malloc(n * sizeof(float));
+    assert_non_null(p);
+    struct rng r;
+    rng_seed(&r, 5);
+    gpt_params_init(&c, p, &r);
+    int in[256], tg[256];
+    for (int i = 0; i < 256; i++) {
+        in[i] = (int)(rng_next_u64(&r) % 500);
+        tg[i] = (int)(rng_next_u64(&r) % 500);
+    }
+    void *be;
+    assert_int_equal(backend_cpu.create(&c, &o, &be), 0);
+    assert_int_equal(backend_cpu.set_state(be, p, NULL, NULL), 0);
+    struct adamw_hparams h = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    float gn;
+    for (int s = 1; s <= 2; s++) {
+        assert_int_equal(backend_cpu.forward_backward(be, in, tg, ret_loss), 0);
+        assert_int_equal(backend_cpu.update(be, &h, 1e-3f, s, &gn), 0);
+    }
+    assert_int_equal(backend_cpu.get_state(be, ret_params, NULL, NULL), 0);
+    backend_cpu.destroy(be);
+    free(p);
+}
+
+static void test_threads_do_not_change_bits(void **state)
+{
+    (void)state;
+    struct gpt_config c = {.layers = 2, .heads = 4, .dim = 64, .vocab = 500, .seq = 64};
+    assert_int_equal(gpt_config_check(&c), 0);
+    size_t n = gpt_num_params(&c);
+    float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float)), la, lb;
+    assert_true(a && b);
+    run_steps(1, a, &la);
+    run_steps(3, b, &lb);
+    assert_memory_equal(&la, &lb, sizeof la);
+    assert_memory_equal(a, b, n * sizeof(float));
+    free(a);
+    free(b);
+}
+
 static void test_adamw_step_by_hand(void **state)
 {
     (void)state;
@@ -198,6 +246,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradients_match_finite_differences),
         cmocka_unit_test(test_float_backend_matches_double),
+        cmocka_unit_test(test_threads_do_not_change_bits),
         cmocka_unit_test(test_adamw_step_by_hand),
         cmocka_unit_test(test_config_check_and_layout),
     };
