@@ -75,7 +75,8 @@ void ssh_stream_free(struct ssh_stream *s);
 /* Upload local_path to remote_path by SFTP: write "<remote_path>.part.<pid>" (0600) in
  * SSH_SFTP_CHUNK pieces, then rename over remote_path.  idle_timeout_s bounds each blocking
  * wait.  progress_label non-NULL and stderr a TTY: a progress line on stderr.
- * -ENOENT (remote dir missing), -EACCES, -ENOSPC/-EIO (SFTP "Failure"), -ETIMEDOUT. */
+ * -ENOENT (remote dir missing), -EACCES, -EIO (SFTP "Failure": often a full disk; SFTP v3 does
+ * not say), -ECONNRESET, or -errno reading local_path.  Timeouts surface as -EIO or -ECONNRESET. */
 int ssh_upload(struct ssh_conn *c, const char *local_path, const char *remote_path,
                double idle_timeout_s, const char *progress_label, char *err, size_t err_sz);
 
