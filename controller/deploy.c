@@ -104,8 +104,10 @@ static int agent_call(struct deploy *d, const struct inv_ct *ct, const char *con
     }
     if (res.status != 0) {
         char reason[600];
-        snprintf(err, err_sz, "%s: drover-agent %s failed (exit %d): %s", ct->label, args[0],
-                 res.status, exec_result_reason(&res, reason, sizeof reason));
+        bool two = strcmp(args[0], "release") == 0 && args[1];
+        snprintf(err, err_sz, "%s: drover-agent %s%s%s failed (exit %d): %s", ct->label, args[0],
+                 two ? " " : "", two ? args[1] : "", res.status,
+                 exec_result_reason(&res, reason, sizeof reason));
         r = -EIO;
     }
     exec_result_done(&res);
