@@ -90,8 +90,9 @@ struct beats {
     size_t have;
 };
 
-/* Read heartbeats until n train lines were seen (n < 0: until EOF). */
-static void read_beats(int fd, struct beats *b, int n)
+/* Read heartbeats until n train lines were seen, or (phase >= 0) a line in that phase at that
+ * step arrived; n < 0 and phase < 0: until EOF. */
+static void read_beats_until(int fd, struct beats *b, int n, int phase, int64_t step)
 {
     char *buf = b->buf;
     size_t have = b->have;
@@ -110,7 +111,7 @@ static void read_beats(int fd, struct beats *b, int n)
             size_t used = (size_t)(nl - buf) + 1;
             memmove(buf, nl + 1, have - used);
             have -= used;
-            if (n >= 0 && b->ntrain >= n) {
+            if ((n >= 0 && b->ntrain >= n) || (phase >= 0 && (int)h.phase == phase && h.step == step)) {
                 b->have = have;
                 return;
             }
@@ -124,6 +125,11 @@ static void read_beats(int fd, struct beats *b, int n)
         }
         have += (size_t)r;
     }
+}
+
+static void read_beats(int fd, struct beats *b, int n)
+{
+    read_beats_until(fd, b, n, -1, 0);
 }
 
 static int wait_code(pid_t pid)
@@ -250,6 +256,51 @@ static void test_two_ranks_and_a_lost_peer(void **state)
     assert_true(b0.last.error[0] != '\0');
 }
 
+static int count_tmp(const char *ck)
+{
+    char pat[256];
+    snprintf(pat, sizeof pat, "%s/.ckpt-*.tmp.*", ck);
+    glob_t g;
+    int n = glob(pat, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+    if (n)
+        globfree(&g);
+    return n;
+}
+
+/* cases-field C18: SIGKILL in the middle of a save leaves only a temp file; the restart resumes
+ * from the previous checkpoint and its next save removes the stale temp file. */
+static void test_kill_during_save(void **state)
+{
+    (void)state;
+    char ck[160];
+    snprintf(ck, sizeof ck, "%s/ck-kill", dir);
+    static const char *env[] = {"DROVER_TRAIN_FAULT=ckpt_chunk_delay=400ms", NULL};
+    int fd;
+    pid_t pid = spawn(cfg, ck, -1, env, &fd);
+    static struct beats b;
+    memset(&b, 0, sizeof b);
+    /* the first save (step 5) is slow but completes; wait for step 10's save to begin */
+    read_beats_until(fd, &b, -1, HB_PHASE_CHECKPOINT, 10);
+    assert_int_equal(b.last.phase, HB_PHASE_CHECKPOINT);
+    assert_int_equal(b.last.step, 10);
+    usleep(300 * 1000); /* inside the save: header and parameters written, not renamed */
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    close(fd);
+    assert_int_equal(wait_code(pid), 128 + SIGKILL);
+    assert_int_equal(count_tmp(ck), 1);
+    assert_int_equal(newest_ckpt_step(ck), 5);
+
+    pid = spawn(cfg, ck, 15, NULL, &fd);
+    static struct beats b2;
+    memset(&b2, 0, sizeof b2);
+    read_beats(fd, &b2, -1);
+    close(fd);
+    assert_int_equal(wait_code(pid), TX_OK);
+    assert_int_equal(b2.last.resumed_from, 5);
+    assert_int_equal(newest_ckpt_step(ck), 15);
+    assert_int_equal(count_tmp(ck), 0);
+}
+
 static void test_bad_config_reports_done(void **state)
 {
     (void)state;
@@ -274,6 +325,7 @@ int main(void)
         cmocka_unit_test(test_sigterm_checkpoints_and_exits_0),
         cmocka_unit_test(test_nan_diverges_without_checkpoint),
         cmocka_unit_test(test_two_ranks_and_a_lost_peer),
+        cmocka_unit_test(test_kill_during_save),
         cmocka_unit_test(test_bad_config_reports_done),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
