@@ -343,6 +343,9 @@ static void draw(struct ui *u)
         snprintf(foot, sizeof foot, "%s", u->confirm);
     else if (u->msg[0] && now < u->msg_until)
         snprintf(foot, sizeof foot, "%s", u->msg);
+    else if (u->sel >= 0 && u->sel < u->nrows &&
+             top_row_problem(&u->s, &u->rows[u->sel], now, foot, sizeof foot)[0])
+        ; /* the selected row's problem (why it is unreachable, the agent's reason) */
     else
         snprintf(foot, sizeof foot, "q quit  %s move  enter fold  / filter%s%s  s sort  t %s  +- %gs  l events  %s? help",
                  u->v.ascii ? "up/dn" : "\u2191\u2193", u->v.filter[0] ? "=" : "", u->v.filter,

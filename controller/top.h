@@ -213,6 +213,11 @@ struct top_view {
 int top_build_rows(const struct top_snapshot *s, const struct inventory *inv,
                    const struct top_view *v, double now, struct top_row *rows, int max_rows);
 
+/* Why a row has no fresh data ("t2: no answer for 14s", "t1:101: the agent's watch stream
+ * ended ..."), for the footer and --once; "" when the row is fine. */
+const char *top_row_problem(const struct top_snapshot *s, const struct top_row *row, double now,
+                            char *buf, size_t buf_sz);
+
 /* Totals for the header. */
 struct top_summary {
     int hosts_up, hosts;

@@ -942,15 +942,44 @@ int top_build_rows(const struct top_snapshot *s, const struct inventory *inv,
     return n;
 }
 
+const char *top_row_problem(const struct top_snapshot *s, const struct top_row *row, double now,
+                            char *buf, size_t buf_sz)
+{
+    char age[16];
+    buf[0] = '\0';
+    if (row->host < 0 || row->host >= s->nhosts)
+        return buf;
+    const struct top_host *h = &s->hosts[row->host];
+    const struct top_ct *ct = row->ct >= 0 && row->ct < s->ncts ? &s->cts[row->ct] : NULL;
+    if (h->err[0] && !h->up)
+        snprintf(buf, buf_sz, "%s: %s", h->name, h->err);
+    else if (ct && ct->err[0])
+        snprintf(buf, buf_sz, "%s: %s", ct->label, ct->err);
+    else if (ct && top_ct_is_stale(s, ct, now))
+        snprintf(buf, buf_sz, "%s: no status document for %s", ct->label,
+                 top_fmt_age(now - ct->doc_mono, age, sizeof age));
+    else if (ct && ct->reason[0] && row->state != TOP_RUNNING)
+        snprintf(buf, buf_sz, "%s: %s", ct->label, ct->reason);
+    return buf;
+}
+
 /* ------------------------------------------------------------------ header */
 
 void top_summarize(const struct top_snapshot *s, double now, struct top_summary *ret)
 {
     struct top_summary m = { 0 };
     m.hosts = s->nhosts;
-    for (int h = 0; h < s->nhosts; h++)
-        if (s->hosts[h].up)
+    for (int h = 0; h < s->nhosts; h++) {
+        /* up: the session is open and some container (if it has any) sends fresh documents */
+        int n = 0, fresh = 0;
+        for (int i = 0; i < s->ncts; i++)
+            if (s->cts[i].host == h) {
+                n++;
+                fresh += !top_ct_is_stale(s, &s->cts[i], now);
+            }
+        if (s->hosts[h].up && (n == 0 || fresh > 0))
             m.hosts_up++;
+    }
     m.cts = s->ncts;
     for (int j = 0; j < s->njobs; j++)
         m.ranks_expected += s->jobs[j].expected_ranks;
@@ -1246,6 +1275,19 @@ int top_render_text(const struct top_snapshot *s, const struct inventory *inv,
         /* trailing spaces are noise in a captured frame */
         while (b.len && b.p[b.len - 1] == ' ')
             b.p[--b.len] = '\0';
+        sb_puts(&b, "\n");
+    }
+    /* why rows have no fresh data, once per host or container */
+    char last[TOP_ERR_MAX + 400] = "";
+    for (int i = 0; i < n; i++) {
+        char why[TOP_ERR_MAX + 400];
+        if (rows[i].state != TOP_UNREACHABLE || !top_row_problem(s, &rows[i], now, why, sizeof why)[0])
+            continue;
+        if (strcmp(why, last) == 0)
+            continue;
+        snprintf(last, sizeof last, "%s", why);
+        sb_puts(&b, "! ");
+        sb_puts(&b, why);
         sb_puts(&b, "\n");
     }
     free(rows);

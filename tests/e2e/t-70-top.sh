@@ -185,6 +185,14 @@ keys top t
 check "and keys are answered at once (t: flat view)" wait_until 2 shows top "^${CTS[0]}/[0-9]"
 keys top t
 check "the stopped host's row keeps its last values (STEP still shown)" dimmed_values_kept top "$stop_ct"
+say "drover top --once while $STOP_HOST is stopped"
+t1=$SECONDS
+"$E2E_BUILD/drover" -i "$INV" top --once --width 132 >"$E2E_WORK/top-once-stopped.txt" 2>&1
+rc=$?
+sed 's/^/    | /' "$E2E_WORK/top-once-stopped.txt"
+check "--once exits 1 when a container is unreachable" test "$rc" = 1
+check "--once says why: a '! $STOP_HOST: ...' line" grep -q "^! $STOP_HOST: " "$E2E_WORK/top-once-stopped.txt"
+check "--once gave up on $STOP_HOST within its timeout (connect timeout + 5 s; took $((SECONDS - t1)) s)" test $((SECONDS - t1)) -le 20
 kill -CONT $STOPPED
 STOPPED=""
 check "after SIGCONT $stop_ct is reachable again within 30 s" \

@@ -251,7 +251,13 @@ static void test_unreachable_keeps_values_dimmed(void **state)
     feed_all(f, GOOD, GOOD, 100);
     double late = 100 + top_stale_after(2) + 0.1;
     assert_int_equal(top_ct_state(&f->s, &f->s.cts[2], 101), TOP_RUNNING);
+    /* h2's only container goes quiet (the session looks open): h2 no longer counts as up */
+    f->s.cts[0].doc_mono = f->s.cts[1].doc_mono = late;
     assert_int_equal(top_ct_state(&f->s, &f->s.cts[2], late), TOP_UNREACHABLE);
+    struct top_summary q;
+    top_summarize(&f->s, late, &q);
+    assert_int_equal(q.hosts_up, 1);
+    assert_int_equal(q.cts_up, 2);
     /* a host error marks its containers at once */
     f->s.hosts[1].up = false;
     strcpy(f->s.hosts[1].err, "connection refused");
@@ -269,6 +275,14 @@ static void test_unreachable_keeps_values_dimmed(void **state)
             assert_string_equal(rows[i].cell[TOP_COL_STATE], "unreachable");
         }
     assert_true(seen);
+    char why[512];
+    assert_string_equal(top_row_problem(&f->s, &rows[n - 1], 101, why, sizeof why),
+                        "h2: connection refused");
+    /* --once lists the reason under the table */
+    char *text = NULL;
+    assert_int_equal(top_render_text(&f->s, f->inv, &v, 101, 132, false, &text), 0);
+    assert_non_null(strstr(text, "\n! h2: connection refused\n"));
+    free(text);
     struct top_summary m;
     top_summarize(&f->s, 101, &m);
     assert_int_equal(m.cts_up, 2);
