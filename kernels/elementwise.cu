@@ -281,51 +281,42 @@ __global__ void colsum_final_kernel(float *dw, float *db, const float *part_w,
 
 extern "C" size_t kern_colsum_scratch_floats(int C)
 {
-    return (size_t)2 * (COLSUM_RG > 264 ? COLSUM_RG : 264) * C; /* 264: LNB_GRID below */
+    return (size_t)2 * (COLSUM_RG > 396 ? COLSUM_RG : 396) * C; /* 396: LNB_GRID below */
 }
 
 // Fused LayerNorm backward: one warp per row as above, and the same warp accumulates dweight and
 // dbias for its rows in registers (lane owns columns lane*8 + 256*i); the 8 warps of a block
 // reduce through shared memory in warp order and the block writes one partial row; a final kernel
 // adds the LNB_GRID partials in order.  One pass over dout and inp instead of two.
-#define LNB_GRID 264
+#define LNB_GRID 396
 template <int NCH>
 __global__ void __launch_bounds__(256) layernorm_backward_fused_kernel(
     bf16 *dinp, float *part_w, float *part_b, const bf16 *dout, const bf16 *inp, const bf16 *w,
     const float *mean, const float *rstd, int N, int C)
 {
-    __shared__ float red[8][256 * NCH > 2048 ? 2048 : 256 * NCH];
+    __shared__ float red[8][256 * NCH];
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    float aw[NCH][8], ab[NCH][8], wv[NCH][8];
+    float aw[NCH][8], ab[NCH][8]; // the only per-lane state kept across rows (few registers)
 #pragma unroll
-    for (int i = 0; i < NCH; i++) {
-        int c = lane * 8 + 256 * i;
-        bf16x8 x8;
-        if (c < C)
-            x8 = load8(w + c);
+    for (int i = 0; i < NCH; i++)
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
+        for (int k = 0; k < 8; k++)
             aw[i][k] = ab[i][k] = 0.f;
-            wv[i][k] = c < C ? __bfloat162float(x8.v[k]) : 0.f;
-        }
-    }
     for (int row = blockIdx.x * 8 + warp; row < N; row += gridDim.x * 8) {
         const bf16 *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
         float m = mean[row], rs = rstd[row];
-        float xh[NCH][8], dv[NCH][8];
         float a = 0.f, b = 0.f;
 #pragma unroll
         for (int i = 0; i < NCH; i++) {
             int c = lane * 8 + 256 * i;
             if (c < C) {
-                bf16x8 xv = load8(x + c), dvv = load8(dy + c);
+                bf16x8 xv = load8(x + c), dvv = load8(dy + c), wv = load8(w + c);
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
-                    xh[i][k] = (__bfloat162float(xv.v[k]) - m) * rs;
-                    dv[i][k] = __bfloat162float(dvv.v[k]);
-                    float dn = dv[i][k] * wv[i][k];
+                    float xh = (__bfloat162float(xv.v[k]) - m) * rs;
+                    float dn = __bfloat162float(dvv.v[k]) * __bfloat162float(wv.v[k]);
                     a += dn;
-                    b += dn * xh[i][k];
+                    b += dn * xh;
                 }
             }
         }
@@ -335,15 +326,16 @@ __global__ void __launch_bounds__(256) layernorm_backward_fused_kernel(
 #pragma unroll
         for (int i = 0; i < NCH; i++) {
             int c = lane * 8 + 256 * i;
-            if (c < C) {
-                bf16x8 ov = load8(dx + c);
+            if (c < C) { // second read of the row: L1 hits
+                bf16x8 xv = load8(x + c), dvv = load8(dy + c), wv = load8(w + c), ov = load8(dx + c);
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
-                    float dn = dv[i][k] * wv[i][k];
-                    ov.v[k] = __float2bfloat16_rn(__bfloat162float(ov.v[k]) +
-                                                  (dn - a - xh[i][k] * b) * rs);
-                    aw[i][k] += dv[i][k] * xh[i][k];
-                    ab[i][k] += dv[i][k];
+                    float xh = (__bfloat162float(xv.v[k]) - m) * rs;
+                    float d = __bfloat162float(dvv.v[k]);
+                    float dn = d * __bfloat162float(wv.v[k]);
+                    ov.v[k] = __float2bfloat16_rn(__bfloat162float(ov.v[k]) + (dn - a - xh * b) * rs);
+                    aw[i][k] += d * xh;
+                    ab[i][k] += d;
                 }
                 store8(dx + c, ov);
             }

@@ -142,6 +142,14 @@ int kern_matmul_backward_input_dgelu(struct kern_blas *b, kbf16 *dinp, const kbf
 int kern_matmul_backward_weight(struct kern_blas *b, float *dw, const kbf16 *dout,
                                 const kbf16 *inp, int N, int C, int OC, cudaStream_t s);
 
+/* dw (OC,C) fp32 += dout^T @ inp as above, and dbias (OC) fp32 = the column sums of dout (N,OC)
+ * (written, so the caller zeroes it first when it wants +=): the bias gradient comes from the same
+ * matmul's epilogue (cuBLASLt BGRADB), falling back to kern_bias_backward (with scratch) when
+ * cuBLASLt refuses it.  tol 1e-2 (dw), 1e-4 (dbias). */
+int kern_matmul_backward_weight_bias(struct kern_blas *b, float *dw, float *dbias, float *scratch,
+                                     const kbf16 *dout, const kbf16 *inp, int N, int C, int OC,
+                                     cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,7 +21,8 @@ struct kern_blas {
     cublasLtHandle_t lt;
     void *ws;
     size_t ws_bytes;
-    int no_dgelu; /* set once the DGELU epilogue was refused */
+    int no_dgelu;  /* set once the DGELU epilogue was refused */
+    int no_bgradb; /* set once the BGRADB epilogue was refused */
     struct algo_entry cache[ALGO_CACHE];
 };
 
@@ -64,10 +65,25 @@ extern "C" void kern_blas_free(struct kern_blas *b)
 
 // D (m x n, col-major, ldd m) = alpha op(A) op(B) + beta C [+ bias(m)] [gelu, aux]
 // A is (m x k) after op, B is (k x n) after op.
+static int lt_matmul_bg(struct kern_blas *b, void *D, cudaDataType_t dtype, const void *A, int lda,
+                        int ta, const void *B, int ldb, int tb, const void *C, float beta,
+                        const void *bias, void *aux, int dgelu, float *bgrad, int m, int n, int k,
+                        cudaStream_t s);
+
 // dgelu: aux holds the forward's pre-activation and D is multiplied by gelu'(aux) (backward).
 static int lt_matmul(struct kern_blas *b, void *D, cudaDataType_t dtype, const void *A, int lda,
                      int ta, const void *B, int ldb, int tb, const void *C, float beta,
                      const void *bias, void *aux, int dgelu, int m, int n, int k, cudaStream_t s)
+{
+    return lt_matmul_bg(b, D, dtype, A, lda, ta, B, ldb, tb, C, beta, bias, aux, dgelu, NULL, m, n,
+                        k, s);
+}
+
+// bgrad (fp32, n): the bias gradient of B reduced over k (BGRADB epilogue), written (not added).
+static int lt_matmul_bg(struct kern_blas *b, void *D, cudaDataType_t dtype, const void *A, int lda,
+                        int ta, const void *B, int ldb, int tb, const void *C, float beta,
+                        const void *bias, void *aux, int dgelu, float *bgrad, int m, int n, int k,
+                        cudaStream_t s)
 {
     cublasLtMatmulDesc_t op = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL, ld = NULL;
@@ -77,7 +93,9 @@ static int lt_matmul(struct kern_blas *b, void *D, cudaDataType_t dtype, const v
     float alpha = 1.f;
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
-    if (aux && dgelu)
+    if (bgrad)
+        epi = CUBLASLT_EPILOGUE_BGRADB;
+    else if (aux && dgelu)
         epi = CUBLASLT_EPILOGUE_DGELU;
     else if (aux)
         epi = bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
@@ -97,6 +115,11 @@ static int lt_matmul(struct kern_blas *b, void *D, cudaDataType_t dtype, const v
     LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
     LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
     LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    if (bgrad) {
+        cudaDataType_t bt = CUDA_R_32F;
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bgrad, sizeof bgrad));
+    }
     if (bias) {
         cudaDataType_t bt = CUDA_R_16BF;
         LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
@@ -221,4 +244,26 @@ extern "C" int kern_matmul_backward_weight(struct kern_blas *b, float *dw, const
         return -EINVAL;
     // dw^T (C x OC) += inp^T (col view C x N) * dout (col view OC x N, transposed)
     return lt_matmul(b, dw, CUDA_R_32F, inp, C, 0, dout, OC, 1, dw, 1.f, NULL, NULL, 0, C, OC, N, s);
+}
+
+extern "C" int kern_matmul_backward_weight_bias(struct kern_blas *b, float *dw, float *dbias,
+                                                float *scratch, const kbf16 *dout, const kbf16 *inp,
+                                                int N, int C, int OC, cudaStream_t s)
+{
+    if (C % 8 || OC % 8)
+        return -EINVAL;
+    if (!b->no_bgradb) {
+        int r = lt_matmul_bg(b, dw, CUDA_R_32F, inp, C, 0, dout, OC, 1, dw, 1.f, NULL, NULL, 0,
+                             dbias, C, OC, N, s);
+        if (r == 0)
+            return 0;
+        b->no_bgradb = 1; /* no BGRADB epilogue for these types here: unfused from now on */
+        (void)cudaGetLastError();
+    }
+    int r = kern_matmul_backward_weight(b, dw, dout, inp, N, C, OC, s);
+    if (r < 0)
+        return r;
+    if (cudaMemsetAsync(dbias, 0, (size_t)OC * sizeof(float), s) != cudaSuccess)
+        return kern_check_launch("bias gradient memset");
+    return kern_bias_backward(dbias, scratch, dout, N, OC, s);
 }

@@ -179,6 +179,8 @@ static int bench_kernels(int B)
          kern_matmul_backward_input(bl, x, y, w, 0, (int)N, C, 4 * C, 0));
     TIME("matmul bwd-w fc", 2.0 * N * C * 4 * C, bf * 5.0 * N * C + 8.0 * 4 * C * C, L,
          kern_matmul_backward_weight(bl, gw, y, x, (int)N, C, 4 * C, 0));
+    TIME("  (same + bias epilogue; not used)", 2.0 * N * C * 4 * C, bf * 5.0 * N * C + 8.0 * 4 * C * C, 0,
+         kern_matmul_backward_weight_bias(bl, gw, gw + (size_t)Vp * C - 4 * C, scratch, y, x, (int)N, C, 4 * C, 0));
     TIME("matmul bwd-in fcproj + dgelu", 2.0 * N * C * 4 * C, bf * (9.0 * N * C + 4.0 * C * C), L,
          kern_matmul_backward_input_dgelu(bl, y, x, w, pre, (int)N, 4 * C, C, 0));
     TIME("matmul bwd-w fcproj", 2.0 * N * C * 4 * C, bf * 5.0 * N * C + 8.0 * 4 * C * C, L,

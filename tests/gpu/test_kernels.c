@@ -172,6 +172,14 @@ static void test_matmul(struct rng *r, struct kern_blas *bl)
     check("matmul_backward dinp + dgelu epilogue", rel_err(g4, ref3, N * C), 1e-2);
     check("matmul_backward dweight (+=, fp32 out)", rel_err(g2, rdw, (size_t)OC * C), 1e-2);
     check("bias_backward (+=)", rel_err(g3, rdb, OC), 1e-4);
+    /* weight gradient with the bias gradient from the epilogue (dbias written) */
+    float *rdw2 = rand_f32(r, (size_t)OC * C, 1), *rdb2 = calloc(OC, 4), *junk = calloc(N * C, 4);
+    float *d_dw2 = dev_f32(rdw2, (size_t)OC * C), *d_db2 = dev_poisoned(OC * 4);
+    KK(kern_matmul_backward_weight_bias(bl, d_dw2, d_db2, scratch, d_dout, dx, (int)N, C, OC, 0));
+    cpu_matmul_backward(junk, rdw2, rdb2, dout, x, w, B, T, C, OC);
+    float *g5 = host_from_f32(d_dw2, (size_t)OC * C), *g6 = host_from_f32(d_db2, OC);
+    check("matmul_backward dweight (bias epilogue)", rel_err(g5, rdw2, (size_t)OC * C), 1e-2);
+    check("matmul_backward dbias (bias epilogue)", rel_err(g6, rdb2, OC), 1e-4);
 }
 
 typedef int (*attn_fwd_fn)(kbf16 *, float *, const kbf16 *, int, int, int, int, cudaStream_t);
