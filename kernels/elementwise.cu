@@ -423,9 +423,56 @@ extern "C" int kern_layernorm_backward(kbf16 *dinp, float *dweight, float *dbias
     return kern_check_launch("layernorm_backward_weights");
 }
 
+// Bias gradient: each thread sums 8 adjacent columns (one 16-byte load per row) over its rows;
+// BIAS_RG row groups write partials, added in order by colsum_final_kernel's loop (BIAS_RG rows).
+#define BIAS_RG 128
+__global__ void bias_partial_kernel(float *part, const bf16 *dout, int N, int OC)
+{
+    __shared__ float sb[8][256];
+    int c = blockIdx.x * 256 + threadIdx.x * 8;
+    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if (c < OC) {
+        for (int r = blockIdx.y * 8 + threadIdx.y; r < N; r += gridDim.y * 8) {
+            bf16x8 d = load8(dout + (size_t)r * OC + c);
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                acc[k] += __bfloat162float(d.v[k]);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        sb[threadIdx.y][threadIdx.x * 8 + k] = acc[k];
+    __syncthreads();
+    int t = threadIdx.y * 32 + threadIdx.x; // 256 threads, one column each
+    int cc = blockIdx.x * 256 + t;
+    if (cc < OC) {
+        float b = 0.f;
+        for (int y = 0; y < 8; y++)
+            b += sb[y][t];
+        part[(size_t)blockIdx.y * OC + cc] = b;
+    }
+}
+
+__global__ void bias_final_kernel(float *db, const float *part, int OC)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= OC)
+        return;
+    float b = 0.f;
+    for (int g = 0; g < BIAS_RG; g++)
+        b += part[(size_t)g * OC + c];
+    db[c] += b;
+}
+
 extern "C" int kern_bias_backward(float *dbias, float *scratch, const kbf16 *dout, int N, int OC,
                                   cudaStream_t s)
 {
+    if (OC % 8 == 0) {
+        bias_partial_kernel<<<dim3(cdiv(OC, 256), BIAS_RG), dim3(32, 8), 0, s>>>(
+            scratch, (const bf16 *)dout, N, OC);
+        bias_final_kernel<<<cdiv(OC, 256), 256, 0, s>>>(dbias, scratch, OC);
+        return kern_check_launch("bias_backward");
+    }
     if (OC % 2)
         return -EINVAL;
     float *pw = scratch, *pb = scratch + (size_t)COLSUM_RG * OC;
@@ -479,18 +526,27 @@ __global__ void __launch_bounds__(CLS_THREADS) classifier_kernel(bf16 *logits, f
     int tgt = targets[row];
     float tlogit = __bfloat162float(x[tgt]);
     float m = -INFINITY, sum = 0.f;
-    for (int v0 = threadIdx.x * 8; v0 < V; v0 += CLS_THREADS * 8) {
-        bf16x8 xv = load8(x + v0);
+    // 4 independent 16-byte loads in flight per thread before the arithmetic
+    for (int v0 = threadIdx.x * 8; v0 < V; v0 += CLS_THREADS * 8 * 4) {
+        bf16x8 xv[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            if (v0 + u * CLS_THREADS * 8 < V)
+                xv[u] = load8(x + v0 + u * CLS_THREADS * 8);
         float lm = m;
 #pragma unroll
-        for (int k = 0; k < 8; k++)
-            if (v0 + k < V)
-                lm = fmaxf(lm, __bfloat162float(xv.v[k]));
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                if (v0 + u * CLS_THREADS * 8 + k < V)
+                    lm = fmaxf(lm, __bfloat162float(xv[u].v[k]));
         sum *= __expf(m - lm);
 #pragma unroll
-        for (int k = 0; k < 8; k++)
-            if (v0 + k < V)
-                sum += __expf(__bfloat162float(xv.v[k]) - lm);
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                if (v0 + u * CLS_THREADS * 8 + k < V)
+                    sum += __expf(__bfloat162float(xv[u].v[k]) - lm);
         m = lm;
     }
     // combine (m, sum) over the warp, then the block
@@ -519,17 +575,28 @@ __global__ void __launch_bounds__(CLS_THREADS) classifier_kernel(bf16 *logits, f
     if (dloss == 0.f)
         return;
     float lse = s_lse;
-    for (int v0 = threadIdx.x * 8; v0 < Vp; v0 += CLS_THREADS * 8) {
-        bf16x8 xv = load8(x + v0), o;
+    for (int v0 = threadIdx.x * 8; v0 < Vp; v0 += CLS_THREADS * 8 * 4) {
+        bf16x8 xv[4];
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
-            int v = v0 + k;
-            float g = 0.f;
-            if (v < V)
-                g = (__expf(__bfloat162float(xv.v[k]) - lse) - (v == tgt ? 1.f : 0.f)) * dloss;
-            o.v[k] = __float2bfloat16_rn(g);
+        for (int u = 0; u < 4; u++)
+            if (v0 + u * CLS_THREADS * 8 < Vp)
+                xv[u] = load8(x + v0 + u * CLS_THREADS * 8);
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int vb = v0 + u * CLS_THREADS * 8;
+            if (vb >= Vp)
+                break;
+            bf16x8 o;
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                int v = vb + k;
+                float g = 0.f;
+                if (v < V)
+                    g = (__expf(__bfloat162float(xv[u].v[k]) - lse) - (v == tgt ? 1.f : 0.f)) * dloss;
+                o.v[k] = __float2bfloat16_rn(g);
+            }
+            store8(x + vb, o);
         }
-        store8(x + v0, o);
     }
 }
 
