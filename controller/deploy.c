@@ -228,6 +228,12 @@ static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
     size_t n = 0;
     args[n++] = "preflight";
     args[n++] = d->id;
+    args[n++] = "--job"; /* the worker environment of rank 0 of this job, its GPUs included */
+    args[n++] = j->name;
+    if (j->gpus[0]) {
+        args[n++] = "--gpus";
+        args[n++] = j->gpus;
+    }
     args[n++] = "--";
     args[n++] = j->preflight;
     for (int i = 0; i < j->npreflight_args; i++)
