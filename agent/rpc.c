@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "agent/field.h"
 #include "common/util.h"
 
 static const char *const op_names[] = {"status", "watch", "activate", "promote", "revert", "stop"};
@@ -31,17 +32,6 @@ void rpc_request_done(struct rpc_request *q)
 {
     if (q)
         spec_done(&q->spec);
-}
-
-static int get_num(json_t *o, const char *k, double lo, double hi, double *v)
-{
-    json_t *x = json_object_get(o, k);
-    if (!x)
-        return 0;
-    if (!json_is_number(x) || !(json_number_value(x) >= lo && json_number_value(x) <= hi))
-        return -EINVAL;
-    *v = json_number_value(x);
-    return 0;
 }
 
 int rpc_parse_request(const char *text, size_t len, struct rpc_request *ret)
@@ -86,9 +76,9 @@ int rpc_parse_request(const char *text, size_t len, struct rpc_request *ret)
             goto out;
         (void)str_copy(q.reason, sizeof q.reason, json_string_value(reason));
     }
-    if (get_num(o, "probation_s", 0, 86400 * 30, &q.probation_s) < 0 ||
-        get_num(o, "ktok_s", 0, 1e12, &q.ktok_s) < 0 ||
-        get_num(o, "interval_s", 0.05, 3600, &q.interval_s) < 0)
+    if (field_get_num(o, "probation_s", 0, 86400 * 30, &q.probation_s) < 0 ||
+        field_get_num(o, "ktok_s", 0, 1e12, &q.ktok_s) < 0 ||
+        field_get_num(o, "interval_s", 0.05, 3600, &q.interval_s) < 0)
         goto out;
     if (count) {
         if (!json_is_integer(count) || json_integer_value(count) < 0)

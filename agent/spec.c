@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/field.h"
 #include "common/util.h"
 
 void spec_init(struct job_spec *s)
@@ -178,38 +179,6 @@ json_t *spec_to_json(const struct job_spec *s)
                      s->ktok_s);
 }
 
-static int js_int(json_t *o, const char *k, int lo, int hi, int *v)
-{
-    json_t *x = json_object_get(o, k);
-    if (!x)
-        return 0;
-    if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > hi)
-        return -EINVAL;
-    *v = (int)json_integer_value(x);
-    return 0;
-}
-
-static int js_num(json_t *o, const char *k, double lo, double hi, double *v)
-{
-    json_t *x = json_object_get(o, k);
-    if (!x)
-        return 0;
-    if (!json_is_number(x) || !(json_number_value(x) >= lo && json_number_value(x) <= hi))
-        return -EINVAL;
-    *v = json_number_value(x);
-    return 0;
-}
-
-static int js_str(json_t *o, const char *k, char *dst, size_t n)
-{
-    json_t *x = json_object_get(o, k);
-    if (!x)
-        return 0;
-    if (!json_is_string(x) || str_copy(dst, n, json_string_value(x)) < 0)
-        return -EINVAL;
-    return 0;
-}
-
 int spec_from_json(json_t *o, struct job_spec *ret)
 {
     if (!json_is_object(o))
@@ -219,15 +188,14 @@ int spec_from_json(json_t *o, struct job_spec *ret)
     json_t *argv = json_object_get(o, "argv");
     json_t *pr = json_object_get(o, "promoted");
     int r = -EINVAL;
-    if (js_str(o, "release", s.release, sizeof s.release) < 0 ||
-        (s.release[0] && !sha256_is_hex(s.release)) ||
-        js_int(o, "nnodes", 1, 4096, &s.nnodes) < 0 ||
-        js_int(o, "node_rank", 0, 4095, &s.node_rank) < 0 ||
-        js_int(o, "nproc", 1, STATUS_MAX_RANKS, &s.nproc) < 0 ||
-        js_str(o, "gpus", s.gpus, sizeof s.gpus) < 0 ||
-        js_str(o, "master_addr", s.master_addr, sizeof s.master_addr) < 0 ||
-        js_int(o, "master_port", 1, 65535, &s.master_port) < 0 ||
-        js_num(o, "grace_s", 0, 3600, &s.grace_s) < 0 || js_num(o, "ktok_s", 0, 1e12, &s.ktok_s) < 0 ||
+    if (field_get_id(o, "release", s.release) < 0 ||
+        field_get_int(o, "nnodes", 1, 4096, &s.nnodes) < 0 ||
+        field_get_int(o, "node_rank", 0, 4095, &s.node_rank) < 0 ||
+        field_get_int(o, "nproc", 1, STATUS_MAX_RANKS, &s.nproc) < 0 ||
+        field_get_str(o, "gpus", s.gpus, sizeof s.gpus) < 0 ||
+        field_get_str(o, "master_addr", s.master_addr, sizeof s.master_addr) < 0 ||
+        field_get_int(o, "master_port", 1, 65535, &s.master_port) < 0 ||
+        field_get_num(o, "grace_s", 0, 3600, &s.grace_s) < 0 || field_get_num(o, "ktok_s", 0, 1e12, &s.ktok_s) < 0 ||
         (pr && !json_is_boolean(pr)))
         return -EINVAL;
     s.promoted = pr && json_is_true(pr);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/field.h"
 #include "common/util.h"
 
 void state_init(struct agent_state *st) { memset(st, 0, sizeof *st); }
@@ -53,31 +54,6 @@ int state_format(const struct agent_state *st, char **ret_text)
     return 0;
 }
 
-static int get_id(json_t *o, const char *k, char dst[RELEASE_ID_LEN + 1])
-{
-    json_t *x = json_object_get(o, k);
-    if (!x)
-        return 0;
-    if (!json_is_string(x))
-        return -EINVAL;
-    const char *s = json_string_value(x);
-    if (s[0] && !sha256_is_hex(s))
-        return -EINVAL;
-    (void)str_copy(dst, RELEASE_ID_LEN + 1, s);
-    return 0;
-}
-
-static int get_i64(json_t *o, const char *k, int64_t lo, int64_t hi, int64_t *v)
-{
-    json_t *x = json_object_get(o, k);
-    if (!x)
-        return 0;
-    if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > hi)
-        return -EINVAL;
-    *v = json_integer_value(x);
-    return 0;
-}
-
 static int job_from_json(json_t *o, struct job_rec *j)
 {
     memset(j, 0, sizeof *j);
@@ -88,12 +64,12 @@ static int job_from_json(json_t *o, struct job_rec *j)
     if (!json_is_object(o) || !json_is_string(name) || !job_name_is_valid(json_string_value(name)))
         return -EINVAL;
     (void)str_copy(j->job, sizeof j->job, json_string_value(name));
-    if (get_id(o, "current", j->current) < 0 || get_id(o, "previous", j->previous) < 0 ||
-        get_id(o, "good", j->good) < 0 || get_i64(o, "generation", 0, INT32_MAX, &gen) < 0 ||
-        get_i64(o, "restarts", 0, INT32_MAX, &restarts) < 0 ||
-        get_i64(o, "auto_rollbacks", 0, INT32_MAX, &rb) < 0 ||
-        get_i64(o, "gang_pgid", 0, INT32_MAX, &pgid) < 0 ||
-        get_i64(o, "gang_starttime", 0, INT64_MAX, &start) < 0)
+    if (field_get_id(o, "current", j->current) < 0 || field_get_id(o, "previous", j->previous) < 0 ||
+        field_get_id(o, "good", j->good) < 0 || field_get_i64(o, "generation", 0, INT32_MAX, &gen) < 0 ||
+        field_get_i64(o, "restarts", 0, INT32_MAX, &restarts) < 0 ||
+        field_get_i64(o, "auto_rollbacks", 0, INT32_MAX, &rb) < 0 ||
+        field_get_i64(o, "gang_pgid", 0, INT32_MAX, &pgid) < 0 ||
+        field_get_i64(o, "gang_starttime", 0, INT64_MAX, &start) < 0)
         return -EINVAL;
     j->generation = (int)gen;
     j->restarts = (int)restarts;
