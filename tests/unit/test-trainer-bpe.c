@@ -101,6 +101,13 @@ static void test_gpt2_known_ids(void **state)
     EXPECT(b, "The Fulton County said .\n", 464, 44373, 3418, 531, 764, 198);
     EXPECT(b, "  multiple   spaces\n\nnewlines 123 4567 don't I'll", 220, 3294, 220, 220, 9029, 198,
            198, 3605, 6615, 17031, 4153, 3134, 836, 470, 314, 1183);
+    /* Latin-1, Cyrillic, CJK, emoji, number with a dot, tabs, CRLF, upper-case contraction */
+    EXPECT(b, "caf\xc3\xa9 na\xc3\xafve \xd0\x9f\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82 "
+              "\xe4\xbd\xa0\xe5\xa5\xbd 3.14159 \xf0\x9f\x98\x80 emoji\t\ttabs   \n\n  x\r\n"
+              "It's they're we'VE",
+           66, 1878, 2634, 41492, 12466, 253, 21169, 18849, 38857, 16843, 20375, 220, 19526, 254,
+           25001, 121, 513, 13, 1415, 19707, 30325, 222, 44805, 197, 197, 8658, 82, 220, 220, 220,
+           628, 220, 2124, 201, 198, 1026, 338, 484, 821, 356, 6, 6089);
     bpe_free(b);
 }
 
