@@ -417,7 +417,7 @@ static int train_loop(struct run *r)
                             e == -ENOSPC ? "disk full" : "checkpoint failed");
         }
     }
-    if (r->step != r->hb.ckpt_step && r->step != r->hb.resumed_from) {
+    if (r->step > 0 && r->step != r->hb.ckpt_step && r->step != r->hb.resumed_from) {
         int e = save_checkpoint(r);
         if (e < 0)
             return fail(r, e == -ENOSPC || e == -EDQUOT ? TX_DISK_FULL : TX_CHECKPOINT,
