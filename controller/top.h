@@ -145,8 +145,11 @@ int top_snapshot_copy(struct top_snapshot *dst, const struct top_snapshot *src);
 
 /* Seconds after which a container's documents count as stale (unreachable, dimmed). */
 double top_stale_after(double interval_s);
-/* Heartbeat age of a rank now: the agent's age at document time plus the time since. */
-double top_rank_hb_age(const struct top_ct *ct, const struct top_rank *r, double now);
+/* Heartbeat age of a rank now: the agent's age at document time plus the time by which the
+ * next document is overdue (time since the document minus the refresh interval), so a silent
+ * host's ages grow while a slow refresh alone never makes a rank look late. */
+double top_rank_hb_age(const struct top_snapshot *s, const struct top_ct *ct,
+                       const struct top_rank *r, double now);
 /* 0 fresh, 1 late (> 2x expected interval), 2 stalled (> 5x). */
 int top_hb_lateness(const struct top_rank *r, double age_s);
 enum top_state top_rank_state(const struct top_snapshot *s, const struct top_ct *ct,

@@ -224,12 +224,14 @@ bool top_ct_is_stale(const struct top_snapshot *s, const struct top_ct *ct, doub
     return ct->seen && now - ct->doc_mono > top_stale_after(s->interval_s);
 }
 
-double top_rank_hb_age(const struct top_ct *ct, const struct top_rank *r, double now)
+double top_rank_hb_age(const struct top_snapshot *s, const struct top_ct *ct,
+                       const struct top_rank *r, double now)
 {
     if (r->hb_age_s < 0)
         return -1;
-    double since = ct->seen ? now - ct->doc_mono : 0;
-    return r->hb_age_s + (since > 0 ? since : 0);
+    /* documents come every interval: only the time past that is the host's silence */
+    double over = ct->seen ? now - ct->doc_mono - s->interval_s : 0;
+    return r->hb_age_s + (over > 0 ? over : 0);
 }
 
 int top_hb_lateness(const struct top_rank *r, double age_s)
@@ -316,7 +318,7 @@ enum top_state top_rank_state(const struct top_snapshot *s, const struct top_ct 
         return TOP_STARTING;
     if (r->phase == HB_PHASE_DONE)
         return TOP_STOPPING;
-    if (top_hb_lateness(r, top_rank_hb_age(ct, r, now)) >= 2)
+    if (top_hb_lateness(r, top_rank_hb_age(s, ct, r, now)) >= 2)
         return TOP_STALLED;
     if (!r->loss_finite || rank_is_slow(s, ct, r))
         return TOP_DEGRADED;
@@ -565,7 +567,7 @@ static void fill_rank(struct top_row *row, const struct top_snapshot *s, const s
         cellf(row, TOP_COL_KTOK, "-");
     }
     cellf(row, TOP_COL_TREND, "%s", top_fmt_spark(r->trend, r->ntrend, v->trend_width, v->ascii, b, sizeof b));
-    fill_hb(row, r, top_rank_hb_age(ct, r, now));
+    fill_hb(row, r, top_rank_hb_age(s, ct, r, now));
     if (v->flat) {
         double since = ct->age_s + (now - ct->doc_mono);
         cellf(row, TOP_COL_RST, "%s", top_fmt_restarts(ct->restarts, since, b, sizeof b));
@@ -605,7 +607,7 @@ static void fill_ct(struct top_row *row, const struct top_snapshot *s, const str
                 nan = true;
             training = training || r->phase == HB_PHASE_TRAIN;
         }
-        double age = top_rank_hb_age(ct, r, now);
+        double age = top_rank_hb_age(s, ct, r, now);
         if (age > max_age) {
             max_age = age;
             oldest = r;

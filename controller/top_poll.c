@@ -267,13 +267,12 @@ static void *host_main(void *arg)
                 c = NULL;
                 set_host(p, h, false, err, slots, nslots);
                 retry_at = time_mono() + backoff;
-                backoff = backoff * 2 > 10 ? 10 : backoff * 2;
+                backoff = backoff * 2 > 30 ? 30 : backoff * 2;
                 continue;
             }
-            backoff = 1;
             now = time_mono();
             for (int i = 0; i < nslots; i++)
-                slots[i].last_doc = now;
+                slots[i].last_doc = slots[i].opened_at = now;
             set_host(p, h, true, NULL, slots, nslots);
         }
         char ival[32];
@@ -304,6 +303,7 @@ static void *host_main(void *arg)
             if (got) {
                 now = time_mono();
                 sl->last_doc = now;
+                backoff = 1;
                 pthread_mutex_lock(&p->mu);
                 for (int k = 0; k < sl->nidx; k++) {
                     struct top_ct *tc = &p->snap.cts[sl->idx[k]];
@@ -324,13 +324,21 @@ static void *host_main(void *arg)
                     session_dead = true;
             }
         }
-        /* no data from any container for a long time: the session is hung; start over */
-        double quiet = 1e9;
-        for (int i = 0; i < nslots; i++)
-            if (now - slots[i].last_doc < quiet)
-                quiet = now - slots[i].last_doc;
-        double hung_after = 4 * interval + 6;
-        if (nslots && quiet > hung_after)
+        /* no data from any container for a long time: the session is hung; start over.  A
+         * stream that has not sent its first document yet gets longer (a loaded host may take
+         * a while to start the agent; piling new sessions on it would only make it slower). */
+        double quiet = 1e9, hung_after = 4 * interval + 6;
+        bool all_quiet = nslots > 0;
+        for (int i = 0; i < nslots; i++) {
+            double q = now - slots[i].last_doc;
+            double limit = slots[i].last_doc > slots[i].opened_at ? hung_after
+                           : hung_after > 30 ? hung_after : 30;
+            if (q < quiet)
+                quiet = q;
+            if (q <= limit)
+                all_quiet = false;
+        }
+        if (all_quiet)
             session_dead = true;
         if (session_dead) {
             char err[TOP_ERR_MAX];
@@ -339,7 +347,8 @@ static void *host_main(void *arg)
             conn_free(c);
             c = NULL;
             set_host(p, h, false, err, slots, nslots);
-            retry_at = time_mono() + 1;
+            retry_at = time_mono() + backoff;
+            backoff = backoff * 2 > 30 ? 30 : backoff * 2;
             continue;
         }
         serve_events(p, c, slots, nslots);

@@ -226,9 +226,15 @@ static void test_stalled_backoff_failed(void **state)
     assert_int_equal(top_hb_lateness(&ct->ranks[0], 1.5), 0);
     assert_int_equal(top_hb_lateness(&ct->ranks[0], 2.5), 1);
     assert_int_equal(top_hb_lateness(&ct->ranks[0], 5.5), 2);
-    /* the age grows with the time since the document */
-    assert_true(fabs(top_rank_hb_age(ct, &ct->ranks[0], 105) - 5.5) < 1e-9);
-    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[0], 105.5), TOP_STALLED);
+    /* the age grows with the time the next document is overdue (interval 2 s) */
+    assert_true(fabs(top_rank_hb_age(&f->s, ct, &ct->ranks[0], 101.5) - 0.5) < 1e-9);
+    assert_true(fabs(top_rank_hb_age(&f->s, ct, &ct->ranks[0], 107) - 5.5) < 1e-9);
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[0], 106), TOP_RUNNING);
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[0], 107.5), TOP_STALLED);
+    /* a slow refresh alone never makes a rank late */
+    f->s.interval_s = 10;
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[0], 109.9), TOP_RUNNING);
+    f->s.interval_s = 2;
     make_status(&f->st, 0, GOOD, GOOD, GANG_BACKOFF, 12, 1000, 3.0);
     top_ct_update(ct, &f->st, "train", 3, 110);
     assert_int_equal(top_ct_state(&f->s, ct, 110), TOP_BACKOFF);
