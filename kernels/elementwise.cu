@@ -526,27 +526,18 @@ __global__ void __launch_bounds__(CLS_THREADS) classifier_kernel(bf16 *logits, f
     int tgt = targets[row];
     float tlogit = __bfloat162float(x[tgt]);
     float m = -INFINITY, sum = 0.f;
-    // 4 independent 16-byte loads in flight per thread before the arithmetic
-    for (int v0 = threadIdx.x * 8; v0 < V; v0 += CLS_THREADS * 8 * 4) {
-        bf16x8 xv[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++)
-            if (v0 + u * CLS_THREADS * 8 < V)
-                xv[u] = load8(x + v0 + u * CLS_THREADS * 8);
+    for (int v0 = threadIdx.x * 8; v0 < V; v0 += CLS_THREADS * 8) {
+        bf16x8 xv = load8(x + v0);
         float lm = m;
 #pragma unroll
-        for (int u = 0; u < 4; u++)
-#pragma unroll
-            for (int k = 0; k < 8; k++)
-                if (v0 + u * CLS_THREADS * 8 + k < V)
-                    lm = fmaxf(lm, __bfloat162float(xv[u].v[k]));
+        for (int k = 0; k < 8; k++)
+            if (v0 + k < V)
+                lm = fmaxf(lm, __bfloat162float(xv.v[k]));
         sum *= __expf(m - lm);
 #pragma unroll
-        for (int u = 0; u < 4; u++)
-#pragma unroll
-            for (int k = 0; k < 8; k++)
-                if (v0 + u * CLS_THREADS * 8 + k < V)
-                    sum += __expf(__bfloat162float(xv[u].v[k]) - lm);
+        for (int k = 0; k < 8; k++)
+            if (v0 + k < V)
+                sum += __expf(__bfloat162float(xv.v[k]) - lm);
         m = lm;
     }
     // combine (m, sum) over the warp, then the block
@@ -575,28 +566,17 @@ __global__ void __launch_bounds__(CLS_THREADS) classifier_kernel(bf16 *logits, f
     if (dloss == 0.f)
         return;
     float lse = s_lse;
-    for (int v0 = threadIdx.x * 8; v0 < Vp; v0 += CLS_THREADS * 8 * 4) {
-        bf16x8 xv[4];
+    for (int v0 = threadIdx.x * 8; v0 < Vp; v0 += CLS_THREADS * 8) {
+        bf16x8 xv = load8(x + v0), o;
 #pragma unroll
-        for (int u = 0; u < 4; u++)
-            if (v0 + u * CLS_THREADS * 8 < Vp)
-                xv[u] = load8(x + v0 + u * CLS_THREADS * 8);
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            int vb = v0 + u * CLS_THREADS * 8;
-            if (vb >= Vp)
-                break;
-            bf16x8 o;
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                int v = vb + k;
-                float g = 0.f;
-                if (v < V)
-                    g = (__expf(__bfloat162float(xv[u].v[k]) - lse) - (v == tgt ? 1.f : 0.f)) * dloss;
-                o.v[k] = __float2bfloat16_rn(g);
-            }
-            store8(x + vb, o);
+        for (int k = 0; k < 8; k++) {
+            int v = v0 + k;
+            float g = 0.f;
+            if (v < V)
+                g = (__expf(__bfloat162float(xv.v[k]) - lse) - (v == tgt ? 1.f : 0.f)) * dloss;
+            o.v[k] = __float2bfloat16_rn(g);
         }
+        store8(x + v0, o);
     }
 }
 
