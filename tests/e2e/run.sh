@@ -36,16 +36,19 @@ done
 ((${#failed[@]} == 0)) || { closing; exit 1; }
 for t in jq lxc-attach; do command -v $t >/dev/null || { echo "e2e: $t missing (tests/deps.txt)"; failed=(missing-$t); closing; exit 1; }; done
 
-export E2E_BUILD=$BUILD
 export LAB_DIR=${LAB_DIR:-/tmp/drover-lab}
 export E2E_WORK=$BUILD/e2e-work
+# the tests use a snapshot of the binaries: a rebuild during the run (another make) changes
+# neither the release ids nor the binaries under test halfway
+export E2E_BUILD=$E2E_WORK/bin
 # short probation windows, so the suite finishes in minutes on 2 cores
 export LAB_JOB_HEALTHY_DEADLINE=${LAB_JOB_HEALTHY_DEADLINE:-90}
 export LAB_JOB_MIN_HEALTHY_TIME=${LAB_JOB_MIN_HEALTHY_TIME:-12}
 export LAB_JOB_WARMUP_STEPS=${LAB_JOB_WARMUP_STEPS:-3}
 export LAB_JOB_TOLERANCE=${LAB_JOB_TOLERANCE:-0.35}
 rm -rf "$E2E_WORK"
-mkdir -p "$E2E_WORK/logs"
+mkdir -p "$E2E_WORK/logs" "$E2E_BUILD"
+cp "$BUILD/drover" "$BUILD/drover-agent" "$BUILD/drover-train" "$E2E_BUILD/" || { failed=(snapshot); closing; exit 1; }
 
 cleanup() {
 	if [[ ${E2E_KEEP:-0} == 1 ]]; then
@@ -65,7 +68,7 @@ if ! "$ROOT/tests/lab/lab" up >"$E2E_WORK/logs/lab-up.log" 2>&1; then
 	closing
 	exit 1
 fi
-if ! "$ROOT/tests/e2e/prepare-data.sh" "$BUILD" "$LAB_DIR/data" >"$E2E_WORK/logs/data.log" 2>&1; then
+if ! "$ROOT/tests/e2e/prepare-data.sh" "$BUILD" "$LAB_DIR/data" "$E2E_BUILD/drover-train" >"$E2E_WORK/logs/data.log" 2>&1; then
 	tail -20 "$E2E_WORK/logs/data.log"
 	failed=(prepare-data)
 	closing

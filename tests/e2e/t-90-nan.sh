@@ -8,7 +8,9 @@ set -uo pipefail
 
 ensure_v1
 v1=$(v1_id)
-d=$(make_release v4 train.lr=10 train.warmup_steps=0 train.grad_clip=0 train.seed=4)
+# checkpoint_every=1: v4 writes checkpoints (finite loss, weights already wrecked) before its
+# loss goes non-finite, every time, not only when a step number happens to line up
+d=$(make_release v4 train.lr=10 train.warmup_steps=0 train.grad_clip=0 train.seed=4 train.checkpoint_every=1)
 say "drover deploy v4 (lr 10, no warmup, no clipping)"
 t0=$SECONDS
 drover deploy "$d" --job train
