@@ -34,6 +34,8 @@ struct slot {
     int idx[INV_MAX_JOBS]; /* snapshot cts[] of this container, one per job */
     int nidx;
     struct conn_stream *s;
+    struct conn_stream *next; /* the same stream at a new interval, until its first document */
+    bool restart;             /* the interval changed: replace s by next */
     double reopen_at;
     double opened_at;
     double last_doc;
@@ -118,9 +120,40 @@ static void close_streams(struct slot *slots, int n)
 {
     for (int i = 0; i < n; i++) {
         conn_stream_free(slots[i].s);
-        slots[i].s = NULL;
+        conn_stream_free(slots[i].next);
+        slots[i].s = slots[i].next = NULL;
+        slots[i].restart = false;
         slots[i].reopen_at = 0;
     }
+}
+
+/* Read every complete line of stream s; true when a status document parsed (the newest in st). */
+static bool read_docs(struct conn_stream *s, struct agent_status *st, int *ret_r)
+{
+    char *line;
+    size_t len;
+    int r;
+    bool got = false;
+    while ((r = conn_stream_poll(s, &line, &len)) == 1)
+        if (status_parse(line, len, st) == 0)
+            got = true;
+    *ret_r = r;
+    return got;
+}
+
+static void publish_doc(struct top_poll *p, int h, struct slot *sl, const struct agent_status *st,
+                        double now)
+{
+    sl->last_doc = now;
+    pthread_mutex_lock(&p->mu);
+    for (int k = 0; k < sl->nidx; k++) {
+        struct top_ct *tc = &p->snap.cts[sl->idx[k]];
+        const struct top_job *tj = &p->snap.jobs[tc->job];
+        top_ct_update(tc, st, tj->name, tj->warmup_steps, now);
+    }
+    p->snap.hosts[h].ok_mono = now;
+    publish_locked(p);
+    pthread_mutex_unlock(&p->mu);
 }
 
 /* Serve a pending events request for one of our containers. */
@@ -252,7 +285,10 @@ static void *host_main(void *arg)
         int cur_gen = p->interval_gen;
         pthread_mutex_unlock(&p->mu);
         if (cur_gen != gen) {
-            close_streams(slots, nslots);
+            /* a new interval: streams are replaced one at a time, each old one kept until its
+             * replacement sent a document (no gap, and never twice the channels at once) */
+            for (int i = 0; i < nslots; i++)
+                slots[i].restart = slots[i].s != NULL;
             gen = cur_gen;
         }
         if (!c) {
@@ -279,6 +315,9 @@ static void *host_main(void *arg)
         snprintf(ival, sizeof ival, "%g", interval);
         const char *wargs[] = { "watch", "--json", "--interval", ival, NULL };
         bool session_dead = false;
+        bool switching = false;
+        for (int i = 0; i < nslots; i++)
+            switching = switching || slots[i].next;
         for (int i = 0; i < nslots && !session_dead; i++) {
             struct slot *sl = &slots[i];
             if (!sl->s && now >= sl->reopen_at) {
@@ -291,28 +330,40 @@ static void *host_main(void *arg)
                 }
                 sl->opened_at = now;
             }
-            if (!sl->s)
+            if (!sl->s) {
+                sl->restart = false; /* it reopens at the new interval anyway */
                 continue;
-            char *line;
-            size_t len;
+            }
             int r;
-            bool got = false;
-            while ((r = conn_stream_poll(sl->s, &line, &len)) == 1)
-                if (status_parse(line, len, st) == 0)
-                    got = true;
-            if (got) {
+            if (read_docs(sl->s, st, &r)) {
                 now = time_mono();
-                sl->last_doc = now;
                 backoff = 1;
-                pthread_mutex_lock(&p->mu);
-                for (int k = 0; k < sl->nidx; k++) {
-                    struct top_ct *tc = &p->snap.cts[sl->idx[k]];
-                    const struct top_job *tj = &p->snap.jobs[tc->job];
-                    top_ct_update(tc, st, tj->name, tj->warmup_steps, now);
+                publish_doc(p, h, sl, st, now);
+            }
+            if (sl->restart && !sl->next && !switching && now >= sl->reopen_at) {
+                if (pct_stream_agent(c, sl->ct, wargs, STATUS_MAX_BYTES + 16, &sl->next) < 0) {
+                    sl->next = NULL;
+                    sl->reopen_at = now + 2; /* keep the old stream meanwhile */
+                } else
+                    switching = true;
+            }
+            if (sl->next) {
+                int rn;
+                if (read_docs(sl->next, st, &rn)) {
+                    now = time_mono();
+                    publish_doc(p, h, sl, st, now);
+                    conn_stream_free(sl->s);
+                    sl->s = sl->next;
+                    sl->next = NULL;
+                    sl->restart = false;
+                    sl->opened_at = now;
+                    continue;
                 }
-                p->snap.hosts[h].ok_mono = now;
-                publish_locked(p);
-                pthread_mutex_unlock(&p->mu);
+                if (rn == -EPIPE || rn == -EIO) {
+                    conn_stream_free(sl->next);
+                    sl->next = NULL;
+                    sl->reopen_at = now + 2;
+                }
             }
             if (r == -EPIPE || r == -EIO) {
                 conn_stream_free(sl->s);
