@@ -48,7 +48,6 @@ endif
 
 PROGS := $(BUILD)/drover $(BUILD)/drover-agent $(BUILD)/drover-train
 
-PHONY_EXTRA := data
 .PHONY: all help test data unit fuzz fuzz-replay e2e gpu-test asan clean lab-up lab-down demo bench
 all: $(PROGS)
 ifeq ($(HAVE_CUDA),)
