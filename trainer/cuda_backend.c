@@ -47,6 +47,8 @@ struct cuda_be {
     int device;
     cudaStream_t stream, stream2; /* stream2: attention dQ, overlapping dK/dV */
     cudaEvent_t ev_fork, ev_join;
+    cudaEvent_t ev_loss, ev_norm; /* the host waits for these, not for the whole stream */
+    int64_t steps;                /* forward_backward calls, for the memory sampling */
     struct kern_blas *blas;
     ncclComm_t comm;
 
@@ -179,6 +181,10 @@ static void cuda_destroy(void *p)
         (void)cudaEventDestroy(be->ev_fork);
     if (be->ev_join)
         (void)cudaEventDestroy(be->ev_join);
+    if (be->ev_loss)
+        (void)cudaEventDestroy(be->ev_loss);
+    if (be->ev_norm)
+        (void)cudaEventDestroy(be->ev_norm);
     if (be->stream2)
         (void)cudaStreamDestroy(be->stream2);
     if (be->stream)
@@ -233,6 +239,8 @@ static int cuda_create_inner(struct cuda_be *be)
     CU(cudaStreamCreateWithFlags(&be->stream2, cudaStreamNonBlocking));
     CU(cudaEventCreateWithFlags(&be->ev_fork, cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&be->ev_join, cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&be->ev_loss, cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&be->ev_norm, cudaEventDisableTiming));
     CU(cudaMallocHost((void **)&be->h_scalars, 4 * sizeof(float)));
     int r = kern_blas_new(CUBLAS_WORKSPACE_BYTES, &be->blas);
     if (r < 0) {
@@ -400,9 +408,10 @@ static int cuda_run_forward(struct cuda_be *be, const int *inputs, const int *ta
     KERN(kern_classifier_forward_backward(be->logits, be->losses, be->d_tgt,
                                           train ? 1.0f / (float)N : 0.0f, N, be->V, be->Vp, s));
     KERN(kern_sum(be->scalars + 2, be->losses, (size_t)N, s));
-    /* lands in h_scalars[2] by the next stream synchronization */
+    /* lands in h_scalars[2] once ev_loss has completed */
     CU(cudaMemcpyAsync(be->h_scalars + 2, be->scalars + 2, sizeof(float), cudaMemcpyDeviceToHost,
                        s));
+    CU(cudaEventRecord(be->ev_loss, s));
     return 0;
 }
 
@@ -490,7 +499,8 @@ static int cuda_run_backward(struct cuda_be *be, const int *inputs)
         return r;
     KERN(kern_encoder_backward(be->grads + be->off[GPT_WTE], be->grads + be->off[GPT_WPE],
                                be->dres, be->d_uniq, be->d_start, be->d_pos, nu, B, T, C, s));
-    CU(cudaStreamSynchronize(s));
+    /* no synchronization: the backward runs on while the host returns and enqueues the update
+     * (stream order); the pageable token copies above were staged before they returned */
     return 0;
 }
 
@@ -518,10 +528,16 @@ static int cuda_forward_backward(void *p, const int *inputs, const int *targets,
     int r = cuda_run_forward(be, inputs, targets, true);
     if (r < 0)
         return r;
-    r = cuda_run_backward(be, inputs); /* ends with a stream synchronization */
+    r = cuda_run_backward(be, inputs);
     if (r < 0)
         return r;
-    cuda_note_memory(be);
+    CU(cudaEventSynchronize(be->ev_loss));
+    /* every buffer is allocated up front, so the footprint is known after the first step;
+     * cudaMemGetInfo is not free, sample it rarely */
+    if (be->steps++ % 64 == 0) {
+        CU(cudaStreamSynchronize(be->stream));
+        cuda_note_memory(be);
+    }
     *ret_loss = be->h_scalars[2] / (float)be->N;
     return 0;
 }
@@ -532,8 +548,8 @@ static int cuda_allreduce_grads(void *p)
     if (be->opts.world_size <= 1)
         return 0;
     CU(cudaSetDevice(be->device));
+    /* stream-ordered after the backward and before the update: no host wait here */
     NCCL(ncclAllReduce(be->grads, be->grads, be->nparams, ncclFloat, ncclAvg, be->comm, be->stream));
-    CU(cudaStreamSynchronize(be->stream));
     return 0;
 }
 
@@ -545,16 +561,18 @@ static int cuda_update(void *p, const struct adamw_hparams *h, float lr, int64_t
     CU(cudaSetDevice(be->device));
     KERN(kern_grad_norm(be->scalars, be->norm_partial, be->grads, be->nparams, h->grad_clip, 1.0f,
                         s));
+    CU(cudaMemcpyAsync(be->h_scalars, be->scalars, sizeof(float), cudaMemcpyDeviceToHost, s));
+    CU(cudaEventRecord(be->ev_norm, s));
     /* the AdamW kernels read the norm on the device and leave everything untouched when it is
-     * not finite, so the step needs one host synchronization, at its end */
+     * not finite; the host waits only for the norm, so they overlap the return to the training
+     * loop and the next step's uploads (stream order keeps the next forward behind them) */
     for (int i = 0; i < GPT_NPARAM_TENSORS; i++) {
         float wd = gpt_param_decays((enum gpt_param)i) ? h->weight_decay : 0.0f;
         size_t o = be->off[i];
         KERN(kern_adamw(be->params + o, be->pbf + o, be->grads + o, be->m + o, be->v + o,
                         be->scalars, be->size[i], lr, h->beta1, h->beta2, h->eps, wd, (long)t, s));
     }
-    CU(cudaMemcpyAsync(be->h_scalars, be->scalars, sizeof(float), cudaMemcpyDeviceToHost, s));
-    CU(cudaStreamSynchronize(s));
+    CU(cudaEventSynchronize(be->ev_norm));
     *ret_grad_norm = be->h_scalars[0];
     return 0;
 }
