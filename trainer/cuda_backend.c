@@ -202,7 +202,14 @@ static void cuda_destroy(void *p)
 static int cuda_pick_device(const struct backend_opts *o, int *ret_dev)
 {
     int n = 0;
-    CU(cudaGetDeviceCount(&n));
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorNotPermitted) {
+        log_error("CUDA: no usable GPU: %s (run `drover-train selftest --device cuda` for the "
+                  "cause and the fix)", cudaGetErrorString(e));
+        return -ENODEV;
+    }
+    if (e != cudaSuccess)
+        return cu_fail(e, "cudaGetDeviceCount", __FILE__, __LINE__);
     if (n <= 0) {
         log_error("CUDA: no GPU visible (check CUDA_VISIBLE_DEVICES and /dev/nvidia*)");
         return -ENODEV;
