@@ -44,12 +44,18 @@ alive() { "${TM[@]}" has-session -t "$1" 2>/dev/null; }
 title_clock() { screen "$1" | head -1 | grep -o 'drover top [0-9:]*'; }
 # "rank step" for every rank row of the tree view
 rank_steps() { screen "$1" | awk '$1 == "rank" && $2 ~ /^[0-9]+$/ { print $2, $5 }' | sort -n; }
-ct_row() { screen_esc "$1" | grep -E "^(.\[[0-9;]*m)*  [^ ]* ${2#*:} " | head -1; }
+# a container's row: "  ▾ 101 train ..." (the fold mark is a space when it has no rank rows)
+ct_pat() { echo "  ([^ ]+| ) ${1#*:} "; }
+ct_row() { screen_esc "$1" | grep -E "^(.\[[0-9;]*m)*$(ct_pat "$2")" | head -1; }
 # red STATE (an alert state) or red RST (a restart in the last minute) on the container's row
 RED_CELL=$'\e\\[[0-9;]*31m(\e\\[[0-9;]*m)*(backoff|failed|stalled|reverted|unreachable|[0-9]+ \\()'
 ct_row_red() { ct_row "$1" "$2" | grep -qE "$RED_CELL"; }
-ct_row_not_red() { ! ct_row_red "$@"; }
-ct_row_says() { screen "$1" | grep -E "^  [^ ]* ${2#*:} " | grep -q -- "$3"; }
+RED_STATE=$'\e\\[[0-9;]*31m(\e\\[[0-9;]*m)*(backoff|failed|stalled|reverted|unreachable)'
+ct_state_red() { ct_row "$1" "$2" | grep -qE "$RED_STATE"; }
+ct_state_not_red() { ! ct_state_red "$@"; }
+# the container's restart count (RST), 0 when none
+ct_restarts() { screen "$1" | grep -E "^$(ct_pat "$2")" | grep -oE ' [0-9]+ \([0-9]+[smhd] ago\)' | awk '{ print $1; exit }' | grep . || echo 0; }
+ct_row_says() { screen "$1" | grep -E "^$(ct_pat "$2")" | grep -q -- "$3"; }
 ct_row_not_says() { ! ct_row_says "$@"; }
 max_width() { screen "$1" | LC_ALL=C.UTF-8 wc -L; } # display columns, not bytes
 fits_in() { (($(max_width "$1") <= $2)); }
@@ -63,7 +69,7 @@ rank_rows() { screen "$1" | grep -c '^ *rank [0-9]'; }
 fewer_ranks() { (($(rank_steps "$1" | grep -c .) < $2)); }
 no_colour() { ! screen_esc "$1" | grep -q $'\e\\[[0-9;]*\\(3[0-7]\\|38;5\\)[;m]'; }
 ascii_only() { ! screen "$1" | LC_ALL=C grep -q '[^ -~]'; }
-dimmed_values_kept() { screen "$1" | grep -E "^  [^ ]* ${2#*:} " | awk '{ exit !($6 ~ /^[0-9]+$/) }'; }
+dimmed_values_kept() { screen "$1" | grep -E "^$(ct_pat "$2")" | awk '{ exit !($6 ~ /^[0-9]+$/) }'; }
 
 # ---------------------------------------------------------------- --once
 say "drover top --once"
@@ -132,12 +138,15 @@ check "any key but y cancels, and nothing was switched" same_currents
 say "kill -9 the worker in $KILL_CT"
 pid=$(ct_pids "$KILL_CT" | awk '{ print $1 }')
 check "$KILL_CT has a worker to kill" test -n "$pid"
-check "$KILL_CT's row is not red before" ct_row_not_red top "$KILL_CT"
+check "$KILL_CT's STATE is not red before" ct_state_not_red top "$KILL_CT"
+rst_before=$(ct_restarts top "$KILL_CT")
+# red for this kill: an alert STATE, or a red RST that counts one restart more
+killed_red() { ct_row_red top "$KILL_CT" && { ct_state_red top "$KILL_CT" || (($(ct_restarts top "$KILL_CT") > rst_before)); }; }
 t0=$(date +%s%N)
 ct "$KILL_CT" kill -9 $pid
 red_ms=""
 for _ in $(seq 1 40); do
-	if ct_row_red top "$KILL_CT"; then
+	if killed_red; then
 		red_ms=$((($(date +%s%N) - t0) / 1000000))
 		break
 	fi
@@ -158,8 +167,8 @@ check "back at 132 columns MEM is shown again" wait_until 4 titles_have top MEM
 
 say "NO_COLOR=1 --ascii --readonly at 80x30"
 start_top plain 80 30 NO_COLOR=1 -- --ascii --readonly
-plain_ranks() { [[ $(rank_rows plain) == "$NRANKS" ]]; }
-check "NO_COLOR: the frame shows the ranks" wait_until 15 plain_ranks
+plain_cts() { [[ $(screen plain | grep -cE "^  ([^ ]+| ) [0-9]+ train") == "${#CTS[@]}" ]]; }
+check "NO_COLOR: the frame shows every container" wait_until 15 plain_cts
 screen plain | head -8 | sed 's/^/    | /'
 check "NO_COLOR: no colour escapes (30-37, 38;5)" no_colour plain
 check "--ascii: nothing but ASCII on the screen" ascii_only plain
@@ -169,11 +178,13 @@ keys plain q
 check "q quits" wait_until 3 gone plain
 
 # ---------------------------------------------------------------- a stopped host
+stop_ct=${CTS[$((${#CTS[@]} - 1))]}
+check "every rank back after the kill (the whole gang restarts)" wait_until 120 all_ranks_shown
+check "$stop_ct shows its STEP before its host is stopped" wait_until 60 dimmed_values_kept top "$stop_ct"
 say "SIGSTOP every process of fake host $STOP_HOST's sshd (listener and sessions)"
 STOPPED=$(host_procs "$STOP_HOST")
 kill -STOP $STOPPED
 t0=$SECONDS
-stop_ct=${CTS[$((${#CTS[@]} - 1))]}
 check "$stop_ct shows as unreachable within 15 s" wait_until 15 ct_row_says top "$stop_ct" unreachable
 say "unreachable after $((SECONDS - t0)) s"
 screen top | sed 's/^/    | /' | head -$((NRANKS * 2 + 6))
