@@ -32,6 +32,7 @@ static const double intervals[] = { 0.5, 1, 2, 5, 10, 30, 60 };
 struct top_opts {
     double interval_s;
     bool once, ascii, readonly, flat, problems_first;
+    double watch_s;          /* --watch N: a text frame every N s, no curses */
     int width;
     double timeout_s;
     const char *filter;
@@ -39,8 +40,9 @@ struct top_opts {
 
 static void usage_top(FILE *fp)
 {
-    fprintf(fp, "usage: drover top [--once [--width N] [--timeout S]] [-n|--interval S] [--ascii]\n"
-                "                  [--flat] [--sort] [--filter TEXT] [--readonly]\n"
+    fprintf(fp, "usage: drover top [--once | --watch N] [--width N] [--timeout S] [-n|--interval S]\n"
+                "                  [--ascii] [--flat] [--sort] [--filter TEXT] [--readonly]\n"
+                "--once prints one frame as text, --watch N one every N s (no curses)\n"
                 "keys: q quit, arrows/j k move, enter fold/unfold, / filter, s sort (problems\n"
                 "first), t tree/flat, + - refresh interval, l recent events, R roll back the selected\n"
                 "job (asks first; not with --readonly), ? help\n");
@@ -106,21 +108,45 @@ static int top_once(struct fleet *f, const struct top_opts *o)
         else
             width = 132;
     }
-    char *text = NULL;
+    bool tty = isatty(STDOUT_FILENO);
     int unreachable = 0;
-    if (s.cts) {
-        r = top_render_text(&s, f->inv, &v, now, width, isatty(STDOUT_FILENO) && !no_color_env(), &text);
-        for (int i = 0; i < s.ncts; i++)
-            if (top_ct_state(&s, &s.cts[i], now) == TOP_UNREACHABLE)
-                unreachable++;
-    } else
-        r = -ENOMEM;
-    if (r == 0) {
+    for (int frame = 0;; frame++) {
+        char *text = NULL;
+        unreachable = 0;
+        if (s.cts) {
+            r = top_render_text(&s, f->inv, &v, now, width, tty && !no_color_env(), &text);
+            for (int i = 0; i < s.ncts; i++)
+                if (top_ct_state(&s, &s.cts[i], now) == TOP_UNREACHABLE)
+                    unreachable++;
+        } else
+            r = -ENOMEM;
+        if (r < 0) {
+            log_error("cannot render the frame: %s", strerror(-r));
+            break;
+        }
+        if (o->watch_s > 0) {
+            /* the `status --watch` way: a fresh screen on a terminal, a dated separator in a log */
+            char clock[16];
+            time_t t = time(NULL);
+            struct tm tm;
+            strftime(clock, sizeof clock, "%H:%M:%S", localtime_r(&t, &tm));
+            if (tty)
+                printf("\033[H\033[2J");
+            else if (frame)
+                printf("\n");
+            printf("drover top %s (every %gs)\n", clock, o->watch_s);
+        }
         fputs(text, stdout);
-        fflush(stdout);
-    } else
-        log_error("cannot render the frame: %s", strerror(-r));
-    free(text);
+        free(text);
+        if (fflush(stdout) != 0 || o->watch_s <= 0)
+            break;
+        double until = time_mono() + o->watch_s;
+        while (time_mono() < until)
+            top_poll_wait(p, (int)((until - time_mono()) * 1000) + 1);
+        if (top_poll_snapshot(p, &s) < 0)
+            break;
+        now = time_mono();
+    }
     top_snapshot_done(&s);
     top_poll_stop(p, 2);
     return r < 0 || unreachable ? EXIT_FAIL : EXIT_OK;
@@ -698,6 +724,7 @@ int cmd_top(struct fleet *f, int argc, char **argv)
         { "filter", required_argument, NULL, 'f' },
         { "width", required_argument, NULL, 'w' },
         { "timeout", required_argument, NULL, 'T' },
+        { "watch", required_argument, NULL, 'W' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -750,6 +777,16 @@ int cmd_top(struct fleet *f, int argc, char **argv)
             }
             break;
         }
+        case 'W': {
+            char *end;
+            o.watch_s = strtod(optarg, &end);
+            if (*end || !(o.watch_s >= 0.5 && o.watch_s <= 3600)) {
+                log_error("--watch takes seconds from 0.5 to 3600, not '%s'", optarg);
+                return EXIT_USAGE;
+            }
+            o.once = true;
+            break;
+        }
         case 'h':
             usage_top(stdout);
             return EXIT_OK;
@@ -762,5 +799,7 @@ int cmd_top(struct fleet *f, int argc, char **argv)
         usage_top(stderr);
         return EXIT_USAGE;
     }
+    if (o.watch_s > 0)
+        o.interval_s = o.watch_s < 60 ? o.watch_s : 60;
     return o.once ? top_once(f, &o) : top_screen(f, &o);
 }

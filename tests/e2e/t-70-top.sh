@@ -80,6 +80,11 @@ check "--once exits 0 with every container reachable" test "$rc" = 0
 check "--once shows a row for each of the $NRANKS ranks" test "$(grep -c '^ *rank [0-9]' "$E2E_WORK/top-once.txt")" = "$NRANKS"
 check "--once prints no colour when stdout is not a terminal" bash -c "! grep -q $'\\e' '$E2E_WORK/top-once.txt'"
 
+say "drover top --watch 1 (text frames, the status --watch way)"
+timeout 5 "$E2E_BUILD/drover" -i "$INV" top --watch 1 --width 132 >"$E2E_WORK/top-watch.txt" 2>&1
+frames=$(grep -c '^drover top [0-9:]* (every 1s)' "$E2E_WORK/top-watch.txt")
+check "--watch 1 prints a dated frame every second (got $frames in 5 s)" test "$frames" -ge 3
+
 # ---------------------------------------------------------------- the live screen
 say "drover top in tmux (132x40)"
 start_top top 132 40 --
