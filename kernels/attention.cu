@@ -27,7 +27,7 @@ typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> frag_c;
 // Copy a 64 x HS tile (rows row0.., of a tensor with row stride `stride` elements) into shared
 // memory with leading dimension HS+8; rows >= T are zero.
 template <int HS>
-__device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *src, int stride, int row0, int T)
+static __device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *src, int stride, int row0, int T)
 {
     constexpr int VPR = HS / 8; // 16-byte vectors per row
     for (int i = threadIdx.x; i < 64 * VPR; i += ATT_THREADS) {
@@ -47,7 +47,7 @@ __device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *src, int stride
 // Warp product: dst (16 x 64, fp32, ld 68) = A (16 x HS, row-major, ld HS+8) * B^T where B is
 // 64 x HS row-major (ld HS+8), i.e. B read as a col-major HS x 64 matrix.
 template <int HS>
-__device__ __forceinline__ void warp_abt(float *dst, const bf16 *a, const bf16 *b)
+static __device__ __forceinline__ void warp_abt(float *dst, const bf16 *a, const bf16 *b)
 {
 #pragma unroll
     for (int n = 0; n < 4; n++) {
@@ -74,7 +74,7 @@ struct fwd_smem {
 };
 
 template <int HS>
-__global__ void __launch_bounds__(ATT_THREADS) attention_forward_kernel(
+static __global__ void __launch_bounds__(ATT_THREADS) attention_forward_kernel(
     bf16 *out, float *lse, const bf16 *qkv, int T, int C, int NH, float scale_log2)
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_forward_kernel(
 }
 
 // D[bh, t] = sum_d dout * out over the head's hs channels.  One warp per (b, t, h).
-__global__ void attention_dot_kernel(float *D, const bf16 *dout, const bf16 *out, int B, int T,
+static __global__ void attention_dot_kernel(float *D, const bf16 *dout, const bf16 *out, int B, int T,
                                      int C, int NH)
 {
     int idx = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -203,7 +203,7 @@ struct bwd_smem {
 // Store a warp's accumulators (HS/16 fragments, 16 x HS) as bf16 rows row0.. of a tensor with
 // row stride `stride`, through fp32 staging of 16 x (HS+4) floats.
 template <int HS>
-__device__ __forceinline__ void store_rows(bf16 *dst, int stride, int row0, int T, frag_c *acc,
+static __device__ __forceinline__ void store_rows(bf16 *dst, int stride, int row0, int T, frag_c *acc,
                                            float *stage)
 {
     int lane = threadIdx.x % 32;
@@ -228,7 +228,7 @@ __device__ __forceinline__ void store_rows(bf16 *dst, int stride, int row0, int 
 
 // Warp product acc[HS/16] += A (16 x 64 bf16, ld 72) * B (64 x HS row-major, ld HS+8).
 template <int HS>
-__device__ __forceinline__ void warp_acc_ab(frag_c *acc, const bf16 *a, const bf16 *b)
+static __device__ __forceinline__ void warp_acc_ab(frag_c *acc, const bf16 *a, const bf16 *b)
 {
 #pragma unroll
     for (int n = 0; n < HS / 16; n++) {
@@ -245,7 +245,7 @@ __device__ __forceinline__ void warp_acc_ab(frag_c *acc, const bf16 *a, const bf
 
 // dK, dV for one 64-key tile; warp w owns keys 16w..16w+15.
 template <int HS>
-__global__ void __launch_bounds__(ATT_THREADS) attention_backward_dkv_kernel(
+static __global__ void __launch_bounds__(ATT_THREADS) attention_backward_dkv_kernel(
     bf16 *dqkv, const bf16 *dout, const float *lse, const float *D, const bf16 *qkv, int T,
     int C, int NH, float scale)
 {
@@ -308,7 +308,7 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_backward_dkv_kernel(
 
 // dQ for one 64-query tile; warp w owns queries 16w..16w+15.
 template <int HS>
-__global__ void __launch_bounds__(ATT_THREADS) attention_backward_dq_kernel(
+static __global__ void __launch_bounds__(ATT_THREADS) attention_backward_dq_kernel(
     bf16 *dqkv, const bf16 *dout, const float *lse, const float *D, const bf16 *qkv, int T,
     int C, int NH, float scale)
 {

@@ -16,26 +16,26 @@
 #define AM_THREADS 128
 #define LOG2E_F 1.4426950408889634f
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p)
+static __device__ __forceinline__ uint32_t smem_u32(const void *p)
 {
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 
-__device__ __forceinline__ void ldsm_x4(uint32_t *r, const void *p)
+static __device__ __forceinline__ void ldsm_x4(uint32_t *r, const void *p)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(smem_u32(p)));
 }
 
-__device__ __forceinline__ void ldsm_x4_t(uint32_t *r, const void *p)
+static __device__ __forceinline__ void ldsm_x4_t(uint32_t *r, const void *p)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(smem_u32(p)));
 }
 
-__device__ __forceinline__ void mma16816(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
+static __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
 {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
                  "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
@@ -44,29 +44,29 @@ __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, uint32_t b
 }
 
 // 2^x on the special-function unit (2 ulp; -inf -> +0).
-__device__ __forceinline__ float ex2(float x)
+static __device__ __forceinline__ float ex2(float x)
 {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
 }
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
+static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<uint32_t *>(&v);
 }
 
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, bool pred)
+static __device__ __forceinline__ void cp_async16(void *dst, const void *src, bool pred)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src),
                  "r"(pred ? 16 : 0));
 }
-__device__ __forceinline__ void cp_async_commit(void)
+static __device__ __forceinline__ void cp_async_commit(void)
 {
     asm volatile("cp.async.commit_group;\n" ::);
 }
-__device__ __forceinline__ void cp_async_wait_all(void)
+static __device__ __forceinline__ void cp_async_wait_all(void)
 {
     asm volatile("cp.async.wait_group 0;\n" ::);
 }
@@ -74,7 +74,7 @@ __device__ __forceinline__ void cp_async_wait_all(void)
 // 64 x HS tile (rows row0.. of a tensor with row stride `stride`) -> shared, ld HS+8; rows >= T
 // are zero-filled.
 template <int HS>
-__device__ __forceinline__ void tile_async(bf16 *dst, const bf16 *src, int stride, int row0, int T)
+static __device__ __forceinline__ void tile_async(bf16 *dst, const bf16 *src, int stride, int row0, int T)
 {
     constexpr int VPR = HS / 8;
     for (int i = threadIdx.x; i < 64 * VPR; i += AM_THREADS) {
@@ -86,7 +86,7 @@ __device__ __forceinline__ void tile_async(bf16 *dst, const bf16 *src, int strid
 
 // A fragments (16 rows from r0, all HS columns) of a row-major shared tile, ld HS+8.
 template <int HS>
-__device__ __forceinline__ void load_a_frags(uint32_t (*fa)[4], const bf16 *tile, int r0)
+static __device__ __forceinline__ void load_a_frags(uint32_t (*fa)[4], const bf16 *tile, int r0)
 {
     int lane = threadIdx.x & 31;
 #pragma unroll
@@ -96,7 +96,7 @@ __device__ __forceinline__ void load_a_frags(uint32_t (*fa)[4], const bf16 *tile
 
 // acc[8][4] (16 x 64) = A (16 x HS, fragments fa) * B^T, B a 64 x HS row-major shared tile.
 template <int HS>
-__device__ __forceinline__ void mm_abt(float (*acc)[4], const uint32_t (*fa)[4], const bf16 *btile)
+static __device__ __forceinline__ void mm_abt(float (*acc)[4], const uint32_t (*fa)[4], const bf16 *btile)
 {
     int lane = threadIdx.x & 31;
 #pragma unroll
@@ -120,7 +120,7 @@ __device__ __forceinline__ void mm_abt(float (*acc)[4], const uint32_t (*fa)[4],
 // acc[HS/8][4] (16 x HS) += P (16 x 64, from C-layout registers p[8][4]) * B, B a 64 x HS
 // row-major shared tile (k = its rows).
 template <int HS>
-__device__ __forceinline__ void mm_pb(float (*acc)[4], const float (*p)[4], const bf16 *btile)
+static __device__ __forceinline__ void mm_pb(float (*acc)[4], const float (*p)[4], const bf16 *btile)
 {
     int lane = threadIdx.x & 31;
 #pragma unroll
@@ -143,7 +143,7 @@ __device__ __forceinline__ void mm_pb(float (*acc)[4], const float (*p)[4], cons
 
 // Store a warp's 16 x HS accumulator rows (row0 + g, row0 + g + 8) as bf16.
 template <int HS>
-__device__ __forceinline__ void store_acc(bf16 *dst, int stride, int row0, int T, const float (*acc)[4],
+static __device__ __forceinline__ void store_acc(bf16 *dst, int stride, int row0, int T, const float (*acc)[4],
                                           float mul0, float mul1)
 {
     int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -159,7 +159,7 @@ __device__ __forceinline__ void store_acc(bf16 *dst, int stride, int row0, int T
 }
 
 template <int HS>
-__global__ void __launch_bounds__(AM_THREADS, HS <= 64 ? 4 : 2) am_forward_kernel(bf16 *out, float *lse, const bf16 *qkv,
+static __global__ void __launch_bounds__(AM_THREADS, HS <= 64 ? 4 : 2) am_forward_kernel(bf16 *out, float *lse, const bf16 *qkv,
                                                                 int T, int C, int NH, float scale_log2)
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -258,7 +258,7 @@ __global__ void __launch_bounds__(AM_THREADS, HS <= 64 ? 4 : 2) am_forward_kerne
 
 // dK, dV of one 64-key tile; warp w owns keys 16w..16w+15.
 template <int HS>
-__global__ void __launch_bounds__(AM_THREADS) am_backward_dkv_kernel(bf16 *dqkv, const bf16 *dout,
+static __global__ void __launch_bounds__(AM_THREADS) am_backward_dkv_kernel(bf16 *dqkv, const bf16 *dout,
                                                                      const float *lse, const float *D,
                                                                      const bf16 *qkv, int T, int C,
                                                                      int NH, float scale)
@@ -341,7 +341,7 @@ __global__ void __launch_bounds__(AM_THREADS) am_backward_dkv_kernel(bf16 *dqkv,
 
 // dQ of one 64-query tile; warp w owns queries 16w..16w+15.
 template <int HS>
-__global__ void __launch_bounds__(AM_THREADS) am_backward_dq_kernel(bf16 *dqkv, const bf16 *dout,
+static __global__ void __launch_bounds__(AM_THREADS) am_backward_dq_kernel(bf16 *dqkv, const bf16 *dout,
                                                                     const float *lse, const float *D,
                                                                     const bf16 *qkv, int T, int C,
                                                                     int NH, float scale)

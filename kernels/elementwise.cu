@@ -21,14 +21,14 @@ extern "C" const char *kern_last_error(void)
 }
 
 // ---------------------------------------------------------------- conversion
-__global__ void f32_to_bf16_kernel(bf16 *out, const float *in, size_t n)
+static __global__ void f32_to_bf16_kernel(bf16 *out, const float *in, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         out[i] = __float2bfloat16_rn(in[i]);
 }
 
-__global__ void bf16_to_f32_kernel(float *out, const bf16 *in, size_t n)
+static __global__ void bf16_to_f32_kernel(float *out, const bf16 *in, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
@@ -57,7 +57,7 @@ extern "C" int kern_bf16_to_f32(float *out, const kbf16 *in, size_t n, cudaStrea
 
 // ---------------------------------------------------------------- embeddings
 // out (N,C): one thread per 8 channels.
-__global__ void encoder_forward_kernel(bf16 *out, const int *inp, const bf16 *wte,
+static __global__ void encoder_forward_kernel(bf16 *out, const int *inp, const bf16 *wte,
                                        const bf16 *wpe, int N, int T, int C)
 {
     size_t i = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) * 8;
@@ -84,7 +84,7 @@ extern "C" int kern_encoder_forward(kbf16 *out, const int *inp, const kbf16 *wte
 }
 
 // dwpe[t,c] += sum_b dout[b,t,c]
-__global__ void wpe_backward_kernel(float *dwpe, const bf16 *dout, int B, int T, int C)
+static __global__ void wpe_backward_kernel(float *dwpe, const bf16 *dout, int B, int T, int C)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= T * C)
@@ -96,7 +96,7 @@ __global__ void wpe_backward_kernel(float *dwpe, const bf16 *dout, int B, int T,
 }
 
 // one block per distinct token: dwte[tok] += sum of its positions' rows, in ascending order.
-__global__ void wte_backward_kernel(float *dwte, const bf16 *dout, const int *uniq_tok,
+static __global__ void wte_backward_kernel(float *dwte, const bf16 *dout, const int *uniq_tok,
                                    const int *start, const int *pos, int C)
 {
     int u = blockIdx.x;
@@ -124,7 +124,7 @@ extern "C" int kern_encoder_backward(float *dwte, float *dwpe, const kbf16 *dout
 
 // ---------------------------------------------------------------- LayerNorm
 // One warp per row; the row is read from global (L1) three times.
-__global__ void layernorm_forward_kernel(bf16 *out, float *mean, float *rstd, const bf16 *inp,
+static __global__ void layernorm_forward_kernel(bf16 *out, float *mean, float *rstd, const bf16 *inp,
                                          const bf16 *w, const bf16 *bias, int N, int C)
 {
     int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -179,7 +179,7 @@ extern "C" int kern_layernorm_forward(kbf16 *out, float *mean, float *rstd, cons
 }
 
 // dinp += (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat)) * rstd, dnorm = dout * w.  Warp/row.
-__global__ void layernorm_backward_dinp_kernel(bf16 *dinp, const bf16 *dout, const bf16 *inp,
+static __global__ void layernorm_backward_dinp_kernel(bf16 *dinp, const bf16 *dout, const bf16 *inp,
                                                const bf16 *w, const float *mean,
                                                const float *rstd, int N, int C)
 {
@@ -219,7 +219,7 @@ __global__ void layernorm_backward_dinp_kernel(bf16 *dinp, const bf16 *dout, con
 // adds them in order.  LN: also sum dout * xhat (dweight).
 #define COLSUM_RG 64
 template <bool LN>
-__global__ void colsum_partial_kernel(float *part_w, float *part_b, const bf16 *dout,
+static __global__ void colsum_partial_kernel(float *part_w, float *part_b, const bf16 *dout,
                                       const bf16 *inp, const float *mean, const float *rstd,
                                       int N, int C)
 {
@@ -262,7 +262,7 @@ __global__ void colsum_partial_kernel(float *part_w, float *part_b, const bf16 *
     }
 }
 
-__global__ void colsum_final_kernel(float *dw, float *db, const float *part_w,
+static __global__ void colsum_final_kernel(float *dw, float *db, const float *part_w,
                                     const float *part_b, int C)
 {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -290,7 +290,7 @@ extern "C" size_t kern_colsum_scratch_floats(int C)
 // adds the LNB_GRID partials in order.  One pass over dout and inp instead of two.
 #define LNB_GRID 396
 template <int NCH>
-__global__ void __launch_bounds__(256) layernorm_backward_fused_kernel(
+static __global__ void __launch_bounds__(256) layernorm_backward_fused_kernel(
     bf16 *dinp, float *part_w, float *part_b, const bf16 *dout, const bf16 *inp, const bf16 *w,
     const float *mean, const float *rstd, int N, int C)
 {
@@ -360,7 +360,7 @@ __global__ void __launch_bounds__(256) layernorm_backward_fused_kernel(
     }
 }
 
-__global__ void lnb_final_kernel(float *dw, float *db, const float *part_w, const float *part_b,
+static __global__ void lnb_final_kernel(float *dw, float *db, const float *part_w, const float *part_b,
                                  int C)
 {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -426,7 +426,7 @@ extern "C" int kern_layernorm_backward(kbf16 *dinp, float *dweight, float *dbias
 // Bias gradient: each thread sums 8 adjacent columns (one 16-byte load per row) over its rows;
 // BIAS_RG row groups write partials, added in order by colsum_final_kernel's loop (BIAS_RG rows).
 #define BIAS_RG 128
-__global__ void bias_partial_kernel(float *part, const bf16 *dout, int N, int OC)
+static __global__ void bias_partial_kernel(float *part, const bf16 *dout, int N, int OC)
 {
     __shared__ float sb[8][256];
     int c = blockIdx.x * 256 + threadIdx.x * 8;
@@ -453,7 +453,7 @@ __global__ void bias_partial_kernel(float *part, const bf16 *dout, int N, int OC
     }
 }
 
-__global__ void bias_final_kernel(float *db, const float *part, int OC)
+static __global__ void bias_final_kernel(float *db, const float *part, int OC)
 {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= OC)
@@ -483,7 +483,7 @@ extern "C" int kern_bias_backward(float *dbias, float *scratch, const kbf16 *dou
 }
 
 // ---------------------------------------------------------------- GELU backward
-__global__ void gelu_backward_kernel(bf16 *d, const bf16 *pre, size_t n8)
+static __global__ void gelu_backward_kernel(bf16 *d, const bf16 *pre, size_t n8)
 {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i >= n8)
@@ -515,7 +515,7 @@ extern "C" int kern_gelu_backward_inplace(kbf16 *dinout, const kbf16 *pre, size_
 // One block per row.  Pass 1: online max / sum of exp over the first V logits.  Pass 2 (when
 // dloss != 0): overwrite the row with the logits' gradient.  Only per-thread scalars in fp32.
 #define CLS_THREADS 512
-__global__ void __launch_bounds__(CLS_THREADS) classifier_kernel(bf16 *logits, float *losses,
+static __global__ void __launch_bounds__(CLS_THREADS) classifier_kernel(bf16 *logits, float *losses,
                                                                  const int *targets, float dloss,
                                                                  int V, int Vp)
 {
@@ -590,7 +590,7 @@ extern "C" int kern_classifier_forward_backward(kbf16 *logits, float *losses, co
 }
 
 // ---------------------------------------------------------------- reductions
-__global__ void sum_kernel(float *out, const float *in, size_t n)
+static __global__ void sum_kernel(float *out, const float *in, size_t n)
 {
     __shared__ float sh[1024];
     float acc = 0.f;
@@ -619,7 +619,7 @@ extern "C" size_t kern_sumsq_partials(void)
     return SUMSQ_BLOCKS;
 }
 
-__global__ void sumsq_kernel(float *partial, const float *g, size_t n)
+static __global__ void sumsq_kernel(float *partial, const float *g, size_t n)
 {
     __shared__ float sh[256];
     float acc = 0.f;
@@ -636,7 +636,7 @@ __global__ void sumsq_kernel(float *partial, const float *g, size_t n)
         partial[blockIdx.x] = sh[0];
 }
 
-__global__ void norm_final_kernel(float *out, const float *partial, float clip, float gscale)
+static __global__ void norm_final_kernel(float *out, const float *partial, float clip, float gscale)
 {
     if (threadIdx.x != 0)
         return;
@@ -660,7 +660,7 @@ extern "C" int kern_grad_norm(float *out, float *partial, const float *g, size_t
 }
 
 // ---------------------------------------------------------------- AdamW
-__global__ void adamw_kernel(float *p, bf16 *pbf, const float *g, float *m, float *v,
+static __global__ void adamw_kernel(float *p, bf16 *pbf, const float *g, float *m, float *v,
                              const float *norm_scale, size_t n, float lr, float b1, float b2,
                              float eps, float wd, float bc1, float bc2)
 {
