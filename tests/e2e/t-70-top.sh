@@ -15,6 +15,7 @@ ensure_v1
 TM=(tmux -L "drover-e2e-top-$$")
 read -r -a CTS <<<"$E2E_CTS"
 NRANKS=${#CTS[@]} # one rank per container in the lab
+NHOSTS=$(printf '%s\n' "${CTS[@]}" | cut -d: -f1 | sort -u | wc -l)
 KILL_CT=${CTS[0]}
 STOP_HOST=${CTS[$((${#CTS[@]} - 1))]%%:*}
 [[ $STOP_HOST == "${KILL_CT%%:*}" ]] && fatal "the lab needs containers on two hosts"
@@ -93,7 +94,7 @@ check "the frame shows all $NRANKS ranks within 15 s" wait_until 15 all_ranks_sh
 screen top | sed 's/^/    | /' | head -$((NRANKS * 2 + 8))
 hdr=$(screen top | head -1)
 check "header: all hosts reachable and $NRANKS/$NRANKS ranks running" \
-	bash -c "grep -q 'hosts 2/2' <<<'$hdr' && grep -q 'ranks $NRANKS/$NRANKS running' <<<'$hdr'"
+	bash -c "grep -q 'hosts $NHOSTS/$NHOSTS' <<<'$hdr' && grep -q 'ranks $NRANKS/$NRANKS running' <<<'$hdr'"
 a=$(rank_steps top)
 sleep 6
 b=$(rank_steps top)
