@@ -67,7 +67,9 @@ drover() {
 	return 0
 }
 drover_out() { cat "$E2E_WORK/last.out" "$E2E_WORK/last.err"; }
-drover_said() { drover_out | grep -E -i -q -- "$1"; } # drover_said REGEX (stdout or stderr)
+# drover_said REGEX: the last drover call said it (stdout or stderr).  No `cmd | grep -q` in these
+# tests: with pipefail, grep's early exit can fail the writer with SIGPIPE and flip the verdict.
+drover_said() { grep -E -i -q -- "$1" "$E2E_WORK/last.out" "$E2E_WORK/last.err"; }
 show_drover() { sed 's/^/    | /' "$E2E_WORK/last.out" "$E2E_WORK/last.err" | tail -${1:-15}; }
 
 status_json() { # prints `drover status -o json` (empty on failure)
@@ -109,6 +111,11 @@ all_pids() { local c; for c in $E2E_CTS; do printf '%s=[%s] ' "$c" "$(ct_pids "$
 
 # ---------------------------------------------------------------- pct call logs
 pct_mark() { local h; for h in h1 h2; do wc -l <"$LAB_DIR/pct-$h.log" 2>/dev/null >"$E2E_WORK/mark-$h" || echo 0 >"$E2E_WORK/mark-$h"; done; }
+pct_since_has() { # pct_since_has HOST REGEX : a call matching REGEX was logged since pct_mark
+	local calls
+	calls=$(pct_since "$1")
+	grep -E -q -- "$2" <<<"$calls"
+}
 pct_since() { # pct_since HOST : calls logged on HOST since pct_mark
 	local m
 	m=$(cat "$E2E_WORK/mark-$1" 2>/dev/null || echo 0)

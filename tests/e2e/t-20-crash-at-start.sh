@@ -7,7 +7,7 @@ set -uo pipefail
 
 ensure_v1
 v1=$(v1_id)
-has_checkpoint() { ct h1:101 sh -c 'ls /var/lib/drover/runs/train/checkpoints/ 2>/dev/null | grep -q .'; }
+has_checkpoint() { [[ -n $(ct h1:101 ls /var/lib/drover/runs/train/checkpoints/ 2>/dev/null) ]]; }
 check "v1 has written a checkpoint before the test" wait_until 60 has_checkpoint
 before=$(status_json | rank_table | sort -n)
 printf '    v1 before: %s\n' "$(echo "$before" | tr '\n' ';')"

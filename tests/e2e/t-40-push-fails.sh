@@ -30,9 +30,9 @@ pids_after=$(all_pids)
 printf '    workers after:  %s\n' "$pids_after"
 check "no worker was stopped or restarted (same pids in every container)" test "$pids_before" = "$pids_after"
 check "every container is still on v1" all_current_is "$v1"
-no_activate() { ! pct_since h1 | grep -E -q 'activate|[ ]stop[ ]' && ! pct_since h2 | grep -E -q 'activate|[ ]stop[ ]'; }
+no_activate() { ! pct_since_has h1 'activate|[ ]stop[ ]' && ! pct_since_has h2 'activate|[ ]stop[ ]'; }
 check "pct logs show no activate/stop after the failed push" no_activate
-pushed_102() { pct_since h1 | grep -q ' pct push 102 '; }
+pushed_102() { pct_since_has h1 ' pct push 102 '; }
 check "the push to h1:102 was attempted (pct log)" pushed_102
 check "v1's steps still advance, Ktok/s > 0" all_ranks_advance 3 5
 finish

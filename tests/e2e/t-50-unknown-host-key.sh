@@ -21,13 +21,13 @@ check "deploy exits 5 (host key unknown)" test "$DROVER_RC" = 5
 check "the message names the unknown host key" drover_said 'host key|known_hosts|not trusted|unknown'
 check "the message names the host (h2 or 127.0.0.3)" drover_said 'h2|127\.0\.0\.3'
 check "the message says how to trust it" drover_said 'trust'
-no_push_h1() { ! pct_since h1 | grep -q ' pct push '; }
+no_push_h1() { ! pct_since_has h1 ' pct push '; }
 check "nothing was pushed to h1" no_push_h1
 check "pct was never called on h2" test -z "$(pct_since h2)"
 check "no worker was touched" test "$pids_before" = "$(all_pids)"
 check "every container is still on v1" all_current_is "$v1"
 check "h2's sshd never let drover in (no 'Accepted publickey' since the mark)" \
-	bash -c "! tail -n +$((h2_sshd_mark + 1)) '$LAB_DIR/hosts/h2/sshd.log' | grep -q 'Accepted publickey'"
+	bash -c "! grep -q 'Accepted publickey' <<<\"\$(tail -n +$((h2_sshd_mark + 1)) '$LAB_DIR/hosts/h2/sshd.log')\""
 
 say "drover trust h2"
 drover trust h2
