@@ -17,7 +17,7 @@
 #
 # Environment:
 #   DEVICE=cuda|cpu   (default cuda if nvidia-smi lists a GPU, else cpu)
-#   NGPU=N            GPUs to use (default: all listed; cpu: 2)   SPLIT=A+B (default N-N/2+N/2)
+#   NGPU=N            GPUs to use (default: all listed; cpu: 2)   SPLIT=A+B (default ~5:3, 8 -> 5+3)
 #   MODEL=gpt2|small|tiny  (default gpt2 on cuda: GPT-2 124M, T 1024, B 16; tiny on cpu)
 #   REGRESS=batch|slow     how v2 regresses: batch = micro-batch 1 (default on cuda); slow =
 #                          DROVER_TRAIN_FAULT=slow=4 (default on cpu, where tok/s barely depends on B)
@@ -52,7 +52,9 @@ fi
 if [[ -z ${PHASES:-} ]]; then
     if ((NGPU >= 2)); then PHASES=loop,gang,split; else PHASES=loop; fi
 fi
-SPLIT=${SPLIT:-$((NGPU - NGPU / 2))+$((NGPU / 2))}
+# default split: about 5:3 (8 -> 5+3, 2 -> 1+1, 4 -> 2+2)
+_sb=$(((3 * NGPU + 4) / 8)); ((_sb < 1)) && _sb=1
+SPLIT=${SPLIT:-$((NGPU - _sb))+$_sb}
 SA=${SPLIT%+*}
 SB=${SPLIT#*+}
 if [[ $DEVICE == cuda ]]; then REGRESS=${REGRESS:-batch}; else REGRESS=${REGRESS:-slow}; fi
@@ -67,8 +69,7 @@ small) M_L=6 M_H=8 M_C=512 M_V=50257 M_T=512 M_B=16 SHARD_TOK=2000000 CKPT_EVERY
 tiny)  M_L=2 M_H=4 M_C=64 M_V=2048 M_T=64 M_B=16 SHARD_TOK=400000 CKPT_EVERY=100 ;;
 *) echo "run.sh: MODEL is gpt2, small or tiny"; exit 2 ;;
 esac
-THREADS=1
-[[ $DEVICE == cpu ]] && THREADS=1
+THREADS=${THREADS:-1}  # [backend] threads (CPU matmul threads; the CUDA backend ignores it)
 # probation policy: short windows, the same rules as production
 if [[ $DEVICE == cuda ]]; then
     POL_HEALTHY=${POL_HEALTHY:-90s} POL_WARMUP=${POL_WARMUP:-20} POL_MINH=${POL_MINH:-12s}
@@ -351,7 +352,7 @@ finish() {
 trap 'stop_nodes' INT TERM
 
 write_inventory
-"$W/bin/drover" -i "$INV" version >/dev/null || { echo "run.sh: inventory refused"; cat "$INV"; exit 1; }
+"$W/bin/drover" -i "$INV" history >/dev/null || { echo "run.sh: inventory refused"; cat "$INV"; exit 1; }
 
 slow_or_batch() { # the regressing release's settings
     if [[ $REGRESS == slow ]]; then echo "fault=slow=4"; else echo "train.batch=1"; fi
