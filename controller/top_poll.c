@@ -39,6 +39,7 @@ struct slot {
     double reopen_at;
     double opened_at;
     double last_doc;
+    bool got_since_open; /* the current stream sent a document */
 };
 
 struct host_ctx {
@@ -329,6 +330,7 @@ static void *host_main(void *arg)
                     continue; /* a hung session is caught below, by the age of its data */
                 }
                 sl->opened_at = now;
+                sl->got_since_open = false;
             }
             if (!sl->s) {
                 sl->restart = false; /* it reopens at the new interval anyway */
@@ -338,6 +340,7 @@ static void *host_main(void *arg)
             if (read_docs(sl->s, st, &r)) {
                 now = time_mono();
                 backoff = 1;
+                sl->got_since_open = true;
                 publish_doc(p, h, sl, st, now);
             }
             if (sl->restart && !sl->next && !switching && now >= sl->reopen_at) {
@@ -357,6 +360,7 @@ static void *host_main(void *arg)
                     sl->next = NULL;
                     sl->restart = false;
                     sl->opened_at = now;
+                    sl->got_since_open = true;
                     continue;
                 }
                 if (rn == -EPIPE || rn == -EIO) {
@@ -369,8 +373,9 @@ static void *host_main(void *arg)
                 conn_stream_free(sl->s);
                 sl->s = NULL;
                 sl->reopen_at = now + 1;
-                if (now - sl->opened_at < 2 * interval && now - sl->last_doc > interval)
-                    set_ct_err(p, sl, "the agent's watch stream ended (agent not running?)");
+                if (!sl->got_since_open)
+                    set_ct_err(p, sl, "drover-agent watch ended without a status document "
+                                      "(container stopped, or agent not installed or not running?)");
                 if (r == -EIO && c->ssh)
                     session_dead = true;
             }
