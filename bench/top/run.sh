@@ -65,6 +65,7 @@ t1=$(ticks)
 s1=$(date +%s%N)
 rows=$("${TM[@]}" capture-pane -p -t top | head -1)
 "${TM[@]}" kill-server
+rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/drover-bench-top-$$"
 hz=$(getconf CLK_TCK)
 pct=$(awk -v t=$((t1 - t0)) -v hz="$hz" -v ns=$((s1 - s0)) 'BEGIN { printf "%.2f", 100 * t / hz / (ns / 1e9) }')
 echo "{\"bench\":\"top-cpu\",\"inventory\":\"$INV\",\"refresh_s\":2,\"seconds\":$DURATION,\"cpu_pct_of_core\":$pct,\"limit_pct\":5,\"header\":\"${rows//\"/}\"}"

@@ -26,6 +26,7 @@ host_procs() { local p; p=$(cat "$LAB_DIR/hosts/$1/sshd.pid"); echo "$p" $(desce
 cleanup() {
 	[[ -n $STOPPED ]] && kill -CONT $STOPPED 2>/dev/null
 	"${TM[@]}" kill-server 2>/dev/null
+	rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/drover-e2e-top-$$"
 }
 trap cleanup EXIT
 
