@@ -36,12 +36,11 @@ void heartbeat_init(struct heartbeat *hb)
     hb->phase = HB_PHASE_INIT;
 }
 
-int heartbeat_format(const struct heartbeat *hb, char *out, size_t outsz)
+json_t *heartbeat_to_json(const struct heartbeat *hb)
 {
     json_t *o = json_object();
     if (!o)
-        return -ENOMEM;
-    json_object_set_new(o, "v", json_integer(HEARTBEAT_VERSION));
+        return NULL;
     json_object_set_new(o, "rank", json_integer(hb->rank));
     json_object_set_new(o, "pid", json_integer(hb->pid));
     json_object_set_new(o, "step", json_integer(hb->step));
@@ -61,6 +60,15 @@ int heartbeat_format(const struct heartbeat *hb, char *out, size_t outsz)
     json_object_set_new(o, "backend", json_string(hb->backend));
     if (hb->error[0])
         json_object_set_new(o, "error", json_string(hb->error));
+    return o;
+}
+
+int heartbeat_format(const struct heartbeat *hb, char *out, size_t outsz)
+{
+    json_t *o = heartbeat_to_json(hb);
+    if (!o)
+        return -ENOMEM;
+    json_object_set_new(o, "v", json_integer(HEARTBEAT_VERSION));
     size_t cap = outsz < HEARTBEAT_LINE_MAX ? outsz : HEARTBEAT_LINE_MAX;
     size_t n = json_dumpb(o, out, cap, JSON_COMPACT | JSON_REAL_PRECISION(7));
     json_decref(o);
@@ -104,6 +112,38 @@ static int get_str(json_t *o, const char *k, char *dst, size_t dstsz)
     return 0;
 }
 
+int heartbeat_from_json(json_t *o, struct heartbeat *ret_hb)
+{
+    struct heartbeat hb;
+    heartbeat_init(&hb);
+    int64_t rank = 0, nonfinite = 0;
+    if (!json_is_object(o) || get_int(o, "rank", &rank, true) < 0 || rank < 0 || rank > 1 << 20 ||
+        get_int(o, "step", &hb.step, true) < 0 || hb.step < 0 || get_int(o, "pid", &hb.pid, false) < 0 ||
+        get_int(o, "tokens", &hb.tokens, false) < 0 || get_int(o, "nonfinite", &nonfinite, false) < 0 ||
+        nonfinite < 0 || nonfinite > 1 << 30 || get_int(o, "resumed_from", &hb.resumed_from, false) < 0 ||
+        get_int(o, "ckpt_step", &hb.ckpt_step, false) < 0 || get_int(o, "mem_peak", &hb.mem_peak, false) < 0 ||
+        get_num(o, "tok_s", &hb.tok_s) < 0 || get_num(o, "step_ms", &hb.step_ms) < 0 ||
+        get_num(o, "mfu", &hb.mfu) < 0 || get_str(o, "release", hb.release, sizeof hb.release) < 0 ||
+        get_str(o, "backend", hb.backend, sizeof hb.backend) < 0 ||
+        get_str(o, "error", hb.error, sizeof hb.error) < 0)
+        return -EINVAL;
+    hb.rank = (int)rank;
+    hb.nonfinite = (int)nonfinite;
+    json_t *loss = json_object_get(o, "loss");
+    if (loss && json_is_number(loss)) {
+        hb.loss = json_number_value(loss);
+        hb.loss_finite = isfinite(hb.loss);
+    } else if (loss && !json_is_null(loss))
+        return -EINVAL;
+    json_t *ph = json_object_get(o, "phase");
+    if (ph && (!json_is_string(ph) || hb_phase_from_name(json_string_value(ph), &hb.phase) < 0))
+        return -EINVAL;
+    if (!isfinite(hb.tok_s) || hb.tok_s < 0)
+        hb.tok_s = 0;
+    *ret_hb = hb;
+    return 0;
+}
+
 int heartbeat_parse(const char *line, size_t len, struct heartbeat *ret_hb)
 {
     if (len > HEARTBEAT_LINE_MAX)
@@ -112,46 +152,10 @@ int heartbeat_parse(const char *line, size_t len, struct heartbeat *ret_hb)
     json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!o)
         return -EINVAL;
-    struct heartbeat hb;
-    heartbeat_init(&hb);
-    int64_t v = 0, rank = 0, nonfinite = 0;
+    int64_t v = 0;
     int r = -EINVAL;
-    if (!json_is_object(o) || get_int(o, "v", &v, true) < 0)
-        goto out;
-    if (v != HEARTBEAT_VERSION) {
-        r = -EPROTONOSUPPORT;
-        goto out;
-    }
-    if (get_int(o, "rank", &rank, true) < 0 || rank < 0 || rank > 1 << 20 ||
-        get_int(o, "step", &hb.step, true) < 0 || hb.step < 0 ||
-        get_int(o, "pid", &hb.pid, false) < 0 || get_int(o, "tokens", &hb.tokens, false) < 0 ||
-        get_int(o, "nonfinite", &nonfinite, false) < 0 || nonfinite < 0 || nonfinite > 1 << 30 ||
-        get_int(o, "resumed_from", &hb.resumed_from, false) < 0 ||
-        get_int(o, "ckpt_step", &hb.ckpt_step, false) < 0 ||
-        get_int(o, "mem_peak", &hb.mem_peak, false) < 0 || get_num(o, "tok_s", &hb.tok_s) < 0 ||
-        get_num(o, "step_ms", &hb.step_ms) < 0 || get_num(o, "mfu", &hb.mfu) < 0 ||
-        get_str(o, "release", hb.release, sizeof hb.release) < 0 ||
-        get_str(o, "backend", hb.backend, sizeof hb.backend) < 0 ||
-        get_str(o, "error", hb.error, sizeof hb.error) < 0)
-        goto out;
-    hb.rank = (int)rank;
-    hb.nonfinite = (int)nonfinite;
-    json_t *loss = json_object_get(o, "loss");
-    if (loss && json_is_number(loss)) {
-        hb.loss = json_number_value(loss);
-        hb.loss_finite = isfinite(hb.loss);
-    } else if (loss && !json_is_null(loss))
-        goto out;
-    json_t *ph = json_object_get(o, "phase");
-    if (ph) {
-        if (!json_is_string(ph) || hb_phase_from_name(json_string_value(ph), &hb.phase) < 0)
-            goto out;
-    }
-    if (!isfinite(hb.tok_s) || hb.tok_s < 0)
-        hb.tok_s = 0;
-    *ret_hb = hb;
-    r = 0;
-out:
+    if (json_is_object(o) && get_int(o, "v", &v, true) == 0)
+        r = v == HEARTBEAT_VERSION ? heartbeat_from_json(o, ret_hb) : -EPROTONOSUPPORT;
     json_decref(o);
     return r;
 }

@@ -58,6 +58,14 @@ int heartbeat_format(const struct heartbeat *hb, char *out, size_t outsz);
  * -EPROTONOSUPPORT for another version.  ret_hb is written only on success. */
 int heartbeat_parse(const char *line, size_t len, struct heartbeat *ret_hb);
 
+/* The same fields as a JSON object, for documents that embed a heartbeat (the agent status
+ * document does).  heartbeat_to_json returns a new reference (json_decref), NULL on ENOMEM.
+ * heartbeat_from_json requires "rank" and "step" (integers) and the types above; unknown keys
+ * are ignored; -EINVAL otherwise, ret_hb written only on success. */
+struct json_t;
+struct json_t *heartbeat_to_json(const struct heartbeat *hb);
+int heartbeat_from_json(struct json_t *o, struct heartbeat *ret_hb);
+
 const char *hb_phase_name(enum hb_phase p);
 /* -EINVAL for an unknown name. */
 int hb_phase_from_name(const char *name, enum hb_phase *ret_phase);

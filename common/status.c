@@ -40,28 +40,6 @@ const struct job_status *status_find_job(const struct agent_status *st, const ch
 
 static json_t *num(double v) { return json_real(isfinite(v) ? v : 0.0); }
 
-static json_t *hb_to_json(const struct heartbeat *hb)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "rank", json_integer(hb->rank));
-    json_object_set_new(o, "pid", json_integer(hb->pid));
-    json_object_set_new(o, "step", json_integer(hb->step));
-    json_object_set_new(o, "tokens", json_integer(hb->tokens));
-    json_object_set_new(o, "loss", hb->loss_finite && isfinite(hb->loss) ? json_real(hb->loss) : json_null());
-    json_object_set_new(o, "nonfinite", json_integer(hb->nonfinite));
-    json_object_set_new(o, "tok_s", num(hb->tok_s));
-    json_object_set_new(o, "step_ms", num(hb->step_ms));
-    json_object_set_new(o, "phase", json_string(hb_phase_name(hb->phase)));
-    json_object_set_new(o, "resumed_from", json_integer(hb->resumed_from));
-    json_object_set_new(o, "ckpt_step", json_integer(hb->ckpt_step));
-    json_object_set_new(o, "mfu", num(hb->mfu));
-    json_object_set_new(o, "mem_peak", json_integer(hb->mem_peak));
-    json_object_set_new(o, "release", json_string(hb->release));
-    json_object_set_new(o, "backend", json_string(hb->backend));
-    json_object_set_new(o, "error", json_string(hb->error));
-    return o;
-}
-
 int status_format(const struct agent_status *st, char **ret_text)
 {
     json_t *o = json_object(), *jobs = json_array();
@@ -97,7 +75,7 @@ int status_format(const struct agent_status *st, char **ret_text)
             json_object_set_new(ro, "hb_age_s", num(rs->hb_age_s));
             json_object_set_new(ro, "exit_code", json_integer(rs->exit_code));
             json_object_set_new(ro, "exit_signal", json_integer(rs->exit_signal));
-            json_object_set_new(ro, "hb", rs->has_hb ? hb_to_json(&rs->hb) : json_null());
+            json_object_set_new(ro, "hb", rs->has_hb ? heartbeat_to_json(&rs->hb) : json_null());
             if (rs->gpu.valid)
                 json_object_set_new(ro, "gpu",
                                     json_pack("{s:o,s:I,s:I,s:o,s:o}", "util", num(rs->gpu.util), "mem_used",
@@ -162,34 +140,6 @@ static int g_str(json_t *o, const char *k, char *dst, size_t n)
     return 0;
 }
 
-static int hb_from_json(json_t *o, struct heartbeat *hb)
-{
-    heartbeat_init(hb);
-    int64_t nf = 0;
-    if (!json_is_object(o) || g_i32(o, "rank", 0, 1 << 20, &hb->rank) < 0 ||
-        g_int(o, "pid", 0, INT64_MAX, &hb->pid) < 0 || g_int(o, "step", 0, INT64_MAX, &hb->step) < 0 ||
-        g_int(o, "tokens", 0, INT64_MAX, &hb->tokens) < 0 || g_int(o, "nonfinite", 0, 1 << 30, &nf) < 0 ||
-        g_num(o, "tok_s", &hb->tok_s) < 0 || g_num(o, "step_ms", &hb->step_ms) < 0 ||
-        g_int(o, "resumed_from", -1, INT64_MAX, &hb->resumed_from) < 0 ||
-        g_int(o, "ckpt_step", -1, INT64_MAX, &hb->ckpt_step) < 0 || g_num(o, "mfu", &hb->mfu) < 0 ||
-        g_int(o, "mem_peak", -1, INT64_MAX, &hb->mem_peak) < 0 ||
-        g_str(o, "release", hb->release, sizeof hb->release) < 0 ||
-        g_str(o, "backend", hb->backend, sizeof hb->backend) < 0 ||
-        g_str(o, "error", hb->error, sizeof hb->error) < 0)
-        return -EINVAL;
-    hb->nonfinite = (int)nf;
-    json_t *loss = json_object_get(o, "loss");
-    if (loss && json_is_number(loss)) {
-        hb->loss = json_number_value(loss);
-        hb->loss_finite = isfinite(hb->loss);
-    } else if (loss && !json_is_null(loss))
-        return -EINVAL;
-    json_t *ph = json_object_get(o, "phase");
-    if (ph && (!json_is_string(ph) || hb_phase_from_name(json_string_value(ph), &hb->phase) < 0))
-        return -EINVAL;
-    return 0;
-}
-
 static int rank_from_json(json_t *o, struct rank_status *rs)
 {
     memset(rs, 0, sizeof *rs);
@@ -202,7 +152,7 @@ static int rank_from_json(json_t *o, struct rank_status *rs)
         return -EINVAL;
     json_t *hb = json_object_get(o, "hb");
     if (hb && !json_is_null(hb)) {
-        if (hb_from_json(hb, &rs->hb) < 0)
+        if (heartbeat_from_json(hb, &rs->hb) < 0)
             return -EINVAL;
         rs->has_hb = true;
     }
