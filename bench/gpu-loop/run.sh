@@ -23,9 +23,9 @@
 #                          DROVER_TRAIN_FAULT=slow=4 (default on cpu, where tok/s barely depends on B)
 #   NS=0|1            wrap each node's agent in a namespace stand-in (unshare --mount --pid --fork,
 #                     the node root bind-mounted on /var/lib/drover); default 0
-#   BIN=DIR           drover, drover-agent, drover-train (default: build/); BIN/lib or
-#                     bench/gpu-loop/.carry/lib holds fallback shared libraries for what the
-#                     machine lacks (copied into each release too: workers get a clean environment)
+#   BIN=DIR           drover, drover-agent, drover-train (default: build/); BIN/lib holds fallback
+#                     shared libraries for what the machine lacks (bench/gpu-loop/carry.sh makes
+#                     build/gpuloop); they are copied into each release too (clean worker env)
 #   W=DIR             work directory (default /tmp/drover-gpuloop, wiped first)
 #   OUT=DIR           if set: summary, logs, status and history JSON copied there
 # Exit 0 when every check passed, 1 otherwise.
@@ -99,7 +99,7 @@ for b in drover drover-agent drover-train; do
     cp "$BIN/$b" "$W/bin/$b"   # a snapshot: a concurrent rebuild cannot change release ids
 done
 FALLBACK=""
-for d in "$BIN/lib" "$HERE/.carry/lib"; do [[ -d $d ]] && FALLBACK="$FALLBACK $d"; done
+[[ -d $BIN/lib ]] && FALLBACK=$BIN/lib
 missing_libs() { # names ldd cannot resolve for the snapshot binaries (with $W/lib in the path)
     LD_LIBRARY_PATH=$W/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ldd "$W"/bin/* 2>/dev/null |
         awk '/not found/ {print $1}' | sort -u
@@ -108,7 +108,7 @@ for _ in 1 2 3 4; do  # a fallback library can itself need another one
     miss=$(missing_libs)
     [[ -z $miss ]] && break
     for l in $miss; do
-        for d in $FALLBACK; do [[ -f $d/$l ]] && { cp "$d/$l" "$W/lib/"; break; }; done
+        [[ -n $FALLBACK && -f $FALLBACK/$l ]] && cp "$FALLBACK/$l" "$W/lib/"
     done
 done
 miss=$(missing_libs)
@@ -187,11 +187,11 @@ start_node() {
             exec "$2" --root /var/lib/drover --socket /var/lib/drover/agent.sock \
                  daemon --pidfile /var/lib/drover/agent.pid' ns-agent "$r" "$W/bin/drover-agent" \
             </dev/null >/dev/null 2>>"$r/agent.log" &
-        local upid=$! i
-        for i in $(seq 1 50); do
+        local upid=$!
+        for _ in $(seq 1 50); do
             if "$W/bin/drover-agent" --root "$r" --socket "$r/agent.sock" status >/dev/null 2>&1; then
                 # the agent's pid as this side sees it: unshare's one child
-                cat "/proc/$upid/task/$upid/children" 2>/dev/null | awk '{print $1}' >"$r/host.pid"
+                awk '{print $1}' "/proc/$upid/task/$upid/children" 2>/dev/null >"$r/host.pid"
                 AGENT_PIDFILES+=("$r/host.pid")
                 return 0
             fi
@@ -207,13 +207,13 @@ start_node() {
 stop_nodes() {
     local p pid
     for p in "${AGENT_PIDFILES[@]}"; do
-        pid=$(cat "$p" 2>/dev/null | head -n 1) || continue
+        pid=$(head -n 1 "$p" 2>/dev/null) || continue
         [[ $pid =~ ^[0-9]+$ ]] && kill -TERM "$pid" 2>/dev/null
     done
     for _ in $(seq 1 100); do  # their gangs checkpoint and stop (grace 60s at most)
         local alive=0
         for p in "${AGENT_PIDFILES[@]}"; do
-            pid=$(cat "$p" 2>/dev/null | head -n 1)
+            pid=$(head -n 1 "$p" 2>/dev/null)
             [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null && alive=1
         done
         ((alive)) || return 0
@@ -364,7 +364,7 @@ if [[ ,$PHASES, == *,loop,* ]]; then
     say "== phase loop: job 'loop', one node, GPU 0"
     start_node n0 || exit 1
     v1=$(make_release v1)
-    v2=$(make_release v2 $(slow_or_batch))
+    v2=$(make_release v2 "$(slow_or_batch)")
     v3=$(make_release v3 train.lr=10 train.warmup_steps=1)
     dr loop-v1 deploy "$v1" --job loop
     check "v1 deploy exits 0 (promoted)" test $RC = 0
@@ -425,7 +425,7 @@ if [[ ,$PHASES, == *,split,* ]] && ((NGPU >= 2)); then
     say "== phase split: jobs 'a' ($SA GPUs) and 'b' ($SB GPUs) on one node root"
     start_node s0 || exit 1
     sv1=$(make_release v1)
-    sv2=$(make_release v2 $(slow_or_batch))
+    sv2=$(make_release v2 "$(slow_or_batch)")
     dr split-a-v1 deploy "$sv1" --job a
     check "job a v1 exits 0" test $RC = 0
     dr split-b-v1 deploy "$sv1" --job b
