@@ -344,6 +344,32 @@ static void daemon_report_gpu_holders(struct daemon *d, const struct job_rec *j)
     daemon_event(d, j, "lingering", j->current, "%d process(es) outside any gang hold a GPU: %s", n, list);
 }
 
+/* The releases whose checkpoints j's current release may resume from: itself and every release
+ * promoted for j.  A release reverted during probation is in neither, so the good release never
+ * resumes from (and never inherits the training of) a release that failed probation. */
+static void resume_list(const struct job_rec *j, char *out, size_t outsz)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    const char *ids[STATE_MAX_SPECS + 2];
+    int n = 0;
+    ids[n++] = j->current;
+    if (j->good[0])
+        ids[n++] = j->good;
+    for (int k = 0; k < j->nspecs; k++)
+        if (j->specs[k].promoted)
+            ids[n++] = j->specs[k].release;
+    for (int k = 0; k < n; k++) {
+        bool dup = false;
+        for (int m = 0; m < k; m++)
+            dup = dup || !strcmp(ids[m], ids[k]);
+        int w = dup ? 0 : snprintf(out + len, outsz - len, "%s%s", len ? "," : "", ids[k]);
+        if (w < 0 || (size_t)w >= outsz - len)
+            break;
+        len += (size_t)w;
+    }
+}
+
 /* Start the gang of j's current release.  On failure the job is handled like a gang that
  * could not run (policy with a non-retryable outcome). */
 static int job_start(struct daemon *d, int i, enum gang_state state_after, const char *reason)
@@ -359,9 +385,11 @@ static int job_start(struct daemon *d, int i, enum gang_state state_after, const
         return -ENOENT;
     }
     daemon_report_gpu_holders(d, j);
+    char resume[(RELEASE_ID_LEN + 1) * (STATE_MAX_SPECS + 2)];
+    resume_list(j, resume, sizeof resume);
     int r = gang_check_exec(&d->store, s, err, sizeof err);
     if (r == 0)
-        r = gang_start(&rt->gang, &d->store, j->job, s, j->generation + 1, err, sizeof err);
+        r = gang_start(&rt->gang, &d->store, j->job, s, resume, j->generation + 1, err, sizeof err);
     if (r < 0) {
         char why[600];
         snprintf(why, sizeof why, "start failed: %s", err);

@@ -362,7 +362,7 @@ static int cmd_preflight(struct cli *c)
     (void)fs_mkdir_p(run, 0750);
     int hb = open("/dev/null", O_WRONLY | O_CLOEXEC); /* heartbeats of a preflight are not read */
     struct gang_env env;
-    if (hb < 0 || gang_build_env(&env, &s, job, &c->spec, 0, GANG_HEARTBEAT_FD) < 0) {
+    if (hb < 0 || gang_build_env(&env, &s, job, &c->spec, NULL, 0, GANG_HEARTBEAT_FD) < 0) {
         log_error("preflight: cannot build the worker environment");
         return AGENT_EXIT_FAIL;
     }

@@ -116,7 +116,7 @@ static int list_nth(const char *list, int n, char *out, size_t sz)
 }
 
 int gang_build_env(struct gang_env *e, const struct store *s, const char *job,
-                   const struct job_spec *spec, int local_rank, int hb_fd)
+                   const struct job_spec *spec, const char *resume, int local_rank, int hb_fd)
 {
     memset(e->envp, 0, sizeof e->envp);
     e->n = 0;
@@ -138,6 +138,8 @@ int gang_build_env(struct gang_env *e, const struct store *s, const char *job,
         (r = env_add(e, "DROVER_HEARTBEAT_FD=%d", hb_fd)) < 0 ||
         (r = env_add(e, "DROVER_RELEASE=%s", spec->release)) < 0 ||
         (r = env_add(e, "DROVER_JOB=%s", job)) < 0 || (r = env_add(e, "DROVER_RUN_DIR=%s", run)) < 0)
+        return r;
+    if (resume && (r = env_add(e, "DROVER_RESUME_RELEASES=%s", resume)) < 0)
         return r;
     if (spec->gpus[0]) {
         char gpu[16];
@@ -214,7 +216,7 @@ static void gang_kill_now(struct gang *g)
 }
 
 int gang_start(struct gang *g, const struct store *s, const char *job, const struct job_spec *spec,
-               int generation, char *err, size_t errsz)
+               const char *resume, int generation, char *err, size_t errsz)
 {
     char dir[PATH_MAX], p[PATH_MAX];
     int r;
@@ -254,7 +256,7 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
             snprintf(err, errsz, "cannot open rank %d log: %s", rp->rank, strerror(-r));
             goto fail_fds;
         }
-        if ((r = gang_build_env(env, s, job, spec, lr, GANG_HEARTBEAT_FD)) < 0) {
+        if ((r = gang_build_env(env, s, job, spec, resume, lr, GANG_HEARTBEAT_FD)) < 0) {
             snprintf(err, errsz, "worker environment too large");
             goto fail_fds;
         }

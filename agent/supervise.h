@@ -71,8 +71,10 @@ int gang_check_exec(const struct store *s, const struct job_spec *spec, char *er
 /* Start spec's ranks for job.  On success g describes a running gang (every exec succeeded).
  * When a rank fails to exec, the ranks already started are killed and reaped, g is reset, and
  * the error (-errno of execve) is returned with a reason in err.  g must not hold a gang. */
+/* resume: comma-separated release ids whose checkpoints the workers may resume from, passed as
+ * DROVER_RESUME_RELEASES (NULL: not set, the worker resumes from any). */
 int gang_start(struct gang *g, const struct store *s, const char *job, const struct job_spec *spec,
-               int generation, char *err, size_t errsz);
+               const char *resume, int generation, char *err, size_t errsz);
 
 /* SIGTERM the process group and arm SIGKILL after grace_s; idempotent. */
 void gang_stop(struct gang *g);
@@ -105,7 +107,7 @@ struct gang_env {
     int n;
 };
 int gang_build_env(struct gang_env *e, const struct store *s, const char *job,
-                   const struct job_spec *spec, int local_rank, int hb_fd);
+                   const struct job_spec *spec, const char *resume, int local_rank, int hb_fd);
 
 /* ---- restart / rollback policy ---- */
 

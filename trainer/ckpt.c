@@ -334,8 +334,41 @@ static int list_dir(const char *dir, uint64_t fp, bool want_tmp, struct entry **
     return 0;
 }
 
-int ckpt_load_latest(const char *dir, const struct gpt_config *model, struct ckpt_meta *ret_meta,
-                     float *params, float *m, float *v, char *ret_path)
+bool ckpt_release_trusted(const char *list, const char *release)
+{
+    if (!list)
+        return true;
+    size_t n = strlen(release);
+    if (n == 0)
+        return false;
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && !memcmp(p, release, n))
+            return true;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return false;
+}
+
+/* The writer's release of a checkpoint file, from its header alone; -EBADMSG if unreadable. */
+static int header_release(const char *path, const struct gpt_config *model, char *out, size_t outsz)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    uint8_t h[CKPT_HEADER_BYTES];
+    struct ckpt_meta meta;
+    int r = pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h ? header_decode(h, model, &meta) : -EBADMSG;
+    close(fd);
+    if (r == 0)
+        (void)str_copy(out, outsz, meta.release);
+    return r;
+}
+
+int ckpt_load_latest(const char *dir, const struct gpt_config *model, const char *trusted,
+                     struct ckpt_meta *ret_meta, float *params, float *m, float *v, char *ret_path)
 {
     struct entry *e;
     int n;
@@ -347,6 +380,12 @@ int ckpt_load_latest(const char *dir, const struct gpt_config *model, struct ckp
         char path[CKPT_PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", dir, e[i].name) >= (int)sizeof path)
             continue;
+        char writer[72];
+        if (trusted && (header_release(path, model, writer, sizeof writer) < 0 ||
+                        !ckpt_release_trusted(trusted, writer))) {
+            log_info("checkpoint '%s' skipped: written by a release this one does not resume from", path);
+            continue;
+        }
         struct ckpt_meta meta;
         r = ckpt_read(path, model, &meta, params, m, v);
         if (r < 0) {
@@ -363,7 +402,7 @@ int ckpt_load_latest(const char *dir, const struct gpt_config *model, struct ckp
     return found;
 }
 
-int ckpt_prune(const char *dir, const struct gpt_config *model, int keep)
+int ckpt_prune(const char *dir, const struct gpt_config *model, int keep, const char *own)
 {
     uint64_t fp = gpt_config_fingerprint(model);
     struct entry *e;
@@ -371,9 +410,16 @@ int ckpt_prune(const char *dir, const struct gpt_config *model, int keep)
     int r = list_dir(dir, fp, false, &e, &n);
     if (r < 0)
         return r;
-    for (int i = keep < 1 ? 1 : keep; i < n; i++) {
-        char path[CKPT_PATH_MAX];
-        if (snprintf(path, sizeof path, "%s/%s", dir, e[i].name) < (int)sizeof path && unlink(path) == 0)
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        char path[CKPT_PATH_MAX], writer[72];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e[i].name) >= (int)sizeof path)
+            continue;
+        if (own && *own && (header_release(path, model, writer, sizeof writer) < 0 || strcmp(writer, own)))
+            continue; /* another release's (or unreadable): not ours to delete */
+        if (kept++ < (keep < 1 ? 1 : keep))
+            continue;
+        if (unlink(path) == 0)
             deleted++;
     }
     free(e);

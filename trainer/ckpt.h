@@ -11,6 +11,7 @@
 #ifndef DROVER_TRAINER_CKPT_H
 #define DROVER_TRAINER_CKPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,14 +49,23 @@ int ckpt_read(const char *path, const struct gpt_config *model, struct ckpt_meta
               float *params, float *m, float *v);
 
 /* Load the newest checkpoint in dir for model that verifies, trying older ones after a bad one.
+ * trusted: NULL to accept any writer, else a comma-separated list of release ids (the agent's
+ * DROVER_RESUME_RELEASES: this release and those promoted for the job); checkpoints written by
+ * other releases are skipped, so a release reverted during probation leaves the good release's
+ * progress alone (docs/trainer.md, "Checkpoints").
  * Returns 1 and fills *ret_meta/arrays (ret_path may be NULL), 0 when there is none (dir missing
  * or empty of matching files), -errno on an unexpected error. */
-int ckpt_load_latest(const char *dir, const struct gpt_config *model, struct ckpt_meta *ret_meta,
-                     float *params, float *m, float *v, char *ret_path);
+int ckpt_load_latest(const char *dir, const struct gpt_config *model, const char *trusted,
+                     struct ckpt_meta *ret_meta, float *params, float *m, float *v, char *ret_path);
 
-/* Delete all but the newest keep checkpoints of model's shape, and stale temp files of that
- * shape.  Other shapes are never touched.  Returns the number deleted or -errno. */
-int ckpt_prune(const char *dir, const struct gpt_config *model, int keep);
+/* Delete all but the newest keep checkpoints of model's shape written by release own (NULL or
+ * "": whoever wrote them), and stale temp files of that shape.  Other shapes and other
+ * releases' checkpoints are never touched: a release on probation cannot prune away the
+ * checkpoints the last good release will resume from.  Returns the number deleted or -errno. */
+int ckpt_prune(const char *dir, const struct gpt_config *model, int keep, const char *own);
+
+/* true when release appears in the comma-separated list (NULL list: true). */
+bool ckpt_release_trusted(const char *list, const char *release);
 
 /* Test knob (DROVER_TRAIN_FAULT ckpt_chunk_delay=MS): sleep this long after each 1 MiB written. */
 void ckpt_set_chunk_delay_ms(int ms);

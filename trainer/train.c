@@ -155,7 +155,7 @@ static int save_checkpoint(struct run *r)
         log_error("writing a checkpoint into '%s' failed: %s", r->ckpt_dir, strerror(-e));
         return e;
     }
-    int pruned = ckpt_prune(r->ckpt_dir, &r->cfg.model, r->cfg.keep_checkpoints);
+    int pruned = ckpt_prune(r->ckpt_dir, &r->cfg.model, r->cfg.keep_checkpoints, r->hb.release);
     log_info("checkpoint '%s' written in %.0f ms (step %lld)%s", path, (time_mono() - t0) * 1e3,
              (long long)r->step, pruned > 0 ? ", older ones pruned" : "");
     r->hb.ckpt_step = r->step;
@@ -171,7 +171,7 @@ static int resume_or_init(struct run *r)
     int found = 0;
     if (r->rank == 0) {
         char path[CKPT_PATH_MAX];
-        found = ckpt_load_latest(r->ckpt_dir, &r->cfg.model, &meta, r->params, r->m, r->v, path);
+        found = ckpt_load_latest(r->ckpt_dir, &r->cfg.model, getenv("DROVER_RESUME_RELEASES"), &meta, r->params, r->m, r->v, path);
         if (found < 0) {
             log_error("looking for checkpoints in '%s' failed: %s", r->ckpt_dir, strerror(-found));
             return found;

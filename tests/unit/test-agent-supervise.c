@@ -121,7 +121,7 @@ static void test_gang_env(void **state)
     assert_int_equal(spec_add_env(&s, "NCCL_DEBUG=INFO"), 0);
     setenv("DROVER_TEST_CANARY", "leak", 1);
     struct gang g;
-    assert_int_equal(gang_start(&g, &store, "train", &s, 1, err, sizeof err), 0);
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
     assert_true(pump(&g, 5, is_gone));
     for (int lr = 0; lr < 2; lr++) {
         char p[512], *raw, *text;
@@ -168,7 +168,7 @@ static void test_gang_rank_crash_stops_gang(void **state)
     struct job_spec s;
     spec_for(&s, id, 3);
     struct gang g;
-    assert_int_equal(gang_start(&g, &store, "train", &s, 1, err, sizeof err), 0);
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
     pid_t pgid = g.pgid;
     double t0 = time_mono();
     assert_true(pump(&g, 5, is_gone));
@@ -192,7 +192,7 @@ static void test_gang_sigterm_then_sigkill(void **state)
     spec_for(&s, id, 2);
     s.grace_s = 0.3;
     struct gang g;
-    assert_int_equal(gang_start(&g, &store, "train", &s, 1, err, sizeof err), 0);
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
     usleep(100000);
     double t0 = time_mono();
     gang_stop(&g);
@@ -216,7 +216,7 @@ static void test_gang_exec_failure(void **state)
     spec_for(&s, id, 2);
     assert_int_equal(gang_check_exec(&store, &s, err, sizeof err), 0); /* file is there and +x */
     struct gang g;
-    assert_int_equal(gang_start(&g, &store, "train", &s, 1, err, sizeof err), -ENOENT);
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), -ENOENT);
     assert_non_null(strstr(err, "cannot execute"));
     assert_int_equal(g.pgid, 0);
     char *argv[] = {"bin/missing"};
@@ -238,7 +238,7 @@ static void test_gang_overlong_heartbeat(void **state)
     struct job_spec s;
     spec_for(&s, id, 1);
     struct gang g;
-    assert_int_equal(gang_start(&g, &store, "train", &s, 1, err, sizeof err), 0);
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
     assert_true(pump(&g, 5, has_hb0));
     assert_int_equal(g.ranks[0].hb.step, 7);
     assert_int_equal(g.ranks[0].hb_overlong, 1);

@@ -74,7 +74,7 @@ static void test_roundtrip_and_fallback(void **state)
 
     struct ckpt_meta got;
     char which[CKPT_PATH_MAX];
-    assert_int_equal(ckpt_load_latest(d, &c, &got, p2, m2, v2, which), 1);
+    assert_int_equal(ckpt_load_latest(d, &c, NULL, &got, p2, m2, v2, which), 1);
     assert_string_equal(which, path20);
     assert_int_equal(got.step, 20);
     assert_int_equal(got.pos.offset, 64);
@@ -93,15 +93,15 @@ static void test_roundtrip_and_fallback(void **state)
     assert_int_equal(pwrite(fd, &b, 1, CKPT_HEADER_BYTES + 100), 1);
     close(fd);
     assert_int_equal(ckpt_read(path20, &c, &got, p2, m2, v2), -EBADMSG);
-    assert_int_equal(ckpt_load_latest(d, &c, &got, p2, m2, v2, which), 1);
+    assert_int_equal(ckpt_load_latest(d, &c, NULL, &got, p2, m2, v2, which), 1);
     assert_string_equal(which, path10);
     assert_int_equal(got.step, 10);
     /* truncated */
     assert_int_equal(truncate(path10, 300), 0);
     assert_int_equal(ckpt_read(path10, &c, &got, p2, m2, v2), -EBADMSG);
-    assert_int_equal(ckpt_load_latest(d, &c, &got, p2, m2, v2, NULL), 0);
+    assert_int_equal(ckpt_load_latest(d, &c, NULL, &got, p2, m2, v2, NULL), 0);
     /* no directory at all: nothing to resume */
-    assert_int_equal(ckpt_load_latest("/nonexistent/drover", &c, &got, p2, m2, v2, NULL), 0);
+    assert_int_equal(ckpt_load_latest("/nonexistent/drover", &c, NULL, &got, p2, m2, v2, NULL), 0);
     free(p), free(m), free(v), free(p2), free(m2), free(v2);
 }
 
@@ -139,17 +139,53 @@ static void test_shapes_isolated_and_prune(void **state)
              (unsigned long long)gpt_config_fingerprint(&a));
     assert_int_equal(fs_write_atomic(tmp, "x", 1, 0644), 0);
     struct ckpt_meta got;
-    assert_int_equal(ckpt_load_latest(d, &a, &got, pa, pa, pa, NULL), 1);
+    assert_int_equal(ckpt_load_latest(d, &a, NULL, &got, pa, pa, pa, NULL), 1);
     assert_int_equal(got.step, 4); /* not shape b's step 99 */
-    assert_int_equal(ckpt_prune(d, &a, 2), 3); /* steps 1, 2 and the temp file */
+    assert_int_equal(ckpt_prune(d, &a, 2, NULL), 3); /* steps 1, 2 and the temp file */
     assert_int_equal(count_files(d, "ckpt-"), 3); /* a:3, a:4, b:99 */
     assert_int_equal(count_files(d, ".ckpt-"), 0);
-    assert_int_equal(ckpt_load_latest(d, &b, &got, pb, pb, pb, NULL), 1);
+    assert_int_equal(ckpt_load_latest(d, &b, NULL, &got, pb, pb, pb, NULL), 1);
     assert_int_equal(got.step, 99);
     /* unwritable directory */
     assert_int_equal(ckpt_write("/proc/drover-no", &meta, pa, pa, pa, NULL) < 0, 1);
     free(pa);
     free(pb);
+}
+
+/* A release on probation (v2) writes checkpoints of the same shape as the good release (v1): v2
+ * must not prune v1's away, and v1, trusting only itself, resumes from its own newest one. */
+static void test_release_filter_and_own_prune(void **state)
+{
+    (void)state;
+    char d[128];
+    snprintf(d, sizeof d, "%s/releases", dir);
+    struct gpt_config a = tiny(4);
+    float *p = calloc(gpt_num_params(&a), 4);
+    assert_non_null(p);
+    struct ckpt_meta meta = {.model = a};
+    strcpy(meta.release, "v1");
+    for (int s = 1; s <= 2; s++) {
+        meta.step = s;
+        assert_int_equal(ckpt_write(d, &meta, p, p, p, NULL), 0);
+    }
+    strcpy(meta.release, "v2");
+    for (int s = 3; s <= 6; s++) {
+        meta.step = s;
+        assert_int_equal(ckpt_write(d, &meta, p, p, p, NULL), 0);
+        assert_true(ckpt_prune(d, &a, 2, "v2") >= 0);
+    }
+    assert_int_equal(count_files(d, "ckpt-"), 4); /* v1:1, v1:2, v2:5, v2:6 */
+    struct ckpt_meta got;
+    assert_int_equal(ckpt_load_latest(d, &a, "v1,v0", &got, p, p, p, NULL), 1);
+    assert_int_equal(got.step, 2);
+    assert_string_equal(got.release, "v1");
+    assert_int_equal(ckpt_load_latest(d, &a, "v2,v1", &got, p, p, p, NULL), 1);
+    assert_int_equal(got.step, 6);
+    assert_int_equal(ckpt_load_latest(d, &a, "v9", &got, p, p, p, NULL), 0);
+    assert_true(ckpt_release_trusted(NULL, "x"));
+    assert_false(ckpt_release_trusted("v10", "v1"));
+    assert_false(ckpt_release_trusted("v1", ""));
+    free(p);
 }
 
 /* ---- exact resume through the real training loop ---- */
@@ -207,8 +243,8 @@ static void test_exact_resume(void **state)
     float *p2 = malloc(n * 4), *m2 = malloc(n * 4), *v2 = malloc(n * 4);
     assert_true(p1 && m1 && v1 && p2 && m2 && v2);
     struct ckpt_meta a, b;
-    assert_int_equal(ckpt_load_latest(ck1, &c, &a, p1, m1, v1, NULL), 1);
-    assert_int_equal(ckpt_load_latest(ck2, &c, &b, p2, m2, v2, NULL), 1);
+    assert_int_equal(ckpt_load_latest(ck1, &c, NULL, &a, p1, m1, v1, NULL), 1);
+    assert_int_equal(ckpt_load_latest(ck2, &c, NULL, &b, p2, m2, v2, NULL), 1);
     assert_int_equal(a.step, 12);
     assert_int_equal(b.step, 12);
     assert_int_equal(a.pos.offset, b.pos.offset);
@@ -241,6 +277,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_and_fallback),
         cmocka_unit_test(test_shapes_isolated_and_prune),
+        cmocka_unit_test(test_release_filter_and_own_prune),
         cmocka_unit_test(test_exact_resume),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -147,7 +147,7 @@ static int64_t newest_ckpt_step(const char *ck)
     float *p = malloc(n * 12);
     assert_non_null(p);
     struct ckpt_meta m;
-    int r = ckpt_load_latest(ck, &c, &m, p, p + n, p + 2 * n, NULL);
+    int r = ckpt_load_latest(ck, &c, NULL, &m, p, p + n, p + 2 * n, NULL);
     free(p);
     assert_true(r >= 0);
     return r ? m.step : -1;
