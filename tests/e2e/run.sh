@@ -46,6 +46,12 @@ export LAB_JOB_HEALTHY_DEADLINE=${LAB_JOB_HEALTHY_DEADLINE:-90}
 export LAB_JOB_MIN_HEALTHY_TIME=${LAB_JOB_MIN_HEALTHY_TIME:-12}
 export LAB_JOB_WARMUP_STEPS=${LAB_JOB_WARMUP_STEPS:-3}
 export LAB_JOB_TOLERANCE=${LAB_JOB_TOLERANCE:-0.35}
+# one e2e run per lab at a time: a second `make e2e` on this machine would bring this lab down
+exec 8>>"$LAB_DIR.e2e.lock"
+if ! flock -n 8; then
+	echo "e2e: another e2e run holds $LAB_DIR.e2e.lock; waiting for it (up to 30 min)"
+	flock -w 1800 8 || { failed=(lab-busy); closing; exit 1; }
+fi
 rm -rf "$E2E_WORK"
 mkdir -p "$E2E_WORK/logs" "$E2E_BUILD"
 cp "$BUILD/drover" "$BUILD/drover-agent" "$BUILD/drover-train" "$E2E_BUILD/" || { failed=(snapshot); closing; exit 1; }
@@ -62,7 +68,7 @@ trap 'echo "e2e: interrupted"; exit 130' INT TERM
 
 echo "e2e: fresh lab in $LAB_DIR"
 "$ROOT/tests/lab/lab" down >/dev/null 2>&1
-if ! "$ROOT/tests/lab/lab" up >"$E2E_WORK/logs/lab-up.log" 2>&1; then
+if ! "$ROOT/tests/lab/lab" up >"$E2E_WORK/logs/lab-up.log" 2>&1 8>&-; then
 	cat "$E2E_WORK/logs/lab-up.log"
 	failed=(lab-up)
 	closing
