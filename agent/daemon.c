@@ -1094,7 +1094,10 @@ static void daemon_loop(struct daemon *d)
     }
 }
 
-static int daemon_detach(int *ret_ready_fd)
+/* Fork into the background.  stdin/stdout go to /dev/null and stderr (the log, with no journal
+ * under a container's plain init) to ROOT/agent.log: a detached daemon must not hold the caller's
+ * descriptors, or the `pct exec` / SSH channel that started it never sees end-of-file. */
+static int daemon_detach(const char *root, int *ret_ready_fd)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
@@ -1122,8 +1125,15 @@ static int daemon_detach(int *ret_ready_fd)
     if (null >= 0) {
         dup2(null, 0);
         dup2(null, 1);
-        /* stderr stays: under an init without a journal it is where the log goes */
         close(null);
+    }
+    char logp[PATH_MAX];
+    int logfd = -1;
+    if (fs_mkdir_p(root, 0755) == 0 && snprintf(logp, sizeof logp, "%s/agent.log", root) < (int)sizeof logp)
+        logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (logfd >= 0) {
+        dup2(logfd, 2);
+        close(logfd);
     }
     if (chdir("/") < 0)
         return -errno;
@@ -1161,7 +1171,7 @@ int daemon_run(const struct daemon_opts *o)
         log_error("cannot open pidfile '%s': %s", o->pidfile, strerror(-r));
         return AGENT_EXIT_FAIL;
     }
-    if (o->detach && (r = daemon_detach(&ready_fd)) < 0) {
+    if (o->detach && (r = daemon_detach(o->root, &ready_fd)) < 0) {
         log_error("cannot detach: %s", strerror(-r));
         return AGENT_EXIT_FAIL;
     }
