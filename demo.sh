@@ -28,7 +28,11 @@ step "Debian packages (tests/deps.txt)"
 mapfile -t pkgs < <(grep -v '^\s*#' tests/deps.txt | awk 'NF { print $1 }')
 missing=()
 for p in "${pkgs[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	# a package counts as present when dpkg has it, or when a command of its name is there
+	# already (e.g. npm shipped inside a nodejs package that conflicts with Debian's npm)
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' && ! command -v "$p" >/dev/null; then
+		missing+=("$p")
+	fi
 done
 if ((${#missing[@]})); then
 	echo "installing: ${missing[*]}"
