@@ -26,6 +26,8 @@ say "deploy took $((SECONDS - t0))s"
 show_drover 12
 check "deploy v1 exits 0" test "$DROVER_RC" = 0
 check "deploy says the release was promoted" drover_said 'promot'
+preflight_ran() { local h; for h in h1 h2; do grep -q 'drover-agent.* preflight .*selftest' "$LAB_DIR/pct-$h.log" || return 1; done; }
+check "the release's selftest ran as preflight in the containers before activation" preflight_ran
 id=$(ct_current h1:101)
 echo "$id" >"$V1_FILE"
 say "v1 is ${id:0:12}"
