@@ -25,22 +25,7 @@ if [[ $(id -u) != 0 ]]; then
 fi
 
 step "Debian packages (tests/deps.txt)"
-mapfile -t pkgs < <(grep -v '^\s*#' tests/deps.txt | awk 'NF { print $1 }')
-missing=()
-for p in "${pkgs[@]}"; do
-	# a package counts as present when dpkg has it, or when a command of its name is there
-	# already (e.g. npm shipped inside a nodejs package that conflicts with Debian's npm)
-	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' && ! command -v "$p" >/dev/null; then
-		missing+=("$p")
-	fi
-done
-if ((${#missing[@]})); then
-	echo "installing: ${missing[*]}"
-	apt-get update
-	DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
-else
-	echo "all ${#pkgs[@]} packages present"
-fi
+tests/install-deps.sh
 
 step "build"
 run make -j"$(nproc)" BUILD="$BUILD" all
