@@ -137,7 +137,7 @@ static const struct option longopts[] = {
 /* Parse options of argv[0..argc) (argv[0] is the verb).  0 ok, -EINVAL with a message logged. */
 static int cli_parse(struct cli *c, int argc, char **argv)
 {
-    int opt, end = argc;
+    int opt, li = -1, end = argc;
     double x;
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--")) {
@@ -146,7 +146,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         }
     optind = 1;
     opterr = 0;
-    while ((opt = getopt_long(end, argv, "+vh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(end, argv, "+vh", longopts, &li)) != -1) {
         const char *a = optarg;
         int bad = 0;
         switch (opt) {
@@ -185,7 +185,8 @@ static int cli_parse(struct cli *c, int argc, char **argv)
             return -EINVAL;
         }
         if (bad) {
-            log_error("%s: bad value '%s' for --%s", argv[0], a, argv[optind - 1] + 2);
+            /* the option's name, not argv[optind - 1] + 2: that is the value in "--opt VALUE" */
+            log_error("%s: bad value '%s' for --%s", argv[0], a, li >= 0 ? longopts[li].name : "?");
             return -EINVAL;
         }
     }
