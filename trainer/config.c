@@ -238,6 +238,11 @@ int train_config_parse(const char *name, const char *text, size_t len,
                  (long long)p.c.warmup_steps, (long long)p.c.max_steps);
         return -EINVAL;
     }
+    if (!p.c.train[0]) {
+        snprintf(errbuf, errsz, "%s: [data] train is missing (a shard path or glob, like "
+                 "data/brown/train_*.bin)", name);
+        return -EINVAL;
+    }
     *ret_c = p.c;
     return 0;
 }

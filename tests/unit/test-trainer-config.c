@@ -64,6 +64,7 @@ static void test_errors_name_line_and_key(void **state)
     expect_error("[train]\nwarmup_steps = 10\nmax_steps = 5\n", "warmup_steps (10) exceeds max_steps (5)");
     expect_error("[model\nlayers = 1\n", "t.ini:1: malformed line");
     expect_error("[train]\nlr 0.1\n", "t.ini:2: malformed line");
+    expect_error("[model]\nlayers = 2\n", "t.ini: [data] train is missing");
     char longline[400];
     memset(longline, 'a', sizeof longline);
     memcpy(longline, "[data]\ntrain = ", 15);
