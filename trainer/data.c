@@ -122,7 +122,9 @@ int loader_open(const char *pattern, int B, int T, int rank, int world, struct l
         return -ENOENT;
     }
     if (gr != 0) {
-        snprintf(errbuf, errsz, "cannot list data shards '%s'", pattern);
+        snprintf(errbuf, errsz, "cannot list data shards '%s': %s", pattern,
+                 gr == GLOB_NOSPACE ? "out of memory"
+                                    : "a directory in the path is missing or unreadable");
         return gr == GLOB_NOSPACE ? -ENOMEM : -EIO;
     }
     int r = 0;
