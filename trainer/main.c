@@ -60,6 +60,10 @@ static int cmd_train(int argc, char **argv)
         }
     }
     if (!a.config || optind != argc) {
+        if (!a.config)
+            log_error("train: --config FILE is required");
+        else
+            log_error("train: unexpected argument '%s'", argv[optind]);
         usage(stderr);
         return TX_USAGE;
     }
@@ -98,6 +102,8 @@ static int cmd_prepare(int argc, char **argv)
         }
     }
     if (!a.out_dir || optind >= argc) {
+        log_error(!a.out_dir ? "prepare: --out DIR is required"
+                             : "prepare: no input FILES (text files to tokenize) given");
         usage(stderr);
         return TX_USAGE;
     }
