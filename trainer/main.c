@@ -115,14 +115,24 @@ static int cmd_prepare(int argc, char **argv)
 static int cmd_selftest(int argc, char **argv)
 {
     const char *dev = NULL;
-    static const struct option opts[] = {{"device", required_argument, NULL, 'D'}, {0, 0, 0, 0}};
+    static const struct option opts[] = {{"device", required_argument, NULL, 'D'},
+                                         {"help", no_argument, NULL, 'h'}, {0, 0, 0, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "D:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "D:h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return TX_OK;
+        }
         if (c != 'D') {
             usage(stderr);
             return TX_USAGE;
         }
         dev = optarg;
+    }
+    if (optind != argc) {
+        log_error("selftest: unexpected argument '%s'", argv[optind]);
+        usage(stderr);
+        return TX_USAGE;
     }
     if (dev && strcmp(dev, "cpu") && strcmp(dev, "cuda") && strcmp(dev, "all")) {
         log_error("--device '%s' is not cpu, cuda or all", dev);
