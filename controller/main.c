@@ -26,7 +26,7 @@ static void usage(FILE *fp)
             "usage: drover [-i INVENTORY] [-v] VERB [ARGS]\n"
             "\n"
             "  trust HOST... [--replace]          add HOST's SSH host key to known_hosts\n"
-            "  install [--job J | HOST:VMID...] [--agent-binary PATH]\n"
+            "  install [--job J | HOST:VMID...] [--agent-binary PATH] [--restart-agent]\n"
             "                                     put drover-agent into containers and start it\n"
             "  plan DIR [--job J]                 what deploy would do (changes nothing)\n"
             "  deploy DIR [--job J]... | --all-jobs [--dry-run]\n"
