@@ -825,8 +825,10 @@ int inventory_load(const char *path, struct inventory **ret_inv, char *err, size
     size_t len;
     int r = fs_read_file(path, INV_FILE_MAX, &text, &len);
     if (r < 0) {
-        snprintf(err, err_sz, "%s: cannot read inventory: %s", path,
-                 r == -EFBIG ? "larger than 1 MiB" : strerror(-r));
+        snprintf(err, err_sz, "%s: cannot read inventory: %s%s", path,
+                 r == -EFBIG ? "larger than 1 MiB" : strerror(-r),
+                 r == -ENOENT ? " (pass -i PATH or set $DROVER_INVENTORY; "
+                                "deploy/drover.ini.example is a start, docs/config.md the keys)" : "");
         return r;
     }
     r = inventory_parse(text, len, path, ret_inv, err, err_sz);
