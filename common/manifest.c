@@ -96,7 +96,10 @@ static int walk_dir(const char *root, const char *rel, struct walk *w)
             continue;
         }
         if (!S_ISREG(st.st_mode) || !manifest_path_is_safe(crel)) {
-            log_debug("manifest: '%s' is not a regular file with a safe name", cabs);
+            log_error("release file '%s' %s", cabs,
+                      S_ISLNK(st.st_mode)  ? "is a symlink"
+                      : !S_ISREG(st.st_mode) ? "is not a regular file (a FIFO, socket or device)"
+                                             : "has a name with a control character or a backslash");
             r = -EINVAL;
             break;
         }

@@ -37,7 +37,7 @@ struct manifest {
 };
 
 /* Build a manifest by walking dir (regular files only; symlinks and special files are refused
- * with -EINVAL and the offending path logged at debug).  name may be NULL (then the dir's
+ * with -EINVAL and the offending path logged as an error).  name may be NULL (then the dir's
  * basename).  Caller frees with manifest_free(). */
 int manifest_from_dir(const char *dir, const char *name, struct manifest **ret_m);
 

@@ -129,7 +129,8 @@ static int stage_bundle(struct deploy *d, const char *dir)
     if (r < 0) {
         (void)unlink(tmp);
         log_error("cannot bundle release directory '%s': %s%s", dir, strerror(-r),
-                  r == -EINVAL ? " (symlinks and special files are not allowed in a release)" : "");
+                  r == -EINVAL ? " (a release holds only directories and regular files with plain names: "
+                                 "replace or remove the file named above)" : "");
         return r;
     }
     (void)str_copy(d->name, sizeof d->name, m->name);
