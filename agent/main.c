@@ -248,7 +248,8 @@ static int resolve_id(const struct store *s, const char *arg, char id[RELEASE_ID
     else if (r == -ENOTUNIQ)
         log_error("release prefix '%s' is ambiguous", arg);
     else if (r < 0)
-        log_error("'%s' is not a release id", arg);
+        log_error("'%s' is not a release id (64 hex digits, or a unique prefix of at least 6: "
+                  "drover-agent release list)", arg);
     return r == -ENOENT ? AGENT_EXIT_NO_RELEASE : (r < 0 ? AGENT_EXIT_USAGE : 0);
 }
 
