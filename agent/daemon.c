@@ -547,6 +547,12 @@ static void job_after_exit(struct daemon *d, int i)
                                                rp->rank, code, sig,
                                                crashes_in_window(rt, now, p->crash_window_s),
                                                j->auto_rollbacks, reason, sizeof reason);
+    /* The worker's own last word (heartbeat "error", e.g. the missing shard's path) tells the
+     * operator what to fix; the exit code alone does not. */
+    if (abnormal && rp->has_hb && rp->hb.error[0]) {
+        size_t n = strlen(reason);
+        (void)snprintf(reason + n, sizeof reason - n, " [rank %d: %s]", rp->rank, rp->hb.error);
+    }
     daemon_event(d, j, abnormal ? "crash" : "exit", j->current, "%s", reason);
     gang_clear(g);
     switch (a) {
