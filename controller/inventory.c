@@ -120,6 +120,8 @@ static char *ctx_read_line(char *str, int num, void *stream)
     /* Section headers are handled here, where the line number is known, so that an empty
      * section and a repeated one ([host h] twice) are seen too: libinih only reports keys. */
     char *q = str;
+    if (c->line == 1 && strncmp(q, "\xEF\xBB\xBF", 3) == 0)
+        q += 3; /* a UTF-8 BOM, which libinih skips too */
     while (*q == ' ' || *q == '\t')
         q++;
     char *close = *q == '[' ? strchr(q, ']') : NULL;

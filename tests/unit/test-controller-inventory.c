@@ -154,6 +154,9 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ngpus = 0;1\n",
                 "inv.ini:6:", "gpus");
     parse_fails("[host h]\naddress=a\nport = 22\nport = 23\n", "inv.ini:4:", "set twice");
+    /* a UTF-8 BOM before the first section (Windows editors) is skipped, as libinih does */
+    inventory_free(parse_ok("\xEF\xBB\xBF[host h]\naddress = a\n[job j]\ncontainers = h:101\n"
+                            "command = x\n"));
 }
 
 static void test_long_line_is_an_error(void **state)
