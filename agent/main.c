@@ -596,6 +596,17 @@ static int cmd_status(struct cli *c, bool watch)
     return code;
 }
 
+/* --root/--socket given before the verb: refuse a value that does not fit instead of cutting it
+ * (a cut --root is another directory; a cut --socket another daemon's socket). */
+static int set_global(char *dst, size_t dstsz, const char *opt, const char *v)
+{
+    if (!v[0] || str_copy(dst, dstsz, v) < 0) {
+        log_error("%s: '%s' is empty or longer than %zu bytes", opt, v, dstsz - 1);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     log_init("drover-agent");
@@ -614,16 +625,20 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (!strncmp(argv[vi], "--root=", 7)) {
-            (void)str_copy(c.root, sizeof c.root, argv[vi] + 7);
+            if (set_global(c.root, sizeof c.root, "--root", argv[vi] + 7) < 0)
+                return AGENT_EXIT_USAGE;
             vi++;
         } else if (!strncmp(argv[vi], "--socket=", 9)) {
-            (void)str_copy(c.socket, sizeof c.socket, argv[vi] + 9);
+            if (set_global(c.socket, sizeof c.socket, "--socket", argv[vi] + 9) < 0)
+                return AGENT_EXIT_USAGE;
             vi++;
         } else if (vi + 1 < argc && !strcmp(argv[vi], "--root")) {
-            (void)str_copy(c.root, sizeof c.root, argv[vi + 1]);
+            if (set_global(c.root, sizeof c.root, "--root", argv[vi + 1]) < 0)
+                return AGENT_EXIT_USAGE;
             vi += 2;
         } else if (vi + 1 < argc && !strcmp(argv[vi], "--socket")) {
-            (void)str_copy(c.socket, sizeof c.socket, argv[vi + 1]);
+            if (set_global(c.socket, sizeof c.socket, "--socket", argv[vi + 1]) < 0)
+                return AGENT_EXIT_USAGE;
             vi += 2;
         } else {
             break;
