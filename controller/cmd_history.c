@@ -33,6 +33,10 @@ int cmd_history(struct fleet *f, int argc, char **argv)
             return EXIT_USAGE;
         }
     }
+    if (optind != argc) {
+        log_error("usage: drover history [--job J] [-o json] (unexpected '%s')", argv[optind]);
+        return EXIT_USAGE;
+    }
     struct history_entry *h;
     size_t n;
     int r = state_history_read(f->inv->state_dir, job, &h, &n);
