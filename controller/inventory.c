@@ -574,6 +574,10 @@ static int ctx_enter_section(struct parse_ctx *c, const char *section)
         return 1;
     }
     if (klen == 3 && strncmp(section, "job", 3) == 0) {
+        if (nm[0] == '.') { /* the agent refuses these (agent/spec.c job_name_is_valid) */
+            ctx_fail(c, NULL, "[%s]: a job name cannot start with '.'", section);
+            return 0;
+        }
         if (inventory_find_job(inv, nm)) {
             ctx_fail(c, NULL, "job '%s' defined twice", nm);
             return 0;

@@ -143,6 +143,7 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[host h]\naddress=a\n[host h]\n", "inv.ini:3:", "defined twice");
     parse_fails("[weird]\nx = 1\n", "inv.ini:1:", "unknown section [weird]");
     parse_fails("[host bad/name]\n", "not a valid name", NULL); /* no key: libinih syntax or ours */
+    parse_fails("[job ..]\n", "inv.ini:1:", "cannot start with '.'"); /* the agent refuses it */
     parse_fails("x = 1\n", "inv.ini:1:", "outside any section");
     parse_fails("[drover]\nthis line has no equals sign\n", "inv.ini:2:", "syntax error");
     parse_fails("[host h]\n", "[host h]: no address", NULL);
