@@ -517,8 +517,9 @@ static int section_job(struct parse_ctx *c, const char *name, const char *value)
         return 1;
     }
     if (strcmp(name, "grace") == 0) {
-        if (inventory_parse_duration(value, &d) < 0 || d < 1) {
-            ctx_fail(c, name, "'%s' is not a duration of at least 1s", value);
+        if (inventory_parse_duration(value, &d) < 0 || d < 1 || d > 3600) {
+            /* 1h: the agent's limit (agent/spec.c) */
+            ctx_fail(c, name, "'%s' is not a duration from 1s to 1h", value);
             return 0;
         }
         j->grace_s = d;
@@ -760,6 +761,20 @@ static int ctx_finish(struct parse_ctx *c)
             snprintf(c->err, c->err_sz, "%s:%d: [job %s]: %s is missing", c->path, j->line, j->name,
                      j->ncts == 0 ? "containers" : "command");
             return -EINVAL;
+        }
+        if (j->gpus[0]) {
+            /* the agent wants one index per local rank (agent/spec.c) */
+            int n = 1;
+            bool empty = j->gpus[0] == ',' || j->gpus[strlen(j->gpus) - 1] == ',' ||
+                         strstr(j->gpus, ",,");
+            for (const char *q = j->gpus; *q; q++)
+                n += *q == ',';
+            if (empty || n != j->nproc_per_node) {
+                snprintf(c->err, c->err_sz, "%s:%d: [job %s] gpus: '%s' must name one GPU per "
+                         "rank in a container (nproc_per_node = %d), like 0,1", c->path, j->line,
+                         j->name, j->gpus, j->nproc_per_node);
+                return -EINVAL;
+            }
         }
         if (j->npreflight_args && !j->preflight[0]) {
             snprintf(c->err, c->err_sz, "%s:%d: [job %s]: preflight_arg without preflight", c->path,

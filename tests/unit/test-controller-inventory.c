@@ -144,6 +144,13 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[weird]\nx = 1\n", "inv.ini:1:", "unknown section [weird]");
     parse_fails("[host bad/name]\n", "not a valid name", NULL); /* no key: libinih syntax or ours */
     parse_fails("[job ..]\n", "inv.ini:1:", "cannot start with '.'"); /* the agent refuses it */
+    /* what the agent would refuse at activate: gpus not one per rank, grace over 1h */
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\nnproc_per_node = 2\n"
+                "gpus = 0\n", "inv.ini:3: [job j] gpus", "nproc_per_node = 2");
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ngpus = 0,,1\n",
+                "[job j] gpus", NULL);
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ngrace = 2h\n",
+                "inv.ini:6:", "1s to 1h");
     parse_fails("x = 1\n", "inv.ini:1:", "outside any section");
     parse_fails("[drover]\nthis line has no equals sign\n", "inv.ini:2:", "syntax error");
     parse_fails("[host h]\n", "[host h]: no address", NULL);
