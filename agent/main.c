@@ -184,6 +184,11 @@ static int cli_parse(struct cli *c, int argc, char **argv)
             log_error("%s: unknown option or missing value '%s'", argv[0], argv[optind - 1]);
             return -EINVAL;
         }
+        if (bad && opt == O_ENV)
+            log_error("%s: --env takes NAME=VALUE, each NAME once, not a NAME the agent sets "
+                      "(RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, "
+                      "MASTER_PORT, CUDA_VISIBLE_DEVICES, PATH, HOME, LANG, DROVER_* other than "
+                      "DROVER_TRAIN_*), and a limited number and length (agent/spec.c)", argv[0]);
         if (bad) {
             /* the option's name, not argv[optind - 1] + 2: that is the value in "--opt VALUE" */
             log_error("%s: bad value '%s' for --%s", argv[0], a, li >= 0 ? longopts[li].name : "?");
