@@ -521,14 +521,14 @@ int train_run(const struct train_args *a)
     e = loader_open(r.cfg.train, r.cfg.batch, r.cfg.model.seq, r.rank, r.world, &r.loader, err, sizeof err);
     if (e < 0) {
         log_error("%s%s", err, e == -ENOENT ? " (config [data] train)" : "");
-        code = fail(&r, TX_DATA, "data error");
+        code = fail(&r, TX_DATA, err); /* the path goes to the agent: it is what to fix */
         goto out;
     }
     if (r.cfg.val[0] && r.cfg.val_every > 0) {
         e = loader_open(r.cfg.val, r.cfg.batch, r.cfg.model.seq, r.rank, r.world, &r.val_loader, err, sizeof err);
         if (e < 0) {
             log_error("%s (config [data] val)", err);
-            code = fail(&r, TX_DATA, "data error");
+            code = fail(&r, TX_DATA, err);
             goto out;
         }
     }
