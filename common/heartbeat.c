@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/jsonfield.h"
 #include "common/util.h"
 
 static const char *const phase_names[] = {"init", "train", "checkpoint", "done"};
@@ -79,53 +80,20 @@ int heartbeat_format(const struct heartbeat *hb, char *out, size_t outsz)
     return (int)(n + 1);
 }
 
-static int get_int(json_t *o, const char *k, int64_t *v, bool required)
-{
-    json_t *x = json_object_get(o, k);
-    if (!x)
-        return required ? -EINVAL : 0;
-    if (!json_is_integer(x))
-        return -EINVAL;
-    *v = json_integer_value(x);
-    return 0;
-}
-
-static int get_num(json_t *o, const char *k, double *v)
-{
-    json_t *x = json_object_get(o, k);
-    if (!x || json_is_null(x))
-        return 0;
-    if (!json_is_number(x))
-        return -EINVAL;
-    *v = json_number_value(x);
-    return 0;
-}
-
-static int get_str(json_t *o, const char *k, char *dst, size_t dstsz)
-{
-    json_t *x = json_object_get(o, k);
-    if (!x)
-        return 0;
-    if (!json_is_string(x))
-        return -EINVAL;
-    (void)str_copy(dst, dstsz, json_string_value(x)); /* truncation is acceptable for labels */
-    return 0;
-}
-
 int heartbeat_from_json(json_t *o, struct heartbeat *ret_hb)
 {
     struct heartbeat hb;
     heartbeat_init(&hb);
     int64_t rank = 0, nonfinite = 0;
-    if (!json_is_object(o) || get_int(o, "rank", &rank, true) < 0 || rank < 0 || rank > 1 << 20 ||
-        get_int(o, "step", &hb.step, true) < 0 || hb.step < 0 || get_int(o, "pid", &hb.pid, false) < 0 ||
-        get_int(o, "tokens", &hb.tokens, false) < 0 || get_int(o, "nonfinite", &nonfinite, false) < 0 ||
-        nonfinite < 0 || nonfinite > 1 << 30 || get_int(o, "resumed_from", &hb.resumed_from, false) < 0 ||
-        get_int(o, "ckpt_step", &hb.ckpt_step, false) < 0 || get_int(o, "mem_peak", &hb.mem_peak, false) < 0 ||
-        get_num(o, "tok_s", &hb.tok_s) < 0 || get_num(o, "step_ms", &hb.step_ms) < 0 ||
-        get_num(o, "mfu", &hb.mfu) < 0 || get_str(o, "release", hb.release, sizeof hb.release) < 0 ||
-        get_str(o, "backend", hb.backend, sizeof hb.backend) < 0 ||
-        get_str(o, "error", hb.error, sizeof hb.error) < 0)
+    if (!json_is_object(o) || jf_int(o, "rank", INT64_MIN, INT64_MAX, true, &rank) < 0 || rank < 0 || rank > 1 << 20 ||
+        jf_int(o, "step", INT64_MIN, INT64_MAX, true, &hb.step) < 0 || hb.step < 0 || jf_int(o, "pid", INT64_MIN, INT64_MAX, false, &hb.pid) < 0 ||
+        jf_int(o, "tokens", INT64_MIN, INT64_MAX, false, &hb.tokens) < 0 || jf_int(o, "nonfinite", INT64_MIN, INT64_MAX, false, &nonfinite) < 0 ||
+        nonfinite < 0 || nonfinite > 1 << 30 || jf_int(o, "resumed_from", INT64_MIN, INT64_MAX, false, &hb.resumed_from) < 0 ||
+        jf_int(o, "ckpt_step", INT64_MIN, INT64_MAX, false, &hb.ckpt_step) < 0 || jf_int(o, "mem_peak", INT64_MIN, INT64_MAX, false, &hb.mem_peak) < 0 ||
+        jf_num(o, "tok_s", &hb.tok_s) < 0 || jf_num(o, "step_ms", &hb.step_ms) < 0 ||
+        jf_num(o, "mfu", &hb.mfu) < 0 || jf_str(o, "release", hb.release, sizeof hb.release, true) < 0 ||
+        jf_str(o, "backend", hb.backend, sizeof hb.backend, true) < 0 ||
+        jf_str(o, "error", hb.error, sizeof hb.error, true) < 0)
         return -EINVAL;
     hb.rank = (int)rank;
     hb.nonfinite = (int)nonfinite;
@@ -154,7 +122,7 @@ int heartbeat_parse(const char *line, size_t len, struct heartbeat *ret_hb)
         return -EINVAL;
     int64_t v = 0;
     int r = -EINVAL;
-    if (json_is_object(o) && get_int(o, "v", &v, true) == 0)
+    if (json_is_object(o) && jf_int(o, "v", INT64_MIN, INT64_MAX, true, &v) == 0)
         r = v == HEARTBEAT_VERSION ? heartbeat_from_json(o, ret_hb) : -EPROTONOSUPPORT;
     json_decref(o);
     return r;

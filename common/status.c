@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jsonfield.h"
 #include "common/util.h"
 
 static const char *const gang_names[GANG_STATE_COUNT] = {
@@ -98,57 +99,15 @@ int status_format(const struct agent_status *st, char **ret_text)
     return 0;
 }
 
-/* Lenient getters: absent keys keep the default; a present key of the wrong type is an error. */
-static int g_int(json_t *o, const char *k, int64_t lo, int64_t hi, int64_t *v)
-{
-    json_t *x = json_object_get(o, k);
-    if (!x)
-        return 0;
-    if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > hi)
-        return -EINVAL;
-    *v = json_integer_value(x);
-    return 0;
-}
-
-static int g_i32(json_t *o, const char *k, int lo, int hi, int *v)
-{
-    int64_t t = *v;
-    int r = g_int(o, k, lo, hi, &t);
-    if (r == 0)
-        *v = (int)t;
-    return r;
-}
-
-static int g_num(json_t *o, const char *k, double *v)
-{
-    json_t *x = json_object_get(o, k);
-    if (!x || json_is_null(x))
-        return 0;
-    if (!json_is_number(x))
-        return -EINVAL;
-    *v = json_number_value(x);
-    return 0;
-}
-
-static int g_str(json_t *o, const char *k, char *dst, size_t n)
-{
-    json_t *x = json_object_get(o, k);
-    if (!x)
-        return 0;
-    if (!json_is_string(x) || str_copy(dst, n, json_string_value(x)) < 0)
-        return -EINVAL;
-    return 0;
-}
-
 static int rank_from_json(json_t *o, struct rank_status *rs)
 {
     memset(rs, 0, sizeof *rs);
     rs->exit_code = -1;
     rs->hb_age_s = -1;
-    if (!json_is_object(o) || g_i32(o, "rank", 0, 1 << 20, &rs->rank) < 0 ||
-        g_i32(o, "local_rank", 0, 1 << 20, &rs->local_rank) < 0 || g_int(o, "pid", 0, INT64_MAX, &rs->pid) < 0 ||
-        g_str(o, "state", rs->state, sizeof rs->state) < 0 || g_num(o, "hb_age_s", &rs->hb_age_s) < 0 ||
-        g_i32(o, "exit_code", -1, 255, &rs->exit_code) < 0 || g_i32(o, "exit_signal", 0, 128, &rs->exit_signal) < 0)
+    if (!json_is_object(o) || jf_i32(o, "rank", 0, 1 << 20, &rs->rank) < 0 ||
+        jf_i32(o, "local_rank", 0, 1 << 20, &rs->local_rank) < 0 || jf_int(o, "pid", 0, INT64_MAX, false, &rs->pid) < 0 ||
+        jf_str(o, "state", rs->state, sizeof rs->state, false) < 0 || jf_num(o, "hb_age_s", &rs->hb_age_s) < 0 ||
+        jf_i32(o, "exit_code", -1, 255, &rs->exit_code) < 0 || jf_i32(o, "exit_signal", 0, 128, &rs->exit_signal) < 0)
         return -EINVAL;
     json_t *hb = json_object_get(o, "hb");
     if (hb && !json_is_null(hb)) {
@@ -158,10 +117,10 @@ static int rank_from_json(json_t *o, struct rank_status *rs)
     }
     json_t *g = json_object_get(o, "gpu");
     if (g && !json_is_null(g)) {
-        if (!json_is_object(g) || g_num(g, "util", &rs->gpu.util) < 0 ||
-            g_int(g, "mem_used", 0, INT64_MAX, &rs->gpu.mem_used) < 0 ||
-            g_int(g, "mem_total", 0, INT64_MAX, &rs->gpu.mem_total) < 0 || g_num(g, "temp", &rs->gpu.temp) < 0 ||
-            g_num(g, "slowdown_temp", &rs->gpu.slowdown_temp) < 0)
+        if (!json_is_object(g) || jf_num(g, "util", &rs->gpu.util) < 0 ||
+            jf_int(g, "mem_used", 0, INT64_MAX, false, &rs->gpu.mem_used) < 0 ||
+            jf_int(g, "mem_total", 0, INT64_MAX, false, &rs->gpu.mem_total) < 0 || jf_num(g, "temp", &rs->gpu.temp) < 0 ||
+            jf_num(g, "slowdown_temp", &rs->gpu.slowdown_temp) < 0)
             return -EINVAL;
         rs->gpu.valid = true;
     }
@@ -172,15 +131,15 @@ static int job_from_json(json_t *o, struct job_status *js)
 {
     memset(js, 0, sizeof *js);
     char state[16] = "stopped";
-    if (!json_is_object(o) || g_str(o, "job", js->job, sizeof js->job) < 0 ||
-        g_str(o, "current", js->current, sizeof js->current) < 0 ||
-        g_str(o, "previous", js->previous, sizeof js->previous) < 0 ||
-        g_str(o, "good", js->good, sizeof js->good) < 0 || g_str(o, "state", state, sizeof state) < 0 ||
-        gang_state_from_name(state, &js->state) < 0 || g_str(o, "release", js->release, sizeof js->release) < 0 ||
-        g_i32(o, "generation", 0, INT32_MAX, &js->generation) < 0 ||
-        g_i32(o, "restarts", 0, INT32_MAX, &js->restarts) < 0 || g_num(o, "age_s", &js->age_s) < 0 ||
-        g_i32(o, "world_size", 0, 1 << 20, &js->world_size) < 0 ||
-        g_i32(o, "node_rank", 0, 1 << 20, &js->node_rank) < 0 || g_i32(o, "nproc", 0, 1 << 20, &js->nproc) < 0)
+    if (!json_is_object(o) || jf_str(o, "job", js->job, sizeof js->job, false) < 0 ||
+        jf_str(o, "current", js->current, sizeof js->current, false) < 0 ||
+        jf_str(o, "previous", js->previous, sizeof js->previous, false) < 0 ||
+        jf_str(o, "good", js->good, sizeof js->good, false) < 0 || jf_str(o, "state", state, sizeof state, false) < 0 ||
+        gang_state_from_name(state, &js->state) < 0 || jf_str(o, "release", js->release, sizeof js->release, false) < 0 ||
+        jf_i32(o, "generation", 0, INT32_MAX, &js->generation) < 0 ||
+        jf_i32(o, "restarts", 0, INT32_MAX, &js->restarts) < 0 || jf_num(o, "age_s", &js->age_s) < 0 ||
+        jf_i32(o, "world_size", 0, 1 << 20, &js->world_size) < 0 ||
+        jf_i32(o, "node_rank", 0, 1 << 20, &js->node_rank) < 0 || jf_i32(o, "nproc", 0, 1 << 20, &js->nproc) < 0)
         return -EINVAL;
     json_t *reason = json_object_get(o, "reason");
     if (reason) {
@@ -222,15 +181,15 @@ int status_parse(const char *text, size_t len, struct agent_status *ret_st)
         r = -ENOMEM;
         goto out;
     }
-    if (!json_is_object(o) || g_int(o, "v", 0, INT32_MAX, &v) < 0)
+    if (!json_is_object(o) || jf_int(o, "v", 0, INT32_MAX, false, &v) < 0)
         goto out;
     if (v != STATUS_VERSION) {
         r = v ? -EPROTONOSUPPORT : -EINVAL;
         goto out;
     }
-    if (g_str(o, "host", st->host, sizeof st->host) < 0 || g_int(o, "agent_pid", 0, INT64_MAX, &st->agent_pid) < 0 ||
-        g_str(o, "agent_version", st->agent_version, sizeof st->agent_version) < 0 ||
-        g_num(o, "uptime_s", &st->uptime_s) < 0 || g_int(o, "seq", 0, INT64_MAX, &st->seq) < 0)
+    if (jf_str(o, "host", st->host, sizeof st->host, false) < 0 || jf_int(o, "agent_pid", 0, INT64_MAX, false, &st->agent_pid) < 0 ||
+        jf_str(o, "agent_version", st->agent_version, sizeof st->agent_version, false) < 0 ||
+        jf_num(o, "uptime_s", &st->uptime_s) < 0 || jf_int(o, "seq", 0, INT64_MAX, false, &st->seq) < 0)
         goto out;
     json_t *jobs = json_object_get(o, "jobs");
     if (jobs) {

@@ -1,0 +1,48 @@
+/* common/jsonfield.c: see jsonfield.h. */
+#include "common/jsonfield.h"
+
+#include <errno.h>
+
+#include "common/util.h"
+
+int jf_int(json_t *o, const char *key, int64_t lo, int64_t hi, bool required, int64_t *v)
+{
+    json_t *x = json_object_get(o, key);
+    if (!x)
+        return required ? -EINVAL : 0;
+    if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > hi)
+        return -EINVAL;
+    *v = json_integer_value(x);
+    return 0;
+}
+
+int jf_i32(json_t *o, const char *key, int lo, int hi, int *v)
+{
+    int64_t t = *v;
+    int r = jf_int(o, key, lo, hi, false, &t);
+    if (r == 0)
+        *v = (int)t;
+    return r;
+}
+
+int jf_num(json_t *o, const char *key, double *v)
+{
+    json_t *x = json_object_get(o, key);
+    if (!x || json_is_null(x))
+        return 0;
+    if (!json_is_number(x))
+        return -EINVAL;
+    *v = json_number_value(x);
+    return 0;
+}
+
+int jf_str(json_t *o, const char *key, char *dst, size_t dstsz, bool too_long_ok)
+{
+    json_t *x = json_object_get(o, key);
+    if (!x)
+        return 0;
+    if (!json_is_string(x))
+        return -EINVAL;
+    int r = str_copy(dst, dstsz, json_string_value(x));
+    return r < 0 && !too_long_ok ? -EINVAL : 0;
+}
