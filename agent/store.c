@@ -132,6 +132,26 @@ int store_resolve(const struct store *s, const char *id_or_prefix, char ret_id[R
     return r;
 }
 
+/* Remove blob if it lies in the store's incoming/ directory, where the controller pushes
+ * bundles for the agent to consume.  A file given from anywhere else belongs to whoever passed
+ * it, and is never deleted, whether it verified or not. */
+static void consume_blob(const struct store *s, const char *blob)
+{
+    char inc[PATH_MAX], dir[PATH_MAX], rinc[PATH_MAX], rdir[PATH_MAX];
+    if (store_path(s, inc, sizeof inc, "incoming") < 0 || str_copy(dir, sizeof dir, blob) < 0)
+        return;
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        dir[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        (void)str_copy(dir, sizeof dir, ".");
+    if (!realpath(inc, rinc) || !realpath(dir, rdir) || strcmp(rinc, rdir))
+        return;
+    (void)unlink(blob);
+}
+
 int store_add_release(const struct store *s, const char *blob, const char *id, char *err, size_t errsz)
 {
     char final[PATH_MAX], tmp[PATH_MAX];
@@ -140,7 +160,7 @@ int store_add_release(const struct store *s, const char *blob, const char *id, c
         return -EINVAL;
     }
     if (store_has_release(s, id)) {
-        (void)unlink(blob);
+        consume_blob(s, blob);
         snprintf(err, errsz, "already present");
         return 1;
     }
@@ -153,14 +173,14 @@ int store_add_release(const struct store *s, const char *blob, const char *id, c
     r = bundle_unpack(blob, tmp, id, got, err, errsz);
     if (r < 0) {
         if (r != -ENOENT)
-            (void)unlink(blob);
+            consume_blob(s, blob);
         return r;
     }
     if (rename(tmp, final) < 0) {
         r = -errno;
         (void)fs_rm_rf(tmp);
         if (r == -ENOTEMPTY || r == -EEXIST) { /* another add won the race: same content */
-            (void)unlink(blob);
+            consume_blob(s, blob);
             snprintf(err, errsz, "already present");
             return 1;
         }
@@ -169,7 +189,7 @@ int store_add_release(const struct store *s, const char *blob, const char *id, c
     }
     (void)fs_fsync_dir(final);
     (void)fs_fsync_dir(tmp); /* parent of both: releases/ */
-    (void)unlink(blob);
+    consume_blob(s, blob);
     return 0;
 }
 

@@ -33,9 +33,10 @@ int store_resolve(const struct store *s, const char *id_or_prefix, char ret_id[R
 bool store_has_release(const struct store *s, const char *id);
 
 /* Verify blob against id and install it as releases/<id> (unpacked into releases/<id>.tmp.<pid>,
- * fsynced, renamed).  Returns 0 installed, 1 already present (blob not read).  The blob is removed
- * in both cases and after a verification failure; errors as bundle_unpack, with a one-line
- * reason in err. */
+ * fsynced, renamed).  Returns 0 installed, 1 already present (blob not read).  A blob in the
+ * store's incoming/ directory (where the controller pushes it) is removed in both cases and after
+ * a verification failure; a blob anywhere else is never removed.  Errors as bundle_unpack, with a
+ * one-line reason in err. */
 int store_add_release(const struct store *s, const char *blob, const char *id, char *err, size_t errsz);
 
 /* Release ids in the store, newest install first; *ret_ids malloc'd array of malloc'd strings;

@@ -70,15 +70,15 @@ static void test_store_add_idempotent(void **state)
     assert_int_equal(store_add_release(&s, path("v1.tar.zst"), id, err, sizeof err), 0);
     assert_true(store_has_release(&s, id));
     struct stat st;
-    assert_int_equal(stat(path("v1.tar.zst"), &st), -1); /* blob removed */
+    assert_int_equal(stat(path("v1.tar.zst"), &st), 0); /* not in incoming/: the caller's file stays */
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/root/releases/%s/bin/run.sh", tmpd, id);
     assert_int_equal(stat(p, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0755);
-    /* again: already present, blob removed, nothing changes */
-    make_bundle("v1", "#!/bin/sh\necho 1\n", id);
-    assert_int_equal(store_add_release(&s, path("v1.tar.zst"), id, err, sizeof err), 1);
-    assert_int_equal(stat(path("v1.tar.zst"), &st), -1);
+    /* again, pushed into incoming/ as the controller does: already present, blob consumed */
+    assert_int_equal(rename(path("v1.tar.zst"), path("root/incoming/v1.bundle")), 0);
+    assert_int_equal(store_add_release(&s, path("root/incoming/v1.bundle"), id, err, sizeof err), 1);
+    assert_int_equal(stat(path("root/incoming/v1.bundle"), &st), -1);
     char **ids;
     size_t n;
     assert_int_equal(store_list(&s, &ids, &n), 0);
