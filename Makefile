@@ -19,8 +19,11 @@ CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE -I. -pthread
 LDFLAGS  += -pthread
 SAN      :=
 
+# The version string lives in a generated header that is rewritten only when it changes, and only
+# the files that print it depend on it: an incremental build after a commit reports the new
+# version without recompiling everything.
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-CFLAGS   += -DDROVER_VERSION='"$(VERSION)"'
+ver_users := $(shell grep -l DROVER_VERSION */*.c 2>/dev/null)
 
 LIBS_COMMON     := -ljansson -lcrypto -larchive -lm
 LIBS_CONTROLLER := -lssh -linih -lncursesw $(LIBS_COMMON)
@@ -48,7 +51,7 @@ endif
 
 PROGS := $(BUILD)/drover $(BUILD)/drover-agent $(BUILD)/drover-train
 
-.PHONY: all help test data unit fuzz fuzz-replay e2e gpu-test asan clean lab-up lab-down demo bench
+.PHONY: FORCE all help test data unit fuzz fuzz-replay e2e gpu-test asan clean lab-up lab-down demo bench
 all: $(PROGS)
 ifeq ($(HAVE_CUDA),)
 	@echo "note: nvcc not found (or no kernels/*.cu): drover-train built with the CPU backend only; CUDA backend skipped"
@@ -66,6 +69,13 @@ help:
 	@echo "make lab-up / lab-down   start or remove the lab (idempotent)"
 	@echo "make bench      benchmarks in bench/ (see docs/benchmarks.md)"
 	@echo "variables: CUDA_ARCH='$(CUDA_ARCH)' NVCC=$(NVCC) BUILD=$(BUILD)"
+
+$(BUILD)/version.h: FORCE
+	@mkdir -p $(dir $@)
+	@echo '#define DROVER_VERSION "$(VERSION)"' >$@.tmp; cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+FORCE:
+$(patsubst %.c,$(BUILD)/%.o,$(ver_users)): $(BUILD)/version.h
+$(patsubst %.c,$(BUILD)/%.o,$(ver_users)): CFLAGS += -include $(BUILD)/version.h
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
