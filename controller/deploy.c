@@ -135,6 +135,23 @@ static int stage_bundle(struct deploy *d, const char *dir)
     }
     (void)str_copy(d->name, sizeof d->name, m->name);
     size_t nfiles = m->nfiles;
+    /* The agent would refuse a release without the job's command only after staging, pushing and
+     * preflight; catch it here, before anything leaves this machine. */
+    const char *need[2] = {d->job->command, d->job->preflight};
+    const char *what[2] = {"command", "preflight"};
+    for (int i = 0; i < 2; i++) {
+        if (!need[i][0] || !strchr(need[i], '/'))
+            continue; /* none, or looked up in the container's PATH */
+        const struct manifest_file *f = manifest_find(m, need[i]);
+        if (!f || !(f->mode & 0111)) {
+            log_error("release directory '%s' has no executable '%s' (the job's %s, [job %s] in the "
+                      "inventory): add it to the release, or fix the inventory",
+                      dir, need[i], what[i], d->job->name);
+            manifest_free(m);
+            (void)unlink(tmp);
+            return -ENOENT;
+        }
+    }
     manifest_free(m);
     snprintf(d->blob, sizeof d->blob, "%s/bundles/%s.bundle", inv->state_dir, d->id);
     if (rename(tmp, d->blob) < 0) {

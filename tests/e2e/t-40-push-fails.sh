@@ -35,4 +35,16 @@ check "pct logs show no activate/stop after the failed push" no_activate
 pushed_102() { pct_since_has h1 ' pct push 102 '; }
 check "the push to h1:102 was attempted (pct log)" pushed_102
 check "v1's steps still advance, Ktok/s > 0" all_ranks_advance 3 5
+
+# A release directory without the job's command is refused before anything leaves this machine.
+empty=$E2E_WORK/empty-release
+mkdir -p "$empty/etc" && echo "[train]" >"$empty/etc/train.ini"
+pct_mark
+say "drover deploy of a release without bin/drover-train"
+drover deploy "$empty" --job train
+show_drover 5
+check "deploy exits 1" test "$DROVER_RC" = 1
+check "deploy names the missing command" drover_said "no executable 'bin/drover-train'"
+nothing_sent() { ! pct_since_has h1 'pct (push|exec)' && ! pct_since_has h2 'pct (push|exec)'; }
+check "no pct push or exec was made for it" nothing_sent
 finish
