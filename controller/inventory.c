@@ -59,6 +59,7 @@ struct parse_ctx {
     /* scalar keys already seen in this section, to refuse duplicates */
     char seen[48][INV_NAME_MAX];
     int nseen;
+    bool had_drover, had_policy; /* [drover] and [policy] may appear once each */
     /* containers resolved after the whole file (hosts may come later) */
     struct pending_ct pending[INV_MAX_JOBS * INV_MAX_CTS];
     int npending;
@@ -448,6 +449,11 @@ static int section_job(struct parse_ctx *c, const char *name, const char *value)
     struct inv_job *j = &c->inv->jobs[c->idx];
     long l;
     double d;
+    bool repeatable = !strcmp(name, "containers") || !strcmp(name, "arg") || !strcmp(name, "preflight_arg");
+    if (!repeatable && ctx_seen(c, name)) {
+        ctx_fail(c, name, "set twice in this section");
+        return 0;
+    }
     int r = policy_key(c, &j->policy, &c->job_policy_set[c->idx], name, value);
     if (r != -ENOENT)
         return r;
@@ -472,10 +478,6 @@ static int section_job(struct parse_ctx *c, const char *name, const char *value)
         return add_arg(c, name, value, j->args, &j->nargs);
     if (strcmp(name, "preflight_arg") == 0)
         return add_arg(c, name, value, j->preflight_args, &j->npreflight_args);
-    if (ctx_seen(c, name)) {
-        ctx_fail(c, name, "set twice in this section");
-        return 0;
-    }
     if (strcmp(name, "nproc_per_node") == 0) {
         if (parse_int(value, 1, 16, &l) < 0) {
             ctx_fail(c, name, "'%s' is not a count 1..16", value);
@@ -534,12 +536,14 @@ static int ctx_enter_section(struct parse_ctx *c, const char *section)
     struct inventory *inv = c->inv;
     (void)str_copy(c->section, sizeof c->section, section);
     c->nseen = 0;
-    if (strcmp(section, "drover") == 0) {
-        c->kind = 1;
-        return 1;
-    }
-    if (strcmp(section, "policy") == 0) {
-        c->kind = 2;
+    if (strcmp(section, "drover") == 0 || strcmp(section, "policy") == 0) {
+        bool *had = section[0] == 'd' ? &c->had_drover : &c->had_policy;
+        if (*had) {
+            ctx_fail(c, NULL, "section [%s] appears twice (merge the two)", section);
+            return 0;
+        }
+        *had = true;
+        c->kind = section[0] == 'd' ? 1 : 2;
         return 1;
     }
     const char *sp = strchr(section, ' ');
@@ -617,6 +621,10 @@ static int ctx_handle(void *user, const char *section, const char *name, const c
         }
         return section_drover(c, name, value);
     case 2: {
+        if (ctx_seen(c, name)) {
+            ctx_fail(c, name, "set twice in this section");
+            return 0;
+        }
         int r = policy_key(c, &c->policy, &c->policy_set, name, value);
         if (r == -ENOENT) {
             ctx_fail(c, name, "unknown policy key (see docs/config.md)");

@@ -162,6 +162,11 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ngpus = 0;1\n",
                 "inv.ini:6:", "gpus");
     parse_fails("[host h]\naddress=a\nport = 22\nport = 23\n", "inv.ini:4:", "set twice");
+    parse_fails("[policy]\ntolerance = 0.1\ntolerance = 0.2\n", "inv.ini:3:", "set twice");
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ntolerance = 0.1\n"
+                "tolerance = 0.3\n", "inv.ini:7:", "set twice");
+    parse_fails("[drover]\nstate_dir = /a\n[drover]\n", "inv.ini:3:", "appears twice");
+    parse_fails("[policy]\n[policy]\n", "inv.ini:2:", "appears twice");
     /* a UTF-8 BOM before the first section (Windows editors) is skipped, as libinih does */
     inventory_free(parse_ok("\xEF\xBB\xBF[host h]\naddress = a\n[job j]\ncontainers = h:101\n"
                             "command = x\n"));
