@@ -538,8 +538,11 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
     return bad ? -EIO : 0;
 }
 
-static void print_plan(struct deploy *d)
+/* Prints the plan; returns the number of containers that could not be reached (a deploy now
+ * would fail at staging, so plan says so with its exit status too). */
+static int print_plan(struct deploy *d)
 {
+    int unreachable = 0;
     const struct inv_job *j = d->job;
     char sid[RELEASE_SHORT_LEN + 1], sid2[RELEASE_SHORT_LEN + 1];
     printf("release %s (%s), bundle %.2f MiB\n", d->sid, d->name, (double)d->blob_size / 1048576.0);
@@ -553,6 +556,7 @@ static void print_plan(struct deploy *d)
         char e[1200];
         if (fleet_agent_status(d->f, ct, d->st, e, sizeof e) < 0) {
             printf("  %-24s unreachable: %s\n", ct->label, e);
+            unreachable++;
             continue;
         }
         const struct job_status *js = status_find_job(d->st, j->name);
@@ -572,6 +576,7 @@ static void print_plan(struct deploy *d)
     else
         printf("baseline: none on these containers yet (throughput rule skipped; this release "
                "sets it)\n");
+    return unreachable;
 }
 
 int deploy_run(struct fleet *f, const struct deploy_opts *o)
@@ -594,8 +599,8 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     if (state_baseline_get(d.inv->state_dir, d.key, &d.baseline, brel) < 0)
         d.baseline = -1;
     if (o->dry_run) {
-        print_plan(&d);
-        ret = f->key_refused ? EXIT_HOSTKEY : EXIT_OK;
+        int unreachable = print_plan(&d);
+        ret = f->key_refused ? EXIT_HOSTKEY : unreachable ? EXIT_FAIL : EXIT_OK;
         goto out;
     }
     lock = state_lock_job(d.inv->state_dir, d.job->name);
