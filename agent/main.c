@@ -22,6 +22,7 @@
 
 #include "agent/agent.h"
 #include "agent/daemon.h"
+#include "agent/metrics.h"
 #include "agent/rpc.h"
 #include "agent/state.h"
 #include "agent/store.h"
@@ -43,6 +44,7 @@ struct cli {
     char id[RELEASE_ID_LEN + 1];
     char reason[256];
     bool json, detach;
+    bool metrics; /* the metrics verb: status as Prometheus text */
     double timeout_s, interval_s, probation_s, ktok_s;
     int64_t count, since;
     struct job_spec spec;
@@ -69,6 +71,7 @@ static void usage(FILE *f)
             "  revert --job J [--reason TEXT]\n"
             "  stop --job J\n"
             "  status [--json] | watch [--json] [--interval S] [--count N]\n"
+            "  metrics                      status as Prometheus text (node_exporter textfile collector)\n"
             "  events [--since SEQ] [--json]\n"
             "exit codes: 0 ok, 1 failed, 2 usage, 3 no daemon, 4 no such release, 5 bad bundle,\n"
             "            6 command cannot run, 7 busy, 8 disk full, 124 preflight timeout (docs/errors.md)\n");
@@ -432,6 +435,7 @@ struct reply {
     int code;
     bool json;
     bool raw; /* print lines as they come (status/watch) */
+    bool prom; /* as Prometheus text (metrics) */
     int lines;
 };
 
@@ -472,6 +476,13 @@ static int on_reply(const char *line, size_t len, void *ud)
             json_t *e = json_object_get(o, "error"), *code = json_object_get(o, "code");
             fprintf(stderr, "%s\n", json_is_string(e) ? json_string_value(e) : line);
             rp->code = json_is_integer(code) ? (int)json_integer_value(code) : AGENT_EXIT_FAIL;
+        } else if (rp->prom) {
+            struct agent_status *st = malloc(sizeof *st);
+            if (!st || status_parse(line, len, st) < 0 || metrics_write(st, stdout) < 0) {
+                fprintf(stderr, "metrics: bad status document from the daemon\n");
+                rp->code = AGENT_EXIT_FAIL;
+            }
+            free(st);
         } else if (rp->json) {
             printf("%s\n", line);
         } else {
@@ -522,7 +533,7 @@ static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw, int
         log_error("out of memory");
         return AGENT_EXIT_FAIL;
     }
-    struct reply rp = {.code = raw ? -1 : AGENT_EXIT_FAIL, .json = c->json, .raw = raw};
+    struct reply rp = {.code = raw ? -1 : AGENT_EXIT_FAIL, .json = c->json, .raw = raw, .prom = c->metrics};
     int r = rpc_call(c->socket, text, on_reply, &rp);
     free(text);
     if (ret_lines)
@@ -697,6 +708,9 @@ int main(int argc, char **argv)
         code = cmd_status(&c, false);
     } else if (!strcmp(verb, "watch")) {
         code = cmd_status(&c, true);
+    } else if (!strcmp(verb, "metrics")) {
+        c.metrics = true;
+        code = cmd_status(&c, false);
     } else {
         log_error("unknown verb '%s'", verb);
         usage(stderr);
