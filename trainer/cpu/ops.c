@@ -5,7 +5,9 @@
 
 /* The hot loops need the vectoriser at its full cost model (-O2 only vectorises loops whose trip
  * count is a known multiple of the vector width).  No -ffast-math: sums keep their order. */
+#if defined(__GNUC__) && !defined(__clang__) /* clang has no optimize pragma (and vectorises at -O2) */
 #pragma GCC optimize("O3")
+#endif
 
 #include <math.h>
 
