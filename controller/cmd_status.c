@@ -39,29 +39,6 @@ static json_t *json_str_or_null(const char *s)
 }
 
 /* The heartbeat with its wire names (docs/protocol.md), so scripts read one vocabulary. */
-static json_t *hb_json(const struct heartbeat *hb)
-{
-    json_t *o = json_pack("{s:i,s:I,s:I,s:I,s:i,s:f,s:f,s:s,s:I,s:I,s:s,s:s}", "rank", hb->rank,
-                          "pid", (json_int_t)hb->pid, "step", (json_int_t)hb->step, "tokens",
-                          (json_int_t)hb->tokens, "nonfinite", hb->nonfinite, "tok_s",
-                          isfinite(hb->tok_s) ? hb->tok_s : 0.0, "step_ms",
-                          isfinite(hb->step_ms) ? hb->step_ms : 0.0, "phase",
-                          hb_phase_name(hb->phase), "resumed_from", (json_int_t)hb->resumed_from,
-                          "ckpt_step", (json_int_t)hb->ckpt_step, "release", hb->release, "backend",
-                          hb->backend);
-    if (!o)
-        return json_null();
-    json_object_set_new(o, "loss", hb->loss_finite && isfinite(hb->loss) ? json_real(hb->loss)
-                                                                          : json_null());
-    if (hb->error[0])
-        json_object_set_new(o, "error", json_string(hb->error));
-    if (hb->mfu >= 0 && isfinite(hb->mfu))
-        json_object_set_new(o, "mfu", json_real(hb->mfu));
-    if (hb->mem_peak >= 0)
-        json_object_set_new(o, "mem_peak", json_integer(hb->mem_peak));
-    return o;
-}
-
 static json_t *rank_json(const struct rank_status *rs)
 {
     json_t *o = json_pack("{s:i,s:i,s:s,s:I,s:f,s:i,s:i}", "rank", rs->rank, "local_rank",
@@ -78,7 +55,7 @@ static json_t *rank_json(const struct rank_status *rs)
         json_object_set_new(o, "loss", hb->loss_finite && isfinite(hb->loss) ? json_real(hb->loss)
                                                                               : json_null());
         json_object_set_new(o, "ktok_s", json_real(isfinite(hb->tok_s) ? hb->tok_s / 1000.0 : 0));
-        json_object_set_new(o, "hb", hb_json(hb));
+        json_object_set_new(o, "hb", heartbeat_to_json(hb)); /* wire names: common/heartbeat.c */
     } else {
         json_object_set_new(o, "release", json_null());
         json_object_set_new(o, "phase", json_null());
