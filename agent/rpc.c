@@ -11,7 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "agent/field.h"
+#include "common/jsonfield.h"
 #include "common/util.h"
 
 static const char *const op_names[] = {"status", "watch", "activate", "promote", "revert", "stop"};
@@ -76,9 +76,9 @@ int rpc_parse_request(const char *text, size_t len, struct rpc_request *ret)
             goto out;
         (void)str_copy(q.reason, sizeof q.reason, json_string_value(reason));
     }
-    if (field_get_num(o, "probation_s", 0, 86400 * 30, &q.probation_s) < 0 ||
-        field_get_num(o, "ktok_s", 0, 1e12, &q.ktok_s) < 0 ||
-        field_get_num(o, "interval_s", 0.05, 3600, &q.interval_s) < 0)
+    if (jf_num_in(o, "probation_s", 0, 86400 * 30, &q.probation_s) < 0 ||
+        jf_num_in(o, "ktok_s", 0, 1e12, &q.ktok_s) < 0 ||
+        jf_num_in(o, "interval_s", 0.05, 3600, &q.interval_s) < 0)
         goto out;
     if (count) {
         if (!json_is_integer(count) || json_integer_value(count) < 0)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/field.h"
+#include "common/jsonfield.h"
 #include "common/util.h"
 
 void spec_init(struct job_spec *s)
@@ -188,14 +188,14 @@ int spec_from_json(json_t *o, struct job_spec *ret)
     json_t *argv = json_object_get(o, "argv");
     json_t *pr = json_object_get(o, "promoted");
     int r = -EINVAL;
-    if (field_get_id(o, "release", s.release) < 0 ||
-        field_get_int(o, "nnodes", 1, 4096, &s.nnodes) < 0 ||
-        field_get_int(o, "node_rank", 0, 4095, &s.node_rank) < 0 ||
-        field_get_int(o, "nproc", 1, STATUS_MAX_RANKS, &s.nproc) < 0 ||
-        field_get_str(o, "gpus", s.gpus, sizeof s.gpus) < 0 ||
-        field_get_str(o, "master_addr", s.master_addr, sizeof s.master_addr) < 0 ||
-        field_get_int(o, "master_port", 1, 65535, &s.master_port) < 0 ||
-        field_get_num(o, "grace_s", 0, 3600, &s.grace_s) < 0 || field_get_num(o, "ktok_s", 0, 1e12, &s.ktok_s) < 0 ||
+    if (jf_id(o, "release", s.release) < 0 ||
+        jf_i32(o, "nnodes", 1, 4096, &s.nnodes) < 0 ||
+        jf_i32(o, "node_rank", 0, 4095, &s.node_rank) < 0 ||
+        jf_i32(o, "nproc", 1, STATUS_MAX_RANKS, &s.nproc) < 0 ||
+        jf_str(o, "gpus", s.gpus, sizeof s.gpus, false) < 0 ||
+        jf_str(o, "master_addr", s.master_addr, sizeof s.master_addr, false) < 0 ||
+        jf_i32(o, "master_port", 1, 65535, &s.master_port) < 0 ||
+        jf_num_in(o, "grace_s", 0, 3600, &s.grace_s) < 0 || jf_num_in(o, "ktok_s", 0, 1e12, &s.ktok_s) < 0 ||
         (pr && !json_is_boolean(pr)))
         return -EINVAL;
     s.promoted = pr && json_is_true(pr);

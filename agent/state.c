@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/field.h"
+#include "common/jsonfield.h"
 #include "common/util.h"
 
 void state_init(struct agent_state *st) { memset(st, 0, sizeof *st); }
@@ -64,12 +64,12 @@ static int job_from_json(json_t *o, struct job_rec *j)
     if (!json_is_object(o) || !json_is_string(name) || !job_name_is_valid(json_string_value(name)))
         return -EINVAL;
     (void)str_copy(j->job, sizeof j->job, json_string_value(name));
-    if (field_get_id(o, "current", j->current) < 0 || field_get_id(o, "previous", j->previous) < 0 ||
-        field_get_id(o, "good", j->good) < 0 || field_get_i64(o, "generation", 0, INT32_MAX, &gen) < 0 ||
-        field_get_i64(o, "restarts", 0, INT32_MAX, &restarts) < 0 ||
-        field_get_i64(o, "auto_rollbacks", 0, INT32_MAX, &rb) < 0 ||
-        field_get_i64(o, "gang_pgid", 0, INT32_MAX, &pgid) < 0 ||
-        field_get_i64(o, "gang_starttime", 0, INT64_MAX, &start) < 0)
+    if (jf_id(o, "current", j->current) < 0 || jf_id(o, "previous", j->previous) < 0 ||
+        jf_id(o, "good", j->good) < 0 || jf_int(o, "generation", 0, INT32_MAX, false, &gen) < 0 ||
+        jf_int(o, "restarts", 0, INT32_MAX, false, &restarts) < 0 ||
+        jf_int(o, "auto_rollbacks", 0, INT32_MAX, false, &rb) < 0 ||
+        jf_int(o, "gang_pgid", 0, INT32_MAX, false, &pgid) < 0 ||
+        jf_int(o, "gang_starttime", 0, INT64_MAX, false, &start) < 0)
         return -EINVAL;
     j->generation = (int)gen;
     j->restarts = (int)restarts;
@@ -128,25 +128,17 @@ static int job_from_json(json_t *o, struct job_rec *j)
 
 int state_parse(const char *text, size_t len, struct agent_state *ret_st)
 {
-    if (len > STATE_MAX_BYTES)
-        return -E2BIG;
-    json_error_t jerr;
-    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!o)
-        return -EINVAL;
+    json_t *o;
+    int r = jf_load(text, len, STATE_MAX_BYTES, STATE_VERSION, &o);
+    if (r < 0)
+        return r;
     struct agent_state *st = calloc(1, sizeof *st);
-    int r = -EINVAL;
+    r = -EINVAL;
     if (!st) {
         r = -ENOMEM;
         goto out;
     }
-    json_t *v = json_object_get(o, "v"), *jobs = json_object_get(o, "jobs");
-    if (!json_is_object(o) || !json_is_integer(v))
-        goto out;
-    if (json_integer_value(v) != STATE_VERSION) {
-        r = -EPROTONOSUPPORT;
-        goto out;
-    }
+    json_t *jobs = json_object_get(o, "jobs");
     if (jobs) {
         if (!json_is_array(jobs))
             goto out;

@@ -114,16 +114,11 @@ int heartbeat_from_json(json_t *o, struct heartbeat *ret_hb)
 
 int heartbeat_parse(const char *line, size_t len, struct heartbeat *ret_hb)
 {
-    if (len > HEARTBEAT_LINE_MAX)
-        return -E2BIG;
-    json_error_t jerr;
-    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!o)
-        return -EINVAL;
-    int64_t v = 0;
-    int r = -EINVAL;
-    if (json_is_object(o) && jf_int(o, "v", INT64_MIN, INT64_MAX, true, &v) == 0)
-        r = v == HEARTBEAT_VERSION ? heartbeat_from_json(o, ret_hb) : -EPROTONOSUPPORT;
+    json_t *o;
+    int r = jf_load(line, len, HEARTBEAT_LINE_MAX, HEARTBEAT_VERSION, &o);
+    if (r < 0)
+        return r;
+    r = heartbeat_from_json(o, ret_hb);
     json_decref(o);
     return r;
 }

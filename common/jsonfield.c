@@ -2,8 +2,30 @@
 #include "common/jsonfield.h"
 
 #include <errno.h>
+#include <string.h>
 
+#include "common/manifest.h"
 #include "common/util.h"
+
+int jf_load(const char *text, size_t len, size_t max, int64_t version, json_t **ret_o)
+{
+    if (len > max)
+        return -E2BIG;
+    json_error_t jerr;
+    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!o)
+        return -EINVAL;
+    json_t *v = json_object_get(o, "v");
+    int r = !json_is_object(o) || !json_is_integer(v) ? -EINVAL
+            : json_integer_value(v) != version       ? -EPROTONOSUPPORT
+                                                     : 0;
+    if (r < 0) {
+        json_decref(o);
+        return r;
+    }
+    *ret_o = o;
+    return 0;
+}
 
 int jf_int(json_t *o, const char *key, int64_t lo, int64_t hi, bool required, int64_t *v)
 {
@@ -45,4 +67,26 @@ int jf_str(json_t *o, const char *key, char *dst, size_t dstsz, bool too_long_ok
         return -EINVAL;
     int r = str_copy(dst, dstsz, json_string_value(x));
     return r < 0 && !too_long_ok ? -EINVAL : 0;
+}
+
+int jf_num_in(json_t *o, const char *key, double lo, double hi, double *v)
+{
+    double t = *v;
+    int r = jf_num(o, key, &t);
+    if (r < 0 || !(t >= lo && t <= hi))
+        return -EINVAL;
+    *v = t;
+    return 0;
+}
+
+int jf_id(json_t *o, const char *key, char *dst)
+{
+    char id[RELEASE_ID_LEN + 1] = "";
+    json_t *x = json_object_get(o, key);
+    if (!x)
+        return 0;
+    if (jf_str(o, key, id, sizeof id, false) < 0 || (id[0] && !sha256_is_hex(id)))
+        return -EINVAL;
+    memcpy(dst, id, sizeof id);
+    return 0;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/jsonfield.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -205,21 +206,15 @@ static int parse_mode(const char *s, uint32_t *ret)
 
 int manifest_parse(const char *text, size_t len, struct manifest **ret_m)
 {
-    if (len > MANIFEST_MAX_BYTES)
-        return -E2BIG;
-    json_error_t jerr;
-    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!o)
-        return -EINVAL;
-    int r = -EINVAL;
+    json_t *o;
+    int r = jf_load(text, len, MANIFEST_MAX_BYTES, MANIFEST_VERSION, &o);
+    if (r < 0)
+        return r;
+    r = -EINVAL;
     struct manifest *m = NULL;
-    json_t *v = json_object_get(o, "v"), *files = json_object_get(o, "files"), *name = json_object_get(o, "name");
-    if (!json_is_object(o) || !json_is_integer(v) || !json_is_array(files) || (name && !json_is_string(name)))
+    json_t *files = json_object_get(o, "files"), *name = json_object_get(o, "name");
+    if (!json_is_array(files) || (name && !json_is_string(name)))
         goto out;
-    if (json_integer_value(v) != MANIFEST_VERSION) {
-        r = -EPROTONOSUPPORT;
-        goto out;
-    }
     size_t n = json_array_size(files);
     if (n > MANIFEST_MAX_FILES) {
         r = -E2BIG;

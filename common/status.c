@@ -168,23 +168,14 @@ static int job_from_json(json_t *o, struct job_status *js)
 
 int status_parse(const char *text, size_t len, struct agent_status *ret_st)
 {
-    if (len > STATUS_MAX_BYTES)
-        return -E2BIG;
-    json_error_t jerr;
-    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!o)
-        return -EINVAL;
+    json_t *o;
+    int r = jf_load(text, len, STATUS_MAX_BYTES, STATUS_VERSION, &o);
+    if (r < 0)
+        return r;
     struct agent_status *st = calloc(1, sizeof *st);
-    int r = -EINVAL;
-    int64_t v = 0;
+    r = -EINVAL;
     if (!st) {
         r = -ENOMEM;
-        goto out;
-    }
-    if (!json_is_object(o) || jf_int(o, "v", 0, INT32_MAX, false, &v) < 0)
-        goto out;
-    if (v != STATUS_VERSION) {
-        r = v ? -EPROTONOSUPPORT : -EINVAL;
         goto out;
     }
     if (jf_str(o, "host", st->host, sizeof st->host, false) < 0 || jf_int(o, "agent_pid", 0, INT64_MAX, false, &st->agent_pid) < 0 ||
