@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "agent/gpu.h"
+#include "agent/jobmachine.h"
 #include "agent/notify.h"
 #include "agent/rpc.h"
 #include "agent/state.h"
@@ -41,9 +42,6 @@
 
 #define TICK_MS 100
 #define MAX_CLIENTS 64
-#define CRASH_HISTORY 32
-
-enum next_kind { NEXT_NONE, NEXT_ACTIVATE, NEXT_REVERT_AUTO, NEXT_REVERT, NEXT_RESTART, NEXT_STOP };
 
 struct client {
     int fd;
@@ -58,14 +56,8 @@ struct client {
 
 struct jobrt {
     struct gang gang;
-    enum next_kind next;
-    struct job_spec next_spec; /* for NEXT_ACTIVATE */
-    double next_probation_s;
-    char next_reason[256];
-    int waiter;                 /* client index waiting for the operation; -1 none */
-    double backoff_until;
-    double crash_mono[CRASH_HISTORY];
-    int ncrash;
+    struct jm_rt m;   /* the job machine's runtime half (agent/jobmachine.h) */
+    int waiter;       /* client index waiting for the operation; -1 none */
 };
 
 struct daemon {
@@ -94,11 +86,32 @@ void daemon_opts_default(struct daemon_opts *o)
 
 /* ---- persistence ---- */
 
+/* The kernel's boot id: CLOCK_MONOTONIC values are comparable between processes while it
+ * stays the same. */
+static int boot_id(char *buf, size_t sz)
+{
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, sz - 1);
+    close(fd);
+    if (n <= 0)
+        return -EIO;
+    buf[n] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    return 0;
+}
+
 static void daemon_save(struct daemon *d)
 {
+    double now = time_mono();
+    char boot[40] = "";
+    (void)boot_id(boot, sizeof boot);
     for (int i = 0; i < d->st.njobs; i++) {
         struct job_rec *j = &d->st.jobs[i];
         struct gang *g = &d->rt[i].gang;
+        j->probation_left_s = j->probation_deadline > 0 ? (j->probation_deadline > now ? j->probation_deadline - now : 0) : 0;
+        (void)str_copy(j->boot_id, sizeof j->boot_id, boot);
         j->gang_pgid = g->pgid;
         j->npids = 0;
         for (int k = 0; k < g->nranks; k++)
@@ -127,12 +140,6 @@ static void daemon_event(struct daemon *d, const struct job_rec *j, const char *
         log_info("event %s job '%s' release %.12s: %s", kind, j->job, release ? release : "", detail);
     else
         log_info("event %s: %s", kind, detail);
-}
-
-static void set_state(struct job_rec *j, enum gang_state s, const char *reason)
-{
-    j->state = s;
-    (void)str_copy(j->reason, sizeof j->reason, reason ? reason : "");
 }
 
 /* ---- clients ---- */
@@ -183,28 +190,6 @@ static void client_error(struct daemon *d, int ci, int code, const char *fmt, ..
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     client_reply(d, ci, json_pack("{s:b,s:i,s:s}", "ok", 0, "code", code, "error", msg));
-}
-
-/* Answer the client waiting on job i (if still connected). */
-static void job_answer(struct daemon *d, int i, bool ok, int code, const char *msg)
-{
-    int ci = d->rt[i].waiter;
-    d->rt[i].waiter = -1;
-    if (ci < 0 || d->cl[ci].fd < 0)
-        return;
-    struct job_rec *j = &d->st.jobs[i];
-    if (!ok) {
-        client_error(d, ci, code, "%s", msg);
-        return;
-    }
-    json_t *pids = json_array();
-    const struct gang *g = &d->rt[i].gang;
-    for (int k = 0; k < g->nranks; k++)
-        if (g->ranks[k].alive)
-            json_array_append_new(pids, json_integer(g->ranks[k].pid));
-    client_reply(d, ci, json_pack("{s:b,s:s,s:s,s:s,s:i,s:o,s:s}", "ok", 1, "job", j->job, "release",
-                                  j->current, "state", gang_state_name(j->state), "generation",
-                                  j->generation, "pids", pids, "detail", msg ? msg : ""));
 }
 
 /* ---- status ---- */
@@ -269,42 +254,26 @@ static char *daemon_status_text(struct daemon *d)
     return text;
 }
 
-/* ---- job transitions ---- */
+/* ---- applying the job machine's effects ---- */
 
 static struct job_spec *current_spec(struct job_rec *j) { return state_find_spec(j, j->current); }
 
-static bool release_is_promoted(struct job_rec *j, const char *id)
-{
-    struct job_spec *s = state_find_spec(j, id);
-    return (j->good[0] && !strcmp(j->good, id)) || (s && s->promoted);
-}
-
-static void job_switch_to(struct daemon *d, struct job_rec *j, const char *id)
-{
-    if (strcmp(j->current, id) != 0) {
-        memcpy(j->previous, j->current, sizeof j->previous);
-        (void)str_copy(j->current, sizeof j->current, id);
-    }
-    int r = store_switch_current(&d->store, j->job, id);
-    if (r < 0)
-        log_error("job '%s': switching current to %.12s: %s", j->job, id, strerror(-r));
-}
-
 static void daemon_gc(struct daemon *d)
 {
-    const char *protect[STATUS_MAX_JOBS * 3];
+    const char *protect[STATUS_MAX_JOBS * (3 + STATE_MAX_GOODS)];
     size_t n = 0;
     for (int i = 0; i < d->st.njobs; i++) {
         protect[n++] = d->st.jobs[i].current;
         protect[n++] = d->st.jobs[i].previous;
         protect[n++] = d->st.jobs[i].good;
+        for (int k = 0; k < d->st.jobs[i].ngoods; k++) /* rollback targets */
+            protect[n++] = d->st.jobs[i].goods[k];
     }
     int r = store_gc(&d->store, (size_t)d->o->keep_releases, protect, n);
     if (r < 0)
         log_warn("release GC: %s", strerror(-r));
 }
 
-static void job_after_exit(struct daemon *d, int i);
 static uint64_t proc_starttime(pid_t pid);
 
 static bool pid_in_our_gangs(pid_t pid, void *ud)
@@ -370,218 +339,116 @@ static void resume_list(const struct job_rec *j, char *out, size_t outsz)
     }
 }
 
-/* Start the gang of j's current release.  On failure the job is handled like a gang that
- * could not run (policy with a non-retryable outcome). */
-static int job_start(struct daemon *d, int i, enum gang_state state_after, const char *reason)
+static void job_feed(struct daemon *d, int i, const struct jm_event *ev, int ci);
+
+/* JM_FX_START_GANG: start generation gen of j's current release, then tell the machine. */
+static void job_start_gang(struct daemon *d, int i, int gen, double now)
 {
     struct job_rec *j = &d->st.jobs[i];
     struct jobrt *rt = &d->rt[i];
     struct job_spec *s = current_spec(j);
-    char err[512];
-    if (!s) {
-        set_state(j, GANG_FAILED, "no command recorded for the current release");
-        daemon_event(d, j, "failed", j->current, "%s", j->reason);
-        daemon_save(d);
-        return -ENOENT;
+    char err[512] = "no command recorded for the current release";
+    int r = -ENOENT;
+    if (s) {
+        daemon_report_gpu_holders(d, j);
+        char resume[(RELEASE_ID_LEN + 1) * (STATE_MAX_SPECS + 2)];
+        resume_list(j, resume, sizeof resume);
+        r = gang_check_exec(&d->store, s, err, sizeof err);
+        if (r == 0)
+            r = gang_start(&rt->gang, &d->store, j->job, s, resume, gen, err, sizeof err);
     }
-    daemon_report_gpu_holders(d, j);
-    char resume[(RELEASE_ID_LEN + 1) * (STATE_MAX_SPECS + 2)];
-    resume_list(j, resume, sizeof resume);
-    int r = gang_check_exec(&d->store, s, err, sizeof err);
+    struct jm_event ev = {.kind = r < 0 ? JM_EV_START_FAILED : JM_EV_START_OK, .now = now, .text = err};
     if (r == 0)
-        r = gang_start(&rt->gang, &d->store, j->job, s, resume, j->generation + 1, err, sizeof err);
-    if (r < 0) {
-        char why[600];
-        snprintf(why, sizeof why, "start failed: %s", err);
-        set_state(j, GANG_FAILED, why);
-        daemon_event(d, j, "start-failed", j->current, "%s", err);
-        daemon_save(d);
-        return r;
-    }
-    j->generation++;
-    j->gang_starttime = proc_starttime(rt->gang.pgid);
-    set_state(j, state_after, reason);
-    daemon_save(d);
-    return 0;
+        j->gang_starttime = proc_starttime(rt->gang.pgid);
+    job_feed(d, i, &ev, -1);
 }
 
-/* Run the job's pending operation; the old gang is gone. */
-static void job_run_next(struct daemon *d, int i)
+static json_t *job_reply(struct daemon *d, int i, const char *msg)
+{
+    struct job_rec *j = &d->st.jobs[i];
+    json_t *pids = json_array();
+    const struct gang *g = &d->rt[i].gang;
+    for (int k = 0; k < g->nranks; k++)
+        if (g->ranks[k].alive)
+            json_array_append_new(pids, json_integer(g->ranks[k].pid));
+    return json_pack("{s:b,s:s,s:s,s:s,s:s,s:i,s:o,s:s}", "ok", 1, "job", j->job, "release", j->current,
+                     "good", j->good, "state", gang_state_name(j->state), "generation", j->generation,
+                     "pids", pids, "detail", msg ? msg : "");
+}
+
+/* Answer the client waiting on job i (if still connected). */
+static void job_answer(struct daemon *d, int i, int code, const char *msg)
+{
+    int ci = d->rt[i].waiter;
+    d->rt[i].waiter = -1;
+    if (ci < 0 || d->cl[ci].fd < 0)
+        return;
+    if (code)
+        client_error(d, ci, code, "%s", msg);
+    else
+        client_reply(d, ci, job_reply(d, i, msg));
+}
+
+/* Feed one event to job i's machine and apply its effects in order.  ci: the client whose
+ * request this is (-1 none). */
+static void job_feed(struct daemon *d, int i, const struct jm_event *ev, int ci)
 {
     struct job_rec *j = &d->st.jobs[i];
     struct jobrt *rt = &d->rt[i];
-    enum next_kind k = rt->next;
-    rt->next = NEXT_NONE;
-    char msg[600];
-    switch (k) {
-    case NEXT_NONE:
+    struct jm_effects *fx = malloc(sizeof *fx);
+    if (!fx) {
+        log_error("job '%s': out of memory", j->job);
         return;
-    case NEXT_STOP:
-        set_state(j, GANG_STOPPED, "stopped by request");
-        daemon_event(d, j, "stop", j->current, "stopped by request");
-        daemon_save(d);
-        job_answer(d, i, true, 0, "stopped");
-        return;
-    case NEXT_ACTIVATE: {
-        bool same = !strcmp(j->current, rt->next_spec.release);
-        int r = state_put_spec(j, &rt->next_spec, NULL);
-        if (r < 0) {
-            spec_done(&rt->next_spec);
-            set_state(j, j->state == GANG_STOPPING ? GANG_STOPPED : j->state, "cannot record the job spec");
-            daemon_save(d);
-            job_answer(d, i, false, AGENT_EXIT_FAIL, "cannot record the job spec");
-            return;
+    }
+    fx->n = 0;
+    jm_step(&d->o->policy, j, &rt->m, ev, fx);
+    for (int k = 0; k < fx->n; k++) {
+        const struct jm_effect *e = &fx->fx[k];
+        switch (e->kind) {
+        case JM_FX_STOP_GANG:
+            gang_stop(&rt->gang);
+            break;
+        case JM_FX_CLEAR_GANG:
+            gang_clear(&rt->gang);
+            break;
+        case JM_FX_SWITCH: {
+            int r = store_switch_current(&d->store, j->job, e->release);
+            if (r < 0)
+                log_error("job '%s': switching current to %.12s: %s", j->job, e->release, strerror(-r));
+            break;
         }
-        job_switch_to(d, j, rt->next_spec.release);
-        j->restarts = 0;
-        rt->ncrash = 0;
-        j->probation_until = rt->next_probation_s > 0 ? time_wall() + rt->next_probation_s : 0;
-        daemon_event(d, j, "activate", j->current, "%s%s", same ? "relaunch of the same release" : "switched",
-                     j->probation_until > 0 ? " (probation deadline armed)" : "");
-        spec_done(&rt->next_spec);
-        if (job_start(d, i, GANG_STARTING, "activated") < 0) {
-            snprintf(msg, sizeof msg, "%s", j->reason);
-            job_answer(d, i, false, AGENT_EXIT_EXEC, msg);
-            /* the release cannot run: treat like a non-retryable exit */
-            if (!release_is_promoted(j, j->current) && j->good[0] && strcmp(j->good, j->current)) {
-                (void)str_copy(rt->next_reason, sizeof rt->next_reason, msg);
-                rt->next = NEXT_REVERT_AUTO;
-                job_run_next(d, i);
+        case JM_FX_START_GANG:
+            job_start_gang(d, i, e->code, ev->now);
+            break;
+        case JM_FX_EVENT:
+            daemon_event(d, j, e->what, e->release, "%s", e->text);
+            break;
+        case JM_FX_REPLY:
+            if (ci < 0 || d->cl[ci].fd < 0)
+                break;
+            if (e->code)
+                client_error(d, ci, e->code, "%s", e->text);
+            else
+                client_reply(d, ci, job_reply(d, i, e->text));
+            break;
+        case JM_FX_WAIT:
+            if (ci >= 0 && d->cl[ci].fd >= 0) {
+                rt->waiter = ci;
+                d->cl[ci].waiting = true;
             }
-            return;
-        }
-        job_answer(d, i, true, 0, "started");
-        daemon_gc(d);
-        return;
-    }
-    case NEXT_REVERT:
-    case NEXT_REVERT_AUTO: {
-        bool automatic = k == NEXT_REVERT_AUTO;
-        if (!j->good[0] || !state_find_spec(j, j->good)) {
-            snprintf(msg, sizeof msg, "%s; no good release to return to", rt->next_reason);
-            set_state(j, GANG_FAILED, msg);
-            daemon_event(d, j, "failed", j->current, "%s", msg);
+            break;
+        case JM_FX_ANSWER:
+            job_answer(d, i, e->code, e->text);
+            break;
+        case JM_FX_SAVE:
             daemon_save(d);
-            job_answer(d, i, false, AGENT_EXIT_FAIL, msg);
-            return;
+            break;
+        case JM_FX_GC:
+            daemon_gc(d);
+            break;
         }
-        char from[RELEASE_ID_LEN + 1];
-        memcpy(from, j->current, sizeof from);
-        job_switch_to(d, j, j->good);
-        j->restarts = 0;
-        rt->ncrash = 0;
-        j->probation_until = 0;
-        if (automatic)
-            j->auto_rollbacks++;
-        snprintf(msg, sizeof msg, "%s from %.12s: %s", automatic ? "reverted on its own" : "reverted",
-                 from, rt->next_reason);
-        daemon_event(d, j, "revert", j->current, "%s", msg);
-        if (job_start(d, i, automatic ? GANG_REVERTED : GANG_STARTING, msg) < 0) {
-            job_answer(d, i, false, AGENT_EXIT_EXEC, j->reason);
-            return;
-        }
-        job_answer(d, i, true, 0, msg);
-        return;
     }
-    case NEXT_RESTART: {
-        j->restarts++;
-        daemon_event(d, j, "restart", j->current, "restart %d: %s", j->restarts, rt->next_reason);
-        bool reverted = j->state == GANG_REVERTED;
-        snprintf(msg, sizeof msg, "%s", reverted ? j->reason : "restarted after a crash");
-        (void)job_start(d, i, reverted ? GANG_REVERTED : GANG_STARTING, msg);
-        return;
-    }
-    }
-}
-
-/* Request an operation; stops the gang first when one runs. */
-static void job_request(struct daemon *d, int i, enum next_kind k, const char *reason)
-{
-    struct job_rec *j = &d->st.jobs[i];
-    struct jobrt *rt = &d->rt[i];
-    rt->next = k;
-    (void)str_copy(rt->next_reason, sizeof rt->next_reason, reason ? reason : "");
-    if (rt->gang.pgid > 0) {
-        gang_stop(&rt->gang);
-        set_state(j, GANG_STOPPING, reason);
-        daemon_save(d);
-        return; /* job_run_next once the gang is gone */
-    }
-    job_run_next(d, i);
-}
-
-static int crashes_in_window(struct jobrt *rt, double now, double window)
-{
-    int n = 0;
-    for (int k = 0; k < rt->ncrash; k++)
-        n += now - rt->crash_mono[k] <= window;
-    return n;
-}
-
-/* The gang ended on its own (a rank exited first and the rest were stopped): apply policy. */
-static void job_after_exit(struct daemon *d, int i)
-{
-    struct job_rec *j = &d->st.jobs[i];
-    struct jobrt *rt = &d->rt[i];
-    const struct crash_policy *p = &d->o->policy;
-    struct gang *g = &rt->gang;
-    int fe = g->first_exit >= 0 ? g->first_exit : (g->diverged >= 0 ? g->diverged : 0);
-    const struct rank_proc *rp = &g->ranks[fe];
-    int code = rp->exit_code, sig = rp->exit_signal;
-    if (g->diverged >= 0 && g->first_exit < 0) { /* we stopped it: non-finite loss */
-        code = POLICY_EXIT_DIVERGED;
-        sig = 0;
-    }
-    double now = time_mono();
-    bool abnormal = sig != 0 || code != 0;
-    if (abnormal) {
-        if (rt->ncrash == CRASH_HISTORY) {
-            memmove(rt->crash_mono, rt->crash_mono + 1, sizeof rt->crash_mono[0] * (CRASH_HISTORY - 1));
-            rt->ncrash--;
-        }
-        rt->crash_mono[rt->ncrash++] = now;
-    }
-    char reason[256];
-    bool promoted = release_is_promoted(j, j->current);
-    enum policy_action a = policy_on_gang_exit(p, promoted, j->good[0] && strcmp(j->good, j->current),
-                                               rp->rank, code, sig,
-                                               crashes_in_window(rt, now, p->crash_window_s),
-                                               j->auto_rollbacks, reason, sizeof reason);
-    /* The worker's own last word (heartbeat "error", e.g. the missing shard's path) tells the
-     * operator what to fix; the exit code alone does not. */
-    if (abnormal && rp->has_hb && rp->hb.error[0]) {
-        size_t n = strlen(reason);
-        (void)snprintf(reason + n, sizeof reason - n, " [rank %d: %s]", rp->rank, rp->hb.error);
-    }
-    daemon_event(d, j, abnormal ? "crash" : "exit", j->current, "%s", reason);
-    gang_clear(g);
-    switch (a) {
-    case POLICY_DONE:
-        set_state(j, GANG_STOPPED, reason);
-        daemon_save(d);
-        break;
-    case POLICY_FAIL:
-        set_state(j, GANG_FAILED, reason);
-        j->probation_until = 0;
-        daemon_event(d, j, "failed", j->current, "%s", reason);
-        daemon_save(d);
-        break;
-    case POLICY_RESTART: {
-        double delay = policy_backoff(p, j->restarts + 1);
-        rt->backoff_until = now + delay;
-        rt->next = NEXT_RESTART;
-        (void)str_copy(rt->next_reason, sizeof rt->next_reason, reason);
-        if (j->state != GANG_REVERTED)
-            set_state(j, GANG_BACKOFF, reason);
-        daemon_save(d);
-        break;
-    }
-    case POLICY_REVERT:
-        rt->next = NEXT_REVERT_AUTO;
-        (void)str_copy(rt->next_reason, sizeof rt->next_reason, reason);
-        job_run_next(d, i);
-        break;
-    }
+    free(fx);
 }
 
 /* ---- requests ---- */
@@ -592,11 +459,6 @@ static int find_job(struct daemon *d, const char *job)
         if (!strcmp(d->st.jobs[i].job, job))
             return i;
     return -1;
-}
-
-static bool job_busy(struct daemon *d, int i)
-{
-    return d->rt[i].next != NEXT_NONE && d->rt[i].next != NEXT_RESTART;
 }
 
 static void handle_request(struct daemon *d, int ci, struct rpc_request *q)
@@ -615,7 +477,10 @@ static void handle_request(struct daemon *d, int ci, struct rpc_request *q)
         return;
     }
     int i = find_job(d, q->job);
-    if (q->op == RPC_ACTIVATE) {
+    struct jm_event ev = {.now = time_mono()};
+    switch (q->op) {
+    case RPC_ACTIVATE:
+        /* checked before anything is stopped */
         if (!store_has_release(&d->store, q->release)) {
             client_error(d, ci, AGENT_EXIT_NO_RELEASE, "release %.12s is not in the store", q->release);
             return;
@@ -635,77 +500,31 @@ static void handle_request(struct daemon *d, int ci, struct rpc_request *q)
             i = find_job(d, q->job);
             d->rt[i].waiter = -1;
         }
-        if (job_busy(d, i)) {
-            client_error(d, ci, AGENT_EXIT_BUSY, "job '%s': another operation is in progress", q->job);
-            return;
-        }
-        struct jobrt *rt = &d->rt[i];
-        spec_init(&rt->next_spec);
-        if (spec_copy(&rt->next_spec, &q->spec) < 0) {
-            client_error(d, ci, AGENT_EXIT_FAIL, "out of memory");
-            return;
-        }
-        rt->next_probation_s = q->probation_s;
-        rt->waiter = ci;
-        c->waiting = true;
-        job_request(d, i, NEXT_ACTIVATE, "activating a new release");
+        ev.kind = JM_EV_ACTIVATE;
+        ev.spec = &q->spec;
+        ev.value = q->probation_s;
+        break;
+    case RPC_PROMOTE:
+        ev.kind = JM_EV_PROMOTE;
+        ev.release = q->release;
+        ev.value = q->ktok_s;
+        break;
+    case RPC_REVERT:
+        ev.kind = JM_EV_REVERT;
+        ev.text = q->reason;
+        break;
+    case RPC_STOP:
+        ev.kind = JM_EV_STOP;
+        break;
+    default:
+        client_error(d, ci, AGENT_EXIT_USAGE, "unsupported request");
         return;
     }
     if (i < 0) {
         client_error(d, ci, AGENT_EXIT_FAIL, "no job '%s' on this agent", q->job);
         return;
     }
-    struct job_rec *j = &d->st.jobs[i];
-    if (job_busy(d, i)) {
-        client_error(d, ci, AGENT_EXIT_BUSY, "job '%s': another operation is in progress", q->job);
-        return;
-    }
-    switch (q->op) {
-    case RPC_PROMOTE: {
-        if (strcmp(j->current, q->release) != 0) {
-            client_error(d, ci, AGENT_EXIT_FAIL, "release %.12s is not job '%s''s current release",
-                         q->release, q->job);
-            return;
-        }
-        struct job_spec *s = current_spec(j);
-        if (s) {
-            s->promoted = true;
-            if (q->ktok_s > 0)
-                s->ktok_s = q->ktok_s;
-        }
-        memcpy(j->good, j->current, sizeof j->good);
-        j->probation_until = 0;
-        j->auto_rollbacks = 0;
-        daemon_event(d, j, "promote", j->current, "ktok_s %.1f", q->ktok_s);
-        daemon_save(d);
-        daemon_gc(d);
-        client_reply(d, ci, json_pack("{s:b,s:s,s:s}", "ok", 1, "job", j->job, "good", j->good));
-        return;
-    }
-    case RPC_REVERT:
-        if (!j->good[0]) {
-            client_error(d, ci, AGENT_EXIT_FAIL, "job '%s' has no good release to revert to", q->job);
-            return;
-        }
-        d->rt[i].waiter = ci;
-        c->waiting = true;
-        if (!strcmp(j->current, j->good) && d->rt[i].gang.pgid > 0 && !d->rt[i].gang.stopping) {
-            job_answer(d, i, true, 0, "already on the good release");
-            return;
-        }
-        d->rt[i].next = NEXT_NONE;
-        job_request(d, i, NEXT_REVERT, q->reason[0] ? q->reason : "requested");
-        return;
-    case RPC_STOP:
-        d->rt[i].waiter = ci;
-        c->waiting = true;
-        d->rt[i].next = NEXT_NONE; /* cancels a pending restart */
-        j->probation_until = 0;
-        job_request(d, i, NEXT_STOP, "stopping by request");
-        return;
-    default:
-        client_error(d, ci, AGENT_EXIT_USAGE, "unsupported request");
-    }
+    job_feed(d, i, &ev, ci);
 }
 
 static void client_readable(struct daemon *d, int ci)
@@ -777,7 +596,7 @@ static void daemon_reap(struct daemon *d)
     while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
         for (int i = 0; i < d->st.njobs; i++) {
             struct gang *g = &d->rt[i].gang;
-            int k = gang_note_exit(g, pid, ws);
+            int k = gang_note_exit(g, pid, ws); /* drains the rank's heartbeats first */
             if (k < 0)
                 continue;
             struct job_rec *j = &d->st.jobs[i];
@@ -785,74 +604,61 @@ static void daemon_reap(struct daemon *d)
             log_info("job '%s' rank %d (pid %d) %s %d", j->job, rp->rank, (int)pid,
                      rp->exit_signal ? "killed by signal" : "exited with", rp->exit_signal ? rp->exit_signal : rp->exit_code);
             if (g->first_exit == k) {
-                /* one rank gone: the others must not hang in a collective (cases-field C11) */
-                char why[160];
-                snprintf(why, sizeof why, "rank %d %s %d; stopping the gang", rp->rank,
-                         rp->exit_signal ? "killed by signal" : "exited with code",
-                         rp->exit_signal ? rp->exit_signal : rp->exit_code);
-                gang_stop(g);
-                if (j->state != GANG_REVERTED)
-                    set_state(j, GANG_STOPPING, why);
+                struct jm_event ev = {.kind = JM_EV_RANK_EXIT, .now = time_mono(), .rank = rp->rank,
+                                      .code = rp->exit_code, .sig = rp->exit_signal};
+                job_feed(d, i, &ev, -1);
             }
             break;
         }
     }
 }
 
+/* The gang of job i is gone: what ended it, for the machine. */
+static void job_gang_gone(struct daemon *d, int i, double now)
+{
+    struct gang *g = &d->rt[i].gang;
+    struct jm_event ev = {.kind = JM_EV_GANG_GONE, .now = now, .rank = -1, .text = ""};
+    int fe = g->first_exit >= 0 ? g->first_exit : g->diverged;
+    if (fe >= 0) {
+        const struct rank_proc *rp = &g->ranks[fe];
+        ev.rank = rp->rank;
+        ev.code = rp->exit_code;
+        ev.sig = rp->exit_signal;
+        if (g->first_exit < 0) { /* we stopped it: non-finite loss */
+            ev.code = JM_EXIT_DIVERGED;
+            ev.sig = 0;
+        }
+        if (rp->has_hb)
+            ev.text = rp->hb.error;
+    }
+    job_feed(d, i, &ev, -1);
+}
+
 static void daemon_tick(struct daemon *d)
 {
-    double now = time_mono(), wall = time_wall();
+    double now = time_mono();
     for (int i = 0; i < d->st.njobs; i++) {
-        struct job_rec *j = &d->st.jobs[i];
-        struct jobrt *rt = &d->rt[i];
-        struct gang *g = &rt->gang;
+        struct gang *g = &d->rt[i].gang;
         if (g->pgid > 0) {
             gang_tick(g, now);
             if (gang_is_gone(g)) {
-                if (d->quit) { /* shutdown: the job keeps its state for the next agent */
-                    gang_clear(g);
-                    daemon_save(d);
-                    continue;
-                }
-                bool own = (g->first_exit >= 0 || g->diverged >= 0) && rt->next == NEXT_NONE;
-                if (own) {
-                    job_after_exit(d, i);
-                } else {
-                    gang_clear(g);
-                    if (rt->next == NEXT_NONE)
-                        set_state(j, GANG_STOPPED, "stopped");
-                    job_run_next(d, i);
-                }
+                for (int k = 0; k < g->nranks; k++) /* whatever the last ranks wrote */
+                    (void)gang_read_heartbeats(g, k, now);
+                job_gang_gone(d, i, now);
                 continue;
             }
             if (g->diverged >= 0 && !g->stopping && g->first_exit < 0) {
-                char why[160];
-                snprintf(why, sizeof why, "rank %d reported %d consecutive non-finite steps; stopping the gang",
-                         g->ranks[g->diverged].rank, HB_DIVERGED_STEPS);
-                gang_stop(g);
-                if (j->state != GANG_REVERTED)
-                    set_state(j, GANG_STOPPING, why);
-                daemon_save(d);
+                struct jm_event ev = {.kind = JM_EV_DIVERGED, .now = now, .rank = g->ranks[g->diverged].rank};
+                job_feed(d, i, &ev, -1);
                 continue;
             }
-            if (j->state == GANG_STARTING && gang_all_training(g)) {
-                set_state(j, GANG_RUNNING, "");
-                daemon_save(d);
+            if (d->st.jobs[i].state == GANG_STARTING && gang_all_training(g)) {
+                struct jm_event ev = {.kind = JM_EV_TRAINING, .now = now};
+                job_feed(d, i, &ev, -1);
             }
         }
-        if (d->quit)
-            continue;
-        if (rt->next == NEXT_RESTART && g->pgid == 0 && now >= rt->backoff_until)
-            job_run_next(d, i);
-        if (j->probation_until > 0 && wall >= j->probation_until && !job_busy(d, i) &&
-            strcmp(j->current, j->good) != 0) {
-            j->probation_until = 0;
-            char why[200];
-            snprintf(why, sizeof why, "release %.12s not promoted before its probation deadline",
-                     j->current);
-            daemon_event(d, j, "probation-expired", j->current, "%s", why);
-            job_request(d, i, NEXT_REVERT_AUTO, why);
-        }
+        struct jm_event ev = {.kind = JM_EV_TICK, .now = now};
+        job_feed(d, i, &ev, -1);
     }
     char *doc = NULL;
     for (int ci = 0; ci < MAX_CLIENTS; ci++) {
@@ -875,6 +681,7 @@ static void daemon_tick(struct daemon *d)
 }
 
 /* ---- start-up ---- */
+
 
 static uint64_t proc_starttime(pid_t pid)
 {
@@ -938,23 +745,18 @@ static void daemon_stop_orphans(struct daemon *d)
 
 static void daemon_resume_jobs(struct daemon *d)
 {
+    double now = time_mono();
+    char boot[40] = "";
+    (void)boot_id(boot, sizeof boot);
     for (int i = 0; i < d->st.njobs; i++) {
         struct job_rec *j = &d->st.jobs[i];
-        switch (j->state) {
-        case GANG_STARTING:
-        case GANG_RUNNING:
-        case GANG_BACKOFF:
-        case GANG_REVERTED:
-            daemon_event(d, j, "restart", j->current, "agent restarted: relaunching the gang");
-            (void)job_start(d, i, j->state == GANG_REVERTED ? GANG_REVERTED : GANG_STARTING,
-                            j->state == GANG_REVERTED ? j->reason : "relaunched after agent restart");
-            break;
-        case GANG_STOPPING:
-            set_state(j, GANG_STOPPED, "agent restarted while stopping");
-            break;
-        default:
-            break;
+        /* the probation deadline: as saved within this boot, else the time left at the save */
+        if (j->probation_deadline > 0 || j->probation_left_s > 0) {
+            if (!boot[0] || strcmp(boot, j->boot_id) != 0 || j->probation_deadline <= 0)
+                j->probation_deadline = now + j->probation_left_s;
         }
+        struct jm_event ev = {.kind = JM_EV_AGENT_START, .now = now};
+        job_feed(d, i, &ev, -1);
     }
     daemon_save(d);
 }
@@ -1031,16 +833,10 @@ static bool daemon_gangs_alive(struct daemon *d)
 static void daemon_stop_all(struct daemon *d)
 {
     for (int i = 0; i < d->st.njobs; i++) {
-        struct jobrt *rt = &d->rt[i];
-        if (rt->waiter >= 0)
-            job_answer(d, i, false, AGENT_EXIT_BUSY, "the agent is shutting down");
-        if (rt->gang.pgid > 0) {
-            gang_stop(&rt->gang);
-            rt->gang.first_exit = -1;
-        }
-        if (rt->next == NEXT_ACTIVATE)
-            spec_done(&rt->next_spec);
-        rt->next = NEXT_NONE;
+        struct jm_event ev = {.kind = JM_EV_SHUTDOWN, .now = time_mono()};
+        job_feed(d, i, &ev, -1);
+        if (d->rt[i].waiter >= 0)
+            job_answer(d, i, AGENT_EXIT_BUSY, "the agent is shutting down");
     }
 }
 
@@ -1166,6 +962,7 @@ int daemon_run(const struct daemon_opts *o)
         d->cl[i].fd = -1;
     for (int i = 0; i < STATUS_MAX_JOBS; i++) {
         gang_init(&d->rt[i].gang);
+        jm_rt_init(&d->rt[i].m);
         d->rt[i].waiter = -1;
     }
     int pid_fd = -1, ready_fd = -1, r;
@@ -1246,7 +1043,7 @@ out:
             if (d->rt[i].gang.ranks[k].log_fd >= 0)
                 close(d->rt[i].gang.ranks[k].log_fd);
         }
-        spec_done(&d->rt[i].next_spec);
+        jm_rt_done(&d->rt[i].m);
     }
     if (d->sig_fd >= 0)
         close(d->sig_fd);

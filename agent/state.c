@@ -25,17 +25,24 @@ void state_done(struct agent_state *st)
 
 static json_t *job_to_json(const struct job_rec *j)
 {
-    json_t *pids = json_array(), *specs = json_array();
+    json_t *pids = json_array(), *specs = json_array(), *bad = json_array(), *goods = json_array();
     for (int i = 0; i < j->npids; i++)
         json_array_append_new(pids, json_integer(j->pids[i]));
     for (int i = 0; i < j->nspecs; i++)
         json_array_append_new(specs, spec_to_json(&j->specs[i]));
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:I,s:I,s:o,s:o}", "job", j->job,
-                     "current", j->current, "previous", j->previous, "good", j->good, "state",
-                     gang_state_name(j->state), "reason", j->reason, "generation", j->generation,
-                     "restarts", j->restarts, "auto_rollbacks", j->auto_rollbacks,
-                     "probation_until", j->probation_until, "gang_pgid", (json_int_t)j->gang_pgid,
-                     "gang_starttime", (json_int_t)j->gang_starttime, "pids", pids, "specs", specs);
+    for (int i = 0; i < j->nbad; i++)
+        json_array_append_new(bad, json_pack("{s:s,s:s}", "release", j->bad[i].release, "reason",
+                                             j->bad[i].reason));
+    for (int i = 0; i < j->ngoods; i++)
+        json_array_append_new(goods, json_string(j->goods[i]));
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:s,s:I,s:I,s:o,s:o,s:o,s:o}",
+                     "job", j->job, "current", j->current, "previous", j->previous, "good", j->good,
+                     "state", gang_state_name(j->state), "reason", j->reason, "generation",
+                     j->generation, "restarts", j->restarts, "auto_rollbacks", j->auto_rollbacks,
+                     "probation_mono", j->probation_deadline, "probation_left_s", j->probation_left_s,
+                     "boot_id", j->boot_id, "gang_pgid", (json_int_t)j->gang_pgid, "gang_starttime",
+                     (json_int_t)j->gang_starttime, "pids", pids, "specs", specs, "bad", bad, "goods",
+                     goods);
 }
 
 int state_format(const struct agent_state *st, char **ret_text)
@@ -54,12 +61,23 @@ int state_format(const struct agent_state *st, char **ret_text)
     return 0;
 }
 
+static bool id_is_release(const char *id)
+{
+    size_t n = 0;
+    for (; id[n]; n++)
+        if (!((id[n] >= '0' && id[n] <= '9') || (id[n] >= 'a' && id[n] <= 'f')))
+            return false;
+    return n == RELEASE_ID_LEN;
+}
+
 static int job_from_json(json_t *o, struct job_rec *j)
 {
     memset(j, 0, sizeof *j);
     json_t *name = json_object_get(o, "job"), *state = json_object_get(o, "state");
     json_t *reason = json_object_get(o, "reason"), *pids = json_object_get(o, "pids");
-    json_t *specs = json_object_get(o, "specs"), *pu = json_object_get(o, "probation_until");
+    json_t *specs = json_object_get(o, "specs"), *pm = json_object_get(o, "probation_mono");
+    json_t *pl = json_object_get(o, "probation_left_s"), *bid = json_object_get(o, "boot_id");
+    json_t *bad = json_object_get(o, "bad"), *goods = json_object_get(o, "goods");
     int64_t gen = 0, restarts = 0, rb = 0, pgid = 0, start = 0;
     if (!json_is_object(o) || !json_is_string(name) || !job_name_is_valid(json_string_value(name)))
         return -EINVAL;
@@ -83,11 +101,57 @@ static int job_from_json(json_t *o, struct job_rec *j)
             return -EINVAL;
         (void)str_copy(j->reason, sizeof j->reason, json_string_value(reason));
     }
-    if (pu) {
-        if (!json_is_number(pu) || !(json_number_value(pu) >= 0 && json_number_value(pu) < 1e12))
+    /* (an older agent's wall-clock "probation_until" is ignored: no deadline trusts the wall clock) */
+    if (pm) {
+        if (!json_is_number(pm) || !(json_number_value(pm) >= 0 && json_number_value(pm) < 1e12))
             return -EINVAL;
-        j->probation_until = json_number_value(pu);
+        j->probation_deadline = json_number_value(pm);
     }
+    if (pl) {
+        if (!json_is_number(pl) || !(json_number_value(pl) >= 0 && json_number_value(pl) < 1e9))
+            return -EINVAL;
+        j->probation_left_s = json_number_value(pl);
+    }
+    if (bid) {
+        if (!json_is_string(bid) || strlen(json_string_value(bid)) >= sizeof j->boot_id)
+            return -EINVAL;
+        (void)str_copy(j->boot_id, sizeof j->boot_id, json_string_value(bid));
+    }
+    if (bad) {
+        if (!json_is_array(bad))
+            return -EINVAL;
+        if (json_array_size(bad) > STATE_MAX_BAD)
+            return -E2BIG;
+        size_t i;
+        json_t *v;
+        json_array_foreach(bad, i, v)
+        {
+            json_t *why = json_object_get(v, "reason");
+            struct bad_mark *m = &j->bad[j->nbad];
+            if (!json_is_object(v) || jf_id(v, "release", m->release) < 0 || !m->release[0] ||
+                (why && !json_is_string(why)))
+                return -EINVAL;
+            (void)str_copy(m->reason, sizeof m->reason, why ? json_string_value(why) : "");
+            j->nbad++;
+        }
+    }
+    if (goods) {
+        if (!json_is_array(goods))
+            return -EINVAL;
+        if (json_array_size(goods) > STATE_MAX_GOODS)
+            return -E2BIG;
+        size_t i;
+        json_t *v;
+        json_array_foreach(goods, i, v)
+        {
+            const char *id = json_string_value(v);
+            if (!id || !id_is_release(id))
+                return -EINVAL;
+            (void)str_copy(j->goods[j->ngoods++], sizeof j->goods[0], id);
+        }
+    }
+    if (j->good[0] && j->ngoods == 0) /* written by an agent without the list */
+        state_note_good(j, j->good);
     if (pids) {
         if (!json_is_array(pids))
             return -EINVAL;
@@ -234,6 +298,59 @@ struct job_spec *state_find_spec(struct job_rec *j, const char *release)
     return NULL;
 }
 
+void state_mark_bad(struct job_rec *j, const char *release, const char *reason)
+{
+    state_unmark_bad(j, release);
+    if (j->nbad == STATE_MAX_BAD)
+        j->nbad--;
+    memmove(&j->bad[1], &j->bad[0], (size_t)j->nbad * sizeof j->bad[0]);
+    memset(&j->bad[0], 0, sizeof j->bad[0]);
+    (void)str_copy(j->bad[0].release, sizeof j->bad[0].release, release);
+    (void)str_copy(j->bad[0].reason, sizeof j->bad[0].reason, reason ? reason : "");
+    j->nbad++;
+}
+
+void state_unmark_bad(struct job_rec *j, const char *release)
+{
+    for (int i = 0; i < j->nbad; i++)
+        if (!strcmp(j->bad[i].release, release)) {
+            memmove(&j->bad[i], &j->bad[i + 1], (size_t)(j->nbad - i - 1) * sizeof j->bad[0]);
+            j->nbad--;
+            return;
+        }
+}
+
+bool state_is_bad(const struct job_rec *j, const char *release)
+{
+    for (int i = 0; i < j->nbad; i++)
+        if (!strcmp(j->bad[i].release, release))
+            return true;
+    return false;
+}
+
+void state_note_good(struct job_rec *j, const char *release)
+{
+    int at = j->ngoods == STATE_MAX_GOODS ? STATE_MAX_GOODS - 1 : j->ngoods;
+    for (int i = 0; i < j->ngoods; i++)
+        if (!strcmp(j->goods[i], release))
+            at = i;
+    memmove(&j->goods[1], &j->goods[0], (size_t)at * sizeof j->goods[0]);
+    (void)str_copy(j->goods[0], sizeof j->goods[0], release);
+    if (at == j->ngoods)
+        j->ngoods++;
+}
+
+const char *state_last_good(struct job_rec *j, const char *except)
+{
+    for (int i = 0; i < j->ngoods; i++) {
+        const char *id = j->goods[i];
+        if ((except && !strcmp(id, except)) || state_is_bad(j, id) || !state_find_spec(j, id))
+            continue;
+        return id;
+    }
+    return NULL;
+}
+
 int state_put_spec(struct job_rec *j, const struct job_spec *spec, struct job_spec **ret)
 {
     struct job_spec copy;
@@ -253,12 +370,18 @@ int state_put_spec(struct job_rec *j, const struct job_spec *spec, struct job_sp
         return 0;
     }
     if (j->nspecs >= STATE_MAX_SPECS) {
+        /* keep current, previous, good, and the earlier good ones (rollback targets) if we can */
         int victim = -1;
-        for (int i = 0; i < j->nspecs && victim < 0; i++) {
-            const char *id = j->specs[i].release;
-            if (strcmp(id, j->current) && strcmp(id, j->previous) && strcmp(id, j->good))
-                victim = i;
-        }
+        for (int pass = 0; pass < 2 && victim < 0; pass++)
+            for (int i = 0; i < j->nspecs && victim < 0; i++) {
+                const char *id = j->specs[i].release;
+                bool earlier_good = false;
+                for (int k = 0; k < j->ngoods && pass == 0; k++)
+                    earlier_good = earlier_good || !strcmp(id, j->goods[k]);
+                if (strcmp(id, j->current) && strcmp(id, j->previous) && strcmp(id, j->good) &&
+                    !earlier_good)
+                    victim = i;
+            }
         if (victim < 0) {
             spec_done(&copy);
             return -ENOSPC;

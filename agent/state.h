@@ -17,6 +17,8 @@
 #define STATE_VERSION 1
 #define STATE_MAX_BYTES (1u << 20)
 #define STATE_MAX_SPECS 6           /* specs kept per job (current, previous, good + history) */
+#define STATE_MAX_BAD 8             /* bad marks kept per job (oldest dropped) */
+#define STATE_MAX_GOODS 4           /* promoted releases remembered per job */
 #define EVENT_LINE_MAX 2048
 #define EVENTS_ROTATE_BYTES (16u << 20) /* events.jsonl is renamed to events.jsonl.1 past this */
 
@@ -30,7 +32,26 @@ struct job_rec {
     int generation;
     int restarts;          /* gang restarts of the current release since activation */
     int auto_rollbacks;    /* consecutive automatic rollbacks; reset by promote */
-    double probation_until; /* wall clock; 0: none */
+    /* Probation deadline on the agent's monotonic clock (time_mono); 0: none.  Never the wall
+     * clock: a clock step changes no verdict.  Saved as the deadline with the kernel's boot id
+     * (CLOCK_MONOTONIC is one clock for every process until a reboot, so the next agent keeps
+     * it as is) and as the seconds left at the save (after a reboot the probation resumes with
+     * that much left).  The daemon fills probation_left_s and boot_id before each save. */
+    double probation_deadline;
+    double probation_left_s;
+    char boot_id[40];
+    /* Releases that failed probation or were reverted before being promoted, newest first:
+     * never a revert or rollback target unless named with --force (and promoting one clears
+     * the mark). */
+    int nbad;
+    struct bad_mark {
+        char release[RELEASE_ID_LEN + 1];
+        char reason[160];
+    } bad[STATE_MAX_BAD];
+    /* Releases promoted for this job, newest first (goods[0] == good): where a rollback from
+     * the good release goes. */
+    int ngoods;
+    char goods[STATE_MAX_GOODS][RELEASE_ID_LEN + 1];
     /* the gang last started, so a restarted agent can find and stop it */
     int64_t gang_pgid;
     uint64_t gang_starttime; /* /proc/<pgid>/stat field 22 of the group leader */
@@ -67,6 +88,17 @@ struct job_spec *state_find_spec(struct job_rec *j, const char *release);
  * but keeping its promoted flag and ktok_s.  When full, evicts the oldest spec that is not
  * current/previous/good.  Returns the stored spec through ret (may be NULL). */
 int state_put_spec(struct job_rec *j, const struct job_spec *spec, struct job_spec **ret);
+
+/* Bad marks: mark (newest first; an existing mark is refreshed; the oldest is dropped when
+ * full), clear, ask. */
+void state_mark_bad(struct job_rec *j, const char *release, const char *reason);
+void state_unmark_bad(struct job_rec *j, const char *release);
+bool state_is_bad(const struct job_rec *j, const char *release);
+/* Record release as the newest promoted one (goods[0]). */
+void state_note_good(struct job_rec *j, const char *release);
+/* The newest promoted release other than `except` that is not marked bad and has a recorded
+ * spec; NULL if none.  Borrowed. */
+const char *state_last_good(struct job_rec *j, const char *except);
 
 /* ---- event journal ---- */
 struct events {

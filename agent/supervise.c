@@ -1,4 +1,4 @@
-/* agent/supervise.c: worker gangs and the restart/rollback policy (see supervise.h).
+/* agent/supervise.c: worker gangs (see supervise.h); the rules live in jobmachine.c.
  *
  * Invariants: every fd the agent opens is O_CLOEXEC, so a worker inherits exactly stdin
  * (/dev/null), stdout/stderr (its rank log) and its heartbeat pipe; a gang counts as gone only
@@ -348,6 +348,8 @@ int gang_note_exit(struct gang *g, pid_t pid, int wstatus)
         struct rank_proc *rp = &g->ranks[i];
         if (rp->pid != pid || !rp->alive)
             continue;
+        if (rp->hb_fd >= 0)
+            (void)gang_read_heartbeats(g, i, time_mono());
         rp->alive = false;
         if (WIFEXITED(wstatus)) {
             rp->exit_code = WEXITSTATUS(wstatus);
@@ -494,84 +496,4 @@ void gang_fill_status(const struct gang *g, struct job_status *js, double now)
         else
             heartbeat_init(&rs->hb);
     }
-}
-
-/* ---- policy ---- */
-
-void crash_policy_default(struct crash_policy *p)
-{
-    p->crash_limit = 3;
-    p->crash_window_s = 120;
-    p->max_auto_rollbacks = 3;
-    p->backoff_initial_s = 1;
-    p->backoff_max_s = 60;
-}
-
-bool policy_exit_is_nonretryable(int exit_code)
-{
-    /* drover-train's codes whose "retry helps?" is "no" in docs/errors.md (trainer/exitcode.h):
-     * 2 usage, 3 config, 4 data, 6 disk full (cases-field C18: no restart storm), 7 diverged
-     * (C23: no blind restart from a poisoned state), 10 nomem, 11 selftest. */
-    switch (exit_code) {
-    case 2: case 3: case 4: case 6: case 7: case 10: case 11:
-        return true;
-    default:
-        return false;
-    }
-}
-
-double policy_backoff(const struct crash_policy *p, int n)
-{
-    double d = p->backoff_initial_s;
-    for (int i = 1; i < n && d < p->backoff_max_s; i++)
-        d *= 2;
-    return d < p->backoff_max_s ? d : p->backoff_max_s;
-}
-
-enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promoted, bool has_good,
-                                       int exit_rank, int exit_code, int exit_signal,
-                                       int crashes_in_window, int auto_rollbacks, char *reason,
-                                       size_t reasonsz)
-{
-    char how[96];
-    if (exit_code == POLICY_EXIT_DIVERGED)
-        snprintf(how, sizeof how, "rank %d reported %d consecutive non-finite steps", exit_rank,
-                 HB_DIVERGED_STEPS);
-    else if (exit_signal)
-        snprintf(how, sizeof how, "rank %d killed by signal %d", exit_rank, exit_signal);
-    else
-        snprintf(how, sizeof how, "rank %d exited with code %d", exit_rank, exit_code);
-    if (!exit_signal && exit_code == 0) {
-        snprintf(reason, reasonsz, "completed (%s)", how);
-        return POLICY_DONE;
-    }
-    bool fatal = exit_code == POLICY_EXIT_DIVERGED || (!exit_signal && policy_exit_is_nonretryable(exit_code));
-    if (promoted) {
-        /* A release that was good: an infrastructure fault, never a rollback. */
-        if (fatal) {
-            snprintf(reason, reasonsz, "%s (non-retryable) on a promoted release: stopped", how);
-            return POLICY_FAIL;
-        }
-        snprintf(reason, reasonsz, "%s; restarting promoted release", how);
-        return POLICY_RESTART;
-    }
-    bool loop = crashes_in_window >= p->crash_limit;
-    if (!fatal && !loop) {
-        snprintf(reason, reasonsz, "%s (%d of %d in %.0f s); restarting", how, crashes_in_window,
-                 p->crash_limit, p->crash_window_s);
-        return POLICY_RESTART;
-    }
-    const char *why = fatal ? "non-retryable exit" : "crash loop";
-    if (!has_good) {
-        snprintf(reason, reasonsz, "%s: %s and no good release to return to", why, how);
-        return POLICY_FAIL;
-    }
-    if (auto_rollbacks >= p->max_auto_rollbacks) {
-        snprintf(reason, reasonsz, "%s: %s; %d automatic rollbacks in a row, giving up", why, how,
-                 auto_rollbacks);
-        return POLICY_FAIL;
-    }
-    snprintf(reason, reasonsz, "%s: %s%s", why, how,
-             loop ? " (crash limit reached)" : "");
-    return POLICY_REVERT;
 }

@@ -1,5 +1,5 @@
-/* agent/supervise.h: one job's gang of worker processes on this container, and the restart /
- * rollback policy applied when a gang ends.
+/* agent/supervise.h: one job's gang of worker processes on this container: the
+ * mechanics of starting, stopping and reading them (the rules are in jobmachine.c).
  *
  * A gang is nproc ranks, each fork+exec'd with cwd = the release directory, torchrun's
  * environment (docs/protocol.md, "Worker environment"), stdout/stderr appended to
@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "agent/agent.h"
+#include "agent/jobmachine.h"
 #include "agent/store.h"
 #include "common/heartbeat.h"
 #include "common/status.h"
@@ -23,7 +24,7 @@
 /* Every rank finds its heartbeat pipe on fd 3 (single digit, so even dash's >&3 works). */
 #define GANG_HEARTBEAT_FD 3
 /* Consecutive non-finite steps a heartbeat may report before the gang counts as diverged. */
-#define HB_DIVERGED_STEPS 3
+#define HB_DIVERGED_STEPS JM_DIVERGED_STEPS
 #define RANK_LOG_MAX (64ull << 20) /* a rank log is truncated to 0 past this */
 
 struct rank_proc {
@@ -81,7 +82,9 @@ void gang_stop(struct gang *g);
 /* Escalate to SIGKILL when due; truncate oversize rank logs.  now = time_mono(). */
 void gang_tick(struct gang *g, double now);
 /* Record a reaped child; returns the rank index or -1 when pid is not one of g's ranks.  Marks
- * first_exit when the exit was not caused by gang_stop. */
+ * first_exit when the exit was not caused by gang_stop.  Drains the rank's heartbeat pipe first
+ * (everything the worker wrote before it exited is in the pipe), so a last heartbeat, e.g. an
+ * error written just before exit, is part of what the exit is judged by. */
 int gang_note_exit(struct gang *g, pid_t pid, int wstatus);
 int gang_alive(const struct gang *g);
 /* true when every rank was reaped and no process is left in the process group. */
@@ -108,42 +111,5 @@ struct gang_env {
 };
 int gang_build_env(struct gang_env *e, const struct store *s, const char *job,
                    const struct job_spec *spec, const char *resume, int local_rank, int hb_fd);
-
-/* ---- restart / rollback policy ---- */
-
-struct crash_policy {
-    int crash_limit;          /* K abnormal exits ... */
-    double crash_window_s;    /* ... within W seconds make a crash loop */
-    int max_auto_rollbacks;   /* consecutive automatic rollbacks before giving up */
-    double backoff_initial_s; /* 1 s, doubling ... */
-    double backoff_max_s;     /* ... capped at 60 s */
-};
-void crash_policy_default(struct crash_policy *p);
-
-enum policy_action {
-    POLICY_DONE,    /* clean finish: leave it stopped */
-    POLICY_RESTART, /* same release again after policy_backoff() */
-    POLICY_REVERT,  /* back to the job's last good release */
-    POLICY_FAIL,    /* give up: state failed */
-};
-
-/* Exit codes of drover-train that mean "restarting the same release cannot help"
- * (docs/errors.md, "retry helps? no": usage 2, config 3, data 4, disk full 6, diverged 7,
- * nomem 10, selftest 11). */
-bool policy_exit_is_nonretryable(int exit_code);
-
-/* Decide what to do once a gang ended because rank exit_rank exited with (exit_code,
- * exit_signal).  crashes_in_window counts abnormal exits of this release in the window,
- * including this one.  reason gets a one-line explanation. */
-/* exit_code value for a gang the agent stopped because a rank's heartbeats reported
- * HB_DIVERGED_STEPS non-finite steps: treated like drover-train's "diverged" exit. */
-#define POLICY_EXIT_DIVERGED (-2)
-
-enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promoted, bool has_good,
-                                       int exit_rank, int exit_code, int exit_signal,
-                                       int crashes_in_window, int auto_rollbacks, char *reason,
-                                       size_t reasonsz);
-/* Delay before restart number n (1-based). */
-double policy_backoff(const struct crash_policy *p, int n);
 
 #endif

@@ -226,6 +226,31 @@ static void test_gang_exec_failure(void **state)
     spec_done(&s);
 }
 
+/* Issue 12: an error heartbeat written just before exit must reach the exit's judgement even
+ * when the loop never read the pipe while the worker lived: gang_note_exit drains it first. */
+static void test_gang_last_heartbeat_before_exit(void **state)
+{
+    (void)state;
+    char id[RELEASE_ID_LEN + 1], err[256];
+    install("lastword", "#!/bin/sh\n"
+                        "echo '{\"v\":1,\"rank\":0,\"step\":0,\"phase\":\"done\",\"error\":\"no shard /data/x\"}' >&3\n"
+                        "exit 4\n",
+            id);
+    struct job_spec s;
+    spec_for(&s, id, 1);
+    struct gang g;
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
+    int ws;
+    assert_int_equal(waitpid(g.ranks[0].pid, &ws, 0), g.ranks[0].pid); /* nobody read the pipe */
+    assert_false(g.ranks[0].has_hb);
+    assert_int_equal(gang_note_exit(&g, g.ranks[0].pid, ws), 0);
+    assert_int_equal(g.ranks[0].exit_code, 4);
+    assert_true(g.ranks[0].has_hb);
+    assert_string_equal(g.ranks[0].hb.error, "no shard /data/x");
+    gang_clear(&g);
+    spec_done(&s);
+}
+
 static void test_gang_overlong_heartbeat(void **state)
 {
     (void)state;
@@ -613,6 +638,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_sigterm_then_sigkill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_exec_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_last_heartbeat_before_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_crash_loop_reverts_to_good, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_probation_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_nonfinite_heartbeats_revert, setup, teardown),

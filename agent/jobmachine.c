@@ -1,0 +1,601 @@
+/* agent/jobmachine.c: the job state machine (see jobmachine.h).
+ *
+ * Invariants: the next gang of a job is started only once the old one is gone (GANG_GONE); a
+ * promoted release is never reverted, only restarted or failed; a revert never goes to a release
+ * marked bad; at most one operation (activate, revert, stop) waits per job.  No I/O, no clock.
+ */
+#include "agent/jobmachine.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/util.h"
+
+/* ---- policy ---- */
+
+void crash_policy_default(struct crash_policy *p)
+{
+    p->crash_limit = 3;
+    p->crash_window_s = 120;
+    p->max_auto_rollbacks = 3;
+    p->backoff_initial_s = 1;
+    p->backoff_max_s = 60;
+}
+
+bool policy_exit_is_nonretryable(int exit_code)
+{
+    /* drover-train's codes whose "retry helps?" is "no" in docs/errors.md (trainer/exitcode.h):
+     * 2 usage, 3 config, 4 data, 6 disk full (cases-field C18: no restart storm), 7 diverged
+     * (C23: no blind restart from a poisoned state), 10 nomem, 11 selftest. */
+    switch (exit_code) {
+    case 2: case 3: case 4: case 6: case 7: case 10: case 11:
+        return true;
+    default:
+        return false;
+    }
+}
+
+double policy_backoff(const struct crash_policy *p, int n)
+{
+    double d = p->backoff_initial_s;
+    for (int i = 1; i < n && d < p->backoff_max_s; i++)
+        d *= 2;
+    return d < p->backoff_max_s ? d : p->backoff_max_s;
+}
+
+enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promoted, bool has_good,
+                                       int exit_rank, int exit_code, int exit_signal,
+                                       int crashes_in_window, int auto_rollbacks, char *reason,
+                                       size_t reasonsz)
+{
+    char how[96];
+    if (exit_code == JM_EXIT_DIVERGED)
+        snprintf(how, sizeof how, "rank %d reported %d consecutive non-finite steps", exit_rank,
+                 JM_DIVERGED_STEPS);
+    else if (exit_signal)
+        snprintf(how, sizeof how, "rank %d killed by signal %d", exit_rank, exit_signal);
+    else
+        snprintf(how, sizeof how, "rank %d exited with code %d", exit_rank, exit_code);
+    if (!exit_signal && exit_code == 0) {
+        snprintf(reason, reasonsz, "completed (%s)", how);
+        return POLICY_DONE;
+    }
+    bool fatal = exit_code == JM_EXIT_DIVERGED || (!exit_signal && policy_exit_is_nonretryable(exit_code));
+    if (promoted) {
+        /* A release that was good: an infrastructure fault, never a rollback. */
+        if (fatal) {
+            snprintf(reason, reasonsz, "%s (non-retryable) on a promoted release: stopped", how);
+            return POLICY_FAIL;
+        }
+        snprintf(reason, reasonsz, "%s; restarting promoted release", how);
+        return POLICY_RESTART;
+    }
+    bool loop = crashes_in_window >= p->crash_limit;
+    if (!fatal && !loop) {
+        snprintf(reason, reasonsz, "%s (%d of %d in %.0f s); restarting", how, crashes_in_window,
+                 p->crash_limit, p->crash_window_s);
+        return POLICY_RESTART;
+    }
+    const char *why = fatal ? "non-retryable exit" : "crash loop";
+    if (!has_good) {
+        snprintf(reason, reasonsz, "%s: %s and no good release to return to", why, how);
+        return POLICY_FAIL;
+    }
+    if (auto_rollbacks >= p->max_auto_rollbacks) {
+        snprintf(reason, reasonsz, "%s: %s; %d automatic rollbacks in a row, giving up", why, how,
+                 auto_rollbacks);
+        return POLICY_FAIL;
+    }
+    snprintf(reason, reasonsz, "%s: %s%s", why, how, loop ? " (crash limit reached)" : "");
+    return POLICY_REVERT;
+}
+
+/* ---- runtime ---- */
+
+void jm_rt_init(struct jm_rt *rt)
+{
+    memset(rt, 0, sizeof *rt);
+    spec_init(&rt->next_spec);
+}
+
+void jm_rt_done(struct jm_rt *rt)
+{
+    spec_done(&rt->next_spec);
+}
+
+bool jm_busy(const struct jm_rt *rt)
+{
+    return rt->next != JM_NEXT_NONE && rt->next != JM_NEXT_RESTART;
+}
+
+const char *jm_fx_name(enum jm_fx k)
+{
+    static const char *const names[] = {"stop-gang", "clear-gang", "switch", "start-gang", "event",
+                                        "reply", "wait", "answer", "save", "gc"};
+    return (unsigned)k < ARRAY_SIZE(names) ? names[k] : "?";
+}
+
+/* ---- effects ---- */
+
+static struct jm_effect *fx_add(struct jm_effects *out, enum jm_fx k)
+{
+    if (out->n >= JM_MAX_EFFECTS) { /* a bug: every step emits a bounded handful */
+        static struct jm_effect sink;
+        return &sink;
+    }
+    struct jm_effect *e = &out->fx[out->n++];
+    memset(e, 0, sizeof *e);
+    e->kind = k;
+    return e;
+}
+
+static void fx_simple(struct jm_effects *out, enum jm_fx k) { (void)fx_add(out, k); }
+
+static void fx_event(struct jm_effects *out, const char *what, const char *release, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fx_event(struct jm_effects *out, const char *what, const char *release, const char *fmt, ...)
+{
+    struct jm_effect *e = fx_add(out, JM_FX_EVENT);
+    (void)str_copy(e->what, sizeof e->what, what);
+    (void)str_copy(e->release, sizeof e->release, release ? release : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->text, sizeof e->text, fmt, ap);
+    va_end(ap);
+}
+
+static void fx_msg(struct jm_effects *out, enum jm_fx k, int code, const char *text)
+{
+    struct jm_effect *e = fx_add(out, k);
+    e->code = code;
+    (void)str_copy(e->text, sizeof e->text, text ? text : "");
+}
+
+static void set_state(struct job_rec *j, enum gang_state s, const char *reason)
+{
+    j->state = s;
+    (void)str_copy(j->reason, sizeof j->reason, reason ? reason : "");
+}
+
+/* ---- rules ---- */
+
+static bool release_is_promoted(struct job_rec *j, const char *id)
+{
+    struct job_spec *s = state_find_spec(j, id);
+    return (j->good[0] && !strcmp(j->good, id)) || (s && s->promoted);
+}
+
+/* Point current at id (previous keeps what it was). */
+static void switch_to(struct job_rec *j, const char *id, struct jm_effects *out)
+{
+    if (strcmp(j->current, id) != 0) {
+        memcpy(j->previous, j->current, sizeof j->previous);
+        (void)str_copy(j->current, sizeof j->current, id);
+    }
+    struct jm_effect *e = fx_add(out, JM_FX_SWITCH);
+    (void)str_copy(e->release, sizeof e->release, id);
+}
+
+/* Ask for j's current release to be started; the result comes back as START_OK/START_FAILED. */
+static void start_gang(struct job_rec *j, struct jm_rt *rt, enum jm_start why, enum gang_state after,
+                       const char *reason, struct jm_effects *out)
+{
+    if (!state_find_spec(j, j->current)) {
+        set_state(j, GANG_FAILED, "no command recorded for the current release");
+        fx_event(out, "failed", j->current, "%s", j->reason);
+        fx_simple(out, JM_FX_SAVE);
+        if (why == JM_START_ACTIVATE || why == JM_START_REVERT)
+            fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_FAIL, j->reason);
+        return;
+    }
+    rt->starting = why;
+    rt->start_state = after;
+    (void)str_copy(rt->start_reason, sizeof rt->start_reason, reason);
+    struct jm_effect *e = fx_add(out, JM_FX_START_GANG);
+    (void)str_copy(e->release, sizeof e->release, j->current);
+    e->code = j->generation + 1;
+}
+
+static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt, double now,
+                     struct jm_effects *out);
+
+/* Request an operation; stops the gang first when one runs. */
+static void request(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt, enum jm_next k,
+                    const char *reason, double now, struct jm_effects *out)
+{
+    rt->next = k;
+    (void)str_copy(rt->next_reason, sizeof rt->next_reason, reason ? reason : "");
+    if (rt->gang) {
+        if (!rt->stopping) {
+            rt->stopping = true;
+            fx_simple(out, JM_FX_STOP_GANG);
+        }
+        set_state(j, GANG_STOPPING, reason);
+        fx_simple(out, JM_FX_SAVE);
+        return; /* run_next once the gang is gone */
+    }
+    run_next(p, j, rt, now, out);
+}
+
+static void run_activate(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt, double now,
+                         struct jm_effects *out)
+{
+    (void)p;
+    bool same = !strcmp(j->current, rt->next_spec.release);
+    int r = state_put_spec(j, &rt->next_spec, NULL);
+    if (r < 0) {
+        spec_done(&rt->next_spec);
+        set_state(j, j->state == GANG_STOPPING ? GANG_STOPPED : j->state, "cannot record the job spec");
+        fx_simple(out, JM_FX_SAVE);
+        fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_FAIL, "cannot record the job spec");
+        return;
+    }
+    char id[RELEASE_ID_LEN + 1];
+    memcpy(id, rt->next_spec.release, sizeof id);
+    spec_done(&rt->next_spec);
+    switch_to(j, id, out);
+    j->restarts = 0;
+    rt->ncrash = 0;
+    j->probation_deadline = rt->next_probation_s > 0 ? now + rt->next_probation_s : 0;
+    fx_event(out, "activate", j->current, "%s%s", same ? "relaunch of the same release" : "switched",
+             j->probation_deadline > 0 ? " (probation deadline armed)" : "");
+    start_gang(j, rt, JM_START_ACTIVATE, GANG_STARTING, "activated", out);
+}
+
+static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, struct jm_effects *out)
+{
+    char msg[JM_TEXT_MAX];
+    if (!j->good[0] || !state_find_spec(j, j->good)) {
+        snprintf(msg, sizeof msg, "%s; no good release to return to", rt->next_reason);
+        set_state(j, GANG_FAILED, msg);
+        fx_event(out, "failed", j->current, "%s", msg);
+        fx_simple(out, JM_FX_SAVE);
+        fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_FAIL, msg);
+        return;
+    }
+    char from[RELEASE_ID_LEN + 1];
+    memcpy(from, j->current, sizeof from);
+    bool leaving_bad = strcmp(from, j->good) != 0 && !release_is_promoted(j, from);
+    switch_to(j, j->good, out);
+    j->restarts = 0;
+    rt->ncrash = 0;
+    j->probation_deadline = 0;
+    if (automatic)
+        j->auto_rollbacks++;
+    snprintf(msg, sizeof msg, "%s from %.12s: %s", automatic ? "reverted on its own" : "reverted", from,
+             rt->next_reason);
+    /* A release reverted before it was ever promoted failed its probation: never a rollback
+     * target again unless an operator names it (and promotes it). */
+    if (leaving_bad)
+        (void)state_mark_bad(j, from, rt->next_reason);
+    fx_event(out, "revert", j->current, "%s", msg);
+    start_gang(j, rt, automatic ? JM_START_REVERT_AUTO : JM_START_REVERT,
+               automatic ? GANG_REVERTED : GANG_STARTING, msg, out);
+}
+
+static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt, double now,
+                     struct jm_effects *out)
+{
+    enum jm_next k = rt->next;
+    rt->next = JM_NEXT_NONE;
+    switch (k) {
+    case JM_NEXT_NONE:
+        return;
+    case JM_NEXT_STOP:
+        set_state(j, GANG_STOPPED, "stopped by request");
+        fx_event(out, "stop", j->current, "stopped by request");
+        fx_simple(out, JM_FX_SAVE);
+        fx_msg(out, JM_FX_ANSWER, 0, "stopped");
+        return;
+    case JM_NEXT_ACTIVATE:
+        run_activate(p, j, rt, now, out);
+        return;
+    case JM_NEXT_REVERT:
+    case JM_NEXT_REVERT_AUTO:
+        run_revert(j, rt, k == JM_NEXT_REVERT_AUTO, out);
+        return;
+    case JM_NEXT_RESTART: {
+        j->restarts++;
+        fx_event(out, "restart", j->current, "restart %d: %s", j->restarts, rt->next_reason);
+        bool reverted = j->state == GANG_REVERTED;
+        char reason[sizeof j->reason];
+        (void)str_copy(reason, sizeof reason, reverted ? j->reason : "restarted after a crash");
+        start_gang(j, rt, JM_START_RESTART, reverted ? GANG_REVERTED : GANG_STARTING, reason, out);
+        return;
+    }
+    }
+}
+
+static int crashes_in_window(const struct jm_rt *rt, double now, double window)
+{
+    int n = 0;
+    for (int k = 0; k < rt->ncrash; k++)
+        n += now - rt->crash_mono[k] <= window;
+    return n;
+}
+
+/* The gang ended on its own (a rank exited first, or it was stopped for non-finite loss). */
+static void after_exit(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
+                       const struct jm_event *ev, struct jm_effects *out)
+{
+    int code = ev->code, sig = ev->sig;
+    bool abnormal = sig != 0 || code != 0;
+    if (abnormal) {
+        if (rt->ncrash == JM_CRASH_HISTORY) {
+            memmove(rt->crash_mono, rt->crash_mono + 1, sizeof rt->crash_mono[0] * (JM_CRASH_HISTORY - 1));
+            rt->ncrash--;
+        }
+        rt->crash_mono[rt->ncrash++] = ev->now;
+    }
+    char reason[JM_TEXT_MAX];
+    bool promoted = release_is_promoted(j, j->current);
+    bool has_good = j->good[0] && strcmp(j->good, j->current) != 0;
+    enum policy_action a = policy_on_gang_exit(p, promoted, has_good, ev->rank, code, sig,
+                                               crashes_in_window(rt, ev->now, p->crash_window_s),
+                                               j->auto_rollbacks, reason, sizeof reason);
+    /* The worker's own last word (heartbeat "error", e.g. the missing shard's path) tells the
+     * operator what to fix; the exit code alone does not. */
+    if (abnormal && ev->text && ev->text[0]) {
+        size_t n = strlen(reason);
+        (void)snprintf(reason + n, sizeof reason - n, " [rank %d: %s]", ev->rank, ev->text);
+    }
+    fx_event(out, abnormal ? "crash" : "exit", j->current, "%s", reason);
+    fx_simple(out, JM_FX_CLEAR_GANG);
+    switch (a) {
+    case POLICY_DONE:
+        set_state(j, GANG_STOPPED, reason);
+        fx_simple(out, JM_FX_SAVE);
+        break;
+    case POLICY_FAIL:
+        set_state(j, GANG_FAILED, reason);
+        j->probation_deadline = 0;
+        fx_event(out, "failed", j->current, "%s", reason);
+        fx_simple(out, JM_FX_SAVE);
+        break;
+    case POLICY_RESTART:
+        rt->backoff_until = ev->now + policy_backoff(p, j->restarts + 1);
+        rt->next = JM_NEXT_RESTART;
+        (void)str_copy(rt->next_reason, sizeof rt->next_reason, reason);
+        if (j->state != GANG_REVERTED)
+            set_state(j, GANG_BACKOFF, reason);
+        fx_simple(out, JM_FX_SAVE);
+        break;
+    case POLICY_REVERT:
+        rt->next = JM_NEXT_REVERT_AUTO;
+        (void)str_copy(rt->next_reason, sizeof rt->next_reason, reason);
+        run_next(p, j, rt, ev->now, out);
+        break;
+    }
+}
+
+static void on_start_result(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
+                            const struct jm_event *ev, struct jm_effects *out)
+{
+    enum jm_start why = rt->starting;
+    rt->starting = JM_START_NONE;
+    if (ev->kind == JM_EV_START_OK) {
+        rt->gang = true;
+        rt->stopping = false;
+        j->generation++;
+        set_state(j, rt->start_state, rt->start_reason);
+        fx_simple(out, JM_FX_SAVE);
+        if (why == JM_START_ACTIVATE) {
+            fx_msg(out, JM_FX_ANSWER, 0, "started");
+            fx_simple(out, JM_FX_GC);
+        } else if (why == JM_START_REVERT) {
+            fx_msg(out, JM_FX_ANSWER, 0, rt->start_reason);
+        }
+        return;
+    }
+    const char *err = ev->text ? ev->text : "";
+    char why_s[JM_TEXT_MAX];
+    snprintf(why_s, sizeof why_s, "start failed: %s", err);
+    set_state(j, GANG_FAILED, why_s);
+    fx_event(out, "start-failed", j->current, "%s", err);
+    fx_simple(out, JM_FX_SAVE);
+    if (why == JM_START_REVERT)
+        fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_EXEC, j->reason);
+    if (why != JM_START_ACTIVATE)
+        return;
+    fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_EXEC, j->reason);
+    /* the release cannot run: like a non-retryable exit, back to good at once */
+    if (!release_is_promoted(j, j->current) && j->good[0] && strcmp(j->good, j->current) != 0) {
+        rt->next = JM_NEXT_REVERT_AUTO;
+        (void)str_copy(rt->next_reason, sizeof rt->next_reason, j->reason);
+        run_next(p, j, rt, ev->now, out);
+    }
+}
+
+static void on_request(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
+                       const struct jm_event *ev, struct jm_effects *out)
+{
+    char msg[JM_TEXT_MAX];
+    if (rt->quit) {
+        fx_msg(out, JM_FX_REPLY, AGENT_EXIT_BUSY, "the agent is shutting down");
+        return;
+    }
+    if (jm_busy(rt)) {
+        snprintf(msg, sizeof msg, "job '%s': another operation is in progress", j->job);
+        fx_msg(out, JM_FX_REPLY, AGENT_EXIT_BUSY, msg);
+        return;
+    }
+    switch (ev->kind) {
+    case JM_EV_ACTIVATE:
+        spec_done(&rt->next_spec);
+        if (spec_copy(&rt->next_spec, ev->spec) < 0) {
+            fx_msg(out, JM_FX_REPLY, AGENT_EXIT_FAIL, "out of memory");
+            return;
+        }
+        rt->next_probation_s = ev->value;
+        fx_simple(out, JM_FX_WAIT);
+        request(p, j, rt, JM_NEXT_ACTIVATE, "activating a new release", ev->now, out);
+        return;
+    case JM_EV_PROMOTE: {
+        if (!ev->release || strcmp(j->current, ev->release) != 0) {
+            snprintf(msg, sizeof msg, "release %.12s is not job '%s''s current release",
+                     ev->release ? ev->release : "", j->job);
+            fx_msg(out, JM_FX_REPLY, AGENT_EXIT_FAIL, msg);
+            return;
+        }
+        struct job_spec *s = state_find_spec(j, j->current);
+        if (s) {
+            s->promoted = true;
+            if (ev->value > 0)
+                s->ktok_s = ev->value;
+        }
+        memcpy(j->good, j->current, sizeof j->good);
+        state_unmark_bad(j, j->current);
+        state_note_good(j, j->current);
+        j->probation_deadline = 0;
+        j->auto_rollbacks = 0;
+        fx_event(out, "promote", j->current, "ktok_s %.1f", ev->value);
+        fx_simple(out, JM_FX_SAVE);
+        fx_simple(out, JM_FX_GC);
+        fx_msg(out, JM_FX_REPLY, 0, "promoted");
+        return;
+    }
+    case JM_EV_REVERT:
+        if (!j->good[0]) {
+            snprintf(msg, sizeof msg, "job '%s' has no good release to revert to", j->job);
+            fx_msg(out, JM_FX_REPLY, AGENT_EXIT_FAIL, msg);
+            return;
+        }
+        if (!strcmp(j->current, j->good) && rt->gang && !rt->stopping) {
+            fx_msg(out, JM_FX_REPLY, 0, "already on the good release");
+            return;
+        }
+        fx_simple(out, JM_FX_WAIT);
+        rt->next = JM_NEXT_NONE; /* cancels a pending restart */
+        request(p, j, rt, JM_NEXT_REVERT, ev->text && ev->text[0] ? ev->text : "requested", ev->now, out);
+        return;
+    case JM_EV_STOP:
+        fx_simple(out, JM_FX_WAIT);
+        rt->next = JM_NEXT_NONE; /* cancels a pending restart */
+        j->probation_deadline = 0;
+        request(p, j, rt, JM_NEXT_STOP, "stopping by request", ev->now, out);
+        return;
+    default:
+        return;
+    }
+}
+
+static void on_tick(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt, double now,
+                    struct jm_effects *out)
+{
+    if (rt->quit || rt->starting != JM_START_NONE)
+        return;
+    if (rt->next == JM_NEXT_RESTART && !rt->gang && now >= rt->backoff_until) {
+        run_next(p, j, rt, now, out);
+        return;
+    }
+    if (j->probation_deadline > 0 && now >= j->probation_deadline && !jm_busy(rt) &&
+        strcmp(j->current, j->good) != 0) {
+        j->probation_deadline = 0;
+        char why[200];
+        snprintf(why, sizeof why, "release %.12s not promoted before its probation deadline", j->current);
+        fx_event(out, "probation-expired", j->current, "%s", why);
+        request(p, j, rt, JM_NEXT_REVERT_AUTO, why, now, out);
+    }
+}
+
+void jm_step(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
+             const struct jm_event *ev, struct jm_effects *out)
+{
+    char why[256];
+    switch (ev->kind) {
+    case JM_EV_ACTIVATE:
+    case JM_EV_PROMOTE:
+    case JM_EV_REVERT:
+    case JM_EV_STOP:
+        on_request(p, j, rt, ev, out);
+        return;
+    case JM_EV_RANK_EXIT:
+        /* one rank gone: the others must not hang in a collective (cases-field C11) */
+        if (!rt->gang || rt->stopping)
+            return;
+        snprintf(why, sizeof why, "rank %d %s %d; stopping the gang", ev->rank,
+                 ev->sig ? "killed by signal" : "exited with code", ev->sig ? ev->sig : ev->code);
+        rt->stopping = true;
+        fx_simple(out, JM_FX_STOP_GANG);
+        if (j->state != GANG_REVERTED)
+            set_state(j, GANG_STOPPING, why);
+        fx_simple(out, JM_FX_SAVE);
+        return;
+    case JM_EV_DIVERGED:
+        if (!rt->gang || rt->stopping)
+            return;
+        snprintf(why, sizeof why, "rank %d reported %d consecutive non-finite steps; stopping the gang",
+                 ev->rank, JM_DIVERGED_STEPS);
+        rt->stopping = true;
+        fx_simple(out, JM_FX_STOP_GANG);
+        if (j->state != GANG_REVERTED)
+            set_state(j, GANG_STOPPING, why);
+        fx_simple(out, JM_FX_SAVE);
+        return;
+    case JM_EV_TRAINING:
+        if (rt->gang && !rt->stopping && j->state == GANG_STARTING) {
+            set_state(j, GANG_RUNNING, "");
+            fx_simple(out, JM_FX_SAVE);
+        }
+        return;
+    case JM_EV_GANG_GONE:
+        rt->gang = false;
+        rt->stopping = false;
+        if (rt->quit) { /* shutdown: the job keeps its state for the next agent */
+            fx_simple(out, JM_FX_CLEAR_GANG);
+            fx_simple(out, JM_FX_SAVE);
+            return;
+        }
+        if (ev->rank >= 0 && rt->next == JM_NEXT_NONE) {
+            after_exit(p, j, rt, ev, out);
+            return;
+        }
+        fx_simple(out, JM_FX_CLEAR_GANG);
+        if (rt->next == JM_NEXT_NONE) {
+            set_state(j, GANG_STOPPED, "stopped");
+            fx_simple(out, JM_FX_SAVE);
+        }
+        run_next(p, j, rt, ev->now, out);
+        return;
+    case JM_EV_START_OK:
+    case JM_EV_START_FAILED:
+        on_start_result(p, j, rt, ev, out);
+        return;
+    case JM_EV_TICK:
+        on_tick(p, j, rt, ev->now, out);
+        return;
+    case JM_EV_AGENT_START:
+        switch (j->state) {
+        case GANG_STARTING:
+        case GANG_RUNNING:
+        case GANG_BACKOFF:
+        case GANG_REVERTED: {
+            bool rev = j->state == GANG_REVERTED;
+            char reason[sizeof j->reason];
+            (void)str_copy(reason, sizeof reason, rev ? j->reason : "relaunched after agent restart");
+            fx_event(out, "restart", j->current, "agent restarted: relaunching the gang");
+            fx_simple(out, JM_FX_SAVE);
+            start_gang(j, rt, JM_START_RESUME, rev ? GANG_REVERTED : GANG_STARTING, reason, out);
+            return;
+        }
+        case GANG_STOPPING:
+            set_state(j, GANG_STOPPED, "agent restarted while stopping");
+            fx_simple(out, JM_FX_SAVE);
+            return;
+        default:
+            return;
+        }
+    case JM_EV_SHUTDOWN:
+        rt->quit = true;
+        if (jm_busy(rt))
+            fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_BUSY, "the agent is shutting down");
+        if (rt->gang && !rt->stopping) {
+            rt->stopping = true;
+            fx_simple(out, JM_FX_STOP_GANG);
+        }
+        spec_done(&rt->next_spec);
+        rt->next = JM_NEXT_NONE;
+        return;
+    }
+}

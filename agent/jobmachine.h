@@ -1,0 +1,160 @@
+/* agent/jobmachine.h: every start, restart, stop, promote and revert rule of one job, in one pure
+ * state machine.
+ *
+ * Input: one event (a request from the control socket, a rank's exit, a heartbeat fact, the gang
+ * being gone, the result of a start, a tick, the agent starting or shutting down) plus the time
+ * on the agent's monotonic clock.  Output: the job's next state, written into its job_rec and
+ * jm_rt, and a list of effects (stop the gang, switch current, start the gang, journal an event,
+ * answer the client, save, GC) that the daemon applies in order.  The machine does no I/O, reads
+ * no clock and forks nothing, so every rule is unit-tested from tables of events and expected
+ * effects (tests/unit/test-agent-jobmachine.c).
+ *
+ * "Why did it roll back?" is answered here and only here: jm_policy_on_exit (exit codes, crash
+ * window, promoted or not, automatic rollback cap), the probation deadline, the revert after a
+ * failed start, and the non-finite-loss stop.
+ *
+ * Deadlines (backoff, probation) are on the daemon's monotonic clock (time_mono); nothing here
+ * ever sees the wall clock, so a clock step changes no verdict.
+ */
+#ifndef DROVER_AGENT_JOBMACHINE_H
+#define DROVER_AGENT_JOBMACHINE_H
+
+#include <stdbool.h>
+
+#include "agent/agent.h"
+#include "agent/state.h"
+
+#define JM_CRASH_HISTORY 32
+#define JM_MAX_EFFECTS 24
+#define JM_TEXT_MAX 600
+/* Consecutive non-finite steps a heartbeat may report before the gang counts as diverged. */
+#define JM_DIVERGED_STEPS 3
+/* GANG_GONE code for a gang the agent stopped because a rank's heartbeats reported
+ * JM_DIVERGED_STEPS non-finite steps: treated like drover-train's "diverged" exit. */
+#define JM_EXIT_DIVERGED (-2)
+
+/* ---- policy knobs (drover-agent daemon flags) ---- */
+struct crash_policy {
+    int crash_limit;          /* K abnormal exits ... */
+    double crash_window_s;    /* ... within W seconds make a crash loop */
+    int max_auto_rollbacks;   /* consecutive automatic rollbacks before giving up */
+    double backoff_initial_s; /* 1 s, doubling ... */
+    double backoff_max_s;     /* ... capped at 60 s */
+};
+void crash_policy_default(struct crash_policy *p);
+
+enum policy_action {
+    POLICY_DONE,    /* clean finish: leave it stopped */
+    POLICY_RESTART, /* same release again after jm_policy_backoff() */
+    POLICY_REVERT,  /* back to the job's last good release */
+    POLICY_FAIL,    /* give up: state failed */
+};
+
+/* Exit codes of drover-train that mean "restarting the same release cannot help"
+ * (docs/errors.md, "retry helps? no": usage 2, config 3, data 4, disk full 6, diverged 7,
+ * nomem 10, selftest 11). */
+bool policy_exit_is_nonretryable(int exit_code);
+/* What to do once a gang ended because rank exit_rank exited with (exit_code, exit_signal)
+ * (exit_code JM_EXIT_DIVERGED: stopped for non-finite loss).  crashes_in_window counts abnormal
+ * exits of this release in the window including this one.  reason gets one line. */
+enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promoted, bool has_good,
+                                       int exit_rank, int exit_code, int exit_signal,
+                                       int crashes_in_window, int auto_rollbacks, char *reason,
+                                       size_t reasonsz);
+/* Delay before restart number n (1-based). */
+double policy_backoff(const struct crash_policy *p, int n);
+
+/* ---- the machine ---- */
+
+enum jm_next { JM_NEXT_NONE, JM_NEXT_ACTIVATE, JM_NEXT_REVERT_AUTO, JM_NEXT_REVERT, JM_NEXT_RESTART,
+               JM_NEXT_STOP };
+/* Why a START_GANG effect was asked for; decides what its result does. */
+enum jm_start { JM_START_NONE, JM_START_ACTIVATE, JM_START_REVERT, JM_START_REVERT_AUTO, JM_START_RESTART,
+               JM_START_RESUME };
+
+/* The runtime half of a job (the durable half is its job_rec).  Owned by the daemon, one per
+ * job; jm_rt_init before use, jm_rt_done frees next_spec. */
+struct jm_rt {
+    enum jm_next next;            /* the operation waiting for the old gang to be gone */
+    struct job_spec next_spec;    /* JM_NEXT_ACTIVATE: owned */
+    double next_probation_s;
+    char next_reason[256];
+    enum jm_start starting;       /* a START_GANG effect is out: what its result means */
+    enum gang_state start_state;  /* state once it started */
+    char start_reason[JM_TEXT_MAX];
+    double backoff_until;         /* JM_NEXT_RESTART: monotonic */
+    double crash_mono[JM_CRASH_HISTORY];
+    int ncrash;
+    bool gang;                    /* a gang of this job exists (started, not yet gone) */
+    bool stopping;                /* the machine asked it to stop */
+    bool quit;                    /* the agent is shutting down */
+};
+void jm_rt_init(struct jm_rt *rt);
+void jm_rt_done(struct jm_rt *rt);
+/* true while an operation (activate, revert, stop) waits; a pending restart is not one. */
+bool jm_busy(const struct jm_rt *rt);
+
+enum jm_ev {
+    JM_EV_ACTIVATE,     /* spec (release in the store, command checked), value = probation_s */
+    JM_EV_PROMOTE,      /* release, value = Ktok/s */
+    JM_EV_REVERT,       /* text = reason (may be "") */
+    JM_EV_STOP,
+    JM_EV_RANK_EXIT,    /* rank, code, sig: the first rank that exited on its own */
+    JM_EV_DIVERGED,     /* rank: JM_DIVERGED_STEPS consecutive non-finite steps */
+    JM_EV_TRAINING,     /* every rank's last heartbeat is in phase train */
+    JM_EV_GANG_GONE,    /* every process reaped.  rank >= 0: the gang ended on its own: that
+                           rank's (code, sig), code JM_EXIT_DIVERGED when stopped for non-finite
+                           loss; text = its last heartbeat's error ("" none).  rank < 0: stopped
+                           by the agent */
+    JM_EV_START_OK,     /* the START_GANG effect started every rank */
+    JM_EV_START_FAILED, /* text = why */
+    JM_EV_TICK,
+    JM_EV_AGENT_START,  /* the agent started with this job in state.json */
+    JM_EV_SHUTDOWN,     /* SIGTERM: stop the gang, keep the state for the next agent */
+};
+
+struct jm_event {
+    enum jm_ev kind;
+    double now;                  /* time_mono() */
+    const struct job_spec *spec; /* ACTIVATE (copied) */
+    const char *release;         /* PROMOTE */
+    double value;
+    int rank, code, sig;
+    const char *text;
+};
+
+enum jm_fx {
+    JM_FX_STOP_GANG,  /* SIGTERM the gang, SIGKILL after its grace */
+    JM_FX_CLEAR_GANG, /* forget the gone gang */
+    JM_FX_SWITCH,     /* release: point jobs/<job>/current at it */
+    JM_FX_START_GANG, /* start job_rec.current's recorded spec as generation `code`; feed back
+                         START_OK or START_FAILED.  Always the last effect of a step. */
+    JM_FX_EVENT,      /* what, release, text: one journal line */
+    JM_FX_REPLY,      /* answer the client of this request now: code (0 ok), text */
+    JM_FX_WAIT,       /* the client of this request waits for the pending operation */
+    JM_FX_ANSWER,     /* answer the waiting client (if any): code (0 ok), text */
+    JM_FX_SAVE,       /* write state.json */
+    JM_FX_GC,         /* release GC */
+};
+
+struct jm_effect {
+    enum jm_fx kind;
+    int code;
+    char what[24];
+    char release[RELEASE_ID_LEN + 1];
+    char text[JM_TEXT_MAX];
+};
+
+struct jm_effects {
+    int n;
+    struct jm_effect fx[JM_MAX_EFFECTS];
+};
+
+/* Feed one event to job j.  Updates j and rt and appends the effects to out (out->n is not
+ * reset).  Never fails: a rule that cannot proceed ends in state failed with a reason. */
+void jm_step(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
+             const struct jm_event *ev, struct jm_effects *out);
+
+const char *jm_fx_name(enum jm_fx k);
+
+#endif

@@ -1,0 +1,395 @@
+/* The job machine (agent/jobmachine.c) from tables: each row is one event, the effects the
+ * daemon must apply (by name, in order), the job's state afterwards, and a text that must appear
+ * in one of the row's journal events or answers, or in the job's reason.  No process is forked and no clock is read: the
+ * rows carry the monotonic time.  A START_GANG effect is answered by the next row (START_OK or
+ * START_FAILED), as the daemon does. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agent/jobmachine.h"
+#include "agent/state.h"
+#include "common/util.h"
+
+#define A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define C "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+#define ANY (-1)
+
+struct row {
+    enum jm_ev kind;
+    double now;
+    const char *release; /* ACTIVATE: the spec's release; PROMOTE: the release */
+    double value;        /* ACTIVATE: probation_s; PROMOTE: Ktok/s */
+    int rank, code, sig;
+    const char *text;
+    const char *fx;      /* expected effect names, space-separated ("" none) */
+    int state;           /* expected gang_state afterwards, ANY to skip */
+    const char *says;    /* substring of an event/answer text of this row, NULL to skip */
+};
+
+struct world {
+    struct crash_policy p;
+    struct agent_state st;
+    struct job_rec *j;
+    struct jm_rt rt;
+};
+
+static void world_init(struct world *w)
+{
+    crash_policy_default(&w->p);
+    state_init(&w->st);
+    assert_int_equal(state_add_job(&w->st, "train", &w->j), 0);
+    jm_rt_init(&w->rt);
+}
+
+static void world_done(struct world *w)
+{
+    jm_rt_done(&w->rt);
+    state_done(&w->st);
+}
+
+static void run_rows(struct world *w, const struct row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        struct job_spec spec;
+        spec_init(&spec);
+        char *argv[] = {"bin/w.sh"};
+        assert_int_equal(spec_set_argv(&spec, 1, argv), 0);
+        if (r->release)
+            (void)str_copy(spec.release, sizeof spec.release, r->release);
+        struct jm_event ev = {.kind = r->kind, .now = r->now, .spec = &spec, .release = r->release,
+                              .value = r->value, .rank = r->rank, .code = r->code, .sig = r->sig,
+                              .text = r->text ? r->text : ""};
+        struct jm_effects out = {0};
+        jm_step(&w->p, w->j, &w->rt, &ev, &out);
+        spec_done(&spec);
+        char got[512] = "";
+        bool said = r->says == NULL;
+        for (int k = 0; k < out.n; k++) {
+            size_t len = strlen(got);
+            snprintf(got + len, sizeof got - len, "%s%s", k ? " " : "", jm_fx_name(out.fx[k].kind));
+            if (r->says && strstr(out.fx[k].text, r->says))
+                said = true;
+        }
+        if (strcmp(got, r->fx) != 0)
+            fail_msg("row %zu: effects '%s', expected '%s'", i, got, r->fx);
+        if (r->state != ANY && (int)w->j->state != r->state)
+            fail_msg("row %zu: state %s, expected %s (reason '%s')", i, gang_state_name(w->j->state),
+                     gang_state_name((enum gang_state)r->state), w->j->reason);
+        if (r->says && strstr(w->j->reason, r->says))
+            said = true;
+        if (!said)
+            fail_msg("row %zu: no effect text says '%s'", i, r->says);
+    }
+}
+
+#define RUN(w, rows) run_rows(w, rows, sizeof rows / sizeof rows[0])
+
+/* A running, promoted A (generation 1). */
+static const struct row good_a[] = {
+    {JM_EV_ACTIVATE, 1, A, 0, 0, 0, 0, NULL, "wait switch event start-gang", GANG_STOPPED, "switched"},
+    {JM_EV_START_OK, 1, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, "started"},
+    {JM_EV_TRAINING, 2, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+    {JM_EV_TRAINING, 2, NULL, 0, 0, 0, 0, NULL, "", GANG_RUNNING, NULL},
+    {JM_EV_PROMOTE, 3, A, 400, 0, 0, 0, NULL, "event save gc reply", GANG_RUNNING, "ktok_s 400"},
+};
+
+/* then B under probation: the old gang is stopped first, B starts once it is gone */
+static const struct row then_b[] = {
+    {JM_EV_ACTIVATE, 10, B, 60, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+    {JM_EV_TICK, 11, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPING, NULL},
+    {JM_EV_GANG_GONE, 12, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "probation deadline armed"},
+    {JM_EV_START_OK, 12, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, NULL},
+};
+
+static void test_activate_promote(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    assert_string_equal(w.j->good, A);
+    assert_int_equal(w.j->generation, 1);
+    assert_true(state_find_spec(w.j, A)->promoted);
+    RUN(&w, then_b);
+    assert_string_equal(w.j->current, B);
+    assert_string_equal(w.j->previous, A);
+    assert_int_equal(w.j->generation, 2);
+    assert_true(w.j->probation_deadline == 12 + 60);
+    static const struct row rows[] = {
+        /* a second operation while one waits: refused, nothing else happens */
+        {JM_EV_PROMOTE, 13, A, 0, 0, 0, 0, NULL, "reply", GANG_STARTING, "not job 'train''s current"},
+        {JM_EV_PROMOTE, 14, B, 380, 0, 0, 0, NULL, "event save gc reply", GANG_STARTING, NULL},
+        {JM_EV_TICK, 200, NULL, 0, 0, 0, 0, NULL, "", GANG_STARTING, NULL}, /* promoted: no deadline */
+    };
+    RUN(&w, rows);
+    assert_string_equal(w.j->good, B);
+    assert_int_equal(w.j->ngoods, 2);
+    assert_string_equal(w.j->goods[1], A);
+    assert_string_equal(state_last_good(w.j, B), A);
+    world_done(&w);
+}
+
+/* cases-field C11 + crash loop: an unpromoted release that keeps crashing goes back to good,
+ * with backoff between restarts, and is marked bad. */
+static void test_crash_loop_reverts_and_marks_bad(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    static const struct row rows[] = {
+        {JM_EV_RANK_EXIT, 20, NULL, 0, 1, 1, 0, NULL, "stop-gang save", GANG_STOPPING, "rank 1 exited with code 1"},
+        {JM_EV_RANK_EXIT, 20, NULL, 0, 0, 1, 0, NULL, "", GANG_STOPPING, NULL}, /* already stopping */
+        {JM_EV_GANG_GONE, 21, NULL, 0, 1, 1, 0, NULL, "event clear-gang save", GANG_BACKOFF, "(1 of 3 in 120 s)"},
+        {JM_EV_TICK, 21.5, NULL, 0, 0, 0, 0, NULL, "", GANG_BACKOFF, NULL}, /* backoff 1 s */
+        {JM_EV_TICK, 22, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, "restart 1"},
+        {JM_EV_START_OK, 22, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+        {JM_EV_RANK_EXIT, 23, NULL, 0, 0, 0, 9, NULL, "stop-gang save", GANG_STOPPING, "signal 9"},
+        {JM_EV_GANG_GONE, 23, NULL, 0, 0, 0, 9, NULL, "event clear-gang save", GANG_BACKOFF, "(2 of 3"},
+        {JM_EV_TICK, 24, NULL, 0, 0, 0, 0, NULL, "", GANG_BACKOFF, NULL}, /* backoff 2 s now */
+        {JM_EV_TICK, 25, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, "restart 2"},
+        {JM_EV_START_OK, 25, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+        {JM_EV_RANK_EXIT, 26, NULL, 0, 0, 1, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 26, NULL, 0, 0, 1, 0, NULL, "event clear-gang switch event start-gang", ANY, "crash limit reached"},
+        {JM_EV_START_OK, 26, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
+    };
+    RUN(&w, rows);
+    assert_string_equal(w.j->current, A);
+    assert_int_equal(w.j->auto_rollbacks, 1);
+    assert_true(state_is_bad(w.j, B));
+    assert_false(state_is_bad(w.j, A));
+    assert_true(w.j->probation_deadline == 0);
+    assert_null(state_last_good(w.j, A)); /* B is not a rollback target */
+    world_done(&w);
+}
+
+/* Non-retryable exit codes: a new release goes back at once; a promoted one is not restarted
+ * blindly (C18, C23); exit 0 means done.  The worker's last heartbeat error is in the reason. */
+static void test_exit_codes(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    static const struct row b_data_error[] = {
+        {JM_EV_RANK_EXIT, 20, NULL, 0, 0, 4, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 20, NULL, 0, 0, 4, 0, "no shard /d/x", "event clear-gang switch event start-gang", ANY, "[rank 0: no shard /d/x]"},
+        {JM_EV_START_OK, 20, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, "non-retryable exit"},
+        /* A itself, promoted, runs out of disk: failed, no restart, no rollback */
+        {JM_EV_RANK_EXIT, 30, NULL, 0, 0, 6, 0, NULL, "stop-gang save", GANG_REVERTED, NULL},
+        {JM_EV_GANG_GONE, 30, NULL, 0, 0, 6, 0, NULL, "event clear-gang event save", GANG_FAILED, "non-retryable) on a promoted release"},
+        {JM_EV_TICK, 100, NULL, 0, 0, 0, 0, NULL, "", GANG_FAILED, NULL},
+    };
+    RUN(&w, b_data_error);
+    assert_string_equal(w.j->current, A);
+    world_done(&w);
+
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row done[] = {
+        {JM_EV_RANK_EXIT, 5, NULL, 0, 0, 0, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 5, NULL, 0, 0, 0, 0, NULL, "event clear-gang save", GANG_STOPPED, "completed"},
+        {JM_EV_TICK, 100, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPED, NULL},
+    };
+    RUN(&w, done);
+    world_done(&w);
+
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row promoted_crash[] = { /* infrastructure fault: restart, never revert */
+        {JM_EV_RANK_EXIT, 5, NULL, 0, 0, 1, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 5, NULL, 0, 0, 1, 0, NULL, "event clear-gang save", GANG_BACKOFF, "restarting promoted release"},
+        {JM_EV_TICK, 6, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, NULL},
+        {JM_EV_START_OK, 6, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+    };
+    RUN(&w, promoted_crash);
+    assert_string_equal(w.j->current, A);
+    world_done(&w);
+}
+
+/* Probation runs on the monotonic time the rows carry: no wall clock is ever consulted, so a
+ * step of the wall clock cannot change the verdict.  Expiry reverts to good and marks bad. */
+static void test_probation_deadline(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b); /* deadline 72 */
+    static const struct row rows[] = {
+        {JM_EV_TRAINING, 13, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+        {JM_EV_TICK, 71.9, NULL, 0, 0, 0, 0, NULL, "", GANG_RUNNING, NULL},
+        {JM_EV_TICK, 72, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline"},
+        {JM_EV_TICK, 73, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 74, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "reverted on its own"},
+        {JM_EV_START_OK, 74, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
+    };
+    RUN(&w, rows);
+    assert_string_equal(w.j->current, A);
+    assert_true(state_is_bad(w.j, B));
+    world_done(&w);
+}
+
+/* Non-finite loss from a worker that keeps going: stopped, judged like a diverged exit. */
+static void test_diverged(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    static const struct row rows[] = {
+        {JM_EV_DIVERGED, 20, NULL, 0, 1, 0, 0, NULL, "stop-gang save", GANG_STOPPING, "non-finite"},
+        {JM_EV_DIVERGED, 20.1, NULL, 0, 1, 0, 0, NULL, "", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 21, NULL, 0, 1, JM_EXIT_DIVERGED, 0, NULL, "event clear-gang switch event start-gang", ANY, "3 consecutive non-finite steps"},
+        {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
+    };
+    RUN(&w, rows);
+    world_done(&w);
+}
+
+/* A release whose gang cannot start: the activate fails (exit 6) and the job goes back to good
+ * at once; a revert whose start fails leaves the job failed. */
+static void test_start_failures(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row rows[] = {
+        {JM_EV_ACTIVATE, 10, B, 60, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 11, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, NULL},
+        {JM_EV_START_FAILED, 11, NULL, 0, 0, 0, 0, "bad interpreter", "event save answer switch event start-gang", GANG_FAILED, "bad interpreter"},
+        {JM_EV_START_FAILED, 11, NULL, 0, 0, 0, 0, "disk gone", "event save", GANG_FAILED, "disk gone"},
+    };
+    RUN(&w, rows);
+    assert_string_equal(w.j->current, A);
+    assert_true(state_is_bad(w.j, B));
+    world_done(&w);
+
+    world_init(&w); /* without a good release: failed, no revert */
+    static const struct row nogood[] = {
+        {JM_EV_ACTIVATE, 1, B, 0, 0, 0, 0, NULL, "wait switch event start-gang", ANY, NULL},
+        {JM_EV_START_FAILED, 1, NULL, 0, 0, 0, 0, "nope", "event save answer", GANG_FAILED, NULL},
+        {JM_EV_REVERT, 2, NULL, 0, 0, 0, 0, NULL, "reply", GANG_FAILED, "no good release"},
+    };
+    RUN(&w, nogood);
+    world_done(&w);
+}
+
+/* Requests: stop cancels a pending restart; revert on the good release is a no-op; the cap on
+ * automatic rollbacks in a row. */
+static void test_requests(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row rows[] = {
+        {JM_EV_REVERT, 4, NULL, 0, 0, 0, 0, NULL, "reply", GANG_RUNNING, "already on the good release"},
+        {JM_EV_RANK_EXIT, 5, NULL, 0, 0, 1, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 5, NULL, 0, 0, 1, 0, NULL, "event clear-gang save", GANG_BACKOFF, NULL},
+        {JM_EV_STOP, 5.5, NULL, 0, 0, 0, 0, NULL, "wait event save answer", GANG_STOPPED, "stopped"},
+        {JM_EV_TICK, 100, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPED, NULL}, /* no restart */
+    };
+    RUN(&w, rows);
+    world_done(&w);
+
+    world_init(&w);
+    w.p.max_auto_rollbacks = 0;
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    static const struct row capped[] = {
+        {JM_EV_RANK_EXIT, 20, NULL, 0, 0, 7, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 20, NULL, 0, 0, 7, 0, NULL, "event clear-gang event save", GANG_FAILED, "giving up"},
+    };
+    RUN(&w, capped);
+    world_done(&w);
+}
+
+/* Agent shutdown keeps the job's state for the next agent, which relaunches it. */
+static void test_shutdown_and_agent_start(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row rows[] = {
+        {JM_EV_SHUTDOWN, 5, NULL, 0, 0, 0, 0, NULL, "stop-gang", GANG_RUNNING, NULL},
+        {JM_EV_RANK_EXIT, 5, NULL, 0, 0, 0, 15, NULL, "", GANG_RUNNING, NULL},
+        {JM_EV_GANG_GONE, 6, NULL, 0, 0, 0, 15, NULL, "clear-gang save", GANG_RUNNING, NULL},
+        {JM_EV_ACTIVATE, 6, B, 0, 0, 0, 0, NULL, "reply", GANG_RUNNING, "shutting down"},
+    };
+    RUN(&w, rows);
+    jm_rt_done(&w.rt); /* the next agent */
+    jm_rt_init(&w.rt);
+    static const struct row next[] = {
+        {JM_EV_AGENT_START, 0.5, NULL, 0, 0, 0, 0, NULL, "event save start-gang", GANG_RUNNING, "agent restarted"},
+        {JM_EV_START_OK, 0.5, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+    };
+    RUN(&w, next);
+    assert_int_equal(w.j->generation, 2);
+    world_done(&w);
+}
+
+/* The bad list and the promoted list in state.json survive a round trip. */
+static void test_state_marks_round_trip(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    state_note_good(w.j, A);
+    state_note_good(w.j, B);
+    state_note_good(w.j, A); /* promoted again: moves to the front, no duplicate */
+    assert_int_equal(w.j->ngoods, 2);
+    assert_string_equal(w.j->goods[0], A);
+    for (int i = 0; i < STATE_MAX_BAD + 2; i++)
+        state_mark_bad(w.j, i % 2 ? B : C, "probation failed");
+    assert_int_equal(w.j->nbad, 2);
+    assert_string_equal(w.j->bad[0].release, B);
+    w.j->probation_deadline = 12.5;
+    w.j->probation_left_s = 3;
+    char *text;
+    assert_int_equal(state_format(&w.st, &text), 0);
+    struct agent_state back;
+    assert_int_equal(state_parse(text, strlen(text), &back), 0);
+    free(text);
+    struct job_rec *j = state_find_job(&back, "train");
+    assert_non_null(j);
+    assert_int_equal(j->nbad, 2);
+    assert_true(state_is_bad(j, C));
+    assert_string_equal(j->bad[0].reason, "probation failed");
+    assert_int_equal(j->ngoods, 2);
+    assert_string_equal(j->goods[1], B);
+    assert_true(j->probation_deadline == 12.5 && j->probation_left_s == 3);
+    state_unmark_bad(j, C);
+    assert_false(state_is_bad(j, C));
+    state_done(&back);
+    world_done(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_activate_promote),
+        cmocka_unit_test(test_crash_loop_reverts_and_marks_bad),
+        cmocka_unit_test(test_exit_codes),
+        cmocka_unit_test(test_probation_deadline),
+        cmocka_unit_test(test_diverged),
+        cmocka_unit_test(test_start_failures),
+        cmocka_unit_test(test_requests),
+        cmocka_unit_test(test_shutdown_and_agent_start),
+        cmocka_unit_test(test_state_marks_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
