@@ -262,7 +262,7 @@ static void test_state_roundtrip(void **state)
     j->generation = 7;
     j->restarts = 2;
     j->auto_rollbacks = 1;
-    j->probation_until = 1234.5;
+    j->probation_deadline = 1234.5;
     j->gang_pgid = 4242;
     j->npids = 2;
     j->pids[0] = 4242;
@@ -457,9 +457,9 @@ static void test_policy(void **state)
     assert_false(policy_exit_is_nonretryable(5)); /* checkpoint: maybe */
     assert_false(policy_exit_is_nonretryable(1));
     /* non-finite heartbeats: like diverged */
-    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, POLICY_EXIT_DIVERGED, 0, 1, 0, why, sizeof why), POLICY_REVERT);
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, JM_EXIT_DIVERGED, 0, 1, 0, why, sizeof why), POLICY_REVERT);
     assert_non_null(strstr(why, "non-finite"));
-    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, POLICY_EXIT_DIVERGED, 0, 1, 0, why, sizeof why), POLICY_FAIL);
+    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, JM_EXIT_DIVERGED, 0, 1, 0, why, sizeof why), POLICY_FAIL);
     /* backoff: 1, 2, 4, ... capped at 60 */
     assert_true(policy_backoff(&p, 1) == 1);
     assert_true(policy_backoff(&p, 2) == 2);
