@@ -32,7 +32,7 @@ LIBS_TRAINER    := -linih -lpcre2-8 -ldl $(LIBS_COMMON)
 
 parts := common controller agent trainer
 src_common     := $(wildcard common/*.c)
-src_controller := $(filter-out controller/main.c,$(wildcard controller/*.c))
+src_controller := $(filter-out controller/main.c,$(wildcard controller/*.c controller/*/*.c))
 src_agent      := $(filter-out agent/main.c,$(wildcard agent/*.c))
 src_trainer    := $(filter-out trainer/main.c,$(wildcard trainer/*.c trainer/cpu/*.c))
 

@@ -1,15 +1,20 @@
-/* controller/cmd.h: the verbs of `drover` other than deploy/plan/rollback (deploy.h).  Each
- * parses its own arguments (argv[0] is the verb) and returns an exit code (fleet.h).
+/* controller/cmd.h: the verbs of `drover`, one cmd_<verb>.c each (top's is controller/top/top.c).
+ * Each parses its own arguments (argv[0] is the verb) and returns an exit code (fleet.h);
+ * controller/main.c's verb table dispatches to them.
  */
 #ifndef DROVER_CMD_H
 #define DROVER_CMD_H
 
-#include "controller/fleet.h"
+#include "controller/transport/fleet.h"
 
 int cmd_status(struct fleet *f, int argc, char **argv);
 int cmd_history(struct fleet *f, int argc, char **argv);
 int cmd_install(struct fleet *f, int argc, char **argv);
 int cmd_trust(struct fleet *f, int argc, char **argv);
+int cmd_deploy(struct fleet *f, int argc, char **argv);
+int cmd_plan(struct fleet *f, int argc, char **argv);
+int cmd_rollback(struct fleet *f, int argc, char **argv);
+int cmd_top(struct fleet *f, int argc, char **argv);
 
 /* The release the controller last made good for job (from history): promoted, or returned to by
  * a revert or rollback.  "" when none. */

@@ -10,7 +10,7 @@
 
 #include "common/log.h"
 #include "controller/cmd.h"
-#include "controller/state.h"
+#include "controller/deploy/state.h"
 
 int cmd_history(struct fleet *f, int argc, char **argv)
 {

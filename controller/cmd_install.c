@@ -17,8 +17,8 @@
 #include "common/sha256.h"
 #include "common/util.h"
 #include "controller/cmd.h"
-#include "controller/pct.h"
-#include "controller/stage.h"
+#include "controller/transport/pct.h"
+#include "controller/transport/stage.h"
 
 static void default_agent_binary(char *out, size_t out_sz)
 {

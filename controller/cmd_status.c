@@ -14,7 +14,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "controller/cmd.h"
-#include "controller/state.h"
+#include "controller/deploy/state.h"
 
 void cmd_job_target(const struct inventory *inv, const char *job, char ret_id[RELEASE_ID_LEN + 1])
 {

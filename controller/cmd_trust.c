@@ -9,7 +9,7 @@
 
 #include "common/log.h"
 #include "controller/cmd.h"
-#include "controller/ssh.h"
+#include "controller/transport/ssh.h"
 
 int cmd_trust(struct fleet *f, int argc, char **argv)
 {

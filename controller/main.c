@@ -12,9 +12,7 @@
 
 #include "common/log.h"
 #include "controller/cmd.h"
-#include "controller/deploy.h"
 #include "controller/inventory.h"
-#include "controller/top.h"
 
 #ifndef DROVER_VERSION
 #define DROVER_VERSION "unknown"
@@ -44,65 +42,16 @@ static void usage(FILE *fp)
             "(docs/controller.md).\n");
 }
 
-static int verb_deploy(struct fleet *f, int argc, char **argv, bool plan)
-{
-    static const struct option opts[] = {
-        { "job", required_argument, NULL, 'j' },
-        { "all-jobs", no_argument, NULL, 'a' },
-        { "dry-run", no_argument, NULL, 'n' },
-        { NULL, 0, NULL, 0 },
-    };
-    struct deploy_opts o = { .dry_run = plan };
-    const char *jobs[INV_MAX_JOBS];
-    int njobs = 0, c;
-    bool all = false;
-    optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
-    while ((c = getopt_long(argc, argv, "j:n", opts, NULL)) != -1) {
-        if (c == 'j' && njobs < INV_MAX_JOBS)
-            jobs[njobs++] = optarg;
-        else if (c == 'a')
-            all = true;
-        else if (c == 'n')
-            o.dry_run = true;
-        else
-            return EXIT_USAGE;
-    }
-    if (optind + 1 != argc || (all && njobs)) {
-        log_error("usage: drover %s DIR [--job J]... | --all-jobs%s", argv[0],
-                  plan ? "" : " [--dry-run]");
-        return EXIT_USAGE;
-    }
-    o.dir = argv[optind];
-    if (all || (plan && !njobs && f->inv->njobs > 1)) {
-        for (int i = 0; i < f->inv->njobs; i++)
-            jobs[njobs++] = f->inv->jobs[i].name;
-    }
-    if (njobs > 1)
-        return deploy_wave(f, &o, jobs, njobs);
-    o.job = njobs ? jobs[0] : NULL;
-    return deploy_run(f, &o);
-}
-
-static int verb_rollback(struct fleet *f, int argc, char **argv)
-{
-    static const struct option opts[] = {
-        { "job", required_argument, NULL, 'j' },
-        { NULL, 0, NULL, 0 },
-    };
-    const char *job = NULL;
-    int c;
-    optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
-    while ((c = getopt_long(argc, argv, "j:", opts, NULL)) != -1) {
-        if (c != 'j')
-            return EXIT_USAGE;
-        job = optarg;
-    }
-    if (optind != argc) {
-        log_error("usage: drover rollback --job J");
-        return EXIT_USAGE;
-    }
-    return deploy_rollback(f, job);
-}
+/* Every verb: its name and the function that parses its arguments (argv[0] is the verb) and
+ * returns the exit code.  "help" and "version" need no inventory and are answered above. */
+static const struct verb {
+    const char *name;
+    int (*run)(struct fleet *f, int argc, char **argv);
+} verbs[] = {
+    { "trust", cmd_trust },   { "install", cmd_install },   { "plan", cmd_plan },
+    { "deploy", cmd_deploy }, { "status", cmd_status },     { "rollback", cmd_rollback },
+    { "history", cmd_history }, { "top", cmd_top },
+};
 
 int main(int argc, char **argv)
 {
@@ -153,12 +102,11 @@ int main(int argc, char **argv)
         printf("drover %s\n", DROVER_VERSION);
         return EXIT_OK;
     }
-    static const char *verbs[] = { "trust", "install", "plan", "deploy", "status", "rollback",
-                                   "history", "top", NULL };
-    bool known = false;
-    for (int i = 0; verbs[i]; i++)
-        known = known || strcmp(verbs[i], verb) == 0;
-    if (!known) {
+    const struct verb *vb = NULL;
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0] && !vb; i++)
+        if (strcmp(verbs[i].name, verb) == 0)
+            vb = &verbs[i];
+    if (!vb) {
         log_error("unknown verb '%s' (drover help lists them)", verb);
         return EXIT_USAGE;
     }
@@ -173,23 +121,7 @@ int main(int argc, char **argv)
     }
     struct fleet f;
     fleet_init(&f, inv, inv_arg);
-    int ret;
-    if (strcmp(verb, "trust") == 0)
-        ret = cmd_trust(&f, vargc, vargv);
-    else if (strcmp(verb, "install") == 0)
-        ret = cmd_install(&f, vargc, vargv);
-    else if (strcmp(verb, "plan") == 0)
-        ret = verb_deploy(&f, vargc, vargv, true);
-    else if (strcmp(verb, "deploy") == 0)
-        ret = verb_deploy(&f, vargc, vargv, false);
-    else if (strcmp(verb, "status") == 0)
-        ret = cmd_status(&f, vargc, vargv);
-    else if (strcmp(verb, "rollback") == 0)
-        ret = verb_rollback(&f, vargc, vargv);
-    else if (strcmp(verb, "top") == 0)
-        ret = cmd_top(&f, vargc, vargv);
-    else
-        ret = cmd_history(&f, vargc, vargv);
+    int ret = vb->run(&f, vargc, vargv);
     if (f.key_refused && (ret == EXIT_FAIL || ret == EXIT_OK))
         ret = EXIT_HOSTKEY;
     fleet_done(&f);

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "bench/top/synth.h"
-#include "controller/top.h"
+#include "controller/top/top_model.h"
 
 static double cpu_now(void)
 {

@@ -1,10 +1,10 @@
-/* Fuzz target: known_hosts filtering for `drover trust --replace` (controller/knownhosts.c). */
+/* Fuzz target: known_hosts filtering for `drover trust --replace` (controller/transport/knownhosts.c). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/knownhosts.h"
+#include "controller/transport/knownhosts.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/status.h"
-#include "controller/probation.h"
+#include "controller/deploy/probation.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -14,10 +14,10 @@
 #include <cmocka.h>
 
 #include "common/util.h"
-#include "controller/conn.h"
-#include "controller/knownhosts.h"
-#include "controller/pct.h"
-#include "controller/state.h"
+#include "controller/transport/conn.h"
+#include "controller/transport/knownhosts.h"
+#include "controller/transport/pct.h"
+#include "controller/deploy/state.h"
 
 static void test_knownhosts_remove(void **state)
 {

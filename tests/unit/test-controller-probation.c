@@ -1,4 +1,4 @@
-/* Unit tests for controller/probation.c: synthetic status sequences for each rule and verdict
+/* Unit tests for controller/deploy/probation.c: synthetic status sequences for each rule and verdict
  * string: pass, throughput regression, warmup excluded, NaN, crash, missing heartbeat, stalls,
  * agent reverting on its own, no baseline, recovery after a revert. */
 #include <errno.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "controller/probation.h"
+#include "controller/deploy/probation.h"
 
 #define NEW "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define OLD "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"

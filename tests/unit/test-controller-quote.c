@@ -1,4 +1,4 @@
-/* Unit tests for controller/quote.c: every hostile word must reach the remote program byte for
+/* Unit tests for controller/transport/quote.c: every hostile word must reach the remote program byte for
  * byte after one pass through /bin/sh, and nothing may be expanded or executed. */
 #include <errno.h>
 #include <setjmp.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "controller/quote.h"
+#include "controller/transport/quote.h"
 
 static const char *hostile[] = {
     "plain",

@@ -1,4 +1,4 @@
-/* Unit tests for controller/ssh.c against a throwaway OpenSSH sshd on 127.0.0.1 (root only;
+/* Unit tests for controller/transport/ssh.c against a throwaway OpenSSH sshd on 127.0.0.1 (root only;
  * skipped otherwise): unknown, trusted and changed host keys, public-key auth, exec channels
  * (stdout, stderr, exit status, timeouts, quoting through the remote shell), streams, SFTP
  * uploads and their errors. */
@@ -18,8 +18,8 @@
 #include <cmocka.h>
 
 #include "common/util.h"
-#include "controller/quote.h"
-#include "controller/ssh.h"
+#include "controller/transport/quote.h"
+#include "controller/transport/ssh.h"
 
 static char dir[64];
 static char kh[128], idfile[128], hostkey[128];

@@ -1,4 +1,4 @@
-/* Unit tests for the dashboard model (controller/top_model.c): kubectl ages, sparklines,
+/* Unit tests for the dashboard model (controller/top/top_model.c): kubectl ages, sparklines,
  * restarts, the state of every row (running, probation, degraded by NaN and by throughput,
  * stalled, backoff, failed, unreachable by error and by age), warmup left out of the trend,
  * problems-first sorting, filter, fold, tree/flat, the 80-column layout, colour only when asked,
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "controller/top.h"
+#include "controller/top/top_model.h"
 
 #define GOOD "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define NEW "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"

@@ -1,8 +1,8 @@
-/* controller/pct.c: container operations over a host connection: pct exec / pct push for
+/* controller/transport/pct.c: container operations over a host connection: pct exec / pct push for
  * HOST:VMID nodes, plain commands with --root for HOST:local:/ROOT nodes.  It never writes into
  * a container's rootfs from the host side, and never trusts pct push's exit status alone.
  */
-#include "controller/pct.h"
+#include "controller/transport/pct.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* controller/pct.h: everything the controller does to a container goes through here: commands
+/* controller/transport/pct.h: everything the controller does to a container goes through here: commands
  * in the container (`pct exec <vmid> --keep-env 0 -- ...`), files into it (`pct push ...
  * --perms`), and the agent CLI of docs/protocol.md.  For a HOST:local:/ROOT node there is no
  * container: the agent runs on the host itself with --root ROOT and files are copied with
@@ -8,7 +8,7 @@
 #ifndef DROVER_PCT_H
 #define DROVER_PCT_H
 
-#include "controller/conn.h"
+#include "controller/transport/conn.h"
 #include "controller/inventory.h"
 
 #define PCT_ARGV_MAX 160

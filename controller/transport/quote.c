@@ -1,7 +1,7 @@
-/* controller/quote.c: argv -> one POSIX shell command line, each word quoted exactly once.
+/* controller/transport/quote.c: argv -> one POSIX shell command line, each word quoted exactly once.
  * Must never interpret or expand anything: single quotes make the shell take bytes literally.
  */
-#include "controller/quote.h"
+#include "controller/transport/quote.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
-/* controller/fleet.c: per-run connection cache, agent status queries, exit codes and colour.
+/* controller/transport/fleet.c: per-run connection cache, agent status queries, exit codes and colour.
  * Logs each host failure once; never retries a host that refused its key.
  */
-#include "controller/fleet.h"
+#include "controller/transport/fleet.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "controller/pct.h"
+#include "controller/transport/pct.h"
 
 void fleet_init(struct fleet *f, const struct inventory *inv, const char *inv_arg)
 {

@@ -1,4 +1,4 @@
-/* controller/ssh.h: libssh sessions to Proxmox hosts.  Host keys are checked against the
+/* controller/transport/ssh.h: libssh sessions to Proxmox hosts.  Host keys are checked against the
  * inventory's known_hosts file before anything else happens; exec channels run without a pty so
  * stdout, stderr and the exit status come back separately; files go by SFTP in chunks of at most
  * SSH_SFTP_CHUNK bytes.  Errors from libssh are translated here, once, to -errno, with libssh's

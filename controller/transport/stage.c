@@ -1,8 +1,8 @@
-/* controller/stage.c: uploads into the host's content-addressed store, once per host, verified
+/* controller/transport/stage.c: uploads into the host's content-addressed store, once per host, verified
  * by sha256sum on the host afterwards (a full disk can leave a short file behind a copy that
  * "succeeded").  Never writes anywhere on the host but staging_dir.
  */
-#include "controller/stage.h"
+#include "controller/transport/stage.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
-/* controller/knownhosts.c: filters a host's lines out of known_hosts text (for trust --replace).
+/* controller/transport/knownhosts.c: filters a host's lines out of known_hosts text (for trust --replace).
  * Never adds keys (libssh writes them) and never touches lines of other hosts.
  */
-#include "controller/knownhosts.h"
+#include "controller/transport/knownhosts.h"
 
 #include <errno.h>
 #include <stdio.h>

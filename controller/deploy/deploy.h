@@ -1,4 +1,4 @@
-/* controller/deploy.h: the deploy state machine (stage, push, verify, preflight, activate,
+/* controller/deploy/deploy.h: the deploy state machine (stage, push, verify, preflight, activate,
  * probation, promote or revert), `plan`, and `rollback`.  Each returns a drover exit code
  * (fleet.h) and has printed its result on stdout and its diagnostics on stderr.
  */
@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "controller/fleet.h"
+#include "controller/transport/fleet.h"
 
 struct deploy_opts {
     const char *dir;   /* release directory */

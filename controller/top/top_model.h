@@ -1,23 +1,17 @@
-/* controller/top.h: `drover top`, the live fleet dashboard, split in three:
- *   top_model.c  pure functions: a fleet snapshot -> states, rows, cells, sparklines, kubectl
- *                ages, sorting, filter, fold, column layout and the text frame.  No I/O, no
- *                clock (callers pass `now`), so unit tests and bench/top time it on synthetic data.
- *   top_poll.c   one background thread per host: one SSH session each, one long-lived
- *                `drover-agent watch --json` channel per container multiplexed on it; publishes
- *                snapshots under a mutex.  A slow or dead host only ever stalls its own thread.
- *   top.c        the verb: options, the ncursesw screen and keys, `--once`.
- * Nothing here changes the fleet: the dashboard only reads (agent status and events, the
- * controller's state dir).  Times are the controller's CLOCK_MONOTONIC seconds (time_mono()).
+/* controller/top/top_model.h: the dashboard's model (top_model.c, top_rows.c, top_render.c):
+ * pure functions from a fleet snapshot to states, rows, cells, sparklines, kubectl ages, sorting,
+ * filter, fold, column layout and the text frame.  No I/O, no clock (callers pass `now`), so unit
+ * tests and bench/top time it on synthetic data.  Times are the controller's CLOCK_MONOTONIC
+ * seconds (time_mono()).
  */
-#ifndef DROVER_TOP_H
-#define DROVER_TOP_H
+#ifndef DROVER_TOP_MODEL_H
+#define DROVER_TOP_MODEL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/status.h"
-#include "controller/fleet.h"
 #include "controller/inventory.h"
 
 #define TOP_TREND 32          /* Ktok/s samples kept per rank, container, host and fleet */
@@ -157,6 +151,18 @@ enum top_state top_rank_state(const struct top_snapshot *s, const struct top_ct 
 enum top_state top_ct_state(const struct top_snapshot *s, const struct top_ct *ct, double now);
 enum top_state top_host_state(const struct top_snapshot *s, int host, double now);
 bool top_ct_is_stale(const struct top_snapshot *s, const struct top_ct *ct, double now);
+/* The job of container ct; NULL when its index is out of range. */
+const struct top_job *top_job_of(const struct top_snapshot *s, const struct top_ct *ct);
+/* Ktok/s under which n ranks of job j count as slow; <= 0 when there is no baseline. */
+double top_slow_threshold(const struct top_job *j, int n);
+/* Rank r reports training heartbeats past the job's warmup steps (counted from its resume). */
+bool top_rank_past_warmup(const struct top_job *j, const struct top_rank *r);
+/* Median of the newest (at most 5) trend samples, fallback when n == 0: one slow step does not
+ * turn a row red. */
+double top_recent_ktok(const float *trend, int n, double fallback);
+/* Rank r runs below its share of the job's tolerance, past warmup. */
+bool top_rank_is_slow(const struct top_snapshot *s, const struct top_ct *ct,
+                      const struct top_rank *r);
 
 /* ---- formatting helpers ---- */
 
@@ -255,6 +261,11 @@ int top_render_text(const struct top_snapshot *s, const struct inventory *inv,
 void top_header_lines(const struct top_snapshot *s, const struct top_summary *sum, bool ascii,
                       char *line1, size_t l1_sz, char *line2, size_t l2_sz);
 
+/* What `drover rollback --job` would return the job of container ct to, as the containers
+ * report it: the last good release when the job runs one never promoted, else the previous
+ * one.  "" when unknown (nothing seen) or there is nothing to go back to. */
+const char *top_rollback_target(const struct top_snapshot *s, int job, bool *ret_to_good);
+
 /* ---- the agent's event journal (`drover-agent events --json`) ---- */
 
 struct top_event {
@@ -271,37 +282,5 @@ struct top_event {
 int top_event_parse(const char *line, size_t len, struct top_event *ret);
 /* "12:03:04 train crash 3f2a9c1b rank 0 exited 1" into buf. */
 const char *top_event_format(const struct top_event *e, char *buf, size_t buf_sz);
-
-/* ---- the poller (top_poll.c) ---- */
-
-struct top_poll; /* free with top_poll_stop() */
-
-/* Start one thread per host of inv.  Never blocks on a host.  -ENOMEM, -errno from
- * pthread_create. */
-int top_poll_start(const struct inventory *inv, double interval_s, struct top_poll **ret_p);
-/* Ask threads to stop; waits at most wait_s for them, then leaves the stuck ones detached
- * (they hold only their own memory).  Accepts NULL. */
-void top_poll_stop(struct top_poll *p, double wait_s);
-/* Change the refresh interval (streams restart with it). */
-void top_poll_set_interval(struct top_poll *p, double interval_s);
-/* Copy the current snapshot into dst (allocating dst->cts on first use). */
-int top_poll_snapshot(struct top_poll *p, struct top_snapshot *dst);
-/* What `drover rollback --job` would return the job of container ct to, as the containers
- * report it: the last good release when the job runs one never promoted, else the previous
- * one.  "" when unknown (nothing seen) or there is nothing to go back to. */
-const char *top_rollback_target(const struct top_snapshot *s, int job, bool *ret_to_good);
-
-/* Ask for container ct's newest `max` events (fetched by its host's thread).  Then
- * top_poll_events() returns 1 with the lines once there, 0 while pending, -errno on failure
- * (message in err). */
-void top_poll_request_events(struct top_poll *p, int ct);
-int top_poll_events(struct top_poll *p, char *text, size_t text_sz, char *err, size_t err_sz);
-/* Bumps each time something new was published. */
-int top_poll_seq(struct top_poll *p);
-/* Wait until new data was published or ms passed. */
-void top_poll_wait(struct top_poll *p, int ms);
-
-/* The verb (controller/main.c dispatches to it). */
-int cmd_top(struct fleet *f, int argc, char **argv);
 
 #endif

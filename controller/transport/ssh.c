@@ -1,10 +1,10 @@
-/* controller/ssh.c: libssh sessions: connect, host key check against the inventory's
+/* controller/transport/ssh.c: libssh sessions: connect, host key check against the inventory's
  * known_hosts, public-key authentication, exec channels without a pty, non-blocking stream
  * channels, SFTP uploads in bounded chunks.  libssh errors become -errno here and nowhere else.
  * Must never accept an unknown or changed host key on its own, and never log above debug:
  * callers report (they know the context).
  */
-#include "controller/ssh.h"
+#include "controller/transport/ssh.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "controller/knownhosts.h"
+#include "controller/transport/knownhosts.h"
 
 struct ssh_conn {
     ssh_session s;

@@ -1,4 +1,4 @@
-/* controller/knownhosts.h: the one edit drover makes to a known_hosts file by itself: removing
+/* controller/transport/knownhosts.h: the one edit drover makes to a known_hosts file by itself: removing
  * a host's plain-text lines before `drover trust HOST --replace` writes the new key.  Checking
  * keys is libssh's job (ssh.c); this only filters lines.
  */

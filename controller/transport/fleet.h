@@ -1,4 +1,4 @@
-/* controller/fleet.h: what every verb shares: the inventory, one connection per host opened on
+/* controller/transport/fleet.h: what every verb shares: the inventory, one connection per host opened on
  * first use and reused for all its containers, the agent's status per container, exit codes,
  * and terminal colour.  Single-threaded.
  */
@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "common/status.h"
-#include "controller/conn.h"
+#include "controller/transport/conn.h"
 #include "controller/inventory.h"
 
 /* Exit codes of `drover` (docs/controller.md); never renumbered. */

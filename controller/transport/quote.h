@@ -1,4 +1,4 @@
-/* controller/quote.h: turns an argv array into one command line for the remote user's shell
+/* controller/transport/quote.h: turns an argv array into one command line for the remote user's shell
  * (sshd runs "$SHELL -c <line>"), quoting every word exactly once.  The only place in drover
  * that builds a shell command line; nothing else concatenates arguments into strings.
  */

@@ -1,7 +1,7 @@
-/* controller/probation.c: probation verdicts over status documents (see probation.h).  Pure:
+/* controller/deploy/probation.c: probation verdicts over status documents (see probation.h).  Pure:
  * no I/O, no clocks of its own, no logging; the deploy engine feeds it and reports.
  */
-#include "controller/probation.h"
+#include "controller/deploy/probation.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* controller/top.c: `drover top`, the live fleet dashboard (ncursesw), and `drover top --once`
+/* controller/top/top.c: `drover top`, the live fleet dashboard (ncursesw), and `drover top --once`
  * (one text frame on stdout).  Owns the screen, the keys and the options; the data comes from
  * top_poll.c's threads and every cell from top_model.c.  The input loop never waits on a host:
  * it only copies the newest snapshot.  Its one action that changes the fleet (R: roll a job
@@ -25,7 +25,8 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "controller/top.h"
+#include "controller/cmd.h"
+#include "controller/top/top.h"
 
 static const double intervals[] = { 0.5, 1, 2, 5, 10, 30, 60 };
 

@@ -1,4 +1,4 @@
-/* controller/probation.h: the verdict on a newly activated release, as pure functions over a
+/* controller/deploy/probation.h: the verdict on a newly activated release, as pure functions over a
  * time series of agent status documents (one stream per container), so every rule is
  * unit-testable without SSH.  The caller feeds documents with the controller's monotonic time
  * and asks for a verdict; heartbeat ages come from the agents' own clocks.

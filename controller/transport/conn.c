@@ -1,8 +1,8 @@
-/* controller/conn.c: host connections: SSH (through ssh.c, argv quoted once by quote.c) or this
+/* controller/transport/conn.c: host connections: SSH (through ssh.c, argv quoted once by quote.c) or this
  * machine (argv spawned directly, no shell).  Owns the choice between the two; never knows
  * about pct or the agent.
  */
-#include "controller/conn.h"
+#include "controller/transport/conn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "controller/quote.h"
+#include "controller/transport/quote.h"
 
 extern char **environ;
 

@@ -1,8 +1,8 @@
-/* controller/state.c: the controller's own records (history, baselines, per-job locks) under
+/* controller/deploy/state.c: the controller's own records (history, baselines, per-job locks) under
  * state_dir, as JSON through jansson.  Never stores anything a container needs: the agent's
  * state.json is the truth about what runs there; this is what the controller decided and saw.
  */
-#include "controller/state.h"
+#include "controller/deploy/state.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* controller/conn.h: one connection per inventory host, the same interface whether the host is
+/* controller/transport/conn.h: one connection per inventory host, the same interface whether the host is
  * reached over SSH (ssh.c) or is this machine (`local = true`: commands are spawned directly).
  * Everything above this layer passes argv arrays; only here do they become a shell line
  * (quote.c, for SSH) or an execvp (local).  Not thread-safe; one owner per conn.
@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "controller/inventory.h"
-#include "controller/ssh.h"
+#include "controller/transport/ssh.h"
 
 #define CONN_ERR_MAX 1024
 

@@ -1,4 +1,4 @@
-/* controller/state.h: what the controller remembers between runs, under [drover] state_dir:
+/* controller/deploy/state.h: what the controller remembers between runs, under [drover] state_dir:
  *   history.jsonl    one JSON object per deploy/rollback outcome, appended (fsync per line)
  *   baselines.json   Ktok/s of the last promoted release per job + container set (atomic)
  *   bundles/         bundles built from release directories (<id>.bundle)

@@ -1,4 +1,4 @@
-/* controller/stage.h: the host-side content-addressed store ([drover] staging_dir): a file is
+/* controller/transport/stage.h: the host-side content-addressed store ([drover] staging_dir): a file is
  * kept as <staging_dir>/<sha256>.<ext>, uploaded once per host however many containers use it.
  */
 #ifndef DROVER_STAGE_H
@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "controller/fleet.h"
+#include "controller/transport/fleet.h"
 
 /* Make sure host `host` holds local_path (with sha256 `sha`, `size` bytes) as
  * <staging_dir>/<sha>.<ext>: skipped when a file of that size and sha256 (sha256sum on the host)

@@ -1,4 +1,4 @@
-/* controller/top_poll.c: the dashboard's data feed.  One thread per host owns that host's one
+/* controller/top/top_poll.c: the dashboard's data feed.  One thread per host owns that host's one
  * connection (libssh sessions are not thread-safe; each stays in its thread) and one long-lived
  * `drover-agent watch --json --interval N` channel per container multiplexed on it; a small
  * thread reads the controller's state dir (targets, baselines, deploy locks) and keeps the fleet
@@ -8,7 +8,7 @@
  * Must never change the fleet (it runs only `watch` and `events`) and never log: the screen is
  * the terminal while it runs.
  */
-#include "controller/top.h"
+#include "controller/top/top.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,8 +23,8 @@
 
 #include "common/util.h"
 #include "controller/cmd.h"
-#include "controller/pct.h"
-#include "controller/state.h"
+#include "controller/transport/pct.h"
+#include "controller/deploy/state.h"
 
 #define EV_TEXT_MAX 16384
 #define EV_SHOW 40 /* newest events shown */

@@ -1,11 +1,11 @@
-/* controller/deploy.c: the deploy path of DESIGN.md for one job (a gang switches together):
+/* controller/deploy/deploy.c: the deploy path of DESIGN.md for one job (a gang switches together):
  * bundle -> stage (one upload per host, content-addressed) -> push + agent verify per container
  * -> preflight -> activate every node -> probation over the live status streams -> promote, or
  * revert to the last good release and confirm it recovers.  Invariant: nothing is stopped or
  * switched until every container holds the verified release (and preflight passed); a failure
  * before that point leaves the running release untouched.
  */
-#include "controller/deploy.h"
+#include "controller/deploy/deploy.h"
 
 #include <errno.h>
 #include <math.h>
@@ -19,10 +19,10 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/util.h"
-#include "controller/pct.h"
-#include "controller/probation.h"
-#include "controller/stage.h"
-#include "controller/state.h"
+#include "controller/transport/pct.h"
+#include "controller/deploy/probation.h"
+#include "controller/transport/stage.h"
+#include "controller/deploy/state.h"
 
 static volatile sig_atomic_t interrupted;
 

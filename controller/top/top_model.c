@@ -1,0 +1,441 @@
+/* controller/top/top_model.c: the dashboard's model, first part: agent status documents ->
+ * per-container snapshots with Ktok/s trends, and the states derived from them (rank, container,
+ * host), the rollback target and the agent's event lines.  Rows and cells are top_rows.c's, the
+ * column layout and the text frame top_render.c's.  Owns the meaning of every state
+ * (docs/dashboard.md).  Must never do I/O or read a clock: `now` comes from the caller, so tests
+ * and bench/top drive it with synthetic fleets.
+ */
+#include "controller/top/top_model.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/util.h"
+
+/* ------------------------------------------------------------------ states */
+
+static const char *const state_names[TOP_STATE_COUNT] = {
+    [TOP_RUNNING] = "running",   [TOP_STARTING] = "starting", [TOP_PROBATION] = "probation",
+    [TOP_DEGRADED] = "degraded", [TOP_STALLED] = "stalled",   [TOP_BACKOFF] = "backoff",
+    [TOP_REVERTED] = "reverted", [TOP_FAILED] = "failed",     [TOP_STOPPING] = "stopping",
+    [TOP_STOPPED] = "stopped",   [TOP_UNREACHABLE] = "unreachable",
+};
+
+const char *top_state_name(enum top_state s)
+{
+    return (unsigned)s < TOP_STATE_COUNT ? state_names[s] : "?";
+}
+
+int top_state_severity(enum top_state s)
+{
+    static const int sev[TOP_STATE_COUNT] = {
+        [TOP_RUNNING] = 0, [TOP_STOPPED] = 1,  [TOP_PROBATION] = 2, [TOP_STOPPING] = 3,
+        [TOP_STARTING] = 4, [TOP_DEGRADED] = 5, [TOP_BACKOFF] = 6,   [TOP_STALLED] = 7,
+        [TOP_REVERTED] = 8, [TOP_FAILED] = 9,   [TOP_UNREACHABLE] = 10,
+    };
+    return (unsigned)s < TOP_STATE_COUNT ? sev[s] : 0;
+}
+
+bool top_state_is_alert(enum top_state s)
+{
+    return s == TOP_UNREACHABLE || s == TOP_FAILED || s == TOP_REVERTED || s == TOP_STALLED ||
+           s == TOP_BACKOFF;
+}
+
+static enum top_state worse(enum top_state a, enum top_state b)
+{
+    return top_state_severity(b) > top_state_severity(a) ? b : a;
+}
+
+/* ------------------------------------------------------------------ snapshot */
+
+void top_trend_push(float *trend, int *ntrend, float v)
+{
+    if (*ntrend == TOP_TREND) {
+        memmove(trend, trend + 1, (TOP_TREND - 1) * sizeof *trend);
+        (*ntrend)--;
+    }
+    trend[(*ntrend)++] = v;
+}
+
+static int64_t steps_this_run(const struct heartbeat *hb)
+{
+    return hb->resumed_from >= 0 ? hb->step - hb->resumed_from : hb->step;
+}
+
+void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char *job,
+                   int64_t warmup_steps, double now)
+{
+    const struct job_status *js = status_find_job(st, job);
+    ct->seen = true;
+    ct->doc_mono = now;
+    ct->err[0] = '\0';
+    ct->has_job = js != NULL;
+    if (!js) {
+        ct->gang = GANG_STOPPED;
+        ct->nranks = 0;
+        ct->release[0] = ct->current[0] = ct->good[0] = ct->previous[0] = ct->reason[0] = '\0';
+        ct->restarts = 0;
+        ct->age_s = -1;
+        return;
+    }
+    ct->gang = js->state;
+    (void)str_copy(ct->release, sizeof ct->release, js->release);
+    (void)str_copy(ct->current, sizeof ct->current, js->current);
+    (void)str_copy(ct->good, sizeof ct->good, js->good);
+    (void)str_copy(ct->previous, sizeof ct->previous, js->previous);
+    (void)str_copy(ct->reason, sizeof ct->reason, js->reason);
+    ct->restarts = js->restarts;
+    ct->age_s = js->age_s;
+    struct top_rank old[STATUS_MAX_RANKS];
+    int nold = ct->nranks;
+    memcpy(old, ct->ranks, (size_t)nold * sizeof old[0]);
+    int n = js->nranks < STATUS_MAX_RANKS ? js->nranks : STATUS_MAX_RANKS;
+    double sum = 0;
+    bool sampled = false;
+    for (int k = 0; k < n; k++) {
+        const struct rank_status *rs = &js->ranks[k];
+        struct top_rank *r = &ct->ranks[k];
+        struct top_rank prev = { .ntrend = 0 };
+        for (int o = 0; o < nold; o++)
+            if (old[o].rank == rs->rank) {
+                prev = old[o];
+                break;
+            }
+        memset(r, 0, sizeof *r);
+        r->rank = rs->rank;
+        (void)str_copy(r->pstate, sizeof r->pstate, rs->state);
+        r->pid = rs->pid;
+        r->hb_age_s = rs->hb_age_s;
+        r->exit_code = rs->exit_code;
+        r->exit_signal = rs->exit_signal;
+        r->gpu = rs->gpu;
+        r->has_hb = rs->has_hb;
+        r->ntrend = prev.ntrend;
+        memcpy(r->trend, prev.trend, sizeof r->trend);
+        r->resumed_from = -1;
+        if (rs->has_hb) {
+            const struct heartbeat *hb = &rs->hb;
+            r->step = hb->step;
+            r->resumed_from = hb->resumed_from;
+            r->loss = hb->loss;
+            r->loss_finite = hb->loss_finite && isfinite(hb->loss);
+            r->ktok = isfinite(hb->tok_s) && hb->tok_s > 0 ? hb->tok_s / 1000.0 : 0;
+            r->step_s = isfinite(hb->step_ms) && hb->step_ms > 0 ? hb->step_ms / 1000.0 : 0;
+            r->phase = hb->phase;
+            (void)str_copy(r->release, sizeof r->release, hb->release);
+            bool alive = strcmp(rs->state, "running") == 0 || strcmp(rs->state, "starting") == 0;
+            if (alive && hb->phase == HB_PHASE_TRAIN && steps_this_run(hb) > warmup_steps) {
+                top_trend_push(r->trend, &r->ntrend, (float)r->ktok);
+                sum += r->ktok;
+                sampled = true;
+            }
+        }
+        if (!r->release[0])
+            (void)str_copy(r->release, sizeof r->release, js->release);
+    }
+    ct->nranks = n;
+    if (sampled)
+        top_trend_push(ct->trend, &ct->ntrend, (float)sum);
+}
+
+int top_snapshot_init(struct top_snapshot *s, const struct inventory *inv, double interval_s)
+{
+    memset(s, 0, sizeof *s);
+    s->interval_s = interval_s;
+    int n = 0;
+    for (int j = 0; j < inv->njobs; j++)
+        n += inv->jobs[j].ncts;
+    if (n > TOP_MAX_CTS)
+        return -E2BIG;
+    s->cts = calloc(n ? (size_t)n : 1, sizeof *s->cts);
+    if (!s->cts)
+        return -ENOMEM;
+    s->nhosts = inv->nhosts;
+    for (int h = 0; h < inv->nhosts; h++)
+        (void)str_copy(s->hosts[h].name, sizeof s->hosts[h].name, inv->hosts[h].name);
+    s->njobs = inv->njobs;
+    for (int j = 0; j < inv->njobs; j++) {
+        const struct inv_job *ij = &inv->jobs[j];
+        struct top_job *tj = &s->jobs[j];
+        (void)str_copy(tj->name, sizeof tj->name, ij->name);
+        tj->tolerance = ij->policy.tolerance;
+        tj->warmup_steps = ij->policy.warmup_steps;
+        tj->expected_ranks = ij->ncts * (ij->nproc_per_node > 0 ? ij->nproc_per_node : 1);
+        for (int i = 0; i < ij->ncts; i++) {
+            struct top_ct *ct = &s->cts[s->ncts++];
+            ct->host = ij->cts[i].host;
+            ct->job = j;
+            ct->node_rank = i;
+            (void)str_copy(ct->label, sizeof ct->label, ij->cts[i].label);
+            ct->age_s = -1;
+        }
+    }
+    return 0;
+}
+
+void top_snapshot_done(struct top_snapshot *s)
+{
+    if (!s)
+        return;
+    free(s->cts);
+    s->cts = NULL;
+    s->ncts = 0;
+}
+
+int top_snapshot_copy(struct top_snapshot *dst, const struct top_snapshot *src)
+{
+    struct top_ct *cts = dst->cts;
+    if (!cts || dst->ncts != src->ncts) {
+        free(cts);
+        cts = calloc(src->ncts ? (size_t)src->ncts : 1, sizeof *cts);
+        if (!cts) {
+            dst->cts = NULL;
+            dst->ncts = 0;
+            return -ENOMEM;
+        }
+    }
+    *dst = *src;
+    dst->cts = cts;
+    memcpy(cts, src->cts, (size_t)src->ncts * sizeof *cts);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ derived states */
+
+double top_stale_after(double interval_s)
+{
+    return 2.5 * interval_s + 3.0;
+}
+
+bool top_ct_is_stale(const struct top_snapshot *s, const struct top_ct *ct, double now)
+{
+    if (ct->err[0])
+        return true;
+    if (ct->host >= 0 && ct->host < s->nhosts && s->hosts[ct->host].err[0] && !s->hosts[ct->host].up)
+        return true;
+    return ct->seen && now - ct->doc_mono > top_stale_after(s->interval_s);
+}
+
+double top_rank_hb_age(const struct top_snapshot *s, const struct top_ct *ct,
+                       const struct top_rank *r, double now)
+{
+    if (r->hb_age_s < 0)
+        return -1;
+    /* documents come every interval: only the time past that is the host's silence */
+    double over = ct->seen ? now - ct->doc_mono - s->interval_s : 0;
+    return r->hb_age_s + (over > 0 ? over : 0);
+}
+
+int top_hb_lateness(const struct top_rank *r, double age_s)
+{
+    double interval = r->step_s > TOP_HB_MIN_INTERVAL ? r->step_s : TOP_HB_MIN_INTERVAL;
+    if (age_s > 5 * interval)
+        return 2;
+    if (age_s > 2 * interval)
+        return 1;
+    return 0;
+}
+
+const struct top_job *top_job_of(const struct top_snapshot *s, const struct top_ct *ct)
+{
+    return ct->job >= 0 && ct->job < s->njobs ? &s->jobs[ct->job] : NULL;
+}
+
+/* Ktok/s under which n ranks count as slow; <= 0 when there is no baseline. */
+double top_slow_threshold(const struct top_job *j, int n)
+{
+    if (!j || j->baseline_ktok <= 0 || j->expected_ranks <= 0)
+        return 0;
+    return (1.0 - j->tolerance) * j->baseline_ktok * n / j->expected_ranks;
+}
+
+bool top_rank_past_warmup(const struct top_job *j, const struct top_rank *r)
+{
+    int64_t ran = r->resumed_from >= 0 ? r->step - r->resumed_from : r->step;
+    return r->has_hb && r->phase == HB_PHASE_TRAIN && ran > (j ? j->warmup_steps : 0);
+}
+
+/* Median of the newest (at most 5) trend samples: one slow step does not turn a row red. */
+double top_recent_ktok(const float *trend, int n, double fallback)
+{
+    if (n <= 0)
+        return fallback;
+    float v[5];
+    int k = n < 5 ? n : 5;
+    memcpy(v, trend + n - k, (size_t)k * sizeof v[0]);
+    for (int i = 1; i < k; i++)
+        for (int q = i; q > 0 && v[q - 1] > v[q]; q--) {
+            float t = v[q];
+            v[q] = v[q - 1];
+            v[q - 1] = t;
+        }
+    return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2.0;
+}
+
+bool top_rank_is_slow(const struct top_snapshot *s, const struct top_ct *ct,
+                         const struct top_rank *r)
+{
+    const struct top_job *j = top_job_of(s, ct);
+    double t = top_slow_threshold(j, 1);
+    return t > 0 && top_rank_past_warmup(j, r) && top_recent_ktok(r->trend, r->ntrend, r->ktok) < t;
+}
+
+static bool rank_is_dead(const struct top_rank *r)
+{
+    return strcmp(r->pstate, "exited") == 0 || strcmp(r->pstate, "killed") == 0;
+}
+
+enum top_state top_rank_state(const struct top_snapshot *s, const struct top_ct *ct,
+                              const struct top_rank *r, double now)
+{
+    if (top_ct_is_stale(s, ct, now))
+        return TOP_UNREACHABLE;
+    switch (ct->gang) {
+    case GANG_FAILED:
+        return TOP_FAILED;
+    case GANG_BACKOFF:
+        return TOP_BACKOFF;
+    case GANG_STOPPED:
+        return TOP_STOPPED;
+    case GANG_STOPPING:
+        return TOP_STOPPING;
+    default:
+        break;
+    }
+    if (rank_is_dead(r))
+        return TOP_FAILED;
+    if (ct->gang == GANG_REVERTED)
+        return TOP_REVERTED;
+    if (!r->has_hb || r->phase == HB_PHASE_INIT || ct->gang == GANG_STARTING)
+        return TOP_STARTING;
+    if (r->phase == HB_PHASE_DONE)
+        return TOP_STOPPING;
+    if (top_hb_lateness(r, top_rank_hb_age(s, ct, r, now)) >= 2)
+        return TOP_STALLED;
+    if (!r->loss_finite || top_rank_is_slow(s, ct, r))
+        return TOP_DEGRADED;
+    if (!ct->good[0] || strcmp(ct->current, ct->good) != 0)
+        return TOP_PROBATION;
+    return TOP_RUNNING;
+}
+
+enum top_state top_ct_state(const struct top_snapshot *s, const struct top_ct *ct, double now)
+{
+    if (top_ct_is_stale(s, ct, now))
+        return TOP_UNREACHABLE;
+    if (!ct->seen)
+        return TOP_STARTING; /* connecting: nothing known yet */
+    if (!ct->has_job)
+        return TOP_STOPPED;
+    if (ct->nranks == 0) {
+        switch (ct->gang) {
+        case GANG_FAILED:
+            return TOP_FAILED;
+        case GANG_BACKOFF:
+            return TOP_BACKOFF;
+        case GANG_REVERTED:
+            return TOP_REVERTED;
+        case GANG_STOPPING:
+            return TOP_STOPPING;
+        case GANG_STARTING:
+            return TOP_STARTING;
+        case GANG_RUNNING:
+            return TOP_RUNNING;
+        default:
+            return TOP_STOPPED;
+        }
+    }
+    enum top_state w = TOP_RUNNING;
+    for (int k = 0; k < ct->nranks; k++)
+        w = worse(w, top_rank_state(s, ct, &ct->ranks[k], now));
+    return w;
+}
+
+enum top_state top_host_state(const struct top_snapshot *s, int host, double now)
+{
+    const struct top_host *h = &s->hosts[host];
+    if (h->err[0] && !h->up)
+        return TOP_UNREACHABLE;
+    enum top_state w = TOP_RUNNING;
+    bool any = false;
+    for (int i = 0; i < s->ncts; i++)
+        if (s->cts[i].host == host) {
+            w = worse(w, top_ct_state(s, &s->cts[i], now));
+            any = true;
+        }
+    return any ? w : TOP_RUNNING;
+}
+
+const char *top_rollback_target(const struct top_snapshot *s, int job, bool *ret_to_good)
+{
+    for (int i = 0; i < s->ncts; i++) {
+        const struct top_ct *ct = &s->cts[i];
+        if (ct->job != job || !ct->has_job || !ct->current[0])
+            continue;
+        if (ct->good[0] && strcmp(ct->current, ct->good) != 0) {
+            *ret_to_good = true;
+            return ct->good;
+        }
+        *ret_to_good = false;
+        return ct->previous[0] && strcmp(ct->previous, ct->current) != 0 ? ct->previous : "";
+    }
+    *ret_to_good = false;
+    return "";
+}
+
+/* ------------------------------------------------------------------ events */
+
+int top_event_parse(const char *line, size_t len, struct top_event *ret)
+{
+    if (len > TOP_EVENT_LINE_MAX)
+        return -E2BIG;
+    json_error_t jerr;
+    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!o)
+        return -EINVAL;
+    int r = -EINVAL;
+    json_t *seq = json_object_get(o, "seq"), *ts = json_object_get(o, "ts");
+    json_t *job = json_object_get(o, "job"), *kind = json_object_get(o, "kind");
+    json_t *rel = json_object_get(o, "release"), *det = json_object_get(o, "detail");
+    if (!json_is_object(o) || !json_is_integer(seq) || !json_is_number(ts) || !json_is_string(kind))
+        goto out;
+    if ((job && !json_is_string(job)) || (rel && !json_is_string(rel)) || (det && !json_is_string(det)))
+        goto out;
+    struct top_event e = { 0 };
+    e.seq = json_integer_value(seq);
+    e.ts = json_number_value(ts);
+    (void)str_copy(e.kind, sizeof e.kind, json_string_value(kind));
+    if (job)
+        (void)str_copy(e.job, sizeof e.job, json_string_value(job));
+    if (rel)
+        (void)str_copy(e.release, sizeof e.release, json_string_value(rel));
+    if (det)
+        (void)str_copy(e.detail, sizeof e.detail, json_string_value(det));
+    *ret = e;
+    r = 0;
+out:
+    json_decref(o);
+    return r;
+}
+
+const char *top_event_format(const struct top_event *e, char *buf, size_t buf_sz)
+{
+    char when[32] = "?";
+    if (isfinite(e->ts) && e->ts >= 0 && e->ts < 1e11) {
+        time_t t = (time_t)e->ts;
+        struct tm tm;
+        if (localtime_r(&t, &tm))
+            strftime(when, sizeof when, "%m-%d %H:%M:%S", &tm);
+    }
+    snprintf(buf, buf_sz, "%s %-8s %-12s %-8.8s %s", when, e->job[0] ? e->job : "-", e->kind,
+             e->release[0] ? e->release : "-", e->detail);
+    return buf;
+}
