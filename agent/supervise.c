@@ -404,6 +404,18 @@ static void hb_take_line(struct gang *g, struct rank_proc *rp, const char *line,
                      strerror(-r), (unsigned long long)rp->hb_bad);
         return;
     }
+    /* A foreign worker may leave out "release" (the gang's is meant) and "nonfinite" (then the
+     * agent counts consecutive steps whose loss was null/NaN itself: a non-finite loss is a
+     * failure, never a line to drop). */
+    if (!hb.release[0])
+        (void)str_copy(hb.release, sizeof hb.release, g->release);
+    if (hb.phase == HB_PHASE_TRAIN && hb.has_loss && !hb.loss_finite) {
+        int prev = rp->has_hb ? rp->hb.nonfinite : 0;
+        bool advanced = !rp->has_hb || hb.step > rp->hb.step;
+        int counted = advanced ? prev + 1 : (prev > 0 ? prev : 1);
+        if (hb.nonfinite < counted)
+            hb.nonfinite = counted;
+    }
     rp->hb = hb;
     rp->has_hb = true;
     rp->hb_mono = now;

@@ -35,6 +35,7 @@ void heartbeat_init(struct heartbeat *hb)
     hb->mfu = -1;
     hb->mem_peak = -1;
     hb->phase = HB_PHASE_INIT;
+    hb->has_loss = true;
 }
 
 json_t *heartbeat_to_json(const struct heartbeat *hb)
@@ -46,7 +47,8 @@ json_t *heartbeat_to_json(const struct heartbeat *hb)
     json_object_set_new(o, "pid", json_integer(hb->pid));
     json_object_set_new(o, "step", json_integer(hb->step));
     json_object_set_new(o, "tokens", json_integer(hb->tokens));
-    json_object_set_new(o, "loss", hb->loss_finite && isfinite(hb->loss) ? json_real(hb->loss) : json_null());
+    if (hb->has_loss || hb->loss_finite)
+        json_object_set_new(o, "loss", hb->loss_finite && isfinite(hb->loss) ? json_real(hb->loss) : json_null());
     json_object_set_new(o, "nonfinite", json_integer(hb->nonfinite));
     json_object_set_new(o, "tok_s", json_real(isfinite(hb->tok_s) ? hb->tok_s : 0.0));
     json_object_set_new(o, "step_ms", json_real(isfinite(hb->step_ms) ? hb->step_ms : 0.0));
@@ -98,6 +100,7 @@ int heartbeat_from_json(json_t *o, struct heartbeat *ret_hb)
     hb.rank = (int)rank;
     hb.nonfinite = (int)nonfinite;
     json_t *loss = json_object_get(o, "loss");
+    hb.has_loss = loss != NULL;
     if (loss && json_is_number(loss)) {
         hb.loss = json_number_value(loss);
         hb.loss_finite = isfinite(hb.loss);
@@ -106,16 +109,71 @@ int heartbeat_from_json(json_t *o, struct heartbeat *ret_hb)
     json_t *ph = json_object_get(o, "phase");
     if (ph && (!json_is_string(ph) || hb_phase_from_name(json_string_value(ph), &hb.phase) < 0))
         return -EINVAL;
+    if (!ph && hb.step > 0)
+        hb.phase = HB_PHASE_TRAIN;
     if (!isfinite(hb.tok_s) || hb.tok_s < 0)
         hb.tok_s = 0;
     *ret_hb = hb;
     return 0;
 }
 
+static bool tok_at(const char *s, size_t len, size_t i, const char *tok)
+{
+    size_t n = strlen(tok);
+    if (len - i < n || memcmp(s + i, tok, n) != 0)
+        return false;
+    if (i + n < len) { /* the token must end there: NaNx stays invalid JSON */
+        char c = s[i + n];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')
+            return false;
+    }
+    return true;
+}
+
+/* Copy line into out (cap 2 * len + 1 suffices), replacing the bare tokens NaN, Infinity,
+ * -Infinity, -NaN outside strings by null (never longer than twice the token).  Returns the
+ * new length. */
+static size_t nonfinite_to_null(const char *line, size_t len, char *out)
+{
+    static const char *const toks[] = {"-Infinity", "Infinity", "-NaN", "NaN"};
+    size_t o = 0;
+    bool in_str = false;
+    for (size_t i = 0; i < len;) {
+        char c = line[i];
+        if (in_str) {
+            out[o++] = c;
+            if (c == '\\' && i + 1 < len)
+                out[o++] = line[++i];
+            else if (c == '"')
+                in_str = false;
+            i++;
+            continue;
+        }
+        if (c == '"')
+            in_str = true;
+        size_t k = 0;
+        while (k < ARRAY_SIZE(toks) && !tok_at(line, len, i, toks[k]))
+            k++;
+        if (k < ARRAY_SIZE(toks)) {
+            memcpy(out + o, "null", 4);
+            o += 4;
+            i += strlen(toks[k]);
+            continue;
+        }
+        out[o++] = c;
+        i++;
+    }
+    return o;
+}
+
 int heartbeat_parse(const char *line, size_t len, struct heartbeat *ret_hb)
 {
     json_t *o;
-    int r = jf_load(line, len, HEARTBEAT_LINE_MAX, HEARTBEAT_VERSION, &o);
+    if (len > HEARTBEAT_LINE_MAX)
+        return -E2BIG;
+    char buf[2 * HEARTBEAT_LINE_MAX + 1];
+    size_t n = nonfinite_to_null(line, len, buf);
+    int r = jf_load(buf, n, sizeof buf, HEARTBEAT_VERSION, &o);
     if (r < 0)
         return r;
     r = heartbeat_from_json(o, ret_hb);

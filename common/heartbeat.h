@@ -6,6 +6,10 @@
  *    "tok_s":412345.6,"step_ms":19.1,"phase":"train","resumed_from":100,"ckpt_step":100,
  *    "release":"3f2a...","backend":"cpu"}
  * A non-finite loss is sent as "loss":null with "nonfinite" > 0 (JSON has no NaN).
+ * The reader forgives what real workers send: Python's json.dumps tokens NaN, Infinity and
+ * -Infinity (outside strings) read as null, and a null loss means non-finite, never a dropped
+ * line; "release" may be left out (the agent fills in the gang's); "phase" left out means train
+ * once step > 0, else init; unknown keys are ignored; "v" stays required.
  * Only this file knows the format: the trainer formats with heartbeat_format(), the agent parses
  * with heartbeat_parse().  Unknown keys are ignored so that newer workers talk to older agents.
  */
@@ -33,6 +37,8 @@ struct heartbeat {
     int64_t tokens;       /* tokens processed by this rank since the process started */
     double loss;          /* last step's training loss; meaningful when loss_finite */
     bool loss_finite;
+    bool has_loss;        /* the worker sent "loss" (a number, or null/NaN = non-finite);
+                             false: it never reports one, which is not a failure */
     int nonfinite;        /* consecutive steps with a non-finite loss or gradient norm */
     double tok_s;         /* this rank's tokens per second over the last step(s); 0 if unknown */
     double step_ms;       /* last step's wall time in ms; 0 if unknown */
@@ -46,7 +52,7 @@ struct heartbeat {
     char error[160];      /* set with phase "done" when the worker is exiting on an error */
 };
 
-/* Fill defaults (-1 for unknown fields, phase init). */
+/* Fill defaults (-1 for unknown fields, phase init, has_loss true). */
 void heartbeat_init(struct heartbeat *hb);
 
 /* Format hb as one line ending in '\n' into out[outsz].  Returns the length written (without
@@ -55,7 +61,8 @@ int heartbeat_format(const struct heartbeat *hb, char *out, size_t outsz);
 
 /* Parse one line (len bytes, newline optional, no NUL needed).  -E2BIG when len exceeds
  * HEARTBEAT_LINE_MAX, -EINVAL when not a JSON object of version 1 with integer rank and step,
- * -EPROTONOSUPPORT for another version.  ret_hb is written only on success. */
+ * -EPROTONOSUPPORT for another version.  The bare tokens NaN, Infinity, -Infinity (Python's
+ * json.dumps) read as null.  ret_hb is written only on success. */
 int heartbeat_parse(const char *line, size_t len, struct heartbeat *ret_hb);
 
 /* The same fields as a JSON object, for documents that embed a heartbeat (the agent status

@@ -255,7 +255,7 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
         const struct heartbeat *hb = &rs->hb;
         if (hb->phase != HB_PHASE_TRAIN && hb->phase != HB_PHASE_CHECKPOINT)
             continue;
-        if (hb->nonfinite > 0 || (hb->phase == HB_PHASE_TRAIN && !hb->loss_finite)) {
+        if (hb->nonfinite > 0 || (hb->phase == HB_PHASE_TRAIN && hb->has_loss && !hb->loss_finite)) {
             fail(p, "non-finite loss at step %lld on rank %d (%s)", (long long)hb->step, rank,
                  cs->label);
             return;

@@ -251,6 +251,35 @@ static void test_gang_last_heartbeat_before_exit(void **state)
     spec_done(&s);
 }
 
+/* A Python worker's lines as json.dumps writes them: no release, NaN tokens, no nonfinite count.
+ * The agent fills in the gang's release and counts consecutive non-finite steps itself, so the
+ * gang diverges after HB_DIVERGED_STEPS of them instead of the lines being dropped. */
+static bool diverged(struct gang *g) { return g->diverged >= 0; }
+static void test_gang_python_nan_heartbeats(void **state)
+{
+    (void)state;
+    char id[RELEASE_ID_LEN + 1], err[256];
+    install("pynan", "#!/bin/sh\n"
+                     "echo '{\"v\": 1, \"rank\": 0, \"step\": 1, \"loss\": 2.5, \"phase\": \"train\"}' >&3\n"
+                     "for i in 2 3 3 4; do echo '{\"v\": 1, \"rank\": 0, \"step\": '$i', \"loss\": NaN, \"tok_s\": Infinity, \"phase\": \"train\"}' >&3; done\n"
+                     "sleep 5\n",
+            id);
+    struct job_spec s;
+    spec_for(&s, id, 1);
+    struct gang g;
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
+    assert_true(pump(&g, 5, diverged));
+    assert_int_equal(g.ranks[0].hb_bad, 0);
+    assert_int_equal(g.ranks[0].hb.step, 4);
+    assert_int_equal(g.ranks[0].hb.nonfinite, 3); /* steps 2, 3, 4: the repeated 3 counts once */
+    assert_false(g.ranks[0].hb.loss_finite);
+    assert_string_equal(g.ranks[0].hb.release, id);
+    gang_stop(&g);
+    assert_true(pump(&g, 5, is_gone));
+    gang_clear(&g);
+    spec_done(&s);
+}
+
 static void test_gang_overlong_heartbeat(void **state)
 {
     (void)state;
@@ -639,6 +668,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_exec_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_last_heartbeat_before_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_python_nan_heartbeats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_crash_loop_reverts_to_good, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_probation_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_nonfinite_heartbeats_revert, setup, teardown),

@@ -68,6 +68,58 @@ static void test_heartbeat_nan_is_null(void **state)
     assert_int_equal(back.nonfinite, 3);
 }
 
+/* What Python's json.dumps writes for real workers: NaN/Infinity tokens, no release, extra keys. */
+static void test_heartbeat_forgiving(void **state)
+{
+    (void)state;
+    struct heartbeat hb;
+    const char *nan = "{\"v\": 1, \"rank\": 1, \"step\": 6, \"loss\": NaN, \"tok_s\": Infinity, "
+                      "\"phase\": \"train\", \"note\": \"NaN stays in strings\", \"extra\": [1, {\"x\": -Infinity}]}\n";
+    assert_int_equal(heartbeat_parse(nan, strlen(nan), &hb), 0);
+    assert_int_equal(hb.rank, 1);
+    assert_int_equal(hb.step, 6);
+    assert_true(hb.has_loss);
+    assert_false(hb.loss_finite);
+    assert_true(hb.tok_s == 0); /* Infinity reads as null: unknown */
+    assert_string_equal(hb.release, "");
+    const char *inf = "{\"v\":1,\"rank\":0,\"step\":2,\"loss\":-Infinity,\"phase\":\"train\"}";
+    assert_int_equal(heartbeat_parse(inf, strlen(inf), &hb), 0);
+    assert_false(hb.loss_finite);
+    const char *null = "{\"v\":1,\"rank\":0,\"step\":2,\"loss\":null,\"phase\":\"train\"}";
+    assert_int_equal(heartbeat_parse(null, strlen(null), &hb), 0);
+    assert_true(hb.has_loss);
+    assert_false(hb.loss_finite);
+    /* no loss at all: unknown, not a failure; no phase with step > 0: train */
+    const char *bare = "{\"v\":1,\"rank\":0,\"step\":3}";
+    assert_int_equal(heartbeat_parse(bare, strlen(bare), &hb), 0);
+    assert_false(hb.has_loss);
+    assert_int_equal(hb.phase, HB_PHASE_TRAIN);
+    char line[HEARTBEAT_LINE_MAX];
+    int n = heartbeat_format(&hb, line, sizeof line);
+    assert_true(n > 0);
+    assert_null(strstr(line, "\"loss\"")); /* stays unknown through the status document */
+    const char *bare0 = "{\"v\":1,\"rank\":0,\"step\":0}";
+    assert_int_equal(heartbeat_parse(bare0, strlen(bare0), &hb), 0);
+    assert_int_equal(hb.phase, HB_PHASE_INIT);
+    /* a string containing NaN is not touched; escapes inside strings are followed */
+    const char *str = "{\"v\":1,\"rank\":0,\"step\":1,\"backend\":\"a\\\"NaN\",\"loss\":1.5}";
+    assert_int_equal(heartbeat_parse(str, strlen(str), &hb), 0);
+    assert_string_equal(hb.backend, "a\"NaN");
+    assert_true(hb.loss_finite);
+    /* still rejected: NaN where an integer is required, a glued token, the version */
+    const char *bad[] = {"{\"v\":1,\"rank\":NaN,\"step\":1}", "{\"v\":1,\"rank\":0,\"step\":1,\"loss\":NaNa}",
+                         "{\"v\":NaN,\"rank\":0,\"step\":1}", "{\"rank\":0,\"step\":1}"};
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+        assert_int_equal(heartbeat_parse(bad[i], strlen(bad[i]), &hb), -EINVAL);
+    /* a line of NaN tokens at the size limit still fits the rewritten buffer */
+    char big[HEARTBEAT_LINE_MAX];
+    size_t o = (size_t)snprintf(big, sizeof big, "{\"v\":1,\"rank\":0,\"step\":1,\"x\":[");
+    while (o + 8 < sizeof big)
+        o += (size_t)snprintf(big + o, sizeof big - o, "NaN,");
+    o += (size_t)snprintf(big + o, sizeof big - o, "0]}");
+    assert_int_equal(heartbeat_parse(big, o, &hb), 0);
+}
+
 static void test_heartbeat_rejects(void **state)
 {
     (void)state;
@@ -271,6 +323,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heartbeat_roundtrip),   cmocka_unit_test(test_heartbeat_nan_is_null),
+        cmocka_unit_test(test_heartbeat_forgiving),
         cmocka_unit_test(test_heartbeat_rejects),     cmocka_unit_test(test_heartbeat_format_too_small),
         cmocka_unit_test(test_manifest_paths),        cmocka_unit_test(test_manifest_dir_dump_parse),
         cmocka_unit_test(test_manifest_parse_rejects), cmocka_unit_test(test_status_roundtrip),
