@@ -12,5 +12,15 @@ for f in "$B"/fuzz-replay/fuzz-*; do
     n=${f##*/fuzz-}
     if "$f" "tests/fuzz/corpus/$n"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $f"; fi
 done
+# python/drover_heartbeat.py and the raw-protocol example of docs/protocol.md (unittest)
+if command -v python3 >/dev/null 2>&1; then
+    if python3 -m unittest discover -s python -p 'test_*.py' >"$B/python-unit.log" 2>&1; then
+        pass=$((pass+1))
+    else
+        fail=$((fail+1)); cat "$B/python-unit.log"; echo "FAILED: python unittest (python/)"
+    fi
+else
+    fail=$((fail+1)); echo "FAILED: python3 not found (python/ tests; tests/deps.txt lists it)"
+fi
 echo "unit: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

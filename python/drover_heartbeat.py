@@ -1,0 +1,200 @@
+"""drover_heartbeat: heartbeats from a Python (PyTorch) worker to drover-agent.
+
+Standard library only, Python 3.8 or later.  Copy this file into your release (next to your
+training script) or import it from where drover-agent installs it
+(/usr/local/lib/drover/python, see docs/pytorch.md).  The wire format is the heartbeat line of
+docs/protocol.md (v1): one JSON object per line on the file descriptor DROVER_HEARTBEAT_FD.
+
+    from drover_heartbeat import Heartbeat
+    hb = Heartbeat()                      # reads DROVER_HEARTBEAT_FD, RANK, DROVER_RELEASE
+    hb.init(resumed_from=start_step)      # optional: "loading" (phase init)
+    for step in range(start_step, max_steps):
+        loss = train_step()
+        hb.step(step + 1, loss.item(), tokens=batch_tokens)
+        if (step + 1) % 100 == 0:
+            with hb.phase("checkpoint"):
+                save_checkpoint()
+            hb.checkpointed(step + 1)
+    hb.done()
+
+Outside drover (no DROVER_HEARTBEAT_FD) every call does nothing.  No call ever raises into the
+training loop: once the agent's end of the pipe is gone (EPIPE, EBADF), beats are dropped.
+"""
+
+import contextlib
+import json
+import math
+import os
+import time
+
+__all__ = ["Heartbeat", "PHASES", "LINE_MAX"]
+
+VERSION = 1
+LINE_MAX = 1024  # bytes per line, newline included (the agent drops longer lines)
+PHASES = ("init", "train", "checkpoint", "done")
+
+
+def _env_int(env, name, default):
+    try:
+        return int(env.get(name, default))
+    except (TypeError, ValueError):
+        return default
+
+
+class Heartbeat:
+    """One rank's heartbeat writer.
+
+    fd: the pipe to write to (default: int(DROVER_HEARTBEAT_FD), None when unset);
+    env: the environment to read RANK, DROVER_RELEASE from (default os.environ);
+    backend: a word for the dashboard ("torch-cuda", "torch-cpu", ...);
+    clock: a monotonic clock in seconds (tests pass their own).
+    """
+
+    def __init__(self, fd=None, env=None, backend="torch", clock=time.monotonic):
+        env = os.environ if env is None else env
+        if fd is None:
+            raw = env.get("DROVER_HEARTBEAT_FD")
+            fd = _env_int(env, "DROVER_HEARTBEAT_FD", -1) if raw else -1
+        self.fd = fd if fd is not None and fd >= 0 else None
+        self.rank = _env_int(env, "RANK", 0)
+        self.local_rank = _env_int(env, "LOCAL_RANK", 0)
+        self.world_size = _env_int(env, "WORLD_SIZE", 1)
+        self.release = env.get("DROVER_RELEASE", "")
+        self.backend = str(backend)[:15]
+        self.clock = clock
+        self.pid = os.getpid()
+        self.last_step = 0
+        self.tokens = 0
+        self.nonfinite = 0
+        self.loss = None
+        self.tok_s = 0.0
+        self.step_ms = 0.0
+        self.resumed_from = -1
+        self.ckpt_step = -1
+        self.current_phase = "init"
+        self.dropped = 0  # lines not written (fd gone, or too long)
+        self._t_last = None
+
+    # ---- what a training loop calls ----
+
+    @property
+    def enabled(self):
+        return self.fd is not None
+
+    def init(self, resumed_from=-1):
+        """Phase init: loading data / model / checkpoint, before the first step."""
+        self.resumed_from = int(resumed_from)
+        if self.resumed_from >= 0:
+            self.last_step = self.resumed_from
+        self.current_phase = "init"
+        self._t_last = self.clock()
+        self._send()
+
+    def step(self, step, loss, tokens, **extra):
+        """One optimizer step done: step = steps completed (counting from the resumed
+        checkpoint's step), loss = this step's loss (a float; NaN/inf allowed), tokens = tokens
+        this rank processed in this step.  Extra keyword numbers (mfu, mem_peak) are sent as
+        they are."""
+        now = self.clock()
+        try:
+            loss = float(loss)
+        except (TypeError, ValueError):
+            loss = float("nan")
+        tokens = int(tokens)
+        if self._t_last is not None and now > self._t_last:
+            dt = now - self._t_last
+            self.step_ms = dt * 1000.0
+            self.tok_s = tokens / dt
+        self._t_last = now
+        self.tokens += tokens
+        self.last_step = int(step)
+        if math.isfinite(loss):
+            self.loss = loss
+            self.nonfinite = 0
+        else:
+            self.loss = None
+            self.nonfinite += 1
+        self.current_phase = "train"
+        self._send(extra)
+
+    def checkpointed(self, step):
+        """A checkpoint of step `step` is on disk."""
+        self.ckpt_step = int(step)
+
+    @contextlib.contextmanager
+    def phase(self, name):
+        """with hb.phase("checkpoint"): save() -- tells the agent a long pause is expected
+        (the checkpoint deadline applies instead of the silence one).  Back to the previous
+        phase afterwards."""
+        if name not in PHASES:
+            raise ValueError("phase must be one of %s" % (PHASES,))
+        before = self.current_phase
+        self.current_phase = name
+        self._send()
+        try:
+            yield self
+        finally:
+            self.current_phase = before
+            self._t_last = self.clock()  # the pause is not a slow step
+            if before == "train":
+                self._send()
+
+    def error(self, message):
+        """Report why this rank is about to exit on an error (phase done + error)."""
+        self.current_phase = "done"
+        self._send({"error": str(message)[:150]})
+
+    def done(self):
+        """Clean exit (max steps reached, or stopping after SIGTERM)."""
+        self.current_phase = "done"
+        self._send()
+
+    # ---- the wire ----
+
+    def line(self, extra=None):
+        """The heartbeat line (str, ending in newline) for the current state."""
+        o = {
+            "v": VERSION,
+            "rank": self.rank,
+            "pid": self.pid,
+            "step": self.last_step,
+            "tokens": self.tokens,
+            "loss": self.loss,
+            "nonfinite": self.nonfinite,
+            "tok_s": round(self.tok_s, 3),
+            "step_ms": round(self.step_ms, 3),
+            "phase": self.current_phase,
+            "resumed_from": self.resumed_from,
+            "ckpt_step": self.ckpt_step,
+            "release": self.release,
+            "backend": self.backend,
+        }
+        if extra:
+            for k, v in extra.items():
+                if isinstance(v, float) and not math.isfinite(v):
+                    v = None
+                o[k] = v
+        return json.dumps(o, separators=(",", ":"), allow_nan=False) + "\n"
+
+    def _send(self, extra=None):
+        if self.fd is None:
+            return
+        try:
+            data = self.line(extra).encode("utf-8", "replace")
+        except (TypeError, ValueError):
+            self.dropped += 1
+            return
+        if len(data) > LINE_MAX:
+            self.dropped += 1
+            return
+        try:
+            # one write() per line: a pipe write of <= PIPE_BUF bytes is atomic
+            n = os.write(self.fd, data)
+            if n != len(data):
+                self.dropped += 1
+        except BlockingIOError:
+            self.dropped += 1
+        except OSError:
+            # EPIPE / EBADF: the agent is gone; training goes on, beats are dropped
+            self.dropped += 1
+            self.fd = None

@@ -1,0 +1,188 @@
+"""unittest tests of drover_heartbeat.py and of the raw-protocol example in docs/protocol.md.
+
+Run by `make unit` (tests/run-unit.sh): python3 -m unittest discover -s python
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import drover_heartbeat  # noqa: E402
+from drover_heartbeat import Heartbeat  # noqa: E402
+
+ENV = {"DROVER_HEARTBEAT_FD": "-1", "RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4",
+       "DROVER_RELEASE": "ab" * 32}
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def read_lines(fd):
+    os.set_blocking(fd, False)
+    data = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return [json.loads(x) for x in data.decode().splitlines()]
+
+
+class HeartbeatTest(unittest.TestCase):
+    def setUp(self):
+        self.r, self.w = os.pipe()
+        self.clock = Clock()
+        self.hb = Heartbeat(fd=self.w, env=ENV, backend="torch-cpu", clock=self.clock)
+
+    def tearDown(self):
+        for fd in (self.r, self.w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def test_env_and_step(self):
+        self.hb.init(resumed_from=40)
+        self.clock.t += 0.5
+        self.hb.step(41, 3.25, tokens=1000)
+        lines = read_lines(self.r)
+        self.assertEqual(len(lines), 2)
+        init, st = lines
+        self.assertEqual(init["phase"], "init")
+        self.assertEqual(init["step"], 40)
+        self.assertEqual(init["resumed_from"], 40)
+        self.assertEqual(st["v"], 1)
+        self.assertEqual(st["rank"], 3)
+        self.assertEqual(st["pid"], os.getpid())
+        self.assertEqual(st["release"], "ab" * 32)
+        self.assertEqual(st["phase"], "train")
+        self.assertEqual(st["step"], 41)
+        self.assertEqual(st["loss"], 3.25)
+        self.assertEqual(st["tokens"], 1000)
+        self.assertAlmostEqual(st["tok_s"], 2000.0)
+        self.assertAlmostEqual(st["step_ms"], 500.0)
+        self.assertEqual(st["nonfinite"], 0)
+
+    def test_nonfinite_loss_is_null_and_counted(self):
+        self.hb.step(1, 2.0, tokens=10)
+        self.hb.step(2, float("nan"), tokens=10)
+        self.hb.step(3, float("inf"), tokens=10)
+        self.hb.step(4, "not a number", tokens=10)
+        self.hb.step(5, 1.5, tokens=10)
+        raw = os.read(self.r, 65536).decode()
+        self.assertNotIn("NaN", raw)
+        self.assertNotIn("Infinity", raw)
+        lines = [json.loads(x) for x in raw.splitlines()]
+        self.assertEqual([x["loss"] for x in lines], [2.0, None, None, None, 1.5])
+        self.assertEqual([x["nonfinite"] for x in lines], [0, 1, 2, 3, 0])
+
+    def test_phase_context(self):
+        self.hb.step(10, 1.0, tokens=1)
+        with self.hb.phase("checkpoint"):
+            self.clock.t += 30  # a long save is not a slow step
+        self.hb.checkpointed(10)
+        self.clock.t += 1
+        self.hb.step(11, 1.0, tokens=100)
+        lines = read_lines(self.r)
+        self.assertEqual([x["phase"] for x in lines], ["train", "checkpoint", "train", "train"])
+        self.assertEqual(lines[-1]["ckpt_step"], 10)
+        self.assertAlmostEqual(lines[-1]["tok_s"], 100.0)
+        with self.assertRaises(ValueError):
+            with self.hb.phase("napping"):
+                pass
+
+    def test_phase_restored_on_exception(self):
+        self.hb.step(1, 1.0, tokens=1)
+        with self.assertRaises(RuntimeError):
+            with self.hb.phase("checkpoint"):
+                raise RuntimeError("disk")
+        self.assertEqual(self.hb.current_phase, "train")
+
+    def test_error_and_done(self):
+        self.hb.error("x" * 500)
+        self.hb.done()
+        lines = read_lines(self.r)
+        self.assertEqual(lines[0]["phase"], "done")
+        self.assertEqual(len(lines[0]["error"]), 150)
+        self.assertEqual(lines[1]["phase"], "done")
+        self.assertNotIn("error", lines[1])
+
+    def test_fd_gone_never_raises(self):
+        os.close(self.r)  # the agent went away: EPIPE
+        for i in range(3):
+            self.hb.step(i + 1, 1.0, tokens=1)
+        with self.hb.phase("checkpoint"):
+            pass
+        self.hb.error("bye")
+        self.assertIsNone(self.hb.fd)
+        self.assertGreaterEqual(self.hb.dropped, 1)
+        hb = Heartbeat(fd=987, env=ENV)  # EBADF
+        hb.step(1, 1.0, tokens=1)
+        self.assertIsNone(hb.fd)
+
+    def test_without_drover(self):
+        hb = Heartbeat(env={})
+        self.assertFalse(hb.enabled)
+        hb.init()
+        hb.step(1, 1.0, tokens=1)
+        hb.done()
+        hb = Heartbeat(env={"DROVER_HEARTBEAT_FD": "garbage"})
+        self.assertFalse(hb.enabled)
+
+    def test_line_limit(self):
+        self.hb.step(1, 1.0, tokens=1, note="y" * 2000)
+        self.assertEqual(self.hb.dropped, 1)
+        self.hb.step(2, 1.0, tokens=1, mfu=float("nan"), mem_peak=123)
+        line = read_lines(self.r)[-1]
+        self.assertIsNone(line["mfu"])
+        self.assertEqual(line["mem_peak"], 123)
+        self.assertLessEqual(len(self.hb.line()), drover_heartbeat.LINE_MAX)
+
+
+class RawProtocolExampleTest(unittest.TestCase):
+    """The raw-protocol example in docs/protocol.md, run as it is written there."""
+
+    def test_docs_example(self):
+        doc = open(os.path.join(HERE, "..", "docs", "protocol.md")).read()
+        m = re.search(r"```python raw-heartbeat-example\n(.*?)```", doc, re.S)
+        self.assertIsNotNone(m, "docs/protocol.md lost its raw-heartbeat-example block")
+        code = m.group(1) + "\nbeat(1, 2.5, 1000.0)\nbeat(2, float('nan'), 1000.0)\n"
+        r, w = os.pipe()
+        env = dict(os.environ, DROVER_HEARTBEAT_FD=str(w), RANK="0")
+        p = subprocess.run([sys.executable, "-c", code], env=env, pass_fds=(w,), timeout=60)
+        os.close(w)
+        self.assertEqual(p.returncode, 0)
+        raw = b""
+        while True:
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            raw += chunk
+        os.close(r)
+        lines = raw.decode().splitlines()
+        self.assertEqual(len(lines), 2)
+        first = json.loads(lines[0])
+        self.assertEqual(first["v"], 1)
+        self.assertEqual(first["step"], 1)
+        self.assertEqual(first["phase"], "train")
+        self.assertNotIn("release", first)  # the agent fills it in
+        # json.dumps writes NaN: the agent reads it as a non-finite loss (common/heartbeat.c)
+        self.assertIn("NaN", lines[1])
+
+
+if __name__ == "__main__":
+    unittest.main()
