@@ -13,6 +13,7 @@
 
 #include "common/manifest.h"
 #include "common/status.h"
+#include "agent/liveness.h"
 
 #define AGENT_DEFAULT_ROOT "/var/lib/drover"
 #define AGENT_DEFAULT_SOCKET "/run/drover/agent.sock"
@@ -53,6 +54,7 @@ struct job_spec {
                                       knobs); never one of the names the agent sets itself */
     bool promoted;                 /* this release was promoted for this job at some point */
     double ktok_s;                 /* throughput given at promote; 0 unknown */
+    struct liveness_policy live;   /* liveness deadlines (agent/liveness.h), judged always */
 };
 
 /* Defaults: nnodes 1, node_rank 0, nproc 1, master 127.0.0.1:29500, grace 30 s, no argv. */

@@ -618,18 +618,20 @@ static void job_gang_gone(struct daemon *d, int i, double now)
 {
     struct gang *g = &d->rt[i].gang;
     struct jm_event ev = {.kind = JM_EV_GANG_GONE, .now = now, .rank = -1, .text = ""};
-    int fe = g->first_exit >= 0 ? g->first_exit : g->diverged;
+    int fe = g->first_exit >= 0 ? g->first_exit : g->diverged >= 0 ? g->diverged : g->hung;
     if (fe >= 0) {
         const struct rank_proc *rp = &g->ranks[fe];
         ev.rank = rp->rank;
         ev.code = rp->exit_code;
         ev.sig = rp->exit_signal;
-        if (g->first_exit < 0) { /* we stopped it: non-finite loss */
-            ev.code = JM_EXIT_DIVERGED;
+        if (g->first_exit < 0) { /* we stopped it: non-finite loss or a liveness deadline */
+            ev.code = g->diverged >= 0 ? JM_EXIT_DIVERGED : JM_EXIT_HUNG;
             ev.sig = 0;
         }
         if (rp->has_hb)
             ev.text = rp->hb.error;
+        if (g->first_exit < 0 && g->diverged < 0)
+            ev.text = g->hung_why;
     }
     job_feed(d, i, &ev, -1);
 }
@@ -649,6 +651,12 @@ static void daemon_tick(struct daemon *d)
             }
             if (g->diverged >= 0 && !g->stopping && g->first_exit < 0) {
                 struct jm_event ev = {.kind = JM_EV_DIVERGED, .now = now, .rank = g->ranks[g->diverged].rank};
+                job_feed(d, i, &ev, -1);
+                continue;
+            }
+            if (gang_judge_liveness(g, now)) { /* always, not only in probation */
+                struct jm_event ev = {.kind = JM_EV_HUNG, .now = now, .rank = g->ranks[g->hung].rank,
+                                      .text = g->hung_why};
                 job_feed(d, i, &ev, -1);
                 continue;
             }

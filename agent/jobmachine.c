@@ -53,6 +53,8 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
     if (exit_code == JM_EXIT_DIVERGED)
         snprintf(how, sizeof how, "rank %d reported %d consecutive non-finite steps", exit_rank,
                  JM_DIVERGED_STEPS);
+    else if (exit_code == JM_EXIT_HUNG)
+        snprintf(how, sizeof how, "rank %d hung (liveness deadline)", exit_rank);
     else if (exit_signal)
         snprintf(how, sizeof how, "rank %d killed by signal %d", exit_rank, exit_signal);
     else
@@ -61,9 +63,16 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
         snprintf(reason, reasonsz, "completed (%s)", how);
         return POLICY_DONE;
     }
-    bool fatal = exit_code == JM_EXIT_DIVERGED || (!exit_signal && policy_exit_is_nonretryable(exit_code));
+    /* on probation a hang is the release's verdict, not a reason to retry */
+    bool fatal = exit_code == JM_EXIT_DIVERGED || (exit_code == JM_EXIT_HUNG && !promoted) ||
+                 (!exit_signal && exit_code > 0 && policy_exit_is_nonretryable(exit_code));
     if (promoted) {
         /* A release that was good: an infrastructure fault, never a rollback. */
+        if (exit_code == JM_EXIT_HUNG && crashes_in_window > p->crash_limit) {
+            snprintf(reason, reasonsz, "%s on a promoted release, %d times in %.0f s (restart budget %d): stopped",
+                     how, crashes_in_window, p->crash_window_s, p->crash_limit);
+            return POLICY_FAIL;
+        }
         if (fatal) {
             snprintf(reason, reasonsz, "%s (non-retryable) on a promoted release: stopped", how);
             return POLICY_FAIL;
@@ -77,7 +86,7 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
                  p->crash_limit, p->crash_window_s);
         return POLICY_RESTART;
     }
-    const char *why = fatal ? "non-retryable exit" : "crash loop";
+    const char *why = exit_code == JM_EXIT_HUNG ? "liveness" : fatal ? "non-retryable exit" : "crash loop";
     if (!has_good) {
         snprintf(reason, reasonsz, "%s: %s and no good release to return to", why, how);
         return POLICY_FAIL;
@@ -528,6 +537,17 @@ void jm_step(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
         snprintf(why, sizeof why, "rank %d reported %d consecutive non-finite steps; stopping the gang",
                  ev->rank, JM_DIVERGED_STEPS);
         rt->stopping = true;
+        fx_simple(out, JM_FX_STOP_GANG);
+        if (j->state != GANG_REVERTED)
+            set_state(j, GANG_STOPPING, why);
+        fx_simple(out, JM_FX_SAVE);
+        return;
+    case JM_EV_HUNG:
+        if (!rt->gang || rt->stopping)
+            return;
+        snprintf(why, sizeof why, "%s; stopping the gang", ev->text ? ev->text : "liveness deadline");
+        rt->stopping = true;
+        fx_event(out, "hung", j->current, "%s", ev->text ? ev->text : "");
         fx_simple(out, JM_FX_STOP_GANG);
         if (j->state != GANG_REVERTED)
             set_state(j, GANG_STOPPING, why);

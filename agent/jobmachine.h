@@ -32,6 +32,11 @@
 /* GANG_GONE code for a gang the agent stopped because a rank's heartbeats reported
  * JM_DIVERGED_STEPS non-finite steps: treated like drover-train's "diverged" exit. */
 #define JM_EXIT_DIVERGED (-2)
+/* GANG_GONE code for a gang the agent stopped because a liveness deadline tripped
+ * (agent/liveness.h: no first step, silent, stalled, checkpoint too long).  A release on
+ * probation is reverted; a promoted one restarts from its newest checkpoint with backoff, at
+ * most crash_limit times within crash_window (the restart budget), then fails. */
+#define JM_EXIT_HUNG (-3)
 
 /* ---- policy knobs (drover-agent daemon flags) ---- */
 struct crash_policy {
@@ -101,6 +106,7 @@ enum jm_ev {
     JM_EV_STOP,
     JM_EV_RANK_EXIT,    /* rank, code, sig: the first rank that exited on its own */
     JM_EV_DIVERGED,     /* rank: JM_DIVERGED_STEPS consecutive non-finite steps */
+    JM_EV_HUNG,         /* rank, text = the liveness verdict (agent/liveness.h) */
     JM_EV_TRAINING,     /* every rank's last heartbeat is in phase train */
     JM_EV_GANG_GONE,    /* every process reaped.  rank >= 0: the gang ended on its own: that
                            rank's (code, sig), code JM_EXIT_DIVERGED when stopped for non-finite

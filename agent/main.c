@@ -66,6 +66,8 @@ static void usage(FILE *f)
             "  preflight ID [--timeout S] [--job J] [--gpus 0,1] [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus 0,1]\n"
             "           [--master-addr A] [--master-port P] [--grace S] [--probation-deadline S]\n"
+            "           [--first-step-deadline S] [--silence-deadline S] [--stall-deadline S]\n"
+            "           [--checkpoint-deadline S]\n"
             "           [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  promote ID --job J [--ktok-s X]\n"
             "  revert --job J [--reason TEXT]\n"
@@ -99,7 +101,7 @@ static int parse_int(const char *s, long lo, long hi, int *v)
 
 enum {
     O_ROOT = 256, O_SOCKET, O_PIDFILE, O_JOB, O_ID, O_JSON, O_DETACH, O_TIMEOUT, O_INTERVAL, O_COUNT,
-    O_SINCE, O_NNODES, O_NODE_RANK, O_NPROC, O_GPUS, O_MADDR, O_MPORT, O_GRACE, O_PROBATION,
+    O_SINCE, O_NNODES, O_NODE_RANK, O_NPROC, O_GPUS, O_MADDR, O_MPORT, O_GRACE, O_PROBATION, O_LIVE_FIRST, O_LIVE_SILENCE, O_LIVE_STALL, O_LIVE_CKPT,
     O_KTOK, O_REASON, O_ENV, O_KEEP, O_CLIMIT, O_CWINDOW, O_MAXRB, O_BINIT, O_BMAX,
 };
 
@@ -123,6 +125,10 @@ static const struct option longopts[] = {
     {"master-port", required_argument, 0, O_MPORT},
     {"grace", required_argument, 0, O_GRACE},
     {"probation-deadline", required_argument, 0, O_PROBATION},
+    {"first-step-deadline", required_argument, 0, O_LIVE_FIRST},
+    {"silence-deadline", required_argument, 0, O_LIVE_SILENCE},
+    {"stall-deadline", required_argument, 0, O_LIVE_STALL},
+    {"checkpoint-deadline", required_argument, 0, O_LIVE_CKPT},
     {"ktok-s", required_argument, 0, O_KTOK},
     {"reason", required_argument, 0, O_REASON},
     {"env", required_argument, 0, O_ENV},
@@ -172,6 +178,10 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case O_MPORT: bad = parse_int(a, 1, 65535, &c->spec.master_port) < 0; break;
         case O_GRACE: bad = parse_num(a, 0, 3600, &c->spec.grace_s) < 0; break;
         case O_PROBATION: bad = parse_num(a, 0, 86400 * 30, &c->probation_s) < 0; break;
+        case O_LIVE_FIRST: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.first_step_s) < 0; break;
+        case O_LIVE_SILENCE: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.silence_s) < 0; break;
+        case O_LIVE_STALL: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.stall_s) < 0; break;
+        case O_LIVE_CKPT: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.checkpoint_s) < 0; break;
         case O_KTOK: bad = parse_num(a, 0, 1e12, &c->ktok_s) < 0; break;
         case O_REASON: (void)str_copy(c->reason, sizeof c->reason, a); break;
         case O_ENV: bad = spec_add_env(&c->spec, a) < 0; break;

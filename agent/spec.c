@@ -10,6 +10,7 @@
 
 #include "common/jsonfield.h"
 #include "common/util.h"
+#include "common/workerenv.h"
 
 void spec_init(struct job_spec *s)
 {
@@ -18,6 +19,7 @@ void spec_init(struct job_spec *s)
     s->nproc = 1;
     s->master_port = 29500;
     s->grace_s = 30;
+    liveness_policy_default(&s->live);
     (void)str_copy(s->master_addr, sizeof s->master_addr, "127.0.0.1");
 }
 
@@ -35,27 +37,13 @@ void spec_done(struct job_spec *s)
     memset(s->env, 0, sizeof s->env);
 }
 
-static const char *const reserved_env[] = {
-    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
-    "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "PATH", "HOME", "LANG",
-};
-
 int spec_add_env(struct job_spec *s, const char *kv)
 {
-    const char *eq = strchr(kv, '=');
-    size_t klen = eq ? (size_t)(eq - kv) : 0;
-    if (!eq || klen == 0 || (kv[0] >= '0' && kv[0] <= '9'))
-        return -EINVAL;
-    for (size_t i = 0; i < klen; i++) {
-        char c = kv[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
-            return -EINVAL;
-    }
-    if (!strncmp(kv, "DROVER_", 7) && strncmp(kv, "DROVER_TRAIN_", 13) != 0)
-        return -EINVAL; /* DROVER_HEARTBEAT_FD etc. are the agent's; the trainer's own knobs are not */
-    for (size_t i = 0; i < ARRAY_SIZE(reserved_env); i++)
-        if (strlen(reserved_env[i]) == klen && !strncmp(kv, reserved_env[i], klen))
-            return -EINVAL;
+    char why[160];
+    int r = worker_env_check(kv, why, sizeof why); /* the one allow-list, common/workerenv.c */
+    if (r < 0)
+        return r;
+    size_t klen = (size_t)(strchr(kv, '=') - kv);
     if (strlen(kv) >= SPEC_ENV_MAX || s->nenv >= SPEC_MAX_ENV)
         return -E2BIG;
     for (int i = 0; i < s->nenv; i++)
@@ -130,6 +118,8 @@ int spec_validate(const struct job_spec *s, char *err, size_t errsz)
         why = "master-port out of range";
     else if (!(s->grace_s >= 0 && s->grace_s <= 3600))
         why = "grace out of range (0..3600 s)";
+    else if (liveness_policy_check(&s->live) < 0)
+        why = "liveness deadline out of range (0..30 days)";
     else if (!s->master_addr[0] || strpbrk(s->master_addr, " \t\n="))
         why = "bad master-addr";
     if (!why && s->gpus[0]) {
@@ -172,11 +162,13 @@ json_t *spec_to_json(const struct job_spec *s)
         json_array_append_new(argv, json_string(s->argv[i]));
     for (int i = 0; i < s->nenv; i++)
         json_array_append_new(env, json_string(s->env[i]));
-    return json_pack("{s:o,s:s,s:o,s:i,s:i,s:i,s:s,s:s,s:i,s:f,s:b,s:f}", "env", env, "release", s->release,
-                     "argv", argv, "nnodes", s->nnodes, "node_rank", s->node_rank, "nproc",
-                     s->nproc, "gpus", s->gpus, "master_addr", s->master_addr, "master_port",
-                     s->master_port, "grace_s", s->grace_s, "promoted", s->promoted, "ktok_s",
-                     s->ktok_s);
+    return json_pack("{s:o,s:s,s:o,s:i,s:i,s:i,s:s,s:s,s:i,s:f,s:b,s:f,s:f,s:f,s:f,s:f}", "env", env,
+                     "release", s->release, "argv", argv, "nnodes", s->nnodes, "node_rank",
+                     s->node_rank, "nproc", s->nproc, "gpus", s->gpus, "master_addr",
+                     s->master_addr, "master_port", s->master_port, "grace_s", s->grace_s,
+                     "promoted", s->promoted, "ktok_s", s->ktok_s, "first_step_s",
+                     s->live.first_step_s, "silence_s", s->live.silence_s, "stall_s",
+                     s->live.stall_s, "checkpoint_s", s->live.checkpoint_s);
 }
 
 int spec_from_json(json_t *o, struct job_spec *ret)
@@ -196,6 +188,10 @@ int spec_from_json(json_t *o, struct job_spec *ret)
         jf_str(o, "master_addr", s.master_addr, sizeof s.master_addr, false) < 0 ||
         jf_i32(o, "master_port", 1, 65535, &s.master_port) < 0 ||
         jf_num_in(o, "grace_s", 0, 3600, &s.grace_s) < 0 || jf_num_in(o, "ktok_s", 0, 1e12, &s.ktok_s) < 0 ||
+        jf_num_in(o, "first_step_s", 0, LIVENESS_MAX_S, &s.live.first_step_s) < 0 ||
+        jf_num_in(o, "silence_s", 0, LIVENESS_MAX_S, &s.live.silence_s) < 0 ||
+        jf_num_in(o, "stall_s", 0, LIVENESS_MAX_S, &s.live.stall_s) < 0 ||
+        jf_num_in(o, "checkpoint_s", 0, LIVENESS_MAX_S, &s.live.checkpoint_s) < 0 ||
         (pr && !json_is_boolean(pr)))
         return -EINVAL;
     s.promoted = pr && json_is_true(pr);

@@ -27,6 +27,7 @@ void gang_init(struct gang *g)
     memset(g, 0, sizeof *g);
     g->first_exit = -1;
     g->diverged = -1;
+    g->hung = -1;
     for (int i = 0; i < STATUS_MAX_RANKS; i++) {
         g->ranks[i].hb_fd = -1;
         g->ranks[i].log_fd = -1;
@@ -234,6 +235,7 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
     (void)str_copy(g->release, sizeof g->release, spec->release);
     g->generation = generation;
     g->grace_s = spec->grace_s;
+    g->live = spec->live;
     g->started_mono = time_mono();
     struct gang_env *env = malloc(sizeof *env);
     if (!env)
@@ -416,6 +418,10 @@ static void hb_take_line(struct gang *g, struct rank_proc *rp, const char *line,
         if (hb.nonfinite < counted)
             hb.nonfinite = counted;
     }
+    if (!rp->has_hb || hb.step != rp->hb.step)
+        rp->step_mono = now;
+    if (!rp->has_hb || hb.phase != rp->hb.phase)
+        rp->phase_mono = now;
     rp->hb = hb;
     rp->has_hb = true;
     rp->hb_mono = now;
@@ -486,6 +492,35 @@ bool gang_all_training(const struct gang *g)
     return true;
 }
 
+static void liveness_fact(const struct rank_proc *rp, struct liveness_rank *lr)
+{
+    lr->rank = rp->rank;
+    lr->alive = rp->alive;
+    lr->has_hb = rp->has_hb;
+    lr->phase = rp->hb.phase;
+    lr->step = rp->hb.step;
+    lr->hb_mono = rp->hb_mono;
+    lr->step_mono = rp->step_mono;
+    lr->phase_mono = rp->phase_mono;
+}
+
+bool gang_judge_liveness(struct gang *g, double now)
+{
+    if (g->pgid <= 0 || g->stopping || g->first_exit >= 0 || g->diverged >= 0 || g->hung >= 0)
+        return false;
+    struct liveness_rank lr[STATUS_MAX_RANKS];
+    for (int i = 0; i < g->nranks; i++)
+        liveness_fact(&g->ranks[i], &lr[i]);
+    struct liveness_verdict v;
+    if (!liveness_judge(&g->live, lr, g->nranks, g->started_mono, now, &v))
+        return false;
+    for (int i = 0; i < g->nranks; i++)
+        if (g->ranks[i].rank == v.rank)
+            g->hung = i;
+    (void)liveness_describe(&v, g->hung_why, sizeof g->hung_why);
+    return true;
+}
+
 void gang_fill_status(const struct gang *g, struct job_status *js, double now)
 {
     js->nranks = g->nranks;
@@ -496,8 +531,12 @@ void gang_fill_status(const struct gang *g, struct job_status *js, double now)
         rs->rank = rp->rank;
         rs->local_rank = rp->local_rank;
         rs->pid = rp->alive ? rp->pid : 0;
-        const char *st = rp->alive ? (rp->has_hb ? "running" : "starting")
+        struct liveness_rank lr;
+        liveness_fact(rp, &lr);
+        double state_age = 0;
+        const char *st = rp->alive ? liveness_rank_word(&g->live, &lr, now, &state_age)
                                    : (rp->exit_signal ? "killed" : "exited");
+        rs->state_age_s = state_age;
         (void)str_copy(rs->state, sizeof rs->state, st);
         rs->hb_age_s = rp->has_hb ? now - rp->hb_mono : -1;
         rs->exit_code = rp->alive ? -1 : rp->exit_code;

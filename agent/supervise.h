@@ -41,6 +41,8 @@ struct rank_proc {
     bool has_hb;
     struct heartbeat hb;
     double hb_mono;       /* time_mono() of the last good heartbeat */
+    double step_mono;     /* time_mono() when hb.step last changed (agent/liveness.h) */
+    double phase_mono;    /* time_mono() when hb.phase last changed */
     int log_fd;
 };
 
@@ -60,6 +62,9 @@ struct gang {
     int diverged;         /* index of the first rank whose heartbeat reported HB_DIVERGED_STEPS
                              consecutive non-finite steps (a worker that does not exit on NaN
                              by itself); -1 none */
+    struct liveness_policy live; /* the spec's deadlines */
+    int hung;             /* index of the rank a liveness deadline tripped on; -1 none */
+    char hung_why[256];   /* liveness_describe() of that verdict */
 };
 
 void gang_init(struct gang *g);
@@ -98,7 +103,10 @@ void gang_clear(struct gang *g);
 int gang_read_heartbeats(struct gang *g, int idx, double now);
 /* true when every rank's last heartbeat is in phase train (or later: checkpoint). */
 bool gang_all_training(const struct gang *g);
-/* Fill the ranks of js from g. */
+/* Judge g's live ranks (agent/liveness.h) unless the gang is already stopping or ended; on a
+ * trip, set g->hung and g->hung_why and return true (once). */
+bool gang_judge_liveness(struct gang *g, double now);
+/* Fill the ranks of js from g; a live rank's state is liveness_rank_word(). */
 void gang_fill_status(const struct gang *g, struct job_status *js, double now);
 
 /* Build the worker environment for (spec, local_rank) into env (NULL-terminated, strings in

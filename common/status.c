@@ -74,6 +74,8 @@ int status_format(const struct agent_status *st, char **ret_text)
             json_object_set_new(ro, "pid", json_integer(rs->pid));
             json_object_set_new(ro, "state", json_string(rs->state));
             json_object_set_new(ro, "hb_age_s", num(rs->hb_age_s));
+            if (rs->state_age_s > 0)
+                json_object_set_new(ro, "state_age_s", num(rs->state_age_s));
             json_object_set_new(ro, "exit_code", json_integer(rs->exit_code));
             json_object_set_new(ro, "exit_signal", json_integer(rs->exit_signal));
             json_object_set_new(ro, "hb", rs->has_hb ? heartbeat_to_json(&rs->hb) : json_null());
@@ -107,6 +109,7 @@ static int rank_from_json(json_t *o, struct rank_status *rs)
     if (!json_is_object(o) || jf_i32(o, "rank", 0, 1 << 20, &rs->rank) < 0 ||
         jf_i32(o, "local_rank", 0, 1 << 20, &rs->local_rank) < 0 || jf_int(o, "pid", 0, INT64_MAX, false, &rs->pid) < 0 ||
         jf_str(o, "state", rs->state, sizeof rs->state, false) < 0 || jf_num(o, "hb_age_s", &rs->hb_age_s) < 0 ||
+        jf_num(o, "state_age_s", &rs->state_age_s) < 0 ||
         jf_i32(o, "exit_code", -1, 255, &rs->exit_code) < 0 || jf_i32(o, "exit_signal", 0, 128, &rs->exit_signal) < 0)
         return -EINVAL;
     json_t *hb = json_object_get(o, "hb");

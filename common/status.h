@@ -10,6 +10,7 @@
  *             "state":"running","release":"<id>","generation":3,"restarts":0,"age_s":12.5,
  *             "world_size":3,"node_rank":0,"nproc":1,"reason":"",
  *             "ranks":[{"rank":0,"local_rank":0,"pid":40,"state":"running","hb_age_s":0.4,
+ *                       "state_age_s":0,
  *                       "exit_code":-1,"exit_signal":0,
  *                       "hb":{…heartbeat fields…} or null,
  *                       "gpu":{"util":97,"mem_used":…,"mem_total":…,"temp":61,"slowdown_temp":90} or null}]}]}
@@ -54,8 +55,11 @@ struct gpu_status {
 struct rank_status {
     int rank, local_rank;
     int64_t pid;            /* 0 when not running */
-    char state[16];         /* "running", "starting", "exited", "killed" */
+    char state[16];         /* "running", "starting", "checkpointing", "silent", "stalled" (the
+                               agent's liveness words, agent/liveness.h), "exited", "killed" */
     double hb_age_s;        /* seconds since the last heartbeat; -1 if none yet */
+    double state_age_s;     /* checkpointing: seconds in the phase; silent: heartbeat age;
+                               stalled: seconds without step progress; else 0 */
     int exit_code;          /* -1 while running or unknown */
     int exit_signal;        /* 0 if none */
     bool has_hb;

@@ -46,6 +46,8 @@ static json_t *rank_json(const struct rank_status *rs)
                           rs->hb_age_s, "exit_code", rs->exit_code, "exit_signal", rs->exit_signal);
     if (!o)
         return NULL;
+    /* checkpointing / silent / stalled (agent/liveness.h): for how long, on the agent's clock */
+    json_object_set_new(o, "state_age_s", json_real(rs->state_age_s));
     /* Flat convenience fields (what the table shows) next to the full heartbeat. */
     if (rs->has_hb) {
         const struct heartbeat *hb = &rs->hb;
@@ -85,9 +87,14 @@ static void print_row(const char *job, const char *ct, int node, const struct jo
          rank[8] = "-", rel[RELEASE_SHORT_LEN + 2];
     const char *release = js->release[0] ? js->release : js->current;
     const char *state = gang_state_name(js->state);
+    char state_buf[32];
     if (rs) {
         snprintf(rank, sizeof rank, "%d", rs->rank);
         state = rs->state;
+        if (rs->state_age_s > 0) { /* "checkpointing:42s" (one word for scripts; drover top shows the same) */
+            snprintf(state_buf, sizeof state_buf, "%s:%.0fs", rs->state, rs->state_age_s);
+            state = state_buf;
+        }
         if (rs->has_hb) {
             if (rs->hb.release[0])
                 release = rs->hb.release;
@@ -101,8 +108,9 @@ static void print_row(const char *job, const char *ct, int node, const struct jo
     }
     bool off = target[0] && release[0] && strncmp(release, target, strlen(release)) != 0;
     snprintf(rel, sizeof rel, "%s%s", ui_short(release, sid), off ? "*" : "");
-    bool bad = js->state == GANG_FAILED || js->state == GANG_REVERTED || js->state == GANG_BACKOFF;
-    printf("%-12s %-22s %4d %4s %-13s %s%-10s%s %8s %8s %8s %5s %4d", job, ct, node, rank, rel,
+    bool bad = js->state == GANG_FAILED || js->state == GANG_REVERTED || js->state == GANG_BACKOFF ||
+               (rs && (!strcmp(rs->state, "silent") || !strcmp(rs->state, "stalled")));
+    printf("%-12s %-22s %4d %4s %-13s %s%-18s%s %8s %8s %8s %5s %4d", job, ct, node, rank, rel,
            bad ? ui_red(stdout) : "", state, bad ? ui_reset(stdout) : "", step, loss, ktok,
            rs ? ui_age(rs->hb_age_s, age, sizeof age) : "-", js->restarts);
     if (wide)
@@ -123,7 +131,7 @@ static int status_once(struct fleet *f, const struct status_opts *o)
     }
     int unreachable = 0;
     if (!o->json)
-        printf("%-12s %-22s %4s %4s %-13s %-10s %8s %8s %8s %5s %4s%s\n", "JOB", "CONTAINER", "NODE",
+        printf("%-12s %-22s %4s %4s %-13s %-18s %8s %8s %8s %5s %4s%s\n", "JOB", "CONTAINER", "NODE",
                "RANK", "RELEASE", "STATE", "STEP", "LOSS", "KTOK/S", "HB", "RST",
                o->wide ? "  GANG (GOOD) REASON" : "");
     for (int ji = 0; ji < inv->njobs; ji++) {
@@ -168,7 +176,7 @@ static int status_once(struct fleet *f, const struct status_opts *o)
                 json_object_set_new(co, "state", json_string("no-job"));
                 json_object_set_new(co, "ranks", json_array());
                 if (!o->json)
-                    printf("%-12s %-22s %4d %4s %-13s %-10s\n", j->name, ct->label, i, "-", "-",
+                    printf("%-12s %-22s %4d %4s %-13s %-18s\n", j->name, ct->label, i, "-", "-",
                            "no-job");
                 json_array_append_new(json_object_get(jo, "containers"), co);
                 continue;

@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <ini.h>
 #include <limits.h>
 #include <math.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/workerenv.h"
 #include "common/util.h"
 
 #define INV_LINE_MAX 196 /* content bytes a line may have (libinih's buffer is 200) */
@@ -34,6 +36,10 @@ enum {
     POL_PROGRESS_DEADLINE = 1 << 5,
     POL_MAX_PARALLEL = 1 << 6,
     POL_CANARY = 1 << 7,
+    POL_FIRST_STEP_DEADLINE = 1 << 8,
+    POL_SILENCE_DEADLINE = 1 << 9,
+    POL_STALL_DEADLINE = 1 << 10,
+    POL_CHECKPOINT_DEADLINE = 1 << 11,
 };
 
 struct pending_ct {
@@ -221,6 +227,10 @@ void inventory_policy_defaults(struct inv_policy *p)
     p->progress_deadline_s = 600;
     p->max_parallel = 1;
     p->canary = 0;
+    p->first_step_deadline_s = 600;
+    p->silence_deadline_s = 120;
+    p->stall_deadline_s = 300;
+    p->checkpoint_deadline_s = 900;
 }
 
 /* Expand "~/" with $HOME and make relative paths relative to the inventory's directory. */
@@ -249,6 +259,24 @@ static int policy_key(struct parse_ctx *c, struct inv_policy *p, unsigned *set, 
     double d;
     long l;
     bool b;
+    static const struct {
+        const char *key;
+        unsigned bit;
+        size_t off;
+    } live[] = {
+        {"first_step_deadline", POL_FIRST_STEP_DEADLINE, offsetof(struct inv_policy, first_step_deadline_s)},
+        {"silence_deadline", POL_SILENCE_DEADLINE, offsetof(struct inv_policy, silence_deadline_s)},
+        {"stall_deadline", POL_STALL_DEADLINE, offsetof(struct inv_policy, stall_deadline_s)},
+        {"checkpoint_deadline", POL_CHECKPOINT_DEADLINE, offsetof(struct inv_policy, checkpoint_deadline_s)},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(live); i++)
+        if (strcmp(name, live[i].key) == 0) {
+            if (inventory_parse_duration(value, &d) < 0)
+                goto bad_duration;
+            *(double *)((char *)p + live[i].off) = d;
+            *set |= live[i].bit;
+            return 1;
+        }
     if (strcmp(name, "healthy_deadline") == 0) {
         if (inventory_parse_duration(value, &d) < 0 || d <= 0)
             goto bad_duration;
@@ -449,7 +477,8 @@ static int section_job(struct parse_ctx *c, const char *name, const char *value)
     struct inv_job *j = &c->inv->jobs[c->idx];
     long l;
     double d;
-    bool repeatable = !strcmp(name, "containers") || !strcmp(name, "arg") || !strcmp(name, "preflight_arg");
+    bool repeatable = !strcmp(name, "containers") || !strcmp(name, "arg") || !strcmp(name, "preflight_arg") ||
+                      !strcmp(name, "env");
     if (!repeatable && ctx_seen(c, name)) {
         ctx_fail(c, name, "set twice in this section");
         return 0;
@@ -478,6 +507,34 @@ static int section_job(struct parse_ctx *c, const char *name, const char *value)
         return add_arg(c, name, value, j->args, &j->nargs);
     if (strcmp(name, "preflight_arg") == 0)
         return add_arg(c, name, value, j->preflight_args, &j->npreflight_args);
+    if (strcmp(name, "env") == 0) {
+        /* the agent's allow-list (common/workerenv.c), reported here with the key's line */
+        char why[200];
+        if (worker_env_check(value, why, sizeof why) < 0) {
+            ctx_fail(c, name, "%s", why);
+            return 0;
+        }
+        size_t klen = (size_t)(strchr(value, '=') - value);
+        for (int i = 0; i < j->nenv; i++)
+            if (!strncmp(j->env[i], value, klen + 1)) {
+                ctx_fail(c, name, "%.*s is set twice", (int)klen, value);
+                return 0;
+            }
+        if (j->nenv >= (int)ARRAY_SIZE(j->env) || j->nenv >= WORKER_ENV_MAX) {
+            ctx_fail(c, name, "more than %d env keys", WORKER_ENV_MAX);
+            return 0;
+        }
+        (void)str_copy(j->env[j->nenv++], sizeof j->env[0], value);
+        return 1;
+    }
+    if (strcmp(name, "preflight_timeout") == 0) {
+        if (inventory_parse_duration(value, &d) < 0 || d < 1 || d > 86400) {
+            ctx_fail(c, name, "'%s' is not a duration from 1s to 24h", value);
+            return 0;
+        }
+        j->preflight_timeout_s = d;
+        return 1;
+    }
     if (strcmp(name, "nproc_per_node") == 0) {
         if (parse_int(value, 1, 16, &l) < 0) {
             ctx_fail(c, name, "'%s' is not a count 1..16", value);
@@ -726,6 +783,14 @@ static void apply_policy(struct inv_policy *dst, unsigned set, const struct inv_
         dst->max_parallel = src->max_parallel;
     if (!(set & POL_CANARY))
         dst->canary = src->canary;
+    if (!(set & POL_FIRST_STEP_DEADLINE))
+        dst->first_step_deadline_s = src->first_step_deadline_s;
+    if (!(set & POL_SILENCE_DEADLINE))
+        dst->silence_deadline_s = src->silence_deadline_s;
+    if (!(set & POL_STALL_DEADLINE))
+        dst->stall_deadline_s = src->stall_deadline_s;
+    if (!(set & POL_CHECKPOINT_DEADLINE))
+        dst->checkpoint_deadline_s = src->checkpoint_deadline_s;
 }
 
 static int ctx_finish(struct parse_ctx *c)

@@ -27,6 +27,11 @@ struct inv_policy {
     double progress_deadline_s; /* the whole probation must reach a verdict within this */
     int max_parallel;           /* fleet waves: jobs switched at once (>= 1) */
     int canary;                 /* fleet waves: jobs deployed alone first (>= 0) */
+    /* liveness, judged by the agent always (agent/liveness.h); 0 turns a rule off */
+    double first_step_deadline_s; /* gang start -> every rank's first train heartbeat */
+    double silence_deadline_s;    /* longest heartbeat gap in phase train */
+    double stall_deadline_s;      /* longest time without step progress in phase train */
+    double checkpoint_deadline_s; /* longest checkpoint phase */
 };
 
 struct inv_host {
@@ -63,6 +68,9 @@ struct inv_job {
     char master_addr[INV_VALUE_MAX]; /* "" = agent default */
     int master_port;             /* 0 = agent default */
     double grace_s;              /* 0 = agent default */
+    double preflight_timeout_s;  /* preflight's --timeout; 0 = agent default */
+    int nenv;                    /* env = NAME=VALUE extras for the workers (common/workerenv.h) */
+    char env[16][INV_VALUE_MAX];
     struct inv_policy policy;
     int line;                    /* line of the [job] header, for messages */
 };

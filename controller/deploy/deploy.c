@@ -244,6 +244,7 @@ static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
         return 0;
     const char *args[PCT_ARGV_MAX];
     size_t n = 0;
+    char tmo[32];
     args[n++] = "preflight";
     args[n++] = d->id;
     args[n++] = "--job"; /* the worker environment of rank 0 of this job, its GPUs included */
@@ -252,13 +253,22 @@ static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
         args[n++] = "--gpus";
         args[n++] = j->gpus;
     }
+    if (j->preflight_timeout_s > 0) {
+        snprintf(tmo, sizeof tmo, "%.0f", j->preflight_timeout_s);
+        args[n++] = "--timeout";
+        args[n++] = tmo;
+    }
+    for (int k = 0; k < j->nenv; k++) {
+        args[n++] = "--env";
+        args[n++] = j->env[k];
+    }
     args[n++] = "--";
     args[n++] = j->preflight;
     for (int i = 0; i < j->npreflight_args; i++)
         args[n++] = j->preflight_args[i];
     args[n] = NULL;
     for (int i = 0; i < j->ncts; i++) {
-        int r = agent_call(d, &j->cts[i], args, d->inv->exec_timeout_s + 60, err, err_sz);
+        int r = agent_call(d, &j->cts[i], args, d->inv->exec_timeout_s + (j->preflight_timeout_s > 0 ? j->preflight_timeout_s : 300 /* the agent's default */), err, err_sz);
         if (r < 0)
             return r;
         fprintf(stderr, "preflight %s: passed\n", j->cts[i].label);
@@ -269,7 +279,14 @@ static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
 static int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t err_sz)
 {
     const struct inv_job *j = d->job;
-    char nnodes[16], rank[16], nproc[16], port[16], grace[32], pdl[32];
+    char nnodes[16], rank[16], nproc[16], port[16], grace[32], pdl[32], live[4][32];
+    const struct inv_policy *pol = &j->policy;
+    const double live_s[4] = {pol->first_step_deadline_s, pol->silence_deadline_s, pol->stall_deadline_s,
+                              pol->checkpoint_deadline_s};
+    static const char *const live_flag[4] = {"--first-step-deadline", "--silence-deadline", "--stall-deadline",
+                                             "--checkpoint-deadline"};
+    for (int k = 0; k < 4; k++)
+        snprintf(live[k], sizeof live[k], "%g", live_s[k]);
     snprintf(nnodes, sizeof nnodes, "%d", j->ncts);
     snprintf(nproc, sizeof nproc, "%d", j->nproc_per_node);
     snprintf(port, sizeof port, "%d", j->master_port);
@@ -307,6 +324,14 @@ static int activate_cts(struct deploy *d, double probation_deadline, char *err, 
         }
         args[n++] = "--probation-deadline";
         args[n++] = pdl;
+        for (int k = 0; k < 4; k++) { /* liveness, judged by the agent always (agent/liveness.h) */
+            args[n++] = live_flag[k];
+            args[n++] = live[k];
+        }
+        for (int k = 0; k < j->nenv; k++) {
+            args[n++] = "--env";
+            args[n++] = j->env[k];
+        }
         args[n++] = "--";
         args[n++] = j->command;
         for (int k = 0; k < j->nargs; k++)

@@ -24,6 +24,7 @@
 static const char *const state_names[TOP_STATE_COUNT] = {
     [TOP_RUNNING] = "running",   [TOP_STARTING] = "starting", [TOP_PROBATION] = "probation",
     [TOP_DEGRADED] = "degraded", [TOP_STALLED] = "stalled",   [TOP_BACKOFF] = "backoff",
+    [TOP_SILENT] = "silent",     [TOP_CHECKPOINTING] = "checkpointing",
     [TOP_REVERTED] = "reverted", [TOP_FAILED] = "failed",     [TOP_STOPPING] = "stopping",
     [TOP_STOPPED] = "stopped",   [TOP_UNREACHABLE] = "unreachable",
 };
@@ -38,6 +39,7 @@ int top_state_severity(enum top_state s)
     static const int sev[TOP_STATE_COUNT] = {
         [TOP_RUNNING] = 0, [TOP_STOPPED] = 1,  [TOP_PROBATION] = 2, [TOP_STOPPING] = 3,
         [TOP_STARTING] = 4, [TOP_DEGRADED] = 5, [TOP_BACKOFF] = 6,   [TOP_STALLED] = 7,
+        [TOP_SILENT] = 7,   [TOP_CHECKPOINTING] = 3,
         [TOP_REVERTED] = 8, [TOP_FAILED] = 9,   [TOP_UNREACHABLE] = 10,
     };
     return (unsigned)s < TOP_STATE_COUNT ? sev[s] : 0;
@@ -45,7 +47,7 @@ int top_state_severity(enum top_state s)
 
 bool top_state_is_alert(enum top_state s)
 {
-    return s == TOP_UNREACHABLE || s == TOP_FAILED || s == TOP_REVERTED || s == TOP_STALLED ||
+    return s == TOP_UNREACHABLE || s == TOP_FAILED || s == TOP_REVERTED || s == TOP_STALLED || s == TOP_SILENT ||
            s == TOP_BACKOFF;
 }
 
@@ -112,6 +114,7 @@ void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char 
         memset(r, 0, sizeof *r);
         r->rank = rs->rank;
         (void)str_copy(r->pstate, sizeof r->pstate, rs->state);
+        r->state_age_s = rs->state_age_s;
         r->pid = rs->pid;
         r->hb_age_s = rs->hb_age_s;
         r->exit_code = rs->exit_code;
@@ -318,8 +321,15 @@ enum top_state top_rank_state(const struct top_snapshot *s, const struct top_ct 
         return TOP_STARTING;
     if (r->phase == HB_PHASE_DONE)
         return TOP_STOPPING;
-    if (top_hb_lateness(r, top_rank_hb_age(s, ct, r, now)) >= 2)
+    /* Liveness is the agent's word (agent/liveness.h), so `drover status`, `status -o json` and
+     * this dashboard name the same state for the same facts; a late heartbeat alone only
+     * colours the AGE column. */
+    if (strcmp(r->pstate, "stalled") == 0)
         return TOP_STALLED;
+    if (strcmp(r->pstate, "silent") == 0)
+        return TOP_SILENT;
+    if (strcmp(r->pstate, "checkpointing") == 0)
+        return TOP_CHECKPOINTING;
     if (!r->loss_finite || top_rank_is_slow(s, ct, r))
         return TOP_DEGRADED;
     if (!ct->good[0] || strcmp(ct->current, ct->good) != 0)

@@ -30,7 +30,9 @@ enum top_state {
     TOP_STARTING,
     TOP_PROBATION,   /* running a release that was never promoted (current != good) */
     TOP_DEGRADED,    /* running, but Ktok/s below the job's tolerance or loss not finite */
-    TOP_STALLED,     /* heartbeat older than 5x the expected interval */
+    TOP_STALLED,     /* the agent's word: heartbeats flow, the step does not advance */
+    TOP_SILENT,      /* the agent's word: no heartbeat for half the silence deadline */
+    TOP_CHECKPOINTING, /* the agent's word: the rank is in phase checkpoint */
     TOP_BACKOFF,
     TOP_REVERTED,
     TOP_FAILED,
@@ -51,7 +53,9 @@ bool top_state_is_alert(enum top_state s);
 
 struct top_rank {
     int rank;
-    char pstate[16];       /* agent's word for the process: running, starting, exited, killed */
+    char pstate[16];       /* agent's word for the process: running, starting, checkpointing,
+                              silent, stalled (agent/liveness.h), exited, killed */
+    double state_age_s;    /* with checkpointing/silent/stalled: for how long (agent clock) */
     int64_t pid;
     bool has_hb;
     int64_t step;

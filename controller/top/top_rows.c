@@ -191,7 +191,11 @@ static void fill_rank(struct top_row *row, const struct top_snapshot *s, const s
     char b[TOP_CELL_MAX];
     row->state = top_rank_state(s, ct, r, now);
     fill_rel(row, j, r->release[0] ? r->release : ct->release);
-    cellf(row, TOP_COL_STATE, "%s", top_state_name(row->state));
+    if ((row->state == TOP_STALLED || row->state == TOP_SILENT || row->state == TOP_CHECKPOINTING) &&
+        r->state_age_s > 0) /* "checkpointing 42s": the agent's word and age, as `drover status` */
+        cellf(row, TOP_COL_STATE, "%s %s", top_state_name(row->state), top_fmt_age(r->state_age_s, b, sizeof b));
+    else
+        cellf(row, TOP_COL_STATE, "%s", top_state_name(row->state));
     row->attr[TOP_COL_STATE] |= state_attr(row->state);
     if (r->has_hb) {
         cellf(row, TOP_COL_STEP, "%lld", (long long)r->step);
@@ -687,7 +691,7 @@ void top_header_lines(const struct top_snapshot *s, const struct top_summary *m,
     size_t len = (size_t)snprintf(line2, l2_sz, "deploy: %s  alerts:", m->deploy[0] ? m->deploy : "none");
     bool any = false;
     static const enum top_state kinds[] = { TOP_UNREACHABLE, TOP_FAILED,   TOP_REVERTED,
-                                            TOP_STALLED,     TOP_BACKOFF,  TOP_DEGRADED };
+                                            TOP_STALLED,     TOP_SILENT,   TOP_BACKOFF,  TOP_DEGRADED };
     for (size_t i = 0; i < ARRAY_SIZE(kinds) && len < l2_sz; i++)
         if (m->alerts[kinds[i]]) {
             len += (size_t)snprintf(line2 + len, l2_sz - len, " %s %d", top_state_name(kinds[i]),

@@ -258,6 +258,51 @@ static void test_diverged(void **state)
     world_done(&w);
 }
 
+/* Liveness (agent/liveness.h): a release on probation that hangs is reverted; a promoted one that
+ * hangs later restarts from its checkpoint with backoff, until the restart budget is spent. */
+#define SILENT "rank 1 silent: no heartbeat for 61 s in phase train at step 120 (silence_deadline 60 s)"
+static void test_hung(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    static const struct row probation[] = {
+        {JM_EV_HUNG, 20, NULL, 0, 1, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, "rank 1 silent"},
+        {JM_EV_HUNG, 20.1, NULL, 0, 1, 0, 0, SILENT, "", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 21, NULL, 0, 1, JM_EXIT_HUNG, 0, SILENT, "event clear-gang switch event start-gang", ANY, "silence_deadline 60 s"},
+        {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
+    };
+    RUN(&w, probation);
+    assert_string_equal(w.j->current, A);
+    world_done(&w);
+
+    world_init(&w);
+    RUN(&w, good_a);
+    /* A is promoted: each hang restarts it (backoff 1, 2, 4 s) until crash_limit (3) is passed */
+    static const struct row promoted[] = {
+        {JM_EV_HUNG, 20, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, "silent"},
+        {JM_EV_GANG_GONE, 21, NULL, 0, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang save", GANG_BACKOFF, "restarting promoted release"},
+        {JM_EV_TICK, 21.5, NULL, 0, 0, 0, 0, NULL, "", GANG_BACKOFF, NULL},
+        {JM_EV_TICK, 22.1, NULL, 0, 0, 0, 0, NULL, "event start-gang", ANY, NULL},
+        {JM_EV_START_OK, 22.1, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+        {JM_EV_HUNG, 30, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 31, NULL, 0, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang save", GANG_BACKOFF, NULL},
+        {JM_EV_TICK, 34, NULL, 0, 0, 0, 0, NULL, "event start-gang", ANY, NULL},
+        {JM_EV_START_OK, 34, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+        {JM_EV_HUNG, 40, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 41, NULL, 0, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang save", GANG_BACKOFF, NULL},
+        {JM_EV_TICK, 50, NULL, 0, 0, 0, 0, NULL, "event start-gang", ANY, NULL},
+        {JM_EV_START_OK, 50, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+        {JM_EV_HUNG, 60, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 61, NULL, 0, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang event save", GANG_FAILED, "restart budget 3"},
+    };
+    RUN(&w, promoted);
+    assert_string_equal(w.j->current, A);
+    world_done(&w);
+}
+
 /* A release whose gang cannot start: the activate fails (exit 6) and the job goes back to good
  * at once; a revert whose start fails leaves the job failed. */
 static void test_start_failures(void **state)
@@ -386,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_exit_codes),
         cmocka_unit_test(test_probation_deadline),
         cmocka_unit_test(test_diverged),
+        cmocka_unit_test(test_hung),
         cmocka_unit_test(test_start_failures),
         cmocka_unit_test(test_requests),
         cmocka_unit_test(test_shutdown_and_agent_start),

@@ -280,6 +280,57 @@ static void test_gang_python_nan_heartbeats(void **state)
     spec_done(&s);
 }
 
+/* Liveness judged on the agent's clock: a rank that stops beating is silent, one that beats
+ * without advancing is stalled, a long checkpoint phase is neither; the verdict names the rank. */
+static bool judged(struct gang *g) { return gang_judge_liveness(g, time_mono()); }
+static void test_gang_liveness(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *script, *says;
+    } cases[] = {
+        {"silent", "echo '{\"v\":1,\"rank\":0,\"step\":1,\"phase\":\"train\"}' >&3; sleep 10\n", "rank 0 silent"},
+        {"stalled", "while :; do echo '{\"v\":1,\"rank\":0,\"step\":5,\"phase\":\"train\"}' >&3; sleep 0.05; done\n",
+         "rank 0 stalled: step 5"},
+        {"nostep", "echo '{\"v\":1,\"rank\":0,\"step\":0,\"phase\":\"init\"}' >&3; sleep 10\n", "never reached its first step"},
+        {"ckpt", "echo '{\"v\":1,\"rank\":0,\"step\":3,\"phase\":\"train\"}' >&3;"
+                 " echo '{\"v\":1,\"rank\":0,\"step\":3,\"phase\":\"checkpoint\"}' >&3; sleep 10\n", "checkpointing for"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        char id[RELEASE_ID_LEN + 1], err[256], script[512];
+        snprintf(script, sizeof script, "#!/bin/sh\n%s", cases[i].script);
+        install(cases[i].name, script, id);
+        struct job_spec s;
+        spec_for(&s, id, 1);
+        s.live.first_step_s = 0.6;
+        s.live.silence_s = 0.6;
+        s.live.stall_s = 0.6;
+        s.live.checkpoint_s = 1.5; /* longer than the silence deadline: 0.6 s of quiet is fine */
+        struct gang g;
+        assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
+        assert_true(pump(&g, 5, has_hb0));
+        if (!strcmp(cases[i].name, "ckpt")) {
+            usleep(900000); /* past the silence deadline, inside the checkpoint one */
+            for (int k = 0; k < 3; k++)
+                (void)gang_read_heartbeats(&g, 0, time_mono());
+            assert_false(gang_judge_liveness(&g, time_mono()));
+            struct job_status js;
+            gang_fill_status(&g, &js, time_mono());
+            assert_string_equal(js.ranks[0].state, "checkpointing");
+            assert_true(js.ranks[0].state_age_s > 0.5);
+        }
+        assert_true(pump(&g, 5, judged));
+        if (!strstr(g.hung_why, cases[i].says))
+            fail_msg("%s: '%s'", cases[i].name, g.hung_why);
+        assert_int_equal(g.hung, 0);
+        assert_false(gang_judge_liveness(&g, time_mono())); /* once */
+        gang_stop(&g);
+        assert_true(pump(&g, 5, is_gone));
+        gang_clear(&g);
+        spec_done(&s);
+    }
+}
+
 static void test_gang_overlong_heartbeat(void **state)
 {
     (void)state;
@@ -669,6 +720,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_last_heartbeat_before_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_python_nan_heartbeats, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_liveness, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_crash_loop_reverts_to_good, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_probation_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_nonfinite_heartbeats_revert, setup, teardown),

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "common/util.h"
 #include "controller/inventory.h"
 
 static const char *good_ini =
@@ -172,6 +173,45 @@ static void test_errors_name_line_and_key(void **state)
                             "command = x\n"));
 }
 
+/* issue 9: env = NAME=VALUE (the agent's allow-list, checked here with the key's line),
+ * preflight_timeout, and the liveness deadlines ([policy] inherited, a job's own win). */
+static void test_env_preflight_timeout_liveness(void **state)
+{
+    (void)state;
+    const char *base = "[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\n";
+    char text[1024];
+    snprintf(text, sizeof text, "[policy]\nsilence_deadline = 90s\nstall_deadline = 0\n%s"
+             "env = NCCL_DEBUG=INFO\nenv = DROVER_TRAIN_FAULT=hang_at=5\nenv = PYTHONPATH=/opt/x:/opt/y\n"
+             "preflight_timeout = 10m\ncheckpoint_deadline = 20m\n", base);
+    struct inventory *inv = parse_ok(text);
+    const struct inv_job *j = inventory_find_job(inv, "j");
+    assert_int_equal(j->nenv, 3);
+    assert_string_equal(j->env[0], "NCCL_DEBUG=INFO");
+    assert_string_equal(j->env[2], "PYTHONPATH=/opt/x:/opt/y");
+    assert_true(j->preflight_timeout_s == 600);
+    assert_true(j->policy.silence_deadline_s == 90);   /* [policy] */
+    assert_true(j->policy.stall_deadline_s == 0);      /* off */
+    assert_true(j->policy.checkpoint_deadline_s == 1200); /* the job's own */
+    assert_true(j->policy.first_step_deadline_s == 600);  /* built-in */
+    inventory_free(inv);
+    static const struct {
+        const char *line, *n1, *n2;
+    } bad[] = {
+        {"env = RANK=3\n", "inv.ini:6: [job j] env", "RANK is set by the agent"},
+        {"env = DROVER_HEARTBEAT_FD=9\n", "inv.ini:6: [job j] env", "DROVER_HEARTBEAT_FD is set by the agent"},
+        {"env = CUDA_VISIBLE_DEVICES=0\n", "[job j] env", "CUDA_VISIBLE_DEVICES"},
+        {"env = NOEQUALS\n", "[job j] env", "not NAME=VALUE"},
+        {"env = 1X=2\n", "[job j] env", "not a variable name"},
+        {"env = A=1\nenv = A=2\n", "inv.ini:7: [job j] env", "A is set twice"},
+        {"preflight_timeout = 0\n", "inv.ini:6: [job j] preflight_timeout", "1s to 24h"},
+        {"silence_deadline = soon\n", "inv.ini:6: [job j] silence_deadline", "not a duration"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        snprintf(text, sizeof text, "%s%s", base, bad[i].line);
+        parse_fails(text, bad[i].n1, bad[i].n2);
+    }
+}
+
 static void test_long_line_is_an_error(void **state)
 {
     (void)state;
@@ -284,6 +324,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_inventory),
         cmocka_unit_test(test_errors_name_line_and_key),
+        cmocka_unit_test(test_env_preflight_timeout_liveness),
         cmocka_unit_test(test_long_line_is_an_error),
         cmocka_unit_test(test_nul_byte_and_limits),
         cmocka_unit_test(test_durations),

@@ -1,0 +1,146 @@
+/* agent/liveness.c: see liveness.h. */
+#include "agent/liveness.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+
+void liveness_policy_default(struct liveness_policy *p)
+{
+    p->first_step_s = 600;
+    p->silence_s = 120;
+    p->stall_s = 300;
+    p->checkpoint_s = 900;
+}
+
+static bool deadline_ok(double s)
+{
+    return isfinite(s) && s >= 0 && s <= LIVENESS_MAX_S;
+}
+
+int liveness_policy_check(const struct liveness_policy *p)
+{
+    return deadline_ok(p->first_step_s) && deadline_ok(p->silence_s) && deadline_ok(p->stall_s) &&
+                   deadline_ok(p->checkpoint_s)
+               ? 0
+               : -EINVAL;
+}
+
+static bool past(double limit, double age)
+{
+    return limit > 0 && age > limit;
+}
+
+static bool judge_one(const struct liveness_policy *p, const struct liveness_rank *r, double started,
+                      double now, struct liveness_verdict *v)
+{
+    if (!r->alive || (r->has_hb && r->phase == HB_PHASE_DONE))
+        return false;
+    v->rank = r->rank;
+    v->has_hb = r->has_hb;
+    v->phase = r->has_hb ? r->phase : HB_PHASE_INIT;
+    v->step = r->has_hb ? r->step : 0;
+    if (!r->has_hb || r->phase == HB_PHASE_INIT) {
+        v->rule = LIVE_FIRST_STEP;
+        v->age_s = now - started;
+        v->limit_s = p->first_step_s;
+        return past(v->limit_s, v->age_s);
+    }
+    if (r->phase == HB_PHASE_CHECKPOINT) {
+        v->rule = LIVE_CHECKPOINT;
+        v->age_s = now - r->phase_mono;
+        v->limit_s = p->checkpoint_s;
+        return past(v->limit_s, v->age_s);
+    }
+    /* phase train */
+    v->rule = LIVE_SILENT;
+    v->age_s = now - r->hb_mono;
+    v->limit_s = p->silence_s;
+    if (past(v->limit_s, v->age_s))
+        return true;
+    v->rule = LIVE_STALLED;
+    /* the stall clock starts when the rank entered train (a checkpoint pause is not a stall) */
+    double since = r->step_mono > r->phase_mono ? r->step_mono : r->phase_mono;
+    v->age_s = now - since;
+    v->limit_s = p->stall_s;
+    return past(v->limit_s, v->age_s);
+}
+
+bool liveness_judge(const struct liveness_policy *p, const struct liveness_rank *r, int n,
+                    double started_mono, double now, struct liveness_verdict *v)
+{
+    for (int i = 0; i < n; i++) {
+        struct liveness_verdict t;
+        if (judge_one(p, &r[i], started_mono, now, &t)) {
+            *v = t;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *liveness_rank_word(const struct liveness_policy *p, const struct liveness_rank *r,
+                               double now, double *age_s)
+{
+    *age_s = 0;
+    if (!r->has_hb || r->phase == HB_PHASE_INIT)
+        return "starting";
+    if (r->phase == HB_PHASE_DONE)
+        return "running";
+    if (r->phase == HB_PHASE_CHECKPOINT) {
+        *age_s = now - r->phase_mono;
+        return "checkpointing";
+    }
+    double hb_age = now - r->hb_mono;
+    if (p->silence_s > 0 && hb_age >= p->silence_s / 2) {
+        *age_s = hb_age;
+        return "silent";
+    }
+    double since = r->step_mono > r->phase_mono ? r->step_mono : r->phase_mono;
+    if (p->stall_s > 0 && now - since >= p->stall_s / 2) {
+        *age_s = now - since;
+        return "stalled";
+    }
+    return "running";
+}
+
+const char *liveness_rule_name(enum liveness_rule rule)
+{
+    switch (rule) {
+    case LIVE_FIRST_STEP: return "first_step_deadline";
+    case LIVE_CHECKPOINT: return "checkpoint_deadline";
+    case LIVE_SILENT: return "silence_deadline";
+    case LIVE_STALLED: return "stall_deadline";
+    default: return "ok";
+    }
+}
+
+int liveness_describe(const struct liveness_verdict *v, char *out, size_t outsz)
+{
+    int n;
+    const char *rule = liveness_rule_name(v->rule);
+    const char *ph = hb_phase_name(v->phase);
+    long long step = (long long)v->step;
+    switch (v->rule) {
+    case LIVE_FIRST_STEP:
+        n = snprintf(out, outsz, "rank %d never reached its first step: %s after %.0f s (%s %.0f s)",
+                     v->rank, v->has_hb ? "still in phase init" : "no heartbeat", v->age_s, rule, v->limit_s);
+        break;
+    case LIVE_CHECKPOINT:
+        n = snprintf(out, outsz, "rank %d checkpointing for %.0f s at step %lld (%s %.0f s)", v->rank,
+                     v->age_s, step, rule, v->limit_s);
+        break;
+    case LIVE_SILENT:
+        n = snprintf(out, outsz, "rank %d silent: no heartbeat for %.0f s in phase %s at step %lld (%s %.0f s)",
+                     v->rank, v->age_s, ph, step, rule, v->limit_s);
+        break;
+    case LIVE_STALLED:
+        n = snprintf(out, outsz, "rank %d stalled: step %lld unchanged for %.0f s in phase %s while heartbeats flow (%s %.0f s)",
+                     v->rank, step, v->age_s, ph, rule, v->limit_s);
+        break;
+    default:
+        n = snprintf(out, outsz, "rank %d ok", v->rank);
+        break;
+    }
+    return n < 0 ? -EINVAL : n;
+}
