@@ -19,6 +19,7 @@ struct prank {
     long long resumed_from;
     double step_t;       /* controller time the step last changed */
     double tok_s;
+    bool fresh;          /* the step advanced since the last throughput sample: tok_s is new */
 };
 
 struct pct_state {
@@ -261,16 +262,17 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
             return;
         }
         if (!pr->seen || hb->step != pr->step) {
+            pr->fresh = pr->seen && hb->step > pr->step;
             pr->step = hb->step;
             pr->step_t = now;
         } else if (hb->phase == HB_PHASE_TRAIN && now - pr->step_t > p->pol.healthy_deadline_s) {
-            fail(p, "rank %d on %s stalled at step %lld for %.0fs (healthy_deadline %.0fs)", rank,
-                 cs->label, (long long)hb->step, now - pr->step_t, p->pol.healthy_deadline_s);
+            fail(p, "stalled: rank %d on %s at step %lld for %.0fs while heartbeats flow (healthy_deadline %.0fs)",
+                 rank, cs->label, (long long)hb->step, now - pr->step_t, p->pol.healthy_deadline_s);
             return;
         }
         if (rs->hb_age_s > p->pol.healthy_deadline_s) {
-            fail(p, "no heartbeat from rank %d (%s) for %.0fs (healthy_deadline %.0fs)", rank,
-                 cs->label, rs->hb_age_s, p->pol.healthy_deadline_s);
+            fail(p, "silent: no heartbeat from rank %d (%s) for %.0fs in phase %s (healthy_deadline %.0fs)",
+                 rank, cs->label, rs->hb_age_s, hb_phase_name(hb->phase), p->pol.healthy_deadline_s);
             return;
         }
         pr->seen = true;
@@ -282,14 +284,19 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
         if (done >= p->pol.warmup_steps)
             pr->past_warmup = true;
     }
-    /* Throughput sample once every rank is past warmup. */
+    /* Throughput sample once every rank is past warmup, and only from fresh figures: every
+     * rank's step advanced since the last sample (a silent or stalled rank's last tok_s is not
+     * a measurement; counting it again is how a NaN release was once promoted). */
     double sum = 0;
     for (int c = 0; c < p->ncts; c++)
         for (int lr = 0; lr < p->nproc; lr++) {
-            if (!p->cts[c].ranks[lr].past_warmup)
+            if (!p->cts[c].ranks[lr].past_warmup || !p->cts[c].ranks[lr].fresh)
                 return;
             sum += p->cts[c].ranks[lr].tok_s;
         }
+    for (int c = 0; c < p->ncts; c++)
+        for (int lr = 0; lr < p->nproc; lr++)
+            p->cts[c].ranks[lr].fresh = false;
     if (p->t_warm == 0) {
         p->t_warm = now;
         return; /* the first sample straddles warmup */

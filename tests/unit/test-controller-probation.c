@@ -253,7 +253,7 @@ static void test_missing_heartbeat(void **state)
     st->jobs[0].ranks[0].hb_age_s = 45;
     probation_feed(p, 0, st, 46);
     assert_int_equal(probation_check(p, 46), PROBATION_FAIL);
-    assert_string_equal(probation_reason(p), "no heartbeat from rank 0 (h1:101) for 45s (healthy_deadline 30s)");
+    assert_string_equal(probation_reason(p), "silent: no heartbeat from rank 0 (h1:101) for 45s in phase train (healthy_deadline 30s)");
     probation_free(p);
     free(st);
 }
@@ -270,7 +270,32 @@ static void test_stall(void **state)
         v = probation_check(p, t);
     }
     assert_int_equal(v, PROBATION_FAIL);
-    assert_non_null(strstr(probation_reason(p), "rank 0 on h1:101 stalled at step 5"));
+    assert_non_null(strstr(probation_reason(p), "stalled: rank 0 on h1:101 at step 5"));
+    probation_free(p);
+    free(st);
+}
+
+/* Only fresh samples count: while a rank's step does not advance, its last tok_s is not a new
+ * measurement (issue 9: a NaN release whose lines were dropped kept its last good tok_s and was
+ * promoted).  Fast steps, a pause that repeats the fast figure, then slow steps: the median must
+ * be the slow figure's. */
+static void test_only_fresh_samples(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(100, 1, 1);
+    enum probation_verdict v = PROBATION_PENDING;
+    long long step = 0;
+    for (int t = 1; t <= 200 && v == PROBATION_PENDING; t++) {
+        bool paused = t > 12 && t <= 27;
+        if (!paused)
+            step++;
+        make_status(st, 0, 1, NEW, step, t <= 27 ? 100000 : 40000, 3.0);
+        probation_feed(p, 0, st, t);
+        v = probation_check(p, t);
+    }
+    assert_int_equal(v, PROBATION_FAIL);
+    assert_non_null(strstr(probation_reason(p), "throughput regression: 40.0 Ktok/s"));
     probation_free(p);
     free(st);
 }
@@ -374,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_crash),
         cmocka_unit_test(test_missing_heartbeat),
         cmocka_unit_test(test_stall),
+        cmocka_unit_test(test_only_fresh_samples),
         cmocka_unit_test(test_agent_reverted_on_its_own),
         cmocka_unit_test(test_no_baseline),
         cmocka_unit_test(test_progress_deadline),
