@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/agentcli.h"
 #include "common/manifest.h"
 #include "common/status.h"
 #include "agent/liveness.h"
@@ -19,19 +20,7 @@
 #define AGENT_DEFAULT_SOCKET "/run/drover/agent.sock"
 #define AGENT_DEFAULT_PIDFILE "/run/drover/agent.pid"
 
-/* CLI exit codes; never renumbered (docs/errors.md, "Agent"). */
-enum agent_exit {
-    AGENT_EXIT_OK = 0,
-    AGENT_EXIT_FAIL = 1,       /* the operation failed; reason on stderr */
-    AGENT_EXIT_USAGE = 2,      /* bad command line */
-    AGENT_EXIT_NO_DAEMON = 3,  /* control socket unreachable */
-    AGENT_EXIT_NO_RELEASE = 4, /* release not in the store */
-    AGENT_EXIT_BUNDLE = 5,     /* bundle failed verification (checksum, size, path, id) */
-    AGENT_EXIT_EXEC = 6,       /* the job's command cannot be executed */
-    AGENT_EXIT_BUSY = 7,       /* another operation on the job is in progress / second daemon */
-    AGENT_EXIT_DISK_FULL = 8,  /* ENOSPC/EDQUOT while installing a release; nothing installed */
-    AGENT_EXIT_TIMEOUT = 124,  /* preflight ran past --timeout */
-};
+/* CLI exit codes: enum agent_exit in common/agentcli.h (the controller reads them too). */
 
 #define SPEC_MAX_ARGS 64
 #define SPEC_ARG_MAX 1024

@@ -27,6 +27,7 @@
 #include "agent/state.h"
 #include "agent/store.h"
 #include "agent/supervise.h"
+#include "common/agentcli.h"
 #include "common/bundle.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -99,49 +100,9 @@ static int parse_int(const char *s, long lo, long hi, int *v)
     return 0;
 }
 
-enum {
-    O_ROOT = 256, O_SOCKET, O_PIDFILE, O_JOB, O_ID, O_JSON, O_DETACH, O_TIMEOUT, O_INTERVAL, O_COUNT,
-    O_SINCE, O_NNODES, O_NODE_RANK, O_NPROC, O_GPUS, O_MADDR, O_MPORT, O_GRACE, O_PROBATION, O_LIVE_FIRST, O_LIVE_SILENCE, O_LIVE_STALL, O_LIVE_CKPT,
-    O_KTOK, O_REASON, O_ENV, O_KEEP, O_CLIMIT, O_CWINDOW, O_MAXRB, O_BINIT, O_BMAX,
-};
-
-static const struct option longopts[] = {
-    {"root", required_argument, 0, O_ROOT},
-    {"socket", required_argument, 0, O_SOCKET},
-    {"pidfile", required_argument, 0, O_PIDFILE},
-    {"job", required_argument, 0, O_JOB},
-    {"id", required_argument, 0, O_ID},
-    {"json", no_argument, 0, O_JSON},
-    {"detach", no_argument, 0, O_DETACH},
-    {"timeout", required_argument, 0, O_TIMEOUT},
-    {"interval", required_argument, 0, O_INTERVAL},
-    {"count", required_argument, 0, O_COUNT},
-    {"since", required_argument, 0, O_SINCE},
-    {"nnodes", required_argument, 0, O_NNODES},
-    {"node-rank", required_argument, 0, O_NODE_RANK},
-    {"nproc-per-node", required_argument, 0, O_NPROC},
-    {"gpus", required_argument, 0, O_GPUS},
-    {"master-addr", required_argument, 0, O_MADDR},
-    {"master-port", required_argument, 0, O_MPORT},
-    {"grace", required_argument, 0, O_GRACE},
-    {"probation-deadline", required_argument, 0, O_PROBATION},
-    {"first-step-deadline", required_argument, 0, O_LIVE_FIRST},
-    {"silence-deadline", required_argument, 0, O_LIVE_SILENCE},
-    {"stall-deadline", required_argument, 0, O_LIVE_STALL},
-    {"checkpoint-deadline", required_argument, 0, O_LIVE_CKPT},
-    {"ktok-s", required_argument, 0, O_KTOK},
-    {"reason", required_argument, 0, O_REASON},
-    {"env", required_argument, 0, O_ENV},
-    {"keep-releases", required_argument, 0, O_KEEP},
-    {"crash-limit", required_argument, 0, O_CLIMIT},
-    {"crash-window", required_argument, 0, O_CWINDOW},
-    {"max-auto-rollbacks", required_argument, 0, O_MAXRB},
-    {"backoff-initial", required_argument, 0, O_BINIT},
-    {"backoff-max", required_argument, 0, O_BMAX},
-    {"verbose", no_argument, 0, 'v'},
-    {"help", no_argument, 0, 'h'},
-    {0, 0, 0, 0},
-};
+/* The options and verbs are common/agentcli.c's: the controller builds its argv from the same
+ * tables. */
+static const struct option *const longopts = agent_cli_longopts;
 
 /* Parse options of argv[0..argc) (argv[0] is the verb).  0 ok, -EINVAL with a message logged. */
 static int cli_parse(struct cli *c, int argc, char **argv)
@@ -159,45 +120,45 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         const char *a = optarg;
         int bad = 0;
         switch (opt) {
-        case O_ROOT: bad = str_copy(c->root, sizeof c->root, a) < 0 || !a[0]; break;
-        case O_SOCKET: bad = str_copy(c->socket, sizeof c->socket, a) < 0 || !a[0]; break;
-        case O_PIDFILE: bad = str_copy(c->pidfile, sizeof c->pidfile, a) < 0 || !a[0]; break;
-        case O_JOB: bad = !job_name_is_valid(a) || str_copy(c->job, sizeof c->job, a) < 0; break;
-        case O_ID: bad = str_copy(c->id, sizeof c->id, a) < 0; break;
-        case O_JSON: c->json = true; break;
-        case O_DETACH: c->detach = true; break;
-        case O_TIMEOUT: bad = parse_num(a, 0.1, 86400, &c->timeout_s) < 0; break;
-        case O_INTERVAL: bad = parse_num(a, 0.05, 3600, &c->interval_s) < 0; break;
-        case O_COUNT: bad = parse_num(a, 0, 1e12, &x) < 0; c->count = (int64_t)x; break;
-        case O_SINCE: bad = parse_num(a, 0, 1e15, &x) < 0; c->since = (int64_t)x; break;
-        case O_NNODES: bad = parse_int(a, 1, 4096, &c->spec.nnodes) < 0; break;
-        case O_NODE_RANK: bad = parse_int(a, 0, 4095, &c->spec.node_rank) < 0; break;
-        case O_NPROC: bad = parse_int(a, 1, STATUS_MAX_RANKS, &c->spec.nproc) < 0; break;
-        case O_GPUS: bad = str_copy(c->spec.gpus, sizeof c->spec.gpus, a) < 0; break;
-        case O_MADDR: bad = str_copy(c->spec.master_addr, sizeof c->spec.master_addr, a) < 0; break;
-        case O_MPORT: bad = parse_int(a, 1, 65535, &c->spec.master_port) < 0; break;
-        case O_GRACE: bad = parse_num(a, 0, 3600, &c->spec.grace_s) < 0; break;
-        case O_PROBATION: bad = parse_num(a, 0, 86400 * 30, &c->probation_s) < 0; break;
-        case O_LIVE_FIRST: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.first_step_s) < 0; break;
-        case O_LIVE_SILENCE: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.silence_s) < 0; break;
-        case O_LIVE_STALL: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.stall_s) < 0; break;
-        case O_LIVE_CKPT: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.checkpoint_s) < 0; break;
-        case O_KTOK: bad = parse_num(a, 0, 1e12, &c->ktok_s) < 0; break;
-        case O_REASON: (void)str_copy(c->reason, sizeof c->reason, a); break;
-        case O_ENV: bad = spec_add_env(&c->spec, a) < 0; break;
-        case O_KEEP: bad = parse_int(a, 1, 10000, &c->dopts.keep_releases) < 0; break;
-        case O_CLIMIT: bad = parse_int(a, 1, 1000, &c->dopts.policy.crash_limit) < 0; break;
-        case O_CWINDOW: bad = parse_num(a, 1, 86400, &c->dopts.policy.crash_window_s) < 0; break;
-        case O_MAXRB: bad = parse_int(a, 0, 1000, &c->dopts.policy.max_auto_rollbacks) < 0; break;
-        case O_BINIT: bad = parse_num(a, 0.01, 3600, &c->dopts.policy.backoff_initial_s) < 0; break;
-        case O_BMAX: bad = parse_num(a, 0.01, 86400, &c->dopts.policy.backoff_max_s) < 0; break;
+        case AGENT_OPT_ROOT: bad = str_copy(c->root, sizeof c->root, a) < 0 || !a[0]; break;
+        case AGENT_OPT_SOCKET: bad = str_copy(c->socket, sizeof c->socket, a) < 0 || !a[0]; break;
+        case AGENT_OPT_PIDFILE: bad = str_copy(c->pidfile, sizeof c->pidfile, a) < 0 || !a[0]; break;
+        case AGENT_OPT_JOB: bad = !job_name_is_valid(a) || str_copy(c->job, sizeof c->job, a) < 0; break;
+        case AGENT_OPT_ID: bad = str_copy(c->id, sizeof c->id, a) < 0; break;
+        case AGENT_OPT_JSON: c->json = true; break;
+        case AGENT_OPT_DETACH: c->detach = true; break;
+        case AGENT_OPT_TIMEOUT: bad = parse_num(a, 0.1, 86400, &c->timeout_s) < 0; break;
+        case AGENT_OPT_INTERVAL: bad = parse_num(a, 0.05, 3600, &c->interval_s) < 0; break;
+        case AGENT_OPT_COUNT: bad = parse_num(a, 0, 1e12, &x) < 0; c->count = (int64_t)x; break;
+        case AGENT_OPT_SINCE: bad = parse_num(a, 0, 1e15, &x) < 0; c->since = (int64_t)x; break;
+        case AGENT_OPT_NNODES: bad = parse_int(a, 1, 4096, &c->spec.nnodes) < 0; break;
+        case AGENT_OPT_NODE_RANK: bad = parse_int(a, 0, 4095, &c->spec.node_rank) < 0; break;
+        case AGENT_OPT_NPROC: bad = parse_int(a, 1, STATUS_MAX_RANKS, &c->spec.nproc) < 0; break;
+        case AGENT_OPT_GPUS: bad = str_copy(c->spec.gpus, sizeof c->spec.gpus, a) < 0; break;
+        case AGENT_OPT_MASTER_ADDR: bad = str_copy(c->spec.master_addr, sizeof c->spec.master_addr, a) < 0; break;
+        case AGENT_OPT_MASTER_PORT: bad = parse_int(a, 1, 65535, &c->spec.master_port) < 0; break;
+        case AGENT_OPT_GRACE: bad = parse_num(a, 0, 3600, &c->spec.grace_s) < 0; break;
+        case AGENT_OPT_PROBATION: bad = parse_num(a, 0, 86400 * 30, &c->probation_s) < 0; break;
+        case AGENT_OPT_FIRST_STEP_DEADLINE: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.first_step_s) < 0; break;
+        case AGENT_OPT_SILENCE_DEADLINE: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.silence_s) < 0; break;
+        case AGENT_OPT_STALL_DEADLINE: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.stall_s) < 0; break;
+        case AGENT_OPT_CHECKPOINT_DEADLINE: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.checkpoint_s) < 0; break;
+        case AGENT_OPT_KTOK: bad = parse_num(a, 0, 1e12, &c->ktok_s) < 0; break;
+        case AGENT_OPT_REASON: (void)str_copy(c->reason, sizeof c->reason, a); break;
+        case AGENT_OPT_ENV: bad = spec_add_env(&c->spec, a) < 0; break;
+        case AGENT_OPT_KEEP: bad = parse_int(a, 1, 10000, &c->dopts.keep_releases) < 0; break;
+        case AGENT_OPT_CRASH_LIMIT: bad = parse_int(a, 1, 1000, &c->dopts.policy.crash_limit) < 0; break;
+        case AGENT_OPT_CRASH_WINDOW: bad = parse_num(a, 1, 86400, &c->dopts.policy.crash_window_s) < 0; break;
+        case AGENT_OPT_MAX_ROLLBACKS: bad = parse_int(a, 0, 1000, &c->dopts.policy.max_auto_rollbacks) < 0; break;
+        case AGENT_OPT_BACKOFF_INITIAL: bad = parse_num(a, 0.01, 3600, &c->dopts.policy.backoff_initial_s) < 0; break;
+        case AGENT_OPT_BACKOFF_MAX: bad = parse_num(a, 0.01, 86400, &c->dopts.policy.backoff_max_s) < 0; break;
         case 'v': log_set_level(LOG_LVL_DEBUG); break;
         case 'h': usage(stdout); return 1;
         default:
             log_error("%s: unknown option or missing value '%s'", argv[0], argv[optind - 1]);
             return -EINVAL;
         }
-        if (bad && opt == O_ENV)
+        if (bad && opt == AGENT_OPT_ENV)
             log_error("%s: --env takes NAME=VALUE, each NAME once, not a NAME the agent sets "
                       "(RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, "
                       "MASTER_PORT, CUDA_VISIBLE_DEVICES, PATH, HOME, LANG, DROVER_* other than "
@@ -682,10 +643,12 @@ int main(int argc, char **argv)
     if (r != 0)
         return r > 0 ? 0 : AGENT_EXIT_USAGE;
     int code;
-    if (!strcmp(verb, "version")) {
+    switch (agent_verb_parse(verb)) {
+    case AGENT_VERB_VERSION:
         printf("drover-agent %s\n", DROVER_VERSION);
         code = 0;
-    } else if (!strcmp(verb, "daemon")) {
+        break;
+    case AGENT_VERB_DAEMON:
         (void)str_copy(c.dopts.root, sizeof c.dopts.root, c.root);
         (void)str_copy(c.dopts.socket, sizeof c.dopts.socket, c.socket);
         if (!c.pidfile[0]) {
@@ -700,28 +663,21 @@ int main(int argc, char **argv)
         (void)str_copy(c.dopts.pidfile, sizeof c.dopts.pidfile, c.pidfile);
         c.dopts.detach = c.detach;
         code = daemon_run(&c.dopts);
-    } else if (!strcmp(verb, "release")) {
-        code = cmd_release(&c);
-    } else if (!strcmp(verb, "events")) {
-        code = cmd_events(&c);
-    } else if (!strcmp(verb, "preflight")) {
-        code = cmd_preflight(&c);
-    } else if (!strcmp(verb, "activate")) {
-        code = cmd_job_verb(&c, RPC_ACTIVATE);
-    } else if (!strcmp(verb, "promote")) {
-        code = cmd_job_verb(&c, RPC_PROMOTE);
-    } else if (!strcmp(verb, "revert")) {
-        code = cmd_job_verb(&c, RPC_REVERT);
-    } else if (!strcmp(verb, "stop")) {
-        code = cmd_job_verb(&c, RPC_STOP);
-    } else if (!strcmp(verb, "status")) {
-        code = cmd_status(&c, false);
-    } else if (!strcmp(verb, "watch")) {
-        code = cmd_status(&c, true);
-    } else if (!strcmp(verb, "metrics")) {
+        break;
+    case AGENT_VERB_RELEASE: code = cmd_release(&c); break;
+    case AGENT_VERB_EVENTS: code = cmd_events(&c); break;
+    case AGENT_VERB_PREFLIGHT: code = cmd_preflight(&c); break;
+    case AGENT_VERB_ACTIVATE: code = cmd_job_verb(&c, RPC_ACTIVATE); break;
+    case AGENT_VERB_PROMOTE: code = cmd_job_verb(&c, RPC_PROMOTE); break;
+    case AGENT_VERB_REVERT: code = cmd_job_verb(&c, RPC_REVERT); break;
+    case AGENT_VERB_STOP: code = cmd_job_verb(&c, RPC_STOP); break;
+    case AGENT_VERB_STATUS: code = cmd_status(&c, false); break;
+    case AGENT_VERB_WATCH: code = cmd_status(&c, true); break;
+    case AGENT_VERB_METRICS:
         c.metrics = true;
         code = cmd_status(&c, false);
-    } else {
+        break;
+    default:
         log_error("unknown verb '%s'", verb);
         usage(stderr);
         code = AGENT_EXIT_USAGE;

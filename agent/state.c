@@ -1,5 +1,6 @@
-/* agent/state.c: state.json and events.jsonl (see state.h).  The only file that knows either
- * format.  Never touches the release store or processes: it records, the daemon decides. */
+/* agent/state.c: state.json and events.jsonl (see state.h).  The only file that knows
+ * state.json's format; the journal's lines are common/event.c's.  Never touches the release store
+ * or processes: it records, the daemon decides. */
 #include "agent/state.h"
 
 #include <errno.h>
@@ -455,23 +456,12 @@ int64_t events_append(struct events *ev, const char *job, const char *kind, cons
         }
     }
     int64_t seq = ev->seq + 1;
-    json_t *o = json_pack("{s:I,s:f,s:s,s:s,s:s,s:s}", "seq", (json_int_t)seq, "ts", time_wall(),
-                          "job", job ? job : "", "kind", kind, "release", release ? release : "",
-                          "detail", detail ? detail : "");
-    if (!o)
-        return -ENOMEM;
-    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(o);
-    if (!text)
-        return -ENOMEM;
-    size_t n = strlen(text);
-    if (n + 1 > EVENT_LINE_MAX) {
-        free(text);
-        return -E2BIG;
-    }
-    text[n] = '\n'; /* json_dumps leaves room for the NUL we overwrite */
-    int r = fd_write_all(ev->fd, text, n + 1);
-    free(text);
+    char text[EVENT_LINE_MAX];
+    int n = event_format(seq, time_wall(), job, kind, release, detail, text, sizeof text);
+    if (n < 0)
+        return n;
+    text[n] = '\n'; /* event_format keeps the line under EVENT_LINE_MAX, newline included */
+    int r = fd_write_all(ev->fd, text, (size_t)n + 1);
     if (r < 0)
         return r;
     if (fsync(ev->fd) < 0)

@@ -3,7 +3,8 @@
  * journal events.jsonl.  Both live under the store root and are reloaded at start.
  *
  * state.json is replaced atomically (fs_write_atomic) on every change; events are appended one
- * JSON line each and fsynced before the append returns.  Only state.c knows either format.
+ * JSON line each (the line is common/event.h's) and fsynced before the append returns.  Only
+ * state.c knows state.json's format.
  */
 #ifndef DROVER_AGENT_STATE_H
 #define DROVER_AGENT_STATE_H
@@ -13,13 +14,13 @@
 #include <stdio.h>
 
 #include "agent/agent.h"
+#include "common/event.h"
 
 #define STATE_VERSION 1
 #define STATE_MAX_BYTES (1u << 20)
 #define STATE_MAX_SPECS 6           /* specs kept per job (current, previous, good + history) */
 #define STATE_MAX_BAD 8             /* bad marks kept per job (oldest dropped) */
 #define STATE_MAX_GOODS 4           /* promoted releases remembered per job */
-#define EVENT_LINE_MAX 2048
 #define EVENTS_ROTATE_BYTES (16u << 20) /* events.jsonl is renamed to events.jsonl.1 past this */
 
 struct job_rec {
@@ -109,7 +110,8 @@ struct events {
 
 /* Open (create) the journal and find the newest seq in it (and in the rotated file). */
 int events_open(const char *path, struct events *ret_ev);
-/* Append {"seq","ts","job","kind","release","detail"} and fsync.  Returns the seq. */
+/* Append one common/event.h line and fsync.  Returns the seq; -E2BIG for a line over
+ * EVENT_LINE_MAX. */
 int64_t events_append(struct events *ev, const char *job, const char *kind, const char *release,
                       const char *detail);
 void events_close(struct events *ev);

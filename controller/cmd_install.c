@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/agentcli.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/util.h"
@@ -34,9 +35,11 @@ static void default_agent_binary(char *out, size_t out_sz)
 
 static bool agent_answers(struct conn *c, const struct inv_ct *ct)
 {
-    const char *args[] = { "status", "--json", NULL };
+    struct agent_argv a;
+    agent_argv_init(&a);
+    agent_argv_status(&a);
     struct exec_result res;
-    if (pct_run_agent(c, ct, args, 15, &res) < 0)
+    if (pct_run_agent(c, ct, a.argv, 15, &res) < 0)
         return false;
     bool ok = res.status == 0;
     exec_result_done(&res);
@@ -138,23 +141,22 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
     const struct inv_host *hh = &inv->hosts[ct->host];
     const char *agent = ct->root[0] && hh->agent_path[0] ? hh->agent_path : inv->agent_path;
     struct exec_result res;
+    /* $0 is the store root (for the log), "$@" the agent's own argv from common/agentcli.h. */
+    struct agent_argv a;
+    agent_argv_init(&a);
+    agent_argv_add(&a, "sh");
+    agent_argv_add(&a, "-c");
+    agent_argv_add(&a, "mkdir -p \"$0\" && exec \"$@\" </dev/null >/dev/null 2>>\"$0/agent.log\"");
+    agent_argv_add(&a, pct_agent_root(ct));
+    agent_argv_add(&a, agent);
+    if (ct->root[0])
+        agent_argv_globals(&a, ct->root, ct->socket);
+    agent_argv_daemon(&a, true);
     /* While the old daemon is still stopping its gangs it holds the pidfile lock and a new one
-     * exits 7 (busy): retry for up to two minutes. */
+     * exits AGENT_EXIT_BUSY: retry for up to two minutes. */
     for (int attempt = 0;; attempt++) {
-        if (ct->root[0]) {
-            const char *sh[] = { "sh", "-c",
-                                 "mkdir -p \"$1\" && exec \"$0\" --root \"$1\" --socket \"$2\" daemon "
-                                 "--detach </dev/null >/dev/null 2>>\"$1/agent.log\"",
-                                 agent, ct->root, ct->socket, NULL };
-            r = pct_run(c, ct, sh, 30, &res);
-        } else {
-            const char *sh[] = { "sh", "-c",
-                                 "mkdir -p \"$1\" && exec \"$0\" daemon --detach </dev/null >/dev/null "
-                                 "2>>\"$1/agent.log\"",
-                                 agent, PCT_AGENT_ROOT, NULL };
-            r = pct_run(c, ct, sh, 30, &res);
-        }
-        if (r < 0 || !restarting || res.status != 7 || attempt >= 120)
+        r = pct_run(c, ct, a.argv, 30, &res);
+        if (r < 0 || !restarting || res.status != AGENT_EXIT_BUSY || attempt >= 120)
             break;
         exec_result_done(&res);
         sleep(1);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/agentcli.h"
 #include "common/bundle.h"
 #include "common/log.h"
 #include "common/sha256.h"
@@ -228,8 +229,10 @@ static int push_cts(struct deploy *d, char *err, size_t err_sz)
         }
         /* The verification: the agent checks every file's SHA-256 against the manifest and the
          * release id before the release exists in its store. */
-        const char *add[] = { "release", "add", dest, "--id", d->id, NULL };
-        r = agent_call(d, ct, add, inv->exec_timeout_s + 60, err, err_sz);
+        struct agent_argv add;
+        agent_argv_init(&add);
+        agent_argv_release_add(&add, dest, d->id);
+        r = agent_call(d, ct, add.argv, inv->exec_timeout_s + 60, err, err_sz);
         if (r < 0)
             return r;
         fprintf(stderr, "push %s: verified %s\n", ct->label, d->sid);
@@ -242,33 +245,24 @@ static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
     const struct inv_job *j = d->job;
     if (!j->preflight[0])
         return 0;
-    const char *args[PCT_ARGV_MAX];
-    size_t n = 0;
-    char tmo[32];
-    args[n++] = "preflight";
-    args[n++] = d->id;
-    args[n++] = "--job"; /* the worker environment of rank 0 of this job, its GPUs included */
-    args[n++] = j->name;
-    if (j->gpus[0]) {
-        args[n++] = "--gpus";
-        args[n++] = j->gpus;
-    }
-    if (j->preflight_timeout_s > 0) {
-        snprintf(tmo, sizeof tmo, "%.0f", j->preflight_timeout_s);
-        args[n++] = "--timeout";
-        args[n++] = tmo;
-    }
-    for (int k = 0; k < j->nenv; k++) {
-        args[n++] = "--env";
-        args[n++] = j->env[k];
-    }
-    args[n++] = "--";
-    args[n++] = j->preflight;
+    struct agent_argv a;
+    agent_argv_init(&a);
+    /* --job: the worker environment of rank 0 of this job, its GPUs included */
+    agent_argv_preflight(&a, d->id, j->name, j->gpus, j->preflight_timeout_s);
+    for (int k = 0; k < j->nenv; k++)
+        agent_argv_env(&a, j->env[k]);
+    agent_argv_command(&a, j->preflight);
     for (int i = 0; i < j->npreflight_args; i++)
-        args[n++] = j->preflight_args[i];
-    args[n] = NULL;
+        agent_argv_add(&a, j->preflight_args[i]);
+    if (agent_argv_end(&a) < 0) {
+        snprintf(err, err_sz, "job '%s': too many preflight arguments", j->name);
+        return -E2BIG;
+    }
+    /* the agent's own limit (its default is 300 s), plus the exec timeout */
+    double timeout = d->inv->exec_timeout_s +
+                     (j->preflight_timeout_s > 0 ? j->preflight_timeout_s : 300);
     for (int i = 0; i < j->ncts; i++) {
-        int r = agent_call(d, &j->cts[i], args, d->inv->exec_timeout_s + (j->preflight_timeout_s > 0 ? j->preflight_timeout_s : 300 /* the agent's default */), err, err_sz);
+        int r = agent_call(d, &j->cts[i], a.argv, timeout, err, err_sz);
         if (r < 0)
             return r;
         fprintf(stderr, "preflight %s: passed\n", j->cts[i].label);
@@ -279,66 +273,33 @@ static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
 static int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t err_sz)
 {
     const struct inv_job *j = d->job;
-    char nnodes[16], rank[16], nproc[16], port[16], grace[32], pdl[32], live[4][32];
     const struct inv_policy *pol = &j->policy;
-    const double live_s[4] = {pol->first_step_deadline_s, pol->silence_deadline_s, pol->stall_deadline_s,
-                              pol->checkpoint_deadline_s};
-    static const char *const live_flag[4] = {"--first-step-deadline", "--silence-deadline", "--stall-deadline",
-                                             "--checkpoint-deadline"};
-    for (int k = 0; k < 4; k++)
-        snprintf(live[k], sizeof live[k], "%g", live_s[k]);
-    snprintf(nnodes, sizeof nnodes, "%d", j->ncts);
-    snprintf(nproc, sizeof nproc, "%d", j->nproc_per_node);
-    snprintf(port, sizeof port, "%d", j->master_port);
-    snprintf(grace, sizeof grace, "%.0f", j->grace_s);
-    snprintf(pdl, sizeof pdl, "%.0f", probation_deadline);
     for (int i = 0; i < j->ncts; i++) {
-        const char *args[PCT_ARGV_MAX];
-        size_t n = 0;
-        snprintf(rank, sizeof rank, "%d", i);
-        args[n++] = "activate";
-        args[n++] = d->id;
-        args[n++] = "--job";
-        args[n++] = j->name;
-        args[n++] = "--nnodes";
-        args[n++] = nnodes;
-        args[n++] = "--node-rank";
-        args[n++] = rank;
-        args[n++] = "--nproc-per-node";
-        args[n++] = nproc;
-        if (j->gpus[0]) {
-            args[n++] = "--gpus";
-            args[n++] = j->gpus;
-        }
-        if (j->master_addr[0]) {
-            args[n++] = "--master-addr";
-            args[n++] = j->master_addr;
-        }
-        if (j->master_port) {
-            args[n++] = "--master-port";
-            args[n++] = port;
-        }
-        if (j->grace_s > 0) {
-            args[n++] = "--grace";
-            args[n++] = grace;
-        }
-        args[n++] = "--probation-deadline";
-        args[n++] = pdl;
-        for (int k = 0; k < 4; k++) { /* liveness, judged by the agent always (agent/liveness.h) */
-            args[n++] = live_flag[k];
-            args[n++] = live[k];
-        }
-        for (int k = 0; k < j->nenv; k++) {
-            args[n++] = "--env";
-            args[n++] = j->env[k];
-        }
-        args[n++] = "--";
-        args[n++] = j->command;
+        struct agent_activate act = {
+            .id = d->id, .job = j->name, .nnodes = j->ncts, .node_rank = i,
+            .nproc_per_node = j->nproc_per_node, .gpus = j->gpus, .master_addr = j->master_addr,
+            .master_port = j->master_port, .grace_s = j->grace_s,
+            .probation_deadline_s = probation_deadline,
+            /* liveness, judged by the agent always (agent/liveness.h) */
+            .first_step_deadline_s = pol->first_step_deadline_s,
+            .silence_deadline_s = pol->silence_deadline_s,
+            .stall_deadline_s = pol->stall_deadline_s,
+            .checkpoint_deadline_s = pol->checkpoint_deadline_s,
+        };
+        struct agent_argv a;
+        agent_argv_init(&a);
+        agent_argv_activate(&a, &act);
+        for (int k = 0; k < j->nenv; k++)
+            agent_argv_env(&a, j->env[k]);
+        agent_argv_command(&a, j->command);
         for (int k = 0; k < j->nargs; k++)
-            args[n++] = j->args[k];
-        args[n] = NULL;
+            agent_argv_add(&a, j->args[k]);
+        if (agent_argv_end(&a) < 0) {
+            snprintf(err, err_sz, "job '%s': too many arguments", j->name);
+            return -E2BIG;
+        }
         double timeout = (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s;
-        int r = agent_call(d, &j->cts[i], args, timeout, err, err_sz);
+        int r = agent_call(d, &j->cts[i], a.argv, timeout, err, err_sz);
         if (r < 0)
             return r;
         fprintf(stderr, "activate %s: node %d of %d started %s\n", j->cts[i].label, i, j->ncts,
@@ -355,7 +316,10 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
     double reopen_at[INV_MAX_CTS] = { 0 };
     struct conn *conns[INV_MAX_HOSTS];
     int nconns = 0;
-    const char *wargs[] = { "watch", "--json", "--interval", "1", NULL };
+    struct agent_argv wa;
+    agent_argv_init(&wa);
+    agent_argv_watch(&wa, 1);
+    const char *const *wargs = wa.argv;
     for (int h = 0; h < INV_MAX_HOSTS; h++)
         if (d->f->conns[h])
             conns[nconns++] = d->f->conns[h];
@@ -465,11 +429,13 @@ static int revert_all(struct deploy *d, const char *reason)
     char sid[RELEASE_SHORT_LEN + 1];
     if (!d->good[0]) {
         /* Nothing to go back to: stop the failed release so it does not burn GPUs. */
-        const char *args[] = { "stop", "--job", j->name, NULL };
+        struct agent_argv args;
+        agent_argv_init(&args);
+        agent_argv_stop(&args, j->name);
         int failed = 0;
         for (int i = 0; i < j->ncts; i++) {
             char err[1024];
-            if (agent_call(d, &j->cts[i], args, (j->grace_s > 0 ? j->grace_s : 60) + 60, err,
+            if (agent_call(d, &j->cts[i], args.argv, (j->grace_s > 0 ? j->grace_s : 60) + 60, err,
                            sizeof err) < 0) {
                 log_error("%s", err);
                 failed++;
@@ -484,11 +450,13 @@ static int revert_all(struct deploy *d, const char *reason)
             j->ncts);
     char why[300];
     snprintf(why, sizeof why, "drover: %s", reason);
-    const char *args[] = { "revert", "--job", j->name, "--reason", why, NULL };
+    struct agent_argv args;
+    agent_argv_init(&args);
+    agent_argv_revert(&args, j->name, why);
     int failed = 0;
     for (int i = 0; i < j->ncts; i++) {
         char err[1024];
-        if (agent_call(d, &j->cts[i], args, (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s,
+        if (agent_call(d, &j->cts[i], args.argv, (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s,
                        err, sizeof err) < 0) {
             log_error("%s", err);
             failed++;
@@ -513,14 +481,13 @@ static int revert_all(struct deploy *d, const char *reason)
 static int promote_all(struct deploy *d, double ktok)
 {
     const struct inv_job *j = d->job;
-    char k[32];
-    snprintf(k, sizeof k, "%.3f", ktok > 0 ? ktok : 0);
-    const char *args[] = { "promote", d->id, "--job", j->name, "--ktok-s", k, NULL };
-    const char *args_nok[] = { "promote", d->id, "--job", j->name, NULL };
+    struct agent_argv args;
+    agent_argv_init(&args);
+    agent_argv_promote(&args, d->id, j->name, ktok);
     int failed = 0;
     for (int i = 0; i < j->ncts; i++) {
         char err[1024];
-        if (agent_call(d, &j->cts[i], ktok > 0 ? args : args_nok, d->inv->exec_timeout_s, err,
+        if (agent_call(d, &j->cts[i], args.argv, d->inv->exec_timeout_s, err,
                        sizeof err) < 0) {
             log_error("%s", err);
             failed++;

@@ -403,40 +403,7 @@ const char *top_rollback_target(const struct top_snapshot *s, int job, bool *ret
 
 /* ------------------------------------------------------------------ events */
 
-int top_event_parse(const char *line, size_t len, struct top_event *ret)
-{
-    if (len > TOP_EVENT_LINE_MAX)
-        return -E2BIG;
-    json_error_t jerr;
-    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!o)
-        return -EINVAL;
-    int r = -EINVAL;
-    json_t *seq = json_object_get(o, "seq"), *ts = json_object_get(o, "ts");
-    json_t *job = json_object_get(o, "job"), *kind = json_object_get(o, "kind");
-    json_t *rel = json_object_get(o, "release"), *det = json_object_get(o, "detail");
-    if (!json_is_object(o) || !json_is_integer(seq) || !json_is_number(ts) || !json_is_string(kind))
-        goto out;
-    if ((job && !json_is_string(job)) || (rel && !json_is_string(rel)) || (det && !json_is_string(det)))
-        goto out;
-    struct top_event e = { 0 };
-    e.seq = json_integer_value(seq);
-    e.ts = json_number_value(ts);
-    (void)str_copy(e.kind, sizeof e.kind, json_string_value(kind));
-    if (job)
-        (void)str_copy(e.job, sizeof e.job, json_string_value(job));
-    if (rel)
-        (void)str_copy(e.release, sizeof e.release, json_string_value(rel));
-    if (det)
-        (void)str_copy(e.detail, sizeof e.detail, json_string_value(det));
-    *ret = e;
-    r = 0;
-out:
-    json_decref(o);
-    return r;
-}
-
-const char *top_event_format(const struct top_event *e, char *buf, size_t buf_sz)
+const char *top_event_format(const struct event *e, char *buf, size_t buf_sz)
 {
     char when[32] = "?";
     if (isfinite(e->ts) && e->ts >= 0 && e->ts < 1e11) {

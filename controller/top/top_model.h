@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/event.h"
 #include "common/status.h"
 #include "controller/inventory.h"
 
@@ -270,21 +271,9 @@ void top_header_lines(const struct top_snapshot *s, const struct top_summary *su
  * one.  "" when unknown (nothing seen) or there is nothing to go back to. */
 const char *top_rollback_target(const struct top_snapshot *s, int job, bool *ret_to_good);
 
-/* ---- the agent's event journal (`drover-agent events --json`) ---- */
+/* ---- the agent's event journal (`drover-agent events --json`, common/event.h) ---- */
 
-struct top_event {
-    int64_t seq;
-    double ts;               /* epoch seconds */
-    char job[JOB_NAME_MAX];
-    char kind[32];
-    char release[RELEASE_ID_LEN + 1];
-    char detail[256];
-};
-#define TOP_EVENT_LINE_MAX 4096
-/* Parse one journal line (len bytes).  -EINVAL not an event object, -E2BIG too long.
- * ret written only on success. */
-int top_event_parse(const char *line, size_t len, struct top_event *ret);
 /* "12:03:04 train crash 3f2a9c1b rank 0 exited 1" into buf. */
-const char *top_event_format(const struct top_event *e, char *buf, size_t buf_sz);
+const char *top_event_format(const struct event *e, char *buf, size_t buf_sz);
 
 #endif

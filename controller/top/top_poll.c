@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/agentcli.h"
 #include "common/util.h"
 #include "controller/cmd.h"
 #include "controller/transport/pct.h"
@@ -185,9 +186,11 @@ static void serve_events(struct top_poll *p, struct conn *c, struct slot *slots,
         snprintf(err, sizeof err, "host not connected");
         goto done;
     }
-    const char *args[] = { "events", "--json", NULL };
+    struct agent_argv a;
+    agent_argv_init(&a);
+    agent_argv_events(&a);
     struct exec_result res;
-    int r = pct_run_agent(c, ct, args, 10, &res);
+    int r = pct_run_agent(c, ct, a.argv, 10, &res);
     if (r < 0) {
         state = r;
         (void)str_copy(err, sizeof err, c->err);
@@ -217,10 +220,10 @@ static void serve_events(struct top_poll *p, struct conn *c, struct slot *slots,
     }
     size_t used = 0;
     for (int i = n - 1; i >= 0; i--) {
-        struct top_event e;
+        struct event e;
         char line[512];
         int k = (first + i) % EV_SHOW;
-        if (top_event_parse(lines[k], lens[k], &e) < 0)
+        if (event_parse(lines[k], lens[k], &e) < 0)
             continue;
         top_event_format(&e, line, sizeof line);
         int w = snprintf(text + used, EV_TEXT_MAX - used, "%s\n", line);
@@ -312,9 +315,10 @@ static void *host_main(void *arg)
                 slots[i].last_doc = slots[i].opened_at = now;
             set_host(p, h, true, NULL, slots, nslots);
         }
-        char ival[32];
-        snprintf(ival, sizeof ival, "%g", interval);
-        const char *wargs[] = { "watch", "--json", "--interval", ival, NULL };
+        struct agent_argv wa;
+        agent_argv_init(&wa);
+        agent_argv_watch(&wa, interval);
+        const char *const *wargs = wa.argv;
         bool session_dead = false;
         bool switching = false;
         for (int i = 0; i < nslots; i++)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/agentcli.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "controller/transport/pct.h"
@@ -72,9 +73,11 @@ int fleet_agent_status(struct fleet *f, const struct inv_ct *ct, struct agent_st
         snprintf(err, err_sz, "host unreachable: %s", f->conn_msg[ct->host]);
         return r;
     }
-    const char *args[] = { "status", "--json", NULL };
+    struct agent_argv a;
+    agent_argv_init(&a);
+    agent_argv_status(&a);
     struct exec_result res;
-    r = pct_run_agent(c, ct, args, 15, &res);
+    r = pct_run_agent(c, ct, a.argv, 15, &res);
     if (r < 0) {
         snprintf(err, err_sz, "%s", c->err);
         return r;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/agentcli.h"
 #include "common/util.h"
 
 const char *pct_agent_root(const struct inv_ct *ct)
@@ -41,25 +42,19 @@ static int wrap_exec(const struct inv_ct *ct, const char *const *argv, const cha
 int pct_agent_argv(const struct inventory *inv, const struct inv_ct *ct,
                    const char *const *agent_args, const char **argv_out, char vmid_buf[16])
 {
-    const char *inner[PCT_ARGV_MAX];
-    size_t n = 0;
+    struct agent_argv inner;
+    agent_argv_init(&inner);
     const struct inv_host *h = &inv->hosts[ct->host];
-    inner[n++] = ct->root[0] && h->agent_path[0] ? h->agent_path : inv->agent_path;
-    if (ct->root[0]) {
-        /* Global options, before the verb: several local roots on one machine each get their
-         * own store and their own control socket. */
-        inner[n++] = "--root";
-        inner[n++] = ct->root;
-        inner[n++] = "--socket";
-        inner[n++] = ct->socket;
-    }
-    for (size_t i = 0; agent_args[i]; i++) {
-        if (n + 1 >= PCT_ARGV_MAX)
-            return -E2BIG;
-        inner[n++] = agent_args[i];
-    }
-    inner[n] = NULL;
-    return wrap_exec(ct, inner, argv_out, vmid_buf);
+    agent_argv_add(&inner, ct->root[0] && h->agent_path[0] ? h->agent_path : inv->agent_path);
+    /* Global options, before the verb: several local roots on one machine each get their own
+     * store and their own control socket. */
+    if (ct->root[0])
+        agent_argv_globals(&inner, ct->root, ct->socket);
+    for (size_t i = 0; agent_args[i]; i++)
+        agent_argv_add(&inner, agent_args[i]);
+    if (agent_argv_end(&inner) < 0)
+        return -E2BIG;
+    return wrap_exec(ct, inner.argv, argv_out, vmid_buf);
 }
 
 int pct_run(struct conn *c, const struct inv_ct *ct, const char *const *argv, double timeout_s,

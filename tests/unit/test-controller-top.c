@@ -471,10 +471,10 @@ static void test_snapshot_copy(void **state)
 static void test_event_parse(void **state)
 {
     (void)state;
-    struct top_event e, keep;
+    struct event e, keep;
     const char *good = "{\"detail\":\"rank 0 exited 1\",\"job\":\"train\",\"kind\":\"crash\","
                        "\"release\":\"71cd8e4f\",\"seq\":7,\"ts\":1764445000.5}";
-    assert_int_equal(top_event_parse(good, strlen(good), &e), 0);
+    assert_int_equal(event_parse(good, strlen(good), &e), 0);
     assert_int_equal(e.seq, 7);
     assert_string_equal(e.kind, "crash");
     assert_string_equal(e.job, "train");
@@ -488,20 +488,20 @@ static void test_event_parse(void **state)
         "{\"seq\":1,\"seq\":2,\"ts\":2,\"kind\":\"x\"}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        assert_int_equal(top_event_parse(bad[i], strlen(bad[i]), &e), -EINVAL);
+        assert_int_equal(event_parse(bad[i], strlen(bad[i]), &e), -EINVAL);
         assert_memory_equal(&e, &keep, sizeof e);
     }
-    char *big = malloc(TOP_EVENT_LINE_MAX + 2);
+    char *big = malloc(EVENT_PARSE_MAX + 2);
     assert_non_null(big);
-    memset(big, ' ', TOP_EVENT_LINE_MAX + 1);
-    big[TOP_EVENT_LINE_MAX + 1] = '\0';
-    assert_int_equal(top_event_parse(big, TOP_EVENT_LINE_MAX + 1, &e), -E2BIG);
+    memset(big, ' ', EVENT_PARSE_MAX + 1);
+    big[EVENT_PARSE_MAX + 1] = '\0';
+    assert_int_equal(event_parse(big, EVENT_PARSE_MAX + 1, &e), -E2BIG);
     assert_memory_equal(&e, &keep, sizeof e);
     free(big);
     /* long strings are cut, not overflowed */
     char longer[2048];
     snprintf(longer, sizeof longer, "{\"seq\":1,\"ts\":2,\"kind\":\"%0600d\",\"detail\":\"%0900d\"}", 0, 0);
-    assert_int_equal(top_event_parse(longer, strlen(longer), &e), 0);
+    assert_int_equal(event_parse(longer, strlen(longer), &e), 0);
     assert_int_equal(strlen(e.kind), sizeof e.kind - 1);
 }
 

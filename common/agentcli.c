@@ -1,0 +1,265 @@
+/* common/agentcli.c: drover-agent's command line (see agentcli.h): the verb and option tables
+ * the agent parses with, and the builders the controller runs it with.  Pure: no I/O.
+ */
+#include "common/agentcli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *agent_exit_name(int code)
+{
+    switch (code) {
+    case AGENT_EXIT_OK: return "ok";
+    case AGENT_EXIT_FAIL: return "fail";
+    case AGENT_EXIT_USAGE: return "usage";
+    case AGENT_EXIT_NO_DAEMON: return "no_daemon";
+    case AGENT_EXIT_NO_RELEASE: return "no_release";
+    case AGENT_EXIT_BUNDLE: return "bundle";
+    case AGENT_EXIT_EXEC: return "exec";
+    case AGENT_EXIT_BUSY: return "busy";
+    case AGENT_EXIT_DISK_FULL: return "disk_full";
+    case AGENT_EXIT_TIMEOUT: return "timeout";
+    }
+    return NULL;
+}
+
+static const char *const verb_names[AGENT_VERB_COUNT] = {
+    [AGENT_VERB_DAEMON] = "daemon",       [AGENT_VERB_VERSION] = "version",
+    [AGENT_VERB_RELEASE] = "release",     [AGENT_VERB_PREFLIGHT] = "preflight",
+    [AGENT_VERB_ACTIVATE] = "activate",   [AGENT_VERB_PROMOTE] = "promote",
+    [AGENT_VERB_REVERT] = "revert",       [AGENT_VERB_STOP] = "stop",
+    [AGENT_VERB_STATUS] = "status",       [AGENT_VERB_WATCH] = "watch",
+    [AGENT_VERB_METRICS] = "metrics",     [AGENT_VERB_EVENTS] = "events",
+};
+
+const char *agent_verb_name(enum agent_verb v)
+{
+    return (unsigned)v < AGENT_VERB_COUNT ? verb_names[v] : NULL;
+}
+
+int agent_verb_parse(const char *s)
+{
+    for (int v = 0; v < AGENT_VERB_COUNT; v++)
+        if (strcmp(verb_names[v], s) == 0)
+            return v;
+    return -EINVAL;
+}
+
+/* Every option once: id, name, argument.  Both tables below are generated from this list, so
+ * the getopt table and the flags the builders emit cannot disagree. */
+#define AGENT_OPTIONS(X)                                          \
+    X(AGENT_OPT_ROOT, "root", required_argument)                  \
+    X(AGENT_OPT_SOCKET, "socket", required_argument)              \
+    X(AGENT_OPT_PIDFILE, "pidfile", required_argument)            \
+    X(AGENT_OPT_JOB, "job", required_argument)                    \
+    X(AGENT_OPT_ID, "id", required_argument)                      \
+    X(AGENT_OPT_JSON, "json", no_argument)                        \
+    X(AGENT_OPT_DETACH, "detach", no_argument)                    \
+    X(AGENT_OPT_TIMEOUT, "timeout", required_argument)            \
+    X(AGENT_OPT_INTERVAL, "interval", required_argument)          \
+    X(AGENT_OPT_COUNT, "count", required_argument)                \
+    X(AGENT_OPT_SINCE, "since", required_argument)                \
+    X(AGENT_OPT_NNODES, "nnodes", required_argument)              \
+    X(AGENT_OPT_NODE_RANK, "node-rank", required_argument)        \
+    X(AGENT_OPT_NPROC, "nproc-per-node", required_argument)       \
+    X(AGENT_OPT_GPUS, "gpus", required_argument)                  \
+    X(AGENT_OPT_MASTER_ADDR, "master-addr", required_argument)    \
+    X(AGENT_OPT_MASTER_PORT, "master-port", required_argument)    \
+    X(AGENT_OPT_GRACE, "grace", required_argument)                \
+    X(AGENT_OPT_PROBATION, "probation-deadline", required_argument) \
+    X(AGENT_OPT_KTOK, "ktok-s", required_argument)                \
+    X(AGENT_OPT_REASON, "reason", required_argument)              \
+    X(AGENT_OPT_ENV, "env", required_argument)                    \
+    X(AGENT_OPT_KEEP, "keep-releases", required_argument)         \
+    X(AGENT_OPT_CRASH_LIMIT, "crash-limit", required_argument)    \
+    X(AGENT_OPT_CRASH_WINDOW, "crash-window", required_argument)  \
+    X(AGENT_OPT_MAX_ROLLBACKS, "max-auto-rollbacks", required_argument) \
+    X(AGENT_OPT_BACKOFF_INITIAL, "backoff-initial", required_argument) \
+    X(AGENT_OPT_BACKOFF_MAX, "backoff-max", required_argument)                \
+    X(AGENT_OPT_FIRST_STEP_DEADLINE, "first-step-deadline", required_argument) \
+    X(AGENT_OPT_SILENCE_DEADLINE, "silence-deadline", required_argument)       \
+    X(AGENT_OPT_STALL_DEADLINE, "stall-deadline", required_argument)           \
+    X(AGENT_OPT_CHECKPOINT_DEADLINE, "checkpoint-deadline", required_argument)
+
+#define AS_LONGOPT(id, name, arg) { name, arg, 0, id },
+const struct option agent_cli_longopts[] = {
+    AGENT_OPTIONS(AS_LONGOPT)
+    { "verbose", no_argument, 0, 'v' },
+    { "help", no_argument, 0, 'h' },
+    { 0, 0, 0, 0 },
+};
+
+#define AS_FLAG(id, name, arg) [id - AGENT_OPT_ROOT] = "--" name,
+static const char *const flags[AGENT_OPT_END - AGENT_OPT_ROOT] = { AGENT_OPTIONS(AS_FLAG) };
+
+const char *agent_opt_flag(enum agent_opt o)
+{
+    return o >= AGENT_OPT_ROOT && o < AGENT_OPT_END ? flags[o - AGENT_OPT_ROOT] : NULL;
+}
+
+void agent_argv_init(struct agent_argv *a)
+{
+    a->argc = 0;
+    a->nnum = 0;
+    a->err = 0;
+    a->argv[0] = NULL;
+}
+
+void agent_argv_add(struct agent_argv *a, const char *word)
+{
+    if (!word || a->argc >= AGENT_ARGV_MAX) {
+        a->err = -E2BIG;
+        return;
+    }
+    a->argv[a->argc++] = word;
+    a->argv[a->argc] = NULL;
+}
+
+static void add_verb(struct agent_argv *a, enum agent_verb v)
+{
+    agent_argv_add(a, agent_verb_name(v));
+}
+
+static void add_opt(struct agent_argv *a, enum agent_opt o, const char *value)
+{
+    agent_argv_add(a, agent_opt_flag(o));
+    if (value)
+        agent_argv_add(a, value);
+}
+
+static const char *numf(struct agent_argv *a, const char *fmt, double x)
+{
+    if (a->nnum >= AGENT_ARGV_NUMS) {
+        a->err = -E2BIG;
+        return NULL;
+    }
+    char *b = a->num[a->nnum++];
+    snprintf(b, sizeof a->num[0], fmt, x);
+    return b;
+}
+
+static const char *numi(struct agent_argv *a, int x)
+{
+    if (a->nnum >= AGENT_ARGV_NUMS) {
+        a->err = -E2BIG;
+        return NULL;
+    }
+    char *b = a->num[a->nnum++];
+    snprintf(b, sizeof a->num[0], "%d", x);
+    return b;
+}
+
+void agent_argv_globals(struct agent_argv *a, const char *root, const char *socket)
+{
+    add_opt(a, AGENT_OPT_ROOT, root);
+    add_opt(a, AGENT_OPT_SOCKET, socket);
+}
+
+int agent_argv_end(const struct agent_argv *a)
+{
+    return a->err;
+}
+
+void agent_argv_status(struct agent_argv *a)
+{
+    add_verb(a, AGENT_VERB_STATUS);
+    add_opt(a, AGENT_OPT_JSON, NULL);
+}
+
+void agent_argv_watch(struct agent_argv *a, double interval_s)
+{
+    add_verb(a, AGENT_VERB_WATCH);
+    add_opt(a, AGENT_OPT_JSON, NULL);
+    add_opt(a, AGENT_OPT_INTERVAL, numf(a, "%g", interval_s));
+}
+
+void agent_argv_events(struct agent_argv *a)
+{
+    add_verb(a, AGENT_VERB_EVENTS);
+    add_opt(a, AGENT_OPT_JSON, NULL);
+}
+
+void agent_argv_daemon(struct agent_argv *a, bool detach)
+{
+    add_verb(a, AGENT_VERB_DAEMON);
+    if (detach)
+        add_opt(a, AGENT_OPT_DETACH, NULL);
+}
+
+void agent_argv_release_add(struct agent_argv *a, const char *blob, const char *id)
+{
+    add_verb(a, AGENT_VERB_RELEASE);
+    agent_argv_add(a, "add");
+    agent_argv_add(a, blob);
+    add_opt(a, AGENT_OPT_ID, id);
+}
+
+void agent_argv_stop(struct agent_argv *a, const char *job)
+{
+    add_verb(a, AGENT_VERB_STOP);
+    add_opt(a, AGENT_OPT_JOB, job);
+}
+
+void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason)
+{
+    add_verb(a, AGENT_VERB_REVERT);
+    add_opt(a, AGENT_OPT_JOB, job);
+    if (reason)
+        add_opt(a, AGENT_OPT_REASON, reason);
+}
+
+void agent_argv_promote(struct agent_argv *a, const char *id, const char *job, double ktok_s)
+{
+    add_verb(a, AGENT_VERB_PROMOTE);
+    agent_argv_add(a, id);
+    add_opt(a, AGENT_OPT_JOB, job);
+    if (ktok_s > 0)
+        add_opt(a, AGENT_OPT_KTOK, numf(a, "%.3f", ktok_s));
+}
+
+void agent_argv_preflight(struct agent_argv *a, const char *id, const char *job, const char *gpus,
+                          double timeout_s)
+{
+    add_verb(a, AGENT_VERB_PREFLIGHT);
+    agent_argv_add(a, id);
+    add_opt(a, AGENT_OPT_JOB, job);
+    if (gpus && gpus[0])
+        add_opt(a, AGENT_OPT_GPUS, gpus);
+    if (timeout_s > 0)
+        add_opt(a, AGENT_OPT_TIMEOUT, numf(a, "%.0f", timeout_s));
+}
+
+void agent_argv_env(struct agent_argv *a, const char *kv)
+{
+    add_opt(a, AGENT_OPT_ENV, kv);
+}
+
+void agent_argv_command(struct agent_argv *a, const char *cmd)
+{
+    agent_argv_add(a, "--");
+    agent_argv_add(a, cmd);
+}
+
+void agent_argv_activate(struct agent_argv *a, const struct agent_activate *p)
+{
+    add_verb(a, AGENT_VERB_ACTIVATE);
+    agent_argv_add(a, p->id);
+    add_opt(a, AGENT_OPT_JOB, p->job);
+    add_opt(a, AGENT_OPT_NNODES, numi(a, p->nnodes));
+    add_opt(a, AGENT_OPT_NODE_RANK, numi(a, p->node_rank));
+    add_opt(a, AGENT_OPT_NPROC, numi(a, p->nproc_per_node));
+    if (p->gpus && p->gpus[0])
+        add_opt(a, AGENT_OPT_GPUS, p->gpus);
+    if (p->master_addr && p->master_addr[0])
+        add_opt(a, AGENT_OPT_MASTER_ADDR, p->master_addr);
+    if (p->master_port)
+        add_opt(a, AGENT_OPT_MASTER_PORT, numi(a, p->master_port));
+    if (p->grace_s > 0)
+        add_opt(a, AGENT_OPT_GRACE, numf(a, "%.0f", p->grace_s));
+    add_opt(a, AGENT_OPT_PROBATION, numf(a, "%.0f", p->probation_deadline_s));
+    add_opt(a, AGENT_OPT_FIRST_STEP_DEADLINE, numf(a, "%g", p->first_step_deadline_s));
+    add_opt(a, AGENT_OPT_SILENCE_DEADLINE, numf(a, "%g", p->silence_deadline_s));
+    add_opt(a, AGENT_OPT_STALL_DEADLINE, numf(a, "%g", p->stall_deadline_s));
+    add_opt(a, AGENT_OPT_CHECKPOINT_DEADLINE, numf(a, "%g", p->checkpoint_deadline_s));
+}

@@ -1,0 +1,136 @@
+/* common/agentcli.h: drover-agent's command line, the contract between the controller (which
+ * builds it and runs it through `pct exec <vmid> -- drover-agent ...`) and the agent (which
+ * parses it).  docs/protocol.md, "Agent command line", describes it; this file and agentcli.c
+ * are the only places that spell a verb or an option name.
+ *
+ *   - enum agent_exit: the agent's exit codes (docs/errors.md, "drover-agent"), read by both.
+ *   - enum agent_verb and agent_verb_parse(): the verbs, for the agent's dispatch table.
+ *   - enum agent_opt and agent_cli_longopts[]: every option, the getopt_long table the agent
+ *     parses with.  The builders below emit names from the same table, so renaming an option
+ *     renames it on both sides, and an option the agent does not know cannot be built.
+ *   - struct agent_argv and agent_argv_<verb>(): one builder per verb the controller runs.
+ *
+ * Builders never fail half-way silently: an argv that does not fit sets a->err = -E2BIG, which
+ * agent_argv_end() returns.  Strings passed in are referenced, not copied (they must outlive
+ * the argv); numbers are formatted into the struct itself.
+ */
+#ifndef DROVER_AGENTCLI_H
+#define DROVER_AGENTCLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* CLI exit codes; never renumbered (docs/errors.md, "drover-agent"). */
+enum agent_exit {
+    AGENT_EXIT_OK = 0,
+    AGENT_EXIT_FAIL = 1,       /* the operation failed; reason on stderr */
+    AGENT_EXIT_USAGE = 2,      /* bad command line */
+    AGENT_EXIT_NO_DAEMON = 3,  /* control socket unreachable */
+    AGENT_EXIT_NO_RELEASE = 4, /* release not in the store */
+    AGENT_EXIT_BUNDLE = 5,     /* bundle failed verification (checksum, size, path, id) */
+    AGENT_EXIT_EXEC = 6,       /* the job's command cannot be executed */
+    AGENT_EXIT_BUSY = 7,       /* another operation on the job is in progress / second daemon */
+    AGENT_EXIT_DISK_FULL = 8,  /* ENOSPC/EDQUOT while installing a release; nothing installed */
+    AGENT_EXIT_TIMEOUT = 124,  /* preflight ran past --timeout */
+};
+
+/* The word of docs/errors.md's "name" column ("busy"); NULL for a code that is not ours. */
+const char *agent_exit_name(int code);
+
+enum agent_verb {
+    AGENT_VERB_DAEMON = 0,
+    AGENT_VERB_VERSION,
+    AGENT_VERB_RELEASE, /* release add BLOB --id ID | release list */
+    AGENT_VERB_PREFLIGHT,
+    AGENT_VERB_ACTIVATE,
+    AGENT_VERB_PROMOTE,
+    AGENT_VERB_REVERT,
+    AGENT_VERB_STOP,
+    AGENT_VERB_STATUS,
+    AGENT_VERB_WATCH,
+    AGENT_VERB_METRICS,
+    AGENT_VERB_EVENTS,
+    AGENT_VERB_COUNT
+};
+
+const char *agent_verb_name(enum agent_verb v);
+/* The verb named s; -EINVAL when there is none. */
+int agent_verb_parse(const char *s);
+
+/* Option ids (getopt_long's val); 'v' and 'h' are -v/--verbose and -h/--help. */
+enum agent_opt {
+    AGENT_OPT_ROOT = 256, AGENT_OPT_SOCKET, AGENT_OPT_PIDFILE, AGENT_OPT_JOB, AGENT_OPT_ID,
+    AGENT_OPT_JSON, AGENT_OPT_DETACH, AGENT_OPT_TIMEOUT, AGENT_OPT_INTERVAL, AGENT_OPT_COUNT,
+    AGENT_OPT_SINCE, AGENT_OPT_NNODES, AGENT_OPT_NODE_RANK, AGENT_OPT_NPROC, AGENT_OPT_GPUS,
+    AGENT_OPT_MASTER_ADDR, AGENT_OPT_MASTER_PORT, AGENT_OPT_GRACE, AGENT_OPT_PROBATION,
+    AGENT_OPT_KTOK, AGENT_OPT_REASON, AGENT_OPT_ENV, AGENT_OPT_KEEP, AGENT_OPT_CRASH_LIMIT,
+    AGENT_OPT_CRASH_WINDOW, AGENT_OPT_MAX_ROLLBACKS, AGENT_OPT_BACKOFF_INITIAL,
+    AGENT_OPT_BACKOFF_MAX, AGENT_OPT_FIRST_STEP_DEADLINE, AGENT_OPT_SILENCE_DEADLINE,
+    AGENT_OPT_STALL_DEADLINE, AGENT_OPT_CHECKPOINT_DEADLINE,
+    AGENT_OPT_END
+};
+
+/* getopt_long's table of every option, {0} terminated. */
+extern const struct option agent_cli_longopts[];
+/* "--job" for AGENT_OPT_JOB (with the dashes); NULL for an unknown id. */
+const char *agent_opt_flag(enum agent_opt o);
+
+#define AGENT_ARGV_MAX 150 /* fits pct.h's PCT_ARGV_MAX with the pct/agent prefix */
+#define AGENT_ARGV_NUMS 16
+
+struct agent_argv {
+    const char *argv[AGENT_ARGV_MAX + 1]; /* NULL-terminated */
+    int argc;
+    char num[AGENT_ARGV_NUMS][32];        /* formatted numbers argv points into */
+    int nnum;
+    int err;                              /* -E2BIG once something did not fit */
+};
+
+/* Empty argv (no program name: pct_agent_argv() prepends the agent's path). */
+void agent_argv_init(struct agent_argv *a);
+/* Append a raw word (a command after "--"); internal to builders and callers with a program. */
+void agent_argv_add(struct agent_argv *a, const char *word);
+/* The global options that come before the verb: --root ROOT --socket SOCKET. */
+void agent_argv_globals(struct agent_argv *a, const char *root, const char *socket);
+/* 0, or -E2BIG when anything did not fit (the argv is then unusable). */
+int agent_argv_end(const struct agent_argv *a);
+
+/* One builder per verb; each appends to a (after agent_argv_init, and globals if any). */
+void agent_argv_status(struct agent_argv *a);                        /* status --json */
+void agent_argv_watch(struct agent_argv *a, double interval_s);     /* watch --json --interval S */
+void agent_argv_events(struct agent_argv *a);                        /* events --json */
+void agent_argv_daemon(struct agent_argv *a, bool detach);          /* daemon [--detach] */
+void agent_argv_release_add(struct agent_argv *a, const char *blob, const char *id);
+void agent_argv_stop(struct agent_argv *a, const char *job);
+void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason);
+/* promote ID --job J [--ktok-s X]: X printed with 3 decimals, left out when ktok_s <= 0. */
+void agent_argv_promote(struct agent_argv *a, const char *id, const char *job, double ktok_s);
+/* preflight ID --job J [--gpus G] [--timeout S]  (gpus "" and timeout_s <= 0 left out; the
+ * timeout printed as whole seconds); then agent_argv_env() and agent_argv_command(). */
+void agent_argv_preflight(struct agent_argv *a, const char *id, const char *job, const char *gpus,
+                          double timeout_s);
+/* --env NAME=VALUE (activate, preflight). */
+void agent_argv_env(struct agent_argv *a, const char *kv);
+/* "--" CMD: ends the agent's options (activate, preflight); the caller appends the command's
+ * arguments with agent_argv_add(). */
+void agent_argv_command(struct agent_argv *a, const char *cmd);
+
+struct agent_activate {
+    const char *id, *job;
+    int nnodes, node_rank, nproc_per_node;
+    const char *gpus;          /* "" or NULL: left out */
+    const char *master_addr;   /* "" or NULL: left out */
+    int master_port;           /* 0: left out */
+    double grace_s;            /* <= 0: left out; printed as a whole number of seconds */
+    double probation_deadline_s; /* printed as a whole number of seconds */
+    /* liveness deadlines the agent judges (agent/liveness.h), always sent, printed with %g */
+    double first_step_deadline_s, silence_deadline_s, stall_deadline_s, checkpoint_deadline_s;
+};
+/* activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus G] [--master-addr A]
+ * [--master-port P] [--grace S] --probation-deadline S --first-step-deadline S
+ * --silence-deadline S --stall-deadline S --checkpoint-deadline S; then agent_argv_env() and
+ * agent_argv_command(). */
+void agent_argv_activate(struct agent_argv *a, const struct agent_activate *p);
+
+#endif
