@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/trainexit.h"
 #include "common/util.h"
 
 /* ---- policy ---- */
@@ -25,15 +26,10 @@ void crash_policy_default(struct crash_policy *p)
 
 bool policy_exit_is_nonretryable(int exit_code)
 {
-    /* drover-train's codes whose "retry helps?" is "no" in docs/errors.md (trainer/exitcode.h):
-     * 2 usage, 3 config, 4 data, 6 disk full (cases-field C18: no restart storm), 7 diverged
-     * (C23: no blind restart from a poisoned state), 10 nomem, 11 selftest. */
-    switch (exit_code) {
-    case 2: case 3: case 4: case 6: case 7: case 10: case 11:
-        return true;
-    default:
-        return false;
-    }
+    /* drover-train's codes whose "retry helps?" is "no" (common/trainexit.c): usage, config,
+     * data, disk full (cases-field C18: no restart storm), diverged (C23: no blind restart from
+     * a poisoned state), nomem, selftest. */
+    return train_exit_is_nonretryable(exit_code);
 }
 
 double policy_backoff(const struct crash_policy *p, int n)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/trainexit.h"
 #include "common/util.h"
 
 struct prank {
@@ -158,18 +159,12 @@ static const struct rank_status *find_rank(const struct job_status *js, int rank
     return NULL;
 }
 
-/* drover-train's exit codes (docs/errors.md, the contract), to name an exit for people when the
- * worker did not say why in its last heartbeat.  Foreign workers' codes just show as numbers. */
+/* drover-train's exit codes (common/trainexit.h, the contract), to name an exit for people when
+ * the worker did not say why in its last heartbeat.  Foreign workers' codes just show as numbers. */
 static const char *exit_code_word(int code)
 {
-    static const char *words[] = { [1] = "failure", [2] = "usage error", [3] = "config error",
-                                   [4] = "data error", [5] = "checkpoint error", [6] = "disk full",
-                                   [7] = "diverged: non-finite loss", [8] = "peer lost",
-                                   [9] = "device error", [10] = "out of memory", [11] = "selftest failed",
-                                   [20] = "CUDA error", [21] = "NCCL error", [22] = "cuBLAS error" };
-    if (code > 0 && code < (int)(sizeof words / sizeof words[0]) && words[code])
-        return words[code];
-    return NULL;
+    const struct train_exit_info *x = code > 0 ? train_exit_info(code) : NULL;
+    return x ? x->text : NULL;
 }
 
 static void describe_exit(const struct rank_status *rs, char *buf, size_t sz)
