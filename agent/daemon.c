@@ -33,6 +33,7 @@
 #include "agent/notify.h"
 #include "agent/rpc.h"
 #include "agent/state.h"
+#include "common/linebuf.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -45,8 +46,8 @@
 
 struct client {
     int fd;
-    char *in;
-    size_t inlen;
+    char *in;          /* RPC_MAX_BYTES + 1: storage of lb */
+    struct linebuf lb; /* the request line */
     bool watching;
     double interval, next_at;
     int64_t remaining; /* watch lines left; -1 forever */
@@ -198,14 +199,8 @@ static int gpu_index_of(const struct job_spec *s, int local_rank)
 {
     if (!s || !s->gpus[0])
         return local_rank; /* no list: NVML index = local rank, a best guess for the figures */
-    const char *p = s->gpus;
-    for (int i = 0; i < local_rank; i++) {
-        p = strchr(p, ',');
-        if (!p)
-            return -1;
-        p++;
-    }
-    return atoi(p);
+    char gpu[16];
+    return spec_gpu_at(s, local_rank, gpu, sizeof gpu) == 0 ? atoi(gpu) : -1;
 }
 
 static char *daemon_status_text(struct daemon *d)
@@ -537,25 +532,30 @@ static void client_readable(struct daemon *d, int ci)
             c->eof = true; /* half-closed after its request: answers still go out */
         return;
     }
-    ssize_t n = recv(c->fd, c->in + c->inlen, RPC_MAX_BYTES + 1 - c->inlen, MSG_DONTWAIT);
+    size_t room;
+    char *at = linebuf_room(&c->lb, &room);
+    ssize_t n = recv(c->fd, at, room, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
-    if (n <= 0 && c->inlen == 0) {
+    if (n <= 0 && c->lb.len == 0) {
         client_close(d, ci);
         return;
     }
     if (n > 0)
-        c->inlen += (size_t)n;
-    char *nl = memchr(c->in, '\n', c->inlen);
-    if (!nl && n > 0 && c->inlen <= RPC_MAX_BYTES)
+        linebuf_added(&c->lb, (size_t)n);
+    char *line = NULL;
+    size_t len = 0;
+    int r = linebuf_next(&c->lb, &line, &len);
+    if (r == 0 && n > 0 && !c->lb.overlong)
         return; /* wait for the rest */
-    if (!nl && c->inlen > RPC_MAX_BYTES) {
+    if (r == 0 && !c->lb.overlong)
+        r = linebuf_rest(&c->lb, &line, &len); /* the client closed after a line without newline */
+    if (r < 0 || c->lb.overlong) {
         client_error(d, ci, AGENT_EXIT_USAGE, "request over %u bytes", RPC_MAX_BYTES);
         return;
     }
-    size_t len = nl ? (size_t)(nl - c->in) : c->inlen;
     struct rpc_request q;
-    int r = rpc_parse_request(c->in, len, &q);
+    r = rpc_parse_request(line, len, &q);
     if (r < 0) {
         client_error(d, ci, AGENT_EXIT_USAGE, "bad request: %s", strerror(-r));
         return;
@@ -585,6 +585,8 @@ static void daemon_accept(struct daemon *d)
     d->cl[ci].in = malloc(RPC_MAX_BYTES + 1);
     if (!d->cl[ci].in)
         client_close(d, ci);
+    else
+        (void)linebuf_init(&d->cl[ci].lb, d->cl[ci].in, RPC_MAX_BYTES + 1, RPC_MAX_BYTES);
 }
 
 /* ---- children and ticks ---- */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/jsonfield.h"
+#include "common/linebuf.h"
 #include "common/util.h"
 
 static const char *const op_names[] = {"status", "watch", "activate", "promote", "revert", "stop"};
@@ -168,14 +169,20 @@ int rpc_call(const char *sock, const char *text, int (*on_line)(const char *line
     if ((r = fd_write_all(fd, text, strlen(text))) < 0 || (r = fd_write_all(fd, "\n", 1)) < 0)
         goto out;
     (void)shutdown(fd, SHUT_WR);
-    size_t cap = RPC_REPLY_MAX + 1, len = 0;
-    buf = malloc(cap);
+    buf = malloc(RPC_REPLY_MAX + 1);
     if (!buf) {
         r = -ENOMEM;
         goto out;
     }
+    struct linebuf lb;
+    (void)linebuf_init(&lb, buf, RPC_REPLY_MAX + 1, RPC_REPLY_MAX);
+    char *line;
+    size_t len;
+    int k;
     for (;;) {
-        ssize_t n = read(fd, buf + len, cap - len);
+        size_t room;
+        char *at = linebuf_room(&lb, &room);
+        ssize_t n = read(fd, at, room);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -184,24 +191,20 @@ int rpc_call(const char *sock, const char *text, int (*on_line)(const char *line
         }
         if (n == 0)
             break;
-        size_t end = len + (size_t)n, start = 0;
-        for (size_t i = len; i < end; i++)
-            if (buf[i] == '\n') {
-                buf[i] = '\0';
-                if ((r = on_line(buf + start, i - start, ud)) < 0)
-                    goto out;
-                start = i + 1;
-            }
-        memmove(buf, buf + start, end - start);
-        len = end - start;
-        if (len == cap) {
+        linebuf_added(&lb, (size_t)n);
+        while ((k = linebuf_next(&lb, &line, &len)) > 0)
+            if ((r = on_line(line, len, ud)) < 0)
+                goto out;
+        if (k < 0 || lb.overlong) { /* a reply line over RPC_REPLY_MAX: give up */
             r = -E2BIG;
             goto out;
         }
     }
-    if (len > 0) {
-        buf[len] = '\0';
-        r = on_line(buf, len, ud);
+    k = linebuf_rest(&lb, &line, &len);
+    if (k < 0)
+        r = k;
+    else if (k > 0) {
+        r = on_line(line, len, ud);
         if (r > 0)
             r = 0;
     }

@@ -98,24 +98,6 @@ static int env_add(struct gang_env *e, const char *fmt, ...)
     return 0;
 }
 
-/* The n-th comma-separated entry of list into out. */
-static int list_nth(const char *list, int n, char *out, size_t sz)
-{
-    const char *p = list;
-    for (int i = 0; i < n; i++) {
-        p = strchr(p, ',');
-        if (!p)
-            return -ENOENT;
-        p++;
-    }
-    size_t len = strcspn(p, ",");
-    if (len == 0 || len >= sz)
-        return -EINVAL;
-    memcpy(out, p, len);
-    out[len] = '\0';
-    return 0;
-}
-
 int gang_build_env(struct gang_env *e, const struct store *s, const char *job,
                    const struct job_spec *spec, const char *resume, int local_rank, int hb_fd)
 {
@@ -144,7 +126,7 @@ int gang_build_env(struct gang_env *e, const struct store *s, const char *job,
         return r;
     if (spec->gpus[0]) {
         char gpu[16];
-        if ((r = list_nth(spec->gpus, local_rank, gpu, sizeof gpu)) < 0)
+        if ((r = spec_gpu_at(spec, local_rank, gpu, sizeof gpu)) < 0)
             return r;
         if ((r = env_add(e, "CUDA_VISIBLE_DEVICES=%s", gpu)) < 0)
             return r;
@@ -246,6 +228,7 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
         rp->rank = spec->node_rank * spec->nproc + lr;
         rp->exit_code = -1;
         rp->hb_fd = rp->log_fd = -1;
+        (void)linebuf_init(&rp->hb_lb, rp->hb_buf, sizeof rp->hb_buf, sizeof rp->hb_buf - 1);
         int hb[2] = {-1, -1}, ep[2] = {-1, -1};
         if (pipe2(hb, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
             r = -errno;
@@ -435,8 +418,9 @@ int gang_read_heartbeats(struct gang *g, int idx, double now)
     struct rank_proc *rp = &g->ranks[idx];
     int accepted = 0;
     while (rp->hb_fd >= 0) {
-        size_t room = sizeof rp->hb_buf - rp->hb_len;
-        ssize_t n = read(rp->hb_fd, rp->hb_buf + rp->hb_len, room);
+        size_t room;
+        char *at = linebuf_room(&rp->hb_lb, &room);
+        ssize_t n = read(rp->hb_fd, at, room);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -449,32 +433,22 @@ int gang_read_heartbeats(struct gang *g, int idx, double now)
             rp->hb_fd = -1;
             break;
         }
-        size_t end = rp->hb_len + (size_t)n, start = 0;
-        for (size_t i = rp->hb_len; i < end; i++) {
-            if (rp->hb_buf[i] != '\n')
-                continue;
-            if (rp->hb_discarding)
-                rp->hb_discarding = false;
-            else {
-                uint64_t before = rp->hb_lines;
-                hb_take_line(g, rp, rp->hb_buf + start, i + 1 - start, now);
-                accepted += rp->hb_lines > before;
-            }
-            start = i + 1;
+        linebuf_added(&rp->hb_lb, (size_t)n);
+        uint64_t overlong = rp->hb_lb.overlong;
+        char *line;
+        size_t len;
+        int r;
+        while ((r = linebuf_next(&rp->hb_lb, &line, &len)) != 0) {
+            if (r < 0)
+                continue; /* the end of an over-long line, counted when it was found */
+            uint64_t before = rp->hb_lines;
+            hb_take_line(g, rp, line, len, now);
+            accepted += rp->hb_lines > before;
         }
-        memmove(rp->hb_buf, rp->hb_buf + start, end - start);
-        rp->hb_len = end - start;
-        if (rp->hb_len == sizeof rp->hb_buf) { /* no newline within the limit */
-            if (!rp->hb_discarding) {
-                rp->hb_overlong++;
-                if (rp->hb_overlong <= 3 || rp->hb_overlong % 1000 == 0)
-                    log_warn("job '%s' rank %d: heartbeat line over %d bytes dropped (%llu so far)",
-                             g->job, rp->rank, HEARTBEAT_LINE_MAX,
-                             (unsigned long long)rp->hb_overlong);
-            }
-            rp->hb_discarding = true;
-            rp->hb_len = 0;
-        }
+        uint64_t k = rp->hb_lb.overlong;
+        if (k != overlong && (k <= 3 || k % 1000 == 0))
+            log_warn("job '%s' rank %d: heartbeat line over %d bytes dropped (%llu so far)", g->job,
+                     rp->rank, HEARTBEAT_LINE_MAX, (unsigned long long)k);
     }
     return accepted;
 }

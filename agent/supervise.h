@@ -19,6 +19,7 @@
 #include "agent/jobmachine.h"
 #include "agent/store.h"
 #include "common/heartbeat.h"
+#include "common/linebuf.h"
 #include "common/status.h"
 
 /* Every rank finds its heartbeat pipe on fd 3 (single digit, so even dash's >&3 works). */
@@ -35,9 +36,8 @@ struct rank_proc {
     int exit_signal;
     int hb_fd;            /* read end, non-blocking; -1 once closed */
     char hb_buf[HEARTBEAT_LINE_MAX];
-    size_t hb_len;
-    bool hb_discarding;   /* inside an overlong line: drop bytes up to the next newline */
-    uint64_t hb_lines, hb_overlong, hb_bad;
+    struct linebuf hb_lb; /* over hb_buf; over-long lines counted in hb_lb.overlong */
+    uint64_t hb_lines, hb_bad;
     bool has_hb;
     struct heartbeat hb;
     double hb_mono;       /* time_mono() of the last good heartbeat */
@@ -98,7 +98,7 @@ bool gang_is_gone(const struct gang *g);
 void gang_clear(struct gang *g);
 
 /* Drain rank idx's heartbeat pipe: complete lines go through heartbeat_parse; lines longer than
- * HEARTBEAT_LINE_MAX are dropped and counted in hb_overlong, unparsable ones in hb_bad.
+ * HEARTBEAT_LINE_MAX are dropped and counted in hb_lb.overlong, unparsable ones in hb_bad.
  * Returns the number of heartbeats accepted; closes the fd at EOF. */
 int gang_read_heartbeats(struct gang *g, int idx, double now);
 /* true when every rank's last heartbeat is in phase train (or later: checkpoint). */

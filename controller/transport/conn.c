@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/linebuf.h"
 #include "common/util.h"
 #include "controller/transport/quote.h"
 
@@ -27,10 +28,8 @@ struct conn_stream {
     struct ssh_stream *ssh;
     pid_t pid;
     int fd;
-    char *buf;
-    size_t len, cap, line_max;
-    size_t consumed; /* bytes of buf handed out by the last poll, dropped on the next */
-    bool skipping;   /* inside an over-long line */
+    char *buf;       /* storage of lb: line_max + 64 KiB */
+    struct linebuf lb;
     bool eof;
 };
 
@@ -94,23 +93,6 @@ static int spawn_local(const char *const *argv, int out_fd, int err_fd, pid_t *r
     return 0;
 }
 
-static int append(char **buf, size_t *len, size_t max, const char *d, size_t n, bool *trunc)
-{
-    if (*len + n > max) {
-        n = max - *len;
-        if (trunc)
-            *trunc = true;
-    }
-    char *nb = realloc(*buf, *len + n + 1);
-    if (!nb)
-        return -ENOMEM;
-    memcpy(nb + *len, d, n);
-    *len += n;
-    nb[*len] = '\0';
-    *buf = nb;
-    return 0;
-}
-
 static int run_local(struct conn *c, const char *const *argv, double timeout_s,
                      struct exec_result *ret)
 {
@@ -161,10 +143,8 @@ static int run_local(struct conn *c, const char *const *argv, double timeout_s,
                 open_fds--;
                 continue;
             }
-            if (i == 0)
-                r = append(&res.out, &res.out_len, EXEC_OUT_MAX, buf, (size_t)n, &res.out_truncated);
-            else
-                r = append(&res.err, &res.err_len, EXEC_ERR_MAX, buf, (size_t)n, NULL);
+            r = i == 0 ? exec_result_add_out(&res, buf, (size_t)n)
+                       : exec_result_add_err(&res, buf, (size_t)n);
             if (r < 0)
                 break;
         }
@@ -180,17 +160,11 @@ static int run_local(struct conn *c, const char *const *argv, double timeout_s,
         exec_result_done(&res);
         return r;
     }
-    res.status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
-    if (!res.out)
-        res.out = calloc(1, 1);
-    if (!res.err)
-        res.err = calloc(1, 1);
-    if (!res.out || !res.err) {
+    int status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+    if (exec_result_finish(&res, status) < 0) {
         exec_result_done(&res);
         return -ENOMEM;
     }
-    while (res.err_len && (res.err[res.err_len - 1] == '\n' || res.err[res.err_len - 1] == '\r'))
-        res.err[--res.err_len] = '\0';
     *ret = res;
     return 0;
 }
@@ -219,12 +193,11 @@ int conn_stream_open(struct conn *c, const char *const *argv, size_t line_max,
     s->c = c;
     s->fd = -1;
     s->pid = -1;
-    s->line_max = line_max;
-    s->cap = line_max + 65536;
-    s->buf = malloc(s->cap);
+    s->buf = malloc(line_max + 65536);
     int r = -ENOMEM;
     if (!s->buf)
         goto fail;
+    (void)linebuf_init(&s->lb, s->buf, line_max + 65536, line_max);
     if (c->ssh) {
         char *line;
         r = quote_argv(argv, &line);
@@ -258,41 +231,23 @@ fail:
 
 int conn_stream_poll(struct conn_stream *s, char **ret_line, size_t *ret_len)
 {
-    if (s->consumed) {
-        memmove(s->buf, s->buf + s->consumed, s->len - s->consumed);
-        s->len -= s->consumed;
-        s->consumed = 0;
-    }
     for (;;) {
-        char *nl = memchr(s->buf, '\n', s->len);
-        if (nl) {
-            size_t n = (size_t)(nl - s->buf);
-            s->consumed = n + 1;
-            if (s->skipping || n > s->line_max) {
-                s->skipping = false;
-                return -E2BIG;
-            }
-            *nl = '\0';
-            *ret_line = s->buf;
-            *ret_len = n;
-            return 1;
-        }
-        if (s->len >= s->line_max) {
-            s->skipping = true; /* drop what we have; keep dropping until the newline */
-            s->len = 0;
-        }
+        int r = linebuf_next(&s->lb, ret_line, ret_len); /* over-long lines: -E2BIG, skipped */
+        if (r != 0)
+            return r;
         if (s->eof)
             return -EPIPE;
-        size_t room = s->cap - s->len;
+        size_t room;
+        char *at = linebuf_room(&s->lb, &room);
         int n;
         if (s->ssh) {
-            n = ssh_stream_read(s->ssh, s->buf + s->len, room);
+            n = ssh_stream_read(s->ssh, at, room);
             if (n == -EPIPE) {
                 s->eof = true;
                 continue;
             }
         } else {
-            ssize_t k = read(s->fd, s->buf + s->len, room);
+            ssize_t k = read(s->fd, at, room);
             if (k < 0 && (errno == EAGAIN || errno == EINTR))
                 n = 0;
             else if (k <= 0) {
@@ -305,7 +260,7 @@ int conn_stream_poll(struct conn_stream *s, char **ret_line, size_t *ret_len)
             return n;
         if (n == 0)
             return 0;
-        s->len += (size_t)n;
+        linebuf_added(&s->lb, (size_t)n);
     }
 }
 

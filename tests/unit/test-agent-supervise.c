@@ -346,7 +346,7 @@ static void test_gang_overlong_heartbeat(void **state)
     assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
     assert_true(pump(&g, 5, has_hb0));
     assert_int_equal(g.ranks[0].hb.step, 7);
-    assert_int_equal(g.ranks[0].hb_overlong, 1);
+    assert_int_equal(g.ranks[0].hb_lb.overlong, 1);
     assert_int_equal(g.ranks[0].hb_bad, 1);
     assert_int_equal(g.ranks[0].hb_lines, 1);
     assert_true(gang_all_training(&g));
