@@ -61,6 +61,11 @@ int spec_add_env(struct job_spec *s, const char *kv);
  * list length == nproc when given).  -EINVAL with a reason in err. */
 int spec_validate(const struct job_spec *s, char *err, size_t errsz);
 
+/* The GPU of local rank local_rank in s->gpus ("0,1": one entry per local rank) into out:
+ * -ENOENT when there is no list or no such entry, -EINVAL for an empty or over-long entry.
+ * The one reader of the list (the workers' CUDA_VISIBLE_DEVICES, the status' GPU figures). */
+int spec_gpu_at(const struct job_spec *s, int local_rank, char *out, size_t out_sz);
+
 /* JSON object <-> spec.  spec_from_json requires a non-empty argv and validates limits; ret
  * written only on success. */
 json_t *spec_to_json(const struct job_spec *s);

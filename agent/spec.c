@@ -232,3 +232,22 @@ int spec_from_json(json_t *o, struct job_spec *ret)
     *ret = s;
     return 0;
 }
+
+int spec_gpu_at(const struct job_spec *s, int local_rank, char *out, size_t out_sz)
+{
+    if (!s->gpus[0] || local_rank < 0)
+        return -ENOENT;
+    const char *p = s->gpus;
+    for (int i = 0; i < local_rank; i++) {
+        p = strchr(p, ',');
+        if (!p)
+            return -ENOENT;
+        p++;
+    }
+    size_t len = strcspn(p, ",");
+    if (len == 0 || len >= out_sz)
+        return -EINVAL;
+    memcpy(out, p, len);
+    out[len] = '\0';
+    return 0;
+}

@@ -259,3 +259,9 @@ out:
     json_decref(o);
     return r;
 }
+
+const char *release_short(const char *id, const char *none, char buf[RELEASE_SHORT_LEN + 1])
+{
+    snprintf(buf, RELEASE_SHORT_LEN + 1, "%.*s", RELEASE_SHORT_LEN, id && *id ? id : none);
+    return buf;
+}

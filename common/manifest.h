@@ -56,4 +56,8 @@ const struct manifest_file *manifest_find(const struct manifest *m, const char *
 
 void manifest_free(struct manifest *m);
 
+/* A release id as people see it: its first RELEASE_SHORT_LEN characters into buf, or `none`
+ * ("-", "none") when id is NULL or "".  Returns buf. */
+const char *release_short(const char *id, const char *none, char buf[RELEASE_SHORT_LEN + 1]);
+
 #endif

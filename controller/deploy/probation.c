@@ -115,12 +115,6 @@ static bool release_matches(const char *reported, const char *want)
     return n >= RELEASE_SHORT_LEN && strncmp(reported, want, n) == 0;
 }
 
-static const char *short_id(const char *id, char buf[RELEASE_SHORT_LEN + 1])
-{
-    snprintf(buf, RELEASE_SHORT_LEN + 1, "%.12s", id && *id ? id : "none");
-    return buf;
-}
-
 /* Ktok/s with precision that keeps small (CPU) rates readable: 96.5, 4.27, 0.812. */
 static const char *ktok_str(double v, char *buf, size_t sz)
 {
@@ -197,12 +191,13 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
     if (!p->recovery) {
         if (js->state == GANG_REVERTED || (js->current[0] && !release_matches(js->current, p->release))) {
             fail(p, "the agent on %s went back to %s by itself (%s)", cs->label,
-                 short_id(js->current, sid), js->reason[0] ? js->reason : "no reason given");
+                 release_short(js->current, "none", sid),
+                 js->reason[0] ? js->reason : "no reason given");
             return;
         }
     } else if (js->current[0] && !release_matches(js->current, p->release)) {
-        fail(p, "%s runs %s, not the release %s we reverted to", cs->label, short_id(js->current, sid),
-             short_id(p->release, sid2));
+        fail(p, "%s runs %s, not the release %s we reverted to", cs->label,
+             release_short(js->current, "none", sid), release_short(p->release, "none", sid2));
         return;
     }
     if (js->state == GANG_FAILED) {
@@ -315,8 +310,8 @@ enum probation_verdict probation_check(struct probation *p, double now)
             for (int lr = 0; lr < p->nproc; lr++)
                 if (!p->cts[c].ranks[lr].seen) {
                     fail(p, "no heartbeat from rank %d (%s) with release %s within healthy_deadline "
-                         "%.0fs", c * p->nproc + lr, p->cts[c].label, short_id(p->release, sid),
-                         p->pol.healthy_deadline_s);
+                         "%.0fs", c * p->nproc + lr, p->cts[c].label,
+                         release_short(p->release, "none", sid), p->pol.healthy_deadline_s);
                     return p->verdict;
                 }
         }

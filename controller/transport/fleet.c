@@ -1,5 +1,5 @@
-/* controller/transport/fleet.c: per-run connection cache, agent status queries, exit codes and colour.
- * Logs each host failure once; never retries a host that refused its key.
+/* controller/transport/fleet.c: per-run connection cache, agent status queries, exit codes
+ * (terminal helpers are controller/ui.c).  Logs each host failure once; never retries a host that refused its key.
  */
 #include "controller/transport/fleet.h"
 
@@ -100,52 +100,4 @@ int fleet_agent_status(struct fleet *f, const struct inv_ct *ct, struct agent_st
                  strerror(-r));
     exec_result_done(&res);
     return r;
-}
-
-static bool use_color(FILE *fp)
-{
-    const char *nc = getenv("NO_COLOR");
-    return !(nc && *nc) && isatty(fileno(fp));
-}
-
-const char *ui_red(FILE *fp)
-{
-    return use_color(fp) ? "\033[31m" : "";
-}
-const char *ui_green(FILE *fp)
-{
-    return use_color(fp) ? "\033[32m" : "";
-}
-const char *ui_yellow(FILE *fp)
-{
-    return use_color(fp) ? "\033[33m" : "";
-}
-const char *ui_bold(FILE *fp)
-{
-    return use_color(fp) ? "\033[1m" : "";
-}
-const char *ui_reset(FILE *fp)
-{
-    return use_color(fp) ? "\033[0m" : "";
-}
-
-const char *ui_short(const char *id, char buf[RELEASE_SHORT_LEN + 1])
-{
-    snprintf(buf, RELEASE_SHORT_LEN + 1, "%.12s", id && *id ? id : "-");
-    return buf;
-}
-
-const char *ui_age(double s, char *buf, size_t buf_sz)
-{
-    if (s < 0)
-        snprintf(buf, buf_sz, "-");
-    else if (s < 120)
-        snprintf(buf, buf_sz, "%.0fs", s);
-    else if (s < 7200)
-        snprintf(buf, buf_sz, "%.0fm", s / 60);
-    else if (s < 172800)
-        snprintf(buf, buf_sz, "%.0fh", s / 3600);
-    else
-        snprintf(buf, buf_sz, "%.0fd", s / 86400);
-    return buf;
 }

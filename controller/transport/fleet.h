@@ -1,6 +1,6 @@
 /* controller/transport/fleet.h: what every verb shares: the inventory, one connection per host opened on
  * first use and reused for all its containers, the agent's status per container, exit codes,
- * and terminal colour.  Single-threaded.
+ * (terminal helpers: controller/ui.h, included here for the verbs).  Single-threaded.
  */
 #ifndef DROVER_FLEET_H
 #define DROVER_FLEET_H
@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "controller/transport/conn.h"
 #include "controller/inventory.h"
+#include "controller/ui.h"
 
 /* Exit codes of `drover` (docs/controller.md); never renumbered. */
 enum drover_exit {
@@ -47,16 +48,5 @@ bool fleet_drop_if_dead(struct fleet *f, int host);
  * the container is stopped, -EIO when the agent does not answer, or the connection's error. */
 int fleet_agent_status(struct fleet *f, const struct inv_ct *ct, struct agent_status *ret_st,
                        char *err, size_t err_sz);
-
-/* Colour escapes for stream fp ("" when fp is not a TTY or NO_COLOR is set). */
-const char *ui_red(FILE *fp);
-const char *ui_green(FILE *fp);
-const char *ui_yellow(FILE *fp);
-const char *ui_bold(FILE *fp);
-const char *ui_reset(FILE *fp);
-/* Short release id ("3f2a9c1b7d6e", or "-" for none) into buf[13]. */
-const char *ui_short(const char *id, char buf[RELEASE_SHORT_LEN + 1]);
-/* kubectl-style age: "800ms" no, "0s", "45s", "3m", "2h", "4d"; "-" when negative. */
-const char *ui_age(double seconds, char *buf, size_t buf_sz);
 
 #endif

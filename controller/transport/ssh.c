@@ -31,50 +31,6 @@ struct ssh_stream {
     ssh_channel ch;
 };
 
-void exec_result_done(struct exec_result *r)
-{
-    if (!r)
-        return;
-    free(r->out);
-    free(r->err);
-    memset(r, 0, sizeof *r);
-}
-
-const char *exec_result_reason(const struct exec_result *r, char *buf, size_t buf_sz)
-{
-    /* The last lines of stderr (stdout if stderr is empty), newest last, joined with " | ":
-     * a failing preflight prints its own diagnosis before the agent's one-line verdict. */
-    const char *src = r->err && r->err_len ? r->err : (r->out ? r->out : "");
-    const char *lines[3];
-    size_t lens[3];
-    int n = 0;
-    size_t end = strlen(src);
-    while (n < 3 && end > 0) {
-        while (end && (src[end - 1] == '\n' || src[end - 1] == '\r' || src[end - 1] == ' '))
-            end--;
-        if (!end)
-            break;
-        size_t start = end;
-        while (start && src[start - 1] != '\n')
-            start--;
-        lines[n] = src + start;
-        lens[n] = end - start;
-        n++;
-        end = start;
-    }
-    size_t off = 0;
-    buf[0] = '\0';
-    for (int i = n - 1; i >= 0 && off + 1 < buf_sz; i--) {
-        int w = snprintf(buf + off, buf_sz - off, "%s%.*s", off ? " | " : "", (int)lens[i], lines[i]);
-        if (w < 0)
-            break;
-        off += (size_t)w;
-    }
-    if (!n)
-        snprintf(buf, buf_sz, "exit status %d, no message", r->status);
-    return buf;
-}
-
 static int translate_connect_error(const char *msg)
 {
     if (strstr(msg, "refused"))
@@ -320,25 +276,6 @@ out:
     return r;
 }
 
-static int buf_append(char **buf, size_t *len, size_t max, const char *data, size_t n, bool *trunc)
-{
-    if (*len + n > max) {
-        n = max - *len;
-        if (trunc)
-            *trunc = true;
-    }
-    if (!n)
-        return 0;
-    char *nb = realloc(*buf, *len + n + 1);
-    if (!nb)
-        return -ENOMEM;
-    memcpy(nb + *len, data, n);
-    *len += n;
-    nb[*len] = '\0';
-    *buf = nb;
-    return 0;
-}
-
 static void wait_fd(ssh_session s, int ms)
 {
     struct pollfd pfd = { .fd = ssh_get_fd(s), .events = POLLIN };
@@ -367,13 +304,12 @@ int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct e
     char buf[16384];
     for (;;) {
         int n1 = ssh_channel_read_nonblocking(ch, buf, sizeof buf, 0);
-        if (n1 > 0 && buf_append(&res.out, &res.out_len, EXEC_OUT_MAX, buf, (size_t)n1,
-                                 &res.out_truncated) < 0) {
+        if (n1 > 0 && exec_result_add_out(&res, buf, (size_t)n1) < 0) {
             r = -ENOMEM;
             goto out;
         }
         int n2 = ssh_channel_read_nonblocking(ch, buf, sizeof buf, 1);
-        if (n2 > 0 && buf_append(&res.err, &res.err_len, EXEC_ERR_MAX, buf, (size_t)n2, NULL) < 0) {
+        if (n2 > 0 && exec_result_add_err(&res, buf, (size_t)n2) < 0) {
             r = -ENOMEM;
             goto out;
         }
@@ -392,18 +328,9 @@ int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct e
         }
         wait_fd(c->s, 100);
     }
-    res.status = ssh_channel_get_exit_status(ch);
     /* -1: no exit-status (killed by a signal; libssh 0.10 cannot tell us which). */
-    if (!res.out)
-        res.out = calloc(1, 1);
-    if (!res.err)
-        res.err = calloc(1, 1);
-    if (!res.out || !res.err) {
-        r = -ENOMEM;
+    if ((r = exec_result_finish(&res, ssh_channel_get_exit_status(ch))) < 0)
         goto out;
-    }
-    while (res.err_len && (res.err[res.err_len - 1] == '\n' || res.err[res.err_len - 1] == '\r'))
-        res.err[--res.err_len] = '\0';
     *ret = res;
     res = (struct exec_result){ 0 };
     r = 0;

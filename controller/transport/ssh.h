@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/transport/exec.h"
+
 #define SSH_SFTP_CHUNK (64u << 10) /* libssh 0.10 drops the channel on single writes >~200 kB */
 #define SSH_FP_MAX 128
 
@@ -41,20 +43,6 @@ void ssh_conn_free(struct ssh_conn *c);
 int ssh_trust_host(const struct ssh_params *p, bool replace, char ret_fp[SSH_FP_MAX],
                    int *ret_state, char *err, size_t err_sz);
 
-struct exec_result {
-    int status;   /* exit code; 128+N when killed by signal N; -1 unknown */
-    char *out;    /* stdout, NUL-terminated, at most EXEC_OUT_MAX bytes kept; caller frees */
-    size_t out_len;
-    char *err;    /* stderr, NUL-terminated, at most EXEC_ERR_MAX bytes kept, trailing newline cut */
-    size_t err_len;
-    bool out_truncated;
-};
-#define EXEC_OUT_MAX (1u << 20)
-#define EXEC_ERR_MAX (16u << 10)
-void exec_result_done(struct exec_result *r);
-/* The last (up to 3) lines of stderr (or stdout if stderr is empty), trimmed and joined with
- * " | ", for one-line reasons.  Writes into buf and returns it. */
-const char *exec_result_reason(const struct exec_result *r, char *buf, size_t buf_sz);
 
 /* Run one shell command line (see quote.h) on an exec channel; waits up to timeout_s.
  * 0 with *ret filled (whatever the exit status), -ETIMEDOUT, -EIO (channel failure). */

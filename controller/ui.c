@@ -1,0 +1,55 @@
+/* controller/ui.c: the controller's terminal helpers (see ui.h): colour escapes that honour
+ * NO_COLOR and a TTY, short release ids, kubectl-style ages.  No state, no I/O but isatty(). */
+#include "controller/ui.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static bool use_color(FILE *fp)
+{
+    const char *nc = getenv("NO_COLOR");
+    return !(nc && *nc) && isatty(fileno(fp));
+}
+
+const char *ui_red(FILE *fp)
+{
+    return use_color(fp) ? "\033[31m" : "";
+}
+const char *ui_green(FILE *fp)
+{
+    return use_color(fp) ? "\033[32m" : "";
+}
+const char *ui_yellow(FILE *fp)
+{
+    return use_color(fp) ? "\033[33m" : "";
+}
+const char *ui_bold(FILE *fp)
+{
+    return use_color(fp) ? "\033[1m" : "";
+}
+const char *ui_reset(FILE *fp)
+{
+    return use_color(fp) ? "\033[0m" : "";
+}
+
+const char *ui_short(const char *id, char buf[RELEASE_SHORT_LEN + 1])
+{
+    return release_short(id, "-", buf);
+}
+
+const char *ui_age(double s, char *buf, size_t buf_sz)
+{
+    if (s < 0)
+        snprintf(buf, buf_sz, "-");
+    else if (s < 120)
+        snprintf(buf, buf_sz, "%.0fs", s);
+    else if (s < 7200)
+        snprintf(buf, buf_sz, "%.0fm", s / 60);
+    else if (s < 172800)
+        snprintf(buf, buf_sz, "%.0fh", s / 3600);
+    else
+        snprintf(buf, buf_sz, "%.0fd", s / 86400);
+    return buf;
+}
