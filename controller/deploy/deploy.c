@@ -314,15 +314,9 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
     const struct inv_job *j = d->job;
     struct conn_stream *streams[INV_MAX_CTS] = { NULL };
     double reopen_at[INV_MAX_CTS] = { 0 };
-    struct conn *conns[INV_MAX_HOSTS];
-    int nconns = 0;
     struct agent_argv wa;
     agent_argv_init(&wa);
     agent_argv_watch(&wa, 1);
-    const char *const *wargs = wa.argv;
-    for (int h = 0; h < INV_MAX_HOSTS; h++)
-        if (d->f->conns[h])
-            conns[nconns++] = d->f->conns[h];
     bool tty = isatty(STDERR_FILENO);
     double last_print = 0;
     enum probation_verdict v = PROBATION_PENDING;
@@ -331,12 +325,11 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
         for (int i = 0; i < j->ncts; i++) {
             const struct inv_ct *ct = &j->cts[i];
             if (!streams[i] && now >= reopen_at[i]) {
-                struct conn *c;
-                if (fleet_conn(d->f, ct->host, &c) == 0 &&
-                    pct_stream_agent(c, ct, wargs, STATUS_MAX_BYTES + 16, &streams[i]) < 0) {
-                    log_warn("%s: cannot start the status stream: %s", ct->label, c->err);
-                    streams[i] = NULL;
-                }
+                char err[CONN_ERR_MAX];
+                int r = fleet_agent_stream(d->f, ct, wa.argv, STATUS_MAX_BYTES + 16, &streams[i],
+                                           err, sizeof err);
+                if (r < 0 && r != -ENOTCONN)
+                    log_warn("%s: cannot start the status stream: %s", ct->label, err);
                 reopen_at[i] = now + 3;
             }
             if (!streams[i])
@@ -354,8 +347,7 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
                 log_debug("%s: status stream ended; reopening", ct->label);
                 conn_stream_free(streams[i]);
                 streams[i] = NULL;
-                struct conn *hc = d->f->conns[ct->host];
-                if (hc && hc->ssh && !ssh_conn_is_alive(hc->ssh)) {
+                if (fleet_session_is_dead(d->f, ct->host)) {
                     /* The session is gone: free every stream on it, then reconnect. */
                     for (int k = 0; k < j->ncts; k++)
                         if (j->cts[k].host == ct->host) {
@@ -366,10 +358,6 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
                 }
             }
         }
-        nconns = 0;
-        for (int h = 0; h < INV_MAX_HOSTS; h++)
-            if (d->f->conns[h])
-                conns[nconns++] = d->f->conns[h];
         now = time_mono();
         v = probation_check(p, now);
         if (v == PROBATION_PENDING && now - last_print >= (tty ? 1 : 10)) {
@@ -379,7 +367,7 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
             last_print = now;
         }
         if (v == PROBATION_PENDING)
-            conn_wait(conns, nconns, 200);
+            fleet_wait(d->f, 200);
     }
     if (tty && last_print > 0)
         fputc('\n', stderr);
@@ -571,19 +559,48 @@ static int print_plan(struct deploy *d)
     return unreachable;
 }
 
+/* What deploy and rollback share: the job, its labels and baseline key, the scratch status.
+ * An exit code on failure (logged), 0 on success; undo with deploy_done(). */
+static int deploy_init(struct deploy *d, struct fleet *f, const char *job, bool rollback)
+{
+    *d = (struct deploy){ .f = f, .inv = f->inv, .baseline = -1, .rollback = rollback };
+    d->job = deploy_pick_job(f->inv, job);
+    if (!d->job)
+        return EXIT_USAGE;
+    d->st = malloc(sizeof *d->st);
+    if (!d->st)
+        return EXIT_FAIL;
+    for (int i = 0; i < d->job->ncts; i++)
+        d->labels[i] = d->job->cts[i].label;
+    inventory_job_key(d->job, d->key, sizeof d->key);
+    return 0;
+}
+
+/* The job's lock (state.h): an fd to close, or -1 with the error logged. */
+static int deploy_lock(struct deploy *d)
+{
+    int lock = state_lock_job(d->inv->state_dir, d->job->name);
+    if (lock < 0)
+        log_error("another drover is deploying or rolling back job '%s' (lock in '%s')",
+                  d->job->name, d->inv->state_dir);
+    return lock;
+}
+
+static void deploy_done(struct deploy *d, int lock)
+{
+    if (lock >= 0)
+        close(lock);
+    free(d->st);
+}
+
 int deploy_run(struct fleet *f, const struct deploy_opts *o)
 {
-    struct deploy d = { .f = f, .inv = f->inv, .baseline = -1 };
-    d.job = deploy_pick_job(f->inv, o->job);
-    if (!d.job)
-        return EXIT_USAGE;
-    d.st = malloc(sizeof *d.st);
-    if (!d.st)
-        return EXIT_FAIL;
-    for (int i = 0; i < d.job->ncts; i++)
-        d.labels[i] = d.job->cts[i].label;
-    inventory_job_key(d.job, d.key, sizeof d.key);
-    int ret = EXIT_FAIL, lock = -1;
+    struct deploy d;
+    int ret = deploy_init(&d, f, o->job, false);
+    if (ret)
+        return ret;
+    ret = EXIT_FAIL;
+    int lock = -1;
     char err[2048] = "";
     if (stage_bundle(&d, o->dir) < 0)
         goto out;
@@ -595,12 +612,9 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         ret = f->key_refused ? EXIT_HOSTKEY : unreachable ? EXIT_FAIL : EXIT_OK;
         goto out;
     }
-    lock = state_lock_job(d.inv->state_dir, d.job->name);
-    if (lock < 0) {
-        log_error("another drover is deploying or rolling back job '%s' (lock in '%s')",
-                  d.job->name, d.inv->state_dir);
+    lock = deploy_lock(&d);
+    if (lock < 0)
         goto out;
-    }
     bool all_current = false;
     if (survey(&d, true, &all_current, err, sizeof err) < 0) {
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
@@ -692,31 +706,22 @@ restore:
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
 out:
-    if (lock >= 0)
-        close(lock);
-    free(d.st);
+    deploy_done(&d, lock);
     return ret;
 }
 
 int deploy_rollback(struct fleet *f, const char *job)
 {
-    struct deploy d = { .f = f, .inv = f->inv, .baseline = -1, .rollback = true };
-    d.job = deploy_pick_job(f->inv, job);
-    if (!d.job)
-        return EXIT_USAGE;
-    d.st = malloc(sizeof *d.st);
-    if (!d.st)
-        return EXIT_FAIL;
-    for (int i = 0; i < d.job->ncts; i++)
-        d.labels[i] = d.job->cts[i].label;
-    int ret = EXIT_FAIL;
+    struct deploy d;
+    int ret = deploy_init(&d, f, job, true);
+    if (ret)
+        return ret;
+    ret = EXIT_FAIL;
     char err[2048];
     char sid[RELEASE_SHORT_LEN + 1];
-    int lock = state_lock_job(d.inv->state_dir, d.job->name);
-    if (lock < 0) {
-        log_error("another drover is deploying or rolling back job '%s'", d.job->name);
+    int lock = deploy_lock(&d);
+    if (lock < 0)
         goto out;
-    }
     bool all_current;
     if (survey(&d, false, &all_current, err, sizeof err) < 0) {
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
@@ -766,9 +771,7 @@ int deploy_rollback(struct fleet *f, const char *job)
     history_record(&d, "rollback", "operator rollback", -1);
     ret = EXIT_OK;
 out:
-    if (lock >= 0)
-        close(lock);
-    free(d.st);
+    deploy_done(&d, lock);
     return ret;
 }
 

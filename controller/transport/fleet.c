@@ -64,6 +64,34 @@ bool fleet_drop_if_dead(struct fleet *f, int host)
     return true;
 }
 
+int fleet_agent_stream(struct fleet *f, const struct inv_ct *ct, const char *const *args,
+                       size_t line_max, struct conn_stream **ret_s, char *err, size_t err_sz)
+{
+    struct conn *c;
+    if (fleet_conn(f, ct->host, &c) < 0)
+        return -ENOTCONN;
+    int r = pct_stream_agent(c, ct, args, line_max, ret_s);
+    if (r < 0)
+        snprintf(err, err_sz, "%s", c->err);
+    return r;
+}
+
+bool fleet_session_is_dead(struct fleet *f, int host)
+{
+    struct conn *c = f->conns[host];
+    return c && c->ssh && !ssh_conn_is_alive(c->ssh);
+}
+
+void fleet_wait(struct fleet *f, int ms)
+{
+    struct conn *conns[INV_MAX_HOSTS];
+    int n = 0;
+    for (int h = 0; h < INV_MAX_HOSTS; h++)
+        if (f->conns[h])
+            conns[n++] = f->conns[h];
+    conn_wait(conns, n, ms);
+}
+
 int fleet_agent_status(struct fleet *f, const struct inv_ct *ct, struct agent_status *ret_st,
                        char *err, size_t err_sz)
 {

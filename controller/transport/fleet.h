@@ -44,6 +44,16 @@ int fleet_conn(struct fleet *f, int host, struct conn **ret_conn);
  * have freed every stream on it) so the next fleet_conn() reconnects.  true when dropped. */
 bool fleet_drop_if_dead(struct fleet *f, int host);
 
+/* Open a stream of the agent command args in ct (`watch --json`) on host's connection (opened
+ * on first use).  -ENOTCONN when the host is unreachable (already reported by fleet_conn), or
+ * the stream's -errno with a message in err. */
+int fleet_agent_stream(struct fleet *f, const struct inv_ct *ct, const char *const *args,
+                       size_t line_max, struct conn_stream **ret_s, char *err, size_t err_sz);
+/* host's SSH session is open but no longer answers: free its streams, then fleet_drop_if_dead(). */
+bool fleet_session_is_dead(struct fleet *f, int host);
+/* Wait until any open connection has data or ms passed. */
+void fleet_wait(struct fleet *f, int ms);
+
 /* `drover-agent status --json` in ct, parsed.  -errno with a message in err: -EHOSTDOWN when
  * the container is stopped, -EIO when the agent does not answer, or the connection's error. */
 int fleet_agent_status(struct fleet *f, const struct inv_ct *ct, struct agent_status *ret_st,
