@@ -75,6 +75,9 @@ struct backend_ops {
 
     /* Optional extras for heartbeats; may be NULL.  Peak device memory bytes, -1 unknown. */
     int64_t (*mem_peak)(void *be);
+    /* The device's peak FLOP/s, the MFU denominator (with gpt_flops_per_token()); NULL for a
+     * backend that reports no MFU (cpu).  A backend with it also reports mem_peak in heartbeats. */
+    double (*peak_flops)(void *be);
 };
 
 extern const struct backend_ops backend_cpu;

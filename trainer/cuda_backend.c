@@ -590,12 +590,10 @@ static int64_t cuda_mem_peak(void *p)
     return be->mem_peak;
 }
 
-double cuda_flops_per_token(const struct gpt_config *cfg, int seq)
+static double cuda_peak(void *p)
 {
-    struct gpt_config c = *cfg;
-    if (gpt_config_check(&c) < 0)
-        return 0;
-    return 6.0 * (double)gpt_num_params(&c) + 6.0 * c.layers * (double)seq * c.dim;
+    (void)p;
+    return cuda_peak_flops();
 }
 
 const struct backend_ops backend_cuda = {
@@ -609,6 +607,7 @@ const struct backend_ops backend_cuda = {
     .allreduce_grads = cuda_allreduce_grads,
     .update = cuda_update,
     .mem_peak = cuda_mem_peak,
+    .peak_flops = cuda_peak,
 };
 
 #else

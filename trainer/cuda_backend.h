@@ -1,5 +1,5 @@
 /* trainer/cuda_backend.h: what the CUDA backend offers beyond struct backend_ops (backend.h):
- * the model FLOPs count used for MFU and the preflight self-test behind `drover-train selftest`.
+ * the peak FLOP/s used for MFU (also backend_cuda.peak_flops) and the preflight self-test behind `drover-train selftest`.
  * Declared whether or not the backend is built; the definitions exist only with DROVER_HAVE_CUDA.
  */
 #ifndef DROVER_TRAINER_CUDA_BACKEND_H
@@ -8,11 +8,6 @@
 #include <stdio.h>
 
 #include "trainer/model.h"
-
-/* Training FLOPs per token for MFU: 6 * N + 6 * L * T * C, N = gpt_num_params(cfg) (tied wte
- * counted once, wpe included), T = seq (llm.c's count; causal attention's forward+backward is
- * 6 L T C).  0 for an invalid cfg. */
-double cuda_flops_per_token(const struct gpt_config *cfg, int seq);
 
 /* Dense bf16 peak of the device in FLOP/s used as the MFU denominator: 989.5e12 (H100/H200 SXM
  * datasheet) unless DROVER_PEAK_TFLOPS is set in the environment. */

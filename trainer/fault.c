@@ -1,10 +1,17 @@
-/* trainer/fault.c: parser of the test-only fault knobs (fault.h).  Never: act on a knob itself. */
+/* trainer/fault.c: the test-only fault knobs (fault.h): the parser, and the two step hooks the
+ * training loop calls.  The other knobs (checkpoint delays, init failures) act where they apply. */
 #include "trainer/fault.h"
 
 #include <errno.h>
+#include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
 
 /* A non-negative number, optionally with a time unit: "50", "50ms", "2s".  *ret_unit_s is the
  * unit in seconds (0 when none was given). */
@@ -73,4 +80,33 @@ int fault_parse(const char *spec, struct train_faults *ret_f)
     }
     *ret_f = f;
     return 0;
+}
+
+void fault_step_begin(const struct train_faults *f, int64_t step)
+{
+    if (f->crash_at >= 0 && step == f->crash_at) {
+        log_error("fault knob crash_at=%lld: aborting", (long long)step);
+        abort();
+    }
+    if (f->hang_at >= 0 && step == f->hang_at) {
+        log_error("fault knob hang_at=%lld: hanging", (long long)step);
+        for (;;)
+            pause();
+    }
+}
+
+void fault_step_end(const struct train_faults *f, int64_t step, double since_start_s,
+                    double elapsed_s, float *loss)
+{
+    if (f->nan_at >= 0 && step >= f->nan_at)
+        *loss = NAN;
+    double slow = f->slow;
+    if (f->warmup_slow > 0) /* slow (default 2x) only during the first seconds */
+        slow = since_start_s < f->warmup_slow ? (slow > 1 ? slow : 2) : 1;
+    if (slow > 1 && elapsed_s > 0) {
+        double s = elapsed_s * (slow - 1);
+        struct timespec ts = { .tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9) };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+    }
 }

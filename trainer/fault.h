@@ -1,5 +1,5 @@
 /* trainer/fault.h: test-only fault knobs from DROVER_TRAIN_FAULT (alias TRAINER_FAULT), a comma
- * list of key=value (docs/trainer.md).  Never set in production; parsing is strict so a typo in a
+ * list of key=value (docs/trainer.md), and the hooks that act on the step knobs.  Never set in production; parsing is strict so a typo in a
  * test fails loudly. */
 #ifndef DROVER_TRAINER_FAULT_H
 #define DROVER_TRAINER_FAULT_H
@@ -21,5 +21,15 @@ struct train_faults {
 /* Parse spec (may be NULL or empty: all off).  -EINVAL for an unknown key or bad value;
  * *ret_f written only on success. */
 int fault_parse(const char *spec, struct train_faults *ret_f);
+
+/* The training loop's two hooks (trainer/train.c), so that its step holds no test scaffolding.
+ * Before step `step` (1-based) starts: crash_at aborts, hang_at blocks forever.  Returns at
+ * once when no knob applies. */
+void fault_step_begin(const struct train_faults *f, int64_t step);
+/* After step's forward+backward and gradient averaging, elapsed_s into the step and
+ * since_start_s into the run: nan_at makes *loss NaN (the step then counts as non-finite and
+ * skips its update); slow (warmup_slow: only early on) sleeps to stretch the step. */
+void fault_step_end(const struct train_faults *f, int64_t step, double since_start_s,
+                    double elapsed_s, float *loss);
 
 #endif

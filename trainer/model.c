@@ -127,9 +127,12 @@ void gpt_params_init(const struct gpt_config *c, float *params, struct rng *r)
     }
 }
 
-double gpt_flops_per_token(const struct gpt_config *c)
+double gpt_flops_per_token(const struct gpt_config *cfg, int seq)
 {
-    double N = (double)gpt_num_params(c) - (double)c->seq * c->dim; /* wpe does no matmul */
-    /* forward+backward: 6 FLOPs per parameter per token plus attention 6*L*T*C */
-    return 6.0 * N + 6.0 * c->layers * (double)c->seq * c->dim;
+    struct gpt_config c = *cfg;
+    if (gpt_config_check(&c) < 0)
+        return 0;
+    /* forward+backward: 6 FLOPs per parameter per token (wte once, wpe included: llm.c's and
+     * bench/torch_gpt2.py's count) plus causal attention's 6*L*T*C */
+    return 6.0 * (double)gpt_num_params(&c) + 6.0 * c.layers * (double)seq * c.dim;
 }

@@ -90,7 +90,9 @@ float rng_normal(struct rng *r, float mean, float std);
  * host with this function and uploads). */
 void gpt_params_init(const struct gpt_config *c, float *params, struct rng *r);
 
-/* Training (forward+backward) FLOPs per token, 6N + 6LTC (PaLM appendix B): for MFU. */
-double gpt_flops_per_token(const struct gpt_config *c);
+/* Training (forward+backward) FLOPs per token for MFU, the one formula (docs/cuda.md):
+ * 6 * N + 6 * L * T * C, N = gpt_num_params(cfg) (tied wte counted once, wpe included), T = seq
+ * (llm.c's count; causal attention's forward+backward is 6 L T C).  0 for an invalid cfg. */
+double gpt_flops_per_token(const struct gpt_config *cfg, int seq);
 
 #endif

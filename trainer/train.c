@@ -22,7 +22,6 @@
 #include "trainer/backend.h"
 #include "trainer/ckpt.h"
 #include "trainer/config.h"
-#include "trainer/cuda_backend.h"
 #include "trainer/data.h"
 #include "trainer/dist.h"
 #include "trainer/exitcode.h"
@@ -318,15 +317,7 @@ static int train_loop(struct run *r)
             (r->stop_at >= 0 && r->step >= r->stop_at))
             break;
         int64_t next = r->step + 1;
-        if (r->faults.crash_at >= 0 && next == r->faults.crash_at) {
-            log_error("fault knob crash_at=%lld: aborting", (long long)next);
-            abort();
-        }
-        if (r->faults.hang_at >= 0 && next == r->faults.hang_at) {
-            log_error("fault knob hang_at=%lld: hanging", (long long)next);
-            for (;;)
-                pause();
-        }
+        fault_step_begin(&r->faults, next);
         double t0 = time_mono();
         char err[512];
         int e = loader_next(r->loader, r->cfg.model.vocab, r->inputs, r->targets, err, sizeof err);
@@ -336,14 +327,13 @@ static int train_loop(struct run *r)
         }
         float loss, gnorm = 0;
         e = r->be_ops->forward_backward(r->be, r->inputs, r->targets, &loss);
-        if (e >= 0 && r->faults.nan_at >= 0 && next >= r->faults.nan_at)
-            loss = NAN;
         if (e >= 0)
             e = r->be_ops->allreduce_grads(r->be);
         if (e < 0) {
             log_error("step %lld failed in the %s backend: %s", (long long)next, r->be_ops->name, strerror(-e));
             return fail(r, exit_for_errno(e) == TX_FAILURE ? TX_DEVICE : exit_for_errno(e), strerror(-e));
         }
+        fault_step_end(&r->faults, next, time_mono() - r->t_start, time_mono() - t0, &loss);
         bool finite = isfinite(loss);
         float lr = (float)train_lr_at(&r->cfg, r->step);
         if (finite) {
@@ -360,13 +350,6 @@ static int train_loop(struct run *r)
         r->tokens += bt * r->world;
         run_steps++;
         double dt = time_mono() - t0;
-        double slow = r->faults.slow;
-        if (r->faults.warmup_slow > 0) /* slow (default 2x) only during the first seconds */
-            slow = time_mono() - r->t_start < r->faults.warmup_slow ? (slow > 1 ? slow : 2) : 1;
-        if (slow > 1) {
-            sleep_s(dt * (slow - 1));
-            dt = time_mono() - t0;
-        }
         if (finite) {
             nonfinite = 0;
             r->last_loss = loss;
@@ -385,13 +368,12 @@ static int train_loop(struct run *r)
         r->hb.tokens += bt;
         r->hb.step_ms = dt * 1e3;
         r->hb.tok_s = dt > 0 ? (double)bt / dt : 0;
-#ifdef DROVER_HAVE_CUDA
-        if (!strcmp(r->be_ops->name, "cuda")) { /* MFU and peak memory: docs/cuda.md */
-            r->hb.mfu = r->hb.tok_s * cuda_flops_per_token(&r->cfg.model, r->cfg.model.seq) /
-                        cuda_peak_flops();
-            r->hb.mem_peak = r->be_ops->mem_peak(r->be);
+        if (r->be_ops->peak_flops) { /* a device backend: MFU and peak memory (docs/cuda.md) */
+            double peak = r->be_ops->peak_flops(r->be);
+            double fpt = gpt_flops_per_token(&r->cfg.model, r->cfg.model.seq);
+            r->hb.mfu = peak > 0 ? r->hb.tok_s * fpt / peak : 0;
+            r->hb.mem_peak = r->be_ops->mem_peak ? r->be_ops->mem_peak(r->be) : -1;
         }
-#endif
         hb_send(r, HB_PHASE_TRAIN, NULL);
         if (nonfinite >= NONFINITE_LIMIT) {
             log_error("diverged: %d consecutive non-finite steps (last step %lld); exiting without "

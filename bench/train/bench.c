@@ -66,7 +66,7 @@ static int bench_train(int B, int steps, struct gpt_config cfg)
     }
     double dt = now_s() - t0;
     double tok_s = (double)steps * B * T / dt * world; /* whole gang */
-    double fpt = cuda_flops_per_token(&cfg, T);
+    double fpt = gpt_flops_per_token(&cfg, T);
     if (rank != 0)
         goto done;
     printf("{\"system\": \"drover\", \"gpus\": %d, \"B\": %d, \"T\": %d, \"layers\": %d, \"dim\": %d, \"params\": %zu, "

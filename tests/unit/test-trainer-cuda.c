@@ -21,11 +21,11 @@ static void test_flops_gpt2(void **state)
 {
     (void)state;
     struct gpt_config c = {.layers = 12, .heads = 12, .dim = 768, .vocab = 50257, .seq = 1024};
-    double f = cuda_flops_per_token(&c, 1024);
+    double f = gpt_flops_per_token(&c, 1024);
     /* 6 * 124,475,904 + 6 * 12 * 1024 * 768 */
     assert_true(fabs(f - (6.0 * 124475904.0 + 6.0 * 12 * 1024 * 768)) < 1.0);
     struct gpt_config bad = {.layers = 0, .heads = 12, .dim = 768, .vocab = 50257, .seq = 1024};
-    assert_true(cuda_flops_per_token(&bad, 1024) == 0.0);
+    assert_true(gpt_flops_per_token(&bad, 1024) == 0.0);
 }
 
 static void test_peak_override(void **state)
