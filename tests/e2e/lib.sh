@@ -26,15 +26,34 @@ say() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 check() { # check DESCRIPTION COMMAND...  (passes when COMMAND succeeds)
 	local d=$1
 	shift
+	WAITED="" # set by wait_until (and the other timed helpers): the figure, said after the verdict
 	if "$@"; then
 		CHECKS_PASSED=$((CHECKS_PASSED + 1))
-		printf '  ok   %s\n' "$d"
+		printf '  ok   %s%s\n' "$d" "${WAITED:+  [$WAITED]}"
 	else
 		CHECKS_FAILED=$((CHECKS_FAILED + 1))
-		printf '  FAIL %s\n' "$d"
+		printf '  FAIL %s%s\n' "$d" "${WAITED:+  [$WAITED]}"
 	fi
+	[[ -n $WAITED ]] && margin "$d" "$WAITED"
+	return 0
 }
 
+# ---------------------------------------------------------------- timing
+# Timed checks measure from the moment the thing under test is ready (a frame on screen, a rank
+# stepping), with bounds meant to hold on a 2-core machine that compiles beside the lab (the
+# load CI must survive), and say the figure they saw.  Speed claims belong in bench/.
+# Every figure goes to $E2E_WORK/margins.tsv (test, check, figure); run.sh prints the tightest.
+
+# now_cs: a monotonic clock in centiseconds (/proc/uptime, no fork)
+now_cs() {
+	local up
+	read -r up _ </proc/uptime
+	echo $((10#${up/./}))
+}
+# secs CENTISECONDS: "12.34"
+secs() { printf '%d.%02d' $(($1 / 100)) $(($1 % 100)); }
+# margin CHECK FIGURE: record a timed check's figure ("3.21 s of 15 s", "5 frames >= 4")
+margin() { printf '%s\t%s\t%s\n' "${E2E_TEST:-?}" "$2" "$1" >>"$E2E_WORK/margins.tsv"; }
 fatal() { printf '  FATAL %s\n' "$*"; exit 1; }
 
 finish() { # end of a test script
@@ -42,13 +61,30 @@ finish() { # end of a test script
 	((CHECKS_FAILED == 0))
 }
 
-wait_until() { # wait_until SECONDS COMMAND...
-	local deadline=$((SECONDS + $1))
+wait_until() { # wait_until SECONDS COMMAND...: polls COMMAND until it succeeds; says how long it took
+	local bound=$1 t0 t
 	shift
-	while ((SECONDS < deadline)); do
-		"$@" && return 0
-		sleep 1
+	t0=$(now_cs)
+	while (($(now_cs) - t0 < bound * 100)); do
+		if "$@"; then
+			t=$(($(now_cs) - t0))
+			WAITED="$(secs $t) s of $bound s"
+			return 0
+		fi
+		sleep 0.5
 	done
+	"$@"
+	local rc=$?
+	t=$(($(now_cs) - t0))
+	WAITED="$(secs $t) s of $bound s"
+	((rc == 0)) || WAITED="not within $bound s (gave up after $(secs $t) s)"
+	return $rc
+}
+
+# saw FIGURE COMMAND...: runs COMMAND (a check's test) and reports FIGURE with its verdict
+saw() {
+	WAITED=$1
+	shift
 	"$@"
 }
 
@@ -86,15 +122,38 @@ rank_table() {
 		 (.hb.resumed_from // -1), (.pid // 0)] | @tsv' 2>/dev/null
 }
 
-# all_ranks_advance N SECONDS: N ranks each report a larger step after SECONDS, Ktok/s > 0
+# all_ranks_advance N SECONDS: within SECONDS, N ranks report in status (a restarting gang is
+# given the time to come back) and then every one of them reports a larger step than it did
+# then, with Ktok/s > 0.  Says how long each part took (the bound is for "not stalled": a step
+# of the lab's model takes well under a second, even with both cores busy).
 all_ranks_advance() {
-	local n=$1 gap=$2 a b
-	a=$(status_json | rank_table | sort -n)
-	sleep "$gap"
-	b=$(status_json | rank_table | sort -n)
+	local n=$1 bound=$2 a="" b="" t0 t_up t
+	t0=$(now_cs)
+	while :; do
+		a=$(status_json | rank_table | sort -n)
+		[[ $(echo "$a" | grep -c .) == "$n" ]] && break
+		(($(now_cs) - t0 < bound * 100)) || break
+		sleep 1
+	done
+	t_up=$(($(now_cs) - t0))
+	advanced() {
+		[[ $(echo "$a" | grep -c .) == "$n" && $(echo "$b" | grep -c .) == "$n" ]] || return 1
+		paste <(echo "$a") <(echo "$b") | awk -F'\t' '{ if ($1 != $7 || !($8 > $2) || !($9 > 0)) bad = 1 } END { exit bad }'
+	}
+	while :; do
+		b=$(status_json | rank_table | sort -n)
+		advanced && break
+		(($(now_cs) - t0 < bound * 100)) || break
+		sleep 1
+	done
+	t=$(($(now_cs) - t0))
 	printf '    before: %s\n    after:  %s\n' "$(echo "$a" | tr '\n' ';')" "$(echo "$b" | tr '\n' ';')"
-	[[ $(echo "$a" | grep -c .) == "$n" && $(echo "$b" | grep -c .) == "$n" ]] || return 1
-	paste <(echo "$a") <(echo "$b") | awk -F'\t' '{ if (!($8 > $2) || !($9 > 0)) bad = 1 } END { exit bad }'
+	if advanced; then
+		WAITED="all $n ranks up after $(secs $t_up) s, all advanced after $(secs $t) s of $bound s"
+		return 0
+	fi
+	WAITED="not within $bound s ($(echo "$a" | grep -c .) of $n ranks up after $(secs $t_up) s)"
+	return 1
 }
 
 # ---------------------------------------------------------------- containers

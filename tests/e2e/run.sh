@@ -8,6 +8,7 @@
 #
 # Environment: LAB_DIR (default /tmp/drover-lab), E2E_ONLY (regex on test names),
 # E2E_KEEP=1 (leave the lab up afterwards, for looking around), E2E_TEST_TIMEOUT (s, default 420).
+# Before the closing line: every timed check's figure against its bound, tightest first.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -15,7 +16,22 @@ BUILD_ARG=${1:-build}
 pass=0
 failed=()
 
+# the timed checks' figures against their bounds, tightest first (lib.sh: margin); a used
+# share near 100% is a bound that the lab's load may break
+margins() {
+	[[ -s ${E2E_WORK:-}/margins.tsv ]] || return 0
+	echo "e2e: timed checks, tightest first (share of the bound used: figure vs bound)"
+	awk -F'\t' '{
+		r = -1
+		if (match($2, /[0-9.]+ s of [0-9.]+ s/)) { split(substr($2, RSTART, RLENGTH), f, " "); r = f[1] / f[4] }
+		else if (match($2, /^[0-9]+ frames \(>= [0-9]+\)/)) { split(substr($2, RSTART, RLENGTH), f, /[ ()>=]+/); r = f[1] ? f[3] / f[1] : 9 }
+		else if ($2 ~ /^not within|never/) r = 9
+		printf "%8.3f\t%s\t%s\t%s\n", r, $1, $2, $3
+	}' "$E2E_WORK/margins.tsv" | sort -rn | awk -F'\t' '{ printf "  %4s  %-22s %-48s %s\n", ($1 < 0 ? "?" : int($1 * 100 + 0.5) "%"), $2, $3, substr($4, 1, 70) }'
+}
+
 closing() {
+	margins
 	echo "e2e: $pass passed, ${#failed[@]} failed"
 	((${#failed[@]} == 0)) || echo "e2e: failed: ${failed[*]}"
 }
@@ -86,6 +102,7 @@ for t in "$ROOT"/tests/e2e/t-*.sh; do
 	name=$(basename "$t" .sh)
 	[[ -n ${E2E_ONLY:-} && ! $name =~ $E2E_ONLY ]] && continue
 	echo "--- $name"
+	export E2E_TEST=$name
 	t0=$SECONDS
 	timeout -k 10 "${E2E_TEST_TIMEOUT:-420}" bash "$t" 2>&1 | tee "$E2E_WORK/logs/$name.log"
 	rc=${PIPESTATUS[0]}

@@ -11,7 +11,7 @@ check "install exits 0" test "$DROVER_RC" = 0
 for c in $E2E_CTS; do
 	check "$c: agent installed at /usr/local/bin/drover-agent and executable" ct "$c" test -x /usr/local/bin/drover-agent
 	check "$c: agent answers 'version'" eval 'ct "$c" /usr/local/bin/drover-agent version >/dev/null' 
-	check "$c: agent daemon running (control socket /run/drover/agent.sock)" wait_until 10 ct "$c" test -S /run/drover/agent.sock
+	check "$c: agent daemon running (control socket /run/drover/agent.sock)" wait_until 30 ct "$c" test -S /run/drover/agent.sock
 done
 
 say "drover install again (idempotent)"
@@ -42,7 +42,7 @@ json=$(status_json)
 echo "$json" >"$E2E_WORK/status-v1.json"
 check "status -o json is JSON" jq -e . <<<"$json" >/dev/null
 check "status JSON shows 3 ranks" test "$(rank_table <<<"$json" | grep -c .)" = 3
-check "every rank's step advances and Ktok/s > 0 (over 6 s)" all_ranks_advance 3 6
+check "every rank's step advances and Ktok/s > 0" all_ranks_advance 3 60
 good_is_v1() { jq -e --arg id "${id:0:12}" '[.. | objects | select(has("good")) | .good] | length > 0 and all(startswith($id))' <<<"$json" >/dev/null; }
 check "status JSON names v1 as the good (promoted) release" good_is_v1
 

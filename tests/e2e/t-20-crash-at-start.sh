@@ -32,12 +32,12 @@ resumed_ok() {
 	# release column is v1 (id or name), resumed_from >= 1, step > resumed_from - 1
 	echo "$t" | awk -F'\t' -v id="${v1:0:12}" '{ if ($5 < 1 || $2 < $5) bad = 1 } END { exit bad }'
 }
-check "every v1 rank resumed from a checkpoint (resumed_from >= 1, step continues from it)" wait_until 60 resumed_ok
+check "every v1 rank resumed from a checkpoint (resumed_from >= 1, step continues from it)" wait_until 90 resumed_ok
 runs_v1() {
 	status_json | jq -r '[.. | objects | select(has("rank") and has("hb")) | .hb.release // ""] | .[]' |
 		awk -v id="${v1:0:12}" -v n=v1 '{ if (index($0, id) != 1 && $0 != n) bad = 1; c++ } END { exit (bad || c != 3) }'
 }
 check "the running ranks are v1's" runs_v1
-check "v1's steps advance again, Ktok/s > 0" all_ranks_advance 3 6
+check "v1's steps advance again, Ktok/s > 0" all_ranks_advance 3 60
 check "v2's checkpoint dir was not wiped (v1 checkpoints still there)" has_checkpoint
 finish

@@ -83,52 +83,99 @@ check "--once shows a row for each of the $NRANKS ranks" test "$(grep -c '^ *ran
 check "--once prints no colour when stdout is not a terminal" bash -c "! grep -q $'\\e' '$E2E_WORK/top-once.txt'"
 
 say "drover top --watch 1 (text frames, the status --watch way)"
-timeout 5 "$E2E_BUILD/drover" -i "$INV" top --watch 1 --width 132 >"$E2E_WORK/top-watch.txt" 2>&1
-frames=$(grep -c '^drover top [0-9:]* (every 1s)' "$E2E_WORK/top-watch.txt")
-check "--watch 1 prints a dated frame every second (got $frames in 5 s)" test "$frames" -ge 3
+# The first frame waits for the SSH sessions to both fake hosts and a watch channel per
+# container, which on a loaded 2-core machine can take most of 5 s; the check is on the frames
+# after it: over WATCH_WINDOW seconds from the first frame, at least half of one a second (a
+# watch that blocked on its sessions would print one per connect timeout or none).
+WATCH_WINDOW=10
+WATCH_MIN=5
+# watch_frames: runs top --watch 1 until WATCH_WINDOW s after its first frame (at most 90 s in
+# all), each line stamped with the monotonic time it arrived; sets FIRST_CS (first frame, from
+# the start) and NFRAMES (frames after the first, within the window)
+watch_frames() {
+	local t0 t1="" t line fd pid out="$E2E_WORK/top-watch.txt"
+	: >"$out"
+	FIRST_CS="" NFRAMES=0
+	t0=$(now_cs)
+	exec {fd}< <(exec timeout 90 "$E2E_BUILD/drover" -i "$INV" top --watch 1 --width 132 2>&1)
+	pid=$!
+	while :; do
+		if IFS= read -r -t 1 -u "$fd" line; then
+			t=$(now_cs)
+			printf '%s %s\n' "$(secs $((t - t0)))" "$line" >>"$out"
+			if [[ $line =~ ^drover\ top\ [0-9:]+\ \(every\ 1s\) ]]; then
+				if [[ -z $t1 ]]; then
+					t1=$t
+					FIRST_CS=$((t - t0))
+				elif ((t - t1 <= WATCH_WINDOW * 100)); then
+					NFRAMES=$((NFRAMES + 1))
+				fi
+			fi
+		elif (($? <= 128)); then
+			break # the command ended
+		fi
+		t=$(now_cs)
+		[[ -n $t1 ]] && ((t - t1 > WATCH_WINDOW * 100)) && break
+		((t - t0 > 9000)) && break
+	done
+	kill "$pid" 2>/dev/null
+	exec {fd}<&-
+	wait "$pid" 2>/dev/null
+}
+watch_frames
+first="never"
+[[ -n $FIRST_CS ]] && first="$(secs "$FIRST_CS") s"
+say "--watch 1: first frame after $first, then $NFRAMES in $WATCH_WINDOW s"
+grep -E '^[0-9.]+ drover top ' "$E2E_WORK/top-watch.txt" | sed 's/^/    | /' | head -20
+check "--watch 1 prints a first frame (sessions opened) within 90 s" \
+	saw "$first of 90 s" test -n "$FIRST_CS"
+check "--watch 1 then prints a dated frame about every second (want >= $WATCH_MIN in the $WATCH_WINDOW s after the first)" \
+	saw "$NFRAMES frames (>= $WATCH_MIN) in $WATCH_WINDOW s; first after $first" test "$NFRAMES" -ge "$WATCH_MIN"
 
 # ---------------------------------------------------------------- the live screen
 say "drover top in tmux (132x40)"
 start_top top 132 40 --
 all_ranks_shown() { [[ $(rank_steps top | grep -c .) == "$NRANKS" ]]; }
-check "the frame shows all $NRANKS ranks within 15 s" wait_until 15 all_ranks_shown
+# the first frame waits for the sessions (see --watch above): bounded for a loaded machine
+check "the frame shows all $NRANKS ranks (sessions opened) within 60 s" wait_until 60 all_ranks_shown
 screen top | sed 's/^/    | /' | head -$((NRANKS * 2 + 8))
 hdr=$(screen top | head -1)
 check "header: all hosts reachable and $NRANKS/$NRANKS ranks running" \
 	bash -c "grep -q 'hosts $NHOSTS/$NHOSTS' <<<'$hdr' && grep -q 'ranks $NRANKS/$NRANKS running' <<<'$hdr'"
 a=$(rank_steps top)
-sleep 6
-b=$(rank_steps top)
-printf '    steps before: %s\n    steps after:  %s\n' "$(echo "$a" | tr '\n' ';')" "$(echo "$b" | tr '\n' ';')"
+b=""
 steps_advance() {
+	b=$(rank_steps top)
 	[[ $(echo "$a" | grep -c .) == "$NRANKS" && $(echo "$b" | grep -c .) == "$NRANKS" ]] || return 1
 	paste -d' ' <(echo "$a") <(echo "$b") | awk '{ if ($1 != $3 || !($4 > $2)) bad = 1 } END { exit bad }'
 }
-check "every rank's STEP advances on screen over 6 s" steps_advance
+# a step takes well under a second and the screen refreshes every 2 s: 30 s is for "not frozen"
+check "every rank's STEP advances on screen within 30 s" wait_until 30 steps_advance
+printf '    steps before: %s\n    steps after:  %s\n' "$(echo "$a" | tr '\n' ';')" "$(echo "$b" | tr '\n' ';')"
 
 say "keys: t, /, ?, l, enter"
 keys top t
-check "t: flat view names ranks host:vmid/rank" wait_until 3 shows top "^${CTS[0]}/[0-9]"
+check "t: flat view names ranks host:vmid/rank" wait_until 10 shows top "^${CTS[0]}/[0-9]"
 keys top t
-check "t again: back to the tree" wait_until 3 shows top '^ +rank [0-9]' 
+check "t again: back to the tree" wait_until 10 shows top '^ +rank [0-9]' 
 keys top / "$STOP_HOST" Enter
 filtered_to_host() { ! host_row_shown top "${KILL_CT%%:*}" && host_row_shown top "$STOP_HOST"; }
-check "/ $STOP_HOST: only $STOP_HOST's rows remain" wait_until 3 filtered_to_host
+check "/ $STOP_HOST: only $STOP_HOST's rows remain" wait_until 10 filtered_to_host
 keys top / BSpace BSpace BSpace BSpace BSpace BSpace Enter
-check "an empty filter shows every rank again" wait_until 3 all_ranks_shown
+check "an empty filter shows every rank again" wait_until 10 all_ranks_shown
 keys top '?'
-check "?: the help lists the keys" wait_until 3 shows top 'keys and colours' 
+check "?: the help lists the keys" wait_until 10 shows top 'keys and colours' 
 keys top x
 keys top j l
 check "l: recent events of the selected container (its agent's journal)" \
-	wait_until 8 shows top 'activate|promote|agent-start' 
+	wait_until 30 shows top 'activate|promote|agent-start' 
 screen top | grep -A6 'events of' | sed 's/^/    | /'
 keys top x
 keys top Home Enter
 check "enter on a host folds it (its rank rows disappear)" \
-	wait_until 3 fewer_ranks top "$NRANKS"
+	wait_until 10 fewer_ranks top "$NRANKS"
 keys top Enter
-check "enter again unfolds it" wait_until 3 all_ranks_shown
+check "enter again unfolds it" wait_until 10 all_ranks_shown
 
 say "R asks first, naming the job and its containers; n cancels; --readonly has no actions"
 currents() { local c; for c in "${CTS[@]}"; do ct_current "$c"; done | tr '\n' ' '; }
@@ -136,7 +183,7 @@ same_currents() { sleep 1; [[ $(currents) == "$currents_before" ]]; }
 currents_before=$(currents)
 keys top Home j R
 names_targets() { shows top "Roll back job 'train' on ${E2E_CTS// / } to [0-9a-f]{12} .*y to confirm" || shows top "job 'train' has no release to roll back to"; }
-check "R: a confirmation naming job train and every container (or: nothing to go back to)" wait_until 3 names_targets
+check "R: a confirmation naming job train and every container (or: nothing to go back to)" wait_until 10 names_targets
 screen top | tail -1 | sed 's/^/    | /'
 keys top n
 check "any key but y cancels, and nothing was switched" same_currents
@@ -149,40 +196,34 @@ check "$KILL_CT's STATE is not red before" ct_state_not_red top "$KILL_CT"
 rst_before=$(ct_restarts top "$KILL_CT")
 # red for this kill: an alert STATE, or a red RST that counts one restart more
 killed_red() { ct_row_red top "$KILL_CT" && { ct_state_red top "$KILL_CT" || (($(ct_restarts top "$KILL_CT") > rst_before)); }; }
-t0=$(date +%s%N)
+# measured from the kill (the screen is up and current: the checks above read it); the chain is
+# the agent's SIGCHLD, its watch stream (one document per 2 s refresh), SSH, one redraw
+RED_BOUND=6
 ct "$KILL_CT" kill -9 $pid
-red_ms=""
-for _ in $(seq 1 40); do
-	if killed_red; then
-		red_ms=$((($(date +%s%N) - t0) / 1000000))
-		break
-	fi
-	sleep 0.2
-done
-say "row red after ${red_ms:-never} ms"
+check "the killed worker's container row turns red within $RED_BOUND s (docs/dashboard.md)" wait_until $RED_BOUND killed_red
 ct_row top "$KILL_CT" | sed 's/^/    | /'
-check "the killed worker's container row turns red within 6 s" test "${red_ms:-99999}" -lt 6000
+
 
 # ---------------------------------------------------------------- resize, NO_COLOR, --ascii
 say "resize to 80x30"
 "${TM[@]}" resize-window -t top -x 80 -y 30
-check "at 80 columns nothing is wider than 80" wait_until 4 fits_in top 80
+check "at 80 columns nothing is wider than 80" wait_until 10 fits_in top 80
 check "at 80 columns MEM is dropped" titles_lack top MEM
 check "at 80 columns KTOK/S, TREND and HB stay" titles_have top 'KTOK/S.*TREND.*HB' 
 "${TM[@]}" resize-window -t top -x 132 -y 40
-check "back at 132 columns MEM is shown again" wait_until 4 titles_have top MEM
+check "back at 132 columns MEM is shown again" wait_until 10 titles_have top MEM
 
 say "NO_COLOR=1 --ascii --readonly at 80x30"
 start_top plain 80 30 NO_COLOR=1 -- --ascii --readonly
 plain_cts() { [[ $(screen plain | grep -cE "^  ([^ ]+| ) [0-9]+ train") == "${#CTS[@]}" ]]; }
-check "NO_COLOR: the frame shows every container" wait_until 15 plain_cts
+check "NO_COLOR: the frame shows every container (sessions opened) within 60 s" wait_until 60 plain_cts
 screen plain | head -8 | sed 's/^/    | /'
 check "NO_COLOR: no colour escapes (30-37, 38;5)" no_colour plain
 check "--ascii: nothing but ASCII on the screen" ascii_only plain
 keys plain j R
-check "--readonly: R does nothing but say so" wait_until 3 shows plain 'read-only \(--readonly\): no actions'
+check "--readonly: R does nothing but say so" wait_until 10 shows plain 'read-only \(--readonly\): no actions'
 keys plain q
-check "q quits" wait_until 3 gone plain
+check "q quits" wait_until 10 gone plain
 
 # ---------------------------------------------------------------- a stopped host
 stop_ct=${CTS[$((${#CTS[@]} - 1))]}
@@ -191,33 +232,40 @@ check "$stop_ct shows its STEP before its host is stopped" wait_until 60 dimmed_
 say "SIGSTOP every process of fake host $STOP_HOST's sshd (listener and sessions)"
 STOPPED=$(host_procs "$STOP_HOST")
 kill -STOP $STOPPED
-t0=$SECONDS
+# the rule is 2.5 x refresh + 3 s = 8 s at 2 s (docs/dashboard.md), on top's own clock
 check "$stop_ct shows as unreachable within 15 s" wait_until 15 ct_row_says top "$stop_ct" unreachable
-say "unreachable after $((SECONDS - t0)) s"
 screen top | sed 's/^/    | /' | head -$((NRANKS * 2 + 6))
 c1=$(title_clock top)
-sleep 2.5
-c2=$(title_clock top)
-check "the screen keeps refreshing while $STOP_HOST is stopped ($c1 -> $c2)" test "$c1" != "$c2"
+c2=$c1
+clock_moved() { c2=$(title_clock top); [[ -n $c2 && $c2 != "$c1" ]]; }
+check "the screen keeps refreshing while $STOP_HOST is stopped (title clock moves within 10 s)" wait_until 10 clock_moved
+say "title clock: $c1 -> $c2"
 keys top t
-check "and keys are answered at once (t: flat view)" wait_until 2 shows top "^${CTS[0]}/[0-9]"
+# a screen that waited on the frozen host would answer after a connect timeout (10 s) or never
+check "and keys are answered at once (t: flat view within 5 s)" wait_until 5 shows top "^${CTS[0]}/[0-9]"
 keys top t
 check "the stopped host's row keeps its last values (STEP still shown)" dimmed_values_kept top "$stop_ct"
 say "drover top --once while $STOP_HOST is stopped"
-t1=$SECONDS
+t1=$(now_cs)
 "$E2E_BUILD/drover" -i "$INV" top --once --width 132 >"$E2E_WORK/top-once-stopped.txt" 2>&1
 rc=$?
+once_cs=$(($(now_cs) - t1))
 sed 's/^/    | /' "$E2E_WORK/top-once-stopped.txt"
 check "--once exits 1 when a container is unreachable" test "$rc" = 1
 check "--once says why: a '! $STOP_HOST: ...' line" grep -q "^! $STOP_HOST: " "$E2E_WORK/top-once-stopped.txt"
-check "--once gave up on $STOP_HOST within its timeout (connect timeout + 5 s; took $((SECONDS - t1)) s)" test $((SECONDS - t1)) -le 20
+# its own deadline is connect timeout + 5 s = 15 s; the rest is start-up, render and stopping
+# the session threads on a busy machine
+check "--once gave up on $STOP_HOST after its timeout (connect timeout + 5 s), within 25 s" \
+	saw "$(secs $once_cs) s of 25 s" test "$once_cs" -le 2500
 kill -CONT $STOPPED
 STOPPED=""
-check "after SIGCONT $stop_ct is reachable again within 30 s" \
-	wait_until 30 ct_row_not_says top "$stop_ct" unreachable
+# a dropped session is reopened with a backoff doubling to 30 s, then the connect and the
+# first document: 60 s
+check "after SIGCONT $stop_ct is reachable again within 60 s" \
+	wait_until 60 ct_row_not_says top "$stop_ct" unreachable
 keys top q
-check "q quits the dashboard" wait_until 3 gone top
+check "q quits the dashboard" wait_until 10 gone top
 
 # leave v1 running with every rank stepping for whatever runs next
-check "every rank runs and steps again afterwards" wait_until 60 all_ranks_advance "$NRANKS" 4
+check "every rank runs and steps again afterwards" all_ranks_advance "$NRANKS" 120
 finish

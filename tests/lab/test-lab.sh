@@ -39,8 +39,12 @@ fp1=$(fingerprint)
 check "up again exits 0" eval '"$LAB" up >/dev/null 2>&1'
 check "up again changes nothing (keys, known_hosts, inventory, sshd pid)" test "$fp1" = "$(fingerprint)"
 lxc-stop -P "$LAB_DIR/lxc" -n s1-901 --kill >/dev/null 2>&1
-kill "$(cat "$LAB_DIR/hosts/s1/sshd.pid")" 2>/dev/null
-sleep 0.5
+sshd_pid=$(cat "$LAB_DIR/hosts/s1/sshd.pid")
+kill "$sshd_pid" 2>/dev/null
+# wait until it is gone (a fixed sleep can be too short on a busy machine: `up` would then see
+# a live sshd, and the check would fail once it died)
+for _ in $(seq 1 100); do kill -0 "$sshd_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$sshd_pid" 2>/dev/null && bad "sshd $sshd_pid still alive 10 s after SIGTERM"
 check "up converges: restarts a stopped container and a dead sshd" eval '"$LAB" up >/dev/null 2>&1 && test "$(ct_state)" = RUNNING && "$LAB" ssh s1 true'
 check "host addresses unchanged by the lab" test "$net0" = "$(net)"
 check "down exits 0" "$LAB" down

@@ -34,6 +34,18 @@ expect() {
 	if [[ -z $why ]]; then ok "$name"; else bad "$name" "$why"; fi
 }
 
+# wait_for SECONDS COMMAND...: polls until COMMAND succeeds (no fixed sleeps: the lab shares 2
+# busy cores); says how long it took on stdout
+wait_for() {
+	local bound=$1 t0=$SECONDS
+	shift
+	until "$@"; do
+		((SECONDS - t0 < bound)) || { echo "       (not within $bound s)"; return 1; }
+		sleep 0.2
+	done
+	echo "       (after $((SECONDS - t0)) s of $bound s)"
+}
+
 # stat inside a container: "mode uid gid size"
 ct_stat() { "$LAB" ssh "$1" "pct exec $2 -- stat -c '%a %u %g %s' $3" 2>/dev/null; }
 
@@ -119,7 +131,9 @@ run h1 "pct push 101 /tmp/pct-test-small $T/exist --perms 0640"
 [[ $(ct_stat h1 101 $T/exist) == "640 0 0 6" ]] && ok "push --perms on an existing file sets the mode" || bad "push --perms existing" "$(ct_stat h1 101 $T/exist)"
 # a running binary: ETXTBSY, exit 0, binary unchanged
 "$LAB" ssh h1 "pct push 101 /usr/bin/sleep $T/busy --perms 0755; pct exec 101 -- sh -c '$T/busy 60 </dev/null >/dev/null 2>&1 &'"
-sleep 0.5
+# the container's processes are visible here: wait until busy has been exec'd (not the sh before it)
+busy_runs() { pgrep -f "^$T/busy 60\$" >/dev/null; }
+wait_for 30 busy_runs || bad "the busy binary did not start in h1:101"
 run h1 "pct push 101 /tmp/pct-test-small $T/busy"
 expect "push over a running binary: Text file busy, exit 0" 0 "" "Text file busy"
 [[ $(ct_stat h1 101 $T/busy) == 755* && $(ct_stat h1 101 $T/busy) != *" 6" ]] && ok "push: running binary left unchanged" || bad "busy binary changed" "$(ct_stat h1 101 $T/busy)"
@@ -146,12 +160,19 @@ run h1 "pct push 101 /tmp/pct-test-small"
 expect "push: missing destination is a usage error" 255 "" "^400 "
 run h1 "pct push 101 /tmp/pct-test-small $T/bad --perms 9z"
 expect "push: invalid mode printed, exit 0" 0 "" "invalid mode"
-# the config lock: a second locking operation waits, then fails
-"$LAB" ssh h1 "flock $LAB_DIR/lock/pve-config-h1-101.lock sleep 3" &
+# the config lock: a second locking operation waits, then fails.  The fake hosts share this
+# machine's /tmp: hold the lock from here until the push has answered (not for a fixed time, which
+# a slow ssh login on a busy machine could outlast)
+lockf=$LAB_DIR/lock/pve-config-h1-101.lock
+mkdir -p "$LAB_DIR/lock"
+hold=$(mktemp /tmp/pct-test-hold.XXXXXX)
+flock "$lockf" sh -c 'while [ -e "$1" ]; do sleep 0.1; done' _ "$hold" &
 lockpid=$!
-sleep 0.5
+lock_held() { ! flock -n "$lockf" true; }
+wait_for 30 lock_held || bad "could not take the config lock of h1:101"
 run h1 "PCT_SHIM_LOCK_TIMEOUT=1 pct push 101 /tmp/pct-test-small $T/locked"
 expect "push: config lock held elsewhere: got timeout" 255 "" "can't lock file '/run/lock/lxc/pve-config-101.lock' - got timeout"
+rm -f "$hold"
 wait $lockpid
 
 # ---------------------------------------------------------------- pull
