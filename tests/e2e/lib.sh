@@ -44,7 +44,7 @@ check() { # check DESCRIPTION COMMAND...  (passes when COMMAND succeeds)
 # load CI must survive), and say the figure they saw.  Speed claims belong in bench/.
 # Every figure goes to $E2E_WORK/margins.tsv (test, check, figure); run.sh prints the tightest.
 
-# now_cs: a monotonic clock in centiseconds (/proc/uptime, no fork)
+# now_cs: a monotonic clock in centiseconds (/proc/uptime: no date(1), not the wall clock)
 now_cs() {
 	local up
 	read -r up _ </proc/uptime
