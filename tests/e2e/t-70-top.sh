@@ -71,7 +71,13 @@ rank_rows() { screen "$1" | grep -c '^ *rank [0-9]'; }
 fewer_ranks() { (($(rank_steps "$1" | grep -c .) < $2)); }
 no_colour() { ! screen_esc "$1" | grep -q $'\e\\[[0-9;]*\\(3[0-7]\\|38;5\\)[;m]'; }
 ascii_only() { ! screen "$1" | LC_ALL=C grep -q '[^ -~]'; }
-dimmed_values_kept() { screen "$1" | grep -E "^$(ct_pat "$2")" | awk '{ exit !($6 ~ /^[0-9]+$/) }'; }
+# the container's row has a STEP: "train REL STATE STEP ..." after the vmid (the fold mark before
+# the vmid is a space when no rank rows are shown, so fields are counted from the vmid)
+dimmed_values_kept() {
+	local row
+	row=$(screen "$1" | grep -E "^$(ct_pat "$2")" | head -1)
+	[[ -n $row ]] && sed -E "s/^$(ct_pat "$2")//" <<<"$row" | awk '{ exit !($4 ~ /^[0-9]+$/) }'
+}
 
 # ---------------------------------------------------------------- --once
 say "drover top --once"
@@ -244,7 +250,10 @@ keys top t
 # a screen that waited on the frozen host would answer after a connect timeout (10 s) or never
 check "and keys are answered at once (t: flat view within 5 s)" wait_until 5 shows top "^${CTS[0]}/[0-9]"
 keys top t
+# read the row only once the tree is back: right after the key the screen may still be flat
+check "t again: back to the tree" wait_until 10 shows top '^ +rank [0-9]'
 check "the stopped host's row keeps its last values (STEP still shown)" dimmed_values_kept top "$stop_ct"
+screen top | grep -E -A1 "^$(ct_pat "$stop_ct")" | sed 's/^/    | /'
 say "drover top --once while $STOP_HOST is stopped"
 t1=$(now_cs)
 "$E2E_BUILD/drover" -i "$INV" top --once --width 132 >"$E2E_WORK/top-once-stopped.txt" 2>&1
