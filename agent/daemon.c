@@ -115,9 +115,10 @@ static void daemon_save(struct daemon *d)
         (void)str_copy(j->boot_id, sizeof j->boot_id, boot);
         j->gang_pgid = g->pgid;
         j->npids = 0;
-        for (int k = 0; k < g->nranks; k++)
-            if (g->ranks[k].alive)
-                j->pids[j->npids++] = g->ranks[k].pid;
+        for (int k = 0; k < g->nranks; k++) { /* by local rank, for the next agent's adoption */
+            j->pids[j->npids] = g->ranks[k].pid;
+            j->holders[j->npids++] = g->ranks[k].holder;
+        }
     }
     int r = state_save(d->state_path, &d->st);
     if (r < 0)
@@ -595,24 +596,27 @@ static void daemon_reap(struct daemon *d)
 {
     int ws;
     pid_t pid;
-    while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
-        for (int i = 0; i < d->st.njobs; i++) {
-            struct gang *g = &d->rt[i].gang;
-            int k = gang_note_exit(g, pid, ws); /* drains the rank's heartbeats first */
-            if (k < 0)
-                continue;
-            struct job_rec *j = &d->st.jobs[i];
-            const struct rank_proc *rp = &g->ranks[k];
-            log_info("job '%s' rank %d (pid %d) %s %d", j->job, rp->rank, (int)pid,
-                     rp->exit_signal ? "killed by signal" : "exited with", rp->exit_signal ? rp->exit_signal : rp->exit_code);
-            if (g->first_exit == k) {
-                struct jm_event ev = {.kind = JM_EV_RANK_EXIT, .now = time_mono(), .rank = rp->rank,
-                                      .code = rp->exit_code, .sig = rp->exit_signal};
-                job_feed(d, i, &ev, -1);
-            }
-            break;
-        }
-    }
+    /* holders of our gangs, and workers whose holder died first (we are their subreaper) */
+    while ((pid = waitpid(-1, &ws, WNOHANG)) > 0)
+        for (int i = 0; i < d->st.njobs; i++)
+            if (gang_note_exit(&d->rt[i].gang, pid, ws) >= 0)
+                break;
+}
+
+/* A rank exited on its own (found by gang_note_exit or gang_tick): tell the machine once. */
+static void job_first_exit(struct daemon *d, int i, double now)
+{
+    struct gang *g = &d->rt[i].gang;
+    if (g->first_exit < 0 || g->first_told)
+        return;
+    g->first_told = true;
+    const struct rank_proc *rp = &g->ranks[g->first_exit];
+    log_info("job '%s' rank %d (pid %d) %s %d", d->st.jobs[i].job, rp->rank, (int)rp->pid,
+             rp->exit_signal ? "killed by signal" : "exited with",
+             rp->exit_signal ? rp->exit_signal : rp->exit_code);
+    struct jm_event ev = {.kind = JM_EV_RANK_EXIT, .now = now, .rank = rp->rank,
+                          .code = rp->exit_code, .sig = rp->exit_signal};
+    job_feed(d, i, &ev, -1);
 }
 
 /* The gang of job i is gone: what ended it, for the machine. */
@@ -645,6 +649,7 @@ static void daemon_tick(struct daemon *d)
         struct gang *g = &d->rt[i].gang;
         if (g->pgid > 0) {
             gang_tick(g, now);
+            job_first_exit(d, i, now);
             if (gang_is_gone(g)) {
                 for (int k = 0; k < g->nranks; k++) /* whatever the last ranks wrote */
                     (void)gang_read_heartbeats(g, k, now);
@@ -716,41 +721,50 @@ static uint64_t proc_starttime(pid_t pid)
     return v;
 }
 
-/* A previous agent's gang still running: stop it cleanly (they are not our children, so poll
- * the process group) before anything starts.  Re-adoption is not attempted: their heartbeat
- * pipes died with the old agent. */
-static void daemon_stop_orphans(struct daemon *d)
+/* The gang of job j an earlier agent left: re-adopt it (its holders kept heartbeats and exit
+ * statuses), so nothing is relaunched and no step is lost.  Returns true when adopted.  A gang
+ * without holders (started by an agent before holders existed: its heartbeat pipes died with
+ * that agent) is stopped cleanly instead and relaunched by daemon_resume_jobs. */
+static bool daemon_adopt_gang(struct daemon *d, int i)
 {
-    for (int i = 0; i < d->st.njobs; i++) {
-        struct job_rec *j = &d->st.jobs[i];
-        pid_t pg = (pid_t)j->gang_pgid;
-        if (pg <= 0)
-            continue;
-        uint64_t st = proc_starttime(pg);
-        bool ours = kill(-pg, 0) == 0 && (j->gang_starttime == 0 || st == 0 || st == j->gang_starttime);
-        if (ours) {
-            struct job_spec *s = current_spec(j);
-            double grace = s ? s->grace_s : 30;
-            log_notice("job '%s': stopping the gang left by the previous agent (pgid %d)", j->job, (int)pg);
-            (void)kill(-pg, SIGTERM);
-            double until = time_mono() + grace;
-            while (kill(-pg, 0) == 0 && time_mono() < until) {
-                (void)waitpid(-1, NULL, WNOHANG);
-                usleep(50000);
-            }
-            if (kill(-pg, 0) == 0) {
-                (void)kill(-pg, SIGKILL);
-                for (int k = 0; k < 100 && kill(-pg, 0) == 0; k++) {
-                    (void)waitpid(-1, NULL, WNOHANG);
-                    usleep(20000);
-                }
-            }
-            daemon_event(d, j, "orphans-stopped", j->current, "gang of pgid %d from the previous agent stopped", (int)pg);
-        }
-        j->gang_pgid = 0;
-        j->gang_starttime = 0;
-        j->npids = 0;
+    struct job_rec *j = &d->st.jobs[i];
+    pid_t pg = (pid_t)j->gang_pgid;
+    if (pg <= 0)
+        return false;
+    uint64_t st = proc_starttime(pg);
+    bool alive = kill(-pg, 0) == 0;
+    bool same = j->gang_starttime == 0 || st == 0 || st == j->gang_starttime;
+    struct job_spec *s = current_spec(j);
+    bool has_holders = j->npids > 0 && j->holders[0] > 0;
+    if (s && has_holders && (!alive || same) &&
+        gang_adopt(&d->rt[i].gang, &d->store, j->job, s, j->generation, pg, j->holders, j->pids,
+                   j->npids) == 0) {
+        log_notice("job '%s': re-adopted gang %d (pgid %d, %d ranks)", j->job, j->generation, (int)pg,
+                   j->npids);
+        return true;
     }
+    if (alive && same) {
+        double grace = s ? s->grace_s : 30;
+        log_notice("job '%s': stopping the gang left by the previous agent (pgid %d)", j->job, (int)pg);
+        (void)kill(-pg, SIGTERM);
+        double until = time_mono() + grace;
+        while (kill(-pg, 0) == 0 && time_mono() < until) {
+            (void)waitpid(-1, NULL, WNOHANG);
+            usleep(50000);
+        }
+        if (kill(-pg, 0) == 0) {
+            (void)kill(-pg, SIGKILL);
+            for (int k = 0; k < 100 && kill(-pg, 0) == 0; k++) {
+                (void)waitpid(-1, NULL, WNOHANG);
+                usleep(20000);
+            }
+        }
+        daemon_event(d, j, "orphans-stopped", j->current, "gang of pgid %d from the previous agent stopped", (int)pg);
+    }
+    j->gang_pgid = 0;
+    j->gang_starttime = 0;
+    j->npids = 0;
+    return false;
 }
 
 static void daemon_resume_jobs(struct daemon *d)
@@ -765,7 +779,12 @@ static void daemon_resume_jobs(struct daemon *d)
             if (!boot[0] || strcmp(boot, j->boot_id) != 0 || j->probation_deadline <= 0)
                 j->probation_deadline = now + j->probation_left_s;
         }
-        struct jm_event ev = {.kind = JM_EV_AGENT_START, .now = now};
+        char pids[128] = "";
+        bool adopted = daemon_adopt_gang(d, i);
+        for (int k = 0, len = 0; adopted && k < j->npids && len < (int)sizeof pids - 16; k++)
+            len += snprintf(pids + len, sizeof pids - (size_t)len, "%spid %lld", k ? ", " : "",
+                            (long long)j->pids[k]);
+        struct jm_event ev = {.kind = adopted ? JM_EV_ADOPT : JM_EV_AGENT_START, .now = now, .text = pids};
         job_feed(d, i, &ev, -1);
     }
     daemon_save(d);
@@ -829,17 +848,8 @@ static void pidfile_write(int fd)
         (void)pwrite(fd, buf, (size_t)n, 0);
 }
 
-static bool daemon_gangs_alive(struct daemon *d)
-{
-    for (int i = 0; i < d->st.njobs; i++)
-        if (d->rt[i].gang.pgid > 0)
-            return true;
-    return false;
-}
-
-/* Shutdown: the heartbeat pipes end with this process, so workers cannot outlive it usefully.
- * Stop them the graceful way (they checkpoint) and keep each job's state, so the next agent
- * relaunches what was running. */
+/* Shutdown (SIGTERM: systemctl restart, an upgrade): the gangs keep running; their holders keep
+ * heartbeats and exit statuses until the next agent re-adopts them (daemon_adopt_gangs). */
 static void daemon_stop_all(struct daemon *d)
 {
     for (int i = 0; i < d->st.njobs; i++) {
@@ -854,7 +864,7 @@ static void daemon_loop(struct daemon *d)
 {
     struct pollfd pfd[2 + MAX_CLIENTS + STATUS_MAX_JOBS * STATUS_MAX_RANKS];
     int who[ARRAY_SIZE(pfd)]; /* >= 0 client index; < 0: -(1 + job*RANKS + rank) */
-    while (!d->quit || daemon_gangs_alive(d)) {
+    while (!d->quit) {
         int n = 0;
         pfd[n++] = (struct pollfd){.fd = d->listen_fd, .events = POLLIN};
         pfd[n++] = (struct pollfd){.fd = d->sig_fd, .events = POLLIN};
@@ -878,8 +888,8 @@ static void daemon_loop(struct daemon *d)
             struct signalfd_siginfo si;
             while (read(d->sig_fd, &si, sizeof si) == (ssize_t)sizeof si) {
                 if ((si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) && !d->quit) {
-                    log_notice("signal %d: stopping every gang (checkpoint and exit), then exiting; "
-                               "the next agent relaunches them", (int)si.ssi_signo);
+                    log_notice("signal %d: exiting; the gangs keep running and the next agent "
+                               "re-adopts them", (int)si.ssi_signo);
                     d->quit = true;
                     daemon_stop_all(d);
                 }
@@ -1021,7 +1031,6 @@ int daemon_run(const struct daemon_opts *o)
     /* grandchildren of workers come back to us, so the process group can be fully reaped */
     (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
     d->started_mono = time_mono();
-    daemon_stop_orphans(d);
     if ((d->listen_fd = daemon_listen(o->socket)) < 0) {
         log_error("cannot listen on '%s': %s", o->socket, strerror(-d->listen_fd));
         goto out;

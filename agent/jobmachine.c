@@ -602,16 +602,36 @@ void jm_step(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
         default:
             return;
         }
+    case JM_EV_ADOPT:
+        rt->gang = true;
+        switch (j->state) {
+        case GANG_STARTING:
+        case GANG_RUNNING:
+        case GANG_REVERTED:
+            fx_event(out, "adopt", j->current, "gang %d re-adopted from the previous agent%s%s",
+                     j->generation, ev->text && ev->text[0] ? ": " : "", ev->text ? ev->text : "");
+            fx_simple(out, JM_FX_SAVE);
+            return;
+        default:
+            /* the job was being stopped (or should not run): finish that */
+            rt->stopping = true;
+            rt->next = JM_NEXT_NONE;
+            fx_event(out, "adopt", j->current, "gang %d of the previous agent found while %s: stopping it",
+                     j->generation, gang_state_name(j->state));
+            fx_simple(out, JM_FX_STOP_GANG);
+            set_state(j, GANG_STOPPING, "stopping the gang the previous agent left");
+            fx_simple(out, JM_FX_SAVE);
+            return;
+        }
     case JM_EV_SHUTDOWN:
+        /* the gang keeps running: its holders keep its heartbeats and exit status for the
+         * next agent, which re-adopts it */
         rt->quit = true;
         if (jm_busy(rt))
             fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_BUSY, "the agent is shutting down");
-        if (rt->gang && !rt->stopping) {
-            rt->stopping = true;
-            fx_simple(out, JM_FX_STOP_GANG);
-        }
         spec_done(&rt->next_spec);
         rt->next = JM_NEXT_NONE;
+        fx_simple(out, JM_FX_SAVE);
         return;
     }
 }

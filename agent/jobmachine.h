@@ -115,8 +115,9 @@ enum jm_ev {
     JM_EV_START_OK,     /* the START_GANG effect started every rank */
     JM_EV_START_FAILED, /* text = why */
     JM_EV_TICK,
-    JM_EV_AGENT_START,  /* the agent started with this job in state.json */
-    JM_EV_SHUTDOWN,     /* SIGTERM: stop the gang, keep the state for the next agent */
+    JM_EV_AGENT_START,  /* the agent started with this job in state.json and no gang of it */
+    JM_EV_ADOPT,        /* the agent started and re-adopted the job's gang (text: pids) */
+    JM_EV_SHUTDOWN,     /* SIGTERM: the agent leaves; the gang keeps running for the next one */
 };
 
 struct jm_event {

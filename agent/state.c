@@ -27,8 +27,11 @@ void state_done(struct agent_state *st)
 static json_t *job_to_json(const struct job_rec *j)
 {
     json_t *pids = json_array(), *specs = json_array(), *bad = json_array(), *goods = json_array();
-    for (int i = 0; i < j->npids; i++)
+    json_t *holders = json_array();
+    for (int i = 0; i < j->npids; i++) {
         json_array_append_new(pids, json_integer(j->pids[i]));
+        json_array_append_new(holders, json_integer(j->holders[i]));
+    }
     for (int i = 0; i < j->nspecs; i++)
         json_array_append_new(specs, spec_to_json(&j->specs[i]));
     for (int i = 0; i < j->nbad; i++)
@@ -36,14 +39,14 @@ static json_t *job_to_json(const struct job_rec *j)
                                              j->bad[i].reason));
     for (int i = 0; i < j->ngoods; i++)
         json_array_append_new(goods, json_string(j->goods[i]));
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:s,s:I,s:I,s:o,s:o,s:o,s:o}",
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:o}",
                      "job", j->job, "current", j->current, "previous", j->previous, "good", j->good,
                      "state", gang_state_name(j->state), "reason", j->reason, "generation",
                      j->generation, "restarts", j->restarts, "auto_rollbacks", j->auto_rollbacks,
                      "probation_mono", j->probation_deadline, "probation_left_s", j->probation_left_s,
                      "boot_id", j->boot_id, "gang_pgid", (json_int_t)j->gang_pgid, "gang_starttime",
-                     (json_int_t)j->gang_starttime, "pids", pids, "specs", specs, "bad", bad, "goods",
-                     goods);
+                     (json_int_t)j->gang_starttime, "pids", pids, "holders", holders, "specs", specs,
+                     "bad", bad, "goods", goods);
 }
 
 int state_format(const struct agent_state *st, char **ret_text)
@@ -162,9 +165,20 @@ static int job_from_json(json_t *o, struct job_rec *j)
         json_t *v;
         json_array_foreach(pids, i, v)
         {
-            if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > INT32_MAX)
+            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
                 return -EINVAL;
             j->pids[j->npids++] = json_integer_value(v);
+        }
+        json_t *holders = json_object_get(o, "holders");
+        if (holders) { /* written by an agent whose gangs have holders: one per pid */
+            if (!json_is_array(holders) || json_array_size(holders) != json_array_size(pids))
+                return -EINVAL;
+            json_array_foreach(holders, i, v)
+            {
+                if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
+                    return -EINVAL;
+                j->holders[i] = json_integer_value(v);
+            }
         }
     }
     if (specs) {

@@ -53,11 +53,12 @@ struct job_rec {
      * the good release goes. */
     int ngoods;
     char goods[STATE_MAX_GOODS][RELEASE_ID_LEN + 1];
-    /* the gang last started, so a restarted agent can find and stop it */
+    /* the gang last started (generation `generation`), so a restarted agent can re-adopt it */
     int64_t gang_pgid;
     uint64_t gang_starttime; /* /proc/<pgid>/stat field 22 of the group leader */
     int npids;
-    int64_t pids[STATUS_MAX_RANKS];
+    int64_t pids[STATUS_MAX_RANKS];    /* the workers, by local rank */
+    int64_t holders[STATUS_MAX_RANKS]; /* their holders (agent/supervise.h), by local rank */
     int nspecs;
     struct job_spec specs[STATE_MAX_SPECS];
 };

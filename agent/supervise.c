@@ -7,6 +7,7 @@
  */
 #include "agent/supervise.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -137,13 +139,13 @@ int gang_build_env(struct gang_env *e, const struct store *s, const char *job,
     return 0;
 }
 
-static int open_rank_log(const struct store *s, const char *job, int rank)
+static int open_rank_log(const struct store *s, const char *job, int rank, bool rotate)
 {
     char p[PATH_MAX], old[PATH_MAX + 8];
     if (store_path(s, p, sizeof p, "runs/%s/logs/rank%d.log", job, rank) < 0)
         return -ENAMETOOLONG;
     struct stat st;
-    if (stat(p, &st) == 0 && (uint64_t)st.st_size > RANK_LOG_MAX / 2) {
+    if (rotate && stat(p, &st) == 0 && (uint64_t)st.st_size > RANK_LOG_MAX / 2) {
         snprintf(old, sizeof old, "%s.1", p);
         (void)rename(p, old);
     }
@@ -151,10 +153,75 @@ static int open_rank_log(const struct store *s, const char *job, int rank)
     return fd < 0 ? -errno : fd;
 }
 
-/* The child between fork and exec: async-signal-safe calls only. */
-static void __attribute__((noreturn))
-rank_exec(const char *dir, const struct job_spec *spec, char **envp, pid_t pgid, int log_fd,
-          int hb_w, int err_w)
+/* ---- the holder: between fork and _exit, raw system calls only ---- */
+
+static size_t u_fmt(char *buf, long v)
+{
+    char tmp[24];
+    size_t n = 0, len = 0;
+    bool neg = v < 0;
+    unsigned long u = neg ? (unsigned long)-v : (unsigned long)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (neg)
+        buf[len++] = '-';
+    while (n)
+        buf[len++] = tmp[--n];
+    return len;
+}
+
+/* Write "a b\n" to path via path.tmp + rename. */
+static void holder_write_file(const char *path, const char *tmp, long a, long b)
+{
+    char buf[64];
+    size_t n = u_fmt(buf, a);
+    buf[n++] = ' ';
+    n += u_fmt(buf + n, b);
+    buf[n++] = '\n';
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return;
+    (void)!write(fd, buf, n);
+    (void)fsync(fd);
+    close(fd);
+    (void)rename(tmp, path);
+}
+
+struct holder_args {
+    const char *dir;            /* the release directory */
+    const struct job_spec *spec;
+    char **envp;
+    pid_t pgid;
+    int log_fd, err_w;
+    char fifo[PATH_MAX], pidf[PATH_MAX], pidtmp[PATH_MAX], exitf[PATH_MAX], exittmp[PATH_MAX];
+};
+
+/* Close every fd but keep[0..n) (sorted ascending). */
+static void close_all_but(const int *keep, int n)
+{
+    unsigned lo = 3;
+    for (int i = 0; i < n; i++) {
+        if ((unsigned)keep[i] > lo)
+            (void)close_range(lo, (unsigned)keep[i] - 1, 0);
+        if ((unsigned)keep[i] + 1 > lo)
+            lo = (unsigned)keep[i] + 1;
+    }
+    (void)close_range(lo, ~0u, 0);
+}
+
+static void sort_fds(int *a, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int k = i; k > 0 && a[k - 1] > a[k]; k--) {
+            int t = a[k];
+            a[k] = a[k - 1];
+            a[k - 1] = t;
+        }
+}
+
+static void __attribute__((noreturn)) holder_main(const struct holder_args *a)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -162,26 +229,58 @@ rank_exec(const char *dir, const struct job_spec *spec, char **envp, pid_t pgid,
         signal(sig, SIG_DFL);
     sigprocmask(SIG_SETMASK, &none, NULL);
     int e = 0;
-    /* move our fds out of the way of 0..3, then place them: 0 /dev/null, 1+2 log, 3 heartbeat */
-    err_w = fcntl(err_w, F_DUPFD_CLOEXEC, 10);
-    hb_w = fcntl(hb_w, F_DUPFD_CLOEXEC, 10);
-    log_fd = fcntl(log_fd, F_DUPFD_CLOEXEC, 10);
-    if (err_w < 0 || hb_w < 0 || log_fd < 0)
+    if (setpgid(0, a->pgid) < 0)
         e = errno;
-    if (!e && setpgid(0, pgid) < 0)
-        e = errno;
+    int hb = open(a->fifo, O_RDWR | O_CLOEXEC); /* a reader as long as we live: no EPIPE */
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (!e && (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0 ||
-               dup2(hb_w, GANG_HEARTBEAT_FD) < 0)) /* dup2 clears close-on-exec on the copies */
+    if (!e && (hb < 0 || devnull < 0))
         e = errno;
-    if (!e && chdir(dir) < 0)
-        e = errno;
-    if (!e) {
-        execvpe(spec->argv[0], spec->argv, envp);
-        e = errno;
+    int log_fd = a->log_fd, err_w = a->err_w;
+    int keep[4] = {hb, devnull, log_fd, err_w};
+    sort_fds(keep, 4);
+    close_all_but(keep, 4); /* the agent's socket, pidfile lock, other gangs' FIFOs */
+    pid_t w = e ? -1 : fork();
+    if (w == 0) {
+        /* the worker: 0 /dev/null, 1+2 its log, 3 the heartbeat FIFO */
+        if (dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0 ||
+            dup2(hb, GANG_HEARTBEAT_FD) < 0) /* dup2 clears close-on-exec on the copies */
+            e = errno;
+        if (!e && chdir(a->dir) < 0)
+            e = errno;
+        if (!e) {
+            execvpe(a->spec->argv[0], a->spec->argv, a->envp);
+            e = errno;
+        }
+        (void)!write(err_w, &e, sizeof e);
+        _exit(127);
     }
-    (void)!write(err_w, &e, sizeof e);
-    _exit(127);
+    if (w < 0) {
+        if (!e)
+            e = errno;
+        (void)!write(err_w, &e, sizeof e);
+        _exit(127);
+    }
+    /* group signals (SIGTERM at stop) are for the worker; the holder stays to see it exit */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    holder_write_file(a->pidf, a->pidtmp, (long)w, (long)getpid());
+    close(err_w); /* with the worker's exec, the agent's read sees EOF: started */
+    close(log_fd);
+    close(devnull);
+    int ws = 0;
+    while (waitpid(w, &ws, 0) < 0 && errno == EINTR)
+        ;
+    holder_write_file(a->exitf, a->exittmp, WIFEXITED(ws) ? WEXITSTATUS(ws) : -1,
+                      WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+    /* stay until an agent has read the worker's last heartbeats (at most 10 minutes) */
+    for (int i = 0; i < 12000; i++) {
+        int n = 0;
+        if (ioctl(hb, FIONREAD, &n) < 0 || n == 0)
+            break;
+        usleep(50000);
+    }
+    _exit(0);
 }
 
 static void gang_kill_now(struct gang *g)
@@ -190,12 +289,58 @@ static void gang_kill_now(struct gang *g)
         (void)kill(-g->pgid, SIGKILL);
     for (int i = 0; i < g->nranks; i++) {
         struct rank_proc *rp = &g->ranks[i];
-        if (rp->pid > 0 && rp->alive) {
-            (void)kill(rp->pid, SIGKILL);
-            (void)waitpid(rp->pid, NULL, 0);
-            rp->alive = false;
+        if (rp->holder > 0 && rp->holder_child && !rp->holder_gone) {
+            (void)kill(rp->holder, SIGKILL);
+            (void)waitpid(rp->holder, NULL, 0);
+            rp->holder_gone = true;
         }
+        rp->alive = false;
     }
+}
+
+static int gang_file(const struct gang *g, char *buf, size_t sz, int lr, const char *what)
+{
+    int n = snprintf(buf, sz, "%s/rank%d.%s", g->dir, lr, what);
+    return n < 0 || (size_t)n >= sz ? -ENAMETOOLONG : 0;
+}
+
+static int gang_dir(const struct store *s, const char *job, int gen, char *buf, size_t sz)
+{
+    return store_path(s, buf, sz, "runs/%s/gang/g%d", job, gen);
+}
+
+/* Read "a b\n" from a holder's file. */
+static int read_pair(const char *path, long *ret_a, long *ret_b)
+{
+    char buf[64];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -EIO;
+    buf[n] = '\0';
+    long a, b;
+    if (sscanf(buf, "%ld %ld", &a, &b) != 2)
+        return -EINVAL;
+    *ret_a = a;
+    *ret_b = b;
+    return 0;
+}
+
+static int open_fifo_reader(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+        close(fd);
+        return -EINVAL;
+    }
+    (void)fcntl(fd, F_SETPIPE_SZ, 1 << 20); /* heartbeats of a while without an agent */
+    return fd;
 }
 
 int gang_start(struct gang *g, const struct store *s, const char *job, const struct job_spec *spec,
@@ -213,6 +358,14 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
             snprintf(err, errsz, "cannot create '%s': %s", p, strerror(-r));
             return r;
         }
+    if ((r = gang_dir(s, job, generation, g->dir, sizeof g->dir)) < 0)
+        return r;
+    (void)fs_rm_rf(g->dir); /* a stale one of an earlier gang with this number */
+    if ((r = fs_mkdir_p(g->dir, 0700)) < 0) {
+        snprintf(err, errsz, "cannot create '%s': %s", g->dir, strerror(-r));
+        g->dir[0] = '\0';
+        return r;
+    }
     (void)str_copy(g->job, sizeof g->job, job);
     (void)str_copy(g->release, sizeof g->release, spec->release);
     g->generation = generation;
@@ -220,8 +373,13 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
     g->live = spec->live;
     g->started_mono = time_mono();
     struct gang_env *env = malloc(sizeof *env);
-    if (!env)
+    struct holder_args *ha = malloc(sizeof *ha);
+    if (!env || !ha) {
+        free(env);
+        free(ha);
+        gang_clear(g);
         return -ENOMEM;
+    }
     for (int lr = 0; lr < spec->nproc; lr++) {
         struct rank_proc *rp = &g->ranks[lr];
         rp->local_rank = lr;
@@ -229,70 +387,138 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
         rp->exit_code = -1;
         rp->hb_fd = rp->log_fd = -1;
         (void)linebuf_init(&rp->hb_lb, rp->hb_buf, sizeof rp->hb_buf, sizeof rp->hb_buf - 1);
-        int hb[2] = {-1, -1}, ep[2] = {-1, -1};
-        if (pipe2(hb, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+        int ep[2] = {-1, -1};
+        memset(ha, 0, sizeof *ha);
+        if (gang_file(g, ha->fifo, sizeof ha->fifo, lr, "hb") < 0 ||
+            gang_file(g, ha->pidf, sizeof ha->pidf, lr, "pid") < 0 ||
+            gang_file(g, ha->pidtmp, sizeof ha->pidtmp, lr, "pid.tmp") < 0 ||
+            gang_file(g, ha->exitf, sizeof ha->exitf, lr, "exit") < 0 ||
+            gang_file(g, ha->exittmp, sizeof ha->exittmp, lr, "exit.tmp") < 0) {
+            r = -ENAMETOOLONG;
+            snprintf(err, errsz, "gang directory path too long");
+            goto fail;
+        }
+        if (mkfifo(ha->fifo, 0600) < 0 || (rp->hb_fd = open_fifo_reader(ha->fifo)) < 0) {
+            r = rp->hb_fd < 0 && rp->hb_fd != -1 ? rp->hb_fd : -errno;
+            rp->hb_fd = -1;
+            snprintf(err, errsz, "heartbeat FIFO '%s': %s", ha->fifo, strerror(-r));
+            goto fail;
+        }
+        if (pipe2(ep, O_CLOEXEC) < 0) {
             r = -errno;
             snprintf(err, errsz, "pipe: %s", strerror(errno));
-            goto fail_fds;
+            goto fail;
         }
-        if ((rp->log_fd = open_rank_log(s, job, rp->rank)) < 0) {
+        if ((rp->log_fd = open_rank_log(s, job, rp->rank, true)) < 0) {
             r = rp->log_fd;
             rp->log_fd = -1;
             snprintf(err, errsz, "cannot open rank %d log: %s", rp->rank, strerror(-r));
-            goto fail_fds;
+            goto fail_ep;
         }
         if ((r = gang_build_env(env, s, job, spec, resume, lr, GANG_HEARTBEAT_FD)) < 0) {
             snprintf(err, errsz, "worker environment too large");
-            goto fail_fds;
+            goto fail_ep;
         }
+        ha->dir = dir;
+        ha->spec = spec;
+        ha->envp = env->envp;
+        ha->pgid = g->pgid;
+        ha->log_fd = rp->log_fd;
+        ha->err_w = ep[1];
         pid_t pid = fork();
         if (pid < 0) {
             r = -errno;
             snprintf(err, errsz, "fork: %s", strerror(errno));
-            goto fail_fds;
+            goto fail_ep;
         }
         if (pid == 0)
-            rank_exec(dir, spec, env->envp, g->pgid, rp->log_fd, hb[1], ep[1]);
+            holder_main(ha);
         if (g->pgid == 0)
             g->pgid = pid;
         (void)setpgid(pid, g->pgid); /* also in the child: whichever runs first wins */
-        rp->pid = pid;
+        rp->holder = pid;
+        rp->holder_child = true;
         rp->alive = true;
         g->nranks = lr + 1;
-        close(hb[1]);
         close(ep[1]);
-        hb[1] = ep[1] = -1;
+        ep[1] = -1;
         int e = 0;
         ssize_t n;
         while ((n = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR)
             ;
         close(ep[0]);
         ep[0] = -1;
-        (void)fcntl(hb[0], F_SETFL, O_NONBLOCK);
-        rp->hb_fd = hb[0];
         if (n == (ssize_t)sizeof e) {
             r = -e;
             snprintf(err, errsz, "cannot execute '%s' (rank %d): %s", spec->argv[0], rp->rank,
                      strerror(e));
             goto fail;
         }
+        long wpid = 0, hpid = 0;
+        if (read_pair(ha->pidf, &wpid, &hpid) < 0 || wpid <= 0) {
+            r = -EIO;
+            snprintf(err, errsz, "rank %d: the holder did not report its worker", rp->rank);
+            goto fail;
+        }
+        rp->pid = (pid_t)wpid;
         continue;
-    fail_fds:
-        for (int k = 0; k < 2; k++) {
-            if (hb[k] >= 0)
-                close(hb[k]);
+    fail_ep:
+        for (int k = 0; k < 2; k++)
             if (ep[k] >= 0)
                 close(ep[k]);
-        }
         goto fail;
     }
     free(env);
+    free(ha);
     log_info("job '%s': gang %d of release %.12s started (%d ranks, pgid %d)", job, generation,
              spec->release, g->nranks, (int)g->pgid);
     return 0;
 fail:
     free(env);
+    free(ha);
     gang_kill_now(g);
+    gang_clear(g);
+    return r;
+}
+
+int gang_adopt(struct gang *g, const struct store *s, const char *job, const struct job_spec *spec,
+               int gen, pid_t pgid, const int64_t *holders, const int64_t *pids, int n)
+{
+    gang_init(g);
+    if (n <= 0 || n > STATUS_MAX_RANKS || n != spec->nproc || pgid <= 0)
+        return -EINVAL;
+    int r = gang_dir(s, job, gen, g->dir, sizeof g->dir);
+    if (r < 0)
+        return r;
+    (void)str_copy(g->job, sizeof g->job, job);
+    (void)str_copy(g->release, sizeof g->release, spec->release);
+    g->generation = gen;
+    g->grace_s = spec->grace_s;
+    g->started_mono = time_mono();
+    g->pgid = pgid;
+    g->adopted = true;
+    g->live = spec->live;
+    for (int lr = 0; lr < n; lr++) {
+        struct rank_proc *rp = &g->ranks[lr];
+        char fifo[PATH_MAX];
+        (void)linebuf_init(&rp->hb_lb, rp->hb_buf, sizeof rp->hb_buf, sizeof rp->hb_buf - 1);
+        rp->local_rank = lr;
+        rp->rank = spec->node_rank * spec->nproc + lr;
+        rp->exit_code = -1;
+        rp->pid = (pid_t)pids[lr];
+        rp->holder = (pid_t)holders[lr];
+        rp->alive = true;
+        g->nranks = lr + 1;
+        if ((r = gang_file(g, fifo, sizeof fifo, lr, "hb")) < 0 || (r = open_fifo_reader(fifo)) < 0)
+            goto fail;
+        rp->hb_fd = r;
+        if ((r = open_rank_log(s, job, rp->rank, false)) < 0)
+            goto fail;
+        rp->log_fd = r;
+    }
+    return 0;
+fail:
+    g->dir[0] = '\0'; /* keep the files: the next try may succeed */
     gang_clear(g);
     return r;
 }
@@ -309,6 +535,9 @@ void gang_stop(struct gang *g)
              g->grace_s);
 }
 
+static void rank_check_exit(struct gang *g, int i, double now);
+static bool pid_is_dead(pid_t pid);
+
 void gang_tick(struct gang *g, double now)
 {
     if (g->pgid <= 0)
@@ -320,6 +549,7 @@ void gang_tick(struct gang *g, double now)
         (void)kill(-g->pgid, SIGKILL);
     }
     for (int i = 0; i < g->nranks; i++) {
+        rank_check_exit(g, i, now);
         struct stat st;
         int fd = g->ranks[i].log_fd;
         if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size > RANK_LOG_MAX)
@@ -327,24 +557,53 @@ void gang_tick(struct gang *g, double now)
     }
 }
 
+/* Has rank i exited?  Its holder's exit file says how; a holder gone without one (killed with
+ * the gang) means the worker went with it. */
+static void rank_check_exit(struct gang *g, int i, double now)
+{
+    struct rank_proc *rp = &g->ranks[i];
+    if (!rp->alive)
+        return;
+    char path[PATH_MAX];
+    long code = -1, sig = 0;
+    bool exited = gang_file(g, path, sizeof path, rp->local_rank, "exit") == 0 &&
+                  read_pair(path, &code, &sig) == 0;
+    if (!exited && !rp->holder_gone && !rp->holder_child && rp->holder > 0 && pid_is_dead(rp->holder)) {
+        rp->holder_gone = true; /* an adopted holder is not our child: look again for its file */
+        exited = read_pair(path, &code, &sig) == 0;
+        if (!exited) {
+            code = -1;
+            sig = SIGKILL;
+            exited = true;
+        }
+    }
+    if (!exited && rp->holder_gone) {
+        int ws = rp->holder_status;
+        code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+        sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : (rp->holder_child ? 0 : SIGKILL);
+        exited = true;
+    }
+    if (!exited)
+        return;
+    /* everything the worker wrote before it exited is in the FIFO, which its holder keeps */
+    if (rp->hb_fd >= 0)
+        (void)gang_read_heartbeats(g, i, now);
+    rp->alive = false;
+    rp->exit_code = sig ? -1 : (int)code;
+    rp->exit_signal = (int)sig;
+    if (!g->stopping && g->first_exit < 0)
+        g->first_exit = i;
+}
+
 int gang_note_exit(struct gang *g, pid_t pid, int wstatus)
 {
     for (int i = 0; i < g->nranks; i++) {
         struct rank_proc *rp = &g->ranks[i];
-        if (rp->pid != pid || !rp->alive)
+        if (rp->holder != pid || rp->holder_gone)
             continue;
-        if (rp->hb_fd >= 0)
-            (void)gang_read_heartbeats(g, i, time_mono());
-        rp->alive = false;
-        if (WIFEXITED(wstatus)) {
-            rp->exit_code = WEXITSTATUS(wstatus);
-            rp->exit_signal = 0;
-        } else if (WIFSIGNALED(wstatus)) {
-            rp->exit_code = -1;
-            rp->exit_signal = WTERMSIG(wstatus);
-        }
-        if (!g->stopping && g->first_exit < 0)
-            g->first_exit = i;
+        rp->holder_gone = true;
+        rp->holder_status = wstatus;
+        rank_check_exit(g, i, time_mono());
         return i;
     }
     return -1;
@@ -358,17 +617,74 @@ int gang_alive(const struct gang *g)
     return n;
 }
 
+/* /proc/<pid>/stat: state letter and process group; -ESRCH when gone. */
+static int proc_stat(pid_t pid, char *ret_state, pid_t *ret_pgrp)
+{
+    char p[64], buf[512];
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -ESRCH;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -ESRCH;
+    buf[n] = '\0';
+    char *e = strrchr(buf, ')'); /* comm may contain anything */
+    int pgrp;
+    char st;
+    if (!e || sscanf(e + 1, " %c %*d %d", &st, &pgrp) != 2)
+        return -EINVAL;
+    *ret_state = st;
+    *ret_pgrp = pgrp;
+    return 0;
+}
+
+/* A process that is gone or a zombie (an adopted holder is not our child: whoever reaps it may
+ * take a while, or never, if the container's init does not reap). */
+static bool pid_is_dead(pid_t pid)
+{
+    char st;
+    pid_t pg;
+    return proc_stat(pid, &st, &pg) < 0 || st == 'Z' || st == 'X';
+}
+
+/* Does process group pgid have a member that is not a zombie? */
+static bool group_has_live(pid_t pgid)
+{
+    if (kill(-pgid, 0) < 0 && errno == ESRCH)
+        return false;
+    DIR *dir = opendir("/proc");
+    if (!dir)
+        return true;
+    bool live = false;
+    struct dirent *de;
+    while (!live && (de = readdir(dir))) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        char st;
+        pid_t pg;
+        if (*end || pid <= 0)
+            continue;
+        live = proc_stat((pid_t)pid, &st, &pg) == 0 && pg == pgid && st != 'Z' && st != 'X';
+    }
+    closedir(dir);
+    return live;
+}
+
 bool gang_is_gone(const struct gang *g)
 {
     if (g->pgid <= 0)
         return true;
     if (gang_alive(g) > 0)
         return false;
-    return kill(-g->pgid, 0) < 0 && errno == ESRCH;
+    return !group_has_live(g->pgid);
 }
 
 void gang_clear(struct gang *g)
 {
+    if (g->dir[0])
+        (void)fs_rm_rf(g->dir);
     for (int i = 0; i < STATUS_MAX_RANKS; i++) {
         if (g->ranks[i].hb_fd >= 0)
             close(g->ranks[i].hb_fd);

@@ -1,17 +1,25 @@
 /* agent/supervise.h: one job's gang of worker processes on this container: the
  * mechanics of starting, stopping and reading them (the rules are in jobmachine.c).
  *
- * A gang is nproc ranks, each fork+exec'd with cwd = the release directory, torchrun's
- * environment (docs/protocol.md, "Worker environment"), stdout/stderr appended to
- * runs/<job>/logs/rank<N>.log and a heartbeat pipe whose write end, on fd 3, is the only fd the
- * worker inherits besides 0-2.  All ranks share one process group (the first rank's pid) so stop is one
- * kill(-pgid).  The caller owns reaping: it calls waitpid and hands results to gang_note_exit.
+ * A gang is nproc ranks, each exec'd with cwd = the release directory, torchrun's environment
+ * (docs/protocol.md, "Worker environment"), stdout/stderr appended to runs/<job>/logs/rank<N>.log
+ * and its heartbeat FIFO on fd 3, the only fd the worker inherits besides 0-2.
+ *
+ * Gangs outlive the agent.  Each worker is forked by a small holder (a fork of the agent that
+ * closed every agent fd and execs nothing) that waits for it and writes its exit status to
+ * <gang dir>/rank<N>.exit, and keeps the rank's heartbeat FIFO <gang dir>/rank<N>.hb open, so
+ * heartbeats written while no agent runs wait in the FIFO (1 MiB) and a worker's status is never
+ * lost.  The next agent reopens the FIFOs and reads the exit files (gang_adopt).  Holders and
+ * workers share one process group (the first holder's pid), so stop is one kill(-pgid); holders
+ * ignore SIGTERM (meant for the workers) and leave once the worker's last heartbeats were read.
+ * The caller reaps (waitpid) and hands holders' statuses to gang_note_exit.
  * Not thread-safe; call from the daemon's loop only.
  */
 #ifndef DROVER_AGENT_SUPERVISE_H
 #define DROVER_AGENT_SUPERVISE_H
 
 #include <stdbool.h>
+#include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -30,7 +38,11 @@
 
 struct rank_proc {
     int rank, local_rank;
-    pid_t pid;            /* 0: never started */
+    pid_t pid;            /* the worker; 0: never started */
+    pid_t holder;         /* its holder: the gang's process that forked it and waits for it */
+    bool holder_child;    /* the holder is our child (not a gang adopted from an earlier agent) */
+    bool holder_gone;     /* the holder was reaped (holder_status) or found gone */
+    int holder_status;
     bool alive;
     int exit_code;        /* -1 while running / killed by a signal */
     int exit_signal;
@@ -65,6 +77,9 @@ struct gang {
     struct liveness_policy live; /* the spec's deadlines */
     int hung;             /* index of the rank a liveness deadline tripped on; -1 none */
     char hung_why[256];   /* liveness_describe() of that verdict */
+    bool first_told;      /* the daemon has told the job machine about first_exit */
+    bool adopted;         /* started by an earlier agent and re-adopted */
+    char dir[PATH_MAX];   /* runs/<job>/gang/g<generation>: heartbeat FIFOs, pid and exit files */
 };
 
 void gang_init(struct gang *g);
@@ -82,12 +97,23 @@ int gang_check_exec(const struct store *s, const struct job_spec *spec, char *er
 int gang_start(struct gang *g, const struct store *s, const char *job, const struct job_spec *spec,
                const char *resume, int generation, char *err, size_t errsz);
 
+/* Re-adopt the gang an earlier agent started (generation gen of spec's release): its holders
+ * (holders[k], the group leader holders[0] == pgid) and workers (pids[k]) for each local rank.
+ * Reopens the heartbeat FIFOs (what the workers wrote meanwhile is waiting there) and the rank
+ * logs; exits that happened while no agent ran are found by gang_tick in the ranks' exit files.
+ * -ENOENT when the gang directory or a FIFO is missing (then it cannot be adopted). */
+int gang_adopt(struct gang *g, const struct store *s, const char *job, const struct job_spec *spec,
+               int gen, pid_t pgid, const int64_t *holders, const int64_t *pids, int n);
+
 /* SIGTERM the process group and arm SIGKILL after grace_s; idempotent. */
 void gang_stop(struct gang *g);
-/* Escalate to SIGKILL when due; truncate oversize rank logs.  now = time_mono(). */
+/* Escalate to SIGKILL when due; truncate oversize rank logs; notice ranks that exited (their
+ * holder wrote the exit file, or the holder itself is gone).  now = time_mono(). */
 void gang_tick(struct gang *g, double now);
-/* Record a reaped child; returns the rank index or -1 when pid is not one of g's ranks.  Marks
- * first_exit when the exit was not caused by gang_stop.  Drains the rank's heartbeat pipe first
+/* Record a reaped child (a rank's holder); returns the rank index or -1 when pid is not one of
+ * g's holders.  A rank counts as exited when its holder wrote the worker's status to the exit
+ * file, or when the holder is gone without one (its own status then).  Marks first_exit when
+ * the exit was not caused by gang_stop.  Drains the rank's heartbeat pipe first
  * (everything the worker wrote before it exited is in the pipe), so a last heartbeat, e.g. an
  * error written just before exit, is part of what the exit is judged by. */
 int gang_note_exit(struct gang *g, pid_t pid, int wstatus);

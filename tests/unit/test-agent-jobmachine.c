@@ -362,28 +362,45 @@ static void test_requests(void **state)
     world_done(&w);
 }
 
-/* Agent shutdown keeps the job's state for the next agent, which relaunches it. */
-static void test_shutdown_and_agent_start(void **state)
+/* Agent shutdown leaves the gang running and keeps the state; the next agent re-adopts it
+ * (nothing relaunched), or relaunches when there was no gang to adopt. */
+static void test_shutdown_adopt_and_agent_start(void **state)
 {
     (void)state;
     struct world w;
     world_init(&w);
     RUN(&w, good_a);
     static const struct row rows[] = {
-        {JM_EV_SHUTDOWN, 5, NULL, 0, 0, 0, 0, NULL, "stop-gang", GANG_RUNNING, NULL},
-        {JM_EV_RANK_EXIT, 5, NULL, 0, 0, 0, 15, NULL, "", GANG_RUNNING, NULL},
-        {JM_EV_GANG_GONE, 6, NULL, 0, 0, 0, 15, NULL, "clear-gang save", GANG_RUNNING, NULL},
+        {JM_EV_SHUTDOWN, 5, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
         {JM_EV_ACTIVATE, 6, B, 0, 0, 0, 0, NULL, "reply", GANG_RUNNING, "shutting down"},
     };
     RUN(&w, rows);
     jm_rt_done(&w.rt); /* the next agent */
     jm_rt_init(&w.rt);
-    static const struct row next[] = {
-        {JM_EV_AGENT_START, 0.5, NULL, 0, 0, 0, 0, NULL, "event save start-gang", GANG_RUNNING, "agent restarted"},
+    static const struct row adopt[] = {
+        {JM_EV_ADOPT, 0.5, NULL, 0, 0, 0, 0, "pid 10, pid 11", "event save", GANG_RUNNING, "re-adopted"},
+        /* a rank that died while no agent ran is found in its exit file: the usual rules */
+        {JM_EV_RANK_EXIT, 0.6, NULL, 0, 1, -1, 9, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 0.7, NULL, 0, 1, -1, 9, NULL, "event clear-gang save", GANG_BACKOFF, "restarting promoted release"},
+    };
+    RUN(&w, adopt);
+    assert_int_equal(w.j->generation, 1);
+    jm_rt_done(&w.rt);
+    jm_rt_init(&w.rt);
+    static const struct row relaunch[] = { /* no gang left (e.g. a reboot) */
+        {JM_EV_AGENT_START, 0.5, NULL, 0, 0, 0, 0, NULL, "event save start-gang", GANG_BACKOFF, "agent restarted"},
         {JM_EV_START_OK, 0.5, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
     };
-    RUN(&w, next);
+    RUN(&w, relaunch);
     assert_int_equal(w.j->generation, 2);
+    jm_rt_done(&w.rt);
+    jm_rt_init(&w.rt);
+    w.j->state = GANG_STOPPING; /* the agent left while stopping: the next one finishes it */
+    static const struct row stopping[] = {
+        {JM_EV_ADOPT, 1, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 2, NULL, 0, -1, 0, 0, NULL, "clear-gang save", GANG_STOPPED, NULL},
+    };
+    RUN(&w, stopping);
     world_done(&w);
 }
 
@@ -434,7 +451,7 @@ int main(void)
         cmocka_unit_test(test_hung),
         cmocka_unit_test(test_start_failures),
         cmocka_unit_test(test_requests),
-        cmocka_unit_test(test_shutdown_and_agent_start),
+        cmocka_unit_test(test_shutdown_adopt_and_agent_start),
         cmocka_unit_test(test_state_marks_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -240,10 +240,13 @@ static void test_gang_last_heartbeat_before_exit(void **state)
     spec_for(&s, id, 1);
     struct gang g;
     assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
-    int ws;
-    assert_int_equal(waitpid(g.ranks[0].pid, &ws, 0), g.ranks[0].pid); /* nobody read the pipe */
-    assert_false(g.ranks[0].has_hb);
-    assert_int_equal(gang_note_exit(&g, g.ranks[0].pid, ws), 0);
+    /* nobody reads the heartbeat FIFO while the worker lives; only the exit is looked for */
+    for (int i = 0; i < 500 && g.ranks[0].alive; i++) {
+        assert_false(g.ranks[0].has_hb);
+        usleep(10000);
+        gang_tick(&g, time_mono());
+    }
+    assert_false(g.ranks[0].alive);
     assert_int_equal(g.ranks[0].exit_code, 4);
     assert_true(g.ranks[0].has_hb);
     assert_string_equal(g.ranks[0].hb.error, "no shard /data/x");
@@ -364,6 +367,7 @@ static char sock[108];
 static void daemon_up(void)
 {
     snprintf(sock, sizeof sock, "%s/s", tmpd);
+    (void)unlink(sock); /* left by a daemon that was killed */
     daemon_pid = fork();
     assert_true(daemon_pid >= 0);
     if (daemon_pid == 0) {
@@ -384,12 +388,30 @@ static void daemon_up(void)
     assert_int_equal(st.st_mode & 0777, 0600);
 }
 
-static void daemon_down(void)
+/* SIGTERM the daemon; its gangs keep running (the next agent re-adopts them). */
+static void daemon_leave(void)
 {
     kill(daemon_pid, SIGTERM);
     int ws;
     assert_int_equal(waitpid(daemon_pid, &ws, 0), daemon_pid);
     assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+}
+
+/* ... and end the gangs it left, so no test leaves processes behind. */
+static void daemon_down(void)
+{
+    daemon_leave();
+    char p[300];
+    snprintf(p, sizeof p, "%s/root/state.json", tmpd);
+    struct agent_state *st = malloc(sizeof *st);
+    assert_non_null(st);
+    if (state_load(p, st) == 0) {
+        for (int i = 0; i < st->njobs; i++)
+            if (st->jobs[i].gang_pgid > 0)
+                (void)kill(-(pid_t)st->jobs[i].gang_pgid, SIGKILL);
+        state_done(st);
+    }
+    free(st);
 }
 
 struct collect {
@@ -656,9 +678,15 @@ static void test_daemon_nonfinite_heartbeats_revert(void **state)
     daemon_down();
 }
 
-/* Stopping the agent checkpoints-and-stops its gangs (SIGTERM) and the next agent relaunches
- * them; a gang left by an agent that died (here: a fake state.json entry) is stopped first. */
-static void test_daemon_restart_relaunches(void **state)
+static int64_t rank_step(const struct job_status *j, int k)
+{
+    return j->ranks[k].has_hb ? j->ranks[k].hb.step : -1;
+}
+
+/* Issue 11: stopping or killing the agent leaves its gangs running; the next agent re-adopts
+ * them (same pids, same generation, heartbeats continue, nothing relaunched), three times in a
+ * row; a worker killed while no agent runs is seen by the next agent. */
+static void test_daemon_restart_readopts(void **state)
 {
     (void)state;
     char good[RELEASE_ID_LEN + 1];
@@ -670,16 +698,65 @@ static void test_daemon_restart_relaunches(void **state)
     struct agent_status *st = malloc(sizeof *st);
     const struct job_status *j = wait_state(st, GANG_RUNNING, 5);
     assert_int_equal(j->state, GANG_RUNNING);
-    pid_t old = (pid_t)j->ranks[0].pid;
-    daemon_down();
-    assert_int_equal(kill(old, 0), -1); /* stopped with the agent */
+    pid_t pid0 = (pid_t)j->ranks[0].pid, pid1 = (pid_t)j->ranks[1].pid;
+    int64_t step = rank_step(j, 0);
+    for (int round = 0; round < 3; round++) {
+        if (round == 1) {
+            kill(daemon_pid, SIGKILL); /* a crash: no goodbye at all */
+            int ws;
+            assert_int_equal(waitpid(daemon_pid, &ws, 0), daemon_pid);
+        } else {
+            daemon_leave();
+        }
+        assert_int_equal(kill(pid0, 0), 0); /* the gang outlives the agent */
+        assert_int_equal(kill(pid1, 0), 0);
+        usleep(300000); /* heartbeats written now wait in the FIFOs */
+        daemon_up();
+        get_status(st);
+        j = status_find_job(st, "train");
+        assert_non_null(j);
+        assert_int_equal(j->state, GANG_RUNNING);
+        assert_int_equal(j->generation, 1);
+        assert_int_equal(j->ranks[0].pid, pid0);
+        assert_int_equal(j->ranks[1].pid, pid1);
+        for (int i = 0; i < 100 && rank_step(j, 0) <= step; i++) {
+            usleep(50000);
+            get_status(st);
+            j = status_find_job(st, "train");
+        }
+        assert_true(rank_step(j, 0) > step); /* the steps go on */
+        step = rank_step(j, 0);
+    }
+    /* a worker killed while no agent runs: the next one sees it and restarts the gang */
+    daemon_leave();
+    assert_int_equal(kill(pid1, SIGKILL), 0);
+    usleep(200000);
     daemon_up();
-    j = wait_state(st, GANG_RUNNING, 5);
-    assert_int_equal(j->state, GANG_RUNNING);
-    assert_true(j->ranks[0].pid > 0 && j->ranks[0].pid != old);
+    for (int i = 0; i < 100; i++) {
+        get_status(st);
+        j = status_find_job(st, "train");
+        if (j->generation == 2 && j->state == GANG_RUNNING)
+            break;
+        usleep(50000);
+    }
     assert_int_equal(j->generation, 2);
+    assert_int_equal(j->state, GANG_RUNNING);
+    assert_int_not_equal(j->ranks[0].pid, pid0);
     free(st);
     daemon_down();
+    /* the journal says what happened */
+    char p[300], line[1024];
+    snprintf(p, sizeof p, "%s/root/events.jsonl", tmpd);
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    int adopts = 0, crash = 0;
+    while (fgets(line, sizeof line, f)) {
+        adopts += strstr(line, "\"kind\":\"adopt\"") != NULL;
+        crash += strstr(line, "\"kind\":\"crash\"") && strstr(line, "signal 9");
+    }
+    fclose(f);
+    assert_int_equal(adopts, 4);
+    assert_int_equal(crash, 1);
 }
 
 static void test_daemon_no_good_release_fails(void **state)
@@ -724,7 +801,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_daemon_crash_loop_reverts_to_good, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_probation_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_nonfinite_heartbeats_revert, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_daemon_restart_relaunches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_restart_readopts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_no_good_release_fails, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
