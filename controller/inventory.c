@@ -2,9 +2,9 @@
  * it (hosts exist, containers unique, jobs complete).  Owns the key names and defaults that
  * docs/config.md documents.  It never connects to a host or reads anything but the one file.
  *
- * Line numbers: Debian's libinih is built without INI_HANDLER_LINENO, so we feed it through
- * ini_parse_stream with our own reader, which counts lines (libinih calls the handler for a line
- * before it reads the next one) and refuses over-long lines instead of letting libinih cut them.
+ * The file is read by common/ini.c (line numbers, over-long lines refused, every section header
+ * seen); numbers, durations and booleans are rows of one typed key table (keys[] below), the
+ * string keys with their own checks are handled per section.
  */
 #include "controller/inventory.h"
 
@@ -21,6 +21,7 @@
 #include <strings.h>
 
 #include "common/workerenv.h"
+#include "common/ini.h"
 #include "common/util.h"
 
 #define INV_LINE_MAX 196 /* content bytes a line may have (libinih's buffer is 200) */
@@ -50,10 +51,7 @@ struct pending_ct {
 struct parse_ctx {
     struct inventory *inv;
     const char *path;
-    /* reader */
-    const char *p;
-    size_t left;
-    int line;
+    int line; /* of the line being handled */
     /* current section */
     char section[INV_VALUE_MAX];
     int kind; /* 0 none, 1 drover, 2 policy, 3 host, 4 job */
@@ -97,54 +95,6 @@ static void ctx_fail(struct parse_ctx *c, const char *key, const char *fmt, ...)
 
 static int ctx_enter_section(struct parse_ctx *c, const char *section);
 
-static char *ctx_read_line(char *str, int num, void *stream)
-{
-    struct parse_ctx *c = stream;
-    if (c->left == 0 || c->failed)
-        return NULL;
-    c->line++;
-    const char *nl = memchr(c->p, '\n', c->left);
-    size_t n = nl ? (size_t)(nl - c->p) + 1 : c->left;
-    size_t content = n;
-    if (content && c->p[content - 1] == '\n')
-        content--;
-    if (content && c->p[content - 1] == '\r')
-        content--;
-    if (memchr(c->p, '\0', n)) {
-        ctx_fail(c, NULL, "NUL byte in line");
-        return NULL;
-    }
-    if (content > INV_LINE_MAX || n + 1 > (size_t)num) {
-        ctx_fail(c, NULL, "line is %zu bytes, longer than the %d libinih reads; "
-                          "split the value (repeated arg = keys, or a launcher script)",
-                 content, INV_LINE_MAX);
-        return NULL;
-    }
-    memcpy(str, c->p, n);
-    str[n] = '\0';
-    c->p += n;
-    c->left -= n;
-    /* Section headers are handled here, where the line number is known, so that an empty
-     * section and a repeated one ([host h] twice) are seen too: libinih only reports keys. */
-    char *q = str;
-    if (c->line == 1 && strncmp(q, "\xEF\xBB\xBF", 3) == 0)
-        q += 3; /* a UTF-8 BOM, which libinih skips too */
-    while (*q == ' ' || *q == '\t')
-        q++;
-    char *close = *q == '[' ? strchr(q, ']') : NULL;
-    if (close) {
-        char name[INV_VALUE_MAX];
-        size_t len = (size_t)(close - q - 1);
-        if (len >= sizeof name)
-            len = sizeof name - 1;
-        memcpy(name, q + 1, len);
-        name[len] = '\0';
-        if (!ctx_enter_section(c, name))
-            return NULL;
-    }
-    return str;
-}
-
 static bool name_is_valid(const char *s)
 {
     size_t n = strlen(s);
@@ -158,63 +108,12 @@ static bool name_is_valid(const char *s)
 
 int inventory_parse_duration(const char *s, double *ret_s)
 {
-    if (!s || !*s)
-        return -EINVAL;
-    for (const char *q = s; *q; q++)
-        if (isspace((unsigned char)*q))
-            return -EINVAL;
-    if (!isdigit((unsigned char)s[0]) && s[0] != '.')
-        return -EINVAL;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v) || v < 0)
-        return -EINVAL;
-    double mult;
-    if (*end == '\0' || strcmp(end, "s") == 0)
-        mult = 1;
-    else if (strcmp(end, "ms") == 0)
-        mult = 0.001;
-    else if (strcmp(end, "m") == 0)
-        mult = 60;
-    else if (strcmp(end, "h") == 0)
-        mult = 3600;
-    else
-        return -EINVAL;
-    v *= mult;
-    if (v > 30.0 * 86400)
-        return -EINVAL;
-    *ret_s = v;
-    return 0;
+    return ini_parse_duration(s, ret_s);
 }
 
 int inventory_parse_bool(const char *s, bool *ret_b)
 {
-    static const char *yes[] = { "true", "yes", "on", "1" }, *no[] = { "false", "no", "off", "0" };
-    for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
-        if (strcasecmp(s, yes[i]) == 0) {
-            *ret_b = true;
-            return 0;
-        }
-        if (strcasecmp(s, no[i]) == 0) {
-            *ret_b = false;
-            return 0;
-        }
-    }
-    return -EINVAL;
-}
-
-static int parse_int(const char *s, long lo, long hi, long *ret)
-{
-    if (!s || !*s)
-        return -EINVAL;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < lo || v > hi)
-        return -EINVAL;
-    *ret = v;
-    return 0;
+    return ini_parse_bool(s, ret_b);
 }
 
 void inventory_policy_defaults(struct inv_policy *p)
@@ -253,91 +152,79 @@ static int resolve_path(const char *inv_path, const char *value, char *out, size
     return 0;
 }
 
+#define DURATION_HINT "is not a duration (like 30s, 5m, 1h, or plain seconds)"
+/* section (kind), key, type, field of struct T, min, max, flags, hint, policy bit */
+#define ROW(sec, key, type, T, field, lo, hi, fl, hint, bit) \
+    { sec, key, type, offsetof(T, field), 0, lo, hi, fl, hint, bit }
+#define POL(key, type, field, lo, hi, fl, hint, bit) \
+    ROW("policy", key, type, struct inv_policy, field, lo, hi, fl, hint, bit)
+
+/* Every number, duration and boolean of the inventory (docs/config.md).  "policy" keys are also
+ * accepted in [job NAME], where they override [policy] for that job. */
+static const struct ini_key keys[] = {
+    POL("healthy_deadline", INI_DURATION, healthy_deadline_s, 0, 1e18, INI_MIN_OPEN, DURATION_HINT,
+        POL_HEALTHY_DEADLINE),
+    POL("min_healthy_time", INI_DURATION, min_healthy_time_s, 0, 1e18, 0, DURATION_HINT,
+        POL_MIN_HEALTHY_TIME),
+    POL("progress_deadline", INI_DURATION, progress_deadline_s, 0, 1e18, INI_MIN_OPEN,
+        DURATION_HINT, POL_PROGRESS_DEADLINE),
+    POL("first_step_deadline", INI_DURATION, first_step_deadline_s, 0, 1e18, 0, DURATION_HINT,
+        POL_FIRST_STEP_DEADLINE),
+    POL("silence_deadline", INI_DURATION, silence_deadline_s, 0, 1e18, 0, DURATION_HINT,
+        POL_SILENCE_DEADLINE),
+    POL("stall_deadline", INI_DURATION, stall_deadline_s, 0, 1e18, 0, DURATION_HINT,
+        POL_STALL_DEADLINE),
+    POL("checkpoint_deadline", INI_DURATION, checkpoint_deadline_s, 0, 1e18, 0, DURATION_HINT,
+        POL_CHECKPOINT_DEADLINE),
+    POL("warmup_steps", INI_I64, warmup_steps, 0, 100000000, 0,
+        "is not a step count (0..100000000)", POL_WARMUP_STEPS),
+    POL("tolerance", INI_DOUBLE, tolerance, 0, 1, INI_MAX_OPEN,
+        "is not a fraction in [0, 1) (0.2 means 20% slower is allowed)", POL_TOLERANCE),
+    POL("auto_revert", INI_BOOL, auto_revert, 0, 0, 0, "is not a boolean (true/false)",
+        POL_AUTO_REVERT),
+    POL("max_parallel", INI_INT, max_parallel, 1, 1000, 0, "is not a count 1..1000",
+        POL_MAX_PARALLEL),
+    POL("canary", INI_INT, canary, 0, 1000, 0, "is not a count 0..1000", POL_CANARY),
+    ROW("drover", "connect_timeout", INI_DURATION, struct inventory, connect_timeout_s, 1, 1e18, 0,
+        "is not a duration of at least 1s", 0),
+    ROW("drover", "exec_timeout", INI_DURATION, struct inventory, exec_timeout_s, 1, 1e18, 0,
+        "is not a duration of at least 1s", 0),
+    ROW("host", "port", INI_INT, struct inv_host, port, 1, 65535, 0, "is not a port (1..65535)", 0),
+    ROW("host", "local", INI_BOOL, struct inv_host, local, 0, 0, 0, "is not a boolean (true/false)",
+        0),
+    ROW("job", "preflight_timeout", INI_DURATION, struct inv_job, preflight_timeout_s, 1, 86400, 0,
+        "is not a duration from 1s to 24h", 0),
+    ROW("job", "nproc_per_node", INI_INT, struct inv_job, nproc_per_node, 1, 16, 0,
+        "is not a count 1..16", 0),
+    ROW("job", "master_port", INI_INT, struct inv_job, master_port, 1, 65535, 0,
+        "is not a port (1..65535)", 0),
+    /* 1h: the agent's limit (agent/spec.c) */
+    ROW("job", "grace", INI_DURATION, struct inv_job, grace_s, 1, 3600, 0,
+        "is not a duration from 1s to 1h", 0),
+};
+
+/* Set key `name` of section kind sec from the table into base: 1 set, 0 bad value (reported),
+ * -ENOENT not a key of the table.  *set gets the row's bit. */
+static int table_key(struct parse_ctx *c, const char *sec, void *base, unsigned *set,
+                     const char *name, const char *value)
+{
+    const struct ini_key *k = ini_key_find(keys, ARRAY_SIZE(keys), sec, name, NULL);
+    if (!k)
+        return -ENOENT;
+    char why[INV_ERR_MAX];
+    if (ini_key_set(k, base, value, why, sizeof why) < 0) {
+        ctx_fail(c, name, "%s", why);
+        return 0;
+    }
+    if (set)
+        *set |= k->bit;
+    return 1;
+}
+
 static int policy_key(struct parse_ctx *c, struct inv_policy *p, unsigned *set, const char *name,
                       const char *value)
 {
-    double d;
-    long l;
-    bool b;
-    static const struct {
-        const char *key;
-        unsigned bit;
-        size_t off;
-    } live[] = {
-        {"first_step_deadline", POL_FIRST_STEP_DEADLINE, offsetof(struct inv_policy, first_step_deadline_s)},
-        {"silence_deadline", POL_SILENCE_DEADLINE, offsetof(struct inv_policy, silence_deadline_s)},
-        {"stall_deadline", POL_STALL_DEADLINE, offsetof(struct inv_policy, stall_deadline_s)},
-        {"checkpoint_deadline", POL_CHECKPOINT_DEADLINE, offsetof(struct inv_policy, checkpoint_deadline_s)},
-    };
-    for (size_t i = 0; i < ARRAY_SIZE(live); i++)
-        if (strcmp(name, live[i].key) == 0) {
-            if (inventory_parse_duration(value, &d) < 0)
-                goto bad_duration;
-            *(double *)((char *)p + live[i].off) = d;
-            *set |= live[i].bit;
-            return 1;
-        }
-    if (strcmp(name, "healthy_deadline") == 0) {
-        if (inventory_parse_duration(value, &d) < 0 || d <= 0)
-            goto bad_duration;
-        p->healthy_deadline_s = d;
-        *set |= POL_HEALTHY_DEADLINE;
-    } else if (strcmp(name, "min_healthy_time") == 0) {
-        if (inventory_parse_duration(value, &d) < 0)
-            goto bad_duration;
-        p->min_healthy_time_s = d;
-        *set |= POL_MIN_HEALTHY_TIME;
-    } else if (strcmp(name, "progress_deadline") == 0) {
-        if (inventory_parse_duration(value, &d) < 0 || d <= 0)
-            goto bad_duration;
-        p->progress_deadline_s = d;
-        *set |= POL_PROGRESS_DEADLINE;
-    } else if (strcmp(name, "warmup_steps") == 0) {
-        if (parse_int(value, 0, 100000000, &l) < 0) {
-            ctx_fail(c, name, "'%s' is not a step count (0..100000000)", value);
-            return 0;
-        }
-        p->warmup_steps = l;
-        *set |= POL_WARMUP_STEPS;
-    } else if (strcmp(name, "tolerance") == 0) {
-        char *end;
-        errno = 0;
-        d = strtod(value, &end);
-        if (errno || end == value || *end || !isfinite(d) || d < 0 || d >= 1) {
-            ctx_fail(c, name, "'%s' is not a fraction in [0, 1) (0.2 means 20%% slower is allowed)",
-                     value);
-            return 0;
-        }
-        p->tolerance = d;
-        *set |= POL_TOLERANCE;
-    } else if (strcmp(name, "auto_revert") == 0) {
-        if (inventory_parse_bool(value, &b) < 0) {
-            ctx_fail(c, name, "'%s' is not a boolean (true/false)", value);
-            return 0;
-        }
-        p->auto_revert = b;
-        *set |= POL_AUTO_REVERT;
-    } else if (strcmp(name, "max_parallel") == 0) {
-        if (parse_int(value, 1, 1000, &l) < 0) {
-            ctx_fail(c, name, "'%s' is not a count 1..1000", value);
-            return 0;
-        }
-        p->max_parallel = (int)l;
-        *set |= POL_MAX_PARALLEL;
-    } else if (strcmp(name, "canary") == 0) {
-        if (parse_int(value, 0, 1000, &l) < 0) {
-            ctx_fail(c, name, "'%s' is not a count 0..1000", value);
-            return 0;
-        }
-        p->canary = (int)l;
-        *set |= POL_CANARY;
-    } else {
-        return -ENOENT;
-    }
-    return 1;
-bad_duration:
-    ctx_fail(c, name, "'%s' is not a duration (like 30s, 5m, 1h, or plain seconds)", value);
-    return 0;
+    return table_key(c, "policy", p, set, name, value);
 }
 
 static bool ctx_seen(struct parse_ctx *c, const char *name)
@@ -376,7 +263,9 @@ static int set_path(struct parse_ctx *c, const char *name, const char *value, ch
 static int section_drover(struct parse_ctx *c, const char *name, const char *value)
 {
     struct inventory *inv = c->inv;
-    double d;
+    int r = table_key(c, "drover", inv, NULL, name, value);
+    if (r != -ENOENT)
+        return r;
     if (strcmp(name, "state_dir") == 0)
         return set_path(c, name, value, inv->state_dir, sizeof inv->state_dir);
     if (strcmp(name, "known_hosts") == 0)
@@ -392,17 +281,6 @@ static int section_drover(struct parse_ctx *c, const char *name, const char *val
                    ? set_string(c, name, value, inv->agent_path, sizeof inv->agent_path)
                    : set_string(c, name, value, inv->staging_dir, sizeof inv->staging_dir);
     }
-    if (strcmp(name, "connect_timeout") == 0 || strcmp(name, "exec_timeout") == 0) {
-        if (inventory_parse_duration(value, &d) < 0 || d < 1) {
-            ctx_fail(c, name, "'%s' is not a duration of at least 1s", value);
-            return 0;
-        }
-        if (name[0] == 'c')
-            inv->connect_timeout_s = d;
-        else
-            inv->exec_timeout_s = d;
-        return 1;
-    }
     ctx_fail(c, name, "unknown key (see docs/config.md)");
     return 0;
 }
@@ -410,7 +288,9 @@ static int section_drover(struct parse_ctx *c, const char *name, const char *val
 static int section_host(struct parse_ctx *c, const char *name, const char *value)
 {
     struct inv_host *h = &c->inv->hosts[c->idx];
-    long l;
+    int r = table_key(c, "host", h, NULL, name, value);
+    if (r != -ENOENT)
+        return r;
     if (strcmp(name, "address") == 0) {
         if (!*value || strpbrk(value, " \t'\"\\;$`")) {
             ctx_fail(c, name, "'%s' is not a host name or address", value);
@@ -418,27 +298,12 @@ static int section_host(struct parse_ctx *c, const char *name, const char *value
         }
         return set_string(c, name, value, h->address, sizeof h->address);
     }
-    if (strcmp(name, "port") == 0) {
-        if (parse_int(value, 1, 65535, &l) < 0) {
-            ctx_fail(c, name, "'%s' is not a port (1..65535)", value);
-            return 0;
-        }
-        h->port = (int)l;
-        return 1;
-    }
     if (strcmp(name, "user") == 0) {
         if (!name_is_valid(value)) {
             ctx_fail(c, name, "'%s' is not a user name", value);
             return 0;
         }
         return set_string(c, name, value, h->user, sizeof h->user);
-    }
-    if (strcmp(name, "local") == 0) {
-        if (inventory_parse_bool(value, &h->local) < 0) {
-            ctx_fail(c, name, "'%s' is not a boolean (true/false)", value);
-            return 0;
-        }
-        return 1;
     }
     if (strcmp(name, "agent_path") == 0) {
         if (value[0] != '/' || strstr(value, "..")) {
@@ -475,8 +340,6 @@ static bool release_path_ok(const char *v)
 static int section_job(struct parse_ctx *c, const char *name, const char *value)
 {
     struct inv_job *j = &c->inv->jobs[c->idx];
-    long l;
-    double d;
     bool repeatable = !strcmp(name, "containers") || !strcmp(name, "arg") || !strcmp(name, "preflight_arg") ||
                       !strcmp(name, "env");
     if (!repeatable && ctx_seen(c, name)) {
@@ -484,6 +347,8 @@ static int section_job(struct parse_ctx *c, const char *name, const char *value)
         return 0;
     }
     int r = policy_key(c, &j->policy, &c->job_policy_set[c->idx], name, value);
+    if (r == -ENOENT)
+        r = table_key(c, "job", j, NULL, name, value);
     if (r != -ENOENT)
         return r;
     if (strcmp(name, "containers") == 0) {
@@ -527,22 +392,6 @@ static int section_job(struct parse_ctx *c, const char *name, const char *value)
         (void)str_copy(j->env[j->nenv++], sizeof j->env[0], value);
         return 1;
     }
-    if (strcmp(name, "preflight_timeout") == 0) {
-        if (inventory_parse_duration(value, &d) < 0 || d < 1 || d > 86400) {
-            ctx_fail(c, name, "'%s' is not a duration from 1s to 24h", value);
-            return 0;
-        }
-        j->preflight_timeout_s = d;
-        return 1;
-    }
-    if (strcmp(name, "nproc_per_node") == 0) {
-        if (parse_int(value, 1, 16, &l) < 0) {
-            ctx_fail(c, name, "'%s' is not a count 1..16", value);
-            return 0;
-        }
-        j->nproc_per_node = (int)l;
-        return 1;
-    }
     if (strcmp(name, "gpus") == 0) {
         for (const char *q = value; *q; q++)
             if (!isdigit((unsigned char)*q) && *q != ',') {
@@ -566,23 +415,6 @@ static int section_job(struct parse_ctx *c, const char *name, const char *value)
             return 0;
         }
         return set_string(c, name, value, j->master_addr, sizeof j->master_addr);
-    }
-    if (strcmp(name, "master_port") == 0) {
-        if (parse_int(value, 1, 65535, &l) < 0) {
-            ctx_fail(c, name, "'%s' is not a port (1..65535)", value);
-            return 0;
-        }
-        j->master_port = (int)l;
-        return 1;
-    }
-    if (strcmp(name, "grace") == 0) {
-        if (inventory_parse_duration(value, &d) < 0 || d < 1 || d > 3600) {
-            /* 1h: the agent's limit (agent/spec.c) */
-            ctx_fail(c, name, "'%s' is not a duration from 1s to 1h", value);
-            return 0;
-        }
-        j->grace_s = d;
-        return 1;
     }
     ctx_fail(c, name, "unknown key (see docs/config.md)");
     return 0;
@@ -699,6 +531,20 @@ static int ctx_handle(void *user, const char *section, const char *name, const c
         return section_job(c, name, value);
     }
     return 0;
+}
+
+static bool ctx_section(void *user, const char *section, int line)
+{
+    struct parse_ctx *c = user;
+    c->line = line;
+    return !c->failed && ctx_enter_section(c, section);
+}
+
+static bool ctx_key(void *user, const char *section, const char *name, const char *value, int line)
+{
+    struct parse_ctx *c = user;
+    c->line = line;
+    return ctx_handle(c, section, name, value) != 0;
 }
 
 int inventory_find_host(const struct inventory *inv, const char *name)
@@ -873,8 +719,6 @@ int inventory_parse(const char *text, size_t len, const char *path, struct inven
         path = "inventory";
     c->inv = inv;
     c->path = path;
-    c->p = text;
-    c->left = len;
     c->err = err;
     c->err_sz = err_sz;
     (void)str_copy(inv->path, sizeof inv->path, path);
@@ -883,15 +727,22 @@ int inventory_parse(const char *text, size_t len, const char *path, struct inven
     (void)str_copy(inv->staging_dir, sizeof inv->staging_dir, "/var/lib/drover-host/blobs");
     inv->connect_timeout_s = 10;
     inv->exec_timeout_s = 120;
-    r = ini_parse_stream(ctx_read_line, c, ctx_handle, c);
-    if (c->failed) {
-        r = -EINVAL;
-        goto out;
+    static const struct ini_ops ops = { .section = ctx_section, .key = ctx_key };
+    struct ini_error e;
+    r = ini_read(text, len, INV_LINE_MAX, &ops, c, &e);
+    if (r < 0 && !c->failed) {
+        c->line = e.line;
+        if (e.kind == INI_ERR_NUL)
+            ctx_fail(c, NULL, "NUL byte in line");
+        else if (e.kind == INI_ERR_LONG)
+            ctx_fail(c, NULL, "line is %zu bytes, longer than the %d libinih reads; "
+                              "split the value (repeated arg = keys, or a launcher script)",
+                     e.len, INV_LINE_MAX);
+        else /* libinih's own syntax errors: missing '=' or ']' and the like. */
+            snprintf(err, err_sz, "%s:%d: syntax error (expected [section], key = value, or a "
+                     "comment)", path, e.line);
     }
-    if (r != 0) {
-        /* libinih's own syntax errors: missing '=' or ']' and the like. */
-        snprintf(err, err_sz, "%s:%d: syntax error (expected [section], key = value, or a comment)",
-                 path, r > 0 ? r : c->line);
+    if (r < 0 || c->failed) {
         r = -EINVAL;
         goto out;
     }

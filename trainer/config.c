@@ -10,58 +10,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/ini.h"
 #include "common/util.h"
 
 #define CONFIG_MAX_BYTES (64 * 1024)
 
-enum ktype { K_INT, K_I64, K_U64, K_DBL, K_STR };
-
-struct key {
-    const char *section, *name;
-    enum ktype type;
-    size_t off, size; /* size: string buffer size */
-    double min, max;  /* numeric bounds, inclusive */
-};
-
-#define OFF(f) offsetof(struct train_config, f)
-static const struct key keys[] = {
-    {"model", "layers", K_INT, OFF(model.layers), 0, 1, GPT_MAX_LAYERS},
-    {"model", "heads", K_INT, OFF(model.heads), 0, 1, GPT_MAX_DIM},
-    {"model", "dim", K_INT, OFF(model.dim), 0, 1, GPT_MAX_DIM},
-    {"model", "vocab", K_INT, OFF(model.vocab), 0, 2, GPT_MAX_VOCAB},
-    {"model", "seq", K_INT, OFF(model.seq), 0, 1, GPT_MAX_SEQ},
-    {"train", "batch", K_INT, OFF(batch), 0, 1, 1 << 16},
-    {"train", "lr", K_DBL, OFF(lr), 0, 0, 10},
-    {"train", "min_lr_frac", K_DBL, OFF(min_lr_frac), 0, 0, 1},
-    {"train", "warmup_steps", K_I64, OFF(warmup_steps), 0, 0, 1e15},
-    {"train", "max_steps", K_I64, OFF(max_steps), 0, 0, 1e15},
-    {"train", "weight_decay", K_DBL, OFF(weight_decay), 0, 0, 10},
-    {"train", "beta1", K_DBL, OFF(beta1), 0, 0, 0.999999},
-    {"train", "beta2", K_DBL, OFF(beta2), 0, 0, 0.999999},
-    {"train", "eps", K_DBL, OFF(eps), 0, 1e-30, 1},
-    {"train", "grad_clip", K_DBL, OFF(grad_clip), 0, 0, 1e9},
-    {"train", "seed", K_U64, OFF(seed), 0, 0, 1.8e19},
-    {"train", "checkpoint_every", K_I64, OFF(checkpoint_every), 0, 0, 1e15},
-    {"train", "keep_checkpoints", K_INT, OFF(keep_checkpoints), 0, 1, 1000},
-    {"train", "log_every", K_I64, OFF(log_every), 0, 0, 1e15},
-    {"train", "val_every", K_I64, OFF(val_every), 0, 0, 1e15},
-    {"train", "val_batches", K_INT, OFF(val_batches), 0, 1, 100000},
-    {"data", "train", K_STR, OFF(train), TRAIN_CONFIG_PATH_MAX, 0, 0},
-    {"data", "val", K_STR, OFF(val), TRAIN_CONFIG_PATH_MAX, 0, 0},
-    {"backend", "device", K_STR, OFF(device), 16, 0, 0},
-    {"backend", "threads", K_INT, OFF(threads), 0, 1, 256},
-    {"backend", "dist_timeout", K_DBL, OFF(dist_timeout), 0, 0.1, 86400},
+/* section, key, type, field of struct train_config, string size, min, max */
+#define K(sec, key, type, field, size, lo, hi) \
+    { sec, key, type, offsetof(struct train_config, field), size, lo, hi, 0, NULL, 0 }
+static const struct ini_key keys[] = {
+    K("model", "layers", INI_INT, model.layers, 0, 1, GPT_MAX_LAYERS),
+    K("model", "heads", INI_INT, model.heads, 0, 1, GPT_MAX_DIM),
+    K("model", "dim", INI_INT, model.dim, 0, 1, GPT_MAX_DIM),
+    K("model", "vocab", INI_INT, model.vocab, 0, 2, GPT_MAX_VOCAB),
+    K("model", "seq", INI_INT, model.seq, 0, 1, GPT_MAX_SEQ),
+    K("train", "batch", INI_INT, batch, 0, 1, 1 << 16),
+    K("train", "lr", INI_DOUBLE, lr, 0, 0, 10),
+    K("train", "min_lr_frac", INI_DOUBLE, min_lr_frac, 0, 0, 1),
+    K("train", "warmup_steps", INI_I64, warmup_steps, 0, 0, 1e15),
+    K("train", "max_steps", INI_I64, max_steps, 0, 0, 1e15),
+    K("train", "weight_decay", INI_DOUBLE, weight_decay, 0, 0, 10),
+    K("train", "beta1", INI_DOUBLE, beta1, 0, 0, 0.999999),
+    K("train", "beta2", INI_DOUBLE, beta2, 0, 0, 0.999999),
+    K("train", "eps", INI_DOUBLE, eps, 0, 1e-30, 1),
+    K("train", "grad_clip", INI_DOUBLE, grad_clip, 0, 0, 1e9),
+    K("train", "seed", INI_U64, seed, 0, 0, 1.8e19),
+    K("train", "checkpoint_every", INI_I64, checkpoint_every, 0, 0, 1e15),
+    K("train", "keep_checkpoints", INI_INT, keep_checkpoints, 0, 1, 1000),
+    K("train", "log_every", INI_I64, log_every, 0, 0, 1e15),
+    K("train", "val_every", INI_I64, val_every, 0, 0, 1e15),
+    K("train", "val_batches", INI_INT, val_batches, 0, 1, 100000),
+    K("data", "train", INI_STRING, train, TRAIN_CONFIG_PATH_MAX, 0, 0),
+    K("data", "val", INI_STRING, val, TRAIN_CONFIG_PATH_MAX, 0, 0),
+    K("backend", "device", INI_STRING, device, 16, 0, 0),
+    K("backend", "threads", INI_INT, threads, 0, 1, 256),
+    K("backend", "dist_timeout", INI_DOUBLE, dist_timeout, 0, 0.1, 86400),
 };
 
 struct parse_ctx {
     struct train_config c;
     const char *name;
-    const char *pos; /* reader position in the text */
-    int line;        /* 1-based number of the line the reader handed out last */
     char *err;
     size_t errsz;
-    bool failed;
-    int fail_line;
 };
 
 void train_config_defaults(struct train_config *c)
@@ -89,104 +79,32 @@ void train_config_defaults(struct train_config *c)
     c->dist_timeout = 60;
 }
 
-static int fail(struct parse_ctx *p, int line, const char *section, const char *key,
-                const char *fmt, const char *value)
+static bool fail(struct parse_ctx *p, int line, const char *section, const char *key,
+                 const char *fmt, const char *value)
 {
-    if (!p->failed) {
-        char msg[160];
-        snprintf(msg, sizeof msg, fmt, value);
-        snprintf(p->err, p->errsz, "%s:%d: [%s] %s: %s", p->name, line, section, key, msg);
-        p->failed = true;
-        p->fail_line = line;
-    }
-    return 0; /* makes ini_parse report this line */
+    char msg[160];
+    snprintf(msg, sizeof msg, fmt, value);
+    snprintf(p->err, p->errsz, "%s:%d: [%s] %s: %s", p->name, line, section, key, msg);
+    return false; /* stops the parse: the first error is the one reported */
 }
 
-/* ini_reader over the NUL-terminated text: one line per call, counting lines, because Debian's
- * libinih has no line numbers in the handler. */
-static char *reader(char *str, int num, void *stream)
-{
-    struct parse_ctx *p = stream;
-    if (!*p->pos || num < 2)
-        return NULL;
-    const char *nl = strchr(p->pos, '\n');
-    size_t n = nl ? (size_t)(nl - p->pos) + 1 : strlen(p->pos);
-    if (n > (size_t)num - 1)
-        n = (size_t)num - 1; /* cannot happen: lines were length-checked */
-    memcpy(str, p->pos, n);
-    str[n] = '\0';
-    p->pos += n;
-    p->line++;
-    return str;
-}
-
-static int handler(void *user, const char *section, const char *name, const char *value)
+static bool on_key(void *user, const char *section, const char *name, const char *value, int line)
 {
     struct parse_ctx *p = user;
-    int line = p->line;
-    if (p->failed)
-        return 0;
-    const struct key *k = NULL;
-    bool section_known = false;
-    for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-        if (strcmp(keys[i].section, section))
-            continue;
-        section_known = true;
-        if (!strcmp(keys[i].name, name))
-            k = &keys[i];
-    }
+    bool section_known;
+    const struct ini_key *k = ini_key_find(keys, ARRAY_SIZE(keys), section, name, &section_known);
     if (!section[0])
         return fail(p, line, section, name, "key outside a section%s", "");
     if (!section_known)
         return fail(p, line, section, name, "unknown section '%s'", section);
     if (!k)
         return fail(p, line, section, name, "unknown key%s", "");
-    char *dst = (char *)&p->c + k->off;
-    char *end = NULL;
-    errno = 0;
-    switch (k->type) {
-    case K_STR:
-        if (!value[0])
-            return fail(p, line, section, name, "empty value%s", "");
-        if (str_copy(dst, k->size, value) < 0)
-            return fail(p, line, section, name, "value too long: '%.60s'", value);
-        if (!strcmp(name, "device") && strcmp(value, "cpu") && strcmp(value, "cuda"))
-            return fail(p, line, section, name, "'%s' is not cpu or cuda", value);
-        return 1;
-    case K_DBL: {
-        double v = strtod(value, &end);
-        if (end == value || *end || errno || !isfinite(v))
-            return fail(p, line, section, name, "'%s' is not a number", value);
-        if (v < k->min || v > k->max)
-            return fail(p, line, section, name, "'%s' is out of range", value);
-        *(double *)dst = v;
-        return 1;
-    }
-    case K_INT:
-    case K_I64:
-    case K_U64: {
-        if (value[0] == '-' && k->type == K_U64)
-            return fail(p, line, section, name, "'%s' is not a non-negative integer", value);
-        unsigned long long u = 0;
-        long long s = 0;
-        if (k->type == K_U64)
-            u = strtoull(value, &end, 10);
-        else
-            s = strtoll(value, &end, 10);
-        if (end == value || *end || errno)
-            return fail(p, line, section, name, "'%s' is not an integer", value);
-        if (k->type != K_U64 && ((double)s < k->min || (double)s > k->max))
-            return fail(p, line, section, name, "'%s' is out of range", value);
-        if (k->type == K_INT)
-            *(int *)dst = (int)s;
-        else if (k->type == K_I64)
-            *(int64_t *)dst = s;
-        else
-            *(uint64_t *)dst = u;
-        return 1;
-    }
-    }
-    return 0;
+    char why[160];
+    if (ini_key_set(k, &p->c, value, why, sizeof why) < 0)
+        return fail(p, line, section, name, "%s", why);
+    if (!strcmp(name, "device") && strcmp(value, "cpu") && strcmp(value, "cuda"))
+        return fail(p, line, section, name, "'%s' is not cpu or cuda", value);
+    return true;
 }
 
 int train_config_parse(const char *name, const char *text, size_t len,
@@ -196,36 +114,21 @@ int train_config_parse(const char *name, const char *text, size_t len,
         snprintf(errbuf, errsz, "%s: larger than %d bytes", name, CONFIG_MAX_BYTES);
         return -EINVAL;
     }
-    char *copy = malloc(len + 1);
-    if (!copy)
-        return -ENOMEM;
-    memcpy(copy, text, len);
-    copy[len] = '\0';
-    if (strlen(copy) != len) {
-        free(copy);
+    if (memchr(text, '\0', len)) {
         snprintf(errbuf, errsz, "%s: contains a NUL byte", name);
         return -EINVAL;
     }
-    /* Debian's libinih cuts lines at INI_MAX_LINE (200) bytes: refuse them ourselves first. */
-    int lineno = 1;
-    for (const char *l = copy; *l; lineno++) {
-        const char *nl = strchr(l, '\n');
-        size_t n = nl ? (size_t)(nl - l) : strlen(l);
-        if (n + 2 > INI_MAX_LINE) {
-            snprintf(errbuf, errsz, "%s:%d: line longer than %d bytes", name, lineno, INI_MAX_LINE - 2);
-            free(copy);
-            return -EINVAL;
-        }
-        l += nl ? n + 1 : n;
-    }
-    struct parse_ctx p = {.name = name, .err = errbuf, .errsz = errsz, .pos = copy};
+    struct parse_ctx p = {.name = name, .err = errbuf, .errsz = errsz};
     train_config_defaults(&p.c);
-    int r = ini_parse_stream(reader, &p, handler, &p);
-    free(copy);
-    if (r != 0) {
-        if (!p.failed || (r > 0 && r < p.fail_line))
+    static const struct ini_ops ops = {.key = on_key};
+    struct ini_error e;
+    /* Debian's libinih cuts lines at INI_MAX_LINE (200) bytes: common/ini.c refuses them. */
+    if (ini_read(text, len, INI_MAX_LINE - 2, &ops, &p, &e) < 0) {
+        if (e.kind == INI_ERR_LONG)
+            snprintf(errbuf, errsz, "%s:%d: line longer than %d bytes", name, e.line, INI_MAX_LINE - 2);
+        else if (e.kind == INI_ERR_SYNTAX)
             snprintf(errbuf, errsz, "%s:%d: malformed line (not 'key = value' or '[section]', "
-                     "or longer than 200 bytes)", name, r);
+                     "or longer than 200 bytes)", name, e.line);
         return -EINVAL;
     }
     if (gpt_config_check(&p.c.model) < 0) {

@@ -1,0 +1,252 @@
+/* common/ini.c: the INI reader with line numbers and the typed key table (see ini.h). */
+#include "common/ini.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct reader {
+    const char *p;
+    size_t left;
+    int line;
+    size_t line_max;
+    const struct ini_ops *ops;
+    void *user;
+    struct ini_error err; /* a reader error, or the first callback stop */
+};
+
+static char *read_line(char *str, int num, void *stream)
+{
+    struct reader *r = stream;
+    if (r->left == 0 || r->err.kind != INI_OK)
+        return NULL;
+    r->line++;
+    const char *nl = memchr(r->p, '\n', r->left);
+    size_t n = nl ? (size_t)(nl - r->p) + 1 : r->left;
+    size_t content = n;
+    if (content && r->p[content - 1] == '\n')
+        content--;
+    if (content && r->p[content - 1] == '\r')
+        content--;
+    if (memchr(r->p, '\0', n)) {
+        r->err = (struct ini_error){ .kind = INI_ERR_NUL, .line = r->line };
+        return NULL;
+    }
+    if (content > r->line_max || n + 1 > (size_t)num) {
+        r->err = (struct ini_error){ .kind = INI_ERR_LONG, .line = r->line, .len = content };
+        return NULL;
+    }
+    memcpy(str, r->p, n);
+    str[n] = '\0';
+    r->p += n;
+    r->left -= n;
+    if (!r->ops->section)
+        return str;
+    const char *q = str;
+    if (r->line == 1 && strncmp(q, "\xEF\xBB\xBF", 3) == 0)
+        q += 3; /* a UTF-8 BOM, which libinih skips too */
+    while (*q == ' ' || *q == '\t')
+        q++;
+    const char *close = *q == '[' ? strchr(q, ']') : NULL;
+    if (close) {
+        char name[256];
+        size_t len = (size_t)(close - q - 1);
+        if (len >= sizeof name)
+            len = sizeof name - 1;
+        memcpy(name, q + 1, len);
+        name[len] = '\0';
+        if (!r->ops->section(r->user, name, r->line)) {
+            r->err = (struct ini_error){ .kind = INI_ERR_STOPPED, .line = r->line };
+            return NULL;
+        }
+    }
+    return str;
+}
+
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+    struct reader *r = user;
+    if (r->err.kind != INI_OK)
+        return 0;
+    if (!r->ops->key(r->user, section, name, value, r->line)) {
+        r->err = (struct ini_error){ .kind = INI_ERR_STOPPED, .line = r->line };
+        return 0;
+    }
+    return 1;
+}
+
+int ini_read(const char *text, size_t len, size_t line_max, const struct ini_ops *ops, void *user,
+             struct ini_error *ret_err)
+{
+    struct reader r = { .p = text, .left = len, .line_max = line_max, .ops = ops, .user = user };
+    int rc = ini_parse_stream(read_line, &r, on_key, &r);
+    if (r.err.kind != INI_OK && (r.err.kind != INI_ERR_STOPPED || rc <= 0 || rc >= r.err.line)) {
+        *ret_err = r.err;
+        return -EINVAL;
+    }
+    if (rc != 0) {
+        *ret_err = (struct ini_error){ .kind = INI_ERR_SYNTAX, .line = rc > 0 ? rc : r.line };
+        return -EINVAL;
+    }
+    return 0;
+}
+
+const struct ini_key *ini_key_find(const struct ini_key *keys, size_t nkeys, const char *section,
+                                   const char *name, bool *ret_section_known)
+{
+    const struct ini_key *k = NULL;
+    bool known = false;
+    for (size_t i = 0; i < nkeys; i++) {
+        if (strcmp(keys[i].section, section) != 0)
+            continue;
+        known = true;
+        if (!k && strcmp(keys[i].name, name) == 0)
+            k = &keys[i];
+    }
+    if (ret_section_known)
+        *ret_section_known = known;
+    return k;
+}
+
+static bool in_range(const struct ini_key *k, double v)
+{
+    if (v < k->min || v > k->max)
+        return false;
+    if ((k->flags & INI_MIN_OPEN) && v == k->min)
+        return false;
+    return !((k->flags & INI_MAX_OPEN) && v == k->max);
+}
+
+/* The complaint: the row's hint for any bad value, else the generic words. */
+static int bad(const struct ini_key *k, const char *value, const char *generic, char *why,
+               size_t why_sz)
+{
+    if (k->hint)
+        snprintf(why, why_sz, "'%s' %s", value, k->hint);
+    else
+        snprintf(why, why_sz, generic, value);
+    return -EINVAL;
+}
+
+int ini_key_set(const struct ini_key *k, void *base, const char *value, char *why, size_t why_sz)
+{
+    char *dst = (char *)base + k->off;
+    char *end = NULL;
+    errno = 0;
+    switch (k->type) {
+    case INI_STRING: {
+        if (!value[0])
+            return bad(k, value, "empty value%s", why, why_sz);
+        size_t n = strlen(value);
+        if (n >= k->size) {
+            snprintf(why, why_sz, "value too long: '%.60s'", value);
+            return -EINVAL;
+        }
+        memcpy(dst, value, n + 1);
+        return 0;
+    }
+    case INI_DOUBLE: {
+        double v = strtod(value, &end);
+        if (end == value || *end || errno || !isfinite(v))
+            return bad(k, value, "'%s' is not a number", why, why_sz);
+        if (!in_range(k, v))
+            return bad(k, value, "'%s' is out of range", why, why_sz);
+        *(double *)dst = v;
+        return 0;
+    }
+    case INI_DURATION: {
+        double v;
+        if (ini_parse_duration(value, &v) < 0)
+            return bad(k, value, "'%s' is not a duration (like 30s, 5m, 1h, or plain seconds)",
+                       why, why_sz);
+        if (!in_range(k, v))
+            return bad(k, value, "'%s' is out of range", why, why_sz);
+        *(double *)dst = v;
+        return 0;
+    }
+    case INI_BOOL: {
+        bool b;
+        if (ini_parse_bool(value, &b) < 0)
+            return bad(k, value, "'%s' is not a boolean (true/false)", why, why_sz);
+        *(bool *)dst = b;
+        return 0;
+    }
+    case INI_U64: {
+        if (value[0] == '-')
+            return bad(k, value, "'%s' is not a non-negative integer", why, why_sz);
+        unsigned long long u = strtoull(value, &end, 10);
+        if (end == value || *end || errno)
+            return bad(k, value, "'%s' is not an integer", why, why_sz);
+        *(uint64_t *)dst = u;
+        return 0;
+    }
+    case INI_INT:
+    case INI_I64: {
+        long long s = strtoll(value, &end, 10);
+        if (end == value || *end || errno)
+            return bad(k, value, "'%s' is not an integer", why, why_sz);
+        if (!in_range(k, (double)s))
+            return bad(k, value, "'%s' is out of range", why, why_sz);
+        if (k->type == INI_INT)
+            *(int *)dst = (int)s;
+        else
+            *(int64_t *)dst = s;
+        return 0;
+    }
+    }
+    return -EINVAL;
+}
+
+int ini_parse_duration(const char *s, double *ret_s)
+{
+    if (!s || !*s)
+        return -EINVAL;
+    for (const char *q = s; *q; q++)
+        if (isspace((unsigned char)*q))
+            return -EINVAL;
+    if (!isdigit((unsigned char)s[0]) && s[0] != '.')
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0)
+        return -EINVAL;
+    double mult;
+    if (*end == '\0' || strcmp(end, "s") == 0)
+        mult = 1;
+    else if (strcmp(end, "ms") == 0)
+        mult = 0.001;
+    else if (strcmp(end, "m") == 0)
+        mult = 60;
+    else if (strcmp(end, "h") == 0)
+        mult = 3600;
+    else
+        return -EINVAL;
+    v *= mult;
+    if (v > 30.0 * 86400)
+        return -EINVAL;
+    *ret_s = v;
+    return 0;
+}
+
+int ini_parse_bool(const char *s, bool *ret_b)
+{
+    static const char *yes[] = { "true", "yes", "on", "1" }, *no[] = { "false", "no", "off", "0" };
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *ret_b = true;
+            return 0;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *ret_b = false;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}

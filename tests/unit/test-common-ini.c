@@ -1,0 +1,162 @@
+/* Unit tests for common/ini.c: the reader's line numbers (sections and keys), its refusals (NUL,
+ * over-long line, libinih syntax, a callback's stop) and the key table's parsing, bounds (open
+ * and closed), hints and generic words, with nothing stored on failure. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/ini.h"
+
+struct seen {
+    char log[512];
+    size_t off;
+    int stop_at; /* line whose key stops the parse; 0 never */
+};
+
+static bool on_section(void *user, const char *section, int line)
+{
+    struct seen *s = user;
+    s->off += (size_t)snprintf(s->log + s->off, sizeof s->log - s->off, "[%s]@%d ", section, line);
+    return true;
+}
+
+static bool on_key(void *user, const char *section, const char *key, const char *value, int line)
+{
+    struct seen *s = user;
+    s->off += (size_t)snprintf(s->log + s->off, sizeof s->log - s->off, "%s.%s=%s@%d ", section,
+                               key, value, line);
+    return line != s->stop_at;
+}
+
+static const struct ini_ops ops = { .section = on_section, .key = on_key };
+
+static int read_text(const char *text, size_t line_max, struct seen *s, struct ini_error *e)
+{
+    memset(s->log, 0, sizeof s->log);
+    s->off = 0;
+    return ini_read(text, strlen(text), line_max, &ops, s, e);
+}
+
+static void test_reader(void **state)
+{
+    (void)state;
+    struct seen s = { .stop_at = 0 };
+    struct ini_error e;
+    assert_int_equal(read_text("\xEF\xBB\xBF[a]\nx = 1\r\n\n; c\n[empty]\n[b c]\ny=2", 64, &s, &e), 0);
+    assert_string_equal(s.log, "[a]@1 a.x=1@2 [empty]@5 [b c]@6 b c.y=2@7 ");
+    /* over-long line: refused at its line, with its length */
+    assert_int_equal(read_text("[a]\nx = 1\nlong = 0123456789\n", 12, &s, &e), -EINVAL);
+    assert_int_equal(e.kind, INI_ERR_LONG);
+    assert_int_equal(e.line, 3);
+    assert_int_equal(e.len, 17);
+    /* a NUL byte */
+    const char nul[] = "[a]\nx = 1\0\n";
+    memset(s.log, 0, sizeof s.log);
+    s.off = 0;
+    assert_int_equal(ini_read(nul, sizeof nul - 1, 64, &ops, &s, &e), -EINVAL);
+    assert_int_equal(e.kind, INI_ERR_NUL);
+    assert_int_equal(e.line, 2);
+    /* libinih syntax */
+    assert_int_equal(read_text("[a]\nx = 1\nnot a key\n", 64, &s, &e), -EINVAL);
+    assert_int_equal(e.kind, INI_ERR_SYNTAX);
+    assert_int_equal(e.line, 3);
+    /* a callback stop, after an earlier syntax error: the earlier line is reported */
+    s.stop_at = 3;
+    assert_int_equal(read_text("[a]\nx = 1\ny = 2\nz = 3\n", 64, &s, &e), -EINVAL);
+    assert_int_equal(e.kind, INI_ERR_STOPPED);
+    assert_int_equal(e.line, 3);
+    assert_null(strstr(s.log, "z=3")); /* nothing after the stop */
+    assert_int_equal(read_text("[a]\nbad\ny = 2\n", 64, &s, &e), -EINVAL);
+    assert_int_equal(e.kind, INI_ERR_SYNTAX);
+    assert_int_equal(e.line, 2);
+}
+
+struct cfg {
+    int n;
+    int64_t big;
+    uint64_t seed;
+    double frac, dur;
+    bool on;
+    char name[8];
+};
+
+#define R(key, type, field, size, lo, hi, fl, hint) \
+    { "s", key, type, offsetof(struct cfg, field), size, lo, hi, fl, hint, 0 }
+static const struct ini_key keys[] = {
+    R("n", INI_INT, n, 0, 1, 10, 0, NULL),
+    R("big", INI_I64, big, 0, 0, 1e15, 0, NULL),
+    R("seed", INI_U64, seed, 0, 0, 0, 0, NULL),
+    R("frac", INI_DOUBLE, frac, 0, 0, 1, INI_MAX_OPEN, "is not a fraction in [0, 1)"),
+    R("dur", INI_DURATION, dur, 0, 0, 3600, INI_MIN_OPEN, NULL),
+    R("on", INI_BOOL, on, 0, 0, 0, 0, NULL),
+    R("name", INI_STRING, name, 8, 0, 0, 0, NULL),
+};
+
+static void expect_bad(const char *key, const char *value, const char *why_has)
+{
+    struct cfg c, keep;
+    memset(&c, 0x5a, sizeof c);
+    keep = c;
+    char why[128];
+    const struct ini_key *k = ini_key_find(keys, sizeof keys / sizeof keys[0], "s", key, NULL);
+    assert_non_null(k);
+    assert_int_equal(ini_key_set(k, &c, value, why, sizeof why), -EINVAL);
+    assert_memory_equal(&c, &keep, sizeof c);
+    if (!strstr(why, why_has))
+        fail_msg("%s = '%s': got '%s', want '%s'", key, value, why, why_has);
+}
+
+static void test_keys(void **state)
+{
+    (void)state;
+    struct cfg c = { 0 };
+    char why[128];
+    bool known;
+    assert_null(ini_key_find(keys, 7, "s", "nope", &known));
+    assert_true(known);
+    assert_null(ini_key_find(keys, 7, "t", "n", &known));
+    assert_false(known);
+    const struct ini_key *k = ini_key_find(keys, 7, "s", "n", NULL);
+    assert_int_equal(ini_key_set(k, &c, "10", why, sizeof why), 0);
+    assert_int_equal(c.n, 10);
+    k = ini_key_find(keys, 7, "s", "dur", NULL);
+    assert_int_equal(ini_key_set(k, &c, "5m", why, sizeof why), 0);
+    assert_true(c.dur == 300);
+    k = ini_key_find(keys, 7, "s", "on", NULL);
+    assert_int_equal(ini_key_set(k, &c, "Yes", why, sizeof why), 0);
+    assert_true(c.on);
+    k = ini_key_find(keys, 7, "s", "seed", NULL);
+    assert_int_equal(ini_key_set(k, &c, "18446744073709551615", why, sizeof why), 0);
+    assert_true(c.seed == UINT64_MAX);
+    k = ini_key_find(keys, 7, "s", "name", NULL);
+    assert_int_equal(ini_key_set(k, &c, "seven77", why, sizeof why), 0);
+    assert_string_equal(c.name, "seven77");
+
+    expect_bad("n", "0", "'0' is out of range");
+    expect_bad("n", "11", "out of range");
+    expect_bad("n", "3x", "'3x' is not an integer");
+    expect_bad("seed", "-1", "is not a non-negative integer");
+    expect_bad("frac", "1", "'1' is not a fraction in [0, 1)"); /* open max, with its hint */
+    expect_bad("frac", "nan", "is not a fraction");
+    expect_bad("dur", "0", "out of range");                      /* open min */
+    expect_bad("dur", "2 h", "is not a duration");
+    expect_bad("on", "maybe", "is not a boolean");
+    expect_bad("name", "eight888", "value too long");
+    expect_bad("name", "", "empty value");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reader),
+        cmocka_unit_test(test_keys),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
