@@ -215,6 +215,7 @@ static char *daemon_status_text(struct daemon *d)
     as->agent_pid = getpid();
     (void)str_copy(as->agent_version, sizeof as->agent_version, DROVER_VERSION);
     as->uptime_s = now - d->started_mono;
+    as->wall = time_wall(); /* for the controller's skew check only */
     as->seq = d->ev.seq;
     as->njobs = d->st.njobs;
     for (int i = 0; i < d->st.njobs; i++) {
@@ -237,6 +238,10 @@ static char *daemon_status_text(struct daemon *d)
             js->nproc = s->nproc;
         }
         (void)str_copy(js->reason, sizeof js->reason, j->reason);
+        for (int k = 0; k < j->nbad && js->nbad < STATUS_MAX_MARKS; k++)
+            (void)str_copy(js->bad[js->nbad++], sizeof js->bad[0], j->bad[k].release);
+        for (int k = 0; k < j->ngoods && js->ngoods < STATUS_MAX_MARKS; k++)
+            (void)str_copy(js->goods[js->ngoods++], sizeof js->goods[0], j->goods[k]);
         gang_fill_status(g, js, now);
         for (int k = 0; k < js->nranks; k++)
             if (g->ranks[k].alive)
@@ -345,7 +350,11 @@ static void job_start_gang(struct daemon *d, int i, int gen, double now)
     struct job_spec *s = current_spec(j);
     char err[512] = "no command recorded for the current release";
     int r = -ENOENT;
-    if (s) {
+    enum jm_start why = rt->m.starting;
+    if (s && (why == JM_START_REVERT || why == JM_START_REVERT_AUTO) &&
+        (r = store_verify_release(&d->store, j->current, err, sizeof err)) < 0)
+        s = NULL; /* an installed release is re-verified before it is reactivated */
+    else if (s) {
         daemon_report_gpu_holders(d, j);
         char resume[(RELEASE_ID_LEN + 1) * (STATE_MAX_SPECS + 2)];
         resume_list(j, resume, sizeof resume);
@@ -481,6 +490,10 @@ static void handle_request(struct daemon *d, int ci, struct rpc_request *q)
             client_error(d, ci, AGENT_EXIT_NO_RELEASE, "release %.12s is not in the store", q->release);
             return;
         }
+        if (store_verify_release(&d->store, q->release, err, sizeof err) < 0) {
+            client_error(d, ci, AGENT_EXIT_BUNDLE, "%s; nothing was stopped", err);
+            return;
+        }
         if (gang_check_exec(&d->store, &q->spec, err, sizeof err) < 0) {
             client_error(d, ci, AGENT_EXIT_EXEC, "%s", err);
             return;
@@ -506,6 +519,12 @@ static void handle_request(struct daemon *d, int ci, struct rpc_request *q)
         ev.value = q->ktok_s;
         break;
     case RPC_REVERT:
+        /* the good release is checked before the current gang is stopped for it */
+        if (i >= 0 && d->st.jobs[i].good[0] &&
+            store_verify_release(&d->store, d->st.jobs[i].good, err, sizeof err) < 0) {
+            client_error(d, ci, AGENT_EXIT_BUNDLE, "cannot revert to the good release: %s; nothing was stopped", err);
+            return;
+        }
         ev.kind = JM_EV_REVERT;
         ev.text = q->reason;
         break;

@@ -63,7 +63,7 @@ static void usage(FILE *f)
             "  daemon [--detach] [--pidfile P] [--keep-releases N] [--crash-limit K] [--crash-window S]\n"
             "         [--max-auto-rollbacks N] [--backoff-initial S] [--backoff-max S]\n"
             "  version\n"
-            "  release add BLOB --id ID | release list [--json]\n"
+            "  release add BLOB --id ID | release list [--json] | release verify ID\n"
             "  preflight ID [--timeout S] [--job J] [--gpus 0,1] [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus 0,1]\n"
             "           [--master-addr A] [--master-port P] [--grace S] [--probation-deadline S]\n"
@@ -238,7 +238,7 @@ static int cmd_release(struct cli *c)
 {
     struct store s;
     if (c->nargs < 1) {
-        log_error("release: expected 'add' or 'list'");
+        log_error("release: expected 'add', 'list' or 'verify'");
         return AGENT_EXIT_USAGE;
     }
     if (open_store(c, &s) < 0)
@@ -263,6 +263,23 @@ static int cmd_release(struct cli *c)
             return r == -EBADMSG || r == -EINVAL || r == -E2BIG ? AGENT_EXIT_BUNDLE : AGENT_EXIT_FAIL;
         }
         printf("%s %s\n", c->id, r == 1 ? "present" : "added");
+        return AGENT_EXIT_OK;
+    }
+    if (!strcmp(c->args[0], "verify")) { /* re-check an installed release against its manifest */
+        if (c->nargs != 2) {
+            log_error("release verify: usage: release verify ID");
+            return AGENT_EXIT_USAGE;
+        }
+        char id[RELEASE_ID_LEN + 1], err[512];
+        int x = resolve_id(&s, c->args[1], id);
+        if (x)
+            return x;
+        int r = store_verify_release(&s, id, err, sizeof err);
+        if (r < 0) {
+            fprintf(stderr, "release verify: %s\n", err);
+            return r == -ENOENT ? AGENT_EXIT_NO_RELEASE : AGENT_EXIT_BUNDLE;
+        }
+        printf("%s verified\n", id);
         return AGENT_EXIT_OK;
     }
     if (!strcmp(c->args[0], "list")) {

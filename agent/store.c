@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "common/bundle.h"
+#include "common/manifest.h"
+#include "common/sha256.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -345,4 +347,56 @@ int store_gc(const struct store *s, size_t keep, const char *const *protect, siz
     }
     store_ids_free(ids, n);
     return r < 0 ? r : removed;
+}
+
+int store_verify_release(const struct store *s, const char *id, char *err, size_t errsz)
+{
+    char dir[PATH_MAX], p[PATH_MAX + MANIFEST_PATH_MAX + 2];
+    if (!store_has_release(s, id)) {
+        snprintf(err, errsz, "release %.12s is not in the store", id);
+        return -ENOENT;
+    }
+    int r = store_path(s, dir, sizeof dir, "releases/%s", id);
+    if (r < 0)
+        return r;
+    char *text = NULL;
+    size_t len = 0;
+    struct manifest *m = NULL;
+    snprintf(p, sizeof p, "%s/MANIFEST.json", dir);
+    if ((r = fs_read_file(p, 2u << 20, &text, &len)) < 0 || (r = manifest_parse(text, len, &m)) < 0) {
+        snprintf(err, errsz, "release %.12s: MANIFEST.json unreadable: %s", id, strerror(-r));
+        free(text);
+        return -EBADMSG;
+    }
+    char *canon = NULL, got[RELEASE_ID_LEN + 1];
+    if ((r = manifest_dump(m, &canon, got)) < 0 || strcmp(got, id) != 0) {
+        snprintf(err, errsz, "release %.12s: its MANIFEST.json is not the release's (id %.12s)", id,
+                 r < 0 ? "?" : got);
+        r = -EBADMSG;
+        goto out;
+    }
+    for (size_t i = 0; i < m->nfiles; i++) {
+        const struct manifest_file *f = &m->files[i];
+        char hex[SHA256_HEX_LEN + 1];
+        uint64_t size = 0;
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", dir, f->path);
+        if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode)) {
+            snprintf(err, errsz, "release %.12s: '%s' is missing", id, f->path);
+            r = -EBADMSG;
+            goto out;
+        }
+        if ((r = sha256_file_hex(p, hex, &size)) < 0 || size != f->size || strcmp(hex, f->sha256) != 0) {
+            snprintf(err, errsz, "release %.12s: '%s' does not match its manifest (%s)", id, f->path,
+                     r < 0 ? strerror(-r) : size != f->size ? "size" : "sha256");
+            r = -EBADMSG;
+            goto out;
+        }
+    }
+    r = 0;
+out:
+    free(canon);
+    free(text);
+    manifest_free(m);
+    return r;
 }

@@ -46,6 +46,11 @@ void store_ids_free(char **ids, size_t n);
 
 /* Point jobs/<job>/current at releases/<id> atomically (symlink to a temp name, rename, fsync
  * the directory).  The release must exist.  store_current reads it back ("" if unset). */
+/* Re-verify an installed release against its MANIFEST.json: the manifest's id is the release
+ * id, every file is there as a regular file with its size and SHA-256 (a release is checked
+ * again before it is reactivated: disks rot, people edit).  -ENOENT not in the store,
+ * -EBADMSG failed (reason in err). */
+int store_verify_release(const struct store *s, const char *id, char *err, size_t errsz);
 int store_switch_current(const struct store *s, const char *job, const char *id);
 int store_current(const struct store *s, const char *job, char ret_id[RELEASE_ID_LEN + 1]);
 

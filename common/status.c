@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/jsonfield.h"
+#include "common/sha256.h"
 #include "common/util.h"
 
 static const char *const gang_names[GANG_STATE_COUNT] = {
@@ -50,6 +51,8 @@ int status_format(const struct agent_status *st, char **ret_text)
     json_object_set_new(o, "agent_version", json_string(st->agent_version));
     json_object_set_new(o, "uptime_s", num(st->uptime_s));
     json_object_set_new(o, "seq", json_integer(st->seq));
+    if (st->wall > 0)
+        json_object_set_new(o, "wall", num(st->wall));
     for (int j = 0; j < st->njobs && j < STATUS_MAX_JOBS; j++) {
         const struct job_status *js = &st->jobs[j];
         json_t *jo = json_object(), *ranks = json_array();
@@ -66,6 +69,13 @@ int status_format(const struct agent_status *st, char **ret_text)
         json_object_set_new(jo, "node_rank", json_integer(js->node_rank));
         json_object_set_new(jo, "nproc", json_integer(js->nproc));
         json_object_set_new(jo, "reason", json_string(js->reason));
+        json_t *bad = json_array(), *goods = json_array();
+        for (int k = 0; k < js->nbad && k < STATUS_MAX_MARKS; k++)
+            json_array_append_new(bad, json_string(js->bad[k]));
+        for (int k = 0; k < js->ngoods && k < STATUS_MAX_MARKS; k++)
+            json_array_append_new(goods, json_string(js->goods[k]));
+        json_object_set_new(jo, "bad", bad);
+        json_object_set_new(jo, "goods", goods);
         for (int i = 0; i < js->nranks && i < STATUS_MAX_RANKS; i++) {
             const struct rank_status *rs = &js->ranks[i];
             json_t *ro = json_object();
@@ -150,6 +160,28 @@ static int job_from_json(json_t *o, struct job_status *js)
             return -EINVAL;
         (void)str_copy(js->reason, sizeof js->reason, json_string_value(reason)); /* long reasons are cut */
     }
+    static const char *const lists[] = {"bad", "goods"};
+    for (int l = 0; l < 2; l++) { /* optional: agents before 2026-12 do not send them */
+        json_t *a = json_object_get(o, lists[l]);
+        if (!a)
+            continue;
+        if (!json_is_array(a) || json_array_size(a) > STATUS_MAX_MARKS)
+            return -EINVAL;
+        size_t i;
+        json_t *v;
+        json_array_foreach(a, i, v)
+        {
+            const char *id = json_string_value(v);
+            char *dst = l == 0 ? js->bad[i] : js->goods[i];
+            if (!id || !sha256_is_hex(id))
+                return -EINVAL;
+            (void)str_copy(dst, RELEASE_ID_LEN + 1, id);
+        }
+        if (l == 0)
+            js->nbad = (int)json_array_size(a);
+        else
+            js->ngoods = (int)json_array_size(a);
+    }
     json_t *ranks = json_object_get(o, "ranks");
     if (ranks) {
         if (!json_is_array(ranks))
@@ -183,7 +215,8 @@ int status_parse(const char *text, size_t len, struct agent_status *ret_st)
     }
     if (jf_str(o, "host", st->host, sizeof st->host, false) < 0 || jf_int(o, "agent_pid", 0, INT64_MAX, false, &st->agent_pid) < 0 ||
         jf_str(o, "agent_version", st->agent_version, sizeof st->agent_version, false) < 0 ||
-        jf_num(o, "uptime_s", &st->uptime_s) < 0 || jf_int(o, "seq", 0, INT64_MAX, false, &st->seq) < 0)
+        jf_num(o, "uptime_s", &st->uptime_s) < 0 || jf_int(o, "seq", 0, INT64_MAX, false, &st->seq) < 0 ||
+        jf_num_in(o, "wall", 0, 1e11, &st->wall) < 0)
         goto out;
     json_t *jobs = json_object_get(o, "jobs");
     if (jobs) {

@@ -28,6 +28,7 @@
 #define STATUS_VERSION 1
 #define STATUS_MAX_JOBS 8
 #define STATUS_MAX_RANKS 16 /* per job and container */
+#define STATUS_MAX_MARKS 8  /* bad / promoted releases listed per job */
 #define STATUS_MAX_BYTES (256u << 10)
 #define JOB_NAME_MAX 32
 
@@ -79,6 +80,10 @@ struct job_status {
     double age_s;                      /* seconds since this generation started */
     int world_size, node_rank, nproc;
     char reason[256];                  /* why the state is what it is, for people */
+    int nbad;                          /* releases that failed probation here: never a rollback */
+    char bad[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1]; /* target unless named with --force */
+    int ngoods;                        /* releases promoted for the job, newest first */
+    char goods[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1];
     int nranks;
     struct rank_status ranks[STATUS_MAX_RANKS];
 };
@@ -88,6 +93,8 @@ struct agent_status {
     int64_t agent_pid;
     char agent_version[32];
     double uptime_s;
+    double wall;      /* the agent's wall clock (Unix seconds) when it wrote the document: for
+                         measuring clock skew only, never for a deadline; 0 unknown */
     int64_t seq;      /* event journal sequence number of the newest event */
     int njobs;
     struct job_status jobs[STATUS_MAX_JOBS];

@@ -1,4 +1,4 @@
-/* controller/cmd_deploy.c: `drover deploy DIR [--job J]... | --all-jobs [--dry-run]` and
+/* controller/cmd_deploy.c: `drover deploy DIR [--job J]... | --all-jobs [--dry-run] [--force]` and
  * `drover plan DIR [--job J]`: argument parsing only; the deploy engine (controller/deploy/)
  * does the work, one job through deploy_run() or several in waves through deploy_wave().
  */
@@ -15,6 +15,7 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
         { "job", required_argument, NULL, 'j' },
         { "all-jobs", no_argument, NULL, 'a' },
         { "dry-run", no_argument, NULL, 'n' },
+        { "force", no_argument, NULL, 'f' },
         { NULL, 0, NULL, 0 },
     };
     struct deploy_opts o = { .dry_run = plan };
@@ -29,12 +30,14 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
             all = true;
         else if (c == 'n')
             o.dry_run = true;
+        else if (c == 'f')
+            o.force = true;
         else
             return EXIT_USAGE;
     }
     if (optind + 1 != argc || (all && njobs)) {
         log_error("usage: drover %s DIR [--job J]... | --all-jobs%s", argv[0],
-                  plan ? "" : " [--dry-run]");
+                  plan ? "" : " [--dry-run] [--force]");
         return EXIT_USAGE;
     }
     o.dir = argv[optind];

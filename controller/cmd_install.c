@@ -46,8 +46,23 @@ static bool agent_answers(struct conn *c, const struct inv_ct *ct)
     return ok;
 }
 
-/* Ask the running daemon to exit (SIGTERM through its pidfile: it stops its gangs gracefully,
- * keeps their state, and the next daemon relaunches them from their checkpoints). */
+/* true when systemd in the container runs the agent as drover-agent.service: then only systemd
+ * may restart it (a daemon started beside it would be outside the unit, unwatched). */
+static bool agent_under_systemd(struct conn *c, const struct inv_ct *ct)
+{
+    if (ct->root[0]) /* a local store root: never a unit */
+        return false;
+    const char *sh[] = { "systemctl", "is-active", "--quiet", "drover-agent.service", NULL };
+    struct exec_result res;
+    if (pct_run(c, ct, sh, 15, &res) < 0)
+        return false;
+    bool yes = res.status == 0;
+    exec_result_done(&res);
+    return yes;
+}
+
+/* Ask the running daemon to exit (SIGTERM through its pidfile: it leaves its gangs running and
+ * the next daemon re-adopts them, docs/agent.md). */
 static int agent_stop_daemon(struct conn *c, const struct inv_ct *ct)
 {
     char pidfile[PATH_MAX];
@@ -123,9 +138,32 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
         if (!changed || !restart) {
             if (changed)
                 log_warn("%s: the agent daemon still runs the previous binary; `drover install "
-                         "--restart-agent` restarts it (its gangs checkpoint and resume)", ct->label);
+                         "--restart-agent` restarts it (its gangs keep running)", ct->label);
             printf("%s: agent running\n", ct->label);
             return 0;
+        }
+        if (agent_under_systemd(c, ct)) {
+            const char *rs[] = { "systemctl", "restart", "drover-agent.service", NULL };
+            struct exec_result res;
+            r = pct_run(c, ct, rs, 60, &res);
+            int st = r < 0 ? -1 : res.status;
+            if (r == 0)
+                exec_result_done(&res);
+            if (st != 0) {
+                log_error("%s: systemctl restart drover-agent failed (exit %d); see `journalctl -u "
+                          "drover-agent` in the container", ct->label, st);
+                return -EIO;
+            }
+            for (int i = 0; i < 50; i++) {
+                if (agent_answers(c, ct)) {
+                    printf("%s: agent restarted (systemd; its gangs keep running)\n", ct->label);
+                    return 0;
+                }
+                usleep(200000);
+            }
+            log_error("%s: systemd restarted drover-agent but it does not answer `drover-agent status`",
+                      ct->label);
+            return -EIO;
         }
         r = agent_stop_daemon(c, ct);
         if (r < 0) {
@@ -133,7 +171,7 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
             return r;
         }
         restarting = true;
-        fprintf(stderr, "%s: stopping the old agent daemon (gangs checkpoint and stop)\n", ct->label);
+        fprintf(stderr, "%s: stopping the old agent daemon (its gangs keep running)\n", ct->label);
     }
     /* The detached daemon keeps stderr for its log; left on our channel it would hold the
      * channel open forever.  A constant script (arguments passed as $0/$1, never spliced into
@@ -152,8 +190,8 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
     if (ct->root[0])
         agent_argv_globals(&a, ct->root, ct->socket);
     agent_argv_daemon(&a, true);
-    /* While the old daemon is still stopping its gangs it holds the pidfile lock and a new one
-     * exits AGENT_EXIT_BUSY: retry for up to two minutes. */
+    /* Until the old daemon has exited it holds the pidfile lock and a new one exits
+     * AGENT_EXIT_BUSY: retry for up to two minutes. */
     for (int attempt = 0;; attempt++) {
         r = pct_run(c, ct, a.argv, 30, &res);
         if (r < 0 || !restarting || res.status != AGENT_EXIT_BUSY || attempt >= 120)

@@ -150,7 +150,9 @@ static int status_once(struct fleet *f, const struct status_opts *o)
                                    inv->hosts[ct->host].name, "node_rank", i);
             json_object_set_new(co, "vmid", ct->vmid >= 0 ? json_integer(ct->vmid) : json_null());
             json_object_set_new(co, "root", json_str_or_null(ct->root));
+            double t0 = time_wall();
             int r = fleet_agent_status(f, ct, st, err, sizeof err);
+            double t1 = time_wall();
             const struct job_status *js = r == 0 ? status_find_job(st, j->name) : NULL;
             if (r < 0) {
                 unreachable++;
@@ -172,6 +174,18 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             json_object_set_new(co, "reachable", json_true());
             json_object_set_new(co, "error", json_null());
             json_object_set_new(co, "agent_version", json_string(st->agent_version));
+            /* Clock skew: the agent's wall clock when it wrote the document against the middle of
+             * our round trip (uncertain by half of it).  No deadline uses the wall clock; the
+             * journal's timestamps and people reading them do. */
+            if (st->wall > 0) {
+                double skew = st->wall - (t0 + t1) / 2, rtt = t1 - t0;
+                json_object_set_new(co, "clock_skew_s", json_real(skew));
+                if (fabs(skew) > 2 + rtt / 2 && !o->json)
+                    fprintf(stderr, "%s: clock skew %+.1f s (the agent's clock is %s this machine's, "
+                                    "measured within %.1f s); no deadline depends on it, the "
+                                    "timestamps in its journal do\n",
+                            ct->label, skew, skew > 0 ? "ahead of" : "behind", rtt / 2);
+            }
             if (!js) {
                 json_object_set_new(co, "state", json_string("no-job"));
                 json_object_set_new(co, "ranks", json_array());
@@ -190,6 +204,13 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             json_object_set_new(co, "generation", json_integer(js->generation));
             json_object_set_new(co, "age_s", json_real(js->age_s));
             json_object_set_new(co, "reason", json_string(js->reason));
+            json_t *bad = json_array(), *goods = json_array();
+            for (int k = 0; k < js->nbad; k++)
+                json_array_append_new(bad, json_string(js->bad[k]));
+            for (int k = 0; k < js->ngoods; k++)
+                json_array_append_new(goods, json_string(js->goods[k]));
+            json_object_set_new(co, "bad", bad);     /* failed probation here: never a rollback target */
+            json_object_set_new(co, "goods", goods); /* promoted here, newest first */
             json_t *ranks = json_array();
             for (int k = 0; k < js->nranks; k++) {
                 json_array_append_new(ranks, rank_json(&js->ranks[k]));

@@ -31,7 +31,7 @@ static void usage(FILE *fp)
             "                                     stage, push, verify, activate, probation,\n"
             "                                     then promote or revert (several jobs: in waves)\n"
             "  status [-o json|wide] [--job J] [--watch N]\n"
-            "  rollback --job J                   return J to its last good release\n"
+            "  rollback --job J [--to ID [--force]]  return J to its last good release\n"
             "  history [--job J] [-o json]\n"
             "  top [--once] [-n S] [--ascii]      live fleet dashboard (docs/dashboard.md)\n"
             "  version | help\n"

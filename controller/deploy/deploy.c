@@ -49,6 +49,11 @@ struct deploy {
     char key[1024];                   /* baseline key */
     double baseline;                  /* -1 none */
     bool rollback;                    /* an operator's rollback, not a failed deploy */
+    char earlier_good[RELEASE_ID_LEN + 1]; /* newest promoted release before good, bad nowhere */
+    int nbad;                         /* releases some container marks bad (failed probation) */
+    char bad[16][RELEASE_ID_LEN + 1];
+    int ngoods;                       /* promoted releases, newest first (first container's) */
+    char goods[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1];
     struct agent_status *st;          /* scratch, large */
     const char *labels[INV_MAX_CTS];
 };
@@ -485,6 +490,14 @@ static int promote_all(struct deploy *d, double ktok)
 }
 
 /* Read each container's view of the job; fills d->good from the first container that has one. */
+static bool deploy_is_bad(const struct deploy *d, const char *id)
+{
+    for (int k = 0; k < d->nbad; k++)
+        if (!strcmp(d->bad[k], id))
+            return true;
+    return false;
+}
+
 static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err, size_t err_sz)
 {
     const struct inv_job *j = d->job;
@@ -513,7 +526,19 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
             (void)str_copy(d->current, sizeof d->current, js->current);
         if (js && js->previous[0] && !d->previous[0])
             (void)str_copy(d->previous, sizeof d->previous, js->previous);
+        for (int k = 0; js && k < js->nbad && d->nbad < (int)ARRAY_SIZE(d->bad); k++)
+            if (!deploy_is_bad(d, js->bad[k]))
+                (void)str_copy(d->bad[d->nbad++], sizeof d->bad[0], js->bad[k]);
+        if (js && js->ngoods && !d->ngoods) {
+            for (int k = 0; k < js->ngoods; k++)
+                (void)str_copy(d->goods[k], sizeof d->goods[0], js->goods[k]);
+            d->ngoods = js->ngoods;
+        }
     }
+    d->earlier_good[0] = '\0';
+    for (int k = 0; k < d->ngoods && !d->earlier_good[0]; k++)
+        if (strcmp(d->goods[k], d->current) != 0 && !deploy_is_bad(d, d->goods[k]))
+            (void)str_copy(d->earlier_good, sizeof d->earlier_good, d->goods[k]);
     *ret_all_current = all_current;
     return bad ? -EIO : 0;
 }
@@ -593,6 +618,52 @@ static void deploy_done(struct deploy *d, int lock)
     free(d->st);
 }
 
+/* Before anything is pushed or stopped: the release this deploy would revert to (the job's good
+ * release) must be in every container's store and pass verification there, or a failed deploy
+ * would leave the job down (`REVERT FAILED ... not in the store`).  force: go on, saying so. */
+static int check_rollback_target(struct deploy *d, bool force)
+{
+    if (!d->good[0] || !strcmp(d->good, d->id))
+        return 0;
+    char sid[RELEASE_SHORT_LEN + 1];
+    int bad = 0;
+    for (int i = 0; i < d->job->ncts; i++) {
+        const struct inv_ct *ct = &d->job->cts[i];
+        struct conn *c;
+        if (fleet_conn(d->f, ct->host, &c) < 0)
+            continue; /* survey already reached every container */
+        const char *argv[] = { "release", "verify", d->good, NULL };
+        struct exec_result res;
+        if (pct_run_agent(c, ct, argv, d->inv->exec_timeout_s + 60, &res) < 0) {
+            log_error("%s: cannot verify the rollback target %s: %s", ct->label,
+                      ui_short(d->good, sid), c->err);
+            bad++;
+            continue;
+        }
+        if (res.status != 0) {
+            char reason[512];
+            log_error("%s: the rollback target %s %s: %s", ct->label, ui_short(d->good, sid),
+                      res.status == AGENT_EXIT_NO_RELEASE ? "is not in the store" : "fails verification",
+                      exec_result_reason(&res, reason, sizeof reason));
+            bad++;
+        }
+        exec_result_done(&res);
+    }
+    if (!bad)
+        return 0;
+    if (!force) {
+        log_error("deploy refused: if %s failed probation, job '%s' could not go back to its good "
+                  "release %s in %d container(s); nothing was pushed or stopped.  Deploy %s again "
+                  "to put it back, or deploy with --force to go on without a rollback target there",
+                  d->sid, d->job->name, ui_short(d->good, sid), bad, ui_short(d->good, sid));
+        return -ENOENT;
+    }
+    log_warn("--force: deploying %s without a usable rollback target in %d container(s): if it "
+             "fails probation, job '%s' stays down there until a good release is deployed",
+             d->sid, bad, d->job->name);
+    return 0;
+}
+
 int deploy_run(struct fleet *f, const struct deploy_opts *o)
 {
     struct deploy d;
@@ -629,6 +700,8 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         ret = EXIT_OK;
         goto out;
     }
+    if (check_rollback_target(&d, o->force) < 0)
+        goto out;
     if (stage_hosts(&d, err, sizeof err) < 0 || push_cts(&d, err, sizeof err) < 0 ||
         preflight_cts(&d, err, sizeof err) < 0) {
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
@@ -710,7 +783,7 @@ out:
     return ret;
 }
 
-int deploy_rollback(struct fleet *f, const char *job)
+int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force)
 {
     struct deploy d;
     int ret = deploy_init(&d, f, job, true);
@@ -727,7 +800,42 @@ int deploy_rollback(struct fleet *f, const char *job)
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
         goto out;
     }
-    if (d.good[0] && strcmp(d.current, d.good) != 0) {
+    if (to) { /* a release named by the operator: one of those this job ran */
+        const char *known[2 + STATUS_MAX_MARKS + 16];
+        int nk = 0, hits = 0;
+        known[nk++] = d.previous;
+        known[nk++] = d.good;
+        for (int k = 0; k < d.ngoods; k++)
+            known[nk++] = d.goods[k];
+        for (int k = 0; k < d.nbad; k++)
+            known[nk++] = d.bad[k];
+        char pick[RELEASE_ID_LEN + 1] = "";
+        for (int k = 0; k < nk; k++)
+            if (known[k][0] && !strncmp(known[k], to, strlen(to)) && strcmp(known[k], pick) != 0) {
+                if (pick[0])
+                    hits = 2; /* two different releases match */
+                else
+                    hits = 1;
+                (void)str_copy(pick, sizeof pick, known[k]);
+            }
+        if (strlen(to) < 6 || hits != 1) {
+            log_error("--to '%s' names %s of the releases job '%s' ran (good, previous, promoted, "
+                      "bad); give at least 6 hex digits of one", to, hits ? "more than one" : "none",
+                      d.job->name);
+            ret = EXIT_USAGE;
+            goto out;
+        }
+        if (deploy_is_bad(&d, pick) && !force) {
+            log_error("release %s failed probation for job '%s' (marked bad); roll back to it only "
+                      "with --force", ui_short(pick, sid), d.job->name);
+            ret = EXIT_USAGE;
+            goto out;
+        }
+        if (deploy_is_bad(&d, pick))
+            log_warn("--force: rolling back to %s, which failed probation for job '%s'",
+                     ui_short(pick, sid), d.job->name);
+        (void)str_copy(d.earlier_good, sizeof d.earlier_good, pick);
+    } else if (d.good[0] && strcmp(d.current, d.good) != 0) {
         /* The job runs something that was never promoted: the agents go back to the good one. */
         (void)str_copy(d.id, sizeof d.id, d.current);
         ui_short(d.id, d.sid);
@@ -736,16 +844,19 @@ int deploy_rollback(struct fleet *f, const char *job)
         ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
         goto out;
     }
-    /* The job runs its good release: go back to the release before it, and make that good. */
-    if (!d.previous[0] || strcmp(d.previous, d.current) == 0) {
-        log_error("job '%s' runs its last good release %s and has no earlier release to roll "
-                  "back to", d.job->name, ui_short(d.current, sid));
+    /* The job runs its good release: go back to the newest earlier good one (never a release
+     * that failed probation, whatever "previous" is). */
+    if (!d.earlier_good[0] || strcmp(d.earlier_good, d.current) == 0) {
+        log_error("job '%s' runs its last good release %s and has no earlier good release to roll "
+                  "back to%s", d.job->name, ui_short(d.current, sid),
+                  d.nbad ? " (releases that failed probation are not rollback targets; name one "
+                           "with --to ID --force)" : "");
         goto out;
     }
-    (void)str_copy(d.id, sizeof d.id, d.previous);
+    (void)str_copy(d.id, sizeof d.id, d.earlier_good);
     ui_short(d.id, d.sid);
     (void)str_copy(d.name, sizeof d.name, "rollback");
-    fprintf(stderr, "rolling job '%s' back from %s to the previous release %s\n", d.job->name,
+    fprintf(stderr, "rolling job '%s' back from %s to the earlier good release %s\n", d.job->name,
             ui_short(d.current, sid), d.sid);
     const struct inv_policy *pol = &d.job->policy;
     double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
@@ -803,7 +914,7 @@ int deploy_wave(struct fleet *f, const struct deploy_opts *o, const char *const 
                nmoved ? "; rolling back the jobs it already moved" : "");
         int ret = r;
         for (int k = nmoved - 1; k >= 0; k--)
-            if (deploy_rollback(f, moved[k]) != EXIT_OK)
+            if (deploy_rollback(f, moved[k], NULL, false) != EXIT_OK)
                 ret = EXIT_REVERT_FAILED;
         return ret;
     }

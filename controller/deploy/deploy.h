@@ -13,6 +13,7 @@ struct deploy_opts {
     const char *dir;   /* release directory */
     const char *job;   /* job name; NULL = the inventory's only job */
     bool dry_run;      /* plan only: bundle, look, print; change nothing */
+    bool force;        /* deploy even when the rollback target is missing or fails verification */
 };
 
 int deploy_run(struct fleet *f, const struct deploy_opts *o);
@@ -24,9 +25,11 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o);
  * an earlier job failed), or 0. */
 int deploy_wave(struct fleet *f, const struct deploy_opts *o, const char *const *jobs, int njobs);
 
-/* `drover rollback --job J`: revert every container of J to its last good release and confirm
- * that it recovers. */
-int deploy_rollback(struct fleet *f, const char *job);
+/* `drover rollback --job J [--to RELEASE [--force]]`: a job running an unpromoted release goes
+ * back to its good release; a job running its good release goes to the newest earlier promoted
+ * release that no container marks bad (not simply "previous").  to: a release id or prefix to
+ * go to instead; one marked bad needs force.  Confirms that the job recovers. */
+int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force);
 
 /* Pick the job: by name, or the only one.  NULL (and a logged error) otherwise. */
 const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *name);

@@ -95,6 +95,32 @@ static void test_store_add_idempotent(void **state)
     assert_int_equal(store_resolve(&s, "000000", got), id[0] == '0' && !strncmp(id, "000000", 6) ? 0 : -ENOENT);
 }
 
+/* An installed release is checked again before it is reactivated (issue 11): an edited file, a
+ * deleted file and a missing release are each told apart from a good one. */
+static void test_store_verify_release(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    char id[RELEASE_ID_LEN + 1], err[256] = "";
+    make_bundle("v1", "#!/bin/sh\necho 1\n", id);
+    assert_int_equal(store_add_release(&s, path("v1.tar.zst"), id, err, sizeof err), 0);
+    assert_int_equal(store_verify_release(&s, id, err, sizeof err), 0);
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/root/releases/%s/bin/run.sh", tmpd, id);
+    assert_int_equal(fs_write_atomic(p, "#!/bin/sh\necho 2\n", 17, 0755), 0); /* same size */
+    assert_int_equal(store_verify_release(&s, id, err, sizeof err), -EBADMSG);
+    assert_non_null(strstr(err, "bin/run.sh"));
+    assert_non_null(strstr(err, "sha256"));
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(store_verify_release(&s, id, err, sizeof err), -EBADMSG);
+    assert_non_null(strstr(err, "missing"));
+    char other[RELEASE_ID_LEN + 1];
+    memset(other, 'e', RELEASE_ID_LEN);
+    other[RELEASE_ID_LEN] = '\0';
+    assert_int_equal(store_verify_release(&s, other, err, sizeof err), -ENOENT);
+}
+
 static void test_store_corrupt_blob_leaves_nothing(void **state)
 {
     (void)state;
@@ -472,6 +498,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_store_add_idempotent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_corrupt_blob_leaves_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_verify_release, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_switch_and_stale_tmp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_switch_is_atomic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_gc_keeps_protected, setup, teardown),

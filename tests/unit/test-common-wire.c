@@ -285,6 +285,12 @@ static void test_status_roundtrip(void **state)
     }
     js->ranks[1].gpu.valid = true;
     js->ranks[1].gpu.util = 97;
+    st->wall = 1.7e9;
+    js->nbad = 1;
+    memset(js->bad[0], 'b', RELEASE_ID_LEN);
+    js->ngoods = 2;
+    memset(js->goods[0], 'a', RELEASE_ID_LEN);
+    memset(js->goods[1], 'c', RELEASE_ID_LEN);
     char *text = NULL;
     assert_int_equal(status_format(st, &text), 0);
     assert_int_equal(status_parse(text, strlen(text), back), 0);
@@ -298,6 +304,11 @@ static void test_status_roundtrip(void **state)
     assert_false(bj->ranks[1].hb.loss_finite);
     assert_false(bj->ranks[0].gpu.valid);
     assert_true(bj->ranks[1].gpu.valid);
+    assert_true(back->wall == 1.7e9);
+    assert_int_equal(bj->nbad, 1);
+    assert_string_equal(bj->bad[0], js->bad[0]);
+    assert_int_equal(bj->ngoods, 2);
+    assert_string_equal(bj->goods[1], js->goods[1]);
     free(text);
     free(st);
     free(back);
