@@ -596,8 +596,11 @@ static void daemon_accept(struct daemon *d)
     struct timeval tv = {.tv_sec = 2};
     (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (ci < 0) {
-        static const char busy[] = "{\"code\":7,\"error\":\"too many clients\",\"ok\":false}\n";
-        (void)!write(fd, busy, sizeof busy - 1);
+        char busy[96];
+        int n = snprintf(busy, sizeof busy,
+                         "{\"code\":%d,\"error\":\"too many clients\",\"ok\":false}\n",
+                         AGENT_EXIT_BUSY);
+        (void)!write(fd, busy, (size_t)n);
         close(fd);
         return;
     }
