@@ -137,7 +137,7 @@ void gang_fill_status(const struct gang *g, struct job_status *js, double now);
 
 /* Build the worker environment for (spec, local_rank) into env (NULL-terminated, strings in
  * storage).  Exposed for preflight and tests. */
-#define GANG_ENV_MAX (16 + SPEC_MAX_ENV)
+#define GANG_ENV_MAX (24 + SPEC_MAX_ENV)
 struct gang_env {
     char *envp[GANG_ENV_MAX + 1];
     char storage[GANG_ENV_MAX][SPEC_ENV_MAX + 512];

@@ -34,6 +34,7 @@ struct frame {
 
 struct dist {
     int rank, world;
+    uint64_t token; /* hash of the rendezvous token, in the hello's and ack's seq */
     double timeout_s;
     uint64_t seq;
     int *fds; /* rank 0: fds[r] for r >= 1; others: fds[0] to rank 0 */
@@ -181,9 +182,9 @@ static int open_master(struct dist *d, const char *addr, int port, double deadli
             continue;
         set_sockopts(fd);
         struct frame f;
-        if (recv_frame(fd, OP_HELLO, 0, 0, &f, deadline) < 0 || f.world != (uint32_t)d->world ||
+        if (recv_frame(fd, OP_HELLO, d->token, 0, &f, deadline) < 0 || f.world != (uint32_t)d->world ||
             f.rank < 1 || f.rank >= (uint32_t)d->world || d->fds[f.rank] >= 0) {
-            log_debug("dist: refused a peer with a bad hello");
+            log_debug("dist: refused a peer with a bad hello (or of another gang: rendezvous token)");
             close(fd);
             continue;
         }
@@ -191,7 +192,7 @@ static int open_master(struct dist *d, const char *addr, int port, double deadli
         have++;
     }
     for (int k = 1; k < d->world; k++) {
-        struct frame f = {DIST_MAGIC, OP_ACK, 0, (uint32_t)d->world, 0, 0};
+        struct frame f = {DIST_MAGIC, OP_ACK, 0, (uint32_t)d->world, d->token, 0};
         r = send_frame(d->fds[k], &f, NULL, deadline);
         if (r < 0)
             goto out;
@@ -217,17 +218,24 @@ static int open_worker(struct dist *d, const char *addr, int port, double deadli
         }
         if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
             set_sockopts(fd);
-            struct frame f = {DIST_MAGIC, OP_HELLO, (uint32_t)d->rank, (uint32_t)d->world, 0, 0};
+            struct frame f = {DIST_MAGIC, OP_HELLO, (uint32_t)d->rank, (uint32_t)d->world, d->token, 0};
             struct frame ack;
             r = send_frame(fd, &f, NULL, deadline);
             if (r >= 0)
-                r = recv_frame(fd, OP_ACK, 0, 0, &ack, deadline);
-            if (r < 0) {
-                close(fd);
+                r = recv_frame(fd, OP_ACK, d->token, 0, &ack, deadline);
+            if (r >= 0) {
+                d->fds[0] = fd;
                 break;
             }
-            d->fds[0] = fd;
-            break;
+            /* refused (a rank 0 of another gang, or one that is not ready): try again */
+            log_debug("dist: rank 0 at %s:%d refused us (%s); retrying", addr, port, strerror(-r));
+            close(fd);
+            if (time_mono() > deadline) {
+                r = -ETIMEDOUT;
+                break;
+            }
+            usleep(100 * 1000);
+            continue;
         }
         close(fd);
         if (time_mono() > deadline) {
@@ -240,8 +248,24 @@ static int open_worker(struct dist *d, const char *addr, int port, double deadli
     return r;
 }
 
+static uint64_t rdzv_hash(const char *s)
+{
+    if (!s || !*s)
+        return 0;
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h ? h : 1;
+}
+
 int dist_open(int rank, int world_size, const char *addr, int port, double timeout_s,
               struct dist **ret_d)
+{
+    return dist_open_rdzv(rank, world_size, addr, port, timeout_s, getenv("DROVER_RDZV"), ret_d);
+}
+
+int dist_open_rdzv(int rank, int world_size, const char *addr, int port, double timeout_s,
+                   const char *rdzv, struct dist **ret_d)
 {
     if (world_size < 2 || world_size > DIST_MAX_WORLD || rank < 0 || rank >= world_size || !addr ||
         port < 1 || port > 65535 || !(timeout_s > 0))
@@ -258,6 +282,7 @@ int dist_open(int rank, int world_size, const char *addr, int port, double timeo
         d->fds[i] = -1;
     d->rank = rank;
     d->world = world_size;
+    d->token = rdzv_hash(rdzv);
     d->timeout_s = timeout_s;
     double deadline = time_mono() + timeout_s;
     int r = rank == 0 ? open_master(d, addr, port, deadline) : open_worker(d, addr, port, deadline);

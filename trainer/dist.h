@@ -20,6 +20,12 @@ struct dist;
  * for bad arguments, -ETIMEDOUT when the gang did not form in time, -errno otherwise. */
 int dist_open(int rank, int world_size, const char *addr, int port, double timeout_s,
               struct dist **ret_d);
+/* The same with a rendezvous token: the gang's identity (dist_open takes $DROVER_RDZV, which
+ * the agent sets to the release id).  The hello and its answer carry a hash of it, so a rank of
+ * another release never joins this gang (a new rank 0 refuses old ranks; a new rank refused by
+ * an old rank 0 keeps trying until the deadline).  NULL or "" = no token (hash 0). */
+int dist_open_rdzv(int rank, int world_size, const char *addr, int port, double timeout_s,
+                   const char *rdzv, struct dist **ret_d);
 /* Accepts NULL.  Closes every socket. */
 void dist_free(struct dist *d);
 

@@ -24,13 +24,14 @@ struct rank_job {
     char bc[16];
     int leave_early; /* close right after joining */
     int stay_silent; /* join, then sleep past the deadline */
+    const char *rdzv; /* rendezvous token (NULL none) */
 };
 
 static void *rank_main(void *p)
 {
     struct rank_job *j = p;
     struct dist *d = NULL;
-    j->rc_open = dist_open(j->rank, j->world, "127.0.0.1", j->port, j->timeout, &d);
+    j->rc_open = dist_open_rdzv(j->rank, j->world, "127.0.0.1", j->port, j->timeout, j->rdzv, &d);
     if (j->rc_open < 0)
         return NULL;
     if (j->leave_early) {
@@ -81,6 +82,32 @@ static void test_allreduce_and_broadcast(void **state)
     }
 }
 
+/* Issue 11: ranks of different releases never form one gang: a rank 0 of release B refuses a
+ * rank of release A (both time out), while ranks with the same token join. */
+static void test_rendezvous_token_keeps_gangs_apart(void **state)
+{
+    (void)state;
+    struct rank_job jobs[2];
+    memset(jobs, 0, sizeof jobs);
+    for (int r = 0; r < 2; r++) {
+        jobs[r].rank = r;
+        jobs[r].world = 2;
+        jobs[r].port = base_port + 5;
+        jobs[r].timeout = 1.0;
+    }
+    jobs[0].rdzv = "release-B";
+    jobs[1].rdzv = "release-A";
+    run_gang(jobs, 2);
+    assert_int_equal(jobs[0].rc_open, -ETIMEDOUT);
+    assert_int_equal(jobs[1].rc_open, -ETIMEDOUT);
+    jobs[1].rdzv = "release-B";
+    jobs[0].port = jobs[1].port = base_port + 6;
+    run_gang(jobs, 2);
+    assert_int_equal(jobs[0].rc_open, 0);
+    assert_int_equal(jobs[1].rc_open, 0);
+    assert_int_equal(jobs[1].rc_reduce, 0);
+}
+
 static void test_no_peer_times_out(void **state)
 {
     (void)state;
@@ -122,6 +149,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce_and_broadcast),
         cmocka_unit_test(test_no_peer_times_out),
+        cmocka_unit_test(test_rendezvous_token_keeps_gangs_apart),
         cmocka_unit_test(test_peer_leaves_or_goes_silent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
