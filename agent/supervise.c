@@ -17,12 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/util.h"
+
+static bool pid_is_dead(pid_t pid);
+static void cg_signal(const struct gang *g, int sig);
 
 void gang_init(struct gang *g)
 {
@@ -199,6 +204,7 @@ struct holder_args {
     pid_t pgid;
     int log_fd, err_w;
     char fifo[PATH_MAX], pidf[PATH_MAX], pidtmp[PATH_MAX], exitf[PATH_MAX], exittmp[PATH_MAX];
+    char cgprocs[PATH_MAX + 16]; /* the gang cgroup's cgroup.procs; "" none */
 };
 
 /* Close every fd but keep[0..n) (sorted ascending). */
@@ -234,6 +240,13 @@ static void __attribute__((noreturn)) holder_main(const struct holder_args *a)
     int e = 0;
     if (setpgid(0, a->pgid) < 0)
         e = errno;
+    if (a->cgprocs[0]) { /* into the gang's cgroup: the worker and all it forks follow */
+        int cg = open(a->cgprocs, O_WRONLY | O_CLOEXEC);
+        if (cg >= 0) {
+            (void)!write(cg, "0\n", 2);
+            close(cg);
+        }
+    }
     int hb = open(a->fifo, O_RDWR | O_CLOEXEC); /* a reader as long as we live: no EPIPE */
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (!e && (hb < 0 || devnull < 0))
@@ -290,6 +303,7 @@ static void gang_kill_now(struct gang *g)
 {
     if (g->pgid > 0)
         (void)kill(-g->pgid, SIGKILL);
+    cg_signal(g, SIGKILL);
     for (int i = 0; i < g->nranks; i++) {
         struct rank_proc *rp = &g->ranks[i];
         if (rp->holder > 0 && rp->holder_child && !rp->holder_gone) {
@@ -346,6 +360,108 @@ static int open_fifo_reader(const char *path)
     return fd;
 }
 
+/* ---- the gang's cgroup (v2) ---- */
+
+/* Where cgroup v2 is mounted: /sys/fs/cgroup (unified) or /sys/fs/cgroup/unified (hybrid). */
+static const char *cg_root(void)
+{
+    static const char *const cand[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+    for (size_t i = 0; i < ARRAY_SIZE(cand); i++) {
+        struct statfs sf;
+        if (statfs(cand[i], &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC)
+            return cand[i];
+    }
+    return NULL;
+}
+
+/* Create the gang's cgroup next to the agent's own (<agent cgroup>/drover-<job>-g<gen>-<pid>);
+ * "" when there is no cgroup v2 or no right to create one. */
+static void cg_create(struct gang *g, const char *job, int gen)
+{
+    g->cgroup[0] = '\0';
+    const char *root = cg_root();
+    if (!root)
+        return;
+    char self[PATH_MAX] = "", line[PATH_MAX];
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "0::", 3)) {
+            line[strcspn(line, "\n")] = '\0';
+            (void)str_copy(self, sizeof self, line + 3);
+        }
+    fclose(f);
+    if (!self[0])
+        return;
+    char p[PATH_MAX];
+    int n = snprintf(p, sizeof p, "%s%s/drover-%s-g%d-%d", root, strcmp(self, "/") ? self : "", job, gen,
+                     (int)getpid());
+    if (n < 0 || (size_t)n >= sizeof p - 32)
+        return;
+    if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+        log_debug("job '%s': no cgroup for the gang (%s: %s); a stop reaches its process group only",
+                  job, p, strerror(errno));
+        return;
+    }
+    (void)str_copy(g->cgroup, sizeof g->cgroup, p);
+}
+
+/* Signal every process in the gang's cgroup (setsid escapes included).  SIGKILL uses
+ * cgroup.kill where the kernel has it (5.14+: also stops forks racing the kill). */
+static void cg_signal(const struct gang *g, int sig)
+{
+    if (!g->cgroup[0])
+        return;
+    char p[PATH_MAX + 16];
+    if (sig == SIGKILL) {
+        snprintf(p, sizeof p, "%s/cgroup.kill", g->cgroup);
+        int fd = open(p, O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            bool ok = write(fd, "1", 1) == 1;
+            close(fd);
+            if (ok)
+                return;
+        }
+    }
+    snprintf(p, sizeof p, "%s/cgroup.procs", g->cgroup);
+    FILE *f = fopen(p, "re");
+    if (!f)
+        return;
+    long pid;
+    while (fscanf(f, "%ld", &pid) == 1)
+        if (pid > 0)
+            (void)kill((pid_t)pid, sig);
+    fclose(f);
+}
+
+/* Does the gang's cgroup hold a process that is not a zombie? */
+static bool cg_has_live(const struct gang *g)
+{
+    if (!g->cgroup[0])
+        return false;
+    char p[PATH_MAX + 16];
+    snprintf(p, sizeof p, "%s/cgroup.procs", g->cgroup);
+    FILE *f = fopen(p, "re");
+    if (!f)
+        return false;
+    long pid;
+    bool live = false;
+    while (!live && fscanf(f, "%ld", &pid) == 1)
+        live = pid > 0 && !pid_is_dead((pid_t)pid);
+    fclose(f);
+    return live;
+}
+
+/* Remember the cgroup in the gang directory, for the agent that re-adopts the gang. */
+static void cg_note(const struct gang *g)
+{
+    char p[PATH_MAX + 16];
+    if (!g->cgroup[0] || snprintf(p, sizeof p, "%s/cgroup", g->dir) >= (int)sizeof p)
+        return;
+    (void)fs_write_atomic(p, g->cgroup, strlen(g->cgroup), 0600);
+}
+
 int gang_start(struct gang *g, const struct store *s, const char *job, const struct job_spec *spec,
                const char *resume, int generation, char *err, size_t errsz)
 {
@@ -375,6 +491,8 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
     g->grace_s = spec->grace_s;
     g->live = spec->live;
     g->started_mono = time_mono();
+    cg_create(g, job, generation);
+    cg_note(g);
     struct gang_env *env = malloc(sizeof *env);
     struct holder_args *ha = malloc(sizeof *ha);
     if (!env || !ha) {
@@ -428,6 +546,8 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
         ha->pgid = g->pgid;
         ha->log_fd = rp->log_fd;
         ha->err_w = ep[1];
+        if (g->cgroup[0])
+            snprintf(ha->cgprocs, sizeof ha->cgprocs, "%s/cgroup.procs", g->cgroup);
         pid_t pid = fork();
         if (pid < 0) {
             r = -errno;
@@ -501,6 +621,12 @@ int gang_adopt(struct gang *g, const struct store *s, const char *job, const str
     g->pgid = pgid;
     g->adopted = true;
     g->live = spec->live;
+    char cgf[PATH_MAX + 16], *cg = NULL;
+    size_t cglen = 0;
+    snprintf(cgf, sizeof cgf, "%s/cgroup", g->dir);
+    if (fs_read_file(cgf, sizeof g->cgroup - 1, &cg, &cglen) == 0 && cglen > 0 && cg[0] == '/')
+        (void)str_copy(g->cgroup, sizeof g->cgroup, cg);
+    free(cg);
     for (int lr = 0; lr < n; lr++) {
         struct rank_proc *rp = &g->ranks[lr];
         char fifo[PATH_MAX];
@@ -534,12 +660,12 @@ void gang_stop(struct gang *g)
     g->kill_at = time_mono() + g->grace_s;
     if (kill(-g->pgid, SIGTERM) < 0 && errno != ESRCH)
         log_warn("job '%s': SIGTERM to process group %d: %s", g->job, (int)g->pgid, strerror(errno));
+    cg_signal(g, SIGTERM); /* and whatever left the process group (setsid) */
     log_info("job '%s': stopping gang %d (SIGTERM, SIGKILL in %g s)", g->job, g->generation,
              g->grace_s);
 }
 
 static void rank_check_exit(struct gang *g, int i, double now);
-static bool pid_is_dead(pid_t pid);
 
 void gang_tick(struct gang *g, double now)
 {
@@ -550,6 +676,7 @@ void gang_tick(struct gang *g, double now)
         log_warn("job '%s': gang %d still running %g s after SIGTERM: SIGKILL", g->job,
                  g->generation, g->grace_s);
         (void)kill(-g->pgid, SIGKILL);
+        cg_signal(g, SIGKILL);
     }
     for (int i = 0; i < g->nranks; i++) {
         rank_check_exit(g, i, now);
@@ -681,13 +808,15 @@ bool gang_is_gone(const struct gang *g)
         return true;
     if (gang_alive(g) > 0)
         return false;
-    return !group_has_live(g->pgid);
+    return !group_has_live(g->pgid) && !cg_has_live(g);
 }
 
 void gang_clear(struct gang *g)
 {
     if (g->dir[0])
         (void)fs_rm_rf(g->dir);
+    if (g->cgroup[0])
+        (void)rmdir(g->cgroup); /* empty by now (gang_is_gone) */
     for (int i = 0; i < STATUS_MAX_RANKS; i++) {
         if (g->ranks[i].hb_fd >= 0)
             close(g->ranks[i].hb_fd);

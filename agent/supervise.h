@@ -80,6 +80,8 @@ struct gang {
     bool first_told;      /* the daemon has told the job machine about first_exit */
     bool adopted;         /* started by an earlier agent and re-adopted */
     char dir[PATH_MAX];   /* runs/<job>/gang/g<generation>: heartbeat FIFOs, pid and exit files */
+    char cgroup[PATH_MAX]; /* the gang's cgroup v2 directory; "" none (cgroup v1, or no right
+                              to create one): then a stop reaches the process group only */
 };
 
 void gang_init(struct gang *g);

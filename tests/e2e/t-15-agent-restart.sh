@@ -23,7 +23,7 @@ agent_up() { # a new daemon (retries while the old one still holds the pidfile l
 }
 running_everywhere() {
 	local st
-	st=$(status_json | jq -r '[.. | objects | select(has("job") and has("state") and .job == "train") | .state] | unique | join(",")')
+	st=$(status_json | jq -r '[.jobs[] | select(.job == "train") | .containers[].state] | unique | join(",")')
 	printf '    states: %s\n' "$st"
 	[[ $st == running ]]
 }

@@ -334,6 +334,61 @@ static void test_gang_liveness(void **state)
     }
 }
 
+static bool proc_dead(pid_t pid)
+{
+    char p[64], buf[256];
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        return true;
+    bool dead = !fgets(buf, sizeof buf, f) || strstr(buf, ") Z ") || strstr(buf, ") X ");
+    fclose(f);
+    return dead;
+}
+
+/* Issue 11: a gang is one cgroup: a stop reaches a child that left the process group (setsid),
+ * and the gang counts as gone only once that child is gone too. */
+static void test_gang_stop_reaches_setsid_child(void **state)
+{
+    (void)state;
+    char id[RELEASE_ID_LEN + 1], err[256];
+    install("escape", "#!/bin/sh\n"
+                      "setsid sh -c 'echo $$ > \"$DROVER_RUN_DIR/escapee.pid\"; trap \"\" TERM; exec sleep 1000' &\n"
+                      "while :; do sleep 0.05; done\n",
+            id);
+    struct job_spec s;
+    spec_for(&s, id, 1);
+    s.grace_s = 0.3;
+    struct gang g;
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
+    if (!g.cgroup[0]) { /* no cgroup v2 we may write to: nothing to test here */
+        gang_stop(&g);
+        assert_true(pump(&g, 5, is_gone));
+        gang_clear(&g);
+        spec_done(&s);
+        skip();
+    }
+    char p[400];
+    snprintf(p, sizeof p, "%s/root/runs/train/escapee.pid", tmpd);
+    long esc = 0;
+    for (int i = 0; i < 300 && esc <= 0; i++) {
+        FILE *f = fopen(p, "r");
+        if (f) {
+            if (fscanf(f, "%ld", &esc) != 1)
+                esc = 0;
+            fclose(f);
+        }
+        usleep(10000);
+    }
+    assert_true(esc > 0);
+    assert_int_not_equal(getpgid((pid_t)esc), g.pgid); /* it did leave the process group */
+    gang_stop(&g);
+    assert_true(pump(&g, 5, is_gone));
+    assert_true(proc_dead((pid_t)esc));
+    gang_clear(&g);
+    spec_done(&s);
+}
+
 static void test_gang_overlong_heartbeat(void **state)
 {
     (void)state;
@@ -406,9 +461,23 @@ static void daemon_down(void)
     struct agent_state *st = malloc(sizeof *st);
     assert_non_null(st);
     if (state_load(p, st) == 0) {
-        for (int i = 0; i < st->njobs; i++)
-            if (st->jobs[i].gang_pgid > 0)
-                (void)kill(-(pid_t)st->jobs[i].gang_pgid, SIGKILL);
+        for (int i = 0; i < st->njobs; i++) {
+            if (st->jobs[i].gang_pgid <= 0)
+                continue;
+            (void)kill(-(pid_t)st->jobs[i].gang_pgid, SIGKILL);
+            /* and its cgroup, once empty */
+            char cgf[400], cg[4096] = "";
+            snprintf(cgf, sizeof cgf, "%s/root/runs/%s/gang/g%d/cgroup", tmpd, st->jobs[i].job,
+                     st->jobs[i].generation);
+            FILE *f = fopen(cgf, "r");
+            if (f) {
+                if (!fgets(cg, sizeof cg, f))
+                    cg[0] = '\0';
+                fclose(f);
+            }
+            for (int k = 0; cg[0] && k < 100 && rmdir(cg) < 0 && errno == EBUSY; k++)
+                usleep(10000);
+        }
         state_done(st);
     }
     free(st);
@@ -796,6 +865,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_exec_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_last_heartbeat_before_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_stop_reaches_setsid_child, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_python_nan_heartbeats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_liveness, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_crash_loop_reverts_to_good, setup, teardown),
