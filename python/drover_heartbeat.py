@@ -1,8 +1,7 @@
 """drover_heartbeat: heartbeats from a Python (PyTorch) worker to drover-agent.
 
-Standard library only, Python 3.8 or later.  Copy this file into your release (next to your
-training script) or import it from where drover-agent installs it
-(/usr/local/lib/drover/python, see docs/pytorch.md).  The wire format is the heartbeat line of
+Standard library only, Python 3.8 or later.  Copy this file into your release next to your
+training script (examples/pytorch/make-release.sh does; see docs/pytorch.md).  The wire format is the heartbeat line of
 docs/protocol.md (v1): one JSON object per line on the file descriptor DROVER_HEARTBEAT_FD.
 
     from drover_heartbeat import Heartbeat

@@ -1,0 +1,11 @@
+#!/bin/sh
+# launch.sh: the release's entry point (the job's `command`).  The release names its Python:
+# the first line of the file PYTHON next to this script (an interpreter path, e.g. a venv's
+# /opt/venvs/torch-2.11/bin/python), else python3 from PATH.  Everything else comes from the
+# agent's environment (RANK, WORLD_SIZE, ..., DROVER_HEARTBEAT_FD) and config.json.
+here=$(cd "$(dirname "$0")" && pwd)
+py=python3
+if [ -f "$here/PYTHON" ]; then
+	read -r py <"$here/PYTHON" || true
+fi
+exec "$py" "$here/train.py" --config "$here/config.json" "$@"

@@ -1,0 +1,313 @@
+#!/usr/bin/env python3
+"""A GPT-2 style PyTorch training script, watched by drover (docs/pytorch.md).
+
+What a user's own script needs for drover, all of it here:
+  - torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT): the agent
+    sets it for every rank; DDP over NCCL on GPU, gloo on CPU;
+  - heartbeats through drover_heartbeat.py (one line per step, phase markers, an error report);
+  - SIGTERM means: finish the step, write a checkpoint, exit 0 (the agent stops gangs that way);
+  - resume from the newest checkpoint in $DROVER_RUN_DIR/checkpoints written by a release named
+    in $DROVER_RESUME_RELEASES (the release itself and the promoted ones).
+
+Attention: flex_attention with a causal block mask where the installed torch has it (2.5+),
+compiled with torch.compile when the config says so; scaled_dot_product_attention (2.0+) or a
+plain masked softmax otherwise (Debian 12's python3-torch 1.13 on CPU).
+
+  python3 train.py --config config.json        # under drover: launch.sh does this
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import signal
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from drover_heartbeat import Heartbeat  # noqa: E402  (copied into the release next to this file)
+
+DEFAULTS = {
+    "layers": 2, "heads": 2, "dim": 64, "seq": 64, "vocab": 50304, "batch": 8,
+    "lr": 1e-3, "max_steps": 1000000, "ckpt_every": 50, "keep_ckpts": 2,
+    "data": "/srv/drover-data/train_*.bin",  # llm.c-style shards; synthetic tokens when absent
+    "attention": "auto",      # auto | flex | sdpa | plain
+    "compile_model": False,   # torch.compile the whole model
+    "compile_flex": True,     # torch.compile(flex_attention): without it flex runs unfused
+    "dtype": "auto",          # bf16 autocast on GPU, fp32 on CPU
+    "threads": 1,             # CPU threads per rank
+    "step_sleep_s": 0.0,      # pace a CPU demo
+    # fault knobs for drover's own tests (a bad release is a release with one of these set)
+    "nan_at_step": -1, "hang_at_step": -1, "hang_once": False, "ckpt_sleep_s": 0.0,
+    "hang_on_file": "",       # hang (once) when $DROVER_RUN_DIR/<this name> appears
+    "fail_import": False, "selftest": False,
+}
+
+
+def load_config(path):
+    cfg = dict(DEFAULTS)
+    if path:
+        with open(path) as f:
+            cfg.update(json.load(f))
+    return cfg
+
+
+class Stop:
+    requested = False
+
+
+def on_sigterm(signum, frame):
+    Stop.requested = True
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", default=os.path.join(HERE, "config.json"))
+    ap.add_argument("--selftest", action="store_true",
+                    help="import everything, build the model, run one step on CPU, exit 0 (preflight)")
+    args = ap.parse_args()
+    cfg = load_config(args.config if os.path.exists(args.config) else None)
+    if args.selftest:
+        cfg.update(max_steps=1, ckpt_every=10 ** 9, data="", selftest=True)
+    backend_word = "torch"
+    hb = Heartbeat(backend=backend_word)
+    signal.signal(signal.SIGTERM, on_sigterm)
+    hb.init()
+    try:
+        if cfg["fail_import"]:
+            import drover_missing_dependency  # noqa: F401  (a broken dependency, on purpose)
+        return train(cfg, hb)
+    except Exception as e:  # report, then exit non-zero: the agent journals the error
+        hb.error("%s: %s" % (type(e).__name__, e))
+        raise
+
+
+def train(cfg, hb):
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    rank = int(os.environ.get("RANK", "0"))
+    world = 1 if cfg["selftest"] else int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda", 0 if os.environ.get("CUDA_VISIBLE_DEVICES") else local_rank) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+        torch.backends.cuda.matmul.allow_tf32 = True
+    else:
+        torch.set_num_threads(int(cfg["threads"]))
+    hb.backend = ("torch-cuda" if cuda else "torch-cpu")
+    dist = None
+    if world > 1:
+        import torch.distributed as dist
+        dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=world)
+
+    # ---- attention: flex_attention + block mask where available ----
+    flex_attention = create_block_mask = None
+    attn = cfg["attention"]
+    if attn in ("auto", "flex"):
+        try:
+            from torch.nn.attention.flex_attention import flex_attention, create_block_mask
+        except ImportError:
+            if attn == "flex":
+                raise
+    if flex_attention is not None and cuda:
+        attn = "flex"
+    elif attn in ("auto", "flex"):
+        attn = "sdpa" if hasattr(F, "scaled_dot_product_attention") else "plain"
+    if attn == "flex" and cfg["compile_flex"]:
+        flex_attention = torch.compile(flex_attention)  # v1 of the origin incident has this line
+    T, H, D = int(cfg["seq"]), int(cfg["heads"]), int(cfg["dim"])
+    block_mask = None
+    if attn == "flex":
+        def causal(b, h, q_idx, kv_idx):
+            return q_idx >= kv_idx
+        block_mask = create_block_mask(causal, B=None, H=None, Q_LEN=T, KV_LEN=T, device=str(device))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(D), nn.LayerNorm(D)
+            self.qkv, self.proj = nn.Linear(D, 3 * D), nn.Linear(D, D)
+            self.fc, self.fc2 = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
+
+        def forward(self, x):
+            B, t, C = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+            q, k, v = [z.view(B, t, H, C // H).transpose(1, 2) for z in (q, k, v)]
+            if attn == "flex":
+                y = flex_attention(q, k, v, block_mask=block_mask)
+            elif attn == "sdpa":
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                att = (q @ k.transpose(-2, -1)) / math.sqrt(C // H)
+                mask = torch.ones(t, t, device=x.device, dtype=torch.bool).tril()
+                y = att.masked_fill(~mask, float("-inf")).softmax(-1) @ v
+            x = x + self.proj(y.transpose(1, 2).contiguous().view(B, t, C))
+            return x + self.fc2(F.gelu(self.fc(self.ln2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            V = int(cfg["vocab"])
+            self.wte, self.wpe = nn.Embedding(V, D), nn.Embedding(T, D)
+            self.blocks = nn.ModuleList([Block() for _ in range(int(cfg["layers"]))])
+            self.lnf = nn.LayerNorm(D)
+            self.head = nn.Linear(D, V, bias=False)
+            self.head.weight = self.wte.weight
+            L = int(cfg["layers"])
+            for name, p in self.named_parameters():  # GPT-2's init
+                if p.dim() == 2:
+                    std = 0.02 / (2 * L) ** 0.5 if name.endswith(("proj.weight", "fc2.weight")) else 0.02
+                    nn.init.normal_(p, 0.0, std)
+                elif name.endswith("bias"):
+                    nn.init.zeros_(p)
+
+        def forward(self, idx, tgt):
+            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+            for b in self.blocks:
+                x = b(x)
+            logits = self.head(self.lnf(x))
+            return F.cross_entropy(logits.float().view(-1, logits.size(-1)), tgt.reshape(-1))
+
+    torch.manual_seed(1234)
+    model = GPT().to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=float(cfg["lr"]), weight_decay=0.1)
+
+    # ---- resume: newest checkpoint of an allowed release (rank 0 reads, then broadcasts) ----
+    release = os.environ.get("DROVER_RELEASE", "local")
+    run_dir = os.environ.get("DROVER_RUN_DIR", os.path.join(HERE, "run"))
+    ckpt_dir = os.path.join(run_dir, "checkpoints")
+    allowed = [r for r in os.environ.get("DROVER_RESUME_RELEASES", "").split(",") if r]
+    start = 0
+    state = None
+    if rank == 0 and not cfg["selftest"]:
+        os.makedirs(ckpt_dir, exist_ok=True)
+        for path in sorted(glob.glob(os.path.join(ckpt_dir, "torch-*.pt")),
+                           key=lambda p: int(p.rsplit("-", 1)[1][:-3]), reverse=True):
+            writer = os.path.basename(path).split("-")[1]
+            if allowed and not any(a.startswith(writer) for a in allowed):
+                continue
+            try:
+                state = torch.load(path, map_location="cpu")
+                break
+            except Exception as e:  # a torn file: try the next older one
+                print("checkpoint %s unreadable (%s); trying an older one" % (path, e), flush=True)
+    if dist is not None:
+        box = [state]
+        dist.broadcast_object_list(box, src=0)
+        state = box[0]
+    if state is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        start = int(state["step"])
+        print("rank %d resumed from step %d (release %s)" % (rank, start, state.get("release", "?")), flush=True)
+    hb.init(resumed_from=start if state is not None else -1)
+
+    net = model
+    if dist is not None:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        net = DDP(model, device_ids=[device.index] if cuda else None)
+    if cfg["compile_model"] and hasattr(torch, "compile"):
+        net = torch.compile(net)
+
+    # ---- data: llm.c shards (uint16 after a 1024-byte header), else synthetic tokens ----
+    B = int(cfg["batch"])
+    shards = sorted(glob.glob(cfg["data"])) if cfg["data"] else []
+    if shards:
+        import numpy as np
+        tokens = np.fromfile(shards[0], dtype=np.uint16, offset=1024).astype(np.int64)
+        tokens = torch.from_numpy(tokens) % int(cfg["vocab"])  # a small demo vocab folds GPT-2's ids
+    else:
+        g = torch.Generator().manual_seed(42)
+        tokens = torch.randint(0, min(int(cfg["vocab"]), 50257), (1 << 20,), generator=g)
+    per_step = world * B * T
+
+    def batch(step):
+        off = (step * per_step + rank * B * T) % (len(tokens) - B * T - 1)
+        chunk = tokens[off:off + B * T + 1]
+        return chunk[:-1].view(B, T).to(device), chunk[1:].view(B, T).to(device)
+
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cuda and cfg["dtype"] != "fp32" else None
+
+    def save(step):
+        # Every rank marks the checkpoint phase: the others wait in the barrier meanwhile, and
+        # the agent applies the checkpoint deadline to them too, not the silence one.
+        with hb.phase("checkpoint"):
+            if rank == 0:
+                write(step)
+            if dist is not None:
+                dist.barrier()
+        hb.checkpointed(step)
+
+    def write(step):
+        tmp = os.path.join(ckpt_dir, ".tmp.%d" % os.getpid())
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                    "release": release}, tmp)
+        if cfg["ckpt_sleep_s"]:
+            time.sleep(float(cfg["ckpt_sleep_s"]))  # a slow filesystem
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.rename(tmp, os.path.join(ckpt_dir, "torch-%s-%d.pt" % (release[:12], step)))
+        mine = sorted(glob.glob(os.path.join(ckpt_dir, "torch-%s-*.pt" % release[:12])),
+                      key=lambda p: int(p.rsplit("-", 1)[1][:-3]))
+        for old in mine[:-int(cfg["keep_ckpts"])]:
+            os.unlink(old)
+
+    step = start
+    nonfinite_seen = False
+    stop_flag = torch.zeros(1, device=device)
+    while step < int(cfg["max_steps"]):
+        if dist is not None:  # every rank stops after the same step, so nobody waits in a collective
+            stop_flag.fill_(1.0 if Stop.requested else 0.0)
+            dist.all_reduce(stop_flag, op=dist.ReduceOp.MAX)
+            if stop_flag.item() > 0:
+                break
+        elif Stop.requested:
+            break
+        x, y = batch(step)
+        if autocast is not None:
+            with autocast:
+                loss = net(x, y)
+        else:
+            loss = net(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        step += 1
+        lv = loss.item()
+        if step == int(cfg["nan_at_step"]) or (nonfinite_seen and cfg["nan_at_step"] >= 0):
+            lv = float("nan")  # a diverged run keeps going: the agent must stop it
+        if not math.isfinite(lv):
+            nonfinite_seen = True
+        trigger = cfg["hang_on_file"] and os.path.exists(os.path.join(run_dir, cfg["hang_on_file"]))
+        if trigger and rank == world - 1:
+            os.unlink(os.path.join(run_dir, cfg["hang_on_file"]))  # once: the restart trains on
+            print("rank %d hangs at step %d (hang_on_file)" % (rank, step), flush=True)
+            while True:
+                time.sleep(3600)
+        if step == int(cfg["hang_at_step"]) and rank == world - 1:
+            marker = os.path.join(run_dir, "hung-once")
+            if not (cfg["hang_once"] and os.path.exists(marker)):
+                open(marker, "w").close()
+                print("rank %d hangs at step %d (fault knob)" % (rank, step), flush=True)
+                while True:  # a rank stuck in its loop: alive, silent; the others wait in all-reduce
+                    time.sleep(3600)
+        hb.step(step, lv, tokens=B * T)
+        if cfg["step_sleep_s"]:
+            time.sleep(float(cfg["step_sleep_s"]))
+        if step % int(cfg["ckpt_every"]) == 0 and not nonfinite_seen:
+            save(step)
+    if not nonfinite_seen and step > start and not cfg["selftest"]:
+        save(step)  # SIGTERM or max_steps: checkpoint, then a clean exit
+    hb.done()
+    if dist is not None:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
