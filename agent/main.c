@@ -25,6 +25,7 @@
 #include "agent/metrics.h"
 #include "agent/rpc.h"
 #include "agent/state.h"
+#include "agent/objstore.h"
 #include "agent/store.h"
 #include "agent/supervise.h"
 #include "common/agentcli.h"
@@ -64,6 +65,7 @@ static void usage(FILE *f)
             "         [--max-auto-rollbacks N] [--backoff-initial S] [--backoff-max S]\n"
             "  version\n"
             "  release add BLOB --id ID | release list [--json] | release verify ID\n"
+            "  release missing MANIFEST | release install MANIFEST [PACK] --id ID\n"
             "  preflight ID [--timeout S] [--job J] [--gpus 0,1] [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus 0,1]\n"
             "           [--master-addr A] [--master-port P] [--grace S] [--probation-deadline S]\n"
@@ -234,6 +236,62 @@ static int resolve_id(const struct store *s, const char *arg, char id[RELEASE_ID
 
 /* ---- store verbs ---- */
 
+/* v2 releases (agent/objstore.h): `release missing MANIFEST` prints "present", or the ranges of
+ * manifest entries whose objects the store lacks ("START COUNT" lines); `release install MANIFEST
+ * [PACK] --id ID` stores the pack's objects and assembles the release. */
+static int cmd_release_tree(struct cli *c, struct store *s)
+{
+    bool install = !strcmp(c->args[0], "install");
+    if (c->nargs < 2 || c->nargs > (install ? 3 : 2) || (install && !c->id[0])) {
+        log_error("release: usage: release missing MANIFEST | release install MANIFEST [PACK] --id ID");
+        return AGENT_EXIT_USAGE;
+    }
+    const char *mpath = c->args[1], *pack = c->nargs == 3 ? c->args[2] : NULL;
+    char *text = NULL;
+    size_t len = 0;
+    int r = fs_read_file(mpath, MANIFEST2_MAX_BYTES, &text, &len);
+    if (r < 0) {
+        fprintf(stderr, "release %s: cannot read manifest '%s': %s\n", c->args[0], mpath, strerror(-r));
+        return AGENT_EXIT_FAIL;
+    }
+    objstore_clean_stale(s);
+    if (!install) {
+        struct manifest2 *m = NULL;
+        char id[RELEASE_ID_LEN + 1];
+        struct m2_ranges rg = { 0 };
+        bool present = false;
+        if ((r = manifest2_parse(text, len, &m)) == 0 && (r = sha256_buf_hex(text, len, id)) == 0)
+            r = objstore_missing(s, m, id, &rg, &present);
+        manifest2_free(m);
+        free(text);
+        if (r < 0) {
+            fprintf(stderr, "release missing: %s: %s\n", mpath, strerror(-r));
+            return r == -EINVAL || r == -E2BIG ? AGENT_EXIT_BUNDLE : AGENT_EXIT_FAIL;
+        }
+        fputs(present ? "present\n" : rg.text, stdout);
+        m2_ranges_done(&rg);
+        return AGENT_EXIT_OK;
+    }
+    char err[512] = "";
+    r = objstore_add(s, text, len, c->id, pack, stdout, err, sizeof err);
+    free(text);
+    if (r != -ENOSPC && r != -EDQUOT) {
+        store_consume(s, mpath);
+        if (pack)
+            store_consume(s, pack);
+    }
+    if (r < 0) {
+        if (r == -ENOSPC || r == -EDQUOT) {
+            fprintf(stderr, "release install: disk full under '%s': %s\n", c->root, err);
+            return AGENT_EXIT_DISK_FULL;
+        }
+        fprintf(stderr, "release install: %s\n", err[0] ? err : strerror(-r));
+        return r == -EBADMSG || r == -EINVAL || r == -E2BIG ? AGENT_EXIT_BUNDLE : AGENT_EXIT_FAIL;
+    }
+    printf("%s %s\n", c->id, r == 1 ? "present" : "added");
+    return AGENT_EXIT_OK;
+}
+
 static int cmd_release(struct cli *c)
 {
     struct store s;
@@ -282,6 +340,8 @@ static int cmd_release(struct cli *c)
         printf("%s verified\n", id);
         return AGENT_EXIT_OK;
     }
+    if (!strcmp(c->args[0], "missing") || !strcmp(c->args[0], "install"))
+        return cmd_release_tree(c, &s);
     if (!strcmp(c->args[0], "list")) {
         char **ids;
         size_t n;

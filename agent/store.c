@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/objstore.h"
 #include "common/bundle.h"
 #include "common/manifest.h"
 #include "common/sha256.h"
@@ -34,6 +36,23 @@ int store_path(const struct store *s, char *buf, size_t sz, const char *fmt, ...
     return 0;
 }
 
+/* A temp entry "<name>.tmp.<pid>[.x]" is stale only when its process is gone (or ".tmp.gc", an
+ * interrupted GC): an add or switch running in another process right now is never touched. */
+static bool tmp_owner_gone(const char *name)
+{
+    const char *t = strstr(name, ".tmp.");
+    if (!t)
+        return false;
+    t += 5;
+    if (!strcmp(t, "gc"))
+        return true;
+    char *end;
+    long pid = strtol(t, &end, 10);
+    if (end == t || pid <= 0 || (*end && *end != '.'))
+        return false;
+    return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
 static void store_clean_tmp(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -41,7 +60,7 @@ static void store_clean_tmp(const char *dir)
         return;
     struct dirent *de;
     while ((de = readdir(d))) {
-        if (!strstr(de->d_name, ".tmp"))
+        if (!tmp_owner_gone(de->d_name))
             continue;
         char p[PATH_MAX];
         if (snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= (int)sizeof p)
@@ -59,7 +78,7 @@ int store_open(struct store *s, const char *root)
     int r = fs_mkdir_p(root, 0700);
     if (r < 0)
         return r;
-    static const char *const sub[] = {"releases", "jobs", "incoming", "runs"};
+    static const char *const sub[] = {"releases", "jobs", "incoming", "runs", "objects"};
     char p[PATH_MAX];
     for (size_t i = 0; i < ARRAY_SIZE(sub); i++) {
         if ((r = store_path(s, p, sizeof p, "%s", sub[i])) < 0 || (r = fs_mkdir_p(p, 0700)) < 0)
@@ -137,7 +156,7 @@ int store_resolve(const struct store *s, const char *id_or_prefix, char ret_id[R
 /* Remove blob if it lies in the store's incoming/ directory, where the controller pushes
  * bundles for the agent to consume.  A file given from anywhere else belongs to whoever passed
  * it, and is never deleted, whether it verified or not. */
-static void consume_blob(const struct store *s, const char *blob)
+void store_consume(const struct store *s, const char *blob)
 {
     char inc[PATH_MAX], dir[PATH_MAX], rinc[PATH_MAX], rdir[PATH_MAX];
     if (store_path(s, inc, sizeof inc, "incoming") < 0 || str_copy(dir, sizeof dir, blob) < 0)
@@ -162,7 +181,7 @@ int store_add_release(const struct store *s, const char *blob, const char *id, c
         return -EINVAL;
     }
     if (store_has_release(s, id)) {
-        consume_blob(s, blob);
+        store_consume(s, blob);
         snprintf(err, errsz, "already present");
         return 1;
     }
@@ -175,14 +194,14 @@ int store_add_release(const struct store *s, const char *blob, const char *id, c
     r = bundle_unpack(blob, tmp, id, got, err, errsz);
     if (r < 0) {
         if (r != -ENOENT)
-            consume_blob(s, blob);
+            store_consume(s, blob);
         return r;
     }
     if (rename(tmp, final) < 0) {
         r = -errno;
         (void)fs_rm_rf(tmp);
         if (r == -ENOTEMPTY || r == -EEXIST) { /* another add won the race: same content */
-            consume_blob(s, blob);
+            store_consume(s, blob);
             snprintf(err, errsz, "already present");
             return 1;
         }
@@ -191,7 +210,7 @@ int store_add_release(const struct store *s, const char *blob, const char *id, c
     }
     (void)fs_fsync_dir(final);
     (void)fs_fsync_dir(tmp); /* parent of both: releases/ */
-    consume_blob(s, blob);
+    store_consume(s, blob);
     return 0;
 }
 
@@ -325,11 +344,26 @@ int store_gc(const struct store *s, size_t keep, const char *const *protect, siz
     int r = store_list(s, &ids, &n);
     if (r < 0)
         return r;
+    /* An environment release stays as long as a release that names it stays. */
+    char (*envs)[RELEASE_ID_LEN + 1] = calloc(n ? n : 1, sizeof *envs);
+    if (!envs) {
+        store_ids_free(ids, n);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        bool kept = i < keep;
+        for (size_t k = 0; k < nprotect && !kept; k++)
+            kept = protect[k] && !strcmp(protect[k], ids[i]);
+        if (kept)
+            (void)objstore_release_env(s, ids[i], envs[i]);
+    }
     int removed = 0;
     for (size_t i = keep; i < n; i++) {
         bool keep_it = false;
         for (size_t k = 0; k < nprotect && !keep_it; k++)
             keep_it = protect[k] && !strcmp(protect[k], ids[i]);
+        for (size_t k = 0; k < n && !keep_it; k++)
+            keep_it = !strcmp(envs[k], ids[i]);
         if (keep_it)
             continue;
         char p[PATH_MAX], tmp[PATH_MAX];
@@ -345,8 +379,14 @@ int store_gc(const struct store *s, size_t keep, const char *const *protect, siz
         log_info("store: removed release %.12s", ids[i]);
         removed++;
     }
+    free(envs);
     store_ids_free(ids, n);
-    return r < 0 ? r : removed;
+    if (r < 0)
+        return r;
+    int o = objstore_gc_objects(s); /* objects no remaining release links to */
+    if (o > 0)
+        log_info("store: removed %d unreferenced objects", o);
+    return removed;
 }
 
 int store_verify_release(const struct store *s, const char *id, char *err, size_t errsz)
@@ -363,6 +403,9 @@ int store_verify_release(const struct store *s, const char *id, char *err, size_
     size_t len = 0;
     struct manifest *m = NULL;
     snprintf(p, sizeof p, "%s/MANIFEST.json", dir);
+    struct stat mst;
+    if (lstat(p, &mst) < 0 && errno == ENOENT)
+        return objstore_verify(s, id, err, errsz); /* a v2 release (objects and MANIFEST) */
     if ((r = fs_read_file(p, 2u << 20, &text, &len)) < 0 || (r = manifest_parse(text, len, &m)) < 0) {
         snprintf(err, errsz, "release %.12s: MANIFEST.json unreadable: %s", id, strerror(-r));
         free(text);

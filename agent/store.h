@@ -37,6 +37,10 @@ bool store_has_release(const struct store *s, const char *id);
  * store's incoming/ directory (where the controller pushes it) is removed in both cases and after
  * a verification failure; a blob anywhere else is never removed.  Errors as bundle_unpack, with a
  * one-line reason in err. */
+/* Remove path if it lies in the store's incoming/ directory (what the controller pushed); a
+ * file anywhere else belongs to whoever named it and is never removed. */
+void store_consume(const struct store *s, const char *path);
+
 int store_add_release(const struct store *s, const char *blob, const char *id, char *err, size_t errsz);
 
 /* Release ids in the store, newest install first; *ret_ids malloc'd array of malloc'd strings;

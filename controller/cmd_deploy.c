@@ -16,6 +16,7 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
         { "all-jobs", no_argument, NULL, 'a' },
         { "dry-run", no_argument, NULL, 'n' },
         { "force", no_argument, NULL, 'f' },
+        { "env", required_argument, NULL, 'e' },
         { NULL, 0, NULL, 0 },
     };
     struct deploy_opts o = { .dry_run = plan };
@@ -32,11 +33,13 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
             o.dry_run = true;
         else if (c == 'f')
             o.force = true;
+        else if (c == 'e')
+            o.env_dir = optarg;
         else
             return EXIT_USAGE;
     }
     if (optind + 1 != argc || (all && njobs)) {
-        log_error("usage: drover %s DIR [--job J]... | --all-jobs%s", argv[0],
+        log_error("usage: drover %s DIR [--env ENVDIR] [--job J]... | --all-jobs%s", argv[0],
                   plan ? "" : " [--dry-run] [--force]");
         return EXIT_USAGE;
     }

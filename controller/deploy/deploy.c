@@ -22,7 +22,8 @@
 #include "common/util.h"
 #include "controller/transport/pct.h"
 #include "controller/deploy/probation.h"
-#include "controller/transport/stage.h"
+#include "controller/deploy/objsync.h"
+#include "controller/transport/send.h"
 #include "controller/deploy/state.h"
 
 static volatile sig_atomic_t interrupted;
@@ -55,6 +56,8 @@ struct deploy {
     int ngoods;                       /* promoted releases, newest first (first container's) */
     char goods[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1];
     struct agent_status *st;          /* scratch, large */
+    struct relsrc rs, env;            /* the release and its environment (manifests v2) */
+    bool has_rs, has_env;
     const char *labels[INV_MAX_CTS];
 };
 
@@ -120,7 +123,16 @@ static int agent_call(struct deploy *d, const struct inv_ct *ct, const char *con
     return r;
 }
 
-static int stage_bundle(struct deploy *d, const char *dir)
+static void on_sigint_send(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+    send_interrupted = 1;
+}
+
+/* Walk and hash DIR (and the environment first, when there is one) into v2 manifests; the
+ * manifest is kept in state_dir/manifests/<id> (the controller's cache). */
+static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir)
 {
     const struct inventory *inv = d->inv;
     int r = state_init(inv->state_dir);
@@ -128,121 +140,78 @@ static int stage_bundle(struct deploy *d, const char *dir)
         log_error("cannot create state directory '%s': %s", inv->state_dir, strerror(-r));
         return r;
     }
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s/bundles/.new-%d.bundle", inv->state_dir, (int)getpid());
-    struct manifest *m = NULL;
-    r = bundle_pack(dir, NULL, tmp, d->id, &m);
-    if (r < 0) {
-        (void)unlink(tmp);
-        log_error("cannot bundle release directory '%s': %s%s", dir, strerror(-r),
-                  r == -EINVAL ? " (a release holds only directories and regular files with plain names: "
+    char mdir[1100];
+    snprintf(mdir, sizeof mdir, "%s/manifests", inv->state_dir);
+    (void)fs_mkdir_p(mdir, 0700);
+    if (env_dir) {
+        if ((r = relsrc_load(env_dir, NULL, &d->env)) < 0) {
+            log_error("cannot read environment directory '%s': %s", env_dir, strerror(-r));
+            return r;
+        }
+        d->has_env = true;
+        fprintf(stderr, "environment %.12s (%s): %zu files, %.2f MiB\n", d->env.id, d->env.m->name,
+                d->env.m->nfiles, (double)d->env.m->file_bytes / 1048576.0);
+    }
+    if ((r = relsrc_load(dir, d->has_env ? d->env.id : NULL, &d->rs)) < 0) {
+        log_error("cannot read release directory '%s': %s%s", dir, strerror(-r),
+                  r == -EINVAL ? " (a release holds directories, regular files and relative symlinks that stay inside it: "
                                  "replace or remove the file named above)" : "");
         return r;
     }
-    (void)str_copy(d->name, sizeof d->name, m->name);
-    size_t nfiles = m->nfiles;
+    d->has_rs = true;
+    memcpy(d->id, d->rs.id, sizeof d->id);
+    (void)str_copy(d->name, sizeof d->name, d->rs.m->name);
     /* The agent would refuse a release without the job's command only after staging, pushing and
      * preflight; catch it here, before anything leaves this machine. */
     const char *need[2] = {d->job->command, d->job->preflight};
     const char *what[2] = {"command", "preflight"};
     for (int i = 0; i < 2; i++) {
-        if (!need[i][0] || !strchr(need[i], '/'))
-            continue; /* none, or looked up in the container's PATH */
-        const struct manifest_file *f = manifest_find(m, need[i]);
-        if (!f || !(f->mode & 0111)) {
+        if (!need[i][0] || !strchr(need[i], '/') || !strncmp(need[i], ".drover-env/", 12))
+            continue; /* none, looked up in the container's PATH, or in the environment */
+        const struct m2_entry *f = manifest2_find(d->rs.m, need[i]);
+        if (!f || (f->type == M2_FILE && !(f->mode & 0111)) || f->type == M2_DIR) {
             log_error("release directory '%s' has no executable '%s' (the job's %s, [job %s] in the "
                       "inventory): add it to the release, or fix the inventory",
                       dir, need[i], what[i], d->job->name);
-            manifest_free(m);
-            (void)unlink(tmp);
             return -ENOENT;
         }
     }
-    manifest_free(m);
-    snprintf(d->blob, sizeof d->blob, "%s/bundles/%s.bundle", inv->state_dir, d->id);
-    if (rename(tmp, d->blob) < 0) {
-        r = -errno;
-        (void)unlink(tmp);
-        log_error("cannot store bundle '%s': %s", d->blob, strerror(-r));
-        return r;
-    }
-    r = sha256_file_hex(d->blob, d->blob_sha, &d->blob_size);
-    if (r < 0) {
-        log_error("cannot hash '%s': %s", d->blob, strerror(-r));
-        return r;
-    }
+    char mpath[1200];
+    snprintf(mpath, sizeof mpath, "%s/%s", mdir, d->id);
+    if ((r = fs_write_atomic(mpath, d->rs.text, d->rs.len, 0600)) < 0)
+        log_warn("cannot keep the manifest in '%s': %s", mpath, strerror(-r));
+    d->blob_size = d->rs.m->file_bytes;
     ui_short(d->id, d->sid);
-    fprintf(stderr, "release %s (%s): %zu files, bundle %.2f MiB\n", d->sid, d->name, nfiles,
+    fprintf(stderr, "release %s (%s): %zu files, %.2f MiB\n", d->sid, d->name, d->rs.m->nfiles,
             (double)d->blob_size / 1048576.0);
     return 0;
 }
 
-/* One upload per host, skipped when the content-addressed blob is already there. */
-static int stage_hosts(struct deploy *d, char *err, size_t err_sz)
+/* Only the objects each host and container lacks travel; every host at once. */
+static int push_release(struct deploy *d, char *err, size_t err_sz)
 {
-    bool done[INV_MAX_HOSTS] = { false };
-    for (int i = 0; i < d->job->ncts; i++) {
-        int h = d->job->cts[i].host;
-        if (done[h])
-            continue;
-        done[h] = true;
-        char remote[1024];
-        int r = stage_to_host(d->f, h, d->blob, d->blob_sha, d->blob_size, "bundle", remote,
-                              sizeof remote, err, err_sz);
-        if (r < 0)
-            return r;
-    }
-    return 0;
-}
-
-static int push_cts(struct deploy *d, char *err, size_t err_sz)
-{
-    const struct inventory *inv = d->inv;
-    char remote[1024];
-    snprintf(remote, sizeof remote, "%s/%s.bundle", inv->staging_dir, d->blob_sha);
-    for (int i = 0; i < d->job->ncts; i++) {
-        const struct inv_ct *ct = &d->job->cts[i];
-        struct conn *c;
-        int r = fleet_conn(d->f, ct->host, &c);
-        if (r < 0) {
-            snprintf(err, err_sz, "%s: host unreachable", ct->label);
-            return r;
-        }
-        char incoming[600], dest[700];
-        snprintf(incoming, sizeof incoming, "%s/incoming", pct_agent_root(ct));
-        snprintf(dest, sizeof dest, "%s/%s.bundle", incoming, d->id);
-        /* pct push never creates parent directories (PCT.md). */
-        const char *mk[] = { "mkdir", "-p", incoming, NULL };
-        struct exec_result res;
-        r = pct_run(c, ct, mk, inv->exec_timeout_s, &res);
-        if (r < 0) {
-            snprintf(err, err_sz, "%s: %s", ct->label, c->err);
-            return r;
-        }
-        if (res.status != 0) {
-            char reason[512];
-            snprintf(err, err_sz, "%s: cannot create '%s' (is the container running?): %s",
-                     ct->label, incoming, exec_result_reason(&res, reason, sizeof reason));
-            exec_result_done(&res);
-            return -EIO;
-        }
-        exec_result_done(&res);
-        r = pct_push(c, ct, remote, dest, "0600");
-        if (r < 0) {
-            snprintf(err, err_sz, "%s: %s", ct->label, c->err);
-            return r;
-        }
-        /* The verification: the agent checks every file's SHA-256 against the manifest and the
-         * release id before the release exists in its store. */
-        struct agent_argv add;
-        agent_argv_init(&add);
-        agent_argv_release_add(&add, dest, d->id);
-        r = agent_call(d, ct, add.argv, inv->exec_timeout_s + 60, err, err_sz);
-        if (r < 0)
-            return r;
-        fprintf(stderr, "push %s: verified %s\n", ct->label, d->sid);
-    }
-    return 0;
+    struct sigaction sa = { .sa_handler = on_sigint_send }, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    send_interrupted = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    struct sync_stats st = { 0 };
+    double t0 = time_mono();
+    int r = 0;
+    if (d->has_env)
+        r = objsync_job(d->f, d->job, &d->env, &st, err, err_sz);
+    if (r == 0)
+        r = objsync_job(d->f, d->job, &d->rs, &st, err, err_sz);
+    if (send_interrupted && r < 0)
+        snprintf(err, err_sz, "interrupted by the operator while staging (%.1f MiB stored on hosts)",
+                 (double)st.bytes_to_hosts / 1048576.0);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    send_interrupted = 0;
+    if (r == 0)
+        fprintf(stderr, "release %s in every container in %.1fs (%zu objects, %.2f MiB sent to hosts)\n", d->sid,
+                time_mono() - t0, st.objects_to_hosts, (double)st.bytes_to_hosts / 1048576.0);
+    return r;
 }
 
 static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
@@ -550,7 +519,8 @@ static int print_plan(struct deploy *d)
     int unreachable = 0;
     const struct inv_job *j = d->job;
     char sid[RELEASE_SHORT_LEN + 1], sid2[RELEASE_SHORT_LEN + 1];
-    printf("release %s (%s), bundle %.2f MiB\n", d->sid, d->name, (double)d->blob_size / 1048576.0);
+    printf("release %s (%s), %zu files, %.2f MiB\n", d->sid, d->name, d->rs.m->nfiles,
+           (double)d->blob_size / 1048576.0);
     printf("job %s: %d node(s) x %d rank(s), command %s", j->name, j->ncts, j->nproc_per_node,
            j->command);
     for (int i = 0; i < j->nargs; i++)
@@ -615,6 +585,10 @@ static void deploy_done(struct deploy *d, int lock)
 {
     if (lock >= 0)
         close(lock);
+    if (d->has_rs)
+        relsrc_done(&d->rs);
+    if (d->has_env)
+        relsrc_done(&d->env);
     free(d->st);
 }
 
@@ -673,7 +647,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     ret = EXIT_FAIL;
     int lock = -1;
     char err[2048] = "";
-    if (stage_bundle(&d, o->dir) < 0)
+    if (stage_bundle(&d, o->dir, o->env_dir) < 0)
         goto out;
     char brel[RELEASE_ID_LEN + 1];
     if (state_baseline_get(d.inv->state_dir, d.key, &d.baseline, brel) < 0)
@@ -702,8 +676,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     if (check_rollback_target(&d, o->force) < 0)
         goto out;
-    if (stage_hosts(&d, err, sizeof err) < 0 || push_cts(&d, err, sizeof err) < 0 ||
-        preflight_cts(&d, err, sizeof err) < 0) {
+    if (push_release(&d, err, sizeof err) < 0 || preflight_cts(&d, err, sizeof err) < 0) {
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
         log_error("%s", err);
         fprintf(stderr, "deploy of %s stopped before anything was switched: the running release "

@@ -14,6 +14,8 @@ struct deploy_opts {
     const char *job;   /* job name; NULL = the inventory's only job */
     bool dry_run;      /* plan only: bundle, look, print; change nothing */
     bool force;        /* deploy even when the rollback target is missing or fails verification */
+    const char *env_dir; /* an environment (e.g. a venv) deployed as its own release first and
+                          * named by the code release (NULL: none) */
 };
 
 int deploy_run(struct fleet *f, const struct deploy_opts *o);

@@ -96,16 +96,22 @@ int pct_stream_agent(struct conn *c, const struct inv_ct *ct, const char *const 
 int pct_push(struct conn *c, const struct inv_ct *ct, const char *host_path, const char *ct_path,
              const char *perms)
 {
+    return pct_push_timeout(c, ct, host_path, ct_path, perms, c->inv->exec_timeout_s);
+}
+
+int pct_push_timeout(struct conn *c, const struct inv_ct *ct, const char *host_path, const char *ct_path,
+                     const char *perms, double timeout_s)
+{
     struct exec_result res;
     int r;
     if (ct->vmid >= 0) {
         char vmid[16];
         snprintf(vmid, sizeof vmid, "%d", ct->vmid);
         const char *argv[] = { "pct", "push", vmid, host_path, ct_path, "--perms", perms, NULL };
-        r = conn_run(c, argv, c->inv->exec_timeout_s, &res);
+        r = conn_run(c, argv, timeout_s, &res);
     } else {
         const char *argv[] = { "install", "-m", perms, host_path, ct_path, NULL };
-        r = conn_run(c, argv, c->inv->exec_timeout_s, &res);
+        r = conn_run(c, argv, timeout_s, &res);
     }
     if (r < 0)
         return r;

@@ -34,6 +34,10 @@ int pct_stream_agent(struct conn *c, const struct inv_ct *ct, const char *const 
 int pct_push(struct conn *c, const struct inv_ct *ct, const char *host_path, const char *ct_path,
              const char *perms);
 
+/* pct_push with its own time limit (large packs: scaled by size). */
+int pct_push_timeout(struct conn *c, const struct inv_ct *ct, const char *host_path, const char *ct_path,
+                     const char *perms, double timeout_s);
+
 /* The agent's store root in the container ("/var/lib/drover" or the local root). */
 const char *pct_agent_root(const struct inv_ct *ct);
 

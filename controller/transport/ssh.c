@@ -533,3 +533,8 @@ out:
     close(fd);
     return r;
 }
+
+void *ssh_conn_session(struct ssh_conn *c)
+{
+    return c->s;
+}

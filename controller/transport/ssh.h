@@ -56,6 +56,8 @@ int ssh_stream_open(struct ssh_conn *c, const char *cmdline, struct ssh_stream *
  * -EPIPE at end of stream, -EIO on error.  Never blocks. */
 int ssh_stream_read(struct ssh_stream *s, char *buf, size_t buf_sz);
 int ssh_conn_fd(struct ssh_conn *c);
+/* The libssh session (an ssh_session) for controller/send.c's streaming channel; borrowed. */
+void *ssh_conn_session(struct ssh_conn *c);
 /* false once the session has dropped (peer gone, socket error): reconnect. */
 bool ssh_conn_is_alive(struct ssh_conn *c);
 void ssh_stream_free(struct ssh_stream *s);

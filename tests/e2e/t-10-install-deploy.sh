@@ -33,8 +33,8 @@ echo "$id" >"$V1_FILE"
 say "v1 is ${id:0:12}"
 check "h1:101 has a current release" test -n "$id"
 check "every container's jobs/train/current is v1" all_current_is "$id"
-check "v1's release dir holds bin/drover-train and MANIFEST.json" \
-	ct h1:102 test -x "/var/lib/drover/releases/$id/bin/drover-train" -a -f "/var/lib/drover/releases/$id/MANIFEST.json"
+check "v1's release dir holds bin/drover-train and MANIFEST (v2)" \
+	ct h1:102 test -x "/var/lib/drover/releases/$id/bin/drover-train" -a -f "/var/lib/drover/releases/$id/MANIFEST"
 one_worker_each() { local c; for c in $E2E_CTS; do [[ $(ct_pids "$c" | wc -w) == 1 ]] || return 1; done; }
 check "one drover-train process in each container" one_worker_each
 

@@ -1,0 +1,600 @@
+/* agent/objstore.c: see objstore.h.  Owns objects/ and the v2 releases it assembles.  Never
+ * writes an object it has not verified against the manifest, never follows a symlink when
+ * creating a file (O_EXCL | O_NOFOLLOW), never opens a FIFO or device from a pack (a pack member
+ * is only ever a regular file), and never removes a temp entry whose owner is still alive. */
+#include "agent/objstore.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/pack.h"
+#include "common/util.h"
+
+#define OBJ_CHUNK (256u << 10)
+
+static void reason(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void reason(char *err, size_t errsz, const char *fmt, ...)
+{
+    if (!err || !errsz)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errsz, fmt, ap);
+    va_end(ap);
+}
+
+static uint32_t obj_mode(uint32_t manifest_mode)
+{
+    return (manifest_mode & 0555) | 0444;
+}
+
+static int obj_path(const struct store *s, char *buf, size_t sz, const char *sha, uint32_t mode)
+{
+    return store_path(s, buf, sz, "objects/%s.%04o", sha, mode);
+}
+
+/* An existing variant of object sha: the exact mode first, then the common ones. */
+static bool obj_find(const struct store *s, const char *sha, uint32_t mode, char *buf, size_t sz)
+{
+    static const uint32_t common[] = { 0444, 0555 };
+    struct stat st;
+    if (obj_path(s, buf, sz, sha, mode) == 0 && lstat(buf, &st) == 0 && S_ISREG(st.st_mode))
+        return true;
+    for (size_t i = 0; i < ARRAY_SIZE(common); i++)
+        if (common[i] != mode && obj_path(s, buf, sz, sha, common[i]) == 0 && lstat(buf, &st) == 0 &&
+            S_ISREG(st.st_mode))
+            return true;
+    return false;
+}
+
+/* "<anything>.<pid>" whose process is gone (or ".gc" leftovers of an interrupted GC). */
+static bool tmp_is_stale(const char *name)
+{
+    const char *t = strstr(name, ".tmp");
+    if (!t)
+        return false;
+    const char *dot = strrchr(name, '.');
+    if (!strcmp(dot, ".gc"))
+        return true;
+    if (!str_is_digits(dot + 1, 10))
+        return false;
+    long pid = strtol(dot + 1, NULL, 10);
+    return pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+static void clean_dir(const struct store *s, const char *sub)
+{
+    char p[PATH_MAX];
+    if (store_path(s, p, sizeof p, "%s", sub) < 0)
+        return;
+    DIR *d = opendir(p);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!tmp_is_stale(de->d_name))
+            continue;
+        char q[PATH_MAX];
+        if (store_path(s, q, sizeof q, "%s/%s", sub, de->d_name) < 0)
+            continue;
+        log_info("store: removing stale '%s'", q);
+        (void)fs_rm_rf(q);
+    }
+    closedir(d);
+}
+
+void objstore_clean_stale(const struct store *s)
+{
+    char p[PATH_MAX];
+    if (store_path(s, p, sizeof p, "objects") == 0)
+        (void)fs_mkdir_p(p, 0700);
+    clean_dir(s, "objects");
+    clean_dir(s, "releases");
+    clean_dir(s, "incoming");
+}
+
+/* Is releases/<id> complete and matching m?  Type, size and link target of every entry, and
+ * the MANIFEST text.  Contents are not rehashed: objects were verified when they arrived and are
+ * read-only. */
+static bool release_intact(const struct store *s, const struct manifest2 *m, const char *id,
+                           const char *text, size_t len)
+{
+    char p[PATH_MAX];
+    if (store_path(s, p, sizeof p, "releases/%s", id) < 0)
+        return false;
+    int dfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return false;
+    bool ok = false;
+    char *have = NULL;
+    size_t hlen = 0;
+    char mp[PATH_MAX];
+    if (store_path(s, mp, sizeof mp, "releases/%s/MANIFEST", id) < 0 ||
+        fs_read_file(mp, MANIFEST2_MAX_BYTES, &have, &hlen) < 0 || hlen != len || memcmp(have, text, len))
+        goto out;
+    for (size_t i = 0; i < m->n; i++) {
+        const struct m2_entry *e = &m->e[i];
+        struct stat st;
+        if (fstatat(dfd, e->path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            goto out;
+        if (e->type == M2_DIR && !S_ISDIR(st.st_mode))
+            goto out;
+        if (e->type == M2_FILE && (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != e->size))
+            goto out;
+        if (e->type == M2_LINK) {
+            char t[MANIFEST2_PATH_MAX];
+            ssize_t n = S_ISLNK(st.st_mode) ? readlinkat(dfd, e->path, t, sizeof t - 1) : -1;
+            if (n < 0)
+                goto out;
+            t[n] = '\0';
+            if (strcmp(t, e->target))
+                goto out;
+        }
+    }
+    ok = true;
+out:
+    free(have);
+    close(dfd);
+    return ok;
+}
+
+int objstore_missing(const struct store *s, const struct manifest2 *m, const char *id,
+                     struct m2_ranges *ret, bool *ret_present)
+{
+    char *text;
+    size_t len;
+    char got[RELEASE_ID_LEN + 1];
+    int r = manifest2_dump(m, &text, &len, got);
+    if (r < 0)
+        return r;
+    bool present = !strcmp(got, id) && store_has_release(s, id) && release_intact(s, m, id, text, len);
+    free(text);
+    struct m2_ranges rg = { 0 };
+    if (!present)
+        for (size_t i = 0; i < m->n && r == 0; i++) {
+            char p[PATH_MAX];
+            const struct m2_entry *e = &m->e[i];
+            if (e->type == M2_FILE && !obj_find(s, e->sha256, obj_mode(e->mode), p, sizeof p))
+                r = m2_ranges_add(&rg, i);
+        }
+    if (r == 0)
+        r = m2_ranges_finish(&rg);
+    if (r < 0) {
+        m2_ranges_done(&rg);
+        return r;
+    }
+    *ret = rg;
+    *ret_present = present;
+    return 0;
+}
+
+struct want {
+    const char *sha;
+    uint64_t size;
+    uint32_t mode;
+    const char *path;
+};
+
+static int want_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct want *)a)->sha, ((const struct want *)b)->sha);
+}
+
+/* Write one verified object from the reader into objects/<sha>.<mode>. */
+static int ingest_one(const struct store *s, struct pack_reader *pr, const struct want *w, char *buf,
+                      bool *ret_corrupt)
+{
+    char tmp[PATH_MAX], fin[PATH_MAX];
+    int r;
+    if ((r = store_path(s, tmp, sizeof tmp, "objects/.tmp.%s.%ld", w->sha, (long)getpid())) < 0 ||
+        (r = obj_path(s, fin, sizeof fin, w->sha, obj_mode(w->mode))) < 0)
+        return r;
+    (void)unlink(tmp); /* ours (same pid) from an earlier member of this very pack */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    struct sha256_ctx *h = sha256_new();
+    uint64_t done = 0;
+    r = h ? 0 : -ENOMEM;
+    while (r == 0) {
+        ssize_t n = pack_reader_read(pr, buf, OBJ_CHUNK);
+        if (n < 0) {
+            r = (int)n;
+            break;
+        }
+        if (n == 0)
+            break;
+        if ((uint64_t)n > w->size - done) { /* never more than the manifest declares */
+            r = -EBADMSG;
+            break;
+        }
+        done += (uint64_t)n;
+        if ((r = sha256_update(h, buf, (size_t)n)) == 0)
+            r = fd_write_all(fd, buf, (size_t)n);
+    }
+    char hex[SHA256_HEX_LEN + 1];
+    if (r == 0 && (r = sha256_final_hex(h, hex)) == 0 && (done != w->size || strcmp(hex, w->sha))) {
+        *ret_corrupt = true;
+        r = -EBADMSG;
+    }
+    if (r == 0 && (fchmod(fd, obj_mode(w->mode)) < 0 || fsync(fd) < 0))
+        r = -errno;
+    sha256_free(h);
+    close(fd);
+    if (r == 0 && rename(tmp, fin) < 0)
+        r = -errno;
+    if (r < 0)
+        (void)unlink(tmp);
+    return r;
+}
+
+static int ingest_pack(const struct store *s, const struct manifest2 *m, const char *pack, FILE *corrupt,
+                       char *err, size_t errsz)
+{
+    struct want *wv = calloc(m->nfiles ? m->nfiles : 1, sizeof *wv);
+    char *buf = malloc(OBJ_CHUNK);
+    struct pack_reader *pr = NULL;
+    int r = wv && buf ? 0 : -ENOMEM;
+    size_t nw = 0;
+    for (size_t i = 0; r == 0 && i < m->n; i++)
+        if (m->e[i].type == M2_FILE)
+            wv[nw++] = (struct want){ m->e[i].sha256, m->e[i].size, m->e[i].mode, m->e[i].path };
+    if (r == 0)
+        qsort(wv, nw, sizeof *wv, want_cmp);
+    if (r == 0 && (r = pack_reader_open(pack, &pr)) < 0)
+        reason(err, errsz, "cannot read pack '%s': %s", pack, strerror(-r));
+    int bad = 0;
+    size_t added = 0;
+    while (r == 0) {
+        char sha[SHA256_HEX_LEN + 1];
+        uint64_t size;
+        int n = pack_reader_next(pr, sha, &size);
+        if (n == 0)
+            break;
+        if (n < 0) {
+            reason(err, errsz, "pack '%s' is damaged (not a tar of objects)", pack);
+            r = n;
+            break;
+        }
+        struct want key = { .sha = sha }, *w = bsearch(&key, wv, nw, sizeof *wv, want_cmp);
+        char p[PATH_MAX];
+        if (!w || w->size != size) {
+            /* Not ours, or not the size the manifest declares: never written. */
+            if (corrupt)
+                fprintf(corrupt, "corrupt %s\n", sha);
+            reason(err, errsz, "pack object %.12s: %s", sha, w ? "size differs from the manifest" : "not in the manifest");
+            bad++;
+            continue;
+        }
+        if (obj_find(s, w->sha, obj_mode(w->mode), p, sizeof p))
+            continue; /* have it; the reader skips the data */
+        bool is_corrupt = false;
+        int e = ingest_one(s, pr, w, buf, &is_corrupt);
+        if (is_corrupt) {
+            if (corrupt)
+                fprintf(corrupt, "corrupt %s\n", sha);
+            reason(err, errsz, "object %.12s (file '%s') does not match its sha256", sha, w->path);
+            bad++;
+            continue;
+        }
+        if (e < 0) {
+            reason(err, errsz, "cannot store object for '%s': %s", w->path, strerror(-e));
+            r = e;
+            break;
+        }
+        added++;
+    }
+    if (r == 0 && bad)
+        r = -EBADMSG;
+    if (r == 0) {
+        char od[PATH_MAX];
+        if (store_path(s, od, sizeof od, "objects") == 0)
+            (void)fs_fsync_dir(od);
+        log_debug("store: %zu objects added from '%s'", added, pack);
+    }
+    pack_reader_free(pr);
+    free(buf);
+    free(wv);
+    return r;
+}
+
+/* Copy object src into a new object file for another mode (modes differ, so no hardlink). */
+static int obj_copy(const struct store *s, const char *src, const char *sha, uint32_t mode, const char *dst)
+{
+    char tmp[PATH_MAX];
+    int r = store_path(s, tmp, sizeof tmp, "objects/.tmp.%s.%ld", sha, (long)getpid());
+    if (r < 0)
+        return r;
+    int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (in < 0)
+        return -errno;
+    (void)unlink(tmp);
+    int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out < 0) {
+        r = -errno;
+        close(in);
+        return r;
+    }
+    char *buf = malloc(OBJ_CHUNK);
+    r = buf ? 0 : -ENOMEM;
+    while (r == 0) {
+        ssize_t n = read(in, buf, OBJ_CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = n < 0 ? -errno : 0;
+            break;
+        }
+        r = fd_write_all(out, buf, (size_t)n);
+    }
+    free(buf);
+    if (r == 0 && (fchmod(out, mode) < 0 || fsync(out) < 0))
+        r = -errno;
+    close(in);
+    close(out);
+    if (r == 0 && rename(tmp, dst) < 0)
+        r = -errno;
+    if (r < 0)
+        (void)unlink(tmp);
+    return r;
+}
+
+static int place_file(const struct store *s, int dfd, const struct m2_entry *e, char *err, size_t errsz)
+{
+    char want[PATH_MAX], have[PATH_MAX];
+    uint32_t mode = obj_mode(e->mode);
+    int r = obj_path(s, want, sizeof want, e->sha256, mode);
+    if (r < 0)
+        return r;
+    if (!obj_find(s, e->sha256, mode, have, sizeof have)) {
+        reason(err, errsz, "object %.12s for '%s' is not in the store (send it in the pack)", e->sha256, e->path);
+        return -ENOENT;
+    }
+    if (strcmp(want, have) && (r = obj_copy(s, have, e->sha256, mode, want)) < 0) {
+        reason(err, errsz, "cannot make object for '%s': %s", e->path, strerror(-r));
+        return r;
+    }
+    if (linkat(AT_FDCWD, want, dfd, e->path, 0) == 0)
+        return 0;
+    if (errno != EMLINK) {
+        r = -errno;
+        reason(err, errsz, "cannot link '%s': %s", e->path, strerror(-r));
+        return r;
+    }
+    /* The filesystem's link limit (ext4: 65000) for a very common object: a private copy. */
+    char tmpname[PATH_MAX];
+    if (store_path(s, tmpname, sizeof tmpname, "objects/.tmp.%s.copy.%ld", e->sha256, (long)getpid()) < 0)
+        return -ENAMETOOLONG;
+    if ((r = obj_copy(s, want, e->sha256, mode, tmpname)) < 0)
+        return r;
+    r = linkat(AT_FDCWD, tmpname, dfd, e->path, 0) < 0 ? -errno : 0;
+    (void)unlink(tmpname);
+    return r;
+}
+
+static int assemble(const struct store *s, const struct manifest2 *m, const char *id, const char *text,
+                    size_t len, char *err, size_t errsz)
+{
+    char tmp[PATH_MAX], fin[PATH_MAX], rel[PATH_MAX];
+    int r;
+    if ((r = store_path(s, tmp, sizeof tmp, "releases/%s.tmp.%ld", id, (long)getpid())) < 0 ||
+        (r = store_path(s, fin, sizeof fin, "releases/%s", id)) < 0 ||
+        (r = store_path(s, rel, sizeof rel, "releases")) < 0)
+        return r;
+    (void)fs_rm_rf(tmp); /* ours: same pid */
+    if (mkdir(tmp, 0755) < 0)
+        return -errno;
+    int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        r = -errno;
+        goto fail;
+    }
+    for (size_t i = 0; i < m->n && r == 0; i++) {
+        const struct m2_entry *e = &m->e[i];
+        if (e->type == M2_DIR) {
+            if (mkdirat(dfd, e->path, 0700) < 0)
+                r = -errno;
+        } else if (e->type == M2_LINK) {
+            if (symlinkat(e->target, dfd, e->path) < 0)
+                r = -errno;
+        } else {
+            r = place_file(s, dfd, e, err, errsz);
+            continue;
+        }
+        if (r < 0)
+            reason(err, errsz, "cannot create '%s': %s", e->path, strerror(-r));
+    }
+    if (r == 0 && m->env[0]) {
+        char target[RELEASE_ID_LEN + 8];
+        snprintf(target, sizeof target, "../%s", m->env);
+        if (symlinkat(target, dfd, OBJSTORE_ENV_LINK) < 0) {
+            r = -errno;
+            reason(err, errsz, "cannot link the environment: %s", strerror(-r));
+        }
+    }
+    if (r == 0) {
+        int mf = openat(dfd, "MANIFEST", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+        if (mf < 0 || fd_write_all(mf, text, len) < 0)
+            r = -EIO;
+        if (mf >= 0)
+            close(mf);
+    }
+    /* Directory modes last (children first), so a read-only directory is filled before. */
+    for (size_t i = m->n; r == 0 && i-- > 0;)
+        if (m->e[i].type == M2_DIR && fchmodat(dfd, m->e[i].path, m->e[i].mode, 0) < 0)
+            r = -errno;
+    if (r == 0 && syncfs(dfd) < 0)
+        r = -errno;
+    close(dfd);
+    if (r < 0)
+        goto fail;
+    /* Completeness against the manifest before the rename: what appears under releases/<id>
+     * is exactly what the manifest lists. */
+    char tname[RELEASE_ID_LEN + 32];
+    snprintf(tname, sizeof tname, "%s.tmp.%ld", id, (long)getpid());
+    if (!release_intact(s, m, tname, text, len)) {
+        reason(err, errsz, "assembled release %.12s does not match its manifest", id);
+        r = -EIO;
+        goto fail;
+    }
+    if (rename(tmp, fin) < 0) {
+        r = -errno;
+        (void)fs_rm_rf(tmp);
+        if (r == -EEXIST || r == -ENOTEMPTY)
+            return 1; /* another add won: same content */
+        reason(err, errsz, "rename into releases/: %s", strerror(-r));
+        return r;
+    }
+    (void)fs_fsync_dir(rel);
+    return 0;
+fail:
+    (void)fs_rm_rf(tmp);
+    return r;
+}
+
+int objstore_add(const struct store *s, const char *text, size_t len, const char *id, const char *pack,
+                 FILE *corrupt, char *err, size_t errsz)
+{
+    struct manifest2 *m = NULL;
+    char got[RELEASE_ID_LEN + 1];
+    int r = manifest2_parse(text, len, &m);
+    if (r < 0) {
+        reason(err, errsz, "manifest is not a valid v2 manifest (%s)", strerror(-r));
+        return r == -E2BIG ? r : -EINVAL;
+    }
+    if ((r = sha256_buf_hex(text, len, got)) < 0)
+        goto out;
+    if (strcmp(got, id)) {
+        reason(err, errsz, "manifest has id %.12s, not %.12s", got, id);
+        r = -EBADMSG;
+        goto out;
+    }
+    if (manifest2_find(m, OBJSTORE_ENV_LINK)) {
+        reason(err, errsz, "a release may not hold '%s' (the environment link)", OBJSTORE_ENV_LINK);
+        r = -EINVAL;
+        goto out;
+    }
+    if (m->env[0] && !store_has_release(s, m->env)) {
+        reason(err, errsz, "environment release %.12s is not in the store (add it first)", m->env);
+        r = -EINVAL;
+        goto out;
+    }
+    objstore_clean_stale(s);
+    if (store_has_release(s, id)) {
+        if (release_intact(s, m, id, text, len)) {
+            r = 1;
+            goto out;
+        }
+        /* Damaged (someone wrote into it, a disk error): rebuilt from objects, never kept. */
+        char p[PATH_MAX], q[PATH_MAX];
+        if ((r = store_path(s, p, sizeof p, "releases/%s", id)) < 0 ||
+            (r = store_path(s, q, sizeof q, "releases/%s.tmp.%ld.old", id, (long)getpid())) < 0)
+            goto out;
+        log_warn("store: release %.12s is damaged; rebuilding it", id);
+        if (rename(p, q) == 0)
+            (void)fs_rm_rf(q);
+    }
+    if (pack && (r = ingest_pack(s, m, pack, corrupt, err, errsz)) < 0)
+        goto out;
+    r = assemble(s, m, id, text, len, err, errsz);
+out:
+    manifest2_free(m);
+    return r;
+}
+
+int objstore_gc_objects(const struct store *s)
+{
+    char p[PATH_MAX];
+    int r = store_path(s, p, sizeof p, "objects");
+    if (r < 0)
+        return r;
+    DIR *d = opendir(p);
+    if (!d)
+        return errno == ENOENT ? 0 : -errno;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISREG(st.st_mode) || st.st_nlink != 1)
+            continue;
+        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+int objstore_release_env(const struct store *s, const char *id, char ret_env[RELEASE_ID_LEN + 1])
+{
+    char p[PATH_MAX], t[128];
+    int r = store_path(s, p, sizeof p, "releases/%s/" OBJSTORE_ENV_LINK, id);
+    if (r < 0)
+        return r;
+    ssize_t n = readlink(p, t, sizeof t - 1);
+    if (n < 0) {
+        if (errno != ENOENT)
+            return -errno;
+        ret_env[0] = '\0';
+        return 0;
+    }
+    t[n] = '\0';
+    if (strncmp(t, "../", 3) || !sha256_is_hex(t + 3))
+        return -EINVAL;
+    memcpy(ret_env, t + 3, RELEASE_ID_LEN + 1);
+    return 0;
+}
+
+int objstore_verify(const struct store *s, const char *id, char *err, size_t errsz)
+{
+    char p[PATH_MAX], *text = NULL;
+    size_t len = 0;
+    struct manifest2 *m = NULL;
+    char got[RELEASE_ID_LEN + 1];
+    int r = store_path(s, p, sizeof p, "releases/%s/MANIFEST", id);
+    if (r == 0 && ((r = fs_read_file(p, MANIFEST2_MAX_BYTES, &text, &len)) < 0 ||
+                   (r = manifest2_parse(text, len, &m)) < 0)) {
+        reason(err, errsz, "release %.12s: MANIFEST unreadable: %s", id, strerror(-r));
+        r = -EBADMSG;
+        goto out;
+    }
+    if (r < 0)
+        goto out;
+    if ((r = sha256_buf_hex(text, len, got)) < 0 || strcmp(got, id)) {
+        reason(err, errsz, "release %.12s: its MANIFEST is not the release's", id);
+        r = -EBADMSG;
+        goto out;
+    }
+    if (!release_intact(s, m, id, text, len)) {
+        reason(err, errsz, "release %.12s: a file, directory or symlink is missing or changed", id);
+        r = -EBADMSG;
+        goto out;
+    }
+    /* The contents, file by file (the environment it names is its own release: not rehashed). */
+    for (size_t i = 0; i < m->n; i++) {
+        const struct m2_entry *e = &m->e[i];
+        if (e->type != M2_FILE)
+            continue;
+        char fp[PATH_MAX + MANIFEST2_PATH_MAX], hex[SHA256_HEX_LEN + 1];
+        uint64_t size = 0;
+        if (store_path(s, fp, sizeof fp, "releases/%s/%s", id, e->path) < 0 ||
+            sha256_file_hex(fp, hex, &size) < 0 || size != e->size || strcmp(hex, e->sha256)) {
+            reason(err, errsz, "release %.12s: '%s' does not match its manifest", id, e->path);
+            r = -EBADMSG;
+            goto out;
+        }
+    }
+    r = 0;
+out:
+    manifest2_free(m);
+    free(text);
+    return r;
+}

@@ -1,0 +1,53 @@
+/* agent/objstore.h: releases assembled from a content-addressed object store (manifest v2,
+ * common/manifest2.h; packs, common/pack.h) under the agent root:
+ *   objects/<sha256>.<mode>   one verified object, read-only (mode = manifest mode & 0555),
+ *                             hardlinked into every release that holds that content
+ *   releases/<id>/            dirs, hardlinks to objects, relative symlinks, MANIFEST (v2 text);
+ *                             a release naming an environment gets `.drover-env` ->
+ *                             ../<env id> (the env release must be in the store first)
+ * A release appears only by rename of a complete tree built under releases/<id>.tmp.<pid>.
+ * Temp names carry the pid of the process that made them; cleanup removes only those whose
+ * process is gone, so concurrent adds never touch each other's work.  An object's link count
+ * is its reference count: GC removes objects no release links to.
+ */
+#ifndef DROVER_AGENT_OBJSTORE_H
+#define DROVER_AGENT_OBJSTORE_H
+
+#include <stdio.h>
+
+#include "agent/store.h"
+#include "common/manifest2.h"
+
+#define OBJSTORE_ENV_LINK ".drover-env"
+
+/* Remove temp files and dirs (releases/, objects/) whose creating process is gone. */
+void objstore_clean_stale(const struct store *s);
+
+/* Which files of m have no object in the store: ranges of entry indexes (m2_ranges format) into
+ * ret (caller frees with m2_ranges_done).  *ret_present: the release is installed and intact
+ * (then ret is empty). */
+int objstore_missing(const struct store *s, const struct manifest2 *m, const char *id,
+                     struct m2_ranges *ret, bool *ret_present);
+
+/* Install release `id` described by manifest text: objects from pack (may be NULL) are
+ * verified (size bounded by the manifest, SHA-256) and stored, then the release is assembled
+ * and renamed into place.  A present release is checked (every entry there, files linked with
+ * the right size) and rebuilt if damaged.  Returns 0 installed, 1 already present.  Each corrupt
+ * object is written to `corrupt` as "corrupt <sha256>\n" (may be NULL) and the add fails with
+ * -EBADMSG; -ENOENT (objects missing: reason names one), -EINVAL (manifest, env missing), or
+ * -errno.  err gets a one-line reason. */
+int objstore_add(const struct store *s, const char *manifest_text, size_t len, const char *id,
+                 const char *pack, FILE *corrupt, char *err, size_t errsz);
+
+/* Remove objects that no release links to (link count 1).  Returns how many, or -errno. */
+int objstore_gc_objects(const struct store *s);
+
+/* `release verify` of a v2 release: its MANIFEST is the release's, every entry is there, and
+ * every file's content hashes to the manifest's (not the environment it names).  0 or -EBADMSG
+ * with the reason in err. */
+int objstore_verify(const struct store *s, const char *id, char *err, size_t errsz);
+
+/* The env release named by installed release id's manifest into ret_env ("" if none). */
+int objstore_release_env(const struct store *s, const char *id, char ret_env[RELEASE_ID_LEN + 1]);
+
+#endif

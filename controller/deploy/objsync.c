@@ -1,0 +1,566 @@
+/* controller/objsync.c: see objsync.h.  Owns the host's object store layout under staging_dir
+ * (objects/, manifests/, packs/) and the shell snippets that run there.  Each snippet is a fixed
+ * string run as `sh -c SNIPPET sh ARGS...`: values only ever travel as positional arguments,
+ * quoted once by quote.c, never pasted into the script.  Temp names on the host carry the pid of
+ * the host shell that made them, so the next contact removes only those whose shell is gone.
+ */
+#include "controller/deploy/objsync.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/pack.h"
+#include "common/util.h"
+#include "controller/transport/pct.h"
+#include "controller/transport/send.h"
+
+#define PACK_TARGET_BYTES (64ull << 20) /* one exec channel per pack: the unit of retry */
+#define SEND_ATTEMPTS 5
+
+static const char SH_PREP[] =
+    "mkdir -p \"$1/objects\" \"$1/manifests\" \"$1/packs\" && cd \"$1\" || exit 1\n"
+    "for d in objects/.in.* packs/.tmp.* manifests/*.tmp.*; do\n"
+    "  [ -e \"$d\" ] || continue; p=${d##*.}\n"
+    "  case $p in ''|*[!0-9]*) continue;; esac\n"
+    "  kill -0 \"$p\" 2>/dev/null || rm -rf -- \"$d\"\n"
+    "done\n"
+    "find packs -name '*.pack' -mmin +120 -exec rm -f {} + 2>/dev/null; exit 0\n";
+
+static const char SH_PUT_FILE[] =
+    "set -e; t=\"$1.tmp.$$\"; trap 'rm -f \"$t\"' EXIT; cat >\"$t\"; mv -f \"$t\" \"$1\"; trap - EXIT\n";
+
+/* stdin: one sha per line; stdout: ranges (START COUNT) of the lines whose object is absent. */
+static const char SH_LACKS[] =
+    "cd \"$1/objects\" || exit 1\n"
+    "i=0; s=-1\n"
+    "while read -r h; do\n"
+    "  if [ -f \"$h\" ]; then\n"
+    "    if [ $s -ge 0 ]; then echo \"$s $((i-s))\"; s=-1; fi\n"
+    "  elif [ $s -lt 0 ]; then s=$i; fi\n"
+    "  i=$((i+1))\n"
+    "done\n"
+    "if [ $s -ge 0 ]; then echo \"$s $((i-s))\"; fi\n";
+
+/* stdin: a pack; objects appear in the store only once the whole pack arrived. */
+static const char SH_RECV_PACK[] =
+    "set -e; cd \"$1/objects\"; d=\".in.$$\"; mkdir \"$d\"; trap 'rm -rf \"$d\"' EXIT\n"
+    "tar -x -f - -C \"$d\" --no-same-owner\n"
+    "find \"$d\" -maxdepth 1 -type f -exec mv -f -t . {} +\n";
+
+/* stdin: one sha per line; makes packs/$2.pack of those objects. */
+static const char SH_MAKE_PACK[] =
+    "set -e; cd \"$1\"; t=\"packs/.tmp.$$\"; trap 'rm -f \"$t\"' EXIT\n"
+    "tar -c --format=posix -f \"$t\" -C objects -T -\n"
+    "mv -f \"$t\" \"packs/$2.pack\"; trap - EXIT\n";
+
+int relsrc_load(const char *dir, const char *env_id, struct relsrc *ret)
+{
+    struct relsrc r = { 0 };
+    if (str_copy(r.dir, sizeof r.dir, dir) < 0)
+        return -ENAMETOOLONG;
+    int e = manifest2_from_dir(dir, NULL, &r.m);
+    if (e < 0)
+        return e;
+    if (env_id && env_id[0])
+        (void)str_copy(r.m->env, sizeof r.m->env, env_id);
+    if ((e = manifest2_dump(r.m, &r.text, &r.len, r.id)) < 0) {
+        manifest2_free(r.m);
+        return e;
+    }
+    *ret = r;
+    return 0;
+}
+
+void relsrc_done(struct relsrc *r)
+{
+    manifest2_free(r->m);
+    free(r->text);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- producers ---- */
+
+struct list_src {
+    const struct manifest2 *m;
+    const size_t *idx;
+    size_t n;
+};
+
+static int produce_list(void *ctx, send_write_fn w, void *wctx)
+{
+    const struct list_src *l = ctx;
+    char line[SHA256_HEX_LEN + 2];
+    for (size_t i = 0; i < l->n; i++) {
+        memcpy(line, l->m->e[l->idx[i]].sha256, SHA256_HEX_LEN);
+        line[SHA256_HEX_LEN] = '\n';
+        int r = w(wctx, line, SHA256_HEX_LEN + 1);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+struct text_src {
+    const char *text;
+    size_t len;
+};
+
+static int produce_text(void *ctx, send_write_fn w, void *wctx)
+{
+    const struct text_src *t = ctx;
+    return w(wctx, t->text, t->len);
+}
+
+struct pack_src {
+    const struct relsrc *rs;
+    const size_t *idx;
+    size_t n;
+};
+
+static int produce_pack(void *ctx, send_write_fn w, void *wctx)
+{
+    const struct pack_src *p = ctx;
+    struct pack_writer *pw;
+    int r = pack_writer_new(w, wctx, &pw);
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < p->n && r == 0; i++) {
+        if (send_interrupted)
+            r = -EINTR;
+        const struct m2_entry *e = &p->rs->m->e[p->idx[i]];
+        char path[2048];
+        if (r == 0 && snprintf(path, sizeof path, "%s/%s", p->rs->dir, e->path) >= (int)sizeof path)
+            r = -ENAMETOOLONG;
+        if (r == 0 && (r = pack_writer_add(pw, e->sha256, path, e->size)) == -ESTALE)
+            log_error("'%s' changed while it was being deployed: deploy again", path);
+    }
+    if (r == 0)
+        return pack_writer_finish(pw);
+    pack_writer_free(pw);
+    return r;
+}
+
+/* ---- per host ---- */
+
+struct host_job {
+    struct fleet *f;
+    const struct inv_job *job;
+    int host;
+    const struct relsrc *rs;
+    struct sync_stats stats;
+    int ret;
+    char err[1024];
+};
+
+static void host_drop(struct fleet *f, int h)
+{
+    /* A stalled session may never answer again: free it; the next fleet_conn reconnects. */
+    conn_free(f->conns[h]);
+    f->conns[h] = NULL;
+    f->conn_err[h] = 0;
+}
+
+static int host_sh(struct host_job *hj, const char *script, const char *a1, const char *a2,
+                   send_produce_fn produce, void *ctx, uint64_t total, const char *label, double finish_s,
+                   struct exec_result *ret, uint64_t *ret_sent)
+{
+    struct conn *c;
+    int r = fleet_conn(hj->f, hj->host, &c);
+    if (r < 0) {
+        snprintf(hj->err, sizeof hj->err, "host '%s' unreachable", hj->f->inv->hosts[hj->host].name);
+        return r;
+    }
+    const char *argv[] = { "sh", "-c", script, "sh", a1, a2, NULL };
+    struct send_opts o = { .idle_s = hj->f->inv->exec_timeout_s < 30 ? hj->f->inv->exec_timeout_s : 30,
+                           .finish_s = finish_s, .label = label, .total = total };
+    const char *idle = getenv("DROVER_IDLE_TIMEOUT"); /* tests: a short idle deadline */
+    if (idle && atof(idle) > 0)
+        o.idle_s = atof(idle);
+    uint64_t sent = 0;
+    struct exec_result res;
+    if (produce)
+        r = conn_send(c, argv, &o, produce, ctx, &res, &sent);
+    else
+        r = conn_run(c, argv, finish_s, &res);
+    if (ret_sent)
+        *ret_sent = sent;
+    if (r < 0) {
+        snprintf(hj->err, sizeof hj->err, "%s", c->err);
+        if (r == -ETIMEDOUT || r == -EIO || r == -EINTR)
+            host_drop(hj->f, hj->host);
+        return r;
+    }
+    if (res.status != 0) {
+        char reason[512];
+        snprintf(hj->err, sizeof hj->err, "host '%s': %s failed (exit %d): %s", c->h->name,
+                 label ? label : "command", res.status, exec_result_reason(&res, reason, sizeof reason));
+        exec_result_done(&res);
+        return -EIO;
+    }
+    if (ret)
+        *ret = res;
+    else
+        exec_result_done(&res);
+    return 0;
+}
+
+struct idxv {
+    size_t *v;
+    size_t n;
+};
+
+static int collect_range(size_t start, size_t count, void *ctx)
+{
+    bool *need = ctx;
+    for (size_t i = start; i < start + count; i++)
+        need[i] = true;
+    return 0;
+}
+
+static int collect_sub(size_t start, size_t count, void *ctx)
+{
+    struct idxv *x = ctx;
+    for (size_t i = start; i < start + count; i++)
+        x->v[x->n++] = i; /* positions in the list sent */
+    return 0;
+}
+
+static int idx_by_sha(const void *a, const void *b, void *mp)
+{
+    const struct manifest2 *m = mp;
+    return strcmp(m->e[*(const size_t *)a].sha256, m->e[*(const size_t *)b].sha256);
+}
+
+/* Objects of `list` the host store lacks: their entry indexes into ret (allocated). */
+static int host_lacks(struct host_job *hj, const size_t *list, size_t n, struct idxv *ret)
+{
+    char *sd = (char *)hj->f->inv->staging_dir;
+    struct list_src ls = { hj->rs->m, list, n };
+    struct exec_result res;
+    int r = host_sh(hj, SH_LACKS, sd, NULL, produce_list, &ls, 0, NULL, 60 + (double)n / 2000, &res, NULL);
+    if (r < 0)
+        return r;
+    struct idxv pos = { calloc(n ? n : 1, sizeof(size_t)), 0 };
+    if (!pos.v) {
+        exec_result_done(&res);
+        return -ENOMEM;
+    }
+    r = m2_ranges_parse(res.out, res.out_len, n, collect_sub, &pos);
+    exec_result_done(&res);
+    if (r < 0) {
+        free(pos.v);
+        snprintf(hj->err, sizeof hj->err, "host '%s': unreadable answer listing its objects",
+                 hj->f->inv->hosts[hj->host].name);
+        return r;
+    }
+    for (size_t i = 0; i < pos.n; i++)
+        pos.v[i] = list[pos.v[i]];
+    *ret = pos;
+    return 0;
+}
+
+/* Stream the objects host lacks into its store, in packs, retrying a failed pack with backoff
+ * after reconnecting and asking again what arrived. */
+static int host_fill(struct host_job *hj, const size_t *list, size_t n)
+{
+    const char *hname = hj->f->inv->hosts[hj->host].name;
+    struct idxv lack = { 0 };
+    int r = host_lacks(hj, list, n, &lack);
+    int attempt = 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < lack.n; i++)
+        total += hj->rs->m->e[lack.v[i]].size;
+    if (lack.n)
+        fprintf(stderr, "stage %s: %zu of %zu objects missing on the host, %.2f MiB to send\n", hname, lack.n, n,
+                (double)total / 1048576.0);
+    size_t pos = 0;
+    double t0 = time_mono();
+    uint64_t sent_ok = 0;
+    while (r == 0 && pos < lack.n) {
+        size_t end = pos;
+        uint64_t bytes = 0;
+        while (end < lack.n && (end == pos || bytes + hj->rs->m->e[lack.v[end]].size <= PACK_TARGET_BYTES))
+            bytes += hj->rs->m->e[lack.v[end++]].size;
+        struct pack_src ps = { hj->rs, lack.v + pos, end - pos };
+        char label[160];
+        snprintf(label, sizeof label, "stage %s", hname);
+        uint64_t sent = 0;
+        r = host_sh(hj, SH_RECV_PACK, hj->f->inv->staging_dir, NULL, produce_pack, &ps, bytes, label,
+                    60 + (double)(end - pos) / 500, NULL, &sent);
+        if (r == 0) {
+            hj->stats.bytes_to_hosts += bytes;
+            hj->stats.objects_to_hosts += end - pos;
+            sent_ok += bytes;
+            pos = end;
+            attempt = 0;
+            continue;
+        }
+        if (send_interrupted || r == -ESTALE || ++attempt >= SEND_ATTEMPTS)
+            break;
+        int wait = 1 << (attempt - 1);
+        fprintf(stderr, "stage %s: %s (%.1f MiB stored before this pack); retry %d of %d in %ds\n", hname,
+                hj->err, (double)sent_ok / 1048576.0, attempt, SEND_ATTEMPTS - 1, wait);
+        sleep((unsigned)wait);
+        /* Ask again: what is still missing from here on. */
+        struct idxv again;
+        if ((r = host_lacks(hj, lack.v + pos, lack.n - pos, &again)) < 0)
+            break;
+        memcpy(lack.v + pos, again.v, again.n * sizeof *again.v);
+        lack.n = pos + again.n;
+        free(again.v);
+    }
+    if (r == 0 && lack.n) {
+        double el = time_mono() - t0;
+        fprintf(stderr, "stage %s: sent %.2f MiB in %.1fs (%.1f MiB/s)\n", hname, (double)sent_ok / 1048576.0, el,
+                el > 0 ? (double)sent_ok / 1048576.0 / el : 0);
+    } else if (r < 0 && r != -EINTR) {
+        char e2[1024];
+        snprintf(e2, sizeof e2, "%.900s (%.1f MiB of %.1f MiB stored on the host)", hj->err,
+                 (double)sent_ok / 1048576.0, (double)total / 1048576.0);
+        (void)str_copy(hj->err, sizeof hj->err, e2);
+    }
+    if (send_interrupted) {
+        snprintf(hj->err, sizeof hj->err, "interrupted by the operator while staging to host '%s'", hname);
+        r = -EINTR;
+    }
+    free(lack.v);
+    return r;
+}
+
+static int ct_agent(struct host_job *hj, const struct inv_ct *ct, const char *const *args, double timeout,
+                    struct exec_result *ret)
+{
+    struct conn *c;
+    int r = fleet_conn(hj->f, hj->host, &c);
+    if (r < 0) {
+        snprintf(hj->err, sizeof hj->err, "%s: host unreachable", ct->label);
+        return r;
+    }
+    r = pct_run_agent(c, ct, args, timeout, ret);
+    if (r < 0)
+        snprintf(hj->err, sizeof hj->err, "%.200s: %.700s", ct->label, c->err);
+    return r;
+}
+
+static int ct_push(struct host_job *hj, const struct inv_ct *ct, const char *from, const char *to, double timeout)
+{
+    struct conn *c;
+    int r = fleet_conn(hj->f, hj->host, &c);
+    if (r == 0 && (r = pct_push_timeout(c, ct, from, to, "0600", timeout)) < 0)
+        snprintf(hj->err, sizeof hj->err, "%.200s: %.700s", ct->label, c->err);
+    return r;
+}
+
+static int host_round(struct host_job *hj, bool *ret_again)
+{
+    const struct inventory *inv = hj->f->inv;
+    const struct relsrc *rs = hj->rs;
+    const struct manifest2 *m = rs->m;
+    const char *hname = inv->hosts[hj->host].name;
+    char hman[1200], hpack[1200], packname[RELEASE_ID_LEN + 24];
+    snprintf(hman, sizeof hman, "%s/manifests/%s", inv->staging_dir, rs->id);
+    snprintf(packname, sizeof packname, "%s.%d", rs->id, (int)getpid());
+    snprintf(hpack, sizeof hpack, "%s/packs/%s.pack", inv->staging_dir, packname);
+    bool *need = calloc(m->n ? m->n : 1, sizeof *need);
+    bool install[INV_MAX_CTS] = { false };
+    size_t *list = calloc(m->nfiles ? m->nfiles : 1, sizeof *list);
+    int r = need && list ? 0 : -ENOMEM;
+    bool any = false, pack_made = false;
+    *ret_again = false;
+    for (int i = 0; r == 0 && i < hj->job->ncts; i++) {
+        const struct inv_ct *ct = &hj->job->cts[i];
+        if (ct->host != hj->host)
+            continue;
+        char inc[700], cman[800];
+        snprintf(inc, sizeof inc, "%s/incoming", pct_agent_root(ct));
+        snprintf(cman, sizeof cman, "%s/%s.manifest", inc, rs->id);
+        struct conn *c;
+        struct exec_result res;
+        const char *mk[] = { "mkdir", "-p", inc, NULL };
+        if ((r = fleet_conn(hj->f, hj->host, &c)) < 0 || (r = pct_run(c, ct, mk, inv->exec_timeout_s, &res)) < 0) {
+            snprintf(hj->err, sizeof hj->err, "%s: cannot reach the container", ct->label);
+            break;
+        }
+        exec_result_done(&res);
+        if ((r = ct_push(hj, ct, hman, cman, inv->exec_timeout_s + (double)rs->len / 1e6)) < 0)
+            break;
+        const char *args[] = { "release", "missing", cman, NULL };
+        if ((r = ct_agent(hj, ct, args, inv->exec_timeout_s + (double)m->n / 5000, &res)) < 0)
+            break;
+        if (res.status != 0) {
+            char reason[512];
+            snprintf(hj->err, sizeof hj->err, "%s: drover-agent release missing failed (exit %d): %s", ct->label,
+                     res.status, exec_result_reason(&res, reason, sizeof reason));
+            exec_result_done(&res);
+            r = -EIO;
+            break;
+        }
+        if (strcmp(res.out, "present\n")) {
+            install[i] = any = true;
+            if ((r = m2_ranges_parse(res.out, res.out_len, m->n, collect_range, need)) < 0)
+                snprintf(hj->err, sizeof hj->err, "%s: unreadable answer from release missing", ct->label);
+        } else {
+            fprintf(stderr, "push %s: %.12s already in the container\n", ct->label, rs->id);
+        }
+        exec_result_done(&res);
+    }
+    size_t nlist = 0;
+    uint64_t pack_bytes = 0;
+    if (r == 0 && any) {
+        /* One entry per distinct object. */
+        for (size_t i = 0; i < m->n; i++)
+            if (need[i])
+                list[nlist++] = i;
+        qsort_r(list, nlist, sizeof *list, idx_by_sha, (void *)m);
+        size_t k = 0;
+        for (size_t i = 0; i < nlist; i++)
+            if (!k || strcmp(m->e[list[k - 1]].sha256, m->e[list[i]].sha256))
+                list[k++] = list[i];
+        nlist = k;
+        for (size_t i = 0; i < nlist; i++)
+            pack_bytes += m->e[list[i]].size;
+    }
+    if (r == 0 && nlist) {
+        r = host_fill(hj, list, nlist);
+        if (r == 0) {
+            struct list_src ls = { m, list, nlist };
+            r = host_sh(hj, SH_MAKE_PACK, inv->staging_dir, packname, produce_list, &ls, 0, "pack",
+                        60 + (double)pack_bytes / 20e6, NULL, NULL);
+            pack_made = r == 0;
+        }
+    }
+    for (int i = 0; r == 0 && i < hj->job->ncts; i++) {
+        const struct inv_ct *ct = &hj->job->cts[i];
+        if (ct->host != hj->host || !install[i])
+            continue;
+        char cman[800], cpack[800];
+        snprintf(cman, sizeof cman, "%s/incoming/%s.manifest", pct_agent_root(ct), rs->id);
+        snprintf(cpack, sizeof cpack, "%s/incoming/%s.pack", pct_agent_root(ct), packname);
+        double t = inv->exec_timeout_s + (double)pack_bytes / 10e6;
+        if (pack_made && (r = ct_push(hj, ct, hpack, cpack, t)) < 0)
+            break;
+        const char *args[] = { "release", "install", cman, pack_made ? cpack : NULL, NULL, NULL, NULL };
+        int n = pack_made ? 4 : 3;
+        args[n++] = "--id";
+        args[n++] = rs->id;
+        struct exec_result res;
+        if ((r = ct_agent(hj, ct, args, t + (double)m->n / 2000, &res)) < 0)
+            break;
+        if (res.status != 0) {
+            /* Corrupt objects: removed from the host store, sent again on the next round. */
+            int ncorrupt = 0;
+            for (char *p = res.out; (p = strstr(p, "corrupt ")); p += 8) {
+                char sha[SHA256_HEX_LEN + 1], path[1200];
+                memcpy(sha, p + 8, SHA256_HEX_LEN);
+                sha[SHA256_HEX_LEN] = '\0';
+                if (!sha256_is_hex(sha))
+                    continue;
+                snprintf(path, sizeof path, "%s/objects/%s", inv->staging_dir, sha);
+                const char *rm[] = { "rm", "-f", path, NULL };
+                struct conn *c;
+                struct exec_result rr;
+                if (fleet_conn(hj->f, hj->host, &c) == 0 && conn_run(c, rm, inv->exec_timeout_s, &rr) == 0)
+                    exec_result_done(&rr);
+                ncorrupt++;
+            }
+            char reason[512];
+            snprintf(hj->err, sizeof hj->err, "%s: drover-agent release install failed (exit %d): %s", ct->label,
+                     res.status, exec_result_reason(&res, reason, sizeof reason));
+            exec_result_done(&res);
+            if (ncorrupt) {
+                fprintf(stderr, "push %s: %d corrupt object(s) in host '%s''s store: removed, sending again\n",
+                        ct->label, ncorrupt, hname);
+                *ret_again = true;
+            }
+            r = -EBADMSG;
+            break;
+        }
+        exec_result_done(&res);
+        fprintf(stderr, "push %s: verified %.12s\n", ct->label, rs->id);
+    }
+    if (pack_made) {
+        const char *rm[] = { "rm", "-f", hpack, NULL };
+        struct conn *c;
+        struct exec_result rr;
+        if (fleet_conn(hj->f, hj->host, &c) == 0 && conn_run(c, rm, inv->exec_timeout_s, &rr) == 0)
+            exec_result_done(&rr);
+    }
+    free(need);
+    free(list);
+    return r;
+}
+
+static void *host_main(void *arg)
+{
+    struct host_job *hj = arg;
+    const struct inventory *inv = hj->f->inv;
+    struct exec_result res;
+    int r = host_sh(hj, SH_PREP, inv->staging_dir, NULL, NULL, NULL, 0, "prepare the store",
+                    inv->exec_timeout_s, &res, NULL);
+    if (r == 0) {
+        exec_result_done(&res);
+        char hman[1200];
+        snprintf(hman, sizeof hman, "%s/manifests/%s", inv->staging_dir, hj->rs->id);
+        struct text_src ts = { hj->rs->text, hj->rs->len };
+        r = host_sh(hj, SH_PUT_FILE, hman, NULL, produce_text, &ts, hj->rs->len, NULL, inv->exec_timeout_s, NULL,
+                    NULL);
+    }
+    for (int round = 0; r == 0 && round < 2; round++) {
+        bool again = false;
+        r = host_round(hj, &again);
+        if (r < 0 && again && round == 0)
+            r = 0;
+        else
+            break;
+    }
+    hj->ret = r;
+    return NULL;
+}
+
+int objsync_job(struct fleet *f, const struct inv_job *job, const struct relsrc *rs, struct sync_stats *stats,
+                char *err, size_t err_sz)
+{
+    struct host_job hjs[INV_MAX_HOSTS];
+    pthread_t th[INV_MAX_HOSTS];
+    bool started[INV_MAX_HOSTS] = { false };
+    int nh = 0, hosts[INV_MAX_HOSTS];
+    bool seen[INV_MAX_HOSTS] = { false };
+    for (int i = 0; i < job->ncts; i++)
+        if (!seen[job->cts[i].host]) {
+            seen[job->cts[i].host] = true;
+            hosts[nh++] = job->cts[i].host;
+        }
+    /* Connect first, in this thread: host key refusals and their hints stay in order. */
+    for (int k = 0; k < nh; k++) {
+        struct conn *c;
+        if (fleet_conn(f, hosts[k], &c) < 0) {
+            snprintf(err, err_sz, "host '%s' unreachable", f->inv->hosts[hosts[k]].name);
+            return -EHOSTUNREACH;
+        }
+    }
+    for (int k = 0; k < nh; k++) {
+        hjs[k] = (struct host_job){ .f = f, .job = job, .host = hosts[k], .rs = rs };
+        started[k] = nh > 1 && pthread_create(&th[k], NULL, host_main, &hjs[k]) == 0;
+        if (!started[k])
+            host_main(&hjs[k]);
+    }
+    int r = 0;
+    for (int k = 0; k < nh; k++) {
+        if (started[k])
+            pthread_join(th[k], NULL);
+        if (stats) {
+            stats->bytes_to_hosts += hjs[k].stats.bytes_to_hosts;
+            stats->objects_to_hosts += hjs[k].stats.objects_to_hosts;
+        }
+        if (hjs[k].ret < 0 && r == 0) {
+            r = hjs[k].ret;
+            snprintf(err, err_sz, "%s", hjs[k].err);
+        }
+    }
+    return r;
+}

@@ -1,0 +1,42 @@
+/* controller/objsync.h: moves a v2 release (common/manifest2.h) into every container of a job,
+ * sending only the objects that are missing:
+ *   1. the manifest goes to each host (<staging_dir>/manifests/<id>) and into each container;
+ *      the agent says which of its objects the container lacks (`release missing`);
+ *   2. the host says which of those its object store (<staging_dir>/objects/<sha256>) lacks;
+ *   3. those are streamed as packs (common/pack.h) into the host store over one exec channel
+ *      per pack, with an idle deadline, retried with backoff from what arrived;
+ *   4. the host tars what the containers lack into one pack, `pct push`es it into each
+ *      container, and the agent verifies every object and assembles the release
+ *      (`release install`).  Objects the agent finds corrupt are removed from the host store
+ *      and sent again, once.
+ * Hosts run only sh, tar, find, mv and pct: no drover code.
+ */
+#ifndef DROVER_OBJSYNC_H
+#define DROVER_OBJSYNC_H
+
+#include "common/manifest2.h"
+#include "controller/transport/fleet.h"
+
+struct relsrc {
+    struct manifest2 *m;
+    char *text; /* canonical manifest */
+    size_t len;
+    char id[RELEASE_ID_LEN + 1];
+    char dir[1024]; /* where the files are read from */
+};
+
+/* Walk and hash dir; env_id (may be NULL or "") is recorded as the environment it runs with. */
+int relsrc_load(const char *dir, const char *env_id, struct relsrc *ret);
+void relsrc_done(struct relsrc *r);
+
+struct sync_stats {
+    uint64_t bytes_to_hosts; /* object bytes streamed into host stores */
+    size_t objects_to_hosts;
+};
+
+/* Put release rs into every container of job.  0, or -errno with a one-line reason in err
+ * (naming host or container, and bytes done for a stalled transfer). */
+int objsync_job(struct fleet *f, const struct inv_job *job, const struct relsrc *rs,
+                struct sync_stats *stats, char *err, size_t err_sz);
+
+#endif

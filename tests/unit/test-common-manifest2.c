@@ -1,0 +1,278 @@
+/* Unit tests for common/manifest2.c and common/pack.c: a tree with files, empty directories and
+ * relative symlinks round-trips to the same id; symlinks leaving the release (directly, by "..",
+ * or through another symlink) and FIFOs are refused naming the path; parse refuses unsorted,
+ * duplicate, parentless, badly formed and over-limit documents; ranges round-trip; a pack
+ * round-trips and refuses members that are not objects. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/manifest2.h"
+#include "common/pack.h"
+#include "common/util.h"
+
+static char tmpd[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(tmpd, "/tmp/drover-m2-test.XXXXXX");
+    return mkdtemp(tmpd) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return fs_rm_rf(tmpd);
+}
+
+static void put(const char *rel, const char *text, mode_t mode)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpd, rel);
+    assert_int_equal(fs_write_atomic(p, text, strlen(text), mode), 0);
+    assert_int_equal(chmod(p, mode), 0);
+}
+
+static void mk(const char *rel)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpd, rel);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+}
+
+static void ln(const char *target, const char *rel)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpd, rel);
+    assert_int_equal(symlink(target, p), 0);
+}
+
+static void venv_tree(void)
+{
+    mk("bin");
+    mk("lib/python3.11/site-packages/pkg");
+    mk("empty/inner");
+    put("bin/python3.11", "#!fake\n", 0755);
+    ln("python3.11", "bin/python");
+    ln("../lib/python3.11", "bin/libdir");
+    put("lib/python3.11/site-packages/pkg/__init__.py", "", 0644);
+    put("lib/python3.11/site-packages/pkg/mod.py", "x = 1\n", 0644);
+    ln("pkg/./mod.py", "lib/python3.11/site-packages/alias.py");
+}
+
+static void test_roundtrip(void **state)
+{
+    (void)state;
+    venv_tree();
+    struct manifest2 *m;
+    assert_int_equal(manifest2_from_dir(tmpd, "env", &m), 0);
+    assert_int_equal(m->nfiles, 3);
+    const struct m2_entry *e = manifest2_find(m, "bin/python");
+    assert_non_null(e);
+    assert_int_equal(e->type, M2_LINK);
+    assert_string_equal(e->target, "python3.11");
+    e = manifest2_find(m, "empty/inner");
+    assert_non_null(e);
+    assert_int_equal(e->type, M2_DIR);
+    e = manifest2_find(m, "bin/python3.11");
+    assert_int_equal(e->mode, 0755);
+    char *text;
+    size_t len;
+    char id[RELEASE_ID_LEN + 1], id2[RELEASE_ID_LEN + 1];
+    assert_int_equal(manifest2_dump(m, &text, &len, id), 0);
+    struct manifest2 *p;
+    assert_int_equal(manifest2_parse(text, len, &p), 0);
+    char *text2;
+    size_t len2;
+    assert_int_equal(manifest2_dump(p, &text2, &len2, id2), 0);
+    assert_string_equal(id, id2);
+    assert_int_equal(len, len2);
+    /* an env reference changes the identity */
+    memset(p->env, 'a', RELEASE_ID_LEN);
+    p->env[RELEASE_ID_LEN] = '\0';
+    free(text2);
+    assert_int_equal(manifest2_dump(p, &text2, &len2, id2), 0);
+    assert_string_not_equal(id, id2);
+    struct manifest2 *q;
+    assert_int_equal(manifest2_parse(text2, len2, &q), 0);
+    assert_string_equal(q->env, p->env);
+    manifest2_free(q);
+    free(text2);
+    free(text);
+    manifest2_free(p);
+    manifest2_free(m);
+}
+
+static void test_outside_links_refused(void **state)
+{
+    (void)state;
+    static const char *const bad[][2] = {
+        { "/usr/bin/python3", "a" },  /* absolute */
+        { "../../etc/passwd", "b" },  /* up and out */
+        { "d/../../x", "c" },         /* lexically out */
+    };
+    mk("d");
+    for (size_t i = 0; i < 3; i++) {
+        ln(bad[i][0], bad[i][1]);
+        struct manifest2 *m = NULL;
+        assert_int_equal(manifest2_from_dir(tmpd, NULL, &m), -EINVAL);
+        assert_null(m);
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", tmpd, bad[i][1]);
+        unlink(p);
+    }
+    /* through another symlink: up -> ".." is inside (the root), up/.. is not */
+    ln("..", "d/up");
+    struct manifest2 *m = NULL;
+    assert_int_equal(manifest2_from_dir(tmpd, NULL, &m), 0);
+    manifest2_free(m);
+    ln("d/up/..", "escape");
+    assert_int_equal(manifest2_from_dir(tmpd, NULL, &m), -EINVAL);
+    char p[512];
+    snprintf(p, sizeof p, "%s/escape", tmpd);
+    unlink(p);
+    /* a loop is refused, not followed forever */
+    ln("loop2", "loop1");
+    ln("loop1", "loop2");
+    assert_int_equal(manifest2_from_dir(tmpd, NULL, &m), -EINVAL);
+}
+
+static void test_fifo_refused(void **state)
+{
+    (void)state;
+    char p[512];
+    snprintf(p, sizeof p, "%s/fifo", tmpd);
+    assert_int_equal(mkfifo(p, 0600), 0);
+    struct manifest2 *m = NULL;
+    assert_int_equal(manifest2_from_dir(tmpd, NULL, &m), -EINVAL); /* never opened: would block */
+    assert_null(m);
+}
+
+static void test_parse_refuses(void **state)
+{
+    (void)state;
+    const char *sha = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    char good[512];
+    snprintf(good, sizeof good, "drover-manifest 2\nname x\nd 0755 a\nf 0644 3 %s a/b\nl c\ta/b\n", sha);
+    struct manifest2 *m = NULL;
+    assert_int_equal(manifest2_parse(good, strlen(good), &m), 0);
+    assert_int_equal(m->n, 3);
+    assert_int_equal(m->file_bytes, 3);
+    manifest2_free(m);
+    char buf[512];
+    const char *bad[] = {
+        "drover-manifest 2\nname x\nf 0644 3 %s b\nd 0755 a\n",        /* unsorted */
+        "drover-manifest 2\nname x\nf 0644 3 %s a/b\n",                /* parent not listed */
+        "drover-manifest 2\nname x\nf 0644 3 %s b\nf 0644 3 %s b\n",   /* duplicate */
+        "drover-manifest 2\nname x\nf 644 3 %s b\n",                   /* mode form */
+        "drover-manifest 2\nname x\nf 0644 03 %s b\n",                 /* size form */
+        "drover-manifest 2\nname x\nf 0644 3 %s ../b\n",               /* unsafe path */
+        "drover-manifest 2\nname x\nl b\t/etc\n",                      /* absolute target */
+        "drover-manifest 2\nname x\nl b\t..\n",                        /* outside */
+        "drover-manifest 2\nname x\nx 0644 b\n",                       /* unknown type */
+        "drover-manifest 2\nname x\nf 0644 3 %s b",                    /* no final newline */
+        "drover-manifest 2\n",                                         /* no name */
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        snprintf(buf, sizeof buf, bad[i], sha, sha);
+        m = NULL;
+        assert_int_equal(manifest2_parse(buf, strlen(buf), &m), -EINVAL);
+        assert_null(m);
+    }
+    assert_int_equal(manifest2_parse("drover-manifest 3\n", 18, &m), -EPROTONOSUPPORT);
+    assert_int_equal(manifest2_parse(good, MANIFEST2_MAX_BYTES + 1ul, &m), -E2BIG);
+}
+
+static int count_cb(size_t start, size_t count, void *ctx)
+{
+    size_t *v = ctx;
+    v[0] += count;
+    v[1] = start;
+    return 0;
+}
+
+static void test_ranges(void **state)
+{
+    (void)state;
+    struct m2_ranges r = { 0 };
+    size_t idx[] = { 0, 1, 2, 7, 9, 10 };
+    for (size_t i = 0; i < ARRAY_SIZE(idx); i++)
+        assert_int_equal(m2_ranges_add(&r, idx[i]), 0);
+    assert_int_equal(m2_ranges_finish(&r), 0);
+    assert_string_equal(r.text, "0 3\n7 1\n9 2\n");
+    size_t v[2] = { 0, 0 };
+    assert_int_equal(m2_ranges_parse(r.text, r.len, 11, count_cb, v), 0);
+    assert_int_equal(v[0], 6);
+    assert_int_equal(v[1], 9);
+    assert_int_equal(m2_ranges_parse(r.text, r.len, 10, count_cb, v), -EINVAL); /* past n */
+    assert_int_equal(m2_ranges_parse("1 0\n", 4, 10, count_cb, v), -EINVAL);
+    assert_int_equal(m2_ranges_parse("1 2", 3, 10, count_cb, v), -EINVAL);
+    m2_ranges_done(&r);
+}
+
+static int fd_writer(void *ctx, const void *buf, size_t len)
+{
+    return fd_write_all(*(int *)ctx, buf, len);
+}
+
+static void test_pack_roundtrip(void **state)
+{
+    (void)state;
+    put("a", "hello", 0644);
+    char src[512], pk[512], sha[SHA256_HEX_LEN + 1];
+    snprintf(src, sizeof src, "%s/a", tmpd);
+    snprintf(pk, sizeof pk, "%s/p.pack", tmpd);
+    uint64_t sz;
+    assert_int_equal(sha256_file_hex(src, sha, &sz), 0);
+    int fd = open(pk, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct pack_writer *w;
+    assert_int_equal(pack_writer_new(fd_writer, &fd, &w), 0);
+    assert_int_equal(pack_writer_add(w, sha, src, sz), 0);
+    /* a file that is not what the manifest says is caught while packing */
+    char wrong[SHA256_HEX_LEN + 1];
+    memset(wrong, 'f', SHA256_HEX_LEN);
+    wrong[SHA256_HEX_LEN] = '\0';
+    assert_int_equal(pack_writer_add(w, wrong, src, sz), -ESTALE);
+    pack_writer_free(w);
+    close(fd);
+    fd = open(pk, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_int_equal(pack_writer_new(fd_writer, &fd, &w), 0);
+    assert_int_equal(pack_writer_add(w, sha, src, sz), 0);
+    assert_int_equal(pack_writer_finish(w), 0);
+    close(fd);
+    struct pack_reader *r;
+    assert_int_equal(pack_reader_open(pk, &r), 0);
+    char got[SHA256_HEX_LEN + 1], buf[64];
+    uint64_t gsz;
+    assert_int_equal(pack_reader_next(r, got, &gsz), 1);
+    assert_string_equal(got, sha);
+    assert_int_equal(gsz, 5);
+    assert_int_equal(pack_reader_read(r, buf, sizeof buf), 5);
+    assert_memory_equal(buf, "hello", 5);
+    assert_int_equal(pack_reader_next(r, got, &gsz), 0);
+    pack_reader_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outside_links_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fifo_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_parse_refuses, setup, teardown),
+        cmocka_unit_test(test_ranges),
+        cmocka_unit_test_setup_teardown(test_pack_roundtrip, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
