@@ -1,0 +1,328 @@
+/* Unit tests for agent/objstore.c: a venv-shaped release (files, empty dir, relative symlinks)
+ * is installed from a pack as hardlinks to read-only objects with the manifest's exec bits; a
+ * present release is reported present and re-checked (a damaged one is rebuilt); a one-file
+ * change lacks exactly that object; a pack built by plain GNU tar (what hosts make) is read; a
+ * corrupt object is refused, reported, never stored; GC keeps the protected release, its
+ * environment and their objects, and removes the rest; stale temp files of dead processes go,
+ * those of live ones stay. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent/objstore.h"
+#include "agent/store.h"
+#include "common/pack.h"
+#include "common/util.h"
+
+static char tmpd[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(tmpd, "/tmp/drover-objstore-test.XXXXXX");
+    return mkdtemp(tmpd) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return fs_rm_rf(tmpd);
+}
+
+static char *path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *path(const char *fmt, ...)
+{
+    static char p[4][1024];
+    static int i;
+    i = (i + 1) % 4;
+    int n = snprintf(p[i], sizeof p[i], "%s/", tmpd);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p[i] + n, sizeof p[i] - (size_t)n, fmt, ap);
+    va_end(ap);
+    return p[i];
+}
+
+static void put(const char *rel, const char *text, mode_t mode)
+{
+    assert_int_equal(fs_write_atomic(path("%s", rel), text, strlen(text), mode), 0);
+    assert_int_equal(chmod(path("%s", rel), mode), 0);
+}
+
+static void src_tree(const char *mod_text)
+{
+    assert_int_equal(fs_mkdir_p(path("src/bin"), 0755), 0);
+    assert_int_equal(fs_mkdir_p(path("src/lib/pkg"), 0755), 0);
+    assert_int_equal(fs_mkdir_p(path("src/empty"), 0755), 0);
+    put("src/bin/python3", "#!/bin/sh\necho py\n", 0755);
+    put("src/lib/pkg/__init__.py", "", 0644);
+    put("src/lib/pkg/same.py", "", 0644); /* same content as __init__.py: one object */
+    put("src/lib/pkg/mod.py", mod_text, 0644);
+    (void)unlink(path("src/bin/python"));
+    assert_int_equal(symlink("python3", path("src/bin/python")), 0);
+}
+
+static int fd_writer(void *ctx, const void *buf, size_t len)
+{
+    return fd_write_all(*(int *)ctx, buf, len);
+}
+
+/* Pack every file object of m whose index is in want (NULL: all) from src/. */
+static void make_pack(const struct manifest2 *m, const char *pk, const char *only_path)
+{
+    int fd = open(path("%s", pk), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    struct pack_writer *w;
+    assert_int_equal(pack_writer_new(fd_writer, &fd, &w), 0);
+    for (size_t i = 0; i < m->n; i++)
+        if (m->e[i].type == M2_FILE && (!only_path || !strcmp(only_path, m->e[i].path)))
+            assert_int_equal(pack_writer_add(w, m->e[i].sha256, path("src/%s", m->e[i].path), m->e[i].size), 0);
+    assert_int_equal(pack_writer_finish(w), 0);
+    close(fd);
+}
+
+struct rel {
+    struct manifest2 *m;
+    char *text;
+    size_t len;
+    char id[RELEASE_ID_LEN + 1];
+};
+
+static void load(struct rel *r, const char *env)
+{
+    assert_int_equal(manifest2_from_dir(path("src"), "v", &r->m), 0);
+    if (env)
+        memcpy(r->m->env, env, RELEASE_ID_LEN + 1);
+    assert_int_equal(manifest2_dump(r->m, &r->text, &r->len, r->id), 0);
+}
+
+static void unload(struct rel *r)
+{
+    manifest2_free(r->m);
+    free(r->text);
+}
+
+static int count(size_t start, size_t n, void *ctx)
+{
+    size_t *v = ctx;
+    v[0] += n;
+    v[1] = start;
+    return 0;
+}
+
+static void test_install_and_change(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    src_tree("x = 1\n");
+    struct rel a;
+    load(&a, NULL);
+    /* everything is missing at first */
+    struct m2_ranges rg;
+    bool present;
+    assert_int_equal(objstore_missing(&s, a.m, a.id, &rg, &present), 0);
+    assert_false(present);
+    size_t v[2] = { 0, 0 };
+    assert_int_equal(m2_ranges_parse(rg.text, rg.len, a.m->n, count, v), 0);
+    assert_int_equal(v[0], 4);
+    m2_ranges_done(&rg);
+    make_pack(a.m, "a.pack", NULL);
+    char err[256];
+    assert_int_equal(objstore_add(&s, a.text, a.len, a.id, path("a.pack"), NULL, err, sizeof err), 0);
+    struct stat st;
+    assert_int_equal(lstat(path("root/releases/%s/bin/python3", a.id), &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0555);
+    assert_int_equal(lstat(path("root/releases/%s/lib/pkg/mod.py", a.id), &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0444);
+    assert_int_equal(st.st_nlink, 2); /* the object and this release */
+    assert_int_equal(lstat(path("root/releases/%s/lib/pkg/same.py", a.id), &st), 0);
+    assert_int_equal(st.st_nlink, 3); /* object, __init__.py, same.py */
+    assert_int_equal(lstat(path("root/releases/%s/bin/python", a.id), &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(lstat(path("root/releases/%s/empty", a.id), &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(lstat(path("root/releases/%s/MANIFEST", a.id), &st), 0);
+    /* present now, and adding again says so */
+    assert_int_equal(objstore_missing(&s, a.m, a.id, &rg, &present), 0);
+    assert_true(present);
+    m2_ranges_done(&rg);
+    assert_int_equal(objstore_add(&s, a.text, a.len, a.id, NULL, NULL, err, sizeof err), 1);
+    /* a damaged release is rebuilt, not accepted */
+    assert_int_equal(unlink(path("root/releases/%s/lib/pkg/same.py", a.id)), 0);
+    assert_int_equal(objstore_add(&s, a.text, a.len, a.id, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(lstat(path("root/releases/%s/lib/pkg/same.py", a.id), &st), 0);
+
+    /* one file changes: only its object is missing */
+    src_tree("x = 2\n");
+    struct rel b;
+    load(&b, NULL);
+    assert_string_not_equal(a.id, b.id);
+    assert_int_equal(objstore_missing(&s, b.m, b.id, &rg, &present), 0);
+    v[0] = v[1] = 0;
+    assert_int_equal(m2_ranges_parse(rg.text, rg.len, b.m->n, count, v), 0);
+    assert_int_equal(v[0], 1);
+    assert_string_equal(b.m->e[v[1]].path, "lib/pkg/mod.py");
+    m2_ranges_done(&rg);
+    /* without the pack it cannot be assembled, and says which file */
+    assert_int_equal(objstore_add(&s, b.text, b.len, b.id, NULL, NULL, err, sizeof err), -ENOENT);
+    assert_non_null(strstr(err, "lib/pkg/mod.py"));
+    assert_false(store_has_release(&s, b.id));
+    make_pack(b.m, "b.pack", "lib/pkg/mod.py");
+    assert_int_equal(objstore_add(&s, b.text, b.len, b.id, path("b.pack"), NULL, err, sizeof err), 0);
+    assert_int_equal(lstat(path("root/releases/%s/bin/python3", b.id), &st), 0);
+    assert_int_equal(st.st_nlink, 3); /* shared by both releases */
+
+    /* GC: keep the newest (b) only; a's own object goes, shared ones stay */
+    char **ids;
+    size_t n;
+    assert_int_equal(store_list(&s, &ids, &n), 0);
+    assert_int_equal(n, 2);
+    store_ids_free(ids, n);
+    const char *protect[] = { b.id };
+    assert_int_equal(store_gc(&s, 0, protect, 1), 1);
+    assert_false(store_has_release(&s, a.id));
+    assert_true(store_has_release(&s, b.id));
+    assert_int_equal(lstat(path("root/releases/%s/bin/python3", b.id), &st), 0);
+    assert_int_equal(st.st_nlink, 2);
+    const struct m2_entry *old = manifest2_find(a.m, "lib/pkg/mod.py");
+    assert_int_not_equal(lstat(path("root/objects/%s.0444", old->sha256), &st), 0);
+    unload(&a);
+    unload(&b);
+}
+
+static void test_env_and_gc(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    src_tree("env\n");
+    struct rel env;
+    load(&env, NULL);
+    make_pack(env.m, "e.pack", NULL);
+    char err[256];
+    assert_int_equal(objstore_add(&s, env.text, env.len, env.id, path("e.pack"), NULL, err, sizeof err), 0);
+    src_tree("code\n");
+    assert_int_equal(fs_rm_rf(path("src/empty")), 0);
+    struct rel code;
+    load(&code, env.id);
+    make_pack(code.m, "c.pack", NULL);
+    assert_int_equal(objstore_add(&s, code.text, code.len, code.id, path("c.pack"), NULL, err, sizeof err), 0);
+    char link[256];
+    ssize_t k = readlink(path("root/releases/%s/.drover-env", code.id), link, sizeof link - 1);
+    assert_true(k > 0);
+    link[k] = '\0';
+    assert_int_equal(strncmp(link, "../", 3), 0);
+    assert_string_equal(link + 3, env.id);
+    /* code needing an environment the store lacks is refused */
+    char fake[RELEASE_ID_LEN + 1];
+    memset(fake, 'e', RELEASE_ID_LEN);
+    fake[RELEASE_ID_LEN] = '\0';
+    struct rel orphan;
+    load(&orphan, fake);
+    assert_int_equal(objstore_add(&s, orphan.text, orphan.len, orphan.id, NULL, NULL, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "environment"));
+    /* GC keeping only the code release (keep 0, protected) keeps its environment too */
+    const char *protect[] = { code.id };
+    assert_int_equal(store_gc(&s, 0, protect, 1), 0);
+    assert_true(store_has_release(&s, env.id));
+    unload(&env);
+    unload(&code);
+    unload(&orphan);
+}
+
+static void test_corrupt_object_and_tar_pack(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    src_tree("x = 1\n");
+    struct rel a;
+    load(&a, NULL);
+    /* a pack as a host makes it with GNU tar, one object with the wrong bytes */
+    assert_int_equal(fs_mkdir_p(path("objs"), 0755), 0);
+    const struct m2_entry *mod = manifest2_find(a.m, "lib/pkg/mod.py");
+    for (size_t i = 0; i < a.m->n; i++) {
+        const struct m2_entry *e = &a.m->e[i];
+        if (e->type != M2_FILE)
+            continue;
+        char *from = NULL;
+        size_t len = 0;
+        assert_int_equal(fs_read_file(path("src/%s", e->path), 1 << 20, &from, &len), 0);
+        if (e == mod)
+            from[0] = 'y'; /* same size, other content */
+        assert_int_equal(fs_write_atomic(path("objs/%s", e->sha256), from, len, 0644), 0);
+        free(from);
+    }
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s/objs && tar -c --format=posix -f ../t.pack *", tmpd);
+    assert_int_equal(system(cmd), 0);
+    char err[256], *out = NULL;
+    size_t outlen = 0;
+    FILE *corrupt = open_memstream(&out, &outlen);
+    assert_int_equal(objstore_add(&s, a.text, a.len, a.id, path("t.pack"), corrupt, err, sizeof err), -EBADMSG);
+    fclose(corrupt);
+    char want[100];
+    snprintf(want, sizeof want, "corrupt %s\n", mod->sha256);
+    assert_string_equal(out, want);
+    free(out);
+    assert_non_null(strstr(err, "lib/pkg/mod.py"));
+    assert_false(store_has_release(&s, a.id));
+    struct stat st;
+    assert_int_not_equal(lstat(path("root/objects/%s.0444", mod->sha256), &st), 0); /* never stored */
+    /* the good objects were kept: only the corrupt one is missing now */
+    struct m2_ranges rg;
+    bool present;
+    assert_int_equal(objstore_missing(&s, a.m, a.id, &rg, &present), 0);
+    size_t v[2] = { 0, 0 };
+    assert_int_equal(m2_ranges_parse(rg.text, rg.len, a.m->n, count, v), 0);
+    assert_int_equal(v[0], 1);
+    m2_ranges_done(&rg);
+    unload(&a);
+}
+
+static void test_stale_temp_only_dead_owner(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    waitpid(child, NULL, 0);
+    char live[128], dead[128];
+    snprintf(live, sizeof live, "root/releases/%064d.tmp.%d", 0, (int)getpid());
+    snprintf(dead, sizeof dead, "root/releases/%064d.tmp.%d", 1, (int)child);
+    assert_int_equal(fs_mkdir_p(path("%s", live), 0700), 0);
+    assert_int_equal(fs_mkdir_p(path("%s", dead), 0700), 0);
+    put("root/objects/.tmp.abc.999999999", "x", 0600);
+    objstore_clean_stale(&s);
+    struct stat st;
+    assert_int_equal(stat(path("%s", live), &st), 0);
+    assert_int_not_equal(stat(path("%s", dead), &st), 0);
+    assert_int_equal(store_open(&s, path("root")), 0); /* store_open follows the same rule */
+    assert_int_equal(stat(path("%s", live), &st), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_install_and_change, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_env_and_gc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_object_and_tar_pack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_temp_only_dead_owner, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
