@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -19,6 +20,8 @@
 #include "common/util.h"
 
 #define OBJ_CHUNK (256u << 10)
+
+double objstore_gc_grace_s = OBJSTORE_GC_GRACE_S;
 
 static void reason(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void reason(char *err, size_t errsz, const char *fmt, ...)
@@ -521,10 +524,14 @@ int objstore_gc_objects(const struct store *s)
         return errno == ENOENT ? 0 : -errno;
     int n = 0;
     struct dirent *de;
+    time_t now = time(NULL);
     while ((de = readdir(d))) {
         struct stat st;
+        /* ctime changes with every link and rename: an object that arrived or lost its last
+         * release less than OBJSTORE_GC_GRACE_S ago may be about to be linked by an install
+         * running right now (objects arrive before the release is assembled). */
         if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-            !S_ISREG(st.st_mode) || st.st_nlink != 1)
+            !S_ISREG(st.st_mode) || st.st_nlink != 1 || (double)(now - st.st_ctime) < objstore_gc_grace_s)
             continue;
         if (unlinkat(dirfd(d), de->d_name, 0) == 0)
             n++;

@@ -39,7 +39,11 @@ int objstore_missing(const struct store *s, const struct manifest2 *m, const cha
 int objstore_add(const struct store *s, const char *manifest_text, size_t len, const char *id,
                  const char *pack, FILE *corrupt, char *err, size_t errsz);
 
-/* Remove objects that no release links to (link count 1).  Returns how many, or -errno. */
+#define OBJSTORE_GC_GRACE_S 600
+extern double objstore_gc_grace_s; /* tests set 0 */
+
+/* Remove objects that no release links to (link count 1) and that did not change in the last
+ * OBJSTORE_GC_GRACE_S seconds (an install may be about to link them).  Returns how many. */
 int objstore_gc_objects(const struct store *s);
 
 /* `release verify` of a v2 release: its MANIFEST is the release's, every entry is there, and

@@ -20,11 +20,13 @@ printf '    workers before: %s\n' "$pids_before"
 pct_mark
 
 d=$(make_release v5 train.seed=5)
+# Only missing objects travel (a pack of them): make v5's new objects larger than the tmpfs.
+head -c 262144 /dev/urandom >"$d/blob.bin"
 say "drover deploy v5"
 drover deploy "$d" --job train
 show_drover 15
 check "deploy v5 exits 1 (failed, nothing switched)" test "$DROVER_RC" = 1
-check "deploy names the failed verification" drover_said 'verif|sha|corrupt|size|short|bundle|release add|space'
+check "deploy names the failed verification" drover_said 'verif|sha|corrupt|size|short|bundle|release add|release install|pack|space'
 check "deploy names the container (h1:102)" drover_said 'h1:102'
 pids_after=$(all_pids)
 printf '    workers after:  %s\n' "$pids_after"

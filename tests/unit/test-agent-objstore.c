@@ -192,7 +192,12 @@ static void test_install_and_change(void **state)
     assert_int_equal(n, 2);
     store_ids_free(ids, n);
     const char *protect[] = { b.id };
+    objstore_gc_grace_s = 600; /* a fresh unreferenced object is kept: an install may need it */
     assert_int_equal(store_gc(&s, 0, protect, 1), 1);
+    const struct m2_entry *old0 = manifest2_find(a.m, "lib/pkg/mod.py");
+    assert_int_equal(lstat(path("root/objects/%s.0444", old0->sha256), &st), 0);
+    objstore_gc_grace_s = 0;
+    assert_int_equal(store_gc(&s, 0, protect, 1), 0);
     assert_false(store_has_release(&s, a.id));
     assert_true(store_has_release(&s, b.id));
     assert_int_equal(lstat(path("root/releases/%s/bin/python3", b.id), &st), 0);

@@ -1,0 +1,127 @@
+#!/bin/bash
+# t-45-objects: releases at real size.  A venv-shaped environment (E2E_VENV_FILES files,
+# relative symlinks, an empty directory) deployed as its own release and named by the code
+# release; a one-file change sends only that object (counted in each host's store); a corrupt
+# object in a host store is caught by the agent, removed and sent again, never installed; a
+# host whose per-connection sshd is stopped (SIGSTOP) mid-upload is reported within the idle
+# deadline + 5 s naming host and MiB done, and the deploy completes over a new session, leaving
+# no temp files in any store once the stopped session is resumed.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+NFILES=${E2E_VENV_FILES:-20000}
+ensure_v1
+hobjs() { find "$LAB_DIR/hosts/$1/staging/objects" -maxdepth 1 -type f 2>/dev/null | wc -l; }
+
+# ---- 1. a venv-shaped environment, deployed separately and referenced by the code
+venv=$E2E_WORK/releases/venv
+if [[ ! -f $venv/.done-$NFILES ]]; then
+	rm -rf "$venv"
+	mkdir -p "$venv/bin" "$venv/lib/python3.11/site-packages" "$venv/include/empty"
+	printf '#!/bin/sh\necho "fake python $*"\n' >"$venv/bin/python3.11"
+	chmod 0755 "$venv/bin/python3.11"
+	ln -s python3.11 "$venv/bin/python3"
+	ln -s python3 "$venv/bin/python"
+	ln -s lib "$venv/lib64"
+	(cd "$venv/lib/python3.11/site-packages" &&
+		for p in $(seq 0 $((NFILES / 100 - 1))); do
+			mkdir -p "pkg$p"
+			: >"pkg$p/__init__.py"
+			for m in $(seq 0 98); do echo "X = $p * 1000 + $m" >"pkg$p/m$m.py"; done
+		done)
+	touch "$venv/.done-$NFILES"
+fi
+rm -f "$venv/.done-"*
+nf=$(find "$venv" -type f | wc -l)
+say "environment: $nf files, $(find "$venv" -type l | wc -l) symlinks"
+touch "$venv/.done-$NFILES"
+code=$(make_release v6 train.seed=6)
+t0=$SECONDS
+drover deploy "$code" --env "$venv" --job train
+say "deploy with the environment took $((SECONDS - t0))s"
+show_drover 12
+check "deploy of code + environment exits 0 (promoted)" test "$DROVER_RC" = 0
+cur=$(ct_current h2:201)
+envlink=$(ct h2:201 readlink "/var/lib/drover/releases/$cur/.drover-env")
+check "the code release links its environment (.drover-env -> ../<env id>)" test -n "$envlink"
+envdir=/var/lib/drover/releases/${envlink#../}
+check "the environment's symlink bin/python -> python3 is kept" test "$(ct h1:102 readlink "$envdir/bin/python")" = python3
+check "the environment's empty directory is kept" ct h1:102 test -d "$envdir/include/empty"
+check "the environment's files are in the container ($((nf - 1)) + 1)" \
+	test "$(ct h1:101 find "$envdir" -type f | wc -l)" -ge "$nf"
+check "release files are read-only hardlinks to objects" \
+	test "$(ct h1:101 stat -c '%a %h' "$envdir/lib/python3.11/site-packages/pkg0/m1.py")" = "444 2"
+check "an executable keeps its exec bits" test "$(ct h1:101 stat -c '%a' "$envdir/bin/python3.11")" = 555
+
+# ---- 2. one file changes: only that object travels
+before1=$(hobjs h1) before2=$(hobjs h2)
+code=$(make_release v7 train.seed=7)
+drover deploy "$code" --env "$venv" --job train
+show_drover 8
+check "deploy of a one-file change exits 0" test "$DROVER_RC" = 0
+check "deploy says 1 object was missing on each host" drover_said 'stage h1: 1 of [0-9]+ objects missing'
+check "h1's store grew by exactly one object" test "$(hobjs h1)" = $((before1 + 1))
+check "h2's store grew by exactly one object" test "$(hobjs h2)" = $((before2 + 1))
+check "the environment was not sent again (already in the containers)" drover_said "already in the container"
+
+# ---- 3. a corrupt object in a host store
+code=$(make_release v8 train.seed=8)
+echo "a file only v8 has" >"$code/new.txt"
+sha=$(sha256sum "$code/new.txt" | cut -c1-64)
+mkdir -p "$LAB_DIR/hosts/h1/staging/objects"
+echo "a file only v8 HAS" >"$LAB_DIR/hosts/h1/staging/objects/$sha"
+drover deploy "$code" --env "$venv" --job train
+show_drover 10
+check "deploy with a corrupt host object exits 0" test "$DROVER_RC" = 0
+check "deploy says it found the corrupt object and sent it again" drover_said 'corrupt object'
+cur=$(ct_current h1:101)
+check "the container holds the right bytes" test "$(ct h1:101 cat "/var/lib/drover/releases/$cur/new.txt")" = "a file only v8 has"
+check "the host store now holds the right bytes" test "$(sha256sum <"$LAB_DIR/hosts/h1/staging/objects/$sha" | cut -c1-64)" = "$sha"
+
+# ---- 4. a stalled sshd session mid-upload
+code=$(make_release v9 train.seed=9)
+head -c $((96 << 20)) /dev/urandom >"$code/weights.bin"
+idle=5
+err=$E2E_WORK/stall.err
+DROVER_IDLE_TIMEOUT=$idle "$E2E_BUILD/drover" -i "$INV" deploy "$code" --env "$venv" --job train >"$E2E_WORK/stall.out" 2>"$err" &
+dpid=$!
+started() { compgen -G "$LAB_DIR/hosts/h1/staging/objects/.in.*" >/dev/null; }
+wait_until 120 started || fatal "the upload to h1 never started"
+sleep 1
+lpid=$(cat "$LAB_DIR/hosts/h1/sshd.pid")
+stopped=$(pgrep -P "$lpid"; for p in $(pgrep -P "$lpid"); do pgrep -P "$p"; done)
+say "stopping h1's per-connection sshd processes: $(echo $stopped)"
+kill -STOP $stopped
+ts=$SECONDS
+reported() { grep -q "stopped taking data" "$err"; }
+wait_until $((idle + 15)) reported
+took=$((SECONDS - ts))
+say "stall reported after ${took}s: $(grep -m1 'stopped taking data' "$err")"
+check "the stall is reported within idle deadline + 5 s" test "$took" -le $((idle + 5))
+check "the report names host h1 and the MiB done" grep -Eq "host 'h1' stopped taking data.*[0-9.]+ MiB" "$err"
+wait "$dpid"
+rc=$?
+kill -CONT $stopped 2>/dev/null
+cat "$err" | sed 's/^/    | /' | tail -12
+check "the deploy completes over a new session (exit 0)" test "$rc" = 0
+sleep 5
+no_temp() {
+	! compgen -G "$LAB_DIR/hosts/h[12]/staging/objects/.in.*" >/dev/null &&
+		! compgen -G "$LAB_DIR/hosts/h[12]/staging/packs/*" >/dev/null &&
+		! compgen -G "$LAB_DIR/hosts/h[12]/staging/manifests/*.tmp.*" >/dev/null
+}
+check "no temp files left in the host stores after the stopped session resumed" wait_until 20 no_temp
+ct_no_temp() { local c; for c in $E2E_CTS; do [[ -z $(ct "$c" sh -c 'ls -a /var/lib/drover/objects /var/lib/drover/releases /var/lib/drover/incoming | grep -E "\.tmp|\.pack$|\.manifest$"') ]] || return 1; done; }
+check "no temp files left in the container stores" ct_no_temp
+check "every container runs v9" all_current_is "$(ct_current h1:101)"
+
+# ---- 5. after the agents' GC (keep 5 + current, previous, good and the environments they name)
+# the previous release is intact and reachable by rollback
+v9=$(ct_current h1:101)
+drover rollback --job train
+show_drover 6
+check "rollback exits 0" test "$DROVER_RC" = 0
+check "every container left v9 for the previous release" bash -c "[[ \$(lxc-attach -P '$LAB_DIR/lxc' -n h1-101 --clear-env -- readlink /var/lib/drover/jobs/train/current) != *$v9 ]]"
+intact() { local c cur; for c in $E2E_CTS; do cur=$(ct_current "$c"); ct "$c" /usr/local/bin/drover-agent release missing "/var/lib/drover/releases/$cur/MANIFEST" | grep -qx present || return 1; done; }
+check "the release rolled back to is complete in every container (agent: present)" intact
+finish
