@@ -15,6 +15,14 @@ int cmd_deploy(struct fleet *f, int argc, char **argv);
 int cmd_plan(struct fleet *f, int argc, char **argv);
 int cmd_rollback(struct fleet *f, int argc, char **argv);
 int cmd_top(struct fleet *f, int argc, char **argv);
+int cmd_gc(struct fleet *f, int argc, char **argv);
+
+/* GC of host object stores (of every host, or only only_job's) and of the manifest cache,
+ * keeping extra ids, every job's current/previous/good/target, the environments they name and
+ * the keep_n newest releases.  Objects removed, or -errno (nothing removed on a host whose
+ * containers could not all be asked).  cmd_gc.c. */
+int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, int keep_n, bool only_job_hosts,
+                     const struct inv_job *only_job);
 
 /* The release the controller last made good for job (from history): promoted, or returned to by
  * a revert or rollback.  "" when none. */

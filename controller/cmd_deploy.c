@@ -17,6 +17,7 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
         { "dry-run", no_argument, NULL, 'n' },
         { "force", no_argument, NULL, 'f' },
         { "env", required_argument, NULL, 'e' },
+        { "stage-only", no_argument, NULL, 's' },
         { NULL, 0, NULL, 0 },
     };
     struct deploy_opts o = { .dry_run = plan };
@@ -35,11 +36,13 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
             o.force = true;
         else if (c == 'e')
             o.env_dir = optarg;
+        else if (c == 's')
+            o.stage_only = true;
         else
             return EXIT_USAGE;
     }
     if (optind + 1 != argc || (all && njobs)) {
-        log_error("usage: drover %s DIR [--env ENVDIR] [--job J]... | --all-jobs%s", argv[0],
+        log_error("usage: drover %s DIR [--env ENVDIR] [--stage-only] [--job J]... | --all-jobs%s", argv[0],
                   plan ? "" : " [--dry-run] [--force]");
         return EXIT_USAGE;
     }

@@ -27,7 +27,8 @@ static void usage(FILE *fp)
             "  install [--job J | HOST:VMID...] [--agent-binary PATH] [--restart-agent]\n"
             "                                     put drover-agent into containers and start it\n"
             "  plan DIR [--job J]                 what deploy would do (changes nothing)\n"
-            "  deploy DIR [--job J]... | --all-jobs [--dry-run]\n"
+            "  deploy DIR [--env ENVDIR] [--stage-only] [--job J]... | --all-jobs [--dry-run]\n"
+            "  gc [--keep N]                      collect host object stores and the manifest cache\n"
             "                                     stage, push, verify, activate, probation,\n"
             "                                     then promote or revert (several jobs: in waves)\n"
             "  status [-o json|wide] [--job J] [--watch N]\n"
@@ -50,7 +51,7 @@ static const struct verb {
 } verbs[] = {
     { "trust", cmd_trust },   { "install", cmd_install },   { "plan", cmd_plan },
     { "deploy", cmd_deploy }, { "status", cmd_status },     { "rollback", cmd_rollback },
-    { "history", cmd_history }, { "top", cmd_top },
+    { "history", cmd_history }, { "top", cmd_top }, { "gc", cmd_gc },
 };
 
 int main(int argc, char **argv)

@@ -22,6 +22,7 @@
 #include "common/util.h"
 #include "controller/transport/pct.h"
 #include "controller/deploy/probation.h"
+#include "controller/cmd.h"
 #include "controller/deploy/objsync.h"
 #include "controller/transport/send.h"
 #include "controller/deploy/state.h"
@@ -676,7 +677,13 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     if (check_rollback_target(&d, o->force) < 0)
         goto out;
-    if (push_release(&d, err, sizeof err) < 0 || preflight_cts(&d, err, sizeof err) < 0) {
+    if (push_release(&d, err, sizeof err) == 0 && o->stage_only) {
+        printf("release %s (%s) is verified in every container of job '%s' (staged only: nothing "
+               "switched)\n", d.sid, d.name, d.job->name);
+        ret = EXIT_OK;
+        goto out;
+    }
+    if (err[0] || preflight_cts(&d, err, sizeof err) < 0) {
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
         log_error("%s", err);
         fprintf(stderr, "deploy of %s stopped before anything was switched: the running release "
@@ -729,6 +736,10 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
                    d.sid, d.name, d.job->name, probation_reason(p));
             history_record(&d, "promoted", probation_reason(p), k);
             ret = EXIT_OK;
+            /* Collection after a promote: this job's hosts; every job's ways back are kept. */
+            const char *keep[] = { d.id, d.good, d.current, d.previous, d.has_env ? d.env.id : NULL };
+            if (objsync_gc_fleet(d.f, keep, ARRAY_SIZE(keep), 5, true, d.job) < 0)
+                log_warn("host store GC after the promote did not run everywhere (drover gc retries)");
         }
         probation_free(p);
         goto restore;

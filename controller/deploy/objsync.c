@@ -58,6 +58,22 @@ static const char SH_MAKE_PACK[] =
     "tar -c --format=posix -f \"$t\" -C objects -T -\n"
     "mv -f \"$t\" \"packs/$2.pack\"; trap - EXIT\n";
 
+/* stdin: release ids to keep; $2: how many newest manifests to keep besides.  Keeps the objects
+ * of those releases and of the environments they name; removes every other object untouched for
+ * 10 minutes (an upload in flight is younger) and every other manifest.  Prints "N" removed. */
+static const char SH_GC[] =
+    "cd \"$1\" 2>/dev/null && [ -d objects ] && [ -d manifests ] || { echo 0; exit 0; }\n"
+    "t=.gc.$$; trap 'rm -f \"$t\".*' EXIT\n"
+    "{ cat; ls -t manifests | grep -E '^[0-9a-f]{64}$' | head -n \"$2\"; } | sort -u >\"$t.ids\"\n"
+    "while read -r i; do [ -f \"manifests/$i\" ] && awk '$1==\"env\"{print $2}' \"manifests/$i\"; done <\"$t.ids\" >>\"$t.ids\"\n"
+    "sort -u -o \"$t.ids\" \"$t.ids\"\n"
+    "while read -r i; do [ -f \"manifests/$i\" ] && awk '$1==\"f\"{print $4}' \"manifests/$i\"; done <\"$t.ids\" | sort -u >\"$t.keep\"\n"
+    "(cd objects && find . -maxdepth 1 -type f -mmin +10 -name '[0-9a-f]*' -printf '%f\\n') | sort >\"$t.all\"\n"
+    "comm -23 \"$t.all\" \"$t.keep\" >\"$t.del\"\n"
+    "(cd objects && xargs -r rm -f -- <\"../$t.del\")\n"
+    "ls manifests | grep -E '^[0-9a-f]{64}$' | sort | comm -23 - \"$t.ids\" | (cd manifests && xargs -r rm -f --)\n"
+    "wc -l <\"$t.del\"\n";
+
 int relsrc_load(const char *dir, const char *env_id, struct relsrc *ret)
 {
     struct relsrc r = { 0 };
@@ -563,4 +579,44 @@ int objsync_job(struct fleet *f, const struct inv_job *job, const struct relsrc 
         }
     }
     return r;
+}
+
+struct ids_src {
+    const char *const *ids;
+    size_t n;
+};
+
+static int produce_ids(void *ctx, send_write_fn w, void *wctx)
+{
+    const struct ids_src *x = ctx;
+    for (size_t i = 0; i < x->n; i++) {
+        if (!x->ids[i] || !sha256_is_hex(x->ids[i]))
+            continue;
+        char line[SHA256_HEX_LEN + 2];
+        memcpy(line, x->ids[i], SHA256_HEX_LEN);
+        line[SHA256_HEX_LEN] = '\n';
+        int r = w(wctx, line, SHA256_HEX_LEN + 1);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+int objsync_gc_host(struct fleet *f, int host, const char *const *keep_ids, size_t n, int keep_n,
+                    char *err, size_t err_sz)
+{
+    struct host_job hj = { .f = f, .host = host };
+    struct ids_src src = { keep_ids, n };
+    char kn[16];
+    snprintf(kn, sizeof kn, "%d", keep_n < 0 ? 0 : keep_n);
+    struct exec_result res;
+    int r = host_sh(&hj, SH_GC, f->inv->staging_dir, kn, produce_ids, &src, 0, NULL, f->inv->exec_timeout_s,
+                    &res, NULL);
+    if (r < 0) {
+        snprintf(err, err_sz, "%s", hj.err);
+        return r;
+    }
+    int removed = atoi(res.out);
+    exec_result_done(&res);
+    return removed;
 }

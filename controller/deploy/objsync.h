@@ -39,4 +39,10 @@ struct sync_stats {
 int objsync_job(struct fleet *f, const struct inv_job *job, const struct relsrc *rs,
                 struct sync_stats *stats, char *err, size_t err_sz);
 
+/* GC of host `host`'s store: keep the objects of keep_ids (release ids; NULL or "" entries
+ * skipped), of the keep_n newest manifests there, and of the environments those name; remove
+ * other objects untouched for 10 minutes and other manifests.  Returns objects removed. */
+int objsync_gc_host(struct fleet *f, int host, const char *const *keep_ids, size_t n, int keep_n,
+                    char *err, size_t err_sz);
+
 #endif

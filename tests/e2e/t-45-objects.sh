@@ -124,4 +124,9 @@ check "rollback exits 0" test "$DROVER_RC" = 0
 check "every container left v9 for the previous release" bash -c "[[ \$(lxc-attach -P '$LAB_DIR/lxc' -n h1-101 --clear-env -- readlink /var/lib/drover/jobs/train/current) != *$v9 ]]"
 intact() { local c cur; for c in $E2E_CTS; do cur=$(ct_current "$c"); ct "$c" /usr/local/bin/drover-agent release missing "/var/lib/drover/releases/$cur/MANIFEST" | grep -qx present || return 1; done; }
 check "the release rolled back to is complete in every container (agent: present)" intact
+drover gc --keep 0
+show_drover 4
+check "drover gc --keep 0 exits 0" test "$DROVER_RC" = 0
+check "after gc the current release is still complete everywhere" intact
+check "after gc h1's store still holds the current release's objects (new.txt)" test -f "$LAB_DIR/hosts/h1/staging/objects/$sha"
 finish

@@ -1,0 +1,76 @@
+#!/bin/bash
+# bench/deploy/run.sh BUILD: release transfer on the lab (root; takes the lab lock, brings the lab
+# down afterwards).  Grows the lab to BENCH_HOSTS x containers, then measures, in one run:
+#   (a) a full deploy (--stage-only: up to "verified in every container", probation excluded) of a
+#       release holding a 1 GiB incompressible file (BENCH_MIB) and a 20 KB file;
+#   (b) the same release with the 20 KB file changed;
+#   (c) the manual method: scp to each host in turn, pct push into each of its containers, no
+#       verification;
+# plus OpenSSH scp of the same file to one host, for the staging rate.  Figures: docs/benchmarks.md.
+set -euo pipefail
+B=$(cd "${1:-build}" && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+export LAB_DIR=${LAB_DIR:-/tmp/drover-lab}
+export LAB_HOSTS=${BENCH_HOSTS:-"h1 h2 h3 h4"}
+export LAB_CONTAINERS=${BENCH_CTS:-"h1:101 h1:102 h2:201 h2:202 h3:301 h3:302 h4:401 h4:402"}
+MIB=${BENCH_MIB:-1024}
+LAB="$ROOT/tests/lab/lab"
+exec 8>>"$LAB_DIR.e2e.lock"
+echo "bench/deploy: waiting for the lab lock" >&2
+flock 8
+W=$(mktemp -d /tmp/drover-bench-deploy.XXXXXX)
+trap '"$LAB" down >/dev/null 2>&1; rm -rf "$W"' EXIT
+"$LAB" down >/dev/null 2>&1 || true
+"$LAB" up >"$W/lab.log" 2>&1 || { tail -20 "$W/lab.log"; exit 1; }
+INV=$LAB_DIR/inventory.ini
+D() { "$B/drover" -i "$INV" "$@"; }
+D trust $LAB_HOSTS >/dev/null 2>&1 || true
+D install >/dev/null
+rel=$W/rel
+mkdir -p "$rel/bin" "$rel/etc"
+cp "$B/drover-train" "$rel/bin/drover-train"
+echo "[train]" >"$rel/etc/train.ini"
+head -c $((MIB << 20)) /dev/urandom >"$rel/data.bin"
+head -c 20000 /dev/urandom >"$rel/app.py"
+nct=$(wc -w <<<"$LAB_CONTAINERS")
+nh=$(wc -w <<<"$LAB_HOSTS")
+echo "lab: $nh hosts, $nct containers; release: ${MIB} MiB + 20 KB ($(uptime | sed 's/.*load/load/'))"
+
+t0=$(date +%s.%N)
+D deploy "$rel" --stage-only --job train 2>"$W/a.err" >/dev/null || { cat "$W/a.err"; exit 1; }
+ta=$(echo "$(date +%s.%N) - $t0" | bc)
+grep -E "^stage h[0-9]+: sent" "$W/a.err" | sed 's/^/  (a) /'
+printf '(a) full deploy, verified in %d containers: %.1f s\n' "$nct" "$ta"
+
+head -c 20000 /dev/urandom >"$rel/app.py"
+t0=$(date +%s.%N)
+D deploy "$rel" --stage-only --job train 2>"$W/b.err" >/dev/null || { cat "$W/b.err"; exit 1; }
+tb=$(echo "$(date +%s.%N) - $t0" | bc)
+grep -E "^stage h[0-9]+: (sent|[0-9]+ of)" "$W/b.err" | sed 's/^/  (b) /'
+printf '(b) one 20 KB file changed, verified in %d containers: %.1f s\n' "$nct" "$tb"
+
+SSHO=(-i "$LAB_DIR/id_ed25519" -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR)
+addr() { awk -v h="[host $1]" '$0 == h { f = 1; next } /^\[/ { f = 0 } f && $1 == "address" { print $3 }' "$INV"; }
+t0=$(date +%s.%N)
+first=""
+for h in $LAB_HOSTS; do
+	a=$(addr "$h")
+	s0=$(date +%s.%N)
+	scp -q "${SSHO[@]}" "$rel/data.bin" "root@$a:/tmp/bench-manual.bin"
+	s1=$(date +%s.%N)
+	[[ -n $first ]] || first=$(echo "$MIB / ($s1 - $s0)" | bc -l)
+	for c in $LAB_CONTAINERS; do
+		[[ ${c%%:*} == "$h" ]] || continue
+		ssh "${SSHO[@]}" "root@$a" pct push "${c#*:}" /tmp/bench-manual.bin /root/bench-manual.bin
+	done
+	ssh "${SSHO[@]}" "root@$a" rm -f /tmp/bench-manual.bin
+done
+tc=$(echo "$(date +%s.%N) - $t0" | bc)
+printf '(c) manual scp + pct push, %d hosts in turn, %d containers, unverified: %.1f s\n' "$nh" "$nct" "$tc"
+# staging alone to one host, next to scp's rate: a job on h1:101 only, a fresh object
+sed -E 's/^containers = .*/containers = h1:101/' "$INV" >"$W/one.ini"
+head -c $((MIB << 20)) /dev/urandom >"$rel/data.bin"
+"$B/drover" -i "$W/one.ini" deploy "$rel" --stage-only --job train 2>"$W/d.err" >/dev/null || { cat "$W/d.err"; exit 1; }
+grep -E "^stage h1: sent" "$W/d.err" | sed 's/^/  (d) one host alone: /'
+printf 'OpenSSH scp of the %d MiB file to h1: %.1f MiB/s\n' "$MIB" "$first"
+printf '(a) vs (c): %.2fx faster\n' "$(echo "$tc / $ta" | bc -l)"

@@ -1,0 +1,210 @@
+/* controller/cmd_gc.c: `drover gc [--keep N]`: collect host object stores and the controller's
+ * manifest cache without ever removing a way back: every job's current, previous and good
+ * release (as each container's agent reports them, plus the release history names as the
+ * job's target, and every earlier good release a rollback may return to) and the environments
+ * they name are kept, with the N newest releases besides.
+ * Containers collect their own stores (the agent, after every promote).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/manifest2.h"
+#include "common/util.h"
+#include "controller/cmd.h"
+#include "controller/deploy/objsync.h"
+
+#define GC_MAX_IDS (INV_MAX_JOBS * INV_MAX_CTS * (3 + STATUS_MAX_MARKS) + INV_MAX_JOBS)
+
+struct idset {
+    char ids[GC_MAX_IDS * 2][RELEASE_ID_LEN + 1];
+    size_t n;
+};
+
+static void idset_add(struct idset *s, const char *id)
+{
+    if (!id || !sha256_is_hex(id) || s->n == ARRAY_SIZE(s->ids))
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->ids[i], id))
+            return;
+    memcpy(s->ids[s->n++], id, RELEASE_ID_LEN + 1);
+}
+
+/* Add the environment each kept release names (from the controller's manifest cache). */
+static void idset_add_envs(struct idset *s, const char *mdir)
+{
+    size_t n = s->n;
+    for (size_t i = 0; i < n; i++) {
+        char p[1200], *text = NULL;
+        size_t len;
+        snprintf(p, sizeof p, "%s/%s", mdir, s->ids[i]);
+        if (fs_read_file(p, 4096, &text, &len) < 0 && fs_read_file(p, MANIFEST2_MAX_BYTES, &text, &len) < 0)
+            continue;
+        char *e = strstr(text, "\nenv ");
+        if (e && e - text < 200 && strlen(e + 5) >= RELEASE_ID_LEN) {
+            char id[RELEASE_ID_LEN + 1];
+            memcpy(id, e + 5, RELEASE_ID_LEN);
+            id[RELEASE_ID_LEN] = '\0';
+            idset_add(s, id);
+        }
+        free(text);
+    }
+}
+
+struct ment {
+    char id[RELEASE_ID_LEN + 1];
+    double mtime;
+};
+
+static int ment_newest_first(const void *a, const void *b)
+{
+    const struct ment *x = a, *y = b;
+    return x->mtime < y->mtime ? 1 : x->mtime > y->mtime ? -1 : 0;
+}
+
+/* The controller's cache: keep the kept ids and the keep_n newest manifests. */
+static int gc_cache(const char *mdir, const struct idset *keep, int keep_n)
+{
+    DIR *d = opendir(mdir);
+    if (!d)
+        return 0;
+    struct ment *v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (!sha256_is_hex(de->d_name) || fstatat(dirfd(d), de->d_name, &st, 0) < 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct ment *nv = realloc(v, cap * sizeof *v);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        memcpy(v[n].id, de->d_name, RELEASE_ID_LEN + 1);
+        v[n++].mtime = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9;
+    }
+    closedir(d);
+    qsort(v, n, sizeof *v, ment_newest_first);
+    int removed = 0;
+    for (size_t i = (size_t)(keep_n > 0 ? keep_n : 0); i < n; i++) {
+        bool k = false;
+        for (size_t j = 0; j < keep->n && !k; j++)
+            k = !strcmp(keep->ids[j], v[i].id);
+        char p[1200];
+        snprintf(p, sizeof p, "%s/%s", mdir, v[i].id);
+        if (!k && unlink(p) == 0)
+            removed++;
+    }
+    free(v);
+    return removed;
+}
+
+int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, int keep_n, bool only_job_hosts,
+                     const struct inv_job *only_job)
+{
+    const struct inventory *inv = f->inv;
+    struct idset *keep = calloc(1, sizeof *keep);
+    struct agent_status *st = malloc(sizeof *st);
+    if (!keep || !st) {
+        free(keep);
+        free(st);
+        return -ENOMEM;
+    }
+    int r = 0;
+    for (size_t i = 0; i < nextra; i++)
+        idset_add(keep, extra[i]);
+    bool hosts[INV_MAX_HOSTS] = { false };
+    for (int j = 0; j < inv->njobs; j++) {
+        const struct inv_job *job = &inv->jobs[j];
+        char target[RELEASE_ID_LEN + 1];
+        cmd_job_target(inv, job->name, target);
+        idset_add(keep, target);
+        for (int c = 0; c < job->ncts; c++) {
+            if (!only_job_hosts || job == only_job)
+                hosts[job->cts[c].host] = true;
+            char e[1200];
+            if (fleet_agent_status(f, &job->cts[c], st, e, sizeof e) < 0) {
+                /* Unknown what it runs: collect nothing on the hosts (a way back could go). */
+                log_error("gc: %s: %s; nothing collected", job->cts[c].label, e);
+                r = -EHOSTUNREACH;
+                goto out;
+            }
+            const struct job_status *js = status_find_job(st, job->name);
+            if (js) {
+                idset_add(keep, js->current);
+                idset_add(keep, js->previous);
+                idset_add(keep, js->good);
+                for (int g = 0; g < js->ngoods; g++) /* rollback targets */
+                    idset_add(keep, js->goods[g]);
+            }
+        }
+    }
+    char mdir[1100];
+    snprintf(mdir, sizeof mdir, "%s/manifests", inv->state_dir);
+    idset_add_envs(keep, mdir);
+    const char **ids = calloc(keep->n ? keep->n : 1, sizeof *ids);
+    if (!ids) {
+        r = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < keep->n; i++)
+        ids[i] = keep->ids[i];
+    int total = 0;
+    for (int h = 0; h < inv->nhosts; h++) {
+        if (!hosts[h])
+            continue;
+        char err[1200];
+        int n = objsync_gc_host(f, h, ids, keep->n, keep_n, err, sizeof err);
+        if (n < 0) {
+            log_error("gc: host '%s': %s", inv->hosts[h].name, err);
+            r = n;
+            continue;
+        }
+        fprintf(stderr, "gc %s: removed %d objects (kept %zu releases' and the %d newest)\n", inv->hosts[h].name, n,
+                keep->n, keep_n);
+        total += n;
+    }
+    int c = gc_cache(mdir, keep, keep_n);
+    if (c > 0)
+        fprintf(stderr, "gc: removed %d manifests from '%s'\n", c, mdir);
+    free(ids);
+    if (r == 0)
+        r = total;
+out:
+    free(st);
+    free(keep);
+    return r;
+}
+
+int cmd_gc(struct fleet *f, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "keep", required_argument, NULL, 'k' },
+        { NULL, 0, NULL, 0 },
+    };
+    int keep = 5, c;
+    optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
+    while ((c = getopt_long(argc, argv, "k:", opts, NULL)) != -1) {
+        if (c == 'k' && str_is_digits(optarg, 6))
+            keep = atoi(optarg);
+        else {
+            log_error("usage: drover gc [--keep N]");
+            return EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        log_error("usage: drover gc [--keep N]");
+        return EXIT_USAGE;
+    }
+    int r = objsync_gc_fleet(f, NULL, 0, keep, false, NULL);
+    return r < 0 ? (f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL) : EXIT_OK;
+}
