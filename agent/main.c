@@ -355,16 +355,26 @@ static int cmd_release(struct cli *c)
             char p[PATH_MAX], *text = NULL;
             size_t len;
             struct manifest *m = NULL;
+            struct manifest2 *m2 = NULL;
             (void)store_path(&s, p, sizeof p, "releases/%s/MANIFEST.json", ids[i]);
             if (fs_read_file(p, MANIFEST_MAX_BYTES, &text, &len) == 0)
                 (void)manifest_parse(text, len, &m);
             free(text);
+            text = NULL;
+            (void)store_path(&s, p, sizeof p, "releases/%s/MANIFEST", ids[i]);
+            if (!m && fs_read_file(p, MANIFEST2_MAX_BYTES, &text, &len) == 0)
+                (void)manifest2_parse(text, len, &m2);
+            free(text);
+            const char *name = m ? m->name : m2 ? m2->name : "";
+            size_t nf = m ? m->nfiles : m2 ? m2->nfiles : 0;
             if (c->json)
-                json_array_append_new(arr, json_pack("{s:s,s:s,s:i}", "id", ids[i], "name",
-                                                     m ? m->name : "", "files", m ? (int)m->nfiles : 0));
+                json_array_append_new(arr, json_pack("{s:s,s:s,s:i,s:s}", "id", ids[i], "name", name, "files",
+                                                     (int)nf, "env", m2 ? m2->env : ""));
             else
-                printf("%.12s  %-20s  %zu files\n", ids[i], m ? m->name : "?", m ? m->nfiles : 0);
+                printf("%.12s  %-20s  %zu files%s%.12s\n", ids[i], name[0] ? name : "?", nf,
+                       m2 && m2->env[0] ? ", env " : "", m2 ? m2->env : "");
             manifest_free(m);
+            manifest2_free(m2);
         }
         if (c->json) {
             char *t = json_dumps(arr, JSON_COMPACT);
