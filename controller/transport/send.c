@@ -188,6 +188,10 @@ out:
             (void)ssh_channel_close(x->ch);
         ssh_channel_free(x->ch);
     }
+    /* A session that stalled or failed is dropped by the caller: left non-blocking, so that
+     * freeing it cannot wait on the stalled peer.  Any other outcome keeps it usable. */
+    if (r != -ETIMEDOUT && r != -EIO && r != -EINTR)
+        ssh_set_blocking(x->ss, 1);
     free(x);
     return r;
 }
