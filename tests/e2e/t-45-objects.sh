@@ -55,7 +55,9 @@ check "an executable keeps its exec bits" test "$(ct h1:101 stat -c '%a' "$envdi
 
 # ---- 2. one file changes: only that object travels
 before1=$(hobjs h1) before2=$(hobjs h2)
-code=$(make_release v7 train.seed=7)
+code=$E2E_WORK/releases/v7
+rm -rf "$code" && cp -a "$E2E_WORK/releases/v6" "$code"
+echo "# one-file change" >>"$code/etc/train.ini"
 drover deploy "$code" --env "$venv" --job train
 show_drover 8
 check "deploy of a one-file change exits 0" test "$DROVER_RC" = 0
