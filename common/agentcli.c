@@ -195,6 +195,23 @@ void agent_argv_release_add(struct agent_argv *a, const char *blob, const char *
     add_opt(a, AGENT_OPT_ID, id);
 }
 
+void agent_argv_release_missing(struct agent_argv *a, const char *manifest)
+{
+    add_verb(a, AGENT_VERB_RELEASE);
+    agent_argv_add(a, "missing");
+    agent_argv_add(a, manifest);
+}
+
+void agent_argv_release_install(struct agent_argv *a, const char *manifest, const char *pack, const char *id)
+{
+    add_verb(a, AGENT_VERB_RELEASE);
+    agent_argv_add(a, "install");
+    agent_argv_add(a, manifest);
+    if (pack)
+        agent_argv_add(a, pack);
+    add_opt(a, AGENT_OPT_ID, id);
+}
+
 void agent_argv_stop(struct agent_argv *a, const char *job)
 {
     add_verb(a, AGENT_VERB_STOP);

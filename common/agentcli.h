@@ -102,6 +102,9 @@ void agent_argv_watch(struct agent_argv *a, double interval_s);     /* watch --j
 void agent_argv_events(struct agent_argv *a);                        /* events --json */
 void agent_argv_daemon(struct agent_argv *a, bool detach);          /* daemon [--detach] */
 void agent_argv_release_add(struct agent_argv *a, const char *blob, const char *id);
+/* release missing MANIFEST;  release install MANIFEST [PACK] --id ID (pack NULL: none). */
+void agent_argv_release_missing(struct agent_argv *a, const char *manifest);
+void agent_argv_release_install(struct agent_argv *a, const char *manifest, const char *pack, const char *id);
 void agent_argv_stop(struct agent_argv *a, const char *job);
 void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason);
 /* promote ID --job J [--ktok-s X]: X printed with 3 decimals, left out when ktok_s <= 0. */

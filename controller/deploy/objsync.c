@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/agentcli.h"
 #include "common/log.h"
 #include "common/pack.h"
 #include "common/util.h"
@@ -405,8 +406,10 @@ static int host_round(struct host_job *hj, bool *ret_again)
         exec_result_done(&res);
         if ((r = ct_push(hj, ct, hman, cman, inv->exec_timeout_s + (double)rs->len / 1e6)) < 0)
             break;
-        const char *args[] = { "release", "missing", cman, NULL };
-        if ((r = ct_agent(hj, ct, args, inv->exec_timeout_s + (double)m->n / 5000, &res)) < 0)
+        struct agent_argv av;
+        agent_argv_init(&av);
+        agent_argv_release_missing(&av, cman);
+        if ((r = agent_argv_end(&av)) < 0 || (r = ct_agent(hj, ct, av.argv, inv->exec_timeout_s + (double)m->n / 5000, &res)) < 0)
             break;
         if (res.status != 0) {
             char reason[512];
@@ -460,12 +463,11 @@ static int host_round(struct host_job *hj, bool *ret_again)
         double t = inv->exec_timeout_s + (double)pack_bytes / 10e6;
         if (pack_made && (r = ct_push(hj, ct, hpack, cpack, t)) < 0)
             break;
-        const char *args[] = { "release", "install", cman, pack_made ? cpack : NULL, NULL, NULL, NULL };
-        int n = pack_made ? 4 : 3;
-        args[n++] = "--id";
-        args[n++] = rs->id;
+        struct agent_argv av;
+        agent_argv_init(&av);
+        agent_argv_release_install(&av, cman, pack_made ? cpack : NULL, rs->id);
         struct exec_result res;
-        if ((r = ct_agent(hj, ct, args, t + (double)m->n / 2000, &res)) < 0)
+        if ((r = agent_argv_end(&av)) < 0 || (r = ct_agent(hj, ct, av.argv, t + (double)m->n / 2000, &res)) < 0)
             break;
         if (res.status != 0) {
             /* Corrupt objects: removed from the host store, sent again on the next round. */
