@@ -305,7 +305,8 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n)
             bytes += hj->rs->m->e[lack.v[end++]].size;
         struct pack_src ps = { hj->rs, lack.v + pos, end - pos };
         char label[160];
-        snprintf(label, sizeof label, "stage %s", hname);
+        snprintf(label, sizeof label, "stage %s (%.0f of %.0f MiB stored, this pack)", hname,
+                 (double)sent_ok / 1048576.0, (double)total / 1048576.0);
         uint64_t sent = 0;
         r = host_sh(hj, SH_RECV_PACK, hj->f->inv->staging_dir, NULL, produce_pack, &ps, bytes, label,
                     60 + (double)(end - pos) / 500, NULL, &sent);
