@@ -22,6 +22,7 @@
 
 #include "agent/agent.h"
 #include "agent/daemon.h"
+#include "agent/lease.h"
 #include "agent/metrics.h"
 #include "agent/rpc.h"
 #include "agent/state.h"
@@ -66,6 +67,7 @@ static void usage(FILE *f)
             "  version\n"
             "  release add BLOB --id ID | release list [--json] | release verify ID\n"
             "  release missing MANIFEST | release install MANIFEST [PACK] --id ID\n"
+            "  lease take JOB HOLDER TTL_S | lease release JOB HOLDER\n"
             "  preflight ID [--timeout S] [--job J] [--gpus 0,1] [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus 0,1]\n"
             "           [--master-addr A] [--master-port P] [--grace S] [--probation-deadline S]\n"
@@ -232,6 +234,28 @@ static int resolve_id(const struct store *s, const char *arg, char id[RELEASE_ID
         log_error("'%s' is not a release id (64 hex digits, or a unique prefix of at least 6: "
                   "drover-agent release list)", arg);
     return r == -ENOENT ? AGENT_EXIT_NO_RELEASE : (r < 0 ? AGENT_EXIT_USAGE : 0);
+}
+
+/* ---- the deploy lease (agent/lease.h) ---- */
+
+static int cmd_lease(struct cli *c)
+{
+    bool take = c->nargs == 4 && !strcmp(c->args[0], "take");
+    bool release = c->nargs == 3 && !strcmp(c->args[0], "release");
+    double ttl = 0;
+    if ((!take && !release) || !job_name_is_valid(c->args[1]) || !c->args[2][0] ||
+        strlen(c->args[2]) >= LEASE_HOLDER_MAX || (take && parse_num(c->args[3], 1, LEASE_TTL_MAX, &ttl) < 0)) {
+        log_error("lease: usage: lease take JOB HOLDER TTL_S | lease release JOB HOLDER");
+        return AGENT_EXIT_USAGE;
+    }
+    int r = take ? lease_take(c->root, c->args[1], c->args[2], ttl) : lease_release(c->root, c->args[1], c->args[2]);
+    if (r == -EBUSY)
+        return AGENT_EXIT_BUSY;
+    if (r < 0) {
+        log_error("lease %s: %s", c->args[0], strerror(-r));
+        return AGENT_EXIT_FAIL;
+    }
+    return AGENT_EXIT_OK;
 }
 
 /* ---- store verbs ---- */
@@ -753,6 +777,7 @@ int main(int argc, char **argv)
         break;
     case AGENT_VERB_RELEASE: code = cmd_release(&c); break;
     case AGENT_VERB_EVENTS: code = cmd_events(&c); break;
+    case AGENT_VERB_LEASE: code = cmd_lease(&c); break;
     case AGENT_VERB_PREFLIGHT: code = cmd_preflight(&c); break;
     case AGENT_VERB_ACTIVATE: code = cmd_job_verb(&c, RPC_ACTIVATE); break;
     case AGENT_VERB_PROMOTE: code = cmd_job_verb(&c, RPC_PROMOTE); break;

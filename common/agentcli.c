@@ -31,6 +31,7 @@ static const char *const verb_names[AGENT_VERB_COUNT] = {
     [AGENT_VERB_REVERT] = "revert",       [AGENT_VERB_STOP] = "stop",
     [AGENT_VERB_STATUS] = "status",       [AGENT_VERB_WATCH] = "watch",
     [AGENT_VERB_METRICS] = "metrics",     [AGENT_VERB_EVENTS] = "events",
+    [AGENT_VERB_LEASE] = "lease",
 };
 
 const char *agent_verb_name(enum agent_verb v)
@@ -210,6 +211,16 @@ void agent_argv_release_install(struct agent_argv *a, const char *manifest, cons
     if (pack)
         agent_argv_add(a, pack);
     add_opt(a, AGENT_OPT_ID, id);
+}
+
+void agent_argv_lease(struct agent_argv *a, const char *job, const char *holder, double ttl_s)
+{
+    add_verb(a, AGENT_VERB_LEASE);
+    agent_argv_add(a, ttl_s > 0 ? "take" : "release");
+    agent_argv_add(a, job);
+    agent_argv_add(a, holder);
+    if (ttl_s > 0)
+        agent_argv_add(a, numf(a, "%.0f", ttl_s));
 }
 
 void agent_argv_stop(struct agent_argv *a, const char *job)

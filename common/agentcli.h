@@ -51,6 +51,7 @@ enum agent_verb {
     AGENT_VERB_WATCH,
     AGENT_VERB_METRICS,
     AGENT_VERB_EVENTS,
+    AGENT_VERB_LEASE, /* lease take JOB HOLDER TTL_S | lease release JOB HOLDER (agent/lease.h) */
     AGENT_VERB_COUNT
 };
 
@@ -106,6 +107,8 @@ void agent_argv_release_add(struct agent_argv *a, const char *blob, const char *
 void agent_argv_release_missing(struct agent_argv *a, const char *manifest);
 void agent_argv_release_install(struct agent_argv *a, const char *manifest, const char *pack, const char *id);
 void agent_argv_stop(struct agent_argv *a, const char *job);
+/* lease take JOB HOLDER TTL_S (ttl != 0) or lease release JOB HOLDER (ttl == 0) */
+void agent_argv_lease(struct agent_argv *a, const char *job, const char *holder, double ttl_s);
 void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason);
 /* promote ID --job J [--ktok-s X]: X printed with 3 decimals, left out when ktok_s <= 0. */
 void agent_argv_promote(struct agent_argv *a, const char *id, const char *job, double ktok_s);

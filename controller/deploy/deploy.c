@@ -54,6 +54,8 @@ struct deploy {
     char earlier_good[RELEASE_ID_LEN + 1]; /* newest promoted release before good, bad nowhere */
     int nbad;                         /* releases some container marks bad (failed probation) */
     char bad[16][RELEASE_ID_LEN + 1];
+    bool leased[INV_MAX_CTS];         /* we hold the job's deploy lease in that container */
+    char holder[128];                 /* who we are, for the leases: user@host/pid-N */
     int ngoods;                       /* promoted releases, newest first (first container's) */
     char goods[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1];
     struct agent_status *st;          /* scratch, large */
@@ -572,18 +574,97 @@ static int deploy_init(struct deploy *d, struct fleet *f, const char *job, bool 
     return 0;
 }
 
-/* The job's lock (state.h): an fd to close, or -1 with the error logged. */
+/* The job's deploy lease in every container (agent/lease.h): the fleet, not this machine,
+ * says who is deploying.  ttl: how long it holds without a renewal.  -EBUSY when another
+ * operator holds it somewhere (the agent's line names the holder and its age): the leases taken
+ * so far are given back.  An agent without leases (older) is let through with a warning. */
+static void leases_release(struct deploy *d);
+static int leases_take(struct deploy *d, double ttl)
+{
+    if (!d->holder[0]) {
+        char host[64] = "?";
+        const char *user = getenv("USER");
+        (void)gethostname(host, sizeof host - 1);
+        snprintf(d->holder, sizeof d->holder, "%s@%s/pid-%ld", user && *user ? user : "root", host,
+                 (long)getpid());
+    }
+    for (int i = 0; i < d->job->ncts; i++) {
+        const struct inv_ct *ct = &d->job->cts[i];
+        struct conn *c;
+        if (fleet_conn(d->f, ct->host, &c) < 0)
+            continue; /* unreachable: the survey says so */
+        struct agent_argv a;
+        agent_argv_init(&a);
+        agent_argv_lease(&a, d->job->name, d->holder, ttl);
+        struct exec_result res;
+        if (agent_argv_end(&a) < 0 || pct_run_agent(c, ct, a.argv, d->inv->exec_timeout_s, &res) < 0)
+            continue;
+        int st = res.status;
+        char reason[512];
+        exec_result_reason(&res, reason, sizeof reason);
+        exec_result_done(&res);
+        if (st == 0) {
+            d->leased[i] = true;
+            continue;
+        }
+        if (st == AGENT_EXIT_USAGE) {
+            log_warn("%s: this agent has no deploy leases (drover install updates it)", ct->label);
+            continue;
+        }
+        log_error("%s: %s; nothing was changed", ct->label, reason);
+        leases_release(d);
+        return -EBUSY;
+    }
+    return 0;
+}
+
+static void leases_release(struct deploy *d)
+{
+    for (int i = 0; i < d->job->ncts; i++) {
+        if (!d->leased[i])
+            continue;
+        d->leased[i] = false;
+        const struct inv_ct *ct = &d->job->cts[i];
+        struct conn *c;
+        if (fleet_conn(d->f, ct->host, &c) < 0)
+            continue;
+        struct agent_argv a;
+        agent_argv_init(&a);
+        agent_argv_lease(&a, d->job->name, d->holder, 0);
+        struct exec_result res;
+        if (agent_argv_end(&a) == 0 && pct_run_agent(c, ct, a.argv, d->inv->exec_timeout_s, &res) == 0)
+            exec_result_done(&res);
+    }
+}
+
+/* How long a lease holds without renewal: a whole probation and then some. */
+static double lease_ttl(const struct deploy *d)
+{
+    const struct inv_policy *p = &d->job->policy;
+    return p->progress_deadline_s + p->healthy_deadline_s + 600;
+}
+
+/* The job's lock (state.h) and its deploy lease in every container: an fd to close, or -1
+ * with the error logged. */
 static int deploy_lock(struct deploy *d)
 {
     int lock = state_lock_job(d->inv->state_dir, d->job->name);
-    if (lock < 0)
+    if (lock < 0) {
         log_error("another drover is deploying or rolling back job '%s' (lock in '%s')",
                   d->job->name, d->inv->state_dir);
+        return lock;
+    }
+    if (leases_take(d, lease_ttl(d)) < 0) {
+        log_error("another operator is deploying or rolling back job '%s' (deploy lease)", d->job->name);
+        close(lock);
+        return -EBUSY;
+    }
     return lock;
 }
 
 static void deploy_done(struct deploy *d, int lock)
 {
+    leases_release(d);
     if (lock >= 0)
         close(lock);
     if (d->has_rs)
@@ -693,6 +774,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     const struct inv_policy *pol = &d.job->policy;
     double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
+    (void)leases_take(&d, lease_ttl(&d)); /* renew: the probation's whole length from here */
     struct sigaction sa = { .sa_handler = on_sigint }, old_int, old_term;
     sigemptyset(&sa.sa_mask);
     interrupted = 0;

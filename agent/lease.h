@@ -1,0 +1,48 @@
+/* agent/lease.h: the deploy lease of one job in this container (issue 11: the fleet holds the
+ * truth, not one operator's machine).  A controller takes the lease of the job in every
+ * container of the gang before it deploys or rolls back, renews it at each phase and releases
+ * it at the end; a second operator's deploy is refused naming the holder and the lease's age;
+ * a lease past its TTL (a controller that died) can be taken over.
+ *
+ * File ROOT/leases/<job>.json, read-modified-written under an flock of ROOT/leases/<job>.lock.
+ * Times are CLOCK_MONOTONIC with the boot id (comparable between processes of one boot; a
+ * lease from an earlier boot is expired): no wall clock.  The decision is lease_decide(), pure.
+ */
+#ifndef DROVER_AGENT_LEASE_H
+#define DROVER_AGENT_LEASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define LEASE_HOLDER_MAX 128
+#define LEASE_TTL_MAX (7 * 86400.0)
+
+struct lease {
+    char holder[LEASE_HOLDER_MAX];
+    double taken, renewed, ttl_s; /* monotonic seconds */
+    char boot_id[40];
+};
+
+enum lease_verdict {
+    LEASE_TAKE,     /* free: take it */
+    LEASE_RENEW,    /* ours: renew it */
+    LEASE_TAKEOVER, /* someone else's, expired: take it over */
+    LEASE_REFUSE,   /* someone else's and alive */
+};
+
+/* What `lease take` by holder does with the current lease cur (NULL: none) at monotonic time now
+ * in boot `boot`. */
+enum lease_verdict lease_decide(const struct lease *cur, const char *holder, double now, const char *boot);
+
+/* JSON text <-> lease (at most 4 KiB).  lease_parse: -EINVAL malformed; ret written on success. */
+int lease_format(const struct lease *l, char **ret_text);
+int lease_parse(const char *text, size_t len, struct lease *ret);
+
+/* The verbs (drover-agent lease take|release JOB HOLDER [TTL_S]) on the store at root.  take:
+ * 0 taken/renewed/taken over (a line on stdout says which), -EBUSY held by another (a line on
+ * stderr names the holder, its age and when it expires).  release: 0, or -EBUSY when another
+ * holds it (nothing changed). */
+int lease_take(const char *root, const char *job, const char *holder, double ttl_s);
+int lease_release(const char *root, const char *job, const char *holder);
+
+#endif

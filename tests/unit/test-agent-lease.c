@@ -1,0 +1,83 @@
+/* The deploy lease (agent/lease.c): who may take it when (pure, from rows with explicit
+ * monotonic times and boot ids), the file round trip, and take/renew/refuse/release between two
+ * holders on a temp store root. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agent/lease.h"
+#include "common/util.h"
+
+static void test_lease_decide(void **state)
+{
+    (void)state;
+    struct lease l = {.holder = "alice@h1/pid-1", .taken = 100, .renewed = 150, .ttl_s = 60, .boot_id = "B1"};
+    static const struct {
+        const char *who, *boot;
+        double now;
+        enum lease_verdict want;
+    } rows[] = {
+        {"alice@h1/pid-1", "B1", 160, LEASE_RENEW},
+        {"bob@h2/pid-7", "B1", 160, LEASE_REFUSE},
+        {"bob@h2/pid-7", "B1", 210, LEASE_REFUSE},    /* exactly at the TTL: still held */
+        {"bob@h2/pid-7", "B1", 210.5, LEASE_TAKEOVER}, /* past it: a controller that died */
+        {"bob@h2/pid-7", "B2", 151, LEASE_TAKEOVER},   /* from an earlier boot */
+        {"alice@h1/pid-2", "B1", 160, LEASE_REFUSE},  /* the same operator, another drover */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        assert_int_equal(lease_decide(&l, rows[i].who, rows[i].now, rows[i].boot), rows[i].want);
+    assert_int_equal(lease_decide(NULL, "bob", 1, "B1"), LEASE_TAKE);
+}
+
+static void test_lease_format_parse(void **state)
+{
+    (void)state;
+    struct lease l = {.holder = "alice@h1/pid-1", .taken = 100, .renewed = 150.5, .ttl_s = 60, .boot_id = "B1"}, back;
+    char *text;
+    assert_int_equal(lease_format(&l, &text), 0);
+    assert_int_equal(lease_parse(text, strlen(text), &back), 0);
+    free(text);
+    assert_string_equal(back.holder, l.holder);
+    assert_true(back.renewed == 150.5 && back.ttl_s == 60);
+    memset(&back, 0x5a, sizeof back);
+    struct lease untouched = back;
+    static const char *bad[] = {"{}", "{\"v\":1,\"holder\":\"\",\"taken_mono\":1,\"renewed_mono\":1,\"ttl_s\":1,\"boot_id\":\"x\"}",
+                                "{\"v\":1,\"holder\":\"a\",\"taken_mono\":1,\"renewed_mono\":1,\"ttl_s\":1e9,\"boot_id\":\"x\"}", "nope"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_true(lease_parse(bad[i], strlen(bad[i]), &back) < 0);
+    assert_memory_equal(&back, &untouched, sizeof back);
+}
+
+static void test_lease_take_release(void **state)
+{
+    (void)state;
+    char root[] = "/tmp/drover-lease-test.XXXXXX";
+    assert_non_null(mkdtemp(root));
+    assert_int_equal(lease_take(root, "train", "alice@h1/pid-1", 600), 0);
+    assert_int_equal(lease_take(root, "train", "bob@h2/pid-7", 600), -EBUSY); /* second operator */
+    assert_int_equal(lease_take(root, "eval", "bob@h2/pid-7", 600), 0);       /* another job */
+    assert_int_equal(lease_take(root, "train", "alice@h1/pid-1", 600), 0);    /* renewal */
+    assert_int_equal(lease_release(root, "train", "bob@h2/pid-7"), -EBUSY);   /* not his */
+    assert_int_equal(lease_release(root, "train", "alice@h1/pid-1"), 0);
+    assert_int_equal(lease_take(root, "train", "bob@h2/pid-7", 600), 0);
+    assert_int_equal(lease_release(root, "train", "bob@h2/pid-7"), 0);
+    assert_int_equal(lease_release(root, "train", "bob@h2/pid-7"), 0); /* none: fine */
+    assert_int_equal(fs_rm_rf(root), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lease_decide),
+        cmocka_unit_test(test_lease_format_parse),
+        cmocka_unit_test(test_lease_take_release),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
