@@ -607,8 +607,9 @@ static int leases_take(struct deploy *d, double ttl)
             d->leased[i] = true;
             continue;
         }
-        if (st == AGENT_EXIT_USAGE) {
-            log_warn("%s: this agent has no deploy leases (drover install updates it)", ct->label);
+        if (st != AGENT_EXIT_BUSY) { /* only a holder refuses; anything else must not block */
+            log_warn("%s: no deploy lease (%s)%s", ct->label, reason,
+                     st == AGENT_EXIT_USAGE ? "; this agent is older than leases: drover install" : "");
             continue;
         }
         log_error("%s: %s; nothing was changed", ct->label, reason);
