@@ -16,9 +16,7 @@
 #include "common/status.h"
 #include "agent/liveness.h"
 
-#define AGENT_DEFAULT_ROOT "/var/lib/drover"
-#define AGENT_DEFAULT_SOCKET "/run/drover/agent.sock"
-#define AGENT_DEFAULT_PIDFILE "/run/drover/agent.pid"
+/* AGENT_DEFAULT_ROOT, _SOCKET, _PIDFILE: common/agentcli.h (the controller relies on them). */
 
 /* CLI exit codes: enum agent_exit in common/agentcli.h (the controller reads them too). */
 

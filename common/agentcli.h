@@ -21,6 +21,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Where an agent started without --root/--socket keeps its store, control socket and pidfile
+ * (the controller pushes bundles under the root and stops the daemon through the pidfile).  An
+ * agent given --socket PATH.sock uses PATH.pid. */
+#define AGENT_DEFAULT_ROOT "/var/lib/drover"
+#define AGENT_DEFAULT_SOCKET "/run/drover/agent.sock"
+#define AGENT_DEFAULT_PIDFILE "/run/drover/agent.pid"
+
 /* CLI exit codes; never renumbered (docs/errors.md, "drover-agent"). */
 enum agent_exit {
     AGENT_EXIT_OK = 0,

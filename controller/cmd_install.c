@@ -69,7 +69,7 @@ static int agent_stop_daemon(struct conn *c, const struct inv_ct *ct)
     if (ct->root[0])
         snprintf(pidfile, sizeof pidfile, "%s/agent.pid", ct->root);
     else
-        snprintf(pidfile, sizeof pidfile, "/run/drover/agent.pid");
+        snprintf(pidfile, sizeof pidfile, "%s", AGENT_DEFAULT_PIDFILE);
     const char *sh[] = { "sh", "-c", "kill \"$(cat \"$0\")\"", pidfile, NULL };
     struct exec_result res;
     int r = pct_run(c, ct, sh, 30, &res);

@@ -8,11 +8,12 @@
 #ifndef DROVER_PCT_H
 #define DROVER_PCT_H
 
+#include "common/agentcli.h"
 #include "controller/transport/conn.h"
 #include "controller/inventory.h"
 
 #define PCT_ARGV_MAX 160
-#define PCT_AGENT_ROOT "/var/lib/drover" /* the agent's default --root inside a container */
+#define PCT_AGENT_ROOT AGENT_DEFAULT_ROOT /* the agent's default --root inside a container */
 
 /* Run a plain command inside the container (argv NULL-terminated).  For a local root it runs
  * on the host.  Same returns as conn_run(). */
