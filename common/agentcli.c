@@ -9,18 +9,11 @@
 
 const char *agent_exit_name(int code)
 {
-    switch (code) {
-    case AGENT_EXIT_OK: return "ok";
-    case AGENT_EXIT_FAIL: return "fail";
-    case AGENT_EXIT_USAGE: return "usage";
-    case AGENT_EXIT_NO_DAEMON: return "no_daemon";
-    case AGENT_EXIT_NO_RELEASE: return "no_release";
-    case AGENT_EXIT_BUNDLE: return "bundle";
-    case AGENT_EXIT_EXEC: return "exec";
-    case AGENT_EXIT_BUSY: return "busy";
-    case AGENT_EXIT_DISK_FULL: return "disk_full";
-    case AGENT_EXIT_TIMEOUT: return "timeout";
-    }
+#define NAME(id, c, name) \
+    if (code == (c))      \
+        return name;
+    AGENT_EXITS(NAME)
+#undef NAME
     return NULL;
 }
 

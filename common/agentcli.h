@@ -28,19 +28,27 @@
 #define AGENT_DEFAULT_SOCKET "/run/drover/agent.sock"
 #define AGENT_DEFAULT_PIDFILE "/run/drover/agent.pid"
 
-/* CLI exit codes; never renumbered (docs/errors.md, "drover-agent"). */
-enum agent_exit {
-    AGENT_EXIT_OK = 0,
-    AGENT_EXIT_FAIL = 1,       /* the operation failed; reason on stderr */
-    AGENT_EXIT_USAGE = 2,      /* bad command line */
-    AGENT_EXIT_NO_DAEMON = 3,  /* control socket unreachable */
-    AGENT_EXIT_NO_RELEASE = 4, /* release not in the store */
-    AGENT_EXIT_BUNDLE = 5,     /* bundle failed verification (checksum, size, path, id) */
-    AGENT_EXIT_EXEC = 6,       /* the job's command cannot be executed */
-    AGENT_EXIT_BUSY = 7,       /* another operation on the job is in progress / second daemon */
-    AGENT_EXIT_DISK_FULL = 8,  /* ENOSPC/EDQUOT while installing a release; nothing installed */
-    AGENT_EXIT_TIMEOUT = 124,  /* preflight ran past --timeout */
-};
+/* CLI exit codes; never renumbered (docs/errors.md, "drover-agent"): enum name, code,
+ * docs/errors.md's name.  The enum and agent_exit_name() are generated from this one list, and
+ * test-common-agentcli checks every row against docs/errors.md. */
+#define AGENT_EXITS(X)                                                                      \
+    X(AGENT_EXIT_OK, 0, "ok")                                                              \
+    X(AGENT_EXIT_FAIL, 1, "fail")             /* the operation failed; reason on stderr */ \
+    X(AGENT_EXIT_USAGE, 2, "usage")           /* bad command line */                       \
+    X(AGENT_EXIT_NO_DAEMON, 3, "no_daemon")   /* control socket unreachable */             \
+    X(AGENT_EXIT_NO_RELEASE, 4, "no_release") /* release not in the store */               \
+    /* bundle failed verification (checksum, size, path, id) */                            \
+    X(AGENT_EXIT_BUNDLE, 5, "bundle")                                                      \
+    X(AGENT_EXIT_EXEC, 6, "exec") /* the job's command cannot be executed */               \
+    /* another operation on the job is in progress / second daemon */                      \
+    X(AGENT_EXIT_BUSY, 7, "busy")                                                          \
+    /* ENOSPC/EDQUOT while installing a release; nothing installed */                      \
+    X(AGENT_EXIT_DISK_FULL, 8, "disk_full")                                                \
+    X(AGENT_EXIT_TIMEOUT, 124, "timeout") /* preflight ran past --timeout */
+
+#define AGENT_EXIT_ENUM(id, code, name) id = code,
+enum agent_exit { AGENT_EXITS(AGENT_EXIT_ENUM) };
+#undef AGENT_EXIT_ENUM
 
 /* The word of docs/errors.md's "name" column ("busy"); NULL for a code that is not ours. */
 const char *agent_exit_name(int code);

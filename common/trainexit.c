@@ -1,23 +1,9 @@
 /* common/trainexit.c: drover-train's exit code table (see trainexit.h).  Pure data. */
 #include "common/trainexit.h"
 
-const struct train_exit_info train_exit_table[] = {
-    { TX_OK, "ok", TRAIN_RETRY_NA, "finished" },
-    { TX_FAILURE, "failure", TRAIN_RETRY_MAYBE, "failure" },
-    { TX_USAGE, "usage", TRAIN_RETRY_NO, "usage error" },
-    { TX_CONFIG, "config", TRAIN_RETRY_NO, "config error" },
-    { TX_DATA, "data", TRAIN_RETRY_NO, "data error" },
-    { TX_CHECKPOINT, "checkpoint", TRAIN_RETRY_MAYBE, "checkpoint error" },
-    { TX_DISK_FULL, "disk_full", TRAIN_RETRY_NO, "disk full" },
-    { TX_DIVERGED, "diverged", TRAIN_RETRY_NO, "diverged: non-finite loss" },
-    { TX_PEER_LOST, "peer_lost", TRAIN_RETRY_YES, "peer lost" },
-    { TX_DEVICE, "device", TRAIN_RETRY_MAYBE, "device error" },
-    { TX_NOMEM, "nomem", TRAIN_RETRY_NO, "out of memory" },
-    { TX_SELFTEST, "selftest", TRAIN_RETRY_NO, "selftest failed" },
-    { TX_CUDA, "cuda", TRAIN_RETRY_MAYBE, "CUDA error" },
-    { TX_NCCL, "nccl", TRAIN_RETRY_MAYBE, "NCCL error" },
-    { TX_CUBLAS, "cublas", TRAIN_RETRY_MAYBE, "cuBLAS error" },
-};
+#define ROW(id, code, name, retry, text) { id, name, retry, text },
+const struct train_exit_info train_exit_table[] = { TRAIN_EXITS(ROW) };
+#undef ROW
 const size_t train_exit_count = sizeof train_exit_table / sizeof train_exit_table[0];
 
 const struct train_exit_info *train_exit_info(int code)

@@ -10,25 +10,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-enum train_exit {
-    TX_OK = 0,          /* finished, or stopped cleanly after SIGTERM/SIGINT with a checkpoint */
-    TX_FAILURE = 1,     /* unexpected internal error */
-    TX_USAGE = 2,       /* bad command line or fault knob */
-    TX_CONFIG = 3,      /* config file missing or invalid */
-    TX_DATA = 4,        /* data shard missing, invalid, or token outside the vocabulary */
-    TX_CHECKPOINT = 5,  /* checkpoint could not be written or read (other than disk full) */
-    TX_DISK_FULL = 6,   /* ENOSPC / EDQUOT while writing a checkpoint or shard */
-    TX_DIVERGED = 7,    /* 3 consecutive non-finite steps; no checkpoint written */
-    TX_PEER_LOST = 8,   /* another rank died or went silent past the deadline */
-    TX_DEVICE = 9,      /* backend/device could not start (no GPU, driver, library) */
-    TX_NOMEM = 10,      /* out of host or device memory */
-    TX_SELFTEST = 11,   /* selftest found a problem */
-    /* 20..29 are reserved for the CUDA backend's check macros (docs/errors.md) */
-    TX_CUDA = 20,
-    TX_NCCL = 21,
-    TX_CUBLAS = 22,
-};
-
 /* docs/errors.md's "retry helps?" column. */
 enum train_retry {
     TRAIN_RETRY_NA = 0, /* "—": not a failure */
@@ -36,6 +17,43 @@ enum train_retry {
     TRAIN_RETRY_MAYBE,
     TRAIN_RETRY_YES,
 };
+
+/* The table, one row per code: enum name, code, docs/errors.md's name, retry, text for people.
+ * The enum and train_exit_table[] are both generated from it, so a new code is one new row
+ * (and a row in docs/errors.md, or test-common-trainexit fails). */
+#define TRAIN_EXITS(X)                                                                  \
+    /* finished, or stopped cleanly after SIGTERM/SIGINT with a checkpoint */         \
+    X(TX_OK, 0, "ok", TRAIN_RETRY_NA, "finished")                                      \
+    /* unexpected internal error */                                                    \
+    X(TX_FAILURE, 1, "failure", TRAIN_RETRY_MAYBE, "failure")                          \
+    /* bad command line or fault knob */                                               \
+    X(TX_USAGE, 2, "usage", TRAIN_RETRY_NO, "usage error")                             \
+    /* config file missing or invalid */                                               \
+    X(TX_CONFIG, 3, "config", TRAIN_RETRY_NO, "config error")                          \
+    /* data shard missing, invalid, or token outside the vocabulary */                 \
+    X(TX_DATA, 4, "data", TRAIN_RETRY_NO, "data error")                                \
+    /* checkpoint could not be written or read (other than disk full) */               \
+    X(TX_CHECKPOINT, 5, "checkpoint", TRAIN_RETRY_MAYBE, "checkpoint error")           \
+    /* ENOSPC / EDQUOT while writing a checkpoint or shard */                          \
+    X(TX_DISK_FULL, 6, "disk_full", TRAIN_RETRY_NO, "disk full")                       \
+    /* 3 consecutive non-finite steps; no checkpoint written */                        \
+    X(TX_DIVERGED, 7, "diverged", TRAIN_RETRY_NO, "diverged: non-finite loss")         \
+    /* another rank died or went silent past the deadline */                           \
+    X(TX_PEER_LOST, 8, "peer_lost", TRAIN_RETRY_YES, "peer lost")                      \
+    /* backend/device could not start (no GPU, driver, library) */                     \
+    X(TX_DEVICE, 9, "device", TRAIN_RETRY_MAYBE, "device error")                       \
+    /* out of host or device memory */                                                 \
+    X(TX_NOMEM, 10, "nomem", TRAIN_RETRY_NO, "out of memory")                          \
+    /* selftest found a problem */                                                     \
+    X(TX_SELFTEST, 11, "selftest", TRAIN_RETRY_NO, "selftest failed")                  \
+    /* 20..29 are reserved for the CUDA backend's check macros (docs/errors.md) */     \
+    X(TX_CUDA, 20, "cuda", TRAIN_RETRY_MAYBE, "CUDA error")                            \
+    X(TX_NCCL, 21, "nccl", TRAIN_RETRY_MAYBE, "NCCL error")                            \
+    X(TX_CUBLAS, 22, "cublas", TRAIN_RETRY_MAYBE, "cuBLAS error")
+
+#define TRAIN_EXIT_ENUM(id, code, name, retry, text) id = code,
+enum train_exit { TRAIN_EXITS(TRAIN_EXIT_ENUM) };
+#undef TRAIN_EXIT_ENUM
 
 struct train_exit_info {
     int code;
