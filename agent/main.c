@@ -61,7 +61,7 @@ struct cli {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: drover-agent [--root DIR] [--socket PATH] [-v] VERB ...\n"
+            "usage: drover-agent [--root DIR] [--socket PATH] [-v] VERB ... | --version | --help\n"
             "  daemon [--detach] [--pidfile P] [--keep-releases N] [--crash-limit K] [--crash-window S]\n"
             "         [--max-auto-rollbacks N] [--backoff-initial S] [--backoff-max S]\n"
             "  version\n"
@@ -721,6 +721,9 @@ int main(int argc, char **argv)
             vi++;
         } else if (!strcmp(argv[vi], "-h") || !strcmp(argv[vi], "--help")) {
             usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[vi], "-V") || !strcmp(argv[vi], "--version")) {
+            printf("drover-agent %s\n", DROVER_VERSION); /* as the version verb, for scripts */
             return 0;
         } else if (!strncmp(argv[vi], "--root=", 7)) {
             if (set_global(c.root, sizeof c.root, "--root", argv[vi] + 7) < 0)

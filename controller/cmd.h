@@ -23,6 +23,25 @@ int cmd_gc(struct fleet *f, int argc, char **argv);
  * containers could not all be asked).  cmd_gc.c. */
 int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, int keep_n, bool only_job_hosts,
                      const struct inv_job *only_job);
+int cmd_logs(struct fleet *f, int argc, char **argv);
+int cmd_events(struct fleet *f, int argc, char **argv);
+int cmd_validate(struct fleet *f, int argc, char **argv);
+
+/* -o json for verbs that change things (controller/cmd_result.c).  begin() sends stdout to
+ * stderr until end(), which restores it and prints the result document (version 1,
+ * docs/protocol.md): the exit code, its name and the history records the run appended for the
+ * jobs.  end() returns code. */
+struct cmd_result {
+    double t0;
+    int saved_fd;
+};
+struct history_entry;
+typedef struct json_t json_t;
+int cmd_result_begin(struct cmd_result *cr);
+int cmd_result_end(struct cmd_result *cr, const struct inventory *inv, const char *kind,
+                   const char *const *jobs, int njobs, int code);
+/* One history record as JSON (the shape of `history -o json`'s entries); new reference. */
+json_t *cmd_history_entry_json(const struct history_entry *h);
 
 /* The release the controller last made good for job (from history): promoted, or returned to by
  * a revert or rollback.  "" when none. */

@@ -4,6 +4,7 @@
  */
 #include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "controller/cmd.h"
@@ -18,14 +19,15 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
         { "force", no_argument, NULL, 'f' },
         { "env", required_argument, NULL, 'e' },
         { "stage-only", no_argument, NULL, 's' },
+        { "output", required_argument, NULL, 'o' },
         { NULL, 0, NULL, 0 },
     };
     struct deploy_opts o = { .dry_run = plan };
     const char *jobs[INV_MAX_JOBS];
     int njobs = 0, c;
-    bool all = false;
+    bool all = false, json = false;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
-    while ((c = getopt_long(argc, argv, "j:n", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "j:no:", opts, NULL)) != -1) {
         if (c == 'j' && njobs < INV_MAX_JOBS)
             jobs[njobs++] = optarg;
         else if (c == 'a')
@@ -38,12 +40,14 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
             o.env_dir = optarg;
         else if (c == 's')
             o.stage_only = true;
+        else if (c == 'o' && strcmp(optarg, "json") == 0 && !plan)
+            json = true;
         else
             return EXIT_USAGE;
     }
     if (optind + 1 != argc || (all && njobs)) {
         log_error("usage: drover %s DIR [--env ENVDIR] [--stage-only] [--job J]... | --all-jobs%s", argv[0],
-                  plan ? "" : " [--dry-run] [--force]");
+                  plan ? "" : " [--dry-run] [--force] [-o json]");
         return EXIT_USAGE;
     }
     o.dir = argv[optind];
@@ -51,10 +55,21 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
         for (int i = 0; i < f->inv->njobs; i++)
             jobs[njobs++] = f->inv->jobs[i].name;
     }
+    if (!njobs && f->inv->njobs == 1)
+        jobs[njobs++] = f->inv->jobs[0].name; /* the one job deploy_run() would pick */
+    struct cmd_result cr = { .saved_fd = -1 };
+    if (json && cmd_result_begin(&cr) < 0) {
+        log_error("cannot redirect stdout for -o json");
+        return EXIT_FAIL;
+    }
+    int ret;
     if (njobs > 1)
-        return deploy_wave(f, &o, jobs, njobs);
-    o.job = njobs ? jobs[0] : NULL;
-    return deploy_run(f, &o);
+        ret = deploy_wave(f, &o, jobs, njobs);
+    else {
+        o.job = njobs ? jobs[0] : NULL;
+        ret = deploy_run(f, &o);
+    }
+    return json ? cmd_result_end(&cr, f->inv, "deploy", jobs, njobs, ret) : ret;
 }
 
 int cmd_deploy(struct fleet *f, int argc, char **argv)

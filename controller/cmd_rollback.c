@@ -4,6 +4,7 @@
  */
 #include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "controller/cmd.h"
@@ -15,25 +16,37 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
         { "job", required_argument, NULL, 'j' },
         { "to", required_argument, NULL, 't' },
         { "force", no_argument, NULL, 'f' },
+        { "output", required_argument, NULL, 'o' },
         { NULL, 0, NULL, 0 },
     };
     const char *job = NULL, *to = NULL;
-    bool force = false;
+    bool force = false, json = false;
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
-    while ((c = getopt_long(argc, argv, "j:t:f", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "j:t:fo:", opts, NULL)) != -1) {
         if (c == 'j')
             job = optarg;
         else if (c == 't')
             to = optarg;
         else if (c == 'f')
             force = true;
+        else if (c == 'o' && strcmp(optarg, "json") == 0)
+            json = true;
         else
             return EXIT_USAGE;
     }
     if (optind != argc) {
-        log_error("usage: drover rollback --job J [--to RELEASE [--force]]");
+        log_error("usage: drover rollback --job J [--to RELEASE [--force]] [-o json]");
         return EXIT_USAGE;
     }
-    return deploy_rollback(f, job, to, force);
+    if (!job && f->inv->njobs == 1)
+        job = f->inv->jobs[0].name;
+    struct cmd_result cr = { .saved_fd = -1 };
+    if (json && cmd_result_begin(&cr) < 0) {
+        log_error("cannot redirect stdout for -o json");
+        return EXIT_FAIL;
+    }
+    int ret = deploy_rollback(f, job, to, force);
+    const char *jobs[1] = { job };
+    return json ? cmd_result_end(&cr, f->inv, "rollback", jobs, job ? 1 : 0, ret) : ret;
 }

@@ -13,46 +13,11 @@
 #include "common/log.h"
 #include "controller/cmd.h"
 #include "controller/inventory.h"
+#include "controller/verbs.h"
 
 #ifndef DROVER_VERSION
 #define DROVER_VERSION "unknown"
 #endif
-
-static void usage(FILE *fp)
-{
-    fprintf(fp,
-            "usage: drover [-i INVENTORY] [-v] VERB [ARGS]\n"
-            "\n"
-            "  trust HOST... [--replace]          add HOST's SSH host key to known_hosts\n"
-            "  install [--job J | HOST:VMID...] [--agent-binary PATH] [--restart-agent]\n"
-            "                                     put drover-agent into containers and start it\n"
-            "  plan DIR [--job J]                 what deploy would do (changes nothing)\n"
-            "  deploy DIR [--env ENVDIR] [--stage-only] [--job J]... | --all-jobs [--dry-run]\n"
-            "  gc [--keep N]                      collect host object stores and the manifest cache\n"
-            "                                     stage, push, verify, activate, probation,\n"
-            "                                     then promote or revert (several jobs: in waves)\n"
-            "  status [-o json|wide] [--job J] [--watch N]\n"
-            "  rollback --job J [--to ID [--force]]  return J to its last good release\n"
-            "  history [--job J] [-o json]\n"
-            "  top [--once] [-n S] [--ascii]      live fleet dashboard (docs/dashboard.md)\n"
-            "  version | help\n"
-            "\n"
-            "INVENTORY defaults to $DROVER_INVENTORY, then ./drover.ini (docs/config.md).\n"
-            "Exit codes: 0 ok, 1 failed (nothing switched), 2 usage, 3 reverted to the last good\n"
-            "release, 4 revert failed, 5 host key unknown/changed, 6 failed without auto_revert\n"
-            "(docs/controller.md).\n");
-}
-
-/* Every verb: its name and the function that parses its arguments (argv[0] is the verb) and
- * returns the exit code.  "help" and "version" need no inventory and are answered above. */
-static const struct verb {
-    const char *name;
-    int (*run)(struct fleet *f, int argc, char **argv);
-} verbs[] = {
-    { "trust", cmd_trust },   { "install", cmd_install },   { "plan", cmd_plan },
-    { "deploy", cmd_deploy }, { "status", cmd_status },     { "rollback", cmd_rollback },
-    { "history", cmd_history }, { "top", cmd_top }, { "gc", cmd_gc },
-};
 
 int main(int argc, char **argv)
 {
@@ -78,39 +43,48 @@ int main(int argc, char **argv)
             log_set_level(LOG_LVL_DEBUG);
             break;
         case 'h':
-            usage(stdout);
+            verbs_usage(stdout);
             return EXIT_OK;
         case 'V':
             printf("drover %s\n", DROVER_VERSION);
             return EXIT_OK;
         default:
-            usage(stderr);
+            verbs_usage(stderr);
             return EXIT_USAGE;
         }
     }
     if (optind >= argc) {
-        usage(stderr);
+        verbs_usage(stderr);
         return EXIT_USAGE;
     }
     const char *verb = argv[optind];
     int vargc = argc - optind;
     char **vargv = argv + optind;
     if (strcmp(verb, "help") == 0) {
-        usage(stdout);
+        const struct verb *hv = vargc > 1 ? verb_find(vargv[1]) : NULL;
+        if (hv)
+            verb_help(hv, stdout);
+        else
+            verbs_usage(stdout);
         return EXIT_OK;
     }
     if (strcmp(verb, "version") == 0) {
         printf("drover %s\n", DROVER_VERSION);
         return EXIT_OK;
     }
-    const struct verb *vb = NULL;
-    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0] && !vb; i++)
-        if (strcmp(verbs[i].name, verb) == 0)
-            vb = &verbs[i];
-    if (!vb) {
+    const struct verb *vb = verb_find(verb);
+    if (!vb || (!vb->run && !vb->run_plain)) {
         log_error("unknown verb '%s' (drover help lists them)", verb);
         return EXIT_USAGE;
     }
+    /* --help is answered from the table, before the inventory is read (a verb's help must work
+     * on a machine that has none). */
+    if (verb_wants_help(vargc, vargv)) {
+        verb_help(vb, stdout);
+        return EXIT_OK;
+    }
+    if (vb->run_plain)
+        return vb->run_plain(vargc, vargv);
     const char *path = inv_arg ? inv_arg : getenv("DROVER_INVENTORY");
     if (!path || !*path)
         path = "drover.ini";

@@ -147,3 +147,15 @@ int pct_sha256(struct conn *c, const struct inv_ct *ct, const char *path, char r
     exec_result_done(&res);
     return 0;
 }
+
+int pct_stream(struct conn *c, const struct inv_ct *ct, const char *const *argv, size_t line_max,
+               struct conn_stream **ret_s)
+{
+    const char *full[PCT_ARGV_MAX];
+    char vmid[16];
+    if (wrap_exec(ct, argv, full, vmid) < 0) {
+        snprintf(c->err, sizeof c->err, "too many arguments");
+        return -E2BIG;
+    }
+    return conn_stream_open(c, full, line_max, ret_s);
+}

@@ -30,6 +30,10 @@ int pct_run_agent(struct conn *c, const struct inv_ct *ct, const char *const *ag
 int pct_stream_agent(struct conn *c, const struct inv_ct *ct, const char *const *agent_args,
                      size_t line_max, struct conn_stream **ret_s);
 
+/* A plain command in the container as a stream, read line by line (`tail -F` for drover logs). */
+int pct_stream(struct conn *c, const struct inv_ct *ct, const char *const *argv, size_t line_max,
+               struct conn_stream **ret_s);
+
 /* Copy host_path (a file on the host) to ct_path in the container with mode perms ("0600").
  * -EIO when pct reports an error (message in c->err).  Exit 0 proves nothing: verify. */
 int pct_push(struct conn *c, const struct inv_ct *ct, const char *host_path, const char *ct_path,

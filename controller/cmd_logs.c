@@ -1,0 +1,343 @@
+/* controller/cmd_logs.c: `drover logs --job J [--rank N] [-n LINES] [-f]` and `drover events
+ * [--job J] [-f] [-o json]`: what happened inside the containers, read over the same SSH + pct
+ * path as everything else.  logs reads the agent's per-rank worker log
+ * (ROOT/runs/<job>/logs/rank<N>.log, written by agent/supervise.c) with `tail`; events runs
+ * `drover-agent events --json [--since SEQ]` in each container.  Read-only: nothing here changes
+ * a container.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "common/event.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "controller/cmd.h"
+#include "controller/transport/pct.h"
+
+#define LOGS_LINE_MAX 8192
+
+static volatile sig_atomic_t stop_requested;
+static void on_sigint(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static int parse_count(const char *s, long lo, long hi, long *ret)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -EINVAL;
+    *ret = v;
+    return 0;
+}
+
+/* One rank's log as tail sees it. */
+struct rank_tail {
+    const struct inv_ct *ct;
+    int rank;
+    struct conn_stream *s;
+};
+
+int cmd_logs(struct fleet *f, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "job", required_argument, NULL, 'j' },
+        { "rank", required_argument, NULL, 'r' },
+        { "lines", required_argument, NULL, 'n' },
+        { "follow", no_argument, NULL, 'f' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *jobname = NULL;
+    long rank = -1, lines = 100;
+    bool follow = false;
+    int c;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "j:r:n:f", opts, NULL)) != -1) {
+        if (c == 'j')
+            jobname = optarg;
+        else if (c == 'r' && parse_count(optarg, 0, 1 << 20, &rank) == 0)
+            ;
+        else if (c == 'n' && parse_count(optarg, 0, 1000000, &lines) == 0)
+            ;
+        else if (c == 'f')
+            follow = true;
+        else {
+            log_error("usage: drover logs --job J [--rank N] [-n LINES] [-f]");
+            return EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        log_error("usage: drover logs --job J [--rank N] [-n LINES] [-f] (unexpected '%s')",
+                  argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (!jobname && f->inv->njobs == 1)
+        jobname = f->inv->jobs[0].name;
+    const struct inv_job *job = jobname ? inventory_find_job(f->inv, jobname) : NULL;
+    if (!job) {
+        log_error(jobname ? "no job '%s' in the inventory" : "name the job with --job%s",
+                  jobname ? jobname : "");
+        return EXIT_USAGE;
+    }
+    int world = job->ncts * job->nproc_per_node;
+    if (rank >= world) {
+        log_error("job '%s' has ranks 0..%d; there is no rank %ld", job->name, world - 1, rank);
+        return EXIT_USAGE;
+    }
+    int first = rank >= 0 ? (int)rank : 0, last = rank >= 0 ? (int)rank : world - 1;
+    char nbuf[24];
+    snprintf(nbuf, sizeof nbuf, "%ld", lines);
+    struct rank_tail tails[INV_MAX_CTS * 16];
+    int ntails = 0, ret = EXIT_OK;
+    for (int r = first; r <= last; r++) {
+        const struct inv_ct *ct = &job->cts[r / job->nproc_per_node];
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/runs/%s/logs/rank%d.log", pct_agent_root(ct), job->name, r);
+        const char *tail_argv[] = { "tail", "-n", nbuf, follow ? "-F" : path, follow ? path : NULL,
+                                    NULL };
+        struct conn *cn;
+        if (fleet_conn(f, ct->host, &cn) < 0) {
+            ret = EXIT_FAIL;
+            continue;
+        }
+        if (follow) {
+            struct rank_tail *t = &tails[ntails];
+            if (pct_stream(cn, ct, tail_argv, LOGS_LINE_MAX, &t->s) < 0) {
+                log_error("%s: cannot follow rank %d's log: %s", ct->label, r, cn->err);
+                ret = EXIT_FAIL;
+                continue;
+            }
+            t->ct = ct;
+            t->rank = r;
+            ntails++;
+            continue;
+        }
+        struct exec_result res;
+        int e = pct_run(cn, ct, tail_argv, f->inv->exec_timeout_s, &res);
+        if (e < 0) {
+            log_error("%s: cannot read rank %d's log: %s", ct->label, r, cn->err);
+            ret = EXIT_FAIL;
+            continue;
+        }
+        if (res.status != 0) {
+            char why[512];
+            log_error("%s: rank %d has no log at '%s' (%s)", ct->label, r, path,
+                      exec_result_reason(&res, why, sizeof why));
+            ret = EXIT_FAIL;
+        } else {
+            if (first != last)
+                printf("==> rank %d (%s) <==\n", r, ct->label);
+            fwrite(res.out, 1, res.out_len, stdout);
+        }
+        exec_result_done(&res);
+    }
+    if (!follow)
+        return ret;
+    signal(SIGINT, on_sigint);
+    signal(SIGTERM, on_sigint);
+    int open_n = ntails;
+    while (open_n > 0 && !stop_requested) {
+        bool any = false;
+        for (int i = 0; i < ntails; i++) {
+            if (!tails[i].s)
+                continue;
+            char *line;
+            size_t len;
+            int p;
+            while ((p = conn_stream_poll(tails[i].s, &line, &len)) == 1) {
+                any = true;
+                if (first != last)
+                    printf("[rank %d] ", tails[i].rank);
+                fwrite(line, 1, len, stdout);
+                putchar('\n');
+            }
+            if (p < 0 && p != -E2BIG) {
+                conn_stream_free(tails[i].s);
+                tails[i].s = NULL;
+                open_n--;
+            }
+        }
+        fflush(stdout);
+        if (!any)
+            fleet_wait(f, 500);
+    }
+    for (int i = 0; i < ntails; i++)
+        conn_stream_free(tails[i].s);
+    return ret;
+}
+
+/* One container's place in the journal. */
+struct ev_src {
+    const struct inv_ct *ct;
+    int64_t since;
+    bool failed;
+};
+
+struct ev_line {
+    struct event ev;
+    const char *ct;
+};
+
+static int ev_cmp(const void *a, const void *b)
+{
+    const struct ev_line *x = a, *y = b;
+    return x->ev.ts < y->ev.ts ? -1 : x->ev.ts > y->ev.ts ? 1 : 0;
+}
+
+static void ev_print(const struct ev_line *l, bool json)
+{
+    if (json) {
+        json_t *o = json_pack("{s:i,s:s,s:I,s:f,s:s,s:s,s:s,s:s}", "v", 1, "container", l->ct,
+                              "seq", (json_int_t)l->ev.seq, "ts", l->ev.ts, "job", l->ev.job,
+                              "kind", l->ev.kind, "release", l->ev.release, "detail", l->ev.detail);
+        char *t = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        if (t)
+            puts(t);
+        free(t);
+        json_decref(o);
+        return;
+    }
+    char when[32], sid[RELEASE_SHORT_LEN + 1];
+    time_t tt = (time_t)l->ev.ts;
+    struct tm tm;
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime_r(&tt, &tm));
+    ui_short(l->ev.release, sid);
+    printf("%s  %-14s %-10s %-12s %-12s %s\n", when, l->ct, l->ev.job[0] ? l->ev.job : "-",
+           l->ev.kind, sid, l->ev.detail);
+}
+
+/* Read ct's events after src->since; append them to *lines.  -errno (logged). */
+static int ev_fetch(struct fleet *f, struct ev_src *src, struct ev_line **lines, size_t *n,
+                    size_t *cap)
+{
+    char since[24];
+    snprintf(since, sizeof since, "%lld", (long long)src->since);
+    const char *args[] = { "events", "--json", "--since", since, NULL };
+    struct conn *cn;
+    int r = fleet_conn(f, src->ct->host, &cn);
+    if (r < 0)
+        return r;
+    struct exec_result res;
+    if ((r = pct_run_agent(cn, src->ct, args, f->inv->exec_timeout_s, &res)) < 0) {
+        log_error("%s: cannot read the agent's events: %s", src->ct->label, cn->err);
+        return r;
+    }
+    if (res.status != 0) {
+        char why[512];
+        log_error("%s: drover-agent events failed: %s", src->ct->label,
+                  exec_result_reason(&res, why, sizeof why));
+        exec_result_done(&res);
+        return -EIO;
+    }
+    for (char *line = res.out, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        struct event ev;
+        if (len == 0 || event_parse(line, len, &ev) < 0)
+            continue;
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 256;
+            struct ev_line *g = realloc(*lines, nc * sizeof **lines);
+            if (!g) {
+                exec_result_done(&res);
+                return -ENOMEM;
+            }
+            *lines = g;
+            *cap = nc;
+        }
+        (*lines)[(*n)++] = (struct ev_line){ .ev = ev, .ct = src->ct->label };
+        if (ev.seq > src->since)
+            src->since = ev.seq;
+    }
+    exec_result_done(&res);
+    return 0;
+}
+
+int cmd_events(struct fleet *f, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "job", required_argument, NULL, 'j' },
+        { "follow", no_argument, NULL, 'f' },
+        { "output", required_argument, NULL, 'o' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *jobname = NULL;
+    bool follow = false, json = false;
+    int c;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "j:fo:", opts, NULL)) != -1) {
+        if (c == 'j')
+            jobname = optarg;
+        else if (c == 'f')
+            follow = true;
+        else if (c == 'o' && strcmp(optarg, "json") == 0)
+            json = true;
+        else {
+            log_error("usage: drover events [--job J] [-f] [-o json]");
+            return EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        log_error("usage: drover events [--job J] [-f] [-o json] (unexpected '%s')", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (jobname && !inventory_find_job(f->inv, jobname)) {
+        log_error("no job '%s' in the inventory", jobname);
+        return EXIT_USAGE;
+    }
+    /* Every container once, even when several jobs share it. */
+    struct ev_src srcs[INV_MAX_JOBS * INV_MAX_CTS];
+    size_t nsrc = 0;
+    for (int j = 0; j < f->inv->njobs; j++) {
+        const struct inv_job *job = &f->inv->jobs[j];
+        if (jobname && strcmp(job->name, jobname) != 0)
+            continue;
+        for (int k = 0; k < job->ncts; k++) {
+            bool seen = false;
+            for (size_t i = 0; i < nsrc && !seen; i++)
+                seen = strcmp(srcs[i].ct->label, job->cts[k].label) == 0;
+            if (!seen && nsrc < sizeof srcs / sizeof srcs[0])
+                srcs[nsrc++] = (struct ev_src){ .ct = &job->cts[k] };
+        }
+    }
+    int ret = EXIT_OK;
+    signal(SIGINT, on_sigint);
+    signal(SIGTERM, on_sigint);
+    do {
+        struct ev_line *lines = NULL;
+        size_t n = 0, cap = 0;
+        for (size_t i = 0; i < nsrc; i++) {
+            if (srcs[i].failed)
+                continue;
+            if (ev_fetch(f, &srcs[i], &lines, &n, &cap) < 0) {
+                srcs[i].failed = true; /* reported once; a follow keeps the others going */
+                ret = EXIT_FAIL;
+            }
+        }
+        if (n)
+            qsort(lines, n, sizeof *lines, ev_cmp);
+        for (size_t i = 0; i < n; i++) {
+            /* a job filter also drops the agent-wide events of other jobs' containers */
+            if (jobname && lines[i].ev.job[0] && strcmp(lines[i].ev.job, jobname) != 0)
+                continue;
+            ev_print(&lines[i], json);
+        }
+        free(lines);
+        fflush(stdout);
+        for (int t = 0; follow && t < 20 && !stop_requested; t++) {
+            struct timespec ts = { 0, 100 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+    } while (follow && !stop_requested);
+    return ret;
+}

@@ -1,0 +1,94 @@
+/* controller/cmd_result.c: `-o json` for the verbs that change things (deploy, rollback): the
+ * result document, version 1 (docs/protocol.md, "Result document").  While the verb runs, its
+ * human-readable lines go to stderr so that stdout carries one JSON document and nothing else;
+ * afterwards the outcome is read back from the history records the engine appended (the one
+ * record of what happened), plus the exit code.
+ */
+#include <jansson.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "controller/cmd.h"
+#include "controller/deploy/state.h"
+
+int cmd_result_begin(struct cmd_result *cr)
+{
+    cr->t0 = time_wall();
+    fflush(stdout);
+    cr->saved_fd = dup(STDOUT_FILENO);
+    if (cr->saved_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+        return -errno;
+    return 0;
+}
+
+static const char *exit_name(int code)
+{
+    switch (code) {
+    case EXIT_OK: return "ok";
+    case EXIT_FAIL: return "failed";
+    case EXIT_USAGE: return "usage";
+    case EXIT_REVERTED: return "reverted";
+    case EXIT_REVERT_FAILED: return "revert-failed";
+    case EXIT_HOSTKEY: return "hostkey";
+    case EXIT_NOT_REVERTED: return "not-reverted";
+    default: return "unknown";
+    }
+}
+
+static json_t *num_or_null(double x)
+{
+    return x >= 0 ? json_real(x) : json_null();
+}
+
+json_t *cmd_history_entry_json(const struct history_entry *h)
+{
+    json_t *o = json_pack("{s:f,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "time", h->time, "job", h->job,
+                          "release", h->release, "name", h->name, "result", h->result, "previous",
+                          h->previous, "reason", h->reason, "containers", h->containers);
+    if (o) {
+        json_object_set_new(o, "ktok_s", num_or_null(h->ktok_s));
+        json_object_set_new(o, "baseline_ktok_s", num_or_null(h->baseline_ktok_s));
+    }
+    return o;
+}
+
+int cmd_result_end(struct cmd_result *cr, const struct inventory *inv, const char *kind,
+                   const char *const *jobs, int njobs, int code)
+{
+    fflush(stdout);
+    if (cr->saved_fd >= 0) {
+        (void)dup2(cr->saved_fd, STDOUT_FILENO);
+        close(cr->saved_fd);
+        cr->saved_fd = -1;
+    }
+    json_t *records = json_array();
+    for (int j = 0; j < njobs; j++) {
+        struct history_entry *h = NULL;
+        size_t n = 0;
+        if (state_history_read(inv->state_dir, jobs[j], &h, &n) < 0)
+            continue;
+        for (size_t i = 0; i < n; i++)
+            if (h[i].time >= cr->t0 - 1)
+                json_array_append_new(records, cmd_history_entry_json(&h[i]));
+        free(h);
+    }
+    json_t *jl = json_array();
+    for (int j = 0; j < njobs; j++)
+        json_array_append_new(jl, json_string(jobs[j]));
+    json_t *root = json_pack("{s:i,s:s,s:o,s:i,s:s,s:o}", "v", 1, "kind", kind, "jobs", jl,
+                             "exit", code, "outcome", exit_name(code), "records", records);
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(root);
+    if (!text) {
+        log_error("cannot build the result document");
+        return code == EXIT_OK ? EXIT_FAIL : code;
+    }
+    puts(text);
+    free(text);
+    fflush(stdout);
+    return code;
+}

@@ -1,0 +1,80 @@
+/* controller/cmd_validate.c: `drover validate [DIR] [--job J]`: the checks that need no host.
+ * The inventory was already parsed by main() (any error there exits 2 with file:line); with DIR,
+ * the release directory is walked as `deploy` would bundle it (common/manifest2.c's rules: directories,
+ * regular files, relative symlinks that stay inside) and each job's command and preflight must be
+ * executable files in it.  Connects nowhere; writes nothing.
+ */
+#include <getopt.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/manifest2.h"
+#include "controller/cmd.h"
+
+int cmd_validate(struct fleet *f, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "job", required_argument, NULL, 'j' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *jobname = NULL;
+    int c;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "j:", opts, NULL)) != -1) {
+        if (c == 'j')
+            jobname = optarg;
+        else {
+            log_error("usage: drover validate [DIR] [--job J]");
+            return EXIT_USAGE;
+        }
+    }
+    if (optind + 1 < argc) {
+        log_error("usage: drover validate [DIR] [--job J] (unexpected '%s')", argv[optind + 1]);
+        return EXIT_USAGE;
+    }
+    const struct inventory *inv = f->inv;
+    if (jobname && !inventory_find_job(inv, jobname)) {
+        log_error("no job '%s' in the inventory '%s'", jobname, inv->path);
+        return EXIT_USAGE;
+    }
+    int ncts = 0;
+    for (int j = 0; j < inv->njobs; j++)
+        ncts += inv->jobs[j].ncts;
+    printf("inventory %s: ok (%d hosts, %d jobs, %d containers)\n", inv->path, inv->nhosts,
+           inv->njobs, ncts);
+    if (optind == argc)
+        return EXIT_OK;
+    const char *dir = argv[optind];
+    struct manifest2 *m = NULL;
+    int r = manifest2_from_dir(dir, NULL, &m);
+    if (r < 0) {
+        log_error("release directory '%s' cannot be bundled: %s", dir, strerror(-r));
+        return EXIT_FAIL;
+    }
+    int ret = EXIT_OK;
+    for (int j = 0; j < inv->njobs; j++) {
+        const struct inv_job *job = &inv->jobs[j];
+        if (jobname && strcmp(job->name, jobname) != 0)
+            continue;
+        const char *need[2] = { job->command, job->preflight };
+        const char *what[2] = { "command", "preflight" };
+        bool ok = true;
+        for (int i = 0; i < 2; i++) {
+            if (!need[i][0] || !strchr(need[i], '/') || need[i][0] == '/' ||
+                !strncmp(need[i], ".drover-env/", 12))
+                continue; /* none, found in the container, or in the environment (as deploy) */
+            const struct m2_entry *mf = manifest2_find(m, need[i]);
+            if (!mf || mf->type == M2_DIR || (mf->type == M2_FILE && !(mf->mode & 0111))) {
+                log_error("release directory '%s' has no executable '%s' (the %s of [job %s])", dir,
+                          need[i], what[i], job->name);
+                ok = false;
+            }
+        }
+        if (ok)
+            printf("release %s for job %s: ok (%zu files)\n", dir, job->name, m->nfiles);
+        else
+            ret = EXIT_FAIL;
+    }
+    manifest2_free(m);
+    return ret;
+}

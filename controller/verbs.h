@@ -1,0 +1,44 @@
+/* controller/verbs.h: the table of `drover`'s verbs: name, the function that runs it, its usage
+ * line, a one-line summary and its long options.  The one source for `drover help`, `drover VERB
+ * --help` (answered before the inventory is read) and `drover completion bash|zsh`.
+ */
+#ifndef DROVER_VERBS_H
+#define DROVER_VERBS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "controller/transport/fleet.h"
+
+struct verb {
+    const char *name;
+    /* Exactly one of these: run needs the inventory and a fleet; run_plain needs neither. */
+    int (*run)(struct fleet *f, int argc, char **argv);
+    int (*run_plain)(int argc, char **argv);
+    const char *args;    /* usage after the verb: "DIR [--job J]" */
+    const char *summary; /* one line, for drover help */
+    const char *opts;    /* long options, space-separated, for completion ("--job --force") */
+};
+
+extern const struct verb verbs[];
+extern const size_t verbs_n;
+
+/* The verb named name; NULL when there is none. */
+const struct verb *verb_find(const char *name);
+
+/* drover's usage, every verb from the table, to fp. */
+void verbs_usage(FILE *fp);
+
+/* One verb's usage, summary and options, to fp. */
+void verb_help(const struct verb *v, FILE *fp);
+
+/* true when argv[1..argc) asks for help (-h or --help) before any "--". */
+bool verb_wants_help(int argc, char **argv);
+
+/* The completion script for shell ("bash" or "zsh") to fp; -EINVAL for another shell. */
+int verbs_completion(const char *shell, FILE *fp);
+
+/* `drover completion bash|zsh`: the script on stdout.  Exit code. */
+int cmd_completion(int argc, char **argv);
+
+#endif

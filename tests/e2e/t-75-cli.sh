@@ -1,0 +1,48 @@
+#!/bin/bash
+# t-75-cli: the operator's command line (issue 14): a verb's --help without any inventory,
+# validate, logs and events over SSH + pct, and deploy -o json (stdout is one JSON document).
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+say "drover deploy --help with no inventory anywhere"
+out=$(cd "$E2E_WORK" && env -u DROVER_INVENTORY "$E2E_BUILD/drover" -i /nonexistent/inv.ini deploy --help)
+rc=$?
+check "deploy --help exits 0 without an inventory" test "$rc" = 0
+check "deploy --help prints deploy's usage" grep -q 'usage: drover .*deploy DIR' <<<"$out"
+check "logs --help too" bash -c "'$E2E_BUILD/drover' -i /nonexistent logs --help | grep -q -- '--rank'"
+check "drover-agent --version answers" bash -c "'$E2E_BUILD/drover-agent' --version | grep -q '^drover-agent '"
+check "bash completion names every verb" bash -c "'$E2E_BUILD/drover' completion bash | grep -q 'validate' && '$E2E_BUILD/drover' completion bash | bash -n"
+
+ensure_v1
+v1=$(v1_id)
+d=$(make_release v1cli)
+drover validate "$d"
+show_drover 5
+check "validate of a good release exits 0" test "$DROVER_RC" = 0
+check "validate says the inventory is ok" drover_said 'inventory .*: ok'
+rm -f "$d/bin/drover-train"
+drover validate "$d"
+show_drover 5
+check "validate of a release without the job's command exits 1" test "$DROVER_RC" = 1
+check "it names the missing command" drover_said "no executable 'bin/drover-train'"
+
+drover logs --job train --rank 0 -n 5
+show_drover 5
+check "logs --rank 0 exits 0" test "$DROVER_RC" = 0
+check "logs prints rank 0's worker log" test -s "$E2E_WORK/last.out"
+drover logs --job train --rank 99
+check "a rank that does not exist is a usage error" test "$DROVER_RC" = 2
+
+drover events --job train -o json
+show_drover 3
+check "events exits 0" test "$DROVER_RC" = 0
+check "events -o json: every line is a v1 event with its container" \
+	jq -e -s 'length > 0 and all(.v == 1 and (.container | test(":")) and has("kind") and has("seq"))' "$E2E_WORK/last.out"
+
+drover deploy "$E2E_WORK/releases/v1" --job train -o json
+show_drover 5
+check "deploy of the current release -o json exits 0" test "$DROVER_RC" = 0
+check "deploy -o json: stdout is one result document" \
+	jq -e '.v == 1 and .kind == "deploy" and .exit == 0 and .outcome == "ok" and .jobs == ["train"]' "$E2E_WORK/last.out"
+check "every container is still on v1" all_current_is "$v1"
+finish

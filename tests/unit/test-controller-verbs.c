@@ -1,0 +1,102 @@
+/* Unit tests for controller/verbs.c: --help is found wherever it is (but not after "--"), every
+ * verb has its usage, and the completion scripts name every verb and its options. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "controller/verbs.h"
+
+static void test_wants_help(void **state)
+{
+    (void)state;
+    char *a[] = { "deploy", "rel", "--help", NULL };
+    assert_true(verb_wants_help(3, a));
+    char *b[] = { "deploy", "-h", NULL };
+    assert_true(verb_wants_help(2, b));
+    char *c[] = { "deploy", "rel", "--job", "train", NULL };
+    assert_false(verb_wants_help(4, c));
+    char *d[] = { "deploy", "--", "--help", NULL };
+    assert_false(verb_wants_help(3, d));
+    char *e[] = { "--help", NULL }; /* argv[0] is the verb, never an option */
+    assert_false(verb_wants_help(1, e));
+}
+
+static void test_table(void **state)
+{
+    (void)state;
+    assert_true(verbs_n >= 12);
+    for (size_t i = 0; i < verbs_n; i++) {
+        assert_non_null(verbs[i].args);
+        assert_non_null(verbs[i].summary);
+        assert_non_null(verbs[i].opts);
+        assert_true(strlen(verbs[i].summary) > 0);
+        assert_false(verbs[i].run && verbs[i].run_plain);
+        assert_ptr_equal(verb_find(verbs[i].name), &verbs[i]);
+    }
+    assert_null(verb_find("deploi"));
+    assert_non_null(verb_find("logs"));
+    assert_non_null(verb_find("events"));
+    assert_non_null(verb_find("validate"));
+}
+
+static char *script(const char *shell)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    assert_non_null(fp);
+    assert_int_equal(verbs_completion(shell, fp), 0);
+    fclose(fp);
+    return buf;
+}
+
+static void test_completion(void **state)
+{
+    (void)state;
+    const char *shells[] = { "bash", "zsh" };
+    for (int s = 0; s < 2; s++) {
+        char *t = script(shells[s]);
+        for (size_t i = 0; i < verbs_n; i++) {
+            char want[64];
+            snprintf(want, sizeof want, "%s", verbs[i].name);
+            assert_non_null(strstr(t, want));
+        }
+        assert_non_null(strstr(t, "--all-jobs"));
+        assert_non_null(strstr(t, "--follow"));
+        free(t);
+    }
+    FILE *fp = fopen("/dev/null", "w");
+    assert_int_equal(verbs_completion("fish", fp), -EINVAL);
+    fclose(fp);
+}
+
+static void test_help_text(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    verb_help(verb_find("deploy"), fp);
+    fclose(fp);
+    assert_non_null(strstr(buf, "usage: drover [-i INVENTORY] deploy DIR"));
+    assert_non_null(strstr(buf, "-o json"));
+    free(buf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wants_help),
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_completion),
+        cmocka_unit_test(test_help_text),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
