@@ -26,7 +26,7 @@ VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 ver_users := $(shell grep -l DROVER_VERSION */*.c 2>/dev/null)
 
 LIBS_COMMON     := -ljansson -lcrypto -larchive -lm
-LIBS_CONTROLLER := -lssh -linih -lncursesw $(LIBS_COMMON)
+LIBS_CONTROLLER := -lssh -lcurl -linih -lncursesw $(LIBS_COMMON)
 LIBS_AGENT      := -ldl $(LIBS_COMMON)
 LIBS_TRAINER    := -linih -lpcre2-8 -ldl $(LIBS_COMMON)
 

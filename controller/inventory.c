@@ -63,7 +63,7 @@ struct parse_ctx {
     /* scalar keys already seen in this section, to refuse duplicates */
     char seen[48][INV_NAME_MAX];
     int nseen;
-    bool had_drover, had_policy; /* [drover] and [policy] may appear once each */
+    bool had_drover, had_policy, had_notify; /* [drover], [policy], [notify] may appear once each */
     /* containers resolved after the whole file (hosts may come later) */
     struct pending_ct pending[INV_MAX_JOBS * INV_MAX_CTS];
     int npending;
@@ -189,6 +189,10 @@ static const struct ini_key keys[] = {
         "is not a duration of at least 1s", 0),
     ROW("drover", "exec_timeout", INI_DURATION, struct inventory, exec_timeout_s, 1, 1e18, 0,
         "is not a duration of at least 1s", 0),
+    ROW("notify", "timeout", INI_DURATION, struct inventory, notify.timeout_s, 0.1, 300, 0,
+        "is not a duration from 100ms to 5m", 0),
+    ROW("notify", "retries", INI_INT, struct inventory, notify.retries, 0, 10, 0,
+        "is not a count 0..10", 0),
     ROW("host", "port", INI_INT, struct inv_host, port, 1, 65535, 0, "is not a port (1..65535)", 0),
     ROW("host", "local", INI_BOOL, struct inv_host, local, 0, 0, 0, "is not a boolean (true/false)",
         0),
@@ -281,6 +285,45 @@ static int section_drover(struct parse_ctx *c, const char *name, const char *val
                    ? set_string(c, name, value, inv->agent_path, sizeof inv->agent_path)
                    : set_string(c, name, value, inv->staging_dir, sizeof inv->staging_dir);
     }
+    ctx_fail(c, name, "unknown key (see docs/config.md)");
+    return 0;
+}
+
+static int section_notify(struct parse_ctx *c, const char *name, const char *value)
+{
+    struct inv_notify *n = &c->inv->notify;
+    if (strcmp(name, "webhook") == 0) { /* repeatable */
+        if (strncmp(value, "http://", 7) != 0 && strncmp(value, "https://", 8) != 0) {
+            ctx_fail(c, name, "'%s' is not an http:// or https:// URL", value);
+            return 0;
+        }
+        if (n->nwebhooks >= INV_MAX_WEBHOOKS) {
+            ctx_fail(c, name, "more than %d webhooks", INV_MAX_WEBHOOKS);
+            return 0;
+        }
+        return set_string(c, name, value, n->webhook[n->nwebhooks++], sizeof n->webhook[0]);
+    }
+    if (ctx_seen(c, name)) {
+        ctx_fail(c, name, "set twice in this section");
+        return 0;
+    }
+    int r = table_key(c, "notify", c->inv, NULL, name, value);
+    if (r != -ENOENT)
+        return r;
+    if (strcmp(name, "format") == 0) {
+        if (strcmp(value, "json") != 0 && strcmp(value, "slack") != 0) {
+            ctx_fail(c, name, "'%s' is not json or slack", value);
+            return 0;
+        }
+        n->slack = strcmp(value, "slack") == 0;
+        return 1;
+    }
+    if (strcmp(name, "secret_file") == 0)
+        return set_path(c, name, value, n->secret_file, sizeof n->secret_file);
+    if (strcmp(name, "secret_env") == 0)
+        return set_string(c, name, value, n->secret_env, sizeof n->secret_env);
+    if (strcmp(name, "exec") == 0)
+        return set_path(c, name, value, n->exec, sizeof n->exec);
     ctx_fail(c, name, "unknown key (see docs/config.md)");
     return 0;
 }
@@ -435,9 +478,18 @@ static int ctx_enter_section(struct parse_ctx *c, const char *section)
         c->kind = section[0] == 'd' ? 1 : 2;
         return 1;
     }
+    if (strcmp(section, "notify") == 0) {
+        if (c->had_notify) {
+            ctx_fail(c, NULL, "section [%s] appears twice (merge the two)", section);
+            return 0;
+        }
+        c->had_notify = true;
+        c->kind = 5;
+        return 1;
+    }
     const char *sp = strchr(section, ' ');
     if (!sp) {
-        ctx_fail(c, NULL, "unknown section [%s] (expected [drover], [policy], [host NAME], [job NAME])",
+        ctx_fail(c, NULL, "unknown section [%s] (expected [drover], [policy], [notify], [host NAME], [job NAME])",
                  section);
         return 0;
     }
@@ -488,7 +540,7 @@ static int ctx_enter_section(struct parse_ctx *c, const char *section)
         j->line = c->line;
         return 1;
     }
-    ctx_fail(c, NULL, "unknown section [%s] (expected [drover], [policy], [host NAME], [job NAME])",
+    ctx_fail(c, NULL, "unknown section [%s] (expected [drover], [policy], [notify], [host NAME], [job NAME])",
              section);
     return 0;
 }
@@ -529,6 +581,8 @@ static int ctx_handle(void *user, const char *section, const char *name, const c
         return section_host(c, name, value);
     case 4:
         return section_job(c, name, value);
+    case 5:
+        return section_notify(c, name, value);
     }
     return 0;
 }
@@ -727,6 +781,8 @@ int inventory_parse(const char *text, size_t len, const char *path, struct inven
     (void)str_copy(inv->staging_dir, sizeof inv->staging_dir, "/var/lib/drover-host/blobs");
     inv->connect_timeout_s = 10;
     inv->exec_timeout_s = 120;
+    inv->notify.timeout_s = 5;
+    inv->notify.retries = 2;
     static const struct ini_ops ops = { .section = ctx_section, .key = ctx_key };
     struct ini_error e;
     r = ini_read(text, len, INV_LINE_MAX, &ops, c, &e);

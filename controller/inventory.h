@@ -75,6 +75,19 @@ struct inv_job {
     int line;                    /* line of the [job] header, for messages */
 };
 
+/* [notify]: who hears about outcomes (controller/notify.c, docs/config.md). */
+#define INV_MAX_WEBHOOKS 4
+struct inv_notify {
+    int nwebhooks;
+    char webhook[INV_MAX_WEBHOOKS][INV_VALUE_MAX]; /* http(s):// URLs */
+    bool slack;                    /* format = slack: {"text": ...} instead of the JSON record */
+    char secret_file[INV_PATH_MAX]; /* bearer token read from this file ... */
+    char secret_env[INV_NAME_MAX];  /* ... or this environment variable; never printed */
+    char exec[INV_PATH_MAX];       /* hook program: argv EVENT JOB, the JSON payload on stdin */
+    double timeout_s;              /* per attempt; default 5s */
+    int retries;                   /* further attempts after the first; default 2 */
+};
+
 struct inventory {
     char path[INV_PATH_MAX];
     char state_dir[INV_PATH_MAX];
@@ -88,6 +101,7 @@ struct inventory {
     struct inv_host hosts[INV_MAX_HOSTS];
     int njobs;
     struct inv_job jobs[INV_MAX_JOBS];
+    struct inv_notify notify;
 };
 
 /* Parse inventory text (len bytes, need not be NUL-terminated); path is used in messages and

@@ -6,6 +6,7 @@
  * before that point leaves the running release untouched.
  */
 #include "controller/deploy/deploy.h"
+#include "controller/notify.h"
 
 #include <errno.h>
 #include <math.h>
@@ -94,6 +95,7 @@ static void history_record(struct deploy *d, const char *result, const char *rea
     int r = state_history_append(d->inv->state_dir, &e);
     if (r < 0)
         log_warn("cannot append to the history in '%s': %s", d->inv->state_dir, strerror(-r));
+    notify_history(d->inv, &e); /* detached: returns at once, never changes the verdict */
 }
 
 /* Run the agent in ct with args; 0 when it exited 0, else -EIO with "label: reason" in err. */
