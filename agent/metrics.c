@@ -1,32 +1,26 @@
 /* agent/metrics.c: see metrics.h.  Reads a status document only; never talks to the daemon. */
 #include "agent/metrics.h"
+#include "common/promtext.h"
+
+#ifndef DROVER_VERSION
+#define DROVER_VERSION "unknown"
+#endif
 
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
-/* Label values: backslash, double quote and newline escaped, as the format requires. */
+/* Label escaping and number formatting: common/promtext.c (shared with drover exporter). */
 static void put_label(FILE *out, const char *v)
 {
-    for (; *v; v++) {
-        if (*v == '\\' || *v == '"')
-            fprintf(out, "\\%c", *v);
-        else if (*v == '\n')
-            fputs("\\n", out);
-        else
-            fputc(*v, out);
-    }
+    prom_label(out, v);
 }
 
 static void put_value(FILE *out, double v)
 {
-    if (isnan(v))
-        fputs("NaN\n", out);
-    else if (isinf(v))
-        fputs(v > 0 ? "+Inf\n" : "-Inf\n", out);
-    else
-        fprintf(out, "%.17g\n", v);
+    char num[40];
+    fprintf(out, "%s\n", prom_number(v, num, sizeof num));
 }
 
 static void head(FILE *out, const char *name, const char *type, const char *help)
@@ -36,7 +30,7 @@ static void head(FILE *out, const char *name, const char *type, const char *help
 
 static void job_sample(FILE *out, const char *name, const struct job_status *j, double v)
 {
-    fprintf(out, "%s{job=\"", name);
+    fprintf(out, "%s{drover_job=\"", name);
     put_label(out, j->job);
     fputs("\"} ", out);
     put_value(out, v);
@@ -45,7 +39,7 @@ static void job_sample(FILE *out, const char *name, const struct job_status *j, 
 static void rank_sample(FILE *out, const char *name, const struct job_status *j,
                         const struct rank_status *r, double v)
 {
-    fprintf(out, "%s{job=\"", name);
+    fprintf(out, "%s{drover_job=\"", name);
     put_label(out, j->job);
     fprintf(out, "\",rank=\"%d\"} ", r->rank);
     put_value(out, v);
@@ -88,10 +82,15 @@ int metrics_write(const struct agent_status *st, FILE *out)
     fputs("drover_agent_uptime_seconds ", out);
     put_value(out, st->uptime_s);
 
+    head(out, "drover_build_info", "gauge", "The agent's build: its version as a label, value 1.");
+    fputs("drover_build_info{program=\"drover-agent\",version=\"", out);
+    put_label(out, DROVER_VERSION);
+    fputs("\"} 1\n", out);
+
     head(out, "drover_job_info", "gauge", "One sample per job: its releases and gang state as labels.");
     for (int i = 0; i < st->njobs; i++) {
         const struct job_status *j = &st->jobs[i];
-        fputs("drover_job_info{job=\"", out);
+        fputs("drover_job_info{drover_job=\"", out);
         put_label(out, j->job);
         fprintf(out, "\",state=\"%s\",current=\"%.12s\",good=\"%.12s\"} 1\n", gang_state_name(j->state),
                 j->current, j->good);

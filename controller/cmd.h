@@ -26,6 +26,7 @@ int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, i
 int cmd_logs(struct fleet *f, int argc, char **argv);
 int cmd_events(struct fleet *f, int argc, char **argv);
 int cmd_validate(struct fleet *f, int argc, char **argv);
+int cmd_exporter(struct fleet *f, int argc, char **argv);
 
 /* -o json for verbs that change things (controller/cmd_result.c).  begin() sends stdout to
  * stderr until end(), which restores it and prints the result document (version 1,

@@ -36,6 +36,8 @@ const struct verb verbs[] = {
       "--job --rank --lines --follow" },
     { "events", cmd_events, NULL, "[--job J] [-f] [-o json]",
       "the agents' event journals, oldest first", "--job --follow --output" },
+    { "exporter", cmd_exporter, NULL, "[--listen HOST:PORT] [--interval S]",
+      "serve the fleet's Prometheus metrics over HTTP (/metrics)", "--listen --interval" },
     { "validate", cmd_validate, NULL, "[DIR] [--job J]",
       "check the inventory and, with DIR, a release directory against each job",
       "--job" },

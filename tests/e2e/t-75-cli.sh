@@ -45,4 +45,23 @@ check "deploy of the current release -o json exits 0" test "$DROVER_RC" = 0
 check "deploy -o json: stdout is one result document" \
 	jq -e '.v == 1 and .kind == "deploy" and .exit == 0 and .outcome == "ok" and .jobs == ["train"]' "$E2E_WORK/last.out"
 check "every container is still on v1" all_current_is "$v1"
+
+say "drover exporter on 127.0.0.1:19464"
+"$E2E_BUILD/drover" -i "$INV" exporter --listen 127.0.0.1:19464 --interval 1 2>"$E2E_WORK/exporter.err" &
+exp_pid=$!
+scrape() { curl -s -f http://127.0.0.1:19464/metrics >"$E2E_WORK/metrics.txt" && grep -q '^drover_rank_step{' "$E2E_WORK/metrics.txt"; }
+wait_until 30 scrape
+check "/metrics has every rank's step with drover_job, host, vmid and rank labels" \
+	grep -q '^drover_rank_step{drover_job="train",host="h1",vmid="[0-9]*",rank="0",gpu=""} [0-9]' "$E2E_WORK/metrics.txt"
+check "/metrics has drover_build_info" grep -q '^drover_build_info{program="drover",version=' "$E2E_WORK/metrics.txt"
+check "no job= label (Prometheus's own)" bash -c "! grep -q '{job=' '$E2E_WORK/metrics.txt'"
+check "no float noise" bash -c "! grep -Eq ' -?[0-9]+\.[0-9]*0000000[0-9]+\$' '$E2E_WORK/metrics.txt'"
+kill "$exp_pid"
+wait "$exp_pid"
+check "the exporter exits 0 on SIGTERM" test "$?" = 0
+if command -v promtool >/dev/null; then
+	check "promtool accepts deploy/drover-alerts.yml" promtool check rules "$E2E_ROOT/deploy/drover-alerts.yml"
+else
+	say "promtool not installed (Debian: apt-get install prometheus): alert rules not checked"
+fi
 finish

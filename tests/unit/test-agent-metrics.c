@@ -55,14 +55,16 @@ static void test_metrics_text(void **state)
     char *t = render(st);
     assert_non_null(strstr(t, "# TYPE drover_rank_step gauge\n"));
     assert_non_null(strstr(t, "drover_agent_uptime_seconds 12.5\n"));
-    assert_non_null(strstr(t, "drover_job_info{job=\"tr\\\"ain\",state=\"running\",current=\"0123456789ab\",good=\"\"} 1\n"));
-    assert_non_null(strstr(t, "drover_job_restarts{job=\"tr\\\"ain\"} 2\n"));
-    assert_non_null(strstr(t, "drover_rank_step{job=\"tr\\\"ain\",rank=\"0\"} 42\n"));
-    assert_non_null(strstr(t, "drover_rank_tokens_per_second{job=\"tr\\\"ain\",rank=\"0\"} 1500.5\n"));
-    assert_non_null(strstr(t, "drover_rank_loss{job=\"tr\\\"ain\",rank=\"1\"} NaN\n"));
-    assert_non_null(strstr(t, "drover_rank_nonfinite_steps{job=\"tr\\\"ain\",rank=\"1\"} 2\n"));
-    assert_non_null(strstr(t, "drover_gpu_utilization_ratio{job=\"tr\\\"ain\",rank=\"1\"} 0.96999999999999997\n"));
-    assert_null(strstr(t, "drover_gpu_utilization_ratio{job=\"tr\\\"ain\",rank=\"0\"}")); /* no NVML there */
+    assert_non_null(strstr(t, "drover_build_info{program=\"drover-agent\",version=\""));
+    assert_null(strstr(t, "{job=")); /* Prometheus's own target label: would become exported_job */
+    assert_non_null(strstr(t, "drover_job_info{drover_job=\"tr\\\"ain\",state=\"running\",current=\"0123456789ab\",good=\"\"} 1\n"));
+    assert_non_null(strstr(t, "drover_job_restarts{drover_job=\"tr\\\"ain\"} 2\n"));
+    assert_non_null(strstr(t, "drover_rank_step{drover_job=\"tr\\\"ain\",rank=\"0\"} 42\n"));
+    assert_non_null(strstr(t, "drover_rank_tokens_per_second{drover_job=\"tr\\\"ain\",rank=\"0\"} 1500.5\n"));
+    assert_non_null(strstr(t, "drover_rank_loss{drover_job=\"tr\\\"ain\",rank=\"1\"} NaN\n"));
+    assert_non_null(strstr(t, "drover_rank_nonfinite_steps{drover_job=\"tr\\\"ain\",rank=\"1\"} 2\n"));
+    assert_non_null(strstr(t, "drover_gpu_utilization_ratio{drover_job=\"tr\\\"ain\",rank=\"1\"} 0.97\n"));
+    assert_null(strstr(t, "drover_gpu_utilization_ratio{drover_job=\"tr\\\"ain\",rank=\"0\"}")); /* no NVML there */
     assert_null(strstr(t, "rank=\"2\"")); /* nothing known yet: absent, not zero */
     free(t);
     free(st);
