@@ -46,7 +46,7 @@ check "every rank's step advances and Ktok/s > 0" all_ranks_advance 3 60
 good_is_v1() { jq -e --arg id "${id:0:12}" '[.. | objects | select(has("good")) | .good] | length > 0 and all(startswith($id))' <<<"$json" >/dev/null; }
 check "status JSON names v1 as the good (promoted) release" good_is_v1
 
-metrics_ok() { ct h1:101 /usr/local/bin/drover-agent metrics | grep -E '^drover_rank_step\{job="train",rank="0"\} [1-9]' >/dev/null; }
+metrics_ok() { ct h1:101 /usr/local/bin/drover-agent metrics | grep -E '^drover_rank_step\{drover_job="train",rank="0"\} [1-9]' >/dev/null; }
 check "drover-agent metrics shows rank 0's step as Prometheus text" metrics_ok
 
 drover history
