@@ -80,7 +80,7 @@ agent_path = $W/bin/drover-agent
 [job drafter]
 containers = gpu:local:$W/nodes/n0
 gpus = 0
-command = launch.sh
+command = ./launch.sh
 env = NCCL_NVLS_ENABLE=0
 master_port = 29711
 grace = 60s
