@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +34,23 @@
 
 static char tmpd[64];
 static struct store store;
+
+/* The wall clock as this process (and the daemon it forks) sees it: clock_gettime is defined
+ * here, so it interposes on libc's for every caller in the test binary, and CLOCK_REALTIME gets
+ * *wall_offset seconds added.  The offset lives in a shared page, so stepping it in the test
+ * steps the forked daemon's wall clock too, without touching the machine's clock. */
+static volatile double *wall_offset;
+
+int clock_gettime(clockid_t clk, struct timespec *ts)
+{
+    int r = (int)syscall(SYS_clock_gettime, clk, ts);
+    if (r == 0 && clk == CLOCK_REALTIME && wall_offset && *wall_offset != 0) {
+        double t = (double)ts->tv_sec + (double)ts->tv_nsec * 1e-9 + *wall_offset;
+        ts->tv_sec = (time_t)t;
+        ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
+    }
+    return r;
+}
 
 static int setup(void **state)
 {
@@ -828,6 +848,83 @@ static void test_daemon_restart_readopts(void **state)
     assert_int_equal(crash, 1);
 }
 
+/* Issue 11: no wall clock in any deadline.  The wall clock is stepped an hour forward during a
+ * probation that the controller then ends with a promote (with a wall-clock deadline this rolled
+ * back a healthy release), then an hour back during one that the controller never ends (the
+ * deadline must still expire on time, not an hour late). */
+static void test_daemon_probation_ignores_wall_clock_steps(void **state)
+{
+    (void)state;
+    char good[RELEASE_ID_LEN + 1], next[RELEASE_ID_LEN + 1], third[RELEASE_ID_LEN + 1];
+    install("good", good_sh, good);
+    install("next", "#!/bin/sh\n# healthy too\ntrap 'exit 0' TERM\nwhile :; do sleep 0.05; done\n", next);
+    install("third", "#!/bin/sh\n# and this one\ntrap 'exit 0' TERM\nwhile :; do sleep 0.05; done\n", third);
+    wall_offset = mmap(NULL, sizeof *wall_offset, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(wall_offset != MAP_FAILED);
+    *wall_offset = 0;
+    daemon_up();
+    char *r = activate(good, 1);
+    assert_true(reply_ok(r));
+    free(r);
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = RPC_PROMOTE;
+    strcpy(q.job, "train");
+    strcpy(q.release, good);
+    r = call(&q);
+    assert_true(reply_ok(r));
+    free(r);
+    struct rpc_request a;
+    rpc_request_init(&a);
+    a.op = RPC_ACTIVATE;
+    strcpy(a.job, "train");
+    strcpy(a.release, next);
+    spec_for(&a.spec, next, 1);
+    a.probation_s = 3;
+    r = call(&a);
+    assert_true(reply_ok(r));
+    free(r);
+    rpc_request_done(&a);
+    *wall_offset = 3600; /* +1 h */
+    struct timespec real;
+    assert_int_equal(syscall(SYS_clock_gettime, CLOCK_REALTIME, &real), 0);
+    assert_true(time_wall() - (double)real.tv_sec > 3500); /* the step reaches common/util.c */
+    usleep(500000);      /* several ticks of the daemon with the stepped clock */
+    struct agent_status *st = malloc(sizeof *st);
+    get_status(st);
+    const struct job_status *j = status_find_job(st, "train");
+    assert_string_equal(j->current, next); /* not reverted */
+    rpc_request_init(&q);
+    q.op = RPC_PROMOTE;
+    strcpy(q.job, "train");
+    strcpy(q.release, next);
+    r = call(&q);
+    assert_true(reply_ok(r)); /* the controller's verdict stands: promoted */
+    free(r);
+    get_status(st);
+    j = status_find_job(st, "train");
+    assert_string_equal(j->good, next);
+
+    rpc_request_init(&a);
+    a.op = RPC_ACTIVATE;
+    strcpy(a.job, "train");
+    strcpy(a.release, third);
+    spec_for(&a.spec, third, 1);
+    a.probation_s = 1;
+    r = call(&a);
+    assert_true(reply_ok(r));
+    free(r);
+    rpc_request_done(&a);
+    *wall_offset = -3600; /* -1 h: a wall-clock deadline would now be an hour away */
+    j = wait_state(st, GANG_REVERTED, 10);
+    assert_int_equal(j->state, GANG_REVERTED);
+    assert_string_equal(j->current, next);
+    assert_non_null(strstr(j->reason, "probation"));
+    free(st);
+    daemon_down();
+    *wall_offset = 0;
+}
+
 static void test_daemon_no_good_release_fails(void **state)
 {
     (void)state;
@@ -872,6 +969,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_daemon_probation_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_nonfinite_heartbeats_revert, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_restart_readopts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_probation_ignores_wall_clock_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_no_good_release_fails, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,44 @@
+#!/bin/bash
+# t-26-two-operators: the fleet holds the deploy lock (issue 11).  Two operators with their own
+# state dirs deploy the same job at once: the second is refused before anything changes, naming
+# the first as the holder of the job's deploy lease; the first deploy completes; afterwards the
+# lease is free again and the second operator's deploy goes through.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ensure_v1
+INV_B="$E2E_WORK/inventory-b.ini"
+mkdir -p "$E2E_WORK/state-b"
+sed "s|^state_dir = .*|state_dir = $E2E_WORK/state-b|" "$INV" >"$INV_B"
+d=$(make_release v6 train.seed=6)
+
+say "operator A deploys v6; operator B deploys v6 a moment later from another state dir"
+"$E2E_BUILD/drover" -i "$INV" deploy "$d" --job train >"$E2E_WORK/a.out" 2>"$E2E_WORK/a.err" &
+apid=$!
+lease_held() { ct h1:101 test -f /var/lib/drover/leases/train.json; }
+check "operator A holds the job's deploy lease" wait_until 30 lease_held
+"$E2E_BUILD/drover" -i "$INV_B" deploy "$d" --job train >"$E2E_WORK/b.out" 2>"$E2E_WORK/b.err"
+brc=$?
+sed 's/^/    B| /' "$E2E_WORK/b.err" | tail -5
+check "operator B is refused (exit != 0)" test "$brc" != 0
+check "B is told who holds the lease and for how long" \
+	grep -E -q "being deployed by [^ ]+@[^ ]+ \(lease taken [0-9]+ s ago" "$E2E_WORK/b.err"
+check "B changed nothing (nothing pushed or activated by B)" eval '! grep -E -q "activate|push h" "$E2E_WORK/b.err"'
+wait $apid
+arc=$?
+sed 's/^/    A| /' "$E2E_WORK/a.err" | tail -4
+check "operator A's deploy completes (exit 0)" test "$arc" = 0
+check "the lease is given back at the end" eval '! ct h1:101 test -f /var/lib/drover/leases/train.json'
+
+say "operator B again, now that the lease is free"
+"$E2E_BUILD/drover" -i "$INV_B" deploy "$d" --job train >"$E2E_WORK/b.out" 2>"$E2E_WORK/b.err"
+brc=$?
+check "B's deploy goes through (exit 0: v6 is current and promoted)" test "$brc" = 0
+same_view() {
+	local a b
+	a=$("$E2E_BUILD/drover" -i "$INV" status -o json | jq -c '[.jobs[].containers[] | [.current, .good]]')
+	b=$("$E2E_BUILD/drover" -i "$INV_B" status -o json | jq -c '[.jobs[].containers[] | [.current, .good]]')
+	[[ -n $a && $a == "$b" ]]
+}
+check "both operators' status shows the same current and good releases" same_view
+finish
