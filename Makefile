@@ -10,7 +10,7 @@ CC       ?= cc
 BUILD    ?= build
 NVCC     ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90
+CUDA_ARCH ?= -gencode arch=compute_90a,code=sm_90a
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
             -Wno-format-nonliteral
@@ -83,7 +83,7 @@ $(BUILD)/%.o: %.c
 
 $(BUILD)/kernels/%.o: kernels/%.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) -lineinfo -I. -Xcompiler -fPIC,-Wall -MMD -MP -c $< -o $@
+	$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) $(if $(findstring 90a,$(CUDA_ARCH)),-DKERN_WGMMA) -lineinfo -I. -Xcompiler -fPIC,-Wall -MMD -MP -c $< -o $@
 
 $(BUILD)/lib%.a: 
 	@mkdir -p $(dir $@)

@@ -10,6 +10,8 @@
 // 4*g + t holds rows g and g+8, columns 2t and 2t+1).
 // Never: writes a T x T tensor to device memory; reads qkv rows at or beyond T (zero-filled).
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kernels/common.cuh"
 
@@ -453,11 +455,37 @@ static int am_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float
     return 0;
 }
 
+static int attn_impl = -1; // 0 mma.sync, 1 wgmma where built and the head size allows
+
+extern "C" int kern_attention_set_impl(int impl)
+{
+    if (impl < 0) {
+        const char *e = getenv("DROVER_ATTN");
+        impl = e && !strcmp(e, "mma") ? 0 : 1;
+    }
+    attn_impl = impl;
+    return attn_impl;
+}
+
+static bool use_wgmma(int hs)
+{
+    if (attn_impl < 0)
+        kern_attention_set_impl(-1);
+    return attn_impl == 1 && attention_wg_available(hs);
+}
+
+extern "C" const char *kern_attention_impl(int hs)
+{
+    return use_wgmma(hs) ? "wgmma" : "mma";
+}
+
 extern "C" int kern_attention_forward(kbf16 *out, float *lse, const kbf16 *qkv, int B, int T, int C,
                                       int NH, cudaStream_t s)
 {
     if (NH <= 0 || C % NH)
         return -EINVAL;
+    if (use_wgmma(C / NH))
+        return attention_wg_forward((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s);
     switch (C / NH) {
     case 16:
         return am_forward<16>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s);
@@ -484,6 +512,8 @@ extern "C" int kern_attention_backward2(kbf16 *dqkv, float *scratch, const kbf16
         return r;
     bf16 *dq = (bf16 *)dqkv;
     const bf16 *o = (const bf16 *)dout, *q = (const bf16 *)qkv;
+    if (use_wgmma(C / NH))
+        return attention_wg_backward(dq, scratch, o, lse, q, B, T, C, NH, s, s2, ev0, ev1);
     switch (C / NH) {
     case 16:
         return am_backward<16>(dq, scratch, o, lse, q, B, T, C, NH, s, s2, ev0, ev1);

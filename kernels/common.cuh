@@ -57,3 +57,9 @@ static inline unsigned cdiv(size_t a, size_t b)
 // D[b,h,t] = sum over the head's channels of dout * out (attention backward's row term).
 int attention_dot_launch(float *D, const bf16 *dout, const bf16 *out, int B, int T, int C, int NH,
                          cudaStream_t s);
+
+// kernels/attention_wgmma.cu (sm_90a builds; the stubs of other builds return -EINVAL / 0).
+int attention_wg_available(int hs);
+int attention_wg_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s);
+int attention_wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float *lse, const bf16 *qkv, int B,
+                          int T, int C, int NH, cudaStream_t s, cudaStream_t s2, cudaEvent_t ev0, cudaEvent_t ev1);

@@ -85,6 +85,12 @@ int kern_attention_backward(kbf16 *dqkv, float *scratch, const kbf16 *dout, cons
 int kern_attention_backward2(kbf16 *dqkv, float *scratch, const kbf16 *dout, const kbf16 *out,
                              const float *lse, const kbf16 *qkv, int B, int T, int C, int NH,
                              cudaStream_t s, cudaStream_t s2, cudaEvent_t ev0, cudaEvent_t ev1);
+/* Which implementation the two above use: 1 = wgmma (kernels/attention_wgmma.cu; sm_90a builds,
+ * head sizes 16..64, else mma), 0 = mma.sync (kernels/attention_mma.cu), -1 = from the
+ * environment (DROVER_ATTN=mma selects mma.sync; the default is wgmma).  Returns the choice.
+ * Not thread-safe: call before the first launch.  kern_attention_impl names what head size hs gets. */
+int kern_attention_set_impl(int impl);
+const char *kern_attention_impl(int hs);
 /* The first WMMA version of the two above (same contract, slower); kept as a second reference. */
 int kern_attention_forward_ref(kbf16 *out, float *lse, const kbf16 *qkv, int B, int T, int C,
                                int NH, cudaStream_t s);

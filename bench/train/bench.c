@@ -71,10 +71,10 @@ static int bench_train(int B, int steps, struct gpt_config cfg)
         goto done;
     printf("{\"system\": \"drover\", \"gpus\": %d, \"B\": %d, \"T\": %d, \"layers\": %d, \"dim\": %d, \"params\": %zu, "
            "\"ktok_s\": %.1f, \"tflops\": %.1f, \"mfu\": %.3f, \"mem_peak_gib\": %.2f, "
-           "\"step_ms\": %.2f, \"loss\": %.4f}\n",
+           "\"step_ms\": %.2f, \"loss\": %.4f, \"attn\": \"%s\"}\n",
            world, B, T, cfg.layers, cfg.dim, n, tok_s / 1e3, tok_s * fpt / 1e12,
            tok_s * fpt / cuda_peak_flops() / world, (double)backend_cuda.mem_peak(be) / (1u << 30),
-           dt / steps * 1e3, loss);
+           dt / steps * 1e3, loss, kern_attention_impl(cfg.dim / cfg.heads));
     fflush(stdout);
 done:
     backend_cuda.destroy(be);
@@ -194,10 +194,19 @@ static int bench_kernels(int B)
     TIME("matmul bwd-w attproj", 2.0 * N * C * C, bf * 2.0 * N * C + 8.0 * C * C, L,
          kern_matmul_backward_weight(bl, gw, y, x, (int)N, C, C, 0));
     double attf = 2.0 * 2.0 * N * T * C / 2; /* causal: QK^T and PV over half the scores */
-    TIME("attention fwd (flash, causal)", attf, bf * 4.0 * N * C, L,
-         kern_attention_forward(y, lse, qkv, B, T, C, NH, 0));
-    TIME("attention bwd (dkv + dq kernels)", 2.5 * attf, bf * 8.0 * N * C, L,
-         kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
+    /* both implementations; the one the step uses (DROVER_ATTN, kern_attention_set_impl) counts */
+    int use_wg = !strcmp(kern_attention_impl(C / NH), "wgmma");
+    for (int impl = 1; impl >= 0; impl--) {
+        kern_attention_set_impl(impl);
+        if (impl == 1 && strcmp(kern_attention_impl(C / NH), "wgmma"))
+            continue;
+        int cnt = impl == use_wg ? L : 0;
+        TIME(impl ? "attention fwd (wgmma)" : "attention fwd (mma.sync)", attf, bf * 4.0 * N * C, cnt,
+             kern_attention_forward(y, lse, qkv, B, T, C, NH, 0));
+        TIME(impl ? "attention bwd (wgmma dkv + dq)" : "attention bwd (mma.sync dkv + dq)", 2.5 * attf,
+             bf * 8.0 * N * C, cnt, kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
+    }
+    kern_attention_set_impl(-1);
     TIME("layernorm fwd", 0, bf * 2.0 * N * C, 2 * L + 1,
          kern_layernorm_forward(y, mean, rstd, x, bias, bias, (int)N, C, 0));
     TIME("layernorm bwd (dinp + dw/db)", 0, bf * 4.0 * N * C, 2 * L + 1,

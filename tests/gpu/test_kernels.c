@@ -199,10 +199,17 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
     float *dinp = calloc(N * 3 * C, 4), *dpre = calloc(tt, 4), *datt = calloc(tt, 4);
     cpu_attention_backward(dinp, dpre, datt, dout, qkv, att, B, T, C, NH);
     kbf16 *dqkv_in = dev_bf16(qkv, N * 3 * C), *d_dout = dev_bf16(dout, N * C);
-    const char *which[2] = {"mma", "wmma ref"};
-    attn_fwd_fn fwd[2] = {kern_attention_forward, kern_attention_forward_ref};
-    attn_bwd_fn bwd[2] = {kern_attention_backward, kern_attention_backward_ref};
-    for (int k = 0; k < 2; k++) {
+    /* the launcher with each implementation it can select (kern_attention_set_impl: mma.sync,
+     * wgmma where built and the head size allows), then the first WMMA version */
+    const char *which[3] = {"mma", "wgmma", "wmma ref"};
+    attn_fwd_fn fwd[3] = {kern_attention_forward, kern_attention_forward, kern_attention_forward_ref};
+    attn_bwd_fn bwd[3] = {kern_attention_backward, kern_attention_backward, kern_attention_backward_ref};
+    for (int k = 0; k < 3; k++) {
+        if (k < 2) {
+            kern_attention_set_impl(k);
+            if (strcmp(kern_attention_impl(C / NH), which[k]))
+                continue; /* wgmma not built or head size 128: the mma line covers it */
+        }
         kbf16 *out = dev_poisoned(N * C * 2);
         float *lse = dev_poisoned((size_t)B * NH * T * 4);
         KK(fwd[k](out, lse, dqkv_in, B, T, C, NH, 0));
@@ -215,6 +222,13 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
         float *g = host_from_bf16(d_dqkv, N * 3 * C);
         snprintf(name, sizeof name, "attention_backward %s dqkv (B%d T%d C%d NH%d)", which[k], B, T, C, NH);
         check(name, rel_err(g, dinp, N * 3 * C), 2e-2);
+        if (k < 2) { /* deterministic: a second backward gives the same bits */
+            KK(bwd[k](d_dqkv, scratch, d_dout, out, lse, dqkv_in, B, T, C, NH, 0));
+            float *g2 = host_from_bf16(d_dqkv, N * 3 * C);
+            snprintf(name, sizeof name, "attention_backward %s repeat identical", which[k]);
+            check(name, memcmp(g, g2, N * 3 * C * sizeof(float)) ? 1.0 : 0.0, 0);
+            free(g2);
+        }
         free(got);
         free(g);
         CK(cudaFree(out));
@@ -225,6 +239,19 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
     free(qkv); free(ref); free(preatt); free(att); free(dout); free(dinp); free(dpre); free(datt);
     CK(cudaFree(dqkv_in));
     CK(cudaFree(d_dout));
+    kern_attention_set_impl(-1);
+}
+
+static void test_attention_all(struct rng *r)
+{
+    test_attention(r, 2, 200, 128, 2);  /* hs 64, ragged T */
+    test_attention(r, 2, 256, 128, 4);  /* hs 32 */
+    test_attention(r, 1, 130, 256, 2);  /* hs 128 */
+    test_attention(r, 1, 1024, 768, 12); /* GPT-2 small shape */
+    test_attention(r, 1, 64, 128, 2);    /* one tile */
+    test_attention(r, 2, 100, 32, 2);    /* hs 16 (the selftest's tiny model) */
+    test_attention(r, 3, 17, 64, 1);     /* shorter than a tile */
+    test_attention(r, 2, 320, 192, 3);   /* hs 64, odd tile count (a half-empty 128-row block) */
 }
 
 static void test_classifier(struct rng *r)
@@ -299,6 +326,12 @@ int main(int argc, char **argv)
     printf("test_kernels: seed %llu\n", (unsigned long long)seed);
     struct rng r;
     rng_seed(&r, seed);
+    if (argc > 2 && !strcmp(argv[2], "attention")) { /* attention only (tests/gpu/run.sh probes) */
+        test_attention_all(&r);
+        CK(cudaDeviceSynchronize());
+        printf("test_kernels attention: %s (%d failed)\n", failures ? "FAIL" : "PASS", failures);
+        return failures ? 1 : 0;
+    }
     struct kern_blas *bl;
     KK(kern_blas_new(32u << 20, &bl));
     test_encoder(&r);
@@ -306,13 +339,7 @@ int main(int argc, char **argv)
     test_layernorm(&r, 96);
     test_layernorm(&r, 2048); /* wider than the fused kernel: two-pass path */
     test_matmul(&r, bl);
-    test_attention(&r, 2, 200, 128, 2);  /* hs 64, ragged T */
-    test_attention(&r, 2, 256, 128, 4);  /* hs 32 */
-    test_attention(&r, 1, 130, 256, 2);  /* hs 128 */
-    test_attention(&r, 1, 1024, 768, 12); /* GPT-2 small shape */
-    test_attention(&r, 1, 64, 128, 2);    /* one tile */
-    test_attention(&r, 2, 100, 32, 2);    /* hs 16 (the selftest's tiny model) */
-    test_attention(&r, 3, 17, 64, 1);     /* shorter than a tile */
+    test_attention_all(&r);
     test_classifier(&r);
     test_optimizer(&r);
     kern_blas_free(bl);

@@ -1,0 +1,615 @@
+// kernels/attention_wgmma.cu: causal multi-head attention on Hopper's warpgroup tensor-core
+// instruction (wgmma, sm_90a), same contract and same FlashAttention-2 order as
+// attention_mma.cu, which stays selectable (DROVER_ATTN=mma) and handles head size 128.
+// Blocks are two warpgroups (256 threads).  Forward and dQ: one block per 128 queries (64 per
+// warpgroup), key/value tiles of 64 shared by both warpgroups, double-buffered with cp.async.
+// dK/dV: one block per 128 keys, query/dO tiles of 64 shared.  The first product of each step
+// (Q K^T, dO V^T, K Q^T, V dO^T) reads both operands from shared memory; the second (P V, dS K,
+// P^T dO, dS^T Q) takes P or dS from registers, converted in place from the accumulators (the
+// wgmma accumulator layout of a warp is mma.sync's m16n8 C layout, its register A operand
+// mma.sync's A).  No atomics: deterministic.
+// Shared tiles use wgmma's no-swizzle canonical layout: 16-byte chunk c of row r at byte
+// (r/8)*RB + c*128 + (r%8)*16, RB = HS*16; the same bytes serve as a K-major operand (rows = M
+// or N) and as an MN-major operand (rows = K).  Descriptor strides: K-major LBO 128 (next chunk
+// along K), SBO RB (next 8 rows); MN-major LBO RB (next 8 rows along K), SBO 128 (next chunk
+// along N).  DROVER_WG_DESC=1/2/3 swaps them (a check of the encoding on a new toolchain).
+// Built only for sm_90a (KERN_WGMMA, set by the Makefile when CUDA_ARCH names it).
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "kernels/common.cuh"
+
+#define WG_THREADS 256
+#define WG_LOG2E 1.4426950408889634f
+
+#if defined(KERN_WGMMA)
+
+static __device__ __forceinline__ uint32_t wsmem(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+static __device__ __forceinline__ uint64_t wdesc(const void *p, uint64_t hi)
+{
+    return hi | (uint64_t)((wsmem(p) & 0x3FFFFu) >> 4);
+}
+
+static __device__ __forceinline__ void wg_fence(void)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void wg_commit(void)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void wg_wait0(void)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+}
+// shared memory written through the generic proxy (cp.async, st.shared) before wgmma reads it
+static __device__ __forceinline__ void fence_async_smem(void)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ float wex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+static __device__ __forceinline__ uint32_t wpack(float lo, float hi)
+{
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+
+static __device__ __forceinline__ void wcp16(void *dst, const void *src, bool pred)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(wsmem(dst)), "l"(src),
+                 "r"(pred ? 16 : 0));
+}
+static __device__ __forceinline__ void wcp_commit(void)
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+static __device__ __forceinline__ void wcp_wait_all(void)
+{
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
+static __device__ __forceinline__ void wg_ss_n64(float *d, uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "r"(1));
+}
+static __device__ __forceinline__ void wg_rs_n16(float *d, const uint32_t *a, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+}
+static __device__ __forceinline__ void wg_rs_n32(float *d, const uint32_t *a, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+}
+static __device__ __forceinline__ void wg_rs_n64(float *d, const uint32_t *a, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+}
+
+#else
+static __device__ __forceinline__ void wg_ss_n64(float *, uint64_t, uint64_t) { __trap(); }
+static __device__ __forceinline__ void wg_rs_n16(float *, const uint32_t *, uint64_t) { __trap(); }
+static __device__ __forceinline__ void wg_rs_n32(float *, const uint32_t *, uint64_t) { __trap(); }
+static __device__ __forceinline__ void wg_rs_n64(float *, const uint32_t *, uint64_t) { __trap(); }
+#endif
+
+template <int N>
+static __device__ __forceinline__ void wg_rs(float *d, const uint32_t *a, uint64_t db)
+{
+    if constexpr (N == 16)
+        wg_rs_n16(d, a, db);
+    else if constexpr (N == 32)
+        wg_rs_n32(d, a, db);
+    else
+        wg_rs_n64(d, a, db);
+}
+
+// nrows x HS rows (row0.. of a tensor with row stride `stride`) -> blocked shared tile; rows >= T
+// zero-filled.  Thread mapping keeps each quarter-warp's 16-byte stores in distinct bank groups.
+template <int HS>
+static __device__ __forceinline__ void wtile(unsigned char *dst, const bf16 *src, int stride, int row0, int nrows,
+                                             int T)
+{
+    constexpr int VPR = HS / 8, RB = HS * 16;
+    for (int i = threadIdx.x; i < nrows * VPR; i += WG_THREADS) {
+        int rl = i & 7, c = (i >> 3) % VPR, rh = (i >> 3) / VPR;
+        int r = rh * 8 + rl;
+        bool ok = row0 + r < T;
+        wcp16(dst + rh * RB + c * 128 + rl * 16, ok ? src + (size_t)(row0 + r) * stride + c * 8 : src, ok);
+    }
+}
+
+static __device__ __forceinline__ void wzero(float *acc)
+{
+#pragma unroll
+    for (int i = 0; i < 32; i++)
+        acc[i] = 0.f;
+}
+
+// acc (64 x 64, 32 floats) += A (64 rows of a blocked tile at `a`) * B^T (64 rows at `b`), K = HS.
+// The caller zeroes acc and issues wg_fence() before (once for several products).
+template <int HS>
+static __device__ __forceinline__ void wg_abt(float *acc, const unsigned char *a, const unsigned char *b, uint64_t kh)
+{
+#pragma unroll
+    for (int kk = 0; kk < HS / 16; kk++)
+        wg_ss_n64(acc, wdesc(a + kk * 256, kh), wdesc(b + kk * 256, kh));
+}
+
+// P (64 x 64 accumulator registers p) -> bf16 register A operands of the four k-steps.
+static __device__ __forceinline__ void wg_packp(uint32_t (*a)[4], const float *p)
+{
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) {
+        a[kk][0] = wpack(p[8 * kk + 0], p[8 * kk + 1]);
+        a[kk][1] = wpack(p[8 * kk + 2], p[8 * kk + 3]);
+        a[kk][2] = wpack(p[8 * kk + 4], p[8 * kk + 5]);
+        a[kk][3] = wpack(p[8 * kk + 6], p[8 * kk + 7]);
+    }
+}
+
+// acc (64 x HS) += P (packed by wg_packp) * B, B a 64 x HS blocked tile (K = rows).  The caller
+// issues wg_fence() before.
+template <int HS>
+static __device__ __forceinline__ void wg_pb(float *acc, const uint32_t (*a)[4], const unsigned char *b, uint64_t mh)
+{
+    constexpr int RB = HS * 16;
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        wg_rs<HS>(acc, a[kk], wdesc(b + kk * 2 * RB, mh));
+}
+
+// Store a warp's 16 x HS accumulator rows (row0 + g, row0 + g + 8) as bf16.
+template <int HS>
+static __device__ __forceinline__ void wstore(bf16 *dst, int stride, int row0, int T, const float *acc, float mul0,
+                                              float mul1)
+{
+    int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int n = 0; n < HS / 8; n++) {
+        if (row0 + g < T)
+            *reinterpret_cast<__nv_bfloat162 *>(dst + (size_t)(row0 + g) * stride + n * 8 + 2 * t) =
+                __floats2bfloat162_rn(acc[4 * n] * mul0, acc[4 * n + 1] * mul0);
+        if (row0 + g + 8 < T)
+            *reinterpret_cast<__nv_bfloat162 *>(dst + (size_t)(row0 + g + 8) * stride + n * 8 + 2 * t) =
+                __floats2bfloat162_rn(acc[4 * n + 2] * mul1, acc[4 * n + 3] * mul1);
+    }
+}
+
+template <int HS>
+static __global__ void __launch_bounds__(WG_THREADS) wg_forward_kernel(bf16 *out, float *lse, const bf16 *qkv, int T,
+                                                                        int C, int NH, float scale_log2,
+                                                                        uint64_t kh, uint64_t mh)
+{
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    constexpr int RB = HS * 16, TILE = 8 * RB; // 64 rows
+    unsigned char *sq = smem_raw;              // 128 rows
+    unsigned char *sk = sq + 2 * TILE;         // two buffers
+    unsigned char *sv = sk + 2 * TILE;         // two buffers
+    int nt = (T + 63) / 64, nqb = (nt + 1) / 2;
+    int qb = nqb - 1 - blockIdx.x;
+    int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    int wgi = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    int mt = 2 * qb + wgi, last = min(2 * qb + 1, nt - 1);
+    bool active = mt < nt;
+    const bf16 *base = qkv + (size_t)b * T * 3 * C + h * HS;
+    wtile<HS>(sq, base, 3 * C, qb * 128, 128, T);
+    wtile<HS>(sk, base + C, 3 * C, 0, 64, T);
+    wtile<HS>(sv, base + 2 * C, 3 * C, 0, 64, T);
+    wcp_commit();
+    wcp_wait_all();
+    fence_async_smem();
+    __syncthreads();
+    float o[HS / 2];
+#pragma unroll
+    for (int i = 0; i < HS / 2; i++)
+        o[i] = 0.f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+    int qrow0 = mt * 64 + w * 16 + g; // and qrow0 + 8
+    const unsigned char *myq = sq + wgi * TILE;
+    for (int j = 0; j <= last; j++) {
+        int buf = j & 1;
+        if (j < last) {
+            wtile<HS>(sk + (buf ^ 1) * TILE, base + C, 3 * C, (j + 1) * 64, 64, T);
+            wtile<HS>(sv + (buf ^ 1) * TILE, base + 2 * C, 3 * C, (j + 1) * 64, 64, T);
+            wcp_commit();
+        }
+        if (active && j <= mt) {
+            float s[32];
+            wzero(s);
+            wg_fence();
+            wg_abt<HS>(s, myq, sk + buf * TILE, kh);
+            wg_commit();
+            wg_wait0();
+            if (j == mt) {
+#pragma unroll
+                for (int i = 0; i < 32; i++)
+                    if (j * 64 + (i >> 2) * 8 + 2 * t + (i & 1) > qrow0 + ((i >> 1) & 1) * 8)
+                        s[i] = -INFINITY;
+            }
+            float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int i = 0; i < 32; i++)
+                mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+            float alpha[2];
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                float mnew = fmaxf(m[r], mx[r] * scale_log2);
+                alpha[r] = wex2(m[r] - mnew);
+                m[r] = mnew;
+                l[r] *= alpha[r];
+            }
+#pragma unroll
+            for (int i = 0; i < 32; i++) {
+                float p = wex2(fmaf(s[i], scale_log2, -m[(i >> 1) & 1]));
+                s[i] = p;
+                l[(i >> 1) & 1] += p;
+            }
+#pragma unroll
+            for (int i = 0; i < HS / 2; i++)
+                o[i] *= alpha[(i >> 1) & 1];
+            uint32_t pa[4][4];
+            wg_packp(pa, s);
+            wg_fence();
+            wg_pb<HS>(o, pa, sv + buf * TILE, mh);
+            wg_commit();
+            wg_wait0();
+        }
+        wcp_wait_all();
+        fence_async_smem();
+        __syncthreads();
+    }
+    if (!active)
+        return;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    }
+    wstore<HS>(out + (size_t)b * T * C + h * HS, C, mt * 64 + w * 16, T, o, 1.f / l[0], 1.f / l[1]);
+    if (t == 0) {
+        if (qrow0 < T)
+            lse[(size_t)bh * T + qrow0] = m[0] / WG_LOG2E + logf(l[0]);
+        if (qrow0 + 8 < T)
+            lse[(size_t)bh * T + qrow0 + 8] = m[1] / WG_LOG2E + logf(l[1]);
+    }
+}
+
+// dK, dV of 128 keys (64 per warpgroup); query / dO tiles of 64 shared.
+template <int HS>
+static __global__ void __launch_bounds__(WG_THREADS) wg_backward_dkv_kernel(bf16 *dqkv, const bf16 *dout,
+                                                                             const float *lse, const float *D,
+                                                                             const bf16 *qkv, int T, int C, int NH,
+                                                                             float scale, uint64_t kh, uint64_t mh)
+{
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    constexpr int RB = HS * 16, TILE = 8 * RB;
+    unsigned char *sk = smem_raw;      // 128 rows
+    unsigned char *sv = sk + 2 * TILE; // 128 rows
+    unsigned char *sq = sv + 2 * TILE; // two buffers of 64 rows
+    unsigned char *sdo = sq + 2 * TILE; // two buffers
+    float *slse = reinterpret_cast<float *>(sdo + 2 * TILE); // [2][64]
+    float *sd = slse + 128;                                   // [2][64]
+    int nt = (T + 63) / 64;
+    int kb = blockIdx.x, first = 2 * kb;
+    int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    int wgi = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    int mk = 2 * kb + wgi;
+    bool active = mk < nt;
+    const bf16 *base = qkv + (size_t)b * T * 3 * C + h * HS;
+    const bf16 *dbase = dout + (size_t)b * T * C + h * HS;
+    wtile<HS>(sk, base + C, 3 * C, kb * 128, 128, T);
+    wtile<HS>(sv, base + 2 * C, 3 * C, kb * 128, 128, T);
+    wtile<HS>(sq, base, 3 * C, first * 64, 64, T);
+    wtile<HS>(sdo, dbase, C, first * 64, 64, T);
+    wcp_commit();
+    if (threadIdx.x < 64) {
+        int q = first * 64 + threadIdx.x;
+        slse[threadIdx.x] = q < T ? lse[(size_t)bh * T + q] * WG_LOG2E : INFINITY;
+        sd[threadIdx.x] = q < T ? D[(size_t)bh * T + q] : 0.f;
+    }
+    wcp_wait_all();
+    fence_async_smem();
+    __syncthreads();
+    float dk[HS / 2], dv[HS / 2];
+#pragma unroll
+    for (int i = 0; i < HS / 2; i++)
+        dk[i] = dv[i] = 0.f;
+    int key0 = mk * 64 + w * 16 + g; // and key0 + 8
+    const unsigned char *myk = sk + wgi * TILE, *myv = sv + wgi * TILE;
+    float sl2 = scale * WG_LOG2E;
+    for (int i = first; i < nt; i++) {
+        int buf = (i - first) & 1;
+        if (i + 1 < nt) {
+            wtile<HS>(sq + (buf ^ 1) * TILE, base, 3 * C, (i + 1) * 64, 64, T);
+            wtile<HS>(sdo + (buf ^ 1) * TILE, dbase, C, (i + 1) * 64, 64, T);
+            wcp_commit();
+            if (threadIdx.x < 64) {
+                int q = (i + 1) * 64 + threadIdx.x;
+                slse[(buf ^ 1) * 64 + threadIdx.x] = q < T ? lse[(size_t)bh * T + q] * WG_LOG2E : INFINITY;
+                sd[(buf ^ 1) * 64 + threadIdx.x] = q < T ? D[(size_t)bh * T + q] : 0.f;
+            }
+        }
+        if (__shfl_sync(0xffffffffu, (int)(active && i >= mk), 0)) {
+            const unsigned char *cq = sq + buf * TILE, *cdo = sdo + buf * TILE;
+            const float *cl = slse + buf * 64, *cd = sd + buf * 64;
+            float st[32], dpt[32];
+            wzero(st);
+            wzero(dpt);
+            wg_fence();
+            wg_abt<HS>(st, myk, cq, kh);  // S^T = K Q^T   (64 keys x 64 queries)
+            wg_abt<HS>(dpt, myv, cdo, kh); // dP^T = V dO^T
+            wg_commit();
+            wg_wait0();
+            if (i == mk) { // causal mask on the diagonal tile: -inf before the exponential
+#pragma unroll
+                for (int e = 0; e < 32; e++)
+                    if (i * 64 + (e >> 2) * 8 + 2 * t + (e & 1) < key0 + ((e >> 1) & 1) * 8)
+                        st[e] = -INFINITY;
+            }
+#pragma unroll
+            for (int e = 0; e < 32; e++) {
+                int ql = (e >> 2) * 8 + 2 * t + (e & 1);
+                float p = wex2(fmaf(st[e], sl2, -cl[ql]));
+                st[e] = p;
+                dpt[e] = p * (dpt[e] - cd[ql]) * scale;
+            }
+            uint32_t pa[4][4], da[4][4];
+            wg_packp(pa, st);
+            wg_packp(da, dpt);
+            wg_fence();
+            wg_pb<HS>(dv, pa, cdo, mh); // dV += P^T dO
+            wg_pb<HS>(dk, da, cq, mh);  // dK += dS^T Q
+            wg_commit();
+            wg_wait0();
+        }
+        wcp_wait_all();
+        fence_async_smem();
+        __syncthreads();
+    }
+    if (!active)
+        return;
+    bf16 *dst = dqkv + (size_t)b * T * 3 * C + h * HS;
+    wstore<HS>(dst + C, 3 * C, mk * 64 + w * 16, T, dk, 1.f, 1.f);
+    wstore<HS>(dst + 2 * C, 3 * C, mk * 64 + w * 16, T, dv, 1.f, 1.f);
+}
+
+// dQ of 128 queries (64 per warpgroup); key / value tiles of 64 shared.
+template <int HS>
+static __global__ void __launch_bounds__(WG_THREADS) wg_backward_dq_kernel(bf16 *dqkv, const bf16 *dout,
+                                                                            const float *lse, const float *D,
+                                                                            const bf16 *qkv, int T, int C, int NH,
+                                                                            float scale, uint64_t kh, uint64_t mh)
+{
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    constexpr int RB = HS * 16, TILE = 8 * RB;
+    unsigned char *sq = smem_raw;       // 128 rows
+    unsigned char *sdo = sq + 2 * TILE; // 128 rows
+    unsigned char *sk = sdo + 2 * TILE; // two buffers of 64 rows
+    unsigned char *sv = sk + 2 * TILE;  // two buffers
+    int nt = (T + 63) / 64, nqb = (nt + 1) / 2;
+    int qb = nqb - 1 - blockIdx.x;
+    int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    int wgi = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    int mt = 2 * qb + wgi, last = min(2 * qb + 1, nt - 1);
+    bool active = mt < nt;
+    const bf16 *base = qkv + (size_t)b * T * 3 * C + h * HS;
+    const bf16 *dbase = dout + (size_t)b * T * C + h * HS;
+    wtile<HS>(sq, base, 3 * C, qb * 128, 128, T);
+    wtile<HS>(sdo, dbase, C, qb * 128, 128, T);
+    wtile<HS>(sk, base + C, 3 * C, 0, 64, T);
+    wtile<HS>(sv, base + 2 * C, 3 * C, 0, 64, T);
+    wcp_commit();
+    int qrow0 = mt * 64 + w * 16 + g;
+    float lr[2], dr[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        int q = qrow0 + r * 8;
+        lr[r] = q < T ? lse[(size_t)bh * T + q] * WG_LOG2E : INFINITY;
+        dr[r] = q < T ? D[(size_t)bh * T + q] : 0.f;
+    }
+    wcp_wait_all();
+    fence_async_smem();
+    __syncthreads();
+    float dq[HS / 2];
+#pragma unroll
+    for (int i = 0; i < HS / 2; i++)
+        dq[i] = 0.f;
+    const unsigned char *myq = sq + wgi * TILE, *mydo = sdo + wgi * TILE;
+    float sl2 = scale * WG_LOG2E;
+    for (int j = 0; j <= last; j++) {
+        int buf = j & 1;
+        if (j < last) {
+            wtile<HS>(sk + (buf ^ 1) * TILE, base + C, 3 * C, (j + 1) * 64, 64, T);
+            wtile<HS>(sv + (buf ^ 1) * TILE, base + 2 * C, 3 * C, (j + 1) * 64, 64, T);
+            wcp_commit();
+        }
+        if (__shfl_sync(0xffffffffu, (int)(active && j <= mt), 0)) {
+            const unsigned char *ck = sk + buf * TILE, *cv = sv + buf * TILE;
+            float s[32], dp[32];
+            wzero(s);
+            wzero(dp);
+            wg_fence();
+            wg_abt<HS>(s, myq, ck, kh);   // S = Q K^T
+            wg_abt<HS>(dp, mydo, cv, kh); // dP = dO V^T
+            wg_commit();
+            wg_wait0();
+            if (j == mt) {
+#pragma unroll
+                for (int e = 0; e < 32; e++)
+                    if (j * 64 + (e >> 2) * 8 + 2 * t + (e & 1) > qrow0 + ((e >> 1) & 1) * 8)
+                        s[e] = -INFINITY;
+            }
+#pragma unroll
+            for (int e = 0; e < 32; e++) {
+                int r = (e >> 1) & 1;
+                float p = wex2(fmaf(s[e], sl2, -lr[r]));
+                s[e] = p * (dp[e] - dr[r]) * scale;
+            }
+            uint32_t da[4][4];
+            wg_packp(da, s);
+            wg_fence();
+            wg_pb<HS>(dq, da, ck, mh); // dQ += dS K
+            wg_commit();
+            wg_wait0();
+        }
+        wcp_wait_all();
+        fence_async_smem();
+        __syncthreads();
+    }
+    if (!active)
+        return;
+    wstore<HS>(dqkv + (size_t)b * T * 3 * C + h * HS, 3 * C, mt * 64 + w * 16, T, dq, 1.f, 1.f);
+}
+
+// Descriptor high bits (LBO, SBO; no swizzle) for K-major and MN-major operands.
+static void wg_desc_bits(int HS, uint64_t *kh, uint64_t *mh)
+{
+    static int variant = -1;
+    if (variant < 0) {
+        const char *e = getenv("DROVER_WG_DESC");
+        variant = e ? atoi(e) & 3 : 0;
+    }
+    uint64_t rb = (uint64_t)HS * 16, c = 128;
+    uint64_t klbo = c, ksbo = rb, mlbo = rb, msbo = c;
+    if (variant & 1) {
+        klbo = rb;
+        ksbo = c;
+    }
+    if (variant & 2) {
+        mlbo = c;
+        msbo = rb;
+    }
+    *kh = ((klbo >> 4) & 0x3FFF) << 16 | ((ksbo >> 4) & 0x3FFF) << 32;
+    *mh = ((mlbo >> 4) & 0x3FFF) << 16 | ((msbo >> 4) & 0x3FFF) << 32;
+}
+
+template <int HS>
+static int wg_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s)
+{
+    size_t sz = (size_t)6 * 8 * HS * 16;
+    uint64_t kh, mh;
+    wg_desc_bits(HS, &kh, &mh);
+    cudaFuncSetAttribute(wg_forward_kernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
+    int nt = (T + 63) / 64;
+    dim3 grid((nt + 1) / 2, B * NH);
+    wg_forward_kernel<HS><<<grid, WG_THREADS, sz, s>>>(out, lse, qkv, T, C, NH, WG_LOG2E / sqrtf((float)HS), kh, mh);
+    return kern_check_launch("attention_forward (wgmma)");
+}
+
+template <int HS>
+static int wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float *lse, const bf16 *qkv, int B, int T,
+                       int C, int NH, cudaStream_t s, cudaStream_t s2, cudaEvent_t ev0, cudaEvent_t ev1)
+{
+    size_t sz_kv = (size_t)8 * 8 * HS * 16 + sizeof(float) * 256;
+    size_t sz_q = (size_t)8 * 8 * HS * 16;
+    uint64_t kh, mh;
+    wg_desc_bits(HS, &kh, &mh);
+    cudaFuncSetAttribute(wg_backward_dkv_kernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz_kv);
+    cudaFuncSetAttribute(wg_backward_dq_kernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz_q);
+    int nt = (T + 63) / 64;
+    dim3 grid((nt + 1) / 2, B * NH);
+    float scale = 1.f / sqrtf((float)HS);
+    cudaStream_t sq = s;
+    if (s2 && ev0 && ev1) {
+        if (cudaEventRecord(ev0, s) != cudaSuccess || cudaStreamWaitEvent(s2, ev0, 0) != cudaSuccess)
+            return kern_check_launch("attention_backward streams");
+        sq = s2;
+    }
+    wg_backward_dq_kernel<HS><<<grid, WG_THREADS, sz_q, sq>>>(dqkv, dout, lse, D, qkv, T, C, NH, scale, kh, mh);
+    int r = kern_check_launch("attention_backward_dq (wgmma)");
+    if (r < 0)
+        return r;
+    wg_backward_dkv_kernel<HS><<<grid, WG_THREADS, sz_kv, s>>>(dqkv, dout, lse, D, qkv, T, C, NH, scale, kh, mh);
+    r = kern_check_launch("attention_backward_dkv (wgmma)");
+    if (r < 0 || sq == s)
+        return r;
+    if (cudaEventRecord(ev1, s2) != cudaSuccess || cudaStreamWaitEvent(s, ev1, 0) != cudaSuccess)
+        return kern_check_launch("attention_backward streams");
+    return 0;
+}
+
+int attention_wg_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s)
+{
+    switch (C / NH) {
+    case 16:
+        return wg_forward<16>(out, lse, qkv, B, T, C, NH, s);
+    case 32:
+        return wg_forward<32>(out, lse, qkv, B, T, C, NH, s);
+    case 64:
+        return wg_forward<64>(out, lse, qkv, B, T, C, NH, s);
+    default:
+        return -EINVAL;
+    }
+}
+
+int attention_wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float *lse, const bf16 *qkv, int B,
+                          int T, int C, int NH, cudaStream_t s, cudaStream_t s2, cudaEvent_t ev0, cudaEvent_t ev1)
+{
+    switch (C / NH) {
+    case 16:
+        return wg_backward<16>(dqkv, D, dout, lse, qkv, B, T, C, NH, s, s2, ev0, ev1);
+    case 32:
+        return wg_backward<32>(dqkv, D, dout, lse, qkv, B, T, C, NH, s, s2, ev0, ev1);
+    case 64:
+        return wg_backward<64>(dqkv, D, dout, lse, qkv, B, T, C, NH, s, s2, ev0, ev1);
+    default:
+        return -EINVAL;
+    }
+}
+
+int attention_wg_available(int hs)
+{
+    return hs == 16 || hs == 32 || hs == 64;
+}
+
+#else
+
+int attention_wg_forward(bf16 *, float *, const bf16 *, int, int, int, int, cudaStream_t)
+{
+    return -EINVAL;
+}
+int attention_wg_backward(bf16 *, const float *, const bf16 *, const float *, const bf16 *, int, int, int, int,
+                          cudaStream_t, cudaStream_t, cudaEvent_t, cudaEvent_t)
+{
+    return -EINVAL;
+}
+int attention_wg_available(int)
+{
+    return 0;
+}
+
+#endif
