@@ -474,6 +474,11 @@ static bool use_wgmma(int hs)
     return attn_impl == 1 && attention_wg_available(hs);
 }
 
+extern "C" void kern_attention_set_variant(const char *v)
+{
+    attention_wg_set_variant(v);
+}
+
 extern "C" const char *kern_attention_impl(int hs)
 {
     return use_wgmma(hs) ? "wgmma" : "mma";

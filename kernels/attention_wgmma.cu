@@ -16,10 +16,14 @@
 // Built only for sm_90a (KERN_WGMMA, set by the Makefile when CUDA_ARCH names it).
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/common.cuh"
 
-#define WG_THREADS 256
+// default variants (bit 0: 2 warpgroups per block, bit 1: pipelined), DROVER_WG_VARIANT overrides
+#define WG_DEFAULT_FWD 2
+#define WG_DEFAULT_DQ 2
+#define WG_DEFAULT_DKV 0
 #define WG_LOG2E 1.4426950408889634f
 
 #if defined(KERN_WGMMA)
@@ -44,6 +48,12 @@ static __device__ __forceinline__ void wg_commit(void)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void wg_wait1(void)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
 #endif
 }
 static __device__ __forceinline__ void wg_wait0(void)
@@ -137,12 +147,12 @@ static __device__ __forceinline__ void wg_rs(float *d, const uint32_t *a, uint64
 
 // nrows x HS rows (row0.. of a tensor with row stride `stride`) -> blocked shared tile; rows >= T
 // zero-filled.  Thread mapping keeps each quarter-warp's 16-byte stores in distinct bank groups.
-template <int HS>
+template <int HS, int NT>
 static __device__ __forceinline__ void wtile(unsigned char *dst, const bf16 *src, int stride, int row0, int nrows,
                                              int T)
 {
     constexpr int VPR = HS / 8, RB = HS * 16;
-    for (int i = threadIdx.x; i < nrows * VPR; i += WG_THREADS) {
+    for (int i = threadIdx.x; i < nrows * VPR; i += NT) {
         int rl = i & 7, c = (i >> 3) % VPR, rh = (i >> 3) / VPR;
         int r = rh * 8 + rl;
         bool ok = row0 + r < T;
@@ -207,26 +217,31 @@ static __device__ __forceinline__ void wstore(bf16 *dst, int stride, int row0, i
     }
 }
 
-template <int HS>
-static __global__ void __launch_bounds__(WG_THREADS) wg_forward_kernel(bf16 *out, float *lse, const bf16 *qkv, int T,
-                                                                        int C, int NH, float scale_log2,
-                                                                        uint64_t kh, uint64_t mh)
+// Kernel variants: NWG warpgroups per block (1: blocks of 64 rows, independent warpgroups that
+// drift apart; 2: blocks of 128 rows sharing the streamed tiles, in lockstep), and PIPE: the
+// second product of step i-1 is issued together with the first product of step i, so that the
+// softmax (or dS) of step i runs while the tensor cores finish step i-1 (FlashAttention-3's
+// intra-warpgroup overlap; three tile buffers instead of two).
+template <int HS, int NWG, bool PIPE>
+static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out, float *lse, const bf16 *qkv, int T,
+                                                                       int C, int NH, float scale_log2, uint64_t kh,
+                                                                       uint64_t mh)
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];
-    constexpr int RB = HS * 16, TILE = 8 * RB; // 64 rows
-    unsigned char *sq = smem_raw;              // 128 rows
-    unsigned char *sk = sq + 2 * TILE;         // two buffers
-    unsigned char *sv = sk + 2 * TILE;         // two buffers
-    int nt = (T + 63) / 64, nqb = (nt + 1) / 2;
+    constexpr int RB = HS * 16, TILE = 8 * RB, NBUF = PIPE ? 3 : 2, NT = 128 * NWG;
+    unsigned char *sq = smem_raw;        // 64 * NWG rows
+    unsigned char *sk = sq + NWG * TILE; // NBUF buffers
+    unsigned char *sv = sk + NBUF * TILE; // NBUF buffers
+    int nt = (T + 63) / 64, nqb = (nt + NWG - 1) / NWG;
     int qb = nqb - 1 - blockIdx.x;
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int wgi = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    int mt = 2 * qb + wgi, last = min(2 * qb + 1, nt - 1);
+    int mt = NWG * qb + wgi, last = min(NWG * qb + NWG - 1, nt - 1);
     bool active = mt < nt;
     const bf16 *base = qkv + (size_t)b * T * 3 * C + h * HS;
-    wtile<HS>(sq, base, 3 * C, qb * 128, 128, T);
-    wtile<HS>(sk, base + C, 3 * C, 0, 64, T);
-    wtile<HS>(sv, base + 2 * C, 3 * C, 0, 64, T);
+    wtile<HS, NT>(sq, base, 3 * C, qb * 64 * NWG, 64 * NWG, T);
+    wtile<HS, NT>(sk, base + C, 3 * C, 0, 64, T);
+    wtile<HS, NT>(sv, base + 2 * C, 3 * C, 0, 64, T);
     wcp_commit();
     wcp_wait_all();
     fence_async_smem();
@@ -235,14 +250,15 @@ static __global__ void __launch_bounds__(WG_THREADS) wg_forward_kernel(bf16 *out
 #pragma unroll
     for (int i = 0; i < HS / 2; i++)
         o[i] = 0.f;
+    uint32_t pa[4][4];
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
     int qrow0 = mt * 64 + w * 16 + g; // and qrow0 + 8
     const unsigned char *myq = sq + wgi * TILE;
     for (int j = 0; j <= last; j++) {
-        int buf = j & 1;
+        int buf = j % NBUF;
         if (j < last) {
-            wtile<HS>(sk + (buf ^ 1) * TILE, base + C, 3 * C, (j + 1) * 64, 64, T);
-            wtile<HS>(sv + (buf ^ 1) * TILE, base + 2 * C, 3 * C, (j + 1) * 64, 64, T);
+            wtile<HS, NT>(sk + ((j + 1) % NBUF) * TILE, base + C, 3 * C, (j + 1) * 64, 64, T);
+            wtile<HS, NT>(sv + ((j + 1) % NBUF) * TILE, base + 2 * C, 3 * C, (j + 1) * 64, 64, T);
             wcp_commit();
         }
         if (active && j <= mt) {
@@ -251,7 +267,13 @@ static __global__ void __launch_bounds__(WG_THREADS) wg_forward_kernel(bf16 *out
             wg_fence();
             wg_abt<HS>(s, myq, sk + buf * TILE, kh);
             wg_commit();
-            wg_wait0();
+            if (PIPE && j > 0) {
+                wg_pb<HS>(o, pa, sv + ((j - 1) % NBUF) * TILE, mh); // O += P_{j-1} V_{j-1}
+                wg_commit();
+                wg_wait1();
+            } else {
+                wg_wait0();
+            }
             if (j == mt) {
 #pragma unroll
                 for (int i = 0; i < 32; i++)
@@ -278,15 +300,18 @@ static __global__ void __launch_bounds__(WG_THREADS) wg_forward_kernel(bf16 *out
                 s[i] = p;
                 l[(i >> 1) & 1] += p;
             }
+            if (PIPE)
+                wg_wait0();
 #pragma unroll
             for (int i = 0; i < HS / 2; i++)
                 o[i] *= alpha[(i >> 1) & 1];
-            uint32_t pa[4][4];
             wg_packp(pa, s);
-            wg_fence();
-            wg_pb<HS>(o, pa, sv + buf * TILE, mh);
-            wg_commit();
-            wg_wait0();
+            if (!PIPE) {
+                wg_fence();
+                wg_pb<HS>(o, pa, sv + buf * TILE, mh);
+                wg_commit();
+                wg_wait0();
+            }
         }
         wcp_wait_all();
         fence_async_smem();
@@ -294,6 +319,12 @@ static __global__ void __launch_bounds__(WG_THREADS) wg_forward_kernel(bf16 *out
     }
     if (!active)
         return;
+    if (PIPE) {
+        wg_fence();
+        wg_pb<HS>(o, pa, sv + (mt % NBUF) * TILE, mh);
+        wg_commit();
+        wg_wait0();
+    }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
@@ -308,33 +339,33 @@ static __global__ void __launch_bounds__(WG_THREADS) wg_forward_kernel(bf16 *out
     }
 }
 
-// dK, dV of 128 keys (64 per warpgroup); query / dO tiles of 64 shared.
-template <int HS>
-static __global__ void __launch_bounds__(WG_THREADS) wg_backward_dkv_kernel(bf16 *dqkv, const bf16 *dout,
-                                                                             const float *lse, const float *D,
-                                                                             const bf16 *qkv, int T, int C, int NH,
-                                                                             float scale, uint64_t kh, uint64_t mh)
+// dK, dV of 64 * NWG keys (64 per warpgroup); query / dO tiles of 64 shared.
+template <int HS, int NWG, bool PIPE>
+static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 *dqkv, const bf16 *dout,
+                                                                            const float *lse, const float *D,
+                                                                            const bf16 *qkv, int T, int C, int NH,
+                                                                            float scale, uint64_t kh, uint64_t mh)
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];
-    constexpr int RB = HS * 16, TILE = 8 * RB;
-    unsigned char *sk = smem_raw;      // 128 rows
-    unsigned char *sv = sk + 2 * TILE; // 128 rows
-    unsigned char *sq = sv + 2 * TILE; // two buffers of 64 rows
-    unsigned char *sdo = sq + 2 * TILE; // two buffers
-    float *slse = reinterpret_cast<float *>(sdo + 2 * TILE); // [2][64]
-    float *sd = slse + 128;                                   // [2][64]
+    constexpr int RB = HS * 16, TILE = 8 * RB, NBUF = PIPE ? 3 : 2, NT = 128 * NWG;
+    unsigned char *sk = smem_raw;          // 64 * NWG rows
+    unsigned char *sv = sk + NWG * TILE;   // 64 * NWG rows
+    unsigned char *sq = sv + NWG * TILE;   // NBUF buffers of 64 rows
+    unsigned char *sdo = sq + NBUF * TILE; // NBUF buffers
+    float *slse = reinterpret_cast<float *>(sdo + NBUF * TILE); // [NBUF][64]
+    float *sd = slse + NBUF * 64;                                // [NBUF][64]
     int nt = (T + 63) / 64;
-    int kb = blockIdx.x, first = 2 * kb;
+    int kb = blockIdx.x, first = NWG * kb;
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int wgi = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    int mk = 2 * kb + wgi;
+    int mk = first + wgi;
     bool active = mk < nt;
     const bf16 *base = qkv + (size_t)b * T * 3 * C + h * HS;
     const bf16 *dbase = dout + (size_t)b * T * C + h * HS;
-    wtile<HS>(sk, base + C, 3 * C, kb * 128, 128, T);
-    wtile<HS>(sv, base + 2 * C, 3 * C, kb * 128, 128, T);
-    wtile<HS>(sq, base, 3 * C, first * 64, 64, T);
-    wtile<HS>(sdo, dbase, C, first * 64, 64, T);
+    wtile<HS, NT>(sk, base + C, 3 * C, first * 64, 64 * NWG, T);
+    wtile<HS, NT>(sv, base + 2 * C, 3 * C, first * 64, 64 * NWG, T);
+    wtile<HS, NT>(sq, base, 3 * C, first * 64, 64, T);
+    wtile<HS, NT>(sdo, dbase, C, first * 64, 64, T);
     wcp_commit();
     if (threadIdx.x < 64) {
         int q = first * 64 + threadIdx.x;
@@ -348,19 +379,20 @@ static __global__ void __launch_bounds__(WG_THREADS) wg_backward_dkv_kernel(bf16
 #pragma unroll
     for (int i = 0; i < HS / 2; i++)
         dk[i] = dv[i] = 0.f;
+    uint32_t pa[4][4], da[4][4];
     int key0 = mk * 64 + w * 16 + g; // and key0 + 8
     const unsigned char *myk = sk + wgi * TILE, *myv = sv + wgi * TILE;
     float sl2 = scale * WG_LOG2E;
     for (int i = first; i < nt; i++) {
-        int buf = (i - first) & 1;
+        int buf = (i - first) % NBUF, nb = (i + 1 - first) % NBUF;
         if (i + 1 < nt) {
-            wtile<HS>(sq + (buf ^ 1) * TILE, base, 3 * C, (i + 1) * 64, 64, T);
-            wtile<HS>(sdo + (buf ^ 1) * TILE, dbase, C, (i + 1) * 64, 64, T);
+            wtile<HS, NT>(sq + nb * TILE, base, 3 * C, (i + 1) * 64, 64, T);
+            wtile<HS, NT>(sdo + nb * TILE, dbase, C, (i + 1) * 64, 64, T);
             wcp_commit();
             if (threadIdx.x < 64) {
                 int q = (i + 1) * 64 + threadIdx.x;
-                slse[(buf ^ 1) * 64 + threadIdx.x] = q < T ? lse[(size_t)bh * T + q] * WG_LOG2E : INFINITY;
-                sd[(buf ^ 1) * 64 + threadIdx.x] = q < T ? D[(size_t)bh * T + q] : 0.f;
+                slse[nb * 64 + threadIdx.x] = q < T ? lse[(size_t)bh * T + q] * WG_LOG2E : INFINITY;
+                sd[nb * 64 + threadIdx.x] = q < T ? D[(size_t)bh * T + q] : 0.f;
             }
         }
         if (__shfl_sync(0xffffffffu, (int)(active && i >= mk), 0)) {
@@ -373,7 +405,15 @@ static __global__ void __launch_bounds__(WG_THREADS) wg_backward_dkv_kernel(bf16
             wg_abt<HS>(st, myk, cq, kh);  // S^T = K Q^T   (64 keys x 64 queries)
             wg_abt<HS>(dpt, myv, cdo, kh); // dP^T = V dO^T
             wg_commit();
-            wg_wait0();
+            if (PIPE && i > mk) {
+                int pb = (i - 1 - first) % NBUF;
+                wg_pb<HS>(dv, pa, sdo + pb * TILE, mh); // dV += P^T dO   (step i-1)
+                wg_pb<HS>(dk, da, sq + pb * TILE, mh);  // dK += dS^T Q
+                wg_commit();
+                wg_wait1();
+            } else {
+                wg_wait0();
+            }
             if (i == mk) { // causal mask on the diagonal tile: -inf before the exponential
 #pragma unroll
                 for (int e = 0; e < 32; e++)
@@ -387,14 +427,17 @@ static __global__ void __launch_bounds__(WG_THREADS) wg_backward_dkv_kernel(bf16
                 st[e] = p;
                 dpt[e] = p * (dpt[e] - cd[ql]) * scale;
             }
-            uint32_t pa[4][4], da[4][4];
+            if (PIPE)
+                wg_wait0();
             wg_packp(pa, st);
             wg_packp(da, dpt);
-            wg_fence();
-            wg_pb<HS>(dv, pa, cdo, mh); // dV += P^T dO
-            wg_pb<HS>(dk, da, cq, mh);  // dK += dS^T Q
-            wg_commit();
-            wg_wait0();
+            if (!PIPE) {
+                wg_fence();
+                wg_pb<HS>(dv, pa, cdo, mh); // dV += P^T dO
+                wg_pb<HS>(dk, da, cq, mh);  // dK += dS^T Q
+                wg_commit();
+                wg_wait0();
+            }
         }
         wcp_wait_all();
         fence_async_smem();
@@ -402,36 +445,44 @@ static __global__ void __launch_bounds__(WG_THREADS) wg_backward_dkv_kernel(bf16
     }
     if (!active)
         return;
+    if (PIPE) {
+        int pb = (nt - 1 - first) % NBUF;
+        wg_fence();
+        wg_pb<HS>(dv, pa, sdo + pb * TILE, mh);
+        wg_pb<HS>(dk, da, sq + pb * TILE, mh);
+        wg_commit();
+        wg_wait0();
+    }
     bf16 *dst = dqkv + (size_t)b * T * 3 * C + h * HS;
     wstore<HS>(dst + C, 3 * C, mk * 64 + w * 16, T, dk, 1.f, 1.f);
     wstore<HS>(dst + 2 * C, 3 * C, mk * 64 + w * 16, T, dv, 1.f, 1.f);
 }
 
-// dQ of 128 queries (64 per warpgroup); key / value tiles of 64 shared.
-template <int HS>
-static __global__ void __launch_bounds__(WG_THREADS) wg_backward_dq_kernel(bf16 *dqkv, const bf16 *dout,
-                                                                            const float *lse, const float *D,
-                                                                            const bf16 *qkv, int T, int C, int NH,
-                                                                            float scale, uint64_t kh, uint64_t mh)
+// dQ of 64 * NWG queries (64 per warpgroup); key / value tiles of 64 shared.
+template <int HS, int NWG, bool PIPE>
+static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *dqkv, const bf16 *dout,
+                                                                           const float *lse, const float *D,
+                                                                           const bf16 *qkv, int T, int C, int NH,
+                                                                           float scale, uint64_t kh, uint64_t mh)
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];
-    constexpr int RB = HS * 16, TILE = 8 * RB;
-    unsigned char *sq = smem_raw;       // 128 rows
-    unsigned char *sdo = sq + 2 * TILE; // 128 rows
-    unsigned char *sk = sdo + 2 * TILE; // two buffers of 64 rows
-    unsigned char *sv = sk + 2 * TILE;  // two buffers
-    int nt = (T + 63) / 64, nqb = (nt + 1) / 2;
+    constexpr int RB = HS * 16, TILE = 8 * RB, NBUF = PIPE ? 3 : 2, NT = 128 * NWG;
+    unsigned char *sq = smem_raw;          // 64 * NWG rows
+    unsigned char *sdo = sq + NWG * TILE;  // 64 * NWG rows
+    unsigned char *sk = sdo + NWG * TILE;  // NBUF buffers of 64 rows
+    unsigned char *sv = sk + NBUF * TILE;  // NBUF buffers
+    int nt = (T + 63) / 64, nqb = (nt + NWG - 1) / NWG;
     int qb = nqb - 1 - blockIdx.x;
     int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int wgi = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    int mt = 2 * qb + wgi, last = min(2 * qb + 1, nt - 1);
+    int mt = NWG * qb + wgi, last = min(NWG * qb + NWG - 1, nt - 1);
     bool active = mt < nt;
     const bf16 *base = qkv + (size_t)b * T * 3 * C + h * HS;
     const bf16 *dbase = dout + (size_t)b * T * C + h * HS;
-    wtile<HS>(sq, base, 3 * C, qb * 128, 128, T);
-    wtile<HS>(sdo, dbase, C, qb * 128, 128, T);
-    wtile<HS>(sk, base + C, 3 * C, 0, 64, T);
-    wtile<HS>(sv, base + 2 * C, 3 * C, 0, 64, T);
+    wtile<HS, NT>(sq, base, 3 * C, qb * 64 * NWG, 64 * NWG, T);
+    wtile<HS, NT>(sdo, dbase, C, qb * 64 * NWG, 64 * NWG, T);
+    wtile<HS, NT>(sk, base + C, 3 * C, 0, 64, T);
+    wtile<HS, NT>(sv, base + 2 * C, 3 * C, 0, 64, T);
     wcp_commit();
     int qrow0 = mt * 64 + w * 16 + g;
     float lr[2], dr[2];
@@ -448,13 +499,14 @@ static __global__ void __launch_bounds__(WG_THREADS) wg_backward_dq_kernel(bf16 
 #pragma unroll
     for (int i = 0; i < HS / 2; i++)
         dq[i] = 0.f;
+    uint32_t da[4][4];
     const unsigned char *myq = sq + wgi * TILE, *mydo = sdo + wgi * TILE;
     float sl2 = scale * WG_LOG2E;
     for (int j = 0; j <= last; j++) {
-        int buf = j & 1;
+        int buf = j % NBUF;
         if (j < last) {
-            wtile<HS>(sk + (buf ^ 1) * TILE, base + C, 3 * C, (j + 1) * 64, 64, T);
-            wtile<HS>(sv + (buf ^ 1) * TILE, base + 2 * C, 3 * C, (j + 1) * 64, 64, T);
+            wtile<HS, NT>(sk + ((j + 1) % NBUF) * TILE, base + C, 3 * C, (j + 1) * 64, 64, T);
+            wtile<HS, NT>(sv + ((j + 1) % NBUF) * TILE, base + 2 * C, 3 * C, (j + 1) * 64, 64, T);
             wcp_commit();
         }
         if (__shfl_sync(0xffffffffu, (int)(active && j <= mt), 0)) {
@@ -466,7 +518,13 @@ static __global__ void __launch_bounds__(WG_THREADS) wg_backward_dq_kernel(bf16 
             wg_abt<HS>(s, myq, ck, kh);   // S = Q K^T
             wg_abt<HS>(dp, mydo, cv, kh); // dP = dO V^T
             wg_commit();
-            wg_wait0();
+            if (PIPE && j > 0) {
+                wg_pb<HS>(dq, da, sk + ((j - 1) % NBUF) * TILE, mh); // dQ += dS K   (step j-1)
+                wg_commit();
+                wg_wait1();
+            } else {
+                wg_wait0();
+            }
             if (j == mt) {
 #pragma unroll
                 for (int e = 0; e < 32; e++)
@@ -479,12 +537,15 @@ static __global__ void __launch_bounds__(WG_THREADS) wg_backward_dq_kernel(bf16 
                 float p = wex2(fmaf(s[e], sl2, -lr[r]));
                 s[e] = p * (dp[e] - dr[r]) * scale;
             }
-            uint32_t da[4][4];
+            if (PIPE)
+                wg_wait0();
             wg_packp(da, s);
-            wg_fence();
-            wg_pb<HS>(dq, da, ck, mh); // dQ += dS K
-            wg_commit();
-            wg_wait0();
+            if (!PIPE) {
+                wg_fence();
+                wg_pb<HS>(dq, da, ck, mh); // dQ += dS K
+                wg_commit();
+                wg_wait0();
+            }
         }
         wcp_wait_all();
         fence_async_smem();
@@ -492,6 +553,12 @@ static __global__ void __launch_bounds__(WG_THREADS) wg_backward_dq_kernel(bf16 
     }
     if (!active)
         return;
+    if (PIPE) {
+        wg_fence();
+        wg_pb<HS>(dq, da, sk + (mt % NBUF) * TILE, mh);
+        wg_commit();
+        wg_wait0();
+    }
     wstore<HS>(dqkv + (size_t)b * T * 3 * C + h * HS, 3 * C, mt * 64 + w * 16, T, dq, 1.f, 1.f);
 }
 
@@ -517,44 +584,136 @@ static void wg_desc_bits(int HS, uint64_t *kh, uint64_t *mh)
     *mh = ((mlbo >> 4) & 0x3FFF) << 16 | ((msbo >> 4) & 0x3FFF) << 32;
 }
 
+// Variants per kernel (forward, dQ, dK/dV): bit 0 = 2 warpgroups per block, bit 1 = pipelined.
+// DROVER_WG_VARIANT="F,Q,K" (or one digit for all three); kern_attention_set_variant sets it.
+static int wg_var[3] = {-1, -1, -1};
+
+static void wg_parse_variant(const char *e)
+{
+    static const int dflt[3] = {WG_DEFAULT_FWD, WG_DEFAULT_DQ, WG_DEFAULT_DKV};
+    for (int k = 0; k < 3; k++)
+        wg_var[k] = dflt[k];
+    if (!e || !*e)
+        return;
+    if (!strchr(e, ',')) {
+        for (int k = 0; k < 3; k++)
+            wg_var[k] = atoi(e) & 3;
+        return;
+    }
+    for (int k = 0; k < 3 && e; k++) {
+        wg_var[k] = atoi(e) & 3;
+        e = strchr(e, ',');
+        if (e)
+            e++;
+    }
+}
+
+static int wg_variant(int k)
+{
+    if (wg_var[0] < 0)
+        wg_parse_variant(getenv("DROVER_WG_VARIANT"));
+    return wg_var[k];
+}
+
+void attention_wg_set_variant(const char *v)
+{
+    wg_parse_variant(v ? v : getenv("DROVER_WG_VARIANT"));
+}
+
+template <int HS, int NWG, bool PIPE>
+static int wg_forward_v(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s)
+{
+    size_t sz = (size_t)(NWG + 2 * (PIPE ? 3 : 2)) * 8 * HS * 16;
+    uint64_t kh, mh;
+    wg_desc_bits(HS, &kh, &mh);
+    cudaFuncSetAttribute(wg_forward_kernel<HS, NWG, PIPE>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
+    int nt = (T + 63) / 64;
+    dim3 grid((nt + NWG - 1) / NWG, B * NH);
+    wg_forward_kernel<HS, NWG, PIPE><<<grid, 128 * NWG, sz, s>>>(out, lse, qkv, T, C, NH,
+                                                                 WG_LOG2E / sqrtf((float)HS), kh, mh);
+    return kern_check_launch("attention_forward (wgmma)");
+}
+
 template <int HS>
 static int wg_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s)
 {
-    size_t sz = (size_t)6 * 8 * HS * 16;
+    switch (wg_variant(0)) {
+    case 0:
+        return wg_forward_v<HS, 1, false>(out, lse, qkv, B, T, C, NH, s);
+    case 1:
+        return wg_forward_v<HS, 2, false>(out, lse, qkv, B, T, C, NH, s);
+    case 2:
+        return wg_forward_v<HS, 1, true>(out, lse, qkv, B, T, C, NH, s);
+    default:
+        return wg_forward_v<HS, 2, true>(out, lse, qkv, B, T, C, NH, s);
+    }
+}
+
+struct wg_bwd_args {
+    bf16 *dqkv;
+    const float *D;
+    const bf16 *dout;
+    const float *lse;
+    const bf16 *qkv;
+    int B, T, C, NH;
+};
+
+template <int HS, int NWG, bool PIPE>
+static int wg_dq_v(const struct wg_bwd_args *a, cudaStream_t s)
+{
+    size_t sz = (size_t)(2 * NWG + 2 * (PIPE ? 3 : 2)) * 8 * HS * 16;
     uint64_t kh, mh;
     wg_desc_bits(HS, &kh, &mh);
-    cudaFuncSetAttribute(wg_forward_kernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
-    int nt = (T + 63) / 64;
-    dim3 grid((nt + 1) / 2, B * NH);
-    wg_forward_kernel<HS><<<grid, WG_THREADS, sz, s>>>(out, lse, qkv, T, C, NH, WG_LOG2E / sqrtf((float)HS), kh, mh);
-    return kern_check_launch("attention_forward (wgmma)");
+    cudaFuncSetAttribute(wg_backward_dq_kernel<HS, NWG, PIPE>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
+    int nt = (a->T + 63) / 64;
+    dim3 grid((nt + NWG - 1) / NWG, a->B * a->NH);
+    wg_backward_dq_kernel<HS, NWG, PIPE><<<grid, 128 * NWG, sz, s>>>(a->dqkv, a->dout, a->lse, a->D, a->qkv, a->T, a->C,
+                                                                     a->NH, 1.f / sqrtf((float)HS), kh, mh);
+    return kern_check_launch("attention_backward_dq (wgmma)");
+}
+
+template <int HS, int NWG, bool PIPE>
+static int wg_dkv_v(const struct wg_bwd_args *a, cudaStream_t s)
+{
+    constexpr int NBUF = PIPE ? 3 : 2;
+    size_t sz = (size_t)(2 * NWG + 2 * NBUF) * 8 * HS * 16 + sizeof(float) * 2 * NBUF * 64;
+    uint64_t kh, mh;
+    wg_desc_bits(HS, &kh, &mh);
+    cudaFuncSetAttribute(wg_backward_dkv_kernel<HS, NWG, PIPE>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
+    int nt = (a->T + 63) / 64;
+    dim3 grid((nt + NWG - 1) / NWG, a->B * a->NH);
+    wg_backward_dkv_kernel<HS, NWG, PIPE><<<grid, 128 * NWG, sz, s>>>(a->dqkv, a->dout, a->lse, a->D, a->qkv, a->T, a->C,
+                                                                      a->NH, 1.f / sqrtf((float)HS), kh, mh);
+    return kern_check_launch("attention_backward_dkv (wgmma)");
 }
 
 template <int HS>
 static int wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float *lse, const bf16 *qkv, int B, int T,
                        int C, int NH, cudaStream_t s, cudaStream_t s2, cudaEvent_t ev0, cudaEvent_t ev1)
 {
-    size_t sz_kv = (size_t)8 * 8 * HS * 16 + sizeof(float) * 256;
-    size_t sz_q = (size_t)8 * 8 * HS * 16;
-    uint64_t kh, mh;
-    wg_desc_bits(HS, &kh, &mh);
-    cudaFuncSetAttribute(wg_backward_dkv_kernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz_kv);
-    cudaFuncSetAttribute(wg_backward_dq_kernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz_q);
-    int nt = (T + 63) / 64;
-    dim3 grid((nt + 1) / 2, B * NH);
-    float scale = 1.f / sqrtf((float)HS);
+    struct wg_bwd_args a = {dqkv, D, dout, lse, qkv, B, T, C, NH};
     cudaStream_t sq = s;
     if (s2 && ev0 && ev1) {
         if (cudaEventRecord(ev0, s) != cudaSuccess || cudaStreamWaitEvent(s2, ev0, 0) != cudaSuccess)
             return kern_check_launch("attention_backward streams");
         sq = s2;
     }
-    wg_backward_dq_kernel<HS><<<grid, WG_THREADS, sz_q, sq>>>(dqkv, dout, lse, D, qkv, T, C, NH, scale, kh, mh);
-    int r = kern_check_launch("attention_backward_dq (wgmma)");
+    // dQ and dK/dV write disjoint parts of dqkv: on two streams they overlap each other's tail
+    int r;
+    switch (wg_variant(1)) {
+    case 0: r = wg_dq_v<HS, 1, false>(&a, sq); break;
+    case 1: r = wg_dq_v<HS, 2, false>(&a, sq); break;
+    case 2: r = wg_dq_v<HS, 1, true>(&a, sq); break;
+    default: r = wg_dq_v<HS, 2, true>(&a, sq); break;
+    }
     if (r < 0)
         return r;
-    wg_backward_dkv_kernel<HS><<<grid, WG_THREADS, sz_kv, s>>>(dqkv, dout, lse, D, qkv, T, C, NH, scale, kh, mh);
-    r = kern_check_launch("attention_backward_dkv (wgmma)");
+    switch (wg_variant(2)) {
+    case 0: r = wg_dkv_v<HS, 1, false>(&a, s); break;
+    case 1: r = wg_dkv_v<HS, 2, false>(&a, s); break;
+    case 2: r = wg_dkv_v<HS, 1, true>(&a, s); break;
+    default: r = wg_dkv_v<HS, 2, true>(&a, s); break;
+    }
     if (r < 0 || sq == s)
         return r;
     if (cudaEventRecord(ev1, s2) != cudaSuccess || cudaStreamWaitEvent(s, ev1, 0) != cudaSuccess)
@@ -610,6 +769,9 @@ int attention_wg_backward(bf16 *, const float *, const bf16 *, const float *, co
 int attention_wg_available(int)
 {
     return 0;
+}
+void attention_wg_set_variant(const char *)
+{
 }
 
 #endif

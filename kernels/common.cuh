@@ -60,6 +60,7 @@ int attention_dot_launch(float *D, const bf16 *dout, const bf16 *out, int B, int
 
 // kernels/attention_wgmma.cu (sm_90a builds; the stubs of other builds return -EINVAL / 0).
 int attention_wg_available(int hs);
+void attention_wg_set_variant(const char *v);
 int attention_wg_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s);
 int attention_wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float *lse, const bf16 *qkv, int B,
                           int T, int C, int NH, cudaStream_t s, cudaStream_t s2, cudaEvent_t ev0, cudaEvent_t ev1);

@@ -90,6 +90,10 @@ int kern_attention_backward2(kbf16 *dqkv, float *scratch, const kbf16 *dout, con
  * environment (DROVER_ATTN=mma selects mma.sync; the default is wgmma).  Returns the choice.
  * Not thread-safe: call before the first launch.  kern_attention_impl names what head size hs gets. */
 int kern_attention_set_impl(int impl);
+/* wgmma kernel variants "F,Q,K" (forward, dQ, dK/dV; or one digit for all): 0 one warpgroup per
+ * block, 1 two warpgroups sharing the streamed tiles, 2 one pipelined, 3 two pipelined.  NULL:
+ * DROVER_WG_VARIANT or the built-in default.  For benchmarks; not thread-safe. */
+void kern_attention_set_variant(const char *v);
 const char *kern_attention_impl(int hs);
 /* The first WMMA version of the two above (same contract, slower); kept as a second reference. */
 int kern_attention_forward_ref(kbf16 *out, float *lse, const kbf16 *qkv, int B, int T, int C,

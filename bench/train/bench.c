@@ -194,17 +194,35 @@ static int bench_kernels(int B)
     TIME("matmul bwd-w attproj", 2.0 * N * C * C, bf * 2.0 * N * C + 8.0 * C * C, L,
          kern_matmul_backward_weight(bl, gw, y, x, (int)N, C, C, 0));
     double attf = 2.0 * 2.0 * N * T * C / 2; /* causal: QK^T and PV over half the scores */
-    /* both implementations; the one the step uses (DROVER_ATTN, kern_attention_set_impl) counts */
+    /* both implementations, the wgmma one in each kernel variant; what the step uses counts */
     int use_wg = !strcmp(kern_attention_impl(C / NH), "wgmma");
-    for (int impl = 1; impl >= 0; impl--) {
-        kern_attention_set_impl(impl);
-        if (impl == 1 && strcmp(kern_attention_impl(C / NH), "wgmma"))
-            continue;
-        int cnt = impl == use_wg ? L : 0;
-        TIME(impl ? "attention fwd (wgmma)" : "attention fwd (mma.sync)", attf, bf * 4.0 * N * C, cnt,
-             kern_attention_forward(y, lse, qkv, B, T, C, NH, 0));
-        TIME(impl ? "attention bwd (wgmma dkv + dq)" : "attention bwd (mma.sync dkv + dq)", 2.5 * attf,
-             bf * 8.0 * N * C, cnt, kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
+    kern_attention_set_impl(0);
+    TIME("attention fwd (mma.sync)", attf, bf * 4.0 * N * C, use_wg ? 0 : L,
+         kern_attention_forward(y, lse, qkv, B, T, C, NH, 0));
+    TIME("attention bwd (mma.sync dkv + dq)", 2.5 * attf, bf * 8.0 * N * C, use_wg ? 0 : L,
+         kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
+    kern_attention_set_impl(1);
+    if (!strcmp(kern_attention_impl(C / NH), "wgmma")) {
+        char lab[64], v[16];
+        for (int fv = -1; fv < 4; fv++) { /* -1: the default (DROVER_WG_VARIANT or built in) */
+            snprintf(v, sizeof v, "%d", fv);
+            kern_attention_set_variant(fv < 0 ? NULL : v);
+            snprintf(lab, sizeof lab, "attention fwd (wgmma %s)", fv < 0 ? "default" : v);
+            TIME(lab, attf, bf * 4.0 * N * C, fv < 0 && use_wg ? L : 0,
+                 kern_attention_forward(y, lse, qkv, B, T, C, NH, 0));
+        }
+        kern_attention_set_variant(NULL);
+        TIME("attention bwd (wgmma default)", 2.5 * attf, bf * 8.0 * N * C, use_wg ? L : 0,
+             kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
+        for (int q = 0; q < 4; q++)
+            for (int k = 0; k < 4; k++) { /* dQ variant q, dK/dV variant k, one stream */
+                snprintf(v, sizeof v, "0,%d,%d", q, k);
+                kern_attention_set_variant(v);
+                snprintf(lab, sizeof lab, "attention bwd (wgmma dq %d dkv %d)", q, k);
+                TIME(lab, 2.5 * attf, bf * 8.0 * N * C, 0,
+                     kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
+            }
+        kern_attention_set_variant(NULL);
     }
     kern_attention_set_impl(-1);
     TIME("layernorm fwd", 0, bf * 2.0 * N * C, 2 * L + 1,

@@ -201,12 +201,17 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
     kbf16 *dqkv_in = dev_bf16(qkv, N * 3 * C), *d_dout = dev_bf16(dout, N * C);
     /* the launcher with each implementation it can select (kern_attention_set_impl: mma.sync,
      * wgmma where built and the head size allows), then the first WMMA version */
-    const char *which[3] = {"mma", "wgmma", "wmma ref"};
-    attn_fwd_fn fwd[3] = {kern_attention_forward, kern_attention_forward, kern_attention_forward_ref};
-    attn_bwd_fn bwd[3] = {kern_attention_backward, kern_attention_backward, kern_attention_backward_ref};
-    for (int k = 0; k < 3; k++) {
-        if (k < 2) {
-            kern_attention_set_impl(k);
+    /* wgmma in each kernel variant (kern_attention_set_variant) */
+    const char *which[6] = {"mma", "wgmma", "wgmma", "wgmma", "wgmma", "wmma ref"};
+    const char *variant[6] = {NULL, "0", "1", "2", "3", NULL};
+    attn_fwd_fn fwd[6] = {kern_attention_forward, kern_attention_forward, kern_attention_forward,
+                          kern_attention_forward, kern_attention_forward, kern_attention_forward_ref};
+    attn_bwd_fn bwd[6] = {kern_attention_backward, kern_attention_backward, kern_attention_backward,
+                          kern_attention_backward, kern_attention_backward, kern_attention_backward_ref};
+    for (int k = 0; k < 6; k++) {
+        if (k < 5) {
+            kern_attention_set_impl(k > 0);
+            kern_attention_set_variant(variant[k]);
             if (strcmp(kern_attention_impl(C / NH), which[k]))
                 continue; /* wgmma not built or head size 128: the mma line covers it */
         }
@@ -214,18 +219,21 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
         float *lse = dev_poisoned((size_t)B * NH * T * 4);
         KK(fwd[k](out, lse, dqkv_in, B, T, C, NH, 0));
         float *got = host_from_bf16(out, N * C);
-        snprintf(name, sizeof name, "attention_forward %s (B%d T%d C%d NH%d)", which[k], B, T, C, NH);
+        snprintf(name, sizeof name, "attention_forward %s%s (B%d T%d C%d NH%d)", which[k],
+                 variant[k] ? variant[k] : "", B, T, C, NH);
         check(name, rel_err(got, ref, N * C), 1e-2);
         kbf16 *d_dqkv = dev_poisoned(N * 3 * C * 2);
         float *scratch = dev_poisoned((size_t)B * NH * T * 4);
         KK(bwd[k](d_dqkv, scratch, d_dout, out, lse, dqkv_in, B, T, C, NH, 0));
         float *g = host_from_bf16(d_dqkv, N * 3 * C);
-        snprintf(name, sizeof name, "attention_backward %s dqkv (B%d T%d C%d NH%d)", which[k], B, T, C, NH);
+        snprintf(name, sizeof name, "attention_backward %s%s dqkv (B%d T%d C%d NH%d)", which[k],
+                 variant[k] ? variant[k] : "", B, T, C, NH);
         check(name, rel_err(g, dinp, N * 3 * C), 2e-2);
-        if (k < 2) { /* deterministic: a second backward gives the same bits */
+        if (k < 5) { /* deterministic: a second backward gives the same bits */
             KK(bwd[k](d_dqkv, scratch, d_dout, out, lse, dqkv_in, B, T, C, NH, 0));
             float *g2 = host_from_bf16(d_dqkv, N * 3 * C);
-            snprintf(name, sizeof name, "attention_backward %s repeat identical", which[k]);
+            snprintf(name, sizeof name, "attention_backward %s%s repeat identical", which[k],
+                     variant[k] ? variant[k] : "");
             check(name, memcmp(g, g2, N * 3 * C * sizeof(float)) ? 1.0 : 0.0, 0);
             free(g2);
         }
@@ -240,6 +248,7 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
     CK(cudaFree(dqkv_in));
     CK(cudaFree(d_dout));
     kern_attention_set_impl(-1);
+    kern_attention_set_variant(NULL);
 }
 
 static void test_attention_all(struct rng *r)
