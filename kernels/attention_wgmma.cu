@@ -92,6 +92,11 @@ static __device__ __forceinline__ void wcp_commit(void)
 {
     asm volatile("cp.async.commit_group;\n" ::);
 }
+template <int N>
+static __device__ __forceinline__ void wcp_wait(void)
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
 static __device__ __forceinline__ void wcp_wait_all(void)
 {
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
@@ -222,13 +227,13 @@ static __device__ __forceinline__ void wstore(bf16 *dst, int stride, int row0, i
 // second product of step i-1 is issued together with the first product of step i, so that the
 // softmax (or dS) of step i runs while the tensor cores finish step i-1 (FlashAttention-3's
 // intra-warpgroup overlap; three tile buffers instead of two).
-template <int HS, int NWG, bool PIPE>
+template <int HS, int NWG, bool PIPE, int D>
 static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out, float *lse, const bf16 *qkv, int T,
                                                                        int C, int NH, float scale_log2, uint64_t kh,
                                                                        uint64_t mh)
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];
-    constexpr int RB = HS * 16, TILE = 8 * RB, NBUF = PIPE ? 3 : 2, NT = 128 * NWG;
+    constexpr int RB = HS * 16, TILE = 8 * RB, NBUF = D + 1 + (PIPE ? 1 : 0), NT = 128 * NWG;
     unsigned char *sq = smem_raw;        // 64 * NWG rows
     unsigned char *sk = sq + NWG * TILE; // NBUF buffers
     unsigned char *sv = sk + NBUF * TILE; // NBUF buffers
@@ -243,7 +248,15 @@ static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out,
     wtile<HS, NT>(sk, base + C, 3 * C, 0, 64, T);
     wtile<HS, NT>(sv, base + 2 * C, 3 * C, 0, 64, T);
     wcp_commit();
-    wcp_wait_all();
+#pragma unroll
+    for (int d = 1; d < D; d++) { // tiles 1..D-1 in flight (one commit group per tile)
+        if (d <= last) {
+            wtile<HS, NT>(sk + d * TILE, base + C, 3 * C, d * 64, 64, T);
+            wtile<HS, NT>(sv + d * TILE, base + 2 * C, 3 * C, d * 64, 64, T);
+        }
+        wcp_commit();
+    }
+    wcp_wait<D - 1>();
     fence_async_smem();
     __syncthreads();
     float o[HS / 2];
@@ -256,11 +269,11 @@ static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out,
     const unsigned char *myq = sq + wgi * TILE;
     for (int j = 0; j <= last; j++) {
         int buf = j % NBUF;
-        if (j < last) {
-            wtile<HS, NT>(sk + ((j + 1) % NBUF) * TILE, base + C, 3 * C, (j + 1) * 64, 64, T);
-            wtile<HS, NT>(sv + ((j + 1) % NBUF) * TILE, base + 2 * C, 3 * C, (j + 1) * 64, 64, T);
-            wcp_commit();
+        if (j + D <= last) {
+            wtile<HS, NT>(sk + ((j + D) % NBUF) * TILE, base + C, 3 * C, (j + D) * 64, 64, T);
+            wtile<HS, NT>(sv + ((j + D) % NBUF) * TILE, base + 2 * C, 3 * C, (j + D) * 64, 64, T);
         }
+        wcp_commit();
         if (active && j <= mt) {
             float s[32];
             wzero(s);
@@ -313,7 +326,7 @@ static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out,
                 wg_wait0();
             }
         }
-        wcp_wait_all();
+        wcp_wait<D - 1>(); // the next tile has landed
         fence_async_smem();
         __syncthreads();
     }
@@ -340,14 +353,14 @@ static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out,
 }
 
 // dK, dV of 64 * NWG keys (64 per warpgroup); query / dO tiles of 64 shared.
-template <int HS, int NWG, bool PIPE>
+template <int HS, int NWG, bool PIPE, int D>
 static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 *dqkv, const bf16 *dout,
-                                                                            const float *lse, const float *D,
+                                                                            const float *lse, const float *Drow,
                                                                             const bf16 *qkv, int T, int C, int NH,
                                                                             float scale, uint64_t kh, uint64_t mh)
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];
-    constexpr int RB = HS * 16, TILE = 8 * RB, NBUF = PIPE ? 3 : 2, NT = 128 * NWG;
+    constexpr int RB = HS * 16, TILE = 8 * RB, NBUF = D + 1 + (PIPE ? 1 : 0), NT = 128 * NWG;
     unsigned char *sk = smem_raw;          // 64 * NWG rows
     unsigned char *sv = sk + NWG * TILE;   // 64 * NWG rows
     unsigned char *sq = sv + NWG * TILE;   // NBUF buffers of 64 rows
@@ -367,12 +380,20 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
     wtile<HS, NT>(sq, base, 3 * C, first * 64, 64, T);
     wtile<HS, NT>(sdo, dbase, C, first * 64, 64, T);
     wcp_commit();
-    if (threadIdx.x < 64) {
-        int q = first * 64 + threadIdx.x;
-        slse[threadIdx.x] = q < T ? lse[(size_t)bh * T + q] * WG_LOG2E : INFINITY;
-        sd[threadIdx.x] = q < T ? D[(size_t)bh * T + q] : 0.f;
+#pragma unroll
+    for (int d = 1; d < D; d++) {
+        if (first + d < nt) {
+            wtile<HS, NT>(sq + d * TILE, base, 3 * C, (first + d) * 64, 64, T);
+            wtile<HS, NT>(sdo + d * TILE, dbase, C, (first + d) * 64, 64, T);
+        }
+        wcp_commit();
     }
-    wcp_wait_all();
+    for (int x = threadIdx.x; x < 64 * D; x += NT) {
+        int q = first * 64 + x;
+        slse[x] = q < T ? lse[(size_t)bh * T + q] * WG_LOG2E : INFINITY;
+        sd[x] = q < T ? Drow[(size_t)bh * T + q] : 0.f;
+    }
+    wcp_wait<D - 1>();
     fence_async_smem();
     __syncthreads();
     float dk[HS / 2], dv[HS / 2];
@@ -384,17 +405,17 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
     const unsigned char *myk = sk + wgi * TILE, *myv = sv + wgi * TILE;
     float sl2 = scale * WG_LOG2E;
     for (int i = first; i < nt; i++) {
-        int buf = (i - first) % NBUF, nb = (i + 1 - first) % NBUF;
-        if (i + 1 < nt) {
-            wtile<HS, NT>(sq + nb * TILE, base, 3 * C, (i + 1) * 64, 64, T);
-            wtile<HS, NT>(sdo + nb * TILE, dbase, C, (i + 1) * 64, 64, T);
-            wcp_commit();
+        int buf = (i - first) % NBUF, nb = (i + D - first) % NBUF;
+        if (i + D < nt) {
+            wtile<HS, NT>(sq + nb * TILE, base, 3 * C, (i + D) * 64, 64, T);
+            wtile<HS, NT>(sdo + nb * TILE, dbase, C, (i + D) * 64, 64, T);
             if (threadIdx.x < 64) {
-                int q = (i + 1) * 64 + threadIdx.x;
+                int q = (i + D) * 64 + threadIdx.x;
                 slse[nb * 64 + threadIdx.x] = q < T ? lse[(size_t)bh * T + q] * WG_LOG2E : INFINITY;
-                sd[nb * 64 + threadIdx.x] = q < T ? D[(size_t)bh * T + q] : 0.f;
+                sd[nb * 64 + threadIdx.x] = q < T ? Drow[(size_t)bh * T + q] : 0.f;
             }
         }
+        wcp_commit();
         if (__shfl_sync(0xffffffffu, (int)(active && i >= mk), 0)) {
             const unsigned char *cq = sq + buf * TILE, *cdo = sdo + buf * TILE;
             const float *cl = slse + buf * 64, *cd = sd + buf * 64;
@@ -439,7 +460,7 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
                 wg_wait0();
             }
         }
-        wcp_wait_all();
+        wcp_wait<D - 1>(); // the next tile has landed
         fence_async_smem();
         __syncthreads();
     }
@@ -459,14 +480,14 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
 }
 
 // dQ of 64 * NWG queries (64 per warpgroup); key / value tiles of 64 shared.
-template <int HS, int NWG, bool PIPE>
+template <int HS, int NWG, bool PIPE, int D>
 static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *dqkv, const bf16 *dout,
-                                                                           const float *lse, const float *D,
+                                                                           const float *lse, const float *Drow,
                                                                            const bf16 *qkv, int T, int C, int NH,
                                                                            float scale, uint64_t kh, uint64_t mh)
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];
-    constexpr int RB = HS * 16, TILE = 8 * RB, NBUF = PIPE ? 3 : 2, NT = 128 * NWG;
+    constexpr int RB = HS * 16, TILE = 8 * RB, NBUF = D + 1 + (PIPE ? 1 : 0), NT = 128 * NWG;
     unsigned char *sq = smem_raw;          // 64 * NWG rows
     unsigned char *sdo = sq + NWG * TILE;  // 64 * NWG rows
     unsigned char *sk = sdo + NWG * TILE;  // NBUF buffers of 64 rows
@@ -484,15 +505,23 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *
     wtile<HS, NT>(sk, base + C, 3 * C, 0, 64, T);
     wtile<HS, NT>(sv, base + 2 * C, 3 * C, 0, 64, T);
     wcp_commit();
+#pragma unroll
+    for (int d = 1; d < D; d++) {
+        if (d <= last) {
+            wtile<HS, NT>(sk + d * TILE, base + C, 3 * C, d * 64, 64, T);
+            wtile<HS, NT>(sv + d * TILE, base + 2 * C, 3 * C, d * 64, 64, T);
+        }
+        wcp_commit();
+    }
     int qrow0 = mt * 64 + w * 16 + g;
     float lr[2], dr[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         int q = qrow0 + r * 8;
         lr[r] = q < T ? lse[(size_t)bh * T + q] * WG_LOG2E : INFINITY;
-        dr[r] = q < T ? D[(size_t)bh * T + q] : 0.f;
+        dr[r] = q < T ? Drow[(size_t)bh * T + q] : 0.f;
     }
-    wcp_wait_all();
+    wcp_wait<D - 1>();
     fence_async_smem();
     __syncthreads();
     float dq[HS / 2];
@@ -504,11 +533,11 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *
     float sl2 = scale * WG_LOG2E;
     for (int j = 0; j <= last; j++) {
         int buf = j % NBUF;
-        if (j < last) {
-            wtile<HS, NT>(sk + ((j + 1) % NBUF) * TILE, base + C, 3 * C, (j + 1) * 64, 64, T);
-            wtile<HS, NT>(sv + ((j + 1) % NBUF) * TILE, base + 2 * C, 3 * C, (j + 1) * 64, 64, T);
-            wcp_commit();
+        if (j + D <= last) {
+            wtile<HS, NT>(sk + ((j + D) % NBUF) * TILE, base + C, 3 * C, (j + D) * 64, 64, T);
+            wtile<HS, NT>(sv + ((j + D) % NBUF) * TILE, base + 2 * C, 3 * C, (j + D) * 64, 64, T);
         }
+        wcp_commit();
         if (__shfl_sync(0xffffffffu, (int)(active && j <= mt), 0)) {
             const unsigned char *ck = sk + buf * TILE, *cv = sv + buf * TILE;
             float s[32], dp[32];
@@ -547,7 +576,7 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *
                 wg_wait0();
             }
         }
-        wcp_wait_all();
+        wcp_wait<D - 1>(); // the next tile has landed
         fence_async_smem();
         __syncthreads();
     }
@@ -584,7 +613,8 @@ static void wg_desc_bits(int HS, uint64_t *kh, uint64_t *mh)
     *mh = ((mlbo >> 4) & 0x3FFF) << 16 | ((msbo >> 4) & 0x3FFF) << 32;
 }
 
-// Variants per kernel (forward, dQ, dK/dV): bit 0 = 2 warpgroups per block, bit 1 = pipelined.
+// Variants per kernel (forward, dQ, dK/dV): bit 0 = 2 warpgroups per block, bit 1 = pipelined,
+// bit 2 = three tiles in flight (cp.async prefetch distance 3 instead of 1).
 // DROVER_WG_VARIANT="F,Q,K" (or one digit for all three); kern_attention_set_variant sets it.
 static int wg_var[3] = {-1, -1, -1};
 
@@ -597,11 +627,11 @@ static void wg_parse_variant(const char *e)
         return;
     if (!strchr(e, ',')) {
         for (int k = 0; k < 3; k++)
-            wg_var[k] = atoi(e) & 3;
+            wg_var[k] = atoi(e) & 7;
         return;
     }
     for (int k = 0; k < 3 && e; k++) {
-        wg_var[k] = atoi(e) & 3;
+        wg_var[k] = atoi(e) & 7;
         e = strchr(e, ',');
         if (e)
             e++;
@@ -620,16 +650,16 @@ void attention_wg_set_variant(const char *v)
     wg_parse_variant(v ? v : getenv("DROVER_WG_VARIANT"));
 }
 
-template <int HS, int NWG, bool PIPE>
+template <int HS, int NWG, bool PIPE, int D>
 static int wg_forward_v(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s)
 {
-    size_t sz = (size_t)(NWG + 2 * (PIPE ? 3 : 2)) * 8 * HS * 16;
+    size_t sz = (size_t)(NWG + 2 * (D + 1 + PIPE)) * 8 * HS * 16;
     uint64_t kh, mh;
     wg_desc_bits(HS, &kh, &mh);
-    cudaFuncSetAttribute(wg_forward_kernel<HS, NWG, PIPE>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
+    cudaFuncSetAttribute(wg_forward_kernel<HS, NWG, PIPE, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
     int nt = (T + 63) / 64;
     dim3 grid((nt + NWG - 1) / NWG, B * NH);
-    wg_forward_kernel<HS, NWG, PIPE><<<grid, 128 * NWG, sz, s>>>(out, lse, qkv, T, C, NH,
+    wg_forward_kernel<HS, NWG, PIPE, D><<<grid, 128 * NWG, sz, s>>>(out, lse, qkv, T, C, NH,
                                                                  WG_LOG2E / sqrtf((float)HS), kh, mh);
     return kern_check_launch("attention_forward (wgmma)");
 }
@@ -638,14 +668,15 @@ template <int HS>
 static int wg_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s)
 {
     switch (wg_variant(0)) {
-    case 0:
-        return wg_forward_v<HS, 1, false>(out, lse, qkv, B, T, C, NH, s);
-    case 1:
-        return wg_forward_v<HS, 2, false>(out, lse, qkv, B, T, C, NH, s);
-    case 2:
-        return wg_forward_v<HS, 1, true>(out, lse, qkv, B, T, C, NH, s);
-    default:
-        return wg_forward_v<HS, 2, true>(out, lse, qkv, B, T, C, NH, s);
+    case 0: return wg_forward_v<HS, 1, false, 1>(out, lse, qkv, B, T, C, NH, s);
+    case 1: return wg_forward_v<HS, 2, false, 1>(out, lse, qkv, B, T, C, NH, s);
+    case 2: return wg_forward_v<HS, 1, true, 1>(out, lse, qkv, B, T, C, NH, s);
+    case 3: return wg_forward_v<HS, 2, true, 1>(out, lse, qkv, B, T, C, NH, s);
+    case 4: return wg_forward_v<HS, 1, false, 3>(out, lse, qkv, B, T, C, NH, s);
+    case 5: return wg_forward_v<HS, 2, false, 3>(out, lse, qkv, B, T, C, NH, s);
+    case 6: return wg_forward_v<HS, 1, true, 3>(out, lse, qkv, B, T, C, NH, s);
+    case 7: return wg_forward_v<HS, 2, true, 3>(out, lse, qkv, B, T, C, NH, s);
+    default: return -EINVAL;
     }
 }
 
@@ -658,31 +689,31 @@ struct wg_bwd_args {
     int B, T, C, NH;
 };
 
-template <int HS, int NWG, bool PIPE>
+template <int HS, int NWG, bool PIPE, int D>
 static int wg_dq_v(const struct wg_bwd_args *a, cudaStream_t s)
 {
-    size_t sz = (size_t)(2 * NWG + 2 * (PIPE ? 3 : 2)) * 8 * HS * 16;
+    size_t sz = (size_t)(2 * NWG + 2 * (D + 1 + PIPE)) * 8 * HS * 16;
     uint64_t kh, mh;
     wg_desc_bits(HS, &kh, &mh);
-    cudaFuncSetAttribute(wg_backward_dq_kernel<HS, NWG, PIPE>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
+    cudaFuncSetAttribute(wg_backward_dq_kernel<HS, NWG, PIPE, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
     int nt = (a->T + 63) / 64;
     dim3 grid((nt + NWG - 1) / NWG, a->B * a->NH);
-    wg_backward_dq_kernel<HS, NWG, PIPE><<<grid, 128 * NWG, sz, s>>>(a->dqkv, a->dout, a->lse, a->D, a->qkv, a->T, a->C,
+    wg_backward_dq_kernel<HS, NWG, PIPE, D><<<grid, 128 * NWG, sz, s>>>(a->dqkv, a->dout, a->lse, a->D, a->qkv, a->T, a->C,
                                                                      a->NH, 1.f / sqrtf((float)HS), kh, mh);
     return kern_check_launch("attention_backward_dq (wgmma)");
 }
 
-template <int HS, int NWG, bool PIPE>
+template <int HS, int NWG, bool PIPE, int D>
 static int wg_dkv_v(const struct wg_bwd_args *a, cudaStream_t s)
 {
-    constexpr int NBUF = PIPE ? 3 : 2;
+    constexpr int NBUF = D + 1 + PIPE;
     size_t sz = (size_t)(2 * NWG + 2 * NBUF) * 8 * HS * 16 + sizeof(float) * 2 * NBUF * 64;
     uint64_t kh, mh;
     wg_desc_bits(HS, &kh, &mh);
-    cudaFuncSetAttribute(wg_backward_dkv_kernel<HS, NWG, PIPE>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
+    cudaFuncSetAttribute(wg_backward_dkv_kernel<HS, NWG, PIPE, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
     int nt = (a->T + 63) / 64;
     dim3 grid((nt + NWG - 1) / NWG, a->B * a->NH);
-    wg_backward_dkv_kernel<HS, NWG, PIPE><<<grid, 128 * NWG, sz, s>>>(a->dqkv, a->dout, a->lse, a->D, a->qkv, a->T, a->C,
+    wg_backward_dkv_kernel<HS, NWG, PIPE, D><<<grid, 128 * NWG, sz, s>>>(a->dqkv, a->dout, a->lse, a->D, a->qkv, a->T, a->C,
                                                                       a->NH, 1.f / sqrtf((float)HS), kh, mh);
     return kern_check_launch("attention_backward_dkv (wgmma)");
 }
@@ -701,18 +732,28 @@ static int wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float
     // dQ and dK/dV write disjoint parts of dqkv: on two streams they overlap each other's tail
     int r;
     switch (wg_variant(1)) {
-    case 0: r = wg_dq_v<HS, 1, false>(&a, sq); break;
-    case 1: r = wg_dq_v<HS, 2, false>(&a, sq); break;
-    case 2: r = wg_dq_v<HS, 1, true>(&a, sq); break;
-    default: r = wg_dq_v<HS, 2, true>(&a, sq); break;
+    case 0: r = wg_dq_v<HS, 1, false, 1>(&a, sq); break;
+    case 1: r = wg_dq_v<HS, 2, false, 1>(&a, sq); break;
+    case 2: r = wg_dq_v<HS, 1, true, 1>(&a, sq); break;
+    case 3: r = wg_dq_v<HS, 2, true, 1>(&a, sq); break;
+    case 4: r = wg_dq_v<HS, 1, false, 3>(&a, sq); break;
+    case 5: r = wg_dq_v<HS, 2, false, 3>(&a, sq); break;
+    case 6: r = wg_dq_v<HS, 1, true, 3>(&a, sq); break;
+    case 7: r = wg_dq_v<HS, 2, true, 3>(&a, sq); break;
+    default: r = -EINVAL; break;
     }
     if (r < 0)
         return r;
     switch (wg_variant(2)) {
-    case 0: r = wg_dkv_v<HS, 1, false>(&a, s); break;
-    case 1: r = wg_dkv_v<HS, 2, false>(&a, s); break;
-    case 2: r = wg_dkv_v<HS, 1, true>(&a, s); break;
-    default: r = wg_dkv_v<HS, 2, true>(&a, s); break;
+    case 0: r = wg_dkv_v<HS, 1, false, 1>(&a, s); break;
+    case 1: r = wg_dkv_v<HS, 2, false, 1>(&a, s); break;
+    case 2: r = wg_dkv_v<HS, 1, true, 1>(&a, s); break;
+    case 3: r = wg_dkv_v<HS, 2, true, 1>(&a, s); break;
+    case 4: r = wg_dkv_v<HS, 1, false, 3>(&a, s); break;
+    case 5: r = wg_dkv_v<HS, 2, false, 3>(&a, s); break;
+    case 6: r = wg_dkv_v<HS, 1, true, 3>(&a, s); break;
+    case 7: r = wg_dkv_v<HS, 2, true, 3>(&a, s); break;
+    default: r = -EINVAL; break;
     }
     if (r < 0 || sq == s)
         return r;

@@ -90,8 +90,9 @@ int kern_attention_backward2(kbf16 *dqkv, float *scratch, const kbf16 *dout, con
  * environment (DROVER_ATTN=mma selects mma.sync; the default is wgmma).  Returns the choice.
  * Not thread-safe: call before the first launch.  kern_attention_impl names what head size hs gets. */
 int kern_attention_set_impl(int impl);
-/* wgmma kernel variants "F,Q,K" (forward, dQ, dK/dV; or one digit for all): 0 one warpgroup per
- * block, 1 two warpgroups sharing the streamed tiles, 2 one pipelined, 3 two pipelined.  NULL:
+/* wgmma kernel variants "F,Q,K" (forward, dQ, dK/dV; or one digit for all), bits: 1 = two
+ * warpgroups per block sharing the streamed tiles (else one), 2 = pipelined (the second product of
+ * a step overlaps the next step's softmax), 4 = three tiles in flight (else one).  NULL:
  * DROVER_WG_VARIANT or the built-in default.  For benchmarks; not thread-safe. */
 void kern_attention_set_variant(const char *v);
 const char *kern_attention_impl(int hs);

@@ -10,11 +10,17 @@ export LD_LIBRARY_PATH=$PWD/lib
 O=${OUT:-/tmp/out}
 mkdir -p "$O"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$O/log.txt"
-# 1. per-kernel table; choose the fastest forward and (dQ, dK/dV) variants
+# 1. attention checks of every variant, then the per-kernel table; choose the fastest forward
+#    and (dQ, dK/dV) variants among those that passed (a failing variant fails both)
+timeout 120 build/gpu/test_kernels 7 attention > "$O/attn.txt" 2>&1
+bad=$(grep -E 'wgmma[0-7].*FAIL' "$O/attn.txt" | sed -E 's/.*wgmma([0-7]).*/\1/' | sort -u | tr -d '\n')
+echo "attention checks: $(tail -1 "$O/attn.txt"); failing wgmma variants: ${bad:-none}" | tee -a "$O/log.txt"
+ok="[0-7]"
+[ -n "$bad" ] && ok="[^$bad]"
 timeout 150 build/gpu/bench kernels 32 > "$O/kernels32.txt" 2>&1
 grep -E "attention|sum of" "$O/kernels32.txt"
-F=$(grep -E '^attention fwd \(wgmma [0-3]\)' "$O/kernels32.txt" | sort -g -k5 | head -1 | sed -E 's/.*wgmma ([0-3]).*/\1/')
-QK=$(grep -E '^attention bwd \(wgmma dq' "$O/kernels32.txt" | sort -g -k8 | head -1 | sed -E 's/.*dq ([0-3]) dkv ([0-3]).*/\1,\2/')
+F=$(grep -E "^attention fwd \(wgmma $ok\)" "$O/kernels32.txt" | sort -g -k5 | head -1 | sed -E 's/.*wgmma ([0-7]).*/\1/')
+QK=$(grep -E "^attention bwd \(wgmma dq $ok dkv $ok\)" "$O/kernels32.txt" | sort -g -k8 | head -1 | sed -E 's/.*dq ([0-7]) dkv ([0-7]).*/\1,\2/')
 export DROVER_WG_VARIANT="${F:-2},${QK:-2,0}"
 echo "chosen DROVER_WG_VARIANT=$DROVER_WG_VARIANT" | tee -a "$O/log.txt"
 # 2. make gpu-test with the chosen variants (every variant is checked by test_kernels anyway)

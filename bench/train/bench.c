@@ -204,7 +204,7 @@ static int bench_kernels(int B)
     kern_attention_set_impl(1);
     if (!strcmp(kern_attention_impl(C / NH), "wgmma")) {
         char lab[64], v[16];
-        for (int fv = -1; fv < 4; fv++) { /* -1: the default (DROVER_WG_VARIANT or built in) */
+        for (int fv = -1; fv < 8; fv++) { /* -1: the default (DROVER_WG_VARIANT or built in) */
             snprintf(v, sizeof v, "%d", fv);
             kern_attention_set_variant(fv < 0 ? NULL : v);
             snprintf(lab, sizeof lab, "attention fwd (wgmma %s)", fv < 0 ? "default" : v);
@@ -214,8 +214,8 @@ static int bench_kernels(int B)
         kern_attention_set_variant(NULL);
         TIME("attention bwd (wgmma default)", 2.5 * attf, bf * 8.0 * N * C, use_wg ? L : 0,
              kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
-        for (int q = 0; q < 4; q++)
-            for (int k = 0; k < 4; k++) { /* dQ variant q, dK/dV variant k, one stream */
+        for (int q = 0; q < 8; q++)
+            for (int k = 0; k < 8; k++) { /* dQ variant q, dK/dV variant k, one stream */
                 snprintf(v, sizeof v, "0,%d,%d", q, k);
                 kern_attention_set_variant(v);
                 snprintf(lab, sizeof lab, "attention bwd (wgmma dq %d dkv %d)", q, k);

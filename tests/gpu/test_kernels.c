@@ -202,14 +202,17 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
     /* the launcher with each implementation it can select (kern_attention_set_impl: mma.sync,
      * wgmma where built and the head size allows), then the first WMMA version */
     /* wgmma in each kernel variant (kern_attention_set_variant) */
-    const char *which[6] = {"mma", "wgmma", "wgmma", "wgmma", "wgmma", "wmma ref"};
-    const char *variant[6] = {NULL, "0", "1", "2", "3", NULL};
-    attn_fwd_fn fwd[6] = {kern_attention_forward, kern_attention_forward, kern_attention_forward,
-                          kern_attention_forward, kern_attention_forward, kern_attention_forward_ref};
-    attn_bwd_fn bwd[6] = {kern_attention_backward, kern_attention_backward, kern_attention_backward,
-                          kern_attention_backward, kern_attention_backward, kern_attention_backward_ref};
-    for (int k = 0; k < 6; k++) {
-        if (k < 5) {
+    enum { NI = 10 };
+    const char *which[NI] = {"mma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wmma ref"};
+    const char *variant[NI] = {NULL, "0", "1", "2", "3", "4", "5", "6", "7", NULL};
+    attn_fwd_fn fwd[NI];
+    attn_bwd_fn bwd[NI];
+    for (int k = 0; k < NI; k++) {
+        fwd[k] = k == NI - 1 ? kern_attention_forward_ref : kern_attention_forward;
+        bwd[k] = k == NI - 1 ? kern_attention_backward_ref : kern_attention_backward;
+    }
+    for (int k = 0; k < NI; k++) {
+        if (k < NI - 1) {
             kern_attention_set_impl(k > 0);
             kern_attention_set_variant(variant[k]);
             if (strcmp(kern_attention_impl(C / NH), which[k]))
@@ -229,7 +232,7 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
         snprintf(name, sizeof name, "attention_backward %s%s dqkv (B%d T%d C%d NH%d)", which[k],
                  variant[k] ? variant[k] : "", B, T, C, NH);
         check(name, rel_err(g, dinp, N * 3 * C), 2e-2);
-        if (k < 5) { /* deterministic: a second backward gives the same bits */
+        if (k < NI - 1) { /* deterministic: a second backward gives the same bits */
             KK(bwd[k](d_dqkv, scratch, d_dout, out, lse, dqkv_in, B, T, C, NH, 0));
             float *g2 = host_from_bf16(d_dqkv, N * 3 * C);
             snprintf(name, sizeof name, "attention_backward %s%s repeat identical", which[k],
