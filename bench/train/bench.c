@@ -98,6 +98,9 @@ static int cmp_f(const void *a, const void *b)
 #define TIME(label, flops, bytes, count, call)                                                   \
     do {                                                                                         \
         float ms[20];                                                                            \
+        const char *only_ = getenv("BENCH_ONLY"); /* label prefix, e.g. "attention" (profiling) */ \
+        if (only_ && strncmp(label, only_, strlen(only_)))                                       \
+            break;                                                                               \
         KK(call);                                                                                \
         for (int i_ = 0; i_ < 20; i_++) {                                                        \
             CK(cudaEventRecord(ev0, 0));                                                         \
