@@ -10,7 +10,11 @@
 // P^T dO, dS^T Q) takes P or dS from registers, converted in place from the accumulators (the
 // wgmma accumulator layout of a warp is mma.sync's m16n8 C layout, its register A operand
 // mma.sync's A).  No atomics: deterministic.
-// Shared tiles use wgmma's no-swizzle canonical layout: 16-byte chunk c of row r at byte
+// Head size 64: shared tiles use the 128-byte swizzle (row r of 128 bytes at r*128, its 16-byte
+// chunk c at slot c ^ (r % 8)), so that a warp's cp.async reads whole rows and its stores spread
+// over the banks; descriptors of layout type 1, 8-row groups 1024 bytes apart, a 16-column k-step
+// 32 bytes along the row (K-major) or 2048 bytes down (MN-major).  Other head sizes use wgmma's
+// no-swizzle canonical layout: 16-byte chunk c of row r at byte
 // (r/8)*RB + c*128 + (r%8)*16, RB = HS*16; the same bytes serve as a K-major operand (rows = M
 // or N) and as an MN-major operand (rows = K).  Descriptor strides: K-major LBO 128 (next chunk
 // along K), SBO RB (next 8 rows); MN-major LBO RB (next 8 rows along K), SBO 128 (next chunk
@@ -159,6 +163,14 @@ static __device__ __forceinline__ void wtile(unsigned char *dst, const bf16 *src
                                              int T)
 {
     constexpr int VPR = HS / 8, RB = HS * 16;
+    if constexpr (HS == 64) { // 128-byte swizzle: a warp reads 4 whole rows, stores hit 8 bank groups
+        for (int i = threadIdx.x; i < nrows * 8; i += NT) {
+            int r = i >> 3, c = i & 7;
+            bool ok = row0 + r < T;
+            wcp16(dst + r * 128 + ((c ^ (r & 7)) << 4), ok ? src + (size_t)(row0 + r) * stride + c * 8 : src, ok);
+        }
+        return;
+    }
     for (int i = threadIdx.x; i < nrows * VPR; i += NT) {
         int rl = i & 7, c = (i >> 3) % VPR, rh = (i >> 3) / VPR;
         int r = rh * 8 + rl;
@@ -179,9 +191,10 @@ static __device__ __forceinline__ void wzero(float *acc)
 template <int HS>
 static __device__ __forceinline__ void wg_abt(float *acc, const unsigned char *a, const unsigned char *b, uint64_t kh)
 {
+    constexpr int KSTEP = HS == 64 ? 32 : 256; // 16 columns: inside the swizzled row, or 2 core matrices
 #pragma unroll
     for (int kk = 0; kk < HS / 16; kk++)
-        wg_ss_n64(acc, wdesc(a + kk * 256, kh), wdesc(b + kk * 256, kh));
+        wg_ss_n64(acc, wdesc(a + kk * KSTEP, kh), wdesc(b + kk * KSTEP, kh));
 }
 
 // P (64 x 64 accumulator registers p) -> bf16 register A operands of the four k-steps.
@@ -234,7 +247,8 @@ static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out,
                                                                        int C, int NH, float scale_log2, uint64_t kh,
                                                                        uint64_t mh)
 {
-    extern __shared__ __align__(128) unsigned char smem_raw[];
+    extern __shared__ __align__(1024) unsigned char smem_al[];
+    unsigned char *smem_raw = smem_al + ((1024 - (wsmem(smem_al) & 1023)) & 1023);
     constexpr int RB = HS * 16, TILE = 8 * RB, NBUF = D + 1 + (PIPE ? 1 : 0), NT = 128 * NWG;
     unsigned char *sq = smem_raw;        // 64 * NWG rows
     unsigned char *sk = sq + NWG * TILE; // NBUF buffers
@@ -361,7 +375,8 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
                                                                             const bf16 *qkv, int T, int C, int NH,
                                                                             float scale, uint64_t kh, uint64_t mh)
 {
-    extern __shared__ __align__(128) unsigned char smem_raw[];
+    extern __shared__ __align__(1024) unsigned char smem_al[];
+    unsigned char *smem_raw = smem_al + ((1024 - (wsmem(smem_al) & 1023)) & 1023);
     constexpr int RB = HS * 16, TILE = 8 * RB, NBUF = D + 1 + (PIPE ? 1 : 0), NT = 128 * NWG;
     unsigned char *sk = smem_raw;          // 64 * NWG rows
     unsigned char *sv = sk + NWG * TILE;   // 64 * NWG rows
@@ -488,7 +503,8 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *
                                                                            const bf16 *qkv, int T, int C, int NH,
                                                                            float scale, uint64_t kh, uint64_t mh)
 {
-    extern __shared__ __align__(128) unsigned char smem_raw[];
+    extern __shared__ __align__(1024) unsigned char smem_al[];
+    unsigned char *smem_raw = smem_al + ((1024 - (wsmem(smem_al) & 1023)) & 1023);
     constexpr int RB = HS * 16, TILE = 8 * RB, NBUF = D + 1 + (PIPE ? 1 : 0), NT = 128 * NWG;
     unsigned char *sq = smem_raw;          // 64 * NWG rows
     unsigned char *sdo = sq + NWG * TILE;  // 64 * NWG rows
@@ -611,8 +627,15 @@ static void wg_desc_bits(int HS, uint64_t *kh, uint64_t *mh)
         mlbo = c;
         msbo = rb;
     }
+    if (HS == 64) { // 128-byte swizzle (layout type 1): 8-row groups 1024 bytes apart both ways
+        klbo = ksbo = mlbo = msbo = 1024;
+    }
     *kh = ((klbo >> 4) & 0x3FFF) << 16 | ((ksbo >> 4) & 0x3FFF) << 32;
     *mh = ((mlbo >> 4) & 0x3FFF) << 16 | ((msbo >> 4) & 0x3FFF) << 32;
+    if (HS == 64) {
+        *kh |= 1ull << 62;
+        *mh |= 1ull << 62;
+    }
 }
 
 // Variants per kernel (forward, dQ, dK/dV): bit 0 = 2 warpgroups per block, bit 1 = pipelined,
@@ -655,7 +678,7 @@ void attention_wg_set_variant(const char *v)
 template <int HS, int NWG, bool PIPE, int D>
 static int wg_forward_v(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s)
 {
-    size_t sz = (size_t)(NWG + 2 * (D + 1 + PIPE)) * 8 * HS * 16;
+    size_t sz = (size_t)(NWG + 2 * (D + 1 + PIPE)) * 8 * HS * 16 + 1024;
     uint64_t kh, mh;
     wg_desc_bits(HS, &kh, &mh);
     cudaFuncSetAttribute(wg_forward_kernel<HS, NWG, PIPE, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
@@ -694,7 +717,7 @@ struct wg_bwd_args {
 template <int HS, int NWG, bool PIPE, int D>
 static int wg_dq_v(const struct wg_bwd_args *a, cudaStream_t s)
 {
-    size_t sz = (size_t)(2 * NWG + 2 * (D + 1 + PIPE)) * 8 * HS * 16;
+    size_t sz = (size_t)(2 * NWG + 2 * (D + 1 + PIPE)) * 8 * HS * 16 + 1024;
     uint64_t kh, mh;
     wg_desc_bits(HS, &kh, &mh);
     cudaFuncSetAttribute(wg_backward_dq_kernel<HS, NWG, PIPE, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
@@ -709,7 +732,7 @@ template <int HS, int NWG, bool PIPE, int D>
 static int wg_dkv_v(const struct wg_bwd_args *a, cudaStream_t s)
 {
     constexpr int NBUF = D + 1 + PIPE;
-    size_t sz = (size_t)(2 * NWG + 2 * NBUF) * 8 * HS * 16 + sizeof(float) * 2 * NBUF * 64;
+    size_t sz = (size_t)(2 * NWG + 2 * NBUF) * 8 * HS * 16 + sizeof(float) * 2 * NBUF * 64 + 1024;
     uint64_t kh, mh;
     wg_desc_bits(HS, &kh, &mh);
     cudaFuncSetAttribute(wg_backward_dkv_kernel<HS, NWG, PIPE, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
