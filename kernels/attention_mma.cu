@@ -455,13 +455,13 @@ static int am_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float
     return 0;
 }
 
-static int attn_impl = -1; // 0 mma.sync (default), 1 wgmma where built and the head size allows
+static int attn_impl = -1; // 0 mma.sync, 1 wgmma (default) where built and the head size allows
 
 extern "C" int kern_attention_set_impl(int impl)
 {
     if (impl < 0) {
         const char *e = getenv("DROVER_ATTN");
-        impl = e && !strcmp(e, "wgmma") ? 1 : 0; // mma.sync measured faster (docs/cuda.md)
+        impl = e && !strcmp(e, "mma") ? 0 : 1; // wgmma measured faster on the H200 (docs/cuda.md)
     }
     attn_impl = impl;
     return attn_impl;

@@ -1,8 +1,6 @@
 // kernels/attention_wgmma.cu: causal multi-head attention on Hopper's warpgroup tensor-core
 // instruction (wgmma, sm_90a), same contract and same FlashAttention-2 order as
-// attention_mma.cu.  Selected with DROVER_ATTN=wgmma: on the H200 it measured no faster than
-// mma.sync (forward equal, backward 9% slower; docs/benchmarks.md), so mma.sync is the default.
-// Head size 128 always takes mma.sync.
+// attention_mma.cu, which stays selectable (DROVER_ATTN=mma) and takes head size 128.
 // Blocks are two warpgroups (256 threads).  Forward and dQ: one block per 128 queries (64 per
 // warpgroup), key/value tiles of 64 shared by both warpgroups, double-buffered with cp.async.
 // dK/dV: one block per 128 keys, query/dO tiles of 64 shared.  The first product of each step
@@ -28,7 +26,7 @@
 
 // default variants (bit 0: 2 warpgroups per block, bit 1: pipelined), DROVER_WG_VARIANT overrides
 #define WG_DEFAULT_FWD 5 // fastest on the H200 (docs/benchmarks.md), within noise of 1, 3, 7
-#define WG_DEFAULT_DQ 7
+#define WG_DEFAULT_DQ 5
 #define WG_DEFAULT_DKV 5
 #define WG_LOG2E 1.4426950408889634f
 

@@ -87,7 +87,7 @@ int kern_attention_backward2(kbf16 *dqkv, float *scratch, const kbf16 *dout, con
                              cudaStream_t s, cudaStream_t s2, cudaEvent_t ev0, cudaEvent_t ev1);
 /* Which implementation the two above use: 1 = wgmma (kernels/attention_wgmma.cu; sm_90a builds,
  * head sizes 16..64, else mma), 0 = mma.sync (kernels/attention_mma.cu), -1 = from the
- * environment (DROVER_ATTN=wgmma selects wgmma; the default is mma.sync).  Returns the choice.
+ * environment (DROVER_ATTN=mma selects mma.sync; the default is wgmma).  Returns the choice.
  * Not thread-safe: call before the first launch.  kern_attention_impl names what head size hs gets. */
 int kern_attention_set_impl(int impl);
 /* wgmma kernel variants "F,Q,K" (forward, dQ, dK/dV; or one digit for all), bits: 1 = two

@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench/gpu-attn/device.sh: one device call for the attention work of issue 15: `make gpu-test`
 # with the default build, the attention checks of every wgmma variant, the per-kernel table
-# (B=32, both attentions, every wgmma variant), ours (mma.sync default and wgmma) against torch
+# (B=32, both attentions, every wgmma variant), ours (wgmma default and mma.sync) against torch
 # eager / torch.compile, and Nsight Compute sections of the four main attention kernels (when
 # PROFILE=1).  Runs from a folder made by bench/gpu-attn/pack.sh; logs go to $OUT.
 set -u
@@ -25,6 +25,6 @@ if [ "${PROFILE:-0}" = 1 ]; then
 fi
 [ "${BENCH:-1}" = 1 ] || exit 0
 timeout 150 build/gpu/bench kernels 32 > "$O/kernels32.txt" 2>&1
-grep -E "attention (fwd|bwd) \((mma|wgmma default)|sum of" "$O/kernels32.txt"
+grep -E "attention (fwd|bwd) \((mma|wgmma default)|sum of|^(matmul|layernorm|classifier|bias|adamw|grad)" "$O/kernels32.txt"
 KERNELS=0 TORCH_REF=torch_gpt2.py timeout 420 bench/train/run.sh build > "$O/bench.txt" 2>&1
 sed -n '/== summary/,$p' "$O/bench.txt"

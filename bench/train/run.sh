@@ -3,7 +3,7 @@
 # (../shared/bench/torch_gpt2.py, or $TORCH_REF) on GPT-2 124M (12 layers, 12 heads, width 768,
 # vocabulary 50304, sequence 1024), same micro-batches, one after the other on the same GPU.
 # BATCHES (default "16 32"), STEPS (30), TORCH_COMPILE=0 skips torch.compile, KERNELS=0 skips the
-# per-kernel table, WG_ATTN=0 skips the run with the wgmma attention (DROVER_ATTN=wgmma).  JSON lines on stdout, a summary table last.  Figures go to docs/benchmarks.md.
+# per-kernel table, OLD_ATTN=0 skips the run with the mma.sync attention (DROVER_ATTN=mma).  JSON lines on stdout, a summary table last.  Figures go to docs/benchmarks.md.
 set -u
 B=${1:-build}
 G=$B/gpu
@@ -18,9 +18,9 @@ if [ "${KERNELS:-1}" = 1 ]; then
 fi
 for b in $BATCHES; do
     timeout 300 "$G/bench" "$b" "$STEPS" | tee -a "$res"
-    # the wgmma attention (DROVER_ATTN=wgmma) in the same run, reported as "drover-wgmma"
-    [ "${WG_ATTN:-1}" = 1 ] && DROVER_ATTN=wgmma timeout 300 "$G/bench" "$b" "$STEPS" |
-        sed 's/"system": "drover"/"system": "drover-wgmma"/' | tee -a "$res"
+    # the previous attention (mma.sync, DROVER_ATTN=mma) in the same run, as "drover-mma"
+    [ "${OLD_ATTN:-1}" = 1 ] && DROVER_ATTN=mma timeout 300 "$G/bench" "$b" "$STEPS" |
+        sed 's/"system": "drover"/"system": "drover-mma"/' | tee -a "$res"
 done
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "$ngpu" -ge 2 ]; then
@@ -54,9 +54,9 @@ for b, d in sorted(by.items()):
     tc = d.get("torch compile", {}).get("ktok_s")
     if ours and tc:
         line += f"; drover / torch.compile = {ours / tc:.2f}x"
-    wg = d.get("drover-wgmma", {}).get("ktok_s")
-    if ours and wg:
-        line += f"; drover-wgmma / drover = {wg / ours:.2f}x"
+    old = d.get("drover-mma", {}).get("ktok_s")
+    if ours and old:
+        line += f"; drover / drover-mma = {ours / old:.2f}x"
     dp = d.get("drover x2 GPUs", {}).get("ktok_s")
     if ours and dp:
         line += f"; 2-GPU scaling efficiency {dp / (2 * ours):.2f}"
