@@ -26,5 +26,5 @@ fi
 [ "${BENCH:-1}" = 1 ] || exit 0
 timeout 150 build/gpu/bench kernels 32 > "$O/kernels32.txt" 2>&1
 grep -E "attention (fwd|bwd) \((mma|wgmma default)|sum of|^(matmul|layernorm|classifier|bias|adamw|grad)" "$O/kernels32.txt"
-KERNELS=0 TORCH_REF=torch_gpt2.py timeout 420 bench/train/run.sh build > "$O/bench.txt" 2>&1
+KERNELS=0 TORCH_EAGER=${TORCH_EAGER:-1} TORCH_REF=torch_gpt2.py timeout 420 bench/train/run.sh build > "$O/bench.txt" 2>&1
 sed -n '/== summary/,$p' "$O/bench.txt"

@@ -2,7 +2,8 @@
 # bench/train/run.sh BUILD: drover-train's CUDA backend and the PyTorch reference
 # (../shared/bench/torch_gpt2.py, or $TORCH_REF) on GPT-2 124M (12 layers, 12 heads, width 768,
 # vocabulary 50304, sequence 1024), same micro-batches, one after the other on the same GPU.
-# BATCHES (default "16 32"), STEPS (30), TORCH_COMPILE=0 skips torch.compile, KERNELS=0 skips the
+# BATCHES (default "16 32"), STEPS (30), TORCH_COMPILE=0 skips torch.compile, TORCH_EAGER=0 eager
+# PyTorch, KERNELS=0 skips the
 # per-kernel table, OLD_ATTN=0 skips the run with the mma.sync attention (DROVER_ATTN=mma).  JSON lines on stdout, a summary table last.  Figures go to docs/benchmarks.md.
 set -u
 B=${1:-build}
@@ -32,7 +33,7 @@ if [ "$ngpu" -ge 2 ]; then
 fi
 if [ -f "$REF" ] && python3 -c 'import torch' 2>/dev/null; then
     for b in $BATCHES; do
-        timeout 300 python3 "$REF" --batch "$b" --steps "$STEPS" | tee -a "$res"
+        [ "${TORCH_EAGER:-1}" = 1 ] && timeout 300 python3 "$REF" --batch "$b" --steps "$STEPS" | tee -a "$res"
         [ "${TORCH_COMPILE:-1}" = 1 ] && timeout 400 python3 "$REF" --batch "$b" --steps "$STEPS" --compile | tee -a "$res"
     done
 else
