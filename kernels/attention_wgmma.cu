@@ -1,9 +1,9 @@
 // kernels/attention_wgmma.cu: causal multi-head attention on Hopper's warpgroup tensor-core
 // instruction (wgmma, sm_90a), same contract and same FlashAttention-2 order as
 // attention_mma.cu, which stays selectable (DROVER_ATTN=mma) and takes head size 128.
-// Blocks are two warpgroups (256 threads).  Forward and dQ: one block per 128 queries (64 per
-// warpgroup), key/value tiles of 64 shared by both warpgroups, double-buffered with cp.async.
-// dK/dV: one block per 128 keys, query/dO tiles of 64 shared.  The first product of each step
+// Each warpgroup owns 64 rows; a block has NWG = 1 or 2 of them (variants below).  Forward and
+// dQ: one block per 64*NWG queries, key/value tiles of 64 shared by its warpgroups, streamed with
+// cp.async.  dK/dV: one block per 64*NWG keys, query/dO tiles of 64 shared.  The first product of each step
 // (Q K^T, dO V^T, K Q^T, V dO^T) reads both operands from shared memory; the second (P V, dS K,
 // P^T dO, dS^T Q) takes P or dS from registers, converted in place from the accumulators (the
 // wgmma accumulator layout of a warp is mma.sync's m16n8 C layout, its register A operand
@@ -24,7 +24,8 @@
 
 #include "kernels/common.cuh"
 
-// default variants (bit 0: 2 warpgroups per block, bit 1: pipelined), DROVER_WG_VARIANT overrides
+// default variants (bit 0: 2 warpgroups per block, bit 1: pipelined, bit 2: three tiles in
+// flight), DROVER_WG_VARIANT overrides
 #define WG_DEFAULT_FWD 5 // fastest on the H200 (docs/benchmarks.md), within noise of 1, 3, 7
 #define WG_DEFAULT_DQ 5
 #define WG_DEFAULT_DKV 5
@@ -637,7 +638,8 @@ static void wg_desc_bits(int HS, uint64_t *kh, uint64_t *mh)
 }
 
 // Variants per kernel (forward, dQ, dK/dV): bit 0 = 2 warpgroups per block, bit 1 = pipelined,
-// bit 2 = three tiles in flight (cp.async prefetch distance 3 instead of 1).
+// bit 2 = three tiles in flight (cp.async prefetch distance 3 instead of 1).  Head size 64 only;
+// 16 and 32 always take variant 5 (fewer instantiations).
 // DROVER_WG_VARIANT="F,Q,K" (or one digit for all three); kern_attention_set_variant sets it.
 static int wg_var[3] = {-1, -1, -1};
 
@@ -690,7 +692,10 @@ static int wg_forward_v(bf16 *out, float *lse, const bf16 *qkv, int B, int T, in
 template <int HS>
 static int wg_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s)
 {
-    switch (wg_variant(0)) {
+    if constexpr (HS != 64) // head sizes 16 and 32 (small models): variant 5 only
+        return wg_forward_v<HS, 2, false, 3>(out, lse, qkv, B, T, C, NH, s);
+    else
+        switch (wg_variant(0)) {
     case 0: return wg_forward_v<HS, 1, false, 1>(out, lse, qkv, B, T, C, NH, s);
     case 1: return wg_forward_v<HS, 2, false, 1>(out, lse, qkv, B, T, C, NH, s);
     case 2: return wg_forward_v<HS, 1, true, 1>(out, lse, qkv, B, T, C, NH, s);
@@ -754,6 +759,16 @@ static int wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float
     }
     // dQ and dK/dV write disjoint parts of dqkv: on two streams they overlap each other's tail
     int r;
+    if constexpr (HS != 64) {
+        r = wg_dq_v<HS, 2, false, 3>(&a, sq);
+        if (r == 0)
+            r = wg_dkv_v<HS, 2, false, 3>(&a, s);
+        if (r < 0 || sq == s)
+            return r;
+        if (cudaEventRecord(ev1, s2) != cudaSuccess || cudaStreamWaitEvent(s, ev1, 0) != cudaSuccess)
+            return kern_check_launch("attention_backward streams");
+        return 0;
+    } else {
     switch (wg_variant(1)) {
     case 0: r = wg_dq_v<HS, 1, false, 1>(&a, sq); break;
     case 1: r = wg_dq_v<HS, 2, false, 1>(&a, sq); break;
@@ -777,6 +792,7 @@ static int wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float
     case 6: r = wg_dkv_v<HS, 1, true, 3>(&a, s); break;
     case 7: r = wg_dkv_v<HS, 2, true, 3>(&a, s); break;
     default: r = -EINVAL; break;
+    }
     }
     if (r < 0 || sq == s)
         return r;
@@ -816,7 +832,17 @@ int attention_wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const fl
 
 int attention_wg_available(int hs)
 {
-    return hs == 16 || hs == 32 || hs == 64;
+    static int cc = -1; // sm_90a code runs on compute capability 9.0 only (a multi-arch build
+                        // may hold other targets, where the wgmma kernels are trap stubs)
+    if (cc < 0) {
+        int dev = 0, major = 0, minor = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+            return 0;
+        cc = major * 10 + minor;
+    }
+    return cc == 90 && (hs == 16 || hs == 32 || hs == 64);
 }
 
 #else

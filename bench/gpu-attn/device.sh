@@ -5,7 +5,7 @@
 # eager / torch.compile, and Nsight Compute sections of the four main attention kernels (when
 # PROFILE=1).  Runs from a folder made by bench/gpu-attn/pack.sh; logs go to $OUT.
 set -u
-cd "$(dirname "$0")"
+cd "$(dirname "$0")" || exit 1
 export LD_LIBRARY_PATH=$PWD/lib
 O=${OUT:-/tmp/out}
 mkdir -p "$O"

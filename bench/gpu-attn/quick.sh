@@ -3,7 +3,7 @@
 # table (B=32), and ours with the mma.sync (default) and wgmma attention at B=16 and 32 (no
 # PyTorch).  Same folder as device.sh; logs to $OUT.
 set -u
-cd "$(dirname "$0")"
+cd "$(dirname "$0")" || exit 1
 export LD_LIBRARY_PATH=$PWD/lib
 O=${OUT:-/tmp/out}
 mkdir -p "$O"

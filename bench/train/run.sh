@@ -3,8 +3,9 @@
 # (../shared/bench/torch_gpt2.py, or $TORCH_REF) on GPT-2 124M (12 layers, 12 heads, width 768,
 # vocabulary 50304, sequence 1024), same micro-batches, one after the other on the same GPU.
 # BATCHES (default "16 32"), STEPS (30), TORCH_COMPILE=0 skips torch.compile, TORCH_EAGER=0 eager
-# PyTorch, KERNELS=0 skips the
-# per-kernel table, OLD_ATTN=0 skips the run with the mma.sync attention (DROVER_ATTN=mma).  JSON lines on stdout, a summary table last.  Figures go to docs/benchmarks.md.
+# PyTorch, KERNELS=0 the per-kernel table, OLD_ATTN=0 the run with the mma.sync attention
+# (DROVER_ATTN=mma, reported as "drover-mma").  JSON lines on stdout, a summary table last.
+# Figures go to docs/benchmarks.md.
 set -u
 B=${1:-build}
 G=$B/gpu
