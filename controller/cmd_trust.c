@@ -49,6 +49,9 @@ int cmd_trust(struct fleet *f, int argc, char **argv)
             .known_hosts = f->inv->known_hosts,
             .identity = f->inv->identity,
             .connect_timeout_s = f->inv->connect_timeout_s,
+            .ssh_config = f->inv->ssh_config,
+            .port_set = host->port_set,
+            .user_set = host->user_set,
         };
         char fp[SSH_FP_MAX], err[1024];
         int state;

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/manifest2.h"
 #include "controller/cmd.h"
+#include "controller/transport/ssh.h"
 
 int cmd_validate(struct fleet *f, int argc, char **argv)
 {
@@ -42,6 +43,24 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
         ncts += inv->jobs[j].ncts;
     printf("inventory %s: ok (%d hosts, %d jobs, %d containers)\n", inv->path, inv->nhosts,
            inv->njobs, ncts);
+    /* Where each host really goes once ssh_config applies (nothing is connected). */
+    for (int h = 0; h < inv->nhosts; h++) {
+        const struct inv_host *ih = &inv->hosts[h];
+        if (ih->local || !inv->ssh_config[0])
+            continue;
+        struct ssh_params p = { .name = ih->name, .address = ih->address, .port = ih->port,
+                                .user = ih->user, .known_hosts = inv->known_hosts,
+                                .identity = inv->identity, .ssh_config = inv->ssh_config,
+                                .port_set = ih->port_set, .user_set = ih->user_set };
+        struct ssh_target t;
+        char err[512];
+        if (ssh_resolve(&p, &t, err, sizeof err) < 0) {
+            log_error("%s", err);
+            return EXIT_USAGE;
+        }
+        printf("host %s: %s@%s:%d%s%s (%s)\n", ih->name, t.user, t.host, t.port,
+               t.proxy[0] ? " via " : "", t.proxy, inv->ssh_config);
+    }
     if (optind == argc)
         return EXIT_OK;
     const char *dir = argv[optind];

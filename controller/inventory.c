@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 
 #include "common/workerenv.h"
@@ -63,6 +64,7 @@ struct parse_ctx {
     /* scalar keys already seen in this section, to refuse duplicates */
     char seen[48][INV_NAME_MAX];
     int nseen;
+    bool ssh_config_set; /* [drover] ssh_config given (else ~/.ssh/config when it exists) */
     bool had_drover, had_policy, had_notify; /* [drover], [policy], [notify] may appear once each */
     /* containers resolved after the whole file (hosts may come later) */
     struct pending_ct pending[INV_MAX_JOBS * INV_MAX_CTS];
@@ -276,6 +278,14 @@ static int section_drover(struct parse_ctx *c, const char *name, const char *val
         return set_path(c, name, value, inv->known_hosts, sizeof inv->known_hosts);
     if (strcmp(name, "identity") == 0)
         return set_path(c, name, value, inv->identity, sizeof inv->identity);
+    if (strcmp(name, "ssh_config") == 0) {
+        c->ssh_config_set = true;
+        if (strcmp(value, "none") == 0) {
+            inv->ssh_config[0] = '\0';
+            return 1;
+        }
+        return set_path(c, name, value, inv->ssh_config, sizeof inv->ssh_config);
+    }
     if (strcmp(name, "agent_path") == 0 || strcmp(name, "staging_dir") == 0) {
         if (value[0] != '/' || strstr(value, "..")) {
             ctx_fail(c, name, "'%s' must be an absolute path without '..'", value);
@@ -331,6 +341,8 @@ static int section_notify(struct parse_ctx *c, const char *name, const char *val
 static int section_host(struct parse_ctx *c, const char *name, const char *value)
 {
     struct inv_host *h = &c->inv->hosts[c->idx];
+    h->port_set |= strcmp(name, "port") == 0;
+    h->user_set |= strcmp(name, "user") == 0;
     int r = table_key(c, "host", h, NULL, name, value);
     if (r != -ENOENT)
         return r;
@@ -811,6 +823,11 @@ int inventory_parse(const char *text, size_t len, const char *path, struct inven
     if (!inv->known_hosts[0] && resolve_path(path, "~/.ssh/known_hosts", inv->known_hosts,
                                              sizeof inv->known_hosts) < 0)
         (void)str_copy(inv->known_hosts, sizeof inv->known_hosts, "known_hosts");
+    /* OpenSSH users expect their ~/.ssh/config to apply (Host aliases, ProxyJump). */
+    if (!c->ssh_config_set &&
+        resolve_path(path, "~/.ssh/config", inv->ssh_config, sizeof inv->ssh_config) == 0 &&
+        access(inv->ssh_config, R_OK) != 0)
+        inv->ssh_config[0] = '\0';
     *ret_inv = inv;
     inv = NULL;
     r = 0;

@@ -41,6 +41,7 @@ struct inv_host {
     char user[INV_NAME_MAX];
     bool local;                  /* this machine: run pct / the agent directly, no SSH */
     char agent_path[INV_PATH_MAX]; /* for HOST:local:ROOT containers; "" = [drover] agent_path */
+    bool port_set, user_set;     /* written in the inventory (they win over ssh_config) */
 };
 
 /* One node of a gang: HOST:VMID (through pct) or HOST:local:/root (agent run directly on the
@@ -95,6 +96,7 @@ struct inventory {
     char identity[INV_PATH_MAX];
     char agent_path[INV_PATH_MAX];
     char staging_dir[INV_PATH_MAX];
+    char ssh_config[INV_PATH_MAX]; /* OpenSSH client config read for every host; "" = none */
     double connect_timeout_s;
     double exec_timeout_s;
     int nhosts;

@@ -52,6 +52,9 @@ int conn_open(const struct inventory *inv, int host, const char *trust_cmd, stru
             .identity = inv->identity,
             .connect_timeout_s = inv->connect_timeout_s,
             .trust_cmd = trust_cmd,
+            .ssh_config = inv->ssh_config,
+            .port_set = c->h->port_set,
+            .user_set = c->h->user_set,
         };
         int r = ssh_conn_open(&p, &c->ssh, err, err_sz);
         if (r < 0) {

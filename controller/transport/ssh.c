@@ -49,18 +49,74 @@ static int session_new(const struct ssh_params *p, ssh_session *ret, char *label
     long timeout = (long)(p->connect_timeout_s > 0 ? p->connect_timeout_s : 10);
     unsigned port = (unsigned)p->port;
     int off = 0;
+    bool cfg = p->ssh_config && p->ssh_config[0];
+    /* With an ssh_config, the inventory's address is the Host it matches (an alias); what the
+     * inventory writes explicitly is set first, since libssh lets the config fill only what is
+     * still unset.  The config is read from this one file (PROCESS_CONFIG off: never the
+     * system-wide one behind the operator's back). */
     if (ssh_options_set(s, SSH_OPTIONS_HOST, p->address) < 0 ||
-        ssh_options_set(s, SSH_OPTIONS_PORT, &port) < 0 ||
-        ssh_options_set(s, SSH_OPTIONS_USER, p->user) < 0 ||
-        ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &timeout) < 0 ||
+        ((!cfg || p->port_set) && ssh_options_set(s, SSH_OPTIONS_PORT, &port) < 0) ||
+        ((!cfg || p->user_set) && ssh_options_set(s, SSH_OPTIONS_USER, p->user) < 0) ||
         ssh_options_set(s, SSH_OPTIONS_PROCESS_CONFIG, &off) < 0 ||
+        (cfg && ssh_options_parse_config(s, p->ssh_config) < 0) ||
+        /* libssh's Port line overrides an earlier setting: the inventory's goes in again */
+        (cfg && p->port_set && ssh_options_set(s, SSH_OPTIONS_PORT, &port) < 0) ||
+        (cfg && p->user_set && ssh_options_set(s, SSH_OPTIONS_USER, p->user) < 0) ||
+        ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &timeout) < 0 ||
+        /* After the config: only the inventory's known_hosts decides, and the system-wide
+         * file must not vouch for a host. */
         ssh_options_set(s, SSH_OPTIONS_KNOWNHOSTS, p->known_hosts) < 0 ||
-        /* Only the inventory's file decides; the system-wide one must not vouch for a host. */
         ssh_options_set(s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null") < 0) {
         ssh_free(s);
         return -EINVAL;
     }
+    char *u = NULL;
+    if (cfg && ssh_options_get(s, SSH_OPTIONS_USER, &u) != SSH_OK &&
+        ssh_options_set(s, SSH_OPTIONS_USER, p->user) < 0) { /* the config named none: root */
+        ssh_free(s);
+        return -EINVAL;
+    }
+    ssh_string_free_char(u);
+    if (cfg) {
+        char *h = NULL;
+        unsigned pt = 0;
+        if (ssh_options_get(s, SSH_OPTIONS_HOST, &h) == SSH_OK &&
+            ssh_options_get_port(s, &pt) == SSH_OK)
+            snprintf(label, label_sz, "host '%s' (%s:%u via %s)", p->name, h, pt, p->ssh_config);
+        ssh_string_free_char(h);
+    }
     *ret = s;
+    return 0;
+}
+
+int ssh_resolve(const struct ssh_params *p, struct ssh_target *ret, char *err, size_t err_sz)
+{
+    ssh_session s;
+    char label[160];
+    int r = session_new(p, &s, label, sizeof label);
+    if (r < 0) {
+        snprintf(err, err_sz, "host '%s': cannot apply %s", p->name,
+                 p->ssh_config && p->ssh_config[0] ? p->ssh_config : "its SSH options");
+        return r;
+    }
+    struct ssh_target t = { .port = 22 };
+    char *v = NULL;
+    unsigned pt = 0;
+    if (ssh_options_get(s, SSH_OPTIONS_HOST, &v) == SSH_OK)
+        (void)str_copy(t.host, sizeof t.host, v);
+    ssh_string_free_char(v);
+    v = NULL;
+    if (ssh_options_get(s, SSH_OPTIONS_USER, &v) == SSH_OK)
+        (void)str_copy(t.user, sizeof t.user, v);
+    ssh_string_free_char(v);
+    v = NULL;
+    if (ssh_options_get(s, SSH_OPTIONS_PROXYCOMMAND, &v) == SSH_OK)
+        (void)str_copy(t.proxy, sizeof t.proxy, v);
+    ssh_string_free_char(v);
+    if (ssh_options_get_port(s, &pt) == SSH_OK)
+        t.port = (int)pt;
+    ssh_free(s);
+    *ret = t;
     return 0;
 }
 

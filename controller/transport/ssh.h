@@ -25,7 +25,21 @@ struct ssh_params {
     const char *identity;    /* private key path; NULL or "" = libssh's defaults (agent, ~/.ssh) */
     double connect_timeout_s;
     const char *trust_cmd;   /* shown in refusals, e.g. "drover -i lab.ini trust h1" */
+    const char *ssh_config;  /* OpenSSH client config to apply (address is its Host); NULL/"" none */
+    bool port_set, user_set; /* port/user written in the inventory: they win over ssh_config */
 };
+
+/* What a host resolves to after ssh_config (for drover validate and tests). */
+struct ssh_target {
+    char host[256];
+    int port;
+    char user[64];
+    char proxy[512]; /* ProxyCommand (libssh turns ProxyJump into one); "" none */
+};
+
+/* Apply p (and its ssh_config) to a fresh session and read back the target, connecting nowhere.
+ * -EINVAL when the config cannot be applied (message in err). */
+int ssh_resolve(const struct ssh_params *p, struct ssh_target *ret, char *err, size_t err_sz);
 
 struct ssh_conn; /* one session; free with ssh_conn_free() */
 struct ssh_stream;
