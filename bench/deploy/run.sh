@@ -8,8 +8,11 @@
 #       verification;
 # plus OpenSSH scp of the same file to one host, for the staging rate.  Figures: docs/benchmarks.md.
 set -euo pipefail
-B=$(cd "${1:-build}" && pwd)
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+B0=$(cd "${1:-build}" && pwd)
+# a snapshot of the binaries: a rebuild while this waits for the lab or runs changes nothing here
+B=$(mktemp -d /tmp/drover-bench-bin.XXXXXX)
+cp "$B0/drover" "$B0/drover-agent" "$B0/drover-train" "$B/"
+ROOT=${DROVER_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 export LAB_DIR=${LAB_DIR:-/tmp/drover-lab}
 export LAB_HOSTS=${BENCH_HOSTS:-"h1 h2 h3 h4"}
 export LAB_CONTAINERS=${BENCH_CTS:-"h1:101 h1:102 h2:201 h2:202 h3:301 h3:302 h4:401 h4:402"}
@@ -19,7 +22,7 @@ exec 8>>"$LAB_DIR.e2e.lock"
 echo "bench/deploy: waiting for the lab lock" >&2
 flock 8
 W=$(mktemp -d /tmp/drover-bench-deploy.XXXXXX)
-trap '"$LAB" down >/dev/null 2>&1; rm -rf "$W"' EXIT
+trap '"$LAB" down >/dev/null 2>&1; rm -rf "$W" "$B"' EXIT
 "$LAB" down >/dev/null 2>&1 || true
 "$LAB" up >"$W/lab.log" 2>&1 || { tail -20 "$W/lab.log"; exit 1; }
 INV=$LAB_DIR/inventory.ini

@@ -155,6 +155,8 @@ static void test_install_and_change(void **state)
     assert_int_equal(lstat(path("root/releases/%s/empty", a.id), &st), 0);
     assert_true(S_ISDIR(st.st_mode));
     assert_int_equal(lstat(path("root/releases/%s/MANIFEST", a.id), &st), 0);
+    /* release verify rehashes every file of a v2 release */
+    assert_int_equal(store_verify_release(&s, a.id, err, sizeof err), 0);
     /* present now, and adding again says so */
     assert_int_equal(objstore_missing(&s, a.m, a.id, &rg, &present), 0);
     assert_true(present);
@@ -165,6 +167,24 @@ static void test_install_and_change(void **state)
     assert_int_equal(objstore_add(&s, a.text, a.len, a.id, NULL, NULL, err, sizeof err), 0);
     assert_int_equal(lstat(path("root/releases/%s/lib/pkg/same.py", a.id), &st), 0);
 
+    /* an object changed behind the store's back (same size): verify names the file */
+    {
+        char obj[1024];
+        const struct m2_entry *me = manifest2_find(a.m, "lib/pkg/mod.py");
+        snprintf(obj, sizeof obj, "root/objects/%s.0444", me->sha256);
+        assert_int_equal(chmod(path("%s", obj), 0644), 0);
+        FILE *fp = fopen(path("%s", obj), "r+");
+        assert_non_null(fp);
+        fputc('y', fp);
+        fclose(fp);
+        assert_int_equal(store_verify_release(&s, a.id, err, sizeof err), -EBADMSG);
+        assert_non_null(strstr(err, "lib/pkg/mod.py"));
+        fp = fopen(path("%s", obj), "r+");
+        fputc('x', fp); /* back as it was */
+        fclose(fp);
+        assert_int_equal(chmod(path("%s", obj), 0444), 0);
+        assert_int_equal(store_verify_release(&s, a.id, err, sizeof err), 0);
+    }
     /* one file changes: only its object is missing */
     src_tree("x = 2\n");
     struct rel b;

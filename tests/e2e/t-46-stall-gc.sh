@@ -1,0 +1,70 @@
+#!/bin/bash
+# t-46-stall-gc: a host whose per-connection sshd is stopped (SIGSTOP) mid-upload is reported
+# within the idle deadline + 5 s naming host and MiB done, the deploy completes over a new
+# session, and no temp files are left in any store once the stopped session is resumed.  Then
+# `drover gc --keep 0` keeps every way back: the previous release is reachable by rollback and
+# intact in every container, its objects still in the host stores.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ensure_v1
+venv=$E2E_WORK/releases/venv
+[[ -d $venv ]] || { mkdir -p "$venv/bin" && printf '#!/bin/sh\n' >"$venv/bin/python3" && chmod 0755 "$venv/bin/python3"; }
+code=$(make_release v8b train.seed=8)
+echo "a file only v8b has" >"$code/new.txt"
+sha=$(sha256sum "$code/new.txt" | cut -c1-64)
+drover deploy "$code" --env "$venv" --job train
+check "deploy v8b exits 0" test "$DROVER_RC" = 0
+
+# ---- a stalled sshd session mid-upload
+code=$(make_release v9 train.seed=9)
+head -c $((96 << 20)) /dev/urandom >"$code/weights.bin"
+idle=5
+err=$E2E_WORK/stall.err
+DROVER_IDLE_TIMEOUT=$idle "$E2E_BUILD/drover" -i "$INV" deploy "$code" --env "$venv" --job train >"$E2E_WORK/stall.out" 2>"$err" &
+dpid=$!
+started() { compgen -G "$LAB_DIR/hosts/h1/staging/objects/.in.*" >/dev/null; }
+wait_until 120 started || fatal "the upload to h1 never started"
+sleep 1
+lpid=$(cat "$LAB_DIR/hosts/h1/sshd.pid")
+stopped=$(pgrep -P "$lpid"; for p in $(pgrep -P "$lpid"); do pgrep -P "$p"; done)
+say "stopping h1's per-connection sshd processes: $(echo $stopped)"
+kill -STOP $stopped
+ts=$SECONDS
+reported() { grep -q "stopped taking data" "$err"; }
+wait_until $((idle + 15)) reported
+took=$((SECONDS - ts))
+say "stall reported after ${took}s: $(grep -m1 'stopped taking data' "$err")"
+check "the stall is reported within idle deadline + 5 s" test "$took" -le $((idle + 5))
+check "the report names host h1 and the MiB done" grep -Eq "host 'h1' stopped taking data.*[0-9.]+ MiB" "$err"
+wait "$dpid"
+rc=$?
+kill -CONT $stopped 2>/dev/null
+cat "$err" | sed 's/^/    | /' | tail -12
+check "the deploy completes over a new session (exit 0)" test "$rc" = 0
+sleep 5
+no_temp() {
+	! compgen -G "$LAB_DIR/hosts/h[12]/staging/objects/.in.*" >/dev/null &&
+		! compgen -G "$LAB_DIR/hosts/h[12]/staging/packs/*" >/dev/null &&
+		! compgen -G "$LAB_DIR/hosts/h[12]/staging/manifests/*.tmp.*" >/dev/null
+}
+check "no temp files left in the host stores after the stopped session resumed" wait_until 20 no_temp
+ct_no_temp() { local c; for c in $E2E_CTS; do [[ -z $(ct "$c" sh -c 'ls -a /var/lib/drover/objects /var/lib/drover/releases /var/lib/drover/incoming | grep -E "\.tmp|\.pack$|\.manifest$"') ]] || return 1; done; }
+check "no temp files left in the container stores" ct_no_temp
+check "every container runs v9" all_current_is "$(ct_current h1:101)"
+
+# ---- after the agents' GC (keep 5 + current, previous, good and the environments they name)
+# the previous release is intact and reachable by rollback
+v9=$(ct_current h1:101)
+drover rollback --job train
+show_drover 6
+check "rollback exits 0" test "$DROVER_RC" = 0
+check "every container left v9 for the previous release" bash -c "[[ \$(lxc-attach -P '$LAB_DIR/lxc' -n h1-101 --clear-env -- readlink /var/lib/drover/jobs/train/current) != *$v9 ]]"
+intact() { local c cur; for c in $E2E_CTS; do cur=$(ct_current "$c"); ct "$c" /usr/local/bin/drover-agent release missing "/var/lib/drover/releases/$cur/MANIFEST" | grep -qx present || return 1; done; }
+check "the release rolled back to is complete in every container (agent: present)" intact
+drover gc --keep 0
+show_drover 4
+check "drover gc --keep 0 exits 0" test "$DROVER_RC" = 0
+check "after gc the current release is still complete everywhere" intact
+check "after gc h1's store still holds the current release's objects (new.txt)" test -f "$LAB_DIR/hosts/h1/staging/objects/$sha"
+finish
