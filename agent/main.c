@@ -292,6 +292,8 @@ static int cmd_release_tree(struct cli *c, struct store *s)
             fprintf(stderr, "release missing: %s: %s\n", mpath, strerror(-r));
             return r == -EINVAL || r == -E2BIG ? AGENT_EXIT_BUNDLE : AGENT_EXIT_FAIL;
         }
+        if (present)
+            store_consume(s, mpath); /* nothing follows: no install for a present release */
         fputs(present ? "present\n" : rg.text, stdout);
         m2_ranges_done(&rg);
         return AGENT_EXIT_OK;

@@ -83,7 +83,12 @@ static void clean_dir(const struct store *s, const char *sub)
         return;
     struct dirent *de;
     while ((de = readdir(d))) {
-        if (!tmp_is_stale(de->d_name))
+        struct stat st;
+        /* incoming/: a manifest or pack whose deploy died before `release install` */
+        bool old_incoming = !strcmp(sub, "incoming") && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                            S_ISREG(st.st_mode) && time(NULL) - st.st_mtime > OBJSTORE_INCOMING_MAX_AGE_S &&
+                            (strstr(de->d_name, ".manifest") || strstr(de->d_name, ".pack"));
+        if (!tmp_is_stale(de->d_name) && !old_incoming)
             continue;
         char q[PATH_MAX];
         if (store_path(s, q, sizeof q, "%s/%s", sub, de->d_name) < 0)

@@ -20,7 +20,11 @@
 
 #define OBJSTORE_ENV_LINK ".drover-env"
 
-/* Remove temp files and dirs (releases/, objects/) whose creating process is gone. */
+#define OBJSTORE_INCOMING_MAX_AGE_S (6 * 3600)
+
+/* Remove temp files and dirs (releases/, objects/, incoming/) whose creating process is gone,
+ * and manifests and packs left in incoming/ for OBJSTORE_INCOMING_MAX_AGE_S by a deploy that
+ * died between `release missing` and `release install`. */
 void objstore_clean_stale(const struct store *s);
 
 /* Which files of m have no object in the store: ranges of entry indexes (m2_ranges format) into

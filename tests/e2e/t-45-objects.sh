@@ -9,7 +9,7 @@
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-NFILES=${E2E_VENV_FILES:-20000}
+NFILES=${E2E_VENV_FILES:-10000}
 ensure_v1
 hobjs() { find "$LAB_DIR/hosts/$1/staging/objects" -maxdepth 1 -type f 2>/dev/null | wc -l; }
 

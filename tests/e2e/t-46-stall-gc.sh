@@ -49,7 +49,14 @@ no_temp() {
 		! compgen -G "$LAB_DIR/hosts/h[12]/staging/manifests/*.tmp.*" >/dev/null
 }
 check "no temp files left in the host stores after the stopped session resumed" wait_until 20 no_temp
-ct_no_temp() { local c; for c in $E2E_CTS; do [[ -z $(ct "$c" sh -c 'ls -a /var/lib/drover/objects /var/lib/drover/releases /var/lib/drover/incoming | grep -E "\.tmp|\.pack$|\.manifest$"') ]] || return 1; done; }
+ct_no_temp() {
+	local c left rc=0
+	for c in $E2E_CTS; do
+		left=$(ct "$c" sh -c 'ls -a /var/lib/drover/objects /var/lib/drover/releases /var/lib/drover/incoming | grep -E "\.tmp|\.pack$|\.manifest$"')
+		[[ -z $left ]] || { printf '    %s: %s\n' "$c" "$(echo $left)"; rc=1; }
+	done
+	return $rc
+}
 check "no temp files left in the container stores" ct_no_temp
 check "every container runs v9" all_current_is "$(ct_current h1:101)"
 
