@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "controller/cmd.h"
 #include "controller/deploy/deploy.h"
+#include "controller/transport/fanout.h"
 
 static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
 {
@@ -57,6 +58,18 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
     }
     if (!njobs && f->inv->njobs == 1)
         jobs[njobs++] = f->inv->jobs[0].name; /* the one job deploy_run() would pick */
+    /* Every host of these jobs at once: a dead host costs one connect timeout, not one each. */
+    bool need[INV_MAX_HOSTS] = { false };
+    for (int k = 0; k < njobs; k++) {
+        const struct inv_job *jb = inventory_find_job(f->inv, jobs[k]);
+        bool one[INV_MAX_HOSTS];
+        if (!jb)
+            continue;
+        fleet_hosts_of(f->inv, jb, one);
+        for (int h = 0; h < INV_MAX_HOSTS; h++)
+            need[h] |= one[h];
+    }
+    (void)fleet_connect_all(f, need);
     struct cmd_result cr = { .saved_fd = -1 };
     if (json && cmd_result_begin(&cr) < 0) {
         log_error("cannot redirect stdout for -o json");

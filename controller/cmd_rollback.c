@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "controller/cmd.h"
 #include "controller/deploy/deploy.h"
+#include "controller/transport/fanout.h"
 
 int cmd_rollback(struct fleet *f, int argc, char **argv)
 {
@@ -41,6 +42,12 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
     }
     if (!job && f->inv->njobs == 1)
         job = f->inv->jobs[0].name;
+    const struct inv_job *jb = job ? inventory_find_job(f->inv, job) : NULL;
+    if (jb) { /* all the job's hosts at once: a dead host costs one connect timeout in total */
+        bool need[INV_MAX_HOSTS];
+        fleet_hosts_of(f->inv, jb, need);
+        (void)fleet_connect_all(f, need);
+    }
     struct cmd_result cr = { .saved_fd = -1 };
     if (json && cmd_result_begin(&cr) < 0) {
         log_error("cannot redirect stdout for -o json");

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "controller/cmd.h"
+#include "controller/transport/fanout.h"
 #include "controller/deploy/state.h"
 
 void cmd_job_target(const struct inventory *inv, const char *job, char ret_id[RELEASE_ID_LEN + 1])
@@ -119,6 +120,74 @@ static void print_row(const char *job, const char *ct, int node, const struct jo
     printf("\n");
 }
 
+/* One container's answer, fetched before printing: hosts are asked at once (transport/fanout.h),
+ * each host's containers one after another on its own session. */
+struct fetched {
+    const struct inv_ct *ct;
+    int r;
+    double t0, t1;
+    char err[1500];
+    struct agent_status *st;
+};
+
+struct prefetch {
+    struct fleet *f;
+    struct fetched *items;
+    int nitems;
+    int hosts[INV_MAX_HOSTS];
+};
+
+static void fetch_host(int k, void *ctx)
+{
+    struct prefetch *p = ctx;
+    for (int i = 0; i < p->nitems; i++) {
+        struct fetched *it = &p->items[i];
+        if (it->ct->host != p->hosts[k])
+            continue;
+        it->t0 = time_wall();
+        it->r = it->st ? fleet_agent_status(p->f, it->ct, it->st, it->err, sizeof it->err) : -ENOMEM;
+        it->t1 = time_wall();
+    }
+}
+
+static void prefetch_free(struct prefetch *p)
+{
+    for (int i = 0; i < p->nitems; i++)
+        free(p->items[i].st);
+    free(p->items);
+}
+
+static int prefetch_all(struct fleet *f, const struct status_opts *o, struct prefetch *p)
+{
+    const struct inventory *inv = f->inv;
+    *p = (struct prefetch){ .f = f };
+    int n = 0;
+    for (int ji = 0; ji < inv->njobs; ji++)
+        n += inv->jobs[ji].ncts;
+    p->items = calloc((size_t)(n ? n : 1), sizeof *p->items);
+    if (!p->items)
+        return -ENOMEM;
+    bool need[INV_MAX_HOSTS] = { false };
+    for (int ji = 0; ji < inv->njobs; ji++) {
+        const struct inv_job *j = &inv->jobs[ji];
+        if (o->job && strcmp(o->job, j->name) != 0)
+            continue;
+        for (int i = 0; i < j->ncts; i++) {
+            struct fetched *it = &p->items[p->nitems++];
+            it->ct = &j->cts[i];
+            it->st = malloc(sizeof *it->st);
+            need[it->ct->host] = true;
+        }
+    }
+    (void)fleet_connect_all(f, need);
+    int nh = 0;
+    for (int h = 0; h < inv->nhosts; h++)
+        if (need[h])
+            p->hosts[nh++] = h;
+    fanout_run(nh, inv->parallel, fetch_host, p);
+    return 0;
+}
+
 static int status_once(struct fleet *f, const struct status_opts *o)
 {
     const struct inventory *inv = f->inv;
@@ -129,6 +198,13 @@ static int status_once(struct fleet *f, const struct status_opts *o)
         json_decref(root);
         return EXIT_FAIL;
     }
+    struct prefetch pf;
+    if (prefetch_all(f, o, &pf) < 0) {
+        free(st);
+        json_decref(root);
+        return EXIT_FAIL;
+    }
+    int nf = 0;
     int unreachable = 0;
     if (!o->json)
         printf("%-12s %-22s %4s %4s %-13s %-18s %8s %8s %8s %5s %4s%s\n", "JOB", "CONTAINER", "NODE",
@@ -145,14 +221,16 @@ static int status_once(struct fleet *f, const struct status_opts *o)
         double total = 0;
         for (int i = 0; i < j->ncts; i++) {
             const struct inv_ct *ct = &j->cts[i];
-            char err[1500];
+            struct fetched *it = &pf.items[nf++];
+            char *err = it->err;
             json_t *co = json_pack("{s:s,s:s,s:i}", "container", ct->label, "host",
                                    inv->hosts[ct->host].name, "node_rank", i);
             json_object_set_new(co, "vmid", ct->vmid >= 0 ? json_integer(ct->vmid) : json_null());
             json_object_set_new(co, "root", json_str_or_null(ct->root));
-            double t0 = time_wall();
-            int r = fleet_agent_status(f, ct, st, err, sizeof err);
-            double t1 = time_wall();
+            double t0 = it->t0, t1 = it->t1;
+            int r = it->r;
+            if (r == 0)
+                memcpy(st, it->st, sizeof *st);
             const struct job_status *js = r == 0 ? status_find_job(st, j->name) : NULL;
             if (r < 0) {
                 unreachable++;
@@ -237,6 +315,7 @@ static int status_once(struct fleet *f, const struct status_opts *o)
     fflush(stdout);
     json_decref(root);
     free(st);
+    prefetch_free(&pf);
     return unreachable ? EXIT_FAIL : EXIT_OK;
 }
 

@@ -189,6 +189,8 @@ static const struct ini_key keys[] = {
     POL("canary", INI_INT, canary, 0, 1000, 0, "is not a count 0..1000", POL_CANARY),
     ROW("drover", "connect_timeout", INI_DURATION, struct inventory, connect_timeout_s, 1, 1e18, 0,
         "is not a duration of at least 1s", 0),
+    ROW("drover", "parallel", INI_INT, struct inventory, parallel, 1, 256, 0,
+        "is not a count 1..256", 0),
     ROW("drover", "exec_timeout", INI_DURATION, struct inventory, exec_timeout_s, 1, 1e18, 0,
         "is not a duration of at least 1s", 0),
     ROW("notify", "timeout", INI_DURATION, struct inventory, notify.timeout_s, 0.1, 300, 0,
@@ -793,6 +795,7 @@ int inventory_parse(const char *text, size_t len, const char *path, struct inven
     (void)str_copy(inv->staging_dir, sizeof inv->staging_dir, "/var/lib/drover-host/blobs");
     inv->connect_timeout_s = 10;
     inv->exec_timeout_s = 120;
+    inv->parallel = 16;
     inv->notify.timeout_s = 5;
     inv->notify.retries = 2;
     static const struct ini_ops ops = { .section = ctx_section, .key = ctx_key };

@@ -99,6 +99,7 @@ struct inventory {
     char ssh_config[INV_PATH_MAX]; /* OpenSSH client config read for every host; "" = none */
     double connect_timeout_s;
     double exec_timeout_s;
+    int parallel;                  /* hosts worked on at once (connect, status); 1 = one by one */
     int nhosts;
     struct inv_host hosts[INV_MAX_HOSTS];
     int njobs;
