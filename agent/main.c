@@ -32,6 +32,7 @@
 #include "common/agentcli.h"
 #include "common/bundle.h"
 #include "common/log.h"
+#include "common/samples.h"
 #include "common/status.h"
 #include "common/util.h"
 
@@ -56,6 +57,7 @@ struct cli {
     char **args; /* positional arguments after the verb */
     int ncmd;
     char **cmd;  /* after "--" */
+    const char *samples; /* promote --samples: a baseline sample set (common/samples.h), argv's */
 };
 
 static void usage(FILE *f)
@@ -74,7 +76,8 @@ static void usage(FILE *f)
             "           [--first-step-deadline S] [--silence-deadline S] [--stall-deadline S]\n"
             "           [--checkpoint-deadline S]\n"
             "           [--env NAME=VALUE]... -- CMD ARGS...\n"
-            "  promote ID --job J [--ktok-s X]\n"
+            "  promote ID --job J [--ktok-s X] [--samples JSON]\n"
+            "  baseline --job J             the promoted release's samples (kept by promote --samples)\n"
             "  revert --job J [--reason TEXT]\n"
             "  stop --job J\n"
             "  status [--json] | watch [--json] [--interval S] [--count N]\n"
@@ -148,6 +151,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_STALL_DEADLINE: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.stall_s) < 0; break;
         case AGENT_OPT_CHECKPOINT_DEADLINE: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.checkpoint_s) < 0; break;
         case AGENT_OPT_KTOK: bad = parse_num(a, 0, 1e12, &c->ktok_s) < 0; break;
+        case AGENT_OPT_SAMPLES: c->samples = a; break;
         case AGENT_OPT_REASON: (void)str_copy(c->reason, sizeof c->reason, a); break;
         case AGENT_OPT_ENV: bad = spec_add_env(&c->spec, a) < 0; break;
         case AGENT_OPT_KEEP: bad = parse_int(a, 1, 10000, &c->dopts.keep_releases) < 0; break;
@@ -672,11 +676,64 @@ static int cmd_job_verb(struct cli *c, enum rpc_op op)
             return AGENT_EXIT_FAIL;
         q.probation_s = c->probation_s;
     }
+    struct sample_set *ss = NULL;
+    if (c->samples) {
+        /* Checked before promoting: a bad set refuses the promote instead of half-doing it. */
+        ss = malloc(sizeof *ss);
+        if (op != RPC_PROMOTE || !ss ||
+            samples_parse(c->samples, strlen(c->samples), ss) < 0 || strcmp(ss->release, q.release) != 0 ||
+            strcmp(ss->job, c->job) != 0) {
+            log_error("%s: --samples is not a sample set of release %.12s for job '%s' "
+                      "(docs/protocol.md, \"Baseline samples\")", rpc_op_name(op), q.release, c->job);
+            free(ss);
+            rpc_request_done(&q);
+            return AGENT_EXIT_USAGE;
+        }
+    }
     q.ktok_s = c->ktok_s;
     (void)str_copy(q.reason, sizeof q.reason, c->reason);
     code = call_daemon(c, &q, false, NULL);
     rpc_request_done(&q);
+    if (code == 0 && ss) {
+        /* Kept with the job: the promoted release's samples are the next probation's baseline. */
+        char p[PATH_MAX];
+        int r = -ENAMETOOLONG;
+        if (snprintf(p, sizeof p, "%s/jobs/%s/baseline.json", c->root, c->job) < (int)sizeof p)
+            r = fs_write_atomic(p, c->samples, strlen(c->samples), 0644);
+        if (r < 0) {
+            log_error("promote: promoted, but cannot keep the baseline samples in '%s': %s", p,
+                      strerror(-r));
+            code = AGENT_EXIT_FAIL;
+        }
+    }
+    free(ss);
     return code;
+}
+
+/* `baseline --job J`: print the sample set kept by the last promote --samples. */
+static int cmd_baseline(struct cli *c)
+{
+    if (!c->job[0] || c->nargs != 0) {
+        log_error("baseline: wrong arguments (see drover-agent --help)");
+        return AGENT_EXIT_USAGE;
+    }
+    char p[PATH_MAX], *text = NULL;
+    size_t len = 0;
+    if (snprintf(p, sizeof p, "%s/jobs/%s/baseline.json", c->root, c->job) >= (int)sizeof p)
+        return AGENT_EXIT_FAIL;
+    int r = fs_read_file(p, SAMPLES_MAX_BYTES, &text, &len);
+    struct sample_set *ss = malloc(sizeof *ss);
+    if (r == 0 && ss)
+        r = samples_parse(text, len, ss);
+    free(ss);
+    if (r < 0) {
+        log_error("baseline: no baseline samples for job '%s' ('%s': %s)", c->job, p, strerror(-r));
+        free(text);
+        return AGENT_EXIT_FAIL;
+    }
+    printf("%s\n", text);
+    free(text);
+    return 0;
 }
 
 static int cmd_status(struct cli *c, bool watch)
@@ -786,6 +843,7 @@ int main(int argc, char **argv)
     case AGENT_VERB_PREFLIGHT: code = cmd_preflight(&c); break;
     case AGENT_VERB_ACTIVATE: code = cmd_job_verb(&c, RPC_ACTIVATE); break;
     case AGENT_VERB_PROMOTE: code = cmd_job_verb(&c, RPC_PROMOTE); break;
+    case AGENT_VERB_BASELINE: code = cmd_baseline(&c); break;
     case AGENT_VERB_REVERT: code = cmd_job_verb(&c, RPC_REVERT); break;
     case AGENT_VERB_STOP: code = cmd_job_verb(&c, RPC_STOP); break;
     case AGENT_VERB_STATUS: code = cmd_status(&c, false); break;

@@ -25,6 +25,7 @@ static const char *const verb_names[AGENT_VERB_COUNT] = {
     [AGENT_VERB_STATUS] = "status",       [AGENT_VERB_WATCH] = "watch",
     [AGENT_VERB_METRICS] = "metrics",     [AGENT_VERB_EVENTS] = "events",
     [AGENT_VERB_LEASE] = "lease",
+    [AGENT_VERB_BASELINE] = "baseline",
 };
 
 const char *agent_verb_name(enum agent_verb v)
@@ -74,7 +75,8 @@ int agent_verb_parse(const char *s)
     X(AGENT_OPT_FIRST_STEP_DEADLINE, "first-step-deadline", required_argument) \
     X(AGENT_OPT_SILENCE_DEADLINE, "silence-deadline", required_argument)       \
     X(AGENT_OPT_STALL_DEADLINE, "stall-deadline", required_argument)           \
-    X(AGENT_OPT_CHECKPOINT_DEADLINE, "checkpoint-deadline", required_argument)
+    X(AGENT_OPT_CHECKPOINT_DEADLINE, "checkpoint-deadline", required_argument) \
+    X(AGENT_OPT_SAMPLES, "samples", required_argument)
 
 #define AS_LONGOPT(id, name, arg) { name, arg, 0, id },
 const struct option agent_cli_longopts[] = {
@@ -214,6 +216,17 @@ void agent_argv_lease(struct agent_argv *a, const char *job, const char *holder,
     agent_argv_add(a, holder);
     if (ttl_s > 0)
         agent_argv_add(a, numf(a, "%.0f", ttl_s));
+}
+
+void agent_argv_samples(struct agent_argv *a, const char *json)
+{
+    add_opt(a, AGENT_OPT_SAMPLES, json);
+}
+
+void agent_argv_baseline(struct agent_argv *a, const char *job)
+{
+    add_verb(a, AGENT_VERB_BASELINE);
+    add_opt(a, AGENT_OPT_JOB, job);
 }
 
 void agent_argv_stop(struct agent_argv *a, const char *job)

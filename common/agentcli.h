@@ -67,6 +67,7 @@ enum agent_verb {
     AGENT_VERB_METRICS,
     AGENT_VERB_EVENTS,
     AGENT_VERB_LEASE, /* lease take JOB HOLDER TTL_S | lease release JOB HOLDER (agent/lease.h) */
+    AGENT_VERB_BASELINE, /* baseline --job J: the sample set promote --samples kept */
     AGENT_VERB_COUNT
 };
 
@@ -83,7 +84,7 @@ enum agent_opt {
     AGENT_OPT_KTOK, AGENT_OPT_REASON, AGENT_OPT_ENV, AGENT_OPT_KEEP, AGENT_OPT_CRASH_LIMIT,
     AGENT_OPT_CRASH_WINDOW, AGENT_OPT_MAX_ROLLBACKS, AGENT_OPT_BACKOFF_INITIAL,
     AGENT_OPT_BACKOFF_MAX, AGENT_OPT_FIRST_STEP_DEADLINE, AGENT_OPT_SILENCE_DEADLINE,
-    AGENT_OPT_STALL_DEADLINE, AGENT_OPT_CHECKPOINT_DEADLINE,
+    AGENT_OPT_STALL_DEADLINE, AGENT_OPT_CHECKPOINT_DEADLINE, AGENT_OPT_SAMPLES,
     AGENT_OPT_END
 };
 
@@ -127,6 +128,10 @@ void agent_argv_lease(struct agent_argv *a, const char *job, const char *holder,
 void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason);
 /* promote ID --job J [--ktok-s X]: X printed with 3 decimals, left out when ktok_s <= 0. */
 void agent_argv_promote(struct agent_argv *a, const char *id, const char *job, double ktok_s);
+/* --samples JSON after promote: the baseline sample set (common/samples.h) the agent keeps. */
+void agent_argv_samples(struct agent_argv *a, const char *json);
+/* baseline --job J */
+void agent_argv_baseline(struct agent_argv *a, const char *job);
 /* preflight ID --job J [--gpus G] [--timeout S]  (gpus "" and timeout_s <= 0 left out; the
  * timeout printed as whole seconds); then agent_argv_env() and agent_argv_command(). */
 void agent_argv_preflight(struct agent_argv *a, const char *id, const char *job, const char *gpus,

@@ -1,4 +1,4 @@
-/* controller/cmd_deploy.c: `drover deploy DIR [--job J]... | --all-jobs [--dry-run] [--force]` and
+/* controller/cmd_deploy.c: `drover deploy DIR [--job J]... | --all-jobs [--dry-run | --analysis-only] [--force]` and
  * `drover plan DIR [--job J]`: argument parsing only; the deploy engine (controller/deploy/)
  * does the work, one job through deploy_run() or several in waves through deploy_wave().
  */
@@ -21,6 +21,7 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
         { "env", required_argument, NULL, 'e' },
         { "stage-only", no_argument, NULL, 's' },
         { "output", required_argument, NULL, 'o' },
+        { "analysis-only", no_argument, NULL, 'A' },
         { NULL, 0, NULL, 0 },
     };
     struct deploy_opts o = { .dry_run = plan };
@@ -43,6 +44,8 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
             o.stage_only = true;
         else if (c == 'o' && strcmp(optarg, "json") == 0 && !plan)
             json = true;
+        else if (c == 'A' && !plan)
+            o.analysis_only = true;
         else
             return EXIT_USAGE;
     }
@@ -55,6 +58,10 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
     if (all || (plan && !njobs && f->inv->njobs > 1)) {
         for (int i = 0; i < f->inv->njobs; i++)
             jobs[njobs++] = f->inv->jobs[i].name;
+    }
+    if (o.analysis_only && (njobs > 1 || o.dry_run)) {
+        log_error("--analysis-only takes one job and no --dry-run");
+        return EXIT_USAGE;
     }
     if (!njobs && f->inv->njobs == 1)
         jobs[njobs++] = f->inv->jobs[0].name; /* the one job deploy_run() would pick */

@@ -1,6 +1,8 @@
-/* controller/cmd_rollback.c: `drover rollback --job J [--to RELEASE [--force]]`: argument
- * parsing only; the deploy engine (deploy_rollback() in controller/deploy/) returns the job to
- * its last good release (never one marked bad, unless named with --to and --force).
+/* controller/cmd_rollback.c: `drover rollback --job J [--to RELEASE [--force]] [--now]`, and
+ * `drover promote --job J` / `drover revert --job J` for a release held on an inconclusive
+ * verdict: argument parsing only; the deploy engine (deploy_rollback() and deploy_decide_held()
+ * in controller/deploy/) acts.  rollback returns the job to its last good release (never one
+ * marked bad, unless named with --to and --force); --now skips the analysis in an incident.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -18,10 +20,11 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
         { "to", required_argument, NULL, 't' },
         { "force", no_argument, NULL, 'f' },
         { "output", required_argument, NULL, 'o' },
+        { "now", no_argument, NULL, 'N' },
         { NULL, 0, NULL, 0 },
     };
     const char *job = NULL, *to = NULL;
-    bool force = false, json = false;
+    bool force = false, json = false, now = false;
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = getopt_long(argc, argv, "j:t:fo:", opts, NULL)) != -1) {
@@ -33,11 +36,13 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
             force = true;
         else if (c == 'o' && strcmp(optarg, "json") == 0)
             json = true;
+        else if (c == 'N')
+            now = true;
         else
             return EXIT_USAGE;
     }
     if (optind != argc) {
-        log_error("usage: drover rollback --job J [--to RELEASE [--force]] [-o json]");
+        log_error("usage: drover rollback --job J [--to RELEASE [--force]] [-o json] [--now]");
         return EXIT_USAGE;
     }
     if (!job && f->inv->njobs == 1)
@@ -53,7 +58,39 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
         log_error("cannot redirect stdout for -o json");
         return EXIT_FAIL;
     }
-    int ret = deploy_rollback(f, job, to, force);
+    int ret = deploy_rollback(f, job, to, force, now);
     const char *jobs[1] = { job };
     return json ? cmd_result_end(&cr, f->inv, "rollback", jobs, job ? 1 : 0, ret) : ret;
+}
+
+/* promote --job J, revert --job J */
+static int decide_held(struct fleet *f, int argc, char **argv, bool promote)
+{
+    static const struct option opts[] = {
+        { "job", required_argument, NULL, 'j' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *job = NULL;
+    int c;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "j:", opts, NULL)) != -1) {
+        if (c != 'j')
+            return EXIT_USAGE;
+        job = optarg;
+    }
+    if (optind != argc) {
+        log_error("usage: drover %s --job J", argv[0]);
+        return EXIT_USAGE;
+    }
+    return deploy_decide_held(f, job, promote);
+}
+
+int cmd_promote(struct fleet *f, int argc, char **argv)
+{
+    return decide_held(f, argc, argv, true);
+}
+
+int cmd_revert(struct fleet *f, int argc, char **argv)
+{
+    return decide_held(f, argc, argv, false);
 }

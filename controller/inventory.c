@@ -42,6 +42,12 @@ enum {
     POL_SILENCE_DEADLINE = 1 << 9,
     POL_STALL_DEADLINE = 1 << 10,
     POL_CHECKPOINT_DEADLINE = 1 << 11,
+    POL_WARMUP_TIME = 1 << 12,
+    POL_WARMUP_MAX = 1 << 13,
+    POL_MAX_PROBATION_TIME = 1 << 14,
+    POL_ON_INCONCLUSIVE = 1 << 15,
+    POL_CONFIDENCE = 1 << 16,
+    POL_HOLD_TIME = 1 << 17,
 };
 
 struct pending_ct {
@@ -132,6 +138,12 @@ void inventory_policy_defaults(struct inv_policy *p)
     p->silence_deadline_s = 120;
     p->stall_deadline_s = 300;
     p->checkpoint_deadline_s = 900;
+    p->warmup_time_s = 0;
+    p->warmup_max_s = 300;
+    p->max_probation_time_s = 300;
+    p->on_inconclusive_hold = false;
+    p->confidence = 0.95;
+    p->hold_time_s = 3600;
 }
 
 /* Expand "~/" with $HOME and make relative paths relative to the inventory's directory. */
@@ -187,6 +199,14 @@ static const struct ini_key keys[] = {
     POL("max_parallel", INI_INT, max_parallel, 1, 1000, 0, "is not a count 1..1000",
         POL_MAX_PARALLEL),
     POL("canary", INI_INT, canary, 0, 1000, 0, "is not a count 0..1000", POL_CANARY),
+    POL("warmup_time", INI_DURATION, warmup_time_s, 0, 1e18, 0, DURATION_HINT, POL_WARMUP_TIME),
+    POL("warmup_max", INI_DURATION, warmup_max_s, 0, 1e18, 0, DURATION_HINT, POL_WARMUP_MAX),
+    POL("max_probation_time", INI_DURATION, max_probation_time_s, 0, 1e18, INI_MIN_OPEN,
+        DURATION_HINT, POL_MAX_PROBATION_TIME),
+    POL("hold_time", INI_DURATION, hold_time_s, 0, 1e18, INI_MIN_OPEN, DURATION_HINT,
+        POL_HOLD_TIME),
+    POL("confidence", INI_DOUBLE, confidence, 0.5, 0.999, 0,
+        "is not a confidence in [0.5, 0.999] (0.95 is usual)", POL_CONFIDENCE),
     ROW("drover", "connect_timeout", INI_DURATION, struct inventory, connect_timeout_s, 1, 1e18, 0,
         "is not a duration of at least 1s", 0),
     ROW("drover", "parallel", INI_INT, struct inventory, parallel, 1, 256, 0,
@@ -232,6 +252,15 @@ static int table_key(struct parse_ctx *c, const char *sec, void *base, unsigned 
 static int policy_key(struct parse_ctx *c, struct inv_policy *p, unsigned *set, const char *name,
                       const char *value)
 {
+    if (strcmp(name, "on_inconclusive") == 0) {
+        if (strcmp(value, "revert") != 0 && strcmp(value, "hold") != 0) {
+            ctx_fail(c, name, "'%s' is not revert or hold", value);
+            return 0;
+        }
+        p->on_inconclusive_hold = strcmp(value, "hold") == 0;
+        *set |= POL_ON_INCONCLUSIVE;
+        return 1;
+    }
     return table_key(c, "policy", p, set, name, value);
 }
 
@@ -705,6 +734,18 @@ static void apply_policy(struct inv_policy *dst, unsigned set, const struct inv_
         dst->stall_deadline_s = src->stall_deadline_s;
     if (!(set & POL_CHECKPOINT_DEADLINE))
         dst->checkpoint_deadline_s = src->checkpoint_deadline_s;
+    if (!(set & POL_WARMUP_TIME))
+        dst->warmup_time_s = src->warmup_time_s;
+    if (!(set & POL_WARMUP_MAX))
+        dst->warmup_max_s = src->warmup_max_s;
+    if (!(set & POL_MAX_PROBATION_TIME))
+        dst->max_probation_time_s = src->max_probation_time_s;
+    if (!(set & POL_ON_INCONCLUSIVE))
+        dst->on_inconclusive_hold = src->on_inconclusive_hold;
+    if (!(set & POL_CONFIDENCE))
+        dst->confidence = src->confidence;
+    if (!(set & POL_HOLD_TIME))
+        dst->hold_time_s = src->hold_time_s;
 }
 
 static int ctx_finish(struct parse_ctx *c)

@@ -32,6 +32,13 @@ struct inv_policy {
     double silence_deadline_s;    /* longest heartbeat gap in phase train */
     double stall_deadline_s;      /* longest time without step progress in phase train */
     double checkpoint_deadline_s; /* longest checkpoint phase */
+    /* Statistical verdicts (docs/controller.md, "Probation"): */
+    double warmup_time_s;       /* time after the first train heartbeat excluded as warmup */
+    double warmup_max_s;        /* cap on warmup, however long the step time keeps falling */
+    double max_probation_time_s; /* an inconclusive comparison keeps measuring up to this */
+    bool on_inconclusive_hold;  /* inconclusive / no data: hold (true) or revert (false) */
+    double confidence;          /* of the shift's interval, 0.5 < confidence < 1 */
+    double hold_time_s;         /* a held release: the agents revert it after this */
 };
 
 struct inv_host {

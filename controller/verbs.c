@@ -18,15 +18,20 @@ const struct verb verbs[] = {
     { "plan", cmd_plan, NULL, "DIR [--job J]", "what deploy would do (changes nothing)",
       "--job" },
     { "deploy", cmd_deploy, NULL,
-      "DIR [--env ENVDIR] [--stage-only] [--job J]... | --all-jobs [--dry-run] [--force] [-o json]",
+      "DIR [--env ENVDIR] [--stage-only] [--job J]... | --all-jobs [--dry-run | --analysis-only] [--force] [-o json]",
       "stage, push, verify, activate, probation, then promote or revert (several jobs: in waves)",
-      "--env --stage-only --job --all-jobs --dry-run --force --output" },
+      "--env --stage-only --job --all-jobs --dry-run --analysis-only --force --output" },
     { "gc", cmd_gc, NULL, "[--keep N]", "collect host object stores and the manifest cache",
       "--keep" },
     { "status", cmd_status, NULL, "[-o json|wide] [--job J] [--watch N]",
       "every job, container and rank", "--output --job --watch" },
-    { "rollback", cmd_rollback, NULL, "--job J [--to ID [--force]] [-o json]",
-      "return J to its last good release", "--job --to --force --output" },
+    { "rollback", cmd_rollback, NULL, "--job J [--to ID [--force]] [--now] [-o json]",
+      "return J to its last good release (--now: no analysis, in an incident)",
+      "--job --to --force --now --output" },
+    { "promote", cmd_promote, NULL, "--job J",
+      "promote a release held on an inconclusive verdict (on_inconclusive = hold)", "--job" },
+    { "revert", cmd_revert, NULL, "--job J",
+      "revert a release held on an inconclusive verdict to the good release", "--job" },
     { "history", cmd_history, NULL, "[--job J] [-o json]",
       "the controller's record of deploys, reverts and rollbacks", "--job --output" },
     { "top", cmd_top, NULL, "[--once] [-n S] [--ascii]", "live fleet dashboard (docs/dashboard.md)",
@@ -64,8 +69,8 @@ void verbs_usage(FILE *fp)
             "\n`drover VERB --help` shows a verb's arguments (no inventory needed).\n"
             "INVENTORY defaults to $DROVER_INVENTORY, then ./drover.ini (docs/config.md).\n"
             "Exit codes: 0 ok, 1 failed (nothing switched), 2 usage, 3 reverted to the last good\n"
-            "release, 4 revert failed, 5 host key unknown/changed, 6 failed without auto_revert\n"
-            "(docs/controller.md).\n");
+            "release, 4 revert failed, 5 host key unknown/changed, 6 failed without auto_revert,\n"
+            "7 held on an inconclusive verdict (docs/controller.md).\n");
 }
 
 void verb_help(const struct verb *v, FILE *fp)

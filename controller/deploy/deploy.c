@@ -19,6 +19,7 @@
 #include "common/agentcli.h"
 #include "common/bundle.h"
 #include "common/log.h"
+#include "common/samples.h"
 #include "common/sha256.h"
 #include "common/util.h"
 #include "controller/transport/pct.h"
@@ -59,6 +60,9 @@ struct deploy {
     char holder[128];                 /* who we are, for the leases: user@host/pid-N */
     int ngoods;                       /* promoted releases, newest first (first container's) */
     char goods[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1];
+    bool analysis;                    /* deploy --analysis-only: the good release goes back anyway */
+    bool no_confirm;                  /* rollback --now: do not watch the release gone back to */
+    struct sample_set *base;          /* the baseline's samples; NULL when none are known */
     struct agent_status *st;          /* scratch, large */
     struct relsrc rs, env;            /* the release and its environment (manifests v2) */
     bool has_rs, has_env;
@@ -429,10 +433,10 @@ static int revert_all(struct deploy *d, const char *reason)
             failed++;
         }
     }
-    char msg[700];
-    if (!failed && confirm_recovery(d, d->good, msg, sizeof msg) == 0) {
+    char msg[700] = "not confirmed (--now): watch it with `drover status`";
+    if (!failed && (d->no_confirm || confirm_recovery(d, d->good, msg, sizeof msg) == 0)) {
         printf("reverted job '%s' to %s: %s\n", j->name, ui_short(d->good, sid), msg);
-        history_record(d, d->rollback ? "rollback" : "reverted", reason, -1);
+        history_record(d, d->rollback ? "rollback" : d->analysis ? "analysis" : "reverted", reason, -1);
         return EXIT_REVERTED;
     }
     if (failed)
@@ -445,12 +449,18 @@ static int revert_all(struct deploy *d, const char *reason)
     return EXIT_REVERT_FAILED;
 }
 
-static int promote_all(struct deploy *d, double ktok)
+/* Promote everywhere; ss (may be NULL) goes along as the job's new baseline samples. */
+static int promote_all(struct deploy *d, double ktok, const struct sample_set *ss)
 {
     const struct inv_job *j = d->job;
+    char *text = NULL;
+    if (ss && samples_format(ss, &text) < 0)
+        text = NULL;
     struct agent_argv args;
     agent_argv_init(&args);
     agent_argv_promote(&args, d->id, j->name, ktok);
+    if (text)
+        agent_argv_samples(&args, text);
     int failed = 0;
     for (int i = 0; i < j->ncts; i++) {
         char err[1024];
@@ -460,7 +470,50 @@ static int promote_all(struct deploy *d, double ktok)
             failed++;
         }
     }
+    free(text);
     return failed ? -EIO : 0;
+}
+
+/* The baseline's samples: the state_dir cache, else what the agent of the first container kept
+ * at the last promote (then cached).  NULL when neither has them. */
+static struct sample_set *load_base_samples(struct deploy *d)
+{
+    struct sample_set *ss = malloc(sizeof *ss);
+    if (!ss)
+        return NULL;
+    if (state_samples_get(d->inv->state_dir, d->key, false, ss) == 0)
+        return ss;
+    const struct inv_ct *ct = &d->job->cts[0];
+    struct agent_argv args;
+    agent_argv_init(&args);
+    agent_argv_baseline(&args, d->job->name);
+    struct conn *c;
+    struct exec_result res;
+    if (fleet_conn(d->f, ct->host, &c) == 0 &&
+        pct_run_agent(c, ct, args.argv, d->inv->exec_timeout_s, &res) == 0) {
+        int r = res.status == 0 ? samples_parse(res.out, res.out_len, ss) : -ENOENT;
+        exec_result_done(&res);
+        if (r == 0 && strcmp(ss->containers, d->key) == 0) {
+            if (state_samples_set(d->inv->state_dir, d->key, false, ss) < 0)
+                log_debug("cannot cache the baseline samples in '%s'", d->inv->state_dir);
+            return ss;
+        }
+    }
+    free(ss);
+    return NULL;
+}
+
+/* After a pass: the window's samples become the baseline, kept by the agents and cached. */
+static struct sample_set *pass_samples(struct deploy *d, const struct probation *p)
+{
+    struct sample_set *ss = calloc(1, sizeof *ss);
+    if (!ss || probation_samples(p, ss) < 0) {
+        free(ss);
+        return NULL;
+    }
+    (void)str_copy(ss->containers, sizeof ss->containers, d->key);
+    ss->time = time_wall();
+    return ss;
 }
 
 /* Read each container's view of the job; fills d->good from the first container that has one. */
@@ -546,16 +599,25 @@ static int print_plan(struct deploy *d)
                d->sid, strcmp(cur, d->id) == 0 ? " (already current)" : "");
     }
     const struct inv_policy *p = &j->policy;
-    printf("probation: healthy_deadline %.0fs, warmup_steps %lld, min_healthy_time %.0fs, "
-           "tolerance %.2f, progress_deadline %.0fs, auto_revert %s\n", p->healthy_deadline_s,
-           (long long)p->warmup_steps, p->min_healthy_time_s, p->tolerance, p->progress_deadline_s,
+    printf("probation: healthy_deadline %.0fs, warmup_steps %lld, warmup_time %.0fs, warmup_max "
+           "%.0fs, min_healthy_time %.0fs, max_probation_time %.0fs, tolerance %.2f, confidence "
+           "%.2f, on_inconclusive %s, progress_deadline %.0fs, auto_revert %s\n",
+           p->healthy_deadline_s, (long long)p->warmup_steps, p->warmup_time_s, p->warmup_max_s,
+           p->min_healthy_time_s, p->max_probation_time_s, p->tolerance, p->confidence,
+           p->on_inconclusive_hold ? "hold" : "revert", p->progress_deadline_s,
            p->auto_revert ? "true" : "false");
-    if (d->baseline > 0)
-        printf("baseline: %.1f Ktok/s; pass needs >= %.1f Ktok/s\n", d->baseline,
-               (1 - p->tolerance) * d->baseline);
+    struct sample_set *bs = load_base_samples(d);
+    if (bs)
+        printf("baseline: %s, %d samples, median %.1f Ktok/s; fail when the whole interval of the "
+               "change lies below -%.0f%%\n", ui_short(bs->release, sid), bs->n,
+               probation_median(bs->ktok_s, bs->n), p->tolerance * 100);
+    else if (d->baseline > 0)
+        printf("baseline: %.1f Ktok/s (one number, no samples); tolerance -%.0f%%\n", d->baseline,
+               p->tolerance * 100);
     else
         printf("baseline: none on these containers yet (throughput rule skipped; this release "
                "sets it)\n");
+    free(bs);
     return unreachable;
 }
 
@@ -674,6 +736,7 @@ static void deploy_done(struct deploy *d, int lock)
         relsrc_done(&d->rs);
     if (d->has_env)
         relsrc_done(&d->env);
+    free(d->base);
     free(d->st);
 }
 
@@ -776,8 +839,17 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         goto out;
     }
     const struct inv_policy *pol = &d.job->policy;
+    if (o->analysis_only && !d.good[0]) {
+        log_error("--analysis-only needs a good release of job '%s' to put back afterwards, and "
+                  "there is none: deploy it normally", d.job->name);
+        ret = EXIT_USAGE;
+        goto out;
+    }
+    d.analysis = o->analysis_only;
     double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
     (void)leases_take(&d, lease_ttl(&d)); /* renew: the probation's whole length from here */
+    if (pol->on_inconclusive_hold && !d.analysis)
+        pdl += pol->hold_time_s; /* a held release waits for the operator this long */
     struct sigaction sa = { .sa_handler = on_sigint }, old_int, old_term;
     sigemptyset(&sa.sa_mask);
     interrupted = 0;
@@ -792,9 +864,16 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     /* healthy_deadline counts from the moment the whole gang runs the new release: each
      * activation waits for its old gang to checkpoint and stop, which may take a while. */
     double t0 = time_mono();
-    if (d.baseline > 0)
-        fprintf(stderr, "probation: baseline %.1f Ktok/s, pass needs >= %.1f Ktok/s\n", d.baseline,
-                (1 - pol->tolerance) * d.baseline);
+    d.base = load_base_samples(&d);
+    char bsid[RELEASE_SHORT_LEN + 1];
+    if (d.base)
+        fprintf(stderr, "probation: baseline %s: %d samples (median %.1f Ktok/s); fail when the "
+                "whole %.0f%% interval of the change lies below -%.0f%%\n", ui_short(d.base->release, bsid),
+                d.base->n, probation_median(d.base->ktok_s, d.base->n), pol->confidence * 100,
+                pol->tolerance * 100);
+    else if (d.baseline > 0)
+        fprintf(stderr, "probation: baseline %.1f Ktok/s (one number, no samples), tolerance "
+                "-%.0f%%\n", d.baseline, pol->tolerance * 100);
     else
         fprintf(stderr, "probation: no baseline on these containers yet: the throughput rule is "
                 "skipped for this deploy\n");
@@ -802,12 +881,31 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     if (probation_new(pol, d.job->name, d.id, d.job->ncts, d.labels, d.job->nproc_per_node,
                       d.baseline, false, t0, &p) < 0)
         goto restore;
+    if (d.base)
+        (void)probation_set_baseline_samples(p, d.base);
     enum probation_verdict v = watch_probation(&d, p);
+    if (interrupted && v == PROBATION_PENDING)
+        snprintf(reason, sizeof reason, "interrupted by the operator");
+    else
+        snprintf(reason, sizeof reason, "%s", probation_reason(p));
+    if (probation_note(p)[0] && v == PROBATION_PASS)
+        fprintf(stderr, "%s\n", probation_note(p));
+    if (d.analysis) {
+        printf("verdict for %s (%s), job '%s' (analysis only): %s: %s\n", d.sid, d.name,
+               d.job->name, interrupted && v == PROBATION_PENDING ? "interrupted" : probation_verdict_name(v),
+               reason);
+        probation_free(p);
+        int r = revert_all(&d, reason);
+        if (r == EXIT_REVERTED)
+            ret = v == PROBATION_PASS ? EXIT_OK : EXIT_REVERTED;
+        else
+            ret = r;
+        goto restore;
+    }
     if (v == PROBATION_PASS) {
         double k = probation_ktok_s(p);
-        if (probation_note(p)[0])
-            fprintf(stderr, "%s\n", probation_note(p));
-        if (promote_all(&d, k) < 0) {
+        struct sample_set *ss = pass_samples(&d, p);
+        if (promote_all(&d, k, ss) < 0) {
             fprintf(stderr, "%s%spromote failed on some containers: %s passed probation but is not "
                     "marked good everywhere; the agents will revert it at the probation deadline "
                     "(%.0fs). Run the deploy again.%s\n", ui_bold(stderr), ui_red(stderr), d.sid,
@@ -817,20 +915,37 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         } else {
             if (k > 0 && state_baseline_set(d.inv->state_dir, d.key, d.id, k) < 0)
                 log_warn("cannot record the baseline in '%s'", d.inv->state_dir);
+            if (ss && state_samples_set(d.inv->state_dir, d.key, false, ss) < 0)
+                log_warn("cannot cache the baseline samples in '%s'", d.inv->state_dir);
             printf("%spromoted%s %s (%s) for job '%s': %s\n", ui_green(stdout), ui_reset(stdout),
-                   d.sid, d.name, d.job->name, probation_reason(p));
-            history_record(&d, "promoted", probation_reason(p), k);
+                   d.sid, d.name, d.job->name, reason);
+            history_record(&d, "promoted", reason, k);
             ret = EXIT_OK;
             /* Collection after a promote: this job's hosts; every job's ways back are kept. */
             const char *keep[] = { d.id, d.good, d.current, d.previous, d.has_env ? d.env.id : NULL };
             if (objsync_gc_fleet(d.f, keep, ARRAY_SIZE(keep), 5, true, d.job) < 0)
                 log_warn("host store GC after the promote did not run everywhere (drover gc retries)");
         }
+        free(ss);
         probation_free(p);
         goto restore;
     }
-    snprintf(reason, sizeof reason, "%s",
-             v == PROBATION_FAIL ? probation_reason(p) : "interrupted by the operator");
+    if ((v == PROBATION_INCONCLUSIVE || v == PROBATION_NODATA) && pol->on_inconclusive_hold) {
+        struct sample_set *ss = pass_samples(&d, p);
+        (void)state_samples_drop(d.inv->state_dir, d.key, true);
+        if (ss && state_samples_set(d.inv->state_dir, d.key, true, ss) < 0)
+            log_warn("cannot keep the held release's samples in '%s'", d.inv->state_dir);
+        printf("%sHELD%s %s (%s) for job '%s': %s\n", ui_bold(stdout), ui_reset(stdout), d.sid,
+               d.name, d.job->name, reason);
+        printf("on_inconclusive = hold: %s keeps running unpromoted; decide with `drover promote "
+               "--job %s` or `drover revert --job %s` (the agents revert it on their own in "
+               "%.0fs)\n", d.sid, d.job->name, d.job->name, pdl);
+        history_record(&d, "held", reason, probation_ktok_s(p));
+        free(ss);
+        probation_free(p);
+        ret = EXIT_HELD;
+        goto restore;
+    }
     probation_free(p);
 failed:
     log_error("release %s failed probation: %s", d.sid, reason);
@@ -852,13 +967,14 @@ out:
     return ret;
 }
 
-int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force)
+int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force, bool now)
 {
     struct deploy d;
     int ret = deploy_init(&d, f, job, true);
     if (ret)
         return ret;
     ret = EXIT_FAIL;
+    d.no_confirm = now;
     char err[2048];
     char sid[RELEASE_SHORT_LEN + 1];
     int lock = deploy_lock(&d);
@@ -938,7 +1054,9 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         goto out;
     }
     char msg[700];
-    if (confirm_recovery(&d, d.id, msg, sizeof msg) < 0 || promote_all(&d, -1) < 0) {
+    if (now)
+        snprintf(msg, sizeof msg, "%s activated without analysis (--now)", d.sid);
+    if ((!now && confirm_recovery(&d, d.id, msg, sizeof msg) < 0) || promote_all(&d, -1, NULL) < 0) {
         fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
                 d.job->name, msg, ui_reset(stderr));
         history_record(&d, "revert-failed", msg, -1);
@@ -949,6 +1067,64 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     /* history: result "rollback" with previous = the release we went back to */
     (void)str_copy(d.good, sizeof d.good, d.id);
     history_record(&d, "rollback", "operator rollback", -1);
+    ret = EXIT_OK;
+out:
+    deploy_done(&d, lock);
+    return ret;
+}
+
+int deploy_decide_held(struct fleet *f, const char *job, bool promote)
+{
+    struct deploy d;
+    int ret = deploy_init(&d, f, job, false);
+    if (ret)
+        return ret;
+    ret = EXIT_FAIL;
+    char err[2048];
+    int lock = deploy_lock(&d);
+    if (lock < 0)
+        goto out;
+    bool all_current;
+    if (survey(&d, false, &all_current, err, sizeof err) < 0) {
+        ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
+        goto out;
+    }
+    if (!d.current[0] || strcmp(d.current, d.good) == 0) {
+        log_error("job '%s' runs its good release: nothing is held to %s", d.job->name,
+                  promote ? "promote" : "revert");
+        goto out;
+    }
+    (void)str_copy(d.id, sizeof d.id, d.current);
+    ui_short(d.id, d.sid);
+    (void)str_copy(d.name, sizeof d.name, promote ? "promote" : "revert");
+    if (!promote) {
+        ret = revert_all(&d, "reverted by the operator (held release)");
+        ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
+        goto out;
+    }
+    struct sample_set *ss = malloc(sizeof *ss);
+    if (ss && (state_samples_get(d.inv->state_dir, d.key, true, ss) < 0 ||
+               strcmp(ss->release, d.id) != 0)) {
+        free(ss);
+        ss = NULL;
+    }
+    double k = ss ? probation_median(ss->ktok_s, ss->n) : -1;
+    if (promote_all(&d, k, ss) < 0) {
+        history_record(&d, "failed", "promote by the operator failed", k);
+        free(ss);
+        goto out;
+    }
+    if (ss) {
+        if (state_baseline_set(d.inv->state_dir, d.key, d.id, k) < 0 ||
+            state_samples_set(d.inv->state_dir, d.key, false, ss) < 0)
+            log_warn("cannot record the baseline in '%s'", d.inv->state_dir);
+        (void)state_samples_drop(d.inv->state_dir, d.key, true);
+    }
+    printf("promoted %s for job '%s' by hand%s\n", d.sid, d.job->name,
+           ss ? ": its probation samples are the new baseline" : " (no samples kept: the baseline "
+                "stays the last measured one)");
+    history_record(&d, "promoted", "promoted by the operator (held release)", k);
+    free(ss);
     ret = EXIT_OK;
 out:
     deploy_done(&d, lock);
@@ -983,7 +1159,7 @@ int deploy_wave(struct fleet *f, const struct deploy_opts *o, const char *const 
                nmoved ? "; rolling back the jobs it already moved" : "");
         int ret = r;
         for (int k = nmoved - 1; k >= 0; k--)
-            if (deploy_rollback(f, moved[k], NULL, false) != EXIT_OK)
+            if (deploy_rollback(f, moved[k], NULL, false, false) != EXIT_OK)
                 ret = EXIT_REVERT_FAILED;
         return ret;
     }

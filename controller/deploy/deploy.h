@@ -17,6 +17,7 @@ struct deploy_opts {
     bool stage_only;   /* put the release into every container and verify it; switch nothing */
     const char *env_dir; /* an environment (e.g. a venv) deployed as its own release first and
                           * named by the code release (NULL: none) */
+    bool analysis_only; /* probation and verdict, then the good release back whatever it says */
 };
 
 int deploy_run(struct fleet *f, const struct deploy_opts *o);
@@ -28,11 +29,18 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o);
  * an earlier job failed), or 0. */
 int deploy_wave(struct fleet *f, const struct deploy_opts *o, const char *const *jobs, int njobs);
 
-/* `drover rollback --job J [--to RELEASE [--force]]`: a job running an unpromoted release goes
- * back to its good release; a job running its good release goes to the newest earlier promoted
- * release that no container marks bad (not simply "previous").  to: a release id or prefix to
- * go to instead; one marked bad needs force.  Confirms that the job recovers. */
-int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force);
+/* `drover rollback --job J [--to RELEASE [--force]] [--now]`: a job running an unpromoted release
+ * goes back to its good release; a job running its good release goes to the newest earlier
+ * promoted release that no container marks bad (not simply "previous").  to: a release id or
+ * prefix to go to instead; one marked bad needs force.  Confirms that the job recovers, except
+ * with now (an incident: no analysis, no waiting for the release gone back to; the agents' own
+ * crash-loop rules still apply). */
+int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force, bool now);
+
+/* `drover promote --job J` / `drover revert --job J`: decide a release held on an inconclusive
+ * (or no-data) verdict by hand.  promote records the held samples as the baseline; revert goes
+ * back to the good release and confirms it trains.  Both refuse when J runs its good release. */
+int deploy_decide_held(struct fleet *f, const char *job, bool promote);
 
 /* Pick the job: by name, or the only one.  NULL (and a logged error) otherwise. */
 const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *name);

@@ -11,7 +11,18 @@
 #include <string.h>
 
 #include "common/trainexit.h"
+#include "common/samples.h"
+#include "common/stats.h"
 #include "common/util.h"
+
+/* Samples of each rank kept for the straggler test (a ring over the newest job samples). */
+#define RANK_SAMPLES 256
+/* Warmup: a rolling median over this many samples is "still warming up" while it lies more than
+ * WARM_SLACK above the steady level (the median of the newest half). */
+#define WARM_ROLL 5
+#define WARM_SLACK 0.10
+/* The fewest warm samples a comparison is made on. */
+#define MIN_WINDOW 5
 
 struct prank {
     bool seen;           /* a train heartbeat from the watched release */
@@ -20,7 +31,8 @@ struct prank {
     long long resumed_from;
     double step_t;       /* controller time the step last changed */
     double tok_s;
-    bool fresh;          /* the step advanced since the last throughput sample: tok_s is new */
+    double step_ms;
+    long long sampled_step; /* step at the last job sample: a new one needs a newer step */
 };
 
 struct pct_state {
@@ -38,13 +50,38 @@ struct probation {
     double baseline, t0, t_warm;
     bool recovery;
     struct pct_state *cts;
+    /* Job samples, oldest first: time, Ktok/s, cost (step time, or 1/Ktok/s when the ranks do
+     * not say), and whether every rank was past warmup_steps. */
     double samples[PROBATION_MAX_SAMPLES];
+    double sample_t[PROBATION_MAX_SAMPLES];
+    double sample_cost[PROBATION_MAX_SAMPLES];
+    double sample_ms[PROBATION_MAX_SAMPLES];
+    bool sample_steps_ok[PROBATION_MAX_SAMPLES];
     int nsamples;
+    double *rank_tok;    /* [RANK_SAMPLES][world]: each rank's tok_s at job sample i % RANK_SAMPLES */
+    double t_train;      /* every rank seen training (warmup_time counts from here); 0 not yet */
+    double *base;        /* baseline samples, log Ktok/s; NULL: one number or none */
+    int nbase;
+    int warm_start;      /* index of the first warm sample; -1 not settled */
+    int straggler;
+    int judged_n;        /* nsamples at the last comparison: a new one needs a new sample */
+    char cmp[PROBATION_REASON_MAX]; /* the last comparison that did not decide */
     enum probation_verdict verdict;
     double ktok;
     char reason[PROBATION_REASON_MAX];
     char note[PROBATION_REASON_MAX];
 };
+
+const char *probation_verdict_name(enum probation_verdict v)
+{
+    switch (v) {
+    case PROBATION_PASS: return "pass";
+    case PROBATION_FAIL: return "fail";
+    case PROBATION_INCONCLUSIVE: return "inconclusive";
+    case PROBATION_NODATA: return "no-data";
+    default: return "pending";
+    }
+}
 
 int probation_new(const struct inv_policy *pol, const char *job, const char *release, int ncts,
                   const char *const *labels, int nproc, double baseline_ktok_s, bool recovery,
@@ -57,7 +94,10 @@ int probation_new(const struct inv_policy *pol, const char *job, const char *rel
     if (!p)
         return -ENOMEM;
     p->cts = calloc((size_t)ncts, sizeof *p->cts);
-    if (!p->cts) {
+    p->rank_tok = calloc((size_t)RANK_SAMPLES * (size_t)(ncts * nproc), sizeof *p->rank_tok);
+    if (!p->cts || !p->rank_tok) {
+        free(p->cts);
+        free(p->rank_tok);
         free(p);
         return -ENOMEM;
     }
@@ -74,6 +114,10 @@ int probation_new(const struct inv_policy *pol, const char *job, const char *rel
     p->recovery = recovery;
     p->t0 = t0;
     p->ktok = -1;
+    p->warm_start = -1;
+    p->straggler = -1;
+    if (!(p->pol.confidence > 0.5 && p->pol.confidence < 1))
+        p->pol.confidence = 0.95;
     for (int i = 0; i < ncts; i++) {
         (void)str_copy(p->cts[i].label, sizeof p->cts[i].label, labels ? labels[i] : "?");
         for (int k = 0; k < STATUS_MAX_RANKS; k++)
@@ -88,10 +132,46 @@ void probation_free(struct probation *p)
     if (!p)
         return;
     free(p->cts);
+    free(p->rank_tok);
+    free(p->base);
     free(p);
 }
 
+int probation_set_baseline_samples(struct probation *p, const struct sample_set *s)
+{
+    if (!s || s->n < 1 || p->recovery)
+        return -EINVAL;
+    int n = s->n < STATS_MAX_SAMPLES ? s->n : STATS_MAX_SAMPLES;
+    double *b = malloc((size_t)n * sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    int k = 0;
+    for (int i = s->n - n; i < s->n; i++)
+        if (isfinite(s->ktok_s[i]) && s->ktok_s[i] > 0)
+            b[k++] = log(s->ktok_s[i]);
+    if (k == 0) {
+        free(b);
+        return -EINVAL;
+    }
+    free(p->base);
+    p->base = b;
+    p->nbase = k;
+    if (p->baseline <= 0)
+        p->baseline = stats_median(s->ktok_s + (s->n - n), n);
+    return 0;
+}
+
 static void fail(struct probation *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(char *buf, size_t sz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* snprintf for verdict texts: long ones are cut, never overflowed. */
+static void say(char *buf, size_t sz, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sz, fmt, ap);
+    va_end(ap);
+}
 
 static void fail(struct probation *p, const char *fmt, ...)
 {
@@ -124,25 +204,8 @@ static const char *ktok_str(double v, char *buf, size_t sz)
 
 double probation_median(const double *v, int n)
 {
-    if (n <= 0)
-        return -1;
-    double *c = malloc((size_t)n * sizeof *c);
-    if (!c)
-        return -1;
-    memcpy(c, v, (size_t)n * sizeof *c);
-    /* insertion sort: n is small (one sample a second over the window) */
-    for (int i = 1; i < n; i++) {
-        double x = c[i];
-        int j = i - 1;
-        while (j >= 0 && c[j] > x) {
-            c[j + 1] = c[j];
-            j--;
-        }
-        c[j + 1] = x;
-    }
-    double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
-    free(c);
-    return m;
+    double m = stats_median(v, n);
+    return isnan(m) ? -1 : m;
 }
 
 static const struct rank_status *find_rank(const struct job_status *js, int rank)
@@ -252,7 +315,6 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
             return;
         }
         if (!pr->seen || hb->step != pr->step) {
-            pr->fresh = pr->seen && hb->step > pr->step;
             pr->step = hb->step;
             pr->step_t = now;
         } else if (hb->phase == HB_PHASE_TRAIN && now - pr->step_t > p->pol.healthy_deadline_s) {
@@ -265,34 +327,239 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
                  rank, cs->label, rs->hb_age_s, hb_phase_name(hb->phase), p->pol.healthy_deadline_s);
             return;
         }
+        if (!pr->seen)
+            pr->sampled_step = hb->step; /* the first heartbeat shows where it starts */
         pr->seen = true;
         pr->resumed_from = hb->resumed_from;
         pr->tok_s = isfinite(hb->tok_s) && hb->tok_s > 0 ? hb->tok_s : 0;
+        pr->step_ms = isfinite(hb->step_ms) && hb->step_ms > 0 ? hb->step_ms : 0;
         long long done = hb->step;
         if (hb->resumed_from >= 0 && hb->step >= hb->resumed_from)
             done = hb->step - hb->resumed_from;
         if (done >= p->pol.warmup_steps)
             pr->past_warmup = true;
     }
-    /* Throughput sample once every rank is past warmup, and only from fresh figures: every
-     * rank's step advanced since the last sample (a silent or stalled rank's last tok_s is not
-     * a measurement; counting it again is how a NaN release was once promoted). */
-    double sum = 0;
+    /* A job sample once every rank has stepped since the last one (fresh) and says its rate. */
+    double sum = 0, ms = 0;
+    bool steps_ok = true, fresh = true, have_ms = true;
     for (int c = 0; c < p->ncts; c++)
         for (int lr = 0; lr < p->nproc; lr++) {
-            if (!p->cts[c].ranks[lr].past_warmup || !p->cts[c].ranks[lr].fresh)
+            const struct prank *r = &p->cts[c].ranks[lr];
+            if (!r->seen)
                 return;
-            sum += p->cts[c].ranks[lr].tok_s;
+            fresh = fresh && r->step > r->sampled_step && r->tok_s > 0;
+            steps_ok = steps_ok && r->past_warmup;
+            sum += r->tok_s;
+            have_ms = have_ms && r->step_ms > 0;
+            if (r->step_ms > ms)
+                ms = r->step_ms;
         }
+    if (p->t_train == 0)
+        p->t_train = now;
+    if (!fresh || p->nsamples >= PROBATION_MAX_SAMPLES)
+        return;
+    int i = p->nsamples++, world = p->ncts * p->nproc;
+    p->samples[i] = sum / 1000.0;
+    p->sample_t[i] = now;
+    p->sample_ms[i] = have_ms ? ms : 0;
+    p->sample_cost[i] = have_ms ? ms : 1000.0 / p->samples[i];
+    p->sample_steps_ok[i] = steps_ok;
     for (int c = 0; c < p->ncts; c++)
-        for (int lr = 0; lr < p->nproc; lr++)
-            p->cts[c].ranks[lr].fresh = false;
-    if (p->t_warm == 0) {
-        p->t_warm = now;
-        return; /* the first sample straddles warmup */
+        for (int lr = 0; lr < p->nproc; lr++) {
+            struct prank *r = &p->cts[c].ranks[lr];
+            r->sampled_step = r->step;
+            p->rank_tok[(size_t)(i % RANK_SAMPLES) * (size_t)world + (size_t)(c * p->nproc + lr)] = r->tok_s;
+        }
+}
+
+/* Where warmup ends, over the samples so far: the first sample past warmup_steps and
+ * warmup_time, then past the leading run of samples whose rolling median step time lies more than
+ * WARM_SLACK above the steady level (the newest half's median).  -1 while that cannot be told
+ * yet: too few samples, or the step time is still falling (the newest quarter's median clearly
+ * below the quarter's before).  warmup_max caps all of it; *ret_capped = 1 when the cap decided. */
+static int find_warm_start(const struct probation *p, int *ret_capped)
+{
+    int n = p->nsamples, i0 = n, icap = n, start = -1;
+    *ret_capped = 0;
+    for (int i = 0; i < n; i++)
+        if (p->sample_t[i] - p->t_train >= p->pol.warmup_max_s) {
+            icap = i;
+            break;
+        }
+    for (int i = 0; i < n; i++)
+        if (p->sample_steps_ok[i] && p->sample_t[i] - p->t_train >= p->pol.warmup_time_s) {
+            i0 = i;
+            break;
+        }
+    int len = n - i0;
+    if (i0 < n && len >= 2 * WARM_ROLL) {
+        const double *cost = p->sample_cost + i0;
+        double steady = stats_median(cost + len / 2, len - len / 2);
+        int q = len / 4;
+        bool falling = q >= 3 && stats_median(cost + len - q, q) <
+                                     (1 - WARM_SLACK) * stats_median(cost + len - 2 * q, q);
+        int j = 0;
+        while (!falling && j < len) {
+            int a = j - WARM_ROLL / 2, b = j + WARM_ROLL / 2 + 1;
+            if (a < 0)
+                a = 0;
+            if (b > len)
+                b = len;
+            if (stats_median(cost + a, b - a) <= (1 + WARM_SLACK) * steady)
+                break;
+            j++;
+        }
+        if (!falling && j < len)
+            start = i0 + j;
     }
-    if (p->nsamples < PROBATION_MAX_SAMPLES)
-        p->samples[p->nsamples++] = sum / 1000.0;
+    if (icap < n && (start < 0 || start > icap)) {
+        *ret_capped = 1;
+        return icap;
+    }
+    return start;
+}
+
+/* A relative change for people: the shift of log Ktok/s as "-14.8%". */
+static const char *pct_str(double log_shift, char *buf, size_t sz)
+{
+    double v = (exp(log_shift) - 1) * 100;
+    snprintf(buf, sz, "%+.1f%%", fabs(v) < 0.05 ? 0.0 : v);
+    return buf;
+}
+
+static const char *p_str(double pv, char *buf, size_t sz)
+{
+    if (pv < 0.001)
+        snprintf(buf, sz, "p<0.001");
+    else
+        snprintf(buf, sz, "p=%.3f", pv);
+    return buf;
+}
+
+/* Straggler: with 3+ ranks, each rank's log tok_s against the per-sample median of its peers'
+ * over the newest window samples.  Returns the slowest rank beyond the tolerance, or -1. */
+static int find_straggler(struct probation *p, int from, double thr, struct stats_shift *ret)
+{
+    int world = p->ncts * p->nproc, n = p->nsamples - from;
+    if (world < 3)
+        return -1;
+    if (n > RANK_SAMPLES)
+        n = RANK_SAMPLES;
+    if (n < MIN_WINDOW)
+        return -1;
+    double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y),
+           *peers = malloc((size_t)world * sizeof *peers);
+    int worst = -1;
+    if (!x || !y || !peers)
+        goto out;
+    for (int r = 0; r < world; r++) {
+        bool ok = true;
+        for (int k = 0; k < n && ok; k++) {
+            int i = p->nsamples - n + k;
+            const double *row = p->rank_tok + (size_t)(i % RANK_SAMPLES) * (size_t)world;
+            int np = 0;
+            for (int q = 0; q < world; q++)
+                if (q != r)
+                    peers[np++] = row[q];
+            ok = row[r] > 0;
+            x[k] = ok ? log(row[r]) : 0;
+            double pm = stats_median(peers, np);
+            ok = ok && pm > 0;
+            y[k] = ok ? log(pm) : 0;
+        }
+        struct stats_shift sh;
+        if (!ok || stats_mann_whitney(x, n, y, n, p->pol.confidence, &sh) < 0)
+            continue;
+        if (sh.hi < thr && (worst < 0 || sh.shift < ret->shift)) {
+            worst = r;
+            *ret = sh;
+        }
+    }
+out:
+    free(x);
+    free(y);
+    free(peers);
+    return worst;
+}
+
+/* The throughput comparison over the warm window: true when it decided (PASS or FAIL). */
+static bool judge(struct probation *p, double now)
+{
+    int capped;
+    int ws = find_warm_start(p, &capped);
+    if (ws < 0)
+        return false;
+    p->warm_start = ws;
+    int n = p->nsamples - ws;
+    if (n < MIN_WINDOW || now - p->sample_t[ws] < p->pol.min_healthy_time_s ||
+        p->nsamples == p->judged_n)
+        return false;
+    p->judged_n = p->nsamples;
+    if (n > STATS_MAX_SAMPLES)
+        n = STATS_MAX_SAMPLES;
+    const double *win = p->samples + p->nsamples - n;
+    double x[STATS_MAX_SAMPLES];
+    for (int i = 0; i < n; i++)
+        x[i] = log(win[i]);
+    p->ktok = stats_median(win, n);
+    double thr = log(1 - p->pol.tolerance);
+    char a[32], b[32], c1[16], c2[16], c3[16], ps[16], conf[16], excl[96];
+    say(conf, sizeof conf, "%.0f%%", p->pol.confidence * 100);
+    say(excl, sizeof excl, "%d warmup samples excluded%s", ws,
+             capped ? " (warmup_max reached)" : "");
+    struct stats_shift sh;
+    int sr = find_straggler(p, ws, thr, &sh);
+    if (sr >= 0) {
+        p->straggler = sr;
+        fail(p, "straggler: rank %d (%s) runs %s [%s, %s] against the median of its %d peers, "
+             "beyond tolerance %s (Mann-Whitney U, %s interval of the Hodges-Lehmann shift; %d "
+             "samples each, %s)", sr, p->cts[sr / p->nproc].label, pct_str(sh.shift, c1, sizeof c1),
+             pct_str(sh.lo, c2, sizeof c2), pct_str(sh.hi, c3, sizeof c3),
+             p->ncts * p->nproc - 1, pct_str(thr, a, sizeof a), conf, sh.n, p_str(sh.p, ps, sizeof ps));
+        return true;
+    }
+    char test[400];
+    if (p->base) {
+        if (stats_mann_whitney(x, n, p->base, p->nbase, p->pol.confidence, &sh) < 0)
+            return false;
+        say(test, sizeof test, "Mann-Whitney U, %s interval of the Hodges-Lehmann shift; "
+                 "%s vs %s Ktok/s median; %d samples vs %d baseline samples, %s; %s", conf,
+                 ktok_str(p->ktok, a, sizeof a), ktok_str(exp(stats_median(p->base, p->nbase)), b,
+                 sizeof b), n, p->nbase, p_str(sh.p, ps, sizeof ps), excl);
+    } else if (p->baseline > 0) {
+        if (stats_sign_interval(x, n, log(p->baseline), p->pol.confidence, &sh) < 0)
+            return false;
+        say(test, sizeof test, "sign test, %s interval of the median against the recorded "
+                 "%s Ktok/s baseline; median %s Ktok/s of %d samples, %s; %s", conf,
+                 ktok_str(p->baseline, b, sizeof b), ktok_str(p->ktok, a, sizeof a), n,
+                 p_str(sh.p, ps, sizeof ps), excl);
+    } else {
+        say(p->reason, sizeof p->reason, "%s Ktok/s (median of %d samples over %.0fs; %s)",
+                 ktok_str(p->ktok, a, sizeof a), n, now - p->sample_t[ws], excl);
+        say(p->note, sizeof p->note, "no baseline on these containers yet: throughput "
+                 "rule skipped; these %d samples (median %s Ktok/s) become the baseline", n, a);
+        p->verdict = PROBATION_PASS;
+        return true;
+    }
+    char tol[16];
+    pct_str(thr, tol, sizeof tol);
+    pct_str(sh.shift, c1, sizeof c1);
+    pct_str(sh.lo, c2, sizeof c2);
+    pct_str(sh.hi, c3, sizeof c3);
+    if (sh.hi < thr) {
+        fail(p, "throughput regression: %s [%s, %s] against the baseline, beyond tolerance %s "
+             "(%s)", c1, c2, c3, tol, test);
+        return true;
+    }
+    if (sh.lo >= thr) {
+        say(p->reason, sizeof p->reason, "throughput %s [%s, %s] against the baseline, within "
+                 "tolerance %s (%s)", c1, c2, c3, tol, test);
+        p->verdict = PROBATION_PASS;
+        return true;
+    }
+    say(p->cmp, sizeof p->cmp, "throughput %s [%s, %s] against the baseline straddles "
+             "tolerance %s (%s)", c1, c2, c3, tol, test);
+    return false;
 }
 
 enum probation_verdict probation_check(struct probation *p, double now)
@@ -327,56 +594,57 @@ enum probation_verdict probation_check(struct probation *p, double now)
     for (int c = 0; c < p->ncts; c++)
         for (int lr = 0; lr < p->nproc; lr++)
             all_seen = all_seen && p->cts[c].ranks[lr].seen;
-    if (all_seen && p->t_warm > 0 && now - p->t_warm >= p->pol.min_healthy_time_s &&
-        (p->nsamples > 0 || p->recovery)) {
-        double med = p->nsamples ? probation_median(p->samples, p->nsamples) : -1;
-        p->ktok = med;
-        if (p->baseline > 0) {
-            double thr = (1 - p->pol.tolerance) * p->baseline;
-            char a[32], b[32];
-            if (med < thr) {
-                fail(p, "throughput regression: %s Ktok/s < %.2f × %s Ktok/s baseline "
-                     "(tolerance %.2f)", ktok_str(med, a, sizeof a), 1 - p->pol.tolerance,
-                     ktok_str(p->baseline, b, sizeof b), p->pol.tolerance);
-                return p->verdict;
-            }
-            snprintf(p->reason, sizeof p->reason, "%s Ktok/s >= %.2f × %s Ktok/s baseline "
-                     "(median of %d samples over %.0fs after %lld warmup steps)",
-                     ktok_str(med, a, sizeof a), 1 - p->pol.tolerance,
-                     ktok_str(p->baseline, b, sizeof b), p->nsamples, p->pol.min_healthy_time_s,
-                     (long long)p->pol.warmup_steps);
-        } else if (!p->recovery) {
-            char a[32];
-            snprintf(p->reason, sizeof p->reason, "%s Ktok/s (median of %d samples over %.0fs "
-                     "after %lld warmup steps)", ktok_str(med, a, sizeof a), p->nsamples,
-                     p->pol.min_healthy_time_s, (long long)p->pol.warmup_steps);
-            snprintf(p->note, sizeof p->note, "no baseline on these containers yet: throughput "
-                     "rule skipped; %s Ktok/s becomes the baseline", a);
-        } else {
-            snprintf(p->reason, sizeof p->reason, "every rank heartbeats in phase train");
-        }
+    if (p->recovery && all_seen) {
+        snprintf(p->reason, sizeof p->reason, "every rank heartbeats in phase train");
         p->verdict = PROBATION_PASS;
         return p->verdict;
     }
-    if (now - p->t0 > p->pol.progress_deadline_s) {
-        long long low = -1;
-        int low_rank = -1;
-        for (int c = 0; c < p->ncts; c++)
-            for (int lr = 0; lr < p->nproc; lr++) {
-                const struct prank *pr = &p->cts[c].ranks[lr];
-                if (!pr->past_warmup && (low_rank < 0 || pr->step < low)) {
-                    low = pr->step;
-                    low_rank = c * p->nproc + lr;
-                }
-            }
-        if (low_rank >= 0)
-            fail(p, "probation did not finish within progress_deadline %.0fs: rank %d is at step "
-                 "%lld of %lld warmup steps", p->pol.progress_deadline_s, low_rank, low,
-                 (long long)p->pol.warmup_steps);
-        else
-            fail(p, "probation did not finish within progress_deadline %.0fs (no throughput "
-                 "samples)", p->pol.progress_deadline_s);
+    if (all_seen && !p->recovery && judge(p, now))
+        return p->verdict;
+    double tmax = p->pol.progress_deadline_s;
+    const char *tname = "progress_deadline";
+    if (!p->recovery && p->pol.max_probation_time_s > 0 && p->pol.max_probation_time_s < tmax) {
+        tmax = p->pol.max_probation_time_s;
+        tname = "max_probation_time";
     }
+    if (now - p->t0 <= tmax)
+        return p->verdict;
+    if (p->recovery) {
+        fail(p, "probation did not finish within progress_deadline %.0fs", p->pol.progress_deadline_s);
+        return p->verdict;
+    }
+    if (p->cmp[0]) {
+        say(p->reason, sizeof p->reason, "inconclusive after %.0fs (%s): %s", tmax, tname,
+                 p->cmp);
+        p->verdict = PROBATION_INCONCLUSIVE;
+        return p->verdict;
+    }
+    long long low = -1;
+    int low_rank = -1;
+    for (int c = 0; c < p->ncts; c++)
+        for (int lr = 0; lr < p->nproc; lr++) {
+            const struct prank *pr = &p->cts[c].ranks[lr];
+            if (!pr->past_warmup && (low_rank < 0 || pr->step < low)) {
+                low = pr->step;
+                low_rank = c * p->nproc + lr;
+            }
+        }
+    char why[160];
+    if (low_rank >= 0)
+        snprintf(why, sizeof why, "rank %d is at step %lld of %lld warmup steps", low_rank, low,
+                 (long long)p->pol.warmup_steps);
+    else if (p->nsamples == 0)
+        snprintf(why, sizeof why, "no rank reported a rate (tok_s) on a new step");
+    else if (p->warm_start < 0)
+        snprintf(why, sizeof why, "%d samples, all warmup: the step time was still falling",
+                 p->nsamples);
+    else
+        snprintf(why, sizeof why, "%d warm samples over %.0fs, fewer than min_healthy_time %.0fs "
+                 "needs", p->nsamples - p->warm_start, now - p->sample_t[p->warm_start],
+                 p->pol.min_healthy_time_s);
+    snprintf(p->reason, sizeof p->reason, "no data: no throughput verdict within %s %.0fs (%s)",
+             tname, tmax, why);
+    p->verdict = PROBATION_NODATA;
     return p->verdict;
 }
 
@@ -393,6 +661,34 @@ const char *probation_note(const struct probation *p)
 double probation_ktok_s(const struct probation *p)
 {
     return p->ktok;
+}
+
+int probation_warmup_excluded(const struct probation *p)
+{
+    return p->warm_start >= 0 ? p->warm_start : p->nsamples;
+}
+
+int probation_straggler(const struct probation *p)
+{
+    return p->straggler;
+}
+
+int probation_samples(const struct probation *p, struct sample_set *ret_s)
+{
+    int ws = p->warm_start;
+    if (ws < 0 || ws >= p->nsamples)
+        return -ENODATA;
+    int n = p->nsamples - ws;
+    if (n > SAMPLES_MAX)
+        n = SAMPLES_MAX;
+    ret_s->n = n;
+    (void)str_copy(ret_s->release, sizeof ret_s->release, p->release);
+    (void)str_copy(ret_s->job, sizeof ret_s->job, p->job);
+    ret_s->ranks = p->ncts * p->nproc;
+    ret_s->warmup_excluded = ws;
+    memcpy(ret_s->ktok_s, p->samples + p->nsamples - n, (size_t)n * sizeof(double));
+    memcpy(ret_s->step_ms, p->sample_ms + p->nsamples - n, (size_t)n * sizeof(double));
+    return 0;
 }
 
 void probation_progress(const struct probation *p, long long *ret_step, long long *ret_resumed)
@@ -422,8 +718,8 @@ void probation_describe(const struct probation *p, double now, char *buf, size_t
     if (p->baseline > 0)
         snprintf(base, sizeof base, "baseline %s", ktok_str(p->baseline, b, sizeof b));
     const char *phase = seen < total ? "waiting for heartbeats"
-                        : warm < total ? "warmup"
-                                       : "measuring";
+                        : warm < total || p->warm_start < 0 ? "warmup"
+                                                            : "measuring";
     char st[32] = "-";
     if (step >= 0)
         snprintf(st, sizeof st, "%lld", step);

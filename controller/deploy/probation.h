@@ -5,10 +5,22 @@
  *
  * Rules (docs/controller.md, "Probation"): every expected rank sends a train heartbeat from the
  * new release within healthy_deadline and keeps heartbeating and stepping; loss stays finite;
- * no rank exits or restarts; the agent must not revert or fail on its own; after warmup_steps,
- * over min_healthy_time, the median job Ktok/s (sum over ranks of tok_s / 1000) must be at least
- * (1 - tolerance) * baseline; with no baseline the throughput rule is skipped (said in note).
- * The whole probation must end within progress_deadline.
+ * no rank exits or restarts; the agent must not revert or fail on its own.
+ *
+ * Throughput is a comparison of distributions, not of two numbers.  One job sample (the sum of
+ * the ranks' tok_s / 1000, and the slowest rank's step time) is taken each time every rank has
+ * stepped since the previous sample: a stale heartbeat is never counted twice.  Warmup (the
+ * first warmup_steps since the resumed checkpoint, warmup_time, and then for as long as the
+ * step time is still falling: torch.compile, autotuning; capped at warmup_max) is excluded and
+ * counted.  After min_healthy_time of warm samples, the log-throughput samples are compared with
+ * the baseline's recorded samples by a Mann-Whitney U test; the Hodges-Lehmann shift and its
+ * confidence interval (common/stats.h) decide against the tolerance: FAIL when the whole
+ * interval lies below -tolerance, PASS when it lies above, otherwise keep measuring up to
+ * max_probation_time and then INCONCLUSIVE.  No warm samples by then: NODATA (never a pass).
+ * A baseline known only as one number is compared by the sign test's interval for the median.
+ * With no baseline the comparison is skipped (said in note).  Ranks: with 3 or more, a rank
+ * whose own samples lie below its peers' by more than the tolerance (same test) fails the
+ * release as a straggler, named.
  */
 #ifndef DROVER_PROBATION_H
 #define DROVER_PROBATION_H
@@ -18,9 +30,20 @@
 #include "common/status.h"
 #include "controller/inventory.h"
 
-enum probation_verdict { PROBATION_PENDING = 0, PROBATION_PASS, PROBATION_FAIL };
+enum probation_verdict {
+    PROBATION_PENDING = 0,
+    PROBATION_PASS,
+    PROBATION_FAIL,
+    PROBATION_INCONCLUSIVE, /* measured, but the interval straddles the tolerance */
+    PROBATION_NODATA,       /* healthy, but no warm throughput sample to judge: never a pass */
+};
 
-#define PROBATION_REASON_MAX 512
+/* "pass", "fail", "inconclusive", "no-data" ("pending"). */
+const char *probation_verdict_name(enum probation_verdict v);
+
+struct sample_set;
+
+#define PROBATION_REASON_MAX 768
 #define PROBATION_MAX_SAMPLES 4096
 
 struct probation; /* opaque; probation_free() */
@@ -35,19 +58,32 @@ int probation_new(const struct inv_policy *pol, const char *job, const char *rel
                   double t0, struct probation **ret_p);
 void probation_free(struct probation *p);
 
+/* Give the baseline as a distribution (the promoted release's recorded samples): copied; the
+ * newest STATS_MAX_SAMPLES are used.  Without it, baseline_ktok_s of probation_new is compared
+ * as one number.  -EINVAL for an empty set. */
+int probation_set_baseline_samples(struct probation *p, const struct sample_set *s);
+
 /* Feed container ct's newest status document, received at controller time now. */
 void probation_feed(struct probation *p, int ct, const struct agent_status *st, double now);
 
-/* The verdict at time now (evaluates deadlines).  Once PASS or FAIL it stays. */
+/* The verdict at time now (evaluates deadlines).  Once decided it stays. */
 enum probation_verdict probation_check(struct probation *p, double now);
 
-/* Why it failed ("throughput regression: 41.2 Ktok/s < 0.80 × 96.5 Ktok/s baseline (tolerance
- * 0.20)"), or on pass what was measured.  Borrowed, valid until the next call. */
+/* Why it failed, or on pass / inconclusive / no data what was measured: the test, the estimated
+ * change with its interval, the threshold and the sample counts.  Borrowed, valid until the next
+ * call. */
 const char *probation_reason(const struct probation *p);
 /* Extra information for people ("no baseline on these containers: throughput rule skipped"). */
 const char *probation_note(const struct probation *p);
 /* Median job Ktok/s over the window; -1 if not measured. */
 double probation_ktok_s(const struct probation *p);
+/* Samples excluded as warmup so far (or at the verdict). */
+int probation_warmup_excluded(const struct probation *p);
+/* The straggler rank named in a FAIL, or -1. */
+int probation_straggler(const struct probation *p);
+/* The warm window's samples (newest SAMPLES_MAX) as a baseline set for job/release; 0, or
+ * -ENODATA when there are none.  ret_s->containers and time are left for the caller. */
+int probation_samples(const struct probation *p, struct sample_set *ret_s);
 /* One line on progress for the operator: ranks heartbeating, step, Ktok/s, phase of probation. */
 void probation_describe(const struct probation *p, double now, char *buf, size_t buf_sz);
 /* Lowest step over the ranks and the checkpoint rank 0 resumed from (-1 unknown). */

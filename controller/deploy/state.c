@@ -13,6 +13,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "common/samples.h"
+#include "common/sha256.h"
 #include "common/util.h"
 
 #define HISTORY_MAX_BYTES (64u << 20)
@@ -191,6 +193,58 @@ int state_baseline_set(const char *state_dir, const char *key, const char *relea
     int r = fs_write_atomic(p, text, strlen(text), 0600);
     free(text);
     return r;
+}
+
+/* samples/<sha256(key)>[.held].json: the key holds container labels, which may hold '/'. */
+static int samples_path(const char *state_dir, const char *key, bool held, char *p, size_t sz)
+{
+    char hex[SHA256_HEX_LEN + 1];
+    sha256_buf_hex(key, strlen(key), hex);
+    if ((size_t)snprintf(p, sz, "%s/samples/%s%s.json", state_dir, hex, held ? ".held" : "") >= sz)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+int state_samples_get(const char *state_dir, const char *key, bool held, struct sample_set *ret_s)
+{
+    char p[1024], *text;
+    size_t len;
+    int r = samples_path(state_dir, key, held, p, sizeof p);
+    if (r < 0 || (r = fs_read_file(p, SAMPLES_MAX_BYTES, &text, &len)) < 0)
+        return r;
+    struct sample_set *s = malloc(sizeof *s);
+    r = s ? samples_parse(text, len, s) : -ENOMEM;
+    if (r == 0 && strcmp(s->containers, key) != 0)
+        r = -ENOENT; /* a hash collision, or a hand-edited file */
+    if (r == 0)
+        memcpy(ret_s, s, sizeof *s);
+    free(s);
+    free(text);
+    return r;
+}
+
+int state_samples_set(const char *state_dir, const char *key, bool held, const struct sample_set *s)
+{
+    char p[1024], *text;
+    int r = samples_path(state_dir, key, held, p, sizeof p);
+    if (r < 0)
+        return r;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/samples", state_dir);
+    if ((r = fs_mkdir_p(dir, 0700)) < 0 || (r = samples_format(s, &text)) < 0)
+        return r;
+    r = fs_write_atomic(p, text, strlen(text), 0600);
+    free(text);
+    return r;
+}
+
+int state_samples_drop(const char *state_dir, const char *key, bool held)
+{
+    char p[1024];
+    int r = samples_path(state_dir, key, held, p, sizeof p);
+    if (r < 0)
+        return r;
+    return unlink(p) < 0 && errno != ENOENT ? -errno : 0;
 }
 
 int state_lock_job(const char *state_dir, const char *job)

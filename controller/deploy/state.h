@@ -8,6 +8,7 @@
 #ifndef DROVER_STATE_H
 #define DROVER_STATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/manifest.h"
@@ -41,6 +42,15 @@ int state_history_read(const char *state_dir, const char *job, struct history_en
 int state_baseline_get(const char *state_dir, const char *key, double *ret_ktok_s,
                        char ret_release[RELEASE_ID_LEN + 1]);
 int state_baseline_set(const char *state_dir, const char *key, const char *release, double ktok_s);
+
+/* Baseline samples per key (inventory_job_key), as the common/samples.h format in
+ * samples/<sha256(key)>.json; held = the samples of a release held on an inconclusive verdict
+ * (<…>.held.json), used when the operator promotes it by hand.  The set's containers member must
+ * equal key.  get: -ENOENT when none; set: creates samples/, replaces atomically. */
+struct sample_set;
+int state_samples_get(const char *state_dir, const char *key, bool held, struct sample_set *ret_s);
+int state_samples_set(const char *state_dir, const char *key, bool held, const struct sample_set *s);
+int state_samples_drop(const char *state_dir, const char *key, bool held);
 
 /* Take the per-job lock (non-blocking).  Returns an fd >= 0 to close when done; -EBUSY when
  * another drover holds it. */

@@ -22,6 +22,8 @@ enum drover_exit {
     EXIT_REVERT_FAILED = 4, /* release failed and the revert failed or did not recover: act now */
     EXIT_HOSTKEY = 5,       /* a host key is unknown or changed: nothing was touched */
     EXIT_NOT_REVERTED = 6,  /* release failed probation, auto_revert off: left running */
+    EXIT_HELD = 7,          /* inconclusive or no data, on_inconclusive = hold: left running,
+                               unpromoted, for `drover promote` or `drover revert` */
 };
 
 struct fleet {
