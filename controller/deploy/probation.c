@@ -33,6 +33,10 @@ struct prank {
     double tok_s;
     double step_ms;
     long long sampled_step; /* step at the last job sample: a new one needs a newer step */
+    long long tokens;       /* the heartbeat's token counter, and when it was sent (controller */
+    double hb_t;            /* time less the agent's heartbeat age) */
+    long long sampled_tokens;
+    double sampled_t;
 };
 
 struct pct_state {
@@ -327,8 +331,13 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
                  rank, cs->label, rs->hb_age_s, hb_phase_name(hb->phase), p->pol.healthy_deadline_s);
             return;
         }
-        if (!pr->seen)
-            pr->sampled_step = hb->step; /* the first heartbeat shows where it starts */
+        pr->tokens = hb->tokens;
+        pr->hb_t = now - (rs->hb_age_s > 0 ? rs->hb_age_s : 0);
+        if (!pr->seen) { /* the first heartbeat shows where it starts */
+            pr->sampled_step = hb->step;
+            pr->sampled_tokens = hb->tokens;
+            pr->sampled_t = pr->hb_t;
+        }
         pr->seen = true;
         pr->resumed_from = hb->resumed_from;
         pr->tok_s = isfinite(hb->tok_s) && hb->tok_s > 0 ? hb->tok_s : 0;
@@ -339,9 +348,14 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
         if (done >= p->pol.warmup_steps)
             pr->past_warmup = true;
     }
-    /* A job sample once every rank has stepped since the last one (fresh) and says its rate. */
+    /* A job sample once every rank has stepped since the last one (fresh) and says its rate.
+     * Each rank's rate is over the interval since the last sample (tokens counted / heartbeat
+     * time), so one slow step (evaluation, a checkpoint) weighs what it cost in the interval;
+     * the last step's tok_s stands in when the worker does not count tokens. */
     double sum = 0, ms = 0;
-    bool steps_ok = true, fresh = true, have_ms = true;
+    bool steps_ok = true, fresh = true;
+    int world = p->ncts * p->nproc;
+    double rate[INV_MAX_CTS * STATUS_MAX_RANKS];
     for (int c = 0; c < p->ncts; c++)
         for (int lr = 0; lr < p->nproc; lr++) {
             const struct prank *r = &p->cts[c].ranks[lr];
@@ -349,26 +363,36 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
                 return;
             fresh = fresh && r->step > r->sampled_step && r->tok_s > 0;
             steps_ok = steps_ok && r->past_warmup;
-            sum += r->tok_s;
-            have_ms = have_ms && r->step_ms > 0;
-            if (r->step_ms > ms)
-                ms = r->step_ms;
+            double dt = r->hb_t - r->sampled_t, x = r->tok_s;
+            long long dtok = r->tokens - r->sampled_tokens;
+            if (dt > 0.05 && dtok > 0 && r->tokens > 0)
+                x = (double)dtok / dt;
+            double m = r->step > r->sampled_step && dt > 0.05
+                           ? dt * 1000.0 / (double)(r->step - r->sampled_step)
+                           : r->step_ms;
+            rate[c * p->nproc + lr] = x;
+            sum += x;
+            if (m > ms)
+                ms = m;
         }
     if (p->t_train == 0)
         p->t_train = now;
     if (!fresh || p->nsamples >= PROBATION_MAX_SAMPLES)
         return;
-    int i = p->nsamples++, world = p->ncts * p->nproc;
+    int i = p->nsamples++;
     p->samples[i] = sum / 1000.0;
     p->sample_t[i] = now;
-    p->sample_ms[i] = have_ms ? ms : 0;
-    p->sample_cost[i] = have_ms ? ms : 1000.0 / p->samples[i];
+    p->sample_ms[i] = ms;
+    p->sample_cost[i] = ms > 0 ? ms : 1000.0 / p->samples[i];
     p->sample_steps_ok[i] = steps_ok;
     for (int c = 0; c < p->ncts; c++)
         for (int lr = 0; lr < p->nproc; lr++) {
             struct prank *r = &p->cts[c].ranks[lr];
             r->sampled_step = r->step;
-            p->rank_tok[(size_t)(i % RANK_SAMPLES) * (size_t)world + (size_t)(c * p->nproc + lr)] = r->tok_s;
+            r->sampled_tokens = r->tokens;
+            r->sampled_t = r->hb_t;
+            p->rank_tok[(size_t)(i % RANK_SAMPLES) * (size_t)world + (size_t)(c * p->nproc + lr)] =
+                rate[c * p->nproc + lr];
         }
 }
 
@@ -491,7 +515,9 @@ static bool judge(struct probation *p, double now)
         return false;
     p->warm_start = ws;
     int n = p->nsamples - ws;
-    if (n < MIN_WINDOW || now - p->sample_t[ws] < p->pol.min_healthy_time_s ||
+    /* The samples themselves must span min_healthy_time: a gang that stops stepping stops
+     * sampling, and is judged by the stall rule, never passed on its last good minute. */
+    if (n < MIN_WINDOW || p->sample_t[p->nsamples - 1] - p->sample_t[ws] < p->pol.min_healthy_time_s ||
         p->nsamples == p->judged_n)
         return false;
     p->judged_n = p->nsamples;
