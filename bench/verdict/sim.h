@@ -21,7 +21,7 @@
 
 #include "common/samples.h"
 #include "common/status.h"
-#include "controller/probation.h"
+#include "controller/deploy/probation.h"
 
 #define SIM_NEW "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define SIM_OLD "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
