@@ -8,6 +8,8 @@
 #   deploy rows (SEEDS, default 1, seeds each; tolerance 0.1): healthy -> promote (Mann-Whitney
 #   against the samples the agent kept); 15% slower -> revert; crash at start -> revert; NaN ->
 #   revert; --analysis-only of a healthy release -> verdict pass, good release back.
+#   hold rows (job 'hold', on_inconclusive = hold): a worker reporting no throughput -> No data,
+#   held (exit 7); `drover revert` puts the good release back; again, `drover promote` promotes it.
 #   agent row (AGENT_SEEDS, default 20): a promoted release that crashes after a healthy run ->
 #   the agent restarts it, never reverts (drover-agent activate/promote directly).
 # Needs cc and jq (tests/deps.txt).  Prints one line per check and a summary; exit 1 on any
@@ -18,7 +20,7 @@ B=$(cd "$ROOT" && cd "${1:-build}" && pwd) || exit 1
 SEEDS=${SEEDS:-1}
 AGENT_SEEDS=${AGENT_SEEDS:-20}
 W=$(mktemp -d /tmp/drover-verdict.XXXXXX) || exit 1
-mkdir -p "$W/bin" "$W/state" "$W/staging" "$W/n0" "$W/n1" "$W/rel"
+mkdir -p "$W/bin" "$W/state" "$W/staging" "$W/n0" "$W/n1" "$W/n2" "$W/rel"
 cp "$B/drover" "$B/drover-agent" "$W/bin/" || exit 1
 cc -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$ROOT" -o "$W/bin/worker" \
 	"$ROOT/bench/verdict/worker.c" "$B/libcommon.a" -ljansson -lcrypto -larchive -lm || exit 1
@@ -88,6 +90,12 @@ containers = me:local:$W/n0
 nproc_per_node = 2
 command = bin/worker
 grace = 5s
+[job hold]
+containers = me:local:$W/n2
+command = bin/worker
+grace = 5s
+on_inconclusive = hold
+max_probation_time = 20s
 EOF
 RC=0
 OUTF=
@@ -131,6 +139,25 @@ for s in $(seq 1 "$SEEDS"); do
 		bash -c "[ $RC = 0 ] && grep -q 'analysis only): pass' '$OUTF' && [ '$(job_field "$W/n0" train current)' = '$good' ]"
 done
 
+say "hold rows: no data with on_inconclusive = hold, decided by hand"
+start_agent "$W/n2"
+dr h1 deploy "$(release h1 seed 7)" --job hold
+check "hold: v1 promoted (first deploy)" test "$RC" = 0
+dr h2 deploy "$(release h2 seed 8 no_rate 1)" --job hold
+check "hold: a worker without throughput -> no data, HELD, exit 7" \
+	bash -c "[ $RC = 7 ] && grep -q '^HELD' '$OUTF' && grep -q 'no data: ' '$OUTF'"
+held=$(job_field "$W/n2" hold current)
+good=$(job_field "$W/n2" hold good)
+check "hold: the held release keeps running, unpromoted" test "$held" != "$good"
+dr h2r revert --job hold
+check "hold: drover revert -> exit 0, the good release back" \
+	bash -c "[ $RC = 0 ] && [ '$(job_field "$W/n2" hold current)' = '$good' ]"
+dr h3 deploy "$(release h3 seed 9 no_rate 1)" --job hold
+held=$(job_field "$W/n2" hold current)
+dr h3p promote --job hold
+check "hold: drover promote -> exit 0, the held release is the good one" \
+	bash -c "[ $RC = 0 ] && [ '$(job_field "$W/n2" hold good)' = '$held' ] && [ '$held' != '$good' ]"
+
 say "agent row: a promoted release crashing after a healthy run, $AGENT_SEEDS seeds (drover-agent directly)"
 start_agent "$W/n1" --backoff-initial 0.2 --backoff-max 1
 A=("$W/bin/drover-agent" --root "$W/n1" --socket "$W/n1/agent.sock")
@@ -139,7 +166,7 @@ reverted=0
 for s in $(seq 1 "$AGENT_SEEDS"); do
 	# a healthy run of 20..39 steps at 20 steps/s, then a retryable crash (exit 1)
 	d=$(release "pc$s" seed "$s" step_s 0.05 crash_at $((20 + (s * 7) % 20)) crash_code 1)
-	id=$("$W/bin/drover" -i "$INV" plan "$d" 2>/dev/null | sed -n 's/^release \([0-9a-f]*\) .*/\1/p')
+	id=$("$W/bin/drover" -i "$INV" plan "$d" --job train 2>/dev/null | sed -n 's/^release \([0-9a-f]*\) .*/\1/p')
 	full=$(ls "$W/state/bundles/" | sed -n "s/^\($id[0-9a-f]*\)\.bundle\$/\1/p" | head -n 1)
 	"${A[@]}" release add "$W/state/bundles/$full.bundle" --id "$full" >/dev/null 2>&1
 	"${A[@]}" activate "$full" --job pc --nnodes 1 --node-rank 0 --nproc-per-node 1 -- bin/worker >/dev/null 2>&1

@@ -3,7 +3,8 @@
  * heartbeats on DROVER_HEARTBEAT_FD); reads its scenario from ./scenario in the release, one
  * "key value" per line: step_s (0.1), tokens (4096 per step), slower (0: fraction slower),
  * noise (0.03: sd of the step time), seed, crash_at (step; -1 never), crash_code (1), nan_at
- * (step; -1 never), hang_at (step: stop stepping, keep heartbeating; -1 never).  Exits 0 on
+ * (step; -1 never), hang_at (step: stop stepping, keep heartbeating; -1 never), no_rate (1: report
+ * neither tok_s nor tokens, like a worker that does not measure throughput).  Exits 0 on
  * SIGTERM after a "done" heartbeat.  No I/O but the heartbeat pipe and stderr.
  */
 #include <errno.h>
@@ -52,7 +53,7 @@ static void send(int fd, const struct heartbeat *hb)
 int main(void)
 {
     double step_s = 0.1, tokens = 4096, slower = 0, noise = 0.03;
-    long long crash_at = -1, nan_at = -1, hang_at = -1, seed = 1;
+    long long crash_at = -1, nan_at = -1, hang_at = -1, seed = 1, no_rate = 0;
     int crash_code = 1;
     FILE *f = fopen("scenario", "re");
     char k[32];
@@ -67,6 +68,7 @@ int main(void)
         else if (!strcmp(k, "crash_code")) crash_code = (int)v;
         else if (!strcmp(k, "nan_at")) nan_at = (long long)v;
         else if (!strcmp(k, "hang_at")) hang_at = (long long)v;
+        else if (!strcmp(k, "no_rate")) no_rate = (long long)v;
     }
     if (f)
         fclose(f);
@@ -104,8 +106,8 @@ int main(void)
             fprintf(stderr, "worker: crashing at step %lld (scenario)\n", (long long)hb.step);
             return crash_code;
         }
-        hb.tokens += (long long)tokens;
-        hb.tok_s = tokens / dt;
+        hb.tokens += no_rate ? 0 : (long long)tokens;
+        hb.tok_s = no_rate ? 0 : tokens / dt;
         hb.step_ms = dt * 1000;
         hb.phase = HB_PHASE_TRAIN;
         if (nan_at >= 0 && hb.step >= nan_at) {

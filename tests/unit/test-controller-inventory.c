@@ -24,6 +24,8 @@ static const char *good_ini =
     "[policy]\n"
     "healthy_deadline = 45s\n"
     "tolerance = 0.1\n"
+    "on_inconclusive = hold\n"
+    "max_probation_time = 2m\n"
     "\n"
     "[host h1]\n"
     "address = 127.0.0.2\n"
@@ -111,6 +113,13 @@ static void test_full_inventory(void **state)
     assert_true(j->policy.min_healthy_time_s == 60);
     assert_false(j->policy.auto_revert);
     assert_true(j->policy.progress_deadline_s == 600);
+    /* the statistical verdict's keys: from [policy], else built in */
+    assert_true(j->policy.on_inconclusive_hold);
+    assert_true(j->policy.max_probation_time_s == 120);
+    assert_true(j->policy.confidence == 0.95);
+    assert_true(j->policy.warmup_max_s == 300);
+    assert_true(j->policy.warmup_time_s == 0);
+    assert_true(j->policy.hold_time_s == 3600);
     const struct inv_job *g = inventory_find_job(inv, "gpu");
     assert_int_equal(g->cts[0].vmid, -1);
     assert_string_equal(g->cts[0].root, "/var/lib/drover-gpu0");
@@ -141,6 +150,12 @@ static void test_errors_name_line_and_key(void **state)
                 "inv.ini:6:", "[job j] grace");
     parse_fails("[policy]\ntolerance = 1.5\n", "inv.ini:2:", "tolerance");
     parse_fails("[policy]\nauto_revert = maybe\n", "inv.ini:2:", "auto_revert");
+    parse_fails("[policy]\non_inconclusive = pause\n", "inv.ini:2:", "is not revert or hold");
+    parse_fails("[policy]\nconfidence = 0.4\n", "inv.ini:2:", "confidence");
+    parse_fails("[policy]\nconfidence = 1\n", "inv.ini:2:", "confidence");
+    parse_fails("[policy]\nmax_probation_time = 0\n", "inv.ini:2:", "max_probation_time");
+    parse_fails("[policy]\nwarmup_max = soon\n", "inv.ini:2:", "warmup_max");
+    parse_fails("[policy]\nhold_time = 0s\n", "inv.ini:2:", "hold_time");
     parse_fails("[host h]\naddress=a\n[host h]\n", "inv.ini:3:", "defined twice");
     parse_fails("[weird]\nx = 1\n", "inv.ini:1:", "unknown section [weird]");
     parse_fails("[host bad/name]\n", "not a valid name", NULL); /* no key: libinih syntax or ours */
