@@ -69,6 +69,8 @@ help:
 	@echo "make demo       the README demo: lab up, prepare corpus, install, deploy good and bad releases"
 	@echo "make lab-up / lab-down   start or remove the lab (idempotent)"
 	@echo "make bench      benchmarks in bench/ (see docs/benchmarks.md)"
+	@echo "make man        drover(1), drover-agent(8), drover.ini(5) into $(BUILD)/man/"
+	@echo "make install PREFIX=/usr/local DESTDIR=   programs, unit, completions, man pages"
 	@echo "variables: CUDA_ARCH='$(CUDA_ARCH)' NVCC=$(NVCC) BUILD=$(BUILD)"
 
 $(BUILD)/version.h: FORCE
@@ -166,5 +168,7 @@ bench: $(PROGS)
 
 clean:
 	rm -rf build build-asan build-fuzz
+
+include mk/install.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
