@@ -4,6 +4,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,30 +17,43 @@ int cmd_trust(struct fleet *f, int argc, char **argv)
 {
     static const struct option opts[] = {
         { "replace", no_argument, NULL, 'r' },
+        { "output", required_argument, NULL, 'o' },
         { NULL, 0, NULL, 0 },
     };
-    bool replace = false;
+    bool replace = false, json = false;
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c != 'r')
+    while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+        if (c == 'r')
+            replace = true;
+        else if (c == 'o' && strcmp(optarg, "json") == 0)
+            json = true;
+        else
             return EXIT_USAGE;
-        replace = true;
     }
     if (optind >= argc) {
-        log_error("usage: drover trust HOST... [--replace]");
+        log_error("usage: drover trust HOST... [--replace] [-o json]");
         return EXIT_USAGE;
     }
-    int ret = EXIT_OK;
-    for (int i = optind; i < argc; i++) {
-        int h = inventory_find_host(f->inv, argv[i]);
-        if (h < 0) {
+    /* -o json: {"v":1,"kind":"trust","hosts":[{"host","address","port","fingerprint","result",
+     * "error"}]} on stdout (docs/protocol.md, "Result document"). */
+    for (int i = optind; i < argc; i++)
+        if (inventory_find_host(f->inv, argv[i]) < 0) {
             log_error("no [host %s] in '%s'", argv[i], f->inv->path);
             return EXIT_USAGE;
         }
+    json_t *hosts = json ? json_array() : NULL;
+    int ret = EXIT_OK;
+    for (int i = optind; i < argc; i++) {
+        int h = inventory_find_host(f->inv, argv[i]); /* checked above */
         const struct inv_host *host = &f->inv->hosts[h];
         if (host->local) {
-            printf("%s: local (no SSH): nothing to trust\n", host->name);
+            if (json)
+                json_array_append_new(hosts, json_pack("{s:s,s:n,s:n,s:n,s:s,s:n}", "host", host->name,
+                                                       "address", "port", "fingerprint", "result",
+                                                       "local", "error"));
+            else
+                printf("%s: local (no SSH): nothing to trust\n", host->name);
             continue;
         }
         struct ssh_params p = {
@@ -53,17 +68,36 @@ int cmd_trust(struct fleet *f, int argc, char **argv)
             .port_set = host->port_set,
             .user_set = host->user_set,
         };
-        char fp[SSH_FP_MAX], err[1024];
+        char fp[SSH_FP_MAX] = "", err[1024] = "";
         int state;
         int r = ssh_trust_host(&p, replace, fp, &state, err, sizeof err);
+        if (json)
+            json_array_append_new(
+                hosts, json_pack("{s:s,s:s,s:i,s:s,s:s,s:s?}", "host", host->name, "address",
+                                 host->address, "port", host->port, "fingerprint", fp, "result",
+                                 r < 0 ? (r == -EKEYREJECTED ? "changed" : "failed")
+                                 : state == 1 ? "already-trusted"
+                                 : state == 2 ? "replaced"
+                                              : "added",
+                                 "error", r < 0 ? err : NULL));
         if (r < 0) {
             log_error("%s", err);
             ret = r == -EKEYREJECTED ? EXIT_HOSTKEY : EXIT_FAIL;
             continue;
         }
-        printf("%s (%s:%d): %s %s %s\n", host->name, host->address, host->port, fp,
+        if (!json)
+            printf("%s (%s:%d): %s %s %s\n", host->name, host->address, host->port, fp,
                state == 1 ? "already trusted in" : state == 2 ? "replaced the old key in" : "added to",
                f->inv->known_hosts);
+    }
+    if (json) {
+        json_t *root = json_pack("{s:i,s:s,s:s,s:o,s:i}", "v", 1, "kind", "trust", "known_hosts",
+                                 f->inv->known_hosts, "hosts", hosts, "exit", ret);
+        char *t = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        if (t)
+            puts(t);
+        free(t);
+        json_decref(root);
     }
     return ret;
 }

@@ -9,8 +9,8 @@
 #include "controller/verbs.h"
 
 const struct verb verbs[] = {
-    { "trust", cmd_trust, NULL, "HOST... [--replace]",
-      "add HOST's SSH host key to known_hosts", "--replace" },
+    { "trust", cmd_trust, NULL, "HOST... [--replace] [-o json]",
+      "add HOST's SSH host key to known_hosts", "--replace --output" },
     { "install", cmd_install, NULL,
       "[--job J | HOST:VMID...] [--agent-binary PATH] [--restart-agent]",
       "put drover-agent into containers and start it",

@@ -46,6 +46,10 @@ check "deploy -o json: stdout is one result document" \
 	jq -e '.v == 1 and .kind == "deploy" and .exit == 0 and .outcome == "ok" and .jobs == ["train"]' "$E2E_WORK/last.out"
 check "every container is still on v1" all_current_is "$v1"
 
+drover trust h1 -o json
+check "trust -o json: h1 already trusted" \
+	jq -e '.v == 1 and .kind == "trust" and .hosts[0].host == "h1" and .hosts[0].result == "already-trusted" and (.hosts[0].fingerprint | startswith("SHA256:"))' "$E2E_WORK/last.out"
+
 say "drover exporter on 127.0.0.1:19464"
 "$E2E_BUILD/drover" -i "$INV" exporter --listen 127.0.0.1:19464 --interval 1 2>"$E2E_WORK/exporter.err" &
 exp_pid=$!
