@@ -80,6 +80,63 @@ static int agent_stop_daemon(struct conn *c, const struct inv_ct *ct)
     return r;
 }
 
+/* The Debian package that ships a library drover-agent links (Debian 12 names). */
+static const char *lib_package(const char *soname)
+{
+    static const char *const map[][2] = {
+        { "libjansson.so", "libjansson4" }, { "libarchive.so", "libarchive13" },
+        { "libcrypto.so", "libssl3" },      { "libssl.so", "libssl3" },
+        { "libxml2.so", "libxml2" },        { "libicu", "libicu72" },
+        { "liblzma.so", "liblzma5" },       { "libzstd.so", "libzstd1" },
+        { "libbz2.so", "libbz2-1.0" },      { "liblz4.so", "liblz4-1" },
+        { "libacl.so", "libacl1" },         { "libnettle.so", "libnettle8" },
+        { "libz.so", "zlib1g" },
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (!strncmp(soname, map[i][0], strlen(map[i][0])))
+            return map[i][1];
+    return NULL;
+}
+
+/* Run the pushed binary (`PATH --version`) in the container before it replaces anything: a
+ * container without the agent's shared libraries gets told which one is missing and which
+ * package has it, instead of an agent that never starts.  0 when it runs. */
+static int check_agent_runs(struct conn *c, const struct inv_ct *ct, const char *path, double timeout_s)
+{
+    const char *argv[] = { path, "--version", NULL };
+    struct exec_result res;
+    int r = pct_run(c, ct, argv, timeout_s, &res);
+    if (r < 0) {
+        log_error("%s: cannot run '%s': %s", ct->label, path, c->err);
+        return r;
+    }
+    if (res.status == 0) {
+        exec_result_done(&res);
+        return 0;
+    }
+    const char *m = strstr(res.err, "error while loading shared libraries: ");
+    if (m) {
+        char lib[128];
+        m += strlen("error while loading shared libraries: ");
+        snprintf(lib, sizeof lib, "%.*s", (int)strcspn(m, ": "), m);
+        const char *pkg = lib_package(lib);
+        log_error("%s: drover-agent cannot run in the container: it lacks %s (Debian package %s; "
+                  "the agent links jansson, libarchive and OpenSSL dynamically)",
+                  ct->label, lib, pkg ? pkg : "unknown");
+        if (pkg && ct->vmid >= 0)
+            log_error("%s: e.g. pct exec %d -- apt-get install -y %s (or the whole list: "
+                      "libjansson4 libarchive13 libssl3)", ct->label, ct->vmid, pkg);
+        else if (pkg)
+            log_error("%s: e.g. apt-get install -y %s", ct->label, pkg);
+    } else {
+        char why[512];
+        log_error("%s: '%s --version' failed in the container (exit %d): %s", ct->label, path,
+                  res.status, exec_result_reason(&res, why, sizeof why));
+    }
+    exec_result_done(&res);
+    return -ENOEXEC;
+}
+
 static int install_one(struct fleet *f, const struct inv_ct *ct, const char *staged, const char *sha,
                        bool restart)
 {
@@ -120,6 +177,12 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
         if (pct_sha256(c, ct, tmp, cur) < 0 || strcmp(cur, sha) != 0) {
             log_error("%s: '%s' did not arrive intact (sha256 mismatch: disk full?)", ct->label, tmp);
             return -EBADMSG;
+        }
+        if ((r = check_agent_runs(c, ct, tmp, inv->exec_timeout_s)) < 0) {
+            const char *rm[] = { "rm", "-f", tmp, NULL };
+            if (pct_run(c, ct, rm, inv->exec_timeout_s, &res) == 0)
+                exec_result_done(&res);
+            return r;
         }
         const char *mv[] = { "mv", "-f", tmp, dest, NULL };
         r = pct_run(c, ct, mv, inv->exec_timeout_s, &res);
