@@ -302,7 +302,7 @@ static const char help_text[] =
     "             confirmation naming the job, its containers and the release; not with --readonly\n"
     "?            this help\n"
     "\n"
-    "STATE red: unreachable, failed, reverted, stalled, backoff.  LOSS red: not finite.\n"
+    "STATE red: unreachable, failed, reverted, stalled, silent, backoff.  LOSS red: not finite.\n"
     "KTOK/S red: below (1 - tolerance) x the job's baseline share.  HB yellow: late (> 2x the\n"
     "step time, at least 1s), red: stalled (> 5x).  REL*: differs from the job's target.\n"
     "Dimmed rows: no fresh data (host or agent not answering); values are the last known.\n"

@@ -1,0 +1,57 @@
+#!/bin/bash
+# t-85-pytorch-liveness: liveness judged by the agent after promotion too (issue 9).  A promoted
+# PyTorch release that hangs later is detected within silence_deadline and restarted from its
+# newest checkpoint (never reverted: it was good); a checkpoint longer than silence_deadline but
+# shorter than checkpoint_deadline is not a failure.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/pytorch-lib.sh"
+pt_setup
+
+# p4 hangs (rank 1, once) when the test drops a file into the run directory, after promotion
+d=$(pt_release p4 hang_on_file='"hang-now"' ckpt_every=10)
+say "drover deploy p4 (good until told to hang)"
+drover deploy "$d" --job pt
+show_drover 8
+check "deploy p4 exits 0 (promoted)" test "$DROVER_RC" = 0
+p4=$(pt_current)
+ckpt_written() { ct "$PT_CT" sh -c "ls /var/lib/drover/runs/pt/checkpoints/ | grep -q torch-${p4:0:12}-"; }
+check "p4 wrote a checkpoint" wait_until 60 ckpt_written
+restarts_before=$(status_json | jq '[.. | objects | select(has("job") and .job == "pt") | .. | objects | select(has("restarts")) | .restarts] | max // 0')
+say "hang rank 1 of the promoted gang"
+ct "$PT_CT" touch /var/lib/drover/runs/pt/hang-now
+t0=$SECONDS
+hung_event() { pt_events | grep -q '"kind":"hung"'; }
+check "the agent trips the silence rule on its own (no deploy watching)" wait_until $((PT_SILENCE + 40)) hung_event
+dt=$((SECONDS - t0))
+check "detected within silence_deadline ${PT_SILENCE}s + slack (${dt}s)" test "$dt" -le $((PT_SILENCE + 25))
+pt_events | grep '"kind":"hung"' | tail -n 1 | sed 's/^/    /'
+resumed() { pt_ranks | awk '$3 > 0 && $2 > $3' | grep -c . | grep -q '^2$'; }
+check "the gang restarted and both ranks resumed from the checkpoint (resumed_from > 0)" wait_until 90 resumed
+pt_ranks | sed 's/^/    rank step resumed_from state: /'
+check "still p4: a promoted release is restarted, never reverted" eval '[[ $(pt_current) == "$p4" ]]'
+check "the restart counted" eval '(( $(status_json | jq "[.. | objects | select(has(\"job\") and .job == \"pt\") | .. | objects | select(has(\"restarts\")) | .restarts] | max // 0") > restarts_before ))'
+
+# p5 checkpoints for 20 s (silence_deadline 10 s, checkpoint_deadline 60 s) at step 20
+d=$(pt_release p5 ckpt_sleep_s=20 ckpt_every=20)
+say "drover deploy p5 (each checkpoint takes 20s: longer than silence_deadline ${PT_SILENCE}s)"
+saw_ckpt=$E2E_WORK/pt-saw-checkpointing
+rm -f "$saw_ckpt"
+( for _ in $(seq 90); do
+	pt_ranks | grep -q ' checkpointing ' && { pt_ranks >"$saw_ckpt"; break; }
+	sleep 1
+  done ) &
+watcher=$!
+drover deploy "$d" --job pt
+show_drover 8
+check "deploy p5 exits 0 (promoted)" test "$DROVER_RC" = 0
+p5=$(pt_current)
+long_ckpt_done() { ct "$PT_CT" sh -c "ls /var/lib/drover/runs/pt/checkpoints/ | grep -q torch-${p5:0:12}-"; }
+check "p5's 20s checkpoint completed" wait_until 90 long_ckpt_done
+wait "$watcher" 2>/dev/null
+check "status showed the ranks as checkpointing (the agent's word)" test -s "$saw_ckpt"
+sed 's/^/    /' "$saw_ckpt" 2>/dev/null
+check "no hung event for p5" eval '! pt_events | grep "\"kind\":\"hung\"" | grep -q "${p5:0:12}"'
+check "p5 still current and training after its checkpoint" eval '[[ $(pt_current) == "$p5" ]] && wait_until 60 pt_training 21'
+pt_stop
+finish
