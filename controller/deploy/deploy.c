@@ -177,7 +177,10 @@ static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir)
     for (int i = 0; i < 2; i++) {
         if (!need[i][0] || !strchr(need[i], '/') || !strncmp(need[i], ".drover-env/", 12))
             continue; /* none, looked up in the container's PATH, or in the environment */
-        const struct m2_entry *f = manifest2_find(d->rs.m, need[i]);
+        const char *rel = need[i];
+        while (!strncmp(rel, "./", 2)) /* ./launch.sh: in the release dir, the manifest says launch.sh */
+            rel += 2;
+        const struct m2_entry *f = manifest2_find(d->rs.m, rel);
         if (!f || (f->type == M2_FILE && !(f->mode & 0111)) || f->type == M2_DIR) {
             log_error("release directory '%s' has no executable '%s' (the job's %s, [job %s] in the "
                       "inventory): add it to the release, or fix the inventory",

@@ -294,6 +294,13 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
              js->restarts, js->reason[0] ? js->reason : "no reason given");
         return;
     }
+    /* The agent stopping the watched gang on its own (a liveness trip, non-finite loss, a rank
+     * that exited): never a pass, whatever the samples so far say; its reason names the rule. */
+    if (!p->recovery && js->state == GANG_STOPPING && release_matches(js->current, p->release) &&
+        strstr(js->reason, "stopping the gang")) {
+        fail(p, "the gang on %s is being stopped by its agent: %s", cs->label, js->reason);
+        return;
+    }
     for (int lr = 0; lr < p->nproc; lr++) {
         int rank = ct * p->nproc + lr;
         const struct rank_status *rs = find_rank(js, rank);

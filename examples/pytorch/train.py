@@ -39,7 +39,8 @@ DEFAULTS = {
     "dtype": "auto",          # bf16 autocast on GPU, fp32 on CPU
     "threads": 1,             # CPU threads per rank
     "step_sleep_s": 0.0,      # pace a CPU demo
-    # fault knobs for drover's own tests (a bad release is a release with one of these set)
+    # fault knobs for drover's own tests (a bad release is a release with one of these set);
+    # *_at_step count the steps this process did after resuming
     "nan_at_step": -1, "hang_at_step": -1, "hang_once": False, "ckpt_sleep_s": 0.0,
     "hang_on_file": "",       # hang (once) when $DROVER_RUN_DIR/<this name> appears
     "fail_import": False, "selftest": False,
@@ -279,7 +280,8 @@ def train(cfg, hb):
         opt.step()
         step += 1
         lv = loss.item()
-        if step == int(cfg["nan_at_step"]) or (nonfinite_seen and cfg["nan_at_step"] >= 0):
+        done = step - start  # fault knobs count the steps of this process (after the resume)
+        if done == int(cfg["nan_at_step"]) or (nonfinite_seen and cfg["nan_at_step"] >= 0):
             lv = float("nan")  # a diverged run keeps going: the agent must stop it
         if not math.isfinite(lv):
             nonfinite_seen = True
@@ -289,7 +291,7 @@ def train(cfg, hb):
             print("rank %d hangs at step %d (hang_on_file)" % (rank, step), flush=True)
             while True:
                 time.sleep(3600)
-        if step == int(cfg["hang_at_step"]) and rank == world - 1:
+        if done == int(cfg["hang_at_step"]) and rank == world - 1:
             marker = os.path.join(run_dir, "hung-once")
             if not (cfg["hang_once"] and os.path.exists(marker)):
                 open(marker, "w").close()

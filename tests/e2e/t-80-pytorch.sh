@@ -34,7 +34,7 @@ drover deploy "$d" --job pt
 show_drover 12
 check "deploy p3 exits 3 (reverted)" test "$DROVER_RC" = 3
 check "the verdict names the liveness rule, a rank and its step" drover_said 'silence_deadline|silent'
-check "the agent journaled a hung event naming rank, phase and step" eval 'pt_events | grep -q "\"kind\":\"hung\".*rank [01] silent: no heartbeat for [0-9]+ s in phase train at step"'
+check "the agent journaled a hung event naming rank, phase and step" eval 'pt_events | jq -r "select(.kind == \"hung\") | .detail" | grep -E -q "rank [01] silent: no heartbeat for [0-9]+ s in phase train at step [0-9]+"'
 check "detected within silence_deadline + probation slack ($((SECONDS - t0))s)" test $((SECONDS - t0)) -lt $((PT_SILENCE + 150))
 check "job pt is back on p1 and trains" eval '[[ $(pt_current) == "$p1" ]] && wait_until 60 pt_training 5'
 

@@ -308,6 +308,28 @@ static void test_only_fresh_samples(void **state)
     free(st);
 }
 
+/* A gang its agent is stopping on its own (here: a liveness trip) never passes, even when the
+ * samples so far would: the verdict carries the agent's reason. */
+static void test_agent_stopping_fails(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(-1, 1, 1);
+    for (int t = 1; t <= 15; t++) {
+        make_status(st, 0, 1, NEW, t, 50000, 3.0);
+        probation_feed(p, 0, st, t);
+        assert_int_equal(probation_check(p, t), PROBATION_PENDING);
+    }
+    make_status(st, 0, 1, NEW, 15, 50000, 3.0);
+    st->jobs[0].state = GANG_STOPPING;
+    strcpy(st->jobs[0].reason, "rank 0 silent: no heartbeat for 11 s in phase train at step 15 (silence_deadline 10 s); stopping the gang");
+    probation_feed(p, 0, st, 26);
+    assert_int_equal(probation_check(p, 26), PROBATION_FAIL);
+    assert_non_null(strstr(probation_reason(p), "silence_deadline 10 s"));
+    probation_free(p);
+    free(st);
+}
+
 static void test_agent_reverted_on_its_own(void **state)
 {
     (void)state;
@@ -409,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_missing_heartbeat),
         cmocka_unit_test(test_stall),
         cmocka_unit_test(test_only_fresh_samples),
+        cmocka_unit_test(test_agent_stopping_fails),
         cmocka_unit_test(test_agent_reverted_on_its_own),
         cmocka_unit_test(test_no_baseline),
         cmocka_unit_test(test_progress_deadline),
