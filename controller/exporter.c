@@ -27,6 +27,13 @@
 
 #define REQ_MAX 8192
 
+/* Derived values (a Ktok/s figure times 1000, ages summed from clocks) to the millisecond or
+ * milli-token: 2995 and 0.5, not 2995.0000000000005 and 0.50000000100000001. */
+static double milli(double x)
+{
+    return isfinite(x) ? round(x * 1000) / 1000 : x;
+}
+
 /* The GPU index of local rank lr from the job's gpus ("0,1"); "" when not set. */
 static void gpu_of(const struct inv_job *j, int lr, char *out, size_t out_sz)
 {
@@ -75,7 +82,7 @@ void exporter_render(const struct top_snapshot *s, const struct inventory *inv, 
         if (s->jobs[j].baseline_ktok <= 0)
             continue;
         const char *l[] = { "drover_job", s->jobs[j].name, NULL };
-        prom_sample(out, "drover_job_baseline_tokens_per_second", l, s->jobs[j].baseline_ktok * 1000);
+        prom_sample(out, "drover_job_baseline_tokens_per_second", l, milli(s->jobs[j].baseline_ktok * 1000));
     }
     prom_head(out, "drover_job_tolerance_ratio", "gauge", "The job's probation tolerance (0.2: 20% below baseline passes).");
     for (int j = 0; j < s->njobs; j++) {
@@ -116,7 +123,7 @@ void exporter_render(const struct top_snapshot *s, const struct inventory *inv, 
                 prom_sample(out, fams[f][0], l, 1);
             } else {
                 const char *l[] = { "drover_job", job, "host", host, "vmid", vmid, NULL };
-                prom_sample(out, fams[f][0], l, f == 2 ? ct->restarts : ct->age_s);
+                prom_sample(out, fams[f][0], l, f == 2 ? ct->restarts : milli(ct->age_s));
             }
         }
     }
@@ -156,7 +163,7 @@ void exporter_render(const struct top_snapshot *s, const struct inventory *inv, 
                 bool g = r->gpu.valid;
                 switch (f) {
                 case R_STEP: if (r->has_hb) prom_sample(out, rf[f][0], l, (double)r->step); break;
-                case R_TOKS: if (r->has_hb) prom_sample(out, rf[f][0], l, r->ktok * 1000); break;
+                case R_TOKS: if (r->has_hb) prom_sample(out, rf[f][0], l, milli(r->ktok * 1000)); break;
                 case R_LOSS:
                     if (r->has_hb)
                         prom_sample(out, rf[f][0], l, r->loss_finite ? r->loss : NAN);
@@ -164,7 +171,7 @@ void exporter_render(const struct top_snapshot *s, const struct inventory *inv, 
                 case R_FINITE: if (r->has_hb) prom_sample(out, rf[f][0], l, r->loss_finite ? 1 : 0); break;
                 case R_HB:
                     if (r->has_hb && r->hb_age_s >= 0)
-                        prom_sample(out, rf[f][0], l, top_rank_hb_age(s, ct, r, now));
+                        prom_sample(out, rf[f][0], l, milli(top_rank_hb_age(s, ct, r, now)));
                     break;
                 case R_GU: if (g) prom_sample(out, rf[f][0], l, r->gpu.util / 100); break;
                 case R_GM: if (g) prom_sample(out, rf[f][0], l, (double)r->gpu.mem_used); break;
