@@ -68,6 +68,13 @@ static int entry_cmp(const void *a, const void *b)
 
 const struct m2_entry *manifest2_find(const struct manifest2 *m, const char *path)
 {
+    /* "./launch.sh" names the same file as "launch.sh" (the agent runs a job's command from the
+     * release directory, and docs/pytorch.md writes `command = ./launch.sh`) */
+    while (path[0] == '.' && path[1] == '/') {
+        path += 2;
+        while (*path == '/')
+            path++;
+    }
     struct m2_entry key = { .path = (char *)path };
     return bsearch(&key, m->e, m->n, sizeof *m->e, entry_cmp);
 }

@@ -72,6 +72,7 @@ int manifest2_dump(const struct manifest2 *m, char **ret_text, size_t *ret_len,
  * MANIFEST2_SYMLINK_DEPTH).  0, or -EINVAL with *ret_bad the first offending entry. */
 int manifest2_check_links(const struct manifest2 *m, const struct m2_entry **ret_bad);
 
+/* The entry at `path` (relative to the release root; a leading "./" is ignored), or NULL. */
 const struct m2_entry *manifest2_find(const struct manifest2 *m, const char *path);
 bool manifest2_path_is_safe(const char *path);
 void manifest2_free(struct manifest2 *m);

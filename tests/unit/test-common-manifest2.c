@@ -87,6 +87,10 @@ static void test_roundtrip(void **state)
     assert_int_equal(e->type, M2_DIR);
     e = manifest2_find(m, "bin/python3.11");
     assert_int_equal(e->mode, 0755);
+    /* `command = ./bin/python3.11` (as docs/pytorch.md writes ./launch.sh) names the same file */
+    assert_ptr_equal(manifest2_find(m, "./bin/python3.11"), e);
+    assert_ptr_equal(manifest2_find(m, ".//./bin/python3.11"), e);
+    assert_null(manifest2_find(m, "../bin/python3.11"));
     char *text;
     size_t len;
     char id[RELEASE_ID_LEN + 1], id2[RELEASE_ID_LEN + 1];
