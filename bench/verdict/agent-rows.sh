@@ -96,6 +96,10 @@ command = bin/worker
 grace = 5s
 on_inconclusive = hold
 max_probation_time = 20s
+[job pc]
+containers = me:local:$W/n1
+command = bin/worker
+grace = 5s
 EOF
 RC=0
 OUTF=
@@ -166,9 +170,9 @@ reverted=0
 for s in $(seq 1 "$AGENT_SEEDS"); do
 	# a healthy run of 20..39 steps at 20 steps/s, then a retryable crash (exit 1)
 	d=$(release "pc$s" seed "$s" step_s 0.05 crash_at $((20 + (s * 7) % 20)) crash_code 1)
-	id=$("$W/bin/drover" -i "$INV" plan "$d" --job train 2>/dev/null | sed -n 's/^release \([0-9a-f]*\) .*/\1/p')
-	full=$(ls "$W/state/bundles/" | sed -n "s/^\($id[0-9a-f]*\)\.bundle\$/\1/p" | head -n 1)
-	"${A[@]}" release add "$W/state/bundles/$full.bundle" --id "$full" >/dev/null 2>&1
+	# staged (and verified) into n1's store through drover; then activated and promoted directly
+	"$W/bin/drover" -i "$INV" deploy "$d" --job pc --stage-only >"$W/pc$s.out" 2>&1
+	full=$("${A[@]}" release list --json 2>/dev/null | jq -r --arg n "pc$s" '.[] | select(.name == $n) | .id' | head -n 1)
 	"${A[@]}" activate "$full" --job pc --nnodes 1 --node-rank 0 --nproc-per-node 1 -- bin/worker >/dev/null 2>&1
 	"${A[@]}" promote "$full" --job pc >/dev/null 2>&1
 	ok=0
