@@ -46,12 +46,21 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
             json = true;
         else if (c == 'A' && !plan)
             o.analysis_only = true;
-        else
-            return EXIT_USAGE;
+        else {
+            /* say why: `deploy DIR -o yaml` used to exit 2 without a word */
+            if (c == 'o' && plan)
+                log_error("plan has no -o: `drover deploy DIR --dry-run -o json` is the same plan as JSON");
+            else if (c == 'o')
+                log_error("-o takes json, not '%s'", optarg);
+            else if (c == 'A')
+                log_error("--analysis-only is deploy's, not plan's");
+            optind = argc + 1; /* falls into the usage line below */
+            break;
+        }
     }
     if (optind + 1 != argc || (all && njobs)) {
         log_error("usage: drover %s DIR [--env ENVDIR] [--stage-only] [--job J]... | --all-jobs%s", argv[0],
-                  plan ? "" : " [--dry-run] [--force] [-o json]");
+                  plan ? "" : " [--dry-run | --analysis-only] [--force] [-o json]");
         return EXIT_USAGE;
     }
     o.dir = argv[optind];

@@ -11,6 +11,10 @@ check "deploy --help exits 0 without an inventory" test "$rc" = 0
 check "deploy --help prints deploy's usage" grep -q 'usage: drover .*deploy DIR' <<<"$out"
 check "logs --help too" bash -c "'$E2E_BUILD/drover' -i /nonexistent logs --help | grep -q -- '--rank'"
 check "drover-agent --version answers" bash -c "'$E2E_BUILD/drover-agent' --version | grep -q '^drover-agent '"
+out=$(cd "$E2E_WORK" && "$E2E_BUILD/drover" -i "$INV" deploy . --job train -o yaml 2>&1)
+rc=$?
+check "deploy -o yaml is a usage error" test "$rc" = 2
+check "deploy -o yaml says why" grep -q "\-o takes json, not 'yaml'" <<<"$out"
 check "bash completion names every verb" bash -c "'$E2E_BUILD/drover' completion bash | grep -q 'validate' && '$E2E_BUILD/drover' completion bash | bash -n"
 
 ensure_v1
