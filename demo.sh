@@ -4,7 +4,7 @@
 # Installs the Debian packages in tests/deps.txt if any is missing, builds, fetches and tokenizes
 # the Brown corpus, brings up the lab (two fake Proxmox hosts with three LXC containers, see
 # docs/lab.md), installs the agent, deploys a good release, shows `drover status`, deploys a bad
-# one (its learning rate diverges) and shows the automatic rollback and its reason.  The lab is
+# one (its config names a shard that does not exist) and shows the automatic rollback and its reason.  The lab is
 # left up so you can look around; `tests/lab/lab down` removes it.
 set -euo pipefail
 
