@@ -142,7 +142,7 @@ static void test_gang_env(void **state)
     setenv("DROVER_TEST_CANARY", "leak", 1);
     struct gang g;
     assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
-    assert_true(pump(&g, 5, is_gone));
+    assert_true(pump(&g, 30, is_gone));
     for (int lr = 0; lr < 2; lr++) {
         char p[512], *raw, *text;
         snprintf(p, sizeof p, "%s/root/runs/train/env.%d", tmpd, 4 + lr);
@@ -191,8 +191,8 @@ static void test_gang_rank_crash_stops_gang(void **state)
     assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
     pid_t pgid = g.pgid;
     double t0 = time_mono();
-    assert_true(pump(&g, 5, is_gone));
-    assert_true(time_mono() - t0 < 3);
+    assert_true(pump(&g, 30, is_gone));
+    assert_true(time_mono() - t0 < 20); /* stopped on the crash, not at pump's 30 s limit */
     assert_int_equal(g.first_exit, 1);
     assert_int_equal(g.ranks[1].exit_code, 3);
     assert_int_equal(g.ranks[0].exit_signal, SIGTERM); /* the others were stopped, not left hanging */
@@ -216,9 +216,9 @@ static void test_gang_sigterm_then_sigkill(void **state)
     usleep(100000);
     double t0 = time_mono();
     gang_stop(&g);
-    assert_true(pump(&g, 5, is_gone));
+    assert_true(pump(&g, 30, is_gone));
     double took = time_mono() - t0;
-    assert_true(took >= 0.3 && took < 2);
+    assert_true(took >= 0.3 && took < 20); /* SIGKILL after the 0.3 s grace, long before pump's limit */
     assert_true(g.killed);
     assert_int_equal(g.ranks[0].exit_signal, SIGKILL);
     assert_int_equal(g.ranks[1].exit_signal, SIGKILL);
@@ -291,14 +291,14 @@ static void test_gang_python_nan_heartbeats(void **state)
     spec_for(&s, id, 1);
     struct gang g;
     assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
-    assert_true(pump(&g, 5, diverged));
+    assert_true(pump(&g, 30, diverged));
     assert_int_equal(g.ranks[0].hb_bad, 0);
     assert_int_equal(g.ranks[0].hb.step, 4);
     assert_int_equal(g.ranks[0].hb.nonfinite, 3); /* steps 2, 3, 4: the repeated 3 counts once */
     assert_false(g.ranks[0].hb.loss_finite);
     assert_string_equal(g.ranks[0].hb.release, id);
     gang_stop(&g);
-    assert_true(pump(&g, 5, is_gone));
+    assert_true(pump(&g, 30, is_gone));
     gang_clear(&g);
     spec_done(&s);
 }
@@ -328,10 +328,11 @@ static void test_gang_liveness(void **state)
         s.live.first_step_s = 0.6;
         s.live.silence_s = 0.6;
         s.live.stall_s = 0.6;
-        s.live.checkpoint_s = 1.5; /* longer than the silence deadline: 0.6 s of quiet is fine */
+        s.live.checkpoint_s = 5.0; /* longer than the silence deadline: 0.9 s of quiet is fine,
+                                    * with room for a loaded machine's late wake-up */
         struct gang g;
         assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
-        assert_true(pump(&g, 5, has_hb0));
+        assert_true(pump(&g, 30, has_hb0));
         if (!strcmp(cases[i].name, "ckpt")) {
             usleep(900000); /* past the silence deadline, inside the checkpoint one */
             for (int k = 0; k < 3; k++)
@@ -342,13 +343,13 @@ static void test_gang_liveness(void **state)
             assert_string_equal(js.ranks[0].state, "checkpointing");
             assert_true(js.ranks[0].state_age_s > 0.5);
         }
-        assert_true(pump(&g, 5, judged));
+        assert_true(pump(&g, 30, judged));
         if (!strstr(g.hung_why, cases[i].says))
             fail_msg("%s: '%s'", cases[i].name, g.hung_why);
         assert_int_equal(g.hung, 0);
         assert_false(gang_judge_liveness(&g, time_mono())); /* once */
         gang_stop(&g);
-        assert_true(pump(&g, 5, is_gone));
+        assert_true(pump(&g, 30, is_gone));
         gang_clear(&g);
         spec_done(&s);
     }
@@ -383,7 +384,7 @@ static void test_gang_stop_reaches_setsid_child(void **state)
     assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
     if (!g.cgroup[0]) { /* no cgroup v2 we may write to: nothing to test here */
         gang_stop(&g);
-        assert_true(pump(&g, 5, is_gone));
+        assert_true(pump(&g, 30, is_gone));
         gang_clear(&g);
         spec_done(&s);
         skip();
@@ -391,7 +392,7 @@ static void test_gang_stop_reaches_setsid_child(void **state)
     char p[400];
     snprintf(p, sizeof p, "%s/root/runs/train/escapee.pid", tmpd);
     long esc = 0;
-    for (int i = 0; i < 300 && esc <= 0; i++) {
+    for (int i = 0; i < 3000 && esc <= 0; i++) {
         FILE *f = fopen(p, "r");
         if (f) {
             if (fscanf(f, "%ld", &esc) != 1)
@@ -403,7 +404,7 @@ static void test_gang_stop_reaches_setsid_child(void **state)
     assert_true(esc > 0);
     assert_int_not_equal(getpgid((pid_t)esc), g.pgid); /* it did leave the process group */
     gang_stop(&g);
-    assert_true(pump(&g, 5, is_gone));
+    assert_true(pump(&g, 30, is_gone));
     assert_true(proc_dead((pid_t)esc));
     gang_clear(&g);
     spec_done(&s);
@@ -422,14 +423,14 @@ static void test_gang_overlong_heartbeat(void **state)
     spec_for(&s, id, 1);
     struct gang g;
     assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
-    assert_true(pump(&g, 5, has_hb0));
+    assert_true(pump(&g, 30, has_hb0));
     assert_int_equal(g.ranks[0].hb.step, 7);
     assert_int_equal(g.ranks[0].hb_lb.overlong, 1);
     assert_int_equal(g.ranks[0].hb_bad, 1);
     assert_int_equal(g.ranks[0].hb_lines, 1);
     assert_true(gang_all_training(&g));
     gang_stop(&g);
-    assert_true(pump(&g, 5, is_gone));
+    assert_true(pump(&g, 30, is_gone));
     gang_clear(&g);
     spec_done(&s);
 }
@@ -457,7 +458,7 @@ static void daemon_up(void)
         _exit(daemon_run(&o));
     }
     struct stat st;
-    for (int i = 0; i < 200 && stat(sock, &st) < 0; i++)
+    for (int i = 0; i < 3000 && stat(sock, &st) < 0; i++)
         usleep(10000);
     assert_int_equal(stat(sock, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
@@ -586,7 +587,7 @@ static void test_daemon_crash_loop_reverts_to_good(void **state)
     assert_true(reply_ok(r));
     free(r);
     struct agent_status *st = malloc(sizeof *st);
-    const struct job_status *j = wait_state(st, GANG_RUNNING, 5);
+    const struct job_status *j = wait_state(st, GANG_RUNNING, 30);
     assert_non_null(j);
     assert_int_equal(j->state, GANG_RUNNING);
     assert_int_equal(j->nranks, 2);
@@ -624,14 +625,14 @@ static void test_daemon_crash_loop_reverts_to_good(void **state)
     r = activate(bad, 2);
     assert_true(reply_ok(r));
     free(r);
-    j = wait_state(st, GANG_REVERTED, 8);
+    j = wait_state(st, GANG_REVERTED, 30);
     assert_non_null(j);
     assert_int_equal(j->state, GANG_REVERTED);
     assert_string_equal(j->current, good);
     assert_string_equal(j->previous, bad);
     assert_non_null(strstr(j->reason, "crash loop"));
     /* and the good gang runs again */
-    double until = time_mono() + 5;
+    double until = time_mono() + 30;
     while (time_mono() < until) {
         get_status(st);
         j = status_find_job(st, "train");
@@ -713,7 +714,7 @@ static void test_daemon_probation_deadline(void **state)
     struct agent_status *st = malloc(sizeof *st);
     get_status(st);
     assert_string_equal(status_find_job(st, "train")->current, next);
-    const struct job_status *j = wait_state(st, GANG_REVERTED, 5);
+    const struct job_status *j = wait_state(st, GANG_REVERTED, 30);
     assert_int_equal(j->state, GANG_REVERTED);
     assert_string_equal(j->current, good);
     assert_non_null(strstr(j->reason, "probation"));
@@ -759,7 +760,7 @@ static void test_daemon_nonfinite_heartbeats_revert(void **state)
     assert_true(reply_ok(r));
     free(r);
     struct agent_status *st = malloc(sizeof *st);
-    const struct job_status *j = wait_state(st, GANG_REVERTED, 5);
+    const struct job_status *j = wait_state(st, GANG_REVERTED, 30);
     assert_int_equal(j->state, GANG_REVERTED);
     assert_string_equal(j->current, good);
     assert_non_null(strstr(j->reason, "non-finite"));
@@ -785,7 +786,7 @@ static void test_daemon_restart_readopts(void **state)
     assert_true(reply_ok(r));
     free(r);
     struct agent_status *st = malloc(sizeof *st);
-    const struct job_status *j = wait_state(st, GANG_RUNNING, 5);
+    const struct job_status *j = wait_state(st, GANG_RUNNING, 30);
     assert_int_equal(j->state, GANG_RUNNING);
     pid_t pid0 = (pid_t)j->ranks[0].pid, pid1 = (pid_t)j->ranks[1].pid;
     int64_t step = rank_step(j, 0);
@@ -808,7 +809,7 @@ static void test_daemon_restart_readopts(void **state)
         assert_int_equal(j->generation, 1);
         assert_int_equal(j->ranks[0].pid, pid0);
         assert_int_equal(j->ranks[1].pid, pid1);
-        for (int i = 0; i < 100 && rank_step(j, 0) <= step; i++) {
+        for (int i = 0; i < 600 && rank_step(j, 0) <= step; i++) {
             usleep(50000);
             get_status(st);
             j = status_find_job(st, "train");
@@ -821,7 +822,7 @@ static void test_daemon_restart_readopts(void **state)
     assert_int_equal(kill(pid1, SIGKILL), 0);
     usleep(200000);
     daemon_up();
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < 600; i++) {
         get_status(st);
         j = status_find_job(st, "train");
         if (j->generation == 2 && j->state == GANG_RUNNING)
@@ -916,7 +917,7 @@ static void test_daemon_probation_ignores_wall_clock_steps(void **state)
     free(r);
     rpc_request_done(&a);
     *wall_offset = -3600; /* -1 h: a wall-clock deadline would now be an hour away */
-    j = wait_state(st, GANG_REVERTED, 10);
+    j = wait_state(st, GANG_REVERTED, 30);
     assert_int_equal(j->state, GANG_REVERTED);
     assert_string_equal(j->current, next);
     assert_non_null(strstr(j->reason, "probation"));
@@ -935,7 +936,7 @@ static void test_daemon_no_good_release_fails(void **state)
     assert_true(reply_ok(r));
     free(r);
     struct agent_status *st = malloc(sizeof *st);
-    const struct job_status *j = wait_state(st, GANG_FAILED, 5);
+    const struct job_status *j = wait_state(st, GANG_FAILED, 30);
     assert_non_null(j);
     assert_int_equal(j->state, GANG_FAILED);
     assert_int_equal(j->restarts, 0);
