@@ -34,6 +34,11 @@ cleanup() {
 		[[ $pid =~ ^[0-9]+$ ]] && kill -TERM "$pid" 2>/dev/null
 	done
 	sleep 1
+	# SIGTERM leaves an agent's gangs running (the next agent re-adopts them): nothing of this
+	# run may outlive it, so end every process started from the work dir (holders, workers)
+	pkill -TERM -f -- "$W/" 2>/dev/null
+	sleep 1
+	pkill -KILL -f -- "$W/" 2>/dev/null
 	[[ ${KEEP:-0} == 1 ]] || rm -rf "$W"
 }
 trap cleanup EXIT
