@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/text.h"
+
 static const char *log_prog = "drover";
 static enum log_level log_max = LOG_LVL_INFO;
 static int log_journald = -1; /* -1: decide from the environment */
@@ -68,8 +70,16 @@ void log_emitv(enum log_level level, const char *file, int line, const char *fmt
     }
     if (n < 0)
         return;
-    if ((size_t)n < sizeof buf)
-        n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+    /* The message carries values from workers and remote hosts: escaped, so that one log call
+     * is one line on a terminal and one journald record ("\n<0>" cannot forge another). */
+    char msg[2048];
+    int m = vsnprintf(msg, sizeof msg, fmt, ap);
+    if (m < 0)
+        m = 0;
+    if ((size_t)m >= sizeof msg)
+        m = (int)sizeof msg - 1;
+    if ((size_t)n < sizeof buf - 64)
+        n += (int)strlen(text_escape(msg, (size_t)m, buf + n, sizeof buf - 64 - (size_t)n));
     if ((size_t)n >= sizeof buf - 64)
         n = (int)sizeof buf - 64;
     if (log_max >= LOG_LVL_DEBUG && file)

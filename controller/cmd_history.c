@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/text.h"
 #include "controller/cmd.h"
 #include "controller/deploy/state.h"
 
@@ -74,8 +75,12 @@ int cmd_history(struct fleet *f, int argc, char **argv)
             strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
             if (h[i].ktok_s >= 0)
                 snprintf(k, sizeof k, "%.1f", h[i].ktok_s);
+            /* reasons quote workers and agents; records written before escaping existed too */
+            char name_e[4 * sizeof h[i].name], reason_e[4 * sizeof h[i].reason];
             printf("%-20s %-12s %-13s %-10s %-14s %8s  %s\n", when, h[i].job,
-                   ui_short(h[i].release, sid), h[i].name, h[i].result, k, h[i].reason);
+                   ui_short(h[i].release, sid),
+                   text_escape(h[i].name, strlen(h[i].name), name_e, sizeof name_e), h[i].result, k,
+                   text_escape(h[i].reason, strlen(h[i].reason), reason_e, sizeof reason_e));
         }
     }
     free(h);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/text.h"
 #include "common/util.h"
 #include "controller/cmd.h"
 #include "controller/transport/fanout.h"
@@ -109,6 +110,10 @@ static void print_row(const char *job, const char *ct, int node, const struct jo
     }
     bool off = target[0] && release[0] && strncmp(release, target, strlen(release)) != 0;
     snprintf(rel, sizeof rel, "%s%s", ui_short(release, sid), off ? "*" : "");
+    /* a worker writes its heartbeat's release, an agent its states and reasons: escaped */
+    char state_e[64], reason_e[4 * sizeof js->reason];
+    (void)text_escape_inplace(rel, sizeof rel);
+    state = text_escape(state, strlen(state), state_e, sizeof state_e);
     bool bad = js->state == GANG_FAILED || js->state == GANG_REVERTED || js->state == GANG_BACKOFF ||
                (rs && (!strcmp(rs->state, "silent") || !strcmp(rs->state, "stalled")));
     printf("%-12s %-22s %4d %4s %-13s %s%-18s%s %8s %8s %8s %5s %4d", job, ct, node, rank, rel,
@@ -116,7 +121,7 @@ static void print_row(const char *job, const char *ct, int node, const struct jo
            rs ? ui_age(rs->hb_age_s, age, sizeof age) : "-", js->restarts);
     if (wide)
         printf("  %s (good %.12s) %s", gang_state_name(js->state), js->good[0] ? js->good : "-",
-               js->reason);
+               text_escape(js->reason, strlen(js->reason), reason_e, sizeof reason_e));
     printf("\n");
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "common/trainexit.h"
 #include "common/samples.h"
 #include "common/stats.h"
@@ -185,6 +186,9 @@ static void fail(struct probation *p, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(p->reason, sizeof p->reason, fmt, ap);
     va_end(ap);
+    /* The verdict quotes workers (a heartbeat's error) and agents (their reasons); it is shown
+     * on terminals, kept in history and sent back as a revert reason: escaped once, here. */
+    (void)text_escape_inplace(p->reason, sizeof p->reason);
     p->verdict = PROBATION_FAIL;
 }
 

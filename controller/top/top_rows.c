@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/text.h"
 #include "common/util.h"
 
 /* ------------------------------------------------------------------ formatting */
@@ -609,7 +610,7 @@ const char *top_row_problem(const struct top_snapshot *s, const struct top_row *
                  top_fmt_age(now - ct->doc_mono, age, sizeof age));
     else if (ct && ct->reason[0] && row->state != TOP_RUNNING)
         snprintf(buf, buf_sz, "%s: %s", ct->label, ct->reason);
-    return buf;
+    return text_escape_inplace(buf, buf_sz); /* agents' reasons and remote errors */
 }
 
 /* ------------------------------------------------------------------ header */

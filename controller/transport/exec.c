@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
+
 void exec_result_done(struct exec_result *r)
 {
     if (!r)
@@ -47,7 +49,7 @@ const char *exec_result_reason(const struct exec_result *r, char *buf, size_t bu
     }
     if (!n)
         snprintf(buf, buf_sz, "exit status %d, no message", r->status);
-    return buf;
+    return text_escape_inplace(buf, buf_sz); /* remote text, shown on terminals and logged */
 }
 
 static int append(char **buf, size_t *len, size_t max, const char *data, size_t n, bool *trunc)

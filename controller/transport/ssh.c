@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/text.h"
 #include "common/util.h"
 #include "controller/transport/knownhosts.h"
 

@@ -190,6 +190,16 @@ static void test_crash(void **state)
     assert_int_equal(probation_check(p, 2), PROBATION_FAIL);
     assert_string_equal(probation_reason(p), "rank 0 on h1:101 exited with code 4 (data error) at start");
     probation_free(p);
+    /* a worker's error text is quoted escaped: no title change, erase-line or forged record */
+    p = new_p(100, 2, 1);
+    rs->has_hb = true;
+    strcpy(rs->hb.error, "\033]0;owned\007bad\r\033[2Kshard\n<0>forged");
+    probation_feed(p, 0, st, 2);
+    assert_int_equal(probation_check(p, 2), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "rank 0 on h1:101 exited with code 4 "
+                        "(\\x1b]0;owned\\x07bad\\r\\x1b[2Kshard\\n<0>forged) at start");
+    rs->hb.error[0] = '\0';
+    probation_free(p);
     /* a restart the agent already did also fails it */
     p = new_p(100, 2, 1);
     make_status(st, 1, 1, NEW, 5, 50000, 3.0);

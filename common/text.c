@@ -1,0 +1,157 @@
+/* common/text.c: see text.h.  Pure functions; no allocation except text_escape_dup(). */
+#include "common/text.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at s (1..4) and its code point, or 0 when invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t len, uint32_t *ret_cp)
+{
+    unsigned char c = s[0];
+    if (c < 0x80) {
+        *ret_cp = c;
+        return 1;
+    }
+    size_t n;
+    uint32_t cp, min;
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2, cp = c & 0x1f, min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3, cp = c & 0x0f, min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (len < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    *ret_cp = cp;
+    return n;
+}
+
+static bool cp_is_unsafe(uint32_t cp)
+{
+    return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) ||
+           (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+bool text_is_utf8(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        uint32_t cp;
+        size_t n = utf8_seq(p + i, len - i, &cp);
+        if (!n || cp == 0)
+            return false;
+        i += n;
+    }
+    return true;
+}
+
+bool text_needs_escape(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        uint32_t cp;
+        size_t n = utf8_seq(p + i, len - i, &cp);
+        if (!n || cp_is_unsafe(cp))
+            return true;
+        i += n;
+    }
+    return false;
+}
+
+const char *text_escape(const char *in, size_t len, char *out, size_t out_sz)
+{
+    if (!out_sz)
+        return out;
+    const unsigned char *p = (const unsigned char *)in;
+    size_t o = 0, i = 0;
+    bool cut = false;
+    while (i < len) {
+        char rep[16];
+        size_t rn;
+        uint32_t cp;
+        size_t n = utf8_seq(p + i, len - i, &cp);
+        if (!n) {
+            rn = (size_t)snprintf(rep, sizeof rep, "\\x%02x", p[i]);
+            n = 1;
+        } else if (cp == '\n') {
+            rn = 2, memcpy(rep, "\\n", 2);
+        } else if (cp == '\r') {
+            rn = 2, memcpy(rep, "\\r", 2);
+        } else if (cp == '\t') {
+            rn = 2, memcpy(rep, "\\t", 2);
+        } else if (cp < 0x20 || cp == 0x7f) {
+            rn = (size_t)snprintf(rep, sizeof rep, "\\x%02x", (unsigned)cp);
+        } else if (cp_is_unsafe(cp)) {
+            rn = (size_t)snprintf(rep, sizeof rep, "\\u{%04x}", (unsigned)cp);
+        } else {
+            rn = n;
+            memcpy(rep, p + i, n);
+        }
+        if (o + rn + 1 > out_sz) {
+            cut = true;
+            break;
+        }
+        memcpy(out + o, rep, rn);
+        o += rn;
+        i += n;
+    }
+    if (cut) {
+        /* make room for "..." at a character boundary: back over whole escapes or sequences */
+        while (o > 0 && o + 4 > out_sz) {
+            o--;
+            while (o > 0 && ((unsigned char)out[o] & 0xc0) == 0x80)
+                o--;
+        }
+        if (o + 4 <= out_sz) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+char *text_escape_dup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t len = strlen(s);
+    size_t sz = len * 8 + 1; /* worst case: every byte becomes "\u{00xx}" (C1 is 2 bytes: 8/2) */
+    char *out = malloc(sz);
+    if (!out)
+        return NULL;
+    return (char *)text_escape(s, len, out, sz);
+}
+
+const char *text_escape_inplace(char *buf, size_t buf_sz)
+{
+    size_t len = strnlen(buf, buf_sz);
+    if (!text_needs_escape(buf, len))
+        return buf;
+    char *copy = malloc(len + 1);
+    if (!copy) {
+        /* no memory for a copy: blank out what is unsafe rather than show it */
+        for (size_t i = 0; i < len; i++)
+            if ((unsigned char)buf[i] < 0x20 || (unsigned char)buf[i] >= 0x7f)
+                buf[i] = '?';
+        return buf;
+    }
+    memcpy(copy, buf, len);
+    text_escape(copy, len, buf, buf_sz);
+    free(copy);
+    return buf;
+}

@@ -1,0 +1,41 @@
+/* common/text.h: text that came from somewhere else (a worker's heartbeat, a remote command's
+ * stderr, an agent's reason, an operator's inventory) made safe to show and checked for the
+ * encodings the wire formats need.
+ *
+ * The one escaping rule of drover: wherever worker or remote text reaches a terminal or the
+ * journal it goes through text_escape() (the logger applies it to every message), so a
+ * worker cannot retitle the operator's terminal, erase a line, hide text or forge a journald
+ * record with "\n<0>".  Valid UTF-8 other than controls passes through unchanged.
+ */
+#ifndef DROVER_TEXT_H
+#define DROVER_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Copy in[0..len) into out[out_sz] (always NUL-terminated), replacing:
+ *   \n \r \t                       by the two characters "\n", "\r", "\t";
+ *   other C0 controls and DEL      by "\xHH";
+ *   C1 controls (U+0080..U+009F), bidirectional overrides and isolates (U+202A..U+202E,
+ *   U+2066..U+2069)                by "\u{HHHH}";
+ *   bytes that are not valid UTF-8 by "\xHH".
+ * A backslash is left alone (the escape only has to be safe, not reversible).  When out is too
+ * small the result is cut at a character boundary and ends in "...".  Returns out. */
+const char *text_escape(const char *in, size_t len, char *out, size_t out_sz);
+
+/* text_escape() of a NUL-terminated string into a malloc'd buffer (free()); NULL only on ENOMEM
+ * or s == NULL. */
+char *text_escape_dup(const char *s);
+
+/* Escape the NUL-terminated string in buf[buf_sz] in place (for reasons built with snprintf
+ * from foreign parts).  Cut with "..." when the escaped text does not fit.  Returns buf. */
+const char *text_escape_inplace(char *buf, size_t buf_sz);
+
+/* true when text_escape() would change s[0..len). */
+bool text_needs_escape(const char *s, size_t len);
+
+/* true when s[0..len) is valid UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF) and
+ * has no NUL byte: what jansson's json_string() accepts. */
+bool text_is_utf8(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,123 @@
+/* Unit tests for common/text.c (escaping worker and remote text for terminals and the journal,
+ * UTF-8 checks) and for the logger applying it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/log.h"
+#include "common/text.h"
+
+static const char *esc(const char *s, char *out, size_t sz)
+{
+    return text_escape(s, strlen(s), out, sz);
+}
+
+static void test_escape_controls(void **state)
+{
+    (void)state;
+    char out[256];
+    /* what issue 12 reproduced: title change, erase-line, carriage return, hidden text */
+    assert_string_equal(esc("\033]0;pwned\007", out, sizeof out), "\\x1b]0;pwned\\x07");
+    assert_string_equal(esc("ok\033[2K\rfake", out, sizeof out), "ok\\x1b[2K\\rfake");
+    assert_string_equal(esc("a\033[8mhidden\033[0m", out, sizeof out), "a\\x1b[8mhidden\\x1b[0m");
+    /* a journald record forged with a newline and a priority prefix stays on one line */
+    assert_string_equal(esc("bad\n<0>forged", out, sizeof out), "bad\\n<0>forged");
+    assert_string_equal(esc("t\tx\x7f", out, sizeof out), "t\\tx\\x7f");
+    /* C1 CSI (U+009B) and a right-to-left override */
+    assert_string_equal(esc("a\xc2\x9b" "2Jb", out, sizeof out), "a\\u{009b}2Jb");
+    assert_string_equal(esc("x\xe2\x80\xaey", out, sizeof out), "x\\u{202e}y");
+    /* invalid UTF-8: lone continuation, overlong '/', truncated sequence, surrogate */
+    assert_string_equal(esc("\x80\xc0\xaf\xe2\x82", out, sizeof out), "\\x80\\xc0\\xaf\\xe2\\x82");
+    assert_string_equal(esc("\xed\xa0\x80", out, sizeof out), "\\xed\\xa0\\x80");
+}
+
+static void test_escape_passes_text(void **state)
+{
+    (void)state;
+    char out[256];
+    const char *plain[] = { "", "rank 0 exited with code 4 (data error): shard 'x' missing",
+                            "Grüße, 日本語, emoji \xf0\x9f\x98\x80", "back\\slash" };
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        assert_false(text_needs_escape(plain[i], strlen(plain[i])));
+        assert_string_equal(esc(plain[i], out, sizeof out), plain[i]);
+    }
+    assert_true(text_needs_escape("a\nb", 3));
+    /* an embedded NUL is escaped too when the length says it is part of the text */
+    assert_string_equal(text_escape("a\0b", 3, out, sizeof out), "a\\x00b");
+}
+
+static void test_escape_bounds(void **state)
+{
+    (void)state;
+    char out[12];
+    memset(out, 'Z', sizeof out);
+    esc("0123456789abcdef", out, sizeof out);
+    assert_string_equal(out, "01234567...");
+    /* never cuts inside a multi-byte character */
+    esc("ééééééééé", out, sizeof out);
+    assert_true(text_is_utf8(out, strlen(out)));
+    esc("\033\033\033\033\033", out, sizeof out);
+    assert_null(memchr(out, '\033', strlen(out)));
+    assert_true(strlen(out) < sizeof out);
+    char one[1] = { 'Z' };
+    text_escape("abc", 3, one, 1);
+    assert_int_equal(one[0], '\0');
+    char *d = text_escape_dup("\xc2\x80\xc2\x80\n");
+    assert_string_equal(d, "\\u{0080}\\u{0080}\\n");
+    free(d);
+    assert_null(text_escape_dup(NULL));
+}
+
+static void test_utf8(void **state)
+{
+    (void)state;
+    assert_true(text_is_utf8("", 0));
+    assert_true(text_is_utf8("arg=π", strlen("arg=π")));
+    assert_false(text_is_utf8("\xff", 1));
+    assert_false(text_is_utf8("caf\xe9", 4)); /* Latin-1 */
+    assert_false(text_is_utf8("\xf4\x90\x80\x80", 4)); /* above U+10FFFF */
+    assert_false(text_is_utf8("a\0b", 3));
+}
+
+static void test_log_one_line(void **state)
+{
+    (void)state;
+    /* The logger escapes the message: a worker's "\n<0>" is not a second journald record. */
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(p[1], STDERR_FILENO), STDERR_FILENO);
+    log_set_journald(true);
+    log_warn("revert: %s", "boom\n<0>forged\033[2K");
+    log_set_journald(false);
+    assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+    close(saved);
+    close(p[1]);
+    char buf[512] = "";
+    ssize_t n = read(p[0], buf, sizeof buf - 1);
+    close(p[0]);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    assert_string_equal(buf, "<4>revert: boom\\n<0>forged\\x1b[2K\n");
+}
+
+int main(void)
+{
+    log_init("test");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_escape_controls),
+        cmocka_unit_test(test_escape_passes_text),
+        cmocka_unit_test(test_escape_bounds),
+        cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_log_one_line),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
