@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "common/linebuf.h"
+#include "common/text.h"
 #include "common/util.h"
 #include "controller/transport/quote.h"
 
@@ -96,6 +97,23 @@ static int spawn_local(const char *const *argv, int out_fd, int err_fd, pid_t *r
     return 0;
 }
 
+/* argv joined with spaces and escaped, cut to fit: for messages only. */
+static void command_shown(const char *const *argv, char *buf, size_t buf_sz)
+{
+    char line[512];
+    size_t off = 0;
+    line[0] = '\0';
+    for (int i = 0; argv[i] && off + 1 < sizeof line; i++) {
+        int w = snprintf(line + off, sizeof line - off, "%s%s", i ? " " : "", argv[i]);
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+    if (off >= sizeof line)
+        off = sizeof line - 1;
+    text_escape(line, off, buf, buf_sz);
+}
+
 static int run_local(struct conn *c, const char *const *argv, double timeout_s,
                      struct exec_result *ret)
 {
@@ -128,7 +146,10 @@ static int run_local(struct conn *c, const char *const *argv, double timeout_s,
         double left = deadline - time_mono();
         if (left <= 0) {
             (void)kill(pid, SIGKILL);
-            snprintf(c->err, sizeof c->err, "'%s' timed out after %.0fs", argv[0], timeout_s);
+            char shown[200];
+            command_shown(argv, shown, sizeof shown);
+            snprintf(c->err, sizeof c->err, "host '%s' (local): '%s' timed out after %.0fs",
+                     c->h->name, shown, timeout_s);
             r = -ETIMEDOUT;
             break;
         }

@@ -357,9 +357,24 @@ int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct e
         goto out;
     }
     log_debug("%s: exec %s", c->label, cmdline);
+    /* Nothing is ever fed to a command's stdin: EOF at once, so a command that reads stdin ends
+     * instead of waiting for the deadline. */
+    if (ssh_channel_send_eof(ch) != SSH_OK) {
+        snprintf(err, err_sz, "%s: cannot close the command's stdin: %s", c->label,
+                 ssh_get_error(c->s));
+        goto out;
+    }
     double deadline = time_mono() + timeout_s;
     char buf[16384];
     for (;;) {
+        /* Checked on every turn, data or not: a command that keeps printing is still bounded. */
+        if (time_mono() > deadline) {
+            char shown[200];
+            snprintf(err, err_sz, "%s: '%s' timed out after %.0fs", c->label,
+                     text_escape(cmdline, strlen(cmdline), shown, sizeof shown), timeout_s);
+            r = -ETIMEDOUT;
+            goto out;
+        }
         int n1 = ssh_channel_read_nonblocking(ch, buf, sizeof buf, 0);
         if (n1 > 0 && exec_result_add_out(&res, buf, (size_t)n1) < 0) {
             r = -ENOMEM;
@@ -376,11 +391,6 @@ int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct e
             break;
         if (n1 == SSH_ERROR || n2 == SSH_ERROR) {
             snprintf(err, err_sz, "%s: channel failed: %s", c->label, ssh_get_error(c->s));
-            goto out;
-        }
-        if (time_mono() > deadline) {
-            snprintf(err, err_sz, "%s: command timed out after %.0fs", c->label, timeout_s);
-            r = -ETIMEDOUT;
             goto out;
         }
         wait_fd(c->s, 100);

@@ -98,6 +98,18 @@ static void test_local_exec(void **state)
     assert_int_equal(conn_run(c, slow, 0.3, &res), -ETIMEDOUT);
     assert_true(time_mono() - t0 < 3);
     assert_non_null(strstr(c->err, "timed out"));
+    /* the timeout names the host and the command */
+    assert_non_null(strstr(c->err, "host 'me' (local): 'sleep 5' timed out after"));
+    /* a command that never stops printing is still bounded by the deadline */
+    const char *chatty[] = { "yes", NULL };
+    assert_int_equal(conn_run(c, chatty, 0.3, &res), -ETIMEDOUT);
+    assert_non_null(strstr(c->err, "'yes' timed out"));
+    /* stdin is at EOF: a command that reads it ends at once */
+    const char *reader[] = { "cat", NULL };
+    assert_int_equal(conn_run(c, reader, 30, &res), 0);
+    assert_int_equal(res.status, 0);
+    assert_string_equal(res.out, "");
+    exec_result_done(&res);
     /* missing program */
     const char *nope[] = { "/nonexistent/prog", NULL };
     int r = conn_run(c, nope, 2, &res);

@@ -220,6 +220,20 @@ static void test_exec(void **state)
     assert_int_equal(ssh_exec(c, "sleep 30", 0.5, &r, err, sizeof err), -ETIMEDOUT);
     assert_true(time_mono() - t0 < 20); /* well before the command would end, even on a busy box */
     assert_non_null(strstr(err, "timed out"));
+    /* the timeout names the host and the command */
+    assert_non_null(strstr(err, "host 't1' (127.0.0.1:"));
+    assert_non_null(strstr(err, "'sleep 30' timed out after"));
+    /* output that keeps flowing does not hold the deadline off (issue 12: `yes` took 15 s
+     * past exec_timeout = 3s) */
+    t0 = time_mono();
+    assert_int_equal(ssh_exec(c, "yes", 0.5, &r, err, sizeof err), -ETIMEDOUT);
+    assert_true(time_mono() - t0 < 20);
+    assert_non_null(strstr(err, "'yes' timed out"));
+    /* stdin is at EOF: a command that reads it ends instead of waiting for the deadline */
+    assert_int_equal(ssh_exec(c, "cat; echo done", 60, &r, err, sizeof err), 0);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "done\n");
+    exec_result_done(&r);
     /* the session still works after a timed-out channel */
     assert_int_equal(ssh_exec(c, "true", 30, &r, err, sizeof err), 0);
     assert_int_equal(r.status, 0);
