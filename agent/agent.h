@@ -50,10 +50,13 @@ void spec_init(struct job_spec *s);
 void spec_done(struct job_spec *s);
 /* Deep copy src into dst (dst must be empty or initialised; its old argv is freed). */
 int spec_copy(struct job_spec *dst, const struct job_spec *src);
-/* Set argv from argc strings; -E2BIG over SPEC_MAX_ARGS / SPEC_ARG_MAX, -EINVAL when argc is 0. */
+/* Set argv from argc strings; -E2BIG over SPEC_MAX_ARGS / SPEC_ARG_MAX, -EINVAL when argc is 0
+ * or argv[0] is empty, -EILSEQ when a string is not valid UTF-8 (the spec travels as JSON). */
 int spec_set_argv(struct job_spec *s, int argc, char *const *argv);
-/* Add one "NAME=value" (NAME: [A-Za-z_][A-Za-z0-9_]*, not a name the agent sets: RANK,
- * WORLD_SIZE, ..., DROVER_*, PATH, HOME).  -EINVAL bad or reserved, -E2BIG over the limits. */
+/* Add one "NAME=value".  NAME must be on the allow-list (worker_env_allowed_text(), common/workerenv.h) and not a name
+ * the agent sets (RANK, WORLD_SIZE, ..., CUDA_VISIBLE_DEVICES, PATH, HOME, LANG).
+ * -EINVAL malformed or NAME set twice, -EPERM NAME not allowed (LD_PRELOAD, ...), -EILSEQ not
+ * valid UTF-8, -E2BIG over the limits. */
 int spec_add_env(struct job_spec *s, const char *kv);
 /* Check ranges (nproc 1..STATUS_MAX_RANKS, node_rank < nnodes, world size, port, grace, gpus
  * list length == nproc when given).  -EINVAL with a reason in err. */
@@ -64,8 +67,9 @@ int spec_validate(const struct job_spec *s, char *err, size_t errsz);
  * The one reader of the list (the workers' CUDA_VISIBLE_DEVICES, the status' GPU figures). */
 int spec_gpu_at(const struct job_spec *s, int local_rank, char *out, size_t out_sz);
 
-/* JSON object <-> spec.  spec_from_json requires a non-empty argv and validates limits; ret
- * written only on success. */
+/* JSON object <-> spec.  spec_to_json: a new reference, NULL when jansson refuses a value
+ * (only text that is not UTF-8, which spec_set_argv/spec_add_env refuse earlier) or on ENOMEM.
+ * spec_from_json requires a non-empty argv and validates limits; ret written only on success. */
 json_t *spec_to_json(const struct job_spec *s);
 int spec_from_json(json_t *o, struct job_spec *ret);
 

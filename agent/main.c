@@ -34,7 +34,9 @@
 #include "common/log.h"
 #include "common/samples.h"
 #include "common/status.h"
+#include "common/text.h"
 #include "common/util.h"
+#include "common/workerenv.h"
 
 #ifndef DROVER_VERSION
 #define DROVER_VERSION "unknown"
@@ -111,6 +113,24 @@ static int parse_int(const char *s, long lo, long hi, int *v)
  * tables. */
 static const struct option *const longopts = agent_cli_longopts;
 
+/* Why spec_set_argv refused the command after "--", naming the argument. */
+static void log_bad_command(const char *verb, int r, char *const *cmd, int ncmd)
+{
+    for (int i = 0; r == -EILSEQ && i < ncmd; i++) {
+        if (!text_is_utf8(cmd[i], strlen(cmd[i]))) {
+            char shown[128];
+            log_error("%s: argument %d of the command ('%s') is not valid UTF-8", verb, i,
+                      text_escape(cmd[i], strlen(cmd[i]), shown, sizeof shown));
+            return;
+        }
+    }
+    if (r == -E2BIG)
+        log_error("%s: the command has more than %d arguments or one of %d bytes or more", verb,
+                  SPEC_MAX_ARGS, SPEC_ARG_MAX);
+    else
+        log_error("%s: bad command", verb);
+}
+
 /* Parse options of argv[0..argc) (argv[0] is the verb).  0 ok, -EINVAL with a message logged. */
 static int cli_parse(struct cli *c, int argc, char **argv)
 {
@@ -125,7 +145,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
     opterr = 0;
     while ((opt = getopt_long(end, argv, "+vh", longopts, &li)) != -1) {
         const char *a = optarg;
-        int bad = 0;
+        int bad = 0, env_r = 0;
         switch (opt) {
         case AGENT_OPT_ROOT: bad = str_copy(c->root, sizeof c->root, a) < 0 || !a[0]; break;
         case AGENT_OPT_SOCKET: bad = str_copy(c->socket, sizeof c->socket, a) < 0 || !a[0]; break;
@@ -153,7 +173,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_KTOK: bad = parse_num(a, 0, 1e12, &c->ktok_s) < 0; break;
         case AGENT_OPT_SAMPLES: c->samples = a; break;
         case AGENT_OPT_REASON: (void)str_copy(c->reason, sizeof c->reason, a); break;
-        case AGENT_OPT_ENV: bad = spec_add_env(&c->spec, a) < 0; break;
+        case AGENT_OPT_ENV: env_r = spec_add_env(&c->spec, a); bad = env_r < 0; break;
         case AGENT_OPT_KEEP: bad = parse_int(a, 1, 10000, &c->dopts.keep_releases) < 0; break;
         case AGENT_OPT_CRASH_LIMIT: bad = parse_int(a, 1, 1000, &c->dopts.policy.crash_limit) < 0; break;
         case AGENT_OPT_CRASH_WINDOW: bad = parse_num(a, 1, 86400, &c->dopts.policy.crash_window_s) < 0; break;
@@ -166,11 +186,18 @@ static int cli_parse(struct cli *c, int argc, char **argv)
             log_error("%s: unknown option or missing value '%s'", argv[0], argv[optind - 1]);
             return -EINVAL;
         }
-        if (bad && opt == AGENT_OPT_ENV)
-            log_error("%s: --env takes NAME=VALUE, each NAME once, not a NAME the agent sets "
-                      "(RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, "
-                      "MASTER_PORT, CUDA_VISIBLE_DEVICES, PATH, HOME, LANG, DROVER_* other than "
-                      "DROVER_TRAIN_*), and a limited number and length (agent/spec.c)", argv[0]);
+        if (bad && opt == AGENT_OPT_ENV) {
+            char why[600], name[80];
+            text_escape(a, strcspn(a, "="), name, sizeof name);
+            if (worker_env_check(a, why, sizeof why) < 0) /* names the variable and the rule */
+                log_error("%s: --env: %s", argv[0], why);
+            else if (env_r == -EILSEQ)
+                log_error("%s: --env '%s': the value is not valid UTF-8", argv[0], name);
+            else
+                log_error("%s: --env takes NAME=VALUE, each NAME once, at most %d of at most %d "
+                          "bytes ('%s')", argv[0], SPEC_MAX_ENV, SPEC_ENV_MAX - 1, name);
+            return -EINVAL;
+        }
         if (bad) {
             /* the option's name, not argv[optind - 1] + 2: that is the value in "--opt VALUE" */
             log_error("%s: bad value '%s' for --%s", argv[0], a, li >= 0 ? longopts[li].name : "?");
@@ -445,8 +472,13 @@ static int cmd_preflight(struct cli *c)
     if (code)
         return code;
     char err[512];
-    if (spec_set_argv(&c->spec, c->ncmd, c->cmd) < 0 || spec_validate(&c->spec, err, sizeof err) < 0) {
-        log_error("preflight: bad command or options");
+    int sr = spec_set_argv(&c->spec, c->ncmd, c->cmd);
+    if (sr < 0) {
+        log_bad_command("preflight", sr, c->cmd, c->ncmd);
+        return AGENT_EXIT_USAGE;
+    }
+    if (spec_validate(&c->spec, err, sizeof err) < 0) {
+        log_error("preflight: %s", err);
         return AGENT_EXIT_USAGE;
     }
     if (gang_check_exec(&s, &c->spec, err, sizeof err) < 0) {
@@ -668,8 +700,13 @@ static int cmd_job_verb(struct cli *c, enum rpc_op op)
     if (op == RPC_ACTIVATE) {
         char err[256];
         (void)str_copy(c->spec.release, sizeof c->spec.release, q.release);
-        if (spec_set_argv(&c->spec, c->ncmd, c->cmd) < 0 || spec_validate(&c->spec, err, sizeof err) < 0) {
-            fprintf(stderr, "activate: %s\n", c->spec.argc ? err : "bad command");
+        int sr = spec_set_argv(&c->spec, c->ncmd, c->cmd);
+        if (sr < 0) {
+            log_bad_command("activate", sr, c->cmd, c->ncmd);
+            return AGENT_EXIT_USAGE;
+        }
+        if (spec_validate(&c->spec, err, sizeof err) < 0) {
+            fprintf(stderr, "activate: %s\n", err);
             return AGENT_EXIT_USAGE;
         }
         if (spec_copy(&q.spec, &c->spec) < 0)

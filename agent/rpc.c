@@ -13,6 +13,7 @@
 
 #include "common/jsonfield.h"
 #include "common/linebuf.h"
+#include "common/text.h"
 #include "common/util.h"
 
 static const char *const op_names[] = {"status", "watch", "activate", "promote", "revert", "stop"};
@@ -121,27 +122,36 @@ int rpc_format_request(const struct rpc_request *q, char **ret_text)
     json_t *o = json_pack("{s:i,s:s}", "v", RPC_VERSION, "op", rpc_op_name(q->op));
     if (!o)
         return -ENOMEM;
+    /* Every set is checked: a value jansson refuses must fail the request, not vanish from it. */
+    char reason[4 * sizeof q->reason];
+    int bad = 0;
     if (q->job[0])
-        json_object_set_new(o, "job", json_string(q->job));
+        bad |= json_object_set_new(o, "job", json_string(q->job));
     if (q->release[0])
-        json_object_set_new(o, "release", json_string(q->release));
+        bad |= json_object_set_new(o, "release", json_string(q->release));
     switch (q->op) {
     case RPC_ACTIVATE:
-        json_object_set_new(o, "spec", spec_to_json(&q->spec));
-        json_object_set_new(o, "probation_s", json_real(q->probation_s));
+        bad |= json_object_set_new(o, "spec", spec_to_json(&q->spec));
+        bad |= json_object_set_new(o, "probation_s", json_real(q->probation_s));
         break;
     case RPC_PROMOTE:
-        json_object_set_new(o, "ktok_s", json_real(q->ktok_s));
+        bad |= json_object_set_new(o, "ktok_s", json_real(q->ktok_s));
         break;
     case RPC_REVERT:
-        json_object_set_new(o, "reason", json_string(q->reason));
+        /* an operator's reason may be cut mid-character or not be UTF-8: escaped, not lost */
+        bad |= json_object_set_new(o, "reason",
+                                   json_string(text_json_safe(q->reason, reason, sizeof reason)));
         break;
     case RPC_WATCH:
-        json_object_set_new(o, "interval_s", json_real(q->interval_s));
-        json_object_set_new(o, "count", json_integer(q->count));
+        bad |= json_object_set_new(o, "interval_s", json_real(q->interval_s));
+        bad |= json_object_set_new(o, "count", json_integer(q->count));
         break;
     default:
         break;
+    }
+    if (bad) {
+        json_decref(o);
+        return -EILSEQ;
     }
     char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);

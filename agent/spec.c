@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/jsonfield.h"
+#include "common/text.h"
 #include "common/util.h"
 #include "common/workerenv.h"
 
@@ -44,6 +45,8 @@ int spec_add_env(struct job_spec *s, const char *kv)
     if (r < 0)
         return r;
     size_t klen = (size_t)(strchr(kv, '=') - kv);
+    if (!text_is_utf8(kv, strlen(kv)))
+        return -EILSEQ; /* the spec is JSON (state.json, the control socket) */
     if (strlen(kv) >= SPEC_ENV_MAX || s->nenv >= SPEC_MAX_ENV)
         return -E2BIG;
     for (int i = 0; i < s->nenv; i++)
@@ -64,10 +67,13 @@ int spec_set_argv(struct job_spec *s, int argc, char *const *argv)
         return -E2BIG;
     char *copy[SPEC_MAX_ARGS + 1] = {0};
     for (int i = 0; i < argc; i++) {
-        if (strlen(argv[i]) >= SPEC_ARG_MAX || (i == 0 && !argv[i][0])) {
+        size_t len = strlen(argv[i]);
+        int bad = len >= SPEC_ARG_MAX ? -E2BIG : i == 0 && !len ? -EINVAL
+                  : !text_is_utf8(argv[i], len) ? -EILSEQ /* JSON cannot carry it */ : 0;
+        if (bad) {
             for (int j = 0; j < i; j++)
                 free(copy[j]);
-            return argv[i][0] ? -E2BIG : -EINVAL;
+            return bad;
         }
         copy[i] = strdup(argv[i]);
         if (!copy[i]) {
@@ -157,18 +163,41 @@ bool job_name_is_valid(const char *s)
 
 json_t *spec_to_json(const struct job_spec *s)
 {
-    json_t *argv = json_array(), *env = json_array();
-    for (int i = 0; i < s->argc; i++)
-        json_array_append_new(argv, json_string(s->argv[i]));
-    for (int i = 0; i < s->nenv; i++)
-        json_array_append_new(env, json_string(s->env[i]));
-    return json_pack("{s:o,s:s,s:o,s:i,s:i,s:i,s:s,s:s,s:i,s:f,s:b,s:f,s:f,s:f,s:f,s:f}", "env", env,
-                     "release", s->release, "argv", argv, "nnodes", s->nnodes, "node_rank",
-                     s->node_rank, "nproc", s->nproc, "gpus", s->gpus, "master_addr",
-                     s->master_addr, "master_port", s->master_port, "grace_s", s->grace_s,
-                     "promoted", s->promoted, "ktok_s", s->ktok_s, "first_step_s",
-                     s->live.first_step_s, "silence_s", s->live.silence_s, "stall_s",
-                     s->live.stall_s, "checkpoint_s", s->live.checkpoint_s);
+    /* Every jansson result is checked: json_string() is NULL for text that is not UTF-8, and
+     * a NULL appended or set is silently dropped (issue 12: one arg of ten went missing). */
+    json_t *o = json_object(), *argv = json_array(), *env = json_array();
+    bool ok = o && argv && env;
+    for (int i = 0; ok && i < s->argc; i++)
+        ok = json_array_append_new(argv, json_string(s->argv[i])) == 0;
+    for (int i = 0; ok && i < s->nenv; i++)
+        ok = json_array_append_new(env, json_string(s->env[i])) == 0;
+    if (!ok) {
+        json_decref(o);
+        json_decref(argv);
+        json_decref(env);
+        return NULL;
+    }
+    ok = json_object_set_new(o, "argv", argv) == 0;
+    ok = json_object_set_new(o, "env", env) == 0 && ok;
+    ok = ok && json_object_set_new(o, "release", json_string(s->release)) == 0 &&
+         json_object_set_new(o, "nnodes", json_integer(s->nnodes)) == 0 &&
+         json_object_set_new(o, "node_rank", json_integer(s->node_rank)) == 0 &&
+         json_object_set_new(o, "nproc", json_integer(s->nproc)) == 0 &&
+         json_object_set_new(o, "gpus", json_string(s->gpus)) == 0 &&
+         json_object_set_new(o, "master_addr", json_string(s->master_addr)) == 0 &&
+         json_object_set_new(o, "master_port", json_integer(s->master_port)) == 0 &&
+         json_object_set_new(o, "grace_s", json_real(s->grace_s)) == 0 &&
+         json_object_set_new(o, "promoted", json_boolean(s->promoted)) == 0 &&
+         json_object_set_new(o, "ktok_s", json_real(s->ktok_s)) == 0 &&
+         json_object_set_new(o, "first_step_s", json_real(s->live.first_step_s)) == 0 &&
+         json_object_set_new(o, "silence_s", json_real(s->live.silence_s)) == 0 &&
+         json_object_set_new(o, "stall_s", json_real(s->live.stall_s)) == 0 &&
+         json_object_set_new(o, "checkpoint_s", json_real(s->live.checkpoint_s)) == 0;
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 int spec_from_json(json_t *o, struct job_spec *ret)

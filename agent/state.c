@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/jsonfield.h"
+#include "common/text.h"
 #include "common/util.h"
 
 void state_init(struct agent_state *st) { memset(st, 0, sizeof *st); }
@@ -28,20 +29,33 @@ static json_t *job_to_json(const struct job_rec *j)
 {
     json_t *pids = json_array(), *specs = json_array(), *bad = json_array(), *goods = json_array();
     json_t *holders = json_array();
-    for (int i = 0; i < j->npids; i++) {
-        json_array_append_new(pids, json_integer(j->pids[i]));
-        json_array_append_new(holders, json_integer(j->holders[i]));
+    bool ok = pids && specs && bad && goods && holders;
+    for (int i = 0; ok && i < j->npids; i++)
+        ok = json_array_append_new(pids, json_integer(j->pids[i])) == 0 &&
+             json_array_append_new(holders, json_integer(j->holders[i])) == 0;
+    for (int i = 0; ok && i < j->nspecs; i++)
+        ok = json_array_append_new(specs, spec_to_json(&j->specs[i])) == 0;
+    for (int i = 0; ok && i < j->nbad; i++) {
+        char br[4 * sizeof j->bad[i].reason];
+        ok = json_array_append_new(bad, json_pack("{s:s,s:s}", "release", j->bad[i].release, "reason",
+                                                  text_json_safe(j->bad[i].reason, br, sizeof br))) == 0;
     }
-    for (int i = 0; i < j->nspecs; i++)
-        json_array_append_new(specs, spec_to_json(&j->specs[i]));
-    for (int i = 0; i < j->nbad; i++)
-        json_array_append_new(bad, json_pack("{s:s,s:s}", "release", j->bad[i].release, "reason",
-                                             j->bad[i].reason));
-    for (int i = 0; i < j->ngoods; i++)
-        json_array_append_new(goods, json_string(j->goods[i]));
+    for (int i = 0; ok && i < j->ngoods; i++)
+        ok = json_array_append_new(goods, json_string(j->goods[i])) == 0;
+    if (!ok) {
+        json_decref(pids);
+        json_decref(specs);
+        json_decref(bad);
+        json_decref(goods);
+        json_decref(holders);
+        return NULL;
+    }
+    /* the reason quotes workers and is cut to fit: kept valid UTF-8 so state.json stays writable */
+    char reason[4 * sizeof j->reason];
     return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:o}",
                      "job", j->job, "current", j->current, "previous", j->previous, "good", j->good,
-                     "state", gang_state_name(j->state), "reason", j->reason, "generation",
+                     "state", gang_state_name(j->state), "reason",
+                     text_json_safe(j->reason, reason, sizeof reason), "generation",
                      j->generation, "restarts", j->restarts, "auto_rollbacks", j->auto_rollbacks,
                      "probation_mono", j->probation_deadline, "probation_left_s", j->probation_left_s,
                      "boot_id", j->boot_id, "gang_pgid", (json_int_t)j->gang_pgid, "gang_starttime",
@@ -52,8 +66,14 @@ static json_t *job_to_json(const struct job_rec *j)
 int state_format(const struct agent_state *st, char **ret_text)
 {
     json_t *jobs = json_array();
-    for (int i = 0; i < st->njobs; i++)
-        json_array_append_new(jobs, job_to_json(&st->jobs[i]));
+    if (!jobs)
+        return -ENOMEM;
+    for (int i = 0; i < st->njobs; i++) {
+        if (json_array_append_new(jobs, job_to_json(&st->jobs[i])) < 0) {
+            json_decref(jobs);
+            return -EILSEQ; /* a spec jansson refused (spec_set_argv keeps them out) or ENOMEM */
+        }
+    }
     json_t *o = json_pack("{s:i,s:o}", "v", STATE_VERSION, "jobs", jobs);
     if (!o)
         return -ENOMEM;

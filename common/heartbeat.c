@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/jsonfield.h"
+#include "common/text.h"
 #include "common/util.h"
 
 static const char *const phase_names[] = {"init", "train", "checkpoint", "done"};
@@ -61,8 +62,11 @@ json_t *heartbeat_to_json(const struct heartbeat *hb)
         json_object_set_new(o, "mem_peak", json_integer(hb->mem_peak));
     json_object_set_new(o, "release", json_string(hb->release));
     json_object_set_new(o, "backend", json_string(hb->backend));
-    if (hb->error[0])
-        json_object_set_new(o, "error", json_string(hb->error));
+    if (hb->error[0]) {
+        /* cut to fit on parse, possibly mid-character: kept, escaped, rather than dropped */
+        char e[4 * sizeof hb->error];
+        json_object_set_new(o, "error", json_string(text_json_safe(hb->error, e, sizeof e)));
+    }
     return o;
 }
 

@@ -11,6 +11,7 @@
 
 #include "common/jsonfield.h"
 #include "common/sha256.h"
+#include "common/text.h"
 #include "common/util.h"
 
 static const char *const gang_names[GANG_STATE_COUNT] = {
@@ -68,7 +69,8 @@ int status_format(const struct agent_status *st, char **ret_text)
         json_object_set_new(jo, "world_size", json_integer(js->world_size));
         json_object_set_new(jo, "node_rank", json_integer(js->node_rank));
         json_object_set_new(jo, "nproc", json_integer(js->nproc));
-        json_object_set_new(jo, "reason", json_string(js->reason));
+        char reason[4 * sizeof js->reason]; /* cut to fit, maybe mid-character: kept valid */
+        json_object_set_new(jo, "reason", json_string(text_json_safe(js->reason, reason, sizeof reason)));
         json_t *bad = json_array(), *goods = json_array();
         for (int k = 0; k < js->nbad && k < STATUS_MAX_MARKS; k++)
             json_array_append_new(bad, json_string(js->bad[k]));

@@ -155,3 +155,11 @@ const char *text_escape_inplace(char *buf, size_t buf_sz)
     free(copy);
     return buf;
 }
+
+const char *text_json_safe(const char *s, char *buf, size_t buf_sz)
+{
+    size_t len = strlen(s);
+    if (text_is_utf8(s, len))
+        return s;
+    return text_escape(s, len, buf, buf_sz);
+}

@@ -38,4 +38,9 @@ bool text_needs_escape(const char *s, size_t len);
  * has no NUL byte: what jansson's json_string() accepts. */
 bool text_is_utf8(const char *s, size_t len);
 
+/* s itself when it is valid UTF-8 without NUL (what json_string() takes), else text_escape() of
+ * it in buf[buf_sz]: for text that must reach a JSON document even when a cut or a foreign byte
+ * made it invalid (reasons).  Never NULL. */
+const char *text_json_safe(const char *s, char *buf, size_t buf_sz);
+
 #endif

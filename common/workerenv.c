@@ -12,6 +12,39 @@ static const char *const reserved_env[] = {
     "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "PATH", "HOME", "LANG",
 };
 
+/* What a job may add to its workers' environment: an allow-list, not a deny-list, so that no
+ * loader or interpreter hook (LD_PRELOAD, LD_LIBRARY_PATH, PYTHONPATH, BASH_ENV, GCONV_PATH,
+ * ...) can be slipped into a worker (issue 12).  docs/agent.md lists the same. */
+static const char *const allowed_prefix[] = {
+    "DROVER_TRAIN_", "NCCL_", "CUDA_", "CUBLAS_", "CUBLASLT_", "CUDNN_", "TORCH_", "PYTORCH_",
+    "OMP_", "MKL_", "OPENBLAS_", "HF_", "WANDB_", "TOKENIZERS_",
+};
+static const char *const allowed_name[] = {
+    "TZ", "LC_ALL", "TMPDIR", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONFAULTHANDLER",
+    "PYTHONDONTWRITEBYTECODE",
+};
+
+static bool name_is_allowed(const char *name, size_t len)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(allowed_name); i++)
+        if (strlen(allowed_name[i]) == len && !strncmp(name, allowed_name[i], len))
+            return true;
+    for (size_t i = 0; i < ARRAY_SIZE(allowed_prefix); i++) {
+        size_t pl = strlen(allowed_prefix[i]);
+        if (len > pl && !strncmp(name, allowed_prefix[i], pl))
+            return true;
+    }
+    return false;
+}
+
+const char *worker_env_allowed_text(void)
+{
+    return "DROVER_TRAIN_*, NCCL_*, CUDA_* (not CUDA_VISIBLE_DEVICES), CUBLAS_*, CUBLASLT_*, "
+           "CUDNN_*, TORCH_*, PYTORCH_*, OMP_*, MKL_*, OPENBLAS_*, HF_*, WANDB_*, TOKENIZERS_*, "
+           "TZ, LC_ALL, TMPDIR, PYTHONUNBUFFERED, PYTHONHASHSEED, PYTHONFAULTHANDLER, "
+           "PYTHONDONTWRITEBYTECODE";
+}
+
 int worker_env_check(const char *kv, char *why, size_t whysz)
 {
     const char *eq = strchr(kv, '=');
@@ -42,6 +75,11 @@ int worker_env_check(const char *kv, char *why, size_t whysz)
                      reserved_env[i]);
             return -EINVAL;
         }
+    if (!name_is_allowed(kv, klen)) {
+        snprintf(why, whysz, "%.*s is not allowed: the worker environment is an allow-list (%s)",
+                 (int)klen, kv, worker_env_allowed_text());
+        return -EPERM;
+    }
     if (strlen(kv) >= WORKER_ENV_BYTES) {
         snprintf(why, whysz, "%.*s: NAME=VALUE is over %d bytes", (int)klen, kv, WORKER_ENV_BYTES - 1);
         return -E2BIG;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <strings.h>
 
+#include "common/text.h"
 #include "common/workerenv.h"
 #include "common/ini.h"
 #include "common/util.h"
@@ -595,6 +596,14 @@ static int ctx_handle(void *user, const char *section, const char *name, const c
         return 0;
     if (c->kind == 0 || strcmp(section, c->section) != 0) {
         ctx_fail(c, name, "key outside any section");
+        return 0;
+    }
+    /* Values travel as JSON (the agent's job spec, state.json, history): refuse what JSON cannot
+     * carry here, naming the key, instead of losing it on the way (issue 12: one arg of ten). */
+    if (!text_is_utf8(name, strlen(name)) || !text_is_utf8(value, strlen(value))) {
+        char shown[64];
+        ctx_fail(c, text_escape(name, strlen(name), shown, sizeof shown),
+                 "value is not valid UTF-8");
         return 0;
     }
     switch (c->kind) {

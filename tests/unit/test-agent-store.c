@@ -20,6 +20,7 @@
 #include "agent/supervise.h"
 #include "common/bundle.h"
 #include "common/util.h"
+#include "common/workerenv.h"
 
 static char tmpd[256];
 
@@ -322,6 +323,14 @@ static void test_state_roundtrip(void **state)
     assert_string_equal(bs->gpus, "0,1");
     assert_true(bs->promoted);
     state_done(&back);
+    /* a reason cut to fit in the middle of a character (a worker's UTF-8 error text) still
+     * saves: escaped, not a failed state.json write or a dropped reason */
+    b = state_find_job(&st, "train");
+    strcpy(b->reason, "rank 0: shard \xe6\x97");
+    assert_int_equal(state_save(path("state.json"), &st), 0);
+    assert_int_equal(state_load(path("state.json"), &back), 0);
+    assert_string_equal(state_find_job(&back, "train")->reason, "rank 0: shard \\xe6\\x97");
+    state_done(&back);
     /* missing file: empty state */
     assert_int_equal(state_load(path("nothere.json"), &back), 0);
     assert_int_equal(back.njobs, 0);
@@ -422,13 +431,27 @@ static void test_spec_validate(void **state)
         many[i] = "x";
     assert_int_equal(spec_set_argv(&s, SPEC_MAX_ARGS + 1, many), -E2BIG);
     assert_int_equal(s.argc, 0);
+    /* issue 12: 10 args with one in Latin-1 reached the worker as 9; now refused up front */
+    char *latin1[] = { "bin/x", "--name", "caf\xe9" };
+    assert_int_equal(spec_set_argv(&s, 3, latin1), -EILSEQ);
+    assert_int_equal(s.argc, 0);
     /* worker environment extras */
     fill_spec(&s, "");
     assert_int_equal(spec_add_env(&s, "NCCL_DEBUG=INFO"), 0);
     assert_int_equal(spec_add_env(&s, "DROVER_TRAIN_FAULT=nan_at=5,slow=2"), 0);
-    assert_int_equal(spec_add_env(&s, "RANK=3"), -EINVAL);
-    assert_int_equal(spec_add_env(&s, "DROVER_HEARTBEAT_FD=1"), -EINVAL);
-    assert_int_equal(spec_add_env(&s, "PATH=/evil"), -EINVAL);
+    /* an allow-list: names the agent sets and loader/interpreter hooks are refused (-EPERM) */
+    assert_int_equal(spec_add_env(&s, "RANK=3"), -EINVAL); /* reserved */
+    assert_int_equal(spec_add_env(&s, "DROVER_HEARTBEAT_FD=1"), -EINVAL); /* reserved */
+    assert_int_equal(spec_add_env(&s, "PATH=/evil"), -EINVAL); /* reserved */
+    assert_int_equal(spec_add_env(&s, "CUDA_VISIBLE_DEVICES=3"), -EINVAL); /* reserved */
+    assert_int_equal(spec_add_env(&s, "LD_PRELOAD=/tmp/evil.so"), -EPERM);
+    assert_int_equal(spec_add_env(&s, "LD_LIBRARY_PATH=/tmp"), -EPERM);
+    assert_int_equal(spec_add_env(&s, "PYTHONPATH=/tmp"), -EPERM);
+    assert_int_equal(spec_add_env(&s, "BASH_ENV=/tmp/x"), -EPERM);
+    assert_int_equal(spec_add_env(&s, "NCCL_=x"), -EPERM); /* a prefix alone is not a name */
+    assert_non_null(strstr(worker_env_allowed_text(), "NCCL_*"));
+    /* not UTF-8: JSON (state.json, the socket) cannot carry it, so it is refused, not dropped */
+    assert_int_equal(spec_add_env(&s, "NCCL_SOCKET_IFNAME=caf\xe9"), -EILSEQ);
     assert_int_equal(spec_add_env(&s, "1BAD=x"), -EINVAL);
     assert_int_equal(spec_add_env(&s, "NOVALUE"), -EINVAL);
     assert_int_equal(spec_add_env(&s, "A B=x"), -EINVAL);
@@ -443,6 +466,22 @@ static void test_spec_validate(void **state)
     assert_int_equal(back.nenv, 2);
     assert_string_equal(back.env[1], "DROVER_TRAIN_FAULT=nan_at=5,slow=2");
     spec_done(&back);
+    /* every argument survives the JSON round trip, UTF-8 included */
+    char *utf[] = { "bin/x", "a", "b", "c", "d", "e", "f", "g", "h", "Grüße" };
+    assert_int_equal(spec_set_argv(&s, 10, utf), 0);
+    o = spec_to_json(&s);
+    assert_non_null(o);
+    assert_int_equal(spec_from_json(o, &back), 0);
+    json_decref(o);
+    assert_int_equal(back.argc, 10);
+    assert_string_equal(back.argv[9], "Grüße");
+    spec_done(&back);
+    /* a spec jansson cannot carry (bypassing spec_set_argv) gives NULL, not a shorter argv */
+    char *saved = s.argv[3];
+    s.argv[3] = strdup("\xff");
+    assert_null(spec_to_json(&s));
+    free(s.argv[3]);
+    s.argv[3] = saved;
     spec_done(&s);
     assert_false(job_name_is_valid(""));
     assert_false(job_name_is_valid(".hidden"));

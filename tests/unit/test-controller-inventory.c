@@ -183,6 +183,14 @@ static void test_errors_name_line_and_key(void **state)
                 "tolerance = 0.3\n", "inv.ini:7:", "set twice");
     parse_fails("[drover]\nstate_dir = /a\n[drover]\n", "inv.ini:3:", "appears twice");
     parse_fails("[policy]\n[policy]\n", "inv.ini:2:", "appears twice");
+    /* a value JSON cannot carry is refused with its key (issue 12: a Latin-1 arg was dropped
+     * on the way to the worker and the deploy still promoted) */
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\narg = ok\n"
+                "arg = caf\xe9\n", "inv.ini:7: [job j] arg", "not valid UTF-8");
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\n"
+                "preflight = \xff\n", "[job j] preflight", "not valid UTF-8");
+    inventory_free(parse_ok("[host h]\naddress = a\n[job j]\ncontainers = h:101\n"
+                            "command = x\narg = Grüße\n"));
     /* a UTF-8 BOM before the first section (Windows editors) is skipped, as libinih does */
     inventory_free(parse_ok("\xEF\xBB\xBF[host h]\naddress = a\n[job j]\ncontainers = h:101\n"
                             "command = x\n"));
