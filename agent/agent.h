@@ -69,7 +69,9 @@ int spec_gpu_at(const struct job_spec *s, int local_rank, char *out, size_t out_
 
 /* JSON object <-> spec.  spec_to_json: a new reference, NULL when jansson refuses a value
  * (only text that is not UTF-8, which spec_set_argv/spec_add_env refuse earlier) or on ENOMEM.
- * spec_from_json requires a non-empty argv and validates limits; ret written only on success. */
+ * spec_from_json requires a non-empty argv and validates limits; ret written only on success.
+ * It returns the number of env entries left out because their name is off the allow-list (a
+ * state.json written by an agent from before the allow-list): those never reach a worker. */
 json_t *spec_to_json(const struct job_spec *s);
 int spec_from_json(json_t *o, struct job_spec *ret);
 

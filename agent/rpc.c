@@ -99,6 +99,11 @@ int rpc_parse_request(const char *text, size_t len, struct rpc_request *ret)
             r = r == -E2BIG ? r : -EINVAL;
             goto out;
         }
+        if (r > 0) { /* a request must not name what the allow-list refuses */
+            spec_done(&s);
+            r = -EPERM;
+            goto out;
+        }
         spec_done(&q.spec);
         q.spec = s;
         (void)str_copy(q.spec.release, sizeof q.spec.release, q.release);

@@ -224,6 +224,7 @@ int spec_from_json(json_t *o, struct job_spec *ret)
         (pr && !json_is_boolean(pr)))
         return -EINVAL;
     s.promoted = pr && json_is_true(pr);
+    int dropped = 0;
     {
         /* a spec without a command could never be launched: argv is required */
         if (!json_is_array(argv) || json_array_size(argv) == 0)
@@ -252,14 +253,23 @@ int spec_from_json(json_t *o, struct job_spec *ret)
         }
         json_array_foreach(env, i, v)
         {
-            if (!json_is_string(v) || (r = spec_add_env(&s, json_string_value(v))) < 0) {
+            if (!json_is_string(v)) {
+                spec_done(&s);
+                return -EINVAL;
+            }
+            r = spec_add_env(&s, json_string_value(v));
+            if (r == -EPERM) {
+                dropped++; /* a name off the allow-list, recorded by an older agent */
+                continue;
+            }
+            if (r < 0) {
                 spec_done(&s);
                 return -EINVAL;
             }
         }
     }
     *ret = s;
-    return 0;
+    return dropped;
 }
 
 int spec_gpu_at(const struct job_spec *s, int local_rank, char *out, size_t out_sz)

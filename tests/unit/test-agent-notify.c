@@ -93,10 +93,19 @@ static void test_rpc_parse_errors(void **state)
     assert_int_equal(rpc_parse_request(big, RPC_MAX_BYTES + 1, &q), -E2BIG);
     free(big);
     snprintf(text, sizeof text,
-             "{\"v\":1,\"op\":\"activate\",\"job\":\"t\",\"release\":\"%s\",\"spec\":{\"argv\":[\"x\",\"y\"],\"nproc\":2,\"gpus\":\"0,1\",\"env\":[\"A=1\"]},\"probation_s\":5}",
+             "{\"v\":1,\"op\":\"activate\",\"job\":\"t\",\"release\":\"%s\",\"spec\":{\"argv\":[\"x\",\"y\"],\"nproc\":2,\"gpus\":\"0,1\",\"env\":[\"NCCL_DEBUG=1\"]},\"probation_s\":5}",
              id);
     assert_int_equal(parse(text, &q), 0);
     assert_int_equal(q.op, RPC_ACTIVATE);
+    {
+        /* a request naming an environment variable off the allow-list is refused */
+        struct rpc_request q2;
+        char bad[512];
+        snprintf(bad, sizeof bad,
+                 "{\"v\":1,\"op\":\"activate\",\"job\":\"t\",\"release\":\"%s\",\"spec\":{\"argv\":[\"x\"],\"env\":[\"LD_PRELOAD=/e.so\"]}}",
+                 id);
+        assert_int_equal(parse(bad, &q2), -EPERM);
+    }
     assert_string_equal(q.spec.release, id);
     assert_int_equal(q.spec.argc, 2);
     assert_int_equal(q.spec.nenv, 1);
