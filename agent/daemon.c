@@ -35,6 +35,7 @@
 #include "agent/state.h"
 #include "common/linebuf.h"
 #include "common/log.h"
+#include "common/status.h"
 #include "common/util.h"
 
 #ifndef DROVER_VERSION
@@ -43,6 +44,12 @@
 
 #define TICK_MS 100
 #define MAX_CLIENTS 64
+/* The control socket must stay usable whatever its clients do (issue 12: 64 idle connections
+ * locked out `status`; a watcher that did not read stalled the loop up to 2 s per document).
+ * Sockets are non-blocking; answers are queued per client and sent as the peer reads. */
+#define CLIENT_REQUEST_TIMEOUT_S 5.0  /* a connection must send its request line within this */
+#define CLIENT_STALL_S 10.0           /* queued output that does not move for this long: dropped */
+#define CLIENT_OUT_MAX (2u * STATUS_MAX_BYTES + 4096)
 
 struct client {
     int fd;
@@ -52,7 +59,12 @@ struct client {
     double interval, next_at;
     int64_t remaining; /* watch lines left; -1 forever */
     bool waiting;      /* a job operation will answer */
-    bool eof;          /* the client closed its side: stop polling it */
+    bool eof;          /* the client closed its side: stop polling it for input */
+    double opened_at;  /* monotonic; for the request timeout */
+    char *out;         /* queued output [outoff, outlen) */
+    size_t outlen, outoff;
+    double moved_at;   /* last time queued output was empty or drained a little */
+    bool close_after;  /* close once the queued output is sent */
 };
 
 struct jobrt {
@@ -152,6 +164,7 @@ static void client_close(struct daemon *d, int ci)
     if (c->fd >= 0)
         close(c->fd);
     free(c->in);
+    free(c->out);
     memset(c, 0, sizeof *c);
     c->fd = -1;
     for (int i = 0; i < STATUS_MAX_JOBS; i++)
@@ -159,24 +172,78 @@ static void client_close(struct daemon *d, int ci)
             d->rt[i].waiter = -1;
 }
 
+static bool client_has_output(const struct client *c)
+{
+    return c->outoff < c->outlen;
+}
+
+/* Send what the socket takes now, never blocking.  -EPIPE (client closed) when the peer is gone
+ * or the client was closed after its last answer; 0 otherwise. */
+static int client_flush(struct daemon *d, int ci)
+{
+    struct client *c = &d->cl[ci];
+    while (client_has_output(c)) {
+        ssize_t w = send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0; /* the peer reads slowly: the rest goes when poll says POLLOUT */
+        if (w <= 0) {
+            client_close(d, ci);
+            return -EPIPE;
+        }
+        c->outoff += (size_t)w;
+        c->moved_at = time_mono();
+    }
+    c->outoff = c->outlen = 0;
+    if (c->close_after) {
+        client_close(d, ci);
+        return -EPIPE;
+    }
+    return 0;
+}
+
+/* Queue line + '\n' and send what the socket takes.  A client whose queue would pass
+ * CLIENT_OUT_MAX is closed (-ENOBUFS).  -EPIPE when the client is gone. */
 static int client_send(struct daemon *d, int ci, const char *line)
 {
     struct client *c = &d->cl[ci];
     size_t n = strlen(line);
-    int r = fd_write_all(c->fd, line, n);
-    if (r == 0)
-        r = fd_write_all(c->fd, "\n", 1);
-    if (r < 0)
+    if (c->outoff > 0) { /* compact */
+        memmove(c->out, c->out + c->outoff, c->outlen - c->outoff);
+        c->outlen -= c->outoff;
+        c->outoff = 0;
+    }
+    if (c->outlen + n + 1 > CLIENT_OUT_MAX) {
+        log_debug("client %d: %zu bytes unread, dropped", ci, c->outlen);
         client_close(d, ci);
-    return r;
+        return -ENOBUFS;
+    }
+    char *nb = realloc(c->out, c->outlen + n + 1);
+    if (!nb) {
+        client_close(d, ci);
+        return -ENOMEM;
+    }
+    c->out = nb;
+    if (c->outlen == 0)
+        c->moved_at = time_mono();
+    memcpy(c->out + c->outlen, line, n);
+    c->out[c->outlen + n] = '\n';
+    c->outlen += n + 1;
+    return client_flush(d, ci);
 }
 
+/* Queue the final answer and close once it is sent. */
 static void client_reply(struct daemon *d, int ci, json_t *o)
 {
     char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
-    if (text && client_send(d, ci, text) == 0)
+    if (!text) {
         client_close(d, ci);
+        return;
+    }
+    d->cl[ci].close_after = true;
+    (void)client_send(d, ci, text);
     free(text);
 }
 
@@ -545,7 +612,7 @@ static void handle_request(struct daemon *d, int ci, struct rpc_request *q)
 static void client_readable(struct daemon *d, int ci)
 {
     struct client *c = &d->cl[ci];
-    if (c->watching || c->waiting) { /* only EOF is expected now */
+    if (c->watching || c->waiting || c->close_after) { /* only EOF is expected now */
         char b[256];
         ssize_t n = recv(c->fd, b, sizeof b, MSG_DONTWAIT);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
@@ -586,30 +653,71 @@ static void client_readable(struct daemon *d, int ci)
 
 static void daemon_accept(struct daemon *d)
 {
-    int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0)
         return;
     int ci = -1;
     for (int i = 0; i < MAX_CLIENTS && ci < 0; i++)
         if (d->cl[i].fd < 0)
             ci = i;
-    struct timeval tv = {.tv_sec = 2};
-    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (ci < 0) {
-        char busy[96];
+        /* Full: the connection that has been idle longest without a request makes room; a
+         * flood of silent connections cannot lock operators out. */
+        double oldest = 0;
+        for (int i = 0; i < MAX_CLIENTS; i++) {
+            struct client *c = &d->cl[i];
+            if (!c->watching && !c->waiting && !c->close_after && c->lb.len == 0 &&
+                (ci < 0 || c->opened_at < oldest)) {
+                ci = i;
+                oldest = c->opened_at;
+            }
+        }
+        if (ci >= 0)
+            client_error(d, ci, AGENT_EXIT_BUSY, "dropped: the control socket is full and this "
+                         "connection sent no request");
+        if (ci >= 0 && d->cl[ci].fd >= 0)
+            client_close(d, ci);
+    }
+    if (ci < 0) {
+        /* Every slot is busy for real: said at once.  The request is read (and discarded) first
+         * and our side shut down before closing, so the peer reads this line instead of a
+         * reset; the CLI exits 7 with these words instead of hanging or dying by SIGPIPE. */
+        char busy[160];
         int n = snprintf(busy, sizeof busy,
-                         "{\"code\":%d,\"error\":\"too many clients\",\"ok\":false}\n",
-                         AGENT_EXIT_BUSY);
-        (void)!write(fd, busy, (size_t)n);
+                         "{\"code\":%d,\"error\":\"the agent's control socket is full (%d "
+                         "connections busy): try again\",\"ok\":false}\n", AGENT_EXIT_BUSY, MAX_CLIENTS);
+        (void)!send(fd, busy, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)shutdown(fd, SHUT_WR);
+        char junk[4096];
+        for (int k = 0; k < 16 && recv(fd, junk, sizeof junk, MSG_DONTWAIT) > 0; k++)
+            ;
         close(fd);
         return;
     }
     d->cl[ci].fd = fd;
+    d->cl[ci].opened_at = time_mono();
     d->cl[ci].in = malloc(RPC_MAX_BYTES + 1);
     if (!d->cl[ci].in)
         client_close(d, ci);
     else
         (void)linebuf_init(&d->cl[ci].lb, d->cl[ci].in, RPC_MAX_BYTES + 1, RPC_MAX_BYTES);
+}
+
+/* Drop connections that never sent a request, and queues that do not move. */
+static void clients_expire(struct daemon *d, double now)
+{
+    for (int ci = 0; ci < MAX_CLIENTS; ci++) {
+        struct client *c = &d->cl[ci];
+        if (c->fd < 0)
+            continue;
+        if (client_has_output(c) && now - c->moved_at > CLIENT_STALL_S) {
+            log_debug("client %d: output not read for %.0fs, dropped", ci, CLIENT_STALL_S);
+            client_close(d, ci);
+        } else if (!c->watching && !c->waiting && !c->close_after &&
+                   now - c->opened_at > CLIENT_REQUEST_TIMEOUT_S) {
+            client_error(d, ci, AGENT_EXIT_USAGE, "no request within %.0fs", CLIENT_REQUEST_TIMEOUT_S);
+        }
+    }
 }
 
 /* ---- children and ticks ---- */
@@ -702,15 +810,21 @@ static void daemon_tick(struct daemon *d)
         struct client *c = &d->cl[ci];
         if (c->fd < 0 || !c->watching || now < c->next_at)
             continue;
+        if (client_has_output(c)) {
+            /* the previous document is still unread: skip this one rather than queue more */
+            c->next_at = now + c->interval;
+            continue;
+        }
         if (!doc && !(doc = daemon_status_text(d)))
             break;
+        if (c->remaining > 0 && --c->remaining == 0)
+            c->close_after = true;
         if (client_send(d, ci, doc) < 0)
             continue;
         c->next_at = now + c->interval;
-        if (c->remaining > 0 && --c->remaining == 0)
-            client_close(d, ci);
     }
     free(doc);
+    clients_expire(d, now);
     if (d->watchdog_s > 0 && now >= d->watchdog_next) {
         (void)notify_send("WATCHDOG=1");
         d->watchdog_next = now + d->watchdog_s;
@@ -890,11 +1004,14 @@ static void daemon_loop(struct daemon *d)
         int n = 0;
         pfd[n++] = (struct pollfd){.fd = d->listen_fd, .events = POLLIN};
         pfd[n++] = (struct pollfd){.fd = d->sig_fd, .events = POLLIN};
-        for (int ci = 0; ci < MAX_CLIENTS; ci++)
-            if (d->cl[ci].fd >= 0 && !d->cl[ci].eof) {
+        for (int ci = 0; ci < MAX_CLIENTS; ci++) {
+            struct client *c = &d->cl[ci];
+            short ev = (short)((c->eof ? 0 : POLLIN) | (client_has_output(c) ? POLLOUT : 0));
+            if (c->fd >= 0 && ev) {
                 who[n] = ci;
-                pfd[n++] = (struct pollfd){.fd = d->cl[ci].fd, .events = POLLIN};
+                pfd[n++] = (struct pollfd){.fd = c->fd, .events = ev};
             }
+        }
         for (int i = 0; i < d->st.njobs; i++)
             for (int k = 0; k < d->rt[i].gang.nranks; k++)
                 if (d->rt[i].gang.ranks[k].hb_fd >= 0) {
@@ -923,7 +1040,9 @@ static void daemon_loop(struct daemon *d)
             if (!pfd[p].revents)
                 continue;
             if (who[p] >= 0) {
-                if (d->cl[who[p]].fd == pfd[p].fd)
+                if (d->cl[who[p]].fd == pfd[p].fd && (pfd[p].revents & POLLOUT))
+                    (void)client_flush(d, who[p]);
+                if (d->cl[who[p]].fd == pfd[p].fd && (pfd[p].revents & ~POLLOUT))
                     client_readable(d, who[p]);
             } else {
                 int x = -who[p] - 1, i = x / STATUS_MAX_RANKS, k = x % STATUS_MAX_RANKS;

@@ -166,6 +166,20 @@ int rpc_format_request(const struct rpc_request *q, char **ret_text)
     return 0;
 }
 
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 int rpc_call(const char *sock, const char *text, int (*on_line)(const char *line, size_t len, void *ud),
              void *ud)
 {
@@ -181,8 +195,16 @@ int rpc_call(const char *sock, const char *text, int (*on_line)(const char *line
         r = -errno;
         goto out;
     }
-    if ((r = fd_write_all(fd, text, strlen(text))) < 0 || (r = fd_write_all(fd, "\n", 1)) < 0)
+    /* MSG_NOSIGNAL: a daemon that refuses us (too many clients) closes at once; that must be an
+     * error we can report, not a SIGPIPE that kills the CLI without a word.  Its one-line answer
+     * may still be readable after a failed write, so read on and let it speak. */
+    int wr = send_all(fd, text, strlen(text));
+    if (wr == 0)
+        wr = send_all(fd, "\n", 1);
+    if (wr < 0 && wr != -EPIPE && wr != -ECONNRESET) {
+        r = wr;
         goto out;
+    }
     (void)shutdown(fd, SHUT_WR);
     buf = malloc(RPC_REPLY_MAX + 1);
     if (!buf) {
@@ -202,6 +224,8 @@ int rpc_call(const char *sock, const char *text, int (*on_line)(const char *line
             if (errno == EINTR)
                 continue;
             r = -errno;
+            if (r == -ECONNRESET && wr < 0)
+                r = wr; /* refused before it read our request, and nothing to say */
             goto out;
         }
         if (n == 0)

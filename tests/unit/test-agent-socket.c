@@ -1,0 +1,239 @@
+/* The agent's control socket under hostile or careless clients (issue 12): connections that
+ * never send a request are answered and dropped, a full socket answers with a clear error that
+ * the CLI's rpc_call reads without dying by SIGPIPE, and watchers that never read do not keep
+ * the daemon from answering others.  The real daemon runs in a child process. */
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent/daemon.h"
+#include "agent/rpc.h"
+#include "common/log.h"
+#include "common/util.h"
+
+static char tmpd[64], sock[108];
+static pid_t daemon_pid = -1;
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(tmpd, "/tmp/drover-sock-test.XXXXXX");
+    if (!mkdtemp(tmpd))
+        return -1;
+    snprintf(sock, sizeof sock, "%s/s", tmpd);
+    daemon_pid = fork();
+    if (daemon_pid < 0)
+        return -1;
+    if (daemon_pid == 0) {
+        static struct daemon_opts o;
+        daemon_opts_default(&o);
+        snprintf(o.root, sizeof o.root, "%s/root", tmpd);
+        snprintf(o.socket, sizeof o.socket, "%s", sock);
+        snprintf(o.pidfile, sizeof o.pidfile, "%s/pid", tmpd);
+        log_set_level(LOG_LVL_WARN);
+        _exit(daemon_run(&o));
+    }
+    struct stat st;
+    for (int i = 0; i < 500 && stat(sock, &st) < 0; i++)
+        usleep(10000);
+    return stat(sock, &st);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (daemon_pid > 0) {
+        kill(daemon_pid, SIGTERM);
+        int ws;
+        (void)waitpid(daemon_pid, &ws, 0);
+    }
+    return fs_rm_rf(tmpd);
+}
+
+static int raw_connect(void)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
+}
+
+struct collect {
+    char *last;
+    int lines;
+};
+
+static int collect_line(const char *line, size_t len, void *ud)
+{
+    struct collect *c = ud;
+    free(c->last);
+    c->last = strndup(line, len);
+    c->lines++;
+    return 0;
+}
+
+/* status over rpc_call, as the CLI does; returns the last line (caller frees) */
+static char *status_line(void)
+{
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = RPC_STATUS;
+    char *text;
+    assert_int_equal(rpc_format_request(&q, &text), 0);
+    struct collect c = {0};
+    int r = rpc_call(sock, text, collect_line, &c);
+    free(text);
+    assert_int_equal(r, 0);
+    assert_non_null(c.last);
+    return c.last;
+}
+
+static bool is_status_doc(const char *line)
+{
+    json_error_t e;
+    json_t *o = json_loads(line, 0, &e);
+    bool ok = o && json_object_get(o, "jobs") != NULL;
+    json_decref(o);
+    return ok;
+}
+
+/* Read fd until EOF or max_s; true on EOF (the daemon closed it). */
+static bool reads_to_eof(int fd, double max_s, char *last, size_t last_sz)
+{
+    double until = time_mono() + max_s;
+    size_t len = 0;
+    last[0] = '\0';
+    while (time_mono() < until) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 200) <= 0)
+            continue;
+        char b[65536];
+        ssize_t n = read(fd, b, sizeof b);
+        if (n == 0)
+            return true;
+        if (n < 0)
+            return errno == ECONNRESET;
+        size_t k = (size_t)n < last_sz - 1 - len ? (size_t)n : last_sz - 1 - len;
+        memcpy(last + len, b, k);
+        len += k;
+        last[len] = '\0';
+    }
+    return false;
+}
+
+static void test_idle_and_full(void **state)
+{
+    (void)state;
+    /* 64 connections that never say anything fill the socket */
+    int idle[64];
+    for (int i = 0; i < 64; i++)
+        idle[i] = raw_connect();
+    usleep(300000); /* let the daemon accept them all */
+    /* the 65th is still served: the longest-idle connection makes room (SIGPIPE is left at its
+     * default here on purpose: rpc_call must not die by it either way) */
+    char *line = status_line();
+    assert_true(is_status_doc(line));
+    free(line);
+    char got[512];
+    assert_true(reads_to_eof(idle[0], 30, got, sizeof got));
+    assert_non_null(strstr(got, "control socket is full"));
+    close(idle[0]);
+    /* the other idle ones are answered and dropped after the request timeout */
+    for (int i = 1; i < 64; i++) {
+        assert_true(reads_to_eof(idle[i], 30, got, sizeof got));
+        if (i == 1)
+            assert_non_null(strstr(got, "no request within"));
+        close(idle[i]);
+    }
+    line = status_line();
+    assert_true(is_status_doc(line));
+    free(line);
+}
+
+static void test_full_of_watchers(void **state)
+{
+    (void)state;
+    /* 64 live watchers: nothing to evict; the next client gets a clear refusal (code 7) */
+    int w[64];
+    const char req[] = "{\"v\":1,\"op\":\"watch\",\"interval_s\":1,\"count\":0}\n";
+    for (int i = 0; i < 64; i++) {
+        w[i] = raw_connect();
+        assert_int_equal(write(w[i], req, sizeof req - 1), (ssize_t)(sizeof req - 1));
+    }
+    usleep(500000);
+    char *line = status_line();
+    assert_non_null(strstr(line, "\"code\":7"));
+    assert_non_null(strstr(line, "control socket is full"));
+    free(line);
+    for (int i = 0; i < 64; i++)
+        close(w[i]);
+}
+
+/* true once the daemon has closed fd, without reading from it */
+static bool hung_up(int fd, double max_s)
+{
+    double until = time_mono() + max_s;
+    while (time_mono() < until) {
+        struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+        if (poll(&p, 1, 200) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            return true;
+    }
+    return false;
+}
+
+static void test_watchers_that_never_read(void **state)
+{
+    (void)state;
+    /* eight watchers ask for a document every 50 ms and never read one */
+    int w[8];
+    const char req[] = "{\"v\":1,\"op\":\"watch\",\"interval_s\":0.05,\"count\":0}\n";
+    for (int i = 0; i < 8; i++) {
+        w[i] = raw_connect();
+        int rcv = 4096;
+        (void)setsockopt(w[i], SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
+        assert_int_equal(write(w[i], req, sizeof req - 1), (ssize_t)(sizeof req - 1));
+    }
+    /* others are still answered, every time */
+    for (int k = 0; k < 20; k++) {
+        char *line = status_line();
+        assert_true(is_status_doc(line));
+        free(line);
+        usleep(50000);
+    }
+    /* a watcher whose documents pile up unread is eventually dropped */
+    for (int i = 0; i < 8; i++) {
+        assert_true(hung_up(w[i], 120));
+        close(w[i]);
+    }
+    char *line = status_line();
+    assert_true(is_status_doc(line));
+    free(line);
+}
+
+int main(void)
+{
+    log_set_level(LOG_LVL_WARN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_idle_and_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_full_of_watchers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watchers_that_never_read, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
