@@ -1,6 +1,7 @@
-/* controller/cmd_trust.c: `drover trust HOST [--replace]`: fetch HOST's SSH host key, print its
- * SHA256 fingerprint and add it to the inventory's known_hosts.  The only verb that writes
- * known_hosts; a changed key is replaced only with --replace.
+/* controller/cmd_trust.c: `drover trust HOST... [--replace]` or `drover trust HOST --fingerprint
+ * SHA256:... [--replace]`: fetch HOST's SSH host key, print its SHA256 fingerprint and add it to
+ * the inventory's known_hosts.  The only verb that writes known_hosts; a changed key is replaced
+ * only with --replace; with --fingerprint only a key with that fingerprint is ever written.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,9 +19,11 @@ int cmd_trust(struct fleet *f, int argc, char **argv)
     static const struct option opts[] = {
         { "replace", no_argument, NULL, 'r' },
         { "output", required_argument, NULL, 'o' },
+        { "fingerprint", required_argument, NULL, 'f' },
         { NULL, 0, NULL, 0 },
     };
     bool replace = false, json = false;
+    const char *expect = NULL;
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
@@ -28,11 +31,19 @@ int cmd_trust(struct fleet *f, int argc, char **argv)
             replace = true;
         else if (c == 'o' && strcmp(optarg, "json") == 0)
             json = true;
+        else if (c == 'f')
+            expect = optarg;
         else
             return EXIT_USAGE;
     }
-    if (optind >= argc) {
-        log_error("usage: drover trust HOST... [--replace] [-o json]");
+    if (optind >= argc || (expect && argc - optind != 1)) {
+        log_error("usage: drover trust HOST... [--replace] [-o json] | drover trust HOST "
+                  "--fingerprint SHA256:... [--replace] [-o json] (one host per fingerprint)");
+        return EXIT_USAGE;
+    }
+    if (expect && !ssh_fingerprint_is_valid(expect)) {
+        log_error("--fingerprint '%s' is not a SHA256 fingerprint (SHA256: and 43 base64 "
+                  "characters, as ssh-keygen -lf prints it)", expect);
         return EXIT_USAGE;
     }
     /* -o json: {"v":1,"kind":"trust","hosts":[{"host","address","port","fingerprint","result",
@@ -70,7 +81,7 @@ int cmd_trust(struct fleet *f, int argc, char **argv)
         };
         char fp[SSH_FP_MAX] = "", err[1024] = "";
         int state;
-        int r = ssh_trust_host(&p, replace, fp, &state, err, sizeof err);
+        int r = ssh_trust_host(&p, replace, expect, fp, &state, err, sizeof err);
         if (json)
             json_array_append_new(
                 hosts, json_pack("{s:s,s:s,s:i,s:s,s:s,s:s?}", "host", host->name, "address",

@@ -121,16 +121,11 @@ int ssh_resolve(const struct ssh_params *p, struct ssh_target *ret, char *err, s
     return 0;
 }
 
-static int server_fingerprint(ssh_session s, char fp[SSH_FP_MAX])
+static int key_fingerprint(const ssh_key key, char fp[SSH_FP_MAX])
 {
-    ssh_key key = NULL;
     unsigned char *hash = NULL;
     size_t hlen = 0;
-    if (ssh_get_server_publickey(s, &key) < 0)
-        return -EIO;
-    int r = ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hlen);
-    ssh_key_free(key);
-    if (r < 0)
+    if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hlen) < 0)
         return -EIO;
     char *f = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hlen);
     ssh_clean_pubkey_hash(&hash);
@@ -139,6 +134,59 @@ static int server_fingerprint(ssh_session s, char fp[SSH_FP_MAX])
     (void)str_copy(fp, SSH_FP_MAX, f);
     ssh_string_free_char(f);
     return 0;
+}
+
+static int server_fingerprint(ssh_session s, char fp[SSH_FP_MAX])
+{
+    ssh_key key = NULL;
+    if (ssh_get_server_publickey(s, &key) < 0)
+        return -EIO;
+    int r = key_fingerprint(key, fp);
+    ssh_key_free(key);
+    return r;
+}
+
+/* The SHA256 fingerprints known_hosts holds for p's address:port (hashed entries included, as
+ * libssh matches them), joined with " or " into out; "" when none can be read.  For the
+ * changed-key message: libssh does not hand the old key out. */
+static void known_fingerprints(const struct ssh_params *p, char *out, size_t out_sz)
+{
+    out[0] = '\0';
+    char pattern[300], *text;
+    size_t len, off = 0;
+    if (knownhosts_pattern(p->address, p->port, pattern, sizeof pattern) < 0 ||
+        fs_read_file(p->known_hosts, KNOWNHOSTS_MAX_BYTES, &text, &len) < 0)
+        return;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        while (*line == ' ' || *line == '\t')
+            line++;
+        if (!*line || *line == '#' || *line == '@')
+            continue;
+        struct ssh_knownhosts_entry *e = NULL;
+        char fp[SSH_FP_MAX];
+        if (ssh_known_hosts_parse_line(pattern, line, &e) == SSH_OK && e && e->publickey &&
+            key_fingerprint(e->publickey, fp) == 0 && !strstr(out, fp)) {
+            int w = snprintf(out + off, out_sz - off, "%s%s", off ? " or " : "", fp);
+            if (w > 0 && (size_t)w < out_sz - off)
+                off += (size_t)w;
+        }
+        ssh_knownhosts_entry_free(e);
+    }
+    free(text);
+}
+
+/* "SHA256:" and 43 base64 characters (no padding), as ssh-keygen -l and drover print them. */
+bool ssh_fingerprint_is_valid(const char *fp)
+{
+    if (strncmp(fp, "SHA256:", 7) != 0)
+        return false;
+    size_t n = 0;
+    for (const char *q = fp + 7; *q; q++, n++)
+        if (!((*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') ||
+              *q == '+' || *q == '/'))
+            return false;
+    return n == 43;
 }
 
 static int session_connect(ssh_session s, const char *label, char *err, size_t err_sz)
@@ -193,9 +241,13 @@ int ssh_conn_open(const struct ssh_params *p, struct ssh_conn **ret_conn, char *
         goto fail;
     }
     if (r == -EKEYREJECTED) {
-        snprintf(err, err_sz, "%s: host key CHANGED: the host now shows %s, which is not the key "
-                 "in %s; this may be an attack; if you know why it changed, run: %s --replace",
-                 c->label, fp, p->known_hosts, p->trust_cmd ? p->trust_cmd : "drover trust HOST");
+        char old[3 * SSH_FP_MAX];
+        known_fingerprints(p, old, sizeof old);
+        snprintf(err, err_sz, "%s: host key CHANGED: %s has %s, the host now shows %s; this may "
+                 "be an attack; if you know why it changed, check the new fingerprint out of "
+                 "band and run: %s --fingerprint %s --replace", c->label, p->known_hosts,
+                 old[0] ? old : "another key", fp, p->trust_cmd ? p->trust_cmd : "drover trust HOST",
+                 fp);
         goto fail;
     }
     if (r < 0) {
@@ -278,11 +330,16 @@ static int rewrite_known_hosts(const struct ssh_params *p, char *err, size_t err
     return r;
 }
 
-int ssh_trust_host(const struct ssh_params *p, bool replace, char ret_fp[SSH_FP_MAX],
-                   int *ret_state, char *err, size_t err_sz)
+int ssh_trust_host(const struct ssh_params *p, bool replace, const char *expect_fp,
+                   char ret_fp[SSH_FP_MAX], int *ret_state, char *err, size_t err_sz)
 {
     ssh_session s;
     char label[160], fp[SSH_FP_MAX];
+    if (expect_fp && !ssh_fingerprint_is_valid(expect_fp)) {
+        snprintf(err, err_sz, "host '%s': '%s' is not a SHA256 fingerprint (SHA256: and 43 base64 "
+                 "characters, as ssh-keygen -lf shows it)", p->name, expect_fp);
+        return -EINVAL;
+    }
     int r = session_new(p, &s, label, sizeof label);
     if (r < 0) {
         snprintf(err, err_sz, "host '%s': cannot set up an SSH session", p->name);
@@ -292,15 +349,29 @@ int ssh_trust_host(const struct ssh_params *p, bool replace, char ret_fp[SSH_FP_
     if (r < 0)
         goto out;
     r = session_check_key(s, fp);
+    if (r < 0 && r != -ENOKEY && r != -EKEYREJECTED) {
+        snprintf(err, err_sz, "%s: cannot read the host key: %s", label, ssh_get_error(s));
+        goto out;
+    }
+    /* A pinned fingerprint is checked before anything else: only that key is ever written. */
+    if (expect_fp && strcmp(fp, expect_fp) != 0) {
+        snprintf(err, err_sz, "%s: the host shows %s, not the expected %s; nothing was written "
+                 "to %s", label, fp, expect_fp, p->known_hosts);
+        r = -EKEYREJECTED;
+        goto out;
+    }
     int state = 0;
     if (r == 0) {
         state = 1;
     } else if (r == -EKEYREJECTED && !replace) {
-        snprintf(err, err_sz, "%s: host key CHANGED: the host now shows %s, which is not the key "
-                 "in %s; if you know why it changed, run again with --replace", label, fp,
-                 p->known_hosts);
+        char old[3 * SSH_FP_MAX];
+        known_fingerprints(p, old, sizeof old);
+        snprintf(err, err_sz, "%s: host key CHANGED: %s has %s, the host now shows %s; if you know "
+                 "why it changed, check the new fingerprint out of band and run again with "
+                 "--fingerprint %s --replace", label, p->known_hosts, old[0] ? old : "another key",
+                 fp, fp);
         goto out;
-    } else if (r == -ENOKEY || r == -EKEYREJECTED) {
+    } else {
         char dir[512];
         (void)str_copy(dir, sizeof dir, p->known_hosts);
         char *slash = strrchr(dir, '/');
@@ -320,9 +391,6 @@ int ssh_trust_host(const struct ssh_params *p, bool replace, char ret_fp[SSH_FP_
             r = -EIO;
             goto out;
         }
-    } else {
-        snprintf(err, err_sz, "%s: cannot read the host key: %s", label, ssh_get_error(s));
-        goto out;
     }
     (void)str_copy(ret_fp, SSH_FP_MAX, fp);
     *ret_state = state;

@@ -51,11 +51,17 @@ int ssh_conn_open(const struct ssh_params *p, struct ssh_conn **ret_conn, char *
 void ssh_conn_free(struct ssh_conn *c);
 
 /* `drover trust`: connect, fetch the host key, and append it to known_hosts unless it is
- * already there.  A changed key is replaced only with replace=true (the host's old lines are
- * removed first); otherwise -EKEYREJECTED.  ret_fp gets "SHA256:..." and ret_state 0 = added,
+ * already there.  expect_fp non-NULL ("SHA256:..."): only a key with exactly that fingerprint
+ * is accepted; another is -EKEYREJECTED with both fingerprints in err and nothing written
+ * (-EINVAL when expect_fp is not a fingerprint).  A changed key is replaced only with
+ * replace=true (the host's old plain-text lines are removed first); otherwise -EKEYREJECTED
+ * naming the old and the new fingerprint.  ret_fp gets "SHA256:..." and ret_state 0 = added,
  * 1 = already trusted, 2 = replaced.  Creates known_hosts' directory (0700) if needed. */
-int ssh_trust_host(const struct ssh_params *p, bool replace, char ret_fp[SSH_FP_MAX],
-                   int *ret_state, char *err, size_t err_sz);
+int ssh_trust_host(const struct ssh_params *p, bool replace, const char *expect_fp,
+                   char ret_fp[SSH_FP_MAX], int *ret_state, char *err, size_t err_sz);
+
+/* true when fp reads "SHA256:" and 43 base64 characters. */
+bool ssh_fingerprint_is_valid(const char *fp);
 
 
 /* Run one shell command line (see quote.h) on an exec channel; waits up to timeout_s.

@@ -29,8 +29,16 @@ check "every container is still on v1" all_current_is "$v1"
 check "h2's sshd never let drover in (no 'Accepted publickey' since the mark)" \
 	bash -c "! grep -q 'Accepted publickey' <<<\"\$(tail -n +$((h2_sshd_mark + 1)) '$LAB_DIR/hosts/h2/sshd.log')\""
 
-say "drover trust h2"
-drover trust h2
+h2fp=$(ssh-keygen -lf "$LAB_DIR/hosts/h2/ssh_host_ed25519_key.pub" | awk '{print $2}')
+say "drover trust h2 --fingerprint <another key's>"
+drover trust h2 --fingerprint SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
+show_drover 5
+check "trust with a fingerprint the host does not show exits 5" test "$DROVER_RC" = 5
+check "the refusal names what the host shows" grep -qF -- "$h2fp" "$E2E_WORK/last.out" "$E2E_WORK/last.err"
+check "nothing was written to known_hosts" bash -c "! grep -q '127.0.0.3' '$LAB_DIR/known_hosts'"
+
+say "drover trust h2 --fingerprint $h2fp"
+drover trust h2 --fingerprint "$h2fp"
 show_drover 5
 check "trust h2 exits 0" test "$DROVER_RC" = 0
 check "known_hosts has h2's key again" grep -q "$(cut -d' ' -f2 "$LAB_DIR/hosts/h2/ssh_host_ed25519_key.pub")" "$LAB_DIR/known_hosts"

@@ -129,10 +129,29 @@ static void test_unknown_then_trusted(void **state)
     assert_non_null(strstr(err, want));
     char fp[SSH_FP_MAX];
     int st = -1;
-    assert_int_equal(ssh_trust_host(&p, false, fp, &st, err, sizeof err), 0);
+    /* --fingerprint: a key with another fingerprint is refused, both named, nothing written */
+    const char *wrong = "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    assert_int_equal(ssh_trust_host(&p, false, wrong, fp, &st, err, sizeof err), -EKEYREJECTED);
+    assert_int_equal(st, -1);
+    assert_non_null(strstr(err, want));
+    assert_non_null(strstr(err, wrong));
+    assert_int_not_equal(access(kh, F_OK), 0);
+    assert_int_equal(ssh_trust_host(&p, false, "SHA256:short", fp, &st, err, sizeof err), -EINVAL);
+    assert_false(ssh_fingerprint_is_valid("MD5:aa:bb"));
+    assert_true(ssh_fingerprint_is_valid(want));
+    /* the expected one is pinned */
+    assert_int_equal(ssh_trust_host(&p, false, want, fp, &st, err, sizeof err), 0);
     assert_int_equal(st, 0);
     assert_string_equal(fp, want);
-    assert_int_equal(ssh_trust_host(&p, false, fp, &st, err, sizeof err), 0);
+    assert_int_equal(sh("rm -f %s", kh), 0);
+    /* unknown-host stays refuse-by-default: only trust writes known_hosts */
+    struct ssh_conn *c2 = NULL;
+    assert_int_equal(ssh_conn_open(&p, &c2, err, sizeof err), -ENOKEY);
+    assert_null(c2);
+    assert_int_equal(ssh_trust_host(&p, false, NULL, fp, &st, err, sizeof err), 0);
+    assert_int_equal(st, 0);
+    assert_string_equal(fp, want);
+    assert_int_equal(ssh_trust_host(&p, false, NULL, fp, &st, err, sizeof err), 0);
     assert_int_equal(st, 1); /* already there: nothing appended twice */
     assert_int_equal(sh("test $(grep -c . %s) = 1", kh), 0);
     assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), 0);
@@ -151,13 +170,34 @@ static void test_changed_key(void **state)
     struct ssh_conn *c = NULL;
     char err[1024], fp[SSH_FP_MAX];
     int st = -1;
+    /* the fingerprints of the pinned (old) key and of the host's (new) key */
+    char oldfp[256], newfp[256], cmd[512];
+    snprintf(cmd, sizeof cmd, "ssh-keygen -lf %s/other.pub | awk '{print $2}'", dir);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(fgets(oldfp, sizeof oldfp, f));
+    pclose(f);
+    oldfp[strcspn(oldfp, "\n")] = '\0';
+    snprintf(cmd, sizeof cmd, "ssh-keygen -lf %s.pub | awk '{print $2}'", hostkey);
+    f = popen(cmd, "r");
+    assert_non_null(fgets(newfp, sizeof newfp, f));
+    pclose(f);
+    newfp[strcspn(newfp, "\n")] = '\0';
     assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), -EKEYREJECTED);
     assert_null(c);
     assert_non_null(strstr(err, "host key CHANGED"));
-    assert_non_null(strstr(err, "trust t1 --replace"));
-    assert_int_equal(ssh_trust_host(&p, false, fp, &st, err, sizeof err), -EKEYREJECTED);
+    assert_non_null(strstr(err, oldfp)); /* issue 12: the old fingerprint was not shown */
+    assert_non_null(strstr(err, newfp));
+    assert_non_null(strstr(err, "trust t1 --fingerprint"));
+    assert_non_null(strstr(err, "--replace"));
+    assert_int_equal(ssh_trust_host(&p, false, NULL, fp, &st, err, sizeof err), -EKEYREJECTED);
     assert_int_equal(st, -1);
-    assert_int_equal(ssh_trust_host(&p, true, fp, &st, err, sizeof err), 0);
+    assert_non_null(strstr(err, oldfp));
+    assert_non_null(strstr(err, newfp));
+    /* --replace with a fingerprint the host does not show writes nothing */
+    assert_int_equal(ssh_trust_host(&p, true, oldfp, fp, &st, err, sizeof err), -EKEYREJECTED);
+    assert_int_equal(st, -1);
+    assert_int_equal(sh("grep -q \"$(cut -d' ' -f2 %s/other.pub)\" %s", dir, kh), 0);
+    assert_int_equal(ssh_trust_host(&p, true, newfp, fp, &st, err, sizeof err), 0);
     assert_int_equal(st, 2);
     assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), 0);
     ssh_conn_free(c);
@@ -169,7 +209,7 @@ static struct ssh_conn *connect_ok(void)
     struct ssh_params p = params();
     char fp[SSH_FP_MAX], err[1024];
     int st;
-    assert_int_equal(ssh_trust_host(&p, true, fp, &st, err, sizeof err), 0);
+    assert_int_equal(ssh_trust_host(&p, true, NULL, fp, &st, err, sizeof err), 0);
     struct ssh_conn *c = NULL;
     assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), 0);
     return c;
