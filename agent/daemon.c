@@ -964,9 +964,16 @@ static int pidfile_lock(const char *path, int *ret_fd)
         *slash = '\0';
         (void)fs_mkdir_p(dir, 0755);
     }
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    /* O_NOFOLLOW|O_NONBLOCK: a symlink or FIFO planted at the pidfile's name is refused, and
+     * cannot block the start */
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
+    struct stat pst;
+    if (fstat(fd, &pst) < 0 || !S_ISREG(pst.st_mode)) {
+        close(fd);
+        return -EINVAL;
+    }
     if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
         int r = errno == EWOULDBLOCK ? -EBUSY : -errno;
         close(fd);
@@ -1093,7 +1100,7 @@ static int daemon_detach(const char *root, int *ret_ready_fd)
     char logp[PATH_MAX];
     int logfd = -1;
     if (fs_mkdir_p(root, 0755) == 0 && snprintf(logp, sizeof logp, "%s/agent.log", root) < (int)sizeof logp)
-        logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+        logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
     if (logfd >= 0) {
         dup2(logfd, 2);
         close(logfd);

@@ -32,6 +32,7 @@
 #include "common/agentcli.h"
 #include "common/bundle.h"
 #include "common/log.h"
+#include "common/safefile.h"
 #include "common/samples.h"
 #include "common/status.h"
 #include "common/text.h"
@@ -363,6 +364,21 @@ static int cmd_release(struct cli *c)
             log_error("release add: usage: release add BLOB --id ID");
             return AGENT_EXIT_USAGE;
         }
+        /* A FIFO or device must be refused before anything opens it for real: opening or
+         * reading one blocks forever (issue 12: `release add` on a FIFO hung). */
+        const char *type = NULL;
+        int bfd, br = safefile_open_regular(c->args[1], false, &bfd, &type);
+        if (br < 0) {
+            char shown[256];
+            text_escape(c->args[1], strlen(c->args[1]), shown, sizeof shown);
+            if (br == -EINVAL)
+                fprintf(stderr, "release add: '%s' is a %s, not a regular file: refused\n", shown,
+                        type ? type : "special file");
+            else
+                fprintf(stderr, "release add: cannot open '%s': %s\n", shown, strerror(-br));
+            return br == -EINVAL ? AGENT_EXIT_BUNDLE : AGENT_EXIT_FAIL;
+        }
+        close(bfd);
         char err[512];
         int r = store_add_release(&s, c->args[1], c->id, err, sizeof err);
         if (r < 0) {

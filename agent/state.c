@@ -465,7 +465,7 @@ int events_open(const char *path, struct events *ret_ev)
     snprintf(rotated, sizeof rotated, "%s.1", path);
     int64_t a = events_last_seq(rotated), b = events_last_seq(path);
     ev.seq = a > b ? a : b;
-    ev.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    ev.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (ev.fd < 0)
         return -errno;
     *ret_ev = ev;
@@ -482,7 +482,7 @@ int64_t events_append(struct events *ev, const char *job, const char *kind, cons
         char rotated[sizeof ev->path + 4];
         snprintf(rotated, sizeof rotated, "%s.1", ev->path);
         if (rename(ev->path, rotated) == 0) {
-            int fd = open(ev->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+            int fd = open(ev->path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
             if (fd >= 0) {
                 close(ev->fd);
                 ev->fd = fd;

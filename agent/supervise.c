@@ -157,7 +157,8 @@ static int open_rank_log(const struct store *s, const char *job, int rank, bool 
         snprintf(old, sizeof old, "%s.1", p);
         (void)rename(p, old);
     }
-    int fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    /* the log directory is the worker's to write in: never follow a link planted there */
+    int fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
     return fd < 0 ? -errno : fd;
 }
 

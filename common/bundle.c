@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/safefile.h"
 #include "common/sha256.h"
 #include "common/util.h"
 
@@ -138,9 +139,8 @@ int bundle_pack(const char *dir, const char *name, const char *out_path,
         r = -ENAMETOOLONG;
         goto out;
     }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        r = -errno;
+    if ((r = safefile_create_excl(tmp, 0644, &fd)) < 0) {
+        fd = -1;
         goto out;
     }
     a = archive_write_new();

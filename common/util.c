@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/safefile.h"
+
 int str_copy(char *dst, size_t dstsz, const char *src)
 {
     if (dstsz == 0)
@@ -145,10 +147,11 @@ int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
         return -ENAMETOOLONG;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return -errno;
-    int r = fd_write_all(fd, data, len);
+    int fd;
+    int r = safefile_create_excl(tmp, mode, &fd); /* a predictable name: never written through */
+    if (r < 0)
+        return r;
+    r = fd_write_all(fd, data, len);
     if (r == 0 && fsync(fd) < 0)
         r = -errno;
     if (close(fd) < 0 && r == 0)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/safefile.h"
 #include "common/sha256.h"
 #include "common/util.h"
 
@@ -153,9 +154,9 @@ int ckpt_write(const char *dir, const struct ckpt_meta *meta, const float *param
     if (snprintf(path, sizeof path, "%s/ckpt-%016" PRIx64 "-%012" PRId64 ".bin", dir, fp, meta->step) >= (int)sizeof path ||
         snprintf(tmp, sizeof tmp, "%s/.ckpt-%016" PRIx64 "-%012" PRId64 ".tmp.%d", dir, fp, meta->step, (int)getpid()) >= (int)sizeof tmp)
         return -ENAMETOOLONG;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
+    int fd;
+    if ((r = safefile_create_excl(tmp, 0644, &fd)) < 0)
+        return r;
     struct sha256_ctx *sc = sha256_new();
     if (!sc) {
         r = -ENOMEM;

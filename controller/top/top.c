@@ -473,7 +473,7 @@ static void start_rollback(struct ui *u)
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, u->action_log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 1, u->action_log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     pid_t pid;
     int r = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, (char *const *)argv, environ);

@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "common/linebuf.h"
+#include "common/safefile.h"
 #include "common/text.h"
 #include "common/util.h"
 #include "controller/transport/quote.h"
@@ -328,12 +329,11 @@ static int copy_local(const char *src, const char *dst, char *err, size_t err_sz
         snprintf(err, err_sz, "cannot open '%s': %s", src, strerror(e));
         return -e;
     }
-    int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (out < 0) {
-        int e = errno;
+    int out, ce = safefile_create_excl(tmp, 0600, &out);
+    if (ce < 0) {
         close(in);
-        snprintf(err, err_sz, "cannot create '%.900s': %s", tmp, strerror(e));
-        return -e;
+        snprintf(err, err_sz, "cannot create '%.900s': %s", tmp, strerror(-ce));
+        return ce;
     }
     char buf[65536];
     int r = 0;

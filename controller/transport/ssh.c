@@ -601,7 +601,13 @@ int ssh_upload(struct ssh_conn *c, const char *local_path, const char *remote_pa
                  ssh_get_error(c->s));
         goto out;
     }
-    f = sftp_open(sftp, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    /* O_EXCL on the predictable temp name: never written through something left there; a
+     * stale one (an earlier run with our pid) is removed once */
+    f = sftp_open(sftp, tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (!f) {
+        (void)sftp_unlink(sftp, tmp);
+        f = sftp_open(sftp, tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    }
     if (!f) {
         r = translate_sftp_error(sftp_get_error(sftp));
         snprintf(err, err_sz, "%s: cannot create '%s' by SFTP: %s", c->label, tmp,
