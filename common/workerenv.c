@@ -13,15 +13,17 @@ static const char *const reserved_env[] = {
 };
 
 /* What a job may add to its workers' environment: an allow-list, not a deny-list, so that no
- * loader or interpreter hook (LD_PRELOAD, LD_LIBRARY_PATH, PYTHONPATH, BASH_ENV, GCONV_PATH,
- * ...) can be slipped into a worker (issue 12).  docs/agent.md lists the same. */
+ * loader or shell hook (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, BASH_ENV, ENV, GCONV_PATH,
+ * MALLOC_*, ...) can be slipped into a worker (issue 12).  PYTHONPATH is allowed on purpose:
+ * PyTorch releases need it, and it only reaches the Python the release itself runs.
+ * docs/agent.md lists the same. */
 static const char *const allowed_prefix[] = {
     "DROVER_TRAIN_", "NCCL_", "CUDA_", "CUBLAS_", "CUBLASLT_", "CUDNN_", "TORCH_", "PYTORCH_",
     "OMP_", "MKL_", "OPENBLAS_", "HF_", "WANDB_", "TOKENIZERS_",
 };
 static const char *const allowed_name[] = {
-    "TZ", "LC_ALL", "TMPDIR", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONFAULTHANDLER",
-    "PYTHONDONTWRITEBYTECODE",
+    "TZ", "LC_ALL", "TMPDIR", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED",
+    "PYTHONFAULTHANDLER", "PYTHONDONTWRITEBYTECODE",
 };
 
 static bool name_is_allowed(const char *name, size_t len)
@@ -41,8 +43,8 @@ const char *worker_env_allowed_text(void)
 {
     return "DROVER_TRAIN_*, NCCL_*, CUDA_* (not CUDA_VISIBLE_DEVICES), CUBLAS_*, CUBLASLT_*, "
            "CUDNN_*, TORCH_*, PYTORCH_*, OMP_*, MKL_*, OPENBLAS_*, HF_*, WANDB_*, TOKENIZERS_*, "
-           "TZ, LC_ALL, TMPDIR, PYTHONUNBUFFERED, PYTHONHASHSEED, PYTHONFAULTHANDLER, "
-           "PYTHONDONTWRITEBYTECODE";
+           "TZ, LC_ALL, TMPDIR, PYTHONPATH, PYTHONUNBUFFERED, PYTHONHASHSEED, "
+           "PYTHONFAULTHANDLER, PYTHONDONTWRITEBYTECODE";
 }
 
 int worker_env_check(const char *kv, char *why, size_t whysz)

@@ -446,7 +446,7 @@ static void test_spec_validate(void **state)
     assert_int_equal(spec_add_env(&s, "CUDA_VISIBLE_DEVICES=3"), -EINVAL); /* reserved */
     assert_int_equal(spec_add_env(&s, "LD_PRELOAD=/tmp/evil.so"), -EPERM);
     assert_int_equal(spec_add_env(&s, "LD_LIBRARY_PATH=/tmp"), -EPERM);
-    assert_int_equal(spec_add_env(&s, "PYTHONPATH=/tmp"), -EPERM);
+    assert_int_equal(spec_add_env(&s, "LD_AUDIT=/tmp/x.so"), -EPERM);
     assert_int_equal(spec_add_env(&s, "BASH_ENV=/tmp/x"), -EPERM);
     assert_int_equal(spec_add_env(&s, "NCCL_=x"), -EPERM); /* a prefix alone is not a name */
     assert_non_null(strstr(worker_env_allowed_text(), "NCCL_*"));

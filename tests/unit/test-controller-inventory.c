@@ -225,7 +225,10 @@ static void test_env_preflight_timeout_liveness(void **state)
         {"env = CUDA_VISIBLE_DEVICES=0\n", "[job j] env", "CUDA_VISIBLE_DEVICES"},
         {"env = NOEQUALS\n", "[job j] env", "not NAME=VALUE"},
         {"env = 1X=2\n", "[job j] env", "not a variable name"},
-        {"env = A=1\nenv = A=2\n", "inv.ini:7: [job j] env", "A is set twice"},
+        {"env = NCCL_A=1\nenv = NCCL_A=2\n", "inv.ini:7: [job j] env", "NCCL_A is set twice"},
+        /* issue 12: an allow-list; a loader hook is refused with its name */
+        {"env = LD_PRELOAD=/tmp/evil.so\n", "inv.ini:6: [job j] env", "LD_PRELOAD is not allowed"},
+        {"env = FOO=1\n", "inv.ini:6: [job j] env", "allow-list"},
         {"preflight_timeout = 0\n", "inv.ini:6: [job j] preflight_timeout", "1s to 24h"},
         {"silence_deadline = soon\n", "inv.ini:6: [job j] silence_deadline", "not a duration"},
     };
