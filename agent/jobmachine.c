@@ -59,6 +59,16 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
         snprintf(reason, reasonsz, "completed (%s)", how);
         return POLICY_DONE;
     }
+    if (!exit_signal && exit_code == JM_EXIT_DEVICE) {
+        /* The device or driver failed (drover-train exit 9, docs/errors.md): the environment's
+         * fault, not the release's.  Reverting would blame a good release and restarting loops
+         * on the same broken GPU: stop and mark the container for attention (issue 12).  The
+         * controller refuses the next deploy here until gpu-check passes or it is forced. */
+        snprintf(reason, reasonsz, "%s %s (device error): the GPU environment is broken; no "
+                 "rollback, no restart: run drover-agent gpu-check in the container, fix it, then "
+                 "deploy again", JM_ATTENTION_PREFIX, how);
+        return POLICY_FAIL;
+    }
     /* on probation a hang is the release's verdict, not a reason to retry */
     bool fatal = exit_code == JM_EXIT_DIVERGED || (exit_code == JM_EXIT_HUNG && !promoted) ||
                  (!exit_signal && exit_code > 0 && policy_exit_is_nonretryable(exit_code));

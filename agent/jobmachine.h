@@ -37,6 +37,13 @@
  * probation is reverted; a promoted one restarts from its newest checkpoint with backoff, at
  * most crash_limit times within crash_window (the restart budget), then fails. */
 #define JM_EXIT_HUNG (-3)
+/* drover-train's "device" exit (docs/errors.md, 9): the backend could not start or failed
+ * mid-step.  An environment fault: the job stops as failed with a reason that starts with
+ * JM_ATTENTION_PREFIX, never a rollback and never a restart loop. */
+#define JM_EXIT_DEVICE 9
+/* How a reason marks a container whose environment needs attention; status and top show it, and
+ * the controller looks for it (the status document's reason is the contract). */
+#define JM_ATTENTION_PREFIX "needs attention: environment fault:"
 
 /* ---- policy knobs (drover-agent daemon flags) ---- */
 struct crash_policy {

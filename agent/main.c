@@ -23,6 +23,7 @@
 #include "agent/agent.h"
 #include "agent/daemon.h"
 #include "agent/lease.h"
+#include "agent/gpucheck.h"
 #include "agent/metrics.h"
 #include "agent/rpc.h"
 #include "agent/state.h"
@@ -54,6 +55,8 @@ struct cli {
     bool metrics; /* the metrics verb: status as Prometheus text */
     double timeout_s, interval_s, probation_s, ktok_s;
     int64_t count, since;
+    char host_driver[32], cuda[32]; /* gpu-check */
+    double gpu_mem;
     struct job_spec spec;
     struct daemon_opts dopts;
     int nargs;
@@ -86,8 +89,10 @@ static void usage(FILE *f)
             "  status [--json] | watch [--json] [--interval S] [--count N]\n"
             "  metrics                      status as Prometheus text (node_exporter textfile collector)\n"
             "  events [--since SEQ] [--json]\n"
+            "  gpu-check [--gpus 0,1] [--nproc-per-node P] [--host-driver V] [--cuda X.Y] [--gpu-mem BYTES]\n"
             "exit codes: 0 ok, 1 failed, 2 usage, 3 no daemon, 4 no such release, 5 bad bundle,\n"
-            "            6 command cannot run, 7 busy, 8 disk full, 124 preflight timeout (docs/errors.md)\n");
+            "            6 command cannot run, 7 busy, 8 disk full, 9 GPU environment fault,\n"
+            "            124 preflight timeout (docs/errors.md)\n");
 }
 
 static int parse_num(const char *s, double lo, double hi, double *v)
@@ -175,6 +180,9 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_SAMPLES: c->samples = a; break;
         case AGENT_OPT_REASON: (void)str_copy(c->reason, sizeof c->reason, a); break;
         case AGENT_OPT_ENV: env_r = spec_add_env(&c->spec, a); bad = env_r < 0; break;
+        case AGENT_OPT_HOST_DRIVER: bad = str_copy(c->host_driver, sizeof c->host_driver, a) < 0 || !a[0]; break;
+        case AGENT_OPT_CUDA: bad = str_copy(c->cuda, sizeof c->cuda, a) < 0 || !a[0]; break;
+        case AGENT_OPT_GPU_MEM: bad = parse_num(a, 0, 1e15, &c->gpu_mem) < 0; break;
         case AGENT_OPT_KEEP: bad = parse_int(a, 1, 10000, &c->dopts.keep_releases) < 0; break;
         case AGENT_OPT_CRASH_LIMIT: bad = parse_int(a, 1, 1000, &c->dopts.policy.crash_limit) < 0; break;
         case AGENT_OPT_CRASH_WINDOW: bad = parse_num(a, 1, 86400, &c->dopts.policy.crash_window_s) < 0; break;
@@ -817,6 +825,41 @@ static int set_global(char *dst, size_t dstsz, const char *opt, const char *v)
     return 0;
 }
 
+/* gpu-check: the GPU environment preflight (agent/gpucheck.h).  Every check runs; passed ones
+ * are one "ok: ..." line each on stdout, faults one line each on stderr (so the controller's
+ * one-line reason is exactly the faults).  Exit 9 when any check failed. */
+static int cmd_gpu_check(struct cli *c)
+{
+    if (c->nargs != 0) {
+        log_error("gpu-check: usage: gpu-check [--gpus 0,1] [--nproc-per-node P] "
+                  "[--host-driver V] [--cuda X.Y] [--gpu-mem BYTES]");
+        return AGENT_EXIT_USAGE;
+    }
+    struct gpucheck_paths paths;
+    gpucheck_paths_default(&paths);
+    char why[4][1024];
+    int r[4];
+    r[0] = gpucheck_driver(&paths, c->host_driver, why[0], sizeof why[0]);
+    r[1] = gpucheck_cuda(&paths, c->cuda, why[1], sizeof why[1]);
+    r[2] = gpucheck_devices(&paths, c->spec.gpus, c->spec.nproc, why[2], sizeof why[2]);
+    r[3] = gpucheck_memory(c->spec.gpus, c->spec.nproc, (uint64_t)c->gpu_mem, why[3], sizeof why[3]);
+    int faults = 0;
+    for (int i = 0; i < 4; i++)
+        if (r[i] == 0)
+            printf("ok: %s\n", why[i]);
+    for (int i = 0; i < 4; i++)
+        if (r[i] < 0) {
+            fprintf(stderr, "%s\n", why[i]);
+            faults++;
+        }
+    if (faults) {
+        printf("gpu environment: %d fault%s\n", faults, faults > 1 ? "s" : "");
+        return AGENT_EXIT_GPU_ENV;
+    }
+    printf("gpu environment: ok\n");
+    return AGENT_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
     log_init("drover-agent");
@@ -905,6 +948,7 @@ int main(int argc, char **argv)
         c.metrics = true;
         code = cmd_status(&c, false);
         break;
+    case AGENT_VERB_GPU_CHECK: code = cmd_gpu_check(&c); break;
     default:
         log_error("unknown verb '%s'", verb);
         usage(stderr);

@@ -26,6 +26,7 @@ static const char *const verb_names[AGENT_VERB_COUNT] = {
     [AGENT_VERB_METRICS] = "metrics",     [AGENT_VERB_EVENTS] = "events",
     [AGENT_VERB_LEASE] = "lease",
     [AGENT_VERB_BASELINE] = "baseline",
+    [AGENT_VERB_GPU_CHECK] = "gpu-check",
 };
 
 const char *agent_verb_name(enum agent_verb v)
@@ -76,7 +77,10 @@ int agent_verb_parse(const char *s)
     X(AGENT_OPT_SILENCE_DEADLINE, "silence-deadline", required_argument)       \
     X(AGENT_OPT_STALL_DEADLINE, "stall-deadline", required_argument)           \
     X(AGENT_OPT_CHECKPOINT_DEADLINE, "checkpoint-deadline", required_argument) \
-    X(AGENT_OPT_SAMPLES, "samples", required_argument)
+    X(AGENT_OPT_SAMPLES, "samples", required_argument) \
+    X(AGENT_OPT_HOST_DRIVER, "host-driver", required_argument)                 \
+    X(AGENT_OPT_CUDA, "cuda", required_argument)                               \
+    X(AGENT_OPT_GPU_MEM, "gpu-mem", required_argument)
 
 #define AS_LONGOPT(id, name, arg) { name, arg, 0, id },
 const struct option agent_cli_longopts[] = {
@@ -296,4 +300,19 @@ void agent_argv_activate(struct agent_argv *a, const struct agent_activate *p)
     add_opt(a, AGENT_OPT_SILENCE_DEADLINE, numf(a, "%g", p->silence_deadline_s));
     add_opt(a, AGENT_OPT_STALL_DEADLINE, numf(a, "%g", p->stall_deadline_s));
     add_opt(a, AGENT_OPT_CHECKPOINT_DEADLINE, numf(a, "%g", p->checkpoint_deadline_s));
+}
+
+void agent_argv_gpu_check(struct agent_argv *a, int nproc_per_node, const char *gpus,
+                          const char *host_driver, const char *cuda, double gpu_mem)
+{
+    add_verb(a, AGENT_VERB_GPU_CHECK);
+    add_opt(a, AGENT_OPT_NPROC, numf(a, "%d", nproc_per_node));
+    if (gpus && gpus[0])
+        add_opt(a, AGENT_OPT_GPUS, gpus);
+    if (host_driver && host_driver[0])
+        add_opt(a, AGENT_OPT_HOST_DRIVER, host_driver);
+    if (cuda && cuda[0])
+        add_opt(a, AGENT_OPT_CUDA, cuda);
+    if (gpu_mem > 0)
+        add_opt(a, AGENT_OPT_GPU_MEM, numf(a, "%.0f", gpu_mem));
 }

@@ -44,6 +44,8 @@
     X(AGENT_EXIT_BUSY, 7, "busy")                                                          \
     /* ENOSPC/EDQUOT while installing a release; nothing installed */                      \
     X(AGENT_EXIT_DISK_FULL, 8, "disk_full")                                                \
+    /* gpu-check: the container's GPU environment is broken */                            \
+    X(AGENT_EXIT_GPU_ENV, 9, "gpu_env")                                                    \
     X(AGENT_EXIT_TIMEOUT, 124, "timeout") /* preflight ran past --timeout */
 
 #define AGENT_EXIT_ENUM(id, code, name) id = code,
@@ -68,6 +70,7 @@ enum agent_verb {
     AGENT_VERB_EVENTS,
     AGENT_VERB_LEASE, /* lease take JOB HOLDER TTL_S | lease release JOB HOLDER (agent/lease.h) */
     AGENT_VERB_BASELINE, /* baseline --job J: the sample set promote --samples kept */
+    AGENT_VERB_GPU_CHECK, /* gpu-check: the GPU environment preflight (agent/gpucheck.h) */
     AGENT_VERB_COUNT
 };
 
@@ -85,6 +88,7 @@ enum agent_opt {
     AGENT_OPT_CRASH_WINDOW, AGENT_OPT_MAX_ROLLBACKS, AGENT_OPT_BACKOFF_INITIAL,
     AGENT_OPT_BACKOFF_MAX, AGENT_OPT_FIRST_STEP_DEADLINE, AGENT_OPT_SILENCE_DEADLINE,
     AGENT_OPT_STALL_DEADLINE, AGENT_OPT_CHECKPOINT_DEADLINE, AGENT_OPT_SAMPLES,
+    AGENT_OPT_HOST_DRIVER, AGENT_OPT_CUDA, AGENT_OPT_GPU_MEM,
     AGENT_OPT_END
 };
 
@@ -158,5 +162,10 @@ struct agent_activate {
  * --silence-deadline S --stall-deadline S --checkpoint-deadline S; then agent_argv_env() and
  * agent_argv_command(). */
 void agent_argv_activate(struct agent_argv *a, const struct agent_activate *p);
+
+/* gpu-check --nproc-per-node P [--gpus G] [--host-driver V] [--cuda X.Y] [--gpu-mem BYTES]
+ * ("" or NULL strings and gpu_mem 0 left out). */
+void agent_argv_gpu_check(struct agent_argv *a, int nproc_per_node, const char *gpus,
+                          const char *host_driver, const char *cuda, double gpu_mem);
 
 #endif

@@ -534,6 +534,13 @@ static void test_policy(void **state)
     assert_int_equal(policy_on_gang_exit(&p, false, true, 0, JM_EXIT_DIVERGED, 0, 1, 0, why, sizeof why), POLICY_REVERT);
     assert_non_null(strstr(why, "non-finite"));
     assert_int_equal(policy_on_gang_exit(&p, true, true, 0, JM_EXIT_DIVERGED, 0, 1, 0, why, sizeof why), POLICY_FAIL);
+    /* device / driver failure (exit 9): an environment fault, never a rollback of the release
+     * and never a restart loop, promoted or not (issue 12) */
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 9, 0, 1, 0, why, sizeof why), POLICY_FAIL);
+    assert_non_null(strstr(why, JM_ATTENTION_PREFIX));
+    assert_non_null(strstr(why, "gpu-check"));
+    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 9, 0, 1, 0, why, sizeof why), POLICY_FAIL);
+    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 9, 0, 50, 0, why, sizeof why), POLICY_FAIL);
     /* backoff: 1, 2, 4, ... capped at 60 */
     assert_true(policy_backoff(&p, 1) == 1);
     assert_true(policy_backoff(&p, 2) == 2);
