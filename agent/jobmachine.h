@@ -43,7 +43,7 @@
 #define JM_EXIT_DEVICE 9
 /* How a reason marks a container whose environment needs attention; status and top show it, and
  * the controller looks for it (the status document's reason is the contract). */
-#define JM_ATTENTION_PREFIX "needs attention: environment fault:"
+#define JM_ATTENTION_PREFIX STATUS_ATTENTION_PREFIX
 
 /* ---- policy knobs (drover-agent daemon flags) ---- */
 struct crash_policy {

@@ -29,6 +29,11 @@
 #define STATUS_MAX_JOBS 8
 #define STATUS_MAX_RANKS 16 /* per job and container */
 #define STATUS_MAX_MARKS 8  /* bad / promoted releases listed per job */
+/* A job reason that starts with this marks a container whose environment (GPU, driver) needs
+ * attention: the agent stopped the job without blaming the release (no rollback, no restart).
+ * `drover status`/`top` show it; `drover deploy` refuses that container until the agent's
+ * gpu-check passes there, or --force. */
+#define STATUS_ATTENTION_PREFIX "needs attention: environment fault:"
 #define STATUS_MAX_BYTES (256u << 10)
 #define JOB_NAME_MAX 32
 

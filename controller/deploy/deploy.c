@@ -67,6 +67,8 @@ struct deploy {
     struct relsrc rs, env;            /* the release and its environment (manifests v2) */
     bool has_rs, has_env;
     const char *labels[INV_MAX_CTS];
+    bool attention[INV_MAX_CTS];      /* survey: the agent marked the job's environment faulty */
+    char attention_reason[INV_MAX_CTS][256];
 };
 
 const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *name)
@@ -252,6 +254,115 @@ static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
         if (r < 0)
             return r;
         fprintf(stderr, "preflight %s: passed\n", j->cts[i].label);
+    }
+    return 0;
+}
+
+/* After a failed probation: did the agent stop the job on an environment fault (a device or
+ * driver failure, STATUS_ATTENTION_PREFIX)?  The verdict may name the rank's exit before the
+ * agent has decided, so the containers are asked again for a few seconds while their gangs
+ * settle.  true with the agent's reason in why. */
+static bool env_fault_seen(struct deploy *d, const char *verdict, char *why, size_t why_sz)
+{
+    if (strstr(verdict, STATUS_ATTENTION_PREFIX)) {
+        if (why != verdict)
+            (void)str_copy(why, why_sz, verdict);
+        return true;
+    }
+    if (!strstr(verdict, "exited with code 9 "))
+        return false;
+    double until = time_mono() + 15;
+    do {
+        bool settling = false;
+        for (int i = 0; i < d->job->ncts; i++) {
+            char e[256];
+            if (fleet_agent_status(d->f, &d->job->cts[i], d->st, e, sizeof e) < 0)
+                continue;
+            const struct job_status *js = status_find_job(d->st, d->job->name);
+            if (!js)
+                continue;
+            if (js->state == GANG_FAILED &&
+                !strncmp(js->reason, STATUS_ATTENTION_PREFIX, strlen(STATUS_ATTENTION_PREFIX))) {
+                snprintf(why, why_sz, "%s: %s", d->job->cts[i].label, js->reason);
+                return true;
+            }
+            settling |= js->state == GANG_STOPPING || js->state == GANG_STARTING ||
+                        js->state == GANG_RUNNING;
+        }
+        if (!settling)
+            break;
+        usleep(500000);
+    } while (time_mono() < until);
+    return false;
+}
+
+/* The host's NVIDIA kernel module version, read on the host (not in the container, which may
+ * show another): "" when the host has none or it cannot be read. */
+static void host_driver_version(struct deploy *d, int host, char *out, size_t out_sz)
+{
+    out[0] = '\0';
+    struct conn *c;
+    if (fleet_conn(d->f, host, &c) < 0)
+        return;
+    const char *argv[] = { "cat", "/proc/driver/nvidia/version", NULL };
+    struct exec_result res;
+    if (conn_run(c, argv, d->inv->exec_timeout_s, &res) < 0)
+        return;
+    /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  ..." */
+    const char *k = res.status == 0 && res.out ? strstr(res.out, "Kernel Module") : NULL;
+    for (int words = 0; k && words < 8 && !out[0]; words++) {
+        k += strcspn(k, " \t\n");
+        k += strspn(k, " \t");
+        size_t n = strcspn(k, " \t\n");
+        if (n && n < out_sz && k[0] >= '0' && k[0] <= '9' && memchr(k, '.', n)) {
+            memcpy(out, k, n);
+            out[n] = '\0';
+        }
+    }
+    exec_result_done(&res);
+}
+
+/* The GPU environment preflight (drover-agent gpu-check) in every container of a job that has
+ * GPUs, and in any container the survey found marked for attention; before anything stops.
+ * With force, failures are reported and the deploy goes on. */
+static int gpu_check_cts(struct deploy *d, bool force, char *err, size_t err_sz)
+{
+    const struct inv_job *j = d->job;
+    char nproc[16];
+    snprintf(nproc, sizeof nproc, "%d", j->nproc_per_node);
+    for (int i = 0; i < j->ncts; i++) {
+        const struct inv_ct *ct = &j->cts[i];
+        if (!j->gpus[0] && !d->attention[i])
+            continue;
+        char drv[64];
+        host_driver_version(d, ct->host, drv, sizeof drv);
+        const char *args[16];
+        size_t n = 0;
+        args[n++] = "gpu-check";
+        args[n++] = "--nproc-per-node";
+        args[n++] = nproc;
+        if (j->gpus[0]) {
+            args[n++] = "--gpus";
+            args[n++] = j->gpus;
+        }
+        if (drv[0]) {
+            args[n++] = "--host-driver";
+            args[n++] = drv;
+        }
+        args[n] = NULL;
+        char e[1200];
+        int r = agent_call(d, ct, args, d->inv->exec_timeout_s, e, sizeof e);
+        if (r < 0 && !force) {
+            snprintf(err, err_sz, "%s%s%s; fix the container's GPU environment, or deploy --force",
+                     e, d->attention[i] ? "; it was marked: " : "",
+                     d->attention[i] ? d->attention_reason[i] : "");
+            return r;
+        }
+        if (r < 0)
+            log_warn("%s (--force: deploying anyway)", e);
+        else
+            fprintf(stderr, "gpu-check %s: passed%s\n", ct->label,
+                    d->attention[i] ? " (its earlier environment fault is fixed)" : "");
     }
     return 0;
 }
@@ -550,6 +661,10 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
         if (!js || strcmp(js->current, d->id) != 0 || strcmp(js->good, d->id) != 0 ||
             js->state != GANG_RUNNING)
             all_current = false;
+        d->attention[i] = js && js->state == GANG_FAILED &&
+                          !strncmp(js->reason, STATUS_ATTENTION_PREFIX, strlen(STATUS_ATTENTION_PREFIX));
+        if (d->attention[i])
+            (void)str_copy(d->attention_reason[i], sizeof d->attention_reason[i], js->reason);
         if (js && js->good[0] && !d->good[0])
             (void)str_copy(d->good, sizeof d->good, js->good);
         if (js && js->current[0] && !d->current[0])
@@ -827,7 +942,8 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     if (check_rollback_target(&d, o->force) < 0)
         goto out;
-    if (push_release(&d, err, sizeof err) == 0 && o->stage_only) {
+    if (gpu_check_cts(&d, o->force, err, sizeof err) == 0 &&
+        push_release(&d, err, sizeof err) == 0 && o->stage_only) {
         printf("release %s (%s) is verified in every container of job '%s' (staged only: nothing "
                "switched)\n", d.sid, d.name, d.job->name);
         ret = EXIT_OK;
@@ -951,6 +1067,20 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     probation_free(p);
 failed:
+    if (env_fault_seen(&d, reason, reason, sizeof reason)) {
+        /* The agent stopped the gang for a device or driver fault: the environment, not the
+         * release.  Reverting would blame the release and run the good one on the same broken
+         * GPU; the container stays marked until gpu-check passes there. */
+        log_error("job '%s' stopped on an environment fault during probation: %s", d.job->name,
+                  reason);
+        printf("%sENVIRONMENT FAULT%s for job '%s' with %s (%s): %s; not reverted (the release is "
+               "not to blame): fix the container's GPU environment (drover-agent gpu-check), then "
+               "deploy again\n", ui_red(stdout), ui_reset(stdout), d.job->name, d.sid, d.name,
+               reason);
+        history_record(&d, "failed", reason, -1);
+        ret = EXIT_ENV_FAULT;
+        goto restore;
+    }
     log_error("release %s failed probation: %s", d.sid, reason);
     printf("%sFAILED%s %s (%s) for job '%s': %s\n", ui_red(stdout), ui_reset(stdout), d.sid, d.name,
            d.job->name, reason);

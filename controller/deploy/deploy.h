@@ -13,7 +13,8 @@ struct deploy_opts {
     const char *dir;   /* release directory */
     const char *job;   /* job name; NULL = the inventory's only job */
     bool dry_run;      /* plan only: bundle, look, print; change nothing */
-    bool force;        /* deploy even when the rollback target is missing or fails verification */
+    bool force;        /* deploy even when the rollback target is missing or fails verification,
+                          or where the GPU environment check fails */
     bool stage_only;   /* put the release into every container and verify it; switch nothing */
     const char *env_dir; /* an environment (e.g. a venv) deployed as its own release first and
                           * named by the code release (NULL: none) */

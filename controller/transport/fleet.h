@@ -24,6 +24,8 @@ enum drover_exit {
     EXIT_NOT_REVERTED = 6,  /* release failed probation, auto_revert off: left running */
     EXIT_HELD = 7,          /* inconclusive or no data, on_inconclusive = hold: left running,
                                unpromoted, for `drover promote` or `drover revert` */
+    EXIT_ENV_FAULT = 8,     /* a container's GPU environment is broken: nothing reverted (the
+                               release is not to blame); fix it (drover-agent gpu-check) */
 };
 
 struct fleet {
