@@ -328,30 +328,21 @@ static void host_driver_version(struct deploy *d, int host, char *out, size_t ou
 static int gpu_check_cts(struct deploy *d, bool force, char *err, size_t err_sz)
 {
     const struct inv_job *j = d->job;
-    char nproc[16];
-    snprintf(nproc, sizeof nproc, "%d", j->nproc_per_node);
     for (int i = 0; i < j->ncts; i++) {
         const struct inv_ct *ct = &j->cts[i];
         if (!j->gpus[0] && !d->attention[i])
             continue;
         char drv[64];
         host_driver_version(d, ct->host, drv, sizeof drv);
-        const char *args[16];
-        size_t n = 0;
-        args[n++] = "gpu-check";
-        args[n++] = "--nproc-per-node";
-        args[n++] = nproc;
-        if (j->gpus[0]) {
-            args[n++] = "--gpus";
-            args[n++] = j->gpus;
+        struct agent_argv av;
+        agent_argv_init(&av);
+        agent_argv_gpu_check(&av, j->nproc_per_node, j->gpus, drv, NULL, 0);
+        if (agent_argv_end(&av) < 0) {
+            snprintf(err, err_sz, "%s: gpu-check command line too long", ct->label);
+            return -E2BIG;
         }
-        if (drv[0]) {
-            args[n++] = "--host-driver";
-            args[n++] = drv;
-        }
-        args[n] = NULL;
         char e[1200];
-        int r = agent_call(d, ct, args, d->inv->exec_timeout_s, e, sizeof e);
+        int r = agent_call(d, ct, av.argv, d->inv->exec_timeout_s, e, sizeof e);
         if (r < 0 && !force) {
             snprintf(err, err_sz, "%s%s%s; fix the container's GPU environment, or deploy --force",
                      e, d->attention[i] ? "; it was marked: " : "",
