@@ -2,7 +2,9 @@
  * no logging (the verb reports). */
 #include "agent/gpucheck.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 void gpucheck_paths_default(struct gpucheck_paths *p)
 {
     const char *libs = getenv("DROVER_GPU_LIB_DIRS"), *dev = getenv("DROVER_GPU_DEV_DIR");
+    p->use_loader = !(libs && *libs); /* stub directories in tests: nothing else is searched */
     (void)str_copy(p->lib_dirs, sizeof p->lib_dirs,
                    libs && *libs ? libs
                                  : "/usr/lib/x86_64-linux-gnu:/usr/lib64:/usr/lib:/lib/x86_64-linux-gnu:"
@@ -86,6 +89,27 @@ int gpucheck_lib_version(const struct gpucheck_paths *p, const char *soname,
             return -EINVAL;
         (void)str_copy(ret, GPUCHECK_VERSION_MAX, so + 4);
         return 0;
+    }
+    if (p->use_loader) {
+        /* Not in the usual directories: ask the dynamic loader, which knows ld.so.conf's
+         * (loading the library runs no driver code; nothing is initialised). */
+        void *h = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
+        struct link_map *lm = NULL;
+        char real[PATH_MAX];
+        int r = -ENOENT;
+        if (h && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && realpath(lm->l_name, real)) {
+            const char *base = strrchr(real, '/');
+            base = base ? base + 1 : real;
+            const char *so = strstr(base, ".so.");
+            if (ret_path)
+                (void)str_copy(ret_path, path_sz, real);
+            r = so && is_version(so + 4) ? 0 : -EINVAL;
+            if (r == 0)
+                (void)str_copy(ret, GPUCHECK_VERSION_MAX, so + 4);
+        }
+        if (h)
+            dlclose(h);
+        return r;
     }
     return -ENOENT;
 }

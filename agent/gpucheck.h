@@ -19,6 +19,7 @@
 #ifndef DROVER_AGENT_GPUCHECK_H
 #define DROVER_AGENT_GPUCHECK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,7 @@
 struct gpucheck_paths {
     char lib_dirs[1024]; /* colon-separated directories searched for the driver's libraries */
     char dev_dir[256];   /* where the device nodes are ("/dev") */
+    bool use_loader;     /* also ask the dynamic loader when lib_dirs do not have it */
 };
 
 /* Defaults (the usual library directories of Debian/Ubuntu/RHEL and the NVIDIA .run installer,

@@ -227,6 +227,11 @@ static const struct ini_key keys[] = {
         "is not a count 1..16", 0),
     ROW("job", "master_port", INI_INT, struct inv_job, master_port, 1, 65535, 0,
         "is not a port (1..65535)", 0),
+    /* the GPU environment preflight (drover-agent gpu-check, docs/agent.md) */
+    ROW("job", "gpu_mem", INI_DOUBLE, struct inv_job, gpu_mem_gib, 0, 1e6, INI_MIN_OPEN,
+        "is not a size in GiB (like 40 or 0.5)", 0),
+    { "job", "cuda", INI_STRING, offsetof(struct inv_job, cuda), sizeof(((struct inv_job *)0)->cuda),
+      0, 0, 0, "is not a CUDA version (like 12.8)", 0 },
     /* 1h: the agent's limit (agent/spec.c) */
     ROW("job", "grace", INI_DURATION, struct inv_job, grace_s, 1, 3600, 0,
         "is not a duration from 1s to 1h", 0),

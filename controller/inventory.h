@@ -77,6 +77,8 @@ struct inv_job {
     int master_port;             /* 0 = agent default */
     double grace_s;              /* 0 = agent default */
     double preflight_timeout_s;  /* preflight's --timeout; 0 = agent default */
+    double gpu_mem_gib;          /* free GPU memory each GPU needs before a start; 0 = not checked */
+    char cuda[16];               /* CUDA version the release's runtime needs ("12.8"); "" = not checked */
     int nenv;                    /* env = NAME=VALUE extras for the workers (common/workerenv.h) */
     char env[16][INV_VALUE_MAX];
     struct inv_policy policy;

@@ -330,13 +330,14 @@ static int gpu_check_cts(struct deploy *d, bool force, char *err, size_t err_sz)
     const struct inv_job *j = d->job;
     for (int i = 0; i < j->ncts; i++) {
         const struct inv_ct *ct = &j->cts[i];
-        if (!j->gpus[0] && !d->attention[i])
+        if (!j->gpus[0] && !j->cuda[0] && j->gpu_mem_gib <= 0 && !d->attention[i])
             continue;
         char drv[64];
         host_driver_version(d, ct->host, drv, sizeof drv);
         struct agent_argv av;
         agent_argv_init(&av);
-        agent_argv_gpu_check(&av, j->nproc_per_node, j->gpus, drv, NULL, 0);
+        agent_argv_gpu_check(&av, j->nproc_per_node, j->gpus, drv, j->cuda,
+                             j->gpu_mem_gib * 1073741824.0);
         if (agent_argv_end(&av) < 0) {
             snprintf(err, err_sz, "%s: gpu-check command line too long", ct->label);
             return -E2BIG;

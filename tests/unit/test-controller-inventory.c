@@ -212,10 +212,19 @@ static void test_env_preflight_timeout_liveness(void **state)
     assert_string_equal(j->env[0], "NCCL_DEBUG=INFO");
     assert_string_equal(j->env[2], "PYTHONPATH=/opt/x:/opt/y");
     assert_true(j->preflight_timeout_s == 600);
+    assert_true(j->gpu_mem_gib == 0); /* not set: gpu-check does not look at memory */
+    assert_string_equal(j->cuda, "");
     assert_true(j->policy.silence_deadline_s == 90);   /* [policy] */
     assert_true(j->policy.stall_deadline_s == 0);      /* off */
     assert_true(j->policy.checkpoint_deadline_s == 1200); /* the job's own */
     assert_true(j->policy.first_step_deadline_s == 600);  /* built-in */
+    inventory_free(inv);
+    /* the GPU environment preflight's keys */
+    snprintf(text, sizeof text, "%sgpus = 0\ngpu_mem = 40\ncuda = 12.8\n", base);
+    inv = parse_ok(text);
+    j = inventory_find_job(inv, "j");
+    assert_true(j->gpu_mem_gib == 40);
+    assert_string_equal(j->cuda, "12.8");
     inventory_free(inv);
     static const struct {
         const char *line, *n1, *n2;
@@ -230,6 +239,8 @@ static void test_env_preflight_timeout_liveness(void **state)
         {"env = LD_PRELOAD=/tmp/evil.so\n", "inv.ini:6: [job j] env", "LD_PRELOAD is not allowed"},
         {"env = FOO=1\n", "inv.ini:6: [job j] env", "allow-list"},
         {"preflight_timeout = 0\n", "inv.ini:6: [job j] preflight_timeout", "1s to 24h"},
+        {"gpu_mem = lots\n", "inv.ini:6: [job j] gpu_mem", "size in GiB"},
+        {"gpu_mem = 0\n", "inv.ini:6: [job j] gpu_mem", "size in GiB"},
         {"silence_deadline = soon\n", "inv.ini:6: [job j] silence_deadline", "not a duration"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
