@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent/gpu.h"
+#include "common/nvdriver.h"
 #include "common/util.h"
 
 void gpucheck_paths_default(struct gpucheck_paths *p)
@@ -26,45 +27,6 @@ void gpucheck_paths_default(struct gpucheck_paths *p)
                                  : "/usr/lib/x86_64-linux-gnu:/usr/lib64:/usr/lib:/lib/x86_64-linux-gnu:"
                                    "/usr/local/nvidia/lib64:/usr/lib/aarch64-linux-gnu");
     (void)str_copy(p->dev_dir, sizeof p->dev_dir, dev && *dev ? dev : "/dev");
-}
-
-static bool is_version(const char *s)
-{
-    /* digits and dots, starting and ending with a digit, at least one dot */
-    size_t n = strlen(s);
-    if (!n || n >= GPUCHECK_VERSION_MAX || s[0] < '0' || s[0] > '9' || s[n - 1] == '.' || !strchr(s, '.'))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] == '.' && s[i + 1] != '.')))
-            return false;
-    return true;
-}
-
-int gpucheck_parse_host_version(const char *text, char ret[GPUCHECK_VERSION_MAX])
-{
-    const char *k = strstr(text, "Kernel Module");
-    if (!k)
-        k = strstr(text, "Kernel module");
-    if (!k)
-        return -EINVAL;
-    k += strlen("Kernel Module");
-    /* the version is the next word; the open module prints "Kernel Module for x86_64  570.124.06" */
-    for (int words = 0; words < 6 && *k && *k != '\n'; words++) {
-        while (*k == ' ' || *k == '\t')
-            k++;
-        size_t n = strcspn(k, " \t\n");
-        char w[GPUCHECK_VERSION_MAX];
-        if (n && n < sizeof w) {
-            memcpy(w, k, n);
-            w[n] = '\0';
-            if (is_version(w)) {
-                memcpy(ret, w, n + 1);
-                return 0;
-            }
-        }
-        k += n;
-    }
-    return -EINVAL;
 }
 
 int gpucheck_lib_version(const struct gpucheck_paths *p, const char *soname,
@@ -85,7 +47,7 @@ int gpucheck_lib_version(const struct gpucheck_paths *p, const char *soname,
         const char *so = strstr(base, ".so.");
         if (ret_path)
             (void)str_copy(ret_path, path_sz, real);
-        if (!so || !is_version(so + 4))
+        if (!so || !nvdriver_is_version(so + 4))
             return -EINVAL;
         (void)str_copy(ret, GPUCHECK_VERSION_MAX, so + 4);
         return 0;
@@ -103,7 +65,7 @@ int gpucheck_lib_version(const struct gpucheck_paths *p, const char *soname,
             const char *so = strstr(base, ".so.");
             if (ret_path)
                 (void)str_copy(ret_path, path_sz, real);
-            r = so && is_version(so + 4) ? 0 : -EINVAL;
+            r = so && nvdriver_is_version(so + 4) ? 0 : -EINVAL;
             if (r == 0)
                 (void)str_copy(ret, GPUCHECK_VERSION_MAX, so + 4);
         }

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPUCHECK_VERSION_MAX 32
+#define GPUCHECK_VERSION_MAX 32 /* = NVDRIVER_VERSION_MAX (common/nvdriver.h) */
 
 struct gpucheck_paths {
     char lib_dirs[1024]; /* colon-separated directories searched for the driver's libraries */
@@ -34,10 +34,6 @@ struct gpucheck_paths {
 /* Defaults (the usual library directories of Debian/Ubuntu/RHEL and the NVIDIA .run installer,
  * "/dev"), overridden by DROVER_GPU_LIB_DIRS / DROVER_GPU_DEV_DIR when set. */
 void gpucheck_paths_default(struct gpucheck_paths *p);
-
-/* The kernel module version in the text of /proc/driver/nvidia/version ("NVRM version: NVIDIA
- * UNIX x86_64 Kernel Module  570.124.06  Thu ..." -> "570.124.06").  0, or -EINVAL. */
-int gpucheck_parse_host_version(const char *text, char ret[GPUCHECK_VERSION_MAX]);
 
 /* The version of the user-space library soname ("libnvidia-ml.so.1") found in p->lib_dirs:
  * the file it resolves to is "libnvidia-ml.so.575.51.02" -> "575.51.02".  ret_path gets the

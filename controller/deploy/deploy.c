@@ -19,6 +19,7 @@
 #include "common/agentcli.h"
 #include "common/bundle.h"
 #include "common/log.h"
+#include "common/nvdriver.h"
 #include "common/samples.h"
 #include "common/sha256.h"
 #include "common/util.h"
@@ -308,17 +309,9 @@ static void host_driver_version(struct deploy *d, int host, char *out, size_t ou
     struct exec_result res;
     if (conn_run(c, argv, d->inv->exec_timeout_s, &res) < 0)
         return;
-    /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  ..." */
-    const char *k = res.status == 0 && res.out ? strstr(res.out, "Kernel Module") : NULL;
-    for (int words = 0; k && words < 8 && !out[0]; words++) {
-        k += strcspn(k, " \t\n");
-        k += strspn(k, " \t");
-        size_t n = strcspn(k, " \t\n");
-        if (n && n < out_sz && k[0] >= '0' && k[0] <= '9' && memchr(k, '.', n)) {
-            memcpy(out, k, n);
-            out[n] = '\0';
-        }
-    }
+    char v[NVDRIVER_VERSION_MAX];
+    if (res.status == 0 && res.out && nvdriver_parse_version(res.out, res.out_len, v) == 0)
+        (void)str_copy(out, out_sz, v);
     exec_result_done(&res);
 }
 

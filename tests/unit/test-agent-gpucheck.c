@@ -15,7 +15,13 @@
 #include <cmocka.h>
 
 #include "agent/gpucheck.h"
+#include "common/nvdriver.h"
 #include "common/util.h"
+
+static int nvdriver_parse_version_z(const char *text, char ret[NVDRIVER_VERSION_MAX])
+{
+    return nvdriver_parse_version(text, strlen(text), ret);
+}
 
 static char dir[64];
 static struct gpucheck_paths paths;
@@ -60,18 +66,18 @@ static void test_parse_host_version(void **state)
 {
     (void)state;
     char v[GPUCHECK_VERSION_MAX] = "untouched";
-    assert_int_equal(gpucheck_parse_host_version(
+    assert_int_equal(nvdriver_parse_version_z(
                          "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  Thu Feb 20 "
                          "00:00:00 UTC 2025\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n", v), 0);
     assert_string_equal(v, "570.124.06");
     /* the open kernel module says it differently */
-    assert_int_equal(gpucheck_parse_host_version(
+    assert_int_equal(nvdriver_parse_version_z(
                          "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.51.03  "
                          "Release Build  (dvs-builder@U16-I2-C03-12-4)\n", v), 0);
     assert_string_equal(v, "575.51.03");
     strcpy(v, "untouched");
-    assert_int_equal(gpucheck_parse_host_version("no driver here\n", v), -EINVAL);
-    assert_int_equal(gpucheck_parse_host_version("Kernel Module  \n570.1\n", v), -EINVAL);
+    assert_int_equal(nvdriver_parse_version_z("no driver here\n", v), -EINVAL);
+    assert_int_equal(nvdriver_parse_version_z("Kernel Module  \n570.1\n", v), -EINVAL);
     assert_string_equal(v, "untouched");
 }
 
