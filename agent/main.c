@@ -303,6 +303,28 @@ static int cmd_lease(struct cli *c)
 /* v2 releases (agent/objstore.h): `release missing MANIFEST` prints "present", or the ranges of
  * manifest entries whose objects the store lacks ("START COUNT" lines); `release install MANIFEST
  * [PACK] --id ID` stores the pack's objects and assembles the release. */
+/* A path a verb was given must be a regular file, checked before anything opens it for real:
+ * opening or reading a FIFO blocks forever, a device may do anything (issue 12: `release add`
+ * on a FIFO hung).  0, or the exit code after saying why. */
+static int refuse_special(const char *verb, const char *path)
+{
+    const char *type = NULL;
+    int fd, r = safefile_open_regular(path, false, &fd, &type);
+    if (r == 0) {
+        close(fd);
+        return 0;
+    }
+    char shown[256];
+    text_escape(path, strlen(path), shown, sizeof shown);
+    if (r == -EINVAL) {
+        fprintf(stderr, "%s: '%s' is a %s, not a regular file: refused\n", verb, shown,
+                type ? type : "special file");
+        return AGENT_EXIT_BUNDLE;
+    }
+    fprintf(stderr, "%s: cannot open '%s': %s\n", verb, shown, strerror(-r));
+    return AGENT_EXIT_FAIL;
+}
+
 static int cmd_release_tree(struct cli *c, struct store *s)
 {
     bool install = !strcmp(c->args[0], "install");
@@ -311,6 +333,13 @@ static int cmd_release_tree(struct cli *c, struct store *s)
         return AGENT_EXIT_USAGE;
     }
     const char *mpath = c->args[1], *pack = c->nargs == 3 ? c->args[2] : NULL;
+    char verb[32];
+    snprintf(verb, sizeof verb, "release %s", c->args[0]);
+    int special = refuse_special(verb, mpath);
+    if (!special && pack)
+        special = refuse_special(verb, pack);
+    if (special)
+        return special;
     char *text = NULL;
     size_t len = 0;
     int r = fs_read_file(mpath, MANIFEST2_MAX_BYTES, &text, &len);
@@ -372,21 +401,9 @@ static int cmd_release(struct cli *c)
             log_error("release add: usage: release add BLOB --id ID");
             return AGENT_EXIT_USAGE;
         }
-        /* A FIFO or device must be refused before anything opens it for real: opening or
-         * reading one blocks forever (issue 12: `release add` on a FIFO hung). */
-        const char *type = NULL;
-        int bfd, br = safefile_open_regular(c->args[1], false, &bfd, &type);
-        if (br < 0) {
-            char shown[256];
-            text_escape(c->args[1], strlen(c->args[1]), shown, sizeof shown);
-            if (br == -EINVAL)
-                fprintf(stderr, "release add: '%s' is a %s, not a regular file: refused\n", shown,
-                        type ? type : "special file");
-            else
-                fprintf(stderr, "release add: cannot open '%s': %s\n", shown, strerror(-br));
-            return br == -EINVAL ? AGENT_EXIT_BUNDLE : AGENT_EXIT_FAIL;
-        }
-        close(bfd);
+        int code = refuse_special("release add", c->args[1]);
+        if (code)
+            return code;
         char err[512];
         int r = store_add_release(&s, c->args[1], c->id, err, sizeof err);
         if (r < 0) {
