@@ -315,7 +315,12 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
         fx_event(out, "restart", j->current, "restart %d: %s", j->restarts, rt->next_reason);
         bool reverted = j->state == GANG_REVERTED;
         char reason[sizeof j->reason];
-        (void)str_copy(reason, sizeof reason, reverted ? j->reason : "restarted after a crash");
+        /* the crash itself (exit code, the worker's last error) stays in the reason: the
+         * controller's verdict quotes it, "restarted after a crash" alone named no cause */
+        if (reverted)
+            (void)str_copy(reason, sizeof reason, j->reason);
+        else
+            (void)snprintf(reason, sizeof reason, "restarted after a crash: %.200s", rt->next_reason);
         start_gang(j, rt, JM_START_RESTART, reverted ? GANG_REVERTED : GANG_STARTING, reason, out);
         return;
     }

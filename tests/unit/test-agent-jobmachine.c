@@ -152,7 +152,8 @@ static void test_crash_loop_reverts_and_marks_bad(void **state)
         {JM_EV_GANG_GONE, 21, NULL, 0, 1, 1, 0, NULL, "event clear-gang save", GANG_BACKOFF, "(1 of 3 in 120 s)"},
         {JM_EV_TICK, 21.5, NULL, 0, 0, 0, 0, NULL, "", GANG_BACKOFF, NULL}, /* backoff 1 s */
         {JM_EV_TICK, 22, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, "restart 1"},
-        {JM_EV_START_OK, 22, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+        {JM_EV_START_OK, 22, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING,
+         "restarted after a crash: rank 1 exited with code 1"}, /* the cause stays in the reason */
         {JM_EV_RANK_EXIT, 23, NULL, 0, 0, 0, 9, NULL, "stop-gang save", GANG_STOPPING, "signal 9"},
         {JM_EV_GANG_GONE, 23, NULL, 0, 0, 0, 9, NULL, "event clear-gang save", GANG_BACKOFF, "(2 of 3"},
         {JM_EV_TICK, 24, NULL, 0, 0, 0, 0, NULL, "", GANG_BACKOFF, NULL}, /* backoff 2 s now */
