@@ -2,9 +2,11 @@
  * `drover plan DIR [--job J]`: argument parsing only; the deploy engine (controller/deploy/)
  * does the work, one job through deploy_run() or several in waves through deploy_wave().
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
 #include "controller/cmd.h"
@@ -64,6 +66,20 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
         return EXIT_USAGE;
     }
     o.dir = argv[optind];
+    /* a mistyped release (or --env) directory is named before any host is contacted: with a dead
+     * host in the inventory the user would otherwise wait out a connect timeout first */
+    const char *dirs[] = { o.dir, o.env_dir };
+    for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) {
+        struct stat st;
+        if (!dirs[k])
+            continue;
+        int rc = stat(dirs[k], &st);
+        if (rc < 0 || !S_ISDIR(st.st_mode)) {
+            log_error("cannot read %s directory '%s': %s", k ? "environment" : "release", dirs[k],
+                      rc < 0 ? strerror(errno) : "not a directory");
+            return EXIT_FAIL;
+        }
+    }
     if (all || (plan && !njobs && f->inv->njobs > 1)) {
         for (int i = 0; i < f->inv->njobs; i++)
             jobs[njobs++] = f->inv->jobs[i].name;

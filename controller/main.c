@@ -60,6 +60,10 @@ int main(int argc, char **argv)
     const char *verb = argv[optind];
     int vargc = argc - optind;
     char **vargv = argv + optind;
+    if (!verbs_take_inventory_arg(&vargc, vargv, &inv_arg)) {
+        log_error("-i/--inventory takes a file (drover %s -i FILE ...)", verb);
+        return EXIT_USAGE;
+    }
     if (strcmp(verb, "help") == 0) {
         const struct verb *hv = vargc > 1 ? verb_find(vargv[1]) : NULL;
         if (hv)

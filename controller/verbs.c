@@ -189,3 +189,30 @@ int cmd_completion(int argc, char **argv)
     }
     return EXIT_OK;
 }
+
+/* kubectl-style: the global -i/--inventory may also follow the verb ("drover status -i x.ini");
+ * it is taken out of the verb's arguments (up to a "--"), so no verb ever sees it.  Returns
+ * false when -i has no value. */
+bool verbs_take_inventory_arg(int *argc, char **argv, const char **ret_path)
+{
+    int out = 1, i;
+    for (i = 1; i < *argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0)
+            break;
+        if (strcmp(a, "-i") == 0 || strcmp(a, "--inventory") == 0) {
+            if (i + 1 >= *argc)
+                return false;
+            *ret_path = argv[++i];
+        } else if (strncmp(a, "--inventory=", 12) == 0) {
+            *ret_path = a + 12;
+        } else { /* not "-iFILE": a verb's value such as --reason -interrupted stays its own */
+            argv[out++] = argv[i];
+        }
+    }
+    while (i < *argc)
+        argv[out++] = argv[i++];
+    argv[out] = NULL;
+    *argc = out;
+    return true;
+}

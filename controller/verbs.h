@@ -35,6 +35,12 @@ void verb_help(const struct verb *v, FILE *fp);
 /* true when argv[1..argc) asks for help (-h or --help) before any "--". */
 bool verb_wants_help(int argc, char **argv);
 
+/* kubectl-style: the global -i/--inventory may also follow the verb ("drover status -i x.ini").
+ * Takes it out of argv[1..argc) (up to a "--"; argv[0] is the verb), sets *ret_path to its value
+ * (the last one wins) and shrinks *argc.  Returns false, argv unchanged in meaning, when -i is
+ * the last argument and has no value. */
+bool verbs_take_inventory_arg(int *argc, char **argv, const char **ret_path);
+
 /* The completion script for shell ("bash" or "zsh") to fp; -EINVAL for another shell. */
 int verbs_completion(const char *shell, FILE *fp);
 

@@ -90,6 +90,40 @@ static void test_help_text(void **state)
     free(buf);
 }
 
+/* -i after the verb used to be left to the verb (and the default inventory read instead) */
+static void test_inventory_after_verb(void **state)
+{
+    (void)state;
+    char *a1[] = { "status", "-i", "x.ini", "-o", "json", NULL };
+    int n = 5;
+    const char *inv = NULL;
+    assert_true(verbs_take_inventory_arg(&n, a1, &inv));
+    assert_string_equal(inv, "x.ini");
+    assert_int_equal(n, 3);
+    assert_string_equal(a1[1], "-o");
+    assert_string_equal(a1[2], "json");
+    assert_null(a1[3]);
+    char *a2[] = { "deploy", "rel", "--inventory=y.ini", "--job", "j", "-i", "z.ini", "--reason",
+                   "-interrupted", NULL };
+    n = 9;
+    assert_true(verbs_take_inventory_arg(&n, a2, &inv));
+    assert_string_equal(inv, "z.ini"); /* the last one wins */
+    assert_int_equal(n, 6);
+    assert_string_equal(a2[1], "rel");
+    assert_string_equal(a2[3], "j");
+    assert_string_equal(a2[5], "-interrupted"); /* a value, not -i */
+    char *a3[] = { "logs", "--", "-i", "kept", NULL };
+    n = 4;
+    inv = NULL;
+    assert_true(verbs_take_inventory_arg(&n, a3, &inv));
+    assert_null(inv); /* after "--" nothing is taken */
+    assert_int_equal(n, 4);
+    assert_string_equal(a3[2], "-i");
+    char *a4[] = { "status", "-i", NULL };
+    n = 2;
+    assert_false(verbs_take_inventory_arg(&n, a4, &inv));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -97,6 +131,7 @@ int main(void)
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_completion),
         cmocka_unit_test(test_help_text),
+        cmocka_unit_test(test_inventory_after_verb),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
