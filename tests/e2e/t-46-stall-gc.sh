@@ -18,14 +18,20 @@ check "deploy v8b exits 0" test "$DROVER_RC" = 0
 
 # ---- a stalled sshd session mid-upload
 code=$(make_release v9 train.seed=9)
-head -c $((96 << 20)) /dev/urandom >"$code/weights.bin"
+# large enough that the upload to h1 lasts well over a second on an idle machine: the stop must
+# land mid-upload (96 MiB was over before the stop on CI's unloaded run)
+head -c $((320 << 20)) /dev/urandom >"$code/weights.bin"
 idle=5
 err=$E2E_WORK/stall.err
 DROVER_IDLE_TIMEOUT=$idle "$E2E_BUILD/drover" -i "$INV" deploy "$code" --env "$venv" --job train >"$E2E_WORK/stall.out" 2>"$err" &
 dpid=$!
 started() { compgen -G "$LAB_DIR/hosts/h1/staging/objects/.in.*" >/dev/null; }
-wait_until 120 started || fatal "the upload to h1 never started"
-sleep 1
+# poll tightly (wait_until's 0.5 s is too coarse here): stop h1's session as soon as the upload starts
+t_end=$((SECONDS + 120))
+until started; do
+	((SECONDS < t_end)) || fatal "the upload to h1 never started"
+	sleep 0.02
+done
 lpid=$(cat "$LAB_DIR/hosts/h1/sshd.pid")
 stopped=$(pgrep -P "$lpid"; for p in $(pgrep -P "$lpid"); do pgrep -P "$p"; done)
 say "stopping h1's per-connection sshd processes: $(echo $stopped)"
