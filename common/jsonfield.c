@@ -65,8 +65,11 @@ int jf_str(json_t *o, const char *key, char *dst, size_t dstsz, bool too_long_ok
         return 0;
     if (!json_is_string(x))
         return -EINVAL;
-    int r = str_copy(dst, dstsz, json_string_value(x));
-    return r < 0 && !too_long_ok ? -EINVAL : 0;
+    const char *v = json_string_value(x);
+    if (strlen(v) >= dstsz && !too_long_ok)
+        return -EINVAL; /* before copying: dst stays untouched on failure */
+    (void)str_copy(dst, dstsz, v);
+    return 0;
 }
 
 int jf_num_in(json_t *o, const char *key, double lo, double hi, double *v)
@@ -88,5 +91,27 @@ int jf_id(json_t *o, const char *key, char *dst)
     if (jf_str(o, key, id, sizeof id, false) < 0 || (id[0] && !sha256_is_hex(id)))
         return -EINVAL;
     memcpy(dst, id, sizeof id);
+    return 0;
+}
+
+int jf_num_array(json_t *o, const char *key, double lo, double hi, size_t max, bool required, double *out,
+                 size_t *ret_n)
+{
+    json_t *a = json_object_get(o, key);
+    if (!a)
+        return required ? -EINVAL : 0;
+    if (!json_is_array(a))
+        return -EINVAL;
+    size_t n = json_array_size(a);
+    if (n > max)
+        return -E2BIG;
+    for (size_t i = 0; i < n; i++) { /* validate all first: out is untouched on failure */
+        json_t *x = json_array_get(a, i);
+        if (!json_is_number(x) || !(json_number_value(x) >= lo && json_number_value(x) <= hi))
+            return -EINVAL;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = json_number_value(json_array_get(a, i));
+    *ret_n = n;
     return 0;
 }

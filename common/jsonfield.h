@@ -1,5 +1,5 @@
 /* common/jsonfield.h: typed, bounded reads of one member of a jansson object, shared by the
- * wire-format and state readers (common/heartbeat.c, status.c, manifest.c; agent/state.c,
+ * wire-format and state readers (common/heartbeat.c, status.c, manifest.c, samples.c; agent/state.c,
  * spec.c, rpc.c).
  *
  * Each returns 0 and writes *v (or dst) when the member is present and valid, 0 and leaves the
@@ -29,5 +29,10 @@ int jf_num_in(json_t *o, const char *key, double lo, double hi, double *v);
 int jf_str(json_t *o, const char *key, char *dst, size_t dstsz, bool too_long_ok);
 /* A release id: "" or 64 lowercase hex digits (common/manifest.h); dst holds RELEASE_ID_LEN + 1. */
 int jf_id(json_t *o, const char *key, char *dst);
+/* An array of at most max numbers, each in [lo, hi] (NaN never is): *ret_n and out[0..n) are
+ * written only when every element is valid; -E2BIG over max.  An absent member is 0 with the
+ * outputs untouched, or -EINVAL when required. */
+int jf_num_array(json_t *o, const char *key, double lo, double hi, size_t max, bool required, double *out,
+                 size_t *ret_n);
 
 #endif

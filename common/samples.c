@@ -9,21 +9,11 @@
 #include <string.h>
 
 #include "common/jsonfield.h"
-#include "common/util.h"
-
-static bool id_ok(const char *id)
-{
-    if (strlen(id) != RELEASE_ID_LEN)
-        return false;
-    for (const char *c = id; *c; c++)
-        if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
-            return false;
-    return true;
-}
+#include "common/sha256.h"
 
 static bool set_ok(const struct sample_set *s)
 {
-    if (s->n < 1 || s->n > SAMPLES_MAX || !id_ok(s->release) || s->ranks < 0 ||
+    if (s->n < 1 || s->n > SAMPLES_MAX || !sha256_is_hex(s->release) || s->ranks < 0 ||
         s->warmup_excluded < 0 || !isfinite(s->time))
         return false;
     for (int i = 0; i < s->n; i++)
@@ -75,27 +65,6 @@ int samples_format(const struct sample_set *s, char **ret_text)
     return 0;
 }
 
-/* A JSON array of numbers, each finite and in (lo, hi] (or [0, hi] when zero_ok). */
-static int read_series(json_t *a, double *out, int *ret_n, bool zero_ok)
-{
-    if (!json_is_array(a))
-        return -EINVAL;
-    size_t n = json_array_size(a);
-    if (n > SAMPLES_MAX)
-        return -E2BIG;
-    for (size_t i = 0; i < n; i++) {
-        json_t *x = json_array_get(a, i);
-        if (!json_is_number(x))
-            return -EINVAL;
-        double v = json_number_value(x);
-        if (!isfinite(v) || v > 1e12 || v < 0 || (v == 0 && !zero_ok))
-            return -EINVAL;
-        out[i] = v;
-    }
-    *ret_n = (int)n;
-    return 0;
-}
-
 int samples_parse(const char *text, size_t len, struct sample_set *ret_s)
 {
     json_t *o;
@@ -107,34 +76,23 @@ int samples_parse(const char *text, size_t len, struct sample_set *ret_s)
         json_decref(o);
         return -ENOMEM;
     }
-    int64_t ranks = 0, excl = 0;
-    int nk = 0, nt = 0;
-    json_t *k = json_object_get(o, "ktok_s"), *t = json_object_get(o, "step_ms");
-    if (jf_id(o, "release", s->release) < 0 || !s->release[0] ||
-        jf_str(o, "job", s->job, sizeof s->job, false) < 0 ||
-        jf_str(o, "containers", s->containers, sizeof s->containers, false) < 0 ||
-        jf_num_in(o, "time", 0, 1e11, &s->time) < 0 ||
-        jf_int(o, "ranks", 0, 1 << 20, false, &ranks) < 0 ||
-        jf_int(o, "warmup_excluded", 0, 1 << 30, false, &excl) < 0) {
+    /* Types and bounds through common/jsonfield.c; what makes a set valid (ktok_s > 0, a
+     * release id, step_ms as long as ktok_s) is set_ok(), the same check samples_format makes. */
+    size_t nk = 0, nt = 0;
+    bool has_t = json_object_get(o, "step_ms") != NULL;
+    if ((r = jf_id(o, "release", s->release)) < 0 || (r = jf_str(o, "job", s->job, sizeof s->job, false)) < 0 ||
+        (r = jf_str(o, "containers", s->containers, sizeof s->containers, false)) < 0 ||
+        (r = jf_num_in(o, "time", 0, 1e11, &s->time)) < 0 ||
+        (r = jf_i32(o, "ranks", 0, 1 << 20, &s->ranks)) < 0 ||
+        (r = jf_i32(o, "warmup_excluded", 0, 1 << 30, &s->warmup_excluded)) < 0 ||
+        (r = jf_num_array(o, "ktok_s", 0, 1e12, SAMPLES_MAX, true, s->ktok_s, &nk)) < 0 ||
+        (r = jf_num_array(o, "step_ms", 0, 1e12, SAMPLES_MAX, false, s->step_ms, &nt)) < 0)
+        goto out;
+    s->n = (int)nk;
+    if ((has_t && nt != nk) || !set_ok(s)) {
         r = -EINVAL;
         goto out;
     }
-    if (!k) {
-        r = -EINVAL;
-        goto out;
-    }
-    r = read_series(k, s->ktok_s, &nk, false);
-    if (r == 0 && t)
-        r = read_series(t, s->step_ms, &nt, true);
-    if (r < 0)
-        goto out;
-    if (nk < 1 || (t && nt != nk)) {
-        r = -EINVAL;
-        goto out;
-    }
-    s->n = nk;
-    s->ranks = (int)ranks;
-    s->warmup_excluded = (int)excl;
     memcpy(ret_s, s, sizeof *s);
     r = 0;
 out:

@@ -250,6 +250,15 @@ static void test_samples_parse_errors(void **state)
         { "{\"v\":1,\"release\":\"" ID "\",\"ktok_s\":[1,2],\"job\":7}", -EINVAL },
         { "{\"v\":1,\"v\":1,\"release\":\"" ID "\",\"ktok_s\":[1]}", -EINVAL },
         { "[1,2]", -EINVAL },
+        { "{\"v\":1,\"release\":\"" ID "\",\"ktok_s\":7}", -EINVAL },
+        { "{\"v\":1,\"release\":\"" ID "\",\"ktok_s\":[1,2],\"step_ms\":\"1,2\"}", -EINVAL },
+        { "{\"v\":1,\"release\":\"" ID "\",\"ktok_s\":[1,2],\"step_ms\":null}", -EINVAL },
+        { "{\"v\":1,\"release\":\"" ID "\",\"ktok_s\":[1,2],\"step_ms\":[1,-1]}", -EINVAL },
+        { "{\"v\":1,\"release\":\"" ID "\",\"ktok_s\":[1,2e12]}", -EINVAL },
+        { "{\"v\":1,\"release\":\"" ID "\",\"ktok_s\":[1,2],\"time\":-1}", -EINVAL },
+        { "{\"v\":1,\"release\":\"" ID "\",\"ktok_s\":[1,2],\"warmup_excluded\":1.5}", -EINVAL },
+        { "{\"v\":1,\"release\":\"ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789\",\"ktok_s\":[1]}", -EINVAL },
+        { "{\"v\":1,\"release\":\"" ID "\",\"ktok_s\":[1,2],\"step_ms\":[]}", -EINVAL },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int r = samples_parse(cases[i].text, strlen(cases[i].text), s);
