@@ -3,7 +3,6 @@
  * anything else looks at it. */
 #include "common/manifest.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -14,6 +13,7 @@
 
 #include "common/jsonfield.h"
 #include "common/log.h"
+#include "common/manifest2.h"
 #include "common/util.h"
 
 void manifest_free(struct manifest *m)
@@ -26,25 +26,8 @@ void manifest_free(struct manifest *m)
 
 int manifest_path_is_safe(const char *path)
 {
-    size_t n = strlen(path);
-    if (n == 0 || n >= MANIFEST_PATH_MAX || path[0] == '/')
-        return 0;
-    const char *p = path;
-    while (*p) {
-        const char *e = strchr(p, '/');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
-            return 0;
-        for (size_t i = 0; i < len; i++)
-            if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f || p[i] == '\\')
-                return 0;
-        if (!e)
-            break;
-        p = e + 1;
-        if (!*p)
-            return 0; /* trailing slash */
-    }
-    return 1;
+    /* One path rule for both manifest versions (manifest2_path_is_safe), under v1's shorter limit. */
+    return strnlen(path, MANIFEST_PATH_MAX) < MANIFEST_PATH_MAX && manifest2_path_is_safe(path);
 }
 
 static int file_cmp(const void *a, const void *b)
@@ -60,99 +43,56 @@ const struct manifest_file *manifest_find(const struct manifest *m, const char *
     return bsearch(&key, m->files, m->nfiles, sizeof *m->files, file_cmp);
 }
 
-struct walk {
-    struct manifest_file *files;
-    size_t n, cap;
-};
-
-static int walk_dir(const char *root, const char *rel, struct walk *w)
-{
-    char abs[PATH_MAX];
-    if (snprintf(abs, sizeof abs, "%s%s%s", root, *rel ? "/" : "", rel) >= (int)sizeof abs)
-        return -ENAMETOOLONG;
-    DIR *d = opendir(abs);
-    if (!d)
-        return -errno;
-    int r = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char crel[MANIFEST_PATH_MAX], cabs[PATH_MAX];
-        if (snprintf(crel, sizeof crel, "%s%s%s", rel, *rel ? "/" : "", de->d_name) >= (int)sizeof crel ||
-            snprintf(cabs, sizeof cabs, "%s/%s", root, crel) >= (int)sizeof cabs) {
-            r = -ENAMETOOLONG;
-            break;
-        }
-        if (!*rel && !strcmp(de->d_name, "MANIFEST.json"))
-            continue; /* the manifest does not list itself */
-        struct stat st;
-        if (lstat(cabs, &st) < 0) {
-            r = -errno;
-            break;
-        }
-        if (S_ISDIR(st.st_mode)) {
-            if ((r = walk_dir(root, crel, w)) < 0)
-                break;
-            continue;
-        }
-        if (!S_ISREG(st.st_mode) || !manifest_path_is_safe(crel)) {
-            log_error("release file '%s' %s", cabs,
-                      S_ISLNK(st.st_mode)  ? "is a symlink"
-                      : !S_ISREG(st.st_mode) ? "is not a regular file (a FIFO, socket or device)"
-                                             : "has a name with a control character or a backslash");
-            r = -EINVAL;
-            break;
-        }
-        if (w->n == MANIFEST_MAX_FILES) {
-            r = -E2BIG;
-            break;
-        }
-        if (w->n == w->cap) {
-            size_t nc = w->cap ? w->cap * 2 : 64;
-            void *nf = realloc(w->files, nc * sizeof *w->files);
-            if (!nf) {
-                r = -ENOMEM;
-                break;
-            }
-            w->files = nf;
-            w->cap = nc;
-        }
-        struct manifest_file *f = &w->files[w->n];
-        memset(f, 0, sizeof *f);
-        (void)str_copy(f->path, sizeof f->path, crel);
-        f->mode = st.st_mode & 0777;
-        if ((r = sha256_file_hex(cabs, f->sha256, &f->size)) < 0)
-            break;
-        w->n++;
-    }
-    closedir(d);
-    return r;
-}
-
+/* One directory walker for both versions: v2's (manifest2_from_dir: FIFOs, sockets and devices
+ * refused before anything opens them, unsafe names refused, files hashed), then what v1 cannot
+ * hold is refused here: symlinks, paths of MANIFEST_PATH_MAX bytes or more, more than
+ * MANIFEST_MAX_FILES files.  Directories are implied by the files' paths in v1. */
 int manifest_from_dir(const char *dir, const char *name, struct manifest **ret_m)
 {
-    struct walk w = {0};
-    int r = walk_dir(dir, "", &w);
-    if (r < 0) {
-        free(w.files);
+    struct manifest2 *m2;
+    int r = manifest2_from_dir(dir, name, &m2);
+    if (r < 0)
         return r;
+    struct manifest *m = NULL;
+    if (m2->nfiles > MANIFEST_MAX_FILES) {
+        log_error("release directory '%s' has more than %d files (a v1 manifest's limit)", dir, MANIFEST_MAX_FILES);
+        r = -E2BIG;
+        goto out;
     }
-    struct manifest *m = calloc(1, sizeof *m);
-    if (!m) {
-        free(w.files);
-        return -ENOMEM;
+    m = calloc(1, sizeof *m);
+    if (!m || (m2->nfiles && !(m->files = calloc(m2->nfiles, sizeof *m->files)))) {
+        r = -ENOMEM;
+        goto out;
     }
-    if (!name) {
-        const char *s = strrchr(dir, '/');
-        name = s && s[1] ? s + 1 : dir;
+    (void)str_copy(m->name, sizeof m->name, m2->name);
+    for (size_t i = 0; i < m2->n; i++) {
+        const struct m2_entry *e = &m2->e[i];
+        if (e->type == M2_DIR)
+            continue;
+        if (e->type == M2_LINK) {
+            log_error("release file '%s/%s' is a symlink", dir, e->path);
+            r = -EINVAL;
+            goto out;
+        }
+        struct manifest_file *f = &m->files[m->nfiles];
+        if (str_copy(f->path, sizeof f->path, e->path) < 0) {
+            log_error("release path '%s' is too long (limit %d bytes)", e->path, MANIFEST_PATH_MAX - 1);
+            r = -ENAMETOOLONG;
+            goto out;
+        }
+        memcpy(f->sha256, e->sha256, sizeof f->sha256);
+        f->size = e->size;
+        f->mode = e->mode;
+        m->nfiles++;
     }
-    (void)str_copy(m->name, sizeof m->name, name);
-    m->files = w.files;
-    m->nfiles = w.n;
-    qsort(m->files, m->nfiles, sizeof *m->files, file_cmp);
+    /* m2's entries are sorted by path with strcmp, and so are these */
     *ret_m = m;
-    return 0;
+    m = NULL;
+    r = 0;
+out:
+    manifest_free(m);
+    manifest2_free(m2);
+    return r;
 }
 
 int manifest_dump(const struct manifest *m, char **ret_text, char ret_id[RELEASE_ID_LEN + 1])

@@ -36,9 +36,11 @@ struct manifest {
     struct manifest_file *files; /* owned; sorted by path */
 };
 
-/* Build a manifest by walking dir (regular files only; symlinks and special files are refused
- * with -EINVAL and the offending path logged as an error).  name may be NULL (then the dir's
- * basename).  Caller frees with manifest_free(). */
+/* Build a manifest by walking dir with the v2 walker (manifest2_from_dir, so MANIFEST.json and
+ * MANIFEST at the top are skipped) and keeping its regular files: symlinks and special files are
+ * refused with -EINVAL, a path of MANIFEST_PATH_MAX bytes or more with -ENAMETOOLONG, more than
+ * MANIFEST_MAX_FILES files with -E2BIG, each logged as an error naming the path.  name may be
+ * NULL (then the dir's basename).  Caller frees with manifest_free(). */
 int manifest_from_dir(const char *dir, const char *name, struct manifest **ret_m);
 
 /* Parse and validate a manifest document (limits above).  -EINVAL bad document, -E2BIG over a
@@ -48,7 +50,8 @@ int manifest_parse(const char *text, size_t len, struct manifest **ret_m);
 /* Canonical JSON text (malloc'd, NUL-terminated, caller frees) and its release id. */
 int manifest_dump(const struct manifest *m, char **ret_text, char ret_id[RELEASE_ID_LEN + 1]);
 
-/* true (1) when path is an acceptable relative release path. */
+/* true (1) when path is an acceptable relative release path: manifest2_path_is_safe() (one rule
+ * for both versions) and shorter than MANIFEST_PATH_MAX. */
 int manifest_path_is_safe(const char *path);
 
 /* Find a file by path; NULL if absent.  Borrowed pointer into m. */

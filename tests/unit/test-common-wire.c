@@ -16,6 +16,7 @@
 
 #include "common/heartbeat.h"
 #include "common/manifest.h"
+#include "common/manifest2.h"
 #include "common/sha256.h"
 #include "common/status.h"
 #include "common/util.h"
@@ -163,6 +164,21 @@ static void test_manifest_paths(void **state)
     assert_false(manifest_path_is_safe("a//b"));
     assert_false(manifest_path_is_safe("a/"));
     assert_false(manifest_path_is_safe("a\nb"));
+    /* one rule for both versions: they agree below v1's length limit */
+    static const char *const paths[] = { "a", "a/b.py", "", "/x", "..", "a/..", "./a", "a//b", "a/",
+                                         "a\\b", "a\x7f", "\x01", "...", "a.b/c..d", ".hidden" };
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        if (manifest_path_is_safe(paths[i]) != (int)manifest2_path_is_safe(paths[i]))
+            fail_msg("v1 and v2 disagree on '%s'", paths[i]);
+    char lp[MANIFEST_PATH_MAX + 1];
+    for (size_t i = 0; i < sizeof lp - 1; i++)
+        lp[i] = i % 2 ? '/' : 'a'; /* "a/a/.../a": MANIFEST_PATH_MAX bytes of short components */
+    lp[sizeof lp - 2] = 'b';            /* ends in "ab" */
+    lp[sizeof lp - 1] = '\0';
+    assert_true(manifest2_path_is_safe(lp));
+    assert_false(manifest_path_is_safe(lp));
+    lp[MANIFEST_PATH_MAX - 3] = '\0'; /* ends in "a" */
+    assert_true(manifest_path_is_safe(lp));
 }
 
 static void write_file(const char *path, const char *text, mode_t mode)
@@ -220,6 +236,34 @@ static void test_manifest_dir_dump_parse(void **state)
     struct manifest *m4 = (struct manifest *)0x1;
     assert_int_equal(manifest_from_dir(dir, NULL, &m4), -EINVAL);
     assert_ptr_equal(m4, (struct manifest *)0x1);
+    /* ... also one that stays inside (v2 holds it; v1, walked by v2's walker, must not) */
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(symlink("config.ini", p), 0);
+    assert_int_equal(manifest_from_dir(dir, NULL, &m4), -EINVAL);
+    assert_int_equal(unlink(p), 0);
+    /* a FIFO is refused; an empty directory is not listed (v1 implies directories) */
+    assert_int_equal(mkfifo(p, 0644), 0);
+    assert_int_equal(manifest_from_dir(dir, NULL, &m4), -EINVAL);
+    assert_ptr_equal(m4, (struct manifest *)0x1);
+    assert_int_equal(unlink(p), 0);
+    snprintf(p, sizeof p, "%s/empty", dir);
+    assert_int_equal(mkdir(p, 0755), 0);
+    struct manifest *m5 = NULL;
+    assert_int_equal(manifest_from_dir(dir, NULL, &m5), 0);
+    assert_int_equal(m5->nfiles, 2);
+    manifest_free(m5);
+    /* a path v2 holds but v1 cannot (MANIFEST_PATH_MAX) */
+    char longname[200];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    snprintf(p, sizeof p, "%s/empty/%s", dir, longname);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/empty/%s/%s", dir, longname, longname);
+    write_file(p, "x", 0644);
+    assert_int_equal(manifest_from_dir(dir, NULL, &m4), -ENAMETOOLONG);
+    assert_ptr_equal(m4, (struct manifest *)0x1);
+    snprintf(p, sizeof p, "%s/empty", dir);
+    assert_int_equal(fs_rm_rf(p), 0);
 
     free(text);
     free(text2);
