@@ -90,9 +90,14 @@ static void usage(FILE *f)
             "  metrics                      status as Prometheus text (node_exporter textfile collector)\n"
             "  events [--since SEQ] [--json]\n"
             "  gpu-check [--gpus 0,1] [--nproc-per-node P] [--host-driver V] [--cuda X.Y] [--gpu-mem BYTES]\n"
-            "exit codes: 0 ok, 1 failed, 2 usage, 3 no daemon, 4 no such release, 5 bad bundle,\n"
-            "            6 command cannot run, 7 busy, 8 disk full, 9 GPU environment fault,\n"
-            "            124 preflight timeout (docs/errors.md)\n");
+            "exit codes (common/agentcli.h's table; meanings in docs/errors.md, \"drover-agent\"):\n ");
+    const char *sep = " ";
+    for (int code = 0; code < 256; code++)
+        if (agent_exit_name(code)) {
+            fprintf(f, "%s%d %s", sep, code, agent_exit_name(code));
+            sep = ", ";
+        }
+    fputc('\n', f);
 }
 
 static int parse_num(const char *s, double lo, double hi, double *v)

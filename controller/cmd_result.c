@@ -25,20 +25,6 @@ int cmd_result_begin(struct cmd_result *cr)
     return 0;
 }
 
-static const char *exit_name(int code)
-{
-    switch (code) {
-    case EXIT_OK: return "ok";
-    case EXIT_FAIL: return "failed";
-    case EXIT_USAGE: return "usage";
-    case EXIT_REVERTED: return "reverted";
-    case EXIT_REVERT_FAILED: return "revert-failed";
-    case EXIT_HOSTKEY: return "hostkey";
-    case EXIT_NOT_REVERTED: return "not-reverted";
-    default: return "unknown";
-    }
-}
-
 static json_t *num_or_null(double x)
 {
     return x >= 0 ? json_real(x) : json_null();
@@ -80,7 +66,7 @@ int cmd_result_end(struct cmd_result *cr, const struct inventory *inv, const cha
     for (int j = 0; j < njobs; j++)
         json_array_append_new(jl, json_string(jobs[j]));
     json_t *root = json_pack("{s:i,s:s,s:o,s:i,s:s,s:o}", "v", 1, "kind", kind, "jobs", jl,
-                             "exit", code, "outcome", exit_name(code), "records", records);
+                             "exit", code, "outcome", drover_exit_name(code) ? drover_exit_name(code) : "unknown", "records", records);
     char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(root);
     if (!text) {

@@ -67,10 +67,8 @@ void verbs_usage(FILE *fp)
         fprintf(fp, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
     fprintf(fp,
             "\n`drover VERB --help` shows a verb's arguments (no inventory needed).\n"
-            "INVENTORY defaults to $DROVER_INVENTORY, then ./drover.ini (docs/config.md).\n"
-            "Exit codes: 0 ok, 1 failed (nothing switched), 2 usage, 3 reverted to the last good\n"
-            "release, 4 revert failed, 5 host key unknown/changed, 6 failed without auto_revert,\n"
-            "7 held on an inconclusive verdict (docs/controller.md).\n");
+            "INVENTORY defaults to $DROVER_INVENTORY, then ./drover.ini (docs/config.md).\n");
+    drover_exit_usage(fp);
 }
 
 void verb_help(const struct verb *v, FILE *fp)

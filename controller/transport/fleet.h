@@ -1,6 +1,7 @@
 /* controller/transport/fleet.h: what every verb shares: the inventory, one connection per host opened on
- * first use and reused for all its containers, the agent's status per container, exit codes,
- * (terminal helpers: controller/ui.h, included here for the verbs).  Single-threaded.
+ * first use and reused for all its containers, the agent's status per container (exit codes:
+ * controller/exitcode.h; terminal helpers: controller/ui.h; both included here for the verbs).
+ * Single-threaded.
  */
 #ifndef DROVER_FLEET_H
 #define DROVER_FLEET_H
@@ -10,23 +11,9 @@
 
 #include "common/status.h"
 #include "controller/transport/conn.h"
+#include "controller/exitcode.h"
 #include "controller/inventory.h"
 #include "controller/ui.h"
-
-/* Exit codes of `drover` (docs/controller.md); never renumbered. */
-enum drover_exit {
-    EXIT_OK = 0,
-    EXIT_FAIL = 1,          /* failed before anything was switched (or a verb's plain failure) */
-    EXIT_USAGE = 2,         /* bad command line or inventory */
-    EXIT_REVERTED = 3,      /* release failed probation; the last good release is back and healthy */
-    EXIT_REVERT_FAILED = 4, /* release failed and the revert failed or did not recover: act now */
-    EXIT_HOSTKEY = 5,       /* a host key is unknown or changed: nothing was touched */
-    EXIT_NOT_REVERTED = 6,  /* release failed probation, auto_revert off: left running */
-    EXIT_HELD = 7,          /* inconclusive or no data, on_inconclusive = hold: left running,
-                               unpromoted, for `drover promote` or `drover revert` */
-    EXIT_ENV_FAULT = 8,     /* a container's GPU environment is broken: nothing reverted (the
-                               release is not to blame); fix it (drover-agent gpu-check) */
-};
 
 struct fleet {
     const struct inventory *inv;

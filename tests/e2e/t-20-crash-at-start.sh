@@ -18,7 +18,7 @@ t0=$SECONDS
 drover deploy "$d" --job train
 say "deploy took $((SECONDS - t0))s"
 show_drover 15
-check "deploy v2 exits 3 (reverted to the last good release, docs/controller.md)" test "$DROVER_RC" = 3
+check "deploy v2 exits 3 (reverted to the last good release, docs/errors.md)" test "$DROVER_RC" = 3
 check "deploy names the failure (crash/exit at start)" drover_said 'crash|exit|fail|died|no-such-shard|heartbeat'
 check "deploy says it reverted" drover_said 'revert|roll(ed)? ?back'
 check "the reason names the missing shard, in the worker's own words" drover_said "no-such-shard.bin"

@@ -12,7 +12,7 @@ t0=$SECONDS
 drover deploy "$d" --job train
 say "deploy took $((SECONDS - t0))s"
 show_drover 15
-check "deploy v3 exits 3 (reverted to the last good release, docs/controller.md)" test "$DROVER_RC" = 3
+check "deploy v3 exits 3 (reverted to the last good release, docs/errors.md)" test "$DROVER_RC" = 3
 check "deploy names the throughput rule (Ktok/s below the baseline)" drover_said 'throughput|ktok|tok/s|regress|baseline'
 check "deploy says it reverted" drover_said 'revert|roll(ed)? ?back'
 check "every container is back on v1" all_current_is "$v1"

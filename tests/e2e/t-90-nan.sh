@@ -16,7 +16,7 @@ t0=$SECONDS
 drover deploy "$d" --job train
 say "deploy took $((SECONDS - t0))s"
 show_drover 15
-check "deploy v4 exits 3 (reverted to the last good release, docs/controller.md)" test "$DROVER_RC" = 3
+check "deploy v4 exits 3 (reverted to the last good release, docs/errors.md)" test "$DROVER_RC" = 3
 check "deploy names the loss rule (non-finite loss)" drover_said 'finite|nan|inf|loss'
 check "deploy says it reverted" drover_said 'revert|roll(ed)? ?back'
 check "every container is back on v1" all_current_is "$v1"
