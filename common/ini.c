@@ -46,11 +46,17 @@ static char *read_line(char *str, int num, void *stream)
     str[n] = '\0';
     r->p += n;
     r->left -= n;
-    if (!r->ops->section)
-        return str;
     const char *q = str;
     if (r->line == 1 && strncmp(q, "\xEF\xBB\xBF", 3) == 0)
         q += 3; /* a UTF-8 BOM, which libinih skips too */
+    if (*q == '[' && !strchr(q, ']')) {
+        /* "[host x" without its ']': libinih notes the line and reads on, so the keys below
+         * were taken as the previous section's and the error named the next line */
+        r->err = (struct ini_error){ .kind = INI_ERR_SYNTAX, .line = r->line };
+        return NULL;
+    }
+    if (!r->ops->section)
+        return str;
     while (*q == ' ' || *q == '\t')
         q++;
     const char *close = *q == '[' ? strchr(q, ']') : NULL;

@@ -76,6 +76,17 @@ static void test_reader(void **state)
     assert_int_equal(read_text("[a]\nbad\ny = 2\n", 64, &s, &e), -EINVAL);
     assert_int_equal(e.kind, INI_ERR_SYNTAX);
     assert_int_equal(e.line, 2);
+    /* a section line without its ']' is the error, at its own line, even when the key below it
+     * is one the previous section's callback refuses (it named line 4 and that key) */
+    s.stop_at = 4;
+    assert_int_equal(read_text("[a]\nx = 1\n[host h1\naddress = 10.0.0.1\n", 64, &s, &e), -EINVAL);
+    assert_int_equal(e.kind, INI_ERR_SYNTAX);
+    assert_int_equal(e.line, 3);
+    assert_null(strstr(s.log, "address")); /* nothing below it is read */
+    s.stop_at = 0;
+    assert_int_equal(read_text("[a]\n[b\n", 64, &s, &e), -EINVAL);
+    assert_int_equal(e.kind, INI_ERR_SYNTAX);
+    assert_int_equal(e.line, 2);
 }
 
 struct cfg {

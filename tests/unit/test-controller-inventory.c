@@ -168,6 +168,8 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ngrace = 2h\n",
                 "inv.ini:6:", "1s to 1h");
     parse_fails("x = 1\n", "inv.ini:1:", "outside any section");
+    /* "[host h1" without ']': its own line, not the next key's (newcomer pass) */
+    parse_fails("[drover]\n\n[host h1\naddress = 10.0.0.1\n", "inv.ini:3:", "syntax error");
     parse_fails("[drover]\nthis line has no equals sign\n", "inv.ini:2:", "syntax error");
     parse_fails("[host h]\n", "[host h]: no address", NULL);
     parse_fails("[host h]\naddress = a b\n", "inv.ini:2:", "[host h] address");
