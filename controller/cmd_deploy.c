@@ -1,9 +1,10 @@
 /* controller/cmd_deploy.c: `drover deploy DIR [--job J]... | --all-jobs [--dry-run | --analysis-only] [--force]` and
- * `drover plan DIR [--job J]`: argument parsing only; the deploy engine (controller/deploy/)
+ * `drover plan DIR [--job J] [-o json]`: argument parsing only; the deploy engine (controller/deploy/)
  * does the work, one job through deploy_run() or several in waves through deploy_wave().
  */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -44,15 +45,13 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
             o.env_dir = optarg;
         else if (c == 's')
             o.stage_only = true;
-        else if (c == 'o' && strcmp(optarg, "json") == 0 && !plan)
+        else if (c == 'o' && strcmp(optarg, "json") == 0)
             json = true;
         else if (c == 'A' && !plan)
             o.analysis_only = true;
         else {
             /* say why: `deploy DIR -o yaml` used to exit 2 without a word */
-            if (c == 'o' && plan)
-                log_error("plan has no -o: `drover deploy DIR --dry-run -o json` is the same plan as JSON");
-            else if (c == 'o')
+            if (c == 'o')
                 log_error("-o takes json, not '%s'", optarg);
             else if (c == 'A')
                 log_error("--analysis-only is deploy's, not plan's");
@@ -62,7 +61,7 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
     }
     if (optind + 1 != argc || (all && njobs)) {
         log_error("usage: drover %s DIR [--env ENVDIR] [--stage-only] [--job J]... | --all-jobs%s", argv[0],
-                  plan ? "" : " [--dry-run | --analysis-only] [--force] [-o json]");
+                  plan ? " [-o json]" : " [--dry-run | --analysis-only] [--force] [-o json]");
         return EXIT_USAGE;
     }
     o.dir = argv[optind];
@@ -107,6 +106,8 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
         log_error("cannot redirect stdout for -o json");
         return EXIT_FAIL;
     }
+    if (json && o.dry_run) /* the plan document: "kind": "plan" with each job's plan */
+        o.plan_out = json_array();
     int ret;
     if (njobs > 1)
         ret = deploy_wave(f, &o, jobs, njobs);
@@ -114,7 +115,11 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
         o.job = njobs ? jobs[0] : NULL;
         ret = deploy_run(f, &o);
     }
-    return json ? cmd_result_end(&cr, f->inv, "deploy", jobs, njobs, ret) : ret;
+    if (!json)
+        return ret;
+    if (o.plan_out)
+        cr.extra = json_pack("{s:o}", "plans", o.plan_out);
+    return cmd_result_end(&cr, f->inv, o.dry_run ? "plan" : "deploy", jobs, njobs, ret);
 }
 
 int cmd_deploy(struct fleet *f, int argc, char **argv)

@@ -1,13 +1,15 @@
 /* controller/cmd_install.c: `drover install [--job J | HOST:VMID...] [--agent-binary PATH]
- * [--restart-agent]`:
+ * [--restart-agent] [-o json]`:
  * put the agent binary into each container (staged once per host, pushed with --perms 0755 to a
  * temp name, sha256 checked inside the container, renamed into place so a running agent's
  * binary is never written over), then start the daemon if it is not running.  Idempotent.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,16 @@
 #include "controller/cmd.h"
 #include "controller/transport/pct.h"
 #include "controller/transport/stage.h"
+
+/* What install did in one container: the "containers" entries of `install -o json`
+ * (docs/protocol.md, "Result document"). */
+struct install_res {
+    const char *binary; /* installed, already-installed, failed (NULL: not reached) */
+    const char *agent;  /* running, started, restarted, not-running */
+    char error[512];    /* "" when none */
+    char missing[128];  /* a shared library the agent lacks in the container, "" when none */
+    const char *package; /* the Debian package that has it, NULL when unknown */
+};
 
 static void default_agent_binary(char *out, size_t out_sz)
 {
@@ -101,7 +113,8 @@ static const char *lib_package(const char *soname)
 /* Run the pushed binary (`PATH --version`) in the container before it replaces anything: a
  * container without the agent's shared libraries gets told which one is missing and which
  * package has it, instead of an agent that never starts.  0 when it runs. */
-static int check_agent_runs(struct conn *c, const struct inv_ct *ct, const char *path, double timeout_s)
+static int check_agent_runs(struct conn *c, const struct inv_ct *ct, const char *path, double timeout_s,
+                            struct install_res *ir)
 {
     const char *argv[] = { path, "--version", NULL };
     struct exec_result res;
@@ -120,6 +133,9 @@ static int check_agent_runs(struct conn *c, const struct inv_ct *ct, const char 
         m += strlen("error while loading shared libraries: ");
         snprintf(lib, sizeof lib, "%.*s", (int)strcspn(m, ": "), m);
         const char *pkg = lib_package(lib);
+        (void)str_copy(ir->missing, sizeof ir->missing, lib);
+        ir->package = pkg;
+        snprintf(ir->error, sizeof ir->error, "drover-agent cannot run in the container: it lacks %s", lib);
         log_error("%s: drover-agent cannot run in the container: it lacks %s (Debian package %s; "
                   "the agent links jansson, libarchive and OpenSSL dynamically)",
                   ct->label, lib, pkg ? pkg : "unknown");
@@ -132,13 +148,26 @@ static int check_agent_runs(struct conn *c, const struct inv_ct *ct, const char 
         char why[512];
         log_error("%s: '%s --version' failed in the container (exit %d): %s", ct->label, path,
                   res.status, exec_result_reason(&res, why, sizeof why));
+        snprintf(ir->error, sizeof ir->error, "'%.160s --version' failed in the container (exit %d): %.300s",
+                 path, res.status, why);
     }
     exec_result_done(&res);
     return -ENOEXEC;
 }
 
+/* Logs "LABEL: why" and keeps why for the JSON document. */
+__attribute__((format(printf, 3, 4))) static void install_fail(struct install_res *ir,
+                                                               const struct inv_ct *ct, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ir->error, sizeof ir->error, fmt, ap);
+    va_end(ap);
+    log_error("%s: %s", ct->label, ir->error);
+}
+
 static int install_one(struct fleet *f, const struct inv_ct *ct, const char *staged, const char *sha,
-                       bool restart)
+                       bool restart, struct install_res *ir)
 {
     const struct inventory *inv = f->inv;
     struct conn *c;
@@ -149,8 +178,10 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
     const char *dest = ct->root[0] && h->agent_path[0] ? h->agent_path : inv->agent_path;
     char cur[65], tmp[PATH_MAX], dir[PATH_MAX];
     bool changed = false;
+    ir->binary = "failed";
     if (pct_sha256(c, ct, dest, cur) == 0 && strcmp(cur, sha) == 0) {
         fprintf(stderr, "%s: %s already installed (sha256 %.12s)\n", ct->label, dest, sha);
+        ir->binary = "already-installed";
     } else {
         snprintf(tmp, sizeof tmp, "%s.new", dest);
         (void)str_copy(dir, sizeof dir, dest);
@@ -158,27 +189,27 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
         struct exec_result res;
         r = pct_run(c, ct, mk, inv->exec_timeout_s, &res);
         if (r < 0) {
-            log_error("%s: %s", ct->label, c->err);
+            install_fail(ir, ct, "%s", c->err);
             return r;
         }
         int st = res.status;
         exec_result_done(&res);
         if (st != 0) {
-            log_error("%s: cannot create '%s' (is the container running? pct start %d)", ct->label,
-                      dir, ct->vmid);
+            install_fail(ir, ct, "cannot create '%s' (is the container running? pct start %d)", dir,
+                         ct->vmid);
             return -EIO;
         }
         r = pct_push(c, ct, staged, tmp, "0755");
         if (r < 0) {
-            log_error("%s: %s", ct->label, c->err);
+            install_fail(ir, ct, "%s", c->err);
             return r;
         }
         /* pct push exits 0 even when the copy failed: check what arrived. */
         if (pct_sha256(c, ct, tmp, cur) < 0 || strcmp(cur, sha) != 0) {
-            log_error("%s: '%s' did not arrive intact (sha256 mismatch: disk full?)", ct->label, tmp);
+            install_fail(ir, ct, "'%s' did not arrive intact (sha256 mismatch: disk full?)", tmp);
             return -EBADMSG;
         }
-        if ((r = check_agent_runs(c, ct, tmp, inv->exec_timeout_s)) < 0) {
+        if ((r = check_agent_runs(c, ct, tmp, inv->exec_timeout_s, ir)) < 0) {
             const char *rm[] = { "rm", "-f", tmp, NULL };
             if (pct_run(c, ct, rm, inv->exec_timeout_s, &res) == 0)
                 exec_result_done(&res);
@@ -187,15 +218,17 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
         const char *mv[] = { "mv", "-f", tmp, dest, NULL };
         r = pct_run(c, ct, mv, inv->exec_timeout_s, &res);
         if (r < 0 || res.status != 0) {
-            log_error("%s: cannot move '%s' into place", ct->label, tmp);
+            install_fail(ir, ct, "cannot move '%s' into place", tmp);
             if (r == 0)
                 exec_result_done(&res);
             return -EIO;
         }
         exec_result_done(&res);
         changed = true;
+        ir->binary = "installed";
         fprintf(stderr, "%s: installed %s (sha256 %.12s)\n", ct->label, dest, sha);
     }
+    ir->agent = "not-running";
     bool restarting = false;
     if (agent_answers(c, ct)) {
         if (!changed || !restart) {
@@ -203,6 +236,7 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
                 log_warn("%s: the agent daemon still runs the previous binary; `drover install "
                          "--restart-agent` restarts it (its gangs keep running)", ct->label);
             printf("%s: agent running\n", ct->label);
+            ir->agent = "running";
             return 0;
         }
         if (agent_under_systemd(c, ct)) {
@@ -213,24 +247,25 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
             if (r == 0)
                 exec_result_done(&res);
             if (st != 0) {
-                log_error("%s: systemctl restart drover-agent failed (exit %d); see `journalctl -u "
-                          "drover-agent` in the container", ct->label, st);
+                install_fail(ir, ct, "systemctl restart drover-agent failed (exit %d); see "
+                             "`journalctl -u drover-agent` in the container", st);
                 return -EIO;
             }
             for (int i = 0; i < 50; i++) {
                 if (agent_answers(c, ct)) {
                     printf("%s: agent restarted (systemd; its gangs keep running)\n", ct->label);
+                    ir->agent = "restarted";
                     return 0;
                 }
                 usleep(200000);
             }
-            log_error("%s: systemd restarted drover-agent but it does not answer `drover-agent status`",
-                      ct->label);
+            install_fail(ir, ct, "systemd restarted drover-agent but it does not answer "
+                             "`drover-agent status`");
             return -EIO;
         }
         r = agent_stop_daemon(c, ct);
         if (r < 0) {
-            log_error("%s: cannot stop the running agent daemon (pidfile)", ct->label);
+            install_fail(ir, ct, "cannot stop the running agent daemon (pidfile)");
             return r;
         }
         restarting = true;
@@ -263,14 +298,13 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
         sleep(1);
     }
     if (r < 0) {
-        log_error("%s: %s", ct->label, c->err);
+        install_fail(ir, ct, "%s", c->err);
         return r;
     }
     char reason[512];
     if (res.status != 0) {
-        log_error("%s: drover-agent daemon --detach failed (exit %d): %s (its log: %s/agent.log)",
-                  ct->label, res.status, exec_result_reason(&res, reason, sizeof reason),
-                  pct_agent_root(ct));
+        install_fail(ir, ct, "drover-agent daemon --detach failed (exit %d): %s (its log: %s/agent.log)",
+                     res.status, exec_result_reason(&res, reason, sizeof reason), pct_agent_root(ct));
         exec_result_done(&res);
         return -EIO;
     }
@@ -278,13 +312,28 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
     for (int i = 0; i < 50; i++) {
         if (agent_answers(c, ct)) {
             printf("%s: agent %s\n", ct->label, restarting ? "restarted" : "started");
+            ir->agent = restarting ? "restarted" : "started";
             return 0;
         }
         usleep(200000);
     }
-    log_error("%s: started the agent daemon but it does not answer `drover-agent status`",
-              ct->label);
+    install_fail(ir, ct, "started the agent daemon but it does not answer `drover-agent status`");
     return -ETIMEDOUT;
+}
+
+/* One "containers" entry of `install -o json`. */
+static json_t *install_res_json(const struct inv_ct *ct, const struct install_res *ir)
+{
+    json_t *o = json_pack("{s:s,s:s?,s:s?}", "container", ct->label, "binary", ir->binary, "agent",
+                          ir->agent);
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "error", ir->error[0] ? json_string(ir->error) : json_null());
+    json_object_set_new(o, "missing",
+                        ir->missing[0] ? json_pack("{s:s,s:s?}", "library", ir->missing, "package",
+                                                   ir->package)
+                                       : json_null());
+    return o;
 }
 
 int cmd_install(struct fleet *f, int argc, char **argv)
@@ -293,23 +342,29 @@ int cmd_install(struct fleet *f, int argc, char **argv)
         { "job", required_argument, NULL, 'j' },
         { "agent-binary", required_argument, NULL, 'a' },
         { "restart-agent", no_argument, NULL, 'r' },
+        { "output", required_argument, NULL, 'o' },
         { NULL, 0, NULL, 0 },
     };
     const char *job = NULL;
-    bool restart = false;
+    bool restart = false, json = false;
     char binary[PATH_MAX];
     default_agent_binary(binary, sizeof binary);
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
-    while ((c = getopt_long(argc, argv, "j:a:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "j:a:o:", opts, NULL)) != -1) {
         if (c == 'j')
             job = optarg;
         else if (c == 'a')
             (void)str_copy(binary, sizeof binary, optarg);
         else if (c == 'r')
             restart = true;
-        else
+        else if (c == 'o' && strcmp(optarg, "json") == 0)
+            json = true;
+        else {
+            if (c == 'o')
+                log_error("-o takes json, not '%s'", optarg);
             return EXIT_USAGE;
+        }
     }
     const struct inventory *inv = f->inv;
     struct inv_ct *cts = calloc(INV_MAX_JOBS * INV_MAX_CTS, sizeof *cts);
@@ -364,7 +419,14 @@ int cmd_install(struct fleet *f, int argc, char **argv)
         free(cts);
         return EXIT_FAIL;
     }
-    char staged[INV_MAX_HOSTS][1024];
+    struct cmd_result cr = { .saved_fd = -1 };
+    if (json && cmd_result_begin(&cr) < 0) {
+        log_error("cannot redirect stdout for -o json");
+        free(cts);
+        return EXIT_FAIL;
+    }
+    json_t *jcts = json ? json_array() : NULL;
+    char staged[INV_MAX_HOSTS][1024], stage_err[INV_MAX_HOSTS][512];
     int staged_r[INV_MAX_HOSTS] = { 0 };
     bool tried[INV_MAX_HOSTS] = { false };
     for (int i = 0; i < n; i++) {
@@ -376,10 +438,21 @@ int cmd_install(struct fleet *f, int argc, char **argv)
                                         sizeof staged[h], err, sizeof err);
             if (staged_r[h] < 0 && f->conn_err[h] == 0)
                 log_error("%s", err);
+            (void)str_copy(stage_err[h], sizeof stage_err[h], f->conn_err[h] ? strerror(-f->conn_err[h]) : err);
         }
-        if (staged_r[h] < 0 || install_one(f, &cts[i], staged[h], sha, restart) < 0)
+        struct install_res ir = { .binary = NULL };
+        int r1 = staged_r[h] < 0 ? staged_r[h] : install_one(f, &cts[i], staged[h], sha, restart, &ir);
+        if (r1 < 0) {
             ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
+            if (!ir.error[0])
+                (void)str_copy(ir.error, sizeof ir.error, staged_r[h] < 0 ? stage_err[h] : strerror(-r1));
+        }
+        if (jcts)
+            json_array_append_new(jcts, install_res_json(&cts[i], &ir));
     }
     free(cts);
-    return ret;
+    if (!json)
+        return ret;
+    cr.extra = json_pack("{s:s,s:s,s:o}", "agent_binary", binary, "sha256", sha, "containers", jcts);
+    return cmd_result_end(&cr, inv, "install", job ? &job : NULL, job ? 1 : 0, ret);
 }

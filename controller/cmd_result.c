@@ -1,8 +1,9 @@
-/* controller/cmd_result.c: `-o json` for the verbs that change things (deploy, rollback): the
- * result document, version 1 (docs/protocol.md, "Result document").  While the verb runs, its
- * human-readable lines go to stderr so that stdout carries one JSON document and nothing else;
- * afterwards the outcome is read back from the history records the engine appended (the one
- * record of what happened), plus the exit code.
+/* controller/cmd_result.c: `-o json` for the verbs that change things (deploy, rollback, plan,
+ * install): the result document, version 1 (docs/protocol.md, "Result document").  While the
+ * verb runs, its human-readable lines go to stderr so that stdout carries one JSON document and
+ * nothing else; afterwards the outcome is read back from the history records the engine
+ * appended (the one record of what happened), plus the exit code and the verb's own members
+ * (plan's "plans", install's "containers").
  */
 #include <jansson.h>
 #include <errno.h>
@@ -42,6 +43,23 @@ json_t *cmd_history_entry_json(const struct history_entry *h)
     return o;
 }
 
+json_t *cmd_result_doc(const char *kind, const char *const *jobs, int njobs, int code,
+                       json_t *records, json_t *extra)
+{
+    json_t *jl = json_array();
+    for (int j = 0; j < njobs; j++)
+        json_array_append_new(jl, json_string(jobs[j]));
+    json_t *root = json_pack("{s:i,s:s,s:o,s:i,s:s,s:o}", "v", 1, "kind", kind, "jobs", jl,
+                             "exit", code, "outcome", drover_exit_name(code) ? drover_exit_name(code) : "unknown",
+                             "records", records);
+    if (root && extra && json_object_update(root, extra) < 0) {
+        json_decref(root);
+        root = NULL;
+    }
+    json_decref(extra);
+    return root;
+}
+
 int cmd_result_end(struct cmd_result *cr, const struct inventory *inv, const char *kind,
                    const char *const *jobs, int njobs, int code)
 {
@@ -62,11 +80,8 @@ int cmd_result_end(struct cmd_result *cr, const struct inventory *inv, const cha
                 json_array_append_new(records, cmd_history_entry_json(&h[i]));
         free(h);
     }
-    json_t *jl = json_array();
-    for (int j = 0; j < njobs; j++)
-        json_array_append_new(jl, json_string(jobs[j]));
-    json_t *root = json_pack("{s:i,s:s,s:o,s:i,s:s,s:o}", "v", 1, "kind", kind, "jobs", jl,
-                             "exit", code, "outcome", drover_exit_name(code) ? drover_exit_name(code) : "unknown", "records", records);
+    json_t *root = cmd_result_doc(kind, jobs, njobs, code, records, cr->extra);
+    cr->extra = NULL;
     char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(root);
     if (!text) {

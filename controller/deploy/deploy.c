@@ -9,6 +9,7 @@
 #include "controller/notify.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -673,13 +674,24 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
     return bad ? -EIO : 0;
 }
 
+/* A release id as JSON: null when there is none. */
+static json_t *plan_id(const char *id)
+{
+    return id && *id ? json_string(id) : json_null();
+}
+
 /* Prints the plan; returns the number of containers that could not be reached (a deploy now
- * would fail at staging, so plan says so with its exit status too). */
-static int print_plan(struct deploy *d)
+ * would fail at staging, so plan says so with its exit status too).  out: when not NULL, the
+ * same plan as one JSON object appended to it (docs/protocol.md, "Plan"). */
+static int print_plan(struct deploy *d, json_t *out)
 {
     int unreachable = 0;
     const struct inv_job *j = d->job;
     char sid[RELEASE_SHORT_LEN + 1], sid2[RELEASE_SHORT_LEN + 1];
+    json_t *cts = json_array(), *cmd = json_array();
+    json_array_append_new(cmd, json_string(j->command));
+    for (int i = 0; i < j->nargs; i++)
+        json_array_append_new(cmd, json_string(j->args[i]));
     printf("release %s (%s), %zu files, %.2f MiB\n", d->sid, d->name, d->rs.m->nfiles,
            (double)d->blob_size / 1048576.0);
     printf("job %s: %d node(s) x %d rank(s), command %s", j->name, j->ncts, j->nproc_per_node,
@@ -692,11 +704,18 @@ static int print_plan(struct deploy *d)
         char e[1200];
         if (fleet_agent_status(d->f, ct, d->st, e, sizeof e) < 0) {
             printf("  %-24s unreachable: %s\n", ct->label, e);
+            json_array_append_new(cts, json_pack("{s:s,s:i,s:b,s:s}", "container", ct->label,
+                                                 "node", i, "reachable", 0, "error", e));
             unreachable++;
             continue;
         }
         const struct job_status *js = status_find_job(d->st, j->name);
         const char *cur = js ? js->current : "";
+        json_array_append_new(cts, json_pack("{s:s,s:i,s:b,s:o,s:o,s:s,s:b}", "container", ct->label,
+                                             "node", i, "reachable", 1, "current", plan_id(cur),
+                                             "good", plan_id(js ? js->good : ""), "state",
+                                             js ? gang_state_name(js->state) : "no job",
+                                             "already_current", strcmp(cur, d->id) == 0));
         printf("  %-24s node %d: %s (good %s, %s) -> %s%s\n", ct->label, i, ui_short(cur, sid),
                ui_short(js ? js->good : "", sid2), js ? gang_state_name(js->state) : "no job",
                d->sid, strcmp(cur, d->id) == 0 ? " (already current)" : "");
@@ -710,17 +729,40 @@ static int print_plan(struct deploy *d)
            p->on_inconclusive_hold ? "hold" : "revert", p->progress_deadline_s,
            p->auto_revert ? "true" : "false");
     struct sample_set *bs = load_base_samples(d);
-    if (bs)
+    json_t *base = json_null();
+    if (bs) {
         printf("baseline: %s, %d samples, median %.1f Ktok/s; fail when the whole interval of the "
                "change lies below -%.0f%%\n", ui_short(bs->release, sid), bs->n,
                probation_median(bs->ktok_s, bs->n), p->tolerance * 100);
-    else if (d->baseline > 0)
+        base = json_pack("{s:s,s:i,s:f}", "release", bs->release, "samples", bs->n, "ktok_s",
+                         probation_median(bs->ktok_s, bs->n));
+    } else if (d->baseline > 0) {
         printf("baseline: %.1f Ktok/s (one number, no samples); tolerance -%.0f%%\n", d->baseline,
                p->tolerance * 100);
-    else
+        base = json_pack("{s:n,s:i,s:f}", "release", "samples", 0, "ktok_s", d->baseline);
+    } else
         printf("baseline: none on these containers yet (throughput rule skipped; this release "
                "sets it)\n");
     free(bs);
+    json_t *pol = json_pack("{s:f,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:f,s:b}", "healthy_deadline_s",
+                            p->healthy_deadline_s, "warmup_steps", (json_int_t)p->warmup_steps,
+                            "warmup_time_s", p->warmup_time_s, "warmup_max_s", p->warmup_max_s,
+                            "min_healthy_time_s", p->min_healthy_time_s, "max_probation_time_s",
+                            p->max_probation_time_s, "tolerance", p->tolerance, "confidence",
+                            p->confidence, "on_inconclusive", p->on_inconclusive_hold ? "hold" : "revert",
+                            "progress_deadline_s", p->progress_deadline_s, "auto_revert",
+                            p->auto_revert);
+    json_t *plan = json_pack("{s:s,s:s,s:s,s:o,s:I,s:I,s:i,s:i,s:o,s:i,s:o,s:o,s:o}", "job", j->name,
+                             "release", d->id, "name", d->name, "env",
+                             plan_id(d->has_env ? d->env.id : NULL), "files",
+                             (json_int_t)d->rs.m->nfiles, "bytes", (json_int_t)d->blob_size, "nodes",
+                             j->ncts, "nproc_per_node", j->nproc_per_node, "command", cmd,
+                             "unreachable", unreachable, "containers", cts, "policy", pol,
+                             "baseline", base);
+    if (out && plan)
+        json_array_append_new(out, plan);
+    else
+        json_decref(plan);
     return unreachable;
 }
 
@@ -904,7 +946,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     if (state_baseline_get(d.inv->state_dir, d.key, &d.baseline, brel) < 0)
         d.baseline = -1;
     if (o->dry_run) {
-        int unreachable = print_plan(&d);
+        int unreachable = print_plan(&d, o->plan_out);
         ret = f->key_refused ? EXIT_HOSTKEY : unreachable ? EXIT_FAIL : EXIT_OK;
         goto out;
     }

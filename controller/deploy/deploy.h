@@ -19,6 +19,7 @@ struct deploy_opts {
     const char *env_dir; /* an environment (e.g. a venv) deployed as its own release first and
                           * named by the code release (NULL: none) */
     bool analysis_only; /* probation and verdict, then the good release back whatever it says */
+    struct json_t *plan_out; /* dry run: each job's plan is also appended here as JSON (-o json) */
 };
 
 int deploy_run(struct fleet *f, const struct deploy_opts *o);

@@ -1,6 +1,7 @@
 #!/bin/bash
 # t-75-cli: the operator's command line (issue 14): a verb's --help without any inventory,
-# validate, logs and events over SSH + pct, and deploy -o json (stdout is one JSON document).
+# validate, logs and events over SSH + pct, and deploy/plan/install/trust -o json (stdout is one
+# JSON document).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -49,6 +50,26 @@ check "deploy of the current release -o json exits 0" test "$DROVER_RC" = 0
 check "deploy -o json: stdout is one result document" \
 	jq -e '.v == 1 and .kind == "deploy" and .exit == 0 and .outcome == "ok" and .jobs == ["train"]' "$E2E_WORK/last.out"
 check "every container is still on v1" all_current_is "$v1"
+
+drover plan "$E2E_WORK/releases/v1" --job train -o json
+show_drover 5
+check "plan -o json exits 0" test "$DROVER_RC" = 0
+check "plan -o json: one plan document, v1 already current in every container" \
+	jq -e --arg v1 "$v1" '.v == 1 and .kind == "plan" and .outcome == "ok" and .records == [] and
+		(.plans | length) == 1 and .plans[0].job == "train" and .plans[0].release == $v1 and
+		.plans[0].unreachable == 0 and (.plans[0].containers | length) == 3 and
+		all(.plans[0].containers[]; .reachable and .already_current and .current == $v1) and
+		.plans[0].policy.auto_revert == true and (.plans[0].command[0] == "bin/drover-train")' "$E2E_WORK/last.out"
+drover plan "$E2E_WORK/releases/v1" --job train -o yaml
+check "plan -o yaml is a usage error" test "$DROVER_RC" = 2
+
+drover install --job train -o json
+show_drover 5
+check "install -o json exits 0" test "$DROVER_RC" = 0
+check "install -o json: every container already has this agent and it runs" \
+	jq -e '.v == 1 and .kind == "install" and .outcome == "ok" and .jobs == ["train"] and
+		(.sha256 | length) == 64 and (.containers | length) == 3 and
+		all(.containers[]; .binary == "already-installed" and .agent == "running" and .error == null and .missing == null)' "$E2E_WORK/last.out"
 
 drover trust h1 -o json
 check "trust -o json: h1 already trusted" \
