@@ -30,6 +30,22 @@ LIBS_CONTROLLER := -lssh -lcurl -linih -lncursesw $(LIBS_COMMON)
 LIBS_AGENT      := -ldl $(LIBS_COMMON)
 LIBS_TRAINER    := -linih -lpcre2-8 -ldl $(LIBS_COMMON)
 
+# drover-agent runs inside containers that may hold nothing but the C library: its other
+# libraries are linked in from their .a files (docs/operations.md, "What the containers need").
+# --gc-sections keeps only what it calls: of libarchive the tar reader and the zstd filter, not
+# the formats that would pull in libxml2 and ICU.  drover-train, the worker drover ships, is
+# linked the same way (its CUDA backend's libraries stay shared).  `make unit` checks that the
+# agent needs nothing but glibc (tests/check-agent-libs.sh).  STATIC_LIBS=0 links both dynamically.
+STATIC_LIBS ?= 1
+ifeq ($(STATIC_LIBS),1)
+LINK_AGENT    = -Wl,--gc-sections -Wl,-Bstatic -ljansson -larchive -lcrypto -lzstd -Wl,-Bdynamic -ldl -lm
+LINK_TRAINER  = -Wl,--gc-sections -Wl,-Bstatic -linih -lpcre2-8 -ljansson -larchive -lcrypto -lzstd \
+                -Wl,-Bdynamic -ldl -lm $(LIBS_CUDA)
+else
+LINK_AGENT    = $(LIBS_AGENT)
+LINK_TRAINER  = $(LIBS_TRAINER)
+endif
+
 parts := common controller agent trainer
 src_common     := $(wildcard common/*.c)
 src_controller := $(filter-out controller/main.c,$(wildcard controller/*.c controller/*/*.c))
@@ -45,7 +61,8 @@ ifneq ($(cu_src),)
 HAVE_CUDA := 1
 cu_obj := $(patsubst %.cu,$(BUILD)/%.o,$(cu_src))
 CFLAGS_TRAINER_CUDA := -DDROVER_HAVE_CUDA=1 -I$(CUDA_HOME)/include
-LIBS_TRAINER += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lnccl -lstdc++
+LIBS_CUDA := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lnccl -lstdc++
+LIBS_TRAINER += $(LIBS_CUDA)
 endif
 endif
 
@@ -101,9 +118,9 @@ $(BUILD)/libtrainer.a:    $(call obj,$(src_trainer)) $(cu_obj)
 $(BUILD)/drover: $(BUILD)/controller/main.o $(BUILD)/libcontroller.a $(BUILD)/libcommon.a
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS_CONTROLLER)
 $(BUILD)/drover-agent: $(BUILD)/agent/main.o $(BUILD)/libagent.a $(BUILD)/libcommon.a
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS_AGENT)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LINK_AGENT)
 $(BUILD)/drover-train: $(BUILD)/trainer/main.o $(BUILD)/libtrainer.a $(BUILD)/libcommon.a
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LIBS_TRAINER)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LINK_TRAINER)
 
 # ---- unit tests: tests/unit/test-<part>-<module>.c ----
 unit_src := $(wildcard tests/unit/test-*.c)
@@ -124,7 +141,7 @@ $(BUILD)/fuzz-replay/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/replay.c $(BUILD)/li
 	  $(LIBS_CONTROLLER) $(LIBS_TRAINER) $(LIBS_AGENT)
 
 unit: $(PROGS) $(unit_bin) $(fuzz_replay_bin)
-	@tests/run-unit.sh $(BUILD)
+	@tests/run-unit.sh $(BUILD) $(STATIC_LIBS)
 
 fuzz-replay: $(fuzz_replay_bin)
 	@for f in $(fuzz_replay_bin); do n=$${f##*/fuzz-}; $$f tests/fuzz/corpus/$$n || exit 1; done

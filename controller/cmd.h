@@ -49,6 +49,12 @@ typedef struct json_t json_t;
 int cmd_result_begin(struct cmd_result *cr);
 int cmd_result_end(struct cmd_result *cr, const struct inventory *inv, const char *kind,
                    const char *const *jobs, int njobs, int code);
+/* What `drover-agent --version` run in a container says about the container (cmd_install.c):
+ * from its stderr and exit status, the missing shared library, glibc version or loader
+ * ("" when none is named), its Debian package (NULL when unknown) and a one-line reason. */
+void install_diagnose(const char *err, int status, char *missing, size_t missing_sz,
+                      const char **package, char *why, size_t why_sz);
+
 /* One history record as JSON (the shape of `history -o json`'s entries); new reference. */
 json_t *cmd_history_entry_json(const struct history_entry *h);
 

@@ -102,12 +102,52 @@ static const char *lib_package(const char *soname)
         { "liblzma.so", "liblzma5" },       { "libzstd.so", "libzstd1" },
         { "libbz2.so", "libbz2-1.0" },      { "liblz4.so", "liblz4-1" },
         { "libacl.so", "libacl1" },         { "libnettle.so", "libnettle8" },
-        { "libz.so", "zlib1g" },
+        { "libz.so", "zlib1g" },           { "libc.so", "libc6" },
+        { "libm.so", "libc6" },            { "libpthread.so", "libc6" },
+        { "libdl.so", "libc6" },           { "librt.so", "libc6" },
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (!strncmp(soname, map[i][0], strlen(map[i][0])))
             return map[i][1];
     return NULL;
+}
+
+void install_diagnose(const char *err, int status, char *missing, size_t missing_sz,
+                      const char **package, char *why, size_t why_sz)
+{
+    static const char shlib[] = "error while loading shared libraries: ";
+    const char *m = err ? strstr(err, shlib) : NULL, *g = err ? strstr(err, "version `GLIBC_") : NULL;
+    missing[0] = '\0';
+    *package = NULL;
+    if (m) {
+        m += strlen(shlib);
+        snprintf(missing, missing_sz, "%.*s", (int)strcspn(m, ": \n"), m);
+        *package = lib_package(missing);
+        if (*package && !strcmp(*package, "libc6"))
+            snprintf(why, why_sz, "drover-agent cannot run in the container: it lacks %s, part of "
+                     "the C library (Debian package libc6), which the agent needs", missing);
+        else
+            snprintf(why, why_sz, "drover-agent cannot run in the container: it lacks %s (Debian "
+                     "package %s; the default build needs only the C library, this one was "
+                     "linked with STATIC_LIBS=0: docs/operations.md)", missing,
+                     *package ? *package : "unknown");
+    } else if (g) {
+        g += strlen("version `");
+        snprintf(missing, missing_sz, "%.*s", (int)strcspn(g, "'"), g);
+        *package = "libc6";
+        snprintf(why, why_sz, "drover-agent cannot run in the container: its C library is older than "
+                 "the one the agent was built against (it needs %s): build drover-agent on the "
+                 "oldest distribution the containers run (docs/operations.md)", missing);
+    } else if (status == 126 || status == 127) {
+        /* the binary was pushed and its sha256 checked: what cannot be found is its loader */
+        snprintf(missing, missing_sz, "%s", "ld-linux-x86-64.so.2");
+        *package = "libc6";
+        snprintf(why, why_sz, "drover-agent cannot start in the container (exit %d): it has no glibc "
+                 "loader (/lib64/ld-linux-x86-64.so.2, Debian package libc6; a musl container such "
+                 "as Alpine cannot run it)", status);
+    } else {
+        snprintf(why, why_sz, "'drover-agent --version' failed in the container (exit %d)", status);
+    }
 }
 
 /* Run the pushed binary (`PATH --version`) in the container before it replaces anything: a
@@ -120,37 +160,26 @@ static int check_agent_runs(struct conn *c, const struct inv_ct *ct, const char 
     struct exec_result res;
     int r = pct_run(c, ct, argv, timeout_s, &res);
     if (r < 0) {
-        log_error("%s: cannot run '%s': %s", ct->label, path, c->err);
+        snprintf(ir->error, sizeof ir->error, "cannot run '%.200s': %.280s", path, c->err);
+        log_error("%s: %s", ct->label, ir->error);
         return r;
     }
     if (res.status == 0) {
         exec_result_done(&res);
         return 0;
     }
-    const char *m = strstr(res.err, "error while loading shared libraries: ");
-    if (m) {
-        char lib[128];
-        m += strlen("error while loading shared libraries: ");
-        snprintf(lib, sizeof lib, "%.*s", (int)strcspn(m, ": "), m);
-        const char *pkg = lib_package(lib);
-        (void)str_copy(ir->missing, sizeof ir->missing, lib);
-        ir->package = pkg;
-        snprintf(ir->error, sizeof ir->error, "drover-agent cannot run in the container: it lacks %s", lib);
-        log_error("%s: drover-agent cannot run in the container: it lacks %s (Debian package %s; "
-                  "the agent links jansson, libarchive and OpenSSL dynamically)",
-                  ct->label, lib, pkg ? pkg : "unknown");
-        if (pkg && ct->vmid >= 0)
-            log_error("%s: e.g. pct exec %d -- apt-get install -y %s (or the whole list: "
-                      "libjansson4 libarchive13 libssl3)", ct->label, ct->vmid, pkg);
-        else if (pkg)
-            log_error("%s: e.g. apt-get install -y %s", ct->label, pkg);
-    } else {
-        char why[512];
+    char why[512];
+    exec_result_reason(&res, why, sizeof why);
+    install_diagnose(res.err, res.status, ir->missing, sizeof ir->missing, &ir->package, ir->error,
+                     sizeof ir->error);
+    log_error("%s: %s", ct->label, ir->error);
+    if (ir->package && ct->vmid >= 0)
+        log_error("%s: e.g. pct exec %d -- apt-get install -y %s", ct->label, ct->vmid, ir->package);
+    else if (ir->package)
+        log_error("%s: e.g. apt-get install -y %s", ct->label, ir->package);
+    if (!ir->missing[0])
         log_error("%s: '%s --version' failed in the container (exit %d): %s", ct->label, path,
-                  res.status, exec_result_reason(&res, why, sizeof why));
-        snprintf(ir->error, sizeof ir->error, "'%.160s --version' failed in the container (exit %d): %.300s",
-                 path, res.status, why);
-    }
+                  res.status, why);
     exec_result_done(&res);
     return -ENOEXEC;
 }

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Runs every unit test binary and every fuzz corpus replay; prints one closing line
+# tests/run-unit.sh BUILD [STATIC_LIBS]: runs every unit test binary, every fuzz corpus replay and
+# the agent's library check (unless STATIC_LIBS is 0); prints one closing line
 # "unit: N passed, N failed".  Exit 1 if anything failed.
 B=${1:-build}
 pass=0; fail=0
@@ -21,6 +22,10 @@ if command -v python3 >/dev/null 2>&1; then
     fi
 else
     fail=$((fail+1)); echo "FAILED: python3 not found (python/ tests; tests/deps.txt lists it)"
+fi
+# drover-agent needs nothing but glibc in a container (Makefile: STATIC_LIBS)
+if [ "${2:-1}" = 1 ]; then
+    if tests/check-agent-libs.sh "$B/drover-agent"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: tests/check-agent-libs.sh"; fi
 fi
 echo "unit: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

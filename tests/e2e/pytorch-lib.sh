@@ -1,7 +1,7 @@
 # tests/e2e/pytorch-lib.sh: helpers for the PyTorch e2e tests (t-80, t-85), sourced after lib.sh.
 #
 # The lab's containers run the host's python3 and Debian's python3-torch (CPU, torch 1.13; the
-# lab binds /usr/bin/python3, the rest is under /usr/lib).  These tests use their own inventory:
+# lab binds the host's /usr at /opt/host/usr and /usr/bin/python3 is a wrapper: docs/lab.md).  These tests use their own inventory:
 # the lab's plus [job pt] (examples/pytorch, 2 DDP ranks over gloo in h1:101) and [job raw] (a
 # worker speaking the raw heartbeat protocol without "release"), with short liveness deadlines.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

@@ -71,6 +71,24 @@ check "install -o json: every container already has this agent and it runs" \
 		(.sha256 | length) == 64 and (.containers | length) == 3 and
 		all(.containers[]; .binary == "already-installed" and .agent == "running" and .error == null and .missing == null)' "$E2E_WORK/last.out"
 
+say "the lab's containers have the C library and none of the host's other libraries"
+check "h1:101 has libc" ct h1:101 test -e /lib/x86_64-linux-gnu/libc.so.6
+check "h1:101 has no libjansson anywhere the loader looks" \
+	ct h1:101 sh -c '! ls /lib/x86_64-linux-gnu/libjansson* /usr/lib/x86_64-linux-gnu/libjansson* /lib/libjansson* /usr/lib/libjansson* 2>/dev/null | grep -q .'
+check "and its agent runs there (it answered install above)" ct h1:101 /usr/local/bin/drover-agent --version
+
+say "install of a binary that needs libraries the container lacks (/usr/bin/zstd: libz, liblzma, liblz4)"
+sum_before=$(ct h1:102 sha256sum /usr/local/bin/drover-agent | cut -d' ' -f1)
+drover install h1:102 --agent-binary /usr/bin/zstd -o json
+show_drover 6
+check "install fails (exit 1)" test "$DROVER_RC" = 1
+check "install -o json names the missing library and its Debian package" \
+	jq -e '.outcome == "failed" and .containers[0].container == "h1:102" and .containers[0].binary == "failed" and
+		(.containers[0].missing.library | test("^lib(z|lzma|lz4)\\.so")) and (.containers[0].missing.package | test("^(zlib1g|liblzma5|liblz4-1)$"))' "$E2E_WORK/last.out"
+check "it says what to install" drover_said 'apt-get install -y (zlib1g|liblzma5|liblz4-1)'
+check "the installed agent was not replaced" test "$(ct h1:102 sha256sum /usr/local/bin/drover-agent | cut -d' ' -f1)" = "$sum_before"
+check "nothing was left behind" ct h1:102 test ! -e /usr/local/bin/drover-agent.new
+
 drover trust h1 -o json
 check "trust -o json: h1 already trusted" \
 	jq -e '.v == 1 and .kind == "trust" and .hosts[0].host == "h1" and .hosts[0].result == "already-trusted" and (.hosts[0].fingerprint | startswith("SHA256:"))' "$E2E_WORK/last.out"

@@ -34,6 +34,9 @@ check "down with nothing up exits 0" "$LAB" down
 check "up exits 0" eval '"$LAB" up >/tmp/test-lab.out 2>&1'
 check "up prints a summary naming the host and the container" grep -q 's1:901' /tmp/test-lab.out
 check "the container runs" test "$(ct_state)" = RUNNING
+check "the container has the C library" "$LAB" attach s1:901 test -e /lib/x86_64-linux-gnu/libc.so.6
+check "but not the host's other libraries (no libjansson, the agent must not need it)" \
+	"$LAB" attach s1:901 sh -c '! ls /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu 2>/dev/null | grep -q "^libjansson"'
 check "pct on the fake host sees it" test "$("$LAB" ssh s1 pct status 901)" = "status: running"
 fp1=$(fingerprint)
 check "up again exits 0" eval '"$LAB" up >/dev/null 2>&1'
