@@ -88,6 +88,7 @@ help:
 	@echo "make bench      benchmarks in bench/ (see docs/benchmarks.md)"
 	@echo "make man        drover(1), drover-agent(8), drover.ini(5) into $(BUILD)/man/"
 	@echo "make install PREFIX=/usr/local DESTDIR=   programs, unit, completions, man pages"
+	@echo "make deb        $(BUILD)/drover_<version>_<arch>.deb: drover, drover-agent, unit, man pages (dpkg-deb)"
 	@echo "variables: CUDA_ARCH='$(CUDA_ARCH)' NVCC=$(NVCC) BUILD=$(BUILD)"
 
 $(BUILD)/version.h: FORCE

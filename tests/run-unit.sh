@@ -1,6 +1,7 @@
 #!/bin/sh
-# tests/run-unit.sh BUILD [STATIC_LIBS]: runs every unit test binary, every fuzz corpus replay and
-# the agent's library check (unless STATIC_LIBS is 0); prints one closing line
+# tests/run-unit.sh BUILD [STATIC_LIBS]: runs every unit test binary, every fuzz corpus replay,
+# the agent's library check (unless STATIC_LIBS is 0) and the Debian package's check (make deb);
+# prints one closing line
 # "unit: N passed, N failed".  Exit 1 if anything failed.
 B=${1:-build}
 pass=0; fail=0
@@ -26,6 +27,12 @@ fi
 # drover-agent needs nothing but glibc in a container (Makefile: STATIC_LIBS)
 if [ "${2:-1}" = 1 ]; then
     if tests/check-agent-libs.sh "$B/drover-agent"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: tests/check-agent-libs.sh"; fi
+fi
+# make deb: the Debian package's contents (dpkg-deb -c)
+if command -v dpkg-deb >/dev/null 2>&1; then
+    if tests/test-deb.sh "$B"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: tests/test-deb.sh"; fi
+else
+    fail=$((fail+1)); echo "FAILED: dpkg-deb not found (make deb, tests/test-deb.sh)"
 fi
 echo "unit: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
