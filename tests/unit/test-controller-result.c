@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "common/util.h"
 #include "controller/cmd.h"
 #include "controller/deploy/state.h"
 #include "controller/inventory.h"
@@ -112,7 +113,8 @@ static void test_begin_end_stdout(void **state)
     struct cmd_result cr = { .saved_fd = -1 };
     assert_int_equal(cmd_result_begin(&cr), 0);
     printf("h1:101: agent started\n"); /* the verb's human line */
-    struct history_entry now = { .time = (double)time(NULL), .job = "train", .result = "reverted",
+    /* the engine's clock (time(NULL) may lag it by a tick and read as before the run) */
+    struct history_entry now = { .time = time_wall(), .job = "train", .result = "reverted",
                                  .reason = "throughput regression", .ktok_s = 41.5, .baseline_ktok_s = -1 };
     assert_int_equal(state_history_append(dir, &now), 0);
     cr.extra = json_pack("{s:[{s:s}]}", "containers", "container", "h1:101");
