@@ -12,6 +12,7 @@ B0=$(cd "${1:-build}" && pwd)
 # a snapshot of the binaries: a rebuild while this waits for the lab or runs changes nothing here
 B=$(mktemp -d /tmp/drover-bench-bin.XXXXXX)
 cp "$B0/drover" "$B0/drover-agent" "$B0/drover-train" "$B/"
+trap 'rm -rf "$B"' EXIT
 ROOT=${DROVER_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 export LAB_DIR=${LAB_DIR:-/tmp/drover-lab}
 export LAB_HOSTS=${BENCH_HOSTS:-"h1 h2 h3 h4"}
