@@ -74,7 +74,7 @@ static void usage(FILE *f)
             "         [--max-auto-rollbacks N] [--backoff-initial S] [--backoff-max S]\n"
             "  version\n"
             "  release add BLOB --id ID | release list [--json] | release verify ID\n"
-            "  release missing MANIFEST | release install MANIFEST [PACK] --id ID\n"
+            "  release have ID... | release missing MANIFEST|- | release install MANIFEST [PACK|-] --id ID\n"
             "  lease take JOB HOLDER TTL_S | lease release JOB HOLDER\n"
             "  preflight ID [--timeout S] [--job J] [--gpus 0,1] [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus 0,1]\n"
@@ -330,26 +330,91 @@ static int refuse_special(const char *verb, const char *path)
     return AGENT_EXIT_FAIL;
 }
 
+/* Read all of stdin (a manifest piped through `pct exec`), at most max bytes. */
+static int read_stdin(size_t max, char **ret, size_t *ret_len)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *b = malloc(cap + 1);
+    if (!b)
+        return -ENOMEM;
+    for (;;) {
+        if (len == cap) {
+            if (cap >= max) {
+                free(b);
+                return -E2BIG;
+            }
+            cap = cap * 2 > max ? max : cap * 2;
+            char *nb = realloc(b, cap + 1);
+            if (!nb) {
+                free(b);
+                return -ENOMEM;
+            }
+            b = nb;
+        }
+        ssize_t n = read(STDIN_FILENO, b + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = -errno;
+            free(b);
+            return e;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    b[len] = '\0';
+    *ret = b;
+    *ret_len = len;
+    return 0;
+}
+
+/* `release have ID...`: one line "ID present" or "ID absent" each, from the record of a verified
+ * install (objstore_have): no manifest needed, nothing walked.  The controller's first question
+ * for every release, so an environment already in place costs one call per host. */
+static int cmd_release_have(struct cli *c, struct store *s)
+{
+    if (c->nargs < 2) {
+        log_error("release have: usage: release have ID...");
+        return AGENT_EXIT_USAGE;
+    }
+    for (size_t i = 1; i < (size_t)c->nargs; i++) {
+        if (!sha256_is_hex(c->args[i])) {
+            log_error("release have: '%.80s' is not a release id (64 hex digits)", c->args[i]);
+            return AGENT_EXIT_USAGE;
+        }
+        printf("%s %s\n", c->args[i], objstore_have(s, c->args[i]) ? "present" : "absent");
+    }
+    return AGENT_EXIT_OK;
+}
+
 static int cmd_release_tree(struct cli *c, struct store *s)
 {
     bool install = !strcmp(c->args[0], "install");
     if (c->nargs < 2 || c->nargs > (install ? 3 : 2) || (install && !c->id[0])) {
-        log_error("release: usage: release missing MANIFEST | release install MANIFEST [PACK] --id ID");
+        log_error("release: usage: release missing MANIFEST|- | release install MANIFEST [PACK|-] --id ID");
         return AGENT_EXIT_USAGE;
     }
+    /* "-": the manifest (missing) or the pack (install) comes on stdin, so the controller needs
+     * no `pct push` round trip; a manifest read so is kept in incoming/<id>.manifest for the
+     * install that follows. */
+    bool man_stdin = !install && !strcmp(c->args[1], "-");
     const char *mpath = c->args[1], *pack = c->nargs == 3 ? c->args[2] : NULL;
+    bool pack_stdin = pack && !strcmp(pack, "-");
     char verb[32];
     snprintf(verb, sizeof verb, "release %s", c->args[0]);
-    int special = refuse_special(verb, mpath);
-    if (!special && pack)
+    int special = man_stdin ? 0 : refuse_special(verb, mpath);
+    if (!special && pack && !pack_stdin)
         special = refuse_special(verb, pack);
     if (special)
         return special;
     char *text = NULL;
     size_t len = 0;
-    int r = fs_read_file(mpath, MANIFEST2_MAX_BYTES, &text, &len);
+    int r = man_stdin ? read_stdin(MANIFEST2_MAX_BYTES, &text, &len)
+                      : fs_read_file(mpath, MANIFEST2_MAX_BYTES, &text, &len);
     if (r < 0) {
-        fprintf(stderr, "release %s: cannot read manifest '%s': %s\n", c->args[0], mpath, strerror(-r));
+        fprintf(stderr, "release %s: cannot read manifest '%s': %s\n", c->args[0], man_stdin ? "(stdin)" : mpath,
+                strerror(-r));
         return AGENT_EXIT_FAIL;
     }
     objstore_clean_stale(s);
@@ -361,12 +426,19 @@ static int cmd_release_tree(struct cli *c, struct store *s)
         if ((r = manifest2_parse(text, len, &m)) == 0 && (r = sha256_buf_hex(text, len, id)) == 0)
             r = objstore_missing(s, m, id, &rg, &present);
         manifest2_free(m);
+        if (r == 0 && man_stdin && !present) {
+            char keep[PATH_MAX];
+            if ((r = store_path(s, keep, sizeof keep, "incoming/%s.manifest", id)) == 0 &&
+                (r = fs_write_atomic(keep, text, len, 0600)) < 0)
+                fprintf(stderr, "release missing: cannot keep the manifest in '%s': %s\n", keep, strerror(-r));
+        }
         free(text);
         if (r < 0) {
-            fprintf(stderr, "release missing: %s: %s\n", mpath, strerror(-r));
+            m2_ranges_done(&rg);
+            fprintf(stderr, "release missing: %s: %s\n", man_stdin ? "(stdin)" : mpath, strerror(-r));
             return r == -EINVAL || r == -E2BIG ? AGENT_EXIT_BUNDLE : AGENT_EXIT_FAIL;
         }
-        if (present)
+        if (present && !man_stdin)
             store_consume(s, mpath); /* nothing follows: no install for a present release */
         fputs(present ? "present\n" : rg.text, stdout);
         m2_ranges_done(&rg);
@@ -377,7 +449,7 @@ static int cmd_release_tree(struct cli *c, struct store *s)
     free(text);
     if (r != -ENOSPC && r != -EDQUOT) {
         store_consume(s, mpath);
-        if (pack)
+        if (pack && !pack_stdin)
             store_consume(s, pack);
     }
     if (r < 0) {
@@ -445,6 +517,8 @@ static int cmd_release(struct cli *c)
     }
     if (!strcmp(c->args[0], "missing") || !strcmp(c->args[0], "install"))
         return cmd_release_tree(c, &s);
+    if (!strcmp(c->args[0], "have"))
+        return cmd_release_have(c, &s);
     if (!strcmp(c->args[0], "list")) {
         char **ids;
         size_t n;

@@ -27,9 +27,14 @@
  * died between `release missing` and `release install`. */
 void objstore_clean_stale(const struct store *s);
 
+/* Is release id installed: releases/<id> is there and its MANIFEST hashes to id?  The record
+ * of a verified install (a release appears only by rename after its check); no entry is
+ * walked and no content rehashed (that is objstore_verify). */
+bool objstore_have(const struct store *s, const char *id);
+
 /* Which files of m have no object in the store: ranges of entry indexes (m2_ranges format) into
  * ret (caller frees with m2_ranges_done).  *ret_present: the release is installed and intact
- * (then ret is empty). */
+ * by objstore_have's record (then ret is empty). */
 int objstore_missing(const struct store *s, const struct manifest2 *m, const char *id,
                      struct m2_ranges *ret, bool *ret_present);
 

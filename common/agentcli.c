@@ -195,6 +195,13 @@ void agent_argv_release_add(struct agent_argv *a, const char *blob, const char *
     add_opt(a, AGENT_OPT_ID, id);
 }
 
+void agent_argv_release_have(struct agent_argv *a, const char *id)
+{
+    add_verb(a, AGENT_VERB_RELEASE);
+    agent_argv_add(a, "have");
+    agent_argv_add(a, id);
+}
+
 void agent_argv_release_missing(struct agent_argv *a, const char *manifest)
 {
     add_verb(a, AGENT_VERB_RELEASE);

@@ -123,7 +123,9 @@ void agent_argv_watch(struct agent_argv *a, double interval_s);     /* watch --j
 void agent_argv_events(struct agent_argv *a);                        /* events --json */
 void agent_argv_daemon(struct agent_argv *a, bool detach);          /* daemon [--detach] */
 void agent_argv_release_add(struct agent_argv *a, const char *blob, const char *id);
-/* release missing MANIFEST;  release install MANIFEST [PACK] --id ID (pack NULL: none). */
+/* release have ID;  release missing MANIFEST ("-": stdin);  release install MANIFEST [PACK]
+ * --id ID (pack NULL: none; "-": stdin). */
+void agent_argv_release_have(struct agent_argv *a, const char *id);
 void agent_argv_release_missing(struct agent_argv *a, const char *manifest);
 void agent_argv_release_install(struct agent_argv *a, const char *manifest, const char *pack, const char *id);
 void agent_argv_stop(struct agent_argv *a, const char *job);

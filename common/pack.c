@@ -138,7 +138,10 @@ int pack_reader_open(const char *path, struct pack_reader **ret_r)
         pack_reader_free(r);
         return -ENOMEM;
     }
-    if (archive_read_open_filename(r->a, path, PACK_BLOCK) != ARCHIVE_OK) {
+    /* "-": the pack streams in on stdin (`tar -c ... | pct exec ... release install M -`). */
+    int st = strcmp(path, "-") ? archive_read_open_filename(r->a, path, PACK_BLOCK)
+                               : archive_read_open_fd(r->a, STDIN_FILENO, PACK_BLOCK);
+    if (st != ARCHIVE_OK) {
         int e = archive_errno(r->a);
         log_debug("pack: open '%s': %s", path, archive_error_string(r->a));
         pack_reader_free(r);

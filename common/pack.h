@@ -31,8 +31,8 @@ int pack_writer_add(struct pack_writer *w, const char *sha, const char *src_path
 int pack_writer_finish(struct pack_writer *w);
 void pack_writer_free(struct pack_writer *w);
 
-/* Reader over a pack file.  next: 1 with the object's name and declared size, 0 at the end,
- * -EBADMSG for a member that is not a regular file named by 64 hex digits or a broken archive. */
+/* Reader over a pack file ("-": stdin, a stream: members are read in order, never seeked).
+ * next: 1 with the object's name and declared size, 0 at the end, -EBADMSG for a member that is not a regular file named by 64 hex digits or a broken archive. */
 struct pack_reader;
 int pack_reader_open(const char *path, struct pack_reader **ret_r);
 int pack_reader_next(struct pack_reader *r, char ret_sha[SHA256_HEX_LEN + 1], uint64_t *ret_size);

@@ -38,19 +38,21 @@ head -c $((MIB << 20)) /dev/urandom >"$rel/data.bin"
 head -c 20000 /dev/urandom >"$rel/app.py"
 nct=$(wc -w <<<"$LAB_CONTAINERS")
 nh=$(wc -w <<<"$LAB_HOSTS")
-echo "lab: $nh hosts, $nct containers; release: ${MIB} MiB + 20 KB ($(uptime | sed 's/.*load/load/'))"
+echo "$(date -u '+%F %T') UTC, $(nproc) cores, $(uptime | sed 's/.*load/load/')"
+echo "command: BENCH_HOSTS='$LAB_HOSTS' BENCH_CTS='$LAB_CONTAINERS' BENCH_MIB=$MIB bench/deploy/run.sh"
+echo "lab: $nh hosts, $nct containers; release: ${MIB} MiB + 20 KB; $(df -h --output=avail "$LAB_DIR" | tail -1) free"
 
 t0=$(date +%s.%N)
 D deploy "$rel" --stage-only --job train 2>"$W/a.err" >/dev/null || { cat "$W/a.err"; exit 1; }
 ta=$(echo "$(date +%s.%N) - $t0" | bc)
-grep -E "^stage h[0-9]+: sent" "$W/a.err" | sed 's/^/  (a) /'
+grep -E "^stage h[0-9]+: sent|in every container in" "$W/a.err" | sed 's/^/  (a) /'
 printf '(a) full deploy, verified in %d containers: %.1f s\n' "$nct" "$ta"
 
 head -c 20000 /dev/urandom >"$rel/app.py"
 t0=$(date +%s.%N)
 D deploy "$rel" --stage-only --job train 2>"$W/b.err" >/dev/null || { cat "$W/b.err"; exit 1; }
 tb=$(echo "$(date +%s.%N) - $t0" | bc)
-grep -E "^stage h[0-9]+: (sent|[0-9]+ of)" "$W/b.err" | sed 's/^/  (b) /'
+grep -E "^stage h[0-9]+: (sent|[0-9]+ of)|in every container in" "$W/b.err" | sed 's/^/  (b) /'
 printf '(b) one 20 KB file changed, verified in %d containers: %.1f s\n' "$nct" "$tb"
 
 SSHO=(-i "$LAB_DIR/id_ed25519" -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR)
@@ -70,6 +72,9 @@ for h in $LAB_HOSTS; do
 	ssh "${SSHO[@]}" "root@$a" rm -f /tmp/bench-manual.bin
 done
 tc=$(echo "$(date +%s.%N) - $t0" | bc)
+for c in $LAB_CONTAINERS; do # not timed: frees the disk for (d)
+	ssh "${SSHO[@]}" "root@$(addr "${c%%:*}")" pct exec "${c#*:}" -- rm -f /root/bench-manual.bin
+done
 printf '(c) manual scp + pct push, %d hosts in turn, %d containers, unverified: %.1f s\n' "$nh" "$nct" "$tc"
 # staging alone to one host, next to scp's rate: a job on h1:101 only, a fresh object
 sed -E 's/^containers = .*/containers = h1:101/' "$INV" >"$W/one.ini"

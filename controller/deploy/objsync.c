@@ -25,7 +25,7 @@
 
 static const char SH_PREP[] =
     "mkdir -p \"$1/objects\" \"$1/manifests\" \"$1/packs\" && cd \"$1\" || exit 1\n"
-    "for d in objects/.in.* packs/.tmp.* manifests/*.tmp.*; do\n"
+    "for d in objects/.in.* packs/.tmp.* packs/.fan.* manifests/*.tmp.*; do\n"
     "  [ -e \"$d\" ] || continue; p=${d##*.}\n"
     "  case $p in ''|*[!0-9]*) continue;; esac\n"
     "  kill -0 \"$p\" 2>/dev/null || rm -rf -- \"$d\"\n"
@@ -53,11 +53,37 @@ static const char SH_RECV_PACK[] =
     "tar -x -f - -C \"$d\" --no-same-owner\n"
     "find \"$d\" -maxdepth 1 -type f -exec mv -f -t . {} +\n";
 
-/* stdin: one sha per line; makes packs/$2.pack of those objects. */
-static const char SH_MAKE_PACK[] =
-    "set -e; cd \"$1\"; t=\"packs/.tmp.$$\"; trap 'rm -f \"$t\"' EXIT\n"
-    "tar -c --format=posix -f \"$t\" -C objects -T -\n"
-    "mv -f \"$t\" \"packs/$2.pack\"; trap - EXIT\n";
+/* Fan-out: one host shell runs a command in every container of the host at once.  $2 is the
+ * stdin of each: "none", "file" ($3, relative to the store), or "pack" (a tar of the objects
+ * whose sha256s this script reads on its own stdin, made afresh for each container).  Then
+ * groups "N ARG1..ARGN", one per container; each group runs as "${K}" ... references expanded
+ * by eval in the background shell, so values are never pasted into the script.  Output per
+ * container K, in order: "@@fan K STATUS OUTBYTES ERRBYTES\n", stdout, stderr. */
+static const char SH_FAN[] =
+    "cd \"$1\" || exit 1; mode=$2; src=$3; shift 3\n"
+    "mkdir -p packs && t=packs/.fan.$$ && mkdir \"$t\" || exit 1; trap 'rm -rf \"$t\"' EXIT\n"
+    "if [ \"$mode\" = pack ]; then cat >\"$t/list\"; else exec </dev/null; fi\n"
+    "k=0\n"
+    "while [ $# -gt 0 ]; do\n"
+    "  n=$1; shift; c=; i=1\n"
+    "  while [ $i -le $n ]; do c=\"$c \\\"\\${$i}\\\"\"; i=$((i+1)); done\n"
+    "  case $mode in\n"
+    "  pack) (cd objects && exec tar -c --format=posix -f - -T \"../$t/list\") 2>\"$t/$k.t\" |\n"
+    "        eval \"$c\" >\"$t/$k.o\" 2>\"$t/$k.e\" & ;;\n"
+    "  file) eval \"$c\" <\"$src\" >\"$t/$k.o\" 2>\"$t/$k.e\" & ;;\n"
+    "  *) eval \"$c\" >\"$t/$k.o\" 2>\"$t/$k.e\" & ;;\n"
+    "  esac\n"
+    "  eval \"p$k=\\$!\"; shift \"$n\"; k=$((k+1))\n"
+    "done\n"
+    "j=0\n"
+    "while [ $j -lt $k ]; do\n"
+    "  eval \"wait \\$p$j\"; s=$?\n"
+    "  [ -s \"$t/$j.t\" ] && cat \"$t/$j.t\" >>\"$t/$j.e\"\n"
+    "  o=$(wc -c <\"$t/$j.o\"); e=$(wc -c <\"$t/$j.e\")\n"
+    "  printf '@@fan %d %d %d %d\\n' \"$j\" \"$s\" $o $e\n"
+    "  cat \"$t/$j.o\" \"$t/$j.e\"\n"
+    "  j=$((j+1))\n"
+    "done\n";
 
 /* stdin: release ids to keep; $2: how many newest manifests to keep besides.  Keeps the objects
  * of those releases and of the environments they name; removes every other object untouched for
@@ -182,9 +208,9 @@ static void host_drop(struct fleet *f, int h)
     f->conn_err[h] = 0;
 }
 
-static int host_sh(struct host_job *hj, const char *script, const char *a1, const char *a2,
-                   send_produce_fn produce, void *ctx, uint64_t total, const char *label, double finish_s,
-                   struct exec_result *ret, uint64_t *ret_sent)
+static int host_argv(struct host_job *hj, const char *const *argv, send_produce_fn produce, void *ctx,
+                     uint64_t total, const char *label, double finish_s, struct exec_result *ret,
+                     uint64_t *ret_sent)
 {
     struct conn *c;
     int r = fleet_conn(hj->f, hj->host, &c);
@@ -192,7 +218,6 @@ static int host_sh(struct host_job *hj, const char *script, const char *a1, cons
         snprintf(hj->err, sizeof hj->err, "host '%s' unreachable", hj->f->inv->hosts[hj->host].name);
         return r;
     }
-    const char *argv[] = { "sh", "-c", script, "sh", a1, a2, NULL };
     struct send_opts o = { .idle_s = hj->f->inv->exec_timeout_s < 30 ? hj->f->inv->exec_timeout_s : 30,
                            .finish_s = finish_s, .label = label, .total = total };
     const char *idle = getenv("DROVER_IDLE_TIMEOUT"); /* tests: a short idle deadline */
@@ -224,6 +249,14 @@ static int host_sh(struct host_job *hj, const char *script, const char *a1, cons
     else
         exec_result_done(&res);
     return 0;
+}
+
+static int host_sh(struct host_job *hj, const char *script, const char *a1, const char *a2,
+                   send_produce_fn produce, void *ctx, uint64_t total, const char *label, double finish_s,
+                   struct exec_result *ret, uint64_t *ret_sent)
+{
+    const char *argv[] = { "sh", "-c", script, "sh", a1, a2, NULL };
+    return host_argv(hj, argv, produce, ctx, total, label, finish_s, ret, ret_sent);
 }
 
 struct idxv {
@@ -350,165 +383,265 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n)
     return r;
 }
 
-static int ct_agent(struct host_job *hj, const struct inv_ct *ct, const char *const *args, double timeout,
-                    struct exec_result *ret)
+int objsync_fan_parse(const char *out, size_t len, int n, struct fan_res *ret)
 {
-    struct conn *c;
-    int r = fleet_conn(hj->f, hj->host, &c);
-    if (r < 0) {
-        snprintf(hj->err, sizeof hj->err, "%s: host unreachable", ct->label);
-        return r;
+    for (int k = 0; k < n; k++)
+        ret[k] = (struct fan_res){ .status = -1 };
+    size_t pos = 0;
+    int seen = 0;
+    while (pos < len) {
+        const char *nl = memchr(out + pos, '\n', len - pos);
+        if (!nl || (size_t)(nl - (out + pos)) > 100)
+            return -EBADMSG;
+        char line[128];
+        size_t ll = (size_t)(nl - (out + pos));
+        memcpy(line, out + pos, ll);
+        line[ll] = '\0';
+        int k, st, used = 0;
+        unsigned long long ob, eb;
+        if (sscanf(line, "@@fan %d %d %llu %llu%n", &k, &st, &ob, &eb, &used) != 4 || used != (int)ll || k < 0 ||
+            k >= n || ret[k].status != -1 || st < 0 || st > 255)
+            return -EBADMSG;
+        pos += ll + 1;
+        if (ob > len - pos || eb > len - pos - ob)
+            return -EBADMSG;
+        ret[k].status = st;
+        ret[k].out = out + pos;
+        ret[k].out_len = (size_t)ob;
+        ret[k].err = out + pos + ob;
+        ret[k].err_len = (size_t)eb;
+        pos += ob + eb;
+        seen++;
     }
-    r = pct_run_agent(c, ct, args, timeout, ret);
-    if (r < 0)
-        snprintf(hj->err, sizeof hj->err, "%.200s: %.700s", ct->label, c->err);
-    return r;
+    return seen == n ? 0 : -EBADMSG;
 }
 
-static int ct_push(struct host_job *hj, const struct inv_ct *ct, const char *from, const char *to, double timeout)
+enum fan_in { FAN_NONE, FAN_FILE, FAN_PACK };
+
+/* Run agent command av[k] in container cts[k] (all on hj's host) at once, through one host
+ * exec (SH_FAN).  ret[k] points into *res (caller frees it with exec_result_done). */
+static int host_fan(struct host_job *hj, const int *cts, int n, struct agent_argv *av, enum fan_in in,
+                    const char *src, const struct list_src *pack_list, double timeout, const char *what,
+                    struct exec_result *res, struct fan_res *ret)
 {
-    struct conn *c;
-    int r = fleet_conn(hj->f, hj->host, &c);
-    if (r == 0 && (r = pct_push_timeout(c, ct, from, to, "0600", timeout)) < 0)
-        snprintf(hj->err, sizeof hj->err, "%.200s: %.700s", ct->label, c->err);
+    const struct inventory *inv = hj->f->inv;
+    size_t cap = 8 + (size_t)n * (PCT_ARGV_MAX + 1);
+    const char **argv = calloc(cap, sizeof *argv);
+    char(*nums)[8] = calloc((size_t)n + 1, sizeof *nums);
+    char(*vmids)[16] = calloc((size_t)n + 1, sizeof *vmids);
+    int r = argv && nums && vmids ? 0 : -ENOMEM;
+    size_t a = 0;
+    if (r == 0) {
+        argv[a++] = "sh";
+        argv[a++] = "-c";
+        argv[a++] = SH_FAN;
+        argv[a++] = "sh";
+        argv[a++] = inv->staging_dir;
+        argv[a++] = in == FAN_PACK ? "pack" : in == FAN_FILE ? "file" : "none";
+        argv[a++] = src ? src : "-";
+    }
+    for (int k = 0; r == 0 && k < n; k++) {
+        const char *full[PCT_ARGV_MAX];
+        if ((r = agent_argv_end(&av[k])) < 0 ||
+            (r = pct_agent_argv(inv, &hj->job->cts[cts[k]], av[k].argv, full, vmids[k])) < 0) {
+            snprintf(hj->err, sizeof hj->err, "%s: too many arguments", hj->job->cts[cts[k]].label);
+            break;
+        }
+        size_t m = 0;
+        while (full[m])
+            m++;
+        snprintf(nums[k], sizeof nums[k], "%zu", m);
+        argv[a++] = nums[k];
+        memcpy(argv + a, full, m * sizeof *argv);
+        a += m;
+    }
+    if (r == 0) {
+        double t0 = time_mono();
+        r = host_argv(hj, argv, in == FAN_PACK ? produce_list : NULL, (void *)pack_list, 0, NULL, timeout, res,
+                      NULL);
+        log_debug("objsync %s: %s in %d container(s): %.2fs", inv->hosts[hj->host].name, what, n,
+                  time_mono() - t0);
+    }
+    if (r == 0 && (res->out_truncated || (r = objsync_fan_parse(res->out, res->out_len, n, ret)) < 0)) {
+        snprintf(hj->err, sizeof hj->err, "host '%s': unreadable answer from %s in its containers",
+                 inv->hosts[hj->host].name, what);
+        exec_result_done(res);
+        r = -EBADMSG;
+    }
+    free(argv);
+    free(nums);
+    free(vmids);
     return r;
 }
 
+static void fan_reason(const struct fan_res *f, char *buf, size_t sz)
+{
+    const char *t = f->err_len ? f->err : f->out;
+    size_t l = f->err_len ? f->err_len : f->out_len;
+    while (l && (t[l - 1] == '\n' || t[l - 1] == ' '))
+        l--;
+    const char *nl = memrchr(t, '\n', l);
+    if (nl) { /* the last line says why */
+        l -= (size_t)(nl + 1 - t);
+        t = nl + 1;
+    }
+    snprintf(buf, sz, "%.*s", (int)(l < 400 ? l : 400), t);
+}
+
+/* One host's containers, all at once, in at most four host execs: `release have` (an installed
+ * release -- typically the environment -- stops here), the manifest into the host store,
+ * `release missing -` (manifest on stdin), then after staging `release install M -` with a pack
+ * tarred from the host store straight into each agent (no pack file, no `pct push`). */
 static int host_round(struct host_job *hj, bool *ret_again)
 {
     const struct inventory *inv = hj->f->inv;
     const struct relsrc *rs = hj->rs;
     const struct manifest2 *m = rs->m;
     const char *hname = inv->hosts[hj->host].name;
-    char hman[1200], hpack[1200], packname[RELEASE_ID_LEN + 24];
-    snprintf(hman, sizeof hman, "%s/manifests/%s", inv->staging_dir, rs->id);
-    snprintf(packname, sizeof packname, "%s.%d", rs->id, (int)getpid());
-    snprintf(hpack, sizeof hpack, "%s/packs/%s.pack", inv->staging_dir, packname);
-    bool *need = calloc(m->n ? m->n : 1, sizeof *need);
-    bool install[INV_MAX_CTS] = { false };
-    size_t *list = calloc(m->nfiles ? m->nfiles : 1, sizeof *list);
-    int r = need && list ? 0 : -ENOMEM;
-    bool any = false, pack_made = false;
+    int cts[INV_MAX_CTS], n = 0, want[INV_MAX_CTS], nw = 0;
+    for (int i = 0; i < hj->job->ncts; i++)
+        if (hj->job->cts[i].host == hj->host)
+            cts[n++] = i;
     *ret_again = false;
-    for (int i = 0; r == 0 && i < hj->job->ncts; i++) {
-        const struct inv_ct *ct = &hj->job->cts[i];
-        if (ct->host != hj->host)
-            continue;
-        char inc[700], cman[800];
-        snprintf(inc, sizeof inc, "%s/incoming", pct_agent_root(ct));
-        snprintf(cman, sizeof cman, "%s/%s.manifest", inc, rs->id);
-        struct conn *c;
-        struct exec_result res;
-        const char *mk[] = { "mkdir", "-p", inc, NULL };
-        if ((r = fleet_conn(hj->f, hj->host, &c)) < 0 || (r = pct_run(c, ct, mk, inv->exec_timeout_s, &res)) < 0) {
-            snprintf(hj->err, sizeof hj->err, "%s: cannot reach the container", ct->label);
-            break;
-        }
-        exec_result_done(&res);
-        if ((r = ct_push(hj, ct, hman, cman, inv->exec_timeout_s + (double)rs->len / 1e6)) < 0)
-            break;
-        struct agent_argv av;
-        agent_argv_init(&av);
-        agent_argv_release_missing(&av, cman);
-        if ((r = agent_argv_end(&av)) < 0 || (r = ct_agent(hj, ct, av.argv, inv->exec_timeout_s + (double)m->n / 5000, &res)) < 0)
-            break;
-        if (res.status != 0) {
-            char reason[512];
-            snprintf(hj->err, sizeof hj->err, "%s: drover-agent release missing failed (exit %d): %s", ct->label,
-                     res.status, exec_result_reason(&res, reason, sizeof reason));
-            exec_result_done(&res);
-            r = -EIO;
-            break;
-        }
-        if (strcmp(res.out, "present\n")) {
-            install[i] = any = true;
-            if ((r = m2_ranges_parse(res.out, res.out_len, m->n, collect_range, need)) < 0)
-                snprintf(hj->err, sizeof hj->err, "%s: unreadable answer from release missing", ct->label);
-        } else {
-            fprintf(stderr, "push %s: %.12s already in the container\n", ct->label, rs->id);
+    if (!n)
+        return 0;
+    struct agent_argv *av = calloc((size_t)n, sizeof *av);
+    struct fan_res fr[INV_MAX_CTS];
+    bool *need = calloc(m->n ? m->n : 1, sizeof *need);
+    size_t *list = calloc(m->nfiles ? m->nfiles : 1, sizeof *list);
+    struct exec_result res = { 0 };
+    int r = av && need && list ? 0 : -ENOMEM;
+    double tq = time_mono();
+    /* 1. which containers have it already (the agent's record of a verified install) */
+    for (int k = 0; k < n; k++) {
+        agent_argv_init(&av[k]);
+        agent_argv_release_have(&av[k], rs->id);
+    }
+    if (r == 0 && (r = host_fan(hj, cts, n, av, FAN_NONE, NULL, NULL, inv->exec_timeout_s, "release have", &res,
+                                fr)) == 0) {
+        char line[RELEASE_ID_LEN + 16];
+        snprintf(line, sizeof line, "%s present\n", rs->id);
+        for (int k = 0; k < n; k++) {
+            /* an agent without `have` (exit 2) is simply asked the long way */
+            if (fr[k].status == 0 && fr[k].out_len == strlen(line) && !memcmp(fr[k].out, line, fr[k].out_len))
+                fprintf(stderr, "push %s: %.12s already in the container\n", hj->job->cts[cts[k]].label, rs->id);
+            else
+                want[nw++] = cts[k];
         }
         exec_result_done(&res);
     }
+    if (r < 0 || !nw)
+        goto out;
+    /* 2. the manifest into the host store (GC reads it there), then 3. what each lacks */
+    char hman[1200];
+    snprintf(hman, sizeof hman, "%s/manifests/%s", inv->staging_dir, rs->id);
+    struct text_src ts = { rs->text, rs->len };
+    if ((r = host_sh(hj, SH_PUT_FILE, hman, NULL, produce_text, &ts, rs->len, NULL, inv->exec_timeout_s, NULL,
+                     NULL)) < 0)
+        goto out;
+    char msrc[RELEASE_ID_LEN + 16];
+    snprintf(msrc, sizeof msrc, "manifests/%s", rs->id);
+    for (int k = 0; k < nw; k++) {
+        agent_argv_init(&av[k]);
+        agent_argv_release_missing(&av[k], "-");
+    }
+    if ((r = host_fan(hj, want, nw, av, FAN_FILE, msrc, NULL,
+                      inv->exec_timeout_s + (double)m->n / 5000 + (double)rs->len / 1e6, "release missing", &res,
+                      fr)) < 0)
+        goto out;
+    int ninst = 0;
+    for (int k = 0; k < nw && r == 0; k++) {
+        const struct inv_ct *ct = &hj->job->cts[want[k]];
+        if (fr[k].status != 0) {
+            char why[512];
+            fan_reason(&fr[k], why, sizeof why);
+            snprintf(hj->err, sizeof hj->err, "%s: drover-agent release missing failed (exit %d): %s", ct->label,
+                     fr[k].status, why);
+            r = -EIO;
+        } else if (fr[k].out_len == 8 && !memcmp(fr[k].out, "present\n", 8)) {
+            fprintf(stderr, "push %s: %.12s already in the container\n", ct->label, rs->id);
+        } else if ((r = m2_ranges_parse(fr[k].out, fr[k].out_len, m->n, collect_range, need)) < 0) {
+            snprintf(hj->err, sizeof hj->err, "%s: unreadable answer from release missing", ct->label);
+        } else {
+            want[ninst++] = want[k];
+        }
+    }
+    exec_result_done(&res);
+    log_debug("objsync %s %.12s: asked in %.2fs, %d of %d container(s) to install", hname, rs->id,
+              time_mono() - tq, ninst, n);
+    if (r < 0 || !ninst)
+        goto out;
+    /* One entry per distinct object. */
     size_t nlist = 0;
     uint64_t pack_bytes = 0;
-    if (r == 0 && any) {
-        /* One entry per distinct object. */
-        for (size_t i = 0; i < m->n; i++)
-            if (need[i])
-                list[nlist++] = i;
-        qsort_r(list, nlist, sizeof *list, idx_by_sha, (void *)m);
-        size_t k = 0;
-        for (size_t i = 0; i < nlist; i++)
-            if (!k || strcmp(m->e[list[k - 1]].sha256, m->e[list[i]].sha256))
-                list[k++] = list[i];
-        nlist = k;
-        for (size_t i = 0; i < nlist; i++)
-            pack_bytes += m->e[list[i]].size;
+    for (size_t i = 0; i < m->n; i++)
+        if (need[i])
+            list[nlist++] = i;
+    qsort_r(list, nlist, sizeof *list, idx_by_sha, (void *)m);
+    size_t u = 0;
+    for (size_t i = 0; i < nlist; i++)
+        if (!u || strcmp(m->e[list[u - 1]].sha256, m->e[list[i]].sha256))
+            list[u++] = list[i];
+    nlist = u;
+    for (size_t i = 0; i < nlist; i++)
+        pack_bytes += m->e[list[i]].size;
+    if (nlist && (r = host_fill(hj, list, nlist)) < 0)
+        goto out;
+    /* 4. install: the pack streams from the host store into every agent at once */
+    double ti = time_mono();
+    for (int k = 0; k < ninst; k++) {
+        char cman[800];
+        snprintf(cman, sizeof cman, "%s/incoming/%s.manifest", pct_agent_root(&hj->job->cts[want[k]]), rs->id);
+        agent_argv_init(&av[k]);
+        agent_argv_release_install(&av[k], cman, nlist ? "-" : NULL, rs->id);
     }
-    if (r == 0 && nlist) {
-        r = host_fill(hj, list, nlist);
-        if (r == 0) {
-            struct list_src ls = { m, list, nlist };
-            r = host_sh(hj, SH_MAKE_PACK, inv->staging_dir, packname, produce_list, &ls, 0, "pack",
-                        60 + (double)pack_bytes / 20e6, NULL, NULL);
-            pack_made = r == 0;
-        }
-    }
-    for (int i = 0; r == 0 && i < hj->job->ncts; i++) {
-        const struct inv_ct *ct = &hj->job->cts[i];
-        if (ct->host != hj->host || !install[i])
+    struct list_src ls = { m, list, nlist };
+    double t = inv->exec_timeout_s + (double)pack_bytes / 10e6 + (double)m->n / 2000;
+    if ((r = host_fan(hj, want, ninst, av, nlist ? FAN_PACK : FAN_NONE, NULL, &ls, t, "release install", &res,
+                      fr)) < 0)
+        goto out;
+    for (int k = 0; k < ninst; k++) {
+        const struct inv_ct *ct = &hj->job->cts[want[k]];
+        if (fr[k].status == 0) {
+            fprintf(stderr, "push %s: verified %.12s\n", ct->label, rs->id);
             continue;
-        char cman[800], cpack[800];
-        snprintf(cman, sizeof cman, "%s/incoming/%s.manifest", pct_agent_root(ct), rs->id);
-        snprintf(cpack, sizeof cpack, "%s/incoming/%s.pack", pct_agent_root(ct), packname);
-        double t = inv->exec_timeout_s + (double)pack_bytes / 10e6;
-        if (pack_made && (r = ct_push(hj, ct, hpack, cpack, t)) < 0)
-            break;
-        struct agent_argv av;
-        agent_argv_init(&av);
-        agent_argv_release_install(&av, cman, pack_made ? cpack : NULL, rs->id);
-        struct exec_result res;
-        if ((r = agent_argv_end(&av)) < 0 || (r = ct_agent(hj, ct, av.argv, t + (double)m->n / 2000, &res)) < 0)
-            break;
-        if (res.status != 0) {
-            /* Corrupt objects: removed from the host store, sent again on the next round. */
-            int ncorrupt = 0;
-            for (char *p = res.out; (p = strstr(p, "corrupt ")); p += 8) {
-                char sha[SHA256_HEX_LEN + 1], path[1200];
-                memcpy(sha, p + 8, SHA256_HEX_LEN);
-                sha[SHA256_HEX_LEN] = '\0';
-                if (!sha256_is_hex(sha))
-                    continue;
-                snprintf(path, sizeof path, "%s/objects/%s", inv->staging_dir, sha);
-                const char *rm[] = { "rm", "-f", path, NULL };
-                struct conn *c;
-                struct exec_result rr;
-                if (fleet_conn(hj->f, hj->host, &c) == 0 && conn_run(c, rm, inv->exec_timeout_s, &rr) == 0)
-                    exec_result_done(&rr);
-                ncorrupt++;
-            }
-            char reason[512];
-            snprintf(hj->err, sizeof hj->err, "%s: drover-agent release install failed (exit %d): %s", ct->label,
-                     res.status, exec_result_reason(&res, reason, sizeof reason));
-            exec_result_done(&res);
-            if (ncorrupt) {
-                fprintf(stderr, "push %s: %d corrupt object(s) in host '%s''s store: removed, sending again\n",
-                        ct->label, ncorrupt, hname);
-                *ret_again = true;
-            }
-            r = -EBADMSG;
-            break;
         }
-        exec_result_done(&res);
-        fprintf(stderr, "push %s: verified %.12s\n", ct->label, rs->id);
+        /* Corrupt objects: removed from the host store, sent again on the next round. */
+        int ncorrupt = 0;
+        char *o = strndup(fr[k].out, fr[k].out_len);
+        for (char *p = o; p && (p = strstr(p, "corrupt ")); p += 8) {
+            char sha[SHA256_HEX_LEN + 1], path[1200];
+            if (strnlen(p + 8, SHA256_HEX_LEN) < SHA256_HEX_LEN)
+                break;
+            memcpy(sha, p + 8, SHA256_HEX_LEN);
+            sha[SHA256_HEX_LEN] = '\0';
+            if (!sha256_is_hex(sha))
+                continue;
+            ncorrupt++; /* several containers may name it: rm -f again is harmless */
+            snprintf(path, sizeof path, "%s/objects/%s", inv->staging_dir, sha);
+            const char *rm[] = { "rm", "-f", path, NULL };
+            struct conn *c;
+            struct exec_result rr;
+            if (fleet_conn(hj->f, hj->host, &c) == 0 && conn_run(c, rm, inv->exec_timeout_s, &rr) == 0)
+                exec_result_done(&rr);
+        }
+        free(o);
+        char why[512];
+        fan_reason(&fr[k], why, sizeof why);
+        if (r == 0)
+            snprintf(hj->err, sizeof hj->err, "%s: drover-agent release install failed (exit %d): %s", ct->label,
+                     fr[k].status, why);
+        if (ncorrupt) {
+            fprintf(stderr, "push %s: %d corrupt object(s) in host '%s''s store: removed, sending again\n",
+                    ct->label, ncorrupt, hname);
+            *ret_again = true;
+        }
+        r = -EBADMSG;
     }
-    if (pack_made) {
-        const char *rm[] = { "rm", "-f", hpack, NULL };
-        struct conn *c;
-        struct exec_result rr;
-        if (fleet_conn(hj->f, hj->host, &c) == 0 && conn_run(c, rm, inv->exec_timeout_s, &rr) == 0)
-            exec_result_done(&rr);
-    }
+    exec_result_done(&res);
+    log_debug("objsync %s %.12s: installed in %d container(s) in %.2fs", hname, rs->id, ninst, time_mono() - ti);
+out:
+    free(av);
     free(need);
     free(list);
     return r;
@@ -521,14 +654,8 @@ static void *host_main(void *arg)
     struct exec_result res;
     int r = host_sh(hj, SH_PREP, inv->staging_dir, NULL, NULL, NULL, 0, "prepare the store",
                     inv->exec_timeout_s, &res, NULL);
-    if (r == 0) {
+    if (r == 0)
         exec_result_done(&res);
-        char hman[1200];
-        snprintf(hman, sizeof hman, "%s/manifests/%s", inv->staging_dir, hj->rs->id);
-        struct text_src ts = { hj->rs->text, hj->rs->len };
-        r = host_sh(hj, SH_PUT_FILE, hman, NULL, produce_text, &ts, hj->rs->len, NULL, inv->exec_timeout_s, NULL,
-                    NULL);
-    }
     for (int round = 0; r == 0 && round < 2; round++) {
         bool again = false;
         r = host_round(hj, &again);

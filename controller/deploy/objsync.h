@@ -5,10 +5,13 @@
  *   2. the host says which of those its object store (<staging_dir>/objects/<sha256>) lacks;
  *   3. those are streamed as packs (common/pack.h) into the host store over one exec channel
  *      per pack, with an idle deadline, retried with backoff from what arrived;
- *   4. the host tars what the containers lack into one pack, `pct push`es it into each
- *      container, and the agent verifies every object and assembles the release
- *      (`release install`).  Objects the agent finds corrupt are removed from the host store
- *      and sent again, once.
+ *   4. the host tars what the containers lack straight into each agent's stdin (`release
+ *      install M -`), which verifies every object and assembles the release.  Objects the
+ *      agent finds corrupt are removed from the host store and sent again, once.
+ * Before all that, `release have ID` in each container: one already holding the release (an
+ * environment a code change runs with) is done after that one call, nothing walked.  The
+ * containers of one host are asked at once, from one host shell (SH_FAN), so a host costs the
+ * same few round trips whatever its number of containers.
  * Hosts run only sh, tar, find, mv and pct: no drover code.
  */
 #ifndef DROVER_OBJSYNC_H
@@ -44,5 +47,16 @@ int objsync_job(struct fleet *f, const struct inv_job *job, const struct relsrc 
  * other objects untouched for 10 minutes and other manifests.  Returns objects removed. */
 int objsync_gc_host(struct fleet *f, int host, const char *const *keep_ids, size_t n, int keep_n,
                     char *err, size_t err_sz);
+
+/* The fan-out's answer (one host exec running a command in n containers), parsed: for each
+ * container k, "@@fan K STATUS OUTBYTES ERRBYTES\n" then that many bytes of stdout and stderr.
+ * ret[k] points into out.  0, or -EBADMSG for anything else (a missing or repeated K, lengths
+ * past the end, a stray line). */
+struct fan_res {
+    int status;
+    const char *out, *err;
+    size_t out_len, err_len;
+};
+int objsync_fan_parse(const char *out, size_t len, int n, struct fan_res *ret);
 
 #endif

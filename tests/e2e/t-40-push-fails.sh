@@ -1,18 +1,16 @@
 #!/bin/bash
-# t-40-push-fails: a push that fails inside the container: h1:102's incoming directory is a
-# 64 KiB tmpfs, so the bundle copy runs out of space midway.  pct push exits 0 all the same and
-# prints nothing (PCT.md; real pct ignores File::Copy's result); the deploy must notice (the
-# agent verifies every bundle), stop before anything is stopped, and leave v1 running untouched.
+# t-40-push-fails: objects that cannot be stored inside the container: h1:102's object store
+# (<agent root>/objects) is a 64 KiB tmpfs, so the objects streamed into `release install` run
+# out of space midway.  The deploy must notice (the agent stores and verifies every object and
+# says the disk is full), stop before anything is stopped, and leave v1 running untouched.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ensure_v1
 v1=$(v1_id)
-# the directory drover pushes bundles into, as seen in h1's pct log (<agent root>/incoming)
-dest=$(grep -E ' pct push 102 ' "$LAB_DIR/pct-h1.log" | tail -1 | awk '{ for (i = 1; i <= NF; i++) if ($i == "push") { print $(i + 3); exit } }')
-dir=$(dirname "${dest:-/var/lib/drover/incoming/x}")
-case $dir in /var/lib/drover/*) ;; *) fatal "unexpected push directory '$dir'" ;; esac
-say "h1:102 receives bundles in $dir; mounting a 64 KiB tmpfs there"
+# where the agent stores objects (releases link to them; v1 keeps running from its links)
+dir=/var/lib/drover/objects
+say "h1:102 stores objects in $dir; mounting a 64 KiB tmpfs there"
 ct h1:102 sh -c "mkdir -p '$dir' && mount -t tmpfs -o size=64k tmpfs '$dir'" || fatal "cannot mount the small tmpfs"
 trap 'ct h1:102 umount "$dir" 2>/dev/null' EXIT
 pids_before=$(all_pids)
@@ -33,9 +31,9 @@ printf '    workers after:  %s\n' "$pids_after"
 check "no worker was stopped or restarted (same pids in every container)" test "$pids_before" = "$pids_after"
 check "every container is still on v1" all_current_is "$v1"
 no_activate() { ! pct_since_has h1 'activate|[ ]stop[ ]' && ! pct_since_has h2 'activate|[ ]stop[ ]'; }
-check "pct logs show no activate/stop after the failed push" no_activate
-pushed_102() { pct_since_has h1 ' pct push 102 '; }
-check "the push to h1:102 was attempted (pct log)" pushed_102
+check "pct logs show no activate/stop after the failed install" no_activate
+installed_102() { pct_since_has h1 ' pct exec 102 .*release install'; }
+check "the install into h1:102 was attempted (pct log)" installed_102
 check "v1's steps still advance, Ktok/s > 0" all_ranks_advance 3 60
 
 # A release directory without the job's command is refused before anything leaves this machine.

@@ -1,6 +1,7 @@
 /* Unit tests for agent/objstore.c: a venv-shaped release (files, empty dir, relative symlinks)
  * is installed from a pack as hardlinks to read-only objects with the manifest's exec bits; a
- * present release is reported present and re-checked (a damaged one is rebuilt); a one-file
+ * present release is reported present by its record (MANIFEST hashes to its id, nothing walked)
+ * and re-checked by add and verify (a damaged one is rebuilt); a one-file
  * change lacks exactly that object; a pack built by plain GNU tar (what hosts make) is read; a
  * corrupt object is refused, reported, never stored; GC keeps the protected release, its
  * environment and their objects, and removes the rest; stale temp files of dead processes go,
@@ -318,6 +319,53 @@ static void test_corrupt_object_and_tar_pack(void **state)
     unload(&a);
 }
 
+/* `release have` / `missing` trust the record of a verified install: releases/<id> whose
+ * MANIFEST hashes to id is present without walking its entries (a 20,000-file environment is
+ * not re-checked on every code deploy); a MANIFEST that is not the release's is not present;
+ * `release verify` still finds a damaged tree.  A pack on stdin ("-") installs like a file. */
+static void test_have_record_and_stdin_pack(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    src_tree("y = 2\n");
+    struct rel a;
+    load(&a, NULL);
+    assert_false(objstore_have(&s, a.id));
+    assert_false(objstore_have(&s, "not-an-id"));
+    make_pack(a.m, "s.pack", NULL);
+    /* the pack arrives on stdin, as `tar -c ... | pct exec ... release install M -` sends it */
+    int saved = dup(STDIN_FILENO), pfd = open(path("s.pack"), O_RDONLY);
+    assert_true(saved >= 0 && pfd >= 0);
+    assert_int_equal(dup2(pfd, STDIN_FILENO), STDIN_FILENO);
+    close(pfd);
+    char err[256] = "";
+    int r = objstore_add(&s, a.text, a.len, a.id, "-", NULL, err, sizeof err);
+    assert_int_equal(dup2(saved, STDIN_FILENO), STDIN_FILENO);
+    close(saved);
+    assert_int_equal(r, 0);
+    assert_true(objstore_have(&s, a.id));
+    /* a file removed from the tree: still present by the record (nothing walked) ... */
+    assert_int_equal(unlink(path("root/releases/%s/lib/pkg/same.py", a.id)), 0);
+    struct m2_ranges rg;
+    bool present = false;
+    assert_int_equal(objstore_missing(&s, a.m, a.id, &rg, &present), 0);
+    assert_true(present);
+    m2_ranges_done(&rg);
+    /* ... but verify, when asked, names it */
+    assert_int_equal(objstore_verify(&s, a.id, err, sizeof err), -EBADMSG);
+    /* a MANIFEST that is not the release's: not present */
+    char mp[1024];
+    snprintf(mp, sizeof mp, "%s", path("root/releases/%s/MANIFEST", a.id));
+    assert_int_equal(chmod(mp, 0644), 0);
+    assert_int_equal(fs_write_atomic(mp, "v2\n", 3, 0444), 0);
+    assert_false(objstore_have(&s, a.id));
+    assert_int_equal(objstore_missing(&s, a.m, a.id, &rg, &present), 0);
+    assert_false(present);
+    m2_ranges_done(&rg);
+    unload(&a);
+}
+
 static void test_stale_temp_only_dead_owner(void **state)
 {
     (void)state;
@@ -348,6 +396,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_env_and_gc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_object_and_tar_pack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_temp_only_dead_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_have_record_and_stdin_pack, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
