@@ -447,11 +447,11 @@ static int cmd_release_tree(struct cli *c, struct store *s)
     char err[512] = "";
     r = objstore_add(s, text, len, c->id, pack, stdout, err, sizeof err);
     free(text);
-    if (r != -ENOSPC && r != -EDQUOT) {
-        store_consume(s, mpath);
-        if (pack && !pack_stdin)
-            store_consume(s, pack);
-    }
+    /* The manifest always goes (the next deploy sends it again with `release missing -`); a
+     * pack file stays after a full disk, for a retry once space is freed. */
+    store_consume(s, mpath);
+    if (pack && !pack_stdin && r != -ENOSPC && r != -EDQUOT)
+        store_consume(s, pack);
     if (r < 0) {
         if (r == -ENOSPC || r == -EDQUOT) {
             fprintf(stderr, "release install: disk full under '%s': %s\n", c->root, err);

@@ -187,6 +187,13 @@ void agent_argv_daemon(struct agent_argv *a, bool detach)
         add_opt(a, AGENT_OPT_DETACH, NULL);
 }
 
+void agent_argv_keep_releases(struct agent_argv *a, int n)
+{
+    const char *v = numf(a, "%.0f", (double)n); /* kept in a->num: argv points into it */
+    if (v)
+        add_opt(a, AGENT_OPT_KEEP, v);
+}
+
 void agent_argv_release_add(struct agent_argv *a, const char *blob, const char *id)
 {
     add_verb(a, AGENT_VERB_RELEASE);

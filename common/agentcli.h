@@ -126,6 +126,8 @@ void agent_argv_release_add(struct agent_argv *a, const char *blob, const char *
 /* release have ID;  release missing MANIFEST ("-": stdin);  release install MANIFEST [PACK]
  * --id ID (pack NULL: none; "-": stdin). */
 void agent_argv_release_have(struct agent_argv *a, const char *id);
+/* --keep-releases N (after agent_argv_daemon: the container store's GC, docs/config.md keep) */
+void agent_argv_keep_releases(struct agent_argv *a, int n);
 void agent_argv_release_missing(struct agent_argv *a, const char *manifest);
 void agent_argv_release_install(struct agent_argv *a, const char *manifest, const char *pack, const char *id);
 void agent_argv_stop(struct agent_argv *a, const char *job);

@@ -191,7 +191,7 @@ int cmd_gc(struct fleet *f, int argc, char **argv)
         { "keep", required_argument, NULL, 'k' },
         { NULL, 0, NULL, 0 },
     };
-    int keep = 5, c;
+    int keep = f->inv->keep, c; /* [drover] keep; --keep N for this run */
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = getopt_long(argc, argv, "k:", opts, NULL)) != -1) {
         if (c == 'k' && str_is_digits(optarg, 6))

@@ -317,6 +317,7 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
     if (ct->root[0])
         agent_argv_globals(&a, ct->root, ct->socket);
     agent_argv_daemon(&a, true);
+    agent_argv_keep_releases(&a, inv->keep); /* the container store's GC: [drover] keep */
     /* Until the old daemon has exited it holds the pidfile lock and a new one exits
      * AGENT_EXIT_BUSY: retry for up to two minutes. */
     for (int attempt = 0;; attempt++) {

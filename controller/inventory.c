@@ -212,6 +212,7 @@ static const struct ini_key keys[] = {
         "is not a duration of at least 1s", 0),
     ROW("drover", "parallel", INI_INT, struct inventory, parallel, 1, 256, 0,
         "is not a count 1..256", 0),
+    ROW("drover", "keep", INI_INT, struct inventory, keep, 1, 10000, 0, "is not a count 1..10000", 0),
     ROW("drover", "exec_timeout", INI_DURATION, struct inventory, exec_timeout_s, 1, 1e18, 0,
         "is not a duration of at least 1s", 0),
     ROW("notify", "timeout", INI_DURATION, struct inventory, notify.timeout_s, 0.1, 300, 0,
@@ -851,6 +852,7 @@ int inventory_parse(const char *text, size_t len, const char *path, struct inven
     inv->connect_timeout_s = 10;
     inv->exec_timeout_s = 120;
     inv->parallel = 16;
+    inv->keep = 5;
     inv->notify.timeout_s = 5;
     inv->notify.retries = 2;
     static const struct ini_ops ops = { .section = ctx_section, .key = ctx_key };

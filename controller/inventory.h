@@ -109,6 +109,7 @@ struct inventory {
     double connect_timeout_s;
     double exec_timeout_s;
     int parallel;                  /* hosts worked on at once (connect, status); 1 = one by one */
+    int keep;                      /* GC: newest releases kept besides every job's ways back */
     int nhosts;
     struct inv_host hosts[INV_MAX_HOSTS];
     int njobs;

@@ -34,6 +34,8 @@ no_activate() { ! pct_since_has h1 'activate|[ ]stop[ ]' && ! pct_since_has h2 '
 check "pct logs show no activate/stop after the failed install" no_activate
 installed_102() { pct_since_has h1 ' pct exec 102 .*release install'; }
 check "the install into h1:102 was attempted (pct log)" installed_102
+no_manifest_left() { [[ -z $(ct h1:102 sh -c 'ls /var/lib/drover/incoming | grep -E "[.]manifest$"') ]]; }
+check "the failed install left no manifest in h1:102's incoming/" no_manifest_left
 check "v1's steps still advance, Ktok/s > 0" all_ranks_advance 3 60
 
 # A release directory without the job's command is refused before anything leaves this machine.

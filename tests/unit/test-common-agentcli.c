@@ -218,6 +218,21 @@ static void test_globals_daemon(void **state)
     assert_string_equal(a.argv[2], "--socket");
     assert_int_equal(agent_verb_parse(a.argv[4]), AGENT_VERB_DAEMON);
     assert_string_equal(a.argv[5], agent_opt_flag(AGENT_OPT_DETACH));
+    /* drover install passes the inventory's keep to the container store's GC */
+    agent_argv_init(&a);
+    agent_argv_daemon(&a, true);
+    agent_argv_keep_releases(&a, 7);
+    assert_int_equal(agent_argv_end(&a), 0);
+    assert_int_equal(a.argc, 4);
+    assert_string_equal(a.argv[2], "--keep-releases");
+    assert_string_equal(a.argv[3], "7");
+    /* and `release have ID` is how a deploy asks first */
+    agent_argv_init(&a);
+    agent_argv_release_have(&a, "abc");
+    assert_int_equal(agent_argv_end(&a), 0);
+    assert_int_equal(a.argc, 3);
+    assert_string_equal(a.argv[1], "have");
+    assert_string_equal(a.argv[2], "abc");
 }
 
 static void test_overflow(void **state)

@@ -132,6 +132,19 @@ static void test_full_inventory(void **state)
     inventory_free(NULL);
 }
 
+/* [drover] keep: how many newest releases GC keeps (controller cache, host stores, container
+ * stores) besides every job's current, previous and good releases; 5 unless set. */
+static void test_gc_keep(void **state)
+{
+    (void)state;
+    struct inventory *inv = parse_ok("[host h]\naddress = a\n");
+    assert_int_equal(inv->keep, 5);
+    inventory_free(inv);
+    inv = parse_ok("[drover]\nkeep = 2\n[host h]\naddress = a\n");
+    assert_int_equal(inv->keep, 2);
+    inventory_free(inv);
+}
+
 static void test_errors_name_line_and_key(void **state)
 {
     (void)state;
@@ -149,6 +162,8 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ngrace = soon\n",
                 "inv.ini:6:", "[job j] grace");
     parse_fails("[policy]\ntolerance = 1.5\n", "inv.ini:2:", "tolerance");
+    parse_fails("[drover]\nkeep = 0\n", "inv.ini:2:", "[drover] keep");       /* GC keeps >= 1 */
+    parse_fails("[drover]\nkeep = many\n", "inv.ini:2:", "[drover] keep");
     parse_fails("[policy]\nauto_revert = maybe\n", "inv.ini:2:", "auto_revert");
     parse_fails("[policy]\non_inconclusive = pause\n", "inv.ini:2:", "is not revert or hold");
     parse_fails("[policy]\nconfidence = 0.4\n", "inv.ini:2:", "confidence");
@@ -363,6 +378,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_inventory),
         cmocka_unit_test(test_errors_name_line_and_key),
+        cmocka_unit_test(test_gc_keep),
         cmocka_unit_test(test_env_preflight_timeout_liveness),
         cmocka_unit_test(test_long_line_is_an_error),
         cmocka_unit_test(test_nul_byte_and_limits),
