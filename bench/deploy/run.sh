@@ -50,8 +50,9 @@ printf '(a) full deploy, verified in %d containers: %.1f s\n' "$nct" "$ta"
 
 head -c 20000 /dev/urandom >"$rel/app.py"
 t0=$(date +%s.%N)
-D deploy "$rel" --stage-only --job train 2>"$W/b.err" >/dev/null || { cat "$W/b.err"; exit 1; }
+DROVER_LOG_LEVEL=debug D deploy "$rel" --stage-only --job train 2>"$W/b.err" >/dev/null || { cat "$W/b.err"; exit 1; }
 tb=$(echo "$(date +%s.%N) - $t0" | bc)
+grep -E "objsync h1[: ]" "$W/b.err" | sed 's/^/  (b) step: /' # where the time goes, on one host
 grep -E "^stage h[0-9]+: (sent|[0-9]+ of)|in every container in" "$W/b.err" | sed 's/^/  (b) /'
 printf '(b) one 20 KB file changed, verified in %d containers: %.1f s\n' "$nct" "$tb"
 
@@ -72,7 +73,10 @@ for h in $LAB_HOSTS; do
 	ssh "${SSHO[@]}" "root@$a" rm -f /tmp/bench-manual.bin
 done
 tc=$(echo "$(date +%s.%N) - $t0" | bc)
-for c in $LAB_CONTAINERS; do # not timed: frees the disk for (d)
+for c in $LAB_CONTAINERS; do # not timed: pct push exits 0 even when the copy failed (PCT.md), so
+	# check that the copy is whole, then free the disk for (d)
+	sz=$(ssh "${SSHO[@]}" "root@$(addr "${c%%:*}")" pct exec "${c#*:}" -- stat -c %s /root/bench-manual.bin || echo 0)
+	[[ $sz == $((MIB << 20)) ]] || { echo "(c) $c: the manual copy is $sz bytes, not $((MIB << 20))" >&2; exit 1; }
 	ssh "${SSHO[@]}" "root@$(addr "${c%%:*}")" pct exec "${c#*:}" -- rm -f /root/bench-manual.bin
 done
 printf '(c) manual scp + pct push, %d hosts in turn, %d containers, unverified: %.1f s\n' "$nh" "$nct" "$tc"
