@@ -25,6 +25,7 @@
 #define SPEC_ADDR_MAX 64
 #define SPEC_MAX_ENV 16
 #define SPEC_ENV_MAX 512 /* bytes of one NAME=value */
+#define SPEC_RDZV_MAX 33 /* a rendezvous generation: 1..32 of [0-9A-Za-z_-] */
 
 struct job_spec {
     char release[RELEASE_ID_LEN + 1];
@@ -42,6 +43,9 @@ struct job_spec {
     bool promoted;                 /* this release was promoted for this job at some point */
     double ktok_s;                 /* throughput given at promote; 0 unknown */
     struct liveness_policy live;   /* liveness deadlines (agent/liveness.h), judged always */
+    char rdzv[SPEC_RDZV_MAX];      /* the switch's rendezvous generation (activate/start --rdzv):
+                                      one per controller switch, the same in every container of
+                                      the gang; "" = none (DROVER_RDZV is then job:release) */
 };
 
 /* Defaults: nnodes 1, node_rank 0, nproc 1, master 127.0.0.1:29500, grace 30 s, no argv. */
@@ -61,6 +65,8 @@ int spec_add_env(struct job_spec *s, const char *kv);
 /* Check ranges (nproc 1..STATUS_MAX_RANKS, node_rank < nnodes, world size, port, grace, gpus
  * list length == nproc when given).  -EINVAL with a reason in err. */
 int spec_validate(const struct job_spec *s, char *err, size_t errsz);
+/* Is t a rendezvous generation (1..SPEC_RDZV_MAX-1 characters of [0-9A-Za-z_-])? */
+bool spec_rdzv_ok(const char *t);
 
 /* The GPU of local rank local_rank in s->gpus ("0,1": one entry per local rank) into out:
  * -ENOENT when there is no list or no such entry, -EINVAL for an empty or over-long entry.

@@ -598,6 +598,10 @@ static void handle_request(struct daemon *d, int ci, struct rpc_request *q)
     case RPC_STOP:
         ev.kind = JM_EV_STOP;
         break;
+    case RPC_START:
+        ev.kind = JM_EV_START;
+        ev.text = q->rdzv;
+        break;
     default:
         client_error(d, ci, AGENT_EXIT_USAGE, "unsupported request");
         return;

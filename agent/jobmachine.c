@@ -2,7 +2,9 @@
  *
  * Invariants: the next gang of a job is started only once the old one is gone (GANG_GONE); a
  * promoted release is never reverted, only restarted or failed; a revert never goes to a release
- * marked bad; at most one operation (activate, revert, stop) waits per job.  No I/O, no clock.
+ * marked bad; at most one operation (activate, revert, stop, start) waits per job.  A start
+ * requested while a requested stop is in flight replaces it (the controller aborted a switch:
+ * the old gang must come back, not stay down).  No I/O, no clock.
  */
 #include "agent/jobmachine.h"
 
@@ -301,7 +303,12 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
         set_state(j, GANG_STOPPED, "stopped by request");
         fx_event(out, "stop", j->current, "stopped by request");
         fx_simple(out, JM_FX_SAVE);
-        fx_msg(out, JM_FX_ANSWER, 0, "stopped");
+        /* the controller's two-phase switch reads this as "every old rank here is gone" */
+        fx_msg(out, JM_FX_ANSWER, 0, "stopped: no process of the gang is left");
+        return;
+    case JM_NEXT_START:
+        fx_event(out, "start", j->current, "%s", rt->next_reason);
+        start_gang(j, rt, JM_START_REQUEST, GANG_STARTING, rt->next_reason, out);
         return;
     case JM_NEXT_ACTIVATE:
         run_activate(p, j, rt, now, out);
@@ -405,6 +412,8 @@ static void on_start_result(const struct crash_policy *p, struct job_rec *j, str
             fx_simple(out, JM_FX_GC);
         } else if (why == JM_START_REVERT) {
             fx_msg(out, JM_FX_ANSWER, 0, rt->start_reason);
+        } else if (why == JM_START_REQUEST) {
+            fx_msg(out, JM_FX_ANSWER, 0, "started");
         }
         return;
     }
@@ -414,7 +423,7 @@ static void on_start_result(const struct crash_policy *p, struct job_rec *j, str
     set_state(j, GANG_FAILED, why_s);
     fx_event(out, "start-failed", j->current, "%s", err);
     fx_simple(out, JM_FX_SAVE);
-    if (why == JM_START_REVERT)
+    if (why == JM_START_REVERT || why == JM_START_REQUEST)
         fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_EXEC, j->reason);
     if (why != JM_START_ACTIVATE)
         return;
@@ -427,12 +436,33 @@ static void on_start_result(const struct crash_policy *p, struct job_rec *j, str
     }
 }
 
+/* A start may bring a new rendezvous generation: the restarted gang then cannot pair with ranks
+ * of the gang it replaces that are still on their way out elsewhere. */
+static void set_rdzv(struct job_rec *j, const char *rdzv)
+{
+    struct job_spec *s = state_find_spec(j, j->current);
+    if (s && rdzv && rdzv[0])
+        (void)str_copy(s->rdzv, sizeof s->rdzv, rdzv);
+}
+
 static void on_request(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
                        const struct jm_event *ev, struct jm_effects *out)
 {
     char msg[JM_TEXT_MAX];
     if (rt->quit) {
         fx_msg(out, JM_FX_REPLY, AGENT_EXIT_BUSY, "the agent is shutting down");
+        return;
+    }
+    if (ev->kind == JM_EV_START && rt->next == JM_NEXT_STOP) {
+        /* An aborted switch: the stop it asked for is still in flight (a rank slow to go).  The
+         * job must not stay down: it starts again as soon as the gang is gone. */
+        set_rdzv(j, ev->text);
+        fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_BUSY, "stop replaced by a start request");
+        fx_simple(out, JM_FX_WAIT);
+        rt->next = JM_NEXT_START;
+        (void)str_copy(rt->next_reason, sizeof rt->next_reason, "started by request once the old gang was gone");
+        set_state(j, GANG_STOPPING, "stopping; starts again once every process of the gang is gone (start requested)");
+        fx_simple(out, JM_FX_SAVE);
         return;
     }
     if (jm_busy(rt)) {
@@ -495,6 +525,21 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         j->probation_deadline = 0;
         request(p, j, rt, JM_NEXT_STOP, "stopping by request", ev->now, out);
         return;
+    case JM_EV_START:
+        if (rt->gang && !rt->stopping) {
+            fx_msg(out, JM_FX_REPLY, 0, "already running");
+            return;
+        }
+        if (!j->current[0] || !state_find_spec(j, j->current)) {
+            snprintf(msg, sizeof msg, "job '%s' has no release with a recorded command to start", j->job);
+            fx_msg(out, JM_FX_REPLY, AGENT_EXIT_FAIL, msg);
+            return;
+        }
+        set_rdzv(j, ev->text);
+        fx_simple(out, JM_FX_WAIT);
+        rt->next = JM_NEXT_NONE; /* cancels a pending restart */
+        request(p, j, rt, JM_NEXT_START, "started by request", ev->now, out);
+        return;
     default:
         return;
     }
@@ -528,6 +573,7 @@ void jm_step(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
     case JM_EV_PROMOTE:
     case JM_EV_REVERT:
     case JM_EV_STOP:
+    case JM_EV_START:
         on_request(p, j, rt, ev, out);
         return;
     case JM_EV_RANK_EXIT:

@@ -79,10 +79,10 @@ double policy_backoff(const struct crash_policy *p, int n);
 /* ---- the machine ---- */
 
 enum jm_next { JM_NEXT_NONE, JM_NEXT_ACTIVATE, JM_NEXT_REVERT_AUTO, JM_NEXT_REVERT, JM_NEXT_RESTART,
-               JM_NEXT_STOP };
+               JM_NEXT_STOP, JM_NEXT_START };
 /* Why a START_GANG effect was asked for; decides what its result does. */
 enum jm_start { JM_START_NONE, JM_START_ACTIVATE, JM_START_REVERT, JM_START_REVERT_AUTO, JM_START_RESTART,
-               JM_START_RESUME };
+               JM_START_RESUME, JM_START_REQUEST };
 
 /* The runtime half of a job (the durable half is its job_rec).  Owned by the daemon, one per
  * job; jm_rt_init before use, jm_rt_done frees next_spec. */
@@ -111,6 +111,10 @@ enum jm_ev {
     JM_EV_PROMOTE,      /* release, value = Ktok/s */
     JM_EV_REVERT,       /* text = reason (may be "") */
     JM_EV_STOP,
+    JM_EV_START,        /* text = a new rendezvous generation ("" keep): start the current release
+                           again with its recorded spec (the controller's aborted switch).  While a
+                           requested stop is in flight it replaces it: the job starts once the gang
+                           is gone, so no gang is stopped for a switch that did not happen */
     JM_EV_RANK_EXIT,    /* rank, code, sig: the first rank that exited on its own */
     JM_EV_DIVERGED,     /* rank: JM_DIVERGED_STEPS consecutive non-finite steps */
     JM_EV_HUNG,         /* rank, text = the liveness verdict (agent/liveness.h) */

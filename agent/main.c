@@ -80,12 +80,12 @@ static void usage(FILE *f)
             "  activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus 0,1]\n"
             "           [--master-addr A] [--master-port P] [--grace S] [--probation-deadline S]\n"
             "           [--first-step-deadline S] [--silence-deadline S] [--stall-deadline S]\n"
-            "           [--checkpoint-deadline S]\n"
+            "           [--checkpoint-deadline S] [--rdzv G]\n"
             "           [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  promote ID --job J [--ktok-s X] [--samples JSON]\n"
             "  baseline --job J             the promoted release's samples (kept by promote --samples)\n"
             "  revert --job J [--reason TEXT]\n"
-            "  stop --job J\n"
+            "  stop --job J | start --job J [--rdzv G]\n"
             "  status [--json] | watch [--json] [--interval S] [--count N]\n"
             "  metrics                      status as Prometheus text (node_exporter textfile collector)\n"
             "  events [--since SEQ] [--json]\n"
@@ -188,6 +188,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_HOST_DRIVER: bad = str_copy(c->host_driver, sizeof c->host_driver, a) < 0 || !a[0]; break;
         case AGENT_OPT_CUDA: bad = str_copy(c->cuda, sizeof c->cuda, a) < 0 || !a[0]; break;
         case AGENT_OPT_GPU_MEM: bad = parse_num(a, 0, 1e15, &c->gpu_mem) < 0; break;
+        case AGENT_OPT_RDZV: bad = !spec_rdzv_ok(a) || str_copy(c->spec.rdzv, sizeof c->spec.rdzv, a) < 0; break;
         case AGENT_OPT_KEEP: bad = parse_int(a, 1, 10000, &c->dopts.keep_releases) < 0; break;
         case AGENT_OPT_CRASH_LIMIT: bad = parse_int(a, 1, 1000, &c->dopts.policy.crash_limit) < 0; break;
         case AGENT_OPT_CRASH_WINDOW: bad = parse_num(a, 1, 86400, &c->dopts.policy.crash_window_s) < 0; break;
@@ -849,6 +850,8 @@ static int cmd_job_verb(struct cli *c, enum rpc_op op)
     }
     q.ktok_s = c->ktok_s;
     (void)str_copy(q.reason, sizeof q.reason, c->reason);
+    if (op == RPC_START)
+        (void)str_copy(q.rdzv, sizeof q.rdzv, c->spec.rdzv);
     code = call_daemon(c, &q, false, NULL);
     rpc_request_done(&q);
     if (code == 0 && ss) {
@@ -1038,6 +1041,7 @@ int main(int argc, char **argv)
     case AGENT_VERB_BASELINE: code = cmd_baseline(&c); break;
     case AGENT_VERB_REVERT: code = cmd_job_verb(&c, RPC_REVERT); break;
     case AGENT_VERB_STOP: code = cmd_job_verb(&c, RPC_STOP); break;
+    case AGENT_VERB_START: code = cmd_job_verb(&c, RPC_START); break;
     case AGENT_VERB_STATUS: code = cmd_status(&c, false); break;
     case AGENT_VERB_WATCH: code = cmd_status(&c, true); break;
     case AGENT_VERB_METRICS:

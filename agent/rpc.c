@@ -16,7 +16,7 @@
 #include "common/text.h"
 #include "common/util.h"
 
-static const char *const op_names[] = {"status", "watch", "activate", "promote", "revert", "stop"};
+static const char *const op_names[] = {"status", "watch", "activate", "promote", "revert", "stop", "start"};
 
 const char *rpc_op_name(enum rpc_op op)
 {
@@ -78,6 +78,8 @@ int rpc_parse_request(const char *text, size_t len, struct rpc_request *ret)
             goto out;
         (void)str_copy(q.reason, sizeof q.reason, json_string_value(reason));
     }
+    if (jf_str(o, "rdzv", q.rdzv, sizeof q.rdzv, false) < 0 || (q.rdzv[0] && !spec_rdzv_ok(q.rdzv)))
+        goto out;
     if (jf_num_in(o, "probation_s", 0, 86400 * 30, &q.probation_s) < 0 ||
         jf_num_in(o, "ktok_s", 0, 1e12, &q.ktok_s) < 0 ||
         jf_num_in(o, "interval_s", 0.05, 3600, &q.interval_s) < 0)
@@ -146,6 +148,10 @@ int rpc_format_request(const struct rpc_request *q, char **ret_text)
         /* an operator's reason may be cut mid-character or not be UTF-8: escaped, not lost */
         bad |= json_object_set_new(o, "reason",
                                    json_string(text_json_safe(q->reason, reason, sizeof reason)));
+        break;
+    case RPC_START:
+        if (q->rdzv[0])
+            bad |= json_object_set_new(o, "rdzv", json_string(q->rdzv));
         break;
     case RPC_WATCH:
         bad |= json_object_set_new(o, "interval_s", json_real(q->interval_s));

@@ -6,6 +6,7 @@
  *   {"v":1,"op":"activate","job":"train","release":"<id>","spec":{…agent.h spec…},"probation_s":600}
  *   {"v":1,"op":"promote","job":"train","release":"<id>","ktok_s":412.3}
  *   {"v":1,"op":"revert","job":"train","reason":"…"}   {"v":1,"op":"stop","job":"train"}
+ *   {"v":1,"op":"start","job":"train","rdzv":"<generation>"}   (rdzv optional)
  *   {"v":1,"op":"status"}   {"v":1,"op":"watch","interval_s":2,"count":0}
  * Replies: {"ok":true,…} or {"ok":false,"code":<agent_exit>,"error":"<one line>"}; status and
  * watch reply with status documents (common/status.h), one per line.  Only rpc.c knows this.
@@ -22,7 +23,7 @@
 #define RPC_MAX_BYTES (64u << 10)
 #define RPC_REPLY_MAX STATUS_MAX_BYTES
 
-enum rpc_op { RPC_STATUS, RPC_WATCH, RPC_ACTIVATE, RPC_PROMOTE, RPC_REVERT, RPC_STOP };
+enum rpc_op { RPC_STATUS, RPC_WATCH, RPC_ACTIVATE, RPC_PROMOTE, RPC_REVERT, RPC_STOP, RPC_START };
 
 struct rpc_request {
     enum rpc_op op;
@@ -32,6 +33,7 @@ struct rpc_request {
     double probation_s;        /* activate: 0 none */
     double ktok_s;             /* promote */
     char reason[256];          /* revert */
+    char rdzv[SPEC_RDZV_MAX];  /* start: the new rendezvous generation, "" = keep */
     double interval_s;         /* watch: 0.05 .. 3600 */
     int64_t count;             /* watch: 0 forever */
 };

@@ -109,6 +109,18 @@ int spec_copy(struct job_spec *dst, const struct job_spec *src)
     return 0;
 }
 
+bool spec_rdzv_ok(const char *t)
+{
+    size_t n = strlen(t);
+    if (n == 0 || n >= SPEC_RDZV_MAX)
+        return false;
+    for (; *t; t++)
+        if (!((*t >= '0' && *t <= '9') || (*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') ||
+              *t == '_' || *t == '-'))
+            return false;
+    return true;
+}
+
 int spec_validate(const struct job_spec *s, char *err, size_t errsz)
 {
     const char *why = NULL;
@@ -128,6 +140,8 @@ int spec_validate(const struct job_spec *s, char *err, size_t errsz)
         why = "liveness deadline out of range (0..30 days)";
     else if (!s->master_addr[0] || strpbrk(s->master_addr, " \t\n="))
         why = "bad master-addr";
+    else if (s->rdzv[0] && !spec_rdzv_ok(s->rdzv))
+        why = "rdzv must be 1..32 characters of [0-9A-Za-z_-]";
     if (!why && s->gpus[0]) {
         int n = 1;
         for (const char *p = s->gpus; *p; p++) {
@@ -192,7 +206,8 @@ json_t *spec_to_json(const struct job_spec *s)
          json_object_set_new(o, "first_step_s", json_real(s->live.first_step_s)) == 0 &&
          json_object_set_new(o, "silence_s", json_real(s->live.silence_s)) == 0 &&
          json_object_set_new(o, "stall_s", json_real(s->live.stall_s)) == 0 &&
-         json_object_set_new(o, "checkpoint_s", json_real(s->live.checkpoint_s)) == 0;
+         json_object_set_new(o, "checkpoint_s", json_real(s->live.checkpoint_s)) == 0 &&
+         (!s->rdzv[0] || json_object_set_new(o, "rdzv", json_string(s->rdzv)) == 0);
     if (!ok) {
         json_decref(o);
         return NULL;
@@ -221,6 +236,7 @@ int spec_from_json(json_t *o, struct job_spec *ret)
         jf_num_in(o, "silence_s", 0, LIVENESS_MAX_S, &s.live.silence_s) < 0 ||
         jf_num_in(o, "stall_s", 0, LIVENESS_MAX_S, &s.live.stall_s) < 0 ||
         jf_num_in(o, "checkpoint_s", 0, LIVENESS_MAX_S, &s.live.checkpoint_s) < 0 ||
+        jf_str(o, "rdzv", s.rdzv, sizeof s.rdzv, false) < 0 || (s.rdzv[0] && !spec_rdzv_ok(s.rdzv)) ||
         (pr && !json_is_boolean(pr)))
         return -EINVAL;
     s.promoted = pr && json_is_true(pr);

@@ -127,9 +127,12 @@ int gang_build_env(struct gang_env *e, const struct store *s, const char *job,
         (r = env_add(e, "MASTER_PORT=%d", spec->master_port)) < 0 ||
         (r = env_add(e, "DROVER_HEARTBEAT_FD=%d", hb_fd)) < 0 ||
         (r = env_add(e, "DROVER_RELEASE=%s", spec->release)) < 0 ||
-        /* the gang's rendezvous token: ranks of another release never join it (trainer/dist.c;
-         * other workers may fold it into their own rendezvous, e.g. torchrun's --rdzv-id) */
-        (r = env_add(e, "DROVER_RDZV=%s:%s", job, spec->release)) < 0 ||
+        /* the gang's rendezvous token: ranks of another release or another switch never join
+         * it (trainer/dist.c; other workers may fold it into their own rendezvous, e.g.
+         * torchrun's --rdzv-id).  rdzv is the controller's switch generation, the same in every
+         * container, so a redeploy of the same release cannot pair with the old ranks */
+        (r = env_add(e, "DROVER_RDZV=%s:%s%s%s", job, spec->release, spec->rdzv[0] ? ":" : "",
+                     spec->rdzv)) < 0 ||
         (r = env_add(e, "DROVER_JOB=%s", job)) < 0 || (r = env_add(e, "DROVER_RUN_DIR=%s", run)) < 0)
         return r;
     if (resume && (r = env_add(e, "DROVER_RESUME_RELEASES=%s", resume)) < 0)

@@ -27,6 +27,7 @@ static const char *const verb_names[AGENT_VERB_COUNT] = {
     [AGENT_VERB_LEASE] = "lease",
     [AGENT_VERB_BASELINE] = "baseline",
     [AGENT_VERB_GPU_CHECK] = "gpu-check",
+    [AGENT_VERB_START] = "start",
 };
 
 const char *agent_verb_name(enum agent_verb v)
@@ -80,7 +81,8 @@ int agent_verb_parse(const char *s)
     X(AGENT_OPT_SAMPLES, "samples", required_argument) \
     X(AGENT_OPT_HOST_DRIVER, "host-driver", required_argument)                 \
     X(AGENT_OPT_CUDA, "cuda", required_argument)                               \
-    X(AGENT_OPT_GPU_MEM, "gpu-mem", required_argument)
+    X(AGENT_OPT_GPU_MEM, "gpu-mem", required_argument)                         \
+    X(AGENT_OPT_RDZV, "rdzv", required_argument)
 
 #define AS_LONGOPT(id, name, arg) { name, arg, 0, id },
 const struct option agent_cli_longopts[] = {
@@ -253,6 +255,14 @@ void agent_argv_stop(struct agent_argv *a, const char *job)
     add_opt(a, AGENT_OPT_JOB, job);
 }
 
+void agent_argv_start(struct agent_argv *a, const char *job, const char *rdzv)
+{
+    add_verb(a, AGENT_VERB_START);
+    add_opt(a, AGENT_OPT_JOB, job);
+    if (rdzv && rdzv[0])
+        add_opt(a, AGENT_OPT_RDZV, rdzv);
+}
+
 void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason)
 {
     add_verb(a, AGENT_VERB_REVERT);
@@ -314,6 +324,8 @@ void agent_argv_activate(struct agent_argv *a, const struct agent_activate *p)
     add_opt(a, AGENT_OPT_SILENCE_DEADLINE, numf(a, "%g", p->silence_deadline_s));
     add_opt(a, AGENT_OPT_STALL_DEADLINE, numf(a, "%g", p->stall_deadline_s));
     add_opt(a, AGENT_OPT_CHECKPOINT_DEADLINE, numf(a, "%g", p->checkpoint_deadline_s));
+    if (p->rdzv && p->rdzv[0])
+        add_opt(a, AGENT_OPT_RDZV, p->rdzv);
 }
 
 void agent_argv_gpu_check(struct agent_argv *a, int nproc_per_node, const char *gpus,

@@ -71,6 +71,7 @@ enum agent_verb {
     AGENT_VERB_LEASE, /* lease take JOB HOLDER TTL_S | lease release JOB HOLDER (agent/lease.h) */
     AGENT_VERB_BASELINE, /* baseline --job J: the sample set promote --samples kept */
     AGENT_VERB_GPU_CHECK, /* gpu-check: the GPU environment preflight (agent/gpucheck.h) */
+    AGENT_VERB_START, /* start --job J [--rdzv G]: the job's current release again (an aborted switch) */
     AGENT_VERB_COUNT
 };
 
@@ -88,7 +89,7 @@ enum agent_opt {
     AGENT_OPT_CRASH_WINDOW, AGENT_OPT_MAX_ROLLBACKS, AGENT_OPT_BACKOFF_INITIAL,
     AGENT_OPT_BACKOFF_MAX, AGENT_OPT_FIRST_STEP_DEADLINE, AGENT_OPT_SILENCE_DEADLINE,
     AGENT_OPT_STALL_DEADLINE, AGENT_OPT_CHECKPOINT_DEADLINE, AGENT_OPT_SAMPLES,
-    AGENT_OPT_HOST_DRIVER, AGENT_OPT_CUDA, AGENT_OPT_GPU_MEM,
+    AGENT_OPT_HOST_DRIVER, AGENT_OPT_CUDA, AGENT_OPT_GPU_MEM, AGENT_OPT_RDZV,
     AGENT_OPT_END
 };
 
@@ -131,6 +132,8 @@ void agent_argv_keep_releases(struct agent_argv *a, int n);
 void agent_argv_release_missing(struct agent_argv *a, const char *manifest);
 void agent_argv_release_install(struct agent_argv *a, const char *manifest, const char *pack, const char *id);
 void agent_argv_stop(struct agent_argv *a, const char *job);
+/* start --job J [--rdzv G] (rdzv "" or NULL: left out) */
+void agent_argv_start(struct agent_argv *a, const char *job, const char *rdzv);
 /* lease take JOB HOLDER TTL_S (ttl != 0) or lease release JOB HOLDER (ttl == 0) */
 void agent_argv_lease(struct agent_argv *a, const char *job, const char *holder, double ttl_s);
 void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason);
@@ -160,6 +163,7 @@ struct agent_activate {
     double probation_deadline_s; /* printed as a whole number of seconds */
     /* liveness deadlines the agent judges (agent/liveness.h), always sent, printed with %g */
     double first_step_deadline_s, silence_deadline_s, stall_deadline_s, checkpoint_deadline_s;
+    const char *rdzv;          /* the switch's rendezvous generation; "" or NULL: left out */
 };
 /* activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus G] [--master-addr A]
  * [--master-port P] [--grace S] --probation-deadline S --first-step-deadline S

@@ -49,6 +49,7 @@ enum {
     POL_ON_INCONCLUSIVE = 1 << 15,
     POL_CONFIDENCE = 1 << 16,
     POL_HOLD_TIME = 1 << 17,
+    POL_SWITCH_DEADLINE = 1 << 18,
 };
 
 struct pending_ct {
@@ -145,6 +146,7 @@ void inventory_policy_defaults(struct inv_policy *p)
     p->on_inconclusive_hold = false;
     p->confidence = 0.95;
     p->hold_time_s = 3600;
+    p->switch_deadline_s = 0; /* the job's grace + 60 s */
 }
 
 /* Expand "~/" with $HOME and make relative paths relative to the inventory's directory. */
@@ -206,6 +208,8 @@ static const struct ini_key keys[] = {
         DURATION_HINT, POL_MAX_PROBATION_TIME),
     POL("hold_time", INI_DURATION, hold_time_s, 0, 1e18, INI_MIN_OPEN, DURATION_HINT,
         POL_HOLD_TIME),
+    POL("switch_deadline", INI_DURATION, switch_deadline_s, 0, 1e18, 0, DURATION_HINT,
+        POL_SWITCH_DEADLINE),
     POL("confidence", INI_DOUBLE, confidence, 0.5, 0.999, 0,
         "is not a confidence in [0.5, 0.999] (0.95 is usual)", POL_CONFIDENCE),
     ROW("drover", "connect_timeout", INI_DURATION, struct inventory, connect_timeout_s, 1, 1e18, 0,
@@ -761,6 +765,8 @@ static void apply_policy(struct inv_policy *dst, unsigned set, const struct inv_
         dst->confidence = src->confidence;
     if (!(set & POL_HOLD_TIME))
         dst->hold_time_s = src->hold_time_s;
+    if (!(set & POL_SWITCH_DEADLINE))
+        dst->switch_deadline_s = src->switch_deadline_s;
 }
 
 static int ctx_finish(struct parse_ctx *c)

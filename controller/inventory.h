@@ -39,6 +39,8 @@ struct inv_policy {
     bool on_inconclusive_hold;  /* inconclusive / no data: hold (true) or revert (false) */
     double confidence;          /* of the shift's interval, 0.5 < confidence < 1 */
     double hold_time_s;         /* a held release: the agents revert it after this */
+    double switch_deadline_s;   /* a switch: every old rank gone within this, else aborted;
+                                   0 = the job's grace (30 s when unset) + 60 s */
 };
 
 struct inv_host {

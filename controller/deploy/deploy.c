@@ -4,6 +4,13 @@
  * revert to the last good release and confirm it recovers.  Invariant: nothing is stopped or
  * switched until every container holds the verified release (and preflight passed); a failure
  * before that point leaves the running release untouched.
+ *
+ * A switch is two-phase (switch_cts): the old gang is stopped in every container of the job at
+ * once, and the new release starts nowhere until every agent has answered that its old gang is
+ * gone (process group and cgroup empty).  A container whose old gang is not gone within the
+ * job's switch_deadline aborts the switch: nothing new starts, and the old release is started
+ * again wherever it was stopped (never a gang stopped without a replacement).  Every switch gets
+ * its own rendezvous generation (agent --rdzv), so no rank of another switch can join the gang.
  */
 #include "controller/deploy/deploy.h"
 #include "controller/notify.h"
@@ -15,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "common/agentcli.h"
@@ -70,6 +78,8 @@ struct deploy {
     bool has_rs, has_env;
     const char *labels[INV_MAX_CTS];
     bool attention[INV_MAX_CTS];      /* survey: the agent marked the job's environment faulty */
+    bool has_gang[INV_MAX_CTS];       /* survey: the job has (or is about to restart) a gang there */
+    char from[INV_MAX_CTS][RELEASE_ID_LEN + 1]; /* survey: the job's current release there */
     char attention_reason[INV_MAX_CTS][256];
 };
 
@@ -353,7 +363,137 @@ static int gpu_check_cts(struct deploy *d, bool force, char *err, size_t err_sz)
     return 0;
 }
 
-static int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t err_sz)
+/* A new rendezvous generation: 16 hex digits, one per switch (agent activate/start --rdzv). */
+static void new_rdzv(char out[17])
+{
+    uint8_t b[8];
+    if (getrandom(b, sizeof b, GRND_NONBLOCK) != (ssize_t)sizeof b) {
+        /* no entropy yet (early boot): unique enough for "not the previous switch" */
+        uint64_t x = (uint64_t)(time_mono() * 1e9) ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(time_wall() * 1e6);
+        memcpy(b, &x, sizeof b);
+    }
+    for (int i = 0; i < 8; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+static double switch_deadline(const struct deploy *d)
+{
+    double s = d->job->policy.switch_deadline_s;
+    return s > 0 ? s : (d->job->grace_s > 0 ? d->job->grace_s : 30) + 60;
+}
+
+/* The first phase of a switch: stop the job's old gang in every container that has one, all at
+ * once, and wait until each agent answers that every process of it is gone (the agent's stop
+ * returns only then), at most switch_deadline.  gone[i] says which did; why[i] says why not.
+ * Returns how many did not. */
+static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][300])
+{
+    const struct inv_job *j = d->job;
+    struct agent_argv a;
+    agent_argv_init(&a);
+    agent_argv_stop(&a, j->name);
+    struct conn_stream *s[INV_MAX_CTS] = { NULL };
+    bool said_ok[INV_MAX_CTS] = { false };
+    double t0 = time_mono(), limit = switch_deadline(d);
+    int pending = 0, n = 0;
+    for (int i = 0; i < j->ncts; i++) {
+        gone[i] = !d->has_gang[i];
+        why[i][0] = '\0';
+        if (gone[i])
+            continue;
+        n++;
+        char e[CONN_ERR_MAX] = "";
+        int r = fleet_agent_stream(d->f, &j->cts[i], a.argv, 4096, &s[i], e, sizeof e);
+        if (r < 0)
+            snprintf(why[i], sizeof why[i], "cannot ask its agent to stop the old gang: %s",
+                     r == -ENOTCONN ? "host unreachable" : e);
+        else
+            pending++;
+    }
+    if (n)
+        fprintf(stderr, "switch: stopping the old gang of job '%s' in %d container(s) at once; the "
+                "new release starts only once every one is gone (deadline %.0fs)\n", j->name, n, limit);
+    while (pending > 0 && !interrupted && time_mono() - t0 < limit) {
+        for (int i = 0; i < j->ncts; i++) {
+            if (!s[i])
+                continue;
+            char *line;
+            size_t len;
+            int r;
+            while ((r = conn_stream_poll(s[i], &line, &len)) == 1)
+                if (len >= 2 && !strncmp(line, "ok", 2))
+                    said_ok[i] = true; /* "ok: stopped: no process of the gang is left" */
+            if (r == -EPIPE || r == -EIO) {
+                conn_stream_free(s[i]);
+                s[i] = NULL;
+                pending--;
+                gone[i] = said_ok[i];
+                if (gone[i])
+                    fprintf(stderr, "switch: %s: old gang gone after %.1fs\n", j->cts[i].label,
+                            time_mono() - t0);
+                else
+                    snprintf(why[i], sizeof why[i], "its agent did not confirm the stop (%s)",
+                             r == -EIO ? "connection lost" : "drover-agent stop failed: see `drover logs`");
+            }
+        }
+        if (pending > 0)
+            fleet_wait(d->f, 200);
+    }
+    int left = 0;
+    for (int i = 0; i < j->ncts; i++) {
+        if (s[i]) {
+            conn_stream_free(s[i]); /* the agent goes on stopping it; it is asked to start it again below */
+            s[i] = NULL;
+            snprintf(why[i], sizeof why[i], interrupted ? "interrupted while its old gang was stopping"
+                     : "its old gang was not gone within the switch deadline of %.0f s (a process that "
+                     "ignores SIGTERM until the grace period ends, or one stuck in the kernel)", limit);
+        }
+        left += !gone[i];
+    }
+    return left;
+}
+
+/* After an aborted switch: start the old release again in every container where the switch
+ * stopped it (or was stopping it), with a new rendezvous generation so that it cannot pair with
+ * old ranks still on their way out.  Where the old gang is not gone yet the agent starts it once
+ * it is (its stop is replaced by the start).  Fills done with what happened. */
+static void restart_old_gangs(struct deploy *d, const bool gone[INV_MAX_CTS], char *done, size_t done_sz)
+{
+    const struct inv_job *j = d->job;
+    char tok[17];
+    new_rdzv(tok);
+    struct agent_argv a;
+    agent_argv_init(&a);
+    agent_argv_start(&a, j->name, tok);
+    size_t off = 0;
+    done[0] = '\0';
+    for (int i = 0; i < j->ncts; i++) {
+        if (!d->has_gang[i])
+            continue;
+        char e[1024], sid[RELEASE_SHORT_LEN + 1];
+        /* a container still stopping answers only once its old gang is gone: the request is
+         * queued there, there is no need to wait for it */
+        double timeout = gone[i] ? (j->grace_s > 0 ? j->grace_s : 30) + d->inv->exec_timeout_s : 10;
+        int r = agent_call(d, &j->cts[i], a.argv, timeout, e, sizeof e);
+        const char *what;
+        if (r == 0)
+            what = "started again";
+        else if (r == -ETIMEDOUT && !gone[i])
+            what = "starts again once its old gang is gone";
+        else {
+            log_error("%s", e);
+            what = "NOT started again (start it with `drover rollback` or a deploy)";
+        }
+        fprintf(stderr, "switch aborted: %s: %s %s\n", j->cts[i].label, ui_short(d->from[i], sid), what);
+        if (off < done_sz)
+            off += (size_t)snprintf(done + off, done_sz - off, "%s%s %s on %s", off ? "; " : "",
+                                    ui_short(d->from[i], sid), what, j->cts[i].label);
+    }
+}
+
+/* The second phase: activate the release in every container (its old gang is gone everywhere;
+ * the agent's own stop-before-start has nothing left to stop). */
+static int activate_all(struct deploy *d, double probation_deadline, const char *rdzv, char *err, size_t err_sz)
 {
     const struct inv_job *j = d->job;
     const struct inv_policy *pol = &j->policy;
@@ -368,6 +508,7 @@ static int activate_cts(struct deploy *d, double probation_deadline, char *err, 
             .silence_deadline_s = pol->silence_deadline_s,
             .stall_deadline_s = pol->stall_deadline_s,
             .checkpoint_deadline_s = pol->checkpoint_deadline_s,
+            .rdzv = rdzv,
         };
         struct agent_argv a;
         agent_argv_init(&a);
@@ -389,6 +530,31 @@ static int activate_cts(struct deploy *d, double probation_deadline, char *err, 
                 d->sid);
     }
     return 0;
+}
+
+/* Switch the job to d->id (two-phase, see the top of this file).  -ECANCELED: aborted before
+ * anything new started, with the verdict in err (the old release runs again); another -errno:
+ * the activation failed part way (the caller reverts). */
+static int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t err_sz)
+{
+    const struct inv_job *j = d->job;
+    bool gone[INV_MAX_CTS];
+    char why[INV_MAX_CTS][300];
+    if (stop_old_gangs(d, gone, why) > 0) {
+        char names[1200], done[1500];
+        size_t off = 0;
+        for (int i = 0; i < j->ncts && off < sizeof names; i++)
+            if (!gone[i])
+                off += (size_t)snprintf(names + off, sizeof names - off, "%s%s: %s", off ? "; " : "",
+                                        j->cts[i].label, why[i]);
+        restart_old_gangs(d, gone, done, sizeof done);
+        snprintf(err, err_sz, "switch to %s aborted before anything new started: %s.  Nothing of %s "
+                 "was started anywhere; %s", d->sid, names, d->sid, done[0] ? done : "nothing was stopped");
+        return -ECANCELED;
+    }
+    char tok[17];
+    new_rdzv(tok);
+    return activate_all(d, probation_deadline, tok, err, err_sz);
 }
 
 /* Follow one watch stream per container and feed the probation until it decides. */
@@ -647,6 +813,10 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
         if (!js || strcmp(js->current, d->id) != 0 || strcmp(js->good, d->id) != 0 ||
             js->state != GANG_RUNNING)
             all_current = false;
+        /* stopped and failed jobs have no gang and start none on their own; every other state
+         * has one, or restarts one after its backoff (a stop cancels that) */
+        d->has_gang[i] = js && js->state != GANG_STOPPED && js->state != GANG_FAILED;
+        (void)str_copy(d->from[i], sizeof d->from[i], js ? js->current : "");
         d->attention[i] = js && js->state == GANG_FAILED &&
                           !strncmp(js->reason, STATUS_ATTENTION_PREFIX, strlen(STATUS_ATTENTION_PREFIX));
         if (d->attention[i])
@@ -1002,7 +1172,15 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     char reason[PROBATION_REASON_MAX + 64];
-    if (activate_cts(&d, pdl, err, sizeof err) < 0) {
+    int ar = activate_cts(&d, pdl, err, sizeof err);
+    if (ar == -ECANCELED) {
+        /* nothing of the new release ran: no probation, no revert, nothing marked bad */
+        printf("%sSWITCH ABORTED%s for job '%s': %s\n", ui_red(stdout), ui_reset(stdout), d.job->name, err);
+        history_record(&d, "aborted", err, -1);
+        ret = EXIT_FAIL;
+        goto restore;
+    }
+    if (ar < 0) {
         log_error("%s", err);
         snprintf(reason, sizeof reason, "activate failed: %.400s", err);
         goto failed;
@@ -1205,7 +1383,14 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
             ui_short(d.current, sid), d.sid);
     const struct inv_policy *pol = &d.job->policy;
     double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
-    if (activate_cts(&d, pdl, err, sizeof err) < 0) {
+    int ar = activate_cts(&d, pdl, err, sizeof err);
+    if (ar == -ECANCELED) {
+        printf("%sROLLBACK ABORTED%s for job '%s': %s\n", ui_red(stdout), ui_reset(stdout), d.job->name, err);
+        history_record(&d, "aborted", err, -1);
+        ret = EXIT_FAIL;
+        goto out;
+    }
+    if (ar < 0) {
         log_error("%s", err);
         fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s; look with `drover status`%s\n",
                 ui_bold(stderr), ui_red(stderr), d.job->name, err, ui_reset(stderr));

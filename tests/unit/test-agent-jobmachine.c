@@ -363,6 +363,50 @@ static void test_requests(void **state)
     world_done(&w);
 }
 
+/* The controller's two-phase switch (issue 11): it stops the old gang everywhere first; when a
+ * container's old gang does not go within its deadline the switch is aborted and the old release
+ * started again everywhere with a new rendezvous generation.  A start while the stop is still in
+ * flight replaces it (the job comes back once the gang is gone), never leaves it down. */
+static void test_switch_stop_then_start(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row rows[] = {
+        /* the switch's first phase: stop; the answer says every process is gone */
+        {JM_EV_STOP, 4, NULL, 0, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 5, NULL, 0, -1, 0, 0, NULL, "clear-gang event save answer", GANG_STOPPED,
+         "no process of the gang is left"},
+        /* the switch was aborted elsewhere: start the current release again, new generation */
+        {JM_EV_START, 6, NULL, 0, 0, 0, 0, "g2", "wait event start-gang", GANG_STOPPED, "started by request"},
+        {JM_EV_START_OK, 6, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, "started"},
+        {JM_EV_START, 7, NULL, 0, 0, 0, 0, "g3", "reply", GANG_STARTING, "already running"},
+        /* a stop that does not finish in time (a rank ignoring SIGTERM until the grace ends) */
+        {JM_EV_STOP, 8, NULL, 0, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_START, 9, NULL, 0, 0, 0, 0, "g4", "answer wait save", GANG_STOPPING, "starts again once"},
+        /* nothing starts while the old gang is there */
+        {JM_EV_TICK, 20, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPING, NULL},
+        {JM_EV_STOP, 21, NULL, 0, 0, 0, 0, NULL, "reply", GANG_STOPPING, "another operation"},
+        {JM_EV_GANG_GONE, 39, NULL, 0, -1, 0, 0, NULL, "clear-gang event start-gang", GANG_STOPPING,
+         "once the old gang was gone"},
+        {JM_EV_START_OK, 39, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, "started"},
+    };
+    RUN(&w, rows);
+    assert_string_equal(w.j->current, A);
+    assert_string_equal(state_find_spec(w.j, A)->rdzv, "g4");
+    assert_int_equal(w.j->generation, 3);
+    world_done(&w);
+
+    /* nothing recorded to start: refused, nothing asked of the daemon */
+    world_init(&w);
+    static const struct row none[] = {
+        {JM_EV_START, 1, NULL, 0, 0, 0, 0, "", "reply", GANG_STOPPED, "no release with a recorded command"},
+    };
+    RUN(&w, none);
+    world_done(&w);
+}
+
 /* Agent shutdown leaves the gang running and keeps the state; the next agent re-adopts it
  * (nothing relaunched), or relaunches when there was no gang to adopt. */
 static void test_shutdown_adopt_and_agent_start(void **state)
@@ -452,6 +496,7 @@ int main(void)
         cmocka_unit_test(test_hung),
         cmocka_unit_test(test_start_failures),
         cmocka_unit_test(test_requests),
+        cmocka_unit_test(test_switch_stop_then_start),
         cmocka_unit_test(test_shutdown_adopt_and_agent_start),
         cmocka_unit_test(test_state_marks_round_trip),
     };

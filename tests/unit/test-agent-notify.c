@@ -112,6 +112,17 @@ static void test_rpc_parse_errors(void **state)
     assert_false(q.spec.promoted);
     assert_true(q.probation_s == 5);
     rpc_request_done(&q);
+    /* start (an aborted switch): job required, an optional rendezvous generation, checked */
+    assert_int_equal(parse("{\"v\":1,\"op\":\"start\"}", &q), -EINVAL);
+    assert_int_equal(parse("{\"v\":1,\"op\":\"start\",\"job\":\"t\",\"rdzv\":\"a b\"}", &q), -EINVAL);
+    assert_int_equal(parse("{\"v\":1,\"op\":\"start\",\"job\":\"t\",\"rdzv\":\"g-7\"}", &q), 0);
+    assert_int_equal(q.op, RPC_START);
+    assert_string_equal(q.rdzv, "g-7");
+    char *fmt = NULL;
+    assert_int_equal(rpc_format_request(&q, &fmt), 0);
+    assert_non_null(strstr(fmt, "\"rdzv\":\"g-7\""));
+    free(fmt);
+    rpc_request_done(&q);
     /* the client side: nobody listening */
     assert_int_equal(rpc_call("/tmp/drover-no-such-socket", "{}", NULL, NULL), -ENOENT);
 }

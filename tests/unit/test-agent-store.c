@@ -492,6 +492,44 @@ static void test_spec_validate(void **state)
     free(s.argv[3]);
     s.argv[3] = saved;
     spec_done(&s);
+    /* the rendezvous generation (issue 11): validated, kept through JSON, and in DROVER_RDZV so
+     * a redeploy of the same release never pairs with the old ranks */
+    fill_spec(&s, "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc");
+    assert_true(spec_rdzv_ok("0123abcdEF_-"));
+    assert_false(spec_rdzv_ok(""));
+    assert_false(spec_rdzv_ok("a:b"));
+    assert_false(spec_rdzv_ok("012345678901234567890123456789012")); /* 33 */
+    strcpy(s.rdzv, "a b");
+    assert_int_equal(spec_validate(&s, err, sizeof err), -EINVAL);
+    strcpy(s.rdzv, "5f1c0e2a9b7d4e31");
+    assert_int_equal(spec_validate(&s, err, sizeof err), 0);
+    o = spec_to_json(&s);
+    assert_int_equal(spec_from_json(o, &back), 0);
+    json_decref(o);
+    assert_string_equal(back.rdzv, "5f1c0e2a9b7d4e31");
+    spec_done(&back);
+    {
+        struct store st;
+        assert_int_equal(store_open(&st, path("root")), 0);
+        struct gang_env *e = calloc(1, sizeof *e);
+        assert_non_null(e);
+        char want[256];
+        assert_int_equal(gang_build_env(e, &st, "train", &s, NULL, 0, 3), 0);
+        snprintf(want, sizeof want, "DROVER_RDZV=train:%s:5f1c0e2a9b7d4e31", s.release);
+        bool found = false;
+        for (int i = 0; i < e->n; i++)
+            found |= !strcmp(e->envp[i], want);
+        assert_true(found);
+        s.rdzv[0] = '\0'; /* an older controller: job:release, as before */
+        assert_int_equal(gang_build_env(e, &st, "train", &s, NULL, 0, 3), 0);
+        snprintf(want, sizeof want, "DROVER_RDZV=train:%s", s.release);
+        found = false;
+        for (int i = 0; i < e->n; i++)
+            found |= !strcmp(e->envp[i], want);
+        assert_true(found);
+        free(e);
+    }
+    spec_done(&s);
     assert_false(job_name_is_valid(""));
     assert_false(job_name_is_valid(".hidden"));
     assert_false(job_name_is_valid("a/b"));
@@ -561,7 +599,7 @@ int main(void)
         cmocka_unit_test(test_state_parse_errors),
         cmocka_unit_test(test_state_spec_eviction),
         cmocka_unit_test_setup_teardown(test_events_journal, setup, teardown),
-        cmocka_unit_test(test_spec_validate),
+        cmocka_unit_test_setup_teardown(test_spec_validate, setup, teardown),
         cmocka_unit_test(test_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -135,6 +135,17 @@ static void test_release_promote_revert_stop(void **state)
     parse(&a, &p);
     assert_int_equal(p.verb, AGENT_VERB_STOP);
     assert_string_equal(opt_val(&p, AGENT_OPT_JOB), "train");
+
+    agent_argv_init(&a);
+    agent_argv_start(&a, "train", "5f1c0e2a");
+    parse(&a, &p);
+    assert_int_equal(p.verb, AGENT_VERB_START);
+    assert_string_equal(opt_val(&p, AGENT_OPT_JOB), "train");
+    assert_string_equal(opt_val(&p, AGENT_OPT_RDZV), "5f1c0e2a");
+    agent_argv_init(&a);
+    agent_argv_start(&a, "train", NULL);
+    parse(&a, &p);
+    assert_null(opt_val(&p, AGENT_OPT_RDZV));
 }
 
 static void test_preflight_activate(void **state)
@@ -168,7 +179,7 @@ static void test_preflight_activate(void **state)
         .id = "abc123", .job = "train", .nnodes = 3, .node_rank = 2, .nproc_per_node = 2,
         .gpus = "0,1", .master_addr = "10.0.0.1", .master_port = 29500, .grace_s = 30,
         .probation_deadline_s = 600.4, .first_step_deadline_s = 300, .silence_deadline_s = 0,
-        .stall_deadline_s = 2.5, .checkpoint_deadline_s = 1800,
+        .stall_deadline_s = 2.5, .checkpoint_deadline_s = 1800, .rdzv = "0a1b2c3d4e5f6789",
     };
     agent_argv_init(&a);
     agent_argv_activate(&a, &act);
@@ -187,6 +198,7 @@ static void test_preflight_activate(void **state)
     assert_string_equal(opt_val(&p, AGENT_OPT_MASTER_PORT), "29500");
     assert_string_equal(opt_val(&p, AGENT_OPT_GRACE), "30");
     assert_string_equal(opt_val(&p, AGENT_OPT_PROBATION), "600");
+    assert_string_equal(opt_val(&p, AGENT_OPT_RDZV), "0a1b2c3d4e5f6789");
     assert_string_equal(opt_val(&p, AGENT_OPT_FIRST_STEP_DEADLINE), "300");
     assert_string_equal(opt_val(&p, AGENT_OPT_SILENCE_DEADLINE), "0");
     assert_string_equal(opt_val(&p, AGENT_OPT_STALL_DEADLINE), "2.5");
@@ -203,6 +215,7 @@ static void test_preflight_activate(void **state)
     assert_null(opt_val(&p, AGENT_OPT_MASTER_ADDR));
     assert_null(opt_val(&p, AGENT_OPT_MASTER_PORT));
     assert_null(opt_val(&p, AGENT_OPT_GRACE));
+    assert_null(opt_val(&p, AGENT_OPT_RDZV));
 }
 
 static void test_globals_daemon(void **state)
