@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "controller/cmd.h"
+#include "controller/verbs.h"
 #include "controller/deploy/deploy.h"
 #include "controller/transport/fanout.h"
 
@@ -59,11 +60,10 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
             break;
         }
     }
-    if (optind + 1 != argc || (all && njobs)) {
-        log_error("usage: drover %s DIR [--env ENVDIR] [--stage-only] [--job J]... | --all-jobs%s", argv[0],
-                  plan ? " [-o json]" : " [--dry-run | --analysis-only] [--force] [-o json]");
-        return EXIT_USAGE;
-    }
+    if (optind + 1 != argc || (all && njobs)) /* the usage line of `drover deploy|plan --help` */
+        return verb_usage_error(argv[0], optind + 1 < argc ? argv[optind + 1] : NULL);
+    if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
+        return EXIT_OK;
     o.dir = argv[optind];
     /* a mistyped release (or --env) directory is named before any host is contacted: with a dead
      * host in the inventory the user would otherwise wait out a connect timeout first */

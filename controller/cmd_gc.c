@@ -18,6 +18,7 @@
 #include "common/manifest2.h"
 #include "common/util.h"
 #include "controller/cmd.h"
+#include "controller/verbs.h"
 #include "controller/deploy/objsync.h"
 
 #define GC_MAX_IDS (INV_MAX_JOBS * INV_MAX_CTS * (3 + STATUS_MAX_MARKS) + INV_MAX_JOBS)
@@ -197,14 +198,14 @@ int cmd_gc(struct fleet *f, int argc, char **argv)
         if (c == 'k' && str_is_digits(optarg, 6))
             keep = atoi(optarg);
         else {
-            log_error("usage: drover gc [--keep N]");
-            return EXIT_USAGE;
+            return verb_usage_error(argv[0], NULL);
         }
     }
     if (optind != argc) {
-        log_error("usage: drover gc [--keep N]");
-        return EXIT_USAGE;
+        return verb_usage_error(argv[0], argv[optind]);
     }
+    if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
+        return EXIT_OK;
     int r = objsync_gc_fleet(f, NULL, 0, keep, false, NULL);
     return r < 0 ? (f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL) : EXIT_OK;
 }

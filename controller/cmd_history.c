@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/text.h"
 #include "controller/cmd.h"
+#include "controller/verbs.h"
 #include "controller/deploy/state.h"
 
 int cmd_history(struct fleet *f, int argc, char **argv)
@@ -30,14 +31,14 @@ int cmd_history(struct fleet *f, int argc, char **argv)
         else if (c == 'j')
             job = optarg;
         else {
-            log_error("usage: drover history [--job J] [-o json]");
-            return EXIT_USAGE;
+            return verb_usage_error(argv[0], NULL);
         }
     }
     if (optind != argc) {
-        log_error("usage: drover history [--job J] [-o json] (unexpected '%s')", argv[optind]);
-        return EXIT_USAGE;
+        return verb_usage_error(argv[0], argv[optind]);
     }
+    if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
+        return EXIT_OK;
     struct history_entry *h;
     size_t n;
     int r = state_history_read(f->inv->state_dir, job, &h, &n);

@@ -20,6 +20,7 @@
 #include "common/sha256.h"
 #include "common/util.h"
 #include "controller/cmd.h"
+#include "controller/verbs.h"
 #include "controller/transport/pct.h"
 #include "controller/transport/stage.h"
 
@@ -393,20 +394,21 @@ int cmd_install(struct fleet *f, int argc, char **argv)
         else {
             if (c == 'o')
                 log_error("-o takes json, not '%s'", optarg);
-            return EXIT_USAGE;
+            return verb_usage_error(argv[0], NULL);
         }
     }
+    if (optind < argc && job) {
+        log_error("give --job or HOST:VMID arguments, not both");
+        return EXIT_USAGE;
+    }
+    if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
+        return EXIT_OK;
     const struct inventory *inv = f->inv;
     struct inv_ct *cts = calloc(INV_MAX_JOBS * INV_MAX_CTS, sizeof *cts);
     if (!cts)
         return EXIT_FAIL;
     int n = 0, ret = EXIT_OK;
     if (optind < argc) {
-        if (job) {
-            log_error("give --job or HOST:VMID arguments, not both");
-            free(cts);
-            return EXIT_USAGE;
-        }
         for (int i = optind; i < argc && n < INV_MAX_JOBS * INV_MAX_CTS; i++) {
             char err[512];
             if (inventory_parse_ct(inv, argv[i], &cts[n], err, sizeof err) < 0) {

@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "controller/cmd.h"
+#include "controller/verbs.h"
 #include "controller/transport/pct.h"
 
 #define LOGS_LINE_MAX 8192
@@ -72,15 +73,14 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
         else if (c == 'f')
             follow = true;
         else {
-            log_error("usage: drover logs --job J [--rank N] [-n LINES] [-f]");
-            return EXIT_USAGE;
+            return verb_usage_error(argv[0], NULL);
         }
     }
     if (optind != argc) {
-        log_error("usage: drover logs --job J [--rank N] [-n LINES] [-f] (unexpected '%s')",
-                  argv[optind]);
-        return EXIT_USAGE;
+        return verb_usage_error(argv[0], argv[optind]);
     }
+    if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
+        return EXIT_OK;
     if (!jobname && f->inv->njobs == 1)
         jobname = f->inv->jobs[0].name;
     const struct inv_job *job = jobname ? inventory_find_job(f->inv, jobname) : NULL;
@@ -283,14 +283,14 @@ int cmd_events(struct fleet *f, int argc, char **argv)
         else if (c == 'o' && strcmp(optarg, "json") == 0)
             json = true;
         else {
-            log_error("usage: drover events [--job J] [-f] [-o json]");
-            return EXIT_USAGE;
+            return verb_usage_error(argv[0], NULL);
         }
     }
     if (optind != argc) {
-        log_error("usage: drover events [--job J] [-f] [-o json] (unexpected '%s')", argv[optind]);
-        return EXIT_USAGE;
+        return verb_usage_error(argv[0], argv[optind]);
     }
+    if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
+        return EXIT_OK;
     if (jobname && !inventory_find_job(f->inv, jobname)) {
         log_error("no job '%s' in the inventory", jobname);
         return EXIT_USAGE;

@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "controller/cmd.h"
+#include "controller/verbs.h"
 #include "controller/deploy/deploy.h"
 #include "controller/transport/fanout.h"
 
@@ -38,15 +39,20 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
             json = true;
         else if (c == 'N')
             now = true;
-        else
-            return EXIT_USAGE;
+        else {
+            if (c == 'o')
+                log_error("-o takes json, not '%s'", optarg);
+            return verb_usage_error(argv[0], NULL);
+        }
     }
-    if (optind != argc) {
-        log_error("usage: drover rollback --job J [--to RELEASE [--force]] [-o json] [--now]");
-        return EXIT_USAGE;
+    if (optind != argc)
+        return verb_usage_error(argv[0], argv[optind]);
+    if (!job) { /* required even with one job: a rollback changes what runs, so it is named */
+        log_error("rollback needs --job J");
+        return verb_usage_error(argv[0], NULL);
     }
-    if (!job && f->inv->njobs == 1)
-        job = f->inv->jobs[0].name;
+    if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
+        return EXIT_OK;
     const struct inv_job *jb = job ? inventory_find_job(f->inv, job) : NULL;
     if (jb) { /* all the job's hosts at once: a dead host costs one connect timeout in total */
         bool need[INV_MAX_HOSTS];
@@ -75,13 +81,13 @@ static int decide_held(struct fleet *f, int argc, char **argv, bool promote)
     optind = 0;
     while ((c = getopt_long(argc, argv, "j:", opts, NULL)) != -1) {
         if (c != 'j')
-            return EXIT_USAGE;
+            return verb_usage_error(argv[0], NULL);
         job = optarg;
     }
-    if (optind != argc) {
-        log_error("usage: drover %s --job J", argv[0]);
-        return EXIT_USAGE;
-    }
+    if (optind != argc)
+        return verb_usage_error(argv[0], argv[optind]);
+    if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
+        return EXIT_OK;
     return deploy_decide_held(f, job, promote);
 }
 

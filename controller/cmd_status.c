@@ -15,6 +15,7 @@
 #include "common/text.h"
 #include "common/util.h"
 #include "controller/cmd.h"
+#include "controller/verbs.h"
 #include "controller/transport/fanout.h"
 #include "controller/deploy/state.h"
 
@@ -334,6 +335,7 @@ int cmd_status(struct fleet *f, int argc, char **argv)
     };
     struct status_opts o = { 0 };
     double watch = 0;
+    char typed[32];
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = getopt_long(argc, argv, "o:j:w:", opts, NULL)) != -1) {
@@ -344,16 +346,13 @@ int cmd_status(struct fleet *f, int argc, char **argv)
             else if (strcmp(optarg, "wide") == 0)
                 o.wide = 1;
             else {
-                log_error("-o takes json or wide, not '%s'", optarg);
+                log_error("%s takes json or wide, not '%s'", verb_opt_typed(argv, optind, optarg, typed, sizeof typed),
+                          optarg);
                 return EXIT_USAGE;
             }
             break;
         case 'j':
             o.job = optarg;
-            if (!inventory_find_job(f->inv, optarg)) {
-                log_error("no [job %s] in '%s'", optarg, f->inv->path);
-                return EXIT_USAGE;
-            }
             break;
         case 'w':
             watch = atof(optarg);
@@ -363,11 +362,15 @@ int cmd_status(struct fleet *f, int argc, char **argv)
             }
             break;
         default:
-            return EXIT_USAGE;
+            return verb_usage_error(argv[0], NULL);
         }
     }
-    if (optind != argc) {
-        log_error("status takes no arguments besides options");
+    if (optind != argc)
+        return verb_usage_error(argv[0], argv[optind]);
+    if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
+        return EXIT_OK;
+    if (o.job && !inventory_find_job(f->inv, o.job)) {
+        log_error("no [job %s] in '%s'", o.job, f->inv->path);
         return EXIT_USAGE;
     }
     if (!watch)

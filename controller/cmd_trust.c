@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "controller/cmd.h"
+#include "controller/verbs.h"
 #include "controller/transport/ssh.h"
 
 int cmd_trust(struct fleet *f, int argc, char **argv)
@@ -34,18 +35,17 @@ int cmd_trust(struct fleet *f, int argc, char **argv)
         else if (c == 'f')
             expect = optarg;
         else
-            return EXIT_USAGE;
+            return verb_usage_error(argv[0], NULL);
     }
-    if (optind >= argc || (expect && argc - optind != 1)) {
-        log_error("usage: drover trust HOST... [--replace] [-o json] | drover trust HOST "
-                  "--fingerprint SHA256:... [--replace] [-o json] (one host per fingerprint)");
-        return EXIT_USAGE;
-    }
+    if (optind >= argc || (expect && argc - optind != 1))
+        return verb_usage_error(argv[0], optind < argc ? argv[optind + 1] : NULL); /* one host per fingerprint */
     if (expect && !ssh_fingerprint_is_valid(expect)) {
         log_error("--fingerprint '%s' is not a SHA256 fingerprint (SHA256: and 43 base64 "
                   "characters, as ssh-keygen -lf prints it)", expect);
         return EXIT_USAGE;
     }
+    if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
+        return EXIT_OK;
     /* -o json: {"v":1,"kind":"trust","hosts":[{"host","address","port","fingerprint","result",
      * "error"}]} on stdout (docs/protocol.md, "Result document"). */
     for (int i = optind; i < argc; i++)

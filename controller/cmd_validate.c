@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/manifest2.h"
 #include "controller/cmd.h"
+#include "controller/verbs.h"
 #include "controller/transport/ssh.h"
 
 int cmd_validate(struct fleet *f, int argc, char **argv)
@@ -25,14 +26,14 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
         if (c == 'j')
             jobname = optarg;
         else {
-            log_error("usage: drover validate [DIR] [--job J]");
-            return EXIT_USAGE;
+            return verb_usage_error(argv[0], NULL);
         }
     }
     if (optind + 1 < argc) {
-        log_error("usage: drover validate [DIR] [--job J] (unexpected '%s')", argv[optind + 1]);
-        return EXIT_USAGE;
+        return verb_usage_error(argv[0], argv[optind + 1]);
     }
+    if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
+        return EXIT_OK;
     const struct inventory *inv = f->inv;
     if (jobname && !inventory_find_job(inv, jobname)) {
         log_error("no job '%s' in the inventory '%s'", jobname, inv->path);

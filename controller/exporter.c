@@ -18,6 +18,7 @@
 #include "common/promtext.h"
 #include "common/util.h"
 #include "controller/cmd.h"
+#include "controller/verbs.h"
 #include "controller/exporter.h"
 #include "controller/top/top_poll.h"
 
@@ -305,13 +306,11 @@ int cmd_exporter(struct fleet *f, int argc, char **argv)
         else if (c == 'n' && inventory_parse_duration(optarg, &interval) == 0 && interval >= 0.5)
             ;
         else {
-            log_error("usage: drover exporter [--listen HOST:PORT] [--interval S]");
-            return EXIT_USAGE;
+            return verb_usage_error(argv[0], NULL);
         }
     }
     if (optind != argc) {
-        log_error("usage: drover exporter [--listen HOST:PORT] [--interval S] (unexpected '%s')", argv[optind]);
-        return EXIT_USAGE;
+        return verb_usage_error(argv[0], argv[optind]);
     }
     char host[256], err[512];
     int port;
@@ -319,6 +318,8 @@ int cmd_exporter(struct fleet *f, int argc, char **argv)
         log_error("--listen '%s' is not HOST:PORT (like 127.0.0.1:9464 or :9464)", listen_spec);
         return EXIT_USAGE;
     }
+    if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
+        return EXIT_OK;
     int lfd = listen_on(host, port, err, sizeof err);
     if (lfd < 0) {
         log_error("%s", err);

@@ -9,14 +9,14 @@
 #include "controller/verbs.h"
 
 const struct verb verbs[] = {
-    { "trust", cmd_trust, NULL, "HOST... [--replace] [-o json]",
-      "add HOST's SSH host key to known_hosts", "--replace --output" },
+    { "trust", cmd_trust, NULL, "HOST... [--replace] [-o json] | HOST --fingerprint SHA256:... [--replace] [-o json]",
+      "add HOST's SSH host key to known_hosts", "--replace --fingerprint --output" },
     { "install", cmd_install, NULL,
       "[--job J | HOST:VMID...] [--agent-binary PATH] [--restart-agent] [-o json]",
       "put drover-agent into containers and start it",
       "--job --agent-binary --restart-agent --output" },
-    { "plan", cmd_plan, NULL, "DIR [--job J] [-o json]", "what deploy would do (changes nothing)",
-      "--job --output" },
+    { "plan", cmd_plan, NULL, "DIR [--env ENVDIR] [--job J]... | --all-jobs [-o json]",
+      "what deploy would do (changes nothing)", "--env --job --all-jobs --output" },
     { "deploy", cmd_deploy, NULL,
       "DIR [--env ENVDIR] [--stage-only] [--job J]... | --all-jobs [--dry-run | --analysis-only] [--force] [-o json]",
       "stage, push, verify, activate, probation, then promote or revert (several jobs: in waves)",
@@ -34,8 +34,11 @@ const struct verb verbs[] = {
       "revert a release held on an inconclusive verdict to the good release", "--job" },
     { "history", cmd_history, NULL, "[--job J] [-o json]",
       "the controller's record of deploys, reverts and rollbacks", "--job --output" },
-    { "top", cmd_top, NULL, "[--once] [-n S] [--ascii]", "live fleet dashboard (docs/dashboard.md)",
-      "--once --ascii --watch" },
+    { "top", cmd_top, NULL,
+      "[--once | --watch N] [--width N] [--timeout S] [-n|--interval S] [--ascii] [--flat] [--sort] "
+      "[--filter TEXT] [--readonly]",
+      "live fleet dashboard (docs/dashboard.md)",
+      "--once --watch --width --timeout --interval --ascii --flat --sort --filter --readonly" },
     { "logs", cmd_logs, NULL, "--job J [--rank N] [-n LINES] [-f]",
       "a rank's worker log from its container (every rank without --rank)",
       "--job --rank --lines --follow" },
@@ -77,6 +80,34 @@ void verb_help(const struct verb *v, FILE *fp)
             v->args, v->summary);
     if (v->opts[0])
         fprintf(fp, "\noptions: %s (docs/controller.md)\n", v->opts);
+}
+
+int verb_usage_error(const char *name, const char *unexpected)
+{
+    const struct verb *v = verb_find(name);
+    const char *args = v ? v->args : "";
+    if (unexpected)
+        log_error("usage: drover %s%s%s (unexpected '%s')", name, args[0] ? " " : "", args, unexpected);
+    else
+        log_error("usage: drover %s%s%s", name, args[0] ? " " : "", args);
+    return EXIT_USAGE;
+}
+
+const char *verb_opt_typed(char **argv, int optind_now, const char *optarg_now, char *buf, size_t size)
+{
+    /* "-n abc" / "--interval abc": optarg is the word before optind and the option the one
+     * before it; "-nabc" / "--interval=abc": both are in the word before optind */
+    const char *w = optind_now >= 1 ? argv[optind_now - 1] : "";
+    bool apart = optind_now >= 2 && w == optarg_now;
+    if (apart)
+        w = argv[optind_now - 2];
+    if (w[0] == '-' && w[1] == '-')
+        snprintf(buf, size, "%.*s", (int)strcspn(w, "="), w);
+    else if (w[0] == '-' && w[1]) /* a short option, maybe in a cluster ("-1n 5", "-1n5") */
+        snprintf(buf, size, "-%c", apart ? w[strlen(w) - 1] : optarg_now > w ? optarg_now[-1] : w[1]);
+    else
+        snprintf(buf, size, "%s", w);
+    return buf;
 }
 
 bool verb_wants_help(int argc, char **argv)

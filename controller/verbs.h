@@ -32,6 +32,15 @@ void verbs_usage(FILE *fp);
 /* One verb's usage, summary and options, to fp. */
 void verb_help(const struct verb *v, FILE *fp);
 
+/* A verb's usage error: logs "usage: drover NAME ARGS" from the table, the line `drover NAME
+ * --help` shows (so the two never differ), with " (unexpected 'X')" when unexpected is not NULL.
+ * Returns EXIT_USAGE. */
+int verb_usage_error(const char *name, const char *unexpected);
+
+/* The option a verb's getopt_long() just returned with optarg, as the user typed it ("-n",
+ * "--interval"), into buf; for "value is wrong" messages.  argv and optind as getopt left them. */
+const char *verb_opt_typed(char **argv, int optind_now, const char *optarg_now, char *buf, size_t size);
+
 /* true when argv[1..argc) asks for help (-h or --help) before any "--". */
 bool verb_wants_help(int argc, char **argv);
 

@@ -27,6 +27,7 @@
 #include "common/util.h"
 #include "controller/cmd.h"
 #include "controller/top/top.h"
+#include "controller/verbs.h"
 
 static const double intervals[] = { 0.5, 1, 2, 5, 10, 30, 60 };
 
@@ -41,9 +42,8 @@ struct top_opts {
 
 static void usage_top(FILE *fp)
 {
-    fprintf(fp, "usage: drover top [--once | --watch N] [--width N] [--timeout S] [-n|--interval S]\n"
-                "                  [--ascii] [--flat] [--sort] [--filter TEXT] [--readonly]\n"
-                "--once prints one frame as text, --watch N one every N s (no curses)\n"
+    fprintf(fp, "usage: drover top %s\n", verb_find("top")->args); /* the verb table's line */
+    fprintf(fp, "--once prints one frame as text, --watch N one every N s (no curses)\n"
                 "keys: q quit, arrows/j k move, enter fold/unfold, / filter, s sort (problems\n"
                 "first), t tree/flat, + - refresh interval, l recent events, R roll back the selected\n"
                 "job (asks first; not with --readonly), ? help\n");
@@ -731,8 +731,9 @@ int cmd_top(struct fleet *f, int argc, char **argv)
     };
     setlocale(LC_ALL, "");
     struct top_opts o = { .interval_s = 2, .timeout_s = f->inv->connect_timeout_s + 5 };
+    char typed[32];
     int c;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initialises (cli.c parses argv before this, twice) */
     while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
         switch (c) {
         case '1':
@@ -742,7 +743,7 @@ int cmd_top(struct fleet *f, int argc, char **argv)
             char *end;
             o.interval_s = strtod(optarg, &end);
             if (*end || !(o.interval_s >= 0.5 && o.interval_s <= 60)) {
-                log_error("--interval takes seconds from 0.5 to 60, not '%s'", optarg);
+                log_error("%s takes seconds from 0.5 to 60, not '%s'", verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg);
                 return EXIT_USAGE;
             }
             break;
@@ -765,7 +766,7 @@ int cmd_top(struct fleet *f, int argc, char **argv)
         case 'w':
             o.width = atoi(optarg);
             if (o.width < 40 || o.width > 1000) {
-                log_error("--width takes 40..1000 columns, not '%s'", optarg);
+                log_error("%s takes 40..1000 columns, not '%s'", verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg);
                 return EXIT_USAGE;
             }
             break;
@@ -773,7 +774,7 @@ int cmd_top(struct fleet *f, int argc, char **argv)
             char *end;
             o.timeout_s = strtod(optarg, &end);
             if (*end || !(o.timeout_s > 0 && o.timeout_s <= 600)) {
-                log_error("--timeout takes seconds (0..600], not '%s'", optarg);
+                log_error("%s takes seconds (0..600], not '%s'", verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg);
                 return EXIT_USAGE;
             }
             break;
@@ -782,7 +783,7 @@ int cmd_top(struct fleet *f, int argc, char **argv)
             char *end;
             o.watch_s = strtod(optarg, &end);
             if (*end || !(o.watch_s >= 0.5 && o.watch_s <= 3600)) {
-                log_error("--watch takes seconds from 0.5 to 3600, not '%s'", optarg);
+                log_error("%s takes seconds from 0.5 to 3600, not '%s'", verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg);
                 return EXIT_USAGE;
             }
             o.once = true;
@@ -792,14 +793,13 @@ int cmd_top(struct fleet *f, int argc, char **argv)
             usage_top(stdout);
             return EXIT_OK;
         default:
-            usage_top(stderr);
-            return EXIT_USAGE;
+            return verb_usage_error(argv[0], NULL);
         }
     }
-    if (optind != argc) {
-        usage_top(stderr);
-        return EXIT_USAGE;
-    }
+    if (optind != argc)
+        return verb_usage_error(argv[0], argv[optind]);
+    if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
+        return EXIT_OK;
     if (o.watch_s > 0)
         o.interval_s = o.watch_s < 60 ? o.watch_s : 60;
     return o.once ? top_once(f, &o) : top_screen(f, &o);

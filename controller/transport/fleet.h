@@ -22,6 +22,9 @@ struct fleet {
     int conn_err[INV_MAX_HOSTS];       /* 0 = not tried / ok; -errno once failed */
     char conn_msg[INV_MAX_HOSTS][CONN_ERR_MAX];
     bool key_refused;                  /* some host key was unknown or changed */
+    bool args_only;                    /* the verb is only to check its arguments (controller/cli.c):
+                                          return EXIT_OK once they parse, before any host or the
+                                          (empty) inventory is used */
 };
 
 void fleet_init(struct fleet *f, const struct inventory *inv, const char *inv_arg);

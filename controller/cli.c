@@ -1,0 +1,138 @@
+/* controller/cli.c: see cli.h.  The order is the contract: global options, verb, help and
+ * version (no inventory), the verb's own arguments (no inventory, no host), the inventory, the
+ * verb.  A verb sees args_only set on the first pass and returns EXIT_OK once its arguments
+ * parse; what needs the inventory to be judged (a job name, a rank) waits for the second.
+ */
+#include "controller/cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controller/inventory.h"
+#include "controller/verbs.h"
+
+/* The verb's arguments against an empty inventory: EXIT_OK, or the usage error it reported. */
+static int check_args(const struct verb *vb, int argc, char **argv)
+{
+    struct inventory *none = calloc(1, sizeof *none);
+    if (!none) {
+        log_error("out of memory");
+        return EXIT_FAIL;
+    }
+    char **copy = calloc((size_t)argc + 1, sizeof *copy); /* getopt_long permutes argv */
+    if (!copy) {
+        free(none);
+        log_error("out of memory");
+        return EXIT_FAIL;
+    }
+    memcpy(copy, argv, (size_t)argc * sizeof *copy);
+    struct fleet f;
+    fleet_init(&f, none, NULL);
+    f.args_only = true;
+    int ret = vb->run(&f, argc, copy);
+    fleet_done(&f);
+    free(copy);
+    inventory_free(none);
+    return ret;
+}
+
+int cli_main(int argc, char **argv, const char *version)
+{
+    static const struct option opts[] = {
+        { "inventory", required_argument, NULL, 'i' },
+        { "verbose", no_argument, NULL, 'v' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
+    };
+    log_set_level(LOG_LVL_INFO);
+    const char *inv_arg = NULL;
+    int c;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "+i:vh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'i':
+            inv_arg = optarg;
+            break;
+        case 'v':
+            log_set_level(LOG_LVL_DEBUG);
+            break;
+        case 'h':
+            verbs_usage(stdout);
+            return EXIT_OK;
+        case 'V':
+            printf("drover %s\n", version);
+            return EXIT_OK;
+        default:
+            verbs_usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        verbs_usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *verb = argv[optind];
+    int vargc = argc - optind;
+    char **vargv = argv + optind;
+    if (!verbs_take_inventory_arg(&vargc, vargv, &inv_arg)) {
+        log_error("-i/--inventory takes a file (drover %s -i FILE ...)", verb);
+        return EXIT_USAGE;
+    }
+    const struct verb *vb = verb_find(verb);
+    if (!vb) {
+        log_error("unknown verb '%s' (drover help lists them)", verb);
+        return EXIT_USAGE;
+    }
+    /* --help is answered from the table, before anything else (a verb's help must work on a
+     * machine without an inventory; `version --help` is help, not the version) */
+    if (verb_wants_help(vargc, vargv)) {
+        verb_help(vb, stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(verb, "help") == 0) {
+        const struct verb *hv = vargc > 1 ? verb_find(vargv[1]) : NULL;
+        if (hv)
+            verb_help(hv, stdout);
+        else
+            verbs_usage(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(verb, "version") == 0) {
+        if (vargc > 1) {
+            log_error("usage: drover version (unexpected '%s')", vargv[1]);
+            return EXIT_USAGE;
+        }
+        printf("drover %s\n", version);
+        return EXIT_OK;
+    }
+    if (vb->run_plain)
+        return vb->run_plain(vargc, vargv);
+    if (!vb->run) {
+        log_error("unknown verb '%s' (drover help lists them)", verb);
+        return EXIT_USAGE;
+    }
+    int ret = check_args(vb, vargc, vargv);
+    if (ret != EXIT_OK)
+        return ret;
+    const char *path = inv_arg ? inv_arg : getenv("DROVER_INVENTORY");
+    if (!path || !*path)
+        path = "drover.ini";
+    struct inventory *inv;
+    char err[1024];
+    if (inventory_load(path, &inv, err, sizeof err) < 0) {
+        log_error("%s", err);
+        return EXIT_USAGE;
+    }
+    struct fleet f;
+    fleet_init(&f, inv, inv_arg);
+    ret = vb->run(&f, vargc, vargv);
+    if (f.key_refused && (ret == EXIT_FAIL || ret == EXIT_OK))
+        ret = EXIT_HOSTKEY;
+    fleet_done(&f);
+    inventory_free(inv);
+    return ret;
+}

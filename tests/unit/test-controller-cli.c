@@ -1,0 +1,213 @@
+/* Unit tests for controller/cli.c, drover's command line from argv to exit code, run in this
+ * process with stdout and stderr captured (the newcomer pass): a usage error is reported as
+ * such with no inventory anywhere (it showed as the inventory error); every verb's usage error
+ * is the line its --help shows (plan's differed); rollback without --job says so before any
+ * host is contacted; top -n abc names -n, as typed; version --help is help. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "controller/cli.h"
+#include "controller/verbs.h"
+
+static char tmpd[64];
+static char out[16384], err[16384];
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(tmpd, "/tmp/drover-cli-test.XXXXXX");
+    if (!mkdtemp(tmpd) || chdir(tmpd) < 0) /* no ./drover.ini here */
+        return -1;
+    unsetenv("DROVER_INVENTORY");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (chdir("/") < 0)
+        return -1;
+    return fs_rm_rf(tmpd);
+}
+
+static void slurp(int fd, char *buf, size_t size)
+{
+    ssize_t n = pread(fd, buf, size - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+}
+
+/* drover ARGS... (NULL-terminated): the exit code; out and err hold what it printed. */
+static int drover(const char *first, ...)
+{
+    char *argv[32] = { "drover" };
+    int argc = 1;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a && argc < 31; a = va_arg(ap, const char *))
+        argv[argc++] = (char *)a;
+    va_end(ap);
+    argv[argc] = NULL;
+    char po[128], pe[128];
+    snprintf(po, sizeof po, "%s/out", tmpd);
+    snprintf(pe, sizeof pe, "%s/err", tmpd);
+    int fo = open(po, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fe = open(pe, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    assert_true(fo >= 0 && fe >= 0);
+    fflush(stdout);
+    fflush(stderr);
+    int so = dup(STDOUT_FILENO), se = dup(STDERR_FILENO);
+    assert_true(dup2(fo, STDOUT_FILENO) >= 0 && dup2(fe, STDERR_FILENO) >= 0);
+    int rc = cli_main(argc, argv, "test");
+    fflush(stdout);
+    fflush(stderr);
+    assert_true(dup2(so, STDOUT_FILENO) >= 0 && dup2(se, STDERR_FILENO) >= 0);
+    close(so);
+    close(se);
+    slurp(fo, out, sizeof out);
+    slurp(fe, err, sizeof err);
+    close(fo);
+    close(fe);
+    return rc;
+}
+
+static void want(const char *text, const char *has)
+{
+    if (!strstr(text, has))
+        fail_msg("want '%s' in:\n%s", has, text);
+}
+
+static void want_not(const char *text, const char *has)
+{
+    if (strstr(text, has))
+        fail_msg("did not want '%s' in:\n%s", has, text);
+}
+
+/* Arguments each verb accepts; every verb of the table that needs an inventory is here. */
+static const struct {
+    const char *verb, *a1, *a2;
+} good_args[] = {
+    { "trust", "h1", NULL },      { "install", NULL, NULL },      { "plan", ".", NULL },
+    { "deploy", ".", NULL },      { "gc", NULL, NULL },           { "status", NULL, NULL },
+    { "rollback", "--job", "a" }, { "promote", "--job", "a" },    { "revert", "--job", "a" },
+    { "history", NULL, NULL },    { "top", "--once", NULL },      { "logs", "--job", "a" },
+    { "events", NULL, NULL },     { "exporter", NULL, NULL },     { "validate", NULL, NULL },
+};
+
+static void test_usage_before_inventory(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < verbs_n; i++) {
+        const struct verb *v = &verbs[i];
+        if (!v->run)
+            continue;
+        /* a bad option: the usage error, the same line as --help's, and no word of inventories */
+        assert_int_equal(drover(v->name, "--no-such-option", NULL), 2);
+        char line[512];
+        snprintf(line, sizeof line, "usage: drover %s %s\n", v->name, v->args);
+        want(err, line);
+        want_not(err, "inventory");
+        assert_int_equal(drover(v->name, "--help", NULL), 0);
+        snprintf(line, sizeof line, "usage: drover [-i INVENTORY] %s %s\n", v->name, v->args);
+        want(out, line);
+        /* good arguments: now the missing inventory is the error */
+        size_t k = 0;
+        while (k < sizeof good_args / sizeof good_args[0] && strcmp(good_args[k].verb, v->name))
+            k++;
+        if (k == sizeof good_args / sizeof good_args[0])
+            fail_msg("verb '%s' has no entry in good_args", v->name);
+        assert_int_equal(drover(v->name, good_args[k].a1, good_args[k].a2, NULL), 2);
+        want(err, "drover.ini: cannot read inventory");
+        want_not(err, "usage:");
+    }
+    /* a stray argument is named */
+    assert_int_equal(drover("plan", "a", "b", NULL), 2);
+    want(err, "usage: drover plan DIR");
+    want(err, "(unexpected 'b')");
+}
+
+static void test_rollback_needs_job(void **state)
+{
+    (void)state;
+    assert_int_equal(drover("rollback", NULL), 2);
+    want(err, "rollback needs --job J");
+    want_not(err, "inventory");
+    /* with an inventory of one job on a host nothing answers: said before connecting */
+    FILE *fp = fopen("one.ini", "w");
+    assert_non_null(fp);
+    fprintf(fp, "[drover]\nstate_dir = %s/state\nknown_hosts = %s/kh\nconnect_timeout = 1s\n"
+                "[host h1]\naddress = 127.0.0.1\nport = 1\n[job a]\ncontainers = h1:101\ncommand = x\n",
+            tmpd, tmpd);
+    fclose(fp);
+    assert_int_equal(drover("-i", "one.ini", "rollback", NULL), 2);
+    want(err, "rollback needs --job J");
+    want_not(err, "h1");
+    assert_int_equal(drover("rollback", "-i", "one.ini", "--now", NULL), 2);
+    want(err, "rollback needs --job J");
+    want_not(err, "connect");
+}
+
+static void test_values_name_the_option_typed(void **state)
+{
+    (void)state;
+    assert_int_equal(drover("top", "-n", "abc", NULL), 2);
+    want(err, "-n takes seconds from 0.5 to 60, not 'abc'");
+    want_not(err, "--interval takes");
+    assert_int_equal(drover("top", "--interval=abc", NULL), 2);
+    want(err, "--interval takes seconds from 0.5 to 60, not 'abc'");
+    assert_int_equal(drover("top", "--once", "-nabc", NULL), 2);
+    want(err, "-n takes");
+    assert_int_equal(drover("status", "--output", "yaml", NULL), 2);
+    want(err, "--output takes json or wide, not 'yaml'");
+
+    char buf[32];
+    char *a[] = { "top", "--once", "-n", "abc", NULL };
+    assert_string_equal(verb_opt_typed(a, 4, a[3], buf, sizeof buf), "-n");
+    char *b[] = { "top", "--interval=abc", NULL };
+    assert_string_equal(verb_opt_typed(b, 2, b[1] + 11, buf, sizeof buf), "--interval");
+    char *c[] = { "top", "--interval", "abc", NULL };
+    assert_string_equal(verb_opt_typed(c, 3, c[2], buf, sizeof buf), "--interval");
+    char *d[] = { "top", "-1nabc", NULL };
+    assert_string_equal(verb_opt_typed(d, 2, d[1] + 3, buf, sizeof buf), "-n");
+    char *e[] = { "top", "-1n", "abc", NULL };
+    assert_string_equal(verb_opt_typed(e, 3, e[2], buf, sizeof buf), "-n");
+}
+
+static void test_version_and_help(void **state)
+{
+    (void)state;
+    assert_int_equal(drover("version", "--help", NULL), 0);
+    want(out, "usage: drover [-i INVENTORY] version");
+    want_not(out, "drover test");
+    assert_int_equal(drover("version", NULL), 0);
+    assert_string_equal(out, "drover test\n");
+    assert_int_equal(drover("--version", NULL), 0);
+    assert_string_equal(out, "drover test\n");
+    assert_int_equal(drover("help", "plan", NULL), 0);
+    want(out, "usage: drover [-i INVENTORY] plan DIR");
+    assert_int_equal(drover("deploi", NULL), 2);
+    want(err, "unknown verb 'deploi'");
+    assert_int_equal(drover(NULL), 2);
+    want(err, "usage: drover [-i INVENTORY]");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_usage_before_inventory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollback_needs_job, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_values_name_the_option_typed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_version_and_help, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
