@@ -1029,9 +1029,14 @@ static double lease_ttl(const struct deploy *d)
 static int deploy_lock(struct deploy *d)
 {
     int lock = state_lock_job(d->inv->state_dir, d->job->name);
-    if (lock < 0) {
+    if (lock == -EBUSY) {
         log_error("another drover is deploying or rolling back job '%s' (lock in '%s')",
                   d->job->name, d->inv->state_dir);
+        return lock;
+    }
+    if (lock < 0) { /* not another drover: say what is wrong with the state directory */
+        log_error("cannot lock job '%s' in state directory '%s': %s", d->job->name, d->inv->state_dir,
+                  strerror(-lock));
         return lock;
     }
     if (leases_take(d, lease_ttl(d)) < 0) {

@@ -250,6 +250,9 @@ int state_samples_drop(const char *state_dir, const char *key, bool held)
 int state_lock_job(const char *state_dir, const char *job)
 {
     char p[1024];
+    int r = fs_mkdir_p(state_dir, 0700); /* rollback, promote and revert may come first */
+    if (r < 0)
+        return r;
     snprintf(p, sizeof p, "%s/lock-%s", state_dir, job);
     int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)

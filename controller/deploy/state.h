@@ -52,8 +52,9 @@ int state_samples_get(const char *state_dir, const char *key, bool held, struct 
 int state_samples_set(const char *state_dir, const char *key, bool held, const struct sample_set *s);
 int state_samples_drop(const char *state_dir, const char *key, bool held);
 
-/* Take the per-job lock (non-blocking).  Returns an fd >= 0 to close when done; -EBUSY when
- * another drover holds it. */
+/* Take the per-job lock (non-blocking), creating state_dir when it is not there yet.  Returns an
+ * fd >= 0 to close when done; -EBUSY when another drover holds it, another -errno when the state
+ * directory or the lock file cannot be made. */
 int state_lock_job(const char *state_dir, const char *job);
 
 #endif

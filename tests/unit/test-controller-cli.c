@@ -155,6 +155,11 @@ static void test_rollback_needs_job(void **state)
     assert_int_equal(drover("rollback", "-i", "one.ini", "--now", NULL), 2);
     want(err, "rollback needs --job J");
     want_not(err, "connect");
+    /* with --job it goes on (h1 refuses the connection at once); a state_dir no deploy has made
+     * yet is no "another drover is deploying" */
+    assert_int_equal(drover("-i", "one.ini", "rollback", "--job", "a", NULL), 1);
+    want(err, "h1");
+    want_not(err, "another drover");
 }
 
 static void test_values_name_the_option_typed(void **state)

@@ -253,6 +253,12 @@ static void test_state_dir(void **state)
     assert_true(k == 96.5);
     assert_string_equal(rel, "abc");
     assert_int_equal(state_baseline_get(dir, "train@h1:102", &k, rel), -ENOENT);
+    char fresh[1100];
+    snprintf(fresh, sizeof fresh, "%s/not-yet", dir); /* rollback before any deploy made it */
+    int l0 = state_lock_job(fresh, "train");
+    assert_true(l0 >= 0);
+    assert_int_equal(state_lock_job(fresh, "train"), -EBUSY);
+    close(l0);
     int l1 = state_lock_job(dir, "train");
     assert_true(l1 >= 0);
     assert_int_equal(state_lock_job(dir, "train"), -EBUSY);
