@@ -44,32 +44,34 @@ static bool cp_is_unsafe(uint32_t cp)
            (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
-bool text_is_utf8(const char *s, size_t len)
+static bool cp_is_nul(uint32_t cp)
+{
+    return cp == 0;
+}
+
+/* true when s is valid UTF-8 and no code point of it is refused by refused() */
+static bool text_all(const char *s, size_t len, bool (*refused)(uint32_t cp))
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < len) {
         uint32_t cp;
         size_t n = utf8_seq(p + i, len - i, &cp);
-        if (!n || cp == 0)
+        if (!n || refused(cp))
             return false;
         i += n;
     }
     return true;
 }
 
+bool text_is_utf8(const char *s, size_t len)
+{
+    return text_all(s, len, cp_is_nul);
+}
+
 bool text_needs_escape(const char *s, size_t len)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < len) {
-        uint32_t cp;
-        size_t n = utf8_seq(p + i, len - i, &cp);
-        if (!n || cp_is_unsafe(cp))
-            return true;
-        i += n;
-    }
-    return false;
+    return !text_all(s, len, cp_is_unsafe);
 }
 
 const char *text_escape(const char *in, size_t len, char *out, size_t out_sz)

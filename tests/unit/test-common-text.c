@@ -84,6 +84,14 @@ static void test_utf8(void **state)
     assert_false(text_is_utf8("caf\xe9", 4)); /* Latin-1 */
     assert_false(text_is_utf8("\xf4\x90\x80\x80", 4)); /* above U+10FFFF */
     assert_false(text_is_utf8("a\0b", 3));
+    /* one scanner, two rules: controls and bidi overrides are UTF-8 that needs escaping */
+    assert_true(text_is_utf8("a\nb", 3));
+    assert_true(text_needs_escape("a\nb", 3));
+    assert_true(text_is_utf8("\xe2\x80\xae", 3)); /* U+202E */
+    assert_true(text_needs_escape("\xe2\x80\xae", 3));
+    assert_true(text_needs_escape("caf\xe9", 4));
+    assert_true(text_needs_escape("a\0b", 3));
+    assert_false(text_needs_escape("\xc3\xa9", 2));
 }
 
 static void test_log_one_line(void **state)
