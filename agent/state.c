@@ -98,13 +98,16 @@ static int job_from_json(json_t *o, struct job_rec *j)
 {
     memset(j, 0, sizeof *j);
     json_t *name = json_object_get(o, "job"), *state = json_object_get(o, "state");
-    json_t *reason = json_object_get(o, "reason"), *pids = json_object_get(o, "pids");
-    json_t *specs = json_object_get(o, "specs"), *pm = json_object_get(o, "probation_mono");
+    json_t *reason = json_object_get(o, "reason"), *pm = json_object_get(o, "probation_mono");
     json_t *pl = json_object_get(o, "probation_left_s"), *bid = json_object_get(o, "boot_id");
-    json_t *bad = json_object_get(o, "bad"), *goods = json_object_get(o, "goods");
+    json_t *pids, *specs, *bad, *goods;
     int64_t gen = 0, restarts = 0, rb = 0, pgid = 0, start = 0;
     if (!json_is_object(o) || !json_is_string(name) || !job_name_is_valid(json_string_value(name)))
         return -EINVAL;
+    int r;
+    if ((r = jf_array(o, "pids", STATUS_MAX_RANKS, &pids)) < 0 || (r = jf_array(o, "specs", STATE_MAX_SPECS, &specs)) < 0 ||
+        (r = jf_array(o, "bad", STATE_MAX_BAD, &bad)) < 0 || (r = jf_array(o, "goods", STATE_MAX_GOODS, &goods)) < 0)
+        return r;
     (void)str_copy(j->job, sizeof j->job, json_string_value(name));
     if (jf_id(o, "current", j->current) < 0 || jf_id(o, "previous", j->previous) < 0 ||
         jf_id(o, "good", j->good) < 0 || jf_int(o, "generation", 0, INT32_MAX, false, &gen) < 0 ||
@@ -141,54 +144,34 @@ static int job_from_json(json_t *o, struct job_rec *j)
             return -EINVAL;
         (void)str_copy(j->boot_id, sizeof j->boot_id, json_string_value(bid));
     }
-    if (bad) {
-        if (!json_is_array(bad))
+    size_t i;
+    json_t *v;
+    json_array_foreach(bad, i, v)
+    {
+        json_t *why = json_object_get(v, "reason");
+        struct bad_mark *m = &j->bad[j->nbad];
+        if (!json_is_object(v) || jf_id(v, "release", m->release) < 0 || !m->release[0] ||
+            (why && !json_is_string(why)))
             return -EINVAL;
-        if (json_array_size(bad) > STATE_MAX_BAD)
-            return -E2BIG;
-        size_t i;
-        json_t *v;
-        json_array_foreach(bad, i, v)
-        {
-            json_t *why = json_object_get(v, "reason");
-            struct bad_mark *m = &j->bad[j->nbad];
-            if (!json_is_object(v) || jf_id(v, "release", m->release) < 0 || !m->release[0] ||
-                (why && !json_is_string(why)))
-                return -EINVAL;
-            (void)str_copy(m->reason, sizeof m->reason, why ? json_string_value(why) : "");
-            j->nbad++;
-        }
+        (void)str_copy(m->reason, sizeof m->reason, why ? json_string_value(why) : "");
+        j->nbad++;
     }
-    if (goods) {
-        if (!json_is_array(goods))
+    json_array_foreach(goods, i, v)
+    {
+        const char *id = json_string_value(v);
+        if (!id || !id_is_release(id))
             return -EINVAL;
-        if (json_array_size(goods) > STATE_MAX_GOODS)
-            return -E2BIG;
-        size_t i;
-        json_t *v;
-        json_array_foreach(goods, i, v)
-        {
-            const char *id = json_string_value(v);
-            if (!id || !id_is_release(id))
-                return -EINVAL;
-            (void)str_copy(j->goods[j->ngoods++], sizeof j->goods[0], id);
-        }
+        (void)str_copy(j->goods[j->ngoods++], sizeof j->goods[0], id);
     }
     if (j->good[0] && j->ngoods == 0) /* written by an agent without the list */
         state_note_good(j, j->good);
-    if (pids) {
-        if (!json_is_array(pids))
+    json_array_foreach(pids, i, v)
+    {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
             return -EINVAL;
-        if (json_array_size(pids) > STATUS_MAX_RANKS)
-            return -E2BIG;
-        size_t i;
-        json_t *v;
-        json_array_foreach(pids, i, v)
-        {
-            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
-                return -EINVAL;
-            j->pids[j->npids++] = json_integer_value(v);
-        }
+        j->pids[j->npids++] = json_integer_value(v);
+    }
+    if (pids) {
         json_t *holders = json_object_get(o, "holders");
         if (holders) { /* written by an agent whose gangs have holders: one per pid */
             if (!json_is_array(holders) || json_array_size(holders) != json_array_size(pids))
@@ -201,26 +184,18 @@ static int job_from_json(json_t *o, struct job_rec *j)
             }
         }
     }
-    if (specs) {
-        if (!json_is_array(specs))
-            return -EINVAL;
-        if (json_array_size(specs) > STATE_MAX_SPECS)
-            return -E2BIG;
-        size_t i;
-        json_t *v;
-        json_array_foreach(specs, i, v)
-        {
-            int r = spec_from_json(v, &j->specs[j->nspecs]);
-            if (r < 0 || !j->specs[j->nspecs].release[0]) {
-                if (r >= 0)
-                    spec_done(&j->specs[j->nspecs]);
-                for (int k = 0; k < j->nspecs; k++)
-                    spec_done(&j->specs[k]);
-                j->nspecs = 0;
-                return r < 0 ? r : -EINVAL;
-            }
-            j->nspecs++;
+    json_array_foreach(specs, i, v)
+    {
+        r = spec_from_json(v, &j->specs[j->nspecs]);
+        if (r < 0 || !j->specs[j->nspecs].release[0]) {
+            if (r >= 0)
+                spec_done(&j->specs[j->nspecs]);
+            for (int k = 0; k < j->nspecs; k++)
+                spec_done(&j->specs[k]);
+            j->nspecs = 0;
+            return r < 0 ? r : -EINVAL;
         }
+        j->nspecs++;
     }
     return 0;
 }
@@ -237,27 +212,20 @@ int state_parse(const char *text, size_t len, struct agent_state *ret_st)
         r = -ENOMEM;
         goto out;
     }
-    json_t *jobs = json_object_get(o, "jobs");
-    if (jobs) {
-        if (!json_is_array(jobs))
+    json_t *jobs, *jo;
+    size_t i;
+    if ((r = jf_array(o, "jobs", STATUS_MAX_JOBS, &jobs)) < 0)
+        goto out;
+    json_array_foreach(jobs, i, jo)
+    {
+        if ((r = job_from_json(jo, &st->jobs[st->njobs])) < 0)
             goto out;
-        if (json_array_size(jobs) > STATUS_MAX_JOBS) {
-            r = -E2BIG;
-            goto out;
-        }
-        size_t i;
-        json_t *jo;
-        json_array_foreach(jobs, i, jo)
-        {
-            if ((r = job_from_json(jo, &st->jobs[st->njobs])) < 0)
+        st->njobs++;
+        for (int k = 0; k < st->njobs - 1; k++)
+            if (!strcmp(st->jobs[k].job, st->jobs[st->njobs - 1].job)) {
+                r = -EINVAL;
                 goto out;
-            st->njobs++;
-            for (int k = 0; k < st->njobs - 1; k++)
-                if (!strcmp(st->jobs[k].job, st->jobs[st->njobs - 1].job)) {
-                    r = -EINVAL;
-                    goto out;
-                }
-        }
+            }
     }
     *ret_st = *st;
     free(st);

@@ -94,17 +94,27 @@ int jf_id(json_t *o, const char *key, char *dst)
     return 0;
 }
 
+int jf_array(json_t *o, const char *key, size_t max, json_t **ret_a)
+{
+    json_t *a = json_object_get(o, key);
+    if (a && !json_is_array(a))
+        return -EINVAL;
+    if (a && json_array_size(a) > max)
+        return -E2BIG;
+    *ret_a = a;
+    return 0;
+}
+
 int jf_num_array(json_t *o, const char *key, double lo, double hi, size_t max, bool required, double *out,
                  size_t *ret_n)
 {
-    json_t *a = json_object_get(o, key);
+    json_t *a;
+    int r = jf_array(o, key, max, &a);
+    if (r < 0)
+        return r;
     if (!a)
         return required ? -EINVAL : 0;
-    if (!json_is_array(a))
-        return -EINVAL;
     size_t n = json_array_size(a);
-    if (n > max)
-        return -E2BIG;
     for (size_t i = 0; i < n; i++) { /* validate all first: out is untouched on failure */
         json_t *x = json_array_get(a, i);
         if (!json_is_number(x) || !(json_number_value(x) >= lo && json_number_value(x) <= hi))

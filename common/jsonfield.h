@@ -29,6 +29,10 @@ int jf_num_in(json_t *o, const char *key, double lo, double hi, double *v);
 int jf_str(json_t *o, const char *key, char *dst, size_t dstsz, bool too_long_ok);
 /* A release id: "" or 64 lowercase hex digits (common/manifest.h); dst holds RELEASE_ID_LEN + 1. */
 int jf_id(json_t *o, const char *key, char *dst);
+/* The member key when it is an array of at most max elements: 0 and *ret_a the borrowed array,
+ * or NULL when the member is absent (json_array_foreach runs no round on NULL); -EINVAL when it
+ * is not an array, -E2BIG when it is longer than max (*ret_a untouched on failure). */
+int jf_array(json_t *o, const char *key, size_t max, json_t **ret_a);
 /* An array of at most max numbers, each in [lo, hi] (NaN never is): *ret_n and out[0..n) are
  * written only when every element is valid; -E2BIG over max.  An absent member is 0 with the
  * outputs untouched, or -EINVAL when required. */

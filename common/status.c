@@ -164,10 +164,8 @@ static int job_from_json(json_t *o, struct job_status *js)
     }
     static const char *const lists[] = {"bad", "goods"};
     for (int l = 0; l < 2; l++) { /* optional: agents before 2026-12 do not send them */
-        json_t *a = json_object_get(o, lists[l]);
-        if (!a)
-            continue;
-        if (!json_is_array(a) || json_array_size(a) > STATUS_MAX_MARKS)
+        json_t *a;
+        if (jf_array(o, lists[l], STATUS_MAX_MARKS, &a) < 0)
             return -EINVAL;
         size_t i;
         json_t *v;
@@ -184,22 +182,17 @@ static int job_from_json(json_t *o, struct job_status *js)
         else
             js->ngoods = (int)json_array_size(a);
     }
-    json_t *ranks = json_object_get(o, "ranks");
-    if (ranks) {
-        if (!json_is_array(ranks))
-            return -EINVAL;
-        if (json_array_size(ranks) > STATUS_MAX_RANKS)
-            return -E2BIG;
-        size_t i;
-        json_t *r;
-        json_array_foreach(ranks, i, r)
-        {
-            int e = rank_from_json(r, &js->ranks[i]);
-            if (e < 0)
-                return e;
-        }
-        js->nranks = (int)json_array_size(ranks);
+    json_t *ranks, *r;
+    size_t i;
+    int e = jf_array(o, "ranks", STATUS_MAX_RANKS, &ranks);
+    if (e < 0)
+        return e;
+    json_array_foreach(ranks, i, r)
+    {
+        if ((e = rank_from_json(r, &js->ranks[i])) < 0)
+            return e;
     }
+    js->nranks = (int)json_array_size(ranks);
     return 0;
 }
 
@@ -220,26 +213,16 @@ int status_parse(const char *text, size_t len, struct agent_status *ret_st)
         jf_num(o, "uptime_s", &st->uptime_s) < 0 || jf_int(o, "seq", 0, INT64_MAX, false, &st->seq) < 0 ||
         jf_num_in(o, "wall", 0, 1e11, &st->wall) < 0)
         goto out;
-    json_t *jobs = json_object_get(o, "jobs");
-    if (jobs) {
-        if (!json_is_array(jobs))
+    json_t *jobs, *j;
+    size_t i;
+    if ((r = jf_array(o, "jobs", STATUS_MAX_JOBS, &jobs)) < 0)
+        goto out;
+    json_array_foreach(jobs, i, j)
+    {
+        if ((r = job_from_json(j, &st->jobs[i])) < 0)
             goto out;
-        if (json_array_size(jobs) > STATUS_MAX_JOBS) {
-            r = -E2BIG;
-            goto out;
-        }
-        size_t i;
-        json_t *j;
-        json_array_foreach(jobs, i, j)
-        {
-            int e = job_from_json(j, &st->jobs[i]);
-            if (e < 0) {
-                r = e;
-                goto out;
-            }
-        }
-        st->njobs = (int)json_array_size(jobs);
     }
+    st->njobs = (int)json_array_size(jobs);
     *ret_st = *st;
     r = 0;
 out:

@@ -47,6 +47,29 @@ static void test_num_array(void **state)
     json_decref(o);
 }
 
+static void test_array(void **state)
+{
+    (void)state;
+    json_t *o = doc("{\"a\":[1,2,3],\"s\":\"x\",\"o\":{}}");
+    json_t *keep = (json_t *)0x1, *a = keep;
+    assert_int_equal(jf_array(o, "a", 3, &a), 0);
+    assert_int_equal(json_array_size(a), 3);
+    a = keep;
+    assert_int_equal(jf_array(o, "a", 2, &a), -E2BIG);
+    assert_ptr_equal(a, keep);
+    assert_int_equal(jf_array(o, "s", 9, &a), -EINVAL);
+    assert_int_equal(jf_array(o, "o", 9, &a), -EINVAL);
+    assert_ptr_equal(a, keep);
+    assert_int_equal(jf_array(o, "missing", 9, &a), 0);
+    assert_null(a);
+    size_t i, rounds = 0;
+    json_t *v;
+    json_array_foreach(a, i, v) /* an absent array runs no round */
+        rounds++;
+    assert_int_equal(rounds, 0);
+    json_decref(o);
+}
+
 static void test_scalars(void **state)
 {
     (void)state;
@@ -74,6 +97,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_num_array),
+        cmocka_unit_test(test_array),
         cmocka_unit_test(test_scalars),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
