@@ -20,9 +20,10 @@
 #include "common/sha256.h"
 #include "common/util.h"
 #include "controller/cmd.h"
-#include "controller/verbs.h"
+#include "controller/transport/fanout.h"
 #include "controller/transport/pct.h"
 #include "controller/transport/stage.h"
+#include "controller/verbs.h"
 
 /* What install did in one container: the "containers" entries of `install -o json`
  * (docs/protocol.md, "Result document"). */
@@ -352,6 +353,41 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
     return -ETIMEDOUT;
 }
 
+/* install's fan-out: one worker per host (transport/fanout.h), each touching only its host's
+ * connection and its own containers' res/rc entries. */
+struct install_fan {
+    struct fleet *f;
+    const struct inv_ct *cts;
+    int n;
+    const char *binary, *sha;
+    uint64_t size;
+    bool restart;
+    struct install_res *res;
+    int *rc;
+    int hosts[INV_MAX_HOSTS], nhosts;
+};
+
+static void install_host(int k, void *ctx)
+{
+    struct install_fan *fan = ctx;
+    struct fleet *f = fan->f;
+    int h = fan->hosts[k];
+    char staged[1024], err[1500] = "";
+    int sr = stage_to_host(f, h, fan->binary, fan->sha, fan->size, "agent", staged, sizeof staged, err,
+                           sizeof err);
+    if (sr < 0 && f->conn_err[h] == 0)
+        log_error("%s", err);
+    for (int i = 0; i < fan->n; i++) {
+        if (fan->cts[i].host != h)
+            continue;
+        struct install_res *ir = &fan->res[i];
+        fan->rc[i] = sr < 0 ? sr : install_one(f, &fan->cts[i], staged, fan->sha, fan->restart, ir);
+        if (fan->rc[i] < 0 && !ir->error[0])
+            (void)str_copy(ir->error, sizeof ir->error,
+                           sr < 0 ? (f->conn_err[h] && f->conn_msg[h][0] ? f->conn_msg[h] : err) : strerror(-fan->rc[i]));
+    }
+}
+
 /* One "containers" entry of `install -o json`. */
 static json_t *install_res_json(const struct inv_ct *ct, const struct install_res *ir)
 {
@@ -457,31 +493,39 @@ int cmd_install(struct fleet *f, int argc, char **argv)
         free(cts);
         return EXIT_FAIL;
     }
-    json_t *jcts = json ? json_array() : NULL;
-    char staged[INV_MAX_HOSTS][1024], stage_err[INV_MAX_HOSTS][512];
-    int staged_r[INV_MAX_HOSTS] = { 0 };
-    bool tried[INV_MAX_HOSTS] = { false };
-    for (int i = 0; i < n; i++) {
-        int h = cts[i].host;
-        if (!tried[h]) {
-            char err[1500];
-            tried[h] = true;
-            staged_r[h] = stage_to_host(f, h, binary, sha, size, "agent", staged[h],
-                                        sizeof staged[h], err, sizeof err);
-            if (staged_r[h] < 0 && f->conn_err[h] == 0)
-                log_error("%s", err);
-            (void)str_copy(stage_err[h], sizeof stage_err[h], f->conn_err[h] ? strerror(-f->conn_err[h]) : err);
-        }
-        struct install_res ir = { .binary = NULL };
-        int r1 = staged_r[h] < 0 ? staged_r[h] : install_one(f, &cts[i], staged[h], sha, restart, &ir);
-        if (r1 < 0) {
-            ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
-            if (!ir.error[0])
-                (void)str_copy(ir.error, sizeof ir.error, staged_r[h] < 0 ? stage_err[h] : strerror(-r1));
-        }
-        if (jcts)
-            json_array_append_new(jcts, install_res_json(&cts[i], &ir));
+    /* Every host at once (bounded by [drover] parallel): a dead host costs one connect timeout
+     * in total, and a slow upload to one host does not hold up the others.  A host's containers
+     * go one after another, by that host's worker; results are reported in container order. */
+    struct install_fan *fan = calloc(1, sizeof *fan);
+    struct install_res *res = calloc((size_t)n, sizeof *res);
+    int *rc = calloc((size_t)n, sizeof *rc);
+    if (!fan || !res || !rc) {
+        free(fan);
+        free(res);
+        free(rc);
+        free(cts);
+        return json ? cmd_result_end(&cr, inv, "install", NULL, 0, EXIT_FAIL) : EXIT_FAIL;
     }
+    *fan = (struct install_fan){ .f = f, .cts = cts, .n = n, .binary = binary, .sha = sha,
+                                 .size = size, .restart = restart, .res = res, .rc = rc };
+    bool need[INV_MAX_HOSTS] = { false };
+    for (int i = 0; i < n; i++)
+        need[cts[i].host] = true;
+    for (int h = 0; h < INV_MAX_HOSTS; h++)
+        if (need[h])
+            fan->hosts[fan->nhosts++] = h;
+    (void)fleet_connect_all(f, need);
+    fanout_run(fan->nhosts, inv->parallel, install_host, fan);
+    json_t *jcts = json ? json_array() : NULL;
+    for (int i = 0; i < n; i++) {
+        if (rc[i] < 0)
+            ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
+        if (jcts)
+            json_array_append_new(jcts, install_res_json(&cts[i], &res[i]));
+    }
+    free(fan);
+    free(res);
+    free(rc);
     free(cts);
     if (!json)
         return ret;

@@ -89,6 +89,23 @@ check "it says what to install" drover_said 'apt-get install -y (zlib1g|liblzma5
 check "the installed agent was not replaced" test "$(ct h1:102 sha256sum /usr/local/bin/drover-agent | cut -d' ' -f1)" = "$sum_before"
 check "nothing was left behind" ct h1:102 test ! -e /usr/local/bin/drover-agent.new
 
+say "install with both hosts' sshd stopped: their connects run at once (one connect timeout, not one per host)"
+STOPPED="$(cat "$LAB_DIR/hosts/h1/sshd.pid") $(cat "$LAB_DIR/hosts/h2/sshd.pid")"
+trap '[[ -n $STOPPED ]] && kill -CONT $STOPPED 2>/dev/null' EXIT
+kill -STOP $STOPPED
+t0=$(now_cs)
+drover install --job train -o json
+took=$(($(now_cs) - t0))
+kill -CONT $STOPPED
+STOPPED=""
+show_drover 4
+check "install fails (exit 1)" test "$DROVER_RC" = 1
+check "install -o json: every container says why, none was touched" \
+	jq -e '(.containers | length) == 3 and all(.containers[]; .binary == null and .agent == null and (.error | length) > 0)' "$E2E_WORK/last.out"
+# the lab's connect_timeout is 10 s: two hosts one after another take 20 s
+check "both hosts gave up within one connect timeout (10 s) + 6 s" saw "$(secs $took) s of 16 s" test "$took" -le 1600
+check "afterwards install finds every agent running again" bash -c "'$E2E_BUILD/drover' -i '$INV' install --job train -o json | jq -e 'all(.containers[]; .agent == \"running\")' >/dev/null"
+
 drover trust h1 -o json
 check "trust -o json: h1 already trusted" \
 	jq -e '.v == 1 and .kind == "trust" and .hosts[0].host == "h1" and .hosts[0].result == "already-trusted" and (.hosts[0].fingerprint | startswith("SHA256:"))' "$E2E_WORK/last.out"
