@@ -63,6 +63,10 @@ cu_obj := $(patsubst %.cu,$(BUILD)/%.o,$(cu_src))
 CFLAGS_TRAINER_CUDA := -DDROVER_HAVE_CUDA=1 -I$(CUDA_HOME)/include
 LIBS_CUDA := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lnccl -lstdc++
 LIBS_TRAINER += $(LIBS_CUDA)
+# trainer/cpu/backend.c finds backend_cuda through a weak reference, which alone never pulls
+# cuda_backend.o out of libtrainer.a (nor cuda_selftest.o over selftest.c's weak stub): without
+# these the CUDA build's drover-train had no CUDA backend.  tests/run-unit.sh checks it.
+LDFLAGS_TRAINER_CUDA := -Wl,-u,backend_cuda -Wl,-u,selftest_cuda_checks
 endif
 endif
 
@@ -121,7 +125,7 @@ $(BUILD)/drover: $(BUILD)/controller/main.o $(BUILD)/libcontroller.a $(BUILD)/li
 $(BUILD)/drover-agent: $(BUILD)/agent/main.o $(BUILD)/libagent.a $(BUILD)/libcommon.a
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LINK_AGENT)
 $(BUILD)/drover-train: $(BUILD)/trainer/main.o $(BUILD)/libtrainer.a $(BUILD)/libcommon.a
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $^ $(LINK_TRAINER)
+	$(CC) $(SAN) $(LDFLAGS) $(LDFLAGS_TRAINER_CUDA) -o $@ $^ $(LINK_TRAINER)
 
 # ---- unit tests: tests/unit/test-<part>-<module>.c ----
 unit_src := $(wildcard tests/unit/test-*.c)

@@ -28,6 +28,11 @@ fi
 if [ "${2:-1}" = 1 ]; then
     if tests/check-agent-libs.sh "$B/drover-agent"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: tests/check-agent-libs.sh"; fi
 fi
+# a CUDA build's drover-train holds the CUDA backend (Makefile: LDFLAGS_TRAINER_CUDA)
+if nm "$B/trainer/cuda_backend.o" 2>/dev/null | grep -q ' D backend_cuda$'; then
+    if nm "$B/drover-train" | grep -q ' [DdRr] backend_cuda$'; then pass=$((pass+1)); else
+        fail=$((fail+1)); echo "FAILED: $B/drover-train was built with CUDA but lacks backend_cuda"; fi
+fi
 # make deb: the Debian package's contents (dpkg-deb -c)
 if command -v dpkg-deb >/dev/null 2>&1; then
     if tests/test-deb.sh "$B"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: tests/test-deb.sh"; fi
