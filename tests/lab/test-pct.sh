@@ -229,21 +229,32 @@ int main(void)
     return 0;
 }
 CEOF
-if cc -O1 -o "$tmpc/labprobe" "$tmpc/t.c" -ljansson -larchive -lssl -lcrypto 2>"$tmpc/cc.err"; then
+# linked as the Makefile links drover-agent (STATIC_LIBS: everything but glibc from .a files), it
+# runs in a CT that has only the C library; linked dynamically, it is told what is missing
+if cc -O1 -o "$tmpc/labprobe" "$tmpc/t.c" -Wl,--gc-sections -Wl,-Bstatic -ljansson -larchive -lssl -lcrypto \
+	-lzstd -Wl,-Bdynamic -ldl -pthread 2>"$tmpc/cc.err" &&
+	cc -O1 -o "$tmpc/labprobe-dyn" "$tmpc/t.c" -ljansson -larchive -lssl -lcrypto 2>>"$tmpc/cc.err"; then
 	cp "$tmpc/labprobe" /tmp/pct-test-labprobe
+	cp "$tmpc/labprobe-dyn" /tmp/pct-test-labprobe-dyn
 	run h1 "pct push 101 /tmp/pct-test-labprobe /usr/local/bin/labprobe --perms 0755 && pct exec 101 -- labprobe"
-	expect "a binary built here (jansson, OpenSSL, libarchive) runs in the CT" 0 '^\{"archive":"libarchive [0-9.]+[^"]*","sha_len":32\} 1$' ""
-	"$LAB" ssh h1 "pct exec 101 -- rm -f /usr/local/bin/labprobe; rm -f /tmp/pct-test-labprobe"
+	expect "a binary built here as drover-agent is (jansson, OpenSSL, libarchive linked in) runs in the CT" 0 '^\{"archive":"libarchive [0-9.]+[^"]*","sha_len":32\} 1$' ""
+	run h1 "pct push 101 /tmp/pct-test-labprobe-dyn /usr/local/bin/labprobe-dyn --perms 0755 && pct exec 101 -- labprobe-dyn"
+	expect "linked dynamically it does not: the CT has none of the host's libraries" 127 "" "libjansson\.so\.4: cannot open shared object file"
+	"$LAB" ssh h1 "pct exec 101 -- rm -f /usr/local/bin/labprobe /usr/local/bin/labprobe-dyn; rm -f /tmp/pct-test-labprobe /tmp/pct-test-labprobe-dyn"
 else
-	bad "cannot compile the probe binary" "$(cat "$tmpc/cc.err")"
+	bad "cannot compile the probe binaries" "$(cat "$tmpc/cc.err")"
 fi
 rm -rf "$tmpc"
 run h1 "pct exec 101 -- sh -c 'mkdir -p /run/drover && touch /run/drover/x && rm -r /run/drover && touch /var/lib/drover/w && rm /var/lib/drover/w && echo ok'"
 expect "/run and /var/lib/drover are writable in the CT" 0 "^ok$" ""
 run h1 "pct exec 101 -- touch /srv/drover-data/x"
 expect "/srv/drover-data is read-only in the CT" 1 "" "Read-only file system"
-run h1 "pct exec 101 -- sh -c 'test -d /usr/lib/x86_64-linux-gnu && ! touch /usr/lib/drover-rw-probe 2>/dev/null && echo ok'"
-expect "host libraries are bind-mounted read-only" 0 "^ok$" ""
+run h1 "pct exec 101 -- sh -c 'test -e /lib/x86_64-linux-gnu/libc.so.6 && test -e /lib64/ld-linux-x86-64.so.2 && ! test -e /usr/lib/x86_64-linux-gnu/libjansson.so.4 && echo ok'"
+expect "the CT has the C library (copied) and no host library directory" 0 "^ok$" ""
+if [[ -x /usr/bin/python3 ]]; then
+	run h1 "pct exec 101 -- sh -c '! touch /opt/host/usr/drover-rw-probe 2>/dev/null && /usr/bin/python3 -c \"print(6 * 7)\"'"
+	expect "the workers' python3 runs from the host's /usr, bound read-only at /opt/host/usr" 0 "^42$" ""
+fi
 
 # ---------------------------------------------------------------- the call log
 if grep -q "pct push 101 /tmp/pct-test-src $T/new\$" "$LAB_DIR/pct-h1.log" &&
