@@ -32,6 +32,7 @@
 #include "common/samples.h"
 #include "common/sha256.h"
 #include "common/util.h"
+#include "controller/transport/fanout.h"
 #include "controller/transport/pct.h"
 #include "controller/deploy/probation.h"
 #include "controller/cmd.h"
@@ -240,6 +241,31 @@ static int push_release(struct deploy *d, char *err, size_t err_sz)
     return r;
 }
 
+/* preflight_cts's fan-out: one worker per host, touching only its host's connection and its
+ * own containers' rc/err entries. */
+struct preflight_fan {
+    struct deploy *d;
+    const char *const *argv;
+    double timeout_s;
+    int hosts[INV_MAX_HOSTS], nhosts;
+    int rc[INV_MAX_CTS];
+    char err[INV_MAX_CTS][1024];
+};
+
+static void preflight_host(int k, void *ctx)
+{
+    struct preflight_fan *pf = ctx;
+    const struct inv_job *j = pf->d->job;
+    for (int i = 0; i < j->ncts; i++) {
+        if (j->cts[i].host != pf->hosts[k])
+            continue;
+        pf->rc[i] = agent_call(pf->d, &j->cts[i], pf->argv, pf->timeout_s, pf->err[i], sizeof pf->err[i]);
+        if (pf->rc[i] < 0)
+            return;
+        fprintf(stderr, "preflight %s: passed\n", j->cts[i].label);
+    }
+}
+
 static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
 {
     const struct inv_job *j = d->job;
@@ -261,13 +287,31 @@ static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
     /* the agent's own limit (its default is 300 s), plus the exec timeout */
     double timeout = d->inv->exec_timeout_s +
                      (j->preflight_timeout_s > 0 ? j->preflight_timeout_s : 300);
-    for (int i = 0; i < j->ncts; i++) {
-        int r = agent_call(d, &j->cts[i], a.argv, timeout, err, err_sz);
-        if (r < 0)
-            return r;
-        fprintf(stderr, "preflight %s: passed\n", j->cts[i].label);
+    /* every host at once (transport/fanout.h, [drover] parallel), a host's containers one after
+     * another: a preflight of minutes (a GPU self-test) costs that once, not once per host.  The
+     * failure reported is the first in container order. */
+    struct preflight_fan *pf = calloc(1, sizeof *pf);
+    if (!pf) {
+        snprintf(err, err_sz, "out of memory");
+        return -ENOMEM;
     }
-    return 0;
+    *pf = (struct preflight_fan){ .d = d, .argv = a.argv, .timeout_s = timeout };
+    bool need[INV_MAX_HOSTS] = { false };
+    for (int i = 0; i < j->ncts; i++) {
+        pf->rc[i] = 1; /* not run: an earlier container of its host failed */
+        if (!need[j->cts[i].host])
+            pf->hosts[pf->nhosts++] = j->cts[i].host;
+        need[j->cts[i].host] = true;
+    }
+    fanout_run(pf->nhosts, d->inv->parallel, preflight_host, pf);
+    int r = 0;
+    for (int i = 0; i < j->ncts && r == 0; i++)
+        if (pf->rc[i] < 0) {
+            r = pf->rc[i];
+            (void)str_copy(err, err_sz, pf->err[i]);
+        }
+    free(pf);
+    return r;
 }
 
 /* After a failed probation: did the agent stop the job on an environment fault (a device or

@@ -106,6 +106,26 @@ check "install -o json: every container says why, none was touched" \
 check "both hosts gave up within one connect timeout (10 s) + 6 s" saw "$(secs $took) s of 16 s" test "$took" -le 1600
 check "afterwards install finds every agent running again" bash -c "'$E2E_BUILD/drover' -i '$INV' install --job train -o json | jq -e 'all(.containers[]; .agent == \"running\")' >/dev/null"
 
+say "preflight runs on every host at once: a release whose preflight takes 3 s and fails"
+pf=$(make_release pfslow)
+printf '#!/bin/sh\nsleep 3\necho "slowcheck: no GPU here" >&2\nexit 1\n' >"$pf/bin/slowcheck"
+chmod 0755 "$pf/bin/slowcheck"
+sed -e 's|^preflight = .*|preflight = bin/slowcheck|' -e '/^preflight_arg = /d' "$INV" >"$E2E_WORK/pf.ini"
+mark1=$(wc -l <"$LAB_DIR/pct-h1.log") mark2=$(wc -l <"$LAB_DIR/pct-h2.log")
+INV_SAVED=$INV INV="$E2E_WORK/pf.ini"
+drover deploy "$pf" --job train
+INV=$INV_SAVED
+show_drover 5
+check "the deploy stops at the preflight (exit 1)" test "$DROVER_RC" = 1
+check "it names the first container in order that failed" drover_said 'h1:101: drover-agent preflight failed'
+check "nothing was switched: every container is still on v1" all_current_is "$v1"
+# the start of each host's preflight call, in seconds of the day (pct logs every call it runs)
+pf_start() { tail -n +$(($2 + 1)) "$LAB_DIR/pct-$1.log" | grep -m1 'drover-agent.* preflight ' | sed -E 's/^[0-9-]+T([0-9]+):([0-9]+):([0-9.]+) .*/\1 \2 \3/' | awk '{ printf "%.3f", $1 * 3600 + $2 * 60 + $3 }'; }
+s1=$(pf_start h1 "$mark1") s2=$(pf_start h2 "$mark2")
+check "h2's preflight ran although h1:101's failed (hosts at once, not one after another)" test -n "$s2"
+check "and started within 2 s of h1's (h1's takes 3 s)" \
+	saw "h1 at ${s1:-?}, h2 at ${s2:-?}" awk -v a="${s1:-0}" -v b="${s2:-99999}" 'BEGIN { d = a - b; exit !(d < 2 && d > -2) }'
+
 drover trust h1 -o json
 check "trust -o json: h1 already trusted" \
 	jq -e '.v == 1 and .kind == "trust" and .hosts[0].host == "h1" and .hosts[0].result == "already-trusted" and (.hosts[0].fingerprint | startswith("SHA256:"))' "$E2E_WORK/last.out"
