@@ -71,6 +71,9 @@ struct jobrt {
     struct gang gang;
     struct jm_rt m;   /* the job machine's runtime half (agent/jobmachine.h) */
     int waiter;       /* client index waiting for the operation; -1 none */
+    bool gpu_waiting; /* the gang's processes are gone; its GPU memory is waited for */
+    bool gpu_said;    /* ... and the log said so */
+    double gpu_since, gpu_next; /* monotonic: the wait's start, the next NVML look */
 };
 
 struct daemon {
@@ -548,6 +551,15 @@ static void handle_request(struct daemon *d, int ci, struct rpc_request *q)
         client_error(d, ci, AGENT_EXIT_BUSY, "the agent is shutting down");
         return;
     }
+    if (q->op == RPC_LEASE_TAKEOVER) {
+        /* `lease take` took over an expired lease (agent/lease.c); the journal is ours to write */
+        log_warn("job '%s': %s", q->job, q->reason);
+        int64_t r = events_append(&d->ev, q->job, "lease-takeover", "", q->reason);
+        if (r < 0)
+            log_error("cannot journal the lease takeover: %s", strerror((int)-r));
+        client_reply(d, ci, json_pack("{s:b,s:s}", "ok", 1, "detail", "journalled"));
+        return;
+    }
     int i = find_job(d, q->job);
     struct jm_event ev = {.now = time_mono()};
     switch (q->op) {
@@ -753,6 +765,70 @@ static void job_first_exit(struct daemon *d, int i, double now)
     job_feed(d, i, &ev, -1);
 }
 
+/* The gang of job i has no process left: is its GPU memory released too (agent/gpumem.h)?  Asks
+ * NVML every 0.5 s for at most GPUMEM_DEADLINE_S; past that the next gang starts anyway and a
+ * `gpu-memory-held` event names who holds what.  Without NVML only the cgroup is waited for. */
+static bool job_gpu_released(struct daemon *d, int i, double now)
+{
+    static bool said_no_nvml;
+    struct jobrt *rt = &d->rt[i];
+    struct job_rec *j = &d->st.jobs[i];
+    if (rt->m.quit)
+        return true;
+    if (!rt->gpu_waiting) {
+        rt->gpu_waiting = true;
+        rt->gpu_said = false;
+        rt->gpu_since = now;
+        rt->gpu_next = now;
+    }
+    if (now < rt->gpu_next)
+        return false;
+    /* the gang's GPUs: its --gpus entries, else the local ranks (as the status figures) */
+    const struct job_spec *s = state_find_spec(j, j->current);
+    unsigned int gpus[STATUS_MAX_RANKS];
+    int n = 0, nproc = s ? s->nproc : rt->gang.nranks;
+    for (int k = 0; k < nproc && n < STATUS_MAX_RANKS; k++) {
+        char g[16];
+        if (s && s->gpus[0]) {
+            if (spec_gpu_at(s, k, g, sizeof g) == 0)
+                gpus[n++] = (unsigned int)strtoul(g, NULL, 10);
+        } else {
+            gpus[n++] = (unsigned int)k;
+        }
+    }
+    char why[600];
+    double waited = now - rt->gpu_since;
+    enum gpumem_verdict v = gpumem_decide(gpu_nvml(), gpus, n, pid_in_our_gangs, d, waited,
+                                          GPUMEM_DEADLINE_S, why, sizeof why);
+    switch (v) {
+    case GPUMEM_HELD:
+        if (!rt->gpu_said)
+            log_info("job '%s': the gang's processes are gone; waiting up to %.0f s for its GPU "
+                     "memory: %s", j->job, GPUMEM_DEADLINE_S, why);
+        rt->gpu_said = true;
+        rt->gpu_next = now + 0.5;
+        return false;
+    case GPUMEM_TIMEOUT:
+        daemon_event(d, j, "gpu-memory-held", j->current, "%.0f s after the gang's processes were gone: "
+                     "%s; the next gang starts anyway", waited, why);
+        break;
+    case GPUMEM_FREE:
+        if (rt->gpu_said)
+            log_info("job '%s': GPU memory released after %.1f s", j->job, waited);
+        if (why[0])
+            log_warn("job '%s': %s", j->job, why);
+        break;
+    case GPUMEM_NO_NVML:
+        if (!said_no_nvml)
+            log_info("gpu: no NVML (libnvidia-ml.so.1 with a process listing): a gang counts as gone "
+                     "once its process group and cgroup are empty; its GPU memory is not waited for");
+        said_no_nvml = true;
+        break;
+    }
+    rt->gpu_waiting = false;
+    return true;
+}
+
 /* The gang of job i is gone: what ended it, for the machine. */
 static void job_gang_gone(struct daemon *d, int i, double now)
 {
@@ -785,6 +861,8 @@ static void daemon_tick(struct daemon *d)
             gang_tick(g, now);
             job_first_exit(d, i, now);
             if (gang_is_gone(g)) {
+                if (!job_gpu_released(d, i, now))
+                    continue; /* no process left; its GPU memory not yet released */
                 for (int k = 0; k < g->nranks; k++) /* whatever the last ranks wrote */
                     (void)gang_read_heartbeats(g, k, now);
                 job_gang_gone(d, i, now);

@@ -29,6 +29,7 @@ static struct {
     int (*mem)(nvml_device_t, struct nvml_mem *);
     int (*temp)(nvml_device_t, int, unsigned int *);
     int (*thresh)(nvml_device_t, int, unsigned int *);
+    struct gpumem_nvml table; /* for gpumem_decide; compute_procs NULL when absent */
 } nv;
 
 int gpu_open(void)
@@ -54,7 +55,17 @@ int gpu_open(void)
         return -ENOENT;
     }
     nv.ok = true;
+    /* nvmlProcessInfo_v2_t and _v3_t share one layout (struct gpumem_proc) */
+    *(void **)&nv.table.compute_procs = dlsym(nv.lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (!nv.table.compute_procs)
+        *(void **)&nv.table.compute_procs = dlsym(nv.lib, "nvmlDeviceGetComputeRunningProcesses_v2");
+    nv.table.by_index = nv.by_index;
     return 0;
+}
+
+const struct gpumem_nvml *gpu_nvml(void)
+{
+    return gpu_open() == 0 && nv.table.compute_procs ? &nv.table : NULL;
 }
 
 void gpu_query(int index, struct gpu_status *ret)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "agent/gpumem.h"
 #include "common/status.h"
 
 /* Load NVML once; -ENOENT when the library or a driver is absent (then every query is invalid). */
@@ -13,6 +14,10 @@ int gpu_open(void);
 /* Figures for the device with this NVML index (the CUDA_VISIBLE_DEVICES entry of the rank);
  * ret->valid false when unknown.  Never fails. */
 void gpu_query(int index, struct gpu_status *ret);
+
+/* NVML's entry points for agent/gpumem.h; NULL when NVML or its process listing
+ * (nvmlDeviceGetComputeRunningProcesses_v3 or _v2) is absent.  Static storage. */
+const struct gpumem_nvml *gpu_nvml(void);
 
 /* Processes holding a GPU device node (/dev/nvidia<N>) open, skipping those for which skip(pid,
  * ud) is true (our own live gangs).  Up to max pids into ret_pids; returns how many were found

@@ -114,7 +114,8 @@ static int lease_read(const char *path, struct lease *ret, bool *ret_have)
     return 0; /* an unreadable lease counts as none */
 }
 
-int lease_take(const char *root, const char *job, const char *holder, double ttl_s)
+int lease_take(const char *root, const char *job, const char *holder, double ttl_s, char *ret_takeover,
+               size_t takeover_sz)
 {
     char path[4300], boot[40];
     int lk = lease_lock(root, job, path, sizeof path);
@@ -148,13 +149,24 @@ int lease_take(const char *root, const char *job, const char *holder, double ttl
         goto out;
     }
     free(text);
-    if (v == LEASE_TAKEOVER)
-        printf("lease of job '%s' taken over from %s (idle %.0f s, past its %.0f s TTL)\n", job,
-               cur.holder, now - cur.renewed, cur.ttl_s);
-    else
+    if (v == LEASE_TAKEOVER) {
+        bool other_boot = strcmp(cur.boot_id, boot) != 0;
+        char line[400];
+        if (other_boot)
+            snprintf(line, sizeof line, "deploy lease taken over by %s from %s (taken before the "
+                     "container's last boot)", holder, cur.holder);
+        else
+            snprintf(line, sizeof line, "deploy lease taken over by %s from %s (idle %.0f s, past its "
+                     "%.0f s TTL)", holder, cur.holder, now - cur.renewed, cur.ttl_s);
+        printf("lease of job '%s': %s\n", job, line);
+        if (ret_takeover)
+            (void)str_copy(ret_takeover, takeover_sz, line);
+        r = 1;
+    } else {
         printf("lease of job '%s' %s by %s for %.0f s\n", job, v == LEASE_RENEW ? "renewed" : "taken",
                holder, ttl_s);
-    r = 0;
+        r = 0;
+    }
 out:
     close(lk);
     return r;

@@ -39,10 +39,12 @@ int lease_format(const struct lease *l, char **ret_text);
 int lease_parse(const char *text, size_t len, struct lease *ret);
 
 /* The verbs (drover-agent lease take|release JOB HOLDER [TTL_S]) on the store at root.  take:
- * 0 taken/renewed/taken over (a line on stdout says which), -EBUSY held by another (a line on
- * stderr names the holder, its age and when it expires).  release: 0, or -EBUSY when another
- * holds it (nothing changed). */
-int lease_take(const char *root, const char *job, const char *holder, double ttl_s);
+ * 0 taken/renewed, 1 taken over from an expired holder (ret_takeover, when not NULL, gets one
+ * line: "deploy lease taken over by H from P (idle N s, past its N s TTL)"); a line on stdout
+ * says which; -EBUSY held by another (a line on stderr names the holder, its age and when it
+ * expires).  release: 0, or -EBUSY when another holds it (nothing changed). */
+int lease_take(const char *root, const char *job, const char *holder, double ttl_s, char *ret_takeover,
+               size_t takeover_sz);
 int lease_release(const char *root, const char *job, const char *holder);
 
 #endif

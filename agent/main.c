@@ -284,6 +284,15 @@ static int resolve_id(const struct store *s, const char *arg, char id[RELEASE_ID
 
 /* ---- the deploy lease (agent/lease.h) ---- */
 
+/* rpc_call's on_line that only counts the answers */
+static int count_line(const char *line, size_t len, void *ud)
+{
+    (void)line;
+    (void)len;
+    (*(int *)ud)++;
+    return 0;
+}
+
 static int cmd_lease(struct cli *c)
 {
     bool take = c->nargs == 4 && !strcmp(c->args[0], "take");
@@ -294,9 +303,27 @@ static int cmd_lease(struct cli *c)
         log_error("lease: usage: lease take JOB HOLDER TTL_S | lease release JOB HOLDER");
         return AGENT_EXIT_USAGE;
     }
-    int r = take ? lease_take(c->root, c->args[1], c->args[2], ttl) : lease_release(c->root, c->args[1], c->args[2]);
+    char over[400] = "";
+    int r = take ? lease_take(c->root, c->args[1], c->args[2], ttl, over, sizeof over)
+                 : lease_release(c->root, c->args[1], c->args[2]);
     if (r == -EBUSY)
         return AGENT_EXIT_BUSY;
+    if (r == 1) {
+        /* an expired lease taken over: the daemon journals it (lease-takeover); the CLI never
+         * writes the journal itself (one writer keeps its seq numbers) */
+        struct rpc_request q;
+        rpc_request_init(&q);
+        q.op = RPC_LEASE_TAKEOVER;
+        (void)str_copy(q.job, sizeof q.job, c->args[1]);
+        (void)str_copy(q.reason, sizeof q.reason, over);
+        char *text = NULL;
+        int lines = 0;
+        if (rpc_format_request(&q, &text) < 0 || rpc_call(c->socket, text, count_line, &lines) < 0 || !lines)
+            log_warn("lease: %s (not journalled: no agent daemon answered)", over);
+        free(text);
+        rpc_request_done(&q);
+        r = 0;
+    }
     if (r < 0) {
         log_error("lease %s: %s", c->args[0], strerror(-r));
         return AGENT_EXIT_FAIL;

@@ -16,7 +16,7 @@
 #include "common/text.h"
 #include "common/util.h"
 
-static const char *const op_names[] = {"status", "watch", "activate", "promote", "revert", "stop", "start"};
+static const char *const op_names[] = {"status", "watch", "activate", "promote", "revert", "stop", "start", "lease-takeover"};
 
 const char *rpc_op_name(enum rpc_op op)
 {
@@ -145,6 +145,7 @@ int rpc_format_request(const struct rpc_request *q, char **ret_text)
         bad |= json_object_set_new(o, "ktok_s", json_real(q->ktok_s));
         break;
     case RPC_REVERT:
+    case RPC_LEASE_TAKEOVER:
         /* an operator's reason may be cut mid-character or not be UTF-8: escaped, not lost */
         bad |= json_object_set_new(o, "reason",
                                    json_string(text_json_safe(q->reason, reason, sizeof reason)));

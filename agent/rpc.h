@@ -7,6 +7,8 @@
  *   {"v":1,"op":"promote","job":"train","release":"<id>","ktok_s":412.3}
  *   {"v":1,"op":"revert","job":"train","reason":"…"}   {"v":1,"op":"stop","job":"train"}
  *   {"v":1,"op":"start","job":"train","rdzv":"<generation>"}   (rdzv optional)
+ *   {"v":1,"op":"lease-takeover","job":"train","reason":"deploy lease taken over by …"}
+ *     (from `lease take`, which changed the lease itself: the daemon only journals it)
  *   {"v":1,"op":"status"}   {"v":1,"op":"watch","interval_s":2,"count":0}
  * Replies: {"ok":true,…} or {"ok":false,"code":<agent_exit>,"error":"<one line>"}; status and
  * watch reply with status documents (common/status.h), one per line.  Only rpc.c knows this.
@@ -23,7 +25,8 @@
 #define RPC_MAX_BYTES (64u << 10)
 #define RPC_REPLY_MAX STATUS_MAX_BYTES
 
-enum rpc_op { RPC_STATUS, RPC_WATCH, RPC_ACTIVATE, RPC_PROMOTE, RPC_REVERT, RPC_STOP, RPC_START };
+enum rpc_op { RPC_STATUS, RPC_WATCH, RPC_ACTIVATE, RPC_PROMOTE, RPC_REVERT, RPC_STOP, RPC_START,
+              RPC_LEASE_TAKEOVER };
 
 struct rpc_request {
     enum rpc_op op;

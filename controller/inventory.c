@@ -50,6 +50,7 @@ enum {
     POL_CONFIDENCE = 1 << 16,
     POL_HOLD_TIME = 1 << 17,
     POL_SWITCH_DEADLINE = 1 << 18,
+    POL_LEASE_TTL = 1 << 19,
 };
 
 struct pending_ct {
@@ -147,6 +148,7 @@ void inventory_policy_defaults(struct inv_policy *p)
     p->confidence = 0.95;
     p->hold_time_s = 3600;
     p->switch_deadline_s = 0; /* the job's grace + 60 s */
+    p->lease_ttl_s = 300;
 }
 
 /* Expand "~/" with $HOME and make relative paths relative to the inventory's directory. */
@@ -210,6 +212,8 @@ static const struct ini_key keys[] = {
         POL_HOLD_TIME),
     POL("switch_deadline", INI_DURATION, switch_deadline_s, 0, 1e18, 0, DURATION_HINT,
         POL_SWITCH_DEADLINE),
+    POL("lease_ttl", INI_DURATION, lease_ttl_s, 10, 7 * 86400, 0,
+        "is not a duration between 10s and 7d", POL_LEASE_TTL),
     POL("confidence", INI_DOUBLE, confidence, 0.5, 0.999, 0,
         "is not a confidence in [0.5, 0.999] (0.95 is usual)", POL_CONFIDENCE),
     ROW("drover", "connect_timeout", INI_DURATION, struct inventory, connect_timeout_s, 1, 1e18, 0,
@@ -767,6 +771,8 @@ static void apply_policy(struct inv_policy *dst, unsigned set, const struct inv_
         dst->hold_time_s = src->hold_time_s;
     if (!(set & POL_SWITCH_DEADLINE))
         dst->switch_deadline_s = src->switch_deadline_s;
+    if (!(set & POL_LEASE_TTL))
+        dst->lease_ttl_s = src->lease_ttl_s;
 }
 
 static int ctx_finish(struct parse_ctx *c)

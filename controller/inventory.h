@@ -41,6 +41,7 @@ struct inv_policy {
     double hold_time_s;         /* a held release: the agents revert it after this */
     double switch_deadline_s;   /* a switch: every old rank gone within this, else aborted;
                                    0 = the job's grace (30 s when unset) + 60 s */
+    double lease_ttl_s;         /* the job's deploy lease lapses this long after its last renewal */
 };
 
 struct inv_host {

@@ -68,6 +68,7 @@ struct deploy {
     int nbad;                         /* releases some container marks bad (failed probation) */
     char bad[16][RELEASE_ID_LEN + 1];
     bool leased[INV_MAX_CTS];         /* we hold the job's deploy lease in that container */
+    double lease_renew_at;            /* monotonic: the next renewal while watching */
     char holder[128];                 /* who we are, for the leases: user@host/pid-N */
     int ngoods;                       /* promoted releases, newest first (first container's) */
     char goods[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1];
@@ -601,6 +602,25 @@ static int activate_cts(struct deploy *d, double probation_deadline, char *err, 
     return activate_all(d, probation_deadline, tok, err, err_sz);
 }
 
+static int leases_take(struct deploy *d, double ttl);
+static double lease_ttl(const struct deploy *d);
+
+/* Renew the job's deploy lease in every container while a long wait goes on (a probation, a
+ * recovery), every third of its TTL.  Losing it (another operator took it over after it expired:
+ * this controller was cut off for a whole TTL) is said loudly; the watch goes on. */
+static void leases_renew_due(struct deploy *d, double now)
+{
+    double ttl = lease_ttl(d);
+    if (now < d->lease_renew_at)
+        return;
+    d->lease_renew_at = now + ttl / 3;
+    if (leases_take(d, ttl) < 0)
+        log_error("job '%s': this deploy lost its deploy lease (see above): another operator may be "
+                  "changing the job now", d->job->name);
+    else
+        log_debug("job '%s': deploy lease renewed for %.0f s", d->job->name, ttl);
+}
+
 /* Follow one watch stream per container and feed the probation until it decides. */
 static enum probation_verdict watch_probation(struct deploy *d, struct probation *p)
 {
@@ -613,8 +633,10 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
     bool tty = isatty(STDERR_FILENO);
     double last_print = 0;
     enum probation_verdict v = PROBATION_PENDING;
+    d->lease_renew_at = time_mono() + lease_ttl(d) / 3; /* just renewed before the switch */
     while (v == PROBATION_PENDING && !interrupted) {
         double now = time_mono();
+        leases_renew_due(d, now);
         for (int i = 0; i < j->ncts; i++) {
             const struct inv_ct *ct = &j->cts[i];
             if (!streams[i] && now >= reopen_at[i]) {
@@ -1025,6 +1047,11 @@ static int leases_take(struct deploy *d, double ttl)
         int st = res.status;
         char reason[512];
         exec_result_reason(&res, reason, sizeof reason);
+        /* an expired lease of another holder (a controller that died) taken over: said here,
+         * journalled by the agent (event lease-takeover) */
+        const char *over = st == 0 && res.out ? strstr(res.out, "taken over by") : NULL;
+        if (over)
+            log_warn("%s: %.*s", ct->label, (int)strcspn(over, "\n"), over);
         exec_result_done(&res);
         if (st == 0) {
             d->leased[i] = true;
@@ -1061,11 +1088,12 @@ static void leases_release(struct deploy *d)
     }
 }
 
-/* How long a lease holds without renewal: a whole probation and then some. */
+/* How long a lease holds without renewal ([policy] lease_ttl): the deploy renews it before the
+ * push, before the switch and every third of it while it watches a probation, so a controller
+ * that died frees the job after this long, however long its probation was to be. */
 static double lease_ttl(const struct deploy *d)
 {
-    const struct inv_policy *p = &d->job->policy;
-    return p->progress_deadline_s + p->healthy_deadline_s + 600;
+    return d->job->policy.lease_ttl_s;
 }
 
 /* The job's lock (state.h) and its deploy lease in every container: an fd to close, or -1
@@ -1188,6 +1216,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     if (check_rollback_target(&d, o->force) < 0)
         goto out;
+    (void)leases_take(&d, lease_ttl(&d)); /* renew: the push may take a while */
     if (gpu_check_cts(&d, o->force, err, sizeof err) == 0 &&
         push_release(&d, err, sizeof err) == 0 && o->stage_only) {
         printf("release %s (%s) is verified in every container of job '%s' (staged only: nothing "
@@ -1212,7 +1241,13 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     d.analysis = o->analysis_only;
     double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
-    (void)leases_take(&d, lease_ttl(&d)); /* renew: the probation's whole length from here */
+    if (leases_take(&d, lease_ttl(&d)) < 0) { /* renew before anything is stopped */
+        log_error("deploy of %s stopped before anything was switched: its deploy lease of job '%s' "
+                  "was taken over while it pushed (it expired after %.0f s without renewal)", d.sid,
+                  d.job->name, lease_ttl(&d));
+        history_record(&d, "aborted", "deploy lease lost before the switch", -1);
+        goto out;
+    }
     if (pol->on_inconclusive_hold && !d.analysis)
         pdl += pol->hold_time_s; /* a held release waits for the operator this long */
     struct sigaction sa = { .sa_handler = on_sigint }, old_int, old_term;

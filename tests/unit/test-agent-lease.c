@@ -60,13 +60,27 @@ static void test_lease_take_release(void **state)
     (void)state;
     char root[] = "/tmp/drover-lease-test.XXXXXX";
     assert_non_null(mkdtemp(root));
-    assert_int_equal(lease_take(root, "train", "alice@h1/pid-1", 600), 0);
-    assert_int_equal(lease_take(root, "train", "bob@h2/pid-7", 600), -EBUSY); /* second operator */
-    assert_int_equal(lease_take(root, "eval", "bob@h2/pid-7", 600), 0);       /* another job */
-    assert_int_equal(lease_take(root, "train", "alice@h1/pid-1", 600), 0);    /* renewal */
+    char over[400] = "untouched";
+    assert_int_equal(lease_take(root, "train", "alice@h1/pid-1", 600, over, sizeof over), 0);
+    assert_int_equal(lease_take(root, "train", "bob@h2/pid-7", 600, over, sizeof over), -EBUSY); /* second operator */
+    assert_int_equal(lease_take(root, "eval", "bob@h2/pid-7", 600, NULL, 0), 0);      /* another job */
+    assert_int_equal(lease_take(root, "train", "alice@h1/pid-1", 600, over, sizeof over), 0); /* renewal */
+    assert_string_equal(over, "untouched");
     assert_int_equal(lease_release(root, "train", "bob@h2/pid-7"), -EBUSY);   /* not his */
+    /* a lease its holder left behind before the container's last boot: taken over, and said
+     * (the agent journals the line as a lease-takeover event) */
+    char p[256], *text = NULL;
+    struct lease dead = {.holder = "carol@h3/pid-9", .taken = 5, .renewed = 6, .ttl_s = 600, .boot_id = "an-earlier-boot"};
+    assert_int_equal(lease_format(&dead, &text), 0);
+    snprintf(p, sizeof p, "%s/leases/eval.json", root);
+    assert_int_equal(fs_write_atomic(p, text, strlen(text), 0600), 0);
+    free(text);
+    assert_int_equal(lease_take(root, "eval", "alice@h1/pid-1", 600, over, sizeof over), 1);
+    assert_string_equal(over, "deploy lease taken over by alice@h1/pid-1 from carol@h3/pid-9 (taken before the container's last boot)");
+    assert_int_equal(lease_take(root, "eval", "alice@h1/pid-1", 600, over, sizeof over), 0); /* now hers */
+    assert_int_equal(lease_release(root, "eval", "alice@h1/pid-1"), 0);
     assert_int_equal(lease_release(root, "train", "alice@h1/pid-1"), 0);
-    assert_int_equal(lease_take(root, "train", "bob@h2/pid-7", 600), 0);
+    assert_int_equal(lease_take(root, "train", "bob@h2/pid-7", 600, NULL, 0), 0);
     assert_int_equal(lease_release(root, "train", "bob@h2/pid-7"), 0);
     assert_int_equal(lease_release(root, "train", "bob@h2/pid-7"), 0); /* none: fine */
     assert_int_equal(fs_rm_rf(root), 0);

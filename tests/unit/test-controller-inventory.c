@@ -121,6 +121,7 @@ static void test_full_inventory(void **state)
     assert_true(j->policy.warmup_time_s == 0);
     assert_true(j->policy.hold_time_s == 3600);
     assert_true(j->policy.switch_deadline_s == 0); /* 0: the job's grace + 60 s */
+    assert_true(j->policy.lease_ttl_s == 300);
     const struct inv_job *g = inventory_find_job(inv, "gpu");
     assert_int_equal(g->cts[0].vmid, -1);
     assert_string_equal(g->cts[0].root, "/var/lib/drover-gpu0");
@@ -173,6 +174,7 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[policy]\nwarmup_max = soon\n", "inv.ini:2:", "warmup_max");
     parse_fails("[policy]\nhold_time = 0s\n", "inv.ini:2:", "hold_time");
     parse_fails("[policy]\nswitch_deadline = soon\n", "inv.ini:2:", "switch_deadline");
+    parse_fails("[policy]\nlease_ttl = 5s\n", "inv.ini:2:", "lease_ttl");
     parse_fails("[host h]\naddress=a\n[host h]\n", "inv.ini:3:", "defined twice");
     parse_fails("[weird]\nx = 1\n", "inv.ini:1:", "unknown section [weird]");
     parse_fails("[host bad/name]\n", "not a valid name", NULL); /* no key: libinih syntax or ours */
