@@ -22,6 +22,7 @@
 
 #include "agent/agent.h"
 #include "agent/daemon.h"
+#include "agent/history.h"
 #include "agent/lease.h"
 #include "agent/gpucheck.h"
 #include "agent/metrics.h"
@@ -76,6 +77,7 @@ static void usage(FILE *f)
             "  release add BLOB --id ID | release list [--json] | release verify ID\n"
             "  release have ID... | release missing MANIFEST|- | release install MANIFEST [PACK|-] --id ID\n"
             "  lease take JOB HOLDER TTL_S | lease release JOB HOLDER\n"
+            "  history add JOB LINE | history list JOB   the job's deploy history kept here\n"
             "  preflight ID [--timeout S] [--job J] [--gpus 0,1] [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus 0,1]\n"
             "           [--master-addr A] [--master-port P] [--grace S] [--probation-deadline S]\n"
@@ -291,6 +293,27 @@ static int count_line(const char *line, size_t len, void *ud)
     (void)len;
     (*(int *)ud)++;
     return 0;
+}
+
+/* `history add JOB LINE | history list JOB` (agent/history.h): the job's deploy history here. */
+static int cmd_history(struct cli *c)
+{
+    bool add = c->nargs == 3 && !strcmp(c->args[0], "add");
+    bool list = c->nargs == 2 && !strcmp(c->args[0], "list");
+    if ((!add && !list) || !job_name_is_valid(c->args[1])) {
+        log_error("history: usage: history add JOB LINE | history list JOB");
+        return AGENT_EXIT_USAGE;
+    }
+    int r = add ? history_add(c->root, c->args[1], c->args[2]) : history_dump(c->root, c->args[1], stdout);
+    if (r == -EINVAL || r == -E2BIG) {
+        log_error("history add: not a history record of job '%s' (docs/protocol.md)", c->args[1]);
+        return AGENT_EXIT_USAGE;
+    }
+    if (r < 0) {
+        log_error("history %s: %s", c->args[0], strerror(-r));
+        return AGENT_EXIT_FAIL;
+    }
+    return AGENT_EXIT_OK;
 }
 
 static int cmd_lease(struct cli *c)
@@ -1062,6 +1085,7 @@ int main(int argc, char **argv)
     case AGENT_VERB_RELEASE: code = cmd_release(&c); break;
     case AGENT_VERB_EVENTS: code = cmd_events(&c); break;
     case AGENT_VERB_LEASE: code = cmd_lease(&c); break;
+    case AGENT_VERB_HISTORY: code = cmd_history(&c); break;
     case AGENT_VERB_PREFLIGHT: code = cmd_preflight(&c); break;
     case AGENT_VERB_ACTIVATE: code = cmd_job_verb(&c, RPC_ACTIVATE); break;
     case AGENT_VERB_PROMOTE: code = cmd_job_verb(&c, RPC_PROMOTE); break;

@@ -28,6 +28,7 @@ static const char *const verb_names[AGENT_VERB_COUNT] = {
     [AGENT_VERB_BASELINE] = "baseline",
     [AGENT_VERB_GPU_CHECK] = "gpu-check",
     [AGENT_VERB_START] = "start",
+    [AGENT_VERB_HISTORY] = "history",
 };
 
 const char *agent_verb_name(enum agent_verb v)
@@ -253,6 +254,21 @@ void agent_argv_stop(struct agent_argv *a, const char *job)
 {
     add_verb(a, AGENT_VERB_STOP);
     add_opt(a, AGENT_OPT_JOB, job);
+}
+
+void agent_argv_history_add(struct agent_argv *a, const char *job, const char *line)
+{
+    add_verb(a, AGENT_VERB_HISTORY);
+    agent_argv_add(a, "add");
+    agent_argv_add(a, job);
+    agent_argv_add(a, line);
+}
+
+void agent_argv_history_list(struct agent_argv *a, const char *job)
+{
+    add_verb(a, AGENT_VERB_HISTORY);
+    agent_argv_add(a, "list");
+    agent_argv_add(a, job);
 }
 
 void agent_argv_start(struct agent_argv *a, const char *job, const char *rdzv)

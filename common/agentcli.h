@@ -72,6 +72,7 @@ enum agent_verb {
     AGENT_VERB_BASELINE, /* baseline --job J: the sample set promote --samples kept */
     AGENT_VERB_GPU_CHECK, /* gpu-check: the GPU environment preflight (agent/gpucheck.h) */
     AGENT_VERB_START, /* start --job J [--rdzv G]: the job's current release again (an aborted switch) */
+    AGENT_VERB_HISTORY, /* history add JOB LINE | history list JOB (agent/history.h) */
     AGENT_VERB_COUNT
 };
 
@@ -132,6 +133,9 @@ void agent_argv_keep_releases(struct agent_argv *a, int n);
 void agent_argv_release_missing(struct agent_argv *a, const char *manifest);
 void agent_argv_release_install(struct agent_argv *a, const char *manifest, const char *pack, const char *id);
 void agent_argv_stop(struct agent_argv *a, const char *job);
+/* history add JOB LINE (one controller history record) | history list JOB */
+void agent_argv_history_add(struct agent_argv *a, const char *job, const char *line);
+void agent_argv_history_list(struct agent_argv *a, const char *job);
 /* start --job J [--rdzv G] (rdzv "" or NULL: left out) */
 void agent_argv_start(struct agent_argv *a, const char *job, const char *rdzv);
 /* lease take JOB HOLDER TTL_S (ttl != 0) or lease release JOB HOLDER (ttl == 0) */

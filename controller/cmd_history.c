@@ -1,5 +1,8 @@
-/* controller/cmd_history.c: `drover history [--job J] [-o json]`: the controller's record of
- * deploys, reverts and rollbacks (state_dir/history.jsonl), oldest first.  Read-only.
+/* controller/cmd_history.c: `drover history [--job J] [--local] [-o json]`: the record of
+ * deploys, reverts and rollbacks, oldest first: this controller's (state_dir/history.jsonl)
+ * merged with what every agent of the job keeps (drover-agent history list, agent/history.h), so
+ * two operators with their own state dirs see the same history.  --local: state_dir only
+ * (connects nowhere).  Read-only.
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -10,19 +13,78 @@
 
 #include "common/log.h"
 #include "common/text.h"
+#include "common/agentcli.h"
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 #include "controller/deploy/state.h"
+#include "controller/transport/pct.h"
+
+/* Merge into (h, n) the records the agents of job j keep.  Returns how many containers could
+ * not be asked; says which once each. */
+static int merge_from_agents(struct fleet *f, const struct inv_job *j, struct history_entry **h, size_t *n)
+{
+    struct agent_argv a;
+    agent_argv_init(&a);
+    agent_argv_history_list(&a, j->name);
+    int missed = 0;
+    for (int i = 0; i < j->ncts; i++) {
+        const struct inv_ct *ct = &j->cts[i];
+        struct conn *c;
+        struct exec_result res;
+        if (fleet_conn(f, ct->host, &c) < 0) {
+            log_warn("%s: unreachable: its history is not merged", ct->label);
+            missed++;
+            continue;
+        }
+        if (pct_run_agent(c, ct, a.argv, f->inv->exec_timeout_s, &res) < 0) {
+            log_warn("%s: %s: its history is not merged", ct->label, c->err);
+            missed++;
+            continue;
+        }
+        if (res.status != 0) {
+            char why[600];
+            log_warn("%s: drover-agent history list failed (exit %d: %s)%s", ct->label, res.status,
+                     exec_result_reason(&res, why, sizeof why),
+                     res.status == 2 ? "; this agent is older than the fleet history: drover install" : "");
+            missed++;
+        } else {
+            struct history_entry *more = NULL;
+            size_t nmore = 0, cap = 0;
+            for (char *p = res.out, *nl; p && *p; p = nl ? nl + 1 : NULL) {
+                nl = strchr(p, '\n');
+                size_t len = nl ? (size_t)(nl - p) : strlen(p);
+                struct history_entry e;
+                if (state_history_parse(p, len, &e) < 0 || strcmp(e.job, j->name) != 0)
+                    continue;
+                if (nmore == cap) {
+                    size_t nc = cap ? cap * 2 : 64;
+                    struct history_entry *nv = realloc(more, nc * sizeof *nv);
+                    if (!nv)
+                        break;
+                    more = nv;
+                    cap = nc;
+                }
+                more[nmore++] = e;
+            }
+            if (state_history_merge(h, n, more, nmore) < 0)
+                log_warn("%s: out of memory merging its history", ct->label);
+            free(more);
+        }
+        exec_result_done(&res);
+    }
+    return missed;
+}
 
 int cmd_history(struct fleet *f, int argc, char **argv)
 {
     static const struct option opts[] = {
         { "output", required_argument, NULL, 'o' },
         { "job", required_argument, NULL, 'j' },
+        { "local", no_argument, NULL, 'l' },
         { NULL, 0, NULL, 0 },
     };
     const char *job = NULL;
-    bool json = false;
+    bool json = false, local = false;
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = getopt_long(argc, argv, "o:j:", opts, NULL)) != -1) {
@@ -30,6 +92,8 @@ int cmd_history(struct fleet *f, int argc, char **argv)
             json = true;
         else if (c == 'j')
             job = optarg;
+        else if (c == 'l')
+            local = true;
         else {
             return verb_usage_error(argv[0], NULL);
         }
@@ -46,6 +110,9 @@ int cmd_history(struct fleet *f, int argc, char **argv)
         log_error("cannot read the history in '%s': %s", f->inv->state_dir, strerror(-r));
         return EXIT_FAIL;
     }
+    for (int k = 0; !local && k < f->inv->njobs; k++)
+        if (!job || !strcmp(job, f->inv->jobs[k].name))
+            (void)merge_from_agents(f, &f->inv->jobs[k], &h, &n);
     if (json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < n; i++) {

@@ -32,8 +32,9 @@ const struct verb verbs[] = {
       "promote a release held on an inconclusive verdict (on_inconclusive = hold)", "--job" },
     { "revert", cmd_revert, NULL, "--job J",
       "revert a release held on an inconclusive verdict to the good release", "--job" },
-    { "history", cmd_history, NULL, "[--job J] [-o json]",
-      "the controller's record of deploys, reverts and rollbacks", "--job --output" },
+    { "history", cmd_history, NULL, "[--job J] [--local] [-o json]",
+      "deploys, reverts and rollbacks: this controller's record merged with the agents'",
+      "--job --local --output" },
     { "top", cmd_top, NULL,
       "[--once | --watch N] [--width N] [--timeout S] [-n|--interval S] [--ascii] [--flat] [--sort] "
       "[--filter TEXT] [--readonly]",

@@ -115,6 +115,39 @@ static void history_record(struct deploy *d, const char *result, const char *rea
     int r = state_history_append(d->inv->state_dir, &e);
     if (r < 0)
         log_warn("cannot append to the history in '%s': %s", d->inv->state_dir, strerror(-r));
+    /* ... and in every container of the job: the fleet keeps the history, so another operator's
+     * `drover history` shows this record too (agent/history.h) */
+    char *line = NULL;
+    if (state_history_format(&e, &line) == 0) {
+        struct agent_argv a;
+        agent_argv_init(&a);
+        agent_argv_history_add(&a, d->job->name, line);
+        int missed = 0;
+        char first[1200] = "";
+        for (int i = 0; i < d->job->ncts; i++) {
+            struct conn *c;
+            struct exec_result res;
+            const struct inv_ct *ct = &d->job->cts[i];
+            if (fleet_conn(d->f, ct->host, &c) < 0) {
+                missed++;
+                continue;
+            }
+            if (pct_run_agent(c, ct, a.argv, d->inv->exec_timeout_s, &res) < 0) {
+                if (!missed++)
+                    snprintf(first, sizeof first, "%s: %s", ct->label, c->err);
+                continue;
+            }
+            if (res.status != 0 && !missed++) {
+                char why[600];
+                snprintf(first, sizeof first, "%s: %s", ct->label, exec_result_reason(&res, why, sizeof why));
+            }
+            exec_result_done(&res);
+        }
+        if (missed)
+            log_warn("history record kept by %d of %d containers (%s); `drover history` elsewhere "
+                     "may lack it", d->job->ncts - missed, d->job->ncts, first[0] ? first : "unreachable");
+        free(line);
+    }
     notify_history(d->inv, &e); /* detached: returns at once, never changes the verdict */
 }
 

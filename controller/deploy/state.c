@@ -30,7 +30,7 @@ int state_init(const char *state_dir)
     return fs_mkdir_p(p, 0700);
 }
 
-int state_history_append(const char *state_dir, const struct history_entry *e)
+int state_history_format(const struct history_entry *e, char **ret_line)
 {
     json_t *o = json_pack("{s:i,s:f,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "v", 1, "time", e->time, "job",
                           e->job, "release", e->release, "name", e->name, "result", e->result,
@@ -46,6 +46,16 @@ int state_history_append(const char *state_dir, const struct history_entry *e)
     json_decref(o);
     if (!line)
         return -ENOMEM;
+    *ret_line = line;
+    return 0;
+}
+
+int state_history_append(const char *state_dir, const struct history_entry *e)
+{
+    char *line;
+    int fr = state_history_format(e, &line);
+    if (fr < 0)
+        return fr;
     char p[1024];
     snprintf(p, sizeof p, "%s/history.jsonl", state_dir);
     int r = 0;
@@ -76,6 +86,65 @@ static double get_num(json_t *o, const char *k)
     return json_is_number(v) ? json_number_value(v) : -1;
 }
 
+int state_history_parse(const char *line, size_t len, struct history_entry *ret)
+{
+    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return -EINVAL;
+    }
+    struct history_entry e = { 0 };
+    get_str(o, "job", e.job, sizeof e.job);
+    e.time = get_num(o, "time");
+    get_str(o, "release", e.release, sizeof e.release);
+    get_str(o, "name", e.name, sizeof e.name);
+    get_str(o, "result", e.result, sizeof e.result);
+    get_str(o, "previous", e.previous, sizeof e.previous);
+    get_str(o, "reason", e.reason, sizeof e.reason);
+    get_str(o, "containers", e.containers, sizeof e.containers);
+    e.ktok_s = get_num(o, "ktok_s");
+    e.baseline_ktok_s = get_num(o, "baseline_ktok_s");
+    json_decref(o);
+    *ret = e;
+    return 0;
+}
+
+static bool same_record(const struct history_entry *a, const struct history_entry *b)
+{
+    return a->time == b->time && !strcmp(a->job, b->job) && !strcmp(a->release, b->release) &&
+           !strcmp(a->result, b->result);
+}
+
+static int by_time(const void *pa, const void *pb)
+{
+    const struct history_entry *a = pa, *b = pb;
+    return a->time < b->time ? -1 : a->time > b->time;
+}
+
+int state_history_merge(struct history_entry **entries, size_t *n, const struct history_entry *more,
+                        size_t nmore)
+{
+    size_t add = 0;
+    struct history_entry *v = realloc(*entries, (*n + nmore + 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    *entries = v;
+    for (size_t i = 0; i < nmore; i++) {
+        bool dup = false;
+        for (size_t k = 0; k < *n + add && !dup; k++)
+            dup = same_record(&v[k], &more[i]);
+        if (!dup)
+            v[*n + add++] = more[i];
+    }
+    *n += add;
+    qsort(v, *n, sizeof *v, by_time); /* records of one run differ in time: ties are dups */
+    if (*n > STATE_HISTORY_MAX) {
+        memmove(v, v + (*n - STATE_HISTORY_MAX), STATE_HISTORY_MAX * sizeof *v);
+        *n = STATE_HISTORY_MAX;
+    }
+    return (int)add;
+}
+
 int state_history_read(const char *state_dir, const char *job, struct history_entry **ret_entries,
                        size_t *ret_n)
 {
@@ -95,27 +164,9 @@ int state_history_read(const char *state_dir, const char *job, struct history_en
     size_t n = 0, cap = 0;
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, NULL);
-        if (!json_is_object(o)) {
-            json_decref(o);
+        struct history_entry e;
+        if (state_history_parse(line, strlen(line), &e) < 0 || (job && strcmp(job, e.job) != 0))
             continue;
-        }
-        struct history_entry e = { 0 };
-        get_str(o, "job", e.job, sizeof e.job);
-        if (job && strcmp(job, e.job) != 0) {
-            json_decref(o);
-            continue;
-        }
-        e.time = get_num(o, "time");
-        get_str(o, "release", e.release, sizeof e.release);
-        get_str(o, "name", e.name, sizeof e.name);
-        get_str(o, "result", e.result, sizeof e.result);
-        get_str(o, "previous", e.previous, sizeof e.previous);
-        get_str(o, "reason", e.reason, sizeof e.reason);
-        get_str(o, "containers", e.containers, sizeof e.containers);
-        e.ktok_s = get_num(o, "ktok_s");
-        e.baseline_ktok_s = get_num(o, "baseline_ktok_s");
-        json_decref(o);
         if (n == STATE_HISTORY_MAX) { /* keep the newest */
             memmove(v, v + 1, (n - 1) * sizeof *v);
             n--;

@@ -32,6 +32,16 @@ int state_init(const char *state_dir);
 
 /* Append one entry. -errno. */
 int state_history_append(const char *state_dir, const struct history_entry *e);
+/* The entry as its one JSON line (no newline), malloc'd: what history.jsonl holds and what the
+ * agents keep (drover-agent history add, docs/protocol.md). */
+int state_history_format(const struct history_entry *e, char **ret_line);
+/* One line back into *ret (missing fields empty, numbers -1).  -EINVAL when not a JSON object. */
+int state_history_parse(const char *line, size_t len, struct history_entry *ret);
+/* Add to (*entries, *n) the entries of more that it lacks (same time, job, release and result),
+ * then sort oldest first, keeping the newest STATE_HISTORY_MAX.  *entries is realloc'd (may be
+ * NULL).  Returns how many were added, or -ENOMEM (nothing changed). */
+int state_history_merge(struct history_entry **entries, size_t *n, const struct history_entry *more,
+                        size_t nmore);
 
 /* Read entries (oldest first), only job's if job != NULL.  Lines that do not parse are skipped.
  * *ret_entries malloc'd (free()), possibly NULL with *ret_n == 0 when there is no history. */

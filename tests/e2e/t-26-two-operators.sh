@@ -53,4 +53,15 @@ same_view() {
 	[[ -n $a && $a == "$b" ]]
 }
 check "both operators' status shows the same current and good releases" same_view
+# the history is the fleet's too: each operator's view merges its own records with the agents'
+same_history() {
+	local a b
+	a=$("$E2E_BUILD/drover" -i "$INV" history --job train -o json 2>/dev/null | jq -c '[.history[] | [.time, .release, .result]]')
+	b=$("$E2E_BUILD/drover" -i "$INV_B" history --job train -o json 2>/dev/null | jq -c '[.history[] | [.time, .release, .result]]')
+	printf '    A: %s records, B: %s records\n' "$(echo "$a" | jq length)" "$(echo "$b" | jq length)"
+	[[ -n $a && $a != "[]" && $a == "$b" ]]
+}
+check "both operators' history shows the same records (A's deploys in B's history too)" same_history
+check "B's local history lacks A's records: the agents supplied them" \
+	eval '(( $("$E2E_BUILD/drover" -i "$INV_B" history --job train --local -o json | jq ".history | length") < $("$E2E_BUILD/drover" -i "$INV_B" history --job train -o json 2>/dev/null | jq ".history | length") ))'
 finish

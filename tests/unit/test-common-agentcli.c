@@ -143,6 +143,18 @@ static void test_release_promote_revert_stop(void **state)
     assert_string_equal(opt_val(&p, AGENT_OPT_JOB), "train");
     assert_string_equal(opt_val(&p, AGENT_OPT_RDZV), "5f1c0e2a");
     agent_argv_init(&a);
+    agent_argv_history_add(&a, "train", "{\"v\":1,\"job\":\"train\",\"time\":1}");
+    parse(&a, &p);
+    assert_int_equal(p.verb, AGENT_VERB_HISTORY);
+    assert_int_equal(p.npos, 3);
+    assert_string_equal(p.pos[0], "add");
+    assert_string_equal(p.pos[2], "{\"v\":1,\"job\":\"train\",\"time\":1}");
+    agent_argv_init(&a);
+    agent_argv_history_list(&a, "train");
+    parse(&a, &p);
+    assert_int_equal(p.npos, 2);
+    assert_string_equal(p.pos[1], "train");
+    agent_argv_init(&a);
     agent_argv_start(&a, "train", NULL);
     parse(&a, &p);
     assert_null(opt_val(&p, AGENT_OPT_RDZV));

@@ -243,6 +243,24 @@ static void test_state_dir(void **state)
     assert_string_equal(h[0].reason, "quote \" and newline \n inside");
     assert_true(h[0].ktok_s == 96.5);
     assert_true(h[0].baseline_ktok_s == -1);
+    /* the fleet's history (issue 11): the same record from an agent is not added twice; a
+     * record only an agent has (another operator's) is merged in time order */
+    char *line = NULL;
+    assert_int_equal(state_history_format(&h[0], &line), 0);
+    assert_null(strchr(line, '\n'));
+    struct history_entry from_agent[2];
+    assert_int_equal(state_history_parse(line, strlen(line), &from_agent[0]), 0);
+    free(line);
+    assert_int_equal(state_history_parse("[1]", 3, &from_agent[1]), -EINVAL);
+    from_agent[1] = from_agent[0];
+    from_agent[1].time = 5e8; /* older, another operator's */
+    strcpy(from_agent[1].result, "reverted");
+    assert_int_equal(state_history_merge(&h, &n, from_agent, 2), 1);
+    assert_int_equal(n, 2);
+    assert_string_equal(h[0].result, "reverted");
+    assert_string_equal(h[1].result, "promoted");
+    assert_int_equal(state_history_merge(&h, &n, from_agent, 2), 0); /* again: nothing new */
+    assert_int_equal(n, 2);
     free(h);
     double k = -5;
     char rel[RELEASE_ID_LEN + 1];
