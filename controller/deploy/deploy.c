@@ -132,7 +132,8 @@ static void history_record(struct deploy *d, const char *result, const char *rea
                 missed++;
                 continue;
             }
-            if (pct_run_agent(c, ct, a.argv, d->inv->exec_timeout_s, &res) < 0) {
+            /* short: a record must not hold up a verdict on a host that stopped answering */
+            if (pct_run_agent(c, ct, a.argv, 15, &res) < 0) {
                 if (!missed++)
                     snprintf(first, sizeof first, "%s: %s", ct->label, c->err);
                 continue;
