@@ -1083,7 +1083,7 @@ static int leases_take(struct deploy *d, double ttl)
         exec_result_reason(&res, reason, sizeof reason);
         /* an expired lease of another holder (a controller that died) taken over: said here,
          * journalled by the agent (event lease-takeover) */
-        const char *over = st == 0 && res.out ? strstr(res.out, "taken over by") : NULL;
+        const char *over = st == 0 && res.out ? strstr(res.out, "deploy lease taken over by") : NULL;
         if (over)
             log_warn("%s: %.*s", ct->label, (int)strcspn(over, "\n"), over);
         exec_result_done(&res);
