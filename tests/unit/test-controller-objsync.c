@@ -1,7 +1,10 @@
 /* Unit tests for controller/deploy/objsync.c's fan-out answer (one host shell runs an agent
  * command in each container of the host at once and prints, per container, a header and its
  * output): answers in any order, empty outputs, and every malformed form refused -- a missing
- * or repeated container, lengths past the end, a stray line, a status out of range. */
+ * or repeated container, lengths past the end, a stray line, a status out of range.  And a host
+ * store's GC (run here on a `local = true` host): the kept releases' objects, and those of the
+ * environment they name, stay; an unreferenced object goes unless it is younger than 10 minutes
+ * (an upload in flight); manifests of releases not kept go. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,8 +13,16 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
 
+#include "common/util.h"
 #include "controller/deploy/objsync.h"
+#include "controller/inventory.h"
+#include "controller/transport/fleet.h"
 
 static int parse(const char *text, int n, struct fan_res *fr)
 {
@@ -57,11 +68,110 @@ static void test_fan_parse_refused(void **state)
     assert_int_equal(parse("@@fan 0 0 0 0", 1, fr), -EBADMSG);                      /* no newline */
 }
 
+static char tmpd[256];
+
+static void put(const char *rel, const char *text, bool old)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpd, rel);
+    assert_int_equal(fs_write_atomic(p, text, strlen(text), 0644), 0);
+    if (old) { /* untouched for 20 minutes */
+        struct timeval tv[2];
+        gettimeofday(&tv[0], NULL);
+        tv[0].tv_sec -= 1200;
+        tv[1] = tv[0];
+        assert_int_equal(utimes(p, tv), 0);
+    }
+}
+
+static bool exists(const char *rel)
+{
+    char p[512];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", tmpd, rel);
+    return stat(p, &st) == 0;
+}
+
+static void id(char c, char out[65])
+{
+    memset(out, c, 64);
+    out[64] = '\0';
+}
+
+static void test_host_gc_keeps_ways_back(void **state)
+{
+    (void)state;
+    strcpy(tmpd, "/tmp/drover-objsync-test.XXXXXX");
+    assert_non_null(mkdtemp(tmpd));
+    char text[1024], path[256];
+    snprintf(text, sizeof text, "[drover]\nstaging_dir = %s/st\nstate_dir = %s/state\n[host me]\nlocal = true\n",
+             tmpd, tmpd);
+    struct inventory *inv = NULL;
+    char err[1024] = "";
+    assert_int_equal(inventory_parse(text, strlen(text), "inv.ini", &inv, err, sizeof err), 0);
+    snprintf(path, sizeof path, "%s/st/objects", tmpd);
+    assert_int_equal(fs_mkdir_p(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/st/manifests", tmpd);
+    assert_int_equal(fs_mkdir_p(path, 0755), 0);
+    /* objects: a (current), e (its environment), p (previous), x (nobody's), n (nobody's, young) */
+    char a[65], e[65], p[65], x[65], n[65], cur[65], env[65], prev[65], old[65];
+    id('a', a), id('e', e), id('b', p), id('c', x), id('d', n);
+    id('1', cur), id('2', env), id('3', prev), id('4', old);
+    const char *objs[] = { a, e, p, x };
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "st/objects/%s", objs[i]);
+        put(path, "bytes", true);
+    }
+    snprintf(path, sizeof path, "st/objects/%s", n);
+    put(path, "arriving", false);
+    snprintf(text, sizeof text, "drover-manifest 2\nname cur\nenv %s\nf 0644 5 %s a.py\n", env, a);
+    snprintf(path, sizeof path, "st/manifests/%s", cur);
+    put(path, text, true);
+    snprintf(text, sizeof text, "drover-manifest 2\nname env\nf 0644 5 %s lib/x.py\n", e);
+    snprintf(path, sizeof path, "st/manifests/%s", env);
+    put(path, text, true);
+    snprintf(text, sizeof text, "drover-manifest 2\nname prev\nf 0644 5 %s a.py\n", p);
+    snprintf(path, sizeof path, "st/manifests/%s", prev);
+    put(path, text, true);
+    snprintf(text, sizeof text, "drover-manifest 2\nname old\nf 0644 5 %s a.py\n", x);
+    snprintf(path, sizeof path, "st/manifests/%s", old);
+    put(path, text, true);
+
+    struct fleet f;
+    fleet_init(&f, inv, NULL);
+    const char *keep[] = { cur, NULL, prev, "" };
+    int removed = objsync_gc_host(&f, 0, keep, 4, 0, err, sizeof err);
+    if (removed < 0)
+        fprintf(stderr, "gc: %s\n", err);
+    assert_int_equal(removed, 1);
+    char q[256];
+#define HAS(dir, h) (snprintf(q, sizeof q, "st/%s/%s", dir, h), exists(q))
+    assert_true(HAS("objects", a));  /* current */
+    assert_true(HAS("objects", e));  /* the environment current names */
+    assert_true(HAS("objects", p));  /* previous */
+    assert_false(HAS("objects", x)); /* nobody's */
+    assert_true(HAS("objects", n));  /* nobody's yet, but may be an upload in flight */
+    assert_true(HAS("manifests", cur));
+    assert_true(HAS("manifests", env));
+    assert_true(HAS("manifests", prev));
+    assert_false(HAS("manifests", old));
+    /* keep 0 and nothing protected: everything old goes, the young object stays */
+    const char *none[] = { NULL };
+    assert_int_equal(objsync_gc_host(&f, 0, none, 1, 0, err, sizeof err), 3);
+    assert_false(HAS("objects", a));
+    assert_true(HAS("objects", n));
+#undef HAS
+    fleet_done(&f);
+    inventory_free(inv);
+    assert_int_equal(fs_rm_rf(tmpd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fan_parse_ok),
         cmocka_unit_test(test_fan_parse_refused),
+        cmocka_unit_test(test_host_gc_keeps_ways_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
