@@ -57,8 +57,11 @@ static const char SH_RECV_PACK[] =
  * stdin of each: "none", "file" ($3, relative to the store), or "pack" (a tar of the objects
  * whose sha256s this script reads on its own stdin, made afresh for each container).  Then
  * groups "N ARG1..ARGN", one per container; each group runs as "${K}" ... references expanded
- * by eval in the background shell, so values are never pasted into the script.  Output per
- * container K, in order: "@@fan K STATUS OUTBYTES ERRBYTES\n", stdout, stderr. */
+ * by eval in the background shell, so values are never pasted into the script.  While packs
+ * stream, "@@progress N" (tar checkpoints so far, one per ~10 MB) each time N grows: output the
+ * controller's idle deadline counts as progress, so a long transfer needs no size-scaled total
+ * and a stalled one is caught.  Then per container K, in order: "@@fan K STATUS OUTBYTES
+ * ERRBYTES\n", stdout, stderr. */
 static const char SH_FAN[] =
     "cd \"$1\" || exit 1; mode=$2; src=$3; shift 3\n"
     "mkdir -p packs && t=packs/.fan.$$ && mkdir \"$t\" || exit 1; trap 'rm -rf \"$t\"' EXIT\n"
@@ -68,17 +71,27 @@ static const char SH_FAN[] =
     "  n=$1; shift; c=; i=1\n"
     "  while [ $i -le $n ]; do c=\"$c \\\"\\${$i}\\\"\"; i=$((i+1)); done\n"
     "  case $mode in\n"
-    "  pack) (cd objects && exec tar -c --format=posix -f - -T \"../$t/list\") 2>\"$t/$k.t\" |\n"
-    "        eval \"$c\" >\"$t/$k.o\" 2>\"$t/$k.e\" & ;;\n"
-    "  file) eval \"$c\" <\"$src\" >\"$t/$k.o\" 2>\"$t/$k.e\" & ;;\n"
-    "  *) eval \"$c\" >\"$t/$k.o\" 2>\"$t/$k.e\" & ;;\n"
+    "  pack) { (cd objects && exec tar -c --format=posix --checkpoint=1000 -f - -T \"../$t/list\") 2>\"$t/$k.t\" |\n"
+    "          eval \"$c\" >\"$t/$k.o\" 2>\"$t/$k.e\"; echo $? >\"$t/$k.s\"; } & ;;\n"
+    "  file) { eval \"$c\" <\"$src\" >\"$t/$k.o\" 2>\"$t/$k.e\"; echo $? >\"$t/$k.s\"; } & ;;\n"
+    "  *) { eval \"$c\" >\"$t/$k.o\" 2>\"$t/$k.e\"; echo $? >\"$t/$k.s\"; } & ;;\n"
     "  esac\n"
-    "  eval \"p$k=\\$!\"; shift \"$n\"; k=$((k+1))\n"
+    "  shift \"$n\"; k=$((k+1))\n"
     "done\n"
+    "last=\n"
+    "while [ \"$mode\" = pack ]; do\n"
+    "  j=0; left=0\n"
+    "  while [ $j -lt $k ]; do [ -s \"$t/$j.s\" ] || left=1; j=$((j+1)); done\n"
+    "  [ $left = 1 ] || break\n"
+    "  p=$(cat \"$t\"/*.t 2>/dev/null | wc -l)\n"
+    "  [ \"$p\" = \"$last\" ] || { echo \"@@progress $p\"; last=$p; }\n"
+    "  sleep 0.2\n"
+    "done\n"
+    "wait\n"
     "j=0\n"
     "while [ $j -lt $k ]; do\n"
-    "  eval \"wait \\$p$j\"; s=$?\n"
-    "  [ -s \"$t/$j.t\" ] && cat \"$t/$j.t\" >>\"$t/$j.e\"\n"
+    "  s=$(cat \"$t/$j.s\" 2>/dev/null); s=${s:-255}\n"
+    "  [ -s \"$t/$j.t\" ] && grep -v 'Write checkpoint' \"$t/$j.t\" >>\"$t/$j.e\"\n"
     "  o=$(wc -c <\"$t/$j.o\"); e=$(wc -c <\"$t/$j.e\")\n"
     "  printf '@@fan %d %d %d %d\\n' \"$j\" \"$s\" $o $e\n"
     "  cat \"$t/$j.o\" \"$t/$j.e\"\n"
@@ -399,6 +412,10 @@ int objsync_fan_parse(const char *out, size_t len, int n, struct fan_res *ret)
         line[ll] = '\0';
         int k, st, used = 0;
         unsigned long long ob, eb;
+        if (!strncmp(line, "@@progress ", 11) && line[11] && str_is_digits(line + 11, 20)) {
+            pos += ll + 1; /* liveness while packs stream: nothing to keep */
+            continue;
+        }
         if (sscanf(line, "@@fan %d %d %llu %llu%n", &k, &st, &ob, &eb, &used) != 4 || used != (int)ll || k < 0 ||
             k >= n || ret[k].status != -1 || st < 0 || st > 255)
             return -EBADMSG;
@@ -596,7 +613,10 @@ static int host_round(struct host_job *hj, bool *ret_again)
         agent_argv_release_install(&av[k], cman, nlist ? "-" : NULL, rs->id);
     }
     struct list_src ls = { m, list, nlist };
-    double t = inv->exec_timeout_s + (double)pack_bytes / 10e6 + (double)m->n / 2000;
+    /* The bytes are watched (tar's progress lines keep the idle deadline of conn_send from
+     * firing while they flow); after them the agent links and checks every entry: a total
+     * scaled by the number of entries, not bytes. */
+    double t = inv->exec_timeout_s + (double)m->n / 2000;
     if ((r = host_fan(hj, want, ninst, av, nlist ? FAN_PACK : FAN_NONE, NULL, &ls, t, "release install", &res,
                       fr)) < 0)
         goto out;
@@ -639,7 +659,8 @@ static int host_round(struct host_job *hj, bool *ret_again)
         r = -EBADMSG;
     }
     exec_result_done(&res);
-    log_debug("objsync %s %.12s: installed in %d container(s) in %.2fs", hname, rs->id, ninst, time_mono() - ti);
+    log_debug("objsync %s %.12s: installed %.1f MiB in %d container(s) in %.2fs", hname, rs->id,
+              (double)pack_bytes / 1048576.0, ninst, time_mono() - ti);
 out:
     free(av);
     free(need);

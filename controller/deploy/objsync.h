@@ -49,7 +49,8 @@ int objsync_gc_host(struct fleet *f, int host, const char *const *keep_ids, size
                     char *err, size_t err_sz);
 
 /* The fan-out's answer (one host exec running a command in n containers), parsed: for each
- * container k, "@@fan K STATUS OUTBYTES ERRBYTES\n" then that many bytes of stdout and stderr.
+ * container k, "@@fan K STATUS OUTBYTES ERRBYTES\n" then that many bytes of stdout and stderr;
+ * "@@progress N\n" lines where a header may stand are skipped.
  * ret[k] points into out.  0, or -EBADMSG for anything else (a missing or repeated K, lengths
  * past the end, a stray line). */
 struct fan_res {

@@ -44,6 +44,11 @@ static void test_fan_parse_ok(void **state)
     assert_memory_equal(fr[1].err, "err\n", 4);
     assert_memory_equal(fr[2].out, "0 2\n", 4);
     assert_memory_equal(fr[2].err, "x\n", 2);
+    /* progress lines where a header may stand (while packs stream) are skipped */
+    t = "@@progress 0\n@@progress 12\n@@fan 0 0 3 0\nok\n@@progress 13\n@@fan 1 0 0 0\n";
+    assert_int_equal(parse(t, 2, fr), 0);
+    assert_memory_equal(fr[0].out, "ok\n", 3);
+    assert_int_equal(fr[1].out_len, 0);
     /* an output holding something that looks like a header is data, not a header */
     t = "@@fan 0 0 14 0\n@@fan 1 0 0 0\n@@fan 1 0 0 0\n";
     assert_int_equal(parse(t, 2, fr), 0);
@@ -66,6 +71,8 @@ static void test_fan_parse_refused(void **state)
     assert_int_equal(parse("@@fan 0 0 0 0\nstray\n", 1, fr), -EBADMSG);             /* stray line */
     assert_int_equal(parse("@@fan 0 0 0 0 extra\n", 1, fr), -EBADMSG);
     assert_int_equal(parse("@@fan 0 0 0 0", 1, fr), -EBADMSG);                      /* no newline */
+    assert_int_equal(parse("@@progress \n@@fan 0 0 0 0\n", 1, fr), -EBADMSG);      /* no count */
+    assert_int_equal(parse("@@progress 1x\n@@fan 0 0 0 0\n", 1, fr), -EBADMSG);
 }
 
 static char tmpd[256];
