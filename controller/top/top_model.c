@@ -315,8 +315,9 @@ enum top_state top_rank_state(const struct top_snapshot *s, const struct top_ct 
     }
     if (rank_is_dead(r))
         return TOP_FAILED;
-    if (ct->gang == GANG_REVERTED)
-        return TOP_REVERTED;
+    /* GANG_REVERTED is the container's word (its agent went back to the good release on its
+     * own, see top_ct_state): the ranks of the good release it runs are judged as any others,
+     * so the header's running count and `drover status` agree with the rank rows. */
     if (!r->has_hb || r->phase == HB_PHASE_INIT || ct->gang == GANG_STARTING)
         return TOP_STARTING;
     if (r->phase == HB_PHASE_DONE)
@@ -363,7 +364,7 @@ enum top_state top_ct_state(const struct top_snapshot *s, const struct top_ct *c
             return TOP_STOPPED;
         }
     }
-    enum top_state w = TOP_RUNNING;
+    enum top_state w = ct->gang == GANG_REVERTED ? TOP_REVERTED : TOP_RUNNING;
     for (int k = 0; k < ct->nranks; k++)
         w = worse(w, top_rank_state(s, ct, &ct->ranks[k], now));
     return w;

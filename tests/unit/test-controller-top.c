@@ -217,6 +217,31 @@ static void test_nan_and_slow_are_degraded(void **state)
     assert_true(red_ktok);
 }
 
+/* After an agent's own revert the container says so (red, an alert) while the good release's
+ * ranks it runs again are running: the header counted them as not running and every rank row
+ * read "reverted" while `drover status` said running (newcomer pass after ./demo.sh). */
+static void test_reverted_container_runs_good_ranks(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, GOOD, GOOD, 100);
+    struct top_ct *ct = &f->s.cts[0];
+    make_status(&f->st, ct->node_rank, GOOD, GOOD, GANG_REVERTED, 11, 1000, 3.0);
+    top_ct_update(ct, &f->st, "train", 3, 100);
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[0], 100), TOP_RUNNING);
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[1], 100), TOP_RUNNING);
+    assert_int_equal(top_ct_state(&f->s, ct, 100), TOP_REVERTED);
+    struct top_summary m;
+    top_summarize(&f->s, 100, &m);
+    assert_int_equal(m.ranks_running, 6);
+    assert_int_equal(m.alerts[TOP_REVERTED], 1); /* one container reverted, not its ranks */
+    /* a dead rank still wins over the container's revert */
+    f->st.jobs[0].ranks[1].exit_code = 1;
+    strcpy(f->st.jobs[0].ranks[1].state, "exited");
+    top_ct_update(ct, &f->st, "train", 3, 100);
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[1], 100), TOP_FAILED);
+    assert_int_equal(top_ct_state(&f->s, ct, 100), TOP_FAILED);
+}
+
 static void test_stalled_backoff_failed(void **state)
 {
     struct fx *f = *state;
@@ -528,6 +553,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_running_and_warmup_trend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probation_and_deploy_phase, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nan_and_slow_are_degraded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reverted_container_runs_good_ranks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stalled_backoff_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreachable_keeps_values_dimmed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_sort_filter_fold, setup, teardown),
