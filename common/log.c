@@ -1,6 +1,7 @@
 /* common/log.c: see log.h.  Owns the process-wide log settings; never allocates. */
 #include "common/log.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,24 @@ static const char *log_prog = "drover";
 static enum log_level log_max = LOG_LVL_INFO;
 static int log_journald = -1; /* -1: decide from the environment */
 static int log_colour = -1;
+static pthread_mutex_t log_last_mu = PTHREAD_MUTEX_INITIALIZER;
+static char log_last_err[1024]; /* the last error message, unescaped, without prefix */
+
+void log_last_error(char *out, size_t out_sz)
+{
+    if (!out_sz)
+        return;
+    pthread_mutex_lock(&log_last_mu);
+    snprintf(out, out_sz, "%s", log_last_err);
+    pthread_mutex_unlock(&log_last_mu);
+}
+
+void log_clear_last_error(void)
+{
+    pthread_mutex_lock(&log_last_mu);
+    log_last_err[0] = '\0';
+    pthread_mutex_unlock(&log_last_mu);
+}
 
 void log_init(const char *progname)
 {
@@ -78,6 +97,11 @@ void log_emitv(enum log_level level, const char *file, int line, const char *fmt
         m = 0;
     if ((size_t)m >= sizeof msg)
         m = (int)sizeof msg - 1;
+    if (level == LOG_LVL_ERR) {
+        pthread_mutex_lock(&log_last_mu);
+        snprintf(log_last_err, sizeof log_last_err, "%.*s", m, msg);
+        pthread_mutex_unlock(&log_last_mu);
+    }
     if ((size_t)n < sizeof buf - 64)
         n += (int)strlen(text_escape(msg, (size_t)m, buf + n, sizeof buf - 64 - (size_t)n));
     if ((size_t)n >= sizeof buf - 64)

@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 enum log_level { LOG_LVL_ERR = 3, LOG_LVL_WARN = 4, LOG_LVL_NOTICE = 5, LOG_LVL_INFO = 6, LOG_LVL_DEBUG = 7 };
 
@@ -21,6 +22,11 @@ void log_set_level(enum log_level max_level);
  * JOURNAL_STREAM environment variable is set (systemd sets it for the service's stderr). */
 void log_set_journald(bool on);
 enum log_level log_get_level(void);
+/* The last message logged at error level in this process (unescaped, no "drover: error: "
+ * prefix, cut to 1023 bytes; "" when none since start or the last clear): what a -o json
+ * result document names as its "error" (controller/cmd_result.c). */
+void log_last_error(char *out, size_t out_sz);
+void log_clear_last_error(void);
 
 void log_emit(enum log_level level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

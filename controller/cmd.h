@@ -33,17 +33,19 @@ int cmd_exporter(struct fleet *f, int argc, char **argv);
 /* -o json for verbs that change things (controller/cmd_result.c).  begin() sends stdout to
  * stderr until end(), which restores it and prints the result document (version 1,
  * docs/protocol.md): the exit code, its name and the history records the run appended for the
- * jobs, plus the members of extra (a verb's own: plan's "plans", install's "containers"; end()
- * takes the reference).  end() returns code. */
+ * jobs, why it failed ("error": the last error logged since begin()), plus the members of
+ * extra (a verb's own: plan's "plans", install's "containers"; end() takes the reference).
+ * end() returns code. */
 struct cmd_result {
     double t0;
     int saved_fd;
     struct json_t *extra;
 };
 /* The document end() prints, without printing it (new reference; NULL on allocation failure):
- * what the unit test checks.  records: a JSON array, taken. */
+ * what the unit test checks.  error: why it failed (the message printed on stderr; "error" is
+ * null when code is EXIT_OK or error is NULL or "").  records: a JSON array, taken. */
 struct json_t *cmd_result_doc(const char *kind, const char *const *jobs, int njobs, int code,
-                              struct json_t *records, struct json_t *extra);
+                              const char *error, struct json_t *records, struct json_t *extra);
 struct history_entry;
 typedef struct json_t json_t;
 int cmd_result_begin(struct cmd_result *cr);

@@ -65,6 +65,14 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;
     o.dir = argv[optind];
+    /* -o json from here on: a failure before any host is contacted (a mistyped release
+     * directory) still writes the document, with its "error" */
+    struct cmd_result cr = { .saved_fd = -1 };
+    if (json && cmd_result_begin(&cr) < 0) {
+        log_error("cannot redirect stdout for -o json");
+        return EXIT_FAIL;
+    }
+    int ret;
     /* a mistyped release (or --env) directory is named before any host is contacted: with a dead
      * host in the inventory the user would otherwise wait out a connect timeout first */
     const char *dirs[] = { o.dir, o.env_dir };
@@ -76,7 +84,8 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
         if (rc < 0 || !S_ISDIR(st.st_mode)) {
             log_error("cannot read %s directory '%s': %s", k ? "environment" : "release", dirs[k],
                       rc < 0 ? strerror(errno) : "not a directory");
-            return EXIT_FAIL;
+            ret = EXIT_FAIL;
+            goto out;
         }
     }
     if (all || (plan && !njobs && f->inv->njobs > 1)) {
@@ -85,7 +94,8 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
     }
     if (o.analysis_only && (njobs > 1 || o.dry_run)) {
         log_error("--analysis-only takes one job and no --dry-run");
-        return EXIT_USAGE;
+        ret = EXIT_USAGE;
+        goto out;
     }
     if (!njobs && f->inv->njobs == 1)
         jobs[njobs++] = f->inv->jobs[0].name; /* the one job deploy_run() would pick */
@@ -101,20 +111,15 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
             need[h] |= one[h];
     }
     (void)fleet_connect_all(f, need);
-    struct cmd_result cr = { .saved_fd = -1 };
-    if (json && cmd_result_begin(&cr) < 0) {
-        log_error("cannot redirect stdout for -o json");
-        return EXIT_FAIL;
-    }
     if (json && o.dry_run) /* the plan document: "kind": "plan" with each job's plan */
         o.plan_out = json_array();
-    int ret;
     if (njobs > 1)
         ret = deploy_wave(f, &o, jobs, njobs);
     else {
         o.job = njobs ? jobs[0] : NULL;
         ret = deploy_run(f, &o);
     }
+out:
     if (!json)
         return ret;
     if (o.plan_out)

@@ -19,6 +19,7 @@
 int cmd_result_begin(struct cmd_result *cr)
 {
     cr->t0 = time_wall();
+    log_clear_last_error(); /* the document's "error" is one this run logged */
     fflush(stdout);
     cr->saved_fd = dup(STDOUT_FILENO);
     if (cr->saved_fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
@@ -44,14 +45,17 @@ json_t *cmd_history_entry_json(const struct history_entry *h)
 }
 
 json_t *cmd_result_doc(const char *kind, const char *const *jobs, int njobs, int code,
-                       json_t *records, json_t *extra)
+                       const char *error, json_t *records, json_t *extra)
 {
     json_t *jl = json_array();
     for (int j = 0; j < njobs; j++)
         json_array_append_new(jl, json_string(jobs[j]));
-    json_t *root = json_pack("{s:i,s:s,s:o,s:i,s:s,s:o}", "v", 1, "kind", kind, "jobs", jl,
+    /* a failure says why (the line also printed on stderr); success, or a failure nobody
+     * explained, has null */
+    json_t *err = code != EXIT_OK && error && *error ? json_string(error) : json_null();
+    json_t *root = json_pack("{s:i,s:s,s:o,s:i,s:s,s:o,s:o}", "v", 1, "kind", kind, "jobs", jl,
                              "exit", code, "outcome", drover_exit_name(code) ? drover_exit_name(code) : "unknown",
-                             "records", records);
+                             "error", err, "records", records);
     if (root && extra && json_object_update(root, extra) < 0) {
         json_decref(root);
         root = NULL;
@@ -80,7 +84,16 @@ int cmd_result_end(struct cmd_result *cr, const struct inventory *inv, const cha
                 json_array_append_new(records, cmd_history_entry_json(&h[i]));
         free(h);
     }
-    json_t *root = cmd_result_doc(kind, jobs, njobs, code, records, cr->extra);
+    /* why it failed: the last error this run logged; else the reason of the last record it
+     * appended (a revert's verdict is a record, not an error line) */
+    char error[1024];
+    log_last_error(error, sizeof error);
+    if (!*error && json_array_size(records)) {
+        const char *why = json_string_value(json_object_get(json_array_get(records, json_array_size(records) - 1),
+                                                            "reason"));
+        snprintf(error, sizeof error, "%s", why ? why : "");
+    }
+    json_t *root = cmd_result_doc(kind, jobs, njobs, code, error, records, cr->extra);
     cr->extra = NULL;
     char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(root);
