@@ -102,7 +102,16 @@ FORCE:
 $(patsubst %.c,$(BUILD)/%.o,$(ver_users)): $(BUILD)/version.h
 $(patsubst %.c,$(BUILD)/%.o,$(ver_users)): CFLAGS += -include $(BUILD)/version.h
 
-$(BUILD)/%.o: %.c
+# Every object depends on the flags it was built with: after `make NVCC=`, a plain `make` reused
+# the CPU-only trainer objects and linked a drover-train without its CUDA backend.
+# (Expanded here, once: a target's own CFLAGS, like the version.h users', must not reach it.)
+stamp_flags := $(CC) $(CFLAGS) $(SAN) $(CFLAGS_TRAINER_CUDA) $(NVCC) $(CUDA_ARCH) STATIC_LIBS=$(STATIC_LIBS)
+$(BUILD)/flags.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(stamp_flags)' >$@.tmp; \
+	  cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+
+$(BUILD)/%.o: %.c $(BUILD)/flags.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN) $(if $(filter trainer/%,$<),$(CFLAGS_TRAINER_CUDA)) -MMD -MP -c $< -o $@
 
