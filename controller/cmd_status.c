@@ -41,6 +41,24 @@ static json_t *json_str_or_null(const char *s)
     return s && *s ? json_string(s) : json_null();
 }
 
+double status_rank_ktok(const struct rank_status *rs)
+{
+    if (!rs->has_hb || !isfinite(rs->hb.tok_s) || rs->hb.tok_s <= 0) /* 0: unknown (heartbeat.h) */
+        return NAN;
+    return rs->hb.tok_s / 1000.0;
+}
+
+const char *status_loss_text(const struct rank_status *rs, char *buf, size_t sz)
+{
+    if (rs->has_hb && rs->hb.loss_finite && isfinite(rs->hb.loss))
+        snprintf(buf, sz, "%.4f", rs->hb.loss);
+    else if (rs->has_hb && rs->hb.nonfinite > 0) /* the agent counts these (supervise.c) */
+        snprintf(buf, sz, "NaN");
+    else /* no loss yet (a rank that just started): not the non-finite-loss failure */
+        snprintf(buf, sz, "-");
+    return buf;
+}
+
 /* The heartbeat with its wire names (docs/protocol.md), so scripts read one vocabulary. */
 static json_t *rank_json(const struct rank_status *rs)
 {
@@ -59,7 +77,8 @@ static json_t *rank_json(const struct rank_status *rs)
         json_object_set_new(o, "step", json_integer(hb->step));
         json_object_set_new(o, "loss", hb->loss_finite && isfinite(hb->loss) ? json_real(hb->loss)
                                                                               : json_null());
-        json_object_set_new(o, "ktok_s", json_real(isfinite(hb->tok_s) ? hb->tok_s / 1000.0 : 0));
+        double k = status_rank_ktok(rs);
+        json_object_set_new(o, "ktok_s", isfinite(k) ? json_real(k) : json_null()); /* null: no data */
         json_object_set_new(o, "hb", heartbeat_to_json(hb)); /* wire names: common/heartbeat.c */
     } else {
         json_object_set_new(o, "release", json_null());
@@ -102,11 +121,9 @@ static void print_row(const char *job, const char *ct, int node, const struct jo
             if (rs->hb.release[0])
                 release = rs->hb.release;
             snprintf(step, sizeof step, "%lld", (long long)rs->hb.step);
-            if (rs->hb.loss_finite && isfinite(rs->hb.loss))
-                snprintf(loss, sizeof loss, "%.4f", rs->hb.loss);
-            else
-                snprintf(loss, sizeof loss, "NaN");
-            snprintf(ktok, sizeof ktok, "%.1f", rs->hb.tok_s / 1000.0);
+            (void)status_loss_text(rs, loss, sizeof loss);
+            if (isfinite(status_rank_ktok(rs)))
+                snprintf(ktok, sizeof ktok, "%.1f", status_rank_ktok(rs));
         }
     }
     bool off = target[0] && release[0] && strncmp(release, target, strlen(release)) != 0;
@@ -225,6 +242,7 @@ static int status_once(struct fleet *f, const struct status_opts *o)
         json_t *jo = json_pack("{s:s,s:o,s:[]}", "job", j->name, "target", json_str_or_null(target),
                                "containers");
         double total = 0;
+        int nktok = 0; /* ranks that reported a throughput */
         for (int i = 0; i < j->ncts; i++) {
             const struct inv_ct *ct = &j->cts[i];
             struct fetched *it = &pf.items[nf++];
@@ -298,8 +316,11 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             json_t *ranks = json_array();
             for (int k = 0; k < js->nranks; k++) {
                 json_array_append_new(ranks, rank_json(&js->ranks[k]));
-                if (js->ranks[k].has_hb && isfinite(js->ranks[k].hb.tok_s))
-                    total += js->ranks[k].hb.tok_s / 1000.0;
+                double kt = status_rank_ktok(&js->ranks[k]);
+                if (isfinite(kt)) {
+                    total += kt;
+                    nktok++;
+                }
                 if (!o->json)
                     print_row(j->name, ct->label, i, js, &js->ranks[k], target, o->wide);
             }
@@ -308,7 +329,8 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             json_object_set_new(co, "ranks", ranks);
             json_array_append_new(json_object_get(jo, "containers"), co);
         }
-        json_object_set_new(jo, "ktok_s", json_real(total));
+        /* null when no rank said (every host down, ranks just started): 0.0 read as a stall */
+        json_object_set_new(jo, "ktok_s", nktok ? json_real(total) : json_null());
         json_array_append_new(json_object_get(root, "jobs"), jo);
     }
     if (o->json) {

@@ -1,0 +1,59 @@
+/* Unit tests for controller/cmd_status.c: what `drover status` shows for a rank without data.
+ * A rank that has not stepped yet (right after a switch) showed "NaN" in LOSS, which reads as
+ * the non-finite-loss failure, and -o json said "ktok_s": 0.0 with every host down. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/heartbeat.h"
+#include "common/status.h"
+#include "controller/cmd.h"
+
+static void test_loss_text(void **state)
+{
+    (void)state;
+    struct rank_status rs;
+    char buf[24];
+    memset(&rs, 0, sizeof rs);
+    assert_string_equal(status_loss_text(&rs, buf, sizeof buf), "-"); /* no heartbeat */
+    rs.has_hb = true;
+    heartbeat_init(&rs.hb);
+    rs.hb.loss = NAN; /* started, no step yet */
+    assert_string_equal(status_loss_text(&rs, buf, sizeof buf), "-");
+    rs.hb.nonfinite = 2; /* the failure: NaN */
+    assert_string_equal(status_loss_text(&rs, buf, sizeof buf), "NaN");
+    rs.hb.nonfinite = 0;
+    rs.hb.loss = 3.25;
+    rs.hb.loss_finite = true;
+    assert_string_equal(status_loss_text(&rs, buf, sizeof buf), "3.2500");
+}
+
+static void test_rank_ktok(void **state)
+{
+    (void)state;
+    struct rank_status rs;
+    memset(&rs, 0, sizeof rs);
+    assert_true(isnan(status_rank_ktok(&rs))); /* no heartbeat: no data, not 0 */
+    rs.has_hb = true;
+    heartbeat_init(&rs.hb);
+    rs.hb.tok_s = 0; /* unknown (heartbeat.h) */
+    assert_true(isnan(status_rank_ktok(&rs)));
+    rs.hb.tok_s = NAN;
+    assert_true(isnan(status_rank_ktok(&rs)));
+    rs.hb.tok_s = 41500;
+    assert_true(fabs(status_rank_ktok(&rs) - 41.5) < 1e-9);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_loss_text),
+        cmocka_unit_test(test_rank_ktok),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
