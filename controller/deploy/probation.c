@@ -192,6 +192,18 @@ static void fail(struct probation *p, const char *fmt, ...)
     p->verdict = PROBATION_FAIL;
 }
 
+/* The agent's reason for a restart ends with what it does next ("...; restarting", "...;
+ * restarting promoted release"); a failed probation reverts instead, so the verdict quotes the
+ * reason without that clause.  Copies into buf (cut to sz). */
+static const char *agent_reason_without_plan(const char *reason, char *buf, size_t sz)
+{
+    snprintf(buf, sz, "%s", reason);
+    char *cut = strstr(buf, "; restarting");
+    if (cut && !strchr(cut + 1, ';'))
+        *cut = '\0';
+    return buf;
+}
+
 static bool release_matches(const char *reported, const char *want)
 {
     size_t n = strlen(reported);
@@ -293,9 +305,10 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
         }
     }
     if (!p->recovery && (js->restarts > 0 || js->state == GANG_BACKOFF)) {
+        char why[sizeof js->reason];
         fail(p, "the gang on %s %s (restarts %d): %s", cs->label,
              js->state == GANG_BACKOFF ? "lost a rank and is backing off" : "restarted",
-             js->restarts, js->reason[0] ? js->reason : "no reason given");
+             js->restarts, js->reason[0] ? agent_reason_without_plan(js->reason, why, sizeof why) : "no reason given");
         return;
     }
     /* The agent stopping the watched gang on its own (a liveness trip, non-finite loss, a rank

@@ -209,6 +209,18 @@ static void test_crash(void **state)
     assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
     assert_non_null(strstr(probation_reason(p), "h1:102 restarted (restarts 1)"));
     probation_free(p);
+    /* a crash loop: the agent backs off "...; restarting", but drover reverts: the verdict does
+     * not repeat the agent's plan */
+    p = new_p(100, 2, 1);
+    make_status(st, 1, 1, NEW, 5, 50000, 3.0);
+    st->jobs[0].state = GANG_BACKOFF;
+    strcpy(st->jobs[0].reason, "rank 1 exited with code 1 (1 of 3 in 120 s); restarting");
+    probation_feed(p, 1, st, 3);
+    assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "the gang on h1:102 lost a rank and is backing off (restarts 0): "
+                                             "rank 1 exited with code 1 (1 of 3 in 120 s)");
+    probation_free(p);
+    st->jobs[0].state = GANG_RUNNING;
     /* a gang whose worker finished at once */
     p = new_p(100, 2, 1);
     make_status(st, 0, 1, NEW, 0, 0, 3.0);
