@@ -825,9 +825,15 @@ static int ctx_finish(struct parse_ctx *c)
             for (const char *q = j->gpus; *q; q++)
                 n += *q == ',';
             if (empty || n != j->nproc_per_node) {
+                char like[64] = ""; /* the example fits nproc_per_node: "0", "0,1", ... */
+                size_t len = 0;
+                for (int g = 0; g < j->nproc_per_node && len < sizeof like - 8; g++)
+                    len += (size_t)snprintf(like + len, sizeof like - len, "%s%d", g ? "," : "", g);
+                if (len >= sizeof like - 8 && j->nproc_per_node > 1)
+                    snprintf(like + len, sizeof like - len, ",...");
                 snprintf(c->err, c->err_sz, "%s:%d: [job %s] gpus: '%s' must name one GPU per "
-                         "rank in a container (nproc_per_node = %d), like 0,1", c->path, j->line,
-                         j->name, j->gpus, j->nproc_per_node);
+                         "rank in a container (nproc_per_node = %d), like %s", c->path, j->line,
+                         j->name, j->gpus, j->nproc_per_node, like);
                 return -EINVAL;
             }
         }

@@ -184,6 +184,27 @@ static void test_errors_name_line_and_key(void **state)
                 "gpus = 0\n", "inv.ini:3: [job j] gpus", "nproc_per_node = 2");
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ngpus = 0,,1\n",
                 "[job j] gpus", NULL);
+    /* the example fits nproc_per_node: "like 0,1" for one rank was the very value refused */
+    {
+        static const struct {
+            const char *text, *tail;
+        } like[] = {
+            { "[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ngpus = 0,1\n",
+              "(nproc_per_node = 1), like 0" },
+            { "[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\nnproc_per_node = 3\ngpus = 0\n",
+              "(nproc_per_node = 3), like 0,1,2" },
+        };
+        for (size_t i = 0; i < sizeof like / sizeof like[0]; i++) {
+            struct inventory *inv = NULL;
+            char err[INV_ERR_MAX] = "";
+            assert_int_equal(inventory_parse(like[i].text, strlen(like[i].text), "inv.ini", &inv, err, sizeof err),
+                             -EINVAL);
+            size_t n = strlen(err), t = strlen(like[i].tail);
+            if (n < t || strcmp(err + n - t, like[i].tail) != 0)
+                fprintf(stderr, "message: '%s' (want it to end in '%s')\n", err, like[i].tail);
+            assert_true(n >= t && strcmp(err + n - t, like[i].tail) == 0);
+        }
+    }
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ngrace = 2h\n",
                 "inv.ini:6:", "1s to 1h");
     parse_fails("x = 1\n", "inv.ini:1:", "outside any section");
