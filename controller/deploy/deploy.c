@@ -81,6 +81,7 @@ struct deploy {
     const char *labels[INV_MAX_CTS];
     bool attention[INV_MAX_CTS];      /* survey: the agent marked the job's environment faulty */
     bool has_gang[INV_MAX_CTS];       /* survey: the job has (or is about to restart) a gang there */
+    bool agent_failed;                /* survey: some container was reached, its agent failed */
     char from[INV_MAX_CTS][RELEASE_ID_LEN + 1]; /* survey: the job's current release there */
     char attention_reason[INV_MAX_CTS][256];
 };
@@ -901,6 +902,10 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
         char e[1200];
         int r = fleet_agent_status(d->f, ct, d->st, e, sizeof e);
         if (r < 0) {
+            /* -EIO: connected, and `drover-agent status` failed there (missing, not running);
+             * any other error is the connection's or the container's (fleet.h) */
+            if (r == -EIO && !d->f->conn_err[ct->host])
+                d->agent_failed = true;
             if (!bad)
                 snprintf(err, err_sz, "%s: %s", ct->label, e);
             if (!quiet_errors)
@@ -1212,6 +1217,15 @@ static int check_rollback_target(struct deploy *d, bool force)
     return 0;
 }
 
+void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent_failed, const char *job)
+{
+    if (agent_failed)
+        snprintf(buf, sz, "%s; nothing was pushed or stopped (is the agent installed? drover install "
+                 "--job %s)", err, job);
+    else
+        snprintf(buf, sz, "%s; nothing was pushed or stopped", err);
+}
+
 int deploy_run(struct fleet *f, const struct deploy_opts *o)
 {
     struct deploy d;
@@ -1237,9 +1251,11 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     bool all_current = false;
     if (survey(&d, true, &all_current, err, sizeof err) < 0) {
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
-        if (!f->key_refused)
-            log_error("%s; nothing was pushed or stopped (is the agent installed? drover install "
-                      "--job %s)", err, d.job->name);
+        if (!f->key_refused) {
+            char msg[2400];
+            deploy_unsurveyed_message(msg, sizeof msg, err, d.agent_failed, d.job->name);
+            log_error("%s", msg);
+        }
         goto out;
     }
     if (all_current) {

@@ -44,6 +44,11 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
  * back to the good release and confirms it trains.  Both refuse when J runs its good release. */
 int deploy_decide_held(struct fleet *f, const char *job, bool promote);
 
+/* What a deploy says when it could not ask every container (err: the first failure):
+ * the hint to install the agent only when agent_failed (a container was reached and its
+ * agent failed there), never for a connection that failed (a timeout is not a missing agent). */
+void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent_failed, const char *job);
+
 /* Pick the job: by name, or the only one.  NULL (and a logged error) otherwise. */
 const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *name);
 
