@@ -97,7 +97,10 @@ int cli_main(int argc, char **argv, const char *version)
         const struct verb *hv = vargc > 1 ? verb_find(vargv[1]) : NULL;
         if (hv)
             verb_help(hv, stdout);
-        else
+        else if (vargc > 1) { /* `help nosuch` listed the verbs and exited 0 */
+            log_error("unknown verb '%s' (drover help lists them)", vargv[1]);
+            return EXIT_USAGE;
+        } else
             verbs_usage(stdout);
         return EXIT_OK;
     }

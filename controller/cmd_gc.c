@@ -198,6 +198,10 @@ int cmd_gc(struct fleet *f, int argc, char **argv)
         if (c == 'k' && str_is_digits(optarg, 6))
             keep = atoi(optarg);
         else {
+            char typed[32]; /* name the value refused: `--keep -3` printed only the usage line */
+            if (c == 'k')
+                log_error("%s takes a count from 0 to 999999, not '%s'",
+                          verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg);
             return verb_usage_error(argv[0], NULL);
         }
     }

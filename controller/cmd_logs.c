@@ -73,6 +73,13 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
         else if (c == 'f')
             follow = true;
         else {
+            char typed[32]; /* name the value refused: `--rank -1` printed only the usage line */
+            if (c == 'r')
+                log_error("%s takes a rank from 0 to %d, not '%s'",
+                          verb_opt_typed(argv, optind, optarg, typed, sizeof typed), 1 << 20, optarg);
+            else if (c == 'n')
+                log_error("%s takes a line count from 0 to 1000000, not '%s'",
+                          verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg);
             return verb_usage_error(argv[0], NULL);
         }
     }

@@ -174,6 +174,11 @@ static void test_values_name_the_option_typed(void **state)
     want(err, "-n takes");
     assert_int_equal(drover("status", "--output", "yaml", NULL), 2);
     want(err, "--output takes json or wide, not 'yaml'");
+    /* these printed only the usage line */
+    assert_int_equal(drover("logs", "--rank", "-1", NULL), 2);
+    want(err, "--rank takes a rank from 0 to 1048576, not '-1'");
+    assert_int_equal(drover("gc", "--keep", "-3", NULL), 2);
+    want(err, "--keep takes a count from 0 to 999999, not '-3'");
 
     char buf[32];
     char *a[] = { "top", "--once", "-n", "abc", NULL };
@@ -202,6 +207,10 @@ static void test_version_and_help(void **state)
     want(out, "usage: drover [-i INVENTORY] plan DIR");
     assert_int_equal(drover("deploi", NULL), 2);
     want(err, "unknown verb 'deploi'");
+    assert_int_equal(drover("help", "nosuch", NULL), 2); /* listed the verbs, exit 0 */
+    want(err, "unknown verb 'nosuch'");
+    assert_int_equal(drover("help", NULL), 0);
+    want(out, "usage: drover [-i INVENTORY]");
     assert_int_equal(drover(NULL), 2);
     want(err, "usage: drover [-i INVENTORY]");
 }
