@@ -17,13 +17,19 @@ docs/protocol.md (v1): one JSON object per line on the file descriptor DROVER_HE
     hb.done()
 
 Outside drover (no DROVER_HEARTBEAT_FD) every call does nothing.  No call ever raises into the
-training loop: once the agent's end of the pipe is gone (EPIPE, EBADF), beats are dropped.
+training loop: once the agent's end of the pipe is gone (EPIPE, EBADF), beats are dropped.  A
+call with a bad argument (a step or token count that is not a non-negative integer, an unknown
+phase) is checked before anything changes: it is counted in `invalid`, warned about once per call
+on stderr, sends nothing and leaves every counter as it was.
 """
 
 import contextlib
 import json
 import math
+import numbers
+import operator
 import os
+import sys
 import time
 
 __all__ = ["Heartbeat", "PHASES", "LINE_MAX"]
@@ -40,6 +46,41 @@ def _env_int(env, name, default):
         return default
 
 
+def _count(v):
+    """v as a non-negative int, or None when it is not one (bool, str, None, 2.5, -1, NaN)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, float):
+        if not math.isfinite(v) or not v.is_integer():
+            return None
+        v = int(v)
+    else:
+        try:
+            v = operator.index(v)  # int, numpy integers, integer 0-d tensors
+        except Exception:  # noqa: BLE001 -- any __index__ failure is bad input
+            return None
+    return v if v >= 0 else None
+
+
+_CORE_KEYS = ("v", "rank", "pid", "step", "tokens", "loss", "nonfinite", "tok_s", "step_ms",
+              "phase", "resumed_from", "ckpt_step", "release", "backend")
+
+
+def _bad_extra(extra):
+    """The first bad (key, value) of step()'s keyword numbers, or None when all are sendable."""
+    for k, v in extra.items():
+        if k in _CORE_KEYS:
+            return k, v
+        if v is None or isinstance(v, (bool, str)):
+            continue
+        if isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral):
+            continue
+        if isinstance(v, numbers.Integral):
+            continue
+        return k, v
+    return None
+
+
 class Heartbeat:
     """One rank's heartbeat writer.
 
@@ -50,16 +91,27 @@ class Heartbeat:
     """
 
     def __init__(self, fd=None, env=None, backend="torch", clock=time.monotonic):
+        self.invalid = 0  # calls refused for a bad argument (nothing sent, nothing changed)
+        self._warned = set()
         env = os.environ if env is None else env
         if fd is None:
             raw = env.get("DROVER_HEARTBEAT_FD")
             fd = _env_int(env, "DROVER_HEARTBEAT_FD", -1) if raw else -1
-        self.fd = fd if fd is not None and fd >= 0 else None
+        else:
+            ok = _count(fd)
+            if ok is None and fd != -1:
+                self._bad("Heartbeat", "fd", fd)
+            fd = -1 if ok is None else ok
+        self.fd = fd if fd >= 0 else None
         self.rank = _env_int(env, "RANK", 0)
         self.local_rank = _env_int(env, "LOCAL_RANK", 0)
         self.world_size = _env_int(env, "WORLD_SIZE", 1)
         self.release = env.get("DROVER_RELEASE", "")
-        self.backend = str(backend)[:15]
+        try:
+            self.backend = str(backend)[:15]
+        except Exception:  # noqa: BLE001
+            self.backend = "torch"
+            self._bad("Heartbeat", "backend", "?")
         self.clock = clock
         self.pid = os.getpid()
         self.last_step = 0
@@ -74,6 +126,24 @@ class Heartbeat:
         self.dropped = 0  # lines not written (fd gone, or too long)
         self._t_last = None
 
+    def _bad(self, call, what, value):
+        """A refused call: counted, and said once per call on stderr (never raises)."""
+        self.invalid += 1
+        if call in self._warned:
+            return
+        self._warned.add(call)
+        try:
+            shown = repr(value)[:80]
+        except Exception:  # noqa: BLE001
+            shown = "<unprintable %s>" % type(value).__name__
+        try:
+            sys.stderr.write("drover_heartbeat: %s(): bad %s %s, call ignored (further bad "
+                             "%s() calls are counted in Heartbeat.invalid, not shown)\n"
+                             % (call, what, shown, call))
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001
+            pass
+
     # ---- what a training loop calls ----
 
     @property
@@ -82,7 +152,11 @@ class Heartbeat:
 
     def init(self, resumed_from=-1):
         """Phase init: loading data / model / checkpoint, before the first step."""
-        self.resumed_from = int(resumed_from)
+        r = -1 if resumed_from == -1 else _count(resumed_from)
+        if r is None:
+            self._bad("init", "resumed_from", resumed_from)
+            return
+        self.resumed_from = r
         if self.resumed_from >= 0:
             self.last_step = self.resumed_from
         self.current_phase = "init"
@@ -93,20 +167,31 @@ class Heartbeat:
         """One optimizer step done: step = steps completed (counting from the resumed
         checkpoint's step), loss = this step's loss (a float; NaN/inf allowed), tokens = tokens
         this rank processed in this step.  Extra keyword numbers (mfu, mem_peak) are sent as
-        they are."""
-        now = self.clock()
+        they are.  A bad step, token count or extra value: the call is refused (see _bad)."""
+        s, t = _count(step), _count(tokens)
+        if s is None:
+            self._bad("step", "step", step)
+            return
+        if t is None:
+            self._bad("step", "tokens", tokens)
+            return
+        bad = _bad_extra(extra)
+        if bad is not None:
+            self._bad("step", "extra %s=" % bad[0], bad[1])
+            return
+        step, tokens = s, t
         try:
             loss = float(loss)
-        except (TypeError, ValueError):
+        except Exception:  # noqa: BLE001 -- not a number: sent as null, counted non-finite
             loss = float("nan")
-        tokens = int(tokens)
+        now = self.clock()
         if self._t_last is not None and now > self._t_last:
             dt = now - self._t_last
             self.step_ms = dt * 1000.0
             self.tok_s = tokens / dt
         self._t_last = now
         self.tokens += tokens
-        self.last_step = int(step)
+        self.last_step = step
         if math.isfinite(loss):
             self.loss = loss
             self.nonfinite = 0
@@ -118,15 +203,26 @@ class Heartbeat:
 
     def checkpointed(self, step):
         """A checkpoint of step `step` is on disk."""
-        self.ckpt_step = int(step)
+        s = _count(step)
+        if s is None:
+            self._bad("checkpointed", "step", step)
+            return
+        self.ckpt_step = s
 
     @contextlib.contextmanager
     def phase(self, name):
         """with hb.phase("checkpoint"): save() -- tells the agent a long pause is expected
         (the checkpoint deadline applies instead of the silence one).  Back to the previous
-        phase afterwards."""
-        if name not in PHASES:
-            raise ValueError("phase must be one of %s" % (PHASES,))
+        phase afterwards.  An unknown name (phases: PHASES) is refused: the block runs, nothing
+        is sent and the phase does not change."""
+        try:
+            known = name in PHASES
+        except Exception:  # noqa: BLE001 -- an unhashable/odd object
+            known = False
+        if not known:
+            self._bad("phase", "name", name)
+            yield self
+            return
         before = self.current_phase
         self.current_phase = name
         self._send()
@@ -140,8 +236,12 @@ class Heartbeat:
 
     def error(self, message):
         """Report why this rank is about to exit on an error (phase done + error)."""
+        try:
+            text = str(message)[:150]
+        except Exception:  # noqa: BLE001
+            text = "<unprintable %s>" % type(message).__name__
         self.current_phase = "done"
-        self._send({"error": str(message)[:150]})
+        self._send({"error": text})
 
     def done(self):
         """Clean exit (max steps reached, or stopping after SIGTERM)."""

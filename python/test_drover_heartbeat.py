@@ -3,6 +3,8 @@
 Run by `make unit` (tests/run-unit.sh): python3 -m unittest discover -s python
 """
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -101,9 +103,6 @@ class HeartbeatTest(unittest.TestCase):
         self.assertEqual([x["phase"] for x in lines], ["train", "checkpoint", "train", "train"])
         self.assertEqual(lines[-1]["ckpt_step"], 10)
         self.assertAlmostEqual(lines[-1]["tok_s"], 100.0)
-        with self.assertRaises(ValueError):
-            with self.hb.phase("napping"):
-                pass
 
     def test_phase_restored_on_exception(self):
         self.hb.step(1, 1.0, tokens=1)
@@ -142,6 +141,48 @@ class HeartbeatTest(unittest.TestCase):
         hb.done()
         hb = Heartbeat(env={"DROVER_HEARTBEAT_FD": "garbage"})
         self.assertFalse(hb.enabled)
+
+    def bad_call(self, call):
+        """Runs call(), which must be refused: returns what it wrote on stderr."""
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            call()
+        return err.getvalue()
+
+    def test_bad_step_refused_before_counting(self):
+        self.hb.step(1, 2.0, 5)
+        self.clock.t += 1.0
+        before = read_lines(self.r)
+        self.assertEqual(before[-1]["tokens"], 5)
+        err = self.bad_call(lambda: self.hb.step(1, 2.0, None))
+        self.assertIn("step()", err)
+        self.assertIn("None", err)
+        err = self.bad_call(lambda: self.hb.step("x", 1.0, 5))
+        self.assertEqual(err, "")  # warned once per call
+        self.assertEqual(self.hb.invalid, 2)
+        self.assertEqual(read_lines(self.r), [])  # nothing sent
+        self.assertEqual((self.hb.tokens, self.hb.last_step), (5, 1))
+        self.hb.step(2, 1.5, 3)
+        st = read_lines(self.r)[-1]
+        self.assertEqual(st["tokens"], 8)  # 5 + 3, not 5 + 5 + 3
+        self.assertEqual(st["step"], 2)
+        self.assertAlmostEqual(st["tok_s"], 3.0)  # 3 tokens over the 1 s since step 1
+
+    def test_bad_phase_refused(self):
+        self.hb.step(1, 1.0, 1)
+        read_lines(self.r)
+        ran = []
+
+        def use():
+            with self.hb.phase("ckpt"):
+                ran.append(self.hb.current_phase)
+        err = self.bad_call(use)
+        self.assertIn("phase()", err)
+        self.assertIn("'ckpt'", err)
+        self.assertEqual(ran, ["train"])  # the block ran, the phase did not change
+        self.assertEqual(self.hb.current_phase, "train")
+        self.assertEqual(self.hb.invalid, 1)
+        self.assertEqual(read_lines(self.r), [])
 
     def test_line_limit(self):
         self.hb.step(1, 1.0, tokens=1, note="y" * 2000)
