@@ -257,6 +257,16 @@ static void fill_totals(struct manifest2 *m)
         }
 }
 
+/* A venv (pyvenv.cfg at its top) whose bin/ holds the refused link: `python3 -m venv` without
+ * --copies (or `uv venv`) links bin/python to /usr/bin or ~/.pyenv. */
+static bool is_venv_bin_link(const char *dir, const char *path)
+{
+    char cfg[PATH_MAX];
+    if (strncmp(path, "bin/", 4) != 0 || (size_t)snprintf(cfg, sizeof cfg, "%s/pyvenv.cfg", dir) >= sizeof cfg)
+        return false;
+    return access(cfg, F_OK) == 0;
+}
+
 int manifest2_from_dir(const char *dir, const char *name, struct manifest2 **ret_m)
 {
     struct manifest2 *m = calloc(1, sizeof *m);
@@ -285,6 +295,11 @@ int manifest2_from_dir(const char *dir, const char *name, struct manifest2 **ret
     if (manifest2_check_links(m, &bad) < 0) {
         log_error("release symlink '%s/%s' -> '%s' points outside the release or loops (only relative "
                   "targets that stay inside the release directory are allowed)", dir, bad->path, bad->target);
+        if (is_venv_bin_link(dir, bad->path))
+            log_error("'%s' is a Python venv whose %s links to an interpreter outside it: build the "
+                      "environment with copies, `python3 -m venv --copies %s` (then install into it "
+                      "with pip, or `uv pip install -p %s/bin/python ...`; docs/pytorch.md, section 3)",
+                      dir, bad->path, dir, dir);
         manifest2_free(m);
         return -EINVAL;
     }

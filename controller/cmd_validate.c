@@ -1,8 +1,10 @@
-/* controller/cmd_validate.c: `drover validate [DIR] [--job J]`: the checks that need no host.
+/* controller/cmd_validate.c: `drover validate [DIR [--env ENVDIR]] [--job J]`: the checks that need no host.
  * The inventory was already parsed by main() (any error there exits 2 with file:line); with DIR,
  * the release directory is walked as `deploy` would bundle it (common/manifest2.c's rules: directories,
  * regular files, relative symlinks that stay inside) and each job's command and preflight must be
- * executable files in it.  Connects nowhere; writes nothing.
+ * executable files in it.  With --env, ENVDIR is walked by the same rules (as plan and deploy
+ * walk it) and a command or preflight under `.drover-env/` must be an executable file or a
+ * symlink in it.  Connects nowhere; writes nothing.
  */
 #include <getopt.h>
 #include <string.h>
@@ -17,20 +19,27 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
 {
     static const struct option opts[] = {
         { "job", required_argument, NULL, 'j' },
+        { "env", required_argument, NULL, 'e' },
         { NULL, 0, NULL, 0 },
     };
-    const char *jobname = NULL;
+    const char *jobname = NULL, *envdir = NULL;
     int c;
     optind = 0;
     while ((c = getopt_long(argc, argv, "j:", opts, NULL)) != -1) {
         if (c == 'j')
             jobname = optarg;
+        else if (c == 'e')
+            envdir = optarg;
         else {
             return verb_usage_error(argv[0], NULL);
         }
     }
     if (optind + 1 < argc) {
         return verb_usage_error(argv[0], argv[optind + 1]);
+    }
+    if (envdir && optind == argc) {
+        log_error("--env needs a release directory DIR (the environment goes with a code release)");
+        return verb_usage_error(argv[0], NULL);
     }
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;
@@ -71,6 +80,14 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
         log_error("release directory '%s' cannot be bundled: %s", dir, strerror(-r));
         return EXIT_FAIL;
     }
+    struct manifest2 *em = NULL;
+    if (envdir && (r = manifest2_from_dir(envdir, NULL, &em)) < 0) {
+        log_error("environment directory '%s' cannot be bundled: %s", envdir, strerror(-r));
+        manifest2_free(m);
+        return EXIT_FAIL;
+    }
+    if (em)
+        printf("environment %s: ok (%zu files)\n", envdir, em->nfiles);
     int ret = EXIT_OK;
     for (int j = 0; j < inv->njobs; j++) {
         const struct inv_job *job = &inv->jobs[j];
@@ -80,13 +97,15 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
         const char *what[2] = { "command", "preflight" };
         bool ok = true;
         for (int i = 0; i < 2; i++) {
-            if (!need[i][0] || !strchr(need[i], '/') || need[i][0] == '/' ||
-                !strncmp(need[i], ".drover-env/", 12))
-                continue; /* none, found in the container, or in the environment (as deploy) */
-            const struct m2_entry *mf = manifest2_find(m, need[i]);
+            bool in_env = !strncmp(need[i], ".drover-env/", 12);
+            if (!need[i][0] || !strchr(need[i], '/') || need[i][0] == '/' || (in_env && !em))
+                continue; /* none, found in the container, or in an environment not given */
+            const struct m2_entry *mf = in_env ? manifest2_find(em, need[i] + 12)
+                                               : manifest2_find(m, need[i]);
             if (!mf || mf->type == M2_DIR || (mf->type == M2_FILE && !(mf->mode & 0111))) {
-                log_error("release directory '%s' has no executable '%s' (the %s of [job %s])", dir,
-                          need[i], what[i], job->name);
+                log_error("%s directory '%s' has no executable '%s' (the %s of [job %s])",
+                          in_env ? "environment" : "release", in_env ? envdir : dir,
+                          in_env ? need[i] + 12 : need[i], what[i], job->name);
                 ok = false;
             }
         }
@@ -95,6 +114,7 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
         else
             ret = EXIT_FAIL;
     }
+    manifest2_free(em);
     manifest2_free(m);
     return ret;
 }

@@ -1,11 +1,15 @@
 #!/bin/sh
 # launch.sh: the release's entry point (the job's `command`).  The release names its Python:
 # the first line of the file PYTHON next to this script (an interpreter path, e.g. a venv's
-# /opt/venvs/torch-2.11/bin/python), else python3 from PATH.  Everything else comes from the
+# /opt/venvs/torch-2.11/bin/python; a relative one is taken from here), else the environment
+# deployed with `drover deploy --env` (.drover-env/bin/python), else python3 from PATH.  Everything else comes from the
 # agent's environment (RANK, WORLD_SIZE, ..., DROVER_HEARTBEAT_FD) and config.json.
 here=$(cd "$(dirname "$0")" && pwd)
 py=python3
 if [ -f "$here/PYTHON" ]; then
 	read -r py <"$here/PYTHON" || true
+	case $py in /*) ;; */*) py=$here/$py ;; esac
+elif [ -x "$here/.drover-env/bin/python" ]; then
+	py=$here/.drover-env/bin/python
 fi
 exec "$py" "$here/train.py" --config "$here/config.json" "$@"

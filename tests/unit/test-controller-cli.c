@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -215,6 +216,47 @@ static void test_version_and_help(void **state)
     want(err, "usage: drover [-i INVENTORY]");
 }
 
+static void mkfile(const char *rel, const char *text, mode_t mode)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", tmpd, rel);
+    assert_int_equal(fs_write_atomic(p, text, strlen(text), mode), 0);
+    assert_int_equal(chmod(p, mode), 0);
+}
+
+/* validate --env: the environment is walked by plan's rules (manifest2_from_dir) and a job's
+ * command under .drover-env/ must be an executable in it; a plain venv's bin/python symlink to
+ * the system interpreter is refused, the message suggesting --copies. */
+static void test_validate_env(void **state)
+{
+    (void)state;
+    mkfile("drover.ini",
+           "[host h1]\nlocal = true\n[job train]\ncontainers = h1:101\n"
+           "command = .drover-env/bin/python\narg = train.py\n", 0644);
+    assert_int_equal(fs_mkdir_p("rel", 0755), 0);
+    assert_int_equal(fs_mkdir_p("venv/bin", 0755), 0);
+    mkfile("rel/train.py", "print(1)\n", 0644);
+    mkfile("venv/pyvenv.cfg", "home = /usr/bin\n", 0644);
+    /* --env needs DIR */
+    assert_int_equal(drover("validate", "--env", "venv", NULL), 2);
+    /* no interpreter in the environment: named */
+    assert_int_equal(drover("validate", "rel", "--env", "venv", NULL), 1);
+    want(err, "environment directory 'venv' has no executable 'bin/python' (the command of [job train])");
+    /* a plain venv: bin/python -> /usr/bin/python3 is refused, --copies suggested */
+    assert_int_equal(symlink("/usr/bin/python3", "venv/bin/python"), 0);
+    assert_int_equal(drover("validate", "rel", "--env", "venv", NULL), 1);
+    want(err, "'venv/bin/python' -> '/usr/bin/python3' points outside the release");
+    want(err, "python3 -m venv --copies");
+    /* a --copies venv: ok */
+    assert_int_equal(unlink("venv/bin/python"), 0);
+    mkfile("venv/bin/python", "#!/bin/sh\n", 0755);
+    assert_int_equal(drover("validate", "rel", "--env", "venv", NULL), 0);
+    want(out, "environment venv: ok (2 files)");
+    want(out, "release rel for job train: ok");
+    /* without --env the environment's command is not checked (as before) */
+    assert_int_equal(drover("validate", "rel", NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +264,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rollback_needs_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_values_name_the_option_typed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_and_help, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_validate_env, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
