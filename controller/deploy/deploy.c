@@ -74,6 +74,7 @@ struct deploy {
     char goods[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1];
     bool analysis;                    /* deploy --analysis-only: the good release goes back anyway */
     bool no_confirm;                  /* rollback --now: do not watch the release gone back to */
+    bool stopped_by_operator;         /* Ctrl-C/SIGTERM during probation: no verdict was reached */
     struct sample_set *base;          /* the baseline's samples; NULL when none are known */
     struct agent_status *st;          /* scratch, large */
     struct relsrc rs, env;            /* the release and its environment (manifests v2) */
@@ -803,7 +804,8 @@ static int revert_all(struct deploy *d, const char *reason)
     char msg[700] = "not confirmed (--now): watch it with `drover status`";
     if (!failed && (d->no_confirm || confirm_recovery(d, d->good, msg, sizeof msg) == 0)) {
         printf("reverted job '%s' to %s: %s\n", j->name, ui_short(d->good, sid), msg);
-        history_record(d, d->rollback ? "rollback" : d->analysis ? "analysis" : "reverted", reason, -1);
+        history_record(d, d->rollback ? "rollback" : d->analysis ? "analysis" :
+                       d->stopped_by_operator ? "aborted" : "reverted", reason, -1);
         return EXIT_REVERTED;
     }
     if (failed)
@@ -1342,8 +1344,9 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     if (d.base)
         (void)probation_set_baseline_samples(p, d.base);
     enum probation_verdict v = watch_probation(&d, p);
-    if (interrupted && v == PROBATION_PENDING)
-        snprintf(reason, sizeof reason, "interrupted by the operator");
+    d.stopped_by_operator = interrupted && v == PROBATION_PENDING;
+    if (d.stopped_by_operator)
+        snprintf(reason, sizeof reason, "interrupted by the operator during probation (no verdict)");
     else
         snprintf(reason, sizeof reason, "%s", probation_reason(p));
     if (probation_note(p)[0] && v == PROBATION_PASS)
@@ -1420,13 +1423,21 @@ failed:
         ret = EXIT_ENV_FAULT;
         goto restore;
     }
-    log_error("release %s failed probation: %s", d.sid, reason);
-    printf("%sFAILED%s %s (%s) for job '%s': %s\n", ui_red(stdout), ui_reset(stdout), d.sid, d.name,
-           d.job->name, reason);
+    if (d.stopped_by_operator) {
+        /* No verdict: not a probation failure.  The history row says "aborted".  The agents'
+         * revert still marks the release bad (agent/jobmachine.c run_revert: any unpromoted
+         * release left by a revert); rollback --to ID --force reaches it. */
+        printf("%sINTERRUPTED%s %s (%s) for job '%s': %s; putting the good release back\n",
+               ui_bold(stdout), ui_reset(stdout), d.sid, d.name, d.job->name, reason);
+    } else {
+        log_error("release %s failed probation: %s", d.sid, reason);
+        printf("%sFAILED%s %s (%s) for job '%s': %s\n", ui_red(stdout), ui_reset(stdout), d.sid,
+               d.name, d.job->name, reason);
+    }
     if (!pol->auto_revert) {
         printf("auto_revert is off: %s keeps running; `drover rollback --job %s` returns to %s\n",
                d.sid, d.job->name, d.good[0] ? d.good : "(no good release)");
-        history_record(&d, "failed", reason, -1);
+        history_record(&d, d.stopped_by_operator ? "aborted" : "failed", reason, -1);
         ret = EXIT_NOT_REVERTED;
         goto restore;
     }
