@@ -273,7 +273,9 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     }
     char from[RELEASE_ID_LEN + 1];
     memcpy(from, j->current, sizeof from);
-    bool leaving_bad = strcmp(from, j->good) != 0 && !release_is_promoted(j, from);
+    bool leaving_bad = strcmp(from, j->good) != 0 && !release_is_promoted(j, from) &&
+                      !(rt->next_no_mark && !automatic);
+    rt->next_no_mark = false;
     switch_to(j, j->good, out);
     j->restarts = 0;
     rt->ncrash = 0;
@@ -517,6 +519,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         }
         fx_simple(out, JM_FX_WAIT);
         rt->next = JM_NEXT_NONE; /* cancels a pending restart */
+        rt->next_no_mark = ev->value != 0;
         request(p, j, rt, JM_NEXT_REVERT, ev->text && ev->text[0] ? ev->text : "requested", ev->now, out);
         return;
     case JM_EV_STOP:

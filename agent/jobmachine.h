@@ -91,6 +91,7 @@ struct jm_rt {
     struct job_spec next_spec;    /* JM_NEXT_ACTIVATE: owned */
     double next_probation_s;
     char next_reason[256];
+    bool next_no_mark;            /* JM_NEXT_REVERT: the release left reached no verdict */
     enum jm_start starting;       /* a START_GANG effect is out: what its result means */
     enum gang_state start_state;  /* state once it started */
     char start_reason[JM_TEXT_MAX];
@@ -109,7 +110,8 @@ bool jm_busy(const struct jm_rt *rt);
 enum jm_ev {
     JM_EV_ACTIVATE,     /* spec (release in the store, command checked), value = probation_s */
     JM_EV_PROMOTE,      /* release, value = Ktok/s */
-    JM_EV_REVERT,       /* text = reason (may be "") */
+    JM_EV_REVERT,       /* text = reason (may be ""); value 1: the release left reached no
+                           verdict (operator's Ctrl-C, a passed analysis): not marked bad */
     JM_EV_STOP,
     JM_EV_START,        /* text = a new rendezvous generation ("" keep): start the current release
                            again with its recorded spec (the controller's aborted switch).  While a

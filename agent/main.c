@@ -53,6 +53,7 @@ struct cli {
     char id[RELEASE_ID_LEN + 1];
     char reason[256];
     bool json, detach;
+    bool no_mark; /* revert --no-mark */
     bool metrics; /* the metrics verb: status as Prometheus text */
     double timeout_s, interval_s, probation_s, ktok_s;
     int64_t count, since;
@@ -86,7 +87,7 @@ static void usage(FILE *f)
             "           [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  promote ID --job J [--ktok-s X] [--samples JSON]\n"
             "  baseline --job J             the promoted release's samples (kept by promote --samples)\n"
-            "  revert --job J [--reason TEXT]\n"
+            "  revert --job J [--reason TEXT] [--no-mark]\n"
             "  stop --job J | start --job J [--rdzv G]\n"
             "  status [--json] | watch [--json] [--interval S] [--count N]\n"
             "  metrics                      status as Prometheus text (node_exporter textfile collector)\n"
@@ -167,6 +168,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_ID: bad = str_copy(c->id, sizeof c->id, a) < 0; break;
         case AGENT_OPT_JSON: c->json = true; break;
         case AGENT_OPT_DETACH: c->detach = true; break;
+        case AGENT_OPT_NO_MARK: c->no_mark = true; break;
         case AGENT_OPT_TIMEOUT: bad = parse_num(a, 0.1, 86400, &c->timeout_s) < 0; break;
         case AGENT_OPT_INTERVAL: bad = parse_num(a, 0.05, 3600, &c->interval_s) < 0; break;
         case AGENT_OPT_COUNT: bad = parse_num(a, 0, 1e12, &x) < 0; c->count = (int64_t)x; break;
@@ -900,6 +902,7 @@ static int cmd_job_verb(struct cli *c, enum rpc_op op)
     }
     q.ktok_s = c->ktok_s;
     (void)str_copy(q.reason, sizeof q.reason, c->reason);
+    q.no_mark = c->no_mark;
     if (op == RPC_START)
         (void)str_copy(q.rdzv, sizeof q.rdzv, c->spec.rdzv);
     code = call_daemon(c, &q, false, NULL);

@@ -78,6 +78,12 @@ int rpc_parse_request(const char *text, size_t len, struct rpc_request *ret)
             goto out;
         (void)str_copy(q.reason, sizeof q.reason, json_string_value(reason));
     }
+    json_t *no_mark = json_object_get(o, "no_mark");
+    if (no_mark) {
+        if (!json_is_boolean(no_mark))
+            goto out;
+        q.no_mark = json_is_true(no_mark);
+    }
     if (jf_str(o, "rdzv", q.rdzv, sizeof q.rdzv, false) < 0 || (q.rdzv[0] && !spec_rdzv_ok(q.rdzv)))
         goto out;
     if (jf_num_in(o, "probation_s", 0, 86400 * 30, &q.probation_s) < 0 ||
@@ -149,6 +155,8 @@ int rpc_format_request(const struct rpc_request *q, char **ret_text)
         /* an operator's reason may be cut mid-character or not be UTF-8: escaped, not lost */
         bad |= json_object_set_new(o, "reason",
                                    json_string(text_json_safe(q->reason, reason, sizeof reason)));
+        if (q->op == RPC_REVERT && q->no_mark)
+            bad |= json_object_set_new(o, "no_mark", json_true());
         break;
     case RPC_START:
         if (q->rdzv[0])

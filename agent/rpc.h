@@ -36,6 +36,7 @@ struct rpc_request {
     double probation_s;        /* activate: 0 none */
     double ktok_s;             /* promote */
     char reason[256];          /* revert */
+    bool no_mark;              /* revert: leave the current release unmarked (no verdict) */
     char rdzv[SPEC_RDZV_MAX];  /* start: the new rendezvous generation, "" = keep */
     double interval_s;         /* watch: 0.05 .. 3600 */
     int64_t count;             /* watch: 0 forever */

@@ -54,6 +54,7 @@ int agent_verb_parse(const char *s)
     X(AGENT_OPT_ID, "id", required_argument)                      \
     X(AGENT_OPT_JSON, "json", no_argument)                        \
     X(AGENT_OPT_DETACH, "detach", no_argument)                    \
+    X(AGENT_OPT_NO_MARK, "no-mark", no_argument)                  \
     X(AGENT_OPT_TIMEOUT, "timeout", required_argument)            \
     X(AGENT_OPT_INTERVAL, "interval", required_argument)          \
     X(AGENT_OPT_COUNT, "count", required_argument)                \
@@ -279,12 +280,14 @@ void agent_argv_start(struct agent_argv *a, const char *job, const char *rdzv)
         add_opt(a, AGENT_OPT_RDZV, rdzv);
 }
 
-void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason)
+void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason, bool no_mark)
 {
     add_verb(a, AGENT_VERB_REVERT);
     add_opt(a, AGENT_OPT_JOB, job);
     if (reason)
         add_opt(a, AGENT_OPT_REASON, reason);
+    if (no_mark)
+        add_opt(a, AGENT_OPT_NO_MARK, NULL);
 }
 
 void agent_argv_promote(struct agent_argv *a, const char *id, const char *job, double ktok_s)

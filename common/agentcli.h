@@ -90,7 +90,7 @@ enum agent_opt {
     AGENT_OPT_CRASH_WINDOW, AGENT_OPT_MAX_ROLLBACKS, AGENT_OPT_BACKOFF_INITIAL,
     AGENT_OPT_BACKOFF_MAX, AGENT_OPT_FIRST_STEP_DEADLINE, AGENT_OPT_SILENCE_DEADLINE,
     AGENT_OPT_STALL_DEADLINE, AGENT_OPT_CHECKPOINT_DEADLINE, AGENT_OPT_SAMPLES,
-    AGENT_OPT_HOST_DRIVER, AGENT_OPT_CUDA, AGENT_OPT_GPU_MEM, AGENT_OPT_RDZV,
+    AGENT_OPT_HOST_DRIVER, AGENT_OPT_CUDA, AGENT_OPT_GPU_MEM, AGENT_OPT_RDZV, AGENT_OPT_NO_MARK,
     AGENT_OPT_END
 };
 
@@ -140,7 +140,9 @@ void agent_argv_history_list(struct agent_argv *a, const char *job);
 void agent_argv_start(struct agent_argv *a, const char *job, const char *rdzv);
 /* lease take JOB HOLDER TTL_S (ttl != 0) or lease release JOB HOLDER (ttl == 0) */
 void agent_argv_lease(struct agent_argv *a, const char *job, const char *holder, double ttl_s);
-void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason);
+/* no_mark: the release left behind reached no verdict (operator's Ctrl-C during probation, an
+ * analysis that passed): it is not marked bad (docs/agent.md, "Bad marks"). */
+void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason, bool no_mark);
 /* promote ID --job J [--ktok-s X]: X printed with 3 decimals, left out when ktok_s <= 0. */
 void agent_argv_promote(struct agent_argv *a, const char *id, const char *job, double ktok_s);
 /* --samples JSON after promote: the baseline sample set (common/samples.h) the agent keeps. */

@@ -75,6 +75,8 @@ struct deploy {
     bool analysis;                    /* deploy --analysis-only: the good release goes back anyway */
     bool no_confirm;                  /* rollback --now: do not watch the release gone back to */
     bool stopped_by_operator;         /* Ctrl-C/SIGTERM during probation: no verdict was reached */
+    bool no_bad_mark;                 /* revert_all: the release reached no failing verdict (Ctrl-C,
+                                         an analysis that passed): the agents do not mark it bad */
     struct sample_set *base;          /* the baseline's samples; NULL when none are known */
     struct agent_status *st;          /* scratch, large */
     struct relsrc rs, env;            /* the release and its environment (manifests v2) */
@@ -791,7 +793,7 @@ static int revert_all(struct deploy *d, const char *reason)
     snprintf(why, sizeof why, "drover: %s", reason);
     struct agent_argv args;
     agent_argv_init(&args);
-    agent_argv_revert(&args, j->name, why);
+    agent_argv_revert(&args, j->name, why, d->no_bad_mark);
     int failed = 0;
     for (int i = 0; i < j->ncts; i++) {
         char err[1024];
@@ -1356,6 +1358,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
                d.job->name, interrupted && v == PROBATION_PENDING ? "interrupted" : probation_verdict_name(v),
                reason);
         probation_free(p);
+        d.no_bad_mark = v == PROBATION_PASS || d.stopped_by_operator;
         int r = revert_all(&d, reason);
         if (r == EXIT_REVERTED)
             ret = v == PROBATION_PASS ? EXIT_OK : EXIT_REVERTED;
@@ -1424,9 +1427,9 @@ failed:
         goto restore;
     }
     if (d.stopped_by_operator) {
-        /* No verdict: not a probation failure.  The history row says "aborted".  The agents'
-         * revert still marks the release bad (agent/jobmachine.c run_revert: any unpromoted
-         * release left by a revert); rollback --to ID --force reaches it. */
+        /* No verdict: not a probation failure.  The history row says "aborted", and the
+         * agents' revert leaves the release unmarked (revert --no-mark): a later rollback or
+         * deploy may choose it without --force. */
         printf("%sINTERRUPTED%s %s (%s) for job '%s': %s; putting the good release back\n",
                ui_bold(stdout), ui_reset(stdout), d.sid, d.name, d.job->name, reason);
     } else {
@@ -1441,6 +1444,7 @@ failed:
         ret = EXIT_NOT_REVERTED;
         goto restore;
     }
+    d.no_bad_mark = d.stopped_by_operator;
     ret = revert_all(&d, reason);
 restore:
     sigaction(SIGINT, &old_int, NULL);

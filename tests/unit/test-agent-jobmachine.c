@@ -304,6 +304,27 @@ static void test_hung(void **state)
     world_done(&w);
 }
 
+/* The controller's revert after an operator's Ctrl-C during probation (value 1, --no-mark):
+ * B reached no verdict and stays a rollback target; the same revert without it marks B bad. */
+static void test_revert_no_mark(void **state)
+{
+    (void)state;
+    for (int mark = 0; mark < 2; mark++) {
+        struct world w;
+        world_init(&w);
+        RUN(&w, good_a);
+        RUN(&w, then_b);
+        const struct row rows[] = {
+            {JM_EV_REVERT, 20, NULL, mark ? 0 : 1, 0, 0, 0, "drover: interrupted", "wait stop-gang save", ANY, NULL},
+            {JM_EV_GANG_GONE, 21, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "drover: interrupted"},
+        };
+        RUN(&w, rows);
+        assert_string_equal(w.j->current, A);
+        assert_true(state_is_bad(w.j, B) == (mark == 1));
+        world_done(&w);
+    }
+}
+
 /* A release whose gang cannot start: the activate fails (exit 6) and the job goes back to good
  * at once; a revert whose start fails leaves the job failed. */
 static void test_start_failures(void **state)
@@ -494,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_probation_deadline),
         cmocka_unit_test(test_diverged),
         cmocka_unit_test(test_hung),
+        cmocka_unit_test(test_revert_no_mark),
         cmocka_unit_test(test_start_failures),
         cmocka_unit_test(test_requests),
         cmocka_unit_test(test_switch_stop_then_start),

@@ -123,6 +123,17 @@ static void test_rpc_parse_errors(void **state)
     assert_non_null(strstr(fmt, "\"rdzv\":\"g-7\""));
     free(fmt);
     rpc_request_done(&q);
+    /* revert --no-mark (an operator's Ctrl-C): a boolean, carried both ways, absent = false */
+    assert_int_equal(parse("{\"v\":1,\"op\":\"revert\",\"job\":\"t\",\"no_mark\":1}", &q), -EINVAL);
+    assert_int_equal(parse("{\"v\":1,\"op\":\"revert\",\"job\":\"t\"}", &q), 0);
+    assert_false(q.no_mark);
+    rpc_request_done(&q);
+    assert_int_equal(parse("{\"v\":1,\"op\":\"revert\",\"job\":\"t\",\"no_mark\":true}", &q), 0);
+    assert_true(q.no_mark);
+    assert_int_equal(rpc_format_request(&q, &fmt), 0);
+    assert_non_null(strstr(fmt, "\"no_mark\":true"));
+    free(fmt);
+    rpc_request_done(&q);
     /* the client side: nobody listening */
     assert_int_equal(rpc_call("/tmp/drover-no-such-socket", "{}", NULL, NULL), -ENOENT);
 }

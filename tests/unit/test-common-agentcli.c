@@ -125,10 +125,17 @@ static void test_release_promote_revert_stop(void **state)
     assert_null(opt_val(&p, AGENT_OPT_KTOK)); /* unknown throughput: left out */
 
     agent_argv_init(&a);
-    agent_argv_revert(&a, "train", "drover: crash");
+    agent_argv_revert(&a, "train", "drover: crash", false);
     parse(&a, &p);
     assert_int_equal(p.verb, AGENT_VERB_REVERT);
     assert_string_equal(opt_val(&p, AGENT_OPT_REASON), "drover: crash");
+    assert_null(opt_val(&p, AGENT_OPT_NO_MARK));
+
+    agent_argv_init(&a);
+    agent_argv_revert(&a, "train", "drover: interrupted", true); /* Ctrl-C during probation */
+    parse(&a, &p);
+    assert_int_equal(p.verb, AGENT_VERB_REVERT);
+    assert_non_null(opt_val(&p, AGENT_OPT_NO_MARK));
 
     agent_argv_init(&a);
     agent_argv_stop(&a, "train");
