@@ -130,6 +130,7 @@ void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char 
             r->resumed_from = hb->resumed_from;
             r->loss = hb->loss;
             r->loss_finite = hb->loss_finite && isfinite(hb->loss);
+            r->loss_nan = !r->loss_finite && hb->nonfinite > 0;
             r->ktok = isfinite(hb->tok_s) && hb->tok_s > 0 ? hb->tok_s / 1000.0 : 0;
             r->step_s = isfinite(hb->step_ms) && hb->step_ms > 0 ? hb->step_ms / 1000.0 : 0;
             r->phase = hb->phase;
@@ -331,7 +332,7 @@ enum top_state top_rank_state(const struct top_snapshot *s, const struct top_ct 
         return TOP_SILENT;
     if (strcmp(r->pstate, "checkpointing") == 0)
         return TOP_CHECKPOINTING;
-    if (!r->loss_finite || top_rank_is_slow(s, ct, r))
+    if (r->loss_nan || top_rank_is_slow(s, ct, r))
         return TOP_DEGRADED;
     if (!ct->good[0] || strcmp(ct->current, ct->good) != 0)
         return TOP_PROBATION;

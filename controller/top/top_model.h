@@ -63,6 +63,8 @@ struct top_rank {
     int64_t resumed_from;
     double loss;
     bool loss_finite;
+    bool loss_nan;         /* the agent counted non-finite steps (heartbeat nonfinite > 0); a rank
+                              with no loss yet is neither finite nor NaN: its LOSS shows '-' */
     double ktok;           /* this rank's Ktok/s (heartbeat tok_s / 1000) */
     double step_s;         /* last step's wall time, s; 0 unknown */
     enum hb_phase phase;

@@ -202,10 +202,11 @@ static void fill_rank(struct top_row *row, const struct top_snapshot *s, const s
         cellf(row, TOP_COL_STEP, "%lld", (long long)r->step);
         if (r->loss_finite)
             cellf(row, TOP_COL_LOSS, "%.3f", r->loss);
-        else {
+        else if (r->loss_nan) {
             cellf(row, TOP_COL_LOSS, "NaN");
             row->attr[TOP_COL_LOSS] |= TOP_A_RED | TOP_A_BOLD;
-        }
+        } else
+            cellf(row, TOP_COL_LOSS, "-"); /* no loss yet, as `drover status` says */
         cellf(row, TOP_COL_KTOK, "%.1f", r->ktok);
         if (top_rank_is_slow(s, ct, r))
             row->attr[TOP_COL_KTOK] |= TOP_A_RED | TOP_A_BOLD;
@@ -251,7 +252,7 @@ static void fill_ct(struct top_row *row, const struct top_snapshot *s, const str
             if (r->loss_finite) {
                 loss += r->loss;
                 nloss++;
-            } else
+            } else if (r->loss_nan)
                 nan = true;
             training = training || r->phase == HB_PHASE_TRAIN;
         }
@@ -275,8 +276,10 @@ static void fill_ct(struct top_row *row, const struct top_snapshot *s, const str
         if (nan) {
             cellf(row, TOP_COL_LOSS, "NaN");
             row->attr[TOP_COL_LOSS] |= TOP_A_RED | TOP_A_BOLD;
-        } else
+        } else if (nloss)
             cellf(row, TOP_COL_LOSS, "%.3f", loss / nloss);
+        else
+            cellf(row, TOP_COL_LOSS, "-");
         cellf(row, TOP_COL_KTOK, ktok >= 1000 ? "%.0f" : "%.1f", ktok);
         double t = top_slow_threshold(j, ct->nranks);
         bool warm = true;
@@ -649,7 +652,7 @@ void top_summarize(const struct top_snapshot *s, double now, struct top_summary 
                 m.ranks_running++;
             if (r->has_hb) {
                 m.ktok += r->ktok;
-                if (!r->loss_finite)
+                if (r->loss_nan)
                     m.nan_ranks++;
                 if (r->gpu.valid && r->phase == HB_PHASE_TRAIN && r->gpu.util < TOP_GPU_LOW)
                     m.gpu_low++;

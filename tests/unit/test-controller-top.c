@@ -68,6 +68,7 @@ static void make_status(struct agent_status *st, int node, const char *current, 
         rs->hb.step = step;
         rs->hb.loss = loss;
         rs->hb.loss_finite = isfinite(loss);
+        rs->hb.nonfinite = isfinite(loss) ? 0 : 1; /* the agent counts non-finite steps */
         rs->hb.tok_s = tok_s;
         rs->hb.step_ms = 100;
         rs->hb.phase = HB_PHASE_TRAIN;
@@ -240,6 +241,44 @@ static void test_reverted_container_runs_good_ranks(void **state)
     top_ct_update(ct, &f->st, "train", 3, 100);
     assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[1], 100), TOP_FAILED);
     assert_int_equal(top_ct_state(&f->s, ct, 100), TOP_FAILED);
+}
+
+/* A rank that has not reported a loss yet (loss null, nothing counted non-finite: right after a
+ * switch) is not the non-finite-loss failure: LOSS '-', not degraded, no NaN alert; `drover
+ * status` says the same (newcomer pass: NaN there read as divergence). */
+static void test_no_loss_yet_is_not_nan(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, GOOD, GOOD, 100);
+    struct top_ct *ct = &f->s.cts[1];
+    make_status(&f->st, ct->node_rank, GOOD, GOOD, GANG_RUNNING, 11, 1000, NAN);
+    for (int k = 0; k < 2; k++)
+        f->st.jobs[0].ranks[k].hb.nonfinite = 0;
+    top_ct_update(ct, &f->st, "train", 3, 100);
+    assert_false(ct->ranks[0].loss_finite);
+    assert_false(ct->ranks[0].loss_nan);
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[0], 100), TOP_RUNNING);
+    struct top_summary m;
+    top_summarize(&f->s, 100, &m);
+    assert_int_equal(m.nan_ranks, 0);
+    struct top_view v = { .ascii = true, .trend_width = 8 };
+    struct top_row rows[32];
+    int n = top_build_rows(&f->s, f->inv, &v, 100, rows, 32);
+    int seen = 0;
+    for (int i = 0; i < n; i++)
+        if (rows[i].ct == 1 && (rows[i].level == TOP_L_RANK || rows[i].level == TOP_L_CT)) {
+            assert_string_equal(rows[i].cell[TOP_COL_LOSS], "-");
+            assert_false(rows[i].attr[TOP_COL_LOSS] & TOP_A_RED);
+            seen++;
+        }
+    assert_int_equal(seen, 3); /* the container's row and its two ranks */
+    /* counted non-finite: NaN, red, degraded, alert */
+    make_status(&f->st, ct->node_rank, GOOD, GOOD, GANG_RUNNING, 12, 1000, NAN);
+    top_ct_update(ct, &f->st, "train", 3, 100);
+    assert_true(ct->ranks[0].loss_nan);
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[0], 100), TOP_DEGRADED);
+    top_summarize(&f->s, 100, &m);
+    assert_int_equal(m.nan_ranks, 2);
 }
 
 static void test_stalled_backoff_failed(void **state)
@@ -554,6 +593,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_probation_and_deploy_phase, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nan_and_slow_are_degraded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reverted_container_runs_good_ranks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_loss_yet_is_not_nan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stalled_backoff_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreachable_keeps_values_dimmed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_sort_filter_fold, setup, teardown),
