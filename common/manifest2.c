@@ -79,6 +79,18 @@ const struct m2_entry *manifest2_find(const struct manifest2 *m, const char *pat
     return bsearch(&key, m->e, m->n, sizeof *m->e, entry_cmp);
 }
 
+const char *manifest2_exec_problem(const struct manifest2 *m, const char *path)
+{
+    const struct m2_entry *f = manifest2_find(m, path);
+    if (!f)
+        return "is missing";
+    if (f->type == M2_DIR)
+        return "is a directory";
+    if (f->type == M2_FILE && !(f->mode & 0111))
+        return "is not executable";
+    return NULL;
+}
+
 /* Resolve `target` (relative to the directory of `from`) inside the release, following the
  * manifest's own symlinks.  Components are pushed on a stack of lengths into buf; ".." above the
  * root fails.  depth counts symlinks followed. */

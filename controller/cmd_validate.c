@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/manifest2.h"
 #include "controller/cmd.h"
+#include "controller/deploy/objsync.h"
 #include "controller/verbs.h"
 #include "controller/transport/ssh.h"
 
@@ -77,12 +78,12 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
     struct manifest2 *m = NULL;
     int r = manifest2_from_dir(dir, NULL, &m);
     if (r < 0) {
-        log_error("release directory '%s' cannot be bundled: %s", dir, strerror(-r));
+        release_read_error("release", dir, r);
         return EXIT_FAIL;
     }
     struct manifest2 *em = NULL;
     if (envdir && (r = manifest2_from_dir(envdir, NULL, &em)) < 0) {
-        log_error("environment directory '%s' cannot be bundled: %s", envdir, strerror(-r));
+        release_read_error("environment", envdir, r);
         manifest2_free(m);
         return EXIT_FAIL;
     }
@@ -100,12 +101,11 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
             bool in_env = !strncmp(need[i], ".drover-env/", 12);
             if (!need[i][0] || !strchr(need[i], '/') || need[i][0] == '/' || (in_env && !em))
                 continue; /* none, found in the container, or in an environment not given */
-            const struct m2_entry *mf = in_env ? manifest2_find(em, need[i] + 12)
-                                               : manifest2_find(m, need[i]);
-            if (!mf || mf->type == M2_DIR || (mf->type == M2_FILE && !(mf->mode & 0111))) {
-                log_error("%s directory '%s' has no executable '%s' (the %s of [job %s])",
-                          in_env ? "environment" : "release", in_env ? envdir : dir,
-                          in_env ? need[i] + 12 : need[i], what[i], job->name);
+            const char *why = in_env ? manifest2_exec_problem(em, need[i] + 12)
+                                     : manifest2_exec_problem(m, need[i]);
+            if (why) {
+                release_exec_error(in_env ? "environment" : "release", in_env ? envdir : dir,
+                                   in_env ? need[i] + 12 : need[i], why, what[i], job->name);
                 ok = false;
             }
         }

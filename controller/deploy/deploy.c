@@ -208,7 +208,7 @@ static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir)
     (void)fs_mkdir_p(mdir, 0700);
     if (env_dir) {
         if ((r = relsrc_load(env_dir, NULL, &d->env)) < 0) {
-            log_error("cannot read environment directory '%s': %s", env_dir, strerror(-r));
+            release_read_error("environment", env_dir, r);
             return r;
         }
         d->has_env = true;
@@ -216,9 +216,7 @@ static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir)
                 d->env.m->nfiles, (double)d->env.m->file_bytes / 1048576.0);
     }
     if ((r = relsrc_load(dir, d->has_env ? d->env.id : NULL, &d->rs)) < 0) {
-        log_error("cannot read release directory '%s': %s%s", dir, strerror(-r),
-                  r == -EINVAL ? " (a release holds directories, regular files and relative symlinks that stay inside it: "
-                                 "replace or remove the file named above)" : "");
+        release_read_error("release", dir, r);
         return r;
     }
     d->has_rs = true;
@@ -231,14 +229,9 @@ static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir)
     for (int i = 0; i < 2; i++) {
         if (!need[i][0] || !strchr(need[i], '/') || !strncmp(need[i], ".drover-env/", 12))
             continue; /* none, looked up in the container's PATH, or in the environment */
-        const char *rel = need[i];
-        while (!strncmp(rel, "./", 2)) /* ./launch.sh: in the release dir, the manifest says launch.sh */
-            rel += 2;
-        const struct m2_entry *f = manifest2_find(d->rs.m, rel);
-        if (!f || (f->type == M2_FILE && !(f->mode & 0111)) || f->type == M2_DIR) {
-            log_error("release directory '%s' has no executable '%s' (the job's %s, [job %s] in the "
-                      "inventory): add it to the release, or fix the inventory",
-                      dir, need[i], what[i], d->job->name);
+        const char *why = manifest2_exec_problem(d->rs.m, need[i]);
+        if (why) {
+            release_exec_error("release", dir, need[i], why, what[i], d->job->name);
             return -ENOENT;
         }
     }

@@ -132,6 +132,27 @@ int relsrc_load(const char *dir, const char *env_id, struct relsrc *ret)
     return 0;
 }
 
+void release_read_error(const char *kind, const char *dir, int r)
+{
+    log_error("cannot read %s directory '%s': %s%s", kind, dir, strerror(-r),
+              r == -EINVAL ? " (a release holds directories, regular files and relative symlinks that "
+                             "stay inside it: replace or remove the file named above)" : "");
+}
+
+void release_exec_error(const char *kind, const char *dir, const char *path, const char *why,
+                        const char *role, const char *job)
+{
+    const char *p = path;
+    while (p[0] == '.' && p[1] == '/')
+        p += 2;
+    if (!strcmp(why, "is not executable"))
+        log_error("%s directory '%s': '%s' (the %s of [job %s]) is not executable: chmod +x '%s/%s'",
+                  kind, dir, path, role, job, dir, p);
+    else
+        log_error("%s directory '%s': '%s' (the %s of [job %s] in the inventory) %s: add it to the "
+                  "%s, or fix the inventory", kind, dir, path, role, job, why, kind);
+}
+
 void relsrc_done(struct relsrc *r)
 {
     manifest2_free(r->m);

@@ -31,6 +31,13 @@ struct relsrc {
 /* Walk and hash dir; env_id (may be NULL or "") is recorded as the environment it runs with. */
 int relsrc_load(const char *dir, const char *env_id, struct relsrc *ret);
 void relsrc_done(struct relsrc *r);
+/* The one message for a job's command or preflight (role) that a release or environment
+ * directory (kind) cannot run, why from manifest2_exec_problem: says what to do. */
+/* The one message for a release or environment directory (kind) that cannot be read as one
+ * (relsrc_load's or manifest2_from_dir's r); for -EINVAL, what a release may hold. */
+void release_read_error(const char *kind, const char *dir, int r);
+void release_exec_error(const char *kind, const char *dir, const char *path, const char *why,
+                        const char *role, const char *job);
 
 struct sync_stats {
     uint64_t bytes_to_hosts; /* object bytes streamed into host stores */

@@ -241,12 +241,22 @@ static void test_validate_env(void **state)
     assert_int_equal(drover("validate", "--env", "venv", NULL), 2);
     /* no interpreter in the environment: named */
     assert_int_equal(drover("validate", "rel", "--env", "venv", NULL), 1);
-    want(err, "environment directory 'venv' has no executable 'bin/python' (the command of [job train])");
+    want(err, "environment directory 'venv': 'bin/python' (the command of [job train] in the inventory) "
+              "is missing: add it to the environment, or fix the inventory");
+    /* there but not executable: says chmod +x (newcomer pass: "has no executable" for a file
+     * that is there) */
+    mkfile("venv/bin/python", "#!/bin/sh\n", 0644);
+    assert_int_equal(drover("validate", "rel", "--env", "venv", NULL), 1);
+    want(err, "'bin/python' (the command of [job train]) is not executable: chmod +x 'venv/bin/python'");
+    assert_int_equal(unlink("venv/bin/python"), 0);
     /* a plain venv: bin/python -> /usr/bin/python3 is refused, --copies suggested */
     assert_int_equal(symlink("/usr/bin/python3", "venv/bin/python"), 0);
     assert_int_equal(drover("validate", "rel", "--env", "venv", NULL), 1);
     want(err, "'venv/bin/python' -> '/usr/bin/python3' points outside the release");
     want(err, "python3 -m venv --copies");
+    /* and says what a release may hold, as plan and deploy do (it said "cannot be bundled:
+     * Invalid argument") */
+    want(err, "cannot read environment directory 'venv': Invalid argument (a release holds directories");
     /* a --copies venv: ok */
     assert_int_equal(unlink("venv/bin/python"), 0);
     mkfile("venv/bin/python", "#!/bin/sh\n", 0755);
