@@ -46,7 +46,7 @@ say "drover deploy of a release without bin/drover-train"
 drover deploy "$empty" --job train
 show_drover 5
 check "deploy exits 1" test "$DROVER_RC" = 1
-check "deploy names the missing command" drover_said "no executable 'bin/drover-train'"
+check "deploy names the missing command" drover_said "'bin/drover-train' \(the (command|preflight) of \[job train\].* is missing"
 nothing_sent() { ! pct_since_has h1 'pct (push|exec)' && ! pct_since_has h2 'pct (push|exec)'; }
 check "no pct push or exec was made for it" nothing_sent
 finish

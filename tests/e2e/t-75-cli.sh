@@ -29,7 +29,7 @@ rm -f "$d/bin/drover-train"
 drover validate "$d"
 show_drover 5
 check "validate of a release without the job's command exits 1" test "$DROVER_RC" = 1
-check "it names the missing command" drover_said "no executable 'bin/drover-train'"
+check "it names the missing command" drover_said "'bin/drover-train' \(the (command|preflight) of \[job train\].* is missing"
 
 drover logs --job train --rank 0 -n 5
 show_drover 5
