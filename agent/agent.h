@@ -20,6 +20,11 @@
 
 /* CLI exit codes: enum agent_exit in common/agentcli.h (the controller reads them too). */
 
+/* How long a verb waits for a lock file held by another process (a job's history or lease
+ * lock, common/fs.h): their holders keep them for one read-modify-write, so past this something
+ * is wrong and the verb fails naming the holder (exit busy) instead of hanging the deploy. */
+#define AGENT_LOCK_TIMEOUT_S 10.0
+
 #define SPEC_MAX_ARGS 64
 #define SPEC_ARG_MAX 1024
 #define SPEC_ADDR_MAX 64

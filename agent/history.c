@@ -7,10 +7,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "common/fs.h"
+#include "common/log.h"
 #include "common/util.h"
 
 #define HISTORY_FILE_MAX ((size_t)(HISTORY_KEEP + 1) * (HISTORY_LINE_MAX + 1))
@@ -31,10 +32,11 @@ int history_line_check(const char *line, size_t len, const char *job)
     return r;
 }
 
-/* ROOT/jobs/<job>/history.{jsonl,lock}; the lock taken.  Returns the lock fd. */
+/* ROOT/jobs/<job>/history.{jsonl,lock}; the lock taken (AGENT_LOCK_TIMEOUT_S, then -ETIMEDOUT,
+ * logged naming the holder).  Returns the lock fd. */
 static int history_lock(const char *root, const char *job, char *path, size_t pathsz)
 {
-    char dir[4096], lk[4200];
+    char dir[4096], lk[4200], err[600];
     if (!job_name_is_valid(job) || snprintf(dir, sizeof dir, "%s/jobs/%s", root, job) >= (int)sizeof dir)
         return -EINVAL;
     int r = fs_mkdir_p(dir, 0755);
@@ -43,15 +45,56 @@ static int history_lock(const char *root, const char *job, char *path, size_t pa
     snprintf(lk, sizeof lk, "%s/history.lock", dir);
     if (snprintf(path, pathsz, "%s/history.jsonl", dir) >= (int)pathsz)
         return -ENAMETOOLONG;
-    int fd = open(lk, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return -errno;
-    if (flock(fd, LOCK_EX) < 0) {
-        r = -errno;
-        close(fd);
-        return r;
-    }
+    int fd = fs_lock_file(lk, AGENT_LOCK_TIMEOUT_S, err, sizeof err);
+    if (fd == -ETIMEDOUT)
+        log_error("history of job '%s': %s", job, err);
     return fd;
+}
+
+/* The one walk over a history file: calls fn(line, len, ud) for each line of text that checks
+ * out as a record of job (a damaged line hides nothing else), oldest first, after skipping the
+ * first `skip` of them; fn may be NULL.  Returns how many records there are (skipped included),
+ * or fn's first failure. */
+static int history_each(const char *text, size_t len, const char *job, int skip,
+                        int (*fn)(const char *line, size_t len, void *ud), void *ud)
+{
+    int n = 0;
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (history_line_check(p, ll, job) == 0) {
+            if (n++ >= skip && fn) {
+                int r = fn(p, ll, ud);
+                if (r < 0)
+                    return r;
+            }
+        }
+        p += ll + 1;
+    }
+    return n;
+}
+
+struct history_buf {
+    char *out;
+    size_t len;
+};
+
+static int history_buf_add(const char *line, size_t len, void *ud)
+{
+    struct history_buf *b = ud;
+    memcpy(b->out + b->len, line, len);
+    b->out[b->len + len] = '\n';
+    b->len += len + 1;
+    return 0;
+}
+
+static int history_print(const char *line, size_t len, void *ud)
+{
+    FILE *out = ud;
+    fwrite(line, 1, len, out);
+    fputc('\n', out);
+    return 0;
 }
 
 int history_add(const char *root, const char *job, const char *line)
@@ -73,23 +116,16 @@ int history_add(const char *root, const char *job, const char *line)
     }
     if (r == 0) {
         /* the kept records, then this one: at most HISTORY_KEEP, oldest dropped */
-        size_t nl = 0, start = 0;
-        for (size_t i = 0; i < tlen; i++)
-            nl += text[i] == '\n';
-        for (size_t i = 0; i < tlen && nl >= HISTORY_KEEP; i++)
-            if (text[i] == '\n') {
-                nl--;
-                start = i + 1;
-            }
-        char *out = malloc(tlen - start + len + 1);
-        if (!out) {
+        int n = history_each(text ? text : "", tlen, job, 0, NULL, NULL);
+        struct history_buf b = {malloc(tlen + len + 2), 0};
+        if (!b.out) {
             r = -ENOMEM;
         } else {
-            memcpy(out, text ? text + start : "", tlen - start);
-            memcpy(out + tlen - start, line, len);
-            out[tlen - start + len] = '\n';
-            r = fs_write_atomic(path, out, tlen - start + len + 1, 0644);
-            free(out);
+            (void)history_each(text ? text : "", tlen, job, n >= HISTORY_KEEP ? n - HISTORY_KEEP + 1 : 0,
+                               history_buf_add, &b);
+            (void)history_buf_add(line, len, &b);
+            r = fs_write_atomic(path, b.out, b.len, 0644);
+            free(b.out);
         }
     }
     free(text);
@@ -111,17 +147,7 @@ int history_dump(const char *root, const char *job, FILE *out)
         return 0;
     if (r < 0)
         return r;
-    /* only lines that still check out (a damaged file hides nothing else) */
-    char *p = text, *end = text + len;
-    while (p < end) {
-        char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        if (history_line_check(p, n, job) == 0) {
-            fwrite(p, 1, n, out);
-            fputc('\n', out);
-        }
-        p += n + 1;
-    }
+    (void)history_each(text, len, job, 0, history_print, out);
     free(text);
     return fflush(out) == 0 ? 0 : -EIO;
 }

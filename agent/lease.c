@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
+#include "common/fs.h"
 #include "common/jsonfield.h"
+#include "common/log.h"
 #include "common/util.h"
 
 #define LEASE_VERSION 1
@@ -74,26 +76,21 @@ static void boot_id(char *buf, size_t sz)
     buf[strcspn(buf, "\n")] = '\0';
 }
 
-/* Lock ROOT/leases/<job>.lock; returns the fd (close to unlock). */
+/* Lock ROOT/leases/<job>.lock (AGENT_LOCK_TIMEOUT_S, then -ETIMEDOUT, logged naming the
+ * holder); returns the fd (close to unlock). */
 static int lease_lock(const char *root, const char *job, char *path, size_t pathsz)
 {
-    char dir[4096];
+    char dir[4096], lk[4200], err[600];
     snprintf(dir, sizeof dir, "%s/leases", root);
     int r = fs_mkdir_p(dir, 0700);
     if (r < 0)
         return r;
-    char lk[4200];
     snprintf(lk, sizeof lk, "%s/%s.lock", dir, job);
     if (snprintf(path, pathsz, "%s/%s.json", dir, job) >= (int)pathsz)
         return -ENAMETOOLONG;
-    int fd = open(lk, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return -errno;
-    if (flock(fd, LOCK_EX) < 0) {
-        r = -errno;
-        close(fd);
-        return r;
-    }
+    int fd = fs_lock_file(lk, AGENT_LOCK_TIMEOUT_S, err, sizeof err);
+    if (fd == -ETIMEDOUT)
+        log_error("lease of job '%s': %s", job, err);
     return fd;
 }
 

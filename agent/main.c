@@ -311,6 +311,8 @@ static int cmd_history(struct cli *c)
         log_error("history add: not a history record of job '%s' (docs/protocol.md)", c->args[1]);
         return AGENT_EXIT_USAGE;
     }
+    if (r == -ETIMEDOUT) /* history.c named the lock and its holder */
+        return AGENT_EXIT_BUSY;
     if (r < 0) {
         log_error("history %s: %s", c->args[0], strerror(-r));
         return AGENT_EXIT_FAIL;
@@ -331,7 +333,7 @@ static int cmd_lease(struct cli *c)
     char over[400] = "";
     int r = take ? lease_take(c->root, c->args[1], c->args[2], ttl, over, sizeof over)
                  : lease_release(c->root, c->args[1], c->args[2]);
-    if (r == -EBUSY)
+    if (r == -EBUSY || r == -ETIMEDOUT) /* said by lease.c: the holder, or the lock's */
         return AGENT_EXIT_BUSY;
     if (r == 1) {
         /* an expired lease taken over: the daemon journals it (lease-takeover); the CLI never

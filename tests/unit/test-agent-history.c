@@ -71,6 +71,19 @@ static void test_add_dump_keep(void **state)
     assert_int_equal(strncmp(out, "{\"v\":1,\"job\":\"train\",\"time\":5}\n", 31), 0); /* oldest kept */
     assert_non_null(strstr(out, "\"time\":504}\n"));
     free(out);
+    /* the next record after the torn line is kept whole: the trim once copied the file's bytes
+     * and glued the new line onto the torn one, losing the record (now one walk, records only) */
+    assert_int_equal(history_add(root, "train", "{\"v\":1,\"job\":\"train\",\"time\":505}"), 0);
+    f = open_memstream(&out, &outlen);
+    assert_int_equal(history_dump(root, "train", f), 0);
+    fclose(f);
+    lines = 0;
+    for (size_t i = 0; i < outlen; i++)
+        lines += out[i] == '\n';
+    assert_int_equal(lines, HISTORY_KEEP);
+    assert_int_equal(strncmp(out, "{\"v\":1,\"job\":\"train\",\"time\":6}\n", 31), 0);
+    assert_non_null(strstr(out, "\"time\":504}\n{\"v\":1,\"job\":\"train\",\"time\":505}\n"));
+    free(out);
     assert_int_equal(fs_rm_rf(root), 0);
 }
 
