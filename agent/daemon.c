@@ -421,9 +421,11 @@ static void job_start_gang(struct daemon *d, int i, int gen, double now)
     char err[512] = "no command recorded for the current release";
     int r = -ENOENT;
     enum jm_start why = rt->m.starting;
-    if (s && (why == JM_START_REVERT || why == JM_START_REVERT_AUTO) &&
-        (r = store_verify_release(&d->store, j->current, err, sizeof err)) < 0)
-        s = NULL; /* an installed release is re-verified before it is reactivated */
+    /* An installed release is re-verified before it is reactivated (a revert, a restart after a
+     * crash, a start asked for, a resume after the agent's own restart): a stat per file and a
+     * read only of what changed (agent/vrecord.h).  An activate was verified at its request. */
+    if (s && why != JM_START_ACTIVATE && (r = store_verify_release(&d->store, j->current, err, sizeof err)) < 0)
+        s = NULL;
     else if (s) {
         daemon_report_gpu_holders(d, j);
         char resume[(RELEASE_ID_LEN + 1) * (STATE_MAX_SPECS + 2)];

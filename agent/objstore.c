@@ -3,6 +3,7 @@
  * creating a file (O_EXCL | O_NOFOLLOW), never opens a FIFO or device from a pack (a pack member
  * is only ever a regular file), and never removes a temp entry whose owner is still alive. */
 #include "agent/objstore.h"
+#include "agent/vrecord.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 
 #include "common/log.h"
 #include "common/pack.h"
+#include "common/sha256.h"
 #include "common/util.h"
 
 #define OBJ_CHUNK (256u << 10)
@@ -113,7 +115,7 @@ void objstore_clean_stale(const struct store *s)
  * the MANIFEST text.  Contents are not rehashed: objects were verified when they arrived and are
  * read-only. */
 static bool release_intact(const struct store *s, const struct manifest2 *m, const char *id,
-                           const char *text, size_t len)
+                           const char *text, size_t len, const char **ret_bad)
 {
     char p[PATH_MAX];
     if (store_path(s, p, sizeof p, "releases/%s", id) < 0)
@@ -131,6 +133,8 @@ static bool release_intact(const struct store *s, const struct manifest2 *m, con
     for (size_t i = 0; i < m->n; i++) {
         const struct m2_entry *e = &m->e[i];
         struct stat st;
+        if (ret_bad)
+            *ret_bad = e->path;
         if (fstatat(dfd, e->path, &st, AT_SYMLINK_NOFOLLOW) < 0)
             goto out;
         if (e->type == M2_DIR && !S_ISDIR(st.st_mode))
@@ -148,18 +152,50 @@ static bool release_intact(const struct store *s, const struct manifest2 *m, con
         }
     }
     ok = true;
+    if (ret_bad)
+        *ret_bad = NULL;
 out:
     free(have);
     close(dfd);
     return ok;
 }
 
+static int damaged_path(const struct store *s, char *buf, size_t sz, const char *id)
+{
+    return store_path(s, buf, sz, "releases/.damaged.%s", id);
+}
+
+/* Marked damaged by a verify that failed: not present until installed again. */
+static bool is_damaged(const struct store *s, const char *id)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    return damaged_path(s, p, sizeof p, id) == 0 && lstat(p, &st) == 0;
+}
+
+static void mark_damaged(const struct store *s, const char *id, const char *why)
+{
+    char p[PATH_MAX];
+    if (damaged_path(s, p, sizeof p, id) == 0)
+        (void)fs_write_atomic(p, why, strlen(why), 0600);
+}
+
+void objstore_forget_release(const struct store *s, const char *id)
+{
+    char p[PATH_MAX];
+    if (damaged_path(s, p, sizeof p, id) == 0)
+        (void)unlink(p);
+}
+
 bool objstore_have(const struct store *s, const char *id)
 {
-    char p[PATH_MAX], got[RELEASE_ID_LEN + 1];
+    char p[PATH_MAX], got[RELEASE_ID_LEN + 1], env[RELEASE_ID_LEN + 1];
     char *text = NULL;
     size_t len = 0;
-    if (!sha256_is_hex(id) || !store_has_release(s, id) ||
+    /* a release whose environment was found damaged is not present either: the controller
+     * then sends both again (the environment first) */
+    if (!sha256_is_hex(id) || !store_has_release(s, id) || is_damaged(s, id) ||
+        (objstore_release_env(s, id, env) == 0 && env[0] && is_damaged(s, env)) ||
         store_path(s, p, sizeof p, "releases/%s/MANIFEST", id) < 0 ||
         fs_read_file(p, MANIFEST2_MAX_BYTES, &text, &len) < 0)
         return false;
@@ -215,7 +251,7 @@ static int want_cmp(const void *a, const void *b)
 
 /* Write one verified object from the reader into objects/<sha>.<mode>. */
 static int ingest_one(const struct store *s, struct pack_reader *pr, const struct want *w, char *buf,
-                      bool *ret_corrupt)
+                      struct vrecord *vr, bool *ret_corrupt)
 {
     char tmp[PATH_MAX], fin[PATH_MAX];
     int r;
@@ -253,9 +289,13 @@ static int ingest_one(const struct store *s, struct pack_reader *pr, const struc
     if (r == 0 && (fchmod(fd, obj_mode(w->mode)) < 0 || fsync(fd) < 0))
         r = -errno;
     sha256_free(h);
-    close(fd);
     if (r == 0 && rename(tmp, fin) < 0)
         r = -errno;
+    /* hashed just now: recorded as verified with its inode after the rename (which moves ctime) */
+    struct stat st;
+    if (r == 0 && fstat(fd, &st) == 0)
+        (void)vrecord_put(vr, w->sha, obj_mode(w->mode), &st);
+    close(fd);
     if (r < 0)
         (void)unlink(tmp);
     return r;
@@ -264,6 +304,7 @@ static int ingest_one(const struct store *s, struct pack_reader *pr, const struc
 static int ingest_pack(const struct store *s, const struct manifest2 *m, const char *pack, FILE *corrupt,
                        char *err, size_t errsz)
 {
+    struct vrecord vr = { 0 };
     struct want *wv = calloc(m->nfiles ? m->nfiles : 1, sizeof *wv);
     char *buf = malloc(OBJ_CHUNK);
     struct pack_reader *pr = NULL;
@@ -302,7 +343,7 @@ static int ingest_pack(const struct store *s, const struct manifest2 *m, const c
         if (obj_find(s, w->sha, obj_mode(w->mode), p, sizeof p))
             continue; /* have it; the reader skips the data */
         bool is_corrupt = false;
-        int e = ingest_one(s, pr, w, buf, &is_corrupt);
+        int e = ingest_one(s, pr, w, buf, &vr, &is_corrupt);
         if (is_corrupt) {
             if (corrupt)
                 fprintf(corrupt, "corrupt %s\n", sha);
@@ -325,6 +366,8 @@ static int ingest_pack(const struct store *s, const struct manifest2 *m, const c
             (void)fs_fsync_dir(od);
         log_debug("store: %zu objects added from '%s'", added, pack);
     }
+    (void)vrecord_save(s, &vr); /* also after a failure: what arrived intact stays recorded */
+    vrecord_done(&vr);
     pack_reader_free(pr);
     free(buf);
     free(wv);
@@ -372,7 +415,8 @@ static int obj_copy(const struct store *s, const char *src, const char *sha, uin
     return r;
 }
 
-static int place_file(const struct store *s, int dfd, const struct m2_entry *e, char *err, size_t errsz)
+static int place_file(const struct store *s, int dfd, const struct m2_entry *e, struct vrecord *vr, char *err,
+                      size_t errsz)
 {
     char want[PATH_MAX], have[PATH_MAX];
     uint32_t mode = obj_mode(e->mode);
@@ -387,8 +431,14 @@ static int place_file(const struct store *s, int dfd, const struct m2_entry *e, 
         reason(err, errsz, "cannot make object for '%s': %s", e->path, strerror(-r));
         return r;
     }
-    if (linkat(AT_FDCWD, want, dfd, e->path, 0) == 0)
+    /* The link moves the object's ctime and link count: a recorded object stays recorded. */
+    struct stat st;
+    bool recorded = lstat(want, &st) == 0 && vrecord_matches(vr, e->sha256, mode, &st) != VREC_NO;
+    if (linkat(AT_FDCWD, want, dfd, e->path, 0) == 0) {
+        if (recorded && lstat(want, &st) == 0)
+            (void)vrecord_put(vr, e->sha256, mode, &st);
         return 0;
+    }
     if (errno != EMLINK) {
         r = -errno;
         reason(err, errsz, "cannot link '%s': %s", e->path, strerror(-r));
@@ -417,9 +467,12 @@ static int assemble(const struct store *s, const struct manifest2 *m, const char
     (void)fs_rm_rf(tmp); /* ours: same pid */
     if (mkdir(tmp, 0755) < 0)
         return -errno;
+    struct vrecord vr = { 0 };
     int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) {
-        r = -errno;
+    if (dfd < 0 || (r = vrecord_load(s, &vr)) < 0) {
+        r = dfd < 0 ? -errno : r;
+        if (dfd >= 0)
+            close(dfd);
         goto fail;
     }
     for (size_t i = 0; i < m->n && r == 0; i++) {
@@ -431,7 +484,7 @@ static int assemble(const struct store *s, const struct manifest2 *m, const char
             if (symlinkat(e->target, dfd, e->path) < 0)
                 r = -errno;
         } else {
-            r = place_file(s, dfd, e, err, errsz);
+            r = place_file(s, dfd, e, &vr, err, errsz);
             continue;
         }
         if (r < 0)
@@ -459,13 +512,15 @@ static int assemble(const struct store *s, const struct manifest2 *m, const char
     if (r == 0 && syncfs(dfd) < 0)
         r = -errno;
     close(dfd);
+    (void)vrecord_save(s, &vr);
+    vrecord_done(&vr);
     if (r < 0)
         goto fail;
     /* Completeness against the manifest before the rename: what appears under releases/<id>
      * is exactly what the manifest lists. */
     char tname[RELEASE_ID_LEN + 32];
     snprintf(tname, sizeof tname, "%s.tmp.%ld", id, (long)getpid());
-    if (!release_intact(s, m, tname, text, len)) {
+    if (!release_intact(s, m, tname, text, len, NULL)) {
         reason(err, errsz, "assembled release %.12s does not match its manifest", id);
         r = -EIO;
         goto fail;
@@ -483,6 +538,40 @@ static int assemble(const struct store *s, const struct manifest2 *m, const char
 fail:
     (void)fs_rm_rf(tmp);
     return r;
+}
+
+void objstore_rm_tree(const struct store *s, const char *dir)
+{
+    char mp[PATH_MAX], op[PATH_MAX];
+    char *text = NULL;
+    size_t len = 0;
+    struct manifest2 *m = NULL;
+    struct vrecord vr = { 0 };
+    bool *kept = NULL;
+    if (snprintf(mp, sizeof mp, "%s/MANIFEST", dir) < (int)sizeof mp &&
+        fs_read_file(mp, MANIFEST2_MAX_BYTES, &text, &len) == 0 && manifest2_parse(text, len, &m) == 0 &&
+        vrecord_load(s, &vr) == 0 && (kept = calloc(m->n ? m->n : 1, sizeof *kept))) {
+        for (size_t i = 0; i < m->n; i++) {
+            struct stat st;
+            const struct m2_entry *e = &m->e[i];
+            kept[i] = e->type == M2_FILE && obj_path(s, op, sizeof op, e->sha256, obj_mode(e->mode)) == 0 &&
+                      lstat(op, &st) == 0 && vrecord_matches(&vr, e->sha256, obj_mode(e->mode), &st) != VREC_NO;
+        }
+    }
+    (void)fs_rm_rf(dir);
+    /* Every unlink moved the ctime and link count of the objects it shared: a recorded object
+     * stays recorded (otherwise a GC then an install, -1 then +1 link, would look like a write). */
+    for (size_t i = 0; kept && i < m->n; i++) {
+        struct stat st;
+        const struct m2_entry *e = &m->e[i];
+        if (kept[i] && obj_path(s, op, sizeof op, e->sha256, obj_mode(e->mode)) == 0 && lstat(op, &st) == 0)
+            (void)vrecord_put(&vr, e->sha256, obj_mode(e->mode), &st);
+    }
+    (void)vrecord_save(s, &vr);
+    vrecord_done(&vr);
+    free(kept);
+    manifest2_free(m);
+    free(text);
 }
 
 int objstore_add(const struct store *s, const char *text, size_t len, const char *id, const char *pack,
@@ -514,7 +603,7 @@ int objstore_add(const struct store *s, const char *text, size_t len, const char
     }
     objstore_clean_stale(s);
     if (store_has_release(s, id)) {
-        if (release_intact(s, m, id, text, len)) {
+        if (!is_damaged(s, id) && release_intact(s, m, id, text, len, NULL)) {
             r = 1;
             goto out;
         }
@@ -525,11 +614,13 @@ int objstore_add(const struct store *s, const char *text, size_t len, const char
             goto out;
         log_warn("store: release %.12s is damaged; rebuilding it", id);
         if (rename(p, q) == 0)
-            (void)fs_rm_rf(q);
+            objstore_rm_tree(s, q);
     }
     if (pack && (r = ingest_pack(s, m, pack, corrupt, err, errsz)) < 0)
         goto out;
     r = assemble(s, m, id, text, len, err, errsz);
+    if (r >= 0)
+        objstore_forget_release(s, id); /* a damaged mark, from a verify that failed */
 out:
     manifest2_free(m);
     return r;
@@ -547,6 +638,7 @@ int objstore_gc_objects(const struct store *s)
     int n = 0;
     struct dirent *de;
     time_t now = time(NULL);
+    struct vrecord vr = { 0 };
     while ((de = readdir(d))) {
         struct stat st;
         /* ctime changes with every link and rename: an object that arrived or lost its last
@@ -555,10 +647,17 @@ int objstore_gc_objects(const struct store *s)
         if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
             !S_ISREG(st.st_mode) || st.st_nlink != 1 || (double)(now - st.st_ctime) < objstore_gc_grace_s)
             continue;
-        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+        if (unlinkat(dirfd(d), de->d_name, 0) == 0) {
             n++;
+            char sha[SHA256_HEX_LEN + 1];
+            unsigned mode;
+            if (sscanf(de->d_name, "%64[0-9a-f].%o", sha, &mode) == 2)
+                (void)vrecord_forget(&vr, sha, mode);
+        }
     }
     closedir(d);
+    (void)vrecord_save(s, &vr);
+    vrecord_done(&vr);
     return n;
 }
 
@@ -582,48 +681,158 @@ int objstore_release_env(const struct store *s, const char *id, char ret_env[REL
     return 0;
 }
 
-int objstore_verify(const struct store *s, const char *id, char *err, size_t errsz)
+/* Hash entry e of the release open at dfd; *ret_st gets its inode as hashed. */
+static int hash_entry(int dfd, const struct m2_entry *e, struct stat *ret_st, bool *ret_ok)
+{
+    int fd = openat(dfd, e->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    char hex[SHA256_HEX_LEN + 1];
+    uint64_t size = 0;
+    int r = fstat(fd, ret_st) < 0 ? -errno : sha256_fd_hex(fd, hex, &size);
+    close(fd);
+    if (r == 0)
+        *ret_ok = size == e->size && !strcmp(hex, e->sha256);
+    return r;
+}
+
+/* A file of release id found changed: its record goes, and its object too when it is the very
+ * inode (a hardlink: the object is as corrupt as the entry), so `release missing` asks for it
+ * and the next install re-sends and rebuilds. */
+static void drop_corrupt(const struct store *s, struct vrecord *vr, const struct m2_entry *e, const struct stat *est)
+{
+    char op[PATH_MAX];
+    struct stat ost;
+    uint32_t mode = obj_mode(e->mode);
+    (void)vrecord_forget(vr, e->sha256, mode);
+    if (obj_path(s, op, sizeof op, e->sha256, mode) == 0 && lstat(op, &ost) == 0 && est &&
+        ost.st_dev == est->st_dev && ost.st_ino == est->st_ino) {
+        log_warn("store: removing object %.12s: its content no longer matches its name", e->sha256);
+        (void)unlink(op);
+    }
+}
+
+/* Verify one release (not the environment it names).  what: "release" or "environment". */
+static int verify_one(const struct store *s, const char *id, const char *what, struct objstore_vstats *vs,
+                      char *err, size_t errsz)
 {
     char p[PATH_MAX], *text = NULL;
     size_t len = 0;
     struct manifest2 *m = NULL;
+    struct vrecord vr = { 0 };
     char got[RELEASE_ID_LEN + 1];
+    int dfd = -1;
+    const char *bad = NULL;
+    if (!store_has_release(s, id)) {
+        reason(err, errsz, "%s %.12s is not in the store", what, id);
+        return -ENOENT;
+    }
     int r = store_path(s, p, sizeof p, "releases/%s/MANIFEST", id);
     if (r == 0 && ((r = fs_read_file(p, MANIFEST2_MAX_BYTES, &text, &len)) < 0 ||
                    (r = manifest2_parse(text, len, &m)) < 0)) {
-        reason(err, errsz, "release %.12s: MANIFEST unreadable: %s", id, strerror(-r));
+        reason(err, errsz, "%s %.12s: MANIFEST unreadable: %s", what, id, strerror(-r));
         r = -EBADMSG;
         goto out;
     }
     if (r < 0)
         goto out;
     if ((r = sha256_buf_hex(text, len, got)) < 0 || strcmp(got, id)) {
-        reason(err, errsz, "release %.12s: its MANIFEST is not the release's", id);
+        reason(err, errsz, "%s %.12s: its MANIFEST is not the release's", what, id);
         r = -EBADMSG;
         goto out;
     }
-    if (!release_intact(s, m, id, text, len)) {
-        reason(err, errsz, "release %.12s: a file, directory or symlink is missing or changed", id);
+    if (!release_intact(s, m, id, text, len, &bad)) {
+        if (bad)
+            reason(err, errsz, "%s %.12s: '%s' is missing or not what the manifest says (type, size or "
+                   "link target); the release is marked damaged: deploy it again and drover rebuilds it",
+                   what, id, bad);
+        else
+            reason(err, errsz, "%s %.12s: its tree does not match its MANIFEST; the release is marked damaged: "
+                   "deploy it again and drover rebuilds it", what, id);
+        mark_damaged(s, id, err);
         r = -EBADMSG;
         goto out;
     }
-    /* The contents, file by file (the environment it names is its own release: not rehashed). */
+    if ((r = vrecord_load(s, &vr)) < 0 || (r = store_path(s, p, sizeof p, "releases/%s", id)) < 0)
+        goto out;
+    if ((dfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        r = -errno;
+        goto out;
+    }
+    /* The contents, file by file: an entry whose inode is still the one recorded when it was
+     * last hashed is not read again (vrecord.h: the rule and what it leaves uncaught). */
     for (size_t i = 0; i < m->n; i++) {
         const struct m2_entry *e = &m->e[i];
         if (e->type != M2_FILE)
             continue;
-        char fp[PATH_MAX + MANIFEST2_PATH_MAX], hex[SHA256_HEX_LEN + 1];
-        uint64_t size = 0;
-        if (store_path(s, fp, sizeof fp, "releases/%s/%s", id, e->path) < 0 ||
-            sha256_file_hex(fp, hex, &size) < 0 || size != e->size || strcmp(hex, e->sha256)) {
-            reason(err, errsz, "release %.12s: '%s' does not match its manifest", id, e->path);
-            r = -EBADMSG;
-            goto out;
+        struct stat st;
+        enum vrec_match vm = fstatat(dfd, e->path, &st, AT_SYMLINK_NOFOLLOW) == 0
+                                 ? vrecord_matches(&vr, e->sha256, obj_mode(e->mode), &st)
+                                 : VREC_NO;
+        if (vm != VREC_NO) {
+            if (vm == VREC_LINKED)
+                (void)vrecord_put(&vr, e->sha256, obj_mode(e->mode), &st);
+            if (vs)
+                vs->stat_only++;
+            continue;
         }
+        bool ok = false;
+        int h = hash_entry(dfd, e, &st, &ok);
+        if (vs) {
+            vs->hashed++;
+            vs->bytes_hashed += e->size;
+        }
+        if (h == 0 && ok) {
+            (void)vrecord_put(&vr, e->sha256, obj_mode(e->mode), &st);
+            continue;
+        }
+        drop_corrupt(s, &vr, e, h == 0 ? &st : NULL);
+        if (h < 0)
+            reason(err, errsz, "%s %.12s: cannot read '%s': %s; the release is marked damaged: deploy it again "
+                   "and drover sends that file again", what, id, e->path, strerror(-h));
+        else
+            reason(err, errsz, "%s %.12s: '%s' does not match its manifest (its content changed after it was "
+                   "installed); the release is marked damaged: deploy it again and drover sends that file again",
+                   what, id, e->path);
+        mark_damaged(s, id, err);
+        r = -EBADMSG;
+        goto out;
     }
     r = 0;
 out:
+    (void)vrecord_save(s, &vr); /* what was hashed (and found right or wrong) is remembered */
+    vrecord_done(&vr);
+    if (dfd >= 0)
+        close(dfd);
     manifest2_free(m);
     free(text);
     return r;
+}
+
+int objstore_verify_stats(const struct store *s, const char *id, struct objstore_vstats *vs, char *err,
+                          size_t errsz)
+{
+    char env[RELEASE_ID_LEN + 1];
+    int r = verify_one(s, id, "release", vs, err, errsz);
+    if (r < 0)
+        return r;
+    /* The environment it runs with is part of what is reactivated. */
+    if ((r = objstore_release_env(s, id, env)) < 0) {
+        reason(err, errsz, "release %.12s: its environment link is not one drover made", id);
+        return -EBADMSG;
+    }
+    if (!env[0])
+        return 0;
+    char e2[512];
+    r = verify_one(s, env, "environment", vs, e2, sizeof e2);
+    if (r < 0) {
+        reason(err, errsz, "release %.12s: %s", id, e2);
+        return r == -ENOENT ? -EBADMSG : r;
+    }
+    return 0;
+}
+
+int objstore_verify(const struct store *s, const char *id, char *err, size_t errsz)
+{
+    return objstore_verify_stats(s, id, NULL, err, errsz);
 }

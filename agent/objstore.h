@@ -27,8 +27,8 @@
  * died between `release missing` and `release install`. */
 void objstore_clean_stale(const struct store *s);
 
-/* Is release id installed: releases/<id> is there and its MANIFEST hashes to id?  The record
- * of a verified install (a release appears only by rename after its check); no entry is
+/* Is release id installed: releases/<id> is there, its MANIFEST hashes to id, and neither it
+ * nor its environment was marked damaged by a verify?  The record of a verified install (a release appears only by rename after its check); no entry is
  * walked and no content rehashed (that is objstore_verify). */
 bool objstore_have(const struct store *s, const char *id);
 
@@ -55,10 +55,29 @@ extern double objstore_gc_grace_s; /* tests set 0 */
  * OBJSTORE_GC_GRACE_S seconds (an install may be about to link them).  Returns how many. */
 int objstore_gc_objects(const struct store *s);
 
-/* `release verify` of a v2 release: its MANIFEST is the release's, every entry is there, and
- * every file's content hashes to the manifest's (not the environment it names).  0 or -EBADMSG
- * with the reason in err. */
+/* `release verify` of a v2 release, run before any reactivation (activate, revert, restart):
+ * its MANIFEST is the release's, every entry is there, and every file's content hashes to the
+ * manifest's; then the same for the environment it names.  Cheap when nothing changed: a file
+ * whose inode matches the verification record (agent/vrecord.h) is stat-ed, not read; others
+ * are hashed and recorded.  A mismatch marks the release (or its environment) damaged, so that
+ * `release have` says absent and the next install rebuilds it, and removes the object when it
+ * is the changed inode itself, so that `release missing` asks for it again.  0, -ENOENT (not
+ * in the store) or -EBADMSG, with a reason in err that names the path and what to do. */
+struct objstore_vstats {
+    size_t stat_only, hashed;
+    uint64_t bytes_hashed;
+};
 int objstore_verify(const struct store *s, const char *id, char *err, size_t errsz);
+/* The same, counting into vs (may be NULL) what was only stat-ed and what was hashed. */
+int objstore_verify_stats(const struct store *s, const char *id, struct objstore_vstats *vs, char *err,
+                          size_t errsz);
+
+/* Remove a release tree dir (already renamed out of releases/<id>), keeping the verification
+ * record of the objects it shared current: their ctime and link count move with the unlinks. */
+void objstore_rm_tree(const struct store *s, const char *dir);
+
+/* Drop release id's damaged mark (it was removed or rebuilt). */
+void objstore_forget_release(const struct store *s, const char *id);
 
 /* The env release named by installed release id's manifest into ret_env ("" if none). */
 int objstore_release_env(const struct store *s, const char *id, char ret_env[RELEASE_ID_LEN + 1]);

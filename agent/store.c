@@ -375,7 +375,8 @@ int store_gc(const struct store *s, size_t keep, const char *const *protect, siz
             r = -errno;
             break;
         }
-        (void)fs_rm_rf(tmp);
+        objstore_rm_tree(s, tmp);
+        objstore_forget_release(s, ids[i]);
         log_info("store: removed release %.12s", ids[i]);
         removed++;
     }

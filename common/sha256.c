@@ -65,17 +65,12 @@ int sha256_buf_hex(const void *data, size_t len, char ret_hex[SHA256_HEX_LEN + 1
     return r;
 }
 
-int sha256_file_hex(const char *path, char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_size)
+int sha256_fd_hex(int fd, char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
     struct sha256_ctx *c = sha256_new();
-    if (!c) {
-        close(fd);
+    if (!c)
         return -ENOMEM;
-    }
-    static __thread char buf[1 << 16];
+    static __thread char buf[1 << 18];
     uint64_t total = 0;
     int r = 0;
     for (;;) {
@@ -96,13 +91,22 @@ int sha256_file_hex(const char *path, char ret_hex[SHA256_HEX_LEN + 1], uint64_t
     if (r == 0)
         r = sha256_final_hex(c, hex);
     sha256_free(c);
-    close(fd);
     if (r < 0)
         return r;
     memcpy(ret_hex, hex, sizeof hex);
     if (ret_size)
         *ret_size = total;
     return 0;
+}
+
+int sha256_file_hex(const char *path, char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int r = sha256_fd_hex(fd, ret_hex, ret_size);
+    close(fd);
+    return r;
 }
 
 int sha256_is_hex(const char *s)

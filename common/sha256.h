@@ -18,6 +18,8 @@ void sha256_free(struct sha256_ctx *c);
 
 int sha256_buf_hex(const void *data, size_t len, char ret_hex[SHA256_HEX_LEN + 1]);
 /* Hash a file; *ret_size (may be NULL) gets its length in bytes. */
+/* Hash what is left to read of fd (not closed); *ret_size (may be NULL) gets the bytes read. */
+int sha256_fd_hex(int fd, char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_size);
 int sha256_file_hex(const char *path, char ret_hex[SHA256_HEX_LEN + 1], uint64_t *ret_size);
 /* true when s is exactly 64 lowercase hex digits. */
 int sha256_is_hex(const char *s);

@@ -180,10 +180,10 @@ static void test_install_and_change(void **state)
         fclose(fp);
         assert_int_equal(store_verify_release(&s, a.id, err, sizeof err), -EBADMSG);
         assert_non_null(strstr(err, "lib/pkg/mod.py"));
-        fp = fopen(path("%s", obj), "r+");
-        fputc('x', fp); /* back as it was */
-        fclose(fp);
-        assert_int_equal(chmod(path("%s", obj), 0444), 0);
+        /* marked damaged, the corrupt object (the same inode) gone: installed again from a pack */
+        assert_false(objstore_have(&s, a.id));
+        assert_int_equal(objstore_add(&s, a.text, a.len, a.id, path("a.pack"), NULL, err, sizeof err), 0);
+        assert_true(objstore_have(&s, a.id));
         assert_int_equal(store_verify_release(&s, a.id, err, sizeof err), 0);
     }
     /* one file changes: only its object is missing */
@@ -389,6 +389,146 @@ static void test_stale_temp_only_dead_owner(void **state)
     assert_int_equal(stat(path("%s", live), &st), 0);
 }
 
+/* Change a file's bytes in place as a user with root would (chmod, write, same size). */
+static void scribble(const char *rel)
+{
+    assert_int_equal(chmod(rel, 0644), 0);
+    FILE *fp = fopen(rel, "r+");
+    assert_non_null(fp);
+    fputc('Z', fp);
+    fclose(fp);
+    assert_int_equal(chmod(rel, 0444), 0);
+}
+
+static size_t nmissing(const struct store *s, const struct rel *r, bool *ret_present)
+{
+    struct m2_ranges rg;
+    size_t v[2] = { 0, 0 };
+    assert_int_equal(objstore_missing(s, r->m, r->id, &rg, ret_present), 0);
+    assert_int_equal(m2_ranges_parse(rg.text, rg.len, r->m->n, count, v), 0);
+    m2_ranges_done(&rg);
+    return v[0];
+}
+
+/* An installed release is re-verified before it is reactivated, cheaply: objects hashed when
+ * they arrived are recorded (objects/.verified), so the verify of a code release and its
+ * environment stats every entry and reads none; links the store makes itself (another release
+ * sharing objects) do not force a re-hash.  A file corrupted in the environment is named, the
+ * environment (and so the code release) is no longer `have`, its object is asked for again
+ * and, once sent, the verify passes.  A file replaced by another inode in a release tree is
+ * named too, and rebuilt from the intact object without a pack. */
+static void test_reverify_recorded_and_corrupt(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    src_tree("env only\n");
+    struct rel env;
+    load(&env, NULL);
+    make_pack(env.m, "e.pack", NULL);
+    char err[512];
+    assert_int_equal(objstore_add(&s, env.text, env.len, env.id, path("e.pack"), NULL, err, sizeof err), 0);
+    src_tree("code\n");
+    struct rel code;
+    load(&code, env.id);
+    make_pack(code.m, "c.pack", "lib/pkg/mod.py");
+    assert_int_equal(objstore_add(&s, code.text, code.len, code.id, path("c.pack"), NULL, err, sizeof err), 0);
+
+    /* every object was hashed on arrival: nothing is read, code and environment alike */
+    struct objstore_vstats vs = { 0 };
+    assert_int_equal(objstore_verify_stats(&s, code.id, &vs, err, sizeof err), 0);
+    assert_int_equal(vs.hashed, 0);
+    assert_int_equal(vs.stat_only, code.m->nfiles + env.m->nfiles);
+    /* without the record (a store from before it): hashed once, then recorded; an object
+     * the code shares with its environment is read once (the environment's mod.py is its own) */
+    assert_int_equal(unlink(path("root/objects/.verified")), 0);
+    memset(&vs, 0, sizeof vs);
+    assert_int_equal(objstore_verify_stats(&s, code.id, &vs, err, sizeof err), 0);
+    assert_int_equal(vs.hashed, code.m->nfiles + 1);
+    memset(&vs, 0, sizeof vs);
+    assert_int_equal(objstore_verify_stats(&s, code.id, &vs, err, sizeof err), 0);
+    assert_int_equal(vs.hashed, 0);
+
+    /* another release sharing the objects links them (ctime and link count move): no re-hash */
+    src_tree("code 2\n");
+    struct rel c2;
+    load(&c2, env.id);
+    make_pack(c2.m, "c2.pack", "lib/pkg/mod.py");
+    assert_int_equal(objstore_add(&s, c2.text, c2.len, c2.id, path("c2.pack"), NULL, err, sizeof err), 0);
+    memset(&vs, 0, sizeof vs);
+    assert_int_equal(objstore_verify_stats(&s, code.id, &vs, err, sizeof err), 0);
+    assert_int_equal(vs.hashed, 0);
+
+    /* GC removes it (-1 link on each shared object), an install adds it back (+1): the link
+     * count is what was recorded, the ctime is not, and still nothing is re-hashed because the
+     * store's own unlinks and links keep the record current */
+    const char *protect[] = { code.id, env.id };
+    assert_int_equal(store_gc(&s, 0, protect, 2), 1);
+    assert_int_equal(objstore_add(&s, c2.text, c2.len, c2.id, path("c2.pack"), NULL, err, sizeof err), 0);
+    memset(&vs, 0, sizeof vs);
+    assert_int_equal(objstore_verify_stats(&s, code.id, &vs, err, sizeof err), 0);
+    assert_int_equal(vs.hashed, 0);
+
+    /* a file of the environment corrupted in place (same size): the reactivation of code is
+     * refused, naming the environment, the path and what to do; only that file was read */
+    scribble(path("root/releases/%s/lib/pkg/mod.py", env.id));
+    memset(&vs, 0, sizeof vs);
+    assert_int_equal(objstore_verify_stats(&s, code.id, &vs, err, sizeof err), -EBADMSG);
+    assert_int_equal(vs.hashed, 1);
+    assert_non_null(strstr(err, "environment"));
+    assert_non_null(strstr(err, "'lib/pkg/mod.py' does not match its manifest"));
+    assert_non_null(strstr(err, "deploy it again"));
+    assert_int_equal(store_verify_release(&s, code.id, err, sizeof err), -EBADMSG); /* what the daemon calls */
+    /* not present any more: the controller's `release have` sends both again, and the host
+     * sends exactly the corrupt object (it was that inode, so it left the store) */
+    assert_false(objstore_have(&s, env.id));
+    assert_false(objstore_have(&s, code.id));
+    bool present = true;
+    assert_int_equal(nmissing(&s, &env, &present), 1);
+    assert_false(present);
+    src_tree("env only\n");
+    make_pack(env.m, "e1.pack", "lib/pkg/mod.py");
+    assert_int_equal(objstore_add(&s, env.text, env.len, env.id, path("e1.pack"), NULL, err, sizeof err), 0);
+    assert_int_equal(objstore_add(&s, code.text, code.len, code.id, NULL, NULL, err, sizeof err), 1);
+    assert_true(objstore_have(&s, code.id));
+    memset(&vs, 0, sizeof vs);
+    assert_int_equal(objstore_verify_stats(&s, code.id, &vs, err, sizeof err), 0);
+    assert_int_equal(vs.hashed, 0);
+    char *txt = NULL;
+    size_t tl = 0;
+    assert_int_equal(fs_read_file(path("root/releases/%s/lib/pkg/mod.py", env.id), 4096, &txt, &tl), 0);
+    assert_int_equal(tl, strlen("env only\n"));
+    assert_memory_equal(txt, "env only\n", tl);
+    free(txt);
+
+    /* a file of the code release replaced by another file of the same size (sed -i, cp): a
+     * new inode; the object is intact, so the rebuild needs no pack */
+    const char *rp = path("root/releases/%s/bin/python3", code.id);
+    struct stat st;
+    assert_int_equal(lstat(rp, &st), 0);
+    char *same = calloc(1, (size_t)st.st_size + 1);
+    memset(same, 'q', (size_t)st.st_size);
+    assert_int_equal(unlink(rp), 0);
+    assert_int_equal(fs_write_atomic(rp, same, (size_t)st.st_size, 0555), 0);
+    free(same);
+    assert_int_equal(objstore_verify(&s, code.id, err, sizeof err), -EBADMSG);
+    assert_non_null(strstr(err, "'bin/python3'"));
+    assert_false(objstore_have(&s, code.id));
+    assert_int_equal(nmissing(&s, &code, &present), 0);
+    assert_false(present);
+    assert_int_equal(objstore_add(&s, code.text, code.len, code.id, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(objstore_verify(&s, code.id, err, sizeof err), 0);
+
+    /* a missing file names its path */
+    assert_int_equal(unlink(path("root/releases/%s/lib/pkg/same.py", code.id)), 0);
+    assert_int_equal(objstore_verify(&s, code.id, err, sizeof err), -EBADMSG);
+    assert_non_null(strstr(err, "'lib/pkg/same.py' is missing"));
+    assert_false(objstore_have(&s, code.id));
+    unload(&c2);
+    unload(&code);
+    unload(&env);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -397,6 +537,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt_object_and_tar_pack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_temp_only_dead_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_have_record_and_stdin_pack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reverify_recorded_and_corrupt, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
