@@ -11,11 +11,13 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "controller/cmd.h"
 #include "controller/inventory.h"
 #include "controller/verbs.h"
 
-/* The verb's arguments against an empty inventory: EXIT_OK, or the usage error it reported. */
-static int check_args(const struct verb *vb, int argc, char **argv)
+/* The verb's arguments against an empty inventory: EXIT_OK, or the usage error it reported.
+ * *ret_json: what the verb said about -o json (cmd_result_want()). */
+static int check_args(const struct verb *vb, int argc, char **argv, struct fleet *ret_json)
 {
     struct inventory *none = calloc(1, sizeof *none);
     if (!none) {
@@ -33,6 +35,9 @@ static int check_args(const struct verb *vb, int argc, char **argv)
     fleet_init(&f, none, NULL);
     f.args_only = true;
     int ret = vb->run(&f, argc, copy);
+    ret_json->json_kind = f.json_kind;
+    ret_json->json_njobs = f.json_njobs;
+    memcpy(ret_json->json_jobs, f.json_jobs, sizeof f.json_jobs);
     fleet_done(&f);
     free(copy);
     inventory_free(none);
@@ -118,7 +123,8 @@ int cli_main(int argc, char **argv, const char *version)
         log_error("unknown verb '%s' (drover help lists them)", verb);
         return EXIT_USAGE;
     }
-    int ret = check_args(vb, vargc, vargv);
+    struct fleet want = { 0 };
+    int ret = check_args(vb, vargc, vargv, &want);
     if (ret != EXIT_OK)
         return ret;
     const char *path = inv_arg ? inv_arg : getenv("DROVER_INVENTORY");
@@ -128,7 +134,9 @@ int cli_main(int argc, char **argv, const char *version)
     char err[1024];
     if (inventory_load(path, &inv, err, sizeof err) < 0) {
         log_error("%s", err);
-        return EXIT_USAGE;
+        /* -o json promised one document on stdout: CI reads why from its "error" */
+        return want.json_kind ? cmd_result_early(want.json_kind, want.json_jobs, want.json_njobs, EXIT_USAGE, err)
+                              : EXIT_USAGE;
     }
     struct fleet f;
     fleet_init(&f, inv, inv_arg);

@@ -49,6 +49,15 @@ struct json_t *cmd_result_doc(const char *kind, const char *const *jobs, int njo
 struct history_entry;
 typedef struct json_t json_t;
 int cmd_result_begin(struct cmd_result *cr);
+/* A verb given -o json says so while f->args_only (kind: its document's "kind", jobs: the jobs
+ * it was asked for), so that an inventory that fails to load still writes cmd_result_early()'s
+ * document (controller/cli.c).  Does nothing when json is false or after args_only. */
+void cmd_result_want(struct fleet *f, bool json, const char *kind, const char *const *jobs, int njobs);
+/* The document of a verb that failed before it began (no inventory, nothing contacted): the
+ * seven members of cmd_result_doc() with "records": [], plus kind's own empty members (trust:
+ * "known_hosts": null, "hosts": []; install: "agent_binary"/"sha256" null, "containers": []),
+ * printed on stdout.  error: what was logged.  Returns code. */
+int cmd_result_early(const char *kind, const char *const *jobs, int njobs, int code, const char *error);
 int cmd_result_end(struct cmd_result *cr, const struct inventory *inv, const char *kind,
                    const char *const *jobs, int njobs, int code);
 /* What `drover-agent --version` run in a container says about the container (cmd_install.c):

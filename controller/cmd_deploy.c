@@ -62,6 +62,7 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
     }
     if (optind + 1 != argc || (all && njobs)) /* the usage line of `drover deploy|plan --help` */
         return verb_usage_error(argv[0], optind + 1 < argc ? argv[optind + 1] : NULL);
+    cmd_result_want(f, json, o.dry_run ? "plan" : "deploy", jobs, njobs);
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;
     o.dir = argv[optind];

@@ -101,6 +101,7 @@ int cmd_history(struct fleet *f, int argc, char **argv)
     if (optind != argc) {
         return verb_usage_error(argv[0], argv[optind]);
     }
+    cmd_result_want(f, json, "history", &job, 1);
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;
     struct history_entry *h;

@@ -403,6 +403,17 @@ static json_t *install_res_json(const struct inv_ct *ct, const struct install_re
     return o;
 }
 
+/* A failure before any container was tried: with -o json the document, its members that are
+ * not known yet null or empty.  Returns code. */
+static int install_early(struct cmd_result *cr, bool json, const struct inventory *inv, const char *job,
+                         const char *binary, int code)
+{
+    if (!json)
+        return code;
+    cr->extra = json_pack("{s:s?,s:n,s:[]}", "agent_binary", binary[0] ? binary : NULL, "sha256", "containers");
+    return cmd_result_end(cr, inv, "install", job ? &job : NULL, job ? 1 : 0, code);
+}
+
 int cmd_install(struct fleet *f, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -437,12 +448,20 @@ int cmd_install(struct fleet *f, int argc, char **argv)
         log_error("give --job or HOST:VMID arguments, not both");
         return EXIT_USAGE;
     }
+    cmd_result_want(f, json, "install", &job, 1);
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;
     const struct inventory *inv = f->inv;
+    /* -o json from here on: a failure before any container is tried (a mistyped container, an
+     * unknown job, no agent binary) still writes the document, with its "error" */
+    struct cmd_result cr = { .saved_fd = -1 };
+    if (json && cmd_result_begin(&cr) < 0) {
+        log_error("cannot redirect stdout for -o json");
+        return EXIT_FAIL;
+    }
     struct inv_ct *cts = calloc(INV_MAX_JOBS * INV_MAX_CTS, sizeof *cts);
     if (!cts)
-        return EXIT_FAIL;
+        return install_early(&cr, json, inv, job, binary, EXIT_FAIL);
     int n = 0, ret = EXIT_OK;
     if (optind < argc) {
         for (int i = optind; i < argc && n < INV_MAX_JOBS * INV_MAX_CTS; i++) {
@@ -450,7 +469,7 @@ int cmd_install(struct fleet *f, int argc, char **argv)
             if (inventory_parse_ct(inv, argv[i], &cts[n], err, sizeof err) < 0) {
                 log_error("%s", err);
                 free(cts);
-                return EXIT_USAGE;
+                return install_early(&cr, json, inv, job, binary, EXIT_USAGE);
             }
             n++;
         }
@@ -470,13 +489,13 @@ int cmd_install(struct fleet *f, int argc, char **argv)
         if (job && !inventory_find_job(inv, job)) {
             log_error("no [job %s] in '%s'", job, inv->path);
             free(cts);
-            return EXIT_USAGE;
+            return install_early(&cr, json, inv, job, binary, EXIT_USAGE);
         }
     }
     if (n == 0) {
         log_error("no containers to install into");
         free(cts);
-        return EXIT_USAGE;
+        return install_early(&cr, json, inv, job, binary, EXIT_USAGE);
     }
     char sha[SHA256_HEX_LEN + 1];
     uint64_t size;
@@ -485,13 +504,7 @@ int cmd_install(struct fleet *f, int argc, char **argv)
         log_error("cannot read agent binary '%s': %s (build it, or pass --agent-binary)", binary,
                   strerror(-r));
         free(cts);
-        return EXIT_FAIL;
-    }
-    struct cmd_result cr = { .saved_fd = -1 };
-    if (json && cmd_result_begin(&cr) < 0) {
-        log_error("cannot redirect stdout for -o json");
-        free(cts);
-        return EXIT_FAIL;
+        return install_early(&cr, json, inv, job, binary, EXIT_FAIL);
     }
     /* Every host at once (bounded by [drover] parallel): a dead host costs one connect timeout
      * in total, and a slow upload to one host does not hold up the others.  A host's containers
@@ -504,7 +517,7 @@ int cmd_install(struct fleet *f, int argc, char **argv)
         free(res);
         free(rc);
         free(cts);
-        return json ? cmd_result_end(&cr, inv, "install", NULL, 0, EXIT_FAIL) : EXIT_FAIL;
+        return install_early(&cr, json, inv, job, binary, EXIT_FAIL);
     }
     *fan = (struct install_fan){ .f = f, .cts = cts, .n = n, .binary = binary, .sha = sha,
                                  .size = size, .restart = restart, .res = res, .rc = rc };

@@ -296,6 +296,7 @@ int cmd_events(struct fleet *f, int argc, char **argv)
     if (optind != argc) {
         return verb_usage_error(argv[0], argv[optind]);
     }
+    cmd_result_want(f, json, "events", &jobname, 1);
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;
     if (jobname && !inventory_find_job(f->inv, jobname)) {

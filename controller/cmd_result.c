@@ -64,6 +64,37 @@ json_t *cmd_result_doc(const char *kind, const char *const *jobs, int njobs, int
     return root;
 }
 
+void cmd_result_want(struct fleet *f, bool json, const char *kind, const char *const *jobs, int njobs)
+{
+    if (!json || !f->args_only)
+        return;
+    f->json_kind = kind;
+    f->json_njobs = 0;
+    for (int j = 0; j < njobs && j < INV_MAX_JOBS; j++)
+        if (jobs[j])
+            f->json_jobs[f->json_njobs++] = jobs[j];
+}
+
+int cmd_result_early(const char *kind, const char *const *jobs, int njobs, int code, const char *error)
+{
+    json_t *extra = NULL;
+    if (strcmp(kind, "trust") == 0)
+        extra = json_pack("{s:n,s:[]}", "known_hosts", "hosts");
+    else if (strcmp(kind, "install") == 0)
+        extra = json_pack("{s:n,s:n,s:[]}", "agent_binary", "sha256", "containers");
+    else if (strcmp(kind, "plan") == 0)
+        extra = json_pack("{s:[]}", "plans");
+    json_t *root = cmd_result_doc(kind, jobs, njobs, code, error, json_array(), extra);
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(root);
+    if (text) {
+        puts(text);
+        fflush(stdout);
+    }
+    free(text);
+    return code;
+}
+
 int cmd_result_end(struct cmd_result *cr, const struct inventory *inv, const char *kind,
                    const char *const *jobs, int njobs, int code)
 {

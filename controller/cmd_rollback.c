@@ -51,6 +51,7 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
         log_error("rollback needs --job J");
         return verb_usage_error(argv[0], NULL);
     }
+    cmd_result_want(f, json, "rollback", &job, 1);
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;
     const struct inv_job *jb = job ? inventory_find_job(f->inv, job) : NULL;

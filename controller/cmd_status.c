@@ -389,6 +389,7 @@ int cmd_status(struct fleet *f, int argc, char **argv)
     }
     if (optind != argc)
         return verb_usage_error(argv[0], argv[optind]);
+    cmd_result_want(f, o.json, "status", &o.job, 1);
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;
     if (o.job && !inventory_find_job(f->inv, o.job)) {

@@ -44,6 +44,7 @@ int cmd_trust(struct fleet *f, int argc, char **argv)
                   "characters, as ssh-keygen -lf prints it)", expect);
         return EXIT_USAGE;
     }
+    cmd_result_want(f, json, "trust", NULL, 0);
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;
     /* -o json: {"v":1,"kind":"trust","hosts":[{"host","address","port","fingerprint","result",

@@ -25,6 +25,11 @@ struct fleet {
     bool args_only;                    /* the verb is only to check its arguments (controller/cli.c):
                                           return EXIT_OK once they parse, before any host or the
                                           (empty) inventory is used */
+    /* Set by a verb given -o json while args_only (cmd_result_want()): an inventory that then
+     * fails to load still gets the verb's JSON document (controller/cli.c), naming these jobs. */
+    const char *json_kind;             /* NULL: no -o json */
+    const char *json_jobs[INV_MAX_JOBS];
+    int json_njobs;
 };
 
 void fleet_init(struct fleet *f, const struct inventory *inv, const char *inv_arg);

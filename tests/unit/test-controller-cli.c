@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "common/util.h"
 #include "controller/cli.h"
@@ -267,6 +268,84 @@ static void test_validate_env(void **state)
     assert_int_equal(drover("validate", "rel", NULL), 0);
 }
 
+/* stdout is exactly one JSON object: its member key as a string ("" when absent or not one). */
+static json_t *doc_of(const char *text)
+{
+    json_error_t je;
+    json_t *o = json_loads(text, 0, &je);
+    if (!json_is_object(o))
+        fail_msg("stdout is not one JSON object (%s):\n%s", je.text, text);
+    return o;
+}
+
+static void want_doc(const char *kind, int code, const char *error_has)
+{
+    json_t *o = doc_of(out);
+    assert_int_equal(json_integer_value(json_object_get(o, "v")), 1);
+    assert_string_equal(json_string_value(json_object_get(o, "kind")), kind);
+    assert_int_equal(json_integer_value(json_object_get(o, "exit")), code);
+    assert_string_equal(json_string_value(json_object_get(o, "outcome")), code == 2 ? "usage" : "failed");
+    assert_true(json_is_array(json_object_get(o, "records")));
+    const char *e = json_string_value(json_object_get(o, "error"));
+    if (!e || !strstr(e, error_has))
+        fail_msg("want '%s' in the document's error:\n%s", error_has, out);
+    json_decref(o);
+}
+
+/* -o json promises one document on stdout whatever happens: an inventory that does not load
+ * wrote nothing there (every verb that takes -o json), nor did install failing before it began */
+static void test_json_without_inventory(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *kind, *a[8]; /* NULL-padded */
+    } verbs_json[] = {
+        { "deploy", { "deploy", ".", "--job", "train", "-o", "json" } },
+        { "plan", { "plan", ".", "-o", "json" } },
+        { "plan", { "deploy", ".", "--dry-run", "-o", "json" } },
+        { "rollback", { "rollback", "--job", "train", "-o", "json" } },
+        { "install", { "install", "-o", "json" } },
+        { "trust", { "trust", "h1", "-o", "json" } },
+        { "status", { "status", "-o", "json" } },
+        { "history", { "history", "--job", "train", "--output=json" } },
+        { "events", { "events", "-ojson" } },
+    };
+    for (size_t i = 0; i < sizeof verbs_json / sizeof verbs_json[0]; i++) {
+        const char *const *a = verbs_json[i].a;
+        assert_int_equal(drover(a[0], a[1], a[2], a[3], a[4], a[5], a[6], NULL), 2);
+        want_doc(verbs_json[i].kind, 2, "drover.ini: cannot read inventory");
+        want(err, "drover.ini: cannot read inventory"); /* and on stderr, as without -o json */
+    }
+    json_t *o = doc_of(out); /* events: its jobs are the --job given, here none */
+    assert_int_equal(json_array_size(json_object_get(o, "jobs")), 0);
+    json_decref(o);
+    assert_int_equal(drover("history", "--job", "train", "-o", "json", NULL), 2);
+    o = doc_of(out);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(o, "jobs"), 0)), "train");
+    json_decref(o);
+    /* without -o json stdout stays empty */
+    assert_int_equal(drover("status", NULL), 2);
+    assert_string_equal(out, "");
+
+    /* install -o json failing before it begins: an unknown job, a container not in the
+     * inventory, no agent binary */
+    mkfile("drover.ini", "[host h1]\nlocal = true\n[job train]\ncontainers = h1:101\n"
+                         "command = bin/drover-train\n", 0644);
+    assert_int_equal(drover("install", "--job", "nosuch", "-o", "json", NULL), 2);
+    want_doc("install", 2, "no [job nosuch]");
+    o = doc_of(out);
+    assert_true(json_is_array(json_object_get(o, "containers")));
+    assert_true(json_is_null(json_object_get(o, "sha256")));
+    json_decref(o);
+    assert_int_equal(drover("install", "h9:101", "-o", "json", NULL), 2);
+    want_doc("install", 2, "h9");
+    assert_int_equal(drover("install", "--agent-binary", "nonexistent-agent", "-o", "json", NULL), 1);
+    want_doc("install", 1, "cannot read agent binary 'nonexistent-agent'");
+    o = doc_of(out);
+    assert_string_equal(json_string_value(json_object_get(o, "agent_binary")), "nonexistent-agent");
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +354,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_values_name_the_option_typed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_and_help, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate_env, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_without_inventory, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
