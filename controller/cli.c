@@ -44,6 +44,17 @@ static int check_args(const struct verb *vb, int argc, char **argv, struct fleet
     return ret;
 }
 
+/* "unknown verb 'deplyo': did you mean deploy?"  Returns EXIT_USAGE. */
+static int unknown_verb(const char *verb)
+{
+    const char *near = verb_suggest(verb);
+    if (near)
+        log_error("unknown verb '%s': did you mean %s? (drover help lists them)", verb, near);
+    else
+        log_error("unknown verb '%s' (drover help lists them)", verb);
+    return EXIT_USAGE;
+}
+
 int cli_main(int argc, char **argv, const char *version)
 {
     static const struct option opts[] = {
@@ -88,10 +99,8 @@ int cli_main(int argc, char **argv, const char *version)
         return EXIT_USAGE;
     }
     const struct verb *vb = verb_find(verb);
-    if (!vb) {
-        log_error("unknown verb '%s' (drover help lists them)", verb);
-        return EXIT_USAGE;
-    }
+    if (!vb)
+        return unknown_verb(verb);
     /* --help is answered from the table, before anything else (a verb's help must work on a
      * machine without an inventory; `version --help` is help, not the version) */
     if (verb_wants_help(vargc, vargv)) {
@@ -102,10 +111,9 @@ int cli_main(int argc, char **argv, const char *version)
         const struct verb *hv = vargc > 1 ? verb_find(vargv[1]) : NULL;
         if (hv)
             verb_help(hv, stdout);
-        else if (vargc > 1) { /* `help nosuch` listed the verbs and exited 0 */
-            log_error("unknown verb '%s' (drover help lists them)", vargv[1]);
-            return EXIT_USAGE;
-        } else
+        else if (vargc > 1) /* `help nosuch` listed the verbs and exited 0 */
+            return unknown_verb(vargv[1]);
+        else
             verbs_usage(stdout);
         return EXIT_OK;
     }
@@ -124,7 +132,10 @@ int cli_main(int argc, char **argv, const char *version)
         return EXIT_USAGE;
     }
     struct fleet want = { 0 };
-    int ret = check_args(vb, vargc, vargv, &want);
+    int ret = verb_check_options(vb, vargc, vargv);
+    if (ret != EXIT_OK)
+        return ret;
+    ret = check_args(vb, vargc, vargv, &want);
     if (ret != EXIT_OK)
         return ret;
     const char *path = inv_arg ? inv_arg : getenv("DROVER_INVENTORY");

@@ -64,6 +64,93 @@ const struct verb *verb_find(const char *name)
     return NULL;
 }
 
+/* Optimal string alignment distance (Levenshtein with adjacent transpositions, each edit 1)
+ * between a and b, both at most 63 bytes (longer: 99, i.e. never near). */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return 99;
+    int d[64][64];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int cost = a[i - 1] != b[j - 1];
+            int best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < best)
+                best = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+/* How far a typo may be from what was meant: 1 edit in a short word, 2 in a longer one. */
+static bool is_near(const char *typed, int dist)
+{
+    return dist <= (strlen(typed) <= 4 ? 1 : 2);
+}
+
+const char *verb_suggest(const char *word)
+{
+    const char *best = NULL;
+    int bd = 99;
+    for (size_t i = 0; i < verbs_n; i++) {
+        int d = edit_distance(word, verbs[i].name);
+        if (d < bd) {
+            bd = d;
+            best = verbs[i].name;
+        }
+    }
+    return best && is_near(word, bd) ? best : NULL;
+}
+
+int verb_check_options(const struct verb *v, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *w = argv[i];
+        if (strcmp(w, "--") == 0)
+            break;
+        if (w[0] != '-' || w[1] != '-' || !w[2])
+            continue;
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(w, "="), w);
+        size_t nl = strlen(name);
+        /* v's options, space-separated, and --help (answered before the verb) */
+        bool known = strncmp("--help", name, nl) == 0;
+        char best[64] = "";
+        int bd = 99;
+        for (const char *o = v->opts; *o && !known;) {
+            size_t ol = strcspn(o, " ");
+            char opt[64];
+            snprintf(opt, sizeof opt, "%.*s", (int)ol, o);
+            if (nl <= ol && strncmp(opt, name, nl) == 0)
+                known = true; /* the option, or an abbreviation getopt_long takes */
+            int d = edit_distance(name + 2, opt + 2);
+            if (d < bd) {
+                bd = d;
+                snprintf(best, sizeof best, "%s", opt);
+            }
+            o += ol;
+            o += strspn(o, " ");
+        }
+        if (known)
+            continue;
+        if (best[0] && is_near(name + 2, bd))
+            log_error("unknown option '%s' for drover %s: did you mean %s?", name, v->name, best);
+        else
+            log_error("unknown option '%s' for drover %s", name, v->name);
+        return verb_usage_error(v->name, NULL);
+    }
+    return EXIT_OK;
+}
+
 void verbs_usage(FILE *fp)
 {
     fprintf(fp, "usage: drover [-i INVENTORY] [-v] VERB [ARGS]\n\n");

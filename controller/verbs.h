@@ -50,6 +50,16 @@ bool verb_wants_help(int argc, char **argv);
  * the last argument and has no value. */
 bool verbs_take_inventory_arg(int *argc, char **argv, const char **ret_path);
 
+/* The verb nearest to a mistyped word ("deplyo" -> "deploy": edit distance with adjacent
+ * transpositions, at most 1 for words of up to 4 characters, 2 beyond); NULL when none is near. */
+const char *verb_suggest(const char *word);
+
+/* Long options of v (the table's opts) in argv[1..argc), before any "--": a word "--x" that is
+ * no option of v nor a prefix of one (getopt_long's abbreviations) is refused before the verb
+ * parses anything: logs "unknown option '--jbo' for drover deploy: did you mean --job?" (the
+ * nearest of v's options, when one is near) and the verb's usage line.  EXIT_OK or EXIT_USAGE. */
+int verb_check_options(const struct verb *v, int argc, char **argv);
+
 /* The completion script for shell ("bash" or "zsh") to fp; -EINVAL for another shell. */
 int verbs_completion(const char *shell, FILE *fp);
 

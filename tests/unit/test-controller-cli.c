@@ -217,6 +217,56 @@ static void test_version_and_help(void **state)
     want(err, "usage: drover [-i INVENTORY]");
 }
 
+/* a typo gets the nearest name from the verb table (kubectl and git do it): options before the
+ * verb parses anything, verbs before anything else; still usage errors (exit 2), no inventory */
+static void test_did_you_mean(void **state)
+{
+    (void)state;
+    assert_int_equal(drover("deplyo", ".", NULL), 2);
+    want(err, "unknown verb 'deplyo': did you mean deploy? (drover help lists them)");
+    assert_int_equal(drover("stauts", NULL), 2);
+    want(err, "did you mean status?");
+    assert_int_equal(drover("help", "rolback", NULL), 2);
+    want(err, "unknown verb 'rolback': did you mean rollback?");
+    assert_int_equal(drover("frobnicate", NULL), 2); /* nothing near: no guess */
+    want(err, "unknown verb 'frobnicate' (drover help lists them)");
+    want_not(err, "did you mean");
+
+    assert_int_equal(drover("deploy", ".", "--jbo", "train", NULL), 2);
+    want(err, "unknown option '--jbo' for drover deploy: did you mean --job?\n");
+    want(err, "usage: drover deploy DIR");
+    want_not(err, "inventory");
+    assert_int_equal(drover("status", "--wtch=3", NULL), 2);
+    want(err, "unknown option '--wtch' for drover status: did you mean --watch?");
+    assert_int_equal(drover("top", "--onec", NULL), 2);
+    want(err, "did you mean --once?");
+    assert_int_equal(drover("rollback", "--job", "a", "--xyzzy", NULL), 2);
+    want(err, "unknown option '--xyzzy' for drover rollback\n");
+    want_not(err, "did you mean");
+    /* another verb's option is not this verb's */
+    assert_int_equal(drover("plan", ".", "--force", NULL), 2);
+    want(err, "unknown option '--force' for drover plan");
+    /* abbreviations getopt_long takes, values after "--" and --help stay as they were */
+    assert_int_equal(drover("deploy", ".", "--jo", "train", "--dry", NULL), 2);
+    want(err, "drover.ini: cannot read inventory");
+    assert_int_equal(drover("logs", "--job", "a", "--", "--jbo", NULL), 2);
+    want_not(err, "unknown option"); /* logs's own usage error: no command after -- */
+    assert_int_equal(drover("status", "--help", NULL), 0);
+    want(out, "usage: drover [-i INVENTORY] status");
+    /* every option of the table is known to its verb (the table is what the check reads) */
+    for (size_t i = 0; i < verbs_n; i++) {
+        if (!verbs[i].run)
+            continue;
+        char opts[512];
+        snprintf(opts, sizeof opts, "%s", verbs[i].opts);
+        for (char *save = NULL, *o = strtok_r(opts, " ", &save); o; o = strtok_r(NULL, " ", &save)) {
+            (void)drover(verbs[i].name, o, NULL);
+            want_not(err, "unknown option");
+            want_not(err, "unrecognized option");
+        }
+    }
+}
+
 static void mkfile(const char *rel, const char *text, mode_t mode)
 {
     char p[256];
@@ -355,6 +405,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_version_and_help, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate_env, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_without_inventory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_did_you_mean, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
