@@ -110,15 +110,18 @@ static int top_once(struct fleet *f, const struct top_opts *o)
             width = 132;
     }
     bool tty = isatty(STDOUT_FILENO);
-    int unreachable = 0;
+    int code = EXIT_OK;
     for (int frame = 0;; frame++) {
         char *text = NULL;
-        unreachable = 0;
         if (s.cts) {
             r = top_render_text(&s, f->inv, &v, now, width, tty && !no_color_env(), &text);
-            for (int i = 0; i < s.ncts; i++)
-                if (top_ct_state(&s, &s.cts[i], now) == TOP_UNREACHABLE)
-                    unreachable++;
+            /* the rule of `drover status` (docs/errors.md): an incomplete answer is exit 1 (5
+             * for a refused host key), a job's bad state is not */
+            int unanswered = 0;
+            code = top_snapshot_exit(&s, now, &unanswered);
+            for (int i = 0; i < s.ncts && unanswered && o->watch_s <= 0; i++)
+                if (!s.cts[i].seen && top_ct_state(&s, &s.cts[i], now) != TOP_UNREACHABLE)
+                    log_error("%s: no answer within %g s (--timeout)", s.cts[i].label, o->timeout_s);
         } else
             r = -ENOMEM;
         if (r < 0) {
@@ -150,7 +153,7 @@ static int top_once(struct fleet *f, const struct top_opts *o)
     }
     top_snapshot_done(&s);
     top_poll_stop(p, 2);
-    return r < 0 || unreachable ? EXIT_FAIL : EXIT_OK;
+    return r < 0 && code == EXIT_OK ? EXIT_FAIL : code;
 }
 
 /* ------------------------------------------------------------------ the screen */

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "controller/exitcode.h"
+
 #include "common/util.h"
 
 /* ------------------------------------------------------------------ states */
@@ -369,6 +371,26 @@ enum top_state top_ct_state(const struct top_snapshot *s, const struct top_ct *c
     for (int k = 0; k < ct->nranks; k++)
         w = worse(w, top_rank_state(s, ct, &ct->ranks[k], now));
     return w;
+}
+
+int top_snapshot_exit(const struct top_snapshot *s, double now, int *ret_unanswered)
+{
+    bool key = false;
+    int unreachable = 0, unanswered = 0;
+    for (int h = 0; h < s->nhosts; h++)
+        key = key || (s->hosts[h].key_refused && !s->hosts[h].up);
+    for (int i = 0; i < s->ncts; i++) {
+        const struct top_ct *ct = &s->cts[i];
+        if (top_ct_state(s, ct, now) == TOP_UNREACHABLE)
+            unreachable++;
+        else if (!ct->seen) {
+            unreachable++;
+            unanswered++;
+        }
+    }
+    if (ret_unanswered)
+        *ret_unanswered = unanswered;
+    return key ? EXIT_HOSTKEY : unreachable ? EXIT_FAIL : EXIT_OK;
 }
 
 enum top_state top_host_state(const struct top_snapshot *s, int host, double now)

@@ -103,6 +103,7 @@ struct top_host {
     bool tried;            /* a connection was attempted */
     double ok_mono;        /* when anything last came from it; 0 never */
     char err[TOP_ERR_MAX];
+    bool key_refused;      /* the last connect failed on its host key (unknown or changed) */
 };
 
 struct top_job {
@@ -156,6 +157,14 @@ int top_hb_lateness(const struct top_rank *r, double age_s);
 enum top_state top_rank_state(const struct top_snapshot *s, const struct top_ct *ct,
                               const struct top_rank *r, double now);
 enum top_state top_ct_state(const struct top_snapshot *s, const struct top_ct *ct, double now);
+
+/* The exit code of `drover top --once` for snapshot s, the same rule as `drover status`
+ * (docs/errors.md, "status and top"): EXIT_HOSTKEY (5) when some host's key was refused, else
+ * EXIT_FAIL (1) when some container could not be asked (host down, container stopped, agent
+ * not answering, or nothing arrived by the deadline: never seen), else EXIT_OK, whatever state
+ * the jobs are in (a failed gang is an answer, not an error).  *ret_unanswered (may be NULL):
+ * how many containers were never seen. */
+int top_snapshot_exit(const struct top_snapshot *s, double now, int *ret_unanswered);
 enum top_state top_host_state(const struct top_snapshot *s, int host, double now);
 bool top_ct_is_stale(const struct top_snapshot *s, const struct top_ct *ct, double now);
 /* The job of container ct; NULL when its index is out of range. */

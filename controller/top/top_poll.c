@@ -90,13 +90,14 @@ static void sleep_ms(int ms)
         ;
 }
 
-static void set_host(struct top_poll *p, int h, bool up, const char *err, struct slot *slots,
-                     int nslots)
+static void set_host(struct top_poll *p, int h, bool up, const char *err, bool key_refused,
+                     struct slot *slots, int nslots)
 {
     pthread_mutex_lock(&p->mu);
     struct top_host *th = &p->snap.hosts[h];
     th->tried = true;
     th->up = up;
+    th->key_refused = key_refused;
     if (up)
         th->ok_mono = time_mono();
     (void)str_copy(th->err, sizeof th->err, err ? err : "");
@@ -305,7 +306,7 @@ static void *host_main(void *arg)
             int r = conn_open(inv, h, trust, &c, err, sizeof err);
             if (r < 0) {
                 c = NULL;
-                set_host(p, h, false, err, slots, nslots);
+                set_host(p, h, false, err, r == -ENOKEY || r == -EKEYREJECTED, slots, nslots);
                 retry_at = time_mono() + backoff;
                 backoff = backoff * 2 > 30 ? 30 : backoff * 2;
                 continue;
@@ -313,7 +314,7 @@ static void *host_main(void *arg)
             now = time_mono();
             for (int i = 0; i < nslots; i++)
                 slots[i].last_doc = slots[i].opened_at = now;
-            set_host(p, h, true, NULL, slots, nslots);
+            set_host(p, h, true, NULL, false, slots, nslots);
         }
         struct agent_argv wa;
         agent_argv_init(&wa);
@@ -406,7 +407,7 @@ static void *host_main(void *arg)
             close_streams(slots, nslots);
             conn_free(c);
             c = NULL;
-            set_host(p, h, false, err, slots, nslots);
+            set_host(p, h, false, err, false, slots, nslots);
             retry_at = time_mono() + backoff;
             backoff = backoff * 2 > 30 ? 30 : backoff * 2;
             continue;

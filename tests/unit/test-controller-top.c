@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "controller/exitcode.h"
 #include "controller/top/top_model.h"
 
 #define GOOD "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -246,6 +247,41 @@ static void test_reverted_container_runs_good_ranks(void **state)
 /* A rank that has not reported a loss yet (loss null, nothing counted non-finite: right after a
  * switch) is not the non-finite-loss failure: LOSS '-', not degraded, no NaN alert; `drover
  * status` says the same (newcomer pass: NaN there read as divergence). */
+/* `top --once` exits as `drover status` does (docs/errors.md, "status and top"): 1 when a
+ * container could not be asked, including one that never answered before --timeout (it exited
+ * 0, showing it as starting, while status said agent-unreachable and exited 1); 5 when a host
+ * key was refused (it exited 1 where status exited 5); a failed gang is an answer: 0. */
+static void test_once_exit_agrees_with_status(void **state)
+{
+    struct fx *f = *state;
+    double now = 1000;
+    feed_all(f, GOOD, GOOD, now);
+    int unanswered = -1;
+    assert_int_equal(top_snapshot_exit(&f->s, now, &unanswered), EXIT_OK);
+    assert_int_equal(unanswered, 0);
+    /* a failed gang is not an unreachable container */
+    make_status(&f->st, 0, GOOD, GOOD, GANG_FAILED, 11, 1000, 3.0);
+    top_ct_update(&f->s.cts[0], &f->st, "train", 3, now);
+    assert_int_equal(top_snapshot_exit(&f->s, now, NULL), EXIT_OK);
+    /* a container that never answered */
+    f->s.cts[2].seen = false;
+    assert_int_equal(top_snapshot_exit(&f->s, now, &unanswered), EXIT_FAIL);
+    assert_int_equal(unanswered, 1);
+    /* its host down */
+    f->s.hosts[1].up = false;
+    strcpy(f->s.hosts[1].err, "connect: Connection refused");
+    assert_int_equal(top_snapshot_exit(&f->s, now, &unanswered), EXIT_FAIL);
+    assert_int_equal(unanswered, 0);
+    /* down on a refused host key */
+    f->s.hosts[1].key_refused = true;
+    assert_int_equal(top_snapshot_exit(&f->s, now, NULL), EXIT_HOSTKEY);
+    /* up again: the old refusal no longer counts */
+    f->s.hosts[1].up = true;
+    f->s.hosts[1].err[0] = '\0';
+    f->s.cts[2].seen = true;
+    assert_int_equal(top_snapshot_exit(&f->s, now, NULL), EXIT_OK);
+}
+
 static void test_no_loss_yet_is_not_nan(void **state)
 {
     struct fx *f = *state;
@@ -594,6 +630,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_nan_and_slow_are_degraded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reverted_container_runs_good_ranks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_loss_yet_is_not_nan, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_once_exit_agrees_with_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stalled_backoff_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreachable_keeps_values_dimmed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_sort_filter_fold, setup, teardown),
