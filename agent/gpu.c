@@ -13,10 +13,7 @@
 
 #include "common/log.h"
 
-/* The few NVML types and entry points we use (nvml.h, stable ABI). */
-typedef void *nvml_device_t;
-struct nvml_util { unsigned int gpu, memory; };
-struct nvml_mem { unsigned long long total, free, used; };
+/* nvml.h's constants we use (stable ABI); the entry points: struct gpu_nvml in gpu.h. */
 #define NVML_TEMPERATURE_GPU 0
 #define NVML_TEMPERATURE_THRESHOLD_SLOWDOWN 1
 
@@ -24,11 +21,7 @@ static struct {
     bool tried, ok;
     void *lib;
     int (*init)(void);
-    int (*by_index)(unsigned int, nvml_device_t *);
-    int (*util)(nvml_device_t, struct nvml_util *);
-    int (*mem)(nvml_device_t, struct nvml_mem *);
-    int (*temp)(nvml_device_t, int, unsigned int *);
-    int (*thresh)(nvml_device_t, int, unsigned int *);
+    struct gpu_nvml q;
     struct gpumem_nvml table; /* for gpumem_decide; compute_procs NULL when absent */
 } nv;
 
@@ -43,12 +36,13 @@ int gpu_open(void)
         return -ENOENT;
     }
     *(void **)&nv.init = dlsym(nv.lib, "nvmlInit_v2");
-    *(void **)&nv.by_index = dlsym(nv.lib, "nvmlDeviceGetHandleByIndex_v2");
-    *(void **)&nv.util = dlsym(nv.lib, "nvmlDeviceGetUtilizationRates");
-    *(void **)&nv.mem = dlsym(nv.lib, "nvmlDeviceGetMemoryInfo");
-    *(void **)&nv.temp = dlsym(nv.lib, "nvmlDeviceGetTemperature");
-    *(void **)&nv.thresh = dlsym(nv.lib, "nvmlDeviceGetTemperatureThreshold");
-    if (!nv.init || !nv.by_index || !nv.util || !nv.mem || !nv.temp || !nv.thresh || nv.init() != 0) {
+    *(void **)&nv.q.by_index = dlsym(nv.lib, "nvmlDeviceGetHandleByIndex_v2");
+    *(void **)&nv.q.util = dlsym(nv.lib, "nvmlDeviceGetUtilizationRates");
+    *(void **)&nv.q.mem = dlsym(nv.lib, "nvmlDeviceGetMemoryInfo");
+    *(void **)&nv.q.temp = dlsym(nv.lib, "nvmlDeviceGetTemperature");
+    *(void **)&nv.q.thresh = dlsym(nv.lib, "nvmlDeviceGetTemperatureThreshold");
+    *(void **)&nv.q.uuid = dlsym(nv.lib, "nvmlDeviceGetUUID"); /* optional */
+    if (!nv.init || !nv.q.by_index || !nv.q.util || !nv.q.mem || !nv.q.temp || !nv.q.thresh || nv.init() != 0) {
         log_warn("gpu: NVML found but unusable; GPU figures will be null");
         dlclose(nv.lib);
         nv.lib = NULL;
@@ -59,7 +53,7 @@ int gpu_open(void)
     *(void **)&nv.table.compute_procs = dlsym(nv.lib, "nvmlDeviceGetComputeRunningProcesses_v3");
     if (!nv.table.compute_procs)
         *(void **)&nv.table.compute_procs = dlsym(nv.lib, "nvmlDeviceGetComputeRunningProcesses_v2");
-    nv.table.by_index = nv.by_index;
+    nv.table.by_index = nv.q.by_index;
     return 0;
 }
 
@@ -68,26 +62,41 @@ const struct gpumem_nvml *gpu_nvml(void)
     return gpu_open() == 0 && nv.table.compute_procs ? &nv.table : NULL;
 }
 
-void gpu_query(int index, struct gpu_status *ret)
+void gpu_query_with(const struct gpu_nvml *t, int index, struct gpu_status *ret)
 {
     memset(ret, 0, sizeof *ret);
-    if (index < 0 || gpu_open() < 0)
+    ret->index = index;
+    void *d;
+    struct gpu_nvml_util u;
+    struct gpu_nvml_mem m;
+    unsigned int temp = 0, slow = 0;
+    if (index < 0 || t->by_index((unsigned)index, &d) != 0 || t->util(d, &u) != 0 || t->mem(d, &m) != 0)
         return;
-    nvml_device_t d;
-    struct nvml_util u;
-    struct nvml_mem m;
-    unsigned int t = 0, slow = 0;
-    if (nv.by_index((unsigned)index, &d) != 0 || nv.util(d, &u) != 0 || nv.mem(d, &m) != 0)
-        return;
-    (void)nv.temp(d, NVML_TEMPERATURE_GPU, &t);
-    if (nv.thresh(d, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &slow) != 0)
+    (void)t->temp(d, NVML_TEMPERATURE_GPU, &temp);
+    if (t->thresh(d, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &slow) != 0)
         slow = 0;
     ret->valid = true;
     ret->util = u.gpu;
     ret->mem_used = (int64_t)m.used;
     ret->mem_total = (int64_t)m.total;
-    ret->temp = t;
+    ret->temp = temp;
     ret->slowdown_temp = slow;
+    /* the device's identity, for joining with dcgm-exporter's UUID label; NUL-terminated by
+     * us, whatever NVML wrote */
+    char id[GPU_UUID_MAX];
+    memset(id, 0, sizeof id);
+    if (t->uuid && t->uuid(d, id, sizeof id - 1) == 0 && gpu_uuid_is_valid(id))
+        memcpy(ret->uuid, id, sizeof id);
+}
+
+void gpu_query(int index, struct gpu_status *ret)
+{
+    if (index < 0 || gpu_open() < 0) {
+        memset(ret, 0, sizeof *ret);
+        ret->index = index;
+        return;
+    }
+    gpu_query_with(&nv.q, index, ret);
 }
 
 static bool fd_is_gpu(const char *target)

@@ -9,6 +9,25 @@
 #include "agent/gpumem.h"
 #include "common/status.h"
 
+/* The NVML entry points gpu_query() reads, with NVML's own signatures (0 = NVML_SUCCESS);
+ * agent/gpu.c fills them from dlopen, the unit tests pass a fake.  uuid is NULL when the NVML
+ * lacks nvmlDeviceGetUUID (the figures are still read; the UUID stays unknown). */
+struct gpu_nvml_util { unsigned int gpu, memory; };
+struct gpu_nvml_mem { unsigned long long total, free, used; };
+struct gpu_nvml {
+    int (*by_index)(unsigned int index, void **ret_device);           /* nvmlDeviceGetHandleByIndex_v2 */
+    int (*util)(void *device, struct gpu_nvml_util *ret);             /* nvmlDeviceGetUtilizationRates */
+    int (*mem)(void *device, struct gpu_nvml_mem *ret);               /* nvmlDeviceGetMemoryInfo */
+    int (*temp)(void *device, int sensor, unsigned int *ret);         /* nvmlDeviceGetTemperature */
+    int (*thresh)(void *device, int kind, unsigned int *ret);         /* ...GetTemperatureThreshold */
+    int (*uuid)(void *device, char *buf, unsigned int length);        /* nvmlDeviceGetUUID */
+};
+
+/* gpu_query() over table t: ret->valid false (and nothing else set) when the device cannot be
+ * read; ret->index = index; ret->uuid only when NVML gave one that gpu_uuid_is_valid() (a
+ * failing or garbled answer leaves it "": the label is then absent, never junk).  Pure. */
+void gpu_query_with(const struct gpu_nvml *t, int index, struct gpu_status *ret);
+
 /* Load NVML once; -ENOENT when the library or a driver is absent (then every query is invalid). */
 int gpu_open(void);
 /* Figures for the device with this NVML index (the CUDA_VISIBLE_DEVICES entry of the rank);

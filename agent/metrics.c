@@ -41,7 +41,14 @@ static void rank_sample(FILE *out, const char *name, const struct job_status *j,
 {
     fprintf(out, "%s{drover_job=\"", name);
     put_label(out, j->job);
-    fprintf(out, "\",rank=\"%d\"} ", r->rank);
+    fprintf(out, "\",rank=\"%d\"", r->rank);
+    /* the device as dcgm-exporter labels it (gpu index, UUID), to join with its series; absent
+     * when NVML did not say */
+    if (r->gpu.valid && r->gpu.index >= 0)
+        fprintf(out, ",gpu=\"%d\"", r->gpu.index);
+    if (r->gpu.valid && gpu_uuid_is_valid(r->gpu.uuid))
+        fprintf(out, ",UUID=\"%s\"", r->gpu.uuid);
+    fputs("} ", out);
     put_value(out, v);
 }
 

@@ -3,6 +3,7 @@
  * heartbeat is embedded with the same field names as the heartbeat line (heartbeat.h). */
 #include "common/status.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -97,6 +98,13 @@ int status_format(const struct agent_status *st, char **ret_text)
                                               (json_int_t)rs->gpu.mem_used, "mem_total",
                                               (json_int_t)rs->gpu.mem_total, "temp", num(rs->gpu.temp),
                                               "slowdown_temp", num(rs->gpu.slowdown_temp)));
+            if (rs->gpu.valid) {
+                json_t *go = json_object_get(ro, "gpu");
+                if (go && rs->gpu.index >= 0)
+                    json_object_set_new(go, "index", json_integer(rs->gpu.index));
+                if (go && rs->gpu.uuid[0])
+                    json_object_set_new(go, "uuid", json_string(rs->gpu.uuid));
+            }
             else
                 json_object_set_new(ro, "gpu", json_null());
             json_array_append_new(ranks, ro);
@@ -137,9 +145,27 @@ static int rank_from_json(json_t *o, struct rank_status *rs)
             jf_int(g, "mem_total", 0, INT64_MAX, false, &rs->gpu.mem_total) < 0 || jf_num(g, "temp", &rs->gpu.temp) < 0 ||
             jf_num(g, "slowdown_temp", &rs->gpu.slowdown_temp) < 0)
             return -EINVAL;
+        rs->gpu.index = -1;
+        if (jf_i32(g, "index", -1, 1023, &rs->gpu.index) < 0 ||
+            jf_str(g, "uuid", rs->gpu.uuid, sizeof rs->gpu.uuid, false) < 0 ||
+            (rs->gpu.uuid[0] && !gpu_uuid_is_valid(rs->gpu.uuid)))
+            return -EINVAL;
         rs->gpu.valid = true;
     }
     return 0;
+}
+
+bool gpu_uuid_is_valid(const char *s)
+{
+    if (strncmp(s, "GPU-", 4) != 0 && strncmp(s, "MIG-", 4) != 0)
+        return false;
+    size_t n = strlen(s);
+    if (n <= 4 || n >= GPU_UUID_MAX)
+        return false;
+    for (const char *p = s + 4; *p; p++)
+        if (!isxdigit((unsigned char)*p) && *p != '-')
+            return false;
+    return true;
 }
 
 static int job_from_json(json_t *o, struct job_status *js)

@@ -13,7 +13,10 @@
  *                       "state_age_s":0,
  *                       "exit_code":-1,"exit_signal":0,
  *                       "hb":{…heartbeat fields…} or null,
- *                       "gpu":{"util":97,"mem_used":…,"mem_total":…,"temp":61,"slowdown_temp":90} or null}]}]}
+ *                       "gpu":{"util":97,"mem_used":…,"mem_total":…,"temp":61,"slowdown_temp":90,
+ *                              "index":0,"uuid":"GPU-…"} or null}]}]}
+ * (gpu's index and uuid only when known: absent, never "" or -1, so older agents' documents
+ * read the same)
  */
 #ifndef DROVER_STATUS_H
 #define DROVER_STATUS_H
@@ -49,14 +52,22 @@ enum gang_state {
     GANG_STATE_COUNT
 };
 
+#define GPU_UUID_MAX 96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE: "GPU-8e0ae0c6-..." and its NUL */
+
 struct gpu_status {
     bool valid;
+    int index;            /* the NVML index queried (the rank's CUDA_VISIBLE_DEVICES entry); -1 unknown */
+    char uuid[GPU_UUID_MAX]; /* NVML's "GPU-..." (the UUID label of dcgm-exporter); "" unknown */
     double util;          /* percent 0..100 */
     int64_t mem_used;     /* bytes */
     int64_t mem_total;    /* bytes */
     double temp;          /* degrees C */
     double slowdown_temp; /* degrees C, the device's own slowdown threshold; 0 if unknown */
 };
+
+/* Is s a GPU UUID as NVML prints it ("GPU-" or "MIG-" then hex digits and dashes, at most
+ * GPU_UUID_MAX - 1 bytes)?  Anything else is never put in a label. */
+bool gpu_uuid_is_valid(const char *s);
 
 struct rank_status {
     int rank, local_rank;

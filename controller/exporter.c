@@ -157,10 +157,24 @@ void exporter_render(const struct top_snapshot *s, const struct inventory *inv, 
                 const struct top_rank *r = &ct->ranks[k];
                 char rank[16], gpu[16];
                 snprintf(rank, sizeof rank, "%d", r->rank);
-                int lr = ij && ij->nproc_per_node > 0 ? r->rank % ij->nproc_per_node : 0;
-                gpu_of(ij, lr, gpu, sizeof gpu);
-                const char *l[] = { "drover_job", tj ? tj->name : "", "host", host, "vmid", vmid,
-                                    "rank", rank, "gpu", gpu, NULL };
+                /* gpu: the index the agent read through NVML, else the inventory's gpus entry;
+                 * UUID: NVML's, as dcgm-exporter names both, so `on(UUID)` joins with DCGM's
+                 * series.  A label nobody knows is left out, never "" */
+                if (r->gpu.valid && r->gpu.index >= 0)
+                    snprintf(gpu, sizeof gpu, "%d", r->gpu.index);
+                else
+                    gpu_of(ij, ij && ij->nproc_per_node > 0 ? r->rank % ij->nproc_per_node : 0, gpu, sizeof gpu);
+                const char *l[13] = { "drover_job", tj ? tj->name : "", "host", host, "vmid", vmid, "rank", rank };
+                int nl = 8;
+                if (gpu[0]) {
+                    l[nl++] = "gpu";
+                    l[nl++] = gpu;
+                }
+                if (r->gpu.valid && r->gpu.uuid[0]) {
+                    l[nl++] = "UUID";
+                    l[nl++] = r->gpu.uuid;
+                }
+                l[nl] = NULL;
                 bool g = r->gpu.valid;
                 switch (f) {
                 case R_STEP: if (r->has_hb) prom_sample(out, rf[f][0], l, (double)r->step); break;

@@ -49,6 +49,8 @@ static void test_metrics_text(void **state)
     j->ranks[1].hb.loss_finite = false;
     j->ranks[1].hb.nonfinite = 2;
     j->ranks[1].gpu.valid = true;
+    j->ranks[1].gpu.index = 1;
+    strcpy(j->ranks[1].gpu.uuid, "GPU-8e0ae0c6-1f0b-7d4e-9a7c-0123456789ab");
     j->ranks[1].gpu.util = 97;
     j->ranks[1].gpu.mem_used = 1024;
     /* rank 2: no heartbeat yet, no GPU: no samples at all */
@@ -61,9 +63,9 @@ static void test_metrics_text(void **state)
     assert_non_null(strstr(t, "drover_job_restarts{drover_job=\"tr\\\"ain\"} 2\n"));
     assert_non_null(strstr(t, "drover_rank_step{drover_job=\"tr\\\"ain\",rank=\"0\"} 42\n"));
     assert_non_null(strstr(t, "drover_rank_tokens_per_second{drover_job=\"tr\\\"ain\",rank=\"0\"} 1500.5\n"));
-    assert_non_null(strstr(t, "drover_rank_loss{drover_job=\"tr\\\"ain\",rank=\"1\"} NaN\n"));
-    assert_non_null(strstr(t, "drover_rank_nonfinite_steps{drover_job=\"tr\\\"ain\",rank=\"1\"} 2\n"));
-    assert_non_null(strstr(t, "drover_gpu_utilization_ratio{drover_job=\"tr\\\"ain\",rank=\"1\"} 0.97\n"));
+    assert_non_null(strstr(t, "drover_rank_loss{drover_job=\"tr\\\"ain\",rank=\"1\",gpu=\"1\",UUID=\"GPU-8e0ae0c6-1f0b-7d4e-9a7c-0123456789ab\"} NaN\n"));
+    assert_non_null(strstr(t, "drover_rank_nonfinite_steps{drover_job=\"tr\\\"ain\",rank=\"1\",gpu=\"1\",UUID=\"GPU-8e0ae0c6-1f0b-7d4e-9a7c-0123456789ab\"} 2\n"));
+    assert_non_null(strstr(t, "drover_gpu_utilization_ratio{drover_job=\"tr\\\"ain\",rank=\"1\",gpu=\"1\",UUID=\"GPU-8e0ae0c6-1f0b-7d4e-9a7c-0123456789ab\"} 0.97\n"));
     assert_null(strstr(t, "drover_gpu_utilization_ratio{drover_job=\"tr\\\"ain\",rank=\"0\"}")); /* no NVML there */
     assert_null(strstr(t, "rank=\"2\"")); /* nothing known yet: absent, not zero */
     free(t);

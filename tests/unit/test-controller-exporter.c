@@ -84,7 +84,10 @@ static void test_render(void **state)
         r->hb_age_s = 0.5;
         r->phase = HB_PHASE_TRAIN;
     }
-    ct->ranks[1].gpu = (struct gpu_status){ .valid = true, .util = 97, .mem_used = 1 << 30, .mem_total = 2LL << 30, .temp = 61 };
+    /* rank 1: NVML answered, with the device's index and UUID (the labels dcgm-exporter uses);
+     * rank 0: no NVML, the index from the inventory's gpus and no UUID label at all */
+    ct->ranks[1].gpu = (struct gpu_status){ .valid = true, .index = 3, .uuid = "GPU-8e0ae0c6-1f0b-7d4e-9a7c-0123456789ab", .util = 97,
+                                            .mem_used = 1 << 30, .mem_total = 2LL << 30, .temp = 61 };
     char *t = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&t, &len);
@@ -98,15 +101,18 @@ static void test_render(void **state)
     assert_non_null(strstr(t, "drover_container_up{drover_job=\"train\",host=\"h1\",vmid=\"101\"} 1\n"));
     assert_non_null(strstr(t, "drover_container_up{drover_job=\"train\",host=\"h1\",vmid=\"102\"} 0\n"));
     assert_non_null(strstr(t, "drover_gang_info{drover_job=\"train\",host=\"h1\",vmid=\"101\",state=\"running\",current=\"3f2a9c1b7d6e\",good=\"\"} 1\n"));
-    assert_non_null(strstr(t, "drover_rank_step{drover_job=\"train\",host=\"h1\",vmid=\"101\",rank=\"1\",gpu=\"3\"} 41\n"));
+    assert_non_null(strstr(t, "drover_rank_step{drover_job=\"train\",host=\"h1\",vmid=\"101\",rank=\"1\",gpu=\"3\",UUID=\"GPU-8e0ae0c6-1f0b-7d4e-9a7c-0123456789ab\"} 41\n"));
     assert_non_null(strstr(t, "drover_rank_tokens_per_second{drover_job=\"train\",host=\"h1\",vmid=\"101\",rank=\"0\",gpu=\"2\"} 2995\n"));
-    assert_non_null(strstr(t, "drover_rank_loss{drover_job=\"train\",host=\"h1\",vmid=\"101\",rank=\"1\",gpu=\"3\"} NaN\n"));
-    assert_non_null(strstr(t, "drover_rank_loss_finite{drover_job=\"train\",host=\"h1\",vmid=\"101\",rank=\"1\",gpu=\"3\"} 0\n"));
-    assert_non_null(strstr(t, "drover_gpu_utilization_ratio{drover_job=\"train\",host=\"h1\",vmid=\"101\",rank=\"1\",gpu=\"3\"} 0.97\n"));
-    assert_non_null(strstr(t, "drover_gpu_memory_total_bytes{drover_job=\"train\",host=\"h1\",vmid=\"101\",rank=\"1\",gpu=\"3\"} 2147483648\n"));
+    assert_non_null(strstr(t, "drover_rank_loss{drover_job=\"train\",host=\"h1\",vmid=\"101\",rank=\"1\",gpu=\"3\",UUID=\"GPU-8e0ae0c6-1f0b-7d4e-9a7c-0123456789ab\"} NaN\n"));
+    assert_non_null(strstr(t, "drover_rank_loss_finite{drover_job=\"train\",host=\"h1\",vmid=\"101\",rank=\"1\",gpu=\"3\",UUID=\"GPU-8e0ae0c6-1f0b-7d4e-9a7c-0123456789ab\"} 0\n"));
+    assert_non_null(strstr(t, "drover_gpu_utilization_ratio{drover_job=\"train\",host=\"h1\",vmid=\"101\",rank=\"1\",gpu=\"3\",UUID=\"GPU-8e0ae0c6-1f0b-7d4e-9a7c-0123456789ab\"} 0.97\n"));
+    assert_non_null(strstr(t, "drover_gpu_memory_total_bytes{drover_job=\"train\",host=\"h1\",vmid=\"101\",rank=\"1\",gpu=\"3\",UUID=\"GPU-8e0ae0c6-1f0b-7d4e-9a7c-0123456789ab\"} 2147483648\n"));
     assert_null(strstr(t, "drover_gpu_utilization_ratio{drover_job=\"train\",host=\"h1\",vmid=\"101\",rank=\"0\"")); /* no NVML */
     assert_null(strstr(t, "vmid=\"102\",rank=")); /* nothing known yet: absent, not zero */
     assert_null(strstr(t, "{job="));
+    assert_null(strstr(t, "rank=\"0\",gpu=\"2\",UUID")); /* unknown: absent, not "" */
+    assert_null(strstr(t, "gpu=\"\"")); /* a label nobody knows is absent, not "" */
+    assert_null(strstr(t, "UUID=\"\""));
     assert_null(strstr(t, "00000000001")); /* no float noise anywhere */
     free(t);
     top_snapshot_done(&s);
