@@ -127,6 +127,7 @@ static void daemon_save(struct daemon *d)
         struct job_rec *j = &d->st.jobs[i];
         struct gang *g = &d->rt[i].gang;
         j->probation_left_s = j->probation_deadline > 0 ? (j->probation_deadline > now ? j->probation_deadline - now : 0) : 0;
+        j->switch_left_s = j->switch_deadline > 0 ? (j->switch_deadline > now ? j->switch_deadline - now : 0) : 0;
         (void)str_copy(j->boot_id, sizeof j->boot_id, boot);
         j->gang_pgid = g->pgid;
         j->npids = 0;
@@ -609,9 +610,11 @@ static void handle_request(struct daemon *d, int ci, struct rpc_request *q)
         ev.kind = JM_EV_REVERT;
         ev.text = q->reason;
         ev.value = q->no_mark ? 1 : 0;
+        ev.rdzv = q->rdzv;
         break;
     case RPC_STOP:
         ev.kind = JM_EV_STOP;
+        ev.value = q->restart_after_s; /* a switch's stop: its switch deadline */
         break;
     case RPC_START:
         ev.kind = JM_EV_START;
@@ -999,6 +1002,11 @@ static void daemon_resume_jobs(struct daemon *d)
         if (j->probation_deadline > 0 || j->probation_left_s > 0) {
             if (!boot[0] || strcmp(boot, j->boot_id) != 0 || j->probation_deadline <= 0)
                 j->probation_deadline = now + j->probation_left_s;
+        }
+        /* the switch deadline the same way (a controller that died between a switch's phases) */
+        if (j->switch_deadline > 0 || j->switch_left_s > 0) {
+            if (!boot[0] || strcmp(boot, j->boot_id) != 0 || j->switch_deadline <= 0)
+                j->switch_deadline = now + j->switch_left_s;
         }
         char pids[128] = "";
         bool adopted = daemon_adopt_gang(d, i);

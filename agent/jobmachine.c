@@ -3,8 +3,11 @@
  * Invariants: the next gang of a job is started only once the old one is gone (GANG_GONE); a
  * promoted release is never reverted, only restarted or failed; a revert never goes to a release
  * marked bad; at most one operation (activate, revert, stop, start) waits per job.  A start
- * requested while a requested stop is in flight replaces it (the controller aborted a switch:
- * the old gang must come back, not stay down).  No I/O, no clock.
+ * or a revert requested while a requested stop is in flight replaces it (the controller aborted
+ * a switch, or reverts two-phase: the job must come back, not stay down).  A switch's stop that
+ * no activation follows within its switch deadline (the controller died between the phases)
+ * starts the stopped release again.  A release's probation deadline survives a stop and start
+ * of it (it is not re-armed, not lost).  No I/O, no clock.
  */
 #include "agent/jobmachine.h"
 
@@ -216,6 +219,7 @@ static void start_gang(struct job_rec *j, struct jm_rt *rt, enum jm_start why, e
 
 static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt, double now,
                      struct jm_effects *out);
+static void set_rdzv(struct job_rec *j, const char *rdzv);
 
 /* Request an operation; stops the gang first when one runs. */
 static void request(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt, enum jm_next k,
@@ -277,6 +281,8 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
                       !(rt->next_no_mark && !automatic);
     rt->next_no_mark = false;
     switch_to(j, j->good, out);
+    set_rdzv(j, rt->next_rdzv);
+    rt->next_rdzv[0] = '\0';
     j->restarts = 0;
     rt->ncrash = 0;
     j->probation_deadline = 0;
@@ -302,8 +308,18 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
     case JM_NEXT_NONE:
         return;
     case JM_NEXT_STOP:
-        set_state(j, GANG_STOPPED, "stopped by request");
-        fx_event(out, "stop", j->current, "stopped by request");
+        if (rt->next_restart_after_s > 0) {
+            /* a switch's first phase: the activation (or revert) should follow at once */
+            char why[200];
+            j->switch_deadline = now + rt->next_restart_after_s;
+            snprintf(why, sizeof why, "stopped for a switch; starts %.12s again on its own unless "
+                     "the switch goes on within %.0f s", j->current, rt->next_restart_after_s);
+            rt->next_restart_after_s = 0;
+            set_state(j, GANG_STOPPED, why);
+        } else {
+            set_state(j, GANG_STOPPED, "stopped by request");
+        }
+        fx_event(out, "stop", j->current, "%s", j->reason);
         fx_simple(out, JM_FX_SAVE);
         /* the controller's two-phase switch reads this as "every old rank here is gone" */
         fx_msg(out, JM_FX_ANSWER, 0, "stopped: no process of the gang is left");
@@ -462,8 +478,27 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_BUSY, "stop replaced by a start request");
         fx_simple(out, JM_FX_WAIT);
         rt->next = JM_NEXT_START;
+        rt->next_restart_after_s = 0;
+        j->switch_deadline = 0;
         (void)str_copy(rt->next_reason, sizeof rt->next_reason, "started by request once the old gang was gone");
         set_state(j, GANG_STOPPING, "stopping; starts again once every process of the gang is gone (start requested)");
+        fx_simple(out, JM_FX_SAVE);
+        return;
+    }
+    if (ev->kind == JM_EV_REVERT && rt->next == JM_NEXT_STOP && j->good[0] &&
+        strcmp(j->current, j->good) != 0) {
+        /* The controller's two-phase revert: its stop is still in flight here (a rank slow to
+         * go) and the good release starts elsewhere.  The good release starts here as soon as
+         * the gang is gone, never a job left down. */
+        fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_BUSY, "stop replaced by a revert request");
+        fx_simple(out, JM_FX_WAIT);
+        rt->next = JM_NEXT_REVERT;
+        rt->next_restart_after_s = 0;
+        j->switch_deadline = 0;
+        rt->next_no_mark = ev->value != 0;
+        (void)str_copy(rt->next_rdzv, sizeof rt->next_rdzv, ev->rdzv ? ev->rdzv : "");
+        (void)str_copy(rt->next_reason, sizeof rt->next_reason, ev->text && ev->text[0] ? ev->text : "requested");
+        set_state(j, GANG_STOPPING, "stopping; the good release starts once every process of the gang is gone (revert requested)");
         fx_simple(out, JM_FX_SAVE);
         return;
     }
@@ -480,6 +515,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
             return;
         }
         rt->next_probation_s = ev->value;
+        j->switch_deadline = 0;
         fx_simple(out, JM_FX_WAIT);
         request(p, j, rt, JM_NEXT_ACTIVATE, "activating a new release", ev->now, out);
         return;
@@ -519,14 +555,20 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         }
         fx_simple(out, JM_FX_WAIT);
         rt->next = JM_NEXT_NONE; /* cancels a pending restart */
+        j->switch_deadline = 0;
         rt->next_no_mark = ev->value != 0;
+        (void)str_copy(rt->next_rdzv, sizeof rt->next_rdzv, ev->rdzv ? ev->rdzv : "");
         request(p, j, rt, JM_NEXT_REVERT, ev->text && ev->text[0] ? ev->text : "requested", ev->now, out);
         return;
     case JM_EV_STOP:
         fx_simple(out, JM_FX_WAIT);
         rt->next = JM_NEXT_NONE; /* cancels a pending restart */
-        j->probation_deadline = 0;
-        request(p, j, rt, JM_NEXT_STOP, "stopping by request", ev->now, out);
+        /* the probation deadline is kept (it does not fire while the job is stopped): a release
+         * on probation or held that is started again (an aborted switch) keeps its deadline */
+        j->switch_deadline = 0;
+        rt->next_restart_after_s = ev->value > 0 ? ev->value : 0;
+        request(p, j, rt, JM_NEXT_STOP, ev->value > 0 ? "stopping for a switch" : "stopping by request",
+                ev->now, out);
         return;
     case JM_EV_START:
         if (rt->gang && !rt->stopping) {
@@ -539,6 +581,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
             return;
         }
         set_rdzv(j, ev->text);
+        j->switch_deadline = 0;
         fx_simple(out, JM_FX_WAIT);
         rt->next = JM_NEXT_NONE; /* cancels a pending restart */
         request(p, j, rt, JM_NEXT_START, "started by request", ev->now, out);
@@ -557,8 +600,24 @@ static void on_tick(const struct crash_policy *p, struct job_rec *j, struct jm_r
         run_next(p, j, rt, now, out);
         return;
     }
+    if (j->switch_deadline > 0 && now >= j->switch_deadline && !jm_busy(rt) && !rt->gang &&
+        j->state == GANG_STOPPED) {
+        /* The switch that stopped the gang never went on (its controller died between the
+         * phases, or lost every connection): the job must not stay down. */
+        j->switch_deadline = 0;
+        char why[300];
+        snprintf(why, sizeof why, "no activation within the switch deadline after a switch stopped "
+                 "the gang (the controller is gone?): starting %.12s again", j->current);
+        fx_event(out, "switch-expired", j->current, "%s", why);
+        fx_simple(out, JM_FX_SAVE);
+        start_gang(j, rt, JM_START_RESUME, GANG_STARTING, why, out);
+        return;
+    }
+    if (j->switch_deadline > 0 && j->state != GANG_STOPPED)
+        j->switch_deadline = 0; /* something else started it */
+    /* not while stopped: a stopped job keeps its deadline for when it is started again */
     if (j->probation_deadline > 0 && now >= j->probation_deadline && !jm_busy(rt) &&
-        strcmp(j->current, j->good) != 0) {
+        j->state != GANG_STOPPED && strcmp(j->current, j->good) != 0) {
         j->probation_deadline = 0;
         char why[200];
         snprintf(why, sizeof why, "release %.12s not promoted before its probation deadline", j->current);

@@ -13,7 +13,7 @@
  * window, promoted or not, automatic rollback cap), the probation deadline, the revert after a
  * failed start, and the non-finite-loss stop.
  *
- * Deadlines (backoff, probation) are on the daemon's monotonic clock (time_mono); nothing here
+ * Deadlines (backoff, probation, switch) are on the daemon's monotonic clock (time_mono); nothing here
  * ever sees the wall clock, so a clock step changes no verdict.
  */
 #ifndef DROVER_AGENT_JOBMACHINE_H
@@ -92,6 +92,8 @@ struct jm_rt {
     double next_probation_s;
     char next_reason[256];
     bool next_no_mark;            /* JM_NEXT_REVERT: the release left reached no verdict */
+    char next_rdzv[SPEC_RDZV_MAX]; /* JM_NEXT_REVERT: the good release's new generation ("" keep) */
+    double next_restart_after_s;  /* JM_NEXT_STOP: a switch's stop: the switch deadline (0 none) */
     enum jm_start starting;       /* a START_GANG effect is out: what its result means */
     enum gang_state start_state;  /* state once it started */
     char start_reason[JM_TEXT_MAX];
@@ -111,8 +113,14 @@ enum jm_ev {
     JM_EV_ACTIVATE,     /* spec (release in the store, command checked), value = probation_s */
     JM_EV_PROMOTE,      /* release, value = Ktok/s */
     JM_EV_REVERT,       /* text = reason (may be ""); value 1: the release left reached no
-                           verdict (operator's Ctrl-C, a passed analysis): not marked bad */
-    JM_EV_STOP,
+                           verdict (operator's Ctrl-C, a passed analysis): not marked bad;
+                           rdzv: the good release's new rendezvous generation ("" keep).  While
+                           a requested stop is in flight it replaces it, as START does (the
+                           controller's two-phase revert whose stop was slow somewhere) */
+    JM_EV_STOP,         /* value > 0: the first phase of a switch: once the gang is gone, the
+                           job's switch deadline is armed at now + value; if no activate, revert,
+                           start or stop comes by then (the controller died between the phases),
+                           the machine starts the release it stopped again on its own */
     JM_EV_START,        /* text = a new rendezvous generation ("" keep): start the current release
                            again with its recorded spec (the controller's aborted switch).  While a
                            requested stop is in flight it replaces it: the job starts once the gang
@@ -141,6 +149,7 @@ struct jm_event {
     double value;
     int rank, code, sig;
     const char *text;
+    const char *rdzv;            /* REVERT (may be NULL) */
 };
 
 enum jm_fx {

@@ -54,6 +54,7 @@ struct cli {
     char reason[256];
     bool json, detach;
     bool no_mark; /* revert --no-mark */
+    double restart_after_s; /* stop --restart-after S: a switch's stop */
     bool metrics; /* the metrics verb: status as Prometheus text */
     double timeout_s, interval_s, probation_s, ktok_s;
     int64_t count, since;
@@ -87,8 +88,8 @@ static void usage(FILE *f)
             "           [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  promote ID --job J [--ktok-s X] [--samples JSON]\n"
             "  baseline --job J             the promoted release's samples (kept by promote --samples)\n"
-            "  revert --job J [--reason TEXT] [--no-mark]\n"
-            "  stop --job J | start --job J [--rdzv G]\n"
+            "  revert --job J [--reason TEXT] [--no-mark] [--rdzv G]\n"
+            "  stop --job J [--restart-after S] | start --job J [--rdzv G]\n"
             "  status [--json] | watch [--json] [--interval S] [--count N]\n"
             "  metrics                      status as Prometheus text (node_exporter textfile collector)\n"
             "  events [--since SEQ] [--json]\n"
@@ -181,6 +182,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_MASTER_PORT: bad = parse_int(a, 1, 65535, &c->spec.master_port) < 0; break;
         case AGENT_OPT_GRACE: bad = parse_num(a, 0, 3600, &c->spec.grace_s) < 0; break;
         case AGENT_OPT_PROBATION: bad = parse_num(a, 0, 86400 * 30, &c->probation_s) < 0; break;
+        case AGENT_OPT_RESTART_AFTER: bad = parse_num(a, 1, 86400, &c->restart_after_s) < 0; break;
         case AGENT_OPT_FIRST_STEP_DEADLINE: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.first_step_s) < 0; break;
         case AGENT_OPT_SILENCE_DEADLINE: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.silence_s) < 0; break;
         case AGENT_OPT_STALL_DEADLINE: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.stall_s) < 0; break;
@@ -905,8 +907,10 @@ static int cmd_job_verb(struct cli *c, enum rpc_op op)
     q.ktok_s = c->ktok_s;
     (void)str_copy(q.reason, sizeof q.reason, c->reason);
     q.no_mark = c->no_mark;
-    if (op == RPC_START)
+    if (op == RPC_START || op == RPC_REVERT)
         (void)str_copy(q.rdzv, sizeof q.rdzv, c->spec.rdzv);
+    if (op == RPC_STOP)
+        q.restart_after_s = c->restart_after_s;
     code = call_daemon(c, &q, false, NULL);
     rpc_request_done(&q);
     if (code == 0 && ss) {

@@ -88,6 +88,7 @@ int rpc_parse_request(const char *text, size_t len, struct rpc_request *ret)
         goto out;
     if (jf_num_in(o, "probation_s", 0, 86400 * 30, &q.probation_s) < 0 ||
         jf_num_in(o, "ktok_s", 0, 1e12, &q.ktok_s) < 0 ||
+        jf_num_in(o, "restart_after_s", 0, 86400, &q.restart_after_s) < 0 ||
         jf_num_in(o, "interval_s", 0.05, 3600, &q.interval_s) < 0)
         goto out;
     if (count) {
@@ -157,6 +158,12 @@ int rpc_format_request(const struct rpc_request *q, char **ret_text)
                                    json_string(text_json_safe(q->reason, reason, sizeof reason)));
         if (q->op == RPC_REVERT && q->no_mark)
             bad |= json_object_set_new(o, "no_mark", json_true());
+        if (q->op == RPC_REVERT && q->rdzv[0])
+            bad |= json_object_set_new(o, "rdzv", json_string(q->rdzv));
+        break;
+    case RPC_STOP:
+        if (q->restart_after_s > 0)
+            bad |= json_object_set_new(o, "restart_after_s", json_real(q->restart_after_s));
         break;
     case RPC_START:
         if (q->rdzv[0])

@@ -5,7 +5,8 @@
  * the daemon closes:
  *   {"v":1,"op":"activate","job":"train","release":"<id>","spec":{…agent.h spec…},"probation_s":600}
  *   {"v":1,"op":"promote","job":"train","release":"<id>","ktok_s":412.3}
- *   {"v":1,"op":"revert","job":"train","reason":"…"}   {"v":1,"op":"stop","job":"train"}
+ *   {"v":1,"op":"revert","job":"train","reason":"…","rdzv":"<generation>"}   (rdzv optional)
+ *   {"v":1,"op":"stop","job":"train","restart_after_s":S}   (restart_after_s optional: a switch)
  *   {"v":1,"op":"start","job":"train","rdzv":"<generation>"}   (rdzv optional)
  *   {"v":1,"op":"lease-takeover","job":"train","reason":"deploy lease taken over by …"}
  *     (from `lease take`, which changed the lease itself: the daemon only journals it)
@@ -37,7 +38,8 @@ struct rpc_request {
     double ktok_s;             /* promote */
     char reason[256];          /* revert */
     bool no_mark;              /* revert: leave the current release unmarked (no verdict) */
-    char rdzv[SPEC_RDZV_MAX];  /* start: the new rendezvous generation, "" = keep */
+    char rdzv[SPEC_RDZV_MAX];  /* start, revert: the new rendezvous generation, "" = keep */
+    double restart_after_s;    /* stop: a switch's stop, its switch deadline (0: a plain stop) */
     double interval_s;         /* watch: 0.05 .. 3600 */
     int64_t count;             /* watch: 0 forever */
 };

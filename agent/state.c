@@ -52,12 +52,13 @@ static json_t *job_to_json(const struct job_rec *j)
     }
     /* the reason quotes workers and is cut to fit: kept valid UTF-8 so state.json stays writable */
     char reason[4 * sizeof j->reason];
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:o}",
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:o}",
                      "job", j->job, "current", j->current, "previous", j->previous, "good", j->good,
                      "state", gang_state_name(j->state), "reason",
                      text_json_safe(j->reason, reason, sizeof reason), "generation",
                      j->generation, "restarts", j->restarts, "auto_rollbacks", j->auto_rollbacks,
                      "probation_mono", j->probation_deadline, "probation_left_s", j->probation_left_s,
+                     "switch_mono", j->switch_deadline, "switch_left_s", j->switch_left_s,
                      "boot_id", j->boot_id, "gang_pgid", (json_int_t)j->gang_pgid, "gang_starttime",
                      (json_int_t)j->gang_starttime, "pids", pids, "holders", holders, "specs", specs,
                      "bad", bad, "goods", goods);
@@ -100,6 +101,7 @@ static int job_from_json(json_t *o, struct job_rec *j)
     json_t *name = json_object_get(o, "job"), *state = json_object_get(o, "state");
     json_t *reason = json_object_get(o, "reason"), *pm = json_object_get(o, "probation_mono");
     json_t *pl = json_object_get(o, "probation_left_s"), *bid = json_object_get(o, "boot_id");
+    json_t *sm = json_object_get(o, "switch_mono"), *sl = json_object_get(o, "switch_left_s");
     json_t *pids, *specs, *bad, *goods;
     int64_t gen = 0, restarts = 0, rb = 0, pgid = 0, start = 0;
     if (!json_is_object(o) || !json_is_string(name) || !job_name_is_valid(json_string_value(name)))
@@ -138,6 +140,16 @@ static int job_from_json(json_t *o, struct job_rec *j)
         if (!json_is_number(pl) || !(json_number_value(pl) >= 0 && json_number_value(pl) < 1e9))
             return -EINVAL;
         j->probation_left_s = json_number_value(pl);
+    }
+    if (sm) {
+        if (!json_is_number(sm) || !(json_number_value(sm) >= 0 && json_number_value(sm) < 1e12))
+            return -EINVAL;
+        j->switch_deadline = json_number_value(sm);
+    }
+    if (sl) {
+        if (!json_is_number(sl) || !(json_number_value(sl) >= 0 && json_number_value(sl) < 1e9))
+            return -EINVAL;
+        j->switch_left_s = json_number_value(sl);
     }
     if (bid) {
         if (!json_is_string(bid) || strlen(json_string_value(bid)) >= sizeof j->boot_id)

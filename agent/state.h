@@ -40,6 +40,12 @@ struct job_rec {
      * that much left).  The daemon fills probation_left_s and boot_id before each save. */
     double probation_deadline;
     double probation_left_s;
+    /* Switch deadline (the same clock and the same saving as the probation deadline; 0: none):
+     * armed when a switch's stop (`stop --restart-after S`) has stopped the gang; cleared by the
+     * next activate, revert, start or stop.  When it passes with the job still stopped (the
+     * controller died between the two phases), the agent starts the release it stopped again. */
+    double switch_deadline;
+    double switch_left_s;
     char boot_id[40];
     /* Releases that failed probation or were reverted before being promoted, newest first:
      * never a revert or rollback target unless named with --force (and promoting one clears

@@ -84,7 +84,8 @@ int agent_verb_parse(const char *s)
     X(AGENT_OPT_HOST_DRIVER, "host-driver", required_argument)                 \
     X(AGENT_OPT_CUDA, "cuda", required_argument)                               \
     X(AGENT_OPT_GPU_MEM, "gpu-mem", required_argument)                         \
-    X(AGENT_OPT_RDZV, "rdzv", required_argument)
+    X(AGENT_OPT_RDZV, "rdzv", required_argument) \
+    X(AGENT_OPT_RESTART_AFTER, "restart-after", required_argument)
 
 #define AS_LONGOPT(id, name, arg) { name, arg, 0, id },
 const struct option agent_cli_longopts[] = {
@@ -255,6 +256,19 @@ void agent_argv_stop(struct agent_argv *a, const char *job)
 {
     add_verb(a, AGENT_VERB_STOP);
     add_opt(a, AGENT_OPT_JOB, job);
+}
+
+void agent_argv_stop_switch(struct agent_argv *a, const char *job, double restart_after_s)
+{
+    agent_argv_stop(a, job);
+    if (restart_after_s > 0)
+        add_opt(a, AGENT_OPT_RESTART_AFTER, numf(a, "%.0f", restart_after_s < 1 ? 1 : restart_after_s));
+}
+
+void agent_argv_rdzv(struct agent_argv *a, const char *rdzv)
+{
+    if (rdzv && rdzv[0])
+        add_opt(a, AGENT_OPT_RDZV, rdzv);
 }
 
 void agent_argv_history_add(struct agent_argv *a, const char *job, const char *line)

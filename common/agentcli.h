@@ -91,7 +91,7 @@ enum agent_opt {
     AGENT_OPT_BACKOFF_MAX, AGENT_OPT_FIRST_STEP_DEADLINE, AGENT_OPT_SILENCE_DEADLINE,
     AGENT_OPT_STALL_DEADLINE, AGENT_OPT_CHECKPOINT_DEADLINE, AGENT_OPT_SAMPLES,
     AGENT_OPT_HOST_DRIVER, AGENT_OPT_CUDA, AGENT_OPT_GPU_MEM, AGENT_OPT_RDZV, AGENT_OPT_NO_MARK,
-    AGENT_OPT_END
+    AGENT_OPT_RESTART_AFTER, AGENT_OPT_END
 };
 
 /* getopt_long's table of every option, {0} terminated. */
@@ -133,6 +133,12 @@ void agent_argv_keep_releases(struct agent_argv *a, int n);
 void agent_argv_release_missing(struct agent_argv *a, const char *manifest);
 void agent_argv_release_install(struct agent_argv *a, const char *manifest, const char *pack, const char *id);
 void agent_argv_stop(struct agent_argv *a, const char *job);
+/* stop --job J --restart-after S: the first phase of a switch; S (whole seconds, at least 1) is
+ * the agent's switch deadline: it starts the stopped release again when nothing follows by then.
+ * restart_after_s <= 0: a plain stop. */
+void agent_argv_stop_switch(struct agent_argv *a, const char *job, double restart_after_s);
+/* --rdzv G after a revert (or start): the release started gets generation G ("" or NULL: none) */
+void agent_argv_rdzv(struct agent_argv *a, const char *rdzv);
 /* history add JOB LINE (one controller history record) | history list JOB */
 void agent_argv_history_add(struct agent_argv *a, const char *job, const char *line);
 void agent_argv_history_list(struct agent_argv *a, const char *job);

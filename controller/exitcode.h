@@ -34,7 +34,10 @@
     X(EXIT_HELD, 7, "held", "held on an inconclusive verdict")                                           \
     /* a container's GPU environment is broken: nothing reverted (the release is not to blame);        \
      * fix it (drover-agent gpu-check) */                                                                \
-    X(EXIT_ENV_FAULT, 8, "env-fault", "GPU environment fault")
+    X(EXIT_ENV_FAULT, 8, "env-fault", "GPU environment fault")                                          \
+    /* another operator took over this deploy's lease (it went unrenewed for a whole TTL) while it \
+     * watched: this deploy decided nothing after that (no promote, no revert) */                     \
+    X(EXIT_TAKEN_OVER, 9, "taken-over", "deploy lease taken over by another operator")
 
 #define DROVER_EXIT_ENUM(id, code, name, words) id = code,
 enum drover_exit { DROVER_EXITS(DROVER_EXIT_ENUM) };

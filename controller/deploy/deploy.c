@@ -69,6 +69,9 @@ struct deploy {
     char bad[16][RELEASE_ID_LEN + 1];
     bool leased[INV_MAX_CTS];         /* we hold the job's deploy lease in that container */
     double lease_renew_at;            /* monotonic: the next renewal while watching */
+    bool lease_lost;                  /* a renewal was refused: another operator holds the lease */
+    bool switching;                   /* the switch began: things were changed */
+    char lease_lost_why[600];         /* "h1:101: job 'J' is being deployed by B (...)" */
     char holder[128];                 /* who we are, for the leases: user@host/pid-N */
     int ngoods;                       /* promoted releases, newest first (first container's) */
     char goods[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1];
@@ -184,6 +187,66 @@ static int agent_call(struct deploy *d, const struct inv_ct *ct, const char *con
     }
     exec_result_done(&res);
     return r;
+}
+
+/* Per-container work spread over the job's hosts ([drover] parallel, transport/fanout.h): one
+ * worker per host calls fn for that host's containers one after another (one SSH session per
+ * host; pct holds a per-container lock), so N hosts cost about one host's time.  fn(cf, i) may
+ * touch only container i's entries and its host's connection, and logs nothing: rc[i] (1: not
+ * run) and err[i] are read afterwards, in container order, by the caller's thread. */
+struct ct_fan {
+    struct deploy *d;
+    int (*fn)(struct ct_fan *cf, int i);
+    const void *arg;           /* fn's input, read-only */
+    bool skip[INV_MAX_CTS];    /* in: leave container i out (rc stays 1) */
+    bool host_stops;           /* in: a failure skips the rest of its host's containers */
+    int hosts[INV_MAX_HOSTS], nhosts;
+    int rc[INV_MAX_CTS];
+    char err[INV_MAX_CTS][2048];
+    struct agent_status *scratch[INV_MAX_HOSTS]; /* per worker, for fn's status documents */
+};
+
+static void ct_fan_host(int k, void *ctx)
+{
+    struct ct_fan *cf = ctx;
+    const struct inv_job *j = cf->d->job;
+    for (int i = 0; i < j->ncts; i++) {
+        if (j->cts[i].host != cf->hosts[k] || cf->skip[i])
+            continue;
+        cf->rc[i] = cf->fn(cf, i);
+        if (cf->rc[i] < 0 && cf->host_stops)
+            return;
+    }
+}
+
+/* Run cf->fn for every container of the job (cf->d, fn, arg, skip, host_stops set by the
+ * caller; cf zeroed otherwise).  Returns the number of containers whose fn failed. */
+static int ct_fan_run(struct ct_fan *cf)
+{
+    const struct inv_job *j = cf->d->job;
+    bool seen[INV_MAX_HOSTS] = { false };
+    cf->nhosts = 0;
+    for (int i = 0; i < j->ncts; i++) {
+        cf->rc[i] = 1;
+        cf->err[i][0] = '\0';
+        if (!seen[j->cts[i].host])
+            cf->hosts[cf->nhosts++] = j->cts[i].host;
+        seen[j->cts[i].host] = true;
+    }
+    fanout_run(cf->nhosts, cf->d->inv->parallel > 0 ? cf->d->inv->parallel : 1, ct_fan_host, cf);
+    int failed = 0;
+    for (int i = 0; i < j->ncts; i++)
+        failed += cf->rc[i] < 0;
+    return failed;
+}
+
+/* Thread index for cf->scratch: the position of container i's host in cf->hosts. */
+static int ct_fan_slot(const struct ct_fan *cf, int i)
+{
+    for (int k = 0; k < cf->nhosts; k++)
+        if (cf->hosts[k] == cf->d->job->cts[i].host)
+            return k;
+    return 0;
 }
 
 static void on_sigint_send(int sig)
@@ -458,6 +521,16 @@ static double switch_deadline(const struct deploy *d)
     return s > 0 ? s : (d->job->grace_s > 0 ? d->job->grace_s : 30) + 60;
 }
 
+/* The agents' side of the switch deadline (`stop --restart-after`): counted by each agent from
+ * the moment its old gang is gone, so it covers this controller's wait for the slowest container
+ * (at most switch_deadline) plus SWITCH_AGENT_MARGIN_S to send the second phase.  An agent that
+ * hears nothing by then (this controller died between the phases) starts its old gang again. */
+#define SWITCH_AGENT_MARGIN_S 30
+static double agent_switch_deadline(const struct deploy *d)
+{
+    return switch_deadline(d) + SWITCH_AGENT_MARGIN_S;
+}
+
 /* The first phase of a switch: stop the job's old gang in every container that has one, all at
  * once, and wait until each agent answers that every process of it is gone (the agent's stop
  * returns only then), at most switch_deadline.  gone[i] says which did; why[i] says why not.
@@ -467,7 +540,7 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][3
     const struct inv_job *j = d->job;
     struct agent_argv a;
     agent_argv_init(&a);
-    agent_argv_stop(&a, j->name);
+    agent_argv_stop_switch(&a, j->name, agent_switch_deadline(d));
     struct conn_stream *s[INV_MAX_CTS] = { NULL };
     bool said_ok[INV_MAX_CTS] = { false };
     double t0 = time_mono(), limit = switch_deadline(d);
@@ -488,7 +561,9 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][3
     }
     if (n)
         fprintf(stderr, "switch: stopping the old gang of job '%s' in %d container(s) at once; the "
-                "new release starts only once every one is gone (deadline %.0fs)\n", j->name, n, limit);
+                "new release starts only once every one is gone (deadline %.0fs; the agents start "
+                "it again on their own if nothing follows within %.0fs)\n", j->name, n, limit,
+                agent_switch_deadline(d));
     while (pending > 0 && !interrupted && time_mono() - t0 < limit) {
         for (int i = 0; i < j->ncts; i++) {
             if (!s[i])
@@ -567,13 +642,22 @@ static void restart_old_gangs(struct deploy *d, const bool gone[INV_MAX_CTS], ch
     }
 }
 
-/* The second phase: activate the release in every container (its old gang is gone everywhere;
- * the agent's own stop-before-start has nothing left to stop). */
-static int activate_all(struct deploy *d, double probation_deadline, const char *rdzv, char *err, size_t err_sz)
+struct activate_arg {
+    double probation_deadline;
+    const char *rdzv;
+};
+
+static int activate_one(struct ct_fan *cf, int i)
 {
+    struct deploy *d = cf->d;
+    const struct activate_arg *aa = cf->arg;
     const struct inv_job *j = d->job;
     const struct inv_policy *pol = &j->policy;
-    for (int i = 0; i < j->ncts; i++) {
+    double probation_deadline = aa->probation_deadline;
+    const char *rdzv = aa->rdzv;
+    char *err = cf->err[i];
+    size_t err_sz = sizeof cf->err[i];
+    {
         struct agent_activate act = {
             .id = d->id, .job = j->name, .nnodes = j->ncts, .node_rank = i,
             .nproc_per_node = j->nproc_per_node, .gpus = j->gpus, .master_addr = j->master_addr,
@@ -608,6 +692,32 @@ static int activate_all(struct deploy *d, double probation_deadline, const char 
     return 0;
 }
 
+/* The second phase: activate the release in every container (its old gang is gone everywhere;
+ * the agent's own stop-before-start has nothing left to stop), every host at once.  On failure
+ * err names the first failing container in inventory order (the caller reverts). */
+static int activate_all(struct deploy *d, double probation_deadline, const char *rdzv, char *err, size_t err_sz)
+{
+    struct activate_arg aa = { .probation_deadline = probation_deadline, .rdzv = rdzv };
+    struct ct_fan *cf = calloc(1, sizeof *cf);
+    if (!cf) {
+        snprintf(err, err_sz, "out of memory");
+        return -ENOMEM;
+    }
+    cf->d = d;
+    cf->fn = activate_one;
+    cf->arg = &aa;
+    cf->host_stops = true;
+    int r = 0;
+    if (ct_fan_run(cf) > 0)
+        for (int i = 0; i < d->job->ncts && r == 0; i++)
+            if (cf->rc[i] < 0) {
+                r = cf->rc[i];
+                (void)str_copy(err, err_sz, cf->err[i]);
+            }
+    free(cf);
+    return r;
+}
+
 /* Switch the job to d->id (two-phase, see the top of this file).  -ECANCELED: aborted before
  * anything new started, with the verdict in err (the old release runs again); another -errno:
  * the activation failed part way (the caller reverts). */
@@ -638,16 +748,16 @@ static double lease_ttl(const struct deploy *d);
 
 /* Renew the job's deploy lease in every container while a long wait goes on (a probation, a
  * recovery), every third of its TTL.  Losing it (another operator took it over after it expired:
- * this controller was cut off for a whole TTL) is said loudly; the watch goes on. */
+ * this controller was cut off, or stopped, for a whole TTL) sets d->lease_lost: the watch ends
+ * and the deploy stops deciding (taken_over()). */
 static void leases_renew_due(struct deploy *d, double now)
 {
     double ttl = lease_ttl(d);
     if (now < d->lease_renew_at)
         return;
     d->lease_renew_at = now + ttl / 3;
-    if (leases_take(d, ttl) < 0)
-        log_error("job '%s': this deploy lost its deploy lease (see above): another operator may be "
-                  "changing the job now", d->job->name);
+    if (leases_take(d, ttl) == -EBUSY)
+        d->lease_lost = true; /* the watch ends: this deploy decides nothing any more */
     else
         log_debug("job '%s': deploy lease renewed for %.0f s", d->job->name, ttl);
 }
@@ -665,9 +775,11 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
     double last_print = 0;
     enum probation_verdict v = PROBATION_PENDING;
     d->lease_renew_at = time_mono() + lease_ttl(d) / 3; /* just renewed before the switch */
-    while (v == PROBATION_PENDING && !interrupted) {
+    while (v == PROBATION_PENDING && !interrupted && !d->lease_lost) {
         double now = time_mono();
         leases_renew_due(d, now);
+        if (d->lease_lost)
+            break;
         for (int i = 0; i < j->ncts; i++) {
             const struct inv_ct *ct = &j->cts[i];
             if (!streams[i] && now >= reopen_at[i]) {
@@ -722,6 +834,20 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
     return v;
 }
 
+/* Another operator took over the job's deploy lease while this deploy watched (what): it must
+ * not promote or revert on top of them.  Says who, records `aborted`, returns the exit code. */
+static int taken_over(struct deploy *d, const char *what)
+{
+    char msg[1200];
+    snprintf(msg, sizeof msg, "the deploy lease of job '%s' was taken over by another operator "
+             "during %s (%s): this deploy stops here and decides nothing (no promote, no revert); "
+             "the other operator's deploy decides the job now", d->job->name, what, d->lease_lost_why);
+    printf("%sTAKEN OVER%s %s (%s) for job '%s': %s\n", ui_red(stdout), ui_reset(stdout), d->sid,
+           d->name, d->job->name, msg);
+    history_record(d, "aborted", msg, -1);
+    return EXIT_TAKEN_OVER;
+}
+
 /* After a revert: watch until the good release heartbeats in phase train on every rank. */
 static int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_sz)
 {
@@ -737,7 +863,10 @@ static int confirm_recovery(struct deploy *d, const char *good, char *msg, size_
     interrupted = 0;
     enum probation_verdict v = watch_probation(d, p);
     char sid[RELEASE_SHORT_LEN + 1];
-    if (v == PROBATION_PASS) {
+    if (d->lease_lost) {
+        snprintf(msg, msg_sz, "%s: not confirmed (deploy lease taken over)", ui_short(good, sid));
+        r = -EBUSY;
+    } else if (v == PROBATION_PASS) {
         long long step, resumed;
         probation_progress(p, &step, &resumed);
         if (resumed >= 0)
@@ -756,7 +885,28 @@ static int confirm_recovery(struct deploy *d, const char *good, char *msg, size_
     return r;
 }
 
-/* Revert every container to its last good release.  Returns the exit code. */
+struct revert_arg {
+    const char *const *argv;
+    const bool *gone;  /* phase 1's answer per container */
+    double timeout_s;
+};
+
+static int revert_one(struct ct_fan *cf, int i)
+{
+    const struct revert_arg *ra = cf->arg;
+    /* where the stop is still going on, the agent queues the revert behind it (it replaces the
+     * stop) and answers once the good gang started: no need to wait for that here */
+    double t = ra->gone[i] ? ra->timeout_s : 10;
+    return agent_call(cf->d, &cf->d->job->cts[i], ra->argv, t, cf->err[i], sizeof cf->err[i]);
+}
+
+/* Revert every container to its last good release, two-phase like a deploy's switch: stop the
+ * failed release everywhere at once (stop_old_gangs, the agents' switch deadline armed), then
+ * `drover-agent revert --rdzv G` everywhere at once (each agent starts the good release with the
+ * command it ran with, as generation G).  A container whose old gang is not gone within the
+ * switch deadline is named; its revert replaces the stop still in flight there, so the good
+ * release starts there once the old gang is gone (the others wait for it in their rendezvous):
+ * never a job left stopped.  Returns the exit code. */
 static int revert_all(struct deploy *d, const char *reason)
 {
     const struct inv_job *j = d->job;
@@ -780,24 +930,61 @@ static int revert_all(struct deploy *d, const char *reason)
         history_record(d, failed ? "revert-failed" : "failed", reason, -1);
         return failed ? EXIT_REVERT_FAILED : EXIT_REVERTED;
     }
-    fprintf(stderr, "reverting job '%s' to %s on %d containers\n", j->name, ui_short(d->good, sid),
-            j->ncts);
+    d->switching = true;
+    fprintf(stderr, "reverting job '%s' to %s on %d containers (two-phase: the failed gang stops "
+            "everywhere first)\n", j->name, ui_short(d->good, sid), j->ncts);
+    /* phase 1: after an activation every container may have a gang (a stop of a stopped job is
+     * answered at once); an operator's Ctrl-C that led here must not cut the stop short */
+    interrupted = 0;
+    bool gone[INV_MAX_CTS];
+    char stalled[INV_MAX_CTS][300];
+    for (int i = 0; i < j->ncts; i++)
+        d->has_gang[i] = true;
+    int left = stop_old_gangs(d, gone, stalled);
+    char tok[17];
+    new_rdzv(tok);
     char why[300];
     snprintf(why, sizeof why, "drover: %s", reason);
     struct agent_argv args;
     agent_argv_init(&args);
     agent_argv_revert(&args, j->name, why, d->no_bad_mark);
+    agent_argv_rdzv(&args, tok);
+    struct revert_arg ra = { .argv = args.argv, .gone = gone,
+                             .timeout_s = (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s };
+    struct ct_fan *cf = calloc(1, sizeof *cf);
     int failed = 0;
-    for (int i = 0; i < j->ncts; i++) {
-        char err[1024];
-        if (agent_call(d, &j->cts[i], args.argv, (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s,
-                       err, sizeof err) < 0) {
-            log_error("%s", err);
-            failed++;
+    if (!cf) {
+        log_error("out of memory");
+        failed = j->ncts;
+    } else {
+        /* phase 2, every host at once */
+        cf->d = d;
+        cf->fn = revert_one;
+        cf->arg = &ra;
+        (void)ct_fan_run(cf);
+        for (int i = 0; i < j->ncts; i++) {
+            if (!gone[i])
+                fprintf(stderr, "revert: %s: %s; %s\n", j->cts[i].label, stalled[i],
+                        cf->rc[i] >= 0 || cf->rc[i] == -ETIMEDOUT
+                            ? "the good release starts there once the old gang is gone"
+                            : "the good release was NOT started there");
+            if (cf->rc[i] < 0 && !(cf->rc[i] == -ETIMEDOUT && !gone[i])) {
+                log_error("%s", cf->err[i]);
+                failed++;
+            } else if (cf->rc[i] >= 0) {
+                fprintf(stderr, "revert %s: %s started\n", j->cts[i].label, ui_short(d->good, sid));
+            }
         }
+        free(cf);
     }
+    if (left)
+        log_warn("revert of job '%s': %d container(s) did not confirm the stop of %s within the "
+                 "switch deadline (named above)", j->name, left, d->sid);
     char msg[700] = "not confirmed (--now): watch it with `drover status`";
-    if (!failed && (d->no_confirm || confirm_recovery(d, d->good, msg, sizeof msg) == 0)) {
+    bool confirmed = !failed && (d->no_confirm || confirm_recovery(d, d->good, msg, sizeof msg) == 0);
+    if (d->lease_lost)
+        return taken_over(d, "the recovery after its revert");
+    if (confirmed) {
         printf("reverted job '%s' to %s: %s\n", j->name, ui_short(d->good, sid), msg);
         history_record(d, d->rollback ? "rollback" : d->analysis ? "analysis" :
                        d->stopped_by_operator ? "aborted" : "reverted", reason, -1);
@@ -889,15 +1076,57 @@ static bool deploy_is_bad(const struct deploy *d, const char *id)
     return false;
 }
 
+/* survey's fan-out: container i's status document, the job's part kept in arg's slot i
+ * (found[i] false: the agent does not know the job). */
+struct survey_arg {
+    struct job_status *js; /* [ncts] */
+    bool found[INV_MAX_CTS];
+};
+
+static int survey_one(struct ct_fan *cf, int i)
+{
+    struct survey_arg *sa = (struct survey_arg *)cf->arg;
+    struct agent_status *st = cf->scratch[ct_fan_slot(cf, i)];
+    int r = fleet_agent_status(cf->d->f, &cf->d->job->cts[i], st, cf->err[i], sizeof cf->err[i]);
+    if (r < 0)
+        return r;
+    const struct job_status *js = status_find_job(st, cf->d->job->name);
+    sa->found[i] = js != NULL;
+    if (js)
+        sa->js[i] = *js;
+    return 0;
+}
+
+/* Which release each container runs, asked of every host at once (a host's containers one after
+ * another); the answers are then read in inventory order, so "the first container that says"
+ * stays the same as when they were asked one by one. */
 static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err, size_t err_sz)
 {
     const struct inv_job *j = d->job;
     bool all_current = true;
     int bad = 0;
+    struct ct_fan *cf = calloc(1, sizeof *cf);
+    struct survey_arg *sa = calloc(1, sizeof *sa);
+    if (sa)
+        sa->js = calloc((size_t)j->ncts, sizeof *sa->js);
+    bool ok = cf && sa && sa->js, seen[INV_MAX_HOSTS] = { false };
+    int nhosts = 0; /* one scratch document per worker (ct_fan_slot) */
+    for (int i = 0; i < j->ncts; i++)
+        nhosts += !seen[j->cts[i].host], seen[j->cts[i].host] = true;
+    for (int k = 0; ok && k < nhosts; k++)
+        ok = (cf->scratch[k] = malloc(sizeof *cf->scratch[k])) != NULL;
+    if (!ok) {
+        snprintf(err, err_sz, "out of memory");
+        goto out;
+    }
+    cf->d = d;
+    cf->fn = survey_one;
+    cf->arg = sa;
+    (void)ct_fan_run(cf);
     for (int i = 0; i < j->ncts; i++) {
         const struct inv_ct *ct = &j->cts[i];
-        char e[1200];
-        int r = fleet_agent_status(d->f, ct, d->st, e, sizeof e);
+        const char *e = cf->err[i];
+        int r = cf->rc[i];
         if (r < 0) {
             /* -EIO: connected, and `drover-agent status` failed there (missing, not running);
              * any other error is the connection's or the container's (fleet.h) */
@@ -911,7 +1140,7 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
             all_current = false;
             continue;
         }
-        const struct job_status *js = status_find_job(d->st, j->name);
+        const struct job_status *js = sa->found[i] ? &sa->js[i] : NULL;
         if (!js || strcmp(js->current, d->id) != 0 || strcmp(js->good, d->id) != 0 ||
             js->state != GANG_RUNNING)
             all_current = false;
@@ -943,7 +1172,14 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
         if (strcmp(d->goods[k], d->current) != 0 && !deploy_is_bad(d, d->goods[k]))
             (void)str_copy(d->earlier_good, sizeof d->earlier_good, d->goods[k]);
     *ret_all_current = all_current;
-    return bad ? -EIO : 0;
+out:
+    for (int k = 0; cf && k < INV_MAX_HOSTS; k++)
+        free(cf->scratch[k]);
+    free(cf);
+    if (sa)
+        free(sa->js);
+    free(sa);
+    return !ok ? -ENOMEM : bad ? -EIO : 0;
 }
 
 /* A release id as JSON: null when there is none. */
@@ -1060,6 +1296,31 @@ static int deploy_init(struct deploy *d, struct fleet *f, const char *job, bool 
  * operator holds it somewhere (the agent's line names the holder and its age): the leases taken
  * so far are given back.  An agent without leases (older) is let through with a warning. */
 static void leases_release(struct deploy *d);
+
+/* leases_take's fan-out: container i's `lease take`; rc = the agent's exit status (-errno: not
+ * asked), err = its reason, or the takeover line when it took over an expired lease. */
+static int lease_one(struct ct_fan *cf, int i)
+{
+    const struct inv_ct *ct = &cf->d->job->cts[i];
+    struct conn *c;
+    if (fleet_conn(cf->d->f, ct->host, &c) < 0)
+        return -ENOTCONN; /* unreachable: the survey says so */
+    struct exec_result res;
+    if (pct_run_agent(c, ct, cf->arg, cf->d->inv->exec_timeout_s, &res) < 0)
+        return -EIO;
+    int st = res.status;
+    /* an expired lease of another holder (a controller that died) taken over: said by the
+     * caller, journalled by the agent (event lease-takeover) */
+    const char *over = st == 0 && res.out ? strstr(res.out, "deploy lease taken over by") : NULL;
+    if (over)
+        snprintf(cf->err[i], sizeof cf->err[i], "%.*s", (int)strcspn(over, "\n"), over);
+    else if (st != 0)
+        exec_result_reason(&res, cf->err[i], sizeof cf->err[i]);
+    exec_result_done(&res);
+    return st;
+}
+
+/* Take or renew the lease in every container, every host at once. */
 static int leases_take(struct deploy *d, double ttl)
 {
     if (!d->holder[0]) {
@@ -1069,39 +1330,48 @@ static int leases_take(struct deploy *d, double ttl)
         snprintf(d->holder, sizeof d->holder, "%s@%s/pid-%ld", user && *user ? user : "root", host,
                  (long)getpid());
     }
+    struct agent_argv a;
+    agent_argv_init(&a);
+    agent_argv_lease(&a, d->job->name, d->holder, ttl);
+    struct ct_fan *cf = calloc(1, sizeof *cf);
+    if (agent_argv_end(&a) < 0 || !cf) {
+        free(cf);
+        return 0; /* cannot even ask: let the deploy go on as with an agent without leases */
+    }
+    cf->d = d;
+    cf->fn = lease_one;
+    cf->arg = a.argv;
+    (void)ct_fan_run(cf);
+    int busy = -1;
     for (int i = 0; i < d->job->ncts; i++) {
         const struct inv_ct *ct = &d->job->cts[i];
-        struct conn *c;
-        if (fleet_conn(d->f, ct->host, &c) < 0)
-            continue; /* unreachable: the survey says so */
-        struct agent_argv a;
-        agent_argv_init(&a);
-        agent_argv_lease(&a, d->job->name, d->holder, ttl);
-        struct exec_result res;
-        if (agent_argv_end(&a) < 0 || pct_run_agent(c, ct, a.argv, d->inv->exec_timeout_s, &res) < 0)
+        int st = cf->rc[i];
+        if (st < 0)
             continue;
-        int st = res.status;
-        char reason[512];
-        exec_result_reason(&res, reason, sizeof reason);
-        /* an expired lease of another holder (a controller that died) taken over: said here,
-         * journalled by the agent (event lease-takeover) */
-        const char *over = st == 0 && res.out ? strstr(res.out, "deploy lease taken over by") : NULL;
-        if (over)
-            log_warn("%s: %.*s", ct->label, (int)strcspn(over, "\n"), over);
-        exec_result_done(&res);
         if (st == 0) {
             d->leased[i] = true;
+            if (cf->err[i][0])
+                log_warn("%s: %s", ct->label, cf->err[i]);
             continue;
         }
         if (st != AGENT_EXIT_BUSY) { /* only a holder refuses; anything else must not block */
-            log_warn("%s: no deploy lease (%s)%s", ct->label, reason,
+            log_warn("%s: no deploy lease (%s)%s", ct->label, cf->err[i],
                      st == AGENT_EXIT_USAGE ? "; this agent is older than leases: drover install" : "");
             continue;
         }
-        log_error("%s: %s; nothing was changed", ct->label, reason);
+        if (busy < 0)
+            busy = i;
+    }
+    if (busy >= 0) {
+        snprintf(d->lease_lost_why, sizeof d->lease_lost_why, "%s: %s", d->job->cts[busy].label,
+                 cf->err[busy]);
+        if (!d->switching)
+            log_error("%s; nothing was changed", d->lease_lost_why);
+        free(cf);
         leases_release(d);
         return -EBUSY;
     }
+    free(cf);
     return 0;
 }
 
@@ -1303,6 +1573,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     char reason[PROBATION_REASON_MAX + 64];
+    d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);
     if (ar == -ECANCELED) {
         /* nothing of the new release ran: no probation, no revert, nothing marked bad */
@@ -1339,6 +1610,14 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     if (d.base)
         (void)probation_set_baseline_samples(p, d.base);
     enum probation_verdict v = watch_probation(&d, p);
+    if (d.lease_lost) {
+        /* never promote or revert on top of the operator who holds the job now */
+        probation_free(p);
+        char what[200];
+        snprintf(what, sizeof what, "the probation of %s", d.sid);
+        ret = taken_over(&d, what);
+        goto restore;
+    }
     d.stopped_by_operator = interrupted && v == PROBATION_PENDING;
     if (d.stopped_by_operator)
         snprintf(reason, sizeof reason, "interrupted by the operator during probation (no verdict)");
@@ -1525,6 +1804,7 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
             ui_short(d.current, sid), d.sid);
     const struct inv_policy *pol = &d.job->policy;
     double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
+    d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);
     if (ar == -ECANCELED) {
         printf("%sROLLBACK ABORTED%s for job '%s': %s\n", ui_red(stdout), ui_reset(stdout), d.job->name, err);
@@ -1543,7 +1823,12 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     char msg[700];
     if (now)
         snprintf(msg, sizeof msg, "%s activated without analysis (--now)", d.sid);
-    if ((!now && confirm_recovery(&d, d.id, msg, sizeof msg) < 0) || promote_all(&d, -1, NULL) < 0) {
+    int cr = now ? 0 : confirm_recovery(&d, d.id, msg, sizeof msg);
+    if (d.lease_lost) {
+        ret = taken_over(&d, "the rollback's confirmation");
+        goto out;
+    }
+    if (cr < 0 || promote_all(&d, -1, NULL) < 0) {
         fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
                 d.job->name, msg, ui_reset(stderr));
         history_record(&d, "revert-failed", msg, -1);

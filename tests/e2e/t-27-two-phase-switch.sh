@@ -7,6 +7,8 @@
 # grace): a deploy with switch_deadline = 8s aborts naming h2:201, starts nothing of the new
 # release anywhere, and the old release comes back in every container (h1 at once, h2:201 as
 # soon as its old gang is gone) with a new rendezvous generation; nothing is left down.
+# Then a controller SIGKILLed between the two phases: every agent starts the release its switch
+# stopped again on its own at its switch deadline (event switch-expired); the job trains again.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -114,6 +116,37 @@ check "h2:201's journal: the stop was replaced by a start once the old gang was 
 	eval 'events_since h2:201 "$marks" | grep -q "once the old gang was gone"'
 check "history records the abort with its cause" \
 	eval '"$E2E_BUILD/drover" -i "$INV_S" history --job train 2>/dev/null | grep -E -q "aborted.*h2:201"'
+
+say "SIGKILL the controller between the phases: h1's old gangs are gone, h2:201's still going"
+# The agents' stops carry the switch deadline (switch_deadline 8 s + 30 s): an agent that hears
+# no activation by then starts the release it stopped again on its own (event switch-expired).
+check "the stubborn release trains on every rank again first" all_ranks_advance 3 120
+dk=$(stubborn_release vk 29)
+marks=$(seq_marks)
+"$E2E_BUILD/drover" -i "$INV_S" deploy "$dk" --job train >"$E2E_WORK/k.out" 2>"$E2E_WORK/k.err" &
+kpid=$!
+phase1() { grep -q 'switch: h1:10[12]: old gang gone' "$E2E_WORK/k.err"; }
+check "the deploy reaches its first phase (an old gang in h1 is gone)" wait_until 240 phase1
+kill -KILL "$kpid"
+wait "$kpid" 2>/dev/null
+tk=$(now_cs)
+sed 's/^/    k| /' "$E2E_WORK/k.err" | tail -4
+check "the switch said the agents' own deadline (38s)" grep -q 'start it again on their own if nothing follows within 38s' "$E2E_WORK/k.err"
+expired_everywhere() {
+	local c
+	for c in $E2E_CTS; do events_since "$c" "$marks" | grep -q '"kind":"switch-expired"' || return 1; done
+}
+check "every agent starts the stopped release again on its own (event switch-expired)" wait_until 150 expired_everywhere
+say "$WAITED"
+check "the journal says why" \
+	eval 'events_since h1:101 "$marks" | grep "switch-expired" | grep -q "no activation within the switch deadline"'
+check "nothing of the new release was activated anywhere" no_activate
+check "every container still has the stubborn release current" all_current_is "$vs"
+check "the old release trains again on all three ranks" all_ranks_advance 3 150
+say "training again $(secs $(($(now_cs) - tk))) s after the controller was killed ($WAITED)"
+# the dead controller's lease (default lease_ttl 5 min) is given back by hand
+holder=$(ct h1:101 cat /var/lib/drover/leases/train.json | jq -r .holder)
+for c in $E2E_CTS; do ct "$c" /usr/local/bin/drover-agent lease release train "$holder" >/dev/null 2>&1; done
 
 say "back to v1 (the stubborn gang goes at SIGKILL, within the default switch deadline)"
 drover rollback --job train --to "${v1:0:12}" --now

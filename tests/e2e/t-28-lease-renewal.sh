@@ -4,7 +4,9 @@
 # (TTL 1 s) is taken over by the next deploy: the deploy says so and the agent journals a
 # lease-takeover event naming both.  With lease_ttl = 12s, operator A's probation lasts well past
 # 12 s; A renews the lease while it watches, so operator B, trying 25 s into A's probation, is
-# still refused naming A.
+# still refused naming A.  Then A is stopped (SIGSTOP) past its TTL during its probation and B
+# takes the lease over: A, continued, stops deciding (exit 9, TAKEN OVER naming B, history
+# aborted), neither promoting nor reverting; B's rollback then reverts two-phase.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -58,4 +60,37 @@ check "A's deploy reaches its verdict (exit 0 or 3)" eval '[[ $arc == 0 || $arc 
 check "A gave the lease back" eval '! ct h1:101 test -f /var/lib/drover/leases/train.json'
 check "nobody journalled a takeover during A's deploy" \
 	eval '[[ $(ct h1:101 grep -c lease-takeover /var/lib/drover/events.jsonl) == 1 ]]'
+
+say "operator A stopped (SIGSTOP) during its probation past the TTL; operator B takes the lease over"
+d=$(make_release v10 train.seed=10)
+"$E2E_BUILD/drover" -i "$INV_A" deploy "$d" --job train >"$E2E_WORK/a.out" 2>"$E2E_WORK/a.err" &
+apid=$!
+check "A reaches its probation" wait_until 240 watching
+kill -STOP "$apid"
+sleep 15
+check "B takes A's expired lease over in h1:101" \
+	ct h1:101 "$AGENT" lease take train operator-b@elsewhere/pid-7 120
+kill -CONT "$apid"
+wait "$apid"
+arc=$?
+sed 's/^/    A| /' "$E2E_WORK/a.out" "$E2E_WORK/a.err" | tail -4
+check "A exits 9 (taken-over), not a verdict" test "$arc" = 9
+check "A says TAKEN OVER, naming B" grep -E -q "TAKEN OVER .*being deployed by operator-b@elsewhere/pid-7" "$E2E_WORK/a.out"
+check "A says it decided nothing" grep -q "decides nothing (no promote, no revert)" "$E2E_WORK/a.out"
+v10=$(ct_current h1:101)
+good_of() { ct "$1" "$AGENT" status --json | jq -r '.jobs[] | select(.job == "train") | .good'; }
+check "A neither reverted nor promoted: v10 is still current and not good" \
+	eval '[[ -n $v10 && $v10 != "$(good_of h1:101)" ]] && all_current_is "$v10"'
+check "A's history row says aborted: taken over" \
+	eval '"$E2E_BUILD/drover" -i "$INV_A" history --job train --local | grep -E -q "aborted.*taken over"'
+ct h1:101 "$AGENT" lease release train operator-b@elsewhere/pid-7 >/dev/null
+say "B (here: drover rollback) puts the good release back: a two-phase revert"
+drover rollback --job train
+show_drover 6
+check "the rollback goes through (exit 0)" test "$DROVER_RC" = 0
+check "it stopped the unpromoted release in the three containers at once first" \
+	drover_said 'stopping the old gang of job .train. in 3 container'
+g=$(good_of h1:101)
+check "every container runs the good release again" all_current_is "$g"
+check "... trains on every rank" all_ranks_advance 3 120
 finish

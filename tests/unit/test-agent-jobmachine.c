@@ -24,7 +24,7 @@
 struct row {
     enum jm_ev kind;
     double now;
-    const char *release; /* ACTIVATE: the spec's release; PROMOTE: the release */
+    const char *release; /* ACTIVATE: the spec's release; PROMOTE: the release; REVERT: the rdzv */
     double value;        /* ACTIVATE: probation_s; PROMOTE: Ktok/s */
     int rank, code, sig;
     const char *text;
@@ -66,7 +66,8 @@ static void run_rows(struct world *w, const struct row *rows, size_t n)
             (void)str_copy(spec.release, sizeof spec.release, r->release);
         struct jm_event ev = {.kind = r->kind, .now = r->now, .spec = &spec, .release = r->release,
                               .value = r->value, .rank = r->rank, .code = r->code, .sig = r->sig,
-                              .text = r->text ? r->text : ""};
+                              .text = r->text ? r->text : "",
+                              .rdzv = r->kind == JM_EV_REVERT ? r->release : NULL};
         struct jm_effects out = {0};
         jm_step(&w->p, w->j, &w->rt, &ev, &out);
         spec_done(&spec);
@@ -428,6 +429,135 @@ static void test_switch_stop_then_start(void **state)
     world_done(&w);
 }
 
+/* A controller that dies between the two phases of a switch (issue 11): the stop carried a
+ * switch deadline; when nothing follows it by then, the agent starts the release it stopped
+ * again on its own (event switch-expired), once.  An activation in time disarms it; a plain
+ * stop has none. */
+static void test_switch_deadline(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row rows[] = {
+        {JM_EV_STOP, 4, NULL, 30, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 5, NULL, 0, -1, 0, 0, NULL, "clear-gang event save answer", GANG_STOPPED,
+         "stopped for a switch; starts aaaaaaaaaaaa again on its own unless the switch goes on within 30 s"},
+        {JM_EV_TICK, 34.9, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPED, NULL},
+        {JM_EV_TICK, 35, NULL, 0, 0, 0, 0, NULL, "event save start-gang", GANG_STOPPED,
+         "no activation within the switch deadline"},
+        {JM_EV_START_OK, 35, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, "starting aaaaaaaaaaaa again"},
+        {JM_EV_TICK, 200, NULL, 0, 0, 0, 0, NULL, "", GANG_STARTING, NULL}, /* once */
+    };
+    RUN(&w, rows);
+    assert_string_equal(w.j->current, A);
+    assert_int_equal(w.j->generation, 2);
+    assert_true(w.j->switch_deadline == 0);
+    static const struct row in_time[] = {
+        /* the switch goes on: the activation disarms the deadline */
+        {JM_EV_STOP, 300, NULL, 30, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 301, NULL, 0, -1, 0, 0, NULL, "clear-gang event save answer", GANG_STOPPED, NULL},
+        {JM_EV_ACTIVATE, 302, B, 0, 0, 0, 0, NULL, "wait switch event start-gang", GANG_STOPPED, "switched"},
+        {JM_EV_START_OK, 302, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, NULL},
+        {JM_EV_TICK, 400, NULL, 0, 0, 0, 0, NULL, "", GANG_STARTING, NULL},
+        /* a plain stop (drover stop) has no switch deadline: the job stays stopped */
+        {JM_EV_STOP, 500, NULL, 0, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 501, NULL, 0, -1, 0, 0, NULL, "clear-gang event save answer", GANG_STOPPED, "stopped by request"},
+        {JM_EV_TICK, 5000, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPED, NULL},
+    };
+    RUN(&w, in_time);
+    assert_string_equal(w.j->current, B);
+    assert_true(w.j->switch_deadline == 0);
+    world_done(&w);
+}
+
+/* The controller's two-phase revert (issue 11): stop everywhere, then revert everywhere with a
+ * new generation.  Where the stop is still in flight the revert replaces it: the good release
+ * starts once the failed gang is gone, and the failed release is marked bad. */
+static void test_two_phase_revert(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    static const struct row rows[] = {
+        {JM_EV_STOP, 20, NULL, 30, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 21, NULL, 0, -1, 0, 0, NULL, "clear-gang event save answer", GANG_STOPPED, NULL},
+        {JM_EV_REVERT, 22, "g8", 0, 0, 0, 0, "drover: throughput", "wait switch event start-gang",
+         GANG_STOPPED, "reverted from bbbbbbbbbbbb"},
+        {JM_EV_START_OK, 22, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
+        {JM_EV_TICK, 60, NULL, 0, 0, 0, 0, NULL, "", GANG_STARTING, NULL}, /* disarmed */
+    };
+    RUN(&w, rows);
+    assert_string_equal(w.j->current, A);
+    assert_string_equal(state_find_spec(w.j, A)->rdzv, "g8");
+    assert_true(state_is_bad(w.j, B));
+    world_done(&w);
+
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    static const struct row slow[] = {
+        {JM_EV_STOP, 20, NULL, 30, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_REVERT, 25, "g9", 0, 0, 0, 0, "drover: throughput", "answer wait save", GANG_STOPPING,
+         "revert requested"},
+        {JM_EV_TICK, 30, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 50, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY,
+         "reverted from bbbbbbbbbbbb: drover: throughput"},
+        {JM_EV_START_OK, 50, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
+        {JM_EV_TICK, 100, NULL, 0, 0, 0, 0, NULL, "", GANG_STARTING, NULL},
+    };
+    RUN(&w, slow);
+    assert_string_equal(w.j->current, A);
+    assert_string_equal(state_find_spec(w.j, A)->rdzv, "g9");
+    assert_true(state_is_bad(w.j, B));
+    assert_true(w.j->switch_deadline == 0 && w.j->probation_deadline == 0);
+    world_done(&w);
+}
+
+/* A release on probation (or held) that is stopped for a switch and started again after the
+ * switch was aborted keeps its probation deadline (it was lost: the stop cleared it, and the
+ * agents never reverted a held release whose controller was gone).  While stopped, the
+ * deadline does not fire. */
+static void test_probation_deadline_survives_abort(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b); /* B's deadline 72 */
+    static const struct row rows[] = {
+        {JM_EV_TRAINING, 13, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+        {JM_EV_STOP, 20, NULL, 30, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 21, NULL, 0, -1, 0, 0, NULL, "clear-gang event save answer", GANG_STOPPED, NULL},
+        {JM_EV_START, 22, NULL, 0, 0, 0, 0, "g5", "wait event start-gang", GANG_STOPPED, "started by request"},
+        {JM_EV_START_OK, 22, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
+        {JM_EV_TICK, 71.9, NULL, 0, 0, 0, 0, NULL, "", GANG_STARTING, NULL},
+        {JM_EV_TICK, 72, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline"},
+        {JM_EV_GANG_GONE, 73, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "reverted on its own"},
+        {JM_EV_START_OK, 73, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
+    };
+    RUN(&w, rows);
+    assert_string_equal(w.j->current, A);
+    world_done(&w);
+
+    /* stopped past its deadline: nothing fires while stopped; started again, it is due */
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    static const struct row stopped[] = {
+        {JM_EV_STOP, 20, NULL, 0, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 21, NULL, 0, -1, 0, 0, NULL, "clear-gang event save answer", GANG_STOPPED, NULL},
+        {JM_EV_TICK, 100, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPED, NULL},
+        {JM_EV_START, 101, NULL, 0, 0, 0, 0, "", "wait event start-gang", GANG_STOPPED, NULL},
+        {JM_EV_START_OK, 101, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
+        {JM_EV_TICK, 102, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline"},
+    };
+    RUN(&w, stopped);
+    world_done(&w);
+}
+
 /* Agent shutdown leaves the gang running and keeps the state; the next agent re-adopts it
  * (nothing relaunched), or relaunches when there was no gang to adopt. */
 static void test_shutdown_adopt_and_agent_start(void **state)
@@ -487,6 +617,8 @@ static void test_state_marks_round_trip(void **state)
     assert_string_equal(w.j->bad[0].release, B);
     w.j->probation_deadline = 12.5;
     w.j->probation_left_s = 3;
+    w.j->switch_deadline = 40.5;
+    w.j->switch_left_s = 7;
     char *text;
     assert_int_equal(state_format(&w.st, &text), 0);
     struct agent_state back;
@@ -500,6 +632,7 @@ static void test_state_marks_round_trip(void **state)
     assert_int_equal(j->ngoods, 2);
     assert_string_equal(j->goods[1], B);
     assert_true(j->probation_deadline == 12.5 && j->probation_left_s == 3);
+    assert_true(j->switch_deadline == 40.5 && j->switch_left_s == 7);
     state_unmark_bad(j, C);
     assert_false(state_is_bad(j, C));
     state_done(&back);
@@ -519,6 +652,9 @@ int main(void)
         cmocka_unit_test(test_start_failures),
         cmocka_unit_test(test_requests),
         cmocka_unit_test(test_switch_stop_then_start),
+        cmocka_unit_test(test_switch_deadline),
+        cmocka_unit_test(test_two_phase_revert),
+        cmocka_unit_test(test_probation_deadline_survives_abort),
         cmocka_unit_test(test_shutdown_adopt_and_agent_start),
         cmocka_unit_test(test_state_marks_round_trip),
     };

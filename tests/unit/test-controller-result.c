@@ -78,7 +78,7 @@ static void test_outcome_names(void **state)
         { EXIT_OK, "ok" },         { EXIT_FAIL, "failed" },          { EXIT_USAGE, "usage" },
         { EXIT_REVERTED, "reverted" }, { EXIT_REVERT_FAILED, "revert-failed" },
         { EXIT_HOSTKEY, "hostkey" }, { EXIT_NOT_REVERTED, "not-reverted" }, { EXIT_HELD, "held" },
-        { EXIT_ENV_FAULT, "env-fault" }, { 99, "unknown" },
+        { EXIT_ENV_FAULT, "env-fault" }, { EXIT_TAKEN_OVER, "taken-over" }, { 99, "unknown" },
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         json_t *d = cmd_result_doc("deploy", NULL, 0, want[i].code, NULL, json_array(), NULL);
