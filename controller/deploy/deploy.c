@@ -92,103 +92,6 @@ struct deploy {
     char attention_reason[INV_MAX_CTS][256];
 };
 
-const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *name)
-{
-    if (name) {
-        const struct inv_job *j = inventory_find_job(inv, name);
-        if (!j)
-            log_error("no [job %s] in '%s'", name, inv->path);
-        return j;
-    }
-    if (inv->njobs == 1)
-        return &inv->jobs[0];
-    log_error("'%s' has %d jobs: say which with --job NAME", inv->path, inv->njobs);
-    return NULL;
-}
-
-static void history_record(struct deploy *d, const char *result, const char *reason, double ktok)
-{
-    struct history_entry e = { .time = time_wall(), .ktok_s = ktok, .baseline_ktok_s = d->baseline };
-    (void)str_copy(e.job, sizeof e.job, d->job->name);
-    (void)str_copy(e.release, sizeof e.release, d->id);
-    (void)str_copy(e.name, sizeof e.name, d->name);
-    (void)str_copy(e.result, sizeof e.result, result);
-    (void)str_copy(e.previous, sizeof e.previous, d->good);
-    (void)str_copy(e.reason, sizeof e.reason, reason ? reason : "");
-    size_t off = 0;
-    for (int i = 0; i < d->job->ncts && off < sizeof e.containers; i++)
-        off += (size_t)snprintf(e.containers + off, sizeof e.containers - off, "%s%s", i ? " " : "",
-                                d->job->cts[i].label);
-    int r = state_history_append(d->inv->state_dir, &e);
-    if (r < 0)
-        log_warn("cannot append to the history in '%s': %s", d->inv->state_dir, strerror(-r));
-    /* ... and in every container of the job: the fleet keeps the history, so another operator's
-     * `drover history` shows this record too (agent/history.h) */
-    char *line = NULL;
-    if (state_history_format(&e, &line) == 0) {
-        struct agent_argv a;
-        agent_argv_init(&a);
-        agent_argv_history_add(&a, d->job->name, line);
-        int missed = 0;
-        char first[1200] = "";
-        for (int i = 0; i < d->job->ncts; i++) {
-            struct conn *c;
-            struct exec_result res;
-            const struct inv_ct *ct = &d->job->cts[i];
-            if (fleet_conn(d->f, ct->host, &c) < 0) {
-                missed++;
-                continue;
-            }
-            /* short: a record must not hold up a verdict on a host that stopped answering */
-            if (pct_run_agent(c, ct, a.argv, 15, &res) < 0) {
-                if (!missed++)
-                    snprintf(first, sizeof first, "%s: %s", ct->label, c->err);
-                continue;
-            }
-            if (res.status != 0 && !missed++) {
-                char why[600];
-                snprintf(first, sizeof first, "%s: %s", ct->label, exec_result_reason(&res, why, sizeof why));
-            }
-            exec_result_done(&res);
-        }
-        if (missed)
-            log_warn("history record kept by %d of %d containers (%s); `drover history` elsewhere "
-                     "may lack it", d->job->ncts - missed, d->job->ncts, first[0] ? first : "unreachable");
-        free(line);
-    }
-    notify_history(d->inv, &e); /* detached: returns at once, never changes the verdict */
-}
-
-/* Run the agent in ct with args; 0 when it exited 0, else -EIO with "label: reason" in err. */
-static int agent_call(struct deploy *d, const struct inv_ct *ct, const char *const *args,
-                      double timeout_s, char *err, size_t err_sz)
-{
-    struct conn *c;
-    int r = fleet_conn(d->f, ct->host, &c);
-    if (r < 0) {
-        snprintf(err, err_sz, "%s: host unreachable", ct->label);
-        return r;
-    }
-    struct exec_result res;
-    r = pct_run_agent(c, ct, args, timeout_s, &res);
-    if (r == -EIO && fleet_drop_if_dead(d->f, ct->host) && fleet_conn(d->f, ct->host, &c) == 0)
-        r = pct_run_agent(c, ct, args, timeout_s, &res); /* once, on a fresh session */
-    if (r < 0) {
-        snprintf(err, err_sz, "%s: %s", ct->label, c->err);
-        return r;
-    }
-    if (res.status != 0) {
-        char reason[600];
-        bool two = strcmp(args[0], "release") == 0 && args[1];
-        snprintf(err, err_sz, "%s: drover-agent %s%s%s failed (exit %d): %s", ct->label, args[0],
-                 two ? " " : "", two ? args[1] : "", res.status,
-                 exec_result_reason(&res, reason, sizeof reason));
-        r = -EIO;
-    }
-    exec_result_done(&res);
-    return r;
-}
-
 /* Per-container work spread over the job's hosts ([drover] parallel, transport/fanout.h): one
  * worker per host calls fn for that host's containers one after another (one SSH session per
  * host; pct holds a per-container lock), so N hosts cost about one host's time.  fn(cf, i) may
@@ -247,6 +150,118 @@ static int ct_fan_slot(const struct ct_fan *cf, int i)
         if (cf->hosts[k] == cf->d->job->cts[i].host)
             return k;
     return 0;
+}
+
+const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *name)
+{
+    if (name) {
+        const struct inv_job *j = inventory_find_job(inv, name);
+        if (!j)
+            log_error("no [job %s] in '%s'", name, inv->path);
+        return j;
+    }
+    if (inv->njobs == 1)
+        return &inv->jobs[0];
+    log_error("'%s' has %d jobs: say which with --job NAME", inv->path, inv->njobs);
+    return NULL;
+}
+
+/* history_record's fan-out: `history add` in container i. */
+static int history_one(struct ct_fan *cf, int i);
+
+static void history_record(struct deploy *d, const char *result, const char *reason, double ktok)
+{
+    struct history_entry e = { .time = time_wall(), .ktok_s = ktok, .baseline_ktok_s = d->baseline };
+    (void)str_copy(e.job, sizeof e.job, d->job->name);
+    (void)str_copy(e.release, sizeof e.release, d->id);
+    (void)str_copy(e.name, sizeof e.name, d->name);
+    (void)str_copy(e.result, sizeof e.result, result);
+    (void)str_copy(e.previous, sizeof e.previous, d->good);
+    (void)str_copy(e.reason, sizeof e.reason, reason ? reason : "");
+    size_t off = 0;
+    for (int i = 0; i < d->job->ncts && off < sizeof e.containers; i++)
+        off += (size_t)snprintf(e.containers + off, sizeof e.containers - off, "%s%s", i ? " " : "",
+                                d->job->cts[i].label);
+    int r = state_history_append(d->inv->state_dir, &e);
+    if (r < 0)
+        log_warn("cannot append to the history in '%s': %s", d->inv->state_dir, strerror(-r));
+    /* ... and in every container of the job: the fleet keeps the history, so another operator's
+     * `drover history` shows this record too (agent/history.h) */
+    char *line = NULL;
+    struct ct_fan *cf = calloc(1, sizeof *cf);
+    if (cf && state_history_format(&e, &line) == 0) {
+        struct agent_argv a;
+        agent_argv_init(&a);
+        agent_argv_history_add(&a, d->job->name, line);
+        cf->d = d;
+        cf->fn = history_one;
+        cf->arg = a.argv;
+        int missed = ct_fan_run(cf); /* every host at once */
+        const char *first = "unreachable";
+        for (int i = 0; i < d->job->ncts && missed; i++)
+            if (cf->rc[i] < 0 && cf->err[i][0]) {
+                first = cf->err[i];
+                break;
+            }
+        if (missed)
+            log_warn("history record kept by %d of %d containers (%s); `drover history` elsewhere "
+                     "may lack it", d->job->ncts - missed, d->job->ncts, first);
+        free(line);
+    }
+    free(cf);
+    notify_history(d->inv, &e); /* detached: returns at once, never changes the verdict */
+}
+
+/* Run the agent in ct with args; 0 when it exited 0, else -EIO with "label: reason" in err. */
+static int agent_call(struct deploy *d, const struct inv_ct *ct, const char *const *args,
+                      double timeout_s, char *err, size_t err_sz)
+{
+    struct conn *c;
+    int r = fleet_conn(d->f, ct->host, &c);
+    if (r < 0) {
+        snprintf(err, err_sz, "%s: host unreachable", ct->label);
+        return r;
+    }
+    struct exec_result res;
+    r = pct_run_agent(c, ct, args, timeout_s, &res);
+    if (r == -EIO && fleet_drop_if_dead(d->f, ct->host) && fleet_conn(d->f, ct->host, &c) == 0)
+        r = pct_run_agent(c, ct, args, timeout_s, &res); /* once, on a fresh session */
+    if (r < 0) {
+        snprintf(err, err_sz, "%s: %s", ct->label, c->err);
+        return r;
+    }
+    if (res.status != 0) {
+        char reason[600];
+        bool two = strcmp(args[0], "release") == 0 && args[1];
+        snprintf(err, err_sz, "%s: drover-agent %s%s%s failed (exit %d): %s", ct->label, args[0],
+                 two ? " " : "", two ? args[1] : "", res.status,
+                 exec_result_reason(&res, reason, sizeof reason));
+        r = -EIO;
+    }
+    exec_result_done(&res);
+    return r;
+}
+
+static int history_one(struct ct_fan *cf, int i)
+{
+    const struct inv_ct *ct = &cf->d->job->cts[i];
+    struct conn *c;
+    struct exec_result res;
+    if (fleet_conn(cf->d->f, ct->host, &c) < 0)
+        return -ENOTCONN;
+    /* short: a record must not hold up a verdict on a host that stopped answering */
+    if (pct_run_agent(c, ct, cf->arg, 15, &res) < 0) {
+        snprintf(cf->err[i], sizeof cf->err[i], "%s: %s", ct->label, c->err);
+        return -EIO;
+    }
+    int r = 0;
+    if (res.status != 0) {
+        char why[600];
+        snprintf(cf->err[i], sizeof cf->err[i], "%s: %s", ct->label, exec_result_reason(&res, why, sizeof why));
+        r = -EIO;
+    }
+    exec_result_done(&res);
+    return r;
 }
 
 static void on_sigint_send(int sig)
@@ -336,29 +351,20 @@ static int push_release(struct deploy *d, char *err, size_t err_sz)
     return r;
 }
 
-/* preflight_cts's fan-out: one worker per host, touching only its host's connection and its
- * own containers' rc/err entries. */
-struct preflight_fan {
-    struct deploy *d;
+/* preflight_cts's fan-out: container i's preflight. */
+struct preflight_arg {
     const char *const *argv;
     double timeout_s;
-    int hosts[INV_MAX_HOSTS], nhosts;
-    int rc[INV_MAX_CTS];
-    char err[INV_MAX_CTS][1024];
 };
 
-static void preflight_host(int k, void *ctx)
+static int preflight_one(struct ct_fan *cf, int i)
 {
-    struct preflight_fan *pf = ctx;
-    const struct inv_job *j = pf->d->job;
-    for (int i = 0; i < j->ncts; i++) {
-        if (j->cts[i].host != pf->hosts[k])
-            continue;
-        pf->rc[i] = agent_call(pf->d, &j->cts[i], pf->argv, pf->timeout_s, pf->err[i], sizeof pf->err[i]);
-        if (pf->rc[i] < 0)
-            return;
-        fprintf(stderr, "preflight %s: passed\n", j->cts[i].label);
-    }
+    const struct preflight_arg *pa = cf->arg;
+    const struct inv_ct *ct = &cf->d->job->cts[i];
+    int r = agent_call(cf->d, ct, pa->argv, pa->timeout_s, cf->err[i], sizeof cf->err[i]);
+    if (r == 0)
+        fprintf(stderr, "preflight %s: passed\n", ct->label);
+    return r;
 }
 
 static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
@@ -385,27 +391,24 @@ static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
     /* every host at once (transport/fanout.h, [drover] parallel), a host's containers one after
      * another: a preflight of minutes (a GPU self-test) costs that once, not once per host.  The
      * failure reported is the first in container order. */
-    struct preflight_fan *pf = calloc(1, sizeof *pf);
-    if (!pf) {
+    struct preflight_arg pa = { .argv = a.argv, .timeout_s = timeout };
+    struct ct_fan *cf = calloc(1, sizeof *cf);
+    if (!cf) {
         snprintf(err, err_sz, "out of memory");
         return -ENOMEM;
     }
-    *pf = (struct preflight_fan){ .d = d, .argv = a.argv, .timeout_s = timeout };
-    bool need[INV_MAX_HOSTS] = { false };
-    for (int i = 0; i < j->ncts; i++) {
-        pf->rc[i] = 1; /* not run: an earlier container of its host failed */
-        if (!need[j->cts[i].host])
-            pf->hosts[pf->nhosts++] = j->cts[i].host;
-        need[j->cts[i].host] = true;
-    }
-    fanout_run(pf->nhosts, d->inv->parallel, preflight_host, pf);
+    cf->d = d;
+    cf->fn = preflight_one;
+    cf->arg = &pa;
+    cf->host_stops = true; /* not run: an earlier container of its host failed */
+    (void)ct_fan_run(cf);
     int r = 0;
     for (int i = 0; i < j->ncts && r == 0; i++)
-        if (pf->rc[i] < 0) {
-            r = pf->rc[i];
-            (void)str_copy(err, err_sz, pf->err[i]);
+        if (cf->rc[i] < 0) {
+            r = cf->rc[i];
+            (void)str_copy(err, err_sz, cf->err[i]);
         }
-    free(pf);
+    free(cf);
     return r;
 }
 
@@ -1000,6 +1003,12 @@ static int revert_all(struct deploy *d, const char *reason)
     return EXIT_REVERT_FAILED;
 }
 
+static int promote_one(struct ct_fan *cf, int i)
+{
+    return agent_call(cf->d, &cf->d->job->cts[i], cf->arg, cf->d->inv->exec_timeout_s, cf->err[i],
+                      sizeof cf->err[i]);
+}
+
 /* Promote everywhere; ss (may be NULL) goes along as the job's new baseline samples. */
 static int promote_all(struct deploy *d, double ktok, const struct sample_set *ss)
 {
@@ -1013,14 +1022,19 @@ static int promote_all(struct deploy *d, double ktok, const struct sample_set *s
     if (text)
         agent_argv_samples(&args, text);
     int failed = 0;
-    for (int i = 0; i < j->ncts; i++) {
-        char err[1024];
-        if (agent_call(d, &j->cts[i], args.argv, d->inv->exec_timeout_s, err,
-                       sizeof err) < 0) {
-            log_error("%s", err);
-            failed++;
-        }
+    struct ct_fan *cf = calloc(1, sizeof *cf);
+    if (!cf) {
+        failed = j->ncts;
+    } else {
+        cf->d = d;
+        cf->fn = promote_one;
+        cf->arg = args.argv;
+        failed = ct_fan_run(cf); /* every host at once */
+        for (int i = 0; i < j->ncts; i++)
+            if (cf->rc[i] < 0)
+                log_error("%s", cf->err[i]);
     }
+    free(cf);
     free(text);
     return failed ? -EIO : 0;
 }
@@ -1297,7 +1311,7 @@ static int deploy_init(struct deploy *d, struct fleet *f, const char *job, bool 
  * so far are given back.  An agent without leases (older) is let through with a warning. */
 static void leases_release(struct deploy *d);
 
-/* leases_take's fan-out: container i's `lease take`; rc = the agent's exit status (-errno: not
+/* leases_take's and leases_release's fan-out: container i's `lease take`; rc = the agent's exit status (-errno: not
  * asked), err = its reason, or the takeover line when it took over an expired lease. */
 static int lease_one(struct ct_fan *cf, int i)
 {
@@ -1375,23 +1389,24 @@ static int leases_take(struct deploy *d, double ttl)
     return 0;
 }
 
+/* Give the lease back wherever we hold it, every host at once. */
 static void leases_release(struct deploy *d)
 {
-    for (int i = 0; i < d->job->ncts; i++) {
-        if (!d->leased[i])
-            continue;
-        d->leased[i] = false;
-        const struct inv_ct *ct = &d->job->cts[i];
-        struct conn *c;
-        if (fleet_conn(d->f, ct->host, &c) < 0)
-            continue;
-        struct agent_argv a;
-        agent_argv_init(&a);
-        agent_argv_lease(&a, d->job->name, d->holder, 0);
-        struct exec_result res;
-        if (agent_argv_end(&a) == 0 && pct_run_agent(c, ct, a.argv, d->inv->exec_timeout_s, &res) == 0)
-            exec_result_done(&res);
+    struct agent_argv a;
+    agent_argv_init(&a);
+    agent_argv_lease(&a, d->job->name, d->holder, 0);
+    struct ct_fan *cf = calloc(1, sizeof *cf);
+    if (agent_argv_end(&a) == 0 && cf) {
+        cf->d = d;
+        cf->fn = lease_one;
+        cf->arg = a.argv;
+        for (int i = 0; i < d->job->ncts; i++)
+            cf->skip[i] = !d->leased[i];
+        (void)ct_fan_run(cf);
     }
+    free(cf);
+    for (int i = 0; i < d->job->ncts; i++)
+        d->leased[i] = false;
 }
 
 /* How long a lease holds without renewal ([policy] lease_ttl): the deploy renews it before the
@@ -1441,34 +1456,53 @@ static void deploy_done(struct deploy *d, int lock)
 /* Before anything is pushed or stopped: the release this deploy would revert to (the job's good
  * release) must be in every container's store and pass verification there, or a failed deploy
  * would leave the job down (`REVERT FAILED ... not in the store`).  force: go on, saying so. */
+/* check_rollback_target's fan-out: 0 verified; -EIO with err = the line to log. */
+static int verify_one(struct ct_fan *cf, int i)
+{
+    struct deploy *d = cf->d;
+    const struct inv_ct *ct = &d->job->cts[i];
+    char sid[RELEASE_SHORT_LEN + 1];
+    struct conn *c;
+    if (fleet_conn(d->f, ct->host, &c) < 0)
+        return 0; /* survey already reached every container */
+    const char *argv[] = { "release", "verify", d->good, NULL };
+    struct exec_result res;
+    if (pct_run_agent(c, ct, argv, d->inv->exec_timeout_s + 60, &res) < 0) {
+        snprintf(cf->err[i], sizeof cf->err[i], "%s: cannot verify the rollback target %s: %s",
+                 ct->label, ui_short(d->good, sid), c->err);
+        return -EIO;
+    }
+    int r = 0;
+    if (res.status != 0) {
+        char reason[512];
+        snprintf(cf->err[i], sizeof cf->err[i], "%s: the rollback target %s %s: %s", ct->label,
+                 ui_short(d->good, sid),
+                 res.status == AGENT_EXIT_NO_RELEASE ? "is not in the store" : "fails verification",
+                 exec_result_reason(&res, reason, sizeof reason));
+        r = -EIO;
+    }
+    exec_result_done(&res);
+    return r;
+}
+
 static int check_rollback_target(struct deploy *d, bool force)
 {
     if (!d->good[0] || !strcmp(d->good, d->id))
         return 0;
     char sid[RELEASE_SHORT_LEN + 1];
     int bad = 0;
-    for (int i = 0; i < d->job->ncts; i++) {
-        const struct inv_ct *ct = &d->job->cts[i];
-        struct conn *c;
-        if (fleet_conn(d->f, ct->host, &c) < 0)
-            continue; /* survey already reached every container */
-        const char *argv[] = { "release", "verify", d->good, NULL };
-        struct exec_result res;
-        if (pct_run_agent(c, ct, argv, d->inv->exec_timeout_s + 60, &res) < 0) {
-            log_error("%s: cannot verify the rollback target %s: %s", ct->label,
-                      ui_short(d->good, sid), c->err);
-            bad++;
-            continue;
-        }
-        if (res.status != 0) {
-            char reason[512];
-            log_error("%s: the rollback target %s %s: %s", ct->label, ui_short(d->good, sid),
-                      res.status == AGENT_EXIT_NO_RELEASE ? "is not in the store" : "fails verification",
-                      exec_result_reason(&res, reason, sizeof reason));
+    struct ct_fan *cf = calloc(1, sizeof *cf);
+    if (!cf)
+        return -ENOMEM;
+    cf->d = d;
+    cf->fn = verify_one;
+    (void)ct_fan_run(cf); /* every host at once */
+    for (int i = 0; i < d->job->ncts; i++)
+        if (cf->rc[i] < 0) {
+            log_error("%s", cf->err[i]);
             bad++;
         }
-        exec_result_done(&res);
-    }
+    free(cf);
     if (!bad)
         return 0;
     if (!force) {

@@ -1,0 +1,44 @@
+#!/bin/bash
+# t-47-deploy-time: the whole `drover deploy` command for a one-file change, timed (issue 11: the
+# deploy's lease, survey, rollback-target check, activation, promote, history and revert go to
+# every host at once, bounded by [drover] parallel).  Three `deploy --stage-only` runs (lease,
+# survey, check of the good release, transfer, lease given back) and one full deploy (switch,
+# probation, promote) of a one-file change.  DROVER_BEFORE=PATH (another drover binary, e.g.
+# main's before a change) runs the same with it first, for docs/benchmarks.md.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ensure_v1
+rel=$(make_release v47 train.seed=47)
+timed_deploy() { # BIN ARGS...: the deploy's centiseconds on stdout; DROVER_RC
+	local bin=$1 t0
+	shift
+	t0=$(now_cs)
+	"$bin" -i "$INV" deploy "$@" >"$E2E_WORK/last.out" 2>"$E2E_WORK/last.err"
+	DROVER_RC=$?
+	sed 's/^/  | /' "$E2E_WORK/last.out" "$E2E_WORK/last.err" >>"$E2E_WORK/drover.log"
+	echo $(($(now_cs) - t0))
+}
+for label in before after; do
+	bin=$E2E_BUILD/drover
+	if [[ $label == before ]]; then
+		[[ -n ${DROVER_BEFORE:-} ]] || continue
+		bin=$DROVER_BEFORE
+	fi
+	figures=""
+	for k in 1 2 3; do
+		echo "# $label $k: a one-file change" >>"$rel/etc/train.ini"
+		t=$(timed_deploy "$bin" "$rel" --job train --stage-only)
+		check "$label: deploy --stage-only of a one-file change exits 0 ($(secs "$t") s)" test "$DROVER_RC" = 0
+		figures+="$(secs "$t") "
+		margin "$(secs "$t")" "$label stage-only one-file s"
+	done
+	say "$label: deploy --stage-only, one-file change, whole command: $figures s"
+	echo "# $label full: a one-file change" >>"$rel/etc/train.ini"
+	t=$(timed_deploy "$bin" "$rel" --job train)
+	show_drover 3
+	check "$label: a full deploy of a one-file change reaches a verdict (exit $DROVER_RC, $(secs "$t") s)" \
+		eval '[[ $DROVER_RC == 0 || $DROVER_RC == 3 || $DROVER_RC == 7 ]]'
+	say "$label: full deploy (switch, probation, promote), one-file change, whole command: $(secs "$t") s"
+done
+finish
