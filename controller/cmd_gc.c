@@ -38,77 +38,6 @@ static void idset_add(struct idset *s, const char *id)
     memcpy(s->ids[s->n++], id, RELEASE_ID_LEN + 1);
 }
 
-/* Add the environment each kept release names (from the controller's manifest cache). */
-static void idset_add_envs(struct idset *s, const char *mdir)
-{
-    size_t n = s->n;
-    for (size_t i = 0; i < n; i++) {
-        char p[1200], *text = NULL;
-        size_t len;
-        snprintf(p, sizeof p, "%s/%s", mdir, s->ids[i]);
-        if (fs_read_file(p, 4096, &text, &len) < 0 && fs_read_file(p, MANIFEST2_MAX_BYTES, &text, &len) < 0)
-            continue;
-        char *e = strstr(text, "\nenv ");
-        if (e && e - text < 200 && strlen(e + 5) >= RELEASE_ID_LEN) {
-            char id[RELEASE_ID_LEN + 1];
-            memcpy(id, e + 5, RELEASE_ID_LEN);
-            id[RELEASE_ID_LEN] = '\0';
-            idset_add(s, id);
-        }
-        free(text);
-    }
-}
-
-struct ment {
-    char id[RELEASE_ID_LEN + 1];
-    double mtime;
-};
-
-static int ment_newest_first(const void *a, const void *b)
-{
-    const struct ment *x = a, *y = b;
-    return x->mtime < y->mtime ? 1 : x->mtime > y->mtime ? -1 : 0;
-}
-
-/* The controller's cache: keep the kept ids and the keep_n newest manifests. */
-static int gc_cache(const char *mdir, const struct idset *keep, int keep_n)
-{
-    DIR *d = opendir(mdir);
-    if (!d)
-        return 0;
-    struct ment *v = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        struct stat st;
-        if (!sha256_is_hex(de->d_name) || fstatat(dirfd(d), de->d_name, &st, 0) < 0)
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            struct ment *nv = realloc(v, cap * sizeof *v);
-            if (!nv)
-                break;
-            v = nv;
-        }
-        memcpy(v[n].id, de->d_name, RELEASE_ID_LEN + 1);
-        v[n++].mtime = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9;
-    }
-    closedir(d);
-    qsort(v, n, sizeof *v, ment_newest_first);
-    int removed = 0;
-    for (size_t i = (size_t)(keep_n > 0 ? keep_n : 0); i < n; i++) {
-        bool k = false;
-        for (size_t j = 0; j < keep->n && !k; j++)
-            k = !strcmp(keep->ids[j], v[i].id);
-        char p[1200];
-        snprintf(p, sizeof p, "%s/%s", mdir, v[i].id);
-        if (!k && unlink(p) == 0)
-            removed++;
-    }
-    free(v);
-    return removed;
-}
-
 int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, int keep_n, bool only_job_hosts,
                      const struct inv_job *only_job)
 {
@@ -151,7 +80,7 @@ int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, i
     }
     char mdir[1100];
     snprintf(mdir, sizeof mdir, "%s/manifests", inv->state_dir);
-    idset_add_envs(keep, mdir);
+    objsync_cache_add_envs(mdir, keep->ids, &keep->n, ARRAY_SIZE(keep->ids));
     const char **ids = calloc(keep->n ? keep->n : 1, sizeof *ids);
     if (!ids) {
         r = -ENOMEM;
@@ -174,7 +103,7 @@ int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, i
                 keep->n, keep_n);
         total += n;
     }
-    int c = gc_cache(mdir, keep, keep_n);
+    int c = objsync_gc_cache(mdir, ids, keep->n, keep_n);
     if (c > 0)
         fprintf(stderr, "gc: removed %d manifests from '%s'\n", c, mdir);
     free(ids);

@@ -6,11 +6,14 @@
  */
 #include "controller/deploy/objsync.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/agentcli.h"
@@ -790,5 +793,127 @@ int objsync_gc_host(struct fleet *f, int host, const char *const *keep_ids, size
     }
     int removed = atoi(res.out);
     exec_result_done(&res);
+    return removed;
+}
+
+/* ---- the controller's manifest cache (state_dir/manifests) ---- */
+
+/* The environment cached manifest mdir/<id> names, from its header ("env <id>" is the third
+ * line when there is one): 0 and ret_env ("" none), or -errno. */
+static int cache_env_of(const char *mdir, const char *id, char ret_env[RELEASE_ID_LEN + 1])
+{
+    char p[1200], head[512];
+    snprintf(p, sizeof p, "%s/%s", mdir, id);
+    int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, head, sizeof head - 1);
+    close(fd);
+    if (n < 0)
+        return -EIO;
+    head[n] = '\0';
+    ret_env[0] = '\0';
+    const char *e = strstr(head, "\nenv ");
+    if (e && strlen(e + 5) > RELEASE_ID_LEN && e[5 + RELEASE_ID_LEN] == '\n') {
+        memcpy(ret_env, e + 5, RELEASE_ID_LEN);
+        ret_env[RELEASE_ID_LEN] = '\0';
+        if (!sha256_is_hex(ret_env))
+            ret_env[0] = '\0';
+    }
+    return 0;
+}
+
+static bool id_in(char (*ids)[RELEASE_ID_LEN + 1], size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(ids[i], id))
+            return true;
+    return false;
+}
+
+void objsync_cache_add_envs(const char *mdir, char (*ids)[RELEASE_ID_LEN + 1], size_t *n, size_t cap)
+{
+    size_t n0 = *n;
+    for (size_t i = 0; i < n0; i++) {
+        char env[RELEASE_ID_LEN + 1];
+        if (cache_env_of(mdir, ids[i], env) == 0 && env[0] && !id_in(ids, *n, env) && *n < cap)
+            memcpy(ids[(*n)++], env, RELEASE_ID_LEN + 1);
+    }
+}
+
+struct ment {
+    char id[RELEASE_ID_LEN + 1];
+    double mtime;
+};
+
+static int ment_newest_first(const void *a, const void *b)
+{
+    const struct ment *x = a, *y = b;
+    if (x->mtime != y->mtime)
+        return x->mtime < y->mtime ? 1 : -1;
+    return strcmp(x->id, y->id);
+}
+
+int objsync_gc_cache(const char *mdir, const char *const *keep_ids, size_t nkeep, int keep_n)
+{
+    DIR *d = opendir(mdir);
+    if (!d)
+        return errno == ENOENT ? 0 : -errno;
+    struct ment *v = NULL;
+    size_t n = 0, cap = 0;
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (!sha256_is_hex(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISREG(st.st_mode))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct ment *nv = realloc(v, cap * sizeof *v);
+            if (!nv) {
+                r = -ENOMEM; /* remove nothing rather than guess */
+                break;
+            }
+            v = nv;
+        }
+        memcpy(v[n].id, de->d_name, RELEASE_ID_LEN + 1);
+        v[n++].mtime = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9;
+    }
+    closedir(d);
+    /* kept: the ids given (every job's current, previous, good and rollback targets, with their
+     * environments, added by the caller), the keep_n newest, and the environments those name */
+    size_t kcap = nkeep + (size_t)(keep_n > 0 ? keep_n : 0) * 2 + 1;
+    char(*kept)[RELEASE_ID_LEN + 1] = r == 0 ? calloc(kcap, sizeof *kept) : NULL;
+    if (!kept) {
+        free(v);
+        return r < 0 ? r : -ENOMEM;
+    }
+    size_t nk = 0;
+    for (size_t i = 0; i < nkeep; i++)
+        if (keep_ids[i] && sha256_is_hex(keep_ids[i]) && !id_in(kept, nk, keep_ids[i]))
+            memcpy(kept[nk++], keep_ids[i], RELEASE_ID_LEN + 1);
+    if (n > 1)
+        qsort(v, n, sizeof *v, ment_newest_first);
+    size_t newest0 = nk;
+    for (size_t i = 0; i < n && i < (size_t)(keep_n > 0 ? keep_n : 0); i++)
+        if (!id_in(kept, nk, v[i].id))
+            memcpy(kept[nk++], v[i].id, RELEASE_ID_LEN + 1);
+    for (size_t i = newest0; i < nk && nk < kcap; i++) {
+        char env[RELEASE_ID_LEN + 1];
+        if (cache_env_of(mdir, kept[i], env) == 0 && env[0] && !id_in(kept, nk, env))
+            memcpy(kept[nk++], env, RELEASE_ID_LEN + 1);
+    }
+    int removed = 0;
+    for (size_t i = 0; i < n; i++) {
+        char p[1200];
+        if (id_in(kept, nk, v[i].id))
+            continue;
+        snprintf(p, sizeof p, "%s/%s", mdir, v[i].id);
+        if (unlink(p) == 0)
+            removed++;
+    }
+    free(kept);
+    free(v);
     return removed;
 }

@@ -55,6 +55,17 @@ int objsync_job(struct fleet *f, const struct inv_job *job, const struct relsrc 
 int objsync_gc_host(struct fleet *f, int host, const char *const *keep_ids, size_t n, int keep_n,
                     char *err, size_t err_sz);
 
+/* The controller's manifest cache mdir (state_dir/manifests/<id>): append to ids[0..*n)
+ * (capacity cap) the environment each of them names there. */
+void objsync_cache_add_envs(const char *mdir, char (*ids)[RELEASE_ID_LEN + 1], size_t *n, size_t cap);
+
+/* GC of the cache mdir: keep the manifests of keep_ids (NULL or non-id entries skipped), of the
+ * keep_n newest (by mtime) and of the environments those newest name; remove every other
+ * manifest.  The caller passes every job's current, previous, good release and rollback
+ * targets, with the environments they name (objsync_cache_add_envs).  Returns how many were
+ * removed, or -errno (then nothing was removed). */
+int objsync_gc_cache(const char *mdir, const char *const *keep_ids, size_t nkeep, int keep_n);
+
 /* The fan-out's answer (one host exec running a command in n containers), parsed: for each
  * container k, "@@fan K STATUS OUTBYTES ERRBYTES\n" then that many bytes of stdout and stderr;
  * "@@progress N\n" lines where a header may stand are skipped.

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -173,12 +174,97 @@ static void test_host_gc_keeps_ways_back(void **state)
     assert_int_equal(fs_rm_rf(tmpd), 0);
 }
 
+static char cdir[64];
+
+static void cache_put(const char *id, const char *env, int age_s)
+{
+    char p[1200], text[256];
+    snprintf(p, sizeof p, "%s/%s", cdir, id);
+    int n = snprintf(text, sizeof text, "drover-manifest 2\nname r\n%s%s%sf 0444 1 %064d a\n", env ? "env " : "",
+                     env ? env : "", env ? "\n" : "", 0);
+    assert_int_equal(fs_write_atomic(p, text, (size_t)n, 0600), 0);
+    struct timeval tv[2] = { { time(NULL) - age_s, 0 }, { time(NULL) - age_s, 0 } };
+    assert_int_equal(utimes(p, tv), 0);
+}
+
+static bool cached(const char *id)
+{
+    char p[1200];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", cdir, id);
+    return stat(p, &st) == 0;
+}
+
+/* The controller's manifest cache, keep = N: the current, previous and good release of every job
+ * (and rollback targets) stay however old, with the environments they name; the N newest stay
+ * with the environments they name (an old environment a new release runs with is not "old");
+ * everything else goes, and files that are not manifests are left alone. */
+static void test_cache_gc_keeps_ways_back(void **state)
+{
+    (void)state;
+    strcpy(cdir, "/tmp/drover-cachegc.XXXXXX");
+    assert_non_null(mkdtemp(cdir));
+    char id[12][RELEASE_ID_LEN + 1];
+    for (int i = 0; i < 12; i++)
+        snprintf(id[i], sizeof id[i], "%064x", 0xa0 + i);
+    enum { E0, E1, E2, E3, A, B, C, D, E, F, G, H };
+    cache_put(id[E0], NULL, 9000); /* env of A (job 1's current) */
+    cache_put(id[E1], NULL, 8000); /* env of C (job 2's good) */
+    cache_put(id[E2], NULL, 7000); /* env of F, the newest release */
+    cache_put(id[E3], NULL, 6000); /* env of nothing kept */
+    cache_put(id[A], id[E0], 5000); /* job 1 current: the oldest release */
+    cache_put(id[B], NULL, 4000);   /* job 1 previous */
+    cache_put(id[C], id[E1], 3500); /* job 2 good */
+    cache_put(id[G], id[E3], 3400); /* nobody's */
+    cache_put(id[D], NULL, 3000);
+    cache_put(id[E], NULL, 2000);
+    cache_put(id[H], NULL, 1500); /* job 2 rollback target (an earlier good) */
+    cache_put(id[F], id[E2], 100);  /* newest */
+    char other[1200];
+    snprintf(other, sizeof other, "%s/%s.tmp.123", cdir, id[D]);
+    assert_int_equal(fs_write_atomic(other, "x", 1, 0600), 0);
+
+    char ids[16][RELEASE_ID_LEN + 1];
+    size_t n = 0;
+    memcpy(ids[n++], id[A], RELEASE_ID_LEN + 1);
+    memcpy(ids[n++], id[B], RELEASE_ID_LEN + 1);
+    memcpy(ids[n++], id[C], RELEASE_ID_LEN + 1);
+    memcpy(ids[n++], id[H], RELEASE_ID_LEN + 1);
+    objsync_cache_add_envs(cdir, ids, &n, 16);
+    assert_int_equal(n, 6); /* E0 and E1 added, once each */
+    const char *keep[17];
+    for (size_t i = 0; i < n; i++)
+        keep[i] = ids[i];
+    keep[n] = NULL; /* a NULL entry (no previous release) is skipped */
+
+    assert_int_equal(objsync_gc_cache(cdir, keep, n + 1, 1), 4); /* D, E, G, E3 */
+    int kept[] = { E0, E1, E2, A, B, C, H, F }, gone[] = { D, E, G, E3 };
+    for (size_t i = 0; i < ARRAY_SIZE(kept); i++)
+        assert_true(cached(id[kept[i]]));
+    for (size_t i = 0; i < ARRAY_SIZE(gone); i++)
+        assert_false(cached(id[gone[i]]));
+    struct stat st;
+    assert_int_equal(stat(other, &st), 0);
+    /* keep = 0: the newest goes with its environment; the ways back stay */
+    assert_int_equal(objsync_gc_cache(cdir, keep, n, 0), 2);
+    assert_false(cached(id[F]));
+    assert_false(cached(id[E2]));
+    for (int i = 0; i < 6; i++)
+        assert_true(cached(ids[i]));
+    /* no cache yet: nothing to do */
+    char none[300];
+    snprintf(none, sizeof none, "%s/none", cdir);
+    assert_int_equal(objsync_gc_cache(none, keep, n, 5), 0);
+    assert_int_equal(fs_rm_rf(cdir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fan_parse_ok),
         cmocka_unit_test(test_fan_parse_refused),
         cmocka_unit_test(test_host_gc_keeps_ways_back),
+        cmocka_unit_test(test_cache_gc_keeps_ways_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
