@@ -250,8 +250,15 @@ static int walk_dir(const char *root, const char *rel, struct walk *w)
         } else {
             e->type = M2_FILE;
             e->mode = st.st_mode & 0777;
+            /* the identity before the hash: a change during or after it shows as another one */
+            e->src_dev = (uint64_t)st.st_dev;
+            e->src_ino = (uint64_t)st.st_ino;
+            e->src_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+            e->src_ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
             if ((r = sha256_file_hex(cabs, e->sha256, &e->size)) < 0)
                 break;
+            if ((uint64_t)st.st_size != e->size)
+                e->src_ino = 0; /* it changed while hashed: never trusted later */
         }
     }
     closedir(d);

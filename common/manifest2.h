@@ -41,6 +41,11 @@ struct m2_entry {
     uint32_t mode; /* 0777 bits (M2_FILE, M2_DIR) */
     char type;     /* enum m2_type */
     char sha256[SHA256_HEX_LEN + 1]; /* M2_FILE only */
+    /* M2_FILE from manifest2_from_dir only (0 when parsed): the source file's identity when it
+     * was hashed, so a later read of it (the pack writer) can tell it is unchanged without
+     * hashing it again */
+    uint64_t src_dev, src_ino;
+    int64_t src_mtime_ns, src_ctime_ns;
 };
 
 struct manifest2 {

@@ -26,6 +26,18 @@ int pack_writer_new(pack_write_fn fn, void *ctx, struct pack_writer **ret_w);
  * -ESTALE when the file changed since the manifest was built (nothing wrong is sent unnoticed:
  * the reader would refuse it anyway). */
 int pack_writer_add(struct pack_writer *w, const char *sha, const char *src_path, uint64_t size);
+/* What the manifest walk saw of the file when it hashed it (ino 0: nothing). */
+struct pack_seen {
+    uint64_t dev, ino;
+    int64_t mtime_ns, ctime_ns;
+};
+/* pack_writer_add, without hashing the file again when its inode still has the identity seen
+ * (device, inode, size, mtime, ctime) before and after it is read: the controller hashed every
+ * file once for the manifest, and re-hashing it for each host's pack cost one SHA-256 of the
+ * release per host on the controller.  A file whose identity moved is hashed as before
+ * (-ESTALE when it no longer matches sha). */
+int pack_writer_add_seen(struct pack_writer *w, const char *sha, const char *src_path, uint64_t size,
+                         const struct pack_seen *seen);
 /* Finish the archive (the tar trailer) and free w; -errno if a write failed.  pack_writer_free
  * without finishing abandons it. */
 int pack_writer_finish(struct pack_writer *w);

@@ -216,7 +216,8 @@ static int produce_pack(void *ctx, send_write_fn w, void *wctx)
         char path[2048];
         if (r == 0 && snprintf(path, sizeof path, "%s/%s", p->rs->dir, e->path) >= (int)sizeof path)
             r = -ENAMETOOLONG;
-        if (r == 0 && (r = pack_writer_add(pw, e->sha256, path, e->size)) == -ESTALE)
+        struct pack_seen seen = { e->src_dev, e->src_ino, e->src_mtime_ns, e->src_ctime_ns };
+        if (r == 0 && (r = pack_writer_add_seen(pw, e->sha256, path, e->size, &seen)) == -ESTALE)
             log_error("'%s' changed while it was being deployed: deploy again", path);
     }
     if (r == 0)

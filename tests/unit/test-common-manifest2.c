@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -268,6 +269,50 @@ static void test_pack_roundtrip(void **state)
     pack_reader_free(r);
 }
 
+/* The pack writer does not hash a file again when its inode is the one the manifest walk
+ * hashed (what the controller sends to every host); a file changed since, even to the same
+ * size, is hashed and refused (-ESTALE), as is a file rewritten in place (fs_write_atomic
+ * makes a new inode; an in-place write moves mtime). */
+static void test_pack_seen_skips_rehash(void **state)
+{
+    (void)state;
+    mk("r");
+    put("r/a", "hello", 0644);
+    char dir[512], src[512], pk[512];
+    snprintf(dir, sizeof dir, "%s/r", tmpd);
+    snprintf(src, sizeof src, "%s/r/a", tmpd);
+    snprintf(pk, sizeof pk, "%s/s.pack", tmpd);
+    struct manifest2 *m;
+    assert_int_equal(manifest2_from_dir(dir, "r", &m), 0);
+    const struct m2_entry *e = manifest2_find(m, "a");
+    assert_non_null(e);
+    assert_int_not_equal(e->src_ino, 0);
+    struct pack_seen seen = { e->src_dev, e->src_ino, e->src_mtime_ns, e->src_ctime_ns };
+    int fd = open(pk, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct pack_writer *w;
+    assert_int_equal(pack_writer_new(fd_writer, &fd, &w), 0);
+    /* unchanged: trusted (a wrong name proves nothing was hashed; the agent would refuse it) */
+    char wrong[SHA256_HEX_LEN + 1];
+    memset(wrong, 'f', SHA256_HEX_LEN);
+    wrong[SHA256_HEX_LEN] = '\0';
+    assert_int_equal(pack_writer_add_seen(w, wrong, src, e->size, &seen), 0);
+    assert_int_equal(pack_writer_add_seen(w, e->sha256, src, e->size, &seen), 0);
+    /* the same size, other bytes, written in place: mtime moved, so hashed, and refused */
+    int f = open(src, O_WRONLY);
+    assert_true(f >= 0);
+    struct timespec ts = { 0, 2000000 };
+    nanosleep(&ts, NULL);
+    assert_int_equal(write(f, "jello", 5), 5);
+    close(f);
+    assert_int_equal(pack_writer_add_seen(w, e->sha256, src, e->size, &seen), -ESTALE);
+    /* a parsed manifest has no identity: always hashed */
+    struct pack_seen none = { 0 };
+    assert_int_equal(pack_writer_add_seen(w, wrong, src, e->size, &none), -ESTALE);
+    pack_writer_free(w);
+    close(fd);
+    manifest2_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -277,6 +322,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_parse_refuses, setup, teardown),
         cmocka_unit_test(test_ranges),
         cmocka_unit_test_setup_teardown(test_pack_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pack_seen_skips_rehash, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
