@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libssh/libssh.h>
+#include <limits.h>
 #include <libssh/sftp.h>
 #include <poll.h>
 #include <stdio.h>
@@ -41,6 +42,28 @@ static int translate_connect_error(const char *msg)
     return -EHOSTUNREACH;
 }
 
+int ssh_proxyjump_command(const char *proxy, const struct ssh_params *p, char *out, size_t out_sz)
+{
+    /* libssh's form (config.c, ssh_config_parse_proxy_jump): "ssh" then its -l/-p, then
+     * " -W '[%h]:%p' " and the host */
+    if (strncmp(proxy, "ssh ", 4) != 0 || !strstr(proxy, " -W '[%h]:%p' "))
+        return 0;
+    const char *paths[] = { p->ssh_config, p->known_hosts, p->identity };
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        if (paths[i] && strpbrk(paths[i], "'%"))
+            return -EINVAL;
+    char idopt[PATH_MAX + 16] = "";
+    if (p->identity && p->identity[0])
+        snprintf(idopt, sizeof idopt, " -i '%s'", p->identity);
+    int n = snprintf(out, out_sz,
+                     "ssh -F '%s'%s -o BatchMode=yes -o StrictHostKeyChecking=yes -o 'UserKnownHostsFile=%s' "
+                     "-o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=%d %s",
+                     p->ssh_config && p->ssh_config[0] ? p->ssh_config : "/dev/null", idopt,
+                     p->known_hosts ? p->known_hosts : "/dev/null",
+                     (int)(p->connect_timeout_s > 0 ? p->connect_timeout_s : 10), proxy + 4);
+    return n < 0 || (size_t)n >= out_sz ? -ENAMETOOLONG : 1;
+}
+
 static int session_new(const struct ssh_params *p, ssh_session *ret, char *label, size_t label_sz)
 {
     snprintf(label, label_sz, "host '%s' (%s:%d)", p->name, p->address, p->port);
@@ -70,6 +93,17 @@ static int session_new(const struct ssh_params *p, ssh_session *ret, char *label
         ssh_options_set(s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null") < 0) {
         ssh_free(s);
         return -EINVAL;
+    }
+    /* a ProxyJump: the first hop verified against the inventory's known_hosts too */
+    char *pc = NULL;
+    if (cfg && ssh_options_get(s, SSH_OPTIONS_PROXYCOMMAND, &pc) == SSH_OK) {
+        char hardened[2 * PATH_MAX + 1024];
+        int r = ssh_proxyjump_command(pc, p, hardened, sizeof hardened);
+        ssh_string_free_char(pc);
+        if (r < 0 || (r > 0 && ssh_options_set(s, SSH_OPTIONS_PROXYCOMMAND, hardened) < 0)) {
+            ssh_free(s);
+            return -EINVAL;
+        }
     }
     char *u = NULL;
     if (cfg && ssh_options_get(s, SSH_OPTIONS_USER, &u) != SSH_OK &&

@@ -41,6 +41,18 @@ struct ssh_target {
  * -EINVAL when the config cannot be applied (message in err). */
 int ssh_resolve(const struct ssh_params *p, struct ssh_target *ret, char *err, size_t err_sz);
 
+/* libssh 0.10 does not run ProxyJump itself: its config parser turns `ProxyJump [user@]host[:port]`
+ * into the ProxyCommand `ssh [-l user] [-p port] -W '[%h]:%p' host`, i.e. OpenSSH's ssh binary
+ * carries the first hop.  That ssh would read ~/.ssh/config and ~/.ssh/known_hosts and might ask
+ * about an unknown key.  Given such a command (proxy) and the host's params, writes to out the
+ * same command with `-F SSH_CONFIG` (the jump host's alias resolves in the file the inventory
+ * names), `-i IDENTITY` (the inventory's key, when set), and the jump host's key checked
+ * against the inventory's known_hosts only, without asking: BatchMode, StrictHostKeyChecking
+ * yes, UserKnownHostsFile, GlobalKnownHostsFile /dev/null.  Returns 1 when rewritten, 0 when
+ * proxy is not libssh's ProxyJump form (a user's own ProxyCommand: out untouched), -EINVAL
+ * when a path holds a quote or '%' (libssh expands %-escapes), -ENAMETOOLONG. */
+int ssh_proxyjump_command(const char *proxy, const struct ssh_params *p, char *out, size_t out_sz);
+
 struct ssh_conn; /* one session; free with ssh_conn_free() */
 struct ssh_stream;
 

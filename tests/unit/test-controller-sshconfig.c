@@ -83,6 +83,40 @@ static void test_proxyjump_and_default_user(void **state)
     assert_int_equal(t.port, 22);
     assert_non_null(strstr(t.proxy, "-W"));
     assert_non_null(strstr(t.proxy, "bastion.example.com"));
+    /* libssh 0.10 hands the first hop to OpenSSH's ssh: it is told the inventory's config and
+     * known_hosts, and never asks (it read ~/.ssh/config and ~/.ssh/known_hosts, and an unknown
+     * jump host key was a prompt nobody answers) */
+    char want[256];
+    snprintf(want, sizeof want, "ssh -F '%s' ", cfg);
+    assert_int_equal(strncmp(t.proxy, want, strlen(want)), 0);
+    assert_non_null(strstr(t.proxy, " -o BatchMode=yes -o StrictHostKeyChecking=yes "));
+    assert_non_null(strstr(t.proxy, " -o 'UserKnownHostsFile=/dev/null' -o GlobalKnownHostsFile=/dev/null "));
+    assert_non_null(strstr(t.proxy, " -W '[%h]:%p' bastion.example.com"));
+}
+
+static void test_proxyjump_command(void **state)
+{
+    (void)state;
+    struct ssh_params p = params("gpu2", "/etc/drover/ssh_config");
+    p.known_hosts = "/var/lib/drover/known_hosts";
+    p.identity = "/root/.ssh/id_drover";
+    p.connect_timeout_s = 7;
+    char out[1024] = "untouched";
+    assert_int_equal(ssh_proxyjump_command("ssh -l ops -p 2222 -W '[%h]:%p' bastion", &p, out, sizeof out), 1);
+    assert_string_equal(out, "ssh -F '/etc/drover/ssh_config' -i '/root/.ssh/id_drover' -o BatchMode=yes "
+                             "-o StrictHostKeyChecking=yes -o 'UserKnownHostsFile=/var/lib/drover/known_hosts' "
+                             "-o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=7 -l ops -p 2222 -W '[%h]:%p' bastion");
+    /* a user's own ProxyCommand is theirs */
+    strcpy(out, "untouched");
+    assert_int_equal(ssh_proxyjump_command("nc -X connect -x proxy:3128 %h %p", &p, out, sizeof out), 0);
+    assert_string_equal(out, "untouched");
+    /* a path libssh would expand or the shell would split is refused, not half-quoted */
+    p.known_hosts = "/tmp/it's";
+    assert_int_equal(ssh_proxyjump_command("ssh -W '[%h]:%p' b", &p, out, sizeof out), -EINVAL);
+    p.known_hosts = "/tmp/100%h";
+    assert_int_equal(ssh_proxyjump_command("ssh -W '[%h]:%p' b", &p, out, sizeof out), -EINVAL);
+    p.known_hosts = "/k";
+    assert_int_equal(ssh_proxyjump_command("ssh -W '[%h]:%p' b", &p, out, 40), -ENAMETOOLONG);
 }
 
 static void test_no_config(void **state)
@@ -123,6 +157,7 @@ int main(void)
         cmocka_unit_test(test_alias),
         cmocka_unit_test(test_inventory_wins),
         cmocka_unit_test(test_proxyjump_and_default_user),
+        cmocka_unit_test(test_proxyjump_command),
         cmocka_unit_test(test_no_config),
         cmocka_unit_test(test_inventory_key),
     };
