@@ -42,26 +42,56 @@ static int translate_connect_error(const char *msg)
     return -EHOSTUNREACH;
 }
 
-int ssh_proxyjump_command(const char *proxy, const struct ssh_params *p, char *out, size_t out_sz)
+int ssh_proxyjump_command(const char *proxy, const struct ssh_params *p, const char *log_path, char *out,
+                          size_t out_sz)
 {
     /* libssh's form (config.c, ssh_config_parse_proxy_jump): "ssh" then its -l/-p, then
      * " -W '[%h]:%p' " and the host */
     if (strncmp(proxy, "ssh ", 4) != 0 || !strstr(proxy, " -W '[%h]:%p' "))
         return 0;
-    const char *paths[] = { p->ssh_config, p->known_hosts, p->identity };
+    const char *paths[] = { p->ssh_config, p->known_hosts, p->identity, log_path };
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         if (paths[i] && strpbrk(paths[i], "'%"))
             return -EINVAL;
-    char idopt[PATH_MAX + 16] = "";
+    char idopt[PATH_MAX + 16] = "", logopt[PATH_MAX + 16] = "";
     if (p->identity && p->identity[0])
         snprintf(idopt, sizeof idopt, " -i '%s'", p->identity);
+    if (log_path && log_path[0])
+        snprintf(logopt, sizeof logopt, " -E '%s'", log_path);
     int n = snprintf(out, out_sz,
                      "ssh -F '%s'%s -o BatchMode=yes -o StrictHostKeyChecking=yes -o 'UserKnownHostsFile=%s' "
-                     "-o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=%d %s",
+                     "-o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=%d%s %s",
                      p->ssh_config && p->ssh_config[0] ? p->ssh_config : "/dev/null", idopt,
                      p->known_hosts ? p->known_hosts : "/dev/null",
-                     (int)(p->connect_timeout_s > 0 ? p->connect_timeout_s : 10), proxy + 4);
+                     (int)(p->connect_timeout_s > 0 ? p->connect_timeout_s : 10), logopt, proxy + 4);
     return n < 0 || (size_t)n >= out_sz ? -ENAMETOOLONG : 1;
+}
+
+/* The jump host's log file of session s (the `-E '...'` of its hardened ProxyJump command):
+ * its last line into why (when not NULL; "" none), then the file removed.  The running ssh keeps
+ * its descriptor; nothing else reads the file. */
+static void jump_log_take(ssh_session s, char *why, size_t why_sz)
+{
+    if (why && why_sz)
+        why[0] = '\0';
+    char *pc = NULL;
+    if (ssh_options_get(s, SSH_OPTIONS_PROXYCOMMAND, &pc) != SSH_OK)
+        return;
+    const char *e = strstr(pc, " -E '/tmp/drover-jump-");
+    char path[64];
+    if (e && sscanf(e + 5, "%63[^']", path) == 1) {
+        char *text = NULL;
+        size_t len = 0;
+        if (why && fs_read_file(path, 64 * 1024, &text, &len) == 0) {
+            while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+                text[--len] = '\0';
+            const char *last = strrchr(text, '\n');
+            snprintf(why, why_sz, "%s", last ? last + 1 : text);
+        }
+        free(text);
+        (void)unlink(path);
+    }
+    ssh_string_free_char(pc);
 }
 
 static int session_new(const struct ssh_params *p, ssh_session *ret, char *label, size_t label_sz)
@@ -97,10 +127,17 @@ static int session_new(const struct ssh_params *p, ssh_session *ret, char *label
     /* a ProxyJump: the first hop verified against the inventory's known_hosts too */
     char *pc = NULL;
     if (cfg && ssh_options_get(s, SSH_OPTIONS_PROXYCOMMAND, &pc) == SSH_OK) {
-        char hardened[2 * PATH_MAX + 1024];
-        int r = ssh_proxyjump_command(pc, p, hardened, sizeof hardened);
+        char hardened[3 * PATH_MAX + 1024], log_path[] = "/tmp/drover-jump-XXXXXX";
+        int fd = strncmp(pc, "ssh ", 4) == 0 ? mkostemp(log_path, O_CLOEXEC) : -1;
+        if (fd >= 0)
+            close(fd);
+        int r = ssh_proxyjump_command(pc, p, fd >= 0 ? log_path : NULL, hardened, sizeof hardened);
         ssh_string_free_char(pc);
+        if (r <= 0 && fd >= 0)
+            (void)unlink(log_path);
         if (r < 0 || (r > 0 && ssh_options_set(s, SSH_OPTIONS_PROXYCOMMAND, hardened) < 0)) {
+            if (r > 0)
+                (void)unlink(log_path);
             ssh_free(s);
             return -EINVAL;
         }
@@ -148,6 +185,7 @@ int ssh_resolve(const struct ssh_params *p, struct ssh_target *ret, char *err, s
     if (ssh_options_get(s, SSH_OPTIONS_PROXYCOMMAND, &v) == SSH_OK)
         (void)str_copy(t.proxy, sizeof t.proxy, v);
     ssh_string_free_char(v);
+    jump_log_take(s, NULL, 0); /* resolving connects nowhere: no log to keep */
     if (ssh_options_get_port(s, &pt) == SSH_OK)
         t.port = (int)pt;
     ssh_free(s);
@@ -225,9 +263,15 @@ bool ssh_fingerprint_is_valid(const char *fp)
 
 static int session_connect(ssh_session s, const char *label, char *err, size_t err_sz)
 {
-    if (ssh_connect(s) != SSH_OK) {
+    int ok = ssh_connect(s) == SSH_OK;
+    char why[512];
+    jump_log_take(s, ok ? NULL : why, sizeof why);
+    if (!ok) {
         const char *m = ssh_get_error(s);
-        snprintf(err, err_sz, "%s: cannot connect: %s", label, m);
+        if (why[0]) /* the jump host's ssh said why (libssh only saw the proxy close) */
+            snprintf(err, err_sz, "%s: cannot connect through the jump host: %s (%s)", label, why, m);
+        else
+            snprintf(err, err_sz, "%s: cannot connect: %s", label, m);
         return translate_connect_error(m);
     }
     return 0;

@@ -48,10 +48,13 @@ int ssh_resolve(const struct ssh_params *p, struct ssh_target *ret, char *err, s
  * same command with `-F SSH_CONFIG` (the jump host's alias resolves in the file the inventory
  * names), `-i IDENTITY` (the inventory's key, when set), and the jump host's key checked
  * against the inventory's known_hosts only, without asking: BatchMode, StrictHostKeyChecking
- * yes, UserKnownHostsFile, GlobalKnownHostsFile /dev/null.  Returns 1 when rewritten, 0 when
+ * yes, UserKnownHostsFile, GlobalKnownHostsFile /dev/null; with log_path, `-E LOG_PATH` (libssh
+ * sends the proxy's stderr to /dev/null: ssh's own reason, "Host key verification failed.", is
+ * read back from there into the connect error).  Returns 1 when rewritten, 0 when
  * proxy is not libssh's ProxyJump form (a user's own ProxyCommand: out untouched), -EINVAL
  * when a path holds a quote or '%' (libssh expands %-escapes), -ENAMETOOLONG. */
-int ssh_proxyjump_command(const char *proxy, const struct ssh_params *p, char *out, size_t out_sz);
+int ssh_proxyjump_command(const char *proxy, const struct ssh_params *p, const char *log_path, char *out,
+                          size_t out_sz);
 
 struct ssh_conn; /* one session; free with ssh_conn_free() */
 struct ssh_stream;

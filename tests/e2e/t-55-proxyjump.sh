@@ -51,7 +51,8 @@ m=$(bmark)
 drover status -o json
 show_drover 8
 check "status exits 1 (h1's containers could not be asked)" test "$DROVER_RC" = 1
-check "OpenSSH refused the unknown jump host key (no prompt, BatchMode)" drover_said 'Host key verification failed'
+check "OpenSSH refused the unknown jump host key (no prompt, BatchMode), and drover says so" \
+	drover_said "host 'h1' .*cannot connect through the jump host: Host key verification failed"
 check "h1's containers are named unreachable" bash -c "jq -e '[.jobs[].containers[] | select(.container | startswith(\"h1:\")) | .state] | all(. == \"unreachable\")' '$E2E_WORK/last.out' >/dev/null"
 check "h2 (direct) answered" bash -c "jq -e '[.jobs[].containers[] | select(.container == \"h2:201\") | .state] | all(. != \"unreachable\" and . != \"agent-unreachable\")' '$E2E_WORK/last.out' >/dev/null"
 check "the jump host let nobody in" bash -c "! { tail -n +$((m + 1)) '$B/sshd.log' | grep -q 'Accepted publickey'; }"
@@ -86,4 +87,5 @@ show_drover 6
 check "status exits 1" test "$DROVER_RC" = 1
 check "OpenSSH says the jump host's key changed" drover_said 'IDENTIFICATION HAS CHANGED|Host key verification failed'
 check "the jump host let nobody in" bash -c "! { tail -n +$((m + 1)) '$B/sshd.log' | grep -q 'Accepted publickey'; }"
+check "no jump log file is left in /tmp" bash -c "! ls /tmp/drover-jump-* >/dev/null 2>&1"
 finish

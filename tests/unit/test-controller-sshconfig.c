@@ -92,6 +92,12 @@ static void test_proxyjump_and_default_user(void **state)
     assert_non_null(strstr(t.proxy, " -o BatchMode=yes -o StrictHostKeyChecking=yes "));
     assert_non_null(strstr(t.proxy, " -o 'UserKnownHostsFile=/dev/null' -o GlobalKnownHostsFile=/dev/null "));
     assert_non_null(strstr(t.proxy, " -W '[%h]:%p' bastion.example.com"));
+    /* its log file (for ssh's own reason on a failure) is not left behind by a resolve */
+    const char *e = strstr(t.proxy, " -E '/tmp/drover-jump-");
+    assert_non_null(e);
+    char logp[64];
+    assert_int_equal(sscanf(e + 5, "%63[^']", logp), 1);
+    assert_int_equal(access(logp, F_OK), -1);
 }
 
 static void test_proxyjump_command(void **state)
@@ -102,21 +108,21 @@ static void test_proxyjump_command(void **state)
     p.identity = "/root/.ssh/id_drover";
     p.connect_timeout_s = 7;
     char out[1024] = "untouched";
-    assert_int_equal(ssh_proxyjump_command("ssh -l ops -p 2222 -W '[%h]:%p' bastion", &p, out, sizeof out), 1);
+    assert_int_equal(ssh_proxyjump_command("ssh -l ops -p 2222 -W '[%h]:%p' bastion", &p, "/tmp/j.log", out, sizeof out), 1);
     assert_string_equal(out, "ssh -F '/etc/drover/ssh_config' -i '/root/.ssh/id_drover' -o BatchMode=yes "
                              "-o StrictHostKeyChecking=yes -o 'UserKnownHostsFile=/var/lib/drover/known_hosts' "
-                             "-o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=7 -l ops -p 2222 -W '[%h]:%p' bastion");
+                             "-o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=7 -E '/tmp/j.log' -l ops -p 2222 -W '[%h]:%p' bastion");
     /* a user's own ProxyCommand is theirs */
     strcpy(out, "untouched");
-    assert_int_equal(ssh_proxyjump_command("nc -X connect -x proxy:3128 %h %p", &p, out, sizeof out), 0);
+    assert_int_equal(ssh_proxyjump_command("nc -X connect -x proxy:3128 %h %p", &p, NULL, out, sizeof out), 0);
     assert_string_equal(out, "untouched");
     /* a path libssh would expand or the shell would split is refused, not half-quoted */
     p.known_hosts = "/tmp/it's";
-    assert_int_equal(ssh_proxyjump_command("ssh -W '[%h]:%p' b", &p, out, sizeof out), -EINVAL);
+    assert_int_equal(ssh_proxyjump_command("ssh -W '[%h]:%p' b", &p, NULL, out, sizeof out), -EINVAL);
     p.known_hosts = "/tmp/100%h";
-    assert_int_equal(ssh_proxyjump_command("ssh -W '[%h]:%p' b", &p, out, sizeof out), -EINVAL);
+    assert_int_equal(ssh_proxyjump_command("ssh -W '[%h]:%p' b", &p, NULL, out, sizeof out), -EINVAL);
     p.known_hosts = "/k";
-    assert_int_equal(ssh_proxyjump_command("ssh -W '[%h]:%p' b", &p, out, 40), -ENAMETOOLONG);
+    assert_int_equal(ssh_proxyjump_command("ssh -W '[%h]:%p' b", &p, NULL, out, 40), -ENAMETOOLONG);
 }
 
 static void test_no_config(void **state)
