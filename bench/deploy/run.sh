@@ -47,8 +47,9 @@ echo "command: BENCH_HOSTS='$LAB_HOSTS' BENCH_CTS='$LAB_CONTAINERS' BENCH_MIB=$M
 echo "lab: $nh hosts, $nct containers; release: ${MIB} MiB + 20 KB; $(df -h --output=avail "$LAB_DIR" | tail -1) free"
 
 t0=$(date +%s.%N)
-D deploy "$rel" --stage-only --job train 2>"$W/a.err" >/dev/null || { cat "$W/a.err"; exit 1; }
+"$B/drover" -v -i "$INV" deploy "$rel" --stage-only --job train 2>"$W/a.err" >/dev/null || { cat "$W/a.err"; exit 1; }
 ta=$(echo "$(date +%s.%N) - $t0" | bc)
+grep -E "objsync h[0-9]+ " "$W/a.err" | sed 's/^/  (a) step: /' || true # where the time goes, per host
 grep -E "^stage h[0-9]+: sent|in every container in" "$W/a.err" | sed 's/^/  (a) /' || true
 printf '(a) full deploy, verified in %d containers: %.1f s\n' "$nct" "$ta"
 

@@ -88,4 +88,21 @@ cur=$(ct_current h1:101)
 check "the container holds the right bytes" test "$(ct h1:101 cat "/var/lib/drover/releases/$cur/new.txt")" = "a file only v8 has"
 check "the host store now holds the right bytes" test "$(sha256sum <"$LAB_DIR/hosts/h1/staging/objects/$sha" | cut -c1-64)" = "$sha"
 
+# ---- 4. an installed environment changed in a container is re-verified before it runs again
+# (the deploy checks the good release it would revert to, environment included): refused,
+# naming the file; the next deploy re-sends exactly that object into that container
+envdir=/var/lib/drover/releases/${envlink#../}
+f=lib/python3.11/site-packages/pkg0/m1.py
+ct h1:102 sh -c "chmod 644 $envdir/$f && printf 'X = 9 * 1000 + 1\n' >$envdir/$f"
+code=$(make_release v9 train.seed=9)
+drover deploy "$code" --env "$venv" --job train
+show_drover 8
+check "deploy with a changed file in the good release's environment is refused" test "$DROVER_RC" != 0
+check "the refusal names the changed file and what to do" drover_said "'$f' does not match its manifest.*deploy it again"
+drover deploy "$code" --env "$venv" --job train --force
+show_drover 10
+check "deploy --force then exits 0" test "$DROVER_RC" = 0
+check "the file is back in h1:102's environment" test "$(ct h1:102 cat "$envdir/$f")" = "X = 0 * 1000 + 1"
+check "the environment verifies again in h1:102" ct h1:102 /usr/local/bin/drover-agent release verify "${envlink#../}"
+
 finish
