@@ -165,7 +165,27 @@ int manifest2_check_links(const struct manifest2 *m, const struct m2_entry **ret
 struct walk {
     struct m2_entry *e;
     size_t n, cap;
+    const struct m2_known *known; /* sorted by path; may be NULL */
+    size_t nknown, reused;
 };
+
+static int known_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct m2_known *)a)->path, ((const struct m2_known *)b)->path);
+}
+
+/* The hash an earlier walk recorded for rel, when the file is still that inode, unchanged. */
+static const struct m2_known *known_for(const struct walk *w, const char *rel, const struct m2_entry *e)
+{
+    if (!w->nknown)
+        return NULL;
+    struct m2_known key = { .path = (char *)rel };
+    const struct m2_known *k = bsearch(&key, w->known, w->nknown, sizeof *w->known, known_cmp);
+    if (!k || !e->src_ino || k->dev != e->src_dev || k->ino != e->src_ino || k->mtime_ns != e->src_mtime_ns ||
+        k->ctime_ns != e->src_ctime_ns || !sha256_is_hex(k->sha256))
+        return NULL;
+    return k;
+}
 
 static int walk_push(struct walk *w, struct m2_entry **ret)
 {
@@ -255,6 +275,13 @@ static int walk_dir(const char *root, const char *rel, struct walk *w)
             e->src_ino = (uint64_t)st.st_ino;
             e->src_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
             e->src_ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+            const struct m2_known *k = known_for(w, crel, e);
+            if (k && k->size == (uint64_t)st.st_size) {
+                memcpy(e->sha256, k->sha256, sizeof e->sha256);
+                e->size = k->size;
+                w->reused++;
+                continue;
+            }
             if ((r = sha256_file_hex(cabs, e->sha256, &e->size)) < 0)
                 break;
             if ((uint64_t)st.st_size != e->size)
@@ -288,10 +315,16 @@ static bool is_venv_bin_link(const char *dir, const char *path)
 
 int manifest2_from_dir(const char *dir, const char *name, struct manifest2 **ret_m)
 {
+    return manifest2_from_dir_known(dir, name, NULL, 0, NULL, ret_m);
+}
+
+int manifest2_from_dir_known(const char *dir, const char *name, const struct m2_known *known, size_t nknown,
+                             size_t *ret_reused, struct manifest2 **ret_m)
+{
     struct manifest2 *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;
-    struct walk w = { 0 };
+    struct walk w = { .known = known, .nknown = nknown };
     int r = walk_dir(dir, "", &w);
     m->e = w.e;
     m->n = w.n;
@@ -323,6 +356,8 @@ int manifest2_from_dir(const char *dir, const char *name, struct manifest2 **ret
         return -EINVAL;
     }
     fill_totals(m);
+    if (ret_reused)
+        *ret_reused = w.reused;
     *ret_m = m;
     return 0;
 }

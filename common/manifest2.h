@@ -64,6 +64,21 @@ struct manifest2 {
  * top are skipped.  name NULL: dir's basename.  Free with manifest2_free(). */
 int manifest2_from_dir(const char *dir, const char *name, struct manifest2 **ret_m);
 
+/* A file's hash as an earlier walk found it, with the identity its inode had then. */
+struct m2_known {
+    char *path; /* relative to the release directory */
+    uint64_t dev, ino, size;
+    int64_t mtime_ns, ctime_ns;
+    char sha256[SHA256_HEX_LEN + 1];
+};
+/* manifest2_from_dir, taking a file's hash from known (sorted by path with strcmp, nknown
+ * entries; NULL/0: none) instead of reading it when the file is still the inode recorded there
+ * with the same size, mtime and ctime.  *ret_reused (may be NULL): how many were taken so.  The
+ * caller decides what it trusts: never record a file whose mtime or ctime is within the
+ * timestamp granularity of the moment it was hashed (it could change again unseen). */
+int manifest2_from_dir_known(const char *dir, const char *name, const struct m2_known *known, size_t nknown,
+                             size_t *ret_reused, struct manifest2 **ret_m);
+
 /* Parse and validate (limits, sorted unique paths, parents listed, symlinks inside).  The text
  * need not be NUL-terminated.  -EINVAL bad document, -E2BIG over a limit, -EPROTONOSUPPORT not
  * version 2. */

@@ -9,11 +9,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/agentcli.h"
@@ -117,14 +119,143 @@ static const char SH_GC[] =
     "ls manifests | grep -E '^[0-9a-f]{64}$' | sort | comm -23 - \"$t.ids\" | (cd manifests && xargs -r rm -f --)\n"
     "wc -l <\"$t.del\"\n";
 
+/* ---- the controller's hash cache: a release directory's file hashes between deploys ---- */
+
+#define HASHCACHE_MAX_BYTES (512u << 20)
+/* coarser than any timestamp granularity we meet; tests shorten it */
+int64_t objsync_hashcache_racy_ns = 2000000000LL;
+
+/* $DROVER_HASH_CACHE ("off": none), else $XDG_CACHE_HOME/drover/hashes, else
+ * ~/.cache/drover/hashes; the file for dir is named by the SHA-256 of its real path. */
+static int hashcache_path(const char *dir, char *buf, size_t sz)
+{
+    const char *over = getenv("DROVER_HASH_CACHE"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char base[900], real[PATH_MAX], key[SHA256_HEX_LEN + 1];
+    if (over && !strcmp(over, "off"))
+        return -ENOENT;
+    if (over && over[0])
+        snprintf(base, sizeof base, "%s", over);
+    else if (xdg && xdg[0] == '/')
+        snprintf(base, sizeof base, "%s/drover/hashes", xdg);
+    else if (home && home[0] == '/')
+        snprintf(base, sizeof base, "%s/.cache/drover/hashes", home);
+    else
+        return -ENOENT;
+    if (!realpath(dir, real) || sha256_buf_hex(real, strlen(real), key) < 0)
+        return -ENOENT;
+    if (snprintf(buf, sz, "%s/%s", base, key) >= (int)sz)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+static int known_by_path(const void *a, const void *b)
+{
+    return strcmp(((const struct m2_known *)a)->path, ((const struct m2_known *)b)->path);
+}
+
+/* Lines "SHA256 SIZE DEV INO MTIME_NS CTIME_NS PATH"; anything unreadable is skipped (the cache
+ * only ever saves a hash: a bad line costs a read of that file). */
+static void hashcache_load(const char *file, char **ret_text, struct m2_known **ret_v, size_t *ret_n)
+{
+    char *text = NULL;
+    size_t len = 0, n = 0, cap = 0;
+    struct m2_known *v = NULL;
+    *ret_text = NULL;
+    *ret_v = NULL;
+    *ret_n = 0;
+    if (fs_read_file(file, HASHCACHE_MAX_BYTES, &text, &len) < 0)
+        return;
+    for (char *line = text, *nl; line < text + len && (nl = memchr(line, '\n', (size_t)(text + len - line)));
+         line = nl + 1) {
+        *nl = '\0';
+        struct m2_known k = { 0 };
+        unsigned long long size, dev, ino;
+        long long mt, ct;
+        int used = 0;
+        if (sscanf(line, "%64s %llu %llu %llu %lld %lld %n", k.sha256, &size, &dev, &ino, &mt, &ct, &used) != 6 ||
+            !used || !line[used] || !sha256_is_hex(k.sha256))
+            continue;
+        k.size = size;
+        k.dev = dev;
+        k.ino = ino;
+        k.mtime_ns = mt;
+        k.ctime_ns = ct;
+        k.path = line + used;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1024;
+            struct m2_known *nv = realloc(v, cap * sizeof *v);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        v[n++] = k;
+    }
+    if (n > 1)
+        qsort(v, n, sizeof *v, known_by_path);
+    *ret_text = text;
+    *ret_v = v;
+    *ret_n = n;
+}
+
+/* Every file of m hashed (or confirmed) by this walk, except those whose mtime or ctime is too
+ * close to the walk's start to tell a later change apart (git's "racily clean" rule). */
+static void hashcache_save(const char *file, const struct manifest2 *m, int64_t walk_start_ns)
+{
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    for (size_t i = 0; buf && i < m->n; i++) {
+        const struct m2_entry *e = &m->e[i];
+        if (e->type != M2_FILE || !e->src_ino || walk_start_ns - e->src_mtime_ns < objsync_hashcache_racy_ns ||
+            walk_start_ns - e->src_ctime_ns < objsync_hashcache_racy_ns)
+            continue;
+        size_t need = strlen(e->path) + 200;
+        if (len + need > cap) {
+            while (len + need > cap)
+                cap *= 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                return;
+            }
+            buf = nb;
+        }
+        len += (size_t)snprintf(buf + len, cap - len, "%s %llu %llu %llu %lld %lld %s\n", e->sha256,
+                                (unsigned long long)e->size, (unsigned long long)e->src_dev,
+                                (unsigned long long)e->src_ino, (long long)e->src_mtime_ns,
+                                (long long)e->src_ctime_ns, e->path);
+    }
+    char d[PATH_MAX];
+    if (buf && str_copy(d, sizeof d, file) == 0 && strrchr(d, '/')) {
+        *strrchr(d, '/') = '\0';
+        if (fs_mkdir_p(d, 0700) == 0)
+            (void)fs_write_atomic(file, buf, len, 0600);
+    }
+    free(buf);
+}
+
 int relsrc_load(const char *dir, const char *env_id, struct relsrc *ret)
 {
     struct relsrc r = { 0 };
     if (str_copy(r.dir, sizeof r.dir, dir) < 0)
         return -ENAMETOOLONG;
-    int e = manifest2_from_dir(dir, NULL, &r.m);
+    /* A multi-GB environment is walked at every deploy of the code that runs with it: files
+     * still the inode hashed last time are not read again (the pack writer re-checks the
+     * identity before it sends a byte, and every agent hashes what it stores). */
+    char cache[PATH_MAX], *ctext = NULL;
+    struct m2_known *known = NULL;
+    size_t nknown = 0;
+    bool cached = hashcache_path(dir, cache, sizeof cache) == 0;
+    if (cached)
+        hashcache_load(cache, &ctext, &known, &nknown);
+    struct timespec t0;
+    clock_gettime(CLOCK_REALTIME, &t0);
+    int e = manifest2_from_dir_known(dir, NULL, known, nknown, &r.hashes_reused, &r.m);
+    free(known);
+    free(ctext);
     if (e < 0)
         return e;
+    if (cached)
+        hashcache_save(cache, r.m, (int64_t)t0.tv_sec * 1000000000 + t0.tv_nsec);
     if (env_id && env_id[0])
         (void)str_copy(r.m->env, sizeof r.m->env, env_id);
     if ((e = manifest2_dump(r.m, &r.text, &r.len, r.id)) < 0) {

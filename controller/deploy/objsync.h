@@ -26,10 +26,16 @@ struct relsrc {
     size_t len;
     char id[RELEASE_ID_LEN + 1];
     char dir[1024]; /* where the files are read from */
+    size_t hashes_reused; /* files whose hash came from the hash cache, not a read */
 };
 
-/* Walk and hash dir; env_id (may be NULL or "") is recorded as the environment it runs with. */
+/* Walk and hash dir; env_id (may be NULL or "") is recorded as the environment it runs with.
+ * Hashes of files unchanged since the last walk (same inode, size, mtime, ctime) come from the
+ * controller's hash cache: $DROVER_HASH_CACHE ("off": none), else $XDG_CACHE_HOME/drover/hashes,
+ * else ~/.cache/drover/hashes, one file per release directory (its real path). */
 int relsrc_load(const char *dir, const char *env_id, struct relsrc *ret);
+/* A file whose mtime or ctime is this close to the walk is not cached (2 s; tests set less). */
+extern int64_t objsync_hashcache_racy_ns;
 void relsrc_done(struct relsrc *r);
 /* The one message for a job's command or preflight (role) that a release or environment
  * directory (kind) cannot run, why from manifest2_exec_problem: says what to do. */

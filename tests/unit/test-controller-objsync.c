@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -258,6 +259,73 @@ static void test_cache_gc_keeps_ways_back(void **state)
     assert_int_equal(fs_rm_rf(cdir), 0);
 }
 
+static void old_file(const char *dir, const char *name, const char *text)
+{
+    char p[1200];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    assert_int_equal(fs_write_atomic(p, text, strlen(text), 0644), 0);
+    struct timeval tv[2] = { { time(NULL) - 60, 0 }, { time(NULL) - 60, 0 } };
+    assert_int_equal(utimes(p, tv), 0);
+}
+
+/* The controller's hash cache: a release directory walked again reads no file that is still
+ * the inode it hashed (a multi-GB environment at every code deploy); a file rewritten in place
+ * with the same size and its old mtime put back is read again (its ctime moved) and gets its
+ * new hash; a file changed within two seconds of the walk is not cached (it could change again
+ * within the timestamp granularity, unseen); DROVER_HASH_CACHE=off reads everything. */
+static void test_relsrc_hash_cache(void **state)
+{
+    (void)state;
+    char d[64] = "/tmp/drover-hashcache.XXXXXX", src[128], cache[128];
+    assert_non_null(mkdtemp(d));
+    snprintf(src, sizeof src, "%s/rel", d);
+    snprintf(cache, sizeof cache, "%s/cache", d);
+    assert_int_equal(fs_mkdir_p(src, 0755), 0);
+    old_file(src, "a.py", "a = 1\n");
+    old_file(src, "b.py", "b = 2\n");
+    char fresh[1200];
+    snprintf(fresh, sizeof fresh, "%s/new.py", src);
+    assert_int_equal(fs_write_atomic(fresh, "n = 3\n", 6, 0644), 0); /* mtime: now */
+    setenv("DROVER_HASH_CACHE", cache, 1);
+    objsync_hashcache_racy_ns = 500000000; /* the files' ctimes are from just now (utimes) */
+    struct timespec wait = { 0, 600000000 };
+    nanosleep(&wait, NULL);
+    assert_int_equal(fs_write_atomic(fresh, "n = 4\n", 6, 0644), 0); /* changed right now */
+    struct relsrc r1, r2, r3;
+    assert_int_equal(relsrc_load(src, NULL, &r1), 0);
+    assert_int_equal(r1.hashes_reused, 0);
+    assert_int_equal(relsrc_load(src, NULL, &r2), 0);
+    assert_int_equal(r2.hashes_reused, 2); /* a.py, b.py; new.py is too fresh to trust */
+    assert_string_equal(r1.id, r2.id);
+    /* same size, other bytes, old mtime restored: ctime moved, so read again */
+    old_file(src, "a.py", "a = 9\n");
+    char p[1200];
+    snprintf(p, sizeof p, "%s/a.py", src);
+    int fd = open(p, O_WRONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "a = 7\n", 6), 6);
+    close(fd);
+    struct timeval tv[2] = { { time(NULL) - 60, 0 }, { time(NULL) - 60, 0 } };
+    assert_int_equal(utimes(p, tv), 0);
+    nanosleep(&wait, NULL);
+    assert_int_equal(relsrc_load(src, NULL, &r3), 0);
+    assert_int_equal(r3.hashes_reused, 1); /* b.py only */
+    const struct m2_entry *e = manifest2_find(r3.m, "a.py");
+    char want[SHA256_HEX_LEN + 1];
+    assert_int_equal(sha256_buf_hex("a = 7\n", 6, want), 0);
+    assert_string_equal(e->sha256, want);
+    relsrc_done(&r3);
+    setenv("DROVER_HASH_CACHE", "off", 1);
+    assert_int_equal(relsrc_load(src, NULL, &r3), 0);
+    assert_int_equal(r3.hashes_reused, 0);
+    unsetenv("DROVER_HASH_CACHE");
+    objsync_hashcache_racy_ns = 2000000000LL;
+    relsrc_done(&r1);
+    relsrc_done(&r2);
+    relsrc_done(&r3);
+    assert_int_equal(fs_rm_rf(d), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_fan_parse_refused),
         cmocka_unit_test(test_host_gc_keeps_ways_back),
         cmocka_unit_test(test_cache_gc_keeps_ways_back),
+        cmocka_unit_test(test_relsrc_hash_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
