@@ -56,6 +56,10 @@ check "OpenSSH refused the unknown jump host key (no prompt, BatchMode), and dro
 check "h1's containers are named unreachable" bash -c "jq -e '[.jobs[].containers[] | select(.container | startswith(\"h1:\")) | .state] | all(. == \"unreachable\")' '$E2E_WORK/last.out' >/dev/null"
 check "h2 (direct) answered" bash -c "jq -e '[.jobs[].containers[] | select(.container == \"h2:201\") | .state] | all(. != \"unreachable\" and . != \"agent-unreachable\")' '$E2E_WORK/last.out' >/dev/null"
 check "the jump host let nobody in" bash -c "! { tail -n +$((m + 1)) '$B/sshd.log' | grep -q 'Accepted publickey'; }"
+# status and top --once answer a host that cannot be reached with the same exit code
+# (docs/errors.md, "status and top")
+drover top --once --timeout 8
+check "top --once exits 1 too (h1 unreachable)" test "$DROVER_RC" = 1
 
 say "the jump host's key trusted: drover status through ProxyJump"
 kh_line "$baddr" "$B/ssh_host_ed25519_key.pub" >>"$PJ/known_hosts"
@@ -67,6 +71,8 @@ check "every container answered" bash -c "jq -e '[.jobs[].containers[].state] | 
 check "the jump host carried the connection (Accepted publickey in its log)" bastion_let_in_since "$m"
 drover validate
 check "validate resolves h1 through the config" drover_said 'h1-behind|127\.0\.0\.2'
+drover top --once --timeout 8
+check "top --once through the jump host exits 0, as status" test "$DROVER_RC" = 0
 
 say "h1's own key changed (the second hop): libssh refuses it as for any host"
 grep -v '^127\.0\.0\.2 \|^\[127\.0\.0\.2\]' "$PJ/known_hosts" >"$PJ/known_hosts.new"
@@ -77,6 +83,8 @@ show_drover 6
 check "status exits 5 (host key)" test "$DROVER_RC" = 5
 check "the refusal names h1" drover_said "h1"
 check "and says how to trust it" drover_said 'trust'
+drover top --once --timeout 8
+check "top --once exits 5 too (it said 1 for a refused host key)" test "$DROVER_RC" = 5
 
 say "the jump host's key changed (the first hop)"
 cp "$LAB_DIR/known_hosts" "$PJ/known_hosts"
