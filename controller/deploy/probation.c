@@ -279,6 +279,11 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
             return;
         }
     } else if (js->current[0] && !release_matches(js->current, p->release)) {
+        /* a two-phase revert whose stop was slow here: the agent's revert is queued behind it
+         * (it replaced the stop) and switches once the old gang is gone; the healthy deadline
+         * decides if it never does */
+        if (js->state == GANG_STOPPING)
+            return;
         fail(p, "%s runs %s, not the release %s we reverted to", cs->label,
              release_short(js->current, "none", sid), release_short(p->release, "none", sid2));
         return;

@@ -423,6 +423,30 @@ static void test_recovery(void **state)
     assert_int_equal(step, 203);
     assert_int_equal(resumed, 200);
     probation_free(p);
+
+    /* a two-phase revert whose stop is slow in this container: the failed release is still
+     * current while its gang stops, the revert queued behind it (it was "REVERT FAILED ... runs
+     * the failed release" at once); then the good release runs */
+    assert_int_equal(probation_new(&pol, "train", OLD, 1, labels, 1, 100, true, 0, &p), 0);
+    for (int t = 1; t <= 20; t++) {
+        make_status(st, 0, 1, NEW, 50, 50000, 3.0);
+        st->jobs[0].state = GANG_STOPPING;
+        probation_feed(p, 0, st, t);
+        assert_int_equal(probation_check(p, t), PROBATION_PENDING);
+    }
+    for (int t = 21; t <= 24; t++) {
+        make_status(st, 0, 1, OLD, 200 + t, 50000, 3.0);
+        probation_feed(p, 0, st, t);
+    }
+    assert_int_equal(probation_check(p, 24), PROBATION_PASS);
+    probation_free(p);
+    /* ... but a container that runs another release and is not stopping still fails */
+    assert_int_equal(probation_new(&pol, "train", OLD, 1, labels, 1, 100, true, 0, &p), 0);
+    make_status(st, 0, 1, NEW, 50, 50000, 3.0);
+    probation_feed(p, 0, st, 1);
+    assert_int_equal(probation_check(p, 1), PROBATION_FAIL);
+    assert_non_null(strstr(probation_reason(p), "not the release"));
+    probation_free(p);
     free(st);
 }
 
