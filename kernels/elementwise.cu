@@ -83,8 +83,9 @@ extern "C" int kern_encoder_forward(kbf16 *out, const int *inp, const kbf16 *wte
     return kern_check_launch("encoder_forward");
 }
 
-// dwpe[t,c] += sum_b dout[b,t,c]
-static __global__ void wpe_backward_kernel(float *dwpe, const bf16 *dout, int B, int T, int C)
+// dwpe[t,c] += scale * sum_b dout[b,t,c]  (scale 1: the sum itself, bit for bit)
+static __global__ void wpe_backward_kernel(float *dwpe, const bf16 *dout, int B, int T, int C,
+                                           float scale)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= T * C)
@@ -92,12 +93,12 @@ static __global__ void wpe_backward_kernel(float *dwpe, const bf16 *dout, int B,
     float acc = 0.f;
     for (int b = 0; b < B; b++)
         acc += __bfloat162float(dout[(size_t)b * T * C + i]);
-    dwpe[i] += acc;
+    dwpe[i] += acc * scale;
 }
 
 // one block per distinct token: dwte[tok] += sum of its positions' rows, in ascending order.
 static __global__ void wte_backward_kernel(float *dwte, const bf16 *dout, const int *uniq_tok,
-                                   const int *start, const int *pos, int C)
+                                   const int *start, const int *pos, int C, float scale)
 {
     int u = blockIdx.x;
     int s0 = start[u], s1 = start[u + 1];
@@ -106,20 +107,31 @@ static __global__ void wte_backward_kernel(float *dwte, const bf16 *dout, const 
         float acc = 0.f;
         for (int k = s0; k < s1; k++)
             acc += __bfloat162float(dout[(size_t)pos[k] * C + c]);
-        dst[c] += acc;
+        dst[c] += acc * scale;
     }
+}
+
+extern "C" int kern_encoder_backward_scaled(float *dwte, float *dwpe, const kbf16 *dout,
+                                            const int *uniq_tok, const int *start, const int *pos,
+                                            int nuniq, int B, int T, int C, float scale,
+                                            cudaStream_t s)
+{
+    wpe_backward_kernel<<<cdiv((size_t)T * C, 256), 256, 0, s>>>(dwpe, (const bf16 *)dout, B, T, C,
+                                                                 scale);
+    int r = kern_check_launch("wpe_backward");
+    if (r < 0 || nuniq == 0)
+        return r;
+    wte_backward_kernel<<<nuniq, 256, 0, s>>>(dwte, (const bf16 *)dout, uniq_tok, start, pos, C,
+                                              scale);
+    return kern_check_launch("wte_backward");
 }
 
 extern "C" int kern_encoder_backward(float *dwte, float *dwpe, const kbf16 *dout,
                                      const int *uniq_tok, const int *start, const int *pos,
                                      int nuniq, int B, int T, int C, cudaStream_t s)
 {
-    wpe_backward_kernel<<<cdiv((size_t)T * C, 256), 256, 0, s>>>(dwpe, (const bf16 *)dout, B, T, C);
-    int r = kern_check_launch("wpe_backward");
-    if (r < 0 || nuniq == 0)
-        return r;
-    wte_backward_kernel<<<nuniq, 256, 0, s>>>(dwte, (const bf16 *)dout, uniq_tok, start, pos, C);
-    return kern_check_launch("wte_backward");
+    return kern_encoder_backward_scaled(dwte, dwpe, dout, uniq_tok, start, pos, nuniq, B, T, C,
+                                        1.0f, s);
 }
 
 // ---------------------------------------------------------------- LayerNorm

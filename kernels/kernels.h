@@ -47,6 +47,12 @@ int kern_encoder_forward(kbf16 *out, const int *inp, const kbf16 *wte, const kbf
 int kern_encoder_backward(float *dwte, float *dwpe, const kbf16 *dout, const int *uniq_tok,
                           const int *start, const int *pos, int nuniq, int B, int T, int C,
                           cudaStream_t s);
+/* The same with each sum multiplied by scale before it is added (scale 1 gives the bits of
+ * kern_encoder_backward): data parallel runs it over every rank's gathered dout with
+ * scale 1/world_size, so dwte and dwpe come out averaged and identical on every rank. */
+int kern_encoder_backward_scaled(float *dwte, float *dwpe, const kbf16 *dout, const int *uniq_tok,
+                                 const int *start, const int *pos, int nuniq, int B, int T, int C,
+                                 float scale, cudaStream_t s);
 
 /* ---- LayerNorm (eps 1e-5, biased variance, fp32 statistics) ---- */
 /* out (N,C) bf16, mean (N) rstd (N) fp32 from inp (N,C) bf16, weight, bias (C) bf16.  tol 1e-2. */

@@ -51,6 +51,17 @@ struct cuda_be {
     int64_t steps;                /* forward_backward calls, for the memory sampling */
     struct kern_blas *blas;
     ncclComm_t comm;
+    /* data parallel (docs/cuda.md): dp_overlap reduces the gradients in buckets on comm_stream
+     * while the backward runs on; dp_gather also gathers every rank's tokens and embedding
+     * gradient rows so that wte (reduced early, after the classifier) and wpe need no reduction
+     * after the backward */
+    bool dp_overlap, dp_gather;
+    int W;                      /* world size */
+    cudaStream_t comm_stream;
+    cudaEvent_t ev_bucket;      /* compute -> comm: a bucket's gradients are complete */
+    cudaEvent_t ev_comm_done;   /* comm -> compute: the step's last collective */
+    cudaEvent_t ev_inp;         /* every rank's tokens are in h_inp_all */
+    int *d_inp_all, *h_inp_all; /* W*N tokens, rank-major (h_inp_all pinned) */
 
     /* arenas */
     void *arena_params, *arena_grads, *arena_opt, *arena_acts;
@@ -66,7 +77,7 @@ struct cuda_be {
     float *colsum, *att_scratch, *losses, *norm_partial, *scalars; /* scalars: norm, scale, loss */
     int *d_inp, *d_tgt, *d_uniq, *d_start, *d_pos;
     float *h_scalars; /* pinned host copy of scalars: [0] norm, [2] loss sum */
-    /* host scratch for the wte-gradient buckets */
+    /* host scratch for the wte-gradient buckets (W*N positions with dp_gather, else N) */
     int *h_uniq, *h_start, *h_pos, *h_count;
 
     int64_t mem_peak;
@@ -157,9 +168,12 @@ static size_t cuda_layout_acts(struct cuda_be *be, char *base)
     be->scalars = carve_take(&c, 4 * sizeof(float));
     be->d_inp = carve_take(&c, N * sizeof(int));
     be->d_tgt = carve_take(&c, N * sizeof(int));
-    be->d_uniq = carve_take(&c, N * sizeof(int));
-    be->d_start = carve_take(&c, (N + 1) * sizeof(int));
-    be->d_pos = carve_take(&c, N * sizeof(int));
+    size_t NB = be->dp_gather ? N * (size_t)be->W : N; /* positions the wte buckets index */
+    be->d_uniq = carve_take(&c, NB * sizeof(int));
+    be->d_start = carve_take(&c, (NB + 1) * sizeof(int));
+    be->d_pos = carve_take(&c, NB * sizeof(int));
+    if (be->dp_gather)
+        be->d_inp_all = carve_take(&c, NB * sizeof(int));
     return c.used;
 }
 
@@ -170,6 +184,8 @@ static void cuda_destroy(void *p)
         return;
     if (be->stream)
         (void)cudaStreamSynchronize(be->stream);
+    if (be->comm_stream)
+        (void)cudaStreamSynchronize(be->comm_stream);
     if (be->comm)
         (void)ncclCommDestroy(be->comm);
     kern_blas_free(be->blas);
@@ -185,6 +201,16 @@ static void cuda_destroy(void *p)
         (void)cudaEventDestroy(be->ev_loss);
     if (be->ev_norm)
         (void)cudaEventDestroy(be->ev_norm);
+    if (be->ev_bucket)
+        (void)cudaEventDestroy(be->ev_bucket);
+    if (be->ev_comm_done)
+        (void)cudaEventDestroy(be->ev_comm_done);
+    if (be->ev_inp)
+        (void)cudaEventDestroy(be->ev_inp);
+    if (be->comm_stream)
+        (void)cudaStreamDestroy(be->comm_stream);
+    if (be->h_inp_all)
+        (void)cudaFreeHost(be->h_inp_all);
     if (be->stream2)
         (void)cudaStreamDestroy(be->stream2);
     if (be->stream)
@@ -249,6 +275,14 @@ static int cuda_create_inner(struct cuda_be *be)
     CU(cudaEventCreateWithFlags(&be->ev_loss, cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&be->ev_norm, cudaEventDisableTiming));
     CU(cudaMallocHost((void **)&be->h_scalars, 4 * sizeof(float)));
+    if (be->dp_overlap) {
+        CU(cudaStreamCreateWithFlags(&be->comm_stream, cudaStreamNonBlocking));
+        CU(cudaEventCreateWithFlags(&be->ev_bucket, cudaEventDisableTiming));
+        CU(cudaEventCreateWithFlags(&be->ev_comm_done, cudaEventDisableTiming));
+        CU(cudaEventCreateWithFlags(&be->ev_inp, cudaEventDisableTiming));
+    }
+    if (be->dp_gather)
+        CU(cudaMallocHost((void **)&be->h_inp_all, (size_t)be->W * be->N * sizeof(int)));
     int r = kern_blas_new(CUBLAS_WORKSPACE_BYTES, &be->blas);
     if (r < 0) {
         log_error("cuBLASLt: handle creation failed: %s", kern_last_error());
@@ -275,8 +309,10 @@ static int cuda_create_inner(struct cuda_be *be)
         if (r < 0)
             return r;
     }
-    log_debug("cuda backend: device %d, %zu params, activations %.1f MiB", be->device, np,
-              (double)acts / (1 << 20));
+    log_debug("cuda backend: device %d, %zu params, activations %.1f MiB, data parallel %s",
+              be->device, np, (double)acts / (1 << 20),
+              be->W == 1 ? "off" : be->dp_gather ? "overlapped, embedding rows gathered"
+                                 : be->dp_overlap ? "overlapped" : "one all-reduce");
     return 0;
 }
 
@@ -310,14 +346,27 @@ static int cuda_create(const struct gpt_config *cfg, const struct backend_opts *
     be->Vp = c.vocab_padded;
     be->N = be->B * be->T;
     be->nparams = gpt_num_params(&c);
+    be->W = opts->world_size;
+    if (be->W > 1) {
+        /* DROVER_DP: "overlap" (default) buckets the all-reduce into the backward and gathers
+         * the embedding rows; "bucket" the same without the gather; "flat" one all-reduce after
+         * the backward (the earlier path, kept for comparison) */
+        const char *dp = getenv("DROVER_DP");
+        be->dp_overlap = !dp || strcmp(dp, "flat") != 0;
+        /* the gathered gradient rows (W*N*C bf16) live in the logits buffer (N*Vp bf16), dead
+         * by then */
+        be->dp_gather = be->dp_overlap && !(dp && !strcmp(dp, "bucket")) &&
+                        (size_t)be->W * (size_t)c.dim <= (size_t)c.vocab_padded;
+    }
     gpt_param_sizes(&c, be->size);
     for (int i = 0; i < GPT_NPARAM_TENSORS; i++)
         be->off[i] = gpt_param_offset(&c, (enum gpt_param)i);
     be->mem_peak = -1;
     be->layer = calloc((size_t)be->L, sizeof *be->layer);
-    be->h_uniq = malloc((size_t)be->N * sizeof(int));
-    be->h_start = malloc(((size_t)be->N + 1) * sizeof(int));
-    be->h_pos = malloc((size_t)be->N * sizeof(int));
+    size_t NB = (size_t)be->N * (be->dp_gather ? (size_t)be->W : 1);
+    be->h_uniq = malloc(NB * sizeof(int));
+    be->h_start = malloc((NB + 1) * sizeof(int));
+    be->h_pos = malloc(NB * sizeof(int));
     be->h_count = calloc((size_t)be->Vp, sizeof(int));
     if (!be->layer || !be->h_uniq || !be->h_start || !be->h_pos || !be->h_count) {
         cuda_destroy(be);
@@ -379,6 +428,46 @@ static int cuda_check_tokens(const struct cuda_be *be, const int *inputs, const 
 #define PL(name, l) (be->pbf + be->off[name] + (size_t)(l) * (be->size[name] / be->L))
 #define GL(name, l) (be->grads + be->off[name] + (size_t)(l) * (be->size[name] / be->L))
 
+/* ---- data parallel: gradient buckets reduced on comm_stream during the backward ----
+ * A bucket is a list of tensors, whole (layer < 0) or one layer's slice.  The compute stream
+ * records ev_bucket once the bucket's gradients are complete (nothing later in the step writes
+ * them), comm_stream waits for it and all-reduces (average) every slice in place, in one NCCL
+ * group.  Every rank issues the same collectives in the same order; for two ranks an element's
+ * average (a + b) / 2 does not depend on how the array is cut, so the bits equal one all-reduce
+ * of the whole array. */
+static int dp_bucket(struct cuda_be *be, const enum gpt_param *list, int n, int layer)
+{
+    CU(cudaEventRecord(be->ev_bucket, be->stream));
+    CU(cudaStreamWaitEvent(be->comm_stream, be->ev_bucket, 0));
+    NCCL(ncclGroupStart());
+    for (int i = 0; i < n; i++) {
+        size_t cnt = layer < 0 ? be->size[list[i]] : be->size[list[i]] / (size_t)be->L;
+        float *g = be->grads + be->off[list[i]] + (layer < 0 ? 0 : (size_t)layer * cnt);
+        NCCL(ncclAllReduce(g, g, cnt, ncclFloat, ncclAvg, be->comm, be->comm_stream));
+    }
+    NCCL(ncclGroupEnd());
+    return 0;
+}
+
+static const enum gpt_param dp_mlp[] = {GPT_FCPROJW, GPT_FCPROJB, GPT_FCW, GPT_FCB, GPT_LN2W,
+                                        GPT_LN2B};
+static const enum gpt_param dp_att[] = {GPT_ATTPROJW, GPT_ATTPROJB, GPT_QKVW, GPT_QKVB, GPT_LN1W,
+                                        GPT_LN1B};
+
+/* dp_gather: every rank's tokens to every host, started on comm_stream behind the upload (the
+ * host waits for it only when it builds the wte buckets, after enqueuing the layers) */
+static int dp_gather_tokens(struct cuda_be *be)
+{
+    size_t N = (size_t)be->N;
+    CU(cudaEventRecord(be->ev_bucket, be->stream));
+    CU(cudaStreamWaitEvent(be->comm_stream, be->ev_bucket, 0));
+    NCCL(ncclAllGather(be->d_inp, be->d_inp_all, N, ncclInt32, be->comm, be->comm_stream));
+    CU(cudaMemcpyAsync(be->h_inp_all, be->d_inp_all, (size_t)be->W * N * sizeof(int),
+                       cudaMemcpyDeviceToHost, be->comm_stream));
+    CU(cudaEventRecord(be->ev_inp, be->comm_stream));
+    return 0;
+}
+
 /* Forward pass; with train, the classifier also leaves dlogits (scaled by 1/N) in be->logits. */
 static int cuda_run_forward(struct cuda_be *be, const int *inputs, const int *targets, bool train)
 {
@@ -390,6 +479,8 @@ static int cuda_run_forward(struct cuda_be *be, const int *inputs, const int *ta
     CU(cudaSetDevice(be->device));
     CU(cudaMemcpyAsync(be->d_inp, inputs, (size_t)N * sizeof(int), cudaMemcpyHostToDevice, s));
     CU(cudaMemcpyAsync(be->d_tgt, targets, (size_t)N * sizeof(int), cudaMemcpyHostToDevice, s));
+    if (train && be->dp_gather && (r = dp_gather_tokens(be)) < 0)
+        return r;
     KERN(kern_encoder_forward(be->encoded, be->d_inp, PW(GPT_WTE), PW(GPT_WPE), B, T, C, s));
     for (int l = 0; l < be->L; l++) {
         struct layer_acts *a = &be->layer[l];
@@ -422,10 +513,11 @@ static int cuda_run_forward(struct cuda_be *be, const int *inputs, const int *ta
     return 0;
 }
 
-/* Bucket the positions of each input token (counting sort: ascending positions per token). */
-static int cuda_upload_buckets(struct cuda_be *be, const int *inputs, int *ret_nuniq)
+/* Bucket the positions of each input token (counting sort: ascending positions per token);
+ * inputs holds N positions (N = be->N, or W*N gathered ones). */
+static int cuda_upload_buckets(struct cuda_be *be, const int *inputs, int N, int *ret_nuniq)
 {
-    int N = be->N, nu = 0;
+    int nu = 0;
     int *cnt = be->h_count;
     for (int i = 0; i < N; i++)
         cnt[inputs[i]]++;
@@ -458,6 +550,12 @@ static int cuda_run_backward(struct cuda_be *be, const int *inputs)
     int N = be->N, C = be->C, B = be->B, T = be->T, NH = be->NH;
     cudaStream_t s = be->stream;
     struct kern_blas *bl = be->blas;
+    bool ov = be->dp_overlap;
+    int r;
+    /* the previous step's collectives have been waited for by its update; wait again in case
+     * forward_backward ran without one */
+    if (ov)
+        CU(cudaStreamWaitEvent(s, be->ev_comm_done, 0));
     /* zeroed: weight and bias gradients accumulate onto it */
     CU(cudaMemsetAsync(be->grads, 0, be->nparams * sizeof(float), s));
     /* classifier: logits now hold dlogits */
@@ -469,6 +567,13 @@ static int cuda_run_backward(struct cuda_be *be, const int *inputs)
                                  be->grads + be->off[GPT_LNFB], be->colsum, be->dln,
                                  be->layer[be->L - 1].res2, PW(GPT_LNFW), be->lnf_mean,
                                  be->lnf_rstd, N, C, s));
+    if (ov) {
+        /* with dp_gather wte holds only the classifier's part now, the encoder's is added
+         * (already averaged) after its reduction */
+        static const enum gpt_param head[] = {GPT_LNFW, GPT_LNFB, GPT_WTE};
+        if ((r = dp_bucket(be, head, be->dp_gather ? 3 : 2, -1)) < 0)
+            return r;
+    }
     for (int l = be->L - 1; l >= 0; l--) {
         struct layer_acts *a = &be->layer[l];
         const kbf16 *x = l == 0 ? be->encoded : be->layer[l - 1].res2;
@@ -486,6 +591,8 @@ static int cuda_run_backward(struct cuda_be *be, const int *inputs)
         KERN(kern_layernorm_backward(be->dres, GL(GPT_LN2W, l), GL(GPT_LN2B, l), be->colsum,
                                      be->dln, a->res1, PL(GPT_LN2W, l), a->ln2_mean, a->ln2_rstd,
                                      N, C, s));
+        if (ov && (r = dp_bucket(be, dp_mlp, 6, l)) < 0)
+            return r;
         /* res1 = x + atty @ attprojw^T + attprojb; dres is now d(res1) */
         KERN(kern_matmul_backward_input(bl, be->datt, be->dres, PL(GPT_ATTPROJW, l), 0, N, C, C, s));
         KERN(kern_matmul_backward_weight(bl, GL(GPT_ATTPROJW, l), be->dres, a->atty, N, C, C, s));
@@ -499,13 +606,39 @@ static int cuda_run_backward(struct cuda_be *be, const int *inputs)
         KERN(kern_layernorm_backward(be->dres, GL(GPT_LN1W, l), GL(GPT_LN1B, l), be->colsum,
                                      be->dln, x, PL(GPT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C,
                                      s));
+        if (ov && (r = dp_bucket(be, dp_att, 6, l)) < 0)
+            return r;
     }
     int nu = 0;
-    int r = cuda_upload_buckets(be, inputs, &nu);
-    if (r < 0)
+    float *dwte = be->grads + be->off[GPT_WTE], *dwpe = be->grads + be->off[GPT_WPE];
+    if (be->dp_gather) {
+        /* every rank's d(encoded) rows into the logits buffer (dead since the classifier), after
+         * the layer buckets on comm_stream; then each rank adds the same averaged embedding
+         * gradients onto the reduced classifier part of wte */
+        kbf16 *all = be->logits;
+        CU(cudaEventRecord(be->ev_bucket, s));
+        CU(cudaStreamWaitEvent(be->comm_stream, be->ev_bucket, 0));
+        NCCL(ncclAllGather(be->dres, all, (size_t)N * C, ncclBfloat16, be->comm,
+                           be->comm_stream));
+        CU(cudaEventRecord(be->ev_comm_done, be->comm_stream));
+        CU(cudaEventSynchronize(be->ev_inp)); /* long done: gathered at the forward's start */
+        if ((r = cuda_upload_buckets(be, be->h_inp_all, be->W * N, &nu)) < 0)
+            return r;
+        CU(cudaStreamWaitEvent(s, be->ev_comm_done, 0));
+        KERN(kern_encoder_backward_scaled(dwte, dwpe, all, be->d_uniq, be->d_start, be->d_pos,
+                                          nu, be->W * B, T, C, 1.0f / (float)be->W, s));
+        return 0;
+    }
+    if ((r = cuda_upload_buckets(be, inputs, N, &nu)) < 0)
         return r;
-    KERN(kern_encoder_backward(be->grads + be->off[GPT_WTE], be->grads + be->off[GPT_WPE],
-                               be->dres, be->d_uniq, be->d_start, be->d_pos, nu, B, T, C, s));
+    KERN(kern_encoder_backward(dwte, dwpe, be->dres, be->d_uniq, be->d_start, be->d_pos, nu, B, T,
+                               C, s));
+    if (ov) {
+        static const enum gpt_param tail[] = {GPT_WTE, GPT_WPE};
+        if ((r = dp_bucket(be, tail, 2, -1)) < 0)
+            return r;
+        CU(cudaEventRecord(be->ev_comm_done, be->comm_stream));
+    }
     /* no synchronization: the backward runs on while the host returns and enqueues the update
      * (stream order); the pageable token copies above were staged before they returned */
     return 0;
@@ -555,6 +688,11 @@ static int cuda_allreduce_grads(void *p)
     if (be->opts.world_size <= 1)
         return 0;
     CU(cudaSetDevice(be->device));
+    if (be->dp_overlap) {
+        /* reduced in buckets during the backward: the update only waits for the last one */
+        CU(cudaStreamWaitEvent(be->stream, be->ev_comm_done, 0));
+        return 0;
+    }
     /* stream-ordered after the backward and before the update: no host wait here */
     NCCL(ncclAllReduce(be->grads, be->grads, be->nparams, ncclFloat, ncclAvg, be->comm, be->stream));
     return 0;
@@ -566,6 +704,8 @@ static int cuda_update(void *p, const struct adamw_hparams *h, float lr, int64_t
     struct cuda_be *be = p;
     cudaStream_t s = be->stream;
     CU(cudaSetDevice(be->device));
+    if (be->dp_overlap) /* whether or not allreduce_grads ran */
+        CU(cudaStreamWaitEvent(s, be->ev_comm_done, 0));
     KERN(kern_grad_norm(be->scalars, be->norm_partial, be->grads, be->nparams, h->grad_clip, 1.0f,
                         s));
     CU(cudaMemcpyAsync(be->h_scalars, be->scalars, sizeof(float), cudaMemcpyDeviceToHost, s));

@@ -13,6 +13,7 @@ cp "$B"/gpu/test_kernels "$B"/gpu/test_model "$B"/gpu/bench "$D/build/gpu/"
 cp tests/gpu/run.sh tests/gpu/train-e2e.sh tests/gpu/expected_losses.txt "$D/tests/gpu/"
 cp bench/train/run.sh "$D/bench/train/"
 cp bench/gpu-attn/device.sh "$D/"
+cp bench/gpu-dp/device.sh "$D/device-dp.sh"
 cp "${TORCH_REF:-../shared/bench/torch_gpt2.py}" "$D/"
 for b in "$D"/build/drover-train "$D"/build/gpu/*; do ldd "$b"; done | awk '/=>/ {print $3}' | sort -u |
     grep -v -E '/(libc|libm|libdl|libpthread|librt|libresolv|libgcc_s|libstdc\+\+)\.so|/usr/local/cuda|ld-linux' |

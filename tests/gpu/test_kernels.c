@@ -70,6 +70,20 @@ static void test_encoder(struct rng *r)
     float *g1 = host_from_f32(d_gw, (size_t)Vp * C), *g2 = host_from_f32(d_gp, (size_t)T * C);
     check("encoder_backward dwte (fp32 sums)", rel_err(g1, gw, (size_t)Vp * C), 1e-5);
     check("encoder_backward dwpe (fp32 sums)", rel_err(g2, gp, (size_t)T * C), 1e-5);
+
+    /* the scaled form (data parallel: every rank's gathered rows, scale 1/world) */
+    float *w0 = rand_f32(r, (size_t)Vp * C, 1), *p0 = rand_f32(r, (size_t)T * C, 1);
+    float *cw = calloc((size_t)Vp * C, 4), *cp = calloc((size_t)T * C, 4);
+    cpu_encoder_backward(cw, cp, dout, tok, B, T, C);
+    float *d_w0 = dev_f32(w0, (size_t)Vp * C), *d_p0 = dev_f32(p0, (size_t)T * C);
+    KK(kern_encoder_backward_scaled(d_w0, d_p0, d_dout, du, ds, dp, nu, B, T, C, 0.5f, 0));
+    for (size_t i = 0; i < (size_t)Vp * C; i++)
+        w0[i] += 0.5f * cw[i];
+    for (size_t i = 0; i < (size_t)T * C; i++)
+        p0[i] += 0.5f * cp[i];
+    float *g3 = host_from_f32(d_w0, (size_t)Vp * C), *g4 = host_from_f32(d_p0, (size_t)T * C);
+    check("encoder_backward_scaled 0.5 dwte", rel_err(g3, w0, (size_t)Vp * C), 1e-5);
+    check("encoder_backward_scaled 0.5 dwpe", rel_err(g4, p0, (size_t)T * C), 1e-5);
 }
 
 static void test_layernorm(struct rng *r, int C)

@@ -11,7 +11,9 @@
  *        on the GPU, with losses within tolerance.
  *   test_model dp                   data parallel, one process per GPU, torchrun environment
  *     (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): the same global batch split over the ranks
- *     gives the losses of one GPU (rank 0 runs the single-GPU reference first).
+ *     gives the losses of one GPU (rank 0 runs the single-GPU reference first), for each
+ *     gradient reduction (DROVER_DP flat, bucket, overlap); bucket gives flat's bits; the
+ *     ranks' parameters stay identical; reload at step 10 reproduces steps 11..20 exactly.
  * Exit 0 when every check passes, 1 otherwise.
  */
 #include <errno.h>
@@ -247,6 +249,34 @@ static int run_single(const char *expected_path)
     return failures ? 1 : 0;
 }
 
+/* 1 when every rank holds the same bits in a (n floats): FNV-1a per rank, compared by a sum */
+static int same_on_all_ranks(struct dist *d, int world, const float *a, size_t n)
+{
+    uint32_t h = 2166136261u;
+    const unsigned char *b = (const unsigned char *)a;
+    for (size_t i = 0; i < n * 4; i++)
+        h = (h ^ b[i]) * 16777619u;
+    float mine[2] = {(float)(h >> 16), (float)(h & 0xffff)}, sum[2] = {mine[0], mine[1]};
+    if (dist_allreduce_sum_f32(d, sum, 2) < 0)
+        exit(2);
+    return sum[0] == mine[0] * (float)world && sum[1] == mine[1] * (float)world;
+}
+
+static void dp_run(const char *mode, const struct gpt_config *cfg, const float *params, int rank,
+                   int world, struct dist *d, float *got, float *p, float *m, float *v)
+{
+    setenv("DROVER_DP", mode, 1);
+    int B = base_batch / world;
+    void *be = be_new(&backend_cuda, cfg, B, rank, world, d);
+    if (backend_cuda.set_state(be, params, NULL, NULL) < 0)
+        exit(2);
+    train(&backend_cuda, be, cfg, B, rank * B, 1, RELOAD_AT, got, d, world);
+    if (p && backend_cuda.get_state(be, p, m, v) < 0)
+        exit(2);
+    train(&backend_cuda, be, cfg, B, rank * B, RELOAD_AT + 1, STEPS, got, d, world);
+    backend_cuda.destroy(be);
+}
+
 static int run_dp(void)
 {
     const char *rs = getenv("RANK"), *ws = getenv("WORLD_SIZE"), *ma = getenv("MASTER_ADDR"),
@@ -277,22 +307,43 @@ static int run_dp(void)
         fprintf(stderr, "dist_open: %s\n", strerror(-e));
         return 2;
     }
-    int B = base_batch / world;
-    void *be = be_new(&backend_cuda, &cfg, B, rank, world, d);
-    if (backend_cuda.set_state(be, params, NULL, NULL) < 0)
-        return 2;
-    train(&backend_cuda, be, &cfg, B, rank * B, 1, STEPS, got, d, world);
-    backend_cuda.destroy(be);
+    float flat[STEPS], bucket[STEPS], again[STEPS];
+    float *p = malloc(n * 4), *m = malloc(n * 4), *v = malloc(n * 4);
+    dp_run("flat", &cfg, params, rank, world, d, flat, NULL, NULL, NULL);
+    dp_run("bucket", &cfg, params, rank, world, d, bucket, NULL, NULL, NULL);
+    dp_run("overlap", &cfg, params, rank, world, d, got, p, m, v);
+    int same_p = same_on_all_ranks(d, world, p, n), same_m = same_on_all_ranks(d, world, m, n),
+        same_v = same_on_all_ranks(d, world, v, n);
+    /* reload: fresh backends from the step-10 state (overlap) */
+    {
+        int B = base_batch / world;
+        void *be = be_new(&backend_cuda, &cfg, B, rank, world, d);
+        if (backend_cuda.set_state(be, p, m, v) < 0)
+            return 2;
+        memcpy(again, got, sizeof again);
+        train(&backend_cuda, be, &cfg, B, rank * B, RELOAD_AT + 1, STEPS, again, d, world);
+        backend_cuda.destroy(be);
+    }
+    unsetenv("DROVER_DP");
     dist_free(d);
     if (rank == 0) {
-        printf("1 gpu :");
-        for (int i = 0; i < STEPS; i++)
-            printf(" %.5f", ref[i]);
-        printf("\n%d gpus:", world);
-        for (int i = 0; i < STEPS; i++)
-            printf(" %.5f", got[i]);
-        printf("\n");
-        check("data parallel losses vs one GPU (max rel)", max_abs_diff(got, ref, STEPS) / ref[0], 1e-2);
+        const struct {
+            const char *name;
+            const float *l;
+        } rows[] = {{"1 gpu          ", ref}, {"2 gpus flat    ", flat},
+                    {"2 gpus bucket  ", bucket}, {"2 gpus overlap ", got}};
+        for (int k = 0; k < 4; k++) {
+            printf("%s:", rows[k].name);
+            for (int i = 0; i < STEPS; i++)
+                printf(" %.5f", rows[k].l[i]);
+            printf("\n");
+        }
+        check("data parallel (flat) losses vs one GPU (max rel)", max_abs_diff(flat, ref, STEPS) / ref[0], 1e-2);
+        check("data parallel (bucket) vs flat: identical bits", max_abs_diff(bucket, flat, STEPS), 0);
+        check("data parallel (overlap) losses vs one GPU (max rel)", max_abs_diff(got, ref, STEPS) / ref[0], 1e-2);
+        printf("data parallel (overlap) vs flat: max abs %.3e\n", max_abs_diff(got, flat, STEPS));
+        check("ranks hold identical params, m, v at step 10", same_p && same_m && same_v ? 0 : 1, 0);
+        check("data parallel reload at step 10: steps 11..20 bit-identical", max_abs_diff(again, got, STEPS), 0);
         printf("test_model dp: %s\n", failures ? "FAIL" : "PASS");
     }
     return failures ? 1 : 0;
