@@ -139,6 +139,10 @@ struct kern_blas;
 /* Handle with a workspace of ws_bytes on the current device.  Free with kern_blas_free (NULL ok). */
 int kern_blas_new(size_t ws_bytes, struct kern_blas **ret_b);
 void kern_blas_free(struct kern_blas *b);
+/* Matmuls launched from now on are tuned for sms SMs (cuBLASLt's SM count target), leaving the
+ * rest to kernels of a concurrent stream (data parallel: NCCL during the backward); 0: all.
+ * The choice is cached per target, so a fixed target gives fixed bits. */
+void kern_blas_set_sm_target(struct kern_blas *b, int sms);
 /* out (N,OC) bf16 = [residual (N,OC) +] inp (N,C) @ w^T (OC,C) + bias (OC, may be NULL).
  * If gelu_pre is not NULL: gelu_pre = the pre-activation and out = gelu(pre), fused into the
  * epilogue (residual must then be NULL).  OC, C multiples of 8.  tol 1e-2. */

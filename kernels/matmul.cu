@@ -13,7 +13,7 @@
 
 struct algo_entry {
     int used;
-    int m, n, k, ta, tb, epi, dtype, beta;
+    int m, n, k, ta, tb, epi, dtype, beta, sms;
     cublasLtMatmulAlgo_t algo;
 };
 
@@ -23,6 +23,7 @@ struct kern_blas {
     size_t ws_bytes;
     int no_dgelu;  /* set once the DGELU epilogue was refused */
     int no_bgradb; /* set once the BGRADB epilogue was refused */
+    int sm_target; /* > 0: CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET (SMs left to a concurrent stream) */
     struct algo_entry cache[ALGO_CACHE];
 };
 
@@ -52,6 +53,11 @@ extern "C" int kern_blas_new(size_t ws_bytes, struct kern_blas **ret_b)
     b->ws_bytes = ws_bytes;
     *ret_b = b;
     return 0;
+}
+
+extern "C" void kern_blas_set_sm_target(struct kern_blas *b, int sms)
+{
+    b->sm_target = sms > 0 ? sms : 0;
 }
 
 extern "C" void kern_blas_free(struct kern_blas *b)
@@ -115,6 +121,10 @@ static int lt_matmul_bg(struct kern_blas *b, void *D, cudaDataType_t dtype, cons
     LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
     LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
     LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    if (b->sm_target > 0) {
+        int32_t sms = b->sm_target;
+        LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sms, sizeof sms));
+    }
     if (bgrad) {
         cudaDataType_t bt = CUDA_R_32F;
         LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
@@ -140,7 +150,7 @@ static int lt_matmul_bg(struct kern_blas *b, void *D, cudaDataType_t dtype, cons
         int beta1 = beta != 0.f;
         struct algo_entry *e = NULL;
         unsigned h = (unsigned)(m * 31 + n * 17 + k * 7 + ta * 3 + tb * 5 + (int)epi * 11 +
-                                (int)dtype * 13 + beta1) % ALGO_CACHE;
+                                (int)dtype * 13 + beta1 + b->sm_target * 19) % ALGO_CACHE;
         for (int probe = 0; probe < ALGO_CACHE; probe++) {
             struct algo_entry *c = &b->cache[(h + probe) % ALGO_CACHE];
             if (!c->used) {
@@ -148,7 +158,8 @@ static int lt_matmul_bg(struct kern_blas *b, void *D, cudaDataType_t dtype, cons
                 break;
             }
             if (c->m == m && c->n == n && c->k == k && c->ta == ta && c->tb == tb &&
-                c->epi == (int)epi && c->dtype == (int)dtype && c->beta == beta1) {
+                c->epi == (int)epi && c->dtype == (int)dtype && c->beta == beta1 &&
+                c->sms == b->sm_target) {
                 e = c;
                 break;
             }
@@ -171,7 +182,7 @@ static int lt_matmul_bg(struct kern_blas *b, void *D, cudaDataType_t dtype, cons
             if (e) {
                 e->used = 1;
                 e->m = m, e->n = n, e->k = k, e->ta = ta, e->tb = tb, e->epi = (int)epi;
-                e->dtype = (int)dtype, e->beta = beta1;
+                e->dtype = (int)dtype, e->beta = beta1, e->sms = b->sm_target;
                 e->algo = algo;
             }
         }

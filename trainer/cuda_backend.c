@@ -62,6 +62,13 @@ struct cuda_be {
     cudaEvent_t ev_comm_done;   /* comm -> compute: the step's last collective */
     cudaEvent_t ev_inp;         /* every rank's tokens are in h_inp_all */
     int *d_inp_all, *h_inp_all; /* W*N tokens, rank-major (h_inp_all pinned) */
+    int dp_ctas;                /* > 0: NCCL limited to this many CTAs, matmuls of the
+                                   backward tuned for the SMs left (DROVER_DP_CTAS) */
+    int sm_count;
+    /* DROVER_DP_TIMING=1: per-step events, averages logged by destroy() */
+    cudaEvent_t tev[4];         /* forward start, backward start, layers done, comm done */
+    double tsum[3];
+    int tn;
 
     /* arenas */
     void *arena_params, *arena_grads, *arena_opt, *arena_acts;
@@ -186,6 +193,13 @@ static void cuda_destroy(void *p)
         (void)cudaStreamSynchronize(be->stream);
     if (be->comm_stream)
         (void)cudaStreamSynchronize(be->comm_stream);
+    if (be->tn > 0)
+        log_info("cuda backend: rank %d, %d steps: forward %.2f ms, backward to layer 0 %.2f ms, "
+                 "gradient reduction after it %.2f ms (mean)", be->opts.rank, be->tn,
+                 be->tsum[0] / be->tn, be->tsum[1] / be->tn, be->tsum[2] / be->tn);
+    for (int i = 0; i < 4; i++)
+        if (be->tev[i])
+            (void)cudaEventDestroy(be->tev[i]);
     if (be->comm)
         (void)ncclCommDestroy(be->comm);
     kern_blas_free(be->blas);
@@ -261,7 +275,10 @@ static int cuda_init_nccl(struct cuda_be *be)
         log_error("NCCL: sharing the unique id over the rendezvous socket failed: %s", strerror(-r));
         return r;
     }
-    NCCL(ncclCommInitRank(&be->comm, be->opts.world_size, id, be->opts.rank));
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    if (be->dp_ctas > 0)
+        cfg.maxCTAs = be->dp_ctas;
+    NCCL(ncclCommInitRankConfig(&be->comm, be->opts.world_size, id, be->opts.rank, &cfg));
     return 0;
 }
 
@@ -275,8 +292,17 @@ static int cuda_create_inner(struct cuda_be *be)
     CU(cudaEventCreateWithFlags(&be->ev_loss, cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&be->ev_norm, cudaEventDisableTiming));
     CU(cudaMallocHost((void **)&be->h_scalars, 4 * sizeof(float)));
+    if (getenv("DROVER_DP_TIMING") && be->W > 1)
+        for (int i = 0; i < 4; i++)
+            CU(cudaEventCreate(&be->tev[i]));
+    CU(cudaDeviceGetAttribute(&be->sm_count, cudaDevAttrMultiProcessorCount, be->device));
     if (be->dp_overlap) {
-        CU(cudaStreamCreateWithFlags(&be->comm_stream, cudaStreamNonBlocking));
+        int lo = 0, hi = 0;
+        CU(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+        /* DROVER_DP_PRIO=1: the collectives' CTAs go before the backward's queued blocks */
+        const char *pr = getenv("DROVER_DP_PRIO");
+        CU(cudaStreamCreateWithPriority(&be->comm_stream, cudaStreamNonBlocking,
+                                        pr && atoi(pr) > 0 ? hi : lo));
         CU(cudaEventCreateWithFlags(&be->ev_bucket, cudaEventDisableTiming));
         CU(cudaEventCreateWithFlags(&be->ev_comm_done, cudaEventDisableTiming));
         CU(cudaEventCreateWithFlags(&be->ev_inp, cudaEventDisableTiming));
@@ -348,15 +374,19 @@ static int cuda_create(const struct gpt_config *cfg, const struct backend_opts *
     be->nparams = gpt_num_params(&c);
     be->W = opts->world_size;
     if (be->W > 1) {
-        /* DROVER_DP: "overlap" (default) buckets the all-reduce into the backward and gathers
-         * the embedding rows; "bucket" the same without the gather; "flat" one all-reduce after
-         * the backward (the earlier path, kept for comparison) */
+        /* DROVER_DP: unset or "flat" (the default): one all-reduce after the backward;
+         * "bucket": per half-layer buckets all-reduced on comm_stream during the backward;
+         * "overlap": buckets, wte reduced right after the classifier and the embedding rows
+         * gathered.  Overlapping measured slower on two H200s (docs/benchmarks.md): NCCL's
+         * kernels slow the backward by more than the all-reduce they hide. */
         const char *dp = getenv("DROVER_DP");
-        be->dp_overlap = !dp || strcmp(dp, "flat") != 0;
+        be->dp_overlap = dp && (!strcmp(dp, "overlap") || !strcmp(dp, "bucket"));
         /* the gathered gradient rows (W*N*C bf16) live in the logits buffer (N*Vp bf16), dead
          * by then */
-        be->dp_gather = be->dp_overlap && !(dp && !strcmp(dp, "bucket")) &&
+        be->dp_gather = be->dp_overlap && strcmp(dp, "bucket") != 0 &&
                         (size_t)be->W * (size_t)c.dim <= (size_t)c.vocab_padded;
+        const char *ct = getenv("DROVER_DP_CTAS");
+        be->dp_ctas = be->dp_overlap && ct ? atoi(ct) : 0;
     }
     gpt_param_sizes(&c, be->size);
     for (int i = 0; i < GPT_NPARAM_TENSORS; i++)
@@ -477,6 +507,8 @@ static int cuda_run_forward(struct cuda_be *be, const int *inputs, const int *ta
     int N = be->N, C = be->C, B = be->B, T = be->T, NH = be->NH;
     cudaStream_t s = be->stream;
     CU(cudaSetDevice(be->device));
+    if (train && be->tev[0])
+        CU(cudaEventRecord(be->tev[0], s));
     CU(cudaMemcpyAsync(be->d_inp, inputs, (size_t)N * sizeof(int), cudaMemcpyHostToDevice, s));
     CU(cudaMemcpyAsync(be->d_tgt, targets, (size_t)N * sizeof(int), cudaMemcpyHostToDevice, s));
     if (train && be->dp_gather && (r = dp_gather_tokens(be)) < 0)
@@ -556,6 +588,11 @@ static int cuda_run_backward(struct cuda_be *be, const int *inputs)
      * forward_backward ran without one */
     if (ov)
         CU(cudaStreamWaitEvent(s, be->ev_comm_done, 0));
+    if (be->tev[1])
+        CU(cudaEventRecord(be->tev[1], s));
+    /* the backward's matmuls leave the collectives their SMs */
+    if (be->dp_ctas > 0)
+        kern_blas_set_sm_target(bl, be->sm_count - be->dp_ctas);
     /* zeroed: weight and bias gradients accumulate onto it */
     CU(cudaMemsetAsync(be->grads, 0, be->nparams * sizeof(float), s));
     /* classifier: logits now hold dlogits */
@@ -609,6 +646,10 @@ static int cuda_run_backward(struct cuda_be *be, const int *inputs)
         if (ov && (r = dp_bucket(be, dp_att, 6, l)) < 0)
             return r;
     }
+    if (be->dp_ctas > 0)
+        kern_blas_set_sm_target(bl, 0);
+    if (be->tev[2])
+        CU(cudaEventRecord(be->tev[2], s));
     int nu = 0;
     float *dwte = be->grads + be->off[GPT_WTE], *dwpe = be->grads + be->off[GPT_WPE];
     if (be->dp_gather) {
@@ -706,6 +747,8 @@ static int cuda_update(void *p, const struct adamw_hparams *h, float lr, int64_t
     CU(cudaSetDevice(be->device));
     if (be->dp_overlap) /* whether or not allreduce_grads ran */
         CU(cudaStreamWaitEvent(s, be->ev_comm_done, 0));
+    if (be->tev[3])
+        CU(cudaEventRecord(be->tev[3], s));
     KERN(kern_grad_norm(be->scalars, be->norm_partial, be->grads, be->nparams, h->grad_clip, 1.0f,
                         s));
     CU(cudaMemcpyAsync(be->h_scalars, be->scalars, sizeof(float), cudaMemcpyDeviceToHost, s));
@@ -721,6 +764,16 @@ static int cuda_update(void *p, const struct adamw_hparams *h, float lr, int64_t
     }
     CU(cudaEventSynchronize(be->ev_norm));
     *ret_grad_norm = be->h_scalars[0];
+    if (be->tev[3]) {
+        float ms[3] = {0, 0, 0};
+        CU(cudaEventElapsedTime(&ms[0], be->tev[0], be->tev[1]));
+        CU(cudaEventElapsedTime(&ms[1], be->tev[1], be->tev[2]));
+        CU(cudaEventElapsedTime(&ms[2], be->tev[2], be->tev[3]));
+        if (be->steps > 3) /* past the warm-up */
+            for (int i = 0; i < 3; i++)
+                be->tsum[i] += ms[i];
+        be->tn += be->steps > 3;
+    }
     return 0;
 }
 

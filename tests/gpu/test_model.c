@@ -307,23 +307,40 @@ static int run_dp(void)
         fprintf(stderr, "dist_open: %s\n", strerror(-e));
         return 2;
     }
-    float flat[STEPS], bucket[STEPS], again[STEPS];
+    float flat[STEPS], bucket[STEPS], again[STEPS], tuned[STEPS], again2[STEPS];
     float *p = malloc(n * 4), *m = malloc(n * 4), *v = malloc(n * 4);
+    float *p2 = malloc(n * 4), *m2 = malloc(n * 4), *v2 = malloc(n * 4);
     dp_run("flat", &cfg, params, rank, world, d, flat, NULL, NULL, NULL);
     dp_run("bucket", &cfg, params, rank, world, d, bucket, NULL, NULL, NULL);
     dp_run("overlap", &cfg, params, rank, world, d, got, p, m, v);
+    /* overlap with 8 NCCL CTAs, the backward's matmuls tuned for the SMs left, high priority */
+    setenv("DROVER_DP_CTAS", "8", 1);
+    setenv("DROVER_DP_PRIO", "1", 1);
+    dp_run("overlap", &cfg, params, rank, world, d, tuned, p2, m2, v2);
     int same_p = same_on_all_ranks(d, world, p, n), same_m = same_on_all_ranks(d, world, m, n),
         same_v = same_on_all_ranks(d, world, v, n);
-    /* reload: fresh backends from the step-10 state (overlap) */
-    {
-        int B = base_batch / world;
+    int same2 = same_on_all_ranks(d, world, p2, n) && same_on_all_ranks(d, world, m2, n) &&
+                same_on_all_ranks(d, world, v2, n);
+    /* reload: fresh backends from the step-10 state, each way */
+    int B = base_batch / world;
+    for (int k = 0; k < 2; k++) {
+        if (k == 0) {
+            unsetenv("DROVER_DP_CTAS");
+            unsetenv("DROVER_DP_PRIO");
+        } else {
+            setenv("DROVER_DP_CTAS", "8", 1);
+            setenv("DROVER_DP_PRIO", "1", 1);
+        }
         void *be = be_new(&backend_cuda, &cfg, B, rank, world, d);
-        if (backend_cuda.set_state(be, p, m, v) < 0)
+        if (backend_cuda.set_state(be, k ? p2 : p, k ? m2 : m, k ? v2 : v) < 0)
             return 2;
-        memcpy(again, got, sizeof again);
-        train(&backend_cuda, be, &cfg, B, rank * B, RELOAD_AT + 1, STEPS, again, d, world);
+        float *a = k ? again2 : again;
+        memcpy(a, k ? tuned : got, sizeof again);
+        train(&backend_cuda, be, &cfg, B, rank * B, RELOAD_AT + 1, STEPS, a, d, world);
         backend_cuda.destroy(be);
     }
+    unsetenv("DROVER_DP_CTAS");
+    unsetenv("DROVER_DP_PRIO");
     unsetenv("DROVER_DP");
     dist_free(d);
     if (rank == 0) {
@@ -331,8 +348,9 @@ static int run_dp(void)
             const char *name;
             const float *l;
         } rows[] = {{"1 gpu          ", ref}, {"2 gpus flat    ", flat},
-                    {"2 gpus bucket  ", bucket}, {"2 gpus overlap ", got}};
-        for (int k = 0; k < 4; k++) {
+                    {"2 gpus bucket  ", bucket}, {"2 gpus overlap ", got},
+                    {"2 gpus tuned   ", tuned}};
+        for (int k = 0; k < 5; k++) {
             printf("%s:", rows[k].name);
             for (int i = 0; i < STEPS; i++)
                 printf(" %.5f", rows[k].l[i]);
@@ -342,8 +360,11 @@ static int run_dp(void)
         check("data parallel (bucket) vs flat: identical bits", max_abs_diff(bucket, flat, STEPS), 0);
         check("data parallel (overlap) losses vs one GPU (max rel)", max_abs_diff(got, ref, STEPS) / ref[0], 1e-2);
         printf("data parallel (overlap) vs flat: max abs %.3e\n", max_abs_diff(got, flat, STEPS));
+        check("data parallel (overlap, 8 CTAs, SM target) vs one GPU (max rel)", max_abs_diff(tuned, ref, STEPS) / ref[0], 1e-2);
         check("ranks hold identical params, m, v at step 10", same_p && same_m && same_v ? 0 : 1, 0);
+        check("  the same, 8 CTAs + SM target", same2 ? 0 : 1, 0);
         check("data parallel reload at step 10: steps 11..20 bit-identical", max_abs_diff(again, got, STEPS), 0);
+        check("  the same, 8 CTAs + SM target", max_abs_diff(again2, tuned, STEPS), 0);
         printf("test_model dp: %s\n", failures ? "FAIL" : "PASS");
     }
     return failures ? 1 : 0;
