@@ -10,14 +10,14 @@ set -uo pipefail
 
 ensure_v1
 rel=$(make_release v47 train.seed=47)
-timed_deploy() { # BIN ARGS...: the deploy's centiseconds on stdout; DROVER_RC
+timed_deploy() { # BIN ARGS...: sets t (the deploy's centiseconds) and DROVER_RC
 	local bin=$1 t0
 	shift
 	t0=$(now_cs)
 	"$bin" -i "$INV" deploy "$@" >"$E2E_WORK/last.out" 2>"$E2E_WORK/last.err"
 	DROVER_RC=$?
+	t=$(($(now_cs) - t0))
 	sed 's/^/  | /' "$E2E_WORK/last.out" "$E2E_WORK/last.err" >>"$E2E_WORK/drover.log"
-	echo $(($(now_cs) - t0))
 }
 for label in before after; do
 	bin=$E2E_BUILD/drover
@@ -28,14 +28,14 @@ for label in before after; do
 	figures=""
 	for k in 1 2 3; do
 		echo "# $label $k: a one-file change" >>"$rel/etc/train.ini"
-		t=$(timed_deploy "$bin" "$rel" --job train --stage-only)
+		timed_deploy "$bin" "$rel" --job train --stage-only
 		check "$label: deploy --stage-only of a one-file change exits 0 ($(secs "$t") s)" test "$DROVER_RC" = 0
 		figures+="$(secs "$t") "
 		margin "$(secs "$t")" "$label stage-only one-file s"
 	done
 	say "$label: deploy --stage-only, one-file change, whole command: $figures s"
 	echo "# $label full: a one-file change" >>"$rel/etc/train.ini"
-	t=$(timed_deploy "$bin" "$rel" --job train)
+	timed_deploy "$bin" "$rel" --job train
 	show_drover 3
 	check "$label: a full deploy of a one-file change reaches a verdict (exit $DROVER_RC, $(secs "$t") s)" \
 		eval '[[ $DROVER_RC == 0 || $DROVER_RC == 3 || $DROVER_RC == 7 ]]'
