@@ -16,6 +16,13 @@ out=$(cd "$E2E_WORK" && "$E2E_BUILD/drover" -i "$INV" deploy . --job train -o ya
 rc=$?
 check "deploy -o yaml is a usage error" test "$rc" = 2
 check "deploy -o yaml says why" grep -q "\-o takes json, not 'yaml'" <<<"$out"
+drover deploy . --jbo train
+check "a mistyped option is a usage error naming the nearest one" bash -c "test '$DROVER_RC' = 2 && grep -q \"unknown option '--jbo' for drover deploy: did you mean --job?\" '$E2E_WORK/last.err'"
+drover deplyo .
+check "a mistyped verb too" bash -c "test '$DROVER_RC' = 2 && grep -q 'did you mean deploy?' '$E2E_WORK/last.err'"
+out=$("$E2E_BUILD/drover" -i /nonexistent.ini install --job train -o json 2>/dev/null)
+check "install -o json without an inventory still writes its document, with the error" \
+	jq -e '.kind == "install" and .exit == 2 and .outcome == "usage" and (.error | test("cannot read inventory")) and .containers == []' <<<"$out"
 check "bash completion names every verb" bash -c "'$E2E_BUILD/drover' completion bash | grep -q 'validate' && '$E2E_BUILD/drover' completion bash | bash -n"
 
 ensure_v1
@@ -136,7 +143,9 @@ exp_pid=$!
 scrape() { curl -s -f http://127.0.0.1:19464/metrics >"$E2E_WORK/metrics.txt" && grep -q '^drover_rank_step{' "$E2E_WORK/metrics.txt"; }
 wait_until 30 scrape
 check "/metrics has every rank's step with drover_job, host, vmid and rank labels" \
-	grep -q '^drover_rank_step{drover_job="train",host="h1",vmid="[0-9]*",rank="0",gpu=""} [0-9]' "$E2E_WORK/metrics.txt"
+	grep -q '^drover_rank_step{drover_job="train",host="h1",vmid="[0-9]*",rank="0"} [0-9]' "$E2E_WORK/metrics.txt"
+# the lab has no NVML and its job no gpus: no gpu or UUID label at all (gpu="" was printed)
+check "no empty gpu or UUID label" bash -c "! grep -q 'gpu=\"\"\\|UUID=\"\"' '$E2E_WORK/metrics.txt'"
 check "/metrics has drover_build_info" grep -q '^drover_build_info{program="drover",version=' "$E2E_WORK/metrics.txt"
 check "no job= label (Prometheus's own)" bash -c "! grep -q '{job=' '$E2E_WORK/metrics.txt'"
 check "no float noise" bash -c "! grep -Eq ' -?[0-9]+\.[0-9]*0000000[0-9]+\$' '$E2E_WORK/metrics.txt'"
