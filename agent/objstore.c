@@ -751,7 +751,7 @@ static void drop_corrupt(const struct store *s, struct vrecord *vr, const struct
     (void)vrecord_forget(vr, e->sha256, mode);
     if (obj_path(s, op, sizeof op, e->sha256, mode) == 0 && lstat(op, &ost) == 0 && est &&
         ost.st_dev == est->st_dev && ost.st_ino == est->st_ino) {
-        log_warn("store: removing object %.12s: its content no longer matches its name", e->sha256);
+        log_debug("store: removing object %.12s: its content no longer matches its name", e->sha256);
         (void)unlink(op);
     }
 }
