@@ -9,6 +9,8 @@
 # soon as its old gang is gone) with a new rendezvous generation; nothing is left down.
 # Then a controller SIGKILLed between the two phases: every agent starts the release its switch
 # stopped again on its own at its switch deadline (event switch-expired); the job trains again.
+# Last, a revert after a failed probation with the same stubborn rank: the failed gang stops
+# everywhere first; h2:201 is named, the good release starts there once its old gang is gone.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -24,9 +26,9 @@ drover_s() {
 	DROVER_RC=$?
 	sed 's/^/  | /' "$E2E_WORK/last.out" "$E2E_WORK/last.err" >>"$E2E_WORK/drover.log"
 }
-stubborn_release() { # NAME SEED: a release whose node-2 rank outlives SIGTERM
+stubborn_release() { # NAME SEED [KEY=VALUE...]: a release whose node-2 rank outlives SIGTERM
 	local d
-	d=$(make_release "$1" train.seed="$2")
+	d=$(make_release "$1" train.seed="$2" "${@:3}")
 	cat >"$d/bin/stubborn" <<-'EOF'
 		#!/bin/sh
 		# node 2 (h2:201): SIGTERM is ignored; after drover-train is done the shell stays until SIGKILL
@@ -153,4 +155,27 @@ drover rollback --job train --to "${v1:0:12}" --now
 show_drover 5
 check "rollback to v1 goes through (exit 0)" test "$DROVER_RC" = 0
 check "v1 is current everywhere" all_current_is "$v1"
+
+say "a revert is two-phase too: a slow stubborn release fails probation, h2:201's rank outlives SIGTERM"
+# the same job with the normal verdict rules (a throughput regression reverts) and switch_deadline 8s
+INV_R="$E2E_WORK/inventory-revert.ini"
+sed -e 's|^command = bin/drover-train$|command = bin/stubborn|' "$INV" >"$INV_R"
+printf '[policy]\nswitch_deadline = 8s\n' >>"$INV_R"
+dr=$(stubborn_release vr 30 model.layers=4 model.dim=256 model.heads=4 model.seq=128)
+check "v1 trains on every rank first" all_ranks_advance 3 120
+"$E2E_BUILD/drover" -i "$INV_R" deploy "$dr" --job train >"$E2E_WORK/last.out" 2>"$E2E_WORK/last.err"
+DROVER_RC=$?
+sed 's/^/  | /' "$E2E_WORK/last.out" "$E2E_WORK/last.err" >>"$E2E_WORK/drover.log"
+show_drover 12
+check "the deploy fails probation and reverts (exit 3)" test "$DROVER_RC" = 3
+check "the revert stopped the failed gang in the three containers at once first" \
+	drover_said 'reverting job .train. .*two-phase'
+check "it names h2:201 as the container whose failed gang was not gone within the switch deadline" \
+	drover_said 'revert: h2:201: its old gang was not gone within the switch deadline of 8 s'
+check "... and says the good release starts there once it is gone" \
+	drover_said 'h2:201: .*the good release starts there once the old gang is gone'
+check "every container is back on v1" all_current_is "$v1"
+check "v1 trains again on all three ranks" all_ranks_advance 3 150
+check "h2:201's journal: the stop was replaced by the revert" \
+	eval 'ct h2:201 cat /var/lib/drover/events.jsonl | tail -n 20 | grep -q "\"kind\":\"revert\""'
 finish
