@@ -681,7 +681,11 @@ int objstore_gc_objects(const struct store *s)
         return errno == ENOENT ? 0 : -errno;
     int n = 0;
     struct dirent *de;
-    time_t now = time(NULL);
+    /* CLOCK_REALTIME at full precision, not time(NULL): the kernel may stamp ctime from the
+     * fine clock while time() reads the coarse one a tick behind, so at a second boundary a
+     * just-unlinked object looked one second younger than now (age -1 < grace 0: kept). */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
     struct vrecord vr = { 0 };
     while ((de = readdir(d))) {
         struct stat st;
@@ -689,7 +693,8 @@ int objstore_gc_objects(const struct store *s)
          * release less than OBJSTORE_GC_GRACE_S ago may be about to be linked by an install
          * running right now (objects arrive before the release is assembled). */
         if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-            !S_ISREG(st.st_mode) || st.st_nlink != 1 || (double)(now - st.st_ctime) < objstore_gc_grace_s)
+            !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+            (double)(now.tv_sec - st.st_ctim.tv_sec) + (now.tv_nsec - st.st_ctim.tv_nsec) * 1e-9 < objstore_gc_grace_s)
             continue;
         if (unlinkat(dirfd(d), de->d_name, 0) == 0) {
             n++;
