@@ -37,6 +37,8 @@ printf '[policy]\nlease_ttl = 12s\n' >>"$INV_A"
 sed "s|^state_dir = .*|state_dir = $E2E_WORK/state-lease-b|" "$INV_A" >"$INV_B"
 d=$(make_release v9 train.seed=9)
 say "operator A deploys v9 (lease_ttl 12s, a probation of 40 s and more)"
+: >"$E2E_WORK/a.out" # t-26 left its own A's output here (see the second deploy below)
+: >"$E2E_WORK/a.err"
 "$E2E_BUILD/drover" -i "$INV_A" deploy "$d" --job train >"$E2E_WORK/a.out" 2>"$E2E_WORK/a.err" &
 apid=$!
 watching() { grep -q '^probation' "$E2E_WORK/a.err"; }
@@ -63,6 +65,11 @@ check "nobody journalled a takeover during A's deploy" \
 
 say "operator A stopped (SIGSTOP) during its probation past the TTL; operator B takes the lease over"
 d=$(make_release v10 train.seed=10)
+# emptied here, not by the background job's own redirection: that runs in the child after the
+# fork, and `watching` could read the first deploy's "probation" line before it (it matched at
+# 0.00 s in CI, A was stopped before it took the lease, and B's takeover found no deploy to stop)
+: >"$E2E_WORK/a.out"
+: >"$E2E_WORK/a.err"
 "$E2E_BUILD/drover" -i "$INV_A" deploy "$d" --job train >"$E2E_WORK/a.out" 2>"$E2E_WORK/a.err" &
 apid=$!
 check "A reaches its probation" wait_until 240 watching
