@@ -53,8 +53,12 @@ int status_format(const struct agent_status *st, char **ret_text)
     json_object_set_new(o, "agent_version", json_string(st->agent_version));
     json_object_set_new(o, "uptime_s", num(st->uptime_s));
     json_object_set_new(o, "seq", json_integer(st->seq));
-    if (st->wall > 0)
+    if (st->wall > 0) {
+        /* `wall` goes with the document's 9 significant digits (10 s at today's Unix time), kept
+         * for older controllers; `wall_ms` is exact, and what the skew check reads */
         json_object_set_new(o, "wall", num(st->wall));
+        json_object_set_new(o, "wall_ms", json_integer((json_int_t)llround(st->wall * 1000)));
+    }
     for (int j = 0; j < st->njobs && j < STATUS_MAX_JOBS; j++) {
         const struct job_status *js = &st->jobs[j];
         json_t *jo = json_object(), *ranks = json_array();
@@ -239,6 +243,11 @@ int status_parse(const char *text, size_t len, struct agent_status *ret_st)
         jf_num(o, "uptime_s", &st->uptime_s) < 0 || jf_int(o, "seq", 0, INT64_MAX, false, &st->seq) < 0 ||
         jf_num_in(o, "wall", 0, 1e11, &st->wall) < 0)
         goto out;
+    int64_t wall_ms = -1;
+    if (jf_int(o, "wall_ms", 0, (int64_t)1e14, false, &wall_ms) < 0)
+        goto out;
+    if (wall_ms >= 0)
+        st->wall = (double)wall_ms / 1000;
     json_t *jobs, *j;
     size_t i;
     if ((r = jf_array(o, "jobs", STATUS_MAX_JOBS, &jobs)) < 0)

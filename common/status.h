@@ -6,6 +6,7 @@
  * agent on its own monotonic clock, so clocks of the controller and container never mix.
  *
  *   {"v":1,"host":"ct101","agent_pid":12,"agent_version":"…","uptime_s":31.2,"seq":44,
+ *    "wall":1.79612193e9,"wall_ms":1796121934987,
  *    "jobs":[{"job":"train","current":"<id>","previous":"<id>","good":"<id>",
  *             "state":"running","release":"<id>","generation":3,"restarts":0,"age_s":12.5,
  *             "world_size":3,"node_rank":0,"nproc":1,"reason":"",
@@ -110,7 +111,8 @@ struct agent_status {
     char agent_version[32];
     double uptime_s;
     double wall;      /* the agent's wall clock (Unix seconds) when it wrote the document: for
-                         measuring clock skew only, never for a deadline; 0 unknown */
+                         measuring clock skew only, never for a deadline; 0 unknown.  JSON:
+                         `wall_ms` (exact) and `wall` (9 digits: 10 s, for older controllers) */
     int64_t seq;      /* event journal sequence number of the newest event */
     int njobs;
     struct job_status jobs[STATUS_MAX_JOBS];

@@ -358,6 +358,39 @@ static void test_status_roundtrip(void **state)
     free(back);
 }
 
+/* The agent's wall clock survives the document to the millisecond: the controller's skew check
+ * (cmd_status.c) warns above 2 s, and a wall written with the document's 9 significant digits was
+ * rounded to 10 s, so agents on the controller's own clock were shown up to 5 s off (t-29). */
+static void test_status_wall_precision(void **state)
+{
+    (void)state;
+    struct agent_status *st = calloc(1, sizeof *st), *back = calloc(1, sizeof *back);
+    assert_non_null(st);
+    assert_non_null(back);
+    strcpy(st->host, "h");
+    strcpy(st->agent_version, "1");
+    const double walls[] = { 1796121934.987, 1796121939.999, 1796121930.001, 1700000004.5 };
+    for (size_t i = 0; i < sizeof walls / sizeof walls[0]; i++) {
+        st->wall = walls[i];
+        char *text = NULL;
+        assert_int_equal(status_format(st, &text), 0);
+        assert_int_equal(status_parse(text, strlen(text), back), 0);
+        if (fabs(back->wall - walls[i]) > 0.0015)
+            fail_msg("wall %.3f came back as %.3f (%s)", walls[i], back->wall, text);
+        free(text);
+    }
+    /* a document of an older agent: only `wall`, taken as it is */
+    const char *old = "{\"v\":1,\"host\":\"h\",\"agent_pid\":1,\"agent_version\":\"1\",\"uptime_s\":1,"
+                      "\"seq\":0,\"wall\":1796121930,\"jobs\":[]}";
+    assert_int_equal(status_parse(old, strlen(old), back), 0);
+    assert_true(back->wall == 1796121930);
+    const char *bad = "{\"v\":1,\"host\":\"h\",\"agent_pid\":1,\"agent_version\":\"1\",\"uptime_s\":1,"
+                      "\"seq\":0,\"wall_ms\":-5,\"jobs\":[]}";
+    assert_int_equal(status_parse(bad, strlen(bad), back), -EINVAL);
+    free(st);
+    free(back);
+}
+
 static void test_status_rejects(void **state)
 {
     (void)state;
@@ -382,7 +415,7 @@ int main(void)
         cmocka_unit_test(test_heartbeat_rejects),     cmocka_unit_test(test_heartbeat_format_too_small),
         cmocka_unit_test(test_manifest_paths),        cmocka_unit_test(test_manifest_dir_dump_parse),
         cmocka_unit_test(test_manifest_parse_rejects), cmocka_unit_test(test_status_roundtrip),
-        cmocka_unit_test(test_status_rejects),
+        cmocka_unit_test(test_status_rejects), cmocka_unit_test(test_status_wall_precision),
     };
     return cmocka_run_group_tests_name("common-wire", tests, NULL, NULL);
 }
