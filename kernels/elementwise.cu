@@ -3,6 +3,8 @@
 // Invariant: every reduction runs in a fixed order (no floating-point atomics), so a step is
 // bit-for-bit reproducible on the same GPU and launch shapes.  Never allocates or synchronizes.
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/common.cuh"
@@ -18,6 +20,29 @@ int kern_set_error(const char *what, const char *detail)
 extern "C" const char *kern_last_error(void)
 {
     return kern_errbuf;
+}
+
+// ---------------------------------------------------------------- implementation choice
+// The LayerNorm forward with its row in registers is the default (DROVER_LN=old: the earlier
+// kernel, the same bits).  The classifier with its row in shared memory is opt-in
+// (DROVER_CLS=smem): it measured slower than the earlier kernel on the H200 (docs/benchmarks.md).
+static int ln_impl = -1, cls_impl = -1;
+
+extern "C" void kern_rowkernels_set_impl(int ln, int cls)
+{
+    const char *e;
+    if (ln < 0)
+        ln = (e = getenv("DROVER_LN")) && !strcmp(e, "old") ? 0 : 1;
+    if (cls < 0)
+        cls = (e = getenv("DROVER_CLS")) && !strcmp(e, "smem") ? 1 : 0;
+    ln_impl = ln;
+    cls_impl = cls;
+}
+
+static void rowkernels_init(void)
+{
+    if (ln_impl < 0 || cls_impl < 0)
+        kern_rowkernels_set_impl(ln_impl, cls_impl);
 }
 
 // ---------------------------------------------------------------- conversion
@@ -178,12 +203,86 @@ static __global__ void layernorm_forward_kernel(bf16 *out, float *mean, float *r
     }
 }
 
+// The same with the row held in registers (NCH 16-byte vectors per lane): one read from DRAM.
+// The sums run in the old kernel's order, so the bits are the old kernel's.
+template <int NCH>
+static __global__ void __launch_bounds__(256) layernorm_forward_reg_kernel(
+    bf16 *out, float *mean, float *rstd, const bf16 *inp, const bf16 *w, const bf16 *bias, int N, int C)
+{
+    int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= N)
+        return;
+    const bf16 *x = inp + (size_t)row * C;
+    bf16x8 v[NCH];
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < NCH; i++) {
+        int c = lane * 8 + 256 * i;
+        if (c < C) {
+            v[i] = load8(x + c);
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                sum += __bfloat162float(v[i].v[k]);
+        }
+    }
+    float m = warp_sum(sum) / C;
+    float var = 0.f;
+#pragma unroll
+    for (int i = 0; i < NCH; i++) {
+        int c = lane * 8 + 256 * i;
+        if (c < C) {
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                float d = __bfloat162float(v[i].v[k]) - m;
+                var += d * d;
+            }
+        }
+    }
+    float rs = rsqrtf(warp_sum(var) / C + 1e-5f);
+    bf16 *o = out + (size_t)row * C;
+#pragma unroll
+    for (int i = 0; i < NCH; i++) {
+        int c = lane * 8 + 256 * i;
+        if (c < C) {
+            bf16x8 ww = load8(w + c), bb = load8(bias + c), r;
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                r.v[k] = __float2bfloat16_rn((__bfloat162float(v[i].v[k]) - m) * rs *
+                                                 __bfloat162float(ww.v[k]) +
+                                             __bfloat162float(bb.v[k]));
+            store8(o + c, r);
+        }
+    }
+    if (lane == 0) {
+        mean[row] = m;
+        rstd[row] = rs;
+    }
+}
+
 extern "C" int kern_layernorm_forward(kbf16 *out, float *mean, float *rstd, const kbf16 *inp,
                                       const kbf16 *weight, const kbf16 *bias, int N, int C,
                                       cudaStream_t s)
 {
     if (C % 8)
         return -EINVAL;
+    rowkernels_init();
+#define LNF_REG(n)                                                                                 \
+    layernorm_forward_reg_kernel<n><<<cdiv(N, 8), 256, 0, s>>>((bf16 *)out, mean, rstd,          \
+                                                               (const bf16 *)inp,                 \
+                                                               (const bf16 *)weight,              \
+                                                               (const bf16 *)bias, N, C);         \
+    return kern_check_launch("layernorm_forward")
+    if (ln_impl == 1) {
+        switch ((C + 255) / 256) {
+        case 1: LNF_REG(1);
+        case 2: LNF_REG(2);
+        case 3: LNF_REG(3);
+        case 4: LNF_REG(4);
+        default: break;
+        }
+    }
+#undef LNF_REG
     layernorm_forward_kernel<<<cdiv(N, 8), 256, 0, s>>>((bf16 *)out, mean, rstd, (const bf16 *)inp,
                                                         (const bf16 *)weight, (const bf16 *)bias,
                                                         N, C);
@@ -592,11 +691,170 @@ static __global__ void __launch_bounds__(CLS_THREADS) classifier_kernel(bf16 *lo
     }
 }
 
+// The same contract with the row staged in shared memory (Vp * 2 bytes, cp.async): read from
+// DRAM once, written once, and two blocks per SM so that one block's loads overlap the other's
+// stores (the kernel above reads each row twice, the second time partly from DRAM).  Max, then
+// sum of exp, each a fixed-order block reduction (deterministic).  A first version held the row
+// in registers (1024 threads x 7 vectors, one block per SM): 4.3 ms at B=32, slower than the
+// kernel above (2.6 ms).
+#define CLSS_THREADS 512
+template <int NT>
+__device__ __forceinline__ float block_reduce_fixed(float v, float *sh, bool is_max)
+{
+    int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    v = is_max ? warp_max(v) : warp_sum(v);
+    __syncthreads(); // sh may still be read by the previous reduction
+    if (lane == 0)
+        sh[w] = v;
+    __syncthreads();
+    float r = is_max ? -INFINITY : 0.f;
+    for (int i = 0; i < NT / 32; i++) // every thread, same order: the same bits everywhere
+        r = is_max ? fmaxf(r, sh[i]) : r + sh[i];
+    return r;
+}
+
+__device__ __forceinline__ float ex2_approx(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// Two floats -> a bf16 pair (lo in the low half), round to nearest even.
+__device__ __forceinline__ unsigned f_to_bf2(float lo, float hi)
+{
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+__device__ __forceinline__ unsigned bf2_max(unsigned a, unsigned b)
+{
+    unsigned r;
+    asm("max.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+// bf16 pair -> two floats: the bf16 bits are the float's top half.
+__device__ __forceinline__ void bf2_to_f(unsigned u, float *lo, float *hi)
+{
+    *lo = __uint_as_float(u << 16);
+    *hi = __uint_as_float(u & 0xffff0000u);
+}
+
+static __global__ void __launch_bounds__(CLSS_THREADS, 2)
+    classifier_smem_kernel(bf16 *logits, float *losses, const int *targets, float dloss, int V, int Vp)
+{
+    extern __shared__ __align__(16) unsigned char cls_smem[];
+    __shared__ float sh[CLSS_THREADS / 32];
+    bf16 *rs = reinterpret_cast<bf16 *>(cls_smem);
+    const uint4 *rv = reinterpret_cast<const uint4 *>(cls_smem);
+    int row = blockIdx.x, nvec = Vp / 8, nfull = V / 8; // vectors [0, nfull) lie wholly below V
+    bf16 *x = logits + (size_t)row * Vp;
+    for (int i = threadIdx.x; i < nvec; i += CLSS_THREADS) {
+        unsigned sa = (unsigned)__cvta_generic_to_shared(rs + i * 8);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(x + i * 8));
+    }
+    asm volatile("cp.async.commit_group;\n" ::);
+    asm volatile("cp.async.wait_all;\n" ::);
+    __syncthreads();
+    // max: on bf16 pairs (exact), the partial vector element by element
+    unsigned m2 = 0xff80ff80u; // two bf16 -inf
+    for (int i = threadIdx.x; i < nfull; i += CLSS_THREADS) {
+        uint4 u = rv[i];
+        m2 = bf2_max(bf2_max(m2, u.x), bf2_max(u.y, bf2_max(u.z, u.w)));
+    }
+    float m, mh;
+    bf2_to_f(m2, &m, &mh);
+    m = fmaxf(m, mh);
+    if (threadIdx.x == 0)
+        for (int v = nfull * 8; v < V; v++)
+            m = fmaxf(m, __bfloat162float(rs[v]));
+    float M = block_reduce_fixed<CLSS_THREADS>(m, sh, true);
+    const float L2E = 1.4426950408889634f;
+    float nml = -M * L2E, sum = 0.f;
+    for (int i = threadIdx.x; i < nfull; i += CLSS_THREADS) {
+        uint4 u = rv[i];
+        unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            float lo, hi;
+            bf2_to_f(w[k], &lo, &hi);
+            sum += ex2_approx(fmaf(lo, L2E, nml)) + ex2_approx(fmaf(hi, L2E, nml));
+        }
+    }
+    if (threadIdx.x == 0)
+        for (int v = nfull * 8; v < V; v++)
+            sum += ex2_approx(fmaf(__bfloat162float(rs[v]), L2E, nml));
+    float S = block_reduce_fixed<CLSS_THREADS>(sum, sh, false);
+    float lse = M + logf(S);
+    int tgt = targets[row];
+    if (threadIdx.x == 0)
+        losses[row] = lse - __bfloat162float(rs[tgt]);
+    if (dloss == 0.f)
+        return;
+    float nl = -lse * L2E;
+    for (int i = threadIdx.x; i < nvec; i += CLSS_THREADS) {
+        uint4 u = rv[i], o;
+        unsigned w[4] = {u.x, u.y, u.z, u.w}, ow[4];
+        if (i < nfull) {
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                float lo, hi;
+                bf2_to_f(w[k], &lo, &hi);
+                ow[k] = f_to_bf2(ex2_approx(fmaf(lo, L2E, nl)) * dloss,
+                                 ex2_approx(fmaf(hi, L2E, nl)) * dloss);
+            }
+        } else { // the vector holding V (if V % 8) and the padding: zeros beyond V
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                float lo, hi;
+                bf2_to_f(w[k], &lo, &hi);
+                int v = i * 8 + 2 * k;
+                ow[k] = f_to_bf2(v < V ? ex2_approx(fmaf(lo, L2E, nl)) * dloss : 0.f,
+                                 v + 1 < V ? ex2_approx(fmaf(hi, L2E, nl)) * dloss : 0.f);
+            }
+        }
+        if (i == tgt / 8) { // the target's -1, from the same float as the others
+            int k = tgt % 8;
+#pragma unroll
+            for (int j = 0; j < 4; j++) { // unrolled selects keep w and ow in registers
+                if (j != k / 2)
+                    continue;
+                float lo, hi;
+                bf2_to_f(w[j], &lo, &hi);
+                float p = ex2_approx(fmaf(k % 2 ? hi : lo, L2E, nl));
+                unsigned gb = f_to_bf2((p - 1.f) * dloss, 0.f) & 0xffffu;
+                ow[j] = k % 2 ? (ow[j] & 0xffffu) | (gb << 16) : (ow[j] & 0xffff0000u) | gb;
+            }
+        }
+        o.x = ow[0], o.y = ow[1], o.z = ow[2], o.w = ow[3];
+        *reinterpret_cast<uint4 *>(x + i * 8) = o;
+    }
+}
+
 extern "C" int kern_classifier_forward_backward(kbf16 *logits, float *losses, const int *targets,
                                                 float dloss, int N, int V, int Vp, cudaStream_t s)
 {
     if (Vp % 8 || V > Vp)
         return -EINVAL;
+    rowkernels_init();
+    if (cls_impl == 1) {
+        static int smem_set; /* dynamic shared memory allowed so far (cudaFuncSetAttribute) */
+        int bytes = Vp * 2;
+        if (bytes > smem_set && bytes > 48 * 1024) {
+            if (cudaFuncSetAttribute(classifier_smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     bytes) == cudaSuccess)
+                smem_set = bytes;
+            else
+                (void)cudaGetLastError(); /* too wide for shared memory: the kernel below */
+        }
+        if (bytes <= 48 * 1024 || bytes <= smem_set) {
+            classifier_smem_kernel<<<N, CLSS_THREADS, bytes, s>>>((bf16 *)logits, losses, targets,
+                                                                 dloss, V, Vp);
+            return kern_check_launch("classifier");
+        }
+    }
     classifier_kernel<<<N, CLS_THREADS, 0, s>>>((bf16 *)logits, losses, targets, dloss, V, Vp);
     return kern_check_launch("classifier");
 }
@@ -691,6 +949,44 @@ static __global__ void adamw_kernel(float *p, bf16 *pbf, const float *g, float *
     pbf[i] = __float2bfloat16_rn(pp);
 }
 
+// The same four elements per thread with 16-byte loads (8-byte bf16 store): the same
+// arithmetic per element, so the same bits.  For n % 4 == 0 and 16-byte aligned arrays.
+static __global__ void adamw4_kernel(float *p, bf16 *pbf, const float *g, float *m, float *v,
+                                     const float *norm_scale, size_t n4, float lr, float b1, float b2,
+                                     float eps, float wd, float bc1, float bc2)
+{
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i >= n4 || !isfinite(norm_scale[0]))
+        return;
+    float sc = norm_scale[1];
+    float4 g4 = reinterpret_cast<const float4 *>(g)[i], m4 = reinterpret_cast<float4 *>(m)[i];
+    float4 v4 = reinterpret_cast<float4 *>(v)[i], p4 = reinterpret_cast<float4 *>(p)[i];
+    float gg[4] = {g4.x, g4.y, g4.z, g4.w}, mm[4] = {m4.x, m4.y, m4.z, m4.w};
+    float vv[4] = {v4.x, v4.y, v4.z, v4.w}, pp[4] = {p4.x, p4.y, p4.z, p4.w};
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        float gr = gg[k] * sc;
+        mm[k] = b1 * mm[k] + (1.f - b1) * gr;
+        vv[k] = b2 * vv[k] + (1.f - b2) * gr * gr;
+        float mh = mm[k] / bc1, vh = vv[k] / bc2;
+        pp[k] -= lr * (mh / (sqrtf(vh) + eps) + wd * pp[k]);
+    }
+    reinterpret_cast<float4 *>(m)[i] = make_float4(mm[0], mm[1], mm[2], mm[3]);
+    reinterpret_cast<float4 *>(v)[i] = make_float4(vv[0], vv[1], vv[2], vv[3]);
+    reinterpret_cast<float4 *>(p)[i] = make_float4(pp[0], pp[1], pp[2], pp[3]);
+    __nv_bfloat162 lo = __floats2bfloat162_rn(pp[0], pp[1]), hi = __floats2bfloat162_rn(pp[2], pp[3]);
+    uint2 o = make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
+    reinterpret_cast<uint2 *>(pbf)[i] = o;
+}
+
+static int adamw_vec = -1;
+
+extern "C" void kern_adamw_set_impl(int vec)
+{
+    const char *e = getenv("DROVER_ADAMW");
+    adamw_vec = vec >= 0 ? vec : !(e && !strcmp(e, "old"));
+}
+
 extern "C" int kern_adamw(float *p, kbf16 *pbf, const float *g, float *m, float *v,
                           const float *norm_scale, size_t n, float lr, float beta1, float beta2,
                           float eps, float weight_decay, long t, cudaStream_t s)
@@ -698,6 +994,14 @@ extern "C" int kern_adamw(float *p, kbf16 *pbf, const float *g, float *m, float 
     if (n == 0)
         return 0;
     float bc1 = 1.f - powf(beta1, (float)t), bc2 = 1.f - powf(beta2, (float)t);
+    if (adamw_vec < 0)
+        kern_adamw_set_impl(-1);
+    if (adamw_vec && n % 4 == 0 && !(((uintptr_t)p | (uintptr_t)g | (uintptr_t)m | (uintptr_t)v) & 15) &&
+        !((uintptr_t)pbf & 7)) {
+        adamw4_kernel<<<cdiv(n / 4, 256), 256, 0, s>>>(p, (bf16 *)pbf, g, m, v, norm_scale, n / 4, lr,
+                                                      beta1, beta2, eps, weight_decay, bc1, bc2);
+        return kern_check_launch("adamw");
+    }
     adamw_kernel<<<cdiv(n, 256), 256, 0, s>>>(p, (bf16 *)pbf, g, m, v, norm_scale, n, lr, beta1, beta2,
                                               eps, weight_decay, bc1, bc2);
     return kern_check_launch("adamw");

@@ -116,6 +116,16 @@ int kern_attention_backward_ref(kbf16 *dqkv, float *scratch, const kbf16 *dout, 
  * written (logits untouched).  tol 1e-3 (losses vs the CPU on the same bf16 logits), 1e-2 (dlogits). */
 int kern_classifier_forward_backward(kbf16 *logits, float *losses, const int *targets,
                                      float dloss, int N, int V, int Vp, cudaStream_t s);
+/* Which LayerNorm forward (ln) and classifier (cls) kernels run.  ln: 1 = the row held in
+ * registers (default), 0 = the earlier kernel (the same bits).  cls: 0 = one block per row
+ * reading it twice (default), 1 = the row staged in shared memory (Vp * 2 bytes must fit, else
+ * 0; measured slower on the H200).  -1 = from the environment (DROVER_LN=old, DROVER_CLS=smem).
+ * Not thread-safe: call before the first launch (the first launch calls it with -1, -1). */
+void kern_rowkernels_set_impl(int ln, int cls);
+/* AdamW: 1 = four elements per thread where n % 4 == 0 and the arrays are 16-byte aligned
+ * (default), 0 = one per thread; the same bits either way.  -1 = from the environment
+ * (DROVER_ADAMW=old selects 0).  Not thread-safe, as above. */
+void kern_adamw_set_impl(int vec);
 /* out[0] = sum of in[n] fp32, one block, fixed order (deterministic). */
 int kern_sum(float *out, const float *in, size_t n, cudaStream_t s);
 

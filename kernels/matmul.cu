@@ -2,7 +2,8 @@
 // with the bias, GELU and residual fused into the epilogue where cuBLASLt allows it.
 // Owns the cuBLASLt handle, its workspace and a small cache of heuristic choices per shape.
 // Row-major tensors are handed to column-major cuBLASLt as their transposes (Y^T = W X^T).
-// Never: synchronizes, logs, or picks an algorithm that needs more workspace than it owns.
+// Never: synchronizes (except once per shape when DROVER_BLAS_TUNE asks for timing), logs, or
+// picks an algorithm that needs more workspace than it owns.
 #include <cublasLt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ struct kern_blas {
     int no_dgelu;  /* set once the DGELU epilogue was refused */
     int no_bgradb; /* set once the BGRADB epilogue was refused */
     int sm_target; /* > 0: CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET (SMs left to a concurrent stream) */
+    int tune;      /* > 1: time the heuristic's first `tune` algorithms once per shape (DROVER_BLAS_TUNE) */
     struct algo_entry cache[ALGO_CACHE];
 };
 
@@ -51,6 +53,10 @@ extern "C" int kern_blas_new(size_t ws_bytes, struct kern_blas **ret_b)
         return -ENOMEM;
     }
     b->ws_bytes = ws_bytes;
+    const char *t = getenv("DROVER_BLAS_TUNE");
+    b->tune = t ? atoi(t) : 0;
+    if (b->tune > 16)
+        b->tune = 16;
     *ret_b = b;
     return 0;
 }
@@ -67,6 +73,80 @@ extern "C" void kern_blas_free(struct kern_blas *b)
     cudaFree(b->ws);
     cublasLtDestroy(b->lt);
     free(b);
+}
+
+// Opt-in autotuning (DROVER_BLAS_TUNE=k): on a shape's first call, time each of the heuristic's
+// first k algorithms on stream s, in place (the real call overwrites D and the GELU aux right
+// after; when D is also the accumulated C, the weight gradients, D is saved first and put back):
+// one warm-up round over all, then two timed rounds of `reps` calls each (reps makes a round
+// ~2 ms), the better round counting; the heuristic's first choice is kept unless another is 3%
+// faster.  A first version timed 5 calls once into a separate D and picked worse algorithms for
+// some shapes (the weight gradients among them).  Synchronizes s (once per shape), and the
+// choice depends on timing, so two processes may pick different algorithms and round
+// differently: a run resumed in a new process is then not bit for bit the uninterrupted one
+// (hence off by default).  Returns the index in res[] to use.
+static int lt_tune(struct kern_blas *b, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t la,
+                   cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc, cublasLtMatrixLayout_t ld,
+                   const cublasLtMatmulHeuristicResult_t *res, int found, void *D, size_t d_bytes,
+                   const void *A, const void *B, const void *C, float beta, cudaStream_t s)
+{
+    float alpha = 1.f, t[16];
+    void *save = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    int best = 0, reps = 3;
+    if (beta != 0.f && C == D) {
+        if (cudaMalloc(&save, d_bytes) != cudaSuccess ||
+            cudaMemcpyAsync(save, D, d_bytes, cudaMemcpyDeviceToDevice, s) != cudaSuccess) {
+            (void)cudaGetLastError();
+            if (save)
+                cudaFree(save);
+            return 0;
+        }
+    }
+    if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+        goto out;
+    for (int i = 0; i < found; i++)
+        t[i] = 1e30f;
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < found; i++) {
+            if (res[i].state != CUBLAS_STATUS_SUCCESS)
+                continue;
+            int ok = cudaEventRecord(e0, s) == cudaSuccess, n = round ? reps : 1;
+            for (int rep = 0; rep < n && ok; rep++)
+                ok = cublasLtMatmul(b->lt, op, &alpha, A, la, B, lb, &beta, C ? C : D, lc, D, ld,
+                                    &res[i].algo, b->ws, b->ws_bytes, s) == CUBLAS_STATUS_SUCCESS;
+            float ms = 0.f;
+            if (!ok || cudaEventRecord(e1, s) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
+                cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess) {
+                (void)cudaGetLastError();
+                t[i] = 1e30f;
+                continue;
+            }
+            if (round == 0) { /* warm-up; sets the repetitions from the heuristic's choice */
+                if (i == 0 && ms > 0.f)
+                    reps = ms > 2.f / 3 ? 3 : ms < 0.1f ? 20 : (int)(2.f / ms) + 1;
+                continue;
+            }
+            if (ms < t[i])
+                t[i] = ms;
+        }
+    }
+    for (int i = 1; i < found; i++)
+        if (t[i] < 0.97f * t[best])
+            best = i;
+out:
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
+    if (save) {
+        if (cudaMemcpyAsync(D, save, d_bytes, cudaMemcpyDeviceToDevice, s) != cudaSuccess)
+            best = -1; /* D lost: the caller reports it */
+        cudaStreamSynchronize(s);
+        cudaFree(save);
+    }
+    (void)cudaGetLastError();
+    return best;
 }
 
 // D (m x n, col-major, ldd m) = alpha op(A) op(B) + beta C [+ bias(m)] [gelu, aux]
@@ -168,17 +248,25 @@ static int lt_matmul_bg(struct kern_blas *b, void *D, cudaDataType_t dtype, cons
         if (e && e->used) {
             algo = e->algo;
         } else {
-            cublasLtMatmulHeuristicResult_t res;
-            int found = 0;
+            cublasLtMatmulHeuristicResult_t res[16];
+            int found = 0, want = b->tune > 1 && !bgrad ? b->tune : 1;
             LT(cublasLtMatmulPreferenceCreate(&pref));
             LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                     &b->ws_bytes, sizeof b->ws_bytes));
-            LT(cublasLtMatmulAlgoGetHeuristic(b->lt, op, la, lb, lc, ld, pref, 1, &res, &found));
+            LT(cublasLtMatmulAlgoGetHeuristic(b->lt, op, la, lb, lc, ld, pref, want, res, &found));
             if (found == 0) {
                 r = kern_set_error("cublasLtMatmulAlgoGetHeuristic", "no algorithm for this shape");
                 goto out;
             }
-            algo = res.algo;
+            int pick = 0;
+            if (found > 1)
+                pick = lt_tune(b, op, la, lb, lc, ld, res, found, D,
+                               (size_t)m * n * (dtype == CUDA_R_32F ? 4 : 2), A, B, C, beta, s);
+            if (pick < 0) {
+                r = kern_set_error("DROVER_BLAS_TUNE", "could not restore the accumulated output");
+                goto out;
+            }
+            algo = res[pick].algo;
             if (e) {
                 e->used = 1;
                 e->m = m, e->n = n, e->k = k, e->ta = ta, e->tb = tb, e->epi = (int)epi;

@@ -207,7 +207,8 @@ static int bench_kernels(int B)
     kern_attention_set_impl(1);
     if (!strcmp(kern_attention_impl(C / NH), "wgmma")) {
         char lab[64], v[16];
-        for (int fv = -1; fv < 8; fv++) { /* -1: the default (DROVER_WG_VARIANT or built in) */
+        int nvar = getenv("BENCH_VARIANTS") && !atoi(getenv("BENCH_VARIANTS")) ? 0 : 8; /* 0: defaults only */
+        for (int fv = -1; fv < nvar; fv++) { /* -1: the default (DROVER_WG_VARIANT or built in) */
             snprintf(v, sizeof v, "%d", fv);
             kern_attention_set_variant(fv < 0 ? NULL : v);
             snprintf(lab, sizeof lab, "attention fwd (wgmma %s)", fv < 0 ? "default" : v);
@@ -217,8 +218,8 @@ static int bench_kernels(int B)
         kern_attention_set_variant(NULL);
         TIME("attention bwd (wgmma default)", 2.5 * attf, bf * 8.0 * N * C, use_wg ? L : 0,
              kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
-        for (int q = 0; q < 8; q++)
-            for (int k = 0; k < 8; k++) { /* dQ variant q, dK/dV variant k, one stream */
+        for (int q = 0; q < nvar; q++)
+            for (int k = 0; k < nvar; k++) { /* dQ variant q, dK/dV variant k, one stream */
                 snprintf(v, sizeof v, "0,%d,%d", q, k);
                 kern_attention_set_variant(v);
                 snprintf(lab, sizeof lab, "attention bwd (wgmma dq %d dkv %d)", q, k);
@@ -230,6 +231,12 @@ static int bench_kernels(int B)
     kern_attention_set_impl(-1);
     TIME("layernorm fwd", 0, bf * 2.0 * N * C, 2 * L + 1,
          kern_layernorm_forward(y, mean, rstd, x, bias, bias, (int)N, C, 0));
+    kern_rowkernels_set_impl(0, 1); /* the other kernels, for comparison (not counted) */
+    TIME("  layernorm fwd (old: DROVER_LN=old)", 0, bf * 2.0 * N * C, 0,
+         kern_layernorm_forward(y, mean, rstd, x, bias, bias, (int)N, C, 0));
+    TIME("  classifier + ce (DROVER_CLS=smem)", 0, bf * 2.0 * N * Vp, 0,
+         kern_classifier_forward_backward(logits, losses, tgt, 1.0f / (float)N, (int)N, V, Vp, 0));
+    kern_rowkernels_set_impl(-1, -1);
     TIME("layernorm bwd (dinp + dw/db)", 0, bf * 4.0 * N * C, 2 * L + 1,
          kern_layernorm_backward(y, gw, gw + C, scratch, x, x, bias, mean, rstd, (int)N, C, 0));
     TIME("bias bwd (4C columns)", 0, bf * 4.0 * N * C, L,
@@ -245,6 +252,10 @@ static int bench_kernels(int B)
     TIME("grad norm", 0, 4.0 * np, 1, kern_grad_norm(sc, scratch, p + np, np, 1.0f, 1.0f, 0));
     TIME("adamw (all params)", 0, 4.0 * 7 * np + 2.0 * np, 1,
          kern_adamw(p, pb, p + np, p + 2 * np, p + 3 * np, sc, np, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 5, 0));
+    kern_adamw_set_impl(0);
+    TIME("  adamw (old: DROVER_ADAMW=old)", 0, 4.0 * 7 * np + 2.0 * np, 0,
+         kern_adamw(p, pb, p + np, p + 2 * np, p + 3 * np, sc, np, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 5, 0));
+    kern_adamw_set_impl(-1);
     printf("sum of kernels %.2f ms/step (floor %.2f ms) -> %.1f Ktok/s if nothing else ran\n", total,
            total_floor, N / total);
     kern_blas_free(bl);

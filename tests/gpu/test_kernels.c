@@ -280,10 +280,10 @@ static void test_attention_all(struct rng *r)
     test_attention(r, 2, 320, 192, 3);   /* hs 64, odd tile count (a half-empty 128-row block) */
 }
 
-static void test_classifier(struct rng *r)
+static void test_classifier(struct rng *r, int B, int T, int V, int Vp)
 {
-    int B = 4, T = 32, V = 1000, Vp = 1024;
     size_t N = (size_t)B * T;
+    char name[96];
     float *logits = rand_bf16_exact(r, N * Vp, 2);
     int *tgt = malloc(N * sizeof(int));
     for (size_t i = 0; i < N; i++)
@@ -301,8 +301,10 @@ static void test_classifier(struct rng *r)
     float *d_loss = dev_poisoned(N * 4);
     KK(kern_classifier_forward_backward(d_log, d_loss, d_tgt, 1.0f / (float)N, (int)N, V, Vp, 0));
     float *gl = host_from_f32(d_loss, N), *gd = host_from_bf16(d_log, N * Vp);
-    check("classifier losses (N128 V1000 Vp1024)", rel_err(gl, losses, N), 1e-3);
-    check("classifier dlogits (padding must be 0)", rel_err(gd, dl, N * Vp), 1e-2);
+    snprintf(name, sizeof name, "classifier losses (N%zu V%d Vp%d)", N, V, Vp);
+    check(name, rel_err(gl, losses, N), 1e-3);
+    snprintf(name, sizeof name, "classifier dlogits (padding must be 0; V%d)", V);
+    check(name, rel_err(gd, dl, N * Vp), 1e-2);
     float *d_sum = dev_poisoned(4);
     KK(kern_sum(d_sum, d_loss, N, 0));
     float *gs = host_from_f32(d_sum, 1);
@@ -313,9 +315,8 @@ static void test_classifier(struct rng *r)
     check("sum of losses", rel_err(gs, &sf, 1), 1e-5);
 }
 
-static void test_optimizer(struct rng *r)
+static void test_optimizer(struct rng *r, size_t n)
 {
-    size_t n = 300007;
     float *p = rand_f32(r, n, 1), *g = rand_f32(r, n, 0.1f), *m = rand_f32(r, n, 0.01f), *v = malloc(n * 4);
     for (size_t i = 0; i < n; i++)
         v[i] = fabsf(rng_normal(r, 0, 0.01f));
@@ -366,8 +367,22 @@ int main(int argc, char **argv)
     test_layernorm(&r, 2048); /* wider than the fused kernel: two-pass path */
     test_matmul(&r, bl);
     test_attention_all(&r);
-    test_classifier(&r);
-    test_optimizer(&r);
+    test_classifier(&r, 4, 32, 1000, 1024);
+    test_classifier(&r, 2, 16, 50257, 50304); /* GPT-2's vocabulary */
+    /* the other row kernels: the earlier LayerNorm forward, the shared-memory classifier */
+    printf("-- the other row kernels (DROVER_LN=old DROVER_CLS=smem)\n");
+    kern_rowkernels_set_impl(0, 1);
+    test_layernorm(&r, 768);
+    test_classifier(&r, 4, 32, 1000, 1024);
+    test_classifier(&r, 2, 16, 50257, 50304);
+    test_classifier(&r, 1, 8, 70001, 70008);   /* 137 KiB of shared memory */
+    test_classifier(&r, 1, 4, 150001, 150008); /* too wide for shared memory: the earlier kernel */
+    kern_rowkernels_set_impl(-1, -1);
+    test_optimizer(&r, 300007); /* odd: the one-element AdamW kernel */
+    test_optimizer(&r, 300008); /* four elements per thread */
+    kern_adamw_set_impl(0);
+    test_optimizer(&r, 300008); /* DROVER_ADAMW=old: one */
+    kern_adamw_set_impl(-1);
     kern_blas_free(bl);
     CK(cudaDeviceSynchronize());
     printf("test_kernels: %s (%d failed)\n", failures ? "FAIL" : "PASS", failures);

@@ -1,0 +1,70 @@
+#!/bin/bash
+# bench/gpu-step/device.sh: one device call for the step work of issue 15 (one H200): `make
+# gpu-test` with the default kernels (the other row kernels are checked inside test_kernels
+# too); the kernel and model checks again with DROVER_BLAS_TUNE (timed cuBLASLt algorithm
+# choice); the per-kernel table at B=32 without and with it; then drover-train at B=16 and 32
+# with the default kernels, the earlier ones (DROVER_LN=old DROVER_ADAMW=old), the
+# shared-memory classifier (DROVER_CLS=smem), DROVER_BLAS_TUNE, the default again, and
+# torch.compile, all in this call.  Runs from a folder made by bench/gpu-attn/pack.sh with this
+# script copied in (as step.sh); logs to $OUT, a summary last.
+# TUNE (8): candidates timed per shape; STEPS (30); GPUTEST (1); TORCH (1).
+set -u
+cd "$(dirname "$0")" || exit 1
+export LD_LIBRARY_PATH=$PWD/lib
+O=${OUT:-/tmp/out}
+mkdir -p "$O"
+STEPS=${STEPS:-30}
+TUNE=${TUNE:-8}
+T0=$(date +%s)
+el() { echo "($(($(date +%s) - T0)) s)"; }
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$O/log.txt"
+G=build/gpu
+if [ "${GPUTEST:-1}" = 1 ]; then
+    GPU_PREBUILT=1 DROVER_TRAIN=build/drover-train timeout 300 tests/gpu/run.sh build > "$O/gputest.txt" 2>&1
+    echo "gpu-test rc=$? $(el)" | tee -a "$O/log.txt"
+    grep -E "FAIL|gpu-test|classifier|layernorm_forward|identical|test_kernels" "$O/gputest.txt" | head -40
+    DROVER_BLAS_TUNE=$TUNE timeout 120 $G/test_kernels > "$O/kernels-tune.txt" 2>&1
+    echo "test_kernels with DROVER_BLAS_TUNE=$TUNE rc=$? $(el)" | tee -a "$O/log.txt"
+    grep -E "FAIL|matmul|test_kernels" "$O/kernels-tune.txt" | head -20
+    DROVER_BLAS_TUNE=$TUNE timeout 120 $G/test_model tests/gpu/expected_losses.txt > "$O/model-tune.txt" 2>&1
+    echo "test_model with DROVER_BLAS_TUNE=$TUNE rc=$? $(el)" | tee -a "$O/log.txt"
+    grep -E "FAIL|loss|identical|PASS" "$O/model-tune.txt" | head -20
+fi
+BENCH_VARIANTS=0 timeout 100 $G/bench kernels 32 > "$O/kernels32.txt" 2>&1
+BENCH_VARIANTS=0 DROVER_BLAS_TUNE=$TUNE timeout 100 $G/bench kernels 32 > "$O/kernels32-tune.txt" 2>&1
+echo "per-kernel tables $(el)"
+paste -d'|' <(cut -c1-110 "$O/kernels32.txt") <(cut -c35-110 "$O/kernels32-tune.txt") | grep -v "wgmma dq\|wgmma [0-7])"
+res=$O/bench.jsonl
+: > "$res"
+run() { # label, env...
+    local lab=$1; shift
+    for b in 16 32; do
+        env "$@" timeout 120 $G/bench $b $STEPS | sed "s/\"system\": \"drover\"/\"system\": \"$lab\"/" | tee -a "$res"
+    done
+}
+run drover
+run drover-old DROVER_LN=old DROVER_ADAMW=old
+run drover-smemcls DROVER_CLS=smem
+run drover-tune DROVER_BLAS_TUNE=$TUNE
+run drover2 # the default again: drift over the call
+echo "drover runs $(el)"
+if [ "${TORCH:-1}" = 1 ]; then
+    for b in 16 32; do
+        timeout 240 python3 torch_gpt2.py --batch $b --steps $STEPS --compile | tee -a "$res"
+    done
+fi
+echo "done $(el)"
+python3 - "$res" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+by = {}
+for r in rows:
+    name = r["system"] + (" compile" if r.get("compile") else "")
+    by.setdefault(r["B"], {})[name] = r
+for b, d in sorted(by.items()):
+    tc = d.get("torch compile", {}).get("ktok_s")
+    for k, r in d.items():
+        extra = f" / compile {r['ktok_s'] / tc:.3f}x" if tc and k != "torch compile" else ""
+        mfu = f" mfu {r['mfu']:.3f} peak {r.get('mem_peak_gib')} GiB step {r.get('step_ms')} ms" if "mfu" in r and k.startswith("drover") else ""
+        print(f"B={b} {k:16s} {r['ktok_s']:7.1f} Ktok/s{extra}{mfu}")
+PY
