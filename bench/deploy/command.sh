@@ -3,8 +3,9 @@
 # a one-file (20 KB) change on the grown lab, as bench/deploy/run.sh's case (b), with this build's
 # drover and, when given, another drover binary (e.g. main's before a change) in alternation, so
 # both see the same lab and load (root; takes the lab lock, brings the lab down afterwards).
-# BENCH_HOSTS, BENCH_CTS as in run.sh; BENCH_ROUNDS (default 3) runs of each.  Figures:
-# docs/benchmarks.md.
+# BENCH_HOSTS, BENCH_CTS as in run.sh; BENCH_ROUNDS (default 3) runs of each; BENCH_TRACE=1: one
+# more run of each with `drover -v`, its lines stamped with the time since the start (where the
+# time goes, step by step and host by host).  Figures: docs/benchmarks.md.
 set -euo pipefail
 B0=$(cd "${1:-build}" && pwd)
 B=$(mktemp -d /tmp/drover-bench-bin.XXXXXX)
@@ -50,3 +51,14 @@ for k in $(seq "$ROUNDS"); do
 			"$(echo "$(date +%s.%N) - $t0" | bc)"
 	done
 done
+if [[ -n ${BENCH_TRACE:-} ]]; then
+	for which in before after; do
+		bin=$B/drover
+		if [[ $which == before ]]; then [[ -n $BEFORE ]] || continue; bin=$BEFORE; fi
+		head -c 20000 /dev/urandom >"$rel/app.py"
+		echo "--- $which, drover -v, seconds since the start:"
+		t0=$EPOCHREALTIME
+		"$bin" -v -i "$INV" deploy "$rel" --stage-only --job train 2>&1 >/dev/null |
+			while IFS= read -r l; do printf '%6.2f %s\n' "$(echo "$EPOCHREALTIME - $t0" | bc)" "$l"; done
+	done
+fi

@@ -69,6 +69,7 @@ struct deploy {
     char bad[16][RELEASE_ID_LEN + 1];
     bool leased[INV_MAX_CTS];         /* we hold the job's deploy lease in that container */
     double lease_renew_at;            /* monotonic: the next renewal while watching */
+    double lease_taken_at;            /* monotonic: the last take or renewal that held everywhere */
     bool lease_lost;                  /* a renewal was refused: another operator holds the lease */
     bool switching;                   /* the switch began: things were changed */
     char lease_lost_why[600];         /* "h1:101: job 'J' is being deployed by B (...)" */
@@ -107,19 +108,102 @@ struct ct_fan {
     int rc[INV_MAX_CTS];
     char err[INV_MAX_CTS][2048];
     struct agent_status *scratch[INV_MAX_HOSTS]; /* per worker, for fn's status documents */
+    /* Batch mode (batch_args set): the same agent command in every container of a host at once,
+     * through one host exec (objsync_fan_agents), instead of one `pct exec` after another: a
+     * host costs one round trip whatever its number of containers.  done(cf, i, r, res, why)
+     * reads container i's answer as fn would have (res: its exit status and output), or, with
+     * res NULL, the failure of its host's exec: r < 0 and why the connection's reason, or why
+     * NULL when the host is unreachable (r from fleet_conn).  A host whose answer cannot be
+     * read as a whole (-EBADMSG: a document past the exec's output limit) or whose command
+     * line is too long falls back to fn, one container after another.  host_stops is not
+     * supported here. */
+    const char *const *batch_args;
+    double batch_timeout_s;
+    const char *batch_what; /* for the debug log: "lease", "status", ... */
+    int (*done)(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why);
 };
 
-static void ct_fan_host(int k, void *ctx)
+static void ct_fan_host_one_by_one(struct ct_fan *cf, int host)
 {
-    struct ct_fan *cf = ctx;
     const struct inv_job *j = cf->d->job;
     for (int i = 0; i < j->ncts; i++) {
-        if (j->cts[i].host != cf->hosts[k] || cf->skip[i])
+        if (j->cts[i].host != host || cf->skip[i])
             continue;
         cf->rc[i] = cf->fn(cf, i);
         if (cf->rc[i] < 0 && cf->host_stops)
             return;
     }
+}
+
+static void ct_fan_host_batch(struct ct_fan *cf, int host)
+{
+    const struct inv_job *j = cf->d->job;
+    int cts[INV_MAX_CTS], n = 0;
+    for (int i = 0; i < j->ncts; i++)
+        if (j->cts[i].host == host && !cf->skip[i])
+            cts[n++] = i;
+    if (!n)
+        return;
+    struct conn *c;
+    int r = fleet_conn(cf->d->f, host, &c);
+    if (r < 0) {
+        for (int k = 0; k < n; k++)
+            cf->rc[cts[k]] = cf->done(cf, cts[k], r, NULL, NULL);
+        return;
+    }
+    struct agent_argv *av = calloc((size_t)n, sizeof *av);
+    struct fan_res fr[INV_MAX_CTS];
+    struct exec_result res = { 0 };
+    char why[1024] = "";
+    if (!av) {
+        ct_fan_host_one_by_one(cf, host);
+        return;
+    }
+    for (int k = 0; k < n; k++) {
+        agent_argv_init(&av[k]);
+        for (size_t a = 0; cf->batch_args[a]; a++)
+            agent_argv_add(&av[k], cf->batch_args[a]);
+    }
+    double t0 = time_mono();
+    r = objsync_fan_agents(cf->d->f, j, host, cts, n, av, cf->batch_timeout_s, cf->batch_what, &res, fr, why,
+                           sizeof why);
+    free(av);
+    log_debug("deploy %s: %s in %d container(s) at once: %.2fs", cf->d->inv->hosts[host].name, cf->batch_what,
+              n, time_mono() - t0);
+    if (r == -EBADMSG || r == -E2BIG) {
+        ct_fan_host_one_by_one(cf, host);
+        return;
+    }
+    for (int k = 0; k < n; k++) {
+        if (r < 0) {
+            cf->rc[cts[k]] = cf->done(cf, cts[k], r, NULL, why);
+            continue;
+        }
+        /* the answer as conn_run gives it: NUL-terminated, stderr's trailing newline cut */
+        struct exec_result one = { .status = fr[k].status };
+        size_t el = fr[k].err_len;
+        while (el && fr[k].err[el - 1] == '\n')
+            el--;
+        one.out = strndup(fr[k].out, fr[k].out_len);
+        one.out_len = fr[k].out_len;
+        one.err = strndup(fr[k].err, el);
+        one.err_len = el;
+        if (!one.out || !one.err)
+            cf->rc[cts[k]] = cf->done(cf, cts[k], -ENOMEM, NULL, "out of memory");
+        else
+            cf->rc[cts[k]] = cf->done(cf, cts[k], 0, &one, NULL);
+        exec_result_done(&one);
+    }
+    exec_result_done(&res);
+}
+
+static void ct_fan_host(int k, void *ctx)
+{
+    struct ct_fan *cf = ctx;
+    if (cf->batch_args)
+        ct_fan_host_batch(cf, cf->hosts[k]);
+    else
+        ct_fan_host_one_by_one(cf, cf->hosts[k]);
 }
 
 /* Run cf->fn for every container of the job (cf->d, fn, arg, skip, host_stops set by the
@@ -1097,18 +1181,38 @@ struct survey_arg {
     bool found[INV_MAX_CTS];
 };
 
-static int survey_one(struct ct_fan *cf, int i)
+static int survey_keep(struct ct_fan *cf, int i, const struct agent_status *st)
 {
     struct survey_arg *sa = (struct survey_arg *)cf->arg;
-    struct agent_status *st = cf->scratch[ct_fan_slot(cf, i)];
-    int r = fleet_agent_status(cf->d->f, &cf->d->job->cts[i], st, cf->err[i], sizeof cf->err[i]);
-    if (r < 0)
-        return r;
     const struct job_status *js = status_find_job(st, cf->d->job->name);
     sa->found[i] = js != NULL;
     if (js)
         sa->js[i] = *js;
     return 0;
+}
+
+static int survey_one(struct ct_fan *cf, int i)
+{
+    struct agent_status *st = cf->scratch[ct_fan_slot(cf, i)];
+    int r = fleet_agent_status(cf->d->f, &cf->d->job->cts[i], st, cf->err[i], sizeof cf->err[i]);
+    return r < 0 ? r : survey_keep(cf, i, st);
+}
+
+/* survey_one for an answer of a host's containers asked at once: the same results and messages
+ * as fleet_agent_status. */
+static int survey_done(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why)
+{
+    const struct inv_ct *ct = &cf->d->job->cts[i];
+    if (!res) {
+        if (why)
+            snprintf(cf->err[i], sizeof cf->err[i], "%s", why);
+        else
+            snprintf(cf->err[i], sizeof cf->err[i], "host unreachable: %s", cf->d->f->conn_msg[ct->host]);
+        return r;
+    }
+    struct agent_status *st = cf->scratch[ct_fan_slot(cf, i)];
+    r = fleet_agent_status_read(ct, res, st, cf->err[i], sizeof cf->err[i]);
+    return r < 0 ? r : survey_keep(cf, i, st);
 }
 
 /* Which release each container runs, asked of every host at once (a host's containers one after
@@ -1133,9 +1237,17 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
         snprintf(err, err_sz, "out of memory");
         goto out;
     }
+    struct agent_argv sargv;
+    agent_argv_init(&sargv);
+    agent_argv_status(&sargv);
+    (void)agent_argv_end(&sargv);
     cf->d = d;
     cf->fn = survey_one;
     cf->arg = sa;
+    cf->done = survey_done;
+    cf->batch_args = sargv.argv; /* a host's containers at once */
+    cf->batch_timeout_s = FLEET_STATUS_TIMEOUT_S;
+    cf->batch_what = "status";
     (void)ct_fan_run(cf);
     for (int i = 0; i < j->ncts; i++) {
         const struct inv_ct *ct = &j->cts[i];
@@ -1313,25 +1425,48 @@ static void leases_release(struct deploy *d);
 
 /* leases_take's and leases_release's fan-out: container i's `lease take`; rc = the agent's exit status (-errno: not
  * asked), err = its reason, or the takeover line when it took over an expired lease. */
+static int lease_done(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why)
+{
+    (void)why;
+    if (!res)
+        return why ? -EIO : -ENOTCONN; /* unreachable: the survey says so */
+    (void)r;
+    int st = res->status;
+    char *out = res->out;
+    /* an expired lease of another holder (a controller that died) taken over: said by the
+     * caller, journalled by the agent (event lease-takeover) */
+    const char *over = st == 0 && out ? strstr(out, "deploy lease taken over by") : NULL;
+    if (over)
+        snprintf(cf->err[i], sizeof cf->err[i], "%.*s", (int)strcspn(over, "\n"), over);
+    else if (st != 0)
+        exec_result_reason(res, cf->err[i], sizeof cf->err[i]);
+    return st;
+}
+
 static int lease_one(struct ct_fan *cf, int i)
 {
     const struct inv_ct *ct = &cf->d->job->cts[i];
     struct conn *c;
-    if (fleet_conn(cf->d->f, ct->host, &c) < 0)
-        return -ENOTCONN; /* unreachable: the survey says so */
+    int r = fleet_conn(cf->d->f, ct->host, &c);
+    if (r < 0)
+        return lease_done(cf, i, r, NULL, NULL);
     struct exec_result res;
-    if (pct_run_agent(c, ct, cf->arg, cf->d->inv->exec_timeout_s, &res) < 0)
-        return -EIO;
-    int st = res.status;
-    /* an expired lease of another holder (a controller that died) taken over: said by the
-     * caller, journalled by the agent (event lease-takeover) */
-    const char *over = st == 0 && res.out ? strstr(res.out, "deploy lease taken over by") : NULL;
-    if (over)
-        snprintf(cf->err[i], sizeof cf->err[i], "%.*s", (int)strcspn(over, "\n"), over);
-    else if (st != 0)
-        exec_result_reason(&res, cf->err[i], sizeof cf->err[i]);
+    if (pct_run_agent(c, ct, cf->batch_args, cf->d->inv->exec_timeout_s, &res) < 0)
+        return lease_done(cf, i, -EIO, NULL, c->err);
+    int st = lease_done(cf, i, 0, &res, NULL);
     exec_result_done(&res);
     return st;
+}
+
+/* leases_take's and leases_release's fan-out, every host at once, a host's containers at once. */
+static void lease_fan_init(struct ct_fan *cf, struct deploy *d, const char *const *argv)
+{
+    cf->d = d;
+    cf->fn = lease_one;
+    cf->done = lease_done;
+    cf->batch_args = argv;
+    cf->batch_timeout_s = d->inv->exec_timeout_s;
+    cf->batch_what = "lease";
 }
 
 /* Take or renew the lease in every container, every host at once. */
@@ -1352,9 +1487,8 @@ static int leases_take(struct deploy *d, double ttl)
         free(cf);
         return 0; /* cannot even ask: let the deploy go on as with an agent without leases */
     }
-    cf->d = d;
-    cf->fn = lease_one;
-    cf->arg = a.argv;
+    lease_fan_init(cf, d, a.argv);
+    double asked = time_mono(); /* no agent's TTL began before this */
     (void)ct_fan_run(cf);
     int busy = -1;
     for (int i = 0; i < d->job->ncts; i++) {
@@ -1376,6 +1510,8 @@ static int leases_take(struct deploy *d, double ttl)
         if (busy < 0)
             busy = i;
     }
+    if (busy < 0)
+        d->lease_taken_at = asked;
     if (busy >= 0) {
         snprintf(d->lease_lost_why, sizeof d->lease_lost_why, "%s: %s", d->job->cts[busy].label,
                  cf->err[busy]);
@@ -1397,9 +1533,7 @@ static void leases_release(struct deploy *d)
     agent_argv_lease(&a, d->job->name, d->holder, 0);
     struct ct_fan *cf = calloc(1, sizeof *cf);
     if (agent_argv_end(&a) == 0 && cf) {
-        cf->d = d;
-        cf->fn = lease_one;
-        cf->arg = a.argv;
+        lease_fan_init(cf, d, a.argv);
         for (int i = 0; i < d->job->ncts; i++)
             cf->skip[i] = !d->leased[i];
         (void)ct_fan_run(cf);
@@ -1442,7 +1576,9 @@ static int deploy_lock(struct deploy *d)
 
 static void deploy_done(struct deploy *d, int lock)
 {
+    double t = time_mono();
     leases_release(d);
+    log_debug("deploy step: lease given back in %.2fs", time_mono() - t);
     if (lock >= 0)
         close(lock);
     if (d->has_rs)
@@ -1457,30 +1593,41 @@ static void deploy_done(struct deploy *d, int lock)
  * release) must be in every container's store and pass verification there, or a failed deploy
  * would leave the job down (`REVERT FAILED ... not in the store`).  force: go on, saying so. */
 /* check_rollback_target's fan-out: 0 verified; -EIO with err = the line to log. */
-static int verify_one(struct ct_fan *cf, int i)
+static int verify_done(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why)
 {
     struct deploy *d = cf->d;
     const struct inv_ct *ct = &d->job->cts[i];
     char sid[RELEASE_SHORT_LEN + 1];
-    struct conn *c;
-    if (fleet_conn(d->f, ct->host, &c) < 0)
+    (void)r;
+    if (!res && !why)
         return 0; /* survey already reached every container */
-    const char *argv[] = { "release", "verify", d->good, NULL };
-    struct exec_result res;
-    if (pct_run_agent(c, ct, argv, d->inv->exec_timeout_s + 60, &res) < 0) {
+    if (!res) {
         snprintf(cf->err[i], sizeof cf->err[i], "%s: cannot verify the rollback target %s: %s",
-                 ct->label, ui_short(d->good, sid), c->err);
+                 ct->label, ui_short(d->good, sid), why);
         return -EIO;
     }
-    int r = 0;
-    if (res.status != 0) {
-        char reason[512];
-        snprintf(cf->err[i], sizeof cf->err[i], "%s: the rollback target %s %s: %s", ct->label,
-                 ui_short(d->good, sid),
-                 res.status == AGENT_EXIT_NO_RELEASE ? "is not in the store" : "fails verification",
-                 exec_result_reason(&res, reason, sizeof reason));
-        r = -EIO;
-    }
+    if (res->status == 0)
+        return 0;
+    char reason[512];
+    snprintf(cf->err[i], sizeof cf->err[i], "%s: the rollback target %s %s: %s", ct->label,
+             ui_short(d->good, sid),
+             res->status == AGENT_EXIT_NO_RELEASE ? "is not in the store" : "fails verification",
+             exec_result_reason(res, reason, sizeof reason));
+    return -EIO;
+}
+
+static int verify_one(struct ct_fan *cf, int i)
+{
+    struct deploy *d = cf->d;
+    const struct inv_ct *ct = &d->job->cts[i];
+    struct conn *c;
+    int r = fleet_conn(d->f, ct->host, &c);
+    if (r < 0)
+        return verify_done(cf, i, r, NULL, NULL);
+    struct exec_result res;
+    if (pct_run_agent(c, ct, cf->batch_args, cf->batch_timeout_s, &res) < 0)
+        return verify_done(cf, i, -EIO, NULL, c->err);
+    r = verify_done(cf, i, 0, &res, NULL);
     exec_result_done(&res);
     return r;
 }
@@ -1494,9 +1641,14 @@ static int check_rollback_target(struct deploy *d, bool force)
     struct ct_fan *cf = calloc(1, sizeof *cf);
     if (!cf)
         return -ENOMEM;
+    const char *argv[] = { "release", "verify", d->good, NULL };
     cf->d = d;
     cf->fn = verify_one;
-    (void)ct_fan_run(cf); /* every host at once */
+    cf->done = verify_done;
+    cf->batch_args = argv;
+    cf->batch_timeout_s = d->inv->exec_timeout_s + 60;
+    cf->batch_what = "release verify";
+    (void)ct_fan_run(cf); /* every host at once, a host's containers at once */
     for (int i = 0; i < d->job->ncts; i++)
         if (cf->rc[i] < 0) {
             log_error("%s", cf->err[i]);
@@ -1527,6 +1679,14 @@ void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent
         snprintf(buf, sz, "%s; nothing was pushed or stopped", err);
 }
 
+/* The debug log's timing of deploy_run's steps (drover -v): seconds since *t, which restarts. */
+static void deploy_step_done(double *t, const char *what)
+{
+    double now = time_mono();
+    log_debug("deploy step: %s in %.2fs", what, now - *t);
+    *t = now;
+}
+
 int deploy_run(struct fleet *f, const struct deploy_opts *o)
 {
     struct deploy d;
@@ -1546,11 +1706,15 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         ret = f->key_refused ? EXIT_HOSTKEY : unreachable ? EXIT_FAIL : EXIT_OK;
         goto out;
     }
+    double tstep = time_mono();
     lock = deploy_lock(&d);
     if (lock < 0)
         goto out;
+    deploy_step_done(&tstep, "lease taken");
     bool all_current = false;
-    if (survey(&d, true, &all_current, err, sizeof err) < 0) {
+    int sr = survey(&d, true, &all_current, err, sizeof err);
+    deploy_step_done(&tstep, "survey");
+    if (sr < 0) {
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
         if (!f->key_refused) {
             char msg[2400];
@@ -1565,11 +1729,20 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         ret = EXIT_OK;
         goto out;
     }
-    if (check_rollback_target(&d, o->force) < 0)
+    int cr = check_rollback_target(&d, o->force);
+    deploy_step_done(&tstep, "rollback target checked");
+    if (cr < 0)
         goto out;
-    (void)leases_take(&d, lease_ttl(&d)); /* renew: the push may take a while */
+    /* renew: the push may take a while.  Not when the lease was taken moments ago (under a tenth
+     * of its TTL): a renewal then would move its expiry by those moments only, and costs a
+     * round trip into every container */
+    if (time_mono() - d.lease_taken_at >= lease_ttl(&d) / 10) {
+        (void)leases_take(&d, lease_ttl(&d));
+        deploy_step_done(&tstep, "lease renewed");
+    }
     if (gpu_check_cts(&d, o->force, err, sizeof err) == 0 &&
         push_release(&d, err, sizeof err) == 0 && o->stage_only) {
+        deploy_step_done(&tstep, "pushed");
         printf("release %s (%s) is verified in every container of job '%s' (staged only: nothing "
                "switched)\n", d.sid, d.name, d.job->name);
         ret = EXIT_OK;

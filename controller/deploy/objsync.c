@@ -27,6 +27,9 @@
 
 #define PACK_TARGET_BYTES (64ull << 20) /* one exec channel per pack: the unit of retry */
 #define SEND_ATTEMPTS 5
+/* A release this large (entries or manifest bytes) is first asked `release have` (host_round). */
+#define OBJSYNC_HAVE_MIN_ENTRIES 1000
+#define OBJSYNC_HAVE_MIN_BYTES (64u << 10)
 
 static const char SH_PREP[] =
     "mkdir -p \"$1/objects\" \"$1/manifests\" \"$1/packs\" && cd \"$1\" || exit 1\n"
@@ -68,7 +71,7 @@ static const char SH_RECV_PACK[] =
  * and a stalled one is caught.  Then per container K, in order: "@@fan K STATUS OUTBYTES
  * ERRBYTES\n", stdout, stderr. */
 static const char SH_FAN[] =
-    "cd \"$1\" || exit 1; mode=$2; src=$3; shift 3\n"
+    "mkdir -p \"$1\" && cd \"$1\" || exit 1; mode=$2; src=$3; shift 3\n"
     "mkdir -p packs && t=packs/.fan.$$ && mkdir \"$t\" || exit 1; trap 'rm -rf \"$t\"' EXIT\n"
     "if [ \"$mode\" = pack ]; then cat >\"$t/list\"; else exec </dev/null; fi\n"
     "k=0\n"
@@ -661,6 +664,27 @@ static void fan_reason(const struct fan_res *f, char *buf, size_t sz)
     snprintf(buf, sz, "%.*s", (int)(l < 400 ? l : 400), t);
 }
 
+int objsync_fan_agents(struct fleet *f, const struct inv_job *job, int host, const int *cts, int n,
+                       struct agent_argv *av, double timeout_s, const char *what, struct exec_result *ret_res,
+                       struct fan_res *ret, char *err, size_t err_sz)
+{
+    struct host_job hj = { .f = f, .job = job, .host = host };
+    struct exec_result res = { 0 };
+    struct fan_res *fr = calloc((size_t)(n ? n : 1), sizeof *fr);
+    if (!fr)
+        return -ENOMEM;
+    int r = host_fan(&hj, cts, n, av, FAN_NONE, NULL, NULL, timeout_s, what, &res, fr);
+    if (r < 0) {
+        (void)str_copy(err, err_sz, hj.err);
+        free(fr);
+        return r;
+    }
+    memcpy(ret, fr, (size_t)n * sizeof *fr);
+    free(fr);
+    *ret_res = res;
+    return 0;
+}
+
 /* One host's containers, all at once, in at most four host execs: `release have` (an installed
  * release -- typically the environment -- stops here), the manifest into the host store,
  * `release missing -` (manifest on stdin), then after staging `release install M -` with a pack
@@ -685,13 +709,19 @@ static int host_round(struct host_job *hj, bool *ret_again)
     struct exec_result res = { 0 };
     int r = av && need && list ? 0 : -ENOMEM;
     double tq = time_mono();
-    /* 1. which containers have it already (the agent's record of a verified install) */
-    for (int k = 0; k < n; k++) {
+    /* 1. which containers have it already (the agent's record of a verified install).  Asked
+     * only of a large release (an environment): for a small one, `release missing` below
+     * answers "present" as cheaply from its short manifest, and a changed code release -- the
+     * common case, absent everywhere -- is spared a round trip into every container. */
+    bool ask_have = m->n >= OBJSYNC_HAVE_MIN_ENTRIES || rs->len >= OBJSYNC_HAVE_MIN_BYTES;
+    for (int k = 0; k < n && !ask_have; k++)
+        want[nw++] = cts[k];
+    for (int k = 0; k < n && ask_have; k++) {
         agent_argv_init(&av[k]);
         agent_argv_release_have(&av[k], rs->id);
     }
-    if (r == 0 && (r = host_fan(hj, cts, n, av, FAN_NONE, NULL, NULL, inv->exec_timeout_s, "release have", &res,
-                                fr)) == 0) {
+    if (r == 0 && ask_have &&
+        (r = host_fan(hj, cts, n, av, FAN_NONE, NULL, NULL, inv->exec_timeout_s, "release have", &res, fr)) == 0) {
         char line[RELEASE_ID_LEN + 16];
         snprintf(line, sizeof line, "%s present\n", rs->id);
         for (int k = 0; k < n; k++) {

@@ -84,4 +84,17 @@ struct fan_res {
 };
 int objsync_fan_parse(const char *out, size_t len, int n, struct fan_res *ret);
 
+
+/* Run agent command av[k] (agent_argv_end is called here) in container cts[k] of job, all of
+ * them on host `host`, at once through one host exec (SH_FAN, no stdin): the containers of a
+ * host cost one round trip, not one each.  0 with ret[k] pointing into *ret_res (free it with
+ * exec_result_done), whatever each agent's exit status; or -errno when the host exec itself
+ * failed (connection, timeout_s passed, an unreadable answer: -EBADMSG, too many arguments:
+ * -E2BIG) with the connection's reason in err, and *ret_res untouched.  A session that timed
+ * out or failed is dropped (the next fleet_conn reconnects). */
+struct agent_argv;
+int objsync_fan_agents(struct fleet *f, const struct inv_job *job, int host, const int *cts, int n,
+                       struct agent_argv *av, double timeout_s, const char *what, struct exec_result *ret_res,
+                       struct fan_res *ret, char *err, size_t err_sz);
+
 #endif

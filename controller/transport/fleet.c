@@ -105,27 +105,33 @@ int fleet_agent_status(struct fleet *f, const struct inv_ct *ct, struct agent_st
     agent_argv_init(&a);
     agent_argv_status(&a);
     struct exec_result res;
-    r = pct_run_agent(c, ct, a.argv, 15, &res);
+    r = pct_run_agent(c, ct, a.argv, FLEET_STATUS_TIMEOUT_S, &res);
     if (r < 0) {
         snprintf(err, err_sz, "%s", c->err);
         return r;
     }
+    r = fleet_agent_status_read(ct, &res, ret_st, err, err_sz);
+    exec_result_done(&res);
+    return r;
+}
+
+int fleet_agent_status_read(const struct inv_ct *ct, const struct exec_result *res, struct agent_status *ret_st,
+                            char *err, size_t err_sz)
+{
     char reason[512];
-    if (res.status != 0) {
-        exec_result_reason(&res, reason, sizeof reason);
-        exec_result_done(&res);
+    if (res->status != 0) {
+        exec_result_reason(res, reason, sizeof reason);
         if (ct->vmid >= 0 && strstr(reason, "not running")) {
             snprintf(err, err_sz, "container %d is stopped (%s); start it with: pct start %d",
                      ct->vmid, reason, ct->vmid);
             return -EHOSTDOWN;
         }
-        snprintf(err, err_sz, "drover-agent status failed (exit %d): %s", res.status, reason);
+        snprintf(err, err_sz, "drover-agent status failed (exit %d): %s", res->status, reason);
         return -EIO;
     }
-    r = status_parse(res.out, res.out_len, ret_st);
+    int r = status_parse(res->out ? res->out : "", res->out_len, ret_st);
     if (r < 0)
         snprintf(err, err_sz, "drover-agent status printed a document drover cannot read: %s",
                  strerror(-r));
-    exec_result_done(&res);
     return r;
 }

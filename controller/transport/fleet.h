@@ -57,5 +57,11 @@ void fleet_wait(struct fleet *f, int ms);
  * the container is stopped, -EIO when the agent does not answer, or the connection's error. */
 int fleet_agent_status(struct fleet *f, const struct inv_ct *ct, struct agent_status *ret_st,
                        char *err, size_t err_sz);
+/* How long one container's `status` may take (seconds). */
+#define FLEET_STATUS_TIMEOUT_S 15
+/* fleet_agent_status's reading of an answer res got some other way (a host's containers asked
+ * at once): the same results and messages. */
+int fleet_agent_status_read(const struct inv_ct *ct, const struct exec_result *res, struct agent_status *ret_st,
+                            char *err, size_t err_sz);
 
 #endif

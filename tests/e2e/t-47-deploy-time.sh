@@ -4,7 +4,9 @@
 # every host at once, bounded by [drover] parallel).  Three `deploy --stage-only` runs (lease,
 # survey, check of the good release, transfer, lease given back) and one full deploy (switch,
 # probation, promote) of a one-file change.  DROVER_BEFORE=PATH (another drover binary, e.g.
-# main's before a change) runs the same with it first, for docs/benchmarks.md.
+# main's before a change) runs the same with it first, for docs/benchmarks.md.  The last
+# stage-only run of this build also checks its step structure in h1's pct log (pct calls per
+# container), so a step added back is caught without timing.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -28,8 +30,22 @@ for label in before after; do
 	figures=""
 	for k in 1 2 3; do
 		echo "# $label $k: a one-file change" >>"$rel/etc/train.ini"
+		pct_mark
 		timed_deploy "$bin" "$rel" --job train --stage-only
 		check "$label: deploy --stage-only of a one-file change exits 0 ($(secs "$t") s)" test "$DROVER_RC" = 0
+		if [[ $label == after && $k == 3 ]]; then
+			# the step structure, not the time: per container `lease take` (not renewed a moment
+			# later), `status`, `release verify` of the good release, `release missing`, `release
+			# install` and `lease release`, a host's containers in one host exec each; no `release
+			# have` for a small code release
+			n=$(wc -w <<<"$(grep -o 'h1:[0-9]*' <<<"$E2E_CTS")")
+			calls=$(pct_since h1 | grep -c ' pct exec ')
+			check "the stage-only deploy made at most 6 pct exec per container on h1 ($calls for $n)" \
+				test "$calls" -le $((6 * n))
+			check "the lease was taken once per container, not renewed before the push" \
+				test "$(pct_since h1 | grep -c 'lease take')" = "$n"
+			check "no release have for a small code release" eval '! pct_since_has h1 "release have"'
+		fi
 		figures+="$(secs "$t") "
 		margin "$(secs "$t")" "$label stage-only one-file s"
 	done
