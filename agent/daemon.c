@@ -1218,6 +1218,7 @@ int daemon_run(const struct daemon_opts *o)
     struct daemon *d = &dd;
     memset(d, 0, sizeof *d);
     d->o = o;
+    gang_set_cgroup_mode(o->cgroup);
     d->listen_fd = d->sig_fd = -1;
     for (int i = 0; i < MAX_CLIENTS; i++)
         d->cl[i].fd = -1;

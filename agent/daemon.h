@@ -15,6 +15,7 @@ struct daemon_opts {
     bool detach;
     int keep_releases;          /* GC keeps this many newest releases (plus protected ones) */
     struct crash_policy policy;
+    enum gang_cgroup_mode cgroup; /* --cgroup: the gangs' cgroups (agent/supervise.h) */
 };
 
 void daemon_opts_default(struct daemon_opts *o);

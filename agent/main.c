@@ -75,6 +75,7 @@ static void usage(FILE *f)
             "usage: drover-agent [--root DIR] [--socket PATH] [-v] VERB ... | --version | --help\n"
             "  daemon [--detach] [--pidfile P] [--keep-releases N] [--crash-limit K] [--crash-window S]\n"
             "         [--max-auto-rollbacks N] [--backoff-initial S] [--backoff-max S]\n"
+            "         [--cgroup auto|v2|v1|none]\n"
             "  version\n"
             "  release add BLOB --id ID | release list [--json] | release verify ID\n"
             "  release have ID... | release missing MANIFEST|- | release install MANIFEST [PACK|-] --id ID\n"
@@ -201,6 +202,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_MAX_ROLLBACKS: bad = parse_int(a, 0, 1000, &c->dopts.policy.max_auto_rollbacks) < 0; break;
         case AGENT_OPT_BACKOFF_INITIAL: bad = parse_num(a, 0.01, 3600, &c->dopts.policy.backoff_initial_s) < 0; break;
         case AGENT_OPT_BACKOFF_MAX: bad = parse_num(a, 0.01, 86400, &c->dopts.policy.backoff_max_s) < 0; break;
+        case AGENT_OPT_CGROUP: bad = gang_cgroup_mode_parse(a, &c->dopts.cgroup) < 0; break;
         case 'v': log_set_level(LOG_LVL_DEBUG); break;
         case 'h': usage(stdout); return 1;
         default:
@@ -217,6 +219,10 @@ static int cli_parse(struct cli *c, int argc, char **argv)
             else
                 log_error("%s: --env takes NAME=VALUE, each NAME once, at most %d of at most %d "
                           "bytes ('%s')", argv[0], SPEC_MAX_ENV, SPEC_ENV_MAX - 1, name);
+            return -EINVAL;
+        }
+        if (bad && opt == AGENT_OPT_CGROUP) {
+            log_error("%s: bad value '%s' for --cgroup: one of auto, v2, v1, none", argv[0], a);
             return -EINVAL;
         }
         if (bad) {

@@ -364,55 +364,122 @@ static int open_fifo_reader(const char *path)
     return fd;
 }
 
-/* ---- the gang's cgroup (v2) ---- */
+/* ---- the gang's cgroup: v2, else v1's freezer hierarchy ---- */
 
-/* Where cgroup v2 is mounted: /sys/fs/cgroup (unified) or /sys/fs/cgroup/unified (hybrid). */
-static const char *cg_root(void)
+static enum gang_cgroup_mode cg_mode = GANG_CGROUP_AUTO;
+
+void gang_set_cgroup_mode(enum gang_cgroup_mode m) { cg_mode = m; }
+
+int gang_cgroup_mode_parse(const char *s, enum gang_cgroup_mode *m)
 {
-    static const char *const cand[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
-    for (size_t i = 0; i < ARRAY_SIZE(cand); i++) {
-        struct statfs sf;
-        if (statfs(cand[i], &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC)
-            return cand[i];
+    static const char *const names[] = {[GANG_CGROUP_AUTO] = "auto", [GANG_CGROUP_V2] = "v2",
+                                        [GANG_CGROUP_V1] = "v1", [GANG_CGROUP_NONE] = "none"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+        if (!strcmp(s, names[i])) {
+            *m = (enum gang_cgroup_mode)i;
+            return 0;
+        }
+    return -EINVAL;
+}
+
+/* The agent's own cgroup in the hierarchy whose /proc/self/cgroup line starts with `key`
+ * ("0::" for v2, "freezer" for v1's freezer controller): its path, "" when not listed. */
+static void cg_self(const char *key, char *self, size_t sz)
+{
+    self[0] = '\0';
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    if (!f)
+        return;
+    char line[PATH_MAX];
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (!strcmp(key, "0::")) {
+            if (!strncmp(line, "0::", 3))
+                (void)str_copy(self, sz, line + 3);
+            continue;
+        }
+        /* "N:ctrl1,ctrl2:/path": key among the controllers */
+        char *c = strchr(line, ':'), *e = c ? strchr(c + 1, ':') : NULL;
+        if (!c || !e)
+            continue;
+        *e = '\0';
+        char *save = NULL;
+        for (char *t = strtok_r(c + 1, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            if (strlen(t) == kl && !strncmp(t, key, kl))
+                (void)str_copy(self, sz, e + 1);
+    }
+    fclose(f);
+}
+
+/* Where the gang's cgroups go: v2 at /sys/fs/cgroup (unified) or /sys/fs/cgroup/unified
+ * (hybrid), else v1's freezer hierarchy at /sys/fs/cgroup/freezer, whose freezer.state lets a
+ * SIGKILL reach every process without racing forks.  NULL: none (mode none, or not mounted). */
+static const char *cg_root(char *self, size_t sz)
+{
+    static const char *const v2[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+    struct statfs sf;
+    if (cg_mode == GANG_CGROUP_NONE)
+        return NULL;
+    if (cg_mode != GANG_CGROUP_V1)
+        for (size_t i = 0; i < ARRAY_SIZE(v2); i++)
+            if (statfs(v2[i], &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC) {
+                cg_self("0::", self, sz);
+                if (self[0])
+                    return v2[i];
+            }
+    if (cg_mode == GANG_CGROUP_V2)
+        return NULL;
+    static const char v1[] = "/sys/fs/cgroup/freezer";
+    if (statfs(v1, &sf) == 0 && sf.f_type == CGROUP_SUPER_MAGIC) {
+        cg_self("freezer", self, sz);
+        if (self[0])
+            return v1;
     }
     return NULL;
 }
 
 /* Create the gang's cgroup next to the agent's own (<agent cgroup>/drover-<job>-g<gen>-<pid>);
- * "" when there is no cgroup v2 or no right to create one. */
+ * "" when there is no cgroup file system to use or no right to create one. */
 static void cg_create(struct gang *g, const char *job, int gen)
 {
     g->cgroup[0] = '\0';
-    const char *root = cg_root();
-    if (!root)
+    char self[PATH_MAX];
+    const char *root = cg_root(self, sizeof self);
+    if (!root) {
+        log_debug("job '%s': no cgroup v2 or v1 freezer hierarchy to use (mode %d); a stop "
+                  "reaches the gang's process group only", job, (int)cg_mode);
         return;
-    char self[PATH_MAX] = "", line[PATH_MAX];
-    FILE *f = fopen("/proc/self/cgroup", "re");
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "0::", 3)) {
-            line[strcspn(line, "\n")] = '\0';
-            (void)str_copy(self, sizeof self, line + 3);
-        }
-    fclose(f);
-    if (!self[0])
-        return;
+    }
     char p[PATH_MAX];
     int n = snprintf(p, sizeof p, "%s%s/drover-%s-g%d-%d", root, strcmp(self, "/") ? self : "", job, gen,
                      (int)getpid());
     if (n < 0 || (size_t)n >= sizeof p - 32)
         return;
     if (mkdir(p, 0755) < 0 && errno != EEXIST) {
-        log_debug("job '%s': no cgroup for the gang (%s: %s); a stop reaches its process group only",
-                  job, p, strerror(errno));
+        log_warn("job '%s': no cgroup for the gang (%s: %s); a stop reaches its process group only, "
+                 "so a worker's setsid child may outlive it", job, p, strerror(errno));
         return;
     }
     (void)str_copy(g->cgroup, sizeof g->cgroup, p);
 }
 
+static void cg_write(const char *dir, const char *file, const char *v)
+{
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/%s", dir, file);
+    int fd = open(p, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (write(fd, v, strlen(v)) < 0)
+        log_debug("%s: %s", p, strerror(errno));
+    close(fd);
+}
+
 /* Signal every process in the gang's cgroup (setsid escapes included).  SIGKILL uses
- * cgroup.kill where the kernel has it (5.14+: also stops forks racing the kill). */
+ * cgroup.kill where the kernel has it (v2, 5.14+: also stops forks racing the kill); in a v1
+ * freezer cgroup the gang is frozen first, so nothing forks between reading and killing, and
+ * thawed after, when the kills land. */
 static void cg_signal(const struct gang *g, int sig)
 {
     if (!g->cgroup[0])
@@ -428,15 +495,21 @@ static void cg_signal(const struct gang *g, int sig)
                 return;
         }
     }
+    snprintf(p, sizeof p, "%s/freezer.state", g->cgroup);
+    bool freeze = sig == SIGKILL && access(p, W_OK) == 0;
+    if (freeze)
+        cg_write(g->cgroup, "freezer.state", "FROZEN");
     snprintf(p, sizeof p, "%s/cgroup.procs", g->cgroup);
     FILE *f = fopen(p, "re");
-    if (!f)
-        return;
-    long pid;
-    while (fscanf(f, "%ld", &pid) == 1)
-        if (pid > 0)
-            (void)kill((pid_t)pid, sig);
-    fclose(f);
+    if (f) {
+        long pid;
+        while (fscanf(f, "%ld", &pid) == 1)
+            if (pid > 0)
+                (void)kill((pid_t)pid, sig);
+        fclose(f);
+    }
+    if (freeze)
+        cg_write(g->cgroup, "freezer.state", "THAWED");
 }
 
 /* Does the gang's cgroup hold a process that is not a zombie? */

@@ -80,11 +80,18 @@ struct gang {
     bool first_told;      /* the daemon has told the job machine about first_exit */
     bool adopted;         /* started by an earlier agent and re-adopted */
     char dir[PATH_MAX];   /* runs/<job>/gang/g<generation>: heartbeat FIFOs, pid and exit files */
-    char cgroup[PATH_MAX]; /* the gang's cgroup v2 directory; "" none (cgroup v1, or no right
-                              to create one): then a stop reaches the process group only */
+    char cgroup[PATH_MAX]; /* the gang's cgroup directory (v2, else v1 freezer); "" none (no
+                              cgroup mounted, or no right to create one): then a stop
+                              reaches the process group only */
 };
 
 void gang_init(struct gang *g);
+
+/* Which cgroup a gang gets (drover-agent daemon --cgroup): auto = v2 where mounted, else v1's
+ * freezer hierarchy, else none; v2, v1: only that one; none: process group only. */
+enum gang_cgroup_mode { GANG_CGROUP_AUTO, GANG_CGROUP_V2, GANG_CGROUP_V1, GANG_CGROUP_NONE };
+void gang_set_cgroup_mode(enum gang_cgroup_mode m);
+int gang_cgroup_mode_parse(const char *s, enum gang_cgroup_mode *m); /* -EINVAL: unknown */
 
 /* Check that spec's command can run from the release directory before anything is stopped:
  * the release dir exists and argv[0] resolves to an executable regular file (relative to the

@@ -85,7 +85,8 @@ int agent_verb_parse(const char *s)
     X(AGENT_OPT_CUDA, "cuda", required_argument)                               \
     X(AGENT_OPT_GPU_MEM, "gpu-mem", required_argument)                         \
     X(AGENT_OPT_RDZV, "rdzv", required_argument) \
-    X(AGENT_OPT_RESTART_AFTER, "restart-after", required_argument)
+    X(AGENT_OPT_RESTART_AFTER, "restart-after", required_argument) \
+    X(AGENT_OPT_CGROUP, "cgroup", required_argument)
 
 #define AS_LONGOPT(id, name, arg) { name, arg, 0, id },
 const struct option agent_cli_longopts[] = {

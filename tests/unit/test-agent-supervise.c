@@ -387,9 +387,9 @@ static bool proc_dead(pid_t pid)
 
 /* Issue 11: a gang is one cgroup: a stop reaches a child that left the process group (setsid),
  * and the gang counts as gone only once that child is gone too. */
-static void test_gang_stop_reaches_setsid_child(void **state)
+static void setsid_stop(enum gang_cgroup_mode mode)
 {
-    (void)state;
+    gang_set_cgroup_mode(mode);
     char id[RELEASE_ID_LEN + 1], err[256];
     install("escape", "#!/bin/sh\n"
                       "setsid sh -c 'echo $$ > \"$DROVER_RUN_DIR/escapee.pid\"; trap \"\" TERM; exec sleep 1000' &\n"
@@ -400,13 +400,16 @@ static void test_gang_stop_reaches_setsid_child(void **state)
     s.grace_s = 0.3;
     struct gang g;
     assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
-    if (!g.cgroup[0]) { /* no cgroup v2 we may write to: nothing to test here */
+    if (!g.cgroup[0]) { /* no cgroup of this kind we may write to: nothing to test here */
         gang_stop(&g);
         assert_true(pump(&g, 30, is_gone));
         gang_clear(&g);
         spec_done(&s);
+        gang_set_cgroup_mode(GANG_CGROUP_AUTO);
         skip();
     }
+    if (mode == GANG_CGROUP_V1) /* v1's freezer hierarchy: the stop freezes, kills, thaws */
+        assert_non_null(strstr(g.cgroup, "/freezer/"));
     char p[400];
     snprintf(p, sizeof p, "%s/root/runs/train/escapee.pid", tmpd);
     long esc = 0;
@@ -426,6 +429,39 @@ static void test_gang_stop_reaches_setsid_child(void **state)
     assert_true(proc_dead((pid_t)esc));
     gang_clear(&g);
     spec_done(&s);
+    gang_set_cgroup_mode(GANG_CGROUP_AUTO);
+}
+
+static void test_gang_stop_reaches_setsid_child(void **state)
+{
+    (void)state;
+    setsid_stop(GANG_CGROUP_AUTO);
+}
+
+/* The same where only cgroup v1 is mounted (drover-agent daemon --cgroup v1): before the freezer
+ * fallback such a gang had no cgroup and the setsid child outlived every stop. */
+static void test_gang_stop_reaches_setsid_child_v1(void **state)
+{
+    (void)state;
+    setsid_stop(GANG_CGROUP_V1);
+}
+
+static void test_gang_cgroup_mode_parse(void **state)
+{
+    (void)state;
+    enum gang_cgroup_mode m = GANG_CGROUP_NONE;
+    assert_int_equal(gang_cgroup_mode_parse("auto", &m), 0);
+    assert_int_equal(m, GANG_CGROUP_AUTO);
+    assert_int_equal(gang_cgroup_mode_parse("v1", &m), 0);
+    assert_int_equal(m, GANG_CGROUP_V1);
+    assert_int_equal(gang_cgroup_mode_parse("v2", &m), 0);
+    assert_int_equal(m, GANG_CGROUP_V2);
+    assert_int_equal(gang_cgroup_mode_parse("none", &m), 0);
+    assert_int_equal(m, GANG_CGROUP_NONE);
+    assert_int_equal(gang_cgroup_mode_parse("v3", &m), -EINVAL);
+    assert_int_equal(gang_cgroup_mode_parse("", &m), -EINVAL);
+    assert_int_equal(gang_cgroup_mode_parse("V1", &m), -EINVAL);
+    assert_int_equal(m, GANG_CGROUP_NONE); /* untouched on error */
 }
 
 static void test_gang_overlong_heartbeat(void **state)
@@ -982,6 +1018,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_last_heartbeat_before_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_stop_reaches_setsid_child, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_stop_reaches_setsid_child_v1, setup, teardown),
+        cmocka_unit_test(test_gang_cgroup_mode_parse),
         cmocka_unit_test_setup_teardown(test_gang_python_nan_heartbeats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_liveness, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_crash_loop_reverts_to_good, setup, teardown),
