@@ -100,9 +100,11 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
     }
     if (!njobs && f->inv->njobs == 1)
         jobs[njobs++] = f->inv->jobs[0].name; /* the one job deploy_run() would pick */
-    /* Every host of these jobs at once: a dead host costs one connect timeout, not one each. */
+    /* Every host of these jobs at once: a dead host costs one connect timeout, not one each.
+     * One job: deploy_run() connects once it has walked the release and found the job's command
+     * in it (a release it would refuse contacts no host) */
     bool need[INV_MAX_HOSTS] = { false };
-    for (int k = 0; k < njobs; k++) {
+    for (int k = 0; k < njobs && njobs > 1; k++) {
         const struct inv_job *jb = inventory_find_job(f->inv, jobs[k]);
         bool one[INV_MAX_HOSTS];
         if (!jb)

@@ -1698,6 +1698,12 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     char err[2048] = "";
     if (stage_bundle(&d, o->dir, o->env_dir) < 0)
         goto out;
+    /* the release is known to be deployable (its command is in it): now every host of the job
+     * at once (cmd_deploy connects nothing first for one job, so a release without its command
+     * is named without a connect timeout or a host key refusal before it, and exits 1) */
+    bool need[INV_MAX_HOSTS];
+    fleet_hosts_of(f->inv, d.job, need);
+    (void)fleet_connect_all(f, need);
     char brel[RELEASE_ID_LEN + 1];
     if (state_baseline_get(d.inv->state_dir, d.key, &d.baseline, brel) < 0)
         d.baseline = -1;

@@ -318,6 +318,28 @@ static void test_validate_env(void **state)
     assert_int_equal(drover("validate", "rel", NULL), 0);
 }
 
+/* A release without the job's command is refused before any host is contacted (the newcomer
+ * pass: deploy connected to every host first, so an unknown host key or a dead host came before,
+ * or instead of, "bin/drover-train is missing", and the exit code was the host's, 5) */
+static void test_release_checked_before_hosts(void **state)
+{
+    (void)state;
+    char ini[512];
+    snprintf(ini, sizeof ini,
+             "[drover]\nstate_dir = %s/state\nknown_hosts = %s/known_hosts\nconnect_timeout = 2s\n"
+             "[host h1]\naddress = 127.0.0.1\nport = 1\n"
+             "[job train]\ncontainers = h1:101\ncommand = bin/drover-train\n", tmpd, tmpd);
+    mkfile("drover.ini", ini, 0644);
+    assert_int_equal(fs_mkdir_p("rel/etc", 0755), 0);
+    mkfile("rel/etc/train.ini", "[train]\n", 0644);
+    const char *verb[] = { "deploy", "plan" };
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(drover(verb[i], "rel", "--job", "train", NULL), 1);
+        want(err, "'bin/drover-train' (the command of [job train] in the inventory) is missing");
+        want_not(err, "host 'h1'"); /* no connection attempted, no connect error */
+    }
+}
+
 /* stdout is exactly one JSON object: its member key as a string ("" when absent or not one). */
 static json_t *doc_of(const char *text)
 {
@@ -406,6 +428,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_validate_env, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_without_inventory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_did_you_mean, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_checked_before_hosts, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
