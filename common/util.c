@@ -29,6 +29,45 @@ int str_copy(char *dst, size_t dstsz, const char *src)
     return 0;
 }
 
+int str_edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return 99;
+    int d[64][64];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int cost = a[i - 1] != b[j - 1];
+            int best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < best)
+                best = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+const char *str_nearest(const char *word, const char *const *cands, size_t n)
+{
+    const char *best = NULL;
+    int bd = 99;
+    for (size_t i = 0; i < n; i++) {
+        int d = cands[i] ? str_edit_distance(word, cands[i]) : 99;
+        if (d < bd) {
+            bd = d;
+            best = cands[i];
+        }
+    }
+    return best && bd <= (strlen(word) <= 4 ? 1 : 2) ? best : NULL;
+}
+
 bool str_is_digits(const char *s, size_t max_len)
 {
     size_t n = 0;

@@ -18,6 +18,14 @@
  * fit (dst then holds the truncated prefix). */
 int str_copy(char *dst, size_t dstsz, const char *src);
 
+/* Optimal string alignment distance (Levenshtein with adjacent transpositions, each edit 1)
+ * between a and b, both at most 63 bytes (longer: 99, i.e. never near). */
+int str_edit_distance(const char *a, const char *b);
+
+/* The candidate nearest to a mistyped word ("containres" -> "containers"): at most 1 edit away
+ * for words of up to 4 characters, 2 beyond; NULL when none is that near. */
+const char *str_nearest(const char *word, const char *const *cands, size_t n);
+
 /* true when s is all decimal digits (1..max_len of them). */
 bool str_is_digits(const char *s, size_t max_len);
 

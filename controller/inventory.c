@@ -246,6 +246,60 @@ static const struct ini_key keys[] = {
         "is not a duration from 1s to 1h", 0),
 };
 
+/* The keys each section takes besides the table's rows (docs/config.md). */
+static const char *const drover_keys[] = { "state_dir", "known_hosts", "identity", "ssh_config",
+                                           "agent_path", "staging_dir", NULL };
+static const char *const notify_keys[] = { "webhook", "format", "secret_file", "secret_env", "exec", NULL };
+static const char *const host_keys[] = { "address", "user", "agent_path", NULL };
+static const char *const policy_keys[] = { "on_inconclusive", NULL };
+static const char *const job_keys[] = { "containers", "arg", "preflight_arg", "env", "gpus", "command",
+                                        "preflight", "master_addr", "on_inconclusive", NULL };
+
+/* Every key of section kind sec ("drover", "notify", "host", "job", "policy") into cands (the
+ * policy keys are a job's too); returns how many. */
+static size_t section_keys(const char *sec, const char **cands, size_t max)
+{
+    const char *const *extra = !strcmp(sec, "drover") ? drover_keys : !strcmp(sec, "notify") ? notify_keys
+                             : !strcmp(sec, "host")   ? host_keys   : !strcmp(sec, "job")    ? job_keys
+                                                                                             : policy_keys;
+    bool pol = !strcmp(sec, "job") || !strcmp(sec, "policy");
+    size_t n = 0;
+    for (size_t i = 0; extra[i] && n < max; i++)
+        cands[n++] = extra[i];
+    for (size_t i = 0; i < ARRAY_SIZE(keys) && n < max; i++)
+        if (!strcmp(keys[i].section, sec) || (pol && !strcmp(keys[i].section, "policy")))
+            cands[n++] = keys[i].name;
+    return n;
+}
+
+/* "unknown key": with the nearest key of the section ("containres: unknown key: did you mean
+ * containers?") or the section the key belongs in ("grace: not a key of [policy]: it goes in
+ * [job NAME]"), so that a typo in the inventory is as plain as one on the command line. */
+static void unknown_key(struct parse_ctx *c, const char *sec, const char *name)
+{
+    const char *cands[128];
+    size_t n = section_keys(sec, cands, ARRAY_SIZE(cands));
+    static const char *const secs[] = { "policy", "job", "drover", "host", "notify" };
+    static const char *const shown[] = { "[policy] or [job NAME]", "[job NAME]", "[drover]", "[host NAME]",
+                                         "[notify]" };
+    for (size_t s = 0; s < ARRAY_SIZE(secs); s++) {
+        if (!strcmp(secs[s], sec))
+            continue;
+        const char *other[128];
+        size_t m = section_keys(secs[s], other, ARRAY_SIZE(other));
+        for (size_t i = 0; i < m; i++)
+            if (!strcmp(other[i], name)) {
+                ctx_fail(c, name, "not a key of this section: it goes in %s (see docs/config.md)", shown[s]);
+                return;
+            }
+    }
+    const char *near = str_nearest(name, cands, n);
+    if (near)
+        ctx_fail(c, name, "unknown key: did you mean %s? (see docs/config.md)", near);
+    else
+        ctx_fail(c, name, "unknown key (see docs/config.md)");
+}
+
 /* Set key `name` of section kind sec from the table into base: 1 set, 0 bad value (reported),
  * -ENOENT not a key of the table.  *set gets the row's bit. */
 static int table_key(struct parse_ctx *c, const char *sec, void *base, unsigned *set,
@@ -341,7 +395,7 @@ static int section_drover(struct parse_ctx *c, const char *name, const char *val
                    ? set_string(c, name, value, inv->agent_path, sizeof inv->agent_path)
                    : set_string(c, name, value, inv->staging_dir, sizeof inv->staging_dir);
     }
-    ctx_fail(c, name, "unknown key (see docs/config.md)");
+    unknown_key(c, "drover", name);
     return 0;
 }
 
@@ -380,7 +434,7 @@ static int section_notify(struct parse_ctx *c, const char *name, const char *val
         return set_string(c, name, value, n->secret_env, sizeof n->secret_env);
     if (strcmp(name, "exec") == 0)
         return set_path(c, name, value, n->exec, sizeof n->exec);
-    ctx_fail(c, name, "unknown key (see docs/config.md)");
+    unknown_key(c, "notify", name);
     return 0;
 }
 
@@ -413,7 +467,7 @@ static int section_host(struct parse_ctx *c, const char *name, const char *value
         }
         return set_string(c, name, value, h->agent_path, sizeof h->agent_path);
     }
-    ctx_fail(c, name, "unknown key (see docs/config.md)");
+    unknown_key(c, "host", name);
     return 0;
 }
 
@@ -517,7 +571,7 @@ static int section_job(struct parse_ctx *c, const char *name, const char *value)
         }
         return set_string(c, name, value, j->master_addr, sizeof j->master_addr);
     }
-    ctx_fail(c, name, "unknown key (see docs/config.md)");
+    unknown_key(c, "job", name);
     return 0;
 }
 
@@ -634,7 +688,7 @@ static int ctx_handle(void *user, const char *section, const char *name, const c
         }
         int r = policy_key(c, &c->policy, &c->policy_set, name, value);
         if (r == -ENOENT) {
-            ctx_fail(c, name, "unknown policy key (see docs/config.md)");
+            unknown_key(c, "policy", name);
             return 0;
         }
         return r;

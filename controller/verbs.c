@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 
@@ -64,33 +65,6 @@ const struct verb *verb_find(const char *name)
     return NULL;
 }
 
-/* Optimal string alignment distance (Levenshtein with adjacent transpositions, each edit 1)
- * between a and b, both at most 63 bytes (longer: 99, i.e. never near). */
-static int edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return 99;
-    int d[64][64];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = (int)i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = (int)j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            int cost = a[i - 1] != b[j - 1];
-            int best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
-            if (d[i - 1][j - 1] + cost < best)
-                best = d[i - 1][j - 1] + cost;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    return d[la][lb];
-}
-
 /* How far a typo may be from what was meant: 1 edit in a short word, 2 in a longer one. */
 static bool is_near(const char *typed, int dist)
 {
@@ -102,7 +76,7 @@ const char *verb_suggest(const char *word)
     const char *best = NULL;
     int bd = 99;
     for (size_t i = 0; i < verbs_n; i++) {
-        int d = edit_distance(word, verbs[i].name);
+        int d = str_edit_distance(word, verbs[i].name);
         if (d < bd) {
             bd = d;
             best = verbs[i].name;
@@ -132,7 +106,7 @@ int verb_check_options(const struct verb *v, int argc, char **argv)
             snprintf(opt, sizeof opt, "%.*s", (int)ol, o);
             if (nl <= ol && strncmp(opt, name, nl) == 0)
                 known = true; /* the option, or an abbreviation getopt_long takes */
-            int d = edit_distance(name + 2, opt + 2);
+            int d = str_edit_distance(name + 2, opt + 2);
             if (d < bd) {
                 bd = d;
                 snprintf(best, sizeof best, "%s", opt);

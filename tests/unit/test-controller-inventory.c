@@ -147,6 +147,30 @@ static void test_gc_keep(void **state)
     inventory_free(inv);
 }
 
+/* A mistyped key names the key it is near, and a key in the wrong section the section it goes
+ * in (the newcomer pass: "containres: unknown key (see docs/config.md)", while a mistyped
+ * option on the command line already got "did you mean") */
+static void test_unknown_key_suggests(void **state)
+{
+    (void)state;
+    parse_fails("[host h]\naddress = a\n[job j]\ncontainres = h:101\ncommand = x\n", "inv.ini:4:",
+                "[job j] containres: unknown key: did you mean containers?");
+    parse_fails("[host h]\naddress = a\n[job j]\ncontainers = h:101\ncomand = x\n", "inv.ini:5:",
+                "did you mean command?");
+    parse_fails("[host h]\naddress = a\n[job j]\ncontainers = h:101\ncommand = x\nhealthy_deadlin = 5\n",
+                "inv.ini:6:", "did you mean healthy_deadline?");
+    parse_fails("[host h]\nadress = a\n", "inv.ini:2:", "[host h] adress: unknown key: did you mean address?");
+    parse_fails("[policy]\nsilense_deadline = 5s\n", "inv.ini:2:", "did you mean silence_deadline?");
+    parse_fails("[drover]\nstate_dri = /x\n", "inv.ini:2:", "did you mean state_dir?");
+    /* in the wrong section */
+    parse_fails("[policy]\ngrace = 5s\n", "inv.ini:2:", "[policy] grace: not a key of this section: it goes in [job NAME]");
+    parse_fails("[drover]\nhealthy_deadline = 5s\n", "inv.ini:2:", "it goes in [policy] or [job NAME]");
+    parse_fails("[host h]\naddress = a\n[job j]\ncontainers = h:101\ncommand = x\nstate_dir = /x\n",
+                "inv.ini:6:", "it goes in [drover]");
+    /* nothing near: as before */
+    parse_fails("[drover]\nstate_dir = /x\nbogus = 1\n", "inv.ini:3:", "[drover] bogus: unknown key (see docs/config.md)");
+}
+
 static void test_errors_name_line_and_key(void **state)
 {
     (void)state;
@@ -403,6 +427,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_inventory),
         cmocka_unit_test(test_errors_name_line_and_key),
+        cmocka_unit_test(test_unknown_key_suggests),
         cmocka_unit_test(test_gc_keep),
         cmocka_unit_test(test_env_preflight_timeout_liveness),
         cmocka_unit_test(test_long_line_is_an_error),
