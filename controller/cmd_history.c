@@ -114,6 +114,15 @@ int cmd_history(struct fleet *f, int argc, char **argv)
     for (int k = 0; !local && k < f->inv->njobs; k++)
         if (!job || !strcmp(job, f->inv->jobs[k].name))
             (void)merge_from_agents(f, &f->inv->jobs[k], &h, &n);
+    if (job && n == 0 && !inventory_find_job(f->inv, job)) {
+        /* a mistyped --job showed an empty history, exit 0; a job no longer in the inventory
+         * still shows its records */
+        char why[512];
+        log_error("no history of job '%s' in '%s', and %s", job, f->inv->state_dir,
+                  inventory_no_job(f->inv, job, why, sizeof why));
+        free(h);
+        return EXIT_USAGE;
+    }
     if (json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < n; i++) {

@@ -487,7 +487,8 @@ int cmd_install(struct fleet *f, int argc, char **argv)
             }
         }
         if (job && !inventory_find_job(inv, job)) {
-            log_error("no [job %s] in '%s'", job, inv->path);
+            char why[512];
+            log_error("%s", inventory_no_job(inv, job, why, sizeof why));
             free(cts);
             return install_early(&cr, json, inv, job, binary, EXIT_USAGE);
         }

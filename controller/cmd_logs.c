@@ -92,8 +92,11 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
         jobname = f->inv->jobs[0].name;
     const struct inv_job *job = jobname ? inventory_find_job(f->inv, jobname) : NULL;
     if (!job) {
-        log_error(jobname ? "no job '%s' in the inventory" : "name the job with --job%s",
-                  jobname ? jobname : "");
+        char why[512];
+        if (jobname)
+            log_error("%s", inventory_no_job(f->inv, jobname, why, sizeof why));
+        else
+            log_error("name the job with --job");
         return EXIT_USAGE;
     }
     int world = job->ncts * job->nproc_per_node;
@@ -300,7 +303,8 @@ int cmd_events(struct fleet *f, int argc, char **argv)
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;
     if (jobname && !inventory_find_job(f->inv, jobname)) {
-        log_error("no job '%s' in the inventory", jobname);
+        char why[512];
+        log_error("%s", inventory_no_job(f->inv, jobname, why, sizeof why));
         return EXIT_USAGE;
     }
     /* Every container once, even when several jobs share it. */

@@ -393,7 +393,8 @@ int cmd_status(struct fleet *f, int argc, char **argv)
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;
     if (o.job && !inventory_find_job(f->inv, o.job)) {
-        log_error("no [job %s] in '%s'", o.job, f->inv->path);
+        char why[512];
+        log_error("%s", inventory_no_job(f->inv, o.job, why, sizeof why));
         return EXIT_USAGE;
     }
     if (!watch)

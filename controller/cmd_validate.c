@@ -46,7 +46,8 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
         return EXIT_OK;
     const struct inventory *inv = f->inv;
     if (jobname && !inventory_find_job(inv, jobname)) {
-        log_error("no job '%s' in the inventory '%s'", jobname, inv->path);
+        char why[512];
+        log_error("%s", inventory_no_job(inv, jobname, why, sizeof why));
         return EXIT_USAGE;
     }
     int ncts = 0;

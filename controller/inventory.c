@@ -737,6 +737,31 @@ const struct inv_job *inventory_find_job(const struct inventory *inv, const char
     return NULL;
 }
 
+const char *inventory_no_job(const struct inventory *inv, const char *name, char *buf, size_t sz)
+{
+    const char *names[INV_MAX_JOBS];
+    for (int i = 0; i < inv->njobs; i++)
+        names[i] = inv->jobs[i].name;
+    const char *near = str_nearest(name, names, (size_t)inv->njobs);
+    int n = snprintf(buf, sz, "no [job %s] in '%s'", name, inv->path);
+    if (n < 0 || (size_t)n >= sz)
+        return buf;
+    if (near)
+        snprintf(buf + n, sz - (size_t)n, ": did you mean %s?", near);
+    else if (inv->njobs == 0)
+        snprintf(buf + n, sz - (size_t)n, ": it has no [job NAME] section");
+    else {
+        size_t used = (size_t)n;
+        for (int i = 0; i < inv->njobs && used < sz; i++) {
+            int m = snprintf(buf + used, sz - used, "%s%s", i ? ", " : ": its jobs are ", names[i]);
+            if (m < 0)
+                break;
+            used += (size_t)m;
+        }
+    }
+    return buf;
+}
+
 int inventory_parse_ct(const struct inventory *inv, const char *spec, struct inv_ct *ret_ct,
                        char *err, size_t err_sz)
 {

@@ -136,6 +136,10 @@ void inventory_free(struct inventory *inv);
 
 /* Lookups; NULL / -1 when absent. */
 const struct inv_job *inventory_find_job(const struct inventory *inv, const char *name);
+
+/* "no [job trian] in 'drover.ini': did you mean train?" (or ": its jobs are train, pt") into
+ * buf, for a --job NAME that inventory_find_job() did not find.  Returns buf. */
+const char *inventory_no_job(const struct inventory *inv, const char *name, char *buf, size_t sz);
 int inventory_find_host(const struct inventory *inv, const char *name);
 
 /* Parse "HOST:VMID" or "HOST:local:/abs/root" against inv's hosts.  -EINVAL with err set. */

@@ -240,8 +240,9 @@ const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *n
 {
     if (name) {
         const struct inv_job *j = inventory_find_job(inv, name);
+        char why[512];
         if (!j)
-            log_error("no [job %s] in '%s'", name, inv->path);
+            log_error("%s", inventory_no_job(inv, name, why, sizeof why));
         return j;
     }
     if (inv->njobs == 1)

@@ -340,6 +340,32 @@ static void test_release_checked_before_hosts(void **state)
     }
 }
 
+/* A mistyped --job names the nearest job (the newcomer pass: "no [job trian] in 'drover.ini'"
+ * with nothing more, and `history --job trian` showed an empty history, exit 0) */
+static void test_unknown_job_suggests(void **state)
+{
+    (void)state;
+    char ini[512];
+    snprintf(ini, sizeof ini,
+             "[drover]\nstate_dir = %s/state\n[host h1]\nlocal = true\n"
+             "[job train]\ncontainers = h1:101\ncommand = bin/drover-train\n"
+             "[job drafter]\ncontainers = h1:101\ncommand = ./launch.sh\n", tmpd);
+    mkfile("drover.ini", ini, 0644);
+    assert_int_equal(drover("status", "--job", "trian", NULL), 2);
+    want(err, "no [job trian] in 'drover.ini': did you mean train?");
+    assert_int_equal(drover("validate", "--job", "xyz", NULL), 2);
+    want(err, "no [job xyz] in 'drover.ini': its jobs are train, drafter");
+    assert_int_equal(drover("logs", "--job", "draftr", NULL), 2);
+    want(err, "did you mean drafter?");
+    assert_int_equal(drover("deploy", ".", "--job", "trian", NULL), 2);
+    want(err, "did you mean train?");
+    assert_int_equal(drover("history", "--job", "trian", "--local", NULL), 2);
+    want(err, "no history of job 'trian'");
+    want(err, "did you mean train?");
+    /* a job of the inventory with no history yet: an empty table, exit 0 */
+    assert_int_equal(drover("history", "--job", "train", "--local", NULL), 0);
+}
+
 /* stdout is exactly one JSON object: its member key as a string ("" when absent or not one). */
 static json_t *doc_of(const char *text)
 {
@@ -429,6 +455,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_json_without_inventory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_did_you_mean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_checked_before_hosts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_job_suggests, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
