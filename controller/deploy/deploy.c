@@ -354,6 +354,30 @@ static void on_sigint_send(int sig)
     (void)sig;
     interrupted = 1;
     send_interrupted = 1;
+    exec_interrupted = 1;
+}
+
+/* Ctrl-C (SIGINT, SIGTERM) between the lease and the switch: the remote command in flight
+ * (survey, verification, GPU check, preflight) is abandoned at once, and deploy_run gives the
+ * lease back and records the deploy aborted.  It used to kill drover there, leaving the job's
+ * deploy lease held for lease_ttl (5 min): the operator's next deploy was refused as "another
+ * operator", naming this dead drover as the holder. */
+static void before_switch_handlers(bool on)
+{
+    static struct sigaction old_int, old_term;
+    static bool installed;
+    if (on && !installed) {
+        struct sigaction sa = { .sa_handler = on_sigint_send };
+        sigemptyset(&sa.sa_mask);
+        interrupted = 0;
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
+        installed = true;
+    } else if (!on && installed) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        installed = false;
+    }
 }
 
 /* Walk and hash DIR (and the environment first, when there is one) into v2 manifests; the
@@ -430,6 +454,7 @@ static int push_release(struct deploy *d, char *err, size_t err_sz)
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     send_interrupted = 0;
+    exec_interrupted = 0;
     if (r == 0)
         fprintf(stderr, "release %s in every container in %.1fs (%zu objects, %.2f MiB sent to hosts)\n", d->sid,
                 time_mono() - t0, st.objects_to_hosts, (double)st.bytes_to_hosts / 1048576.0);
@@ -1718,9 +1743,12 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     if (lock < 0)
         goto out;
     deploy_step_done(&tstep, "lease taken");
+    before_switch_handlers(true);
     bool all_current = false;
     int sr = survey(&d, true, &all_current, err, sizeof err);
     deploy_step_done(&tstep, "survey");
+    if (interrupted)
+        goto interrupted_before_switch;
     if (sr < 0) {
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
         if (!f->key_refused) {
@@ -1738,6 +1766,8 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     int cr = check_rollback_target(&d, o->force);
     deploy_step_done(&tstep, "rollback target checked");
+    if (interrupted)
+        goto interrupted_before_switch;
     if (cr < 0)
         goto out;
     /* renew: the push may take a while.  Not when the lease was taken moments ago (under a tenth
@@ -1755,8 +1785,13 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         ret = EXIT_OK;
         goto out;
     }
-    if (err[0] || preflight_cts(&d, err, sizeof err) < 0) {
+    if (interrupted && !strstr(err, "interrupted by the operator"))
+        goto interrupted_before_switch; /* push_release's own line says how far the staging got */
+    if (err[0] || preflight_cts(&d, err, sizeof err) < 0 || interrupted) {
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
+        exec_interrupted = 0; /* the lease and the history record below are sent */
+        if (interrupted && !strstr(err, "interrupted by the operator"))
+            snprintf(err, sizeof err, "interrupted by the operator before the switch (during the preflight)");
         log_error("%s", err);
         fprintf(stderr, "deploy of %s stopped before anything was switched: the running release "
                 "keeps running untouched\n", d.sid);
@@ -1781,6 +1816,9 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     if (pol->on_inconclusive_hold && !d.analysis)
         pdl += pol->hold_time_s; /* a held release waits for the operator this long */
+    if (interrupted)
+        goto interrupted_before_switch;
+    before_switch_handlers(false);
     struct sigaction sa = { .sa_handler = on_sigint }, old_int, old_term;
     sigemptyset(&sa.sa_mask);
     interrupted = 0;
@@ -1935,7 +1973,18 @@ failed:
 restore:
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    goto out;
+interrupted_before_switch:
+    exec_interrupted = 0; /* the lease and the history record below are sent */
+    send_interrupted = 0;
+    log_error("deploy of %s interrupted by the operator before the switch: nothing was stopped or "
+              "switched, the running release keeps running untouched", d.sid);
+    history_record(&d, "aborted", "interrupted by the operator before the switch", -1);
+    ret = EXIT_FAIL;
 out:
+    before_switch_handlers(false);
+    exec_interrupted = 0; /* a second Ctrl-C during the record above: still give the lease back */
+    send_interrupted = 0;
     deploy_done(&d, lock);
     return ret;
 }

@@ -154,7 +154,13 @@ static int run_local(struct conn *c, const char *const *argv, double timeout_s,
             r = -ETIMEDOUT;
             break;
         }
-        int pr = poll(pfd, 2, left > 1 ? 1000 : (int)(left * 1000) + 1);
+        if (exec_interrupted) {
+            (void)kill(pid, SIGTERM);
+            snprintf(c->err, sizeof c->err, "host '%s' (local): interrupted", c->h->name);
+            r = -EINTR;
+            break;
+        }
+        int pr = poll(pfd, 2, left > 1 ? 100 : (int)(left * 1000) + 1);
         if (pr < 0 && errno != EINTR) {
             r = -errno;
             break;

@@ -479,6 +479,8 @@ out:
     return r;
 }
 
+volatile sig_atomic_t exec_interrupted;
+
 static void wait_fd(ssh_session s, int ms)
 {
     struct pollfd pfd = { .fd = ssh_get_fd(s), .events = POLLIN };
@@ -519,6 +521,11 @@ int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct e
             snprintf(err, err_sz, "%s: '%s' timed out after %.0fs", c->label,
                      text_escape(cmdline, strlen(cmdline), shown, sizeof shown), timeout_s);
             r = -ETIMEDOUT;
+            goto out;
+        }
+        if (exec_interrupted) { /* the channel is closed below: the command's output is dropped */
+            snprintf(err, err_sz, "%s: interrupted", c->label);
+            r = -EINTR;
             goto out;
         }
         int n1 = ssh_channel_read_nonblocking(ch, buf, sizeof buf, 0);

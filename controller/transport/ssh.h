@@ -7,6 +7,7 @@
 #ifndef DROVER_SSH_H
 #define DROVER_SSH_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,8 +80,13 @@ int ssh_trust_host(const struct ssh_params *p, bool replace, const char *expect_
 bool ssh_fingerprint_is_valid(const char *fp);
 
 
+/* Set from a signal handler (the operator's Ctrl-C): ssh_exec and conn_run's local commands stop
+ * waiting at once and return -EINTR ("interrupted").  Cleared by whoever set it. */
+extern volatile sig_atomic_t exec_interrupted;
+
 /* Run one shell command line (see quote.h) on an exec channel; waits up to timeout_s.
- * 0 with *ret filled (whatever the exit status), -ETIMEDOUT, -EIO (channel failure). */
+ * 0 with *ret filled (whatever the exit status), -ETIMEDOUT, -EIO (channel failure), -EINTR
+ * (exec_interrupted). */
 int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct exec_result *ret,
              char *err, size_t err_sz);
 

@@ -1,0 +1,52 @@
+#!/bin/bash
+# t-32-interrupt: Ctrl-C before the switch (the newcomer pass).  A deploy interrupted while its
+# preflight runs stops at once, says nothing was switched, records `aborted` and gives the job's
+# deploy lease back: the operator's next deploy goes through.  It used to die of the SIGINT with
+# the lease held, so every deploy for lease_ttl (5 min) was refused as "another operator",
+# naming the dead drover as the holder.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ensure_v1
+v1=$(v1_id)
+# this test's inventory: the job's preflight is a script of the release that takes a minute
+INV_P="$E2E_WORK/inventory-slow-preflight.ini"
+sed 's|^preflight = .*|preflight = bin/slow-preflight|' "$INV" >"$INV_P"
+d=$(make_release v32 train.seed=32)
+printf '#!/bin/sh\nsleep 60\n' >"$d/bin/slow-preflight"
+chmod 0755 "$d/bin/slow-preflight"
+
+say "deploy v32 (preflight sleeps 60 s); SIGINT to drover while the preflight runs"
+pct_mark
+# as from a terminal: a background job of a script starts with SIGINT ignored
+env --default-signal=INT "$E2E_BUILD/drover" -i "$INV_P" deploy "$d" --job train >"$E2E_WORK/int.out" 2>"$E2E_WORK/int.err" &
+pid=$!
+preflight_runs() { pct_since_has h1 'preflight'; }
+check "the deploy reaches its preflight" wait_until 120 preflight_runs
+sleep 1
+t0=$(now_cs)
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+took=$(($(now_cs) - t0))
+sed 's/^/    | /' "$E2E_WORK/int.err" | tail -5
+check "drover exits 1 (not killed by the signal: $rc) within 15 s ($(secs $took) s)" \
+	eval '[[ $rc == 1 ]] && ((took < 1500))'
+check "it says it was interrupted before the switch and nothing was switched" \
+	eval 'grep -q "interrupted by the operator before the switch" "$E2E_WORK/int.err" &&
+		grep -E -q "stopped before anything was switched|nothing was stopped or switched" "$E2E_WORK/int.err"'
+lease_free() {
+	local c
+	for c in $E2E_CTS; do ct "$c" test -f /var/lib/drover/leases/train.json && return 1; done
+	return 0
+}
+check "the deploy lease is given back in every container" lease_free
+check "v1 is still current everywhere" all_current_is "$v1"
+check "every rank still trains" all_ranks_advance 3 90
+drover history --job train
+check "history records the deploy as aborted" drover_said 'aborted .*interrupted by the operator before the switch'
+say "the next deploy is not refused by a lease"
+drover deploy "$E2E_WORK/releases/v1" --job train
+show_drover 4
+check "deploy of v1 again: nothing to do, exit 0 (no lease in the way)" eval '[[ $DROVER_RC == 0 ]] && drover_said "already current"'
+finish
