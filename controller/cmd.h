@@ -73,6 +73,13 @@ void install_diagnose(const char *err, int status, char *missing, size_t missing
 struct rank_status;
 double status_rank_ktok(const struct rank_status *rs);
 const char *status_loss_text(const struct rank_status *rs, char *buf, size_t sz);
+/* The line `drover status` prints on stderr under its table for a container whose gang of job
+ * has failed (the agent gave up: a promoted release's non-finite loss, a crash loop, a failed
+ * start): the agent's reason and what to do.  NULL when the gang has not failed.  inv_arg: -i
+ * as given (NULL: default).  Returns buf. */
+struct job_status;
+const char *status_failed_hint(const char *ct, const char *job, const struct job_status *js,
+                               const char *inv_arg, char *buf, size_t sz);
 
 /* One history record as JSON (the shape of `history -o json`'s entries); new reference. */
 json_t *cmd_history_entry_json(const struct history_entry *h);

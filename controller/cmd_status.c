@@ -60,6 +60,19 @@ const char *status_loss_text(const struct rank_status *rs, char *buf, size_t sz)
 }
 
 /* The heartbeat with its wire names (docs/protocol.md), so scripts read one vocabulary. */
+const char *status_failed_hint(const char *ct, const char *job, const struct job_status *js,
+                               const char *inv_arg, char *buf, size_t sz)
+{
+    if (!js || js->state != GANG_FAILED)
+        return NULL;
+    snprintf(buf, sz, "%s: job '%s' has failed and is not running: %s; `drover%s%s rollback --job %s` "
+                      "starts the last good release again (or the one before it, when this was it), "
+                      "or deploy a fixed release",
+             ct, job, js->reason[0] ? js->reason : "(no reason given)", inv_arg ? " -i " : "",
+             inv_arg ? inv_arg : "", job);
+    return buf;
+}
+
 static json_t *rank_json(const struct rank_status *rs)
 {
     json_t *o = json_pack("{s:i,s:i,s:s,s:I,s:f,s:i,s:i}", "rank", rs->rank, "local_rank",
@@ -326,6 +339,9 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             }
             if (!js->nranks && !o->json)
                 print_row(j->name, ct->label, i, js, NULL, target, o->wide);
+            char hint[600];
+            if (!o->json && status_failed_hint(ct->label, j->name, js, f->inv_arg, hint, sizeof hint))
+                log_warn("%s", hint); /* the table alone said "failed", not why; escaped by the logger */
             json_object_set_new(co, "ranks", ranks);
             json_array_append_new(json_object_get(jo, "containers"), co);
         }

@@ -49,11 +49,33 @@ static void test_rank_ktok(void **state)
     assert_true(fabs(status_rank_ktok(&rs) - 41.5) < 1e-9);
 }
 
+/* A failed gang: the default table said only "failed" (the newcomer pass, a promoted PyTorch
+ * release whose loss went NaN: the job is down and nothing said why or what to do) */
+static void test_failed_hint(void **state)
+{
+    (void)state;
+    struct job_status js;
+    char buf[600];
+    memset(&js, 0, sizeof js);
+    js.state = GANG_RUNNING;
+    assert_null(status_failed_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf));
+    assert_null(status_failed_hint("h1:101", "drafter", NULL, NULL, buf, sizeof buf));
+    js.state = GANG_FAILED;
+    strcpy(js.reason, "rank 0 reported 3 consecutive non-finite steps (non-retryable) on a promoted release: stopped");
+    const char *h = status_failed_hint("h1:101", "drafter", &js, "lab.ini", buf, sizeof buf);
+    assert_non_null(h);
+    assert_non_null(strstr(h, "h1:101: job 'drafter' has failed and is not running: rank 0 reported 3"));
+    assert_non_null(strstr(h, "`drover -i lab.ini rollback --job drafter`"));
+    h = status_failed_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf);
+    assert_non_null(strstr(h, "`drover rollback --job drafter`"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loss_text),
         cmocka_unit_test(test_rank_ktok),
+        cmocka_unit_test(test_failed_hint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
