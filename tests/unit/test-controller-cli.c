@@ -364,6 +364,16 @@ static void test_unknown_job_suggests(void **state)
     want(err, "did you mean train?");
     /* a job of the inventory with no history yet: an empty table, exit 0 */
     assert_int_equal(drover("history", "--job", "train", "--local", NULL), 0);
+    /* validate DIR without --job: a release made for one job fails on the other, and says how
+     * to check it for its own job only */
+    assert_int_equal(fs_mkdir_p("ptrel", 0755), 0);
+    mkfile("ptrel/launch.sh", "#!/bin/sh\n", 0755);
+    assert_int_equal(drover("validate", "ptrel", NULL), 1);
+    want(out, "release ptrel for job drafter: ok");
+    want(err, "'bin/drover-train' (the command of [job train] in the inventory) is missing");
+    want(err, "`drover validate ptrel --job J` checks it for job J only");
+    assert_int_equal(drover("validate", "ptrel", "--job", "drafter", NULL), 0);
+    want_not(err, "--job J");
 }
 
 /* stdout is exactly one JSON object: its member key as a string ("" when absent or not one). */
