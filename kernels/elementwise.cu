@@ -499,6 +499,162 @@ static int layernorm_backward_fused(bf16 *dinp, float *dweight, float *dbias, fl
     return kern_check_launch("layernorm_backward_fused");
 }
 
+// The LayerNorm backward with the row in registers (the default; DROVER_LN_BWD=old selects the
+// kernel above).  Each lane keeps weight for its columns (lane*8 + 256*i) in registers across rows
+// and loads x, dout and dinp of a row in one go (16-byte loads, x and dout evict-first), so a row
+// is read from DRAM once with no dependent second read; dinp's arithmetic is the kernel above's
+// in the same order.  Each warp adds its rows' dweight/dbias terms to its own shared-memory row
+// (in registers they spilled); 132 * MINB blocks of 8 warps, MINB per SM (__launch_bounds__(256,
+// MINB): 2, the default, fits in 128 registers; 3, DROVER_LN_BWD=reg3, spills a little at 80),
+// write one partial row each; lnr_final_kernel adds them in a fixed order with 16 row groups per
+// column (the one-thread-per-column loop above reads its 396 partials in a row).
+__device__ __forceinline__ bf16x8 load8_cs(const bf16 *p)
+{
+    uint4 u = __ldcs(reinterpret_cast<const uint4 *>(p));
+    return *reinterpret_cast<bf16x8 *>(&u);
+}
+
+template <int NCH, int MINB>
+static __global__ void __launch_bounds__(256, MINB) layernorm_backward_reg_kernel(
+    bf16 *dinp, float *part_w, float *part_b, const bf16 *dout, const bf16 *inp, const bf16 *w,
+    const float *mean, const float *rstd, int N, int C)
+{
+    extern __shared__ float4 lnr_smem[]; // [2][8 warps][256 * NCH] floats: dweight, dbias sums
+    float *acc_w = reinterpret_cast<float *>(lnr_smem), *acc_b = acc_w + 8 * 256 * NCH;
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    float *aw = acc_w + warp * 256 * NCH, *ab = acc_b + warp * 256 * NCH;
+    bf16x8 wv[NCH];
+#pragma unroll
+    for (int i = 0; i < NCH; i++) {
+        int c = lane * 8 + 256 * i;
+        if (c < C)
+            wv[i] = load8(w + c);
+#pragma unroll
+        for (int k = 0; k < 8; k += 4)
+            *reinterpret_cast<float4 *>(aw + c + k) = *reinterpret_cast<float4 *>(ab + c + k) =
+                make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    for (int row = blockIdx.x * 8 + warp; row < N; row += gridDim.x * 8) {
+        const bf16 *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
+        bf16 *dx = dinp + (size_t)row * C;
+        float m = mean[row], rs = rstd[row];
+        bf16x8 xv[NCH], dv[NCH], ov[NCH];
+#pragma unroll
+        for (int i = 0; i < NCH; i++) {
+            int c = lane * 8 + 256 * i;
+            if (c < C) {
+                xv[i] = load8_cs(x + c);
+                dv[i] = load8_cs(dy + c);
+                ov[i] = load8(dx + c);
+            }
+        }
+        float a = 0.f, b = 0.f;
+#pragma unroll
+        for (int i = 0; i < NCH; i++) {
+            int c = lane * 8 + 256 * i;
+            if (c < C) {
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    float xh = (__bfloat162float(xv[i].v[k]) - m) * rs;
+                    float dn = __bfloat162float(dv[i].v[k]) * __bfloat162float(wv[i].v[k]);
+                    a += dn;
+                    b += dn * xh;
+                }
+            }
+        }
+        a = warp_sum(a) / C;
+        b = warp_sum(b) / C;
+#pragma unroll
+        for (int i = 0; i < NCH; i++) {
+            int c = lane * 8 + 256 * i;
+            if (c < C) {
+                float sw[8], sb[8];
+                *reinterpret_cast<float4 *>(sw) = *reinterpret_cast<float4 *>(aw + c);
+                *reinterpret_cast<float4 *>(sw + 4) = *reinterpret_cast<float4 *>(aw + c + 4);
+                *reinterpret_cast<float4 *>(sb) = *reinterpret_cast<float4 *>(ab + c);
+                *reinterpret_cast<float4 *>(sb + 4) = *reinterpret_cast<float4 *>(ab + c + 4);
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    float xh = (__bfloat162float(xv[i].v[k]) - m) * rs;
+                    float d = __bfloat162float(dv[i].v[k]);
+                    float dn = d * __bfloat162float(wv[i].v[k]);
+                    ov[i].v[k] = __float2bfloat16_rn(__bfloat162float(ov[i].v[k]) + (dn - a - xh * b) * rs);
+                    sw[k] += d * xh;
+                    sb[k] += d;
+                }
+                store8(dx + c, ov[i]);
+                *reinterpret_cast<float4 *>(aw + c) = *reinterpret_cast<float4 *>(sw);
+                *reinterpret_cast<float4 *>(aw + c + 4) = *reinterpret_cast<float4 *>(sw + 4);
+                *reinterpret_cast<float4 *>(ab + c) = *reinterpret_cast<float4 *>(sb);
+                *reinterpret_cast<float4 *>(ab + c + 4) = *reinterpret_cast<float4 *>(sb + 4);
+            }
+        }
+    }
+    // block reduction in warp order (as the kernel above): one partial row of each per block
+    __syncthreads();
+    for (int c = threadIdx.x; c < C; c += 256) {
+        float tw = 0.f, tb = 0.f;
+        for (int y = 0; y < 8; y++) {
+            tw += acc_w[y * 256 * NCH + c];
+            tb += acc_b[y * 256 * NCH + c];
+        }
+        part_w[(size_t)blockIdx.x * C + c] = tw;
+        part_b[(size_t)blockIdx.x * C + c] = tb;
+    }
+}
+
+// dw (blockIdx.y 0) or db (1) += the G partial rows: thread (x, y) adds rows y, y+16, ... of
+// column blockIdx.x*32 + x in order, then y = 0 adds the 16 sums in order.
+static __global__ void lnr_final_kernel(float *dw, float *db, const float *part_w,
+                                        const float *part_b, int G, int C)
+{
+    __shared__ float s[16][33];
+    int c = blockIdx.x * 32 + threadIdx.x;
+    const float *p = blockIdx.y ? part_b : part_w;
+    float acc = 0.f;
+    if (c < C)
+#pragma unroll 4
+        for (int g = threadIdx.y; g < G; g += 16)
+            acc += p[(size_t)g * C + c];
+    s[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < C) {
+        float t = 0.f;
+        for (int y = 0; y < 16; y++)
+            t += s[y][threadIdx.x];
+        (blockIdx.y ? db : dw)[c] += t;
+    }
+}
+
+template <int NCH, int MINB>
+static int layernorm_backward_reg(bf16 *dinp, float *dweight, float *dbias, float *scratch,
+                                  const bf16 *dout, const bf16 *inp, const bf16 *w,
+                                  const float *mean, const float *rstd, int N, int C, cudaStream_t s)
+{
+    const int G = 132 * MINB; /* an H200's SMs; a fixed grid keeps the sums' order fixed; <= 396 */
+    float *pw = scratch, *pb = scratch + (size_t)G * C;
+    const int smem = 2 * 8 * 256 * NCH * (int)sizeof(float); /* 64 KiB at NCH 4 */
+    if (smem > 48 * 1024) { /* widths over 768; set each time: the attribute is per device */
+        cudaError_t e = cudaFuncSetAttribute(layernorm_backward_reg_kernel<NCH, MINB>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        if (e != cudaSuccess)
+            return kern_set_error("layernorm_backward_reg smem", cudaGetErrorString(e));
+    }
+    layernorm_backward_reg_kernel<NCH, MINB><<<G, 256, smem, s>>>(dinp, pw, pb, dout, inp, w, mean,
+                                                                   rstd, N, C);
+    lnr_final_kernel<<<dim3(cdiv(C, 32), 2), dim3(32, 16), 0, s>>>(dweight, dbias, pw, pb,
+                                                                   G, C);
+    return kern_check_launch("layernorm_backward_reg");
+}
+
+static int lnb_impl = -1;
+
+extern "C" void kern_lnbwd_set_impl(int reg)
+{
+    const char *e = getenv("DROVER_LN_BWD");
+    lnb_impl = reg >= 0 ? reg : e && !strcmp(e, "old") ? 0 : e && !strcmp(e, "reg3") ? 2 : 1;
+}
+
 extern "C" int kern_layernorm_backward(kbf16 *dinp, float *dweight, float *dbias, float *scratch,
                                        const kbf16 *dout, const kbf16 *inp, const kbf16 *weight,
                                        const float *mean, const float *rstd, int N, int C,
@@ -506,6 +662,24 @@ extern "C" int kern_layernorm_backward(kbf16 *dinp, float *dweight, float *dbias
 {
     if (C % 8)
         return -EINVAL;
+    if (lnb_impl < 0)
+        kern_lnbwd_set_impl(-1);
+#define LNB_REG(n)                                                                                 \
+    return lnb_impl == 2 ? layernorm_backward_reg<n, 3>((bf16 *)dinp, dweight, dbias, scratch,      \
+                                                        (const bf16 *)dout, (const bf16 *)inp,       \
+                                                        (const bf16 *)weight, mean, rstd, N, C, s)   \
+                         : layernorm_backward_reg<n, 2>((bf16 *)dinp, dweight, dbias, scratch, (const bf16 *)dout,  \
+                                     (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C, s)
+    if (lnb_impl >= 1) {
+        switch ((C + 255) / 256) {
+        case 1: LNB_REG(1);
+        case 2: LNB_REG(2);
+        case 3: LNB_REG(3);
+        case 4: LNB_REG(4);
+        default: break;
+        }
+    }
+#undef LNB_REG
     switch ((C + 255) / 256) { /* registers hold the row: widths up to 1024 take the fused path */
     case 1:
         return layernorm_backward_fused<1>((bf16 *)dinp, dweight, dbias, scratch, (const bf16 *)dout,

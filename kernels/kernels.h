@@ -126,6 +126,12 @@ void kern_rowkernels_set_impl(int ln, int cls);
  * (default), 0 = one per thread; the same bits either way.  -1 = from the environment
  * (DROVER_ADAMW=old selects 0).  Not thread-safe, as above. */
 void kern_adamw_set_impl(int vec);
+/* LayerNorm backward: 1 = the row and weight in registers, one DRAM read of x, dout and dinp,
+ * two blocks per SM (default, widths up to 1024); 2 = the same at three blocks per SM; 0 = the
+ * earlier fused kernel (re-reads the row from L1).  dinp the same bits, dweight/dbias summed in
+ * another order.  -1 = from the environment (DROVER_LN_BWD=old selects 0, =reg3 2).  Not
+ * thread-safe, as above. */
+void kern_lnbwd_set_impl(int reg);
 /* out[0] = sum of in[n] fp32, one block, fixed order (deterministic). */
 int kern_sum(float *out, const float *in, size_t n, cudaStream_t s);
 

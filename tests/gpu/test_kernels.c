@@ -110,6 +110,10 @@ static void test_layernorm(struct rng *r, int C)
     float *dout = rand_bf16_exact(r, N * C, 1);
     float *dinp = rand_bf16_exact(r, N * C, 1);
     float *gw = rand_f32(r, C, 1), *gb = rand_f32(r, C, 1);
+    float *dinp0 = malloc(N * C * 4), *gw0 = malloc(C * 4), *gb0 = malloc(C * 4); /* inputs kept */
+    memcpy(dinp0, dinp, N * C * 4);
+    memcpy(gw0, gw, C * 4);
+    memcpy(gb0, gb, C * 4);
     kbf16 *d_dinp = dev_bf16(dinp, N * C), *d_dout = dev_bf16(dout, N * C);
     float *d_gw = dev_f32(gw, C), *d_gb = dev_f32(gb, C);
     float *scratch = dev_poisoned(kern_colsum_scratch_floats(C) * 4);
@@ -121,6 +125,42 @@ static void test_layernorm(struct rng *r, int C)
     check(name, rel_err(g1, dinp, N * C), 1e-2);
     check("layernorm_backward dweight", rel_err(g2, gw, C), 1e-3);
     check("layernorm_backward dbias", rel_err(g3, gb, C), 1e-3);
+
+    /* both backward kernels on the same inputs (widths <= 1024; wider ones have one path):
+       dinp the same bits, dweight and dbias summed in another order */
+    if (C <= 1024) {
+        float *gd[3], *gww[3], *gbb[3];
+        for (int k = 0; k < 3; k++) { /* old, reg (default), reg3 */
+            kbf16 *e_dinp = dev_bf16(dinp0, N * C);
+            float *e_gw = dev_f32(gw0, C), *e_gb = dev_f32(gb0, C);
+            kern_lnbwd_set_impl(k); /* 0 old, 1 reg, 2 reg3 */
+            KK(kern_layernorm_backward(e_dinp, e_gw, e_gb, scratch, d_dout, dx, dw, dmean, drstd,
+                                       (int)N, C, 0));
+            gd[k] = host_from_bf16(e_dinp, N * C);
+            gww[k] = host_from_f32(e_gw, C);
+            gbb[k] = host_from_f32(e_gb, C);
+        }
+        kern_lnbwd_set_impl(-1);
+        for (int k = 1; k < 3; k++) {
+            const char *v = k == 1 ? "reg" : "reg3";
+            size_t same = 0;
+            for (size_t i = 0; i < N * C; i++)
+                same += gd[0][i] == gd[k][i];
+            snprintf(name, sizeof name, "layernorm_backward %s dinp vs CPU (C%d)", v, C);
+            check(name, rel_err(gd[k], dinp, N * C), 1e-2);
+            snprintf(name, sizeof name, "layernorm_backward %s dweight vs CPU", v);
+            check(name, rel_err(gww[k], gw, C), 1e-3);
+            snprintf(name, sizeof name, "layernorm_backward %s dbias vs CPU", v);
+            check(name, rel_err(gbb[k], gb, C), 1e-3);
+            printf("layernorm_backward %s vs old: dinp %zu of %zu the same bits\n", v, same, N * C);
+            snprintf(name, sizeof name, "layernorm_backward %s vs old dinp", v);
+            check(name, rel_err(gd[k], gd[0], N * C), 1e-3);
+            snprintf(name, sizeof name, "layernorm_backward %s vs old dweight", v);
+            check(name, rel_err(gww[k], gww[0], C), 1e-5);
+            snprintf(name, sizeof name, "layernorm_backward %s vs old dbias", v);
+            check(name, rel_err(gbb[k], gbb[0], C), 1e-5);
+        }
+    }
 }
 
 static void test_matmul(struct rng *r, struct kern_blas *bl)
