@@ -239,6 +239,13 @@ static int bench_kernels(int B)
     kern_rowkernels_set_impl(-1, -1);
     TIME("layernorm bwd (dinp + dw/db)", 0, bf * 4.0 * N * C, 2 * L + 1,
          kern_layernorm_backward(y, gw, gw + C, scratch, x, x, bias, mean, rstd, (int)N, C, 0));
+    kern_lnbwd_set_impl(0);
+    TIME("  layernorm bwd (old: DROVER_LN_BWD=old)", 0, bf * 4.0 * N * C, 0,
+         kern_layernorm_backward(y, gw, gw + C, scratch, x, x, bias, mean, rstd, (int)N, C, 0));
+    kern_lnbwd_set_impl(2);
+    TIME("  layernorm bwd (reg3: DROVER_LN_BWD=reg3)", 0, bf * 4.0 * N * C, 0,
+         kern_layernorm_backward(y, gw, gw + C, scratch, x, x, bias, mean, rstd, (int)N, C, 0));
+    kern_lnbwd_set_impl(-1);
     TIME("bias bwd (4C columns)", 0, bf * 4.0 * N * C, L,
          kern_bias_backward(gw, scratch, pre, (int)N, 4 * C, 0));
     TIME("gelu bwd (unfused; not in the step)", 0, bf * 3.0 * 4 * N * C, 0, kern_gelu_backward_inplace(pre, x, N * 4 * C, 0));
