@@ -224,10 +224,15 @@ static int install_one(struct fleet *f, const struct inv_ct *ct, const char *sta
             return r;
         }
         int st = res.status;
+        char reason[512], why[1024];
+        exec_result_reason(&res, reason, sizeof reason);
         exec_result_done(&res);
         if (st != 0) {
-            install_fail(ir, ct, "cannot create '%s' (is the container running? pct start %d)", dir,
-                         ct->vmid);
+            /* pct's own error first: a vmid of no container here was "is the container running?" */
+            if (pct_ct_problem(ct->vmid, reason, why, sizeof why) < 0)
+                install_fail(ir, ct, "%s", why);
+            else
+                install_fail(ir, ct, "cannot create '%s': %s", dir, reason);
             return -EIO;
         }
         r = pct_push(c, ct, staged, tmp, "0755");

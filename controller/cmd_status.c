@@ -271,18 +271,20 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             const struct job_status *js = r == 0 ? status_find_job(st, j->name) : NULL;
             if (r < 0) {
                 unreachable++;
+                const char *why = f->conn_err[ct->host] ? "unreachable"
+                                  : r == -EHOSTDOWN     ? "ct-stopped"
+                                  : r == -ENODEV        ? "ct-missing"
+                                                        : "agent-unreachable";
                 json_object_set_new(co, "reachable", json_false());
-                json_object_set_new(co, "state", json_string(f->conn_err[ct->host] ? "unreachable"
-                                                             : r == -EHOSTDOWN ? "ct-stopped"
-                                                                               : "agent-unreachable"));
+                json_object_set_new(co, "state", json_string(why));
                 json_object_set_new(co, "error", json_string(err));
                 if (!o->json)
                     printf("%-12s %-22s %4d %4s %s%s%s\n", j->name, ct->label, i, "-",
-                           ui_red(stdout),
-                           f->conn_err[ct->host] ? "unreachable"
-                           : r == -EHOSTDOWN     ? "ct-stopped"
-                                                 : "agent-unreachable",
-                           ui_reset(stdout));
+                           ui_red(stdout), why, ui_reset(stdout));
+                /* docs/errors.md: stderr names each missing container (the table said only
+                 * "agent-unreachable"); a host's connect error was said when it failed */
+                if (!o->json && !f->conn_err[ct->host])
+                    log_error("%s: %s", ct->label, err);
                 json_array_append_new(json_object_get(jo, "containers"), co);
                 continue;
             }

@@ -1528,6 +1528,9 @@ static int leases_take(struct deploy *d, double ttl)
                 log_warn("%s: %s", ct->label, cf->err[i]);
             continue;
         }
+        char ctwhy[8];
+        if (st != AGENT_EXIT_BUSY && pct_ct_problem(ct->vmid, cf->err[i], ctwhy, sizeof ctwhy) < 0)
+            continue; /* the container is stopped or not there: the survey says so, once */
         if (st != AGENT_EXIT_BUSY) { /* only a holder refuses; anything else must not block */
             log_warn("%s: no deploy lease (%s)%s", ct->label, cf->err[i],
                      st == AGENT_EXIT_USAGE ? "; this agent is older than leases: drover install" : "");

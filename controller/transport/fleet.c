@@ -121,11 +121,9 @@ int fleet_agent_status_read(const struct inv_ct *ct, const struct exec_result *r
     char reason[512];
     if (res->status != 0) {
         exec_result_reason(res, reason, sizeof reason);
-        if (ct->vmid >= 0 && strstr(reason, "not running")) {
-            snprintf(err, err_sz, "container %d is stopped (%s); start it with: pct start %d",
-                     ct->vmid, reason, ct->vmid);
-            return -EHOSTDOWN;
-        }
+        int pr = pct_ct_problem(ct->vmid, reason, err, err_sz); /* stopped, or no such vmid */
+        if (pr < 0)
+            return pr;
         snprintf(err, err_sz, "drover-agent status failed (exit %d): %s", res->status, reason);
         return -EIO;
     }

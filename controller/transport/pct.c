@@ -159,3 +159,21 @@ int pct_stream(struct conn *c, const struct inv_ct *ct, const char *const *argv,
     }
     return conn_stream_open(c, full, line_max, ret_s);
 }
+
+int pct_ct_problem(int vmid, const char *reason, char *out, size_t sz)
+{
+    if (vmid < 0 || !reason)
+        return 0;
+    /* PVE: "Configuration file 'nodes/pve1/lxc/103.conf' does not exist" (a vmid of no
+     * container, or of another node's) */
+    if (strstr(reason, "Configuration file") && strstr(reason, "does not exist")) {
+        snprintf(out, sz, "no container %d on this host (%s): check the vmid in the inventory's "
+                          "containers (`pct list` on the host lists them)", vmid, reason);
+        return -ENODEV;
+    }
+    if (strstr(reason, "not running")) {
+        snprintf(out, sz, "container %d is stopped (%s); start it with: pct start %d", vmid, reason, vmid);
+        return -EHOSTDOWN;
+    }
+    return 0;
+}

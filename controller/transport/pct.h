@@ -49,6 +49,12 @@ const char *pct_agent_root(const struct inv_ct *ct);
 /* sha256sum of a file in the container into ret_hex; -ENOENT if the file is not there. */
 int pct_sha256(struct conn *c, const struct inv_ct *ct, const char *path, char ret_hex[65]);
 
+/* What pct's own error (reason: a failed pct call's stderr) says about the container itself:
+ * -ENODEV "no container VMID on this host (Configuration file ... does not exist): check the
+ * vmid in the inventory ...", -EHOSTDOWN "container VMID is stopped (...); start it with: pct
+ * start VMID", each written to out; 0 when it says neither (the command itself failed). */
+int pct_ct_problem(int vmid, const char *reason, char *out, size_t sz);
+
 /* Build the argv pct_run_agent would run (for tests and --dry-run).  argv_out has room for
  * PCT_ARGV_MAX pointers; strings point into agent_args, ct, inv or vmid_buf[16]. */
 int pct_agent_argv(const struct inventory *inv, const struct inv_ct *ct,

@@ -1,6 +1,7 @@
 /* Unit tests for controller/cmd_status.c: what `drover status` shows for a rank without data.
  * A rank that has not stepped yet (right after a switch) showed "NaN" in LOSS, which reads as
  * the non-finite-loss failure, and -o json said "ktok_s": 0.0 with every host down. */
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include "common/heartbeat.h"
 #include "common/status.h"
 #include "controller/cmd.h"
+#include "controller/transport/pct.h"
 
 static void test_loss_text(void **state)
 {
@@ -70,12 +72,30 @@ static void test_failed_hint(void **state)
     assert_non_null(strstr(h, "`drover rollback --job drafter`"));
 }
 
+/* pct's own errors about the container: a vmid of no container on the host (an inventory typo)
+ * was "agent-unreachable" in status with nothing on stderr, "no deploy lease ... is the agent
+ * installed? drover install" in deploy and "is the container running? pct start 103" in install */
+static void test_pct_ct_problem(void **state)
+{
+    (void)state;
+    char buf[512];
+    assert_int_equal(pct_ct_problem(103, "Configuration file 'nodes/h1/lxc/103.conf' does not exist", buf, sizeof buf),
+                     -ENODEV);
+    assert_non_null(strstr(buf, "no container 103 on this host (Configuration file 'nodes/h1/lxc/103.conf' does not exist)"));
+    assert_non_null(strstr(buf, "check the vmid in the inventory"));
+    assert_int_equal(pct_ct_problem(102, "container '102' not running!", buf, sizeof buf), -EHOSTDOWN);
+    assert_non_null(strstr(buf, "start it with: pct start 102"));
+    assert_int_equal(pct_ct_problem(101, "drover-agent: cannot open the store", buf, sizeof buf), 0);
+    assert_int_equal(pct_ct_problem(-1, "Configuration file 'x' does not exist", buf, sizeof buf), 0); /* no container */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loss_text),
         cmocka_unit_test(test_rank_ktok),
         cmocka_unit_test(test_failed_hint),
+        cmocka_unit_test(test_pct_ct_problem),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
