@@ -7,7 +7,10 @@
 # shared-memory classifier (DROVER_CLS=smem), DROVER_BLAS_TUNE, the default again, and
 # torch.compile, all in this call.  Runs from a folder made by bench/gpu-attn/pack.sh with this
 # script copied in (as step.sh); logs to $OUT, a summary last.
-# TUNE (8): candidates timed per shape; STEPS (30); GPUTEST (1); TORCH (1).
+# TUNE (8): candidates timed per shape, 0 = no DROVER_BLAS_TUNE checks, table or run; STEPS
+# (30); GPUTEST (1); TORCH (1); VARIANTS: the drover-train runs, ';'-separated "label ENV=V ...",
+# default the list below (the LayerNorm backward's call used
+# VARIANTS='drover;drover-lnbwd-old DROVER_LN_BWD=old;drover-lnbwd-reg3 DROVER_LN_BWD=reg3;drover2;drover-lnbwd-old2 DROVER_LN_BWD=old').
 set -u
 cd "$(dirname "$0")" || exit 1
 export LD_LIBRARY_PATH=$PWD/lib
@@ -22,7 +25,9 @@ G=build/gpu
 if [ "${GPUTEST:-1}" = 1 ]; then
     GPU_PREBUILT=1 DROVER_TRAIN=build/drover-train timeout 300 tests/gpu/run.sh build > "$O/gputest.txt" 2>&1
     echo "gpu-test rc=$? $(el)" | tee -a "$O/log.txt"
-    grep -E "FAIL|gpu-test|classifier|layernorm_forward|identical|test_kernels" "$O/gputest.txt" | head -40
+    grep -E "FAIL|gpu-test|classifier|layernorm_|identical|test_kernels|ERROR SUMMARY" "$O/gputest.txt" | head -60
+fi
+if [ "${GPUTEST:-1}" = 1 ] && [ "$TUNE" != 0 ]; then
     DROVER_BLAS_TUNE=$TUNE timeout 120 $G/test_kernels > "$O/kernels-tune.txt" 2>&1
     echo "test_kernels with DROVER_BLAS_TUNE=$TUNE rc=$? $(el)" | tee -a "$O/log.txt"
     grep -E "FAIL|matmul|test_kernels" "$O/kernels-tune.txt" | head -20
@@ -31,9 +36,14 @@ if [ "${GPUTEST:-1}" = 1 ]; then
     grep -E "FAIL|loss|identical|PASS" "$O/model-tune.txt" | head -20
 fi
 BENCH_VARIANTS=0 timeout 100 $G/bench kernels 32 > "$O/kernels32.txt" 2>&1
-BENCH_VARIANTS=0 DROVER_BLAS_TUNE=$TUNE timeout 100 $G/bench kernels 32 > "$O/kernels32-tune.txt" 2>&1
-echo "per-kernel tables $(el)"
-paste -d'|' <(cut -c1-110 "$O/kernels32.txt") <(cut -c35-110 "$O/kernels32-tune.txt") | grep -v "wgmma dq\|wgmma [0-7])"
+if [ "$TUNE" != 0 ]; then
+    BENCH_VARIANTS=0 DROVER_BLAS_TUNE=$TUNE timeout 100 $G/bench kernels 32 > "$O/kernels32-tune.txt" 2>&1
+    echo "per-kernel tables $(el)"
+    paste -d'|' <(cut -c1-110 "$O/kernels32.txt") <(cut -c35-110 "$O/kernels32-tune.txt") | grep -v "wgmma dq\|wgmma [0-7])"
+else
+    echo "per-kernel table $(el)"
+    grep -v "wgmma dq\|wgmma [0-7])" "$O/kernels32.txt" | cut -c1-120
+fi
 res=$O/bench.jsonl
 : > "$res"
 run() { # label, env...
@@ -42,11 +52,13 @@ run() { # label, env...
         env "$@" timeout 120 $G/bench $b $STEPS | sed "s/\"system\": \"drover\"/\"system\": \"$lab\"/" | tee -a "$res"
     done
 }
-run drover
-run drover-old DROVER_LN=old DROVER_ADAMW=old
-run drover-smemcls DROVER_CLS=smem
-run drover-tune DROVER_BLAS_TUNE=$TUNE
-run drover2 # the default again: drift over the call
+# the default twice, first and last: the drift over the call
+VARIANTS=${VARIANTS:-"drover;drover-old DROVER_LN=old DROVER_ADAMW=old;drover-smemcls DROVER_CLS=smem;drover-tune DROVER_BLAS_TUNE=$TUNE;drover2"}
+IFS=';' read -r -a variants <<<"$VARIANTS"
+for v in "${variants[@]}"; do
+    read -r -a words <<<"$v"
+    [ ${#words[@]} -gt 0 ] && run "${words[@]}"
+done
 echo "drover runs $(el)"
 if [ "${TORCH:-1}" = 1 ]; then
     for b in 16 32; do
@@ -66,5 +78,5 @@ for b, d in sorted(by.items()):
     for k, r in d.items():
         extra = f" / compile {r['ktok_s'] / tc:.3f}x" if tc and k != "torch compile" else ""
         mfu = f" mfu {r['mfu']:.3f} peak {r.get('mem_peak_gib')} GiB step {r.get('step_ms')} ms" if "mfu" in r and k.startswith("drover") else ""
-        print(f"B={b} {k:16s} {r['ktok_s']:7.1f} Ktok/s{extra}{mfu}")
+        print(f"B={b} {k:18s} {r['ktok_s']:7.1f} Ktok/s{extra}{mfu}")
 PY
