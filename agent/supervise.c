@@ -464,16 +464,20 @@ static void cg_create(struct gang *g, const char *job, int gen)
     (void)str_copy(g->cgroup, sizeof g->cgroup, p);
 }
 
-static void cg_write(const char *dir, const char *file, const char *v)
+/* Write v to the cgroup control file dir/file: true when all of it was taken. */
+static bool cg_write(const char *dir, const char *file, const char *v)
 {
     char p[PATH_MAX + 32];
     snprintf(p, sizeof p, "%s/%s", dir, file);
     int fd = open(p, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
-        return;
-    if (write(fd, v, strlen(v)) < 0)
+        return false;
+    size_t n = strlen(v);
+    bool ok = write(fd, v, n) == (ssize_t)n;
+    if (!ok)
         log_debug("%s: %s", p, strerror(errno));
     close(fd);
+    return ok;
 }
 
 /* Signal every process in the gang's cgroup (setsid escapes included).  SIGKILL uses
@@ -485,20 +489,9 @@ static void cg_signal(const struct gang *g, int sig)
     if (!g->cgroup[0])
         return;
     char p[PATH_MAX + 16];
-    if (sig == SIGKILL) {
-        snprintf(p, sizeof p, "%s/cgroup.kill", g->cgroup);
-        int fd = open(p, O_WRONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            bool ok = write(fd, "1", 1) == 1;
-            close(fd);
-            if (ok)
-                return;
-        }
-    }
-    snprintf(p, sizeof p, "%s/freezer.state", g->cgroup);
-    bool freeze = sig == SIGKILL && access(p, W_OK) == 0;
-    if (freeze)
-        cg_write(g->cgroup, "freezer.state", "FROZEN");
+    if (sig == SIGKILL && cg_write(g->cgroup, "cgroup.kill", "1"))
+        return;
+    bool frozen = sig == SIGKILL && cg_write(g->cgroup, "freezer.state", "FROZEN"); /* v1 */
     snprintf(p, sizeof p, "%s/cgroup.procs", g->cgroup);
     FILE *f = fopen(p, "re");
     if (f) {
@@ -508,8 +501,8 @@ static void cg_signal(const struct gang *g, int sig)
                 (void)kill((pid_t)pid, sig);
         fclose(f);
     }
-    if (freeze)
-        cg_write(g->cgroup, "freezer.state", "THAWED");
+    if (frozen)
+        (void)cg_write(g->cgroup, "freezer.state", "THAWED");
 }
 
 /* Does the gang's cgroup hold a process that is not a zombie? */
