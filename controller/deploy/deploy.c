@@ -2005,8 +2005,13 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     int lock = deploy_lock(&d);
     if (lock < 0)
         goto out;
+    /* Ctrl-C before the switch: as in deploy_run, give the lease back and record it */
+    before_switch_handlers(true);
     bool all_current;
-    if (survey(&d, false, &all_current, err, sizeof err) < 0) {
+    int sr = survey(&d, false, &all_current, err, sizeof err);
+    if (interrupted)
+        goto interrupted_before_switch;
+    if (sr < 0) {
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
         goto out;
     }
@@ -2050,6 +2055,9 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         (void)str_copy(d.id, sizeof d.id, d.current);
         ui_short(d.id, d.sid);
         (void)str_copy(d.name, sizeof d.name, "rollback");
+        if (interrupted)
+            goto interrupted_before_switch;
+        before_switch_handlers(false);
         ret = revert_all(&d, "operator rollback");
         ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
         goto out;
@@ -2070,6 +2078,9 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
             ui_short(d.current, sid), d.sid);
     const struct inv_policy *pol = &d.job->policy;
     double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
+    if (interrupted)
+        goto interrupted_before_switch;
+    before_switch_handlers(false);
     d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);
     if (ar == -ECANCELED) {
@@ -2106,7 +2117,18 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     (void)str_copy(d.good, sizeof d.good, d.id);
     history_record(&d, "rollback", "operator rollback", -1);
     ret = EXIT_OK;
+    goto out;
+interrupted_before_switch:
+    exec_interrupted = 0; /* the lease and the history record below are sent */
+    send_interrupted = 0;
+    log_error("rollback of job '%s' interrupted by the operator before the switch: nothing was "
+              "stopped or switched, the running release keeps running untouched", d.job->name);
+    history_record(&d, "aborted", "rollback interrupted by the operator before the switch", -1);
+    ret = EXIT_FAIL;
 out:
+    before_switch_handlers(false);
+    exec_interrupted = 0; /* a second Ctrl-C during the record above: still give the lease back */
+    send_interrupted = 0;
     deploy_done(&d, lock);
     return ret;
 }

@@ -3,7 +3,9 @@
 # preflight runs stops at once, says nothing was switched, records `aborted` and gives the job's
 # deploy lease back: the operator's next deploy goes through.  It used to die of the SIGINT with
 # the lease held, so every deploy for lease_ttl (5 min) was refused as "another operator",
-# naming the dead drover as the holder.
+# naming the dead drover as the holder.  Then the same for `drover rollback`, interrupted while
+# its survey waits on a container whose agent daemon is stopped (SIGSTOP): it too used to die of
+# the signal with the lease held.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -49,4 +51,34 @@ say "the next deploy is not refused by a lease"
 drover deploy "$E2E_WORK/releases/v1" --job train
 show_drover 4
 check "deploy of v1 again: nothing to do, exit 0 (no lease in the way)" eval '[[ $DROVER_RC == 0 ]] && drover_said "already current"'
+
+C1=${E2E_CTS%% *}
+say "drover rollback while $C1's agent daemon is stopped (SIGSTOP); SIGINT to drover during its survey"
+ct "$C1" sh -c 'kill -STOP "$(cat /run/drover/agent.pid)"'
+pct_mark
+env --default-signal=INT "$E2E_BUILD/drover" -i "$INV" rollback --job train >"$E2E_WORK/rb.out" 2>"$E2E_WORK/rb.err" &
+pid=$!
+survey_asks() { pct_since_has h1 'status'; }
+check "the rollback asks the containers for their status" wait_until 60 survey_asks
+sleep 2
+t0=$(now_cs)
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+took=$(($(now_cs) - t0))
+ct "$C1" sh -c 'kill -CONT "$(cat /run/drover/agent.pid)"'
+sed 's/^/    | /' "$E2E_WORK/rb.err" | tail -5
+check "rollback exits 1 (not killed by the signal: $rc) within 15 s ($(secs $took) s)" \
+	eval '[[ $rc == 1 ]] && ((took < 1500))'
+check "it says the rollback was interrupted before the switch" \
+	grep -q "rollback of job 'train' interrupted by the operator before the switch" "$E2E_WORK/rb.err"
+check "the deploy lease is given back in every container" lease_free
+check "v1 is still current everywhere" all_current_is "$v1"
+drover history --job train
+check "history records the rollback as aborted" drover_said 'aborted .*rollback interrupted by the operator'
+say "the next deploy is not refused by a lease"
+drover deploy "$E2E_WORK/releases/v1" --job train
+show_drover 4
+check "deploy of v1 again after the rollback: exit 0 (no lease in the way)" eval '[[ $DROVER_RC == 0 ]] && drover_said "already current"'
+check "every rank still trains" all_ranks_advance 3 90
 finish
