@@ -875,8 +875,9 @@ static void leases_renew_due(struct deploy *d, double now)
         log_debug("job '%s': deploy lease renewed for %.0f s", d->job->name, ttl);
 }
 
-/* Follow one watch stream per container and feed the probation until it decides. */
-static enum probation_verdict watch_probation(struct deploy *d, struct probation *p)
+/* Follow one watch stream per container and feed the probation until it decides.  what: the
+ * progress line's label ("probation", or "recovery" while a revert is confirmed). */
+static enum probation_verdict watch_probation(struct deploy *d, struct probation *p, const char *what)
 {
     const struct inv_job *j = d->job;
     struct conn_stream *streams[INV_MAX_CTS] = { NULL };
@@ -934,7 +935,7 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
         if (v == PROBATION_PENDING && now - last_print >= (tty ? 1 : 10)) {
             char line[512];
             probation_describe(p, now, line, sizeof line);
-            fprintf(stderr, tty ? "\r\033[Kprobation %s" : "probation %s\n", line);
+            fprintf(stderr, tty ? "\r\033[K%s %s" : "%s %s\n", what, line);
             last_print = now;
         }
         if (v == PROBATION_PENDING)
@@ -974,7 +975,7 @@ static int confirm_recovery(struct deploy *d, const char *good, char *msg, size_
     if (r < 0)
         return r;
     interrupted = 0;
-    enum probation_verdict v = watch_probation(d, p);
+    enum probation_verdict v = watch_probation(d, p, "recovery");
     char sid[RELEASE_SHORT_LEN + 1];
     if (d->lease_lost) {
         snprintf(msg, msg_sz, "%s: not confirmed (deploy lease taken over)", ui_short(good, sid));
@@ -1864,7 +1865,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         goto restore;
     if (d.base)
         (void)probation_set_baseline_samples(p, d.base);
-    enum probation_verdict v = watch_probation(&d, p);
+    enum probation_verdict v = watch_probation(&d, p, "probation");
     if (d.lease_lost) {
         /* never promote or revert on top of the operator who holds the job now */
         probation_free(p);

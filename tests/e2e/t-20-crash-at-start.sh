@@ -21,6 +21,8 @@ show_drover 15
 check "deploy v2 exits 3 (reverted to the last good release, docs/errors.md)" test "$DROVER_RC" = 3
 check "deploy names the failure (crash/exit at start)" drover_said 'crash|exit|fail|died|no-such-shard|heartbeat'
 check "deploy says it reverted" drover_said 'revert|roll(ed)? ?back'
+check "the revert's progress lines say recovery, not probation (the demo's label)" \
+	eval 'grep -q "^recovery " "$E2E_WORK/last.err" && ! sed -n "/^reverting job/,\$p" "$E2E_WORK/last.err" | grep -q "^probation "'
 check "the reason names the missing shard, in the worker's own words" drover_said "no-such-shard.bin"
 check "every container is back on v1" all_current_is "$v1"
 
