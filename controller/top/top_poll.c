@@ -119,6 +119,22 @@ static void set_ct_err(struct top_poll *p, struct slot *sl, const char *err)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* A watch stream that ended before its first document: what pct or the agent said on stderr.
+ * pct's own errors name the container's problem (no such vmid, stopped) as `drover status`
+ * does; it used to be one guess for all ("container stopped, or agent not installed"). */
+static void set_stream_err(struct top_poll *p, struct slot *sl, const char *said)
+{
+    char why[TOP_ERR_MAX];
+    if (pct_ct_problem(sl->ct->vmid, said, why, sizeof why) != 0)
+        set_ct_err(p, sl, why);
+    else if (said[0]) {
+        snprintf(why, sizeof why, "drover-agent watch ended without a status document: %s", said);
+        set_ct_err(p, sl, why);
+    } else
+        set_ct_err(p, sl, "drover-agent watch ended without a status document "
+                          "(container stopped, or agent not installed or not running?)");
+}
+
 static void close_streams(struct slot *slots, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -375,12 +391,11 @@ static void *host_main(void *arg)
                 }
             }
             if (r == -EPIPE || r == -EIO) {
+                if (!sl->got_since_open)
+                    set_stream_err(p, sl, conn_stream_err(sl->s));
                 conn_stream_free(sl->s);
                 sl->s = NULL;
                 sl->reopen_at = now + 1;
-                if (!sl->got_since_open)
-                    set_ct_err(p, sl, "drover-agent watch ended without a status document "
-                                      "(container stopped, or agent not installed or not running?)");
                 if (r == -EIO && c->ssh)
                     session_dead = true;
             }

@@ -30,9 +30,12 @@ struct conn_stream {
     struct ssh_stream *ssh;
     pid_t pid;
     int fd;
+    int efd;         /* local: the command's stderr */
     char *buf;       /* storage of lb: line_max + 64 KiB */
     struct linebuf lb;
     bool eof;
+    char err[CONN_STREAM_ERR_MAX]; /* stderr's tail, NUL-terminated */
+    size_t err_len;
 };
 
 int conn_open(const struct inventory *inv, int host, const char *trust_cmd, struct conn **ret_conn,
@@ -222,7 +225,7 @@ int conn_stream_open(struct conn *c, const char *const *argv, size_t line_max,
     if (!s)
         return -ENOMEM;
     s->c = c;
-    s->fd = -1;
+    s->fd = s->efd = -1;
     s->pid = -1;
     s->buf = malloc(line_max + 65536);
     int r = -ENOMEM;
@@ -239,19 +242,26 @@ int conn_stream_open(struct conn *c, const char *const *argv, size_t line_max,
         if (r < 0)
             goto fail;
     } else {
-        int p[2];
+        int p[2], pe[2];
         if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
             r = -errno;
             goto fail;
         }
-        r = spawn_local(argv, p[1], -1, &s->pid);
-        close(p[1]);
-        if (r < 0) {
+        if (pipe2(pe, O_CLOEXEC | O_NONBLOCK) < 0) {
+            r = -errno;
             close(p[0]);
+            close(p[1]);
+            goto fail;
+        }
+        r = spawn_local(argv, p[1], pe[1], &s->pid);
+        close(p[1]);
+        close(pe[1]);
+        s->fd = p[0];
+        s->efd = pe[0];
+        if (r < 0) {
             snprintf(c->err, sizeof c->err, "cannot run '%s': %s", argv[0], strerror(-r));
             goto fail;
         }
-        s->fd = p[0];
     }
     *ret_s = s;
     return 0;
@@ -260,8 +270,39 @@ fail:
     return r;
 }
 
+/* Keep the last CONN_STREAM_ERR_MAX - 1 bytes of the command's stderr. */
+static void stream_err_add(struct conn_stream *s, const char *b, size_t n)
+{
+    const size_t cap = sizeof s->err - 1;
+    if (n >= cap) {
+        b += n - cap;
+        n = cap;
+    }
+    if (s->err_len + n > cap) {
+        size_t drop = s->err_len + n - cap;
+        memmove(s->err, s->err + drop, s->err_len - drop);
+        s->err_len -= drop;
+    }
+    memcpy(s->err + s->err_len, b, n);
+    s->err_len += n;
+    s->err[s->err_len] = '\0';
+}
+
+const char *conn_stream_err(struct conn_stream *s)
+{
+    /* the last non-empty line */
+    size_t end = s->err_len;
+    while (end > 0 && (s->err[end - 1] == '\n' || s->err[end - 1] == '\r' || s->err[end - 1] == ' '))
+        end--;
+    s->err[end] = '\0';
+    s->err_len = end;
+    char *nl = strrchr(s->err, '\n');
+    return nl ? nl + 1 : s->err;
+}
+
 int conn_stream_poll(struct conn_stream *s, char **ret_line, size_t *ret_len)
 {
+    char eb[CONN_STREAM_ERR_MAX];
     for (;;) {
         int r = linebuf_next(&s->lb, ret_line, ret_len); /* over-long lines: -E2BIG, skipped */
         if (r != 0)
@@ -272,13 +313,21 @@ int conn_stream_poll(struct conn_stream *s, char **ret_line, size_t *ret_len)
         char *at = linebuf_room(&s->lb, &room);
         int n;
         if (s->ssh) {
-            n = ssh_stream_read(s->ssh, at, room);
+            size_t en = 0;
+            n = ssh_stream_read(s->ssh, at, room, eb, sizeof eb, &en);
+            stream_err_add(s, eb, en);
             if (n == -EPIPE) {
                 s->eof = true;
                 continue;
             }
         } else {
+            ssize_t ek;
+            while (s->efd >= 0 && (ek = read(s->efd, eb, sizeof eb)) > 0)
+                stream_err_add(s, eb, (size_t)ek);
             ssize_t k = read(s->fd, at, room);
+            if (k <= 0 && s->efd >= 0) /* the command may have written its error just before it ended */
+                while ((ek = read(s->efd, eb, sizeof eb)) > 0)
+                    stream_err_add(s, eb, (size_t)ek);
             if (k < 0 && (errno == EAGAIN || errno == EINTR))
                 n = 0;
             else if (k <= 0) {
@@ -302,6 +351,8 @@ void conn_stream_free(struct conn_stream *s)
     ssh_stream_free(s->ssh);
     if (s->fd >= 0)
         close(s->fd);
+    if (s->efd >= 0)
+        close(s->efd);
     if (s->pid > 0) {
         (void)kill(s->pid, SIGTERM);
         int st;

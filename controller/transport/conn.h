@@ -23,6 +23,7 @@ struct conn {
 };
 
 struct conn_stream;
+#define CONN_STREAM_ERR_MAX 512
 
 /* Open host number `host` of inv.  trust_cmd: what to tell the operator to run for an unknown
  * key.  Errors as ssh_conn_open (message in err).  Free with conn_free(). */
@@ -42,6 +43,9 @@ int conn_stream_open(struct conn *c, const char *const *argv, size_t line_max,
  * 0: nothing complete yet; -EPIPE: the stream ended; -E2BIG: a line over line_max was dropped
  * (the next call continues after it); -EIO. */
 int conn_stream_poll(struct conn_stream *s, char **ret_line, size_t *ret_len);
+/* The last line the stream's command wrote to stderr (at most CONN_STREAM_ERR_MAX - 1 bytes of
+ * its tail, trimmed), "" when none: why a stream ended without a line (pct's own error, say). */
+const char *conn_stream_err(struct conn_stream *s);
 void conn_stream_free(struct conn_stream *s);
 
 /* Copy a local file to remote_path on the host (SFTP for SSH hosts, a local copy otherwise),

@@ -579,12 +579,15 @@ int ssh_stream_open(struct ssh_conn *c, const char *cmdline, struct ssh_stream *
     return 0;
 }
 
-int ssh_stream_read(struct ssh_stream *s, char *buf, size_t buf_sz)
+int ssh_stream_read(struct ssh_stream *s, char *buf, size_t buf_sz, char *err_buf, size_t err_sz,
+                    size_t *ret_err_n)
 {
-    char junk[4096];
     uint32_t n = buf_sz > (1u << 30) ? (1u << 30) : (uint32_t)buf_sz;
+    uint32_t en = err_sz > (1u << 30) ? (1u << 30) : (uint32_t)err_sz;
     int r = ssh_channel_read_nonblocking(s->ch, buf, n, 0);
-    (void)ssh_channel_read_nonblocking(s->ch, junk, sizeof junk, 1); /* keep the window open */
+    /* stderr is read whatever the caller keeps of it: that keeps the window open */
+    int e = ssh_channel_read_nonblocking(s->ch, err_buf, en, 1);
+    *ret_err_n = e > 0 ? (size_t)e : 0;
     if (r > 0)
         return r;
     if (ssh_channel_is_eof(s->ch) || ssh_channel_is_closed(s->ch))

@@ -93,9 +93,10 @@ int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct e
 /* Long-lived channel read without blocking (the live status stream). */
 int ssh_stream_open(struct ssh_conn *c, const char *cmdline, struct ssh_stream **ret_s, char *err,
                     size_t err_sz);
-/* Read what stdout has (discarding stderr) into buf; returns bytes (0 = nothing now),
- * -EPIPE at end of stream, -EIO on error.  Never blocks. */
-int ssh_stream_read(struct ssh_stream *s, char *buf, size_t buf_sz);
+/* Read what stdout has into buf; returns bytes (0 = nothing now), -EPIPE at end of stream, -EIO
+ * on error.  What stderr has goes to err_buf (err_sz > 0), *ret_err_n bytes.  Never blocks. */
+int ssh_stream_read(struct ssh_stream *s, char *buf, size_t buf_sz, char *err_buf, size_t err_sz,
+                    size_t *ret_err_n);
 int ssh_conn_fd(struct ssh_conn *c);
 /* The libssh session (an ssh_session) for controller/send.c's streaming channel; borrowed. */
 void *ssh_conn_session(struct ssh_conn *c);

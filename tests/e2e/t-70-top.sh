@@ -88,6 +88,21 @@ check "--once exits 0 with every container reachable" test "$rc" = 0
 check "--once shows a row for each of the $NRANKS ranks" test "$(grep -c '^ *rank [0-9]' "$E2E_WORK/top-once.txt")" = "$NRANKS"
 check "--once prints no colour when stdout is not a terminal" bash -c "! grep -q $'\\e' '$E2E_WORK/top-once.txt'"
 
+say "a vmid that is no container on its host (h1:199 in place of h1:101): top and status name it"
+INV_T="$E2E_WORK/inventory-vmid-typo.ini"
+sed -E '/^containers *=/ s/h1:101/h1:199/' "$INV" >"$INV_T"
+"$E2E_BUILD/drover" -i "$INV_T" top --once --width 250 >"$E2E_WORK/top-typo.txt" 2>"$E2E_WORK/top-typo.err"
+rc=$?
+sed 's/^/    | /' "$E2E_WORK/top-typo.txt" "$E2E_WORK/top-typo.err" | head -20
+check "top --once exits 1 with a container missing ($rc)" test "$rc" = 1
+check "top names the missing container and the fix (not 'container stopped, or agent not installed')" \
+	bash -c "grep -h 'no container 199 on this host' '$E2E_WORK/top-typo.txt' '$E2E_WORK/top-typo.err' | grep -q 'check the vmid'"
+"$E2E_BUILD/drover" -i "$INV_T" status >"$E2E_WORK/status-typo.txt" 2>"$E2E_WORK/status-typo.err"
+rc=$?
+sed 's/^/    | /' "$E2E_WORK/status-typo.txt" "$E2E_WORK/status-typo.err" | head -10
+check "status exits 1 and says ct-missing for h1:199 ($rc)" \
+	bash -c "[[ $rc == 1 ]] && grep -q 'h1:199 .*ct-missing' '$E2E_WORK/status-typo.txt'"
+
 say "drover top --watch 1 (text frames, the status --watch way)"
 # The first frame waits for the SSH sessions to both fake hosts and a watch channel per
 # container, which on a loaded 2-core machine can take most of 5 s; the check is on the frames

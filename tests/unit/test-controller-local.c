@@ -133,7 +133,12 @@ static void test_local_stream(void **state)
     char err[256];
     assert_int_equal(conn_open(inv, 0, NULL, &c, err, sizeof err), 0);
     struct conn_stream *s;
-    const char *argv[] = { "sh", "-c", "echo one; echo 0123456789012345678901234567890123456789; echo two", NULL };
+    /* stderr: what is kept is the tail's last line (pct's error when a stream ends at once) */
+    const char *argv[] = { "sh", "-c",
+                           "echo one; echo 0123456789012345678901234567890123456789; echo two; "
+                           "i=0; while [ $i -lt 100 ]; do echo noise$i-0123456789 >&2; i=$((i+1)); done; "
+                           "echo \"Configuration file 'nodes/h/lxc/999.conf' does not exist\" >&2",
+                           NULL };
     assert_int_equal(conn_stream_open(c, argv, 16, &s), 0);
     char *line;
     size_t len;
@@ -159,6 +164,7 @@ static void test_local_stream(void **state)
     assert_int_equal(toolong, 1);
     assert_string_equal(lines[0], "one");
     assert_string_equal(lines[1], "two");
+    assert_string_equal(conn_stream_err(s), "Configuration file 'nodes/h/lxc/999.conf' does not exist");
     conn_stream_free(s);
     conn_stream_free(NULL);
     /* copies go through a temp name and a rename */

@@ -288,13 +288,18 @@ static void test_stream(void **state)
     struct ssh_conn *c = connect_ok();
     char err[1024];
     struct ssh_stream *s;
-    assert_int_equal(ssh_stream_open(c, "for i in 1 2 3; do echo line$i; sleep 0.1; done", &s, err, sizeof err), 0);
-    char all[256] = "", buf[64];
-    size_t len = 0;
+    assert_int_equal(ssh_stream_open(c, "for i in 1 2 3; do echo line$i; echo e$i >&2; sleep 0.1; done",
+                                     &s, err, sizeof err), 0);
+    char all[256] = "", buf[64], eall[256] = "", ebuf[64];
+    size_t len = 0, elen = 0, en;
     double t0 = time_mono();
     int r;
-    while ((r = ssh_stream_read(s, buf, sizeof buf)) != -EPIPE) {
+    while ((r = ssh_stream_read(s, buf, sizeof buf, ebuf, sizeof ebuf, &en)) != -EPIPE) {
         assert_true(r >= 0);
+        assert_true(elen + en < sizeof eall);
+        memcpy(eall + elen, ebuf, en);
+        elen += en;
+        eall[elen] = '\0';
         memcpy(all + len, buf, (size_t)r);
         len += (size_t)r;
         all[len] = '\0';
@@ -303,6 +308,7 @@ static void test_stream(void **state)
         assert_true(time_mono() - t0 < 30);
     }
     assert_string_equal(all, "line1\nline2\nline3\n");
+    assert_string_equal(eall, "e1\ne2\ne3\n"); /* stderr comes back apart from stdout */
     ssh_stream_free(s);
     ssh_stream_free(NULL);
     assert_true(ssh_conn_is_alive(c));
