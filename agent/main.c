@@ -353,7 +353,7 @@ static int cmd_lease(struct cli *c)
         (void)str_copy(q.reason, sizeof q.reason, over);
         char *text = NULL;
         int lines = 0;
-        if (rpc_format_request(&q, &text) < 0 || rpc_call(c->socket, text, count_line, &lines) < 0 || !lines)
+        if (rpc_format_request(&q, &text) < 0 || rpc_call(c->socket, text, rpc_idle_deadline(q.op, 0), count_line, &lines) < 0 || !lines)
             log_warn("lease: %s (not journalled: no agent daemon answered)", over);
         free(text);
         rpc_request_done(&q);
@@ -837,12 +837,19 @@ static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw, int
         return AGENT_EXIT_FAIL;
     }
     struct reply rp = {.code = raw ? -1 : AGENT_EXIT_FAIL, .json = c->json, .raw = raw, .prom = c->metrics};
-    int r = rpc_call(c->socket, text, on_reply, &rp);
+    double idle = rpc_idle_deadline(q->op, q->interval_s);
+    int r = rpc_call(c->socket, text, idle, on_reply, &rp);
     free(text);
     if (ret_lines)
         *ret_lines = rp.lines;
     if (r == -ENOENT || r == -ECONNREFUSED) {
         fprintf(stderr, "%s: no drover-agent daemon listening on '%s'\n", rpc_op_name(q->op), c->socket);
+        return AGENT_EXIT_NO_DAEMON;
+    }
+    if (r == -ETIMEDOUT) {
+        fprintf(stderr, "%s: the drover-agent daemon on '%s' sent nothing for %.0f s: it is stopped "
+                "or wedged (its pid: /run/drover/agent.pid; restart it: systemctl restart "
+                "drover-agent, the gangs survive)\n", rpc_op_name(q->op), c->socket, idle);
         return AGENT_EXIT_NO_DAEMON;
     }
     if (r < 0) {

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -202,8 +203,22 @@ static int send_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-int rpc_call(const char *sock, const char *text, int (*on_line)(const char *line, size_t len, void *ud),
-             void *ud)
+double rpc_idle_deadline(enum rpc_op op, double interval_s)
+{
+    switch (op) {
+    case RPC_STATUS:
+        return RPC_STATUS_IDLE_S;
+    case RPC_WATCH:
+        return (interval_s > 0 ? interval_s : 1) + RPC_STATUS_IDLE_S;
+    case RPC_LEASE_TAKEOVER:
+        return RPC_JOURNAL_IDLE_S;
+    default:
+        return 0;
+    }
+}
+
+int rpc_call(const char *sock, const char *text, double idle_s,
+             int (*on_line)(const char *line, size_t len, void *ud), void *ud)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (str_copy(sa.sun_path, sizeof sa.sun_path, sock) < 0)
@@ -241,6 +256,19 @@ int rpc_call(const char *sock, const char *text, int (*on_line)(const char *line
     for (;;) {
         size_t room;
         char *at = linebuf_room(&lb, &room);
+        if (idle_s > 0) { /* monotonic: the idle deadline restarts with every read that got bytes */
+            int pr;
+            double until = time_mono() + idle_s;
+            do {
+                double left = until - time_mono();
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                pr = left > 0 ? poll(&pfd, 1, (int)(left * 1000) + 1) : 0;
+            } while (pr < 0 && errno == EINTR);
+            if (pr == 0) {
+                r = -ETIMEDOUT;
+                goto out;
+            }
+        }
         ssize_t n = read(fd, at, room);
         if (n < 0) {
             if (errno == EINTR)

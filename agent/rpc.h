@@ -58,7 +58,16 @@ int rpc_format_request(const struct rpc_request *q, char **ret_text);
 /* Client: connect to sock, send text + '\n', then call on_line for every reply line (without the
  * newline) until the daemon closes or on_line returns < 0 (that value is returned).
  * -ENOENT/-ECONNREFUSED when no daemon listens; -E2BIG for a reply line over RPC_REPLY_MAX. */
-int rpc_call(const char *sock, const char *text, int (*on_line)(const char *line, size_t len, void *ud),
-             void *ud);
+int rpc_call(const char *sock, const char *text, double idle_s,
+             int (*on_line)(const char *line, size_t len, void *ud), void *ud);
+
+/* rpc_call's idle deadline for a request (idle_s: -ETIMEDOUT once nothing arrived for that
+ * long; 0: none).  The daemon answers status and lease-takeover at once and a watch every
+ * interval_s, so a daemon that is stopped (SIGSTOP) or wedged is named instead of waited on
+ * forever.  Job verbs (activate, stop, ...) get none here: the daemon answers them when the gang
+ * has stopped or started, which its job machine bounds (grace, switch and GPU-memory deadlines). */
+double rpc_idle_deadline(enum rpc_op op, double interval_s);
+#define RPC_STATUS_IDLE_S 60.0
+#define RPC_JOURNAL_IDLE_S 10.0
 
 #endif

@@ -135,7 +135,7 @@ static void test_rpc_parse_errors(void **state)
     free(fmt);
     rpc_request_done(&q);
     /* the client side: nobody listening */
-    assert_int_equal(rpc_call("/tmp/drover-no-such-socket", "{}", NULL, NULL), -ENOENT);
+    assert_int_equal(rpc_call("/tmp/drover-no-such-socket", "{}", 1, NULL, NULL), -ENOENT);
 }
 
 int main(void)

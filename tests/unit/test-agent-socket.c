@@ -98,7 +98,7 @@ static char *status_line(void)
     char *text;
     assert_int_equal(rpc_format_request(&q, &text), 0);
     struct collect c = {0};
-    int r = rpc_call(sock, text, collect_line, &c);
+    int r = rpc_call(sock, text, rpc_idle_deadline(RPC_STATUS, 0), collect_line, &c);
     free(text);
     assert_int_equal(r, 0);
     assert_non_null(c.last);
@@ -136,6 +136,38 @@ static bool reads_to_eof(int fd, double max_s, char *last, size_t last_sz)
         last[len] = '\0';
     }
     return false;
+}
+
+/* A daemon that is stopped (SIGSTOP) or wedged accepts the connection (the kernel's backlog)
+ * and never answers: the CLI used to wait on it forever; it now gives up after the request's
+ * idle deadline, and the same socket answers once the daemon runs again. */
+static void test_stopped_daemon(void **state)
+{
+    (void)state;
+    assert_true(rpc_idle_deadline(RPC_STATUS, 0) > 0);
+    assert_true(rpc_idle_deadline(RPC_WATCH, 30) >= 30 + rpc_idle_deadline(RPC_STATUS, 0));
+    assert_true(rpc_idle_deadline(RPC_LEASE_TAKEOVER, 0) > 0);
+    assert_true(rpc_idle_deadline(RPC_STOP, 0) == 0); /* bounded by the job machine */
+    char *first = status_line();
+    free(first);
+    assert_int_equal(kill(daemon_pid, SIGSTOP), 0);
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = RPC_STATUS;
+    char *text;
+    assert_int_equal(rpc_format_request(&q, &text), 0);
+    struct collect c = {0};
+    double t0 = time_mono();
+    int r = rpc_call(sock, text, 0.5, collect_line, &c);
+    double took = time_mono() - t0;
+    free(text);
+    free(c.last);
+    assert_int_equal(kill(daemon_pid, SIGCONT), 0);
+    assert_int_equal(r, -ETIMEDOUT);
+    assert_true(took >= 0.45 && took < 5);
+    char *again = status_line();
+    assert_true(is_status_doc(again));
+    free(again);
 }
 
 static void test_idle_and_full(void **state)
@@ -232,6 +264,7 @@ int main(void)
 {
     log_set_level(LOG_LVL_WARN);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_stopped_daemon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_and_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_of_watchers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watchers_that_never_read, setup, teardown),

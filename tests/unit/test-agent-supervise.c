@@ -576,7 +576,7 @@ static char *call(struct rpc_request *q)
     char *text;
     assert_int_equal(rpc_format_request(q, &text), 0);
     struct collect c = {0};
-    assert_int_equal(rpc_call(sock, text, collect_line, &c), 0);
+    assert_int_equal(rpc_call(sock, text, rpc_idle_deadline(RPC_STATUS, 0), collect_line, &c), 0);
     free(text);
     assert_non_null(c.last);
     return c.last;
@@ -781,7 +781,7 @@ static void test_daemon_probation_deadline(void **state)
     char *text;
     assert_int_equal(rpc_format_request(&q, &text), 0);
     int lines = 0;
-    assert_int_equal(rpc_call(sock, text, count_line, &lines), 0);
+    assert_int_equal(rpc_call(sock, text, 0, count_line, &lines), 0);
     free(text);
     assert_int_equal(lines, 3);
     daemon_down();
