@@ -74,9 +74,14 @@ static void sx_drain(struct sx *x)
     }
 }
 
+/* Until the peer sends something, or libssh's buffered output can move.  POLLOUT only while
+ * libssh holds unsent bytes: the socket is writable nearly always, and waiting on it otherwise
+ * spun this thread (one per host) at full CPU for as long as a host took to answer -- the
+ * whole of a `release install`, on the cores the hosts' sshds and lxc-attach need. */
 static void sx_wait(struct sx *x, int ms)
 {
-    struct pollfd pfd = { .fd = ssh_get_fd(x->ss), .events = POLLIN | POLLOUT };
+    short ev = POLLIN | ((ssh_get_poll_flags(x->ss) & SSH_WRITE_PENDING) ? POLLOUT : 0);
+    struct pollfd pfd = { .fd = ssh_get_fd(x->ss), .events = ev };
     if (pfd.fd >= 0)
         (void)poll(&pfd, 1, ms);
     else
