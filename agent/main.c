@@ -54,6 +54,7 @@ struct cli {
     char reason[256];
     bool json, detach;
     bool no_mark; /* revert --no-mark */
+    bool lease_status; /* lease take --status: the status document after the lease */
     double restart_after_s; /* stop --restart-after S: a switch's stop */
     bool metrics; /* the metrics verb: status as Prometheus text */
     double timeout_s, interval_s, probation_s, ktok_s;
@@ -79,7 +80,7 @@ static void usage(FILE *f)
             "  version\n"
             "  release add BLOB --id ID | release list [--json] | release verify ID\n"
             "  release have ID... | release missing MANIFEST|- | release install MANIFEST [PACK|-] --id ID\n"
-            "  lease take JOB HOLDER TTL_S | lease release JOB HOLDER\n"
+            "  lease take JOB HOLDER TTL_S [--status] | lease release JOB HOLDER\n"
             "  history add JOB LINE | history list JOB   the job's deploy history kept here\n"
             "  preflight ID [--timeout S] [--job J] [--gpus 0,1] [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus 0,1]\n"
@@ -171,6 +172,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_JSON: c->json = true; break;
         case AGENT_OPT_DETACH: c->detach = true; break;
         case AGENT_OPT_NO_MARK: c->no_mark = true; break;
+        case AGENT_OPT_STATUS: c->lease_status = true; break;
         case AGENT_OPT_TIMEOUT: bad = parse_num(a, 0.1, 86400, &c->timeout_s) < 0; break;
         case AGENT_OPT_INTERVAL: bad = parse_num(a, 0.05, 3600, &c->interval_s) < 0; break;
         case AGENT_OPT_COUNT: bad = parse_num(a, 0, 1e12, &x) < 0; c->count = (int64_t)x; break;
@@ -328,14 +330,16 @@ static int cmd_history(struct cli *c)
     return AGENT_EXIT_OK;
 }
 
+static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw, int *ret_lines);
+
 static int cmd_lease(struct cli *c)
 {
     bool take = c->nargs == 4 && !strcmp(c->args[0], "take");
     bool release = c->nargs == 3 && !strcmp(c->args[0], "release");
     double ttl = 0;
-    if ((!take && !release) || !job_name_is_valid(c->args[1]) || !c->args[2][0] ||
+    if ((!take && !release) || (release && c->lease_status) || !job_name_is_valid(c->args[1]) || !c->args[2][0] ||
         strlen(c->args[2]) >= LEASE_HOLDER_MAX || (take && parse_num(c->args[3], 1, LEASE_TTL_MAX, &ttl) < 0)) {
-        log_error("lease: usage: lease take JOB HOLDER TTL_S | lease release JOB HOLDER");
+        log_error("lease: usage: lease take JOB HOLDER TTL_S [--status] | lease release JOB HOLDER");
         return AGENT_EXIT_USAGE;
     }
     char over[400] = "";
@@ -362,6 +366,19 @@ static int cmd_lease(struct cli *c)
     if (r < 0) {
         log_error("lease %s: %s", c->args[0], strerror(-r));
         return AGENT_EXIT_FAIL;
+    }
+    if (c->lease_status) {
+        /* The deploy's next question, answered in the same call (one `pct exec` per container
+         * instead of two).  The lease is held whatever happens here: a daemon that does not
+         * answer leaves the document out (said on stderr), and the controller asks `status`
+         * on its own, which reports it as it always did. */
+        struct rpc_request q;
+        fflush(stdout);
+        c->json = true; /* as `status --json` prints it */
+        rpc_request_init(&q);
+        q.op = RPC_STATUS;
+        (void)call_daemon(c, &q, true, NULL);
+        rpc_request_done(&q);
     }
     return AGENT_EXIT_OK;
 }

@@ -86,7 +86,8 @@ int agent_verb_parse(const char *s)
     X(AGENT_OPT_GPU_MEM, "gpu-mem", required_argument)                         \
     X(AGENT_OPT_RDZV, "rdzv", required_argument) \
     X(AGENT_OPT_RESTART_AFTER, "restart-after", required_argument) \
-    X(AGENT_OPT_CGROUP, "cgroup", required_argument)
+    X(AGENT_OPT_CGROUP, "cgroup", required_argument)              \
+    X(AGENT_OPT_STATUS, "status", no_argument)
 
 #define AS_LONGOPT(id, name, arg) { name, arg, 0, id },
 const struct option agent_cli_longopts[] = {
@@ -240,6 +241,12 @@ void agent_argv_lease(struct agent_argv *a, const char *job, const char *holder,
     agent_argv_add(a, holder);
     if (ttl_s > 0)
         agent_argv_add(a, numf(a, "%.0f", ttl_s));
+}
+
+void agent_argv_lease_status(struct agent_argv *a, const char *job, const char *holder, double ttl_s)
+{
+    agent_argv_lease(a, job, holder, ttl_s > 0 ? ttl_s : 1);
+    add_opt(a, AGENT_OPT_STATUS, NULL);
 }
 
 void agent_argv_samples(struct agent_argv *a, const char *json)

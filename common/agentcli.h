@@ -91,7 +91,7 @@ enum agent_opt {
     AGENT_OPT_BACKOFF_MAX, AGENT_OPT_FIRST_STEP_DEADLINE, AGENT_OPT_SILENCE_DEADLINE,
     AGENT_OPT_STALL_DEADLINE, AGENT_OPT_CHECKPOINT_DEADLINE, AGENT_OPT_SAMPLES,
     AGENT_OPT_HOST_DRIVER, AGENT_OPT_CUDA, AGENT_OPT_GPU_MEM, AGENT_OPT_RDZV, AGENT_OPT_NO_MARK,
-    AGENT_OPT_RESTART_AFTER, AGENT_OPT_CGROUP, AGENT_OPT_END
+    AGENT_OPT_RESTART_AFTER, AGENT_OPT_CGROUP, AGENT_OPT_STATUS, AGENT_OPT_END
 };
 
 /* getopt_long's table of every option, {0} terminated. */
@@ -146,6 +146,11 @@ void agent_argv_history_list(struct agent_argv *a, const char *job);
 void agent_argv_start(struct agent_argv *a, const char *job, const char *rdzv);
 /* lease take JOB HOLDER TTL_S (ttl != 0) or lease release JOB HOLDER (ttl == 0) */
 void agent_argv_lease(struct agent_argv *a, const char *job, const char *holder, double ttl_s);
+/* lease take JOB HOLDER TTL_S --status: the lease, then (when it was taken or renewed) the
+ * status document as `status --json` prints it, as the last line of stdout, so a deploy's lease
+ * and survey are one call per container (status_after_lease() finds the document).  An agent
+ * older than --status refuses it with exit 2 (usage) and takes nothing: ask again without. */
+void agent_argv_lease_status(struct agent_argv *a, const char *job, const char *holder, double ttl_s);
 /* no_mark: the release left behind reached no verdict (operator's Ctrl-C during probation, an
  * analysis that passed): it is not marked bad (docs/agent.md, "Bad marks"). */
 void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason, bool no_mark);

@@ -265,3 +265,19 @@ out:
     json_decref(o);
     return r;
 }
+
+int status_after_lease(const char *out, size_t len, size_t *ret_off, size_t *ret_len)
+{
+    if (!out)
+        return -ENOENT;
+    size_t end = len;
+    if (end && out[end - 1] == '\n')
+        end--;
+    const char *nl = end ? memrchr(out, '\n', end) : NULL;
+    size_t start = nl ? (size_t)(nl - out) + 1 : 0;
+    if (start >= end || out[start] != '{')
+        return -ENOENT;
+    *ret_off = start;
+    *ret_len = end - start;
+    return 0;
+}

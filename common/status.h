@@ -128,6 +128,13 @@ int status_format(const struct agent_status *st, char **ret_text);
  * jobs, ranks), -EPROTONOSUPPORT another version.  ret_st written only on success. */
 int status_parse(const char *text, size_t len, struct agent_status *ret_st);
 
+/* The status document in the output of `drover-agent lease take ... --status`
+ * (common/agentcli.h, agent_argv_lease_status): the lease's own lines, then the document as
+ * the last line (compact JSON: one line, starting with '{').  0 with the document's offset and
+ * length in out (parse it with status_parse), or -ENOENT when the output ends in no document
+ * (the lease was refused, or the agent could not ask its daemon: ask `status` separately). */
+int status_after_lease(const char *out, size_t len, size_t *ret_off, size_t *ret_len);
+
 /* Find a job by name; NULL if absent.  Borrowed. */
 const struct job_status *status_find_job(const struct agent_status *st, const char *job);
 

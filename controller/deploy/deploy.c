@@ -91,6 +91,11 @@ struct deploy {
     bool agent_failed;                /* survey: some container was reached, its agent failed */
     char from[INV_MAX_CTS][RELEASE_ID_LEN + 1]; /* survey: the job's current release there */
     char attention_reason[INV_MAX_CTS][256];
+    /* The job's part of each container's status document as it came with the lease (`lease take
+     * --status`), for the survey that follows: pre[i] 1 found (pre_js[i]), 2 the agent does not
+     * know the job, 0 none came (an older agent, a daemon that did not answer): survey asks. */
+    struct job_status *pre_js;        /* [ncts] */
+    signed char pre[INV_MAX_CTS];
 };
 
 /* Per-container work spread over the job's hosts ([drover] parallel, transport/fanout.h): one
@@ -856,7 +861,7 @@ static int activate_cts(struct deploy *d, double probation_deadline, char *err, 
     return activate_all(d, probation_deadline, tok, err, err_sz);
 }
 
-static int leases_take(struct deploy *d, double ttl);
+static int leases_take(struct deploy *d, double ttl, bool with_status);
 static double lease_ttl(const struct deploy *d);
 
 /* Renew the job's deploy lease in every container while a long wait goes on (a probation, a
@@ -869,7 +874,7 @@ static void leases_renew_due(struct deploy *d, double now)
     if (now < d->lease_renew_at)
         return;
     d->lease_renew_at = now + ttl / 3;
-    if (leases_take(d, ttl) == -EBUSY)
+    if (leases_take(d, ttl, false) == -EBUSY)
         d->lease_lost = true; /* the watch ends: this deploy decides nothing any more */
     else
         log_debug("job '%s': deploy lease renewed for %.0f s", d->job->name, ttl);
@@ -1275,7 +1280,18 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
     cf->batch_args = sargv.argv; /* a host's containers at once */
     cf->batch_timeout_s = FLEET_STATUS_TIMEOUT_S;
     cf->batch_what = "status";
+    for (int i = 0; i < j->ncts; i++)
+        cf->skip[i] = d->pre[i] != 0; /* answered with the lease */
     (void)ct_fan_run(cf);
+    for (int i = 0; i < j->ncts; i++) {
+        if (!d->pre[i])
+            continue;
+        sa->found[i] = d->pre[i] == 1;
+        if (sa->found[i])
+            sa->js[i] = d->pre_js[i];
+        cf->rc[i] = 0;
+        d->pre[i] = 0; /* used once: a later survey asks */
+    }
     for (int i = 0; i < j->ncts; i++) {
         const struct inv_ct *ct = &j->cts[i];
         const char *e = cf->err[i];
@@ -1436,7 +1452,8 @@ static int deploy_init(struct deploy *d, struct fleet *f, const char *job, bool 
     if (!d->job)
         return EXIT_USAGE;
     d->st = malloc(sizeof *d->st);
-    if (!d->st)
+    d->pre_js = calloc((size_t)d->job->ncts, sizeof *d->pre_js);
+    if (!d->st || !d->pre_js)
         return EXIT_FAIL;
     for (int i = 0; i < d->job->ncts; i++)
         d->labels[i] = d->job->cts[i].label;
@@ -1460,9 +1477,23 @@ static int lease_done(struct ct_fan *cf, int i, int r, struct exec_result *res, 
     (void)r;
     int st = res->status;
     char *out = res->out;
+    size_t doc = 0, doc_len = 0, lines = res->out_len;
+    struct deploy *d = cf->d;
+    struct agent_status *sc = cf->scratch[ct_fan_slot(cf, i)];
+    /* lease take --status: the status document after the lease's lines, kept for the survey;
+     * anything unreadable is simply asked again there */
+    if (st == 0 && sc && status_after_lease(out, res->out_len, &doc, &doc_len) == 0) {
+        lines = doc;
+        if (status_parse(out + doc, doc_len, sc) == 0) {
+            const struct job_status *js = status_find_job(sc, d->job->name);
+            if (js)
+                d->pre_js[i] = *js;
+            d->pre[i] = js ? 1 : 2;
+        }
+    }
     /* an expired lease of another holder (a controller that died) taken over: said by the
      * caller, journalled by the agent (event lease-takeover) */
-    const char *over = st == 0 && out ? strstr(out, "deploy lease taken over by") : NULL;
+    const char *over = st == 0 && out ? memmem(out, lines, "deploy lease taken over by", 26) : NULL;
     if (over)
         snprintf(cf->err[i], sizeof cf->err[i], "%.*s", (int)strcspn(over, "\n"), over);
     else if (st != 0)
@@ -1478,7 +1509,7 @@ static int lease_one(struct ct_fan *cf, int i)
     if (r < 0)
         return lease_done(cf, i, r, NULL, NULL);
     struct exec_result res;
-    if (pct_run_agent(c, ct, cf->batch_args, cf->d->inv->exec_timeout_s, &res) < 0)
+    if (pct_run_agent(c, ct, cf->batch_args, cf->batch_timeout_s, &res) < 0)
         return lease_done(cf, i, -EIO, NULL, c->err);
     int st = lease_done(cf, i, 0, &res, NULL);
     exec_result_done(&res);
@@ -1496,8 +1527,10 @@ static void lease_fan_init(struct ct_fan *cf, struct deploy *d, const char *cons
     cf->batch_what = "lease";
 }
 
-/* Take or renew the lease in every container, every host at once. */
-static int leases_take(struct deploy *d, double ttl)
+/* Take or renew the lease in every container, every host at once.  with_status: the status
+ * document comes with it (`lease take --status`) and is kept for the survey that follows
+ * (d->pre); an agent older than --status (exit 2, nothing taken) is asked again without. */
+static int leases_take(struct deploy *d, double ttl, bool with_status)
 {
     if (!d->holder[0]) {
         char host[64] = "?";
@@ -1506,17 +1539,49 @@ static int leases_take(struct deploy *d, double ttl)
         snprintf(d->holder, sizeof d->holder, "%s@%s/pid-%ld", user && *user ? user : "root", host,
                  (long)getpid());
     }
-    struct agent_argv a;
+    struct agent_argv a, plain;
     agent_argv_init(&a);
-    agent_argv_lease(&a, d->job->name, d->holder, ttl);
-    struct ct_fan *cf = calloc(1, sizeof *cf);
-    if (agent_argv_end(&a) < 0 || !cf) {
+    agent_argv_init(&plain);
+    agent_argv_lease(&plain, d->job->name, d->holder, ttl);
+    if (with_status)
+        agent_argv_lease_status(&a, d->job->name, d->holder, ttl);
+    else
+        agent_argv_lease(&a, d->job->name, d->holder, ttl);
+    struct ct_fan *cf = calloc(1, sizeof *cf), *again = NULL;
+    if (agent_argv_end(&a) < 0 || agent_argv_end(&plain) < 0 || !cf) {
         free(cf);
         return 0; /* cannot even ask: let the deploy go on as with an agent without leases */
     }
     lease_fan_init(cf, d, a.argv);
+    if (with_status && cf->batch_timeout_s < FLEET_STATUS_TIMEOUT_S)
+        cf->batch_timeout_s = FLEET_STATUS_TIMEOUT_S;
+    for (int k = 0; with_status && k < INV_MAX_HOSTS; k++)
+        if (!(cf->scratch[k] = malloc(sizeof *cf->scratch[k])))
+            break; /* no document kept there: the survey asks */
+    for (int i = 0; i < d->job->ncts; i++)
+        d->pre[i] = 0;
     double asked = time_mono(); /* no agent's TTL began before this */
     (void)ct_fan_run(cf);
+    int older = 0;
+    for (int i = 0; with_status && i < d->job->ncts; i++)
+        older += cf->rc[i] == AGENT_EXIT_USAGE;
+    if (older && (again = calloc(1, sizeof *again))) {
+        /* agents older than --status: the plain lease there (the survey asks their status) */
+        log_debug("job '%s': %d agent(s) without lease take --status (older than this drover: drover "
+                  "install updates them): lease and status asked separately there", d->job->name, older);
+        lease_fan_init(again, d, plain.argv);
+        for (int i = 0; i < d->job->ncts; i++)
+            again->skip[i] = cf->rc[i] != AGENT_EXIT_USAGE;
+        (void)ct_fan_run(again);
+        for (int i = 0; i < d->job->ncts; i++)
+            if (!again->skip[i]) {
+                cf->rc[i] = again->rc[i];
+                memcpy(cf->err[i], again->err[i], sizeof cf->err[i]);
+            }
+        free(again);
+    }
+    for (int k = 0; k < INV_MAX_HOSTS; k++)
+        free(cf->scratch[k]);
     int busy = -1;
     for (int i = 0; i < d->job->ncts; i++) {
         const struct inv_ct *ct = &d->job->cts[i];
@@ -1596,7 +1661,7 @@ static int deploy_lock(struct deploy *d)
                   strerror(-lock));
         return lock;
     }
-    if (leases_take(d, lease_ttl(d)) < 0) {
+    if (leases_take(d, lease_ttl(d), true) < 0) {
         log_error("another operator is deploying or rolling back job '%s' (deploy lease)", d->job->name);
         close(lock);
         return -EBUSY;
@@ -1617,6 +1682,7 @@ static void deploy_done(struct deploy *d, int lock)
         relsrc_done(&d->env);
     free(d->base);
     free(d->st);
+    free(d->pre_js);
 }
 
 /* Before anything is pushed or stopped: the release this deploy would revert to (the job's good
@@ -1778,7 +1844,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
      * of its TTL): a renewal then would move its expiry by those moments only, and costs a
      * round trip into every container */
     if (time_mono() - d.lease_taken_at >= lease_ttl(&d) / 10) {
-        (void)leases_take(&d, lease_ttl(&d));
+        (void)leases_take(&d, lease_ttl(&d), false);
         deploy_step_done(&tstep, "lease renewed");
     }
     if (gpu_check_cts(&d, o->force, err, sizeof err) == 0 &&
@@ -1811,7 +1877,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     d.analysis = o->analysis_only;
     double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
-    if (leases_take(&d, lease_ttl(&d)) < 0) { /* renew before anything is stopped */
+    if (leases_take(&d, lease_ttl(&d), false) < 0) { /* renew before anything is stopped */
         log_error("deploy of %s stopped before anything was switched: its deploy lease of job '%s' "
                   "was taken over while it pushed (it expired after %.0f s without renewal)", d.sid,
                   d.job->name, lease_ttl(&d));

@@ -169,7 +169,18 @@ ct_pids() { ct "$1" sh -c 'for p in /proc/[0-9]*; do c=$(tr "\0" "\n" < $p/cmdli
 all_pids() { local c; for c in $E2E_CTS; do printf '%s=[%s] ' "$c" "$(ct_pids "$c")"; done; }
 
 # ---------------------------------------------------------------- pct call logs
-pct_mark() { local h; for h in h1 h2; do wc -l <"$LAB_DIR/pct-$h.log" 2>/dev/null >"$E2E_WORK/mark-$h" || echo 0 >"$E2E_WORK/mark-$h"; done; }
+pct_mark() {
+	local h
+	for h in h1 h2; do
+		wc -l <"$LAB_DIR/pct-$h.log" 2>/dev/null >"$E2E_WORK/mark-$h" || echo 0 >"$E2E_WORK/mark-$h"
+		wc -l <"$LAB_DIR/hosts/$h/sshd.log" 2>/dev/null >"$E2E_WORK/mark-ssh-$h" || echo 0 >"$E2E_WORK/mark-ssh-$h"
+	done
+}
+host_execs_since() { # host_execs_since HOST : SSH commands HOST's sshd started since pct_mark
+	local m      # (every round trip to the host: a host shell, or a pct the controller ran itself)
+	m=$(cat "$E2E_WORK/mark-ssh-$1" 2>/dev/null || echo 0)
+	tail -n +$((m + 1)) "$LAB_DIR/hosts/$1/sshd.log" 2>/dev/null | grep -c 'Starting session: command'
+}
 pct_since_has() { # pct_since_has HOST REGEX : a call matching REGEX was logged since pct_mark
 	local calls
 	calls=$(pct_since "$1")

@@ -6,7 +6,9 @@
 # probation, promote) of a one-file change.  DROVER_BEFORE=PATH (another drover binary, e.g.
 # main's before a change) runs the same with it first, for docs/benchmarks.md.  The last
 # stage-only run of this build also checks its step structure in h1's pct log (pct calls per
-# container), so a step added back is caught without timing.
+# container) and sshd log (host execs), and drover's own CPU time, so a step added back, or a
+# wait that spins, is caught without timing.  Then one container's agent plays one older than
+# `lease take --status`: the deploy still completes, asking that container the old way.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -35,17 +37,22 @@ for label in before after; do
 		timed_deploy "$bin" "$rel" --job train --stage-only
 		check "$label: deploy --stage-only of a one-file change exits 0 ($(secs "$t") s)" test "$DROVER_RC" = 0
 		if [[ $label == after && $k == 3 ]]; then
-			# the step structure, not the time: per container `lease take` (not renewed a moment
-			# later), `status`, `release verify` of the good release, `release missing`, `release
-			# install` and `lease release`, a host's containers in one host exec each; no `release
-			# have` for a small code release
+			# the step structure, not the time: per container `lease take --status` (the lease
+			# and the survey's status document at once; not renewed a moment later), `release
+			# verify` of the good release, `release missing`, `release install` and `lease
+			# release`, a host's containers in one host exec each; no `release have` for a small
+			# code release
 			n=$(wc -w <<<"$(grep -o 'h1:[0-9]*' <<<"$E2E_CTS")")
 			calls=$(pct_since h1 | grep -c ' pct exec ')
-			check "the stage-only deploy made at most 6 pct exec per container on h1 ($calls for $n)" \
-				test "$calls" -le $((6 * n))
+			check "the stage-only deploy made at most 5 pct exec per container on h1 ($calls for $n)" \
+				test "$calls" -le $((5 * n))
 			check "the lease was taken once per container, not renewed before the push" \
 				test "$(pct_since h1 | grep -c 'lease take')" = "$n"
+			check "the status document came with the lease (lease take --status), no status call" \
+				eval '[[ $(pct_since h1 | grep -c "lease take .* --status") == "$n" ]] && ! pct_since_has h1 " status --json"'
 			check "no release have for a small code release" eval '! pct_since_has h1 "release have"'
+			hx=$(host_execs_since h1)
+			check "the stage-only deploy made at most 9 host execs on h1 ($hx)" test "$hx" -le 9
 			# drover waits for its hosts in poll(2): its own CPU stays small whatever the hosts
 			# take (a wait that polled for a writable socket spun a core per host)
 			check "drover's own CPU for the stage-only deploy: $cpu s (under 0.2 s)" \
@@ -63,4 +70,28 @@ for label in before after; do
 		eval '[[ $DROVER_RC == 0 || $DROVER_RC == 3 || $DROVER_RC == 7 ]]'
 	say "$label: full deploy (switch, probation, promote), one-file change, whole command: $(secs "$t") s"
 done
+
+# An agent older than `lease take --status` refuses the flag (getopt: exit 2) and takes nothing:
+# drover takes the plain lease there and asks its status separately; every other container
+# answers both at once.  Played by a wrapper in front of h1's first container's agent.
+old_ct=$(grep -o 'h1:[0-9]*' <<<"$E2E_CTS" | head -n 1)
+old_vmid=${old_ct#*:}
+ct "$old_ct" sh -c 'mv /usr/local/bin/drover-agent /usr/local/bin/drover-agent.real &&
+	printf "%s\n" "#!/bin/sh" \
+		"for a; do [ \"\$a\" = --status ] && { echo \"lease: unknown option or missing value --status\" >&2; exit 2; }; done" \
+		"exec /usr/local/bin/drover-agent.real \"\$@\"" >/usr/local/bin/drover-agent &&
+	chmod 0755 /usr/local/bin/drover-agent'
+echo "# old agent: a one-file change" >>"$rel/etc/train.ini"
+pct_mark
+timed_deploy "$E2E_BUILD/drover" "$rel" --job train --stage-only
+check "with an agent older than lease take --status in $old_ct, deploy --stage-only exits 0 ($DROVER_RC)" \
+	test "$DROVER_RC" = 0
+check "$old_ct: refused --status, then took the plain lease and was asked its status" \
+	eval 'pct_since_has h1 "pct exec $old_vmid .*lease take .* --status" &&
+		pct_since_has h1 "pct exec $old_vmid .*lease take train [^ ]+ [0-9]+\$" &&
+		pct_since_has h1 "pct exec $old_vmid .* status --json"'
+check "only $old_ct was asked its status separately" \
+	test "$(pct_since h1 | grep -c ' status --json')" = 1
+check "the lease is given back in $old_ct too" eval '! ct "$old_ct" test -e /var/lib/drover/leases/train.json'
+ct "$old_ct" mv /usr/local/bin/drover-agent.real /usr/local/bin/drover-agent
 finish

@@ -1,9 +1,15 @@
 /* The agent's control socket under hostile or careless clients (issue 12): connections that
  * never send a request are answered and dropped, a full socket answers with a clear error that
  * the CLI's rpc_call reads without dying by SIGPIPE, and watchers that never read do not keep
- * the daemon from answering others.  The real daemon runs in a child process. */
+ * the daemon from answering others.  And `drover-agent lease take ... --status` (the deploy's
+ * lease and survey in one call) run as the built binary against that daemon: the document comes
+ * after the lease's line, and only when the lease was taken.  The real daemon runs in a child
+ * process. */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -23,7 +29,9 @@
 
 #include "agent/daemon.h"
 #include "agent/rpc.h"
+#include "common/agentcli.h"
 #include "common/log.h"
+#include "common/status.h"
 #include "common/util.h"
 
 static char tmpd[64], sock[108];
@@ -260,6 +268,126 @@ static void test_watchers_that_never_read(void **state)
     free(line);
 }
 
+/* Run the built drover-agent (next to this test's binary) with argv; its exit status, stdout
+ * and stderr (each at most 64 KiB).  Skips the test when the binary is not built. */
+static int run_agent(const char *const *args, char **ret_out, char **ret_err)
+{
+    char self[PATH_MAX], agent[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    assert_true(n > 0);
+    self[n] = '\0';
+    snprintf(agent, sizeof agent, "%s/../drover-agent", dirname(self));
+    if (access(agent, X_OK) != 0)
+        skip();
+    char root[128];
+    snprintf(root, sizeof root, "%s/root", tmpd);
+    const char *argv[32] = { agent, "--root", root, "--socket", sock };
+    int k = 5;
+    for (int i = 0; args[i] && k < 31; i++)
+        argv[k++] = args[i];
+    argv[k] = NULL;
+    int po[2], pe[2];
+    assert_int_equal(pipe(po), 0);
+    assert_int_equal(pipe(pe), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(po[1], 1);
+        dup2(pe[1], 2);
+        close(po[0]);
+        close(pe[0]);
+        alarm(30);
+        execv(agent, (char *const *)argv);
+        _exit(127);
+    }
+    close(po[1]);
+    close(pe[1]);
+    char *bufs[2];
+    int fds[2] = { po[0], pe[0] };
+    for (int b = 0; b < 2; b++) {
+        bufs[b] = calloc(1, 65536 + 1);
+        assert_non_null(bufs[b]);
+    }
+    size_t len[2] = { 0, 0 };
+    /* both pipes at once: a child blocked on a full one would never exit */
+    for (int open_fds = 2; open_fds > 0;) {
+        struct pollfd p[2] = { { .fd = fds[0], .events = POLLIN }, { .fd = fds[1], .events = POLLIN } };
+        assert_true(poll(p, 2, 30000) > 0);
+        for (int b = 0; b < 2; b++) {
+            if (fds[b] < 0 || !(p[b].revents & (POLLIN | POLLHUP)))
+                continue;
+            ssize_t r = read(fds[b], bufs[b] + len[b], 65536 - len[b]);
+            if (r <= 0) {
+                close(fds[b]);
+                fds[b] = -1;
+                open_fds--;
+            } else {
+                len[b] += (size_t)r;
+            }
+        }
+    }
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws));
+    *ret_out = bufs[0];
+    *ret_err = bufs[1];
+    return WEXITSTATUS(ws);
+}
+
+static void test_lease_take_status(void **state)
+{
+    (void)state;
+    char *out, *err;
+    size_t off, len;
+    struct agent_status *st = malloc(sizeof *st);
+    assert_non_null(st);
+    /* taken: the lease's line, then the daemon's status document as the last line */
+    const char *take[] = { "lease", "take", "train", "alice@h/pid-1", "300", "--status", NULL };
+    assert_int_equal(run_agent(take, &out, &err), AGENT_EXIT_OK);
+    assert_non_null(strstr(out, "lease of job 'train' taken by alice@h/pid-1"));
+    assert_int_equal(status_after_lease(out, strlen(out), &off, &len), 0);
+    assert_true(off > 0);
+    assert_int_equal(status_parse(out + off, len, st), 0);
+    assert_true(st->agent_pid > 0);
+    free(out);
+    free(err);
+    /* renewed by the same holder: the document again */
+    assert_int_equal(run_agent(take, &out, &err), AGENT_EXIT_OK);
+    assert_non_null(strstr(out, "renewed"));
+    assert_int_equal(status_after_lease(out, strlen(out), &off, &len), 0);
+    free(out);
+    free(err);
+    /* refused (another holder): exit 7 naming the holder, and no document */
+    const char *other[] = { "lease", "take", "train", "bob@h/pid-2", "300", "--status", NULL };
+    assert_int_equal(run_agent(other, &out, &err), AGENT_EXIT_BUSY);
+    assert_non_null(strstr(err, "alice@h/pid-1"));
+    assert_int_equal(status_after_lease(out, strlen(out), &off, &len), -ENOENT);
+    free(out);
+    free(err);
+    /* --status belongs to take only */
+    const char *rel_status[] = { "lease", "release", "train", "alice@h/pid-1", "--status", NULL };
+    assert_int_equal(run_agent(rel_status, &out, &err), AGENT_EXIT_USAGE);
+    free(out);
+    free(err);
+    const char *rel[] = { "lease", "release", "train", "alice@h/pid-1", NULL };
+    assert_int_equal(run_agent(rel, &out, &err), AGENT_EXIT_OK);
+    free(out);
+    free(err);
+    /* no daemon answering: the lease is still taken (exit 0), the document left out and why
+     * said on stderr; the controller then asks `status`, which reports the daemon missing */
+    kill(daemon_pid, SIGTERM);
+    int ws;
+    (void)waitpid(daemon_pid, &ws, 0);
+    daemon_pid = -1;
+    assert_int_equal(run_agent(other, &out, &err), AGENT_EXIT_OK);
+    assert_non_null(strstr(out, "lease of job 'train' taken by bob@h/pid-2"));
+    assert_int_equal(status_after_lease(out, strlen(out), &off, &len), -ENOENT);
+    assert_non_null(strstr(err, "no drover-agent daemon"));
+    free(out);
+    free(err);
+    free(st);
+}
+
 int main(void)
 {
     log_set_level(LOG_LVL_WARN);
@@ -268,6 +396,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_idle_and_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_of_watchers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watchers_that_never_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lease_take_status, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

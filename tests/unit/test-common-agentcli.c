@@ -267,6 +267,37 @@ static void test_globals_daemon(void **state)
     assert_string_equal(a.argv[2], "abc");
 }
 
+/* the deploy's first call: the lease and the status document at once */
+static void test_lease(void **state)
+{
+    (void)state;
+    struct agent_argv a;
+    struct parsed p;
+    agent_argv_init(&a);
+    agent_argv_lease(&a, "train", "alice@h/pid-1", 300);
+    parse(&a, &p);
+    assert_int_equal(p.verb, AGENT_VERB_LEASE);
+    assert_int_equal(p.npos, 4);
+    assert_string_equal(p.pos[0], "take");
+    assert_string_equal(p.pos[3], "300");
+    assert_null(opt_val(&p, AGENT_OPT_STATUS));
+    agent_argv_init(&a);
+    agent_argv_lease_status(&a, "train", "alice@h/pid-1", 300);
+    parse(&a, &p);
+    assert_int_equal(p.verb, AGENT_VERB_LEASE);
+    assert_int_equal(p.npos, 4);
+    assert_string_equal(p.pos[0], "take");
+    assert_string_equal(p.pos[1], "train");
+    assert_string_equal(p.pos[2], "alice@h/pid-1");
+    assert_non_null(opt_val(&p, AGENT_OPT_STATUS));
+    assert_string_equal(a.argv[a.argc - 1], "--status");
+    agent_argv_init(&a);
+    agent_argv_lease(&a, "train", "alice@h/pid-1", 0);
+    parse(&a, &p);
+    assert_int_equal(p.npos, 3);
+    assert_string_equal(p.pos[0], "release");
+}
+
 static void test_overflow(void **state)
 {
     (void)state;
@@ -348,7 +379,7 @@ int main(void)
         cmocka_unit_test(test_status_watch_events), cmocka_unit_test(test_release_promote_revert_stop),
         cmocka_unit_test(test_preflight_activate),  cmocka_unit_test(test_globals_daemon),
         cmocka_unit_test(test_overflow),            cmocka_unit_test(test_tables),
-        cmocka_unit_test(test_docs),
+        cmocka_unit_test(test_docs),               cmocka_unit_test(test_lease),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

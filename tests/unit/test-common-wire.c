@@ -407,9 +407,49 @@ static void test_status_rejects(void **state)
     free(st);
 }
 
+/* `lease take --status`'s output: the document is the last line, when it is a JSON object */
+static void test_status_after_lease(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *out;
+        int want;
+        const char *doc; /* the document found */
+    } rows[] = {
+        { "lease of job 'train' taken by a@h/pid-1 for 300 s\n{\"v\":1}\n", 0, "{\"v\":1}" },
+        { "lease of job 'train' renewed by a@h/pid-1 for 300 s\n{\"v\":1}", 0, "{\"v\":1}" },
+        /* a takeover prints two lines before it */
+        { "lease of job 't': deploy lease taken over by a from b (idle 400 s, past its 300 s TTL)\n{}\n", 0, "{}" },
+        { "{\"v\":1}\n", 0, "{\"v\":1}" },
+        /* no document: the daemon did not answer, or an older agent's plain lease */
+        { "lease of job 'train' taken by a@h/pid-1 for 300 s\n", -ENOENT, NULL },
+        { "", -ENOENT, NULL },
+        { "\n", -ENOENT, NULL },
+        { "\n\n", -ENOENT, NULL },
+        /* only the last line counts: a '{' earlier is not a document */
+        { "{\"v\":1}\nlease of job 'train' taken by x for 300 s\n", -ENOENT, NULL },
+        { "lease\n {\"v\":1}\n", -ENOENT, NULL },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        size_t off = 12345, len = 6789;
+        int r = status_after_lease(rows[i].out, strlen(rows[i].out), &off, &len);
+        assert_int_equal(r, rows[i].want);
+        if (r == 0) {
+            assert_int_equal(len, strlen(rows[i].doc));
+            assert_memory_equal(rows[i].out + off, rows[i].doc, len);
+        } else {
+            assert_int_equal(off, 12345); /* ret_ untouched on failure */
+            assert_int_equal(len, 6789);
+        }
+    }
+    size_t off, len;
+    assert_int_equal(status_after_lease(NULL, 0, &off, &len), -ENOENT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status_after_lease),
         cmocka_unit_test(test_heartbeat_roundtrip),   cmocka_unit_test(test_heartbeat_nan_is_null),
         cmocka_unit_test(test_heartbeat_forgiving),
         cmocka_unit_test(test_heartbeat_rejects),     cmocka_unit_test(test_heartbeat_format_too_small),
