@@ -385,6 +385,27 @@ static void before_switch_handlers(bool on)
     }
 }
 
+/* Ctrl-C (SIGINT, SIGTERM) from the switch on (deploy, rollback): only noted (interrupted), so
+ * the switch completes and nothing is left without a gang; the probation or the recovery watch
+ * then stops deciding (deploy_run: INTERRUPTED and a revert; confirm_recovery: not confirmed). */
+static void switch_handlers(bool on)
+{
+    static struct sigaction old_int, old_term;
+    static bool installed;
+    if (on && !installed) {
+        struct sigaction sa = { .sa_handler = on_sigint };
+        sigemptyset(&sa.sa_mask);
+        interrupted = 0;
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
+        installed = true;
+    } else if (!on && installed) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        installed = false;
+    }
+}
+
 /* Walk and hash DIR (and the environment first, when there is one) into v2 manifests; the
  * manifest is kept in state_dir/manifests/<id> (the controller's cache). */
 static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir)
@@ -995,9 +1016,15 @@ static int confirm_recovery(struct deploy *d, const char *good, char *msg, size_
             snprintf(msg, msg_sz, "%s is training again at step %lld (started fresh: no checkpoint)",
                      ui_short(good, sid), step);
         r = 0;
+    } else if (v == PROBATION_PENDING && interrupted) {
+        /* the operator's Ctrl-C while it was watched: no verdict on the recovery, which goes on
+         * (it used to be reported as REVERT FAILED, "the job may be down", and recorded so) */
+        snprintf(msg, msg_sz, "%s not confirmed (interrupted by the operator while its recovery "
+                 "was watched)", ui_short(good, sid));
+        r = -EINTR;
     } else {
         snprintf(msg, msg_sz, "%s did not recover: %s", ui_short(good, sid),
-                 v == PROBATION_FAIL ? probation_reason(p) : "interrupted");
+                 v == PROBATION_FAIL ? probation_reason(p) : "no verdict");
         r = -EIO;
     }
     probation_free(p);
@@ -1100,7 +1127,14 @@ static int revert_all(struct deploy *d, const char *reason)
         log_warn("revert of job '%s': %d container(s) did not confirm the stop of %s within the "
                  "switch deadline (named above)", j->name, left, d->sid);
     char msg[700] = "not confirmed (--now): watch it with `drover status`";
-    bool confirmed = !failed && (d->no_confirm || confirm_recovery(d, d->good, msg, sizeof msg) == 0);
+    int cr = failed ? -EIO : d->no_confirm ? 0 : confirm_recovery(d, d->good, msg, sizeof msg);
+    if (cr == -EINTR) { /* started everywhere, as with --now: only the watching was cut short */
+        size_t n = strlen(msg);
+        snprintf(msg + n, sizeof msg - n, "; it was started in every container: watch it with "
+                 "`drover status`");
+        cr = 0;
+    }
+    bool confirmed = !failed && cr == 0;
     if (d->lease_lost)
         return taken_over(d, "the recovery after its revert");
     if (confirmed) {
@@ -1889,11 +1923,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     if (interrupted)
         goto interrupted_before_switch;
     before_switch_handlers(false);
-    struct sigaction sa = { .sa_handler = on_sigint }, old_int, old_term;
-    sigemptyset(&sa.sa_mask);
-    interrupted = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    switch_handlers(true);
     char reason[PROBATION_REASON_MAX + 64];
     d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);
@@ -2041,8 +2071,7 @@ failed:
     d.no_bad_mark = d.stopped_by_operator;
     ret = revert_all(&d, reason);
 restore:
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    switch_handlers(false);
     goto out;
 interrupted_before_switch:
     exec_interrupted = 0; /* the lease and the history record below are sent */
@@ -2125,6 +2154,7 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         if (interrupted)
             goto interrupted_before_switch;
         before_switch_handlers(false);
+        switch_handlers(true);
         ret = revert_all(&d, "operator rollback");
         ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
         goto out;
@@ -2148,6 +2178,7 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     if (interrupted)
         goto interrupted_before_switch;
     before_switch_handlers(false);
+    switch_handlers(true);
     d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);
     if (ar == -ECANCELED) {
@@ -2172,6 +2203,20 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         ret = taken_over(&d, "the rollback's confirmation");
         goto out;
     }
+    if (cr == -EINTR) {
+        /* activated everywhere, not promoted: the agents return to the good release at the
+         * probation deadline unless the operator promotes it */
+        char gsid[RELEASE_SHORT_LEN + 1];
+        size_t n = strlen(msg);
+        snprintf(msg + n, sizeof msg - n, ": %s runs unpromoted; `drover promote --job %s` keeps "
+                 "it, or the agents return to %s at its probation deadline (%.0f s)", d.sid,
+                 d.job->name, d.good[0] ? ui_short(d.good, gsid) : "no release", pdl);
+        fprintf(stderr, "%sROLLBACK NOT CONFIRMED%s for job '%s': %s\n", ui_bold(stderr),
+                ui_reset(stderr), d.job->name, msg);
+        history_record(&d, "aborted", msg, -1);
+        ret = EXIT_FAIL;
+        goto out;
+    }
     if (cr < 0 || promote_all(&d, -1, NULL) < 0) {
         fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
                 d.job->name, msg, ui_reset(stderr));
@@ -2194,6 +2239,7 @@ interrupted_before_switch:
     ret = EXIT_FAIL;
 out:
     before_switch_handlers(false);
+    switch_handlers(false);
     exec_interrupted = 0; /* a second Ctrl-C during the record above: still give the lease back */
     send_interrupted = 0;
     deploy_done(&d, lock);

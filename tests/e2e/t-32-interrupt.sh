@@ -5,7 +5,11 @@
 # the lease held, so every deploy for lease_ttl (5 min) was refused as "another operator",
 # naming the dead drover as the holder.  Then the same for `drover rollback`, interrupted while
 # its survey waits on a container whose agent daemon is stopped (SIGSTOP): it too used to die of
-# the signal with the lease held.
+# the signal with the lease held.  Then a second Ctrl-C while a revert's recovery is watched
+# (deploy: the revert stands, "not confirmed", exit 3, history aborted; it used to say REVERT
+# FAILED, "the job may be down", and record revert-failed), and a Ctrl-C while a rollback's
+# recovery is watched (it used to kill drover with the lease held: now ROLLBACK NOT CONFIRMED,
+# exit 1, the lease given back, and `drover promote` keeps the rolled-back release).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -81,4 +85,57 @@ drover deploy "$E2E_WORK/releases/v1" --job train
 show_drover 4
 check "deploy of v1 again after the rollback: exit 0 (no lease in the way)" eval '[[ $DROVER_RC == 0 ]] && drover_said "already current"'
 check "every rank still trains" all_ranks_advance 3 90
+
+d33=$(make_release v33 train.seed=33)
+say "deploy v33; SIGINT during its probation, and again while the revert's recovery is watched"
+env --default-signal=INT "$E2E_BUILD/drover" -i "$INV" deploy "$d33" --job train >"$E2E_WORK/dd.out" 2>"$E2E_WORK/dd.err" &
+pid=$!
+said_in() { grep -q "$1" "$E2E_WORK/$2"; }
+check "the deploy watches its probation" wait_until 180 said_in '^probation ' dd.err
+kill -INT "$pid"
+check "the revert's recovery is watched" wait_until 120 said_in '^recovery ' dd.err
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+sed 's/^/    | /' "$E2E_WORK/dd.out" "$E2E_WORK/dd.err" | tail -6
+check "deploy exits 3, reverted ($rc)" test "$rc" = 3
+check "it says the recovery was not confirmed, not REVERT FAILED" \
+	eval 'grep -q "not confirmed (interrupted by the operator" "$E2E_WORK/dd.out" &&
+		! grep -q "REVERT FAILED" "$E2E_WORK/dd.out" "$E2E_WORK/dd.err"'
+check "the deploy lease is given back in every container" lease_free
+check "v1 is current everywhere" all_current_is "$v1"
+check "every rank trains v1 again" all_ranks_advance 3 120
+drover history --job train
+check "history records the deploy as aborted, not revert-failed" \
+	eval 'drover_said "aborted .*interrupted by the operator during probation" && ! drover_said "revert-failed"'
+
+say "deploy v33 to promotion, then drover rollback; SIGINT while the rollback's recovery is watched"
+# tolerance 0.9: v33 must pass whatever the shared cores' load does to its throughput
+INV_T9="$E2E_WORK/inventory-tolerant.ini"
+sed 's|^tolerance = .*|tolerance = 0.9|' "$INV" >"$INV_T9"
+INV_SAVED=$INV
+INV=$INV_T9
+drover deploy "$d33" --job train
+show_drover 3
+check "v33 promoted" eval '[[ $DROVER_RC == 0 ]] && drover_said promoted'
+env --default-signal=INT "$E2E_BUILD/drover" -i "$INV" rollback --job train >"$E2E_WORK/rr.out" 2>"$E2E_WORK/rr.err" &
+pid=$!
+check "the rollback's recovery is watched" wait_until 180 said_in '^recovery ' rr.err
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+sed 's/^/    | /' "$E2E_WORK/rr.out" "$E2E_WORK/rr.err" | tail -6
+check "rollback exits 1, not killed by the signal ($rc)" test "$rc" = 1
+check "it says ROLLBACK NOT CONFIRMED and how to keep it (drover promote)" \
+	eval 'grep -q "ROLLBACK NOT CONFIRMED" "$E2E_WORK/rr.err" && grep -q "drover promote --job train" "$E2E_WORK/rr.err"'
+check "the deploy lease is given back in every container" lease_free
+check "v1 is current everywhere (activated by the rollback)" all_current_is "$v1"
+drover promote --job train
+show_drover 3
+check "drover promote keeps v1 (exit 0)" eval '[[ $DROVER_RC == 0 ]] && drover_said promoted'
+drover history --job train
+check "history: the rollback aborted, then v1 promoted by the operator" \
+	eval 'drover_said "aborted .*not confirmed \(interrupted by the operator" && drover_said "promoted by the operator"'
+check "every rank trains v1" all_ranks_advance 3 120
+INV=$INV_SAVED
 finish
