@@ -923,8 +923,30 @@ static int ctx_finish(struct parse_ctx *c)
         }
         apply_policy(&j->policy, c->job_policy_set[i], &c->policy);
     }
-    /* A container belongs to at most one... no: several jobs may share a container (the agent
-     * keys everything by job).  Nothing more to check here. */
+    /* Several jobs may share a container (the agent keys everything by job), but not a
+     * rendezvous port: their gangs share the container's network namespace, so the second
+     * rank 0 cannot bind MASTER_PORT (EADDRINUSE) and its other ranks may join the first job's
+     * rendezvous.  Containers of one vmid on one host share it whatever their agent root. */
+    for (int b = 1; b < inv->njobs; b++)
+        for (int a = 0; a < b; a++) {
+            const struct inv_job *ja = &inv->jobs[a], *jb = &inv->jobs[b];
+            int pa = ja->master_port ? ja->master_port : INV_AGENT_MASTER_PORT;
+            int pb = jb->master_port ? jb->master_port : INV_AGENT_MASTER_PORT;
+            if (pa != pb)
+                continue;
+            for (int x = 0; x < ja->ncts; x++)
+                for (int y = 0; y < jb->ncts; y++) {
+                    const struct inv_ct *cx = &ja->cts[x], *cy = &jb->cts[y];
+                    if (cx->host != cy->host || cx->vmid != cy->vmid)
+                        continue;
+                    snprintf(c->err, c->err_sz, "%s:%d: [job %s] master_port: jobs '%s' and '%s' "
+                             "share container %s and both use port %d%s: their gangs would "
+                             "meet on it; give one of them its own master_port", c->path,
+                             jb->line, jb->name, ja->name, jb->name, cy->label, pb,
+                             !ja->master_port && !jb->master_port ? " (the agent's default)" : "");
+                    return -EINVAL;
+                }
+        }
     return 0;
 }
 

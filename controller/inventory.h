@@ -17,6 +17,7 @@
 #define INV_VALUE_MAX 200   /* Debian's libinih reads at most 200 bytes a line anyway */
 #define INV_PATH_MAX 256
 #define INV_ERR_MAX 512
+#define INV_AGENT_MASTER_PORT 29500 /* the agent's MASTER_PORT when a job sets none (agent/spec.c) */
 
 struct inv_policy {
     double healthy_deadline_s;  /* every rank heartbeats (new release, phase train) within this */

@@ -349,7 +349,7 @@ static void test_unknown_job_suggests(void **state)
     snprintf(ini, sizeof ini,
              "[drover]\nstate_dir = %s/state\n[host h1]\nlocal = true\n"
              "[job train]\ncontainers = h1:101\ncommand = bin/drover-train\n"
-             "[job drafter]\ncontainers = h1:101\ncommand = ./launch.sh\n", tmpd);
+             "[job drafter]\ncontainers = h1:101\ncommand = ./launch.sh\nmaster_port = 29501\n", tmpd);
     mkfile("drover.ini", ini, 0644);
     assert_int_equal(drover("status", "--job", "trian", NULL), 2);
     want(err, "no [job trian] in 'drover.ini': did you mean train?");

@@ -422,6 +422,31 @@ static void test_load_missing_file(void **state)
     assert_non_null(strstr(err, "/nonexistent/drover.ini"));
 }
 
+/* Two jobs whose gangs share a container share its network namespace: with the same
+ * MASTER_PORT (29500 when neither sets master_port) the second gang's rank 0 cannot bind it
+ * (EADDRINUSE) and its other ranks may join the first job's rendezvous.  Refused at parse. */
+static void test_shared_container_master_port(void **state)
+{
+    (void)state;
+    const char *hosts = "[host h1]\naddress = a\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%s[job a]\ncontainers = h1:101\ncommand = x\n"
+             "[job b]\ncontainers = h1:102 h1:101\ncommand = x\n", hosts);
+    parse_fails(text, "inv.ini:6: [job b] master_port:",
+                "jobs 'a' and 'b' share container h1:101 and both use port 29500 (the agent's "
+                "default)");
+    snprintf(text, sizeof text, "%s[job a]\ncontainers = h1:101\ncommand = x\nmaster_port = 24000\n"
+             "[job b]\ncontainers = h1:101\ncommand = x\nmaster_port = 24000\n", hosts);
+    parse_fails(text, "[job b] master_port:", "share container h1:101 and both use port 24000");
+    /* distinct ports, or no container in common: fine */
+    snprintf(text, sizeof text, "%s[job a]\ncontainers = h1:101\ncommand = x\n"
+             "[job b]\ncontainers = h1:101\ncommand = x\nmaster_port = 29501\n", hosts);
+    inventory_free(parse_ok(text));
+    snprintf(text, sizeof text, "%s[job a]\ncontainers = h1:101\ncommand = x\n"
+             "[job b]\ncontainers = h1:102\ncommand = x\n", hosts);
+    inventory_free(parse_ok(text));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -435,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_parse_ct),
         cmocka_unit_test(test_load_missing_file),
+        cmocka_unit_test(test_shared_container_master_port),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
