@@ -38,14 +38,28 @@ struct dist {
     double timeout_s;
     uint64_t seq;
     int *fds; /* rank 0: fds[r] for r >= 1; others: fds[0] to rank 0 */
+    const volatile sig_atomic_t *stop; /* during the rendezvous only; NULL after it */
 };
 
-static int wait_fd(int fd, short events, double deadline)
+/* How often the rendezvous looks at its stop flag when no signal interrupts its poll. */
+#define DIST_STOP_POLL_S 0.1
+
+static bool stopped(const struct dist *d)
+{
+    return d && d->stop && *d->stop;
+}
+
+/* d: the rendezvous (its stop flag is looked at), or NULL */
+static int wait_fd_stop(const struct dist *d, int fd, short events, double deadline)
 {
     for (;;) {
+        if (stopped(d))
+            return -ECANCELED;
         double left = deadline - time_mono();
         if (left <= 0)
             return -ETIMEDOUT;
+        if (d && d->stop && left > DIST_STOP_POLL_S)
+            left = DIST_STOP_POLL_S;
         struct pollfd p = {.fd = fd, .events = events};
         int r = poll(&p, 1, (int)(left * 1000) + 1);
         if (r < 0 && errno == EINTR)
@@ -58,7 +72,7 @@ static int wait_fd(int fd, short events, double deadline)
     }
 }
 
-static int send_all(int fd, const void *buf, size_t len, double deadline)
+static int send_all(const struct dist *d, int fd, const void *buf, size_t len, double deadline)
 {
     const char *p = buf;
     while (len) {
@@ -71,7 +85,7 @@ static int send_all(int fd, const void *buf, size_t len, double deadline)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int r = wait_fd(fd, POLLOUT, deadline);
+            int r = wait_fd_stop(d, fd, POLLOUT, deadline);
             if (r < 0)
                 return r;
             continue;
@@ -81,7 +95,7 @@ static int send_all(int fd, const void *buf, size_t len, double deadline)
     return 0;
 }
 
-static int recv_all(int fd, void *buf, size_t len, double deadline)
+static int recv_all(const struct dist *d, int fd, void *buf, size_t len, double deadline)
 {
     char *p = buf;
     while (len) {
@@ -96,7 +110,7 @@ static int recv_all(int fd, void *buf, size_t len, double deadline)
         if (errno == EINTR)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            int r = wait_fd(fd, POLLIN, deadline);
+            int r = wait_fd_stop(d, fd, POLLIN, deadline);
             if (r < 0)
                 return r;
             continue;
@@ -106,20 +120,21 @@ static int recv_all(int fd, void *buf, size_t len, double deadline)
     return 0;
 }
 
-static int send_frame(int fd, const struct frame *f, const void *data, double deadline)
+static int send_frame(const struct dist *d, int fd, const struct frame *f, const void *data,
+                      double deadline)
 {
-    int r = send_all(fd, f, sizeof *f, deadline);
+    int r = send_all(d, fd, f, sizeof *f, deadline);
     if (r < 0 || !f->nbytes)
         return r;
-    return send_all(fd, data, f->nbytes, deadline);
+    return send_all(d, fd, data, f->nbytes, deadline);
 }
 
 /* Receive a frame header and check magic, op, seq and size (exactly want_bytes). */
-static int recv_frame(int fd, uint32_t op, uint64_t seq, uint64_t want_bytes, struct frame *ret,
-                      double deadline)
+static int recv_frame(const struct dist *d, int fd, uint32_t op, uint64_t seq, uint64_t want_bytes,
+                      struct frame *ret, double deadline)
 {
     struct frame f;
-    int r = recv_all(fd, &f, sizeof f, deadline);
+    int r = recv_all(d, fd, &f, sizeof f, deadline);
     if (r < 0)
         return r;
     if (f.magic != DIST_MAGIC || f.op != op || f.seq != seq || f.nbytes != want_bytes)
@@ -167,6 +182,10 @@ static int open_master(struct dist *d, const char *addr, int port, double deadli
             r = errno == EADDRINUSE ? -EADDRINUSE : -errno;
             goto out;
         }
+        if (stopped(d)) {
+            r = -ECANCELED;
+            goto out;
+        }
         usleep(100 * 1000);
     }
     if (listen(lfd, DIST_MAX_WORLD) < 0) {
@@ -174,7 +193,7 @@ static int open_master(struct dist *d, const char *addr, int port, double deadli
         goto out;
     }
     for (int have = 1; have < d->world;) {
-        r = wait_fd(lfd, POLLIN, deadline);
+        r = wait_fd_stop(d, lfd, POLLIN, deadline);
         if (r < 0)
             goto out;
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -182,7 +201,7 @@ static int open_master(struct dist *d, const char *addr, int port, double deadli
             continue;
         set_sockopts(fd);
         struct frame f;
-        if (recv_frame(fd, OP_HELLO, d->token, 0, &f, deadline) < 0 || f.world != (uint32_t)d->world ||
+        if (recv_frame(d, fd, OP_HELLO, d->token, 0, &f, deadline) < 0 || f.world != (uint32_t)d->world ||
             f.rank < 1 || f.rank >= (uint32_t)d->world || d->fds[f.rank] >= 0) {
             log_debug("dist: refused a peer with a bad hello (or of another gang: rendezvous token)");
             close(fd);
@@ -193,7 +212,7 @@ static int open_master(struct dist *d, const char *addr, int port, double deadli
     }
     for (int k = 1; k < d->world; k++) {
         struct frame f = {DIST_MAGIC, OP_ACK, 0, (uint32_t)d->world, d->token, 0};
-        r = send_frame(d->fds[k], &f, NULL, deadline);
+        r = send_frame(d, d->fds[k], &f, NULL, deadline);
         if (r < 0)
             goto out;
     }
@@ -220,9 +239,9 @@ static int open_worker(struct dist *d, const char *addr, int port, double deadli
             set_sockopts(fd);
             struct frame f = {DIST_MAGIC, OP_HELLO, (uint32_t)d->rank, (uint32_t)d->world, d->token, 0};
             struct frame ack;
-            r = send_frame(fd, &f, NULL, deadline);
+            r = send_frame(d, fd, &f, NULL, deadline);
             if (r >= 0)
-                r = recv_frame(fd, OP_ACK, d->token, 0, &ack, deadline);
+                r = recv_frame(d, fd, OP_ACK, d->token, 0, &ack, deadline);
             if (r >= 0) {
                 d->fds[0] = fd;
                 break;
@@ -230,16 +249,14 @@ static int open_worker(struct dist *d, const char *addr, int port, double deadli
             /* refused (a rank 0 of another gang, or one that is not ready): try again */
             log_debug("dist: rank 0 at %s:%d refused us (%s); retrying", addr, port, strerror(-r));
             close(fd);
-            if (time_mono() > deadline) {
-                r = -ETIMEDOUT;
-                break;
-            }
-            usleep(100 * 1000);
-            continue;
-        }
-        close(fd);
+        } else
+            close(fd);
         if (time_mono() > deadline) {
             r = -ETIMEDOUT;
+            break;
+        }
+        if (stopped(d)) {
+            r = -ECANCELED;
             break;
         }
         usleep(100 * 1000);
@@ -259,13 +276,13 @@ static uint64_t rdzv_hash(const char *s)
 }
 
 int dist_open(int rank, int world_size, const char *addr, int port, double timeout_s,
-              struct dist **ret_d)
+              const volatile sig_atomic_t *stop, struct dist **ret_d)
 {
-    return dist_open_rdzv(rank, world_size, addr, port, timeout_s, getenv("DROVER_RDZV"), ret_d);
+    return dist_open_rdzv(rank, world_size, addr, port, timeout_s, getenv("DROVER_RDZV"), stop, ret_d);
 }
 
 int dist_open_rdzv(int rank, int world_size, const char *addr, int port, double timeout_s,
-                   const char *rdzv, struct dist **ret_d)
+                   const char *rdzv, const volatile sig_atomic_t *stop, struct dist **ret_d)
 {
     if (world_size < 2 || world_size > DIST_MAX_WORLD || rank < 0 || rank >= world_size || !addr ||
         port < 1 || port > 65535 || !(timeout_s > 0))
@@ -284,8 +301,10 @@ int dist_open_rdzv(int rank, int world_size, const char *addr, int port, double 
     d->world = world_size;
     d->token = rdzv_hash(rdzv);
     d->timeout_s = timeout_s;
+    d->stop = stop;
     double deadline = time_mono() + timeout_s;
     int r = rank == 0 ? open_master(d, addr, port, deadline) : open_worker(d, addr, port, deadline);
+    d->stop = NULL; /* collectives are left at a step boundary (agree_stop), never midway */
     if (r < 0) {
         dist_free(d);
         return r;
@@ -326,11 +345,11 @@ int dist_allreduce_sum_f32(struct dist *d, float *buf, size_t n)
     if (d->rank != 0) {
         struct frame f = {DIST_MAGIC, OP_ALLREDUCE, (uint32_t)d->rank, (uint32_t)d->world, seq, nb};
         struct frame res;
-        r = send_frame(d->fds[0], &f, buf, deadline);
+        r = send_frame(d, d->fds[0], &f, buf, deadline);
         if (r >= 0)
-            r = recv_frame(d->fds[0], OP_RESULT, seq, nb, &res, deadline);
+            r = recv_frame(d, d->fds[0], OP_RESULT, seq, nb, &res, deadline);
         if (r >= 0)
-            r = recv_all(d->fds[0], buf, nb, deadline);
+            r = recv_all(d, d->fds[0], buf, nb, deadline);
         return r;
     }
     float *tmp = malloc(nb ? nb : 1);
@@ -338,9 +357,9 @@ int dist_allreduce_sum_f32(struct dist *d, float *buf, size_t n)
         return -ENOMEM;
     for (int k = 1; k < d->world; k++) {
         struct frame f;
-        r = recv_frame(d->fds[k], OP_ALLREDUCE, seq, nb, &f, deadline);
+        r = recv_frame(d, d->fds[k], OP_ALLREDUCE, seq, nb, &f, deadline);
         if (r >= 0)
-            r = recv_all(d->fds[k], tmp, nb, deadline);
+            r = recv_all(d, d->fds[k], tmp, nb, deadline);
         if (r < 0)
             goto out;
         for (size_t i = 0; i < n; i++)
@@ -348,7 +367,7 @@ int dist_allreduce_sum_f32(struct dist *d, float *buf, size_t n)
     }
     for (int k = 1; k < d->world; k++) {
         struct frame f = {DIST_MAGIC, OP_RESULT, 0, (uint32_t)d->world, seq, nb};
-        r = send_frame(d->fds[k], &f, buf, deadline);
+        r = send_frame(d, d->fds[k], &f, buf, deadline);
         if (r < 0)
             goto out;
     }
@@ -366,12 +385,12 @@ int dist_broadcast(struct dist *d, void *buf, size_t len)
     uint64_t seq = ++d->seq;
     if (d->rank != 0) {
         struct frame f;
-        int r = recv_frame(d->fds[0], OP_BCAST, seq, len, &f, deadline);
-        return r < 0 ? r : recv_all(d->fds[0], buf, len, deadline);
+        int r = recv_frame(d, d->fds[0], OP_BCAST, seq, len, &f, deadline);
+        return r < 0 ? r : recv_all(d, d->fds[0], buf, len, deadline);
     }
     for (int k = 1; k < d->world; k++) {
         struct frame f = {DIST_MAGIC, OP_BCAST, 0, (uint32_t)d->world, seq, len};
-        int r = send_frame(d->fds[k], &f, buf, deadline);
+        int r = send_frame(d, d->fds[k], &f, buf, deadline);
         if (r < 0)
             return r;
     }

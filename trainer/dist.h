@@ -11,21 +11,25 @@
 #ifndef DROVER_TRAINER_DIST_H
 #define DROVER_TRAINER_DIST_H
 
+#include <signal.h>
 #include <stddef.h>
 
 struct dist;
 
 /* Connect the gang.  addr: IPv4/IPv6 literal or host name; port 1..65535; timeout_s bounds the
- * rendezvous and every later collective.  Returns 0 and *ret_d (free with dist_free), -EINVAL
- * for bad arguments, -ETIMEDOUT when the gang did not form in time, -errno otherwise. */
+ * rendezvous and every later collective.  stop (NULL: none): the rendezvous gives up with
+ * -ECANCELED within 0.1 s of *stop becoming non-zero (the SIGTERM flag: a gang stopped while it
+ * forms must not wait out the timeout for a peer that the same stop killed before it could
+ * catch the signal).  Returns 0 and *ret_d (free with dist_free), -EINVAL for bad arguments,
+ * -ETIMEDOUT when the gang did not form in time, -errno otherwise. */
 int dist_open(int rank, int world_size, const char *addr, int port, double timeout_s,
-              struct dist **ret_d);
+              const volatile sig_atomic_t *stop, struct dist **ret_d);
 /* The same with a rendezvous token: the gang's identity (dist_open takes $DROVER_RDZV, which
  * the agent sets to the release id).  The hello and its answer carry a hash of it, so a rank of
  * another release never joins this gang (a new rank 0 refuses old ranks; a new rank refused by
  * an old rank 0 keeps trying until the deadline).  NULL or "" = no token (hash 0). */
 int dist_open_rdzv(int rank, int world_size, const char *addr, int port, double timeout_s,
-                   const char *rdzv, struct dist **ret_d);
+                   const char *rdzv, const volatile sig_atomic_t *stop, struct dist **ret_d);
 /* Accepts NULL.  Closes every socket. */
 void dist_free(struct dist *d);
 

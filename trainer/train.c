@@ -492,7 +492,15 @@ int train_run(const struct train_args *a)
             code = fail(&r, TX_USAGE, "bad MASTER_PORT");
             goto out;
         }
-        e = dist_open(r.rank, r.world, addr && *addr ? addr : "127.0.0.1", port, r.cfg.dist_timeout, &r.dist);
+        e = dist_open(r.rank, r.world, addr && *addr ? addr : "127.0.0.1", port, r.cfg.dist_timeout,
+                      &stop_requested, &r.dist);
+        if (e == -ECANCELED) {
+            /* stopped while the gang formed: nothing trained, nothing to checkpoint; a peer the
+             * same stop killed before it could catch the signal is not waited for */
+            log_info("rank %d of %d: stopped (signal) while joining the gang", r.rank, r.world);
+            code = TX_OK;
+            goto out;
+        }
         if (e < 0) {
             log_error("rank %d of %d: joining the gang at %s:%d failed: %s", r.rank, r.world,
                       addr ? addr : "127.0.0.1", port, strerror(-e));

@@ -31,7 +31,7 @@ static void *rank_main(void *p)
 {
     struct rank_job *j = p;
     struct dist *d = NULL;
-    j->rc_open = dist_open_rdzv(j->rank, j->world, "127.0.0.1", j->port, j->timeout, j->rdzv, &d);
+    j->rc_open = dist_open_rdzv(j->rank, j->world, "127.0.0.1", j->port, j->timeout, j->rdzv, NULL, &d);
     if (j->rc_open < 0)
         return NULL;
     if (j->leave_early) {
@@ -115,15 +115,66 @@ static void test_no_peer_times_out(void **state)
     (void)state;
     struct dist *d = (struct dist *)0x1;
     double t0 = time_mono();
-    assert_int_equal(dist_open(0, 2, "127.0.0.1", base_port + 1, 0.5, &d), -ETIMEDOUT);
+    assert_int_equal(dist_open(0, 2, "127.0.0.1", base_port + 1, 0.5, NULL, &d), -ETIMEDOUT);
     /* the 0.5 s deadline fired, not some later one: a loose bound that still tells them apart */
     assert_true(time_mono() - t0 < 10);
     assert_ptr_equal(d, (struct dist *)0x1);
     /* a worker with nobody listening */
-    assert_int_equal(dist_open(1, 2, "127.0.0.1", base_port + 2, 0.5, &d), -ETIMEDOUT);
-    assert_int_equal(dist_open(2, 2, "127.0.0.1", base_port, 1, &d), -EINVAL);
-    assert_int_equal(dist_open(0, 1, "127.0.0.1", base_port, 1, &d), -EINVAL);
+    assert_int_equal(dist_open(1, 2, "127.0.0.1", base_port + 2, 0.5, NULL, &d), -ETIMEDOUT);
+    assert_int_equal(dist_open(2, 2, "127.0.0.1", base_port, 1, NULL, &d), -EINVAL);
+    assert_int_equal(dist_open(0, 1, "127.0.0.1", base_port, 1, NULL, &d), -EINVAL);
     dist_free(NULL);
+}
+
+/* A gang stopped while it forms (t-32 saw it): SIGTERM kills a rank that has not yet installed
+ * its handler, and the ranks that have wait in the rendezvous for it.  They used to wait out
+ * the rendezvous timeout (60 s by default, past the agent's grace: SIGKILL); with the stop flag
+ * set they give up within 0.1 s, rank 0 waiting for peers and a worker waiting for rank 0. */
+static volatile sig_atomic_t stop_flag;
+
+static void *set_stop_later(void *p)
+{
+    (void)p;
+    usleep(300 * 1000);
+    stop_flag = 1;
+    return NULL;
+}
+
+static void test_stop_during_rendezvous(void **state)
+{
+    (void)state;
+    for (int rank = 0; rank < 2; rank++) {
+        /* rank 0 with no peer coming; rank 1 with no rank 0 listening */
+        stop_flag = 0;
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, set_stop_later, NULL), 0);
+        struct dist *d = (struct dist *)0x1;
+        double t0 = time_mono();
+        int r = dist_open(rank, 3, "127.0.0.1", base_port + 7 + rank, 30.0, &stop_flag, &d);
+        double took = time_mono() - t0;
+        pthread_join(t, NULL);
+        assert_int_equal(r, -ECANCELED);
+        assert_ptr_equal(d, (struct dist *)0x1);
+        assert_true(took >= 0.25 && took < 5); /* the flag, not the 30 s deadline */
+    }
+    /* a worker that joined and waits for rank 0's answer (rank 0 waits for a third rank) */
+    stop_flag = 0;
+    struct rank_job jobs[2] = {{.rank = 0, .world = 3, .port = base_port + 9, .timeout = 3.0},
+                               {.rank = 1, .world = 3, .port = base_port + 9, .timeout = 30.0}};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, set_stop_later, NULL), 0);
+    pthread_t r0;
+    assert_int_equal(pthread_create(&r0, NULL, rank_main, &jobs[0]), 0);
+    usleep(50 * 1000);
+    struct dist *d = NULL;
+    double t0 = time_mono();
+    int r = dist_open(1, 3, "127.0.0.1", base_port + 9, 30.0, &stop_flag, &d);
+    double took = time_mono() - t0;
+    pthread_join(t, NULL);
+    pthread_join(r0, NULL);
+    assert_int_equal(r, -ECANCELED);
+    assert_true(took < 2.5); /* before rank 0's own 3 s deadline */
+    assert_int_equal(jobs[0].rc_open, -ETIMEDOUT);
 }
 
 static void test_peer_leaves_or_goes_silent(void **state)
@@ -153,6 +204,7 @@ int main(void)
         cmocka_unit_test(test_allreduce_and_broadcast),
         cmocka_unit_test(test_no_peer_times_out),
         cmocka_unit_test(test_rendezvous_token_keeps_gangs_apart),
+        cmocka_unit_test(test_stop_during_rendezvous),
         cmocka_unit_test(test_peer_leaves_or_goes_silent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
