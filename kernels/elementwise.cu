@@ -151,6 +151,40 @@ extern "C" int kern_encoder_backward_scaled(float *dwte, float *dwpe, const kbf1
     return kern_check_launch("wte_backward");
 }
 
+// The same per token as wte_backward_kernel (so the same bits), with the number of tokens read
+// from the device and a fixed grid striding over them: a launch that a CUDA graph can replay.
+static __global__ void wte_backward_dev_kernel(float *dwte, const bf16 *dout, const int *uniq_tok,
+                                               const int *start, const int *pos,
+                                               const int *nuniq, int C)
+{
+    int nu = *nuniq;
+    for (int u = blockIdx.x; u < nu; u += gridDim.x) {
+        int s0 = start[u], s1 = start[u + 1];
+        float *dst = dwte + (size_t)uniq_tok[u] * C;
+        for (int c = threadIdx.x; c < C; c += blockDim.x) {
+            float acc = 0.f;
+            for (int k = s0; k < s1; k++)
+                acc += __bfloat162float(dout[(size_t)pos[k] * C + c]);
+            dst[c] += acc; // scale 1: as fma(acc, 1, dst), one rounding
+        }
+    }
+}
+
+extern "C" int kern_encoder_backward_dev(float *dwte, float *dwpe, const kbf16 *dout,
+                                         const int *uniq_tok, const int *start, const int *pos,
+                                         const int *nuniq, int max_uniq, int B, int T, int C,
+                                         cudaStream_t s)
+{
+    wpe_backward_kernel<<<cdiv((size_t)T * C, 256), 256, 0, s>>>(dwpe, (const bf16 *)dout, B, T, C,
+                                                                 1.0f);
+    int r = kern_check_launch("wpe_backward");
+    if (r < 0 || max_uniq <= 0)
+        return r;
+    wte_backward_dev_kernel<<<max_uniq < 4096 ? max_uniq : 4096, 256, 0, s>>>(
+        dwte, (const bf16 *)dout, uniq_tok, start, pos, nuniq, C);
+    return kern_check_launch("wte_backward");
+}
+
 extern "C" int kern_encoder_backward(float *dwte, float *dwpe, const kbf16 *dout,
                                      const int *uniq_tok, const int *start, const int *pos,
                                      int nuniq, int B, int T, int C, cudaStream_t s)
@@ -514,15 +548,21 @@ __device__ __forceinline__ bf16x8 load8_cs(const bf16 *p)
     return *reinterpret_cast<bf16x8 *>(&u);
 }
 
-template <int NCH, int MINB>
+// BIAS: a third per-warp row in shared memory sums dinp as it is on entry (the gradient of the
+// residual sum, whose column sums are the preceding linear layer's bias gradient): the separate
+// bias kernel's read of it saved (kern_layernorm_backward_bias).
+template <int NCH, int MINB, bool BIAS>
 static __global__ void __launch_bounds__(256, MINB) layernorm_backward_reg_kernel(
-    bf16 *dinp, float *part_w, float *part_b, const bf16 *dout, const bf16 *inp, const bf16 *w,
-    const float *mean, const float *rstd, int N, int C)
+    bf16 *dinp, float *part_w, float *part_b, float *part_o, const bf16 *dout, const bf16 *inp,
+    const bf16 *w, const float *mean, const float *rstd, int N, int C)
 {
-    extern __shared__ float4 lnr_smem[]; // [2][8 warps][256 * NCH] floats: dweight, dbias sums
+    // [2 or 3][8 warps][256 * NCH] floats: dweight, dbias (and dinp-on-entry) sums
+    extern __shared__ float4 lnr_smem[];
     float *acc_w = reinterpret_cast<float *>(lnr_smem), *acc_b = acc_w + 8 * 256 * NCH;
+    float *acc_o = acc_b + 8 * 256 * NCH;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     float *aw = acc_w + warp * 256 * NCH, *ab = acc_b + warp * 256 * NCH;
+    float *ao = acc_o + warp * 256 * NCH;
     bf16x8 wv[NCH];
 #pragma unroll
     for (int i = 0; i < NCH; i++) {
@@ -530,9 +570,12 @@ static __global__ void __launch_bounds__(256, MINB) layernorm_backward_reg_kerne
         if (c < C)
             wv[i] = load8(w + c);
 #pragma unroll
-        for (int k = 0; k < 8; k += 4)
+        for (int k = 0; k < 8; k += 4) {
             *reinterpret_cast<float4 *>(aw + c + k) = *reinterpret_cast<float4 *>(ab + c + k) =
                 make_float4(0.f, 0.f, 0.f, 0.f);
+            if (BIAS)
+                *reinterpret_cast<float4 *>(ao + c + k) = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
     }
     for (int row = blockIdx.x * 8 + warp; row < N; row += gridDim.x * 8) {
         const bf16 *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
@@ -568,6 +611,16 @@ static __global__ void __launch_bounds__(256, MINB) layernorm_backward_reg_kerne
         for (int i = 0; i < NCH; i++) {
             int c = lane * 8 + 256 * i;
             if (c < C) {
+                if (BIAS) { // before ov is overwritten; its own short live range
+                    float so[8];
+                    *reinterpret_cast<float4 *>(so) = *reinterpret_cast<float4 *>(ao + c);
+                    *reinterpret_cast<float4 *>(so + 4) = *reinterpret_cast<float4 *>(ao + c + 4);
+#pragma unroll
+                    for (int k = 0; k < 8; k++)
+                        so[k] += __bfloat162float(ov[i].v[k]);
+                    *reinterpret_cast<float4 *>(ao + c) = *reinterpret_cast<float4 *>(so);
+                    *reinterpret_cast<float4 *>(ao + c + 4) = *reinterpret_cast<float4 *>(so + 4);
+                }
                 float sw[8], sb[8];
                 *reinterpret_cast<float4 *>(sw) = *reinterpret_cast<float4 *>(aw + c);
                 *reinterpret_cast<float4 *>(sw + 4) = *reinterpret_cast<float4 *>(aw + c + 4);
@@ -593,24 +646,28 @@ static __global__ void __launch_bounds__(256, MINB) layernorm_backward_reg_kerne
     // block reduction in warp order (as the kernel above): one partial row of each per block
     __syncthreads();
     for (int c = threadIdx.x; c < C; c += 256) {
-        float tw = 0.f, tb = 0.f;
+        float tw = 0.f, tb = 0.f, to = 0.f;
         for (int y = 0; y < 8; y++) {
             tw += acc_w[y * 256 * NCH + c];
             tb += acc_b[y * 256 * NCH + c];
+            if (BIAS)
+                to += acc_o[y * 256 * NCH + c];
         }
         part_w[(size_t)blockIdx.x * C + c] = tw;
         part_b[(size_t)blockIdx.x * C + c] = tb;
+        if (BIAS)
+            part_o[(size_t)blockIdx.x * C + c] = to;
     }
 }
 
-// dw (blockIdx.y 0) or db (1) += the G partial rows: thread (x, y) adds rows y, y+16, ... of
-// column blockIdx.x*32 + x in order, then y = 0 adds the 16 sums in order.
-static __global__ void lnr_final_kernel(float *dw, float *db, const float *part_w,
-                                        const float *part_b, int G, int C)
+// dw (blockIdx.y 0), db (1) or do_ (2) += the G partial rows: thread (x, y) adds rows y, y+16,
+// ... of column blockIdx.x*32 + x in order, then y = 0 adds the 16 sums in order.
+static __global__ void lnr_final_kernel(float *dw, float *db, float *do_, const float *part_w,
+                                        const float *part_b, const float *part_o, int G, int C)
 {
     __shared__ float s[16][33];
     int c = blockIdx.x * 32 + threadIdx.x;
-    const float *p = blockIdx.y ? part_b : part_w;
+    const float *p = blockIdx.y == 2 ? part_o : blockIdx.y ? part_b : part_w;
     float acc = 0.f;
     if (c < C)
 #pragma unroll 4
@@ -622,28 +679,31 @@ static __global__ void lnr_final_kernel(float *dw, float *db, const float *part_
         float t = 0.f;
         for (int y = 0; y < 16; y++)
             t += s[y][threadIdx.x];
-        (blockIdx.y ? db : dw)[c] += t;
+        (blockIdx.y == 2 ? do_ : blockIdx.y ? db : dw)[c] += t;
     }
 }
 
+// dbias2 non-NULL (MINB 2 only: 3 * 264 partial rows fill kern_colsum_scratch_floats(C)): the
+// BIAS kernel, dbias2 += the column sums of dinp on entry.
 template <int NCH, int MINB>
-static int layernorm_backward_reg(bf16 *dinp, float *dweight, float *dbias, float *scratch,
-                                  const bf16 *dout, const bf16 *inp, const bf16 *w,
+static int layernorm_backward_reg(bf16 *dinp, float *dweight, float *dbias, float *dbias2,
+                                  float *scratch, const bf16 *dout, const bf16 *inp, const bf16 *w,
                                   const float *mean, const float *rstd, int N, int C, cudaStream_t s)
 {
     const int G = 132 * MINB; /* an H200's SMs; a fixed grid keeps the sums' order fixed; <= 396 */
-    float *pw = scratch, *pb = scratch + (size_t)G * C;
-    const int smem = 2 * 8 * 256 * NCH * (int)sizeof(float); /* 64 KiB at NCH 4 */
+    float *pw = scratch, *pb = scratch + (size_t)G * C, *po = pb + (size_t)G * C;
+    const int nsum = dbias2 ? 3 : 2;
+    const int smem = nsum * 8 * 256 * NCH * (int)sizeof(float); /* 64 KiB at NCH 4, 2 sums */
+    auto kern = dbias2 ? layernorm_backward_reg_kernel<NCH, MINB, true>
+                       : layernorm_backward_reg_kernel<NCH, MINB, false>;
     if (smem > 48 * 1024) { /* widths over 768; set each time: the attribute is per device */
-        cudaError_t e = cudaFuncSetAttribute(layernorm_backward_reg_kernel<NCH, MINB>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
             return kern_set_error("layernorm_backward_reg smem", cudaGetErrorString(e));
     }
-    layernorm_backward_reg_kernel<NCH, MINB><<<G, 256, smem, s>>>(dinp, pw, pb, dout, inp, w, mean,
-                                                                   rstd, N, C);
-    lnr_final_kernel<<<dim3(cdiv(C, 32), 2), dim3(32, 16), 0, s>>>(dweight, dbias, pw, pb,
-                                                                   G, C);
+    kern<<<G, 256, smem, s>>>(dinp, pw, pb, po, dout, inp, w, mean, rstd, N, C);
+    lnr_final_kernel<<<dim3(cdiv(C, 32), nsum), dim3(32, 16), 0, s>>>(dweight, dbias, dbias2, pw,
+                                                                      pb, po, G, C);
     return kern_check_launch("layernorm_backward_reg");
 }
 
@@ -665,11 +725,12 @@ extern "C" int kern_layernorm_backward(kbf16 *dinp, float *dweight, float *dbias
     if (lnb_impl < 0)
         kern_lnbwd_set_impl(-1);
 #define LNB_REG(n)                                                                                 \
-    return lnb_impl == 2 ? layernorm_backward_reg<n, 3>((bf16 *)dinp, dweight, dbias, scratch,      \
+    return lnb_impl == 2 ? layernorm_backward_reg<n, 3>((bf16 *)dinp, dweight, dbias, NULL, scratch, \
                                                         (const bf16 *)dout, (const bf16 *)inp,       \
                                                         (const bf16 *)weight, mean, rstd, N, C, s)   \
-                         : layernorm_backward_reg<n, 2>((bf16 *)dinp, dweight, dbias, scratch, (const bf16 *)dout,  \
-                                     (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C, s)
+                         : layernorm_backward_reg<n, 2>((bf16 *)dinp, dweight, dbias, NULL, scratch, \
+                                     (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)weight,   \
+                                     mean, rstd, N, C, s)
     if (lnb_impl >= 1) {
         switch ((C + 255) / 256) {
         case 1: LNB_REG(1);
@@ -765,6 +826,49 @@ extern "C" int kern_bias_backward(float *dbias, float *scratch, const kbf16 *dou
         pw, pb, (const bf16 *)dout, nullptr, nullptr, nullptr, N, OC);
     colsum_final_kernel<<<cdiv(OC, 256), 256, 0, s>>>(nullptr, dbias, pw, pb, OC);
     return kern_check_launch("bias_backward");
+}
+
+// LayerNorm backward + the preceding layer's bias gradient: the reg kernel with its third
+// column sum where it runs (widths up to 1024, DROVER_LN_BWD unset), else the two launches.
+static int lnbias_fused = -1;
+
+extern "C" void kern_lnbias_set_impl(int fused)
+{
+    const char *e = getenv("DROVER_LN_BIAS");
+    lnbias_fused = fused >= 0 ? fused : !(e && !strcmp(e, "0"));
+}
+
+extern "C" int kern_layernorm_backward_bias(kbf16 *dinp, float *dweight, float *dbias,
+                                            float *dbias2, float *scratch, const kbf16 *dout,
+                                            const kbf16 *inp, const kbf16 *weight,
+                                            const float *mean, const float *rstd, int N, int C,
+                                            cudaStream_t s)
+{
+    if (C % 8)
+        return -EINVAL;
+    if (lnbias_fused < 0)
+        kern_lnbias_set_impl(-1);
+    if (lnb_impl < 0)
+        kern_lnbwd_set_impl(-1);
+    if (lnbias_fused && lnb_impl == 1) {
+#define LNB_BIAS(n)                                                                                \
+    return layernorm_backward_reg<n, 2>((bf16 *)dinp, dweight, dbias, dbias2, scratch,             \
+                                        (const bf16 *)dout, (const bf16 *)inp,                     \
+                                        (const bf16 *)weight, mean, rstd, N, C, s)
+        switch ((C + 255) / 256) {
+        case 1: LNB_BIAS(1);
+        case 2: LNB_BIAS(2);
+        case 3: LNB_BIAS(3);
+        case 4: LNB_BIAS(4);
+        default: break;
+        }
+#undef LNB_BIAS
+    }
+    int r = kern_bias_backward(dbias2, scratch, dinp, N, C, s); /* reads dinp before the += */
+    if (r < 0)
+        return r;
+    return kern_layernorm_backward(dinp, dweight, dbias, scratch, dout, inp, weight, mean, rstd, N,
+                                   C, s);
 }
 
 // ---------------------------------------------------------------- GELU backward

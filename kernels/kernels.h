@@ -47,6 +47,11 @@ int kern_encoder_forward(kbf16 *out, const int *inp, const kbf16 *wte, const kbf
 int kern_encoder_backward(float *dwte, float *dwpe, const kbf16 *dout, const int *uniq_tok,
                           const int *start, const int *pos, int nuniq, int B, int T, int C,
                           cudaStream_t s);
+/* The same (the same bits), with nuniq read from device memory (at most max_uniq) when the
+ * kernel runs: the launch does not depend on the batch, so a CUDA graph can replay it. */
+int kern_encoder_backward_dev(float *dwte, float *dwpe, const kbf16 *dout, const int *uniq_tok,
+                              const int *start, const int *pos, const int *nuniq, int max_uniq,
+                              int B, int T, int C, cudaStream_t s);
 /* The same with each sum multiplied by scale before it is added (scale 1 gives the bits of
  * kern_encoder_backward): data parallel runs it over every rank's gathered dout with
  * scale 1/world_size, so dwte and dwpe come out averaged and identical on every rank. */
@@ -63,7 +68,22 @@ int kern_layernorm_forward(kbf16 *out, float *mean, float *rstd, const kbf16 *in
 int kern_layernorm_backward(kbf16 *dinp, float *dweight, float *dbias, float *scratch,
                             const kbf16 *dout, const kbf16 *inp, const kbf16 *weight,
                             const float *mean, const float *rstd, int N, int C, cudaStream_t s);
-/* Floats of scratch kern_layernorm_backward and kern_bias_backward need for width C. */
+/* The same, and dbias2 (C) fp32 += the column sums of dinp as it is on entry (before the +=):
+ * in the model dinp holds the residual stream's gradient, whose column sums are the bias
+ * gradient of the linear layer that wrote that residual (attproj, fcproj), so its separate read
+ * (kern_bias_backward) is saved.  dinp, dweight, dbias get the bits of kern_layernorm_backward;
+ * dbias2 is summed in the kernel's order, not kern_bias_backward's.  Fused only in the default
+ * row-in-registers kernel (widths up to 1024); otherwise, or with kern_lnbias_set_impl(0) /
+ * DROVER_LN_BIAS=0, it runs kern_bias_backward then kern_layernorm_backward (their bits).
+ * Scratch as below.  tol 1e-4 (dbias2). */
+int kern_layernorm_backward_bias(kbf16 *dinp, float *dweight, float *dbias, float *dbias2,
+                                 float *scratch, const kbf16 *dout, const kbf16 *inp,
+                                 const kbf16 *weight, const float *mean, const float *rstd, int N,
+                                 int C, cudaStream_t s);
+/* 1 = fused (default), 0 = two launches; -1 = from the environment (DROVER_LN_BIAS=0 selects 0).
+ * Not thread-safe: call before the first launch. */
+void kern_lnbias_set_impl(int fused);
+/* Floats of scratch kern_layernorm_backward(_bias) and kern_bias_backward need for width C. */
 size_t kern_colsum_scratch_floats(int C);
 
 /* dbias (OC) fp32 += column sums of dout (N,OC) bf16 (deterministic, scratch as above). tol 1e-4. */
