@@ -30,6 +30,7 @@
 #include "trainer/backend.h"
 #include "trainer/cuda_backend.h"
 #include "trainer/dist.h"
+#include "trainer/tokbucket.h"
 
 #define CUBLAS_WORKSPACE_BYTES (32u << 20)
 
@@ -82,8 +83,22 @@ struct cuda_be {
     /* backward scratch */
     kbf16 *dres, *dln, *dqkv, *datt, *dfch;
     float *colsum, *att_scratch, *losses, *norm_partial, *scalars; /* scalars: norm, scale, loss */
-    int *d_inp, *d_tgt, *d_uniq, *d_start, *d_pos;
+    /* the token region, one block of ints: inputs (N), targets (N), the number of distinct
+     * inputs (1, padded to 4), the wte-gradient buckets: uniq (NB), start (NB + 1), pos (NB) */
+    int *d_tok, *d_inp, *d_tgt, *d_nu, *d_uniq, *d_start, *d_pos;
+    size_t tok_ints;
     float *h_scalars; /* pinned host copy of scalars: [0] norm, [2] loss sum */
+    /* DROVER_STEP (docs/cuda.md), one GPU only: staged or graph uploads the token region from
+     * pinned h_tok (buckets built on the host before the step) in one copy on copy_stream, which
+     * overlaps the previous update; graph also replays the forward and the backward as two CUDA
+     * graphs captured on the second step */
+    enum cuda_step_mode step_mode;
+    cudaStream_t copy_stream;
+    cudaEvent_t ev_tok_free;  /* compute stream: every enqueued reader of the token region */
+    cudaEvent_t ev_tok_ready; /* copy_stream: the region holds the next batch, h_tok is free */
+    int *h_tok;               /* pinned, the region's layout */
+    cudaGraph_t graph_f, graph_b;
+    cudaGraphExec_t gexec_f, gexec_b;
     /* host scratch for the wte-gradient buckets (W*N positions with dp_gather, else N) */
     int *h_uniq, *h_start, *h_pos, *h_count;
 
@@ -120,6 +135,29 @@ static int cu_fail(cudaError_t e, const char *what, const char *file, int line)
             return n_ == ncclSystemError || n_ == ncclRemoteError ? -ECONNRESET : -EIO; \
         }                                                          \
     } while (0)
+
+/* ---- DROVER_STEP ---- */
+
+int cuda_step_mode_parse(const char *s, enum cuda_step_mode *ret_mode)
+{
+    static const char *const names[] = {"plain", "staged", "graph"};
+    if (!s || !*s) {
+        *ret_mode = CUDA_STEP_DEFAULT;
+        return 0;
+    }
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, names[i])) {
+            *ret_mode = (enum cuda_step_mode)i;
+            return 0;
+        }
+    return -EINVAL;
+}
+
+const char *cuda_step_mode_name(enum cuda_step_mode m)
+{
+    return m == CUDA_STEP_PLAIN ? "plain" : m == CUDA_STEP_STAGED ? "staged"
+                                         : m == CUDA_STEP_GRAPH ? "graph" : "?";
+}
 
 /* ---- bump allocation inside an arena ---- */
 
@@ -173,12 +211,17 @@ static size_t cuda_layout_acts(struct cuda_be *be, char *base)
     be->losses = carve_take(&c, N * sizeof(float));
     be->norm_partial = carve_take(&c, kern_sumsq_partials() * sizeof(float));
     be->scalars = carve_take(&c, 4 * sizeof(float));
-    be->d_inp = carve_take(&c, N * sizeof(int));
-    be->d_tgt = carve_take(&c, N * sizeof(int));
     size_t NB = be->dp_gather ? N * (size_t)be->W : N; /* positions the wte buckets index */
-    be->d_uniq = carve_take(&c, NB * sizeof(int));
-    be->d_start = carve_take(&c, (NB + 1) * sizeof(int));
-    be->d_pos = carve_take(&c, NB * sizeof(int));
+    be->tok_ints = 2 * N + 4 + NB + (NB + 1) + NB;
+    be->d_tok = carve_take(&c, be->tok_ints * sizeof(int));
+    if (be->d_tok) {
+        be->d_inp = be->d_tok;
+        be->d_tgt = be->d_inp + N;
+        be->d_nu = be->d_tgt + N;
+        be->d_uniq = be->d_nu + 4;
+        be->d_start = be->d_uniq + NB;
+        be->d_pos = be->d_start + NB + 1;
+    }
     if (be->dp_gather)
         be->d_inp_all = carve_take(&c, NB * sizeof(int));
     return c.used;
@@ -200,6 +243,24 @@ static void cuda_destroy(void *p)
     for (int i = 0; i < 4; i++)
         if (be->tev[i])
             (void)cudaEventDestroy(be->tev[i]);
+    if (be->copy_stream)
+        (void)cudaStreamSynchronize(be->copy_stream);
+    if (be->gexec_f)
+        (void)cudaGraphExecDestroy(be->gexec_f);
+    if (be->gexec_b)
+        (void)cudaGraphExecDestroy(be->gexec_b);
+    if (be->graph_f)
+        (void)cudaGraphDestroy(be->graph_f);
+    if (be->graph_b)
+        (void)cudaGraphDestroy(be->graph_b);
+    if (be->ev_tok_free)
+        (void)cudaEventDestroy(be->ev_tok_free);
+    if (be->ev_tok_ready)
+        (void)cudaEventDestroy(be->ev_tok_ready);
+    if (be->copy_stream)
+        (void)cudaStreamDestroy(be->copy_stream);
+    if (be->h_tok)
+        (void)cudaFreeHost(be->h_tok);
     if (be->comm)
         (void)ncclCommDestroy(be->comm);
     kern_blas_free(be->blas);
@@ -309,6 +370,11 @@ static int cuda_create_inner(struct cuda_be *be)
     }
     if (be->dp_gather)
         CU(cudaMallocHost((void **)&be->h_inp_all, (size_t)be->W * be->N * sizeof(int)));
+    if (be->step_mode != CUDA_STEP_PLAIN) {
+        CU(cudaStreamCreateWithFlags(&be->copy_stream, cudaStreamNonBlocking));
+        CU(cudaEventCreateWithFlags(&be->ev_tok_free, cudaEventDisableTiming));
+        CU(cudaEventCreateWithFlags(&be->ev_tok_ready, cudaEventDisableTiming));
+    }
     int r = kern_blas_new(CUBLAS_WORKSPACE_BYTES, &be->blas);
     if (r < 0) {
         log_error("cuBLASLt: handle creation failed: %s", kern_last_error());
@@ -326,6 +392,8 @@ static int cuda_create_inner(struct cuda_be *be)
     size_t acts = cuda_layout_acts(be, NULL);
     CU(cudaMalloc(&be->arena_acts, acts));
     (void)cuda_layout_acts(be, be->arena_acts);
+    if (be->step_mode != CUDA_STEP_PLAIN)
+        CU(cudaMallocHost((void **)&be->h_tok, be->tok_ints * sizeof(int)));
     CU(cudaMemsetAsync(be->arena_params, 0, np * (sizeof(float) + sizeof(kbf16)), be->stream));
     CU(cudaMemsetAsync(be->arena_grads, 0, np * sizeof(float), be->stream));
     CU(cudaMemsetAsync(be->arena_opt, 0, 2 * np * sizeof(float), be->stream));
@@ -335,8 +403,8 @@ static int cuda_create_inner(struct cuda_be *be)
         if (r < 0)
             return r;
     }
-    log_debug("cuda backend: device %d, %zu params, activations %.1f MiB, data parallel %s",
-              be->device, np, (double)acts / (1 << 20),
+    log_debug("cuda backend: device %d, %zu params, activations %.1f MiB, step %s, data parallel %s",
+              be->device, np, (double)acts / (1 << 20), cuda_step_mode_name(be->step_mode),
               be->W == 1 ? "off" : be->dp_gather ? "overlapped, embedding rows gathered"
                                  : be->dp_overlap ? "overlapped" : "one all-reduce");
     return 0;
@@ -356,6 +424,12 @@ static int cuda_create(const struct gpt_config *cfg, const struct backend_opts *
         log_error("cuda backend: width %d with %d heads (head size %d) is not supported: width "
                   "must be a multiple of 8 and the head size 16, 32, 64 or 128",
                   c.dim, c.heads, hs);
+        return -EINVAL;
+    }
+    enum cuda_step_mode sm;
+    if (cuda_step_mode_parse(getenv("DROVER_STEP"), &sm) < 0) {
+        log_error("cuda backend: DROVER_STEP='%s' is not plain, staged or graph",
+                  getenv("DROVER_STEP"));
         return -EINVAL;
     }
     struct cuda_be *be = calloc(1, sizeof *be);
@@ -388,6 +462,8 @@ static int cuda_create(const struct gpt_config *cfg, const struct backend_opts *
         const char *ct = getenv("DROVER_DP_CTAS");
         be->dp_ctas = be->dp_overlap && ct ? atoi(ct) : 0;
     }
+    /* data parallel keeps the plain step (its collectives and token gather are not captured) */
+    be->step_mode = be->W > 1 ? CUDA_STEP_PLAIN : sm;
     gpt_param_sizes(&c, be->size);
     for (int i = 0; i < GPT_NPARAM_TENSORS; i++)
         be->off[i] = gpt_param_offset(&c, (enum gpt_param)i);
@@ -498,21 +574,13 @@ static int dp_gather_tokens(struct cuda_be *be)
     return 0;
 }
 
-/* Forward pass; with train, the classifier also leaves dlogits (scaled by 1/N) in be->logits. */
-static int cuda_run_forward(struct cuda_be *be, const int *inputs, const int *targets, bool train)
+/* The forward's kernels from the tokens in d_inp/d_tgt to the loss sum in h_scalars[2] (landed
+ * once the stream has passed them); with train, the classifier also leaves dlogits (scaled by
+ * 1/N) in be->logits.  Only stream work: a CUDA graph captures it. */
+static int cuda_enqueue_forward(struct cuda_be *be, bool train)
 {
-    int r = cuda_check_tokens(be, inputs, targets);
-    if (r < 0)
-        return r;
     int N = be->N, C = be->C, B = be->B, T = be->T, NH = be->NH;
     cudaStream_t s = be->stream;
-    CU(cudaSetDevice(be->device));
-    if (train && be->tev[0])
-        CU(cudaEventRecord(be->tev[0], s));
-    CU(cudaMemcpyAsync(be->d_inp, inputs, (size_t)N * sizeof(int), cudaMemcpyHostToDevice, s));
-    CU(cudaMemcpyAsync(be->d_tgt, targets, (size_t)N * sizeof(int), cudaMemcpyHostToDevice, s));
-    if (train && be->dp_gather && (r = dp_gather_tokens(be)) < 0)
-        return r;
     KERN(kern_encoder_forward(be->encoded, be->d_inp, PW(GPT_WTE), PW(GPT_WPE), B, T, C, s));
     for (int l = 0; l < be->L; l++) {
         struct layer_acts *a = &be->layer[l];
@@ -538,10 +606,61 @@ static int cuda_run_forward(struct cuda_be *be, const int *inputs, const int *ta
     KERN(kern_classifier_forward_backward(be->logits, be->losses, be->d_tgt,
                                           train ? 1.0f / (float)N : 0.0f, N, be->V, be->Vp, s));
     KERN(kern_sum(be->scalars + 2, be->losses, (size_t)N, s));
-    /* lands in h_scalars[2] once ev_loss has completed */
     CU(cudaMemcpyAsync(be->h_scalars + 2, be->scalars + 2, sizeof(float), cudaMemcpyDeviceToHost,
                        s));
+    return 0;
+}
+
+/* Forward pass, plain: the tokens copied from pageable memory on the compute stream. */
+static int cuda_run_forward(struct cuda_be *be, const int *inputs, const int *targets, bool train)
+{
+    int r = cuda_check_tokens(be, inputs, targets);
+    if (r < 0)
+        return r;
+    int N = be->N;
+    cudaStream_t s = be->stream;
+    CU(cudaSetDevice(be->device));
+    if (train && be->tev[0])
+        CU(cudaEventRecord(be->tev[0], s));
+    CU(cudaMemcpyAsync(be->d_inp, inputs, (size_t)N * sizeof(int), cudaMemcpyHostToDevice, s));
+    CU(cudaMemcpyAsync(be->d_tgt, targets, (size_t)N * sizeof(int), cudaMemcpyHostToDevice, s));
+    if (train && be->dp_gather && (r = dp_gather_tokens(be)) < 0)
+        return r;
+    if ((r = cuda_enqueue_forward(be, train)) < 0)
+        return r;
+    /* the loss lands in h_scalars[2] once ev_loss has completed */
     CU(cudaEventRecord(be->ev_loss, s));
+    return 0;
+}
+
+/* staged / graph: the next batch into pinned h_tok (with buckets: the wte-gradient buckets too)
+ * and one copy of the token region on copy_stream, once every enqueued reader of the region is
+ * past (ev_tok_free); the compute stream waits for the copy.  The previous step's update still
+ * runs meanwhile. */
+static int cuda_stage_tokens(struct cuda_be *be, const int *inputs, const int *targets,
+                             bool buckets)
+{
+    int r = cuda_check_tokens(be, inputs, targets);
+    if (r < 0)
+        return r;
+    size_t N = (size_t)be->N;
+    int *h = be->h_tok, nu = 0;
+    CU(cudaSetDevice(be->device));
+    CU(cudaEventSynchronize(be->ev_tok_ready)); /* the last copy has read h_tok (long done) */
+    memcpy(h, inputs, N * sizeof(int));
+    memcpy(h + N, targets, N * sizeof(int));
+    if (buckets) {
+        int *uniq = h + 2 * N + 4, *start = uniq + N;
+        if ((r = tokbucket_build(inputs, be->N, be->Vp, be->h_count, uniq, start, start + N + 1,
+                                 &nu)) < 0)
+            return r;
+    }
+    h[2 * N] = nu;
+    size_t n = buckets ? be->tok_ints : 2 * N + 4;
+    CU(cudaStreamWaitEvent(be->copy_stream, be->ev_tok_free, 0));
+    CU(cudaMemcpyAsync(be->d_tok, h, n * sizeof(int), cudaMemcpyHostToDevice, be->copy_stream));
+    CU(cudaEventRecord(be->ev_tok_ready, be->copy_stream));
+    CU(cudaStreamWaitEvent(be->stream, be->ev_tok_ready, 0));
     return 0;
 }
 
@@ -550,24 +669,10 @@ static int cuda_run_forward(struct cuda_be *be, const int *inputs, const int *ta
 static int cuda_upload_buckets(struct cuda_be *be, const int *inputs, int N, int *ret_nuniq)
 {
     int nu = 0;
-    int *cnt = be->h_count;
-    for (int i = 0; i < N; i++)
-        cnt[inputs[i]]++;
-    int acc = 0;
-    for (int t = 0; t < be->Vp; t++) {
-        if (!cnt[t])
-            continue;
-        be->h_uniq[nu] = t;
-        be->h_start[nu] = acc;
-        acc += cnt[t];
-        cnt[t] = be->h_start[nu]; /* becomes the write cursor */
-        nu++;
-    }
-    be->h_start[nu] = acc;
-    for (int i = 0; i < N; i++)
-        be->h_pos[cnt[inputs[i]]++] = i;
-    for (int u = 0; u < nu; u++)
-        cnt[be->h_uniq[u]] = 0;
+    int r = tokbucket_build(inputs, N, be->Vp, be->h_count, be->h_uniq, be->h_start, be->h_pos,
+                            &nu);
+    if (r < 0)
+        return r;
     cudaStream_t s = be->stream;
     CU(cudaMemcpyAsync(be->d_uniq, be->h_uniq, (size_t)nu * sizeof(int), cudaMemcpyHostToDevice, s));
     CU(cudaMemcpyAsync(be->d_start, be->h_start, (size_t)(nu + 1) * sizeof(int),
@@ -577,6 +682,8 @@ static int cuda_upload_buckets(struct cuda_be *be, const int *inputs, int N, int
     return 0;
 }
 
+/* The backward; inputs NULL: staged, the buckets already in the token region (one GPU; only
+ * stream work, so a CUDA graph captures it). */
 static int cuda_run_backward(struct cuda_be *be, const int *inputs)
 {
     int N = be->N, C = be->C, B = be->B, T = be->T, NH = be->NH;
@@ -621,28 +728,29 @@ static int cuda_run_backward(struct cuda_be *be, const int *inputs)
         /* the BGRADB epilogue (kern_matmul_backward_weight_bias) measured slower here:
            +2.7 ms of matmul for 1.1 ms of bias kernels per B=32 step on an H200 */
         KERN(kern_matmul_backward_weight(bl, GL(GPT_FCPROJW, l), be->dres, a->fch, N, 4 * C, C, s));
-        KERN(kern_bias_backward(GL(GPT_FCPROJB, l), be->colsum, be->dres, N, C, s));
+        /* fcprojb's gradient, the column sums of dres, comes with ln2's backward below (dres
+         * is not written before it) */
         KERN(kern_matmul_backward_input(bl, be->dln, be->dfch, PL(GPT_FCW, l), 0, N, C, 4 * C, s));
         KERN(kern_matmul_backward_weight(bl, GL(GPT_FCW, l), be->dfch, a->ln2, N, C, 4 * C, s));
         KERN(kern_bias_backward(GL(GPT_FCB, l), be->colsum, be->dfch, N, 4 * C, s));
-        KERN(kern_layernorm_backward(be->dres, GL(GPT_LN2W, l), GL(GPT_LN2B, l), be->colsum,
-                                     be->dln, a->res1, PL(GPT_LN2W, l), a->ln2_mean, a->ln2_rstd,
-                                     N, C, s));
+        KERN(kern_layernorm_backward_bias(be->dres, GL(GPT_LN2W, l), GL(GPT_LN2B, l),
+                                          GL(GPT_FCPROJB, l), be->colsum, be->dln, a->res1,
+                                          PL(GPT_LN2W, l), a->ln2_mean, a->ln2_rstd, N, C, s));
         if (ov && (r = dp_bucket(be, dp_mlp, 6, l)) < 0)
             return r;
         /* res1 = x + atty @ attprojw^T + attprojb; dres is now d(res1) */
         KERN(kern_matmul_backward_input(bl, be->datt, be->dres, PL(GPT_ATTPROJW, l), 0, N, C, C, s));
         KERN(kern_matmul_backward_weight(bl, GL(GPT_ATTPROJW, l), be->dres, a->atty, N, C, C, s));
-        KERN(kern_bias_backward(GL(GPT_ATTPROJB, l), be->colsum, be->dres, N, C, s));
+        /* attprojb's gradient comes with ln1's backward, as fcprojb's with ln2's */
         KERN(kern_attention_backward2(be->dqkv, be->att_scratch, be->datt, a->atty, a->lse,
                                       a->qkv, B, T, C, NH, s, be->stream2, be->ev_fork,
                                       be->ev_join));
         KERN(kern_matmul_backward_input(bl, be->dln, be->dqkv, PL(GPT_QKVW, l), 0, N, C, 3 * C, s));
         KERN(kern_matmul_backward_weight(bl, GL(GPT_QKVW, l), be->dqkv, a->ln1, N, C, 3 * C, s));
         KERN(kern_bias_backward(GL(GPT_QKVB, l), be->colsum, be->dqkv, N, 3 * C, s));
-        KERN(kern_layernorm_backward(be->dres, GL(GPT_LN1W, l), GL(GPT_LN1B, l), be->colsum,
-                                     be->dln, x, PL(GPT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C,
-                                     s));
+        KERN(kern_layernorm_backward_bias(be->dres, GL(GPT_LN1W, l), GL(GPT_LN1B, l),
+                                          GL(GPT_ATTPROJB, l), be->colsum, be->dln, x,
+                                          PL(GPT_LN1W, l), a->ln1_mean, a->ln1_rstd, N, C, s));
         if (ov && (r = dp_bucket(be, dp_att, 6, l)) < 0)
             return r;
     }
@@ -670,6 +778,11 @@ static int cuda_run_backward(struct cuda_be *be, const int *inputs)
                                           nu, be->W * B, T, C, 1.0f / (float)be->W, s));
         return 0;
     }
+    if (!inputs) {
+        KERN(kern_encoder_backward_dev(dwte, dwpe, be->dres, be->d_uniq, be->d_start, be->d_pos,
+                                       be->d_nu, N < be->Vp ? N : be->Vp, B, T, C, s));
+        return 0;
+    }
     if ((r = cuda_upload_buckets(be, inputs, N, &nu)) < 0)
         return r;
     KERN(kern_encoder_backward(dwte, dwpe, be->dres, be->d_uniq, be->d_start, be->d_pos, nu, B, T,
@@ -695,7 +808,13 @@ static void cuda_note_memory(struct cuda_be *be)
 static int cuda_forward(void *p, const int *inputs, const int *targets, float *ret_loss)
 {
     struct cuda_be *be = p;
-    int r = cuda_run_forward(be, inputs, targets, false);
+    int r;
+    if (be->step_mode == CUDA_STEP_PLAIN) {
+        r = cuda_run_forward(be, inputs, targets, false);
+    } else if ((r = cuda_stage_tokens(be, inputs, targets, false)) >= 0 &&
+               (r = cuda_enqueue_forward(be, false)) >= 0) {
+        CU(cudaEventRecord(be->ev_tok_free, be->stream));
+    }
     if (r < 0)
         return r;
     CU(cudaStreamSynchronize(be->stream));
@@ -703,13 +822,77 @@ static int cuda_forward(void *p, const int *inputs, const int *targets, float *r
     return 0;
 }
 
+/* graph: capture the forward and the backward (stream work only, no host waits) as two graphs.
+ * Run after a step enqueued directly, so that cuBLASLt's algorithm cache is filled (and any
+ * DROVER_BLAS_TUNE timing done) outside the capture: the graphs then hold the same kernels with
+ * the same arguments as the direct step. */
+static int cuda_capture_step(struct cuda_be *be)
+{
+    cudaStream_t s = be->stream;
+    for (int part = 0; part < 2; part++) {
+        cudaGraph_t g = NULL;
+        CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        int r = part == 0 ? cuda_enqueue_forward(be, true) : cuda_run_backward(be, NULL);
+        cudaError_t e = cudaStreamEndCapture(s, &g);
+        if (r >= 0 && e != cudaSuccess)
+            r = cu_fail(e, "cudaStreamEndCapture", __FILE__, __LINE__);
+        cudaGraphExec_t x = NULL;
+        if (r >= 0 && (e = cudaGraphInstantiate(&x, g, 0)) != cudaSuccess)
+            r = cu_fail(e, "cudaGraphInstantiate", __FILE__, __LINE__);
+        if (r < 0) {
+            if (g)
+                (void)cudaGraphDestroy(g);
+            (void)cudaGetLastError();
+            return r;
+        }
+        *(part == 0 ? &be->graph_f : &be->graph_b) = g;
+        *(part == 0 ? &be->gexec_f : &be->gexec_b) = x;
+    }
+    size_t nf = 0, nb = 0;
+    (void)cudaGraphGetNodes(be->graph_f, NULL, &nf);
+    (void)cudaGraphGetNodes(be->graph_b, NULL, &nb);
+    log_debug("cuda backend: step captured as CUDA graphs (forward %zu nodes, backward %zu)", nf,
+              nb);
+    return 0;
+}
+
+/* staged / graph: the step after the tokens are staged */
+static int cuda_step_staged(struct cuda_be *be, const int *inputs, const int *targets)
+{
+    cudaStream_t s = be->stream;
+    int r = cuda_stage_tokens(be, inputs, targets, true);
+    if (r < 0)
+        return r;
+    if (be->step_mode == CUDA_STEP_GRAPH && !be->gexec_b && be->steps > 0 &&
+        (r = cuda_capture_step(be)) < 0) {
+        log_warn("cuda backend: capturing the step as a CUDA graph failed; launching its kernels "
+                 "one by one from now on (DROVER_STEP=staged)");
+        be->step_mode = CUDA_STEP_STAGED;
+    }
+    if (be->gexec_b) {
+        CU(cudaGraphLaunch(be->gexec_f, s));
+        CU(cudaEventRecord(be->ev_loss, s));
+        CU(cudaGraphLaunch(be->gexec_b, s));
+    } else {
+        if ((r = cuda_enqueue_forward(be, true)) < 0)
+            return r;
+        CU(cudaEventRecord(be->ev_loss, s));
+        if ((r = cuda_run_backward(be, NULL)) < 0)
+            return r;
+    }
+    CU(cudaEventRecord(be->ev_tok_free, s));
+    return 0;
+}
+
 static int cuda_forward_backward(void *p, const int *inputs, const int *targets, float *ret_loss)
 {
     struct cuda_be *be = p;
-    int r = cuda_run_forward(be, inputs, targets, true);
-    if (r < 0)
-        return r;
-    r = cuda_run_backward(be, inputs);
+    int r;
+    if (be->step_mode != CUDA_STEP_PLAIN) {
+        r = cuda_step_staged(be, inputs, targets);
+    } else if ((r = cuda_run_forward(be, inputs, targets, true)) >= 0) {
+        r = cuda_run_backward(be, inputs);
+    }
     if (r < 0)
         return r;
     CU(cudaEventSynchronize(be->ev_loss));

@@ -22,4 +22,21 @@ double cuda_peak_flops(void);
  * missing or broken), -EIO (the training step failed or gave a non-finite loss). */
 int cuda_selftest(FILE *out, int device);
 
+/* How a training step reaches the GPU, from DROVER_STEP (docs/cuda.md), one GPU only (data
+ * parallel runs plain).  The same kernels and arguments in every mode: the same bits.
+ *   plain   tokens copied from pageable memory at the forward's start, the wte-gradient buckets
+ *           built and copied from pageable memory during the backward, every kernel launched
+ *           one by one;
+ *   staged  tokens and buckets built on the host before the step and uploaded in one copy
+ *           from pinned memory on a copy stream that overlaps the previous step's update;
+ *   graph   staged, and the forward and the backward captured once (second step) as two CUDA
+ *           graphs that each step replays (two launches instead of ~400). */
+enum cuda_step_mode { CUDA_STEP_PLAIN, CUDA_STEP_STAGED, CUDA_STEP_GRAPH };
+#define CUDA_STEP_DEFAULT CUDA_STEP_GRAPH
+/* s NULL or "": CUDA_STEP_DEFAULT; else "plain", "staged" or "graph".  Returns 0, or -EINVAL
+ * for anything else (*ret_mode untouched).  Built with the CUDA backend only. */
+int cuda_step_mode_parse(const char *s, enum cuda_step_mode *ret_mode);
+/* "plain", "staged", "graph" ("?" for anything else). */
+const char *cuda_step_mode_name(enum cuda_step_mode m);
+
 #endif

@@ -1,6 +1,6 @@
 /* tests/unit/test-trainer-cuda.c: the parts of the CUDA backend that run without a GPU (CI has
  * none): the MFU FLOPs count, the peak-FLOPs override, argument checks that must fail before any
- * device call, and destroy(NULL).  Kernels are tested on a GPU by tests/gpu (make gpu-test).
+ * device call, DROVER_STEP's parsing, and destroy(NULL).  Kernels are tested on a GPU by tests/gpu (make gpu-test).
  * Built without nvcc, it checks that the backend is absent instead. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -66,6 +66,38 @@ static void test_create_rejects(void **state)
     backend_cuda.destroy(NULL);
     assert_ptr_equal(backend_find("cuda"), &backend_cuda);
 }
+/* DROVER_STEP: the three names, the default for unset or empty, anything else refused with
+ * ret_ untouched; a backend is refused before the device is touched */
+static void test_step_mode(void **state)
+{
+    (void)state;
+    enum cuda_step_mode m = CUDA_STEP_GRAPH;
+    assert_int_equal(cuda_step_mode_parse(NULL, &m), 0);
+    assert_int_equal(m, CUDA_STEP_DEFAULT);
+    m = CUDA_STEP_GRAPH;
+    assert_int_equal(cuda_step_mode_parse("", &m), 0);
+    assert_int_equal(m, CUDA_STEP_DEFAULT);
+    const char *names[] = {"plain", "staged", "graph"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(cuda_step_mode_parse(names[i], &m), 0);
+        assert_int_equal(m, (enum cuda_step_mode)i);
+        assert_string_equal(cuda_step_mode_name(m), names[i]);
+    }
+    m = CUDA_STEP_STAGED;
+    assert_int_equal(cuda_step_mode_parse("Graph", &m), -EINVAL);
+    assert_int_equal(cuda_step_mode_parse("graph ", &m), -EINVAL);
+    assert_int_equal(cuda_step_mode_parse("1", &m), -EINVAL);
+    assert_int_equal(m, CUDA_STEP_STAGED);
+    assert_string_equal(cuda_step_mode_name((enum cuda_step_mode)7), "?");
+    /* the environment is read by create(), before any device call (none here) */
+    void *be = (void *)0x1;
+    struct backend_opts o = {.batch = 2, .seq = 16, .threads = 1, .rank = 0, .world_size = 1};
+    struct gpt_config ok = {.layers = 1, .heads = 1, .dim = 64, .vocab = 64, .seq = 16};
+    setenv("DROVER_STEP", "graphs", 1);
+    assert_int_equal(backend_cuda.create(&ok, &o, &be), -EINVAL);
+    assert_ptr_equal(be, (void *)0x1);
+    unsetenv("DROVER_STEP");
+}
 #else
 static void test_not_built(void **state)
 {
@@ -82,6 +114,7 @@ int main(void)
         cmocka_unit_test(test_flops_gpt2),
         cmocka_unit_test(test_peak_override),
         cmocka_unit_test(test_create_rejects),
+        cmocka_unit_test(test_step_mode),
 #else
         cmocka_unit_test(test_not_built),
 #endif
