@@ -2,7 +2,9 @@
 # tests/gpu/run.sh BUILD: what `make gpu-test` runs (needs a GPU; see docs/cuda.md).
 #   1. the preflight selftest; 2. every kernel against the CPU reference on fresh random inputs;
 #   3. the whole model against the CPU backend, the fixed-seed losses against
-#      tests/gpu/expected_losses.txt, checkpoint-state reload and CPU/GPU interop;
+#      tests/gpu/expected_losses.txt, checkpoint-state reload and CPU/GPU interop, the step
+#      modes (DROVER_STEP staged and graph against plain, bit for bit; tests/gpu/train-modes.sh
+#      through drover-train's heartbeats and checkpoint files);
 #   4. compute-sanitizer memcheck over the selftest's short training run (when installed);
 #   5. with two or more GPUs, data parallel over NCCL against one GPU.
 # GPU_PREBUILT=1 skips compiling (binaries already in BUILD/gpu).  Exit 1 on the first failure.
@@ -17,6 +19,8 @@ step "kernels";        "$G/test_kernels" ${GPU_SEED:-} || fail=1
 step "model";          "$G/test_model" tests/gpu/expected_losses.txt || fail=1
 step "drover-train end to end (checkpoint files, resume, cpu interop, heartbeats)"
 tests/gpu/train-e2e.sh "${DROVER_TRAIN:-$B/drover-train}" || fail=1
+step "drover-train DROVER_STEP=plain, staged, graph: the same bits, NaN detection with graph"
+tests/gpu/train-modes.sh "${DROVER_TRAIN:-$B/drover-train}" || fail=1
 if command -v compute-sanitizer >/dev/null 2>&1; then
     step "compute-sanitizer memcheck (selftest run)"
     compute-sanitizer --tool memcheck --error-exitcode 3 "$G/test_model" selftest || fail=1

@@ -84,6 +84,40 @@ static void test_encoder(struct rng *r)
     float *g3 = host_from_f32(d_w0, (size_t)Vp * C), *g4 = host_from_f32(d_p0, (size_t)T * C);
     check("encoder_backward_scaled 0.5 dwte", rel_err(g3, w0, (size_t)Vp * C), 1e-5);
     check("encoder_backward_scaled 0.5 dwpe", rel_err(g4, p0, (size_t)T * C), 1e-5);
+
+    /* the token count read on the device (DROVER_STEP=staged/graph): kern_encoder_backward's
+     * bits, with a grid of max_uniq (>= nu) blocks and with fewer blocks than tokens */
+    int *dnu;
+    CK(cudaMalloc((void **)&dnu, sizeof(int)));
+    CK(cudaMemcpy(dnu, &nu, sizeof(int), cudaMemcpyHostToDevice));
+    for (int g = 0; g < 2; g++) {
+        float *d_w1 = dev_f32(w0, (size_t)Vp * C), *d_p1 = dev_f32(p0, (size_t)T * C);
+        float *d_w2 = dev_f32(w0, (size_t)Vp * C), *d_p2 = dev_f32(p0, (size_t)T * C);
+        KK(kern_encoder_backward(d_w1, d_p1, d_dout, du, ds, dp, nu, B, T, C, 0));
+        KK(kern_encoder_backward_dev(d_w2, d_p2, d_dout, du, ds, dp, dnu, g ? 3 : (int)N, B, T, C,
+                                     0));
+        float *a1 = host_from_f32(d_w1, (size_t)Vp * C), *a2 = host_from_f32(d_w2, (size_t)Vp * C);
+        float *b1 = host_from_f32(d_p1, (size_t)T * C), *b2 = host_from_f32(d_p2, (size_t)T * C);
+        size_t same = 0;
+        for (size_t i = 0; i < (size_t)Vp * C; i++)
+            same += !memcmp(&a1[i], &a2[i], 4);
+        for (size_t i = 0; i < (size_t)T * C; i++)
+            same += !memcmp(&b1[i], &b2[i], 4);
+        size_t all = (size_t)Vp * C + (size_t)T * C;
+        printf("encoder_backward_dev (%s grid): %zu of %zu the same bits\n", g ? "3-block" : "full",
+               same, all);
+        check(g ? "encoder_backward_dev = encoder_backward (3 blocks)"
+                : "encoder_backward_dev = encoder_backward (bits)", (double)(all - same), 0);
+        free(a1);
+        free(a2);
+        free(b1);
+        free(b2);
+        CK(cudaFree(d_w1));
+        CK(cudaFree(d_p1));
+        CK(cudaFree(d_w2));
+        CK(cudaFree(d_p2));
+    }
+    CK(cudaFree(dnu));
 }
 
 static void test_layernorm(struct rng *r, int C)
@@ -160,6 +194,66 @@ static void test_layernorm(struct rng *r, int C)
             snprintf(name, sizeof name, "layernorm_backward %s vs old dbias", v);
             check(name, rel_err(gbb[k], gbb[0], C), 1e-5);
         }
+    }
+
+    /* with the preceding bias gradient (column sums of dinp on entry), fused (default) and as
+     * two launches (DROVER_LN_BIAS=0): dinp, dweight, dbias the bits of kern_layernorm_backward,
+     * dbias2 against a double-precision sum and kern_bias_backward */
+    {
+        double *cs = calloc(C, sizeof(double));
+        float *bias0 = rand_f32(r, C, 1), *ref2 = malloc(C * 4);
+        for (size_t i = 0; i < N * C; i++)
+            cs[i % C] += dinp0[i];
+        for (int c = 0; c < C; c++)
+            ref2[c] = (float)(bias0[c] + cs[c]);
+        kbf16 *p_dinp = dev_bf16(dinp0, N * C);
+        float *p_gw = dev_f32(gw0, C), *p_gb = dev_f32(gb0, C);
+        KK(kern_layernorm_backward(p_dinp, p_gw, p_gb, scratch, d_dout, dx, dw, dmean, drstd,
+                                   (int)N, C, 0));
+        float *pd = host_from_bf16(p_dinp, N * C), *pw = host_from_f32(p_gw, C);
+        float *pb = host_from_f32(p_gb, C);
+        float *sep = NULL;
+        for (int k = 0; k < 2; k++) { /* 1 fused, 0 two launches */
+            kbf16 *q_dinp = dev_bf16(dinp0, N * C);
+            float *q_gw = dev_f32(gw0, C), *q_gb = dev_f32(gb0, C), *q_b2 = dev_f32(bias0, C);
+            kern_lnbias_set_impl(1 - k);
+            KK(kern_layernorm_backward_bias(q_dinp, q_gw, q_gb, q_b2, scratch, d_dout, dx, dw,
+                                            dmean, drstd, (int)N, C, 0));
+            float *qd = host_from_bf16(q_dinp, N * C), *qw = host_from_f32(q_gw, C);
+            float *qb = host_from_f32(q_gb, C), *q2 = host_from_f32(q_b2, C);
+            const char *v = k ? "two launches" : "fused";
+            size_t diff = 0;
+            for (size_t i = 0; i < N * C; i++)
+                diff += memcmp(&qd[i], &pd[i], 4) != 0;
+            diff += memcmp(qw, pw, C * 4) != 0;
+            diff += memcmp(qb, pb, C * 4) != 0;
+            snprintf(name, sizeof name, "layernorm_backward_bias %s (C%d): dinp dw db bits", v, C);
+            check(name, (double)diff, 0);
+            snprintf(name, sizeof name, "layernorm_backward_bias %s dbias2 vs sum", v);
+            check(name, rel_err(q2, ref2, C), 1e-4);
+            if (k == 1)
+                sep = q2;
+            else
+                free(q2);
+            free(qd);
+            free(qw);
+            free(qb);
+        }
+        kern_lnbias_set_impl(-1);
+        /* the separate kernel on the original dinp gives the two-launch path's dbias2 bits */
+        kbf16 *o_dinp = dev_bf16(dinp0, N * C);
+        float *o_b = dev_f32(bias0, C);
+        KK(kern_bias_backward(o_b, scratch, o_dinp, (int)N, C, 0));
+        float *ob = host_from_f32(o_b, C);
+        snprintf(name, sizeof name, "layernorm_backward_bias two launches = bias_backward bits");
+        check(name, memcmp(ob, sep, C * 4) ? 1 : 0, 0);
+        free(ob);
+        free(sep);
+        free(cs);
+        free(ref2);
+        free(pd);
+        free(pw);
+        free(pb);
     }
 }
 

@@ -153,6 +153,78 @@ static void test_grads(const struct gpt_config *cfg, const float *params)
     free(tgt);
 }
 
+/* DROVER_STEP: staged and graph against plain from the same state: the same losses, validation
+ * losses (forward() between steps) and final parameters and Adam state, bit for bit; a fresh
+ * graph backend reloaded at step 10 reproduces steps 11..20 (its graphs captured anew). */
+static void test_step_modes(const struct gpt_config *cfg, const float *params)
+{
+    static const char *const modes[] = {"plain", "staged", "graph"};
+    size_t n = gpt_num_params(cfg);
+    int B = base_batch, T = cfg->seq;
+    float loss[3][STEPS], val[3][2];
+    float *st[3][3], *p10 = malloc(n * 4), *m10 = malloc(n * 4), *v10 = malloc(n * 4);
+    int *inp = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
+    const char *saved = getenv("DROVER_STEP");
+    char keep[32] = "";
+    if (saved)
+        snprintf(keep, sizeof keep, "%s", saved);
+    for (int k = 0; k < 3; k++) {
+        setenv("DROVER_STEP", modes[k], 1);
+        void *be = be_new(&backend_cuda, cfg, B, 0, 1, NULL);
+        if (backend_cuda.set_state(be, params, NULL, NULL) < 0)
+            exit(2);
+        train(&backend_cuda, be, cfg, B, 0, 1, 3, loss[k], NULL, 1);
+        make_batch(1000, 0, B, T, cfg->vocab, inp, tgt); /* validation between steps */
+        if (backend_cuda.forward(be, inp, tgt, &val[k][0]) < 0)
+            exit(2);
+        train(&backend_cuda, be, cfg, B, 0, 4, RELOAD_AT, loss[k], NULL, 1);
+        if (k == 2 && backend_cuda.get_state(be, p10, m10, v10) < 0)
+            exit(2);
+        train(&backend_cuda, be, cfg, B, 0, RELOAD_AT + 1, STEPS, loss[k], NULL, 1);
+        if (backend_cuda.forward(be, inp, tgt, &val[k][1]) < 0)
+            exit(2);
+        for (int j = 0; j < 3; j++)
+            st[k][j] = malloc(n * 4);
+        if (backend_cuda.get_state(be, st[k][0], st[k][1], st[k][2]) < 0)
+            exit(2);
+        backend_cuda.destroy(be);
+    }
+    for (int k = 1; k < 3; k++) {
+        char name[96];
+        snprintf(name, sizeof name, "DROVER_STEP=%s vs plain: 20 losses bit-identical", modes[k]);
+        check(name, memcmp(loss[k], loss[0], sizeof loss[0]) ? 1 : 0, 0);
+        snprintf(name, sizeof name, "  validation losses bit-identical");
+        check(name, memcmp(val[k], val[0], sizeof val[0]) ? 1 : 0, 0);
+        int same = 1;
+        for (int j = 0; j < 3; j++)
+            same &= !memcmp(st[k][j], st[0][j], n * 4);
+        check("  params, m, v after 20 steps bit-identical", same ? 0 : 1, 0);
+    }
+    /* graph: reload from the step-10 state */
+    setenv("DROVER_STEP", "graph", 1);
+    void *be = be_new(&backend_cuda, cfg, B, 0, 1, NULL);
+    float again[STEPS];
+    memcpy(again, loss[2], sizeof again);
+    if (backend_cuda.set_state(be, p10, m10, v10) < 0)
+        exit(2);
+    train(&backend_cuda, be, cfg, B, 0, RELOAD_AT + 1, STEPS, again, NULL, 1);
+    backend_cuda.destroy(be);
+    check("DROVER_STEP=graph reload at step 10: steps 11..20 bit-identical",
+          max_abs_diff(again, loss[2], STEPS), 0);
+    if (keep[0])
+        setenv("DROVER_STEP", keep, 1);
+    else
+        unsetenv("DROVER_STEP");
+    for (int k = 0; k < 3; k++)
+        for (int j = 0; j < 3; j++)
+            free(st[k][j]);
+    free(p10);
+    free(m10);
+    free(v10);
+    free(inp);
+    free(tgt);
+}
+
 static int run_single(const char *expected_path)
 {
     struct gpt_config cfg = base_cfg;
@@ -164,6 +236,7 @@ static int run_single(const char *expected_path)
     rng_seed(&r, 42);
     gpt_params_init(&cfg, params, &r);
     test_grads(&cfg, params);
+    test_step_modes(&cfg, params);
 
     /* fixed-seed run, with the state saved at RELOAD_AT */
     float loss[STEPS], loss2[STEPS], lcpu[STEPS];
