@@ -7,6 +7,9 @@
 # shared-memory classifier (DROVER_CLS=smem), DROVER_BLAS_TUNE, the default again, and
 # torch.compile, all in this call.  Runs from a folder made by bench/gpu-attn/pack.sh with this
 # script copied in (as step.sh); logs to $OUT, a summary last.
+# TRACE (unset): step modes traced through CUPTI before the runs (the step's idle time), at
+# TRACE_B (16 32), TRACE_STEPS (10) steps each;
+# NSYS (1): Nsight Systems summaries where installed.
 # TUNE (8): candidates timed per shape, 0 = no DROVER_BLAS_TUNE checks, table or run; STEPS
 # (30); GPUTEST (1); TORCH (1); VARIANTS: the drover-train runs, ';'-separated "label ENV=V ...",
 # default the list below (the LayerNorm backward's call used
@@ -25,7 +28,7 @@ G=build/gpu
 if [ "${GPUTEST:-1}" = 1 ]; then
     GPU_PREBUILT=1 DROVER_TRAIN=build/drover-train timeout 300 tests/gpu/run.sh build > "$O/gputest.txt" 2>&1
     echo "gpu-test rc=$? $(el)" | tee -a "$O/log.txt"
-    grep -E "FAIL|gpu-test|classifier|layernorm_|identical|test_kernels|ERROR SUMMARY" "$O/gputest.txt" | head -60
+    grep -E "FAIL|gpu-test|classifier|layernorm_|identical|test_kernels|ERROR SUMMARY|DROVER_STEP|encoder_backward_dev" "$O/gputest.txt" | head -70
 fi
 if [ "${GPUTEST:-1}" = 1 ] && [ "$TUNE" != 0 ]; then
     DROVER_BLAS_TUNE=$TUNE timeout 120 $G/test_kernels > "$O/kernels-tune.txt" 2>&1
@@ -43,6 +46,30 @@ if [ "$TUNE" != 0 ]; then
 else
     echo "per-kernel table $(el)"
     grep -v "wgmma dq\|wgmma [0-7])" "$O/kernels32.txt" | cut -c1-120
+fi
+# TRACE: step modes (DROVER_STEP) whose GPU timeline build/gpu/trace records through CUPTI at
+# B=16 and 32 (busy, idle by gap length, kernel sum per step; bench/train/trace.c)
+if [ -n "${TRACE:-}" ] && [ -x $G/trace ]; then
+    : > "$O/trace.txt"
+    for m in $TRACE; do
+        for b in ${TRACE_B:-16 32}; do
+            DROVER_STEP=$m timeout 120 $G/trace $b ${TRACE_STEPS:-10} >> "$O/trace.txt" 2>&1
+        done
+    done
+    echo "CUPTI traces $(el)"
+    grep '^{' "$O/trace.txt"
+fi
+# Nsight Systems, where the machine has it (NSYS=0 skips): kernel and API summaries of 8 steps
+# at B=32 for the plain and graph steps
+NS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+echo "nsys: ${NS:-not installed}"
+if [ -n "$NS" ] && [ "${NSYS:-1}" = 1 ]; then
+    for m in plain graph; do
+        DROVER_STEP=$m timeout 150 "$NS" profile -t cuda -o "/tmp/nsys-$m" --force-overwrite true \
+            --stats=true $G/bench 32 8 > "$O/nsys-$m.txt" 2>&1
+        echo "nsys $m rc=$? $(el)"
+        grep -A14 "cuda_gpu_kern_sum\|cuda_api_sum" "$O/nsys-$m.txt" | cut -c1-160 | head -40
+    done
 fi
 res=$O/bench.jsonl
 : > "$res"
@@ -78,5 +105,7 @@ for b, d in sorted(by.items()):
     for k, r in d.items():
         extra = f" / compile {r['ktok_s'] / tc:.3f}x" if tc and k != "torch compile" else ""
         mfu = f" mfu {r['mfu']:.3f} peak {r.get('mem_peak_gib')} GiB step {r.get('step_ms')} ms" if "mfu" in r and k.startswith("drover") else ""
+        if "step_ms_median" in r:
+            mfu += f" (median {r['step_ms_median']}, min {r['step_ms_min']}, max {r['step_ms_max']})"
         print(f"B={b} {k:18s} {r['ktok_s']:7.1f} Ktok/s{extra}{mfu}")
 PY

@@ -24,9 +24,15 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 static int bench_train(int B, int steps, struct gpt_config cfg)
 {
-    if (gpt_config_check(&cfg) < 0)
+    if (gpt_config_check(&cfg) < 0 || steps < 1)
         return 2;
     int T = cfg.seq, warm = 5;
     size_t n = gpt_num_params(&cfg);
@@ -54,29 +60,45 @@ static int bench_train(int B, int steps, struct gpt_config cfg)
     }
     struct adamw_hparams h = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
                               .grad_clip = 1.0f};
-    double t0 = 0;
+    double t0 = 0, *ts = malloc(sizeof(double) * (size_t)(steps + 1));
     float loss = 0, norm = 0;
     for (int s = 0; s < warm + steps; s++) {
         if (s == warm)
-            t0 = now_s();
+            ts[0] = t0 = now_s();
         if (backend_cuda.forward_backward(be, inp + bt * s, tgt + bt * s, &loss) < 0 ||
             backend_cuda.allreduce_grads(be) < 0 ||
             backend_cuda.update(be, &h, 6e-4f, s + 1, &norm) < 0)
             return 2;
+        if (s >= warm)
+            ts[s - warm + 1] = now_s();
     }
     double dt = now_s() - t0;
+    /* the host's time from one update's return to the next: the GPU's step in steady state; a
+     * maximum far above the median is a stall (the GPU ran dry) */
+    char list[4096];
+    size_t used = 0;
+    for (int i = 0; i < steps; i++) {
+        ts[i] = (ts[i + 1] - ts[i]) * 1e3;
+        if (used < sizeof list - 16)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%.2f", i ? ", " : "", ts[i]);
+    }
+    qsort(ts, (size_t)steps, sizeof(double), cmp_d);
     double tok_s = (double)steps * B * T / dt * world; /* whole gang */
     double fpt = gpt_flops_per_token(&cfg, T);
     if (rank != 0)
         goto done;
     printf("{\"system\": \"drover\", \"gpus\": %d, \"B\": %d, \"T\": %d, \"layers\": %d, \"dim\": %d, \"params\": %zu, "
            "\"ktok_s\": %.1f, \"tflops\": %.1f, \"mfu\": %.3f, \"mem_peak_gib\": %.2f, "
-           "\"step_ms\": %.2f, \"loss\": %.4f, \"attn\": \"%s\"}\n",
+           "\"step_ms\": %.2f, \"step_ms_median\": %.2f, \"step_ms_min\": %.2f, \"step_ms_max\": %.2f, "
+           "\"loss\": %.4f, \"attn\": \"%s\", \"step\": \"%s\", \"steps_ms\": [%s]}\n",
            world, B, T, cfg.layers, cfg.dim, n, tok_s / 1e3, tok_s * fpt / 1e12,
            tok_s * fpt / cuda_peak_flops() / world, (double)backend_cuda.mem_peak(be) / (1u << 30),
-           dt / steps * 1e3, loss, kern_attention_impl(cfg.dim / cfg.heads));
+           dt / steps * 1e3, ts[steps / 2], ts[0], ts[steps - 1], loss,
+           kern_attention_impl(cfg.dim / cfg.heads),
+           getenv("DROVER_STEP") && *getenv("DROVER_STEP") ? getenv("DROVER_STEP") : "default", list);
     fflush(stdout);
 done:
+    free(ts);
     backend_cuda.destroy(be);
     dist_free(d);
     free(params);
@@ -237,8 +259,20 @@ static int bench_kernels(int B)
     TIME("  classifier + ce (DROVER_CLS=smem)", 0, bf * 2.0 * N * Vp, 0,
          kern_classifier_forward_backward(logits, losses, tgt, 1.0f / (float)N, (int)N, V, Vp, 0));
     kern_rowkernels_set_impl(-1, -1);
-    TIME("layernorm bwd (dinp + dw/db)", 0, bf * 4.0 * N * C, 2 * L + 1,
+    /* in the step, ln1 and ln2's backward also sum the attproj/fcproj bias gradient (one more
+     * read of dinp) unless DROVER_LN_BIAS=0, which runs the C-column bias kernel instead */
+    kern_lnbias_set_impl(-1);
+    const char *lb = getenv("DROVER_LN_BIAS");
+    int fused = !(lb && !strcmp(lb, "0"));
+    TIME("layernorm bwd (dinp + dw/db)", 0, bf * 4.0 * N * C, fused ? 1 : 2 * L + 1,
          kern_layernorm_backward(y, gw, gw + C, scratch, x, x, bias, mean, rstd, (int)N, C, 0));
+    TIME("layernorm bwd + attproj/fcproj bias", 0, bf * 5.0 * N * C, fused ? 2 * L : 0,
+         kern_layernorm_backward_bias(y, gw, gw + C, gw + 2 * C, scratch, x, x, bias, mean, rstd,
+                                      (int)N, C, 0));
+    TIME("bias bwd (C columns)", 0, bf * 1.0 * N * C, fused ? 0 : 2 * L,
+         kern_bias_backward(gw, scratch, pre, (int)N, C, 0));
+    TIME("bias bwd (3C columns)", 0, bf * 3.0 * N * C, L,
+         kern_bias_backward(gw, scratch, pre, (int)N, 3 * C, 0));
     kern_lnbwd_set_impl(0);
     TIME("  layernorm bwd (old: DROVER_LN_BWD=old)", 0, bf * 4.0 * N * C, 0,
          kern_layernorm_backward(y, gw, gw + C, scratch, x, x, bias, mean, rstd, (int)N, C, 0));

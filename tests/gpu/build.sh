@@ -16,4 +16,10 @@ LIBS="$B/libtrainer.a $B/libcommon.a -L$CUDA_HOME/lib64 -Wl,-rpath,$CUDA_HOME/li
 for t in tests/gpu/test_kernels tests/gpu/test_model bench/train/bench; do
     $CC $FLAGS -o "$B/gpu/$(basename $t)" $t.c $LIBS
 done
-echo "tests/gpu: built $B/gpu/test_kernels $B/gpu/test_model $B/gpu/bench"
+# the step's GPU timeline through CUPTI (bench/train/trace.c), where the toolkit has it
+tr=
+if [ -e "$CUDA_HOME/include/cupti.h" ]; then
+    $CC $FLAGS -o "$B/gpu/trace" bench/train/trace.c $LIBS -lcupti
+    tr=" $B/gpu/trace"
+fi
+echo "tests/gpu: built $B/gpu/test_kernels $B/gpu/test_model $B/gpu/bench$tr"
