@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -185,7 +186,8 @@ static size_t u_fmt(char *buf, long v)
 }
 
 /* Write "a b\n" to path via path.tmp + rename. */
-static void holder_write_file(const char *path, const char *tmp, long a, long b)
+/* 0 when path holds "a b\n"; -1 otherwise (disk full, say), with no partial file left behind */
+static int holder_write_file(const char *path, const char *tmp, long a, long b)
 {
     char buf[64];
     size_t n = u_fmt(buf, a);
@@ -194,11 +196,14 @@ static void holder_write_file(const char *path, const char *tmp, long a, long b)
     buf[n++] = '\n';
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
-        return;
-    (void)!write(fd, buf, n);
-    (void)fsync(fd);
-    close(fd);
-    (void)rename(tmp, path);
+        return -1;
+    bool ok = write(fd, buf, n) == (ssize_t)n && fsync(fd) == 0;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) < 0) {
+        (void)unlink(tmp);
+        return -1;
+    }
+    return 0;
 }
 
 struct holder_args {
@@ -284,15 +289,15 @@ static void __attribute__((noreturn)) holder_main(const struct holder_args *a)
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
-    holder_write_file(a->pidf, a->pidtmp, (long)w, (long)getpid());
+    (void)holder_write_file(a->pidf, a->pidtmp, (long)w, (long)getpid());
     close(err_w); /* with the worker's exec, the agent's read sees EOF: started */
     close(log_fd);
     close(devnull);
     int ws = 0;
     while (waitpid(w, &ws, 0) < 0 && errno == EINTR)
         ;
-    holder_write_file(a->exitf, a->exittmp, WIFEXITED(ws) ? WEXITSTATUS(ws) : -1,
-                      WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+    (void)holder_write_file(a->exitf, a->exittmp, WIFEXITED(ws) ? WEXITSTATUS(ws) : -1,
+                            WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
     /* stay until an agent has read the worker's last heartbeats (at most 10 minutes) */
     for (int i = 0; i < 12000; i++) {
         int n = 0;
@@ -300,7 +305,20 @@ static void __attribute__((noreturn)) holder_main(const struct holder_args *a)
             break;
         usleep(50000);
     }
-    _exit(0);
+    /* End the way the worker did: an agent that finds no exit file (it could not be written: the
+     * store's disk full) takes this process's own status instead (rank_check_exit), and an
+     * exit 0 there would read as "completed" and stop the job for good */
+    if (WIFSIGNALED(ws)) {
+        struct rlimit no_core = { 0, 0 };
+        sigset_t one;
+        (void)setrlimit(RLIMIT_CORE, &no_core);
+        (void)signal(WTERMSIG(ws), SIG_DFL);
+        (void)sigemptyset(&one);
+        (void)sigaddset(&one, WTERMSIG(ws));
+        (void)sigprocmask(SIG_UNBLOCK, &one, NULL);
+        (void)raise(WTERMSIG(ws));
+    }
+    _exit(WIFEXITED(ws) ? WEXITSTATUS(ws) : 127);
 }
 
 static void gang_kill_now(struct gang *g)

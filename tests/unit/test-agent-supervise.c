@@ -221,6 +221,36 @@ static void test_gang_rank_crash_stops_gang(void **state)
     spec_done(&s);
 }
 
+/* A worker's exit code must survive its holder failing to write the exit file (the store's
+ * disk full: on the lab a PyTorch rank that died on ENOSPC in torch.save was journalled
+ * "completed (rank 0 exited with code 0)" and never restarted).  A directory in the way of
+ * the holder's temp file makes that write fail here. */
+static void test_gang_exit_code_without_exit_file(void **state)
+{
+    (void)state;
+    char id[RELEASE_ID_LEN + 1], err[256];
+    install("noexitfile", "#!/bin/sh\nmkdir \"$DROVER_RUN_DIR/gang/g1/rank0.exit.tmp\"\nexit 3\n", id);
+    struct job_spec s;
+    spec_for(&s, id, 1);
+    struct gang g;
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
+    assert_true(pump(&g, 30, is_gone));
+    assert_int_equal(g.first_exit, 0);
+    assert_int_equal(g.ranks[0].exit_code, 3); /* not 0: that would read as "completed" */
+    assert_int_equal(g.ranks[0].exit_signal, 0);
+    gang_clear(&g);
+    spec_done(&s);
+    /* killed by a signal: the same signal, not a clean exit */
+    install("noexitfile9", "#!/bin/sh\nmkdir \"$DROVER_RUN_DIR/gang/g2/rank0.exit.tmp\"\nkill -9 $$\n", id);
+    spec_for(&s, id, 1);
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 2, err, sizeof err), 0);
+    assert_true(pump(&g, 30, is_gone));
+    assert_int_equal(g.first_exit, 0);
+    assert_int_equal(g.ranks[0].exit_signal, SIGKILL);
+    gang_clear(&g);
+    spec_done(&s);
+}
+
 static void test_gang_sigterm_then_sigkill(void **state)
 {
     (void)state;
@@ -1014,6 +1044,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_env, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_rank_crash_stops_gang, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_sigterm_then_sigkill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_exit_code_without_exit_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_exec_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_last_heartbeat_before_exit, setup, teardown),
