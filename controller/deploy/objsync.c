@@ -31,17 +31,17 @@
 #define OBJSYNC_HAVE_MIN_ENTRIES 1000
 #define OBJSYNC_HAVE_MIN_BYTES (64u << 10)
 
-static const char SH_PREP[] =
-    "mkdir -p \"$1/objects\" \"$1/manifests\" \"$1/packs\" && cd \"$1\" || exit 1\n"
-    "for d in objects/.in.* packs/.tmp.* packs/.fan.* manifests/*.tmp.*; do\n"
-    "  [ -e \"$d\" ] || continue; p=${d##*.}\n"
-    "  case $p in ''|*[!0-9]*) continue;; esac\n"
-    "  kill -0 \"$p\" 2>/dev/null || rm -rf -- \"$d\"\n"
-    "done\n"
-    "find packs -name '*.pack' -mmin +120 -exec rm -f {} + 2>/dev/null; exit 0\n";
+/* The store's directories, and temp names whose shell is gone removed (cwd: the store). */
+#define SH_PREP_BODY                                                                 \
+    "for d in objects/.in.* packs/.tmp.* packs/.fan.* manifests/*.tmp.*; do\n"        \
+    "  [ -e \"$d\" ] || continue; p=${d##*.}\n"                                        \
+    "  case $p in ''|*[!0-9]*) continue;; esac\n"                                     \
+    "  kill -0 \"$p\" 2>/dev/null || rm -rf -- \"$d\"\n"                              \
+    "done\n"                                                                         \
+    "find packs -name '*.pack' -mmin +120 -exec rm -f {} + 2>/dev/null\n"
 
-static const char SH_PUT_FILE[] =
-    "set -e; t=\"$1.tmp.$$\"; trap 'rm -f \"$t\"' EXIT; cat >\"$t\"; mv -f \"$t\" \"$1\"; trap - EXIT\n";
+static const char SH_PREP[] =
+    "mkdir -p \"$1/objects\" \"$1/manifests\" \"$1/packs\" && cd \"$1\" || exit 1\n" SH_PREP_BODY "exit 0\n";
 
 /* stdin: one sha per line; stdout: ranges (START COUNT) of the lines whose object is absent. */
 static const char SH_LACKS[] =
@@ -63,7 +63,11 @@ static const char SH_RECV_PACK[] =
 
 /* Fan-out: one host shell runs a command in every container of the host at once.  $2 is the
  * stdin of each: "none", "file" ($3, relative to the store), or "pack" (a tar of the objects
- * whose sha256s this script reads on its own stdin, made afresh for each container).  Then
+ * whose sha256s this script reads on its own stdin, made afresh for each container).  "ask"
+ * and "ask-lacks" are a deploy's first question in one host exec: the store prepared (SH_PREP),
+ * the manifest read from this script's stdin into manifests/$3 ($3: the release id), then
+ * "file" with it; "ask-lacks" adds one more answer after the containers': the sha256s of the
+ * manifest's files the host store lacks, one a line (status 0).  Then
  * groups "N ARG1..ARGN", one per container; each group runs as "${K}" ... references expanded
  * by eval in the background shell, so values are never pasted into the script.  While packs
  * stream, "@@progress N" (tar checkpoints so far, one per ~10 MB) each time N grows: output the
@@ -71,7 +75,14 @@ static const char SH_RECV_PACK[] =
  * and a stalled one is caught.  Then per container K, in order: "@@fan K STATUS OUTBYTES
  * ERRBYTES\n", stdout, stderr. */
 static const char SH_FAN[] =
-    "mkdir -p \"$1\" && cd \"$1\" || exit 1; mode=$2; src=$3; shift 3\n"
+    "mkdir -p \"$1\" && cd \"$1\" || exit 1; mode=$2; src=$3; shift 3; lacks=\n"
+    "case $mode in ask|ask-lacks)\n"
+    "  mkdir -p objects manifests packs || exit 1\n"
+    SH_PREP_BODY
+    "  [ $mode = ask-lacks ] && lacks=1\n"
+    "  src=manifests/$src; m=\"$src.tmp.$$\"; cat >\"$m\" && mv -f \"$m\" \"$src\" || { rm -f \"$m\"; exit 1; }\n"
+    "  mode=file;;\n"
+    "esac\n"
     "mkdir -p packs && t=packs/.fan.$$ && mkdir \"$t\" || exit 1; trap 'rm -rf \"$t\"' EXIT\n"
     "if [ \"$mode\" = pack ]; then cat >\"$t/list\"; else exec </dev/null; fi\n"
     "k=0\n"
@@ -95,6 +106,12 @@ static const char SH_FAN[] =
     "  [ \"$p\" = \"$last\" ] || { echo \"@@progress $p\"; last=$p; }\n"
     "  sleep 0.2\n"
     "done\n"
+    "if [ -n \"$lacks\" ]; then\n"
+    "  : >\"$t/$k.o\"; : >\"$t/$k.e\"; echo 1 >\"$t/$k.s\"\n"
+    "  awk '$1==\"f\"{print $4}' \"$src\" >\"$t/$k.l\" && sort -u \"$t/$k.l\" |\n"
+    "    while read -r h; do [ -f \"objects/$h\" ] || echo \"$h\"; done >\"$t/$k.o\" && echo 0 >\"$t/$k.s\"\n"
+    "  k=$((k+1))\n"
+    "fi\n"
     "wait\n"
     "j=0\n"
     "while [ $j -lt $k ]; do\n"
@@ -488,11 +505,46 @@ static int host_lacks(struct host_job *hj, const size_t *list, size_t n, struct 
 
 /* Stream the objects host lacks into its store, in packs, retrying a failed pack with backoff
  * after reconnecting and asking again what arrived. */
-static int host_fill(struct host_job *hj, const size_t *list, size_t n)
+/* The entries of list[0..n) whose object host_lacks names (sha256 lines, as SH_FAN's ask-lacks
+ * prints them), in list's order, into ret (allocated).  -EBADMSG for a line that is not a sha256. */
+int objsync_lacks_filter(const char *text, size_t len, const struct manifest2 *m, const size_t *list, size_t n,
+                         size_t **ret, size_t *ret_n)
+{
+    size_t cnt = 0;
+    for (size_t pos = 0; pos < len; pos += SHA256_HEX_LEN + 1) {
+        char sha[SHA256_HEX_LEN + 1];
+        if (len - pos < SHA256_HEX_LEN + 1 || text[pos + SHA256_HEX_LEN] != '\n')
+            return -EBADMSG;
+        memcpy(sha, text + pos, SHA256_HEX_LEN);
+        sha[SHA256_HEX_LEN] = '\0';
+        if (!sha256_is_hex(sha))
+            return -EBADMSG;
+        cnt++;
+    }
+    size_t *v = calloc(n ? n : 1, sizeof *v), k = 0;
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < n && cnt; i++) {
+        const char *want = m->e[list[i]].sha256;
+        for (size_t pos = 0; pos < len; pos += SHA256_HEX_LEN + 1) /* a few lines: a code change */
+            if (!memcmp(text + pos, want, SHA256_HEX_LEN)) {
+                v[k++] = list[i];
+                break;
+            }
+    }
+    *ret = v;
+    *ret_n = k;
+    return 0;
+}
+
+/* known: what the host store lacks of list, when its ask already said (NULL: ask it here). */
+static int host_fill(struct host_job *hj, const size_t *list, size_t n, const struct idxv *known)
 {
     const char *hname = hj->f->inv->hosts[hj->host].name;
     struct idxv lack = { 0 };
-    int r = host_lacks(hj, list, n, &lack);
+    int r = known ? 0 : host_lacks(hj, list, n, &lack);
+    if (known)
+        lack = *known;
     int attempt = 0;
     uint64_t total = 0;
     for (size_t i = 0; i < lack.n; i++)
@@ -592,14 +644,21 @@ int objsync_fan_parse(const char *out, size_t len, int n, struct fan_res *ret)
     return seen == n ? 0 : -EBADMSG;
 }
 
-enum fan_in { FAN_NONE, FAN_FILE, FAN_PACK };
+enum fan_in { FAN_NONE, FAN_FILE, FAN_PACK, FAN_ASK, FAN_ASK_LACKS };
 
 /* Run agent command av[k] in container cts[k] (all on hj's host) at once, through one host
- * exec (SH_FAN).  ret[k] points into *res (caller frees it with exec_result_done). */
+ * exec (SH_FAN).  ret[k] points into *res (caller frees it with exec_result_done).  FAN_ASK,
+ * FAN_ASK_LACKS: src is the release id and hj->rs's manifest goes to the host on stdin (SH_FAN
+ * says what the host does with it); FAN_ASK_LACKS's ret[n] is the host store's answer. */
 static int host_fan(struct host_job *hj, const int *cts, int n, struct agent_argv *av, enum fan_in in,
                     const char *src, const struct list_src *pack_list, double timeout, const char *what,
                     struct exec_result *res, struct fan_res *ret)
 {
+    static const char *const modes[] = { [FAN_NONE] = "none", [FAN_FILE] = "file", [FAN_PACK] = "pack",
+                                         [FAN_ASK] = "ask", [FAN_ASK_LACKS] = "ask-lacks" };
+    struct text_src ts = { hj->rs ? hj->rs->text : NULL, hj->rs ? hj->rs->len : 0 };
+    send_produce_fn produce = in == FAN_PACK ? produce_list : in == FAN_ASK || in == FAN_ASK_LACKS ? produce_text : NULL;
+    void *pctx = in == FAN_PACK ? (void *)pack_list : (void *)&ts;
     const struct inventory *inv = hj->f->inv;
     size_t cap = 8 + (size_t)n * (PCT_ARGV_MAX + 1);
     const char **argv = calloc(cap, sizeof *argv);
@@ -613,7 +672,7 @@ static int host_fan(struct host_job *hj, const int *cts, int n, struct agent_arg
         argv[a++] = SH_FAN;
         argv[a++] = "sh";
         argv[a++] = inv->staging_dir;
-        argv[a++] = in == FAN_PACK ? "pack" : in == FAN_FILE ? "file" : "none";
+        argv[a++] = modes[in];
         argv[a++] = src ? src : "-";
     }
     for (int k = 0; r == 0 && k < n; k++) {
@@ -633,12 +692,12 @@ static int host_fan(struct host_job *hj, const int *cts, int n, struct agent_arg
     }
     if (r == 0) {
         double t0 = time_mono();
-        r = host_argv(hj, argv, in == FAN_PACK ? produce_list : NULL, (void *)pack_list, 0, NULL, timeout, res,
-                      NULL);
+        r = host_argv(hj, argv, produce, pctx, 0, NULL, timeout, res, NULL);
         log_debug("objsync %s: %s in %d container(s): %.2fs", inv->hosts[hj->host].name, what, n,
                   time_mono() - t0);
     }
-    if (r == 0 && (res->out_truncated || (r = objsync_fan_parse(res->out, res->out_len, n, ret)) < 0)) {
+    if (r == 0 && (res->out_truncated ||
+                   (r = objsync_fan_parse(res->out, res->out_len, n + (in == FAN_ASK_LACKS), ret)) < 0)) {
         snprintf(hj->err, sizeof hj->err, "host '%s': unreadable answer from %s in its containers",
                  inv->hosts[hj->host].name, what);
         exec_result_done(res);
@@ -685,10 +744,13 @@ int objsync_fan_agents(struct fleet *f, const struct inv_job *job, int host, con
     return 0;
 }
 
-/* One host's containers, all at once, in at most four host execs: `release have` (an installed
- * release -- typically the environment -- stops here), the manifest into the host store,
- * `release missing -` (manifest on stdin), then after staging `release install M -` with a pack
- * tarred from the host store straight into each agent (no pack file, no `pct push`). */
+/* One host's containers, all at once, in a few host execs: `release have` (an installed
+ * release -- typically the environment -- stops here), then one exec that prepares the store,
+ * keeps the manifest there and asks `release missing -` (manifest on stdin) in every container
+ * -- and, for a small release, which of its objects the host store lacks -- then after staging
+ * `release install M -` with a pack tarred from the host store straight into each agent (no
+ * pack file, no `pct push`).  A one-file change of a code release: three host execs (ask,
+ * stage, install). */
 static int host_round(struct host_job *hj, bool *ret_again)
 {
     const struct inventory *inv = hj->f->inv;
@@ -703,7 +765,10 @@ static int host_round(struct host_job *hj, bool *ret_again)
     if (!n)
         return 0;
     struct agent_argv *av = calloc((size_t)n, sizeof *av);
-    struct fan_res fr[INV_MAX_CTS];
+    struct fan_res fr[INV_MAX_CTS + 1];
+    char *hlacks = NULL; /* ask-lacks: the host store's answer (sha256 lines) */
+    size_t hlacks_len = 0;
+    struct idxv known = { 0 };
     bool *need = calloc(m->n ? m->n : 1, sizeof *need);
     size_t *list = calloc(m->nfiles ? m->nfiles : 1, sizeof *list);
     struct exec_result res = { 0 };
@@ -714,6 +779,11 @@ static int host_round(struct host_job *hj, bool *ret_again)
      * answers "present" as cheaply from its short manifest, and a changed code release -- the
      * common case, absent everywhere -- is spared a round trip into every container. */
     bool ask_have = m->n >= OBJSYNC_HAVE_MIN_ENTRIES || rs->len >= OBJSYNC_HAVE_MIN_BYTES;
+    if (r == 0 && ask_have) { /* stale temp files go at every contact, also one that ends here */
+        if ((r = host_sh(hj, SH_PREP, inv->staging_dir, NULL, NULL, NULL, 0, "prepare the store",
+                         inv->exec_timeout_s, &res, NULL)) == 0)
+            exec_result_done(&res);
+    }
     for (int k = 0; k < n && !ask_have; k++)
         want[nw++] = cts[k];
     for (int k = 0; k < n && ask_have; k++) {
@@ -735,23 +805,21 @@ static int host_round(struct host_job *hj, bool *ret_again)
     }
     if (r < 0 || !nw)
         goto out;
-    /* 2. the manifest into the host store (GC reads it there), then 3. what each lacks */
-    char hman[1200];
-    snprintf(hman, sizeof hman, "%s/manifests/%s", inv->staging_dir, rs->id);
-    struct text_src ts = { rs->text, rs->len };
-    if ((r = host_sh(hj, SH_PUT_FILE, hman, NULL, produce_text, &ts, rs->len, NULL, inv->exec_timeout_s, NULL,
-                     NULL)) < 0)
-        goto out;
-    char msrc[RELEASE_ID_LEN + 16];
-    snprintf(msrc, sizeof msrc, "manifests/%s", rs->id);
+    /* 2. the store prepared and the manifest kept there (GC reads it there), what each container
+     * lacks, and for a small release what the host store lacks: one host exec */
+    enum fan_in ask = ask_have ? FAN_ASK : FAN_ASK_LACKS;
     for (int k = 0; k < nw; k++) {
         agent_argv_init(&av[k]);
         agent_argv_release_missing(&av[k], "-");
     }
-    if ((r = host_fan(hj, want, nw, av, FAN_FILE, msrc, NULL,
+    if ((r = host_fan(hj, want, nw, av, ask, rs->id, NULL,
                       inv->exec_timeout_s + (double)m->n / 5000 + (double)rs->len / 1e6, "release missing", &res,
                       fr)) < 0)
         goto out;
+    if (ask == FAN_ASK_LACKS && fr[nw].status == 0 && (hlacks = malloc(fr[nw].out_len + 1))) {
+        memcpy(hlacks, fr[nw].out, fr[nw].out_len);
+        hlacks_len = fr[nw].out_len;
+    }
     int ninst = 0;
     for (int k = 0; k < nw && r == 0; k++) {
         const struct inv_ct *ct = &hj->job->cts[want[k]];
@@ -788,8 +856,14 @@ static int host_round(struct host_job *hj, bool *ret_again)
     nlist = u;
     for (size_t i = 0; i < nlist; i++)
         pack_bytes += m->e[list[i]].size;
-    if (nlist && (r = host_fill(hj, list, nlist)) < 0)
-        goto out;
+    /* 3. what the host store lacks of it (as the ask said, or asked now), into the store */
+    bool said = hlacks && objsync_lacks_filter(hlacks, hlacks_len, m, list, nlist, &known.v, &known.n) == 0;
+    if (nlist) {
+        r = host_fill(hj, list, nlist, said ? &known : NULL);
+        known.v = NULL; /* host_fill's now */
+        if (r < 0)
+            goto out;
+    }
     /* 4. install: the pack streams from the host store into every agent at once */
     double ti = time_mono();
     for (int k = 0; k < ninst; k++) {
@@ -851,18 +925,15 @@ out:
     free(av);
     free(need);
     free(list);
+    free(hlacks);
+    free(known.v);
     return r;
 }
 
 static void *host_main(void *arg)
 {
     struct host_job *hj = arg;
-    const struct inventory *inv = hj->f->inv;
-    struct exec_result res;
-    int r = host_sh(hj, SH_PREP, inv->staging_dir, NULL, NULL, NULL, 0, "prepare the store",
-                    inv->exec_timeout_s, &res, NULL);
-    if (r == 0)
-        exec_result_done(&res);
+    int r = 0;
     for (int round = 0; r == 0 && round < 2; round++) {
         bool again = false;
         r = host_round(hj, &again);

@@ -72,6 +72,13 @@ void objsync_cache_add_envs(const char *mdir, char (*ids)[RELEASE_ID_LEN + 1], s
  * removed, or -errno (then nothing was removed). */
 int objsync_gc_cache(const char *mdir, const char *const *keep_ids, size_t nkeep, int keep_n);
 
+/* The host store's answer to a small release's ask (SH_FAN "ask-lacks": the sha256s of the
+ * manifest's files it lacks, one a line) applied to list[0..n) (entry indexes into m): those
+ * entries whose object it names, in list's order, into *ret (allocated, free()).  0, or
+ * -EBADMSG for a line that is not 64 hex digits (nothing written), -ENOMEM. */
+int objsync_lacks_filter(const char *text, size_t len, const struct manifest2 *m, const size_t *list, size_t n,
+                         size_t **ret, size_t *ret_n);
+
 /* The fan-out's answer (one host exec running a command in n containers), parsed: for each
  * container k, "@@fan K STATUS OUTBYTES ERRBYTES\n" then that many bytes of stdout and stderr;
  * "@@progress N\n" lines where a header may stand are skipped.

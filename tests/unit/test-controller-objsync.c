@@ -4,7 +4,8 @@
  * or repeated container, lengths past the end, a stray line, a status out of range.  And a host
  * store's GC (run here on a `local = true` host): the kept releases' objects, and those of the
  * environment they name, stay; an unreferenced object goes unless it is younger than 10 minutes
- * (an upload in flight); manifests of releases not kept go. */
+ * (an upload in flight); manifests of releases not kept go.  And the host store's answer to a
+ * small release's ask (which objects it lacks) applied to what the containers need. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -326,6 +327,56 @@ static void test_relsrc_hash_cache(void **state)
     assert_int_equal(fs_rm_rf(d), 0);
 }
 
+/* A small release's ask also says which of the manifest's objects the host store lacks (sha256
+ * lines): applied to the entries the containers need, in their order; a malformed line refuses
+ * the whole answer (the controller then asks the host the long way). */
+static void test_lacks_filter(void **state)
+{
+    (void)state;
+    char a[65], b[65], c[65];
+    memset(a, 'a', 64);
+    memset(b, 'b', 64);
+    memset(c, 'c', 64);
+    a[64] = b[64] = c[64] = '\0';
+    char text[1024];
+    snprintf(text, sizeof text, "drover-manifest 2\nname t\nf 0644 1 %s a.py\nd 0755 bin\nf 0755 2 %s bin/run\n"
+             "f 0644 3 %s c.txt\nf 0644 1 %s d.py\n", a, b, c, a);
+    struct manifest2 *m;
+    assert_int_equal(manifest2_parse(text, strlen(text), &m), 0);
+    size_t list[] = { 2, 3, 4 }, *v = NULL, nv = 99; /* bin/run, c.txt, d.py */
+    char ans[256];
+    snprintf(ans, sizeof ans, "%s\n%s\n", c, a); /* the host's order is not ours */
+    assert_int_equal(objsync_lacks_filter(ans, strlen(ans), m, list, 3, &v, &nv), 0);
+    assert_int_equal(nv, 2);
+    assert_int_equal(v[0], 3);
+    assert_int_equal(v[1], 4);
+    free(v);
+    /* the host lacks nothing of it: nothing to stage */
+    assert_int_equal(objsync_lacks_filter("", 0, m, list, 3, &v, &nv), 0);
+    assert_int_equal(nv, 0);
+    free(v);
+    /* an object no container needs is not sent */
+    snprintf(ans, sizeof ans, "%s\n", b);
+    size_t one[] = { 3 };
+    assert_int_equal(objsync_lacks_filter(ans, strlen(ans), m, one, 1, &v, &nv), 0);
+    assert_int_equal(nv, 0);
+    free(v);
+    /* refused: no newline, a short line, not hex, a stray line; ret_ untouched */
+    const char *bad[] = { "aaaa\n", "x\n", "\n" };
+    v = NULL;
+    nv = 99;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(objsync_lacks_filter(bad[i], strlen(bad[i]), m, list, 3, &v, &nv), -EBADMSG);
+    assert_int_equal(objsync_lacks_filter(a, 64, m, list, 3, &v, &nv), -EBADMSG);
+    snprintf(ans, sizeof ans, "%s\n%.63sg\n", a, b);
+    assert_int_equal(objsync_lacks_filter(ans, strlen(ans), m, list, 3, &v, &nv), -EBADMSG);
+    snprintf(ans, sizeof ans, "%s\nlease\n", a);
+    assert_int_equal(objsync_lacks_filter(ans, strlen(ans), m, list, 3, &v, &nv), -EBADMSG);
+    assert_null(v);
+    assert_int_equal(nv, 99);
+    manifest2_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -334,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_host_gc_keeps_ways_back),
         cmocka_unit_test(test_cache_gc_keeps_ways_back),
         cmocka_unit_test(test_relsrc_hash_cache),
+        cmocka_unit_test(test_lacks_filter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
