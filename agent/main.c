@@ -55,6 +55,7 @@ struct cli {
     bool json, detach;
     bool no_mark; /* revert --no-mark */
     bool lease_status; /* lease take --status: the status document after the lease */
+    char lease_holder[LEASE_HOLDER_MAX]; /* release install --lease-release HOLDER (with --job) */
     double restart_after_s; /* stop --restart-after S: a switch's stop */
     bool metrics; /* the metrics verb: status as Prometheus text */
     double timeout_s, interval_s, probation_s, ktok_s;
@@ -79,7 +80,7 @@ static void usage(FILE *f)
             "         [--cgroup auto|v2|v1|none]\n"
             "  version\n"
             "  release add BLOB --id ID | release list [--json] | release verify ID\n"
-            "  release have ID... | release missing MANIFEST|- | release install MANIFEST [PACK|-] --id ID\n"
+            "  release have ID... | release missing MANIFEST|- | release install MANIFEST [PACK|-] --id ID [--job J --lease-release H]\n"
             "  lease take JOB HOLDER TTL_S [--status] | lease release JOB HOLDER\n"
             "  history add JOB LINE | history list JOB   the job's deploy history kept here\n"
             "  preflight ID [--timeout S] [--job J] [--gpus 0,1] [--env NAME=VALUE]... -- CMD ARGS...\n"
@@ -173,6 +174,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_DETACH: c->detach = true; break;
         case AGENT_OPT_NO_MARK: c->no_mark = true; break;
         case AGENT_OPT_STATUS: c->lease_status = true; break;
+        case AGENT_OPT_LEASE_RELEASE: bad = !a[0] || str_copy(c->lease_holder, sizeof c->lease_holder, a) < 0; break;
         case AGENT_OPT_TIMEOUT: bad = parse_num(a, 0.1, 86400, &c->timeout_s) < 0; break;
         case AGENT_OPT_INTERVAL: bad = parse_num(a, 0.05, 3600, &c->interval_s) < 0; break;
         case AGENT_OPT_COUNT: bad = parse_num(a, 0, 1e12, &x) < 0; c->count = (int64_t)x; break;
@@ -471,8 +473,10 @@ static int cmd_release_have(struct cli *c, struct store *s)
 static int cmd_release_tree(struct cli *c, struct store *s)
 {
     bool install = !strcmp(c->args[0], "install");
-    if (c->nargs < 2 || c->nargs > (install ? 3 : 2) || (install && !c->id[0])) {
-        log_error("release: usage: release missing MANIFEST|- | release install MANIFEST [PACK|-] --id ID");
+    if (c->nargs < 2 || c->nargs > (install ? 3 : 2) || (install && !c->id[0]) ||
+        (c->lease_holder[0] && (!install || !c->job[0]))) {
+        log_error("release: usage: release missing MANIFEST|- | release install MANIFEST [PACK|-] --id ID "
+                  "[--job J --lease-release HOLDER]");
         return AGENT_EXIT_USAGE;
     }
     /* "-": the manifest (missing) or the pack (install) comes on stdin, so the controller needs
@@ -541,6 +545,17 @@ static int cmd_release_tree(struct cli *c, struct store *s)
         return r == -EBADMSG || r == -EINVAL || r == -E2BIG ? AGENT_EXIT_BUNDLE : AGENT_EXIT_FAIL;
     }
     printf("%s %s\n", c->id, r == 1 ? "present" : "added");
+    if (c->lease_holder[0]) {
+        /* deploy --stage-only: nothing follows the install here, so the lease goes back in the
+         * same call; the install stands whatever happens (drover gives back a lease this did
+         * not, as it always did) */
+        int lr = lease_release(c->root, c->job, c->lease_holder);
+        if (lr == 0)
+            printf("lease of job '%s' given back\n", c->job);
+        else if (lr != -EBUSY && lr != -ETIMEDOUT) /* those are said by lease.c */
+            fprintf(stderr, "release install: installed, but the lease of job '%s' was not given back: %s\n",
+                    c->job, strerror(-lr));
+    }
     return AGENT_EXIT_OK;
 }
 

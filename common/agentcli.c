@@ -87,7 +87,8 @@ int agent_verb_parse(const char *s)
     X(AGENT_OPT_RDZV, "rdzv", required_argument) \
     X(AGENT_OPT_RESTART_AFTER, "restart-after", required_argument) \
     X(AGENT_OPT_CGROUP, "cgroup", required_argument)              \
-    X(AGENT_OPT_STATUS, "status", no_argument)
+    X(AGENT_OPT_STATUS, "status", no_argument)                    \
+    X(AGENT_OPT_LEASE_RELEASE, "lease-release", required_argument)
 
 #define AS_LONGOPT(id, name, arg) { name, arg, 0, id },
 const struct option agent_cli_longopts[] = {
@@ -241,6 +242,12 @@ void agent_argv_lease(struct agent_argv *a, const char *job, const char *holder,
     agent_argv_add(a, holder);
     if (ttl_s > 0)
         agent_argv_add(a, numf(a, "%.0f", ttl_s));
+}
+
+void agent_argv_install_lease_release(struct agent_argv *a, const char *job, const char *holder)
+{
+    add_opt(a, AGENT_OPT_JOB, job);
+    add_opt(a, AGENT_OPT_LEASE_RELEASE, holder);
 }
 
 void agent_argv_lease_status(struct agent_argv *a, const char *job, const char *holder, double ttl_s)

@@ -91,7 +91,7 @@ enum agent_opt {
     AGENT_OPT_BACKOFF_MAX, AGENT_OPT_FIRST_STEP_DEADLINE, AGENT_OPT_SILENCE_DEADLINE,
     AGENT_OPT_STALL_DEADLINE, AGENT_OPT_CHECKPOINT_DEADLINE, AGENT_OPT_SAMPLES,
     AGENT_OPT_HOST_DRIVER, AGENT_OPT_CUDA, AGENT_OPT_GPU_MEM, AGENT_OPT_RDZV, AGENT_OPT_NO_MARK,
-    AGENT_OPT_RESTART_AFTER, AGENT_OPT_CGROUP, AGENT_OPT_STATUS, AGENT_OPT_END
+    AGENT_OPT_RESTART_AFTER, AGENT_OPT_CGROUP, AGENT_OPT_STATUS, AGENT_OPT_LEASE_RELEASE, AGENT_OPT_END
 };
 
 /* getopt_long's table of every option, {0} terminated. */
@@ -132,6 +132,11 @@ void agent_argv_release_have(struct agent_argv *a, const char *id);
 void agent_argv_keep_releases(struct agent_argv *a, int n);
 void agent_argv_release_missing(struct agent_argv *a, const char *manifest);
 void agent_argv_release_install(struct agent_argv *a, const char *manifest, const char *pack, const char *id);
+/* --job J --lease-release HOLDER after release_install: once the release is installed (exit 0),
+ * the agent gives back J's deploy lease held by HOLDER and says so on stdout ("lease of job 'J'
+ * given back"): `deploy --stage-only`'s last call into a container is then its install.  Only
+ * for agents that took the lease with --status (the same version; older ones refuse it). */
+void agent_argv_install_lease_release(struct agent_argv *a, const char *job, const char *holder);
 void agent_argv_stop(struct agent_argv *a, const char *job);
 /* stop --job J --restart-after S: the first phase of a switch; S (whole seconds, at least 1) is
  * the agent's switch deadline: it starts the stopped release again when nothing follows by then.

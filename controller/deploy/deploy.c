@@ -68,6 +68,8 @@ struct deploy {
     int nbad;                         /* releases some container marks bad (failed probation) */
     char bad[16][RELEASE_ID_LEN + 1];
     bool leased[INV_MAX_CTS];         /* we hold the job's deploy lease in that container */
+    bool lease_status_known[INV_MAX_CTS]; /* its agent took the lease with --status: it knows
+                                         release install --lease-release too */
     double lease_renew_at;            /* monotonic: the next renewal while watching */
     double lease_taken_at;            /* monotonic: the last take or renewal that held everywhere */
     bool lease_lost;                  /* a renewal was refused: another operator holds the lease */
@@ -460,7 +462,9 @@ static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir)
 }
 
 /* Only the objects each host and container lacks travel; every host at once. */
-static int push_release(struct deploy *d, char *err, size_t err_sz)
+/* stage_only: each container's install gives the deploy lease back (nothing follows it there),
+ * where the agent knows how; d->leased says where it is still held. */
+static int push_release(struct deploy *d, bool stage_only, char *err, size_t err_sz)
 {
     struct sigaction sa = { .sa_handler = on_sigint_send }, old_int, old_term;
     sigemptyset(&sa.sa_mask);
@@ -470,10 +474,21 @@ static int push_release(struct deploy *d, char *err, size_t err_sz)
     struct sync_stats st = { 0 };
     double t0 = time_mono();
     int r = 0;
+    struct objsync_lease *give = stage_only ? calloc(1, sizeof *give) : NULL;
+    for (int i = 0; give && i < d->job->ncts; i++)
+        give->may[i] = d->leased[i] && d->lease_status_known[i];
+    if (give) {
+        give->job = d->job->name;
+        give->holder = d->holder;
+    }
     if (d->has_env)
-        r = objsync_job(d->f, d->job, &d->env, &st, err, err_sz);
+        r = objsync_job(d->f, d->job, &d->env, NULL, &st, err, err_sz);
     if (r == 0)
-        r = objsync_job(d->f, d->job, &d->rs, &st, err, err_sz);
+        r = objsync_job(d->f, d->job, &d->rs, give, &st, err, err_sz);
+    for (int i = 0; give && i < d->job->ncts; i++)
+        if (give->given[i])
+            d->leased[i] = false; /* given back by its install */
+    free(give);
     if (send_interrupted && r < 0)
         snprintf(err, err_sz, "interrupted by the operator while staging (%.1f MiB stored on hosts)",
                  (double)st.bytes_to_hosts / 1048576.0);
@@ -1516,6 +1531,8 @@ static int lease_done(struct ct_fan *cf, int i, int r, struct exec_result *res, 
     struct agent_status *sc = cf->scratch[ct_fan_slot(cf, i)];
     /* lease take --status: the status document after the lease's lines, kept for the survey;
      * anything unreadable is simply asked again there */
+    if (st == 0 && sc)
+        d->lease_status_known[i] = true; /* it parsed --status: an agent of that version or later */
     if (st == 0 && sc && status_after_lease(out, res->out_len, &doc, &doc_len) == 0) {
         lines = doc;
         if (status_parse(out + doc, doc_len, sc) == 0) {
@@ -1882,7 +1899,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         deploy_step_done(&tstep, "lease renewed");
     }
     if (gpu_check_cts(&d, o->force, err, sizeof err) == 0 &&
-        push_release(&d, err, sizeof err) == 0 && o->stage_only) {
+        push_release(&d, o->stage_only, err, sizeof err) == 0 && o->stage_only) {
         deploy_step_done(&tstep, "pushed");
         printf("release %s (%s) is verified in every container of job '%s' (staged only: nothing "
                "switched)\n", d.sid, d.name, d.job->name);

@@ -384,6 +384,7 @@ struct host_job {
     const struct inv_job *job;
     int host;
     const struct relsrc *rs;
+    struct objsync_lease *lease;
     struct sync_stats stats;
     int ret;
     char err[1024];
@@ -871,6 +872,8 @@ static int host_round(struct host_job *hj, bool *ret_again)
         snprintf(cman, sizeof cman, "%s/incoming/%s.manifest", pct_agent_root(&hj->job->cts[want[k]]), rs->id);
         agent_argv_init(&av[k]);
         agent_argv_release_install(&av[k], cman, nlist ? "-" : NULL, rs->id);
+        if (hj->lease && hj->lease->may[want[k]])
+            agent_argv_install_lease_release(&av[k], hj->lease->job, hj->lease->holder);
     }
     struct list_src ls = { m, list, nlist };
     /* The bytes are watched (tar's progress lines keep the idle deadline of conn_send from
@@ -884,6 +887,8 @@ static int host_round(struct host_job *hj, bool *ret_again)
         const struct inv_ct *ct = &hj->job->cts[want[k]];
         if (fr[k].status == 0) {
             fprintf(stderr, "push %s: verified %.12s\n", ct->label, rs->id);
+            if (hj->lease && hj->lease->may[want[k]] && memmem(fr[k].out, fr[k].out_len, "' given back\n", 13))
+                hj->lease->given[want[k]] = true;
             continue;
         }
         /* Corrupt objects: removed from the host store, sent again on the next round. */
@@ -946,8 +951,8 @@ static void *host_main(void *arg)
     return NULL;
 }
 
-int objsync_job(struct fleet *f, const struct inv_job *job, const struct relsrc *rs, struct sync_stats *stats,
-                char *err, size_t err_sz)
+int objsync_job(struct fleet *f, const struct inv_job *job, const struct relsrc *rs, struct objsync_lease *lease,
+                struct sync_stats *stats, char *err, size_t err_sz)
 {
     struct host_job hjs[INV_MAX_HOSTS];
     pthread_t th[INV_MAX_HOSTS];
@@ -968,7 +973,7 @@ int objsync_job(struct fleet *f, const struct inv_job *job, const struct relsrc 
         }
     }
     for (int k = 0; k < nh; k++) {
-        hjs[k] = (struct host_job){ .f = f, .job = job, .host = hosts[k], .rs = rs };
+        hjs[k] = (struct host_job){ .f = f, .job = job, .host = hosts[k], .rs = rs, .lease = lease };
         started[k] = nh > 1 && pthread_create(&th[k], NULL, host_main, &hjs[k]) == 0;
         if (!started[k])
             host_main(&hjs[k]);

@@ -50,10 +50,21 @@ struct sync_stats {
     size_t objects_to_hosts;
 };
 
+/* deploy --stage-only: nothing follows a container's install, so the install gives the job's
+ * deploy lease back in the same call (release install --job J --lease-release HOLDER).  may[i]:
+ * the agent in job container i knows the flag (it took the lease with --status); given[i] set
+ * where the agent said it gave the lease back (each host's thread writes its containers'). */
+struct objsync_lease {
+    const char *job, *holder;
+    bool may[INV_MAX_CTS];
+    bool given[INV_MAX_CTS];
+};
+
 /* Put release rs into every container of job.  0, or -errno with a one-line reason in err
- * (naming host or container, and bytes done for a stalled transfer). */
+ * (naming host or container, and bytes done for a stalled transfer).  lease: NULL, or the
+ * lease to give back with each install (above). */
 int objsync_job(struct fleet *f, const struct inv_job *job, const struct relsrc *rs,
-                struct sync_stats *stats, char *err, size_t err_sz);
+                struct objsync_lease *lease, struct sync_stats *stats, char *err, size_t err_sz);
 
 /* GC of host `host`'s store: keep the objects of keep_ids (release ids; NULL or "" entries
  * skipped), of the keep_n newest manifests there, and of the environments those name; remove

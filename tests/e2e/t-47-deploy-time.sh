@@ -39,22 +39,26 @@ for label in before after; do
 		if [[ $label == after && $k == 3 ]]; then
 			# the step structure, not the time: per container `lease take --status` (the lease
 			# and the survey's status document at once; not renewed a moment later), `release
-			# verify` of the good release, `release missing`, `release install` and `lease
-			# release`, a host's containers in one host exec each, the host's own steps (store,
-			# manifest, object check) in the exec of `release missing`: six host execs (lease,
-			# verify, ask, stage, install, lease release); no `release have` for a small code
-			# release
+			# verify` of the good release, `release missing` and `release install`, which gives
+			# the lease back; a host's containers in one host exec each, the host's own steps
+			# (store, manifest, object check) in the exec of `release missing`: five host execs
+			# (lease, verify, ask, stage, install); no `release have` for a small code release
 			n=$(wc -w <<<"$(grep -o 'h1:[0-9]*' <<<"$E2E_CTS")")
 			calls=$(pct_since h1 | grep -c ' pct exec ')
-			check "the stage-only deploy made at most 5 pct exec per container on h1 ($calls for $n)" \
-				test "$calls" -le $((5 * n))
+			check "the stage-only deploy made at most 4 pct exec per container on h1 ($calls for $n)" \
+				test "$calls" -le $((4 * n))
 			check "the lease was taken once per container, not renewed before the push" \
 				test "$(pct_since h1 | grep -c 'lease take')" = "$n"
 			check "the status document came with the lease (lease take --status), no status call" \
 				eval '[[ $(pct_since h1 | grep -c "lease take .* --status") == "$n" ]] && ! pct_since_has h1 " status --json"'
 			check "no release have for a small code release" eval '! pct_since_has h1 "release have"'
+			check "the lease went back with each install (release install --lease-release), no lease release call" \
+				eval '[[ $(pct_since h1 | grep -c "release install .*--lease-release") == "$n" ]] && ! pct_since_has h1 "lease release"'
+			held=""
+			for c in $E2E_CTS; do ct "$c" test -e /var/lib/drover/leases/train.json && held+="$c "; done
+			check "no container holds the job's lease after the stage-only deploy (${held:-none})" test -z "$held"
 			hx=$(host_execs_since h1)
-			check "the stage-only deploy made at most 6 host execs on h1 ($hx)" test "$hx" -le 6
+			check "the stage-only deploy made at most 5 host execs on h1 ($hx)" test "$hx" -le 5
 			# drover waits for its hosts in poll(2): its own CPU stays small whatever the hosts
 			# take (a wait that polled for a writable socket spun a core per host)
 			check "drover's own CPU for the stage-only deploy: $cpu s (under 0.2 s)" \
@@ -92,8 +96,9 @@ check "$old_ct: refused --status, then took the plain lease and was asked its st
 	eval 'pct_since_has h1 "pct exec $old_vmid .*lease take .* --status" &&
 		pct_since_has h1 "pct exec $old_vmid .*lease take train [^ ]+ [0-9]+\$" &&
 		pct_since_has h1 "pct exec $old_vmid .* status --json"'
-check "only $old_ct was asked its status separately" \
-	test "$(pct_since h1 | grep -c ' status --json')" = 1
+check "only $old_ct was asked its status separately, and gave the lease back separately" \
+	eval '[[ $(pct_since h1 | grep -c " status --json") == 1 && $(pct_since h1 | grep -c "lease release") == 1 ]] &&
+		pct_since_has h1 "pct exec $old_vmid .*lease release" && ! pct_since_has h1 "pct exec $old_vmid .*--lease-release"'
 check "the lease is given back in $old_ct too" eval '! ct "$old_ct" test -e /var/lib/drover/leases/train.json'
 ct "$old_ct" mv /usr/local/bin/drover-agent.real /usr/local/bin/drover-agent
 finish

@@ -3,7 +3,8 @@
  * the CLI's rpc_call reads without dying by SIGPIPE, and watchers that never read do not keep
  * the daemon from answering others.  And `drover-agent lease take ... --status` (the deploy's
  * lease and survey in one call) run as the built binary against that daemon: the document comes
- * after the lease's line, and only when the lease was taken.  The real daemon runs in a child
+ * after the lease's line, and only when the lease was taken; `release install --lease-release`
+ * gives the lease back only after an install that succeeded.  The real daemon runs in a child
  * process. */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +32,7 @@
 #include "agent/rpc.h"
 #include "common/agentcli.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/status.h"
 #include "common/util.h"
 
@@ -388,6 +390,56 @@ static void test_lease_take_status(void **state)
     free(st);
 }
 
+/* `release install ... --job J --lease-release HOLDER` (deploy --stage-only's last call into a
+ * container): the lease goes back only after an install that succeeded, and only HOLDER's. */
+static void test_install_lease_release(void **state)
+{
+    (void)state;
+    char *out, *err, man[128], id[RELEASE_ID_LEN + 1];
+    static const char text[] = "drover-manifest 2\nname t\nd 0755 bin\n";
+    snprintf(man, sizeof man, "%s/m", tmpd);
+    assert_int_equal(fs_write_atomic(man, text, sizeof text - 1, 0600), 0);
+    assert_int_equal(sha256_buf_hex(text, sizeof text - 1, id), 0);
+    char lease[256];
+    snprintf(lease, sizeof lease, "%s/root/leases/train.json", tmpd);
+    const char *take[] = { "lease", "take", "train", "alice@h/pid-1", "300", NULL };
+    assert_int_equal(run_agent(take, &out, &err), AGENT_EXIT_OK);
+    free(out);
+    free(err);
+    /* another holder's name: installed, the lease left alone (and said why) */
+    const char *bob[] = { "release", "install", man, "--id", id, "--job", "train", "--lease-release", "bob@h/pid-2", NULL };
+    assert_int_equal(run_agent(bob, &out, &err), AGENT_EXIT_OK);
+    assert_null(strstr(out, "given back"));
+    assert_non_null(strstr(err, "alice@h/pid-1"));
+    assert_int_equal(access(lease, F_OK), 0);
+    free(out);
+    free(err);
+    /* a failed install gives nothing back */
+    const char *bad[] = { "release", "install", man, "--id", "0000000000000000000000000000000000000000000000000000000000000000",
+                          "--job", "train", "--lease-release", "alice@h/pid-1", NULL };
+    assert_int_not_equal(run_agent(bad, &out, &err), AGENT_EXIT_OK);
+    assert_null(strstr(out, "given back"));
+    assert_int_equal(access(lease, F_OK), 0);
+    free(out);
+    free(err);
+    /* the holder's: installed (again: present), then the lease given back */
+    const char *alice[] = { "release", "install", man, "--id", id, "--job", "train", "--lease-release", "alice@h/pid-1", NULL };
+    assert_int_equal(run_agent(alice, &out, &err), AGENT_EXIT_OK);
+    assert_non_null(strstr(out, "lease of job 'train' given back\n"));
+    assert_int_equal(access(lease, F_OK), -1);
+    free(out);
+    free(err);
+    /* only with install, and only with --job */
+    const char *nojob[] = { "release", "install", man, "--id", id, "--lease-release", "alice@h/pid-1", NULL };
+    assert_int_equal(run_agent(nojob, &out, &err), AGENT_EXIT_USAGE);
+    free(out);
+    free(err);
+    const char *missing[] = { "release", "missing", man, "--job", "train", "--lease-release", "alice@h/pid-1", NULL };
+    assert_int_equal(run_agent(missing, &out, &err), AGENT_EXIT_USAGE);
+    free(out);
+    free(err);
+}
+
 int main(void)
 {
     log_set_level(LOG_LVL_WARN);
@@ -397,6 +449,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_full_of_watchers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watchers_that_never_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lease_take_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_install_lease_release, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

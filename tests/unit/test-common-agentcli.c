@@ -296,6 +296,17 @@ static void test_lease(void **state)
     parse(&a, &p);
     assert_int_equal(p.npos, 3);
     assert_string_equal(p.pos[0], "release");
+    /* deploy --stage-only: the install gives the lease back */
+    agent_argv_init(&a);
+    agent_argv_release_install(&a, "/var/lib/drover/incoming/x.manifest", "-", "abc");
+    agent_argv_install_lease_release(&a, "train", "alice@h/pid-1");
+    parse(&a, &p);
+    assert_int_equal(p.verb, AGENT_VERB_RELEASE);
+    assert_string_equal(opt_val(&p, AGENT_OPT_ID), "abc");
+    assert_string_equal(opt_val(&p, AGENT_OPT_JOB), "train");
+    assert_string_equal(opt_val(&p, AGENT_OPT_LEASE_RELEASE), "alice@h/pid-1");
+    assert_int_equal(p.npos, 3);
+    assert_string_equal(p.pos[2], "-");
 }
 
 static void test_overflow(void **state)
