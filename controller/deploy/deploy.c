@@ -1656,6 +1656,11 @@ static int leases_take(struct deploy *d, double ttl, bool with_status)
         if (busy < 0)
             busy = i;
     }
+    /* Ctrl-C while the takes ran: an agent whose answer was abandoned may hold the lease already
+     * (`lease take --status` takes it, then asks its daemon): give it back there too */
+    for (int i = 0; interrupted && i < d->job->ncts; i++)
+        if (cf->rc[i] < 0)
+            d->leased[i] = true;
     if (busy < 0)
         d->lease_taken_at = asked;
     if (busy >= 0) {
@@ -1860,11 +1865,15 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         goto out;
     }
     double tstep = time_mono();
+    /* Ctrl-C from the lease on: the lease's call also asks each agent's status (lease take
+     * --status), which waits on an agent daemon that does not answer as the survey did */
+    before_switch_handlers(true);
     lock = deploy_lock(&d);
     if (lock < 0)
         goto out;
     deploy_step_done(&tstep, "lease taken");
-    before_switch_handlers(true);
+    if (interrupted)
+        goto interrupted_before_switch;
     bool all_current = false;
     int sr = survey(&d, true, &all_current, err, sizeof err);
     deploy_step_done(&tstep, "survey");
@@ -2115,11 +2124,14 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     d.no_confirm = now;
     char err[2048];
     char sid[RELEASE_SHORT_LEN + 1];
+    /* Ctrl-C before the switch, from the lease (with its status) on: as in deploy_run, give the
+     * lease back and record it */
+    before_switch_handlers(true);
     int lock = deploy_lock(&d);
     if (lock < 0)
         goto out;
-    /* Ctrl-C before the switch: as in deploy_run, give the lease back and record it */
-    before_switch_handlers(true);
+    if (interrupted)
+        goto interrupted_before_switch;
     bool all_current;
     int sr = survey(&d, false, &all_current, err, sizeof err);
     if (interrupted)
