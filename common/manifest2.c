@@ -204,6 +204,40 @@ static int walk_push(struct walk *w, struct m2_entry **ret)
     return 0;
 }
 
+/* Names at the top of a release that drover owns in the container: MANIFEST (MANIFEST.json in
+ * v1) is the release's manifest and .drover-env the link to its environment.  1: drover's own
+ * manifest, skipped (a release directory copied out of a container); -EINVAL: a file of the
+ * user's by that name, which would be dropped or refused after the push; 0: not reserved. */
+static int top_reserved(const char *root, int dfd, const char *name)
+{
+    const char *magic = NULL;
+    if (!strcmp(name, "MANIFEST"))
+        magic = MANIFEST2_MAGIC "\n";
+    else if (!strcmp(name, "MANIFEST.json"))
+        magic = "{\"v\":1,";
+    else if (strcmp(name, ".drover-env") != 0)
+        return 0;
+    if (magic) {
+        char head[32] = "";
+        int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        struct stat st;
+        if (fd >= 0) {
+            if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+                (void)!read(fd, head, sizeof head - 1);
+            close(fd);
+        }
+        if (!strncmp(head, magic, strlen(magic)))
+            return 1;
+        log_error("release file '%s/%s': a release may not hold %s at its top, the name of "
+                  "drover's manifest of the release in each container: rename it or move it "
+                  "into a subdirectory", root, name, name);
+    } else
+        log_error("release file '%s/%s': a release may not hold .drover-env at its top, the "
+                  "link to the environment deployed with the release: deploy an environment "
+                  "with `--env DIR` (docs/pytorch.md, section 3), or rename it", root, name);
+    return -EINVAL;
+}
+
 static int walk_dir(const char *root, const char *rel, struct walk *w)
 {
     char abs[PATH_MAX];
@@ -217,8 +251,13 @@ static int walk_dir(const char *root, const char *rel, struct walk *w)
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
-        if (!*rel && (!strcmp(de->d_name, "MANIFEST.json") || !strcmp(de->d_name, "MANIFEST")))
-            continue; /* the manifest does not list itself */
+        if (!*rel && (r = top_reserved(root, dirfd(d), de->d_name)) != 0) {
+            if (r > 0) {
+                r = 0;
+                continue; /* drover's own manifest does not list itself */
+            }
+            break;
+        }
         char crel[MANIFEST2_PATH_MAX], cabs[PATH_MAX];
         if (snprintf(crel, sizeof crel, "%s%s%s", rel, *rel ? "/" : "", de->d_name) >= (int)sizeof crel ||
             snprintf(cabs, sizeof cabs, "%s/%s", root, crel) >= (int)sizeof cabs) {

@@ -164,6 +164,45 @@ static void test_fifo_refused(void **state)
     assert_null(m);
 }
 
+/* Names drover owns at the top of a release in the container: MANIFEST (and MANIFEST.json of
+ * v1) is the release's manifest, .drover-env the link to its environment.  A user's file of
+ * that name was left out without a word (MANIFEST: deployed and promoted without it, the worker
+ * reading drover's manifest instead) or refused by the agent after the push (.drover-env).
+ * Refused here, before anything is sent; drover's own manifest (a release directory copied out
+ * of a container) is still skipped. */
+static void test_reserved_names(void **state)
+{
+    (void)state;
+    struct manifest2 *m = NULL;
+    put("run.sh", "#!/bin/sh\n", 0755);
+    put("MANIFEST", "model shards: a b c\n", 0644);
+    assert_int_equal(manifest2_from_dir(tmpd, NULL, &m), -EINVAL);
+    assert_null(m);
+    put("MANIFEST", "drover-manifest 2\nname x\n", 0444); /* drover's own: skipped as before */
+    assert_int_equal(manifest2_from_dir(tmpd, NULL, &m), 0);
+    assert_null(manifest2_find(m, "MANIFEST"));
+    manifest2_free(m);
+    m = NULL;
+    put("MANIFEST.json", "{\"mine\": 1}\n", 0644);
+    assert_int_equal(manifest2_from_dir(tmpd, NULL, &m), -EINVAL);
+    put("MANIFEST.json", "{\"v\":1,\"name\":\"x\",\"files\":[]}", 0644);
+    assert_int_equal(manifest2_from_dir(tmpd, NULL, &m), 0);
+    manifest2_free(m);
+    m = NULL;
+    mk(".drover-env/bin");
+    assert_int_equal(manifest2_from_dir(tmpd, NULL, &m), -EINVAL);
+    assert_null(m);
+    /* deeper down these names are the user's */
+    char p[512];
+    snprintf(p, sizeof p, "%s/.drover-env", tmpd);
+    assert_int_equal(fs_rm_rf(p), 0);
+    mk("sub/.drover-env");
+    put("sub/MANIFEST", "mine\n", 0644);
+    assert_int_equal(manifest2_from_dir(tmpd, NULL, &m), 0);
+    assert_non_null(manifest2_find(m, "sub/MANIFEST"));
+    manifest2_free(m);
+}
+
 static void test_parse_refuses(void **state)
 {
     (void)state;
@@ -319,6 +358,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outside_links_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fifo_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reserved_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_refuses, setup, teardown),
         cmocka_unit_test(test_ranges),
         cmocka_unit_test_setup_teardown(test_pack_roundtrip, setup, teardown),
