@@ -60,6 +60,12 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
             break;
         }
     }
+    for (int k = 1; k < njobs && optind <= argc; k++)
+        for (int i = 0; i < k; i++)
+            if (!strcmp(jobs[i], jobs[k])) { /* a wave would deploy it twice in a row */
+                log_error("--job '%s' given twice: name each job once", jobs[k]);
+                return verb_usage_error(argv[0], NULL);
+            }
     if (optind + 1 != argc || (all && njobs)) /* the usage line of `drover deploy|plan --help` */
         return verb_usage_error(argv[0], optind + 1 < argc ? argv[optind + 1] : NULL);
     cmd_result_want(f, json, o.dry_run ? "plan" : "deploy", jobs, njobs);

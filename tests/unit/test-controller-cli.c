@@ -138,6 +138,20 @@ static void test_usage_before_inventory(void **state)
     want(err, "(unexpected 'b')");
 }
 
+/* A job named twice in a wave (`deploy DIR --job a --job a`) was deployed twice in a row:
+ * "wave: job 'a' (1 of 2)", a second probation, and a failure of the second rolling back the
+ * first.  A usage error, named, before any inventory is read. */
+static void test_job_twice(void **state)
+{
+    (void)state;
+    assert_int_equal(drover("deploy", ".", "--job", "a", "--job", "b", "--job", "a", NULL), 2);
+    want(err, "--job 'a' given twice");
+    want(err, "usage: drover deploy DIR");
+    want_not(err, "inventory");
+    assert_int_equal(drover("plan", ".", "--job", "a", "--job", "a", NULL), 2);
+    want(err, "--job 'a' given twice");
+}
+
 static void test_rollback_needs_job(void **state)
 {
     (void)state;
@@ -459,6 +473,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_usage_before_inventory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_needs_job, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_values_name_the_option_typed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_and_help, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate_env, setup, teardown),
