@@ -79,13 +79,30 @@ const struct m2_entry *manifest2_find(const struct manifest2 *m, const char *pat
     return bsearch(&key, m->e, m->n, sizeof *m->e, entry_cmp);
 }
 
+static int resolve(const struct manifest2 *m, char *buf, size_t *blen, const char *target, int *depth);
+
 const char *manifest2_exec_problem(const struct manifest2 *m, const char *path)
 {
     const struct m2_entry *f = manifest2_find(m, path);
-    if (!f)
-        return "is missing";
+    bool via_link = f && f->type == M2_LINK;
+    if (!f || via_link) {
+        /* through the release's own symlinks (the path itself, or a directory on the way) to
+         * what exec would run; into the environment (.drover-env, not in this manifest) is
+         * judged in the container */
+        char buf[MANIFEST2_PATH_MAX * 2 + 2] = "";
+        size_t blen = 0;
+        int depth = 0;
+        if (resolve(m, buf, &blen, path, &depth) < 0)
+            return via_link ? "is a symlink that loops or leads out of the release" : "is missing";
+        if (!strcmp(buf, ".drover-env") || !strncmp(buf, ".drover-env/", 12))
+            return NULL;
+        via_link = via_link || strcmp(buf, path) != 0;
+        f = manifest2_find(m, buf);
+        if (!f)
+            return via_link ? "is a symlink whose target is missing" : "is missing";
+    }
     if (f->type == M2_DIR)
-        return "is a directory";
+        return via_link ? "is a symlink to a directory" : "is a directory";
     if (f->type == M2_FILE && !(f->mode & 0111))
         return "is not executable";
     return NULL;

@@ -95,8 +95,9 @@ int manifest2_check_links(const struct manifest2 *m, const struct m2_entry **ret
 /* The entry at `path` (relative to the release root; a leading "./" is ignored), or NULL. */
 const struct m2_entry *manifest2_find(const struct manifest2 *m, const char *path);
 /* Why `path` cannot be run as a job's command from this release: "is missing", "is a directory",
- * "is not executable", or NULL when it can (a file with an x bit, or a symlink: exec judges its
- * target in the container). */
+ * "is not executable", "is a symlink whose target is missing", ... or NULL when it can (a file
+ * with an x bit, reached through the release's own symlinks; a path into .drover-env is judged
+ * in the container). */
 const char *manifest2_exec_problem(const struct manifest2 *m, const char *path);
 bool manifest2_path_is_safe(const char *path);
 void manifest2_free(struct manifest2 *m);

@@ -246,6 +246,44 @@ static int count_cb(size_t start, size_t count, void *ctx)
     return 0;
 }
 
+/* A job's command that is a symlink: judged by what it points to in the release.  A dangling
+ * one (launch.sh -> nothere.sh) passed validate and deploy's check and failed only in the
+ * container.  A link into .drover-env (the environment, not in this manifest) is left to the
+ * container, as is everything under it. */
+static void test_exec_problem_follows_links(void **state)
+{
+    (void)state;
+    mk("bin");
+    mk("tools");
+    put("real.sh", "#!/bin/sh\n", 0755);
+    put("data.txt", "x\n", 0644);
+    put("tools/run", "#!/bin/sh\n", 0755);
+    ln("real.sh", "launch.sh");
+    ln("nothere.sh", "dangling.sh");
+    ln("data.txt", "notexec.sh");
+    ln("bin", "bindir");
+    ln("../tools", "bin/t");
+    ln(".drover-env/bin/python", "python");
+    struct manifest2 *m = NULL;
+    assert_int_equal(manifest2_from_dir(tmpd, NULL, &m), 0);
+    assert_null(manifest2_exec_problem(m, "launch.sh"));
+    assert_null(manifest2_exec_problem(m, "./launch.sh"));
+    assert_null(manifest2_exec_problem(m, "bin/t/run")); /* through a linked directory */
+    assert_null(manifest2_exec_problem(m, "python"));    /* the environment's: not judged here */
+    const char *why = manifest2_exec_problem(m, "dangling.sh");
+    assert_non_null(why);
+    assert_non_null(strstr(why, "symlink"));
+    assert_non_null(strstr(why, "missing"));
+    why = manifest2_exec_problem(m, "notexec.sh");
+    assert_non_null(why);
+    assert_non_null(strstr(why, "not executable"));
+    why = manifest2_exec_problem(m, "bindir");
+    assert_non_null(why);
+    assert_non_null(strstr(why, "directory"));
+    assert_non_null(manifest2_exec_problem(m, "nope.sh"));
+    manifest2_free(m);
+}
+
 static void test_ranges(void **state)
 {
     (void)state;
@@ -361,6 +399,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reserved_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_refuses, setup, teardown),
         cmocka_unit_test(test_ranges),
+        cmocka_unit_test_setup_teardown(test_exec_problem_follows_links, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pack_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pack_seen_skips_rehash, setup, teardown),
     };
