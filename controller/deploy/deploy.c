@@ -254,7 +254,16 @@ const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *n
     }
     if (inv->njobs == 1)
         return &inv->jobs[0];
-    log_error("'%s' has %d jobs: say which with --job NAME", inv->path, inv->njobs);
+    if (inv->njobs == 0) {
+        log_error("'%s' has no job: add a [job NAME] section with its containers and command "
+                  "(docs/config.md)", inv->path);
+        return NULL;
+    }
+    char names[256] = "";
+    size_t off = 0;
+    for (int k = 0; k < inv->njobs && off < sizeof names; k++)
+        off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", k ? ", " : "", inv->jobs[k].name);
+    log_error("'%s' has %d jobs (%s): say which with --job NAME", inv->path, inv->njobs, names);
     return NULL;
 }
 

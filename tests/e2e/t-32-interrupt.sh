@@ -4,7 +4,8 @@
 # deploy lease back: the operator's next deploy goes through.  It used to die of the SIGINT with
 # the lease held, so every deploy for lease_ttl (5 min) was refused as "another operator",
 # naming the dead drover as the holder.  Then the same for `drover rollback`, interrupted while
-# its survey waits on a container whose agent daemon is stopped (SIGSTOP): it too used to die of
+# its status question (since lease take --status, asked with the lease) waits on a container whose
+# agent daemon is stopped (SIGSTOP): it too used to die of
 # the signal with the lease held.  Then a second Ctrl-C while a revert's recovery is watched
 # (deploy: the revert stands, "not confirmed", exit 3, history aborted; it used to say REVERT
 # FAILED, "the job may be down", and record revert-failed), and a Ctrl-C while a rollback's
@@ -57,7 +58,7 @@ show_drover 4
 check "deploy of v1 again: nothing to do, exit 0 (no lease in the way)" eval '[[ $DROVER_RC == 0 ]] && drover_said "already current"'
 
 C1=${E2E_CTS%% *}
-say "drover rollback while $C1's agent daemon is stopped (SIGSTOP); SIGINT to drover during its survey"
+say "drover rollback while $C1's agent daemon is stopped (SIGSTOP); SIGINT to drover while it waits on that status"
 ct "$C1" sh -c 'kill -STOP "$(cat /run/drover/agent.pid)"'
 pct_mark
 env --default-signal=INT "$E2E_BUILD/drover" -i "$INV" rollback --job train >"$E2E_WORK/rb.out" 2>"$E2E_WORK/rb.err" &

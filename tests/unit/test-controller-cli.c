@@ -152,6 +152,29 @@ static void test_job_twice(void **state)
     want(err, "--job 'a' given twice");
 }
 
+/* deploy without --job: an inventory of no job says to add one (it said "has 0 jobs: say which
+ * with --job NAME"); one of several names them. */
+static void test_deploy_which_job(void **state)
+{
+    (void)state;
+    FILE *fp = fopen("none.ini", "w");
+    assert_non_null(fp);
+    fprintf(fp, "[drover]\nstate_dir = %s/state\nknown_hosts = %s/kh\n[host h1]\naddress = 127.0.0.1\n",
+            tmpd, tmpd);
+    fclose(fp);
+    assert_int_not_equal(drover("-i", "none.ini", "deploy", ".", NULL), 0);
+    want(err, "has no job: add a [job NAME] section");
+    want_not(err, "say which with --job");
+    fp = fopen("two.ini", "w");
+    assert_non_null(fp);
+    fprintf(fp, "[drover]\nstate_dir = %s/state\nknown_hosts = %s/kh\n[host h1]\naddress = 127.0.0.1\n"
+                "[job a]\ncontainers = h1:101\ncommand = x\n[job b]\ncontainers = h1:102\ncommand = x\n",
+            tmpd, tmpd);
+    fclose(fp);
+    assert_int_not_equal(drover("-i", "two.ini", "deploy", ".", NULL), 0);
+    want(err, "has 2 jobs (a, b): say which with --job NAME");
+}
+
 static void test_rollback_needs_job(void **state)
 {
     (void)state;
@@ -472,6 +495,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_usage_before_inventory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deploy_which_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_needs_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_values_name_the_option_typed, setup, teardown),
