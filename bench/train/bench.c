@@ -44,7 +44,7 @@ static int bench_train(int B, int steps, struct gpt_config cfg)
     int rank = getenv("RANK") ? atoi(getenv("RANK")) : 0;
     int world = getenv("WORLD_SIZE") ? atoi(getenv("WORLD_SIZE")) : 1;
     struct dist *d = NULL;
-    if (world > 1 && dist_open(rank, world, getenv("MASTER_ADDR"), atoi(getenv("MASTER_PORT")), 120, &d) < 0)
+    if (world > 1 && dist_open(rank, world, getenv("MASTER_ADDR"), atoi(getenv("MASTER_PORT")), 120, NULL, &d) < 0)
         return 2;
     struct backend_opts o = {.batch = B, .seq = T, .threads = 1, .rank = rank, .world_size = world,
                              .local_rank = rank, .dist = d};

@@ -375,7 +375,7 @@ static int run_dp(void)
         backend_cuda.destroy(be);
     }
     struct dist *d = NULL;
-    int e = dist_open(rank, world, ma, atoi(mp), 120, &d);
+    int e = dist_open(rank, world, ma, atoi(mp), 120, NULL, &d);
     if (e < 0) {
         fprintf(stderr, "dist_open: %s\n", strerror(-e));
         return 2;
