@@ -937,8 +937,9 @@ static int ctx_finish(struct parse_ctx *c)
             for (int x = 0; x < ja->ncts; x++)
                 for (int y = 0; y < jb->ncts; y++) {
                     const struct inv_ct *cx = &ja->cts[x], *cy = &jb->cts[y];
-                    if (cx->host != cy->host || cx->vmid != cy->vmid)
-                        continue;
+                    if (cx->host != cy->host || cx->vmid != cy->vmid ||
+                        (cx->vmid < 0 && strcmp(cx->root, cy->root) != 0))
+                        continue; /* local roots: one per agent root */
                     snprintf(c->err, c->err_sz, "%s:%d: [job %s] master_port: jobs '%s' and '%s' "
                              "share container %s and both use port %d%s: their gangs would "
                              "meet on it; give one of them its own master_port", c->path,

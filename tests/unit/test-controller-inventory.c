@@ -445,6 +445,14 @@ static void test_shared_container_master_port(void **state)
     snprintf(text, sizeof text, "%s[job a]\ncontainers = h1:101\ncommand = x\n"
              "[job b]\ncontainers = h1:102\ncommand = x\n", hosts);
     inventory_free(parse_ok(text));
+    /* local roots (vmid -1) are containers of their own root: two roots are two (the verdict
+     * bench's jobs, each in its own root on one local host, were refused as sharing one) */
+    snprintf(text, sizeof text, "[host me]\nlocal = true\n[job a]\ncontainers = me:local:/r/n0\n"
+             "command = x\n[job b]\ncontainers = me:local:/r/n2\ncommand = x\n");
+    inventory_free(parse_ok(text));
+    snprintf(text, sizeof text, "[host me]\nlocal = true\n[job a]\ncontainers = me:local:/r/n0\n"
+             "command = x\n[job b]\ncontainers = me:local:/r/n0\ncommand = x\n");
+    parse_fails(text, "[job b] master_port:", "share container me:local:/r/n0");
 }
 
 int main(void)
