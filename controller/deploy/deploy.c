@@ -373,44 +373,29 @@ static void on_sigint_send(int sig)
     exec_interrupted = 1;
 }
 
-/* Ctrl-C (SIGINT, SIGTERM) between the lease and the switch: the remote command in flight
- * (survey, verification, GPU check, preflight) is abandoned at once, and deploy_run gives the
- * lease back and records the deploy aborted.  It used to kill drover there, leaving the job's
- * deploy lease held for lease_ttl (5 min): the operator's next deploy was refused as "another
- * operator", naming this dead drover as the holder. */
-static void before_switch_handlers(bool on)
+/* Ctrl-C (SIGINT, SIGTERM) in deploy and rollback, installed with the handler of the phase
+ * (NULL: the originals back):
+ * - on_sigint_send, between the lease and the switch: the remote command in flight (survey,
+ *   verification, GPU check, preflight) is abandoned at once, and the caller gives the lease back
+ *   and records the deploy aborted.  It used to kill drover there, leaving the job's deploy
+ *   lease held for lease_ttl (5 min): the operator's next deploy was refused as "another
+ *   operator", naming this dead drover as the holder.
+ * - on_sigint, from the switch on: only noted (interrupted), so the switch completes and nothing
+ *   is left without a gang; the probation or the recovery watch then stops deciding (deploy_run:
+ *   INTERRUPTED and a revert; confirm_recovery: not confirmed).
+ * Installing resets `interrupted`. */
+static void interrupt_handlers(void (*fn)(int))
 {
     static struct sigaction old_int, old_term;
     static bool installed;
-    if (on && !installed) {
-        struct sigaction sa = { .sa_handler = on_sigint_send };
+    if (fn) {
+        struct sigaction sa = { .sa_handler = fn };
         sigemptyset(&sa.sa_mask);
         interrupted = 0;
-        sigaction(SIGINT, &sa, &old_int);
-        sigaction(SIGTERM, &sa, &old_term);
+        sigaction(SIGINT, &sa, installed ? NULL : &old_int);
+        sigaction(SIGTERM, &sa, installed ? NULL : &old_term);
         installed = true;
-    } else if (!on && installed) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        installed = false;
-    }
-}
-
-/* Ctrl-C (SIGINT, SIGTERM) from the switch on (deploy, rollback): only noted (interrupted), so
- * the switch completes and nothing is left without a gang; the probation or the recovery watch
- * then stops deciding (deploy_run: INTERRUPTED and a revert; confirm_recovery: not confirmed). */
-static void switch_handlers(bool on)
-{
-    static struct sigaction old_int, old_term;
-    static bool installed;
-    if (on && !installed) {
-        struct sigaction sa = { .sa_handler = on_sigint };
-        sigemptyset(&sa.sa_mask);
-        interrupted = 0;
-        sigaction(SIGINT, &sa, &old_int);
-        sigaction(SIGTERM, &sa, &old_term);
-        installed = true;
-    } else if (!on && installed) {
+    } else if (installed) {
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
         installed = false;
@@ -1876,7 +1861,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     double tstep = time_mono();
     /* Ctrl-C from the lease on: the lease's call also asks each agent's status (lease take
      * --status), which waits on an agent daemon that does not answer as the survey did */
-    before_switch_handlers(true);
+    interrupt_handlers(on_sigint_send);
     lock = deploy_lock(&d);
     if (lock < 0)
         goto out;
@@ -1957,8 +1942,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         pdl += pol->hold_time_s; /* a held release waits for the operator this long */
     if (interrupted)
         goto interrupted_before_switch;
-    before_switch_handlers(false);
-    switch_handlers(true);
+    interrupt_handlers(on_sigint);
     char reason[PROBATION_REASON_MAX + 64];
     d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);
@@ -2106,7 +2090,7 @@ failed:
     d.no_bad_mark = d.stopped_by_operator;
     ret = revert_all(&d, reason);
 restore:
-    switch_handlers(false);
+    interrupt_handlers(NULL);
     goto out;
 interrupted_before_switch:
     exec_interrupted = 0; /* the lease and the history record below are sent */
@@ -2116,7 +2100,7 @@ interrupted_before_switch:
     history_record(&d, "aborted", "interrupted by the operator before the switch", -1);
     ret = EXIT_FAIL;
 out:
-    before_switch_handlers(false);
+    interrupt_handlers(NULL);
     exec_interrupted = 0; /* a second Ctrl-C during the record above: still give the lease back */
     send_interrupted = 0;
     deploy_done(&d, lock);
@@ -2135,7 +2119,7 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     char sid[RELEASE_SHORT_LEN + 1];
     /* Ctrl-C before the switch, from the lease (with its status) on: as in deploy_run, give the
      * lease back and record it */
-    before_switch_handlers(true);
+    interrupt_handlers(on_sigint_send);
     int lock = deploy_lock(&d);
     if (lock < 0)
         goto out;
@@ -2191,8 +2175,7 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         (void)str_copy(d.name, sizeof d.name, "rollback");
         if (interrupted)
             goto interrupted_before_switch;
-        before_switch_handlers(false);
-        switch_handlers(true);
+        interrupt_handlers(on_sigint);
         ret = revert_all(&d, "operator rollback");
         ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
         goto out;
@@ -2215,8 +2198,7 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
     if (interrupted)
         goto interrupted_before_switch;
-    before_switch_handlers(false);
-    switch_handlers(true);
+    interrupt_handlers(on_sigint);
     d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);
     if (ar == -ECANCELED) {
@@ -2276,8 +2258,7 @@ interrupted_before_switch:
     history_record(&d, "aborted", "rollback interrupted by the operator before the switch", -1);
     ret = EXIT_FAIL;
 out:
-    before_switch_handlers(false);
-    switch_handlers(false);
+    interrupt_handlers(NULL);
     exec_interrupted = 0; /* a second Ctrl-C during the record above: still give the lease back */
     send_interrupted = 0;
     deploy_done(&d, lock);
