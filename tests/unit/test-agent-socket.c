@@ -99,18 +99,24 @@ static int collect_line(const char *line, size_t len, void *ud)
     return 0;
 }
 
-/* status over rpc_call, as the CLI does; returns the last line (caller frees) */
-static char *status_line(void)
+/* status over rpc_call with idle deadline idle_s: rpc_call's result, the last line in c */
+static int status_call(double idle_s, struct collect *c)
 {
     struct rpc_request q;
     rpc_request_init(&q);
     q.op = RPC_STATUS;
     char *text;
     assert_int_equal(rpc_format_request(&q, &text), 0);
-    struct collect c = {0};
-    int r = rpc_call(sock, text, rpc_idle_deadline(RPC_STATUS, 0), collect_line, &c);
+    int r = rpc_call(sock, text, idle_s, collect_line, c);
     free(text);
-    assert_int_equal(r, 0);
+    return r;
+}
+
+/* status as the CLI asks it; returns the last line (caller frees) */
+static char *status_line(void)
+{
+    struct collect c = {0};
+    assert_int_equal(status_call(rpc_idle_deadline(RPC_STATUS, 0), &c), 0);
     assert_non_null(c.last);
     return c.last;
 }
@@ -161,16 +167,10 @@ static void test_stopped_daemon(void **state)
     char *first = status_line();
     free(first);
     assert_int_equal(kill(daemon_pid, SIGSTOP), 0);
-    struct rpc_request q;
-    rpc_request_init(&q);
-    q.op = RPC_STATUS;
-    char *text;
-    assert_int_equal(rpc_format_request(&q, &text), 0);
     struct collect c = {0};
     double t0 = time_mono();
-    int r = rpc_call(sock, text, 0.5, collect_line, &c);
+    int r = status_call(0.5, &c);
     double took = time_mono() - t0;
-    free(text);
     free(c.last);
     assert_int_equal(kill(daemon_pid, SIGCONT), 0);
     assert_int_equal(r, -ETIMEDOUT);
