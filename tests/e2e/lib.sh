@@ -156,6 +156,14 @@ all_ranks_advance() {
 	return 1
 }
 
+# ---------------------------------------------------------------- hosts
+# host_addr NAME: fake host NAME's address, from the lab's own inventory (a private lab's
+# LAB_HOSTS puts its hosts elsewhere on 127/8: never assume 127.0.0.2 and .3)
+host_addr() {
+	awk -v s="[host $1]" '/^\[/ { in_s = ($0 == s) } in_s && $1 == "address" { print $3; exit }' "$LAB_DIR/inventory.ini"
+}
+re_quote() { sed 's/[][\.*^$|+?(){}]/\\&/g' <<<"$1"; } # re_quote TEXT: TEXT as an ERE matching itself
+
 # ---------------------------------------------------------------- containers
 ct_name() { echo "${1%%:*}-${1#*:}"; }
 ct() { # ct HOST:VMID CMD... : run in the container directly (not through pct; not logged)
@@ -253,6 +261,14 @@ ensure_v1() {
 		return 0
 	fi
 	say "v1 is not running; deploying it first"
+	local c
+	for c in $E2E_CTS; do # run alone (E2E_ONLY without t-10): the agents are not installed yet
+		ct "$c" test -x /usr/local/bin/drover-agent && continue
+		say "no agent in $c; drover install first"
+		drover install
+		((DROVER_RC == 0)) || { show_drover; fatal "drover install failed (exit $DROVER_RC)"; }
+		break
+	done
 	local d="$E2E_WORK/releases/v1"
 	# the same directory as t-10's, so the same release id (the build may have changed since)
 	[[ -x $d/bin/drover-train ]] || d=$(make_release v1)

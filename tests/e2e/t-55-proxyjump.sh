@@ -4,13 +4,18 @@
 # directly.  Host keys are checked on both hops against the inventory's known_hosts: the jump
 # host's (libssh 0.10 runs that hop through OpenSSH's `ssh -W`, which drover points at the
 # inventory's config and known_hosts, BatchMode), and h1's (libssh, as for any host).  Needs
-# t-10 (agents installed and running).
+# agents installed and running (t-10's; ensure_v1 when run alone).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ensure_v1
 
 B="$LAB_DIR/hosts/bastion"
 [[ -s $B/address ]] || fatal "the lab has no bastion ($B/address): tests/lab/lab up starts it"
 baddr=$(<"$B/address")
+h1a=$(host_addr h1) # the lab's, not always 127.0.0.2 (LAB_HOSTS)
+[[ -n $h1a ]] || fatal "no address for h1 in $LAB_DIR/inventory.ini"
+h1re=$(re_quote "$h1a")
 port=$(awk -F' = ' '$1 == "port" { print $2; exit }' "$INV")
 port=${port:-22}
 kh_line() { # kh_line ADDRESS PUBKEYFILE: a known_hosts line as OpenSSH and libssh look it up
@@ -23,7 +28,7 @@ mkdir -p "$PJ"
 cat >"$PJ/ssh_config" <<CFG
 # written by t-55: h1 only through the jump host
 Host h1-behind
-    HostName 127.0.0.2
+    HostName $h1a
     Port $port
     User root
     ProxyJump root@lab-bastion
@@ -70,13 +75,13 @@ check "status through the jump host exits 0" test "$DROVER_RC" = 0
 check "every container answered" bash -c "jq -e '[.jobs[].containers[].state] | all(. != \"unreachable\" and . != \"agent-unreachable\")' '$E2E_WORK/last.out' >/dev/null"
 check "the jump host carried the connection (Accepted publickey in its log)" bastion_let_in_since "$m"
 drover validate
-check "validate resolves h1 through the config" drover_said 'h1-behind|127\.0\.0\.2'
+check "validate resolves h1 through the config" drover_said "h1-behind|$h1re"
 drover top --once --timeout 8
 check "top --once through the jump host exits 0, as status" test "$DROVER_RC" = 0
 
 say "h1's own key changed (the second hop): libssh refuses it as for any host"
-grep -v '^127\.0\.0\.2 \|^\[127\.0\.0\.2\]' "$PJ/known_hosts" >"$PJ/known_hosts.new"
-kh_line 127.0.0.2 "$LAB_DIR/hosts/h2/ssh_host_ed25519_key.pub" >>"$PJ/known_hosts.new"
+grep -E -v "^$h1re |^\[$h1re\]" "$PJ/known_hosts" >"$PJ/known_hosts.new"
+kh_line "$h1a" "$LAB_DIR/hosts/h2/ssh_host_ed25519_key.pub" >>"$PJ/known_hosts.new"
 mv "$PJ/known_hosts.new" "$PJ/known_hosts"
 drover status
 show_drover 6
