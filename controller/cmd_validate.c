@@ -50,11 +50,12 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
         log_error("%s", inventory_no_job(inv, jobname, why, sizeof why));
         return EXIT_USAGE;
     }
-    int ncts = 0;
-    for (int j = 0; j < inv->njobs; j++)
-        ncts += inv->jobs[j].ncts;
-    printf("inventory %s: ok (%d hosts, %d jobs, %d containers)\n", inv->path, inv->nhosts,
-           inv->njobs, ncts);
+    /* containers counted once however many jobs share them (it said 2 for one container that
+     * two jobs name), and "1 job", not "1 jobs" */
+    int ncts = inventory_count_cts(inv);
+    printf("inventory %s: ok (%d host%s, %d job%s, %d container%s)\n", inv->path, inv->nhosts,
+           inv->nhosts == 1 ? "" : "s", inv->njobs, inv->njobs == 1 ? "" : "s", ncts,
+           ncts == 1 ? "" : "s");
     /* Where each host really goes once ssh_config applies (nothing is connected). */
     for (int h = 0; h < inv->nhosts; h++) {
         const struct inv_host *ih = &inv->hosts[h];

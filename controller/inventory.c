@@ -937,8 +937,7 @@ static int ctx_finish(struct parse_ctx *c)
             for (int x = 0; x < ja->ncts; x++)
                 for (int y = 0; y < jb->ncts; y++) {
                     const struct inv_ct *cx = &ja->cts[x], *cy = &jb->cts[y];
-                    if (cx->host != cy->host || cx->vmid != cy->vmid ||
-                        (cx->vmid < 0 && strcmp(cx->root, cy->root) != 0))
+                    if (!inventory_same_ct(cx, cy))
                         continue; /* local roots: one per agent root */
                     snprintf(c->err, c->err_sz, "%s:%d: [job %s] master_port: jobs '%s' and '%s' "
                              "share container %s and both use port %d%s: their gangs would "
@@ -1037,6 +1036,26 @@ int inventory_load(const char *path, struct inventory **ret_inv, char *err, size
 void inventory_free(struct inventory *inv)
 {
     free(inv);
+}
+
+bool inventory_same_ct(const struct inv_ct *a, const struct inv_ct *b)
+{
+    return a->host == b->host && a->vmid == b->vmid && (a->vmid >= 0 || !strcmp(a->root, b->root));
+}
+
+int inventory_count_cts(const struct inventory *inv)
+{
+    int n = 0;
+    for (int j = 0; j < inv->njobs; j++)
+        for (int c = 0; c < inv->jobs[j].ncts; c++) {
+            const struct inv_ct *ct = &inv->jobs[j].cts[c];
+            bool seen = false; /* before this one, in this job or an earlier one */
+            for (int k = 0; k <= j && !seen; k++)
+                for (int d = 0; d < (k < j ? inv->jobs[k].ncts : c) && !seen; d++)
+                    seen = inventory_same_ct(&inv->jobs[k].cts[d], ct);
+            n += !seen;
+        }
+    return n;
 }
 
 void inventory_job_key(const struct inv_job *job, char *out, size_t out_sz)

@@ -147,6 +147,12 @@ int inventory_find_host(const struct inventory *inv, const char *name);
 int inventory_parse_ct(const struct inventory *inv, const char *spec, struct inv_ct *ret_ct,
                        char *err, size_t err_sz);
 
+/* Are a and b (of one inventory) the same container?  One vmid on one host is one container
+ * whatever its agent root; local roots (vmid -1) are one container per root. */
+bool inventory_same_ct(const struct inv_ct *a, const struct inv_ct *b);
+/* How many distinct containers the inventory's jobs name (two jobs sharing h1:101 count it once). */
+int inventory_count_cts(const struct inventory *inv);
+
 /* Durations: "30s", "5m", "2h", "500ms", "1.5m" or plain seconds ("45").  0 allowed; negative,
  * empty, trailing junk, unknown unit or over 30 days => -EINVAL.  ret_s in seconds. */
 int inventory_parse_duration(const char *s, double *ret_s);

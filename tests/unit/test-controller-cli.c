@@ -355,6 +355,25 @@ static void test_validate_env(void **state)
     assert_int_equal(drover("validate", "rel", NULL), 0);
 }
 
+/* validate's summary counts containers, not job-container pairs (two jobs sharing h1:101 said
+ * 2 containers for it), and says "1 job", not "1 jobs" */
+static void test_validate_counts(void **state)
+{
+    (void)state;
+    mkfile("drover.ini",
+           "[host h1]\nlocal = true\n[host h2]\naddress = 127.0.0.1\n"
+           "[job train]\ncontainers = h1:101 h1:102 h2:201\ncommand = bin/t\n"
+           "[job pt]\ncontainers = h1:101 h2:201\ncommand = ./launch.sh\nmaster_port = 29501\n"
+           "[job lr]\ncontainers = h1:local:/srv/a h1:local:/srv/b\ncommand = ./launch.sh\n"
+           "[job lr2]\ncontainers = h1:local:/srv/a\ncommand = ./launch.sh\nmaster_port = 29502\n",
+           0644);
+    assert_int_equal(drover("validate", NULL), 0);
+    want(out, ": ok (2 hosts, 4 jobs, 5 containers)\n");
+    mkfile("drover.ini", "[host h1]\nlocal = true\n[job train]\ncontainers = h1:101\ncommand = bin/t\n", 0644);
+    assert_int_equal(drover("validate", NULL), 0);
+    want(out, ": ok (1 host, 1 job, 1 container)\n");
+}
+
 /* A release without the job's command is refused before any host is contacted (the newcomer
  * pass: deploy connected to every host first, so an unknown host key or a dead host came before,
  * or instead of, "bin/drover-train is missing", and the exit code was the host's, 5) */
@@ -501,6 +520,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_values_name_the_option_typed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_and_help, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate_env, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_validate_counts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_without_inventory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_did_you_mean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_checked_before_hosts, setup, teardown),
