@@ -7,7 +7,11 @@ What a user's own script needs for drover, all of it here:
   - heartbeats through drover_heartbeat.py (one line per step, phase markers, an error report);
   - SIGTERM means: finish the step, write a checkpoint, exit 0 (the agent stops gangs that way);
   - resume from the newest checkpoint in $DROVER_RUN_DIR/checkpoints written by a release named
-    in $DROVER_RESUME_RELEASES (the release itself and the promoted ones).
+    in $DROVER_RESUME_RELEASES (the release itself and the promoted ones);
+  - exit codes from drover-train's contract (common/trainexit.h, docs/errors.md) where restarting
+    the same release cannot help: 6 for a full disk (ENOSPC/EDQUOT writing a checkpoint or a log
+    line), 7 after 3 consecutive non-finite losses.  Any other failure exits 1, which the agent
+    retries up to its crash limit.
 
 Attention: flex_attention with a causal block mask where the installed torch has it (2.5+),
 compiled with torch.compile when the config says so; scaled_dot_product_attention (2.0+) or a
@@ -16,6 +20,7 @@ plain masked softmax otherwise (Debian 12's python3-torch 1.13 on CPU).
   python3 train.py --config config.json        # under drover: launch.sh does this
 """
 import argparse
+import errno
 import glob
 import json
 import math
@@ -28,6 +33,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from drover_heartbeat import Heartbeat  # noqa: E402  (copied into the release next to this file)
+
+# drover-train's exit codes (common/trainexit.h, docs/errors.md "drover-train"), the ones whose
+# "retry helps?" is no: the agent neither restarts the release nor counts them toward a crash
+# loop; on probation they revert at once.  Never renumbered.
+EXIT_DISK_FULL = 6
+EXIT_DIVERGED = 7
+DIVERGED_STEPS = 3  # consecutive non-finite losses (drover-train's and the agent's rule)
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 DEFAULTS = {
     "layers": 2, "heads": 2, "dim": 64, "seq": 64, "vocab": 50304, "batch": 8,
@@ -79,10 +92,30 @@ def main():
     try:
         if cfg["fail_import"]:
             import drover_missing_dependency  # noqa: F401  (a broken dependency, on purpose)
-        return train(cfg, hb)
+        code = train(cfg, hb)
+        sys.stdout.flush()  # a log on a full disk fails here, where it is caught, not at exit
+        return code
+    except OSError as e:
+        if e.errno in DISK_FULL_ERRNOS:
+            disk_full(hb, e)
+        hb.error("%s: %s" % (type(e).__name__, e))
+        raise
     except Exception as e:  # report, then exit non-zero: the agent journals the error
         hb.error("%s: %s" % (type(e).__name__, e))
         raise
+
+
+def disk_full(hb, e):
+    """Exit 6: a full disk is not fixed by restarting the release (an uncaught OSError exits 1,
+    which the agent retries into a crash loop).  os._exit, not sys.exit: Python flushes stdout
+    once more at exit, and on the full disk that fails and turns any exit code into 120."""
+    hb.error("disk full: %s" % e)
+    try:
+        sys.stderr.write("train.py: disk full: %s\n" % e)
+        sys.stderr.flush()
+    except OSError:
+        pass
+    os._exit(EXIT_DISK_FULL)
 
 
 def train(cfg, hb):
@@ -244,13 +277,35 @@ def train(cfg, hb):
                 dist.barrier()
         hb.checkpointed(step)
 
+    class Sink:
+        """torch.save's stream: keeps the first write error (ENOSPC) for us instead of raising it
+        into torch, whose zip writer then aborts the process from a destructor (SIGABRT, torch
+        1.13, a path or a file alike) instead of raising."""
+        def __init__(self, f):
+            self.f, self.error = f, None
+
+        def write(self, b):
+            if self.error is None:
+                try:
+                    self.f.write(b)
+                except OSError as e:
+                    self.error = e
+            return len(b)
+
+        def flush(self):
+            pass
+
     def write(step):
         tmp = os.path.join(ckpt_dir, ".tmp.%d" % os.getpid())
-        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
-                    "release": release}, tmp)
-        if cfg["ckpt_sleep_s"]:
-            time.sleep(float(cfg["ckpt_sleep_s"]))  # a slow filesystem
-        with open(tmp, "rb") as f:
+        with open(tmp, "wb") as f:
+            sink = Sink(f)
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                        "release": release}, sink)
+            if sink.error is not None:
+                raise sink.error
+            if cfg["ckpt_sleep_s"]:
+                time.sleep(float(cfg["ckpt_sleep_s"]))  # a slow filesystem
+            f.flush()
             os.fsync(f.fileno())
         os.rename(tmp, os.path.join(ckpt_dir, "torch-%s-%d.pt" % (release[:12], step)))
         mine = sorted(glob.glob(os.path.join(ckpt_dir, "torch-%s-*.pt" % release[:12])),
@@ -260,6 +315,7 @@ def train(cfg, hb):
 
     step = start
     nonfinite_seen = False
+    nonfinite = 0  # consecutive
     stop_flag = torch.zeros(1, device=device)
     while step < int(cfg["max_steps"]):
         if dist is not None:  # every rank stops after the same step, so nobody waits in a collective
@@ -282,9 +338,12 @@ def train(cfg, hb):
         lv = loss.item()
         done = step - start  # fault knobs count the steps of this process (after the resume)
         if done == int(cfg["nan_at_step"]) or (nonfinite_seen and cfg["nan_at_step"] >= 0):
-            lv = float("nan")  # a diverged run keeps going: the agent must stop it
+            lv = float("nan")  # a diverged run stays diverged
         if not math.isfinite(lv):
             nonfinite_seen = True
+            nonfinite += 1
+        else:
+            nonfinite = 0
         trigger = cfg["hang_on_file"] and os.path.exists(os.path.join(run_dir, cfg["hang_on_file"]))
         if trigger and rank == world - 1:
             os.unlink(os.path.join(run_dir, cfg["hang_on_file"]))  # once: the restart trains on
@@ -299,6 +358,13 @@ def train(cfg, hb):
                 while True:  # a rank stuck in its loop: alive, silent; the others wait in all-reduce
                     time.sleep(3600)
         hb.step(step, lv, tokens=B * T)
+        if nonfinite >= DIVERGED_STEPS:
+            # as drover-train: no checkpoint of a poisoned state, and an exit the agent does not
+            # retry (it stops a worker that goes on beating NaN after as many steps anyway)
+            print("rank %d diverged: %d consecutive non-finite losses (last step %d)" % (rank, nonfinite, step),
+                  flush=True)
+            hb.error("diverged: non-finite loss")
+            return EXIT_DIVERGED
         if cfg["step_sleep_s"]:
             time.sleep(float(cfg["step_sleep_s"]))
         if step % int(cfg["ckpt_every"]) == 0 and not nonfinite_seen:

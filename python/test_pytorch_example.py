@@ -1,0 +1,115 @@
+"""examples/pytorch/train.py exits with drover-train's codes where a restart cannot help.
+
+A full disk (ENOSPC writing a checkpoint or a log line) exited 1 (an uncaught OSError) or 120
+(Python's failed flush of stdout at exit), or died by SIGABRT inside torch's zip writer: the agent
+took all of them for a crash and restarted the release into a crash loop.  It now exits 6
+(disk full), and 7 after 3 consecutive non-finite losses (diverged), as drover-train does
+(common/trainexit.h).  A tiny CPU model, a few steps per run; needs a python3 with torch
+(python3-torch, tests/deps.txt), skipped without one.
+
+Run by `make unit` (tests/run-unit.sh): python3 -m unittest discover -s python
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLE = os.path.join(HERE, "..", "examples", "pytorch")
+TINY = {"layers": 1, "heads": 2, "dim": 16, "seq": 8, "vocab": 64, "batch": 2, "data": "",
+        "ckpt_every": 1}
+
+
+def torch_python():
+    """This interpreter if it has torch, else the system's (make unit may run pyenv's)."""
+    for py in (sys.executable, "/usr/bin/python3"):
+        if py and os.access(py, os.X_OK) and subprocess.run(
+                [py, "-c", "import torch"], stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL).returncode == 0:
+            return py
+    return None
+
+
+PY = torch_python()
+
+
+@unittest.skipUnless(PY, "no python3 with torch (python3-torch, tests/deps.txt)")
+class ExitCodesTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="drover-pt-test.")
+        self.rel = os.path.join(self.dir, "release")
+        os.mkdir(self.rel)
+        shutil.copy(os.path.join(EXAMPLE, "train.py"), self.rel)  # as make-release.sh lays it out
+        shutil.copy(os.path.join(HERE, "drover_heartbeat.py"), self.rel)
+        self.run_dir = os.path.join(self.dir, "run")
+        self.ckpts = os.path.join(self.run_dir, "checkpoints")
+        os.makedirs(self.ckpts)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def train(self, full_tmp=False, stdout=None, **cfg):
+        """Run train.py; (exit code, heartbeat lines).  full_tmp: its checkpoint's temporary file
+        (checkpoints/.tmp.PID) is /dev/full, so writing the checkpoint fails with ENOSPC."""
+        conf = os.path.join(self.dir, "config.json")
+        with open(conf, "w") as f:
+            json.dump(dict(TINY, **cfg), f)
+        r, w = os.pipe()
+        env = dict(os.environ, DROVER_HEARTBEAT_FD=str(w), RANK="0", WORLD_SIZE="1",
+                   DROVER_RUN_DIR=self.run_dir, OMP_NUM_THREADS="1")
+        env.pop("DROVER_RESUME_RELEASES", None)
+        # exec keeps the shell's pid: the link is in place before train.py starts
+        script = ('[ "$FULL" = 1 ] && ln -s /dev/full "$CKPTS/.tmp.$$"; exec "$PY" "$REL/train.py" '
+                  '--config "$CONF"')
+        env.update(FULL="1" if full_tmp else "0", CKPTS=self.ckpts, PY=PY, CONF=conf,
+                   REL=self.rel)
+        p = subprocess.run(["sh", "-c", script], env=env, pass_fds=(w,), timeout=180,
+                           stdout=stdout if stdout is not None else subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+        os.close(w)
+        raw = b""
+        while True:
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            raw += chunk
+        os.close(r)
+        beats = [json.loads(x) for x in raw.decode().splitlines()]
+        self.last_stderr = p.stderr.decode(errors="replace")
+        return p.returncode, beats
+
+    def ckpt_files(self):
+        return sorted(x for x in os.listdir(self.ckpts) if x.startswith("torch-"))
+
+    def test_exit_codes(self):
+        # diverged: NaN from the 2nd step on; exits 7 after the 3rd non-finite step (step 4),
+        # keeping step 1's checkpoint and writing none after
+        code, beats = self.train(max_steps=50, nan_at_step=2)
+        self.assertEqual(code, 7, self.last_stderr)
+        steps = [b["step"] for b in beats if b.get("phase") == "train" and "step" in b]
+        self.assertEqual(max(steps), 4)
+        self.assertIn("diverged", beats[-1].get("error", ""))
+        self.assertEqual(self.ckpt_files(), ["torch-local-1.pt"])
+
+        # a log line on a full disk: the resume's "rank 0 resumed" line to /dev/full
+        with open("/dev/full", "w") as full:
+            code, beats = self.train(max_steps=3, stdout=full)
+        self.assertEqual(code, 6, self.last_stderr)  # was 1, or 120
+        self.assertIn("disk full", beats[-1].get("error", ""))
+        self.assertIn("No space left on device", beats[-1].get("error", ""))
+
+        # a checkpoint on a full disk
+        shutil.rmtree(self.ckpts)
+        os.makedirs(self.ckpts)
+        code, beats = self.train(full_tmp=True, max_steps=3)
+        self.assertEqual(code, 6, self.last_stderr)  # was -6 (SIGABRT in torch's zip writer) or 1
+        self.assertIn("disk full", beats[-1].get("error", ""))
+        self.assertEqual(self.ckpt_files(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
