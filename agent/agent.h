@@ -30,6 +30,7 @@
 #define SPEC_ADDR_MAX 64
 #define SPEC_MAX_ENV 16
 #define SPEC_ENV_MAX 512 /* bytes of one NAME=value */
+#define SPEC_GRACE_MAX_S 3600 /* the longest grace a spec may have */
 #define SPEC_RDZV_MAX 33 /* a rendezvous generation: 1..32 of [0-9A-Za-z_-] */
 
 struct job_spec {
@@ -41,7 +42,7 @@ struct job_spec {
     char gpus[SPEC_ADDR_MAX];      /* "0,1": one GPU index per local rank; "" none */
     char master_addr[SPEC_ADDR_MAX];
     int master_port;
-    double grace_s;                /* SIGTERM -> SIGKILL */
+    double grace_s;                /* SIGTERM -> SIGKILL, 0..SPEC_GRACE_MAX_S */
     int nenv;
     char *env[SPEC_MAX_ENV];       /* owned "NAME=value" extras for the workers (NCCL_*, fault
                                       knobs); never one of the names the agent sets itself */

@@ -359,7 +359,7 @@ static int cmd_lease(struct cli *c)
         (void)str_copy(q.reason, sizeof q.reason, over);
         char *text = NULL;
         int lines = 0;
-        if (rpc_format_request(&q, &text) < 0 || rpc_call(c->socket, text, rpc_idle_deadline(q.op, 0), count_line, &lines) < 0 || !lines)
+        if (rpc_format_request(&q, &text) < 0 || rpc_call(c->socket, text, rpc_idle_deadline(q.op, 0, -1), count_line, &lines) < 0 || !lines)
             log_warn("lease: %s (not journalled: no agent daemon answered)", over);
         free(text);
         rpc_request_done(&q);
@@ -861,6 +861,18 @@ static int on_reply(const char *line, size_t len, void *ud)
     return 0;
 }
 
+/* The grace of the gang a job verb may have to stop (the job's current release's, from the
+ * daemon's state.json), for its idle deadline; -1 when not known (no state yet, no such job). */
+static double job_verb_grace(const struct cli *c, const struct rpc_request *q)
+{
+    char p[PATH_MAX];
+    double g;
+    if (!q->job[0] || snprintf(p, sizeof p, "%s/state.json", c->root) >= (int)sizeof p ||
+        state_job_grace(p, q->job, &g) < 0)
+        return -1;
+    return g;
+}
+
 static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw, int *ret_lines)
 {
     char *text;
@@ -869,7 +881,7 @@ static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw, int
         return AGENT_EXIT_FAIL;
     }
     struct reply rp = {.code = raw ? -1 : AGENT_EXIT_FAIL, .json = c->json, .raw = raw, .prom = c->metrics};
-    double idle = rpc_idle_deadline(q->op, q->interval_s);
+    double idle = rpc_idle_deadline(q->op, q->interval_s, job_verb_grace(c, q));
     int r = rpc_call(c->socket, text, idle, on_reply, &rp);
     free(text);
     if (ret_lines)
@@ -879,9 +891,12 @@ static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw, int
         return AGENT_EXIT_NO_DAEMON;
     }
     if (r == -ETIMEDOUT) {
-        fprintf(stderr, "%s: the drover-agent daemon on '%s' sent nothing for %.0f s: it is stopped "
-                "or wedged (its pid: /run/drover/agent.pid; restart it: systemctl restart "
-                "drover-agent, the gangs survive)\n", rpc_op_name(q->op), c->socket, idle);
+        bool job_verb = q->op == RPC_ACTIVATE || q->op == RPC_REVERT || q->op == RPC_STOP || q->op == RPC_START;
+        fprintf(stderr, "%s: the drover-agent daemon on '%s' sent nothing for %.0f s%s: it is stopped "
+                "or wedged%s (its pid: /run/drover/agent.pid; restart it: systemctl restart "
+                "drover-agent, the gangs survive)\n", rpc_op_name(q->op), c->socket, idle,
+                job_verb ? " (longer than the gang's grace and the GPU-memory wait)" : "",
+                job_verb ? ", or a process of the gang outlives SIGKILL (stuck in the kernel)" : "");
         return AGENT_EXIT_NO_DAEMON;
     }
     if (r < 0) {

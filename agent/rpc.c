@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "agent/gpumem.h"
 #include "common/jsonfield.h"
 #include "common/linebuf.h"
 #include "common/text.h"
@@ -203,18 +204,25 @@ static int send_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-double rpc_idle_deadline(enum rpc_op op, double interval_s)
+double rpc_idle_deadline(enum rpc_op op, double interval_s, double grace_s)
 {
     switch (op) {
     case RPC_STATUS:
+    case RPC_PROMOTE:
         return RPC_STATUS_IDLE_S;
     case RPC_WATCH:
         return (interval_s > 0 ? interval_s : 1) + RPC_STATUS_IDLE_S;
     case RPC_LEASE_TAKEOVER:
         return RPC_JOURNAL_IDLE_S;
-    default:
-        return 0;
+    case RPC_ACTIVATE:
+    case RPC_REVERT:
+    case RPC_STOP:
+    case RPC_START:
+        if (!(grace_s >= 0 && grace_s <= SPEC_GRACE_MAX_S))
+            grace_s = SPEC_GRACE_MAX_S;
+        return grace_s + GPUMEM_DEADLINE_S + RPC_STATUS_IDLE_S;
     }
+    return RPC_STATUS_IDLE_S;
 }
 
 int rpc_call(const char *sock, const char *text, double idle_s,

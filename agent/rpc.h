@@ -62,11 +62,14 @@ int rpc_call(const char *sock, const char *text, double idle_s,
              int (*on_line)(const char *line, size_t len, void *ud), void *ud);
 
 /* rpc_call's idle deadline for a request (idle_s: -ETIMEDOUT once nothing arrived for that
- * long; 0: none).  The daemon answers status and lease-takeover at once and a watch every
- * interval_s, so a daemon that is stopped (SIGSTOP) or wedged is named instead of waited on
- * forever.  Job verbs (activate, stop, ...) get none here: the daemon answers them when the gang
- * has stopped or started, which its job machine bounds (grace, switch and GPU-memory deadlines). */
-double rpc_idle_deadline(enum rpc_op op, double interval_s);
+ * long), so that a daemon that is stopped (SIGSTOP) or wedged is named instead of waited on
+ * forever.  The daemon answers status, promote and lease-takeover at once and a watch every
+ * interval_s.  It answers activate, revert, stop and start once the job's gang is gone and the
+ * next one started, which its job machine bounds by the gang's grace (SIGTERM -> SIGKILL) and the
+ * GPU-memory wait (GPUMEM_DEADLINE_S): those get that bound plus RPC_STATUS_IDLE_S, so the
+ * deadline never fires on a healthy slow stop.  grace_s: the grace of the gang the verb may stop
+ * (state_job_grace), < 0 when not known (SPEC_GRACE_MAX_S is assumed); other ops ignore it. */
+double rpc_idle_deadline(enum rpc_op op, double interval_s, double grace_s);
 #define RPC_STATUS_IDLE_S 60.0
 #define RPC_JOURNAL_IDLE_S 10.0
 

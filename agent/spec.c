@@ -134,7 +134,7 @@ int spec_validate(const struct job_spec *s, char *err, size_t errsz)
         why = "node-rank must be below nnodes";
     else if (s->master_port < 1 || s->master_port > 65535)
         why = "master-port out of range";
-    else if (!(s->grace_s >= 0 && s->grace_s <= 3600))
+    else if (!(s->grace_s >= 0 && s->grace_s <= SPEC_GRACE_MAX_S))
         why = "grace out of range (0..3600 s)";
     else if (liveness_policy_check(&s->live) < 0)
         why = "liveness deadline out of range (0..30 days)";
@@ -231,7 +231,7 @@ int spec_from_json(json_t *o, struct job_spec *ret)
         jf_str(o, "gpus", s.gpus, sizeof s.gpus, false) < 0 ||
         jf_str(o, "master_addr", s.master_addr, sizeof s.master_addr, false) < 0 ||
         jf_i32(o, "master_port", 1, 65535, &s.master_port) < 0 ||
-        jf_num_in(o, "grace_s", 0, 3600, &s.grace_s) < 0 || jf_num_in(o, "ktok_s", 0, 1e12, &s.ktok_s) < 0 ||
+        jf_num_in(o, "grace_s", 0, SPEC_GRACE_MAX_S, &s.grace_s) < 0 || jf_num_in(o, "ktok_s", 0, 1e12, &s.ktok_s) < 0 ||
         jf_num_in(o, "first_step_s", 0, LIVENESS_MAX_S, &s.live.first_step_s) < 0 ||
         jf_num_in(o, "silence_s", 0, LIVENESS_MAX_S, &s.live.silence_s) < 0 ||
         jf_num_in(o, "stall_s", 0, LIVENESS_MAX_S, &s.live.stall_s) < 0 ||

@@ -281,6 +281,26 @@ int state_save(const char *path, const struct agent_state *st)
     return r;
 }
 
+int state_job_grace(const char *path, const char *job, double *ret_grace_s)
+{
+    struct agent_state *st = malloc(sizeof *st); /* large: not on the stack */
+    if (!st)
+        return -ENOMEM;
+    int r = state_load(path, st);
+    if (r < 0) {
+        free(st);
+        return r;
+    }
+    struct job_rec *j = state_find_job(st, job);
+    struct job_spec *s = j && j->current[0] ? state_find_spec(j, j->current) : NULL;
+    if (s)
+        *ret_grace_s = s->grace_s;
+    r = s ? 0 : -ENOENT;
+    state_done(st);
+    free(st);
+    return r;
+}
+
 struct job_rec *state_find_job(struct agent_state *st, const char *job)
 {
     for (int i = 0; i < st->njobs; i++)

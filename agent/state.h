@@ -87,6 +87,12 @@ int state_parse(const char *text, size_t len, struct agent_state *ret_st);
 int state_load(const char *path, struct agent_state *ret_st);
 int state_save(const char *path, const struct agent_state *st);
 
+/* The grace (SIGTERM -> SIGKILL) of job's current release, the gang a job verb may have to stop,
+ * from the state file at path (read only: the CLI asks before a daemon's job verb).  -ENOENT
+ * when the file, the job or its current spec is not there; other -errno for a state file that
+ * cannot be read.  ret_grace_s written only on success. */
+int state_job_grace(const char *path, const char *job, double *ret_grace_s);
+
 /* Find a job; with create, add it (-ENOSPC when STATUS_MAX_JOBS are used).  Borrowed. */
 struct job_rec *state_find_job(struct agent_state *st, const char *job);
 int state_add_job(struct agent_state *st, const char *job, struct job_rec **ret);

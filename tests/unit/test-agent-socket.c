@@ -29,7 +29,9 @@
 #include <cmocka.h>
 
 #include "agent/daemon.h"
+#include "agent/gpumem.h"
 #include "agent/rpc.h"
+#include "agent/state.h"
 #include "common/agentcli.h"
 #include "common/log.h"
 #include "common/sha256.h"
@@ -116,7 +118,7 @@ static int status_call(double idle_s, struct collect *c)
 static char *status_line(void)
 {
     struct collect c = {0};
-    assert_int_equal(status_call(rpc_idle_deadline(RPC_STATUS, 0), &c), 0);
+    assert_int_equal(status_call(rpc_idle_deadline(RPC_STATUS, 0, -1), &c), 0);
     assert_non_null(c.last);
     return c.last;
 }
@@ -160,10 +162,9 @@ static bool reads_to_eof(int fd, double max_s, char *last, size_t last_sz)
 static void test_stopped_daemon(void **state)
 {
     (void)state;
-    assert_true(rpc_idle_deadline(RPC_STATUS, 0) > 0);
-    assert_true(rpc_idle_deadline(RPC_WATCH, 30) >= 30 + rpc_idle_deadline(RPC_STATUS, 0));
-    assert_true(rpc_idle_deadline(RPC_LEASE_TAKEOVER, 0) > 0);
-    assert_true(rpc_idle_deadline(RPC_STOP, 0) == 0); /* bounded by the job machine */
+    assert_true(rpc_idle_deadline(RPC_STATUS, 0, -1) > 0);
+    assert_true(rpc_idle_deadline(RPC_WATCH, 30, -1) >= 30 + rpc_idle_deadline(RPC_STATUS, 0, -1));
+    assert_true(rpc_idle_deadline(RPC_LEASE_TAKEOVER, 0, -1) > 0);
     char *first = status_line();
     free(first);
     assert_int_equal(kill(daemon_pid, SIGSTOP), 0);
@@ -172,6 +173,73 @@ static void test_stopped_daemon(void **state)
     int r = status_call(0.5, &c);
     double took = time_mono() - t0;
     free(c.last);
+    assert_int_equal(kill(daemon_pid, SIGCONT), 0);
+    assert_int_equal(r, -ETIMEDOUT);
+    assert_true(took >= 0.45 && took < 5);
+    char *again = status_line();
+    assert_true(is_status_doc(again));
+    free(again);
+}
+
+/* The job verbs too (activate, revert, stop, start: they had no deadline and waited on a stopped
+ * daemon forever): their deadline is the longest the job machine may take before it answers (the
+ * current gang's grace, read from state.json, and the GPU-memory wait) plus the status one, so
+ * it never fires on a healthy slow stop; a stop against the stopped daemon gives up as status
+ * does. */
+static void test_stopped_daemon_job_verbs(void **state)
+{
+    (void)state;
+    static const enum rpc_op waits[] = { RPC_ACTIVATE, RPC_REVERT, RPC_STOP, RPC_START };
+    for (size_t i = 0; i < sizeof waits / sizeof waits[0]; i++) {
+        double known = rpc_idle_deadline(waits[i], 0, 30), unknown = rpc_idle_deadline(waits[i], 0, -1);
+        assert_true(known >= 30 + GPUMEM_DEADLINE_S + rpc_idle_deadline(RPC_STATUS, 0, -1));
+        assert_true(unknown >= SPEC_GRACE_MAX_S + GPUMEM_DEADLINE_S + rpc_idle_deadline(RPC_STATUS, 0, -1));
+        assert_true(rpc_idle_deadline(waits[i], 0, 1e9) == unknown); /* out of range: not trusted */
+    }
+    assert_true(rpc_idle_deadline(RPC_PROMOTE, 0, -1) > 0); /* answered at once */
+
+    /* the grace the CLI passes: the job's current release's, from the daemon's state.json */
+    char path[128];
+    snprintf(path, sizeof path, "%s/grace-state.json", tmpd);
+    double g = -5;
+    assert_int_equal(state_job_grace(path, "train", &g), -ENOENT); /* no state yet */
+    struct agent_state *st = calloc(1, sizeof *st);
+    assert_non_null(st);
+    state_init(st);
+    struct job_rec *j;
+    assert_int_equal(state_add_job(st, "train", &j), 0);
+    struct job_spec sp;
+    spec_init(&sp);
+    memset(sp.release, 'a', RELEASE_ID_LEN);
+    sp.release[RELEASE_ID_LEN] = '\0';
+    char *argv[] = { "bin/t" };
+    assert_int_equal(spec_set_argv(&sp, 1, argv), 0);
+    sp.grace_s = 7;
+    assert_int_equal(state_put_spec(j, &sp, NULL), 0);
+    memcpy(j->current, sp.release, sizeof j->current);
+    assert_int_equal(state_save(path, st), 0);
+    spec_done(&sp);
+    state_done(st);
+    free(st);
+    assert_int_equal(state_job_grace(path, "other", &g), -ENOENT);
+    assert_true(g == -5); /* untouched on failure */
+    assert_int_equal(state_job_grace(path, "train", &g), 0);
+    assert_true(g == 7);
+
+    /* a stop against the stopped daemon: -ETIMEDOUT after its idle deadline (0.5 s here) */
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = RPC_STOP;
+    (void)str_copy(q.job, sizeof q.job, "train");
+    char *text;
+    assert_int_equal(rpc_format_request(&q, &text), 0);
+    assert_int_equal(kill(daemon_pid, SIGSTOP), 0);
+    struct collect c = {0};
+    double t0 = time_mono();
+    int r = rpc_call(sock, text, 0.5, collect_line, &c);
+    double took = time_mono() - t0;
+    free(c.last);
+    free(text);
     assert_int_equal(kill(daemon_pid, SIGCONT), 0);
     assert_int_equal(r, -ETIMEDOUT);
     assert_true(took >= 0.45 && took < 5);
@@ -445,6 +513,7 @@ int main(void)
     log_set_level(LOG_LVL_WARN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_stopped_daemon, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stopped_daemon_job_verbs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_and_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_of_watchers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watchers_that_never_read, setup, teardown),

@@ -606,7 +606,7 @@ static char *call(struct rpc_request *q)
     char *text;
     assert_int_equal(rpc_format_request(q, &text), 0);
     struct collect c = {0};
-    assert_int_equal(rpc_call(sock, text, rpc_idle_deadline(q->op, q->interval_s), collect_line, &c), 0);
+    assert_int_equal(rpc_call(sock, text, rpc_idle_deadline(q->op, q->interval_s, -1), collect_line, &c), 0);
     free(text);
     assert_non_null(c.last);
     return c.last;
