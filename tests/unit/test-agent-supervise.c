@@ -4,6 +4,7 @@
  * loop of an unpromoted release reverts to the good one; an activate whose command cannot run
  * leaves the old gang alone; stop). */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -63,9 +65,14 @@ static int setup(void **state)
     return store_open(&store, root);
 }
 
+static void daemon_end_all(void);
+
+/* Also after a failed assertion (cmocka runs it after every test): a daemon child left alive
+ * kept running after the suite, with its gangs. */
 static int teardown(void **state)
 {
     (void)state;
+    daemon_end_all();
     return fs_rm_rf(tmpd);
 }
 
@@ -407,7 +414,7 @@ static bool proc_dead(pid_t pid)
 {
     char p[64], buf[256];
     snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(p, "r");
+    FILE *f = fopen(p, "re");
     if (!f)
         return true;
     bool dead = !fgets(buf, sizeof buf, f) || strstr(buf, ") Z ") || strstr(buf, ") X ");
@@ -444,7 +451,7 @@ static void setsid_stop(enum gang_cgroup_mode mode)
     snprintf(p, sizeof p, "%s/root/runs/train/escapee.pid", tmpd);
     long esc = 0;
     for (int i = 0; i < 3000 && esc <= 0; i++) {
-        FILE *f = fopen(p, "r");
+        FILE *f = fopen(p, "re");
         if (f) {
             if (fscanf(f, "%ld", &esc) != 1)
                 esc = 0;
@@ -521,7 +528,7 @@ static void test_gang_overlong_heartbeat(void **state)
 
 /* ---- the daemon ---- */
 
-static pid_t daemon_pid;
+static pid_t daemon_pid = -1; /* -1: none running */
 static char sock[108];
 
 static void daemon_up(void)
@@ -531,6 +538,11 @@ static void daemon_up(void)
     daemon_pid = fork();
     assert_true(daemon_pid >= 0);
     if (daemon_pid == 0) {
+        /* A forked child keeps every fd this test got from whatever ran it (a lock of the
+         * caller's on fd 9, such as /work/bin/integrate's flock held across make unit: a leaked
+         * daemon held it, and the next integrate waited for it forever).  A real daemon starts
+         * from systemd or --detach with none of them: close them. */
+        (void)close_range(3, ~0u, 0);
         static struct daemon_opts o;
         daemon_opts_default(&o);
         snprintf(o.root, sizeof o.root, "%s/root", tmpd);
@@ -551,21 +563,23 @@ static void daemon_up(void)
 /* SIGTERM the daemon; its gangs keep running (the next agent re-adopts them). */
 static void daemon_leave(void)
 {
-    kill(daemon_pid, SIGTERM);
+    pid_t pid = daemon_pid;
+    kill(pid, SIGTERM);
     int ws;
-    assert_int_equal(waitpid(daemon_pid, &ws, 0), daemon_pid);
+    pid_t w = waitpid(pid, &ws, 0);
+    if (w == pid)
+        daemon_pid = -1; /* reaped: teardown has nothing to end */
+    assert_int_equal(w, pid);
     assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
 }
 
-/* ... and end the gangs it left, so no test leaves processes behind. */
-static void daemon_down(void)
+/* End the gangs the daemons left (from its state.json); no assertions: teardown uses it. */
+static void gangs_end(void)
 {
-    daemon_leave();
     char p[300];
     snprintf(p, sizeof p, "%s/root/state.json", tmpd);
     struct agent_state *st = malloc(sizeof *st);
-    assert_non_null(st);
-    if (state_load(p, st) == 0) {
+    if (st && state_load(p, st) == 0) {
         for (int i = 0; i < st->njobs; i++) {
             if (st->jobs[i].gang_pgid <= 0)
                 continue;
@@ -574,7 +588,7 @@ static void daemon_down(void)
             char cgf[400], cg[4096] = "";
             snprintf(cgf, sizeof cgf, "%s/root/runs/%s/gang/g%d/cgroup", tmpd, st->jobs[i].job,
                      st->jobs[i].generation);
-            FILE *f = fopen(cgf, "r");
+            FILE *f = fopen(cgf, "re");
             if (f) {
                 if (!fgets(cg, sizeof cg, f))
                     cg[0] = '\0';
@@ -586,6 +600,25 @@ static void daemon_down(void)
         state_done(st);
     }
     free(st);
+}
+
+/* ... and end the gangs it left, so no test leaves processes behind. */
+static void daemon_down(void)
+{
+    daemon_leave();
+    gangs_end();
+}
+
+/* Whatever a test left, on every path: the daemon (SIGKILL, reaped) and its gangs. */
+static void daemon_end_all(void)
+{
+    if (daemon_pid > 0) {
+        (void)kill(daemon_pid, SIGKILL);
+        int ws;
+        (void)waitpid(daemon_pid, &ws, 0);
+        daemon_pid = -1;
+    }
+    gangs_end();
 }
 
 struct collect {
@@ -659,6 +692,27 @@ static const struct job_status *wait_state(struct agent_status *st, enum gang_st
 static const char good_sh[] = "#!/bin/sh\ntrap 'exit 0' TERM\ni=0\nwhile :; do i=$((i+1));"
                               " echo '{\"v\":1,\"rank\":'$RANK',\"step\":'$i',\"phase\":\"train\"}' >&3;"
                               " sleep 0.05; done\n";
+
+/* The daemon child holds no fd it did not open: a lock its caller held on an inherited fd (as
+ * /work/bin/integrate's flock across make unit) is free again once the caller lets go, even
+ * while a daemon runs (a leaked daemon once held integrate's lock for good). */
+static void test_daemon_holds_no_inherited_fd(void **state)
+{
+    (void)state;
+    char lock[300];
+    snprintf(lock, sizeof lock, "%s/caller.lock", tmpd);
+    int fd = open(lock, O_RDWR | O_CREAT, 0600); /* no O_CLOEXEC: as a shell's `exec 9>lock` */
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+    daemon_up();
+    assert_int_equal(close(fd), 0); /* the caller is done with it */
+    int again = open(lock, O_RDWR | O_CLOEXEC);
+    assert_true(again >= 0);
+    int r = flock(again, LOCK_EX | LOCK_NB); /* EWOULDBLOCK while the daemon holds a copy */
+    (void)close(again);
+    assert_int_equal(r, 0);
+    daemon_down();
+}
 
 static void test_daemon_crash_loop_reverts_to_good(void **state)
 {
@@ -879,6 +933,7 @@ static void test_daemon_restart_readopts(void **state)
             kill(daemon_pid, SIGKILL); /* a crash: no goodbye at all */
             int ws;
             assert_int_equal(waitpid(daemon_pid, &ws, 0), daemon_pid);
+            daemon_pid = -1;
         } else {
             daemon_leave();
         }
@@ -921,7 +976,7 @@ static void test_daemon_restart_readopts(void **state)
     /* the journal says what happened */
     char p[300], line[1024];
     snprintf(p, sizeof p, "%s/root/events.jsonl", tmpd);
-    FILE *f = fopen(p, "r");
+    FILE *f = fopen(p, "re");
     assert_non_null(f);
     int adopts = 0, crash = 0;
     while (fgets(line, sizeof line, f)) {
@@ -1053,6 +1108,7 @@ int main(void)
         cmocka_unit_test(test_gang_cgroup_mode_parse),
         cmocka_unit_test_setup_teardown(test_gang_python_nan_heartbeats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_liveness, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_holds_no_inherited_fd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_crash_loop_reverts_to_good, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_probation_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_nonfinite_heartbeats_revert, setup, teardown),
