@@ -76,6 +76,12 @@ int status_format(const struct agent_status *st, char **ret_text)
         json_object_set_new(jo, "nproc", json_integer(js->nproc));
         char reason[4 * sizeof js->reason]; /* cut to fit, maybe mid-character: kept valid */
         json_object_set_new(jo, "reason", json_string(text_json_safe(js->reason, reason, sizeof reason)));
+        if (js->spec_digest[0])
+            json_object_set_new(jo, "spec_digest", json_string(js->spec_digest));
+        if (js->spec_fields[0])
+            json_object_set_new(jo, "spec_fields", json_string(js->spec_fields));
+        if (js->good_spec_digest[0])
+            json_object_set_new(jo, "good_spec_digest", json_string(js->good_spec_digest));
         json_t *bad = json_array(), *goods = json_array();
         for (int k = 0; k < js->nbad && k < STATUS_MAX_MARKS; k++)
             json_array_append_new(bad, json_string(js->bad[k]));
@@ -185,6 +191,14 @@ static int job_from_json(json_t *o, struct job_status *js)
         jf_i32(o, "restarts", 0, INT32_MAX, &js->restarts) < 0 || jf_num(o, "age_s", &js->age_s) < 0 ||
         jf_i32(o, "world_size", 0, 1 << 20, &js->world_size) < 0 ||
         jf_i32(o, "node_rank", 0, 1 << 20, &js->node_rank) < 0 || jf_i32(o, "nproc", 0, 1 << 20, &js->nproc) < 0)
+        return -EINVAL;
+    /* optional (agents before the spec digest): "" is "unknown", which the survey redeploys */
+    if (jf_str(o, "spec_digest", js->spec_digest, sizeof js->spec_digest, false) < 0 ||
+        (js->spec_digest[0] && !spec_digest_is_valid(js->spec_digest)) ||
+        jf_str(o, "spec_fields", js->spec_fields, sizeof js->spec_fields, false) < 0 ||
+        (js->spec_fields[0] && !spec_fields_is_valid(js->spec_fields)) ||
+        jf_str(o, "good_spec_digest", js->good_spec_digest, sizeof js->good_spec_digest, false) < 0 ||
+        (js->good_spec_digest[0] && !spec_digest_is_valid(js->good_spec_digest)))
         return -EINVAL;
     json_t *reason = json_object_get(o, "reason");
     if (reason) {

@@ -10,6 +10,7 @@
  *    "jobs":[{"job":"train","current":"<id>","previous":"<id>","good":"<id>",
  *             "state":"running","release":"<id>","generation":3,"restarts":0,"age_s":12.5,
  *             "world_size":3,"node_rank":0,"nproc":1,"reason":"",
+ *             "spec_digest":"<64 hex>","spec_fields":"job:<16 hex>,...","good_spec_digest":"<64 hex>",
  *             "ranks":[{"rank":0,"local_rank":0,"pid":40,"state":"running","hb_age_s":0.4,
  *                       "state_age_s":0,
  *                       "exit_code":-1,"exit_signal":0,
@@ -17,7 +18,8 @@
  *                       "gpu":{"util":97,"mem_used":…,"mem_total":…,"temp":61,"slowdown_temp":90,
  *                              "index":0,"uuid":"GPU-…"} or null}]}]}
  * (gpu's index and uuid only when known: absent, never "" or -1, so older agents' documents
- * read the same)
+ * read the same; so are spec_digest, spec_fields and good_spec_digest (common/specdigest.h): absent
+ * when unknown (an agent from before them, or a spec recorded before them), read as "")
  */
 #ifndef DROVER_STATUS_H
 #define DROVER_STATUS_H
@@ -28,6 +30,7 @@
 
 #include "common/heartbeat.h"
 #include "common/manifest.h"
+#include "common/specdigest.h"
 
 #define STATUS_VERSION 1
 #define STATUS_MAX_JOBS 8
@@ -97,6 +100,11 @@ struct job_status {
     double age_s;                      /* seconds since this generation started */
     int world_size, node_rank, nproc;
     char reason[256];                  /* why the state is what it is, for people */
+    /* the job spec digest of current and of good (common/specdigest.h), and current's per-field
+     * digests; "" unknown: an older agent, or a spec it recorded before the digest existed */
+    char spec_digest[SPEC_DIGEST_LEN + 1];
+    char spec_fields[SPEC_FIELDS_MAX];
+    char good_spec_digest[SPEC_DIGEST_LEN + 1];
     int nbad;                          /* releases that failed probation here: never a rollback */
     char bad[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1]; /* target unless named with --force */
     int ngoods;                        /* releases promoted for the job, newest first */
