@@ -13,6 +13,7 @@
 
 #include "common/agentcli.h"
 #include "common/manifest.h"
+#include "common/specdigest.h"
 #include "common/status.h"
 #include "agent/liveness.h"
 
@@ -52,6 +53,13 @@ struct job_spec {
     char rdzv[SPEC_RDZV_MAX];      /* the switch's rendezvous generation (activate/start --rdzv):
                                       one per controller switch, the same in every container of
                                       the gang; "" = none (DROVER_RDZV is then job:release) */
+    /* The controller's digest of this launch spec (activate --spec-digest, common/specdigest.h)
+     * and its per-field digests; "" unknown (an older controller, a state.json from before).
+     * With release it names what a job runs: specs are kept per (release, digest), so a spec
+     * change of the good release is a candidate of its own and a revert returns to the good
+     * release with the spec it was promoted with. */
+    char digest[SPEC_DIGEST_LEN + 1];
+    char digest_fields[SPEC_FIELDS_MAX];
 };
 
 /* Defaults: nnodes 1, node_rank 0, nproc 1, master 127.0.0.1:29500, grace 30 s, no argv. */

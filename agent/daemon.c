@@ -302,7 +302,14 @@ static char *daemon_status_text(struct daemon *d)
         js->generation = j->generation;
         js->restarts = j->restarts;
         js->age_s = g->pgid ? now - g->started_mono : 0;
-        const struct job_spec *s = state_find_spec(j, g->pgid ? g->release : j->current);
+        const struct job_spec *s = !g->pgid || !strcmp(g->release, j->current)
+                                       ? state_current_spec(j) : state_find_spec(j, g->release, NULL);
+        /* what the job runs is (current, spec): the controller's survey compares both */
+        memcpy(js->spec_digest, j->current_digest, sizeof js->spec_digest);
+        memcpy(js->good_spec_digest, j->good_digest, sizeof js->good_spec_digest);
+        const struct job_spec *cs = state_current_spec(j);
+        if (cs)
+            memcpy(js->spec_fields, cs->digest_fields, sizeof js->spec_fields);
         if (s) {
             js->world_size = s->nnodes * s->nproc;
             js->node_rank = s->node_rank;
@@ -328,7 +335,7 @@ static char *daemon_status_text(struct daemon *d)
 
 /* ---- applying the job machine's effects ---- */
 
-static struct job_spec *current_spec(struct job_rec *j) { return state_find_spec(j, j->current); }
+static struct job_spec *current_spec(struct job_rec *j) { return state_current_spec(j); }
 
 static void daemon_gc(struct daemon *d)
 {
@@ -790,7 +797,7 @@ static bool job_gpu_released(struct daemon *d, int i, double now)
     if (now < rt->gpu_next)
         return false;
     /* the gang's GPUs: its --gpus entries, else the local ranks (as the status figures) */
-    const struct job_spec *s = state_find_spec(j, j->current);
+    const struct job_spec *s = state_current_spec(j);
     unsigned int gpus[STATUS_MAX_RANKS];
     int n = 0, nproc = s ? s->nproc : rt->gang.nranks;
     for (int k = 0; k < nproc && n < STATUS_MAX_RANKS; k++) {

@@ -180,19 +180,21 @@ static void set_state(struct job_rec *j, enum gang_state s, const char *reason)
 
 /* ---- rules ---- */
 
-static bool release_is_promoted(struct job_rec *j, const char *id)
+/* Is the current (release, spec) pair one that was promoted: the good pair, or promoted once? */
+static bool current_is_promoted(struct job_rec *j)
 {
-    struct job_spec *s = state_find_spec(j, id);
-    return (j->good[0] && !strcmp(j->good, id)) || (s && s->promoted);
+    struct job_spec *s = state_current_spec(j);
+    return state_on_good(j) || (s && s->promoted);
 }
 
-/* Point current at id (previous keeps what it was). */
-static void switch_to(struct job_rec *j, const char *id, struct jm_effects *out)
+/* Point current at (id, digest) (previous keeps what it was: a spec change is no new release). */
+static void switch_to(struct job_rec *j, const char *id, const char *digest, struct jm_effects *out)
 {
     if (strcmp(j->current, id) != 0) {
         memcpy(j->previous, j->current, sizeof j->previous);
         (void)str_copy(j->current, sizeof j->current, id);
     }
+    (void)str_copy(j->current_digest, sizeof j->current_digest, digest);
     struct jm_effect *e = fx_add(out, JM_FX_SWITCH);
     (void)str_copy(e->release, sizeof e->release, id);
 }
@@ -201,7 +203,7 @@ static void switch_to(struct job_rec *j, const char *id, struct jm_effects *out)
 static void start_gang(struct job_rec *j, struct jm_rt *rt, enum jm_start why, enum gang_state after,
                        const char *reason, struct jm_effects *out)
 {
-    if (!state_find_spec(j, j->current)) {
+    if (!state_current_spec(j)) {
         set_state(j, GANG_FAILED, "no command recorded for the current release");
         fx_event(out, "failed", j->current, "%s", j->reason);
         fx_simple(out, JM_FX_SAVE);
@@ -244,6 +246,7 @@ static void run_activate(const struct crash_policy *p, struct job_rec *j, struct
 {
     (void)p;
     bool same = !strcmp(j->current, rt->next_spec.release);
+    bool spec_changed = same && strcmp(j->current_digest, rt->next_spec.digest) != 0;
     int r = state_put_spec(j, &rt->next_spec, NULL);
     if (r < 0) {
         spec_done(&rt->next_spec);
@@ -252,14 +255,17 @@ static void run_activate(const struct crash_policy *p, struct job_rec *j, struct
         fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_FAIL, "cannot record the job spec");
         return;
     }
-    char id[RELEASE_ID_LEN + 1];
+    char id[RELEASE_ID_LEN + 1], digest[SPEC_DIGEST_LEN + 1];
     memcpy(id, rt->next_spec.release, sizeof id);
+    memcpy(digest, rt->next_spec.digest, sizeof digest);
     spec_done(&rt->next_spec);
-    switch_to(j, id, out);
+    switch_to(j, id, digest, out);
     j->restarts = 0;
     rt->ncrash = 0;
     j->probation_deadline = rt->next_probation_s > 0 ? now + rt->next_probation_s : 0;
-    fx_event(out, "activate", j->current, "%s%s", same ? "relaunch of the same release" : "switched",
+    fx_event(out, "activate", j->current, "%s%s",
+             spec_changed ? "the same release with a changed job spec"
+             : same ? "relaunch of the same release" : "switched",
              j->probation_deadline > 0 ? " (probation deadline armed)" : "");
     start_gang(j, rt, JM_START_ACTIVATE, GANG_STARTING, "activated", out);
 }
@@ -267,7 +273,7 @@ static void run_activate(const struct crash_policy *p, struct job_rec *j, struct
 static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, struct jm_effects *out)
 {
     char msg[JM_TEXT_MAX];
-    if (!j->good[0] || !state_find_spec(j, j->good)) {
+    if (!j->good[0] || !state_good_spec(j)) {
         snprintf(msg, sizeof msg, "%s; no good release to return to", rt->next_reason);
         set_state(j, GANG_FAILED, msg);
         fx_event(out, "failed", j->current, "%s", msg);
@@ -277,10 +283,13 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     }
     char from[RELEASE_ID_LEN + 1];
     memcpy(from, j->current, sizeof from);
-    bool leaving_bad = strcmp(from, j->good) != 0 && !release_is_promoted(j, from) &&
+    /* the good release left with another spec than its good one: a failed spec change, which
+     * goes back to the good pair; the release itself is not to blame (never marked bad) */
+    bool spec_only = !strcmp(from, j->good) && !state_on_good(j);
+    bool leaving_bad = !state_on_good(j) && !current_is_promoted(j) && !spec_only &&
                       !(rt->next_no_mark && !automatic);
     rt->next_no_mark = false;
-    switch_to(j, j->good, out);
+    switch_to(j, j->good, j->good_digest, out);
     set_rdzv(j, rt->next_rdzv);
     rt->next_rdzv[0] = '\0';
     j->restarts = 0;
@@ -288,8 +297,8 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     j->probation_deadline = 0;
     if (automatic)
         j->auto_rollbacks++;
-    snprintf(msg, sizeof msg, "%s from %.12s: %s", automatic ? "reverted on its own" : "reverted", from,
-             rt->next_reason);
+    snprintf(msg, sizeof msg, "%s from %.12s%s: %s", automatic ? "reverted on its own" : "reverted", from,
+             spec_only ? "'s changed job spec to its good one" : "", rt->next_reason);
     /* A release reverted before it was ever promoted failed its probation: never a rollback
      * target again unless an operator names it (and promotes it). */
     if (leaving_bad)
@@ -374,8 +383,8 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
         rt->crash_mono[rt->ncrash++] = ev->now;
     }
     char reason[JM_TEXT_MAX];
-    bool promoted = release_is_promoted(j, j->current);
-    bool has_good = j->good[0] && strcmp(j->good, j->current) != 0;
+    bool promoted = current_is_promoted(j);
+    bool has_good = j->good[0] && !state_on_good(j);
     enum policy_action a = policy_on_gang_exit(p, promoted, has_good, ev->rank, code, sig,
                                                crashes_in_window(rt, ev->now, p->crash_window_s),
                                                j->auto_rollbacks, reason, sizeof reason);
@@ -447,7 +456,7 @@ static void on_start_result(const struct crash_policy *p, struct job_rec *j, str
         return;
     fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_EXEC, j->reason);
     /* the release cannot run: like a non-retryable exit, back to good at once */
-    if (!release_is_promoted(j, j->current) && j->good[0] && strcmp(j->good, j->current) != 0) {
+    if (!current_is_promoted(j) && j->good[0] && !state_on_good(j)) {
         rt->next = JM_NEXT_REVERT_AUTO;
         (void)str_copy(rt->next_reason, sizeof rt->next_reason, j->reason);
         run_next(p, j, rt, ev->now, out);
@@ -458,7 +467,7 @@ static void on_start_result(const struct crash_policy *p, struct job_rec *j, str
  * of the gang it replaces that are still on their way out elsewhere. */
 static void set_rdzv(struct job_rec *j, const char *rdzv)
 {
-    struct job_spec *s = state_find_spec(j, j->current);
+    struct job_spec *s = state_current_spec(j);
     if (s && rdzv && rdzv[0])
         (void)str_copy(s->rdzv, sizeof s->rdzv, rdzv);
 }
@@ -485,8 +494,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         fx_simple(out, JM_FX_SAVE);
         return;
     }
-    if (ev->kind == JM_EV_REVERT && rt->next == JM_NEXT_STOP && j->good[0] &&
-        strcmp(j->current, j->good) != 0) {
+    if (ev->kind == JM_EV_REVERT && rt->next == JM_NEXT_STOP && j->good[0] && !state_on_good(j)) {
         /* The controller's two-phase revert: its stop is still in flight here (a rank slow to
          * go) and the good release starts elsewhere.  The good release starts here as soon as
          * the gang is gone, never a job left down. */
@@ -526,13 +534,14 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
             fx_msg(out, JM_FX_REPLY, AGENT_EXIT_FAIL, msg);
             return;
         }
-        struct job_spec *s = state_find_spec(j, j->current);
+        struct job_spec *s = state_current_spec(j);
         if (s) {
             s->promoted = true;
             if (ev->value > 0)
                 s->ktok_s = ev->value;
         }
         memcpy(j->good, j->current, sizeof j->good);
+        memcpy(j->good_digest, j->current_digest, sizeof j->good_digest);
         state_unmark_bad(j, j->current);
         state_note_good(j, j->current);
         j->probation_deadline = 0;
@@ -549,7 +558,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
             fx_msg(out, JM_FX_REPLY, AGENT_EXIT_FAIL, msg);
             return;
         }
-        if (!strcmp(j->current, j->good) && rt->gang && !rt->stopping) {
+        if (state_on_good(j) && rt->gang && !rt->stopping) {
             fx_msg(out, JM_FX_REPLY, 0, "already on the good release");
             return;
         }
@@ -575,7 +584,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
             fx_msg(out, JM_FX_REPLY, 0, "already running");
             return;
         }
-        if (!j->current[0] || !state_find_spec(j, j->current)) {
+        if (!j->current[0] || !state_current_spec(j)) {
             snprintf(msg, sizeof msg, "job '%s' has no release with a recorded command to start", j->job);
             fx_msg(out, JM_FX_REPLY, AGENT_EXIT_FAIL, msg);
             return;
@@ -617,7 +626,7 @@ static void on_tick(const struct crash_policy *p, struct job_rec *j, struct jm_r
         j->switch_deadline = 0; /* something else started it */
     /* not while stopped: a stopped job keeps its deadline for when it is started again */
     if (j->probation_deadline > 0 && now >= j->probation_deadline && !jm_busy(rt) &&
-        j->state != GANG_STOPPED && strcmp(j->current, j->good) != 0) {
+        j->state != GANG_STOPPED && !state_on_good(j)) {
         j->probation_deadline = 0;
         char why[200];
         snprintf(why, sizeof why, "release %.12s not promoted before its probation deadline", j->current);

@@ -87,7 +87,7 @@ static void usage(FILE *f)
             "  activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus 0,1]\n"
             "           [--master-addr A] [--master-port P] [--grace S] [--probation-deadline S]\n"
             "           [--first-step-deadline S] [--silence-deadline S] [--stall-deadline S]\n"
-            "           [--checkpoint-deadline S] [--rdzv G]\n"
+            "           [--checkpoint-deadline S] [--rdzv G] [--spec-digest D --spec-fields F]\n"
             "           [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  promote ID --job J [--ktok-s X] [--samples JSON]\n"
             "  baseline --job J             the promoted release's samples (kept by promote --samples)\n"
@@ -200,6 +200,8 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_CUDA: bad = str_copy(c->cuda, sizeof c->cuda, a) < 0 || !a[0]; break;
         case AGENT_OPT_GPU_MEM: bad = parse_num(a, 0, 1e15, &c->gpu_mem) < 0; break;
         case AGENT_OPT_RDZV: bad = !spec_rdzv_ok(a) || str_copy(c->spec.rdzv, sizeof c->spec.rdzv, a) < 0; break;
+        case AGENT_OPT_SPEC_DIGEST: bad = !spec_digest_is_valid(a) || str_copy(c->spec.digest, sizeof c->spec.digest, a) < 0; break;
+        case AGENT_OPT_SPEC_FIELDS: bad = !spec_fields_is_valid(a) || str_copy(c->spec.digest_fields, sizeof c->spec.digest_fields, a) < 0; break;
         case AGENT_OPT_KEEP: bad = parse_int(a, 1, 10000, &c->dopts.keep_releases) < 0; break;
         case AGENT_OPT_CRASH_LIMIT: bad = parse_int(a, 1, 1000, &c->dopts.policy.crash_limit) < 0; break;
         case AGENT_OPT_CRASH_WINDOW: bad = parse_num(a, 1, 86400, &c->dopts.policy.crash_window_s) < 0; break;

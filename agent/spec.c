@@ -207,7 +207,10 @@ json_t *spec_to_json(const struct job_spec *s)
          json_object_set_new(o, "silence_s", json_real(s->live.silence_s)) == 0 &&
          json_object_set_new(o, "stall_s", json_real(s->live.stall_s)) == 0 &&
          json_object_set_new(o, "checkpoint_s", json_real(s->live.checkpoint_s)) == 0 &&
-         (!s->rdzv[0] || json_object_set_new(o, "rdzv", json_string(s->rdzv)) == 0);
+         (!s->rdzv[0] || json_object_set_new(o, "rdzv", json_string(s->rdzv)) == 0) &&
+         (!s->digest[0] || json_object_set_new(o, "spec_digest", json_string(s->digest)) == 0) &&
+         (!s->digest_fields[0] ||
+          json_object_set_new(o, "spec_fields", json_string(s->digest_fields)) == 0);
     if (!ok) {
         json_decref(o);
         return NULL;
@@ -237,6 +240,11 @@ int spec_from_json(json_t *o, struct job_spec *ret)
         jf_num_in(o, "stall_s", 0, LIVENESS_MAX_S, &s.live.stall_s) < 0 ||
         jf_num_in(o, "checkpoint_s", 0, LIVENESS_MAX_S, &s.live.checkpoint_s) < 0 ||
         jf_str(o, "rdzv", s.rdzv, sizeof s.rdzv, false) < 0 || (s.rdzv[0] && !spec_rdzv_ok(s.rdzv)) ||
+        /* absent in a state.json written before the digest: the spec is "unknown" */
+        jf_str(o, "spec_digest", s.digest, sizeof s.digest, false) < 0 ||
+        (s.digest[0] && !spec_digest_is_valid(s.digest)) ||
+        jf_str(o, "spec_fields", s.digest_fields, sizeof s.digest_fields, false) < 0 ||
+        (s.digest_fields[0] && !spec_fields_is_valid(s.digest_fields)) ||
         (pr && !json_is_boolean(pr)))
         return -EINVAL;
     s.promoted = pr && json_is_true(pr);

@@ -52,8 +52,9 @@ static json_t *job_to_json(const struct job_rec *j)
     }
     /* the reason quotes workers and is cut to fit: kept valid UTF-8 so state.json stays writable */
     char reason[4 * sizeof j->reason];
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:o}",
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:o}",
                      "job", j->job, "current", j->current, "previous", j->previous, "good", j->good,
+                     "current_spec", j->current_digest, "good_spec", j->good_digest,
                      "state", gang_state_name(j->state), "reason",
                      text_json_safe(j->reason, reason, sizeof reason), "generation",
                      j->generation, "restarts", j->restarts, "auto_rollbacks", j->auto_rollbacks,
@@ -112,7 +113,12 @@ static int job_from_json(json_t *o, struct job_rec *j)
         return r;
     (void)str_copy(j->job, sizeof j->job, json_string_value(name));
     if (jf_id(o, "current", j->current) < 0 || jf_id(o, "previous", j->previous) < 0 ||
-        jf_id(o, "good", j->good) < 0 || jf_int(o, "generation", 0, INT32_MAX, false, &gen) < 0 ||
+        jf_id(o, "good", j->good) < 0 ||
+        /* absent in a state.json from before the spec digest: "" (unknown), as its specs' */
+        jf_str(o, "current_spec", j->current_digest, sizeof j->current_digest, false) < 0 ||
+        (j->current_digest[0] && !spec_digest_is_valid(j->current_digest)) ||
+        jf_str(o, "good_spec", j->good_digest, sizeof j->good_digest, false) < 0 ||
+        (j->good_digest[0] && !spec_digest_is_valid(j->good_digest)) || jf_int(o, "generation", 0, INT32_MAX, false, &gen) < 0 ||
         jf_int(o, "restarts", 0, INT32_MAX, false, &restarts) < 0 ||
         jf_int(o, "auto_rollbacks", 0, INT32_MAX, false, &rb) < 0 ||
         jf_int(o, "gang_pgid", 0, INT32_MAX, false, &pgid) < 0 ||
@@ -325,12 +331,27 @@ int state_add_job(struct agent_state *st, const char *job, struct job_rec **ret)
     return 0;
 }
 
-struct job_spec *state_find_spec(struct job_rec *j, const char *release)
+struct job_spec *state_find_spec(struct job_rec *j, const char *release, const char *digest)
 {
     for (int i = 0; i < j->nspecs; i++)
-        if (!strcmp(j->specs[i].release, release))
+        if (!strcmp(j->specs[i].release, release) && (!digest || !strcmp(j->specs[i].digest, digest)))
             return &j->specs[i];
     return NULL;
+}
+
+struct job_spec *state_current_spec(struct job_rec *j)
+{
+    return j->current[0] ? state_find_spec(j, j->current, j->current_digest) : NULL;
+}
+
+struct job_spec *state_good_spec(struct job_rec *j)
+{
+    return j->good[0] ? state_find_spec(j, j->good, j->good_digest) : NULL;
+}
+
+bool state_on_good(const struct job_rec *j)
+{
+    return j->good[0] && !strcmp(j->current, j->good) && !strcmp(j->current_digest, j->good_digest);
 }
 
 void state_mark_bad(struct job_rec *j, const char *release, const char *reason)
@@ -379,7 +400,7 @@ const char *state_last_good(struct job_rec *j, const char *except)
 {
     for (int i = 0; i < j->ngoods; i++) {
         const char *id = j->goods[i];
-        if ((except && !strcmp(id, except)) || state_is_bad(j, id) || !state_find_spec(j, id))
+        if ((except && !strcmp(id, except)) || state_is_bad(j, id) || !state_find_spec(j, id, NULL))
             continue;
         return id;
     }
@@ -393,7 +414,7 @@ int state_put_spec(struct job_rec *j, const struct job_spec *spec, struct job_sp
     int r = spec_copy(&copy, spec);
     if (r < 0)
         return r;
-    struct job_spec *old = state_find_spec(j, spec->release);
+    struct job_spec *old = state_find_spec(j, spec->release, spec->digest);
     if (old) {
         copy.promoted = copy.promoted || old->promoted;
         if (copy.ktok_s <= 0)
@@ -405,16 +426,22 @@ int state_put_spec(struct job_rec *j, const struct job_spec *spec, struct job_sp
         return 0;
     }
     if (j->nspecs >= STATE_MAX_SPECS) {
-        /* keep current, previous, good, and the earlier good ones (rollback targets) if we can */
+        /* keep the current and the good pair always; previous and the earlier good ones
+         * (rollback targets) if we can.  Other specs of the current or good release (spec
+         * changes that were left) go first. */
         int victim = -1;
         for (int pass = 0; pass < 2 && victim < 0; pass++)
             for (int i = 0; i < j->nspecs && victim < 0; i++) {
-                const char *id = j->specs[i].release;
-                bool earlier_good = false;
-                for (int k = 0; k < j->ngoods && pass == 0; k++)
-                    earlier_good = earlier_good || !strcmp(id, j->goods[k]);
-                if (strcmp(id, j->current) && strcmp(id, j->previous) && strcmp(id, j->good) &&
-                    !earlier_good)
+                const char *id = j->specs[i].release, *dg = j->specs[i].digest;
+                bool keep = (!strcmp(id, j->current) && !strcmp(dg, j->current_digest)) ||
+                            (!strcmp(id, j->good) && !strcmp(dg, j->good_digest));
+                bool other_pair = !strcmp(id, j->current) || !strcmp(id, j->good);
+                if (pass == 0 && !other_pair) {
+                    keep = keep || !strcmp(id, j->previous);
+                    for (int k = 0; k < j->ngoods; k++)
+                        keep = keep || !strcmp(id, j->goods[k]);
+                }
+                if (!keep)
                     victim = i;
             }
         if (victim < 0) {

@@ -28,6 +28,12 @@ struct job_rec {
     char current[RELEASE_ID_LEN + 1];
     char previous[RELEASE_ID_LEN + 1];
     char good[RELEASE_ID_LEN + 1];
+    /* The job spec digests (common/specdigest.h) that go with current and good: what a job runs
+     * is a (release, spec) pair, and a spec change of the same release is a candidate like a new
+     * release.  "" unknown (sent by an older controller, or a state.json from before them:
+     * "current_spec"/"good_spec" absent). */
+    char current_digest[SPEC_DIGEST_LEN + 1];
+    char good_digest[SPEC_DIGEST_LEN + 1];
     enum gang_state state;
     char reason[256];
     int generation;
@@ -96,11 +102,18 @@ int state_job_grace(const char *path, const char *job, double *ret_grace_s);
 /* Find a job; with create, add it (-ENOSPC when STATUS_MAX_JOBS are used).  Borrowed. */
 struct job_rec *state_find_job(struct agent_state *st, const char *job);
 int state_add_job(struct agent_state *st, const char *job, struct job_rec **ret);
-/* Spec recorded for (job, release); NULL if none.  Borrowed. */
-struct job_spec *state_find_spec(struct job_rec *j, const char *release);
-/* Record a copy of spec (keyed by spec->release), replacing an older one for the same release
- * but keeping its promoted flag and ktok_s.  When full, evicts the oldest spec that is not
- * current/previous/good.  Returns the stored spec through ret (may be NULL). */
+/* Spec recorded for (job, release, digest); digest NULL: the first one of release whatever its
+ * digest.  NULL if none.  Borrowed. */
+struct job_spec *state_find_spec(struct job_rec *j, const char *release, const char *digest);
+/* The spec of the current pair (current, current_digest) and of the good pair; NULL if none. */
+struct job_spec *state_current_spec(struct job_rec *j);
+struct job_spec *state_good_spec(struct job_rec *j);
+/* Does the job run its good pair (the good release with the spec it was promoted with)? */
+bool state_on_good(const struct job_rec *j);
+/* Record a copy of spec (keyed by spec->release and spec->digest), replacing an older one for
+ * the same pair but keeping its promoted flag and ktok_s.  When full, evicts the oldest spec
+ * that is not the current or the good pair (nor, if it can, the previous release's or an
+ * earlier good one's).  Returns the stored spec through ret (may be NULL). */
 int state_put_spec(struct job_rec *j, const struct job_spec *spec, struct job_spec **ret);
 
 /* Bad marks: mark (newest first; an existing mark is refreshed; the oldest is dropped when

@@ -88,7 +88,9 @@ int agent_verb_parse(const char *s)
     X(AGENT_OPT_RESTART_AFTER, "restart-after", required_argument) \
     X(AGENT_OPT_CGROUP, "cgroup", required_argument)              \
     X(AGENT_OPT_STATUS, "status", no_argument)                    \
-    X(AGENT_OPT_LEASE_RELEASE, "lease-release", required_argument)
+    X(AGENT_OPT_LEASE_RELEASE, "lease-release", required_argument) \
+    X(AGENT_OPT_SPEC_DIGEST, "spec-digest", required_argument)    \
+    X(AGENT_OPT_SPEC_FIELDS, "spec-fields", required_argument)
 
 #define AS_LONGOPT(id, name, arg) { name, arg, 0, id },
 const struct option agent_cli_longopts[] = {
@@ -374,6 +376,10 @@ void agent_argv_activate(struct agent_argv *a, const struct agent_activate *p)
     add_opt(a, AGENT_OPT_CHECKPOINT_DEADLINE, numf(a, "%g", p->checkpoint_deadline_s));
     if (p->rdzv && p->rdzv[0])
         add_opt(a, AGENT_OPT_RDZV, p->rdzv);
+    if (p->spec_digest && p->spec_digest[0])
+        add_opt(a, AGENT_OPT_SPEC_DIGEST, p->spec_digest);
+    if (p->spec_fields && p->spec_fields[0])
+        add_opt(a, AGENT_OPT_SPEC_FIELDS, p->spec_fields);
 }
 
 void agent_argv_gpu_check(struct agent_argv *a, int nproc_per_node, const char *gpus,

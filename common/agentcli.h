@@ -91,7 +91,8 @@ enum agent_opt {
     AGENT_OPT_BACKOFF_MAX, AGENT_OPT_FIRST_STEP_DEADLINE, AGENT_OPT_SILENCE_DEADLINE,
     AGENT_OPT_STALL_DEADLINE, AGENT_OPT_CHECKPOINT_DEADLINE, AGENT_OPT_SAMPLES,
     AGENT_OPT_HOST_DRIVER, AGENT_OPT_CUDA, AGENT_OPT_GPU_MEM, AGENT_OPT_RDZV, AGENT_OPT_NO_MARK,
-    AGENT_OPT_RESTART_AFTER, AGENT_OPT_CGROUP, AGENT_OPT_STATUS, AGENT_OPT_LEASE_RELEASE, AGENT_OPT_END
+    AGENT_OPT_RESTART_AFTER, AGENT_OPT_CGROUP, AGENT_OPT_STATUS, AGENT_OPT_LEASE_RELEASE, AGENT_OPT_SPEC_DIGEST,
+    AGENT_OPT_SPEC_FIELDS, AGENT_OPT_END
 };
 
 /* getopt_long's table of every option, {0} terminated. */
@@ -186,11 +187,14 @@ struct agent_activate {
     /* liveness deadlines the agent judges (agent/liveness.h), always sent, printed with %g */
     double first_step_deadline_s, silence_deadline_s, stall_deadline_s, checkpoint_deadline_s;
     const char *rdzv;          /* the switch's rendezvous generation; "" or NULL: left out */
+    /* the job spec digest (common/specdigest.h) of what this activation launches, and its
+     * per-field digests; "" or NULL: left out (the agent then records the spec as unknown) */
+    const char *spec_digest, *spec_fields;
 };
 /* activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus G] [--master-addr A]
  * [--master-port P] [--grace S] --probation-deadline S --first-step-deadline S
- * --silence-deadline S --stall-deadline S --checkpoint-deadline S; then agent_argv_env() and
- * agent_argv_command(). */
+ * --silence-deadline S --stall-deadline S --checkpoint-deadline S [--rdzv G] [--spec-digest D
+ * --spec-fields F]; then agent_argv_env() and agent_argv_command(). */
 void agent_argv_activate(struct agent_argv *a, const struct agent_activate *p);
 
 /* gpu-check --nproc-per-node P [--gpus G] [--host-driver V] [--cuda X.Y] [--gpu-mem BYTES]

@@ -3,6 +3,7 @@
  * in one of the row's journal events or answers, or in the job's reason.  No process is forked and no clock is read: the
  * rows carry the monotonic time.  A START_GANG effect is answered by the next row (START_OK or
  * START_FAILED), as the daemon does. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -64,6 +65,8 @@ static void run_rows(struct world *w, const struct row *rows, size_t n)
         assert_int_equal(spec_set_argv(&spec, 1, argv), 0);
         if (r->release)
             (void)str_copy(spec.release, sizeof spec.release, r->release);
+        if (r->kind == JM_EV_ACTIVATE && r->text) /* an ACTIVATE row's text: its spec digest */
+            (void)str_copy(spec.digest, sizeof spec.digest, r->text);
         struct jm_event ev = {.kind = r->kind, .now = r->now, .spec = &spec, .release = r->release,
                               .value = r->value, .rank = r->rank, .code = r->code, .sig = r->sig,
                               .text = r->text ? r->text : "",
@@ -118,7 +121,7 @@ static void test_activate_promote(void **state)
     RUN(&w, good_a);
     assert_string_equal(w.j->good, A);
     assert_int_equal(w.j->generation, 1);
-    assert_true(state_find_spec(w.j, A)->promoted);
+    assert_true(state_find_spec(w.j, A, NULL)->promoted);
     RUN(&w, then_b);
     assert_string_equal(w.j->current, B);
     assert_string_equal(w.j->previous, A);
@@ -416,7 +419,7 @@ static void test_switch_stop_then_start(void **state)
     };
     RUN(&w, rows);
     assert_string_equal(w.j->current, A);
-    assert_string_equal(state_find_spec(w.j, A)->rdzv, "g4");
+    assert_string_equal(state_find_spec(w.j, A, NULL)->rdzv, "g4");
     assert_int_equal(w.j->generation, 3);
     world_done(&w);
 
@@ -491,7 +494,7 @@ static void test_two_phase_revert(void **state)
     };
     RUN(&w, rows);
     assert_string_equal(w.j->current, A);
-    assert_string_equal(state_find_spec(w.j, A)->rdzv, "g8");
+    assert_string_equal(state_find_spec(w.j, A, NULL)->rdzv, "g8");
     assert_true(state_is_bad(w.j, B));
     world_done(&w);
 
@@ -510,7 +513,7 @@ static void test_two_phase_revert(void **state)
     };
     RUN(&w, slow);
     assert_string_equal(w.j->current, A);
-    assert_string_equal(state_find_spec(w.j, A)->rdzv, "g9");
+    assert_string_equal(state_find_spec(w.j, A, NULL)->rdzv, "g9");
     assert_true(state_is_bad(w.j, B));
     assert_true(w.j->switch_deadline == 0 && w.j->probation_deadline == 0);
     world_done(&w);
@@ -601,6 +604,98 @@ static void test_shutdown_adopt_and_agent_start(void **state)
 }
 
 /* The bad list and the promoted list in state.json survive a round trip. */
+#define D1 "1111111111111111111111111111111111111111111111111111111111111111"
+#define D2 "2222222222222222222222222222222222222222222222222222222222222222"
+
+/* A spec change of the good release (the same release, another spec digest) is a candidate of
+ * its own: on probation (a crash is not a promoted release's restart), reverted on its own to
+ * the good release WITH the good spec, the release never marked bad; and once promoted, the good
+ * pair is the new one, so a later failed change comes back to it. */
+static void test_spec_change_of_good_release(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    static const struct row good_a_d1[] = {
+        {JM_EV_ACTIVATE, 1, A, 0, 0, 0, 0, D1, "wait switch event start-gang", GANG_STOPPED, "switched"},
+        {JM_EV_START_OK, 1, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, "started"},
+        {JM_EV_PROMOTE, 3, A, 400, 0, 0, 0, NULL, "event save gc reply", GANG_STARTING, "ktok_s 400"},
+    };
+    RUN(&w, good_a_d1);
+    assert_string_equal(w.j->good_digest, D1);
+    assert_true(state_on_good(w.j));
+    static const struct row change[] = {
+        {JM_EV_ACTIVATE, 10, A, 60, 0, 0, 0, D2, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 12, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY,
+         "the same release with a changed job spec"},
+        {JM_EV_START_OK, 12, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, NULL},
+        /* drover-train's usage exit (2, non-retryable): back to the good pair at once */
+        {JM_EV_RANK_EXIT, 13, NULL, 0, 0, 2, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 13, NULL, 0, 0, 2, 0, NULL, "event clear-gang switch event start-gang", ANY,
+         "changed job spec to its good one"},
+        {JM_EV_START_OK, 13, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
+    };
+    RUN(&w, change);
+    assert_string_equal(w.j->current, A);
+    assert_string_equal(w.j->current_digest, D1); /* the good spec, not the failed one */
+    assert_true(state_on_good(w.j));
+    assert_false(state_is_bad(w.j, A));
+    assert_int_equal(state_current_spec(w.j)->promoted, true);
+    assert_non_null(state_find_spec(w.j, A, D2)); /* kept, unpromoted */
+    assert_false(state_find_spec(w.j, A, D2)->promoted);
+    assert_true(w.j->probation_deadline == 0);
+
+    /* the change again, promoted this time; then the controller's revert of a later one */
+    static const struct row promote_d2[] = {
+        {JM_EV_ACTIVATE, 20, A, 60, 0, 0, 0, D2, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 21, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, NULL},
+        {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, NULL},
+        /* a promoted release's good spec is not "already on the good release" for a revert */
+        {JM_EV_PROMOTE, 22, A, 300, 0, 0, 0, NULL, "event save gc reply", GANG_STARTING, NULL},
+        {JM_EV_ACTIVATE, 30, A, 60, 0, 0, 0, D1, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 31, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, NULL},
+        {JM_EV_START_OK, 31, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, NULL},
+        {JM_EV_REVERT, 32, NULL, 0, 0, 0, 0, "probation failed", "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 33, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY,
+         "changed job spec"},
+        {JM_EV_START_OK, 33, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
+        {JM_EV_REVERT, 34, NULL, 0, 0, 0, 0, NULL, "reply", GANG_STARTING, "already on the good release"},
+    };
+    RUN(&w, promote_d2);
+    assert_string_equal(w.j->good_digest, D2);
+    assert_string_equal(w.j->current_digest, D2);
+    assert_false(state_is_bad(w.j, A));
+
+    /* an agent restart keeps both digests (state.json), and a state.json from before them
+     * reads as "" (unknown) for the job and its specs */
+    char *text;
+    assert_int_equal(state_format(&w.st, &text), 0);
+    struct agent_state back;
+    assert_int_equal(state_parse(text, strlen(text), &back), 0);
+    free(text);
+    struct job_rec *j = state_find_job(&back, "train");
+    assert_string_equal(j->current_digest, D2);
+    assert_string_equal(j->good_digest, D2);
+    assert_non_null(state_find_spec(j, A, D1));
+    assert_string_equal(state_current_spec(j)->digest, D2);
+    state_done(&back);
+    static const char old[] =
+        "{\"v\":1,\"jobs\":[{\"job\":\"train\",\"current\":\"" A "\",\"previous\":\"\",\"good\":\"" A "\","
+        "\"state\":\"running\",\"specs\":[{\"release\":\"" A "\",\"argv\":[\"bin/w.sh\"],\"nnodes\":1,"
+        "\"node_rank\":0,\"nproc\":1,\"master_port\":29500,\"promoted\":true}]}]}";
+    assert_int_equal(state_parse(old, strlen(old), &back), 0);
+    j = state_find_job(&back, "train");
+    assert_string_equal(j->current_digest, "");
+    assert_true(state_on_good(j));
+    assert_non_null(state_current_spec(j));
+    assert_string_equal(state_current_spec(j)->digest, "");
+    state_done(&back);
+    static const char badd[] =
+        "{\"v\":1,\"jobs\":[{\"job\":\"train\",\"current\":\"" A "\",\"current_spec\":\"xyz\"}]}";
+    assert_int_equal(state_parse(badd, strlen(badd), &back), -EINVAL);
+    world_done(&w);
+}
+
 static void test_state_marks_round_trip(void **state)
 {
     (void)state;
@@ -657,6 +752,7 @@ int main(void)
         cmocka_unit_test(test_probation_deadline_survives_abort),
         cmocka_unit_test(test_shutdown_adopt_and_agent_start),
         cmocka_unit_test(test_state_marks_round_trip),
+        cmocka_unit_test(test_spec_change_of_good_release),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -315,7 +315,7 @@ static void test_state_roundtrip(void **state)
     assert_int_equal(b->auto_rollbacks, 1);
     assert_int_equal(b->npids, 2);
     assert_int_equal(b->pids[1], 4243);
-    struct job_spec *bs = state_find_spec(b, b->current);
+    struct job_spec *bs = state_find_spec(b, b->current, NULL);
     assert_non_null(bs);
     assert_int_equal(bs->argc, 3);
     assert_string_equal(bs->argv[2], "100");
@@ -379,9 +379,9 @@ static void test_state_spec_eviction(void **state)
         spec_done(&sp);
     }
     assert_int_equal(j->nspecs, STATE_MAX_SPECS);
-    assert_non_null(state_find_spec(j, ids[0])); /* good is never evicted */
-    assert_null(state_find_spec(j, ids[1]));
-    assert_non_null(state_find_spec(j, ids[STATE_MAX_SPECS + 1]));
+    assert_non_null(state_find_spec(j, ids[0], NULL)); /* good is never evicted */
+    assert_null(state_find_spec(j, ids[1], NULL));
+    assert_non_null(state_find_spec(j, ids[STATE_MAX_SPECS + 1], NULL));
     state_done(&st);
 }
 
