@@ -316,6 +316,9 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             json_object_set_new(co, "current", json_str_or_null(js->current));
             json_object_set_new(co, "good", json_str_or_null(js->good));
             json_object_set_new(co, "previous", json_str_or_null(js->previous));
+            /* the job spec digests (common/specdigest.h): null from an agent that has none */
+            json_object_set_new(co, "spec_digest", json_str_or_null(js->spec_digest));
+            json_object_set_new(co, "good_spec_digest", json_str_or_null(js->good_spec_digest));
             json_object_set_new(co, "release", json_str_or_null(js->release));
             json_object_set_new(co, "restarts", json_integer(js->restarts));
             json_object_set_new(co, "generation", json_integer(js->generation));

@@ -34,6 +34,7 @@
 #include "common/util.h"
 #include "controller/transport/fanout.h"
 #include "controller/transport/pct.h"
+#include "controller/deploy/jobspec.h"
 #include "controller/deploy/probation.h"
 #include "controller/cmd.h"
 #include "controller/deploy/objsync.h"
@@ -93,6 +94,16 @@ struct deploy {
     bool agent_failed;                /* survey: some container was reached, its agent failed */
     char from[INV_MAX_CTS][RELEASE_ID_LEN + 1]; /* survey: the job's current release there */
     char attention_reason[INV_MAX_CTS][256];
+    /* survey: how the inventory's job spec differs from the one the job runs (jobspec.h), as
+     * the first container that differs says ("" everywhere the same); spec_only: the release
+     * is current and good everywhere and only the spec differs; off_good_spec: some container
+     * runs its good release with another spec than the good one (a spec change on probation,
+     * held, or left running by auto_revert = false) */
+    char spec_change[400];
+    bool spec_only;
+    bool off_good_spec;
+    char spec_note[460];              /* deploy: "job spec changed: ..." for its output and history */
+    bool spec_unaware[INV_MAX_CTS];   /* activate: that agent refused --spec-digest (older) */
     /* The job's part of each container's status document as it came with the lease (`lease take
      * --status`), for the survey that follows: pre[i] 1 found (pre_js[i]), 2 the agent does not
      * know the job, 0 none came (an older agent, a daemon that did not answer): survey asks. */
@@ -278,7 +289,10 @@ static void history_record(struct deploy *d, const char *result, const char *rea
     (void)str_copy(e.name, sizeof e.name, d->name);
     (void)str_copy(e.result, sizeof e.result, result);
     (void)str_copy(e.previous, sizeof e.previous, d->good);
-    (void)str_copy(e.reason, sizeof e.reason, reason ? reason : "");
+    if (d->spec_note[0])
+        snprintf(e.reason, sizeof e.reason, "%s; %s", d->spec_note, reason ? reason : "");
+    else
+        (void)str_copy(e.reason, sizeof e.reason, reason ? reason : "");
     size_t off = 0;
     for (int i = 0; i < d->job->ncts && off < sizeof e.containers; i++)
         off += (size_t)snprintf(e.containers + off, sizeof e.containers - off, "%s%s", i ? " " : "",
@@ -313,9 +327,10 @@ static void history_record(struct deploy *d, const char *result, const char *rea
     notify_history(d->inv, &e); /* detached: returns at once, never changes the verdict */
 }
 
-/* Run the agent in ct with args; 0 when it exited 0, else -EIO with "label: reason" in err. */
-static int agent_call(struct deploy *d, const struct inv_ct *ct, const char *const *args,
-                      double timeout_s, char *err, size_t err_sz)
+/* Run the agent in ct with args; 0 when it exited 0, else -EIO with "label: reason" in err and
+ * (ret_status not NULL) its exit status in *ret_status, or another -errno (not run, no status). */
+static int agent_call_status(struct deploy *d, const struct inv_ct *ct, const char *const *args,
+                             double timeout_s, int *ret_status, char *err, size_t err_sz)
 {
     struct conn *c;
     int r = fleet_conn(d->f, ct->host, &c);
@@ -337,10 +352,18 @@ static int agent_call(struct deploy *d, const struct inv_ct *ct, const char *con
         snprintf(err, err_sz, "%s: drover-agent %s%s%s failed (exit %d): %s", ct->label, args[0],
                  two ? " " : "", two ? args[1] : "", res.status,
                  exec_result_reason(&res, reason, sizeof reason));
+        if (ret_status)
+            *ret_status = res.status;
         r = -EIO;
     }
     exec_result_done(&res);
     return r;
+}
+
+static int agent_call(struct deploy *d, const struct inv_ct *ct, const char *const *args,
+                      double timeout_s, char *err, size_t err_sz)
+{
+    return agent_call_status(d, ct, args, timeout_s, NULL, err, err_sz);
 }
 
 static int history_one(struct ct_fan *cf, int i)
@@ -805,7 +828,14 @@ static int activate_one(struct ct_fan *cf, int i)
     const char *rdzv = aa->rdzv;
     char *err = cf->err[i];
     size_t err_sz = sizeof cf->err[i];
-    {
+    struct spec_digest sd;
+    if (jobspec_digest(j, i, &sd) < 0) {
+        snprintf(err, err_sz, "job '%s': cannot compute the job spec digest", j->name);
+        return -ENOMEM;
+    }
+    /* an agent older than the spec digest refuses --spec-digest (usage, exit 2, before anything
+     * is stopped): it is activated without, and its spec stays "unknown" until drover install */
+    for (int with_digest = 1; with_digest >= 0; with_digest--) {
         struct agent_activate act = {
             .id = d->id, .job = j->name, .nnodes = j->ncts, .node_rank = i,
             .nproc_per_node = j->nproc_per_node, .gpus = j->gpus, .master_addr = j->master_addr,
@@ -817,6 +847,7 @@ static int activate_one(struct ct_fan *cf, int i)
             .stall_deadline_s = pol->stall_deadline_s,
             .checkpoint_deadline_s = pol->checkpoint_deadline_s,
             .rdzv = rdzv,
+            .spec_digest = with_digest ? sd.hex : NULL, .spec_fields = with_digest ? sd.fields : NULL,
         };
         struct agent_argv a;
         agent_argv_init(&a);
@@ -831,12 +862,17 @@ static int activate_one(struct ct_fan *cf, int i)
             return -E2BIG;
         }
         double timeout = (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s;
-        int r = agent_call(d, &j->cts[i], a.argv, timeout, err, err_sz);
+        int status = 0;
+        int r = agent_call_status(d, &j->cts[i], a.argv, timeout, &status, err, err_sz);
+        if (r == -EIO && status == AGENT_EXIT_USAGE && with_digest && strstr(err, "spec-digest")) {
+            d->spec_unaware[i] = true;
+            continue;
+        }
         if (r < 0)
             return r;
-        fprintf(stderr, "activate %s: node %d of %d started %s\n", j->cts[i].label, i, j->ncts,
-                d->sid);
+        break;
     }
+    fprintf(stderr, "activate %s: node %d of %d started %s\n", j->cts[i].label, i, j->ncts, d->sid);
     return 0;
 }
 
@@ -862,6 +898,11 @@ static int activate_all(struct deploy *d, double probation_deadline, const char 
                 r = cf->rc[i];
                 (void)str_copy(err, err_sz, cf->err[i]);
             }
+    for (int i = 0; i < d->job->ncts; i++)
+        if (d->spec_unaware[i])
+            log_warn("%s: its agent is older than job spec digests (activated without one): until "
+                     "`drover install` updates it, every deploy of job '%s' relaunches the gang "
+                     "there (its job spec is unknown)", d->job->cts[i].label, d->job->name);
     free(cf);
     return r;
 }
@@ -1297,7 +1338,10 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
 {
     const struct inv_job *j = d->job;
     bool all_current = true;
-    int bad = 0;
+    int bad = 0, spec_differs = 0;
+    d->spec_change[0] = '\0';
+    d->off_good_spec = false;
+    bool release_current = true;
     struct ct_fan *cf = calloc(1, sizeof *cf);
     struct survey_arg *sa = calloc(1, sizeof *sa);
     if (sa)
@@ -1355,7 +1399,21 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
         const struct job_status *js = sa->found[i] ? &sa->js[i] : NULL;
         if (!js || strcmp(js->current, d->id) != 0 || strcmp(js->good, d->id) != 0 ||
             js->state != GANG_RUNNING)
+            all_current = release_current = false;
+        /* what runs is a (release, spec) pair: the same release with another job spec (or one
+         * its agent never recorded) is not current, nor is a spec change not yet promoted */
+        struct spec_digest want;
+        if (js && js->current[0] && jobspec_digest(j, i, &want) == 0 &&
+            (!jobspec_is_current(js, &want) || strcmp(js->good_spec_digest, want.hex) != 0)) {
             all_current = false;
+            if (!jobspec_is_current(js, &want) && !spec_differs++)
+                jobspec_describe_change(j, js, &want, d->spec_change, sizeof d->spec_change);
+            else if (!spec_differs++)
+                snprintf(d->spec_change, sizeof d->spec_change, "changed and not promoted yet");
+        }
+        if (js && js->current[0] && !strcmp(js->current, js->good) &&
+            strcmp(js->spec_digest, js->good_spec_digest) != 0)
+            d->off_good_spec = true;
         /* stopped and failed jobs have no gang and start none on their own; every other state
          * has one, or restarts one after its backoff (a stop cancels that) */
         d->has_gang[i] = js && js->state != GANG_STOPPED && js->state != GANG_FAILED;
@@ -1379,6 +1437,7 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
             d->ngoods = js->ngoods;
         }
     }
+    d->spec_only = !bad && release_current && spec_differs > 0;
     d->earlier_good[0] = '\0';
     for (int k = 0; k < d->ngoods && !d->earlier_good[0]; k++)
         if (strcmp(d->goods[k], d->current) != 0 && !deploy_is_bad(d, d->goods[k]))
@@ -1883,10 +1942,17 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         goto out;
     }
     if (all_current) {
-        printf("release %s (%s) is already current and promoted for job '%s' on every container; "
-               "nothing to do\n", d.sid, d.name, d.job->name);
+        printf("release %s (%s) is already current and promoted with this job spec for job '%s' "
+               "on every container; nothing to do\n", d.sid, d.name, d.job->name);
         ret = EXIT_OK;
         goto out;
+    }
+    if (d.spec_change[0] && (d.spec_only || strncmp(d.spec_change, "unknown", 7) != 0)) {
+        /* said at once, and in the history row: a relaunch of the same release is otherwise a
+         * puzzle ("why did my gang restart?") */
+        snprintf(d.spec_note, sizeof d.spec_note, "job spec changed: %s", d.spec_change);
+        printf("release %s (%s), %s%s\n", d.sid, d.name, d.spec_note,
+               d.spec_only ? " (the same release: relaunched with the new spec, on probation)" : "");
     }
     int cr = check_rollback_target(&d, o->force);
     deploy_step_done(&tstep, "rollback target checked");
@@ -2168,8 +2234,9 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
             log_warn("--force: rolling back to %s, which failed probation for job '%s'",
                      ui_short(pick, sid), d.job->name);
         (void)str_copy(d.earlier_good, sizeof d.earlier_good, pick);
-    } else if (d.good[0] && strcmp(d.current, d.good) != 0) {
-        /* The job runs something that was never promoted: the agents go back to the good one. */
+    } else if (d.good[0] && (strcmp(d.current, d.good) != 0 || d.off_good_spec)) {
+        /* The job runs something that was never promoted (a release, or the good release with a
+         * job spec that was not): the agents go back to the good release with its good spec. */
         (void)str_copy(d.id, sizeof d.id, d.current);
         ui_short(d.id, d.sid);
         (void)str_copy(d.name, sizeof d.name, "rollback");
@@ -2281,7 +2348,7 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
         goto out;
     }
-    if (!d.current[0] || strcmp(d.current, d.good) == 0) {
+    if (!d.current[0] || (strcmp(d.current, d.good) == 0 && !d.off_good_spec)) {
         log_error("job '%s' runs its good release: nothing is held to %s", d.job->name,
                   promote ? "promote" : "revert");
         goto out;

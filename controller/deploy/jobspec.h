@@ -1,0 +1,33 @@
+/* controller/deploy/jobspec.h: the job spec a deploy launches in each container, as its digest
+ * (common/specdigest.h), and how it compares with what a container's agent reports running.
+ *
+ * A job runs a (release, spec) pair: the survey counts a container current only when the
+ * release id AND the spec digest match, so editing the inventory (nproc_per_node, gpus, env,
+ * command, arg, master_addr, master_port, the containers) and deploying the same release is a
+ * relaunch on probation, not "nothing to do".  Pure: no I/O, no logging.
+ */
+#ifndef DROVER_CONTROLLER_JOBSPEC_H
+#define DROVER_CONTROLLER_JOBSPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/specdigest.h"
+#include "common/status.h"
+#include "controller/inventory.h"
+
+/* The digest of the spec `activate` sends container node_rank of job j (the same values as the
+ * activation's --nnodes ... -- COMMAND ARGS).  -errno from spec_digest_compute(). */
+int jobspec_digest(const struct inv_job *j, int node_rank, struct spec_digest *ret);
+
+/* Does js (the job's part of a container's status) run want as its current spec? */
+bool jobspec_is_current(const struct job_status *js, const struct spec_digest *want);
+
+/* What changed between the spec js runs and want, for people, into out: "nproc_per_node 1 -> 2,
+ * env" (the fields whose digests differ; nproc_per_node with its values, which the status
+ * carries), or "unknown: its agent recorded no job spec digest (an agent or a deploy from
+ * before them)" when js has none.  "" when nothing differs.  Returns out. */
+const char *jobspec_describe_change(const struct inv_job *j, const struct job_status *js,
+                                    const struct spec_digest *want, char *out, size_t out_sz);
+
+#endif

@@ -1,0 +1,93 @@
+/* controller/deploy/jobspec.c: the inventory's job spec per container as the digest activate
+ * sends, and what a deploy says when the spec a container runs differs from it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "controller/deploy/jobspec.h"
+
+static struct inv_job *job(void)
+{
+    struct inv_job *j = calloc(1, sizeof *j);
+    assert_non_null(j);
+    strcpy(j->name, "train");
+    j->ncts = 3;
+    j->nproc_per_node = 1;
+    strcpy(j->command, "bin/drover-train");
+    j->nargs = 1;
+    strcpy(j->args[0], "train");
+    j->nenv = 2;
+    strcpy(j->env[0], "NCCL_DEBUG=WARN");
+    strcpy(j->env[1], "OMP_NUM_THREADS=2");
+    j->master_port = 29500;
+    return j;
+}
+
+/* a container's status as an agent that ran spec d reports it */
+static void runs(struct job_status *js, const struct spec_digest *d, int nproc)
+{
+    memset(js, 0, sizeof *js);
+    strcpy(js->job, "train");
+    strcpy(js->spec_digest, d->hex);
+    strcpy(js->good_spec_digest, d->hex);
+    strcpy(js->spec_fields, d->fields);
+    js->nproc = nproc;
+}
+
+static void test_digest_per_container(void **state)
+{
+    (void)state;
+    struct inv_job *j = job();
+    struct spec_digest a0, a1, b0;
+    assert_int_equal(jobspec_digest(j, 0, &a0), 0);
+    assert_int_equal(jobspec_digest(j, 1, &a1), 0);
+    assert_string_not_equal(a0.hex, a1.hex); /* node_rank is part of it */
+    strcpy(j->env[0], "OMP_NUM_THREADS=2"); /* the same set, the other order */
+    strcpy(j->env[1], "NCCL_DEBUG=WARN");
+    assert_int_equal(jobspec_digest(j, 0, &b0), 0);
+    assert_string_equal(a0.hex, b0.hex);
+    j->grace_s = 99; /* not part of the spec: no relaunch for it alone */
+    j->policy.silence_deadline_s = 7;
+    assert_int_equal(jobspec_digest(j, 0, &b0), 0);
+    assert_string_equal(a0.hex, b0.hex);
+    free(j);
+}
+
+static void test_describe_change(void **state)
+{
+    (void)state;
+    struct inv_job *j = job();
+    struct spec_digest old, want;
+    assert_int_equal(jobspec_digest(j, 0, &old), 0);
+    struct job_status *js = calloc(1, sizeof *js);
+    runs(js, &old, 1);
+    char out[400];
+    assert_true(jobspec_is_current(js, &old));
+    assert_string_equal(jobspec_describe_change(j, js, &old, out, sizeof out), "");
+    j->nproc_per_node = 2;
+    strcpy(j->env[1], "OMP_NUM_THREADS=4");
+    assert_int_equal(jobspec_digest(j, 0, &want), 0);
+    assert_false(jobspec_is_current(js, &want));
+    assert_string_equal(jobspec_describe_change(j, js, &want, out, sizeof out), "nproc_per_node 1 -> 2, env");
+    /* an agent without the digest: unknown, and the deploy says why it relaunches */
+    js->spec_digest[0] = '\0';
+    js->spec_fields[0] = '\0';
+    assert_false(jobspec_is_current(js, &want));
+    assert_non_null(strstr(jobspec_describe_change(j, js, &want, out, sizeof out), "unknown"));
+    free(js);
+    free(j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_digest_per_container),
+        cmocka_unit_test(test_describe_change),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
