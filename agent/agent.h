@@ -1,8 +1,9 @@
 /* agent/agent.h: what the agent's modules share: default paths, CLI exit codes (docs/errors.md,
  * "Agent"), and the job spec, i.e. how one job's gang is launched for one release.
  *
- * A job spec is recorded per (job, release) in state.json so that a revert relaunches the good
- * release with the command it ran with, not the command of the release being abandoned.
+ * A job spec is recorded per (job, release, spec digest) in state.json so that a revert relaunches
+ * the good release with the spec it was promoted with, not the spec of the release (or of the
+ * spec change) being abandoned.
  */
 #ifndef DROVER_AGENT_H
 #define DROVER_AGENT_H

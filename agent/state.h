@@ -1,5 +1,5 @@
 /* agent/state.h: the agent's durable state: state.json (per job: current/previous/good release,
- * gang state and reason, the pids of the running gang, the job spec per release) and the event
+ * gang state and reason, the pids of the running gang, the job spec per release and spec digest) and the event
  * journal events.jsonl.  Both live under the store root and are reloaded at start.
  *
  * state.json is replaced atomically (fs_write_atomic) on every change; events are appended one
