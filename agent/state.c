@@ -298,7 +298,7 @@ int state_job_grace(const char *path, const char *job, double *ret_grace_s)
         return r;
     }
     struct job_rec *j = state_find_job(st, job);
-    struct job_spec *s = j && j->current[0] ? state_find_spec(j, j->current) : NULL;
+    struct job_spec *s = j ? state_current_spec(j) : NULL;
     if (s)
         *ret_grace_s = s->grace_s;
     r = s ? 0 : -ENOENT;
