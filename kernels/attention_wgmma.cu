@@ -24,8 +24,9 @@
 
 #include "kernels/common.cuh"
 
-// default variants (bit 0: 2 warpgroups per block, bit 1: pipelined, bit 2: three tiles in
-// flight), DROVER_WG_VARIANT overrides
+// default variants (bits at wg_parse_variant: 1 = 2 warpgroups per block, 2 = pipelined, 4 =
+// three tiles in flight, 8 = longest-first grid, 16 = ping-pong, 32 = more warpgroups),
+// DROVER_WG_VARIANT overrides
 #define WG_DEFAULT_FWD 5 // fastest on the H200 (docs/benchmarks.md), within noise of 1, 3, 7
 #define WG_DEFAULT_DQ 5
 #define WG_DEFAULT_DKV 5
@@ -73,6 +74,45 @@ static __device__ __forceinline__ void fence_async_smem(void)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
+}
+
+// Ping-pong (FlashAttention-3's inter-warpgroup overlap): warpgroup w issues the products of a
+// phase (0: the first products of a step, 1: the second) only after warpgroup w-1 has issued
+// its own, through named barriers 1-4 (0 is __syncthreads).  The tensor cores take a
+// warpgroup's products in issue order, so warpgroup 0's exponentials run under warpgroup 1's
+// products and the reverse, where in lockstep both warpgroups' non-GEMM phases coincide.
+// Every warpgroup passes both barriers of both phases in every step, working or not.
+template <int ID>
+static __device__ __forceinline__ void wbar_sync(void)
+{
+    asm volatile("bar.sync %0, 256;\n" ::"n"(ID));
+}
+template <int ID>
+static __device__ __forceinline__ void wbar_arrive(void)
+{
+    asm volatile("bar.arrive %0, 256;\n" ::"n"(ID));
+}
+template <bool PP, int NWG, int PH>
+static __device__ __forceinline__ void pp_before(int wgi)
+{
+    if constexpr (PP && NWG > 1) {
+        if (wgi == 1)
+            wbar_sync<1 + 2 * PH>();
+        if constexpr (NWG > 2)
+            if (wgi == 2)
+                wbar_sync<2 + 2 * PH>();
+    }
+}
+template <bool PP, int NWG, int PH>
+static __device__ __forceinline__ void pp_after(int wgi)
+{
+    if constexpr (PP && NWG > 1) {
+        if (wgi == 0)
+            wbar_arrive<1 + 2 * PH>();
+        if constexpr (NWG > 2)
+            if (wgi == 1)
+                wbar_arrive<2 + 2 * PH>();
+    }
 }
 
 static __device__ __forceinline__ float wex2(float x)
@@ -241,10 +281,10 @@ static __device__ __forceinline__ void wstore(bf16 *dst, int stride, int row0, i
 // second product of step i-1 is issued together with the first product of step i, so that the
 // softmax (or dS) of step i runs while the tensor cores finish step i-1 (FlashAttention-3's
 // intra-warpgroup overlap; three tile buffers instead of two).
-template <int HS, int NWG, bool PIPE, int D>
+template <int HS, int NWG, bool PIPE, int D, bool PP>
 static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out, float *lse, const bf16 *qkv, int T,
                                                                        int C, int NH, float scale_log2, uint64_t kh,
-                                                                       uint64_t mh)
+                                                                       uint64_t mh, int lpt)
 {
     extern __shared__ __align__(1024) unsigned char smem_al[];
     unsigned char *smem_raw = smem_al + ((1024 - (wsmem(smem_al) & 1023)) & 1023);
@@ -253,8 +293,8 @@ static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out,
     unsigned char *sk = sq + NWG * TILE; // NBUF buffers
     unsigned char *sv = sk + NBUF * TILE; // NBUF buffers
     int nt = (T + 63) / 64, nqb = (nt + NWG - 1) / NWG;
-    int qb = nqb - 1 - blockIdx.x;
-    int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    int qb = nqb - 1 - (lpt ? blockIdx.y : blockIdx.x); // lpt: the longest blocks of every head first
+    int bh = lpt ? blockIdx.x : blockIdx.y, b = bh / NH, h = bh % NH;
     int wgi = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int mt = NWG * qb + wgi, last = min(NWG * qb + NWG - 1, nt - 1);
     bool active = mt < nt;
@@ -289,12 +329,14 @@ static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out,
             wtile<HS, NT>(sv + ((j + D) % NBUF) * TILE, base + 2 * C, 3 * C, (j + D) * 64, 64, T);
         }
         wcp_commit();
+        pp_before<PP, NWG, 0>(wgi);
         if (active && j <= mt) {
             float s[32];
             wzero(s);
             wg_fence();
             wg_abt<HS>(s, myq, sk + buf * TILE, kh);
             wg_commit();
+            pp_after<PP, NWG, 0>(wgi);
             if (PIPE && j > 0) {
                 wg_pb<HS>(o, pa, sv + ((j - 1) % NBUF) * TILE, mh); // O += P_{j-1} V_{j-1}
                 wg_commit();
@@ -335,11 +377,17 @@ static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out,
                 o[i] *= alpha[(i >> 1) & 1];
             wg_packp(pa, s);
             if (!PIPE) {
+                pp_before<PP, NWG, 1>(wgi);
                 wg_fence();
                 wg_pb<HS>(o, pa, sv + buf * TILE, mh);
                 wg_commit();
+                pp_after<PP, NWG, 1>(wgi);
                 wg_wait0();
             }
+        } else {
+            pp_after<PP, NWG, 0>(wgi);
+            pp_before<PP, NWG, 1>(wgi);
+            pp_after<PP, NWG, 1>(wgi);
         }
         wcp_wait<D - 1>(); // the next tile has landed
         fence_async_smem();
@@ -368,11 +416,12 @@ static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out,
 }
 
 // dK, dV of 64 * NWG keys (64 per warpgroup); query / dO tiles of 64 shared.
-template <int HS, int NWG, bool PIPE, int D>
+template <int HS, int NWG, bool PIPE, int D, bool PP>
 static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 *dqkv, const bf16 *dout,
                                                                             const float *lse, const float *Drow,
                                                                             const bf16 *qkv, int T, int C, int NH,
-                                                                            float scale, uint64_t kh, uint64_t mh)
+                                                                            float scale, uint64_t kh, uint64_t mh,
+                                                                            int lpt)
 {
     extern __shared__ __align__(1024) unsigned char smem_al[];
     unsigned char *smem_raw = smem_al + ((1024 - (wsmem(smem_al) & 1023)) & 1023);
@@ -384,8 +433,8 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
     float *slse = reinterpret_cast<float *>(sdo + NBUF * TILE); // [NBUF][64]
     float *sd = slse + NBUF * 64;                                // [NBUF][64]
     int nt = (T + 63) / 64;
-    int kb = blockIdx.x, first = NWG * kb;
-    int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    int kb = lpt ? blockIdx.y : blockIdx.x, first = NWG * kb; // lpt: the longest blocks of every head first
+    int bh = lpt ? blockIdx.x : blockIdx.y, b = bh / NH, h = bh % NH;
     int wgi = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int mk = first + wgi;
     bool active = mk < nt;
@@ -432,6 +481,7 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
             }
         }
         wcp_commit();
+        pp_before<PP, NWG, 0>(wgi);
         if (__shfl_sync(0xffffffffu, (int)(active && i >= mk), 0)) {
             const unsigned char *cq = sq + buf * TILE, *cdo = sdo + buf * TILE;
             const float *cl = slse + buf * 64, *cd = sd + buf * 64;
@@ -442,6 +492,7 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
             wg_abt<HS>(st, myk, cq, kh);  // S^T = K Q^T   (64 keys x 64 queries)
             wg_abt<HS>(dpt, myv, cdo, kh); // dP^T = V dO^T
             wg_commit();
+            pp_after<PP, NWG, 0>(wgi);
             if (PIPE && i > mk) {
                 int pb = (i - 1 - first) % NBUF;
                 wg_pb<HS>(dv, pa, sdo + pb * TILE, mh); // dV += P^T dO   (step i-1)
@@ -469,12 +520,18 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
             wg_packp(pa, st);
             wg_packp(da, dpt);
             if (!PIPE) {
+                pp_before<PP, NWG, 1>(wgi);
                 wg_fence();
                 wg_pb<HS>(dv, pa, cdo, mh); // dV += P^T dO
                 wg_pb<HS>(dk, da, cq, mh);  // dK += dS^T Q
                 wg_commit();
+                pp_after<PP, NWG, 1>(wgi);
                 wg_wait0();
             }
+        } else {
+            pp_after<PP, NWG, 0>(wgi);
+            pp_before<PP, NWG, 1>(wgi);
+            pp_after<PP, NWG, 1>(wgi);
         }
         wcp_wait<D - 1>(); // the next tile has landed
         fence_async_smem();
@@ -496,11 +553,12 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
 }
 
 // dQ of 64 * NWG queries (64 per warpgroup); key / value tiles of 64 shared.
-template <int HS, int NWG, bool PIPE, int D>
+template <int HS, int NWG, bool PIPE, int D, bool PP>
 static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *dqkv, const bf16 *dout,
                                                                            const float *lse, const float *Drow,
                                                                            const bf16 *qkv, int T, int C, int NH,
-                                                                           float scale, uint64_t kh, uint64_t mh)
+                                                                           float scale, uint64_t kh, uint64_t mh,
+                                                                           int lpt)
 {
     extern __shared__ __align__(1024) unsigned char smem_al[];
     unsigned char *smem_raw = smem_al + ((1024 - (wsmem(smem_al) & 1023)) & 1023);
@@ -510,8 +568,8 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *
     unsigned char *sk = sdo + NWG * TILE;  // NBUF buffers of 64 rows
     unsigned char *sv = sk + NBUF * TILE;  // NBUF buffers
     int nt = (T + 63) / 64, nqb = (nt + NWG - 1) / NWG;
-    int qb = nqb - 1 - blockIdx.x;
-    int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    int qb = nqb - 1 - (lpt ? blockIdx.y : blockIdx.x); // lpt: the longest blocks of every head first
+    int bh = lpt ? blockIdx.x : blockIdx.y, b = bh / NH, h = bh % NH;
     int wgi = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int mt = NWG * qb + wgi, last = min(NWG * qb + NWG - 1, nt - 1);
     bool active = mt < nt;
@@ -555,6 +613,7 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *
             wtile<HS, NT>(sv + ((j + D) % NBUF) * TILE, base + 2 * C, 3 * C, (j + D) * 64, 64, T);
         }
         wcp_commit();
+        pp_before<PP, NWG, 0>(wgi);
         if (__shfl_sync(0xffffffffu, (int)(active && j <= mt), 0)) {
             const unsigned char *ck = sk + buf * TILE, *cv = sv + buf * TILE;
             float s[32], dp[32];
@@ -564,6 +623,7 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *
             wg_abt<HS>(s, myq, ck, kh);   // S = Q K^T
             wg_abt<HS>(dp, mydo, cv, kh); // dP = dO V^T
             wg_commit();
+            pp_after<PP, NWG, 0>(wgi);
             if (PIPE && j > 0) {
                 wg_pb<HS>(dq, da, sk + ((j - 1) % NBUF) * TILE, mh); // dQ += dS K   (step j-1)
                 wg_commit();
@@ -587,11 +647,17 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *
                 wg_wait0();
             wg_packp(da, s);
             if (!PIPE) {
+                pp_before<PP, NWG, 1>(wgi);
                 wg_fence();
                 wg_pb<HS>(dq, da, ck, mh); // dQ += dS K
                 wg_commit();
+                pp_after<PP, NWG, 1>(wgi);
                 wg_wait0();
             }
+        } else {
+            pp_after<PP, NWG, 0>(wgi);
+            pp_before<PP, NWG, 1>(wgi);
+            pp_after<PP, NWG, 1>(wgi);
         }
         wcp_wait<D - 1>(); // the next tile has landed
         fence_async_smem();
@@ -638,9 +704,17 @@ static void wg_desc_bits(int HS, uint64_t *kh, uint64_t *mh)
 }
 
 // Variants per kernel (forward, dQ, dK/dV): bit 0 = 2 warpgroups per block, bit 1 = pipelined,
-// bit 2 = three tiles in flight (cp.async prefetch distance 3 instead of 1).  Head size 64 only;
-// 16 and 32 always take variant 5 (fewer instantiations).
-// DROVER_WG_VARIANT="F,Q,K" (or one digit for all three); kern_attention_set_variant sets it.
+// bit 2 = three tiles in flight (cp.async prefetch distance 3 instead of 1); bit 3 (8) = the
+// grid in longest-first order (blocks of every head's longest rows first, so that the last
+// wave holds short blocks); bit 4 (16) = ping-pong (two warpgroups, three tiles in flight, not
+// pipelined: bits 0-2 ignored); bit 5 (32) = more warpgroups per block, three tiles in flight:
+// dK/dV three (192 keys, 168 registers; with 16 ping-pong among the three), forward and dQ four
+// (256 rows, one block per SM; 16 ignored).  Head size 64
+// only; 16 and 32 always take variant 5 (fewer instantiations).
+// DROVER_WG_VARIANT="F,Q,K" (or one number for all three); kern_attention_set_variant sets it.
+// A field "-" leaves that kernel out (bench/train/bench.c times dQ and dK/dV alone that way;
+// the result is not the gradient).
+#define WG_SKIP (-2)
 static int wg_var[3] = {-1, -1, -1};
 
 static void wg_parse_variant(const char *e)
@@ -652,11 +726,11 @@ static void wg_parse_variant(const char *e)
         return;
     if (!strchr(e, ',')) {
         for (int k = 0; k < 3; k++)
-            wg_var[k] = atoi(e) & 7;
+            wg_var[k] = atoi(e) & 63;
         return;
     }
     for (int k = 0; k < 3 && e; k++) {
-        wg_var[k] = atoi(e) & 7;
+        wg_var[k] = *e == '-' ? WG_SKIP : atoi(e) & 63;
         e = strchr(e, ',');
         if (e)
             e++;
@@ -675,17 +749,25 @@ void attention_wg_set_variant(const char *v)
     wg_parse_variant(v ? v : getenv("DROVER_WG_VARIANT"));
 }
 
-template <int HS, int NWG, bool PIPE, int D>
-static int wg_forward_v(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s)
+// the grid of NB blocks per batch*head: (NB, B*NH), or (B*NH, NB) in longest-first order
+static dim3 wg_grid(int nb, int bnh, int lpt)
+{
+    return lpt ? dim3(bnh, nb) : dim3(nb, bnh);
+}
+
+template <int HS, int NWG, bool PIPE, int D, bool PP = false>
+static int wg_forward_v(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s,
+                        int lpt = 0)
 {
     size_t sz = (size_t)(NWG + 2 * (D + 1 + PIPE)) * 8 * HS * 16 + 1024;
     uint64_t kh, mh;
     wg_desc_bits(HS, &kh, &mh);
-    cudaFuncSetAttribute(wg_forward_kernel<HS, NWG, PIPE, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
+    cudaFuncSetAttribute(wg_forward_kernel<HS, NWG, PIPE, D, PP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         (int)sz);
     int nt = (T + 63) / 64;
-    dim3 grid((nt + NWG - 1) / NWG, B * NH);
-    wg_forward_kernel<HS, NWG, PIPE, D><<<grid, 128 * NWG, sz, s>>>(out, lse, qkv, T, C, NH,
-                                                                 WG_LOG2E / sqrtf((float)HS), kh, mh);
+    dim3 grid = wg_grid((nt + NWG - 1) / NWG, B * NH, lpt);
+    wg_forward_kernel<HS, NWG, PIPE, D, PP><<<grid, 128 * NWG, sz, s>>>(out, lse, qkv, T, C, NH,
+                                                                     WG_LOG2E / sqrtf((float)HS), kh, mh, lpt);
     return kern_check_launch("attention_forward (wgmma)");
 }
 
@@ -694,17 +776,24 @@ static int wg_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int 
 {
     if constexpr (HS != 64) // head sizes 16 and 32 (small models): variant 5 only
         return wg_forward_v<HS, 2, false, 3>(out, lse, qkv, B, T, C, NH, s);
-    else
-        switch (wg_variant(0)) {
-    case 0: return wg_forward_v<HS, 1, false, 1>(out, lse, qkv, B, T, C, NH, s);
-    case 1: return wg_forward_v<HS, 2, false, 1>(out, lse, qkv, B, T, C, NH, s);
-    case 2: return wg_forward_v<HS, 1, true, 1>(out, lse, qkv, B, T, C, NH, s);
-    case 3: return wg_forward_v<HS, 2, true, 1>(out, lse, qkv, B, T, C, NH, s);
-    case 4: return wg_forward_v<HS, 1, false, 3>(out, lse, qkv, B, T, C, NH, s);
-    case 5: return wg_forward_v<HS, 2, false, 3>(out, lse, qkv, B, T, C, NH, s);
-    case 6: return wg_forward_v<HS, 1, true, 3>(out, lse, qkv, B, T, C, NH, s);
-    case 7: return wg_forward_v<HS, 2, true, 3>(out, lse, qkv, B, T, C, NH, s);
-    default: return -EINVAL;
+    else {
+        int v = wg_variant(0), lpt = (v >> 3) & 1;
+        if (v == WG_SKIP)
+            return 0;
+        if (v & 32)
+            return wg_forward_v<HS, 4, false, 3>(out, lse, qkv, B, T, C, NH, s, lpt);
+        if (v & 16)
+            return wg_forward_v<HS, 2, false, 3, true>(out, lse, qkv, B, T, C, NH, s, lpt);
+        switch (v & 7) {
+        case 0: return wg_forward_v<HS, 1, false, 1>(out, lse, qkv, B, T, C, NH, s, lpt);
+        case 1: return wg_forward_v<HS, 2, false, 1>(out, lse, qkv, B, T, C, NH, s, lpt);
+        case 2: return wg_forward_v<HS, 1, true, 1>(out, lse, qkv, B, T, C, NH, s, lpt);
+        case 3: return wg_forward_v<HS, 2, true, 1>(out, lse, qkv, B, T, C, NH, s, lpt);
+        case 4: return wg_forward_v<HS, 1, false, 3>(out, lse, qkv, B, T, C, NH, s, lpt);
+        case 5: return wg_forward_v<HS, 2, false, 3>(out, lse, qkv, B, T, C, NH, s, lpt);
+        case 6: return wg_forward_v<HS, 1, true, 3>(out, lse, qkv, B, T, C, NH, s, lpt);
+        default: return wg_forward_v<HS, 2, true, 3>(out, lse, qkv, B, T, C, NH, s, lpt);
+        }
     }
 }
 
@@ -717,32 +806,34 @@ struct wg_bwd_args {
     int B, T, C, NH;
 };
 
-template <int HS, int NWG, bool PIPE, int D>
-static int wg_dq_v(const struct wg_bwd_args *a, cudaStream_t s)
+template <int HS, int NWG, bool PIPE, int D, bool PP = false>
+static int wg_dq_v(const struct wg_bwd_args *a, cudaStream_t s, int lpt = 0)
 {
     size_t sz = (size_t)(2 * NWG + 2 * (D + 1 + PIPE)) * 8 * HS * 16 + 1024;
     uint64_t kh, mh;
     wg_desc_bits(HS, &kh, &mh);
-    cudaFuncSetAttribute(wg_backward_dq_kernel<HS, NWG, PIPE, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
+    cudaFuncSetAttribute(wg_backward_dq_kernel<HS, NWG, PIPE, D, PP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         (int)sz);
     int nt = (a->T + 63) / 64;
-    dim3 grid((nt + NWG - 1) / NWG, a->B * a->NH);
-    wg_backward_dq_kernel<HS, NWG, PIPE, D><<<grid, 128 * NWG, sz, s>>>(a->dqkv, a->dout, a->lse, a->D, a->qkv, a->T, a->C,
-                                                                     a->NH, 1.f / sqrtf((float)HS), kh, mh);
+    dim3 grid = wg_grid((nt + NWG - 1) / NWG, a->B * a->NH, lpt);
+    wg_backward_dq_kernel<HS, NWG, PIPE, D, PP><<<grid, 128 * NWG, sz, s>>>(
+        a->dqkv, a->dout, a->lse, a->D, a->qkv, a->T, a->C, a->NH, 1.f / sqrtf((float)HS), kh, mh, lpt);
     return kern_check_launch("attention_backward_dq (wgmma)");
 }
 
-template <int HS, int NWG, bool PIPE, int D>
-static int wg_dkv_v(const struct wg_bwd_args *a, cudaStream_t s)
+template <int HS, int NWG, bool PIPE, int D, bool PP = false>
+static int wg_dkv_v(const struct wg_bwd_args *a, cudaStream_t s, int lpt = 0)
 {
     constexpr int NBUF = D + 1 + PIPE;
     size_t sz = (size_t)(2 * NWG + 2 * NBUF) * 8 * HS * 16 + sizeof(float) * 2 * NBUF * 64 + 1024;
     uint64_t kh, mh;
     wg_desc_bits(HS, &kh, &mh);
-    cudaFuncSetAttribute(wg_backward_dkv_kernel<HS, NWG, PIPE, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
+    cudaFuncSetAttribute(wg_backward_dkv_kernel<HS, NWG, PIPE, D, PP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         (int)sz);
     int nt = (a->T + 63) / 64;
-    dim3 grid((nt + NWG - 1) / NWG, a->B * a->NH);
-    wg_backward_dkv_kernel<HS, NWG, PIPE, D><<<grid, 128 * NWG, sz, s>>>(a->dqkv, a->dout, a->lse, a->D, a->qkv, a->T, a->C,
-                                                                      a->NH, 1.f / sqrtf((float)HS), kh, mh);
+    dim3 grid = wg_grid((nt + NWG - 1) / NWG, a->B * a->NH, lpt);
+    wg_backward_dkv_kernel<HS, NWG, PIPE, D, PP><<<grid, 128 * NWG, sz, s>>>(
+        a->dqkv, a->dout, a->lse, a->D, a->qkv, a->T, a->C, a->NH, 1.f / sqrtf((float)HS), kh, mh, lpt);
     return kern_check_launch("attention_backward_dkv (wgmma)");
 }
 
@@ -769,30 +860,47 @@ static int wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float
             return kern_check_launch("attention_backward streams");
         return 0;
     } else {
-    switch (wg_variant(1)) {
-    case 0: r = wg_dq_v<HS, 1, false, 1>(&a, sq); break;
-    case 1: r = wg_dq_v<HS, 2, false, 1>(&a, sq); break;
-    case 2: r = wg_dq_v<HS, 1, true, 1>(&a, sq); break;
-    case 3: r = wg_dq_v<HS, 2, true, 1>(&a, sq); break;
-    case 4: r = wg_dq_v<HS, 1, false, 3>(&a, sq); break;
-    case 5: r = wg_dq_v<HS, 2, false, 3>(&a, sq); break;
-    case 6: r = wg_dq_v<HS, 1, true, 3>(&a, sq); break;
-    case 7: r = wg_dq_v<HS, 2, true, 3>(&a, sq); break;
-    default: r = -EINVAL; break;
-    }
+    int v = wg_variant(1), lq = (v >> 3) & 1;
+    if (v == WG_SKIP)
+        r = 0;
+    else if (v & 32)
+        r = wg_dq_v<HS, 4, false, 3>(&a, sq, lq);
+    else if (v & 16)
+        r = wg_dq_v<HS, 2, false, 3, true>(&a, sq, lq);
+    else
+        switch (v & 7) {
+        case 0: r = wg_dq_v<HS, 1, false, 1>(&a, sq, lq); break;
+        case 1: r = wg_dq_v<HS, 2, false, 1>(&a, sq, lq); break;
+        case 2: r = wg_dq_v<HS, 1, true, 1>(&a, sq, lq); break;
+        case 3: r = wg_dq_v<HS, 2, true, 1>(&a, sq, lq); break;
+        case 4: r = wg_dq_v<HS, 1, false, 3>(&a, sq, lq); break;
+        case 5: r = wg_dq_v<HS, 2, false, 3>(&a, sq, lq); break;
+        case 6: r = wg_dq_v<HS, 1, true, 3>(&a, sq, lq); break;
+        default: r = wg_dq_v<HS, 2, true, 3>(&a, sq, lq); break;
+        }
     if (r < 0)
         return r;
-    switch (wg_variant(2)) {
-    case 0: r = wg_dkv_v<HS, 1, false, 1>(&a, s); break;
-    case 1: r = wg_dkv_v<HS, 2, false, 1>(&a, s); break;
-    case 2: r = wg_dkv_v<HS, 1, true, 1>(&a, s); break;
-    case 3: r = wg_dkv_v<HS, 2, true, 1>(&a, s); break;
-    case 4: r = wg_dkv_v<HS, 1, false, 3>(&a, s); break;
-    case 5: r = wg_dkv_v<HS, 2, false, 3>(&a, s); break;
-    case 6: r = wg_dkv_v<HS, 1, true, 3>(&a, s); break;
-    case 7: r = wg_dkv_v<HS, 2, true, 3>(&a, s); break;
-    default: r = -EINVAL; break;
-    }
+    v = wg_variant(2);
+    int lk = (v >> 3) & 1;
+    if (v == WG_SKIP)
+        r = 0;
+    else if ((v & 48) == 48)
+        r = wg_dkv_v<HS, 3, false, 3, true>(&a, s, lk);
+    else if (v & 32)
+        r = wg_dkv_v<HS, 3, false, 3, false>(&a, s, lk);
+    else if (v & 16)
+        r = wg_dkv_v<HS, 2, false, 3, true>(&a, s, lk);
+    else
+        switch (v & 7) {
+        case 0: r = wg_dkv_v<HS, 1, false, 1>(&a, s, lk); break;
+        case 1: r = wg_dkv_v<HS, 2, false, 1>(&a, s, lk); break;
+        case 2: r = wg_dkv_v<HS, 1, true, 1>(&a, s, lk); break;
+        case 3: r = wg_dkv_v<HS, 2, true, 1>(&a, s, lk); break;
+        case 4: r = wg_dkv_v<HS, 1, false, 3>(&a, s, lk); break;
+        case 5: r = wg_dkv_v<HS, 2, false, 3>(&a, s, lk); break;
+        case 6: r = wg_dkv_v<HS, 1, true, 3>(&a, s, lk); break;
+        default: r = wg_dkv_v<HS, 2, true, 3>(&a, s, lk); break;
+        }
     }
     if (r < 0 || sq == s)
         return r;

@@ -249,6 +249,38 @@ static int bench_kernels(int B)
                      kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
             }
         kern_attention_set_variant(NULL);
+        /* BENCH_WG="F,Q,K ...": each listed variant (kernels/attention_wgmma.cu's bits): the forward,
+         * the backward on one stream, then its dQ kernel and its dK/dV kernel alone (not counted;
+         * floors of their 3 and 4 products) */
+        const char *wl = getenv("BENCH_WG");
+        if (wl) {
+            char list[256];
+            snprintf(list, sizeof list, "%s", wl);
+            char *sp = NULL;
+            for (char *tok = strtok_r(list, " ", &sp); tok; tok = strtok_r(NULL, " ", &sp)) {
+                int fv, q, k;
+                if (sscanf(tok, "%d,%d,%d", &fv, &q, &k) != 3)
+                    continue;
+                snprintf(v, sizeof v, "%d,%d,%d", fv, q, k);
+                kern_attention_set_variant(v);
+                snprintf(lab, sizeof lab, "attention fwd (wgmma %s)", v);
+                TIME(lab, attf, bf * 4.0 * N * C, 0, kern_attention_forward(y, lse, qkv, B, T, C, NH, 0));
+                snprintf(lab, sizeof lab, "attention bwd (wgmma %s)", v);
+                TIME(lab, 2.5 * attf, bf * 8.0 * N * C, 0,
+                     kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
+                snprintf(v, sizeof v, "%d,%d,-", fv, q);
+                kern_attention_set_variant(v);
+                snprintf(lab, sizeof lab, "attention  dq alone (wgmma %d)", q);
+                TIME(lab, 1.5 * attf, bf * 6.0 * N * C, 0,
+                     kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
+                snprintf(v, sizeof v, "%d,-,%d", fv, k);
+                kern_attention_set_variant(v);
+                snprintf(lab, sizeof lab, "attention  dkv alone (wgmma %d)", k);
+                TIME(lab, 2.0 * attf, bf * 6.0 * N * C, 0,
+                     kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
+            }
+            kern_attention_set_variant(NULL);
+        }
     }
     kern_attention_set_impl(-1);
     TIME("layernorm fwd", 0, bf * 2.0 * N * C, 2 * L + 1,

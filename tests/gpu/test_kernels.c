@@ -350,9 +350,12 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
     /* the launcher with each implementation it can select (kern_attention_set_impl: mma.sync,
      * wgmma where built and the head size allows), then the first WMMA version */
     /* wgmma in each kernel variant (kern_attention_set_variant) */
-    enum { NI = 10 };
-    const char *which[NI] = {"mma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wmma ref"};
-    const char *variant[NI] = {NULL, "0", "1", "2", "3", "4", "5", "6", "7", NULL};
+    /* 13: longest-first grid; 24: ping-pong, longest-first; 37: dK/dV three warpgroups; 56:
+     * three warpgroups in ping-pong (dK/dV), ping-pong (forward, dQ), longest-first */
+    enum { NI = 14 };
+    const char *which[NI] = {"mma",   "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma",
+                             "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wmma ref"};
+    const char *variant[NI] = {NULL, "0", "1", "2", "3", "4", "5", "6", "7", "13", "24", "37", "56", NULL};
     attn_fwd_fn fwd[NI];
     attn_bwd_fn bwd[NI];
     for (int k = 0; k < NI; k++) {
