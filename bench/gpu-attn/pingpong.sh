@@ -18,11 +18,13 @@ if [ -n "$N" ] && [ "${NCU:-1}" = 1 ]; then
         for what in fwd bwd; do
             DROVER_WG_VARIANT=$v BENCH_ONLY="attention $what (wgmma default)" timeout 150 "$N" --clock-control none \
                 --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section Occupancy \
-                --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,regex:sm__pipe_tensor_op_gmma.*pct_of_peak_sustained_active' \
-                -k regex:wg_ -c 3 build/gpu/bench kernels 32 > "$O/ncu-$what-${v//,/_}.txt" 2>&1
-            echo "ncu $what $v rc=$?"
-            grep -E "^  wg_|Duration|Compute \(SM\) Throughput|Memory Throughput|No Eligible|Eligible Warps|Registers Per|Achieved Occupancy|gmma|stalled_(barrier|long_score|wait|math|mio|short|lg|dispatch|not_sel|sleep|selected|branch|membar|tex|drain|no_inst|imc)[a-z_]*_per_issue_active" "$O/ncu-$what-${v//,/_}.txt" | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | awk '{$1=$1; print}' | head -80
+                --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+                -k regex:wg_ -c 3 build/gpu/bench kernels 32 > "$O/ncu1.txt" 2>&1
+            echo "ncu $what $v rc=$?" | tee -a "$O/ncu.txt"
+            cat "$O/ncu1.txt" >> "$O/ncu.txt"
+            grep -E "^  wg_|Duration|Compute \(SM\) Throughput|Memory Throughput|No Eligible|Eligible Warps|Registers Per|Achieved Occupancy|gmma|stalled_(barrier|long_score|wait|math|mio|short|lg|dispatch|not_sel|sleep|selected|branch|membar|tex|drain|no_inst|imc)[a-z_]*_per_issue_active" "$O/ncu1.txt" | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' | awk '{$1=$1; print}' | head -80
         done
     done
+    rm -f "$O/ncu1.txt"
 fi
 exec ./step.sh
