@@ -122,6 +122,11 @@ int kern_attention_set_impl(int impl);
  * DROVER_WG_VARIANT or the built-in default.  For benchmarks; not thread-safe. */
 void kern_attention_set_variant(const char *v);
 const char *kern_attention_impl(int hs);
+/* The backward's D = rowsum(dout * out) per (batch*head, t) into D (B*NH*T floats): impl 1 = 8
+ * threads per row for head size 64 (the default; DROVER_ATTN_DOT=old selects 0), 0 = a warp per
+ * row (other head sizes always); the same bits.  For tests and benchmarks. */
+int kern_attention_dot(float *D, const kbf16 *dout, const kbf16 *out, int B, int T, int C, int NH, int impl,
+                       cudaStream_t s);
 /* The first WMMA version of the two above (same contract, slower); kept as a second reference. */
 int kern_attention_forward_ref(kbf16 *out, float *lse, const kbf16 *qkv, int B, int T, int C,
                                int NH, cudaStream_t s);

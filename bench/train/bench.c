@@ -249,6 +249,10 @@ static int bench_kernels(int B)
                      kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
             }
         kern_attention_set_variant(NULL);
+        TIME("attention D (rowsum dout*out)", 0, bf * 2.0 * N * C + 4.0 * N * NH, 0,
+             kern_attention_dot(scratch, y, y, B, T, C, NH, 1, 0));
+        TIME("  attention D (DROVER_ATTN_DOT=old)", 0, bf * 2.0 * N * C + 4.0 * N * NH, 0,
+             kern_attention_dot(scratch, y, y, B, T, C, NH, 0, 0));
         /* BENCH_WG="F,Q,K ...": each listed variant (kernels/attention_wgmma.cu's bits): the forward,
          * the backward on one stream, then its dQ kernel and its dK/dV kernel alone (not counted;
          * floors of their 3 and 4 products) */

@@ -398,6 +398,24 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
         CK(cudaFree(d_dqkv));
         CK(cudaFree(scratch));
     }
+    /* D = rowsum(dout * out): the 8-threads-per-row kernel (head size 64) gives the warp
+     * kernel's bits */
+    {
+        kbf16 *o = dev_bf16(ref, N * C);
+        float *d0 = dev_poisoned((size_t)B * NH * T * 4), *d1 = dev_poisoned((size_t)B * NH * T * 4);
+        KK(kern_attention_dot(d0, d_dout, o, B, T, C, NH, 0, 0));
+        KK(kern_attention_dot(d1, d_dout, o, B, T, C, NH, 1, 0));
+        float *h0 = malloc((size_t)B * NH * T * 4), *h1 = malloc((size_t)B * NH * T * 4);
+        CK(cudaMemcpy(h0, d0, (size_t)B * NH * T * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(h1, d1, (size_t)B * NH * T * 4, cudaMemcpyDeviceToHost));
+        snprintf(name, sizeof name, "attention_dot new = old bits (B%d T%d C%d NH%d)", B, T, C, NH);
+        check(name, memcmp(h0, h1, (size_t)B * NH * T * 4) ? 1.0 : 0.0, 0);
+        free(h0);
+        free(h1);
+        CK(cudaFree(o));
+        CK(cudaFree(d0));
+        CK(cudaFree(d1));
+    }
     free(qkv); free(ref); free(preatt); free(att); free(dout); free(dinp); free(dpre); free(datt);
     CK(cudaFree(dqkv_in));
     CK(cudaFree(d_dout));
