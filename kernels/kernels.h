@@ -116,10 +116,12 @@ int kern_attention_backward2(kbf16 *dqkv, float *scratch, const kbf16 *dout, con
  * environment (DROVER_ATTN=mma selects mma.sync; the default is wgmma).  Returns the choice.
  * Not thread-safe: call before the first launch.  kern_attention_impl names what head size hs gets. */
 int kern_attention_set_impl(int impl);
-/* wgmma kernel variants "F,Q,K" (forward, dQ, dK/dV; or one digit for all), bits: 1 = two
+/* wgmma kernel variants "F,Q,K" (forward, dQ, dK/dV; or one number for all), bits: 1 = two
  * warpgroups per block sharing the streamed tiles (else one), 2 = pipelined (the second product of
- * a step overlaps the next step's softmax), 4 = three tiles in flight (else one).  NULL:
- * DROVER_WG_VARIANT or the built-in default.  For benchmarks; not thread-safe. */
+ * a step overlaps the next step's softmax), 4 = three tiles in flight (else one), 8 = longest-first
+ * grid, 16 = ping-pong of two warpgroups, 32 = more warpgroups (dK/dV 3, forward and dQ 4); a
+ * field "-" leaves that kernel out (benchmarks only).  NULL: DROVER_WG_VARIANT or the built-in
+ * default (13,13,32).  For benchmarks; not thread-safe. */
 void kern_attention_set_variant(const char *v);
 const char *kern_attention_impl(int hs);
 /* The backward's D = rowsum(dout * out) per (batch*head, t) into D (B*NH*T floats): impl 1 = 8
