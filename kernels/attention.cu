@@ -194,8 +194,8 @@ static __global__ void attention_dot_kernel(float *D, const bf16 *dout, const bf
 // l^8, l^4, l^2, l^1 in that order; here thread j < 4 of a row holds lanes 8j..8j+7 (its own
 // 8 elements and, shuffled from thread j+4, elements +32), adds threads j^2 and j^1's values
 // (lanes ^16, ^8), then its own slots ^4, ^2, ^1: the same tree, so the same float.
-static __global__ void attention_dot64_kernel(float *D, const bf16 *dout, const bf16 *out, int T, int NH,
-                                              size_t rows)
+static __global__ void attention_dot64_kernel(float *D, const bf16 *dout, const bf16 *out, int T,
+                                              int NH, size_t rows)
 {
     size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x, row = g >> 3;
     int j = threadIdx.x & 7;
@@ -214,8 +214,9 @@ static __global__ void attention_dot64_kernel(float *D, const bf16 *dout, const 
     float a[8];
 #pragma unroll
     for (int k = 0; k < 8; k++) {
-        const __nv_bfloat16 *x = reinterpret_cast<const __nv_bfloat16 *>(xw), *y = reinterpret_cast<const __nv_bfloat16 *>(yw);
-        const __nv_bfloat16 *x2 = reinterpret_cast<const __nv_bfloat16 *>(xp), *y2 = reinterpret_cast<const __nv_bfloat16 *>(yp);
+        typedef const __nv_bfloat16 *cbp;
+        cbp x = reinterpret_cast<cbp>(xw), y = reinterpret_cast<cbp>(yw);
+        cbp x2 = reinterpret_cast<cbp>(xp), y2 = reinterpret_cast<cbp>(yp);
         float acc = 0.f;
         acc = __fmaf_rn(__bfloat162float(x[k]), __bfloat162float(y[k]), acc);
         acc = __fmaf_rn(__bfloat162float(x2[k]), __bfloat162float(y2[k]), acc);
