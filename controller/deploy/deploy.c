@@ -1490,14 +1490,23 @@ static int print_plan(struct deploy *d, json_t *out)
         }
         const struct job_status *js = status_find_job(d->st, j->name);
         const char *cur = js ? js->current : "";
-        json_array_append_new(cts, json_pack("{s:s,s:i,s:b,s:o,s:o,s:s,s:b}", "container", ct->label,
+        /* the same release with another job spec is a deploy too (jobspec.h) */
+        struct spec_digest want;
+        char change[400] = "", what[460] = "";
+        if (js && js->current[0] && jobspec_digest(j, i, &want) == 0)
+            (void)jobspec_describe_change(j, js, &want, change, sizeof change);
+        bool same = strcmp(cur, d->id) == 0;
+        if (same)
+            snprintf(what, sizeof what, change[0] ? " (job spec changed: %s)" : " (already current)", change);
+        json_array_append_new(cts, json_pack("{s:s,s:i,s:b,s:o,s:o,s:s,s:b,s:o}", "container", ct->label,
                                              "node", i, "reachable", 1, "current", plan_id(cur),
                                              "good", plan_id(js ? js->good : ""), "state",
                                              js ? gang_state_name(js->state) : "no job",
-                                             "already_current", strcmp(cur, d->id) == 0));
+                                             "already_current", same && !change[0], "spec_change",
+                                             change[0] ? json_string(change) : json_null()));
         printf("  %-24s node %d: %s (good %s, %s) -> %s%s\n", ct->label, i, ui_short(cur, sid),
                ui_short(js ? js->good : "", sid2), js ? gang_state_name(js->state) : "no job",
-               d->sid, strcmp(cur, d->id) == 0 ? " (already current)" : "");
+               d->sid, what);
     }
     const struct inv_policy *p = &j->policy;
     printf("probation: healthy_deadline %.0fs, warmup_steps %lld, warmup_time %.0fs, warmup_max "
