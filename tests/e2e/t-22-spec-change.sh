@@ -14,9 +14,13 @@ LAB_INV=$INV
 INV="$E2E_WORK/inventory-spec.ini" # drover and status_json read $INV
 d="$E2E_WORK/releases/v1"
 
-# a copy of the lab's inventory with extra lines in [job train] (after its header)
+# a copy of the lab's inventory with extra lines in [job train] (after its header).  Its
+# tolerance is 0.9 (not part of the job spec): the verdicts here are about the spec, and on a
+# machine that other labs load, a throughput interval that stays wider than the lab's tolerance
+# keeps a probation measuring until max_probation_time
 spec_inventory() { # spec_inventory LINE...
-	awk -v extra="$(printf '%s\n' "$@")" '{ print } /^\[job train\]$/ { print extra }' "$LAB_INV" >"$INV"
+	awk -v extra="$(printf '%s\n' "$@")" '/^tolerance *=/ { print "tolerance = 0.9"; next } { print }
+		/^\[job train\]$/ && extra != "" { print extra }' "$LAB_INV" >"$INV"
 }
 # every drover-train process of every container has the variable $1 in its environment
 workers_env_has() {
@@ -91,9 +95,12 @@ check "v1 is not marked bad (a spec change does not blame the release)" \
 	eval '! status_json | jq -e --arg id "$v1" "[.. | objects | select(has(\"bad\")) | .bad[]] | index(\$id)" >/dev/null'
 
 say "back to the lab's own spec"
-INV=$LAB_INV
+spec_inventory
 drover deploy "$d" --job train
 show_drover 4
 check "deploy of v1 with the lab's spec exits 0" test "$DROVER_RC" = 0
 check "the workers run without OMP_DROVER_E2E again" eval '! workers_env_has OMP_DROVER_E2E=spec2 >/dev/null'
+INV=$LAB_INV
+drover deploy "$d" --job train
+check "the lab's own inventory: nothing to do" drover_said 'nothing to do'
 finish
