@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "common/agentcli.h"
 #include "common/fs.h"
 #include "common/jsonfield.h"
 #include "common/log.h"
@@ -18,14 +19,18 @@
 #define LEASE_VERSION 1
 #define LEASE_MAX_BYTES 4096
 
-enum lease_verdict lease_decide(const struct lease *cur, const char *holder, double now, const char *boot)
+enum lease_verdict lease_decide(const struct lease *cur, const char *holder, double now, const char *boot,
+                                const char *dead)
 {
     if (!cur || !cur->holder[0])
         return LEASE_TAKE;
     if (!strcmp(cur->holder, holder))
         return LEASE_RENEW;
     bool expired = strcmp(cur->boot_id, boot) != 0 || now > cur->renewed + cur->ttl_s;
-    return expired ? LEASE_TAKEOVER : LEASE_REFUSE;
+    if (expired)
+        return LEASE_TAKEOVER;
+    /* only the very holder the taker judged: one that took the lease since is refused */
+    return dead && !strcmp(cur->holder, dead) ? LEASE_TAKEOVER_DEAD : LEASE_REFUSE;
 }
 
 int lease_format(const struct lease *l, char **ret_text)
@@ -111,8 +116,8 @@ static int lease_read(const char *path, struct lease *ret, bool *ret_have)
     return 0; /* an unreadable lease counts as none */
 }
 
-int lease_take(const char *root, const char *job, const char *holder, double ttl_s, char *ret_takeover,
-               size_t takeover_sz)
+int lease_take(const char *root, const char *job, const char *holder, double ttl_s, const char *dead,
+               char *ret_takeover, size_t takeover_sz)
 {
     char path[4300], boot[40];
     int lk = lease_lock(root, job, path, sizeof path);
@@ -125,9 +130,9 @@ int lease_take(const char *root, const char *job, const char *holder, double ttl
     int r = lease_read(path, &cur, &have);
     if (r < 0)
         goto out;
-    enum lease_verdict v = lease_decide(have ? &cur : NULL, holder, now, boot);
+    enum lease_verdict v = lease_decide(have ? &cur : NULL, holder, now, boot, dead);
     if (v == LEASE_REFUSE) {
-        fprintf(stderr, "job '%s' is being deployed by %s (lease taken %.0f s ago, renewed %.0f s ago, "
+        fprintf(stderr, "job '%s' " AGENT_LEASE_HELD_BY "%s" AGENT_LEASE_HELD_END "%.0f s ago, renewed %.0f s ago, "
                         "expires in %.0f s)\n",
                 job, cur.holder, now - cur.taken, now - cur.renewed, cur.renewed + cur.ttl_s - now);
         r = -EBUSY;
@@ -146,10 +151,14 @@ int lease_take(const char *root, const char *job, const char *holder, double ttl
         goto out;
     }
     free(text);
-    if (v == LEASE_TAKEOVER) {
+    if (v == LEASE_TAKEOVER || v == LEASE_TAKEOVER_DEAD) {
         bool other_boot = strcmp(cur.boot_id, boot) != 0;
         char line[400];
-        if (other_boot)
+        if (v == LEASE_TAKEOVER_DEAD)
+            snprintf(line, sizeof line, "deploy lease taken over by %s from %s (no longer running on "
+                     "its host, said %s; idle %.0f s of its %.0f s TTL)", holder, cur.holder, holder,
+                     now - cur.renewed, cur.ttl_s);
+        else if (other_boot)
             snprintf(line, sizeof line, "deploy lease taken over by %s from %s (taken before the "
                      "container's last boot)", holder, cur.holder);
         else

@@ -28,23 +28,29 @@ enum lease_verdict {
     LEASE_RENEW,    /* ours: renew it */
     LEASE_TAKEOVER, /* someone else's, expired: take it over */
     LEASE_REFUSE,   /* someone else's and alive */
+    LEASE_TAKEOVER_DEAD, /* someone else's, not expired, but the taker says that holder's process
+                            is gone (`lease take --take-over DEAD`): take it over */
 };
 
 /* What `lease take` by holder does with the current lease cur (NULL: none) at monotonic time now
- * in boot `boot`. */
-enum lease_verdict lease_decide(const struct lease *cur, const char *holder, double now, const char *boot);
+ * in boot `boot`.  dead (NULL: none): the holder the taker found no longer running on its own
+ * host (only the controller that wrote a holder can tell; the agent cannot see that host): a lease
+ * held by exactly that holder is taken over at once, any other holder is judged as always. */
+enum lease_verdict lease_decide(const struct lease *cur, const char *holder, double now, const char *boot,
+                                const char *dead);
 
 /* JSON text <-> lease (at most 4 KiB).  lease_parse: -EINVAL malformed; ret written on success. */
 int lease_format(const struct lease *l, char **ret_text);
 int lease_parse(const char *text, size_t len, struct lease *ret);
 
-/* The verbs (drover-agent lease take|release JOB HOLDER [TTL_S]) on the store at root.  take:
- * 0 taken/renewed, 1 taken over from an expired holder (ret_takeover, when not NULL, gets one
- * line: "deploy lease taken over by H from P (idle N s, past its N s TTL)"); a line on stdout
+/* The verbs (drover-agent lease take|release JOB HOLDER [TTL_S] [--take-over DEAD]) on the store
+ * at root.  take: 0 taken/renewed, 1 taken over from an expired holder, or from dead (see
+ * lease_decide; ret_takeover, when not NULL, gets one line: "deploy lease taken over by H from P
+ * (idle N s, past its N s TTL)", or "... from P (no longer running on its host, said H)"); a line on stdout
  * says which; -EBUSY held by another (a line on stderr names the holder, its age and when it
  * expires).  release: 0, or -EBUSY when another holds it (nothing changed). */
-int lease_take(const char *root, const char *job, const char *holder, double ttl_s, char *ret_takeover,
-               size_t takeover_sz);
+int lease_take(const char *root, const char *job, const char *holder, double ttl_s, const char *dead,
+               char *ret_takeover, size_t takeover_sz);
 int lease_release(const char *root, const char *job, const char *holder);
 
 #endif

@@ -56,6 +56,7 @@ struct cli {
     bool no_mark; /* revert --no-mark */
     bool lease_status; /* lease take --status: the status document after the lease */
     char lease_holder[LEASE_HOLDER_MAX]; /* release install --lease-release HOLDER (with --job) */
+    char lease_dead[LEASE_HOLDER_MAX]; /* lease take --take-over DEAD: a holder its controller found gone */
     double restart_after_s; /* stop --restart-after S: a switch's stop */
     bool metrics; /* the metrics verb: status as Prometheus text */
     double timeout_s, interval_s, probation_s, ktok_s;
@@ -81,7 +82,7 @@ static void usage(FILE *f)
             "  version\n"
             "  release add BLOB --id ID | release list [--json] | release verify ID\n"
             "  release have ID... | release missing MANIFEST|- | release install MANIFEST [PACK|-] --id ID [--job J --lease-release H]\n"
-            "  lease take JOB HOLDER TTL_S [--status] | lease release JOB HOLDER\n"
+            "  lease take JOB HOLDER TTL_S [--status] [--take-over DEAD] | lease release JOB HOLDER\n"
             "  history add JOB LINE | history list JOB   the job's deploy history kept here\n"
             "  preflight ID [--timeout S] [--job J] [--gpus 0,1] [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus 0,1]\n"
@@ -175,6 +176,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_NO_MARK: c->no_mark = true; break;
         case AGENT_OPT_STATUS: c->lease_status = true; break;
         case AGENT_OPT_LEASE_RELEASE: bad = !a[0] || str_copy(c->lease_holder, sizeof c->lease_holder, a) < 0; break;
+        case AGENT_OPT_TAKE_OVER: bad = !a[0] || str_copy(c->lease_dead, sizeof c->lease_dead, a) < 0; break;
         case AGENT_OPT_TIMEOUT: bad = parse_num(a, 0.1, 86400, &c->timeout_s) < 0; break;
         case AGENT_OPT_INTERVAL: bad = parse_num(a, 0.05, 3600, &c->interval_s) < 0; break;
         case AGENT_OPT_COUNT: bad = parse_num(a, 0, 1e12, &x) < 0; c->count = (int64_t)x; break;
@@ -341,13 +343,15 @@ static int cmd_lease(struct cli *c)
     bool take = c->nargs == 4 && !strcmp(c->args[0], "take");
     bool release = c->nargs == 3 && !strcmp(c->args[0], "release");
     double ttl = 0;
-    if ((!take && !release) || (release && c->lease_status) || !job_name_is_valid(c->args[1]) || !c->args[2][0] ||
-        strlen(c->args[2]) >= LEASE_HOLDER_MAX || (take && parse_num(c->args[3], 1, LEASE_TTL_MAX, &ttl) < 0)) {
-        log_error("lease: usage: lease take JOB HOLDER TTL_S [--status] | lease release JOB HOLDER");
+    if ((!take && !release) || (release && (c->lease_status || c->lease_dead[0])) ||
+        !job_name_is_valid(c->args[1]) || !c->args[2][0] || strlen(c->args[2]) >= LEASE_HOLDER_MAX ||
+        (take && parse_num(c->args[3], 1, LEASE_TTL_MAX, &ttl) < 0)) {
+        log_error("lease: usage: lease take JOB HOLDER TTL_S [--status] [--take-over DEAD] | lease release JOB HOLDER");
         return AGENT_EXIT_USAGE;
     }
     char over[400] = "";
-    int r = take ? lease_take(c->root, c->args[1], c->args[2], ttl, over, sizeof over)
+    int r = take ? lease_take(c->root, c->args[1], c->args[2], ttl, c->lease_dead[0] ? c->lease_dead : NULL,
+                              over, sizeof over)
                  : lease_release(c->root, c->args[1], c->args[2]);
     if (r == -EBUSY || r == -ETIMEDOUT) /* said by lease.c: the holder, or the lock's */
         return AGENT_EXIT_BUSY;

@@ -90,7 +90,8 @@ int agent_verb_parse(const char *s)
     X(AGENT_OPT_STATUS, "status", no_argument)                    \
     X(AGENT_OPT_LEASE_RELEASE, "lease-release", required_argument) \
     X(AGENT_OPT_SPEC_DIGEST, "spec-digest", required_argument)    \
-    X(AGENT_OPT_SPEC_FIELDS, "spec-fields", required_argument)
+    X(AGENT_OPT_SPEC_FIELDS, "spec-fields", required_argument)   \
+    X(AGENT_OPT_TAKE_OVER, "take-over", required_argument)
 
 #define AS_LONGOPT(id, name, arg) { name, arg, 0, id },
 const struct option agent_cli_longopts[] = {
@@ -256,6 +257,27 @@ void agent_argv_lease_status(struct agent_argv *a, const char *job, const char *
 {
     agent_argv_lease(a, job, holder, ttl_s > 0 ? ttl_s : 1);
     add_opt(a, AGENT_OPT_STATUS, NULL);
+}
+
+void agent_argv_lease_take_over(struct agent_argv *a, const char *dead)
+{
+    add_opt(a, AGENT_OPT_TAKE_OVER, dead);
+}
+
+int agent_lease_holder_of(const char *said, char *ret_holder, size_t sz)
+{
+    const char *h = said ? strstr(said, AGENT_LEASE_HELD_BY) : NULL;
+    if (!h)
+        return -ENOENT;
+    h += strlen(AGENT_LEASE_HELD_BY);
+    const char *end = strstr(h, AGENT_LEASE_HELD_END);
+    if (!end || end == h)
+        return -ENOENT;
+    if ((size_t)(end - h) >= sz)
+        return -ENAMETOOLONG;
+    memcpy(ret_holder, h, (size_t)(end - h));
+    ret_holder[end - h] = '\0';
+    return 0;
 }
 
 void agent_argv_samples(struct agent_argv *a, const char *json)

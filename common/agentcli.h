@@ -19,6 +19,7 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Where an agent started without --root/--socket keeps its store, control socket and pidfile
@@ -92,7 +93,7 @@ enum agent_opt {
     AGENT_OPT_STALL_DEADLINE, AGENT_OPT_CHECKPOINT_DEADLINE, AGENT_OPT_SAMPLES,
     AGENT_OPT_HOST_DRIVER, AGENT_OPT_CUDA, AGENT_OPT_GPU_MEM, AGENT_OPT_RDZV, AGENT_OPT_NO_MARK,
     AGENT_OPT_RESTART_AFTER, AGENT_OPT_CGROUP, AGENT_OPT_STATUS, AGENT_OPT_LEASE_RELEASE, AGENT_OPT_SPEC_DIGEST,
-    AGENT_OPT_SPEC_FIELDS, AGENT_OPT_END
+    AGENT_OPT_SPEC_FIELDS, AGENT_OPT_TAKE_OVER, AGENT_OPT_END
 };
 
 /* getopt_long's table of every option, {0} terminated. */
@@ -157,6 +158,18 @@ void agent_argv_lease(struct agent_argv *a, const char *job, const char *holder,
  * and survey are one call per container (status_after_lease() finds the document).  An agent
  * older than --status refuses it with exit 2 (usage) and takes nothing: ask again without. */
 void agent_argv_lease_status(struct agent_argv *a, const char *job, const char *holder, double ttl_s);
+/* --take-over DEAD after agent_argv_lease{,_status}: the lease held by exactly DEAD (a holder the
+ * controller found no longer running on its own host) is taken over at once instead of refused;
+ * a lease held by anyone else is refused as always.  An agent older than --take-over refuses it
+ * with exit 2 (usage) and takes nothing. */
+void agent_argv_lease_take_over(struct agent_argv *a, const char *dead);
+/* A refused `lease take` (exit 7) says on stderr "job 'J' is being deployed by HOLDER (lease
+ * taken N s ago, renewed N s ago, expires in N s)"; the agent prints it with these two pieces. */
+#define AGENT_LEASE_HELD_BY "is being deployed by "
+#define AGENT_LEASE_HELD_END " (lease taken "
+/* The HOLDER of such a line (anywhere in said, an agent's stderr or the reason made of it):
+ * 0 with ret_holder set; -ENOENT no such line; -ENAMETOOLONG it does not fit sz (ret untouched). */
+int agent_lease_holder_of(const char *said, char *ret_holder, size_t sz);
 /* no_mark: the release left behind reached no verdict (operator's Ctrl-C during probation, an
  * analysis that passed): it is not marked bad (docs/agent.md, "Bad marks"). */
 void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason, bool no_mark);

@@ -35,6 +35,7 @@
 #include "controller/transport/fanout.h"
 #include "controller/transport/pct.h"
 #include "controller/deploy/jobspec.h"
+#include "controller/deploy/holder.h"
 #include "controller/deploy/probation.h"
 #include "controller/cmd.h"
 #include "controller/deploy/objsync.h"
@@ -76,7 +77,7 @@ struct deploy {
     bool lease_lost;                  /* a renewal was refused: another operator holds the lease */
     bool switching;                   /* the switch began: things were changed */
     char lease_lost_why[600];         /* "h1:101: job 'J' is being deployed by B (...)" */
-    char holder[128];                 /* who we are, for the leases: user@host/pid-N */
+    char holder[HOLDER_MAX];          /* who we are, for the leases: user@host/pid-N/boot-B/start-S */
     int ngoods;                       /* promoted releases, newest first (first container's) */
     char goods[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1];
     bool analysis;                    /* deploy --analysis-only: the good release goes back anyway */
@@ -1640,18 +1641,87 @@ static void lease_fan_init(struct ct_fan *cf, struct deploy *d, const char *cons
     cf->batch_what = "lease";
 }
 
+/* Refusals of the first take (cf: its answers) by a drover of this machine that is no longer
+ * running (killed -9, its terminal closed during a probation; holder.h judges it): taken over at
+ * once (`lease take --take-over HOLDER`) instead of after lease_ttl, and said once per holder.
+ * Only when every refusal is such a holder: one live operator anywhere and nothing is taken over
+ * (the deploy is refused as before, the others' leases given back).  The containers taken over
+ * get rc 0 in cf, as a take; a takeover refused leaves its container's first answer, and
+ * why_sz's text says why when an agent is too old to be asked. */
+static void leases_take_over_dead(struct deploy *d, struct ct_fan *cf, double ttl, char *why, size_t why_sz)
+{
+    const struct inv_job *j = d->job;
+    char(*dead)[HOLDER_MAX] = calloc(INV_MAX_CTS, HOLDER_MAX);
+    struct ct_fan *again = calloc(1, sizeof *again);
+    int n = 0;
+    bool all = dead && again;
+    for (int i = 0; all && i < j->ncts; i++) {
+        if (cf->rc[i] != AGENT_EXIT_BUSY)
+            continue;
+        all = agent_lease_holder_of(cf->err[i], dead[i], HOLDER_MAX) == 0 &&
+              holder_fate_here(dead[i], d->holder) == HOLDER_GONE;
+        n++;
+    }
+    if (!all || !n)
+        goto out;
+    bool done[INV_MAX_CTS] = { false };
+    for (int first = 0; first < j->ncts; first++) {
+        if (cf->rc[first] != AGENT_EXIT_BUSY || done[first])
+            continue;
+        /* every container refused by this holder at once (usually the one dead drover) */
+        struct agent_argv a;
+        agent_argv_init(&a);
+        if (cf->scratch[0])
+            agent_argv_lease_status(&a, j->name, d->holder, ttl);
+        else
+            agent_argv_lease(&a, j->name, d->holder, ttl);
+        agent_argv_lease_take_over(&a, dead[first]);
+        if (agent_argv_end(&a) < 0)
+            break;
+        memset(again, 0, sizeof *again);
+        lease_fan_init(again, d, a.argv);
+        again->batch_timeout_s = cf->batch_timeout_s;
+        for (int k = 0; k < INV_MAX_HOSTS; k++)
+            again->scratch[k] = cf->scratch[k]; /* lent: the status documents land in d->pre */
+        for (int i = 0; i < j->ncts; i++) {
+            again->skip[i] = done[i] || cf->rc[i] != AGENT_EXIT_BUSY || strcmp(dead[i], dead[first]) != 0;
+            done[i] = done[i] || !again->skip[i];
+        }
+        (void)ct_fan_run(again);
+        int taken = 0, older = 0;
+        for (int i = 0; i < j->ncts; i++) {
+            if (again->skip[i])
+                continue;
+            if (again->rc[i] == 0) {
+                cf->rc[i] = 0;
+                cf->err[i][0] = '\0'; /* the agent's takeover line: said once below, for all */
+                taken++;
+            } else if (again->rc[i] == AGENT_EXIT_USAGE) {
+                older++; /* an agent older than --take-over: its refusal stands */
+            } else if (again->rc[i] == AGENT_EXIT_BUSY || again->rc[i] < 0) {
+                memcpy(cf->err[i], again->err[i], sizeof cf->err[i]); /* another took it meanwhile */
+            }
+        }
+        if (taken)
+            log_warn("job '%s': deploy lease held by %s, which is no longer running on this host: "
+                     "taken over (%d container%s)", j->name, dead[first], taken, taken == 1 ? "" : "s");
+        if (older)
+            snprintf(why, why_sz, "; that drover is no longer running on this host, but %d agent(s) "
+                     "are older than lease take --take-over (drover install updates them): the "
+                     "lease frees itself after its TTL", older);
+    }
+out:
+    free(dead);
+    free(again);
+}
+
 /* Take or renew the lease in every container, every host at once.  with_status: the status
  * document comes with it (`lease take --status`) and is kept for the survey that follows
  * (d->pre); an agent older than --status (exit 2, nothing taken) is asked again without. */
 static int leases_take(struct deploy *d, double ttl, bool with_status)
 {
-    if (!d->holder[0]) {
-        char host[64] = "?";
-        const char *user = getenv("USER");
-        (void)gethostname(host, sizeof host - 1);
-        snprintf(d->holder, sizeof d->holder, "%s@%s/pid-%ld", user && *user ? user : "root", host,
-                 (long)getpid());
-    }
+    if (!d->holder[0])
+        holder_self(d->holder, sizeof d->holder); /* user@host/pid-N/boot-B/start-S (holder.h) */
     struct agent_argv a, plain;
     agent_argv_init(&a);
     agent_argv_init(&plain);
@@ -1693,6 +1763,9 @@ static int leases_take(struct deploy *d, double ttl, bool with_status)
             }
         free(again);
     }
+    char dead_why[200] = "";
+    if (with_status && !d->switching) /* the first take only: a renewal refused stays refused */
+        leases_take_over_dead(d, cf, ttl, dead_why, sizeof dead_why);
     for (int k = 0; k < INV_MAX_HOSTS; k++)
         free(cf->scratch[k]);
     int busy = -1;
@@ -1726,8 +1799,8 @@ static int leases_take(struct deploy *d, double ttl, bool with_status)
     if (busy < 0)
         d->lease_taken_at = asked;
     if (busy >= 0) {
-        snprintf(d->lease_lost_why, sizeof d->lease_lost_why, "%s: %s", d->job->cts[busy].label,
-                 cf->err[busy]);
+        snprintf(d->lease_lost_why, sizeof d->lease_lost_why, "%s: %s%s", d->job->cts[busy].label,
+                 cf->err[busy], dead_why);
         if (!d->switching)
             log_error("%s; nothing was changed", d->lease_lost_why);
         free(cf);

@@ -32,8 +32,37 @@ static void test_lease_decide(void **state)
         {"alice@h1/pid-2", "B1", 160, LEASE_REFUSE},  /* the same operator, another drover */
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        assert_int_equal(lease_decide(&l, rows[i].who, rows[i].now, rows[i].boot), rows[i].want);
-    assert_int_equal(lease_decide(NULL, "bob", 1, "B1"), LEASE_TAKE);
+        assert_int_equal(lease_decide(&l, rows[i].who, rows[i].now, rows[i].boot, NULL), rows[i].want);
+    assert_int_equal(lease_decide(NULL, "bob", 1, "B1", NULL), LEASE_TAKE);
+}
+
+/* lease take --take-over DEAD: the taker found DEAD's process gone on DEAD's own host.  Only that
+ * very holder's live lease is taken over; any other live holder is refused as always, and an
+ * expired one is the plain takeover. */
+static void test_lease_decide_dead(void **state)
+{
+    (void)state;
+    struct lease l = {.holder = "alice@h1/pid-1", .taken = 100, .renewed = 150, .ttl_s = 60, .boot_id = "B1"};
+    assert_int_equal(lease_decide(&l, "alice@h1/pid-2", 160, "B1", "alice@h1/pid-1"), LEASE_TAKEOVER_DEAD);
+    assert_int_equal(lease_decide(&l, "alice@h1/pid-2", 160, "B1", "alice@h1/pid-9"), LEASE_REFUSE);
+    assert_int_equal(lease_decide(&l, "alice@h1/pid-2", 160, "B1", "alice@h1/pid-1/x"), LEASE_REFUSE);
+    assert_int_equal(lease_decide(&l, "alice@h1/pid-2", 211, "B1", "alice@h1/pid-9"), LEASE_TAKEOVER);
+    assert_int_equal(lease_decide(&l, "alice@h1/pid-1", 160, "B1", "alice@h1/pid-1"), LEASE_RENEW);
+    assert_int_equal(lease_decide(NULL, "alice@h1/pid-2", 160, "B1", "alice@h1/pid-1"), LEASE_TAKE);
+
+    char root[] = "/tmp/drover-lease-test.XXXXXX";
+    assert_non_null(mkdtemp(root));
+    char over[400] = "untouched";
+    assert_int_equal(lease_take(root, "train", "alice@h1/pid-1", 600, NULL, over, sizeof over), 0);
+    /* someone else named as dead: bob's take is refused, nothing changes */
+    assert_int_equal(lease_take(root, "train", "bob@h2/pid-7", 600, "carol@h1/pid-3", over, sizeof over), -EBUSY);
+    assert_string_equal(over, "untouched");
+    assert_int_equal(lease_take(root, "train", "alice@h1/pid-2", 600, "alice@h1/pid-1", over, sizeof over), 1);
+    assert_non_null(strstr(over, "deploy lease taken over by alice@h1/pid-2 from alice@h1/pid-1 (no longer "
+                                 "running on its host, said alice@h1/pid-2;"));
+    assert_int_equal(lease_take(root, "train", "alice@h1/pid-1", 600, NULL, NULL, 0), -EBUSY); /* the old one is out */
+    assert_int_equal(lease_release(root, "train", "alice@h1/pid-2"), 0);
+    assert_int_equal(fs_rm_rf(root), 0);
 }
 
 static void test_lease_format_parse(void **state)
@@ -61,10 +90,10 @@ static void test_lease_take_release(void **state)
     char root[] = "/tmp/drover-lease-test.XXXXXX";
     assert_non_null(mkdtemp(root));
     char over[400] = "untouched";
-    assert_int_equal(lease_take(root, "train", "alice@h1/pid-1", 600, over, sizeof over), 0);
-    assert_int_equal(lease_take(root, "train", "bob@h2/pid-7", 600, over, sizeof over), -EBUSY); /* second operator */
-    assert_int_equal(lease_take(root, "eval", "bob@h2/pid-7", 600, NULL, 0), 0);      /* another job */
-    assert_int_equal(lease_take(root, "train", "alice@h1/pid-1", 600, over, sizeof over), 0); /* renewal */
+    assert_int_equal(lease_take(root, "train", "alice@h1/pid-1", 600, NULL, over, sizeof over), 0);
+    assert_int_equal(lease_take(root, "train", "bob@h2/pid-7", 600, NULL, over, sizeof over), -EBUSY); /* second operator */
+    assert_int_equal(lease_take(root, "eval", "bob@h2/pid-7", 600, NULL, NULL, 0), 0);      /* another job */
+    assert_int_equal(lease_take(root, "train", "alice@h1/pid-1", 600, NULL, over, sizeof over), 0); /* renewal */
     assert_string_equal(over, "untouched");
     assert_int_equal(lease_release(root, "train", "bob@h2/pid-7"), -EBUSY);   /* not his */
     /* a lease its holder left behind before the container's last boot: taken over, and said
@@ -75,12 +104,12 @@ static void test_lease_take_release(void **state)
     snprintf(p, sizeof p, "%s/leases/eval.json", root);
     assert_int_equal(fs_write_atomic(p, text, strlen(text), 0600), 0);
     free(text);
-    assert_int_equal(lease_take(root, "eval", "alice@h1/pid-1", 600, over, sizeof over), 1);
+    assert_int_equal(lease_take(root, "eval", "alice@h1/pid-1", 600, NULL, over, sizeof over), 1);
     assert_string_equal(over, "deploy lease taken over by alice@h1/pid-1 from carol@h3/pid-9 (taken before the container's last boot)");
-    assert_int_equal(lease_take(root, "eval", "alice@h1/pid-1", 600, over, sizeof over), 0); /* now hers */
+    assert_int_equal(lease_take(root, "eval", "alice@h1/pid-1", 600, NULL, over, sizeof over), 0); /* now hers */
     assert_int_equal(lease_release(root, "eval", "alice@h1/pid-1"), 0);
     assert_int_equal(lease_release(root, "train", "alice@h1/pid-1"), 0);
-    assert_int_equal(lease_take(root, "train", "bob@h2/pid-7", 600, NULL, 0), 0);
+    assert_int_equal(lease_take(root, "train", "bob@h2/pid-7", 600, NULL, NULL, 0), 0);
     assert_int_equal(lease_release(root, "train", "bob@h2/pid-7"), 0);
     assert_int_equal(lease_release(root, "train", "bob@h2/pid-7"), 0); /* none: fine */
     assert_int_equal(fs_rm_rf(root), 0);
@@ -90,6 +119,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lease_decide),
+        cmocka_unit_test(test_lease_decide_dead),
         cmocka_unit_test(test_lease_format_parse),
         cmocka_unit_test(test_lease_take_release),
     };

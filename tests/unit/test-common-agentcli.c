@@ -307,6 +307,36 @@ static void test_lease(void **state)
     assert_string_equal(opt_val(&p, AGENT_OPT_LEASE_RELEASE), "alice@h/pid-1");
     assert_int_equal(p.npos, 3);
     assert_string_equal(p.pos[2], "-");
+    /* a dead holder of this host taken over at once */
+    agent_argv_init(&a);
+    agent_argv_lease_status(&a, "train", "alice@h/pid-2", 300);
+    agent_argv_lease_take_over(&a, "alice@h/pid-1/boot-1234abcd/start-99");
+    parse(&a, &p);
+    assert_int_equal(p.npos, 4);
+    assert_non_null(opt_val(&p, AGENT_OPT_STATUS));
+    assert_string_equal(opt_val(&p, AGENT_OPT_TAKE_OVER), "alice@h/pid-1/boot-1234abcd/start-99");
+}
+
+/* the holder named by a refused lease take, as the agent says it (agent/lease.c prints it with
+ * the same two pieces) */
+static void test_lease_holder_of(void **state)
+{
+    (void)state;
+    char h[64] = "untouched";
+    assert_int_equal(agent_lease_holder_of("job 'train' is being deployed by alice@h1/pid-7/boot-0a1b2c3d/start-42 "
+                                           "(lease taken 3 s ago, renewed 3 s ago, expires in 297 s)", h, sizeof h), 0);
+    assert_string_equal(h, "alice@h1/pid-7/boot-0a1b2c3d/start-42");
+    assert_int_equal(agent_lease_holder_of("pct: exit 7: job 'train' is being deployed by bob@x/pid-1 (lease taken 1 s ago", h, sizeof h), 0);
+    assert_string_equal(h, "bob@x/pid-1");
+    (void)str_copy(h, sizeof h, "untouched");
+    assert_int_equal(agent_lease_holder_of("job 'train' is being deployed by  (lease taken", h, sizeof h), -ENOENT);
+    assert_int_equal(agent_lease_holder_of("job 'train' is being deployed by x", h, sizeof h), -ENOENT);
+    assert_int_equal(agent_lease_holder_of("lease of job 'train': busy", h, sizeof h), -ENOENT);
+    assert_int_equal(agent_lease_holder_of(NULL, h, sizeof h), -ENOENT);
+    char small[4] = "abc";
+    assert_int_equal(agent_lease_holder_of("is being deployed by alice@h/pid-1 (lease taken 1 s", small, sizeof small), -ENAMETOOLONG);
+    assert_string_equal(small, "abc");
+    assert_string_equal(h, "untouched");
 }
 
 static void test_overflow(void **state)
@@ -391,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_preflight_activate),  cmocka_unit_test(test_globals_daemon),
         cmocka_unit_test(test_overflow),            cmocka_unit_test(test_tables),
         cmocka_unit_test(test_docs),               cmocka_unit_test(test_lease),
+        cmocka_unit_test(test_lease_holder_of),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
