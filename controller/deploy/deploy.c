@@ -35,6 +35,7 @@
 #include "controller/transport/fanout.h"
 #include "controller/transport/pct.h"
 #include "controller/deploy/jobspec.h"
+#include "common/text.h"
 #include "controller/deploy/holder.h"
 #include "controller/deploy/probation.h"
 #include "controller/cmd.h"
@@ -83,6 +84,9 @@ struct deploy {
     bool analysis;                    /* deploy --analysis-only: the good release goes back anyway */
     bool no_confirm;                  /* rollback --now: do not watch the release gone back to */
     bool stopped_by_operator;         /* Ctrl-C/SIGTERM during probation: no verdict was reached */
+    /* containers found stopped under the gang (`pct exec` there says "not running") during a
+     * probation, a recovery or a switch's stop, with pct's words; "" where not */
+    char ct_stopped[INV_MAX_CTS][200];
     bool no_bad_mark;                 /* revert_all: the release reached no failing verdict (Ctrl-C,
                                          an analysis that passed): the agents do not mark it bad */
     struct sample_set *base;          /* the baseline's samples; NULL when none are known */
@@ -703,6 +707,19 @@ static double agent_switch_deadline(const struct deploy *d)
     return switch_deadline(d) + SWITCH_AGENT_MARGIN_S;
 }
 
+/* said: what `pct exec` into container i wrote on stderr when its command ended.  true when it
+ * says the container is not running (pct_ct_problem), kept in d->ct_stopped[i] for the verdict,
+ * the revert and its messages. */
+static bool ct_stopped_note(struct deploy *d, int i, const char *said)
+{
+    char why[CONN_STREAM_ERR_MAX + 200];
+    if (!said || pct_ct_problem(d->job->cts[i].vmid, said, why, sizeof why) != -EHOSTDOWN)
+        return false;
+    snprintf(d->ct_stopped[i], sizeof d->ct_stopped[i], "%s", said);
+    (void)text_escape_inplace(d->ct_stopped[i], sizeof d->ct_stopped[i]);
+    return true;
+}
+
 /* The first phase of a switch: stop the job's old gang in every container that has one, all at
  * once, and wait until each agent answers that every process of it is gone (the agent's stop
  * returns only then), at most switch_deadline.  gone[i] says which did; why[i] says why not.
@@ -747,6 +764,7 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][3
                 if (len >= 2 && !strncmp(line, "ok", 2))
                     said_ok[i] = true; /* "ok: stopped: no process of the gang is left" */
             if (r == -EPIPE || r == -EIO) {
+                bool stopped = !said_ok[i] && ct_stopped_note(d, i, conn_stream_err(s[i]));
                 conn_stream_free(s[i]);
                 s[i] = NULL;
                 pending--;
@@ -754,6 +772,9 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][3
                 if (gone[i])
                     fprintf(stderr, "switch: %s: old gang gone after %.1fs\n", j->cts[i].label,
                             time_mono() - t0);
+                else if (stopped)
+                    snprintf(why[i], sizeof why[i], "container stopped (pct: %s): nothing runs there",
+                             d->ct_stopped[i]);
                 else
                     snprintf(why[i], sizeof why[i], "its agent did not confirm the stop (%s)",
                              r == -EIO ? "connection lost" : "drover-agent stop failed: see `drover logs`");
@@ -965,8 +986,13 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
     bool tty = isatty(STDERR_FILENO);
     double last_print = 0;
     enum probation_verdict v = PROBATION_PENDING;
+    /* After a failure, a short look (settle_until) for a container stopped under the gang: its
+     * peers lose a rank and their agents may say so before its own stream says "not running".
+     * It ends as soon as every container answered again or was found stopped. */
+    double settle_until = 0;
+    bool heard[INV_MAX_CTS] = { false };
     d->lease_renew_at = time_mono() + lease_ttl(d) / 3; /* just renewed before the switch */
-    while (v == PROBATION_PENDING && !interrupted && !d->lease_lost) {
+    while (!interrupted && !d->lease_lost) {
         double now = time_mono();
         leases_renew_due(d, now);
         if (d->lease_lost)
@@ -987,12 +1013,17 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
             size_t len;
             int r;
             while ((r = conn_stream_poll(streams[i], &line, &len)) == 1) {
+                heard[i] = true;
                 if (status_parse(line, len, d->st) == 0)
                     probation_feed(p, i, d->st, time_mono());
                 else
                     log_debug("%s: unreadable status line (%zu bytes)", ct->label, len);
             }
             if (r == -EPIPE || r == -EIO) {
+                /* pct's own words when it could not even start the watch there: a container
+                 * stopped under the gang (pct stop, lxc-stop) fails the probation at once */
+                if (ct_stopped_note(d, i, conn_stream_err(streams[i])))
+                    probation_ct_stopped(p, i, d->ct_stopped[i]);
                 log_debug("%s: status stream ended; reopening", ct->label);
                 conn_stream_free(streams[i]);
                 streams[i] = NULL;
@@ -1009,14 +1040,35 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
         }
         now = time_mono();
         v = probation_check(p, now);
-        if (v == PROBATION_PENDING && now - last_print >= (tty ? 1 : 10)) {
+        bool stopped_seen = false;
+        for (int i = 0; i < j->ncts; i++)
+            stopped_seen = stopped_seen || d->ct_stopped[i][0];
+        if (v == PROBATION_FAIL && !stopped_seen && !settle_until) {
+            settle_until = now + 5;
+            for (int i = 0; i < j->ncts; i++) {
+                heard[i] = false;
+                if (!streams[i])
+                    reopen_at[i] = 0; /* ask again at once: a stopped container says so */
+            }
+        }
+        if (settle_until) {
+            bool all = true;
+            for (int i = 0; i < j->ncts; i++)
+                all = all && heard[i];
+            if (stopped_seen || all || now >= settle_until)
+                break;
+            fleet_wait(d->f, 100);
+            continue;
+        }
+        if (v != PROBATION_PENDING)
+            break;
+        if (now - last_print >= (tty ? 1 : 10)) {
             char line[512];
             probation_describe(p, now, line, sizeof line);
             fprintf(stderr, tty ? "\r\033[K%s %s" : "%s %s\n", what, line);
             last_print = now;
         }
-        if (v == PROBATION_PENDING)
-            fleet_wait(d->f, 200);
+        fleet_wait(d->f, 200);
     }
     if (tty && last_print > 0)
         fputc('\n', stderr);
@@ -1149,17 +1201,26 @@ static int revert_all(struct deploy *d, const char *reason)
     struct revert_arg ra = { .argv = args.argv, .gone = gone,
                              .timeout_s = (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s };
     struct ct_fan *cf = calloc(1, sizeof *cf);
-    int failed = 0;
+    int failed = 0, stopped = 0;
     if (!cf) {
         log_error("out of memory");
         failed = j->ncts;
     } else {
-        /* phase 2, every host at once */
+        /* phase 2, every host at once; not into a container found stopped (nothing to start
+         * there: its `pct exec` fails) */
         cf->d = d;
         cf->fn = revert_one;
         cf->arg = &ra;
+        for (int i = 0; i < j->ncts; i++)
+            cf->skip[i] = d->ct_stopped[i][0] != '\0';
         (void)ct_fan_run(cf);
         for (int i = 0; i < j->ncts; i++) {
+            if (cf->skip[i]) {
+                fprintf(stderr, "revert: %s: container stopped (pct: %s): the good release was NOT "
+                        "started there\n", j->cts[i].label, d->ct_stopped[i]);
+                stopped++;
+                continue;
+            }
             if (!gone[i])
                 fprintf(stderr, "revert: %s: %s; %s\n", j->cts[i].label, stalled[i],
                         cf->rc[i] >= 0 || cf->rc[i] == -ETIMEDOUT
@@ -1174,9 +1235,36 @@ static int revert_all(struct deploy *d, const char *reason)
         }
         free(cf);
     }
-    if (left)
+    left -= stopped; /* a stopped container has nothing to stop: named above as stopped */
+    if (left > 0)
         log_warn("revert of job '%s': %d container(s) did not confirm the stop of %s within the "
                  "switch deadline (named above)", j->name, left, d->sid);
+    if (stopped && !failed) {
+        /* The gang cannot form without the stopped container: the good release's ranks in the
+         * others wait for it in their rendezvous (until first_step_deadline trips), and the
+         * stopped container, once started, runs what its agent last had (the failed release).
+         * Watching a recovery would only time out; say what to do instead. */
+        char names[400] = "", cmds[400] = "";
+        size_t nn = 0, nc = 0;
+        for (int i = 0; i < j->ncts; i++)
+            if (d->ct_stopped[i][0]) {
+                nn += (size_t)snprintf(names + nn, nn < sizeof names ? sizeof names - nn : 0, "%s%s (pct: %s)",
+                                       nn ? ", " : "", j->cts[i].label, d->ct_stopped[i]);
+                nc += (size_t)snprintf(cmds + nc, nc < sizeof cmds ? sizeof cmds - nc : 0, "%s`pct start %d` on %s",
+                                       nc ? ", " : "", j->cts[i].vmid, d->inv->hosts[j->cts[i].host].name);
+            }
+        char msg[1400];
+        snprintf(msg, sizeof msg, "%d container(s) stopped: %s; the good release %s was started in the "
+                 "other %d, whose ranks wait for the missing ones in their rendezvous: start the "
+                 "container (%s), then deploy %s again (`drover deploy DIR --job %s`) to form the "
+                 "gang", stopped, names, ui_short(d->good, sid), j->ncts - stopped, cmds,
+                 ui_short(d->good, sid), j->name);
+        fprintf(stderr, "%s%sREVERT FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
+                j->name, msg, ui_reset(stderr));
+        printf("REVERT FAILED for job '%s': %s\n", j->name, msg);
+        history_record(d, "revert-failed", msg, -1);
+        return EXIT_REVERT_FAILED;
+    }
     char msg[700] = "not confirmed (--now): watch it with `drover status`";
     int cr = failed ? -EIO : d->no_confirm ? 0 : confirm_recovery(d, d->good, msg, sizeof msg);
     if (cr == -EINTR) { /* started everywhere, as with --now: only the watching was cut short */
@@ -2236,6 +2324,13 @@ failed:
         goto restore;
     }
     d.no_bad_mark = d.stopped_by_operator;
+    for (int i = 0; i < d.job->ncts; i++)
+        if (d.ct_stopped[i][0]) {
+            /* a container stopped under the gang: not the release's failure */
+            d.no_bad_mark = true;
+            printf("%s was stopped under the gang: %s is not marked bad; the other containers go "
+                   "back to the good release\n", d.job->cts[i].label, d.sid);
+        }
     ret = revert_all(&d, reason);
 restore:
     interrupt_handlers(NULL);

@@ -54,6 +54,7 @@ struct probation {
     int ncts, nproc;
     double baseline, t0, t_warm;
     bool recovery;
+    bool ct_stop_said; /* the verdict is a container stopped under the gang (probation_ct_stopped) */
     struct pct_state *cts;
     /* Job samples, oldest first: time, Ktok/s, cost (step time, or 1/Ktok/s when the ranks do
      * not say), and whether every rank was past warmup_steps. */
@@ -721,6 +722,17 @@ double probation_ktok_s(const struct probation *p)
 int probation_warmup_excluded(const struct probation *p)
 {
     return p->warm_start >= 0 ? p->warm_start : p->nsamples;
+}
+
+void probation_ct_stopped(struct probation *p, int ct, const char *pct_said)
+{
+    if (ct < 0 || ct >= p->ncts || p->ct_stop_said)
+        return;
+    if (p->verdict == PROBATION_FAIL)
+        p->verdict = PROBATION_PENDING; /* the stop explains it: its peers lost a rank */
+    p->ct_stop_said = p->verdict == PROBATION_PENDING;
+    fail(p, "container %s stopped during %s (pct: %s)", p->cts[ct].label,
+         p->recovery ? "the recovery" : "probation", pct_said && pct_said[0] ? pct_said : "not running");
 }
 
 int probation_straggler(const struct probation *p)

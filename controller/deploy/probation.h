@@ -66,6 +66,14 @@ int probation_set_baseline_samples(struct probation *p, const struct sample_set 
 /* Feed container ct's newest status document, received at controller time now. */
 void probation_feed(struct probation *p, int ct, const struct agent_status *st, double now);
 
+/* Container ct was stopped under the gang (its `pct exec` says the container is not running;
+ * pct_said: pct's own words): the gang cannot be healthy without it, so the probation (or the
+ * recovery) fails at once, "container h1:101 stopped during probation (pct: ...)", rather than
+ * after healthy_deadline as "no status".  It also replaces a failure already decided (the
+ * stopped container's peers lose a rank, and their agents may say so first); not a pass or an
+ * inconclusive verdict, and not another container's stop said before. */
+void probation_ct_stopped(struct probation *p, int ct, const char *pct_said);
+
 /* The verdict at time now (evaluates deadlines).  Once decided it stays. */
 enum probation_verdict probation_check(struct probation *p, double now);
 

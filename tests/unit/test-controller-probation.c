@@ -286,6 +286,55 @@ static void test_missing_heartbeat(void **state)
     free(st);
 }
 
+/* A container stopped under the gang (its `pct exec` says "not running"): the probation fails at
+ * once naming it and pct's words, not after healthy_deadline as "no status"; a recovery says so
+ * too; a verdict already made stays. */
+static void test_ct_stopped(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(100, 2, 1);
+    assert_int_equal(run(p, 2, 1, 1, 5, 50000, st), PROBATION_PENDING);
+    probation_ct_stopped(p, 1, "container '102' not running!");
+    assert_int_equal(probation_check(p, 6), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "container h1:102 stopped during probation (pct: container '102' not running!)");
+    probation_ct_stopped(p, 0, "CT 101 not running"); /* the first stop said stays */
+    assert_string_equal(probation_reason(p), "container h1:102 stopped during probation (pct: container '102' not running!)");
+    probation_free(p);
+    /* the peers of the stopped container fail first (a rank lost, a non-finite loss ...): the
+     * stop, found a moment later, is the verdict */
+    p = new_p(100, 2, 1);
+    assert_int_equal(run(p, 2, 1, 1, 5, 50000, st), PROBATION_PENDING);
+    make_status(st, 0, 1, NEW, 6, 50000, NAN);
+    probation_feed(p, 0, st, 6);
+    assert_int_equal(probation_check(p, 6), PROBATION_FAIL);
+    assert_null(strstr(probation_reason(p), "stopped"));
+    probation_ct_stopped(p, 1, "CT 102 not running");
+    assert_int_equal(probation_check(p, 7), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "container h1:102 stopped during probation (pct: CT 102 not running)");
+    probation_free(p);
+    /* a pass stays a pass */
+    p = new_p(96.5, 2, 2);
+    assert_int_equal(run(p, 2, 2, 1, 100, 24000, st), PROBATION_PASS);
+    probation_ct_stopped(p, 1, "CT 102 not running");
+    assert_int_equal(probation_check(p, 101), PROBATION_PASS);
+    probation_free(p);
+    p = new_p(100, 2, 1);
+    probation_ct_stopped(p, 2, "out of range"); /* no such container: nothing */
+    probation_ct_stopped(p, -1, "out of range");
+    assert_int_equal(probation_check(p, 1), PROBATION_PENDING);
+    probation_ct_stopped(p, 0, "");
+    assert_string_equal(probation_reason(p), "container h1:101 stopped during probation (pct: not running)");
+    probation_free(p);
+    struct inv_policy pol = policy();
+    assert_int_equal(probation_new(&pol, "train", OLD, 1, labels, 1, 100, true, 0, &p), 0);
+    probation_ct_stopped(p, 0, "CT 101 not running");
+    assert_int_equal(probation_check(p, 1), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "container h1:101 stopped during the recovery (pct: CT 101 not running)");
+    probation_free(p);
+    free(st);
+}
+
 static void test_stall(void **state)
 {
     (void)state;
@@ -475,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_nan_loss),
         cmocka_unit_test(test_crash),
         cmocka_unit_test(test_missing_heartbeat),
+        cmocka_unit_test(test_ct_stopped),
         cmocka_unit_test(test_stall),
         cmocka_unit_test(test_only_fresh_samples),
         cmocka_unit_test(test_agent_stopping_fails),
