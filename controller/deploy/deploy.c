@@ -1495,10 +1495,9 @@ static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, ch
         if (js && js->current[0] && jobspec_digest(j, i, &want) == 0 &&
             (!jobspec_is_current(js, &want) || strcmp(js->good_spec_digest, want.hex) != 0)) {
             all_current = false;
-            if (!jobspec_is_current(js, &want) && !spec_differs++)
-                jobspec_describe_change(j, js, &want, d->spec_change, sizeof d->spec_change);
-            else if (!spec_differs++)
-                snprintf(d->spec_change, sizeof d->spec_change, "changed and not promoted yet");
+            if (!spec_differs++ &&
+                !jobspec_describe_change(j, js, &want, d->spec_change, sizeof d->spec_change)[0])
+                snprintf(d->spec_change, sizeof d->spec_change, "not promoted yet");
         }
         if (js && js->current[0] && !strcmp(js->current, js->good) &&
             strcmp(js->spec_digest, js->good_spec_digest) != 0)
@@ -1582,16 +1581,22 @@ static int print_plan(struct deploy *d, json_t *out)
         /* the same release with another job spec is a deploy too (jobspec.h) */
         struct spec_digest want;
         char change[400] = "", what[460] = "";
-        if (js && js->current[0] && jobspec_digest(j, i, &want) == 0)
+        bool have_want = js && js->current[0] && jobspec_digest(j, i, &want) == 0;
+        if (have_want)
             (void)jobspec_describe_change(j, js, &want, change, sizeof change);
         bool same = strcmp(cur, d->id) == 0;
-        if (same)
-            snprintf(what, sizeof what, change[0] ? " (job spec changed: %s)" : " (already current)", change);
+        /* "already current" only where the deploy would say "nothing to do": the release AND
+         * the spec promoted, not a candidate still on probation (or left by a drover that died) */
+        bool settled = same && have_want && jobspec_is_settled(js, d->id, &want) && !change[0];
+        if (same && change[0])
+            snprintf(what, sizeof what, " (job spec changed: %s)", change);
+        else if (same)
+            snprintf(what, sizeof what, settled ? " (already current)" : " (current, not promoted yet)");
         json_array_append_new(cts, json_pack("{s:s,s:i,s:b,s:o,s:o,s:s,s:b,s:o}", "container", ct->label,
                                              "node", i, "reachable", 1, "current", plan_id(cur),
                                              "good", plan_id(js ? js->good : ""), "state",
                                              js ? gang_state_name(js->state) : "no job",
-                                             "already_current", same && !change[0], "spec_change",
+                                             "already_current", settled, "spec_change",
                                              change[0] ? json_string(change) : json_null()));
         printf("  %-24s node %d: %s (good %s, %s) -> %s%s\n", ct->label, i, ui_short(cur, sid),
                ui_short(js ? js->good : "", sid2), js ? gang_state_name(js->state) : "no job",

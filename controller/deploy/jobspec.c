@@ -26,14 +26,26 @@ bool jobspec_is_current(const struct job_status *js, const struct spec_digest *w
     return js && !strcmp(js->spec_digest, want->hex);
 }
 
+bool jobspec_is_settled(const struct job_status *js, const char *id, const struct spec_digest *want)
+{
+    return js && id && id[0] && !strcmp(js->current, id) && !strcmp(js->good, id) &&
+           jobspec_is_current(js, want) && !strcmp(js->good_spec_digest, want->hex);
+}
+
 const char *jobspec_describe_change(const struct inv_job *j, const struct job_status *js,
                                     const struct spec_digest *want, char *out, size_t out_sz)
 {
     if (!out_sz)
         return out;
     out[0] = '\0';
-    if (jobspec_is_current(js, want))
+    if (jobspec_is_current(js, want)) {
+        /* the spec runs, but was never promoted with this release: a spec change on probation,
+         * held, or left by a drover that stopped; deploying it again runs its probation */
+        if (js->current[0] && !strcmp(js->current, js->good) && strcmp(js->good_spec_digest, want->hex) != 0)
+            snprintf(out, out_sz, "not promoted yet (on probation, or left there by a deploy that "
+                     "did not finish)");
         return out;
+    }
     if (!js->spec_digest[0] || !js->spec_fields[0]) {
         snprintf(out, out_sz, "unknown: its agent recorded no job spec digest (an agent or a "
                  "deploy from before them)");

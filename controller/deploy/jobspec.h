@@ -23,10 +23,15 @@ int jobspec_digest(const struct inv_job *j, int node_rank, struct spec_digest *r
 /* Does js (the job's part of a container's status) run want as its current spec? */
 bool jobspec_is_current(const struct job_status *js, const struct spec_digest *want);
 
+/* Is the job settled on (id, want): id current and promoted, want its current and its good
+ * spec?  What a deploy of id with want calls "already current" (when the gang runs). */
+bool jobspec_is_settled(const struct job_status *js, const char *id, const struct spec_digest *want);
+
 /* What changed between the spec js runs and want, for people, into out: "nproc_per_node 1 -> 2,
  * env" (the fields whose digests differ; nproc_per_node with its values, which the status
  * carries), or "unknown: its agent recorded no job spec digest (an agent or a deploy from
- * before them)" when js has none.  "" when nothing differs.  Returns out. */
+ * before them)" when js has none, or "not promoted yet (...)" when js runs want on its good
+ * release but was never promoted with it.  "" when nothing differs.  Returns out. */
 const char *jobspec_describe_change(const struct inv_job *j, const struct job_status *js,
                                     const struct spec_digest *want, char *out, size_t out_sz);
 

@@ -83,11 +83,44 @@ static void test_describe_change(void **state)
     free(j);
 }
 
+/* A spec change on probation (or left there by a drover killed -9): the agents run the new spec
+ * on the good release, not promoted with it.  A deploy relaunches it and runs its probation, so
+ * `deploy --dry-run` must not call it "already current" (it did: describe said "" and plan
+ * compared the release alone). */
+static void test_spec_not_promoted(void **state)
+{
+    (void)state;
+    struct inv_job *j = job();
+    struct spec_digest good, want;
+    assert_int_equal(jobspec_digest(j, 0, &good), 0);
+    strcpy(j->env[1], "OMP_NUM_THREADS=4");
+    assert_int_equal(jobspec_digest(j, 0, &want), 0);
+    struct job_status *js = calloc(1, sizeof *js);
+    runs(js, &want, 1);
+    strcpy(js->current, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    strcpy(js->good, js->current);
+    strcpy(js->good_spec_digest, good.hex); /* promoted with the old spec only */
+    char out[400];
+    assert_true(jobspec_is_current(js, &want));
+    assert_false(jobspec_is_settled(js, js->current, &want));
+    assert_non_null(strstr(jobspec_describe_change(j, js, &want, out, sizeof out), "not promoted"));
+    /* promoted: settled, nothing to say */
+    strcpy(js->good_spec_digest, want.hex);
+    assert_true(jobspec_is_settled(js, js->current, &want));
+    assert_string_equal(jobspec_describe_change(j, js, &want, out, sizeof out), "");
+    /* a release on probation with the good spec: not settled (the release is not promoted) */
+    strcpy(js->good, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+    assert_false(jobspec_is_settled(js, js->current, &want));
+    free(js);
+    free(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_digest_per_container),
         cmocka_unit_test(test_describe_change),
+        cmocka_unit_test(test_spec_not_promoted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
