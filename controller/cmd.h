@@ -81,6 +81,16 @@ struct job_status;
 const char *status_failed_hint(const char *ct, const char *job, const struct job_status *js,
                                const char *inv_arg, char *buf, size_t sz);
 
+/* Does js run its good release with a job spec it was not promoted with (a spec change on
+ * probation, held, or orphaned by a drover that died)?  The table cannot show it: its release
+ * column is the good release. */
+bool status_runs_unpromoted_spec(const struct job_status *js);
+/* The line `drover status` prints once per job under its table when containers run such a
+ * spec: ct the first of them, nmore how many others, release the good release, and what to do.
+ * inv_arg: -i as given (NULL: default).  Returns buf. */
+const char *status_spec_hint(const char *ct, int nmore, const char *job, const char *release,
+                             const char *inv_arg, char *buf, size_t sz);
+
 /* One history record as JSON (the shape of `history -o json`'s entries); new reference. */
 json_t *cmd_history_entry_json(const struct history_entry *h);
 

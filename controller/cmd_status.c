@@ -73,6 +73,26 @@ const char *status_failed_hint(const char *ct, const char *job, const struct job
     return buf;
 }
 
+bool status_runs_unpromoted_spec(const struct job_status *js)
+{
+    return js && js->current[0] && !strcmp(js->current, js->good) && js->spec_digest[0] &&
+           js->good_spec_digest[0] && strcmp(js->spec_digest, js->good_spec_digest) != 0;
+}
+
+const char *status_spec_hint(const char *ct, int nmore, const char *job, const char *release,
+                             const char *inv_arg, char *buf, size_t sz)
+{
+    char more[32] = "", sid[RELEASE_SHORT_LEN + 1];
+    if (nmore > 0)
+        snprintf(more, sizeof more, " (and %d more)", nmore);
+    snprintf(buf, sz, "%s%s: job '%s' runs its good release %s with a job spec that was not promoted "
+                      "(a spec change on probation, or left there by a deploy that did not finish): "
+                      "the agents return to the good spec at its probation deadline; `drover%s%s "
+                      "rollback --job %s` does it now, `drover deploy` runs its probation again",
+             ct, more, job, ui_short(release, sid), inv_arg ? " -i " : "", inv_arg ? inv_arg : "", job);
+    return buf;
+}
+
 static json_t *rank_json(const struct rank_status *rs)
 {
     json_t *o = json_pack("{s:i,s:i,s:s,s:I,s:f,s:i,s:i}", "rank", rs->rank, "local_rank",
@@ -255,6 +275,9 @@ static int status_once(struct fleet *f, const struct status_opts *o)
         json_t *jo = json_pack("{s:s,s:o,s:[]}", "job", j->name, "target", json_str_or_null(target),
                                "containers");
         double total = 0;
+        int spec_ct = 0; /* containers that run the good release with an unpromoted job spec */
+        const char *spec_label = NULL;
+        char spec_release[RELEASE_ID_LEN + 1] = "";
         int nktok = 0; /* ranks that reported a throughput */
         for (int i = 0; i < j->ncts; i++) {
             const struct inv_ct *ct = &j->cts[i];
@@ -347,8 +370,19 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             char hint[600];
             if (!o->json && status_failed_hint(ct->label, j->name, js, f->inv_arg, hint, sizeof hint))
                 log_warn("%s", hint); /* the table alone said "failed", not why; escaped by the logger */
+            if (status_runs_unpromoted_spec(js) && !spec_ct++) { /* said once, under the table */
+                spec_label = ct->label;
+                (void)str_copy(spec_release, sizeof spec_release, js->current);
+            }
             json_object_set_new(co, "ranks", ranks);
             json_array_append_new(json_object_get(jo, "containers"), co);
+        }
+        /* the table shows the good release as it should; that its job spec is not the good one
+         * (a spec change on probation, or orphaned by a drover killed -9) only this says */
+        if (spec_ct && !o->json) {
+            char hint[600];
+            log_warn("%s", status_spec_hint(spec_label, spec_ct - 1, j->name, spec_release, f->inv_arg,
+                                            hint, sizeof hint));
         }
         /* null when no rank said (every host down, ranks just started): 0.0 read as a stall */
         json_object_set_new(jo, "ktok_s", nktok ? json_real(total) : json_null());

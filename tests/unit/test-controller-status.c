@@ -72,6 +72,34 @@ static void test_failed_hint(void **state)
     assert_non_null(strstr(h, "`drover rollback --job drafter`"));
 }
 
+/* A spec change on probation, or orphaned by a drover killed -9: the table shows the good
+ * release, running, and said nothing else (the agents revert the spec at the probation deadline:
+ * a restart of the gang nobody was told about) */
+static void test_spec_hint(void **state)
+{
+    (void)state;
+    struct job_status js;
+    memset(&js, 0, sizeof js);
+    const char *rel = "2ab918e64d0050a3735a94c0d07ca241638eb2f15a7c54bfcd3cb48c36b1e548";
+    strcpy(js.current, rel);
+    strcpy(js.good, rel);
+    memset(js.spec_digest, 'a', 64);
+    memset(js.good_spec_digest, 'a', 64);
+    assert_false(status_runs_unpromoted_spec(&js)); /* promoted with this spec */
+    assert_false(status_runs_unpromoted_spec(NULL));
+    js.spec_digest[0] = 'b';
+    assert_true(status_runs_unpromoted_spec(&js));
+    js.good_spec_digest[0] = '\0'; /* an agent (or state) without digests: nothing to tell */
+    assert_false(status_runs_unpromoted_spec(&js));
+    js.good_spec_digest[0] = 'a';
+    strcpy(js.good, "1111111111111111111111111111111111111111111111111111111111111111");
+    assert_false(status_runs_unpromoted_spec(&js)); /* another release on probation: the table's '*' */
+    char buf[600];
+    const char *h = status_spec_hint("h1:101", 2, "train", rel, "lab.ini", buf, sizeof buf);
+    assert_non_null(strstr(h, "h1:101 (and 2 more): job 'train' runs its good release 2ab918e64d00 with a job spec that was not promoted"));
+    assert_non_null(strstr(h, "`drover -i lab.ini rollback --job train`"));
+}
+
 /* pct's own errors about the container: a vmid of no container on the host (an inventory typo)
  * was "agent-unreachable" in status with nothing on stderr, "no deploy lease ... is the agent
  * installed? drover install" in deploy and "is the container running? pct start 103" in install */
@@ -95,6 +123,7 @@ int main(void)
         cmocka_unit_test(test_loss_text),
         cmocka_unit_test(test_rank_ktok),
         cmocka_unit_test(test_failed_hint),
+        cmocka_unit_test(test_spec_hint),
         cmocka_unit_test(test_pct_ct_problem),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
