@@ -2204,7 +2204,17 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     double t0 = time_mono();
     d.base = load_base_samples(&d);
     char bsid[RELEASE_SHORT_LEN + 1];
-    if (d.base)
+    int world = d.job->ncts * d.job->nproc_per_node, base_ranks = d.base ? d.base->ranks : 0;
+    if (d.base && !probation_baseline_fits(d.base, world)) {
+        /* its one-number median is the same measurement: neither is compared */
+        (void)ui_short(d.base->release, bsid);
+        free(d.base);
+        d.base = NULL;
+        d.baseline = -1;
+        fprintf(stderr, "probation: the baseline %s was measured with %d ranks and this deploy runs %d "
+                "(nproc_per_node changed): its Ktok/s are not comparable, so the throughput rule is "
+                "skipped for this deploy, and its samples become the baseline\n", bsid, base_ranks, world);
+    } else if (d.base)
         fprintf(stderr, "probation: baseline %s: %d samples (median %.1f Ktok/s); fail when the "
                 "whole %.0f%% interval of the change lies below -%.0f%%\n", ui_short(d.base->release, bsid),
                 d.base->n, probation_median(d.base->ktok_s, d.base->n), pol->confidence * 100,

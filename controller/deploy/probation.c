@@ -167,6 +167,11 @@ int probation_set_baseline_samples(struct probation *p, const struct sample_set 
     return 0;
 }
 
+bool probation_baseline_fits(const struct sample_set *s, int world_size)
+{
+    return !s || s->ranks <= 0 || world_size <= 0 || s->ranks == world_size;
+}
+
 static void fail(struct probation *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(char *buf, size_t sz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

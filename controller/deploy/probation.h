@@ -63,6 +63,13 @@ void probation_free(struct probation *p);
  * as one number.  -EINVAL for an empty set. */
 int probation_set_baseline_samples(struct probation *p, const struct sample_set *s);
 
+/* Was the baseline s measured with world_size ranks (the container count times nproc_per_node
+ * the deploy runs)?  A job's Ktok/s is the sum over its ranks: after a job spec change of
+ * nproc_per_node (the baseline key names the containers, not the ranks in each) the old figure
+ * is not comparable, and halving the GPUs read as a 50% regression.  A set that does not say
+ * (ranks 0) is taken as comparable. */
+bool probation_baseline_fits(const struct sample_set *s, int world_size);
+
 /* Feed container ct's newest status document, received at controller time now. */
 void probation_feed(struct probation *p, int ct, const struct agent_status *st, double now);
 

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "common/samples.h"
 #include "controller/deploy/probation.h"
 
 #define NEW "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -515,10 +516,31 @@ static void test_bad_args_and_median(void **state)
     assert_true(probation_median(v, 0) == -1);
 }
 
+/* A job spec change of nproc_per_node 8 -> 4 (half the GPUs to another job): the baseline key
+ * names the containers only, so the old 8-rank Ktok/s was the baseline and the deploy was
+ * reverted as a 50% throughput regression.  The samples say how many ranks measured them. */
+static void test_baseline_world_size(void **state)
+{
+    (void)state;
+    struct sample_set *s = calloc(1, sizeof *s);
+    assert_non_null(s);
+    s->n = 1;
+    s->ktok_s[0] = 100;
+    s->ranks = 3 * 8;
+    assert_true(probation_baseline_fits(s, 3 * 8));
+    assert_false(probation_baseline_fits(s, 3 * 4));
+    assert_false(probation_baseline_fits(s, 3 * 16));
+    s->ranks = 0; /* a set recorded before it said: compared as before */
+    assert_true(probation_baseline_fits(s, 3 * 4));
+    assert_true(probation_baseline_fits(NULL, 3 * 4));
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pass_with_baseline),
+        cmocka_unit_test(test_baseline_world_size),
         cmocka_unit_test(test_throughput_regression),
         cmocka_unit_test(test_warmup_excluded),
         cmocka_unit_test(test_nan_loss),
