@@ -155,6 +155,17 @@ static __device__ __forceinline__ void wg_ss_n64(float *d, uint64_t da, uint64_t
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                  : "l"(da), "l"(db), "r"(1));
 }
+// d = A * B^T without reading d (scale-d 0): the first k-step of a product whose accumulator
+// starts at zero.  No zeroing moves: with `wzero` before `wg_fence`, the compiler sank the
+// second product's moves past the first product's wgmmas, and ptxas then injected a
+// warpgroup.arrive and a wait on the first product (C7517/C7519) between the two.
+static __device__ __forceinline__ void wg_ss_n64_z(float *d, uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]), "=f"(d[7]), "=f"(d[8]), "=f"(d[9]), "=f"(d[10]), "=f"(d[11]), "=f"(d[12]), "=f"(d[13]), "=f"(d[14]), "=f"(d[15]), "=f"(d[16]), "=f"(d[17]), "=f"(d[18]), "=f"(d[19]), "=f"(d[20]), "=f"(d[21]), "=f"(d[22]), "=f"(d[23]), "=f"(d[24]), "=f"(d[25]), "=f"(d[26]), "=f"(d[27]), "=f"(d[28]), "=f"(d[29]), "=f"(d[30]), "=f"(d[31])
+                 : "l"(da), "l"(db), "r"(0));
+}
 static __device__ __forceinline__ void wg_rs_n16(float *d, const uint32_t *a, uint64_t db)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
@@ -179,6 +190,7 @@ static __device__ __forceinline__ void wg_rs_n64(float *d, const uint32_t *a, ui
 
 #else
 static __device__ __forceinline__ void wg_ss_n64(float *, uint64_t, uint64_t) { __trap(); }
+static __device__ __forceinline__ void wg_ss_n64_z(float *, uint64_t, uint64_t) { __trap(); }
 static __device__ __forceinline__ void wg_rs_n16(float *, const uint32_t *, uint64_t) { __trap(); }
 static __device__ __forceinline__ void wg_rs_n32(float *, const uint32_t *, uint64_t) { __trap(); }
 static __device__ __forceinline__ void wg_rs_n64(float *, const uint32_t *, uint64_t) { __trap(); }
@@ -233,6 +245,18 @@ static __device__ __forceinline__ void wg_abt(float *acc, const unsigned char *a
     constexpr int KSTEP = HS == 64 ? 32 : 256; // 16 columns: inside the swizzled row, or 2 core matrices
 #pragma unroll
     for (int kk = 0; kk < HS / 16; kk++)
+        wg_ss_n64(acc, wdesc(a + kk * KSTEP, kh), wdesc(b + kk * KSTEP, kh));
+}
+
+// acc (64 x 64) = A * B^T, acc not read (its first k-step with scale-d 0): the backward's first
+// products, so that no register of acc is written between wg_fence() and the wgmmas.
+template <int HS>
+static __device__ __forceinline__ void wg_abt0(float *acc, const unsigned char *a, const unsigned char *b, uint64_t kh)
+{
+    constexpr int KSTEP = HS == 64 ? 32 : 256;
+    wg_ss_n64_z(acc, wdesc(a, kh), wdesc(b, kh));
+#pragma unroll
+    for (int kk = 1; kk < HS / 16; kk++)
         wg_ss_n64(acc, wdesc(a + kk * KSTEP, kh), wdesc(b + kk * KSTEP, kh));
 }
 
@@ -486,11 +510,9 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
             const unsigned char *cq = sq + buf * TILE, *cdo = sdo + buf * TILE;
             const float *cl = slse + buf * 64, *cd = sd + buf * 64;
             float st[32], dpt[32];
-            wzero(st);
-            wzero(dpt);
             wg_fence();
-            wg_abt<HS>(st, myk, cq, kh);  // S^T = K Q^T   (64 keys x 64 queries)
-            wg_abt<HS>(dpt, myv, cdo, kh); // dP^T = V dO^T
+            wg_abt0<HS>(st, myk, cq, kh);  // S^T = K Q^T   (64 keys x 64 queries)
+            wg_abt0<HS>(dpt, myv, cdo, kh); // dP^T = V dO^T
             wg_commit();
             pp_after<PP, NWG, 0>(wgi);
             if (PIPE && i > mk) {
@@ -617,11 +639,9 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *
         if (__shfl_sync(0xffffffffu, (int)(active && j <= mt), 0)) {
             const unsigned char *ck = sk + buf * TILE, *cv = sv + buf * TILE;
             float s[32], dp[32];
-            wzero(s);
-            wzero(dp);
             wg_fence();
-            wg_abt<HS>(s, myq, ck, kh);   // S = Q K^T
-            wg_abt<HS>(dp, mydo, cv, kh); // dP = dO V^T
+            wg_abt0<HS>(s, myq, ck, kh);   // S = Q K^T
+            wg_abt0<HS>(dp, mydo, cv, kh); // dP = dO V^T
             wg_commit();
             pp_after<PP, NWG, 0>(wgi);
             if (PIPE && j > 0) {
