@@ -343,6 +343,10 @@ static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out,
     for (int i = 0; i < HS / 2; i++)
         o[i] = 0.f;
     uint32_t pa[4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        for (int x = 0; x < 4; x++)
+            pa[kk][x] = 0; // the pipelined first step's "previous" product adds zeros
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
     int qrow0 = mt * 64 + w * 16 + g; // and qrow0 + 8
     const unsigned char *myq = sq + wgi * TILE;
@@ -361,8 +365,8 @@ static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out,
             wg_abt<HS>(s, myq, sk + buf * TILE, kh);
             wg_commit();
             pp_after<PP, NWG, 0>(wgi);
-            if (PIPE && j > 0) {
-                wg_pb<HS>(o, pa, sv + ((j - 1) % NBUF) * TILE, mh); // O += P_{j-1} V_{j-1}
+            if constexpr (PIPE) { // in every step, zero operands in the first (see dK/dV)
+                wg_pb<HS>(o, pa, sv + ((j + NBUF - (int)(j > 0)) % NBUF) * TILE, mh); // O += P_{j-1} V_{j-1}
                 wg_commit();
                 wg_wait1();
             } else {
@@ -490,6 +494,10 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
     for (int i = 0; i < HS / 2; i++)
         dk[i] = dv[i] = 0.f;
     uint32_t pa[4][4], da[4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        for (int x = 0; x < 4; x++)
+            pa[kk][x] = da[kk][x] = 0; // the pipelined first step's "previous" products add zeros
     int key0 = mk * 64 + w * 16 + g; // and key0 + 8
     const unsigned char *myk = sk + wgi * TILE, *myv = sv + wgi * TILE;
     float sl2 = scale * WG_LOG2E;
@@ -515,8 +523,9 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
             wg_abt0<HS>(dpt, myv, cdo, kh); // dP^T = V dO^T
             wg_commit();
             pp_after<PP, NWG, 0>(wgi);
-            if (PIPE && i > mk) {
-                int pb = (i - 1 - first) % NBUF;
+            if constexpr (PIPE) { // in every step, with zero operands in the first (i == mk): a
+                // branch around in-flight products made ptxas serialize every wgmma (C7520)
+                int pb = (i - first + NBUF - (int)(i > mk)) % NBUF; // no branch (C7519)
                 wg_pb<HS>(dv, pa, sdo + pb * TILE, mh); // dV += P^T dO   (step i-1)
                 wg_pb<HS>(dk, da, sq + pb * TILE, mh);  // dK += dS^T Q
                 wg_commit();
@@ -626,6 +635,10 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *
     for (int i = 0; i < HS / 2; i++)
         dq[i] = 0.f;
     uint32_t da[4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        for (int x = 0; x < 4; x++)
+            da[kk][x] = 0; // the pipelined first step's "previous" product adds zeros
     const unsigned char *myq = sq + wgi * TILE, *mydo = sdo + wgi * TILE;
     float sl2 = scale * WG_LOG2E;
     for (int j = 0; j <= last; j++) {
@@ -644,8 +657,8 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *
             wg_abt0<HS>(dp, mydo, cv, kh); // dP = dO V^T
             wg_commit();
             pp_after<PP, NWG, 0>(wgi);
-            if (PIPE && j > 0) {
-                wg_pb<HS>(dq, da, sk + ((j - 1) % NBUF) * TILE, mh); // dQ += dS K   (step j-1)
+            if constexpr (PIPE) { // in every step, zero operands in the first (see dK/dV)
+                wg_pb<HS>(dq, da, sk + ((j > 0 ? j - 1 : j) % NBUF) * TILE, mh); // dQ += dS K   (step j-1)
                 wg_commit();
                 wg_wait1();
             } else {
