@@ -11,7 +11,8 @@
 # TRACE_B (16 32), TRACE_STEPS (10) steps each;
 # NSYS (1): Nsight Systems summaries where installed.
 # TUNE (8): candidates timed per shape, 0 = no DROVER_BLAS_TUNE checks, table or run; STEPS
-# (30); GPUTEST (1); TORCH (1); VARIANTS: the drover-train runs, ';'-separated "label ENV=V ...",
+# (30); GPUTEST (1); TORCH (1); VARIANTS: the drover-train runs, ';'-separated "label ENV=V ..."
+# or "label BIN=path ENV=V ..." (another bench binary, e.g. the previous build's, side by side),
 # default the list below (the LayerNorm backward's call used
 # VARIANTS='drover;drover-lnbwd-old DROVER_LN_BWD=old;drover-lnbwd-reg3 DROVER_LN_BWD=reg3;drover2;drover-lnbwd-old2 DROVER_LN_BWD=old').
 set -u
@@ -73,10 +74,14 @@ if [ -n "$NS" ] && [ "${NSYS:-1}" = 1 ]; then
 fi
 res=$O/bench.jsonl
 : > "$res"
-run() { # label, env...
-    local lab=$1; shift
+run() { # label, [BIN=another bench binary, e.g. an earlier build's], env...
+    local lab=$1 bin=$G/bench; shift
+    if [[ ${1:-} == BIN=* ]]; then
+        bin=${1#BIN=}
+        shift
+    fi
     for b in 16 32; do
-        env "$@" timeout 120 $G/bench $b $STEPS | sed "s/\"system\": \"drover\"/\"system\": \"$lab\"/" | tee -a "$res"
+        env "$@" timeout 120 "$bin" $b $STEPS | sed "s/\"system\": \"drover\"/\"system\": \"$lab\"/" | tee -a "$res"
     done
 }
 # the default twice, first and last: the drift over the call
