@@ -9,12 +9,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #include "common/util.h"
 
-/* the first 8 hex digits of the kernel's boot id; "" when unreadable */
+void holder_boot_tag(const char *boot, unsigned long long pidns, char out[9])
+{
+    (void)str_copy(out, 9, boot);
+    if (strlen(boot) != 8 || pidns == 0 || pidns == HOLDER_INIT_PIDNS)
+        return;
+    /* another PID namespace (a container): its pids are not the init namespace's, nor another
+     * container's, so the tag differs from the plain boot id's (FNV-1a of both, 32 bits) */
+    unsigned int h = 2166136261u;
+    for (int i = 0; i < 8; i++)
+        h = (h ^ (unsigned char)boot[i]) * 16777619u;
+    for (int i = 0; i < 8; i++, pidns >>= 8)
+        h = (h ^ (unsigned char)(pidns & 0xff)) * 16777619u;
+    snprintf(out, 9, "%08x", h);
+    if (!strcmp(out, boot)) /* never the init namespace's tag */
+        out[7] = out[7] == '0' ? '1' : '0';
+}
+
+/* The first 8 hex digits of the kernel's boot id, made this PID namespace's (holder_boot_tag);
+ * "" when unreadable. */
 static void boot8(char out[9])
 {
     char buf[64] = "";
@@ -29,8 +48,11 @@ static void boot8(char out[9])
     for (int i = 0; i < 8; i++)
         if (!strchr("0123456789abcdef", buf[i]) || !buf[i])
             return;
-    memcpy(out, buf, 8);
-    out[8] = '\0';
+    char boot[9];
+    memcpy(boot, buf, 8);
+    boot[8] = '\0';
+    struct stat ns;
+    holder_boot_tag(boot, stat("/proc/self/ns/pid", &ns) == 0 ? (unsigned long long)ns.st_ino : 0, out);
 }
 
 /* /proc/<pid>/stat's text (bounded); -errno */

@@ -5,7 +5,8 @@
  *
  *     user@host/pid-N/boot-B/start-S
  *
- * B: the first 8 hex digits of the kernel's boot id; S: the process's start time (clock ticks
+ * B: the first 8 hex digits of the kernel's boot id (of the boot id and the PID namespace when
+ * drover runs in another than the init one: holder_boot_tag); S: the process's start time (clock ticks
  * since boot, /proc/<pid>/stat field 22).  Together with the pid they name one process of one
  * boot: a pid reused since, or the same pid after a reboot, is not mistaken for the holder.  An
  * older drover wrote user@host/pid-N: still understood, judged by the pid alone (a live pid N is
@@ -28,6 +29,17 @@ struct holder {
     unsigned long long start; /* meaningful when has_start */
     bool has_start;
 };
+
+/* The inode of the init PID namespace (/proc/self/ns/pid outside any container). */
+#define HOLDER_INIT_PIDNS 0xEFFFFFFCULL
+
+/* The boot tag B of a holder: boot (8 hex digits of the boot id) as it is in the init PID
+ * namespace (pidns HOLDER_INIT_PIDNS, or 0: unknown); in another (a drover in a container,
+ * `docker run --network host` keeps the host's name) 8 hex digits of both, never the plain
+ * boot's.  A pid means nothing across PID namespaces: a drover in one container found another
+ * container's live holder missing from its /proc and took its lease over mid-probation; with
+ * the tag they name different "boots", which are never judged here. */
+void holder_boot_tag(const char *boot, unsigned long long pidns, char out[9]);
 
 /* This process's holder into buf (sz >= 40 for the full form; user and host shortened so that it
  * fits in sz and in HOLDER_MAX).  Leaves boot and start out when they cannot be read or do not

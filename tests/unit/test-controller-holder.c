@@ -179,11 +179,47 @@ static void test_holder_fate_here(void **state)
     assert_int_equal(holder_fate_here("not a holder", self), HOLDER_UNKNOWN);
 }
 
+/* Two drovers on one machine in different PID namespaces (containers; with --network host they
+ * keep the host's name, and the kernel's boot id is the same): the second found the first's
+ * live pid missing from its own /proc and took its lease over mid-probation, and both
+ * "promoted" (lab: unshare -pf --mount-proc drover deploy ...).  The boot tag tells them apart. */
+static void test_holder_boot_tag_pidns(void **state)
+{
+    (void)state;
+    char a[9], b[9], c[9], again[9];
+    holder_boot_tag("0a1b2c3d", HOLDER_INIT_PIDNS, a);
+    assert_string_equal(a, "0a1b2c3d"); /* the init namespace: the boot id as before */
+    holder_boot_tag("0a1b2c3d", 0, a);
+    assert_string_equal(a, "0a1b2c3d"); /* unknown: as before */
+    holder_boot_tag("0a1b2c3d", 4026532290ULL, b);
+    holder_boot_tag("0a1b2c3d", 4026532291ULL, c);
+    holder_boot_tag("0a1b2c3d", 4026532290ULL, again);
+    assert_int_equal(strlen(b), 8);
+    assert_int_equal(strspn(b, "0123456789abcdef"), 8);
+    assert_string_not_equal(b, "0a1b2c3d");
+    assert_string_not_equal(b, c);
+    assert_string_equal(b, again); /* every drover of that namespace says the same */
+    holder_boot_tag("", 4026532290ULL, a);
+    assert_string_equal(a, "");
+    /* judged from a container: the init namespace's dead-looking holder is another "boot" */
+    struct holder h, me;
+    char text[HOLDER_MAX];
+    snprintf(text, sizeof text, "bob@ops1/pid-500/boot-%s/start-9000", b);
+    assert_int_equal(holder_parse(text, &me), 0);
+    assert_int_equal(holder_parse("alice@ops1/pid-77/boot-0a1b2c3d/start-800", &h), 0);
+    assert_int_equal(holder_judge(&h, &me, -ESRCH, 0, false), HOLDER_UNKNOWN);
+    /* and a holder of the same container namespace is judged as before */
+    snprintf(text, sizeof text, "alice@ops1/pid-77/boot-%s/start-800", b);
+    assert_int_equal(holder_parse(text, &h), 0);
+    assert_int_equal(holder_judge(&h, &me, -ESRCH, 0, false), HOLDER_GONE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_holder_self),       cmocka_unit_test(test_holder_parse),
         cmocka_unit_test(test_holder_stat_parse), cmocka_unit_test(test_holder_judge),
+        cmocka_unit_test(test_holder_boot_tag_pidns),
         cmocka_unit_test(test_holder_fate_here),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
