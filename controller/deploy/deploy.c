@@ -2231,6 +2231,11 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         goto restore;
     if (d.base)
         (void)probation_set_baseline_samples(p, d.base);
+    for (int i = 0; i < d.job->ncts; i++) {
+        struct spec_digest sd;
+        if (!d.spec_unaware[i] && jobspec_digest(d.job, i, &sd) == 0)
+            probation_expect_spec(p, i, sd.hex);
+    }
     enum probation_verdict v = watch_probation(&d, p, "probation");
     if (d.lease_lost) {
         /* never promote or revert on top of the operator who holds the job now */

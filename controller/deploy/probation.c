@@ -13,6 +13,7 @@
 #include "common/text.h"
 #include "common/trainexit.h"
 #include "common/samples.h"
+#include "common/specdigest.h"
 #include "common/stats.h"
 #include "common/util.h"
 
@@ -42,6 +43,7 @@ struct prank {
 
 struct pct_state {
     char label[64];
+    char spec[SPEC_DIGEST_LEN + 1]; /* the job spec digest activated here; "" not checked */
     bool have;
     double t_seen;
     struct prank ranks[STATUS_MAX_RANKS];
@@ -167,6 +169,12 @@ int probation_set_baseline_samples(struct probation *p, const struct sample_set 
     return 0;
 }
 
+void probation_expect_spec(struct probation *p, int ct, const char *digest)
+{
+    if (ct >= 0 && ct < p->ncts && digest && spec_digest_is_valid(digest))
+        (void)str_copy(p->cts[ct].spec, sizeof p->cts[ct].spec, digest);
+}
+
 bool probation_baseline_fits(const struct sample_set *s, int world_size)
 {
     return !s || s->ranks <= 0 || world_size <= 0 || s->ranks == world_size;
@@ -282,6 +290,14 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
             fail(p, "the agent on %s went back to %s by itself (%s)", cs->label,
                  release_short(js->current, "none", sid),
                  js->reason[0] ? js->reason : "no reason given");
+            return;
+        }
+        /* the same release with another job spec than this deploy's: another operator's deploy
+         * of it (the agents promote whatever pair is current), never this deploy's to pass */
+        if (cs->spec[0] && js->spec_digest[0] && strcmp(js->spec_digest, cs->spec) != 0) {
+            fail(p, "the agent on %s runs %s with another job spec (%.12s) than this deploy's "
+                 "(%.12s): another deploy of the same release?", cs->label,
+                 release_short(js->current, "none", sid), js->spec_digest, cs->spec);
             return;
         }
     } else if (js->current[0] && !release_matches(js->current, p->release)) {

@@ -63,6 +63,12 @@ void probation_free(struct probation *p);
  * as one number.  -EINVAL for an empty set. */
 int probation_set_baseline_samples(struct probation *p, const struct sample_set *s);
 
+/* Container ct was activated with job spec digest `digest` (common/specdigest.h): its agent
+ * reporting another digest for the watched release fails the probation (a second deploy of the
+ * same release with another spec took the job over; promote names the release only).  Not
+ * called for an agent that took no digest; ignored in a recovery. */
+void probation_expect_spec(struct probation *p, int ct, const char *digest);
+
 /* Was the baseline s measured with world_size ranks (the container count times nproc_per_node
  * the deploy runs)?  A job's Ktok/s is the sum over its ranks: after a job spec change of
  * nproc_per_node (the baseline key names the containers, not the ranks in each) the old figure

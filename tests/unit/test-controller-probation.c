@@ -536,11 +536,53 @@ static void test_baseline_world_size(void **state)
     free(s);
 }
 
+/* Two deploys of the same release with different job specs (the second took the lease over):
+ * the first one's probation watched the second's gang (the same release id in every heartbeat)
+ * and promoted it: the agents promote the current (release, spec) pair, so it made the other
+ * operator's spec good and said "promoted" for its own.  The reported digest now tells. */
+static void test_other_spec_fails(void **state)
+{
+    (void)state;
+    struct probation *p = new_p(0, 2, 1);
+    char mine[65], other[65];
+    memset(mine, 'c', 64);
+    mine[64] = '\0';
+    memset(other, 'd', 64);
+    other[64] = '\0';
+    probation_expect_spec(p, 0, mine);
+    probation_expect_spec(p, 1, mine);
+    struct agent_status *st = calloc(1, sizeof *st);
+    for (int t = 0; t <= 3; t++)
+        for (int c = 0; c < 2; c++) {
+            make_status(st, c, 1, NEW, t, 1000, 2.0);
+            strcpy(st->jobs[0].spec_digest, mine);
+            probation_feed(p, c, st, t);
+        }
+    assert_int_equal(probation_check(p, 3), PROBATION_PENDING);
+    make_status(st, 1, 1, NEW, 4, 1000, 2.0);
+    strcpy(st->jobs[0].spec_digest, other);
+    probation_feed(p, 1, st, 4);
+    assert_int_equal(probation_check(p, 4), PROBATION_FAIL);
+    assert_non_null(strstr(probation_reason(p), "h1:102 runs bbbbbbbbbbbb with another job spec (dddddddddddd)"));
+    probation_free(p);
+    /* an agent without digests (none expected, none reported) is judged as before */
+    p = new_p(0, 2, 1);
+    for (int t = 0; t <= 3; t++)
+        for (int c = 0; c < 2; c++) {
+            make_status(st, c, 1, NEW, t, 1000, 2.0);
+            probation_feed(p, c, st, t);
+        }
+    assert_int_equal(probation_check(p, 3), PROBATION_PENDING);
+    probation_free(p);
+    free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pass_with_baseline),
         cmocka_unit_test(test_baseline_world_size),
+        cmocka_unit_test(test_other_spec_fails),
         cmocka_unit_test(test_throughput_regression),
         cmocka_unit_test(test_warmup_excluded),
         cmocka_unit_test(test_nan_loss),
