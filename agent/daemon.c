@@ -35,6 +35,7 @@
 #include "agent/state.h"
 #include "common/linebuf.h"
 #include "common/log.h"
+#include "common/procstat.h"
 #include "common/status.h"
 #include "common/util.h"
 
@@ -931,25 +932,8 @@ static void daemon_tick(struct daemon *d)
 
 static uint64_t proc_starttime(pid_t pid)
 {
-    char p[64], buf[1024];
-    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    char *s = strrchr(buf, ')'); /* comm may contain spaces */
-    if (!s)
-        return 0;
-    unsigned long long v = 0;
-    /* after ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
-     * stime cutime cstime priority nice threads itrealvalue starttime(22) */
-    if (sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) != 1)
-        return 0;
-    return v;
+    struct proc_stat ps;
+    return proc_stat_read(pid, &ps) == 0 ? ps.start : 0;
 }
 
 /* The gang of job j an earlier agent left: re-adopt it (its holders kept heartbeats and exit

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/procstat.h"
 #include "common/util.h"
 
 static bool pid_is_dead(pid_t pid);
@@ -835,26 +836,15 @@ int gang_alive(const struct gang *g)
     return n;
 }
 
-/* /proc/<pid>/stat: state letter and process group; -ESRCH when gone. */
+/* /proc/<pid>/stat: state letter and process group; < 0 when gone. */
 static int proc_stat(pid_t pid, char *ret_state, pid_t *ret_pgrp)
 {
-    char p[64], buf[512];
-    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -ESRCH;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -ESRCH;
-    buf[n] = '\0';
-    char *e = strrchr(buf, ')'); /* comm may contain anything */
-    int pgrp;
-    char st;
-    if (!e || sscanf(e + 1, " %c %*d %d", &st, &pgrp) != 2)
-        return -EINVAL;
-    *ret_state = st;
-    *ret_pgrp = pgrp;
+    struct proc_stat ps;
+    int r = proc_stat_read(pid, &ps);
+    if (r < 0)
+        return r;
+    *ret_state = ps.state;
+    *ret_pgrp = (pid_t)ps.pgrp;
     return 0;
 }
 

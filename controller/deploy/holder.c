@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "common/procstat.h"
 #include "common/util.h"
 
 void holder_boot_tag(const char *boot, unsigned long long pidns, char out[9])
@@ -55,60 +56,9 @@ static void boot8(char out[9])
     holder_boot_tag(boot, stat("/proc/self/ns/pid", &ns) == 0 ? (unsigned long long)ns.st_ino : 0, out);
 }
 
-/* /proc/<pid>/stat's text (bounded); -errno */
-static int read_stat(long pid, char *buf, size_t sz)
-{
-    char p[64];
-    snprintf(p, sizeof p, "/proc/%ld/stat", pid);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = read(fd, buf, sz - 1);
-    int e = errno;
-    close(fd);
-    if (n < 0)
-        return -e;
-    buf[n] = '\0';
-    return 0;
-}
-
-int holder_stat_parse(const char *text, unsigned long long *ret_start, char *ret_state)
-{
-    /* "pid (comm) S ppid ...": comm may hold spaces and parentheses, so fields count from the
-     * last ')'; the state is field 3, the start time field 22 */
-    const char *p = strrchr(text, ')');
-    if (!p)
-        return -EINVAL;
-    p++;
-    char state = 0;
-    for (int field = 3; field <= 22; field++) {
-        while (*p == ' ')
-            p++;
-        if (!*p || *p == '\n')
-            return -EINVAL;
-        const char *end = p + strcspn(p, " \n");
-        if (field == 3) {
-            if (end - p != 1)
-                return -EINVAL;
-            state = *p;
-        } else if (field == 22) {
-            char *e;
-            errno = 0;
-            unsigned long long v = strtoull(p, &e, 10);
-            if (e != end || errno || *p == '-')
-                return -EINVAL;
-            *ret_start = v;
-            *ret_state = state;
-            return 0;
-        }
-        p = end;
-    }
-    return -EINVAL;
-}
-
 void holder_self(char *buf, size_t sz)
 {
-    char host[HOLDER_MAX] = "?", boot[9], tail[96], stat[1024];
+    char host[HOLDER_MAX] = "?", boot[9], tail[96];
     const char *user = getenv("USER");
     if (!user || !*user)
         user = "root";
@@ -116,11 +66,10 @@ void holder_self(char *buf, size_t sz)
         (void)str_copy(host, sizeof host, "?");
     host[strcspn(host, "/@ ")] = '\0'; /* never seen in a host name; would break parsing */
     boot8(boot);
-    unsigned long long start;
-    char state;
+    struct proc_stat ps;
     int n = snprintf(tail, sizeof tail, "/pid-%ld", (long)getpid());
-    if (boot[0] && read_stat(getpid(), stat, sizeof stat) == 0 && holder_stat_parse(stat, &start, &state) == 0)
-        snprintf(tail + n, sizeof tail - n, "/boot-%s/start-%llu", boot, start);
+    if (boot[0] && proc_stat_read(getpid(), &ps) == 0)
+        snprintf(tail + n, sizeof tail - n, "/boot-%s/start-%llu", boot, ps.start);
     int cap = (int)(sz < HOLDER_MAX ? sz : HOLDER_MAX); /* the whole name, NUL included */
     int room = cap - 1 - (int)strlen(tail) - 1;         /* for user and host, '@' apart */
     if (room < 2) { /* a tiny buffer: the older form, which still names the process */
@@ -203,20 +152,16 @@ enum holder_fate holder_fate_here(const char *other, const char *self)
         return HOLDER_UNKNOWN;
     if (strcmp(h.host, me.host) != 0)
         return HOLDER_UNKNOWN; /* not even probed */
-    char stat[1024];
-    unsigned long long start = 0;
-    char state = 0;
+    struct proc_stat ps = {0};
     bool has_start = false;
-    int probe = read_stat(h.pid, stat, sizeof stat);
-    if (probe == 0 && holder_stat_parse(stat, &start, &state) == 0) {
+    int probe = proc_stat_read(h.pid, &ps);
+    if (probe == 0) {
         has_start = true;
-        if (state == 'Z' || state == 'X')
+        if (ps.state == 'Z' || ps.state == 'X')
             probe = -ESRCH; /* killed, not yet reaped: it holds nothing any more */
-    } else if (probe == -ENOENT) {
-        probe = -ESRCH;
-    } else {
+    } else if (probe != -ESRCH) {
         /* no /proc to read (another mount of it?): the signal probe, which cannot tell a reused pid */
         probe = kill((pid_t)h.pid, 0) == 0 || errno == EPERM ? 0 : errno == ESRCH ? -ESRCH : -errno;
     }
-    return holder_judge(&h, &me, probe, start, has_start);
+    return holder_judge(&h, &me, probe, ps.start, has_start);
 }

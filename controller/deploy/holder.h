@@ -50,10 +50,6 @@ void holder_self(char *buf, size_t sz);
  * tool's name: never judged); ret written on success only. */
 int holder_parse(const char *s, struct holder *ret);
 
-/* The start time (field 22) and the state (field 3) of a /proc/<pid>/stat text.  -EINVAL when
- * malformed; rets written on success only. */
-int holder_stat_parse(const char *text, unsigned long long *ret_start, char *ret_state);
-
 enum holder_fate {
     HOLDER_UNKNOWN, /* another host, another boot, or not ours to read: judged as before */
     HOLDER_RUNS,    /* the very process runs here */

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "common/procstat.h"
 #include "controller/deploy/holder.h"
 
 static void test_holder_self(void **state)
@@ -68,24 +69,6 @@ static void test_holder_parse(void **state)
     assert_memory_equal(&h, &untouched, sizeof h);
 }
 
-static void test_holder_stat_parse(void **state)
-{
-    (void)state;
-    unsigned long long start = 1;
-    char st = 0;
-    /* a comm with spaces and parentheses: fields count from the last ')' */
-    const char *text = "4242 (we (b) ird) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10\n";
-    assert_int_equal(holder_stat_parse(text, &start, &st), 0);
-    assert_true(start == 987654);
-    assert_int_equal(st, 'S');
-    start = 1;
-    st = 'q';
-    assert_int_equal(holder_stat_parse("4242 (x) S 1 2 3", &start, &st), -EINVAL);
-    assert_int_equal(holder_stat_parse("no parenthesis", &start, &st), -EINVAL);
-    assert_int_equal(holder_stat_parse("1 (x) SS 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 5", &start, &st), -EINVAL);
-    assert_true(start == 1 && st == 'q');
-}
-
 /* The decision, from explicit facts: what each holder's own machine can tell. */
 static void test_holder_judge(void **state)
 {
@@ -134,22 +117,15 @@ static void test_holder_fate_here(void **state)
     assert_int_equal(holder_parse(self, &me), 0);
     const char *tail = strstr(self, "/pid-");
     int ulen_host = (int)(tail - self);
-    char stat_path[64], stat[1024];
+    struct proc_stat ps;
     pid_t live = fork();
     assert_true(live >= 0);
     if (live == 0) {
         pause();
         _exit(0);
     }
-    snprintf(stat_path, sizeof stat_path, "/proc/%d/stat", (int)live);
-    FILE *f = fopen(stat_path, "r");
-    assert_non_null(f);
-    size_t n = fread(stat, 1, sizeof stat - 1, f);
-    fclose(f);
-    stat[n] = '\0';
-    unsigned long long start;
-    char st;
-    assert_int_equal(holder_stat_parse(stat, &start, &st), 0);
+    assert_int_equal(proc_stat_read(live, &ps), 0);
+    unsigned long long start = ps.start;
     snprintf(other, sizeof other, "%.*s/pid-%d/boot-%s/start-%llu", ulen_host, self, (int)live, me.boot, start);
     assert_int_equal(holder_fate_here(other, self), HOLDER_RUNS);
     snprintf(other, sizeof other, "%.*s/pid-%d/boot-%s/start-%llu", ulen_host, self, (int)live, me.boot, start + 1);
@@ -161,12 +137,7 @@ static void test_holder_fate_here(void **state)
     /* killed -9: a zombie until reaped, then no process at all; gone both times */
     assert_int_equal(kill(live, SIGKILL), 0);
     for (int i = 0; i < 500; i++) {
-        f = fopen(stat_path, "r");
-        n = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
-        if (f)
-            fclose(f);
-        stat[n] = '\0';
-        if (holder_stat_parse(stat, &start, &st) == 0 && st == 'Z')
+        if (proc_stat_read(live, &ps) == 0 && ps.state == 'Z')
             break;
         usleep(10000);
     }
@@ -218,7 +189,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_holder_self),       cmocka_unit_test(test_holder_parse),
-        cmocka_unit_test(test_holder_stat_parse), cmocka_unit_test(test_holder_judge),
+        cmocka_unit_test(test_holder_judge),
         cmocka_unit_test(test_holder_boot_tag_pidns),
         cmocka_unit_test(test_holder_fate_here),
     };
