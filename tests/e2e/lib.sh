@@ -106,6 +106,7 @@ drover_out() { cat "$E2E_WORK/last.out" "$E2E_WORK/last.err"; }
 # drover_said REGEX: the last drover call said it (stdout or stderr).  No `cmd | grep -q` in these
 # tests: with pipefail, grep's early exit can fail the writer with SIGPIPE and flip the verdict.
 drover_said() { grep -E -i -q -- "$1" "$E2E_WORK/last.out" "$E2E_WORK/last.err"; }
+said_in() { grep -E -q -- "$1" "$E2E_WORK/$2"; } # said_in REGEX FILE: a background drover's output (in $E2E_WORK) says it
 show_drover() { sed 's/^/    | /' "$E2E_WORK/last.out" "$E2E_WORK/last.err" | tail -${1:-15}; }
 
 status_json() { # prints `drover status -o json` (empty on failure)

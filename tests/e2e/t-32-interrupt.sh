@@ -91,7 +91,6 @@ d33=$(make_release v33 train.seed=33)
 say "deploy v33; SIGINT during its probation, and again while the revert's recovery is watched"
 env --default-signal=INT "$E2E_BUILD/drover" -i "$INV" deploy "$d33" --job train >"$E2E_WORK/dd.out" 2>"$E2E_WORK/dd.err" &
 pid=$!
-said_in() { grep -q "$1" "$E2E_WORK/$2"; }
 check "the deploy watches its probation" wait_until 180 said_in '^probation ' dd.err
 kill -INT "$pid"
 check "the revert's recovery is watched" wait_until 120 said_in '^recovery ' dd.err

@@ -12,7 +12,6 @@ set -uo pipefail
 ensure_v1
 v1=$(v1_id)
 d=$(make_release v34 train.seed=34)
-said_in() { grep -E -q "$1" "$E2E_WORK/$2"; }
 lease_holder() { ct h1:101 cat /var/lib/drover/leases/train.json 2>/dev/null | jq -r .holder; }
 
 say "deploy v34 (lease_ttl: the default 5 min); kill -9 drover during its probation"

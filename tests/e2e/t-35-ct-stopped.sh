@@ -13,7 +13,6 @@ set -uo pipefail
 ensure_v1
 v1=$(v1_id)
 d=$(make_release v35 train.seed=35)
-said_in() { grep -E -q "$1" "$E2E_WORK/$2"; }
 lab_pct() { DROVER_LAB_DIR=$LAB_DIR DROVER_LAB_HOST=$1 "$E2E_ROOT/tests/lab/pct" "${@:2}"; }
 
 say "deploy v35; pct stop 102 on h1 during its probation"
