@@ -157,6 +157,18 @@ static bool reads_to_eof(int fd, double max_s, char *last, size_t last_sz)
     return false;
 }
 
+/* A call against the SIGSTOPped daemon with a 0.5 s deadline returned r after took seconds: it
+ * gave up in time; the daemon, continued, answers status again. */
+static void gave_up_then_answers(int r, double took)
+{
+    assert_int_equal(kill(daemon_pid, SIGCONT), 0);
+    assert_int_equal(r, -ETIMEDOUT);
+    assert_true(took >= 0.45 && took < 5);
+    char *again = status_line();
+    assert_true(is_status_doc(again));
+    free(again);
+}
+
 /* A daemon that is stopped (SIGSTOP) or wedged accepts the connection (the kernel's backlog)
  * and never answers: the CLI used to wait on it forever; it now gives up after the request's
  * idle deadline, and the same socket answers once the daemon runs again. */
@@ -174,12 +186,7 @@ static void test_stopped_daemon(void **state)
     int r = status_call(0.5, &c);
     double took = time_mono() - t0;
     free(c.last);
-    assert_int_equal(kill(daemon_pid, SIGCONT), 0);
-    assert_int_equal(r, -ETIMEDOUT);
-    assert_true(took >= 0.45 && took < 5);
-    char *again = status_line();
-    assert_true(is_status_doc(again));
-    free(again);
+    gave_up_then_answers(r, took);
 }
 
 /* The job verbs too (activate, revert, stop, start: they had no deadline and waited on a stopped
@@ -241,12 +248,7 @@ static void test_stopped_daemon_job_verbs(void **state)
     double took = time_mono() - t0;
     free(c.last);
     free(text);
-    assert_int_equal(kill(daemon_pid, SIGCONT), 0);
-    assert_int_equal(r, -ETIMEDOUT);
-    assert_true(took >= 0.45 && took < 5);
-    char *again = status_line();
-    assert_true(is_status_doc(again));
-    free(again);
+    gave_up_then_answers(r, took);
 }
 
 static void test_idle_and_full(void **state)
