@@ -12,7 +12,7 @@
  * again wherever it was stopped (never a gang stopped without a replacement).  Every switch gets
  * its own rendezvous generation (agent --rdzv), so no rank of another switch can join the gang.
  */
-#include "controller/deploy/deploy.h"
+#include "controller/deploy/deploy_int.h"
 #include "controller/notify.h"
 
 #include <errno.h>
@@ -43,222 +43,13 @@
 #include "controller/transport/send.h"
 #include "controller/deploy/state.h"
 
-static volatile sig_atomic_t interrupted;
+volatile sig_atomic_t deploy_interrupted;
 
-static void on_sigint(int sig)
+void on_sigint(int sig)
 {
     (void)sig;
-    interrupted = 1;
+    deploy_interrupted = 1;
 }
-
-struct deploy {
-    struct fleet *f;
-    const struct inventory *inv;
-    const struct inv_job *job;
-    char id[RELEASE_ID_LEN + 1];
-    char sid[RELEASE_SHORT_LEN + 1];
-    char name[MANIFEST_NAME_MAX];
-    char blob[1024];           /* local bundle path */
-    char blob_sha[SHA256_HEX_LEN + 1];
-    uint64_t blob_size;
-    char good[RELEASE_ID_LEN + 1];    /* last good release (from ct 0's agent) */
-    char current[RELEASE_ID_LEN + 1]; /* what the job runs now (first container that says) */
-    char previous[RELEASE_ID_LEN + 1];
-    char key[1024];                   /* baseline key */
-    double baseline;                  /* -1 none */
-    bool rollback;                    /* an operator's rollback, not a failed deploy */
-    char earlier_good[RELEASE_ID_LEN + 1]; /* newest promoted release before good, bad nowhere */
-    int nbad;                         /* releases some container marks bad (failed probation) */
-    char bad[16][RELEASE_ID_LEN + 1];
-    bool leased[INV_MAX_CTS];         /* we hold the job's deploy lease in that container */
-    bool lease_status_known[INV_MAX_CTS]; /* its agent took the lease with --status: it knows
-                                         release install --lease-release too */
-    double lease_renew_at;            /* monotonic: the next renewal while watching */
-    double lease_taken_at;            /* monotonic: the last take or renewal that held everywhere */
-    bool lease_lost;                  /* a renewal was refused: another operator holds the lease */
-    bool switching;                   /* the switch began: things were changed */
-    char lease_lost_why[600];         /* "h1:101: job 'J' is being deployed by B (...)" */
-    char holder[HOLDER_MAX];          /* who we are, for the leases: user@host/pid-N/boot-B/start-S */
-    int ngoods;                       /* promoted releases, newest first (first container's) */
-    char goods[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1];
-    bool analysis;                    /* deploy --analysis-only: the good release goes back anyway */
-    bool no_confirm;                  /* rollback --now: do not watch the release gone back to */
-    bool stopped_by_operator;         /* Ctrl-C/SIGTERM during probation: no verdict was reached */
-    /* containers found stopped under the gang (`pct exec` there says "not running") during a
-     * probation, a recovery or a switch's stop, with pct's words; "" where not */
-    char ct_stopped[INV_MAX_CTS][200];
-    bool no_bad_mark;                 /* revert_all: the release reached no failing verdict (Ctrl-C,
-                                         an analysis that passed): the agents do not mark it bad */
-    struct sample_set *base;          /* the baseline's samples; NULL when none are known */
-    struct agent_status *st;          /* scratch, large */
-    struct relsrc rs, env;            /* the release and its environment (manifests v2) */
-    bool has_rs, has_env;
-    const char *labels[INV_MAX_CTS];
-    bool attention[INV_MAX_CTS];      /* survey: the agent marked the job's environment faulty */
-    bool has_gang[INV_MAX_CTS];       /* survey: the job has (or is about to restart) a gang there */
-    bool agent_failed;                /* survey: some container was reached, its agent failed */
-    char from[INV_MAX_CTS][RELEASE_ID_LEN + 1]; /* survey: the job's current release there */
-    char attention_reason[INV_MAX_CTS][256];
-    /* survey: how the inventory's job spec differs from the one the job runs (jobspec.h), as
-     * the first container that differs says ("" everywhere the same); spec_only: the release
-     * is current and good everywhere and only the spec differs; off_good_spec: some container
-     * runs its good release with another spec than the good one (a spec change on probation,
-     * held, or left running by auto_revert = false) */
-    char spec_change[400];
-    bool spec_only;
-    bool off_good_spec;
-    char spec_note[460];              /* deploy: "job spec changed: ..." for its output and history */
-    bool spec_unaware[INV_MAX_CTS];   /* activate: that agent refused --spec-digest (older) */
-    /* The job's part of each container's status document as it came with the lease (`lease take
-     * --status`), for the survey that follows: pre[i] 1 found (pre_js[i]), 2 the agent does not
-     * know the job, 0 none came (an older agent, a daemon that did not answer): survey asks. */
-    struct job_status *pre_js;        /* [ncts] */
-    signed char pre[INV_MAX_CTS];
-};
-
-/* Per-container work spread over the job's hosts ([drover] parallel, transport/fanout.h): one
- * worker per host calls fn for that host's containers one after another (one SSH session per
- * host; pct holds a per-container lock), so N hosts cost about one host's time.  fn(cf, i) may
- * touch only container i's entries and its host's connection, and logs nothing: rc[i] (1: not
- * run) and err[i] are read afterwards, in container order, by the caller's thread. */
-struct ct_fan {
-    struct deploy *d;
-    int (*fn)(struct ct_fan *cf, int i);
-    const void *arg;           /* fn's input, read-only */
-    bool skip[INV_MAX_CTS];    /* in: leave container i out (rc stays 1) */
-    bool host_stops;           /* in: a failure skips the rest of its host's containers */
-    int hosts[INV_MAX_HOSTS], nhosts;
-    int rc[INV_MAX_CTS];
-    char err[INV_MAX_CTS][2048];
-    struct agent_status *scratch[INV_MAX_HOSTS]; /* per worker, for fn's status documents */
-    /* Batch mode (batch_args set): the same agent command in every container of a host at once,
-     * through one host exec (objsync_fan_agents), instead of one `pct exec` after another: a
-     * host costs one round trip whatever its number of containers.  done(cf, i, r, res, why)
-     * reads container i's answer as fn would have (res: its exit status and output), or, with
-     * res NULL, the failure of its host's exec: r < 0 and why the connection's reason, or why
-     * NULL when the host is unreachable (r from fleet_conn).  A host whose answer cannot be
-     * read as a whole (-EBADMSG: a document past the exec's output limit) or whose command
-     * line is too long falls back to fn, one container after another.  host_stops is not
-     * supported here. */
-    const char *const *batch_args;
-    double batch_timeout_s;
-    const char *batch_what; /* for the debug log: "lease", "status", ... */
-    int (*done)(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why);
-};
-
-static void ct_fan_host_one_by_one(struct ct_fan *cf, int host)
-{
-    const struct inv_job *j = cf->d->job;
-    for (int i = 0; i < j->ncts; i++) {
-        if (j->cts[i].host != host || cf->skip[i])
-            continue;
-        cf->rc[i] = cf->fn(cf, i);
-        if (cf->rc[i] < 0 && cf->host_stops)
-            return;
-    }
-}
-
-static void ct_fan_host_batch(struct ct_fan *cf, int host)
-{
-    const struct inv_job *j = cf->d->job;
-    int cts[INV_MAX_CTS], n = 0;
-    for (int i = 0; i < j->ncts; i++)
-        if (j->cts[i].host == host && !cf->skip[i])
-            cts[n++] = i;
-    if (!n)
-        return;
-    struct conn *c;
-    int r = fleet_conn(cf->d->f, host, &c);
-    if (r < 0) {
-        for (int k = 0; k < n; k++)
-            cf->rc[cts[k]] = cf->done(cf, cts[k], r, NULL, NULL);
-        return;
-    }
-    struct agent_argv *av = calloc((size_t)n, sizeof *av);
-    struct fan_res fr[INV_MAX_CTS];
-    struct exec_result res = { 0 };
-    char why[1024] = "";
-    if (!av) {
-        ct_fan_host_one_by_one(cf, host);
-        return;
-    }
-    for (int k = 0; k < n; k++) {
-        agent_argv_init(&av[k]);
-        for (size_t a = 0; cf->batch_args[a]; a++)
-            agent_argv_add(&av[k], cf->batch_args[a]);
-    }
-    double t0 = time_mono();
-    r = objsync_fan_agents(cf->d->f, j, host, cts, n, av, cf->batch_timeout_s, cf->batch_what, &res, fr, why,
-                           sizeof why);
-    free(av);
-    log_debug("deploy %s: %s in %d container(s) at once: %.2fs", cf->d->inv->hosts[host].name, cf->batch_what,
-              n, time_mono() - t0);
-    if (r == -EBADMSG || r == -E2BIG) {
-        ct_fan_host_one_by_one(cf, host);
-        return;
-    }
-    for (int k = 0; k < n; k++) {
-        if (r < 0) {
-            cf->rc[cts[k]] = cf->done(cf, cts[k], r, NULL, why);
-            continue;
-        }
-        /* the answer as conn_run gives it: NUL-terminated, stderr's trailing newline cut */
-        struct exec_result one = { .status = fr[k].status };
-        size_t el = fr[k].err_len;
-        while (el && fr[k].err[el - 1] == '\n')
-            el--;
-        one.out = strndup(fr[k].out, fr[k].out_len);
-        one.out_len = fr[k].out_len;
-        one.err = strndup(fr[k].err, el);
-        one.err_len = el;
-        if (!one.out || !one.err)
-            cf->rc[cts[k]] = cf->done(cf, cts[k], -ENOMEM, NULL, "out of memory");
-        else
-            cf->rc[cts[k]] = cf->done(cf, cts[k], 0, &one, NULL);
-        exec_result_done(&one);
-    }
-    exec_result_done(&res);
-}
-
-static void ct_fan_host(int k, void *ctx)
-{
-    struct ct_fan *cf = ctx;
-    if (cf->batch_args)
-        ct_fan_host_batch(cf, cf->hosts[k]);
-    else
-        ct_fan_host_one_by_one(cf, cf->hosts[k]);
-}
-
-/* Run cf->fn for every container of the job (cf->d, fn, arg, skip, host_stops set by the
- * caller; cf zeroed otherwise).  Returns the number of containers whose fn failed. */
-static int ct_fan_run(struct ct_fan *cf)
-{
-    const struct inv_job *j = cf->d->job;
-    bool seen[INV_MAX_HOSTS] = { false };
-    cf->nhosts = 0;
-    for (int i = 0; i < j->ncts; i++) {
-        cf->rc[i] = 1;
-        cf->err[i][0] = '\0';
-        if (!seen[j->cts[i].host])
-            cf->hosts[cf->nhosts++] = j->cts[i].host;
-        seen[j->cts[i].host] = true;
-    }
-    fanout_run(cf->nhosts, cf->d->inv->parallel > 0 ? cf->d->inv->parallel : 1, ct_fan_host, cf);
-    int failed = 0;
-    for (int i = 0; i < j->ncts; i++)
-        failed += cf->rc[i] < 0;
-    return failed;
-}
-
-/* Thread index for cf->scratch: the position of container i's host in cf->hosts. */
-static int ct_fan_slot(const struct ct_fan *cf, int i)
-{
-    for (int k = 0; k < cf->nhosts; k++)
-        if (cf->hosts[k] == cf->d->job->cts[i].host)
-            return k;
-    return 0;
-}
-
 const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *name)
 {
     if (name) {
@@ -286,7 +77,7 @@ const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *n
 /* history_record's fan-out: `history add` in container i. */
 static int history_one(struct ct_fan *cf, int i);
 
-static void history_record(struct deploy *d, const char *result, const char *reason, double ktok)
+void history_record(struct deploy *d, const char *result, const char *reason, double ktok)
 {
     struct history_entry e = { .time = time_wall(), .ktok_s = ktok, .baseline_ktok_s = d->baseline };
     (void)str_copy(e.job, sizeof e.job, d->job->name);
@@ -332,45 +123,6 @@ static void history_record(struct deploy *d, const char *result, const char *rea
     notify_history(d->inv, &e); /* detached: returns at once, never changes the verdict */
 }
 
-/* Run the agent in ct with args; 0 when it exited 0, else -EIO with "label: reason" in err and
- * (ret_status not NULL) its exit status in *ret_status, or another -errno (not run, no status). */
-static int agent_call_status(struct deploy *d, const struct inv_ct *ct, const char *const *args,
-                             double timeout_s, int *ret_status, char *err, size_t err_sz)
-{
-    struct conn *c;
-    int r = fleet_conn(d->f, ct->host, &c);
-    if (r < 0) {
-        snprintf(err, err_sz, "%s: host unreachable", ct->label);
-        return r;
-    }
-    struct exec_result res;
-    r = pct_run_agent(c, ct, args, timeout_s, &res);
-    if (r == -EIO && fleet_drop_if_dead(d->f, ct->host) && fleet_conn(d->f, ct->host, &c) == 0)
-        r = pct_run_agent(c, ct, args, timeout_s, &res); /* once, on a fresh session */
-    if (r < 0) {
-        snprintf(err, err_sz, "%s: %s", ct->label, c->err);
-        return r;
-    }
-    if (res.status != 0) {
-        char reason[600];
-        bool two = strcmp(args[0], "release") == 0 && args[1];
-        snprintf(err, err_sz, "%s: drover-agent %s%s%s failed (exit %d): %s", ct->label, args[0],
-                 two ? " " : "", two ? args[1] : "", res.status,
-                 exec_result_reason(&res, reason, sizeof reason));
-        if (ret_status)
-            *ret_status = res.status;
-        r = -EIO;
-    }
-    exec_result_done(&res);
-    return r;
-}
-
-static int agent_call(struct deploy *d, const struct inv_ct *ct, const char *const *args,
-                      double timeout_s, char *err, size_t err_sz)
-{
-    return agent_call_status(d, ct, args, timeout_s, NULL, err, err_sz);
-}
-
 static int history_one(struct ct_fan *cf, int i)
 {
     const struct inv_ct *ct = &cf->d->job->cts[i];
@@ -393,10 +145,10 @@ static int history_one(struct ct_fan *cf, int i)
     return r;
 }
 
-static void on_sigint_send(int sig)
+void on_sigint_send(int sig)
 {
     (void)sig;
-    interrupted = 1;
+    deploy_interrupted = 1;
     send_interrupted = 1;
     exec_interrupted = 1;
 }
@@ -411,15 +163,15 @@ static void on_sigint_send(int sig)
  * - on_sigint, from the switch on: only noted (interrupted), so the switch completes and nothing
  *   is left without a gang; the probation or the recovery watch then stops deciding (deploy_run:
  *   INTERRUPTED and a revert; confirm_recovery: not confirmed).
- * Installing resets `interrupted`. */
-static void interrupt_handlers(void (*fn)(int))
+ * Installing resets `deploy_interrupted`. */
+void interrupt_handlers(void (*fn)(int))
 {
     static struct sigaction old_int, old_term;
     static bool installed;
     if (fn) {
         struct sigaction sa = { .sa_handler = fn };
         sigemptyset(&sa.sa_mask);
-        interrupted = 0;
+        deploy_interrupted = 0;
         sigaction(SIGINT, &sa, installed ? NULL : &old_int);
         sigaction(SIGTERM, &sa, installed ? NULL : &old_term);
         installed = true;
@@ -753,7 +505,7 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][3
                 "new release starts only once every one is gone (deadline %.0fs; the agents start "
                 "it again on their own if nothing follows within %.0fs)\n", j->name, n, limit,
                 agent_switch_deadline(d));
-    while (pending > 0 && !interrupted && time_mono() - t0 < limit) {
+    while (pending > 0 && !deploy_interrupted && time_mono() - t0 < limit) {
         for (int i = 0; i < j->ncts; i++) {
             if (!s[i])
                 continue;
@@ -788,7 +540,7 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][3
         if (s[i]) {
             conn_stream_free(s[i]); /* the agent goes on stopping it; it is asked to start it again below */
             s[i] = NULL;
-            snprintf(why[i], sizeof why[i], interrupted ? "interrupted while its old gang was stopping"
+            snprintf(why[i], sizeof why[i], deploy_interrupted ? "interrupted while its old gang was stopping"
                      : "its old gang was not gone within the switch deadline of %.0f s (a process that "
                      "ignores SIGTERM until the grace period ends, or one stuck in the kernel)", limit);
         }
@@ -932,7 +684,7 @@ static int activate_all(struct deploy *d, double probation_deadline, const char 
 /* Switch the job to d->id (two-phase, see the top of this file).  -ECANCELED: aborted before
  * anything new started, with the verdict in err (the old release runs again); another -errno:
  * the activation failed part way (the caller reverts). */
-static int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t err_sz)
+int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t err_sz)
 {
     const struct inv_job *j = d->job;
     bool gone[INV_MAX_CTS];
@@ -954,25 +706,6 @@ static int activate_cts(struct deploy *d, double probation_deadline, char *err, 
     return activate_all(d, probation_deadline, tok, err, err_sz);
 }
 
-static int leases_take(struct deploy *d, double ttl, bool with_status);
-static double lease_ttl(const struct deploy *d);
-
-/* Renew the job's deploy lease in every container while a long wait goes on (a probation, a
- * recovery), every third of its TTL.  Losing it (another operator took it over after it expired:
- * this controller was cut off, or stopped, for a whole TTL) sets d->lease_lost: the watch ends
- * and the deploy stops deciding (taken_over()). */
-static void leases_renew_due(struct deploy *d, double now)
-{
-    double ttl = lease_ttl(d);
-    if (now < d->lease_renew_at)
-        return;
-    d->lease_renew_at = now + ttl / 3;
-    if (leases_take(d, ttl, false) == -EBUSY)
-        d->lease_lost = true; /* the watch ends: this deploy decides nothing any more */
-    else
-        log_debug("job '%s': deploy lease renewed for %.0f s", d->job->name, ttl);
-}
-
 /* Follow one watch stream per container and feed the probation until it decides.  what: the
  * progress line's label ("probation", or "recovery" while a revert is confirmed). */
 static enum probation_verdict watch_probation(struct deploy *d, struct probation *p, const char *what)
@@ -992,7 +725,7 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
     double settle_until = 0;
     bool heard[INV_MAX_CTS] = { false };
     d->lease_renew_at = time_mono() + lease_ttl(d) / 3; /* just renewed before the switch */
-    while (!interrupted && !d->lease_lost) {
+    while (!deploy_interrupted && !d->lease_lost) {
         double now = time_mono();
         leases_renew_due(d, now);
         if (d->lease_lost)
@@ -1079,7 +812,7 @@ static enum probation_verdict watch_probation(struct deploy *d, struct probation
 
 /* Another operator took over the job's deploy lease while this deploy watched (what): it must
  * not promote or revert on top of them.  Says who, records `aborted`, returns the exit code. */
-static int taken_over(struct deploy *d, const char *what)
+int taken_over(struct deploy *d, const char *what)
 {
     char msg[1200];
     snprintf(msg, sizeof msg, "the deploy lease of job '%s' was taken over by another operator "
@@ -1092,7 +825,7 @@ static int taken_over(struct deploy *d, const char *what)
 }
 
 /* After a revert: watch until the good release heartbeats in phase train on every rank. */
-static int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_sz)
+int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_sz)
 {
     struct inv_policy pol = d->job->policy;
     if (pol.healthy_deadline_s < 30)
@@ -1103,7 +836,7 @@ static int confirm_recovery(struct deploy *d, const char *good, char *msg, size_
                           -1, true, time_mono(), &p);
     if (r < 0)
         return r;
-    interrupted = 0;
+    deploy_interrupted = 0;
     enum probation_verdict v = watch_probation(d, p, "recovery");
     char sid[RELEASE_SHORT_LEN + 1];
     if (d->lease_lost) {
@@ -1119,7 +852,7 @@ static int confirm_recovery(struct deploy *d, const char *good, char *msg, size_
             snprintf(msg, msg_sz, "%s is training again at step %lld (started fresh: no checkpoint)",
                      ui_short(good, sid), step);
         r = 0;
-    } else if (v == PROBATION_PENDING && interrupted) {
+    } else if (v == PROBATION_PENDING && deploy_interrupted) {
         /* the operator's Ctrl-C while it was watched: no verdict on the recovery, which goes on
          * (it used to be reported as REVERT FAILED, "the job may be down", and recorded so) */
         snprintf(msg, msg_sz, "%s not confirmed (interrupted by the operator while its recovery "
@@ -1156,7 +889,7 @@ static int revert_one(struct ct_fan *cf, int i)
  * switch deadline is named; its revert replaces the stop still in flight there, so the good
  * release starts there once the old gang is gone (the others wait for it in their rendezvous):
  * never a job left stopped.  Returns the exit code. */
-static int revert_all(struct deploy *d, const char *reason)
+int revert_all(struct deploy *d, const char *reason)
 {
     const struct inv_job *j = d->job;
     char sid[RELEASE_SHORT_LEN + 1];
@@ -1184,7 +917,7 @@ static int revert_all(struct deploy *d, const char *reason)
             "everywhere first)\n", j->name, ui_short(d->good, sid), j->ncts);
     /* phase 1: after an activation every container may have a gang (a stop of a stopped job is
      * answered at once); an operator's Ctrl-C that led here must not cut the stop short */
-    interrupted = 0;
+    deploy_interrupted = 0;
     bool gone[INV_MAX_CTS];
     char stalled[INV_MAX_CTS][300];
     for (int i = 0; i < j->ncts; i++)
@@ -1299,7 +1032,7 @@ static int promote_one(struct ct_fan *cf, int i)
 }
 
 /* Promote everywhere; ss (may be NULL) goes along as the job's new baseline samples. */
-static int promote_all(struct deploy *d, double ktok, const struct sample_set *ss)
+int promote_all(struct deploy *d, double ktok, const struct sample_set *ss)
 {
     const struct inv_job *j = d->job;
     char *text = NULL;
@@ -1330,7 +1063,7 @@ static int promote_all(struct deploy *d, double ktok, const struct sample_set *s
 
 /* The baseline's samples: the state_dir cache, else what the agent of the first container kept
  * at the last promote (then cached).  NULL when neither has them. */
-static struct sample_set *load_base_samples(struct deploy *d)
+struct sample_set *load_base_samples(struct deploy *d)
 {
     struct sample_set *ss = malloc(sizeof *ss);
     if (!ss)
@@ -1370,287 +1103,9 @@ static struct sample_set *pass_samples(struct deploy *d, const struct probation 
     return ss;
 }
 
-/* Read each container's view of the job; fills d->good from the first container that has one. */
-static bool deploy_is_bad(const struct deploy *d, const char *id)
-{
-    for (int k = 0; k < d->nbad; k++)
-        if (!strcmp(d->bad[k], id))
-            return true;
-    return false;
-}
-
-/* survey's fan-out: container i's status document, the job's part kept in arg's slot i
- * (found[i] false: the agent does not know the job). */
-struct survey_arg {
-    struct job_status *js; /* [ncts] */
-    bool found[INV_MAX_CTS];
-};
-
-static int survey_keep(struct ct_fan *cf, int i, const struct agent_status *st)
-{
-    struct survey_arg *sa = (struct survey_arg *)cf->arg;
-    const struct job_status *js = status_find_job(st, cf->d->job->name);
-    sa->found[i] = js != NULL;
-    if (js)
-        sa->js[i] = *js;
-    return 0;
-}
-
-static int survey_one(struct ct_fan *cf, int i)
-{
-    struct agent_status *st = cf->scratch[ct_fan_slot(cf, i)];
-    int r = fleet_agent_status(cf->d->f, &cf->d->job->cts[i], st, cf->err[i], sizeof cf->err[i]);
-    return r < 0 ? r : survey_keep(cf, i, st);
-}
-
-/* survey_one for an answer of a host's containers asked at once: the same results and messages
- * as fleet_agent_status. */
-static int survey_done(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why)
-{
-    const struct inv_ct *ct = &cf->d->job->cts[i];
-    if (!res) {
-        if (why)
-            snprintf(cf->err[i], sizeof cf->err[i], "%s", why);
-        else
-            snprintf(cf->err[i], sizeof cf->err[i], "host unreachable: %s", cf->d->f->conn_msg[ct->host]);
-        return r;
-    }
-    struct agent_status *st = cf->scratch[ct_fan_slot(cf, i)];
-    r = fleet_agent_status_read(ct, res, st, cf->err[i], sizeof cf->err[i]);
-    return r < 0 ? r : survey_keep(cf, i, st);
-}
-
-/* Which release each container runs, asked of every host at once (a host's containers one after
- * another); the answers are then read in inventory order, so "the first container that says"
- * stays the same as when they were asked one by one. */
-static int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err, size_t err_sz)
-{
-    const struct inv_job *j = d->job;
-    bool all_current = true;
-    int bad = 0, spec_differs = 0;
-    d->spec_change[0] = '\0';
-    d->off_good_spec = false;
-    bool release_current = true;
-    struct ct_fan *cf = calloc(1, sizeof *cf);
-    struct survey_arg *sa = calloc(1, sizeof *sa);
-    if (sa)
-        sa->js = calloc((size_t)j->ncts, sizeof *sa->js);
-    bool ok = cf && sa && sa->js, seen[INV_MAX_HOSTS] = { false };
-    int nhosts = 0; /* one scratch document per worker (ct_fan_slot) */
-    for (int i = 0; i < j->ncts; i++)
-        nhosts += !seen[j->cts[i].host], seen[j->cts[i].host] = true;
-    for (int k = 0; ok && k < nhosts; k++)
-        ok = (cf->scratch[k] = malloc(sizeof *cf->scratch[k])) != NULL;
-    if (!ok) {
-        snprintf(err, err_sz, "out of memory");
-        goto out;
-    }
-    struct agent_argv sargv;
-    agent_argv_init(&sargv);
-    agent_argv_status(&sargv);
-    (void)agent_argv_end(&sargv);
-    cf->d = d;
-    cf->fn = survey_one;
-    cf->arg = sa;
-    cf->done = survey_done;
-    cf->batch_args = sargv.argv; /* a host's containers at once */
-    cf->batch_timeout_s = FLEET_STATUS_TIMEOUT_S;
-    cf->batch_what = "status";
-    for (int i = 0; i < j->ncts; i++)
-        cf->skip[i] = d->pre[i] != 0; /* answered with the lease */
-    (void)ct_fan_run(cf);
-    for (int i = 0; i < j->ncts; i++) {
-        if (!d->pre[i])
-            continue;
-        sa->found[i] = d->pre[i] == 1;
-        if (sa->found[i])
-            sa->js[i] = d->pre_js[i];
-        cf->rc[i] = 0;
-        d->pre[i] = 0; /* used once: a later survey asks */
-    }
-    for (int i = 0; i < j->ncts; i++) {
-        const struct inv_ct *ct = &j->cts[i];
-        const char *e = cf->err[i];
-        int r = cf->rc[i];
-        if (r < 0) {
-            /* -EIO: connected, and `drover-agent status` failed there (missing, not running);
-             * any other error is the connection's or the container's (fleet.h) */
-            if (r == -EIO && !d->f->conn_err[ct->host])
-                d->agent_failed = true;
-            if (!bad)
-                snprintf(err, err_sz, "%s: %s", ct->label, e);
-            if (!quiet_errors)
-                log_error("%s: %s", ct->label, e);
-            bad++;
-            all_current = false;
-            continue;
-        }
-        const struct job_status *js = sa->found[i] ? &sa->js[i] : NULL;
-        if (!js || strcmp(js->current, d->id) != 0 || strcmp(js->good, d->id) != 0 ||
-            js->state != GANG_RUNNING)
-            all_current = release_current = false;
-        /* what runs is a (release, spec) pair: the same release with another job spec (or one
-         * its agent never recorded) is not current, nor is a spec change not yet promoted */
-        struct spec_digest want;
-        if (js && js->current[0] && jobspec_digest(j, i, &want) == 0 &&
-            (!jobspec_is_current(js, &want) || strcmp(js->good_spec_digest, want.hex) != 0)) {
-            all_current = false;
-            if (!spec_differs++ &&
-                !jobspec_describe_change(j, js, &want, d->spec_change, sizeof d->spec_change)[0])
-                snprintf(d->spec_change, sizeof d->spec_change, "not promoted yet");
-        }
-        if (js && js->current[0] && !strcmp(js->current, js->good) &&
-            strcmp(js->spec_digest, js->good_spec_digest) != 0)
-            d->off_good_spec = true;
-        /* stopped and failed jobs have no gang and start none on their own; every other state
-         * has one, or restarts one after its backoff (a stop cancels that) */
-        d->has_gang[i] = js && js->state != GANG_STOPPED && js->state != GANG_FAILED;
-        (void)str_copy(d->from[i], sizeof d->from[i], js ? js->current : "");
-        d->attention[i] = js && js->state == GANG_FAILED &&
-                          !strncmp(js->reason, STATUS_ATTENTION_PREFIX, strlen(STATUS_ATTENTION_PREFIX));
-        if (d->attention[i])
-            (void)str_copy(d->attention_reason[i], sizeof d->attention_reason[i], js->reason);
-        if (js && js->good[0] && !d->good[0])
-            (void)str_copy(d->good, sizeof d->good, js->good);
-        if (js && js->current[0] && !d->current[0])
-            (void)str_copy(d->current, sizeof d->current, js->current);
-        if (js && js->previous[0] && !d->previous[0])
-            (void)str_copy(d->previous, sizeof d->previous, js->previous);
-        for (int k = 0; js && k < js->nbad && d->nbad < (int)ARRAY_SIZE(d->bad); k++)
-            if (!deploy_is_bad(d, js->bad[k]))
-                (void)str_copy(d->bad[d->nbad++], sizeof d->bad[0], js->bad[k]);
-        if (js && js->ngoods && !d->ngoods) {
-            for (int k = 0; k < js->ngoods; k++)
-                (void)str_copy(d->goods[k], sizeof d->goods[0], js->goods[k]);
-            d->ngoods = js->ngoods;
-        }
-    }
-    d->spec_only = !bad && release_current && spec_differs > 0;
-    d->earlier_good[0] = '\0';
-    for (int k = 0; k < d->ngoods && !d->earlier_good[0]; k++)
-        if (strcmp(d->goods[k], d->current) != 0 && !deploy_is_bad(d, d->goods[k]))
-            (void)str_copy(d->earlier_good, sizeof d->earlier_good, d->goods[k]);
-    *ret_all_current = all_current;
-out:
-    for (int k = 0; cf && k < INV_MAX_HOSTS; k++)
-        free(cf->scratch[k]);
-    free(cf);
-    if (sa)
-        free(sa->js);
-    free(sa);
-    return !ok ? -ENOMEM : bad ? -EIO : 0;
-}
-
-/* A release id as JSON: null when there is none. */
-static json_t *plan_id(const char *id)
-{
-    return id && *id ? json_string(id) : json_null();
-}
-
-/* Prints the plan; returns the number of containers that could not be reached (a deploy now
- * would fail at staging, so plan says so with its exit status too).  out: when not NULL, the
- * same plan as one JSON object appended to it (docs/protocol.md, "Plan"). */
-static int print_plan(struct deploy *d, json_t *out)
-{
-    int unreachable = 0;
-    const struct inv_job *j = d->job;
-    char sid[RELEASE_SHORT_LEN + 1], sid2[RELEASE_SHORT_LEN + 1];
-    json_t *cts = json_array(), *cmd = json_array();
-    json_array_append_new(cmd, json_string(j->command));
-    for (int i = 0; i < j->nargs; i++)
-        json_array_append_new(cmd, json_string(j->args[i]));
-    printf("release %s (%s), %zu files, %.2f MiB\n", d->sid, d->name, d->rs.m->nfiles,
-           (double)d->blob_size / 1048576.0);
-    printf("job %s: %d node(s) x %d rank(s), command %s", j->name, j->ncts, j->nproc_per_node,
-           j->command);
-    for (int i = 0; i < j->nargs; i++)
-        printf(" %s", j->args[i]);
-    printf("\n");
-    for (int i = 0; i < j->ncts; i++) {
-        const struct inv_ct *ct = &j->cts[i];
-        char e[1200];
-        if (fleet_agent_status(d->f, ct, d->st, e, sizeof e) < 0) {
-            printf("  %-24s unreachable: %s\n", ct->label, e);
-            json_array_append_new(cts, json_pack("{s:s,s:i,s:b,s:s}", "container", ct->label,
-                                                 "node", i, "reachable", 0, "error", e));
-            unreachable++;
-            continue;
-        }
-        const struct job_status *js = status_find_job(d->st, j->name);
-        const char *cur = js ? js->current : "";
-        /* the same release with another job spec is a deploy too (jobspec.h) */
-        struct spec_digest want;
-        char change[400] = "", what[460] = "";
-        bool have_want = js && js->current[0] && jobspec_digest(j, i, &want) == 0;
-        if (have_want)
-            (void)jobspec_describe_change(j, js, &want, change, sizeof change);
-        bool same = strcmp(cur, d->id) == 0;
-        /* "already current" only where the deploy would say "nothing to do": the release AND
-         * the spec promoted, not a candidate still on probation (or left by a drover that died) */
-        bool settled = same && have_want && jobspec_is_settled(js, d->id, &want) && !change[0];
-        if (same && change[0])
-            snprintf(what, sizeof what, " (job spec changed: %s)", change);
-        else if (same)
-            snprintf(what, sizeof what, settled ? " (already current)" : " (current, not promoted yet)");
-        json_array_append_new(cts, json_pack("{s:s,s:i,s:b,s:o,s:o,s:s,s:b,s:o}", "container", ct->label,
-                                             "node", i, "reachable", 1, "current", plan_id(cur),
-                                             "good", plan_id(js ? js->good : ""), "state",
-                                             js ? gang_state_name(js->state) : "no job",
-                                             "already_current", settled, "spec_change",
-                                             change[0] ? json_string(change) : json_null()));
-        printf("  %-24s node %d: %s (good %s, %s) -> %s%s\n", ct->label, i, ui_short(cur, sid),
-               ui_short(js ? js->good : "", sid2), js ? gang_state_name(js->state) : "no job",
-               d->sid, what);
-    }
-    const struct inv_policy *p = &j->policy;
-    printf("probation: healthy_deadline %.0fs, warmup_steps %lld, warmup_time %.0fs, warmup_max "
-           "%.0fs, min_healthy_time %.0fs, max_probation_time %.0fs, tolerance %.2f, confidence "
-           "%.2f, on_inconclusive %s, progress_deadline %.0fs, auto_revert %s\n",
-           p->healthy_deadline_s, (long long)p->warmup_steps, p->warmup_time_s, p->warmup_max_s,
-           p->min_healthy_time_s, p->max_probation_time_s, p->tolerance, p->confidence,
-           p->on_inconclusive_hold ? "hold" : "revert", p->progress_deadline_s,
-           p->auto_revert ? "true" : "false");
-    struct sample_set *bs = load_base_samples(d);
-    json_t *base = json_null();
-    if (bs) {
-        printf("baseline: %s, %d samples, median %.1f Ktok/s; fail when the whole interval of the "
-               "change lies below -%.0f%%\n", ui_short(bs->release, sid), bs->n,
-               probation_median(bs->ktok_s, bs->n), p->tolerance * 100);
-        base = json_pack("{s:s,s:i,s:f}", "release", bs->release, "samples", bs->n, "ktok_s",
-                         probation_median(bs->ktok_s, bs->n));
-    } else if (d->baseline > 0) {
-        printf("baseline: %.1f Ktok/s (one number, no samples); tolerance -%.0f%%\n", d->baseline,
-               p->tolerance * 100);
-        base = json_pack("{s:n,s:i,s:f}", "release", "samples", 0, "ktok_s", d->baseline);
-    } else
-        printf("baseline: none on these containers yet (throughput rule skipped; this release "
-               "sets it)\n");
-    free(bs);
-    json_t *pol = json_pack("{s:f,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:f,s:b}", "healthy_deadline_s",
-                            p->healthy_deadline_s, "warmup_steps", (json_int_t)p->warmup_steps,
-                            "warmup_time_s", p->warmup_time_s, "warmup_max_s", p->warmup_max_s,
-                            "min_healthy_time_s", p->min_healthy_time_s, "max_probation_time_s",
-                            p->max_probation_time_s, "tolerance", p->tolerance, "confidence",
-                            p->confidence, "on_inconclusive", p->on_inconclusive_hold ? "hold" : "revert",
-                            "progress_deadline_s", p->progress_deadline_s, "auto_revert",
-                            p->auto_revert);
-    json_t *plan = json_pack("{s:s,s:s,s:s,s:o,s:I,s:I,s:i,s:i,s:o,s:i,s:o,s:o,s:o}", "job", j->name,
-                             "release", d->id, "name", d->name, "env",
-                             plan_id(d->has_env ? d->env.id : NULL), "files",
-                             (json_int_t)d->rs.m->nfiles, "bytes", (json_int_t)d->blob_size, "nodes",
-                             j->ncts, "nproc_per_node", j->nproc_per_node, "command", cmd,
-                             "unreachable", unreachable, "containers", cts, "policy", pol,
-                             "baseline", base);
-    if (out && plan)
-        json_array_append_new(out, plan);
-    else
-        json_decref(plan);
-    return unreachable;
-}
-
 /* What deploy and rollback share: the job, its labels and baseline key, the scratch status.
  * An exit code on failure (logged), 0 on success; undo with deploy_done(). */
-static int deploy_init(struct deploy *d, struct fleet *f, const char *job, bool rollback)
+int deploy_init(struct deploy *d, struct fleet *f, const char *job, bool rollback)
 {
     *d = (struct deploy){ .f = f, .inv = f->inv, .baseline = -1, .rollback = rollback };
     d->job = deploy_pick_job(f->inv, job);
@@ -1666,294 +1121,7 @@ static int deploy_init(struct deploy *d, struct fleet *f, const char *job, bool 
     return 0;
 }
 
-/* The job's deploy lease in every container (agent/lease.h): the fleet, not this machine,
- * says who is deploying.  ttl: how long it holds without a renewal.  -EBUSY when another
- * operator holds it somewhere (the agent's line names the holder and its age): the leases taken
- * so far are given back.  An agent without leases (older) is let through with a warning. */
-static void leases_release(struct deploy *d);
-
-/* leases_take's and leases_release's fan-out: container i's `lease take`; rc = the agent's exit status (-errno: not
- * asked), err = its reason, or the takeover line when it took over an expired lease. */
-static int lease_done(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why)
-{
-    (void)why;
-    if (!res)
-        return why ? -EIO : -ENOTCONN; /* unreachable: the survey says so */
-    (void)r;
-    int st = res->status;
-    char *out = res->out;
-    size_t doc = 0, doc_len = 0, lines = res->out_len;
-    struct deploy *d = cf->d;
-    struct agent_status *sc = cf->scratch[ct_fan_slot(cf, i)];
-    /* lease take --status: the status document after the lease's lines, kept for the survey;
-     * anything unreadable is simply asked again there */
-    if (st == 0 && sc)
-        d->lease_status_known[i] = true; /* it parsed --status: an agent of that version or later */
-    if (st == 0 && sc && status_after_lease(out, res->out_len, &doc, &doc_len) == 0) {
-        lines = doc;
-        if (status_parse(out + doc, doc_len, sc) == 0) {
-            const struct job_status *js = status_find_job(sc, d->job->name);
-            if (js)
-                d->pre_js[i] = *js;
-            d->pre[i] = js ? 1 : 2;
-        }
-    }
-    /* an expired lease of another holder (a controller that died) taken over: said by the
-     * caller, journalled by the agent (event lease-takeover) */
-    const char *over = st == 0 && out ? memmem(out, lines, "deploy lease taken over by", 26) : NULL;
-    if (over)
-        snprintf(cf->err[i], sizeof cf->err[i], "%.*s", (int)strcspn(over, "\n"), over);
-    else if (st != 0)
-        exec_result_reason(res, cf->err[i], sizeof cf->err[i]);
-    return st;
-}
-
-static int lease_one(struct ct_fan *cf, int i)
-{
-    const struct inv_ct *ct = &cf->d->job->cts[i];
-    struct conn *c;
-    int r = fleet_conn(cf->d->f, ct->host, &c);
-    if (r < 0)
-        return lease_done(cf, i, r, NULL, NULL);
-    struct exec_result res;
-    if (pct_run_agent(c, ct, cf->batch_args, cf->batch_timeout_s, &res) < 0)
-        return lease_done(cf, i, -EIO, NULL, c->err);
-    int st = lease_done(cf, i, 0, &res, NULL);
-    exec_result_done(&res);
-    return st;
-}
-
-/* leases_take's and leases_release's fan-out, every host at once, a host's containers at once. */
-static void lease_fan_init(struct ct_fan *cf, struct deploy *d, const char *const *argv)
-{
-    cf->d = d;
-    cf->fn = lease_one;
-    cf->done = lease_done;
-    cf->batch_args = argv;
-    cf->batch_timeout_s = d->inv->exec_timeout_s;
-    cf->batch_what = "lease";
-}
-
-/* Refusals of the first take (cf: its answers) by a drover of this machine that is no longer
- * running (killed -9, its terminal closed during a probation; holder.h judges it): taken over at
- * once (`lease take --take-over HOLDER`) instead of after lease_ttl, and said once per holder.
- * Only when every refusal is such a holder: one live operator anywhere and nothing is taken over
- * (the deploy is refused as before, the others' leases given back).  The containers taken over
- * get rc 0 in cf, as a take; a takeover refused leaves its container's first answer, and
- * why_sz's text says why when an agent is too old to be asked. */
-static void leases_take_over_dead(struct deploy *d, struct ct_fan *cf, double ttl, char *why, size_t why_sz)
-{
-    const struct inv_job *j = d->job;
-    char(*dead)[HOLDER_MAX] = calloc(INV_MAX_CTS, HOLDER_MAX);
-    struct ct_fan *again = calloc(1, sizeof *again);
-    int n = 0;
-    bool all = dead && again;
-    for (int i = 0; all && i < j->ncts; i++) {
-        if (cf->rc[i] != AGENT_EXIT_BUSY)
-            continue;
-        all = agent_lease_holder_of(cf->err[i], dead[i], HOLDER_MAX) == 0 &&
-              holder_fate_here(dead[i], d->holder) == HOLDER_GONE;
-        n++;
-    }
-    if (!all || !n)
-        goto out;
-    bool done[INV_MAX_CTS] = { false };
-    for (int first = 0; first < j->ncts; first++) {
-        if (cf->rc[first] != AGENT_EXIT_BUSY || done[first])
-            continue;
-        /* every container refused by this holder at once (usually the one dead drover) */
-        struct agent_argv a;
-        agent_argv_init(&a);
-        if (cf->scratch[0])
-            agent_argv_lease_status(&a, j->name, d->holder, ttl);
-        else
-            agent_argv_lease(&a, j->name, d->holder, ttl);
-        agent_argv_lease_take_over(&a, dead[first]);
-        if (agent_argv_end(&a) < 0)
-            break;
-        memset(again, 0, sizeof *again);
-        lease_fan_init(again, d, a.argv);
-        again->batch_timeout_s = cf->batch_timeout_s;
-        for (int k = 0; k < INV_MAX_HOSTS; k++)
-            again->scratch[k] = cf->scratch[k]; /* lent: the status documents land in d->pre */
-        for (int i = 0; i < j->ncts; i++) {
-            again->skip[i] = done[i] || cf->rc[i] != AGENT_EXIT_BUSY || strcmp(dead[i], dead[first]) != 0;
-            done[i] = done[i] || !again->skip[i];
-        }
-        (void)ct_fan_run(again);
-        int taken = 0, older = 0;
-        for (int i = 0; i < j->ncts; i++) {
-            if (again->skip[i])
-                continue;
-            if (again->rc[i] == 0) {
-                cf->rc[i] = 0;
-                cf->err[i][0] = '\0'; /* the agent's takeover line: said once below, for all */
-                taken++;
-            } else if (again->rc[i] == AGENT_EXIT_USAGE) {
-                older++; /* an agent older than --take-over: its refusal stands */
-            } else if (again->rc[i] == AGENT_EXIT_BUSY || again->rc[i] < 0) {
-                memcpy(cf->err[i], again->err[i], sizeof cf->err[i]); /* another took it meanwhile */
-            }
-        }
-        if (taken)
-            log_warn("job '%s': deploy lease held by %s, which is no longer running on this host: "
-                     "taken over (%d container%s)", j->name, dead[first], taken, taken == 1 ? "" : "s");
-        if (older)
-            snprintf(why, why_sz, "; that drover is no longer running on this host, but %d agent(s) "
-                     "are older than lease take --take-over (drover install updates them): the "
-                     "lease frees itself after its TTL", older);
-    }
-out:
-    free(dead);
-    free(again);
-}
-
-/* Take or renew the lease in every container, every host at once.  with_status: the status
- * document comes with it (`lease take --status`) and is kept for the survey that follows
- * (d->pre); an agent older than --status (exit 2, nothing taken) is asked again without. */
-static int leases_take(struct deploy *d, double ttl, bool with_status)
-{
-    if (!d->holder[0])
-        holder_self(d->holder, sizeof d->holder); /* user@host/pid-N/boot-B/start-S (holder.h) */
-    struct agent_argv a, plain;
-    agent_argv_init(&a);
-    agent_argv_init(&plain);
-    agent_argv_lease(&plain, d->job->name, d->holder, ttl);
-    if (with_status)
-        agent_argv_lease_status(&a, d->job->name, d->holder, ttl);
-    else
-        agent_argv_lease(&a, d->job->name, d->holder, ttl);
-    struct ct_fan *cf = calloc(1, sizeof *cf), *again = NULL;
-    if (agent_argv_end(&a) < 0 || agent_argv_end(&plain) < 0 || !cf) {
-        free(cf);
-        return 0; /* cannot even ask: let the deploy go on as with an agent without leases */
-    }
-    lease_fan_init(cf, d, a.argv);
-    if (with_status && cf->batch_timeout_s < FLEET_STATUS_TIMEOUT_S)
-        cf->batch_timeout_s = FLEET_STATUS_TIMEOUT_S;
-    for (int k = 0; with_status && k < INV_MAX_HOSTS; k++)
-        if (!(cf->scratch[k] = malloc(sizeof *cf->scratch[k])))
-            break; /* no document kept there: the survey asks */
-    for (int i = 0; i < d->job->ncts; i++)
-        d->pre[i] = 0;
-    double asked = time_mono(); /* no agent's TTL began before this */
-    (void)ct_fan_run(cf);
-    int older = 0;
-    for (int i = 0; with_status && i < d->job->ncts; i++)
-        older += cf->rc[i] == AGENT_EXIT_USAGE;
-    if (older && (again = calloc(1, sizeof *again))) {
-        /* agents older than --status: the plain lease there (the survey asks their status) */
-        log_debug("job '%s': %d agent(s) without lease take --status (older than this drover: drover "
-                  "install updates them): lease and status asked separately there", d->job->name, older);
-        lease_fan_init(again, d, plain.argv);
-        for (int i = 0; i < d->job->ncts; i++)
-            again->skip[i] = cf->rc[i] != AGENT_EXIT_USAGE;
-        (void)ct_fan_run(again);
-        for (int i = 0; i < d->job->ncts; i++)
-            if (!again->skip[i]) {
-                cf->rc[i] = again->rc[i];
-                memcpy(cf->err[i], again->err[i], sizeof cf->err[i]);
-            }
-        free(again);
-    }
-    char dead_why[200] = "";
-    if (with_status && !d->switching) /* the first take only: a renewal refused stays refused */
-        leases_take_over_dead(d, cf, ttl, dead_why, sizeof dead_why);
-    for (int k = 0; k < INV_MAX_HOSTS; k++)
-        free(cf->scratch[k]);
-    int busy = -1;
-    for (int i = 0; i < d->job->ncts; i++) {
-        const struct inv_ct *ct = &d->job->cts[i];
-        int st = cf->rc[i];
-        if (st < 0)
-            continue;
-        if (st == 0) {
-            d->leased[i] = true;
-            if (cf->err[i][0])
-                log_warn("%s: %s", ct->label, cf->err[i]);
-            continue;
-        }
-        char ctwhy[8];
-        if (st != AGENT_EXIT_BUSY && pct_ct_problem(ct->vmid, cf->err[i], ctwhy, sizeof ctwhy) < 0)
-            continue; /* the container is stopped or not there: the survey says so, once */
-        if (st != AGENT_EXIT_BUSY) { /* only a holder refuses; anything else must not block */
-            log_warn("%s: no deploy lease (%s)%s", ct->label, cf->err[i],
-                     st == AGENT_EXIT_USAGE ? "; this agent is older than leases: drover install" : "");
-            continue;
-        }
-        if (busy < 0)
-            busy = i;
-    }
-    /* Ctrl-C while the takes ran: an agent whose answer was abandoned may hold the lease already
-     * (`lease take --status` takes it, then asks its daemon): give it back there too */
-    for (int i = 0; interrupted && i < d->job->ncts; i++)
-        if (cf->rc[i] < 0)
-            d->leased[i] = true;
-    if (busy < 0)
-        d->lease_taken_at = asked;
-    if (busy >= 0) {
-        snprintf(d->lease_lost_why, sizeof d->lease_lost_why, "%s: %s%s", d->job->cts[busy].label,
-                 cf->err[busy], dead_why);
-        if (!d->switching)
-            log_error("%s; nothing was changed", d->lease_lost_why);
-        free(cf);
-        leases_release(d);
-        return -EBUSY;
-    }
-    free(cf);
-    return 0;
-}
-
-/* Give the lease back wherever we hold it, every host at once. */
-static void leases_release(struct deploy *d)
-{
-    struct agent_argv a;
-    agent_argv_init(&a);
-    agent_argv_lease(&a, d->job->name, d->holder, 0);
-    struct ct_fan *cf = calloc(1, sizeof *cf);
-    if (agent_argv_end(&a) == 0 && cf) {
-        lease_fan_init(cf, d, a.argv);
-        for (int i = 0; i < d->job->ncts; i++)
-            cf->skip[i] = !d->leased[i];
-        (void)ct_fan_run(cf);
-    }
-    free(cf);
-    for (int i = 0; i < d->job->ncts; i++)
-        d->leased[i] = false;
-}
-
-/* How long a lease holds without renewal ([policy] lease_ttl): the deploy renews it before the
- * push, before the switch and every third of it while it watches a probation, so a controller
- * that died frees the job after this long, however long its probation was to be. */
-static double lease_ttl(const struct deploy *d)
-{
-    return d->job->policy.lease_ttl_s;
-}
-
-/* The job's lock (state.h) and its deploy lease in every container: an fd to close, or -1
- * with the error logged. */
-static int deploy_lock(struct deploy *d)
-{
-    int lock = state_lock_job(d->inv->state_dir, d->job->name);
-    if (lock == -EBUSY) {
-        log_error("another drover is deploying or rolling back job '%s' (lock in '%s')",
-                  d->job->name, d->inv->state_dir);
-        return lock;
-    }
-    if (lock < 0) { /* not another drover: say what is wrong with the state directory */
-        log_error("cannot lock job '%s' in state directory '%s': %s", d->job->name, d->inv->state_dir,
-                  strerror(-lock));
-        return lock;
-    }
-    if (leases_take(d, lease_ttl(d), true) < 0) {
-        log_error("another operator is deploying or rolling back job '%s' (deploy lease)", d->job->name);
-        close(lock);
-        return -EBUSY;
-    }
-    return lock;
-}
-
-static void deploy_done(struct deploy *d, int lock)
+void deploy_done(struct deploy *d, int lock)
 {
     double t = time_mono();
     leases_release(d);
@@ -1967,87 +1135,6 @@ static void deploy_done(struct deploy *d, int lock)
     free(d->base);
     free(d->st);
     free(d->pre_js);
-}
-
-/* Before anything is pushed or stopped: the release this deploy would revert to (the job's good
- * release) must be in every container's store and pass verification there, or a failed deploy
- * would leave the job down (`REVERT FAILED ... not in the store`).  force: go on, saying so. */
-/* check_rollback_target's fan-out: 0 verified; -EIO with err = the line to log. */
-static int verify_done(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why)
-{
-    struct deploy *d = cf->d;
-    const struct inv_ct *ct = &d->job->cts[i];
-    char sid[RELEASE_SHORT_LEN + 1];
-    (void)r;
-    if (!res && !why)
-        return 0; /* survey already reached every container */
-    if (!res) {
-        snprintf(cf->err[i], sizeof cf->err[i], "%s: cannot verify the rollback target %s: %s",
-                 ct->label, ui_short(d->good, sid), why);
-        return -EIO;
-    }
-    if (res->status == 0)
-        return 0;
-    char reason[512];
-    snprintf(cf->err[i], sizeof cf->err[i], "%s: the rollback target %s %s: %s", ct->label,
-             ui_short(d->good, sid),
-             res->status == AGENT_EXIT_NO_RELEASE ? "is not in the store" : "fails verification",
-             exec_result_reason(res, reason, sizeof reason));
-    return -EIO;
-}
-
-static int verify_one(struct ct_fan *cf, int i)
-{
-    struct deploy *d = cf->d;
-    const struct inv_ct *ct = &d->job->cts[i];
-    struct conn *c;
-    int r = fleet_conn(d->f, ct->host, &c);
-    if (r < 0)
-        return verify_done(cf, i, r, NULL, NULL);
-    struct exec_result res;
-    if (pct_run_agent(c, ct, cf->batch_args, cf->batch_timeout_s, &res) < 0)
-        return verify_done(cf, i, -EIO, NULL, c->err);
-    r = verify_done(cf, i, 0, &res, NULL);
-    exec_result_done(&res);
-    return r;
-}
-
-static int check_rollback_target(struct deploy *d, bool force)
-{
-    if (!d->good[0] || !strcmp(d->good, d->id))
-        return 0;
-    char sid[RELEASE_SHORT_LEN + 1];
-    int bad = 0;
-    struct ct_fan *cf = calloc(1, sizeof *cf);
-    if (!cf)
-        return -ENOMEM;
-    const char *argv[] = { "release", "verify", d->good, NULL };
-    cf->d = d;
-    cf->fn = verify_one;
-    cf->done = verify_done;
-    cf->batch_args = argv;
-    cf->batch_timeout_s = d->inv->exec_timeout_s + 60;
-    cf->batch_what = "release verify";
-    (void)ct_fan_run(cf); /* every host at once, a host's containers at once */
-    for (int i = 0; i < d->job->ncts; i++)
-        if (cf->rc[i] < 0) {
-            log_error("%s", cf->err[i]);
-            bad++;
-        }
-    free(cf);
-    if (!bad)
-        return 0;
-    if (!force) {
-        log_error("deploy refused: if %s failed probation, job '%s' could not go back to its good "
-                  "release %s in %d container(s); nothing was pushed or stopped.  Deploy %s again "
-                  "to put it back, or deploy with --force to go on without a rollback target there",
-                  d->sid, d->job->name, ui_short(d->good, sid), bad, ui_short(d->good, sid));
-        return -ENOENT;
-    }
-    log_warn("--force: deploying %s without a usable rollback target in %d container(s): if it "
-             "fails probation, job '%s' stays down there until a good release is deployed",
-             d->sid, bad, d->job->name);
-    return 0;
 }
 
 void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent_failed, const char *job)
@@ -2100,12 +1187,12 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     if (lock < 0)
         goto out;
     deploy_step_done(&tstep, "lease taken");
-    if (interrupted)
+    if (deploy_interrupted)
         goto interrupted_before_switch;
     bool all_current = false;
     int sr = survey(&d, true, &all_current, err, sizeof err);
     deploy_step_done(&tstep, "survey");
-    if (interrupted)
+    if (deploy_interrupted)
         goto interrupted_before_switch;
     if (sr < 0) {
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
@@ -2131,7 +1218,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     int cr = check_rollback_target(&d, o->force);
     deploy_step_done(&tstep, "rollback target checked");
-    if (interrupted)
+    if (deploy_interrupted)
         goto interrupted_before_switch;
     if (cr < 0)
         goto out;
@@ -2150,12 +1237,12 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         ret = EXIT_OK;
         goto out;
     }
-    if (interrupted && !strstr(err, "interrupted by the operator"))
+    if (deploy_interrupted && !strstr(err, "interrupted by the operator"))
         goto interrupted_before_switch; /* push_release's own line says how far the staging got */
-    if (err[0] || preflight_cts(&d, err, sizeof err) < 0 || interrupted) {
+    if (err[0] || preflight_cts(&d, err, sizeof err) < 0 || deploy_interrupted) {
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
         exec_interrupted = 0; /* the lease and the history record below are sent */
-        if (interrupted && !strstr(err, "interrupted by the operator"))
+        if (deploy_interrupted && !strstr(err, "interrupted by the operator"))
             snprintf(err, sizeof err, "interrupted by the operator before the switch (during the preflight)");
         log_error("%s", err);
         fprintf(stderr, "deploy of %s stopped before anything was switched: the running release "
@@ -2181,7 +1268,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     if (pol->on_inconclusive_hold && !d.analysis)
         pdl += pol->hold_time_s; /* a held release waits for the operator this long */
-    if (interrupted)
+    if (deploy_interrupted)
         goto interrupted_before_switch;
     interrupt_handlers(on_sigint);
     char reason[PROBATION_REASON_MAX + 64];
@@ -2245,7 +1332,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         ret = taken_over(&d, what);
         goto restore;
     }
-    d.stopped_by_operator = interrupted && v == PROBATION_PENDING;
+    d.stopped_by_operator = deploy_interrupted && v == PROBATION_PENDING;
     if (d.stopped_by_operator)
         snprintf(reason, sizeof reason, "interrupted by the operator during probation (no verdict)");
     else
@@ -2254,7 +1341,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         fprintf(stderr, "%s\n", probation_note(p));
     if (d.analysis) {
         printf("verdict for %s (%s), job '%s' (analysis only): %s: %s\n", d.sid, d.name,
-               d.job->name, interrupted && v == PROBATION_PENDING ? "interrupted" : probation_verdict_name(v),
+               d.job->name, deploy_interrupted && v == PROBATION_PENDING ? "interrupted" : probation_verdict_name(v),
                reason);
         probation_free(p);
         d.no_bad_mark = v == PROBATION_PASS || d.stopped_by_operator;
@@ -2370,223 +1457,6 @@ out:
     return ret;
 }
 
-int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force, bool now)
-{
-    struct deploy d;
-    int ret = deploy_init(&d, f, job, true);
-    if (ret)
-        return ret;
-    ret = EXIT_FAIL;
-    d.no_confirm = now;
-    char err[2048];
-    char sid[RELEASE_SHORT_LEN + 1];
-    /* Ctrl-C before the switch, from the lease (with its status) on: as in deploy_run, give the
-     * lease back and record it */
-    interrupt_handlers(on_sigint_send);
-    int lock = deploy_lock(&d);
-    if (lock < 0)
-        goto out;
-    if (interrupted)
-        goto interrupted_before_switch;
-    bool all_current;
-    int sr = survey(&d, false, &all_current, err, sizeof err);
-    if (interrupted)
-        goto interrupted_before_switch;
-    if (sr < 0) {
-        ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
-        goto out;
-    }
-    if (to) { /* a release named by the operator: one of those this job ran */
-        const char *known[2 + STATUS_MAX_MARKS + 16];
-        int nk = 0, hits = 0;
-        known[nk++] = d.previous;
-        known[nk++] = d.good;
-        for (int k = 0; k < d.ngoods; k++)
-            known[nk++] = d.goods[k];
-        for (int k = 0; k < d.nbad; k++)
-            known[nk++] = d.bad[k];
-        char pick[RELEASE_ID_LEN + 1] = "";
-        for (int k = 0; k < nk; k++)
-            if (known[k][0] && !strncmp(known[k], to, strlen(to)) && strcmp(known[k], pick) != 0) {
-                if (pick[0])
-                    hits = 2; /* two different releases match */
-                else
-                    hits = 1;
-                (void)str_copy(pick, sizeof pick, known[k]);
-            }
-        if (strlen(to) < 6 || hits != 1) {
-            log_error("--to '%s' names %s of the releases job '%s' ran (good, previous, promoted, "
-                      "bad); give at least 6 hex digits of one", to, hits ? "more than one" : "none",
-                      d.job->name);
-            ret = EXIT_USAGE;
-            goto out;
-        }
-        if (deploy_is_bad(&d, pick) && !force) {
-            log_error("release %s failed probation for job '%s' (marked bad); roll back to it only "
-                      "with --force", ui_short(pick, sid), d.job->name);
-            ret = EXIT_USAGE;
-            goto out;
-        }
-        if (deploy_is_bad(&d, pick))
-            log_warn("--force: rolling back to %s, which failed probation for job '%s'",
-                     ui_short(pick, sid), d.job->name);
-        (void)str_copy(d.earlier_good, sizeof d.earlier_good, pick);
-    } else if (d.good[0] && (strcmp(d.current, d.good) != 0 || d.off_good_spec)) {
-        /* The job runs something that was never promoted (a release, or the good release with a
-         * job spec that was not): the agents go back to the good release with its good spec. */
-        (void)str_copy(d.id, sizeof d.id, d.current);
-        ui_short(d.id, d.sid);
-        (void)str_copy(d.name, sizeof d.name, "rollback");
-        if (interrupted)
-            goto interrupted_before_switch;
-        interrupt_handlers(on_sigint);
-        ret = revert_all(&d, "operator rollback");
-        ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
-        goto out;
-    }
-    /* The job runs its good release: go back to the newest earlier good one (never a release
-     * that failed probation, whatever "previous" is). */
-    if (!d.earlier_good[0] || strcmp(d.earlier_good, d.current) == 0) {
-        log_error("job '%s' runs its last good release %s and has no earlier good release to roll "
-                  "back to%s", d.job->name, ui_short(d.current, sid),
-                  d.nbad ? " (releases that failed probation are not rollback targets; name one "
-                           "with --to ID --force)" : "");
-        goto out;
-    }
-    (void)str_copy(d.id, sizeof d.id, d.earlier_good);
-    ui_short(d.id, d.sid);
-    (void)str_copy(d.name, sizeof d.name, "rollback");
-    fprintf(stderr, "rolling job '%s' back from %s to the earlier good release %s\n", d.job->name,
-            ui_short(d.current, sid), d.sid);
-    const struct inv_policy *pol = &d.job->policy;
-    double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
-    if (interrupted)
-        goto interrupted_before_switch;
-    interrupt_handlers(on_sigint);
-    d.switching = true;
-    int ar = activate_cts(&d, pdl, err, sizeof err);
-    if (ar == -ECANCELED) {
-        printf("%sROLLBACK ABORTED%s for job '%s': %s\n", ui_red(stdout), ui_reset(stdout), d.job->name, err);
-        history_record(&d, "aborted", err, -1);
-        ret = EXIT_FAIL;
-        goto out;
-    }
-    if (ar < 0) {
-        log_error("%s", err);
-        fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s; look with `drover status`%s\n",
-                ui_bold(stderr), ui_red(stderr), d.job->name, err, ui_reset(stderr));
-        history_record(&d, "revert-failed", err, -1);
-        ret = EXIT_REVERT_FAILED;
-        goto out;
-    }
-    char msg[700];
-    if (now)
-        snprintf(msg, sizeof msg, "%s activated without analysis (--now)", d.sid);
-    int cr = now ? 0 : confirm_recovery(&d, d.id, msg, sizeof msg);
-    if (d.lease_lost) {
-        ret = taken_over(&d, "the rollback's confirmation");
-        goto out;
-    }
-    if (cr == -EINTR) {
-        /* activated everywhere, not promoted: the agents return to the good release at the
-         * probation deadline unless the operator promotes it */
-        char gsid[RELEASE_SHORT_LEN + 1];
-        size_t n = strlen(msg);
-        snprintf(msg + n, sizeof msg - n, ": %s runs unpromoted; `drover promote --job %s` keeps "
-                 "it, or the agents return to %s at its probation deadline (%.0f s)", d.sid,
-                 d.job->name, d.good[0] ? ui_short(d.good, gsid) : "no release", pdl);
-        fprintf(stderr, "%sROLLBACK NOT CONFIRMED%s for job '%s': %s\n", ui_bold(stderr),
-                ui_reset(stderr), d.job->name, msg);
-        history_record(&d, "aborted", msg, -1);
-        ret = EXIT_FAIL;
-        goto out;
-    }
-    if (cr < 0 || promote_all(&d, -1, NULL) < 0) {
-        fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
-                d.job->name, msg, ui_reset(stderr));
-        history_record(&d, "revert-failed", msg, -1);
-        ret = EXIT_REVERT_FAILED;
-        goto out;
-    }
-    printf("rolled job '%s' back to %s: %s\n", d.job->name, d.sid, msg);
-    /* history: result "rollback" with previous = the release we went back to */
-    (void)str_copy(d.good, sizeof d.good, d.id);
-    history_record(&d, "rollback", "operator rollback", -1);
-    ret = EXIT_OK;
-    goto out;
-interrupted_before_switch:
-    exec_interrupted = 0; /* the lease and the history record below are sent */
-    send_interrupted = 0;
-    log_error("rollback of job '%s' interrupted by the operator before the switch: nothing was "
-              "stopped or switched, the running release keeps running untouched", d.job->name);
-    history_record(&d, "aborted", "rollback interrupted by the operator before the switch", -1);
-    ret = EXIT_FAIL;
-out:
-    interrupt_handlers(NULL);
-    exec_interrupted = 0; /* a second Ctrl-C during the record above: still give the lease back */
-    send_interrupted = 0;
-    deploy_done(&d, lock);
-    return ret;
-}
-
-int deploy_decide_held(struct fleet *f, const char *job, bool promote)
-{
-    struct deploy d;
-    int ret = deploy_init(&d, f, job, false);
-    if (ret)
-        return ret;
-    ret = EXIT_FAIL;
-    char err[2048];
-    int lock = deploy_lock(&d);
-    if (lock < 0)
-        goto out;
-    bool all_current;
-    if (survey(&d, false, &all_current, err, sizeof err) < 0) {
-        ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
-        goto out;
-    }
-    if (!d.current[0] || (strcmp(d.current, d.good) == 0 && !d.off_good_spec)) {
-        log_error("job '%s' runs its good release: nothing is held to %s", d.job->name,
-                  promote ? "promote" : "revert");
-        goto out;
-    }
-    (void)str_copy(d.id, sizeof d.id, d.current);
-    ui_short(d.id, d.sid);
-    (void)str_copy(d.name, sizeof d.name, promote ? "promote" : "revert");
-    if (!promote) {
-        ret = revert_all(&d, "reverted by the operator (held release)");
-        ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
-        goto out;
-    }
-    struct sample_set *ss = malloc(sizeof *ss);
-    if (ss && (state_samples_get(d.inv->state_dir, d.key, true, ss) < 0 ||
-               strcmp(ss->release, d.id) != 0)) {
-        free(ss);
-        ss = NULL;
-    }
-    double k = ss ? probation_median(ss->ktok_s, ss->n) : -1;
-    if (promote_all(&d, k, ss) < 0) {
-        history_record(&d, "failed", "promote by the operator failed", k);
-        free(ss);
-        goto out;
-    }
-    if (ss) {
-        if (state_baseline_set(d.inv->state_dir, d.key, d.id, k) < 0 ||
-            state_samples_set(d.inv->state_dir, d.key, false, ss) < 0)
-            log_warn("cannot record the baseline in '%s'", d.inv->state_dir);
-        (void)state_samples_drop(d.inv->state_dir, d.key, true);
-    }
-    printf("promoted %s for job '%s' by hand%s\n", d.sid, d.job->name,
-           ss ? ": its probation samples are the new baseline" : " (no samples kept: the baseline "
-                "stays the last measured one)");
-    history_record(&d, "promoted", "promoted by the operator (held release)", k);
-    free(ss);
-    ret = EXIT_OK;
-out:
-    deploy_done(&d, lock);
-    return ret;
-}
-
 int deploy_wave(struct fleet *f, const struct deploy_opts *o, const char *const *jobs, int njobs)
 {
     const char *moved[INV_MAX_JOBS];
@@ -2621,3 +1491,4 @@ int deploy_wave(struct fleet *f, const struct deploy_opts *o, const char *const 
     }
     return EXIT_OK;
 }
+

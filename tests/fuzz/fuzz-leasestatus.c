@@ -1,5 +1,5 @@
 /* Fuzz target: the answer of `drover-agent lease take ... --status` as the controller reads it
- * (controller/deploy/deploy.c, lease_done): the lease's lines, then the status document found
+ * (controller/deploy/lease.c, lease_done): the lease's lines, then the status document found
  * by status_after_lease() and parsed by status_parse(), and the takeover line searched for only
  * before the document. */
 #include <stddef.h>

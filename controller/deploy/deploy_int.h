@@ -1,0 +1,170 @@
+/* controller/deploy/deploy_int.h: what the files of one deploy share (deploy.c: the deploy path
+ * and its switch, probation and verdicts; fan.c: per-container work over the hosts; lease.c: the
+ * job's lock and deploy lease; survey.c: what every container runs, and `plan`; rollback.c:
+ * `rollback`, `promote`/`revert` by hand and the rollback target's check).  Not a contract with
+ * another binary: those live in common/.
+ */
+#ifndef DROVER_DEPLOY_INT_H
+#define DROVER_DEPLOY_INT_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "common/agentcli.h"
+#include "common/bundle.h"
+#include "common/samples.h"
+#include "common/sha256.h"
+#include "controller/deploy/deploy.h"
+#include "controller/deploy/holder.h"
+#include "controller/deploy/objsync.h"
+#include "controller/deploy/probation.h"
+#include "controller/transport/pct.h"
+
+/* Set by the deploy's signal handlers (interrupt_handlers): the operator asked to stop. */
+extern volatile sig_atomic_t deploy_interrupted;
+
+
+struct deploy {
+    struct fleet *f;
+    const struct inventory *inv;
+    const struct inv_job *job;
+    char id[RELEASE_ID_LEN + 1];
+    char sid[RELEASE_SHORT_LEN + 1];
+    char name[MANIFEST_NAME_MAX];
+    char blob[1024];           /* local bundle path */
+    char blob_sha[SHA256_HEX_LEN + 1];
+    uint64_t blob_size;
+    char good[RELEASE_ID_LEN + 1];    /* last good release (from ct 0's agent) */
+    char current[RELEASE_ID_LEN + 1]; /* what the job runs now (first container that says) */
+    char previous[RELEASE_ID_LEN + 1];
+    char key[1024];                   /* baseline key */
+    double baseline;                  /* -1 none */
+    bool rollback;                    /* an operator's rollback, not a failed deploy */
+    char earlier_good[RELEASE_ID_LEN + 1]; /* newest promoted release before good, bad nowhere */
+    int nbad;                         /* releases some container marks bad (failed probation) */
+    char bad[16][RELEASE_ID_LEN + 1];
+    bool leased[INV_MAX_CTS];         /* we hold the job's deploy lease in that container */
+    bool lease_status_known[INV_MAX_CTS]; /* its agent took the lease with --status: it knows
+                                         release install --lease-release too */
+    double lease_renew_at;            /* monotonic: the next renewal while watching */
+    double lease_taken_at;            /* monotonic: the last take or renewal that held everywhere */
+    bool lease_lost;                  /* a renewal was refused: another operator holds the lease */
+    bool switching;                   /* the switch began: things were changed */
+    char lease_lost_why[600];         /* "h1:101: job 'J' is being deployed by B (...)" */
+    char holder[HOLDER_MAX];          /* who we are, for the leases: user@host/pid-N/boot-B/start-S */
+    int ngoods;                       /* promoted releases, newest first (first container's) */
+    char goods[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1];
+    bool analysis;                    /* deploy --analysis-only: the good release goes back anyway */
+    bool no_confirm;                  /* rollback --now: do not watch the release gone back to */
+    bool stopped_by_operator;         /* Ctrl-C/SIGTERM during probation: no verdict was reached */
+    /* containers found stopped under the gang (`pct exec` there says "not running") during a
+     * probation, a recovery or a switch's stop, with pct's words; "" where not */
+    char ct_stopped[INV_MAX_CTS][200];
+    bool no_bad_mark;                 /* revert_all: the release reached no failing verdict (Ctrl-C,
+                                         an analysis that passed): the agents do not mark it bad */
+    struct sample_set *base;          /* the baseline's samples; NULL when none are known */
+    struct agent_status *st;          /* scratch, large */
+    struct relsrc rs, env;            /* the release and its environment (manifests v2) */
+    bool has_rs, has_env;
+    const char *labels[INV_MAX_CTS];
+    bool attention[INV_MAX_CTS];      /* survey: the agent marked the job's environment faulty */
+    bool has_gang[INV_MAX_CTS];       /* survey: the job has (or is about to restart) a gang there */
+    bool agent_failed;                /* survey: some container was reached, its agent failed */
+    char from[INV_MAX_CTS][RELEASE_ID_LEN + 1]; /* survey: the job's current release there */
+    char attention_reason[INV_MAX_CTS][256];
+    /* survey: how the inventory's job spec differs from the one the job runs (jobspec.h), as
+     * the first container that differs says ("" everywhere the same); spec_only: the release
+     * is current and good everywhere and only the spec differs; off_good_spec: some container
+     * runs its good release with another spec than the good one (a spec change on probation,
+     * held, or left running by auto_revert = false) */
+    char spec_change[400];
+    bool spec_only;
+    bool off_good_spec;
+    char spec_note[460];              /* deploy: "job spec changed: ..." for its output and history */
+    bool spec_unaware[INV_MAX_CTS];   /* activate: that agent refused --spec-digest (older) */
+    /* The job's part of each container's status document as it came with the lease (`lease take
+     * --status`), for the survey that follows: pre[i] 1 found (pre_js[i]), 2 the agent does not
+     * know the job, 0 none came (an older agent, a daemon that did not answer): survey asks. */
+    struct job_status *pre_js;        /* [ncts] */
+    signed char pre[INV_MAX_CTS];
+};
+
+/* Per-container work spread over the job's hosts ([drover] parallel, transport/fanout.h): one
+ * worker per host calls fn for that host's containers one after another (one SSH session per
+ * host; pct holds a per-container lock), so N hosts cost about one host's time.  fn(cf, i) may
+ * touch only container i's entries and its host's connection, and logs nothing: rc[i] (1: not
+ * run) and err[i] are read afterwards, in container order, by the caller's thread. */
+struct ct_fan {
+    struct deploy *d;
+    int (*fn)(struct ct_fan *cf, int i);
+    const void *arg;           /* fn's input, read-only */
+    bool skip[INV_MAX_CTS];    /* in: leave container i out (rc stays 1) */
+    bool host_stops;           /* in: a failure skips the rest of its host's containers */
+    int hosts[INV_MAX_HOSTS], nhosts;
+    int rc[INV_MAX_CTS];
+    char err[INV_MAX_CTS][2048];
+    struct agent_status *scratch[INV_MAX_HOSTS]; /* per worker, for fn's status documents */
+    /* Batch mode (batch_args set): the same agent command in every container of a host at once,
+     * through one host exec (objsync_fan_agents), instead of one `pct exec` after another: a
+     * host costs one round trip whatever its number of containers.  done(cf, i, r, res, why)
+     * reads container i's answer as fn would have (res: its exit status and output), or, with
+     * res NULL, the failure of its host's exec: r < 0 and why the connection's reason, or why
+     * NULL when the host is unreachable (r from fleet_conn).  A host whose answer cannot be
+     * read as a whole (-EBADMSG: a document past the exec's output limit) or whose command
+     * line is too long falls back to fn, one container after another.  host_stops is not
+     * supported here. */
+    const char *const *batch_args;
+    double batch_timeout_s;
+    const char *batch_what; /* for the debug log: "lease", "status", ... */
+    int (*done)(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why);
+};
+
+/* fan.c */
+/* Run cf->fn (or cf->batch_args) for every container of the job that is not skipped, every
+ * host at once.  Returns the number of containers that failed. */
+int ct_fan_run(struct ct_fan *cf);
+/* Thread index for cf->scratch: the position of container i's host in cf->hosts. */
+int ct_fan_slot(const struct ct_fan *cf, int i);
+/* Run the agent in ct with args; 0 when it exited 0, else -EIO with "label: reason" in err and
+ * (ret_status not NULL) its exit status in *ret_status, or another -errno (not run, no status). */
+int agent_call_status(struct deploy *d, const struct inv_ct *ct, const char *const *args,
+                      double timeout_s, int *ret_status, char *err, size_t err_sz);
+int agent_call(struct deploy *d, const struct inv_ct *ct, const char *const *args,
+               double timeout_s, char *err, size_t err_sz);
+
+/* lease.c */
+/* The job's deploy lease in every container (agent/lease.h): the fleet, not this machine,
+ * says who is deploying.  ttl: how long it holds without a renewal.  -EBUSY when another
+ * operator holds it somewhere (the agent's line names the holder and its age): the leases taken
+ * so far are given back.  An agent without leases (older) is let through with a warning. */
+int leases_take(struct deploy *d, double ttl, bool with_status);
+void leases_release(struct deploy *d);
+void leases_renew_due(struct deploy *d, double now);
+double lease_ttl(const struct deploy *d);
+int deploy_lock(struct deploy *d);
+
+/* survey.c */
+bool deploy_is_bad(const struct deploy *d, const char *id);
+int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err, size_t err_sz);
+int print_plan(struct deploy *d, json_t *out);
+
+/* rollback.c */
+int check_rollback_target(struct deploy *d, bool force);
+
+/* deploy.c */
+int deploy_init(struct deploy *d, struct fleet *f, const char *job, bool rollback);
+void deploy_done(struct deploy *d, int lock);
+void on_sigint(int sig);
+void on_sigint_send(int sig);
+void interrupt_handlers(void (*fn)(int));
+void history_record(struct deploy *d, const char *result, const char *reason, double ktok);
+int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t err_sz);
+int taken_over(struct deploy *d, const char *what);
+int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_sz);
+int revert_all(struct deploy *d, const char *reason);
+int promote_all(struct deploy *d, double ktok, const struct sample_set *ss);
+struct sample_set *load_base_samples(struct deploy *d);
+
+#endif

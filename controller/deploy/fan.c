@@ -1,0 +1,171 @@
+/* controller/deploy/fan.c: per-container work spread over the job's hosts (struct ct_fan): one
+ * worker per host, a host's containers one after another or in one batched host exec; and one
+ * agent call in one container.
+ */
+#include "controller/deploy/deploy_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/text.h"
+#include "common/util.h"
+#include "controller/cmd.h"
+#include "controller/deploy/jobspec.h"
+#include "controller/deploy/state.h"
+#include "controller/transport/fanout.h"
+
+static void ct_fan_host_one_by_one(struct ct_fan *cf, int host)
+{
+    const struct inv_job *j = cf->d->job;
+    for (int i = 0; i < j->ncts; i++) {
+        if (j->cts[i].host != host || cf->skip[i])
+            continue;
+        cf->rc[i] = cf->fn(cf, i);
+        if (cf->rc[i] < 0 && cf->host_stops)
+            return;
+    }
+}
+
+static void ct_fan_host_batch(struct ct_fan *cf, int host)
+{
+    const struct inv_job *j = cf->d->job;
+    int cts[INV_MAX_CTS], n = 0;
+    for (int i = 0; i < j->ncts; i++)
+        if (j->cts[i].host == host && !cf->skip[i])
+            cts[n++] = i;
+    if (!n)
+        return;
+    struct conn *c;
+    int r = fleet_conn(cf->d->f, host, &c);
+    if (r < 0) {
+        for (int k = 0; k < n; k++)
+            cf->rc[cts[k]] = cf->done(cf, cts[k], r, NULL, NULL);
+        return;
+    }
+    struct agent_argv *av = calloc((size_t)n, sizeof *av);
+    struct fan_res fr[INV_MAX_CTS];
+    struct exec_result res = { 0 };
+    char why[1024] = "";
+    if (!av) {
+        ct_fan_host_one_by_one(cf, host);
+        return;
+    }
+    for (int k = 0; k < n; k++) {
+        agent_argv_init(&av[k]);
+        for (size_t a = 0; cf->batch_args[a]; a++)
+            agent_argv_add(&av[k], cf->batch_args[a]);
+    }
+    double t0 = time_mono();
+    r = objsync_fan_agents(cf->d->f, j, host, cts, n, av, cf->batch_timeout_s, cf->batch_what, &res, fr, why,
+                           sizeof why);
+    free(av);
+    log_debug("deploy %s: %s in %d container(s) at once: %.2fs", cf->d->inv->hosts[host].name, cf->batch_what,
+              n, time_mono() - t0);
+    if (r == -EBADMSG || r == -E2BIG) {
+        ct_fan_host_one_by_one(cf, host);
+        return;
+    }
+    for (int k = 0; k < n; k++) {
+        if (r < 0) {
+            cf->rc[cts[k]] = cf->done(cf, cts[k], r, NULL, why);
+            continue;
+        }
+        /* the answer as conn_run gives it: NUL-terminated, stderr's trailing newline cut */
+        struct exec_result one = { .status = fr[k].status };
+        size_t el = fr[k].err_len;
+        while (el && fr[k].err[el - 1] == '\n')
+            el--;
+        one.out = strndup(fr[k].out, fr[k].out_len);
+        one.out_len = fr[k].out_len;
+        one.err = strndup(fr[k].err, el);
+        one.err_len = el;
+        if (!one.out || !one.err)
+            cf->rc[cts[k]] = cf->done(cf, cts[k], -ENOMEM, NULL, "out of memory");
+        else
+            cf->rc[cts[k]] = cf->done(cf, cts[k], 0, &one, NULL);
+        exec_result_done(&one);
+    }
+    exec_result_done(&res);
+}
+
+static void ct_fan_host(int k, void *ctx)
+{
+    struct ct_fan *cf = ctx;
+    if (cf->batch_args)
+        ct_fan_host_batch(cf, cf->hosts[k]);
+    else
+        ct_fan_host_one_by_one(cf, cf->hosts[k]);
+}
+
+/* Run cf->fn for every container of the job (cf->d, fn, arg, skip, host_stops set by the
+ * caller; cf zeroed otherwise).  Returns the number of containers whose fn failed. */
+int ct_fan_run(struct ct_fan *cf)
+{
+    const struct inv_job *j = cf->d->job;
+    bool seen[INV_MAX_HOSTS] = { false };
+    cf->nhosts = 0;
+    for (int i = 0; i < j->ncts; i++) {
+        cf->rc[i] = 1;
+        cf->err[i][0] = '\0';
+        if (!seen[j->cts[i].host])
+            cf->hosts[cf->nhosts++] = j->cts[i].host;
+        seen[j->cts[i].host] = true;
+    }
+    fanout_run(cf->nhosts, cf->d->inv->parallel > 0 ? cf->d->inv->parallel : 1, ct_fan_host, cf);
+    int failed = 0;
+    for (int i = 0; i < j->ncts; i++)
+        failed += cf->rc[i] < 0;
+    return failed;
+}
+
+/* Thread index for cf->scratch: the position of container i's host in cf->hosts. */
+int ct_fan_slot(const struct ct_fan *cf, int i)
+{
+    for (int k = 0; k < cf->nhosts; k++)
+        if (cf->hosts[k] == cf->d->job->cts[i].host)
+            return k;
+    return 0;
+}
+
+/* Run the agent in ct with args; 0 when it exited 0, else -EIO with "label: reason" in err and
+ * (ret_status not NULL) its exit status in *ret_status, or another -errno (not run, no status). */
+int agent_call_status(struct deploy *d, const struct inv_ct *ct, const char *const *args,
+                             double timeout_s, int *ret_status, char *err, size_t err_sz)
+{
+    struct conn *c;
+    int r = fleet_conn(d->f, ct->host, &c);
+    if (r < 0) {
+        snprintf(err, err_sz, "%s: host unreachable", ct->label);
+        return r;
+    }
+    struct exec_result res;
+    r = pct_run_agent(c, ct, args, timeout_s, &res);
+    if (r == -EIO && fleet_drop_if_dead(d->f, ct->host) && fleet_conn(d->f, ct->host, &c) == 0)
+        r = pct_run_agent(c, ct, args, timeout_s, &res); /* once, on a fresh session */
+    if (r < 0) {
+        snprintf(err, err_sz, "%s: %s", ct->label, c->err);
+        return r;
+    }
+    if (res.status != 0) {
+        char reason[600];
+        bool two = strcmp(args[0], "release") == 0 && args[1];
+        snprintf(err, err_sz, "%s: drover-agent %s%s%s failed (exit %d): %s", ct->label, args[0],
+                 two ? " " : "", two ? args[1] : "", res.status,
+                 exec_result_reason(&res, reason, sizeof reason));
+        if (ret_status)
+            *ret_status = res.status;
+        r = -EIO;
+    }
+    exec_result_done(&res);
+    return r;
+}
+
+int agent_call(struct deploy *d, const struct inv_ct *ct, const char *const *args,
+                      double timeout_s, char *err, size_t err_sz)
+{
+    return agent_call_status(d, ct, args, timeout_s, NULL, err, err_sz);
+}

@@ -1,0 +1,317 @@
+/* controller/deploy/rollback.c: `drover rollback`, `drover promote`/`revert` of a held release,
+ * and the check before a deploy that its rollback target is in every store and verifies.
+ */
+#include "controller/deploy/deploy_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/text.h"
+#include "common/util.h"
+#include "controller/cmd.h"
+#include "controller/deploy/jobspec.h"
+#include "controller/deploy/state.h"
+#include "controller/transport/fanout.h"
+#include "controller/transport/send.h"
+
+/* Before anything is pushed or stopped: the release this deploy would revert to (the job's good
+ * release) must be in every container's store and pass verification there, or a failed deploy
+ * would leave the job down (`REVERT FAILED ... not in the store`).  force: go on, saying so. */
+/* check_rollback_target's fan-out: 0 verified; -EIO with err = the line to log. */
+static int verify_done(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why)
+{
+    struct deploy *d = cf->d;
+    const struct inv_ct *ct = &d->job->cts[i];
+    char sid[RELEASE_SHORT_LEN + 1];
+    (void)r;
+    if (!res && !why)
+        return 0; /* survey already reached every container */
+    if (!res) {
+        snprintf(cf->err[i], sizeof cf->err[i], "%s: cannot verify the rollback target %s: %s",
+                 ct->label, ui_short(d->good, sid), why);
+        return -EIO;
+    }
+    if (res->status == 0)
+        return 0;
+    char reason[512];
+    snprintf(cf->err[i], sizeof cf->err[i], "%s: the rollback target %s %s: %s", ct->label,
+             ui_short(d->good, sid),
+             res->status == AGENT_EXIT_NO_RELEASE ? "is not in the store" : "fails verification",
+             exec_result_reason(res, reason, sizeof reason));
+    return -EIO;
+}
+
+static int verify_one(struct ct_fan *cf, int i)
+{
+    struct deploy *d = cf->d;
+    const struct inv_ct *ct = &d->job->cts[i];
+    struct conn *c;
+    int r = fleet_conn(d->f, ct->host, &c);
+    if (r < 0)
+        return verify_done(cf, i, r, NULL, NULL);
+    struct exec_result res;
+    if (pct_run_agent(c, ct, cf->batch_args, cf->batch_timeout_s, &res) < 0)
+        return verify_done(cf, i, -EIO, NULL, c->err);
+    r = verify_done(cf, i, 0, &res, NULL);
+    exec_result_done(&res);
+    return r;
+}
+
+int check_rollback_target(struct deploy *d, bool force)
+{
+    if (!d->good[0] || !strcmp(d->good, d->id))
+        return 0;
+    char sid[RELEASE_SHORT_LEN + 1];
+    int bad = 0;
+    struct ct_fan *cf = calloc(1, sizeof *cf);
+    if (!cf)
+        return -ENOMEM;
+    const char *argv[] = { "release", "verify", d->good, NULL };
+    cf->d = d;
+    cf->fn = verify_one;
+    cf->done = verify_done;
+    cf->batch_args = argv;
+    cf->batch_timeout_s = d->inv->exec_timeout_s + 60;
+    cf->batch_what = "release verify";
+    (void)ct_fan_run(cf); /* every host at once, a host's containers at once */
+    for (int i = 0; i < d->job->ncts; i++)
+        if (cf->rc[i] < 0) {
+            log_error("%s", cf->err[i]);
+            bad++;
+        }
+    free(cf);
+    if (!bad)
+        return 0;
+    if (!force) {
+        log_error("deploy refused: if %s failed probation, job '%s' could not go back to its good "
+                  "release %s in %d container(s); nothing was pushed or stopped.  Deploy %s again "
+                  "to put it back, or deploy with --force to go on without a rollback target there",
+                  d->sid, d->job->name, ui_short(d->good, sid), bad, ui_short(d->good, sid));
+        return -ENOENT;
+    }
+    log_warn("--force: deploying %s without a usable rollback target in %d container(s): if it "
+             "fails probation, job '%s' stays down there until a good release is deployed",
+             d->sid, bad, d->job->name);
+    return 0;
+}
+
+int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force, bool now)
+{
+    struct deploy d;
+    int ret = deploy_init(&d, f, job, true);
+    if (ret)
+        return ret;
+    ret = EXIT_FAIL;
+    d.no_confirm = now;
+    char err[2048];
+    char sid[RELEASE_SHORT_LEN + 1];
+    /* Ctrl-C before the switch, from the lease (with its status) on: as in deploy_run, give the
+     * lease back and record it */
+    interrupt_handlers(on_sigint_send);
+    int lock = deploy_lock(&d);
+    if (lock < 0)
+        goto out;
+    if (deploy_interrupted)
+        goto interrupted_before_switch;
+    bool all_current;
+    int sr = survey(&d, false, &all_current, err, sizeof err);
+    if (deploy_interrupted)
+        goto interrupted_before_switch;
+    if (sr < 0) {
+        ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
+        goto out;
+    }
+    if (to) { /* a release named by the operator: one of those this job ran */
+        const char *known[2 + STATUS_MAX_MARKS + 16];
+        int nk = 0, hits = 0;
+        known[nk++] = d.previous;
+        known[nk++] = d.good;
+        for (int k = 0; k < d.ngoods; k++)
+            known[nk++] = d.goods[k];
+        for (int k = 0; k < d.nbad; k++)
+            known[nk++] = d.bad[k];
+        char pick[RELEASE_ID_LEN + 1] = "";
+        for (int k = 0; k < nk; k++)
+            if (known[k][0] && !strncmp(known[k], to, strlen(to)) && strcmp(known[k], pick) != 0) {
+                if (pick[0])
+                    hits = 2; /* two different releases match */
+                else
+                    hits = 1;
+                (void)str_copy(pick, sizeof pick, known[k]);
+            }
+        if (strlen(to) < 6 || hits != 1) {
+            log_error("--to '%s' names %s of the releases job '%s' ran (good, previous, promoted, "
+                      "bad); give at least 6 hex digits of one", to, hits ? "more than one" : "none",
+                      d.job->name);
+            ret = EXIT_USAGE;
+            goto out;
+        }
+        if (deploy_is_bad(&d, pick) && !force) {
+            log_error("release %s failed probation for job '%s' (marked bad); roll back to it only "
+                      "with --force", ui_short(pick, sid), d.job->name);
+            ret = EXIT_USAGE;
+            goto out;
+        }
+        if (deploy_is_bad(&d, pick))
+            log_warn("--force: rolling back to %s, which failed probation for job '%s'",
+                     ui_short(pick, sid), d.job->name);
+        (void)str_copy(d.earlier_good, sizeof d.earlier_good, pick);
+    } else if (d.good[0] && (strcmp(d.current, d.good) != 0 || d.off_good_spec)) {
+        /* The job runs something that was never promoted (a release, or the good release with a
+         * job spec that was not): the agents go back to the good release with its good spec. */
+        (void)str_copy(d.id, sizeof d.id, d.current);
+        ui_short(d.id, d.sid);
+        (void)str_copy(d.name, sizeof d.name, "rollback");
+        if (deploy_interrupted)
+            goto interrupted_before_switch;
+        interrupt_handlers(on_sigint);
+        ret = revert_all(&d, "operator rollback");
+        ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
+        goto out;
+    }
+    /* The job runs its good release: go back to the newest earlier good one (never a release
+     * that failed probation, whatever "previous" is). */
+    if (!d.earlier_good[0] || strcmp(d.earlier_good, d.current) == 0) {
+        log_error("job '%s' runs its last good release %s and has no earlier good release to roll "
+                  "back to%s", d.job->name, ui_short(d.current, sid),
+                  d.nbad ? " (releases that failed probation are not rollback targets; name one "
+                           "with --to ID --force)" : "");
+        goto out;
+    }
+    (void)str_copy(d.id, sizeof d.id, d.earlier_good);
+    ui_short(d.id, d.sid);
+    (void)str_copy(d.name, sizeof d.name, "rollback");
+    fprintf(stderr, "rolling job '%s' back from %s to the earlier good release %s\n", d.job->name,
+            ui_short(d.current, sid), d.sid);
+    const struct inv_policy *pol = &d.job->policy;
+    double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
+    if (deploy_interrupted)
+        goto interrupted_before_switch;
+    interrupt_handlers(on_sigint);
+    d.switching = true;
+    int ar = activate_cts(&d, pdl, err, sizeof err);
+    if (ar == -ECANCELED) {
+        printf("%sROLLBACK ABORTED%s for job '%s': %s\n", ui_red(stdout), ui_reset(stdout), d.job->name, err);
+        history_record(&d, "aborted", err, -1);
+        ret = EXIT_FAIL;
+        goto out;
+    }
+    if (ar < 0) {
+        log_error("%s", err);
+        fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s; look with `drover status`%s\n",
+                ui_bold(stderr), ui_red(stderr), d.job->name, err, ui_reset(stderr));
+        history_record(&d, "revert-failed", err, -1);
+        ret = EXIT_REVERT_FAILED;
+        goto out;
+    }
+    char msg[700];
+    if (now)
+        snprintf(msg, sizeof msg, "%s activated without analysis (--now)", d.sid);
+    int cr = now ? 0 : confirm_recovery(&d, d.id, msg, sizeof msg);
+    if (d.lease_lost) {
+        ret = taken_over(&d, "the rollback's confirmation");
+        goto out;
+    }
+    if (cr == -EINTR) {
+        /* activated everywhere, not promoted: the agents return to the good release at the
+         * probation deadline unless the operator promotes it */
+        char gsid[RELEASE_SHORT_LEN + 1];
+        size_t n = strlen(msg);
+        snprintf(msg + n, sizeof msg - n, ": %s runs unpromoted; `drover promote --job %s` keeps "
+                 "it, or the agents return to %s at its probation deadline (%.0f s)", d.sid,
+                 d.job->name, d.good[0] ? ui_short(d.good, gsid) : "no release", pdl);
+        fprintf(stderr, "%sROLLBACK NOT CONFIRMED%s for job '%s': %s\n", ui_bold(stderr),
+                ui_reset(stderr), d.job->name, msg);
+        history_record(&d, "aborted", msg, -1);
+        ret = EXIT_FAIL;
+        goto out;
+    }
+    if (cr < 0 || promote_all(&d, -1, NULL) < 0) {
+        fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
+                d.job->name, msg, ui_reset(stderr));
+        history_record(&d, "revert-failed", msg, -1);
+        ret = EXIT_REVERT_FAILED;
+        goto out;
+    }
+    printf("rolled job '%s' back to %s: %s\n", d.job->name, d.sid, msg);
+    /* history: result "rollback" with previous = the release we went back to */
+    (void)str_copy(d.good, sizeof d.good, d.id);
+    history_record(&d, "rollback", "operator rollback", -1);
+    ret = EXIT_OK;
+    goto out;
+interrupted_before_switch:
+    exec_interrupted = 0; /* the lease and the history record below are sent */
+    send_interrupted = 0;
+    log_error("rollback of job '%s' interrupted by the operator before the switch: nothing was "
+              "stopped or switched, the running release keeps running untouched", d.job->name);
+    history_record(&d, "aborted", "rollback interrupted by the operator before the switch", -1);
+    ret = EXIT_FAIL;
+out:
+    interrupt_handlers(NULL);
+    exec_interrupted = 0; /* a second Ctrl-C during the record above: still give the lease back */
+    send_interrupted = 0;
+    deploy_done(&d, lock);
+    return ret;
+}
+
+int deploy_decide_held(struct fleet *f, const char *job, bool promote)
+{
+    struct deploy d;
+    int ret = deploy_init(&d, f, job, false);
+    if (ret)
+        return ret;
+    ret = EXIT_FAIL;
+    char err[2048];
+    int lock = deploy_lock(&d);
+    if (lock < 0)
+        goto out;
+    bool all_current;
+    if (survey(&d, false, &all_current, err, sizeof err) < 0) {
+        ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
+        goto out;
+    }
+    if (!d.current[0] || (strcmp(d.current, d.good) == 0 && !d.off_good_spec)) {
+        log_error("job '%s' runs its good release: nothing is held to %s", d.job->name,
+                  promote ? "promote" : "revert");
+        goto out;
+    }
+    (void)str_copy(d.id, sizeof d.id, d.current);
+    ui_short(d.id, d.sid);
+    (void)str_copy(d.name, sizeof d.name, promote ? "promote" : "revert");
+    if (!promote) {
+        ret = revert_all(&d, "reverted by the operator (held release)");
+        ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
+        goto out;
+    }
+    struct sample_set *ss = malloc(sizeof *ss);
+    if (ss && (state_samples_get(d.inv->state_dir, d.key, true, ss) < 0 ||
+               strcmp(ss->release, d.id) != 0)) {
+        free(ss);
+        ss = NULL;
+    }
+    double k = ss ? probation_median(ss->ktok_s, ss->n) : -1;
+    if (promote_all(&d, k, ss) < 0) {
+        history_record(&d, "failed", "promote by the operator failed", k);
+        free(ss);
+        goto out;
+    }
+    if (ss) {
+        if (state_baseline_set(d.inv->state_dir, d.key, d.id, k) < 0 ||
+            state_samples_set(d.inv->state_dir, d.key, false, ss) < 0)
+            log_warn("cannot record the baseline in '%s'", d.inv->state_dir);
+        (void)state_samples_drop(d.inv->state_dir, d.key, true);
+    }
+    printf("promoted %s for job '%s' by hand%s\n", d.sid, d.job->name,
+           ss ? ": its probation samples are the new baseline" : " (no samples kept: the baseline "
+                "stays the last measured one)");
+    history_record(&d, "promoted", "promoted by the operator (held release)", k);
+    free(ss);
+    ret = EXIT_OK;
+out:
+    deploy_done(&d, lock);
+    return ret;
+}

@@ -1,0 +1,296 @@
+/* controller/deploy/survey.c: what each container of the job runs (release, spec, good and bad
+ * marks), asked of every host at once before anything is pushed; and `plan`'s account of it.
+ */
+#include "controller/deploy/deploy_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/text.h"
+#include "common/util.h"
+#include "controller/cmd.h"
+#include "controller/deploy/jobspec.h"
+#include "controller/deploy/state.h"
+#include "controller/transport/fanout.h"
+
+/* Read each container's view of the job; fills d->good from the first container that has one. */
+bool deploy_is_bad(const struct deploy *d, const char *id)
+{
+    for (int k = 0; k < d->nbad; k++)
+        if (!strcmp(d->bad[k], id))
+            return true;
+    return false;
+}
+
+/* survey's fan-out: container i's status document, the job's part kept in arg's slot i
+ * (found[i] false: the agent does not know the job). */
+struct survey_arg {
+    struct job_status *js; /* [ncts] */
+    bool found[INV_MAX_CTS];
+};
+
+static int survey_keep(struct ct_fan *cf, int i, const struct agent_status *st)
+{
+    struct survey_arg *sa = (struct survey_arg *)cf->arg;
+    const struct job_status *js = status_find_job(st, cf->d->job->name);
+    sa->found[i] = js != NULL;
+    if (js)
+        sa->js[i] = *js;
+    return 0;
+}
+
+static int survey_one(struct ct_fan *cf, int i)
+{
+    struct agent_status *st = cf->scratch[ct_fan_slot(cf, i)];
+    int r = fleet_agent_status(cf->d->f, &cf->d->job->cts[i], st, cf->err[i], sizeof cf->err[i]);
+    return r < 0 ? r : survey_keep(cf, i, st);
+}
+
+/* survey_one for an answer of a host's containers asked at once: the same results and messages
+ * as fleet_agent_status. */
+static int survey_done(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why)
+{
+    const struct inv_ct *ct = &cf->d->job->cts[i];
+    if (!res) {
+        if (why)
+            snprintf(cf->err[i], sizeof cf->err[i], "%s", why);
+        else
+            snprintf(cf->err[i], sizeof cf->err[i], "host unreachable: %s", cf->d->f->conn_msg[ct->host]);
+        return r;
+    }
+    struct agent_status *st = cf->scratch[ct_fan_slot(cf, i)];
+    r = fleet_agent_status_read(ct, res, st, cf->err[i], sizeof cf->err[i]);
+    return r < 0 ? r : survey_keep(cf, i, st);
+}
+
+/* Which release each container runs, asked of every host at once (a host's containers one after
+ * another); the answers are then read in inventory order, so "the first container that says"
+ * stays the same as when they were asked one by one. */
+int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err, size_t err_sz)
+{
+    const struct inv_job *j = d->job;
+    bool all_current = true;
+    int bad = 0, spec_differs = 0;
+    d->spec_change[0] = '\0';
+    d->off_good_spec = false;
+    bool release_current = true;
+    struct ct_fan *cf = calloc(1, sizeof *cf);
+    struct survey_arg *sa = calloc(1, sizeof *sa);
+    if (sa)
+        sa->js = calloc((size_t)j->ncts, sizeof *sa->js);
+    bool ok = cf && sa && sa->js, seen[INV_MAX_HOSTS] = { false };
+    int nhosts = 0; /* one scratch document per worker (ct_fan_slot) */
+    for (int i = 0; i < j->ncts; i++)
+        nhosts += !seen[j->cts[i].host], seen[j->cts[i].host] = true;
+    for (int k = 0; ok && k < nhosts; k++)
+        ok = (cf->scratch[k] = malloc(sizeof *cf->scratch[k])) != NULL;
+    if (!ok) {
+        snprintf(err, err_sz, "out of memory");
+        goto out;
+    }
+    struct agent_argv sargv;
+    agent_argv_init(&sargv);
+    agent_argv_status(&sargv);
+    (void)agent_argv_end(&sargv);
+    cf->d = d;
+    cf->fn = survey_one;
+    cf->arg = sa;
+    cf->done = survey_done;
+    cf->batch_args = sargv.argv; /* a host's containers at once */
+    cf->batch_timeout_s = FLEET_STATUS_TIMEOUT_S;
+    cf->batch_what = "status";
+    for (int i = 0; i < j->ncts; i++)
+        cf->skip[i] = d->pre[i] != 0; /* answered with the lease */
+    (void)ct_fan_run(cf);
+    for (int i = 0; i < j->ncts; i++) {
+        if (!d->pre[i])
+            continue;
+        sa->found[i] = d->pre[i] == 1;
+        if (sa->found[i])
+            sa->js[i] = d->pre_js[i];
+        cf->rc[i] = 0;
+        d->pre[i] = 0; /* used once: a later survey asks */
+    }
+    for (int i = 0; i < j->ncts; i++) {
+        const struct inv_ct *ct = &j->cts[i];
+        const char *e = cf->err[i];
+        int r = cf->rc[i];
+        if (r < 0) {
+            /* -EIO: connected, and `drover-agent status` failed there (missing, not running);
+             * any other error is the connection's or the container's (fleet.h) */
+            if (r == -EIO && !d->f->conn_err[ct->host])
+                d->agent_failed = true;
+            if (!bad)
+                snprintf(err, err_sz, "%s: %s", ct->label, e);
+            if (!quiet_errors)
+                log_error("%s: %s", ct->label, e);
+            bad++;
+            all_current = false;
+            continue;
+        }
+        const struct job_status *js = sa->found[i] ? &sa->js[i] : NULL;
+        if (!js || strcmp(js->current, d->id) != 0 || strcmp(js->good, d->id) != 0 ||
+            js->state != GANG_RUNNING)
+            all_current = release_current = false;
+        /* what runs is a (release, spec) pair: the same release with another job spec (or one
+         * its agent never recorded) is not current, nor is a spec change not yet promoted */
+        struct spec_digest want;
+        if (js && js->current[0] && jobspec_digest(j, i, &want) == 0 &&
+            (!jobspec_is_current(js, &want) || strcmp(js->good_spec_digest, want.hex) != 0)) {
+            all_current = false;
+            if (!spec_differs++ &&
+                !jobspec_describe_change(j, js, &want, d->spec_change, sizeof d->spec_change)[0])
+                snprintf(d->spec_change, sizeof d->spec_change, "not promoted yet");
+        }
+        if (js && js->current[0] && !strcmp(js->current, js->good) &&
+            strcmp(js->spec_digest, js->good_spec_digest) != 0)
+            d->off_good_spec = true;
+        /* stopped and failed jobs have no gang and start none on their own; every other state
+         * has one, or restarts one after its backoff (a stop cancels that) */
+        d->has_gang[i] = js && js->state != GANG_STOPPED && js->state != GANG_FAILED;
+        (void)str_copy(d->from[i], sizeof d->from[i], js ? js->current : "");
+        d->attention[i] = js && js->state == GANG_FAILED &&
+                          !strncmp(js->reason, STATUS_ATTENTION_PREFIX, strlen(STATUS_ATTENTION_PREFIX));
+        if (d->attention[i])
+            (void)str_copy(d->attention_reason[i], sizeof d->attention_reason[i], js->reason);
+        if (js && js->good[0] && !d->good[0])
+            (void)str_copy(d->good, sizeof d->good, js->good);
+        if (js && js->current[0] && !d->current[0])
+            (void)str_copy(d->current, sizeof d->current, js->current);
+        if (js && js->previous[0] && !d->previous[0])
+            (void)str_copy(d->previous, sizeof d->previous, js->previous);
+        for (int k = 0; js && k < js->nbad && d->nbad < (int)ARRAY_SIZE(d->bad); k++)
+            if (!deploy_is_bad(d, js->bad[k]))
+                (void)str_copy(d->bad[d->nbad++], sizeof d->bad[0], js->bad[k]);
+        if (js && js->ngoods && !d->ngoods) {
+            for (int k = 0; k < js->ngoods; k++)
+                (void)str_copy(d->goods[k], sizeof d->goods[0], js->goods[k]);
+            d->ngoods = js->ngoods;
+        }
+    }
+    d->spec_only = !bad && release_current && spec_differs > 0;
+    d->earlier_good[0] = '\0';
+    for (int k = 0; k < d->ngoods && !d->earlier_good[0]; k++)
+        if (strcmp(d->goods[k], d->current) != 0 && !deploy_is_bad(d, d->goods[k]))
+            (void)str_copy(d->earlier_good, sizeof d->earlier_good, d->goods[k]);
+    *ret_all_current = all_current;
+out:
+    for (int k = 0; cf && k < INV_MAX_HOSTS; k++)
+        free(cf->scratch[k]);
+    free(cf);
+    if (sa)
+        free(sa->js);
+    free(sa);
+    return !ok ? -ENOMEM : bad ? -EIO : 0;
+}
+
+/* A release id as JSON: null when there is none. */
+static json_t *plan_id(const char *id)
+{
+    return id && *id ? json_string(id) : json_null();
+}
+
+/* Prints the plan; returns the number of containers that could not be reached (a deploy now
+ * would fail at staging, so plan says so with its exit status too).  out: when not NULL, the
+ * same plan as one JSON object appended to it (docs/protocol.md, "Plan"). */
+int print_plan(struct deploy *d, json_t *out)
+{
+    int unreachable = 0;
+    const struct inv_job *j = d->job;
+    char sid[RELEASE_SHORT_LEN + 1], sid2[RELEASE_SHORT_LEN + 1];
+    json_t *cts = json_array(), *cmd = json_array();
+    json_array_append_new(cmd, json_string(j->command));
+    for (int i = 0; i < j->nargs; i++)
+        json_array_append_new(cmd, json_string(j->args[i]));
+    printf("release %s (%s), %zu files, %.2f MiB\n", d->sid, d->name, d->rs.m->nfiles,
+           (double)d->blob_size / 1048576.0);
+    printf("job %s: %d node(s) x %d rank(s), command %s", j->name, j->ncts, j->nproc_per_node,
+           j->command);
+    for (int i = 0; i < j->nargs; i++)
+        printf(" %s", j->args[i]);
+    printf("\n");
+    for (int i = 0; i < j->ncts; i++) {
+        const struct inv_ct *ct = &j->cts[i];
+        char e[1200];
+        if (fleet_agent_status(d->f, ct, d->st, e, sizeof e) < 0) {
+            printf("  %-24s unreachable: %s\n", ct->label, e);
+            json_array_append_new(cts, json_pack("{s:s,s:i,s:b,s:s}", "container", ct->label,
+                                                 "node", i, "reachable", 0, "error", e));
+            unreachable++;
+            continue;
+        }
+        const struct job_status *js = status_find_job(d->st, j->name);
+        const char *cur = js ? js->current : "";
+        /* the same release with another job spec is a deploy too (jobspec.h) */
+        struct spec_digest want;
+        char change[400] = "", what[460] = "";
+        bool have_want = js && js->current[0] && jobspec_digest(j, i, &want) == 0;
+        if (have_want)
+            (void)jobspec_describe_change(j, js, &want, change, sizeof change);
+        bool same = strcmp(cur, d->id) == 0;
+        /* "already current" only where the deploy would say "nothing to do": the release AND
+         * the spec promoted, not a candidate still on probation (or left by a drover that died) */
+        bool settled = same && have_want && jobspec_is_settled(js, d->id, &want) && !change[0];
+        if (same && change[0])
+            snprintf(what, sizeof what, " (job spec changed: %s)", change);
+        else if (same)
+            snprintf(what, sizeof what, settled ? " (already current)" : " (current, not promoted yet)");
+        json_array_append_new(cts, json_pack("{s:s,s:i,s:b,s:o,s:o,s:s,s:b,s:o}", "container", ct->label,
+                                             "node", i, "reachable", 1, "current", plan_id(cur),
+                                             "good", plan_id(js ? js->good : ""), "state",
+                                             js ? gang_state_name(js->state) : "no job",
+                                             "already_current", settled, "spec_change",
+                                             change[0] ? json_string(change) : json_null()));
+        printf("  %-24s node %d: %s (good %s, %s) -> %s%s\n", ct->label, i, ui_short(cur, sid),
+               ui_short(js ? js->good : "", sid2), js ? gang_state_name(js->state) : "no job",
+               d->sid, what);
+    }
+    const struct inv_policy *p = &j->policy;
+    printf("probation: healthy_deadline %.0fs, warmup_steps %lld, warmup_time %.0fs, warmup_max "
+           "%.0fs, min_healthy_time %.0fs, max_probation_time %.0fs, tolerance %.2f, confidence "
+           "%.2f, on_inconclusive %s, progress_deadline %.0fs, auto_revert %s\n",
+           p->healthy_deadline_s, (long long)p->warmup_steps, p->warmup_time_s, p->warmup_max_s,
+           p->min_healthy_time_s, p->max_probation_time_s, p->tolerance, p->confidence,
+           p->on_inconclusive_hold ? "hold" : "revert", p->progress_deadline_s,
+           p->auto_revert ? "true" : "false");
+    struct sample_set *bs = load_base_samples(d);
+    json_t *base = json_null();
+    if (bs) {
+        printf("baseline: %s, %d samples, median %.1f Ktok/s; fail when the whole interval of the "
+               "change lies below -%.0f%%\n", ui_short(bs->release, sid), bs->n,
+               probation_median(bs->ktok_s, bs->n), p->tolerance * 100);
+        base = json_pack("{s:s,s:i,s:f}", "release", bs->release, "samples", bs->n, "ktok_s",
+                         probation_median(bs->ktok_s, bs->n));
+    } else if (d->baseline > 0) {
+        printf("baseline: %.1f Ktok/s (one number, no samples); tolerance -%.0f%%\n", d->baseline,
+               p->tolerance * 100);
+        base = json_pack("{s:n,s:i,s:f}", "release", "samples", 0, "ktok_s", d->baseline);
+    } else
+        printf("baseline: none on these containers yet (throughput rule skipped; this release "
+               "sets it)\n");
+    free(bs);
+    json_t *pol = json_pack("{s:f,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:f,s:b}", "healthy_deadline_s",
+                            p->healthy_deadline_s, "warmup_steps", (json_int_t)p->warmup_steps,
+                            "warmup_time_s", p->warmup_time_s, "warmup_max_s", p->warmup_max_s,
+                            "min_healthy_time_s", p->min_healthy_time_s, "max_probation_time_s",
+                            p->max_probation_time_s, "tolerance", p->tolerance, "confidence",
+                            p->confidence, "on_inconclusive", p->on_inconclusive_hold ? "hold" : "revert",
+                            "progress_deadline_s", p->progress_deadline_s, "auto_revert",
+                            p->auto_revert);
+    json_t *plan = json_pack("{s:s,s:s,s:s,s:o,s:I,s:I,s:i,s:i,s:o,s:i,s:o,s:o,s:o}", "job", j->name,
+                             "release", d->id, "name", d->name, "env",
+                             plan_id(d->has_env ? d->env.id : NULL), "files",
+                             (json_int_t)d->rs.m->nfiles, "bytes", (json_int_t)d->blob_size, "nodes",
+                             j->ncts, "nproc_per_node", j->nproc_per_node, "command", cmd,
+                             "unreachable", unreachable, "containers", cts, "policy", pol,
+                             "baseline", base);
+    if (out && plan)
+        json_array_append_new(out, plan);
+    else
+        json_decref(plan);
+    return unreachable;
+}
