@@ -95,6 +95,14 @@ class ExitCodesTest(unittest.TestCase):
         self.assertIn("diverged", beats[-1].get("error", ""))
         self.assertEqual(self.ckpt_files(), ["torch-local-1.pt"])
 
+        # one non-finite loss that the run recovers from (a GradScaler's skipped step): the
+        # checkpoints go on after it; the first version stopped checkpointing for good
+        shutil.rmtree(self.ckpts)
+        os.makedirs(self.ckpts)
+        code, beats = self.train(max_steps=5, nan_once_at_step=2, keep_ckpts=10)
+        self.assertEqual(code, 0, self.last_stderr)
+        self.assertEqual(self.ckpt_files(), ["torch-local-%d.pt" % s for s in (1, 3, 4, 5)])
+
         # a log line on a full disk: the resume's "rank 0 resumed" line to /dev/full
         with open("/dev/full", "w") as full:
             code, beats = self.train(max_steps=3, stdout=full)

@@ -55,6 +55,7 @@ DEFAULTS = {
     # fault knobs for drover's own tests (a bad release is a release with one of these set);
     # *_at_step count the steps this process did after resuming
     "nan_at_step": -1, "hang_at_step": -1, "hang_once": False, "ckpt_sleep_s": 0.0,
+    "nan_once_at_step": -1,   # one non-finite loss, parameters untouched (a GradScaler's skipped step)
     "hang_on_file": "",       # hang (once) when $DROVER_RUN_DIR/<this name> appears
     "fail_import": False, "selftest": False,
 }
@@ -313,8 +314,16 @@ def train(cfg, hb):
         for old in mine[:-int(cfg["keep_ckpts"])]:
             os.unlink(old)
 
+    def params_finite():
+        return all(bool(torch.isfinite(p).all()) for p in net.parameters())
+
+    def healthy():
+        # a checkpoint only of a state that trains: the last loss finite and every parameter too
+        # (after a skipped non-finite step, as with a GradScaler, checkpoints go on)
+        return nonfinite == 0 and params_finite()
+
     step = start
-    nonfinite_seen = False
+    poisoned = False  # nan_at_step: a diverged run stays diverged
     nonfinite = 0  # consecutive
     stop_flag = torch.zeros(1, device=device)
     while step < int(cfg["max_steps"]):
@@ -337,10 +346,12 @@ def train(cfg, hb):
         step += 1
         lv = loss.item()
         done = step - start  # fault knobs count the steps of this process (after the resume)
-        if done == int(cfg["nan_at_step"]) or (nonfinite_seen and cfg["nan_at_step"] >= 0):
-            lv = float("nan")  # a diverged run stays diverged
+        if done == int(cfg["nan_at_step"]) or poisoned:
+            poisoned = True
+            lv = float("nan")
+        if done == int(cfg["nan_once_at_step"]):
+            lv = float("inf")
         if not math.isfinite(lv):
-            nonfinite_seen = True
             nonfinite += 1
         else:
             nonfinite = 0
@@ -367,9 +378,9 @@ def train(cfg, hb):
             return EXIT_DIVERGED
         if cfg["step_sleep_s"]:
             time.sleep(float(cfg["step_sleep_s"]))
-        if step % int(cfg["ckpt_every"]) == 0 and not nonfinite_seen:
+        if step % int(cfg["ckpt_every"]) == 0 and healthy():
             save(step)
-    if not nonfinite_seen and step > start and not cfg["selftest"]:
+    if step > start and not cfg["selftest"] and healthy():
         save(step)  # SIGTERM or max_steps: checkpoint, then a clean exit
     hb.done()
     if dist is not None:
