@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "controller/cmd.h"
 #include "controller/exitcode.h"
 
 #include "common/util.h"
@@ -86,6 +87,7 @@ void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char 
         ct->gang = GANG_STOPPED;
         ct->nranks = 0;
         ct->release[0] = ct->current[0] = ct->good[0] = ct->previous[0] = ct->reason[0] = '\0';
+        ct->spec_unpromoted = false;
         ct->restarts = 0;
         ct->age_s = -1;
         return;
@@ -95,6 +97,7 @@ void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char 
     (void)str_copy(ct->current, sizeof ct->current, js->current);
     (void)str_copy(ct->good, sizeof ct->good, js->good);
     (void)str_copy(ct->previous, sizeof ct->previous, js->previous);
+    ct->spec_unpromoted = status_runs_unpromoted_spec(js);
     (void)str_copy(ct->reason, sizeof ct->reason, js->reason);
     ct->restarts = js->restarts;
     ct->age_s = js->age_s;
@@ -336,7 +339,7 @@ enum top_state top_rank_state(const struct top_snapshot *s, const struct top_ct 
         return TOP_CHECKPOINTING;
     if (r->loss_nan || top_rank_is_slow(s, ct, r))
         return TOP_DEGRADED;
-    if (!ct->good[0] || strcmp(ct->current, ct->good) != 0)
+    if (!ct->good[0] || strcmp(ct->current, ct->good) != 0 || ct->spec_unpromoted)
         return TOP_PROBATION;
     return TOP_RUNNING;
 }

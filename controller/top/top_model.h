@@ -88,6 +88,8 @@ struct top_ct {
     enum gang_state gang;
     char release[RELEASE_ID_LEN + 1], current[RELEASE_ID_LEN + 1], good[RELEASE_ID_LEN + 1];
     char previous[RELEASE_ID_LEN + 1];
+    bool spec_unpromoted;  /* runs its good release with a job spec never promoted (a spec change
+                            * on probation: status_runs_unpromoted_spec) */
     int restarts;
     double age_s;          /* seconds since this gang generation started, at doc time */
     char reason[256];

@@ -677,7 +677,7 @@ void top_summarize(const struct top_snapshot *s, double now, struct top_summary 
                 phase = "activating";
                 break;
             }
-            if (ct->current[0] && strcmp(ct->current, ct->good) != 0)
+            if (ct->current[0] && (strcmp(ct->current, ct->good) != 0 || ct->spec_unpromoted))
                 phase = ct->gang == GANG_REVERTED ? "reverting" : "probation";
         }
         snprintf(m.deploy, sizeof m.deploy, "%s: %s", tj->name, phase);

@@ -190,6 +190,31 @@ static void test_probation_and_deploy_phase(void **state)
     assert_string_equal(m.deploy, "train: probation");
 }
 
+/* A job-spec change on probation runs the good release with another spec: the dashboard said
+ * "running" (its release is the good one) while `drover status` warned of the unpromoted spec. */
+static void test_spec_change_on_probation(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, GOOD, GOOD, 100);
+    struct top_ct *ct = &f->s.cts[1];
+    make_status(&f->st, ct->node_rank, GOOD, GOOD, GANG_RUNNING, 11, 1000, 3.0);
+    strcpy(f->st.jobs[0].spec_digest, "2222222222222222");
+    strcpy(f->st.jobs[0].good_spec_digest, "1111111111111111");
+    top_ct_update(ct, &f->st, "train", 3, 100);
+    assert_true(ct->spec_unpromoted);
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[0], 100), TOP_PROBATION);
+    assert_int_equal(top_ct_state(&f->s, ct, 100), TOP_PROBATION);
+    f->s.jobs[0].deploying = true;
+    struct top_summary m;
+    top_summarize(&f->s, 100, &m);
+    assert_string_equal(m.deploy, "train: probation");
+    /* promoted with it: running again */
+    strcpy(f->st.jobs[0].good_spec_digest, "2222222222222222");
+    top_ct_update(ct, &f->st, "train", 3, 100);
+    assert_false(ct->spec_unpromoted);
+    assert_int_equal(top_ct_state(&f->s, ct, 100), TOP_RUNNING);
+}
+
 static void test_nan_and_slow_are_degraded(void **state)
 {
     struct fx *f = *state;
@@ -637,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_fmt_restarts_bytes),
         cmocka_unit_test_setup_teardown(test_running_and_warmup_trend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_probation_and_deploy_phase, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spec_change_on_probation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nan_and_slow_are_degraded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reverted_container_runs_good_ranks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_loss_yet_is_not_nan, setup, teardown),
