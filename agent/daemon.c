@@ -289,6 +289,7 @@ static char *daemon_status_text(struct daemon *d)
     as->uptime_s = now - d->started_mono;
     as->wall = time_wall(); /* for the controller's skew check only */
     as->seq = d->ev.seq;
+    as->features = STATUS_FEATURES_ALL;
     as->njobs = d->st.njobs;
     for (int i = 0; i < d->st.njobs; i++) {
         struct job_rec *j = &d->st.jobs[i];
@@ -319,8 +320,12 @@ static char *daemon_status_text(struct daemon *d)
         (void)str_copy(js->reason, sizeof js->reason, j->reason);
         for (int k = 0; k < j->nbad && js->nbad < STATUS_MAX_MARKS; k++)
             (void)str_copy(js->bad[js->nbad++], sizeof js->bad[0], j->bad[k].release);
-        for (int k = 0; k < j->ngoods && js->ngoods < STATUS_MAX_MARKS; k++)
+        for (int k = 0; k < j->ngoods && js->ngoods < STATUS_MAX_MARKS; k++) {
+            /* the pair's digest only while its spec is recorded: a rollback can start only that */
+            if (state_find_spec(j, j->goods[k], j->goods_digest[k]))
+                (void)str_copy(js->goods_spec[js->ngoods], sizeof js->goods_spec[0], j->goods_digest[k]);
             (void)str_copy(js->goods[js->ngoods++], sizeof js->goods[0], j->goods[k]);
+        }
         gang_fill_status(g, js, now);
         for (int k = 0; k < js->nranks; k++)
             if (g->ranks[k].alive)
@@ -607,6 +612,7 @@ static void handle_request(struct daemon *d, int ci, struct rpc_request *q)
         ev.kind = JM_EV_PROMOTE;
         ev.release = q->release;
         ev.value = q->ktok_s;
+        ev.spec_digest = q->spec_digest;
         break;
     case RPC_REVERT:
         /* the good release is checked before the current gang is stopped for it */

@@ -534,6 +534,16 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
             fx_msg(out, JM_FX_REPLY, AGENT_EXIT_FAIL, msg);
             return;
         }
+        if (!spec_digest_matches(j->current_digest, ev->spec_digest)) {
+            /* the controller judged another pair than the one that runs now (a deploy or a
+             * rollback switched it since, or its own activation never reached this agent):
+             * promoting what runs would make an unjudged spec the good one */
+            snprintf(msg, sizeof msg, "job '%s' runs release %.12s with job spec %.12s, not the "
+                     "job spec %.12s this promote was asked for: not promoted", j->job, j->current,
+                     j->current_digest[0] ? j->current_digest : "(unknown)", ev->spec_digest);
+            fx_msg(out, JM_FX_REPLY, AGENT_EXIT_FAIL, msg);
+            return;
+        }
         struct job_spec *s = state_current_spec(j);
         if (s) {
             s->promoted = true;
@@ -543,7 +553,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         memcpy(j->good, j->current, sizeof j->good);
         memcpy(j->good_digest, j->current_digest, sizeof j->good_digest);
         state_unmark_bad(j, j->current);
-        state_note_good(j, j->current);
+        state_note_good(j, j->current, j->current_digest);
         j->probation_deadline = 0;
         j->auto_rollbacks = 0;
         fx_event(out, "promote", j->current, "ktok_s %.1f", ev->value);

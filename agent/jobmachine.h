@@ -111,7 +111,9 @@ bool jm_busy(const struct jm_rt *rt);
 
 enum jm_ev {
     JM_EV_ACTIVATE,     /* spec (release in the store, command checked), value = probation_s */
-    JM_EV_PROMOTE,      /* release, value = Ktok/s */
+    JM_EV_PROMOTE,      /* release, value = Ktok/s, spec_digest: the pair the controller judged
+                           (NULL or "": whatever runs, an older controller); refused when the
+                           current pair is another (common/specdigest.h, spec_digest_matches) */
     JM_EV_REVERT,       /* text = reason (may be ""); value 1: the release left reached no
                            verdict (operator's Ctrl-C, a passed analysis): not marked bad;
                            rdzv: the good release's new rendezvous generation ("" keep).  While
@@ -150,6 +152,7 @@ struct jm_event {
     int rank, code, sig;
     const char *text;
     const char *rdzv;            /* REVERT (may be NULL) */
+    const char *spec_digest;     /* PROMOTE (may be NULL) */
 };
 
 enum jm_fx {

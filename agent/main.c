@@ -54,6 +54,7 @@ struct cli {
     char reason[256];
     bool json, detach;
     bool no_mark; /* revert --no-mark */
+    bool recorded; /* activate --recorded: the spec recorded for (ID, --spec-digest) */
     bool lease_status; /* lease take --status: the status document after the lease */
     char lease_holder[LEASE_HOLDER_MAX]; /* release install --lease-release HOLDER (with --job) */
     char lease_dead[LEASE_HOLDER_MAX]; /* lease take --take-over DEAD: a holder its controller found gone */
@@ -90,7 +91,9 @@ static void usage(FILE *f)
             "           [--first-step-deadline S] [--silence-deadline S] [--stall-deadline S]\n"
             "           [--checkpoint-deadline S] [--rdzv G] [--spec-digest D --spec-fields F]\n"
             "           [--env NAME=VALUE]... -- CMD ARGS...\n"
-            "  promote ID --job J [--ktok-s X] [--samples JSON]\n"
+            "  activate ID --job J --spec-digest D --recorded [--probation-deadline S] [--rdzv G]\n"
+            "           the job spec recorded here for (ID, D), as it ran before\n"
+            "  promote ID --job J [--ktok-s X] [--samples JSON] [--spec-digest D]\n"
             "  baseline --job J             the promoted release's samples (kept by promote --samples)\n"
             "  revert --job J [--reason TEXT] [--no-mark] [--rdzv G]\n"
             "  stop --job J [--restart-after S] | start --job J [--rdzv G]\n"
@@ -174,6 +177,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_JSON: c->json = true; break;
         case AGENT_OPT_DETACH: c->detach = true; break;
         case AGENT_OPT_NO_MARK: c->no_mark = true; break;
+        case AGENT_OPT_RECORDED: c->recorded = true; break;
         case AGENT_OPT_STATUS: c->lease_status = true; break;
         case AGENT_OPT_LEASE_RELEASE: bad = !a[0] || str_copy(c->lease_holder, sizeof c->lease_holder, a) < 0; break;
         case AGENT_OPT_TAKE_OVER: bad = !a[0] || str_copy(c->lease_dead, sizeof c->lease_dead, a) < 0; break;
@@ -920,14 +924,46 @@ static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw, int
     return rp.code;
 }
 
+/* activate --recorded: c->spec becomes the spec recorded in state.json for (id, c->spec.digest)
+ * of c->job, with the rendezvous generation given (if any); everything else as it ran then.
+ * 0, or an exit code with the reason said. */
+static int recorded_spec(struct cli *c, const char *id)
+{
+    char p[PATH_MAX], rdzv[SPEC_RDZV_MAX], digest[SPEC_DIGEST_LEN + 1];
+    struct agent_state st;
+    if (snprintf(p, sizeof p, "%s/state.json", c->root) >= (int)sizeof p || state_load(p, &st) < 0) {
+        log_error("activate --recorded: cannot read the agent's state '%s'", p);
+        return AGENT_EXIT_FAIL;
+    }
+    struct job_rec *j = state_find_job(&st, c->job);
+    struct job_spec *s = j ? state_find_spec(j, id, c->spec.digest) : NULL;
+    int code = AGENT_EXIT_OK;
+    memcpy(rdzv, c->spec.rdzv, sizeof rdzv);
+    memcpy(digest, c->spec.digest, sizeof digest);
+    if (!s) {
+        log_error("activate --recorded: job '%s' has no job spec recorded for release %.12s with "
+                  "spec digest %.12s here (it never ran here, or its record was dropped for newer "
+                  "ones): nothing was stopped", c->job, id, digest);
+        code = AGENT_EXIT_FAIL;
+    } else if (spec_copy(&c->spec, s) < 0) {
+        code = AGENT_EXIT_FAIL;
+    } else if (rdzv[0]) {
+        (void)str_copy(c->spec.rdzv, sizeof c->spec.rdzv, rdzv);
+    }
+    state_done(&st);
+    return code;
+}
+
 static int cmd_job_verb(struct cli *c, enum rpc_op op)
 {
     struct rpc_request q;
     rpc_request_init(&q);
     q.op = op;
     bool needs_id = op == RPC_ACTIVATE || op == RPC_PROMOTE;
+    bool recorded = op == RPC_ACTIVATE && c->recorded;
     if ((needs_id && c->nargs != 1) || (!needs_id && c->nargs != 0) || !c->job[0] ||
-        (op == RPC_ACTIVATE) != (c->ncmd > 0)) {
+        (op == RPC_ACTIVATE && !recorded) != (c->ncmd > 0) || (c->recorded && !recorded) ||
+        (recorded && !c->spec.digest[0])) {
         log_error("%s: wrong arguments (see drover-agent --help)", rpc_op_name(op));
         return AGENT_EXIT_USAGE;
     }
@@ -940,10 +976,12 @@ static int cmd_job_verb(struct cli *c, enum rpc_op op)
         if ((code = resolve_id(&s, c->args[0], q.release)) != 0)
             return code;
     }
+    if (recorded && (code = recorded_spec(c, q.release)) != 0)
+        return code;
     if (op == RPC_ACTIVATE) {
         char err[256];
         (void)str_copy(c->spec.release, sizeof c->spec.release, q.release);
-        int sr = spec_set_argv(&c->spec, c->ncmd, c->cmd);
+        int sr = recorded ? 0 : spec_set_argv(&c->spec, c->ncmd, c->cmd);
         if (sr < 0) {
             log_bad_command("activate", sr, c->cmd, c->ncmd);
             return AGENT_EXIT_USAGE;
@@ -971,6 +1009,8 @@ static int cmd_job_verb(struct cli *c, enum rpc_op op)
         }
     }
     q.ktok_s = c->ktok_s;
+    if (op == RPC_PROMOTE)
+        (void)str_copy(q.spec_digest, sizeof q.spec_digest, c->spec.digest);
     (void)str_copy(q.reason, sizeof q.reason, c->reason);
     q.no_mark = c->no_mark;
     if (op == RPC_START || op == RPC_REVERT)

@@ -88,6 +88,10 @@ int rpc_parse_request(const char *text, size_t len, struct rpc_request *ret)
     }
     if (jf_str(o, "rdzv", q.rdzv, sizeof q.rdzv, false) < 0 || (q.rdzv[0] && !spec_rdzv_ok(q.rdzv)))
         goto out;
+    /* promote: the pair's digest (optional: an older client sends none) */
+    if (jf_str(o, "spec_digest", q.spec_digest, sizeof q.spec_digest, false) < 0 ||
+        (q.spec_digest[0] && !spec_digest_is_valid(q.spec_digest)))
+        goto out;
     if (jf_num_in(o, "probation_s", 0, 86400 * 30, &q.probation_s) < 0 ||
         jf_num_in(o, "ktok_s", 0, 1e12, &q.ktok_s) < 0 ||
         jf_num_in(o, "restart_after_s", 0, 86400, &q.restart_after_s) < 0 ||
@@ -152,6 +156,8 @@ int rpc_format_request(const struct rpc_request *q, char **ret_text)
         break;
     case RPC_PROMOTE:
         bad |= json_object_set_new(o, "ktok_s", json_real(q->ktok_s));
+        if (q->spec_digest[0])
+            bad |= json_object_set_new(o, "spec_digest", json_string(q->spec_digest));
         break;
     case RPC_REVERT:
     case RPC_LEASE_TAKEOVER:

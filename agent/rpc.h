@@ -36,6 +36,7 @@ struct rpc_request {
     struct job_spec spec;      /* activate only; owned, spec_done() via rpc_request_done() */
     double probation_s;        /* activate: 0 none */
     double ktok_s;             /* promote */
+    char spec_digest[SPEC_DIGEST_LEN + 1]; /* promote: the pair's job spec digest, "" any */
     char reason[256];          /* revert */
     bool no_mark;              /* revert: leave the current release unmarked (no verdict) */
     char rdzv[SPEC_RDZV_MAX];  /* start, revert: the new rendezvous generation, "" = keep */

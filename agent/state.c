@@ -28,8 +28,8 @@ void state_done(struct agent_state *st)
 static json_t *job_to_json(const struct job_rec *j)
 {
     json_t *pids = json_array(), *specs = json_array(), *bad = json_array(), *goods = json_array();
-    json_t *holders = json_array();
-    bool ok = pids && specs && bad && goods && holders;
+    json_t *holders = json_array(), *goods_spec = json_array();
+    bool ok = pids && specs && bad && goods && holders && goods_spec;
     for (int i = 0; ok && i < j->npids; i++)
         ok = json_array_append_new(pids, json_integer(j->pids[i])) == 0 &&
              json_array_append_new(holders, json_integer(j->holders[i])) == 0;
@@ -41,8 +41,10 @@ static json_t *job_to_json(const struct job_rec *j)
                                                   text_json_safe(j->bad[i].reason, br, sizeof br))) == 0;
     }
     for (int i = 0; ok && i < j->ngoods; i++)
-        ok = json_array_append_new(goods, json_string(j->goods[i])) == 0;
+        ok = json_array_append_new(goods, json_string(j->goods[i])) == 0 &&
+             json_array_append_new(goods_spec, json_string(j->goods_digest[i])) == 0;
     if (!ok) {
+        json_decref(goods_spec);
         json_decref(pids);
         json_decref(specs);
         json_decref(bad);
@@ -52,7 +54,7 @@ static json_t *job_to_json(const struct job_rec *j)
     }
     /* the reason quotes workers and is cut to fit: kept valid UTF-8 so state.json stays writable */
     char reason[4 * sizeof j->reason];
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:o}",
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o}",
                      "job", j->job, "current", j->current, "previous", j->previous, "good", j->good,
                      "current_spec", j->current_digest, "good_spec", j->good_digest,
                      "state", gang_state_name(j->state), "reason",
@@ -62,7 +64,7 @@ static json_t *job_to_json(const struct job_rec *j)
                      "switch_mono", j->switch_deadline, "switch_left_s", j->switch_left_s,
                      "boot_id", j->boot_id, "gang_pgid", (json_int_t)j->gang_pgid, "gang_starttime",
                      (json_int_t)j->gang_starttime, "pids", pids, "holders", holders, "specs", specs,
-                     "bad", bad, "goods", goods);
+                     "bad", bad, "goods", goods, "goods_spec", goods_spec);
 }
 
 int state_format(const struct agent_state *st, char **ret_text)
@@ -103,13 +105,14 @@ static int job_from_json(json_t *o, struct job_rec *j)
     json_t *reason = json_object_get(o, "reason"), *pm = json_object_get(o, "probation_mono");
     json_t *pl = json_object_get(o, "probation_left_s"), *bid = json_object_get(o, "boot_id");
     json_t *sm = json_object_get(o, "switch_mono"), *sl = json_object_get(o, "switch_left_s");
-    json_t *pids, *specs, *bad, *goods;
+    json_t *pids, *specs, *bad, *goods, *goods_spec = NULL;
     int64_t gen = 0, restarts = 0, rb = 0, pgid = 0, start = 0;
     if (!json_is_object(o) || !json_is_string(name) || !job_name_is_valid(json_string_value(name)))
         return -EINVAL;
     int r;
     if ((r = jf_array(o, "pids", STATUS_MAX_RANKS, &pids)) < 0 || (r = jf_array(o, "specs", STATE_MAX_SPECS, &specs)) < 0 ||
-        (r = jf_array(o, "bad", STATE_MAX_BAD, &bad)) < 0 || (r = jf_array(o, "goods", STATE_MAX_GOODS, &goods)) < 0)
+        (r = jf_array(o, "bad", STATE_MAX_BAD, &bad)) < 0 || (r = jf_array(o, "goods", STATE_MAX_GOODS, &goods)) < 0 ||
+        (r = jf_array(o, "goods_spec", STATE_MAX_GOODS, &goods_spec)) < 0)
         return r;
     (void)str_copy(j->job, sizeof j->job, json_string_value(name));
     if (jf_id(o, "current", j->current) < 0 || jf_id(o, "previous", j->previous) < 0 ||
@@ -181,8 +184,18 @@ static int job_from_json(json_t *o, struct job_rec *j)
             return -EINVAL;
         (void)str_copy(j->goods[j->ngoods++], sizeof j->goods[0], id);
     }
+    /* optional (before the pairs: every digest unknown); when present, one per goods entry */
+    if (json_array_size(goods_spec) && (int)json_array_size(goods_spec) != j->ngoods)
+        return -EINVAL;
+    json_array_foreach(goods_spec, i, v)
+    {
+        const char *dg = json_string_value(v);
+        if (!dg || (dg[0] && !spec_digest_is_valid(dg)))
+            return -EINVAL;
+        (void)str_copy(j->goods_digest[i], sizeof j->goods_digest[0], dg);
+    }
     if (j->good[0] && j->ngoods == 0) /* written by an agent without the list */
-        state_note_good(j, j->good);
+        state_note_good(j, j->good, j->good_digest);
     json_array_foreach(pids, i, v)
     {
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
@@ -384,14 +397,18 @@ bool state_is_bad(const struct job_rec *j, const char *release)
     return false;
 }
 
-void state_note_good(struct job_rec *j, const char *release)
+void state_note_good(struct job_rec *j, const char *release, const char *digest)
 {
+    if (!digest)
+        digest = "";
     int at = j->ngoods == STATE_MAX_GOODS ? STATE_MAX_GOODS - 1 : j->ngoods;
     for (int i = 0; i < j->ngoods; i++)
-        if (!strcmp(j->goods[i], release))
+        if (!strcmp(j->goods[i], release) && !strcmp(j->goods_digest[i], digest))
             at = i;
     memmove(&j->goods[1], &j->goods[0], (size_t)at * sizeof j->goods[0]);
+    memmove(&j->goods_digest[1], &j->goods_digest[0], (size_t)at * sizeof j->goods_digest[0]);
     (void)str_copy(j->goods[0], sizeof j->goods[0], release);
+    (void)str_copy(j->goods_digest[0], sizeof j->goods_digest[0], digest);
     if (at == j->ngoods)
         j->ngoods++;
 }
@@ -436,6 +453,11 @@ int state_put_spec(struct job_rec *j, const struct job_spec *spec, struct job_sp
                 bool keep = (!strcmp(id, j->current) && !strcmp(dg, j->current_digest)) ||
                             (!strcmp(id, j->good) && !strcmp(dg, j->good_digest));
                 bool other_pair = !strcmp(id, j->current) || !strcmp(id, j->good);
+                if (pass == 0) {
+                    /* a promoted pair is a rollback target, also the good release's earlier spec */
+                    for (int k = 0; k < j->ngoods; k++)
+                        keep = keep || (!strcmp(id, j->goods[k]) && !strcmp(dg, j->goods_digest[k]));
+                }
                 if (pass == 0 && !other_pair) {
                     keep = keep || !strcmp(id, j->previous);
                     for (int k = 0; k < j->ngoods; k++)

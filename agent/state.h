@@ -61,10 +61,13 @@ struct job_rec {
         char release[RELEASE_ID_LEN + 1];
         char reason[160];
     } bad[STATE_MAX_BAD];
-    /* Releases promoted for this job, newest first (goods[0] == good): where a rollback from
-     * the good release goes. */
+    /* (release, spec) pairs promoted for this job, newest first (goods[0] and goods_digest[0]
+     * are the good pair): where a rollback from the good pair goes, which may be the same
+     * release with the spec it was promoted with before.  goods_digest "" unknown (a spec from
+     * before digests, or a state.json from before the pairs: "goods_spec" absent). */
     int ngoods;
     char goods[STATE_MAX_GOODS][RELEASE_ID_LEN + 1];
+    char goods_digest[STATE_MAX_GOODS][SPEC_DIGEST_LEN + 1];
     /* the gang last started (generation `generation`), so a restarted agent can re-adopt it */
     int64_t gang_pgid;
     uint64_t gang_starttime; /* /proc/<pgid>/stat field 22 of the group leader */
@@ -121,8 +124,9 @@ int state_put_spec(struct job_rec *j, const struct job_spec *spec, struct job_sp
 void state_mark_bad(struct job_rec *j, const char *release, const char *reason);
 void state_unmark_bad(struct job_rec *j, const char *release);
 bool state_is_bad(const struct job_rec *j, const char *release);
-/* Record release as the newest promoted one (goods[0]). */
-void state_note_good(struct job_rec *j, const char *release);
+/* Record (release, digest) as the newest promoted pair (goods[0]); an entry of the same pair
+ * moves to the front.  digest NULL counts as "". */
+void state_note_good(struct job_rec *j, const char *release, const char *digest);
 /* The newest promoted release other than `except` that is not marked bad and has a recorded
  * spec; NULL if none.  Borrowed. */
 const char *state_last_good(struct job_rec *j, const char *except);

@@ -91,7 +91,8 @@ int agent_verb_parse(const char *s)
     X(AGENT_OPT_LEASE_RELEASE, "lease-release", required_argument) \
     X(AGENT_OPT_SPEC_DIGEST, "spec-digest", required_argument)    \
     X(AGENT_OPT_SPEC_FIELDS, "spec-fields", required_argument)   \
-    X(AGENT_OPT_TAKE_OVER, "take-over", required_argument)
+    X(AGENT_OPT_TAKE_OVER, "take-over", required_argument)       \
+    X(AGENT_OPT_RECORDED, "recorded", no_argument)
 
 #define AS_LONGOPT(id, name, arg) { name, arg, 0, id },
 const struct option agent_cli_longopts[] = {
@@ -343,13 +344,15 @@ void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason
         add_opt(a, AGENT_OPT_NO_MARK, NULL);
 }
 
-void agent_argv_promote(struct agent_argv *a, const char *id, const char *job, double ktok_s)
+void agent_argv_promote(struct agent_argv *a, const struct agent_promote *p)
 {
     add_verb(a, AGENT_VERB_PROMOTE);
-    agent_argv_add(a, id);
-    add_opt(a, AGENT_OPT_JOB, job);
-    if (ktok_s > 0)
-        add_opt(a, AGENT_OPT_KTOK, numf(a, "%.3f", ktok_s));
+    agent_argv_add(a, p->id);
+    add_opt(a, AGENT_OPT_JOB, p->job);
+    if (p->ktok_s > 0)
+        add_opt(a, AGENT_OPT_KTOK, numf(a, "%.3f", p->ktok_s));
+    if (p->spec_digest && p->spec_digest[0])
+        add_opt(a, AGENT_OPT_SPEC_DIGEST, p->spec_digest);
 }
 
 void agent_argv_preflight(struct agent_argv *a, const char *id, const char *job, const char *gpus,
@@ -402,6 +405,20 @@ void agent_argv_activate(struct agent_argv *a, const struct agent_activate *p)
         add_opt(a, AGENT_OPT_SPEC_DIGEST, p->spec_digest);
     if (p->spec_fields && p->spec_fields[0])
         add_opt(a, AGENT_OPT_SPEC_FIELDS, p->spec_fields);
+}
+
+void agent_argv_activate_recorded(struct agent_argv *a, const char *id, const char *job,
+                                  const char *spec_digest, double probation_deadline_s,
+                                  const char *rdzv)
+{
+    add_verb(a, AGENT_VERB_ACTIVATE);
+    agent_argv_add(a, id);
+    add_opt(a, AGENT_OPT_JOB, job);
+    add_opt(a, AGENT_OPT_SPEC_DIGEST, spec_digest);
+    add_opt(a, AGENT_OPT_RECORDED, NULL);
+    add_opt(a, AGENT_OPT_PROBATION, numf(a, "%.0f", probation_deadline_s));
+    if (rdzv && rdzv[0])
+        add_opt(a, AGENT_OPT_RDZV, rdzv);
 }
 
 void agent_argv_gpu_check(struct agent_argv *a, int nproc_per_node, const char *gpus,

@@ -93,7 +93,7 @@ enum agent_opt {
     AGENT_OPT_STALL_DEADLINE, AGENT_OPT_CHECKPOINT_DEADLINE, AGENT_OPT_SAMPLES,
     AGENT_OPT_HOST_DRIVER, AGENT_OPT_CUDA, AGENT_OPT_GPU_MEM, AGENT_OPT_RDZV, AGENT_OPT_NO_MARK,
     AGENT_OPT_RESTART_AFTER, AGENT_OPT_CGROUP, AGENT_OPT_STATUS, AGENT_OPT_LEASE_RELEASE, AGENT_OPT_SPEC_DIGEST,
-    AGENT_OPT_SPEC_FIELDS, AGENT_OPT_TAKE_OVER, AGENT_OPT_END
+    AGENT_OPT_SPEC_FIELDS, AGENT_OPT_TAKE_OVER, AGENT_OPT_RECORDED, AGENT_OPT_END
 };
 
 /* getopt_long's table of every option, {0} terminated. */
@@ -173,8 +173,17 @@ int agent_lease_holder_of(const char *said, char *ret_holder, size_t sz);
 /* no_mark: the release left behind reached no verdict (operator's Ctrl-C during probation, an
  * analysis that passed): it is not marked bad (docs/agent.md, "Bad marks"). */
 void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason, bool no_mark);
-/* promote ID --job J [--ktok-s X]: X printed with 3 decimals, left out when ktok_s <= 0. */
-void agent_argv_promote(struct agent_argv *a, const char *id, const char *job, double ktok_s);
+struct agent_promote {
+    const char *id, *job;
+    double ktok_s;           /* <= 0: left out; else printed with 3 decimals */
+    /* the job spec digest of the pair the controller judged (what it activated there); the
+     * agent promotes only when its current pair has exactly this digest (common/specdigest.h,
+     * spec_digest_matches).  "" or NULL: left out (an agent without the status feature
+     * STATUS_FEAT_PROMOTE_SPEC refuses the option with exit 2) */
+    const char *spec_digest;
+};
+/* promote ID --job J [--ktok-s X] [--spec-digest D] */
+void agent_argv_promote(struct agent_argv *a, const struct agent_promote *p);
 /* --samples JSON after promote: the baseline sample set (common/samples.h) the agent keeps. */
 void agent_argv_samples(struct agent_argv *a, const char *json);
 /* baseline --job J */
@@ -209,6 +218,15 @@ struct agent_activate {
  * --silence-deadline S --stall-deadline S --checkpoint-deadline S [--rdzv G] [--spec-digest D
  * --spec-fields F]; then agent_argv_env() and agent_argv_command(). */
 void agent_argv_activate(struct agent_argv *a, const struct agent_activate *p);
+
+/* activate ID --job J --spec-digest D --recorded [--probation-deadline S] [--rdzv G]: start the
+ * job spec the agent recorded for (ID, D) when that pair ran here (how `drover rollback` returns
+ * to an earlier promoted pair whose spec the inventory no longer holds); no command, no other
+ * spec option.  Only for agents whose status says STATUS_FEAT_RECORDED_SPEC; an older one
+ * refuses it with exit 2 (usage) before anything is stopped.  rdzv "" or NULL: left out. */
+void agent_argv_activate_recorded(struct agent_argv *a, const char *id, const char *job,
+                                  const char *spec_digest, double probation_deadline_s,
+                                  const char *rdzv);
 
 /* gpu-check --nproc-per-node P [--gpus G] [--host-driver V] [--cuda X.Y] [--gpu-mem BYTES]
  * ("" or NULL strings and gpu_mem 0 left out). */

@@ -230,3 +230,10 @@ int spec_fields_diff(const char *a, const char *b, char *out, size_t out_sz)
     }
     return n;
 }
+
+bool spec_digest_matches(const char *running, const char *asked)
+{
+    if (!asked || !asked[0])
+        return true;
+    return running && !strcmp(running, asked);
+}

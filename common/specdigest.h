@@ -72,6 +72,13 @@ bool spec_digest_is_valid(const char *t);
  * SPEC_FIELDS_MAX - 1 bytes)?  "" is not one. */
 bool spec_fields_is_valid(const char *t);
 
+/* May a pair that runs with spec digest `running` be promoted (or otherwise acted on) as the
+ * pair with digest `asked`?  asked NULL or "": yes (a controller from before digests sent none:
+ * what runs is promoted, as before); otherwise only when running is exactly asked (an unknown
+ * running digest, "", matches no asked one).  The one rule of `drover-agent promote
+ * --spec-digest` (docs/protocol.md, "Job spec digest"). */
+bool spec_digest_matches(const char *running, const char *asked);
+
 /* The names of the fields whose digests differ between two spec_fields texts, comma-separated
  * into out ("arg, env"): a field present in one only counts as changed.  Returns how many
  * differ; -EINVAL when either text is not valid (out is then ""). */

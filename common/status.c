@@ -42,6 +42,16 @@ const struct job_status *status_find_job(const struct agent_status *st, const ch
     return NULL;
 }
 
+static const char *const feature_names[] = {"spec-pairs", "promote-spec", "recorded-spec"};
+
+const char *status_feature_name(unsigned feature)
+{
+    for (unsigned k = 0; k < sizeof feature_names / sizeof feature_names[0]; k++)
+        if (feature == 1u << k)
+            return feature_names[k];
+    return NULL;
+}
+
 static json_t *num(double v) { return json_real(isfinite(v) ? v : 0.0); }
 
 int status_format(const struct agent_status *st, char **ret_text)
@@ -53,6 +63,13 @@ int status_format(const struct agent_status *st, char **ret_text)
     json_object_set_new(o, "agent_version", json_string(st->agent_version));
     json_object_set_new(o, "uptime_s", num(st->uptime_s));
     json_object_set_new(o, "seq", json_integer(st->seq));
+    if (st->features) {
+        json_t *fa = json_array();
+        for (unsigned k = 0; k < sizeof feature_names / sizeof feature_names[0]; k++)
+            if (st->features & (1u << k))
+                json_array_append_new(fa, json_string(feature_names[k]));
+        json_object_set_new(o, "features", fa);
+    }
     if (st->wall > 0) {
         /* `wall` goes with the document's 9 significant digits (10 s at today's Unix time), kept
          * for older controllers; `wall_ms` is exact, and what the skew check reads */
@@ -89,6 +106,12 @@ int status_format(const struct agent_status *st, char **ret_text)
             json_array_append_new(goods, json_string(js->goods[k]));
         json_object_set_new(jo, "bad", bad);
         json_object_set_new(jo, "goods", goods);
+        if (st->features & STATUS_FEAT_RECORDED_SPEC) {
+            json_t *gs = json_array();
+            for (int k = 0; k < js->ngoods && k < STATUS_MAX_MARKS; k++)
+                json_array_append_new(gs, json_string(js->goods_spec[k]));
+            json_object_set_new(jo, "goods_spec", gs);
+        }
         for (int i = 0; i < js->nranks && i < STATUS_MAX_RANKS; i++) {
             const struct rank_status *rs = &js->ranks[i];
             json_t *ro = json_object();
@@ -226,6 +249,22 @@ static int job_from_json(json_t *o, struct job_status *js)
         else
             js->ngoods = (int)json_array_size(a);
     }
+    /* optional (agents before "recorded-spec"): "" each; when present, one per goods entry */
+    json_t *gs = NULL;
+    if (jf_array(o, "goods_spec", STATUS_MAX_MARKS, &gs) < 0 ||
+        (json_array_size(gs) && (int)json_array_size(gs) != js->ngoods))
+        return -EINVAL;
+    {
+        size_t k;
+        json_t *v;
+        json_array_foreach(gs, k, v)
+        {
+            const char *d = json_string_value(v);
+            if (!d || (d[0] && !spec_digest_is_valid(d)))
+                return -EINVAL;
+            (void)str_copy(js->goods_spec[k], sizeof js->goods_spec[k], d);
+        }
+    }
     json_t *ranks, *r;
     size_t i;
     int e = jf_array(o, "ranks", STATUS_MAX_RANKS, &ranks);
@@ -262,8 +301,18 @@ int status_parse(const char *text, size_t len, struct agent_status *ret_st)
         goto out;
     if (wall_ms >= 0)
         st->wall = (double)wall_ms / 1000;
-    json_t *jobs, *j;
+    json_t *jobs, *j, *fa = NULL;
     size_t i;
+    if (jf_array(o, "features", 32, &fa) < 0) /* optional; names this reader does not know are skipped */
+        goto out;
+    json_array_foreach(fa, i, j)
+    {
+        if (!json_is_string(j))
+            goto out;
+        for (unsigned k = 0; k < sizeof feature_names / sizeof feature_names[0]; k++)
+            if (!strcmp(json_string_value(j), feature_names[k]))
+                st->features |= 1u << k;
+    }
     if ((r = jf_array(o, "jobs", STATUS_MAX_JOBS, &jobs)) < 0)
         goto out;
     json_array_foreach(jobs, i, j)

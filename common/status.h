@@ -17,6 +17,10 @@
  *                       "hb":{…heartbeat fields…} or null,
  *                       "gpu":{"util":97,"mem_used":…,"mem_total":…,"temp":61,"slowdown_temp":90,
  *                              "index":0,"uuid":"GPU-…"} or null}]}]}
+ * Also per job "goods_spec" (beside "goods", the same length: the job spec digest each promoted
+ * pair ran with, "" where no spec of that pair is recorded any more or it predates digests) and
+ * top level "features" (what the agent can do: STATUS_FEAT_*, by name; unknown names ignored).
+ * Both absent from older agents: goods_spec then reads as all "", features as 0.
  * (gpu's index and uuid only when known: absent, never "" or -1, so older agents' documents
  * read the same; so are spec_digest, spec_fields and good_spec_digest (common/specdigest.h): absent
  * when unknown (an agent from before them, or a spec recorded before them), read as "")
@@ -42,6 +46,15 @@
  * gpu-check passes there, or --force. */
 #define STATUS_ATTENTION_PREFIX "needs attention: environment fault:"
 #define STATUS_MAX_BYTES (256u << 10)
+
+/* Agent features, "features" in the document by name (status.c's table).  An agent that sends
+ * none is older than all of them. */
+#define STATUS_FEAT_SPEC_PAIRS 0x1u    /* "spec-pairs": keeps a job spec per (release, spec digest),
+                                          so a failed change of the spec alone reverts to the
+                                          good spec (agents before it keep one per release) */
+#define STATUS_FEAT_PROMOTE_SPEC 0x2u  /* "promote-spec": promote --spec-digest D checks the pair */
+#define STATUS_FEAT_RECORDED_SPEC 0x4u /* "recorded-spec": activate --recorded; goods_spec */
+#define STATUS_FEATURES_ALL 0x7u
 #define JOB_NAME_MAX 32
 
 /* Gang states, in the words the dashboard shows. */
@@ -109,6 +122,9 @@ struct job_status {
     char bad[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1]; /* target unless named with --force */
     int ngoods;                        /* releases promoted for the job, newest first */
     char goods[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1];
+    /* goods_spec[k]: the spec digest goods[k] was promoted with, when the agent still records
+     * that pair's spec; "" otherwise (or from an older agent) */
+    char goods_spec[STATUS_MAX_MARKS][SPEC_DIGEST_LEN + 1];
     int nranks;
     struct rank_status ranks[STATUS_MAX_RANKS];
 };
@@ -122,6 +138,7 @@ struct agent_status {
                          measuring clock skew only, never for a deadline; 0 unknown.  JSON:
                          `wall_ms` (exact) and `wall` (9 digits: 10 s, for older controllers) */
     int64_t seq;      /* event journal sequence number of the newest event */
+    unsigned features; /* STATUS_FEAT_* the agent said it has; 0 from an older agent */
     int njobs;
     struct job_status jobs[STATUS_MAX_JOBS];
 };
@@ -142,6 +159,9 @@ int status_parse(const char *text, size_t len, struct agent_status *ret_st);
  * length in out (parse it with status_parse), or -ENOENT when the output ends in no document
  * (the lease was refused, or the agent could not ask its daemon: ask `status` separately). */
 int status_after_lease(const char *out, size_t len, size_t *ret_off, size_t *ret_len);
+
+/* A feature's name in the document ("spec-pairs"); NULL for none or several bits. */
+const char *status_feature_name(unsigned feature);
 
 /* Find a job by name; NULL if absent.  Borrowed. */
 const struct job_status *status_find_job(const struct agent_status *st, const char *job);

@@ -1040,7 +1040,7 @@ int promote_all(struct deploy *d, double ktok, const struct sample_set *ss)
         text = NULL;
     struct agent_argv args;
     agent_argv_init(&args);
-    agent_argv_promote(&args, d->id, j->name, ktok);
+    agent_argv_promote(&args, &(struct agent_promote){ .id = d->id, .job = j->name, .ktok_s = ktok });
     if (text)
         agent_argv_samples(&args, text);
     int failed = 0;

@@ -70,7 +70,9 @@ static void run_rows(struct world *w, const struct row *rows, size_t n)
         struct jm_event ev = {.kind = r->kind, .now = r->now, .spec = &spec, .release = r->release,
                               .value = r->value, .rank = r->rank, .code = r->code, .sig = r->sig,
                               .text = r->text ? r->text : "",
-                              .rdzv = r->kind == JM_EV_REVERT ? r->release : NULL};
+                              .rdzv = r->kind == JM_EV_REVERT ? r->release : NULL,
+                              /* a PROMOTE row's text: the spec digest it is asked for */
+                              .spec_digest = r->kind == JM_EV_PROMOTE ? r->text : NULL};
         struct jm_effects out = {0};
         jm_step(&w->p, w->j, &w->rt, &ev, &out);
         spec_done(&spec);
@@ -696,14 +698,130 @@ static void test_spec_change_of_good_release(void **state)
     world_done(&w);
 }
 
+/* promote --spec-digest D promotes only the pair that runs with D: a promote for another spec
+ * (the controller judged a pair that a later switch replaced) is refused and changes nothing; a
+ * promote without a digest (an older controller) promotes what runs.  Each promoted pair is kept
+ * in goods with its digest, so the same release's earlier spec is a rollback target, and the
+ * pairs survive state.json (one written before them reads as unknown digests). */
+static void test_promote_checks_spec_digest(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    static const struct row rows[] = {
+        {JM_EV_ACTIVATE, 1, A, 0, 0, 0, 0, D1, "wait switch event start-gang", GANG_STOPPED, NULL},
+        {JM_EV_START_OK, 1, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, NULL},
+        {JM_EV_PROMOTE, 2, A, 400, 0, 0, 0, D1, "event save gc reply", GANG_STARTING, "ktok_s 400"},
+        {JM_EV_ACTIVATE, 10, A, 60, 0, 0, 0, D2, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 11, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, NULL},
+        {JM_EV_START_OK, 11, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, NULL},
+        /* asked for the old spec while the new one runs: refused, nothing recorded */
+        {JM_EV_PROMOTE, 12, A, 300, 0, 0, 0, D1, "reply", GANG_STARTING, "not the job spec 111111111111"},
+    };
+    RUN(&w, rows);
+    assert_string_equal(w.j->good_digest, D1);
+    assert_false(state_find_spec(w.j, A, D2)->promoted);
+    assert_int_equal(w.j->ngoods, 1);
+    static const struct row ok[] = {
+        {JM_EV_PROMOTE, 13, A, 300, 0, 0, 0, D2, "event save gc reply", GANG_STARTING, NULL},
+    };
+    RUN(&w, ok);
+    assert_string_equal(w.j->good_digest, D2);
+    assert_int_equal(w.j->ngoods, 2); /* (A, D2), then (A, D1): the same release twice */
+    assert_string_equal(w.j->goods[0], A);
+    assert_string_equal(w.j->goods_digest[0], D2);
+    assert_string_equal(w.j->goods[1], A);
+    assert_string_equal(w.j->goods_digest[1], D1);
+    /* an older controller sends no digest: what runs is promoted, as before */
+    static const struct row old_ctl[] = {
+        {JM_EV_ACTIVATE, 20, B, 60, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 21, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, NULL},
+        {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, NULL},
+        /* an unknown running spec matches no digest asked for */
+        {JM_EV_PROMOTE, 22, B, 300, 0, 0, 0, D2, "reply", GANG_STARTING, "(unknown)"},
+        {JM_EV_PROMOTE, 22, B, 300, 0, 0, 0, NULL, "event save gc reply", GANG_STARTING, NULL},
+    };
+    RUN(&w, old_ctl);
+    assert_string_equal(w.j->good, B);
+    assert_int_equal(w.j->ngoods, 3);
+    assert_string_equal(w.j->goods_digest[0], "");
+    /* promoted again: the pair moves to the front, no duplicate */
+    state_note_good(w.j, A, D1);
+    assert_int_equal(w.j->ngoods, 3);
+    assert_string_equal(w.j->goods_digest[0], D1);
+    assert_string_equal(w.j->goods[1], B);
+    assert_string_equal(w.j->goods_digest[2], D2);
+
+    char *text;
+    assert_int_equal(state_format(&w.st, &text), 0);
+    struct agent_state back;
+    assert_int_equal(state_parse(text, strlen(text), &back), 0);
+    free(text);
+    struct job_rec *j = state_find_job(&back, "train");
+    assert_int_equal(j->ngoods, 3);
+    assert_string_equal(j->goods_digest[0], D1);
+    assert_string_equal(j->goods_digest[2], D2);
+    state_done(&back);
+    static const char before_pairs[] =
+        "{\"v\":1,\"jobs\":[{\"job\":\"train\",\"current\":\"" A "\",\"good\":\"" A "\","
+        "\"goods\":[\"" A "\",\"" B "\"]}]}";
+    assert_int_equal(state_parse(before_pairs, strlen(before_pairs), &back), 0);
+    j = state_find_job(&back, "train");
+    assert_int_equal(j->ngoods, 2);
+    assert_string_equal(j->goods_digest[1], "");
+    state_done(&back);
+    static const char mismatched[] =
+        "{\"v\":1,\"jobs\":[{\"job\":\"train\",\"goods\":[\"" A "\",\"" B "\"],\"goods_spec\":[\"\"]}]}";
+    assert_int_equal(state_parse(mismatched, strlen(mismatched), &back), -EINVAL);
+    world_done(&w);
+}
+
+/* A spec that is a rollback target (a promoted pair) is not evicted for newer ones, also when it
+ * is the good release's earlier spec (other specs of the current or good release go first). */
+static void test_spec_eviction_keeps_promoted_pairs(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    struct job_rec *j = w.j;
+    char digest[SPEC_DIGEST_LEN + 1];
+    for (int k = 0; k < STATE_MAX_SPECS + 3; k++) {
+        struct job_spec s;
+        spec_init(&s);
+        char *argv[] = {"bin/w.sh"};
+        assert_int_equal(spec_set_argv(&s, 1, argv), 0);
+        (void)str_copy(s.release, sizeof s.release, A);
+        memset(digest, '0' + k, SPEC_DIGEST_LEN);
+        digest[SPEC_DIGEST_LEN] = '\0';
+        (void)str_copy(s.digest, sizeof s.digest, digest);
+        assert_int_equal(state_put_spec(j, &s, NULL), 0);
+        spec_done(&s);
+        (void)str_copy(j->current, sizeof j->current, A);
+        (void)str_copy(j->current_digest, sizeof j->current_digest, digest);
+        if (k < 2) { /* the first two promoted: (A, "000..."), then (A, "111...") */
+            (void)str_copy(j->good, sizeof j->good, A);
+            (void)str_copy(j->good_digest, sizeof j->good_digest, digest);
+            state_note_good(j, A, digest);
+        }
+    }
+    assert_int_equal(j->nspecs, STATE_MAX_SPECS);
+    memset(digest, '0', SPEC_DIGEST_LEN);
+    assert_non_null(state_find_spec(j, A, digest)); /* the earlier promoted spec of A */
+    memset(digest, '1', SPEC_DIGEST_LEN);
+    assert_non_null(state_find_spec(j, A, digest)); /* the good pair */
+    memset(digest, '2', SPEC_DIGEST_LEN);
+    assert_null(state_find_spec(j, A, digest)); /* an unpromoted change: went first */
+    world_done(&w);
+}
+
 static void test_state_marks_round_trip(void **state)
 {
     (void)state;
     struct world w;
     world_init(&w);
-    state_note_good(w.j, A);
-    state_note_good(w.j, B);
-    state_note_good(w.j, A); /* promoted again: moves to the front, no duplicate */
+    state_note_good(w.j, A, NULL);
+    state_note_good(w.j, B, NULL);
+    state_note_good(w.j, A, NULL); /* promoted again: moves to the front, no duplicate */
     assert_int_equal(w.j->ngoods, 2);
     assert_string_equal(w.j->goods[0], A);
     for (int i = 0; i < STATE_MAX_BAD + 2; i++)
@@ -752,6 +870,8 @@ int main(void)
         cmocka_unit_test(test_probation_deadline_survives_abort),
         cmocka_unit_test(test_shutdown_adopt_and_agent_start),
         cmocka_unit_test(test_state_marks_round_trip),
+        cmocka_unit_test(test_promote_checks_spec_digest),
+        cmocka_unit_test(test_spec_eviction_keeps_promoted_pairs),
         cmocka_unit_test(test_spec_change_of_good_release),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

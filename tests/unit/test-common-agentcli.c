@@ -112,17 +112,29 @@ static void test_release_promote_revert_stop(void **state)
     assert_string_equal(opt_val(&p, AGENT_OPT_ID), "abc123");
 
     agent_argv_init(&a);
-    agent_argv_promote(&a, "abc123", "train", 12.34567);
+    agent_argv_promote(&a, &(struct agent_promote){ .id = "abc123", .job = "train", .ktok_s = 12.34567 });
     parse(&a, &p);
     assert_int_equal(p.verb, AGENT_VERB_PROMOTE);
     assert_string_equal(p.pos[0], "abc123");
     assert_string_equal(opt_val(&p, AGENT_OPT_JOB), "train");
     assert_string_equal(opt_val(&p, AGENT_OPT_KTOK), "12.346");
+    assert_null(opt_val(&p, AGENT_OPT_SPEC_DIGEST)); /* none given: left out (older agents) */
 
     agent_argv_init(&a);
-    agent_argv_promote(&a, "abc123", "train", 0);
+    agent_argv_promote(&a, &(struct agent_promote){ .id = "abc123", .job = "train", .spec_digest = "d1d1" });
     parse(&a, &p);
     assert_null(opt_val(&p, AGENT_OPT_KTOK)); /* unknown throughput: left out */
+    assert_string_equal(opt_val(&p, AGENT_OPT_SPEC_DIGEST), "d1d1");
+
+    agent_argv_init(&a);
+    agent_argv_activate_recorded(&a, "abc123", "train", "d1d1", 300, "g1");
+    parse(&a, &p);
+    assert_int_equal(p.verb, AGENT_VERB_ACTIVATE);
+    assert_string_equal(p.pos[0], "abc123");
+    assert_string_equal(opt_val(&p, AGENT_OPT_SPEC_DIGEST), "d1d1");
+    assert_non_null(opt_val(&p, AGENT_OPT_RECORDED));
+    assert_string_equal(opt_val(&p, AGENT_OPT_PROBATION), "300");
+    assert_string_equal(opt_val(&p, AGENT_OPT_RDZV), "g1");
 
     agent_argv_init(&a);
     agent_argv_revert(&a, "train", "drover: crash", false);

@@ -353,7 +353,61 @@ static void test_status_roundtrip(void **state)
     assert_string_equal(bj->bad[0], js->bad[0]);
     assert_int_equal(bj->ngoods, 2);
     assert_string_equal(bj->goods[1], js->goods[1]);
+    assert_int_equal(back->features, 0); /* none said: an older agent's document */
+    assert_string_equal(bj->goods_spec[0], "");
     free(text);
+    free(st);
+    free(back);
+}
+
+/* The promoted pairs (goods with goods_spec) and the agent's features survive the document; a
+ * document without them (an older agent) reads as no features and unknown digests, and a
+ * goods_spec that does not line up with goods is refused. */
+static void test_status_goods_spec_features(void **state)
+{
+    (void)state;
+    struct agent_status *st = calloc(1, sizeof *st), *back = calloc(1, sizeof *back);
+    assert_non_null(st);
+    assert_non_null(back);
+    strcpy(st->host, "h");
+    st->features = STATUS_FEATURES_ALL;
+    st->njobs = 1;
+    struct job_status *js = &st->jobs[0];
+    strcpy(js->job, "train");
+    js->ngoods = 3;
+    for (int k = 0; k < 3; k++)
+        memset(js->goods[k], k == 2 ? 'c' : 'a', RELEASE_ID_LEN); /* the same release twice */
+    memset(js->goods_spec[0], '2', SPEC_DIGEST_LEN);
+    memset(js->goods_spec[1], '1', SPEC_DIGEST_LEN);
+    char *text = NULL;
+    assert_int_equal(status_format(st, &text), 0);
+    assert_non_null(strstr(text, "\"features\":[\"spec-pairs\",\"promote-spec\",\"recorded-spec\"]"));
+    assert_int_equal(status_parse(text, strlen(text), back), 0);
+    free(text);
+    assert_int_equal(back->features, STATUS_FEATURES_ALL);
+    const struct job_status *bj = status_find_job(back, "train");
+    assert_int_equal(bj->ngoods, 3);
+    assert_string_equal(bj->goods_spec[0], js->goods_spec[0]);
+    assert_string_equal(bj->goods_spec[1], js->goods_spec[1]);
+    assert_string_equal(bj->goods_spec[2], ""); /* not recorded any more */
+    assert_string_equal(status_feature_name(STATUS_FEAT_PROMOTE_SPEC), "promote-spec");
+    assert_null(status_feature_name(STATUS_FEAT_SPEC_PAIRS | STATUS_FEAT_PROMOTE_SPEC));
+    /* a newer agent's feature this reader does not know is skipped */
+    const char *newer = "{\"v\":1,\"features\":[\"spec-pairs\",\"teleport\"],\"jobs\":[]}";
+    assert_int_equal(status_parse(newer, strlen(newer), back), 0);
+    assert_int_equal(back->features, STATUS_FEAT_SPEC_PAIRS);
+    static const char *const bad[] = {
+        "{\"v\":1,\"features\":\"spec-pairs\",\"jobs\":[]}",
+        "{\"v\":1,\"features\":[1],\"jobs\":[]}",
+        /* two goods, one digest */
+        "{\"v\":1,\"jobs\":[{\"job\":\"a\",\"goods\":[\"" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "\",\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"],\"goods_spec\":[\"\"]}]}",
+        "{\"v\":1,\"jobs\":[{\"job\":\"a\",\"goods\":[\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"],"
+        "\"goods_spec\":[\"xyz\"]}]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (status_parse(bad[i], strlen(bad[i]), back) != -EINVAL)
+            fail_msg("accepted: %s", bad[i]);
     free(st);
     free(back);
 }
@@ -450,6 +504,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_after_lease),
+        cmocka_unit_test(test_status_goods_spec_features),
         cmocka_unit_test(test_heartbeat_roundtrip),   cmocka_unit_test(test_heartbeat_nan_is_null),
         cmocka_unit_test(test_heartbeat_forgiving),
         cmocka_unit_test(test_heartbeat_rejects),     cmocka_unit_test(test_heartbeat_format_too_small),
