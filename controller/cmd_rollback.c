@@ -1,8 +1,9 @@
 /* controller/cmd_rollback.c: `drover rollback --job J [--to RELEASE [--force]] [--now]`, and
  * `drover promote --job J` / `drover revert --job J` for a release held on an inconclusive
  * verdict: argument parsing only; the deploy engine (deploy_rollback() and deploy_decide_held()
- * in controller/deploy/) acts.  rollback returns the job to its last good release (never one
- * marked bad, unless named with --to and --force); --now skips the analysis in an incident.
+ * in controller/deploy/) acts.  rollback returns the job to its last good (release, job spec)
+ * pair (never a release marked bad, unless named with --to and --force); --now skips the
+ * analysis in an incident; --dry-run says where it would go and changes nothing.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -22,10 +23,11 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
         { "force", no_argument, NULL, 'f' },
         { "output", required_argument, NULL, 'o' },
         { "now", no_argument, NULL, 'N' },
+        { "dry-run", no_argument, NULL, 'n' },
         { NULL, 0, NULL, 0 },
     };
     const char *job = NULL, *to = NULL;
-    bool force = false, json = false, now = false;
+    bool force = false, json = false, now = false, dry_run = false;
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = getopt_long(argc, argv, "j:t:fo:", opts, NULL)) != -1) {
@@ -39,6 +41,8 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
             json = true;
         else if (c == 'N')
             now = true;
+        else if (c == 'n')
+            dry_run = true;
         else {
             if (c == 'o')
                 log_error("-o takes json, not '%s'", optarg);
@@ -65,7 +69,7 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
         log_error("cannot redirect stdout for -o json");
         return EXIT_FAIL;
     }
-    int ret = deploy_rollback(f, job, to, force, now);
+    int ret = deploy_rollback(f, job, to, force, now, dry_run);
     const char *jobs[1] = { job };
     return json ? cmd_result_end(&cr, f->inv, "rollback", jobs, job ? 1 : 0, ret) : ret;
 }

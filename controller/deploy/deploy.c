@@ -607,8 +607,29 @@ static int activate_one(struct ct_fan *cf, int i)
         snprintf(err, err_sz, "job '%s': cannot compute the job spec digest", j->name);
         return -ENOMEM;
     }
+    if (d->recorded[i]) {
+        /* a rollback to an earlier promoted pair whose spec the inventory no longer holds: the
+         * agent starts the spec it recorded for it (rbtarget.h; only agents that said
+         * recorded-spec are asked) */
+        struct agent_argv a;
+        agent_argv_init(&a);
+        agent_argv_activate_recorded(&a, d->id, j->name, d->want_spec[i], probation_deadline, rdzv);
+        if (agent_argv_end(&a) < 0) {
+            snprintf(err, err_sz, "job '%s': too many arguments", j->name);
+            return -E2BIG;
+        }
+        double timeout = (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s;
+        int r = agent_call(d, &j->cts[i], a.argv, timeout, err, err_sz);
+        if (r < 0)
+            return r;
+        char dsid[RELEASE_SHORT_LEN + 1];
+        fprintf(stderr, "activate %s: node %d of %d started %s with its recorded job spec %.12s\n",
+                j->cts[i].label, i, j->ncts, d->sid, ui_short(d->want_spec[i], dsid));
+        return 0;
+    }
     /* an agent older than the spec digest refuses --spec-digest (usage, exit 2, before anything
      * is stopped): it is activated without, and its spec stays "unknown" until drover install */
+    d->want_spec[i][0] = '\0';
     for (int with_digest = 1; with_digest >= 0; with_digest--) {
         struct agent_activate act = {
             .id = d->id, .job = j->name, .nnodes = j->ncts, .node_rank = i,
@@ -644,6 +665,8 @@ static int activate_one(struct ct_fan *cf, int i)
         }
         if (r < 0)
             return r;
+        if (with_digest)
+            (void)str_copy(d->want_spec[i], sizeof d->want_spec[i], sd.hex);
         break;
     }
     fprintf(stderr, "activate %s: node %d of %d started %s\n", j->cts[i].label, i, j->ncts, d->sid);
@@ -1025,9 +1048,30 @@ int revert_all(struct deploy *d, const char *reason)
     return EXIT_REVERT_FAILED;
 }
 
+struct promote_arg {
+    double ktok;
+    const char *samples; /* NULL none */
+};
+
+/* Promote d->id in container i: with the spec digest this switch launched there, so that the
+ * agent promotes exactly the pair that was judged (another that runs there now is refused).
+ * An agent that did not say promote-spec is not given it (it would refuse the option). */
 static int promote_one(struct ct_fan *cf, int i)
 {
-    return agent_call(cf->d, &cf->d->job->cts[i], cf->arg, cf->d->inv->exec_timeout_s, cf->err[i],
+    struct deploy *d = cf->d;
+    const struct promote_arg *pa = cf->arg;
+    struct agent_argv args;
+    agent_argv_init(&args);
+    agent_argv_promote(&args, &(struct agent_promote){
+        .id = d->id, .job = d->job->name, .ktok_s = pa->ktok,
+        .spec_digest = d->features[i] & STATUS_FEAT_PROMOTE_SPEC ? d->want_spec[i] : NULL });
+    if (pa->samples)
+        agent_argv_samples(&args, pa->samples);
+    if (agent_argv_end(&args) < 0) {
+        snprintf(cf->err[i], sizeof cf->err[i], "%s: promote: too many arguments", d->job->cts[i].label);
+        return -E2BIG;
+    }
+    return agent_call(d, &d->job->cts[i], args.argv, d->inv->exec_timeout_s, cf->err[i],
                       sizeof cf->err[i]);
 }
 
@@ -1038,11 +1082,7 @@ int promote_all(struct deploy *d, double ktok, const struct sample_set *ss)
     char *text = NULL;
     if (ss && samples_format(ss, &text) < 0)
         text = NULL;
-    struct agent_argv args;
-    agent_argv_init(&args);
-    agent_argv_promote(&args, &(struct agent_promote){ .id = d->id, .job = j->name, .ktok_s = ktok });
-    if (text)
-        agent_argv_samples(&args, text);
+    struct promote_arg pa = { .ktok = ktok, .samples = text };
     int failed = 0;
     struct ct_fan *cf = calloc(1, sizeof *cf);
     if (!cf) {
@@ -1050,7 +1090,7 @@ int promote_all(struct deploy *d, double ktok, const struct sample_set *ss)
     } else {
         cf->d = d;
         cf->fn = promote_one;
-        cf->arg = args.argv;
+        cf->arg = &pa;
         failed = ct_fan_run(cf); /* every host at once */
         for (int i = 0; i < j->ncts; i++)
             if (cf->rc[i] < 0)
@@ -1135,6 +1175,7 @@ void deploy_done(struct deploy *d, int lock)
     free(d->base);
     free(d->st);
     free(d->pre_js);
+    free(d->sv_js);
 }
 
 void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent_failed, const char *job)
@@ -1485,7 +1526,7 @@ int deploy_wave(struct fleet *f, const struct deploy_opts *o, const char *const 
                nmoved ? "; rolling back the jobs it already moved" : "");
         int ret = r;
         for (int k = nmoved - 1; k >= 0; k--)
-            if (deploy_rollback(f, moved[k], NULL, false, false) != EXIT_OK)
+            if (deploy_rollback(f, moved[k], NULL, false, false, false) != EXIT_OK)
                 ret = EXIT_REVERT_FAILED;
         return ret;
     }

@@ -31,13 +31,17 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o);
  * an earlier job failed), or 0. */
 int deploy_wave(struct fleet *f, const struct deploy_opts *o, const char *const *jobs, int njobs);
 
-/* `drover rollback --job J [--to RELEASE [--force]] [--now]`: a job running an unpromoted release
- * goes back to its good release; a job running its good release goes to the newest earlier
- * promoted release that no container marks bad (not simply "previous").  to: a release id or
- * prefix to go to instead; one marked bad needs force.  Confirms that the job recovers, except
- * with now (an incident: no analysis, no waiting for the release gone back to; the agents' own
- * crash-loop rules still apply). */
-int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force, bool now);
+/* `drover rollback --job J [--to RELEASE [--force]] [--now] [--dry-run]`, decided from every
+ * container's view (rbtarget.h): a job running an unpromoted pair anywhere goes back to its good
+ * pair; a job on its good pair everywhere goes to the newest earlier promoted (release, job spec)
+ * pair that no container marks bad (not simply "previous"): after a promoted change of the spec
+ * alone, the same release with its earlier spec, which the agents start from their own record.
+ * Containers that disagree on the good release or the target are refused, naming them.  to: a
+ * release id or prefix to go to instead (its newest promoted spec other than what runs, else the
+ * inventory's); one marked bad needs force.  Confirms that the job recovers, except with now (an
+ * incident: no analysis, no waiting for the release gone back to; the agents' own crash-loop
+ * rules still apply).  dry_run: say where it would go; no lock, no lease, nothing changed. */
+int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force, bool now, bool dry_run);
 
 /* `drover promote --job J` / `drover revert --job J`: decide a release held on an inconclusive
  * (or no-data) verdict by hand.  promote records the held samples as the baseline; revert goes

@@ -89,6 +89,18 @@ struct deploy {
      * know the job, 0 none came (an older agent, a daemon that did not answer): survey asks. */
     struct job_status *pre_js;        /* [ncts] */
     signed char pre[INV_MAX_CTS];
+    unsigned pre_features[INV_MAX_CTS];
+    /* survey: each container's view of the job as a whole (sv_found[i] false: its agent does not
+     * know the job; sv_js [ncts], allocated by the first survey) and its agent's features
+     * (STATUS_FEAT_*: 0 an agent older than them) */
+    struct job_status *sv_js;
+    bool sv_found[INV_MAX_CTS];
+    unsigned features[INV_MAX_CTS];
+    /* the switch: per container, the job spec digest the activation launches ("" unknown: an
+     * agent without digests), which promote passes back (promote --spec-digest), and whether it
+     * is the agent's recorded spec of (d->id, that digest) (rollback to an earlier pair) */
+    char want_spec[INV_MAX_CTS][SPEC_DIGEST_LEN + 1];
+    bool recorded[INV_MAX_CTS];
 };
 
 /* Per-container work spread over the job's hosts ([drover] parallel, transport/fanout.h): one

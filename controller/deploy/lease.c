@@ -58,6 +58,7 @@ static int lease_done(struct ct_fan *cf, int i, int r, struct exec_result *res, 
             if (js)
                 d->pre_js[i] = *js;
             d->pre[i] = js ? 1 : 2;
+            d->pre_features[i] = sc->features;
         }
     }
     /* an expired lease of another holder (a controller that died) taken over: said by the

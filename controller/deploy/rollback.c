@@ -14,6 +14,7 @@
 #include "common/util.h"
 #include "controller/cmd.h"
 #include "controller/deploy/jobspec.h"
+#include "controller/deploy/rbtarget.h"
 #include "controller/deploy/state.h"
 #include "controller/transport/fanout.h"
 #include "controller/transport/send.h"
@@ -99,7 +100,37 @@ int check_rollback_target(struct deploy *d, bool force)
     return 0;
 }
 
-int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force, bool now)
+/* The release --to names: one of those this job ran (good, previous, promoted or bad in any
+ * container), by a unique prefix of at least 6 hex digits.  0 with ret_id; else the exit code,
+ * said. */
+static int rollback_pick_to(struct deploy *d, const char *to, char ret_id[RELEASE_ID_LEN + 1])
+{
+    const char *known[2 + INV_MAX_CTS * STATUS_MAX_MARKS + 16];
+    int nk = 0, hits = 0;
+    known[nk++] = d->previous;
+    known[nk++] = d->good;
+    for (int i = 0; i < d->job->ncts; i++)
+        for (int k = 0; d->sv_found[i] && k < d->sv_js[i].ngoods; k++)
+            known[nk++] = d->sv_js[i].goods[k];
+    for (int k = 0; k < d->nbad; k++)
+        known[nk++] = d->bad[k];
+    char pick[RELEASE_ID_LEN + 1] = "";
+    for (int k = 0; k < nk; k++)
+        if (known[k][0] && !strncmp(known[k], to, strlen(to)) && strcmp(known[k], pick) != 0) {
+            hits = pick[0] ? 2 : 1; /* 2: two different releases match */
+            (void)str_copy(pick, sizeof pick, known[k]);
+        }
+    if (strlen(to) < 6 || hits != 1) {
+        log_error("--to '%s' names %s of the releases job '%s' ran (good, previous, promoted, "
+                  "bad); give at least 6 hex digits of one", to, hits ? "more than one" : "none",
+                  d->job->name);
+        return EXIT_USAGE;
+    }
+    memcpy(ret_id, pick, sizeof pick);
+    return 0;
+}
+
+int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force, bool now, bool dry_run)
 {
     struct deploy d;
     int ret = deploy_init(&d, f, job, true);
@@ -110,10 +141,10 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     char err[2048];
     char sid[RELEASE_SHORT_LEN + 1];
     /* Ctrl-C before the switch, from the lease (with its status) on: as in deploy_run, give the
-     * lease back and record it */
+     * lease back and record it.  A dry run takes neither the lock nor the lease: it changes nothing */
     interrupt_handlers(on_sigint_send);
-    int lock = deploy_lock(&d);
-    if (lock < 0)
+    int lock = dry_run ? -1 : deploy_lock(&d);
+    if (lock < 0 && !dry_run)
         goto out;
     if (deploy_interrupted)
         goto interrupted_before_switch;
@@ -125,47 +156,65 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
         goto out;
     }
-    if (to) { /* a release named by the operator: one of those this job ran */
-        const char *known[2 + STATUS_MAX_MARKS + 16];
-        int nk = 0, hits = 0;
-        known[nk++] = d.previous;
-        known[nk++] = d.good;
-        for (int k = 0; k < d.ngoods; k++)
-            known[nk++] = d.goods[k];
-        for (int k = 0; k < d.nbad; k++)
-            known[nk++] = d.bad[k];
-        char pick[RELEASE_ID_LEN + 1] = "";
-        for (int k = 0; k < nk; k++)
-            if (known[k][0] && !strncmp(known[k], to, strlen(to)) && strcmp(known[k], pick) != 0) {
-                if (pick[0])
-                    hits = 2; /* two different releases match */
-                else
-                    hits = 1;
-                (void)str_copy(pick, sizeof pick, known[k]);
-            }
-        if (strlen(to) < 6 || hits != 1) {
-            log_error("--to '%s' names %s of the releases job '%s' ran (good, previous, promoted, "
-                      "bad); give at least 6 hex digits of one", to, hits ? "more than one" : "none",
+    /* where to, from every container's view (rbtarget.h), never from the first that answers */
+    char pick[RELEASE_ID_LEN + 1] = "";
+    if (to && (ret = rollback_pick_to(&d, to, pick)) != 0)
+        goto out;
+    ret = EXIT_FAIL;
+    if (pick[0] && deploy_is_bad(&d, pick) && !force) {
+        log_error("release %s failed probation for job '%s' (marked bad); roll back to it only "
+                  "with --force", ui_short(pick, sid), d.job->name);
+        ret = EXIT_USAGE;
+        goto out;
+    }
+    struct rb_ct cts[INV_MAX_CTS];
+    struct spec_digest want[INV_MAX_CTS];
+    for (int i = 0; i < d.job->ncts; i++) {
+        if (jobspec_digest(d.job, i, &want[i]) < 0)
+            want[i].hex[0] = '\0';
+        cts[i] = (struct rb_ct){ .label = d.job->cts[i].label, .want = want[i].hex,
+                                 .js = d.sv_found[i] ? &d.sv_js[i] : NULL };
+    }
+    struct rb_target *t = calloc(1, sizeof *t);
+    if (!t || rbtarget_decide(d.job->name, cts, d.job->ncts, pick[0] ? pick : NULL, t) < 0) {
+        log_error("out of memory");
+        free(t);
+        goto out;
+    }
+    (void)str_copy(d.current, sizeof d.current, t->current);
+    (void)str_copy(d.good, sizeof d.good, t->good);
+    if (t->kind == RB_REFUSED) {
+        log_error("rollback of job '%s' refused, nothing changed: %s", d.job->name, t->why);
+        free(t);
+        goto out;
+    }
+    if (t->kind == RB_NONE) {
+        if (d.good[0])
+            log_error("job '%s' runs its last good release %s and has no earlier good release to roll "
+                      "back to%s", d.job->name, ui_short(d.current, sid),
+                      d.nbad ? " (releases that failed probation are not rollback targets; name one "
+                               "with --to ID --force)" : "");
+        else
+            log_error("job '%s' has no good release: nothing to roll back to (name one with --to ID)",
                       d.job->name);
-            ret = EXIT_USAGE;
-            goto out;
-        }
-        if (deploy_is_bad(&d, pick) && !force) {
-            log_error("release %s failed probation for job '%s' (marked bad); roll back to it only "
-                      "with --force", ui_short(pick, sid), d.job->name);
-            ret = EXIT_USAGE;
-            goto out;
-        }
-        if (deploy_is_bad(&d, pick))
-            log_warn("--force: rolling back to %s, which failed probation for job '%s'",
-                     ui_short(pick, sid), d.job->name);
-        (void)str_copy(d.earlier_good, sizeof d.earlier_good, pick);
-    } else if (d.good[0] && (strcmp(d.current, d.good) != 0 || d.off_good_spec)) {
-        /* The job runs something that was never promoted (a release, or the good release with a
-         * job spec that was not): the agents go back to the good release with its good spec. */
+        free(t);
+        goto out;
+    }
+    if (t->kind == RB_REVERT) {
+        /* Some container runs something that was never promoted (a release, or the good release
+         * with a job spec that was not): the agents go back to the good release with its good
+         * spec, everywhere. */
+        free(t);
         (void)str_copy(d.id, sizeof d.id, d.current);
         ui_short(d.id, d.sid);
         (void)str_copy(d.name, sizeof d.name, "rollback");
+        if (dry_run) {
+            printf("rollback of job '%s' (dry run, nothing changed): would revert %s to its good "
+                   "release %s with the job spec it was promoted with, in every container\n",
+                   d.job->name, d.sid, ui_short(d.good, sid));
+            ret = EXIT_OK;
+            goto out;
+        }
         if (deploy_interrupted)
             goto interrupted_before_switch;
         interrupt_handlers(on_sigint);
@@ -173,20 +222,36 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
         goto out;
     }
-    /* The job runs its good release: go back to the newest earlier good one (never a release
-     * that failed probation, whatever "previous" is). */
-    if (!d.earlier_good[0] || strcmp(d.earlier_good, d.current) == 0) {
-        log_error("job '%s' runs its last good release %s and has no earlier good release to roll "
-                  "back to%s", d.job->name, ui_short(d.current, sid),
-                  d.nbad ? " (releases that failed probation are not rollback targets; name one "
-                           "with --to ID --force)" : "");
-        goto out;
-    }
-    (void)str_copy(d.id, sizeof d.id, d.earlier_good);
+    if (pick[0] && deploy_is_bad(&d, pick))
+        log_warn("--force: rolling back to %s, which failed probation for job '%s'",
+                 ui_short(pick, sid), d.job->name);
+    (void)str_copy(d.id, sizeof d.id, t->release);
     ui_short(d.id, d.sid);
     (void)str_copy(d.name, sizeof d.name, "rollback");
-    fprintf(stderr, "rolling job '%s' back from %s to the earlier good release %s\n", d.job->name,
-            ui_short(d.current, sid), d.sid);
+    for (int i = 0; i < d.job->ncts; i++) {
+        d.recorded[i] = t->recorded[i];
+        (void)str_copy(d.want_spec[i], sizeof d.want_spec[i], t->digest[i]);
+    }
+    char what[300];
+    if (t->spec_only)
+        snprintf(what, sizeof what, "the same release %s with the job spec it was promoted with "
+                 "before", d.sid);
+    else if (t->nrecorded)
+        snprintf(what, sizeof what, "the earlier good release %s with the job spec it was promoted "
+                 "with", d.sid);
+    else
+        snprintf(what, sizeof what, "the %s release %s (with the inventory's job spec)",
+                 pick[0] ? "named" : "earlier good", d.sid);
+    int nrecorded = t->nrecorded;
+    free(t);
+    if (dry_run) {
+        printf("rollback of job '%s' (dry run, nothing changed): would go from %s to %s, in %d "
+               "container(s); it is confirmed to train, then promoted\n", d.job->name,
+               ui_short(d.current, sid), what, d.job->ncts);
+        ret = EXIT_OK;
+        goto out;
+    }
+    fprintf(stderr, "rolling job '%s' back from %s to %s\n", d.job->name, ui_short(d.current, sid), what);
     const struct inv_policy *pol = &d.job->policy;
     double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
     if (deploy_interrupted)
@@ -238,6 +303,11 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         goto out;
     }
     printf("rolled job '%s' back to %s: %s\n", d.job->name, d.sid, msg);
+    if (nrecorded)
+        printf("job '%s' runs %s with the job spec it was promoted with before; the inventory asks "
+               "for another spec in %d container(s): the next `drover deploy` relaunches with the "
+               "inventory's (`drover plan` shows the change), so edit the inventory to keep this one\n",
+               d.job->name, d.sid, nrecorded);
     /* history: result "rollback" with previous = the release we went back to */
     (void)str_copy(d.good, sizeof d.good, d.id);
     history_record(&d, "rollback", "operator rollback", -1);
@@ -246,6 +316,10 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
 interrupted_before_switch:
     exec_interrupted = 0; /* the lease and the history record below are sent */
     send_interrupted = 0;
+    if (dry_run) {
+        ret = EXIT_FAIL;
+        goto out;
+    }
     log_error("rollback of job '%s' interrupted by the operator before the switch: nothing was "
               "stopped or switched, the running release keeps running untouched", d.job->name);
     history_record(&d, "aborted", "rollback interrupted by the operator before the switch", -1);
@@ -282,6 +356,10 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
     (void)str_copy(d.id, sizeof d.id, d.current);
     ui_short(d.id, d.sid);
     (void)str_copy(d.name, sizeof d.name, promote ? "promote" : "revert");
+    /* promote exactly the pair held in each container (what its probation measured): one that
+     * changed since is refused by its agent (promote --spec-digest) */
+    for (int i = 0; i < d.job->ncts; i++)
+        (void)str_copy(d.want_spec[i], sizeof d.want_spec[i], d.sv_found[i] ? d.sv_js[i].spec_digest : "");
     if (!promote) {
         ret = revert_all(&d, "reverted by the operator (held release)");
         ret = ret == EXIT_REVERTED ? EXIT_OK : ret;

@@ -31,6 +31,7 @@ bool deploy_is_bad(const struct deploy *d, const char *id)
 struct survey_arg {
     struct job_status *js; /* [ncts] */
     bool found[INV_MAX_CTS];
+    unsigned features[INV_MAX_CTS];
 };
 
 static int survey_keep(struct ct_fan *cf, int i, const struct agent_status *st)
@@ -38,6 +39,7 @@ static int survey_keep(struct ct_fan *cf, int i, const struct agent_status *st)
     struct survey_arg *sa = (struct survey_arg *)cf->arg;
     const struct job_status *js = status_find_job(st, cf->d->job->name);
     sa->found[i] = js != NULL;
+    sa->features[i] = st->features;
     if (js)
         sa->js[i] = *js;
     return 0;
@@ -82,7 +84,9 @@ int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err
     struct survey_arg *sa = calloc(1, sizeof *sa);
     if (sa)
         sa->js = calloc((size_t)j->ncts, sizeof *sa->js);
-    bool ok = cf && sa && sa->js, seen[INV_MAX_HOSTS] = { false };
+    if (!d->sv_js)
+        d->sv_js = calloc((size_t)j->ncts, sizeof *d->sv_js); /* freed by deploy_done */
+    bool ok = cf && sa && sa->js && d->sv_js, seen[INV_MAX_HOSTS] = { false };
     int nhosts = 0; /* one scratch document per worker (ct_fan_slot) */
     for (int i = 0; i < j->ncts; i++)
         nhosts += !seen[j->cts[i].host], seen[j->cts[i].host] = true;
@@ -110,6 +114,7 @@ int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err
         if (!d->pre[i])
             continue;
         sa->found[i] = d->pre[i] == 1;
+        sa->features[i] = d->pre_features[i];
         if (sa->found[i])
             sa->js[i] = d->pre_js[i];
         cf->rc[i] = 0;
@@ -133,6 +138,11 @@ int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err
             continue;
         }
         const struct job_status *js = sa->found[i] ? &sa->js[i] : NULL;
+        /* kept whole for rollback, which decides from every container's view (rbtarget.h) */
+        d->features[i] = sa->features[i];
+        d->sv_found[i] = js != NULL;
+        if (js && d->sv_js)
+            d->sv_js[i] = *js;
         if (!js || strcmp(js->current, d->id) != 0 || strcmp(js->good, d->id) != 0 ||
             js->state != GANG_RUNNING)
             all_current = release_current = false;

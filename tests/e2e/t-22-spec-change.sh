@@ -94,6 +94,29 @@ check "v1's steps advance again" all_ranks_advance 3 60
 check "v1 is not marked bad (a spec change does not blame the release)" \
 	eval '! status_json | jq -e --arg id "$v1" "[.. | objects | select(has(\"bad\")) | .bad[]] | index(\$id)" >/dev/null'
 
+say "(4) rollback after a promoted spec change: back to the same release with its earlier spec"
+# the good pair is (v1, spec2), promoted in (1); before it, (v1, the lab's spec)
+spec_inventory "env = OMP_DROVER_E2E=spec2"
+drover rollback --job train --dry-run
+show_drover 3
+check "rollback --dry-run exits 0" test "$DROVER_RC" = 0
+check "rollback --dry-run names the same release with its earlier spec" drover_said 'would go from .* to the same release .* with the job spec it was promoted with before'
+check "rollback --dry-run changed nothing" workers_env_has OMP_DROVER_E2E=spec2
+drover rollback --job train
+show_drover 8
+check "rollback exits 0" test "$DROVER_RC" = 0
+check "rollback says it goes to v1's earlier job spec" drover_said 'to the same release .* with the job spec it was promoted with before'
+check "rollback says the inventory asks for another spec" drover_said 'the inventory asks for another spec'
+check "every container is still on v1" all_current_is "$v1"
+check "the workers run the earlier spec again (without OMP_DROVER_E2E=spec2)" \
+	wait_until 60 eval '! workers_env_has OMP_DROVER_E2E=spec2 >/dev/null'
+check "status: the earlier spec is promoted everywhere (current == good)" wait_until 60 spec_on_good
+check "status: other spec digests than (1)'s" eval 'test "$(digests)" != "$good_digests"'
+check "v1's steps advance" all_ranks_advance 3 60
+drover plan "$d" --job train
+show_drover 6
+check "plan says the inventory's spec differs (env)" drover_said 'job spec changed: .*env'
+
 say "back to the lab's own spec"
 spec_inventory
 drover deploy "$d" --job train

@@ -1,0 +1,151 @@
+/* controller/deploy/rbtarget.c: see rbtarget.h. */
+#include "controller/deploy/rbtarget.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "controller/ui.h"
+
+static void say(struct rb_target *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct rb_target *t, const char *fmt, ...)
+{
+    size_t n = strlen(t->why);
+    if (n >= sizeof t->why - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->why + n, sizeof t->why - n, fmt, ap);
+    va_end(ap);
+}
+
+static bool marked_bad(const struct rb_ct *cts, int n, const char *id)
+{
+    for (int i = 0; i < n; i++)
+        for (int k = 0; cts[i].js && k < cts[i].js->nbad; k++)
+            if (!strcmp(cts[i].js->bad[k], id))
+                return true;
+    return false;
+}
+
+static bool on_good(const struct job_status *js)
+{
+    return js->good[0] && !strcmp(js->current, js->good) &&
+           !strcmp(js->spec_digest, js->good_spec_digest);
+}
+
+/* The newest promoted pair of js other than the one it runs (and, with only, of that release):
+ * its index in goods, or -1.  A pair of the running release whose spec is unknown ("": an agent
+ * older than the pairs, or a record dropped) cannot be told from the running one: skipped. */
+static int earlier_pair(const struct rb_ct *cts, int n, const struct job_status *js, const char *only)
+{
+    for (int k = 0; k < js->ngoods; k++) {
+        const char *rel = js->goods[k], *dg = js->goods_spec[k];
+        if (only && strcmp(rel, only) != 0)
+            continue;
+        if (!strcmp(rel, js->current) && (!dg[0] || !strcmp(dg, js->spec_digest)))
+            continue;
+        if (!only && marked_bad(cts, n, rel))
+            continue;
+        return k;
+    }
+    return -1;
+}
+
+/* Container i goes to pair k of its goods (k < 0: the release with the inventory's spec). */
+static void take_pair(struct rb_target *t, const struct rb_ct *c, int i, int k)
+{
+    const char *dg = k >= 0 ? c->js->goods_spec[k] : "";
+    t->recorded[i] = dg[0] && strcmp(dg, c->want ? c->want : "") != 0;
+    (void)str_copy(t->digest[i], sizeof t->digest[i], t->recorded[i] ? dg : "");
+    t->nrecorded += t->recorded[i];
+}
+
+int rbtarget_decide(const char *job, const struct rb_ct *cts, int n, const char *to, struct rb_target *ret)
+{
+    if (n < 1 || n > INV_MAX_CTS)
+        return -EINVAL;
+    struct rb_target *t = ret;
+    memset(t, 0, sizeof *t);
+    char sid[RELEASE_SHORT_LEN + 1], sid2[RELEASE_SHORT_LEN + 1];
+    /* every container must know the job */
+    for (int i = 0; i < n; i++)
+        if (!cts[i].js) {
+            t->kind = RB_REFUSED;
+            say(t, "%s does not know job '%s' (its agent never ran it): a rollback has nothing to "
+                "go back to there; deploy the release the job should run instead", cts[i].label, job);
+            return 0;
+        }
+    bool agree = true;
+    for (int i = 1; i < n; i++)
+        agree = agree && !strcmp(cts[i].js->good, cts[0].js->good);
+    if (agree)
+        (void)str_copy(t->good, sizeof t->good, cts[0].js->good);
+    if (to) {
+        t->kind = RB_EARLIER;
+        (void)str_copy(t->release, sizeof t->release, to);
+        t->spec_only = true;
+        for (int i = 0; i < n; i++) {
+            take_pair(t, &cts[i], i, earlier_pair(cts, n, cts[i].js, to));
+            t->spec_only = t->spec_only && !strcmp(cts[i].js->current, to);
+        }
+        (void)str_copy(t->current, sizeof t->current, cts[0].js->current);
+        return 0;
+    }
+    if (!agree) {
+        t->kind = RB_REFUSED;
+        say(t, "the containers of job '%s' disagree on its good release:", job);
+        for (int i = 0; i < n; i++)
+            say(t, "%s %s runs %s, good %s", i ? ";" : "", cts[i].label,
+                cts[i].js->current[0] ? ui_short(cts[i].js->current, sid) : "nothing",
+                cts[i].js->good[0] ? ui_short(cts[i].js->good, sid2) : "none");
+        say(t, ".  A rollback from one container's view would take the others elsewhere: name the "
+            "release every container should go to with --to ID, or deploy it");
+        return 0;
+    }
+    /* anything unpromoted anywhere: back to the good pair everywhere (the agents' revert) */
+    for (int i = 0; i < n; i++)
+        if (t->good[0] && !on_good(cts[i].js)) {
+            t->kind = RB_REVERT;
+            (void)str_copy(t->current, sizeof t->current, cts[i].js->current);
+            return 0;
+        }
+    (void)str_copy(t->current, sizeof t->current, t->good);
+    int k0 = -1, have = 0, none_at = -1;
+    for (int i = 0; i < n; i++) {
+        int k = t->good[0] ? earlier_pair(cts, n, cts[i].js, NULL) : -1;
+        if (k < 0) {
+            none_at = none_at < 0 ? i : none_at;
+            continue;
+        }
+        const char *rel = cts[i].js->goods[k];
+        if (!have++) {
+            k0 = i;
+            (void)str_copy(t->release, sizeof t->release, rel);
+        } else if (strcmp(rel, t->release) != 0) {
+            t->kind = RB_REFUSED;
+            say(t, "the containers of job '%s' would roll back to different releases: %s to %s, %s "
+                "to %s (their promoted histories differ): name the release with --to ID", job,
+                cts[k0].label, ui_short(t->release, sid), cts[i].label, ui_short(rel, sid2));
+            return 0;
+        }
+        take_pair(t, &cts[i], i, k);
+    }
+    if (!have) {
+        t->kind = RB_NONE;
+        t->release[0] = '\0';
+        return 0;
+    }
+    if (have < n) {
+        t->kind = RB_REFUSED;
+        say(t, "only %d of the %d containers of job '%s' have an earlier good release to go back "
+            "to (%s; %s has none): name the release with --to ID", have, n, job,
+            ui_short(t->release, sid), cts[none_at].label);
+        return 0;
+    }
+    t->kind = RB_EARLIER;
+    t->spec_only = !strcmp(t->release, t->current);
+    return 0;
+}
