@@ -1195,6 +1195,39 @@ static void deploy_step_done(double *t, const char *what)
     *t = now;
 }
 
+/* A change of the job spec alone needs, in every container, an agent that keeps a spec per
+ * (release, spec): an older one keeps one per release, so a failed change could not be reverted
+ * there (its revert would start the new spec again).  Such containers are named and the deploy
+ * refused (-EPERM), unless force (then said and gone on with). */
+static int spec_only_unrevertible(struct deploy *d, bool force)
+{
+    char names[600] = "";
+    size_t off = 0;
+    int n = 0;
+    for (int i = 0; i < d->job->ncts; i++)
+        if (!jobspec_revertible_here(d->sv_found[i] ? &d->sv_js[i] : NULL, d->features[i])) {
+            n++;
+            if (off < sizeof names)
+                off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", off ? ", " : "",
+                                        d->job->cts[i].label);
+        }
+    if (!n)
+        return 0;
+    if (force) {
+        log_warn("--force: deploying a change of only the job spec of job '%s' (%s) where the "
+                 "agent keeps one spec per release (%s): if it fails there, the revert starts the "
+                 "new spec again", d->job->name, d->spec_change, names);
+        return 0;
+    }
+    log_error("%s: the agent is older than job spec digests and keeps one job spec per release, so "
+              "this change of only the job spec of job '%s' (%s) could not be reverted there (a "
+              "failed one would start the new spec again); update the agent first (`drover install "
+              "--job %s --restart-agent`: the gang keeps running), or deploy with --force to go on "
+              "without that way back; nothing was changed", names, d->job->name, d->spec_change,
+              d->job->name);
+    return -EPERM;
+}
+
 int deploy_run(struct fleet *f, const struct deploy_opts *o)
 {
     struct deploy d;
@@ -1257,6 +1290,8 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         printf("release %s (%s), %s%s\n", d.sid, d.name, d.spec_note,
                d.spec_only ? " (the same release: relaunched with the new spec, on probation)" : "");
     }
+    if (d.spec_only && spec_only_unrevertible(&d, o->force) < 0)
+        goto out; /* refused before anything was tried: no history row */
     int cr = check_rollback_target(&d, o->force);
     deploy_step_done(&tstep, "rollback target checked");
     if (deploy_interrupted)

@@ -32,6 +32,11 @@ bool jobspec_is_settled(const struct job_status *js, const char *id, const struc
            jobspec_is_current(js, want) && !strcmp(js->good_spec_digest, want->hex);
 }
 
+bool jobspec_revertible_here(const struct job_status *js, unsigned features)
+{
+    return (features & STATUS_FEAT_SPEC_PAIRS) || (js && js->spec_digest[0]);
+}
+
 const char *jobspec_describe_change(const struct inv_job *j, const struct job_status *js,
                                     const struct spec_digest *want, char *out, size_t out_sz)
 {

@@ -27,6 +27,13 @@ bool jobspec_is_current(const struct job_status *js, const struct spec_digest *w
  * spec?  What a deploy of id with want calls "already current" (when the gang runs). */
 bool jobspec_is_settled(const struct job_status *js, const char *id, const struct spec_digest *want);
 
+/* Can a failed change of the job spec alone be reverted in a container whose job status is js
+ * (NULL: its agent does not know the job) and whose agent says features (STATUS_FEAT_*)?  Its
+ * agent must keep a spec per (release, spec digest): it says so (spec-pairs), or it reports the
+ * digest of what runs (every agent since digests keeps specs per pair).  An agent older than
+ * digests keeps one spec per release: reverting there would start the new spec again. */
+bool jobspec_revertible_here(const struct job_status *js, unsigned features);
+
 /* What changed between the spec js runs and want, for people, into out: "nproc_per_node 1 -> 2,
  * env" (the fields whose digests differ; nproc_per_node with its values, which the status
  * carries), or "unknown: its agent recorded no job spec digest (an agent or a deploy from

@@ -115,12 +115,33 @@ static void test_spec_not_promoted(void **state)
     free(j);
 }
 
+/* A change of the spec alone is revertible only where the agent keeps a spec per (release,
+ * spec): one that says spec-pairs, or reports the digest of what runs.  An agent older than
+ * digests (no digest, no features) keeps one per release: deploy refuses there without --force. */
+static void test_revertible_here(void **state)
+{
+    (void)state;
+    struct inv_job *j = job();
+    struct spec_digest d;
+    assert_int_equal(jobspec_digest(j, 0, &d), 0);
+    struct job_status js;
+    runs(&js, &d, 1);
+    assert_true(jobspec_revertible_here(&js, 0)); /* an agent of the digests, before features */
+    memset(js.spec_digest, 0, sizeof js.spec_digest);
+    assert_false(jobspec_revertible_here(&js, 0)); /* older than digests */
+    assert_true(jobspec_revertible_here(&js, STATUS_FEAT_SPEC_PAIRS)); /* a spec from before them, new agent */
+    assert_false(jobspec_revertible_here(NULL, STATUS_FEAT_PROMOTE_SPEC));
+    assert_true(jobspec_revertible_here(NULL, STATUS_FEATURES_ALL));
+    free(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_digest_per_container),
         cmocka_unit_test(test_describe_change),
         cmocka_unit_test(test_spec_not_promoted),
+        cmocka_unit_test(test_revertible_here),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
