@@ -63,7 +63,11 @@ static const char SH_RECV_PACK[] =
 
 /* Fan-out: one host shell runs a command in every container of the host at once.  $2 is the
  * stdin of each: "none", "file" ($3, relative to the store), or "pack" (a tar of the objects
- * whose sha256s this script reads on its own stdin, made afresh for each container).  "ask"
+ * whose sha256s this script reads on its own stdin, made afresh for each container).  "stage"
+ * is "pack" with the host's staging in the same exec: this script's stdin is that list ($3: its
+ * length in bytes) followed by a pack (common/pack.h) of the objects the host store lacks, stored
+ * as SH_RECV_PACK does (objects/.in.$$, moved into objects/ only once the whole pack arrived;
+ * exit 1 before any container is asked when it did not).  "ask"
  * and "ask-lacks" are a deploy's first question in one host exec: the store prepared (SH_PREP),
  * the manifest read from this script's stdin into manifests/$3 ($3: the release id), then
  * "file" with it; "ask-lacks" adds one more answer after the containers': the sha256s of the
@@ -83,8 +87,13 @@ static const char SH_FAN[] =
     "  src=manifests/$src; m=\"$src.tmp.$$\"; cat >\"$m\" && mv -f \"$m\" \"$src\" || { rm -f \"$m\"; exit 1; }\n"
     "  mode=file;;\n"
     "esac\n"
-    "mkdir -p packs && t=packs/.fan.$$ && mkdir \"$t\" || exit 1; trap 'rm -rf \"$t\"' EXIT\n"
-    "if [ \"$mode\" = pack ]; then cat >\"$t/list\"; else exec </dev/null; fi\n"
+    "mkdir -p packs && t=packs/.fan.$$ && mkdir \"$t\" || exit 1; d=objects/.in.$$; trap 'rm -rf \"$t\" \"$d\"' EXIT\n"
+    "if [ \"$mode\" = stage ]; then\n"
+    "  mkdir -p objects && mkdir \"$d\" && head -c \"$src\" >\"$t/list\" || exit 1\n"
+    "  [ \"$(wc -c <\"$t/list\")\" -eq \"$src\" ] || { echo \"the list of objects ended early\" >&2; exit 1; }\n"
+    "  tar -x -f - -C \"$d\" --no-same-owner && find \"$d\" -maxdepth 1 -type f -exec mv -f -t objects {} + || exit 1\n"
+    "  rmdir \"$d\"; mode=pack\n"
+    "elif [ \"$mode\" = pack ]; then cat >\"$t/list\"; else exec </dev/null; fi\n"
     "k=0\n"
     "while [ $# -gt 0 ]; do\n"
     "  n=$1; shift; c=; i=1\n"
@@ -377,6 +386,23 @@ static int produce_pack(void *ctx, send_write_fn w, void *wctx)
     return r;
 }
 
+/* FAN_STAGE's stdin: the list of objects the containers lack, then a pack of those the host
+ * store lacks.  sent_at: when the pack's last byte was handed to the channel (the staging rate). */
+struct stage_src {
+    struct list_src list;
+    struct pack_src pack;
+    double sent_at;
+};
+
+static int produce_stage(void *ctx, send_write_fn w, void *wctx)
+{
+    struct stage_src *s = ctx;
+    int r = produce_list(&s->list, w, wctx);
+    if (r == 0 && (r = produce_pack(&s->pack, w, wctx)) == 0)
+        s->sent_at = time_mono();
+    return r;
+}
+
 /* ---- per host ---- */
 
 struct host_job {
@@ -538,8 +564,32 @@ int objsync_lacks_filter(const char *text, size_t len, const struct manifest2 *m
     return 0;
 }
 
-/* known: what the host store lacks of list, when its ask already said (NULL: ask it here). */
-static int host_fill(struct host_job *hj, const size_t *list, size_t n, const struct idxv *known)
+/* The install that follows the staging (host_round's step 4), for host_fill to run in the exec of
+ * its last pack: the host stores the pack, then tars what the containers lack into each agent. */
+struct fan_install {
+    const int *cts;             /* job containers of the host to install into */
+    int n;
+    struct agent_argv *av;      /* their `release install` argvs */
+    const struct list_src *list; /* every object the containers lack */
+    double timeout_s;           /* the install's own deadline after the last byte */
+    struct exec_result *res;    /* as host_fan's: the answer, ret[k] pointing into it */
+    struct fan_res *ret;
+    bool done;                  /* the install ran in that exec: *res and ret are its answer */
+};
+
+enum fan_in { FAN_NONE, FAN_FILE, FAN_PACK, FAN_ASK, FAN_ASK_LACKS, FAN_STAGE };
+static int host_fan(struct host_job *hj, const int *cts, int n, struct agent_argv *av, enum fan_in in,
+                    const char *src, void *in_ctx, const char *label, uint64_t total, double timeout,
+                    const char *what, struct exec_result *res, struct fan_res *ret);
+
+/* known: what the host store lacks of list, when its ask already said (NULL: ask it here).
+ * inst (NULL: staging only): the install, run in the same host exec as the last pack (one round
+ * trip fewer per host); inst->done says whether it ran there.  It does not when the host store
+ * lacked nothing (the caller installs on its own), nor after a failure of that exec once the
+ * pack had reached the store: the install may have begun, so it is not run again (reported as
+ * an install that failed, as when it had an exec of its own). */
+static int host_fill(struct host_job *hj, const size_t *list, size_t n, const struct idxv *known,
+                     struct fan_install *inst)
 {
     const char *hname = hj->f->inv->hosts[hj->host].name;
     struct idxv lack = { 0 };
@@ -554,8 +604,9 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
         fprintf(stderr, "stage %s: %zu of %zu objects missing on the host, %.2f MiB to send\n", hname, lack.n, n,
                 (double)total / 1048576.0);
     size_t pos = 0;
-    double t0 = time_mono();
+    double t0 = time_mono(), t_sent = 0;
     uint64_t sent_ok = 0;
+    char e2[1024];
     while (r == 0 && pos < lack.n) {
         size_t end = pos;
         uint64_t bytes = 0;
@@ -566,17 +617,36 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
         snprintf(label, sizeof label, "stage %s (%.0f of %.0f MiB stored, this pack)", hname,
                  (double)sent_ok / 1048576.0, (double)total / 1048576.0);
         uint64_t sent = 0;
-        r = host_sh(hj, SH_RECV_PACK, hj->f->inv->staging_dir, NULL, produce_pack, &ps, bytes, label,
-                    60 + (double)(end - pos) / 500, NULL, &sent);
+        bool merged = inst && end == lack.n;
+        double finish = 60 + (double)(end - pos) / 500; /* after the last byte: tar -x, mv */
+        struct stage_src ss = { .pack = ps };
+        if (merged) {
+            /* the last pack, then the install: both deadlines (idle while the pack streams, the
+             * install's progress lines after it) as when each had its own exec */
+            char len[32];
+            ss.list = *inst->list;
+            snprintf(len, sizeof len, "%zu", inst->list->n * (size_t)(SHA256_HEX_LEN + 1));
+            r = host_fan(hj, inst->cts, inst->n, inst->av, FAN_STAGE, len, &ss, label, bytes,
+                         finish + inst->timeout_s, "stage and release install", inst->res, inst->ret);
+        } else {
+            r = host_sh(hj, SH_RECV_PACK, hj->f->inv->staging_dir, NULL, produce_pack, &ps, bytes, label, finish,
+                        NULL, &sent);
+        }
         if (r == 0) {
             hj->stats.bytes_to_hosts += bytes;
             hj->stats.objects_to_hosts += end - pos;
             sent_ok += bytes;
             pos = end;
             attempt = 0;
+            if (merged) {
+                inst->done = true;
+                if (ss.sent_at > t0)
+                    t_sent = ss.sent_at;
+            }
             continue;
         }
-        if (send_interrupted || r == -ESTALE || ++attempt >= SEND_ATTEMPTS)
+        /* an answer that came but cannot be read: the install ran */
+        if (send_interrupted || r == -ESTALE || (merged && r == -EBADMSG) || ++attempt >= SEND_ATTEMPTS)
             break;
         int wait = 1 << (attempt - 1);
         fprintf(stderr, "stage %s: %s (%.1f MiB stored before this pack); retry %d of %d in %ds\n", hname,
@@ -584,18 +654,32 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
         sleep((unsigned)wait);
         /* Ask again: what is still missing from here on. */
         struct idxv again;
+        int failed = r;
         if ((r = host_lacks(hj, lack.v + pos, lack.n - pos, &again)) < 0)
             break;
+        if (merged && !again.n) {
+            /* the pack reached the store, so the exec went on to the install: not run twice */
+            free(again.v);
+            sent_ok += bytes;
+            r = failed;
+            snprintf(e2, sizeof e2, "%.800s (after the last pack reached the host store, during the install "
+                     "into its containers)", hj->err);
+            (void)str_copy(hj->err, sizeof hj->err, e2);
+            break;
+        }
         memcpy(lack.v + pos, again.v, again.n * sizeof *again.v);
         lack.n = pos + again.n;
         free(again.v);
     }
     if (r == 0 && lack.n) {
-        double el = time_mono() - t0;
-        fprintf(stderr, "stage %s: sent %.2f MiB in %.1fs (%.1f MiB/s)\n", hname, (double)sent_ok / 1048576.0, el,
+        /* the rate up to the last byte sent: the install's time in the same exec is not staging */
+        double now = time_mono(), el = (t_sent > 0 ? t_sent : now) - t0;
+        fprintf(stderr, "stage %s: sent %.2f MiB in %.1fs (%.1f MiB/s)", hname, (double)sent_ok / 1048576.0, el,
                 el > 0 ? (double)sent_ok / 1048576.0 / el : 0);
+        if (inst && inst->done)
+            fprintf(stderr, ", installed in %d container(s) in the same exec %.1fs later", inst->n, now - t_sent);
+        fputc('\n', stderr);
     } else if (r < 0 && r != -EINTR) {
-        char e2[1024];
         snprintf(e2, sizeof e2, "%.900s (%.1f MiB of %.1f MiB stored on the host)", hj->err,
                  (double)sent_ok / 1048576.0, (double)total / 1048576.0);
         (void)str_copy(hj->err, sizeof hj->err, e2);
@@ -645,21 +729,25 @@ int objsync_fan_parse(const char *out, size_t len, int n, struct fan_res *ret)
     return seen == n ? 0 : -EBADMSG;
 }
 
-enum fan_in { FAN_NONE, FAN_FILE, FAN_PACK, FAN_ASK, FAN_ASK_LACKS };
-
 /* Run agent command av[k] in container cts[k] (all on hj's host) at once, through one host
  * exec (SH_FAN).  ret[k] points into *res (caller frees it with exec_result_done).  FAN_ASK,
  * FAN_ASK_LACKS: src is the release id and hj->rs's manifest goes to the host on stdin (SH_FAN
- * says what the host does with it); FAN_ASK_LACKS's ret[n] is the host store's answer. */
+ * says what the host does with it); FAN_ASK_LACKS's ret[n] is the host store's answer.
+ * FAN_PACK: in_ctx is the list_src of the objects to tar into each agent; FAN_STAGE: a
+ * stage_src (that list, then the pack the host stores first), src the list's length in bytes.
+ * label, total: the progress line of the bytes sent (NULL, 0: none). */
 static int host_fan(struct host_job *hj, const int *cts, int n, struct agent_argv *av, enum fan_in in,
-                    const char *src, const struct list_src *pack_list, double timeout, const char *what,
-                    struct exec_result *res, struct fan_res *ret)
+                    const char *src, void *in_ctx, const char *label, uint64_t total, double timeout,
+                    const char *what, struct exec_result *res, struct fan_res *ret)
 {
     static const char *const modes[] = { [FAN_NONE] = "none", [FAN_FILE] = "file", [FAN_PACK] = "pack",
-                                         [FAN_ASK] = "ask", [FAN_ASK_LACKS] = "ask-lacks" };
+                                         [FAN_ASK] = "ask", [FAN_ASK_LACKS] = "ask-lacks", [FAN_STAGE] = "stage" };
     struct text_src ts = { hj->rs ? hj->rs->text : NULL, hj->rs ? hj->rs->len : 0 };
-    send_produce_fn produce = in == FAN_PACK ? produce_list : in == FAN_ASK || in == FAN_ASK_LACKS ? produce_text : NULL;
-    void *pctx = in == FAN_PACK ? (void *)pack_list : (void *)&ts;
+    send_produce_fn produce = in == FAN_PACK    ? produce_list
+                              : in == FAN_STAGE ? produce_stage
+                              : in == FAN_ASK || in == FAN_ASK_LACKS ? produce_text
+                                                                     : NULL;
+    void *pctx = in == FAN_PACK || in == FAN_STAGE ? in_ctx : (void *)&ts;
     const struct inventory *inv = hj->f->inv;
     size_t cap = 8 + (size_t)n * (PCT_ARGV_MAX + 1);
     const char **argv = calloc(cap, sizeof *argv);
@@ -693,7 +781,7 @@ static int host_fan(struct host_job *hj, const int *cts, int n, struct agent_arg
     }
     if (r == 0) {
         double t0 = time_mono();
-        r = host_argv(hj, argv, produce, pctx, 0, NULL, timeout, res, NULL);
+        r = host_argv(hj, argv, produce, pctx, total, label, timeout, res, NULL);
         log_debug("objsync %s: %s in %d container(s): %.2fs", inv->hosts[hj->host].name, what, n,
                   time_mono() - t0);
     }
@@ -733,7 +821,7 @@ int objsync_fan_agents(struct fleet *f, const struct inv_job *job, int host, con
     struct fan_res *fr = calloc((size_t)(n ? n : 1), sizeof *fr);
     if (!fr)
         return -ENOMEM;
-    int r = host_fan(&hj, cts, n, av, FAN_NONE, NULL, NULL, timeout_s, what, &res, fr);
+    int r = host_fan(&hj, cts, n, av, FAN_NONE, NULL, NULL, NULL, 0, timeout_s, what, &res, fr);
     if (r < 0) {
         (void)str_copy(err, err_sz, hj.err);
         free(fr);
@@ -748,10 +836,10 @@ int objsync_fan_agents(struct fleet *f, const struct inv_job *job, int host, con
 /* One host's containers, all at once, in a few host execs: `release have` (an installed
  * release -- typically the environment -- stops here), then one exec that prepares the store,
  * keeps the manifest there and asks `release missing -` (manifest on stdin) in every container
- * -- and, for a small release, which of its objects the host store lacks -- then after staging
- * `release install M -` with a pack tarred from the host store straight into each agent (no
- * pack file, no `pct push`).  A one-file change of a code release: three host execs (ask,
- * stage, install). */
+ * -- and, for a small release, which of its objects the host store lacks -- then the staging
+ * and, in the exec of the last pack, `release install M -` with a pack tarred from the host store
+ * straight into each agent (no pack file, no `pct push`).  A one-file change of a code release:
+ * two host execs (ask; stage and install). */
 static int host_round(struct host_job *hj, bool *ret_again)
 {
     const struct inventory *inv = hj->f->inv;
@@ -773,6 +861,7 @@ static int host_round(struct host_job *hj, bool *ret_again)
     bool *need = calloc(m->n ? m->n : 1, sizeof *need);
     size_t *list = calloc(m->nfiles ? m->nfiles : 1, sizeof *list);
     struct exec_result res = { 0 };
+    char(*cman)[800] = NULL; /* install: each container's manifest path */
     int r = av && need && list ? 0 : -ENOMEM;
     double tq = time_mono();
     /* 1. which containers have it already (the agent's record of a verified install).  Asked
@@ -792,7 +881,8 @@ static int host_round(struct host_job *hj, bool *ret_again)
         agent_argv_release_have(&av[k], rs->id);
     }
     if (r == 0 && ask_have &&
-        (r = host_fan(hj, cts, n, av, FAN_NONE, NULL, NULL, inv->exec_timeout_s, "release have", &res, fr)) == 0) {
+        (r = host_fan(hj, cts, n, av, FAN_NONE, NULL, NULL, NULL, 0, inv->exec_timeout_s, "release have", &res,
+                      fr)) == 0) {
         char line[RELEASE_ID_LEN + 16];
         snprintf(line, sizeof line, "%s present\n", rs->id);
         for (int k = 0; k < n; k++) {
@@ -813,7 +903,7 @@ static int host_round(struct host_job *hj, bool *ret_again)
         agent_argv_init(&av[k]);
         agent_argv_release_missing(&av[k], "-");
     }
-    if ((r = host_fan(hj, want, nw, av, ask, rs->id, NULL,
+    if ((r = host_fan(hj, want, nw, av, ask, rs->id, NULL, NULL, 0,
                       inv->exec_timeout_s + (double)m->n / 5000 + (double)rs->len / 1e6, "release missing", &res,
                       fr)) < 0)
         goto out;
@@ -857,21 +947,19 @@ static int host_round(struct host_job *hj, bool *ret_again)
     nlist = u;
     for (size_t i = 0; i < nlist; i++)
         pack_bytes += m->e[list[i]].size;
-    /* 3. what the host store lacks of it (as the ask said, or asked now), into the store */
-    bool said = hlacks && objsync_lacks_filter(hlacks, hlacks_len, m, list, nlist, &known.v, &known.n) == 0;
-    if (nlist) {
-        r = host_fill(hj, list, nlist, said ? &known : NULL);
-        known.v = NULL; /* host_fill's now */
-        if (r < 0)
-            goto out;
-    }
-    /* 4. install: the pack streams from the host store into every agent at once */
+    /* 3. what the host store lacks of it (as the ask said, or asked now), into the store, and
+     * 4. install: the pack streams from the host store into every agent at once, in the exec of
+     * the last pack when there is one (host_fill), else in an exec of its own */
     double ti = time_mono();
+    /* one path per container (each agent's root), alive as long as av: the argvs point into it */
+    if (!(cman = calloc((size_t)ninst, sizeof *cman))) {
+        r = -ENOMEM;
+        goto out;
+    }
     for (int k = 0; k < ninst; k++) {
-        char cman[800];
-        snprintf(cman, sizeof cman, "%s/incoming/%s.manifest", pct_agent_root(&hj->job->cts[want[k]]), rs->id);
+        snprintf(cman[k], sizeof cman[k], "%s/incoming/%s.manifest", pct_agent_root(&hj->job->cts[want[k]]), rs->id);
         agent_argv_init(&av[k]);
-        agent_argv_release_install(&av[k], cman, nlist ? "-" : NULL, rs->id);
+        agent_argv_release_install(&av[k], cman[k], nlist ? "-" : NULL, rs->id);
         if (hj->lease && hj->lease->may[want[k]])
             agent_argv_install_lease_release(&av[k], hj->lease->job, hj->lease->holder);
     }
@@ -880,8 +968,19 @@ static int host_round(struct host_job *hj, bool *ret_again)
      * firing while they flow); after them the agent links and checks every entry: a total
      * scaled by the number of entries, not bytes. */
     double t = inv->exec_timeout_s + (double)m->n / 2000;
-    if ((r = host_fan(hj, want, ninst, av, nlist ? FAN_PACK : FAN_NONE, NULL, &ls, t, "release install", &res,
-                      fr)) < 0)
+    struct fan_install inst = { .cts = want, .n = ninst, .av = av, .list = &ls, .timeout_s = t, .res = &res, .ret = fr };
+    bool said = hlacks && objsync_lacks_filter(hlacks, hlacks_len, m, list, nlist, &known.v, &known.n) == 0;
+    if (nlist) {
+        r = host_fill(hj, list, nlist, said ? &known : NULL, &inst);
+        known.v = NULL; /* host_fill's now */
+        if (r < 0) {
+            if (inst.done) /* interrupted right after it */
+                exec_result_done(&res);
+            goto out;
+        }
+    }
+    if (!inst.done && (r = host_fan(hj, want, ninst, av, nlist ? FAN_PACK : FAN_NONE, NULL, &ls, NULL, 0, t,
+                                    "release install", &res, fr)) < 0)
         goto out;
     for (int k = 0; k < ninst; k++) {
         const struct inv_ct *ct = &hj->job->cts[want[k]];
@@ -924,10 +1023,11 @@ static int host_round(struct host_job *hj, bool *ret_again)
         r = -EBADMSG;
     }
     exec_result_done(&res);
-    log_debug("objsync %s %.12s: installed %.1f MiB in %d container(s) in %.2fs", hname, rs->id,
-              (double)pack_bytes / 1048576.0, ninst, time_mono() - ti);
+    log_debug("objsync %s %.12s: %s %.1f MiB in %d container(s) in %.2fs", hname, rs->id,
+              inst.done ? "staged and installed" : "installed", (double)pack_bytes / 1048576.0, ninst, time_mono() - ti);
 out:
     free(av);
+    free(cman);
     free(need);
     free(list);
     free(hlacks);

@@ -6,8 +6,10 @@
  *   3. those are streamed as packs (common/pack.h) into the host store over one exec channel
  *      per pack, with an idle deadline, retried with backoff from what arrived;
  *   4. the host tars what the containers lack straight into each agent's stdin (`release
- *      install M -`), which verifies every object and assembles the release.  Objects the
- *      agent finds corrupt are removed from the host store and sent again, once.
+ *      install M -`), which verifies every object and assembles the release, in the exec of the
+ *      last pack once it is stored (one round trip fewer), or in one of its own when the host
+ *      store lacked nothing.  Objects the agent finds corrupt are removed from the host store
+ *      and sent again, once.
  * Before all that, `release have ID` in each container: one already holding the release (an
  * environment a code change runs with) is done after that one call, nothing walked.  The
  * containers of one host are asked at once, from one host shell (SH_FAN), so a host costs the
