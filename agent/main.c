@@ -84,7 +84,7 @@ static void usage(FILE *f)
             "  release add BLOB --id ID | release list [--json] | release verify ID\n"
             "  release have ID... | release missing MANIFEST|- | release install MANIFEST [PACK|-] --id ID [--job J --lease-release H]\n"
             "  lease take JOB HOLDER TTL_S [--status] [--take-over DEAD] | lease release JOB HOLDER\n"
-            "  history add JOB LINE | history list JOB   the job's deploy history kept here\n"
+            "  history add JOB LINE [--lease-release H] | history list JOB   the job's deploy history kept here\n"
             "  preflight ID [--timeout S] [--job J] [--gpus 0,1] [--env NAME=VALUE]... -- CMD ARGS...\n"
             "  activate ID --job J --nnodes N --node-rank R --nproc-per-node P [--gpus 0,1]\n"
             "           [--master-addr A] [--master-port P] [--grace S] [--probation-deadline S]\n"
@@ -317,13 +317,16 @@ static int count_line(const char *line, size_t len, void *ud)
     return 0;
 }
 
-/* `history add JOB LINE | history list JOB` (agent/history.h): the job's deploy history here. */
+/* `history add JOB LINE [--lease-release HOLDER] | history list JOB` (agent/history.h): the job's
+ * deploy history here.  With --lease-release, once the record is kept (exit 0 only), JOB's
+ * deploy lease held by HOLDER is given back as `lease release` does: a deploy's record of its
+ * outcome is its last call into a container. */
 static int cmd_history(struct cli *c)
 {
     bool add = c->nargs == 3 && !strcmp(c->args[0], "add");
     bool list = c->nargs == 2 && !strcmp(c->args[0], "list");
-    if ((!add && !list) || !job_name_is_valid(c->args[1])) {
-        log_error("history: usage: history add JOB LINE | history list JOB");
+    if ((!add && !list) || !job_name_is_valid(c->args[1]) || (c->lease_holder[0] && !add)) {
+        log_error("history: usage: history add JOB LINE [--lease-release HOLDER] | history list JOB");
         return AGENT_EXIT_USAGE;
     }
     int r = add ? history_add(c->root, c->args[1], c->args[2]) : history_dump(c->root, c->args[1], stdout);
@@ -336,6 +339,15 @@ static int cmd_history(struct cli *c)
     if (r < 0) {
         log_error("history %s: %s", c->args[0], strerror(-r));
         return AGENT_EXIT_FAIL;
+    }
+    if (c->lease_holder[0]) {
+        /* the record stands whatever happens here (drover gives back a lease this did not) */
+        int lr = lease_release(c->root, c->args[1], c->lease_holder);
+        if (lr == 0)
+            printf("lease of job '%s' given back\n", c->args[1]);
+        else if (lr != -EBUSY && lr != -ETIMEDOUT) /* those are said by lease.c */
+            fprintf(stderr, "history add: recorded, but the lease of job '%s' was not given back: %s\n",
+                    c->args[1], strerror(-lr));
     }
     return AGENT_EXIT_OK;
 }

@@ -319,6 +319,11 @@ void agent_argv_history_add(struct agent_argv *a, const char *job, const char *l
     agent_argv_add(a, line);
 }
 
+void agent_argv_history_lease_release(struct agent_argv *a, const char *holder)
+{
+    add_opt(a, AGENT_OPT_LEASE_RELEASE, holder);
+}
+
 void agent_argv_history_list(struct agent_argv *a, const char *job)
 {
     add_verb(a, AGENT_VERB_HISTORY);

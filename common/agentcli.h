@@ -73,7 +73,7 @@ enum agent_verb {
     AGENT_VERB_BASELINE, /* baseline --job J: the sample set promote --samples kept */
     AGENT_VERB_GPU_CHECK, /* gpu-check: the GPU environment preflight (agent/gpucheck.h) */
     AGENT_VERB_START, /* start --job J [--rdzv G]: the job's current release again (an aborted switch) */
-    AGENT_VERB_HISTORY, /* history add JOB LINE | history list JOB (agent/history.h) */
+    AGENT_VERB_HISTORY, /* history add JOB LINE [--lease-release H] | history list JOB (agent/history.h) */
     AGENT_VERB_COUNT
 };
 
@@ -148,6 +148,12 @@ void agent_argv_stop_switch(struct agent_argv *a, const char *job, double restar
 void agent_argv_rdzv(struct agent_argv *a, const char *rdzv);
 /* history add JOB LINE (one controller history record) | history list JOB */
 void agent_argv_history_add(struct agent_argv *a, const char *job, const char *line);
+/* --lease-release HOLDER after history_add: once the record is kept (exit 0), the agent gives back
+ * JOB's deploy lease held by HOLDER and says so on stdout ("lease of job 'J' given back"): a
+ * deploy's last call into a container is then the record of its outcome.  An agent older than
+ * this ignores the flag there (it knows it from `release install`) and keeps the record: drover
+ * then gives the lease back on its own, where no such line came. */
+void agent_argv_history_lease_release(struct agent_argv *a, const char *holder);
 void agent_argv_history_list(struct agent_argv *a, const char *job);
 /* start --job J [--rdzv G] (rdzv "" or NULL: left out) */
 void agent_argv_start(struct agent_argv *a, const char *job, const char *rdzv);

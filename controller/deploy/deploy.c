@@ -74,7 +74,13 @@ const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *n
     return NULL;
 }
 
-/* history_record's fan-out: `history add` in container i. */
+/* history_record's fan-out: `history add` in container i, with the deploy lease given back in the
+ * same call where give[i] (given[i] set where the agent said it did). */
+struct history_arg {
+    const char *const *argv, *const *argv_lease;
+    const bool *give;
+    bool *given;
+};
 static int history_one(struct ct_fan *cf, int i);
 
 void history_record(struct deploy *d, const char *result, const char *reason, double ktok)
@@ -101,13 +107,26 @@ void history_record(struct deploy *d, const char *result, const char *reason, do
     char *line = NULL;
     struct ct_fan *cf = calloc(1, sizeof *cf);
     if (cf && state_history_format(&e, &line) == 0) {
-        struct agent_argv a;
+        struct agent_argv a, al;
         agent_argv_init(&a);
         agent_argv_history_add(&a, d->job->name, line);
+        agent_argv_init(&al);
+        agent_argv_history_add(&al, d->job->name, line);
+        agent_argv_history_lease_release(&al, d->holder);
+        /* the outcome is final (the last promote, revert or restart is done): where the agent
+         * knows how (it took the lease with --status), the record gives the lease back, and the
+         * lease-release round of deploy_done() is left with nothing to do there */
+        bool give[INV_MAX_CTS] = { false }, given[INV_MAX_CTS] = { false };
+        for (int i = 0; d->lease_with_record && agent_argv_end(&al) == 0 && i < d->job->ncts; i++)
+            give[i] = d->leased[i] && d->lease_status_known[i];
+        struct history_arg ha = { a.argv, al.argv, give, given };
         cf->d = d;
         cf->fn = history_one;
-        cf->arg = a.argv;
+        cf->arg = &ha;
         int missed = ct_fan_run(cf); /* every host at once */
+        for (int i = 0; i < d->job->ncts; i++)
+            if (given[i])
+                d->leased[i] = false;
         const char *first = "unreachable";
         for (int i = 0; i < d->job->ncts && missed; i++)
             if (cf->rc[i] < 0 && cf->err[i][0]) {
@@ -125,15 +144,27 @@ void history_record(struct deploy *d, const char *result, const char *reason, do
 
 static int history_one(struct ct_fan *cf, int i)
 {
+    const struct history_arg *ha = cf->arg;
     const struct inv_ct *ct = &cf->d->job->cts[i];
     struct conn *c;
     struct exec_result res;
     if (fleet_conn(cf->d->f, ct->host, &c) < 0)
         return -ENOTCONN;
     /* short: a record must not hold up a verdict on a host that stopped answering */
-    if (pct_run_agent(c, ct, cf->arg, 15, &res) < 0) {
+    if (pct_run_agent(c, ct, ha->give[i] ? ha->argv_lease : ha->argv, 15, &res) < 0) {
         snprintf(cf->err[i], sizeof cf->err[i], "%s: %s", ct->label, c->err);
         return -EIO;
+    }
+    if (ha->give[i] && res.status == AGENT_EXIT_USAGE) {
+        /* an agent that refuses the flag kept nothing: the record alone (the lease goes back
+         * in deploy_done's round) */
+        exec_result_done(&res);
+        if (pct_run_agent(c, ct, ha->argv, 15, &res) < 0) {
+            snprintf(cf->err[i], sizeof cf->err[i], "%s: %s", ct->label, c->err);
+            return -EIO;
+        }
+    } else if (ha->give[i] && res.status == 0 && memmem(res.out, res.out_len, "' given back\n", 13)) {
+        ha->given[i] = true;
     }
     int r = 0;
     if (res.status != 0) {
@@ -1260,6 +1291,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     lock = deploy_lock(&d);
     if (lock < 0)
         goto out;
+    d.lease_with_record = true; /* each outcome's record is the last call into a container */
     deploy_step_done(&tstep, "lease taken");
     if (deploy_interrupted)
         goto interrupted_before_switch;

@@ -48,6 +48,8 @@ struct deploy {
     bool leased[INV_MAX_CTS];         /* we hold the job's deploy lease in that container */
     bool lease_status_known[INV_MAX_CTS]; /* its agent took the lease with --status: it knows
                                          release install --lease-release too */
+    bool lease_with_record;           /* deploy: history_record gives the lease back with the
+                                         record where the agent knows how (its last call there) */
     double lease_renew_at;            /* monotonic: the next renewal while watching */
     double lease_taken_at;            /* monotonic: the last take or renewal that held everywhere */
     bool lease_lost;                  /* a renewal was refused: another operator holds the lease */

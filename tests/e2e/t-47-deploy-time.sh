@@ -7,8 +7,10 @@
 # main's before a change) runs the same with it first, for docs/benchmarks.md.  The last
 # stage-only run of this build also checks its step structure in h1's pct log (pct calls per
 # container) and sshd log (host execs), and drover's own CPU time, so a step added back, or a
-# wait that spins, is caught without timing.  Then one container's agent plays one older than
-# `lease take --status`: the deploy still completes, asking that container the old way.
+# wait that spins, is caught without timing; the full deploy's, that the lease goes back with
+# each container's history record (no lease-release round).  Then one container's agent plays
+# one older than `lease take --status`: the deploy, stage-only and full, still completes, asking
+# that container the old way and giving its lease back separately.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -71,10 +73,21 @@ for label in before after; do
 	done
 	say "$label: deploy --stage-only, one-file change, whole command: $figures s"
 	echo "# $label full: a one-file change" >>"$rel/etc/train.ini"
+	pct_mark
 	timed_deploy "$bin" "$rel" --job train
 	show_drover 3
 	check "$label: a full deploy of a one-file change reaches a verdict (exit $DROVER_RC, $(secs "$t") s)" \
 		eval '[[ $DROVER_RC == 0 || $DROVER_RC == 3 || $DROVER_RC == 7 ]]'
+	if [[ $label == after ]]; then
+		# the outcome's record is each container's last call, and gives the lease back
+		n=$(wc -w <<<"$(grep -o 'h1:[0-9]*' <<<"$E2E_CTS")")
+		check "the full deploy gave the lease back with each history record (history add --lease-release), no lease release call" \
+			eval '[[ $(pct_since h1 | grep -c "history add .*--lease-release") == "$n" ]] && ! pct_since_has h1 "lease release"'
+		held=""
+		for c in $E2E_CTS; do ct "$c" test -e /var/lib/drover/leases/train.json && held+="$c "; done
+		check "no container holds the job's lease after the full deploy (${held:-none})" test -z "$held"
+		say "after: full deploy, h1: $(pct_since h1 | grep -c ' pct exec ') pct exec for $n containers, $(host_execs_since h1) host execs"
+	fi
 	say "$label: full deploy (switch, probation, promote), one-file change, whole command: $(secs "$t") s"
 done
 
@@ -101,5 +114,19 @@ check "only $old_ct was asked its status separately, and gave the lease back sep
 	eval '[[ $(pct_since h1 | grep -c " status --json") == 1 && $(pct_since h1 | grep -c "lease release") == 1 ]] &&
 		pct_since_has h1 "pct exec $old_vmid .*lease release" && ! pct_since_has h1 "pct exec $old_vmid .*--lease-release"'
 check "the lease is given back in $old_ct too" eval '! ct "$old_ct" test -e /var/lib/drover/leases/train.json'
+# a full deploy: the old agent's record comes without --lease-release and its lease goes back in a
+# round of its own; the others' records give theirs back
+echo "# old agent full: a one-file change" >>"$rel/etc/train.ini"
+pct_mark
+timed_deploy "$E2E_BUILD/drover" "$rel" --job train
+show_drover 3
+check "with an agent older than lease take --status in $old_ct, a full deploy reaches a verdict ($DROVER_RC)" \
+	eval '[[ $DROVER_RC == 0 || $DROVER_RC == 3 || $DROVER_RC == 7 ]]'
+check "$old_ct: its record without --lease-release, then its lease given back separately (only there)" \
+	eval 'pct_since_has h1 "pct exec $old_vmid .*history add" && ! pct_since_has h1 "pct exec $old_vmid .*--lease-release" &&
+		[[ $(pct_since h1 | grep -c "lease release") == 1 ]] && pct_since_has h1 "pct exec $old_vmid .*lease release"'
+held=""
+for c in $E2E_CTS; do ct "$c" test -e /var/lib/drover/leases/train.json && held+="$c "; done
+check "no container holds the job's lease after that full deploy (${held:-none})" test -z "$held"
 ct "$old_ct" mv /usr/local/bin/drover-agent.real /usr/local/bin/drover-agent
 finish

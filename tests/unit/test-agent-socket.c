@@ -511,6 +511,57 @@ static void test_install_lease_release(void **state)
     free(err);
 }
 
+/* `history add JOB LINE --lease-release HOLDER` (a deploy's record of its outcome, its last call
+ * into a container): the lease goes back only once the record is kept, and only HOLDER's. */
+static void test_history_lease_release(void **state)
+{
+    (void)state;
+    char *out, *err, lease[256], line[256];
+    snprintf(lease, sizeof lease, "%s/root/leases/train.json", tmpd);
+    snprintf(line, sizeof line, "{\"v\":1,\"time\":1795981869.5,\"job\":\"train\",\"release\":\"%064d\","
+             "\"result\":\"promoted\"}", 0);
+    const char *take[] = { "lease", "take", "train", "alice@h/pid-1", "300", NULL };
+    assert_int_equal(run_agent(take, &out, &err), AGENT_EXIT_OK);
+    free(out);
+    free(err);
+    /* another holder's name: recorded, the lease left alone (and said why) */
+    const char *bob[] = { "history", "add", "train", line, "--lease-release", "bob@h/pid-2", NULL };
+    assert_int_equal(run_agent(bob, &out, &err), AGENT_EXIT_OK);
+    assert_null(strstr(out, "given back"));
+    assert_non_null(strstr(err, "alice@h/pid-1"));
+    assert_int_equal(access(lease, F_OK), 0);
+    free(out);
+    free(err);
+    /* a record refused (another job's) gives nothing back */
+    const char *bad[] = { "history", "add", "train", "{\"v\":1,\"time\":1,\"job\":\"other\"}", "--lease-release",
+                          "alice@h/pid-1", NULL };
+    assert_int_equal(run_agent(bad, &out, &err), AGENT_EXIT_USAGE);
+    assert_null(strstr(out, "given back"));
+    assert_int_equal(access(lease, F_OK), 0);
+    free(out);
+    free(err);
+    /* the holder's: recorded, then the lease given back */
+    const char *alice[] = { "history", "add", "train", line, "--lease-release", "alice@h/pid-1", NULL };
+    assert_int_equal(run_agent(alice, &out, &err), AGENT_EXIT_OK);
+    assert_non_null(strstr(out, "lease of job 'train' given back\n"));
+    assert_int_equal(access(lease, F_OK), -1);
+    free(out);
+    free(err);
+    /* both records kept (the one of bob's call and alice's) */
+    const char *list[] = { "history", "list", "train", NULL };
+    assert_int_equal(run_agent(list, &out, &err), AGENT_EXIT_OK);
+    char *second = strstr(out, "\"promoted\"");
+    assert_non_null(second);
+    assert_non_null(strstr(second + 1, "\"promoted\""));
+    free(out);
+    free(err);
+    /* only with add */
+    const char *lst[] = { "history", "list", "train", "--lease-release", "alice@h/pid-1", NULL };
+    assert_int_equal(run_agent(lst, &out, &err), AGENT_EXIT_USAGE);
+    free(out);
+    free(err);
+}
+
 int main(void)
 {
     log_set_level(LOG_LVL_WARN);
@@ -522,6 +573,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watchers_that_never_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lease_take_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_install_lease_release, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_history_lease_release, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

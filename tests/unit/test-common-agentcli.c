@@ -168,6 +168,15 @@ static void test_release_promote_revert_stop(void **state)
     assert_int_equal(p.npos, 3);
     assert_string_equal(p.pos[0], "add");
     assert_string_equal(p.pos[2], "{\"v\":1,\"job\":\"train\",\"time\":1}");
+    assert_null(opt_val(&p, AGENT_OPT_LEASE_RELEASE));
+    /* a deploy's record of its outcome gives the lease back (its last call into a container) */
+    agent_argv_history_lease_release(&a, "alice@h/pid-1");
+    parse(&a, &p);
+    assert_int_equal(p.verb, AGENT_VERB_HISTORY);
+    assert_int_equal(p.npos, 3);
+    assert_string_equal(p.pos[1], "train");
+    assert_string_equal(opt_val(&p, AGENT_OPT_LEASE_RELEASE), "alice@h/pid-1");
+    assert_null(opt_val(&p, AGENT_OPT_JOB));
     agent_argv_init(&a);
     agent_argv_history_list(&a, "train");
     parse(&a, &p);
