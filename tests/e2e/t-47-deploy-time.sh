@@ -86,8 +86,8 @@ for label in before after; do
 		held=""
 		for c in $E2E_CTS; do ct "$c" test -e /var/lib/drover/leases/train.json && held+="$c "; done
 		check "no container holds the job's lease after the full deploy (${held:-none})" test -z "$held"
-		say "after: full deploy, h1: $(pct_since h1 | grep -c ' pct exec ') pct exec for $n containers, $(host_execs_since h1) host execs"
 	fi
+	say "$label: full deploy, h1: $(pct_since h1 | grep -c ' pct exec ') pct exec, $(host_execs_since h1) host execs"
 	say "$label: full deploy (switch, probation, promote), one-file change, whole command: $(secs "$t") s"
 done
 
