@@ -988,10 +988,15 @@ static bool daemon_adopt_gang(struct daemon *d, int i)
     return false;
 }
 
+/* Every job's gang is adopted before any job is fed its event: feeding one saves the state, and
+ * daemon_save writes each job's gang_pgid, pids and holders from its runtime gang, so a job not
+ * yet adopted would lose its record there and its running gang be left behind, orphaned, while
+ * a second one was launched. */
 static void daemon_resume_jobs(struct daemon *d)
 {
     double now = time_mono();
     char boot[40] = "";
+    bool adopted[STATUS_MAX_JOBS] = {false};
     (void)boot_id(boot, sizeof boot);
     for (int i = 0; i < d->st.njobs; i++) {
         struct job_rec *j = &d->st.jobs[i];
@@ -1005,12 +1010,15 @@ static void daemon_resume_jobs(struct daemon *d)
             if (!boot[0] || strcmp(boot, j->boot_id) != 0 || j->switch_deadline <= 0)
                 j->switch_deadline = now + j->switch_left_s;
         }
+        adopted[i] = daemon_adopt_gang(d, i);
+    }
+    for (int i = 0; i < d->st.njobs; i++) {
+        struct job_rec *j = &d->st.jobs[i];
         char pids[128] = "";
-        bool adopted = daemon_adopt_gang(d, i);
-        for (int k = 0, len = 0; adopted && k < j->npids && len < (int)sizeof pids - 16; k++)
+        for (int k = 0, len = 0; adopted[i] && k < j->npids && len < (int)sizeof pids - 16; k++)
             len += snprintf(pids + len, sizeof pids - (size_t)len, "%spid %lld", k ? ", " : "",
                             (long long)j->pids[k]);
-        struct jm_event ev = {.kind = adopted ? JM_EV_ADOPT : JM_EV_AGENT_START, .now = now, .text = pids};
+        struct jm_event ev = {.kind = adopted[i] ? JM_EV_ADOPT : JM_EV_AGENT_START, .now = now, .text = pids};
         job_feed(d, i, &ev, -1);
     }
     daemon_save(d);
