@@ -8,6 +8,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 py=python3
 if [ -f "$here/PYTHON" ]; then
 	read -r py <"$here/PYTHON" || true
+	if [ -z "$py" ]; then # exec "" would say only "Permission denied"; exit 2 is not retried
+		echo "launch.sh: $here/PYTHON has no interpreter on its first line: write the path there (e.g. /opt/venvs/torch/bin/python) or remove the file" >&2
+		exit 2
+	fi
 	case $py in /*) ;; */*) py=$here/$py ;; esac
 elif [ -x "$here/.drover-env/bin/python" ]; then
 	py=$here/.drover-env/bin/python
