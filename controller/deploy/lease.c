@@ -299,8 +299,13 @@ int deploy_lock(struct deploy *d)
 {
     int lock = state_lock_job(d->inv->state_dir, d->job->name);
     if (lock == -EBUSY) {
-        log_error("another drover is deploying or rolling back job '%s' (lock in '%s')",
-                  d->job->name, d->inv->state_dir);
+        long pid = 0;
+        char who[48] = "";
+        if (state_lock_holder(d->inv->state_dir, d->job->name, &pid) == 0)
+            snprintf(who, sizeof who, " (pid %ld)", pid);
+        log_error("another drover%s is deploying or rolling back job '%s' (lock in '%s'): wait "
+                  "until it ends (it decides the job), then run this again",
+                  who, d->job->name, d->inv->state_dir);
         return lock;
     }
     if (lock < 0) { /* not another drover: say what is wrong with the state directory */

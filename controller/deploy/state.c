@@ -313,5 +313,31 @@ int state_lock_job(const char *state_dir, const char *job)
         close(fd);
         return e == EWOULDBLOCK ? -EBUSY : -e;
     }
+    /* the holder's pid, for the next drover's refusal (state_lock_holder) */
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) == 0)
+        (void)!pwrite(fd, pid, (size_t)n, 0); /* without it the refusal names no pid */
     return fd;
+}
+
+int state_lock_holder(const char *state_dir, const char *job, long *ret_pid)
+{
+    char p[1024], buf[32];
+    snprintf(p, sizeof p, "%s/lock-%s", state_dir, job);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -ENODATA; /* a drover from before the pid was written */
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    long pid = strtol(buf, &end, 10);
+    if (errno || end == buf || pid <= 0 || (*end && *end != '\n'))
+        return -EINVAL;
+    *ret_pid = pid;
+    return 0;
 }

@@ -67,4 +67,9 @@ int state_samples_drop(const char *state_dir, const char *key, bool held);
  * directory or the lock file cannot be made. */
 int state_lock_job(const char *state_dir, const char *job);
 
+/* The pid a drover wrote into the job's lock file when it took the lock (state_lock_job), to
+ * name the holder in a refusal.  0 with *ret_pid set; -ENOENT without a lock file, -ENODATA when
+ * the file is empty (an older drover), -EINVAL when it holds no pid.  Does not lock. */
+int state_lock_holder(const char *state_dir, const char *job, long *ret_pid);
+
 #endif

@@ -283,9 +283,15 @@ static void test_state_dir(void **state)
     assert_true(l0 >= 0);
     assert_int_equal(state_lock_job(fresh, "train"), -EBUSY);
     close(l0);
+    long holder = -7;
+    assert_int_equal(state_lock_holder(dir, "train", &holder), -ENOENT);
+    assert_true(holder == -7); /* untouched on failure */
     int l1 = state_lock_job(dir, "train");
     assert_true(l1 >= 0);
     assert_int_equal(state_lock_job(dir, "train"), -EBUSY);
+    /* the refusal can name the holder: its pid is in the lock file */
+    assert_int_equal(state_lock_holder(dir, "train", &holder), 0);
+    assert_true(holder == (long)getpid());
     close(l1);
     int l2 = state_lock_job(dir, "train");
     assert_true(l2 >= 0);
