@@ -306,7 +306,10 @@ static int status_once(struct fleet *f, const struct status_opts *o)
                            ui_red(stdout), why, ui_reset(stdout));
                 /* docs/errors.md: stderr names each missing container (the table said only
                  * "agent-unreachable"); a host's connect error was said when it failed */
-                if (!o->json && !f->conn_err[ct->host])
+                if (!o->json && !f->conn_err[ct->host] && r == -EIO) /* the agent did not answer */
+                    log_error("%s: %s (is the agent running? drover install --job %s starts it "
+                              "where it is not)", ct->label, err, j->name);
+                else if (!o->json && !f->conn_err[ct->host])
                     log_error("%s: %s", ct->label, err);
                 json_array_append_new(json_object_get(jo, "containers"), co);
                 continue;
@@ -431,13 +434,17 @@ int cmd_status(struct fleet *f, int argc, char **argv)
         case 'j':
             o.job = optarg;
             break;
-        case 'w':
-            watch = atof(optarg);
-            if (watch <= 0) {
-                log_error("--watch takes a positive number of seconds");
+        case 'w': {
+            char *end;
+            errno = 0;
+            watch = strtod(optarg, &end);
+            /* the whole word ('5x' was 5, 'abc' said nothing of what was typed) */
+            if (errno || end == optarg || *end || !(watch > 0 && watch <= 86400)) {
+                log_error("--watch takes a positive number of seconds (at most 86400), not '%s'", optarg);
                 return EXIT_USAGE;
             }
             break;
+        }
         default:
             return verb_usage_error(argv[0], NULL);
         }

@@ -53,6 +53,10 @@ seq0=$(ct "$C" sh -c 'wc -l < /var/lib/drover/events.jsonl')
 
 check "SIGTERM ends the agent in $C" ct "$C" sh -c 'kill -TERM "$(cat /run/drover/agent.pid)"'
 check "the agent is gone" wait_until 30 eval '! ct "$C" /usr/local/bin/drover-agent status >/dev/null 2>&1'
+drover status --job side
+check "drover status exits 1 while the agent is down" test "$DROVER_RC" = 1
+check "drover status says how to start the agent again (drover install --job side)" \
+	drover_said "$(re_quote "$C"): .*no drover-agent daemon listening.*drover install --job side starts it"
 check "a new agent starts in $C" wait_until 60 ct "$C" /usr/local/bin/drover-agent daemon --detach
 sleep 3
 new_events() { ct "$C" sh -c "tail -n +$((seq0 + 1)) /var/lib/drover/events.jsonl"; }

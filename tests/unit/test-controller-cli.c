@@ -213,6 +213,10 @@ static void test_values_name_the_option_typed(void **state)
     want(err, "-n takes");
     assert_int_equal(drover("status", "--output", "yaml", NULL), 2);
     want(err, "--output takes json or wide, not 'yaml'");
+    assert_int_equal(drover("status", "--watch", "abc", NULL), 2);
+    want(err, "--watch takes a positive number of seconds (at most 86400), not 'abc'");
+    assert_int_equal(drover("status", "--watch", "5x", NULL), 2); /* atof took it as 5 */
+    want(err, "not '5x'");
     /* these printed only the usage line */
     assert_int_equal(drover("logs", "--rank", "-1", NULL), 2);
     want(err, "--rank takes a rank from 0 to 1048576, not '-1'");
