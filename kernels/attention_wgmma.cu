@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda.h> // CUtensorMap (cuTensorMapEncodeTiled is taken from the runtime's driver entry point)
+
 #include "kernels/common.cuh"
 
 // default variants (bits at wg_parse_variant: 1 = 2 warpgroups per block, 2 = pipelined, 4 =
@@ -73,6 +75,63 @@ static __device__ __forceinline__ void fence_async_smem(void)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// mbarriers and TMA (the dK/dV kernel with a producer warpgroup, variant bit 64).  A stage's
+// "full" barrier completes when the producer warp's 32 lanes have arrived (lane 0 with
+// expect_tx) and the TMA bytes have landed; its "empty" barrier when every consumer thread has
+// arrived after its last read of the stage.
+static __device__ __forceinline__ void mbar_init(uint64_t *b, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(wsmem(b)), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void mbar_init_fence(void)
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+static __device__ __forceinline__ void mbar_arrive(uint64_t *b)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(wsmem(b)) : "memory");
+}
+static __device__ __forceinline__ void mbar_arrive_tx(uint64_t *b, uint32_t bytes)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(wsmem(b)),
+                 "r"(bytes)
+                 : "memory");
+}
+static __device__ __forceinline__ void mbar_wait(uint64_t *b, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(wsmem(b)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+// one 64 x 64 bf16 box of a 3-D tensor map (columns, rows, batch) into a 128-byte-swizzled tile
+// (the layout wtile writes for head size 64); rows past the tensor's end arrive as zeros
+static __device__ __forceinline__ void tma_load3(void *dst, const CUtensorMap *tm, int c0, int c1, int c2,
+                                                 uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+                     wsmem(dst)),
+                 "l"(reinterpret_cast<uint64_t>(tm)), "r"(c0), "r"(c1), "r"(c2), "r"(wsmem(bar))
+                 : "memory");
+}
+template <int N>
+static __device__ __forceinline__ void wg_regs_dec(void)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+template <int N>
+static __device__ __forceinline__ void wg_regs_inc(void)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 #endif
 }
 
@@ -583,6 +642,165 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
     wstore<HS>(dst + 2 * C, 3 * C, mk * 64 + w * 16, T, dv, 1.f, 1.f);
 }
 
+// dK/dV with a producer warpgroup (variant bit 64, head size 64): NWG consumer warpgroups of 64
+// keys each, as wg_backward_dkv_kernel, and one producer warpgroup whose first warp streams the
+// query / dO tiles with TMA (cp.async.bulk.tensor, 128-byte swizzle) and the log-sum-exp and D
+// rows with plain loads into a ring of NS stages.  Each stage has a "full" and an "empty"
+// mbarrier, so a consumer warpgroup waits only for its next stage to land, never for the other
+// warpgroups (no __syncthreads in the loop, where the cp.async kernel has one per step and ncu
+// shows its warps waiting there).  setmaxnreg hands the producer's registers to the consumers:
+// the block is launched at 65536 / MINB registers in all, the producer keeps WG_PREG per thread.
+// The same products in the same order as wg_backward_dkv_kernel: the same bits.
+#define WG_PREG 24
+template <int NWG, bool PIPE, int NS, int MINB>
+static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
+    wg_backward_dkv_tma_kernel(bf16 *dqkv, const __grid_constant__ CUtensorMap tm_qkv,
+                               const __grid_constant__ CUtensorMap tm_do, const float *lse, const float *Drow, int T,
+                               int C, int NH, float scale, uint64_t kh, uint64_t mh, int lpt)
+{
+    constexpr int HS = 64, TILE = 8 * HS * 16;
+    constexpr int CREG0 = (65536 / MINB - 128 * WG_PREG) / (128 * NWG) / 8 * 8;
+    constexpr int CREG = CREG0 > 240 ? 240 : CREG0;
+    extern __shared__ __align__(1024) unsigned char smem_al[];
+    unsigned char *smem_raw = smem_al + ((1024 - (wsmem(smem_al) & 1023)) & 1023);
+    unsigned char *sk = smem_raw;                                 // NWG tiles of 64 keys
+    unsigned char *sv = sk + NWG * TILE;                          // NWG tiles
+    unsigned char *sq = sv + NWG * TILE;                          // NS stages of 64 queries
+    unsigned char *sdo = sq + NS * TILE;                          // NS stages
+    float *slse = reinterpret_cast<float *>(sdo + NS * TILE);     // [NS][64]
+    float *sd = slse + NS * 64;                                   // [NS][64]
+    uint64_t *full = reinterpret_cast<uint64_t *>(sd + NS * 64);  // [NS]
+    uint64_t *empty = full + NS;                                  // [NS]
+    uint64_t *kvfull = empty + NS;                                // the block's K and V tiles
+    int nt = (T + 63) / 64;
+    int kb = lpt ? blockIdx.y : blockIdx.x, first = NWG * kb;
+    int bh = lpt ? blockIdx.x : blockIdx.y, b = bh / NH, h = bh % NH;
+    int wgi = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < NS; s++) {
+            mbar_init(&full[s], 32);
+            mbar_init(&empty[s], 128 * NWG);
+        }
+        mbar_init(kvfull, 1);
+        mbar_init_fence();
+    }
+    __syncthreads();
+    if (wgi == NWG) { // the producer
+        wg_regs_dec<WG_PREG>();
+        if (w != 0)
+            return;
+        if (lane == 0) { // only the tiles of warpgroups with keys (the others never read theirs)
+            int na = nt - first < NWG ? nt - first : NWG;
+            mbar_arrive_tx(kvfull, 2 * na * TILE);
+            for (int j = 0; j < na; j++) {
+                tma_load3(sk + j * TILE, &tm_qkv, C + h * HS, (first + j) * 64, b, kvfull);
+                tma_load3(sv + j * TILE, &tm_qkv, 2 * C + h * HS, (first + j) * 64, b, kvfull);
+            }
+        }
+        for (int i = first; i < nt; i++) {
+            int s = (i - first) % NS, r = (i - first) / NS;
+            if (r > 0)
+                mbar_wait(&empty[s], (r - 1) & 1);
+            for (int x = lane; x < 64; x += 32) {
+                int q = i * 64 + x;
+                slse[s * 64 + x] = q < T ? lse[(size_t)bh * T + q] * WG_LOG2E : INFINITY;
+                sd[s * 64 + x] = q < T ? Drow[(size_t)bh * T + q] : 0.f;
+            }
+            if (lane == 0) {
+                mbar_arrive_tx(&full[s], 2 * TILE);
+                tma_load3(sq + s * TILE, &tm_qkv, h * HS, i * 64, b, &full[s]);
+                tma_load3(sdo + s * TILE, &tm_do, h * HS, i * 64, b, &full[s]);
+            } else {
+                mbar_arrive(&full[s]);
+            }
+        }
+        return;
+    }
+    wg_regs_inc<CREG>();
+    int mk = first + wgi;
+    bool active = mk < nt;
+    float dk[HS / 2], dv[HS / 2];
+#pragma unroll
+    for (int i = 0; i < HS / 2; i++)
+        dk[i] = dv[i] = 0.f;
+    uint32_t pa[4][4], da[4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        for (int x = 0; x < 4; x++)
+            pa[kk][x] = da[kk][x] = 0; // the pipelined first step's "previous" products add zeros
+    int key0 = mk * 64 + w * 16 + g; // and key0 + 8
+    const unsigned char *myk = sk + wgi * TILE, *myv = sv + wgi * TILE;
+    float sl2 = scale * WG_LOG2E;
+    mbar_wait(kvfull, 0);
+    for (int i = first; i < nt; i++) {
+        int s = (i - first) % NS;
+        mbar_wait(&full[s], ((i - first) / NS) & 1);
+        if (__shfl_sync(0xffffffffu, (int)(active && i >= mk), 0)) {
+            const unsigned char *cq = sq + s * TILE, *cdo = sdo + s * TILE;
+            const float *cl = slse + s * 64, *cd = sd + s * 64;
+            float st[32], dpt[32];
+            wg_fence();
+            wg_abt0<HS>(st, myk, cq, kh);  // S^T = K Q^T   (64 keys x 64 queries)
+            wg_abt0<HS>(dpt, myv, cdo, kh); // dP^T = V dO^T
+            wg_commit();
+            if constexpr (PIPE) { // step i-1's second products (zeros in the first step, on this stage)
+                int pb = (i - first - (int)(i > mk)) % NS;
+                wg_pb<HS>(dv, pa, sdo + pb * TILE, mh); // dV += P^T dO   (step i-1)
+                wg_pb<HS>(dk, da, sq + pb * TILE, mh);  // dK += dS^T Q
+                wg_commit();
+                wg_wait1();
+            } else {
+                wg_wait0();
+            }
+            if (i == mk) { // causal mask on the diagonal tile: -inf before the exponential
+#pragma unroll
+                for (int e = 0; e < 32; e++)
+                    if (i * 64 + (e >> 2) * 8 + 2 * t + (e & 1) < key0 + ((e >> 1) & 1) * 8)
+                        st[e] = -INFINITY;
+            }
+#pragma unroll
+            for (int e = 0; e < 32; e++) {
+                int ql = (e >> 2) * 8 + 2 * t + (e & 1);
+                float p = wex2(fmaf(st[e], sl2, -cl[ql]));
+                st[e] = p;
+                dpt[e] = p * (dpt[e] - cd[ql]) * scale;
+            }
+            if (PIPE)
+                wg_wait0();
+            wg_packp(pa, st);
+            wg_packp(da, dpt);
+            if (!PIPE) {
+                wg_fence();
+                wg_pb<HS>(dv, pa, cdo, mh); // dV += P^T dO
+                wg_pb<HS>(dk, da, cq, mh);  // dK += dS^T Q
+                wg_commit();
+                wg_wait0();
+            }
+        }
+        // every consumer thread releases every stage once: pipelined, step i-1's (its products
+        // completed at the wg_wait0 above), else step i's
+        if (PIPE) {
+            if (i > first)
+                mbar_arrive(&empty[(i - 1 - first) % NS]);
+        } else {
+            mbar_arrive(&empty[s]);
+        }
+    }
+    if (!active)
+        return;
+    if (PIPE) { // the last step's stage is never refilled
+        int pb = (nt - 1 - first) % NS;
+        wg_fence();
+        wg_pb<HS>(dv, pa, sdo + pb * TILE, mh);
+        wg_pb<HS>(dk, da, sq + pb * TILE, mh);
+        wg_commit();
+        wg_wait0();
+    }
+    bf16 *dst = dqkv + (size_t)b * T * 3 * C + h * HS;
+    wstore<HS>(dst + C, 3 * C, mk * 64 + w * 16, T, dk, 1.f, 1.f);
+    wstore<HS>(dst + 2 * C, 3 * C, mk * 64 + w * 16, T, dv, 1.f, 1.f);
+}
+
 // dQ of 64 * NWG queries (64 per warpgroup); key / value tiles of 64 shared.
 template <int HS, int NWG, bool PIPE, int D, bool PP>
 static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *dqkv, const bf16 *dout,
@@ -742,7 +960,9 @@ static void wg_desc_bits(int HS, uint64_t *kh, uint64_t *mh)
 // wave holds short blocks); bit 4 (16) = ping-pong (two warpgroups, three tiles in flight, not
 // pipelined: bits 0-2 ignored); bit 5 (32) = more warpgroups per block, three tiles in flight:
 // dK/dV three (192 keys, 168 registers; with 16 ping-pong among the three), forward and dQ four
-// (256 rows, one block per SM; 16 ignored).  Head size 64
+// (256 rows, one block per SM; 16 ignored); bit 6 (64) = dK/dV only, wg_backward_dkv_tma_kernel
+// (a TMA producer warpgroup; with 32 three consumer warpgroups, else with 1 two (pipelined with
+// 2), else one at two blocks per SM; 8 keeps its meaning, 4 and 16 are ignored).  Head size 64
 // only; 16 and 32 always take variant 5 (fewer instantiations).
 // DROVER_WG_VARIANT="F,Q,K" (or one number for all three); kern_attention_set_variant sets it.
 // A field "-" leaves that kernel out (bench/train/bench.c times dQ and dK/dV alone that way;
@@ -759,11 +979,11 @@ static void wg_parse_variant(const char *e)
         return;
     if (!strchr(e, ',')) {
         for (int k = 0; k < 3; k++)
-            wg_var[k] = atoi(e) & 63;
+            wg_var[k] = atoi(e) & 127;
         return;
     }
     for (int k = 0; k < 3 && e; k++) {
-        wg_var[k] = *e == '-' ? WG_SKIP : atoi(e) & 63;
+        wg_var[k] = *e == '-' ? WG_SKIP : atoi(e) & 127;
         e = strchr(e, ',');
         if (e)
             e++;
@@ -870,6 +1090,63 @@ static int wg_dkv_v(const struct wg_bwd_args *a, cudaStream_t s, int lpt = 0)
     return kern_check_launch("attention_backward_dkv (wgmma)");
 }
 
+// A 3-D tensor map over a (B, T, cols) bf16 tensor: boxes of 64 columns x 64 rows of one batch,
+// 128-byte swizzle.  cuTensorMapEncodeTiled comes through the runtime's driver entry point, so
+// the binary does not link libcuda.  -ENOSYS where the driver lacks it, -EINVAL where it
+// refuses the tensor (address or stride not 16-byte aligned).
+typedef CUresult (*wg_encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                 const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+static int wg_tensor_map(CUtensorMap *ret_map, const void *base, int cols, int T, int B)
+{
+    static wg_encode_fn encode;
+    static int looked;
+    if (!looked) {
+        void *fn = NULL;
+        cudaDriverEntryPointQueryResult q;
+        looked = 1;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) ==
+                cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            encode = (wg_encode_fn)fn;
+        (void)cudaGetLastError();
+    }
+    if (!encode)
+        return -ENOSYS;
+    cuuint64_t dim[3] = {(cuuint64_t)cols, (cuuint64_t)T, (cuuint64_t)B};
+    cuuint64_t stride[2] = {(cuuint64_t)cols * 2, (cuuint64_t)cols * 2 * T};
+    cuuint32_t box[3] = {64, 64, 1}, estride[3] = {1, 1, 1};
+    CUtensorMap m;
+    if (encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)base, dim, stride, box, estride,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return -EINVAL;
+    *ret_map = m;
+    return 0;
+}
+
+// the producer-warpgroup dK/dV (head size 64); 1 where the tensor maps cannot be made (the
+// caller then runs the cp.async kernel: the same bits)
+template <int NWG, bool PIPE, int MINB>
+static int wg_dkv_tma_v(const struct wg_bwd_args *a, cudaStream_t s, int lpt)
+{
+    constexpr int NS = 4 + PIPE, TILE = 8 * 64 * 16;
+    CUtensorMap mq, mdo;
+    if (wg_tensor_map(&mq, a->qkv, 3 * a->C, a->T, a->B) < 0 || wg_tensor_map(&mdo, a->dout, a->C, a->T, a->B) < 0)
+        return 1;
+    size_t sz = (size_t)(2 * NWG + 2 * NS) * TILE + sizeof(float) * 2 * NS * 64 + 8 * (2 * NS + 1) + 1024;
+    uint64_t kh, mh;
+    wg_desc_bits(64, &kh, &mh);
+    cudaFuncSetAttribute(wg_backward_dkv_tma_kernel<NWG, PIPE, NS, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         (int)sz);
+    int nt = (a->T + 63) / 64;
+    dim3 grid = wg_grid((nt + NWG - 1) / NWG, a->B * a->NH, lpt);
+    wg_backward_dkv_tma_kernel<NWG, PIPE, NS, MINB><<<grid, 128 * (NWG + 1), sz, s>>>(
+        a->dqkv, mq, mdo, a->lse, a->D, a->T, a->C, a->NH, 1.f / sqrtf(64.f), kh, mh, lpt);
+    return kern_check_launch("attention_backward_dkv (wgmma, TMA)");
+}
+
 template <int HS>
 static int wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float *lse, const bf16 *qkv, int B, int T,
                        int C, int NH, cudaStream_t s, cudaStream_t s2, cudaEvent_t ev0, cudaEvent_t ev1)
@@ -915,8 +1192,24 @@ static int wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float
         return r;
     v = wg_variant(2);
     int lk = (v >> 3) & 1;
+    if (v != WG_SKIP && (v & 64)) { // producer warpgroup, TMA, mbarriers (falls back to v & 63)
+        if (v & 32)
+            r = wg_dkv_tma_v<3, false, 1>(&a, s, lk);
+        else if ((v & 3) == 3)
+            r = wg_dkv_tma_v<2, true, 1>(&a, s, lk);
+        else if (v & 1)
+            r = wg_dkv_tma_v<2, false, 1>(&a, s, lk);
+        else if (v & 2)
+            r = wg_dkv_tma_v<1, true, 2>(&a, s, lk);
+        else
+            r = wg_dkv_tma_v<1, false, 2>(&a, s, lk);
+        if (r <= 0)
+            v = WG_SKIP; // done (or failed)
+        else
+            v &= 63;
+    }
     if (v == WG_SKIP)
-        r = 0;
+        r = r < 0 ? r : 0;
     else if ((v & 48) == 48)
         r = wg_dkv_v<HS, 3, false, 3, true>(&a, s, lk);
     else if (v & 32)

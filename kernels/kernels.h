@@ -119,7 +119,9 @@ int kern_attention_set_impl(int impl);
 /* wgmma kernel variants "F,Q,K" (forward, dQ, dK/dV; or one number for all), bits: 1 = two
  * warpgroups per block sharing the streamed tiles (else one), 2 = pipelined (the second product of
  * a step overlaps the next step's softmax), 4 = three tiles in flight (else one), 8 = longest-first
- * grid, 16 = ping-pong of two warpgroups, 32 = more warpgroups (dK/dV 3, forward and dQ 4); a
+ * grid, 16 = ping-pong of two warpgroups, 32 = more warpgroups (dK/dV 3, forward and dQ 4), 64 =
+ * dK/dV only: a TMA producer warpgroup and mbarriers instead of cp.async and __syncthreads (with 32:
+ * three consumer warpgroups; 1: two, with 2 pipelined; else one, two blocks per SM); a
  * field "-" leaves that kernel out (benchmarks only).  NULL: DROVER_WG_VARIANT or the built-in
  * default (13,13,32).  For benchmarks; not thread-safe. */
 void kern_attention_set_variant(const char *v);

@@ -352,10 +352,14 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
     /* wgmma in each kernel variant (kern_attention_set_variant) */
     /* 13: longest-first grid; 24: ping-pong, longest-first; 37: dK/dV three warpgroups; 56:
      * three warpgroups in ping-pong (dK/dV), ping-pong (forward, dQ), longest-first */
-    enum { NI = 14 };
+    /* 13,13,64..104: dK/dV with the TMA producer warpgroup (1 warpgroup, 2 blocks per SM; 2
+     * warpgroups; pipelined; three warpgroups; three, longest-first) */
+    enum { NI = 20 };
     const char *which[NI] = {"mma",   "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma",
-                             "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wmma ref"};
-    const char *variant[NI] = {NULL, "0", "1", "2", "3", "4", "5", "6", "7", "13", "24", "37", "56", NULL};
+                             "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma",
+                             "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wmma ref"};
+    const char *variant[NI] = {NULL, "0", "1", "2", "3", "4", "5", "6", "7", "13", "24", "37", "56",
+                               "13,13,64", "13,13,65", "13,13,66", "13,13,67", "13,13,96", "13,13,104", NULL};
     attn_fwd_fn fwd[NI];
     attn_bwd_fn bwd[NI];
     for (int k = 0; k < NI; k++) {
