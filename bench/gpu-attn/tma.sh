@@ -30,10 +30,16 @@ for b in bench-old bench; do
     grep -E "attention|sum|total" "$O/kernels-$b.txt" | cut -c1-120
 done
 unset BENCH_WG
-V=${TMA_VARIANT:-$(awk '/dkv alone \(wgmma (64|65|66|67|96|104)\)/ {sub(/\)/, "", $5); print $6, $5}' "$O/kernels-bench.txt" | sort -n | head -1 | cut -d' ' -f2)}
+# TMA configurations with a failed check are not candidates; a failure elsewhere, or a check
+# run that did not finish, ends the call here
+TV='64|65|66|67|96|104'
+bad=$(grep FAIL "$O/attn-check.txt" | grep -oE "wgmma13,13,($TV) " | sed 's/wgmma13,13,//' | sort -u | tr '\n' ' ')
+other=$(grep FAIL "$O/attn-check.txt" | grep -cvE "wgmma13,13,($TV) ")
+echo "TMA configurations failing a check: ${bad:-none}; other failures: $other"
+V=${TMA_VARIANT:-$(awk -v bad=" $bad" '/dkv alone \(wgmma (64|65|66|67|96|104)\)/ {sub(/\)/, "", $5); if (index(bad, " " $5 " ") == 0) print $6, $5}' "$O/kernels-bench.txt" | sort -n | head -1 | cut -d' ' -f2)}
 echo "TMA variant: ${V:-none}"
-if [ $rc != 0 ] || [ -z "$V" ]; then
-    echo "attention checks failed or no TMA figure: no TMA runs"
+if [ "$other" != 0 ] || [ -z "$V" ] || [ $rc -gt 1 ] || { [ $rc = 1 ] && [ -z "$bad" ]; }; then
+    echo "attention checks failed (rc=$rc) or no TMA candidate: no TMA runs"
     exit 1
 fi
 N=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
