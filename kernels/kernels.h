@@ -123,7 +123,7 @@ int kern_attention_set_impl(int impl);
  * dK/dV only: a TMA producer warpgroup and mbarriers instead of cp.async and __syncthreads (with 32:
  * three consumer warpgroups; 1: two, with 2 pipelined; else one, two blocks per SM); a
  * field "-" leaves that kernel out (benchmarks only).  NULL: DROVER_WG_VARIANT or the built-in
- * default (13,13,32).  For benchmarks; not thread-safe. */
+ * default (13,13,96).  For benchmarks; not thread-safe. */
 void kern_attention_set_variant(const char *v);
 const char *kern_attention_impl(int hs);
 /* The backward's D = rowsum(dout * out) per (batch*head, t) into D (B*NH*T floats): impl 1 = 8
