@@ -203,6 +203,22 @@ static void test_status_round_trip(void **state)
     free(back);
 }
 
+/* promote --spec-digest's rule: no digest asked (an older controller) accepts what runs; a
+ * digest asked matches only exactly, never an unknown running spec. */
+static void test_matches(void **state)
+{
+    (void)state;
+    const char *d1 = "1111111111111111111111111111111111111111111111111111111111111111";
+    const char *d2 = "2222222222222222222222222222222222222222222222222222222222222222";
+    assert_true(spec_digest_matches(d1, NULL));
+    assert_true(spec_digest_matches(d1, ""));
+    assert_true(spec_digest_matches("", ""));
+    assert_true(spec_digest_matches(d1, d1));
+    assert_false(spec_digest_matches(d1, d2));
+    assert_false(spec_digest_matches("", d1));
+    assert_false(spec_digest_matches(NULL, d1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -210,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_each_field),
         cmocka_unit_test(test_limits_and_validation),
         cmocka_unit_test(test_status_round_trip),
+        cmocka_unit_test(test_matches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
