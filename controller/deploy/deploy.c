@@ -879,15 +879,35 @@ int taken_over(struct deploy *d, const char *what)
 }
 
 /* After a revert: watch until the good release heartbeats in phase train on every rank. */
+/* The ranks per container of the pair a revert or rollback went back to: it may run another
+ * nproc_per_node than the inventory's (the revert of a failed nproc_per_node change, a rollback
+ * to the spec promoted before one), so the first container's agent is asked (its status reports
+ * the current spec's nproc); the inventory's when it cannot say. */
+static int recovered_nproc(struct deploy *d, const char *release)
+{
+    char e[1200];
+    const struct inv_job *j = d->job;
+    if (fleet_agent_status(d->f, &j->cts[0], d->st, e, sizeof e) < 0)
+        return j->nproc_per_node;
+    const struct job_status *js = status_find_job(d->st, j->name);
+    if (!js || strcmp(js->current, release) != 0 || js->nproc <= 0 || js->nproc > STATUS_MAX_RANKS)
+        return j->nproc_per_node;
+    if (js->nproc != j->nproc_per_node)
+        fprintf(stderr, "recovery: %s runs %d rank(s) per container there (the inventory says %d)\n",
+                j->cts[0].label, js->nproc, j->nproc_per_node);
+    return js->nproc;
+}
+
 int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_sz)
 {
     struct inv_policy pol = d->job->policy;
     if (pol.healthy_deadline_s < 30)
         pol.healthy_deadline_s = 30;
     pol.progress_deadline_s = 2 * pol.healthy_deadline_s + (d->job->grace_s > 0 ? d->job->grace_s : 60);
+    int nproc = recovered_nproc(d, good);
     struct probation *p;
-    int r = probation_new(&pol, d->job->name, good, d->job->ncts, d->labels, d->job->nproc_per_node,
-                          -1, true, time_mono(), &p);
+    int r = probation_new(&pol, d->job->name, good, d->job->ncts, d->labels, nproc, -1, true,
+                          time_mono(), &p);
     if (r < 0)
         return r;
     deploy_interrupted = 0;

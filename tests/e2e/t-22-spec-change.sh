@@ -117,6 +117,26 @@ drover plan "$d" --job train
 show_drover 6
 check "plan says the inventory's spec differs (env)" drover_said 'job spec changed: .*env'
 
+say "(5) nproc_per_node 1 -> 2 promoted, then rolled back: one rank per container again"
+# the lab's spec with two ranks per container (the rollback of (4) promoted the lab's spec again)
+awk '/^tolerance *=/ { print "tolerance = 0.9"; next } /^nproc_per_node *=/ { print "nproc_per_node = 2"; next }
+	{ print }' "$LAB_INV" >"$INV"
+workers() { local c n=0; for c in $E2E_CTS; do n=$((n + $(ct_pids "$c" | wc -w))); done; ((n == $1)); }
+drover deploy "$d" --job train
+show_drover 6
+check "deploy of nproc_per_node 2 exits 0" test "$DROVER_RC" = 0
+check "deploy says nproc_per_node 1 -> 2" drover_said 'job spec changed: nproc_per_node 1 -> 2'
+check "six workers run (two per container)" wait_until 60 workers 6
+drover rollback --job train
+show_drover 6
+check "rollback exits 0 (the recovery waits for one rank per container, not the inventory's two)" \
+	test "$DROVER_RC" = 0
+check "rollback says it goes to v1's earlier job spec" drover_said 'to the same release .* with the job spec it was promoted with before'
+check "three workers run (one per container)" wait_until 60 workers 3
+check "status: promoted everywhere (current == good)" wait_until 60 spec_on_good
+drover plan "$d" --job train
+check "plan says nproc_per_node 1 -> 2 again" drover_said 'job spec changed: nproc_per_node 1 -> 2'
+
 say "back to the lab's own spec"
 spec_inventory
 drover deploy "$d" --job train
