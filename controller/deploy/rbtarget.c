@@ -54,6 +54,16 @@ static int earlier_pair(const struct rb_ct *cts, int n, const struct job_status 
     return -1;
 }
 
+/* The newest promoted pair of release `rel` in js, the one it runs included: its index in goods,
+ * or -1. */
+static int newest_pair(const struct job_status *js, const char *rel)
+{
+    for (int k = 0; k < js->ngoods; k++)
+        if (!strcmp(js->goods[k], rel))
+            return k;
+    return -1;
+}
+
 /* Container i goes to pair k of its goods (k < 0: the release with the inventory's spec). */
 static void take_pair(struct rb_target *t, const struct rb_ct *c, int i, int k)
 {
@@ -84,13 +94,19 @@ int rbtarget_decide(const char *job, const struct rb_ct *cts, int n, const char 
     if (agree)
         (void)str_copy(t->good, sizeof t->good, cts[0].js->good);
     if (to) {
+        /* Every container runs `to` already: the operator asks for an earlier spec of it, so
+         * each goes to its newest promoted pair of `to` other than what runs.  Otherwise each
+         * goes to its newest promoted pair of `to`, the one it runs included: a container left
+         * on `to` while the others moved on keeps its spec (picking "another" pair there sent it
+         * to a spec the job ran long ago). */
         t->kind = RB_EARLIER;
         (void)str_copy(t->release, sizeof t->release, to);
         t->spec_only = true;
-        for (int i = 0; i < n; i++) {
-            take_pair(t, &cts[i], i, earlier_pair(cts, n, cts[i].js, to));
+        for (int i = 0; i < n; i++)
             t->spec_only = t->spec_only && !strcmp(cts[i].js->current, to);
-        }
+        for (int i = 0; i < n; i++)
+            take_pair(t, &cts[i], i, t->spec_only ? earlier_pair(cts, n, cts[i].js, to)
+                                                  : newest_pair(cts[i].js, to));
         (void)str_copy(t->current, sizeof t->current, cts[0].js->current);
         return 0;
     }

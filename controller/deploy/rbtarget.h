@@ -56,7 +56,8 @@ struct rb_target {
 
 /* Decide for n containers (1..INV_MAX_CTS) of job `job`.  to: the release the operator named
  * (a full id the caller resolved; NULL: none): every container goes there, with the spec of its
- * newest promoted pair of that release other than what runs, else the inventory's.  Returns 0
+ * newest promoted pair of that release (other than what runs when every container runs it
+ * already: an earlier spec of it), else the inventory's.  Returns 0
  * with *ret filled (its kind says what to do), -EINVAL for n out of range. */
 int rbtarget_decide(const char *job, const struct rb_ct *cts, int n, const char *to, struct rb_target *ret);
 

@@ -126,6 +126,26 @@ static void test_containers_disagree(void **state)
     assert_int_equal(t.kind, RB_EARLIER);
     assert_string_equal(t.release, A);
     assert_false(t.spec_only);
+    /* h1:101, left on A with the spec promoted last (D1), keeps it; it once ran A with D2.  The
+     * first version sent it to (A, D2), "the newest pair other than what runs" (t-23 in suite
+     * order, after t-22's spec change) */
+    const char *old_pairs[] = { A, A, C }, *old_dg[] = { D1, D2, D1 };
+    const char *new_pairs[] = { B, A, A }, *new_dg[] = { D1, D1, D2 };
+    job(&js[0], A, D1, A, D1, 3, old_pairs, old_dg);
+    job(&js[1], B, D1, B, D1, 3, new_pairs, new_dg);
+    job(&js[2], B, D1, B, D1, 3, new_pairs, new_dg);
+    assert_int_equal(rbtarget_decide("train", cts, 3, A, &t), 0);
+    assert_int_equal(t.kind, RB_EARLIER);
+    assert_false(t.spec_only);
+    assert_int_equal(t.nrecorded, 0); /* (A, D1) everywhere: the inventory's spec */
+    cts_of(cts, js, 3, D2); /* the inventory asks for D2 now: each goes to (A, D1) by its record */
+    assert_int_equal(rbtarget_decide("train", cts, 3, A, &t), 0);
+    assert_int_equal(t.nrecorded, 3);
+    assert_string_equal(t.digest[0], D1);
+    cts_of(cts, js, 3, D1);
+    job(&js[0], A, "", A, "", 2, old_goods, dg);
+    job(&js[1], B, "", B, "", 3, new_goods, dg);
+    job(&js[2], B, "", B, "", 3, new_goods, dg);
     /* the same good release, but their promoted histories lead elsewhere */
     const char *other[] = { B, C };
     job(&js[0], B, "", B, "", 2, other, dg);
