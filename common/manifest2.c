@@ -66,15 +66,21 @@ static int entry_cmp(const void *a, const void *b)
     return strcmp(((const struct m2_entry *)a)->path, ((const struct m2_entry *)b)->path);
 }
 
-const struct m2_entry *manifest2_find(const struct manifest2 *m, const char *path)
+/* "./launch.sh" names the same file as "launch.sh" (the agent runs a job's command from the
+ * release directory, and docs/pytorch.md writes `command = ./launch.sh`) */
+static const char *skip_dot_slash(const char *path)
 {
-    /* "./launch.sh" names the same file as "launch.sh" (the agent runs a job's command from the
-     * release directory, and docs/pytorch.md writes `command = ./launch.sh`) */
     while (path[0] == '.' && path[1] == '/') {
         path += 2;
         while (*path == '/')
             path++;
     }
+    return path;
+}
+
+const struct m2_entry *manifest2_find(const struct manifest2 *m, const char *path)
+{
+    path = skip_dot_slash(path);
     struct m2_entry key = { .path = (char *)path };
     return bsearch(&key, m->e, m->n, sizeof *m->e, entry_cmp);
 }
@@ -83,6 +89,7 @@ static int resolve(const struct manifest2 *m, char *buf, size_t *blen, const cha
 
 const char *manifest2_exec_problem(const struct manifest2 *m, const char *path)
 {
+    path = skip_dot_slash(path); /* or "./launch.sh", missing, "is a symlink" to "launch.sh" */
     const struct m2_entry *f = manifest2_find(m, path);
     bool via_link = f && f->type == M2_LINK;
     if (!f || via_link) {

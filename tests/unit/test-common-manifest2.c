@@ -281,6 +281,11 @@ static void test_exec_problem_follows_links(void **state)
     assert_non_null(why);
     assert_non_null(strstr(why, "directory"));
     assert_non_null(manifest2_exec_problem(m, "nope.sh"));
+    /* a missing "./x" is missing, not "a symlink whose target is missing" (it compared the
+     * resolved "nope.sh" with "./nope.sh" and took the difference for a symlink) */
+    assert_string_equal(manifest2_exec_problem(m, "nope.sh"), "is missing");
+    assert_string_equal(manifest2_exec_problem(m, "./nope.sh"), "is missing");
+    assert_string_equal(manifest2_exec_problem(m, ".//nope.sh"), "is missing");
     manifest2_free(m);
 }
 
