@@ -26,6 +26,7 @@ extern "C" const char *kern_last_error(void)
 // The LayerNorm forward with its row in registers is the default (DROVER_LN=old: the earlier
 // kernel, the same bits).  The classifier with its row in shared memory is opt-in
 // (DROVER_CLS=smem): it measured slower than the earlier kernel on the H200 (docs/benchmarks.md).
+// DROVER_CLS=v2 and v2r select the classifiers built for more loads in flight (not yet measured).
 static int ln_impl = -1, cls_impl = -1;
 
 extern "C" void kern_rowkernels_set_impl(int ln, int cls)
@@ -33,8 +34,14 @@ extern "C" void kern_rowkernels_set_impl(int ln, int cls)
     const char *e;
     if (ln < 0)
         ln = (e = getenv("DROVER_LN")) && !strcmp(e, "old") ? 0 : 1;
-    if (cls < 0)
-        cls = (e = getenv("DROVER_CLS")) && !strcmp(e, "smem") ? 1 : 0;
+    if (cls < 0) { /* DROVER_CLS names 1.. (kernels.h); unset or unknown: 0 */
+        static const char *const names[] = {"default", "smem", "v2", "v2r"};
+        e = getenv("DROVER_CLS");
+        cls = 0;
+        for (int i = 1; e && i < (int)(sizeof names / sizeof names[0]); i++)
+            if (!strcmp(e, names[i]))
+                cls = i;
+    }
     ln_impl = ln;
     cls_impl = cls;
 }
@@ -1111,6 +1118,220 @@ static __global__ void __launch_bounds__(CLSS_THREADS, 2)
     }
 }
 
+// ---- v2 (DROVER_CLS=v2, v2r): memory-level parallelism, one online pass, one exp per element
+// per pass.  The default kernel above does one 16-byte load per thread and then a dependent max /
+// exp update, so few bytes are in flight per SM; these keep 13-16 loads (v2) or 4 loads (v2r) in
+// flight per thread before the first is used.  Both: per-thread online (max, sum) updated once per
+// vector of 8 (the max in bf16x2, exact; exp as ex2.approx of one fma: 2 + 1/8 exps per element
+// in all), one fixed-order block reduction (bitwise reproducible), the gradient from the same
+// ex2/fma form with the target's -1 taken from the same float as the others.
+//   v2:  the row staged in shared memory by cp.async (each thread copies and then reads only its
+//        own vectors, so pass 1 needs no barrier and consumes vector j while j+1..j+15 are in
+//        flight); the gradient from shared memory: one DRAM read, one write.  Two blocks per SM
+//        (Vp * 2 bytes each).
+//   v2r: the row in registers, four loads issued before use; pass 2 re-reads the row (L2 for the
+//        most part: shared memory is reserved so that only two blocks, 264 rows, are in flight).
+#define CLS2_THREADS 512
+#define CLS2_DEPTH   16 /* cp.async vectors in flight per thread (v2) */
+#define CLS_L2E      1.4426950408889634f
+
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
+{
+    unsigned sa = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(gmem) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit(void)
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int N> __device__ __forceinline__ void cp_async_wait(void)
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); // no shared load hoisted above
+}
+
+// Online update of (m, s) with 8 logits, s = sum of 2^(x*L2E - m*L2E).  At least one of the 8
+// must be a real logit (not -inf) while m is still -inf, as in the default kernel.
+__device__ __forceinline__ void cls_online8(uint4 u, float &m, float &s)
+{
+    float a, b;
+    bf2_to_f(bf2_max(bf2_max(u.x, u.y), bf2_max(u.z, u.w)), &a, &b);
+    float nm = fmaxf(m, fmaxf(a, b));
+    float nml = -nm * CLS_L2E, e[8];
+    s *= ex2_approx((m - nm) * CLS_L2E); // m -inf: s is 0 and stays 0
+    unsigned w[4] = { u.x, u.y, u.z, u.w };
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        float lo, hi;
+        bf2_to_f(w[k], &lo, &hi);
+        e[2 * k] = ex2_approx(fmaf(lo, CLS_L2E, nml));
+        e[2 * k + 1] = ex2_approx(fmaf(hi, CLS_L2E, nml));
+    }
+    s += ((e[0] + e[1]) + (e[2] + e[3])) + ((e[4] + e[5]) + (e[6] + e[7]));
+    m = nm;
+}
+
+// The vector starting at v0 < V with V inside it: logits v >= V become bf16 -inf (exp 0).
+__device__ __forceinline__ uint4 cls_mask_tail(uint4 u, int v0, int V)
+{
+    unsigned w[4] = { u.x, u.y, u.z, u.w };
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        if (v0 + 2 * k >= V)
+            w[k] = 0xff80ff80u;
+        else if (v0 + 2 * k + 1 >= V)
+            w[k] = (w[k] & 0xffffu) | 0xff800000u;
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// Gradient of 8 logits all below V, the target not among them: 2^(x*L2E - lse*L2E) * dloss.
+__device__ __forceinline__ uint4 cls_grad8(uint4 u, float nl, float dloss)
+{
+    unsigned w[4] = { u.x, u.y, u.z, u.w };
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        float lo, hi;
+        bf2_to_f(w[k], &lo, &hi);
+        w[k] = f_to_bf2(ex2_approx(fmaf(lo, CLS_L2E, nl)) * dloss,
+                        ex2_approx(fmaf(hi, CLS_L2E, nl)) * dloss);
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// The same for the vector holding the target or V or the padding: (p - 1) * dloss at the
+// target (p from the same fma/ex2 as the others), 0 at v >= V.
+__device__ __noinline__ uint4 cls_grad8_edge(uint4 u, float nl, float dloss, int v0, int V, int tgt)
+{
+    unsigned w[4] = { u.x, u.y, u.z, u.w };
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        float lo, hi;
+        bf2_to_f(w[k], &lo, &hi);
+        int v = v0 + 2 * k;
+        float glo = ex2_approx(fmaf(lo, CLS_L2E, nl)), ghi = ex2_approx(fmaf(hi, CLS_L2E, nl));
+        glo = v < V ? (glo - (v == tgt ? 1.f : 0.f)) * dloss : 0.f;
+        ghi = v + 1 < V ? (ghi - (v + 1 == tgt ? 1.f : 0.f)) * dloss : 0.f;
+        w[k] = f_to_bf2(glo, ghi);
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// Block-wide lse from each thread's (m, s): the max, then each s rescaled to it and summed, both
+// in a fixed order (the same bits on every thread and every run).
+template <int NT> __device__ __forceinline__ float cls_block_lse(float m, float s, float *sh)
+{
+    float M = block_reduce_fixed<NT>(m, sh, true);
+    float sc = m == -INFINITY ? 0.f : s * ex2_approx((m - M) * CLS_L2E);
+    float S = block_reduce_fixed<NT>(sc, sh, false);
+    return M + logf(S);
+}
+
+// logits: (N,Vp) bf16, row blockIdx.x, in: logits, out: dlogits (dloss != 0); losses: (N) fp32;
+// targets: (N) int32 < V.  Dynamic shared memory: Vp * 2 bytes.  Tolerance as the default kernel.
+static __global__ void __launch_bounds__(CLS2_THREADS, 2)
+    classifier_v2_kernel(bf16 *logits, float *losses, const int *targets, float dloss, int V,
+                         int Vp)
+{
+    extern __shared__ __align__(16) unsigned char cls_smem[];
+    __shared__ float sh[CLS2_THREADS / 32];
+    uint4 *rv = reinterpret_cast<uint4 *>(cls_smem);
+    const int row = blockIdx.x, tid = threadIdx.x, nvec = Vp / 8, nfull = V / 8;
+    bf16 *x = logits + (size_t)row * Vp;
+    const uint4 *xg = reinterpret_cast<const uint4 *>(x);
+#pragma unroll
+    for (int j = 0; j < CLS2_DEPTH; j++) { // one commit group per vector, empty ones included
+        int i = tid + j * CLS2_THREADS;
+        if (i < nvec)
+            cp_async16(rv + i, xg + i);
+        cp_async_commit();
+    }
+    int tgt = targets[row];
+    float m = -INFINITY, s = 0.f;
+    for (int i = tid; i < nvec; i += CLS2_THREADS) {
+        cp_async_wait<CLS2_DEPTH - 1>(); // this thread's vector i has landed
+        uint4 u = rv[i];
+        int in = i + CLS2_DEPTH * CLS2_THREADS;
+        if (in < nvec)
+            cp_async16(rv + in, xg + in);
+        cp_async_commit();
+        if (i < nfull)
+            cls_online8(u, m, s);
+        else if (i * 8 < V)
+            cls_online8(cls_mask_tail(u, i * 8, V), m, s);
+    }
+    float lse = cls_block_lse<CLS2_THREADS>(m, s, sh); // its barriers publish every thread's copies
+    if (tid == 0)
+        losses[row] = lse - __bfloat162float(reinterpret_cast<const bf16 *>(cls_smem)[tgt]);
+    if (dloss == 0.f)
+        return;
+    const float nl = -lse * CLS_L2E;
+    const int ti = tgt / 8;
+    uint4 *xo = reinterpret_cast<uint4 *>(x);
+#pragma unroll 4
+    for (int i = tid; i < nvec; i += CLS2_THREADS) {
+        uint4 u = rv[i];
+        xo[i] = i < nfull && i != ti ? cls_grad8(u, nl, dloss)
+                                     : cls_grad8_edge(u, nl, dloss, i * 8, V, tgt);
+    }
+}
+
+#define CLS2R_UNROLL 4
+// The same contract, the row in registers (see above).  Dynamic shared memory: none needed; the
+// launcher reserves some to hold two blocks per SM.
+static __global__ void __launch_bounds__(CLS2_THREADS, 2)
+    classifier_v2r_kernel(bf16 *logits, float *losses, const int *targets, float dloss, int V,
+                          int Vp)
+{
+    __shared__ float sh[CLS2_THREADS / 32];
+    const int row = blockIdx.x, tid = threadIdx.x, nvec = Vp / 8, nfull = V / 8;
+    bf16 *x = logits + (size_t)row * Vp;
+    const uint4 *xg = reinterpret_cast<const uint4 *>(x);
+    int tgt = targets[row];
+    float tlogit = __bfloat162float(x[tgt]);
+    float m = -INFINITY, s = 0.f;
+    for (int i0 = tid; i0 < nvec; i0 += CLS2R_UNROLL * CLS2_THREADS) {
+        uint4 u[CLS2R_UNROLL];
+#pragma unroll
+        for (int k = 0; k < CLS2R_UNROLL; k++) { // all loads first
+            int i = i0 + k * CLS2_THREADS;
+            u[k] = i < nvec ? __ldcg(xg + i) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int k = 0; k < CLS2R_UNROLL; k++) {
+            int i = i0 + k * CLS2_THREADS;
+            if (i < nfull)
+                cls_online8(u[k], m, s);
+            else if (i < nvec && i * 8 < V)
+                cls_online8(cls_mask_tail(u[k], i * 8, V), m, s);
+        }
+    }
+    float lse = cls_block_lse<CLS2_THREADS>(m, s, sh); // every read of the row is done past here
+    if (tid == 0)
+        losses[row] = lse - tlogit;
+    if (dloss == 0.f)
+        return;
+    const float nl = -lse * CLS_L2E;
+    const int ti = tgt / 8;
+    uint4 *xo = reinterpret_cast<uint4 *>(x);
+    for (int i0 = tid; i0 < nvec; i0 += CLS2R_UNROLL * CLS2_THREADS) {
+        uint4 u[CLS2R_UNROLL];
+#pragma unroll
+        for (int k = 0; k < CLS2R_UNROLL; k++) {
+            int i = i0 + k * CLS2_THREADS;
+            u[k] = i < nvec ? __ldcg(xg + i) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int k = 0; k < CLS2R_UNROLL; k++) {
+            int i = i0 + k * CLS2_THREADS;
+            if (i < nvec)
+                xo[i] = i < nfull && i != ti ? cls_grad8(u[k], nl, dloss)
+                                             : cls_grad8_edge(u[k], nl, dloss, i * 8, V, tgt);
+        }
+    }
+}
+
 extern "C" int kern_classifier_forward_backward(kbf16 *logits, float *losses, const int *targets,
                                                 float dloss, int N, int V, int Vp, cudaStream_t s)
 {
@@ -1130,6 +1351,33 @@ extern "C" int kern_classifier_forward_backward(kbf16 *logits, float *losses, co
         if (bytes <= 48 * 1024 || bytes <= smem_set) {
             classifier_smem_kernel<<<N, CLSS_THREADS, bytes, s>>>((bf16 *)logits, losses, targets,
                                                                  dloss, V, Vp);
+            return kern_check_launch("classifier");
+        }
+    }
+    if (cls_impl == 2 || cls_impl == 3) {
+        /* v2: the row, Vp * 2 bytes (two rows per SM at GPT-2's Vp); v2r: 96 KiB of unused shared
+         * memory, so that at most two blocks run per SM whatever the register count and the 264
+         * rows in flight stay in L2 until pass 2 re-reads them.  Set on every call: the attributes
+         * are per device.  A failure (too wide for shared memory): v2 falls back to the default
+         * kernel, v2r runs without the reservation. */
+        const void *kern = cls_impl == 2 ? (const void *)classifier_v2_kernel
+                                         : (const void *)classifier_v2r_kernel;
+        int bytes = cls_impl == 2 ? Vp * 2 : 96 * 1024;
+        if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) !=
+                cudaSuccess ||
+            cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared) != cudaSuccess) {
+            (void)cudaGetLastError();
+            bytes = cls_impl == 2 ? -1 : 0;
+        }
+        if (cls_impl == 3) {
+            classifier_v2r_kernel<<<N, CLS2_THREADS, bytes, s>>>((bf16 *)logits, losses, targets,
+                                                                 dloss, V, Vp);
+            return kern_check_launch("classifier");
+        }
+        if (bytes >= 0) {
+            classifier_v2_kernel<<<N, CLS2_THREADS, bytes, s>>>((bf16 *)logits, losses, targets,
+                                                                dloss, V, Vp);
             return kern_check_launch("classifier");
         }
     }
