@@ -447,6 +447,8 @@ static void test_classifier(struct rng *r, int B, int T, int V, int Vp)
     int *tgt = malloc(N * sizeof(int));
     for (size_t i = 0; i < N; i++)
         tgt[i] = (int)(rng_next_u64(r) % (uint64_t)V);
+    tgt[0] = V - 1; /* the target in the vector that holds V (when V % 8), and in the first */
+    tgt[N - 1] = 0;
     float *probs = malloc(N * Vp * 4), *losses = malloc(N * 4), *dl = calloc(N * Vp, 4), *dlosses = malloc(N * 4);
     cpu_softmax_forward(probs, logits, B, T, V, Vp);
     cpu_crossentropy_forward(losses, probs, tgt, B, T, Vp);
@@ -464,6 +466,16 @@ static void test_classifier(struct rng *r, int B, int T, int V, int Vp)
     check(name, rel_err(gl, losses, N), 1e-3);
     snprintf(name, sizeof name, "classifier dlogits (padding must be 0; V%d)", V);
     check(name, rel_err(gd, dl, N * Vp), 1e-2);
+    /* the same logits again: the same bits (fixed-order reductions); dloss 0: losses only */
+    kbf16 *d_log2 = dev_bf16(logits, N * Vp), *d_log3 = dev_bf16(logits, N * Vp);
+    float *d_loss2 = dev_poisoned(N * 4), *d_loss3 = dev_poisoned(N * 4);
+    KK(kern_classifier_forward_backward(d_log2, d_loss2, d_tgt, 1.0f / (float)N, (int)N, V, Vp, 0));
+    KK(kern_classifier_forward_backward(d_log3, d_loss3, d_tgt, 0.0f, (int)N, V, Vp, 0));
+    float *gl2 = host_from_f32(d_loss2, N), *gd2 = host_from_bf16(d_log2, N * Vp);
+    float *gl3 = host_from_f32(d_loss3, N), *gd3 = host_from_bf16(d_log3, N * Vp);
+    check("classifier repeat identical", memcmp(gl, gl2, N * 4) || memcmp(gd, gd2, N * Vp * 4) ? 1.0 : 0.0, 0);
+    check("classifier dloss 0: same losses, logits kept",
+          memcmp(gl, gl3, N * 4) || memcmp(gd3, logits, N * Vp * 4) ? 1.0 : 0.0, 0);
     float *d_sum = dev_poisoned(4);
     KK(kern_sum(d_sum, d_loss, N, 0));
     float *gs = host_from_f32(d_sum, 1);
@@ -536,6 +548,16 @@ int main(int argc, char **argv)
     test_classifier(&r, 2, 16, 50257, 50304);
     test_classifier(&r, 1, 8, 70001, 70008);   /* 137 KiB of shared memory */
     test_classifier(&r, 1, 4, 150001, 150008); /* too wide for shared memory: the earlier kernel */
+    /* the classifiers with more loads in flight: the row in shared memory, then in registers */
+    for (int cls = 2; cls <= 3; cls++) {
+        printf("-- classifier DROVER_CLS=%s\n", cls == 2 ? "v2" : "v2r");
+        kern_rowkernels_set_impl(-1, cls);
+        test_classifier(&r, 4, 32, 1000, 1024);    /* fewer vectors than threads, 3 padding vectors */
+        test_classifier(&r, 2, 16, 50257, 50304);  /* GPT-2's vocabulary */
+        test_classifier(&r, 2, 8, 4096, 4096);     /* no tail, no padding */
+        test_classifier(&r, 1, 8, 70001, 70008);   /* v2: more vectors than its loads in flight */
+        test_classifier(&r, 1, 4, 150001, 150008); /* v2: too wide for shared memory (the default) */
+    }
     kern_rowkernels_set_impl(-1, -1);
     test_optimizer(&r, 300007); /* odd: the one-element AdamW kernel */
     test_optimizer(&r, 300008); /* four elements per thread */
