@@ -294,6 +294,12 @@ static int bench_kernels(int B)
          kern_layernorm_forward(y, mean, rstd, x, bias, bias, (int)N, C, 0));
     TIME("  classifier + ce (DROVER_CLS=smem)", 0, bf * 2.0 * N * Vp, 0,
          kern_classifier_forward_backward(logits, losses, tgt, 1.0f / (float)N, (int)N, V, Vp, 0));
+    kern_rowkernels_set_impl(0, 2);
+    TIME("  classifier + ce (DROVER_CLS=v2)", 0, bf * 2.0 * N * Vp, 0,
+         kern_classifier_forward_backward(logits, losses, tgt, 1.0f / (float)N, (int)N, V, Vp, 0));
+    kern_rowkernels_set_impl(0, 3);
+    TIME("  classifier + ce (DROVER_CLS=v2r)", 0, bf * 2.0 * N * Vp, 0,
+         kern_classifier_forward_backward(logits, losses, tgt, 1.0f / (float)N, (int)N, V, Vp, 0));
     kern_rowkernels_set_impl(-1, -1);
     /* in the step, ln1 and ln2's backward also sum the attproj/fcproj bias gradient (one more
      * read of dinp) unless DROVER_LN_BIAS=0, which runs the C-column bias kernel instead */
