@@ -155,6 +155,19 @@ void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char 
         top_trend_push(ct->trend, &ct->ntrend, (float)sum);
 }
 
+/* Index in the snapshot's cts[] (jobs in inventory order, each job's containers in order) of
+ * the first pair that names the same container as job j's container i. */
+static int first_same_ct(const struct inventory *inv, int j, int i)
+{
+    const struct inv_ct *ct = &inv->jobs[j].cts[i];
+    int ix = 0;
+    for (int k = 0; k <= j; k++)
+        for (int d = 0; d < inv->jobs[k].ncts; d++, ix++)
+            if (inventory_same_ct(&inv->jobs[k].cts[d], ct))
+                return ix;
+    return ix; /* not reached: the pair itself matches */
+}
+
 int top_snapshot_init(struct top_snapshot *s, const struct inventory *inv, double interval_s)
 {
     memset(s, 0, sizeof *s);
@@ -183,6 +196,7 @@ int top_snapshot_init(struct top_snapshot *s, const struct inventory *inv, doubl
             ct->host = ij->cts[i].host;
             ct->job = j;
             ct->node_rank = i;
+            ct->same_as = first_same_ct(inv, j, i);
             (void)str_copy(ct->label, sizeof ct->label, ij->cts[i].label);
             ct->age_s = -1;
         }

@@ -80,6 +80,8 @@ struct top_ct {
     int host;              /* inventory host index */
     int job;               /* inventory job index */
     int node_rank;         /* index in the job's container list */
+    int same_as;           /* index in cts[] of the first pair naming the same container (host
+                            * and vmid, or local root): itself unless an earlier job shares it */
     char label[INV_NAME_MAX + INV_PATH_MAX + 8]; /* "h1:101" */
     bool seen;             /* a status document ever arrived */
     double doc_mono;       /* when the newest document arrived */
@@ -248,7 +250,7 @@ const char *top_row_problem(const struct top_snapshot *s, const struct top_row *
 /* Totals for the header. */
 struct top_summary {
     int hosts_up, hosts;
-    int cts_up, cts;
+    int cts_up, cts;         /* distinct containers (a container running two jobs counts once) */
     int ranks_running, ranks_expected;
     double ktok;
     int alerts[TOP_STATE_COUNT]; /* containers in each state (alert states matter) */

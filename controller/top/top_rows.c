@@ -618,6 +618,26 @@ const char *top_row_problem(const struct top_snapshot *s, const struct top_row *
 
 /* ------------------------------------------------------------------ header */
 
+/* Distinct containers and those whose agent answers: the snapshot holds one entry per (job,
+ * container), and a container running two jobs is one container (as `drover validate` counts
+ * it).  It answers when any of its entries has a fresh document. */
+static void count_cts(const struct top_snapshot *s, double now, int *ret_up, int *ret_all)
+{
+    bool up[TOP_MAX_CTS] = { false };
+    int n = 0, nup = 0;
+    for (int i = 0; i < s->ncts && i < TOP_MAX_CTS; i++) {
+        const struct top_ct *ct = &s->cts[i];
+        int d = ct->same_as >= 0 && ct->same_as <= i ? ct->same_as : i;
+        n += d == i;
+        if (ct->seen && !top_ct_is_stale(s, ct, now) && !up[d]) {
+            up[d] = true;
+            nup++;
+        }
+    }
+    *ret_up = nup;
+    *ret_all = n;
+}
+
 void top_summarize(const struct top_snapshot *s, double now, struct top_summary *ret)
 {
     struct top_summary m = { 0 };
@@ -633,7 +653,7 @@ void top_summarize(const struct top_snapshot *s, double now, struct top_summary 
         if (s->hosts[h].up && (n == 0 || fresh > 0))
             m.hosts_up++;
     }
-    m.cts = s->ncts;
+    count_cts(s, now, &m.cts_up, &m.cts);
     for (int j = 0; j < s->njobs; j++)
         m.ranks_expected += s->jobs[j].expected_ranks;
     for (int i = 0; i < s->ncts; i++) {
@@ -641,8 +661,6 @@ void top_summarize(const struct top_snapshot *s, double now, struct top_summary 
         enum top_state cs = top_ct_state(s, ct, now);
         m.alerts[cs]++;
         bool stale = top_ct_is_stale(s, ct, now);
-        if (ct->seen && !stale)
-            m.cts_up++;
         for (int k = 0; k < ct->nranks; k++) {
             const struct top_rank *r = &ct->ranks[k];
             if (stale)

@@ -447,6 +447,56 @@ static void test_unreachable_keeps_values_dimmed(void **state)
     assert_int_equal(m.ranks_running, 4);
 }
 
+/* A container running two jobs is one container in the header ("containers 3/3", as `drover
+ * validate` counts them), while each job keeps its own row and its ranks. */
+static void test_shared_container_counts_once(void **state)
+{
+    (void)state;
+    static const char text[] = "[host h1]\naddress = 127.0.0.2\n[host h2]\naddress = 127.0.0.3\n"
+                               "[job train]\ncontainers = h1:101 h2:201\ncommand = bin/t\n"
+                               "[job eval]\ncontainers = h1:101 h1:102\ncommand = bin/e\nmaster_port = 29501\n";
+    struct inventory *inv = NULL;
+    struct top_snapshot s;
+    struct agent_status st;
+    char err[512];
+    assert_int_equal(inventory_parse(text, strlen(text), "/t/inv.ini", &inv, err, sizeof err), 0);
+    assert_int_equal(inventory_count_cts(inv), 3);
+    assert_int_equal(top_snapshot_init(&s, inv, 2), 0);
+    assert_int_equal(s.ncts, 4);
+    for (int h = 0; h < s.nhosts; h++)
+        s.hosts[h].up = s.hosts[h].tried = true;
+    for (int i = 0; i < s.ncts; i++) {
+        make_status(&st, s.cts[i].node_rank, GOOD, GOOD, GANG_RUNNING, 10, 1000, 3.0);
+        strcpy(st.jobs[0].job, s.jobs[s.cts[i].job].name);
+        top_ct_update(&s.cts[i], &st, s.jobs[s.cts[i].job].name, 3, 100);
+    }
+    struct top_summary m;
+    top_summarize(&s, 100, &m);
+    assert_int_equal(m.cts, 3);
+    assert_int_equal(m.cts_up, 3);
+    assert_int_equal(m.ranks_expected, 4);
+    char l1[256], l2[256];
+    top_header_lines(&s, &m, true, l1, sizeof l1, l2, sizeof l2);
+    assert_non_null(strstr(l1, "containers 3/3"));
+    /* h1:101 goes quiet for both its jobs: one container down, not two */
+    double late = 100 + top_stale_after(2) + 0.1;
+    for (int i = 0; i < s.ncts; i++)
+        if (strcmp(s.cts[i].label, "h1:101") != 0)
+            s.cts[i].doc_mono = late;
+    top_summarize(&s, late, &m);
+    assert_int_equal(m.cts, 3);
+    assert_int_equal(m.cts_up, 2);
+    /* the rows stay per job: h1 shows 101 train, 101 eval, 102 eval */
+    struct top_view v = { .ascii = true };
+    struct top_row rows[32];
+    int n = top_build_rows(&s, inv, &v, late, rows, 32), ct_rows = 0;
+    for (int i = 0; i < n; i++)
+        ct_rows += rows[i].level == TOP_L_CT;
+    assert_int_equal(ct_rows, 4);
+    top_snapshot_done(&s);
+    inventory_free(inv);
+}
+
 static void test_tree_sort_filter_fold(void **state)
 {
     struct fx *f = *state;
@@ -669,6 +719,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_once_exit_agrees_with_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stalled_backoff_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreachable_keeps_values_dimmed, setup, teardown),
+        cmocka_unit_test(test_shared_container_counts_once),
         cmocka_unit_test_setup_teardown(test_tree_sort_filter_fold, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_marked_when_off_target, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_target, setup, teardown),
