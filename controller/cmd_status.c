@@ -2,6 +2,7 @@
  * every job, container and rank from the agents (status --json through pct exec).  Unreachable
  * hosts and agents are shown as such; it never waits longer than the connect and exec timeouts.
  */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -177,13 +178,15 @@ static void print_row(const char *job, const char *ct, int node, const struct jo
 }
 
 /* One container's answer, fetched before printing: hosts are asked at once (transport/fanout.h),
- * each host's containers one after another on its own session. */
+ * each host's containers one after another on its own session.  A container that runs several
+ * jobs is asked once; each of its jobs reads the same answer. */
 struct fetched {
     const struct inv_ct *ct;
     int r;
     double t0, t1;
     char err[1500];
     struct agent_status *st;
+    bool told;             /* its error or clock skew was said on stderr (once per container) */
 };
 
 struct prefetch {
@@ -213,6 +216,15 @@ static void prefetch_free(struct prefetch *p)
     free(p->items);
 }
 
+/* The answer of container ct (the same container whatever job names it); NULL if not asked. */
+static struct fetched *prefetch_find(struct prefetch *p, const struct inv_ct *ct)
+{
+    for (int i = 0; i < p->nitems; i++)
+        if (inventory_same_ct(p->items[i].ct, ct))
+            return &p->items[i];
+    return NULL;
+}
+
 static int prefetch_all(struct fleet *f, const struct status_opts *o, struct prefetch *p)
 {
     const struct inventory *inv = f->inv;
@@ -229,6 +241,8 @@ static int prefetch_all(struct fleet *f, const struct status_opts *o, struct pre
         if (o->job && strcmp(o->job, j->name) != 0)
             continue;
         for (int i = 0; i < j->ncts; i++) {
+            if (prefetch_find(p, &j->cts[i]))
+                continue;
             struct fetched *it = &p->items[p->nitems++];
             it->ct = &j->cts[i];
             it->st = malloc(sizeof *it->st);
@@ -242,6 +256,38 @@ static int prefetch_all(struct fleet *f, const struct status_opts *o, struct pre
             p->hosts[nh++] = h;
     fanout_run(nh, inv->parallel, fetch_host, p);
     return 0;
+}
+
+/* Why container it did not answer, on stderr, once however many jobs it runs (docs/errors.md:
+ * stderr names each missing container; the table said only "agent-unreachable").  A host's
+ * connect error was said when it failed. */
+static void status_tell_unreachable(const struct fleet *f, struct fetched *it, const char *job)
+{
+    if (it->told || f->conn_err[it->ct->host])
+        return;
+    it->told = true;
+    if (it->r == -EIO) /* the agent did not answer */
+        log_error("%s: %s (is the agent running? drover install --job %s starts it where it is not)",
+                  it->ct->label, it->err, job);
+    else
+        log_error("%s: %s", it->ct->label, it->err);
+}
+
+/* Clock skew: the agent's wall clock when it wrote the document st against the middle of our
+ * round trip (uncertain by half of it), into co; said on stderr once per container unless quiet.
+ * No deadline uses the wall clock; the journal's timestamps and people reading them do. */
+static void status_clock_skew(struct fetched *it, const struct agent_status *st, json_t *co, bool quiet)
+{
+    if (st->wall <= 0)
+        return;
+    double skew = st->wall - (it->t0 + it->t1) / 2, rtt = it->t1 - it->t0;
+    json_object_set_new(co, "clock_skew_s", json_real(skew));
+    if (fabs(skew) <= 2 + rtt / 2 || quiet || it->told)
+        return;
+    it->told = true;
+    fprintf(stderr, "%s: clock skew %+.1f s (the agent's clock is %s this machine's, measured within "
+                    "%.1f s); no deadline depends on it, the timestamps in its journal do\n",
+            it->ct->label, skew, skew > 0 ? "ahead of" : "behind", rtt / 2);
 }
 
 static int status_once(struct fleet *f, const struct status_opts *o)
@@ -260,7 +306,6 @@ static int status_once(struct fleet *f, const struct status_opts *o)
         json_decref(root);
         return EXIT_FAIL;
     }
-    int nf = 0;
     int unreachable = 0;
     if (!o->json)
         printf("%-12s %-22s %4s %4s %-13s %-18s %8s %8s %8s %5s %4s%s\n", "JOB", "CONTAINER", "NODE",
@@ -281,13 +326,13 @@ static int status_once(struct fleet *f, const struct status_opts *o)
         int nktok = 0; /* ranks that reported a throughput */
         for (int i = 0; i < j->ncts; i++) {
             const struct inv_ct *ct = &j->cts[i];
-            struct fetched *it = &pf.items[nf++];
+            struct fetched *it = prefetch_find(&pf, ct);
+            assert(it); /* prefetch_all asked every container of the jobs shown */
             char *err = it->err;
             json_t *co = json_pack("{s:s,s:s,s:i}", "container", ct->label, "host",
                                    inv->hosts[ct->host].name, "node_rank", i);
             json_object_set_new(co, "vmid", ct->vmid >= 0 ? json_integer(ct->vmid) : json_null());
             json_object_set_new(co, "root", json_str_or_null(ct->root));
-            double t0 = it->t0, t1 = it->t1;
             int r = it->r;
             if (r == 0)
                 memcpy(st, it->st, sizeof *st);
@@ -301,34 +346,18 @@ static int status_once(struct fleet *f, const struct status_opts *o)
                 json_object_set_new(co, "reachable", json_false());
                 json_object_set_new(co, "state", json_string(why));
                 json_object_set_new(co, "error", json_string(err));
-                if (!o->json)
+                if (!o->json) {
                     printf("%-12s %-22s %4d %4s %s%s%s\n", j->name, ct->label, i, "-",
                            ui_red(stdout), why, ui_reset(stdout));
-                /* docs/errors.md: stderr names each missing container (the table said only
-                 * "agent-unreachable"); a host's connect error was said when it failed */
-                if (!o->json && !f->conn_err[ct->host] && r == -EIO) /* the agent did not answer */
-                    log_error("%s: %s (is the agent running? drover install --job %s starts it "
-                              "where it is not)", ct->label, err, j->name);
-                else if (!o->json && !f->conn_err[ct->host])
-                    log_error("%s: %s", ct->label, err);
+                    status_tell_unreachable(f, it, j->name);
+                }
                 json_array_append_new(json_object_get(jo, "containers"), co);
                 continue;
             }
             json_object_set_new(co, "reachable", json_true());
             json_object_set_new(co, "error", json_null());
             json_object_set_new(co, "agent_version", json_string(st->agent_version));
-            /* Clock skew: the agent's wall clock when it wrote the document against the middle of
-             * our round trip (uncertain by half of it).  No deadline uses the wall clock; the
-             * journal's timestamps and people reading them do. */
-            if (st->wall > 0) {
-                double skew = st->wall - (t0 + t1) / 2, rtt = t1 - t0;
-                json_object_set_new(co, "clock_skew_s", json_real(skew));
-                if (fabs(skew) > 2 + rtt / 2 && !o->json)
-                    fprintf(stderr, "%s: clock skew %+.1f s (the agent's clock is %s this machine's, "
-                                    "measured within %.1f s); no deadline depends on it, the "
-                                    "timestamps in its journal do\n",
-                            ct->label, skew, skew > 0 ? "ahead of" : "behind", rtt / 2);
-            }
+            status_clock_skew(it, st, co, o->json);
             if (!js) {
                 json_object_set_new(co, "state", json_string("no-job"));
                 json_object_set_new(co, "ranks", json_array());

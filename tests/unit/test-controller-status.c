@@ -1,19 +1,27 @@
-/* Unit tests for controller/cmd_status.c: what `drover status` shows for a rank without data.
+/* Unit tests for controller/cmd_status.c: what `drover status` shows for a rank without data,
+ * and an unanswering container that runs two jobs said once on stderr.
  * A rank that has not stepped yet (right after a switch) showed "NaN" in LOSS, which reads as
  * the non-finite-loss failure, and -o json said "ktok_s": 0.0 with every host down. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "common/heartbeat.h"
 #include "common/status.h"
 #include "controller/cmd.h"
+#include "controller/inventory.h"
+#include "controller/transport/fleet.h"
 #include "controller/transport/pct.h"
 
 static void test_loss_text(void **state)
@@ -117,6 +125,97 @@ static void test_pct_ct_problem(void **state)
     assert_int_equal(pct_ct_problem(-1, "Configuration file 'x' does not exist", buf, sizeof buf), 0); /* no container */
 }
 
+/* Lines of file path that contain needle. */
+static int count_lines(const char *path, const char *needle)
+{
+    FILE *fp = fopen(path, "r");
+    char line[2048];
+    int n = 0;
+    assert_non_null(fp);
+    while (fgets(line, sizeof line, fp))
+        n += strstr(line, needle) != NULL;
+    fclose(fp);
+    return n;
+}
+
+/* Run `drover status ARGS` on inv with stdout and stderr into out and err; its exit code. */
+static int run_status(const struct inventory *inv, char **argv, int argc, const char *out, const char *err)
+{
+    struct fleet f;
+    fleet_init(&f, inv, NULL);
+    fflush(stdout);
+    fflush(stderr);
+    int save_out = dup(STDOUT_FILENO), save_err = dup(STDERR_FILENO);
+    int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    assert_true(fo >= 0 && fe >= 0);
+    dup2(fo, STDOUT_FILENO);
+    dup2(fe, STDERR_FILENO);
+    close(fo);
+    close(fe);
+    int code = cmd_status(&f, argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(save_out, STDOUT_FILENO);
+    dup2(save_err, STDERR_FILENO);
+    close(save_out);
+    close(save_err);
+    fleet_done(&f);
+    return code;
+}
+
+/* A container that runs two jobs and whose agent does not answer: its error line came once per
+ * job (the newcomer pass).  Now stderr says it once per container while the table keeps a row
+ * per job, and -o json keeps its per-job containers, each with its error. */
+static void test_unreachable_said_once_per_container(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64], why[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    /* local roots whose agent is /bin/false: `status` exits 1, the agent did not answer */
+    snprintf(text, sizeof text,
+             "[drover]\nstate_dir = %s\n[host h1]\nlocal = true\nagent_path = /bin/false\n"
+             "[job train]\ncontainers = h1:local:%s/a h1:local:%s/b\ncommand = bin/t\n"
+             "[job eval]\ncontainers = h1:local:%s/a\ncommand = bin/e\nmaster_port = 29501\n",
+             dir, dir, dir, dir);
+    struct inventory *inv = NULL;
+    assert_int_equal(inventory_parse(text, strlen(text), "/t/inv.ini", &inv, why, sizeof why), 0);
+    char *argv[] = { "status", NULL };
+    assert_int_equal(run_status(inv, argv, 1, out, err), EXIT_FAIL);
+    assert_int_equal(count_lines(out, "agent-unreachable"), 3); /* a row per job and container */
+    assert_int_equal(count_lines(err, "drover-agent status failed"), 2); /* a line per container */
+    char a[128];
+    snprintf(a, sizeof a, "h1:local:%s/a: ", dir);
+    assert_int_equal(count_lines(err, a), 1);
+
+    char *argv_json[] = { "status", "-o", "json", NULL };
+    assert_int_equal(run_status(inv, argv_json, 3, out, err), EXIT_FAIL);
+    assert_int_equal(count_lines(err, ""), 0);
+    json_error_t je;
+    json_t *d = json_load_file(out, 0, &je);
+    assert_non_null(d);
+    json_t *jobs = json_object_get(d, "jobs");
+    assert_int_equal(json_array_size(jobs), 2);
+    static const size_t ncts[] = { 2, 1 };
+    for (size_t j = 0; j < 2; j++) {
+        json_t *cts = json_object_get(json_array_get(jobs, j), "containers");
+        assert_int_equal(json_array_size(cts), ncts[j]);
+        for (size_t c = 0; c < ncts[j]; c++) {
+            json_t *co = json_array_get(cts, c);
+            assert_true(json_is_false(json_object_get(co, "reachable")));
+            assert_string_equal(json_string_value(json_object_get(co, "state")), "agent-unreachable");
+            assert_non_null(strstr(json_string_value(json_object_get(co, "error")), "drover-agent status failed"));
+        }
+    }
+    json_decref(d);
+    (void)unlink(out);
+    (void)unlink(err);
+    (void)rmdir(dir);
+    inventory_free(inv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -125,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_failed_hint),
         cmocka_unit_test(test_spec_hint),
         cmocka_unit_test(test_pct_ct_problem),
+        cmocka_unit_test(test_unreachable_said_once_per_container),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
