@@ -66,7 +66,12 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
                 log_error("--job '%s' given twice: name each job once", jobs[k]);
                 return verb_usage_error(argv[0], NULL);
             }
-    if (optind + 1 != argc || (all && njobs)) /* the usage line of `drover deploy|plan --help` */
+    if (all && njobs && optind <= argc) { /* the usage line alone offered both */
+        log_error("--job and --all-jobs cannot be combined: name the jobs with --job, or all of "
+                  "them with --all-jobs");
+        return verb_usage_error(argv[0], NULL);
+    }
+    if (optind + 1 != argc) /* the usage line of `drover deploy|plan --help` */
         return verb_usage_error(argv[0], optind + 1 < argc ? argv[optind + 1] : NULL);
     cmd_result_want(f, json, o.dry_run ? "plan" : "deploy", jobs, njobs);
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */

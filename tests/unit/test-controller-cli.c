@@ -152,6 +152,37 @@ static void test_job_twice(void **state)
     want(err, "--job 'a' given twice");
 }
 
+/* `deploy DIR --job J --all-jobs` printed only the usage line, which offers both: name the two
+ * flags that cannot go together, exit 2 like every usage error, and contact nothing (the
+ * inventory is not even read). */
+static void test_job_and_all_jobs(void **state)
+{
+    (void)state;
+    static const char *const verbs_[] = { "deploy", "plan" };
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(drover(verbs_[i], ".", "--job", "a", "--all-jobs", NULL), 2);
+        want(err, "--job and --all-jobs cannot be combined");
+        want_not(err, "inventory");
+        assert_string_equal(out, "");
+        assert_int_equal(drover(verbs_[i], "--all-jobs", ".", "--job", "a", NULL), 2);
+        want(err, "--job and --all-jobs cannot be combined");
+    }
+    /* with an inventory that names the job: still nothing but the error */
+    FILE *fp = fopen("one.ini", "w");
+    assert_non_null(fp);
+    fprintf(fp, "[drover]\nstate_dir = %s/state1\nknown_hosts = %s/kh\n[host h1]\naddress = 127.0.0.1\n"
+                "[job a]\ncontainers = h1:101\ncommand = x\n",
+            tmpd, tmpd);
+    fclose(fp);
+    assert_int_equal(drover("-i", "one.ini", "deploy", ".", "--job", "a", "--all-jobs", NULL), 2);
+    want(err, "--job and --all-jobs cannot be combined");
+    want_not(err, "h1");
+    struct stat sb;
+    char sd[128];
+    snprintf(sd, sizeof sd, "%s/state1", tmpd);
+    assert_int_not_equal(stat(sd, &sb), 0); /* no lock, no history: nothing was started */
+}
+
 /* deploy without --job: an inventory of no job says to add one (it said "has 0 jobs: say which
  * with --job NAME"); one of several names them. */
 static void test_deploy_which_job(void **state)
@@ -521,6 +552,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deploy_which_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_needs_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_twice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_and_all_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_values_name_the_option_typed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_and_help, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate_env, setup, teardown),
