@@ -49,24 +49,9 @@ static int merge_from_agents(struct fleet *f, const struct inv_job *j, struct hi
             missed++;
         } else {
             struct history_entry *more = NULL;
-            size_t nmore = 0, cap = 0;
-            for (char *p = res.out, *nl; p && *p; p = nl ? nl + 1 : NULL) {
-                nl = strchr(p, '\n');
-                size_t len = nl ? (size_t)(nl - p) : strlen(p);
-                struct history_entry e;
-                if (state_history_parse(p, len, &e) < 0 || strcmp(e.job, j->name) != 0)
-                    continue;
-                if (nmore == cap) {
-                    size_t nc = cap ? cap * 2 : 64;
-                    struct history_entry *nv = realloc(more, nc * sizeof *nv);
-                    if (!nv)
-                        break;
-                    more = nv;
-                    cap = nc;
-                }
-                more[nmore++] = e;
-            }
-            if (state_history_merge(h, n, more, nmore) < 0)
+            size_t nmore = 0;
+            if (state_history_parse_lines(res.out, j->name, &more, &nmore) < 0 ||
+                state_history_merge(h, n, more, nmore) < 0)
                 log_warn("%s: out of memory merging its history", ct->label);
             free(more);
         }

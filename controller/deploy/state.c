@@ -145,6 +145,33 @@ int state_history_merge(struct history_entry **entries, size_t *n, const struct 
     return (int)add;
 }
 
+int state_history_parse_lines(const char *text, const char *job, struct history_entry **ret_entries,
+                              size_t *ret_n)
+{
+    struct history_entry *v = NULL;
+    size_t n = 0, cap = 0;
+    for (const char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
+        nl = strchr(p, '\n');
+        struct history_entry e;
+        if (state_history_parse(p, nl ? (size_t)(nl - p) : strlen(p), &e) < 0 || strcmp(e.job, job) != 0)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            struct history_entry *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) {
+                free(v);
+                return -ENOMEM;
+            }
+            v = nv;
+            cap = nc;
+        }
+        v[n++] = e;
+    }
+    *ret_entries = v;
+    *ret_n = n;
+    return 0;
+}
+
 int state_history_read(const char *state_dir, const char *job, struct history_entry **ret_entries,
                        size_t *ret_n)
 {

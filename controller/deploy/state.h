@@ -43,6 +43,13 @@ int state_history_parse(const char *line, size_t len, struct history_entry *ret)
 int state_history_merge(struct history_entry **entries, size_t *n, const struct history_entry *more,
                         size_t nmore);
 
+/* The records of job in text (NUL-terminated; NULL reads as empty), one JSON line each as
+ * `drover-agent history list` prints them, in their order; lines that do not parse or are another
+ * job's are skipped.  *ret_entries malloc'd (free()), NULL with *ret_n == 0 when there is none.
+ * -ENOMEM (nothing written). */
+int state_history_parse_lines(const char *text, const char *job, struct history_entry **ret_entries,
+                              size_t *ret_n);
+
 /* Read entries (oldest first), only job's if job != NULL.  Lines that do not parse are skipped.
  * *ret_entries malloc'd (free()), possibly NULL with *ret_n == 0 when there is no history. */
 int state_history_read(const char *state_dir, const char *job, struct history_entry **ret_entries,
