@@ -1342,6 +1342,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         printf("release %s (%s), %s%s\n", d.sid, d.name, d.spec_note,
                d.spec_only ? " (the same release: relaunched with the new spec, on probation)" : "");
     }
+    warn_failed_before(&d); /* a second full probation of a release that failed one: said */
     if (d.spec_only && spec_only_unrevertible(&d, o->force) < 0)
         goto out; /* refused before anything was tried: no history row */
     int cr = check_rollback_target(&d, o->force);

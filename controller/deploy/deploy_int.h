@@ -163,6 +163,11 @@ int deploy_lock(struct deploy *d);
 bool deploy_is_bad(const struct deploy *d, const char *id);
 int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err, size_t err_sz);
 int print_plan(struct deploy *d, json_t *out);
+/* After a survey, before staging: when release d->id failed its probation for the job before
+ * (controller/deploy/pastfail.h), say when and why on stderr.  The job's history is read only
+ * where the survey shows the release there (marked bad, or running unpromoted), so a deploy of
+ * a new release costs no call; silent when the history cannot be read. */
+void warn_failed_before(struct deploy *d);
 
 /* rollback.c */
 int check_rollback_target(struct deploy *d, bool force);

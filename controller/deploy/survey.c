@@ -14,6 +14,7 @@
 #include "common/util.h"
 #include "controller/cmd.h"
 #include "controller/deploy/jobspec.h"
+#include "controller/deploy/pastfail.h"
 #include "controller/deploy/state.h"
 #include "controller/transport/fanout.h"
 
@@ -196,6 +197,70 @@ out:
         free(sa->js);
     free(sa);
     return !ok ? -ENOMEM : bad ? -EIO : 0;
+}
+
+/* Container i's survey answer shows release id: marked bad there, or run without a promote. */
+static bool ct_shows_release(const struct deploy *d, int i, const char *id)
+{
+    const struct job_status *js = d->sv_found[i] && d->sv_js ? &d->sv_js[i] : NULL;
+    if (!js)
+        return false;
+    for (int k = 0; k < js->nbad; k++)
+        if (!strcmp(js->bad[k], id))
+            return true;
+    return !strcmp(js->current, id) && strcmp(js->good, id) != 0;
+}
+
+/* Merge into (*h, *n) the job's history as the first container that shows release id keeps it
+ * (every container of the job keeps the same records, agent/history.h); nothing when none
+ * answers.  Logs nothing above debug: the warning is a courtesy, never a failure. */
+static void merge_agent_history(struct deploy *d, const char *id, struct history_entry **h, size_t *n)
+{
+    struct agent_argv a;
+    agent_argv_init(&a);
+    agent_argv_history_list(&a, d->job->name);
+    for (int i = 0; i < d->job->ncts; i++) {
+        const struct inv_ct *ct = &d->job->cts[i];
+        struct conn *c;
+        struct exec_result res;
+        if (!ct_shows_release(d, i, id) || fleet_conn(d->f, ct->host, &c) < 0)
+            continue;
+        if (pct_run_agent(c, ct, a.argv, 15, &res) < 0) {
+            log_debug("%s: history list: %s", ct->label, c->err);
+            continue;
+        }
+        struct history_entry *more = NULL;
+        size_t nmore = 0;
+        int r = res.status == 0 ? state_history_parse_lines(res.out, d->job->name, &more, &nmore) : -EIO;
+        if (r == 0)
+            r = state_history_merge(h, n, more, nmore);
+        free(more);
+        exec_result_done(&res);
+        if (r >= 0)
+            return;
+        log_debug("%s: history list: %s", ct->label, strerror(-r));
+    }
+}
+
+void warn_failed_before(struct deploy *d)
+{
+    bool shown = false;
+    for (int i = 0; i < d->job->ncts && !shown; i++)
+        shown = ct_shows_release(d, i, d->id);
+    if (!shown)
+        return;
+    struct history_entry *h = NULL;
+    size_t n = 0;
+    if (state_history_read(d->inv->state_dir, d->job->name, &h, &n) < 0) {
+        h = NULL; /* not written on failure: the agents' records alone */
+        n = 0;
+    }
+    merge_agent_history(d, d->id, &h, &n);
+    const struct history_entry *e = pastfail_find(h, n, d->job->name, d->id);
+    char msg[1400];
+    if (e)
+        log_warn("%s", pastfail_message(e, d->name, msg, sizeof msg));
+    free(h);
 }
 
 /* A release id as JSON: null when there is none. */

@@ -1,0 +1,57 @@
+/* controller/deploy/pastfail.c: see pastfail.h. */
+#include "controller/deploy/pastfail.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/status.h"
+#include "controller/ui.h"
+
+/* The words deploy.c and rollback.c record for a promote that failed after a passed probation. */
+static bool is_promote_failure(const struct history_entry *e)
+{
+    return strstr(e->reason, "promote failed") || strstr(e->reason, "promote by the operator failed");
+}
+
+static bool is_failure(const char *result)
+{
+    return !strcmp(result, "reverted") || !strcmp(result, "revert-failed") || !strcmp(result, "failed");
+}
+
+/* e says nothing of how a probation of its release ended. */
+static bool is_not_outcome(const struct history_entry *e)
+{
+    if (!strcmp(e->name, "rollback"))
+        return true;
+    if (!strcmp(e->result, "failed") && strstr(e->reason, STATUS_ATTENTION_PREFIX))
+        return true;
+    return strcmp(e->result, "promoted") != 0 && strcmp(e->result, "held") != 0 && !is_failure(e->result);
+}
+
+const struct history_entry *pastfail_find(const struct history_entry *h, size_t n, const char *job,
+                                          const char *id)
+{
+    for (size_t i = n; i-- > 0;) {
+        const struct history_entry *e = &h[i];
+        if (strcmp(e->job, job) != 0 || strcmp(e->release, id) != 0 || is_not_outcome(e))
+            continue;
+        return is_failure(e->result) && !is_promote_failure(e) ? e : NULL;
+    }
+    return NULL;
+}
+
+const char *pastfail_message(const struct history_entry *e, const char *name, char *buf, size_t sz)
+{
+    char sid[RELEASE_SHORT_LEN + 1], when[32] = "at an unknown time";
+    time_t t = (time_t)e->time;
+    struct tm tm;
+    if (e->time > 0 && gmtime_r(&t, &tm))
+        strftime(when, sizeof when, "at %Y-%m-%d %H:%M:%S UTC", &tm);
+    snprintf(buf, sz, "release %s (%s) failed probation for job '%s' before: %s %s: %s; deploying "
+                      "it again runs a full probation",
+             ui_short(e->release, sid), name && *name ? name : e->name, e->job, e->result, when,
+             e->reason[0] ? e->reason : "(no reason recorded)");
+    return buf;
+}

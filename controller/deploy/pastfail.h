@@ -1,0 +1,31 @@
+/* controller/deploy/pastfail.h: has the release a deploy is about to stage failed its probation
+ * on this job before, and what the deploy says about it.  Pure: no I/O, no logging, no clock
+ * (the caller reads the job's history: its state_dir's and the agents', controller/deploy/state.h).
+ *
+ * A deploy of such a release runs a full probation again; it is allowed (a flaky verdict, a fixed
+ * environment), but the operator is told when and why it failed, before anything is staged.
+ */
+#ifndef DROVER_CONTROLLER_PASTFAIL_H
+#define DROVER_CONTROLLER_PASTFAIL_H
+
+#include <stddef.h>
+
+#include "controller/deploy/state.h"
+
+/* The record, among h[0..n) (oldest first, as state_history_read/merge give them), that says
+ * release id failed its probation for job: the newest record of (job, id) that is an outcome of
+ * a probation of it, when that outcome is a failure.  Outcomes: `promoted` and `held` (passed, or
+ * waits for the operator: NULL), `failed` after a passed probation whose promote failed (NULL),
+ * and the failures `reverted`, `revert-failed` and `failed` (auto_revert off).  Not outcomes, so
+ * skipped: `aborted`, `analysis`, `rollback`, the records of `drover rollback` (name "rollback":
+ * the release gone back to, or the one left), and a `failed` on an environment fault (the
+ * release was not to blame).  Returns a pointer into h, or NULL. */
+const struct history_entry *pastfail_find(const struct history_entry *h, size_t n, const char *job,
+                                          const char *id);
+
+/* The warning for record e of release `name`: "release 3f2a9c1b7d6e (v2) failed probation for
+ * job 'train' before: reverted at 2026-12-02 14:03:11 UTC: <reason>; deploying it again runs a
+ * full probation" into buf (truncated to sz).  Times in UTC.  Returns buf. */
+const char *pastfail_message(const struct history_entry *e, const char *name, char *buf, size_t sz);
+
+#endif
