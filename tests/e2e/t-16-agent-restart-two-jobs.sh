@@ -5,6 +5,8 @@
 # started.  Both gangs must be re-adopted: the same worker processes, no relaunch, no second gang
 # beside an orphaned first one (found by hand with a PyTorch job: the second job's gang was left
 # running unowned while a new one was launched, which then failed on the rendezvous port).
+# Meanwhile: `drover top` counts h1:101 once in its header, and `drover status` says its agent's
+# absence once, not once per job (the newcomer pass).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -51,12 +53,26 @@ say "worker pids in $C: $pids0"
 check "two workers run in $C" test "$(wc -w <<<"$pids0")" = 2
 seq0=$(ct "$C" sh -c 'wc -l < /var/lib/drover/events.jsonl')
 
+# the dashboard counts containers as validate does: h1:101 runs two jobs and is one container
+drover validate
+nct=$(sed -n 's/.* \([0-9][0-9]*\) containers).*/\1/p' "$E2E_WORK/last.out")
+drover top --once --timeout 8 --width 132
+show_drover 3
+check "top's header counts each container once ($nct, as validate does), not once per job" \
+	drover_said "containers $nct/$nct "
+
 check "SIGTERM ends the agent in $C" ct "$C" sh -c 'kill -TERM "$(cat /run/drover/agent.pid)"'
 check "the agent is gone" wait_until 30 eval '! ct "$C" /usr/local/bin/drover-agent status >/dev/null 2>&1'
 drover status --job side
 check "drover status exits 1 while the agent is down" test "$DROVER_RC" = 1
 check "drover status says how to start the agent again (drover install --job side)" \
 	drover_said "$(re_quote "$C"): .*no drover-agent daemon listening.*drover install --job side starts it"
+drover status
+show_drover 6
+check "drover status (both jobs) names $C's missing agent once, not once per job" \
+	test "$(grep -c "$(re_quote "$C"): .*no drover-agent daemon listening" "$E2E_WORK/last.err")" = 1
+check "... while the table keeps a row per job for $C" \
+	test "$(grep -cE "^(train|side) +$(re_quote "$C") .*agent-unreachable" "$E2E_WORK/last.out")" = 2
 check "a new agent starts in $C" wait_until 60 ct "$C" /usr/local/bin/drover-agent daemon --detach
 sleep 3
 new_events() { ct "$C" sh -c "tail -n +$((seq0 + 1)) /var/lib/drover/events.jsonl"; }

@@ -3,7 +3,8 @@
 # probation is marked bad in every agent's status and `drover rollback` never picks it (with v1
 # the only good release it refuses instead of activating the failed one).  A deploy whose
 # rollback target (v1) was deleted from one container's store is refused before anything is
-# pushed or stopped, naming the container.
+# pushed or stopped, naming the container.  Deploying the failed release again warns first, from
+# the job's history (when and why it failed), and runs its probation again.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -24,6 +25,13 @@ marked_bad_everywhere() {
 	[[ $n == 3 ]]
 }
 check "status shows v2b as bad in every container" marked_bad_everywhere
+say "drover deploy v2b again: warned (when and why it failed) before staging, then a full probation"
+drover deploy "$bad_d" --job train
+show_drover 4
+check "it warns that v2b failed probation for job train before, naming when and why" \
+	drover_said "warning: release ${v2b:0:12} \(.*\) failed probation for job 'train' before: [a-z-]+ at 20[0-9-]+ [0-9:]+ UTC: .+; deploying it again runs a full probation"
+check "... and goes on: the deploy of v2b fails again (exit 3)" test "$DROVER_RC" = 3
+check "every container is back on v1" all_current_is "$v1"
 
 # Run alone, v1 is the job's only good release and the rollback refuses.  In suite order the
 # containers' promoted histories hold more: t-22 promoted v1 with another job spec (the rollback
