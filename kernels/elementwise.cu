@@ -33,7 +33,7 @@ extern "C" void kern_rowkernels_set_impl(int ln, int cls)
 {
     const char *e;
     if (ln < 0)
-        ln = (e = getenv("DROVER_LN")) && !strcmp(e, "old") ? 0 : 1;
+        ln = !(e = getenv("DROVER_LN")) ? 1 : !strcmp(e, "old") ? 0 : !strcmp(e, "v2") ? 2 : 1;
     if (cls < 0) { /* DROVER_CLS names 1.. (kernels.h); unset or unknown: 0 */
         static const char *const names[] = {"default", "smem", "v2", "v2r"};
         e = getenv("DROVER_CLS");
@@ -301,6 +301,96 @@ static __global__ void __launch_bounds__(256) layernorm_forward_reg_kernel(
     }
 }
 
+// v2 (DROVER_LN=v2): the same arithmetic in the same order (the bits of the two above), built
+// for loads in flight.  A warp owns rows_per_warp consecutive rows (fixed by N and the 132 SMs
+// of an H200, every warp the same count) and issues the next row's NCH 16-byte loads before the
+// current row's two warp reductions, so a row is always on its way while the shuffles and the
+// stores of the previous one run.  Weight and bias come from L1 per row (kept in registers they
+// made NCH 3 spill at three blocks per SM).
+// out: (N,C) bf16; mean, rstd: (N) fp32; inp: (N,C) bf16; w, bias: (C) bf16.  tol 1e-2.
+#define LNF2_BLOCKS_PER_SM 3
+template <int NCH>
+static __global__ void __launch_bounds__(256, LNF2_BLOCKS_PER_SM) layernorm_forward_v2_kernel(
+    bf16 *out, float *mean, float *rstd, const bf16 *inp, const bf16 *w, const bf16 *bias, int N,
+    int C, int rows_per_warp)
+{
+    int lane = threadIdx.x % 32;
+    int row = (blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * rows_per_warp;
+    if (row >= N)
+        return;
+    int end = min(row + rows_per_warp, N);
+    bf16x8 v[NCH], nx[NCH];
+#pragma unroll
+    for (int i = 0; i < NCH; i++) {
+        int c = lane * 8 + 256 * i;
+        if (c < C)
+            v[i] = load8(inp + (size_t)row * C + c);
+    }
+    for (; row < end; row++) {
+        if (row + 1 < end) { /* the next row, before this one's reductions wait on the shuffles */
+#pragma unroll
+            for (int i = 0; i < NCH; i++) {
+                int c = lane * 8 + 256 * i;
+                if (c < C)
+                    nx[i] = load8(inp + (size_t)(row + 1) * C + c);
+            }
+        }
+        float sum = 0.f;
+#pragma unroll
+        for (int i = 0; i < NCH; i++) {
+            int c = lane * 8 + 256 * i;
+            if (c < C) {
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    sum += __bfloat162float(v[i].v[k]);
+            }
+        }
+        float m = warp_sum(sum) / C;
+        float var = 0.f;
+#pragma unroll
+        for (int i = 0; i < NCH; i++) {
+            int c = lane * 8 + 256 * i;
+            if (c < C) {
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    float d = __bfloat162float(v[i].v[k]) - m;
+                    var += d * d;
+                }
+            }
+        }
+        float rs = rsqrtf(warp_sum(var) / C + 1e-5f);
+        bf16 *o = out + (size_t)row * C;
+#pragma unroll
+        for (int i = 0; i < NCH; i++) {
+            int c = lane * 8 + 256 * i;
+            if (c < C) { /* weight and bias from L1: registers for the rows in flight instead */
+                bf16x8 ww = load8(w + c), bb = load8(bias + c), r;
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    r.v[k] = __float2bfloat16_rn((__bfloat162float(v[i].v[k]) - m) * rs *
+                                                     __bfloat162float(ww.v[k]) +
+                                                 __bfloat162float(bb.v[k]));
+                store8(o + c, r);
+            }
+        }
+        if (lane == 0) {
+            mean[row] = m;
+            rstd[row] = rs;
+        }
+#pragma unroll
+        for (int i = 0; i < NCH; i++)
+            v[i] = nx[i];
+    }
+}
+
+// Rows per warp for the v2 kernel: enough warps for LNF2_BLOCKS_PER_SM blocks on each of 132
+// SMs, then as few warps as that row count needs, so every warp but the last has the same work.
+static int layernorm_forward_v2_rows(int N)
+{
+    const int warps = 132 * LNF2_BLOCKS_PER_SM * 8;
+    return N / warps + (N % warps != 0);
+}
+
 extern "C" int kern_layernorm_forward(kbf16 *out, float *mean, float *rstd, const kbf16 *inp,
                                       const kbf16 *weight, const kbf16 *bias, int N, int C,
                                       cudaStream_t s)
@@ -324,6 +414,23 @@ extern "C" int kern_layernorm_forward(kbf16 *out, float *mean, float *rstd, cons
         }
     }
 #undef LNF_REG
+    if (ln_impl == 2) {
+        int rpw = layernorm_forward_v2_rows(N);
+        unsigned grid = cdiv(cdiv(N, rpw), 8);
+#define LNF_V2(n)                                                                                  \
+    layernorm_forward_v2_kernel<n><<<grid, 256, 0, s>>>((bf16 *)out, mean, rstd, (const bf16 *)inp, \
+                                                        (const bf16 *)weight, (const bf16 *)bias, \
+                                                        N, C, rpw);                               \
+    return kern_check_launch("layernorm_forward_v2")
+        switch ((C + 255) / 256) {
+        case 1: LNF_V2(1);
+        case 2: LNF_V2(2);
+        case 3: LNF_V2(3);
+        case 4: LNF_V2(4);
+        default: break;
+        }
+#undef LNF_V2
+    }
     layernorm_forward_kernel<<<cdiv(N, 8), 256, 0, s>>>((bf16 *)out, mean, rstd, (const bf16 *)inp,
                                                         (const bf16 *)weight, (const bf16 *)bias,
                                                         N, C);
@@ -817,9 +924,80 @@ static __global__ void bias_final_kernel(float *db, const float *part, int OC)
     db[c] += b;
 }
 
+// v2 (DROVER_BIAS=v2): the same 256-column tiles (a lane sums 8 adjacent columns), but the grid
+// is one wave on an H200 (BIAS2_BLOCKS_PER_SM blocks on each of 132 SMs: the row groups G are
+// what the column tiles leave of that, fixed by OC and N, so the order is fixed), each lane
+// issues BIAS2_UNROLL independent 16-byte loads before it adds them, in row order, to fp32
+// registers, and the G partial rows (58 at 3C, 44 at 4C, instead of 128) are added by
+// lnr_final_kernel (16 row groups per column, then in order).  Summed in another order than
+// bias_partial_kernel: not its bits, the same bits run to run.
+// part: (G, OC) fp32 scratch; dout: (N, OC) bf16, OC % 8 == 0.
+#define BIAS2_BLOCKS_PER_SM 4
+#define BIAS2_UNROLL 4
+static __global__ void __launch_bounds__(256, BIAS2_BLOCKS_PER_SM)
+    bias_partial_v2_kernel(float *part, const bf16 *dout, int N, int OC)
+{
+    __shared__ float sb[8][256];
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int c = blockIdx.x * 256 + lane * 8;
+    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if (c < OC) {
+        const int step = gridDim.y * 8;
+        int r = blockIdx.y * 8 + warp;
+        for (; r + (BIAS2_UNROLL - 1) * step < N; r += BIAS2_UNROLL * step) {
+            bf16x8 d[BIAS2_UNROLL];
+#pragma unroll
+            for (int u = 0; u < BIAS2_UNROLL; u++)
+                d[u] = load8_cs(dout + (size_t)(r + u * step) * OC + c);
+#pragma unroll
+            for (int u = 0; u < BIAS2_UNROLL; u++)
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    acc[k] += __bfloat162float(d[u].v[k]);
+        }
+        for (; r < N; r += step) {
+            bf16x8 d = load8_cs(dout + (size_t)r * OC + c);
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                acc[k] += __bfloat162float(d.v[k]);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        sb[warp][lane * 8 + k] = acc[k];
+    __syncthreads();
+    int cc = blockIdx.x * 256 + threadIdx.x; // one column per thread, warps added in order
+    if (cc < OC) {
+        float b = 0.f;
+        for (int y = 0; y < 8; y++)
+            b += sb[y][threadIdx.x];
+        part[(size_t)blockIdx.y * OC + cc] = b;
+    }
+}
+
+static int bias_impl = -1;
+
+extern "C" void kern_bias_set_impl(int impl)
+{
+    const char *e = getenv("DROVER_BIAS");
+    bias_impl = impl >= 0 ? impl : e && !strcmp(e, "v2") ? 1 : 0;
+}
+
 extern "C" int kern_bias_backward(float *dbias, float *scratch, const kbf16 *dout, int N, int OC,
                                   cudaStream_t s)
 {
+    if (bias_impl < 0)
+        kern_bias_set_impl(-1);
+    if (OC % 8 == 0 && bias_impl == 1) {
+        int tiles = (int)cdiv(OC, 256), g = 132 * BIAS2_BLOCKS_PER_SM / tiles;
+        int gmax = (int)cdiv(N, 8 * BIAS2_UNROLL); /* small N: no row groups without rows */
+        g = g < gmax ? g : gmax;
+        g = g > 0 ? g : 1; /* <= 528 partial rows: inside kern_colsum_scratch_floats(OC) */
+        bias_partial_v2_kernel<<<dim3(tiles, g), 256, 0, s>>>(scratch, (const bf16 *)dout, N, OC);
+        lnr_final_kernel<<<dim3(cdiv(OC, 32), 1), dim3(32, 16), 0, s>>>(dbias, NULL, NULL, scratch,
+                                                                        NULL, NULL, g, OC);
+        return kern_check_launch("bias_backward_v2");
+    }
     if (OC % 8 == 0) {
         bias_partial_kernel<<<dim3(cdiv(OC, 256), BIAS_RG), dim3(32, 8), 0, s>>>(
             scratch, (const bf16 *)dout, N, OC);

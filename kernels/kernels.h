@@ -89,6 +89,12 @@ size_t kern_colsum_scratch_floats(int C);
 /* dbias (OC) fp32 += column sums of dout (N,OC) bf16 (deterministic, scratch as above). tol 1e-4. */
 int kern_bias_backward(float *dbias, float *scratch, const kbf16 *dout, int N, int OC,
                        cudaStream_t s);
+/* Which bias-gradient kernel kern_bias_backward runs (OC % 8 == 0): 0 = 128 row groups, one
+ * load in flight per lane (default); 1 = v2: one wave of 132 * 4 blocks, four 16-byte loads in
+ * flight per lane, fewer partial rows (another summation order: not the bits of 0, the same
+ * bits run to run).  -1 = from the environment (DROVER_BIAS=v2 selects 1).  Not thread-safe:
+ * call before the first launch (the first launch calls it with -1). */
+void kern_bias_set_impl(int impl);
 
 /* GELU (tanh): dinout (n) bf16 = dinout * gelu'(pre) with pre (n) bf16 saved by the forward
  * matmul's epilogue.  tol 1e-2. */
@@ -146,7 +152,9 @@ int kern_attention_backward_ref(kbf16 *dqkv, float *scratch, const kbf16 *dout, 
 int kern_classifier_forward_backward(kbf16 *logits, float *losses, const int *targets,
                                      float dloss, int N, int V, int Vp, cudaStream_t s);
 /* Which LayerNorm forward (ln) and classifier (cls) kernels run.  ln: 1 = the row held in
- * registers (default), 0 = the earlier kernel (the same bits).  cls: 0 = one block per row
+ * registers (default), 0 = the earlier kernel, 2 = v2 (DROVER_LN=v2; widths up to 1024, else 0):
+ * a warp owns several rows, weight and bias in registers, the next row loaded before the
+ * current row's reductions; all three the same bits.  cls: 0 = one block per row
  * reading it twice (default), 1 = the row staged in shared memory (Vp * 2 bytes must fit, else
  * 0; measured slower on the H200), 2 = v2: the row staged in shared memory by per-thread
  * cp.async with 16 loads in flight, one online pass (Vp * 2 bytes must fit, else 0), 3 = v2r:
