@@ -289,6 +289,9 @@ static int bench_kernels(int B)
     kern_attention_set_impl(-1);
     TIME("layernorm fwd", 0, bf * 2.0 * N * C, 2 * L + 1,
          kern_layernorm_forward(y, mean, rstd, x, bias, bias, (int)N, C, 0));
+    kern_rowkernels_set_impl(2, -1); /* several rows per warp, the next one in flight (same bits) */
+    TIME("  layernorm fwd (v2: DROVER_LN=v2)", 0, bf * 2.0 * N * C, 0,
+         kern_layernorm_forward(y, mean, rstd, x, bias, bias, (int)N, C, 0));
     kern_rowkernels_set_impl(0, 1); /* the other kernels, for comparison (not counted) */
     TIME("  layernorm fwd (old: DROVER_LN=old)", 0, bf * 2.0 * N * C, 0,
          kern_layernorm_forward(y, mean, rstd, x, bias, bias, (int)N, C, 0));
@@ -324,6 +327,12 @@ static int bench_kernels(int B)
     kern_lnbwd_set_impl(-1);
     TIME("bias bwd (4C columns)", 0, bf * 4.0 * N * C, L,
          kern_bias_backward(gw, scratch, pre, (int)N, 4 * C, 0));
+    kern_bias_set_impl(1); /* one wave, four loads in flight per lane (not counted) */
+    TIME("  bias bwd (3C, v2: DROVER_BIAS=v2)", 0, bf * 3.0 * N * C, 0,
+         kern_bias_backward(gw, scratch, pre, (int)N, 3 * C, 0));
+    TIME("  bias bwd (4C, v2: DROVER_BIAS=v2)", 0, bf * 4.0 * N * C, 0,
+         kern_bias_backward(gw, scratch, pre, (int)N, 4 * C, 0));
+    kern_bias_set_impl(-1);
     TIME("gelu bwd (unfused; not in the step)", 0, bf * 3.0 * 4 * N * C, 0, kern_gelu_backward_inplace(pre, x, N * 4 * C, 0));
     TIME("classifier + cross-entropy", 0, bf * 2.0 * N * Vp, 1,
          kern_classifier_forward_backward(logits, losses, tgt, 1.0f / (float)N, (int)N, V, Vp, 0));
