@@ -662,10 +662,23 @@ __device__ __forceinline__ bf16x8 load8_cs(const bf16 *p)
     return *reinterpret_cast<bf16x8 *>(&u);
 }
 
+// v2's prefetch: one 16-byte cp.async into shared memory (L2 only: x and dout are read once).
+__device__ __forceinline__ void lnb_cp_async16(void *smem, const void *gmem)
+{
+    unsigned sa = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(gmem) : "memory");
+}
+
 // BIAS: a third per-warp row in shared memory sums dinp as it is on entry (the gradient of the
 // residual sum, whose column sums are the preceding linear layer's bias gradient): the separate
 // bias kernel's read of it saved (kern_layernorm_backward_bias).
-template <int NCH, int MINB, bool BIAS>
+// PF (v2, DROVER_LN_BWD=v2): the warp's next row of x and dout is copied by cp.async into a
+// per-warp shared-memory row (each lane copies and later reads only its own 16-byte slots, so no
+// barrier) as soon as this row's two sums are reduced, so two thirds of the next row's bytes are
+// in flight while this row updates dinp and the sums; dinp is still loaded at the row's start.
+// The copy is issued after the reductions, which consumed the lane's reads of those slots.  The
+// same arithmetic in the same order as PF off: the same bits.
+template <int NCH, int MINB, bool BIAS, bool PF = false>
 static __global__ void __launch_bounds__(256, MINB) layernorm_backward_reg_kernel(
     bf16 *dinp, float *part_w, float *part_b, float *part_o, const bf16 *dout, const bf16 *inp,
     const bf16 *w, const float *mean, const float *rstd, int N, int C)
@@ -677,6 +690,21 @@ static __global__ void __launch_bounds__(256, MINB) layernorm_backward_reg_kerne
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     float *aw = acc_w + warp * 256 * NCH, *ab = acc_b + warp * 256 * NCH;
     float *ao = acc_o + warp * 256 * NCH;
+    // PF: [8 warps][x, dout][256 * NCH] bf16 after the sums
+    bf16 *px = reinterpret_cast<bf16 *>(acc_w + (BIAS ? 3 : 2) * 8 * 256 * NCH) + warp * 2 * 256 * NCH;
+    bf16 *pd = px + 256 * NCH;
+    if (PF && blockIdx.x * 8 + warp < N) {
+        int row = blockIdx.x * 8 + warp;
+#pragma unroll
+        for (int i = 0; i < NCH; i++) {
+            int c = lane * 8 + 256 * i;
+            if (c < C) {
+                lnb_cp_async16(px + c, inp + (size_t)row * C + c);
+                lnb_cp_async16(pd + c, dout + (size_t)row * C + c);
+            }
+        }
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    }
     bf16x8 wv[NCH];
 #pragma unroll
     for (int i = 0; i < NCH; i++) {
@@ -696,12 +724,14 @@ static __global__ void __launch_bounds__(256, MINB) layernorm_backward_reg_kerne
         bf16 *dx = dinp + (size_t)row * C;
         float m = mean[row], rs = rstd[row];
         bf16x8 xv[NCH], dv[NCH], ov[NCH];
+        if (PF)
+            asm volatile("cp.async.wait_all;\n" ::: "memory");
 #pragma unroll
         for (int i = 0; i < NCH; i++) {
             int c = lane * 8 + 256 * i;
             if (c < C) {
-                xv[i] = load8_cs(x + c);
-                dv[i] = load8_cs(dy + c);
+                xv[i] = PF ? load8(px + c) : load8_cs(x + c);
+                dv[i] = PF ? load8(pd + c) : load8_cs(dy + c);
                 ov[i] = load8(dx + c);
             }
         }
@@ -721,6 +751,18 @@ static __global__ void __launch_bounds__(256, MINB) layernorm_backward_reg_kerne
         }
         a = warp_sum(a) / C;
         b = warp_sum(b) / C;
+        if (PF && row + gridDim.x * 8 < N) { /* the next row; xv, dv are in registers now */
+            size_t next = (size_t)(row + gridDim.x * 8) * C;
+#pragma unroll
+            for (int i = 0; i < NCH; i++) {
+                int c = lane * 8 + 256 * i;
+                if (c < C) {
+                    lnb_cp_async16(px + c, inp + next + c);
+                    lnb_cp_async16(pd + c, dout + next + c);
+                }
+            }
+            asm volatile("cp.async.commit_group;\n" ::: "memory");
+        }
 #pragma unroll
         for (int i = 0; i < NCH; i++) {
             int c = lane * 8 + 256 * i;
@@ -798,8 +840,9 @@ static __global__ void lnr_final_kernel(float *dw, float *db, float *do_, const 
 }
 
 // dbias2 non-NULL (MINB 2 only: 3 * 264 partial rows fill kern_colsum_scratch_floats(C)): the
-// BIAS kernel, dbias2 += the column sums of dinp on entry.
-template <int NCH, int MINB>
+// BIAS kernel, dbias2 += the column sums of dinp on entry.  PF: v2's prefetch (12 KiB more
+// shared memory per 256 columns: 96 KiB at C=768 with BIAS, still two blocks per SM).
+template <int NCH, int MINB, bool PF = false>
 static int layernorm_backward_reg(bf16 *dinp, float *dweight, float *dbias, float *dbias2,
                                   float *scratch, const bf16 *dout, const bf16 *inp, const bf16 *w,
                                   const float *mean, const float *rstd, int N, int C, cudaStream_t s)
@@ -807,9 +850,10 @@ static int layernorm_backward_reg(bf16 *dinp, float *dweight, float *dbias, floa
     const int G = 132 * MINB; /* an H200's SMs; a fixed grid keeps the sums' order fixed; <= 396 */
     float *pw = scratch, *pb = scratch + (size_t)G * C, *po = pb + (size_t)G * C;
     const int nsum = dbias2 ? 3 : 2;
-    const int smem = nsum * 8 * 256 * NCH * (int)sizeof(float); /* 64 KiB at NCH 4, 2 sums */
-    auto kern = dbias2 ? layernorm_backward_reg_kernel<NCH, MINB, true>
-                       : layernorm_backward_reg_kernel<NCH, MINB, false>;
+    const int smem = nsum * 8 * 256 * NCH * (int)sizeof(float) /* 64 KiB at NCH 4, 2 sums */
+                     + (PF ? 8 * 2 * 256 * NCH * (int)sizeof(bf16) : 0);
+    auto kern = dbias2 ? layernorm_backward_reg_kernel<NCH, MINB, true, PF>
+                       : layernorm_backward_reg_kernel<NCH, MINB, false, PF>;
     if (smem > 48 * 1024) { /* widths over 768; set each time: the attribute is per device */
         cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != cudaSuccess)
@@ -826,7 +870,11 @@ static int lnb_impl = -1;
 extern "C" void kern_lnbwd_set_impl(int reg)
 {
     const char *e = getenv("DROVER_LN_BWD");
-    lnb_impl = reg >= 0 ? reg : e && !strcmp(e, "old") ? 0 : e && !strcmp(e, "reg3") ? 2 : 1;
+    lnb_impl = reg >= 0 ? reg
+               : e && !strcmp(e, "old")  ? 0
+               : e && !strcmp(e, "reg3") ? 2
+               : e && !strcmp(e, "v2")   ? 3
+                                         : 1;
 }
 
 extern "C" int kern_layernorm_backward(kbf16 *dinp, float *dweight, float *dbias, float *scratch,
@@ -842,6 +890,9 @@ extern "C" int kern_layernorm_backward(kbf16 *dinp, float *dweight, float *dbias
     return lnb_impl == 2 ? layernorm_backward_reg<n, 3>((bf16 *)dinp, dweight, dbias, NULL, scratch, \
                                                         (const bf16 *)dout, (const bf16 *)inp,       \
                                                         (const bf16 *)weight, mean, rstd, N, C, s)   \
+         : lnb_impl == 3 ? layernorm_backward_reg<n, 2, (n <= 3)>(                                 \
+                               (bf16 *)dinp, dweight, dbias, NULL, scratch, (const bf16 *)dout,     \
+                               (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C, s)        \
                          : layernorm_backward_reg<n, 2>((bf16 *)dinp, dweight, dbias, NULL, scratch, \
                                      (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)weight,   \
                                      mean, rstd, N, C, s)
@@ -1014,7 +1065,7 @@ extern "C" int kern_bias_backward(float *dbias, float *scratch, const kbf16 *dou
 }
 
 // LayerNorm backward + the preceding layer's bias gradient: the reg kernel with its third
-// column sum where it runs (widths up to 1024, DROVER_LN_BWD unset), else the two launches.
+// column sum where it runs (widths up to 1024, DROVER_LN_BWD unset or v2), else the two launches.
 static int lnbias_fused = -1;
 
 extern "C" void kern_lnbias_set_impl(int fused)
@@ -1035,11 +1086,15 @@ extern "C" int kern_layernorm_backward_bias(kbf16 *dinp, float *dweight, float *
         kern_lnbias_set_impl(-1);
     if (lnb_impl < 0)
         kern_lnbwd_set_impl(-1);
-    if (lnbias_fused && lnb_impl == 1) {
+    if (lnbias_fused && (lnb_impl == 1 || lnb_impl == 3)) { /* 3: v2, its prefetch to C=768 */
 #define LNB_BIAS(n)                                                                                \
-    return layernorm_backward_reg<n, 2>((bf16 *)dinp, dweight, dbias, dbias2, scratch,             \
-                                        (const bf16 *)dout, (const bf16 *)inp,                     \
-                                        (const bf16 *)weight, mean, rstd, N, C, s)
+    return lnb_impl == 3 ? layernorm_backward_reg<n, 2, (n <= 3)>(                                 \
+                               (bf16 *)dinp, dweight, dbias, dbias2, scratch, (const bf16 *)dout,   \
+                               (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C, s)        \
+                         : layernorm_backward_reg<n, 2>((bf16 *)dinp, dweight, dbias, dbias2,       \
+                                                        scratch, (const bf16 *)dout,               \
+                                                        (const bf16 *)inp, (const bf16 *)weight,   \
+                                                        mean, rstd, N, C, s)
         switch ((C + 255) / 256) {
         case 1: LNB_BIAS(1);
         case 2: LNB_BIAS(2);

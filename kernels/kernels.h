@@ -168,9 +168,11 @@ void kern_rowkernels_set_impl(int ln, int cls);
  * (DROVER_ADAMW=old selects 0).  Not thread-safe, as above. */
 void kern_adamw_set_impl(int vec);
 /* LayerNorm backward: 1 = the row and weight in registers, one DRAM read of x, dout and dinp,
- * two blocks per SM (default, widths up to 1024); 2 = the same at three blocks per SM; 0 = the
- * earlier fused kernel (re-reads the row from L1).  dinp the same bits, dweight/dbias summed in
- * another order.  -1 = from the environment (DROVER_LN_BWD=old selects 0, =reg3 2).  Not
+ * two blocks per SM (default, widths up to 1024); 2 = the same at three blocks per SM; 3 = v2:
+ * 1 with the warp's next row of x and dout prefetched into shared memory by cp.async (widths up
+ * to 768, wider as 1; the bits of 1, also in kern_layernorm_backward_bias); 0 = the earlier
+ * fused kernel (re-reads the row from L1).  dinp the same bits, dweight/dbias summed in another
+ * order than 0.  -1 = from the environment (DROVER_LN_BWD=old selects 0, =reg3 2, =v2 3).  Not
  * thread-safe, as above. */
 void kern_lnbwd_set_impl(int reg);
 /* out[0] = sum of in[n] fp32, one block, fixed order (deterministic). */
