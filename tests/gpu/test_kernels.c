@@ -163,11 +163,11 @@ static void test_layernorm(struct rng *r, int C)
     /* both backward kernels on the same inputs (widths <= 1024; wider ones have one path):
        dinp the same bits, dweight and dbias summed in another order */
     if (C <= 1024) {
-        float *gd[3], *gww[3], *gbb[3];
-        for (int k = 0; k < 3; k++) { /* old, reg (default), reg3 */
+        float *gd[4], *gww[4], *gbb[4];
+        for (int k = 0; k < 4; k++) { /* old, reg (default), reg3, v2 */
             kbf16 *e_dinp = dev_bf16(dinp0, N * C);
             float *e_gw = dev_f32(gw0, C), *e_gb = dev_f32(gb0, C);
-            kern_lnbwd_set_impl(k); /* 0 old, 1 reg, 2 reg3 */
+            kern_lnbwd_set_impl(k); /* 0 old, 1 reg, 2 reg3, 3 v2 */
             KK(kern_layernorm_backward(e_dinp, e_gw, e_gb, scratch, d_dout, dx, dw, dmean, drstd,
                                        (int)N, C, 0));
             gd[k] = host_from_bf16(e_dinp, N * C);
@@ -175,8 +175,8 @@ static void test_layernorm(struct rng *r, int C)
             gbb[k] = host_from_f32(e_gb, C);
         }
         kern_lnbwd_set_impl(-1);
-        for (int k = 1; k < 3; k++) {
-            const char *v = k == 1 ? "reg" : "reg3";
+        for (int k = 1; k < 4; k++) {
+            const char *v = k == 1 ? "reg" : k == 2 ? "reg3" : "v2";
             size_t same = 0;
             for (size_t i = 0; i < N * C; i++)
                 same += gd[0][i] == gd[k][i];
@@ -260,7 +260,9 @@ static void test_layernorm(struct rng *r, int C)
 /* LayerNorm forward v2 (DROVER_LN=v2: several rows per warp, the next row's loads in flight):
  * against the CPU and bit for bit against the default row-in-registers kernel (the same
  * arithmetic in the same order).  N: more rows than the grid's warps, and not a multiple, so
- * warps own several rows and the last one fewer. */
+ * warps own several rows and the last one fewer.  Then the backward v2 (DROVER_LN_BWD=v2: the
+ * next row of x and dout prefetched into shared memory), alone and with the bias sum, bit for
+ * bit against the default kernel: the 264-block grid's warps get several rows only at this N. */
 static void test_layernorm_v2(struct rng *r, int N, int C)
 {
     char name[80];
@@ -296,6 +298,51 @@ static void test_layernorm_v2(struct rng *r, int N, int C)
     diff += memcmp(gr[0], gr[1], (size_t)N * 4) != 0;
     snprintf(name, sizeof name, "layernorm_forward v2 = default bits (C%d)", C);
     check(name, (double)diff, 0);
+
+    float *dout = rand_bf16_exact(r, n, 1), *dinp = rand_bf16_exact(r, n, 1), *g0 = rand_f32(r, 3 * C, 1);
+    kbf16 *d_dout = dev_bf16(dout, n), *d_y = dev_poisoned(n * 2);
+    float *dm = dev_poisoned((size_t)N * 4), *dr = dev_poisoned((size_t)N * 4);
+    float *scratch = dev_poisoned(kern_colsum_scratch_floats(C) * 4);
+    KK(kern_layernorm_forward(d_y, dm, dr, dx, dw, db, N, C, 0)); /* the default's mean, rstd */
+    kern_lnbias_set_impl(1);
+    for (int bias = 0; bias < 2; bias++) {
+        float *hd[2], *hg[2];
+        for (int k = 0; k < 2; k++) { /* 0: the default (reg), 1: v2 */
+            kbf16 *e_dinp = dev_bf16(dinp, n);
+            float *e_g = dev_f32(g0, 3 * C);
+            kern_lnbwd_set_impl(k ? 3 : 1);
+            if (bias)
+                KK(kern_layernorm_backward_bias(e_dinp, e_g, e_g + C, e_g + 2 * C, scratch, d_dout,
+                                                dx, dw, dm, dr, N, C, 0));
+            else
+                KK(kern_layernorm_backward(e_dinp, e_g, e_g + C, scratch, d_dout, dx, dw, dm, dr,
+                                           N, C, 0));
+            hd[k] = host_from_bf16(e_dinp, n);
+            hg[k] = host_from_f32(e_g, 3 * C);
+            CK(cudaFree(e_dinp));
+            CK(cudaFree(e_g));
+        }
+        diff = 0;
+        for (size_t i = 0; i < n; i++)
+            diff += memcmp(&hd[0][i], &hd[1][i], 4) != 0;
+        diff += memcmp(hg[0], hg[1], (size_t)3 * C * 4) != 0;
+        snprintf(name, sizeof name, "layernorm_backward%s v2 = default bits (C%d)", bias ? "_bias" : "", C);
+        check(name, (double)diff, 0);
+        for (int k = 0; k < 2; k++) {
+            free(hd[k]);
+            free(hg[k]);
+        }
+    }
+    kern_lnbwd_set_impl(-1);
+    kern_lnbias_set_impl(-1);
+    CK(cudaFree(d_dout));
+    CK(cudaFree(d_y));
+    CK(cudaFree(dm));
+    CK(cudaFree(dr));
+    CK(cudaFree(scratch));
+    free(dout);
+    free(dinp);
+    free(g0);
     for (int k = 0; k < 2; k++) {
         free(got[k]);
         free(gm[k]);
@@ -626,7 +673,7 @@ int main(int argc, char **argv)
     test_layernorm(&r, 768);
     test_layernorm(&r, 96);
     test_layernorm(&r, 2048); /* wider than the fused kernel: two-pass path */
-    printf("-- DROVER_LN=v2, DROVER_BIAS=v2\n");
+    printf("-- DROVER_LN=v2, DROVER_LN_BWD=v2, DROVER_BIAS=v2\n");
     test_layernorm_v2(&r, 3 * 3168 + 5, 768); /* 3168: the v2 grid's warps on an H200 */
     test_layernorm_v2(&r, 3168 + 1, 96);      /* narrower than a warp's vectors */
     test_layernorm_v2(&r, 2 * 3168 + 3, 1000); /* a part-filled last vector per row */
