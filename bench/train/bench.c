@@ -324,6 +324,12 @@ static int bench_kernels(int B)
     kern_lnbwd_set_impl(2);
     TIME("  layernorm bwd (reg3: DROVER_LN_BWD=reg3)", 0, bf * 4.0 * N * C, 0,
          kern_layernorm_backward(y, gw, gw + C, scratch, x, x, bias, mean, rstd, (int)N, C, 0));
+    kern_lnbwd_set_impl(3); /* the next row's x and dout prefetched (same bits; not counted) */
+    TIME("  layernorm bwd (v2: DROVER_LN_BWD=v2)", 0, bf * 4.0 * N * C, 0,
+         kern_layernorm_backward(y, gw, gw + C, scratch, x, x, bias, mean, rstd, (int)N, C, 0));
+    TIME("  layernorm bwd + bias (v2: DROVER_LN_BWD=v2)", 0, bf * 5.0 * N * C, 0,
+         kern_layernorm_backward_bias(y, gw, gw + C, gw + 2 * C, scratch, x, x, bias, mean, rstd,
+                                      (int)N, C, 0));
     kern_lnbwd_set_impl(-1);
     TIME("bias bwd (4C columns)", 0, bf * 4.0 * N * C, L,
          kern_bias_backward(gw, scratch, pre, (int)N, 4 * C, 0));
