@@ -120,7 +120,7 @@ static int top_once(struct fleet *f, const struct top_opts *o)
             int unanswered = 0;
             code = top_snapshot_exit(&s, now, &unanswered);
             for (int i = 0; i < s.ncts && unanswered && o->watch_s <= 0; i++)
-                if (!s.cts[i].seen && top_ct_state(&s, &s.cts[i], now) != TOP_UNREACHABLE)
+                if (top_ct_report_unanswered(&s, i, now))
                     log_error("%s: no answer within %g s (--timeout)", s.cts[i].label, o->timeout_s);
         } else
             r = -ENOMEM;

@@ -410,6 +410,19 @@ int top_snapshot_exit(const struct top_snapshot *s, double now, int *ret_unanswe
     return key ? EXIT_HOSTKEY : unreachable ? EXIT_FAIL : EXIT_OK;
 }
 
+static bool ct_unanswered(const struct top_snapshot *s, int i, double now)
+{
+    return !s->cts[i].seen && top_ct_state(s, &s->cts[i], now) != TOP_UNREACHABLE;
+}
+
+bool top_ct_report_unanswered(const struct top_snapshot *s, int i, double now)
+{
+    if (i < 0 || i >= s->ncts || !ct_unanswered(s, i, now))
+        return false;
+    int first = s->cts[i].same_as;
+    return !(first >= 0 && first < i && ct_unanswered(s, first, now));
+}
+
 enum top_state top_host_state(const struct top_snapshot *s, int host, double now)
 {
     const struct top_host *h = &s->hosts[host];

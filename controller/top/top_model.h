@@ -169,6 +169,10 @@ enum top_state top_ct_state(const struct top_snapshot *s, const struct top_ct *c
  * the jobs are in (a failed gang is an answer, not an error).  *ret_unanswered (may be NULL):
  * how many containers were never seen. */
 int top_snapshot_exit(const struct top_snapshot *s, double now, int *ret_unanswered);
+/* Whether `drover top --once` names pair i as "no answer": never seen, not unreachable, and
+ * no earlier pair naming the same container (another job's) already named it, so that a
+ * container is named once however many jobs it runs. */
+bool top_ct_report_unanswered(const struct top_snapshot *s, int i, double now);
 enum top_state top_host_state(const struct top_snapshot *s, int host, double now);
 bool top_ct_is_stale(const struct top_snapshot *s, const struct top_ct *ct, double now);
 /* The job of container ct; NULL when its index is out of range. */

@@ -493,6 +493,16 @@ static void test_shared_container_counts_once(void **state)
     for (int i = 0; i < n; i++)
         ct_rows += rows[i].level == TOP_L_CT;
     assert_int_equal(ct_rows, 4);
+    /* h1:101 never answers (its agent is wedged): `top --once` names it once, not per job */
+    for (int i = 0; i < s.ncts; i++)
+        s.cts[i].seen = strcmp(s.cts[i].label, "h1:101") != 0;
+    int named = 0, unanswered = 0;
+    for (int i = 0; i < s.ncts; i++)
+        named += top_ct_report_unanswered(&s, i, late);
+    assert_int_equal(top_snapshot_exit(&s, late, &unanswered), EXIT_FAIL);
+    assert_int_equal(unanswered, 2); /* both pairs count for the exit code */
+    assert_int_equal(named, 1);
+    assert_false(top_ct_report_unanswered(&s, s.ncts, late));
     top_snapshot_done(&s);
     inventory_free(inv);
 }
