@@ -462,7 +462,7 @@ static int gpu_check_cts(struct deploy *d, bool force, char *err, size_t err_sz)
 }
 
 /* A new rendezvous generation: 16 hex digits, one per switch (agent activate/start --rdzv). */
-static void new_rdzv(char out[17])
+void new_rdzv(char out[17])
 {
     uint8_t b[8];
     if (getrandom(b, sizeof b, GRND_NONBLOCK) != (ssize_t)sizeof b) {

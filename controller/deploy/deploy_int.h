@@ -179,6 +179,9 @@ void on_sigint(int sig);
 void on_sigint_send(int sig);
 void interrupt_handlers(void (*fn)(int));
 void history_record(struct deploy *d, const char *result, const char *reason, double ktok);
+/* A new rendezvous generation: 16 hex digits and a NUL, one per switch or operator's start
+ * (agent activate/start --rdzv). */
+void new_rdzv(char out[17]);
 int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t err_sz);
 int taken_over(struct deploy *d, const char *what);
 int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_sz);
