@@ -18,6 +18,19 @@ int cmd_promote(struct fleet *f, int argc, char **argv);
 int cmd_revert(struct fleet *f, int argc, char **argv);
 int cmd_top(struct fleet *f, int argc, char **argv);
 int cmd_gc(struct fleet *f, int argc, char **argv);
+int cmd_stop(struct fleet *f, int argc, char **argv);
+int cmd_start(struct fleet *f, int argc, char **argv);
+
+/* `drover stop|start`'s arguments (cmd_stopstart.c): the jobs named with --job (each once, at
+ * most INV_MAX_JOBS; the strings are argv's), or all (--all-jobs), never both nor neither. */
+struct stopstart_args {
+    const char *jobs[INV_MAX_JOBS];
+    int njobs;
+    bool all, dry_run, json;
+};
+/* Parse argv (argv[0] the verb) into *ret: EXIT_OK, or EXIT_USAGE with the reason and the
+ * verb's usage line logged (*ret untouched). */
+int cmd_stopstart_parse(int argc, char **argv, struct stopstart_args *ret);
 
 /* GC of host object stores (of every host, or only only_job's) and of the manifest cache,
  * keeping extra ids, every job's current/previous/good/target, the environments they name and

@@ -1,0 +1,119 @@
+/* controller/cmd_stopstart.c: `drover stop --job J... | --all-jobs [--dry-run] [-o json]` and
+ * `drover start` with the same arguments: argument parsing and job selection only (the jobs as
+ * deploy selects them, but never implicitly: stopping training is always named); the deploy
+ * engine's deploy_stop_start() (controller/deploy/stopstart.c) acts, one job after another.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controller/cmd.h"
+#include "controller/verbs.h"
+#include "controller/deploy/stopstart.h"
+#include "controller/transport/fanout.h"
+
+int cmd_stopstart_parse(int argc, char **argv, struct stopstart_args *ret)
+{
+    static const struct option opts[] = {
+        { "job", required_argument, NULL, 'j' },
+        { "all-jobs", no_argument, NULL, 'a' },
+        { "dry-run", no_argument, NULL, 'n' },
+        { "output", required_argument, NULL, 'o' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct stopstart_args a = { .njobs = 0 };
+    int c;
+    optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
+    while ((c = getopt_long(argc, argv, "j:no:", opts, NULL)) != -1) {
+        if (c == 'j' && a.njobs < INV_MAX_JOBS)
+            a.jobs[a.njobs++] = optarg;
+        else if (c == 'j') {
+            log_error("--job given more than %d times", INV_MAX_JOBS);
+            return verb_usage_error(argv[0], NULL);
+        } else if (c == 'a')
+            a.all = true;
+        else if (c == 'n')
+            a.dry_run = true;
+        else if (c == 'o' && strcmp(optarg, "json") == 0)
+            a.json = true;
+        else {
+            if (c == 'o')
+                log_error("-o takes json, not '%s'", optarg);
+            return verb_usage_error(argv[0], NULL);
+        }
+    }
+    if (optind != argc)
+        return verb_usage_error(argv[0], argv[optind]);
+    for (int k = 1; k < a.njobs; k++)
+        for (int i = 0; i < k; i++)
+            if (!strcmp(a.jobs[i], a.jobs[k])) {
+                log_error("--job '%s' given twice: name each job once", a.jobs[k]);
+                return verb_usage_error(argv[0], NULL);
+            }
+    if (a.all && a.njobs) {
+        log_error("--job and --all-jobs cannot be combined: name the jobs with --job, or all of "
+                  "them with --all-jobs");
+        return verb_usage_error(argv[0], NULL);
+    }
+    if (!a.all && !a.njobs) { /* even with one job: a stop ends training, so it is named */
+        log_error("%s needs --job J (repeatable) or --all-jobs", argv[0]);
+        return verb_usage_error(argv[0], NULL);
+    }
+    *ret = a;
+    return EXIT_OK;
+}
+
+static int stop_or_start(struct fleet *f, int argc, char **argv, bool start)
+{
+    struct stopstart_args a;
+    int ret = cmd_stopstart_parse(argc, argv, &a);
+    if (ret != EXIT_OK)
+        return ret;
+    const char *kind = start ? "start" : "stop";
+    cmd_result_want(f, a.json, kind, a.jobs, a.njobs);
+    if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
+        return EXIT_OK;
+    if (a.all)
+        for (int i = 0; i < f->inv->njobs && a.njobs < INV_MAX_JOBS; i++)
+            a.jobs[a.njobs++] = f->inv->jobs[i].name;
+    struct cmd_result cr = { .saved_fd = -1 };
+    if (a.json && cmd_result_begin(&cr) < 0) {
+        log_error("cannot redirect stdout for -o json");
+        return EXIT_FAIL;
+    }
+    /* every host of these jobs at once: a dead host costs one connect timeout in total.  A dry
+     * run contacts nothing */
+    bool need[INV_MAX_HOSTS] = { false };
+    for (int k = 0; k < a.njobs && !a.dry_run; k++) {
+        const struct inv_job *jb = inventory_find_job(f->inv, a.jobs[k]);
+        bool one[INV_MAX_HOSTS];
+        if (!jb)
+            continue;
+        fleet_hosts_of(f->inv, jb, one);
+        for (int h = 0; h < INV_MAX_HOSTS; h++)
+            need[h] |= one[h];
+    }
+    if (!a.dry_run)
+        (void)fleet_connect_all(f, need);
+    /* one job after another, each in all its containers at once; every job is asked even when
+     * an earlier one failed (a stop in an incident should reach all it can): the first failure's
+     * code is the exit code */
+    ret = EXIT_OK;
+    for (int k = 0; k < a.njobs; k++) {
+        int r = deploy_stop_start(f, a.jobs[k], start, a.dry_run);
+        if (r != EXIT_OK && ret == EXIT_OK)
+            ret = r;
+    }
+    return a.json ? cmd_result_end(&cr, f->inv, kind, a.jobs, a.njobs, ret) : ret;
+}
+
+int cmd_stop(struct fleet *f, int argc, char **argv)
+{
+    return stop_or_start(f, argc, argv, false);
+}
+
+int cmd_start(struct fleet *f, int argc, char **argv)
+{
+    return stop_or_start(f, argc, argv, true);
+}

@@ -1,0 +1,272 @@
+/* controller/deploy/stopstart.c: `drover stop --job J` and `drover start --job J`.  An operator's
+ * stop is a plain `drover-agent stop --job J` (no --restart-after: the job stays stopped until
+ * started or deployed again); a start is `drover-agent start --job J` with a new rendezvous
+ * generation, so the ranks started together pair only with each other.  Both run under the
+ * job's lock and deploy lease (lease.c), like deploy and rollback: a concurrent deploy is
+ * refused before anything is asked, and no deploy starts while a stop is in flight.
+ * Never changes a release, a baseline or a promotion; never waits for heartbeats.
+ */
+#include "controller/deploy/deploy_int.h"
+#include "controller/deploy/stopstart.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/text.h"
+#include "common/util.h"
+#include "controller/exitcode.h"
+#include "controller/ui.h"
+#include "controller/transport/conn.h"
+#include "controller/transport/send.h"
+
+enum stopstart_outcome stopstart_judge(bool start, bool asked, const char *ok_line, bool ended,
+                                       bool ct_stopped)
+{
+    if (!asked)
+        return SS_UNREACHABLE;
+    if (ok_line)
+        return start && strstr(ok_line, "already running") ? SS_ALREADY : SS_DONE;
+    if (!ended)
+        return SS_NO_ANSWER;
+    return ct_stopped ? SS_CT_STOPPED : SS_FAILED;
+}
+
+const char *stopstart_word(bool start, enum stopstart_outcome o)
+{
+    switch (o) {
+    case SS_DONE:
+        return start ? "started" : "stopped";
+    case SS_ALREADY:
+        return "already running";
+    case SS_CT_STOPPED:
+        return "container stopped";
+    case SS_FAILED:
+        return "FAILED";
+    case SS_NO_ANSWER:
+        return "NO ANSWER";
+    case SS_UNREACHABLE:
+        return "UNREACHABLE";
+    }
+    return "?";
+}
+
+bool stopstart_is_ok(bool start, enum stopstart_outcome o)
+{
+    return o == SS_DONE || o == SS_ALREADY || (!start && o == SS_CT_STOPPED);
+}
+
+int stopstart_exit(bool start, const enum stopstart_outcome *o, int n, bool key_refused)
+{
+    if (key_refused)
+        return EXIT_HOSTKEY;
+    for (int i = 0; i < n; i++)
+        if (!stopstart_is_ok(start, o[i]))
+            return EXIT_FAIL;
+    return EXIT_OK;
+}
+
+/* How long a container has to answer: a stop returns once the gang is gone (SIGKILL after the
+ * grace), a start once every rank was exec'd (after the GPU-memory wait); both plus a round trip
+ * of exec_timeout, as the switch's restart of an old gang allows. */
+static double answer_deadline(const struct deploy *d, bool start)
+{
+    double grace = d->job->grace_s > 0 ? d->job->grace_s : 30;
+    return grace + d->inv->exec_timeout_s + (start ? 30 : 0);
+}
+
+/* The agent's words for a container that did not succeed, and what to do, into buf. */
+static void stopstart_why(const struct deploy *d, int i, bool start, enum stopstart_outcome o,
+                          const char *said, double limit, char *buf, size_t sz)
+{
+    const char *verb = start ? "start" : "stop";
+    const struct inv_ct *ct = &d->job->cts[i];
+    switch (o) {
+    case SS_NO_ANSWER:
+        snprintf(buf, sz, "no answer within %.0f s (the agent may still be %s the gang): look with "
+                 "`drover status --job %s`, then run `drover %s --job %s` again", limit,
+                 start ? "starting" : "stopping", d->job->name, verb, d->job->name);
+        return;
+    case SS_UNREACHABLE:
+        snprintf(buf, sz, "host unreachable, nothing asked there: once it answers, run `drover %s "
+                 "--job %s` again", verb, d->job->name);
+        return;
+    case SS_CT_STOPPED:
+        snprintf(buf, sz, "the container is not running (pct: %.299s)%s", said && said[0] ? said : "-",
+                 start ? ": start it (`pct start` on its host), then run `drover start` again"
+                       : ": nothing runs there");
+        return;
+    case SS_FAILED:
+        snprintf(buf, sz, "drover-agent %s --job %.64s failed: %.299s; see `drover logs --job %.64s` and the "
+                 "agent's log in %.64s", verb, d->job->name, said && said[0] ? said : "no reason given",
+                 d->job->name, ct->label);
+        return;
+    default:
+        buf[0] = '\0';
+    }
+}
+
+/* `drover-agent stop|start --job J` in every container at once, one stream each, at most limit
+ * seconds.  Fills o[] and said[] (the agent's ok line, or its last stderr line). */
+static void stopstart_fan(struct deploy *d, bool start, double limit, enum stopstart_outcome o[],
+                          char said[][300], double took[])
+{
+    const struct inv_job *j = d->job;
+    struct agent_argv a;
+    agent_argv_init(&a);
+    char tok[17];
+    if (start) {
+        new_rdzv(tok);
+        agent_argv_start(&a, j->name, tok);
+    } else {
+        agent_argv_stop(&a, j->name);
+    }
+    struct conn_stream *s[INV_MAX_CTS] = { NULL };
+    bool asked[INV_MAX_CTS] = { false };
+    int pending = 0;
+    double t0 = time_mono();
+    bool argv_ok = agent_argv_end(&a) == 0;
+    for (int i = 0; i < j->ncts; i++) {
+        said[i][0] = '\0';
+        took[i] = -1;
+        o[i] = SS_UNREACHABLE;
+        char e[CONN_ERR_MAX] = "";
+        int r = argv_ok ? fleet_agent_stream(d->f, &j->cts[i], a.argv, 4096, &s[i], e, sizeof e) : -ENOMEM;
+        if (r < 0) {
+            snprintf(said[i], sizeof said[i], "%s", r == -ENOTCONN ? "host unreachable" : e);
+            continue;
+        }
+        asked[i] = true;
+        o[i] = SS_NO_ANSWER;
+        pending++;
+    }
+    while (pending > 0 && !deploy_interrupted && time_mono() - t0 < limit) {
+        for (int i = 0; i < j->ncts; i++) {
+            if (!s[i])
+                continue;
+            char *line;
+            size_t len;
+            int r;
+            while ((r = conn_stream_poll(s[i], &line, &len)) == 1)
+                if (len >= 2 && !strncmp(line, "ok", 2))
+                    snprintf(said[i], sizeof said[i], "%.*s", (int)(len < 299 ? len : 299), line);
+            if (r != -EPIPE && r != -EIO)
+                continue;
+            const char *err = conn_stream_err(s[i]);
+            char why[CONN_STREAM_ERR_MAX + 200];
+            bool ct_stopped = !said[i][0] && err &&
+                              pct_ct_problem(j->cts[i].vmid, err, why, sizeof why) == -EHOSTDOWN;
+            o[i] = stopstart_judge(start, true, said[i][0] ? said[i] : NULL, r == -EPIPE, ct_stopped);
+            if (!said[i][0])
+                snprintf(said[i], sizeof said[i], "%s", r == -EIO ? "connection lost" : err && err[0] ? err : "");
+            (void)text_escape_inplace(said[i], sizeof said[i]);
+            took[i] = time_mono() - t0;
+            conn_stream_free(s[i]);
+            s[i] = NULL;
+            pending--;
+        }
+        if (pending > 0)
+            fleet_wait(d->f, 200);
+    }
+    for (int i = 0; i < j->ncts; i++)
+        if (s[i]) { /* no answer in time: the agent goes on with the request on its own */
+            conn_stream_free(s[i]);
+            o[i] = stopstart_judge(start, asked[i], NULL, false, false);
+        }
+}
+
+int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run)
+{
+    const char *verb = start ? "start" : "stop";
+    struct deploy d;
+    int ret = deploy_init(&d, f, job, false);
+    if (ret)
+        return ret;
+    ret = EXIT_FAIL;
+    int lock = -1;
+    if (dry_run) {
+        printf("%s of job '%s' (dry run, nothing contacted): would take the job's lock and deploy "
+               "lease, then run `drover-agent %s --job %s` in %d container(s) at once:", verb,
+               d.job->name, verb, d.job->name, d.job->ncts);
+        for (int i = 0; i < d.job->ncts; i++)
+            printf(" %s", d.job->cts[i].label);
+        printf("\n");
+        ret = EXIT_OK;
+        goto out;
+    }
+    /* Ctrl-C while the lease is taken: given back (deploy_done); during the fan-out the agents
+     * go on with what they were asked, and the summary says who had not answered */
+    interrupt_handlers(on_sigint_send);
+    lock = deploy_lock(&d);
+    if (lock < 0) {
+        ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL; /* said: another drover, or the state dir */
+        goto out;
+    }
+    if (deploy_interrupted) {
+        log_error("%s of job '%s' interrupted before anything was asked: nothing changed", verb, d.job->name);
+        goto out;
+    }
+    interrupt_handlers(on_sigint);
+    /* the release the job runs and its good release, for the history record: from the status
+     * documents that came with the lease (the first container that names them) */
+    for (int i = 0; i < d.job->ncts; i++)
+        if (d.pre[i] == 1 && d.pre_js[i].current[0] && !d.id[0]) {
+            (void)str_copy(d.id, sizeof d.id, d.pre_js[i].current);
+            (void)str_copy(d.good, sizeof d.good, d.pre_js[i].good);
+        }
+    ui_short(d.id, d.sid);
+    (void)str_copy(d.name, sizeof d.name, verb);
+    double limit = answer_deadline(&d, start);
+    fprintf(stderr, "%s: job '%s': drover-agent %s in %d container(s) at once (deadline %.0f s)\n",
+            verb, d.job->name, verb, d.job->ncts, limit);
+    enum stopstart_outcome o[INV_MAX_CTS];
+    static char said[INV_MAX_CTS][300];
+    double took[INV_MAX_CTS];
+    stopstart_fan(&d, start, limit, o, said, took);
+    int nok = 0;
+    char summary[600] = "";
+    size_t off = 0;
+    for (int i = 0; i < d.job->ncts; i++) {
+        const struct inv_ct *ct = &d.job->cts[i];
+        bool ok = stopstart_is_ok(start, o[i]);
+        nok += ok;
+        char why[1200] = "";
+        stopstart_why(&d, i, start, o[i], said[i], limit, why, sizeof why);
+        if (ok && took[i] >= 0)
+            printf("%-12s %-17s %.1f s\n", ct->label, stopstart_word(start, o[i]), took[i]);
+        else
+            printf("%-12s %-17s %s\n", ct->label, stopstart_word(start, o[i]), why);
+        if (!ok)
+            log_error("%s: job '%s' not %s: %s", ct->label, d.job->name, start ? "started" : "stopped", why);
+        if (off < sizeof summary)
+            off += (size_t)snprintf(summary + off, sizeof summary - off, "%s%s %s", off ? ", " : "",
+                                    ct->label, stopstart_word(start, o[i]));
+    }
+    ret = stopstart_exit(start, o, d.job->ncts, f->key_refused);
+    char reason[700];
+    snprintf(reason, sizeof reason, "%s by the operator: %s", start ? "started" : "stopped", summary);
+    d.lease_with_record = true; /* the record is the last call: it gives the lease back there */
+    history_record(&d, ret == EXIT_OK ? (start ? "started" : "stopped") : (start ? "start-failed" : "stop-failed"),
+                   reason, -1);
+    int nalready = 0;
+    for (int i = 0; i < d.job->ncts; i++)
+        nalready += o[i] == SS_ALREADY;
+    if (ret == EXIT_OK && start)
+        printf("job '%s' runs in %d container(s) (%d started, %d already running): `drover status` "
+               "shows its ranks\n", d.job->name, nok, nok - nalready, nalready);
+    else if (ret == EXIT_OK)
+        printf("job '%s' stopped in %d container(s); it stays stopped until `drover start --job %s` "
+               "or a deploy\n", d.job->name, nok, d.job->name);
+    else
+        fprintf(stderr, "%s of job '%s': %d of %d container(s) %s; the others are named above\n", verb,
+                d.job->name, nok, d.job->ncts, start ? "started" : "stopped");
+out:
+    interrupt_handlers(NULL);
+    exec_interrupted = 0; /* a Ctrl-C above: still give the lease back */
+    send_interrupted = 0;
+    deploy_done(&d, lock);
+    return ret;
+}

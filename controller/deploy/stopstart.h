@@ -1,0 +1,51 @@
+/* controller/deploy/stopstart.h: `drover stop` and `drover start` of a job: the per-container
+ * judgement of the agents' answers and the exit code it makes (pure, unit-tested), and the verb
+ * itself (stopstart.c), which runs `drover-agent stop|start --job J` in every container of the
+ * job at once under the job's lock and deploy lease, as deploy and rollback do.
+ */
+#ifndef DROVER_STOPSTART_H
+#define DROVER_STOPSTART_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "controller/transport/fleet.h"
+
+/* What one container's answer means. */
+enum stopstart_outcome {
+    SS_DONE,        /* stopped (no process of the gang is left), or started */
+    SS_ALREADY,     /* start: it was running already */
+    SS_CT_STOPPED,  /* the container itself is not running (pct says so): nothing runs there */
+    SS_FAILED,      /* the agent answered and refused or failed (its words kept) */
+    SS_NO_ANSWER,   /* no answer within the deadline (or interrupted): the agent may go on */
+    SS_UNREACHABLE, /* the host could not be reached: nothing was asked there */
+};
+
+/* One container's outcome from what came back.  asked: the command was sent; ok_line: the
+ * agent's "ok..." line on stdout (NULL: none came); ended: the command ended before the
+ * deadline; ct_stopped: pct said the container is not running. */
+enum stopstart_outcome stopstart_judge(bool start, bool asked, const char *ok_line, bool ended,
+                                       bool ct_stopped);
+
+/* The word of the per-container summary: "stopped", "started", "already running",
+ * "container stopped", "FAILED", "NO ANSWER", "UNREACHABLE". */
+const char *stopstart_word(bool start, enum stopstart_outcome o);
+
+/* Is o a success of the verb?  A stopped container is one for stop (nothing runs there), a
+ * failure for start (nothing can start there). */
+bool stopstart_is_ok(bool start, enum stopstart_outcome o);
+
+/* The exit code of a stop or start over n containers: EXIT_OK when every one succeeded,
+ * EXIT_HOSTKEY when a host key was refused, else EXIT_FAIL. */
+int stopstart_exit(bool start, const enum stopstart_outcome *o, int n, bool key_refused);
+
+/* `drover stop --job J` (start false) or `drover start --job J` (start true) of one job: the
+ * job's lock and deploy lease (another operator's deploy is refused, nothing changed), then
+ * `drover-agent stop|start --job J` in every container at once, each given the job's grace plus
+ * exec_timeout to answer; a summary line per container on stdout, one history record (result
+ * "stopped" or "started") in state_dir and in every container, whose write gives the lease back
+ * where the agent knows how; the rest of the lease is given back at the end.  dry_run: say what
+ * it would do and contact nothing (no lock, no lease).  Returns a drover exit code. */
+int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run);
+
+#endif
