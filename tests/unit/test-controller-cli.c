@@ -104,6 +104,7 @@ static const struct {
     { "rollback", "--job", "a" }, { "promote", "--job", "a" },    { "revert", "--job", "a" },
     { "history", NULL, NULL },    { "top", "--once", NULL },      { "logs", "--job", "a" },
     { "events", NULL, NULL },     { "exporter", NULL, NULL },     { "validate", NULL, NULL },
+    { "stop", "--all-jobs", NULL }, { "start", "--job", "a" },
 };
 
 static void test_usage_before_inventory(void **state)
@@ -230,6 +231,41 @@ static void test_rollback_needs_job(void **state)
     assert_int_equal(drover("-i", "one.ini", "rollback", "--job", "a", NULL), 1);
     want(err, "h1");
     want_not(err, "another drover");
+}
+
+/* stop and start: the jobs are always named (even with one job), before the inventory is read
+ * and before any host is contacted; --dry-run contacts nothing; a host that does not answer is
+ * named and the exit is 1 */
+static void test_stop_start_need_jobs(void **state)
+{
+    (void)state;
+    assert_int_equal(drover("stop", NULL), 2);
+    want(err, "stop needs --job J (repeatable) or --all-jobs");
+    want(err, "usage: drover stop --job J... | --all-jobs");
+    want_not(err, "inventory");
+    assert_int_equal(drover("start", "--job", "a", "--all-jobs", NULL), 2);
+    want(err, "--job and --all-jobs cannot be combined");
+    assert_int_equal(drover("stop", "--job", "a", "--job", "a", NULL), 2);
+    want(err, "--job 'a' given twice");
+    FILE *fp = fopen("one.ini", "w");
+    assert_non_null(fp);
+    fprintf(fp, "[drover]\nstate_dir = %s/state\nknown_hosts = %s/kh\nconnect_timeout = 1s\n"
+                "[host h1]\naddress = 127.0.0.1\nport = 1\n[job a]\ncontainers = h1:101\ncommand = x\n",
+            tmpd, tmpd);
+    fclose(fp);
+    assert_int_equal(drover("-i", "one.ini", "stop", NULL), 2);
+    want(err, "stop needs --job J");
+    want_not(err, "h1");
+    assert_int_equal(drover("-i", "one.ini", "stop", "--job", "a", "--dry-run", NULL), 0);
+    want(out, "stop of job 'a' (dry run, nothing contacted)");
+    want(out, "h1:101");
+    want_not(err, "connect");
+    assert_int_equal(drover("-i", "one.ini", "stop", "--job", "nosuch", NULL), 2);
+    /* h1 refuses the connection at once: named, with what to do, exit 1 */
+    assert_int_equal(drover("-i", "one.ini", "start", "--all-jobs", NULL), 1);
+    want(out, "h1:101");
+    want(out, "UNREACHABLE");
+    want(err, "run `drover start --job a` again");
 }
 
 static void test_values_name_the_option_typed(void **state)
@@ -561,6 +597,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_did_you_mean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_checked_before_hosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_job_suggests, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_start_need_jobs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,110 @@
+/* Unit tests for `drover stop|start`: the argument parsing and job selection
+ * (controller/cmd_stopstart.c: --job repeats, --all-jobs, never both nor neither, ret untouched on
+ * a usage error) and the per-container judgement and exit code (controller/deploy/stopstart.c:
+ * a container that does not answer, or whose host is unreachable, fails the verb; a stopped
+ * container is a success for stop and a failure for start; "already running" is fine). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "controller/cmd.h"
+#include "controller/exitcode.h"
+#include "controller/deploy/stopstart.h"
+
+static int parse(struct stopstart_args *a, ...)
+{
+    char *argv[16];
+    int argc = 0;
+    va_list ap;
+    va_start(ap, a);
+    for (char *s = va_arg(ap, char *); s && argc < 15; s = va_arg(ap, char *))
+        argv[argc++] = s;
+    va_end(ap);
+    argv[argc] = NULL;
+    return cmd_stopstart_parse(argc, argv, a);
+}
+
+static void test_parse_selection(void **state)
+{
+    (void)state;
+    struct stopstart_args a;
+    assert_int_equal(parse(&a, "stop", "--job", "train", "--job", "side", "-o", "json", NULL), EXIT_OK);
+    assert_int_equal(a.njobs, 2);
+    assert_string_equal(a.jobs[0], "train");
+    assert_string_equal(a.jobs[1], "side");
+    assert_false(a.all);
+    assert_true(a.json);
+    assert_false(a.dry_run);
+    assert_int_equal(parse(&a, "start", "--all-jobs", "--dry-run", NULL), EXIT_OK);
+    assert_int_equal(a.njobs, 0);
+    assert_true(a.all);
+    assert_true(a.dry_run);
+    assert_false(a.json);
+}
+
+static void test_parse_usage_errors(void **state)
+{
+    (void)state;
+    struct stopstart_args a = { .njobs = 42 };
+    assert_int_equal(parse(&a, "stop", NULL), EXIT_USAGE);                             /* neither */
+    assert_int_equal(parse(&a, "stop", "--dry-run", NULL), EXIT_USAGE);
+    assert_int_equal(parse(&a, "stop", "--job", "a", "--all-jobs", NULL), EXIT_USAGE); /* both */
+    assert_int_equal(parse(&a, "stop", "--job", "a", "--job", "a", NULL), EXIT_USAGE); /* twice */
+    assert_int_equal(parse(&a, "stop", "--job", "a", "-o", "yaml", NULL), EXIT_USAGE);
+    assert_int_equal(parse(&a, "stop", "--job", "a", "extra", NULL), EXIT_USAGE);
+    assert_int_equal(parse(&a, "stop", "--force", "--job", "a", NULL), EXIT_USAGE);
+    assert_int_equal(a.njobs, 42); /* ret untouched after a failure */
+}
+
+static void test_judge(void **state)
+{
+    (void)state;
+    /* stop */
+    assert_int_equal(stopstart_judge(false, true, "ok release 1afd generation 1: stopped: no process of "
+                                     "the gang is left", true, false), SS_DONE);
+    assert_int_equal(stopstart_judge(false, false, NULL, false, false), SS_UNREACHABLE);
+    assert_int_equal(stopstart_judge(false, true, NULL, false, false), SS_NO_ANSWER);
+    assert_int_equal(stopstart_judge(false, true, NULL, true, false), SS_FAILED);
+    assert_int_equal(stopstart_judge(false, true, NULL, true, true), SS_CT_STOPPED);
+    /* start */
+    assert_int_equal(stopstart_judge(true, true, "ok: already running", true, false), SS_ALREADY);
+    assert_int_equal(stopstart_judge(true, true, "ok release 1afd generation 2", true, false), SS_DONE);
+    /* an ok line counts even when the stream then broke */
+    assert_int_equal(stopstart_judge(true, true, "ok release 1afd", false, false), SS_DONE);
+    assert_string_equal(stopstart_word(false, SS_DONE), "stopped");
+    assert_string_equal(stopstart_word(true, SS_DONE), "started");
+    assert_string_equal(stopstart_word(true, SS_NO_ANSWER), "NO ANSWER");
+}
+
+static void test_exit_code(void **state)
+{
+    (void)state;
+    enum stopstart_outcome all_ok[] = { SS_DONE, SS_DONE, SS_ALREADY };
+    assert_int_equal(stopstart_exit(true, all_ok, 3, false), EXIT_OK);
+    assert_int_equal(stopstart_exit(true, all_ok, 3, true), EXIT_HOSTKEY);
+    enum stopstart_outcome ct_down[] = { SS_DONE, SS_CT_STOPPED };
+    assert_int_equal(stopstart_exit(false, ct_down, 2, false), EXIT_OK); /* nothing runs there */
+    assert_int_equal(stopstart_exit(true, ct_down, 2, false), EXIT_FAIL); /* nothing can start there */
+    enum stopstart_outcome slow[] = { SS_DONE, SS_NO_ANSWER, SS_DONE };
+    assert_int_equal(stopstart_exit(false, slow, 3, false), EXIT_FAIL);
+    enum stopstart_outcome gone[] = { SS_UNREACHABLE };
+    assert_int_equal(stopstart_exit(false, gone, 1, false), EXIT_FAIL);
+    enum stopstart_outcome refused[] = { SS_FAILED, SS_DONE };
+    assert_int_equal(stopstart_exit(false, refused, 2, false), EXIT_FAIL);
+    assert_int_equal(stopstart_exit(false, NULL, 0, false), EXIT_OK);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_selection),
+        cmocka_unit_test(test_parse_usage_errors),
+        cmocka_unit_test(test_judge),
+        cmocka_unit_test(test_exit_code),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
