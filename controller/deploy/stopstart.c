@@ -1,6 +1,6 @@
 /* controller/deploy/stopstart.c: `drover stop --job J` and `drover start --job J`.  An operator's
  * stop is a plain `drover-agent stop --job J` (no --restart-after: the job stays stopped until
- * started or deployed again); a start is `drover-agent start --job J` with a new rendezvous
+ * started again); a start is `drover-agent start --job J` with a new rendezvous
  * generation, so the ranks started together pair only with each other.  Both run under the
  * job's lock and deploy lease (lease.c), like deploy and rollback: a concurrent deploy is
  * refused before anything is asked, and no deploy starts while a stop is in flight.
@@ -258,8 +258,8 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
         printf("job '%s' runs in %d container(s) (%d started, %d already running): `drover status` "
                "shows its ranks\n", d.job->name, nok, nok - nalready, nalready);
     else if (ret == EXIT_OK)
-        printf("job '%s' stopped in %d container(s); it stays stopped until `drover start --job %s` "
-               "or a deploy\n", d.job->name, nok, d.job->name);
+        printf("job '%s' stopped in %d container(s); it stays stopped until `drover start --job %s`\n",
+               d.job->name, nok, d.job->name);
     else
         fprintf(stderr, "%s of job '%s': %d of %d container(s) %s; the others are named above\n", verb,
                 d.job->name, nok, d.job->ncts, start ? "started" : "stopped");
