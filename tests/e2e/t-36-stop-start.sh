@@ -1,0 +1,63 @@
+#!/bin/bash
+# t-36-stop-start: `drover stop --job J` stops the job's gang in every container at once and it
+# stays stopped: no worker process is left, `drover status` and `drover top` say "stopped" (not a
+# failure, exit 0), and the history records it.  A start while another operator holds the job's
+# deploy lease is refused, nothing started.  `drover start --job J` brings every rank back.
+# Operators used to run `drover-agent stop --job J` in each container by hand.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ensure_v1
+v1=$(v1_id)
+no_worker_anywhere() {
+	local c rc=0
+	for c in $E2E_CTS; do
+		[[ -z $(ct_pids "$c") ]] || { printf '    %s: workers %s\n' "$c" "$(ct_pids "$c")"; rc=1; }
+	done
+	return $rc
+}
+states() { status_json | jq -r '[.jobs[] | select(.job == "train") | .containers[] | .state] | join(" ")'; }
+
+say "drover stop --job train"
+drover stop --job train
+show_drover 6
+check "stop exits 0" test "$DROVER_RC" = 0
+for c in $E2E_CTS; do
+	check "it says $c stopped" drover_said "^$(re_quote "$c") +stopped "
+done
+check "no worker process is left in any container" no_worker_anywhere
+sleep 5
+check "... and none came back 5 s later (the job stays stopped)" no_worker_anywhere
+drover status --job train
+show_drover 4
+check "drover status exits 0 for a stopped job" test "$DROVER_RC" = 0
+check "drover status shows every container's job as stopped" \
+	test "$(grep -cE "^train +[^ ]+ .* stopped " "$E2E_WORK/last.out")" = 3
+check "... and calls nothing failed or crashed" eval '! drover_said "failed|crash"'
+say "status -o json states: $(states)"
+check "status -o json: state stopped everywhere" test "$(states)" = "stopped stopped stopped"
+drover top --once --timeout 8 --width 132
+check "top --once exits 0 and shows the job stopped" eval '(( DROVER_RC == 0 )) && drover_said " stopped "'
+check "... and calls nothing failed or crashed" eval '! drover_said "failed|crash"'
+drover history --job train
+check "the history records the stop" drover_said "stop +stopped .*stopped by the operator"
+
+say "another operator's deploy lease in h1:102: start is refused, nothing started"
+other=carol@elsewhere/pid-1/boot-t36/start-1
+ct h1:102 /usr/local/bin/drover-agent lease take train "$other" 60 >/dev/null
+drover start --job train
+show_drover 3
+check "start exits 1" test "$DROVER_RC" = 1
+check "it names the other operator" drover_said "being deployed by $(re_quote "$other")"
+check "nothing was started" no_worker_anywhere
+ct h1:102 /usr/local/bin/drover-agent lease release train "$other" >/dev/null
+
+say "drover start --job train"
+drover start --job train
+show_drover 5
+check "start exits 0" test "$DROVER_RC" = 0
+check "every rank heartbeats and trains again" all_ranks_advance 3 90
+check "still on v1 everywhere" all_current_is "$v1"
+drover start --job train
+check "a second start exits 0: already running" eval '(( DROVER_RC == 0 )) && drover_said "already running"'
+finish
