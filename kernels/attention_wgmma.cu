@@ -926,6 +926,205 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *
     wstore<HS>(dqkv + (size_t)b * T * 3 * C + h * HS, 3 * C, mt * 64 + w * 16, T, dq, 1.f, 1.f);
 }
 
+// Forward and dQ with a producer warpgroup (variant bit 64 in their fields; head size 64): the
+// query side of the problem (Q, and dO for dQ) stays in shared memory, the key / value tiles
+// stream through a ring of NS stages filled by TMA, as in wg_backward_dkv_tma_kernel.  Each
+// consumer warpgroup owns 64 query rows and takes the steps j <= its last key tile; it waits
+// only for a stage's "full" mbarrier and releases the stage through its "empty" one, so no
+// warpgroup ever waits at a block barrier for another.  Every consumer thread arrives on every
+// stage (working or not), as the empty barriers count all of them.  The same products in the
+// same order as wg_forward_kernel / wg_backward_dq_kernel: the same bits.
+// Pipelined (PIPE): step j's second product is issued with step j+1's first, so step j's
+// stage is released at step j+1; a warpgroup's last stage (its tile mt) is read once more
+// after the loop, and is safe because the producer never loads tile mt + NS (mt >= last -
+// NWG + 1 and NS > NWG - 1, asserted below).
+template <bool DQ, int NWG, bool PIPE, int NS, int MINB>
+static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
+    wg_qside_tma_kernel(bf16 *dst, float *lse, const float *Drow, const __grid_constant__ CUtensorMap tm_qkv,
+                        const __grid_constant__ CUtensorMap tm_do, int T, int C, int NH, float sc, uint64_t kh,
+                        uint64_t mh, int lpt)
+{
+    static_assert(!PIPE || NS > NWG - 1, "a pipelined warpgroup's last stage must not be refilled");
+    constexpr int HS = 64, TILE = 8 * HS * 16, NQT = DQ ? 2 : 1; // Q (and dO) tiles per warpgroup
+    constexpr int CREG0 = (65536 / MINB - 128 * WG_PREG) / (128 * NWG) / 8 * 8;
+    constexpr int CREG = CREG0 > 240 ? 240 : CREG0;
+    extern __shared__ __align__(1024) unsigned char smem_al[];
+    unsigned char *smem_raw = smem_al + ((1024 - (wsmem(smem_al) & 1023)) & 1023);
+    unsigned char *sq = smem_raw;                                // NWG tiles of 64 queries
+    unsigned char *sdo = sq + NWG * TILE;                        // dQ: NWG tiles of dO
+    unsigned char *sk = sq + NQT * NWG * TILE;                   // NS stages of 64 keys
+    unsigned char *sv = sk + NS * TILE;                          // NS stages
+    uint64_t *full = reinterpret_cast<uint64_t *>(sv + NS * TILE); // [NS]
+    uint64_t *empty = full + NS;                                 // [NS]
+    uint64_t *qfull = empty + NS;                                // the block's Q (and dO) tiles
+    int nt = (T + 63) / 64, nqb = (nt + NWG - 1) / NWG;
+    int qb = nqb - 1 - (lpt ? blockIdx.y : blockIdx.x); // lpt: the longest blocks of every head first
+    int bh = lpt ? blockIdx.x : blockIdx.y, b = bh / NH, h = bh % NH;
+    int wgi = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    int last = min(NWG * qb + NWG - 1, nt - 1);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < NS; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 128 * NWG);
+        }
+        mbar_init(qfull, 1);
+        mbar_init_fence();
+    }
+    __syncthreads();
+    if (wgi == NWG) { // the producer: one thread
+        wg_regs_dec<WG_PREG>();
+        if (threadIdx.x != 128 * NWG)
+            return;
+        int na = min(nt - NWG * qb, NWG); // only the tiles of warpgroups with rows
+        mbar_arrive_tx(qfull, NQT * na * TILE);
+        for (int x = 0; x < na; x++) {
+            tma_load3(sq + x * TILE, &tm_qkv, h * HS, (NWG * qb + x) * 64, b, qfull);
+            if constexpr (DQ)
+                tma_load3(sdo + x * TILE, &tm_do, h * HS, (NWG * qb + x) * 64, b, qfull);
+        }
+        for (int j = 0; j <= last; j++) {
+            int s = j % NS, r = j / NS;
+            if (r > 0)
+                mbar_wait(&empty[s], (r - 1) & 1);
+            mbar_arrive_tx(&full[s], 2 * TILE);
+            tma_load3(sk + s * TILE, &tm_qkv, C + h * HS, j * 64, b, &full[s]);
+            tma_load3(sv + s * TILE, &tm_qkv, 2 * C + h * HS, j * 64, b, &full[s]);
+        }
+        return;
+    }
+    wg_regs_inc<CREG>();
+    int mt = NWG * qb + wgi;
+    bool active = mt < nt;
+    int qrow0 = mt * 64 + w * 16 + g; // and qrow0 + 8
+    float acc[HS / 2];                // O, or dQ
+#pragma unroll
+    for (int i = 0; i < HS / 2; i++)
+        acc[i] = 0.f;
+    uint32_t pa[4][4]; // P (forward) or dS (dQ), packed
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        for (int x = 0; x < 4; x++)
+            pa[kk][x] = 0; // the pipelined first step's "previous" product adds zeros
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}; // forward: running max (log2 units), sum
+    float lr[2], dr[2];                                     // dQ: the rows' lse (log2 units) and D
+    if constexpr (DQ) {
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            int q = qrow0 + r * 8;
+            lr[r] = q < T ? lse[(size_t)bh * T + q] * WG_LOG2E : INFINITY;
+            dr[r] = q < T ? Drow[(size_t)bh * T + q] : 0.f;
+        }
+    }
+    const unsigned char *myq = sq + wgi * TILE, *mydo = sdo + wgi * TILE;
+    float sl2 = DQ ? sc * WG_LOG2E : sc; // forward: sc is already scale * log2(e)
+    mbar_wait(qfull, 0);
+    for (int j = 0; j <= last; j++) {
+        int s = j % NS;
+        mbar_wait(&full[s], (j / NS) & 1);
+        if (__shfl_sync(0xffffffffu, (int)(active && j <= mt), 0)) {
+            const unsigned char *ck = sk + s * TILE, *cv = sv + s * TILE;
+            // the operand of the second product: V (forward) or K (dQ), of this step or, pipelined,
+            // of the previous one (this step's in the first: zeros against it)
+            const unsigned char *c2 = DQ ? ck : cv;
+            const unsigned char *p2 = (DQ ? sk : sv) + ((j > 0 ? j - 1 : j) % NS) * TILE;
+            float sv32[32], dp[32];
+            wg_fence();
+            wg_abt0<HS>(sv32, myq, ck, kh); // S = Q K^T
+            if constexpr (DQ)
+                wg_abt0<HS>(dp, mydo, cv, kh); // dP = dO V^T
+            wg_commit();
+            if constexpr (PIPE) {
+                wg_pb<HS>(acc, pa, p2, mh); // O += P V or dQ += dS K   (step j-1)
+                wg_commit();
+                wg_wait1();
+            } else {
+                wg_wait0();
+            }
+            if (j == mt) {
+#pragma unroll
+                for (int e = 0; e < 32; e++)
+                    if (j * 64 + (e >> 2) * 8 + 2 * t + (e & 1) > qrow0 + ((e >> 1) & 1) * 8)
+                        sv32[e] = -INFINITY;
+            }
+            float alpha[2] = {1.f, 1.f};
+            if constexpr (DQ) {
+#pragma unroll
+                for (int e = 0; e < 32; e++) {
+                    int r = (e >> 1) & 1;
+                    float p = wex2(fmaf(sv32[e], sl2, -lr[r]));
+                    sv32[e] = p * (dp[e] - dr[r]) * sc;
+                }
+            } else {
+                float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+                for (int i = 0; i < 32; i++)
+                    mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], sv32[i]);
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                    float mnew = fmaxf(m[r], mx[r] * sl2);
+                    alpha[r] = wex2(m[r] - mnew);
+                    m[r] = mnew;
+                    l[r] *= alpha[r];
+                }
+#pragma unroll
+                for (int i = 0; i < 32; i++) {
+                    float p = wex2(fmaf(sv32[i], sl2, -m[(i >> 1) & 1]));
+                    sv32[i] = p;
+                    l[(i >> 1) & 1] += p;
+                }
+            }
+            if (PIPE)
+                wg_wait0();
+            if constexpr (!DQ) {
+#pragma unroll
+                for (int i = 0; i < HS / 2; i++)
+                    acc[i] *= alpha[(i >> 1) & 1];
+            }
+            wg_packp(pa, sv32);
+            if (!PIPE) {
+                wg_fence();
+                wg_pb<HS>(acc, pa, c2, mh); // O += P V or dQ += dS K
+                wg_commit();
+                wg_wait0();
+            }
+        }
+        // every consumer thread releases every stage once: pipelined, step j-1's (its second
+        // product completed at the wg_wait0 above), else step j's
+        if (PIPE) {
+            if (j > 0)
+                mbar_arrive(&empty[(j - 1) % NS]);
+        } else {
+            mbar_arrive(&empty[s]);
+        }
+    }
+    if (!active)
+        return;
+    if (PIPE) { // the warpgroup's last step (tile mt): its stage is never refilled
+        wg_fence();
+        wg_pb<HS>(acc, pa, (DQ ? sk : sv) + (mt % NS) * TILE, mh);
+        wg_commit();
+        wg_wait0();
+    }
+    if constexpr (DQ) {
+        wstore<HS>(dst + (size_t)b * T * 3 * C + h * HS, 3 * C, mt * 64 + w * 16, T, acc, 1.f, 1.f);
+    } else {
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+            l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        }
+        wstore<HS>(dst + (size_t)b * T * C + h * HS, C, mt * 64 + w * 16, T, acc, 1.f / l[0], 1.f / l[1]);
+        if (t == 0) {
+            if (qrow0 < T)
+                lse[(size_t)bh * T + qrow0] = m[0] / WG_LOG2E + logf(l[0]);
+            if (qrow0 + 8 < T)
+                lse[(size_t)bh * T + qrow0 + 8] = m[1] / WG_LOG2E + logf(l[1]);
+        }
+    }
+}
+
 // Descriptor high bits (LBO, SBO; no swizzle) for K-major and MN-major operands.
 static void wg_desc_bits(int HS, uint64_t *kh, uint64_t *mh)
 {
@@ -1009,6 +1208,91 @@ static dim3 wg_grid(int nb, int bnh, int lpt)
     return lpt ? dim3(bnh, nb) : dim3(nb, bnh);
 }
 
+// A 3-D tensor map over a (B, T, cols) bf16 tensor: boxes of 64 columns x 64 rows of one batch,
+// 128-byte swizzle.  cuTensorMapEncodeTiled comes through the runtime's driver entry point, so
+// the binary does not link libcuda.  -ENOSYS where the driver lacks it, -EINVAL where it
+// refuses the tensor (address or stride not 16-byte aligned).
+typedef CUresult (*wg_encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                 const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+static int wg_tensor_map(CUtensorMap *ret_map, const void *base, int cols, int T, int B)
+{
+    static wg_encode_fn encode;
+    static int looked;
+    if (!looked) {
+        void *fn = NULL;
+        cudaDriverEntryPointQueryResult q;
+        looked = 1;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) ==
+                cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            encode = (wg_encode_fn)fn;
+        (void)cudaGetLastError();
+    }
+    if (!encode)
+        return -ENOSYS;
+    cuuint64_t dim[3] = {(cuuint64_t)cols, (cuuint64_t)T, (cuuint64_t)B};
+    cuuint64_t stride[2] = {(cuuint64_t)cols * 2, (cuuint64_t)cols * 2 * T};
+    cuuint32_t box[3] = {64, 64, 1}, estride[3] = {1, 1, 1};
+    CUtensorMap m;
+    if (encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)base, dim, stride, box, estride,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return -EINVAL;
+    *ret_map = m;
+    return 0;
+}
+
+// the producer-warpgroup forward (DQ false) or dQ (head size 64); 1 where the tensor maps cannot
+// be made (the caller then runs the cp.async kernel: the same bits)
+template <bool DQ, int NWG, bool PIPE, int MINB>
+static int wg_qside_tma_v(bf16 *dst, float *lse, const float *Drow, const bf16 *qkv, const bf16 *dout, int B, int T,
+                          int C, int NH, cudaStream_t s, int lpt)
+{
+    constexpr int NS = PIPE && MINB == 1 ? 5 : 4, TILE = 8 * 64 * 16, NQT = DQ ? 2 : 1;
+    CUtensorMap mq, mdo;
+    if (wg_tensor_map(&mq, qkv, 3 * C, T, B) < 0)
+        return 1;
+    if (DQ ? wg_tensor_map(&mdo, dout, C, T, B) < 0 : (mdo = mq, 0))
+        return 1;
+    size_t sz = (size_t)(NQT * NWG + 2 * NS) * TILE + 8 * (2 * NS + 1) + 1024;
+    uint64_t kh, mh;
+    wg_desc_bits(64, &kh, &mh);
+    cudaFuncSetAttribute(wg_qside_tma_kernel<DQ, NWG, PIPE, NS, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         (int)sz);
+    int nt = (T + 63) / 64;
+    dim3 grid = wg_grid((nt + NWG - 1) / NWG, B * NH, lpt);
+    float sc = DQ ? 1.f / sqrtf(64.f) : WG_LOG2E / sqrtf(64.f);
+    wg_qside_tma_kernel<DQ, NWG, PIPE, NS, MINB>
+        <<<grid, 128 * (NWG + 1), sz, s>>>(dst, lse, Drow, mq, mdo, T, C, NH, sc, kh, mh, lpt);
+    return kern_check_launch(DQ ? "attention_backward_dq (wgmma, TMA)" : "attention_forward (wgmma, TMA)");
+}
+
+// variant bit 64 of the forward or dQ field: 32 = three consumer warpgroups; else 1 = two
+// (with 2 pipelined; forward only, with 4 at two blocks per SM), else one at two blocks per SM
+// (2 pipelined);
+// 8 keeps its meaning (longest-first).  1 when the caller is to run the cp.async kernel of v & 63.
+template <bool DQ>
+static int wg_qside_tma(int v, bf16 *dst, float *lse, const float *Drow, const bf16 *qkv, const bf16 *dout, int B,
+                        int T, int C, int NH, cudaStream_t s)
+{
+    int lpt = (v >> 3) & 1;
+    if (v & 32)
+        return wg_qside_tma_v<DQ, 3, false, 1>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt);
+    if constexpr (!DQ) // two warpgroups at two blocks per SM: 112 registers, enough for O, not dQ
+        if ((v & 5) == 5)
+            return v & 2 ? wg_qside_tma_v<DQ, 2, true, 2>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt)
+                         : wg_qside_tma_v<DQ, 2, false, 2>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt);
+    if ((v & 3) == 3)
+        return wg_qside_tma_v<DQ, 2, true, 1>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt);
+    if (v & 1)
+        return wg_qside_tma_v<DQ, 2, false, 1>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt);
+    if (v & 2)
+        return wg_qside_tma_v<DQ, 1, true, 2>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt);
+    return wg_qside_tma_v<DQ, 1, false, 2>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt);
+}
+
 template <int HS, int NWG, bool PIPE, int D, bool PP = false>
 static int wg_forward_v(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s,
                         int lpt = 0)
@@ -1034,6 +1318,12 @@ static int wg_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int 
         int v = wg_variant(0), lpt = (v >> 3) & 1;
         if (v == WG_SKIP)
             return 0;
+        if (v & 64) { // producer warpgroup, TMA, mbarriers (falls back to v & 63)
+            int r = wg_qside_tma<false>(v, out, lse, NULL, qkv, NULL, B, T, C, NH, s);
+            if (r <= 0)
+                return r;
+            v &= 63;
+        }
         if (v & 32)
             return wg_forward_v<HS, 4, false, 3>(out, lse, qkv, B, T, C, NH, s, lpt);
         if (v & 16)
@@ -1091,42 +1381,6 @@ static int wg_dkv_v(const struct wg_bwd_args *a, cudaStream_t s, int lpt = 0)
     return kern_check_launch("attention_backward_dkv (wgmma)");
 }
 
-// A 3-D tensor map over a (B, T, cols) bf16 tensor: boxes of 64 columns x 64 rows of one batch,
-// 128-byte swizzle.  cuTensorMapEncodeTiled comes through the runtime's driver entry point, so
-// the binary does not link libcuda.  -ENOSYS where the driver lacks it, -EINVAL where it
-// refuses the tensor (address or stride not 16-byte aligned).
-typedef CUresult (*wg_encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                                 const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-static int wg_tensor_map(CUtensorMap *ret_map, const void *base, int cols, int T, int B)
-{
-    static wg_encode_fn encode;
-    static int looked;
-    if (!looked) {
-        void *fn = NULL;
-        cudaDriverEntryPointQueryResult q;
-        looked = 1;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) ==
-                cudaSuccess &&
-            q == cudaDriverEntryPointSuccess)
-            encode = (wg_encode_fn)fn;
-        (void)cudaGetLastError();
-    }
-    if (!encode)
-        return -ENOSYS;
-    cuuint64_t dim[3] = {(cuuint64_t)cols, (cuuint64_t)T, (cuuint64_t)B};
-    cuuint64_t stride[2] = {(cuuint64_t)cols * 2, (cuuint64_t)cols * 2 * T};
-    cuuint32_t box[3] = {64, 64, 1}, estride[3] = {1, 1, 1};
-    CUtensorMap m;
-    if (encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)base, dim, stride, box, estride,
-               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-        return -EINVAL;
-    *ret_map = m;
-    return 0;
-}
-
 // the producer-warpgroup dK/dV (head size 64); 1 where the tensor maps cannot be made (the
 // caller then runs the cp.async kernel: the same bits)
 template <int NWG, bool PIPE, int MINB>
@@ -1160,7 +1414,7 @@ static int wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float
         sq = s2;
     }
     // dQ and dK/dV write disjoint parts of dqkv: on two streams they overlap each other's tail
-    int r;
+    int r = 0;
     if constexpr (HS != 64) {
         r = wg_dq_v<HS, 2, false, 3>(&a, sq);
         if (r == 0)
@@ -1172,8 +1426,15 @@ static int wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float
         return 0;
     } else {
     int v = wg_variant(1), lq = (v >> 3) & 1;
+    if (v != WG_SKIP && (v & 64)) { // producer warpgroup, TMA, mbarriers (falls back to v & 63)
+        r = wg_qside_tma<true>(v, dqkv, (float *)lse, D, qkv, dout, B, T, C, NH, sq);
+        if (r <= 0)
+            v = WG_SKIP; // done (or failed)
+        else
+            v &= 63;
+    }
     if (v == WG_SKIP)
-        r = 0;
+        r = r < 0 ? r : 0;
     else if (v & 32)
         r = wg_dq_v<HS, 4, false, 3>(&a, sq, lq);
     else if (v & 16)
