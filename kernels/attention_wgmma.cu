@@ -653,6 +653,16 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
 // the block is launched at 65536 / MINB registers in all, the producer keeps WG_PREG per thread.
 // The same products in the same order as wg_backward_dkv_kernel: the same bits.
 #define WG_PREG 24
+// The consumers' registers after setmaxnreg.inc: what the producer gave back, shared out.  The
+// block holds what it launched with, 65536 / MINB / threads rounded down to 8 (ptxas compiles a
+// kernel with setmaxnreg at exactly its launch bound), not 65536 / MINB: asking for more than
+// that (104, not 112, for two consumer warpgroups at two blocks per SM) hangs the inc forever.
+static constexpr __host__ __device__ int wg_consumer_regs(int nwg, int minb)
+{
+    int launch = 65536 / minb / (128 * (nwg + 1)) / 8 * 8;
+    int c = (launch * (nwg + 1) - WG_PREG) / nwg / 8 * 8;
+    return c > 240 ? 240 : c;
+}
 template <int NWG, bool PIPE, int NS, int MINB>
 static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
     wg_backward_dkv_tma_kernel(bf16 *dqkv, const __grid_constant__ CUtensorMap tm_qkv,
@@ -660,8 +670,7 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
                                int C, int NH, float scale, uint64_t kh, uint64_t mh, int lpt)
 {
     constexpr int HS = 64, TILE = 8 * HS * 16;
-    constexpr int CREG0 = (65536 / MINB - 128 * WG_PREG) / (128 * NWG) / 8 * 8;
-    constexpr int CREG = CREG0 > 240 ? 240 : CREG0;
+    constexpr int CREG = wg_consumer_regs(NWG, MINB);
     extern __shared__ __align__(1024) unsigned char smem_al[];
     unsigned char *smem_raw = smem_al + ((1024 - (wsmem(smem_al) & 1023)) & 1023);
     unsigned char *sk = smem_raw;                                 // NWG tiles of 64 keys
@@ -946,8 +955,7 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
 {
     static_assert(!PIPE || NS > NWG - 1, "a pipelined warpgroup's last stage must not be refilled");
     constexpr int HS = 64, TILE = 8 * HS * 16, NQT = DQ ? 2 : 1; // Q (and dO) tiles per warpgroup
-    constexpr int CREG0 = (65536 / MINB - 128 * WG_PREG) / (128 * NWG) / 8 * 8;
-    constexpr int CREG = CREG0 > 240 ? 240 : CREG0;
+    constexpr int CREG = wg_consumer_regs(NWG, MINB);
     extern __shared__ __align__(1024) unsigned char smem_al[];
     unsigned char *smem_raw = smem_al + ((1024 - (wsmem(smem_al) & 1023)) & 1023);
     unsigned char *sq = smem_raw;                                // NWG tiles of 64 queries
@@ -1270,8 +1278,8 @@ static int wg_qside_tma_v(bf16 *dst, float *lse, const float *Drow, const bf16 *
 }
 
 // variant bit 64 of the forward or dQ field: 32 = three consumer warpgroups; else 1 = two
-// (with 2 pipelined; forward only, with 4 at two blocks per SM), else one at two blocks per SM
-// (2 pipelined);
+// (with 2 pipelined; the forward not pipelined with 4: at two blocks per SM), else one at two
+// blocks per SM (2 pipelined);
 // 8 keeps its meaning (longest-first).  1 when the caller is to run the cp.async kernel of v & 63.
 template <bool DQ>
 static int wg_qside_tma(int v, bf16 *dst, float *lse, const float *Drow, const bf16 *qkv, const bf16 *dout, int B,
@@ -1280,10 +1288,9 @@ static int wg_qside_tma(int v, bf16 *dst, float *lse, const float *Drow, const b
     int lpt = (v >> 3) & 1;
     if (v & 32)
         return wg_qside_tma_v<DQ, 3, false, 1>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt);
-    if constexpr (!DQ) // two warpgroups at two blocks per SM: 112 registers, enough for O, not dQ
-        if ((v & 5) == 5)
-            return v & 2 ? wg_qside_tma_v<DQ, 2, true, 2>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt)
-                         : wg_qside_tma_v<DQ, 2, false, 2>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt);
+    if constexpr (!DQ) // two warpgroups at two blocks per SM: 104 registers, enough for O, not
+        if ((v & 7) == 5) // for dQ or the pipelined forward (spills)
+            return wg_qside_tma_v<DQ, 2, false, 2>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt);
     if ((v & 3) == 3)
         return wg_qside_tma_v<DQ, 2, true, 1>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt);
     if (v & 1)
