@@ -360,6 +360,74 @@ static __device__ __forceinline__ void wstore(bf16 *dst, int stride, int row0, i
     }
 }
 
+// The math of one step between its two products, shared by the cp.async and TMA kernels (the
+// same operations in the same order, so the same bits).  A thread holds a 64 x 64 tile in the
+// accumulator layout: element e at row (e >> 1 & 1) * 8 of its two rows (g, g + 8 of its warp's
+// 16), column (e >> 2) * 8 + 2 * t + (e & 1).
+// Causal mask on a diagonal tile, -inf before the exponential.  Query rows (forward, dQ): keys
+// after the row's query; key rows (dK/dV, the tile transposed): queries before the row's key.
+template <bool KEYROWS>
+static __device__ __forceinline__ void wg_mask(float *s, int col0, int row0, int t)
+{
+#pragma unroll
+    for (int e = 0; e < 32; e++) {
+        int col = col0 + (e >> 2) * 8 + 2 * t + (e & 1), row = row0 + ((e >> 1) & 1) * 8;
+        if (KEYROWS ? col < row : col > row)
+            s[e] = -INFINITY;
+    }
+}
+
+// Forward: online softmax of S (scaled by sl2 = scale * log2 e) into P in place; m (log2 units)
+// and l the two rows' running max and sum, alpha the factor for the output accumulator.
+static __device__ __forceinline__ void wg_softmax(float *s, float *m, float *l, float *alpha, float sl2)
+{
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int i = 0; i < 32; i++)
+        mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        float mnew = fmaxf(m[r], mx[r] * sl2);
+        alpha[r] = wex2(m[r] - mnew);
+        m[r] = mnew;
+        l[r] *= alpha[r];
+    }
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+        float p = wex2(fmaf(s[i], sl2, -m[(i >> 1) & 1]));
+        s[i] = p;
+        l[(i >> 1) & 1] += p;
+    }
+}
+
+// dQ: S becomes dS = P (dP - D) * scale, P from the rows' log-sum-exp lr (log2 units), D in dr.
+static __device__ __forceinline__ void wg_ds_rows(float *s, const float *dp, const float *lr, const float *dr,
+                                                  float sl2, float scale)
+{
+#pragma unroll
+    for (int e = 0; e < 32; e++) {
+        int r = (e >> 1) & 1;
+        float p = wex2(fmaf(s[e], sl2, -lr[r]));
+        s[e] = p * (dp[e] - dr[r]) * scale;
+    }
+}
+
+// dK/dV: S^T becomes P^T and dP^T becomes dS^T, the columns' (queries') log-sum-exp and D
+// from the stage's rows cl, cd.
+static __device__ __forceinline__ void wg_ds_cols(float *st, float *dpt, const float *cl, const float *cd, int t,
+                                                  float sl2, float scale)
+{
+#pragma unroll
+    for (int e = 0; e < 32; e++) {
+        int ql = (e >> 2) * 8 + 2 * t + (e & 1);
+        float p = wex2(fmaf(st[e], sl2, -cl[ql]));
+        st[e] = p;
+        dpt[e] = p * (dpt[e] - cd[ql]) * scale;
+    }
+}
+
 // Kernel variants: NWG warpgroups per block (1: blocks of 64 rows, independent warpgroups that
 // drift apart; 2: blocks of 128 rows sharing the streamed tiles, in lockstep), and PIPE: the
 // second product of step i-1 is issued together with the first product of step i, so that the
@@ -432,32 +500,10 @@ static __global__ void __launch_bounds__(128 * NWG) wg_forward_kernel(bf16 *out,
             } else {
                 wg_wait0();
             }
-            if (j == mt) {
-#pragma unroll
-                for (int i = 0; i < 32; i++)
-                    if (j * 64 + (i >> 2) * 8 + 2 * t + (i & 1) > qrow0 + ((i >> 1) & 1) * 8)
-                        s[i] = -INFINITY;
-            }
-            float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-            for (int i = 0; i < 32; i++)
-                mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+            if (j == mt)
+                wg_mask<false>(s, j * 64, qrow0, t);
             float alpha[2];
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-                mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-                float mnew = fmaxf(m[r], mx[r] * scale_log2);
-                alpha[r] = wex2(m[r] - mnew);
-                m[r] = mnew;
-                l[r] *= alpha[r];
-            }
-#pragma unroll
-            for (int i = 0; i < 32; i++) {
-                float p = wex2(fmaf(s[i], scale_log2, -m[(i >> 1) & 1]));
-                s[i] = p;
-                l[(i >> 1) & 1] += p;
-            }
+            wg_softmax(s, m, l, alpha, scale_log2);
             if (PIPE)
                 wg_wait0();
 #pragma unroll
@@ -593,19 +639,9 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
             } else {
                 wg_wait0();
             }
-            if (i == mk) { // causal mask on the diagonal tile: -inf before the exponential
-#pragma unroll
-                for (int e = 0; e < 32; e++)
-                    if (i * 64 + (e >> 2) * 8 + 2 * t + (e & 1) < key0 + ((e >> 1) & 1) * 8)
-                        st[e] = -INFINITY;
-            }
-#pragma unroll
-            for (int e = 0; e < 32; e++) {
-                int ql = (e >> 2) * 8 + 2 * t + (e & 1);
-                float p = wex2(fmaf(st[e], sl2, -cl[ql]));
-                st[e] = p;
-                dpt[e] = p * (dpt[e] - cd[ql]) * scale;
-            }
+            if (i == mk) // causal mask on the diagonal tile
+                wg_mask<true>(st, i * 64, key0, t);
+            wg_ds_cols(st, dpt, cl, cd, t, sl2, scale);
             if (PIPE)
                 wg_wait0();
             wg_packp(pa, st);
@@ -762,19 +798,9 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
             } else {
                 wg_wait0();
             }
-            if (i == mk) { // causal mask on the diagonal tile: -inf before the exponential
-#pragma unroll
-                for (int e = 0; e < 32; e++)
-                    if (i * 64 + (e >> 2) * 8 + 2 * t + (e & 1) < key0 + ((e >> 1) & 1) * 8)
-                        st[e] = -INFINITY;
-            }
-#pragma unroll
-            for (int e = 0; e < 32; e++) {
-                int ql = (e >> 2) * 8 + 2 * t + (e & 1);
-                float p = wex2(fmaf(st[e], sl2, -cl[ql]));
-                st[e] = p;
-                dpt[e] = p * (dpt[e] - cd[ql]) * scale;
-            }
+            if (i == mk) // causal mask on the diagonal tile
+                wg_mask<true>(st, i * 64, key0, t);
+            wg_ds_cols(st, dpt, cl, cd, t, sl2, scale);
             if (PIPE)
                 wg_wait0();
             wg_packp(pa, st);
@@ -892,18 +918,9 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dq_kernel(bf16 *
             } else {
                 wg_wait0();
             }
-            if (j == mt) {
-#pragma unroll
-                for (int e = 0; e < 32; e++)
-                    if (j * 64 + (e >> 2) * 8 + 2 * t + (e & 1) > qrow0 + ((e >> 1) & 1) * 8)
-                        s[e] = -INFINITY;
-            }
-#pragma unroll
-            for (int e = 0; e < 32; e++) {
-                int r = (e >> 1) & 1;
-                float p = wex2(fmaf(s[e], sl2, -lr[r]));
-                s[e] = p * (dp[e] - dr[r]) * scale;
-            }
+            if (j == mt)
+                wg_mask<false>(s, j * 64, qrow0, t);
+            wg_ds_rows(s, dp, lr, dr, sl2, scale);
             if (PIPE)
                 wg_wait0();
             wg_packp(da, s);
@@ -1048,41 +1065,13 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
             } else {
                 wg_wait0();
             }
-            if (j == mt) {
-#pragma unroll
-                for (int e = 0; e < 32; e++)
-                    if (j * 64 + (e >> 2) * 8 + 2 * t + (e & 1) > qrow0 + ((e >> 1) & 1) * 8)
-                        sv32[e] = -INFINITY;
-            }
+            if (j == mt)
+                wg_mask<false>(sv32, j * 64, qrow0, t);
             float alpha[2] = {1.f, 1.f};
-            if constexpr (DQ) {
-#pragma unroll
-                for (int e = 0; e < 32; e++) {
-                    int r = (e >> 1) & 1;
-                    float p = wex2(fmaf(sv32[e], sl2, -lr[r]));
-                    sv32[e] = p * (dp[e] - dr[r]) * sc;
-                }
-            } else {
-                float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-                for (int i = 0; i < 32; i++)
-                    mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], sv32[i]);
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-                    float mnew = fmaxf(m[r], mx[r] * sl2);
-                    alpha[r] = wex2(m[r] - mnew);
-                    m[r] = mnew;
-                    l[r] *= alpha[r];
-                }
-#pragma unroll
-                for (int i = 0; i < 32; i++) {
-                    float p = wex2(fmaf(sv32[i], sl2, -m[(i >> 1) & 1]));
-                    sv32[i] = p;
-                    l[(i >> 1) & 1] += p;
-                }
-            }
+            if constexpr (DQ)
+                wg_ds_rows(sv32, dp, lr, dr, sl2, sc);
+            else
+                wg_softmax(sv32, m, l, alpha, sl2);
             if (PIPE)
                 wg_wait0();
             if constexpr (!DQ) {

@@ -2,7 +2,7 @@
 # bench/gpu-attn/qtma.sh: one device call for the forward and dQ kernels with a TMA producer
 # warpgroup (DROVER_WG_VARIANT's bit 64 in their fields, 2026-12-02): the attention checks
 # (every variant; nothing below runs with a new variant if any check fails), the kernel table
-# of the previous build (build/gpu/bench-old, copied in by hand) and of this one with BENCH_WG's
+# of the previous build (build/gpu/bench-old, copied in by hand, with its test_model-old) and of this one with BENCH_WG's
 # variants, then, with the fastest forward F and dQ Q of that table as
 # DROVER_WG_VARIANT=F,Q,96 (FQ overrides, e.g. FQ=73,73): `make gpu-test` as if it were the
 # default, and step.sh (gpu-test skipped there) with the drover-train runs of VARIANTS, where
@@ -55,6 +55,10 @@ for v in 13,13,96 $FQ,96; do
     DROVER_WG_VARIANT=$v DROVER_WRITE_EXPECTED=1 timeout 120 build/gpu/test_model "$O/losses-$v.txt" > /dev/null 2>&1
 done
 cmp "$O/losses-13,13,96.txt" "$O/losses-$FQ,96.txt" && echo "fixed-seed losses: $FQ,96 the same bits as 13,13,96"
+if [ -x build/gpu/test_model-old ]; then # the previous build's default (copied in by hand)
+    DROVER_WRITE_EXPECTED=1 timeout 120 build/gpu/test_model-old "$O/losses-old.txt" > /dev/null 2>&1
+    cmp "$O/losses-old.txt" "$O/losses-13,13,96.txt" && echo "fixed-seed losses: this build's default the same bits as the previous build's"
+fi
 VARIANTS=${VARIANTS:-"drover-new NEW;drover-old BIN=build/gpu/bench-old;drover;drover-new2 NEW;drover-old2 BIN=build/gpu/bench-old"}
 export VARIANTS=${VARIANTS//NEW/DROVER_WG_VARIANT=$FQ,96}
 GPUTEST=0 TUNE=0 NSYS=0 exec ./step.sh
