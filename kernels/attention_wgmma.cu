@@ -28,11 +28,11 @@
 
 // default variants (bits at wg_parse_variant: 1 = 2 warpgroups per block, 2 = pipelined, 4 =
 // three tiles in flight, 8 = longest-first grid, 16 = ping-pong, 32 = more warpgroups, 64 =
-// dK/dV with a TMA producer warpgroup), DROVER_WG_VARIANT overrides; earlier defaults 5,5,5 and
-// 13,13,32
-#define WG_DEFAULT_FWD 13 // longest-first grid, 2 warpgroups, 3 tiles in flight (docs/benchmarks.md)
-#define WG_DEFAULT_DQ 13
-#define WG_DEFAULT_DKV 96 // TMA producer warpgroup + 3 consumer warpgroups (32: the cp.async kernel)
+// a TMA producer warpgroup), DROVER_WG_VARIANT overrides; earlier defaults 5,5,5, 13,13,32 and
+// 13,13,96 (docs/benchmarks.md)
+#define WG_DEFAULT_FWD 77 // TMA, 2 consumer warpgroups at 2 blocks per SM, longest-first (13 without TMA)
+#define WG_DEFAULT_DQ 96  // TMA, 3 consumer warpgroups (32 without TMA)
+#define WG_DEFAULT_DKV 96 // TMA, 3 consumer warpgroups (32: the cp.async kernel)
 #define WG_LOG2E 1.4426950408889634f
 
 #if defined(KERN_WGMMA)

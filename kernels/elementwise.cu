@@ -24,9 +24,9 @@ extern "C" const char *kern_last_error(void)
 
 // ---------------------------------------------------------------- implementation choice
 // The LayerNorm forward with its row in registers is the default (DROVER_LN=old: the earlier
-// kernel, the same bits).  The classifier with its row in shared memory is opt-in
-// (DROVER_CLS=smem): it measured slower than the earlier kernel on the H200 (docs/benchmarks.md).
-// DROVER_CLS=v2 and v2r select the classifiers built for more loads in flight (not yet measured).
+// kernel, the same bits).  The classifier v2 (its row staged by per-thread cp.async) is the
+// default: 1.59 against 2.58 ms at B=32 on the H200 (docs/benchmarks.md); DROVER_CLS=old
+// selects the earlier kernel, smem and v2r the other variants (both slower than v2).
 static int ln_impl = -1, cls_impl = -1;
 
 extern "C" void kern_rowkernels_set_impl(int ln, int cls)
@@ -34,11 +34,11 @@ extern "C" void kern_rowkernels_set_impl(int ln, int cls)
     const char *e;
     if (ln < 0)
         ln = !(e = getenv("DROVER_LN")) ? 1 : !strcmp(e, "old") ? 0 : !strcmp(e, "v2") ? 2 : 1;
-    if (cls < 0) { /* DROVER_CLS names 1.. (kernels.h); unset or unknown: 0 */
-        static const char *const names[] = {"default", "smem", "v2", "v2r"};
+    if (cls < 0) { /* DROVER_CLS names 0.. (kernels.h); unset or unknown: 2 (v2) */
+        static const char *const names[] = {"old", "smem", "v2", "v2r"};
         e = getenv("DROVER_CLS");
-        cls = 0;
-        for (int i = 1; e && i < (int)(sizeof names / sizeof names[0]); i++)
+        cls = 2;
+        for (int i = 0; e && i < (int)(sizeof names / sizeof names[0]); i++)
             if (!strcmp(e, names[i]))
                 cls = i;
     }

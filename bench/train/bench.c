@@ -297,8 +297,8 @@ static int bench_kernels(int B)
          kern_layernorm_forward(y, mean, rstd, x, bias, bias, (int)N, C, 0));
     TIME("  classifier + ce (DROVER_CLS=smem)", 0, bf * 2.0 * N * Vp, 0,
          kern_classifier_forward_backward(logits, losses, tgt, 1.0f / (float)N, (int)N, V, Vp, 0));
-    kern_rowkernels_set_impl(0, 2);
-    TIME("  classifier + ce (DROVER_CLS=v2)", 0, bf * 2.0 * N * Vp, 0,
+    kern_rowkernels_set_impl(0, 0);
+    TIME("  classifier + ce (old: DROVER_CLS=old)", 0, bf * 2.0 * N * Vp, 0,
          kern_classifier_forward_backward(logits, losses, tgt, 1.0f / (float)N, (int)N, V, Vp, 0));
     kern_rowkernels_set_impl(0, 3);
     TIME("  classifier + ce (DROVER_CLS=v2r)", 0, bf * 2.0 * N * Vp, 0,

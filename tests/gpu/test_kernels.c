@@ -698,9 +698,12 @@ int main(int argc, char **argv)
     test_classifier(&r, 2, 16, 50257, 50304);
     test_classifier(&r, 1, 8, 70001, 70008);   /* 137 KiB of shared memory */
     test_classifier(&r, 1, 4, 150001, 150008); /* too wide for shared memory: the earlier kernel */
-    /* the classifiers with more loads in flight: the row in shared memory, then in registers */
-    for (int cls = 2; cls <= 3; cls++) {
-        printf("-- classifier DROVER_CLS=%s\n", cls == 2 ? "v2" : "v2r");
+    /* each classifier by name: v2 (the default; the row in shared memory), the earlier
+     * default, v2r (the row in registers) */
+    static const int clss[] = {2, 0, 3};
+    for (int ci = 0; ci < 3; ci++) {
+        int cls = clss[ci];
+        printf("-- classifier DROVER_CLS=%s\n", cls == 2 ? "v2" : cls ? "v2r" : "old");
         kern_rowkernels_set_impl(-1, cls);
         test_classifier(&r, 4, 32, 1000, 1024);    /* fewer vectors than threads, 3 padding vectors */
         test_classifier(&r, 2, 16, 50257, 50304);  /* GPT-2's vocabulary */
