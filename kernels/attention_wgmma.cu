@@ -1247,7 +1247,10 @@ template <bool DQ, int NWG, bool PIPE, int MINB>
 static int wg_qside_tma_v(bf16 *dst, float *lse, const float *Drow, const bf16 *qkv, const bf16 *dout, int B, int T,
                           int C, int NH, cudaStream_t s, int lpt)
 {
-    constexpr int NS = PIPE && MINB == 1 ? 5 : 4, TILE = 8 * 64 * 16, NQT = DQ ? 2 : 1;
+    // stages: 4 (5 pipelined at one block per SM); 3 and 2 where three and four blocks share
+    // an SM's 228 KiB
+    constexpr int NS = MINB >= 4 ? 2 : MINB == 3 ? 3 : PIPE && MINB == 1 ? 5 : 4;
+    constexpr int TILE = 8 * 64 * 16, NQT = DQ ? 2 : 1;
     CUtensorMap mq, mdo;
     if (wg_tensor_map(&mq, qkv, 3 * C, T, B) < 0)
         return 1;
@@ -1268,7 +1271,8 @@ static int wg_qside_tma_v(bf16 *dst, float *lse, const float *Drow, const bf16 *
 
 // variant bit 64 of the forward or dQ field: 32 = three consumer warpgroups; else 1 = two
 // (with 2 pipelined; the forward not pipelined with 4: at two blocks per SM), else one at two
-// blocks per SM (2 pipelined);
+// blocks per SM (2 pipelined; with 16 not pipelined at four blocks per SM for the forward,
+// three for dQ);
 // 8 keeps its meaning (longest-first).  1 when the caller is to run the cp.async kernel of v & 63.
 template <bool DQ>
 static int wg_qside_tma(int v, bf16 *dst, float *lse, const float *Drow, const bf16 *qkv, const bf16 *dout, int B,
@@ -1286,6 +1290,8 @@ static int wg_qside_tma(int v, bf16 *dst, float *lse, const float *Drow, const b
         return wg_qside_tma_v<DQ, 2, false, 1>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt);
     if (v & 2)
         return wg_qside_tma_v<DQ, 1, true, 2>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt);
+    if (v & 16) // one warpgroup at more blocks per SM: the forward four (104 registers), dQ three (136)
+        return wg_qside_tma_v<DQ, 1, false, DQ ? 3 : 4>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt);
     return wg_qside_tma_v<DQ, 1, false, 2>(dst, lse, Drow, qkv, dout, B, T, C, NH, s, lpt);
 }
 

@@ -491,18 +491,19 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
      * three warpgroups in ping-pong (dK/dV), ping-pong (forward, dQ), longest-first */
     /* 13,13,64..104: dK/dV with the TMA producer warpgroup (1 warpgroup, 2 blocks per SM; 2
      * warpgroups; pipelined; three warpgroups; three, longest-first) */
-    /* 64,64,96 .. 96,104,104: the forward and dQ with the TMA producer warpgroup too (each of
+    /* 64,64,96 .. 80,80,96: the forward and dQ with the TMA producer warpgroup too (each of
      * their configurations once: one warpgroup at two blocks per SM, pipelined; two, pipelined,
-     * longest-first; the forward's two at two blocks per SM; three) */
-    enum { NI = 26 };
+     * longest-first; the forward's two at two blocks per SM; three; one at four (forward) and
+     * three (dQ) blocks per SM) */
+    enum { NI = 27 };
     const char *which[NI] = {"mma",   "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma",
                              "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma",
-                             "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wmma ref"};
+                             "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wgmma", "wmma ref"};
     const char *variant[NI] = {NULL,       "0",        "1",        "2",        "3",         "4",
                                "5",        "6",        "7",        "13",       "24",        "37",
                                "56",       "13,13,64", "13,13,65", "13,13,66", "13,13,67",  "13,13,96",
                                "13,13,104", "64,64,96", "66,66,96", "73,73,96", "75,75,96", "77,96,96",
-                               "96,104,104", NULL};
+                               "96,104,104", "80,80,96", NULL};
     attn_fwd_fn fwd[NI];
     attn_bwd_fn bwd[NI];
     for (int k = 0; k < NI; k++) {
