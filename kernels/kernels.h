@@ -153,7 +153,7 @@ int kern_classifier_forward_backward(kbf16 *logits, float *losses, const int *ta
                                      float dloss, int N, int V, int Vp, cudaStream_t s);
 /* Which LayerNorm forward (ln) and classifier (cls) kernels run.  ln: 1 = the row held in
  * registers (default), 0 = the earlier kernel, 2 = v2 (DROVER_LN=v2; widths up to 1024, else 0):
- * a warp owns several rows, weight and bias in registers, the next row loaded before the
+ * a warp owns several rows, weight and bias read from L1, the next row loaded before the
  * current row's reductions; all three the same bits.  cls: 0 = one block per row reading it
  * twice (the earlier default), 1 = the row staged in shared memory (Vp * 2 bytes must fit,
  * else 0; measured slower on the H200), 2 = v2 (default): the row staged in shared memory by
