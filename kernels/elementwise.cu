@@ -872,9 +872,9 @@ extern "C" void kern_lnbwd_set_impl(int reg)
     const char *e = getenv("DROVER_LN_BWD");
     lnb_impl = reg >= 0 ? reg
                : e && !strcmp(e, "old")  ? 0
+               : e && !strcmp(e, "reg")  ? 1
                : e && !strcmp(e, "reg3") ? 2
-               : e && !strcmp(e, "v2")   ? 3
-                                         : 1;
+                                         : 3; /* v2, the default (docs/benchmarks.md) */
 }
 
 extern "C" int kern_layernorm_backward(kbf16 *dinp, float *dweight, float *dbias, float *scratch,
@@ -1031,7 +1031,7 @@ static int bias_impl = -1;
 extern "C" void kern_bias_set_impl(int impl)
 {
     const char *e = getenv("DROVER_BIAS");
-    bias_impl = impl >= 0 ? impl : e && !strcmp(e, "v2") ? 1 : 0;
+    bias_impl = impl >= 0 ? impl : e && !strcmp(e, "old") ? 0 : 1; /* v2, the default */
 }
 
 extern "C" int kern_bias_backward(float *dbias, float *scratch, const kbf16 *dout, int N, int OC,

@@ -90,9 +90,10 @@ size_t kern_colsum_scratch_floats(int C);
 int kern_bias_backward(float *dbias, float *scratch, const kbf16 *dout, int N, int OC,
                        cudaStream_t s);
 /* Which bias-gradient kernel kern_bias_backward runs (OC % 8 == 0): 0 = 128 row groups, one
- * load in flight per lane (default); 1 = v2: one wave of 132 * 4 blocks, four 16-byte loads in
- * flight per lane, fewer partial rows (another summation order: not the bits of 0, the same
- * bits run to run).  -1 = from the environment (DROVER_BIAS=v2 selects 1).  Not thread-safe:
+ * load in flight per lane (the earlier default); 1 = v2 (default): one wave of 132 * 4 blocks,
+ * four 16-byte loads in flight per lane, fewer partial rows (another summation order: not the
+ * bits of 0, the same bits run to run).  -1 = from the environment (DROVER_BIAS=old selects
+ * 0).  Not thread-safe:
  * call before the first launch (the first launch calls it with -1). */
 void kern_bias_set_impl(int impl);
 
@@ -168,11 +169,12 @@ void kern_rowkernels_set_impl(int ln, int cls);
  * (DROVER_ADAMW=old selects 0).  Not thread-safe, as above. */
 void kern_adamw_set_impl(int vec);
 /* LayerNorm backward: 1 = the row and weight in registers, one DRAM read of x, dout and dinp,
- * two blocks per SM (default, widths up to 1024); 2 = the same at three blocks per SM; 3 = v2:
- * 1 with the warp's next row of x and dout prefetched into shared memory by cp.async (widths up
- * to 768, wider as 1; the bits of 1, also in kern_layernorm_backward_bias); 0 = the earlier
- * fused kernel (re-reads the row from L1).  dinp the same bits, dweight/dbias summed in another
- * order than 0.  -1 = from the environment (DROVER_LN_BWD=old selects 0, =reg3 2, =v2 3).  Not
+ * two blocks per SM (the earlier default, widths up to 1024); 2 = the same at three blocks per
+ * SM; 3 = v2 (default): 1 with the warp's next row of x and dout prefetched into shared memory
+ * by cp.async (widths up to 768, wider as 1; the bits of 1, also in
+ * kern_layernorm_backward_bias); 0 = the earlier fused kernel (re-reads the row from L1).  dinp
+ * the same bits, dweight/dbias summed in another order than 0.  -1 = from the environment
+ * (DROVER_LN_BWD=old selects 0, =reg 1, =reg3 2).  Not
  * thread-safe, as above. */
 void kern_lnbwd_set_impl(int reg);
 /* out[0] = sum of in[n] fp32, one block, fixed order (deterministic). */

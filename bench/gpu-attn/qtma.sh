@@ -25,7 +25,7 @@ else
 fi
 echo "attention checks rc=$rc: $(grep -c ' ok' "$O/attn-check.txt") ok, $(grep -c FAIL "$O/attn-check.txt") FAIL $(el)"
 grep FAIL "$O/attn-check.txt" | head -30
-BW=${BENCH_WG:-13,13,96 64,64,96 66,66,96 72,72,96 73,73,96 75,75,96 77,77,96 96,96,96 104,104,96}
+BW=${BENCH_WG:-13,13,96 77,96,96 77,64,96 80,80,96 64,64,96 66,66,96 73,73,96}
 for b in bench-old bench; do
     [ -x build/gpu/$b ] || continue
     if [ $b = bench ]; then export BENCH_WG="$BW"; else unset BENCH_WG; fi

@@ -324,19 +324,19 @@ static int bench_kernels(int B)
     kern_lnbwd_set_impl(2);
     TIME("  layernorm bwd (reg3: DROVER_LN_BWD=reg3)", 0, bf * 4.0 * N * C, 0,
          kern_layernorm_backward(y, gw, gw + C, scratch, x, x, bias, mean, rstd, (int)N, C, 0));
-    kern_lnbwd_set_impl(3); /* the next row's x and dout prefetched (same bits; not counted) */
-    TIME("  layernorm bwd (v2: DROVER_LN_BWD=v2)", 0, bf * 4.0 * N * C, 0,
+    kern_lnbwd_set_impl(1); /* without the next row's prefetch (same bits; not counted) */
+    TIME("  layernorm bwd (reg: DROVER_LN_BWD=reg)", 0, bf * 4.0 * N * C, 0,
          kern_layernorm_backward(y, gw, gw + C, scratch, x, x, bias, mean, rstd, (int)N, C, 0));
-    TIME("  layernorm bwd + bias (v2: DROVER_LN_BWD=v2)", 0, bf * 5.0 * N * C, 0,
+    TIME("  layernorm bwd + bias (reg: DROVER_LN_BWD=reg)", 0, bf * 5.0 * N * C, 0,
          kern_layernorm_backward_bias(y, gw, gw + C, gw + 2 * C, scratch, x, x, bias, mean, rstd,
                                       (int)N, C, 0));
     kern_lnbwd_set_impl(-1);
     TIME("bias bwd (4C columns)", 0, bf * 4.0 * N * C, L,
          kern_bias_backward(gw, scratch, pre, (int)N, 4 * C, 0));
-    kern_bias_set_impl(1); /* one wave, four loads in flight per lane (not counted) */
-    TIME("  bias bwd (3C, v2: DROVER_BIAS=v2)", 0, bf * 3.0 * N * C, 0,
+    kern_bias_set_impl(0); /* the earlier kernel: 128 row groups (not counted) */
+    TIME("  bias bwd (3C, old: DROVER_BIAS=old)", 0, bf * 3.0 * N * C, 0,
          kern_bias_backward(gw, scratch, pre, (int)N, 3 * C, 0));
-    TIME("  bias bwd (4C, v2: DROVER_BIAS=v2)", 0, bf * 4.0 * N * C, 0,
+    TIME("  bias bwd (4C, old: DROVER_BIAS=old)", 0, bf * 4.0 * N * C, 0,
          kern_bias_backward(gw, scratch, pre, (int)N, 4 * C, 0));
     kern_bias_set_impl(-1);
     TIME("gelu bwd (unfused; not in the step)", 0, bf * 3.0 * 4 * N * C, 0, kern_gelu_backward_inplace(pre, x, N * 4 * C, 0));

@@ -359,8 +359,9 @@ static void test_layernorm_v2(struct rng *r, int N, int C)
     free(rstd);
 }
 
-/* Bias gradient v2 (DROVER_BIAS=v2: one wave, four loads in flight per lane): dbias += against a
- * double-precision column sum (kern_bias_backward's tolerance) and repeat identical. */
+/* Bias gradient v2 (the default: one wave, four loads in flight per lane): dbias += against a
+ * double-precision column sum (kern_bias_backward's tolerance) and repeat identical; then the
+ * earlier kernel (DROVER_BIAS=old) against the same sum. */
 static void test_bias_v2(struct rng *r, int N, int OC)
 {
     char name[80];
@@ -386,6 +387,16 @@ static void test_bias_v2(struct rng *r, int N, int OC)
     check("bias_backward v2 repeat identical", memcmp(got[0], got[1], OC * 4) ? 1.0 : 0.0, 0);
     free(got[0]);
     free(got[1]);
+    /* the earlier kernel (DROVER_BIAS=old), no longer the default */
+    kern_bias_set_impl(0);
+    float *d_db0 = dev_f32(bias0, OC);
+    KK(kern_bias_backward(d_db0, scratch, d_dout, N, OC, 0));
+    float *g0 = host_from_f32(d_db0, OC);
+    kern_bias_set_impl(-1);
+    snprintf(name, sizeof name, "bias_backward old (+=, N%d OC%d)", N, OC);
+    check(name, rel_err(g0, ref, OC), 1e-4);
+    free(g0);
+    CK(cudaFree(d_db0));
     CK(cudaFree(d_dout));
     CK(cudaFree(scratch));
     free(dout);
