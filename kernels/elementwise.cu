@@ -33,7 +33,7 @@ extern "C" void kern_rowkernels_set_impl(int ln, int cls)
 {
     const char *e;
     if (ln < 0)
-        ln = !(e = getenv("DROVER_LN")) ? 1 : !strcmp(e, "old") ? 0 : !strcmp(e, "v2") ? 2 : 1;
+        ln = (e = getenv("DROVER_LN")) && !strcmp(e, "old") ? 0 : 1;
     if (cls < 0) { /* DROVER_CLS names 0.. (kernels.h); unset or unknown: 2 (v2) */
         static const char *const names[] = {"old", "smem", "v2", "v2r"};
         e = getenv("DROVER_CLS");
@@ -301,96 +301,6 @@ static __global__ void __launch_bounds__(256) layernorm_forward_reg_kernel(
     }
 }
 
-// v2 (DROVER_LN=v2): the same arithmetic in the same order (the bits of the two above), built
-// for loads in flight.  A warp owns rows_per_warp consecutive rows (fixed by N and the 132 SMs
-// of an H200, every warp the same count) and issues the next row's NCH 16-byte loads before the
-// current row's two warp reductions, so a row is always on its way while the shuffles and the
-// stores of the previous one run.  Weight and bias come from L1 per row (kept in registers they
-// made NCH 3 spill at three blocks per SM).
-// out: (N,C) bf16; mean, rstd: (N) fp32; inp: (N,C) bf16; w, bias: (C) bf16.  tol 1e-2.
-#define LNF2_BLOCKS_PER_SM 3
-template <int NCH>
-static __global__ void __launch_bounds__(256, LNF2_BLOCKS_PER_SM) layernorm_forward_v2_kernel(
-    bf16 *out, float *mean, float *rstd, const bf16 *inp, const bf16 *w, const bf16 *bias, int N,
-    int C, int rows_per_warp)
-{
-    int lane = threadIdx.x % 32;
-    int row = (blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * rows_per_warp;
-    if (row >= N)
-        return;
-    int end = min(row + rows_per_warp, N);
-    bf16x8 v[NCH], nx[NCH];
-#pragma unroll
-    for (int i = 0; i < NCH; i++) {
-        int c = lane * 8 + 256 * i;
-        if (c < C)
-            v[i] = load8(inp + (size_t)row * C + c);
-    }
-    for (; row < end; row++) {
-        if (row + 1 < end) { /* the next row, before this one's reductions wait on the shuffles */
-#pragma unroll
-            for (int i = 0; i < NCH; i++) {
-                int c = lane * 8 + 256 * i;
-                if (c < C)
-                    nx[i] = load8(inp + (size_t)(row + 1) * C + c);
-            }
-        }
-        float sum = 0.f;
-#pragma unroll
-        for (int i = 0; i < NCH; i++) {
-            int c = lane * 8 + 256 * i;
-            if (c < C) {
-#pragma unroll
-                for (int k = 0; k < 8; k++)
-                    sum += __bfloat162float(v[i].v[k]);
-            }
-        }
-        float m = warp_sum(sum) / C;
-        float var = 0.f;
-#pragma unroll
-        for (int i = 0; i < NCH; i++) {
-            int c = lane * 8 + 256 * i;
-            if (c < C) {
-#pragma unroll
-                for (int k = 0; k < 8; k++) {
-                    float d = __bfloat162float(v[i].v[k]) - m;
-                    var += d * d;
-                }
-            }
-        }
-        float rs = rsqrtf(warp_sum(var) / C + 1e-5f);
-        bf16 *o = out + (size_t)row * C;
-#pragma unroll
-        for (int i = 0; i < NCH; i++) {
-            int c = lane * 8 + 256 * i;
-            if (c < C) { /* weight and bias from L1: registers for the rows in flight instead */
-                bf16x8 ww = load8(w + c), bb = load8(bias + c), r;
-#pragma unroll
-                for (int k = 0; k < 8; k++)
-                    r.v[k] = __float2bfloat16_rn((__bfloat162float(v[i].v[k]) - m) * rs *
-                                                     __bfloat162float(ww.v[k]) +
-                                                 __bfloat162float(bb.v[k]));
-                store8(o + c, r);
-            }
-        }
-        if (lane == 0) {
-            mean[row] = m;
-            rstd[row] = rs;
-        }
-#pragma unroll
-        for (int i = 0; i < NCH; i++)
-            v[i] = nx[i];
-    }
-}
-
-// Rows per warp for the v2 kernel: enough warps for LNF2_BLOCKS_PER_SM blocks on each of 132
-// SMs, then as few warps as that row count needs, so every warp but the last has the same work.
-static int layernorm_forward_v2_rows(int N)
-{
-    const int warps = 132 * LNF2_BLOCKS_PER_SM * 8;
-    return N / warps + (N % warps != 0);
-}
-
 extern "C" int kern_layernorm_forward(kbf16 *out, float *mean, float *rstd, const kbf16 *inp,
                                       const kbf16 *weight, const kbf16 *bias, int N, int C,
                                       cudaStream_t s)
@@ -414,23 +324,6 @@ extern "C" int kern_layernorm_forward(kbf16 *out, float *mean, float *rstd, cons
         }
     }
 #undef LNF_REG
-    if (ln_impl == 2) {
-        int rpw = layernorm_forward_v2_rows(N);
-        unsigned grid = cdiv(cdiv(N, rpw), 8);
-#define LNF_V2(n)                                                                                  \
-    layernorm_forward_v2_kernel<n><<<grid, 256, 0, s>>>((bf16 *)out, mean, rstd, (const bf16 *)inp, \
-                                                        (const bf16 *)weight, (const bf16 *)bias, \
-                                                        N, C, rpw);                               \
-    return kern_check_launch("layernorm_forward_v2")
-        switch ((C + 255) / 256) {
-        case 1: LNF_V2(1);
-        case 2: LNF_V2(2);
-        case 3: LNF_V2(3);
-        case 4: LNF_V2(4);
-        default: break;
-        }
-#undef LNF_V2
-    }
     layernorm_forward_kernel<<<cdiv(N, 8), 256, 0, s>>>((bf16 *)out, mean, rstd, (const bf16 *)inp,
                                                         (const bf16 *)weight, (const bf16 *)bias,
                                                         N, C);

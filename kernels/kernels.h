@@ -153,15 +153,13 @@ int kern_attention_backward_ref(kbf16 *dqkv, float *scratch, const kbf16 *dout, 
 int kern_classifier_forward_backward(kbf16 *logits, float *losses, const int *targets,
                                      float dloss, int N, int V, int Vp, cudaStream_t s);
 /* Which LayerNorm forward (ln) and classifier (cls) kernels run.  ln: 1 = the row held in
- * registers (default), 0 = the earlier kernel, 2 = v2 (DROVER_LN=v2; widths up to 1024, else 0):
- * a warp owns several rows, weight and bias read from L1, the next row loaded before the
- * current row's reductions; all three the same bits.  cls: 0 = one block per row reading it
+ * registers (default), 0 = the earlier kernel (the same bits).  cls: 0 = one block per row reading it
  * twice (the earlier default), 1 = the row staged in shared memory (Vp * 2 bytes must fit,
  * else 0; measured slower on the H200), 2 = v2 (default): the row staged in shared memory by
  * per-thread cp.async with 16 loads in flight, one online pass (Vp * 2 bytes must fit, else
  * 0), 3 = v2r: the row in registers, four loads in flight, pass 2 re-reads it (mostly from
  * L2).  All meet the tolerance above and give the same bits run to run (not the same bits as
- * each other).  -1 = from the environment (DROVER_LN=old|v2, DROVER_CLS=old|smem|v2|v2r).
+ * each other).  -1 = from the environment (DROVER_LN=old, DROVER_CLS=old|smem|v2|v2r).
  * Not thread-safe: call before the first launch (the first launch calls it with -1, -1). */
 void kern_rowkernels_set_impl(int ln, int cls);
 /* AdamW: 1 = four elements per thread where n % 4 == 0 and the arrays are 16-byte aligned

@@ -289,9 +289,6 @@ static int bench_kernels(int B)
     kern_attention_set_impl(-1);
     TIME("layernorm fwd", 0, bf * 2.0 * N * C, 2 * L + 1,
          kern_layernorm_forward(y, mean, rstd, x, bias, bias, (int)N, C, 0));
-    kern_rowkernels_set_impl(2, -1); /* several rows per warp, the next one in flight (same bits) */
-    TIME("  layernorm fwd (v2: DROVER_LN=v2)", 0, bf * 2.0 * N * C, 0,
-         kern_layernorm_forward(y, mean, rstd, x, bias, bias, (int)N, C, 0));
     kern_rowkernels_set_impl(0, 1); /* the other kernels, for comparison (not counted) */
     TIME("  layernorm fwd (old: DROVER_LN=old)", 0, bf * 2.0 * N * C, 0,
          kern_layernorm_forward(y, mean, rstd, x, bias, bias, (int)N, C, 0));
