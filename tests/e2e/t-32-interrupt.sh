@@ -125,17 +125,27 @@ kill -INT "$pid"
 wait "$pid"
 rc=$?
 sed 's/^/    | /' "$E2E_WORK/rr.out" "$E2E_WORK/rr.err" | tail -6
-check "rollback exits 1, not killed by the signal ($rc)" test "$rc" = 1
-check "it says ROLLBACK NOT CONFIRMED and how to keep it (drover promote)" \
-	eval 'grep -q "ROLLBACK NOT CONFIRMED" "$E2E_WORK/rr.err" && grep -q "drover promote --job train" "$E2E_WORK/rr.err"'
-check "the deploy lease is given back in every container" lease_free
-check "v1 is current everywhere (activated by the rollback)" all_current_is "$v1"
-drover promote --job train
-show_drover 3
-check "drover promote keeps v1 (exit 0)" eval '[[ $DROVER_RC == 0 ]] && drover_said promoted'
-drover history --job train
-check "history: the rollback aborted, then v1 promoted by the operator" \
-	eval 'drover_said "aborted .*not confirmed \(interrupted by the operator" && drover_said "promoted by the operator"'
+# The recovery of a release that resumes from its checkpoint can be confirmed within a second of
+# the "recovery" line on an idle machine, before the SIGINT lands (CI, 2026-12-02): then the
+# interrupt path was not taken, and the run says so instead of failing on a race.
+if [[ $rc == 0 ]] && grep -q "^rolled job 'train' back to" "$E2E_WORK/rr.out"; then
+	say "the recovery was confirmed before the SIGINT landed: the interrupted-recovery path was not exercised this run"
+	check "the rollback finished (exit 0) and says v1 trains again" grep -q "is training again" "$E2E_WORK/rr.out"
+	check "the deploy lease is given back in every container" lease_free
+	check "v1 is current everywhere (activated by the rollback)" all_current_is "$v1"
+else
+	check "rollback exits 1, not killed by the signal ($rc)" test "$rc" = 1
+	check "it says ROLLBACK NOT CONFIRMED and how to keep it (drover promote)" \
+		eval 'grep -q "ROLLBACK NOT CONFIRMED" "$E2E_WORK/rr.err" && grep -q "drover promote --job train" "$E2E_WORK/rr.err"'
+	check "the deploy lease is given back in every container" lease_free
+	check "v1 is current everywhere (activated by the rollback)" all_current_is "$v1"
+	drover promote --job train
+	show_drover 3
+	check "drover promote keeps v1 (exit 0)" eval '[[ $DROVER_RC == 0 ]] && drover_said promoted'
+	drover history --job train
+	check "history: the rollback aborted, then v1 promoted by the operator" \
+		eval 'drover_said "aborted .*not confirmed \(interrupted by the operator" && drover_said "promoted by the operator"'
+fi
 check "every rank trains v1" all_ranks_advance 3 120
 INV=$INV_SAVED
 finish
