@@ -249,8 +249,7 @@ int attention_dot_launch(float *D, const bf16 *dout, const bf16 *out, int B, int
                          cudaStream_t s)
 {
     if (dot_impl < 0) {
-        const char *e = getenv("DROVER_ATTN_DOT");
-        dot_impl = !(e && !strcmp(e, "old"));
+        dot_impl = kern_knob(KNOB_ATTN_DOT);
     }
     if (dot_impl && C == 64 * NH) {
         size_t rows = (size_t)B * T * NH;

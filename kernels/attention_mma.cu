@@ -460,8 +460,7 @@ static int attn_impl = -1; // 0 mma.sync, 1 wgmma (default) where built and the 
 extern "C" int kern_attention_set_impl(int impl)
 {
     if (impl < 0) {
-        const char *e = getenv("DROVER_ATTN");
-        impl = e && !strcmp(e, "mma") ? 0 : 1; // wgmma measured faster on the H200 (docs/cuda.md)
+        impl = kern_knob(KNOB_ATTN); // wgmma measured faster on the H200 (docs/cuda.md)
     }
     attn_impl = impl;
     return attn_impl;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "kernels/kernels.h"
+#include "kernels/knobs.h"
 
 typedef __nv_bfloat16 bf16;
 

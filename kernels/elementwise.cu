@@ -31,17 +31,10 @@ static int ln_impl = -1, cls_impl = -1;
 
 extern "C" void kern_rowkernels_set_impl(int ln, int cls)
 {
-    const char *e;
     if (ln < 0)
-        ln = (e = getenv("DROVER_LN")) && !strcmp(e, "old") ? 0 : 1;
-    if (cls < 0) { /* DROVER_CLS names 0.. (kernels.h); unset or unknown: 2 (v2) */
-        static const char *const names[] = {"old", "smem", "v2", "v2r"};
-        e = getenv("DROVER_CLS");
-        cls = 2;
-        for (int i = 0; e && i < (int)(sizeof names / sizeof names[0]); i++)
-            if (!strcmp(e, names[i]))
-                cls = i;
-    }
+        ln = kern_knob(KNOB_LN);
+    if (cls < 0) /* DROVER_CLS names 0.. (kernels.h, knobs.h) */
+        cls = kern_knob(KNOB_CLS);
     ln_impl = ln;
     cls_impl = cls;
 }
@@ -762,12 +755,7 @@ static int lnb_impl = -1;
 
 extern "C" void kern_lnbwd_set_impl(int reg)
 {
-    const char *e = getenv("DROVER_LN_BWD");
-    lnb_impl = reg >= 0 ? reg
-               : e && !strcmp(e, "old")  ? 0
-               : e && !strcmp(e, "reg")  ? 1
-               : e && !strcmp(e, "reg3") ? 2
-                                         : 3; /* v2, the default (docs/benchmarks.md) */
+    lnb_impl = reg >= 0 ? reg : kern_knob(KNOB_LN_BWD); /* v2 by default (docs/benchmarks.md) */
 }
 
 extern "C" int kern_layernorm_backward(kbf16 *dinp, float *dweight, float *dbias, float *scratch,
@@ -923,8 +911,7 @@ static int bias_impl = -1;
 
 extern "C" void kern_bias_set_impl(int impl)
 {
-    const char *e = getenv("DROVER_BIAS");
-    bias_impl = impl >= 0 ? impl : e && !strcmp(e, "old") ? 0 : 1; /* v2, the default */
+    bias_impl = impl >= 0 ? impl : kern_knob(KNOB_BIAS); /* v2 by default */
 }
 
 extern "C" int kern_bias_backward(float *dbias, float *scratch, const kbf16 *dout, int N, int OC,
@@ -963,8 +950,7 @@ static int lnbias_fused = -1;
 
 extern "C" void kern_lnbias_set_impl(int fused)
 {
-    const char *e = getenv("DROVER_LN_BIAS");
-    lnbias_fused = fused >= 0 ? fused : !(e && !strcmp(e, "0"));
+    lnbias_fused = fused >= 0 ? fused : kern_knob(KNOB_LN_BIAS);
 }
 
 extern "C" int kern_layernorm_backward_bias(kbf16 *dinp, float *dweight, float *dbias,
@@ -1635,8 +1621,7 @@ static int adamw_vec = -1;
 
 extern "C" void kern_adamw_set_impl(int vec)
 {
-    const char *e = getenv("DROVER_ADAMW");
-    adamw_vec = vec >= 0 ? vec : !(e && !strcmp(e, "old"));
+    adamw_vec = vec >= 0 ? vec : kern_knob(KNOB_ADAMW);
 }
 
 extern "C" int kern_adamw(float *p, kbf16 *pbf, const float *g, float *m, float *v,

@@ -27,6 +27,7 @@
 
 #include "common/log.h"
 #include "kernels/kernels.h"
+#include "kernels/knobs.h"
 #include "trainer/backend.h"
 #include "trainer/cuda_backend.h"
 #include "trainer/dist.h"
@@ -140,23 +141,16 @@ static int cu_fail(cudaError_t e, const char *what, const char *file, int line)
 
 int cuda_step_mode_parse(const char *s, enum cuda_step_mode *ret_mode)
 {
-    static const char *const names[] = {"plain", "staged", "graph"};
-    if (!s || !*s) {
-        *ret_mode = CUDA_STEP_DEFAULT;
-        return 0;
-    }
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(s, names[i])) {
-            *ret_mode = (enum cuda_step_mode)i;
-            return 0;
-        }
-    return -EINVAL;
+    int i = kern_knob_parse(KNOB_STEP, s); /* the names in enum order, default graph */
+    if (i < 0)
+        return -EINVAL;
+    *ret_mode = (enum cuda_step_mode)i;
+    return 0;
 }
 
 const char *cuda_step_mode_name(enum cuda_step_mode m)
 {
-    return m == CUDA_STEP_PLAIN ? "plain" : m == CUDA_STEP_STAGED ? "staged"
-                                         : m == CUDA_STEP_GRAPH ? "graph" : "?";
+    return (unsigned)m <= CUDA_STEP_GRAPH ? kern_knob_defs[KNOB_STEP].values[m] : "?";
 }
 
 /* ---- bump allocation inside an arena ---- */
@@ -426,12 +420,14 @@ static int cuda_create(const struct gpt_config *cfg, const struct backend_opts *
                   c.dim, c.heads, hs);
         return -EINVAL;
     }
-    enum cuda_step_mode sm;
-    if (cuda_step_mode_parse(getenv("DROVER_STEP"), &sm) < 0) {
-        log_error("cuda backend: DROVER_STEP='%s' is not plain, staged or graph",
-                  getenv("DROVER_STEP"));
+    /* every implementation switch at once: a misspelt one would otherwise run the default */
+    char kerr[256];
+    if (kern_knobs_check(kerr, sizeof kerr) < 0) {
+        log_error("cuda backend: %s", kerr);
         return -EINVAL;
     }
+    enum cuda_step_mode sm;
+    cuda_step_mode_parse(getenv("DROVER_STEP"), &sm);
     struct cuda_be *be = calloc(1, sizeof *be);
     if (!be)
         return -ENOMEM;
@@ -453,11 +449,11 @@ static int cuda_create(const struct gpt_config *cfg, const struct backend_opts *
          * "overlap": buckets, wte reduced right after the classifier and the embedding rows
          * gathered.  Overlapping measured slower on two H200s (docs/benchmarks.md): NCCL's
          * kernels slow the backward by more than the all-reduce they hide. */
-        const char *dp = getenv("DROVER_DP");
-        be->dp_overlap = dp && (!strcmp(dp, "overlap") || !strcmp(dp, "bucket"));
+        int dp = kern_knob(KNOB_DP); /* 0 flat, 1 bucket, 2 overlap (knobs.h) */
+        be->dp_overlap = dp > 0;
         /* the gathered gradient rows (W*N*C bf16) live in the logits buffer (N*Vp bf16), dead
          * by then */
-        be->dp_gather = be->dp_overlap && strcmp(dp, "bucket") != 0 &&
+        be->dp_gather = dp == 2 &&
                         (size_t)be->W * (size_t)c.dim <= (size_t)c.vocab_padded;
         const char *ct = getenv("DROVER_DP_CTAS");
         be->dp_ctas = be->dp_overlap && ct ? atoi(ct) : 0;

@@ -97,6 +97,15 @@ static void test_step_mode(void **state)
     assert_int_equal(backend_cuda.create(&ok, &o, &be), -EINVAL);
     assert_ptr_equal(be, (void *)0x1);
     unsetenv("DROVER_STEP");
+    /* so is every other implementation switch (kernels/knobs.h) */
+    setenv("DROVER_CLS", "v3", 1);
+    assert_int_equal(backend_cuda.create(&ok, &o, &be), -EINVAL);
+    assert_ptr_equal(be, (void *)0x1);
+    unsetenv("DROVER_CLS");
+    setenv("DROVER_WG_VARIANT", "77;96;96", 1);
+    assert_int_equal(backend_cuda.create(&ok, &o, &be), -EINVAL);
+    assert_ptr_equal(be, (void *)0x1);
+    unsetenv("DROVER_WG_VARIANT");
 }
 #else
 static void test_not_built(void **state)
