@@ -528,7 +528,9 @@ int train_run(const struct train_args *a)
     e = r.be_ops->create(&r.cfg.model, &bo, &r.be);
     if (e < 0) {
         log_error("starting the %s backend failed: %s", r.be_ops->name, strerror(-e));
-        code = fail(&r, e == -ENOMEM ? TX_NOMEM : TX_DEVICE, "backend init failed");
+        /* -EINVAL: the model, batch or environment asks for what the backend cannot run */
+        code = fail(&r, e == -ENOMEM ? TX_NOMEM : e == -EINVAL ? TX_CONFIG : TX_DEVICE,
+                    "backend init failed");
         goto out;
     }
     r.nparams = gpt_num_params(&r.cfg.model);

@@ -21,6 +21,7 @@
 #include "common/heartbeat.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "trainer/backend.h"
 #include "trainer/ckpt.h"
 #include "trainer/data.h"
 #include "trainer/exitcode.h"
@@ -57,6 +58,8 @@ static int teardown(void **state)
     return fs_rm_rf(dir);
 }
 
+static const char *spawn_device; /* NULL: the config's */
+
 /* Fork a child running train_run with env "K=V" pairs; heartbeats come back on *ret_hb_fd. */
 static pid_t spawn(const char *config, const char *ck, int64_t max_steps, const char *const *env,
                    int *ret_hb_fd)
@@ -74,7 +77,8 @@ static pid_t spawn(const char *config, const char *ck, int64_t max_steps, const 
         unsetenv("DROVER_TRAIN_FAULT");
         for (int i = 0; env && env[i]; i++)
             putenv((char *)env[i]);
-        struct train_args a = {.config = config, .ckpt_dir = ck, .max_steps = max_steps};
+        struct train_args a = {.config = config, .ckpt_dir = ck, .max_steps = max_steps,
+                               .device = spawn_device};
         _exit(train_run(&a));
     }
     close(p[1]);
@@ -319,6 +323,29 @@ static void test_bad_config_reports_done(void **state)
     assert_non_null(strstr(b.last.error, "config"));
 }
 
+#ifdef DROVER_HAVE_CUDA
+/* A misspelt implementation switch is a configuration error before any device call (so this
+ * runs without a GPU): exit 3 (not retried by the agent), and the done heartbeat says which
+ * variable.  It used to run the default kernel silently. */
+static void test_bad_kernel_switch_is_config(void **state)
+{
+    (void)state;
+    static const char *const env[] = {"DROVER_CLS=v3", NULL};
+    /* the reference links the CUDA backend in, as -Wl,-u,backend_cuda does for drover-train */
+    assert_ptr_equal(backend_find("cuda"), &backend_cuda);
+    int fd;
+    spawn_device = "cuda";
+    pid_t pid = spawn(cfg, NULL, 1, env, &fd);
+    spawn_device = NULL;
+    static struct beats b;
+    memset(&b, 0, sizeof b);
+    read_beats(fd, &b, -1);
+    close(fd);
+    assert_int_equal(wait_code(pid), TX_CONFIG);
+    assert_int_equal(b.last.phase, HB_PHASE_DONE);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +354,9 @@ int main(void)
         cmocka_unit_test(test_two_ranks_and_a_lost_peer),
         cmocka_unit_test(test_kill_during_save),
         cmocka_unit_test(test_bad_config_reports_done),
+#ifdef DROVER_HAVE_CUDA
+        cmocka_unit_test(test_bad_kernel_switch_is_config),
+#endif
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
