@@ -206,15 +206,22 @@ static void fail(struct probation *p, const char *fmt, ...)
     p->verdict = PROBATION_FAIL;
 }
 
-/* The agent's reason for a restart ends with what it does next ("...; restarting", "...;
- * restarting promoted release"); a failed probation reverts instead, so the verdict quotes the
- * reason without that clause.  Copies into buf (cut to sz). */
+/* The agent's reason for a restart says what it does next ("...; restarting", "...;
+ * restarting promoted release"), then maybe the worker's own last word (" [rank N: ...]",
+ * agent/jobmachine.c: the exception or missing file that tells the operator what to fix); a
+ * failed probation reverts instead, so the verdict quotes the reason without that clause but
+ * with the worker's word.  Copies into buf (cut to sz). */
 static const char *agent_reason_without_plan(const char *reason, char *buf, size_t sz)
 {
     snprintf(buf, sz, "%s", reason);
     char *cut = strstr(buf, "; restarting");
-    if (cut && !strchr(cut + 1, ';'))
-        *cut = '\0';
+    if (!cut)
+        return buf;
+    char *rest = cut + strlen("; restarting");
+    if (!strncmp(rest, " promoted release", strlen(" promoted release")))
+        rest += strlen(" promoted release");
+    if (!rest[0] || !strncmp(rest, " [rank ", strlen(" [rank ")))
+        memmove(cut, rest, strlen(rest) + 1);
     return buf;
 }
 

@@ -221,6 +221,25 @@ static void test_crash(void **state)
     assert_string_equal(probation_reason(p), "the gang on h1:102 lost a rank and is backing off (restarts 0): "
                                              "rank 1 exited with code 1 (1 of 3 in 120 s)");
     probation_free(p);
+    /* ... and keeps the worker's own last word that the agent appends after its plan (an
+     * uncaught exception a PyTorch worker reported with hb.error(), a ';' in it included):
+     * without it the operator sees only "exited with code 1" */
+    p = new_p(100, 2, 1);
+    strcpy(st->jobs[0].reason, "rank 1 exited with code 1 (1 of 3 in 120 s); restarting "
+                               "[rank 1: RuntimeError: boom; the loss divides by zero]");
+    probation_feed(p, 1, st, 3);
+    assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "the gang on h1:102 lost a rank and is backing off (restarts 0): "
+                                             "rank 1 exited with code 1 (1 of 3 in 120 s) "
+                                             "[rank 1: RuntimeError: boom; the loss divides by zero]");
+    probation_free(p);
+    p = new_p(100, 2, 1);
+    strcpy(st->jobs[0].reason, "rank 1 exited with code 1; restarting promoted release [rank 1: OSError: x]");
+    probation_feed(p, 1, st, 3);
+    assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "the gang on h1:102 lost a rank and is backing off (restarts 0): "
+                                             "rank 1 exited with code 1 [rank 1: OSError: x]");
+    probation_free(p);
     st->jobs[0].state = GANG_RUNNING;
     /* a gang whose worker finished at once */
     p = new_p(100, 2, 1);
