@@ -2,6 +2,7 @@
 #include "controller/transport/exec.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,27 +18,66 @@ void exec_result_done(struct exec_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* A line of Python's error art: only blanks, '^' and '~' (the markers under the code). */
+static bool marker_only(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '^' && s[i] != '~')
+            return false;
+    return true;
+}
+
+/* The line that ends at src[end] (exclusive), blanks cut at both ends, into *line and *len; returns
+ * where it starts (the end of the line before). */
+static size_t line_before(const char *src, size_t end, const char **line, size_t *len)
+{
+    size_t start = end;
+    while (start && src[start - 1] != '\n')
+        start--;
+    size_t a = start, b = end;
+    while (a < b && (src[a] == ' ' || src[a] == '\t'))
+        a++;
+    while (b > a && (src[b - 1] == ' ' || src[b - 1] == '\t' || src[b - 1] == '\r'))
+        b--;
+    *line = src + a;
+    *len = b - a;
+    return start ? start - 1 : 0;
+}
+
 const char *exec_result_reason(const struct exec_result *r, char *buf, size_t buf_sz)
 {
     /* The last lines of stderr (stdout if stderr is empty), newest last, joined with " | ":
-     * a failing preflight prints its own diagnosis before the agent's one-line verdict. */
+     * a failing preflight prints its own diagnosis before the agent's one-line verdict.  Blank
+     * lines and Python's marker lines ("    ^^^^") are skipped; when the line above the ones
+     * kept is a Python traceback's location ('File "x.py", line 12'), it leads, so a syntax
+     * error or an exception in a worker names its file and line, not only the code. */
     const char *src = r->err && r->err_len ? r->err : (r->out ? r->out : "");
-    const char *lines[3];
-    size_t lens[3];
+    const char *lines[4];
+    size_t lens[4];
     int n = 0;
     size_t end = strlen(src);
     while (n < 3 && end > 0) {
-        while (end && (src[end - 1] == '\n' || src[end - 1] == '\r' || src[end - 1] == ' '))
-            end--;
-        if (!end)
-            break;
-        size_t start = end;
-        while (start && src[start - 1] != '\n')
-            start--;
-        lines[n] = src + start;
-        lens[n] = end - start;
-        n++;
-        end = start;
+        const char *l;
+        size_t len;
+        end = line_before(src, end, &l, &len);
+        if (len && !marker_only(l, len)) {
+            lines[n] = l;
+            lens[n] = len;
+            n++;
+        }
+    }
+    while (n == 3 && end > 0) { /* the next line with text above: a traceback's location? */
+        const char *l;
+        size_t len;
+        end = line_before(src, end, &l, &len);
+        if (!len || marker_only(l, len))
+            continue;
+        if (len > 6 && !strncmp(l, "File \"", 6) && strstr(l, "\", line ") && (size_t)(strstr(l, "\", line ") - l) < len) {
+            lines[n] = l;
+            lens[n] = len;
+            n++;
+        }
+        break;
     }
     size_t off = 0;
     buf[0] = '\0';

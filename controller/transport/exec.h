@@ -28,7 +28,9 @@ int exec_result_add_err(struct exec_result *r, const char *data, size_t n);
  * -ENOMEM (r is then still to be freed with exec_result_done). */
 int exec_result_finish(struct exec_result *r, int status);
 /* The last (up to 3) lines of stderr (or stdout if stderr is empty), trimmed and joined with
- * " | ", for one-line reasons.  Writes into buf and returns it. */
+ * " | ", for one-line reasons; blank lines and Python's "^^^^" marker lines skipped, and a
+ * Python traceback's 'File "...", line N' in front when it is the line just above.  Writes
+ * into buf and returns it. */
 const char *exec_result_reason(const struct exec_result *r, char *buf, size_t buf_sz);
 
 #endif

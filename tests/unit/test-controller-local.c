@@ -87,6 +87,33 @@ static void test_local_exec(void **state)
     assert_int_equal(conn_run(c, multi, 5, &res), 0);
     assert_string_equal(exec_result_reason(&res, reason, sizeof reason), "b | c | d");
     exec_result_done(&res);
+    /* a worker's Python error (a preflight's syntax error, an exception): the file and line
+     * lead, the "^^^" marker lines and the indentation go; before, the reason was
+     * "               ^ | SyntaxError: invalid syntax | preflight: ... exited with 1" */
+    char py[600];
+    struct exec_result pr = { .status = 1 };
+    pr.err = (char *)"Traceback (most recent call last):\n"
+                     "  File \"/r/train.py\", line 400, in <module>\n    main()\n"
+                     "  File \"/r/train.py\", line 12\n"
+                     "    def broken(:\n"
+                     "               ^\n"
+                     "SyntaxError: invalid syntax\n"
+                     "preflight: './launch.sh' exited with 1";
+    pr.err_len = strlen(pr.err);
+    assert_string_equal(exec_result_reason(&pr, py, sizeof py),
+                        "File \"/r/train.py\", line 12 | def broken(: | SyntaxError: invalid syntax | "
+                        "preflight: './launch.sh' exited with 1");
+    pr.err = (char *)"  File \"/r/train.py\", line 373, in train\n"
+                     "    raise RuntimeError('boom')\n"
+                     "    ^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+                     "RuntimeError: boom\n";
+    pr.err_len = strlen(pr.err);
+    assert_string_equal(exec_result_reason(&pr, py, sizeof py),
+                        "File \"/r/train.py\", line 373, in train | raise RuntimeError('boom') | RuntimeError: boom");
+    /* not Python: the last three lines, as before; a line above that is not a location stays out */
+    pr.err = (char *)"x\nFile not found\n  one\n\n two\nthree\n";
+    pr.err_len = strlen(pr.err);
+    assert_string_equal(exec_result_reason(&pr, py, sizeof py), "one | two | three");
     /* killed by a signal: 128 + N */
     const char *kill9[] = { "sh", "-c", "kill -9 $$", NULL };
     assert_int_equal(conn_run(c, kill9, 5, &res), 0);
