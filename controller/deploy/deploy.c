@@ -503,77 +503,62 @@ static bool ct_stopped_note(struct deploy *d, int i, const char *said)
     return true;
 }
 
+/* stop_old_gangs' progress lines on stderr */
+static void old_gangs_asked(struct deploy *d, const struct agent_fan_ct c[])
+{
+    const struct inv_job *j = d->job;
+    int n = 0;
+    for (int i = 0; i < j->ncts; i++)
+        n += d->has_gang[i];
+    if (n)
+        fprintf(stderr, "switch: stopping the old gang of job '%s' in %d container(s) at once; the "
+                "new release starts only once every one is gone (deadline %.0fs; the agents start "
+                "it again on their own if nothing follows within %.0fs)\n", j->name, n,
+                switch_deadline(d), agent_switch_deadline(d));
+    (void)c;
+}
+
+static void old_gang_ended(struct deploy *d, int i, const struct agent_fan_ct *c)
+{
+    if (c->ok[0]) /* "ok: stopped: no process of the gang is left" */
+        fprintf(stderr, "switch: %s: old gang gone after %.1fs\n", d->job->cts[i].label, c->took);
+}
+
 /* The first phase of a switch: stop the job's old gang in every container that has one, all at
  * once, and wait until each agent answers that every process of it is gone (the agent's stop
- * returns only then), at most switch_deadline.  gone[i] says which did; why[i] says why not.
- * Returns how many did not. */
+ * returns only then), at most switch_deadline (agent_fan_run).  gone[i] says which did; why[i]
+ * says why not.  Returns how many did not. */
 static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][300])
 {
     const struct inv_job *j = d->job;
     struct agent_argv a;
     agent_argv_init(&a);
     agent_argv_stop_switch(&a, j->name, agent_switch_deadline(d));
-    struct conn_stream *s[INV_MAX_CTS] = { NULL };
-    bool said_ok[INV_MAX_CTS] = { false };
-    double t0 = time_mono(), limit = switch_deadline(d);
-    int pending = 0, n = 0;
-    for (int i = 0; i < j->ncts; i++) {
-        gone[i] = !d->has_gang[i];
-        why[i][0] = '\0';
-        if (gone[i])
-            continue;
-        n++;
-        char e[CONN_ERR_MAX] = "";
-        int r = fleet_agent_stream(d->f, &j->cts[i], a.argv, 4096, &s[i], e, sizeof e);
-        if (r < 0)
-            snprintf(why[i], sizeof why[i], "cannot ask its agent to stop the old gang: %s",
-                     r == -ENOTCONN ? "host unreachable" : e);
-        else
-            pending++;
-    }
-    if (n)
-        fprintf(stderr, "switch: stopping the old gang of job '%s' in %d container(s) at once; the "
-                "new release starts only once every one is gone (deadline %.0fs; the agents start "
-                "it again on their own if nothing follows within %.0fs)\n", j->name, n, limit,
-                agent_switch_deadline(d));
-    while (pending > 0 && !deploy_interrupted && time_mono() - t0 < limit) {
-        for (int i = 0; i < j->ncts; i++) {
-            if (!s[i])
-                continue;
-            char *line;
-            size_t len;
-            int r;
-            while ((r = conn_stream_poll(s[i], &line, &len)) == 1)
-                if (len >= 2 && !strncmp(line, "ok", 2))
-                    said_ok[i] = true; /* "ok: stopped: no process of the gang is left" */
-            if (r == -EPIPE || r == -EIO) {
-                bool stopped = !said_ok[i] && ct_stopped_note(d, i, conn_stream_err(s[i]));
-                conn_stream_free(s[i]);
-                s[i] = NULL;
-                pending--;
-                gone[i] = said_ok[i];
-                if (gone[i])
-                    fprintf(stderr, "switch: %s: old gang gone after %.1fs\n", j->cts[i].label,
-                            time_mono() - t0);
-                else if (stopped)
-                    snprintf(why[i], sizeof why[i], "container stopped (pct: %s): nothing runs there",
-                             d->ct_stopped[i]);
-                else
-                    snprintf(why[i], sizeof why[i], "its agent did not confirm the stop (%s)",
-                             r == -EIO ? "connection lost" : "drover-agent stop failed: see `drover logs`");
-            }
-        }
-        if (pending > 0)
-            fleet_wait(d->f, 200);
-    }
+    double limit = switch_deadline(d);
+    bool skip[INV_MAX_CTS];
+    for (int i = 0; i < j->ncts; i++)
+        skip[i] = !d->has_gang[i];
+    struct agent_fan_ct c[INV_MAX_CTS];
+    static const struct agent_fan_hooks hooks = { old_gangs_asked, old_gang_ended };
+    (void)agent_fan_run(d, a.argv, skip, limit, c, &hooks);
     int left = 0;
     for (int i = 0; i < j->ncts; i++) {
-        if (s[i]) {
-            conn_stream_free(s[i]); /* the agent goes on stopping it; it is asked to start it again below */
-            s[i] = NULL;
+        gone[i] = skip[i] || c[i].ok[0];
+        why[i][0] = '\0';
+        if (skip[i])
+            continue;
+        if (!c[i].asked) {
+            snprintf(why[i], sizeof why[i], "cannot ask its agent to stop the old gang: %s", c[i].err);
+        } else if (!c[i].ended) { /* the agent goes on stopping it; it is asked to start it again below */
+            gone[i] = false;
             snprintf(why[i], sizeof why[i], deploy_interrupted ? "interrupted while its old gang was stopping"
                      : "its old gang was not gone within the switch deadline of %.0f s (a process that "
                      "ignores SIGTERM until the grace period ends, or one stuck in the kernel)", limit);
+        } else if (!gone[i] && ct_stopped_note(d, i, c[i].err)) {
+            snprintf(why[i], sizeof why[i], "container stopped (pct: %s): nothing runs there", d->ct_stopped[i]);
+        } else if (!gone[i]) {
+            snprintf(why[i], sizeof why[i], "its agent did not confirm the stop (%s)",
+                     c[i].lost ? "connection lost" : "drover-agent stop failed: see `drover logs`");
         }
         left += !gone[i];
     }

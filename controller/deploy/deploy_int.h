@@ -148,6 +148,39 @@ int agent_call_status(struct deploy *d, const struct inv_ct *ct, const char *con
 int agent_call(struct deploy *d, const struct inv_ct *ct, const char *const *args,
                double timeout_s, char *err, size_t err_sz);
 
+/* One container's answer to an agent command run in every container of a job at once
+ * (agent_fan_run). */
+struct agent_fan_ct {
+    bool asked;            /* the command was sent there (its stream opened) */
+    bool ended;            /* it ended before the limit (false: not asked, or still running) */
+    bool lost;             /* it ended by a lost connection (-EIO), not by the command's exit */
+    char ok[300];          /* its last "ok..." line on stdout (at most 299 bytes), "" when none */
+    char err[CONN_ERR_MAX]; /* not asked: why ("host unreachable" or the connection's words);
+                            * ended: its last stderr line (pct's own error, say), "" when none */
+    double took;           /* seconds from the start of the fan-out to its end, -1 if none */
+};
+/* Progress hooks of agent_fan_run, called in its thread (either may be NULL): asked once every
+ * container was asked (ret[] says which were), ended the moment container i's command ends. */
+struct agent_fan_hooks {
+    void (*asked)(struct deploy *d, const struct agent_fan_ct ret[]);
+    void (*ended)(struct deploy *d, int i, const struct agent_fan_ct *c);
+};
+/* Run the agent command argv (NULL: it could not be built, nothing is asked: -ENOMEM) in every
+ * container of d's job that skip (NULL: none) does not leave out, all at once, one stream each,
+ * until each has ended, limit seconds have passed since the start, or deploy_interrupted.
+ * Fills ret[i] for every container (a skipped one: not asked, err ""); hooks (NULL: none) say
+ * how it goes.  A command that has not ended is left to go on on its own.  Returns how many
+ * were asked but did not end. */
+int agent_fan_run(struct deploy *d, const char *const *argv, const bool *skip, double limit,
+                  struct agent_fan_ct ret[], const struct agent_fan_hooks *hooks);
+/* The two steps of agent_fan_run that judge what a stream gave, apart for the unit tests: a
+ * stdout line (an "ok..." line is kept, the last one wins), and the stream's end (r: what
+ * conn_stream_poll returned: -EPIPE the command ended, -EIO the connection was lost; err: its
+ * last stderr line, NULL as ""; took: seconds since the start).  agent_fan_end returns false,
+ * and changes nothing, when r is not an end. */
+void agent_fan_line(struct agent_fan_ct *c, const char *line, size_t len);
+bool agent_fan_end(struct agent_fan_ct *c, int r, const char *err, double took);
+
 /* lease.c */
 /* The job's deploy lease in every container (agent/lease.h): the fleet, not this machine,
  * says who is deploying.  ttl: how long it holds without a renewal.  -EBUSY when another

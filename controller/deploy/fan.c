@@ -1,6 +1,7 @@
 /* controller/deploy/fan.c: per-container work spread over the job's hosts (struct ct_fan): one
- * worker per host, a host's containers one after another or in one batched host exec; and one
- * agent call in one container.
+ * worker per host, a host's containers one after another or in one batched host exec; one agent
+ * command in every container at once, one stream each, until a deadline (agent_fan_run: the
+ * switch's stop phase, `drover stop|start`); and one agent call in one container.
  */
 #include "controller/deploy/deploy_int.h"
 
@@ -168,4 +169,73 @@ int agent_call(struct deploy *d, const struct inv_ct *ct, const char *const *arg
                       double timeout_s, char *err, size_t err_sz)
 {
     return agent_call_status(d, ct, args, timeout_s, NULL, err, err_sz);
+}
+
+void agent_fan_line(struct agent_fan_ct *c, const char *line, size_t len)
+{
+    if (len >= 2 && !strncmp(line, "ok", 2)) /* "ok: stopped: no process of the gang is left" */
+        snprintf(c->ok, sizeof c->ok, "%.*s", (int)(len < sizeof c->ok - 1 ? len : sizeof c->ok - 1), line);
+}
+
+bool agent_fan_end(struct agent_fan_ct *c, int r, const char *err, double took)
+{
+    if (r != -EPIPE && r != -EIO)
+        return false;
+    c->ended = true;
+    c->lost = r == -EIO;
+    snprintf(c->err, sizeof c->err, "%s", err ? err : "");
+    c->took = took;
+    return true;
+}
+
+int agent_fan_run(struct deploy *d, const char *const *argv, const bool *skip, double limit,
+                  struct agent_fan_ct ret[], const struct agent_fan_hooks *hooks)
+{
+    const struct inv_job *j = d->job;
+    struct conn_stream *s[INV_MAX_CTS] = { NULL };
+    int pending = 0;
+    double t0 = time_mono();
+    for (int i = 0; i < j->ncts; i++) {
+        struct agent_fan_ct *c = &ret[i];
+        *c = (struct agent_fan_ct){ .took = -1 };
+        if (skip && skip[i])
+            continue;
+        char e[CONN_ERR_MAX] = "";
+        int r = argv ? fleet_agent_stream(d->f, &j->cts[i], argv, 4096, &s[i], e, sizeof e) : -ENOMEM;
+        if (r < 0) {
+            snprintf(c->err, sizeof c->err, "%s", r == -ENOTCONN ? "host unreachable" : e);
+            continue;
+        }
+        c->asked = true;
+        pending++;
+    }
+    if (hooks && hooks->asked)
+        hooks->asked(d, ret);
+    while (pending > 0 && !deploy_interrupted && time_mono() - t0 < limit) {
+        for (int i = 0; i < j->ncts; i++) {
+            if (!s[i])
+                continue;
+            char *line;
+            size_t len;
+            int r;
+            while ((r = conn_stream_poll(s[i], &line, &len)) == 1)
+                agent_fan_line(&ret[i], line, len);
+            if (!agent_fan_end(&ret[i], r, conn_stream_err(s[i]), time_mono() - t0))
+                continue;
+            conn_stream_free(s[i]);
+            s[i] = NULL;
+            pending--;
+            if (hooks && hooks->ended)
+                hooks->ended(d, i, &ret[i]);
+        }
+        if (pending > 0)
+            fleet_wait(d->f, 200);
+    }
+    int left = 0;
+    for (int i = 0; i < j->ncts; i++)
+        if (s[i]) { /* no answer in time: the agent goes on with the request on its own */
+            conn_stream_free(s[i]);
+            left++;
+        }
+    return left;
 }

@@ -110,7 +110,7 @@ static void stopstart_why(const struct deploy *d, int i, bool start, enum stopst
 }
 
 /* `drover-agent stop|start --job J` in every container at once, one stream each, at most limit
- * seconds.  Fills o[] and said[] (the agent's ok line, or its last stderr line). */
+ * seconds (agent_fan_run).  Fills o[] and said[] (the agent's ok line, or its last stderr line). */
 static void stopstart_fan(struct deploy *d, bool start, double limit, enum stopstart_outcome o[],
                           char said[][300], double took[])
 {
@@ -124,58 +124,27 @@ static void stopstart_fan(struct deploy *d, bool start, double limit, enum stops
     } else {
         agent_argv_stop(&a, j->name);
     }
-    struct conn_stream *s[INV_MAX_CTS] = { NULL };
-    bool asked[INV_MAX_CTS] = { false };
-    int pending = 0;
-    double t0 = time_mono();
-    bool argv_ok = agent_argv_end(&a) == 0;
+    struct agent_fan_ct c[INV_MAX_CTS];
+    (void)agent_fan_run(d, agent_argv_end(&a) == 0 ? a.argv : NULL, NULL, limit, c, NULL);
     for (int i = 0; i < j->ncts; i++) {
-        said[i][0] = '\0';
-        took[i] = -1;
-        o[i] = SS_UNREACHABLE;
-        char e[CONN_ERR_MAX] = "";
-        int r = argv_ok ? fleet_agent_stream(d->f, &j->cts[i], a.argv, 4096, &s[i], e, sizeof e) : -ENOMEM;
-        if (r < 0) {
-            snprintf(said[i], sizeof said[i], "%s", r == -ENOTCONN ? "host unreachable" : e);
+        took[i] = c[i].took;
+        if (!c[i].asked) {
+            o[i] = SS_UNREACHABLE;
+            snprintf(said[i], sizeof said[i], "%s", c[i].err);
             continue;
         }
-        asked[i] = true;
-        o[i] = SS_NO_ANSWER;
-        pending++;
-    }
-    while (pending > 0 && !deploy_interrupted && time_mono() - t0 < limit) {
-        for (int i = 0; i < j->ncts; i++) {
-            if (!s[i])
-                continue;
-            char *line;
-            size_t len;
-            int r;
-            while ((r = conn_stream_poll(s[i], &line, &len)) == 1)
-                if (len >= 2 && !strncmp(line, "ok", 2))
-                    snprintf(said[i], sizeof said[i], "%.*s", (int)(len < 299 ? len : 299), line);
-            if (r != -EPIPE && r != -EIO)
-                continue;
-            const char *err = conn_stream_err(s[i]);
-            char why[CONN_STREAM_ERR_MAX + 200];
-            bool ct_stopped = !said[i][0] && err &&
-                              pct_ct_problem(j->cts[i].vmid, err, why, sizeof why) == -EHOSTDOWN;
-            o[i] = stopstart_judge(start, true, said[i][0] ? said[i] : NULL, r == -EPIPE, ct_stopped);
-            if (!said[i][0])
-                snprintf(said[i], sizeof said[i], "%s", r == -EIO ? "connection lost" : err && err[0] ? err : "");
-            (void)text_escape_inplace(said[i], sizeof said[i]);
-            took[i] = time_mono() - t0;
-            conn_stream_free(s[i]);
-            s[i] = NULL;
-            pending--;
+        snprintf(said[i], sizeof said[i], "%s", c[i].ok);
+        if (!c[i].ended) { /* no answer in time: the agent goes on with the request on its own */
+            o[i] = stopstart_judge(start, true, NULL, false, false);
+            continue;
         }
-        if (pending > 0)
-            fleet_wait(d->f, 200);
+        char why[CONN_STREAM_ERR_MAX + 200];
+        bool ct_stopped = !said[i][0] && pct_ct_problem(j->cts[i].vmid, c[i].err, why, sizeof why) == -EHOSTDOWN;
+        o[i] = stopstart_judge(start, true, said[i][0] ? said[i] : NULL, !c[i].lost, ct_stopped);
+        if (!said[i][0])
+            snprintf(said[i], sizeof said[i], "%s", c[i].lost ? "connection lost" : c[i].err);
+        (void)text_escape_inplace(said[i], sizeof said[i]);
     }
-    for (int i = 0; i < j->ncts; i++)
-        if (s[i]) { /* no answer in time: the agent goes on with the request on its own */
-            conn_stream_free(s[i]);
-            o[i] = stopstart_judge(start, asked[i], NULL, false, false);
-        }
 }
 
 int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run)

@@ -2,7 +2,10 @@
  * (controller/cmd_stopstart.c: --job repeats, --all-jobs, never both nor neither, ret untouched on
  * a usage error) and the per-container judgement and exit code (controller/deploy/stopstart.c:
  * a container that does not answer, or whose host is unreachable, fails the verb; a stopped
- * container is a success for stop and a failure for start; "already running" is fine). */
+ * container is a success for stop and a failure for start; "already running" is fine), and the
+ * steps of the fan-out both it and the switch's stop phase use (controller/deploy/fan.c,
+ * agent_fan_line/agent_fan_end: which line is kept, what ends a stream). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +16,7 @@
 
 #include "controller/cmd.h"
 #include "controller/exitcode.h"
+#include "controller/deploy/deploy_int.h"
 #include "controller/deploy/stopstart.h"
 
 static int parse(struct stopstart_args *a, ...)
@@ -98,6 +102,42 @@ static void test_exit_code(void **state)
     assert_int_equal(stopstart_exit(false, NULL, 0, false), EXIT_OK);
 }
 
+static void test_fan_steps(void **state)
+{
+    (void)state;
+    struct agent_fan_ct c = { .took = -1 };
+    agent_fan_line(&c, "progress: waiting for rank 1", 28);
+    assert_string_equal(c.ok, "");
+    agent_fan_line(&c, "o", 1); /* not an ok line */
+    assert_string_equal(c.ok, "");
+    agent_fan_line(&c, "ok: stopping", 12);
+    agent_fan_line(&c, "ok: stopped: no process of the gang is left", 43);
+    assert_string_equal(c.ok, "ok: stopped: no process of the gang is left"); /* the last wins */
+    agent_fan_line(&c, "ok: stopped and more", 10); /* len, not the NUL, bounds the line */
+    assert_string_equal(c.ok, "ok: stoppe");
+    char longl[1000];
+    memset(longl, 'x', sizeof longl);
+    memcpy(longl, "ok", 2);
+    agent_fan_line(&c, longl, sizeof longl);
+    assert_int_equal(strlen(c.ok), 299);
+    /* a poll that is not an end changes nothing */
+    assert_false(agent_fan_end(&c, 0, "ignored", 1.0));
+    assert_false(agent_fan_end(&c, -EAGAIN, "ignored", 1.0));
+    assert_false(c.ended);
+    assert_true(c.took < 0);
+    /* the command's end, and a lost connection */
+    assert_true(agent_fan_end(&c, -EPIPE, "CT 101 not running", 2.5));
+    assert_true(c.ended);
+    assert_false(c.lost);
+    assert_string_equal(c.err, "CT 101 not running");
+    assert_true(c.took == 2.5);
+    struct agent_fan_ct l = { .took = -1 };
+    assert_true(agent_fan_end(&l, -EIO, NULL, 0.5));
+    assert_true(l.ended && l.lost);
+    assert_string_equal(l.err, "");
+    assert_string_equal(l.ok, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -105,6 +145,7 @@ int main(void)
         cmocka_unit_test(test_parse_usage_errors),
         cmocka_unit_test(test_judge),
         cmocka_unit_test(test_exit_code),
+        cmocka_unit_test(test_fan_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
