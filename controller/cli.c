@@ -44,6 +44,36 @@ static int check_args(const struct verb *vb, int argc, char **argv, struct fleet
     return ret;
 }
 
+int cli_option_error(const char *verb, int c, const char *optarg_now)
+{
+    if (c == 'o')
+        log_error("-o takes json, not '%s'", optarg_now);
+    return verb_usage_error(verb, NULL);
+}
+
+int cli_job_selection(const char *verb, const char *const *jobs, int njobs, bool all, enum cli_jobs_need need)
+{
+    for (int k = 1; k < njobs; k++)
+        for (int i = 0; i < k; i++)
+            if (!strcmp(jobs[i], jobs[k])) { /* deploy: a wave would deploy it twice in a row */
+                log_error("--job '%s' given twice: name each job once", jobs[k]);
+                return verb_usage_error(verb, NULL);
+            }
+    if (all && njobs) { /* the usage line alone offered both */
+        log_error("--job and --all-jobs cannot be combined: name the jobs with --job, or all of "
+                  "them with --all-jobs");
+        return verb_usage_error(verb, NULL);
+    }
+    if (all || njobs || need == CLI_JOBS_ANY)
+        return EXIT_OK;
+    /* even with one job: a stop ends training, a rollback changes what runs, so it is named */
+    if (need == CLI_JOBS_ONE)
+        log_error("%s needs --job J", verb);
+    else
+        log_error("%s needs --job J (repeatable) or --all-jobs", verb);
+    return verb_usage_error(verb, NULL);
+}
+
 /* "unknown verb 'deplyo': did you mean deploy?"  Returns EXIT_USAGE. */
 static int unknown_verb(const char *verb)
 {

@@ -4,10 +4,30 @@
 #ifndef DROVER_CLI_H
 #define DROVER_CLI_H
 
+#include <stdbool.h>
+
 /* Global options, the verb, --help, then the verb's arguments checked with no inventory
  * (fleet.args_only: every usage error is reported before the inventory is read, and whether or
  * not one exists), then the inventory and the verb for real.  Returns the exit code
  * (controller/exitcode.h).  Uses getopt's globals and the process's stdout/stderr. */
 int cli_main(int argc, char **argv, const char *version);
+
+/* A verb's getopt_long() returned c, an option the verb does not take, or -o with a value other
+ * than json (optarg_now): says why where the usage line alone would not ("-o takes json, not
+ * 'yaml'"), then the verb's usage line.  Returns EXIT_USAGE. */
+int cli_option_error(const char *verb, int c, const char *optarg_now);
+
+/* What a verb needs of its job selection (cli_job_selection). */
+enum cli_jobs_need {
+    CLI_JOBS_ANY,  /* none named is fine (deploy, plan: the inventory's one job, or ask) */
+    CLI_JOBS_SOME, /* --job J (repeatable) or --all-jobs (stop, start: training is named) */
+    CLI_JOBS_ONE,  /* --job J (rollback: no --all-jobs) */
+};
+
+/* A verb's job selection, checked once getopt is done (before the inventory is read): a job
+ * named twice in jobs[0..njobs), --job with --all-jobs (all), and none named where need asks
+ * for one are usage errors, logged with the reason and the verb's usage line (verb: argv[0]).
+ * Returns EXIT_OK or EXIT_USAGE (controller/exitcode.h). */
+int cli_job_selection(const char *verb, const char *const *jobs, int njobs, bool all, enum cli_jobs_need need);
 
 #endif

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "controller/cli.h"
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 #include "controller/deploy/deploy.h"
@@ -60,16 +61,10 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
             break;
         }
     }
-    for (int k = 1; k < njobs && optind <= argc; k++)
-        for (int i = 0; i < k; i++)
-            if (!strcmp(jobs[i], jobs[k])) { /* a wave would deploy it twice in a row */
-                log_error("--job '%s' given twice: name each job once", jobs[k]);
-                return verb_usage_error(argv[0], NULL);
-            }
-    if (all && njobs && optind <= argc) { /* the usage line alone offered both */
-        log_error("--job and --all-jobs cannot be combined: name the jobs with --job, or all of "
-                  "them with --all-jobs");
-        return verb_usage_error(argv[0], NULL);
+    if (optind <= argc) { /* no usage error yet */
+        int r = cli_job_selection(argv[0], jobs, njobs, all, CLI_JOBS_ANY);
+        if (r != EXIT_OK)
+            return r;
     }
     if (optind + 1 != argc) /* the usage line of `drover deploy|plan --help` */
         return verb_usage_error(argv[0], optind + 1 < argc ? argv[optind + 1] : NULL);
@@ -115,15 +110,8 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
      * One job: deploy_run() connects once it has walked the release and found the job's command
      * in it (a release it would refuse contacts no host) */
     bool need[INV_MAX_HOSTS] = { false };
-    for (int k = 0; k < njobs && njobs > 1; k++) {
-        const struct inv_job *jb = inventory_find_job(f->inv, jobs[k]);
-        bool one[INV_MAX_HOSTS];
-        if (!jb)
-            continue;
-        fleet_hosts_of(f->inv, jb, one);
-        for (int h = 0; h < INV_MAX_HOSTS; h++)
-            need[h] |= one[h];
-    }
+    if (njobs > 1)
+        fleet_hosts_of_jobs(f->inv, jobs, njobs, need);
     (void)fleet_connect_all(f, need);
     if (json && o.dry_run) /* the plan document: "kind": "plan" with each job's plan */
         o.plan_out = json_array();

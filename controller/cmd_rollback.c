@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "controller/cli.h"
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 #include "controller/deploy/deploy.h"
@@ -43,18 +44,14 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
             now = true;
         else if (c == 'n')
             dry_run = true;
-        else {
-            if (c == 'o')
-                log_error("-o takes json, not '%s'", optarg);
-            return verb_usage_error(argv[0], NULL);
-        }
+        else
+            return cli_option_error(argv[0], c, optarg);
     }
     if (optind != argc)
         return verb_usage_error(argv[0], argv[optind]);
-    if (!job) { /* required even with one job: a rollback changes what runs, so it is named */
-        log_error("rollback needs --job J");
-        return verb_usage_error(argv[0], NULL);
-    }
+    int r = cli_job_selection(argv[0], &job, job ? 1 : 0, false, CLI_JOBS_ONE);
+    if (r != EXIT_OK)
+        return r;
     cmd_result_want(f, json, "rollback", &job, 1);
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "controller/cli.h"
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 #include "controller/deploy/stopstart.h"
@@ -37,29 +38,14 @@ int cmd_stopstart_parse(int argc, char **argv, struct stopstart_args *ret)
             a.dry_run = true;
         else if (c == 'o' && strcmp(optarg, "json") == 0)
             a.json = true;
-        else {
-            if (c == 'o')
-                log_error("-o takes json, not '%s'", optarg);
-            return verb_usage_error(argv[0], NULL);
-        }
+        else
+            return cli_option_error(argv[0], c, optarg);
     }
     if (optind != argc)
         return verb_usage_error(argv[0], argv[optind]);
-    for (int k = 1; k < a.njobs; k++)
-        for (int i = 0; i < k; i++)
-            if (!strcmp(a.jobs[i], a.jobs[k])) {
-                log_error("--job '%s' given twice: name each job once", a.jobs[k]);
-                return verb_usage_error(argv[0], NULL);
-            }
-    if (a.all && a.njobs) {
-        log_error("--job and --all-jobs cannot be combined: name the jobs with --job, or all of "
-                  "them with --all-jobs");
-        return verb_usage_error(argv[0], NULL);
-    }
-    if (!a.all && !a.njobs) { /* even with one job: a stop ends training, so it is named */
-        log_error("%s needs --job J (repeatable) or --all-jobs", argv[0]);
-        return verb_usage_error(argv[0], NULL);
-    }
+    int r = cli_job_selection(argv[0], a.jobs, a.njobs, a.all, CLI_JOBS_SOME);
+    if (r != EXIT_OK)
+        return r;
     *ret = a;
     return EXIT_OK;
 }
@@ -84,18 +70,11 @@ static int stop_or_start(struct fleet *f, int argc, char **argv, bool start)
     }
     /* every host of these jobs at once: a dead host costs one connect timeout in total.  A dry
      * run contacts nothing */
-    bool need[INV_MAX_HOSTS] = { false };
-    for (int k = 0; k < a.njobs && !a.dry_run; k++) {
-        const struct inv_job *jb = inventory_find_job(f->inv, a.jobs[k]);
-        bool one[INV_MAX_HOSTS];
-        if (!jb)
-            continue;
-        fleet_hosts_of(f->inv, jb, one);
-        for (int h = 0; h < INV_MAX_HOSTS; h++)
-            need[h] |= one[h];
-    }
-    if (!a.dry_run)
+    if (!a.dry_run) {
+        bool need[INV_MAX_HOSTS];
+        fleet_hosts_of_jobs(f->inv, a.jobs, a.njobs, need);
         (void)fleet_connect_all(f, need);
+    }
     /* one job after another, each in all its containers at once; every job is asked even when
      * an earlier one failed (a stop in an incident should reach all it can): the first failure's
      * code is the exit code */

@@ -61,6 +61,16 @@ void fleet_hosts_of(const struct inventory *inv, const struct inv_job *job, bool
     }
 }
 
+void fleet_hosts_of_jobs(const struct inventory *inv, const char *const *jobs, int njobs, bool need[INV_MAX_HOSTS])
+{
+    memset(need, 0, sizeof(bool) * INV_MAX_HOSTS);
+    for (int k = 0; k < njobs; k++) {
+        const struct inv_job *jb = inventory_find_job(inv, jobs[k]);
+        for (int i = 0; jb && i < jb->ncts; i++)
+            need[jb->cts[i].host] = true;
+    }
+}
+
 struct connect_job {
     struct fleet *f;
     int hosts[INV_MAX_HOSTS];

@@ -20,5 +20,8 @@ int fleet_connect_all(struct fleet *f, const bool need[INV_MAX_HOSTS]);
 
 /* need[] for the hosts of job (NULL: every job's). */
 void fleet_hosts_of(const struct inventory *inv, const struct inv_job *job, bool need[INV_MAX_HOSTS]);
+/* need[] for the hosts of the jobs named jobs[0..njobs) (a name of no job adds nothing: the
+ * verb reports it later): the hosts a verb over several jobs connects to at once. */
+void fleet_hosts_of_jobs(const struct inventory *inv, const char *const *jobs, int njobs, bool need[INV_MAX_HOSTS]);
 
 #endif

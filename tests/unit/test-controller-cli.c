@@ -2,7 +2,8 @@
  * process with stdout and stderr captured (the newcomer pass): a usage error is reported as
  * such with no inventory anywhere (it showed as the inventory error); every verb's usage error
  * is the line its --help shows (plan's differed); rollback without --job says so before any
- * host is contacted; top -n abc names -n, as typed; version --help is help. */
+ * host is contacted; top -n abc names -n, as typed; version --help is help; the job selection
+ * the verbs share (cli_job_selection) says the same for each. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -49,6 +50,39 @@ static void slurp(int fd, char *buf, size_t size)
     buf[n > 0 ? n : 0] = '\0';
 }
 
+/* stdout and stderr into out and err, between capture_begin() and capture_end() */
+struct capture {
+    int fo, fe, so, se;
+};
+
+static void capture_begin(struct capture *c)
+{
+    char po[128], pe[128];
+    snprintf(po, sizeof po, "%s/out", tmpd);
+    snprintf(pe, sizeof pe, "%s/err", tmpd);
+    c->fo = open(po, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    c->fe = open(pe, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    assert_true(c->fo >= 0 && c->fe >= 0);
+    fflush(stdout);
+    fflush(stderr);
+    c->so = dup(STDOUT_FILENO);
+    c->se = dup(STDERR_FILENO);
+    assert_true(dup2(c->fo, STDOUT_FILENO) >= 0 && dup2(c->fe, STDERR_FILENO) >= 0);
+}
+
+static void capture_end(struct capture *c)
+{
+    fflush(stdout);
+    fflush(stderr);
+    assert_true(dup2(c->so, STDOUT_FILENO) >= 0 && dup2(c->se, STDERR_FILENO) >= 0);
+    close(c->so);
+    close(c->se);
+    slurp(c->fo, out, sizeof out);
+    slurp(c->fe, err, sizeof err);
+    close(c->fo);
+    close(c->fe);
+}
+
 /* drover ARGS... (NULL-terminated): the exit code; out and err hold what it printed. */
 static int drover(const char *first, ...)
 {
@@ -60,26 +94,10 @@ static int drover(const char *first, ...)
         argv[argc++] = (char *)a;
     va_end(ap);
     argv[argc] = NULL;
-    char po[128], pe[128];
-    snprintf(po, sizeof po, "%s/out", tmpd);
-    snprintf(pe, sizeof pe, "%s/err", tmpd);
-    int fo = open(po, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int fe = open(pe, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    assert_true(fo >= 0 && fe >= 0);
-    fflush(stdout);
-    fflush(stderr);
-    int so = dup(STDOUT_FILENO), se = dup(STDERR_FILENO);
-    assert_true(dup2(fo, STDOUT_FILENO) >= 0 && dup2(fe, STDERR_FILENO) >= 0);
+    struct capture cap;
+    capture_begin(&cap);
     int rc = cli_main(argc, argv, "test");
-    fflush(stdout);
-    fflush(stderr);
-    assert_true(dup2(so, STDOUT_FILENO) >= 0 && dup2(se, STDERR_FILENO) >= 0);
-    close(so);
-    close(se);
-    slurp(fo, out, sizeof out);
-    slurp(fe, err, sizeof err);
-    close(fo);
-    close(fe);
+    capture_end(&cap);
     return rc;
 }
 
@@ -581,6 +599,69 @@ static void test_json_without_inventory(void **state)
     json_decref(o);
 }
 
+/* cli_job_selection() and cli_option_error(), the one check of --job/--all-jobs that deploy, plan, rollback, stop and
+ * start share: the same words for each verb, the verb's own usage line, exit 2 */
+static int selection(const char *verb, const char *const *jobs, int njobs, bool all, enum cli_jobs_need need)
+{
+    struct capture cap;
+    capture_begin(&cap);
+    int rc = cli_job_selection(verb, jobs, njobs, all, need);
+    capture_end(&cap);
+    return rc;
+}
+
+static void test_job_selection(void **state)
+{
+    (void)state;
+    const char *const two[] = { "a", "b" }, *const again[] = { "a", "b", "a" };
+    /* fine: nothing is said */
+    assert_int_equal(selection("deploy", NULL, 0, false, CLI_JOBS_ANY), 0);
+    assert_string_equal(err, "");
+    assert_int_equal(selection("stop", two, 2, false, CLI_JOBS_SOME), 0);
+    assert_int_equal(selection("start", NULL, 0, true, CLI_JOBS_SOME), 0);
+    assert_int_equal(selection("rollback", two, 1, false, CLI_JOBS_ONE), 0);
+    assert_string_equal(err, "");
+    /* a job named twice, whatever the verb needs */
+    for (int need = CLI_JOBS_ANY; need <= CLI_JOBS_ONE; need++) {
+        assert_int_equal(selection("deploy", again, 3, false, (enum cli_jobs_need)need), 2);
+        want(err, "--job 'a' given twice: name each job once");
+        want(err, "usage: drover deploy DIR");
+    }
+    /* both */
+    assert_int_equal(selection("plan", two, 1, true, CLI_JOBS_ANY), 2);
+    want(err, "--job and --all-jobs cannot be combined: name the jobs with --job, or all of them "
+              "with --all-jobs");
+    want(err, "usage: drover plan");
+    assert_int_equal(selection("stop", two, 2, true, CLI_JOBS_SOME), 2);
+    want(err, "--job and --all-jobs cannot be combined");
+    /* neither */
+    assert_int_equal(selection("stop", NULL, 0, false, CLI_JOBS_SOME), 2);
+    want(err, "stop needs --job J (repeatable) or --all-jobs");
+    want(err, "usage: drover stop --job J... | --all-jobs");
+    assert_int_equal(selection("rollback", NULL, 0, false, CLI_JOBS_ONE), 2);
+    want(err, "rollback needs --job J");
+    want_not(err, "--all-jobs");
+    want(err, "usage: drover rollback");
+    /* the option a verb does not take, and -o with another value */
+    struct capture cap;
+    capture_begin(&cap);
+    int rc = cli_option_error("stop", 'o', "yaml");
+    capture_end(&cap);
+    assert_int_equal(rc, 2);
+    want(err, "-o takes json, not 'yaml'");
+    want(err, "usage: drover stop");
+    capture_begin(&cap);
+    rc = cli_option_error("rollback", '?', NULL);
+    capture_end(&cap);
+    assert_int_equal(rc, 2);
+    want_not(err, "-o takes");
+    want(err, "usage: drover rollback");
+    assert_int_equal(drover("rollback", "--job", "a", "-o", "yaml", NULL), 2);
+    want(err, "-o takes json, not 'yaml'");
+    assert_int_equal(drover("stop", "--job", "a", "-o", "yaml", NULL), 2);
+    want(err, "-o takes json, not 'yaml'");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -598,6 +679,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_release_checked_before_hosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_job_suggests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_start_need_jobs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_selection, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
