@@ -69,6 +69,18 @@ int stopstart_exit(bool start, const enum stopstart_outcome *o, int n, bool key_
     return EXIT_OK;
 }
 
+const char *stopstart_history_result(bool start, const enum stopstart_outcome *o, int n, int ret)
+{
+    if (ret != EXIT_OK)
+        return start ? "start-failed" : "stop-failed";
+    if (!start)
+        return "stopped";
+    for (int i = 0; i < n; i++)
+        if (o[i] != SS_ALREADY)
+            return "started";
+    return n > 0 ? NULL : "started"; /* it ran everywhere already: nothing was started */
+}
+
 /* How long a container has to answer: a stop returns once the gang is gone (SIGKILL after the
  * grace), a start once every rank was exec'd (after the GPU-memory wait); both plus a round trip
  * of exec_timeout, as the switch's restart of an old gang allows. */
@@ -217,13 +229,18 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
     ret = stopstart_exit(start, o, d.job->ncts, f->key_refused);
     char reason[700];
     snprintf(reason, sizeof reason, "%s by the operator: %s", start ? "started" : "stopped", summary);
-    d.lease_with_record = true; /* the record is the last call: it gives the lease back there */
-    history_record(&d, ret == EXIT_OK ? (start ? "started" : "stopped") : (start ? "start-failed" : "stop-failed"),
-                   reason, -1);
+    const char *result = stopstart_history_result(start, o, d.job->ncts, ret);
+    if (result) {
+        d.lease_with_record = true; /* the record is the last call: it gives the lease back there */
+        history_record(&d, result, reason, -1);
+    }
     int nalready = 0;
     for (int i = 0; i < d.job->ncts; i++)
         nalready += o[i] == SS_ALREADY;
-    if (ret == EXIT_OK && start)
+    if (ret == EXIT_OK && start && !result)
+        printf("job '%s' was already running in all %d container(s): nothing started, nothing "
+               "recorded in the history\n", d.job->name, nok);
+    else if (ret == EXIT_OK && start)
         printf("job '%s' runs in %d container(s) (%d started, %d already running): `drover status` "
                "shows its ranks\n", d.job->name, nok, nok - nalready, nalready);
     else if (ret == EXIT_OK)

@@ -39,12 +39,18 @@ bool stopstart_is_ok(bool start, enum stopstart_outcome o);
  * EXIT_HOSTKEY when a host key was refused, else EXIT_FAIL. */
 int stopstart_exit(bool start, const enum stopstart_outcome *o, int n, bool key_refused);
 
+/* The history result of a stop or start over n containers whose exit code is ret: "stopped",
+ * "started", "stop-failed" or "start-failed"; NULL when nothing happened that a record would
+ * tell: a start that found the job already running in every container. */
+const char *stopstart_history_result(bool start, const enum stopstart_outcome *o, int n, int ret);
+
 /* `drover stop --job J` (start false) or `drover start --job J` (start true) of one job: the
  * job's lock and deploy lease (another operator's deploy is refused, nothing changed), then
  * `drover-agent stop|start --job J` in every container at once, each given the job's grace plus
- * exec_timeout to answer; a summary line per container on stdout, one history record (result
- * "stopped" or "started") in state_dir and in every container, whose write gives the lease back
- * where the agent knows how; the rest of the lease is given back at the end.  dry_run: say what
+ * exec_timeout to answer; a summary line per container on stdout, one history record
+ * (stopstart_history_result: none for a start that found it running everywhere) in state_dir
+ * and in every container, whose write gives the lease back where the agent knows how; the rest
+ * of the lease is given back at the end.  dry_run: say what
  * it would do and contact nothing (no lock, no lease).  Returns a drover exit code. */
 int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run);
 

@@ -102,6 +102,26 @@ static void test_exit_code(void **state)
     assert_int_equal(stopstart_exit(false, NULL, 0, false), EXIT_OK);
 }
 
+/* a start that found the job running everywhere records nothing (it used to record "started") */
+static void test_history_result(void **state)
+{
+    (void)state;
+    enum stopstart_outcome all_already[] = { SS_ALREADY, SS_ALREADY, SS_ALREADY };
+    assert_null(stopstart_history_result(true, all_already, 3, EXIT_OK));
+    enum stopstart_outcome some[] = { SS_ALREADY, SS_DONE, SS_ALREADY };
+    assert_string_equal(stopstart_history_result(true, some, 3, EXIT_OK), "started");
+    enum stopstart_outcome done[] = { SS_DONE, SS_DONE };
+    assert_string_equal(stopstart_history_result(true, done, 2, EXIT_OK), "started");
+    assert_string_equal(stopstart_history_result(false, done, 2, EXIT_OK), "stopped");
+    enum stopstart_outcome ct_down[] = { SS_DONE, SS_CT_STOPPED };
+    assert_string_equal(stopstart_history_result(false, ct_down, 2, EXIT_OK), "stopped");
+    assert_string_equal(stopstart_history_result(true, ct_down, 2, EXIT_FAIL), "start-failed");
+    enum stopstart_outcome half[] = { SS_ALREADY, SS_NO_ANSWER };
+    assert_string_equal(stopstart_history_result(true, half, 2, EXIT_FAIL), "start-failed");
+    assert_string_equal(stopstart_history_result(false, half, 2, EXIT_FAIL), "stop-failed");
+    assert_string_equal(stopstart_history_result(true, all_already, 3, EXIT_HOSTKEY), "start-failed");
+}
+
 static void test_fan_steps(void **state)
 {
     (void)state;
@@ -146,6 +166,7 @@ int main(void)
         cmocka_unit_test(test_judge),
         cmocka_unit_test(test_exit_code),
         cmocka_unit_test(test_fan_steps),
+        cmocka_unit_test(test_history_result),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
