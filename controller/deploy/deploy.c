@@ -1264,6 +1264,32 @@ static int spec_only_unrevertible(struct deploy *d, bool force)
     return -EPERM;
 }
 
+/* A deploy onto a job that is stopped (`drover stop`, or its gang ended) starts it: said at
+ * once, naming the containers, so the start is no surprise (it used to go by without a word);
+ * where it is the release the job ran, also that `drover start` would start it without a new
+ * probation.  From the survey (d->sv_js). */
+static void say_stopped_job_starts(const struct deploy *d)
+{
+    char who[1024] = "";
+    size_t off = 0;
+    int n = 0;
+    bool same = true;
+    for (int i = 0; d->sv_js && i < d->job->ncts; i++) {
+        if (!d->sv_found[i] || d->sv_js[i].state != GANG_STOPPED || !d->sv_js[i].current[0])
+            continue;
+        same = same && !strcmp(d->sv_js[i].current, d->id);
+        if (off < sizeof who)
+            off += (size_t)snprintf(who + off, sizeof who - off, "%s%s", n ? ", " : "", d->job->cts[i].label);
+        n++;
+    }
+    if (!n)
+        return;
+    printf("job '%s' is stopped in %s (`drover stop`, or its gang ended): this deploy starts it, "
+           "with release %s (%s) on probation%s%s%s\n", d->job->name, who, d->sid, d->name,
+           same ? "; `drover start --job " : "", same ? d->job->name : "",
+           same ? "` starts the release it ran without a deploy" : "");
+}
+
 int deploy_run(struct fleet *f, const struct deploy_opts *o)
 {
     struct deploy d;
@@ -1320,6 +1346,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         ret = EXIT_OK;
         goto out;
     }
+    say_stopped_job_starts(&d);
     if (d.spec_change[0] && (d.spec_only || strncmp(d.spec_change, "unknown", 7) != 0)) {
         /* said at once, and in the history row: a relaunch of the same release is otherwise a
          * puzzle ("why did my gang restart?") */

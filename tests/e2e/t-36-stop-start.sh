@@ -2,7 +2,9 @@
 # t-36-stop-start: `drover stop --job J` stops the job's gang in every container at once and it
 # stays stopped: no worker process is left, `drover status` and `drover top` say "stopped" (not a
 # failure, exit 0), and the history records it.  A start while another operator holds the job's
-# deploy lease is refused, nothing started.  `drover start --job J` brings every rank back.
+# deploy lease is refused, nothing started.  `drover start --job J` brings every rank back; a
+# second start says it was already running and records nothing.  A deploy of the release the
+# stopped job ran starts it (on probation) and says that the job was stopped.
 # Operators used to run `drover-agent stop --job J` in each container by hand.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -58,6 +60,24 @@ show_drover 5
 check "start exits 0" test "$DROVER_RC" = 0
 check "every rank heartbeats and trains again" all_ranks_advance 3 90
 check "still on v1 everywhere" all_current_is "$v1"
+nstarted() { drover history --job train >/dev/null; grep -cE "start +started " "$E2E_WORK/last.out"; }
+before=$(nstarted)
 drover start --job train
+show_drover 4
 check "a second start exits 0: already running" eval '(( DROVER_RC == 0 )) && drover_said "already running"'
+check "... says nothing was started or recorded" drover_said "was already running in all 3 container\\(s\\): nothing started, nothing recorded"
+check "... and records no 'started' line in the history" test "$(nstarted)" = "$before"
+
+# It used to relaunch the job on probation without a word about it being stopped.
+say "deploy of the release the stopped job already runs: it starts it, and says so"
+drover stop --job train
+check "stop exits 0" test "$DROVER_RC" = 0
+drover deploy "$E2E_WORK/releases/v1" --job train
+show_drover 4
+check "deploy exits 0" test "$DROVER_RC" = 0
+check "it says the job is stopped, naming the containers, and that it starts it" \
+	drover_said "job 'train' is stopped in h1:101, h1:102, h2:201 .*: this deploy starts it, with release [0-9a-f]+ \\(v1\\) on probation"
+check "... and that drover start starts it without a deploy" drover_said "\`drover start --job train\` starts the release it ran"
+check "every rank heartbeats and trains again" all_ranks_advance 3 90
+check "state running everywhere" test "$(states)" = "running running running"
 finish
