@@ -31,6 +31,7 @@ import operator
 import os
 import sys
 import time
+import weakref
 
 __all__ = ["Heartbeat", "PHASES", "LINE_MAX"]
 
@@ -81,16 +82,38 @@ def _bad_extra(extra):
     return None
 
 
+_newest = None  # weakref to the newest Heartbeat with a pipe: an uncaught exception's reporter
+_prev_excepthook = None
+
+
+def _excepthook(etype, value, tb):
+    """sys.excepthook while a Heartbeat with a pipe exists: an exception nobody caught is this
+    rank's last word (hb.error), which the agent quotes in the crash's reason ("rank 1 exited
+    with code 1 ... [rank 1: RuntimeError: ...]"); then Python's own traceback as before."""
+    hb = _newest() if _newest is not None else None
+    try:
+        if hb is not None and hb.current_phase != "done" and issubclass(etype, Exception):
+            text = str(value)
+            hb.error("%s: %s" % (etype.__name__, text) if text else etype.__name__)
+    except Exception:  # noqa: BLE001 -- the traceback below matters more
+        pass
+    (_prev_excepthook or sys.__excepthook__)(etype, value, tb)
+
+
 class Heartbeat:
     """One rank's heartbeat writer.
 
     fd: the pipe to write to (default: int(DROVER_HEARTBEAT_FD), None when unset);
     env: the environment to read RANK, DROVER_RELEASE from (default os.environ);
     backend: a word for the dashboard ("torch-cuda", "torch-cpu", ...);
-    clock: a monotonic clock in seconds (tests pass their own).
+    clock: a monotonic clock in seconds (tests pass their own);
+    report_uncaught: with a pipe, an exception that nothing caught is sent as hb.error()
+    before Python prints its traceback (sys.excepthook, chained), unless hb.error() or
+    hb.done() was already called.
     """
 
-    def __init__(self, fd=None, env=None, backend="torch", clock=time.monotonic):
+    def __init__(self, fd=None, env=None, backend="torch", clock=time.monotonic,
+                 report_uncaught=True):
         self.invalid = 0  # calls refused for a bad argument (nothing sent, nothing changed)
         self._warned = set()
         env = os.environ if env is None else env
@@ -125,6 +148,12 @@ class Heartbeat:
         self.current_phase = "init"
         self.dropped = 0  # lines not written (fd gone, or too long)
         self._t_last = None
+        if self.fd is not None and report_uncaught:
+            global _newest, _prev_excepthook
+            if sys.excepthook is not _excepthook:
+                _prev_excepthook = sys.excepthook
+                sys.excepthook = _excepthook
+            _newest = weakref.ref(self)
 
     def _bad(self, call, what, value):
         """A refused call: counted, and said once per call on stderr (never raises)."""

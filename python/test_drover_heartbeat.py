@@ -194,6 +194,45 @@ class HeartbeatTest(unittest.TestCase):
         self.assertLessEqual(len(self.hb.line()), drover_heartbeat.LINE_MAX)
 
 
+class UncaughtExceptionTest(unittest.TestCase):
+    """A script with the five lines of docs/pytorch.md and no except clause of its own: the
+    exception that kills it is its last heartbeat's error, which the agent quotes."""
+
+    def run_worker(self, body, make="Heartbeat()"):
+        code = ("import sys; sys.path.insert(0, %r)\n"
+                "from drover_heartbeat import Heartbeat\n"
+                "hb = %s\n"
+                "hb.step(1, 2.5, tokens=100)\n" % (HERE, make)) + body
+        r, w = os.pipe()
+        env = dict(os.environ, DROVER_HEARTBEAT_FD=str(w), RANK="1")
+        p = subprocess.run([sys.executable, "-c", code], env=env, pass_fds=(w,), timeout=60,
+                           stderr=subprocess.PIPE)
+        os.close(w)
+        lines = read_lines(r)
+        os.close(r)
+        return p, lines
+
+    def test_uncaught_exception_is_the_last_word(self):
+        p, lines = self.run_worker("raise RuntimeError('boom: the loss divides by zero')\n")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"Traceback", p.stderr)  # Python's own report still comes
+        self.assertEqual(lines[-1]["phase"], "done")
+        self.assertEqual(lines[-1]["error"], "RuntimeError: boom: the loss divides by zero")
+
+    def test_own_error_is_not_replaced(self):
+        p, lines = self.run_worker("hb.error('disk full: /ckpt')\nraise OSError(28, 'No space')\n")
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual([x.get("error") for x in lines if "error" in x], ["disk full: /ckpt"])
+
+    def test_clean_exit_and_opt_out_send_nothing_more(self):
+        p, lines = self.run_worker("import sys\nsys.exit(3)\n")
+        self.assertEqual(p.returncode, 3)
+        self.assertNotIn("error", lines[-1])
+        p, lines = self.run_worker("raise ValueError('x')\n", make="Heartbeat(report_uncaught=False)")
+        self.assertEqual(p.returncode, 1)
+        self.assertNotIn("error", lines[-1])
+
+
 class RawProtocolExampleTest(unittest.TestCase):
     """The raw-protocol example in docs/protocol.md, run as it is written there."""
 
