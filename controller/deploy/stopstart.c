@@ -41,13 +41,15 @@ const char *stopstart_word(bool start, enum stopstart_outcome o)
     case SS_DONE:
         return start ? "started" : "stopped";
     case SS_ALREADY:
-        return "already running";
+        return start ? "already running" : "already stopped";
     case SS_CT_STOPPED:
         return "container stopped";
     case SS_FAILED:
         return "FAILED";
     case SS_NO_ANSWER:
         return "NO ANSWER";
+    case SS_INTERRUPTED:
+        return "INTERRUPTED";
     case SS_UNREACHABLE:
         return "UNREACHABLE";
     }
@@ -73,12 +75,11 @@ const char *stopstart_history_result(bool start, const enum stopstart_outcome *o
 {
     if (ret != EXIT_OK)
         return start ? "start-failed" : "stop-failed";
-    if (!start)
-        return "stopped";
     for (int i = 0; i < n; i++)
         if (o[i] != SS_ALREADY)
-            return "started";
-    return n > 0 ? NULL : "started"; /* it ran everywhere already: nothing was started */
+            return start ? "started" : "stopped";
+    /* it ran (or was stopped) everywhere already: nothing changed, nothing to record */
+    return n > 0 ? NULL : start ? "started" : "stopped";
 }
 
 /* How long a container has to answer: a stop returns once the gang is gone (SIGKILL after the
@@ -101,6 +102,10 @@ static void stopstart_why(const struct deploy *d, int i, bool start, enum stopst
         snprintf(buf, sz, "no answer within %.0f s (the agent may still be %s the gang): look with "
                  "`drover status --job %s`, then run `drover %s --job %s` again", limit,
                  start ? "starting" : "stopping", d->job->name, verb, d->job->name);
+        return;
+    case SS_INTERRUPTED:
+        snprintf(buf, sz, "interrupted (Ctrl-C) before it answered; the agent goes on with the %s "
+                 "on its own: look with `drover status --job %s`", verb, d->job->name);
         return;
     case SS_UNREACHABLE:
         snprintf(buf, sz, "host unreachable, nothing asked there: once it answers, run `drover %s "
@@ -147,7 +152,7 @@ static void stopstart_fan(struct deploy *d, bool start, double limit, enum stops
         }
         snprintf(said[i], sizeof said[i], "%s", c[i].ok);
         if (!c[i].ended) { /* no answer in time: the agent goes on with the request on its own */
-            o[i] = stopstart_judge(start, true, NULL, false, false);
+            o[i] = deploy_interrupted ? SS_INTERRUPTED : stopstart_judge(start, true, NULL, false, false);
             continue;
         }
         char why[CONN_STREAM_ERR_MAX + 200];
@@ -156,6 +161,9 @@ static void stopstart_fan(struct deploy *d, bool start, double limit, enum stops
         if (!said[i][0])
             snprintf(said[i], sizeof said[i], "%s", c[i].lost ? "connection lost" : c[i].err);
         (void)text_escape_inplace(said[i], sizeof said[i]);
+        /* a stop of a gang the lease's status already had stopped changed nothing there */
+        if (!start && o[i] == SS_DONE && d->pre[i] == 1 && d->pre_js[i].state == GANG_STOPPED)
+            o[i] = SS_ALREADY;
     }
 }
 
@@ -243,6 +251,9 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
     else if (ret == EXIT_OK && start)
         printf("job '%s' runs in %d container(s) (%d started, %d already running): `drover status` "
                "shows its ranks\n", d.job->name, nok, nok - nalready, nalready);
+    else if (ret == EXIT_OK && !result)
+        printf("job '%s' was already stopped in all %d container(s): nothing stopped, nothing "
+               "recorded in the history\n", d.job->name, nok);
     else if (ret == EXIT_OK)
         printf("job '%s' stopped in %d container(s); it stays stopped until `drover start --job %s`\n",
                d.job->name, nok, d.job->name);

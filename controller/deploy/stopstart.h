@@ -14,10 +14,11 @@
 /* What one container's answer means. */
 enum stopstart_outcome {
     SS_DONE,        /* stopped (no process of the gang is left), or started */
-    SS_ALREADY,     /* start: it was running already */
+    SS_ALREADY,     /* start: it was running already; stop: the lease's status had it stopped */
     SS_CT_STOPPED,  /* the container itself is not running (pct says so): nothing runs there */
     SS_FAILED,      /* the agent answered and refused or failed (its words kept) */
-    SS_NO_ANSWER,   /* no answer within the deadline (or interrupted): the agent may go on */
+    SS_NO_ANSWER,   /* no answer within the deadline: the agent may go on */
+    SS_INTERRUPTED, /* Ctrl-C before it answered: the agent goes on with the request */
     SS_UNREACHABLE, /* the host could not be reached: nothing was asked there */
 };
 

@@ -43,6 +43,14 @@ check "top --once exits 0 and shows the job stopped" eval '(( DROVER_RC == 0 )) 
 check "... and calls nothing failed or crashed" eval '! drover_said "failed|crash"'
 drover history --job train
 check "the history records the stop" drover_said "stop +stopped .*stopped by the operator"
+nstopped() { drover history --job train >/dev/null; grep -cE "stop +stopped " "$E2E_WORK/last.out"; }
+before=$(nstopped)
+say "a second stop of the stopped job: already stopped, nothing recorded"
+drover stop --job train
+show_drover 4
+check "a second stop exits 0: already stopped" eval '(( DROVER_RC == 0 )) && drover_said "already stopped"'
+check "... says nothing was stopped or recorded" drover_said "was already stopped in all 3 container\\(s\\): nothing stopped, nothing recorded"
+check "... and records no second 'stopped' line in the history" test "$(nstopped)" = "$before"
 
 say "another operator's deploy lease in h1:102: start is refused, nothing started"
 other=carol@elsewhere/pid-1/boot-t36/start-1

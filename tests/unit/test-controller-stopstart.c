@@ -120,6 +120,19 @@ static void test_history_result(void **state)
     assert_string_equal(stopstart_history_result(true, half, 2, EXIT_FAIL), "start-failed");
     assert_string_equal(stopstart_history_result(false, half, 2, EXIT_FAIL), "stop-failed");
     assert_string_equal(stopstart_history_result(true, all_already, 3, EXIT_HOSTKEY), "start-failed");
+    /* a stop of a job already stopped everywhere records nothing either (it added a "stopped"
+     * row each time); one container that did stop is a stop */
+    assert_null(stopstart_history_result(false, all_already, 3, EXIT_OK));
+    assert_string_equal(stopstart_history_result(false, some, 3, EXIT_OK), "stopped");
+    assert_string_equal(stopstart_word(false, SS_ALREADY), "already stopped");
+    assert_string_equal(stopstart_word(true, SS_ALREADY), "already running");
+    /* Ctrl-C during the fan-out: its own word, never ok (it used to read "no answer within
+     * 160 s" five seconds in) */
+    assert_string_equal(stopstart_word(false, SS_INTERRUPTED), "INTERRUPTED");
+    assert_false(stopstart_is_ok(false, SS_INTERRUPTED));
+    enum stopstart_outcome intr[] = { SS_DONE, SS_INTERRUPTED };
+    assert_int_equal(stopstart_exit(false, intr, 2, false), EXIT_FAIL);
+    assert_string_equal(stopstart_history_result(false, intr, 2, EXIT_FAIL), "stop-failed");
 }
 
 static void test_fan_steps(void **state)
