@@ -51,6 +51,109 @@ int cli_option_error(const char *verb, int c, const char *optarg_now)
     return verb_usage_error(verb, NULL);
 }
 
+/* The value's name after opt in a usage line ("J..." after "--job" in "--job J... | --all-jobs
+ * [-o json]"), into buf; "" when the line does not show opt with a value. */
+static const char *usage_value(const char *usage, const char *opt, char *buf, size_t size)
+{
+    size_t ol = strlen(opt);
+    buf[0] = '\0';
+    for (const char *p = usage; (p = strstr(p, opt)) != NULL; p += ol) {
+        bool starts = p == usage || p[-1] == ' ' || p[-1] == '[' || p[-1] == '|';
+        if (!starts || p[ol] != ' ')
+            continue;
+        const char *v = p + ol + 1;
+        size_t vl = strcspn(v, " ]");
+        if (vl && v[0] != '-' && v[0] != '[' && v[0] != '|')
+            snprintf(buf, size, "%.*s", (int)vl, v);
+        break;
+    }
+    return buf;
+}
+
+/* The long option word names (up to '=', without "--"): its entry when exactly one matches
+ * (the name itself, or an abbreviation of one option); NULL otherwise, *ret_n the matches. */
+static const struct option *long_match(const struct option *longopts, const char *name, size_t nl, int *ret_n)
+{
+    const struct option *found = NULL;
+    *ret_n = 0;
+    for (const struct option *o = longopts; o && o->name; o++) {
+        if (strncmp(o->name, name, nl) != 0)
+            continue;
+        if (strlen(o->name) == nl) { /* exact: never ambiguous */
+            *ret_n = 1;
+            return o;
+        }
+        if (!found || found->val != o->val) /* glibc: same val is no ambiguity */
+            (*ret_n)++;
+        found = found ? found : o;
+    }
+    return *ret_n == 1 ? found : NULL;
+}
+
+/* cli_getopt(), also for drover's own options (verb NULL: "for drover", usage the global line). */
+static int getopt_said(const char *verb, const char *usage, int argc, char **argv, const char *optstring,
+                       const struct option *longopts)
+{
+    char os[128];
+    bool plus = optstring[0] == '+';
+    snprintf(os, sizeof os, "%s:%s", plus ? "+" : "", optstring + plus); /* ':': missing value is ':' */
+    opterr = 0;
+    int c = getopt_long(argc, argv, os, longopts, NULL);
+    if (c != ':' && c != '?')
+        return c;
+    char who[64], typed[64], hint[128] = "", val[48];
+    snprintf(who, sizeof who, "drover%s%s", verb ? " " : "", verb ? verb : "");
+    /* a long option's error leaves optind past its word; a short one's char is optopt */
+    const char *w = optind >= 1 && optind <= argc ? argv[optind - 1] : "";
+    bool islong = w[0] == '-' && w[1] == '-' && w[2];
+    const struct option *lo = NULL;
+    int nmatch = 0;
+    if (islong) {
+        size_t nl = strcspn(w + 2, "=");
+        lo = long_match(longopts, w + 2, nl, &nmatch);
+        /* "-zn" after "--dry-run": optind still on "-zn", the word before is no error of its own */
+        if (c == '?' && optopt && !(lo && lo->val == optopt && w[2 + nl] == '='))
+            islong = false;
+        else
+            snprintf(typed, sizeof typed, "--%.*s", (int)nl, w + 2);
+    }
+    if (!islong)
+        snprintf(typed, sizeof typed, "-%c", optopt);
+    if (c == ':') {
+        /* the value's name from the usage line, under the long or the short name */
+        char alt[64] = "";
+        if (islong && lo && lo->val > ' ' && lo->val < 127 && strchr(optstring, lo->val))
+            snprintf(alt, sizeof alt, "-%c", lo->val);
+        else if (!islong)
+            for (const struct option *o = longopts; o && o->name; o++)
+                if (o->val == optopt) {
+                    snprintf(alt, sizeof alt, "--%.60s", o->name);
+                    break;
+                }
+        char full[64];
+        snprintf(full, sizeof full, "--%.60s", islong && lo ? lo->name : "");
+        if (!*usage_value(usage, islong && lo ? full : typed, val, sizeof val) && alt[0])
+            usage_value(usage, alt, val, sizeof val);
+        if (val[0])
+            snprintf(hint, sizeof hint, " (%s %s)", islong && lo ? full : typed, val);
+        log_error("option '%s' for %s needs a value%s", typed, who, hint);
+    } else if (islong && nmatch > 1) {
+        log_error("option '%s' for %s is ambiguous: more than one of its options begins so "
+                  "(%s --help lists them)", typed, who, who);
+    } else if (islong && lo) {
+        log_error("option '%s' for %s takes no value", typed, who);
+    } else {
+        log_error("unknown option '%s' for %s", typed, who);
+    }
+    return '?';
+}
+
+int cli_getopt(int argc, char **argv, const char *optstring, const struct option *longopts)
+{
+    const struct verb *v = verb_find(argv[0]);
+    return getopt_said(argv[0], v ? v->args : "", argc, argv, optstring, longopts);
+}
+
 int cli_job_selection(const char *verb, const char *const *jobs, int njobs, bool all, enum cli_jobs_need need)
 {
     for (int k = 1; k < njobs; k++)
@@ -98,7 +201,8 @@ int cli_main(int argc, char **argv, const char *version)
     const char *inv_arg = NULL;
     int c;
     optind = 0;
-    while ((c = getopt_long(argc, argv, "+i:vh", opts, NULL)) != -1) {
+    /* drover's own usage line, for "-i needs a value (-i INVENTORY)" */
+    while ((c = getopt_said(NULL, "[-i INVENTORY] [-v] VERB [ARGS]", argc, argv, "+i:vh", opts)) != -1) {
         switch (c) {
         case 'i':
             inv_arg = optarg;

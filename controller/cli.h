@@ -17,6 +17,17 @@ int cli_main(int argc, char **argv, const char *version);
  * 'yaml'"), then the verb's usage line.  Returns EXIT_USAGE. */
 int cli_option_error(const char *verb, int c, const char *optarg_now);
 
+struct option;
+
+/* getopt_long() for drover's command lines, getopt's own messages ("stop: option '--job'
+ * requires an argument", "invalid option -- 'z'") replaced by drover's: a missing value, an
+ * unknown short option, an ambiguous abbreviation or a value given to an option that takes none
+ * is logged ("option '--job' for drover stop needs a value (--job J...)", the value's name
+ * from the verb's usage line) and returned as '?', which every verb's loop answers with its
+ * usage line (exit 2).  argv[0] is the verb, as the verbs get it.  Otherwise as getopt_long
+ * (optstring without a leading ':' or '+'; no longindex). */
+int cli_getopt(int argc, char **argv, const char *optstring, const struct option *longopts);
+
 /* What a verb needs of its job selection (cli_job_selection). */
 enum cli_jobs_need {
     CLI_JOBS_ANY,  /* none named is fine (deploy, plan: the inventory's one job, or ask) */

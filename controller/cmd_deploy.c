@@ -34,7 +34,7 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
     int njobs = 0, c;
     bool all = false, json = false;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
-    while ((c = getopt_long(argc, argv, "j:no:", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "j:no:", opts)) != -1) {
         if (c == 'j' && njobs < INV_MAX_JOBS)
             jobs[njobs++] = optarg;
         else if (c == 'a')

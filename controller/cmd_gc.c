@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/manifest2.h"
 #include "common/util.h"
+#include "controller/cli.h"
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 #include "controller/deploy/objsync.h"
@@ -123,7 +124,7 @@ int cmd_gc(struct fleet *f, int argc, char **argv)
     };
     int keep = f->inv->keep, c; /* [drover] keep; --keep N for this run */
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
-    while ((c = getopt_long(argc, argv, "k:", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "k:", opts)) != -1) {
         if (c == 'k' && str_is_digits(optarg, 6))
             keep = atoi(optarg);
         else {

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/text.h"
 #include "common/agentcli.h"
+#include "controller/cli.h"
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 #include "controller/deploy/state.h"
@@ -72,7 +73,7 @@ int cmd_history(struct fleet *f, int argc, char **argv)
     bool json = false, local = false;
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
-    while ((c = getopt_long(argc, argv, "o:j:", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "o:j:", opts)) != -1) {
         if (c == 'o' && strcmp(optarg, "json") == 0)
             json = true;
         else if (c == 'j')

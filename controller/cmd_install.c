@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/util.h"
+#include "controller/cli.h"
 #include "controller/cmd.h"
 #include "controller/transport/fanout.h"
 #include "controller/transport/pct.h"
@@ -434,7 +435,7 @@ int cmd_install(struct fleet *f, int argc, char **argv)
     default_agent_binary(binary, sizeof binary);
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
-    while ((c = getopt_long(argc, argv, "j:a:o:", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "j:a:o:", opts)) != -1) {
         if (c == 'j')
             job = optarg;
         else if (c == 'a')

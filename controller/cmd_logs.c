@@ -18,6 +18,7 @@
 #include "common/event.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "controller/cli.h"
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 #include "controller/transport/pct.h"
@@ -63,7 +64,7 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
     bool follow = false;
     int c;
     optind = 0;
-    while ((c = getopt_long(argc, argv, "j:r:n:f", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "j:r:n:f", opts)) != -1) {
         if (c == 'j')
             jobname = optarg;
         else if (c == 'r' && parse_count(optarg, 0, 1 << 20, &rank) == 0)
@@ -285,7 +286,7 @@ int cmd_events(struct fleet *f, int argc, char **argv)
     bool follow = false, json = false;
     int c;
     optind = 0;
-    while ((c = getopt_long(argc, argv, "j:fo:", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "j:fo:", opts)) != -1) {
         if (c == 'j')
             jobname = optarg;
         else if (c == 'f')

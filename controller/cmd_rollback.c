@@ -31,7 +31,7 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
     bool force = false, json = false, now = false, dry_run = false;
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
-    while ((c = getopt_long(argc, argv, "j:t:fo:", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "j:t:fo:", opts)) != -1) {
         if (c == 'j')
             job = optarg;
         else if (c == 't')
@@ -81,7 +81,7 @@ static int decide_held(struct fleet *f, int argc, char **argv, bool promote)
     const char *job = NULL;
     int c;
     optind = 0;
-    while ((c = getopt_long(argc, argv, "j:", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "j:", opts)) != -1) {
         if (c != 'j')
             return verb_usage_error(argv[0], NULL);
         job = optarg;

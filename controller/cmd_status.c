@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/text.h"
 #include "common/util.h"
+#include "controller/cli.h"
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 #include "controller/transport/fanout.h"
@@ -447,7 +448,7 @@ int cmd_status(struct fleet *f, int argc, char **argv)
     char typed[32];
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
-    while ((c = getopt_long(argc, argv, "o:j:w:", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "o:j:w:", opts)) != -1) {
         switch (c) {
         case 'o':
             if (strcmp(optarg, "json") == 0)

@@ -26,7 +26,7 @@ int cmd_stopstart_parse(int argc, char **argv, struct stopstart_args *ret)
     struct stopstart_args a = { .njobs = 0 };
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
-    while ((c = getopt_long(argc, argv, "j:no:", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "j:no:", opts)) != -1) {
         if (c == 'j' && a.njobs < INV_MAX_JOBS)
             a.jobs[a.njobs++] = optarg;
         else if (c == 'j') {

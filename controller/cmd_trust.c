@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "controller/cli.h"
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 #include "controller/transport/ssh.h"
@@ -27,7 +28,7 @@ int cmd_trust(struct fleet *f, int argc, char **argv)
     const char *expect = NULL;
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
-    while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "o:", opts)) != -1) {
         if (c == 'r')
             replace = true;
         else if (c == 'o' && strcmp(optarg, "json") == 0)

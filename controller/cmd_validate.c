@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/manifest2.h"
+#include "controller/cli.h"
 #include "controller/cmd.h"
 #include "controller/deploy/objsync.h"
 #include "controller/verbs.h"
@@ -26,7 +27,7 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
     const char *jobname = NULL, *envdir = NULL;
     int c;
     optind = 0;
-    while ((c = getopt_long(argc, argv, "j:", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "j:", opts)) != -1) {
         if (c == 'j')
             jobname = optarg;
         else if (c == 'e')

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/promtext.h"
 #include "common/util.h"
+#include "controller/cli.h"
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 #include "controller/exporter.h"
@@ -314,7 +315,7 @@ int cmd_exporter(struct fleet *f, int argc, char **argv)
     double interval = 5;
     int c;
     optind = 0;
-    while ((c = getopt_long(argc, argv, "l:n:", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "l:n:", opts)) != -1) {
         if (c == 'l')
             listen_spec = optarg;
         else if (c == 'n' && inventory_parse_duration(optarg, &interval) == 0 && interval >= 0.5)

@@ -25,6 +25,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "controller/cli.h"
 #include "controller/cmd.h"
 #include "controller/top/top.h"
 #include "controller/verbs.h"
@@ -737,7 +738,7 @@ int cmd_top(struct fleet *f, int argc, char **argv)
     char typed[32];
     int c;
     optind = 0; /* 0: glibc re-initialises (cli.c parses argv before this, twice) */
-    while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "n:h", opts)) != -1) {
         switch (c) {
         case '1':
             o.once = true;

@@ -3,7 +3,8 @@
  * such with no inventory anywhere (it showed as the inventory error); every verb's usage error
  * is the line its --help shows (plan's differed); rollback without --job says so before any
  * host is contacted; top -n abc names -n, as typed; version --help is help; the job selection
- * the verbs share (cli_job_selection) says the same for each. */
+ * the verbs share (cli_job_selection) says the same for each; a flag without its value is
+ * drover's error, not getopt's text (cli_getopt). */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -393,6 +394,67 @@ static void test_did_you_mean(void **state)
     }
 }
 
+/* an option without its value printed getopt's own text ("stop: option '--job' requires an
+ * argument", "status: option requires an argument -- 'o'"), not drover's error and what to
+ * type: cli_getopt() says it for every verb, long and short, with the verb's usage line */
+static void test_missing_value(void **state)
+{
+    (void)state;
+    assert_int_equal(drover("stop", "--job", NULL), 2);
+    want(err, "error: option '--job' for drover stop needs a value (--job J...)\n");
+    want(err, "usage: drover stop --job J...");
+    want_not(err, "requires an argument");
+    assert_int_equal(drover("start", "--job", "a", "--jo", NULL), 2); /* an abbreviation */
+    want(err, "option '--jo' for drover start needs a value (--job J...)");
+    assert_int_equal(drover("status", "-o", NULL), 2);
+    want(err, "error: option '-o' for drover status needs a value (-o json|wide)\n");
+    want(err, "usage: drover status");
+    want_not(err, "requires an argument");
+    assert_int_equal(drover("status", "--output", NULL), 2); /* the short form's value */
+    want(err, "option '--output' for drover status needs a value (--output json|wide)");
+    assert_int_equal(drover("stop", "--all-jobs", "-o", NULL), 2);
+    want(err, "option '-o' for drover stop needs a value (-o json)");
+    assert_int_equal(drover("logs", "--job", "a", "-fn", NULL), 2); /* last of a cluster */
+    want(err, "option '-n' for drover logs needs a value (-n LINES)");
+    assert_int_equal(drover("rollback", "--job", "a", "--to", NULL), 2);
+    want(err, "option '--to' for drover rollback needs a value (--to ID)");
+    want_not(err, "inventory");
+    /* drover's own -i, before the verb */
+    assert_int_equal(drover("-i", NULL), 2);
+    want(err, "option '-i' for drover needs a value (-i INVENTORY)");
+    want_not(err, "requires an argument");
+    /* getopt's other texts: an unknown short option, an ambiguous abbreviation, a value
+     * for an option that takes none */
+    assert_int_equal(drover("stop", "--all-jobs", "-z", NULL), 2);
+    want(err, "unknown option '-z' for drover stop\n");
+    want_not(err, "invalid option");
+    assert_int_equal(drover("stop", "--dry-run", "-zn", "--all-jobs", NULL), 2);
+    want(err, "unknown option '-z' for drover stop\n");
+    assert_int_equal(drover("deploy", ".", "--a", NULL), 2);
+    want(err, "option '--a' for drover deploy is ambiguous");
+    want_not(err, "is ambiguous; possibilities");
+    assert_int_equal(drover("stop", "--all-jobs=yes", NULL), 2);
+    want(err, "option '--all-jobs' for drover stop takes no value");
+    want_not(err, "doesn't allow an argument");
+    /* every option of every verb, last on the line: drover's words or none, never getopt's */
+    for (size_t i = 0; i < verbs_n; i++) {
+        if (!verbs[i].run)
+            continue;
+        char opts[512];
+        snprintf(opts, sizeof opts, "%s", verbs[i].opts);
+        for (char *save = NULL, *o = strtok_r(opts, " ", &save); o; o = strtok_r(NULL, " ", &save)) {
+            (void)drover(verbs[i].name, o, NULL);
+            want_not(err, "requires an argument");
+            want_not(err, "invalid option");
+            if (strstr(err, "needs a value")) {
+                char said[128];
+                snprintf(said, sizeof said, "option '%s' for drover %s needs a value", o, verbs[i].name);
+                want(err, said);
+            }
+        }
+    }
+}
+
 static void mkfile(const char *rel, const char *text, mode_t mode)
 {
     char p[256];
@@ -676,6 +738,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_validate_counts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_without_inventory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_did_you_mean, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_checked_before_hosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_job_suggests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_start_need_jobs, setup, teardown),
