@@ -112,24 +112,38 @@ static void stopstart_why(const struct deploy *d, int i, bool start, enum stopst
                  "--job %s` again", verb, d->job->name);
         return;
     case SS_CT_STOPPED:
-        snprintf(buf, sz, "the container is not running (pct: %.299s)%s", said && said[0] ? said : "-",
+        snprintf(buf, sz, "the container is not running (pct: %.599s)%s", said && said[0] ? said : "-",
                  start ? ": start it (`pct start` on its host), then run `drover start` again"
                        : ": nothing runs there");
         return;
     case SS_FAILED:
-        snprintf(buf, sz, "drover-agent %s --job %.64s failed: %.299s; see `drover logs --job %.64s` and the "
-                 "agent's log in %.64s", verb, d->job->name, said && said[0] ? said : "no reason given",
-                 d->job->name, ct->label);
+        stopstart_failed_hint(start, d->job->name, ct->label, said, buf, sz);
         return;
     default:
         buf[0] = '\0';
     }
 }
 
+void stopstart_failed_hint(bool start, const char *job, const char *ct_label, const char *said,
+                           char *buf, size_t sz)
+{
+    const char *verb = start ? "start" : "stop";
+    if (said && strstr(said, "no job '")) /* agent/daemon.c: "no job 'J' on this agent" */
+        snprintf(buf, sz, "job '%.64s' was never deployed in %.64s (the agent: %s): deploy it there "
+                 "first with `drover deploy DIR --job %.64s`, or fix the job's containers in the "
+                 "inventory", job, ct_label, said, job);
+    else if (said && !strncmp(said, "no container ", 13)) /* pct_ct_problem's -ENODEV words */
+        snprintf(buf, sz, "%s", said);
+    else
+        snprintf(buf, sz, "drover-agent %s --job %.64s failed: %s; see `drover logs --job %.64s` and "
+                 "the agent's log in %.64s", verb, job, said && said[0] ? said : "no reason given",
+                 job, ct_label);
+}
+
 /* `drover-agent stop|start --job J` in every container at once, one stream each, at most limit
  * seconds (agent_fan_run).  Fills o[] and said[] (the agent's ok line, or its last stderr line). */
 static void stopstart_fan(struct deploy *d, bool start, double limit, enum stopstart_outcome o[],
-                          char said[][300], double took[])
+                          char said[][STOPSTART_SAID_MAX], double took[])
 {
     const struct inv_job *j = d->job;
     struct agent_argv a;
@@ -156,10 +170,10 @@ static void stopstart_fan(struct deploy *d, bool start, double limit, enum stops
             continue;
         }
         char why[CONN_STREAM_ERR_MAX + 200];
-        bool ct_stopped = !said[i][0] && pct_ct_problem(j->cts[i].vmid, c[i].err, why, sizeof why) == -EHOSTDOWN;
-        o[i] = stopstart_judge(start, true, said[i][0] ? said[i] : NULL, !c[i].lost, ct_stopped);
-        if (!said[i][0])
-            snprintf(said[i], sizeof said[i], "%s", c[i].lost ? "connection lost" : c[i].err);
+        int pr = said[i][0] ? 0 : pct_ct_problem(j->cts[i].vmid, c[i].err, why, sizeof why);
+        o[i] = stopstart_judge(start, true, said[i][0] ? said[i] : NULL, !c[i].lost, pr == -EHOSTDOWN);
+        if (!said[i][0]) /* a vmid of no container: pct's words as status says them */
+            (void)str_copy(said[i], sizeof said[i], c[i].lost ? "connection lost" : pr == -ENODEV ? why : c[i].err);
         (void)text_escape_inplace(said[i], sizeof said[i]);
         /* a stop of a gang the lease's status already had stopped changed nothing there */
         if (!start && o[i] == SS_DONE && d->pre[i] == 1 && d->pre_js[i].state == GANG_STOPPED)
@@ -212,7 +226,7 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
     fprintf(stderr, "%s: job '%s': drover-agent %s in %d container(s) at once (deadline %.0f s)\n",
             verb, d.job->name, verb, d.job->ncts, limit);
     enum stopstart_outcome o[INV_MAX_CTS];
-    static char said[INV_MAX_CTS][300];
+    static char said[INV_MAX_CTS][STOPSTART_SAID_MAX];
     double took[INV_MAX_CTS];
     stopstart_fan(&d, start, limit, o, said, took);
     int nok = 0;

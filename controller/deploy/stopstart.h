@@ -28,8 +28,11 @@ enum stopstart_outcome {
 enum stopstart_outcome stopstart_judge(bool start, bool asked, const char *ok_line, bool ended,
                                        bool ct_stopped);
 
+/* The agent's (or pct's) words for one container, as kept: up to STOPSTART_SAID_MAX - 1 bytes. */
+#define STOPSTART_SAID_MAX 600
+
 /* The word of the per-container summary: "stopped", "started", "already running",
- * "container stopped", "FAILED", "NO ANSWER", "UNREACHABLE". */
+ * "already stopped", "container stopped", "FAILED", "NO ANSWER", "INTERRUPTED", "UNREACHABLE". */
 const char *stopstart_word(bool start, enum stopstart_outcome o);
 
 /* Is o a success of the verb?  A stopped container is one for stop (nothing runs there), a
@@ -44,6 +47,12 @@ int stopstart_exit(bool start, const enum stopstart_outcome *o, int n, bool key_
  * "started", "stop-failed" or "start-failed"; NULL when nothing happened that a record would
  * tell: a start that found the job already running in every container. */
 const char *stopstart_history_result(bool start, const enum stopstart_outcome *o, int n, int ret);
+
+/* What to tell the operator about a container whose agent refused or failed the verb, from its
+ * words (said): a job the agent never had is a job never deployed there (deploy it first); pct's
+ * "no container" is said as pct_ct_problem() words it; anything else with `drover logs`. */
+void stopstart_failed_hint(bool start, const char *job, const char *ct_label, const char *said,
+                           char *buf, size_t sz);
 
 /* `drover stop --job J` (start false) or `drover start --job J` (start true) of one job: the
  * job's lock and deploy lease (another operator's deploy is refused, nothing changed), then

@@ -135,6 +135,33 @@ static void test_history_result(void **state)
     assert_string_equal(stopstart_history_result(false, intr, 2, EXIT_FAIL), "stop-failed");
 }
 
+/* A refusal says what to do: a job never deployed in a container (it said "see drover logs"),
+ * a vmid of no container (pct's words, as status says them), anything else with the logs; a
+ * long reason is kept whole up to STOPSTART_SAID_MAX (it was cut at 299 bytes, mid-word). */
+static void test_failed_hint(void **state)
+{
+    (void)state;
+    char buf[1200];
+    stopstart_failed_hint(true, "ghost", "h1:101", "no job 'ghost' on this agent", buf, sizeof buf);
+    assert_non_null(strstr(buf, "job 'ghost' was never deployed in h1:101"));
+    assert_non_null(strstr(buf, "`drover deploy DIR --job ghost`"));
+    stopstart_failed_hint(false, "train", "h1:109",
+                          "no container 109 on this host (Configuration file 'nodes/pve/lxc/109.conf' "
+                          "does not exist): check the vmid in the inventory's containers", buf, sizeof buf);
+    assert_true(!strncmp(buf, "no container 109 on this host", 29));
+    assert_null(strstr(buf, "drover logs"));
+    char said[STOPSTART_SAID_MAX];
+    memset(said, 'a', sizeof said - 12);
+    memcpy(said + sizeof said - 12, " age restart", 12);
+    said[sizeof said - 1] = '\0';
+    stopstart_failed_hint(false, "train", "h1:101", said, buf, sizeof buf);
+    assert_non_null(strstr(buf, "drover-agent stop --job train failed: aaa"));
+    assert_non_null(strstr(buf, " age restar")); /* the end of a 599-byte reason is kept */
+    assert_non_null(strstr(buf, "see `drover logs --job train`"));
+    stopstart_failed_hint(true, "train", "h1:101", "", buf, sizeof buf);
+    assert_non_null(strstr(buf, "failed: no reason given"));
+}
+
 static void test_fan_steps(void **state)
 {
     (void)state;
@@ -178,6 +205,7 @@ int main(void)
         cmocka_unit_test(test_parse_usage_errors),
         cmocka_unit_test(test_judge),
         cmocka_unit_test(test_exit_code),
+        cmocka_unit_test(test_failed_hint),
         cmocka_unit_test(test_fan_steps),
         cmocka_unit_test(test_history_result),
     };
