@@ -525,12 +525,16 @@ int train_run(const struct train_args *a)
     struct backend_opts bo = {.batch = r.cfg.batch, .seq = r.cfg.model.seq, .threads = r.cfg.threads,
                               .rank = r.rank, .world_size = r.world, .local_rank = r.local_rank,
                               .dist = r.dist};
+    log_clear_last_error();
     e = r.be_ops->create(&r.cfg.model, &bo, &r.be);
     if (e < 0) {
+        /* the backend's own words (which variable, which head size) reach the verdict */
+        char why[sizeof r.hb.error];
+        log_last_error(why, sizeof why);
         log_error("starting the %s backend failed: %s", r.be_ops->name, strerror(-e));
         /* -EINVAL: the model, batch or environment asks for what the backend cannot run */
         code = fail(&r, e == -ENOMEM ? TX_NOMEM : e == -EINVAL ? TX_CONFIG : TX_DEVICE,
-                    "backend init failed");
+                    why[0] ? why : "backend init failed");
         goto out;
     }
     r.nparams = gpt_num_params(&r.cfg.model);
