@@ -57,7 +57,7 @@ static const char *usage_value(const char *usage, const char *opt, char *buf, si
 {
     size_t ol = strlen(opt);
     buf[0] = '\0';
-    for (const char *p = usage; (p = strstr(p, opt)) != NULL; p += ol) {
+    for (const char *p = usage; ol && (p = strstr(p, opt)) != NULL; p += ol) {
         bool starts = p == usage || p[-1] == ' ' || p[-1] == '[' || p[-1] == '|';
         if (!starts || p[ol] != ' ')
             continue;
@@ -70,27 +70,8 @@ static const char *usage_value(const char *usage, const char *opt, char *buf, si
     return buf;
 }
 
-/* The long option word names (up to '=', without "--"): its entry when exactly one matches
- * (the name itself, or an abbreviation of one option); NULL otherwise, *ret_n the matches. */
-static const struct option *long_match(const struct option *longopts, const char *name, size_t nl, int *ret_n)
-{
-    const struct option *found = NULL;
-    *ret_n = 0;
-    for (const struct option *o = longopts; o && o->name; o++) {
-        if (strncmp(o->name, name, nl) != 0)
-            continue;
-        if (strlen(o->name) == nl) { /* exact: never ambiguous */
-            *ret_n = 1;
-            return o;
-        }
-        if (!found || found->val != o->val) /* glibc: same val is no ambiguity */
-            (*ret_n)++;
-        found = found ? found : o;
-    }
-    return *ret_n == 1 ? found : NULL;
-}
-
-/* cli_getopt(), also for drover's own options (verb NULL: "for drover", usage the global line). */
+/* cli_getopt(), also for drover's own options (verb NULL: "for drover", usage the global line).
+ * getopt_long() matches the options; this only words its ':' and '?' as drover's error. */
 static int getopt_said(const char *verb, const char *usage, int argc, char **argv, const char *optstring,
                        const struct option *longopts)
 {
@@ -101,47 +82,42 @@ static int getopt_said(const char *verb, const char *usage, int argc, char **arg
     int c = getopt_long(argc, argv, os, longopts, NULL);
     if (c != ':' && c != '?')
         return c;
-    char who[64], typed[64], hint[128] = "", val[48];
-    snprintf(who, sizeof who, "drover%s%s", verb ? " " : "", verb ? verb : "");
-    /* a long option's error leaves optind past its word; a short one's char is optopt */
+    /* A long option's error leaves optind past its word and optopt its val (0: unknown or
+     * ambiguous; '?' with a val: "--x=v" for an x that takes none).  A short one's char is
+     * optopt, its word maybe still at optind: "-zn" after "--dry-run" or "--job=a". */
     const char *w = optind >= 1 && optind <= argc ? argv[optind - 1] : "";
-    bool islong = w[0] == '-' && w[1] == '-' && w[2];
-    const struct option *lo = NULL;
-    int nmatch = 0;
-    if (islong) {
-        size_t nl = strcspn(w + 2, "=");
-        lo = long_match(longopts, w + 2, nl, &nmatch);
-        /* "-zn" after "--dry-run": optind still on "-zn", the word before is no error of its own */
-        if (c == '?' && optopt && !(lo && lo->val == optopt && w[2 + nl] == '='))
-            islong = false;
-        else
-            snprintf(typed, sizeof typed, "--%.*s", (int)nl, w + 2);
-    }
-    if (!islong)
+    size_t nl = strcspn(w, "=");
+    bool islong = w[0] == '-' && w[1] == '-' && w[2] && (c == ':' || !optopt || w[nl] == '=');
+    const struct option *lo = NULL; /* optopt's long option (any begun so when 0), as typed if long */
+    for (const struct option *o = longopts; o && o->name && !lo; o++)
+        if ((!optopt || (o->val == optopt && (o->has_arg == required_argument) == (c == ':'))) &&
+            (!islong || strncmp(o->name, w + 2, nl - 2) == 0))
+            lo = o;
+    islong = islong && (lo || !optopt);
+    char who[64], typed[64], lname[64] = "", sname[4] = "", val[48];
+    snprintf(who, sizeof who, "drover%s%s", verb ? " " : "", verb ? verb : "");
+    if (islong)
+        snprintf(typed, sizeof typed, "%.*s", (int)nl, w);
+    else
         snprintf(typed, sizeof typed, "-%c", optopt);
     if (c == ':') {
         /* the value's name from the usage line, under the long or the short name */
-        char alt[64] = "";
-        if (islong && lo && lo->val > ' ' && lo->val < 127 && strchr(optstring, lo->val))
-            snprintf(alt, sizeof alt, "-%c", lo->val);
-        else if (!islong)
-            for (const struct option *o = longopts; o && o->name; o++)
-                if (o->val == optopt) {
-                    snprintf(alt, sizeof alt, "--%.60s", o->name);
-                    break;
-                }
-        char full[64];
-        snprintf(full, sizeof full, "--%.60s", islong && lo ? lo->name : "");
-        if (!*usage_value(usage, islong && lo ? full : typed, val, sizeof val) && alt[0])
-            usage_value(usage, alt, val, sizeof val);
+        if (lo)
+            snprintf(lname, sizeof lname, "--%.60s", lo->name);
+        if (optopt > ' ' && optopt < 127 && strchr(optstring, optopt))
+            snprintf(sname, sizeof sname, "-%c", optopt);
+        const char *named = islong ? lname : sname;
+        if (!*usage_value(usage, named, val, sizeof val))
+            usage_value(usage, islong ? sname : lname, val, sizeof val);
+        char hint[128] = "";
         if (val[0])
-            snprintf(hint, sizeof hint, " (%s %s)", islong && lo ? full : typed, val);
+            snprintf(hint, sizeof hint, " (%s %s)", named, val);
         log_error("option '%s' for %s needs a value%s", typed, who, hint);
-    } else if (islong && nmatch > 1) {
+    } else if (islong && optopt) {
+        log_error("option '%s' for %s takes no value", typed, who);
+    } else if (islong && lo) {
         log_error("option '%s' for %s is ambiguous: more than one of its options begins so "
                   "(%s --help lists them)", typed, who, who);
-    } else if (islong && lo) {
-        log_error("option '%s' for %s takes no value", typed, who);
     } else {
         log_error("unknown option '%s' for %s", typed, who);
     }

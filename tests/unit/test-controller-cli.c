@@ -436,6 +436,21 @@ static void test_missing_value(void **state)
     assert_int_equal(drover("stop", "--all-jobs=yes", NULL), 2);
     want(err, "option '--all-jobs' for drover stop takes no value");
     want_not(err, "doesn't allow an argument");
+    /* getopt_long matches, abbreviations too; cli_getopt names what was typed */
+    assert_int_equal(drover("stop", "--jo", NULL), 2);
+    want(err, "error: option '--jo' for drover stop needs a value (--job J...)\n");
+    assert_int_equal(drover("stop", "--all=yes", NULL), 2);
+    want(err, "error: option '--all' for drover stop takes no value\n");
+    assert_int_equal(drover("--verbose=1", "status", NULL), 2);
+    want(err, "option '--verbose' for drover takes no value");
+    assert_int_equal(drover("--ver", "status", NULL), 2);
+    want(err, "option '--ver' for drover is ambiguous");
+    assert_int_equal(drover("--nosuch", "status", NULL), 2);
+    want(err, "unknown option '--nosuch' for drover\n");
+    /* "--e=x" took its value: the '?' after it is the cluster's -e, not "--e takes no value" */
+    assert_int_equal(drover("validate", "--e=x", "-ez", NULL), 2);
+    want(err, "unknown option '-e' for drover validate\n");
+    want_not(err, "takes no value");
     /* every option of every verb, last on the line: drover's words or none, never getopt's */
     for (size_t i = 0; i < verbs_n; i++) {
         if (!verbs[i].run)
