@@ -1264,30 +1264,52 @@ static int spec_only_unrevertible(struct deploy *d, bool force)
     return -EPERM;
 }
 
-/* A deploy onto a job that is stopped (`drover stop`, or its gang ended) starts it: said at
- * once, naming the containers, so the start is no surprise (it used to go by without a word);
- * where it is the release the job ran, also that `drover start` would start it without a new
- * probation.  From the survey (d->sv_js). */
+void stopped_start_init(struct stopped_start *s)
+{
+    memset(s, 0, sizeof *s);
+    s->same = true;
+}
+
+bool stopped_start_add(struct stopped_start *s, const char *label, const struct job_status *js,
+                       const char *release)
+{
+    if (!js || js->state != GANG_STOPPED || !js->current[0])
+        return false;
+    s->same = s->same && !strcmp(js->current, release);
+    if (s->off < sizeof s->who)
+        s->off += (size_t)snprintf(s->who + s->off, sizeof s->who - s->off, "%s%s", s->n ? ", " : "",
+                                   label);
+    s->n++;
+    return true;
+}
+
+const char *stopped_start_message(const struct stopped_start *s, bool would, const char *job,
+                                  const char *sid, const char *name, char *buf, size_t sz)
+{
+    if (!s->n) {
+        if (sz)
+            buf[0] = '\0';
+        return buf;
+    }
+    snprintf(buf, sz, "job '%s' is stopped in %s (`drover stop`, or its gang ended): %s, with "
+             "release %s (%s) on probation%s%s%s", job, s->who,
+             would ? "a deploy would start it" : "this deploy starts it", sid, name,
+             s->same ? "; `drover start --job " : "", s->same ? job : "",
+             s->same ? "` starts the release it ran without a deploy" : "");
+    return buf;
+}
+
+/* A deploy onto a job that is stopped starts it: said at once, naming the containers, so the
+ * start is no surprise (it used to go by without a word).  From the survey (d->sv_js). */
 static void say_stopped_job_starts(const struct deploy *d)
 {
-    char who[1024] = "";
-    size_t off = 0;
-    int n = 0;
-    bool same = true;
-    for (int i = 0; d->sv_js && i < d->job->ncts; i++) {
-        if (!d->sv_found[i] || d->sv_js[i].state != GANG_STOPPED || !d->sv_js[i].current[0])
-            continue;
-        same = same && !strcmp(d->sv_js[i].current, d->id);
-        if (off < sizeof who)
-            off += (size_t)snprintf(who + off, sizeof who - off, "%s%s", n ? ", " : "", d->job->cts[i].label);
-        n++;
-    }
-    if (!n)
-        return;
-    printf("job '%s' is stopped in %s (`drover stop`, or its gang ended): this deploy starts it, "
-           "with release %s (%s) on probation%s%s%s\n", d->job->name, who, d->sid, d->name,
-           same ? "; `drover start --job " : "", same ? d->job->name : "",
-           same ? "` starts the release it ran without a deploy" : "");
+    struct stopped_start s;
+    stopped_start_init(&s);
+    for (int i = 0; d->sv_js && i < d->job->ncts; i++)
+        (void)stopped_start_add(&s, d->job->cts[i].label, d->sv_found[i] ? &d->sv_js[i] : NULL, d->id);
+    char line[1600];
+    if (s.n)
+        printf("%s\n", stopped_start_message(&s, false, d->job->name, d->sid, d->name, line, sizeof line));
 }
 
 int deploy_run(struct fleet *f, const struct deploy_opts *o)

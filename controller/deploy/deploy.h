@@ -53,6 +53,30 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote);
  * agent failed there), never for a connection that failed (a timeout is not a missing agent). */
 void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent_failed, const char *job);
 
+/* A deploy onto a job that is stopped (`drover stop`, or its gang ended) starts it: the deploy
+ * says so before it acts, and plan says that it would (the survey counts only a running job as
+ * current, so even the release it ran is launched again, on probation).  Gathered container by
+ * container, then said in one line by stopped_start_message, so deploy and plan word it alike. */
+struct stopped_start {
+    char who[1024]; /* "h1:101, h1:102": the containers where the job is stopped */
+    size_t off;
+    int n;
+    bool same;      /* each of them ran the release deployed: `drover start` is the other way */
+};
+
+void stopped_start_init(struct stopped_start *s);
+
+/* Counts container label when js (its agent's view of the job; NULL: it does not know the job)
+ * is stopped with a current release; release: the one deployed.  True when it was counted. */
+bool stopped_start_add(struct stopped_start *s, const char *label, const struct job_status *js,
+                       const char *release);
+
+/* The line (no newline) for job, release sid (name): "job 'J' is stopped in h1:101 (...): this
+ * deploy starts it, ..." or, would (plan), "... a deploy would start it, ..."; "" when no
+ * container was counted.  Returns buf. */
+const char *stopped_start_message(const struct stopped_start *s, bool would, const char *job,
+                                  const char *sid, const char *name, char *buf, size_t sz);
+
 /* Pick the job: by name, or the only one.  NULL (and a logged error) otherwise. */
 const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *name);
 

@@ -288,6 +288,9 @@ int print_plan(struct deploy *d, json_t *out)
     for (int i = 0; i < j->nargs; i++)
         printf(" %s", j->args[i]);
     printf("\n");
+    struct stopped_start ss; /* where the job is stopped: a deploy would start it (deploy.h) */
+    stopped_start_init(&ss);
+    json_t *starts = json_array();
     for (int i = 0; i < j->ncts; i++) {
         const struct inv_ct *ct = &j->cts[i];
         char e[1200];
@@ -323,7 +326,12 @@ int print_plan(struct deploy *d, json_t *out)
         printf("  %-24s node %d: %s (good %s, %s) -> %s%s\n", ct->label, i, ui_short(cur, sid),
                ui_short(js ? js->good : "", sid2), js ? gang_state_name(js->state) : "no job",
                d->sid, what);
+        if (stopped_start_add(&ss, ct->label, js, d->id))
+            json_array_append_new(starts, json_string(ct->label));
     }
+    char line[1600];
+    if (ss.n)
+        printf("%s\n", stopped_start_message(&ss, true, j->name, d->sid, d->name, line, sizeof line));
     const struct inv_policy *p = &j->policy;
     printf("probation: healthy_deadline %.0fs, warmup_steps %lld, warmup_time %.0fs, warmup_max "
            "%.0fs, min_healthy_time %.0fs, max_probation_time %.0fs, tolerance %.2f, confidence "
@@ -356,13 +364,13 @@ int print_plan(struct deploy *d, json_t *out)
                             p->confidence, "on_inconclusive", p->on_inconclusive_hold ? "hold" : "revert",
                             "progress_deadline_s", p->progress_deadline_s, "auto_revert",
                             p->auto_revert);
-    json_t *plan = json_pack("{s:s,s:s,s:s,s:o,s:I,s:I,s:i,s:i,s:o,s:i,s:o,s:o,s:o}", "job", j->name,
+    json_t *plan = json_pack("{s:s,s:s,s:s,s:o,s:I,s:I,s:i,s:i,s:o,s:i,s:o,s:o,s:o,s:o}", "job", j->name,
                              "release", d->id, "name", d->name, "env",
                              plan_id(d->has_env ? d->env.id : NULL), "files",
                              (json_int_t)d->rs.m->nfiles, "bytes", (json_int_t)d->blob_size, "nodes",
                              j->ncts, "nproc_per_node", j->nproc_per_node, "command", cmd,
-                             "unreachable", unreachable, "containers", cts, "policy", pol,
-                             "baseline", base);
+                             "unreachable", unreachable, "containers", cts, "starts_stopped", starts,
+                             "policy", pol, "baseline", base);
     if (out && plan)
         json_array_append_new(out, plan);
     else

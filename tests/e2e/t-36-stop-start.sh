@@ -80,6 +80,16 @@ check "... and records no 'started' line in the history" test "$(nstarted)" = "$
 say "deploy of the release the stopped job already runs: it starts it, and says so"
 drover stop --job train
 check "stop exits 0" test "$DROVER_RC" = 0
+# plan, the deploy's dry run, said nothing of the start either
+drover plan "$E2E_WORK/releases/v1" --job train
+show_drover 8
+check "plan exits 0" test "$DROVER_RC" = 0
+check "plan says a deploy would start the stopped job, naming the containers" \
+	drover_said "job 'train' is stopped in h1:101, h1:102, h2:201 .*: a deploy would start it, with release [0-9a-f]+ \\(v1\\) on probation"
+drover plan "$E2E_WORK/releases/v1" --job train -o json
+check "plan -o json names them in starts_stopped" \
+	test "$(jq -c '.plans[0].starts_stopped' "$E2E_WORK/last.out")" = '["h1:101","h1:102","h2:201"]'
+check "plan started nothing" test "$(states)" = "stopped stopped stopped"
 drover deploy "$E2E_WORK/releases/v1" --job train
 show_drover 4
 check "deploy exits 0" test "$DROVER_RC" = 0

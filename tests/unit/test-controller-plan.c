@@ -1,0 +1,220 @@
+/* Unit tests for `drover plan` on a job that is stopped (controller/deploy/survey.c, print_plan,
+ * and the line it shares with the deploy, controller/deploy/deploy.c stopped_start_*).
+ * A deploy onto a stopped job starts it, and the deploy says so; plan, its dry run, showed the
+ * containers "stopped" and said nothing of the start (the newcomer pass).  Now plan says that a
+ * deploy would start it, in the deploy's words, and -o json has "starts_stopped". */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "common/status.h"
+#include "controller/cmd.h"
+#include "controller/deploy/deploy.h"
+#include "controller/inventory.h"
+#include "controller/transport/fleet.h"
+
+#define REL_A "2ab918e64d0050a3735a94c0d07ca241638eb2f15a7c54bfcd3cb48c36b1e548"
+#define REL_B "1111111111111111111111111111111111111111111111111111111111111111"
+
+static void job_in(struct job_status *js, enum gang_state state, const char *current)
+{
+    memset(js, 0, sizeof *js);
+    strcpy(js->job, "train");
+    js->state = state;
+    strcpy(js->current, current);
+}
+
+/* The one wording, in both tenses; only stopped containers with a release count, and `drover
+ * start` is offered only when every one of them ran the release deployed. */
+static void test_message(void **state)
+{
+    (void)state;
+    struct stopped_start s;
+    struct job_status js;
+    char buf[1600];
+    stopped_start_init(&s);
+    assert_string_equal(stopped_start_message(&s, true, "train", "2ab918e64d00", "v1", buf, sizeof buf), "");
+    assert_false(stopped_start_add(&s, "h1:100", NULL, REL_A)); /* the agent does not know the job */
+    job_in(&js, GANG_RUNNING, REL_A);
+    assert_false(stopped_start_add(&s, "h1:100", &js, REL_A));
+    job_in(&js, GANG_STOPPED, "");
+    assert_false(stopped_start_add(&s, "h1:100", &js, REL_A)); /* never deployed there */
+    job_in(&js, GANG_STOPPED, REL_A);
+    assert_true(stopped_start_add(&s, "h1:101", &js, REL_A));
+    assert_true(stopped_start_add(&s, "h1:102", &js, REL_A));
+    assert_string_equal(stopped_start_message(&s, false, "train", "2ab918e64d00", "v1", buf, sizeof buf),
+                        "job 'train' is stopped in h1:101, h1:102 (`drover stop`, or its gang ended): "
+                        "this deploy starts it, with release 2ab918e64d00 (v1) on probation; "
+                        "`drover start --job train` starts the release it ran without a deploy");
+    assert_string_equal(stopped_start_message(&s, true, "train", "2ab918e64d00", "v1", buf, sizeof buf),
+                        "job 'train' is stopped in h1:101, h1:102 (`drover stop`, or its gang ended): "
+                        "a deploy would start it, with release 2ab918e64d00 (v1) on probation; "
+                        "`drover start --job train` starts the release it ran without a deploy");
+    job_in(&js, GANG_STOPPED, REL_B); /* another release: drover start would not run this one */
+    assert_true(stopped_start_add(&s, "h2:201", &js, REL_A));
+    assert_string_equal(stopped_start_message(&s, true, "train", "2ab918e64d00", "v2", buf, sizeof buf),
+                        "job 'train' is stopped in h1:101, h1:102, h2:201 (`drover stop`, or its gang "
+                        "ended): a deploy would start it, with release 2ab918e64d00 (v2) on probation");
+    /* bounded: many long labels are cut, never overrun */
+    char label[200];
+    memset(label, 'x', sizeof label - 1);
+    label[sizeof label - 1] = '\0';
+    for (int i = 0; i < 20; i++)
+        assert_true(stopped_start_add(&s, label, &js, REL_A));
+    assert_int_equal(s.n, 23);
+    char small[64];
+    stopped_start_message(&s, true, "train", "2ab918e64d00", "v2", small, sizeof small);
+    assert_int_equal(strlen(small), sizeof small - 1);
+}
+
+/* Write path (mode) with text. */
+static void put(const char *path, const char *text, mode_t mode)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+/* Run verb on inv with stdout and stderr into out and err; its exit code. */
+static int run_verb(int (*verb)(struct fleet *, int, char **), const struct inventory *inv, char **argv,
+                    int argc, const char *out, const char *err)
+{
+    struct fleet f;
+    fleet_init(&f, inv, NULL);
+    fflush(stdout);
+    fflush(stderr);
+    int save_out = dup(STDOUT_FILENO), save_err = dup(STDERR_FILENO);
+    int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    assert_true(fo >= 0 && fe >= 0);
+    dup2(fo, STDOUT_FILENO);
+    dup2(fe, STDERR_FILENO);
+    close(fo);
+    close(fe);
+    int code = verb(&f, argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(save_out, STDOUT_FILENO);
+    dup2(save_err, STDERR_FILENO);
+    close(save_out);
+    close(save_err);
+    fleet_done(&f);
+    return code;
+}
+
+/* `drover plan` against two local roots whose agent (a script) says the job is stopped there
+ * with the very release planned: plan says a deploy would start it, naming both; -o json says
+ * which containers in "starts_stopped" and keeps stdout one document. */
+static void test_plan_says_deploy_starts_stopped_job(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-plan-XXXXXX", path[512], text[2048], out[512], err[512], why[512];
+    assert_non_null(mkdtemp(dir));
+    setenv("DROVER_HASH_CACHE", "off", 1);
+    /* the release: bin/t, the job's command */
+    snprintf(path, sizeof path, "%s/rel", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/rel/bin", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/rel/bin/t", dir);
+    put(path, "#!/bin/sh\nexit 0\n", 0755);
+    snprintf(text, sizeof text,
+             "[drover]\nstate_dir = %s/state\n[host h1]\nlocal = true\nagent_path = %s/agent\n"
+             "[job train]\ncontainers = h1:local:%s/a h1:local:%s/b\ncommand = bin/t\n",
+             dir, dir, dir, dir);
+    struct inventory *inv = NULL;
+    assert_int_equal(inventory_parse(text, strlen(text), "/t/inv.ini", &inv, why, sizeof why), 0);
+
+    /* the release's id, as plan computes it: a first plan against an agent that knows no job */
+    struct agent_status st;
+    memset(&st, 0, sizeof st);
+    strcpy(st.host, "ct");
+    strcpy(st.agent_version, "test");
+    char *doc = NULL;
+    assert_int_equal(status_format(&st, &doc), 0);
+    snprintf(path, sizeof path, "%s/status.json", dir);
+    put(path, doc, 0600);
+    free(doc);
+    snprintf(text, sizeof text, "#!/bin/sh\ncat '%s/status.json'\n", dir);
+    snprintf(path, sizeof path, "%s/agent", dir);
+    put(path, text, 0755);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(path, sizeof path, "%s/rel", dir);
+    char *argv_json[] = { "plan", path, "--job", "train", "-o", "json", NULL };
+    assert_int_equal(run_verb(cmd_plan, inv, argv_json, 6, out, err), EXIT_OK);
+    json_error_t je;
+    json_t *d = json_load_file(out, 0, &je);
+    assert_non_null(d);
+    json_t *plan = json_array_get(json_object_get(d, "plans"), 0);
+    assert_non_null(plan);
+    char id[RELEASE_ID_LEN + 1];
+    assert_non_null(json_string_value(json_object_get(plan, "release")));
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(plan, "release")));
+    assert_int_equal(json_array_size(json_object_get(plan, "starts_stopped")), 0);
+    json_decref(d);
+
+    /* now the job is stopped there with that release */
+    st.njobs = 1;
+    job_in(&st.jobs[0], GANG_STOPPED, id);
+    strcpy(st.jobs[0].good, id);
+    strcpy(st.jobs[0].reason, "stopped by the operator");
+    assert_int_equal(status_format(&st, &doc), 0);
+    snprintf(text, sizeof text, "%s/status.json", dir);
+    put(text, doc, 0600);
+    free(doc);
+    char *argv[] = { "plan", path, "--job", "train", NULL };
+    assert_int_equal(run_verb(cmd_plan, inv, argv, 4, out, err), EXIT_OK);
+    char want[1200];
+    snprintf(want, sizeof want, "job 'train' is stopped in h1:local:%s/a, h1:local:%s/b (`drover stop`, "
+             "or its gang ended): a deploy would start it, with release %.12s (rel) on probation; "
+             "`drover start --job train` starts the release it ran without a deploy\n", dir, dir, id);
+    assert_non_null(strstr(slurp(out), want));
+
+    assert_int_equal(run_verb(cmd_plan, inv, argv_json, 6, out, err), EXIT_OK);
+    d = json_load_file(out, 0, &je); /* stdout: the document alone */
+    assert_non_null(d);
+    json_t *starts = json_object_get(json_array_get(json_object_get(d, "plans"), 0), "starts_stopped");
+    assert_int_equal(json_array_size(starts), 2);
+    snprintf(want, sizeof want, "h1:local:%s/a", dir);
+    assert_string_equal(json_string_value(json_array_get(starts, 0)), want);
+    snprintf(want, sizeof want, "h1:local:%s/b", dir);
+    assert_string_equal(json_string_value(json_array_get(starts, 1)), want);
+    json_decref(d);
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_message),
+        cmocka_unit_test(test_plan_says_deploy_starts_stopped_job),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
