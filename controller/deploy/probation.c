@@ -225,6 +225,22 @@ static const char *agent_reason_without_plan(const char *reason, char *buf, size
     return buf;
 }
 
+/* A crash loop's verdict ends with where the workers' own output is: the agent's reason quotes a
+ * worker's last word at most, the log has the traceback or the missing file (the verdict used
+ * to stop at "exited with code 1").  Into buf (cut to sz). */
+static const char *logs_pointer(const struct probation *p, char *buf, size_t sz)
+{
+    snprintf(buf, sz, "; see `drover logs --job %s`", p->job);
+    return buf;
+}
+
+/* The agent's reason names a worker that crashed (agent/jobmachine.c: its crash-loop rule, or an
+ * exit code it does not retry), as opposed to a liveness trip or a start failure. */
+static bool agent_reason_is_crash(const char *reason)
+{
+    return strstr(reason, "crash loop") || strstr(reason, "non-retryable exit");
+}
+
 static bool release_matches(const char *reported, const char *want)
 {
     size_t n = strlen(reported);
@@ -294,9 +310,12 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
     cs->t_seen = now;
     if (!p->recovery) {
         if (js->state == GANG_REVERTED || (js->current[0] && !release_matches(js->current, p->release))) {
-            fail(p, "the agent on %s went back to %s by itself (%s)", cs->label,
+            char logs[JOB_NAME_MAX + 48] = "";
+            if (agent_reason_is_crash(js->reason))
+                (void)logs_pointer(p, logs, sizeof logs);
+            fail(p, "the agent on %s went back to %s by itself (%s)%s", cs->label,
                  release_short(js->current, "none", sid),
-                 js->reason[0] ? js->reason : "no reason given");
+                 js->reason[0] ? js->reason : "no reason given", logs);
             return;
         }
         /* the same release with another job spec than this deploy's: another operator's deploy
@@ -318,7 +337,11 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
         return;
     }
     if (js->state == GANG_FAILED) {
-        fail(p, "the gang on %s failed: %s", cs->label, js->reason[0] ? js->reason : "no reason given");
+        char logs[JOB_NAME_MAX + 48] = "";
+        if (agent_reason_is_crash(js->reason))
+            (void)logs_pointer(p, logs, sizeof logs);
+        fail(p, "the gang on %s failed: %s%s", cs->label, js->reason[0] ? js->reason : "no reason given",
+             logs);
         return;
     }
     /* activate and revert return once the gang has started: a stopped gang has ended (a worker
@@ -339,10 +362,11 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
         }
     }
     if (!p->recovery && (js->restarts > 0 || js->state == GANG_BACKOFF)) {
-        char why[sizeof js->reason];
-        fail(p, "the gang on %s %s (restarts %d): %s", cs->label,
+        char why[sizeof js->reason], logs[JOB_NAME_MAX + 48];
+        fail(p, "the gang on %s %s (restarts %d): %s%s", cs->label,
              js->state == GANG_BACKOFF ? "lost a rank and is backing off" : "restarted",
-             js->restarts, js->reason[0] ? agent_reason_without_plan(js->reason, why, sizeof why) : "no reason given");
+             js->restarts, js->reason[0] ? agent_reason_without_plan(js->reason, why, sizeof why) : "no reason given",
+             logs_pointer(p, logs, sizeof logs));
         return;
     }
     /* The agent stopping the watched gang on its own (a liveness trip, non-finite loss, a rank

@@ -209,6 +209,8 @@ static void test_crash(void **state)
     probation_feed(p, 1, st, 3);
     assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
     assert_non_null(strstr(probation_reason(p), "h1:102 restarted (restarts 1)"));
+    /* a crash: the verdict points at the workers' own output, naming the job */
+    assert_non_null(strstr(probation_reason(p), "rank 1 exited with code 1; see `drover logs --job train`"));
     probation_free(p);
     /* a crash loop: the agent backs off "...; restarting", but drover reverts: the verdict does
      * not repeat the agent's plan */
@@ -219,7 +221,7 @@ static void test_crash(void **state)
     probation_feed(p, 1, st, 3);
     assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
     assert_string_equal(probation_reason(p), "the gang on h1:102 lost a rank and is backing off (restarts 0): "
-                                             "rank 1 exited with code 1 (1 of 3 in 120 s)");
+                                             "rank 1 exited with code 1 (1 of 3 in 120 s); see `drover logs --job train`");
     probation_free(p);
     /* ... and keeps the worker's own last word that the agent appends after its plan (an
      * uncaught exception a PyTorch worker reported with hb.error(), a ';' in it included):
@@ -231,14 +233,14 @@ static void test_crash(void **state)
     assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
     assert_string_equal(probation_reason(p), "the gang on h1:102 lost a rank and is backing off (restarts 0): "
                                              "rank 1 exited with code 1 (1 of 3 in 120 s) "
-                                             "[rank 1: RuntimeError: boom; the loss divides by zero]");
+                                             "[rank 1: RuntimeError: boom; the loss divides by zero]; see `drover logs --job train`");
     probation_free(p);
     p = new_p(100, 2, 1);
     strcpy(st->jobs[0].reason, "rank 1 exited with code 1; restarting promoted release [rank 1: OSError: x]");
     probation_feed(p, 1, st, 3);
     assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
     assert_string_equal(probation_reason(p), "the gang on h1:102 lost a rank and is backing off (restarts 0): "
-                                             "rank 1 exited with code 1 [rank 1: OSError: x]");
+                                             "rank 1 exited with code 1 [rank 1: OSError: x]; see `drover logs --job train`");
     probation_free(p);
     st->jobs[0].state = GANG_RUNNING;
     /* a gang whose worker finished at once */
@@ -432,7 +434,36 @@ static void test_agent_reverted_on_its_own(void **state)
     probation_feed(p, 0, st, 5);
     assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
     assert_string_equal(probation_reason(p),
-                        "the agent on h1:101 went back to aaaaaaaaaaaa by itself (crash loop: 3 exits in 60s)");
+                        "the agent on h1:101 went back to aaaaaaaaaaaa by itself (crash loop: 3 exits in 60s); see `drover logs --job train`");
+    probation_free(p);
+    /* not a crash (a liveness trip): nothing in the workers' log to point at */
+    p = new_p(100, 1, 1);
+    strcpy(st->jobs[0].reason, "liveness: rank 0 hung (crash limit reached)");
+    probation_feed(p, 0, st, 5);
+    assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
+    assert_null(strstr(probation_reason(p), "drover logs"));
+    probation_free(p);
+    /* the agent gave up on a crash loop: failed, with the pointer */
+    p = new_p(100, 1, 1);
+    make_status(st, 0, 1, NEW, 5, 50000, 3.0);
+    st->jobs[0].state = GANG_FAILED;
+    strcpy(st->jobs[0].reason, "crash loop: rank 0 exited with code 1 and no good release to return to");
+    probation_feed(p, 0, st, 5);
+    assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "the gang on h1:101 failed: crash loop: rank 0 exited with code 1 "
+                                             "and no good release to return to; see `drover logs --job train`");
+    probation_free(p);
+    p = new_p(100, 1, 1);
+    strcpy(st->jobs[0].reason, "non-retryable exit: rank 0 exited with code 6 and no good release to return to");
+    probation_feed(p, 0, st, 5);
+    assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
+    assert_non_null(strstr(probation_reason(p), "return to; see `drover logs --job train`"));
+    probation_free(p);
+    p = new_p(100, 1, 1);
+    strcpy(st->jobs[0].reason, "start failed: bin/t: not found");
+    probation_feed(p, 0, st, 5);
+    assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "the gang on h1:101 failed: start failed: bin/t: not found");
     probation_free(p);
     free(st);
 }
