@@ -104,6 +104,12 @@ bool status_runs_unpromoted_spec(const struct job_status *js);
 const char *status_spec_hint(const char *ct, int nmore, const char *job, const char *release,
                              const char *inv_arg, char *buf, size_t sz);
 
+/* The line `drover status` prints once per job after its table when containers answered but
+ * their agents do not know job (the table's `no-job`, which said nothing of what to do): cts
+ * the containers ("h1:101, h1:102") and the deploy that puts it there.  inv_arg: -i as given
+ * (NULL: default).  Returns buf. */
+const char *status_nojob_hint(const char *cts, const char *job, const char *inv_arg, char *buf, size_t sz);
+
 /* One history record as JSON (the shape of `history -o json`'s entries); new reference. */
 json_t *cmd_history_entry_json(const struct history_entry *h);
 

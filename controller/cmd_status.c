@@ -95,6 +95,13 @@ const char *status_spec_hint(const char *ct, int nmore, const char *job, const c
     return buf;
 }
 
+const char *status_nojob_hint(const char *cts, const char *job, const char *inv_arg, char *buf, size_t sz)
+{
+    snprintf(buf, sz, "no job '%s' in %.511s: deploy one with `drover%s%s deploy DIR --job %s` (DIR: the "
+                      "release directory)", job, cts, inv_arg ? " -i " : "", inv_arg ? inv_arg : "", job);
+    return buf;
+}
+
 static json_t *rank_json(const struct rank_status *rs)
 {
     json_t *o = json_pack("{s:i,s:i,s:s,s:I,s:f,s:i,s:i}", "rank", rs->rank, "local_rank",
@@ -308,6 +315,11 @@ static int status_once(struct fleet *f, const struct status_opts *o)
         return EXIT_FAIL;
     }
     int unreachable = 0;
+    /* per job, the containers whose agent does not know it: said once after the table */
+    struct {
+        char who[512];
+        size_t off;
+    } nojob[INV_MAX_JOBS] = { 0 };
     if (!o->json)
         printf("%-12s %-22s %4s %4s %-13s %-18s %8s %8s %8s %5s %4s%s\n", "JOB", "CONTAINER", "NODE",
                "RANK", "RELEASE", "STATE", "STEP", "LOSS", "KTOK/S", "HB", "RST",
@@ -365,6 +377,10 @@ static int status_once(struct fleet *f, const struct status_opts *o)
                 if (!o->json)
                     printf("%-12s %-22s %4d %4s %-13s %-18s\n", j->name, ct->label, i, "-", "-",
                            "no-job");
+                if (nojob[ji].off < sizeof nojob[ji].who)
+                    nojob[ji].off += (size_t)snprintf(nojob[ji].who + nojob[ji].off,
+                                                      sizeof nojob[ji].who - nojob[ji].off, "%s%s",
+                                                      nojob[ji].off ? ", " : "", ct->label);
                 json_array_append_new(json_object_get(jo, "containers"), co);
                 continue;
             }
@@ -421,6 +437,14 @@ static int status_once(struct fleet *f, const struct status_opts *o)
         json_object_set_new(jo, "ktok_s", nktok ? json_real(total) : json_null());
         json_array_append_new(json_object_get(root, "jobs"), jo);
     }
+    /* the table said `no-job` and not what to do (the newcomer pass); -o json stays the
+     * document alone, its "state": "no-job" says it */
+    for (int ji = 0; ji < inv->njobs && !o->json; ji++)
+        if (nojob[ji].off) {
+            char hint[800];
+            log_notice("%s", status_nojob_hint(nojob[ji].who, inv->jobs[ji].name, f->inv_arg, hint,
+                                               sizeof hint));
+        }
     if (o->json) {
         char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (text) {

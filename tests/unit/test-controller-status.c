@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -216,6 +217,78 @@ static void test_unreachable_said_once_per_container(void **state)
     inventory_free(inv);
 }
 
+/* A container whose agent answers but does not know the job: the table said `no-job` and
+ * nothing of what to do (the newcomer pass).  Now one line after the table per job names its
+ * containers and the deploy that puts it there; -o json stays the document alone. */
+static void test_nojob_hint(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64], why[512], path[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    /* an agent (a script) that knows no job */
+    struct agent_status st;
+    memset(&st, 0, sizeof st);
+    strcpy(st.host, "ct");
+    strcpy(st.agent_version, "test");
+    char *doc = NULL;
+    assert_int_equal(status_format(&st, &doc), 0);
+    snprintf(path, sizeof path, "%s/status.json", dir);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(doc, fp);
+    fclose(fp);
+    free(doc);
+    snprintf(path, sizeof path, "%s/agent", dir);
+    fp = fopen(path, "w");
+    assert_non_null(fp);
+    fprintf(fp, "#!/bin/sh\ncat '%s/status.json'\n", dir);
+    fclose(fp);
+    assert_int_equal(chmod(path, 0755), 0);
+    snprintf(text, sizeof text,
+             "[drover]\nstate_dir = %s\n[host h1]\nlocal = true\nagent_path = %s/agent\n"
+             "[job train]\ncontainers = h1:local:%s/a h1:local:%s/b\ncommand = bin/t\n"
+             "[job eval]\ncontainers = h1:local:%s/a\ncommand = bin/e\nmaster_port = 29501\n",
+             dir, dir, dir, dir, dir);
+    struct inventory *inv = NULL;
+    assert_int_equal(inventory_parse(text, strlen(text), "/t/inv.ini", &inv, why, sizeof why), 0);
+    char *argv[] = { "status", NULL };
+    assert_int_equal(run_status(inv, argv, 1, out, err), EXIT_OK); /* every container answered */
+    assert_int_equal(count_lines(out, "no-job"), 3); /* a row per job and container */
+    assert_int_equal(count_lines(out, "drover deploy"), 0); /* the table stays a table */
+    assert_int_equal(count_lines(err, "deploy one with"), 2); /* once per job, not per row */
+    char want[512];
+    snprintf(want, sizeof want, "no job 'train' in h1:local:%s/a, h1:local:%s/b: deploy one with "
+             "`drover deploy DIR --job train` (DIR: the release directory)", dir, dir);
+    assert_int_equal(count_lines(err, want), 1);
+    snprintf(want, sizeof want, "no job 'eval' in h1:local:%s/a: deploy one with `drover deploy DIR --job eval`", dir);
+    assert_int_equal(count_lines(err, want), 1);
+
+    char *argv_json[] = { "status", "-o", "json", NULL };
+    assert_int_equal(run_status(inv, argv_json, 3, out, err), EXIT_OK);
+    assert_int_equal(count_lines(err, ""), 0);
+    assert_int_equal(count_lines(out, "deploy one with"), 0);
+    json_error_t je;
+    json_t *d = json_load_file(out, 0, &je); /* stdout: the document alone */
+    assert_non_null(d);
+    json_t *co = json_array_get(json_object_get(json_array_get(json_object_get(d, "jobs"), 0), "containers"), 0);
+    assert_string_equal(json_string_value(json_object_get(co, "state")), "no-job");
+    json_decref(d);
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
+static void test_nojob_hint_text(void **state)
+{
+    (void)state;
+    char buf[800];
+    assert_string_equal(status_nojob_hint("h1:101, h1:102", "train", "lab.ini", buf, sizeof buf),
+                        "no job 'train' in h1:101, h1:102: deploy one with `drover -i lab.ini deploy DIR "
+                        "--job train` (DIR: the release directory)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -225,6 +298,8 @@ int main(void)
         cmocka_unit_test(test_spec_hint),
         cmocka_unit_test(test_pct_ct_problem),
         cmocka_unit_test(test_unreachable_said_once_per_container),
+        cmocka_unit_test(test_nojob_hint),
+        cmocka_unit_test(test_nojob_hint_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
