@@ -24,6 +24,7 @@ check "deploy says it reverted" drover_said 'revert|roll(ed)? ?back'
 check "the revert's progress lines say recovery, not probation (the demo's label)" \
 	eval 'grep -q "^recovery " "$E2E_WORK/last.err" && ! sed -n "/^reverting job/,\$p" "$E2E_WORK/last.err" | grep -q "^probation "'
 check "the reason names the missing shard, in the worker's own words" drover_said "no-such-shard.bin"
+check "... and points at the workers' log, naming the job" drover_said 'failed probation: .*; see `drover logs --job train`'
 check "every container is back on v1" all_current_is "$v1"
 
 resumed_ok() {
