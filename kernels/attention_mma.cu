@@ -532,6 +532,42 @@ extern "C" int kern_attention_backward2(kbf16 *dqkv, float *scratch, const kbf16
     }
 }
 
+static int attn_bwd = -1; // 0 the dQ and dK/dV kernels, 1 the fused kernel where it applies
+
+extern "C" int kern_attention_set_bwd(int fused)
+{
+    attn_bwd = fused < 0 ? kern_knob(KNOB_ATTN_BWD) : fused;
+    return attn_bwd;
+}
+
+extern "C" size_t kern_attention_backward_ws_bytes(int B, int T, int C, int NH)
+{
+    if (attn_bwd < 0)
+        kern_attention_set_bwd(-1);
+    if (attn_bwd != 1 || NH <= 0 || C % NH || !use_wgmma(C / NH))
+        return 0;
+    return attention_wg_fused_ws_bytes(B, T, C, NH);
+}
+
+extern "C" int kern_attention_backward3(kbf16 *dqkv, float *scratch, void *ws, size_t ws_bytes,
+                                        const kbf16 *dout, const kbf16 *out, const float *lse,
+                                        const kbf16 *qkv, int B, int T, int C, int NH, cudaStream_t s,
+                                        cudaStream_t s2, cudaEvent_t ev0, cudaEvent_t ev1)
+{
+    size_t need = kern_attention_backward_ws_bytes(B, T, C, NH);
+    if (!need || !ws || ws_bytes < need || ((uintptr_t)ws & 15))
+        return kern_attention_backward2(dqkv, scratch, dout, out, lse, qkv, B, T, C, NH, s, s2, ev0, ev1);
+    int r = attention_dot_launch(scratch, (const bf16 *)dout, (const bf16 *)out, B, T, C, NH, s);
+    if (r < 0)
+        return r;
+    r = attention_wg_backward_fused((bf16 *)dqkv, scratch, (const bf16 *)dout, lse, (const bf16 *)qkv, ws,
+                                    ws_bytes, B, T, C, NH, s);
+    if (r > 0) // no tensor maps: the split kernels (D is computed)
+        r = attention_wg_backward((bf16 *)dqkv, scratch, (const bf16 *)dout, lse, (const bf16 *)qkv, B, T, C,
+                                  NH, s, s2, ev0, ev1);
+    return r;
+}
+
 extern "C" int kern_attention_backward(kbf16 *dqkv, float *scratch, const kbf16 *dout, const kbf16 *out,
                                        const float *lse, const kbf16 *qkv, int B, int T, int C, int NH,
                                        cudaStream_t s)

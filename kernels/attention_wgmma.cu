@@ -152,6 +152,22 @@ static __device__ __forceinline__ void wbar_arrive(void)
 {
     asm volatile("bar.arrive %0, 256;\n" ::"n"(ID));
 }
+// a named barrier of n threads (the fused backward: its two consumer warpgroups, or one)
+static __device__ __forceinline__ void wbar_sync_n(int id, int n)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+// the fused backward's counters: an acquire load, a release add (gpu scope)
+static __device__ __forceinline__ unsigned wld_acquire(const unsigned *p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+static __device__ __forceinline__ void wred_release(unsigned *p, unsigned v)
+{
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
 template <bool PP, int NWG, int PH>
 static __device__ __forceinline__ void pp_before(int wgi)
 {
@@ -226,6 +242,23 @@ static __device__ __forceinline__ void wg_ss_n64_z(float *d, uint64_t da, uint64
                  : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]), "=f"(d[7]), "=f"(d[8]), "=f"(d[9]), "=f"(d[10]), "=f"(d[11]), "=f"(d[12]), "=f"(d[13]), "=f"(d[14]), "=f"(d[15]), "=f"(d[16]), "=f"(d[17]), "=f"(d[18]), "=f"(d[19]), "=f"(d[20]), "=f"(d[21]), "=f"(d[22]), "=f"(d[23]), "=f"(d[24]), "=f"(d[25]), "=f"(d[26]), "=f"(d[27]), "=f"(d[28]), "=f"(d[29]), "=f"(d[30]), "=f"(d[31])
                  : "l"(da), "l"(db), "r"(0));
 }
+// d = A * B with both operands MN-major (A stored as K rows of M, B as K rows of N), d not read
+// (scale-d 0): the first k-step of the fused backward's dQ = dS K, dS stored as dS^T
+static __device__ __forceinline__ void wg_ss_n64_tt_z(float *d, uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 1, 1;\n}\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]), "=f"(d[7]), "=f"(d[8]), "=f"(d[9]), "=f"(d[10]), "=f"(d[11]), "=f"(d[12]), "=f"(d[13]), "=f"(d[14]), "=f"(d[15]), "=f"(d[16]), "=f"(d[17]), "=f"(d[18]), "=f"(d[19]), "=f"(d[20]), "=f"(d[21]), "=f"(d[22]), "=f"(d[23]), "=f"(d[24]), "=f"(d[25]), "=f"(d[26]), "=f"(d[27]), "=f"(d[28]), "=f"(d[29]), "=f"(d[30]), "=f"(d[31])
+                 : "l"(da), "l"(db), "r"(0));
+}
+// the same, accumulating into d
+static __device__ __forceinline__ void wg_ss_n64_tt(float *d, uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "r"(1));
+}
 static __device__ __forceinline__ void wg_rs_n16(float *d, const uint32_t *a, uint64_t db)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
@@ -251,6 +284,8 @@ static __device__ __forceinline__ void wg_rs_n64(float *d, const uint32_t *a, ui
 #else
 static __device__ __forceinline__ void wg_ss_n64(float *, uint64_t, uint64_t) { __trap(); }
 static __device__ __forceinline__ void wg_ss_n64_z(float *, uint64_t, uint64_t) { __trap(); }
+static __device__ __forceinline__ void wg_ss_n64_tt_z(float *, uint64_t, uint64_t) { __trap(); }
+static __device__ __forceinline__ void wg_ss_n64_tt(float *, uint64_t, uint64_t) { __trap(); }
 static __device__ __forceinline__ void wg_rs_n16(float *, const uint32_t *, uint64_t) { __trap(); }
 static __device__ __forceinline__ void wg_rs_n32(float *, const uint32_t *, uint64_t) { __trap(); }
 static __device__ __forceinline__ void wg_rs_n64(float *, const uint32_t *, uint64_t) { __trap(); }
@@ -688,6 +723,17 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
 // shows its warps waiting there).  setmaxnreg hands the producer's registers to the consumers:
 // the block is launched at 65536 / MINB registers in all, the producer keeps WG_PREG per thread.
 // The same products in the same order as wg_backward_dkv_kernel: the same bits.
+// FDQ (the fused backward, DROVER_ATTN_BWD=fused; two consumer warpgroups, not pipelined): dQ
+// from the same dS instead of a dQ kernel that recomputes S and dP (5 tile products per step
+// instead of 7).  Each consumer stores its dS^T (bf16, 64 keys x 64 queries, 128-byte swizzle) in
+// shared memory, double-buffered by the step's parity; after a barrier of the two, one of them in
+// turn (the step's parity) computes the block's part of query tile i, dQ_i = [dS_0 dS_1] [K_0; K_1],
+// as one product of K = 128 keys (both operands MN-major).  That part leaves the kernel in a fixed
+// order: one fp32 accumulator per (batch*head, query tile) in the workspace, blocks kb = i/2 (the
+// diagonal one, which stores) down to 0 (which adds the last part and writes dQ in bf16), each
+// waiting on a counter per tile (acquire) that the block before it releases.  The grid runs the
+// higher kb first, so a block waits only on blocks dispatched before it.  No atomics on data:
+// deterministic.  dK and dV: the same products in the same order as without FDQ.
 #define WG_PREG 24
 // The consumers' registers after setmaxnreg.inc: what the producer gave back, shared out.  The
 // block holds what it launched with, 65536 / MINB / threads rounded down to 8 (ptxas compiles a
@@ -699,12 +745,13 @@ static constexpr __host__ __device__ int wg_consumer_regs(int nwg, int minb)
     int c = (launch * (nwg + 1) - WG_PREG) / nwg / 8 * 8;
     return c > 240 ? 240 : c;
 }
-template <int NWG, bool PIPE, int NS, int MINB>
+template <int NWG, bool PIPE, int NS, int MINB, bool FDQ = false>
 static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
-    wg_backward_dkv_tma_kernel(bf16 *dqkv, const __grid_constant__ CUtensorMap tm_qkv,
+    wg_backward_dkv_tma_kernel(bf16 *dqkv, float *dqacc, unsigned *sem, const __grid_constant__ CUtensorMap tm_qkv,
                                const __grid_constant__ CUtensorMap tm_do, const float *lse, const float *Drow, int T,
                                int C, int NH, float scale, uint64_t kh, uint64_t mh, int lpt)
 {
+    static_assert(!FDQ || (NWG == 2 && !PIPE), "the fused dQ: two consumer warpgroups, not pipelined");
     constexpr int HS = 64, TILE = 8 * HS * 16;
     constexpr int CREG = wg_consumer_regs(NWG, MINB);
     extern __shared__ __align__(1024) unsigned char smem_al[];
@@ -713,13 +760,15 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
     unsigned char *sv = sk + NWG * TILE;                          // NWG tiles
     unsigned char *sq = sv + NWG * TILE;                          // NS stages of 64 queries
     unsigned char *sdo = sq + NS * TILE;                          // NS stages
-    float *slse = reinterpret_cast<float *>(sdo + NS * TILE);     // [NS][64]
+    unsigned char *sds = sdo + NS * TILE;                         // FDQ: [2 parities][NWG] dS^T tiles
+    float *slse = reinterpret_cast<float *>(sds + (FDQ ? 2 * NWG * TILE : 0)); // [NS][64]
     float *sd = slse + NS * 64;                                   // [NS][64]
     uint64_t *full = reinterpret_cast<uint64_t *>(sd + NS * 64);  // [NS]
     uint64_t *empty = full + NS;                                  // [NS]
     uint64_t *kvfull = empty + NS;                                // the block's K and V tiles
-    int nt = (T + 63) / 64;
-    int kb = lpt ? blockIdx.y : blockIdx.x, first = NWG * kb;
+    int nt = (T + 63) / 64, nkb = (nt + NWG - 1) / NWG;
+    // FDQ: the higher key blocks first (the dQ order waits on them)
+    int kb = FDQ ? nkb - 1 - (int)blockIdx.x : lpt ? blockIdx.y : blockIdx.x, first = NWG * kb;
     int bh = lpt ? blockIdx.x : blockIdx.y, b = bh / NH, h = bh % NH;
     int wgi = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     if (threadIdx.x == 0) {
@@ -777,11 +826,21 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
     int key0 = mk * 64 + w * 16 + g; // and key0 + 8
     const unsigned char *myk = sk + wgi * TILE, *myv = sv + wgi * TILE;
     float sl2 = scale * WG_LOG2E;
+    int tid = threadIdx.x & 127;
+    if (FDQ && !active) { // no keys (odd tile count): K rows of zeros for the other's dQ product
+        for (int x = tid; x < TILE / 16; x += 128)
+            reinterpret_cast<uint4 *>(sk + wgi * TILE)[x] = make_uint4(0, 0, 0, 0);
+        fence_async_smem();
+    }
     mbar_wait(kvfull, 0);
     for (int i = first; i < nt; i++) {
         int s = (i - first) % NS;
+        // FDQ: this step's dS^T tiles, and whether this warpgroup computes the step's dQ part
+        unsigned char *dsb = sds + ((i - first) & 1) * NWG * TILE;
+        bool owner = ((i - first) & 1) == wgi;
+        bool work = __shfl_sync(0xffffffffu, (int)(active && i >= mk), 0);
         mbar_wait(&full[s], ((i - first) / NS) & 1);
-        if (__shfl_sync(0xffffffffu, (int)(active && i >= mk), 0)) {
+        if (work) {
             const unsigned char *cq = sq + s * TILE, *cdo = sdo + s * TILE;
             const float *cl = slse + s * 64, *cd = sd + s * 64;
             float st[32], dpt[32];
@@ -805,6 +864,22 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
                 wg_wait0();
             wg_packp(pa, st);
             wg_packp(da, dpt);
+            if constexpr (FDQ) { // dS^T to shared memory, 128-byte swizzle (row = key, 16-byte
+                // chunk n of queries 8n..8n+7 at slot n ^ (row % 8)): a warp's stores hit 32 banks
+                unsigned char *myds = dsb + wgi * TILE;
+#pragma unroll
+                for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+                    for (int hh = 0; hh < 2; hh++) {
+                        int n = 2 * kk + hh, r0 = w * 16 + g, r1 = r0 + 8;
+                        *reinterpret_cast<uint32_t *>(myds + r0 * 128 + ((n ^ (r0 & 7)) << 4) + 4 * t) =
+                            da[kk][2 * hh];
+                        *reinterpret_cast<uint32_t *>(myds + r1 * 128 + ((n ^ (r1 & 7)) << 4) + 4 * t) =
+                            da[kk][2 * hh + 1];
+                    }
+                fence_async_smem();
+                wbar_sync_n(5, 256); // both warpgroups' dS^T of this step are stored
+            }
             if (!PIPE) {
                 wg_fence();
                 wg_pb<HS>(dv, pa, cdo, mh); // dV += P^T dO
@@ -812,6 +887,11 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
                 wg_commit();
                 wg_wait0();
             }
+        } else if constexpr (FDQ) { // no keys before these queries: a dS^T of zeros
+            for (int x = tid; x < TILE / 16; x += 128)
+                reinterpret_cast<uint4 *>(dsb + wgi * TILE)[x] = make_uint4(0, 0, 0, 0);
+            fence_async_smem();
+            wbar_sync_n(5, 256);
         }
         // every consumer thread releases every stage once: pipelined, step i-1's (its products
         // completed at the wg_wait0 above), else step i's
@@ -820,6 +900,43 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
                 mbar_arrive(&empty[(i - 1 - first) % NS]);
         } else {
             mbar_arrive(&empty[s]);
+        }
+        float dq[32]; // FDQ, the owner: the block's part of dQ_i = dS_0 K_0 + dS_1 K_1 (reads no stage)
+        if (FDQ && work && owner) {
+            wg_fence();
+            wg_ss_n64_tt_z(dq, wdesc(dsb, mh), wdesc(sk, mh));
+#pragma unroll
+            for (int kk = 1; kk < 8; kk++) // 16 keys a k-step: 2048 bytes down both tiles
+                wg_ss_n64_tt(dq, wdesc(dsb + kk * 2048, mh), wdesc(sk + kk * 2048, mh));
+            wg_commit();
+            wg_wait0();
+        }
+        if (FDQ && work && owner) { // the ordered sum of query tile i's parts (see above)
+            int kbmax = i / NWG;
+            size_t tix = (size_t)bh * nt + i;
+            float4 *acc4 = reinterpret_cast<float4 *>(dqacc + tix * 4096);
+            if (kb < kbmax) {
+                while (wld_acquire(sem + tix) < (unsigned)(kbmax - kb))
+                    ;
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    float4 v = __ldcg(acc4 + j * 128 + tid);
+                    dq[4 * j] = v.x + dq[4 * j];
+                    dq[4 * j + 1] = v.y + dq[4 * j + 1];
+                    dq[4 * j + 2] = v.z + dq[4 * j + 2];
+                    dq[4 * j + 3] = v.w + dq[4 * j + 3];
+                }
+            }
+            if (kb > 0) {
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    __stcg(acc4 + j * 128 + tid, make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]));
+                wbar_sync_n(6 + wgi, 128); // the warpgroup's stores, then the release
+                if (tid == 0)
+                    wred_release(sem + tix, 1);
+            } else {
+                wstore<HS>(dqkv + (size_t)b * T * 3 * C + h * HS, 3 * C, i * 64 + w * 16, T, dq, 1.f, 1.f);
+            }
         }
     }
     if (!active)
@@ -1384,24 +1501,51 @@ static int wg_dkv_v(const struct wg_bwd_args *a, cudaStream_t s, int lpt = 0)
 }
 
 // the producer-warpgroup dK/dV (head size 64); 1 where the tensor maps cannot be made (the
-// caller then runs the cp.async kernel: the same bits)
-template <int NWG, bool PIPE, int MINB>
-static int wg_dkv_tma_v(const struct wg_bwd_args *a, cudaStream_t s, int lpt)
+// caller then runs the cp.async kernel: the same bits).  FDQ: the fused backward, dQ too, summed
+// in ws (wg_fused_ws_bytes; the counters zeroed here); lpt ignored.
+template <int NWG, bool PIPE, int MINB, bool FDQ = false>
+static int wg_dkv_tma_v(const struct wg_bwd_args *a, cudaStream_t s, int lpt, void *ws = NULL)
 {
     constexpr int NS = 4 + PIPE, TILE = 8 * 64 * 16;
     CUtensorMap mq, mdo;
     if (wg_tensor_map(&mq, a->qkv, 3 * a->C, a->T, a->B) < 0 || wg_tensor_map(&mdo, a->dout, a->C, a->T, a->B) < 0)
         return 1;
-    size_t sz = (size_t)(2 * NWG + 2 * NS) * TILE + sizeof(float) * 2 * NS * 64 + 8 * (2 * NS + 1) + 1024;
+    size_t sz = (size_t)(2 * NWG + 2 * NS + (FDQ ? 2 * NWG : 0)) * TILE + sizeof(float) * 2 * NS * 64 +
+                8 * (2 * NS + 1) + 1024;
     uint64_t kh, mh;
     wg_desc_bits(64, &kh, &mh);
-    cudaFuncSetAttribute(wg_backward_dkv_tma_kernel<NWG, PIPE, NS, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         (int)sz);
     int nt = (a->T + 63) / 64;
-    dim3 grid = wg_grid((nt + NWG - 1) / NWG, a->B * a->NH, lpt);
-    wg_backward_dkv_tma_kernel<NWG, PIPE, NS, MINB><<<grid, 128 * (NWG + 1), sz, s>>>(
-        a->dqkv, mq, mdo, a->lse, a->D, a->T, a->C, a->NH, 1.f / sqrtf(64.f), kh, mh, lpt);
-    return kern_check_launch("attention_backward_dkv (wgmma, TMA)");
+    size_t tiles = (size_t)a->B * a->NH * nt;
+    float *dqacc = (float *)ws;
+    unsigned *sem = FDQ ? (unsigned *)(dqacc + tiles * 4096) : NULL;
+    if (FDQ && cudaMemsetAsync(sem, 0, tiles * sizeof(unsigned), s) != cudaSuccess)
+        return kern_check_launch("attention_backward_fused (wgmma) counters");
+    cudaFuncSetAttribute(wg_backward_dkv_tma_kernel<NWG, PIPE, NS, MINB, FDQ>,
+                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sz);
+    dim3 grid = wg_grid((nt + NWG - 1) / NWG, a->B * a->NH, FDQ ? 0 : lpt);
+    wg_backward_dkv_tma_kernel<NWG, PIPE, NS, MINB, FDQ><<<grid, 128 * (NWG + 1), sz, s>>>(
+        a->dqkv, dqacc, sem, mq, mdo, a->lse, a->D, a->T, a->C, a->NH, 1.f / sqrtf(64.f), kh, mh, FDQ ? 0 : lpt);
+    return kern_check_launch(FDQ ? "attention_backward_fused (wgmma, TMA)" : "attention_backward_dkv (wgmma, TMA)");
+}
+
+// The fused backward's workspace: one 64 x 64 fp32 accumulator per (batch*head, query tile) and
+// a counter each; 0 where it does not apply (head size other than 64)
+size_t attention_wg_fused_ws_bytes(int B, int T, int C, int NH)
+{
+    if (B <= 0 || T <= 0 || NH <= 0 || C % NH || C / NH != 64)
+        return 0;
+    size_t tiles = (size_t)B * NH * ((T + 63) / 64);
+    return tiles * 4096 * sizeof(float) + tiles * sizeof(unsigned);
+}
+
+int attention_wg_backward_fused(bf16 *dqkv, const float *D, const bf16 *dout, const float *lse, const bf16 *qkv,
+                                void *ws, size_t ws_bytes, int B, int T, int C, int NH, cudaStream_t s)
+{
+    size_t need = attention_wg_fused_ws_bytes(B, T, C, NH);
+    if (!need || !ws || ws_bytes < need || ((uintptr_t)ws & 15))
+        return -EINVAL;
+    struct wg_bwd_args a = {dqkv, D, dout, lse, qkv, B, T, C, NH};
+    return wg_dkv_tma_v<2, false, 1, true>(&a, s, 0, ws);
 }
 
 template <int HS>
@@ -1557,6 +1701,15 @@ int attention_wg_backward(bf16 *, const float *, const bf16 *, const float *, co
 int attention_wg_available(int)
 {
     return 0;
+}
+size_t attention_wg_fused_ws_bytes(int, int, int, int)
+{
+    return 0;
+}
+int attention_wg_backward_fused(bf16 *, const float *, const bf16 *, const float *, const bf16 *, void *, size_t, int,
+                                int, int, int, cudaStream_t)
+{
+    return -EINVAL;
 }
 void attention_wg_set_variant(const char *)
 {

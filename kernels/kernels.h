@@ -118,6 +118,22 @@ int kern_attention_backward(kbf16 *dqkv, float *scratch, const kbf16 *dout, cons
 int kern_attention_backward2(kbf16 *dqkv, float *scratch, const kbf16 *dout, const kbf16 *out,
                              const float *lse, const kbf16 *qkv, int B, int T, int C, int NH,
                              cudaStream_t s, cudaStream_t s2, cudaEvent_t ev0, cudaEvent_t ev1);
+/* The same with a device workspace ws of ws_bytes (16-byte aligned; its contents need not
+ * survive the call): where kern_attention_backward_ws_bytes() is nonzero and ws holds that much,
+ * one fused wgmma kernel computes dK, dV and dQ (dQ's parts per 128 keys summed in fp32 in ws in
+ * a fixed order: deterministic, not the split kernels' bits; s2 and the events unused); otherwise
+ * kern_attention_backward2.  tol 2e-2. */
+int kern_attention_backward3(kbf16 *dqkv, float *scratch, void *ws, size_t ws_bytes,
+                             const kbf16 *dout, const kbf16 *out, const float *lse, const kbf16 *qkv,
+                             int B, int T, int C, int NH, cudaStream_t s, cudaStream_t s2,
+                             cudaEvent_t ev0, cudaEvent_t ev1);
+/* Workspace bytes the fused backward needs for this shape (one 64 x 64 fp32 tile and a counter
+ * per (batch, head, 64-query tile): about N*NH*256 bytes), 0 where it does not apply (not wgmma,
+ * head size other than 64, or the split backward chosen). */
+size_t kern_attention_backward_ws_bytes(int B, int T, int C, int NH);
+/* 1 = the fused backward where it applies, 0 = the dQ and dK/dV kernels (split), -1 = from the
+ * environment (DROVER_ATTN_BWD=split|fused, knobs.h).  Returns the choice.  Not thread-safe. */
+int kern_attention_set_bwd(int fused);
 /* Which implementation the two above use: 1 = wgmma (kernels/attention_wgmma.cu; sm_90a builds,
  * head sizes 16..64, else mma), 0 = mma.sync (kernels/attention_mma.cu), -1 = from the
  * environment (DROVER_ATTN=mma selects mma.sync; the default is wgmma).  Returns the choice.

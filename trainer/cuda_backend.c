@@ -738,8 +738,12 @@ static int cuda_run_backward(struct cuda_be *be, const int *inputs)
         KERN(kern_matmul_backward_input(bl, be->datt, be->dres, PL(GPT_ATTPROJW, l), 0, N, C, C, s));
         KERN(kern_matmul_backward_weight(bl, GL(GPT_ATTPROJW, l), be->dres, a->atty, N, C, C, s));
         /* attprojb's gradient comes with ln1's backward, as fcprojb's with ln2's */
-        KERN(kern_attention_backward2(be->dqkv, be->att_scratch, be->datt, a->atty, a->lse,
-                                      a->qkv, B, T, C, NH, s, be->stream2, be->ev_fork,
+        /* the fused backward (DROVER_ATTN_BWD=fused) sums dQ in fp32 in the logits buffer,
+         * dead from the classifier's weight gradient to the next forward (dp_gather writes it
+         * only after the last layer) */
+        KERN(kern_attention_backward3(be->dqkv, be->att_scratch, be->logits,
+                                      (size_t)N * be->Vp * sizeof(kbf16), be->datt, a->atty,
+                                      a->lse, a->qkv, B, T, C, NH, s, be->stream2, be->ev_fork,
                                       be->ev_join));
         KERN(kern_matmul_backward_input(bl, be->dln, be->dqkv, PL(GPT_QKVW, l), 0, N, C, 3 * C, s));
         KERN(kern_matmul_backward_weight(bl, GL(GPT_QKVW, l), be->dqkv, a->ln1, N, C, 3 * C, s));

@@ -238,8 +238,21 @@ static int bench_kernels(int B)
                  kern_attention_forward(y, lse, qkv, B, T, C, NH, 0));
         }
         kern_attention_set_variant(NULL);
-        TIME("attention bwd (wgmma default)", 2.5 * attf, bf * 8.0 * N * C, use_wg ? L : 0,
+        /* the step's backward: the split kernels, or the fused one with DROVER_ATTN_BWD=fused */
+        int fused = kern_attention_set_bwd(-1);
+        size_t wsb = kern_attention_backward_ws_bytes(B, T, C, NH);
+        TIME("attention bwd (wgmma default)", 2.5 * attf, bf * 8.0 * N * C, use_wg && !wsb ? L : 0,
              kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
+        kern_attention_set_bwd(1);
+        wsb = kern_attention_backward_ws_bytes(B, T, C, NH);
+        if (wsb) {
+            void *ws = NULL;
+            CK(cudaMalloc(&ws, wsb));
+            TIME("attention bwd (wgmma fused)", 2.5 * attf, bf * 8.0 * N * C, use_wg && fused ? L : 0,
+                 kern_attention_backward3(pre, scratch, ws, wsb, y, y, lse, qkv, B, T, C, NH, 0, NULL, NULL, NULL));
+            CK(cudaFree(ws));
+        }
+        kern_attention_set_bwd(-1);
         for (int q = 0; q < nvar; q++)
             for (int k = 0; k < nvar; k++) { /* dQ variant q, dK/dV variant k, one stream */
                 snprintf(v, sizeof v, "0,%d,%d", q, k);

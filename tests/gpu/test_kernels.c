@@ -444,6 +444,8 @@ typedef int (*attn_fwd_fn)(kbf16 *, float *, const kbf16 *, int, int, int, int, 
 typedef int (*attn_bwd_fn)(kbf16 *, float *, const kbf16 *, const kbf16 *, const float *,
                            const kbf16 *, int, int, int, int, cudaStream_t);
 
+static int attn_fused_only; /* `test_kernels SEED attention-fused`: the fused backward's checks only */
+
 static void test_attention(struct rng *r, int B, int T, int C, int NH)
 {
     size_t N = (size_t)B * T;
@@ -483,7 +485,7 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
         fwd[k] = k == NI - 1 ? kern_attention_forward_ref : kern_attention_forward;
         bwd[k] = k == NI - 1 ? kern_attention_backward_ref : kern_attention_backward;
     }
-    for (int k = 0; k < NI; k++) {
+    for (int k = 0; k < NI && !attn_fused_only; k++) {
         if (k < NI - 1) {
             kern_attention_set_impl(k > 0);
             kern_attention_set_variant(variant[k]);
@@ -519,6 +521,61 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
         CK(cudaFree(d_dqkv));
         CK(cudaFree(scratch));
     }
+    /* the fused backward (kern_attention_backward3 with a workspace; head size 64 on wgmma):
+     * against the reference; a second run into a freshly poisoned workspace bit-identical (the
+     * counters are reset and every part is written before it is read); dK and dV the bits of the
+     * split kernels' two-warpgroup dK/dV (13,13,65: the same products in the same order); too
+     * small a workspace runs the split kernels, bit for bit */
+    kern_attention_set_impl(1);
+    kern_attention_set_variant(NULL);
+    kern_attention_set_bwd(1);
+    size_t wsb = kern_attention_backward_ws_bytes(B, T, C, NH);
+    if (wsb) {
+        kbf16 *out = dev_poisoned(N * C * 2);
+        float *lse = dev_poisoned((size_t)B * NH * T * 4);
+        KK(kern_attention_forward(out, lse, dqkv_in, B, T, C, NH, 0));
+        void *ws = dev_poisoned(wsb);
+        kbf16 *d_dqkv = dev_poisoned(N * 3 * C * 2);
+        float *scratch = dev_poisoned((size_t)B * NH * T * 4);
+        KK(kern_attention_backward3(d_dqkv, scratch, ws, wsb, d_dout, out, lse, dqkv_in, B, T, C, NH, 0,
+                                    NULL, NULL, NULL));
+        float *g = host_from_bf16(d_dqkv, N * 3 * C);
+        snprintf(name, sizeof name, "attention_backward wgmma fused dqkv (B%d T%d C%d NH%d)", B, T, C, NH);
+        check(name, rel_err(g, dinp, N * 3 * C), 2e-2);
+        CK(cudaFree(ws));
+        ws = dev_poisoned(wsb);
+        KK(kern_attention_backward3(d_dqkv, scratch, ws, wsb, d_dout, out, lse, dqkv_in, B, T, C, NH, 0,
+                                    NULL, NULL, NULL));
+        float *g2 = host_from_bf16(d_dqkv, N * 3 * C);
+        check("attention_backward wgmma fused repeat identical",
+              memcmp(g, g2, N * 3 * C * sizeof(float)) ? 1.0 : 0.0, 0);
+        kern_attention_set_variant("13,13,65");
+        KK(kern_attention_backward(d_dqkv, scratch, d_dout, out, lse, dqkv_in, B, T, C, NH, 0));
+        float *g3 = host_from_bf16(d_dqkv, N * 3 * C);
+        int same = 1;
+        for (size_t row = 0; row < N; row++) /* columns C..3C: dK, dV */
+            same &= !memcmp(g + row * 3 * C + C, g3 + row * 3 * C + C, 2 * C * sizeof(float));
+        check("attention_backward wgmma fused dK dV = split 13,13,65 bits", same ? 0.0 : 1.0, 0);
+        kern_attention_set_variant(NULL);
+        KK(kern_attention_backward3(d_dqkv, scratch, ws, wsb - 1, d_dout, out, lse, dqkv_in, B, T, C, NH, 0,
+                                    NULL, NULL, NULL));
+        float *g4 = host_from_bf16(d_dqkv, N * 3 * C);
+        KK(kern_attention_backward(d_dqkv, scratch, d_dout, out, lse, dqkv_in, B, T, C, NH, 0));
+        free(g3);
+        g3 = host_from_bf16(d_dqkv, N * 3 * C);
+        check("attention_backward workspace too small = split bits",
+              memcmp(g3, g4, N * 3 * C * sizeof(float)) ? 1.0 : 0.0, 0);
+        free(g);
+        free(g2);
+        free(g3);
+        free(g4);
+        CK(cudaFree(ws));
+        CK(cudaFree(out));
+        CK(cudaFree(lse));
+        CK(cudaFree(d_dqkv));
+        CK(cudaFree(scratch));
+    }
+    kern_attention_set_bwd(-1);
     /* D = rowsum(dout * out): the 8-threads-per-row kernel (head size 64) gives the warp
      * kernel's bits */
     {
@@ -641,7 +698,10 @@ int main(int argc, char **argv)
     printf("test_kernels: seed %llu\n", (unsigned long long)seed);
     struct rng r;
     rng_seed(&r, seed);
-    if (argc > 2 && !strcmp(argv[2], "attention")) { /* attention only (tests/gpu/run.sh probes) */
+    /* attention only (tests/gpu/run.sh probes); attention-fused: only the fused backward's checks
+     * (short enough for compute-sanitizer) */
+    attn_fused_only = argc > 2 && !strcmp(argv[2], "attention-fused");
+    if (argc > 2 && (!strcmp(argv[2], "attention") || attn_fused_only)) {
         test_attention_all(&r);
         CK(cudaDeviceSynchronize());
         printf("test_kernels attention: %s (%d failed)\n", failures ? "FAIL" : "PASS", failures);
