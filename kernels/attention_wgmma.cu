@@ -152,10 +152,32 @@ static __device__ __forceinline__ void wbar_arrive(void)
 {
     asm volatile("bar.arrive %0, 256;\n" ::"n"(ID));
 }
-// a named barrier of n threads (the fused backward: its two consumer warpgroups, or one)
+// a named barrier of n threads (the fused backward's two consumer warpgroups), not .aligned:
+// the warps need not be converged (compute-sanitizer synccheck flagged bar.sync there)
 static __device__ __forceinline__ void wbar_sync_n(int id, int n)
 {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+    asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+// bulk copies shared -> global (the fused backward's dQ parts): a store, an fp32 add at L2
+static __device__ __forceinline__ void bulk_store(void *gdst, const void *ssrc, uint32_t bytes)
+{
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gdst), "r"(wsmem(ssrc)),
+                 "r"(bytes)
+                 : "memory");
+}
+static __device__ __forceinline__ void bulk_add_f32(void *gdst, const void *ssrc, uint32_t bytes)
+{
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(gdst),
+                 "r"(wsmem(ssrc)), "r"(bytes)
+                 : "memory");
+}
+static __device__ __forceinline__ void bulk_commit_wait(void) // issued, and its writes performed
+{
+    asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+static __device__ __forceinline__ void fence_async_all(void) // generic <-> async proxy, every state space
+{
+    asm volatile("fence.proxy.async;\n" ::: "memory");
 }
 // the fused backward's counters: an acquire load, a release add (gpu scope)
 static __device__ __forceinline__ unsigned wld_acquire(const unsigned *p)
@@ -728,12 +750,16 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
 // instead of 7).  Each consumer stores its dS^T (bf16, 64 keys x 64 queries, 128-byte swizzle) in
 // shared memory, double-buffered by the step's parity; after a barrier of the two, one of them in
 // turn (the step's parity) computes the block's part of query tile i, dQ_i = [dS_0 dS_1] [K_0; K_1],
-// as one product of K = 128 keys (both operands MN-major).  That part leaves the kernel in a fixed
-// order: one fp32 accumulator per (batch*head, query tile) in the workspace, blocks kb = i/2 (the
-// diagonal one, which stores) down to 0 (which adds the last part and writes dQ in bf16), each
-// waiting on a counter per tile (acquire) that the block before it releases.  The grid runs the
-// higher kb first, so a block waits only on blocks dispatched before it.  No atomics on data:
-// deterministic.  dK and dV: the same products in the same order as without FDQ.
+// as one product of K = 128 keys (both operands MN-major), issued with its dV and dK products.
+// That part leaves the kernel in a fixed order: one fp32 accumulator per (batch*head, query tile)
+// in the workspace, blocks kb = i/2 (the diagonal one, which stores) down to 0 (which adds the last
+// part and writes dQ in bf16), each waiting on a counter per tile (acquire) that the block before
+// it releases.  The grid runs the higher kb first, so a block waits only on blocks dispatched
+// before it.  Blocks kb > 0 hand the part to the producer warpgroup's second warp through shared
+// memory (two fp32 tiles, full / empty mbarriers); it waits for the tile's turn and adds it with
+// one bulk reduce (cp.reduce.async.bulk .add.f32; the diagonal block a bulk store), so the
+// consumers never wait on another block; block 0 adds and converts in the consumer.  Adds in a
+// fixed order, so deterministic.  dK and dV: the same products in the same order as without FDQ.
 #define WG_PREG 24
 // The consumers' registers after setmaxnreg.inc: what the producer gave back, shared out.  The
 // block holds what it launched with, 65536 / MINB / threads rounded down to 8 (ptxas compiles a
@@ -760,12 +786,14 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
     unsigned char *sv = sk + NWG * TILE;                          // NWG tiles
     unsigned char *sq = sv + NWG * TILE;                          // NS stages of 64 queries
     unsigned char *sdo = sq + NS * TILE;                          // NS stages
-    unsigned char *sds = sdo + NS * TILE;                         // FDQ: [2 parities][NWG] dS^T tiles
-    float *slse = reinterpret_cast<float *>(sds + (FDQ ? 2 * NWG * TILE : 0)); // [NS][64]
+    unsigned char *sds = sdo + NS * TILE;                         // FDQ: [2 parities][NWG] dS^T tiles,
+    float *sdq = reinterpret_cast<float *>(sds + 2 * NWG * TILE); // then [2][4096] fp32 dQ parts
+    float *slse = reinterpret_cast<float *>(sds + (FDQ ? (2 * NWG + 4) * TILE : 0)); // [NS][64]
     float *sd = slse + NS * 64;                                   // [NS][64]
     uint64_t *full = reinterpret_cast<uint64_t *>(sd + NS * 64);  // [NS]
     uint64_t *empty = full + NS;                                  // [NS]
     uint64_t *kvfull = empty + NS;                                // the block's K and V tiles
+    uint64_t *dqfull = kvfull + 1, *dqempty = dqfull + 2;         // FDQ: [2] each, the dQ parts
     int nt = (T + 63) / 64, nkb = (nt + NWG - 1) / NWG;
     // FDQ: the higher key blocks first (the dQ order waits on them)
     int kb = FDQ ? nkb - 1 - (int)blockIdx.x : lpt ? blockIdx.y : blockIdx.x, first = NWG * kb;
@@ -777,11 +805,40 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
             mbar_init(&empty[s], 128 * NWG);
         }
         mbar_init(kvfull, 1);
+        if (FDQ)
+            for (int x = 0; x < 2; x++) {
+                mbar_init(&dqfull[x], 128);
+                mbar_init(&dqempty[x], 1);
+            }
         mbar_init_fence();
     }
     __syncthreads();
     if (wgi == NWG) { // the producer
         wg_regs_dec<WG_PREG>();
+        if (FDQ && w == 1 && kb > 0) { // the dQ parts out, in order (block 0's: its consumers)
+            for (int i = first; i < nt; i++) {
+                int st = i - first, bb = st & 1;
+                mbar_wait(&dqfull[bb], (st >> 1) & 1);
+                if (lane == 0) {
+                    int kbmax = i / NWG;
+                    size_t tix = (size_t)bh * nt + i;
+                    if (kb < kbmax) {
+                        while (wld_acquire(sem + tix) < (unsigned)(kbmax - kb))
+                            ;
+                        fence_async_all(); // the acquire before the bulk add's reads
+                        bulk_add_f32(dqacc + tix * 4096, sdq + bb * 4096, 16384);
+                    } else {
+                        bulk_store(dqacc + tix * 4096, sdq + bb * 4096, 16384);
+                    }
+                    bulk_commit_wait();
+                    fence_async_all(); // the bulk writes before the release
+                    wred_release(sem + tix, 1);
+                    mbar_arrive(&dqempty[bb]);
+                }
+                __syncwarp();
+            }
+            return;
+        }
         if (w != 0)
             return;
         if (lane == 0) { // only the tiles of warpgroups with keys (the others never read theirs)
@@ -839,6 +896,7 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
         unsigned char *dsb = sds + ((i - first) & 1) * NWG * TILE;
         bool owner = ((i - first) & 1) == wgi;
         bool work = __shfl_sync(0xffffffffu, (int)(active && i >= mk), 0);
+        float dq[32]; // FDQ, the owner: the block's part of query tile i's dQ
         mbar_wait(&full[s], ((i - first) / NS) & 1);
         if (work) {
             const unsigned char *cq = sq + s * TILE, *cdo = sdo + s * TILE;
@@ -880,7 +938,18 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
                 fence_async_smem();
                 wbar_sync_n(5, 256); // both warpgroups' dS^T of this step are stored
             }
-            if (!PIPE) {
+            if (FDQ && owner) { // each branch a whole group: products in flight across a branch
+                // are serialized (ptxas C7520)
+                wg_fence();
+                wg_pb<HS>(dv, pa, cdo, mh); // dV += P^T dO
+                wg_pb<HS>(dk, da, cq, mh);  // dK += dS^T Q
+                wg_ss_n64_tt_z(dq, wdesc(dsb, mh), wdesc(sk, mh)); // the block's part of dQ_i =
+#pragma unroll
+                for (int kk = 1; kk < 8; kk++) // dS_0 K_0 + dS_1 K_1; 16 keys a k-step, 2048 bytes
+                    wg_ss_n64_tt(dq, wdesc(dsb + kk * 2048, mh), wdesc(sk + kk * 2048, mh));
+                wg_commit();
+                wg_wait0();
+            } else if (!PIPE) {
                 wg_fence();
                 wg_pb<HS>(dv, pa, cdo, mh); // dV += P^T dO
                 wg_pb<HS>(dk, da, cq, mh);  // dK += dS^T Q
@@ -901,23 +970,24 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
         } else {
             mbar_arrive(&empty[s]);
         }
-        float dq[32]; // FDQ, the owner: the block's part of dQ_i = dS_0 K_0 + dS_1 K_1 (reads no stage)
-        if (FDQ && work && owner) {
-            wg_fence();
-            wg_ss_n64_tt_z(dq, wdesc(dsb, mh), wdesc(sk, mh));
+        if (FDQ && work && owner && kb > 0) { // the part to the writer warp (see above)
+            int st = i - first, bb = st & 1;
+            if (st >= 2) // its previous tile has left
+                mbar_wait(&dqempty[bb], ((st >> 1) - 1) & 1);
+            float4 *s4 = reinterpret_cast<float4 *>(sdq + bb * 4096);
 #pragma unroll
-            for (int kk = 1; kk < 8; kk++) // 16 keys a k-step: 2048 bytes down both tiles
-                wg_ss_n64_tt(dq, wdesc(dsb + kk * 2048, mh), wdesc(sk + kk * 2048, mh));
-            wg_commit();
-            wg_wait0();
-        }
-        if (FDQ && work && owner) { // the ordered sum of query tile i's parts (see above)
+            for (int j = 0; j < 8; j++)
+                s4[j * 128 + tid] = make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]);
+            fence_async_smem();
+            mbar_arrive(&dqfull[bb]);
+        } else if (FDQ && work && owner) { // block 0: the last part, dQ in bf16 (see above)
             int kbmax = i / NWG;
             size_t tix = (size_t)bh * nt + i;
-            float4 *acc4 = reinterpret_cast<float4 *>(dqacc + tix * 4096);
+            const float4 *acc4 = reinterpret_cast<const float4 *>(dqacc + tix * 4096);
             if (kb < kbmax) {
                 while (wld_acquire(sem + tix) < (unsigned)(kbmax - kb))
                     ;
+                fence_async_all(); // parts the writer warps added with bulk reduces
 #pragma unroll
                 for (int j = 0; j < 8; j++) {
                     float4 v = __ldcg(acc4 + j * 128 + tid);
@@ -927,16 +997,7 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
                     dq[4 * j + 3] = v.w + dq[4 * j + 3];
                 }
             }
-            if (kb > 0) {
-#pragma unroll
-                for (int j = 0; j < 8; j++)
-                    __stcg(acc4 + j * 128 + tid, make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]));
-                wbar_sync_n(6 + wgi, 128); // the warpgroup's stores, then the release
-                if (tid == 0)
-                    wred_release(sem + tix, 1);
-            } else {
-                wstore<HS>(dqkv + (size_t)b * T * 3 * C + h * HS, 3 * C, i * 64 + w * 16, T, dq, 1.f, 1.f);
-            }
+            wstore<HS>(dqkv + (size_t)b * T * 3 * C + h * HS, 3 * C, i * 64 + w * 16, T, dq, 1.f, 1.f);
         }
     }
     if (!active)
@@ -1510,8 +1571,8 @@ static int wg_dkv_tma_v(const struct wg_bwd_args *a, cudaStream_t s, int lpt, vo
     CUtensorMap mq, mdo;
     if (wg_tensor_map(&mq, a->qkv, 3 * a->C, a->T, a->B) < 0 || wg_tensor_map(&mdo, a->dout, a->C, a->T, a->B) < 0)
         return 1;
-    size_t sz = (size_t)(2 * NWG + 2 * NS + (FDQ ? 2 * NWG : 0)) * TILE + sizeof(float) * 2 * NS * 64 +
-                8 * (2 * NS + 1) + 1024;
+    size_t sz = (size_t)(2 * NWG + 2 * NS + (FDQ ? 2 * NWG + 4 : 0)) * TILE + sizeof(float) * 2 * NS * 64 +
+                8 * (2 * NS + 1 + (FDQ ? 4 : 0)) + 1024; // FDQ: dS^T tiles, two fp32 dQ tiles, 4 mbarriers
     uint64_t kh, mh;
     wg_desc_bits(64, &kh, &mh);
     int nt = (a->T + 63) / 64;
