@@ -532,8 +532,7 @@ extern "C" int kern_attention_backward2(kbf16 *dqkv, float *scratch, const kbf16
     }
 }
 
-static int attn_bwd = -1; // 0 the dQ and dK/dV kernels, 1 / 2 the fused kernel (two / one
-                          // consumer warpgroups a block) where it applies
+static int attn_bwd = -1; // 0 the dQ and dK/dV kernels, 1 the fused kernel where it applies
 
 extern "C" int kern_attention_set_bwd(int fused)
 {
@@ -545,7 +544,7 @@ extern "C" size_t kern_attention_backward_ws_bytes(int B, int T, int C, int NH)
 {
     if (attn_bwd < 0)
         kern_attention_set_bwd(-1);
-    if (attn_bwd <= 0 || NH <= 0 || C % NH || !use_wgmma(C / NH))
+    if (attn_bwd != 1 || NH <= 0 || C % NH || !use_wgmma(C / NH))
         return 0;
     return attention_wg_fused_ws_bytes(B, T, C, NH);
 }
@@ -562,7 +561,7 @@ extern "C" int kern_attention_backward3(kbf16 *dqkv, float *scratch, void *ws, s
     if (r < 0)
         return r;
     r = attention_wg_backward_fused((bf16 *)dqkv, scratch, (const bf16 *)dout, lse, (const bf16 *)qkv, ws,
-                                    ws_bytes, B, T, C, NH, attn_bwd == 2 ? 1 : 2, s);
+                                    ws_bytes, B, T, C, NH, s);
     if (r > 0) // no tensor maps: the split kernels (D is computed)
         r = attention_wg_backward((bf16 *)dqkv, scratch, (const bf16 *)dout, lse, (const bf16 *)qkv, B, T, C,
                                   NH, s, s2, ev0, ev1);

@@ -777,8 +777,7 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
                                const __grid_constant__ CUtensorMap tm_do, const float *lse, const float *Drow, int T,
                                int C, int NH, float scale, uint64_t kh, uint64_t mh, int lpt)
 {
-    static_assert(!FDQ || ((NWG == 1 || NWG == 2) && !PIPE), "the fused dQ: one or two consumer warpgroups, not pipelined");
-    constexpr int NDS = FDQ ? (NWG == 1 ? 1 : 2 * NWG) : 0; // dS^T tiles (one warpgroup: one, reused)
+    static_assert(!FDQ || (NWG == 2 && !PIPE), "the fused dQ: two consumer warpgroups, not pipelined");
     constexpr int HS = 64, TILE = 8 * HS * 16;
     constexpr int CREG = wg_consumer_regs(NWG, MINB);
     extern __shared__ __align__(1024) unsigned char smem_al[];
@@ -787,9 +786,9 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
     unsigned char *sv = sk + NWG * TILE;                          // NWG tiles
     unsigned char *sq = sv + NWG * TILE;                          // NS stages of 64 queries
     unsigned char *sdo = sq + NS * TILE;                          // NS stages
-    unsigned char *sds = sdo + NS * TILE;                         // FDQ: NDS dS^T tiles ([2 parities][NWG]),
-    float *sdq = reinterpret_cast<float *>(sds + NDS * TILE);     // then [2][4096] fp32 dQ parts
-    float *slse = reinterpret_cast<float *>(sds + (FDQ ? (NDS + 4) * TILE : 0)); // [NS][64]
+    unsigned char *sds = sdo + NS * TILE;                         // FDQ: [2 parities][NWG] dS^T tiles,
+    float *sdq = reinterpret_cast<float *>(sds + 2 * NWG * TILE); // then [2][4096] fp32 dQ parts
+    float *slse = reinterpret_cast<float *>(sds + (FDQ ? (2 * NWG + 4) * TILE : 0)); // [NS][64]
     float *sd = slse + NS * 64;                                   // [NS][64]
     uint64_t *full = reinterpret_cast<uint64_t *>(sd + NS * 64);  // [NS]
     uint64_t *empty = full + NS;                                  // [NS]
@@ -894,8 +893,8 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
     for (int i = first; i < nt; i++) {
         int s = (i - first) % NS;
         // FDQ: this step's dS^T tiles, and whether this warpgroup computes the step's dQ part
-        unsigned char *dsb = sds + (NWG == 1 ? 0 : ((i - first) & 1) * NWG * TILE);
-        bool owner = NWG == 1 || ((i - first) & 1) == wgi;
+        unsigned char *dsb = sds + ((i - first) & 1) * NWG * TILE;
+        bool owner = ((i - first) & 1) == wgi;
         bool work = __shfl_sync(0xffffffffu, (int)(active && i >= mk), 0);
         float dq[32]; // FDQ, the owner: the block's part of query tile i's dQ
         mbar_wait(&full[s], ((i - first) / NS) & 1);
@@ -937,7 +936,7 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
                             da[kk][2 * hh + 1];
                     }
                 fence_async_smem();
-                wbar_sync_n(5, 128 * NWG); // the warpgroups' dS^T of this step are stored
+                wbar_sync_n(5, 256); // both warpgroups' dS^T of this step are stored
             }
             if (FDQ && owner) { // each branch a whole group: products in flight across a branch
                 // are serialized (ptxas C7520)
@@ -946,7 +945,7 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
                 wg_pb<HS>(dk, da, cq, mh);  // dK += dS^T Q
                 wg_ss_n64_tt_z(dq, wdesc(dsb, mh), wdesc(sk, mh)); // the block's part of dQ_i =
 #pragma unroll
-                for (int kk = 1; kk < 4 * NWG; kk++) // dS_0 K_0 (+ dS_1 K_1); 16 keys a k-step, 2048 bytes
+                for (int kk = 1; kk < 8; kk++) // dS_0 K_0 + dS_1 K_1; 16 keys a k-step, 2048 bytes
                     wg_ss_n64_tt(dq, wdesc(dsb + kk * 2048, mh), wdesc(sk + kk * 2048, mh));
                 wg_commit();
                 wg_wait0();
@@ -961,7 +960,7 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
             for (int x = tid; x < TILE / 16; x += 128)
                 reinterpret_cast<uint4 *>(dsb + wgi * TILE)[x] = make_uint4(0, 0, 0, 0);
             fence_async_smem();
-            wbar_sync_n(5, 128 * NWG);
+            wbar_sync_n(5, 256);
         }
         // every consumer thread releases every stage once: pipelined, step i-1's (its products
         // completed at the wg_wait0 above), else step i's
@@ -1568,12 +1567,11 @@ static int wg_dkv_v(const struct wg_bwd_args *a, cudaStream_t s, int lpt = 0)
 template <int NWG, bool PIPE, int MINB, bool FDQ = false>
 static int wg_dkv_tma_v(const struct wg_bwd_args *a, cudaStream_t s, int lpt, void *ws = NULL)
 {
-    // FDQ with one warpgroup at two blocks per SM: 3 stages, so that two blocks fit in 227 KiB
-    constexpr int NS = FDQ && NWG == 1 ? 3 : 4 + PIPE, TILE = 8 * 64 * 16, NDS = FDQ ? (NWG == 1 ? 1 : 2 * NWG) : 0;
+    constexpr int NS = 4 + PIPE, TILE = 8 * 64 * 16;
     CUtensorMap mq, mdo;
     if (wg_tensor_map(&mq, a->qkv, 3 * a->C, a->T, a->B) < 0 || wg_tensor_map(&mdo, a->dout, a->C, a->T, a->B) < 0)
         return 1;
-    size_t sz = (size_t)(2 * NWG + 2 * NS + (FDQ ? NDS + 4 : 0)) * TILE + sizeof(float) * 2 * NS * 64 +
+    size_t sz = (size_t)(2 * NWG + 2 * NS + (FDQ ? 2 * NWG + 4 : 0)) * TILE + sizeof(float) * 2 * NS * 64 +
                 8 * (2 * NS + 1 + (FDQ ? 4 : 0)) + 1024; // FDQ: dS^T tiles, two fp32 dQ tiles, 4 mbarriers
     uint64_t kh, mh;
     wg_desc_bits(64, &kh, &mh);
@@ -1602,15 +1600,13 @@ size_t attention_wg_fused_ws_bytes(int B, int T, int C, int NH)
 }
 
 int attention_wg_backward_fused(bf16 *dqkv, const float *D, const bf16 *dout, const float *lse, const bf16 *qkv,
-                                void *ws, size_t ws_bytes, int B, int T, int C, int NH, int nwg, cudaStream_t s)
+                                void *ws, size_t ws_bytes, int B, int T, int C, int NH, cudaStream_t s)
 {
     size_t need = attention_wg_fused_ws_bytes(B, T, C, NH);
-    if (!need || !ws || ws_bytes < need || ((uintptr_t)ws & 15) || (nwg != 1 && nwg != 2))
+    if (!need || !ws || ws_bytes < need || ((uintptr_t)ws & 15))
         return -EINVAL;
     struct wg_bwd_args a = {dqkv, D, dout, lse, qkv, B, T, C, NH};
-    if (nwg == 1) // one warpgroup (64 keys) a block, two blocks per SM
-        return wg_dkv_tma_v<1, false, 2, true>(&a, s, 0, ws);
-    return wg_dkv_tma_v<2, false, 1, true>(&a, s, 0, ws); // two (128 keys), one block per SM
+    return wg_dkv_tma_v<2, false, 1, true>(&a, s, 0, ws);
 }
 
 template <int HS>
@@ -1772,7 +1768,7 @@ size_t attention_wg_fused_ws_bytes(int, int, int, int)
     return 0;
 }
 int attention_wg_backward_fused(bf16 *, const float *, const bf16 *, const float *, const bf16 *, void *, size_t, int,
-                                int, int, int, int, cudaStream_t)
+                                int, int, int, cudaStream_t)
 {
     return -EINVAL;
 }

@@ -65,9 +65,8 @@ void attention_wg_set_variant(const char *v);
 int attention_wg_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s);
 int attention_wg_backward(bf16 *dqkv, const float *D, const bf16 *dout, const float *lse, const bf16 *qkv, int B,
                           int T, int C, int NH, cudaStream_t s, cudaStream_t s2, cudaEvent_t ev0, cudaEvent_t ev1);
-// The fused backward (dK, dV and dQ in one kernel, head size 64; nwg consumer warpgroups a
-// block, 1 or 2): workspace bytes (0 where it does not apply); 0 done, 1 where the tensor maps
-// cannot be made (run the split kernels), <0 error.
+// The fused backward (dK, dV and dQ in one kernel, head size 64): workspace bytes (0 where it
+// does not apply); 0 done, 1 where the tensor maps cannot be made (run the split kernels), <0 error.
 size_t attention_wg_fused_ws_bytes(int B, int T, int C, int NH);
 int attention_wg_backward_fused(bf16 *dqkv, const float *D, const bf16 *dout, const float *lse, const bf16 *qkv,
-                                void *ws, size_t ws_bytes, int B, int T, int C, int NH, int nwg, cudaStream_t s);
+                                void *ws, size_t ws_bytes, int B, int T, int C, int NH, cudaStream_t s);

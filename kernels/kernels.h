@@ -131,10 +131,8 @@ int kern_attention_backward3(kbf16 *dqkv, float *scratch, void *ws, size_t ws_by
  * per (batch, head, 64-query tile): about N*NH*256 bytes), 0 where it does not apply (not wgmma,
  * head size other than 64, or the split backward chosen). */
 size_t kern_attention_backward_ws_bytes(int B, int T, int C, int NH);
-/* 1 = the fused backward where it applies (two consumer warpgroups, 128 keys a block), 2 = the
- * same with one (64 keys a block, two blocks per SM), 0 = the dQ and dK/dV kernels (split), -1 =
- * from the environment (DROVER_ATTN_BWD=split|fused|fused1, knobs.h).  Returns the choice.  Not
- * thread-safe. */
+/* 1 = the fused backward where it applies, 0 = the dQ and dK/dV kernels (split), -1 = from the
+ * environment (DROVER_ATTN_BWD=split|fused, knobs.h).  Returns the choice.  Not thread-safe. */
 int kern_attention_set_bwd(int fused);
 /* Which implementation the two above use: 1 = wgmma (kernels/attention_wgmma.cu; sm_90a builds,
  * head sizes 16..64, else mma), 0 = mma.sync (kernels/attention_mma.cu), -1 = from the

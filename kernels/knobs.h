@@ -41,7 +41,7 @@ struct kern_knob_def {
 /* In enum order (C++ has no array designators). */
 static const struct kern_knob_def kern_knob_defs[KNOB_COUNT] = {
     {"DROVER_ATTN", {"mma", "wgmma", NULL}, 1},
-    {"DROVER_ATTN_BWD", {"split", "fused", "fused1", NULL}, 0},
+    {"DROVER_ATTN_BWD", {"split", "fused", NULL}, 0},
     {"DROVER_ATTN_DOT", {"old", "v2", NULL}, 1},
     {"DROVER_LN", {"old", "reg", NULL}, 1},
     {"DROVER_LN_BWD", {"old", "reg", "reg3", "v2", NULL}, 3},

@@ -1,9 +1,9 @@
 #!/bin/bash
 # bench/gpu-attn/fused.sh: one device call for the fused attention backward on the TMA structure
-# (DROVER_ATTN_BWD=fused|fused1, 2026-12-02): the fused kernels' checks alone first (a short timeout: a
+# (DROVER_ATTN_BWD=fused, 2026-12-02): the fused kernel's checks alone first (a short timeout: a
 # wrong counter order would hang), then under compute-sanitizer memcheck and synccheck, every
-# attention check, the attention rows of the kernel table at B=32 and 16, test_model with each
-# fused backward of MODES (the fixed-seed losses, reload bit-exact) and `make gpu-test` with it
+# attention check, the attention rows of the kernel table at B=32 and 16, test_model with the
+# fused backward (the fixed-seed losses, reload bit-exact), `make gpu-test` with it
 # (GPUTEST=1), then step.sh (bench/gpu-step/device.sh copied in): the drover-train runs of
 # VARIANTS and torch.compile.  Nothing after a failed check runs.  Runs from a folder made by
 # bench/gpu-attn/pack.sh with this script and step.sh copied in; logs to $OUT.
@@ -38,19 +38,17 @@ for b in 32 16; do
     echo "== attention kernels B=$b rc=$? $(el)"
     grep -E "^attention" "$O/kernels$b.txt" | grep -E "default|fused|D \(" | cut -c1-120
 done
-for m in ${MODES:-fused fused1}; do
-    DROVER_ATTN_BWD=$m timeout 120 $G/test_model tests/gpu/expected_losses.txt > "$O/model-$m.txt" 2>&1
+DROVER_ATTN_BWD=fused timeout 120 $G/test_model tests/gpu/expected_losses.txt > "$O/model-fused.txt" 2>&1
+rc=$?
+echo "test_model DROVER_ATTN_BWD=fused rc=$rc $(el)"
+grep -E "FAIL|fixed-seed|identical|test_model:" "$O/model-fused.txt" | head -10
+[ $rc = 0 ] || stop "test_model with the fused backward failed"
+if [ "${GPUTEST:-1}" = 1 ]; then
+    DROVER_ATTN_BWD=fused GPU_PREBUILT=1 DROVER_TRAIN=build/drover-train timeout 300 tests/gpu/run.sh build > "$O/gputest.txt" 2>&1
     rc=$?
-    echo "test_model DROVER_ATTN_BWD=$m rc=$rc $(el)"
-    grep -E "FAIL|fixed-seed|identical|test_model:" "$O/model-$m.txt" | head -10
-    [ $rc = 0 ] || stop "test_model with DROVER_ATTN_BWD=$m failed"
-    if [ "${GPUTEST:-1}" = 1 ]; then
-        DROVER_ATTN_BWD=$m GPU_PREBUILT=1 DROVER_TRAIN=build/drover-train timeout 300 tests/gpu/run.sh build > "$O/gputest-$m.txt" 2>&1
-        rc=$?
-        echo "gpu-test with DROVER_ATTN_BWD=$m rc=$rc $(el)"
-        grep -E "FAIL|gpu-test|test_kernels:|ERROR SUMMARY|PASS" "$O/gputest-$m.txt" | head -20
-        [ $rc = 0 ] || stop "gpu-test with DROVER_ATTN_BWD=$m failed"
-    fi
-done
-export VARIANTS=${VARIANTS:-"drover;drover-fused DROVER_ATTN_BWD=fused;drover-fused1 DROVER_ATTN_BWD=fused1;drover2;drover-fused1b DROVER_ATTN_BWD=fused1"}
+    echo "gpu-test with DROVER_ATTN_BWD=fused rc=$rc $(el)"
+    grep -E "FAIL|gpu-test|test_kernels:|ERROR SUMMARY|PASS" "$O/gputest.txt" | head -20
+    [ $rc = 0 ] || stop "gpu-test with the fused backward failed"
+fi
+export VARIANTS=${VARIANTS:-"drover;drover-fused DROVER_ATTN_BWD=fused;drover2;drover-fused2 DROVER_ATTN_BWD=fused"}
 GPUTEST=0 TUNE=0 NSYS=0 exec ./step.sh

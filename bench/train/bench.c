@@ -243,15 +243,12 @@ static int bench_kernels(int B)
         size_t wsb = kern_attention_backward_ws_bytes(B, T, C, NH);
         TIME("attention bwd (wgmma default)", 2.5 * attf, bf * 8.0 * N * C, use_wg && !wsb ? L : 0,
              kern_attention_backward(pre, scratch, y, y, lse, qkv, B, T, C, NH, 0));
-        for (int fm = 1; fm <= 2; fm++) { /* DROVER_ATTN_BWD=fused, fused1 */
-            kern_attention_set_bwd(fm);
-            wsb = kern_attention_backward_ws_bytes(B, T, C, NH);
-            if (!wsb)
-                continue;
+        kern_attention_set_bwd(1);
+        wsb = kern_attention_backward_ws_bytes(B, T, C, NH);
+        if (wsb) {
             void *ws = NULL;
             CK(cudaMalloc(&ws, wsb));
-            TIME(fm == 1 ? "attention bwd (wgmma fused)" : "attention bwd (wgmma fused1)", 2.5 * attf,
-                 bf * 8.0 * N * C, use_wg && fused == fm ? L : 0,
+            TIME("attention bwd (wgmma fused)", 2.5 * attf, bf * 8.0 * N * C, use_wg && fused ? L : 0,
                  kern_attention_backward3(pre, scratch, ws, wsb, y, y, lse, qkv, B, T, C, NH, 0, NULL, NULL, NULL));
             CK(cudaFree(ws));
         }

@@ -528,10 +528,8 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
      * small a workspace runs the split kernels, bit for bit */
     kern_attention_set_impl(1);
     kern_attention_set_variant(NULL);
-    for (int fm = 1; fm <= 2; fm++) { /* fused (two warpgroups a block), fused1 (one) */
-    kern_attention_set_bwd(fm);
+    kern_attention_set_bwd(1);
     size_t wsb = kern_attention_backward_ws_bytes(B, T, C, NH);
-    const char *fname = fm == 1 ? "fused" : "fused1", *split = fm == 1 ? "13,13,65" : "13,13,64";
     if (wsb) {
         kbf16 *out = dev_poisoned(N * C * 2);
         float *lse = dev_poisoned((size_t)B * NH * T * 4);
@@ -542,23 +540,22 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
         KK(kern_attention_backward3(d_dqkv, scratch, ws, wsb, d_dout, out, lse, dqkv_in, B, T, C, NH, 0,
                                     NULL, NULL, NULL));
         float *g = host_from_bf16(d_dqkv, N * 3 * C);
-        snprintf(name, sizeof name, "attention_backward wgmma %s dqkv (B%d T%d C%d NH%d)", fname, B, T, C, NH);
+        snprintf(name, sizeof name, "attention_backward wgmma fused dqkv (B%d T%d C%d NH%d)", B, T, C, NH);
         check(name, rel_err(g, dinp, N * 3 * C), 2e-2);
         CK(cudaFree(ws));
         ws = dev_poisoned(wsb);
         KK(kern_attention_backward3(d_dqkv, scratch, ws, wsb, d_dout, out, lse, dqkv_in, B, T, C, NH, 0,
                                     NULL, NULL, NULL));
         float *g2 = host_from_bf16(d_dqkv, N * 3 * C);
-        snprintf(name, sizeof name, "attention_backward wgmma %s repeat identical", fname);
-        check(name, memcmp(g, g2, N * 3 * C * sizeof(float)) ? 1.0 : 0.0, 0);
-        kern_attention_set_variant(split);
+        check("attention_backward wgmma fused repeat identical",
+              memcmp(g, g2, N * 3 * C * sizeof(float)) ? 1.0 : 0.0, 0);
+        kern_attention_set_variant("13,13,65");
         KK(kern_attention_backward(d_dqkv, scratch, d_dout, out, lse, dqkv_in, B, T, C, NH, 0));
         float *g3 = host_from_bf16(d_dqkv, N * 3 * C);
         int same = 1;
         for (size_t row = 0; row < N; row++) /* columns C..3C: dK, dV */
             same &= !memcmp(g + row * 3 * C + C, g3 + row * 3 * C + C, 2 * C * sizeof(float));
-        snprintf(name, sizeof name, "attention_backward wgmma %s dK dV = split %s bits", fname, split);
-        check(name, same ? 0.0 : 1.0, 0);
+        check("attention_backward wgmma fused dK dV = split 13,13,65 bits", same ? 0.0 : 1.0, 0);
         kern_attention_set_variant(NULL);
         KK(kern_attention_backward3(d_dqkv, scratch, ws, wsb - 1, d_dout, out, lse, dqkv_in, B, T, C, NH, 0,
                                     NULL, NULL, NULL));
@@ -577,7 +574,6 @@ static void test_attention(struct rng *r, int B, int T, int C, int NH)
         CK(cudaFree(lse));
         CK(cudaFree(d_dqkv));
         CK(cudaFree(scratch));
-    }
     }
     kern_attention_set_bwd(-1);
     /* D = rowsum(dout * out): the 8-threads-per-row kernel (head size 64) gives the warp
