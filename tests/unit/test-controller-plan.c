@@ -23,6 +23,7 @@
 #include "controller/deploy/deploy.h"
 #include "controller/inventory.h"
 #include "controller/transport/fleet.h"
+#include "tests/unit/capture.h"
 
 #define REL_A "2ab918e64d0050a3735a94c0d07ca241638eb2f15a7c54bfcd3cb48c36b1e548"
 #define REL_B "1111111111111111111111111111111111111111111111111111111111111111"
@@ -99,33 +100,6 @@ static char *slurp(const char *path)
     return buf;
 }
 
-/* Run verb on inv with stdout and stderr into out and err; its exit code. */
-static int run_verb(int (*verb)(struct fleet *, int, char **), const struct inventory *inv, char **argv,
-                    int argc, const char *out, const char *err)
-{
-    struct fleet f;
-    fleet_init(&f, inv, NULL);
-    fflush(stdout);
-    fflush(stderr);
-    int save_out = dup(STDOUT_FILENO), save_err = dup(STDERR_FILENO);
-    int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    assert_true(fo >= 0 && fe >= 0);
-    dup2(fo, STDOUT_FILENO);
-    dup2(fe, STDERR_FILENO);
-    close(fo);
-    close(fe);
-    int code = verb(&f, argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(save_out, STDOUT_FILENO);
-    dup2(save_err, STDERR_FILENO);
-    close(save_out);
-    close(save_err);
-    fleet_done(&f);
-    return code;
-}
-
 /* `drover plan` against two local roots whose agent (a script) says the job is stopped there
  * with the very release planned: plan says a deploy would start it, naming both; -o json says
  * which containers in "starts_stopped" and keeps stdout one document. */
@@ -166,7 +140,7 @@ static void test_plan_says_deploy_starts_stopped_job(void **state)
     snprintf(err, sizeof err, "%s/err", dir);
     snprintf(path, sizeof path, "%s/rel", dir);
     char *argv_json[] = { "plan", path, "--job", "train", "-o", "json", NULL };
-    assert_int_equal(run_verb(cmd_plan, inv, argv_json, 6, out, err), EXIT_OK);
+    assert_int_equal(capture_verb(cmd_plan, inv, argv_json, 6, out, err), EXIT_OK);
     json_error_t je;
     json_t *d = json_load_file(out, 0, &je);
     assert_non_null(d);
@@ -188,14 +162,14 @@ static void test_plan_says_deploy_starts_stopped_job(void **state)
     put(text, doc, 0600);
     free(doc);
     char *argv[] = { "plan", path, "--job", "train", NULL };
-    assert_int_equal(run_verb(cmd_plan, inv, argv, 4, out, err), EXIT_OK);
+    assert_int_equal(capture_verb(cmd_plan, inv, argv, 4, out, err), EXIT_OK);
     char want[1200];
     snprintf(want, sizeof want, "job 'train' is stopped in h1:local:%s/a, h1:local:%s/b (`drover stop`, "
              "or its gang ended): a deploy would start it, with release %.12s (rel) on probation; "
              "`drover start --job train` starts the release it ran without a deploy\n", dir, dir, id);
     assert_non_null(strstr(slurp(out), want));
 
-    assert_int_equal(run_verb(cmd_plan, inv, argv_json, 6, out, err), EXIT_OK);
+    assert_int_equal(capture_verb(cmd_plan, inv, argv_json, 6, out, err), EXIT_OK);
     d = json_load_file(out, 0, &je); /* stdout: the document alone */
     assert_non_null(d);
     json_t *starts = json_object_get(json_array_get(json_object_get(d, "plans"), 0), "starts_stopped");

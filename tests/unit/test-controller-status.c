@@ -23,6 +23,7 @@
 #include "controller/cmd.h"
 #include "controller/inventory.h"
 #include "controller/transport/fleet.h"
+#include "tests/unit/capture.h"
 #include "controller/transport/pct.h"
 
 static void test_loss_text(void **state)
@@ -139,32 +140,6 @@ static int count_lines(const char *path, const char *needle)
     return n;
 }
 
-/* Run `drover status ARGS` on inv with stdout and stderr into out and err; its exit code. */
-static int run_status(const struct inventory *inv, char **argv, int argc, const char *out, const char *err)
-{
-    struct fleet f;
-    fleet_init(&f, inv, NULL);
-    fflush(stdout);
-    fflush(stderr);
-    int save_out = dup(STDOUT_FILENO), save_err = dup(STDERR_FILENO);
-    int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    assert_true(fo >= 0 && fe >= 0);
-    dup2(fo, STDOUT_FILENO);
-    dup2(fe, STDERR_FILENO);
-    close(fo);
-    close(fe);
-    int code = cmd_status(&f, argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(save_out, STDOUT_FILENO);
-    dup2(save_err, STDERR_FILENO);
-    close(save_out);
-    close(save_err);
-    fleet_done(&f);
-    return code;
-}
-
 /* A container that runs two jobs and whose agent does not answer: its error line came once per
  * job (the newcomer pass).  Now stderr says it once per container while the table keeps a row
  * per job, and -o json keeps its per-job containers, each with its error. */
@@ -184,7 +159,7 @@ static void test_unreachable_said_once_per_container(void **state)
     struct inventory *inv = NULL;
     assert_int_equal(inventory_parse(text, strlen(text), "/t/inv.ini", &inv, why, sizeof why), 0);
     char *argv[] = { "status", NULL };
-    assert_int_equal(run_status(inv, argv, 1, out, err), EXIT_FAIL);
+    assert_int_equal(capture_verb(cmd_status, inv, argv, 1, out, err), EXIT_FAIL);
     assert_int_equal(count_lines(out, "agent-unreachable"), 3); /* a row per job and container */
     assert_int_equal(count_lines(err, "drover-agent status failed"), 2); /* a line per container */
     char a[128];
@@ -192,7 +167,7 @@ static void test_unreachable_said_once_per_container(void **state)
     assert_int_equal(count_lines(err, a), 1);
 
     char *argv_json[] = { "status", "-o", "json", NULL };
-    assert_int_equal(run_status(inv, argv_json, 3, out, err), EXIT_FAIL);
+    assert_int_equal(capture_verb(cmd_status, inv, argv_json, 3, out, err), EXIT_FAIL);
     assert_int_equal(count_lines(err, ""), 0);
     json_error_t je;
     json_t *d = json_load_file(out, 0, &je);
@@ -254,7 +229,7 @@ static void test_nojob_hint(void **state)
     struct inventory *inv = NULL;
     assert_int_equal(inventory_parse(text, strlen(text), "/t/inv.ini", &inv, why, sizeof why), 0);
     char *argv[] = { "status", NULL };
-    assert_int_equal(run_status(inv, argv, 1, out, err), EXIT_OK); /* every container answered */
+    assert_int_equal(capture_verb(cmd_status, inv, argv, 1, out, err), EXIT_OK); /* every container answered */
     assert_int_equal(count_lines(out, "no-job"), 3); /* a row per job and container */
     assert_int_equal(count_lines(out, "drover deploy"), 0); /* the table stays a table */
     assert_int_equal(count_lines(err, "deploy one with"), 2); /* once per job, not per row */
@@ -266,7 +241,7 @@ static void test_nojob_hint(void **state)
     assert_int_equal(count_lines(err, want), 1);
 
     char *argv_json[] = { "status", "-o", "json", NULL };
-    assert_int_equal(run_status(inv, argv_json, 3, out, err), EXIT_OK);
+    assert_int_equal(capture_verb(cmd_status, inv, argv_json, 3, out, err), EXIT_OK);
     assert_int_equal(count_lines(err, ""), 0);
     assert_int_equal(count_lines(out, "deploy one with"), 0);
     json_error_t je;
