@@ -190,6 +190,24 @@ static __device__ __forceinline__ void wred_release(unsigned *p, unsigned v)
 {
     asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
+// Wait until a dQ counter reaches v (acquire).  The blocks it waits for were dispatched before
+// this one (the grid's order), which the hardware's in-order dispatch makes true in practice
+// but CUDA does not promise: after 2 s of %globaltimer the kernel traps, so the launch fails
+// with an error (the step's CUDA error, exit 9) instead of hanging the step.  No printf: a call
+// in this kernel makes ptxas serialize its wgmmas (C7510).
+static __device__ __forceinline__ void wspin_until(const unsigned *p, unsigned v)
+{
+    uint64_t t0, now;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t0));
+    for (unsigned n = 1; wld_acquire(p) < v; n++) {
+        if (n % 4096)
+            continue;
+        asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(now));
+        if (now - t0 > 2000000000ull)
+            __trap();
+    }
+}
+
 template <bool PP, int NWG, int PH>
 static __device__ __forceinline__ void pp_before(int wgi)
 {
@@ -823,8 +841,7 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
                     int kbmax = i / NWG;
                     size_t tix = (size_t)bh * nt + i;
                     if (kb < kbmax) {
-                        while (wld_acquire(sem + tix) < (unsigned)(kbmax - kb))
-                            ;
+                        wspin_until(sem + tix, (unsigned)(kbmax - kb));
                         fence_async_all(); // the acquire before the bulk add's reads
                         bulk_add_f32(dqacc + tix * 4096, sdq + bb * 4096, 16384);
                     } else {
@@ -985,8 +1002,7 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
             size_t tix = (size_t)bh * nt + i;
             const float4 *acc4 = reinterpret_cast<const float4 *>(dqacc + tix * 4096);
             if (kb < kbmax) {
-                while (wld_acquire(sem + tix) < (unsigned)(kbmax - kb))
-                    ;
+                wspin_until(sem + tix, (unsigned)(kbmax - kb));
                 fence_async_all(); // parts the writer warps added with bulk reduces
 #pragma unroll
                 for (int j = 0; j < 8; j++) {
@@ -1563,7 +1579,7 @@ static int wg_dkv_v(const struct wg_bwd_args *a, cudaStream_t s, int lpt = 0)
 
 // the producer-warpgroup dK/dV (head size 64); 1 where the tensor maps cannot be made (the
 // caller then runs the cp.async kernel: the same bits).  FDQ: the fused backward, dQ too, summed
-// in ws (wg_fused_ws_bytes; the counters zeroed here); lpt ignored.
+// in ws (attention_wg_fused_ws_bytes; the counters zeroed here); lpt ignored.
 template <int NWG, bool PIPE, int MINB, bool FDQ = false>
 static int wg_dkv_tma_v(const struct wg_bwd_args *a, cudaStream_t s, int lpt, void *ws = NULL)
 {
