@@ -152,6 +152,12 @@ static __device__ __forceinline__ void wbar_arrive(void)
 {
     asm volatile("bar.arrive %0, 256;\n" ::"n"(ID));
 }
+// a named barrier of n threads (the fused backward's two consumer warpgroups), not .aligned:
+// the warps need not be converged (compute-sanitizer synccheck flagged bar.sync there)
+static __device__ __forceinline__ void wbar_sync_n(int id, int n)
+{
+    asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
 // bulk copies shared -> global (the fused backward's dQ parts): a store, an fp32 add at L2
 static __device__ __forceinline__ void bulk_store(void *gdst, const void *ssrc, uint32_t bytes)
 {
@@ -760,11 +766,9 @@ static __global__ void __launch_bounds__(128 * NWG) wg_backward_dkv_kernel(bf16 
 // FDQ (the fused backward, DROVER_ATTN_BWD=fused; two consumer warpgroups, not pipelined): dQ
 // from the same dS instead of a dQ kernel that recomputes S and dP (5 tile products per step
 // instead of 7).  Each consumer stores its dS^T (bf16, 64 keys x 64 queries, 128-byte swizzle) in
-// one of three shared buffers (full / free mbarriers each); one of them in turn (warpgroup x & 1
-// for step x) computes the block's part of query tile x, dQ_x = [dS_0 dS_1] [K_0; K_1], as one
-// product of K = 128 keys (both operands MN-major), one step later, issued with that step's dV
-// and dK products: so a consumer waits for the other's dS^T of the step before, never for the
-// other's dQ work (a barrier of the two every step held them in lockstep and cost 6%).
+// shared memory, double-buffered by the step's parity; after a barrier of the two, one of them in
+// turn (the step's parity) computes the block's part of query tile i, dQ_i = [dS_0 dS_1] [K_0; K_1],
+// as one product of K = 128 keys (both operands MN-major), issued with its dV and dK products.
 // That part leaves the kernel in a fixed order: one fp32 accumulator per (batch*head, query tile)
 // in the workspace, blocks kb = i/2 (the diagonal one, which stores) down to 0 (which adds the last
 // part and writes dQ in bf16), each waiting on a counter per tile (acquire) that the block before
@@ -800,15 +804,14 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
     unsigned char *sv = sk + NWG * TILE;                          // NWG tiles
     unsigned char *sq = sv + NWG * TILE;                          // NS stages of 64 queries
     unsigned char *sdo = sq + NS * TILE;                          // NS stages
-    unsigned char *sds = sdo + NS * TILE;                         // FDQ: [3 buffers][NWG] dS^T tiles,
-    float *sdq = reinterpret_cast<float *>(sds + 3 * NWG * TILE); // then [2][4096] fp32 dQ parts
-    float *slse = reinterpret_cast<float *>(sds + (FDQ ? (3 * NWG + 4) * TILE : 0)); // [NS][64]
+    unsigned char *sds = sdo + NS * TILE;                         // FDQ: [2 parities][NWG] dS^T tiles,
+    float *sdq = reinterpret_cast<float *>(sds + 2 * NWG * TILE); // then [2][4096] fp32 dQ parts
+    float *slse = reinterpret_cast<float *>(sds + (FDQ ? (2 * NWG + 4) * TILE : 0)); // [NS][64]
     float *sd = slse + NS * 64;                                   // [NS][64]
     uint64_t *full = reinterpret_cast<uint64_t *>(sd + NS * 64);  // [NS]
     uint64_t *empty = full + NS;                                  // [NS]
     uint64_t *kvfull = empty + NS;                                // the block's K and V tiles
     uint64_t *dqfull = kvfull + 1, *dqempty = dqfull + 2;         // FDQ: [2] each, the dQ parts
-    uint64_t *dsfull = dqempty + 2, *dsfree = dsfull + 3;         // FDQ: [3] each, the dS^T buffers
     int nt = (T + 63) / 64, nkb = (nt + NWG - 1) / NWG;
     // FDQ: the higher key blocks first (the dQ order waits on them)
     int kb = FDQ ? nkb - 1 - (int)blockIdx.x : lpt ? blockIdx.y : blockIdx.x, first = NWG * kb;
@@ -820,16 +823,11 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
             mbar_init(&empty[s], 128 * NWG);
         }
         mbar_init(kvfull, 1);
-        if (FDQ) {
+        if (FDQ)
             for (int x = 0; x < 2; x++) {
                 mbar_init(&dqfull[x], 128);
                 mbar_init(&dqempty[x], 1);
             }
-            for (int x = 0; x < 3; x++) {
-                mbar_init(&dsfull[x], 256); // both consumers' halves
-                mbar_init(&dsfree[x], 128); // the owner's dQ product has read them
-            }
-        }
         mbar_init_fence();
     }
     __syncthreads();
@@ -908,55 +906,21 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
             reinterpret_cast<uint4 *>(sk + wgi * TILE)[x] = make_uint4(0, 0, 0, 0);
         fence_async_smem();
     }
-    // FDQ: the block's part of query tile x's dQ (in dq, of the step st = x - first this warpgroup
-    // owned) to the writer warp, or, in block 0, added to the other blocks' and written in bf16
-    [[maybe_unused]] auto dq_out = [&](float *dq, int x) {
-        int st = x - first, bb = st & 1;
-        if (kb > 0) {
-            if (st >= 2) // the writer warp has sent this buffer's previous tile
-                mbar_wait(&dqempty[bb], ((st >> 1) - 1) & 1);
-            float4 *s4 = reinterpret_cast<float4 *>(sdq + bb * 4096);
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-                s4[j * 128 + tid] = make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]);
-            fence_async_smem();
-            mbar_arrive(&dqfull[bb]);
-            return;
-        }
-        int kbmax = x / NWG;
-        size_t tix = (size_t)bh * nt + x;
-        const float4 *acc4 = reinterpret_cast<const float4 *>(dqacc + tix * 4096);
-        if (kb < kbmax) {
-            wspin_until(sem + tix, (unsigned)(kbmax - kb));
-            fence_async_all(); // parts the writer warps added with bulk reduces
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                float4 v = __ldcg(acc4 + j * 128 + tid);
-                dq[4 * j] = v.x + dq[4 * j];
-                dq[4 * j + 1] = v.y + dq[4 * j + 1];
-                dq[4 * j + 2] = v.z + dq[4 * j + 2];
-                dq[4 * j + 3] = v.w + dq[4 * j + 3];
-            }
-        }
-        wstore<HS>(dqkv + (size_t)b * T * 3 * C + h * HS, 3 * C, x * 64 + w * 16, T, dq, 1.f, 1.f);
-    };
     mbar_wait(kvfull, 0);
     for (int i = first; i < nt; i++) {
-        int s = (i - first) % NS, st = i - first;
-        // FDQ: this step's dS^T tiles (3 buffers), and the part this warpgroup owes: the owner of
-        // step x (warpgroup x & 1) computes its dQ part one step later, so that neither consumer
-        // waits for the other's dQ work (only for its dS^T, stored a step before)
-        unsigned char *dsb = sds + (st % 3) * NWG * TILE, *pdsb = sds + ((st + 2) % 3) * NWG * TILE;
-        bool pend = FDQ && st > 0 && ((st - 1) & 1) == wgi;
+        int s = (i - first) % NS;
+        // FDQ: this step's dS^T tiles, and whether this warpgroup computes the step's dQ part
+        unsigned char *dsb = sds + ((i - first) & 1) * NWG * TILE;
+        bool owner = ((i - first) & 1) == wgi;
         bool work = __shfl_sync(0xffffffffu, (int)(active && i >= mk), 0);
-        float dq[32]; // FDQ: the block's part of query tile i - 1's dQ
+        float dq[32]; // FDQ, the owner: the block's part of query tile i's dQ
         mbar_wait(&full[s], ((i - first) / NS) & 1);
         if (work) {
             const unsigned char *cq = sq + s * TILE, *cdo = sdo + s * TILE;
             const float *cl = slse + s * 64, *cd = sd + s * 64;
-            float st_[32], dpt[32];
+            float st[32], dpt[32];
             wg_fence();
-            wg_abt0<HS>(st_, myk, cq, kh);  // S^T = K Q^T   (64 keys x 64 queries)
+            wg_abt0<HS>(st, myk, cq, kh);  // S^T = K Q^T   (64 keys x 64 queries)
             wg_abt0<HS>(dpt, myv, cdo, kh); // dP^T = V dO^T
             wg_commit();
             if constexpr (PIPE) { // step i-1's second products (zeros in the first step, on this stage)
@@ -969,16 +933,14 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
                 wg_wait0();
             }
             if (i == mk) // causal mask on the diagonal tile
-                wg_mask<true>(st_, i * 64, key0, t);
-            wg_ds_cols(st_, dpt, cl, cd, t, sl2, scale);
+                wg_mask<true>(st, i * 64, key0, t);
+            wg_ds_cols(st, dpt, cl, cd, t, sl2, scale);
             if (PIPE)
                 wg_wait0();
-            wg_packp(pa, st_);
+            wg_packp(pa, st);
             wg_packp(da, dpt);
             if constexpr (FDQ) { // dS^T to shared memory, 128-byte swizzle (row = key, 16-byte
                 // chunk n of queries 8n..8n+7 at slot n ^ (row % 8)): a warp's stores hit 32 banks
-                if (st >= 3) // the owner of step st - 3 has read this buffer
-                    mbar_wait(&dsfree[st % 3], (st / 3 - 1) & 1);
                 unsigned char *myds = dsb + wgi * TILE;
 #pragma unroll
                 for (int kk = 0; kk < 4; kk++)
@@ -991,21 +953,19 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
                             da[kk][2 * hh + 1];
                     }
                 fence_async_smem();
-                mbar_arrive(&dsfull[st % 3]);
+                wbar_sync_n(5, 256); // both warpgroups' dS^T of this step are stored
             }
-            if (pend) { // each branch a whole group: products in flight across a branch are
-                // serialized (ptxas C7520)
-                mbar_wait(&dsfull[(st + 2) % 3], ((st - 1) / 3) & 1); // both halves of step st - 1's
+            if (FDQ && owner) { // each branch a whole group: products in flight across a branch
+                // are serialized (ptxas C7520)
                 wg_fence();
                 wg_pb<HS>(dv, pa, cdo, mh); // dV += P^T dO
                 wg_pb<HS>(dk, da, cq, mh);  // dK += dS^T Q
-                wg_ss_n64_tt_z(dq, wdesc(pdsb, mh), wdesc(sk, mh)); // step st - 1's part of dQ =
+                wg_ss_n64_tt_z(dq, wdesc(dsb, mh), wdesc(sk, mh)); // the block's part of dQ_i =
 #pragma unroll
                 for (int kk = 1; kk < 8; kk++) // dS_0 K_0 + dS_1 K_1; 16 keys a k-step, 2048 bytes
-                    wg_ss_n64_tt(dq, wdesc(pdsb + kk * 2048, mh), wdesc(sk + kk * 2048, mh));
+                    wg_ss_n64_tt(dq, wdesc(dsb + kk * 2048, mh), wdesc(sk + kk * 2048, mh));
                 wg_commit();
                 wg_wait0();
-                mbar_arrive(&dsfree[(st + 2) % 3]);
             } else if (!PIPE) {
                 wg_fence();
                 wg_pb<HS>(dv, pa, cdo, mh); // dV += P^T dO
@@ -1013,14 +973,11 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
                 wg_commit();
                 wg_wait0();
             }
-        } else if constexpr (FDQ) { // no keys before these queries (the first step of warpgroup 1,
-            // which owes nothing then): a dS^T of zeros
-            if (st >= 3)
-                mbar_wait(&dsfree[st % 3], (st / 3 - 1) & 1);
+        } else if constexpr (FDQ) { // no keys before these queries: a dS^T of zeros
             for (int x = tid; x < TILE / 16; x += 128)
                 reinterpret_cast<uint4 *>(dsb + wgi * TILE)[x] = make_uint4(0, 0, 0, 0);
             fence_async_smem();
-            mbar_arrive(&dsfull[st % 3]);
+            wbar_sync_n(5, 256);
         }
         // every consumer thread releases every stage once: pipelined, step i-1's (its products
         // completed at the wg_wait0 above), else step i's
@@ -1030,23 +987,34 @@ static __global__ void __launch_bounds__(128 * (NWG + 1), MINB)
         } else {
             mbar_arrive(&empty[s]);
         }
-        if (pend && work)
-            dq_out(dq, i - 1);
-    }
-    if (FDQ && ((nt - 1 - first) & 1) == wgi) { // the last step's part, owed by its owner
-        static_assert(!FDQ || NWG == 2, "");
-        int st = nt - 1 - first;
-        unsigned char *ldsb = sds + (st % 3) * NWG * TILE;
-        float dq[32];
-        mbar_wait(&dsfull[st % 3], (st / 3) & 1);
-        wg_fence();
-        wg_ss_n64_tt_z(dq, wdesc(ldsb, mh), wdesc(sk, mh));
+        if (FDQ && work && owner && kb > 0) { // the part to the writer warp (see above)
+            int st = i - first, bb = st & 1;
+            if (st >= 2) // its previous tile has left
+                mbar_wait(&dqempty[bb], ((st >> 1) - 1) & 1);
+            float4 *s4 = reinterpret_cast<float4 *>(sdq + bb * 4096);
 #pragma unroll
-        for (int kk = 1; kk < 8; kk++)
-            wg_ss_n64_tt(dq, wdesc(ldsb + kk * 2048, mh), wdesc(sk + kk * 2048, mh));
-        wg_commit();
-        wg_wait0();
-        dq_out(dq, nt - 1);
+            for (int j = 0; j < 8; j++)
+                s4[j * 128 + tid] = make_float4(dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]);
+            fence_async_smem();
+            mbar_arrive(&dqfull[bb]);
+        } else if (FDQ && work && owner) { // block 0: the last part, dQ in bf16 (see above)
+            int kbmax = i / NWG;
+            size_t tix = (size_t)bh * nt + i;
+            const float4 *acc4 = reinterpret_cast<const float4 *>(dqacc + tix * 4096);
+            if (kb < kbmax) {
+                wspin_until(sem + tix, (unsigned)(kbmax - kb));
+                fence_async_all(); // parts the writer warps added with bulk reduces
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    float4 v = __ldcg(acc4 + j * 128 + tid);
+                    dq[4 * j] = v.x + dq[4 * j];
+                    dq[4 * j + 1] = v.y + dq[4 * j + 1];
+                    dq[4 * j + 2] = v.z + dq[4 * j + 2];
+                    dq[4 * j + 3] = v.w + dq[4 * j + 3];
+                }
+            }
+            wstore<HS>(dqkv + (size_t)b * T * 3 * C + h * HS, 3 * C, i * 64 + w * 16, T, dq, 1.f, 1.f);
+        }
     }
     if (!active)
         return;
@@ -1619,8 +1587,8 @@ static int wg_dkv_tma_v(const struct wg_bwd_args *a, cudaStream_t s, int lpt, vo
     CUtensorMap mq, mdo;
     if (wg_tensor_map(&mq, a->qkv, 3 * a->C, a->T, a->B) < 0 || wg_tensor_map(&mdo, a->dout, a->C, a->T, a->B) < 0)
         return 1;
-    size_t sz = (size_t)(2 * NWG + 2 * NS + (FDQ ? 3 * NWG + 4 : 0)) * TILE + sizeof(float) * 2 * NS * 64 +
-                8 * (2 * NS + 1 + (FDQ ? 10 : 0)) + 1024; // FDQ: dS^T tiles, two fp32 dQ tiles, 10 mbarriers
+    size_t sz = (size_t)(2 * NWG + 2 * NS + (FDQ ? 2 * NWG + 4 : 0)) * TILE + sizeof(float) * 2 * NS * 64 +
+                8 * (2 * NS + 1 + (FDQ ? 4 : 0)) + 1024; // FDQ: dS^T tiles, two fp32 dQ tiles, 4 mbarriers
     uint64_t kh, mh;
     wg_desc_bits(64, &kh, &mh);
     int nt = (a->T + 63) / 64;
