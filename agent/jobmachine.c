@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/status.h"
 #include "common/trainexit.h"
 #include "common/util.h"
 
@@ -97,7 +98,9 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
                  p->crash_limit, p->crash_window_s);
         return POLICY_RESTART;
     }
-    const char *why = exit_code == JM_EXIT_HUNG ? "liveness" : fatal ? "non-retryable exit" : "crash loop";
+    const char *why = exit_code == JM_EXIT_HUNG ? STATUS_REASON_LIVENESS
+                      : fatal                   ? STATUS_REASON_FATAL_EXIT
+                                                : STATUS_REASON_CRASH_LOOP;
     if (!has_good) {
         snprintf(reason, reasonsz, "%s: %s and no good release to return to", why, how);
         return POLICY_FAIL;

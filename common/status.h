@@ -45,6 +45,12 @@
  * `drover status`/`top` show it; `drover deploy` refuses that container until the agent's
  * gpu-check passes there, or --force. */
 #define STATUS_ATTENTION_PREFIX "needs attention: environment fault:"
+/* How the agent's job machine begins a reason when it reverts or gives up because workers
+ * crashed (agent/jobmachine.c), so that the controller can tell a crash, whose cause is in the
+ * workers' log, from a liveness trip or a start failure. */
+#define STATUS_REASON_CRASH_LOOP "crash loop"
+#define STATUS_REASON_FATAL_EXIT "non-retryable exit"
+#define STATUS_REASON_LIVENESS "liveness"
 #define STATUS_MAX_BYTES (256u << 10)
 
 /* Agent features, "features" in the document by name (status.c's table).  An agent that sends

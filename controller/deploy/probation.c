@@ -235,10 +235,11 @@ static const char *logs_pointer(const struct probation *p, char *buf, size_t sz)
 }
 
 /* The agent's reason names a worker that crashed (agent/jobmachine.c: its crash-loop rule, or an
- * exit code it does not retry), as opposed to a liveness trip or a start failure. */
+ * exit code it does not retry), as opposed to a liveness trip or a start failure; the words are
+ * common/status.h's. */
 static bool agent_reason_is_crash(const char *reason)
 {
-    return strstr(reason, "crash loop") || strstr(reason, "non-retryable exit");
+    return strstr(reason, STATUS_REASON_CRASH_LOOP) || strstr(reason, STATUS_REASON_FATAL_EXIT);
 }
 
 static bool release_matches(const char *reported, const char *want)
