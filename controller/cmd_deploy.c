@@ -81,7 +81,8 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
     }
     int ret;
     /* a mistyped release (or --env) directory is named before any host is contacted: with a dead
-     * host in the inventory the user would otherwise wait out a connect timeout first */
+     * host in the inventory the user would otherwise wait out a connect timeout first.  It is
+     * bad input, exit 2 as a usage error (it was 1, the code of a deploy that failed) */
     const char *dirs[] = { o.dir, o.env_dir };
     for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) {
         struct stat st;
@@ -89,9 +90,19 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
             continue;
         int rc = stat(dirs[k], &st);
         if (rc < 0 || !S_ISDIR(st.st_mode)) {
-            log_error("cannot read %s directory '%s': %s", k ? "environment" : "release", dirs[k],
-                      rc < 0 ? strerror(errno) : "not a directory");
-            ret = EXIT_FAIL;
+            const char *what = k ? "environment" : "release";
+            char why[160];
+            if (rc < 0 && errno == ENOENT)
+                snprintf(why, sizeof why, "does not exist");
+            else if (rc < 0)
+                snprintf(why, sizeof why, "cannot be read (%s)", strerror(errno));
+            else
+                snprintf(why, sizeof why, "is not a directory");
+            log_error("%s directory '%s' %s: give the directory that holds the %s (drover %s %s); "
+                      "nothing was contacted, nothing changed", what, dirs[k], why,
+                      k ? "environment, a venv say" : "release, with the job's command in it", argv[0],
+                      k ? "DIR --env ENVDIR" : "DIR");
+            ret = EXIT_USAGE;
             goto out;
         }
     }

@@ -58,6 +58,14 @@ check "deploy -o json: stdout is one result document" \
 	jq -e '.v == 1 and .kind == "deploy" and .exit == 0 and .outcome == "ok" and .jobs == ["train"]' "$E2E_WORK/last.out"
 check "every container is still on v1" all_current_is "$v1"
 
+say "deploy of a release directory that does not exist: bad input, exit 2, nothing touched"
+drover deploy "$E2E_WORK/releases/no-such-release" --job train
+show_drover 3
+check "it is a usage error (exit 2), not a failed deploy (1)" test "$DROVER_RC" = 2
+check "it names the path and what to give" drover_said "release directory '$E2E_WORK/releases/no-such-release' does not exist: give the directory that holds the release"
+check "it says nothing was contacted" drover_said "nothing was contacted, nothing changed"
+check "every container is still on v1" all_current_is "$v1"
+
 drover plan "$E2E_WORK/releases/v1" --job train -o json
 show_drover 5
 check "plan -o json exits 0" test "$DROVER_RC" = 0

@@ -622,6 +622,49 @@ static void want_doc(const char *kind, int code, const char *error_has)
     json_decref(o);
 }
 
+/* A release (or --env) directory that does not exist is bad input: exit 2, the usage code, with
+ * the path and what to give instead, before any host is contacted (it exited 1, the code of a
+ * deploy that failed).  The agent here is a script that leaves a mark when anything runs it. */
+static void test_missing_release_dir(void **state)
+{
+    (void)state;
+    char ini[768], mark[128];
+    snprintf(mark, sizeof mark, "%s/agent-was-run", tmpd);
+    snprintf(ini, sizeof ini,
+             "[drover]\nstate_dir = %s/state\n[host h1]\nlocal = true\nagent_path = %s/agent\n"
+             "[job train]\ncontainers = h1:local:%s/a\ncommand = bin/t\n"
+             "[job eval]\ncontainers = h1:local:%s/b\ncommand = bin/t\nmaster_port = 29501\n",
+             tmpd, tmpd, tmpd, tmpd);
+    mkfile("drover.ini", ini, 0644);
+    char script[256];
+    snprintf(script, sizeof script, "#!/bin/sh\ntouch '%s'\nexit 1\n", mark);
+    mkfile("agent", script, 0755);
+    assert_int_equal(fs_mkdir_p("rel/bin", 0755), 0);
+    mkfile("rel/bin/t", "#!/bin/sh\n", 0755);
+    mkfile("afile", "", 0644);
+    assert_int_equal(drover("deploy", "nope", "--job", "train", NULL), 2);
+    want(err, "release directory 'nope' does not exist: give the directory that holds the release, "
+              "with the job's command in it (drover deploy DIR); nothing was contacted, nothing changed");
+    assert_int_equal(drover("plan", "nope", "--job", "train", NULL), 2);
+    want(err, "release directory 'nope' does not exist");
+    want(err, "(drover plan DIR)");
+    assert_int_equal(drover("deploy", "nope", "--all-jobs", NULL), 2); /* a wave too */
+    want(err, "release directory 'nope' does not exist");
+    assert_int_equal(drover("deploy", "afile", "--job", "train", NULL), 2);
+    want(err, "release directory 'afile' is not a directory");
+    assert_int_equal(drover("deploy", "rel", "--env", "novenv", "--job", "train", NULL), 2);
+    want(err, "environment directory 'novenv' does not exist: give the directory that holds the "
+              "environment, a venv say (drover deploy DIR --env ENVDIR)");
+    /* -o json: the document says it, exit 2 there too */
+    assert_int_equal(drover("deploy", "nope", "--job", "train", "-o", "json", NULL), 2);
+    want_doc("deploy", 2, "release directory 'nope' does not exist");
+    /* nothing ran anywhere: no agent call, no lease, no history */
+    assert_int_equal(access(mark, F_OK), -1);
+    char hist[128];
+    snprintf(hist, sizeof hist, "%s/state/history.jsonl", tmpd);
+    assert_int_equal(access(hist, F_OK), -1);
+}
+
 /* -o json promises one document on stdout whatever happens: an inventory that does not load
  * wrote nothing there (every verb that takes -o json), nor did install failing before it began */
 static void test_json_without_inventory(void **state)
@@ -755,6 +798,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_did_you_mean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_checked_before_hosts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_release_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_job_suggests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_start_need_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_selection, setup, teardown),

@@ -214,10 +214,10 @@ static void test_early_failure_writes_document(void **state)
         char *argv[] = { (char *)kinds[i], "/nonexistent/rel/missing", "-o", "json", NULL };
         int code = -1;
         json_t *d = run_json_verb(verbs[i], argv, 4, &code);
-        assert_int_equal(code, EXIT_FAIL);
+        assert_int_equal(code, EXIT_USAGE); /* bad input, not a failed deploy */
         assert_non_null(d);
         assert_string_equal(json_string_value(json_object_get(d, "kind")), kinds[i]);
-        assert_string_equal(json_string_value(json_object_get(d, "outcome")), "failed");
+        assert_string_equal(json_string_value(json_object_get(d, "outcome")), "usage");
         const char *e = json_string_value(json_object_get(d, "error"));
         assert_non_null(e);
         assert_non_null(strstr(e, "release directory '/nonexistent/rel/missing'"));
