@@ -1,13 +1,18 @@
 /* tests/unit/capture.h: run a controller verb with its stdout and stderr captured into files,
- * for the unit tests that check what a verb says (test-controller-plan, test-controller-status).
- * Header-only: each test program includes it once. */
+ * for the unit tests that check what a verb says (test-controller-plan, test-controller-status,
+ * test-controller-stopstart), and the fake agent those verbs ask: a script whose status document
+ * the test writes.  Header-only: each test program includes it once. */
 #ifndef DROVER_TESTS_UNIT_CAPTURE_H
 #define DROVER_TESTS_UNIT_CAPTURE_H
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/status.h"
 #include "controller/inventory.h"
 #include "controller/transport/fleet.h"
 
@@ -36,6 +41,39 @@ static int capture_verb(int (*verb)(struct fleet *, int, char **), const struct 
     close(save_err);
     fleet_done(&f);
     return code;
+}
+
+/* Write path with text, then chmod it to mode. */
+static inline void capture_put(const char *path, const char *text, mode_t mode)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+/* *st: an agent that answers and knows no job (host "ct", version "test"); add jobs to it. */
+static inline void fake_agent_status_init(struct agent_status *st)
+{
+    memset(st, 0, sizeof *st);
+    strcpy(st->host, "ct");
+    strcpy(st->agent_version, "test");
+}
+
+/* The fake agent of local-root containers (`agent_path = DIR/agent` in the inventory): DIR/status.json
+ * is st as `drover-agent status --json` prints it, DIR/agent a script that prints that file
+ * whatever it is asked.  Called again with another st, the agent says that instead. */
+static inline void fake_agent(const char *dir, const struct agent_status *st)
+{
+    char path[512], text[1024], *doc = NULL;
+    assert_int_equal(status_format(st, &doc), 0);
+    snprintf(path, sizeof path, "%s/status.json", dir);
+    capture_put(path, doc, 0600);
+    free(doc);
+    snprintf(text, sizeof text, "#!/bin/sh\ncat '%s/status.json'\n", dir);
+    snprintf(path, sizeof path, "%s/agent", dir);
+    capture_put(path, text, 0755);
 }
 
 #endif

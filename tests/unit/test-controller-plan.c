@@ -79,16 +79,6 @@ static void test_message(void **state)
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 
-/* Write path (mode) with text. */
-static void put(const char *path, const char *text, mode_t mode)
-{
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    fputs(text, fp);
-    fclose(fp);
-    assert_int_equal(chmod(path, mode), 0);
-}
-
 static char *slurp(const char *path)
 {
     FILE *fp = fopen(path, "r");
@@ -115,7 +105,7 @@ static void test_plan_says_deploy_starts_stopped_job(void **state)
     snprintf(path, sizeof path, "%s/rel/bin", dir);
     assert_int_equal(mkdir(path, 0700), 0);
     snprintf(path, sizeof path, "%s/rel/bin/t", dir);
-    put(path, "#!/bin/sh\nexit 0\n", 0755);
+    capture_put(path, "#!/bin/sh\nexit 0\n", 0755);
     snprintf(text, sizeof text,
              "[drover]\nstate_dir = %s/state\n[host h1]\nlocal = true\nagent_path = %s/agent\n"
              "[job train]\ncontainers = h1:local:%s/a h1:local:%s/b\ncommand = bin/t\n",
@@ -125,17 +115,8 @@ static void test_plan_says_deploy_starts_stopped_job(void **state)
 
     /* the release's id, as plan computes it: a first plan against an agent that knows no job */
     struct agent_status st;
-    memset(&st, 0, sizeof st);
-    strcpy(st.host, "ct");
-    strcpy(st.agent_version, "test");
-    char *doc = NULL;
-    assert_int_equal(status_format(&st, &doc), 0);
-    snprintf(path, sizeof path, "%s/status.json", dir);
-    put(path, doc, 0600);
-    free(doc);
-    snprintf(text, sizeof text, "#!/bin/sh\ncat '%s/status.json'\n", dir);
-    snprintf(path, sizeof path, "%s/agent", dir);
-    put(path, text, 0755);
+    fake_agent_status_init(&st);
+    fake_agent(dir, &st);
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(err, sizeof err, "%s/err", dir);
     snprintf(path, sizeof path, "%s/rel", dir);
@@ -157,10 +138,7 @@ static void test_plan_says_deploy_starts_stopped_job(void **state)
     job_in(&st.jobs[0], GANG_STOPPED, id);
     strcpy(st.jobs[0].good, id);
     strcpy(st.jobs[0].reason, "stopped by the operator");
-    assert_int_equal(status_format(&st, &doc), 0);
-    snprintf(text, sizeof text, "%s/status.json", dir);
-    put(text, doc, 0600);
-    free(doc);
+    fake_agent(dir, &st);
     char *argv[] = { "plan", path, "--job", "train", NULL };
     assert_int_equal(capture_verb(cmd_plan, inv, argv, 4, out, err), EXIT_OK);
     char want[1200];

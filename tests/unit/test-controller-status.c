@@ -198,29 +198,14 @@ static void test_unreachable_said_once_per_container(void **state)
 static void test_nojob_hint(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64], why[512], path[128];
+    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64], why[512];
     assert_non_null(mkdtemp(dir));
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(err, sizeof err, "%s/err", dir);
     /* an agent (a script) that knows no job */
     struct agent_status st;
-    memset(&st, 0, sizeof st);
-    strcpy(st.host, "ct");
-    strcpy(st.agent_version, "test");
-    char *doc = NULL;
-    assert_int_equal(status_format(&st, &doc), 0);
-    snprintf(path, sizeof path, "%s/status.json", dir);
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    fputs(doc, fp);
-    fclose(fp);
-    free(doc);
-    snprintf(path, sizeof path, "%s/agent", dir);
-    fp = fopen(path, "w");
-    assert_non_null(fp);
-    fprintf(fp, "#!/bin/sh\ncat '%s/status.json'\n", dir);
-    fclose(fp);
-    assert_int_equal(chmod(path, 0755), 0);
+    fake_agent_status_init(&st);
+    fake_agent(dir, &st);
     snprintf(text, sizeof text,
              "[drover]\nstate_dir = %s\n[host h1]\nlocal = true\nagent_path = %s/agent\n"
              "[job train]\ncontainers = h1:local:%s/a h1:local:%s/b\ncommand = bin/t\n"
