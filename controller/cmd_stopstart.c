@@ -4,6 +4,7 @@
  * engine's deploy_stop_start() (controller/deploy/stopstart.c) acts, one job after another.
  */
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,7 +78,27 @@ static int stop_or_start(struct fleet *f, int argc, char **argv, bool start)
     }
     /* one job after another, each in all its containers at once; every job is asked even when
      * an earlier one failed (a stop in an incident should reach all it can): the first failure's
-     * code is the exit code */
+     * code is the exit code.  One after another, so the worst case is the sum of each job's
+     * (stopstart_job_budget, the number each job's own line says): said first, in all, since the
+     * first job's line alone read as the whole wait */
+    if (a.njobs > 1 && !a.dry_run) {
+        char each[512] = "";
+        size_t off = 0;
+        double total = 0;
+        for (int k = 0; k < a.njobs; k++) {
+            const struct inv_job *j = inventory_find_job(f->inv, a.jobs[k]);
+            if (!j)
+                continue; /* deploy_stop_start says so */
+            struct stopstart_budget b;
+            stopstart_job_budget(f->inv, j, start, &b);
+            total += b.total;
+            if (off < sizeof each)
+                off += (size_t)snprintf(each + off, sizeof each - off, "%s%s %.0f s", off ? ", " : "",
+                                        j->name, b.total);
+        }
+        fprintf(stderr, "%s: %d jobs, one after another (each in all its containers at once): at most "
+                "%.0f s in all, the sum of each job's (%s)\n", kind, a.njobs, total, each);
+    }
     ret = EXIT_OK;
     for (int k = 0; k < a.njobs; k++) {
         int r = deploy_stop_start(f, a.jobs[k], start, a.dry_run);

@@ -151,7 +151,7 @@ static int history_one(struct ct_fan *cf, int i)
     if (fleet_conn(cf->d->f, ct->host, &c) < 0)
         return -ENOTCONN;
     /* short: a record must not hold up a verdict on a host that stopped answering */
-    if (pct_run_agent(c, ct, ha->give[i] ? ha->argv_lease : ha->argv, 15, &res) < 0) {
+    if (pct_run_agent(c, ct, ha->give[i] ? ha->argv_lease : ha->argv, HISTORY_ADD_TIMEOUT_S, &res) < 0) {
         snprintf(cf->err[i], sizeof cf->err[i], "%s: %s", ct->label, c->err);
         return -EIO;
     }
@@ -159,7 +159,7 @@ static int history_one(struct ct_fan *cf, int i)
         /* an agent that refuses the flag kept nothing: the record alone (the lease goes back
          * in deploy_done's round) */
         exec_result_done(&res);
-        if (pct_run_agent(c, ct, ha->argv, 15, &res) < 0) {
+        if (pct_run_agent(c, ct, ha->argv, HISTORY_ADD_TIMEOUT_S, &res) < 0) {
             snprintf(cf->err[i], sizeof cf->err[i], "%s: %s", ct->label, c->err);
             return -EIO;
         }

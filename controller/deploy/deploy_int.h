@@ -186,6 +186,9 @@ bool agent_fan_end(struct agent_fan_ct *c, int r, const char *err, double took);
  * says who is deploying.  ttl: how long it holds without a renewal.  -EBUSY when another
  * operator holds it somewhere (the agent's line names the holder and its age): the leases taken
  * so far are given back.  An agent without leases (older) is let through with a warning. */
+/* How long one container's `lease take` may take (its batched host exec): exec_timeout, and at
+ * least a status query's time with --status (the document comes with it). */
+double lease_take_timeout(double exec_timeout_s, bool with_status);
 int leases_take(struct deploy *d, double ttl, bool with_status);
 void leases_release(struct deploy *d);
 void leases_renew_due(struct deploy *d, double now);
@@ -211,6 +214,9 @@ void deploy_done(struct deploy *d, int lock);
 void on_sigint(int sig);
 void on_sigint_send(int sig);
 void interrupt_handlers(void (*fn)(int));
+/* One container's `history add` (history_record): short, a record must not hold up a verdict
+ * on a host that stopped answering.  A host's containers are asked one after another. */
+#define HISTORY_ADD_TIMEOUT_S 15
 void history_record(struct deploy *d, const char *result, const char *reason, double ktok);
 /* A new rendezvous generation: 16 hex digits and a NUL, one per switch or operator's start
  * (agent activate/start --rdzv). */

@@ -171,6 +171,11 @@ out:
     free(again);
 }
 
+double lease_take_timeout(double exec_timeout_s, bool with_status)
+{
+    return with_status && exec_timeout_s < FLEET_STATUS_TIMEOUT_S ? FLEET_STATUS_TIMEOUT_S : exec_timeout_s;
+}
+
 /* Take or renew the lease in every container, every host at once.  with_status: the status
  * document comes with it (`lease take --status`) and is kept for the survey that follows
  * (d->pre); an agent older than --status (exit 2, nothing taken) is asked again without. */
@@ -192,8 +197,7 @@ int leases_take(struct deploy *d, double ttl, bool with_status)
         return 0; /* cannot even ask: let the deploy go on as with an agent without leases */
     }
     lease_fan_init(cf, d, a.argv);
-    if (with_status && cf->batch_timeout_s < FLEET_STATUS_TIMEOUT_S)
-        cf->batch_timeout_s = FLEET_STATUS_TIMEOUT_S;
+    cf->batch_timeout_s = lease_take_timeout(d->inv->exec_timeout_s, with_status);
     for (int k = 0; with_status && k < INV_MAX_HOSTS; k++)
         if (!(cf->scratch[k] = malloc(sizeof *cf->scratch[k])))
             break; /* no document kept there: the survey asks */

@@ -82,13 +82,37 @@ const char *stopstart_history_result(bool start, const enum stopstart_outcome *o
     return n > 0 ? NULL : start ? "started" : "stopped";
 }
 
-/* How long a container has to answer: a stop returns once the gang is gone (SIGKILL after the
- * grace), a start once every rank was exec'd (after the GPU-memory wait); both plus a round trip
- * of exec_timeout, as the switch's restart of an old gang allows. */
-static double answer_deadline(const struct deploy *d, bool start)
+void stopstart_budget_of(bool start, double grace_s, double exec_timeout_s, int host_rounds,
+                         int max_cts_per_host, struct stopstart_budget *ret)
 {
-    double grace = d->job->grace_s > 0 ? d->job->grace_s : 30;
-    return grace + d->inv->exec_timeout_s + (start ? 30 : 0);
+    int rounds = host_rounds > 0 ? host_rounds : 1;
+    struct stopstart_budget b;
+    /* lease take --status everywhere, then the plain take where an agent is older than --status */
+    b.lease = rounds * (lease_take_timeout(exec_timeout_s, true) + lease_take_timeout(exec_timeout_s, false));
+    /* a stop returns once the gang is gone (SIGKILL after the grace), a start once every rank was
+     * exec'd (after the GPU-memory wait); both plus a round trip of exec_timeout, as the switch's
+     * restart of an old gang allows */
+    b.answer = (grace_s > 0 ? grace_s : 30) + exec_timeout_s + (start ? 30 : 0);
+    b.record = (double)rounds * (max_cts_per_host > 0 ? max_cts_per_host : 1) * HISTORY_ADD_TIMEOUT_S;
+    b.give_back = rounds * exec_timeout_s; /* leases_release: the lease fan's exec_timeout */
+    b.total = b.lease + b.answer + b.record + b.give_back;
+    *ret = b;
+}
+
+void stopstart_job_budget(const struct inventory *inv, const struct inv_job *j, bool start,
+                          struct stopstart_budget *ret)
+{
+    int per_host[INV_MAX_HOSTS] = { 0 }, nhosts = 0, most = 0;
+    for (int i = 0; i < j->ncts; i++) {
+        int h = j->cts[i].host;
+        if (h < 0 || h >= INV_MAX_HOSTS)
+            continue;
+        nhosts += per_host[h] == 0;
+        if (++per_host[h] > most)
+            most = per_host[h];
+    }
+    int parallel = inv->parallel > 0 ? inv->parallel : 1;
+    stopstart_budget_of(start, j->grace_s, inv->exec_timeout_s, (nhosts + parallel - 1) / parallel, most, ret);
 }
 
 /* The agent's words for a container that did not succeed, and what to do, into buf. */
@@ -200,6 +224,15 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
         ret = EXIT_OK;
         goto out;
     }
+    /* the worst case, said before the first step: the number the steps below run under (the
+     * agents' answers used to be announced alone, as "deadline", without the lease taken before
+     * them and the record and lease given back after) */
+    struct stopstart_budget b;
+    stopstart_job_budget(d.inv, d.job, start, &b);
+    fprintf(stderr, "%s: job '%s': drover-agent %s in %d container(s) at once, under the job's deploy "
+            "lease: at most %.0f s (lease %.0f s, the agents' answers %.0f s, history record and lease "
+            "given back %.0f s)\n", verb, d.job->name, verb, d.job->ncts, b.total, b.lease, b.answer,
+            b.record + b.give_back);
     /* Ctrl-C while the lease is taken: given back (deploy_done); during the fan-out the agents
      * go on with what they were asked, and the summary says who had not answered */
     interrupt_handlers(on_sigint_send);
@@ -222,9 +255,7 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
         }
     ui_short(d.id, d.sid);
     (void)str_copy(d.name, sizeof d.name, verb);
-    double limit = answer_deadline(&d, start);
-    fprintf(stderr, "%s: job '%s': drover-agent %s in %d container(s) at once (deadline %.0f s)\n",
-            verb, d.job->name, verb, d.job->ncts, limit);
+    double limit = b.answer;
     enum stopstart_outcome o[INV_MAX_CTS];
     static char said[INV_MAX_CTS][STOPSTART_SAID_MAX];
     double took[INV_MAX_CTS];

@@ -54,6 +54,27 @@ const char *stopstart_history_result(bool start, const enum stopstart_outcome *o
 void stopstart_failed_hint(bool start, const char *job, const char *ct_label, const char *said,
                            char *buf, size_t sz);
 
+/* The worst case of a stop or start of one job, step by step, each step bounded by the timeout
+ * it runs under (the same values: what is announced is what is enforced), from before the lease
+ * is taken to the verb's return:
+ *   lease      `lease take --status`, one batched exec per host (lease_take_timeout), then the
+ *              plain take where an agent is older than --status (exec_timeout);
+ *   answer     the agents' answers to `drover-agent stop|start` (agent_fan_run's limit): the
+ *              job's grace (30 s unset) + exec_timeout, + 30 s for start's GPU-memory wait;
+ *   record     `history add`, a host's containers one after another, HISTORY_ADD_TIMEOUT_S each;
+ *   give_back  the lease given back where the record did not: one batched exec per host.
+ * host_rounds: how many times the hosts are worked on in turn (ceil(hosts / parallel));
+ * max_cts_per_host: the most containers of the job on one host.  total is their sum. */
+struct stopstart_budget {
+    double lease, answer, record, give_back, total;
+};
+void stopstart_budget_of(bool start, double grace_s, double exec_timeout_s, int host_rounds,
+                         int max_cts_per_host, struct stopstart_budget *ret);
+
+/* stopstart_budget_of() for job j of inv (its hosts, [drover] parallel, exec_timeout, grace). */
+void stopstart_job_budget(const struct inventory *inv, const struct inv_job *j, bool start,
+                          struct stopstart_budget *ret);
+
 /* `drover stop --job J` (start false) or `drover start --job J` (start true) of one job: the
  * job's lock and deploy lease (another operator's deploy is refused, nothing changed), then
  * `drover-agent stop|start --job J` in every container at once, each given the job's grace plus

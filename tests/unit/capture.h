@@ -53,6 +53,19 @@ static inline void capture_put(const char *path, const char *text, mode_t mode)
     assert_int_equal(chmod(path, mode), 0);
 }
 
+/* The whole of file path, NUL-terminated, to free(). */
+static inline char *capture_slurp(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    char *buf = calloc(1, 1 << 16);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, (1 << 16) - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    return buf;
+}
+
 /* *st: an agent that answers and knows no job (host "ct", version "test"); add jobs to it. */
 static inline void fake_agent_status_init(struct agent_status *st)
 {
@@ -74,6 +87,23 @@ static inline void fake_agent(const char *dir, const struct agent_status *st)
     snprintf(text, sizeof text, "#!/bin/sh\ncat '%s/status.json'\n", dir);
     snprintf(path, sizeof path, "%s/agent", dir);
     capture_put(path, text, 0755);
+}
+
+/* The inventory of fake_agent()'s tests: one host h1 of local roots whose agent is DIR/agent,
+ * job train in DIR/a and DIR/b, job eval in DIR/<eval_root>, state in DIR/state; drover_keys and
+ * train_keys ("key = value\n" lines, or "") go into [drover] and [job train]. */
+static inline struct inventory *fake_agent_inventory(const char *dir, const char *drover_keys,
+                                                     const char *train_keys, const char *eval_root)
+{
+    char text[2048], why[512];
+    snprintf(text, sizeof text,
+             "[drover]\nstate_dir = %s/state\n%s[host h1]\nlocal = true\nagent_path = %s/agent\n"
+             "[job train]\ncontainers = h1:local:%s/a h1:local:%s/b\ncommand = bin/t\n%s"
+             "[job eval]\ncontainers = h1:local:%s/%s\ncommand = bin/e\nmaster_port = 29501\n",
+             dir, drover_keys, dir, dir, dir, train_keys, dir, eval_root);
+    struct inventory *inv = NULL;
+    assert_int_equal(inventory_parse(text, strlen(text), "/t/inv.ini", &inv, why, sizeof why), 0);
+    return inv;
 }
 
 #endif

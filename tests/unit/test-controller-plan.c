@@ -79,17 +79,6 @@ static void test_message(void **state)
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *fp = fopen(path, "r");
-    assert_non_null(fp);
-    static char buf[65536];
-    size_t n = fread(buf, 1, sizeof buf - 1, fp);
-    buf[n] = '\0';
-    fclose(fp);
-    return buf;
-}
-
 /* `drover plan` against two local roots whose agent (a script) says the job is stopped there
  * with the very release planned: plan says a deploy would start it, naming both; -o json says
  * which containers in "starts_stopped" and keeps stdout one document. */
@@ -145,7 +134,9 @@ static void test_plan_says_deploy_starts_stopped_job(void **state)
     snprintf(want, sizeof want, "job 'train' is stopped in h1:local:%s/a, h1:local:%s/b (`drover stop`, "
              "or its gang ended): a deploy would start it, with release %.12s (rel) on probation; "
              "`drover start --job train` starts the release it ran without a deploy\n", dir, dir, id);
-    assert_non_null(strstr(slurp(out), want));
+    char *said = capture_slurp(out);
+    assert_non_null(strstr(said, want));
+    free(said);
 
     assert_int_equal(capture_verb(cmd_plan, inv, argv_json, 6, out, err), EXIT_OK);
     d = json_load_file(out, 0, &je); /* stdout: the document alone */

@@ -198,7 +198,7 @@ static void test_unreachable_said_once_per_container(void **state)
 static void test_nojob_hint(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64], why[512];
+    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64];
     assert_non_null(mkdtemp(dir));
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(err, sizeof err, "%s/err", dir);
@@ -206,13 +206,7 @@ static void test_nojob_hint(void **state)
     struct agent_status st;
     fake_agent_status_init(&st);
     fake_agent(dir, &st);
-    snprintf(text, sizeof text,
-             "[drover]\nstate_dir = %s\n[host h1]\nlocal = true\nagent_path = %s/agent\n"
-             "[job train]\ncontainers = h1:local:%s/a h1:local:%s/b\ncommand = bin/t\n"
-             "[job eval]\ncontainers = h1:local:%s/a\ncommand = bin/e\nmaster_port = 29501\n",
-             dir, dir, dir, dir, dir);
-    struct inventory *inv = NULL;
-    assert_int_equal(inventory_parse(text, strlen(text), "/t/inv.ini", &inv, why, sizeof why), 0);
+    struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
     char *argv[] = { "status", NULL };
     assert_int_equal(capture_verb(cmd_status, inv, argv, 1, out, err), EXIT_OK); /* every container answered */
     assert_int_equal(count_lines(out, "no-job"), 3); /* a row per job and container */

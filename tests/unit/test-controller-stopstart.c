@@ -4,12 +4,17 @@
  * a container that does not answer, or whose host is unreachable, fails the verb; a stopped
  * container is a success for stop and a failure for start; "already running" is fine), and the
  * steps of the fan-out both it and the switch's stop phase use (controller/deploy/fan.c,
- * agent_fan_line/agent_fan_end: which line is kept, what ends a stream). */
+ * agent_fan_line/agent_fan_end: which line is kept, what ends a stream), and the worst case a
+ * stop announces (stopstart_budget_of: it said only the agents' answers, "deadline 150 s", while
+ * the lease taken before and the record and lease given back after can add as much again; with
+ * several jobs, one after another, the sum of theirs). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -18,6 +23,7 @@
 #include "controller/exitcode.h"
 #include "controller/deploy/deploy_int.h"
 #include "controller/deploy/stopstart.h"
+#include "tests/unit/capture.h"
 
 static int parse(struct stopstart_args *a, ...)
 {
@@ -198,6 +204,74 @@ static void test_fan_steps(void **state)
     assert_string_equal(l.ok, "");
 }
 
+/* The worst case is the sum of the steps, each the timeout it runs under. */
+static void test_budget(void **state)
+{
+    (void)state;
+    struct stopstart_budget b;
+    /* defaults: exec_timeout 2m, grace unset (30 s), one container per host, hosts at once */
+    stopstart_budget_of(false, 0, 120, 1, 1, &b);
+    assert_true(b.lease == 120 + 120); /* lease take --status, then the plain take of older agents */
+    assert_true(b.answer == 30 + 120);
+    assert_true(b.record == HISTORY_ADD_TIMEOUT_S);
+    assert_true(b.give_back == 120);
+    assert_true(b.total == 240 + 150 + 15 + 120);
+    assert_true(b.total > b.answer); /* what used to be announced alone */
+    /* the take with --status waits at least a status query's time */
+    stopstart_budget_of(false, 5, 10, 1, 1, &b);
+    assert_true(b.lease == lease_take_timeout(10, true) + 10);
+    assert_true(lease_take_timeout(10, true) == FLEET_STATUS_TIMEOUT_S);
+    assert_true(b.answer == 15);
+    /* start waits for GPU memory too; a host's containers are recorded one after another; hosts
+     * beyond [drover] parallel wait their turn */
+    stopstart_budget_of(true, 5, 10, 2, 3, &b);
+    assert_true(b.answer == 5 + 10 + 30);
+    assert_true(b.record == 2 * 3 * HISTORY_ADD_TIMEOUT_S);
+    assert_true(b.lease == 2 * (15 + 10));
+    assert_true(b.give_back == 2 * 10);
+    assert_true(b.total == b.lease + b.answer + b.record + b.give_back);
+}
+
+/* `drover stop` against local roots whose agent (a script) answers every stop: each job's line
+ * announces its whole worst case, and with two jobs, stopped one after another, a first line says
+ * the sum.  It announced "(deadline 15 s)", the agents' answers alone. */
+static void test_stop_announces_worst_case(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-stop-XXXXXX", text[1024], path[256], out[128], err[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(path, sizeof path, "%s/agent", dir);
+    capture_put(path, "#!/bin/sh\nfor a; do\n  if [ \"$p\" = stop ] && [ \"$a\" = --job ]; then\n"
+                      "    echo 'ok: stopped: no process of the gang is left'; exit 0\n  fi\n  p=$a\ndone\n"
+                      "exit 0\n", 0755);
+    struct inventory *inv = fake_agent_inventory(dir, "exec_timeout = 10s\n", "grace = 5s\n", "c");
+    char *argv[] = { "stop", "--job", "train", NULL };
+    assert_int_equal(capture_verb(cmd_stop, inv, argv, 3, out, err), EXIT_OK);
+    /* train: lease 15 + 10, answers 5 + 10, two records on h1 one after another 30, give back 10 */
+    struct stopstart_budget b;
+    stopstart_job_budget(inv, inventory_find_job(inv, "train"), false, &b);
+    assert_true(b.total == 25 + 15 + 30 + 10);
+    char *said = capture_slurp(err);
+    if (!strstr(said, "stop: job 'train': drover-agent stop in 2 container(s) at once, under the job's "
+                      "deploy lease: at most 80 s (lease 25 s, the agents' answers 15 s, history record "
+                      "and lease given back 40 s)\n"))
+        fail_msg("stderr:\n%s", said);
+    free(said);
+    char *argv_all[] = { "stop", "--all-jobs", NULL };
+    assert_int_equal(capture_verb(cmd_stop, inv, argv_all, 2, out, err), EXIT_OK);
+    said = capture_slurp(err);
+    /* eval: lease 25, answers 30 + 10, one record 15, give back 10 = 90 */
+    if (!strstr(said, "stop: 2 jobs, one after another (each in all its containers at once): at most "
+                      "170 s in all, the sum of each job's (train 80 s, eval 90 s)\n"))
+        fail_msg("stderr:\n%s", said);
+    free(said);
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,6 +282,8 @@ int main(void)
         cmocka_unit_test(test_failed_hint),
         cmocka_unit_test(test_fan_steps),
         cmocka_unit_test(test_history_result),
+        cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_stop_announces_worst_case),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
