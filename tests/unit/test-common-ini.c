@@ -163,10 +163,44 @@ static void test_keys(void **state)
     expect_bad("name", "", "empty value");
 }
 
+/* The comment rule docs/config.md states, as the reader applies it (libinih's inline comments):
+ * `;` or `#` first on a line (after blanks) makes a comment line; after that, only a `;` that
+ * follows a blank starts a comment, anywhere after the `=`, the blank after `=` included, so a
+ * value that is all comment is empty; `#` and a `;` with no blank before it stay in the value,
+ * and quotes keep nothing together.  A section line takes a comment too. */
+static void test_inline_comments(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *want;
+    } rows[] = {
+        { "[a]\nx = v ; c\n", "[a]@1 a.x=v@2 " },
+        { "[a]\nx = v\t; tab\n", "[a]@1 a.x=v@2 " },
+        { "[a]\nx = v ;\n", "[a]@1 a.x=v@2 " },
+        { "[a]\nx = a ;b ;c\n", "[a]@1 a.x=a@2 " },           /* the first one */
+        { "[a]\nx = v;c\n", "[a]@1 a.x=v;c@2 " },             /* no blank before it: value */
+        { "[a]\nx = --lr=0.1;y\n", "[a]@1 a.x=--lr=0.1;y@2 " },
+        { "[a]\nx = v # c\n", "[a]@1 a.x=v # c@2 " },         /* '#' only starts a line's comment */
+        { "[a]\nx = \"a ;b\"\n", "[a]@1 a.x=\"a@2 " },          /* quotes do not protect */
+        { "[a]\nx = ;c\n", "[a]@1 a.x=@2 " },                 /* the blank after '=' counts */
+        { "[a]\nx =;c\n", "[a]@1 a.x=;c@2 " },
+        { "[a] ; about a\nx = 1\n", "[a]@1 a.x=1@2 " },
+        { "; top\n# top\n[a]\n  ; in\n\t# in\nx = 1\n", "[a]@3 a.x=1@6 " },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct seen s = { .stop_at = 0 };
+        struct ini_error e;
+        assert_int_equal(read_text(rows[i].text, 64, &s, &e), 0);
+        if (strcmp(s.log, rows[i].want) != 0)
+            fail_msg("row %zu: got '%s', want '%s'", i, s.log, rows[i].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reader),
+        cmocka_unit_test(test_inline_comments),
         cmocka_unit_test(test_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -455,6 +455,38 @@ static void test_shared_container_master_port(void **state)
     parse_fails(text, "[job b] master_port:", "share container me:local:/r/n0");
 }
 
+/* docs/config.md's comment rule on a whole inventory: a ` ;` comment after a section or a value
+ * is dropped, a `;` with no blank before it and a `#` after a value are part of the value. */
+static void test_inline_comments(void **state)
+{
+    (void)state;
+    struct inventory *inv = parse_ok("# the lab\n"
+                                     "[host h1] ; the first host\n"
+                                     "address = 127.0.0.2  ; loopback\n"
+                                     "[job train]\n"
+                                     "  ; an indented comment line\n"
+                                     "containers = h1:101 ; one for now\n"
+                                     "command = bin/t\t; a tab, then the comment\n"
+                                     "arg = --lr=0.1 ; learning rate\n"
+                                     "arg = a;b\n"
+                                     "arg = x # y\n"
+                                     "env = NCCL_DEBUG=INFO ; why\n");
+    assert_string_equal(inv->hosts[0].address, "127.0.0.2");
+    const struct inv_job *j = &inv->jobs[0];
+    assert_int_equal(j->ncts, 1);
+    assert_string_equal(j->command, "bin/t");
+    assert_int_equal(j->nargs, 3);
+    assert_string_equal(j->args[0], "--lr=0.1");
+    assert_string_equal(j->args[1], "a;b");
+    assert_string_equal(j->args[2], "x # y");
+    assert_int_equal(j->nenv, 1);
+    assert_string_equal(j->env[0], "NCCL_DEBUG=INFO");
+    inventory_free(inv);
+    /* no blank before ';': the value keeps it, and a duration refuses it, naming it */
+    parse_fails("[host h1]\naddress = 127.0.0.2\n[job train]\ncontainers = h1:101\ncommand = bin/t\n"
+                "grace = 5s;no\n", "inv.ini:6:", "'5s;no'");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_parse_ct),
         cmocka_unit_test(test_load_missing_file),
         cmocka_unit_test(test_shared_container_master_port),
+        cmocka_unit_test(test_inline_comments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
