@@ -1,6 +1,6 @@
 /* tests/unit/capture.h: run a controller verb with its stdout and stderr captured into files,
  * for the unit tests that check what a verb says (test-controller-plan, test-controller-status,
- * test-controller-stopstart), and the fake agent those verbs ask: a script whose status document
+ * test-controller-stopstart, test-controller-cli), and the fake agent those verbs ask: a script whose status document
  * the test writes.  Header-only: each test program includes it once. */
 #ifndef DROVER_TESTS_UNIT_CAPTURE_H
 #define DROVER_TESTS_UNIT_CAPTURE_H
@@ -17,8 +17,8 @@
 #include "controller/transport/fleet.h"
 
 /* Run verb on inv with stdout and stderr into the files out and err; its exit code. */
-static int capture_verb(int (*verb)(struct fleet *, int, char **), const struct inventory *inv, char **argv,
-                        int argc, const char *out, const char *err)
+static inline int capture_verb(int (*verb)(struct fleet *, int, char **), const struct inventory *inv, char **argv,
+                               int argc, const char *out, const char *err)
 {
     struct fleet f;
     fleet_init(&f, inv, NULL);
@@ -89,18 +89,26 @@ static inline void fake_agent(const char *dir, const struct agent_status *st)
     capture_put(path, text, 0755);
 }
 
-/* The inventory of fake_agent()'s tests: one host h1 of local roots whose agent is DIR/agent,
- * job train in DIR/a and DIR/b, job eval in DIR/<eval_root>, state in DIR/state; drover_keys and
- * train_keys ("key = value\n" lines, or "") go into [drover] and [job train]. */
-static inline struct inventory *fake_agent_inventory(const char *dir, const char *drover_keys,
-                                                     const char *train_keys, const char *eval_root)
+/* The inventory of fake_agent()'s tests, as text into buf: one host h1 of local roots whose agent
+ * is DIR/agent, job train in DIR/a and DIR/b, job eval in DIR/<eval_root>, state in DIR/state;
+ * drover_keys and train_keys ("key = value\n" lines, or "") go into [drover] and [job train]. */
+static inline const char *fake_agent_inventory_text(char *buf, size_t size, const char *dir, const char *drover_keys,
+                                                    const char *train_keys, const char *eval_root)
 {
-    char text[2048], why[512];
-    snprintf(text, sizeof text,
+    snprintf(buf, size,
              "[drover]\nstate_dir = %s/state\n%s[host h1]\nlocal = true\nagent_path = %s/agent\n"
              "[job train]\ncontainers = h1:local:%s/a h1:local:%s/b\ncommand = bin/t\n%s"
              "[job eval]\ncontainers = h1:local:%s/%s\ncommand = bin/e\nmaster_port = 29501\n",
              dir, drover_keys, dir, dir, dir, train_keys, dir, eval_root);
+    return buf;
+}
+
+/* fake_agent_inventory_text(), parsed. */
+static inline struct inventory *fake_agent_inventory(const char *dir, const char *drover_keys,
+                                                     const char *train_keys, const char *eval_root)
+{
+    char text[2048], why[512];
+    fake_agent_inventory_text(text, sizeof text, dir, drover_keys, train_keys, eval_root);
     struct inventory *inv = NULL;
     assert_int_equal(inventory_parse(text, strlen(text), "/t/inv.ini", &inv, why, sizeof why), 0);
     return inv;

@@ -23,6 +23,7 @@
 #include "common/util.h"
 #include "controller/cli.h"
 #include "controller/verbs.h"
+#include "tests/unit/capture.h"
 
 static char tmpd[64];
 static char out[16384], err[16384];
@@ -628,14 +629,9 @@ static void want_doc(const char *kind, int code, const char *error_has)
 static void test_missing_release_dir(void **state)
 {
     (void)state;
-    char ini[768], mark[128];
+    char ini[2048], mark[128];
     snprintf(mark, sizeof mark, "%s/agent-was-run", tmpd);
-    snprintf(ini, sizeof ini,
-             "[drover]\nstate_dir = %s/state\n[host h1]\nlocal = true\nagent_path = %s/agent\n"
-             "[job train]\ncontainers = h1:local:%s/a\ncommand = bin/t\n"
-             "[job eval]\ncontainers = h1:local:%s/b\ncommand = bin/t\nmaster_port = 29501\n",
-             tmpd, tmpd, tmpd, tmpd);
-    mkfile("drover.ini", ini, 0644);
+    mkfile("drover.ini", fake_agent_inventory_text(ini, sizeof ini, tmpd, "", "", "c"), 0644);
     char script[256];
     snprintf(script, sizeof script, "#!/bin/sh\ntouch '%s'\nexit 1\n", mark);
     mkfile("agent", script, 0755);
