@@ -42,6 +42,47 @@ const struct job_status *status_find_job(const struct agent_status *st, const ch
     return NULL;
 }
 
+static const char *const reason_names[STATUS_RC_COUNT] = {
+    "", "crash-loop", "fatal-exit", "rank-exit", "completed", "nonfinite", "liveness",
+    "environment", "start-failure", "probation-deadline", "other",
+};
+
+const char *status_reason_name(enum status_reason c)
+{
+    return (unsigned)c < STATUS_RC_COUNT ? reason_names[c] : reason_names[STATUS_RC_OTHER];
+}
+
+enum status_reason status_reason_from_name(const char *name)
+{
+    for (int i = 0; i < STATUS_RC_COUNT; i++)
+        if (!strcmp(name, reason_names[i]))
+            return (enum status_reason)i;
+    return STATUS_RC_OTHER;
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+    return !strncmp(s, prefix, strlen(prefix));
+}
+
+enum status_reason status_reason_from_text(const char *reason)
+{
+    if (starts_with(reason, STATUS_ATTENTION_PREFIX))
+        return STATUS_RC_ENVIRONMENT;
+    if (strstr(reason, STATUS_REASON_CRASH_LOOP))
+        return STATUS_RC_CRASH_LOOP;
+    if (strstr(reason, STATUS_REASON_FATAL_EXIT))
+        return STATUS_RC_FATAL_EXIT;
+    if (starts_with(reason, STATUS_REASON_LIVENESS ":"))
+        return STATUS_RC_LIVENESS;
+    if (strstr(reason, STATUS_REASON_STOPPING_TAIL))
+        return starts_with(reason, "rank ") &&
+                       (strstr(reason, " exited with code ") || strstr(reason, " killed by signal "))
+                   ? STATUS_RC_RANK_EXIT
+                   : STATUS_RC_OTHER;
+    return STATUS_RC_NONE;
+}
+
 static const char *const feature_names[] = {"spec-pairs", "promote-spec", "recorded-spec"};
 
 const char *status_feature_name(unsigned feature)
@@ -93,6 +134,7 @@ int status_format(const struct agent_status *st, char **ret_text)
         json_object_set_new(jo, "nproc", json_integer(js->nproc));
         char reason[4 * sizeof js->reason]; /* cut to fit, maybe mid-character: kept valid */
         json_object_set_new(jo, "reason", json_string(text_json_safe(js->reason, reason, sizeof reason)));
+        json_object_set_new(jo, "reason_code", json_string(status_reason_name(js->reason_code)));
         if (js->spec_digest[0])
             json_object_set_new(jo, "spec_digest", json_string(js->spec_digest));
         if (js->spec_fields[0])
@@ -228,6 +270,15 @@ static int job_from_json(json_t *o, struct job_status *js)
         if (!json_is_string(reason))
             return -EINVAL;
         (void)str_copy(js->reason, sizeof js->reason, json_string_value(reason)); /* long reasons are cut */
+    }
+    /* optional: an agent before the code sends only the text, read as the controller read it */
+    json_t *code = json_object_get(o, "reason_code");
+    if (code) {
+        if (!json_is_string(code))
+            return -EINVAL;
+        js->reason_code = status_reason_from_name(json_string_value(code));
+    } else {
+        js->reason_code = status_reason_from_text(js->reason);
     }
     static const char *const lists[] = {"bad", "goods"};
     for (int l = 0; l < 2; l++) { /* optional: agents before 2026-12 do not send them */

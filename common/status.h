@@ -9,7 +9,7 @@
  *    "wall":1.79612193e9,"wall_ms":1796121934987,
  *    "jobs":[{"job":"train","current":"<id>","previous":"<id>","good":"<id>",
  *             "state":"running","release":"<id>","generation":3,"restarts":0,"age_s":12.5,
- *             "world_size":3,"node_rank":0,"nproc":1,"reason":"",
+ *             "world_size":3,"node_rank":0,"nproc":1,"reason":"","reason_code":"",
  *             "spec_digest":"<64 hex>","spec_fields":"job:<16 hex>,...","good_spec_digest":"<64 hex>",
  *             "ranks":[{"rank":0,"local_rank":0,"pid":40,"state":"running","hb_age_s":0.4,
  *                       "state_age_s":0,
@@ -40,17 +40,22 @@
 #define STATUS_MAX_JOBS 8
 #define STATUS_MAX_RANKS 16 /* per job and container */
 #define STATUS_MAX_MARKS 8  /* bad / promoted releases listed per job */
-/* A job reason that starts with this marks a container whose environment (GPU, driver) needs
- * attention: the agent stopped the job without blaming the release (no rollback, no restart).
- * `drover status`/`top` show it; `drover deploy` refuses that container until the agent's
- * gpu-check passes there, or --force. */
+/* A job's reason is text for people; what the controller decides on is its reason code (enum
+ * status_reason below, "reason_code" in the document).  The words below are how the agent's
+ * reasons begin (agent/jobmachine.c), kept for people and for reading an older agent's document,
+ * which has no code: status_reason_from_text() derives the code from them.
+ *
+ * STATUS_ATTENTION_PREFIX begins the reason of a container whose environment (GPU, driver) needs
+ * attention (code STATUS_RC_ENVIRONMENT): the agent stopped the job without blaming the release
+ * (no rollback, no restart).  `drover status`/`top` show it; `drover deploy` refuses that
+ * container until the agent's gpu-check passes there, or --force. */
 #define STATUS_ATTENTION_PREFIX "needs attention: environment fault:"
-/* How the agent's job machine begins a reason when it reverts or gives up because workers
- * crashed (agent/jobmachine.c), so that the controller can tell a crash, whose cause is in the
- * workers' log, from a liveness trip or a start failure. */
 #define STATUS_REASON_CRASH_LOOP "crash loop"
 #define STATUS_REASON_FATAL_EXIT "non-retryable exit"
 #define STATUS_REASON_LIVENESS "liveness"
+/* how an older agent's reason ends while it stops a gang on its own (a rank exited, non-finite
+ * loss, a liveness trip) */
+#define STATUS_REASON_STOPPING_TAIL "stopping the gang"
 #define STATUS_MAX_BYTES (256u << 10)
 
 /* Agent features, "features" in the document by name (status.c's table).  An agent that sends
@@ -74,6 +79,44 @@ enum gang_state {
     GANG_REVERTED,    /* the agent returned to the last good release on its own (see reason) */
     GANG_STATE_COUNT
 };
+
+/* Why a job's state is what it is, typed: "reason_code" per job in the document, by name
+ * (status.c's table).  The agent sets it wherever it sets the reason; the controller decides
+ * on it, never on the reason's words.  A name this reader does not know (a newer agent's) reads
+ * as STATUS_RC_OTHER, never an error; a document without "reason_code" (an older agent) gets
+ * the code status_reason_from_text() derives from the reason. */
+enum status_reason {
+    STATUS_RC_NONE = 0,           /* "": nothing went wrong (running, a request, a start), or an
+                                     older agent's reason that names none of the causes below */
+    STATUS_RC_CRASH_LOOP,         /* "crash-loop": ranks crashed crash_limit times in the window:
+                                     reverted, or given up */
+    STATUS_RC_FATAL_EXIT,         /* "fatal-exit": a rank exited with a code that is not retried
+                                     (common/trainexit.h) */
+    STATUS_RC_RANK_EXIT,          /* "rank-exit": one rank exited or was killed, not (yet) a
+                                     crash loop: the gang is stopped, backing off, restarted */
+    STATUS_RC_COMPLETED,          /* "completed": the gang ended with exit code 0 */
+    STATUS_RC_NONFINITE,          /* "nonfinite": a rank reported non-finite steps (or drover-train
+                                     exited "diverged") */
+    STATUS_RC_LIVENESS,           /* "liveness": a liveness deadline tripped (agent/liveness.h) */
+    STATUS_RC_ENVIRONMENT,        /* "environment": the GPU environment failed (drover-train exit
+                                     9); the reason begins with STATUS_ATTENTION_PREFIX */
+    STATUS_RC_START_FAILURE,      /* "start-failure": the gang could not be started */
+    STATUS_RC_PROBATION_DEADLINE, /* "probation-deadline": not promoted before its deadline */
+    STATUS_RC_OTHER,              /* "other": a code this reader does not know (a newer agent),
+                                     or an older agent stopping its gang for a cause of its own */
+    STATUS_RC_COUNT
+};
+
+/* The code's name in the document ("" for STATUS_RC_NONE). */
+const char *status_reason_name(enum status_reason c);
+/* A name from the document: STATUS_RC_OTHER for one this reader does not know. */
+enum status_reason status_reason_from_name(const char *name);
+/* The code an older agent's reason text means, as the controller read it before the code
+ * existed: STATUS_ATTENTION_PREFIX at the start: environment; "crash loop" in it: crash-loop;
+ * "non-retryable exit": fatal-exit; "liveness" at the start: liveness; ending a stop the agent
+ * made on its own ("...; stopping the gang"): rank-exit when it names a rank's exit, else other;
+ * anything else none. */
+enum status_reason status_reason_from_text(const char *reason);
 
 #define GPU_UUID_MAX 96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE: "GPU-8e0ae0c6-..." and its NUL */
 
@@ -119,6 +162,7 @@ struct job_status {
     double age_s;                      /* seconds since this generation started */
     int world_size, node_rank, nproc;
     char reason[256];                  /* why the state is what it is, for people */
+    enum status_reason reason_code;    /* ... and for programs: "reason_code" */
     /* the job spec digest of current and of good (common/specdigest.h), and current's per-field
      * digests; "" unknown: an older agent, or a spec it recorded before the digest existed */
     char spec_digest[SPEC_DIGEST_LEN + 1];

@@ -1,6 +1,7 @@
 /* Unit tests for the wire formats in common/: heartbeat lines, manifests, status documents.
  * Each parser is tested on its error paths: limits, wrong types, versions, ret_ untouched. */
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include "common/manifest.h"
 #include "common/manifest2.h"
 #include "common/sha256.h"
+#include "common/fs.h"
 #include "common/status.h"
 #include "common/util.h"
 
@@ -412,6 +414,98 @@ static void test_status_goods_spec_features(void **state)
     free(back);
 }
 
+/* The job's reason code ("reason_code", common/status.h): every code survives the document by
+ * its name; a name this reader does not know (a newer agent's) reads as "other", never an
+ * error; a document without it (an agent from before it) gets the code derived from the
+ * reason's words, as the controller read them before the code. */
+static void test_status_reason_code(void **state)
+{
+    (void)state;
+    struct agent_status *st = calloc(1, sizeof *st), *back = calloc(1, sizeof *back);
+    assert_non_null(st);
+    assert_non_null(back);
+    strcpy(st->host, "h");
+    st->njobs = 1;
+    struct job_status *js = &st->jobs[0];
+    strcpy(js->job, "train");
+    /* the round trip, every code: the name is the document's, the words stay the reason's */
+    for (int c = 0; c < STATUS_RC_COUNT; c++) {
+        js->reason_code = (enum status_reason)c;
+        strcpy(js->reason, "crash loop: words that say otherwise"); /* the code wins */
+        char *text = NULL;
+        assert_int_equal(status_format(st, &text), 0);
+        char want[64];
+        snprintf(want, sizeof want, "\"reason_code\":\"%s\"", status_reason_name((enum status_reason)c));
+        assert_non_null(strstr(text, want));
+        assert_int_equal(status_parse(text, strlen(text), back), 0);
+        assert_int_equal(back->jobs[0].reason_code, c);
+        assert_string_equal(back->jobs[0].reason, js->reason);
+        assert_int_equal(status_reason_from_name(status_reason_name((enum status_reason)c)), c);
+        free(text);
+    }
+    assert_string_equal(status_reason_name(STATUS_RC_NONE), "");
+    assert_string_equal(status_reason_name(STATUS_RC_CRASH_LOOP), "crash-loop");
+    assert_string_equal(status_reason_name(STATUS_RC_RANK_EXIT), "rank-exit");
+    assert_string_equal(status_reason_name(STATUS_RC_COUNT), "other");
+    /* a newer agent's code: "other", and the document still reads */
+    const char *newer = "{\"v\":1,\"jobs\":[{\"job\":\"a\",\"state\":\"failed\",\"reason\":\"crash loop: x\","
+                        "\"reason_code\":\"cosmic-ray\"}]}";
+    assert_int_equal(status_parse(newer, strlen(newer), back), 0);
+    assert_int_equal(back->jobs[0].reason_code, STATUS_RC_OTHER);
+    assert_int_equal(status_reason_from_name("Crash-Loop"), STATUS_RC_OTHER);
+    /* not a string: malformed */
+    const char *bad = "{\"v\":1,\"jobs\":[{\"job\":\"a\",\"reason_code\":3}]}";
+    assert_int_equal(status_parse(bad, strlen(bad), back), -EINVAL);
+    /* an older agent: no "reason_code"; the words its agent/jobmachine.c wrote decide */
+    static const struct {
+        const char *reason;
+        enum status_reason want;
+    } old[] = {
+        {"", STATUS_RC_NONE},
+        {"activated", STATUS_RC_NONE},
+        {"crash loop: rank 1 exited with code 1 (crash limit reached)", STATUS_RC_CRASH_LOOP},
+        {"reverted on its own from aaaaaaaaaaaa: crash loop: rank 1 exited with code 1", STATUS_RC_CRASH_LOOP},
+        {"non-retryable exit: rank 0 exited with code 4 and no good release to return to", STATUS_RC_FATAL_EXIT},
+        {"non-retryable exit: rank 0 reported 3 consecutive non-finite steps", STATUS_RC_FATAL_EXIT},
+        {"liveness: rank 0 hung (liveness deadline) and no good release to return to", STATUS_RC_LIVENESS},
+        {STATUS_ATTENTION_PREFIX " rank 0 exited with code 9 (device error): ...", STATUS_RC_ENVIRONMENT},
+        {"rank 1 exited with code 1; stopping the gang", STATUS_RC_RANK_EXIT},
+        {"rank 0 killed by signal 9; stopping the gang", STATUS_RC_RANK_EXIT},
+        {"rank 0 reported 3 consecutive non-finite steps; stopping the gang", STATUS_RC_OTHER},
+        {"rank 0 silent: no heartbeat for 11 s; stopping the gang", STATUS_RC_OTHER},
+        {"stopping the gang the previous agent left", STATUS_RC_OTHER},
+        /* words the controller never read: no code (the old verdicts did not use them) */
+        {"rank 1 exited with code 1 (1 of 3 in 120 s); restarting", STATUS_RC_NONE},
+        {"start failed: bin/t: not found", STATUS_RC_NONE},
+        {"rank 0 exited with code 6 (non-retryable) on a promoted release: stopped", STATUS_RC_NONE},
+        {"not a liveness: prefix", STATUS_RC_NONE},
+    };
+    for (size_t i = 0; i < sizeof old / sizeof old[0]; i++) {
+        json_t *o = json_pack("{s:i,s:[{s:s,s:s}]}", "v", 1, "jobs", "job", "a", "reason", old[i].reason);
+        char *text = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        assert_int_equal(status_parse(text, strlen(text), back), 0);
+        if (back->jobs[0].reason_code != old[i].want)
+            fail_msg("'%s' read as '%s', not '%s'", old[i].reason, status_reason_name(back->jobs[0].reason_code),
+                     status_reason_name(old[i].want));
+        assert_int_equal(status_reason_from_text(old[i].reason), old[i].want);
+        free(text);
+    }
+    /* docs/protocol.md has a row per code, by its name ("" is the first) */
+    char *proto;
+    size_t plen;
+    assert_int_equal(fs_read_file("docs/protocol.md", 1 << 20, &proto, &plen), 0);
+    for (int c = 0; c < STATUS_RC_COUNT; c++) {
+        char row[64];
+        snprintf(row, sizeof row, "\n| `%s` |", c == STATUS_RC_NONE ? "\"\"" : status_reason_name((enum status_reason)c));
+        if (!strstr(proto, row))
+            fail_msg("docs/protocol.md has no row for the reason code '%s'", status_reason_name((enum status_reason)c));
+    }
+    free(proto);
+    free(st);
+    free(back);
+}
+
 /* The agent's wall clock survives the document to the millisecond: the controller's skew check
  * (cmd_status.c) warns above 2 s, and a wall written with the document's 9 significant digits was
  * rounded to 10 s, so agents on the controller's own clock were shown up to 5 s off (t-29). */
@@ -505,6 +599,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_after_lease),
         cmocka_unit_test(test_status_goods_spec_features),
+        cmocka_unit_test(test_status_reason_code),
         cmocka_unit_test(test_heartbeat_roundtrip),   cmocka_unit_test(test_heartbeat_nan_is_null),
         cmocka_unit_test(test_heartbeat_forgiving),
         cmocka_unit_test(test_heartbeat_rejects),     cmocka_unit_test(test_heartbeat_format_too_small),
