@@ -318,6 +318,7 @@ static char *daemon_status_text(struct daemon *d)
             js->nproc = s->nproc;
         }
         (void)str_copy(js->reason, sizeof js->reason, j->reason);
+        js->reason_code = j->reason_code;
         for (int k = 0; k < j->nbad && js->nbad < STATUS_MAX_MARKS; k++)
             (void)str_copy(js->bad[js->nbad++], sizeof js->bad[0], j->bad[k].release);
         for (int k = 0; k < j->ngoods && js->ngoods < STATUS_MAX_MARKS; k++) {

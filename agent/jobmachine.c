@@ -48,10 +48,15 @@ double policy_backoff(const struct crash_policy *p, int n)
 
 enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promoted, bool has_good,
                                        int exit_rank, int exit_code, int exit_signal,
-                                       int crashes_in_window, int auto_rollbacks, char *reason,
-                                       size_t reasonsz)
+                                       int crashes_in_window, int auto_rollbacks,
+                                       enum status_reason *code, char *reason, size_t reasonsz)
 {
     char how[96];
+    /* the cause, as the controller decides on it: what a rank did, before what the policy makes
+     * of it (a crash loop, an exit code not retried) */
+    *code = exit_code == JM_EXIT_DIVERGED ? STATUS_RC_NONFINITE
+            : exit_code == JM_EXIT_HUNG   ? STATUS_RC_LIVENESS
+                                          : STATUS_RC_RANK_EXIT;
     if (exit_code == JM_EXIT_DIVERGED)
         snprintf(how, sizeof how, "rank %d reported %d consecutive non-finite steps", exit_rank,
                  JM_DIVERGED_STEPS);
@@ -63,6 +68,7 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
         snprintf(how, sizeof how, "rank %d exited with code %d", exit_rank, exit_code);
     if (!exit_signal && exit_code == 0) {
         snprintf(reason, reasonsz, "completed (%s)", how);
+        *code = STATUS_RC_COMPLETED;
         return POLICY_DONE;
     }
     if (!exit_signal && exit_code == JM_EXIT_DEVICE) {
@@ -73,6 +79,7 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
         snprintf(reason, reasonsz, "%s %s (device error): the GPU environment is broken; no "
                  "rollback, no restart: run drover-agent gpu-check in the container, fix it, then "
                  "deploy again", JM_ATTENTION_PREFIX, how);
+        *code = STATUS_RC_ENVIRONMENT;
         return POLICY_FAIL;
     }
     /* on probation a hang is the release's verdict, not a reason to retry */
@@ -87,6 +94,8 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
         }
         if (fatal) {
             snprintf(reason, reasonsz, "%s (non-retryable) on a promoted release: stopped", how);
+            if (*code == STATUS_RC_RANK_EXIT)
+                *code = STATUS_RC_FATAL_EXIT;
             return POLICY_FAIL;
         }
         snprintf(reason, reasonsz, "%s; restarting promoted release", how);
@@ -101,6 +110,10 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
     const char *why = exit_code == JM_EXIT_HUNG ? STATUS_REASON_LIVENESS
                       : fatal                   ? STATUS_REASON_FATAL_EXIT
                                                 : STATUS_REASON_CRASH_LOOP;
+    /* a hang and non-finite loss keep their own code; a rank's exit became a crash loop or an
+     * exit not retried */
+    if (*code == STATUS_RC_RANK_EXIT)
+        *code = fatal ? STATUS_RC_FATAL_EXIT : STATUS_RC_CRASH_LOOP;
     if (!has_good) {
         snprintf(reason, reasonsz, "%s: %s and no good release to return to", why, how);
         return POLICY_FAIL;
@@ -175,9 +188,11 @@ static void fx_msg(struct jm_effects *out, enum jm_fx k, int code, const char *t
     (void)str_copy(e->text, sizeof e->text, text ? text : "");
 }
 
-static void set_state(struct job_rec *j, enum gang_state s, const char *reason)
+/* The reason and its code always change together: the controller reads the code. */
+static void set_state(struct job_rec *j, enum gang_state s, enum status_reason code, const char *reason)
 {
     j->state = s;
+    j->reason_code = code;
     (void)str_copy(j->reason, sizeof j->reason, reason ? reason : "");
 }
 
@@ -204,10 +219,10 @@ static void switch_to(struct job_rec *j, const char *id, const char *digest, str
 
 /* Ask for j's current release to be started; the result comes back as START_OK/START_FAILED. */
 static void start_gang(struct job_rec *j, struct jm_rt *rt, enum jm_start why, enum gang_state after,
-                       const char *reason, struct jm_effects *out)
+                       enum status_reason code, const char *reason, struct jm_effects *out)
 {
     if (!state_current_spec(j)) {
-        set_state(j, GANG_FAILED, "no command recorded for the current release");
+        set_state(j, GANG_FAILED, STATUS_RC_START_FAILURE, "no command recorded for the current release");
         fx_event(out, "failed", j->current, "%s", j->reason);
         fx_simple(out, JM_FX_SAVE);
         if (why == JM_START_ACTIVATE || why == JM_START_REVERT)
@@ -216,6 +231,7 @@ static void start_gang(struct job_rec *j, struct jm_rt *rt, enum jm_start why, e
     }
     rt->starting = why;
     rt->start_state = after;
+    rt->start_code = code;
     (void)str_copy(rt->start_reason, sizeof rt->start_reason, reason);
     struct jm_effect *e = fx_add(out, JM_FX_START_GANG);
     (void)str_copy(e->release, sizeof e->release, j->current);
@@ -228,16 +244,17 @@ static void set_rdzv(struct job_rec *j, const char *rdzv);
 
 /* Request an operation; stops the gang first when one runs. */
 static void request(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt, enum jm_next k,
-                    const char *reason, double now, struct jm_effects *out)
+                    enum status_reason code, const char *reason, double now, struct jm_effects *out)
 {
     rt->next = k;
+    rt->next_code = code;
     (void)str_copy(rt->next_reason, sizeof rt->next_reason, reason ? reason : "");
     if (rt->gang) {
         if (!rt->stopping) {
             rt->stopping = true;
             fx_simple(out, JM_FX_STOP_GANG);
         }
-        set_state(j, GANG_STOPPING, reason);
+        set_state(j, GANG_STOPPING, code, reason);
         fx_simple(out, JM_FX_SAVE);
         return; /* run_next once the gang is gone */
     }
@@ -253,7 +270,8 @@ static void run_activate(const struct crash_policy *p, struct job_rec *j, struct
     int r = state_put_spec(j, &rt->next_spec, NULL);
     if (r < 0) {
         spec_done(&rt->next_spec);
-        set_state(j, j->state == GANG_STOPPING ? GANG_STOPPED : j->state, "cannot record the job spec");
+        set_state(j, j->state == GANG_STOPPING ? GANG_STOPPED : j->state, STATUS_RC_NONE,
+                  "cannot record the job spec");
         fx_simple(out, JM_FX_SAVE);
         fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_FAIL, "cannot record the job spec");
         return;
@@ -270,7 +288,7 @@ static void run_activate(const struct crash_policy *p, struct job_rec *j, struct
              spec_changed ? "the same release with a changed job spec"
              : same ? "relaunch of the same release" : "switched",
              j->probation_deadline > 0 ? " (probation deadline armed)" : "");
-    start_gang(j, rt, JM_START_ACTIVATE, GANG_STARTING, "activated", out);
+    start_gang(j, rt, JM_START_ACTIVATE, GANG_STARTING, STATUS_RC_NONE, "activated", out);
 }
 
 static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, struct jm_effects *out)
@@ -278,7 +296,7 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     char msg[JM_TEXT_MAX];
     if (!j->good[0] || !state_good_spec(j)) {
         snprintf(msg, sizeof msg, "%s; no good release to return to", rt->next_reason);
-        set_state(j, GANG_FAILED, msg);
+        set_state(j, GANG_FAILED, rt->next_code, msg);
         fx_event(out, "failed", j->current, "%s", msg);
         fx_simple(out, JM_FX_SAVE);
         fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_FAIL, msg);
@@ -308,7 +326,7 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
         (void)state_mark_bad(j, from, rt->next_reason);
     fx_event(out, "revert", j->current, "%s", msg);
     start_gang(j, rt, automatic ? JM_START_REVERT_AUTO : JM_START_REVERT,
-               automatic ? GANG_REVERTED : GANG_STARTING, msg, out);
+               automatic ? GANG_REVERTED : GANG_STARTING, rt->next_code, msg, out);
 }
 
 static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt, double now,
@@ -327,9 +345,9 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
             snprintf(why, sizeof why, "stopped for a switch; starts %.12s again on its own unless "
                      "the switch goes on within %.0f s", j->current, rt->next_restart_after_s);
             rt->next_restart_after_s = 0;
-            set_state(j, GANG_STOPPED, why);
+            set_state(j, GANG_STOPPED, STATUS_RC_NONE, why);
         } else {
-            set_state(j, GANG_STOPPED, "stopped by request");
+            set_state(j, GANG_STOPPED, STATUS_RC_NONE, "stopped by request");
         }
         fx_event(out, "stop", j->current, "%s", j->reason);
         fx_simple(out, JM_FX_SAVE);
@@ -338,7 +356,7 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
         return;
     case JM_NEXT_START:
         fx_event(out, "start", j->current, "%s", rt->next_reason);
-        start_gang(j, rt, JM_START_REQUEST, GANG_STARTING, rt->next_reason, out);
+        start_gang(j, rt, JM_START_REQUEST, GANG_STARTING, rt->next_code, rt->next_reason, out);
         return;
     case JM_NEXT_ACTIVATE:
         run_activate(p, j, rt, now, out);
@@ -358,7 +376,8 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
             (void)str_copy(reason, sizeof reason, j->reason);
         else
             (void)snprintf(reason, sizeof reason, "restarted after a crash: %.200s", rt->next_reason);
-        start_gang(j, rt, JM_START_RESTART, reverted ? GANG_REVERTED : GANG_STARTING, reason, out);
+        start_gang(j, rt, JM_START_RESTART, reverted ? GANG_REVERTED : GANG_STARTING,
+                   reverted ? j->reason_code : rt->next_code, reason, out);
         return;
     }
     }
@@ -386,11 +405,12 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
         rt->crash_mono[rt->ncrash++] = ev->now;
     }
     char reason[JM_TEXT_MAX];
+    enum status_reason rc;
     bool promoted = current_is_promoted(j);
     bool has_good = j->good[0] && !state_on_good(j);
     enum policy_action a = policy_on_gang_exit(p, promoted, has_good, ev->rank, code, sig,
                                                crashes_in_window(rt, ev->now, p->crash_window_s),
-                                               j->auto_rollbacks, reason, sizeof reason);
+                                               j->auto_rollbacks, &rc, reason, sizeof reason);
     /* The worker's own last word (heartbeat "error", e.g. the missing shard's path) tells the
      * operator what to fix; the exit code alone does not. */
     if (abnormal && ev->text && ev->text[0]) {
@@ -401,11 +421,11 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
     fx_simple(out, JM_FX_CLEAR_GANG);
     switch (a) {
     case POLICY_DONE:
-        set_state(j, GANG_STOPPED, reason);
+        set_state(j, GANG_STOPPED, rc, reason);
         fx_simple(out, JM_FX_SAVE);
         break;
     case POLICY_FAIL:
-        set_state(j, GANG_FAILED, reason);
+        set_state(j, GANG_FAILED, rc, reason);
         j->probation_deadline = 0;
         fx_event(out, "failed", j->current, "%s", reason);
         fx_simple(out, JM_FX_SAVE);
@@ -413,13 +433,15 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
     case POLICY_RESTART:
         rt->backoff_until = ev->now + policy_backoff(p, j->restarts + 1);
         rt->next = JM_NEXT_RESTART;
+        rt->next_code = rc;
         (void)str_copy(rt->next_reason, sizeof rt->next_reason, reason);
         if (j->state != GANG_REVERTED)
-            set_state(j, GANG_BACKOFF, reason);
+            set_state(j, GANG_BACKOFF, rc, reason);
         fx_simple(out, JM_FX_SAVE);
         break;
     case POLICY_REVERT:
         rt->next = JM_NEXT_REVERT_AUTO;
+        rt->next_code = rc;
         (void)str_copy(rt->next_reason, sizeof rt->next_reason, reason);
         run_next(p, j, rt, ev->now, out);
         break;
@@ -435,7 +457,7 @@ static void on_start_result(const struct crash_policy *p, struct job_rec *j, str
         rt->gang = true;
         rt->stopping = false;
         j->generation++;
-        set_state(j, rt->start_state, rt->start_reason);
+        set_state(j, rt->start_state, rt->start_code, rt->start_reason);
         fx_simple(out, JM_FX_SAVE);
         if (why == JM_START_ACTIVATE) {
             fx_msg(out, JM_FX_ANSWER, 0, "started");
@@ -450,7 +472,7 @@ static void on_start_result(const struct crash_policy *p, struct job_rec *j, str
     const char *err = ev->text ? ev->text : "";
     char why_s[JM_TEXT_MAX];
     snprintf(why_s, sizeof why_s, "start failed: %s", err);
-    set_state(j, GANG_FAILED, why_s);
+    set_state(j, GANG_FAILED, STATUS_RC_START_FAILURE, why_s);
     fx_event(out, "start-failed", j->current, "%s", err);
     fx_simple(out, JM_FX_SAVE);
     if (why == JM_START_REVERT || why == JM_START_REQUEST)
@@ -461,6 +483,7 @@ static void on_start_result(const struct crash_policy *p, struct job_rec *j, str
     /* the release cannot run: like a non-retryable exit, back to good at once */
     if (!current_is_promoted(j) && j->good[0] && !state_on_good(j)) {
         rt->next = JM_NEXT_REVERT_AUTO;
+        rt->next_code = j->reason_code;
         (void)str_copy(rt->next_reason, sizeof rt->next_reason, j->reason);
         run_next(p, j, rt, ev->now, out);
     }
@@ -492,8 +515,10 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         rt->next = JM_NEXT_START;
         rt->next_restart_after_s = 0;
         j->switch_deadline = 0;
+        rt->next_code = STATUS_RC_NONE;
         (void)str_copy(rt->next_reason, sizeof rt->next_reason, "started by request once the old gang was gone");
-        set_state(j, GANG_STOPPING, "stopping; starts again once every process of the gang is gone (start requested)");
+        set_state(j, GANG_STOPPING, STATUS_RC_NONE,
+                  "stopping; starts again once every process of the gang is gone (start requested)");
         fx_simple(out, JM_FX_SAVE);
         return;
     }
@@ -508,8 +533,10 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         j->switch_deadline = 0;
         rt->next_no_mark = ev->value != 0;
         (void)str_copy(rt->next_rdzv, sizeof rt->next_rdzv, ev->rdzv ? ev->rdzv : "");
+        rt->next_code = STATUS_RC_NONE;
         (void)str_copy(rt->next_reason, sizeof rt->next_reason, ev->text && ev->text[0] ? ev->text : "requested");
-        set_state(j, GANG_STOPPING, "stopping; the good release starts once every process of the gang is gone (revert requested)");
+        set_state(j, GANG_STOPPING, STATUS_RC_NONE,
+                  "stopping; the good release starts once every process of the gang is gone (revert requested)");
         fx_simple(out, JM_FX_SAVE);
         return;
     }
@@ -528,7 +555,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         rt->next_probation_s = ev->value;
         j->switch_deadline = 0;
         fx_simple(out, JM_FX_WAIT);
-        request(p, j, rt, JM_NEXT_ACTIVATE, "activating a new release", ev->now, out);
+        request(p, j, rt, JM_NEXT_ACTIVATE, STATUS_RC_NONE, "activating a new release", ev->now, out);
         return;
     case JM_EV_PROMOTE: {
         if (!ev->release || strcmp(j->current, ev->release) != 0) {
@@ -580,7 +607,8 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         j->switch_deadline = 0;
         rt->next_no_mark = ev->value != 0;
         (void)str_copy(rt->next_rdzv, sizeof rt->next_rdzv, ev->rdzv ? ev->rdzv : "");
-        request(p, j, rt, JM_NEXT_REVERT, ev->text && ev->text[0] ? ev->text : "requested", ev->now, out);
+        request(p, j, rt, JM_NEXT_REVERT, STATUS_RC_NONE, ev->text && ev->text[0] ? ev->text : "requested",
+                ev->now, out);
         return;
     case JM_EV_STOP:
         fx_simple(out, JM_FX_WAIT);
@@ -589,8 +617,8 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
          * on probation or held that is started again (an aborted switch) keeps its deadline */
         j->switch_deadline = 0;
         rt->next_restart_after_s = ev->value > 0 ? ev->value : 0;
-        request(p, j, rt, JM_NEXT_STOP, ev->value > 0 ? "stopping for a switch" : "stopping by request",
-                ev->now, out);
+        request(p, j, rt, JM_NEXT_STOP, STATUS_RC_NONE,
+                ev->value > 0 ? "stopping for a switch" : "stopping by request", ev->now, out);
         return;
     case JM_EV_START:
         if (rt->gang && !rt->stopping) {
@@ -606,7 +634,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         j->switch_deadline = 0;
         fx_simple(out, JM_FX_WAIT);
         rt->next = JM_NEXT_NONE; /* cancels a pending restart */
-        request(p, j, rt, JM_NEXT_START, "started by request", ev->now, out);
+        request(p, j, rt, JM_NEXT_START, STATUS_RC_NONE, "started by request", ev->now, out);
         return;
     default:
         return;
@@ -632,7 +660,7 @@ static void on_tick(const struct crash_policy *p, struct job_rec *j, struct jm_r
                  "the gang (the controller is gone?): starting %.12s again", j->current);
         fx_event(out, "switch-expired", j->current, "%s", why);
         fx_simple(out, JM_FX_SAVE);
-        start_gang(j, rt, JM_START_RESUME, GANG_STARTING, why, out);
+        start_gang(j, rt, JM_START_RESUME, GANG_STARTING, STATUS_RC_NONE, why, out);
         return;
     }
     if (j->switch_deadline > 0 && j->state != GANG_STOPPED)
@@ -644,7 +672,7 @@ static void on_tick(const struct crash_policy *p, struct job_rec *j, struct jm_r
         char why[200];
         snprintf(why, sizeof why, "release %.12s not promoted before its probation deadline", j->current);
         fx_event(out, "probation-expired", j->current, "%s", why);
-        request(p, j, rt, JM_NEXT_REVERT_AUTO, why, now, out);
+        request(p, j, rt, JM_NEXT_REVERT_AUTO, STATUS_RC_PROBATION_DEADLINE, why, now, out);
     }
 }
 
@@ -664,39 +692,41 @@ void jm_step(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
         /* one rank gone: the others must not hang in a collective (cases-field C11) */
         if (!rt->gang || rt->stopping)
             return;
-        snprintf(why, sizeof why, "rank %d %s %d; stopping the gang", ev->rank,
-                 ev->sig ? "killed by signal" : "exited with code", ev->sig ? ev->sig : ev->code);
+        snprintf(why, sizeof why, "rank %d %s %d; %s", ev->rank,
+                 ev->sig ? "killed by signal" : "exited with code", ev->sig ? ev->sig : ev->code,
+                 STATUS_REASON_STOPPING_TAIL);
         rt->stopping = true;
         fx_simple(out, JM_FX_STOP_GANG);
         if (j->state != GANG_REVERTED)
-            set_state(j, GANG_STOPPING, why);
+            set_state(j, GANG_STOPPING, STATUS_RC_RANK_EXIT, why);
         fx_simple(out, JM_FX_SAVE);
         return;
     case JM_EV_DIVERGED:
         if (!rt->gang || rt->stopping)
             return;
-        snprintf(why, sizeof why, "rank %d reported %d consecutive non-finite steps; stopping the gang",
-                 ev->rank, JM_DIVERGED_STEPS);
+        snprintf(why, sizeof why, "rank %d reported %d consecutive non-finite steps; %s", ev->rank,
+                 JM_DIVERGED_STEPS, STATUS_REASON_STOPPING_TAIL);
         rt->stopping = true;
         fx_simple(out, JM_FX_STOP_GANG);
         if (j->state != GANG_REVERTED)
-            set_state(j, GANG_STOPPING, why);
+            set_state(j, GANG_STOPPING, STATUS_RC_NONFINITE, why);
         fx_simple(out, JM_FX_SAVE);
         return;
     case JM_EV_HUNG:
         if (!rt->gang || rt->stopping)
             return;
-        snprintf(why, sizeof why, "%s; stopping the gang", ev->text ? ev->text : "liveness deadline");
+        snprintf(why, sizeof why, "%s; %s", ev->text ? ev->text : "liveness deadline",
+                 STATUS_REASON_STOPPING_TAIL);
         rt->stopping = true;
         fx_event(out, "hung", j->current, "%s", ev->text ? ev->text : "");
         fx_simple(out, JM_FX_STOP_GANG);
         if (j->state != GANG_REVERTED)
-            set_state(j, GANG_STOPPING, why);
+            set_state(j, GANG_STOPPING, STATUS_RC_LIVENESS, why);
         fx_simple(out, JM_FX_SAVE);
         return;
     case JM_EV_TRAINING:
         if (rt->gang && !rt->stopping && j->state == GANG_STARTING) {
-            set_state(j, GANG_RUNNING, "");
+            set_state(j, GANG_RUNNING, STATUS_RC_NONE, "");
             fx_simple(out, JM_FX_SAVE);
         }
         return;
@@ -714,7 +744,7 @@ void jm_step(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
         }
         fx_simple(out, JM_FX_CLEAR_GANG);
         if (rt->next == JM_NEXT_NONE) {
-            set_state(j, GANG_STOPPED, "stopped");
+            set_state(j, GANG_STOPPED, STATUS_RC_NONE, "stopped");
             fx_simple(out, JM_FX_SAVE);
         }
         run_next(p, j, rt, ev->now, out);
@@ -737,11 +767,12 @@ void jm_step(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
             (void)str_copy(reason, sizeof reason, rev ? j->reason : "relaunched after agent restart");
             fx_event(out, "restart", j->current, "agent restarted: relaunching the gang");
             fx_simple(out, JM_FX_SAVE);
-            start_gang(j, rt, JM_START_RESUME, rev ? GANG_REVERTED : GANG_STARTING, reason, out);
+            start_gang(j, rt, JM_START_RESUME, rev ? GANG_REVERTED : GANG_STARTING,
+                       rev ? j->reason_code : STATUS_RC_NONE, reason, out);
             return;
         }
         case GANG_STOPPING:
-            set_state(j, GANG_STOPPED, "agent restarted while stopping");
+            set_state(j, GANG_STOPPED, STATUS_RC_NONE, "agent restarted while stopping");
             fx_simple(out, JM_FX_SAVE);
             return;
         default:
@@ -764,7 +795,7 @@ void jm_step(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
             fx_event(out, "adopt", j->current, "gang %d of the previous agent found while %s: stopping it",
                      j->generation, gang_state_name(j->state));
             fx_simple(out, JM_FX_STOP_GANG);
-            set_state(j, GANG_STOPPING, "stopping the gang the previous agent left");
+            set_state(j, GANG_STOPPING, STATUS_RC_NONE, "stopping the gang the previous agent left");
             fx_simple(out, JM_FX_SAVE);
             return;
         }

@@ -41,8 +41,8 @@
  * mid-step.  An environment fault: the job stops as failed with a reason that starts with
  * JM_ATTENTION_PREFIX, never a rollback and never a restart loop. */
 #define JM_EXIT_DEVICE 9
-/* How a reason marks a container whose environment needs attention; status and top show it, and
- * the controller looks for it (the status document's reason is the contract). */
+/* How a reason marks a container whose environment needs attention, for people (status and top
+ * show it); the controller decides on its code, STATUS_RC_ENVIRONMENT. */
 #define JM_ATTENTION_PREFIX STATUS_ATTENTION_PREFIX
 
 /* ---- policy knobs (drover-agent daemon flags) ---- */
@@ -68,11 +68,12 @@ enum policy_action {
 bool policy_exit_is_nonretryable(int exit_code);
 /* What to do once a gang ended because rank exit_rank exited with (exit_code, exit_signal)
  * (exit_code JM_EXIT_DIVERGED: stopped for non-finite loss).  crashes_in_window counts abnormal
- * exits of this release in the window including this one.  reason gets one line. */
+ * exits of this release in the window including this one.  reason gets one line, code its
+ * cause (common/status.h: what the controller decides on). */
 enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promoted, bool has_good,
                                        int exit_rank, int exit_code, int exit_signal,
-                                       int crashes_in_window, int auto_rollbacks, char *reason,
-                                       size_t reasonsz);
+                                       int crashes_in_window, int auto_rollbacks,
+                                       enum status_reason *code, char *reason, size_t reasonsz);
 /* Delay before restart number n (1-based). */
 double policy_backoff(const struct crash_policy *p, int n);
 
@@ -91,12 +92,14 @@ struct jm_rt {
     struct job_spec next_spec;    /* JM_NEXT_ACTIVATE: owned */
     double next_probation_s;
     char next_reason[256];
+    enum status_reason next_code; /* next_reason's cause */
     bool next_no_mark;            /* JM_NEXT_REVERT: the release left reached no verdict */
     char next_rdzv[SPEC_RDZV_MAX]; /* JM_NEXT_REVERT: the good release's new generation ("" keep) */
     double next_restart_after_s;  /* JM_NEXT_STOP: a switch's stop: the switch deadline (0 none) */
     enum jm_start starting;       /* a START_GANG effect is out: what its result means */
     enum gang_state start_state;  /* state once it started */
     char start_reason[JM_TEXT_MAX];
+    enum status_reason start_code;
     double backoff_until;         /* JM_NEXT_RESTART: monotonic */
     double crash_mono[JM_CRASH_HISTORY];
     int ncrash;

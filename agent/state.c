@@ -54,11 +54,12 @@ static json_t *job_to_json(const struct job_rec *j)
     }
     /* the reason quotes workers and is cut to fit: kept valid UTF-8 so state.json stays writable */
     char reason[4 * sizeof j->reason];
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o}",
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o}",
                      "job", j->job, "current", j->current, "previous", j->previous, "good", j->good,
                      "current_spec", j->current_digest, "good_spec", j->good_digest,
                      "state", gang_state_name(j->state), "reason",
-                     text_json_safe(j->reason, reason, sizeof reason), "generation",
+                     text_json_safe(j->reason, reason, sizeof reason), "reason_code",
+                     status_reason_name(j->reason_code), "generation",
                      j->generation, "restarts", j->restarts, "auto_rollbacks", j->auto_rollbacks,
                      "probation_mono", j->probation_deadline, "probation_left_s", j->probation_left_s,
                      "switch_mono", j->switch_deadline, "switch_left_s", j->switch_left_s,
@@ -139,6 +140,11 @@ static int job_from_json(json_t *o, struct job_rec *j)
             return -EINVAL;
         (void)str_copy(j->reason, sizeof j->reason, json_string_value(reason));
     }
+    /* absent in a state.json from before the code: what its reason's words say */
+    json_t *code = json_object_get(o, "reason_code");
+    if (code && !json_is_string(code))
+        return -EINVAL;
+    j->reason_code = code ? status_reason_from_name(json_string_value(code)) : status_reason_from_text(j->reason);
     /* (an older agent's wall-clock "probation_until" is ignored: no deadline trusts the wall clock) */
     if (pm) {
         if (!json_is_number(pm) || !(json_number_value(pm) >= 0 && json_number_value(pm) < 1e12))

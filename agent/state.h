@@ -36,6 +36,8 @@ struct job_rec {
     char good_digest[SPEC_DIGEST_LEN + 1];
     enum gang_state state;
     char reason[256];
+    enum status_reason reason_code; /* the reason's cause, typed (common/status.h); a state.json
+                                       from before it: derived from the text */
     int generation;
     int restarts;          /* gang restarts of the current release since activation */
     int auto_rollbacks;    /* consecutive automatic rollbacks; reset by promote */

@@ -22,6 +22,9 @@
 #define C "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
 #define ANY (-1)
 
+/* a row may leave out its last column (rc): zero, not checked */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 struct row {
     enum jm_ev kind;
     double now;
@@ -32,6 +35,8 @@ struct row {
     const char *fx;      /* expected effect names, space-separated ("" none) */
     int state;           /* expected gang_state afterwards, ANY to skip */
     const char *says;    /* substring of an event/answer text of this row, NULL to skip */
+    const char *rc;      /* expected reason code afterwards, by its name (common/status.h), NULL
+                            to skip: what the controller decides on */
 };
 
 struct world {
@@ -93,6 +98,9 @@ static void run_rows(struct world *w, const struct row *rows, size_t n)
             said = true;
         if (!said)
             fail_msg("row %zu: no effect text says '%s'", i, r->says);
+        if (r->rc && strcmp(status_reason_name(w->j->reason_code), r->rc) != 0)
+            fail_msg("row %zu: reason code '%s', expected '%s' (reason '%s')", i,
+                     status_reason_name(w->j->reason_code), r->rc, w->j->reason);
     }
 }
 
@@ -153,13 +161,13 @@ static void test_crash_loop_reverts_and_marks_bad(void **state)
     RUN(&w, good_a);
     RUN(&w, then_b);
     static const struct row rows[] = {
-        {JM_EV_RANK_EXIT, 20, NULL, 0, 1, 1, 0, NULL, "stop-gang save", GANG_STOPPING, "rank 1 exited with code 1"},
+        {JM_EV_RANK_EXIT, 20, NULL, 0, 1, 1, 0, NULL, "stop-gang save", GANG_STOPPING, "rank 1 exited with code 1", "rank-exit"},
         {JM_EV_RANK_EXIT, 20, NULL, 0, 0, 1, 0, NULL, "", GANG_STOPPING, NULL}, /* already stopping */
-        {JM_EV_GANG_GONE, 21, NULL, 0, 1, 1, 0, NULL, "event clear-gang save", GANG_BACKOFF, "(1 of 3 in 120 s)"},
+        {JM_EV_GANG_GONE, 21, NULL, 0, 1, 1, 0, NULL, "event clear-gang save", GANG_BACKOFF, "(1 of 3 in 120 s)", "rank-exit"},
         {JM_EV_TICK, 21.5, NULL, 0, 0, 0, 0, NULL, "", GANG_BACKOFF, NULL}, /* backoff 1 s */
         {JM_EV_TICK, 22, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, "restart 1"},
         {JM_EV_START_OK, 22, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING,
-         "restarted after a crash: rank 1 exited with code 1"}, /* the cause stays in the reason */
+         "restarted after a crash: rank 1 exited with code 1", "rank-exit"}, /* the cause stays in the reason */
         {JM_EV_RANK_EXIT, 23, NULL, 0, 0, 0, 9, NULL, "stop-gang save", GANG_STOPPING, "signal 9"},
         {JM_EV_GANG_GONE, 23, NULL, 0, 0, 0, 9, NULL, "event clear-gang save", GANG_BACKOFF, "(2 of 3"},
         {JM_EV_TICK, 24, NULL, 0, 0, 0, 0, NULL, "", GANG_BACKOFF, NULL}, /* backoff 2 s now */
@@ -167,7 +175,8 @@ static void test_crash_loop_reverts_and_marks_bad(void **state)
         {JM_EV_START_OK, 25, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
         {JM_EV_RANK_EXIT, 26, NULL, 0, 0, 1, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
         {JM_EV_GANG_GONE, 26, NULL, 0, 0, 1, 0, NULL, "event clear-gang switch event start-gang", ANY, "crash limit reached"},
-        {JM_EV_START_OK, 26, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
+        {JM_EV_START_OK, 26, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "crash-loop"},
+        {JM_EV_TRAINING, 27, NULL, 0, 0, 0, 0, NULL, "", GANG_REVERTED, NULL, "crash-loop"}, /* stays said */
     };
     RUN(&w, rows);
     assert_string_equal(w.j->current, A);
@@ -191,10 +200,10 @@ static void test_exit_codes(void **state)
     static const struct row b_data_error[] = {
         {JM_EV_RANK_EXIT, 20, NULL, 0, 0, 4, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
         {JM_EV_GANG_GONE, 20, NULL, 0, 0, 4, 0, "no shard /d/x", "event clear-gang switch event start-gang", ANY, "[rank 0: no shard /d/x]"},
-        {JM_EV_START_OK, 20, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, "non-retryable exit"},
+        {JM_EV_START_OK, 20, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, "non-retryable exit", "fatal-exit"},
         /* A itself, promoted, runs out of disk: failed, no restart, no rollback */
         {JM_EV_RANK_EXIT, 30, NULL, 0, 0, 6, 0, NULL, "stop-gang save", GANG_REVERTED, NULL},
-        {JM_EV_GANG_GONE, 30, NULL, 0, 0, 6, 0, NULL, "event clear-gang event save", GANG_FAILED, "non-retryable) on a promoted release"},
+        {JM_EV_GANG_GONE, 30, NULL, 0, 0, 6, 0, NULL, "event clear-gang event save", GANG_FAILED, "non-retryable) on a promoted release", "fatal-exit"},
         {JM_EV_TICK, 100, NULL, 0, 0, 0, 0, NULL, "", GANG_FAILED, NULL},
     };
     RUN(&w, b_data_error);
@@ -205,7 +214,7 @@ static void test_exit_codes(void **state)
     RUN(&w, good_a);
     static const struct row done[] = {
         {JM_EV_RANK_EXIT, 5, NULL, 0, 0, 0, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
-        {JM_EV_GANG_GONE, 5, NULL, 0, 0, 0, 0, NULL, "event clear-gang save", GANG_STOPPED, "completed"},
+        {JM_EV_GANG_GONE, 5, NULL, 0, 0, 0, 0, NULL, "event clear-gang save", GANG_STOPPED, "completed", "completed"},
         {JM_EV_TICK, 100, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPED, NULL},
     };
     RUN(&w, done);
@@ -215,7 +224,7 @@ static void test_exit_codes(void **state)
     RUN(&w, good_a);
     static const struct row promoted_crash[] = { /* infrastructure fault: restart, never revert */
         {JM_EV_RANK_EXIT, 5, NULL, 0, 0, 1, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
-        {JM_EV_GANG_GONE, 5, NULL, 0, 0, 1, 0, NULL, "event clear-gang save", GANG_BACKOFF, "restarting promoted release"},
+        {JM_EV_GANG_GONE, 5, NULL, 0, 0, 1, 0, NULL, "event clear-gang save", GANG_BACKOFF, "restarting promoted release", "rank-exit"},
         {JM_EV_TICK, 6, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, NULL},
         {JM_EV_START_OK, 6, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
     };
@@ -236,10 +245,10 @@ static void test_probation_deadline(void **state)
     static const struct row rows[] = {
         {JM_EV_TRAINING, 13, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
         {JM_EV_TICK, 71.9, NULL, 0, 0, 0, 0, NULL, "", GANG_RUNNING, NULL},
-        {JM_EV_TICK, 72, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline"},
+        {JM_EV_TICK, 72, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline", "probation-deadline"},
         {JM_EV_TICK, 73, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPING, NULL},
         {JM_EV_GANG_GONE, 74, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "reverted on its own"},
-        {JM_EV_START_OK, 74, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
+        {JM_EV_START_OK, 74, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "probation-deadline"},
     };
     RUN(&w, rows);
     assert_string_equal(w.j->current, A);
@@ -256,10 +265,10 @@ static void test_diverged(void **state)
     RUN(&w, good_a);
     RUN(&w, then_b);
     static const struct row rows[] = {
-        {JM_EV_DIVERGED, 20, NULL, 0, 1, 0, 0, NULL, "stop-gang save", GANG_STOPPING, "non-finite"},
+        {JM_EV_DIVERGED, 20, NULL, 0, 1, 0, 0, NULL, "stop-gang save", GANG_STOPPING, "non-finite", "nonfinite"},
         {JM_EV_DIVERGED, 20.1, NULL, 0, 1, 0, 0, NULL, "", GANG_STOPPING, NULL},
         {JM_EV_GANG_GONE, 21, NULL, 0, 1, JM_EXIT_DIVERGED, 0, NULL, "event clear-gang switch event start-gang", ANY, "3 consecutive non-finite steps"},
-        {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
+        {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "nonfinite"},
     };
     RUN(&w, rows);
     world_done(&w);
@@ -276,10 +285,10 @@ static void test_hung(void **state)
     RUN(&w, good_a);
     RUN(&w, then_b);
     static const struct row probation[] = {
-        {JM_EV_HUNG, 20, NULL, 0, 1, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, "rank 1 silent"},
+        {JM_EV_HUNG, 20, NULL, 0, 1, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, "rank 1 silent", "liveness"},
         {JM_EV_HUNG, 20.1, NULL, 0, 1, 0, 0, SILENT, "", GANG_STOPPING, NULL},
         {JM_EV_GANG_GONE, 21, NULL, 0, 1, JM_EXIT_HUNG, 0, SILENT, "event clear-gang switch event start-gang", ANY, "silence_deadline 60 s"},
-        {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
+        {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "liveness"},
     };
     RUN(&w, probation);
     assert_string_equal(w.j->current, A);
@@ -303,7 +312,7 @@ static void test_hung(void **state)
         {JM_EV_TICK, 50, NULL, 0, 0, 0, 0, NULL, "event start-gang", ANY, NULL},
         {JM_EV_START_OK, 50, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
         {JM_EV_HUNG, 60, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, NULL},
-        {JM_EV_GANG_GONE, 61, NULL, 0, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang event save", GANG_FAILED, "restart budget 3"},
+        {JM_EV_GANG_GONE, 61, NULL, 0, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang event save", GANG_FAILED, "restart budget 3", "liveness"},
     };
     RUN(&w, promoted);
     assert_string_equal(w.j->current, A);
@@ -323,6 +332,7 @@ static void test_revert_no_mark(void **state)
         const struct row rows[] = {
             {JM_EV_REVERT, 20, NULL, mark ? 0 : 1, 0, 0, 0, "drover: interrupted", "wait stop-gang save", ANY, NULL},
             {JM_EV_GANG_GONE, 21, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "drover: interrupted"},
+            {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL, ""}, /* asked for */
         };
         RUN(&w, rows);
         assert_string_equal(w.j->current, A);
@@ -342,8 +352,8 @@ static void test_start_failures(void **state)
     static const struct row rows[] = {
         {JM_EV_ACTIVATE, 10, B, 60, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
         {JM_EV_GANG_GONE, 11, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, NULL},
-        {JM_EV_START_FAILED, 11, NULL, 0, 0, 0, 0, "bad interpreter", "event save answer switch event start-gang", GANG_FAILED, "bad interpreter"},
-        {JM_EV_START_FAILED, 11, NULL, 0, 0, 0, 0, "disk gone", "event save", GANG_FAILED, "disk gone"},
+        {JM_EV_START_FAILED, 11, NULL, 0, 0, 0, 0, "bad interpreter", "event save answer switch event start-gang", GANG_FAILED, "bad interpreter", "start-failure"},
+        {JM_EV_START_FAILED, 11, NULL, 0, 0, 0, 0, "disk gone", "event save", GANG_FAILED, "disk gone", "start-failure"},
     };
     RUN(&w, rows);
     assert_string_equal(w.j->current, A);
@@ -539,7 +549,7 @@ static void test_probation_deadline_survives_abort(void **state)
         {JM_EV_START, 22, NULL, 0, 0, 0, 0, "g5", "wait event start-gang", GANG_STOPPED, "started by request"},
         {JM_EV_START_OK, 22, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
         {JM_EV_TICK, 71.9, NULL, 0, 0, 0, 0, NULL, "", GANG_STARTING, NULL},
-        {JM_EV_TICK, 72, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline"},
+        {JM_EV_TICK, 72, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline", "probation-deadline"},
         {JM_EV_GANG_GONE, 73, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "reverted on its own"},
         {JM_EV_START_OK, 73, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
     };
@@ -832,6 +842,9 @@ static void test_state_marks_round_trip(void **state)
     w.j->probation_left_s = 3;
     w.j->switch_deadline = 40.5;
     w.j->switch_left_s = 7;
+    w.j->state = GANG_REVERTED;
+    w.j->reason_code = STATUS_RC_RANK_EXIT; /* kept as said, not re-derived from the words */
+    strcpy(w.j->reason, "crash loop: words the code does not follow");
     char *text;
     assert_int_equal(state_format(&w.st, &text), 0);
     struct agent_state back;
@@ -846,8 +859,20 @@ static void test_state_marks_round_trip(void **state)
     assert_string_equal(j->goods[1], B);
     assert_true(j->probation_deadline == 12.5 && j->probation_left_s == 3);
     assert_true(j->switch_deadline == 40.5 && j->switch_left_s == 7);
+    assert_int_equal(j->reason_code, STATUS_RC_RANK_EXIT);
     state_unmark_bad(j, C);
     assert_false(state_is_bad(j, C));
+    state_done(&back);
+    /* a state.json from an agent before the code: the code its reason's words mean */
+    assert_int_equal(state_format(&w.st, &text), 0);
+    char *member = strstr(text, "\"reason_code\":\"rank-exit\"");
+    assert_non_null(member);
+    memcpy(member, "\"reason_cod0\"", strlen("\"reason_cod0\"")); /* a key no reader knows */
+    assert_int_equal(state_parse(text, strlen(text), &back), 0);
+    free(text);
+    j = state_find_job(&back, "train");
+    assert_non_null(j);
+    assert_int_equal(j->reason_code, STATUS_RC_CRASH_LOOP);
     state_done(&back);
     world_done(&w);
 }
