@@ -369,12 +369,14 @@ static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
 }
 
 /* After a failed probation: did the agent stop the job on an environment fault (a device or
- * driver failure, STATUS_ATTENTION_PREFIX)?  The verdict may name the rank's exit before the
- * agent has decided, so the containers are asked again for a few seconds while their gangs
+ * driver failure: reason code STATUS_RC_ENVIRONMENT)?  agent_code: the code of the agent's
+ * reason the verdict quotes (probation_agent_code).  The verdict may name the rank's exit before
+ * the agent has decided, so the containers are asked again for a few seconds while their gangs
  * settle.  true with the agent's reason in why. */
-static bool env_fault_seen(struct deploy *d, const char *verdict, char *why, size_t why_sz)
+static bool env_fault_seen(struct deploy *d, enum status_reason agent_code, const char *verdict, char *why,
+                           size_t why_sz)
 {
-    if (strstr(verdict, STATUS_ATTENTION_PREFIX)) {
+    if (agent_code == STATUS_RC_ENVIRONMENT) {
         if (why != verdict)
             (void)str_copy(why, why_sz, verdict);
         return true;
@@ -391,8 +393,7 @@ static bool env_fault_seen(struct deploy *d, const char *verdict, char *why, siz
             const struct job_status *js = status_find_job(d->st, d->job->name);
             if (!js)
                 continue;
-            if (js->state == GANG_FAILED &&
-                !strncmp(js->reason, STATUS_ATTENTION_PREFIX, strlen(STATUS_ATTENTION_PREFIX))) {
+            if (js->state == GANG_FAILED && js->reason_code == STATUS_RC_ENVIRONMENT) {
                 snprintf(why, why_sz, "%s: %s", d->job->cts[i].label, js->reason);
                 return true;
             }
@@ -1435,6 +1436,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         goto interrupted_before_switch;
     interrupt_handlers(on_sigint);
     char reason[PROBATION_REASON_MAX + 64];
+    enum status_reason agent_code = STATUS_RC_NONE; /* of the agent's reason the verdict quotes */
     d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);
     if (ar == -ECANCELED) {
@@ -1500,6 +1502,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         snprintf(reason, sizeof reason, "interrupted by the operator during probation (no verdict)");
     else
         snprintf(reason, sizeof reason, "%s", probation_reason(p));
+    agent_code = probation_agent_code(p);
     if (probation_note(p)[0] && v == PROBATION_PASS)
         fprintf(stderr, "%s\n", probation_note(p));
     if (d.analysis) {
@@ -1561,7 +1564,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     probation_free(p);
 failed:
-    if (env_fault_seen(&d, reason, reason, sizeof reason)) {
+    if (env_fault_seen(&d, agent_code, reason, reason, sizeof reason)) {
         /* The agent stopped the gang for a device or driver fault: the environment, not the
          * release.  Reverting would blame the release and run the good one on the same broken
          * GPU; the container stays marked until gpu-check passes there. */

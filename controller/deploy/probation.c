@@ -75,6 +75,7 @@ struct probation {
     int judged_n;        /* nsamples at the last comparison: a new one needs a new sample */
     char cmp[PROBATION_REASON_MAX]; /* the last comparison that did not decide */
     enum probation_verdict verdict;
+    enum status_reason agent_code; /* the agent's reason code the FAIL quotes */
     double ktok;
     char reason[PROBATION_REASON_MAX];
     char note[PROBATION_REASON_MAX];
@@ -192,6 +193,14 @@ static void say(char *buf, size_t sz, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The agent's reason code the next fail() quotes (before it: a verdict already decided keeps
+ * its own). */
+static void fail_code(struct probation *p, enum status_reason code)
+{
+    if (p->verdict == PROBATION_PENDING)
+        p->agent_code = code;
+}
+
 static void fail(struct probation *p, const char *fmt, ...)
 {
     if (p->verdict != PROBATION_PENDING)
@@ -234,12 +243,34 @@ static const char *logs_pointer(const struct probation *p, char *buf, size_t sz)
     return buf;
 }
 
-/* The agent's reason names a worker that crashed (agent/jobmachine.c: its crash-loop rule, or an
- * exit code it does not retry), as opposed to a liveness trip or a start failure; the words are
- * common/status.h's. */
-static bool agent_reason_is_crash(const char *reason)
+bool probation_code_in_workers_log(enum status_reason code)
 {
-    return strstr(reason, STATUS_REASON_CRASH_LOOP) || strstr(reason, STATUS_REASON_FATAL_EXIT);
+    switch (code) {
+    case STATUS_RC_CRASH_LOOP:
+    case STATUS_RC_FATAL_EXIT:
+    case STATUS_RC_RANK_EXIT:
+    case STATUS_RC_COMPLETED:
+    case STATUS_RC_NONFINITE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The pointer at the workers' log where the agent's reason code is a worker's doing ("" else). */
+static const char *logs_pointer_for(const struct probation *p, enum status_reason code, char *buf, size_t sz)
+{
+    buf[0] = '\0';
+    return probation_code_in_workers_log(code) ? logs_pointer(p, buf, sz) : buf;
+}
+
+/* The agent is stopping the watched gang on its own (agent/jobmachine.c: a rank exited,
+ * non-finite loss, a liveness trip), not on a request; "other": a cause this controller does not
+ * know, from a newer agent or an older agent's words (common/status.c). */
+static bool agent_code_stops_gang(enum status_reason code)
+{
+    return code == STATUS_RC_RANK_EXIT || code == STATUS_RC_NONFINITE || code == STATUS_RC_LIVENESS ||
+           code == STATUS_RC_OTHER;
 }
 
 static bool release_matches(const char *reported, const char *want)
@@ -311,12 +342,12 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
     cs->t_seen = now;
     if (!p->recovery) {
         if (js->state == GANG_REVERTED || (js->current[0] && !release_matches(js->current, p->release))) {
-            char logs[JOB_NAME_MAX + 48] = "";
-            if (agent_reason_is_crash(js->reason))
-                (void)logs_pointer(p, logs, sizeof logs);
+            char logs[JOB_NAME_MAX + 48];
+            fail_code(p, js->reason_code);
             fail(p, "the agent on %s went back to %s by itself (%s)%s", cs->label,
                  release_short(js->current, "none", sid),
-                 js->reason[0] ? js->reason : "no reason given", logs);
+                 js->reason[0] ? js->reason : "no reason given",
+                 logs_pointer_for(p, js->reason_code, logs, sizeof logs));
             return;
         }
         /* the same release with another job spec than this deploy's: another operator's deploy
@@ -338,16 +369,16 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
         return;
     }
     if (js->state == GANG_FAILED) {
-        char logs[JOB_NAME_MAX + 48] = "";
-        if (agent_reason_is_crash(js->reason))
-            (void)logs_pointer(p, logs, sizeof logs);
+        char logs[JOB_NAME_MAX + 48];
+        fail_code(p, js->reason_code);
         fail(p, "the gang on %s failed: %s%s", cs->label, js->reason[0] ? js->reason : "no reason given",
-             logs);
+             logs_pointer_for(p, js->reason_code, logs, sizeof logs));
         return;
     }
     /* activate and revert return once the gang has started: a stopped gang has ended (a worker
      * that exits 0 at once is as useless as one that crashes). */
     if (js->state == GANG_STOPPED && (!js->current[0] || release_matches(js->current, p->release))) {
+        fail_code(p, js->reason_code);
         fail(p, "the gang on %s stopped: %s", cs->label, js->reason[0] ? js->reason : "no reason given");
         return;
     }
@@ -364,6 +395,7 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
     }
     if (!p->recovery && (js->restarts > 0 || js->state == GANG_BACKOFF)) {
         char why[sizeof js->reason], logs[JOB_NAME_MAX + 48];
+        fail_code(p, js->reason_code);
         fail(p, "the gang on %s %s (restarts %d): %s%s", cs->label,
              js->state == GANG_BACKOFF ? "lost a rank and is backing off" : "restarted",
              js->restarts, js->reason[0] ? agent_reason_without_plan(js->reason, why, sizeof why) : "no reason given",
@@ -373,7 +405,8 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
     /* The agent stopping the watched gang on its own (a liveness trip, non-finite loss, a rank
      * that exited): never a pass, whatever the samples so far say; its reason names the rule. */
     if (!p->recovery && js->state == GANG_STOPPING && release_matches(js->current, p->release) &&
-        strstr(js->reason, "stopping the gang")) {
+        agent_code_stops_gang(js->reason_code)) {
+        fail_code(p, js->reason_code);
         fail(p, "the gang on %s is being stopped by its agent: %s", cs->label, js->reason);
         return;
     }
@@ -762,6 +795,11 @@ const char *probation_reason(const struct probation *p)
     return p->reason;
 }
 
+enum status_reason probation_agent_code(const struct probation *p)
+{
+    return p->verdict == PROBATION_FAIL ? p->agent_code : STATUS_RC_NONE;
+}
+
 const char *probation_note(const struct probation *p)
 {
     return p->note;
@@ -784,6 +822,7 @@ void probation_ct_stopped(struct probation *p, int ct, const char *pct_said)
     if (p->verdict == PROBATION_FAIL)
         p->verdict = PROBATION_PENDING; /* the stop explains it: its peers lost a rank */
     p->ct_stop_said = p->verdict == PROBATION_PENDING;
+    fail_code(p, STATUS_RC_NONE);
     fail(p, "container %s stopped during %s (pct: %s)", p->cts[ct].label,
          p->recovery ? "the recovery" : "probation", pct_said && pct_said[0] ? pct_said : "not running");
 }

@@ -94,6 +94,14 @@ enum probation_verdict probation_check(struct probation *p, double now);
  * change with its interval, the threshold and the sample counts.  Borrowed, valid until the next
  * call. */
 const char *probation_reason(const struct probation *p);
+/* The reason code of the agent's reason a FAIL quotes (the gang failed, the agent went back on
+ * its own, it is stopping the gang); STATUS_RC_NONE when the verdict quotes none.  What the
+ * deploy decides on (an environment fault is not the release's), never the verdict's words. */
+enum status_reason probation_agent_code(const struct probation *p);
+/* Is the cause behind an agent's reason code in the workers' own output: a rank that exited,
+ * crashed (once or in a loop) or reported non-finite loss; not a liveness trip, a start failure
+ * or the environment. */
+bool probation_code_in_workers_log(enum status_reason code);
 /* Extra information for people ("no baseline on these containers: throughput rule skipped"). */
 const char *probation_note(const struct probation *p);
 /* Median job Ktok/s over the window; -1 if not measured. */

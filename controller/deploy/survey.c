@@ -164,8 +164,7 @@ int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err
          * has one, or restarts one after its backoff (a stop cancels that) */
         d->has_gang[i] = js && js->state != GANG_STOPPED && js->state != GANG_FAILED;
         (void)str_copy(d->from[i], sizeof d->from[i], js ? js->current : "");
-        d->attention[i] = js && js->state == GANG_FAILED &&
-                          !strncmp(js->reason, STATUS_ATTENTION_PREFIX, strlen(STATUS_ATTENTION_PREFIX));
+        d->attention[i] = js && js->state == GANG_FAILED && js->reason_code == STATUS_RC_ENVIRONMENT;
         if (d->attention[i])
             (void)str_copy(d->attention_reason[i], sizeof d->attention_reason[i], js->reason);
         if (js && js->good[0] && !d->good[0])

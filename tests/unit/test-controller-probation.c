@@ -68,6 +68,14 @@ static void make_status(struct agent_status *st, int node, int nproc, const char
     }
 }
 
+/* The agent's reason and its code, as an agent of today sends them (common/status.h): the
+ * controller decides on the code, the text is for people. */
+static void set_reason(struct job_status *js, enum status_reason code, const char *text)
+{
+    js->reason_code = code;
+    snprintf(js->reason, sizeof js->reason, "%s", text);
+}
+
 static struct probation *new_p(double baseline, int ncts, int nproc)
 {
     struct inv_policy pol = policy();
@@ -205,7 +213,7 @@ static void test_crash(void **state)
     p = new_p(100, 2, 1);
     make_status(st, 1, 1, NEW, 5, 50000, 3.0);
     st->jobs[0].restarts = 1;
-    strcpy(st->jobs[0].reason, "rank 1 exited with code 1");
+    set_reason(&st->jobs[0], STATUS_RC_RANK_EXIT, "rank 1 exited with code 1");
     probation_feed(p, 1, st, 3);
     assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
     assert_non_null(strstr(probation_reason(p), "h1:102 restarted (restarts 1)"));
@@ -217,7 +225,7 @@ static void test_crash(void **state)
     p = new_p(100, 2, 1);
     make_status(st, 1, 1, NEW, 5, 50000, 3.0);
     st->jobs[0].state = GANG_BACKOFF;
-    strcpy(st->jobs[0].reason, "rank 1 exited with code 1 (1 of 3 in 120 s); restarting");
+    set_reason(&st->jobs[0], STATUS_RC_RANK_EXIT, "rank 1 exited with code 1 (1 of 3 in 120 s); restarting");
     probation_feed(p, 1, st, 3);
     assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
     assert_string_equal(probation_reason(p), "the gang on h1:102 lost a rank and is backing off (restarts 0): "
@@ -227,7 +235,7 @@ static void test_crash(void **state)
      * uncaught exception a PyTorch worker reported with hb.error(), a ';' in it included):
      * without it the operator sees only "exited with code 1" */
     p = new_p(100, 2, 1);
-    strcpy(st->jobs[0].reason, "rank 1 exited with code 1 (1 of 3 in 120 s); restarting "
+    set_reason(&st->jobs[0], STATUS_RC_RANK_EXIT, "rank 1 exited with code 1 (1 of 3 in 120 s); restarting "
                                "[rank 1: RuntimeError: boom; the loss divides by zero]");
     probation_feed(p, 1, st, 3);
     assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
@@ -236,7 +244,7 @@ static void test_crash(void **state)
                                              "[rank 1: RuntimeError: boom; the loss divides by zero]; see `drover logs --job train`");
     probation_free(p);
     p = new_p(100, 2, 1);
-    strcpy(st->jobs[0].reason, "rank 1 exited with code 1; restarting promoted release [rank 1: OSError: x]");
+    set_reason(&st->jobs[0], STATUS_RC_RANK_EXIT, "rank 1 exited with code 1; restarting promoted release [rank 1: OSError: x]");
     probation_feed(p, 1, st, 3);
     assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
     assert_string_equal(probation_reason(p), "the gang on h1:102 lost a rank and is backing off (restarts 0): "
@@ -248,7 +256,7 @@ static void test_crash(void **state)
     make_status(st, 0, 1, NEW, 0, 0, 3.0);
     st->jobs[0].state = GANG_STOPPED;
     st->jobs[0].nranks = 0;
-    strcpy(st->jobs[0].reason, "completed (rank 0 exited with code 0)");
+    set_reason(&st->jobs[0], STATUS_RC_COMPLETED, "completed (rank 0 exited with code 0)");
     probation_feed(p, 0, st, 2);
     assert_int_equal(probation_check(p, 2), PROBATION_FAIL);
     assert_string_equal(probation_reason(p), "the gang on h1:101 stopped: completed (rank 0 exited with code 0)");
@@ -415,11 +423,90 @@ static void test_agent_stopping_fails(void **state)
     }
     make_status(st, 0, 1, NEW, 15, 50000, 3.0);
     st->jobs[0].state = GANG_STOPPING;
-    strcpy(st->jobs[0].reason, "rank 0 silent: no heartbeat for 11 s in phase train at step 15 (silence_deadline 10 s); stopping the gang");
+    set_reason(&st->jobs[0], STATUS_RC_LIVENESS, "rank 0 silent: no heartbeat for 11 s in phase train at step 15 (silence_deadline 10 s); stopping the gang");
     probation_feed(p, 0, st, 26);
     assert_int_equal(probation_check(p, 26), PROBATION_FAIL);
     assert_non_null(strstr(probation_reason(p), "silence_deadline 10 s"));
+    /* a liveness trip's cause is not in the workers' log */
+    assert_null(strstr(probation_reason(p), "drover logs"));
+    assert_int_equal(probation_agent_code(p), STATUS_RC_LIVENESS);
     probation_free(p);
+    /* one rank exited and the agent stops the others */
+    p = new_p(-1, 1, 1);
+    make_status(st, 0, 1, NEW, 15, 50000, 3.0);
+    st->jobs[0].state = GANG_STOPPING;
+    set_reason(&st->jobs[0], STATUS_RC_RANK_EXIT, "rank 0 exited with code 1; stopping the gang");
+    probation_feed(p, 0, st, 16);
+    assert_int_equal(probation_check(p, 16), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "the gang on h1:101 is being stopped by its agent: rank 0 exited "
+                                             "with code 1; stopping the gang");
+    probation_free(p);
+    /* the controller decides on the code, not the words: a stop the agent was asked for (code
+     * none) is no verdict, whatever its reason says */
+    p = new_p(-1, 1, 1);
+    set_reason(&st->jobs[0], STATUS_RC_NONE, "rank 0 exited with code 1; stopping the gang");
+    probation_feed(p, 0, st, 16);
+    assert_int_equal(probation_check(p, 16), PROBATION_PENDING);
+    /* a code this controller does not know (a newer agent's, read as "other") while the agent
+     * stops the gang: never a pass, and no pointer it cannot justify */
+    set_reason(&st->jobs[0], STATUS_RC_OTHER, "a newer agent's own cause; stopping the gang");
+    probation_feed(p, 0, st, 17);
+    assert_int_equal(probation_check(p, 17), PROBATION_FAIL);
+    assert_null(strstr(probation_reason(p), "drover logs"));
+    probation_free(p);
+    free(st);
+}
+
+/* A new controller with an agent from before "reason_code": the document carries only the
+ * reason's words, and status_parse derives the code from them as the controller read them
+ * before (common/status.c), so the verdicts are what they were. */
+static void test_old_agent_reason_words(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st), *old = malloc(sizeof *old);
+    static const struct {
+        enum gang_state state;
+        const char *reason;
+        const char *want; /* in the verdict */
+        bool logs;        /* the verdict points at drover logs */
+    } rows[] = {
+        {GANG_FAILED, "crash loop: rank 0 exited with code 1 and no good release to return to",
+         "failed: crash loop", true},
+        {GANG_FAILED, "non-retryable exit: rank 0 exited with code 6 and no good release to return to",
+         "failed: non-retryable exit", true},
+        {GANG_FAILED, "start failed: bin/t: not found", "failed: start failed", false},
+        {GANG_REVERTED, "reverted on its own from bbbbbbbbbbbb: crash loop: rank 0 exited with code 1",
+         "by itself (reverted on its own", true},
+        {GANG_REVERTED, "reverted on its own from bbbbbbbbbbbb: liveness: rank 0 hung (liveness deadline)",
+         "by itself (reverted on its own", false},
+        {GANG_STOPPING, "rank 0 killed by signal 9; stopping the gang", "being stopped by its agent", false},
+        {GANG_STOPPING, "rank 0 stalled: step 4 for 31 s (stall_deadline 30 s); stopping the gang",
+         "being stopped by its agent", false},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        make_status(st, 0, 1, rows[i].state == GANG_REVERTED ? OLD : NEW, 5, 50000, 3.0);
+        st->jobs[0].state = rows[i].state;
+        set_reason(&st->jobs[0], STATUS_RC_NONE, rows[i].reason);
+        /* the document an older agent sends: no "reason_code" member at all */
+        char *text = NULL;
+        assert_int_equal(status_format(st, &text), 0);
+        char *member = strstr(text, ",\"reason_code\":\"\"");
+        assert_non_null(member);
+        memmove(member, member + strlen(",\"reason_code\":\"\""), strlen(member + strlen(",\"reason_code\":\"\"")) + 1);
+        assert_null(strstr(text, "reason_code"));
+        assert_int_equal(status_parse(text, strlen(text), old), 0);
+        free(text);
+        struct probation *p = new_p(-1, 1, 1);
+        probation_feed(p, 0, old, 5);
+        assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
+        assert_non_null(strstr(probation_reason(p), rows[i].want));
+        if (rows[i].logs)
+            assert_non_null(strstr(probation_reason(p), "; see `drover logs --job train`"));
+        else
+            assert_null(strstr(probation_reason(p), "drover logs"));
+        probation_free(p);
+    }
+    free(old);
     free(st);
 }
 
@@ -430,7 +517,7 @@ static void test_agent_reverted_on_its_own(void **state)
     struct probation *p = new_p(100, 1, 1);
     make_status(st, 0, 1, OLD, 50, 50000, 3.0);
     st->jobs[0].state = GANG_REVERTED;
-    strcpy(st->jobs[0].reason, "crash loop: 3 exits in 60s");
+    set_reason(&st->jobs[0], STATUS_RC_CRASH_LOOP, "crash loop: 3 exits in 60s");
     probation_feed(p, 0, st, 5);
     assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
     assert_string_equal(probation_reason(p),
@@ -438,7 +525,7 @@ static void test_agent_reverted_on_its_own(void **state)
     probation_free(p);
     /* not a crash (a liveness trip): nothing in the workers' log to point at */
     p = new_p(100, 1, 1);
-    strcpy(st->jobs[0].reason, "liveness: rank 0 hung (crash limit reached)");
+    set_reason(&st->jobs[0], STATUS_RC_LIVENESS, "liveness: rank 0 hung (crash limit reached)");
     probation_feed(p, 0, st, 5);
     assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
     assert_null(strstr(probation_reason(p), "drover logs"));
@@ -447,20 +534,20 @@ static void test_agent_reverted_on_its_own(void **state)
     p = new_p(100, 1, 1);
     make_status(st, 0, 1, NEW, 5, 50000, 3.0);
     st->jobs[0].state = GANG_FAILED;
-    strcpy(st->jobs[0].reason, "crash loop: rank 0 exited with code 1 and no good release to return to");
+    set_reason(&st->jobs[0], STATUS_RC_CRASH_LOOP, "crash loop: rank 0 exited with code 1 and no good release to return to");
     probation_feed(p, 0, st, 5);
     assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
     assert_string_equal(probation_reason(p), "the gang on h1:101 failed: crash loop: rank 0 exited with code 1 "
                                              "and no good release to return to; see `drover logs --job train`");
     probation_free(p);
     p = new_p(100, 1, 1);
-    strcpy(st->jobs[0].reason, "non-retryable exit: rank 0 exited with code 6 and no good release to return to");
+    set_reason(&st->jobs[0], STATUS_RC_FATAL_EXIT, "non-retryable exit: rank 0 exited with code 6 and no good release to return to");
     probation_feed(p, 0, st, 5);
     assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
     assert_non_null(strstr(probation_reason(p), "return to; see `drover logs --job train`"));
     probation_free(p);
     p = new_p(100, 1, 1);
-    strcpy(st->jobs[0].reason, "start failed: bin/t: not found");
+    set_reason(&st->jobs[0], STATUS_RC_START_FAILURE, "start failed: bin/t: not found");
     probation_feed(p, 0, st, 5);
     assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
     assert_string_equal(probation_reason(p), "the gang on h1:101 failed: start failed: bin/t: not found");
@@ -642,6 +729,7 @@ int main(void)
         cmocka_unit_test(test_stall),
         cmocka_unit_test(test_only_fresh_samples),
         cmocka_unit_test(test_agent_stopping_fails),
+        cmocka_unit_test(test_old_agent_reason_words),
         cmocka_unit_test(test_agent_reverted_on_its_own),
         cmocka_unit_test(test_no_baseline),
         cmocka_unit_test(test_progress_deadline),
