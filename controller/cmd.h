@@ -88,8 +88,9 @@ double status_rank_ktok(const struct rank_status *rs);
 const char *status_loss_text(const struct rank_status *rs, char *buf, size_t sz);
 /* The line `drover status` prints on stderr under its table for a container whose gang of job
  * has failed (the agent gave up: a promoted release's non-finite loss, a crash loop, a failed
- * start): the agent's reason and what to do.  NULL when the gang has not failed.  inv_arg: -i
- * as given (NULL: default).  Returns buf. */
+ * start): the agent's reason, where its reason code is a worker's doing the pointer at the
+ * workers' log (probation_logs_pointer, as a crash's verdict ends), and what to do.  NULL when
+ * the gang has not failed.  inv_arg: -i as given (NULL: default).  Returns buf. */
 struct job_status;
 const char *status_failed_hint(const char *ct, const char *job, const struct job_status *js,
                                const char *inv_arg, char *buf, size_t sz);

@@ -19,6 +19,7 @@
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 #include "controller/transport/fanout.h"
+#include "controller/deploy/probation.h"
 #include "controller/deploy/state.h"
 
 void cmd_job_target(const struct inventory *inv, const char *job, char ret_id[RELEASE_ID_LEN + 1])
@@ -67,10 +68,14 @@ const char *status_failed_hint(const char *ct, const char *job, const struct job
 {
     if (!js || js->state != GANG_FAILED)
         return NULL;
-    snprintf(buf, sz, "%s: job '%s' has failed and is not running: %s; `drover%s%s rollback --job %s` "
+    /* a worker's doing (a crash loop, an exit not retried): its log has the cause */
+    char logs[JOB_NAME_MAX + 600] = "";
+    if (probation_code_in_workers_log(js->reason_code))
+        (void)probation_logs_pointer(job, inv_arg, logs, sizeof logs);
+    snprintf(buf, sz, "%s: job '%s' has failed and is not running: %s%s; `drover%s%s rollback --job %s` "
                       "starts the last good release again (or the one before it, when this was it), "
                       "or deploy a fixed release",
-             ct, job, js->reason[0] ? js->reason : "(no reason given)", inv_arg ? " -i " : "",
+             ct, job, js->reason[0] ? js->reason : "(no reason given)", logs, inv_arg ? " -i " : "",
              inv_arg ? inv_arg : "", job);
     return buf;
 }
@@ -416,7 +421,7 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             }
             if (!js->nranks && !o->json)
                 print_row(j->name, ct->label, i, js, NULL, target, o->wide);
-            char hint[600];
+            char hint[1024];
             if (!o->json && status_failed_hint(ct->label, j->name, js, f->inv_arg, hint, sizeof hint))
                 log_warn("%s", hint); /* the table alone said "failed", not why; escaped by the logger */
             if (status_runs_unpromoted_spec(js) && !spec_ct++) { /* said once, under the table */

@@ -234,13 +234,19 @@ static const char *agent_reason_without_plan(const char *reason, char *buf, size
     return buf;
 }
 
-/* A crash loop's verdict ends with where the workers' own output is: the agent's reason quotes a
+/* A crash's verdict ends with where the workers' own output is: the agent's reason quotes a
  * worker's last word at most, the log has the traceback or the missing file (the verdict used
- * to stop at "exited with code 1").  Into buf (cut to sz). */
+ * to stop at "exited with code 1"). */
+const char *probation_logs_pointer(const char *job, const char *inv_arg, char *buf, size_t sz)
+{
+    snprintf(buf, sz, "; see `drover%s%s logs --job %s`", inv_arg ? " -i " : "", inv_arg ? inv_arg : "",
+             job);
+    return buf;
+}
+
 static const char *logs_pointer(const struct probation *p, char *buf, size_t sz)
 {
-    snprintf(buf, sz, "; see `drover logs --job %s`", p->job);
-    return buf;
+    return probation_logs_pointer(p->job, NULL, buf, sz);
 }
 
 bool probation_code_in_workers_log(enum status_reason code)
@@ -378,8 +384,10 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
     /* activate and revert return once the gang has started: a stopped gang has ended (a worker
      * that exits 0 at once is as useless as one that crashes). */
     if (js->state == GANG_STOPPED && (!js->current[0] || release_matches(js->current, p->release))) {
+        char logs[JOB_NAME_MAX + 48];
         fail_code(p, js->reason_code);
-        fail(p, "the gang on %s stopped: %s", cs->label, js->reason[0] ? js->reason : "no reason given");
+        fail(p, "the gang on %s stopped: %s%s", cs->label, js->reason[0] ? js->reason : "no reason given",
+             logs_pointer_for(p, js->reason_code, logs, sizeof logs));
         return;
     }
     for (int lr = 0; lr < p->nproc; lr++) {
@@ -387,9 +395,9 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
         const struct rank_status *rs0 = find_rank(js, rank);
         /* Exits count only for the gang of the watched release, not the old one stopping. */
         if (rs0 && release_matches(js->release, p->release) && (rs0->exit_code >= 0 || rs0->exit_signal > 0)) {
-            char what[256];
+            char what[256], logs[JOB_NAME_MAX + 48];
             describe_exit(rs0, what, sizeof what);
-            fail(p, "rank %d on %s %s", rank, cs->label, what);
+            fail(p, "rank %d on %s %s%s", rank, cs->label, what, logs_pointer(p, logs, sizeof logs));
             return;
         }
     }
@@ -406,8 +414,10 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
      * that exited): never a pass, whatever the samples so far say; its reason names the rule. */
     if (!p->recovery && js->state == GANG_STOPPING && release_matches(js->current, p->release) &&
         agent_code_stops_gang(js->reason_code)) {
+        char logs[JOB_NAME_MAX + 48];
         fail_code(p, js->reason_code);
-        fail(p, "the gang on %s is being stopped by its agent: %s", cs->label, js->reason);
+        fail(p, "the gang on %s is being stopped by its agent: %s%s", cs->label, js->reason,
+             logs_pointer_for(p, js->reason_code, logs, sizeof logs));
         return;
     }
     for (int lr = 0; lr < p->nproc; lr++) {
@@ -417,9 +427,9 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
             continue;
         if (release_matches(js->release, p->release) &&
             (strcmp(rs->state, "exited") == 0 || strcmp(rs->state, "killed") == 0)) {
-            char what[256];
+            char what[256], logs[JOB_NAME_MAX + 48];
             describe_exit(rs, what, sizeof what);
-            fail(p, "rank %d on %s %s", rank, cs->label, what);
+            fail(p, "rank %d on %s %s%s", rank, cs->label, what, logs_pointer(p, logs, sizeof logs));
             return;
         }
         if (!rs->has_hb || !release_matches(rs->hb.release, p->release) ||

@@ -102,6 +102,10 @@ enum status_reason probation_agent_code(const struct probation *p);
  * crashed (once or in a loop) or reported non-finite loss; not a liveness trip, a start failure
  * or the environment. */
 bool probation_code_in_workers_log(enum status_reason code);
+/* "; see `drover [-i INV] logs --job J`" into buf (cut to sz), what a message about a worker's
+ * exit ends with: the verdict or the agent's reason quote a worker's last word at most, its log
+ * has the traceback or the missing file.  inv_arg NULL: no -i. */
+const char *probation_logs_pointer(const char *job, const char *inv_arg, char *buf, size_t sz);
 /* Extra information for people ("no baseline on these containers: throughput rule skipped"). */
 const char *probation_note(const struct probation *p);
 /* Median job Ktok/s over the window; -1 if not measured. */

@@ -197,7 +197,9 @@ static void test_crash(void **state)
     rs->exit_code = 4;
     probation_feed(p, 0, st, 2);
     assert_int_equal(probation_check(p, 2), PROBATION_FAIL);
-    assert_string_equal(probation_reason(p), "rank 0 on h1:101 exited with code 4 (data error) at start");
+    /* a single rank's exit points at the workers' log as a crash loop's verdict does */
+    assert_string_equal(probation_reason(p), "rank 0 on h1:101 exited with code 4 (data error) at start; "
+                                             "see `drover logs --job train`");
     probation_free(p);
     /* a worker's error text is quoted escaped: no title change, erase-line or forged record */
     p = new_p(100, 2, 1);
@@ -206,7 +208,7 @@ static void test_crash(void **state)
     probation_feed(p, 0, st, 2);
     assert_int_equal(probation_check(p, 2), PROBATION_FAIL);
     assert_string_equal(probation_reason(p), "rank 0 on h1:101 exited with code 4 "
-                        "(\\x1b]0;owned\\x07bad\\r\\x1b[2Kshard\\n<0>forged) at start");
+                        "(\\x1b]0;owned\\x07bad\\r\\x1b[2Kshard\\n<0>forged) at start; see `drover logs --job train`");
     rs->hb.error[0] = '\0';
     probation_free(p);
     /* a restart the agent already did also fails it */
@@ -259,7 +261,8 @@ static void test_crash(void **state)
     set_reason(&st->jobs[0], STATUS_RC_COMPLETED, "completed (rank 0 exited with code 0)");
     probation_feed(p, 0, st, 2);
     assert_int_equal(probation_check(p, 2), PROBATION_FAIL);
-    assert_string_equal(probation_reason(p), "the gang on h1:101 stopped: completed (rank 0 exited with code 0)");
+    assert_string_equal(probation_reason(p), "the gang on h1:101 stopped: completed (rank 0 exited with code 0); "
+                                             "see `drover logs --job train`");
     probation_free(p);
     /* a killed rank */
     p = new_p(100, 2, 1);
@@ -268,7 +271,7 @@ static void test_crash(void **state)
     strcpy(st->jobs[0].ranks[0].state, "killed");
     probation_feed(p, 1, st, 3);
     assert_int_equal(probation_check(p, 3), PROBATION_FAIL);
-    assert_string_equal(probation_reason(p), "rank 1 on h1:102 killed by signal 9 at step 12");
+    assert_string_equal(probation_reason(p), "rank 1 on h1:102 killed by signal 9 at step 12; see `drover logs --job train`");
     probation_free(p);
     free(st);
 }
@@ -431,7 +434,8 @@ static void test_agent_stopping_fails(void **state)
     assert_null(strstr(probation_reason(p), "drover logs"));
     assert_int_equal(probation_agent_code(p), STATUS_RC_LIVENESS);
     probation_free(p);
-    /* one rank exited and the agent stops the others */
+    /* one rank exited and the agent stops the others: not a crash loop (yet), but its cause is
+     * in the workers' log, so the verdict points there as a crash loop's does */
     p = new_p(-1, 1, 1);
     make_status(st, 0, 1, NEW, 15, 50000, 3.0);
     st->jobs[0].state = GANG_STOPPING;
@@ -439,7 +443,7 @@ static void test_agent_stopping_fails(void **state)
     probation_feed(p, 0, st, 16);
     assert_int_equal(probation_check(p, 16), PROBATION_FAIL);
     assert_string_equal(probation_reason(p), "the gang on h1:101 is being stopped by its agent: rank 0 exited "
-                                             "with code 1; stopping the gang");
+                                             "with code 1; stopping the gang; see `drover logs --job train`");
     probation_free(p);
     /* the controller decides on the code, not the words: a stop the agent was asked for (code
      * none) is no verdict, whatever its reason says */
@@ -479,7 +483,7 @@ static void test_old_agent_reason_words(void **state)
          "by itself (reverted on its own", true},
         {GANG_REVERTED, "reverted on its own from bbbbbbbbbbbb: liveness: rank 0 hung (liveness deadline)",
          "by itself (reverted on its own", false},
-        {GANG_STOPPING, "rank 0 killed by signal 9; stopping the gang", "being stopped by its agent", false},
+        {GANG_STOPPING, "rank 0 killed by signal 9; stopping the gang", "being stopped by its agent", true},
         {GANG_STOPPING, "rank 0 stalled: step 4 for 31 s (stall_deadline 30 s); stopping the gang",
          "being stopped by its agent", false},
     };

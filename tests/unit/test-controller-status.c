@@ -80,6 +80,22 @@ static void test_failed_hint(void **state)
     assert_non_null(strstr(h, "`drover -i lab.ini rollback --job drafter`"));
     h = status_failed_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf);
     assert_non_null(strstr(h, "`drover rollback --job drafter`"));
+    assert_null(strstr(h, "drover logs")); /* the code (none here) decides, not the words */
+    /* a worker's doing (its reason code): the workers' log comes right after the agent's reason,
+     * the pointer a crash loop's verdict ends with */
+    js.reason_code = STATUS_RC_NONFINITE;
+    h = status_failed_hint("h1:101", "drafter", &js, "lab.ini", buf, sizeof buf);
+    assert_non_null(strstr(h, "on a promoted release: stopped; see `drover -i lab.ini logs --job drafter`; "
+                              "`drover -i lab.ini rollback --job drafter`"));
+    js.reason_code = STATUS_RC_FATAL_EXIT;
+    strcpy(js.reason, "rank 0 exited with code 6 (non-retryable) on a promoted release: stopped");
+    h = status_failed_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf);
+    assert_non_null(strstr(h, "stopped; see `drover logs --job drafter`; `drover rollback"));
+    /* not for a start failure or the environment: their cause is not in that log */
+    js.reason_code = STATUS_RC_START_FAILURE;
+    strcpy(js.reason, "start failed: bin/t: not found");
+    h = status_failed_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf);
+    assert_null(strstr(h, "drover logs"));
 }
 
 /* A spec change on probation, or orphaned by a drover killed -9: the table shows the good
