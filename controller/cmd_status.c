@@ -401,6 +401,8 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             json_object_set_new(co, "generation", json_integer(js->generation));
             json_object_set_new(co, "age_s", json_real(js->age_s));
             json_object_set_new(co, "reason", json_string(js->reason));
+            /* what scripts decide on (common/status.h): the reason's words are for people */
+            json_object_set_new(co, "reason_code", json_string(status_reason_name(js->reason_code)));
             json_t *bad = json_array(), *goods = json_array();
             for (int k = 0; k < js->nbad; k++)
                 json_array_append_new(bad, json_string(js->bad[k]));

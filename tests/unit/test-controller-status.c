@@ -250,6 +250,70 @@ static void test_nojob_hint(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* A failed job's reason code reaches scripts (-o json "reason_code") and people (the pointer at
+ * the workers' log under the table), from an agent of today and from one older than the code,
+ * whose document has only the words (common/status.c derives the code from them). */
+static void test_failed_reason_code(void **state)
+{
+    (void)state;
+    for (int older = 0; older < 2; older++) {
+        char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64], why[512], path[128];
+        assert_non_null(mkdtemp(dir));
+        snprintf(out, sizeof out, "%s/out", dir);
+        snprintf(err, sizeof err, "%s/err", dir);
+        struct agent_status *st = calloc(1, sizeof *st);
+        assert_non_null(st);
+        strcpy(st->host, "ct");
+        strcpy(st->agent_version, "test");
+        st->njobs = 1;
+        strcpy(st->jobs[0].job, "train");
+        st->jobs[0].state = GANG_FAILED;
+        st->jobs[0].reason_code = STATUS_RC_CRASH_LOOP;
+        strcpy(st->jobs[0].reason, "crash loop: rank 0 exited with code 1 and no good release to return to");
+        char *doc = NULL;
+        assert_int_equal(status_format(st, &doc), 0);
+        free(st);
+        char *member = strstr(doc, ",\"reason_code\":\"crash-loop\"");
+        assert_non_null(member);
+        if (older) /* an agent from before the code: the member is not there at all */
+            memmove(member, member + strlen(",\"reason_code\":\"crash-loop\""),
+                    strlen(member + strlen(",\"reason_code\":\"crash-loop\"")) + 1);
+        snprintf(path, sizeof path, "%s/status.json", dir);
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        fputs(doc, fp);
+        fclose(fp);
+        free(doc);
+        snprintf(path, sizeof path, "%s/agent", dir);
+        fp = fopen(path, "w");
+        assert_non_null(fp);
+        fprintf(fp, "#!/bin/sh\ncat '%s/status.json'\n", dir);
+        fclose(fp);
+        assert_int_equal(chmod(path, 0755), 0);
+        snprintf(text, sizeof text,
+                 "[drover]\nstate_dir = %s\n[host h1]\nlocal = true\nagent_path = %s/agent\n"
+                 "[job train]\ncontainers = h1:local:%s/a\ncommand = bin/t\n", dir, dir, dir);
+        struct inventory *inv = NULL;
+        assert_int_equal(inventory_parse(text, strlen(text), "/t/inv.ini", &inv, why, sizeof why), 0);
+        char *argv[] = { "status", NULL };
+        assert_int_equal(capture_verb(cmd_status, inv, argv, 1, out, err), EXIT_OK);
+        assert_int_equal(count_lines(err, "has failed and is not running: crash loop: "), 1);
+        assert_int_equal(count_lines(err, "to return to; see `drover logs --job train`; `drover rollback"), 1);
+        char *argv_json[] = { "status", "-o", "json", NULL };
+        assert_int_equal(capture_verb(cmd_status, inv, argv_json, 3, out, err), EXIT_OK);
+        json_error_t je;
+        json_t *d = json_load_file(out, 0, &je);
+        assert_non_null(d);
+        json_t *co = json_array_get(json_object_get(json_array_get(json_object_get(d, "jobs"), 0), "containers"), 0);
+        assert_string_equal(json_string_value(json_object_get(co, "state")), "failed");
+        assert_string_equal(json_string_value(json_object_get(co, "reason_code")), "crash-loop");
+        json_decref(d);
+        inventory_free(inv);
+        snprintf(text, sizeof text, "rm -rf '%s'", dir);
+        assert_int_equal(system(text), 0);
+    }
+}
+
 static void test_nojob_hint_text(void **state)
 {
     (void)state;
@@ -270,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_unreachable_said_once_per_container),
         cmocka_unit_test(test_nojob_hint),
         cmocka_unit_test(test_nojob_hint_text),
+        cmocka_unit_test(test_failed_reason_code),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
