@@ -53,8 +53,8 @@
 #define STATUS_REASON_CRASH_LOOP "crash loop"
 #define STATUS_REASON_FATAL_EXIT "non-retryable exit"
 #define STATUS_REASON_LIVENESS "liveness"
-/* how an older agent's reason ends while it stops a gang on its own (a rank exited, non-finite
- * loss, a liveness trip) */
+/* how the agent's reason ends while it stops a gang on its own (a rank exited, non-finite loss,
+ * a liveness trip); in an older agent's document, the only sign of it */
 #define STATUS_REASON_STOPPING_TAIL "stopping the gang"
 #define STATUS_MAX_BYTES (256u << 10)
 
