@@ -214,6 +214,11 @@ struct kern_blas;
 /* Handle with a workspace of ws_bytes on the current device.  Free with kern_blas_free (NULL ok). */
 int kern_blas_new(size_t ws_bytes, struct kern_blas **ret_b);
 void kern_blas_free(struct kern_blas *b);
+/* One line for benchmarks: cuBLASLt version, device, how algorithms are picked (snprintf's
+ * return).  kern_blas_last: the last matmul's shape key {m,n,k,ta,tb,epi,dtype,beta} as
+ * matmul.cu's blas_picks[] spells it, and the heuristic index used. */
+int kern_blas_describe(const struct kern_blas *b, char *buf, size_t n);
+int kern_blas_last(const struct kern_blas *b, char *buf, size_t n);
 /* Matmuls launched from now on are tuned for sms SMs (cuBLASLt's SM count target), leaving the
  * rest to kernels of a concurrent stream (data parallel: NCCL during the backward); 0: all.
  * The choice is cached per target, so a fixed target gives fixed bits. */

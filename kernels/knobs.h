@@ -26,6 +26,7 @@ enum kern_knob {
     KNOB_ADAMW,     /* AdamW update */
     KNOB_STEP,      /* the CUDA step: launches one by one, staged, or CUDA graphs */
     KNOB_DP,        /* data-parallel gradient all-reduce */
+    KNOB_BLAS_PICKS, /* cuBLASLt algorithms: the heuristic's first, or the measured table */
     KNOB_COUNT
 };
 
@@ -51,6 +52,7 @@ static const struct kern_knob_def kern_knob_defs[KNOB_COUNT] = {
     {"DROVER_ADAMW", {"old", "vec", NULL}, 1},
     {"DROVER_STEP", {"plain", "staged", "graph", NULL}, 2},
     {"DROVER_DP", {"flat", "bucket", "overlap", NULL}, 0},
+    {"DROVER_BLAS_PICKS", {"heuristic", "table", NULL}, 0},
 };
 
 /* The index of s among k's values; unset or empty: the default; unknown: -EINVAL. */
@@ -116,7 +118,7 @@ static const struct {
     const char *name;
     long max;
 } kern_uint_knobs[] = {
-    {"DROVER_BLAS_TUNE", 16}, {"DROVER_WG_DESC", 3}, {"DROVER_DP_CTAS", 1024}, {"DROVER_DP_PRIO", 1},
+    {"DROVER_BLAS_TUNE", 16}, {"DROVER_BLAS_INDEX", 15}, {"DROVER_WG_DESC", 3}, {"DROVER_DP_CTAS", 1024}, {"DROVER_DP_PRIO", 1},
 };
 
 /* Every knob in the environment: 0, or -EINVAL with err naming the variable, its value and

@@ -9,12 +9,33 @@
 #include <string.h>
 
 #include "kernels/common.cuh"
+#include "kernels/knobs.h"
 
 #define ALGO_CACHE 128
+#define LT_WANT 16 /* heuristic results asked for when an index other than the first is wanted */
+
+// The measured choice among the heuristic's results (DROVER_BLAS_PICKS=table): for one GPU
+// model, SM count and cuBLASLt version, the index in cublasLtMatmulAlgoGetHeuristic's list
+// (asked for LT_WANT results) that ran fastest for a shape of the GPT-2 124M step, timed by
+// bench/blas/sweep.sh (docs/benchmarks.md).  The heuristic's list is a function of the shape,
+// the device and the library, so the same process or the next one picks the same algorithm
+// and rounds the same way (unlike DROVER_BLAS_TUNE's timing at run time).  A shape, device or
+// library not in the table gets the heuristic's first choice.
+struct blas_pick {
+    const char *device; /* cudaDeviceProp.name */
+    int sms;            /* multiprocessors */
+    int lt_version;     /* cublasLtGetVersion() */
+    int m, n, k, ta, tb, epi, dtype, beta, index;
+};
+
+static const struct blas_pick blas_picks[] = {
+    {NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* end */
+};
 
 struct algo_entry {
     int used;
     int m, n, k, ta, tb, epi, dtype, beta, sms;
+    int index; /* in the heuristic's list */
     cublasLtMatmulAlgo_t algo;
 };
 
@@ -26,6 +47,12 @@ struct kern_blas {
     int no_bgradb; /* set once the BGRADB epilogue was refused */
     int sm_target; /* > 0: CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET (SMs left to a concurrent stream) */
     int tune;      /* > 1: time the heuristic's first `tune` algorithms once per shape (DROVER_BLAS_TUNE) */
+    int index;     /* >= 0: DROVER_BLAS_INDEX, the heuristic's result of that index for every shape */
+    int table;     /* DROVER_BLAS_PICKS=table asked for (blas_picks[]) */
+    int lt_version, sms;
+    char device[256];
+    int last_index; /* the heuristic index of the last call's algorithm (benchmarks) */
+    int last_m, last_n, last_k, last_ta, last_tb, last_epi, last_dtype, last_beta;
     struct algo_entry cache[ALGO_CACHE];
 };
 
@@ -57,8 +84,47 @@ extern "C" int kern_blas_new(size_t ws_bytes, struct kern_blas **ret_b)
     b->tune = t ? atoi(t) : 0;
     if (b->tune > 16)
         b->tune = 16;
+    const char *ix = getenv("DROVER_BLAS_INDEX");
+    b->index = ix && *ix ? atoi(ix) : -1;
+    if (b->index >= LT_WANT)
+        b->index = LT_WANT - 1;
+    b->table = kern_knob(KNOB_BLAS_PICKS) == 1;
+    b->lt_version = (int)cublasLtGetVersion();
+    int dev = 0;
+    cudaDeviceProp prop;
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess) {
+        snprintf(b->device, sizeof b->device, "%s", prop.name);
+        b->sms = prop.multiProcessorCount;
+    }
+    (void)cudaGetLastError();
     *ret_b = b;
     return 0;
+}
+
+// The table's index for this shape on this device and library, or -1.
+static int blas_table_index(const struct kern_blas *b, int m, int n, int k, int ta, int tb, int epi,
+                            int dtype, int beta1)
+{
+    for (const struct blas_pick *p = blas_picks; p->device; p++)
+        if (p->m == m && p->n == n && p->k == k && p->ta == ta && p->tb == tb && p->epi == epi &&
+            p->dtype == dtype && p->beta == beta1 && p->sms == b->sms &&
+            p->lt_version == b->lt_version && !strcmp(p->device, b->device))
+            return p->index;
+    return -1;
+}
+
+extern "C" int kern_blas_describe(const struct kern_blas *b, char *buf, size_t n)
+{
+    const char *how = b->index >= 0 ? "index" : b->table ? "table" : b->tune > 1 ? "tune" : "heuristic";
+    return snprintf(buf, n, "cuBLASLt %d on %s (%d SMs), picks: %s", b->lt_version, b->device,
+                    b->sms, how);
+}
+
+extern "C" int kern_blas_last(const struct kern_blas *b, char *buf, size_t n)
+{
+    return snprintf(buf, n, "{%d,%d,%d,%d,%d,%d,%d,%d} index %d", b->last_m, b->last_n, b->last_k,
+                    b->last_ta, b->last_tb, b->last_epi, b->last_dtype, b->last_beta,
+                    b->last_index);
 }
 
 extern "C" void kern_blas_set_sm_target(struct kern_blas *b, int sms)
@@ -245,11 +311,17 @@ static int lt_matmul_bg(struct kern_blas *b, void *D, cudaDataType_t dtype, cons
             }
         }
         cublasLtMatmulAlgo_t algo;
+        b->last_m = m, b->last_n = n, b->last_k = k, b->last_ta = ta, b->last_tb = tb;
+        b->last_epi = (int)epi, b->last_dtype = (int)dtype, b->last_beta = beta1;
         if (e && e->used) {
             algo = e->algo;
+            b->last_index = e->index;
         } else {
-            cublasLtMatmulHeuristicResult_t res[16];
-            int found = 0, want = b->tune > 1 && !bgrad ? b->tune : 1;
+            cublasLtMatmulHeuristicResult_t res[LT_WANT];
+            int fixed = b->index >= 0 ? b->index
+                        : b->table && !b->sm_target ? blas_table_index(b, m, n, k, ta, tb, (int)epi, (int)dtype, beta1)
+                                   : -1;
+            int found = 0, want = fixed > 0 ? LT_WANT : b->tune > 1 && !bgrad ? b->tune : 1;
             LT(cublasLtMatmulPreferenceCreate(&pref));
             LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                     &b->ws_bytes, sizeof b->ws_bytes));
@@ -259,7 +331,9 @@ static int lt_matmul_bg(struct kern_blas *b, void *D, cudaDataType_t dtype, cons
                 goto out;
             }
             int pick = 0;
-            if (found > 1)
+            if (fixed >= 0)
+                pick = fixed < found && res[fixed].state == CUBLAS_STATUS_SUCCESS ? fixed : 0;
+            else if (found > 1)
                 pick = lt_tune(b, op, la, lb, lc, ld, res, found, D,
                                (size_t)m * n * (dtype == CUDA_R_32F ? 4 : 2), A, B, C, beta, s);
             if (pick < 0) {
@@ -267,8 +341,10 @@ static int lt_matmul_bg(struct kern_blas *b, void *D, cudaDataType_t dtype, cons
                 goto out;
             }
             algo = res[pick].algo;
+            b->last_index = pick;
             if (e) {
                 e->used = 1;
+                e->index = pick;
                 e->m = m, e->n = n, e->k = k, e->ta = ta, e->tb = tb, e->epi = (int)epi;
                 e->dtype = (int)dtype, e->beta = beta1, e->sms = b->sm_target;
                 e->algo = algo;

@@ -139,6 +139,11 @@ static int cmp_f(const void *a, const void *b)
                100.0 * floor_ / ms[10]);                                                         \
         total += ms[10] * (count);                                                               \
         total_floor += floor_ * (count);                                                         \
+        if (getenv("BENCH_BLAS") && !strncmp(label, "matmul", 6)) { /* bench/blas/sweep.sh */   \
+            char key_[160];                                                                      \
+            kern_blas_last(bl, key_, sizeof key_);                                               \
+            printf("  blas %s %.4f ms\n", key_, ms[10]);                                         \
+        }                                                                                        \
     } while (0)
 
 static int bench_kernels(int B)
@@ -186,6 +191,11 @@ static int bench_kernels(int B)
     CK(cudaMemset(gw, 0, (size_t)Vp * C * 4));
     double bf = 2.0;
     printf("per-kernel times, GPT-2 124M shapes, B=%d T=%d (median of 20)\n", B, T);
+    {
+        char d[400];
+        kern_blas_describe(bl, d, sizeof d);
+        printf("matmuls: %s\n", d);
+    }
     TIME("matmul fwd qkv (C->3C, bias)", 2.0 * N * C * 3 * C, bf * (N * C + 3.0 * C * C + N * 3 * C), L,
          kern_matmul_forward(bl, qkv, NULL, x, w, bias, NULL, (int)N, C, 3 * C, 0));
     TIME("matmul fwd attproj (C->C, +res)", 2.0 * N * C * C, bf * (3.0 * N * C + C * C), L,

@@ -83,6 +83,18 @@ static void test_check_names_the_bad_one(void **state)
     assert_non_null(strstr(err, "0 to 16"));
     unsetenv("DROVER_BLAS_TUNE");
 
+    /* the heuristic index has 16 results to choose from (matmul.cu's LT_WANT) */
+    setenv("DROVER_BLAS_INDEX", "15", 1);
+    assert_int_equal(kern_knobs_check(err, sizeof err), 0);
+    setenv("DROVER_BLAS_INDEX", "16", 1);
+    assert_int_equal(kern_knobs_check(err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "DROVER_BLAS_INDEX='16'"));
+    unsetenv("DROVER_BLAS_INDEX");
+    setenv("DROVER_BLAS_PICKS", "tabel", 1);
+    assert_int_equal(kern_knobs_check(err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "DROVER_BLAS_PICKS='tabel' is not one of heuristic, table"));
+    unsetenv("DROVER_BLAS_PICKS");
+
     /* a short buffer is cut, never overrun */
     setenv("DROVER_STEP", "graphs", 1);
     char small[16];
