@@ -115,9 +115,18 @@ static int blas_table_index(const struct kern_blas *b, int m, int n, int k, int 
 
 extern "C" int kern_blas_describe(const struct kern_blas *b, char *buf, size_t n)
 {
-    const char *how = b->index >= 0 ? "index" : b->table ? "table" : b->tune > 1 ? "tune" : "heuristic";
+    int mine = 0;
+    for (const struct blas_pick *p = blas_picks; p->device; p++)
+        mine += p->sms == b->sms && p->lt_version == b->lt_version && !strcmp(p->device, b->device);
+    if (b->index >= 0)
+        return snprintf(buf, n, "cuBLASLt %d on %s (%d SMs), picks: index %d", b->lt_version,
+                        b->device, b->sms, b->index);
+    if (b->table)
+        return snprintf(buf, n, "cuBLASLt %d on %s (%d SMs), picks: table (%d shape%s for this "
+                        "device and library, the heuristic's first for the rest)", b->lt_version,
+                        b->device, b->sms, mine, mine == 1 ? "" : "s");
     return snprintf(buf, n, "cuBLASLt %d on %s (%d SMs), picks: %s", b->lt_version, b->device,
-                    b->sms, how);
+                    b->sms, b->tune > 1 ? "tune" : "heuristic");
 }
 
 extern "C" int kern_blas_last(const struct kern_blas *b, char *buf, size_t n)

@@ -374,6 +374,11 @@ static int cuda_create_inner(struct cuda_be *be)
         log_error("cuBLASLt: handle creation failed: %s", kern_last_error());
         return r;
     }
+    if (be->opts.rank == 0) {
+        char what[400];
+        kern_blas_describe(be->blas, what, sizeof what);
+        log_info("cuda backend: matmuls: %s", what);
+    }
     size_t np = be->nparams;
     CU(cudaMalloc(&be->arena_params, np * (sizeof(float) + sizeof(kbf16)) + 256));
     be->params = be->arena_params;
