@@ -52,7 +52,7 @@ static const struct kern_knob_def kern_knob_defs[KNOB_COUNT] = {
     {"DROVER_ADAMW", {"old", "vec", NULL}, 1},
     {"DROVER_STEP", {"plain", "staged", "graph", NULL}, 2},
     {"DROVER_DP", {"flat", "bucket", "overlap", NULL}, 0},
-    {"DROVER_BLAS_PICKS", {"heuristic", "table", NULL}, 0},
+    {"DROVER_BLAS_PICKS", {"heuristic", "table", NULL}, 1},
 };
 
 /* The index of s among k's values; unset or empty: the default; unknown: -EINVAL. */

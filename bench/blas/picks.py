@@ -44,6 +44,6 @@ for key in sorted(times, key=lambda k: labels[k]):
     print(f"# {labels[key]:34s} {key}  {row}  ({gain})")
     if base and best != 0 and med[best] < MARGIN * base:
         f = key.strip("{}").split(",")
-        picks.append(f'    {{"{dev[0]}", {dev[1]}, {dev[2]}, {", ".join(f)}, {best}}}, /* {labels[key]}: '
-                     f'{base:.3f} -> {med[best]:.3f} ms */')
+        picks.append(f'    /* {labels[key]}: {base:.3f} -> {med[best]:.3f} ms */\n'
+                     f'    {{"{dev[0]}", {dev[1]}, {dev[2]}, {", ".join(f)}, {best}}},')
 print("\n".join(picks) if picks else "# no pick beats the heuristic's first by 3%")

@@ -52,6 +52,8 @@ static void test_each_knob(void **state)
     assert_string_equal(kern_knob_defs[KNOB_STEP].values[kern_knob_defs[KNOB_STEP].dflt], "graph");
     assert_string_equal(kern_knob_defs[KNOB_LN_BWD].values[kern_knob_defs[KNOB_LN_BWD].dflt], "v2");
     assert_string_equal(kern_knob_defs[KNOB_DP].values[kern_knob_defs[KNOB_DP].dflt], "flat");
+    assert_string_equal(kern_knob_defs[KNOB_BLAS_PICKS].values[kern_knob_defs[KNOB_BLAS_PICKS].dflt],
+                        "table");
 }
 
 static void test_check_names_the_bad_one(void **state)
