@@ -95,6 +95,14 @@ struct job_status;
 const char *status_failed_hint(const char *ct, const char *job, const struct job_status *js,
                                const char *inv_arg, char *buf, size_t sz);
 
+/* The line `drover status` prints on stderr under its table for a container whose agent is
+ * stopping the gang on its own (a liveness trip, non-finite loss, a rank that exited) or backs
+ * off before a restart: the table showed only `silent:75s` or `backoff` for as long as the job's
+ * grace lasts (2 minutes and more) while the agent had already decided, and why was only in
+ * `-o wide`.  NULL in any other state.  inv_arg: -i as given (NULL: default).  Returns buf. */
+const char *status_agent_hint(const char *ct, const char *job, const struct job_status *js,
+                              const char *inv_arg, char *buf, size_t sz);
+
 /* Does js run its good release with a job spec it was not promoted with (a spec change on
  * probation, held, or orphaned by a drover that died)?  The table cannot show it: its release
  * column is the good release. */

@@ -80,6 +80,26 @@ const char *status_failed_hint(const char *ct, const char *job, const struct job
     return buf;
 }
 
+const char *status_agent_hint(const char *ct, const char *job, const struct job_status *js,
+                              const char *inv_arg, char *buf, size_t sz)
+{
+    if (!js || !js->reason[0])
+        return NULL;
+    if (js->state == GANG_STOPPING && strstr(js->reason, "stopping the gang"))
+        snprintf(buf, sz, "%s: job '%s' is being stopped by its agent: %s (a rank that ignores SIGTERM "
+                          "is killed after the job's grace); `drover%s%s events --job %s` shows what "
+                          "follows, `drover%s%s logs --job %s` the workers' output",
+                 ct, job, js->reason, inv_arg ? " -i " : "", inv_arg ? inv_arg : "", job,
+                 inv_arg ? " -i " : "", inv_arg ? inv_arg : "", job);
+    else if (js->state == GANG_BACKOFF)
+        snprintf(buf, sz, "%s: job '%s' lost a rank; its agent restarts the gang after a backoff: %s; "
+                          "`drover%s%s logs --job %s` has the workers' output",
+                 ct, job, js->reason, inv_arg ? " -i " : "", inv_arg ? inv_arg : "", job);
+    else
+        return NULL;
+    return buf;
+}
+
 bool status_runs_unpromoted_spec(const struct job_status *js)
 {
     return js && js->current[0] && !strcmp(js->current, js->good) && js->spec_digest[0] &&
@@ -423,9 +443,11 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             }
             if (!js->nranks && !o->json)
                 print_row(j->name, ct->label, i, js, NULL, target, o->wide);
-            char hint[1024];
+            char hint[1200];
             if (!o->json && status_failed_hint(ct->label, j->name, js, f->inv_arg, hint, sizeof hint))
                 log_warn("%s", hint); /* the table alone said "failed", not why; escaped by the logger */
+            else if (!o->json && status_agent_hint(ct->label, j->name, js, f->inv_arg, hint, sizeof hint))
+                log_warn("%s", hint); /* the table said "silent:75s" or "backoff", not that the agent acts */
             if (status_runs_unpromoted_spec(js) && !spec_ct++) { /* said once, under the table */
                 spec_label = ct->label;
                 (void)str_copy(spec_release, sizeof spec_release, js->current);

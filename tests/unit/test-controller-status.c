@@ -98,6 +98,38 @@ static void test_failed_hint(void **state)
     assert_null(strstr(h, "drover logs"));
 }
 
+/* The agent stopping a promoted PyTorch gang on its own (a rank silent past silence_deadline,
+ * the newcomer pass): the table showed `silent:104s` for the two minutes of the job's grace and
+ * nothing said that the agent had decided, or why; a switch's own stop says nothing here */
+static void test_agent_hint(void **state)
+{
+    (void)state;
+    struct job_status js;
+    char buf[1200];
+    memset(&js, 0, sizeof js);
+    js.state = GANG_RUNNING;
+    assert_null(status_agent_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf));
+    assert_null(status_agent_hint("h1:101", "drafter", NULL, NULL, buf, sizeof buf));
+    js.state = GANG_STOPPING;
+    assert_null(status_agent_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf)); /* no reason */
+    strcpy(js.reason, "stopping; starts again once every process of the gang is gone (start requested)");
+    assert_null(status_agent_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf)); /* asked for */
+    strcpy(js.reason, "rank 1 silent: no heartbeat for 20 s in phase train at step 2635 (silence_deadline 20 s); "
+                      "stopping the gang");
+    const char *h = status_agent_hint("h1:101", "drafter", &js, "lab.ini", buf, sizeof buf);
+    assert_non_null(h);
+    assert_non_null(strstr(h, "h1:101: job 'drafter' is being stopped by its agent: rank 1 silent: no heartbeat"));
+    assert_non_null(strstr(h, "`drover -i lab.ini events --job drafter`"));
+    js.state = GANG_BACKOFF;
+    strcpy(js.reason, "rank 0 exited with code 1 (1 of 3 in 120 s); restarting");
+    h = status_agent_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf);
+    assert_non_null(h);
+    assert_non_null(strstr(h, "job 'drafter' lost a rank; its agent restarts the gang after a backoff: rank 0 exited"));
+    assert_non_null(strstr(h, "`drover logs --job drafter`"));
+    js.state = GANG_FAILED; /* status_failed_hint's */
+    assert_null(status_agent_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf));
+}
+
 /* A spec change on probation, or orphaned by a drover killed -9: the table shows the good
  * release, running, and said nothing else (the agents revert the spec at the probation deadline:
  * a restart of the gang nobody was told about) */
@@ -329,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_loss_text),
         cmocka_unit_test(test_rank_ktok),
         cmocka_unit_test(test_failed_hint),
+        cmocka_unit_test(test_agent_hint),
         cmocka_unit_test(test_spec_hint),
         cmocka_unit_test(test_pct_ct_problem),
         cmocka_unit_test(test_unreachable_said_once_per_container),
