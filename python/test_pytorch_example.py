@@ -119,5 +119,47 @@ class ExitCodesTest(unittest.TestCase):
         self.assertEqual(self.ckpt_files(), [])
 
 
+    def test_sigterm_before_the_gang_met(self):
+        # The agent stops a gang that has just started (a deploy's revert stopping a crash loop's
+        # restart; drover stop 5 s after drover start): rank 0 sat in init_process_group, the
+        # TCPStore waiting for rank 1, which that SIGTERM had ended (EINTR), and rank 0's handler
+        # could not run there: it left only at SIGKILL, after the job's grace (120 s measured on
+        # the lab).  Here rank 1 never comes; rank 0 must end on SIGTERM all the same.
+        import signal
+        import socket
+        import time
+        with socket.socket() as so:
+            so.bind(("127.0.0.1", 0))
+            port = so.getsockname()[1]
+        conf = os.path.join(self.dir, "config.json")
+        with open(conf, "w") as f:
+            json.dump(dict(TINY, max_steps=5), f)
+        env = dict(os.environ, RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port), DROVER_RUN_DIR=self.run_dir, OMP_NUM_THREADS="1")
+        env.pop("DROVER_HEARTBEAT_FD", None)
+        p = subprocess.Popen([PY, os.path.join(self.rel, "train.py"), "--config", conf], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            # until rank 0 listens for its peers: inside init_process_group
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and p.poll() is None:
+                with socket.socket() as c:
+                    if c.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                time.sleep(0.1)
+            self.assertIsNone(p.poll(), "train.py ended before it listened")
+            time.sleep(0.5)
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.fail("rank 0 still waiting for its peer 15 s after SIGTERM")
+            self.assertNotEqual(p.returncode, 0)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            p.stderr.close()
+
 if __name__ == "__main__":
     unittest.main()

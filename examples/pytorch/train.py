@@ -88,7 +88,7 @@ def main():
         cfg.update(max_steps=1, ckpt_every=10 ** 9, data="", selftest=True)
     backend_word = "torch"
     hb = Heartbeat(backend=backend_word)
-    signal.signal(signal.SIGTERM, on_sigterm)
+    # SIGTERM keeps its default (exit at once) until the gang has met: train() takes it over
     hb.init()
     try:
         if cfg["fail_import"]:
@@ -139,6 +139,11 @@ def train(cfg, hb):
     if world > 1:
         import torch.distributed as dist
         dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=world)
+    # Only now SIGTERM means "checkpoint, then exit 0".  Inside init_process_group the handler
+    # cannot run (the rendezvous waits in C++): a stop that came then left rank 0 waiting for a
+    # peer the same SIGTERM had ended (EINTR), until SIGKILL after the job's grace (2 minutes on
+    # the lab, measured).  Before training starts there is nothing to checkpoint.
+    signal.signal(signal.SIGTERM, on_sigterm)
 
     # ---- attention: flex_attention + block mask where available ----
     flex_attention = create_block_mask = None
