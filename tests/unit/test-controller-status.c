@@ -116,11 +116,17 @@ static void test_agent_hint(void **state)
     assert_null(status_agent_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf)); /* asked for */
     strcpy(js.reason, "rank 1 silent: no heartbeat for 20 s in phase train at step 2635 (silence_deadline 20 s); "
                       "stopping the gang");
+    assert_null(status_agent_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf)); /* code none */
+    js.reason_code = STATUS_RC_LIVENESS; /* decided on the code, not the words */
     const char *h = status_agent_hint("h1:101", "drafter", &js, "lab.ini", buf, sizeof buf);
     assert_non_null(h);
     assert_non_null(strstr(h, "h1:101: job 'drafter' is being stopped by its agent: rank 1 silent: no heartbeat"));
     assert_non_null(strstr(h, "`drover -i lab.ini events --job drafter`"));
+    js.reason_code = STATUS_RC_NONE;
+    strcpy(js.reason, "stopping; starts again once every process of the gang is gone (start requested)");
+    assert_null(status_agent_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf));
     js.state = GANG_BACKOFF;
+    js.reason_code = STATUS_RC_RANK_EXIT;
     strcpy(js.reason, "rank 0 exited with code 1 (1 of 3 in 120 s); restarting");
     h = status_agent_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf);
     assert_non_null(h);
