@@ -219,6 +219,11 @@ void kern_blas_free(struct kern_blas *b);
  * matmul.cu's blas_picks[] spells it, and the heuristic index used. */
 int kern_blas_describe(const struct kern_blas *b, char *buf, size_t n);
 int kern_blas_last(const struct kern_blas *b, char *buf, size_t n);
+/* test_kernels: every blas_picks[] entry for this device and library, run with `table`'s pick
+ * and with `heuristic`'s first choice on the same random operands; *checked entries, *worst the
+ * largest relative RMS difference of D (and the GELU pre-activation), `what` its shape. */
+int kern_blas_check_picks(struct kern_blas *table, struct kern_blas *heuristic, int *checked,
+                          double *worst, char *what, size_t wn);
 /* Matmuls launched from now on are tuned for sms SMs (cuBLASLt's SM count target), leaving the
  * rest to kernels of a concurrent stream (data parallel: NCCL during the backward); 0: all.
  * The choice is cached per target, so a fixed target gives fixed bits. */

@@ -367,6 +367,37 @@ static void test_bias_v2(struct rng *r, int N, int OC)
     free(cs);
 }
 
+/* DROVER_BLAS_PICKS=table's algorithms at the step's shapes against the heuristic's first
+ * choice (the CPU reference would take minutes at those sizes; test_matmul checks the
+ * heuristic's choice against it): the same sums in another order, so within bf16 rounding. */
+static void test_blas_picks(void)
+{
+    struct kern_blas *t, *h;
+    char *saved = getenv("DROVER_BLAS_PICKS") ? strdup(getenv("DROVER_BLAS_PICKS")) : NULL;
+    setenv("DROVER_BLAS_PICKS", "table", 1);
+    KK(kern_blas_new(32u << 20, &t));
+    setenv("DROVER_BLAS_PICKS", "heuristic", 1);
+    KK(kern_blas_new(32u << 20, &h));
+    if (saved)
+        setenv("DROVER_BLAS_PICKS", saved, 1);
+    else
+        unsetenv("DROVER_BLAS_PICKS");
+    free(saved);
+    int n = 0;
+    double worst = 0;
+    char what[128], name[256];
+    KK(kern_blas_check_picks(t, h, &n, &worst, what, sizeof what));
+    if (n) {
+        snprintf(name, sizeof name,
+                 "matmul table picks: %d shapes against the heuristic's first (worst %s)", n, what);
+        check(name, worst, 1e-2);
+    } else {
+        printf("matmul table picks: none for this device and cuBLASLt (skipped)\n");
+    }
+    kern_blas_free(t);
+    kern_blas_free(h);
+}
+
 static void test_matmul(struct rng *r, struct kern_blas *bl)
 {
     int B = 4, T = 64, C = 384, OC = 1536;
@@ -720,6 +751,7 @@ int main(int argc, char **argv)
     test_bias_v2(&r, 4096 + 5, 3072);
     test_bias_v2(&r, 517, 776);                /* a part-filled last column tile, few rows */
     test_matmul(&r, bl);
+    test_blas_picks();
     test_attention_all(&r);
     test_classifier(&r, 4, 32, 1000, 1024);
     test_classifier(&r, 2, 16, 50257, 50304); /* GPT-2's vocabulary */
