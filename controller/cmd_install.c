@@ -508,10 +508,20 @@ int cmd_install(struct fleet *f, int argc, char **argv)
     uint64_t size;
     int r = sha256_file_hex(binary, sha, &size);
     if (r < 0) {
-        log_error("cannot read agent binary '%s': %s (build it, or pass --agent-binary)", binary,
-                  strerror(-r));
+        /* bad input, found before any host is contacted: exit 2 as a usage error, the way deploy
+         * treats a missing release directory (it was 1, the code of an install that failed) */
+        char why[160];
+        if (r == -ENOENT)
+            snprintf(why, sizeof why, "does not exist");
+        else if (r == -EISDIR)
+            snprintf(why, sizeof why, "is a directory");
+        else
+            snprintf(why, sizeof why, "cannot be read (%s)", strerror(-r));
+        log_error("agent binary '%s' %s: build it (make builds build/drover-agent next to drover), "
+                  "or give the drover-agent to push (drover install --agent-binary PATH); "
+                  "nothing was contacted, nothing changed", binary, why);
         free(cts);
-        return install_early(&cr, json, inv, job, binary, EXIT_FAIL);
+        return install_early(&cr, json, inv, job, binary, EXIT_USAGE);
     }
     /* Every host at once (bounded by [drover] parallel): a dead host costs one connect timeout
      * in total, and a slow upload to one host does not hold up the others.  A host's containers

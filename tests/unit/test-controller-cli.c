@@ -661,6 +661,36 @@ static void test_missing_release_dir(void **state)
     assert_int_equal(access(hist, F_OK), -1);
 }
 
+/* An --agent-binary that does not exist (or is a directory) is bad input, as a missing release
+ * directory is to deploy: exit 2, the path and what to give instead, and no container touched (it
+ * exited 1, the code of an install that failed).  The agent here leaves a mark when anything
+ * runs it. */
+static void test_missing_agent_binary(void **state)
+{
+    (void)state;
+    char ini[2048], mark[128];
+    snprintf(mark, sizeof mark, "%s/agent-was-run", tmpd);
+    mkfile("drover.ini", fake_agent_inventory_text(ini, sizeof ini, tmpd, "", "", "c"), 0644);
+    char script[256];
+    snprintf(script, sizeof script, "#!/bin/sh\ntouch '%s'\nexit 1\n", mark);
+    mkfile("agent", script, 0755);
+    assert_int_equal(drover("install", "--job", "train", "--agent-binary", "nope/drover-agent", NULL), 2);
+    want(err, "agent binary 'nope/drover-agent' does not exist: build it (make builds "
+              "build/drover-agent next to drover), or give the drover-agent to push "
+              "(drover install --agent-binary PATH); nothing was contacted, nothing changed");
+    assert_int_equal(fs_mkdir_p("adir", 0755), 0);
+    assert_int_equal(drover("install", "--job", "train", "--agent-binary", "adir", NULL), 2);
+    want(err, "agent binary 'adir' is a directory");
+    /* -o json: the document says it, exit 2 there too */
+    assert_int_equal(drover("install", "--job", "train", "--agent-binary", "nope", "-o", "json", NULL), 2);
+    want_doc("install", 2, "agent binary 'nope' does not exist");
+    /* nothing ran in any container, nothing was put there */
+    assert_int_equal(access(mark, F_OK), -1);
+    char staged[128];
+    snprintf(staged, sizeof staged, "%s/agent.new", tmpd);
+    assert_int_equal(access(staged, F_OK), -1);
+}
+
 /* -o json promises one document on stdout whatever happens: an inventory that does not load
  * wrote nothing there (every verb that takes -o json), nor did install failing before it began */
 static void test_json_without_inventory(void **state)
@@ -708,8 +738,8 @@ static void test_json_without_inventory(void **state)
     json_decref(o);
     assert_int_equal(drover("install", "h9:101", "-o", "json", NULL), 2);
     want_doc("install", 2, "h9");
-    assert_int_equal(drover("install", "--agent-binary", "nonexistent-agent", "-o", "json", NULL), 1);
-    want_doc("install", 1, "cannot read agent binary 'nonexistent-agent'");
+    assert_int_equal(drover("install", "--agent-binary", "nonexistent-agent", "-o", "json", NULL), 2);
+    want_doc("install", 2, "agent binary 'nonexistent-agent' does not exist");
     o = doc_of(out);
     assert_string_equal(json_string_value(json_object_get(o, "agent_binary")), "nonexistent-agent");
     json_decref(o);
@@ -795,6 +825,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_checked_before_hosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_release_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_agent_binary, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_job_suggests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_start_need_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_selection, setup, teardown),
