@@ -134,8 +134,9 @@ void history_record(struct deploy *d, const char *result, const char *reason, do
                 break;
             }
         if (missed)
-            log_warn("history record kept by %d of %d containers (%s); `drover history` elsewhere "
-                     "may lack it", d->job->ncts - missed, d->job->ncts, first);
+            log_warn("history record kept by %d of %d %s (%s); `drover history` elsewhere "
+                     "may lack it", d->job->ncts - missed, d->job->ncts,
+                     ui_plural(d->job->ncts, "container", "containers"), first);
         free(line);
     }
     free(cf);
@@ -973,8 +974,9 @@ int revert_all(struct deploy *d, const char *reason)
         return failed ? EXIT_REVERT_FAILED : EXIT_REVERTED;
     }
     d->switching = true;
-    fprintf(stderr, "reverting job '%s' to %s on %d containers (two-phase: the failed gang stops "
-            "everywhere first)\n", j->name, ui_short(d->good, sid), j->ncts);
+    fprintf(stderr, "reverting job '%s' to %s on %d %s (two-phase: the failed gang stops "
+            "everywhere first)\n", j->name, ui_short(d->good, sid), j->ncts,
+            ui_plural(j->ncts, "container", "containers"));
     /* phase 1: after an activation every container may have a gang (a stop of a stopped job is
      * answered at once); an operator's Ctrl-C that led here must not cut the stop short */
     deploy_interrupted = 0;
@@ -1076,7 +1078,8 @@ int revert_all(struct deploy *d, const char *reason)
         return EXIT_REVERTED;
     }
     if (failed)
-        snprintf(msg, sizeof msg, "revert failed on %d of %d containers", failed, j->ncts);
+        snprintf(msg, sizeof msg, "revert failed on %d of %d %s", failed, j->ncts,
+                 ui_plural(j->ncts, "container", "containers"));
     fprintf(stderr, "%s%sREVERT FAILED for job '%s': %s; the job may be down: look with "
             "`drover status` and act now%s\n", ui_bold(stderr), ui_red(stderr), j->name, msg,
             ui_reset(stderr));
@@ -1463,9 +1466,10 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         free(d.base);
         d.base = NULL;
         d.baseline = -1;
-        fprintf(stderr, "probation: the baseline %s was measured with %d ranks and this deploy runs %d "
+        fprintf(stderr, "probation: the baseline %s was measured with %d %s and this deploy runs %d "
                 "(nproc_per_node changed): its Ktok/s are not comparable, so the throughput rule is "
-                "skipped for this deploy, and its samples become the baseline\n", bsid, base_ranks, world);
+                "skipped for this deploy, and its samples become the baseline\n", bsid, base_ranks,
+                ui_plural(base_ranks, "rank", "ranks"), world);
     } else if (d.base)
         fprintf(stderr, "probation: baseline %s: %d samples (median %.1f Ktok/s); fail when the "
                 "whole %.0f%% interval of the change lies below -%.0f%%\n", ui_short(d.base->release, bsid),
