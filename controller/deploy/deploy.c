@@ -526,6 +526,17 @@ static void old_gang_ended(struct deploy *d, int i, const struct agent_fan_ct *c
         fprintf(stderr, "switch: %s: old gang gone after %.1fs\n", d->job->cts[i].label, c->took);
 }
 
+/* every OLD_GANG_TICK_S while an old gang is stopping: which containers it is still waiting on,
+ * so the wait (up to the switch deadline, 90 s by default) is not silent */
+#define OLD_GANG_TICK_S 15.0
+static void old_gangs_waiting(struct deploy *d, const struct agent_fan_ct c[], double elapsed, double limit)
+{
+    char line[1400], what[INV_NAME_MAX + 40];
+    snprintf(what, sizeof what, "the old gang of job '%s'", d->job->name);
+    if (agent_fan_waiting(line, sizeof line, what, d->job, c, elapsed, limit))
+        fprintf(stderr, "switch: %s\n", line);
+}
+
 /* The first phase of a switch: stop the job's old gang in every container that has one, all at
  * once, and wait until each agent answers that every process of it is gone (the agent's stop
  * returns only then), at most switch_deadline (agent_fan_run).  gone[i] says which did; why[i]
@@ -541,7 +552,8 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][3
     for (int i = 0; i < j->ncts; i++)
         skip[i] = !d->has_gang[i];
     struct agent_fan_ct c[INV_MAX_CTS];
-    static const struct agent_fan_hooks hooks = { old_gangs_asked, old_gang_ended };
+    static const struct agent_fan_hooks hooks = { .asked = old_gangs_asked, .ended = old_gang_ended,
+                                                  .tick = old_gangs_waiting, .tick_s = OLD_GANG_TICK_S };
     (void)agent_fan_run(d, a.argv, skip, limit, c, &hooks);
     int left = 0;
     for (int i = 0; i < j->ncts; i++) {

@@ -159,11 +159,15 @@ struct agent_fan_ct {
                             * ended: its last stderr line (pct's own error, say), "" when none */
     double took;           /* seconds from the start of the fan-out to its end, -1 if none */
 };
-/* Progress hooks of agent_fan_run, called in its thread (either may be NULL): asked once every
- * container was asked (ret[] says which were), ended the moment container i's command ends. */
+/* Progress hooks of agent_fan_run, called in its thread (any may be NULL): asked once every
+ * container was asked (ret[] says which were), ended the moment container i's command ends,
+ * tick every tick_s seconds (0: never) while a command asked has not ended (elapsed: seconds
+ * since the start, monotonic clock; limit: agent_fan_run's), so a long wait is not silent. */
 struct agent_fan_hooks {
     void (*asked)(struct deploy *d, const struct agent_fan_ct ret[]);
     void (*ended)(struct deploy *d, int i, const struct agent_fan_ct *c);
+    void (*tick)(struct deploy *d, const struct agent_fan_ct ret[], double elapsed, double limit);
+    double tick_s;
 };
 /* Run the agent command argv (NULL: it could not be built, nothing is asked: -ENOMEM) in every
  * container of d's job that skip (NULL: none) does not leave out, all at once, one stream each,
@@ -180,6 +184,13 @@ int agent_fan_run(struct deploy *d, const char *const *argv, const bool *skip, d
  * and changes nothing, when r is not an end. */
 void agent_fan_line(struct agent_fan_ct *c, const char *line, size_t len);
 bool agent_fan_end(struct agent_fan_ct *c, int r, const char *err, double took);
+/* agent_fan_run's tick: true when elapsed has reached *next (a negative *next: never), which then
+ * moves on past elapsed by whole steps of every (ticks missed by a slow turn are not made up). */
+bool agent_fan_tick_due(double elapsed, double *next, double every);
+/* "still waiting for WHAT to stop on h1:101, h2:201 (15 s of 180 s)": the containers of j asked
+ * and not ended yet; returns how many (0: buf is ""). */
+int agent_fan_waiting(char *buf, size_t buf_sz, const char *what, const struct inv_job *j,
+                      const struct agent_fan_ct ret[], double elapsed, double limit);
 
 /* lease.c */
 /* The job's deploy lease in every container (agent/lease.h): the fleet, not this machine,

@@ -188,6 +188,36 @@ bool agent_fan_end(struct agent_fan_ct *c, int r, const char *err, double took)
     return true;
 }
 
+bool agent_fan_tick_due(double elapsed, double *next, double every)
+{
+    if (*next < 0 || every <= 0 || elapsed < *next)
+        return false;
+    while (*next <= elapsed)
+        *next += every;
+    return true;
+}
+
+int agent_fan_waiting(char *buf, size_t buf_sz, const char *what, const struct inv_job *j,
+                      const struct agent_fan_ct ret[], double elapsed, double limit)
+{
+    char on[1024] = "";
+    size_t off = 0;
+    int n = 0;
+    for (int i = 0; i < j->ncts; i++) {
+        if (!ret[i].asked || ret[i].ended)
+            continue;
+        if (off < sizeof on)
+            off += (size_t)snprintf(on + off, sizeof on - off, "%s%s", n ? ", " : "", j->cts[i].label);
+        n++;
+    }
+    if (!n) {
+        buf[0] = '\0';
+        return 0;
+    }
+    snprintf(buf, buf_sz, "still waiting for %s to stop on %s (%.0f s of %.0f s)", what, on, elapsed, limit);
+    return n;
+}
+
 int agent_fan_run(struct deploy *d, const char *const *argv, const bool *skip, double limit,
                   struct agent_fan_ct ret[], const struct agent_fan_hooks *hooks)
 {
@@ -211,6 +241,7 @@ int agent_fan_run(struct deploy *d, const char *const *argv, const bool *skip, d
     }
     if (hooks && hooks->asked)
         hooks->asked(d, ret);
+    double next_tick = hooks && hooks->tick && hooks->tick_s > 0 ? hooks->tick_s : -1;
     while (pending > 0 && !deploy_interrupted && time_mono() - t0 < limit) {
         for (int i = 0; i < j->ncts; i++) {
             if (!s[i])
@@ -228,6 +259,9 @@ int agent_fan_run(struct deploy *d, const char *const *argv, const bool *skip, d
             if (hooks && hooks->ended)
                 hooks->ended(d, i, &ret[i]);
         }
+        double el = time_mono() - t0;
+        if (pending > 0 && el < limit && agent_fan_tick_due(el, &next_tick, hooks ? hooks->tick_s : 0))
+            hooks->tick(d, ret, el, limit);
         if (pending > 0)
             fleet_wait(d->f, 200);
     }

@@ -168,6 +168,39 @@ static void test_failed_hint(void **state)
     assert_non_null(strstr(buf, "failed: no reason given"));
 }
 
+/* The old gang's stop in a deploy's switch said nothing until it ended or the switch deadline
+ * passed: agent_fan_run's tick says, every 15 s, which containers it is still waiting on. */
+static void test_fan_tick(void **state)
+{
+    (void)state;
+    double next = 15;
+    assert_false(agent_fan_tick_due(0, &next, 15));
+    assert_false(agent_fan_tick_due(14.9, &next, 15));
+    assert_true(agent_fan_tick_due(15.1, &next, 15));
+    assert_true(next == 30);
+    assert_false(agent_fan_tick_due(15.3, &next, 15)); /* once per step */
+    assert_true(agent_fan_tick_due(47, &next, 15));   /* a slow turn: one line, not three */
+    assert_true(next == 60);
+    double never = -1;
+    assert_false(agent_fan_tick_due(1000, &never, 15));
+
+    static struct inv_job j; /* large: not on the stack */
+    j.ncts = 3;
+    strcpy(j.cts[0].label, "h1:101");
+    strcpy(j.cts[1].label, "h1:102");
+    strcpy(j.cts[2].label, "h2:201");
+    struct agent_fan_ct c[3] = { { .asked = true, .took = -1 }, { .asked = true, .ended = true, .took = 2 },
+                                 { .asked = true, .took = -1 } };
+    char buf[512];
+    assert_int_equal(agent_fan_waiting(buf, sizeof buf, "the old gang of job 'train'", &j, c, 15.2, 90), 2);
+    assert_string_equal(buf, "still waiting for the old gang of job 'train' to stop on h1:101, h2:201 (15 s of 90 s)");
+    c[0].ended = c[2].ended = true;
+    assert_int_equal(agent_fan_waiting(buf, sizeof buf, "x", &j, c, 30, 90), 0);
+    assert_string_equal(buf, "");
+    c[0] = (struct agent_fan_ct){ .took = -1 }; /* not asked (skipped, or unreachable): not waited on */
+    assert_int_equal(agent_fan_waiting(buf, sizeof buf, "x", &j, c, 30, 90), 0);
+}
+
 static void test_fan_steps(void **state)
 {
     (void)state;
@@ -281,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_exit_code),
         cmocka_unit_test(test_failed_hint),
         cmocka_unit_test(test_fan_steps),
+        cmocka_unit_test(test_fan_tick),
         cmocka_unit_test(test_history_result),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_stop_announces_worst_case),
