@@ -92,12 +92,7 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
         if (rc < 0 || !S_ISDIR(st.st_mode)) {
             const char *what = k ? "environment" : "release";
             char why[160];
-            if (rc < 0 && errno == ENOENT)
-                snprintf(why, sizeof why, "does not exist");
-            else if (rc < 0)
-                snprintf(why, sizeof why, "cannot be read (%s)", strerror(errno));
-            else
-                snprintf(why, sizeof why, "is not a directory");
+            (void)ui_path_problem(rc < 0 ? -errno : -ENOTDIR, why, sizeof why);
             log_error("%s directory '%s' %s: give the directory that holds the %s (drover %s %s); "
                       "nothing was contacted, nothing changed", what, dirs[k], why,
                       k ? "environment, a venv say" : "release, with the job's command in it", argv[0],

@@ -511,12 +511,7 @@ int cmd_install(struct fleet *f, int argc, char **argv)
         /* bad input, found before any host is contacted: exit 2 as a usage error, the way deploy
          * treats a missing release directory (it was 1, the code of an install that failed) */
         char why[160];
-        if (r == -ENOENT)
-            snprintf(why, sizeof why, "does not exist");
-        else if (r == -EISDIR)
-            snprintf(why, sizeof why, "is a directory");
-        else
-            snprintf(why, sizeof why, "cannot be read (%s)", strerror(-r));
+        (void)ui_path_problem(r, why, sizeof why);
         log_error("agent binary '%s' %s: build it (make builds build/drover-agent next to drover), "
                   "or give the drover-agent to push (drover install --agent-binary PATH); "
                   "nothing was contacted, nothing changed", binary, why);

@@ -85,11 +85,9 @@ const char *status_agent_hint(const char *ct, const char *job, const struct job_
 {
     if (!js || !js->reason[0])
         return NULL;
-    /* decided on the agent's reason code (a stop of its own: a rank's exit, non-finite loss, a
-     * liveness trip, a cause this reader does not know), not a requested stop's */
-    enum status_reason c = js->reason_code;
-    if (js->state == GANG_STOPPING && (c == STATUS_RC_RANK_EXIT || c == STATUS_RC_NONFINITE ||
-                                       c == STATUS_RC_LIVENESS || c == STATUS_RC_OTHER))
+    /* decided on the agent's reason code, as probation decides (a stop of its own, not a
+     * requested stop's) */
+    if (js->state == GANG_STOPPING && probation_code_stops_gang(js->reason_code))
         snprintf(buf, sz, "%s: job '%s' is being stopped by its agent: %s (a rank that ignores SIGTERM "
                           "is killed after the job's grace); `drover%s%s events --job %s` shows what "
                           "follows, `drover%s%s logs --job %s` the workers' output",

@@ -2,9 +2,11 @@
  * NO_COLOR and a TTY, short release ids, kubectl-style ages.  No state, no I/O but isatty(). */
 #include "controller/ui.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static bool use_color(FILE *fp)
@@ -56,5 +58,18 @@ const char *ui_age(double s, char *buf, size_t buf_sz)
         snprintf(buf, buf_sz, "%.0fh", s / 3600);
     else
         snprintf(buf, buf_sz, "%.0fd", s / 86400);
+    return buf;
+}
+
+const char *ui_path_problem(int neg_errno, char *buf, size_t sz)
+{
+    if (neg_errno == -ENOENT)
+        snprintf(buf, sz, "does not exist");
+    else if (neg_errno == -EISDIR)
+        snprintf(buf, sz, "is a directory");
+    else if (neg_errno == -ENOTDIR)
+        snprintf(buf, sz, "is not a directory");
+    else
+        snprintf(buf, sz, "cannot be read (%s)", strerror(-neg_errno));
     return buf;
 }

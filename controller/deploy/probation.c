@@ -273,7 +273,7 @@ static const char *logs_pointer_for(const struct probation *p, enum status_reaso
 /* The agent is stopping the watched gang on its own (agent/jobmachine.c: a rank exited,
  * non-finite loss, a liveness trip), not on a request; "other": a cause this controller does not
  * know, from a newer agent or an older agent's words (common/status.c). */
-static bool agent_code_stops_gang(enum status_reason code)
+bool probation_code_stops_gang(enum status_reason code)
 {
     return code == STATUS_RC_RANK_EXIT || code == STATUS_RC_NONFINITE || code == STATUS_RC_LIVENESS ||
            code == STATUS_RC_OTHER;
@@ -413,7 +413,7 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
     /* The agent stopping the watched gang on its own (a liveness trip, non-finite loss, a rank
      * that exited): never a pass, whatever the samples so far say; its reason names the rule. */
     if (!p->recovery && js->state == GANG_STOPPING && release_matches(js->current, p->release) &&
-        agent_code_stops_gang(js->reason_code)) {
+        probation_code_stops_gang(js->reason_code)) {
         char logs[JOB_NAME_MAX + 48];
         fail_code(p, js->reason_code);
         fail(p, "the gang on %s is being stopped by its agent: %s%s", cs->label, js->reason,

@@ -102,6 +102,9 @@ enum status_reason probation_agent_code(const struct probation *p);
  * crashed (once or in a loop) or reported non-finite loss; not a liveness trip, a start failure
  * or the environment. */
 bool probation_code_in_workers_log(enum status_reason code);
+/* The agent is stopping the gang on its own with this code (a rank's exit, non-finite loss, a
+ * liveness trip, a cause this controller does not know), not on a request. */
+bool probation_code_stops_gang(enum status_reason code);
 /* "; see `drover [-i INV] logs --job J`" into buf (cut to sz), what a message about a worker's
  * exit ends with: the verdict or the agent's reason quote a worker's last word at most, its log
  * has the traceback or the missing file.  inv_arg NULL: no -i. */
