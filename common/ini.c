@@ -21,6 +21,33 @@ struct reader {
     struct ini_error err; /* a reader error, or the first callback stop */
 };
 
+/* What libinih would read otherwise than it looks: `key: value` (its name/value delimiters are
+ * '=' and ':', so `containers: h1:201` is silently a key), and `[host h1] x` (it ignores anything
+ * after ']').  A line that starts with a blank is left alone: libinih reads it as the previous
+ * value's continuation.  Comments (';' or '#' first) are not lines of either shape. */
+static enum ini_error_kind line_shape(const char *q)
+{
+    if (*q == ' ' || *q == '\t' || *q == ';' || *q == '#')
+        return INI_OK;
+    if (*q == '[') {
+        const char *t = strchr(q, ']') + 1; /* the caller checked the ']' is there */
+        t += strspn(t, " \t");
+        return *t == '\0' || *t == '\r' || *t == '\n' || *t == ';' || *t == '#' ? INI_OK
+                                                                             : INI_ERR_TRAILING;
+    }
+    size_t d = strcspn(q, "=:");
+    return q[d] == ':' ? INI_ERR_COLON : INI_OK;
+}
+
+const char *ini_shape_words(enum ini_error_kind kind)
+{
+    if (kind == INI_ERR_COLON)
+        return "'key: value' is not read here; write key = value";
+    if (kind == INI_ERR_TRAILING)
+        return "text after the section's ']'; put a comment after ' ;' or on its own line";
+    return NULL;
+}
+
 static char *read_line(char *str, int num, void *stream)
 {
     struct reader *r = stream;
@@ -53,6 +80,11 @@ static char *read_line(char *str, int num, void *stream)
         /* "[host x" without its ']': libinih notes the line and reads on, so the keys below
          * were taken as the previous section's and the error named the next line */
         r->err = (struct ini_error){ .kind = INI_ERR_SYNTAX, .line = r->line };
+        return NULL;
+    }
+    enum ini_error_kind k = line_shape(q);
+    if (k != INI_OK) {
+        r->err = (struct ini_error){ .kind = k, .line = r->line };
         return NULL;
     }
     if (!r->ops->section)

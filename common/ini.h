@@ -22,6 +22,8 @@ enum ini_error_kind {
     INI_ERR_NUL,     /* a NUL byte in line `line` */
     INI_ERR_LONG,    /* line `line` has len content bytes, more than line_max */
     INI_ERR_SYNTAX,  /* libinih: not [section], key = value or a comment, at `line` */
+    INI_ERR_COLON,   /* `key: value` at `line` (libinih would take ':' for '=' silently) */
+    INI_ERR_TRAILING, /* text after a section's ']' that is not a comment, at `line` */
     INI_ERR_STOPPED, /* a callback returned false at `line` (it reported why itself) */
 };
 
@@ -43,6 +45,9 @@ struct ini_ops {
  * libinih's own buffer allows 198).  0, or -EINVAL with *ret_err filled. */
 int ini_read(const char *text, size_t len, size_t line_max, const struct ini_ops *ops, void *user,
              struct ini_error *ret_err);
+
+/* What to write instead, for INI_ERR_COLON and INI_ERR_TRAILING; NULL for the other kinds. */
+const char *ini_shape_words(enum ini_error_kind kind);
 
 enum ini_type {
     INI_INT,      /* int */

@@ -985,6 +985,8 @@ int inventory_parse(const char *text, size_t len, const char *path, struct inven
             ctx_fail(c, NULL, "line is %zu bytes, longer than the %d libinih reads; "
                               "split the value (repeated arg = keys, or a launcher script)",
                      e.len, INV_LINE_MAX);
+        else if (ini_shape_words(e.kind))
+            snprintf(err, err_sz, "%s:%d: %s", path, e.line, ini_shape_words(e.kind));
         else /* libinih's own syntax errors: missing '=' or ']' and the like. */
             snprintf(err, err_sz, "%s:%d: syntax error (expected [section], key = value, or a "
                      "comment)", path, e.line);

@@ -126,6 +126,8 @@ int train_config_parse(const char *name, const char *text, size_t len,
     if (ini_read(text, len, INI_MAX_LINE - 2, &ops, &p, &e) < 0) {
         if (e.kind == INI_ERR_LONG)
             snprintf(errbuf, errsz, "%s:%d: line longer than %d bytes", name, e.line, INI_MAX_LINE - 2);
+        else if (ini_shape_words(e.kind))
+            snprintf(errbuf, errsz, "%s:%d: %s", name, e.line, ini_shape_words(e.kind));
         else if (e.kind == INI_ERR_SYNTAX)
             snprintf(errbuf, errsz, "%s:%d: malformed line (not 'key = value' or '[section]', "
                      "or longer than 200 bytes)", name, e.line);

@@ -87,6 +87,21 @@ static void test_reader(void **state)
     assert_int_equal(read_text("[a]\n[b\n", 64, &s, &e), -EINVAL);
     assert_int_equal(e.kind, INI_ERR_SYNTAX);
     assert_int_equal(e.line, 2);
+    /* `key: value` (libinih's other delimiter) and text after ']': refused at their line,
+     * nothing from them reported; a ':' after the '=', a comment after ']' and a continuation
+     * line (a blank first) are read as before */
+    assert_int_equal(read_text("[a]\nx = 1\nhost: h1:201\n", 64, &s, &e), -EINVAL);
+    assert_int_equal(e.kind, INI_ERR_COLON);
+    assert_int_equal(e.line, 3);
+    assert_null(strstr(s.log, "host"));
+    assert_int_equal(read_text("[a] b\nx = 1\n", 64, &s, &e), -EINVAL);
+    assert_int_equal(e.kind, INI_ERR_TRAILING);
+    assert_int_equal(e.line, 1);
+    assert_string_equal(s.log, "");
+    assert_int_equal(read_text("[a]  ; c\n[b]# d\nx = h:1\n  y: z\n[c]\t\r\n", 64, &s, &e), 0);
+    assert_string_equal(s.log, "[a]@1 [b]@2 b.x=h:1@3 b.x=y: z@4 [c]@5 ");
+    assert_non_null(ini_shape_words(INI_ERR_COLON));
+    assert_null(ini_shape_words(INI_ERR_SYNTAX));
 }
 
 struct cfg {

@@ -235,6 +235,9 @@ static void test_errors_name_line_and_key(void **state)
     /* "[host h1" without ']': its own line, not the next key's (newcomer pass) */
     parse_fails("[drover]\n\n[host h1\naddress = 10.0.0.1\n", "inv.ini:3:", "syntax error");
     parse_fails("[drover]\nthis line has no equals sign\n", "inv.ini:2:", "syntax error");
+    /* libinih reads ':' as '=' and drops text after ']': both refused, saying what to write */
+    parse_fails("[host h1]\naddress: 10.0.0.1\n", "inv.ini:2:", "write key = value");
+    parse_fails("[host h1] rack 4\naddress = 10.0.0.1\n", "inv.ini:1:", "text after the section's ']'");
     parse_fails("[host h]\n", "[host h]: no address", NULL);
     parse_fails("[host h]\naddress = a b\n", "inv.ini:2:", "[host h] address");
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:local:relative\ncommand = x\n",

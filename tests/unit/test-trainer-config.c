@@ -64,6 +64,8 @@ static void test_errors_name_line_and_key(void **state)
     expect_error("[train]\nwarmup_steps = 10\nmax_steps = 5\n", "warmup_steps (10) exceeds max_steps (5)");
     expect_error("[model\nlayers = 1\n", "t.ini:1: malformed line");
     expect_error("[train]\nlr 0.1\n", "t.ini:2: malformed line");
+    expect_error("[train]\nlr: 0.1\n", "t.ini:2: 'key: value' is not read here; write key = value");
+    expect_error("[train] x\nlr = 0.1\n", "t.ini:1: text after the section's ']'");
     expect_error("[model]\nlayers = 2\n", "t.ini: [data] train is missing");
     char longline[400];
     memset(longline, 'a', sizeof longline);
