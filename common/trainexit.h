@@ -46,6 +46,9 @@ enum train_retry {
     X(TX_NOMEM, 10, "nomem", TRAIN_RETRY_NO, "out of memory")                          \
     /* selftest found a problem */                                                     \
     X(TX_SELFTEST, 11, "selftest", TRAIN_RETRY_NO, "selftest failed")                  \
+    /* checkpointed and stopped because another rank was stopped, not this one */      \
+    X(TX_PEER_STOPPED, 12, "peer_stopped", TRAIN_RETRY_YES,                            \
+      "stopped because another rank was stopped")                                      \
     /* 20..29 are reserved for the CUDA backend's check macros (docs/errors.md) */     \
     X(TX_CUDA, 20, "cuda", TRAIN_RETRY_MAYBE, "CUDA error")                            \
     X(TX_NCCL, 21, "nccl", TRAIN_RETRY_MAYBE, "NCCL error")                            \

@@ -1,6 +1,8 @@
 /* trainer/train.c: the training loop shared by every backend (see train.h): config, environment,
  * rendezvous, resume, data, LR schedule, heartbeats, checkpoints, signals, fault knobs.
  * Only rank 0 reads and writes checkpoints; the other ranks receive the resumed state from it.
+ * A rank that leaves the loop only because another rank voted to stop checkpoints as any stop
+ * does but exits TX_PEER_STOPPED, never TX_OK: "finished" is for its own stop or max_steps.
  * Never: write a checkpoint after a non-finite loss or gradient appeared; exit without a
  * heartbeat in phase done when it can still send one; open a socket when WORLD_SIZE is 1. */
 #include "trainer/train.h"
@@ -305,6 +307,7 @@ static int train_loop(struct run *r)
     int nonfinite = 0;
     int64_t bt = (int64_t)r->cfg.batch * r->cfg.model.seq;
     int64_t run_steps = 0;
+    bool peer_voted = false; /* the loop ended on the stop vote, not on max_steps / --max-steps */
     double loss_sum = 0;
     int loss_n = 0;
     for (;;) {
@@ -314,8 +317,11 @@ static int train_loop(struct run *r)
             return fail(r, TX_PEER_LOST, "peer lost");
         }
         if (stop || (r->cfg.max_steps > 0 && r->step >= r->cfg.max_steps) ||
-            (r->stop_at >= 0 && r->step >= r->stop_at))
+            (r->stop_at >= 0 && r->step >= r->stop_at)) {
+            peer_voted = stop && !(r->cfg.max_steps > 0 && r->step >= r->cfg.max_steps) &&
+                         !(r->stop_at >= 0 && r->step >= r->stop_at);
             break;
+        }
         int64_t next = r->step + 1;
         fault_step_begin(&r->faults, next);
         double t0 = time_mono();
@@ -404,6 +410,17 @@ static int train_loop(struct run *r)
         if (e < 0)
             return fail(r, e == -ENOSPC || e == -EDQUOT ? TX_DISK_FULL : TX_CHECKPOINT,
                         e == -ENOSPC ? "disk full" : "checkpoint failed");
+    }
+    /* Read after the checkpoint: a signal that reached this rank meanwhile makes the stop its
+     * own (its agent is stopping it), not a peer's. */
+    if (peer_voted && !stop_requested) {
+        /* Another rank was stopped (its agent was stopping it, or stopping what an agent
+         * before it left) and every rank agreed to stop with it.  This rank's own agent did
+         * not ask: a distinct code, so that it restarts the gang (after a grace for its own
+         * stop request, which may be on its way) rather than record a finished job. */
+        log_info("stopping after step %lld: another rank was stopped", (long long)r->step);
+        hb_send(r, HB_PHASE_DONE, NULL);
+        return TX_PEER_STOPPED;
     }
     log_info("stopping after step %lld%s", (long long)r->step, stop_requested ? " (signal)" : "");
     hb_send(r, HB_PHASE_DONE, NULL);

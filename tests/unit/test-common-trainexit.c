@@ -92,12 +92,14 @@ static void test_lookup_and_policy(void **state)
     for (size_t i = 1; i < train_exit_count; i++)
         assert_true(train_exit_table[i - 1].code < train_exit_table[i].code);
     assert_string_equal(train_exit_info(TX_DISK_FULL)->name, "disk_full");
-    assert_null(train_exit_info(12));
+    assert_string_equal(train_exit_info(TX_PEER_STOPPED)->name, "peer_stopped");
+    assert_int_equal(TX_PEER_STOPPED, 12); /* never renumbered */
+    assert_null(train_exit_info(13));
     assert_null(train_exit_info(-1));
     const int no[] = { TX_USAGE, TX_CONFIG, TX_DATA, TX_DISK_FULL, TX_DIVERGED, TX_NOMEM, TX_SELFTEST };
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         assert_true(train_exit_is_nonretryable(no[i]));
-    const int retry[] = { TX_OK, TX_FAILURE, TX_CHECKPOINT, TX_PEER_LOST, TX_DEVICE, TX_CUDA, 99, 137 };
+    const int retry[] = { TX_OK, TX_FAILURE, TX_CHECKPOINT, TX_PEER_LOST, TX_DEVICE, TX_PEER_STOPPED, TX_CUDA, 99, 137 };
     for (size_t i = 0; i < sizeof retry / sizeof retry[0]; i++)
         assert_false(train_exit_is_nonretryable(retry[i]));
 }

@@ -1,7 +1,8 @@
 /* tests/unit/test-trainer-loop.c: the training loop as the agent sees it, in forked children:
  * SIGTERM finishes the step, checkpoints and exits 0 with a done heartbeat; nan_at diverges with
  * exit 7 and no checkpoint after the first non-finite step; two ranks over TCP stay in lockstep,
- * only rank 0 checkpoints, and a killed peer gives exit 8; a bad config is exit 3 with a done
+ * only rank 0 checkpoints, and a killed peer gives exit 8, a stopped one exit 12 (peer_stopped)
+ * with the stop's checkpoint; a bad config is exit 3 with a done
  * heartbeat carrying the error. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -260,6 +261,42 @@ static void test_two_ranks_and_a_lost_peer(void **state)
     assert_true(b0.last.error[0] != '\0');
 }
 
+/* One rank of two is stopped (SIGTERM: its agent stopping its part of a gang spread over
+ * containers): both stop after the same step with the stop's checkpoint, the stopped rank exits
+ * 0 and the other 12, peer_stopped (exiting 0 made its own agent record the job completed and
+ * leave it down).  Either way round: rank 0 is the one that checkpoints. */
+static void test_peer_stopped(void **state)
+{
+    (void)state;
+    for (int stopped = 0; stopped < 2; stopped++) {
+        char ck[160], port[32];
+        snprintf(ck, sizeof ck, "%s/ck-peer%d", dir, stopped);
+        snprintf(port, sizeof port, "MASTER_PORT=%d", 30002 + stopped + (int)(getpid() % 20000));
+        const char *e0[] = {"WORLD_SIZE=2", "RANK=0", "MASTER_ADDR=127.0.0.1", port, NULL};
+        const char *e1[] = {"WORLD_SIZE=2", "RANK=1", "MASTER_ADDR=127.0.0.1", port, NULL};
+        int f[2];
+        pid_t p[2];
+        p[0] = spawn(cfg, ck, -1, e0, &f[0]);
+        p[1] = spawn(cfg, ck, -1, e1, &f[1]);
+        static struct beats b[2];
+        memset(b, 0, sizeof b);
+        read_beats(f[stopped], &b[stopped], 4);
+        assert_int_equal(kill(p[stopped], SIGTERM), 0);
+        read_beats(f[0], &b[0], -1);
+        read_beats(f[1], &b[1], -1);
+        close(f[0]);
+        close(f[1]);
+        assert_int_equal(wait_code(p[stopped]), TX_OK);
+        assert_int_equal(wait_code(p[1 - stopped]), TX_PEER_STOPPED);
+        assert_true(b[0].saw_done && b[1].saw_done);
+        assert_int_equal(b[0].last.step, b[1].last.step); /* the same step */
+        assert_true(b[0].last.step >= 4);
+        assert_int_equal(b[0].last.ckpt_step, b[0].last.step); /* the stop's checkpoint */
+        assert_int_equal(newest_ckpt_step(ck), b[0].last.step);
+        assert_int_equal(b[1 - stopped].last.error[0], '\0'); /* not a failure */
+    }
+}
+
 static int count_tmp(const char *ck)
 {
     char pat[256];
@@ -363,6 +400,7 @@ int main(void)
         cmocka_unit_test(test_sigterm_checkpoints_and_exits_0),
         cmocka_unit_test(test_nan_diverges_without_checkpoint),
         cmocka_unit_test(test_two_ranks_and_a_lost_peer),
+        cmocka_unit_test(test_peer_stopped),
         cmocka_unit_test(test_kill_during_save),
         cmocka_unit_test(test_bad_config_reports_done),
 #ifdef DROVER_HAVE_CUDA
