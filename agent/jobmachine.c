@@ -7,10 +7,13 @@
  * a switch, or reverts two-phase: the job must come back, not stay down).  A switch's stop that
  * no activation follows within its switch deadline (the controller died between the phases)
  * starts the stopped release again.  A release's probation deadline survives a stop and start
- * of it (it is not re-armed, not lost).  No I/O, no clock.
+ * of it (it is not re-armed, not lost).  A rank's "peer_stopped" exit is never "completed": the
+ * gang restarts, but not before JM_PEER_STOP_GRACE_S, and a request in that grace cancels it as
+ * if the exit had been that request's.  No I/O, no clock.
  */
 #include "agent/jobmachine.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +67,9 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
         snprintf(how, sizeof how, "rank %d hung (liveness deadline)", exit_rank);
     else if (exit_signal)
         snprintf(how, sizeof how, "rank %d killed by signal %d", exit_rank, exit_signal);
+    else if (exit_code == TX_PEER_STOPPED)
+        snprintf(how, sizeof how, "rank %d exited with code %d (%s)", exit_rank, exit_code,
+                 train_exit_info(TX_PEER_STOPPED)->text);
     else
         snprintf(how, sizeof how, "rank %d exited with code %d", exit_rank, exit_code);
     if (!exit_signal && exit_code == 0) {
@@ -366,6 +372,7 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
         run_revert(j, rt, k == JM_NEXT_REVERT_AUTO, out);
         return;
     case JM_NEXT_RESTART: {
+        rt->restart_peer_stopped = false;
         j->restarts++;
         fx_event(out, "restart", j->current, "restart %d: %s", j->restarts, rt->next_reason);
         bool reverted = j->state == GANG_REVERTED;
@@ -417,7 +424,15 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
         size_t n = strlen(reason);
         (void)snprintf(reason + n, sizeof reason - n, " [rank %d: %s]", ev->rank, ev->text);
     }
-    fx_event(out, abnormal ? "crash" : "exit", j->current, "%s", reason);
+    /* a rank that stopped because a rank elsewhere was stopped: not this container's crash, and
+     * perhaps the first sign of a stop that is on its way here too */
+    bool peer_stopped = !sig && code == TX_PEER_STOPPED;
+    if (peer_stopped && a == POLICY_RESTART)
+        fx_event(out, "peer-stopped", j->current, "%s; the restart waits %.0f s for a stop or "
+                 "switch that may be on its way", reason,
+                 fmax(policy_backoff(p, j->restarts + 1), JM_PEER_STOP_GRACE_S));
+    else
+        fx_event(out, abnormal ? "crash" : "exit", j->current, "%s", reason);
     fx_simple(out, JM_FX_CLEAR_GANG);
     switch (a) {
     case POLICY_DONE:
@@ -432,6 +447,9 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
         break;
     case POLICY_RESTART:
         rt->backoff_until = ev->now + policy_backoff(p, j->restarts + 1);
+        if (peer_stopped)
+            rt->backoff_until = fmax(rt->backoff_until, ev->now + JM_PEER_STOP_GRACE_S);
+        rt->restart_peer_stopped = peer_stopped;
         rt->next = JM_NEXT_RESTART;
         rt->next_code = rc;
         (void)str_copy(rt->next_reason, sizeof rt->next_reason, reason);
@@ -487,6 +505,18 @@ static void on_start_result(const struct crash_policy *p, struct job_rec *j, str
         (void)str_copy(rt->next_reason, sizeof rt->next_reason, j->reason);
         run_next(p, j, rt, ev->now, out);
     }
+}
+
+/* A request (stop, start, revert, activate) replaces a pending restart.  A restart that waited
+ * after a "peer_stopped" exit was waiting for exactly this: the stop or switch that stopped the
+ * other containers first.  That exit was the request's doing, not a crash: it leaves the crash
+ * window, so repeated stops and starts of a job never add up to a crash loop. */
+static void cancel_restart(struct jm_rt *rt)
+{
+    if (rt->next == JM_NEXT_RESTART && rt->restart_peer_stopped && rt->ncrash > 0)
+        rt->ncrash--;
+    rt->restart_peer_stopped = false;
+    rt->next = JM_NEXT_NONE;
 }
 
 /* A start may bring a new rendezvous generation: the restarted gang then cannot pair with ranks
@@ -555,6 +585,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         rt->next_probation_s = ev->value;
         j->switch_deadline = 0;
         fx_simple(out, JM_FX_WAIT);
+        cancel_restart(rt);
         request(p, j, rt, JM_NEXT_ACTIVATE, STATUS_RC_NONE, "activating a new release", ev->now, out);
         return;
     case JM_EV_PROMOTE: {
@@ -603,7 +634,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
             return;
         }
         fx_simple(out, JM_FX_WAIT);
-        rt->next = JM_NEXT_NONE; /* cancels a pending restart */
+        cancel_restart(rt);
         j->switch_deadline = 0;
         rt->next_no_mark = ev->value != 0;
         (void)str_copy(rt->next_rdzv, sizeof rt->next_rdzv, ev->rdzv ? ev->rdzv : "");
@@ -612,7 +643,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         return;
     case JM_EV_STOP:
         fx_simple(out, JM_FX_WAIT);
-        rt->next = JM_NEXT_NONE; /* cancels a pending restart */
+        cancel_restart(rt);
         /* the probation deadline is kept (it does not fire while the job is stopped): a release
          * on probation or held that is started again (an aborted switch) keeps its deadline */
         j->switch_deadline = 0;
@@ -633,7 +664,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         set_rdzv(j, ev->text);
         j->switch_deadline = 0;
         fx_simple(out, JM_FX_WAIT);
-        rt->next = JM_NEXT_NONE; /* cancels a pending restart */
+        cancel_restart(rt);
         request(p, j, rt, JM_NEXT_START, STATUS_RC_NONE, "started by request", ev->now, out);
         return;
     default:

@@ -41,6 +41,18 @@
  * mid-step.  An environment fault: the job stops as failed with a reason that starts with
  * JM_ATTENTION_PREFIX, never a rollback and never a restart loop. */
 #define JM_EXIT_DEVICE 9
+/* The least time a restart after drover-train's "peer_stopped" exit (docs/errors.md, 12) waits,
+ * longer when the backoff is.  Such a rank stopped because a rank in another container was
+ * stopped: that container's agent stopping what a killed agent left (it relaunches its part
+ * at once), or a liveness trip there, and then the gang must come back; but also a fleet-wide
+ * `drover stop` or a deploy's stop phase that reached that container first, in which case this
+ * container's own stop request is on its way.  The controller asks every container at once
+ * (controller/deploy/fan.c, agent_fan_run: one stream per container, opened one after another
+ * on connections already made), so those requests arrive within a few seconds of each other;
+ * a stop, switch, revert or start that arrives within this grace cancels the restart, and the
+ * exit does not count in the crash window.  The restarted ranks find the others still in their
+ * rendezvous (drover-train's dist_timeout, 60 s by default, is longer). */
+#define JM_PEER_STOP_GRACE_S 15.0
 /* How a reason marks a container whose environment needs attention, for people (status and top
  * show it); the controller decides on its code, STATUS_RC_ENVIRONMENT. */
 #define JM_ATTENTION_PREFIX STATUS_ATTENTION_PREFIX
@@ -101,6 +113,8 @@ struct jm_rt {
     char start_reason[JM_TEXT_MAX];
     enum status_reason start_code;
     double backoff_until;         /* JM_NEXT_RESTART: monotonic */
+    bool restart_peer_stopped;    /* JM_NEXT_RESTART after a "peer_stopped" exit: a request that
+                                     cancels it takes that exit out of the crash window */
     double crash_mono[JM_CRASH_HISTORY];
     int ncrash;
     bool gang;                    /* a gang of this job exists (started, not yet gone) */

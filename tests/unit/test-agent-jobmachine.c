@@ -877,6 +877,134 @@ static void test_state_marks_round_trip(void **state)
     world_done(&w);
 }
 
+/* drover-train's "peer_stopped" exit (12): a rank stopped because a rank in another container was
+ * stopped.  Not "completed" (the job would stay down everywhere, found on the lab: an agent and
+ * its holders killed in one container, the new agent stopped the gang they left, and every
+ * other container recorded the job completed): a restart from the checkpoint, but only after
+ * JM_PEER_STOP_GRACE_S, because a fleet-wide stop reaches the containers seconds apart and the
+ * one that arrives within the grace must find nothing to fight (the skew case). */
+static void test_peer_stopped(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row restarts[] = {
+        {JM_EV_RANK_EXIT, 5, NULL, 0, 0, 12, 0, NULL, "stop-gang save", GANG_STOPPING, "code 12", "rank-exit"},
+        {JM_EV_GANG_GONE, 5, NULL, 0, 0, 12, 0, NULL, "event clear-gang save", GANG_BACKOFF,
+         "another rank was stopped", "rank-exit"},
+        /* the backoff (1 s) has passed, the grace has not */
+        {JM_EV_TICK, 6, NULL, 0, 0, 0, 0, NULL, "", GANG_BACKOFF, NULL},
+        {JM_EV_TICK, 5 + JM_PEER_STOP_GRACE_S - 0.1, NULL, 0, 0, 0, 0, NULL, "", GANG_BACKOFF, NULL},
+        {JM_EV_TICK, 5 + JM_PEER_STOP_GRACE_S, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, "restart 1"},
+        {JM_EV_START_OK, 20, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, "another rank was stopped"},
+        {JM_EV_TRAINING, 21, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+    };
+    RUN(&w, restarts);
+    assert_int_equal(w.j->restarts, 1);
+    assert_int_equal(w.j->generation, 2);
+    /* the event says it is a peer's stop, and for how long it waits */
+    struct jm_effects out = {0};
+    struct jm_event ev = {.kind = JM_EV_RANK_EXIT, .now = 30, .rank = 0, .code = 12, .text = ""};
+    jm_step(&w.p, w.j, &w.rt, &ev, &out);
+    out.n = 0;
+    ev.kind = JM_EV_GANG_GONE;
+    jm_step(&w.p, w.j, &w.rt, &ev, &out);
+    assert_int_equal(out.fx[0].kind, JM_FX_EVENT);
+    assert_string_equal(out.fx[0].what, "peer-stopped");
+    assert_non_null(strstr(out.fx[0].text, "waits 15 s"));
+    world_done(&w);
+
+    /* the skew case: the operator's stop arrives 3 s after the peer's: stopped, no restart,
+     * and the exit leaves the crash window */
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row skew[] = {
+        {JM_EV_RANK_EXIT, 5, NULL, 0, 0, 12, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 5, NULL, 0, 0, 12, 0, NULL, "event clear-gang save", GANG_BACKOFF, NULL},
+        {JM_EV_TICK, 6, NULL, 0, 0, 0, 0, NULL, "", GANG_BACKOFF, NULL},
+        {JM_EV_STOP, 8, NULL, 0, 0, 0, 0, NULL, "wait event save answer", GANG_STOPPED, "no process of the gang is left", ""},
+        {JM_EV_TICK, 100, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPED, NULL}, /* no restart */
+    };
+    RUN(&w, skew);
+    assert_int_equal(w.rt.ncrash, 0);
+    assert_int_equal(w.j->restarts, 0);
+    world_done(&w);
+
+    /* the stop arrives while the agent still stops its own part (before the gang is gone): the
+     * gang's end answers the stop, nothing is recorded as an exit */
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row early[] = {
+        {JM_EV_RANK_EXIT, 5, NULL, 0, 0, 12, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_STOP, 5.2, NULL, 0, 0, 0, 0, NULL, "wait save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 5.5, NULL, 0, 0, 12, 0, NULL, "clear-gang event save answer", GANG_STOPPED,
+         "stopped by request", ""},
+        {JM_EV_TICK, 100, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPED, NULL},
+    };
+    RUN(&w, early);
+    assert_int_equal(w.rt.ncrash, 0);
+    world_done(&w);
+
+    /* a deploy's stop phase (a switch) within the grace, then its activation: B starts, the
+     * old release is not restarted in between */
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row deploy[] = {
+        {JM_EV_RANK_EXIT, 5, NULL, 0, 0, 12, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 5, NULL, 0, 0, 12, 0, NULL, "event clear-gang save", GANG_BACKOFF, NULL},
+        {JM_EV_STOP, 9, NULL, 90, 0, 0, 0, NULL, "wait event save answer", GANG_STOPPED, "stopped for a switch", ""},
+        {JM_EV_TICK, 30, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPED, NULL},
+        {JM_EV_ACTIVATE, 31, B, 60, 0, 0, 0, NULL, "wait switch event start-gang", GANG_STOPPED, "switched"},
+        {JM_EV_START_OK, 31, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, NULL, ""},
+    };
+    RUN(&w, deploy);
+    assert_string_equal(w.j->current, B);
+    world_done(&w);
+
+    /* a release on probation stopped and started again and again by the operator while its
+     * ranks elsewhere are stopped first: never a crash loop, never reverted (three exits within
+     * the crash window would be one) */
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    for (int k = 0; k < 3; k++) {
+        double t = 20 + 10 * k;
+        const struct row cycle[] = {
+            {JM_EV_RANK_EXIT, t, NULL, 0, 0, 12, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+            {JM_EV_GANG_GONE, t, NULL, 0, 0, 12, 0, NULL, "event clear-gang save", GANG_BACKOFF, NULL},
+            {JM_EV_STOP, t + 2, NULL, 0, 0, 0, 0, NULL, "wait event save answer", GANG_STOPPED, NULL},
+            {JM_EV_START, t + 5, NULL, 0, 0, 0, 0, "g", "wait event start-gang", GANG_STOPPED, NULL},
+            {JM_EV_START_OK, t + 5, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
+        };
+        RUN(&w, cycle);
+    }
+    assert_string_equal(w.j->current, B);
+    assert_int_equal(w.rt.ncrash, 0);
+    /* ... while one that nobody follows with a stop is restarted (after the grace), not
+     * reverted: the first exit in the window */
+    static const struct row alone[] = {
+        {JM_EV_RANK_EXIT, 60, NULL, 0, 0, 12, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 60, NULL, 0, 0, 12, 0, NULL, "event clear-gang save", GANG_BACKOFF, "(1 of 3"},
+        {JM_EV_TICK, 61, NULL, 0, 0, 0, 0, NULL, "", GANG_BACKOFF, NULL},
+        {JM_EV_TICK, 75, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, "restart 1"},
+        {JM_EV_START_OK, 75, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+    };
+    RUN(&w, alone);
+    assert_string_equal(w.j->current, B);
+    world_done(&w);
+
+    /* an exit 0 is still "completed": the rank's own stop or max_steps */
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row done[] = {
+        {JM_EV_RANK_EXIT, 5, NULL, 0, 0, 0, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 5, NULL, 0, 0, 0, 0, NULL, "event clear-gang save", GANG_STOPPED, "completed", "completed"},
+    };
+    RUN(&w, done);
+    world_done(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -898,6 +1026,7 @@ int main(void)
         cmocka_unit_test(test_promote_checks_spec_digest),
         cmocka_unit_test(test_spec_eviction_keeps_promoted_pairs),
         cmocka_unit_test(test_spec_change_of_good_release),
+        cmocka_unit_test(test_peer_stopped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
