@@ -6,6 +6,7 @@ What a user's own script needs for drover, all of it here:
     sets it for every rank; DDP over NCCL on GPU, gloo on CPU;
   - heartbeats through drover_heartbeat.py (one line per step, phase markers, an error report);
   - SIGTERM means: finish the step, write a checkpoint, exit 0 (the agent stops gangs that way);
+    a rank that stopped only because another rank got it exits 12 (peer_stopped);
   - resume from the newest checkpoint in $DROVER_RUN_DIR/checkpoints written by a release named
     in $DROVER_RESUME_RELEASES (the release itself and the promoted ones);
   - exit codes from drover-train's contract (common/trainexit.h, docs/errors.md) where restarting
@@ -39,6 +40,11 @@ from drover_heartbeat import Heartbeat  # noqa: E402  (copied into the release n
 # loop; on probation they revert at once.  Never renumbered.
 EXIT_DISK_FULL = 6
 EXIT_DIVERGED = 7
+# ... and "peer_stopped": this rank stopped with the others' checkpoint because another rank got
+# SIGTERM (its container's agent stopped its part), not this one.  Exiting 0 then would make this
+# container's agent record the job finished and leave it down; 12 makes it restart the gang after
+# a grace (docs/agent.md, "Gang states and policy").
+EXIT_PEER_STOPPED = 12
 DIVERGED_STEPS = 3  # consecutive non-finite losses (drover-train's and the agent's rule)
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
@@ -331,11 +337,13 @@ def train(cfg, hb):
     poisoned = False  # nan_at_step: a diverged run stays diverged
     nonfinite = 0  # consecutive
     stop_flag = torch.zeros(1, device=device)
+    peer_stopped = False  # left the loop on another rank's stop, not on ours
     while step < int(cfg["max_steps"]):
         if dist is not None:  # every rank stops after the same step, so nobody waits in a collective
             stop_flag.fill_(1.0 if Stop.requested else 0.0)
             dist.all_reduce(stop_flag, op=dist.ReduceOp.MAX)
             if stop_flag.item() > 0:
+                peer_stopped = not Stop.requested
                 break
         elif Stop.requested:
             break
@@ -390,6 +398,9 @@ def train(cfg, hb):
     hb.done()
     if dist is not None:
         dist.destroy_process_group()
+    if peer_stopped and not Stop.requested:  # a SIGTERM since then makes the stop ours
+        print("rank %d stopped at step %d because another rank was stopped" % (rank, step), flush=True)
+        return EXIT_PEER_STOPPED
     return 0
 
 
