@@ -93,7 +93,9 @@ enum status_reason {
     STATUS_RC_FATAL_EXIT,         /* "fatal-exit": a rank exited with a code that is not retried
                                      (common/trainexit.h) */
     STATUS_RC_RANK_EXIT,          /* "rank-exit": one rank exited or was killed, not (yet) a
-                                     crash loop: the gang is stopped, backing off, restarted */
+                                     crash loop: the gang is stopped, backing off, restarted;
+                                     also drover-train's "peer_stopped" exit (a rank elsewhere
+                                     was stopped), on purpose: no new name for old readers */
     STATUS_RC_COMPLETED,          /* "completed": the gang ended with exit code 0 */
     STATUS_RC_NONFINITE,          /* "nonfinite": a rank reported non-finite steps (or drover-train
                                      exited "diverged") */
