@@ -34,9 +34,10 @@ static json_t *num_or_null(double x)
 
 json_t *cmd_history_entry_json(const struct history_entry *h)
 {
-    json_t *o = json_pack("{s:f,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "time", h->time, "job", h->job,
+    json_t *o = json_pack("{s:f,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "time", h->time, "job", h->job,
                           "release", h->release, "name", h->name, "result", h->result, "previous",
-                          h->previous, "reason", h->reason, "containers", h->containers);
+                          h->previous, "reason", h->reason, "reason_code",
+                          history_reason_name(h->reason_code), "containers", h->containers);
     if (o) {
         json_object_set_new(o, "ktok_s", num_or_null(h->ktok_s));
         json_object_set_new(o, "baseline_ktok_s", num_or_null(h->baseline_ktok_s));

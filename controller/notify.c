@@ -24,7 +24,7 @@ const char *notify_event_of(const struct history_entry *h)
     if (strcmp(h->result, "promoted") == 0)
         return "promote";
     if (strcmp(h->result, "reverted") == 0)
-        return strstr(h->reason, "by itself") ? "agent-revert" : "revert";
+        return h->reason_code == HISTORY_RC_AGENT_REVERT ? "agent-revert" : "revert";
     if (strcmp(h->result, "revert-failed") == 0)
         return "revert-failed";
     if (strncmp(h->result, "rollback", 8) == 0)
@@ -46,10 +46,10 @@ int notify_payload(const char *event, const struct history_entry *h, bool slack,
                  h->release, h->name[0] ? " " : "", h->name, h->reason[0] ? h->reason : h->result);
         root = json_pack("{s:s}", "text", text);
     } else {
-        json_t *rec = json_pack("{s:f,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "time", h->time, "job", h->job,
-                                "release", h->release, "name", h->name, "result", h->result,
-                                "previous", h->previous, "reason", h->reason, "containers",
-                                h->containers);
+        json_t *rec = json_pack("{s:f,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "time", h->time, "job",
+                                h->job, "release", h->release, "name", h->name, "result", h->result,
+                                "previous", h->previous, "reason", h->reason, "reason_code",
+                                history_reason_name(h->reason_code), "containers", h->containers);
         if (rec) {
             json_object_set_new(rec, "ktok_s", num_or_null(h->ktok_s));
             json_object_set_new(rec, "baseline_ktok_s", num_or_null(h->baseline_ktok_s));

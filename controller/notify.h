@@ -17,8 +17,8 @@
 #define NOTIFY_VERSION 1
 #define NOTIFY_SECRET_MAX 4096
 
-/* The event name for a history record: "promote", "revert", "agent-revert" (the agent went back
- * by itself), "revert-failed", "rollback"; NULL for results nobody is told about (failed and
+/* The event name for a history record: "promote", "revert", "agent-revert" (reverted with reason
+ * code agent-revert: the agent went back by itself), "revert-failed", "rollback"; NULL for results nobody is told about (failed and
  * aborted deploys: nothing was switched). */
 const char *notify_event_of(const struct history_entry *h);
 

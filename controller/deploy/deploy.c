@@ -83,7 +83,8 @@ struct history_arg {
 };
 static int history_one(struct ct_fan *cf, int i);
 
-void history_record(struct deploy *d, const char *result, const char *reason, double ktok)
+void history_record(struct deploy *d, const char *result, enum history_reason code, const char *reason,
+                    double ktok)
 {
     struct history_entry e = { .time = time_wall(), .ktok_s = ktok, .baseline_ktok_s = d->baseline };
     (void)str_copy(e.job, sizeof e.job, d->job->name);
@@ -91,6 +92,7 @@ void history_record(struct deploy *d, const char *result, const char *reason, do
     (void)str_copy(e.name, sizeof e.name, d->name);
     (void)str_copy(e.result, sizeof e.result, result);
     (void)str_copy(e.previous, sizeof e.previous, d->good);
+    e.reason_code = code;
     if (d->spec_note[0])
         snprintf(e.reason, sizeof e.reason, "%s; %s", d->spec_note, reason ? reason : "");
     else
@@ -873,7 +875,7 @@ int taken_over(struct deploy *d, const char *what)
              "the other operator's deploy decides the job now", d->job->name, what, d->lease_lost_why);
     printf("%sTAKEN OVER%s %s (%s) for job '%s': %s\n", ui_red(stdout), ui_reset(stdout), d->sid,
            d->name, d->job->name, msg);
-    history_record(d, "aborted", msg, -1);
+    history_record(d, "aborted", HISTORY_RC_NONE, msg, -1);
     return EXIT_TAKEN_OVER;
 }
 
@@ -962,7 +964,7 @@ static int revert_one(struct ct_fan *cf, int i)
  * switch deadline is named; its revert replaces the stop still in flight there, so the good
  * release starts there once the old gang is gone (the others wait for it in their rendezvous):
  * never a job left stopped.  Returns the exit code. */
-int revert_all(struct deploy *d, const char *reason)
+int revert_all(struct deploy *d, enum history_reason code, const char *reason)
 {
     const struct inv_job *j = d->job;
     char sid[RELEASE_SHORT_LEN + 1];
@@ -982,7 +984,7 @@ int revert_all(struct deploy *d, const char *reason)
         }
         printf("no last good release for job '%s' to return to: %s\n", j->name,
                failed ? "stopping the gang FAILED on some containers" : "stopped the gang");
-        history_record(d, failed ? "revert-failed" : "failed", reason, -1);
+        history_record(d, failed ? "revert-failed" : "failed", code, reason, -1);
         return failed ? EXIT_REVERT_FAILED : EXIT_REVERTED;
     }
     d->switching = true;
@@ -1069,7 +1071,7 @@ int revert_all(struct deploy *d, const char *reason)
         fprintf(stderr, "%s%sREVERT FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
                 j->name, msg, ui_reset(stderr));
         printf("REVERT FAILED for job '%s': %s\n", j->name, msg);
-        history_record(d, "revert-failed", msg, -1);
+        history_record(d, "revert-failed", code, msg, -1);
         return EXIT_REVERT_FAILED;
     }
     char msg[700] = "not confirmed (--now): watch it with `drover status`";
@@ -1086,7 +1088,7 @@ int revert_all(struct deploy *d, const char *reason)
     if (confirmed) {
         printf("reverted job '%s' to %s: %s\n", j->name, ui_short(d->good, sid), msg);
         history_record(d, d->rollback ? "rollback" : d->analysis ? "analysis" :
-                       d->stopped_by_operator ? "aborted" : "reverted", reason, -1);
+                       d->stopped_by_operator ? "aborted" : "reverted", code, reason, -1);
         return EXIT_REVERTED;
     }
     if (failed)
@@ -1096,7 +1098,7 @@ int revert_all(struct deploy *d, const char *reason)
             "`drover status` and act now%s\n", ui_bold(stderr), ui_red(stderr), j->name, msg,
             ui_reset(stderr));
     printf("REVERT FAILED for job '%s': %s\n", j->name, msg);
-    history_record(d, "revert-failed", reason, -1);
+    history_record(d, "revert-failed", code, reason, -1);
     return EXIT_REVERT_FAILED;
 }
 
@@ -1426,7 +1428,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         log_error("%s", err);
         fprintf(stderr, "deploy of %s stopped before anything was switched: the running release "
                 "keeps running untouched\n", d.sid);
-        history_record(&d, "aborted", err, -1);
+        history_record(&d, "aborted", HISTORY_RC_NONE, err, -1);
         goto out;
     }
     const struct inv_policy *pol = &d.job->policy;
@@ -1442,7 +1444,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         log_error("deploy of %s stopped before anything was switched: its deploy lease of job '%s' "
                   "was taken over while it pushed (it expired after %.0f s without renewal)", d.sid,
                   d.job->name, lease_ttl(&d));
-        history_record(&d, "aborted", "deploy lease lost before the switch", -1);
+        history_record(&d, "aborted", HISTORY_RC_NONE, "deploy lease lost before the switch", -1);
         goto out;
     }
     if (pol->on_inconclusive_hold && !d.analysis)
@@ -1452,12 +1454,13 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     interrupt_handlers(on_sigint);
     char reason[PROBATION_REASON_MAX + 64];
     enum status_reason agent_code = STATUS_RC_NONE; /* of the agent's reason the verdict quotes */
+    enum history_reason hcode = HISTORY_RC_NONE;    /* of the record of a failure */
     d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);
     if (ar == -ECANCELED) {
         /* nothing of the new release ran: no probation, no revert, nothing marked bad */
         printf("%sSWITCH ABORTED%s for job '%s': %s\n", ui_red(stdout), ui_reset(stdout), d.job->name, err);
-        history_record(&d, "aborted", err, -1);
+        history_record(&d, "aborted", HISTORY_RC_NONE, err, -1);
         ret = EXIT_FAIL;
         goto restore;
     }
@@ -1519,6 +1522,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     else
         snprintf(reason, sizeof reason, "%s", probation_reason(p));
     agent_code = probation_agent_code(p);
+    hcode = probation_agent_went_back(p) ? HISTORY_RC_AGENT_REVERT : HISTORY_RC_NONE;
     if (probation_note(p)[0] && v == PROBATION_PASS)
         fprintf(stderr, "%s\n", probation_note(p));
     if (d.analysis) {
@@ -1527,7 +1531,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
                reason);
         probation_free(p);
         d.no_bad_mark = v == PROBATION_PASS || d.stopped_by_operator;
-        int r = revert_all(&d, reason);
+        int r = revert_all(&d, hcode, reason);
         if (r == EXIT_REVERTED)
             ret = v == PROBATION_PASS ? EXIT_OK : EXIT_REVERTED;
         else
@@ -1542,7 +1546,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
                     "marked good everywhere; the agents will revert it at the probation deadline "
                     "(%.0fs). Run the deploy again.%s\n", ui_bold(stderr), ui_red(stderr), d.sid,
                     pdl, ui_reset(stderr));
-            history_record(&d, "failed", "promote failed", k);
+            history_record(&d, "failed", HISTORY_RC_PROMOTE_FAILED, "promote failed", k);
             ret = EXIT_FAIL;
         } else {
             if (k > 0 && state_baseline_set(d.inv->state_dir, d.key, d.id, k) < 0)
@@ -1551,7 +1555,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
                 log_warn("cannot cache the baseline samples in '%s'", d.inv->state_dir);
             printf("%spromoted%s %s (%s) for job '%s': %s\n", ui_green(stdout), ui_reset(stdout),
                    d.sid, d.name, d.job->name, reason);
-            history_record(&d, "promoted", reason, k);
+            history_record(&d, "promoted", HISTORY_RC_NONE, reason, k);
             ret = EXIT_OK;
             /* Collection after a promote: this job's hosts; every job's ways back are kept. */
             const char *keep[] = { d.id, d.good, d.current, d.previous, d.has_env ? d.env.id : NULL };
@@ -1572,7 +1576,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         printf("on_inconclusive = hold: %s keeps running unpromoted; decide with `drover promote "
                "--job %s` or `drover revert --job %s` (the agents revert it on their own in "
                "%.0fs)\n", d.sid, d.job->name, d.job->name, pdl);
-        history_record(&d, "held", reason, probation_ktok_s(p));
+        history_record(&d, "held", HISTORY_RC_NONE, reason, probation_ktok_s(p));
         free(ss);
         probation_free(p);
         ret = EXIT_HELD;
@@ -1590,7 +1594,7 @@ failed:
                "not to blame): fix the container's GPU environment (drover-agent gpu-check), then "
                "deploy again\n", ui_red(stdout), ui_reset(stdout), d.job->name, d.sid, d.name,
                reason);
-        history_record(&d, "failed", reason, -1);
+        history_record(&d, "failed", HISTORY_RC_ENVIRONMENT, reason, -1);
         ret = EXIT_ENV_FAULT;
         goto restore;
     }
@@ -1608,7 +1612,7 @@ failed:
     if (!pol->auto_revert) {
         printf("auto_revert is off: %s keeps running; `drover rollback --job %s` returns to %s\n",
                d.sid, d.job->name, d.good[0] ? d.good : "(no good release)");
-        history_record(&d, d.stopped_by_operator ? "aborted" : "failed", reason, -1);
+        history_record(&d, d.stopped_by_operator ? "aborted" : "failed", hcode, reason, -1);
         ret = EXIT_NOT_REVERTED;
         goto restore;
     }
@@ -1620,7 +1624,7 @@ failed:
             printf("%s was stopped under the gang: %s is not marked bad; the other containers go "
                    "back to the good release\n", d.job->cts[i].label, d.sid);
         }
-    ret = revert_all(&d, reason);
+    ret = revert_all(&d, hcode, reason);
 restore:
     interrupt_handlers(NULL);
     goto out;
@@ -1629,7 +1633,7 @@ interrupted_before_switch:
     send_interrupted = 0;
     log_error("deploy of %s interrupted by the operator before the switch: nothing was stopped or "
               "switched, the running release keeps running untouched", d.sid);
-    history_record(&d, "aborted", "interrupted by the operator before the switch", -1);
+    history_record(&d, "aborted", HISTORY_RC_NONE, "interrupted by the operator before the switch", -1);
     ret = EXIT_FAIL;
 out:
     interrupt_handlers(NULL);

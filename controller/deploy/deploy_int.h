@@ -20,6 +20,7 @@
 #include "controller/deploy/holder.h"
 #include "controller/deploy/objsync.h"
 #include "controller/deploy/probation.h"
+#include "controller/deploy/state.h"
 #include "controller/transport/pct.h"
 
 /* Set by the deploy's signal handlers (interrupt_handlers): the operator asked to stop. */
@@ -228,14 +229,18 @@ void interrupt_handlers(void (*fn)(int));
 /* One container's `history add` (history_record): short, a record must not hold up a verdict
  * on a host that stopped answering.  A host's containers are asked one after another. */
 #define HISTORY_ADD_TIMEOUT_S 15
-void history_record(struct deploy *d, const char *result, const char *reason, double ktok);
+/* Record the outcome (result, its reason code and the reason for people: controller/deploy/state.h)
+ * in state_dir and in every container of the job, then notify. */
+void history_record(struct deploy *d, const char *result, enum history_reason code, const char *reason,
+                    double ktok);
 /* A new rendezvous generation: 16 hex digits and a NUL, one per switch or operator's start
  * (agent activate/start --rdzv). */
 void new_rdzv(char out[17]);
 int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t err_sz);
 int taken_over(struct deploy *d, const char *what);
 int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_sz);
-int revert_all(struct deploy *d, const char *reason);
+/* code: the reason code of the record it writes (why the release is reverted), reason its words. */
+int revert_all(struct deploy *d, enum history_reason code, const char *reason);
 int promote_all(struct deploy *d, double ktok, const struct sample_set *ss);
 struct sample_set *load_base_samples(struct deploy *d);
 

@@ -6,14 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/status.h"
 #include "controller/ui.h"
-
-/* The words deploy.c and rollback.c record for a promote that failed after a passed probation. */
-static bool is_promote_failure(const struct history_entry *e)
-{
-    return strstr(e->reason, "promote failed") || strstr(e->reason, "promote by the operator failed");
-}
 
 static bool is_failure(const char *result)
 {
@@ -25,7 +18,7 @@ static bool is_not_outcome(const struct history_entry *e)
 {
     if (!strcmp(e->name, "rollback"))
         return true;
-    if (!strcmp(e->result, "failed") && strstr(e->reason, STATUS_ATTENTION_PREFIX))
+    if (e->reason_code == HISTORY_RC_ENVIRONMENT)
         return true;
     return strcmp(e->result, "promoted") != 0 && strcmp(e->result, "held") != 0 && !is_failure(e->result);
 }
@@ -37,7 +30,7 @@ const struct history_entry *pastfail_find(const struct history_entry *h, size_t 
         const struct history_entry *e = &h[i];
         if (strcmp(e->job, job) != 0 || strcmp(e->release, id) != 0 || is_not_outcome(e))
             continue;
-        return is_failure(e->result) && !is_promote_failure(e) ? e : NULL;
+        return is_failure(e->result) && e->reason_code != HISTORY_RC_PROMOTE_FAILED ? e : NULL;
     }
     return NULL;
 }

@@ -15,11 +15,13 @@
 /* The record, among h[0..n) (oldest first, as state_history_read/merge give them), that says
  * release id failed its probation for job: the newest record of (job, id) that is an outcome of
  * a probation of it, when that outcome is a failure.  Outcomes: `promoted` and `held` (passed, or
- * waits for the operator: NULL), `failed` after a passed probation whose promote failed (NULL),
+ * waits for the operator: NULL), `failed` with reason code promote-failed (NULL),
  * and the failures `reverted`, `revert-failed` and `failed` (auto_revert off).  Not outcomes, so
  * skipped: `aborted`, `analysis`, `rollback`, the records of `drover rollback` (name "rollback":
- * the release gone back to, or the one left), and a `failed` on an environment fault (the
- * release was not to blame).  Returns a pointer into h, or NULL. */
+ * the release gone back to, or the one left), and a record with reason code environment (the
+ * release was not to blame).  Decided on result, name and reason_code (state.h: an older
+ * drover's record gets its code from its words when it is read), never the reason's words.
+ * Returns a pointer into h, or NULL. */
 const struct history_entry *pastfail_find(const struct history_entry *h, size_t n, const char *job,
                                           const char *id);
 

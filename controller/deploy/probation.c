@@ -76,6 +76,7 @@ struct probation {
     char cmp[PROBATION_REASON_MAX]; /* the last comparison that did not decide */
     enum probation_verdict verdict;
     enum status_reason agent_code; /* the agent's reason code the FAIL quotes */
+    bool agent_went_back;          /* the FAIL is an agent going back to another release on its own */
     double ktok;
     char reason[PROBATION_REASON_MAX];
     char note[PROBATION_REASON_MAX];
@@ -197,8 +198,10 @@ static void say(char *buf, size_t sz, const char *fmt, ...)
  * its own). */
 static void fail_code(struct probation *p, enum status_reason code)
 {
-    if (p->verdict == PROBATION_PENDING)
+    if (p->verdict == PROBATION_PENDING) {
         p->agent_code = code;
+        p->agent_went_back = false;
+    }
 }
 
 static void fail(struct probation *p, const char *fmt, ...)
@@ -350,6 +353,8 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
         if (js->state == GANG_REVERTED || (js->current[0] && !release_matches(js->current, p->release))) {
             char logs[JOB_NAME_MAX + 48];
             fail_code(p, js->reason_code);
+            if (p->verdict == PROBATION_PENDING)
+                p->agent_went_back = true;
             fail(p, "the agent on %s went back to %s by itself (%s)%s", cs->label,
                  release_short(js->current, "none", sid),
                  js->reason[0] ? js->reason : "no reason given",
@@ -808,6 +813,11 @@ const char *probation_reason(const struct probation *p)
 enum status_reason probation_agent_code(const struct probation *p)
 {
     return p->verdict == PROBATION_FAIL ? p->agent_code : STATUS_RC_NONE;
+}
+
+bool probation_agent_went_back(const struct probation *p)
+{
+    return p->verdict == PROBATION_FAIL && p->agent_went_back;
 }
 
 const char *probation_note(const struct probation *p)

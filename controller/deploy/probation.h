@@ -98,6 +98,10 @@ const char *probation_reason(const struct probation *p);
  * its own, it is stopping the gang); STATUS_RC_NONE when the verdict quotes none.  What the
  * deploy decides on (an environment fault is not the release's), never the verdict's words. */
 enum status_reason probation_agent_code(const struct probation *p);
+/* Is the FAIL an agent that went back to another release on its own (its state "reverted", or
+ * another release current), not one this controller's rules caught?  What the history record's
+ * reason code agent-revert says (controller/deploy/state.h), never the verdict's words. */
+bool probation_agent_went_back(const struct probation *p);
 /* Is the cause behind an agent's reason code in the workers' own output: a rank that exited,
  * crashed (once or in a loop) or reported non-finite loss; not a liveness trip, a start failure
  * or the environment. */

@@ -218,7 +218,7 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         if (deploy_interrupted)
             goto interrupted_before_switch;
         interrupt_handlers(on_sigint);
-        ret = revert_all(&d, "operator rollback");
+        ret = revert_all(&d, HISTORY_RC_NONE, "operator rollback");
         ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
         goto out;
     }
@@ -261,7 +261,7 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     int ar = activate_cts(&d, pdl, err, sizeof err);
     if (ar == -ECANCELED) {
         printf("%sROLLBACK ABORTED%s for job '%s': %s\n", ui_red(stdout), ui_reset(stdout), d.job->name, err);
-        history_record(&d, "aborted", err, -1);
+        history_record(&d, "aborted", HISTORY_RC_NONE, err, -1);
         ret = EXIT_FAIL;
         goto out;
     }
@@ -269,7 +269,7 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         log_error("%s", err);
         fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s; look with `drover status`%s\n",
                 ui_bold(stderr), ui_red(stderr), d.job->name, err, ui_reset(stderr));
-        history_record(&d, "revert-failed", err, -1);
+        history_record(&d, "revert-failed", HISTORY_RC_NONE, err, -1);
         ret = EXIT_REVERT_FAILED;
         goto out;
     }
@@ -291,14 +291,14 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
                  d.job->name, d.good[0] ? ui_short(d.good, gsid) : "no release", pdl);
         fprintf(stderr, "%sROLLBACK NOT CONFIRMED%s for job '%s': %s\n", ui_bold(stderr),
                 ui_reset(stderr), d.job->name, msg);
-        history_record(&d, "aborted", msg, -1);
+        history_record(&d, "aborted", HISTORY_RC_NONE, msg, -1);
         ret = EXIT_FAIL;
         goto out;
     }
     if (cr < 0 || promote_all(&d, -1, NULL) < 0) {
         fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
                 d.job->name, msg, ui_reset(stderr));
-        history_record(&d, "revert-failed", msg, -1);
+        history_record(&d, "revert-failed", HISTORY_RC_NONE, msg, -1);
         ret = EXIT_REVERT_FAILED;
         goto out;
     }
@@ -310,7 +310,7 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
                d.job->name, d.sid, nrecorded);
     /* history: result "rollback" with previous = the release we went back to */
     (void)str_copy(d.good, sizeof d.good, d.id);
-    history_record(&d, "rollback", "operator rollback", -1);
+    history_record(&d, "rollback", HISTORY_RC_NONE, "operator rollback", -1);
     ret = EXIT_OK;
     goto out;
 interrupted_before_switch:
@@ -322,7 +322,7 @@ interrupted_before_switch:
     }
     log_error("rollback of job '%s' interrupted by the operator before the switch: nothing was "
               "stopped or switched, the running release keeps running untouched", d.job->name);
-    history_record(&d, "aborted", "rollback interrupted by the operator before the switch", -1);
+    history_record(&d, "aborted", HISTORY_RC_NONE, "rollback interrupted by the operator before the switch", -1);
     ret = EXIT_FAIL;
 out:
     interrupt_handlers(NULL);
@@ -361,7 +361,7 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
     for (int i = 0; i < d.job->ncts; i++)
         (void)str_copy(d.want_spec[i], sizeof d.want_spec[i], d.sv_found[i] ? d.sv_js[i].spec_digest : "");
     if (!promote) {
-        ret = revert_all(&d, "reverted by the operator (held release)");
+        ret = revert_all(&d, HISTORY_RC_NONE, "reverted by the operator (held release)");
         ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
         goto out;
     }
@@ -373,7 +373,7 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
     }
     double k = ss ? probation_median(ss->ktok_s, ss->n) : -1;
     if (promote_all(&d, k, ss) < 0) {
-        history_record(&d, "failed", "promote by the operator failed", k);
+        history_record(&d, "failed", HISTORY_RC_PROMOTE_FAILED, "promote by the operator failed", k);
         free(ss);
         goto out;
     }
@@ -386,7 +386,7 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
     printf("promoted %s for job '%s' by hand%s\n", d.sid, d.job->name,
            ss ? ": its probation samples are the new baseline" : " (no samples kept: the baseline "
                 "stays the last measured one)");
-    history_record(&d, "promoted", "promoted by the operator (held release)", k);
+    history_record(&d, "promoted", HISTORY_RC_NONE, "promoted by the operator (held release)", k);
     free(ss);
     ret = EXIT_OK;
 out:

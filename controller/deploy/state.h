@@ -15,6 +15,36 @@
 
 #define STATE_HISTORY_MAX 10000 /* entries read back (newest kept) */
 
+/* Why a history record's result is what it is, where the result alone does not say: typed,
+ * "reason_code" in the record by name (state.c's table).  The record's reason is text for
+ * people; pastfail and notify decide on this code, never on the reason's words.  A name this
+ * reader does not know (a newer drover's) reads as HISTORY_RC_OTHER; a record without
+ * "reason_code" (a drover before it) gets the code history_reason_from_text() derives. */
+enum history_reason {
+    HISTORY_RC_NONE = 0,       /* "": the result says it all (a verdict of this controller, an
+                                  operator's rollback, stop or abort) */
+    HISTORY_RC_AGENT_REVERT,   /* "agent-revert": during probation the agent went back to the good
+                                  release on its own (crash loop, probation deadline); reverted */
+    HISTORY_RC_ENVIRONMENT,    /* "environment": the agent stopped the gang on a GPU environment
+                                  fault (status.h STATUS_RC_ENVIRONMENT): failed, the release is
+                                  not to blame */
+    HISTORY_RC_PROMOTE_FAILED, /* "promote-failed": the release passed probation (or was held and
+                                  promoted by the operator) but the promote call failed: failed,
+                                  not a verdict on the release */
+    HISTORY_RC_OTHER,          /* "other": a code this reader does not know */
+    HISTORY_RC_COUNT
+};
+
+/* The code's name in the record ("" for HISTORY_RC_NONE). */
+const char *history_reason_name(enum history_reason c);
+/* A name from a record: HISTORY_RC_OTHER for one this reader does not know. */
+enum history_reason history_reason_from_name(const char *name);
+/* The code of a record written before the code existed, from the words drover recorded then:
+ * "promote failed" or "promote by the operator failed" in the reason: promote-failed; result
+ * `failed` with STATUS_ATTENTION_PREFIX in the reason: environment; result `reverted` with
+ * "by itself" in the reason: agent-revert; else none. */
+enum history_reason history_reason_from_text(const char *result, const char *reason);
+
 struct history_entry {
     double time;                       /* epoch seconds */
     char job[32];
@@ -24,7 +54,8 @@ struct history_entry {
     char previous[RELEASE_ID_LEN + 1]; /* last good release before this one */
     double ktok_s;                     /* measured, -1 if none */
     double baseline_ktok_s;            /* compared against, -1 if none */
-    char reason[512];
+    char reason[512];                  /* for people */
+    enum history_reason reason_code;   /* ... and for programs: "reason_code" */
     char containers[512];
 };
 
@@ -35,7 +66,8 @@ int state_history_append(const char *state_dir, const struct history_entry *e);
 /* The entry as its one JSON line (no newline), malloc'd: what history.jsonl holds and what the
  * agents keep (drover-agent history add, docs/protocol.md). */
 int state_history_format(const struct history_entry *e, char **ret_line);
-/* One line back into *ret (missing fields empty, numbers -1).  -EINVAL when not a JSON object. */
+/* One line back into *ret (missing fields empty, numbers -1; no "reason_code": derived with
+ * history_reason_from_text).  -EINVAL when not a JSON object. */
 int state_history_parse(const char *line, size_t len, struct history_entry *ret);
 /* Add to (*entries, *n) the entries of more that it lacks (same time, job, release and result),
  * then sort oldest first, keeping the newest STATE_HISTORY_MAX.  *entries is realloc'd (may be

@@ -285,7 +285,7 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
     const char *result = stopstart_history_result(start, o, d.job->ncts, ret);
     if (result) {
         d.lease_with_record = true; /* the record is the last call: it gives the lease back there */
-        history_record(&d, result, reason, -1);
+        history_record(&d, result, HISTORY_RC_NONE, reason, -1);
     }
     int nalready = 0;
     for (int i = 0; i < d.job->ncts; i++)

@@ -115,6 +115,7 @@ static void test_payload(void **state)
     assert_string_equal(json_string_value(json_object_get(o, "verdict")), h.reason);
     json_t *rec = json_object_get(o, "record");
     assert_string_equal(json_string_value(json_object_get(rec, "result")), "reverted");
+    assert_string_equal(json_string_value(json_object_get(rec, "reason_code")), "");
     assert_true(json_real_value(json_object_get(rec, "ktok_s")) > 41.1);
     json_decref(o);
     free(t);
@@ -124,8 +125,23 @@ static void test_payload(void **state)
     strcpy(h.result, "failed");
     assert_null(notify_event_of(&h));
     strcpy(h.result, "reverted");
+    /* decided on the record's reason code, never its words */
     strcpy(h.reason, "the agent on h1:101 went back to 1a2b3c4d5e6f by itself (crash loop)");
+    assert_string_equal(notify_event_of(&h), "revert");
+    h.reason_code = HISTORY_RC_AGENT_REVERT;
     assert_string_equal(notify_event_of(&h), "agent-revert");
+    strcpy(h.reason, "crash loop");
+    assert_string_equal(notify_event_of(&h), "agent-revert");
+    assert_int_equal(notify_payload("agent-revert", &h, false, &t), 0);
+    assert_non_null(strstr(t, "\"reason_code\":\"agent-revert\""));
+    free(t);
+    /* an older drover's record (no reason_code) still reads as the agent's revert */
+    const char *old = "{\"v\":1,\"time\":1,\"job\":\"train\",\"result\":\"reverted\","
+                      "\"reason\":\"the agent on h1:101 went back to 1a2b3c4d5e6f by itself (x)\"}";
+    struct history_entry oh;
+    assert_int_equal(state_history_parse(old, strlen(old), &oh), 0);
+    assert_int_equal(oh.reason_code, HISTORY_RC_AGENT_REVERT);
+    assert_string_equal(notify_event_of(&oh), "agent-revert");
 }
 
 static void test_redact(void **state)

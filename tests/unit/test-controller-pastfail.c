@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -20,16 +21,22 @@
 /* 2026-12-02 14:03:11 UTC */
 #define T0 1796220191.0
 
-static struct history_entry rec(double t, const char *job, const char *id, const char *name,
-                                const char *result, const char *reason)
+static struct history_entry rec_code(double t, const char *job, const char *id, const char *name,
+                                     const char *result, enum history_reason code, const char *reason)
 {
-    struct history_entry e = { .time = t, .ktok_s = -1, .baseline_ktok_s = -1 };
+    struct history_entry e = { .time = t, .ktok_s = -1, .baseline_ktok_s = -1, .reason_code = code };
     snprintf(e.job, sizeof e.job, "%s", job);
     snprintf(e.release, sizeof e.release, "%s", id);
     snprintf(e.name, sizeof e.name, "%s", name);
     snprintf(e.result, sizeof e.result, "%s", result);
     snprintf(e.reason, sizeof e.reason, "%s", reason);
     return e;
+}
+
+static struct history_entry rec(double t, const char *job, const char *id, const char *name,
+                                const char *result, const char *reason)
+{
+    return rec_code(t, job, id, name, result, HISTORY_RC_NONE, reason);
 }
 
 static void test_no_history_no_warning(void **state)
@@ -92,10 +99,17 @@ static void test_passed_since_is_no_warning(void **state)
     h[1] = rec(T0 + 60, "train", REL, "v2", "held", "inconclusive after 300s");
     assert_null(pastfail_find(h, 2, "train", REL));
     /* passed its probation; only the promote call failed */
-    h[1] = rec(T0 + 60, "train", REL, "v2", "failed", "promote failed");
+    h[1] = rec_code(T0 + 60, "train", REL, "v2", "failed", HISTORY_RC_PROMOTE_FAILED, "promote failed");
     assert_null(pastfail_find(h, 2, "train", REL));
-    h[1] = rec(T0 + 60, "train", REL, "promote", "failed", "promote by the operator failed");
+    h[1] = rec_code(T0 + 60, "train", REL, "promote", "failed", HISTORY_RC_PROMOTE_FAILED,
+                    "promote by the operator failed");
     assert_null(pastfail_find(h, 2, "train", REL));
+    /* the code decides, not the words: a promote failure said otherwise, and a failure that
+     * quotes the words */
+    h[1] = rec_code(T0 + 60, "train", REL, "v2", "failed", HISTORY_RC_PROMOTE_FAILED, "h1:101 unreachable");
+    assert_null(pastfail_find(h, 2, "train", REL));
+    h[1] = rec(T0 + 60, "train", REL, "v2", "failed", "rank 0 said: promote failed");
+    assert_ptr_equal(pastfail_find(h, 2, "train", REL), &h[1]);
 }
 
 static void test_not_the_release_s_failure_is_skipped(void **state)
@@ -106,13 +120,59 @@ static void test_not_the_release_s_failure_is_skipped(void **state)
         /* a rollback that failed on its way back to this release */
         rec(T0 + 10, "train", REL, "rollback", "revert-failed", "revert failed on 1 of 2 containers"),
         /* the GPU, not the release */
-        rec(T0 + 20, "train", REL, "v2", "failed", "h1:101: " STATUS_ATTENTION_PREFIX " Xid 79"),
+        rec_code(T0 + 20, "train", REL, "v2", "failed", HISTORY_RC_ENVIRONMENT,
+                 "h1:101: " STATUS_ATTENTION_PREFIX " Xid 79"),
         rec(T0 + 30, "train", REL, "v2", "analysis", "throughput regression"),
         rec(T0 + 40, "train", REL, "rollback", "rollback", "operator rollback"),
     };
     assert_null(pastfail_find(h, 5, "train", REL));
     h[0] = rec(T0, "train", REL, "v2", "reverted", "loss not finite at step 12");
     assert_ptr_equal(pastfail_find(h, 5, "train", REL), &h[0]);
+}
+
+/* Records as history.jsonl and the agents keep them: an older drover's (no reason_code) are
+ * decided on their words, as before the code existed; a newer one's on the code alone. */
+static void test_records_with_and_without_code(void **state)
+{
+    (void)state;
+    static const char text[] =
+        /* older drover: the promote failure and the environment fault said in words only */
+        "{\"v\":1,\"time\":1,\"job\":\"train\",\"release\":\"" REL "\",\"name\":\"v2\","
+        "\"result\":\"reverted\",\"reason\":\"throughput regression\"}\n"
+        "{\"v\":1,\"time\":2,\"job\":\"train\",\"release\":\"" REL "\",\"name\":\"v2\","
+        "\"result\":\"failed\",\"reason\":\"promote failed\"}\n"
+        "{\"v\":1,\"time\":3,\"job\":\"train\",\"release\":\"" OTHER "\",\"name\":\"v3\","
+        "\"result\":\"failed\",\"reason\":\"h1:101: " STATUS_ATTENTION_PREFIX " Xid 79\"}\n"
+        /* this drover: the code, "" included, is what counts */
+        "{\"v\":1,\"time\":4,\"job\":\"train\",\"release\":\"" OTHER "\",\"name\":\"v3\","
+        "\"result\":\"failed\",\"reason_code\":\"\",\"reason\":\"rank 0: promote failed\"}\n";
+    struct history_entry *h = NULL;
+    size_t n = 0;
+    assert_int_equal(state_history_parse_lines(text, "train", &h, &n), 0);
+    assert_int_equal(n, 4);
+    assert_int_equal(h[0].reason_code, HISTORY_RC_NONE);
+    assert_int_equal(h[1].reason_code, HISTORY_RC_PROMOTE_FAILED);
+    assert_int_equal(h[2].reason_code, HISTORY_RC_ENVIRONMENT);
+    assert_int_equal(h[3].reason_code, HISTORY_RC_NONE);
+    assert_null(pastfail_find(h, 2, "train", REL));  /* its promote failed: passed */
+    assert_null(pastfail_find(h, 3, "train", OTHER)); /* the GPU's fault */
+    assert_ptr_equal(pastfail_find(h, 4, "train", OTHER), &h[3]);
+    free(h);
+
+    /* written and read back: the code travels; an unknown name reads as other */
+    struct history_entry e = rec_code(T0, "train", REL, "v2", "failed", HISTORY_RC_PROMOTE_FAILED, "x");
+    char *line = NULL;
+    assert_int_equal(state_history_format(&e, &line), 0);
+    assert_non_null(strstr(line, "\"reason_code\":\"promote-failed\""));
+    struct history_entry back;
+    assert_int_equal(state_history_parse(line, strlen(line), &back), 0);
+    assert_int_equal(back.reason_code, HISTORY_RC_PROMOTE_FAILED);
+    free(line);
+    static const char newer[] = "{\"job\":\"train\",\"result\":\"failed\",\"reason_code\":\"quota\"}";
+    assert_int_equal(state_history_parse(newer, strlen(newer), &back), 0);
+    assert_int_equal(back.reason_code, HISTORY_RC_OTHER);
+    for (int c = 0; c < HISTORY_RC_COUNT; c++)
+        assert_int_equal(history_reason_from_name(history_reason_name((enum history_reason)c)), c);
 }
 
 int main(void)
@@ -123,6 +183,7 @@ int main(void)
         cmocka_unit_test(test_failures_of_each_kind),
         cmocka_unit_test(test_passed_since_is_no_warning),
         cmocka_unit_test(test_not_the_release_s_failure_is_skipped),
+        cmocka_unit_test(test_records_with_and_without_code),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -526,6 +526,8 @@ static void test_agent_reverted_on_its_own(void **state)
     assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
     assert_string_equal(probation_reason(p),
                         "the agent on h1:101 went back to aaaaaaaaaaaa by itself (crash loop: 3 exits in 60s); see `drover logs --job train`");
+    /* typed, for the history record's reason code agent-revert (notify's agent-revert event) */
+    assert_true(probation_agent_went_back(p));
     probation_free(p);
     /* not a crash (a liveness trip): nothing in the workers' log to point at */
     p = new_p(100, 1, 1);
@@ -533,6 +535,10 @@ static void test_agent_reverted_on_its_own(void **state)
     probation_feed(p, 0, st, 5);
     assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
     assert_null(strstr(probation_reason(p), "drover logs"));
+    assert_true(probation_agent_went_back(p));
+    /* a container stopped under the gang explains it instead: not the agent's revert */
+    probation_ct_stopped(p, 0, "CT 101 not running");
+    assert_false(probation_agent_went_back(p));
     probation_free(p);
     /* the agent gave up on a crash loop: failed, with the pointer */
     p = new_p(100, 1, 1);
@@ -543,6 +549,7 @@ static void test_agent_reverted_on_its_own(void **state)
     assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
     assert_string_equal(probation_reason(p), "the gang on h1:101 failed: crash loop: rank 0 exited with code 1 "
                                              "and no good release to return to; see `drover logs --job train`");
+    assert_false(probation_agent_went_back(p)); /* it gave up; went back to nothing */
     probation_free(p);
     p = new_p(100, 1, 1);
     set_reason(&st->jobs[0], STATUS_RC_FATAL_EXIT, "non-retryable exit: rank 0 exited with code 6 and no good release to return to");

@@ -91,6 +91,33 @@ static void test_outcome_names(void **state)
 
 /* begin() .. end(): what the verb printed went to stderr; stdout holds one document with the
  * history record the run appended and the verb's own members. */
+/* A record as `drover history -o json` and the result documents show it: the members scripts
+ * read, reason_code among them (added beside reason; nothing renamed). */
+static void test_record_members(void **state)
+{
+    (void)state;
+    struct history_entry h = { .time = 1764552000.5, .ktok_s = 41.2, .baseline_ktok_s = -1,
+                               .reason_code = HISTORY_RC_ENVIRONMENT };
+    strcpy(h.job, "train");
+    strcpy(h.result, "failed");
+    strcpy(h.reason, "h1:101: needs attention: environment fault: Xid 79");
+    json_t *o = cmd_history_entry_json(&h);
+    assert_non_null(o);
+    static const char *const keys[] = { "time", "job", "release", "name", "result", "previous",
+                                        "reason", "reason_code", "containers", "ktok_s",
+                                        "baseline_ktok_s" };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        assert_non_null(json_object_get(o, keys[i]));
+    assert_int_equal(json_object_size(o), sizeof keys / sizeof keys[0]);
+    assert_string_equal(json_string_value(json_object_get(o, "reason_code")), "environment");
+    assert_true(json_is_null(json_object_get(o, "baseline_ktok_s")));
+    json_decref(o);
+    h.reason_code = HISTORY_RC_NONE;
+    o = cmd_history_entry_json(&h);
+    assert_string_equal(json_string_value(json_object_get(o, "reason_code")), "");
+    json_decref(o);
+}
+
 static void test_begin_end_stdout(void **state)
 {
     (void)state;
@@ -249,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_doc_members),
         cmocka_unit_test(test_doc_without_extra),
         cmocka_unit_test(test_outcome_names),
+        cmocka_unit_test(test_record_members),
         cmocka_unit_test(test_begin_end_stdout),
         cmocka_unit_test(test_early_failure_writes_document),
         cmocka_unit_test(test_error_is_this_runs),
