@@ -31,6 +31,7 @@
 #include "common/nvdriver.h"
 #include "common/samples.h"
 #include "common/sha256.h"
+#include "common/trainexit.h"
 #include "common/util.h"
 #include "controller/transport/fanout.h"
 #include "controller/transport/pct.h"
@@ -373,18 +374,19 @@ static int preflight_cts(struct deploy *d, char *err, size_t err_sz)
 
 /* After a failed probation: did the agent stop the job on an environment fault (a device or
  * driver failure: reason code STATUS_RC_ENVIRONMENT)?  agent_code: the code of the agent's
- * reason the verdict quotes (probation_agent_code).  The verdict may name the rank's exit before
- * the agent has decided, so the containers are asked again for a few seconds while their gangs
- * settle.  true with the agent's reason in why. */
-static bool env_fault_seen(struct deploy *d, enum status_reason agent_code, const char *verdict, char *why,
-                           size_t why_sz)
+ * reason the verdict quotes (probation_agent_code); exit_code: the exit code of the rank the
+ * verdict names (probation_exit_code).  The verdict may name a rank's drover-train exit 9
+ * (TX_DEVICE) before the agent has decided, so the containers are asked again for a few seconds
+ * while their gangs settle.  true with the agent's reason in why. */
+static bool env_fault_seen(struct deploy *d, enum status_reason agent_code, int exit_code,
+                           const char *verdict, char *why, size_t why_sz)
 {
     if (agent_code == STATUS_RC_ENVIRONMENT) {
         if (why != verdict)
             (void)str_copy(why, why_sz, verdict);
         return true;
     }
-    if (!strstr(verdict, "exited with code 9 "))
+    if (exit_code != TX_DEVICE)
         return false;
     double until = time_mono() + 15;
     do {
@@ -1454,6 +1456,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     interrupt_handlers(on_sigint);
     char reason[PROBATION_REASON_MAX + 64];
     enum status_reason agent_code = STATUS_RC_NONE; /* of the agent's reason the verdict quotes */
+    int exit_code = -1;                             /* of the rank the verdict names */
     enum history_reason hcode = HISTORY_RC_NONE;    /* of the record of a failure */
     d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);
@@ -1522,6 +1525,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     else
         snprintf(reason, sizeof reason, "%s", probation_reason(p));
     agent_code = probation_agent_code(p);
+    exit_code = probation_exit_code(p);
     hcode = probation_agent_went_back(p) ? HISTORY_RC_AGENT_REVERT : HISTORY_RC_NONE;
     if (probation_note(p)[0] && v == PROBATION_PASS)
         fprintf(stderr, "%s\n", probation_note(p));
@@ -1584,7 +1588,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     probation_free(p);
 failed:
-    if (env_fault_seen(&d, agent_code, reason, reason, sizeof reason)) {
+    if (env_fault_seen(&d, agent_code, exit_code, reason, reason, sizeof reason)) {
         /* The agent stopped the gang for a device or driver fault: the environment, not the
          * release.  Reverting would blame the release and run the good one on the same broken
          * GPU; the container stays marked until gpu-check passes there. */

@@ -77,6 +77,7 @@ struct probation {
     enum probation_verdict verdict;
     enum status_reason agent_code; /* the agent's reason code the FAIL quotes */
     bool agent_went_back;          /* the FAIL is an agent going back to another release on its own */
+    int exit_code;                 /* the exit code of the rank the FAIL names; -1 none */
     double ktok;
     char reason[PROBATION_REASON_MAX];
     char note[PROBATION_REASON_MAX];
@@ -126,6 +127,7 @@ int probation_new(const struct inv_policy *pol, const char *job, const char *rel
     p->ktok = -1;
     p->warm_start = -1;
     p->straggler = -1;
+    p->exit_code = -1;
     if (!(p->pol.confidence > 0.5 && p->pol.confidence < 1))
         p->pol.confidence = 0.95;
     for (int i = 0; i < ncts; i++) {
@@ -195,13 +197,22 @@ static void say(char *buf, size_t sz, const char *fmt, ...)
 }
 
 /* The agent's reason code the next fail() quotes (before it: a verdict already decided keeps
- * its own). */
+ * its own); the facts of another cause are cleared. */
 static void fail_code(struct probation *p, enum status_reason code)
 {
     if (p->verdict == PROBATION_PENDING) {
         p->agent_code = code;
         p->agent_went_back = false;
+        p->exit_code = -1;
     }
+}
+
+/* The next fail() names rank rs's exit: its exit code, typed (-1 for a signal). */
+static void fail_exit(struct probation *p, const struct rank_status *rs)
+{
+    fail_code(p, STATUS_RC_NONE);
+    if (p->verdict == PROBATION_PENDING)
+        p->exit_code = rs->exit_signal > 0 ? -1 : rs->exit_code;
 }
 
 static void fail(struct probation *p, const char *fmt, ...)
@@ -402,6 +413,7 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
         if (rs0 && release_matches(js->release, p->release) && (rs0->exit_code >= 0 || rs0->exit_signal > 0)) {
             char what[256], logs[JOB_NAME_MAX + 48];
             describe_exit(rs0, what, sizeof what);
+            fail_exit(p, rs0);
             fail(p, "rank %d on %s %s%s", rank, cs->label, what, logs_pointer(p, logs, sizeof logs));
             return;
         }
@@ -434,6 +446,7 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
             (strcmp(rs->state, "exited") == 0 || strcmp(rs->state, "killed") == 0)) {
             char what[256], logs[JOB_NAME_MAX + 48];
             describe_exit(rs, what, sizeof what);
+            fail_exit(p, rs);
             fail(p, "rank %d on %s %s%s", rank, cs->label, what, logs_pointer(p, logs, sizeof logs));
             return;
         }
@@ -813,6 +826,11 @@ const char *probation_reason(const struct probation *p)
 enum status_reason probation_agent_code(const struct probation *p)
 {
     return p->verdict == PROBATION_FAIL ? p->agent_code : STATUS_RC_NONE;
+}
+
+int probation_exit_code(const struct probation *p)
+{
+    return p->verdict == PROBATION_FAIL ? p->exit_code : -1;
 }
 
 bool probation_agent_went_back(const struct probation *p)

@@ -98,6 +98,10 @@ const char *probation_reason(const struct probation *p);
  * its own, it is stopping the gang); STATUS_RC_NONE when the verdict quotes none.  What the
  * deploy decides on (an environment fault is not the release's), never the verdict's words. */
 enum status_reason probation_agent_code(const struct probation *p);
+/* The exit code of the rank a FAIL names ("rank 0 on h1:101 exited with code 9 ..."), typed:
+ * what the deploy decides on (drover-train's TX_DEVICE: wait for the agent's environment
+ * verdict), never the verdict's words.  -1 when the FAIL names no rank's exit, or a signal. */
+int probation_exit_code(const struct probation *p);
 /* Is the FAIL an agent that went back to another release on its own (its state "reverted", or
  * another release current), not one this controller's rules caught?  What the history record's
  * reason code agent-revert says (controller/deploy/state.h), never the verdict's words. */

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "common/samples.h"
+#include "common/trainexit.h"
 #include "controller/deploy/probation.h"
 
 #define NEW "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -184,6 +185,47 @@ static void test_nan_loss(void **state)
     free(st);
 }
 
+/* The exit code the verdict names, typed: the deploy waits for the agent's environment verdict
+ * on drover-train's exit 9 (TX_DEVICE), whatever the words around it say (it used to look for
+ * "exited with code 9 " in the verdict: a worker's error text quoting those words made it wait,
+ * a reworded verdict would have reverted on a broken GPU). */
+static void test_exit_code_is_typed(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    make_status(st, 0, 1, NEW, 0, 0, NAN);
+    struct rank_status *rs = &st->jobs[0].ranks[0];
+    rs->hb.phase = HB_PHASE_INIT;
+    strcpy(rs->state, "exited");
+    static const struct {
+        int code, sig;
+        const char *error; /* the worker's last word */
+        int want;
+    } rows[] = {
+        { TX_DEVICE, 0, "", TX_DEVICE },
+        { TX_DEVICE, 0, "cudaGetDeviceCount: no CUDA-capable device", TX_DEVICE },
+        { 1, 0, "child exited with code 9 (device error)", 1 },
+        { -1, 9, "", -1 },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct probation *p = new_p(100, 2, 1);
+        strcpy(rs->state, rows[i].sig ? "killed" : "exited");
+        rs->exit_code = rows[i].code;
+        rs->exit_signal = rows[i].sig;
+        rs->has_hb = rows[i].error[0] != '\0';
+        strcpy(rs->hb.error, rows[i].error);
+        assert_int_equal(probation_exit_code(p), -1); /* no verdict yet */
+        probation_feed(p, 0, st, 2);
+        assert_int_equal(probation_check(p, 2), PROBATION_FAIL);
+        assert_int_equal(probation_exit_code(p), rows[i].want);
+        /* a container stopped under the gang explains it instead: no exit named */
+        probation_ct_stopped(p, 0, "CT 101 not running");
+        assert_int_equal(probation_exit_code(p), -1);
+        probation_free(p);
+    }
+    free(st);
+}
+
 static void test_crash(void **state)
 {
     (void)state;
@@ -200,6 +242,7 @@ static void test_crash(void **state)
     /* a single rank's exit points at the workers' log as a crash loop's verdict does */
     assert_string_equal(probation_reason(p), "rank 0 on h1:101 exited with code 4 (data error) at start; "
                                              "see `drover logs --job train`");
+    assert_int_equal(probation_exit_code(p), 4); /* typed, for the deploy's decisions */
     probation_free(p);
     /* a worker's error text is quoted escaped: no title change, erase-line or forged record */
     p = new_p(100, 2, 1);
@@ -735,6 +778,7 @@ int main(void)
         cmocka_unit_test(test_warmup_excluded),
         cmocka_unit_test(test_nan_loss),
         cmocka_unit_test(test_crash),
+        cmocka_unit_test(test_exit_code_is_typed),
         cmocka_unit_test(test_missing_heartbeat),
         cmocka_unit_test(test_ct_stopped),
         cmocka_unit_test(test_stall),
