@@ -83,6 +83,26 @@ enum status_reason status_reason_from_text(const char *reason)
     return STATUS_RC_NONE;
 }
 
+bool status_reason_in_workers_log(enum status_reason c)
+{
+    switch (c) {
+    case STATUS_RC_CRASH_LOOP:
+    case STATUS_RC_FATAL_EXIT:
+    case STATUS_RC_RANK_EXIT:
+    case STATUS_RC_COMPLETED:
+    case STATUS_RC_NONFINITE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool status_reason_stops_gang(enum status_reason c)
+{
+    return c == STATUS_RC_RANK_EXIT || c == STATUS_RC_NONFINITE || c == STATUS_RC_LIVENESS ||
+           c == STATUS_RC_OTHER;
+}
+
 static const char *const feature_names[] = {"spec-pairs", "promote-spec", "recorded-spec"};
 
 const char *status_feature_name(unsigned feature)

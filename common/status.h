@@ -119,6 +119,14 @@ enum status_reason status_reason_from_name(const char *name);
  * made on its own ("...; stopping the gang"): rank-exit when it names a rank's exit, else other;
  * anything else none. */
 enum status_reason status_reason_from_text(const char *reason);
+/* Is the cause behind the code in the workers' own output (their log has the traceback or the
+ * missing file): a rank that exited, crashed (once or in a loop), completed, or reported
+ * non-finite loss; not a liveness trip, a start failure or the environment. */
+bool status_reason_in_workers_log(enum status_reason c);
+/* Does the agent stop the gang on its own with this code (a rank's exit, non-finite loss, a
+ * liveness trip; "other": a cause this reader does not know, from a newer agent or an older
+ * agent's words), not on a request? */
+bool status_reason_stops_gang(enum status_reason c);
 
 #define GPU_UUID_MAX 96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE: "GPU-8e0ae0c6-..." and its NUL */
 

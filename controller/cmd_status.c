@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/status.h"
 #include "common/text.h"
 #include "common/util.h"
 #include "controller/cli.h"
@@ -70,7 +71,7 @@ const char *status_failed_hint(const char *ct, const char *job, const struct job
         return NULL;
     /* a worker's doing (a crash loop, an exit not retried): its log has the cause */
     char logs[JOB_NAME_MAX + 600] = "";
-    if (probation_code_in_workers_log(js->reason_code))
+    if (status_reason_in_workers_log(js->reason_code))
         (void)probation_logs_pointer(job, inv_arg, logs, sizeof logs);
     snprintf(buf, sz, "%s: job '%s' has failed and is not running: %s%s; `drover%s%s rollback --job %s` "
                       "starts the last good release again (or the one before it, when this was it), "
@@ -87,7 +88,7 @@ const char *status_agent_hint(const char *ct, const char *job, const struct job_
         return NULL;
     /* decided on the agent's reason code, as probation decides (a stop of its own, not a
      * requested stop's) */
-    if (js->state == GANG_STOPPING && probation_code_stops_gang(js->reason_code))
+    if (js->state == GANG_STOPPING && status_reason_stops_gang(js->reason_code))
         snprintf(buf, sz, "%s: job '%s' is being stopped by its agent: %s (a rank that ignores SIGTERM "
                           "is killed after the job's grace); `drover%s%s events --job %s` shows what "
                           "follows, `drover%s%s logs --job %s` the workers' output",

@@ -263,34 +263,11 @@ static const char *logs_pointer(const struct probation *p, char *buf, size_t sz)
     return probation_logs_pointer(p->job, NULL, buf, sz);
 }
 
-bool probation_code_in_workers_log(enum status_reason code)
-{
-    switch (code) {
-    case STATUS_RC_CRASH_LOOP:
-    case STATUS_RC_FATAL_EXIT:
-    case STATUS_RC_RANK_EXIT:
-    case STATUS_RC_COMPLETED:
-    case STATUS_RC_NONFINITE:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* The pointer at the workers' log where the agent's reason code is a worker's doing ("" else). */
 static const char *logs_pointer_for(const struct probation *p, enum status_reason code, char *buf, size_t sz)
 {
     buf[0] = '\0';
-    return probation_code_in_workers_log(code) ? logs_pointer(p, buf, sz) : buf;
-}
-
-/* The agent is stopping the watched gang on its own (agent/jobmachine.c: a rank exited,
- * non-finite loss, a liveness trip), not on a request; "other": a cause this controller does not
- * know, from a newer agent or an older agent's words (common/status.c). */
-bool probation_code_stops_gang(enum status_reason code)
-{
-    return code == STATUS_RC_RANK_EXIT || code == STATUS_RC_NONFINITE || code == STATUS_RC_LIVENESS ||
-           code == STATUS_RC_OTHER;
+    return status_reason_in_workers_log(code) ? logs_pointer(p, buf, sz) : buf;
 }
 
 static bool release_matches(const char *reported, const char *want)
@@ -430,7 +407,7 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
     /* The agent stopping the watched gang on its own (a liveness trip, non-finite loss, a rank
      * that exited): never a pass, whatever the samples so far say; its reason names the rule. */
     if (!p->recovery && js->state == GANG_STOPPING && release_matches(js->current, p->release) &&
-        probation_code_stops_gang(js->reason_code)) {
+        status_reason_stops_gang(js->reason_code)) {
         char logs[JOB_NAME_MAX + 48];
         fail_code(p, js->reason_code);
         fail(p, "the gang on %s is being stopped by its agent: %s%s", cs->label, js->reason,

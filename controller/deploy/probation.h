@@ -106,13 +106,6 @@ int probation_exit_code(const struct probation *p);
  * another release current), not one this controller's rules caught?  What the history record's
  * reason code agent-revert says (controller/deploy/state.h), never the verdict's words. */
 bool probation_agent_went_back(const struct probation *p);
-/* Is the cause behind an agent's reason code in the workers' own output: a rank that exited,
- * crashed (once or in a loop) or reported non-finite loss; not a liveness trip, a start failure
- * or the environment. */
-bool probation_code_in_workers_log(enum status_reason code);
-/* The agent is stopping the gang on its own with this code (a rank's exit, non-finite loss, a
- * liveness trip, a cause this controller does not know), not on a request. */
-bool probation_code_stops_gang(enum status_reason code);
 /* "; see `drover [-i INV] logs --job J`" into buf (cut to sz), what a message about a worker's
  * exit ends with: the verdict or the agent's reason quote a worker's last word at most, its log
  * has the traceback or the missing file.  inv_arg NULL: no -i. */

@@ -418,6 +418,32 @@ static void test_status_goods_spec_features(void **state)
  * its name; a name this reader does not know (a newer agent's) reads as "other", never an
  * error; a document without it (an agent from before it) gets the code derived from the
  * reason's words, as the controller read them before the code. */
+/* What each reason code says of its cause, in the one table beside the names: probation and
+ * `drover status` ask these, never the reason's words. */
+static void test_status_reason_predicates(void **state)
+{
+    (void)state;
+    static const struct {
+        enum status_reason c;
+        bool in_log, stops;
+    } rows[] = {
+        { STATUS_RC_NONE, false, false },           { STATUS_RC_CRASH_LOOP, true, false },
+        { STATUS_RC_FATAL_EXIT, true, false },      { STATUS_RC_RANK_EXIT, true, true },
+        { STATUS_RC_COMPLETED, true, false },       { STATUS_RC_NONFINITE, true, true },
+        { STATUS_RC_LIVENESS, false, true },        { STATUS_RC_ENVIRONMENT, false, false },
+        { STATUS_RC_START_FAILURE, false, false },  { STATUS_RC_PROBATION_DEADLINE, false, false },
+        { STATUS_RC_OTHER, false, true },
+    };
+    assert_int_equal(sizeof rows / sizeof rows[0], STATUS_RC_COUNT); /* a new code gets a row */
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        assert_int_equal(rows[i].c, (enum status_reason)i);
+        if (status_reason_in_workers_log(rows[i].c) != rows[i].in_log ||
+            status_reason_stops_gang(rows[i].c) != rows[i].stops)
+            fail_msg("reason code '%s': in the workers' log %d, stops the gang %d", status_reason_name(rows[i].c),
+                     status_reason_in_workers_log(rows[i].c), status_reason_stops_gang(rows[i].c));
+    }
+}
+
 static void test_status_reason_code(void **state)
 {
     (void)state;
@@ -600,6 +626,7 @@ int main(void)
         cmocka_unit_test(test_status_after_lease),
         cmocka_unit_test(test_status_goods_spec_features),
         cmocka_unit_test(test_status_reason_code),
+        cmocka_unit_test(test_status_reason_predicates),
         cmocka_unit_test(test_heartbeat_roundtrip),   cmocka_unit_test(test_heartbeat_nan_is_null),
         cmocka_unit_test(test_heartbeat_forgiving),
         cmocka_unit_test(test_heartbeat_rejects),     cmocka_unit_test(test_heartbeat_format_too_small),
