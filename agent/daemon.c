@@ -37,6 +37,7 @@
 #include "common/log.h"
 #include "common/procstat.h"
 #include "common/status.h"
+#include "common/text.h"
 #include "common/util.h"
 
 #ifndef DROVER_VERSION
@@ -961,8 +962,8 @@ static bool daemon_adopt_gang(struct daemon *d, int i)
     if (s && has_holders && (!alive || same) &&
         gang_adopt(&d->rt[i].gang, &d->store, j->job, s, j->generation, pg, j->holders, j->pids,
                    j->npids) == 0) {
-        log_notice("job '%s': re-adopted gang %d (pgid %d, %d ranks)", j->job, j->generation, (int)pg,
-                   j->npids);
+        log_notice("job '%s': re-adopted gang %d (pgid %d, %d %s)", j->job, j->generation, (int)pg,
+                   j->npids, text_plural(j->npids, "rank", "ranks"));
         return true;
     }
     if (alive && same) {

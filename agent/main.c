@@ -665,8 +665,8 @@ static int cmd_release(struct cli *c)
                 json_array_append_new(arr, json_pack("{s:s,s:s,s:i,s:s}", "id", ids[i], "name", name, "files",
                                                      (int)nf, "env", m2 ? m2->env : ""));
             else
-                printf("%.12s  %-20s  %zu files%s%.12s\n", ids[i], name[0] ? name : "?", nf,
-                       m2 && m2->env[0] ? ", env " : "", m2 ? m2->env : "");
+                printf("%.12s  %-20s  %zu %s%s%.12s\n", ids[i], name[0] ? name : "?", nf,
+                       text_plural(nf, "file", "files"), m2 && m2->env[0] ? ", env " : "", m2 ? m2->env : "");
             manifest_free(m);
             manifest2_free(m2);
         }
@@ -1129,7 +1129,7 @@ static int cmd_gpu_check(struct cli *c)
             faults++;
         }
     if (faults) {
-        printf("gpu environment: %d fault%s\n", faults, faults > 1 ? "s" : "");
+        printf("gpu environment: %d %s\n", faults, text_plural(faults, "fault", "faults"));
         return AGENT_EXIT_GPU_ENV;
     }
     printf("gpu environment: ok\n");

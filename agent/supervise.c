@@ -26,6 +26,7 @@
 
 #include "common/log.h"
 #include "common/procstat.h"
+#include "common/text.h"
 #include "common/util.h"
 
 static bool pid_is_dead(pid_t pid);
@@ -682,8 +683,8 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
     }
     free(env);
     free(ha);
-    log_info("job '%s': gang %d of release %.12s started (%d ranks, pgid %d)", job, generation,
-             spec->release, g->nranks, (int)g->pgid);
+    log_info("job '%s': gang %d of release %.12s started (%d %s, pgid %d)", job, generation,
+             spec->release, g->nranks, text_plural(g->nranks, "rank", "ranks"), (int)g->pgid);
     return 0;
 fail:
     free(env);

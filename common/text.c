@@ -165,3 +165,8 @@ const char *text_json_safe(const char *s, char *buf, size_t buf_sz)
         return s;
     return text_escape(s, len, buf, buf_sz);
 }
+
+const char *text_plural(long long n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}

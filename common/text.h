@@ -6,6 +6,9 @@
  * journal it goes through text_escape() (the logger applies it to every message), so a
  * worker cannot retitle the operator's terminal, erase a line, hide text or forge a journald
  * record with "\n<0>".  Valid UTF-8 other than controls passes through unchanged.
+ *
+ * Also the words that go with a count in messages for people (text_plural), for every program:
+ * one home, so no message says "1 files" or "0 fault".
  */
 #ifndef DROVER_TEXT_H
 #define DROVER_TEXT_H
@@ -42,5 +45,9 @@ bool text_is_utf8(const char *s, size_t len);
  * it in buf[buf_sz]: for text that must reach a JSON document even when a cut or a foreign byte
  * made it invalid (reasons).  Never NULL. */
 const char *text_json_safe(const char *s, char *buf, size_t buf_sz);
+
+/* The noun that goes with count n: one for 1, many otherwise ("%zu %s", n, text_plural(n,
+ * "file", "files"): "1 file", "0 files", "3 files").  Returns one of its arguments. */
+const char *text_plural(long long n, const char *one, const char *many);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include "common/log.h"
 #include "common/manifest2.h"
+#include "common/text.h"
 #include "common/util.h"
 #include "controller/cli.h"
 #include "controller/cmd.h"
@@ -100,8 +101,9 @@ int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, i
             r = n;
             continue;
         }
-        fprintf(stderr, "gc %s: removed %d objects (kept %zu releases' and the %d newest)\n", inv->hosts[h].name, n,
-                keep->n, keep_n);
+        fprintf(stderr, "gc %s: removed %d %s (kept %zu %s and the %d newest)\n", inv->hosts[h].name, n,
+                text_plural(n, "object", "objects"), keep->n, text_plural(keep->n, "release's", "releases'"),
+                keep_n);
         total += n;
     }
     int c = objsync_gc_cache(mdir, ids, keep->n, keep_n);

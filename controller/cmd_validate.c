@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/manifest2.h"
+#include "common/text.h"
 #include "controller/cli.h"
 #include "controller/cmd.h"
 #include "controller/deploy/objsync.h"
@@ -54,9 +55,9 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
     /* containers counted once however many jobs share them (it said 2 for one container that
      * two jobs name), and "1 job", not "1 jobs" */
     int ncts = inventory_count_cts(inv);
-    printf("inventory %s: ok (%d host%s, %d job%s, %d container%s)\n", inv->path, inv->nhosts,
-           inv->nhosts == 1 ? "" : "s", inv->njobs, inv->njobs == 1 ? "" : "s", ncts,
-           ncts == 1 ? "" : "s");
+    printf("inventory %s: ok (%d %s, %d %s, %d %s)\n", inv->path, inv->nhosts,
+           text_plural(inv->nhosts, "host", "hosts"), inv->njobs, text_plural(inv->njobs, "job", "jobs"), ncts,
+           text_plural(ncts, "container", "containers"));
     /* Where each host really goes once ssh_config applies (nothing is connected). */
     for (int h = 0; h < inv->nhosts; h++) {
         const struct inv_host *ih = &inv->hosts[h];
@@ -91,7 +92,7 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
         return EXIT_FAIL;
     }
     if (em)
-        printf("environment %s: ok (%zu files)\n", envdir, em->nfiles);
+        printf("environment %s: ok (%zu %s)\n", envdir, em->nfiles, text_plural(em->nfiles, "file", "files"));
     int ret = EXIT_OK, nok = 0;
     for (int j = 0; j < inv->njobs; j++) {
         const struct inv_job *job = &inv->jobs[j];
@@ -113,7 +114,8 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
             }
         }
         if (ok) {
-            printf("release %s for job %s: ok (%zu files)\n", dir, job->name, m->nfiles);
+            printf("release %s for job %s: ok (%zu %s)\n", dir, job->name, m->nfiles,
+                   text_plural(m->nfiles, "file", "files"));
             nok++;
         } else
             ret = EXIT_FAIL;

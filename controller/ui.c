@@ -41,11 +41,6 @@ const char *ui_short(const char *id, char buf[RELEASE_SHORT_LEN + 1])
     return release_short(id, "-", buf);
 }
 
-const char *ui_plural(long n, const char *one, const char *many)
-{
-    return n == 1 ? one : many;
-}
-
 const char *ui_age(double s, char *buf, size_t buf_sz)
 {
     if (s < 0)

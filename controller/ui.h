@@ -20,9 +20,6 @@ const char *ui_reset(FILE *fp);
 const char *ui_short(const char *id, char buf[RELEASE_SHORT_LEN + 1]);
 /* kubectl-style age: "800ms" no, "0s", "45s", "3m", "2h", "4d"; "-" when negative. */
 const char *ui_age(double seconds, char *buf, size_t buf_sz);
-/* The noun that goes with count n: one for 1, many otherwise ("%d %s", n, ui_plural(n,
- * "container", "containers"): "1 container", "0 containers", "3 containers"). */
-const char *ui_plural(long n, const char *one, const char *many);
 /* What is wrong with a path the user gave, from a negative errno: "does not exist", "is a
  * directory", "is not a directory", or "cannot be read (strerror)"; into buf (cut to sz). */
 const char *ui_path_problem(int neg_errno, char *buf, size_t sz);

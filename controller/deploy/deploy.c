@@ -139,7 +139,7 @@ void history_record(struct deploy *d, const char *result, enum history_reason co
         if (missed)
             log_warn("history record kept by %d of %d %s (%s); `drover history` elsewhere "
                      "may lack it", d->job->ncts - missed, d->job->ncts,
-                     ui_plural(d->job->ncts, "container", "containers"), first);
+                     text_plural(d->job->ncts, "container", "containers"), first);
         free(line);
     }
     free(cf);
@@ -236,8 +236,9 @@ static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir)
             return r;
         }
         d->has_env = true;
-        fprintf(stderr, "environment %.12s (%s): %zu files, %.2f MiB\n", d->env.id, d->env.m->name,
-                d->env.m->nfiles, (double)d->env.m->file_bytes / 1048576.0);
+        fprintf(stderr, "environment %.12s (%s): %zu %s, %.2f MiB\n", d->env.id, d->env.m->name,
+                d->env.m->nfiles, text_plural(d->env.m->nfiles, "file", "files"),
+                (double)d->env.m->file_bytes / 1048576.0);
     }
     if ((r = relsrc_load(dir, d->has_env ? d->env.id : NULL, &d->rs)) < 0) {
         release_read_error("release", dir, r);
@@ -265,8 +266,8 @@ static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir)
         log_warn("cannot keep the manifest in '%s': %s", mpath, strerror(-r));
     d->blob_size = d->rs.m->file_bytes;
     ui_short(d->id, d->sid);
-    fprintf(stderr, "release %s (%s): %zu files, %.2f MiB\n", d->sid, d->name, d->rs.m->nfiles,
-            (double)d->blob_size / 1048576.0);
+    fprintf(stderr, "release %s (%s): %zu %s, %.2f MiB\n", d->sid, d->name, d->rs.m->nfiles,
+            text_plural(d->rs.m->nfiles, "file", "files"), (double)d->blob_size / 1048576.0);
     return 0;
 }
 
@@ -306,8 +307,9 @@ static int push_release(struct deploy *d, bool stage_only, char *err, size_t err
     send_interrupted = 0;
     exec_interrupted = 0;
     if (r == 0)
-        fprintf(stderr, "release %s in every container in %.1fs (%zu objects, %.2f MiB sent to hosts)\n", d->sid,
-                time_mono() - t0, st.objects_to_hosts, (double)st.bytes_to_hosts / 1048576.0);
+        fprintf(stderr, "release %s in every container in %.1fs (%zu %s, %.2f MiB sent to hosts)\n", d->sid,
+                time_mono() - t0, st.objects_to_hosts, text_plural(st.objects_to_hosts, "object", "objects"),
+                (double)st.bytes_to_hosts / 1048576.0);
     return r;
 }
 
@@ -992,7 +994,7 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
     d->switching = true;
     fprintf(stderr, "reverting job '%s' to %s on %d %s (two-phase: the failed gang stops "
             "everywhere first)\n", j->name, ui_short(d->good, sid), j->ncts,
-            ui_plural(j->ncts, "container", "containers"));
+            text_plural(j->ncts, "container", "containers"));
     /* phase 1: after an activation every container may have a gang (a stop of a stopped job is
      * answered at once); an operator's Ctrl-C that led here must not cut the stop short */
     deploy_interrupted = 0;
@@ -1095,7 +1097,7 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
     }
     if (failed)
         snprintf(msg, sizeof msg, "revert failed on %d of %d %s", failed, j->ncts,
-                 ui_plural(j->ncts, "container", "containers"));
+                 text_plural(j->ncts, "container", "containers"));
     fprintf(stderr, "%s%sREVERT FAILED for job '%s': %s; the job may be down: look with "
             "`drover status` and act now%s\n", ui_bold(stderr), ui_red(stderr), j->name, msg,
             ui_reset(stderr));
@@ -1487,11 +1489,11 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         fprintf(stderr, "probation: the baseline %s was measured with %d %s and this deploy runs %d "
                 "(nproc_per_node changed): its Ktok/s are not comparable, so the throughput rule is "
                 "skipped for this deploy, and its samples become the baseline\n", bsid, base_ranks,
-                ui_plural(base_ranks, "rank", "ranks"), world);
+                text_plural(base_ranks, "rank", "ranks"), world);
     } else if (d.base)
-        fprintf(stderr, "probation: baseline %s: %d samples (median %.1f Ktok/s); fail when the "
+        fprintf(stderr, "probation: baseline %s: %d %s (median %.1f Ktok/s); fail when the "
                 "whole %.0f%% interval of the change lies below -%.0f%%\n", ui_short(d.base->release, bsid),
-                d.base->n, probation_median(d.base->ktok_s, d.base->n), pol->confidence * 100,
+                d.base->n, text_plural(d.base->n, "sample", "samples"), probation_median(d.base->ktok_s, d.base->n), pol->confidence * 100,
                 pol->tolerance * 100);
     else if (d.baseline > 0)
         fprintf(stderr, "probation: baseline %.1f Ktok/s (one number, no samples), tolerance "

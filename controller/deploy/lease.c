@@ -160,7 +160,8 @@ static void leases_take_over_dead(struct deploy *d, struct ct_fan *cf, double tt
         }
         if (taken)
             log_warn("job '%s': deploy lease held by %s, which is no longer running on this host: "
-                     "taken over (%d container%s)", j->name, dead[first], taken, taken == 1 ? "" : "s");
+                     "taken over (%d %s)", j->name, dead[first], taken,
+                     text_plural(taken, "container", "containers"));
         if (older)
             snprintf(why, why_sz, "; that drover is no longer running on this host, but %d agent(s) "
                      "are older than lease take --take-over (drover install updates them): the "

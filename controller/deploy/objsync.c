@@ -21,6 +21,7 @@
 #include "common/agentcli.h"
 #include "common/log.h"
 #include "common/pack.h"
+#include "common/text.h"
 #include "common/util.h"
 #include "controller/transport/pct.h"
 #include "controller/transport/send.h"
@@ -601,8 +602,8 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
     for (size_t i = 0; i < lack.n; i++)
         total += hj->rs->m->e[lack.v[i]].size;
     if (lack.n)
-        fprintf(stderr, "stage %s: %zu of %zu objects missing on the host, %.2f MiB to send\n", hname, lack.n, n,
-                (double)total / 1048576.0);
+        fprintf(stderr, "stage %s: %zu of %zu %s missing on the host, %.2f MiB to send\n", hname, lack.n, n,
+                text_plural(n, "object", "objects"), (double)total / 1048576.0);
     size_t pos = 0;
     double t0 = time_mono(), t_sent = 0;
     uint64_t sent_ok = 0;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "common/util.h"
 #include "controller/ui.h"
 
@@ -156,8 +157,9 @@ int rbtarget_decide(const char *job, const struct rb_ct *cts, int n, const char 
     }
     if (have < n) {
         t->kind = RB_REFUSED;
-        say(t, "only %d of the %d containers of job '%s' have an earlier good release to go back "
-            "to (%s; %s has none): name the release with --to ID", have, n, job,
+        say(t, "only %d of the %d %s of job '%s' %s an earlier good release to go back "
+            "to (%s; %s has none): name the release with --to ID", have, n,
+            text_plural(n, "container", "containers"), job, text_plural(have, "has", "have"),
             ui_short(t->release, sid), cts[none_at].label);
         return 0;
     }

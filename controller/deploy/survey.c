@@ -280,8 +280,8 @@ int print_plan(struct deploy *d, json_t *out)
     json_array_append_new(cmd, json_string(j->command));
     for (int i = 0; i < j->nargs; i++)
         json_array_append_new(cmd, json_string(j->args[i]));
-    printf("release %s (%s), %zu files, %.2f MiB\n", d->sid, d->name, d->rs.m->nfiles,
-           (double)d->blob_size / 1048576.0);
+    printf("release %s (%s), %zu %s, %.2f MiB\n", d->sid, d->name, d->rs.m->nfiles,
+           text_plural(d->rs.m->nfiles, "file", "files"), (double)d->blob_size / 1048576.0);
     printf("job %s: %d node(s) x %d rank(s), command %s", j->name, j->ncts, j->nproc_per_node,
            j->command);
     for (int i = 0; i < j->nargs; i++)
@@ -342,8 +342,9 @@ int print_plan(struct deploy *d, json_t *out)
     struct sample_set *bs = load_base_samples(d);
     json_t *base = json_null();
     if (bs) {
-        printf("baseline: %s, %d samples, median %.1f Ktok/s; fail when the whole interval of the "
+        printf("baseline: %s, %d %s, median %.1f Ktok/s; fail when the whole interval of the "
                "change lies below -%.0f%%\n", ui_short(bs->release, sid), bs->n,
+               text_plural(bs->n, "sample", "samples"),
                probation_median(bs->ktok_s, bs->n), p->tolerance * 100);
         base = json_pack("{s:s,s:i,s:f}", "release", bs->release, "samples", bs->n, "ktok_s",
                          probation_median(bs->ktok_s, bs->n));

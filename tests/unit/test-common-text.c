@@ -1,5 +1,5 @@
 /* Unit tests for common/text.c (escaping worker and remote text for terminals and the journal,
- * UTF-8 checks) and for the logger applying it. */
+ * UTF-8 checks, the noun that goes with a count) and for the logger applying it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -117,11 +117,30 @@ static void test_log_one_line(void **state)
     assert_string_equal(buf, "<4>revert: boom\\n<0>forged\\x1b[2K\n");
 }
 
+/* "reverting job 'train' to ... on 1 containers" (a one-container job), "release ...: 1 files",
+ * "gpu environment: 0 fault": the noun follows the count, in every program. */
+static void test_plural(void **state)
+{
+    (void)state;
+    assert_string_equal(text_plural(1, "container", "containers"), "container");
+    assert_string_equal(text_plural(0, "container", "containers"), "containers");
+    assert_string_equal(text_plural(2, "container", "containers"), "containers");
+    assert_string_equal(text_plural(-1, "rank", "ranks"), "ranks");
+    size_t nfiles = 1;
+    assert_string_equal(text_plural(nfiles, "file", "files"), "file");
+    char m[128];
+    for (int n = 1; n <= 2; n++) {
+        snprintf(m, sizeof m, "revert failed on %d of %d %s", 1, n, text_plural(n, "container", "containers"));
+        assert_string_equal(m, n == 1 ? "revert failed on 1 of 1 container" : "revert failed on 1 of 2 containers");
+    }
+}
+
 int main(void)
 {
     log_init("test");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape_controls),
+        cmocka_unit_test(test_plural),
         cmocka_unit_test(test_escape_passes_text),
         cmocka_unit_test(test_escape_bounds),
         cmocka_unit_test(test_utf8),

@@ -517,7 +517,7 @@ static void test_validate_env(void **state)
     mkfile("venv/bin/python", "#!/bin/sh\n", 0755);
     assert_int_equal(drover("validate", "rel", "--env", "venv", NULL), 0);
     want(out, "environment venv: ok (2 files)");
-    want(out, "release rel for job train: ok");
+    want(out, "release rel for job train: ok (1 file)\n"); /* it said "1 files" */
     /* without --env the environment's command is not checked (as before) */
     assert_int_equal(drover("validate", "rel", NULL), 0);
 }
