@@ -1,11 +1,14 @@
 /* tests/unit/capture.h: run a controller verb with its stdout and stderr captured into files,
  * for the unit tests that check what a verb says (test-controller-plan, test-controller-status,
  * test-controller-stopstart, test-controller-cli), and the fake agent those verbs ask: a script whose status document
- * the test writes.  Header-only: each test program includes it once. */
+ * the test writes; its documents and ranks are what test-controller-probation and
+ * test-controller-top feed too.  Header-only: each test program includes it once. */
 #ifndef DROVER_TESTS_UNIT_CAPTURE_H
 #define DROVER_TESTS_UNIT_CAPTURE_H
 
 #include <fcntl.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +69,31 @@ static inline char *capture_slurp(const char *path)
     return buf;
 }
 
+/* *rs: rank `rank` (local rank local_rank) of a gang of release that trains: pid 100 + local
+ * rank, a heartbeat 0.5 s old in phase train at step with tok_s and loss (a non-finite loss
+ * counted as the agent counts it).  The rest of the heartbeat is heartbeat_init()'s. */
+static inline void fake_rank_training(struct rank_status *rs, int rank, int local_rank, const char *release,
+                                      long long step, double tok_s, double loss)
+{
+    memset(rs, 0, sizeof *rs);
+    rs->rank = rank;
+    rs->local_rank = local_rank;
+    rs->pid = 100 + local_rank;
+    strcpy(rs->state, "running");
+    rs->hb_age_s = 0.5;
+    rs->exit_code = -1;
+    rs->has_hb = true;
+    heartbeat_init(&rs->hb);
+    rs->hb.rank = rank;
+    rs->hb.step = step;
+    rs->hb.tok_s = tok_s;
+    rs->hb.loss = loss;
+    rs->hb.loss_finite = isfinite(loss);
+    rs->hb.nonfinite = isfinite(loss) ? 0 : 1;
+    rs->hb.phase = HB_PHASE_TRAIN;
+    strcpy(rs->hb.release, release);
+}
+
 /* *st: an agent that answers and knows no job (host "ct", version "test"); add jobs to it. */
 static inline void fake_agent_status_init(struct agent_status *st)
 {
@@ -74,19 +102,41 @@ static inline void fake_agent_status_init(struct agent_status *st)
     strcpy(st->agent_version, "test");
 }
 
-/* The fake agent of local-root containers (`agent_path = DIR/agent` in the inventory): DIR/status.json
- * is st as `drover-agent status --json` prints it, DIR/agent a script that prints that file
- * whatever it is asked.  Called again with another st, the agent says that instead. */
-static inline void fake_agent(const char *dir, const struct agent_status *st)
+/* st as `drover-agent status --json` prints it, malloc'd; older_than_codes: as an agent from
+ * before "reason_code" sends it, without that member in any job (the controller then derives
+ * the code from the reason's words, common/status.c). */
+static inline char *fake_agent_doc(const struct agent_status *st, bool older_than_codes)
 {
-    char path[512], text[1024], *doc = NULL;
+    static const char key[] = ",\"reason_code\":\"";
+    char *doc = NULL;
     assert_int_equal(status_format(st, &doc), 0);
+    for (char *m; older_than_codes && (m = strstr(doc, key));) {
+        char *end = strchr(m + strlen(key), '"'); /* names hold no quote */
+        assert_non_null(end);
+        memmove(m, end + 1, strlen(end + 1) + 1);
+    }
+    return doc;
+}
+
+/* The fake agent of local-root containers (`agent_path = DIR/agent` in the inventory): DIR/status.json
+ * is st as `drover-agent status --json` prints it (older_than_codes: fake_agent_doc()), DIR/agent
+ * a script that prints that file whatever it is asked.  Called again with another st, the agent
+ * says that instead. */
+static inline void fake_agent_as(const char *dir, const struct agent_status *st, bool older_than_codes)
+{
+    char path[512], text[1024], *doc = fake_agent_doc(st, older_than_codes);
     snprintf(path, sizeof path, "%s/status.json", dir);
     capture_put(path, doc, 0600);
     free(doc);
     snprintf(text, sizeof text, "#!/bin/sh\ncat '%s/status.json'\n", dir);
     snprintf(path, sizeof path, "%s/agent", dir);
     capture_put(path, text, 0755);
+}
+
+/* fake_agent_as() of an agent of today. */
+static inline void fake_agent(const char *dir, const struct agent_status *st)
+{
+    fake_agent_as(dir, st, false);
 }
 
 /* The inventory of fake_agent()'s tests, as text into buf: one host h1 of local roots whose agent

@@ -623,18 +623,37 @@ static void want_doc(const char *kind, int code, const char *error_has)
     json_decref(o);
 }
 
+/* For the refusals before any host is contacted: the inventory of fake_agent_inventory_text(),
+ * whose agent is a script that leaves a mark (the file `mark` names, cut to mark_sz) when
+ * anything runs it. */
+static void marking_agent_inventory(char *mark, size_t mark_sz)
+{
+    char ini[2048], script[256];
+    snprintf(mark, mark_sz, "%s/agent-was-run", tmpd);
+    mkfile("drover.ini", fake_agent_inventory_text(ini, sizeof ini, tmpd, "", "", "c"), 0644);
+    snprintf(script, sizeof script, "#!/bin/sh\ntouch '%s'\nexit 1\n", mark);
+    mkfile("agent", script, 0755);
+}
+
+/* Nothing ran anywhere: the agent left no mark, and what the verb leaves when it gets that far
+ * (left: a path under tmpd, the history a deploy records, the binary an install stages) is not
+ * there. */
+static void want_nothing_ran(const char *mark, const char *left)
+{
+    assert_int_equal(access(mark, F_OK), -1);
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", tmpd, left);
+    assert_int_equal(access(p, F_OK), -1);
+}
+
 /* A release (or --env) directory that does not exist is bad input: exit 2, the usage code, with
  * the path and what to give instead, before any host is contacted (it exited 1, the code of a
- * deploy that failed).  The agent here is a script that leaves a mark when anything runs it. */
+ * deploy that failed). */
 static void test_missing_release_dir(void **state)
 {
     (void)state;
-    char ini[2048], mark[128];
-    snprintf(mark, sizeof mark, "%s/agent-was-run", tmpd);
-    mkfile("drover.ini", fake_agent_inventory_text(ini, sizeof ini, tmpd, "", "", "c"), 0644);
-    char script[256];
-    snprintf(script, sizeof script, "#!/bin/sh\ntouch '%s'\nexit 1\n", mark);
-    mkfile("agent", script, 0755);
+    char mark[128];
+    marking_agent_inventory(mark, sizeof mark);
     assert_int_equal(fs_mkdir_p("rel/bin", 0755), 0);
     mkfile("rel/bin/t", "#!/bin/sh\n", 0755);
     mkfile("afile", "", 0644);
@@ -654,26 +673,17 @@ static void test_missing_release_dir(void **state)
     /* -o json: the document says it, exit 2 there too */
     assert_int_equal(drover("deploy", "nope", "--job", "train", "-o", "json", NULL), 2);
     want_doc("deploy", 2, "release directory 'nope' does not exist");
-    /* nothing ran anywhere: no agent call, no lease, no history */
-    assert_int_equal(access(mark, F_OK), -1);
-    char hist[128];
-    snprintf(hist, sizeof hist, "%s/state/history.jsonl", tmpd);
-    assert_int_equal(access(hist, F_OK), -1);
+    want_nothing_ran(mark, "state/history.jsonl"); /* no agent call, no lease, no history */
 }
 
 /* An --agent-binary that does not exist (or is a directory) is bad input, as a missing release
  * directory is to deploy: exit 2, the path and what to give instead, and no container touched (it
- * exited 1, the code of an install that failed).  The agent here leaves a mark when anything
- * runs it. */
+ * exited 1, the code of an install that failed). */
 static void test_missing_agent_binary(void **state)
 {
     (void)state;
-    char ini[2048], mark[128];
-    snprintf(mark, sizeof mark, "%s/agent-was-run", tmpd);
-    mkfile("drover.ini", fake_agent_inventory_text(ini, sizeof ini, tmpd, "", "", "c"), 0644);
-    char script[256];
-    snprintf(script, sizeof script, "#!/bin/sh\ntouch '%s'\nexit 1\n", mark);
-    mkfile("agent", script, 0755);
+    char mark[128];
+    marking_agent_inventory(mark, sizeof mark);
     assert_int_equal(drover("install", "--job", "train", "--agent-binary", "nope/drover-agent", NULL), 2);
     want(err, "agent binary 'nope/drover-agent' does not exist: build it (make builds "
               "build/drover-agent next to drover), or give the drover-agent to push "
@@ -684,11 +694,7 @@ static void test_missing_agent_binary(void **state)
     /* -o json: the document says it, exit 2 there too */
     assert_int_equal(drover("install", "--job", "train", "--agent-binary", "nope", "-o", "json", NULL), 2);
     want_doc("install", 2, "agent binary 'nope' does not exist");
-    /* nothing ran in any container, nothing was put there */
-    assert_int_equal(access(mark, F_OK), -1);
-    char staged[128];
-    snprintf(staged, sizeof staged, "%s/agent.new", tmpd);
-    assert_int_equal(access(staged, F_OK), -1);
+    want_nothing_ran(mark, "agent.new"); /* nothing ran in any container, nothing was put there */
 }
 
 /* -o json promises one document on stdout whatever happens: an inventory that does not load

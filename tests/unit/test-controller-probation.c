@@ -16,6 +16,7 @@
 #include "common/samples.h"
 #include "common/trainexit.h"
 #include "controller/deploy/probation.h"
+#include "tests/unit/capture.h"
 
 #define NEW "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define OLD "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -48,25 +49,8 @@ static void make_status(struct agent_status *st, int node, int nproc, const char
     strcpy(js->release, release);
     js->state = GANG_RUNNING;
     js->nranks = nproc;
-    for (int i = 0; i < nproc; i++) {
-        struct rank_status *rs = &js->ranks[i];
-        rs->rank = node * nproc + i;
-        rs->local_rank = i;
-        rs->pid = 100 + i;
-        strcpy(rs->state, "running");
-        rs->hb_age_s = 0.5;
-        rs->exit_code = -1;
-        rs->has_hb = true;
-        heartbeat_init(&rs->hb);
-        rs->hb.rank = rs->rank;
-        rs->hb.step = step;
-        rs->hb.tok_s = tok_s;
-        rs->hb.loss = loss;
-        rs->hb.loss_finite = isfinite(loss);
-        rs->hb.nonfinite = isfinite(loss) ? 0 : 1;
-        rs->hb.phase = HB_PHASE_TRAIN;
-        strcpy(rs->hb.release, release);
-    }
+    for (int i = 0; i < nproc; i++)
+        fake_rank_training(&js->ranks[i], node * nproc + i, i, release, step, tok_s, loss);
 }
 
 /* The agent's reason and its code, as an agent of today sends them (common/status.h): the
@@ -535,11 +519,7 @@ static void test_old_agent_reason_words(void **state)
         st->jobs[0].state = rows[i].state;
         set_reason(&st->jobs[0], STATUS_RC_NONE, rows[i].reason);
         /* the document an older agent sends: no "reason_code" member at all */
-        char *text = NULL;
-        assert_int_equal(status_format(st, &text), 0);
-        char *member = strstr(text, ",\"reason_code\":\"\"");
-        assert_non_null(member);
-        memmove(member, member + strlen(",\"reason_code\":\"\""), strlen(member + strlen(",\"reason_code\":\"\"")) + 1);
+        char *text = fake_agent_doc(st, true);
         assert_null(strstr(text, "reason_code"));
         assert_int_equal(status_parse(text, strlen(text), old), 0);
         free(text);

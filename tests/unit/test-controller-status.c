@@ -249,6 +249,21 @@ static void test_unreachable_said_once_per_container(void **state)
 /* A container whose agent answers but does not know the job: the table said `no-job` and
  * nothing of what to do (the newcomer pass).  Now one line after the table per job names its
  * containers and the deploy that puts it there; -o json stays the document alone. */
+/* In the `drover status -o json` document in file out (stdout: the document alone), the first
+ * job's first container has member key equal to the string value. */
+static void want_first_container(const char *out, const char *key, const char *value)
+{
+    json_error_t je;
+    json_t *d = json_load_file(out, 0, &je);
+    if (!d)
+        fail_msg("'%s' is not one JSON document: %s", out, je.text);
+    json_t *co = json_array_get(json_object_get(json_array_get(json_object_get(d, "jobs"), 0), "containers"), 0);
+    const char *got = json_string_value(json_object_get(co, key));
+    if (!got || strcmp(got, value) != 0)
+        fail_msg("jobs[0].containers[0].%s is '%s', not '%s'", key, got ? got : "(none)", value);
+    json_decref(d);
+}
+
 static void test_nojob_hint(void **state)
 {
     (void)state;
@@ -277,12 +292,7 @@ static void test_nojob_hint(void **state)
     assert_int_equal(capture_verb(cmd_status, inv, argv_json, 3, out, err), EXIT_OK);
     assert_int_equal(count_lines(err, ""), 0);
     assert_int_equal(count_lines(out, "deploy one with"), 0);
-    json_error_t je;
-    json_t *d = json_load_file(out, 0, &je); /* stdout: the document alone */
-    assert_non_null(d);
-    json_t *co = json_array_get(json_object_get(json_array_get(json_object_get(d, "jobs"), 0), "containers"), 0);
-    assert_string_equal(json_string_value(json_object_get(co, "state")), "no-job");
-    json_decref(d);
+    want_first_container(out, "state", "no-job");
     inventory_free(inv);
     snprintf(text, sizeof text, "rm -rf '%s'", dir);
     assert_int_equal(system(text), 0);
@@ -295,39 +305,20 @@ static void test_failed_reason_code(void **state)
 {
     (void)state;
     for (int older = 0; older < 2; older++) {
-        char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64], why[512], path[128];
+        char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64], why[512];
         assert_non_null(mkdtemp(dir));
         snprintf(out, sizeof out, "%s/out", dir);
         snprintf(err, sizeof err, "%s/err", dir);
         struct agent_status *st = calloc(1, sizeof *st);
         assert_non_null(st);
-        strcpy(st->host, "ct");
-        strcpy(st->agent_version, "test");
+        fake_agent_status_init(st);
         st->njobs = 1;
         strcpy(st->jobs[0].job, "train");
         st->jobs[0].state = GANG_FAILED;
         st->jobs[0].reason_code = STATUS_RC_CRASH_LOOP;
         strcpy(st->jobs[0].reason, "crash loop: rank 0 exited with code 1 and no good release to return to");
-        char *doc = NULL;
-        assert_int_equal(status_format(st, &doc), 0);
+        fake_agent_as(dir, st, older); /* older: the member is not there at all */
         free(st);
-        char *member = strstr(doc, ",\"reason_code\":\"crash-loop\"");
-        assert_non_null(member);
-        if (older) /* an agent from before the code: the member is not there at all */
-            memmove(member, member + strlen(",\"reason_code\":\"crash-loop\""),
-                    strlen(member + strlen(",\"reason_code\":\"crash-loop\"")) + 1);
-        snprintf(path, sizeof path, "%s/status.json", dir);
-        FILE *fp = fopen(path, "w");
-        assert_non_null(fp);
-        fputs(doc, fp);
-        fclose(fp);
-        free(doc);
-        snprintf(path, sizeof path, "%s/agent", dir);
-        fp = fopen(path, "w");
-        assert_non_null(fp);
-        fprintf(fp, "#!/bin/sh\ncat '%s/status.json'\n", dir);
-        fclose(fp);
-        assert_int_equal(chmod(path, 0755), 0);
         snprintf(text, sizeof text,
                  "[drover]\nstate_dir = %s\n[host h1]\nlocal = true\nagent_path = %s/agent\n"
                  "[job train]\ncontainers = h1:local:%s/a\ncommand = bin/t\n", dir, dir, dir);
@@ -339,13 +330,8 @@ static void test_failed_reason_code(void **state)
         assert_int_equal(count_lines(err, "to return to; see `drover logs --job train`; `drover rollback"), 1);
         char *argv_json[] = { "status", "-o", "json", NULL };
         assert_int_equal(capture_verb(cmd_status, inv, argv_json, 3, out, err), EXIT_OK);
-        json_error_t je;
-        json_t *d = json_load_file(out, 0, &je);
-        assert_non_null(d);
-        json_t *co = json_array_get(json_object_get(json_array_get(json_object_get(d, "jobs"), 0), "containers"), 0);
-        assert_string_equal(json_string_value(json_object_get(co, "state")), "failed");
-        assert_string_equal(json_string_value(json_object_get(co, "reason_code")), "crash-loop");
-        json_decref(d);
+        want_first_container(out, "state", "failed");
+        want_first_container(out, "reason_code", "crash-loop");
         inventory_free(inv);
         snprintf(text, sizeof text, "rm -rf '%s'", dir);
         assert_int_equal(system(text), 0);

@@ -17,6 +17,7 @@
 
 #include "controller/exitcode.h"
 #include "controller/top/top_model.h"
+#include "tests/unit/capture.h"
 
 #define GOOD "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define NEW "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -57,24 +58,9 @@ static void make_status(struct agent_status *st, int node, const char *current, 
     js->age_s = 100;
     for (int k = 0; k < 2; k++) {
         struct rank_status *rs = &js->ranks[k];
-        rs->rank = node * 2 + k;
-        rs->local_rank = k;
-        rs->pid = 100 + k;
-        strcpy(rs->state, "running");
-        rs->hb_age_s = 0.5;
-        rs->exit_code = -1;
-        rs->has_hb = true;
-        heartbeat_init(&rs->hb);
-        rs->hb.rank = rs->rank;
-        rs->hb.step = step;
-        rs->hb.loss = loss;
-        rs->hb.loss_finite = isfinite(loss);
-        rs->hb.nonfinite = isfinite(loss) ? 0 : 1; /* the agent counts non-finite steps */
-        rs->hb.tok_s = tok_s;
+        fake_rank_training(rs, node * 2 + k, k, current, step, tok_s, loss);
         rs->hb.step_ms = 100;
-        rs->hb.phase = HB_PHASE_TRAIN;
         rs->hb.resumed_from = -1;
-        strcpy(rs->hb.release, current);
     }
 }
 
