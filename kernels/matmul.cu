@@ -521,14 +521,25 @@ static void *blas_dev(size_t n, int f32, unsigned seed)
     return p;
 }
 
-static double blas_rel(const void *a, const void *b, size_t n, int f32, double *acc)
+// The relative RMS difference of a and b (n values, f32 or bf16) into *ret_rel; acc: 2 doubles of
+// device scratch for the sums.  0, or -EIO with kern_last_error() naming the CUDA call that
+// failed: a failure is never read as a difference (an unchecked memset left the previous
+// pair's sums in acc; a failed copy read as 1e30, a mismatch).
+static int blas_rel(const void *a, const void *b, size_t n, int f32, double *acc, double *ret_rel)
 {
     double h[2] = {0, 0};
-    cudaMemset(acc, 0, 2 * sizeof(double));
+    cudaError_t e = cudaMemset(acc, 0, 2 * sizeof(double));
+    if (e != cudaSuccess)
+        return kern_set_error("kern_blas_check_picks: clearing the difference sums", cudaGetErrorString(e));
     blas_diff_kernel<<<1024, 256>>>(a, b, n, f32, acc);
-    if (cudaMemcpy(h, acc, sizeof h, cudaMemcpyDeviceToHost) != cudaSuccess)
-        return 1e30;
-    return h[1] > 0 ? sqrt(h[0] / h[1]) : sqrt(h[0]);
+    int r = kern_check_launch("kern_blas_check_picks: blas_diff_kernel");
+    if (r < 0)
+        return r;
+    e = cudaMemcpy(h, acc, sizeof h, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess)
+        return kern_set_error("kern_blas_check_picks: reading the difference sums", cudaGetErrorString(e));
+    *ret_rel = h[1] > 0 ? sqrt(h[0] / h[1]) : sqrt(h[0]);
+    return 0;
 }
 
 extern "C" int kern_blas_check_picks(struct kern_blas *table, struct kern_blas *heuristic,
@@ -570,12 +581,12 @@ extern "C" int kern_blas_check_picks(struct kern_blas *table, struct kern_blas *
             if (!r)
                 r = lt_matmul_bg(heuristic, D2, dt, A, lda, p->ta, B, ldb, p->tb,
                                  p->beta ? D2 : NULL, beta, bv, X2, dgelu, NULL, m, n, k, 0);
+            double e = 0, e2 = 0;
+            if (!r)
+                r = blas_rel(D1, D2, mn, f32, acc, &e);
+            if (!r && gelu && (r = blas_rel(X1, X2, mn, 0, acc, &e2)) == 0 && e2 > e)
+                e = e2;
             if (!r) {
-                double e = blas_rel(D1, D2, mn, f32, acc);
-                if (gelu) {
-                    double e2 = blas_rel(X1, X2, mn, 0, acc);
-                    e = e2 > e ? e2 : e;
-                }
                 ++*checked;
                 if (e >= *worst) {
                     *worst = e;
