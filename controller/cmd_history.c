@@ -111,17 +111,8 @@ int cmd_history(struct fleet *f, int argc, char **argv)
     }
     if (json) {
         json_t *arr = json_array();
-        for (size_t i = 0; i < n; i++) {
-            json_t *o = json_pack("{s:f,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "time", h[i].time, "job",
-                                  h[i].job, "release", h[i].release, "name", h[i].name, "result",
-                                  h[i].result, "previous", h[i].previous, "reason", h[i].reason,
-                                  "containers", h[i].containers);
-            json_object_set_new(o, "ktok_s", h[i].ktok_s >= 0 ? json_real(h[i].ktok_s) : json_null());
-            json_object_set_new(o, "baseline_ktok_s",
-                                h[i].baseline_ktok_s >= 0 ? json_real(h[i].baseline_ktok_s)
-                                                          : json_null());
-            json_array_append_new(arr, o);
-        }
+        for (size_t i = 0; i < n; i++) /* a record as the result documents show it */
+            json_array_append_new(arr, cmd_history_entry_json(&h[i]));
         json_t *root = json_pack("{s:i,s:o}", "v", 1, "history", arr);
         char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (text)

@@ -25,6 +25,17 @@ marked_bad_everywhere() {
 	[[ $n == 3 ]]
 }
 check "status shows v2b as bad in every container" marked_bad_everywhere
+# the record says why in a code, not only in words (pastfail and notify decide on it): agent-revert
+# where the verdict is the agent's own revert, "" where the verdict caught the rank's exit first
+v2b_record_typed() {
+	local rec
+	rec=$("$E2E_BUILD/drover" -i "$INV" history --job train -o json 2>/dev/null |
+		jq -c --arg p "$v2b" '[.history[] | select(.release | startswith($p))] | last')
+	printf '    %s\n' "$rec"
+	jq -e '(.reason_code | type) == "string" and ((.reason_code == "agent-revert") == (.reason | test("by itself")))' \
+		<<<"$rec" >/dev/null
+}
+check "v2b's history record carries its reason code (agent-revert when the agent went back on its own)" v2b_record_typed
 say "drover deploy v2b again: warned (when and why it failed) before staging, then a full probation"
 drover deploy "$bad_d" --job train
 show_drover 4

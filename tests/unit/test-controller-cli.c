@@ -697,6 +697,31 @@ static void test_missing_agent_binary(void **state)
     want_nothing_ran(mark, "agent.new"); /* nothing ran in any container, nothing was put there */
 }
 
+/* `drover history -o json` shows each record's reason_code (added beside reason): the one the
+ * record carries, or for a record an older drover wrote, the one its words meant.  (history
+ * built its own copy of the record's JSON and left the code out.) */
+static void test_history_json_reason_code(void **state)
+{
+    (void)state;
+    char mark[128];
+    marking_agent_inventory(mark, sizeof mark);
+    assert_int_equal(fs_mkdir_p("state", 0700), 0);
+    mkfile("state/history.jsonl",
+           "{\"v\":1,\"time\":1,\"job\":\"train\",\"release\":\"r1\",\"result\":\"failed\","
+           "\"reason\":\"promote failed\"}\n"
+           "{\"v\":1,\"time\":2,\"job\":\"train\",\"release\":\"r2\",\"result\":\"reverted\","
+           "\"reason\":\"crash loop\",\"reason_code\":\"agent-revert\"}\n",
+           0600);
+    assert_int_equal(drover("history", "--job", "train", "--local", "-o", "json", NULL), 0);
+    json_t *o = doc_of(out), *h = json_object_get(o, "history");
+    assert_int_equal(json_array_size(h), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(h, 0), "reason_code")), "promote-failed");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(h, 1), "reason_code")), "agent-revert");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(h, 1), "reason")), "crash loop");
+    json_decref(o);
+    want_nothing_ran(mark, "agent.new"); /* --local: no container asked */
+}
+
 /* -o json promises one document on stdout whatever happens: an inventory that does not load
  * wrote nothing there (every verb that takes -o json), nor did install failing before it began */
 static void test_json_without_inventory(void **state)
@@ -832,6 +857,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_release_checked_before_hosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_release_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_agent_binary, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_history_json_reason_code, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_job_suggests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_start_need_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_selection, setup, teardown),
