@@ -119,8 +119,6 @@ const char *status_spec_hint(const char *ct, int nmore, const char *job, const c
  * (NULL: default).  Returns buf. */
 const char *status_nojob_hint(const char *cts, const char *job, const char *inv_arg, char *buf, size_t sz);
 
-/* One history record as JSON (the shape of `history -o json`'s entries); new reference. */
-json_t *cmd_history_entry_json(const struct history_entry *h);
 
 /* The release the controller last made good for job (from history): promoted, or returned to by
  * a revert or rollback.  "" when none. */

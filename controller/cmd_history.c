@@ -112,7 +112,7 @@ int cmd_history(struct fleet *f, int argc, char **argv)
     if (json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < n; i++) /* a record as the result documents show it */
-            json_array_append_new(arr, cmd_history_entry_json(&h[i]));
+            json_array_append_new(arr, state_history_entry_json(&h[i]));
         json_t *root = json_pack("{s:i,s:o}", "v", 1, "history", arr);
         char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (text)

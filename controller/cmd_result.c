@@ -27,24 +27,6 @@ int cmd_result_begin(struct cmd_result *cr)
     return 0;
 }
 
-static json_t *num_or_null(double x)
-{
-    return x >= 0 ? json_real(x) : json_null();
-}
-
-json_t *cmd_history_entry_json(const struct history_entry *h)
-{
-    json_t *o = json_pack("{s:f,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "time", h->time, "job", h->job,
-                          "release", h->release, "name", h->name, "result", h->result, "previous",
-                          h->previous, "reason", h->reason, "reason_code",
-                          history_reason_name(h->reason_code), "containers", h->containers);
-    if (o) {
-        json_object_set_new(o, "ktok_s", num_or_null(h->ktok_s));
-        json_object_set_new(o, "baseline_ktok_s", num_or_null(h->baseline_ktok_s));
-    }
-    return o;
-}
-
 json_t *cmd_result_doc(const char *kind, const char *const *jobs, int njobs, int code,
                        const char *error, json_t *records, json_t *extra)
 {
@@ -113,7 +95,7 @@ int cmd_result_end(struct cmd_result *cr, const struct inventory *inv, const cha
             continue;
         for (size_t i = 0; i < n; i++)
             if (h[i].time >= cr->t0 - 1)
-                json_array_append_new(records, cmd_history_entry_json(&h[i]));
+                json_array_append_new(records, state_history_entry_json(&h[i]));
         free(h);
     }
     /* why it failed: the last error this run logged; else the reason of the last record it

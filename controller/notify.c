@@ -32,11 +32,6 @@ const char *notify_event_of(const struct history_entry *h)
     return NULL;
 }
 
-static json_t *num_or_null(double x)
-{
-    return x >= 0 ? json_real(x) : json_null();
-}
-
 int notify_payload(const char *event, const struct history_entry *h, bool slack, char **ret_text)
 {
     json_t *root;
@@ -46,14 +41,7 @@ int notify_payload(const char *event, const struct history_entry *h, bool slack,
                  h->release, h->name[0] ? " " : "", h->name, h->reason[0] ? h->reason : h->result);
         root = json_pack("{s:s}", "text", text);
     } else {
-        json_t *rec = json_pack("{s:f,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "time", h->time, "job",
-                                h->job, "release", h->release, "name", h->name, "result", h->result,
-                                "previous", h->previous, "reason", h->reason, "reason_code",
-                                history_reason_name(h->reason_code), "containers", h->containers);
-        if (rec) {
-            json_object_set_new(rec, "ktok_s", num_or_null(h->ktok_s));
-            json_object_set_new(rec, "baseline_ktok_s", num_or_null(h->baseline_ktok_s));
-        }
+        json_t *rec = state_history_entry_json(h); /* the record as every document shows it */
         root = rec ? json_pack("{s:i,s:s,s:s,s:o}", "v", NOTIFY_VERSION, "event", event, "verdict",
                                h->reason, "record", rec)
                    : NULL;

@@ -107,6 +107,24 @@ int state_history_append(const char *state_dir, const struct history_entry *e)
     return r;
 }
 
+static json_t *num_or_null(double x)
+{
+    return x >= 0 ? json_real(x) : json_null();
+}
+
+json_t *state_history_entry_json(const struct history_entry *e)
+{
+    json_t *o = json_pack("{s:f,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "time", e->time, "job", e->job,
+                          "release", e->release, "name", e->name, "result", e->result, "previous",
+                          e->previous, "reason", e->reason, "reason_code",
+                          history_reason_name(e->reason_code), "containers", e->containers);
+    if (o) {
+        json_object_set_new(o, "ktok_s", num_or_null(e->ktok_s));
+        json_object_set_new(o, "baseline_ktok_s", num_or_null(e->baseline_ktok_s));
+    }
+    return o;
+}
+
 static void get_str(json_t *o, const char *k, char *dst, size_t sz)
 {
     const char *s = json_string_value(json_object_get(o, k));

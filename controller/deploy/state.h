@@ -8,6 +8,7 @@
 #ifndef DROVER_STATE_H
 #define DROVER_STATE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -66,6 +67,11 @@ int state_history_append(const char *state_dir, const struct history_entry *e);
 /* The entry as its one JSON line (no newline), malloc'd: what history.jsonl holds and what the
  * agents keep (drover-agent history add, docs/protocol.md). */
 int state_history_format(const struct history_entry *e, char **ret_line);
+/* The entry as drover shows it to scripts: a record of the result documents, of `drover history
+ * -o json` and of a notification (docs/protocol.md): time, job, release, name, result, previous,
+ * reason, reason_code, containers, ktok_s, baseline_ktok_s in that order, the last two null
+ * when not measured.  A new reference; NULL on ENOMEM or text jansson refuses. */
+json_t *state_history_entry_json(const struct history_entry *e);
 /* One line back into *ret (missing fields empty, numbers -1; no "reason_code": derived with
  * history_reason_from_text).  -EINVAL when not a JSON object. */
 int state_history_parse(const char *line, size_t len, struct history_entry *ret);

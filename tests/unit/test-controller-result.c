@@ -101,7 +101,7 @@ static void test_record_members(void **state)
     strcpy(h.job, "train");
     strcpy(h.result, "failed");
     strcpy(h.reason, "h1:101: needs attention: environment fault: Xid 79");
-    json_t *o = cmd_history_entry_json(&h);
+    json_t *o = state_history_entry_json(&h);
     assert_non_null(o);
     static const char *const keys[] = { "time", "job", "release", "name", "result", "previous",
                                         "reason", "reason_code", "containers", "ktok_s",
@@ -113,7 +113,7 @@ static void test_record_members(void **state)
     assert_true(json_is_null(json_object_get(o, "baseline_ktok_s")));
     json_decref(o);
     h.reason_code = HISTORY_RC_NONE;
-    o = cmd_history_entry_json(&h);
+    o = state_history_entry_json(&h);
     assert_string_equal(json_string_value(json_object_get(o, "reason_code")), "");
     json_decref(o);
 }
