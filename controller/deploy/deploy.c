@@ -519,10 +519,10 @@ static void old_gangs_asked(struct deploy *d, const struct agent_fan_ct c[])
     for (int i = 0; i < j->ncts; i++)
         n += d->has_gang[i];
     if (n)
-        fprintf(stderr, "switch: stopping the old gang of job '%s' in %d container(s) at once; the "
+        fprintf(stderr, "switch: stopping the old gang of job '%s' in %d %s at once; the "
                 "new release starts only once every one is gone (deadline %.0fs; the agents start "
                 "it again on their own if nothing follows within %.0fs)\n", j->name, n,
-                switch_deadline(d), agent_switch_deadline(d));
+                text_plural(n, "container", "containers"), switch_deadline(d), agent_switch_deadline(d));
     (void)c;
 }
 
@@ -898,8 +898,8 @@ static int recovered_nproc(struct deploy *d, const char *release)
     if (!js || strcmp(js->current, release) != 0 || js->nproc <= 0 || js->nproc > STATUS_MAX_RANKS)
         return j->nproc_per_node;
     if (js->nproc != j->nproc_per_node)
-        fprintf(stderr, "recovery: %s runs %d rank(s) per container there (the inventory says %d)\n",
-                j->cts[0].label, js->nproc, j->nproc_per_node);
+        fprintf(stderr, "recovery: %s runs %d %s per container there (the inventory says %d)\n",
+                j->cts[0].label, js->nproc, text_plural(js->nproc, "rank", "ranks"), j->nproc_per_node);
     return js->nproc;
 }
 
@@ -1050,8 +1050,9 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
     }
     left -= stopped; /* a stopped container has nothing to stop: named above as stopped */
     if (left > 0)
-        log_warn("revert of job '%s': %d container(s) did not confirm the stop of %s within the "
-                 "switch deadline (named above)", j->name, left, d->sid);
+        log_warn("revert of job '%s': %d %s did not confirm the stop of %s within the "
+                 "switch deadline (named above)", j->name, left, text_plural(left, "container", "containers"),
+                 d->sid);
     if (stopped && !failed) {
         /* The gang cannot form without the stopped container: the good release's ranks in the
          * others wait for it in their rendezvous (until first_step_deadline trips), and the
@@ -1067,10 +1068,10 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
                                        nc ? ", " : "", j->cts[i].vmid, d->inv->hosts[j->cts[i].host].name);
             }
         char msg[1400];
-        snprintf(msg, sizeof msg, "%d container(s) stopped: %s; the good release %s was started in the "
+        snprintf(msg, sizeof msg, "%d %s stopped: %s; the good release %s was started in the "
                  "other %d, whose ranks wait for the missing ones in their rendezvous: start the "
                  "container (%s), then deploy %s again (`drover deploy DIR --job %s`) to form the "
-                 "gang", stopped, names, ui_short(d->good, sid), j->ncts - stopped, cmds,
+                 "gang", stopped, text_plural(stopped, "container", "containers"), names, ui_short(d->good, sid), j->ncts - stopped, cmds,
                  ui_short(d->good, sid), j->name);
         fprintf(stderr, "%s%sREVERT FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
                 j->name, msg, ui_reset(stderr));

@@ -163,9 +163,9 @@ static void leases_take_over_dead(struct deploy *d, struct ct_fan *cf, double tt
                      "taken over (%d %s)", j->name, dead[first], taken,
                      text_plural(taken, "container", "containers"));
         if (older)
-            snprintf(why, why_sz, "; that drover is no longer running on this host, but %d agent(s) "
-                     "are older than lease take --take-over (drover install updates them): the "
-                     "lease frees itself after its TTL", older);
+            snprintf(why, why_sz, "; that drover is no longer running on this host, but %d %s "
+                     "older than lease take --take-over (drover install updates them): the "
+                     "lease frees itself after its TTL", older, text_plural(older, "agent is", "agents are"));
     }
 out:
     free(dead);

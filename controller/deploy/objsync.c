@@ -678,7 +678,8 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
         fprintf(stderr, "stage %s: sent %.2f MiB in %.1fs (%.1f MiB/s)", hname, (double)sent_ok / 1048576.0, el,
                 el > 0 ? (double)sent_ok / 1048576.0 / el : 0);
         if (inst && inst->done)
-            fprintf(stderr, ", installed in %d container(s) in the same exec %.1fs later", inst->n, now - t_sent);
+            fprintf(stderr, ", installed in %d %s in the same exec %.1fs later", inst->n,
+                    text_plural(inst->n, "container", "containers"), now - t_sent);
         fputc('\n', stderr);
     } else if (r < 0 && r != -EINTR) {
         snprintf(e2, sizeof e2, "%.900s (%.1f MiB of %.1f MiB stored on the host)", hj->err,

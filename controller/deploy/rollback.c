@@ -89,14 +89,15 @@ int check_rollback_target(struct deploy *d, bool force)
         return 0;
     if (!force) {
         log_error("deploy refused: if %s failed probation, job '%s' could not go back to its good "
-                  "release %s in %d container(s); nothing was pushed or stopped.  Deploy %s again "
+                  "release %s in %d %s; nothing was pushed or stopped.  Deploy %s again "
                   "to put it back, or deploy with --force to go on without a rollback target there",
-                  d->sid, d->job->name, ui_short(d->good, sid), bad, ui_short(d->good, sid));
+                  d->sid, d->job->name, ui_short(d->good, sid), bad, text_plural(bad, "container", "containers"),
+                  ui_short(d->good, sid));
         return -ENOENT;
     }
-    log_warn("--force: deploying %s without a usable rollback target in %d container(s): if it "
+    log_warn("--force: deploying %s without a usable rollback target in %d %s: if it "
              "fails probation, job '%s' stays down there until a good release is deployed",
-             d->sid, bad, d->job->name);
+             d->sid, bad, text_plural(bad, "container", "containers"), d->job->name);
     return 0;
 }
 
@@ -246,8 +247,8 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     free(t);
     if (dry_run) {
         printf("rollback of job '%s' (dry run, nothing changed): would go from %s to %s, in %d "
-               "container(s); it is confirmed to train, then promoted\n", d.job->name,
-               ui_short(d.current, sid), what, d.job->ncts);
+               "%s; it is confirmed to train, then promoted\n", d.job->name,
+               ui_short(d.current, sid), what, d.job->ncts, text_plural(d.job->ncts, "container", "containers"));
         ret = EXIT_OK;
         goto out;
     }
@@ -305,9 +306,9 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     printf("rolled job '%s' back to %s: %s\n", d.job->name, d.sid, msg);
     if (nrecorded)
         printf("job '%s' runs %s with the job spec it was promoted with before; the inventory asks "
-               "for another spec in %d container(s): the next `drover deploy` relaunches with the "
+               "for another spec in %d %s: the next `drover deploy` relaunches with the "
                "inventory's (`drover plan` shows the change), so edit the inventory to keep this one\n",
-               d.job->name, d.sid, nrecorded);
+               d.job->name, d.sid, nrecorded, text_plural(nrecorded, "container", "containers"));
     /* history: result "rollback" with previous = the release we went back to */
     (void)str_copy(d.good, sizeof d.good, d.id);
     history_record(&d, "rollback", HISTORY_RC_NONE, "operator rollback", -1);

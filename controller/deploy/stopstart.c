@@ -216,8 +216,8 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
     int lock = -1;
     if (dry_run) {
         printf("%s of job '%s' (dry run, nothing contacted): would take the job's lock and deploy "
-               "lease, then run `drover-agent %s --job %s` in %d container(s) at once:", verb,
-               d.job->name, verb, d.job->name, d.job->ncts);
+               "lease, then run `drover-agent %s --job %s` in %d %s at once:", verb,
+               d.job->name, verb, d.job->name, d.job->ncts, text_plural(d.job->ncts, "container", "containers"));
         for (int i = 0; i < d.job->ncts; i++)
             printf(" %s", d.job->cts[i].label);
         printf("\n");
@@ -229,9 +229,10 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
      * them and the record and lease given back after) */
     struct stopstart_budget b;
     stopstart_job_budget(d.inv, d.job, start, &b);
-    fprintf(stderr, "%s: job '%s': drover-agent %s in %d container(s) at once, under the job's deploy "
+    fprintf(stderr, "%s: job '%s': drover-agent %s in %d %s at once, under the job's deploy "
             "lease: at most %.0f s (lease %.0f s, the agents' answers %.0f s, history record and lease "
-            "given back %.0f s)\n", verb, d.job->name, verb, d.job->ncts, b.total, b.lease, b.answer,
+            "given back %.0f s)\n", verb, d.job->name, verb, d.job->ncts,
+            text_plural(d.job->ncts, "container", "containers"), b.total, b.lease, b.answer,
             b.record + b.give_back);
     /* Ctrl-C while the lease is taken: given back (deploy_done); during the fan-out the agents
      * go on with what they were asked, and the summary says who had not answered */
@@ -294,17 +295,18 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
         printf("job '%s' was already running in all %d container(s): nothing started, nothing "
                "recorded in the history\n", d.job->name, nok);
     else if (ret == EXIT_OK && start)
-        printf("job '%s' runs in %d container(s) (%d started, %d already running): `drover status` "
-               "shows its ranks\n", d.job->name, nok, nok - nalready, nalready);
+        printf("job '%s' runs in %d %s (%d started, %d already running): `drover status` "
+               "shows its ranks\n", d.job->name, nok, text_plural(nok, "container", "containers"), nok - nalready,
+               nalready);
     else if (ret == EXIT_OK && !result)
         printf("job '%s' was already stopped in all %d container(s): nothing stopped, nothing "
                "recorded in the history\n", d.job->name, nok);
     else if (ret == EXIT_OK)
-        printf("job '%s' stopped in %d container(s); it stays stopped until `drover start --job %s`\n",
-               d.job->name, nok, d.job->name);
+        printf("job '%s' stopped in %d %s; it stays stopped until `drover start --job %s`\n",
+               d.job->name, nok, text_plural(nok, "container", "containers"), d.job->name);
     else
-        fprintf(stderr, "%s of job '%s': %d of %d container(s) %s; the others are named above\n", verb,
-                d.job->name, nok, d.job->ncts, start ? "started" : "stopped");
+        fprintf(stderr, "%s of job '%s': %d of %d %s %s; the others are named above\n", verb,
+                d.job->name, nok, d.job->ncts, text_plural(d.job->ncts, "container", "containers"), start ? "started" : "stopped");
 out:
     interrupt_handlers(NULL);
     exec_interrupted = 0; /* a Ctrl-C above: still give the lease back */

@@ -282,8 +282,8 @@ int print_plan(struct deploy *d, json_t *out)
         json_array_append_new(cmd, json_string(j->args[i]));
     printf("release %s (%s), %zu %s, %.2f MiB\n", d->sid, d->name, d->rs.m->nfiles,
            text_plural(d->rs.m->nfiles, "file", "files"), (double)d->blob_size / 1048576.0);
-    printf("job %s: %d node(s) x %d rank(s), command %s", j->name, j->ncts, j->nproc_per_node,
-           j->command);
+    printf("job %s: %d %s x %d %s, command %s", j->name, j->ncts, text_plural(j->ncts, "node", "nodes"),
+           j->nproc_per_node, text_plural(j->nproc_per_node, "rank", "ranks"), j->command);
     for (int i = 0; i < j->nargs; i++)
         printf(" %s", j->args[i]);
     printf("\n");

@@ -287,7 +287,7 @@ static void test_stop_announces_worst_case(void **state)
     stopstart_job_budget(inv, inventory_find_job(inv, "train"), false, &b);
     assert_true(b.total == 25 + 15 + 30 + 10);
     char *said = capture_slurp(err);
-    if (!strstr(said, "stop: job 'train': drover-agent stop in 2 container(s) at once, under the job's "
+    if (!strstr(said, "stop: job 'train': drover-agent stop in 2 containers at once, under the job's "
                       "deploy lease: at most 80 s (lease 25 s, the agents' answers 15 s, history record "
                       "and lease given back 40 s)\n"))
         fail_msg("stderr:\n%s", said);
