@@ -35,7 +35,7 @@ check "it says v35 is not marked bad (the stop is not the release's failure)" \
 check "the revert names the stopped container: the good release was NOT started there" \
 	grep -E -q "revert: h1:102: container stopped \(pct: .*\): the good release was NOT started there" "$E2E_WORK/st.err"
 check "exit 4, REVERT FAILED saying what runs where and what to do (pct start 102 on h1, deploy the good release)" \
-	eval '[[ $rc == 4 ]] && grep -E -q "REVERT FAILED for job .train.: 1 container\(s\) stopped: h1:102 .*started in the other 2.*\`pct start 102\` on h1.*drover deploy DIR --job train" "$E2E_WORK/st.out"'
+	eval '[[ $rc == 4 ]] && grep -E -q "REVERT FAILED for job .train.: 1 container stopped: h1:102 .*started in the other 2.*\`pct start 102\` on h1.*drover deploy DIR --job train" "$E2E_WORK/st.out"'
 check "the other containers run the good release v1 again" eval 'for c in h1:101 h2:201; do [[ $(ct_current $c) == "$v1"* ]] || exit 1; done'
 not_bad() { ct h1:101 cat /var/lib/drover/state.json | jq -e --arg id "$v35" '[.. | objects | select(has("bad")) | .bad[]? | tostring | select(contains($id))] | length == 0' >/dev/null; }
 check "v35 is not marked bad in h1:101" not_bad

@@ -27,7 +27,7 @@ check "stop exits 0" test "$DROVER_RC" = 0
 # the worst case said first is the whole verb's, lease and record included (it was the agents'
 # answers alone, "deadline N s")
 check "it announces its whole worst case, step by step" \
-	drover_said "^stop: job 'train': drover-agent stop in 3 container\\(s\\) at once, under the job's deploy lease: at most [0-9]+ s \\(lease [0-9]+ s, the agents' answers [0-9]+ s, history record and lease given back [0-9]+ s\\)"
+	drover_said "^stop: job 'train': drover-agent stop in 3 containers at once, under the job's deploy lease: at most [0-9]+ s \\(lease [0-9]+ s, the agents' answers [0-9]+ s, history record and lease given back [0-9]+ s\\)"
 for c in $E2E_CTS; do
 	check "it says $c stopped" drover_said "^$(re_quote "$c") +stopped "
 done
