@@ -262,14 +262,24 @@ static int top_reserved(const char *root, int dfd, const char *name)
     return -EINVAL;
 }
 
+/* A file or subdirectory of the release that cannot be read (not readable by the user running
+ * drover, gone while walked): named here, since the caller names only the release directory.
+ * r: -errno; returned as it is. */
+static int walk_unreadable(const char *path, bool dir, int r)
+{
+    log_error("release %s '%s' cannot be read (%s): make it readable by the user who runs drover, "
+              "or take it out of the release", dir ? "directory" : "file", path, strerror(-r));
+    return r;
+}
+
 static int walk_dir(const char *root, const char *rel, struct walk *w)
 {
     char abs[PATH_MAX];
     if (snprintf(abs, sizeof abs, "%s%s%s", root, *rel ? "/" : "", rel) >= (int)sizeof abs)
         return -ENAMETOOLONG;
     DIR *d = opendir(abs);
-    if (!d)
-        return -errno;
+    if (!d) /* the release directory itself: the caller names it */
+        return *rel ? walk_unreadable(abs, true, -errno) : -errno;
     int r = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
@@ -291,7 +301,7 @@ static int walk_dir(const char *root, const char *rel, struct walk *w)
         }
         struct stat st;
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            r = -errno;
+            r = walk_unreadable(cabs, false, -errno);
             break;
         }
         if (!manifest2_path_is_safe(crel)) {
@@ -321,7 +331,7 @@ static int walk_dir(const char *root, const char *rel, struct walk *w)
             char t[MANIFEST2_PATH_MAX];
             ssize_t n = readlinkat(dirfd(d), de->d_name, t, sizeof t - 1);
             if (n < 0) {
-                r = -errno;
+                r = walk_unreadable(cabs, false, -errno);
                 break;
             }
             t[n] = '\0';
@@ -345,8 +355,10 @@ static int walk_dir(const char *root, const char *rel, struct walk *w)
                 w->reused++;
                 continue;
             }
-            if ((r = sha256_file_hex(cabs, e->sha256, &e->size)) < 0)
+            if ((r = sha256_file_hex(cabs, e->sha256, &e->size)) < 0) {
+                (void)walk_unreadable(cabs, false, r);
                 break;
+            }
             if ((uint64_t)st.st_size != e->size)
                 e->src_ino = 0; /* it changed while hashed: never trusted later */
         }

@@ -1,7 +1,8 @@
 /* Unit tests for common/manifest2.c and common/pack.c: a tree with files, empty directories and
  * relative symlinks round-trips to the same id; symlinks leaving the release (directly, by "..",
  * or through another symlink) and FIFOs are refused naming the path; parse refuses unsorted,
- * duplicate, parentless, badly formed and over-limit documents; ranges round-trip; a pack
+ * duplicate, parentless, badly formed and over-limit documents; a file or directory that cannot
+ * be read is named; ranges round-trip; a pack
  * round-trips and refuses members that are not objects. */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -162,6 +164,55 @@ static void test_fifo_refused(void **state)
     struct manifest2 *m = NULL;
     assert_int_equal(manifest2_from_dir(tmpd, NULL, &m), -EINVAL); /* never opened: would block */
     assert_null(m);
+}
+
+/* A file or subdirectory drover cannot read is named: the error said only "cannot read release
+ * directory 'R': Permission denied", leaving the user to hunt for the file.  Run in a child as
+ * nobody (root reads a mode-000 file), with its stderr in a file. */
+static void expect_unreadable_named(const char *rel, const char *want)
+{
+    char errf[512], buf[2048] = "";
+    snprintf(errf, sizeof errf, "%s.err", tmpd);
+    assert_int_equal(chmod(tmpd, 0755), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
+            _exit(90);
+        if (geteuid() == 0 && (setgid(65534) < 0 || setuid(65534) < 0))
+            _exit(91);
+        struct manifest2 *m = NULL;
+        _exit(manifest2_from_dir(tmpd, NULL, &m) == -EACCES && !m ? 0 : 92);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    FILE *fp = fopen(errf, "r");
+    assert_non_null(fp);
+    buf[fread(buf, 1, sizeof buf - 1, fp)] = '\0';
+    fclose(fp);
+    unlink(errf);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !strstr(buf, want) || !strstr(buf, rel))
+        fail_msg("exit %d, stderr: %s (want '%s' naming %s)", WIFEXITED(st) ? WEXITSTATUS(st) : -1, buf, want, rel);
+}
+
+static void test_unreadable_named(void **state)
+{
+    (void)state;
+    put("ok.py", "x = 1\n", 0644);
+    put("secret.bin", "s\n", 0000);
+    expect_unreadable_named("/secret.bin", "release file '");
+    char p[512];
+    snprintf(p, sizeof p, "%s/secret.bin", tmpd);
+    assert_int_equal(unlink(p), 0);
+    mk("private");
+    put("private/a.py", "a\n", 0644);
+    snprintf(p, sizeof p, "%s/private", tmpd);
+    assert_int_equal(chmod(p, 0700), 0);
+    if (geteuid() != 0)
+        assert_int_equal(chmod(p, 0000), 0);
+    expect_unreadable_named("/private", "release directory '");
+    assert_int_equal(chmod(p, 0755), 0); /* teardown removes it */
 }
 
 /* Names drover owns at the top of a release in the container: MANIFEST (and MANIFEST.json of
@@ -401,6 +452,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outside_links_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fifo_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unreadable_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reserved_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_refuses, setup, teardown),
         cmocka_unit_test(test_ranges),
