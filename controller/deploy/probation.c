@@ -897,6 +897,20 @@ void probation_describe(const struct probation *p, double now, char *buf, size_t
     char st[32] = "-";
     if (step >= 0)
         snprintf(st, sizeof st, "%lld", step);
-    snprintf(buf, buf_sz, "%4.0fs %s: %d/%d ranks heartbeating, step %s, %s Ktok/s (%s)",
-             now - p->t0, phase, seen, total, st, ktok_str(sum / 1000.0, a, sizeof a), base);
+    /* A container whose documents stopped coming (its host's SSH hangs): the figures above are
+     * its last ones, not live, so say so until the healthy_deadline decides */
+    int quiet = -1, nquiet = 0;
+    for (int c = 0; c < p->ncts; c++)
+        if (p->cts[c].have && now - p->cts[c].t_seen >= PROBATION_QUIET_S) {
+            nquiet++;
+            if (quiet < 0 || p->cts[c].t_seen < p->cts[quiet].t_seen)
+                quiet = c;
+        }
+    char q[160] = "";
+    if (quiet >= 0)
+        snprintf(q, sizeof q, "; no status from %s%s for %.0fs: its figures are that old "
+                 "(healthy_deadline %.0fs)", p->cts[quiet].label, nquiet > 1 ? " and others" : "",
+                 now - p->cts[quiet].t_seen, p->pol.healthy_deadline_s);
+    snprintf(buf, buf_sz, "%4.0fs %s: %d/%d ranks heartbeating, step %s, %s Ktok/s (%s)%s",
+             now - p->t0, phase, seen, total, st, ktok_str(sum / 1000.0, a, sizeof a), base, q);
 }

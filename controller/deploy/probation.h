@@ -121,7 +121,10 @@ int probation_straggler(const struct probation *p);
 /* The warm window's samples (newest SAMPLES_MAX) as a baseline set for job/release; 0, or
  * -ENODATA when there are none.  ret_s->containers and time are left for the caller. */
 int probation_samples(const struct probation *p, struct sample_set *ret_s);
-/* One line on progress for the operator: ranks heartbeating, step, Ktok/s, phase of probation. */
+/* One line on progress for the operator: ranks heartbeating, step, Ktok/s, phase of probation;
+ * and the container that sent no status document for PROBATION_QUIET_S or more (its figures in
+ * the line are that old). */
+#define PROBATION_QUIET_S 10
 void probation_describe(const struct probation *p, double now, char *buf, size_t buf_sz);
 /* Lowest step over the ranks and the checkpoint rank 0 resumed from (-1 unknown). */
 void probation_progress(const struct probation *p, long long *ret_step, long long *ret_resumed);

@@ -102,6 +102,40 @@ static void test_pass_with_baseline(void **state)
     free(st);
 }
 
+/* A container whose host stopped answering: the progress line said "2/2 ranks heartbeating,
+ * step 1140, 2.53 Ktok/s" for the whole healthy_deadline, its last figures shown as live.  It
+ * names the container and how long it has been quiet once that is PROBATION_QUIET_S or more. */
+static void test_describe_names_quiet_container(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(0, 2, 1);
+    char line[512];
+    for (double t = 1; t <= 5; t += 1)
+        for (int c = 0; c < 2; c++) {
+            make_status(st, c, 1, NEW, (long long)t, 1000, 3.5);
+            probation_feed(p, c, st, t);
+        }
+    probation_describe(p, 5, line, sizeof line);
+    assert_null(strstr(line, "no status"));
+    /* h1:102 goes on, h1:101 falls silent after t=5 */
+    for (double t = 6; t <= 20; t += 1) {
+        make_status(st, 1, 1, NEW, (long long)t, 1000, 3.5);
+        probation_feed(p, 1, st, t);
+    }
+    probation_describe(p, 5 + PROBATION_QUIET_S - 1, line, sizeof line);
+    assert_null(strstr(line, "no status"));
+    probation_describe(p, 20, line, sizeof line);
+    if (!strstr(line, "; no status from h1:101 for 15s: its figures are that old (healthy_deadline 30s)"))
+        fail_msg("line: %s", line);
+    /* both quiet: the older one, and that there are others */
+    probation_describe(p, 40, line, sizeof line);
+    if (!strstr(line, "; no status from h1:101 and others for 35s"))
+        fail_msg("line: %s", line);
+    probation_free(p);
+    free(st);
+}
+
 static void test_throughput_regression(void **state)
 {
     (void)state;
@@ -754,6 +788,7 @@ int main(void)
         cmocka_unit_test(test_pass_with_baseline),
         cmocka_unit_test(test_baseline_world_size),
         cmocka_unit_test(test_other_spec_fails),
+        cmocka_unit_test(test_describe_names_quiet_container),
         cmocka_unit_test(test_throughput_regression),
         cmocka_unit_test(test_warmup_excluded),
         cmocka_unit_test(test_nan_loss),
