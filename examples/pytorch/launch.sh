@@ -13,7 +13,13 @@ if [ -f "$here/PYTHON" ]; then
 		exit 2
 	fi
 	case $py in /*) ;; */*) py=$here/$py ;; esac
-elif [ -x "$here/.drover-env/bin/python" ]; then
+elif [ -e "$here/.drover-env" ] || [ -L "$here/.drover-env" ]; then
+	# an environment was deployed with the release (--env): its interpreter, never python3
+	# from PATH instead (the job would run, and be promoted, without the environment)
+	if [ ! -x "$here/.drover-env/bin/python" ]; then
+		echo "launch.sh: an environment was deployed with this release ($here/.drover-env) but it has no executable bin/python: deploy a venv built with \`python3 -m venv --copies DIR\` (drover deploy REL --env DIR), or name the interpreter in $here/PYTHON" >&2
+		exit 2
+	fi
 	py=$here/.drover-env/bin/python
 fi
 exec "$py" "$here/train.py" --config "$here/config.json" "$@"
