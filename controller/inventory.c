@@ -636,6 +636,14 @@ static int ctx_enter_section(struct parse_ctx *c, const char *section)
             ctx_fail(c, NULL, "[%s]: a job name cannot start with '.'", section);
             return 0;
         }
+        /* the agent takes the job name as an argument of its own (`history add JOB LINE`, `lease
+         * take JOB HOLDER`): "-x" there is an unknown option, so such a job deployed and was
+         * promoted while its history and lease calls failed in every container */
+        if (nm[0] == '-') {
+            ctx_fail(c, NULL, "[%s]: a job name cannot start with '-' (it would read as an option "
+                     "on the agent's command line): rename the job", section);
+            return 0;
+        }
         if (inventory_find_job(inv, nm)) {
             ctx_fail(c, NULL, "job '%s' defined twice", nm);
             return 0;

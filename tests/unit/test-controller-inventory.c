@@ -203,6 +203,9 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[weird]\nx = 1\n", "inv.ini:1:", "unknown section [weird]");
     parse_fails("[host bad/name]\n", "not a valid name", NULL); /* no key: libinih syntax or ours */
     parse_fails("[job ..]\n", "inv.ini:1:", "cannot start with '.'"); /* the agent refuses it */
+    /* "-x" reads as an option where the agent takes the job as an argument (history add JOB) */
+    parse_fails("[job -x]\n", "inv.ini:1:", "cannot start with '-'");
+    parse_fails("[job --help]\n", "inv.ini:1:", "cannot start with '-'");
     /* what the agent would refuse at activate: gpus not one per rank, grace over 1h */
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\nnproc_per_node = 2\n"
                 "gpus = 0\n", "inv.ini:3: [job j] gpus", "nproc_per_node = 2");
