@@ -481,6 +481,17 @@ out:
 
 volatile sig_atomic_t exec_interrupted;
 
+/* libssh's error for session c, or what an empty one means: a blocking call (a channel's open or
+ * exec) that gave up after the session's timeout (connect_timeout) sets none, which read
+ * "cannot run a command: " with nothing after it when a host's sshd froze. */
+static const char *conn_why(const struct ssh_conn *c)
+{
+    const char *m = ssh_get_error(c->s);
+    return m && *m ? m
+                   : "no answer from the host within connect_timeout (its sshd stopped answering, "
+                     "or the network to it is gone)";
+}
+
 static void wait_fd(ssh_session s, int ms)
 {
     struct pollfd pfd = { .fd = ssh_get_fd(s), .events = POLLIN };
@@ -497,11 +508,11 @@ int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct e
     ssh_channel ch = ssh_channel_new(c->s);
     int r = -EIO;
     if (!ch) {
-        snprintf(err, err_sz, "%s: cannot open a channel: %s", c->label, ssh_get_error(c->s));
+        snprintf(err, err_sz, "%s: cannot open a channel: %s", c->label, conn_why(c));
         return -EIO;
     }
     if (ssh_channel_open_session(ch) != SSH_OK || ssh_channel_request_exec(ch, cmdline) != SSH_OK) {
-        snprintf(err, err_sz, "%s: cannot run a command: %s", c->label, ssh_get_error(c->s));
+        snprintf(err, err_sz, "%s: cannot run a command: %s", c->label, conn_why(c));
         goto out;
     }
     log_debug("%s: exec %s", c->label, cmdline);
@@ -509,7 +520,7 @@ int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct e
      * instead of waiting for the deadline. */
     if (ssh_channel_send_eof(ch) != SSH_OK) {
         snprintf(err, err_sz, "%s: cannot close the command's stdin: %s", c->label,
-                 ssh_get_error(c->s));
+                 conn_why(c));
         goto out;
     }
     double deadline = time_mono() + timeout_s;
@@ -543,7 +554,7 @@ int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct e
         if (ssh_channel_is_eof(ch) || ssh_channel_is_closed(ch))
             break;
         if (n1 == SSH_ERROR || n2 == SSH_ERROR) {
-            snprintf(err, err_sz, "%s: channel failed: %s", c->label, ssh_get_error(c->s));
+            snprintf(err, err_sz, "%s: channel failed: %s", c->label, conn_why(c));
             goto out;
         }
         wait_fd(c->s, 100);
@@ -571,7 +582,7 @@ int ssh_stream_open(struct ssh_conn *c, const char *cmdline, struct ssh_stream *
     s->ch = ssh_channel_new(c->s);
     if (!s->ch || ssh_channel_open_session(s->ch) != SSH_OK ||
         ssh_channel_request_exec(s->ch, cmdline) != SSH_OK) {
-        snprintf(err, err_sz, "%s: cannot start a stream: %s", c->label, ssh_get_error(c->s));
+        snprintf(err, err_sz, "%s: cannot start a stream: %s", c->label, conn_why(c));
         ssh_stream_free(s);
         return -EIO;
     }

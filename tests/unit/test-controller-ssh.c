@@ -281,6 +281,42 @@ static void test_exec(void **state)
     ssh_conn_free(c);
 }
 
+/* A host whose sshd froze after the session was made (SIGSTOP; a hung host): the channel's open
+ * gives up after the session's timeout with no libssh error, and the reason read "cannot run a
+ * command: " and "cannot start a stream: " with nothing after it.  It says what happened. */
+static void test_frozen_host_is_named(void **state)
+{
+    (void)state;
+    NEED_SSHD();
+    struct ssh_params p = params();
+    p.connect_timeout_s = 2;
+    char fp[SSH_FP_MAX], err[1024];
+    int st;
+    assert_int_equal(ssh_trust_host(&p, true, NULL, fp, &st, err, sizeof err), 0);
+    struct ssh_conn *c = NULL;
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), 0);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "pkill -STOP -P %d", (int)sshd_pid); /* this test's sessions only */
+    assert_int_equal(sh("%s", cmd), 0);
+    struct exec_result r;
+    err[0] = '\0';
+    int e = ssh_exec(c, "true", 5, &r, err, sizeof err);
+    struct ssh_stream *s = NULL;
+    char err2[1024] = "";
+    int e2 = ssh_stream_open(c, "true", &s, err2, sizeof err2);
+    snprintf(cmd, sizeof cmd, "pkill -CONT -P %d", (int)sshd_pid);
+    assert_int_equal(sh("%s", cmd), 0);
+    if (e2 == 0)
+        ssh_stream_free(s);
+    ssh_conn_free(c);
+    assert_true(e < 0);
+    if (!strstr(err, "no answer from the host within connect_timeout"))
+        fail_msg("exec: %s", err);
+    assert_true(e2 < 0);
+    if (!strstr(err2, "no answer from the host within connect_timeout"))
+        fail_msg("stream: %s", err2);
+}
+
 static void test_stream(void **state)
 {
     (void)state;
@@ -350,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_exec),
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_upload),
+        cmocka_unit_test(test_frozen_host_is_named),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
