@@ -199,6 +199,10 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[policy]\nhold_time = 0s\n", "inv.ini:2:", "hold_time");
     parse_fails("[policy]\nswitch_deadline = soon\n", "inv.ini:2:", "switch_deadline");
     parse_fails("[policy]\nlease_ttl = 5s\n", "inv.ini:2:", "lease_ttl");
+    /* a bounded duration shows how one is written: "grace = 2 minutes" read as if the bound
+     * were the problem ("is not a duration from 1s to 1h") */
+    parse_fails("[job j]\ngrace = 2 minutes\n", "inv.ini:2:", "from 1s to 1h (like 2m, 90s)");
+    parse_fails("[drover]\nexec_timeout = soon\n", "inv.ini:2:", "(like 2m, 90s)");
     parse_fails("[host h]\naddress=a\n[host h]\n", "inv.ini:3:", "defined twice");
     parse_fails("[weird]\nx = 1\n", "inv.ini:1:", "unknown section [weird]");
     parse_fails("[host bad/name]\n", "not a valid name", NULL); /* no key: libinih syntax or ours */
