@@ -140,8 +140,16 @@ static void add_opt(struct agent_argv *a, enum agent_opt o, const char *value)
         agent_argv_add(a, value);
 }
 
+/* x with a floating conversion (%g, %.0f, ...); whole numbers go through numi.  An integer
+ * conversion here read an int that was never passed (gpu-check's --nproc-per-node was garbage
+ * on the H200), so any other conversion is refused as a builder error. */
 static const char *numf(struct agent_argv *a, const char *fmt, double x)
 {
+    size_t n = strlen(fmt);
+    if (n < 2 || fmt[0] != '%' || !strchr("fgeFGE", fmt[n - 1])) {
+        a->err = -EINVAL;
+        return NULL;
+    }
     if (a->nnum >= AGENT_ARGV_NUMS) {
         a->err = -E2BIG;
         return NULL;
@@ -430,7 +438,7 @@ void agent_argv_gpu_check(struct agent_argv *a, int nproc_per_node, const char *
                           const char *host_driver, const char *cuda, double gpu_mem)
 {
     add_verb(a, AGENT_VERB_GPU_CHECK);
-    add_opt(a, AGENT_OPT_NPROC, numf(a, "%d", nproc_per_node));
+    add_opt(a, AGENT_OPT_NPROC, numi(a, nproc_per_node));
     if (gpus && gpus[0])
         add_opt(a, AGENT_OPT_GPUS, gpus);
     if (host_driver && host_driver[0])

@@ -258,6 +258,30 @@ static void test_preflight_activate(void **state)
     assert_null(opt_val(&p, AGENT_OPT_RDZV));
 }
 
+/* gpu-check's whole numbers: --nproc-per-node was formatted from an int as a double (garbage
+ * such as '-173806642' on the GPU machine: the agent refused every deploy with gpus set) */
+static void test_gpu_check(void **state)
+{
+    (void)state;
+    struct agent_argv a;
+    struct parsed p;
+    agent_argv_init(&a);
+    agent_argv_gpu_check(&a, 8, "0,1,2,3,4,5,6,7", "580.159.04", "12.8", 80.0 * 1073741824.0);
+    parse(&a, &p);
+    assert_int_equal(p.verb, AGENT_VERB_GPU_CHECK);
+    assert_string_equal(opt_val(&p, AGENT_OPT_NPROC), "8");
+    assert_string_equal(opt_val(&p, AGENT_OPT_GPUS), "0,1,2,3,4,5,6,7");
+    assert_string_equal(opt_val(&p, AGENT_OPT_HOST_DRIVER), "580.159.04");
+    assert_string_equal(opt_val(&p, AGENT_OPT_CUDA), "12.8");
+    assert_string_equal(opt_val(&p, AGENT_OPT_GPU_MEM), "85899345920");
+    agent_argv_init(&a);
+    agent_argv_gpu_check(&a, 1, "", "", "", 0);
+    parse(&a, &p);
+    assert_string_equal(opt_val(&p, AGENT_OPT_NPROC), "1");
+    assert_null(opt_val(&p, AGENT_OPT_GPUS));
+    assert_null(opt_val(&p, AGENT_OPT_GPU_MEM));
+}
+
 static void test_globals_daemon(void **state)
 {
     (void)state;
@@ -442,7 +466,7 @@ int main(void)
         cmocka_unit_test(test_preflight_activate),  cmocka_unit_test(test_globals_daemon),
         cmocka_unit_test(test_overflow),            cmocka_unit_test(test_tables),
         cmocka_unit_test(test_docs),               cmocka_unit_test(test_lease),
-        cmocka_unit_test(test_lease_holder_of),
+        cmocka_unit_test(test_lease_holder_of),    cmocka_unit_test(test_gpu_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
