@@ -34,9 +34,19 @@ note() { SUMMARY+=("$*"); echo "  >> $*"; }
 rm -rf "$W"
 mkdir -p "$W/bin" "$W/lib" "$W/state" "$W/releases" "$W/nodes/n0" "$W/hand"
 cp "$BIN"/drover* "$W/bin/"
-[[ -d $BIN/lib ]] && cp "$BIN"/lib/* "$W/lib/" 2>/dev/null
-miss=$(LD_LIBRARY_PATH=$W/lib ldd "$W"/bin/drover* | awk '/not found/ {print $1}' | sort -u)
-for l in $miss; do [[ -f $W/lib/$l ]] || { echo "missing library $l"; exit 1; }; done
+# only the libraries this machine lacks, from BIN/lib, as bench/gpu-loop/run.sh does: copying
+# all of BIN/lib put the build machine's libxml2 first, which wants a libicu this one lacks
+missing_libs() {
+    LD_LIBRARY_PATH=$W/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ldd "$W"/bin/drover* 2>/dev/null |
+        awk '/not found/ {print $1}' | sort -u
+}
+for _ in 1 2 3 4; do # a fallback library can itself need another one
+    miss=$(missing_libs)
+    [[ -z $miss ]] && break
+    for l in $miss; do [[ -f $BIN/lib/$l ]] && cp "$BIN/lib/$l" "$W/lib/"; done
+done
+miss=$(missing_libs)
+[[ -z $miss ]] || { echo "missing libraries, not in $BIN/lib either: $miss"; exit 1; }
 export LD_LIBRARY_PATH=$W/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 say "python: $PY, torch $("$PY" -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>&1 | tail -n 1)"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | sed 's/^/  gpu: /'
