@@ -731,6 +731,52 @@ int objsync_fan_parse(const char *out, size_t len, int n, struct fan_res *ret)
     return seen == n ? 0 : -EBADMSG;
 }
 
+struct stall_step {
+    const char *what, *one, *many; /* the agent command; the step said of one agent, of several */
+};
+
+static const struct stall_step stall_steps[] = {
+    { "release have", "asked it whether it already holds the release",
+      "asked them whether they already hold the release" },
+    { "release missing", "asked it which objects it lacks", "asked them which objects they lack" },
+    { "release install", "sent it the release's objects", "sent them the release's objects" },
+    { "stage and release install", "sent it the release's objects", "sent them the release's objects" },
+    { "release verify", "asked it to verify the release", "asked them to verify the release" },
+    { "lease", "asked it for the job's deploy lease", "asked them for the job's deploy lease" },
+    { "status", "asked it for the job's status", "asked them for the job's status" },
+};
+
+void objsync_stall_msg(const char *what, const char *const *labels, int n, double timeout_s, const char *job,
+                       char *buf, size_t sz)
+{
+    char where[512] = "", step[160];
+    size_t off = 0;
+    for (int k = 0; k < n && off < sizeof where; k++) {
+        int w = snprintf(where + off, sizeof where - off, "%s%s", k ? ", " : "", labels[k]);
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+    const struct stall_step *s = NULL;
+    for (size_t i = 0; what && i < sizeof stall_steps / sizeof stall_steps[0]; i++)
+        if (!strcmp(what, stall_steps[i].what))
+            s = &stall_steps[i];
+    if (s)
+        snprintf(step, sizeof step, "%s", n > 1 ? s->many : s->one);
+    else
+        snprintf(step, sizeof step, "ran `drover-agent %s` there", what && what[0] ? what : "...");
+    if (n > 1)
+        snprintf(buf, sz,
+                 "the agents in %s did not all answer within %.0fs while drover %s: is drover-agent stopped or "
+                 "hung in one of them, or the host no longer answering? `drover status --job %s` shows which",
+                 where, timeout_s, step, job && job[0] ? job : "JOB");
+    else
+        snprintf(buf, sz,
+                 "the agent in %s did not answer within %.0fs while drover %s: is drover-agent stopped or hung "
+                 "there, or the host no longer answering? `drover status --job %s` shows it",
+                 where, timeout_s, step, job && job[0] ? job : "JOB");
+}
+
 /* Run agent command av[k] in container cts[k] (all on hj's host) at once, through one host
  * exec (SH_FAN).  ret[k] points into *res (caller frees it with exec_result_done).  FAN_ASK,
  * FAN_ASK_LACKS: src is the release id and hj->rs's manifest goes to the host on stdin (SH_FAN
@@ -784,6 +830,15 @@ static int host_fan(struct host_job *hj, const int *cts, int n, struct agent_arg
     if (r == 0) {
         double t0 = time_mono();
         r = host_argv(hj, argv, produce, pctx, total, label, timeout, res, NULL);
+        if (r == -ETIMEDOUT && !(in == FAN_STAGE || in == FAN_PACK)) {
+            /* host_argv said the transport's words, which quote SH_FAN: say the step instead.  A
+             * transfer's stall keeps its own message (how far it got, which deadline). */
+            const char *labels[INV_MAX_CTS];
+            for (int k = 0; k < n && k < INV_MAX_CTS; k++)
+                labels[k] = hj->job->cts[cts[k]].label;
+            objsync_stall_msg(what, labels, n < INV_MAX_CTS ? n : INV_MAX_CTS, timeout, hj->job->name, hj->err,
+                              sizeof hj->err);
+        }
         log_debug("objsync %s: %s in %d container(s): %.2fs", inv->hosts[hj->host].name, what, n,
                   time_mono() - t0);
     }

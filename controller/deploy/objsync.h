@@ -112,6 +112,13 @@ int objsync_fan_parse(const char *out, size_t len, int n, struct fan_res *ret);
  * failed (connection, timeout_s passed, an unreadable answer: -EBADMSG, too many arguments:
  * -E2BIG) with the connection's reason in err, and *ret_res untouched.  A session that timed
  * out or failed is dropped (the next fleet_conn reconnects). */
+/* The message for a host exec that ran agent command `what` ("release missing", "lease", ...)
+ * in the containers labels[0..n) of one host and got no answer within timeout_s: the step, the
+ * containers and what to look at -- never the shell script drover ran there (the operator never
+ * wrote it; it says nothing of which step stalled).  job: for the `drover status` hint. */
+void objsync_stall_msg(const char *what, const char *const *labels, int n, double timeout_s, const char *job,
+                       char *buf, size_t sz);
+
 struct agent_argv;
 int objsync_fan_agents(struct fleet *f, const struct inv_job *job, int host, const int *cts, int n,
                        struct agent_argv *av, double timeout_s, const char *what, struct exec_result *ret_res,

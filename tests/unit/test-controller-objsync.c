@@ -377,6 +377,33 @@ static void test_lacks_filter(void **state)
     manifest2_free(m);
 }
 
+/* A host exec into an agent that stopped answering (kill -STOP) says the step and the container,
+ * never the shell script drover ran there (the lab's deploy quoted `sh -c 'mkdir -p "$1" ...'`). */
+static void test_stall_msg(void **state)
+{
+    (void)state;
+    char buf[1024];
+    const char *one[] = { "h1:101" };
+    objsync_stall_msg("release missing", one, 1, 15, "train", buf, sizeof buf);
+    assert_non_null(strstr(buf, "the agent in h1:101 did not answer within 15s while drover asked it which "
+                                "objects it lacks"));
+    assert_non_null(strstr(buf, "drover-agent stopped or hung there"));
+    assert_non_null(strstr(buf, "`drover status --job train`"));
+    assert_null(strstr(buf, "sh -c"));
+    assert_null(strstr(buf, "mkdir"));
+    const char *two[] = { "h1:101", "h1:102" };
+    objsync_stall_msg("lease", two, 2, 10, "train", buf, sizeof buf);
+    assert_non_null(strstr(buf, "the agents in h1:101, h1:102 did not all answer within 10s while drover asked "
+                                "them for the job's deploy lease"));
+    /* a step without words of its own is named by the agent command, still no script */
+    objsync_stall_msg("log tail", one, 1, 15, "train", buf, sizeof buf);
+    assert_non_null(strstr(buf, "while drover ran `drover-agent log tail` there"));
+    /* truncated, never overrun */
+    char small[40];
+    objsync_stall_msg("release missing", two, 2, 15, "train", small, sizeof small);
+    assert_int_equal(strlen(small), sizeof small - 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -386,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_cache_gc_keeps_ways_back),
         cmocka_unit_test(test_relsrc_hash_cache),
         cmocka_unit_test(test_lacks_filter),
+        cmocka_unit_test(test_stall_msg),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
