@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/agentcli.h"
@@ -762,6 +763,7 @@ int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t 
     }
     char tok[17];
     new_rdzv(tok);
+    d->probation_deadline_at = (double)time(NULL) + probation_deadline;
     return activate_all(d, probation_deadline, tok, err, err_sz);
 }
 
@@ -1015,6 +1017,8 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
                              .timeout_s = (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s };
     struct ct_fan *cf = calloc(1, sizeof *cf);
     int failed = 0, stopped = 0;
+    char unreached[600] = "";
+    size_t un = 0;
     if (!cf) {
         log_error("out of memory");
         failed = j->ncts;
@@ -1042,6 +1046,8 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
             if (cf->rc[i] < 0 && !(cf->rc[i] == -ETIMEDOUT && !gone[i])) {
                 log_error("%s", cf->err[i]);
                 failed++;
+                un += (size_t)snprintf(unreached + un, un < sizeof unreached ? sizeof unreached - un : 0, "%s%s",
+                                       un ? ", " : "", j->cts[i].label);
             } else if (cf->rc[i] >= 0) {
                 fprintf(stderr, "revert %s: %s started\n", j->cts[i].label, ui_short(d->good, sid));
             }
@@ -1096,13 +1102,20 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
                        d->stopped_by_operator ? "aborted" : "reverted", code, reason, -1);
         return EXIT_REVERTED;
     }
-    if (failed)
-        snprintf(msg, sizeof msg, "revert failed on %d of %d %s", failed, j->ncts,
+    char said[1800];
+    if (failed) {
+        char what[120];
+        snprintf(what, sizeof what, "revert failed on %d of %d %s", failed, j->ncts,
                  text_plural(j->ncts, "container", "containers"));
-    fprintf(stderr, "%s%sREVERT FAILED for job '%s': %s; the job may be down: look with "
-            "`drover status` and act now%s\n", ui_bold(stderr), ui_red(stderr), j->name, msg,
+        deploy_revert_failed_message(said, sizeof said, what, unreached[0] ? unreached : "some containers", d->sid,
+                                     d->probation_deadline_at, j->name);
+    } else {
+        snprintf(said, sizeof said, "%s; the job may be down: look with `drover status --job %s` and act now",
+                 msg, j->name);
+    }
+    fprintf(stderr, "%s%sREVERT FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr), j->name, said,
             ui_reset(stderr));
-    printf("REVERT FAILED for job '%s': %s\n", j->name, msg);
+    printf("REVERT FAILED for job '%s': %s\n", j->name, failed ? said : msg);
     history_record(d, "revert-failed", code, reason, -1);
     return EXIT_REVERT_FAILED;
 }
@@ -1244,6 +1257,23 @@ void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent
                  "--job %s)", err, job);
     else
         snprintf(buf, sz, "%s; nothing was pushed or stopped", err);
+}
+
+void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const char *unreached, const char *sid,
+                                  double deadline_at, const char *job)
+{
+    char when[64] = "";
+    if (deadline_at > 0) {
+        time_t t = (time_t)deadline_at;
+        struct tm tm;
+        if (gmtime_r(&t, &tm))
+            strftime(when, sizeof when, " (about %H:%M:%S UTC)", &tm);
+    }
+    snprintf(buf, sz, "%s; the revert did not reach %s, which may still run the failed release %s: the agent there "
+             "reverts it to the good release on its own at its probation deadline%s (a gang the revert's stop "
+             "already ended there stays stopped), and `drover rollback --job %s` does it now once the host "
+             "answers; `drover status --job %s` shows what runs where",
+             what, unreached, sid, when, job, job);
 }
 
 /* The debug log's timing of deploy_run's steps (drover -v): seconds since *t, which restarts. */

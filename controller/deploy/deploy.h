@@ -53,6 +53,15 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote);
  * agent failed there), never for a connection that failed (a timeout is not a missing agent). */
 void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent_failed, const char *job);
 
+/* What REVERT FAILED says when the revert did not reach every container (what: "revert failed
+ * on 1 of 2 containers"; unreached: those containers' labels, ", "-joined; sid: the release it
+ * reverted from; deadline_at: the wall-clock time of its agents' probation deadline, 0 unknown).
+ * True whether the job is down or still runs that release there: those containers may still run
+ * it, their agent reverts on its own at its probation deadline, and `drover rollback --job J`
+ * does it now once their host answers. */
+void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const char *unreached, const char *sid,
+                                  double deadline_at, const char *job);
+
 /* A deploy onto a job that is stopped (`drover stop`, or its gang ended) starts it: the deploy
  * says so before it acts, and plan says that it would (the survey counts only a running job as
  * current, so even the release it ran is launched again, on probation).  Gathered container by

@@ -33,6 +33,7 @@ struct deploy {
     const struct inv_job *job;
     char id[RELEASE_ID_LEN + 1];
     char sid[RELEASE_SHORT_LEN + 1];
+    double probation_deadline_at;     /* wall clock: the agents' probation deadline of the last switch, 0 none */
     char name[MANIFEST_NAME_MAX];
     char blob[1024];           /* local bundle path */
     char blob_sha[SHA256_HEX_LEN + 1];
