@@ -304,6 +304,7 @@ static char *daemon_status_text(struct daemon *d)
         (void)str_copy(js->release, sizeof js->release, g->pgid ? g->release : "");
         js->generation = j->generation;
         js->restarts = j->restarts;
+        (void)str_copy(js->last_restart_reason, sizeof js->last_restart_reason, j->last_restart_reason);
         js->age_s = g->pgid ? now - g->started_mono : 0;
         const struct job_spec *s = !g->pgid || !strcmp(g->release, j->current)
                                        ? state_current_spec(j) : state_find_spec(j, g->release, NULL);

@@ -288,6 +288,7 @@ static void run_activate(const struct crash_policy *p, struct job_rec *j, struct
     spec_done(&rt->next_spec);
     switch_to(j, id, digest, out);
     j->restarts = 0;
+    j->last_restart_reason[0] = '\0';
     rt->ncrash = 0;
     j->probation_deadline = rt->next_probation_s > 0 ? now + rt->next_probation_s : 0;
     fx_event(out, "activate", j->current, "%s%s",
@@ -320,6 +321,7 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     set_rdzv(j, rt->next_rdzv);
     rt->next_rdzv[0] = '\0';
     j->restarts = 0;
+    j->last_restart_reason[0] = '\0';
     rt->ncrash = 0;
     j->probation_deadline = 0;
     if (automatic)
@@ -374,15 +376,18 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
     case JM_NEXT_RESTART: {
         rt->restart_peer_stopped = false;
         j->restarts++;
+        /* kept while the restarted gang runs: its state's reason is cleared then, the cause is not */
+        (void)str_copy(j->last_restart_reason, sizeof j->last_restart_reason, rt->next_reason);
         fx_event(out, "restart", j->current, "restart %d: %s", j->restarts, rt->next_reason);
         bool reverted = j->state == GANG_REVERTED;
         char reason[sizeof j->reason];
-        /* the crash itself (exit code, the worker's last error) stays in the reason: the
-         * controller's verdict quotes it, "restarted after a crash" alone named no cause */
+        /* the cause itself (exit code, the worker's last error, a hang) stays in the reason: the
+         * controller's verdict quotes it, "restarted after a crash" alone named no cause, and
+         * called a hang a crash */
         if (reverted)
             (void)str_copy(reason, sizeof reason, j->reason);
         else
-            (void)snprintf(reason, sizeof reason, "restarted after a crash: %.200s", rt->next_reason);
+            (void)snprintf(reason, sizeof reason, "restarted after %.200s", rt->next_reason);
         start_gang(j, rt, JM_START_RESTART, reverted ? GANG_REVERTED : GANG_STARTING,
                    reverted ? j->reason_code : rt->next_code, reason, out);
         return;

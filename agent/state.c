@@ -54,7 +54,7 @@ static json_t *job_to_json(const struct job_rec *j)
     }
     /* the reason quotes workers and is cut to fit: kept valid UTF-8 so state.json stays writable */
     char reason[4 * sizeof j->reason];
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o}",
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:s,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o}",
                      "job", j->job, "current", j->current, "previous", j->previous, "good", j->good,
                      "current_spec", j->current_digest, "good_spec", j->good_digest,
                      "state", gang_state_name(j->state), "reason",
@@ -66,6 +66,15 @@ static json_t *job_to_json(const struct job_rec *j)
                      "boot_id", j->boot_id, "gang_pgid", (json_int_t)j->gang_pgid, "gang_starttime",
                      (json_int_t)j->gang_starttime, "pids", pids, "holders", holders, "specs", specs,
                      "bad", bad, "goods", goods, "goods_spec", goods_spec);
+    char lr[4 * sizeof j->last_restart_reason];
+    /* only when there is one: a state.json without it reads as "" (an agent before the field) */
+    if (o && j->last_restart_reason[0] &&
+        json_object_set_new(o, "last_restart_reason",
+                            json_string(text_json_safe(j->last_restart_reason, lr, sizeof lr))) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 int state_format(const struct agent_state *st, char **ret_text)
@@ -139,6 +148,12 @@ static int job_from_json(json_t *o, struct job_rec *j)
         if (!json_is_string(reason))
             return -EINVAL;
         (void)str_copy(j->reason, sizeof j->reason, json_string_value(reason));
+    }
+    json_t *lrr = json_object_get(o, "last_restart_reason"); /* absent: before the field, or none */
+    if (lrr) {
+        if (!json_is_string(lrr))
+            return -EINVAL;
+        (void)str_copy(j->last_restart_reason, sizeof j->last_restart_reason, json_string_value(lrr));
     }
     /* absent in a state.json from before the code: what its reason's words say */
     json_t *code = json_object_get(o, "reason_code");

@@ -40,6 +40,7 @@ struct job_rec {
                                        from before it: derived from the text */
     int generation;
     int restarts;          /* gang restarts of the current release since activation */
+    char last_restart_reason[256]; /* what caused the last of those ("rank 0 hung"); "" none */
     int auto_rollbacks;    /* consecutive automatic rollbacks; reset by promote */
     /* Probation deadline on the agent's monotonic clock (time_mono); 0: none.  Never the wall
      * clock: a clock step changes no verdict.  Saved as the deadline with the kernel's boot id

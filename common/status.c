@@ -155,6 +155,11 @@ int status_format(const struct agent_status *st, char **ret_text)
         char reason[4 * sizeof js->reason]; /* cut to fit, maybe mid-character: kept valid */
         json_object_set_new(jo, "reason", json_string(text_json_safe(js->reason, reason, sizeof reason)));
         json_object_set_new(jo, "reason_code", json_string(status_reason_name(js->reason_code)));
+        if (js->last_restart_reason[0]) {
+            char lr[4 * sizeof js->last_restart_reason];
+            json_object_set_new(jo, "last_restart_reason",
+                                json_string(text_json_safe(js->last_restart_reason, lr, sizeof lr)));
+        }
         if (js->spec_digest[0])
             json_object_set_new(jo, "spec_digest", json_string(js->spec_digest));
         if (js->spec_fields[0])
@@ -276,6 +281,9 @@ static int job_from_json(json_t *o, struct job_status *js)
         jf_i32(o, "restarts", 0, INT32_MAX, &js->restarts) < 0 || jf_num(o, "age_s", &js->age_s) < 0 ||
         jf_i32(o, "world_size", 0, 1 << 20, &js->world_size) < 0 ||
         jf_i32(o, "node_rank", 0, 1 << 20, &js->node_rank) < 0 || jf_i32(o, "nproc", 0, 1 << 20, &js->nproc) < 0)
+        return -EINVAL;
+    /* optional (agents before the field, or no restart): "" */
+    if (jf_str(o, "last_restart_reason", js->last_restart_reason, sizeof js->last_restart_reason, true) < 0)
         return -EINVAL;
     /* optional (agents before the spec digest): "" is "unknown", which the survey redeploys */
     if (jf_str(o, "spec_digest", js->spec_digest, sizeof js->spec_digest, false) < 0 ||

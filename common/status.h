@@ -169,6 +169,10 @@ struct job_status {
     char release[RELEASE_ID_LEN + 1];  /* release of the processes that are running now */
     int generation;                    /* bumps each time a gang is started */
     int restarts;                      /* restarts of the current release since activation */
+    /* what caused the last of those restarts ("rank 0 hung"), kept while the restarted gang runs
+     * and its reason is ""; "" none, or an agent before the field ("last_restart_reason",
+     * present only when not "") */
+    char last_restart_reason[256];
     double age_s;                      /* seconds since this generation started */
     int world_size, node_rank, nproc;
     char reason[256];                  /* why the state is what it is, for people */

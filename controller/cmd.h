@@ -103,6 +103,14 @@ const char *status_failed_hint(const char *ct, const char *job, const struct job
 const char *status_agent_hint(const char *ct, const char *job, const struct job_status *js,
                               const char *inv_arg, char *buf, size_t sz);
 
+/* The note under the table for a job whose agent restarted its current release (restarts > 0)
+ * and runs it again: what caused the last restart (the agent's last_restart_reason), which the
+ * state's reason no longer says once the restarted gang runs ("reason": "", "restarts": 1
+ * was all `status` showed).  NULL when nothing restarted, the agent did not say why (an agent
+ * before the field), or the gang is in backoff (status_agent_hint says that).  Returns buf. */
+const char *status_restart_note(const char *ct, const char *job, const struct job_status *js, char *buf,
+                                size_t sz);
+
 /* Does js run its good release with a job spec it was not promoted with (a spec change on
  * probation, held, or orphaned by a drover that died)?  The table cannot show it: its release
  * column is the good release. */

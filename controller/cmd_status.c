@@ -103,6 +103,16 @@ const char *status_agent_hint(const char *ct, const char *job, const struct job_
     return buf;
 }
 
+const char *status_restart_note(const char *ct, const char *job, const struct job_status *js, char *buf,
+                                size_t sz)
+{
+    if (!js || js->restarts <= 0 || !js->last_restart_reason[0] || js->state == GANG_BACKOFF)
+        return NULL;
+    snprintf(buf, sz, "%s: job '%s' was restarted by its agent %d %s since its activation, last after %s", ct, job,
+             js->restarts, js->restarts == 1 ? "time" : "times", js->last_restart_reason);
+    return buf;
+}
+
 bool status_runs_unpromoted_spec(const struct job_status *js)
 {
     return js && js->current[0] && !strcmp(js->current, js->good) && js->spec_digest[0] &&
@@ -426,6 +436,8 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             json_object_set_new(co, "reason", json_string(js->reason));
             /* what scripts decide on (common/status.h): the reason's words are for people */
             json_object_set_new(co, "reason_code", json_string(status_reason_name(js->reason_code)));
+            /* why the agent last restarted the current release; "" none (or an older agent) */
+            json_object_set_new(co, "last_restart_reason", json_string(js->last_restart_reason));
             json_t *bad = json_array(), *goods = json_array();
             for (int k = 0; k < js->nbad; k++)
                 json_array_append_new(bad, json_string(js->bad[k]));
@@ -451,6 +463,8 @@ static int status_once(struct fleet *f, const struct status_opts *o)
                 log_warn("%s", hint); /* the table alone said "failed", not why; escaped by the logger */
             else if (!o->json && status_agent_hint(ct->label, j->name, js, f->inv_arg, hint, sizeof hint))
                 log_warn("%s", hint); /* the table said "silent:75s" or "backoff", not that the agent acts */
+            else if (!o->json && status_restart_note(ct->label, j->name, js, hint, sizeof hint))
+                log_notice("%s", hint); /* the table's restarts column said how many, not why */
             if (status_runs_unpromoted_spec(js) && !spec_ct++) { /* said once, under the table */
                 spec_label = ct->label;
                 (void)str_copy(spec_release, sizeof spec_release, js->current);

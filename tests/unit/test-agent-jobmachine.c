@@ -167,7 +167,7 @@ static void test_crash_loop_reverts_and_marks_bad(void **state)
         {JM_EV_TICK, 21.5, NULL, 0, 0, 0, 0, NULL, "", GANG_BACKOFF, NULL}, /* backoff 1 s */
         {JM_EV_TICK, 22, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, "restart 1"},
         {JM_EV_START_OK, 22, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING,
-         "restarted after a crash: rank 1 exited with code 1", "rank-exit"}, /* the cause stays in the reason */
+         "restarted after rank 1 exited with code 1", "rank-exit"}, /* the cause stays in the reason */
         {JM_EV_RANK_EXIT, 23, NULL, 0, 0, 0, 9, NULL, "stop-gang save", GANG_STOPPING, "signal 9"},
         {JM_EV_GANG_GONE, 23, NULL, 0, 0, 0, 9, NULL, "event clear-gang save", GANG_BACKOFF, "(2 of 3"},
         {JM_EV_TICK, 24, NULL, 0, 0, 0, 0, NULL, "", GANG_BACKOFF, NULL}, /* backoff 2 s now */
@@ -302,7 +302,8 @@ static void test_hung(void **state)
         {JM_EV_GANG_GONE, 21, NULL, 0, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang save", GANG_BACKOFF, "restarting promoted release"},
         {JM_EV_TICK, 21.5, NULL, 0, 0, 0, 0, NULL, "", GANG_BACKOFF, NULL},
         {JM_EV_TICK, 22.1, NULL, 0, 0, 0, 0, NULL, "event start-gang", ANY, NULL},
-        {JM_EV_START_OK, 22.1, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+        /* a hang is no crash: "restarted after a crash: rank 0 hung" called it one */
+        {JM_EV_START_OK, 22.1, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, "restarted after rank 0 hung"},
         {JM_EV_HUNG, 30, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, NULL},
         {JM_EV_GANG_GONE, 31, NULL, 0, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang save", GANG_BACKOFF, NULL},
         {JM_EV_TICK, 34, NULL, 0, 0, 0, 0, NULL, "event start-gang", ANY, NULL},
@@ -316,6 +317,47 @@ static void test_hung(void **state)
     };
     RUN(&w, promoted);
     assert_string_equal(w.j->current, A);
+    world_done(&w);
+}
+
+/* A promoted release restarted after a hang and running again: its state's reason is cleared,
+ * `drover status -o json` showed reason "" with restarts 1.  The cause stays in
+ * last_restart_reason (kept in state.json, said in the status document) until the next
+ * activation or revert. */
+static void test_last_restart_reason_kept(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row rows[] = {
+        {JM_EV_HUNG, 20, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, "silent"},
+        {JM_EV_GANG_GONE, 21, NULL, 0, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang save", GANG_BACKOFF, NULL},
+        {JM_EV_TICK, 22.1, NULL, 0, 0, 0, 0, NULL, "event start-gang", ANY, NULL},
+        {JM_EV_START_OK, 22.1, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, "restarted after rank 0 hung"},
+        {JM_EV_TRAINING, 23, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+    };
+    RUN(&w, rows);
+    assert_int_equal(w.j->restarts, 1);
+    assert_null(strstr(w.j->reason, "hung"));
+    assert_ptr_equal(strstr(w.j->last_restart_reason, "rank 0 hung (liveness deadline)"), w.j->last_restart_reason);
+    assert_non_null(strstr(w.j->last_restart_reason, "rank 1 silent: no heartbeat")); /* the worker's words */
+    /* kept across an agent restart */
+    char *text = NULL;
+    struct agent_state back;
+    assert_int_equal(state_format(&w.st, &text), 0);
+    assert_int_equal(state_parse(text, strlen(text), &back), 0);
+    assert_string_equal(back.jobs[0].last_restart_reason, w.j->last_restart_reason);
+    state_done(&back);
+    free(text);
+    /* a state.json without it (an older agent): "" */
+    w.j->last_restart_reason[0] = '\0';
+    assert_int_equal(state_format(&w.st, &text), 0);
+    assert_null(strstr(text, "last_restart_reason"));
+    assert_int_equal(state_parse(text, strlen(text), &back), 0);
+    assert_string_equal(back.jobs[0].last_restart_reason, "");
+    state_done(&back);
+    free(text);
     world_done(&w);
 }
 
@@ -1014,6 +1056,7 @@ int main(void)
         cmocka_unit_test(test_probation_deadline),
         cmocka_unit_test(test_diverged),
         cmocka_unit_test(test_hung),
+        cmocka_unit_test(test_last_restart_reason_kept),
         cmocka_unit_test(test_revert_no_mark),
         cmocka_unit_test(test_start_failures),
         cmocka_unit_test(test_requests),

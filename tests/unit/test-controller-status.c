@@ -347,6 +347,50 @@ static void test_nojob_hint_text(void **state)
                         "--job train` (DIR: the release directory)");
 }
 
+/* A promoted release restarted after a hang, running again: `drover status -o json` showed
+ * reason "" with restarts 1, nothing said why.  The agent's last_restart_reason travels in the
+ * status document (absent when "": an older controller reads a newer agent's document as before,
+ * and this one an older agent's) and is said as a note under the table. */
+static void test_restart_note(void **state)
+{
+    (void)state;
+    struct agent_status *st = calloc(1, sizeof *st), *back = calloc(1, sizeof *back);
+    assert_non_null(st);
+    assert_non_null(back);
+    st->njobs = 1;
+    struct job_status *js = &st->jobs[0];
+    strcpy(js->job, "train");
+    js->state = GANG_RUNNING;
+    js->restarts = 1;
+    strcpy(js->last_restart_reason, "rank 0 hung (liveness deadline)");
+    char *text = NULL;
+    assert_int_equal(status_format(st, &text), 0);
+    assert_non_null(strstr(text, "\"last_restart_reason\":\"rank 0 hung (liveness deadline)\""));
+    assert_int_equal(status_parse(text, strlen(text), back), 0);
+    assert_string_equal(back->jobs[0].last_restart_reason, "rank 0 hung (liveness deadline)");
+    free(text);
+    char buf[600];
+    const char *n = status_restart_note("h1:101", "train", &back->jobs[0], buf, sizeof buf);
+    assert_non_null(n);
+    assert_string_equal(n, "h1:101: job 'train' was restarted by its agent 1 time since its activation, last after "
+                           "rank 0 hung (liveness deadline)");
+    /* in backoff the agent hint says it; nothing restarted; an agent that did not say why */
+    back->jobs[0].state = GANG_BACKOFF;
+    assert_null(status_restart_note("h1:101", "train", &back->jobs[0], buf, sizeof buf));
+    back->jobs[0].state = GANG_RUNNING;
+    back->jobs[0].restarts = 0;
+    assert_null(status_restart_note("h1:101", "train", &back->jobs[0], buf, sizeof buf));
+    js->last_restart_reason[0] = '\0';
+    assert_int_equal(status_format(st, &text), 0);
+    assert_null(strstr(text, "last_restart_reason")); /* an older agent's document, as it was */
+    assert_int_equal(status_parse(text, strlen(text), back), 0);
+    assert_string_equal(back->jobs[0].last_restart_reason, "");
+    assert_null(status_restart_note("h1:101", "train", &back->jobs[0], buf, sizeof buf));
+    free(text);
+    free(st);
+    free(back);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_rank_ktok),
         cmocka_unit_test(test_failed_hint),
         cmocka_unit_test(test_agent_hint),
+        cmocka_unit_test(test_restart_note),
         cmocka_unit_test(test_spec_hint),
         cmocka_unit_test(test_pct_ct_problem),
         cmocka_unit_test(test_unreachable_said_once_per_container),
