@@ -24,6 +24,8 @@
  * (gpu's index and uuid only when known: absent, never "" or -1, so older agents' documents
  * read the same; so are spec_digest, spec_fields and good_spec_digest (common/specdigest.h): absent
  * when unknown (an agent from before them, or a spec recorded before them), read as "")
+ * Per job "last_restart_reason" (what caused the last restart of the current release, kept while
+ * the restarted gang runs and its "reason" is ""): absent when "" (none, or an older agent).
  */
 #ifndef DROVER_STATUS_H
 #define DROVER_STATUS_H
