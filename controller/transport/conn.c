@@ -101,12 +101,19 @@ static int spawn_local(const char *const *argv, int out_fd, int err_fd, pid_t *r
     return 0;
 }
 
-/* argv joined with spaces and escaped, cut to fit: for messages only. */
+/* argv joined with spaces and escaped, cut to fit: for messages only.  A shell script
+ * (`sh -c SCRIPT ...`) is one of drover's own, which the operator never wrote and which names no
+ * step: shown as `sh -c ...` (callers that know the step say it instead). */
 static void command_shown(const char *const *argv, char *buf, size_t buf_sz)
 {
     char line[512];
     size_t off = 0;
     line[0] = '\0';
+    if (argv[0] && argv[1] && !strcmp(argv[1], "-c") && (!strcmp(argv[0], "sh") || !strcmp(argv[0], "bash"))) {
+        snprintf(line, sizeof line, "%s -c ...", argv[0]);
+        text_escape(line, strlen(line), buf, buf_sz);
+        return;
+    }
     for (int i = 0; argv[i] && off + 1 < sizeof line; i++) {
         int w = snprintf(line + off, sizeof line - off, "%s%s", i ? " " : "", argv[i]);
         if (w < 0)
@@ -215,6 +222,11 @@ int conn_run(struct conn *c, const char *const *argv, double timeout_s, struct e
     }
     r = ssh_exec(c->ssh, line, timeout_s, ret, c->err, sizeof c->err);
     free(line);
+    if (r == -ETIMEDOUT) { /* ssh_exec quoted the whole line: a script's text says nothing useful */
+        char shown[200];
+        command_shown(argv, shown, sizeof shown);
+        snprintf(c->err, sizeof c->err, "host '%s': '%s' timed out after %.0fs", c->h->name, shown, timeout_s);
+    }
     return r;
 }
 

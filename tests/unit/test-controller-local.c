@@ -127,6 +127,12 @@ static void test_local_exec(void **state)
     assert_non_null(strstr(c->err, "timed out"));
     /* the timeout names the host and the command */
     assert_non_null(strstr(c->err, "host 'me' (local): 'sleep 5' timed out after"));
+    /* ... but never the text of one of drover's shell scripts (a deploy quoted `sh -c 'mkdir -p
+     * "$1" && cd "$1" || exit 1; mode=$2; ...'` when an agent stopped answering) */
+    const char *script[] = { "sh", "-c", "mkdir -p \"$1\" && sleep 5", "sh", "/tmp", NULL };
+    assert_int_equal(conn_run(c, script, 0.3, &res), -ETIMEDOUT);
+    assert_non_null(strstr(c->err, "host 'me' (local): 'sh -c ...' timed out after"));
+    assert_null(strstr(c->err, "mkdir"));
     /* a command that never stops printing is still bounded by the deadline */
     const char *chatty[] = { "yes", NULL };
     assert_int_equal(conn_run(c, chatty, 0.3, &res), -ETIMEDOUT);
