@@ -1269,7 +1269,8 @@ void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const 
         if (gmtime_r(&t, &tm))
             strftime(when, sizeof when, " (about %H:%M:%S UTC)", &tm);
     }
-    snprintf(buf, sz, "%s; the revert did not reach %s, which may still run the failed release %s: the agent there "
+    snprintf(buf, sz, "%s; the revert did not reach %s (or was refused there: why is said above), which may still run "
+             "the failed release %s: the agent there "
              "reverts it to the good release on its own at its probation deadline%s (a gang the revert's stop "
              "already ended there stays stopped), and `drover rollback --job %s` does it now once the host "
              "answers; `drover status --job %s` shows what runs where",

@@ -34,6 +34,16 @@ check "the gang restarted and both ranks resumed from the checkpoint (resumed_fr
 pt_ranks | sed 's/^/    rank step resumed_from state: /'
 check "still p4: a promoted release is restarted, never reverted" eval '[[ $(pt_current) == "$p4" ]]'
 check "the agent journaled the restart of the promoted release" restarted
+# running again, its reason is "": what caused the restart stays said (it used to vanish, and the
+# restart's reason called the hang a crash)
+restart_said() {
+	status_json | jq -e '[.jobs[] | select(.job == "pt") | .containers[] |
+		select(.restarts > 0 and (.last_restart_reason | test("^rank [0-9]+ hung")))] | length > 0' >/dev/null
+}
+check "status -o json keeps last_restart_reason (rank N hung) while p4 runs again" wait_until 30 restart_said
+drover status --job pt
+check "status says the last restart's cause under the table" drover_said "restarted by its agent 1 time since its activation, last after rank [0-9]+ hung"
+check "no restart reason calls the hang a crash" eval '! pt_events | grep -q "restarted after a crash"'
 
 # p5 checkpoints for 20 s (silence_deadline 10 s, checkpoint_deadline 60 s) at step 20
 d=$(pt_release p5 ckpt_sleep_s=20 ckpt_every=20)
