@@ -175,6 +175,14 @@ ct() { # ct HOST:VMID CMD... : run in the container directly (not through pct; n
 ct_current() { ct "$1" readlink /var/lib/drover/jobs/${2:-train}/current 2>/dev/null | sed 's|.*/||'; }
 # pids of worker processes (argv[0] is .../drover-train) in a container
 ct_pids() { ct "$1" sh -c 'for p in /proc/[0-9]*; do c=$(tr "\0" "\n" < $p/cmdline 2>/dev/null | head -n 1); case "$c" in *drover-train) echo "${p#/proc/}";; esac; done' | sort -n | tr '\n' ' '; }
+# true when no container of the job runs a drover-train process; names the ones that do
+no_worker_anywhere() {
+	local c rc=0
+	for c in $E2E_CTS; do
+		[[ -z $(ct_pids "$c") ]] || { printf '    %s: workers %s\n' "$c" "$(ct_pids "$c")"; rc=1; }
+	done
+	return $rc
+}
 all_pids() { local c; for c in $E2E_CTS; do printf '%s=[%s] ' "$c" "$(ct_pids "$c")"; done; }
 
 # ---------------------------------------------------------------- pct call logs

@@ -113,13 +113,6 @@ show_drover 5
 check "drover stop exits 0" test "$DROVER_RC" = 0
 check "... and says stopped (or already stopped) for every container" \
 	test "$(grep -cE "^h[12]:[0-9]+ +(already )?stopped " "$E2E_WORK/last.out")" = 3
-no_worker_anywhere() {
-	local c rc=0
-	for c in $E2E_CTS; do
-		[[ -z $(ct_pids "$c") ]] || { printf '    %s: workers %s\n' "$c" "$(ct_pids "$c")"; rc=1; }
-	done
-	return $rc
-}
 check "no worker process is left" no_worker_anywhere
 sleep 20 # past the grace: a restart the stop did not cancel would have started by now
 check "... and none came back after the grace" no_worker_anywhere

@@ -11,13 +11,6 @@ set -uo pipefail
 
 ensure_v1
 v1=$(v1_id)
-no_worker_anywhere() {
-	local c rc=0
-	for c in $E2E_CTS; do
-		[[ -z $(ct_pids "$c") ]] || { printf '    %s: workers %s\n' "$c" "$(ct_pids "$c")"; rc=1; }
-	done
-	return $rc
-}
 states() { status_json | jq -r '[.jobs[] | select(.job == "train") | .containers[] | .state] | join(" ")'; }
 
 say "drover stop --job train"
