@@ -765,16 +765,12 @@ void objsync_stall_msg(const char *what, const char *const *labels, int n, doubl
         snprintf(step, sizeof step, "%s", n > 1 ? s->many : s->one);
     else
         snprintf(step, sizeof step, "ran `drover-agent %s` there", what && what[0] ? what : "...");
-    if (n > 1)
-        snprintf(buf, sz,
-                 "the agents in %s did not all answer within %.0fs while drover %s: is drover-agent stopped or "
-                 "hung in one of them, or the host no longer answering? `drover status --job %s` shows which",
-                 where, timeout_s, step, job && job[0] ? job : "JOB");
-    else
-        snprintf(buf, sz,
-                 "the agent in %s did not answer within %.0fs while drover %s: is drover-agent stopped or hung "
-                 "there, or the host no longer answering? `drover status --job %s` shows it",
-                 where, timeout_s, step, job && job[0] ? job : "JOB");
+    bool many = n > 1;
+    snprintf(buf, sz,
+             "the %s in %s did not %sanswer within %.0fs while drover %s: is drover-agent stopped or hung %s, "
+             "or the host no longer answering? `drover status --job %s` shows %s",
+             many ? "agents" : "agent", where, many ? "all " : "", timeout_s, step,
+             many ? "in one of them" : "there", job && job[0] ? job : "JOB", many ? "which" : "it");
 }
 
 /* Run agent command av[k] in container cts[k] (all on hj's host) at once, through one host
