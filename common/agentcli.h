@@ -118,7 +118,9 @@ void agent_argv_init(struct agent_argv *a);
 void agent_argv_add(struct agent_argv *a, const char *word);
 /* The global options that come before the verb: --root ROOT --socket SOCKET. */
 void agent_argv_globals(struct agent_argv *a, const char *root, const char *socket);
-/* 0, or -E2BIG when anything did not fit (the argv is then unusable). */
+/* 0, or -E2BIG when anything did not fit, -EINVAL when a builder formatted a number with the
+ * wrong conversion (a bug in agentcli.c, which test-common-agentcli catches); the argv is then
+ * unusable. */
 int agent_argv_end(const struct agent_argv *a);
 
 /* One builder per verb; each appends to a (after agent_argv_init, and globals if any). */
