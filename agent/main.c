@@ -111,8 +111,19 @@ static void usage(FILE *f)
     fputc('\n', f);
 }
 
+/* The range the last parse_num/parse_int asked for, for the error naming the option (the
+ * option loop is single-threaded and reports right after the failed parse). */
+static struct {
+    bool set, whole;
+    double lo, hi;
+} last_range;
+
 static int parse_num(const char *s, double lo, double hi, double *v)
 {
+    last_range.set = true;
+    last_range.whole = false;
+    last_range.lo = lo;
+    last_range.hi = hi;
     char *end;
     errno = 0;
     double x = strtod(s, &end);
@@ -125,7 +136,9 @@ static int parse_num(const char *s, double lo, double hi, double *v)
 static int parse_int(const char *s, long lo, long hi, int *v)
 {
     double x;
-    if (parse_num(s, (double)lo, (double)hi, &x) < 0 || x != (double)(long)x)
+    int r = parse_num(s, (double)lo, (double)hi, &x);
+    last_range.whole = true;
+    if (r < 0 || x != (double)(long)x)
         return -EINVAL;
     *v = (int)x;
     return 0;
@@ -168,6 +181,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
     while ((opt = getopt_long(end, argv, "+vh", longopts, &li)) != -1) {
         const char *a = optarg;
         int bad = 0, env_r = 0;
+        last_range.set = false;
         switch (opt) {
         case AGENT_OPT_ROOT: bad = str_copy(c->root, sizeof c->root, a) < 0 || !a[0]; break;
         case AGENT_OPT_SOCKET: bad = str_copy(c->socket, sizeof c->socket, a) < 0 || !a[0]; break;
@@ -209,7 +223,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_SPEC_DIGEST: bad = !spec_digest_is_valid(a) || str_copy(c->spec.digest, sizeof c->spec.digest, a) < 0; break;
         case AGENT_OPT_SPEC_FIELDS: bad = !spec_fields_is_valid(a) || str_copy(c->spec.digest_fields, sizeof c->spec.digest_fields, a) < 0; break;
         case AGENT_OPT_KEEP: bad = parse_int(a, 1, 10000, &c->dopts.keep_releases) < 0; break;
-        case AGENT_OPT_CRASH_LIMIT: bad = parse_int(a, 1, 1000, &c->dopts.policy.crash_limit) < 0; break;
+        case AGENT_OPT_CRASH_LIMIT: bad = parse_int(a, 1, JM_CRASH_HISTORY - 1, &c->dopts.policy.crash_limit) < 0; break;
         case AGENT_OPT_CRASH_WINDOW: bad = parse_num(a, 1, 86400, &c->dopts.policy.crash_window_s) < 0; break;
         case AGENT_OPT_MAX_ROLLBACKS: bad = parse_int(a, 0, 1000, &c->dopts.policy.max_auto_rollbacks) < 0; break;
         case AGENT_OPT_BACKOFF_INITIAL: bad = parse_num(a, 0.01, 3600, &c->dopts.policy.backoff_initial_s) < 0; break;
@@ -239,7 +253,12 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         }
         if (bad) {
             /* the option's name, not argv[optind - 1] + 2: that is the value in "--opt VALUE" */
-            log_error("%s: bad value '%s' for --%s", argv[0], a, li >= 0 ? longopts[li].name : "?");
+            const char *name = li >= 0 ? longopts[li].name : "?";
+            if (last_range.set)
+                log_error("%s: bad value '%s' for --%s: %s from %g to %g", argv[0], a, name,
+                          last_range.whole ? "a whole number" : "a number", last_range.lo, last_range.hi);
+            else
+                log_error("%s: bad value '%s' for --%s", argv[0], a, name);
             return -EINVAL;
         }
     }
