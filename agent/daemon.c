@@ -869,8 +869,10 @@ static void job_gang_gone(struct daemon *d, int i, double now)
         }
         if (rp->has_hb)
             ev.text = rp->hb.error;
-        if (g->first_exit < 0 && g->diverged < 0)
+        if (g->first_exit < 0 && g->diverged < 0) {
             ev.text = g->hung_why;
+            ev.hang_limit_s = g->hung_limit_s;
+        }
     }
     job_feed(d, i, &ev, -1);
 }

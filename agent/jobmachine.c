@@ -41,6 +41,11 @@ bool policy_exit_is_nonretryable(int exit_code)
     return train_exit_is_nonretryable(exit_code);
 }
 
+double jm_hang_window_s(const struct crash_policy *p, double limit_s)
+{
+    return p->crash_window_s + p->crash_limit * (fmax(limit_s, 0) + p->backoff_max_s);
+}
+
 double policy_backoff(const struct crash_policy *p, int n)
 {
     double d = p->backoff_initial_s;
@@ -51,7 +56,7 @@ double policy_backoff(const struct crash_policy *p, int n)
 
 enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promoted, bool has_good,
                                        int exit_rank, int exit_code, int exit_signal,
-                                       int crashes_in_window, int auto_rollbacks,
+                                       int crashes_in_window, double window_s, int auto_rollbacks,
                                        enum status_reason *code, char *reason, size_t reasonsz)
 {
     char how[96];
@@ -94,8 +99,9 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
     if (promoted) {
         /* A release that was good: an infrastructure fault, never a rollback. */
         if (exit_code == JM_EXIT_HUNG && crashes_in_window > p->crash_limit) {
-            snprintf(reason, reasonsz, "%s on a promoted release, %d times in %.0f s (restart budget %d): stopped",
-                     how, crashes_in_window, p->crash_window_s, p->crash_limit);
+            snprintf(reason, reasonsz, "%s on a promoted release, %d times in %.0f s (restart budget %d): "
+                     "stopped; find why it hangs (drover logs), then drover start runs it again",
+                     how, crashes_in_window, window_s, p->crash_limit);
             return POLICY_FAIL;
         }
         if (fatal) {
@@ -110,7 +116,7 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
     bool loop = crashes_in_window >= p->crash_limit;
     if (!fatal && !loop) {
         snprintf(reason, reasonsz, "%s (%d of %d in %.0f s); restarting", how, crashes_in_window,
-                 p->crash_limit, p->crash_window_s);
+                 p->crash_limit, window_s);
         return POLICY_RESTART;
     }
     const char *why = exit_code == JM_EXIT_HUNG ? STATUS_REASON_LIVENESS
@@ -420,8 +426,12 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
     enum status_reason rc;
     bool promoted = current_is_promoted(j);
     bool has_good = j->good[0] && !state_on_good(j);
+    /* a hang is seen only once its deadline has passed: counted over a window that can hold
+     * crash_limit + 1 of them (jobmachine.h, JM_EXIT_HUNG) */
+    double window = !sig && code == JM_EXIT_HUNG && promoted ? jm_hang_window_s(p, ev->hang_limit_s)
+                                                             : p->crash_window_s;
     enum policy_action a = policy_on_gang_exit(p, promoted, has_good, ev->rank, code, sig,
-                                               crashes_in_window(rt, ev->now, p->crash_window_s),
+                                               crashes_in_window(rt, ev->now, window), window,
                                                j->auto_rollbacks, &rc, reason, sizeof reason);
     /* The worker's own last word (heartbeat "error", e.g. the missing shard's path) tells the
      * operator what to fix; the exit code alone does not. */

@@ -35,7 +35,10 @@
 /* GANG_GONE code for a gang the agent stopped because a liveness deadline tripped
  * (agent/liveness.h: no first step, silent, stalled, checkpoint too long).  A release on
  * probation is reverted; a promoted one restarts from its newest checkpoint with backoff, at
- * most crash_limit times within crash_window (the restart budget), then fails. */
+ * most crash_limit times within its hang window, then fails.  A hang is seen only once its
+ * deadline has passed, so back-to-back hangs are at least that deadline apart and would never
+ * fit in crash_window: the hang window is crash_window widened, for each restart of the budget,
+ * by the deadline that tripped and the longest backoff (jm_hang_window_s). */
 #define JM_EXIT_HUNG (-3)
 /* drover-train's "device" exit (docs/errors.md, 9): the backend could not start or failed
  * mid-step.  An environment fault: the job stops as failed with a reason that starts with
@@ -80,12 +83,17 @@ enum policy_action {
 bool policy_exit_is_nonretryable(int exit_code);
 /* What to do once a gang ended because rank exit_rank exited with (exit_code, exit_signal)
  * (exit_code JM_EXIT_DIVERGED: stopped for non-finite loss).  crashes_in_window counts abnormal
- * exits of this release in the window including this one.  reason gets one line, code its
- * cause (common/status.h: what the controller decides on). */
+ * exits of this release in the last window_s seconds including this one (crash_window_s, or
+ * jm_hang_window_s for a hang).  reason gets one line, code its cause (common/status.h: what
+ * the controller decides on). */
 enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promoted, bool has_good,
                                        int exit_rank, int exit_code, int exit_signal,
-                                       int crashes_in_window, int auto_rollbacks,
+                                       int crashes_in_window, double window_s, int auto_rollbacks,
                                        enum status_reason *code, char *reason, size_t reasonsz);
+/* The window in which a promoted release's hangs are counted against crash_limit, for a hang
+ * whose deadline was limit_s: crash_window_s + crash_limit * (limit_s + backoff_max_s).  With
+ * the defaults and the 2 min silence deadline: 660 s. */
+double jm_hang_window_s(const struct crash_policy *p, double limit_s);
 /* Delay before restart number n (1-based). */
 double policy_backoff(const struct crash_policy *p, int n);
 
@@ -170,6 +178,7 @@ struct jm_event {
     const char *text;
     const char *rdzv;            /* REVERT (may be NULL) */
     const char *spec_digest;     /* PROMOTE (may be NULL) */
+    double hang_limit_s;         /* GANG_GONE with JM_EXIT_HUNG: the liveness deadline that tripped */
 };
 
 enum jm_fx {

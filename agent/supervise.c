@@ -1018,6 +1018,7 @@ bool gang_judge_liveness(struct gang *g, double now)
     for (int i = 0; i < g->nranks; i++)
         if (g->ranks[i].rank == v.rank)
             g->hung = i;
+    g->hung_limit_s = v.limit_s;
     (void)liveness_describe(&v, g->hung_why, sizeof g->hung_why);
     return true;
 }

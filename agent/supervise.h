@@ -77,6 +77,7 @@ struct gang {
     struct liveness_policy live; /* the spec's deadlines */
     int hung;             /* index of the rank a liveness deadline tripped on; -1 none */
     char hung_why[256];   /* liveness_describe() of that verdict */
+    double hung_limit_s;  /* the deadline that tripped (s): how long the hang took to be seen */
     bool first_told;      /* the daemon has told the job machine about first_exit */
     bool adopted;         /* started by an earlier agent and re-adopted */
     char dir[PATH_MAX];   /* runs/<job>/gang/g<generation>: heartbeat FIFOs, pid and exit files */

@@ -77,7 +77,9 @@ static void run_rows(struct world *w, const struct row *rows, size_t n)
                               .text = r->text ? r->text : "",
                               .rdzv = r->kind == JM_EV_REVERT ? r->release : NULL,
                               /* a PROMOTE row's text: the spec digest it is asked for */
-                              .spec_digest = r->kind == JM_EV_PROMOTE ? r->text : NULL};
+                              .spec_digest = r->kind == JM_EV_PROMOTE ? r->text : NULL,
+                              /* a GANG_GONE row's value: the liveness deadline that tripped */
+                              .hang_limit_s = r->kind == JM_EV_GANG_GONE ? r->value : 0};
         struct jm_effects out = {0};
         jm_step(&w->p, w->j, &w->rt, &ev, &out);
         spec_done(&spec);
@@ -317,6 +319,61 @@ static void test_hung(void **state)
     };
     RUN(&w, promoted);
     assert_string_equal(w.j->current, A);
+    world_done(&w);
+}
+
+/* Hangs of a promoted release at the pace a real one hangs: each is seen only once its 60 s
+ * silence deadline has passed, so four back-to-back hangs span 210 s.  Counted in crash_window
+ * (120 s), never more than two fell inside it and the promoted release was restarted forever,
+ * though docs/agent.md promised "at most --crash-limit times ... then failed".  Counted in the
+ * hang window (120 + 3 * (60 + 60) = 480 s), the fourth stops it.  Hangs 20 minutes apart are
+ * restarted every time. */
+static void test_hung_promoted_real_pace(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row loop[] = {
+        {JM_EV_HUNG, 70, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, "silent"},
+        {JM_EV_GANG_GONE, 71, NULL, 60, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang save", GANG_BACKOFF, "restarting promoted release"},
+        {JM_EV_TICK, 72, NULL, 0, 0, 0, 0, NULL, "event start-gang", ANY, NULL},
+        {JM_EV_START_OK, 72, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+        {JM_EV_TRAINING, 75, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+        {JM_EV_HUNG, 140, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 141, NULL, 60, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang save", GANG_BACKOFF, NULL},
+        {JM_EV_TICK, 143, NULL, 0, 0, 0, 0, NULL, "event start-gang", ANY, NULL},
+        {JM_EV_START_OK, 143, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+        {JM_EV_TRAINING, 146, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+        {JM_EV_HUNG, 210, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 211, NULL, 60, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang save", GANG_BACKOFF, NULL},
+        {JM_EV_TICK, 215, NULL, 0, 0, 0, 0, NULL, "event start-gang", ANY, NULL},
+        {JM_EV_START_OK, 215, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+        {JM_EV_TRAINING, 218, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+        {JM_EV_HUNG, 280, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 281, NULL, 60, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang event save", GANG_FAILED,
+         "4 times in 480 s (restart budget 3): stopped", "liveness"},
+    };
+    RUN(&w, loop);
+    assert_string_equal(w.j->current, A);
+    assert_non_null(strstr(w.j->reason, "drover start"));
+    world_done(&w);
+
+    world_init(&w);
+    RUN(&w, good_a);
+    for (int k = 0; k < 6; k++) { /* a hang every 20 minutes: each restarted */
+        double t = 1200.0 * (k + 1);
+        const struct row slow[] = {
+            {JM_EV_HUNG, t, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, NULL},
+            {JM_EV_GANG_GONE, t + 1, NULL, 60, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang save", GANG_BACKOFF,
+             "restarting promoted release"},
+            {JM_EV_TICK, t + 70, NULL, 0, 0, 0, 0, NULL, "event start-gang", ANY, NULL},
+            {JM_EV_START_OK, t + 70, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+            {JM_EV_TRAINING, t + 75, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+        };
+        RUN(&w, slow);
+    }
+    assert_int_equal(w.j->restarts, 6);
     world_done(&w);
 }
 
@@ -1047,6 +1104,7 @@ int main(void)
         cmocka_unit_test(test_probation_deadline),
         cmocka_unit_test(test_diverged),
         cmocka_unit_test(test_hung),
+        cmocka_unit_test(test_hung_promoted_real_pace),
         cmocka_unit_test(test_last_restart_reason_kept),
         cmocka_unit_test(test_revert_no_mark),
         cmocka_unit_test(test_start_failures),

@@ -544,49 +544,49 @@ static void test_policy(void **state)
     char why[256];
     enum status_reason code;
     /* clean exit */
-    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 0, 0, 0, 0, &code, why, sizeof why), POLICY_DONE);
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 0, 0, 0, p.crash_window_s, 0, &code, why, sizeof why), POLICY_DONE);
     assert_int_equal(code, STATUS_RC_COMPLETED);
     /* unpromoted: restart until K crashes in the window, then revert */
-    assert_int_equal(policy_on_gang_exit(&p, false, true, 1, 1, 0, 1, 0, &code, why, sizeof why), POLICY_RESTART);
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 1, 1, 0, 1, p.crash_window_s, 0, &code, why, sizeof why), POLICY_RESTART);
     assert_int_equal(code, STATUS_RC_RANK_EXIT); /* one rank's exit, not a loop yet */
-    assert_int_equal(policy_on_gang_exit(&p, false, true, 1, 1, 0, 2, 0, &code, why, sizeof why), POLICY_RESTART);
-    assert_int_equal(policy_on_gang_exit(&p, false, true, 1, 1, 0, 3, 0, &code, why, sizeof why), POLICY_REVERT);
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 1, 1, 0, 2, p.crash_window_s, 0, &code, why, sizeof why), POLICY_RESTART);
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 1, 1, 0, 3, p.crash_window_s, 0, &code, why, sizeof why), POLICY_REVERT);
     assert_non_null(strstr(why, "crash loop"));
     assert_int_equal(code, STATUS_RC_CRASH_LOOP);
     /* killed by a signal counts as a crash */
-    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, -1, 9, 3, 0, &code, why, sizeof why), POLICY_REVERT);
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, -1, 9, 3, p.crash_window_s, 0, &code, why, sizeof why), POLICY_REVERT);
     assert_non_null(strstr(why, "signal 9"));
     /* non-retryable code: revert at once */
-    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 7, 0, 1, 0, &code, why, sizeof why), POLICY_REVERT);
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 7, 0, 1, p.crash_window_s, 0, &code, why, sizeof why), POLICY_REVERT);
     assert_int_equal(code, STATUS_RC_FATAL_EXIT);
     /* nothing to go back to */
-    assert_int_equal(policy_on_gang_exit(&p, false, false, 0, 3, 0, 1, 0, &code, why, sizeof why), POLICY_FAIL);
+    assert_int_equal(policy_on_gang_exit(&p, false, false, 0, 3, 0, 1, p.crash_window_s, 0, &code, why, sizeof why), POLICY_FAIL);
     /* rollback cap */
-    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 1, 0, 3, 3, &code, why, sizeof why), POLICY_FAIL);
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 1, 0, 3, p.crash_window_s, 3, &code, why, sizeof why), POLICY_FAIL);
     /* promoted: never rolled back, restarted however often it crashes */
-    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 1, 0, 50, 0, &code, why, sizeof why), POLICY_RESTART);
+    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 1, 0, 50, p.crash_window_s, 0, &code, why, sizeof why), POLICY_RESTART);
     /* promoted and diverged: stop, no blind restart */
-    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 7, 0, 1, 0, &code, why, sizeof why), POLICY_FAIL);
+    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 7, 0, 1, p.crash_window_s, 0, &code, why, sizeof why), POLICY_FAIL);
     assert_int_equal(code, STATUS_RC_FATAL_EXIT); /* the text says "(non-retryable)": the code says it too */
     /* a retryable trainer code (8 peer lost) on an unpromoted release: restart */
-    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 8, 0, 1, 0, &code, why, sizeof why), POLICY_RESTART);
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 8, 0, 1, p.crash_window_s, 0, &code, why, sizeof why), POLICY_RESTART);
     assert_true(policy_exit_is_nonretryable(6));
     assert_true(policy_exit_is_nonretryable(10));
     assert_false(policy_exit_is_nonretryable(5)); /* checkpoint: maybe */
     assert_false(policy_exit_is_nonretryable(1));
     /* non-finite heartbeats: like diverged */
-    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, JM_EXIT_DIVERGED, 0, 1, 0, &code, why, sizeof why), POLICY_REVERT);
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, JM_EXIT_DIVERGED, 0, 1, p.crash_window_s, 0, &code, why, sizeof why), POLICY_REVERT);
     assert_non_null(strstr(why, "non-finite"));
     assert_int_equal(code, STATUS_RC_NONFINITE);
-    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, JM_EXIT_DIVERGED, 0, 1, 0, &code, why, sizeof why), POLICY_FAIL);
+    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, JM_EXIT_DIVERGED, 0, 1, p.crash_window_s, 0, &code, why, sizeof why), POLICY_FAIL);
     /* device / driver failure (exit 9): an environment fault, never a rollback of the release
      * and never a restart loop, promoted or not (issue 12) */
-    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 9, 0, 1, 0, &code, why, sizeof why), POLICY_FAIL);
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 9, 0, 1, p.crash_window_s, 0, &code, why, sizeof why), POLICY_FAIL);
     assert_non_null(strstr(why, JM_ATTENTION_PREFIX));
     assert_int_equal(code, STATUS_RC_ENVIRONMENT);
     assert_non_null(strstr(why, "gpu-check"));
-    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 9, 0, 1, 0, &code, why, sizeof why), POLICY_FAIL);
-    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 9, 0, 50, 0, &code, why, sizeof why), POLICY_FAIL);
+    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 9, 0, 1, p.crash_window_s, 0, &code, why, sizeof why), POLICY_FAIL);
+    assert_int_equal(policy_on_gang_exit(&p, true, true, 0, 9, 0, 50, p.crash_window_s, 0, &code, why, sizeof why), POLICY_FAIL);
     /* backoff: 1, 2, 4, ... capped at 60 */
     assert_true(policy_backoff(&p, 1) == 1);
     assert_true(policy_backoff(&p, 2) == 2);
