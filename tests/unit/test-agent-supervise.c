@@ -366,13 +366,14 @@ static void test_gang_liveness(void **state)
     (void)state;
     static const struct {
         const char *name, *script, *says;
+        double limit; /* the deadline that trips: the machine widens the hang window by it */
     } cases[] = {
-        {"silent", "echo '{\"v\":1,\"rank\":0,\"step\":1,\"phase\":\"train\"}' >&3; sleep 10\n", "rank 0 silent"},
+        {"silent", "echo '{\"v\":1,\"rank\":0,\"step\":1,\"phase\":\"train\"}' >&3; sleep 10\n", "rank 0 silent", 0.6},
         {"stalled", "while :; do echo '{\"v\":1,\"rank\":0,\"step\":5,\"phase\":\"train\"}' >&3; sleep 0.05; done\n",
-         "rank 0 stalled: step 5"},
-        {"nostep", "echo '{\"v\":1,\"rank\":0,\"step\":0,\"phase\":\"init\"}' >&3; sleep 10\n", "never reached its first step"},
+         "rank 0 stalled: step 5", 0.7},
+        {"nostep", "echo '{\"v\":1,\"rank\":0,\"step\":0,\"phase\":\"init\"}' >&3; sleep 10\n", "never reached its first step", 0.8},
         {"ckpt", "echo '{\"v\":1,\"rank\":0,\"step\":3,\"phase\":\"train\"}' >&3;"
-                 " echo '{\"v\":1,\"rank\":0,\"step\":3,\"phase\":\"checkpoint\"}' >&3; sleep 10\n", "checkpointing for"},
+                 " echo '{\"v\":1,\"rank\":0,\"step\":3,\"phase\":\"checkpoint\"}' >&3; sleep 10\n", "checkpointing for", 5.0},
     };
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
         char id[RELEASE_ID_LEN + 1], err[256], script[512];
@@ -380,9 +381,9 @@ static void test_gang_liveness(void **state)
         install(cases[i].name, script, id);
         struct job_spec s;
         spec_for(&s, id, 1);
-        s.live.first_step_s = 0.6;
+        s.live.first_step_s = 0.8;
         s.live.silence_s = 0.6;
-        s.live.stall_s = 0.6;
+        s.live.stall_s = 0.7;
         s.live.checkpoint_s = 5.0; /* longer than the silence deadline: 0.9 s of quiet is fine,
                                     * with room for a loaded machine's late wake-up */
         struct gang g;
@@ -402,6 +403,7 @@ static void test_gang_liveness(void **state)
         if (!strstr(g.hung_why, cases[i].says))
             fail_msg("%s: '%s'", cases[i].name, g.hung_why);
         assert_int_equal(g.hung, 0);
+        assert_true(g.hung_limit_s == cases[i].limit);
         assert_false(gang_judge_liveness(&g, time_mono())); /* once */
         gang_stop(&g);
         assert_true(pump(&g, 30, is_gone));
