@@ -680,6 +680,10 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         j->switch_deadline = 0;
         fx_simple(out, JM_FX_WAIT);
         cancel_restart(rt);
+        /* an operator's start (after a failed crash or hang loop: "fix it, then drover start")
+         * gets a fresh restart budget: the exits before it would otherwise fail it again at
+         * its first hang */
+        rt->ncrash = 0;
         request(p, j, rt, JM_NEXT_START, STATUS_RC_NONE, "started by request", ev->now, out);
         return;
     default:

@@ -357,6 +357,16 @@ static void test_hung_promoted_real_pace(void **state)
     RUN(&w, loop);
     assert_string_equal(w.j->current, A);
     assert_non_null(strstr(w.j->reason, "drover start"));
+    /* the operator's start gets a fresh budget: the next hang restarts it, not "5 times" */
+    static const struct row started[] = {
+        {JM_EV_START, 300, NULL, 0, 0, 0, 0, "g2", "wait event start-gang", GANG_FAILED, "started by request"},
+        {JM_EV_START_OK, 300, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
+        {JM_EV_TRAINING, 303, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+        {JM_EV_HUNG, 370, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 371, NULL, 60, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang save", GANG_BACKOFF,
+         "restarting promoted release"},
+    };
+    RUN(&w, started);
     world_done(&w);
 
     world_init(&w);
