@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/agentcli.h"
+#include "common/log.h"
 #include "common/util.h"
 
 const char *pct_agent_root(const struct inv_ct *ct)
@@ -78,7 +79,29 @@ int pct_run_agent(struct conn *c, const struct inv_ct *ct, const char *const *ag
         snprintf(c->err, sizeof c->err, "too many arguments");
         return -E2BIG;
     }
-    return conn_run(c, full, timeout_s, ret);
+    int r = conn_run(c, full, timeout_s, ret);
+    if (r == -ETIMEDOUT) { /* conn_run quoted the command line: say the step instead */
+        log_debug("%s: %s", ct->label, c->err);
+        pct_agent_timeout_msg(agent_args, timeout_s, c->err, sizeof c->err);
+    }
+    return r;
+}
+
+void pct_agent_timeout_msg(const char *const *agent_args, double timeout_s, char *buf, size_t sz)
+{
+    const char *verb = agent_args && agent_args[0] ? agent_args[0] : "?", *sub = "", *job = NULL;
+    /* the verbs with a second word (release have, lease take, history add) are named by both */
+    if (agent_args && agent_args[0] && agent_args[1] && agent_args[1][0] != '-' &&
+        (!strcmp(verb, "release") || !strcmp(verb, "lease") || !strcmp(verb, "history")))
+        sub = agent_args[1];
+    for (size_t i = 0; agent_args && agent_args[i]; i++)
+        if (!strcmp(agent_args[i], "--job") && agent_args[i + 1]) {
+            job = agent_args[i + 1];
+            break;
+        }
+    snprintf(buf, sz, "step '%s%s%s' got no answer from the agent within %.0fs: is drover-agent stopped or "
+             "hung there, or the host no longer answering? `drover status%s%s` shows it (drover -v logs "
+             "the command)", verb, sub[0] ? " " : "", sub, timeout_s, job ? " --job " : "", job ? job : "");
 }
 
 int pct_stream_agent(struct conn *c, const struct inv_ct *ct, const char *const *agent_args,

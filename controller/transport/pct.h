@@ -22,9 +22,15 @@ int pct_run(struct conn *c, const struct inv_ct *ct, const char *const *argv, do
 
 /* Run `drover-agent <agent_args...>` in the container (agent path from the inventory; a local
  * root gets the global options --root ROOT --socket ROOT/agent.sock before the verb).  Same
- * returns as conn_run(). */
+ * returns as conn_run(), except that a timeout's c->err names the step, not the command line
+ * (pct_agent_timeout_msg; the command line goes to the debug log). */
 int pct_run_agent(struct conn *c, const struct inv_ct *ct, const char *const *agent_args,
                   double timeout_s, struct exec_result *ret);
+
+/* What a container's agent command agent_args (verb first) that got no answer within timeout_s
+ * says, into buf: the step ("activate", "release install"), the deadline and what to look at,
+ * never the `pct exec ...` line.  Without the container's label: the callers put it first. */
+void pct_agent_timeout_msg(const char *const *agent_args, double timeout_s, char *buf, size_t sz);
 
 /* The agent command as a stream (for `watch --json`). */
 int pct_stream_agent(struct conn *c, const struct inv_ct *ct, const char *const *agent_args,

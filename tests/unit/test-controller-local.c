@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -253,6 +254,55 @@ static void test_agent_argv(void **state)
     inventory_free(inv);
 }
 
+/* A container's agent command past its deadline names the step, the deadline and what to look
+ * at, not the command line: a stalled `activate` used to say "h1:101: host 'h1': 'pct exec 101
+ * --keep-env 0 -- /usr/local/bin/drover-agent activate 3f2a... --job train ...' timed out after 30s". */
+static void test_agent_timeout(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-unit-XXXXXX", agent[64], text[400];
+    assert_non_null(mkdtemp(dir));
+    snprintf(agent, sizeof agent, "%s/agent", dir);
+    FILE *fp = fopen(agent, "w");
+    assert_non_null(fp);
+    fputs("#!/bin/sh\nexec sleep 5\n", fp); /* an agent that never answers */
+    fclose(fp);
+    assert_int_equal(chmod(agent, 0755), 0);
+    snprintf(text, sizeof text, "[host me]\nlocal = true\nagent_path = %s\n"
+             "[job train]\ncontainers = me:local:%s\ncommand = bin/x\n", agent, dir);
+    struct inventory *inv;
+    char err[256];
+    assert_int_equal(inventory_parse(text, strlen(text), "t.ini", &inv, err, sizeof err), 0);
+    struct conn *c;
+    assert_int_equal(conn_open(inv, 0, "drover trust me", &c, err, sizeof err), 0);
+    struct exec_result res = { .status = -7 };
+    const char *act[] = { "activate", "3f2a9c1b7d6e", "--job", "train", "--", "bin/x", NULL };
+    assert_int_equal(pct_run_agent(c, &inv->jobs[0].cts[0], act, 0.6, &res), -ETIMEDOUT);
+    assert_int_equal(res.status, -7); /* untouched */
+    assert_string_equal(c->err, "step 'activate' got no answer from the agent within 1s: is drover-agent "
+                                "stopped or hung there, or the host no longer answering? `drover status "
+                                "--job train` shows it (drover -v logs the command)");
+    assert_null(strstr(c->err, agent));
+    assert_null(strstr(c->err, "timed out"));
+    conn_free(c);
+    /* a verb with a second word is named by both; no --job: the hint names none */
+    char m[400];
+    const char *have[] = { "release", "have", "3f2a9c1b7d6e", NULL };
+    pct_agent_timeout_msg(have, 30, m, sizeof m);
+    assert_non_null(strstr(m, "step 'release have' got no answer from the agent within 30s"));
+    assert_non_null(strstr(m, "`drover status` shows it"));
+    const char *stop[] = { "stop", "--job", "train", NULL };
+    pct_agent_timeout_msg(stop, 10, m, sizeof m);
+    assert_non_null(strstr(m, "step 'stop' got no answer from the agent within 10s"));
+    /* cut to fit, NUL-terminated */
+    char small[16];
+    pct_agent_timeout_msg(stop, 10, small, sizeof small);
+    assert_int_equal(strlen(small), sizeof small - 1);
+    (void)unlink(agent);
+    (void)rmdir(dir);
+    inventory_free(inv);
+}
+
 static void test_state_dir(void **state)
 {
     (void)state;
@@ -339,6 +389,7 @@ int main(void)
         cmocka_unit_test(test_local_exec),
         cmocka_unit_test(test_local_stream),
         cmocka_unit_test(test_agent_argv),
+        cmocka_unit_test(test_agent_timeout),
         cmocka_unit_test(test_state_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
