@@ -121,6 +121,9 @@ struct ct_fan {
     int hosts[INV_MAX_HOSTS], nhosts;
     int rc[INV_MAX_CTS];
     char err[INV_MAX_CTS][2048];
+    /* err[i] names its containers already (the batch's host exec got no answer:
+     * objsync_stall_msg), the same text for every container of that host: ct_fan_said */
+    bool named[INV_MAX_CTS];
     struct agent_status *scratch[INV_MAX_HOSTS]; /* per worker, for fn's status documents */
     /* Batch mode (batch_args set): the same agent command in every container of a host at once,
      * through one host exec (objsync_fan_agents), instead of one `pct exec` after another: a
@@ -143,6 +146,10 @@ struct ct_fan {
 int ct_fan_run(struct ct_fan *cf);
 /* Thread index for cf->scratch: the position of container i's host in cf->hosts. */
 int ct_fan_slot(const struct ct_fan *cf, int i);
+/* The line that says container i's failure (cf->err[i]) once: "label: err", or err alone when
+ * it names its containers already (cf->named[i]), in buf.  NULL when an earlier container's
+ * line said the same (the containers of one host share a stalled host exec's message). */
+const char *ct_fan_said(const struct ct_fan *cf, int i, char *buf, size_t sz);
 /* Run the agent in ct with args; 0 when it exited 0, else -EIO with "label: reason" in err and
  * (ret_status not NULL) its exit status in *ret_status, or another -errno (not run, no status). */
 int agent_call_status(struct deploy *d, const struct inv_ct *ct, const char *const *args,

@@ -72,6 +72,7 @@ static void ct_fan_host_batch(struct ct_fan *cf, int host)
     }
     for (int k = 0; k < n; k++) {
         if (r < 0) {
+            cf->named[cts[k]] = r == -ETIMEDOUT; /* objsync_stall_msg: the step and the containers */
             cf->rc[cts[k]] = cf->done(cf, cts[k], r, NULL, why);
             continue;
         }
@@ -112,6 +113,7 @@ int ct_fan_run(struct ct_fan *cf)
     for (int i = 0; i < j->ncts; i++) {
         cf->rc[i] = 1;
         cf->err[i][0] = '\0';
+        cf->named[i] = false;
         if (!seen[j->cts[i].host])
             cf->hosts[cf->nhosts++] = j->cts[i].host;
         seen[j->cts[i].host] = true;
@@ -130,6 +132,19 @@ int ct_fan_slot(const struct ct_fan *cf, int i)
         if (cf->hosts[k] == cf->d->job->cts[i].host)
             return k;
     return 0;
+}
+
+const char *ct_fan_said(const struct ct_fan *cf, int i, char *buf, size_t sz)
+{
+    if (cf->named[i])
+        for (int k = 0; k < i; k++)
+            if (cf->named[k] && cf->rc[k] < 0 && !strcmp(cf->err[k], cf->err[i]))
+                return NULL;
+    if (cf->named[i])
+        snprintf(buf, sz, "%s", cf->err[i]);
+    else
+        snprintf(buf, sz, "%s: %s", cf->d->job->cts[i].label, cf->err[i]);
+    return buf;
 }
 
 /* Run the agent in ct with args; 0 when it exited 0, else -EIO with "label: reason" in err and

@@ -22,25 +22,23 @@
 /* Before anything is pushed or stopped: the release this deploy would revert to (the job's good
  * release) must be in every container's store and pass verification there, or a failed deploy
  * would leave the job down (`REVERT FAILED ... not in the store`).  force: go on, saying so. */
-/* check_rollback_target's fan-out: 0 verified; -EIO with err = the line to log. */
+/* check_rollback_target's fan-out: 0 verified; -EIO with err = the reason (ct_fan_said makes the line). */
 static int verify_done(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why)
 {
     struct deploy *d = cf->d;
-    const struct inv_ct *ct = &d->job->cts[i];
     char sid[RELEASE_SHORT_LEN + 1];
     (void)r;
     if (!res && !why)
         return 0; /* survey already reached every container */
-    if (!res) {
-        snprintf(cf->err[i], sizeof cf->err[i], "%s: cannot verify the rollback target %s: %s",
-                 ct->label, ui_short(d->good, sid), why);
+    if (!res) { /* labelled by ct_fan_said, unless why names the containers already */
+        snprintf(cf->err[i], sizeof cf->err[i], "cannot verify the rollback target %s: %s", ui_short(d->good, sid),
+                 why);
         return -EIO;
     }
     if (res->status == 0)
         return 0;
     char reason[512];
-    snprintf(cf->err[i], sizeof cf->err[i], "%s: the rollback target %s %s: %s", ct->label,
-             ui_short(d->good, sid),
+    snprintf(cf->err[i], sizeof cf->err[i], "the rollback target %s %s: %s", ui_short(d->good, sid),
              res->status == AGENT_EXIT_NO_RELEASE ? "is not in the store" : "fails verification",
              exec_result_reason(res, reason, sizeof reason));
     return -EIO;
@@ -81,7 +79,10 @@ int check_rollback_target(struct deploy *d, bool force)
     (void)ct_fan_run(cf); /* every host at once, a host's containers at once */
     for (int i = 0; i < d->job->ncts; i++)
         if (cf->rc[i] < 0) {
-            log_error("%s", cf->err[i]);
+            char line[sizeof cf->err[i] + 64];
+            const char *said = ct_fan_said(cf, i, line, sizeof line);
+            if (said)
+                log_error("%s", said);
             bad++;
         }
     free(cf);

@@ -130,10 +130,12 @@ int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err
              * any other error is the connection's or the container's (fleet.h) */
             if (r == -EIO && !d->f->conn_err[ct->host])
                 d->agent_failed = true;
+            char line[sizeof cf->err[i] + 64];
+            const char *said = ct_fan_said(cf, i, line, sizeof line); /* the container named once */
             if (!bad)
-                snprintf(err, err_sz, "%s: %s", ct->label, e);
-            if (!quiet_errors)
-                log_error("%s: %s", ct->label, e);
+                snprintf(err, err_sz, "%s", said ? said : e);
+            if (!quiet_errors && said)
+                log_error("%s", said);
             bad++;
             all_current = false;
             continue;

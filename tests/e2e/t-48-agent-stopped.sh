@@ -19,6 +19,7 @@ show_drover 10
 check "deploy exits 1 (nothing switched)" test "$DROVER_RC" = 1
 check "the error names the container and says its agent did not answer" drover_said "agent in ([^ ]+, )*$C.* did not (all )?answer within"
 check "... and what to look at" drover_said 'drover-agent stopped or hung'
+check "the container is named once, not '$C: the agent in $C'" eval '! drover_said "$C: the agents? in"'
 check "no shell script text in the error" eval '! drover_said "mkdir -p|sh -c .mkdir|mode=\\\$2"'
 ct "$C" sh -c 'kill -CONT "$(cat /run/drover/agent.pid)"'
 check "every container is still on v1" all_current_is "$v1"

@@ -201,6 +201,44 @@ static void test_fan_tick(void **state)
     assert_int_equal(agent_fan_waiting(buf, sizeof buf, "x", &j, c, 30, 90), 0);
 }
 
+/* A survey whose host exec got no answer said "h1:101: the agent in h1:101 did not answer ...":
+ * the stall message names its containers, so its line is said as it is, once per host; any other
+ * failure gets the container's label in front. */
+static void test_fan_said(void **state)
+{
+    (void)state;
+    static struct inv_job j;
+    static struct deploy d;
+    static struct ct_fan cf;
+    j.ncts = 3;
+    strcpy(j.cts[0].label, "h1:101");
+    strcpy(j.cts[1].label, "h1:102");
+    strcpy(j.cts[2].label, "h2:201");
+    d.job = &j;
+    cf.d = &d;
+    const char *stall = "the agents in h1:101, h1:102 did not all answer within 15s while drover asked them "
+                        "for the job's status: ...";
+    for (int i = 0; i < 2; i++) {
+        cf.rc[i] = -ETIMEDOUT;
+        cf.named[i] = true;
+        strcpy(cf.err[i], stall);
+    }
+    cf.rc[2] = -EIO;
+    strcpy(cf.err[2], "drover-agent status failed (exit 127): not found");
+    char line[4096];
+    const char *s = ct_fan_said(&cf, 0, line, sizeof line);
+    assert_non_null(s);
+    assert_string_equal(s, stall);
+    assert_null(strstr(s, "h1:101: ")); /* the label once, not "h1:101: the agents in h1:101" */
+    assert_null(ct_fan_said(&cf, 1, line, sizeof line)); /* the same host's line: said once */
+    s = ct_fan_said(&cf, 2, line, sizeof line);
+    assert_string_equal(s, "h2:201: drover-agent status failed (exit 127): not found");
+    /* two hosts stalled: each host's line once */
+    cf.named[2] = true;
+    strcpy(cf.err[2], "the agent in h2:201 did not answer within 15s ...");
+    assert_string_equal(ct_fan_said(&cf, 2, line, sizeof line), "the agent in h2:201 did not answer within 15s ...");
+}
+
 static void test_fan_steps(void **state)
 {
     (void)state;
@@ -314,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_exit_code),
         cmocka_unit_test(test_failed_hint),
         cmocka_unit_test(test_fan_steps),
+        cmocka_unit_test(test_fan_said),
         cmocka_unit_test(test_fan_tick),
         cmocka_unit_test(test_history_result),
         cmocka_unit_test(test_budget),
