@@ -24,6 +24,8 @@ if command -v python3 >/dev/null 2>&1; then
 else
     fail=$((fail+1)); echo "FAILED: python3 not found (python/ tests; tests/deps.txt lists it)"
 fi
+# no "3 container(s)" in a message for people (text_plural)
+if tests/check-plurals.sh; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: tests/check-plurals.sh"; fi
 # drover-agent needs nothing but glibc in a container (Makefile: STATIC_LIBS)
 if [ "${2:-1}" = 1 ]; then
     if tests/check-agent-libs.sh "$B/drover-agent"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: tests/check-agent-libs.sh"; fi

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/text.h"
 #include "common/util.h"
 #include "trainer/bpe.h"
 #include "trainer/data.h"
@@ -274,8 +275,8 @@ int prepare_run(const struct prepare_args *a)
         printf("{\"tokens\":%zu,\"train_tokens\":%zu,\"val_tokens\":%zu,\"train_shards\":%d,"
                "\"val_shards\":%d,\"vocab\":%d,\"unk_tokens\":%llu}\n",
                n, n - nval, nval, nt, nv, map ? a->vocab_limit : vocab, (unsigned long long)unk);
-        log_info("%zu tokens from %d file(s) into '%s' (%d train shard(s), %zu val tokens)", n,
-                 a->nfiles, a->out_dir, nt, nval);
+        log_info("%zu tokens from %d %s into '%s' (%d train %s, %zu val tokens)", n, a->nfiles,
+                 text_plural(a->nfiles, "file", "files"), a->out_dir, nt, text_plural(nt, "shard", "shards"), nval);
     }
     free(tok);
     free(map);

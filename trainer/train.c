@@ -574,10 +574,11 @@ int train_run(const struct train_args *a)
     }
     if (r.rank == 0)
         log_info("model: %d layers, %d heads, dim %d, vocab %d (padded %d), seq %d: %zu parameters; "
-                 "batch %d x %d %s; %d shard(s), %lld tokens; backend %s; checkpoints in '%s'",
+                 "batch %d x %d %s; %d %s, %lld tokens; backend %s; checkpoints in '%s'",
                  r.cfg.model.layers, r.cfg.model.heads, r.cfg.model.dim, r.cfg.model.vocab,
                  r.cfg.model.vocab_padded, r.cfg.model.seq, r.nparams, r.cfg.batch, r.world, text_plural(r.world, "rank", "ranks"),
-                 loader_num_shards(r.loader), (long long)loader_num_tokens(r.loader),
+                 loader_num_shards(r.loader), text_plural(loader_num_shards(r.loader), "shard", "shards"),
+                 (long long)loader_num_tokens(r.loader),
                  r.be_ops->name, r.ckpt_dir);
     if (r.be_ops->mem_peak)
         r.hb.mem_peak = r.be_ops->mem_peak(r.be);

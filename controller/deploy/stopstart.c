@@ -292,15 +292,15 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
     for (int i = 0; i < d.job->ncts; i++)
         nalready += o[i] == SS_ALREADY;
     if (ret == EXIT_OK && start && !result)
-        printf("job '%s' was already running in all %d container(s): nothing started, nothing "
-               "recorded in the history\n", d.job->name, nok);
+        printf("job '%s' was already running in %s%d %s: nothing started, nothing recorded in the "
+               "history\n", d.job->name, nok > 1 ? "all " : "", nok, text_plural(nok, "container", "containers"));
     else if (ret == EXIT_OK && start)
         printf("job '%s' runs in %d %s (%d started, %d already running): `drover status` "
                "shows its ranks\n", d.job->name, nok, text_plural(nok, "container", "containers"), nok - nalready,
                nalready);
     else if (ret == EXIT_OK && !result)
-        printf("job '%s' was already stopped in all %d container(s): nothing stopped, nothing "
-               "recorded in the history\n", d.job->name, nok);
+        printf("job '%s' was already stopped in %s%d %s: nothing stopped, nothing recorded in the "
+               "history\n", d.job->name, nok > 1 ? "all " : "", nok, text_plural(nok, "container", "containers"));
     else if (ret == EXIT_OK)
         printf("job '%s' stopped in %d %s; it stays stopped until `drover start --job %s`\n",
                d.job->name, nok, text_plural(nok, "container", "containers"), d.job->name);

@@ -46,7 +46,7 @@ say "a second stop of the stopped job: already stopped, nothing recorded"
 drover stop --job train
 show_drover 4
 check "a second stop exits 0: already stopped" eval '(( DROVER_RC == 0 )) && drover_said "already stopped"'
-check "... says nothing was stopped or recorded" drover_said "was already stopped in all 3 container\\(s\\): nothing stopped, nothing recorded"
+check "... says nothing was stopped or recorded" drover_said "was already stopped in all 3 containers: nothing stopped, nothing recorded"
 check "... and records no second 'stopped' line in the history" test "$(nstopped)" = "$before"
 
 say "another operator's deploy lease in h1:102: start is refused, nothing started"
@@ -70,7 +70,7 @@ before=$(nstarted)
 drover start --job train
 show_drover 4
 check "a second start exits 0: already running" eval '(( DROVER_RC == 0 )) && drover_said "already running"'
-check "... says nothing was started or recorded" drover_said "was already running in all 3 container\\(s\\): nothing started, nothing recorded"
+check "... says nothing was started or recorded" drover_said "was already running in all 3 containers: nothing started, nothing recorded"
 check "... and records no 'started' line in the history" test "$(nstarted)" = "$before"
 
 # It used to relaunch the job on probation without a word about it being stopped.
