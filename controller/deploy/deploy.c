@@ -1079,9 +1079,7 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
                  "container (%s), then deploy %s again (`drover deploy DIR --job %s`) to form the "
                  "gang", stopped, text_plural(stopped, "container", "containers"), names, ui_short(d->good, sid), j->ncts - stopped, cmds,
                  ui_short(d->good, sid), j->name);
-        fprintf(stderr, "%s%sREVERT FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
-                j->name, msg, ui_reset(stderr));
-        printf("REVERT FAILED for job '%s': %s\n", j->name, msg);
+        deploy_say_revert_failed(stdout, stderr, j->name, msg);
         history_record(d, "revert-failed", code, msg, -1);
         return EXIT_REVERT_FAILED;
     }
@@ -1110,12 +1108,9 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
         deploy_revert_failed_message(said, sizeof said, what, unreached[0] ? unreached : "some containers", d->sid,
                                      d->probation_deadline_at, j->name);
     } else {
-        snprintf(said, sizeof said, "%s; the job may be down: look with `drover status --job %s` and act now",
-                 msg, j->name);
+        deploy_revert_unconfirmed_message(said, sizeof said, msg, j->name);
     }
-    fprintf(stderr, "%s%sREVERT FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr), j->name, said,
-            ui_reset(stderr));
-    printf("REVERT FAILED for job '%s': %s\n", j->name, failed ? said : msg);
+    deploy_say_revert_failed(stdout, stderr, j->name, said); /* the same facts on both */
     history_record(d, "revert-failed", code, reason, -1);
     return EXIT_REVERT_FAILED;
 }
@@ -1275,6 +1270,17 @@ void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const 
              "already ended there stays stopped), and `drover rollback --job %s` does it now once the host "
              "answers; `drover status --job %s` shows what runs where",
              what, unreached, sid, when, job, job);
+}
+
+void deploy_revert_unconfirmed_message(char *buf, size_t sz, const char *why, const char *job)
+{
+    snprintf(buf, sz, "%s; the job may be down: look with `drover status --job %s` and act now", why, job);
+}
+
+void deploy_say_revert_failed(FILE *out, FILE *err, const char *job, const char *said)
+{
+    fprintf(err, "%s%sREVERT FAILED for job '%s': %s%s\n", ui_bold(err), ui_red(err), job, said, ui_reset(err));
+    fprintf(out, "REVERT FAILED for job '%s': %s\n", job, said);
 }
 
 /* The debug log's timing of deploy_run's steps (drover -v): seconds since *t, which restarts. */

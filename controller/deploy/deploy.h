@@ -6,6 +6,7 @@
 #define DROVER_DEPLOY_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "controller/transport/fleet.h"
 
@@ -61,6 +62,14 @@ void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent
  * does it now once their host answers. */
 void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const char *unreached, const char *sid,
                                   double deadline_at, const char *job);
+
+/* What REVERT FAILED says when the revert reached every container but the job's recovery was
+ * not confirmed (why: what the watching found): the job may be down, where to look. */
+void deploy_revert_unconfirmed_message(char *buf, size_t sz, const char *why, const char *job);
+
+/* Say REVERT FAILED for job with the message said: on err (bold red on a TTY) and the same words
+ * on out, which scripts read (stdout once lacked the "may be down" hint stderr had). */
+void deploy_say_revert_failed(FILE *out, FILE *err, const char *job, const char *said);
 
 /* A deploy onto a job that is stopped (`drover stop`, or its gang ended) starts it: the deploy
  * says so before it acts, and plan says that it would (the survey counts only a running job as

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -47,11 +48,38 @@ static void test_revert_failed_unreached(void **state)
     assert_non_null(strstr(m, "at its probation deadline (a gang"));
 }
 
+/* REVERT FAILED when every container took the revert but no recovery was confirmed: stdout said
+ * only the watching's finding and left out "the job may be down ... act now", which stderr had;
+ * a script reading stdout did not learn that the job may be down.  Both now say the same. */
+static void test_revert_failed_same_on_both(void **state)
+{
+    (void)state;
+    char said[600];
+    deploy_revert_unconfirmed_message(said, sizeof said, "no rank heartbeated within 120s", "train");
+    assert_string_equal(said, "no rank heartbeated within 120s; the job may be down: look with `drover status "
+                              "--job train` and act now");
+    FILE *out = tmpfile(), *err = tmpfile();
+    assert_non_null(out);
+    assert_non_null(err);
+    deploy_say_revert_failed(out, err, "train", said); /* not a TTY: no colour */
+    char o[1024] = "", e[1024] = "";
+    rewind(out);
+    rewind(err);
+    assert_non_null(fgets(o, sizeof o, out));
+    assert_non_null(fgets(e, sizeof e, err));
+    assert_string_equal(o, e);
+    assert_non_null(strstr(o, "REVERT FAILED for job 'train': no rank heartbeated within 120s; the job may be "
+                              "down"));
+    fclose(out);
+    fclose(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hint_only_for_agent),
         cmocka_unit_test(test_revert_failed_unreached),
+        cmocka_unit_test(test_revert_failed_same_on_both),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
