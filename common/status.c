@@ -24,6 +24,11 @@ const char *gang_state_name(enum gang_state s)
     return (unsigned)s < GANG_STATE_COUNT ? gang_names[s] : "unknown";
 }
 
+const char *status_job_state_name(const struct job_status *js)
+{
+    return js ? gang_state_name(js->state) : STATUS_STATE_NO_JOB;
+}
+
 int gang_state_from_name(const char *name, enum gang_state *ret)
 {
     for (int i = 0; i < GANG_STATE_COUNT; i++)

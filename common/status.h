@@ -212,6 +212,14 @@ struct agent_status {
 const char *gang_state_name(enum gang_state s);
 int gang_state_from_name(const char *name, enum gang_state *ret);
 
+/* The state word of a job an agent's document does not hold (never deployed in that container):
+ * `drover status` (its table and -o json's "state") and `drover top` say this one word, never
+ * "stopped", which is a gang the agent stopped. */
+#define STATUS_STATE_NO_JOB "no-job"
+/* The state word `drover status` and `drover top` show for job status js: gang_state_name() of
+ * its state, or STATUS_STATE_NO_JOB for NULL (the agent does not know the job).  Never NULL. */
+const char *status_job_state_name(const struct job_status *js);
+
 /* Serialize as one line of compact JSON without a trailing newline; malloc'd, caller frees. */
 int status_format(const struct agent_status *st, char **ret_text);
 

@@ -410,11 +410,11 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             json_object_set_new(co, "agent_version", json_string(st->agent_version));
             status_clock_skew(it, st, co, o->json);
             if (!js) {
-                json_object_set_new(co, "state", json_string("no-job"));
+                json_object_set_new(co, "state", json_string(status_job_state_name(js)));
                 json_object_set_new(co, "ranks", json_array());
                 if (!o->json)
                     printf("%-12s %-22s %4d %4s %-13s %-18s\n", j->name, ct->label, i, "-", "-",
-                           "no-job");
+                           status_job_state_name(js));
                 if (nojob[ji].off < sizeof nojob[ji].who)
                     nojob[ji].off += (size_t)snprintf(nojob[ji].who + nojob[ji].off,
                                                       sizeof nojob[ji].who - nojob[ji].off, "%s%s",
@@ -422,7 +422,7 @@ static int status_once(struct fleet *f, const struct status_opts *o)
                 json_array_append_new(json_object_get(jo, "containers"), co);
                 continue;
             }
-            json_object_set_new(co, "state", json_string(gang_state_name(js->state)));
+            json_object_set_new(co, "state", json_string(status_job_state_name(js)));
             json_object_set_new(co, "current", json_str_or_null(js->current));
             json_object_set_new(co, "good", json_str_or_null(js->good));
             json_object_set_new(co, "previous", json_str_or_null(js->previous));

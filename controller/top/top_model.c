@@ -30,6 +30,7 @@ static const char *const state_names[TOP_STATE_COUNT] = {
     [TOP_SILENT] = "silent",     [TOP_CHECKPOINTING] = "checkpointing",
     [TOP_REVERTED] = "reverted", [TOP_FAILED] = "failed",     [TOP_STOPPING] = "stopping",
     [TOP_STOPPED] = "stopped",   [TOP_UNREACHABLE] = "unreachable",
+    [TOP_NO_JOB] = STATUS_STATE_NO_JOB, /* the word `drover status` says */
 };
 
 const char *top_state_name(enum top_state s)
@@ -40,7 +41,7 @@ const char *top_state_name(enum top_state s)
 int top_state_severity(enum top_state s)
 {
     static const int sev[TOP_STATE_COUNT] = {
-        [TOP_RUNNING] = 0, [TOP_STOPPED] = 1,  [TOP_PROBATION] = 2, [TOP_STOPPING] = 3,
+        [TOP_RUNNING] = 0, [TOP_STOPPED] = 1,  [TOP_NO_JOB] = 1, [TOP_PROBATION] = 2, [TOP_STOPPING] = 3,
         [TOP_STARTING] = 4, [TOP_DEGRADED] = 5, [TOP_BACKOFF] = 6,   [TOP_STALLED] = 7,
         [TOP_SILENT] = 7,   [TOP_CHECKPOINTING] = 3,
         [TOP_REVERTED] = 8, [TOP_FAILED] = 9,   [TOP_UNREACHABLE] = 10,
@@ -365,7 +366,7 @@ enum top_state top_ct_state(const struct top_snapshot *s, const struct top_ct *c
     if (!ct->seen)
         return TOP_STARTING; /* connecting: nothing known yet */
     if (!ct->has_job)
-        return TOP_STOPPED;
+        return TOP_NO_JOB;
     if (ct->nranks == 0) {
         switch (ct->gang) {
         case GANG_FAILED:

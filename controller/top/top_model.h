@@ -40,6 +40,7 @@ enum top_state {
     TOP_STOPPING,
     TOP_STOPPED,
     TOP_UNREACHABLE, /* host or agent not answering: last values kept, dimmed, with their age */
+    TOP_NO_JOB,      /* the agent does not know the job (never deployed there): status's word */
     TOP_STATE_COUNT
 };
 

@@ -381,11 +381,15 @@ static void test_stalled_backoff_failed(void **state)
     top_ct_update(ct, &f->st, "train", 3, 110);
     assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[1], 110), TOP_FAILED);
     assert_int_equal(top_ct_state(&f->s, ct, 110), TOP_FAILED);
-    /* the job missing from the document: stopped */
+    /* the job missing from the document (never deployed there): `drover status`'s word, not
+     * "stopped" (top said stopped where status said no-job) */
     make_status(&f->st, 0, GOOD, GOOD, GANG_RUNNING, 12, 1000, 3.0);
     strcpy(f->st.jobs[0].job, "other");
     top_ct_update(ct, &f->st, "train", 3, 111);
-    assert_int_equal(top_ct_state(&f->s, ct, 111), TOP_STOPPED);
+    assert_int_equal(top_ct_state(&f->s, ct, 111), TOP_NO_JOB);
+    assert_string_equal(top_state_name(top_ct_state(&f->s, ct, 111)), status_job_state_name(NULL));
+    assert_string_equal(status_job_state_name(NULL), "no-job");
+    assert_false(top_state_is_alert(TOP_NO_JOB));
 }
 
 static void test_unreachable_keeps_values_dimmed(void **state)
