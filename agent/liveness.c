@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "common/text.h"
+
 void liveness_policy_default(struct liveness_policy *p)
 {
     p->first_step_s = 600;
@@ -40,6 +42,7 @@ static bool judge_one(const struct liveness_policy *p, const struct liveness_ran
     v->has_hb = r->has_hb;
     v->phase = r->has_hb ? r->phase : HB_PHASE_INIT;
     v->step = r->has_hb ? r->step : 0;
+    v->bad_lines = r->bad_lines;
     if (!r->has_hb || r->phase == HB_PHASE_INIT) {
         v->rule = LIVE_FIRST_STEP;
         v->age_s = now - started;
@@ -141,6 +144,14 @@ int liveness_describe(const struct liveness_verdict *v, char *out, size_t outsz)
     default:
         n = snprintf(out, outsz, "rank %d ok", v->rank);
         break;
+    }
+    /* never a train heartbeat, but lines that were not heartbeats: the format is the story */
+    if (n >= 0 && (size_t)n < outsz && v->bad_lines && v->rule == LIVE_FIRST_STEP) {
+        int k = snprintf(out + n, outsz - (size_t)n, "; it wrote %llu %s (docs/protocol.md, "
+                         "\"Heartbeat\"; the agent's log says why)", (unsigned long long)v->bad_lines,
+                         text_plural((long long)v->bad_lines, "line that is not a heartbeat",
+                                     "lines that are not heartbeats"));
+        n = k < 0 ? k : n + k;
     }
     return n < 0 ? -EINVAL : n;
 }

@@ -45,6 +45,9 @@ struct liveness_rank {
     double hb_mono;      /* last heartbeat */
     double step_mono;    /* the step last changed (first heartbeat counts) */
     double phase_mono;   /* the phase last changed */
+    uint64_t bad_lines;  /* lines on the heartbeat pipe that were not heartbeats (unparsable,
+                          * over HEARTBEAT_LINE_MAX): named in a first_step verdict, so a worker
+                          * that writes the wrong format is not only told "no heartbeat" */
 };
 
 enum liveness_rule { LIVE_OK = 0, LIVE_FIRST_STEP, LIVE_CHECKPOINT, LIVE_SILENT, LIVE_STALLED };
@@ -57,6 +60,7 @@ struct liveness_verdict {
     int64_t step;
     double age_s;   /* how long the rule's condition has held */
     double limit_s; /* the deadline it passed */
+    uint64_t bad_lines; /* the rank's liveness_rank.bad_lines */
 };
 
 /* Judge n ranks of a gang started at started_mono.  Returns true and fills *v for the first
@@ -74,7 +78,9 @@ const char *liveness_rank_word(const struct liveness_policy *p, const struct liv
 
 const char *liveness_rule_name(enum liveness_rule rule);
 /* One line for people and the journal, e.g. "rank 1 stalled: step 120 unchanged for 65 s in
- * phase train (stall_deadline 60 s)". */
+ * phase train (stall_deadline 60 s)".  A first_step verdict of a rank that wrote lines that were
+ * not heartbeats says how many and where the format is ("...; it wrote 40 lines that are not
+ * heartbeats (docs/protocol.md, "Heartbeat"; the agent's log says why)"). */
 int liveness_describe(const struct liveness_verdict *v, char *out, size_t outsz);
 
 #endif

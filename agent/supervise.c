@@ -1003,6 +1003,7 @@ static void liveness_fact(const struct rank_proc *rp, struct liveness_rank *lr)
     lr->hb_mono = rp->hb_mono;
     lr->step_mono = rp->step_mono;
     lr->phase_mono = rp->phase_mono;
+    lr->bad_lines = rp->hb_bad + rp->hb_lb.overlong;
 }
 
 bool gang_judge_liveness(struct gang *g, double now)

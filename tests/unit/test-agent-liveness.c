@@ -150,6 +150,44 @@ static void test_describe_every_rule(void **state)
     }
 }
 
+/* A worker whose lines on the heartbeat pipe are not heartbeats (a wrong field, not JSON, one
+ * over HEARTBEAT_LINE_MAX) used to be told "no heartbeat", as if it wrote nothing: the verdict
+ * now says how many lines it dropped, when no train heartbeat ever came (first_step_deadline). */
+static void test_bad_lines_named(void **state)
+{
+    (void)state;
+    struct liveness_policy p;
+    liveness_policy_default(&p);
+    p.first_step_s = 20;
+    struct liveness_rank r = {.rank = 0, .alive = true, .bad_lines = 40};
+    struct liveness_verdict v;
+    assert_true(liveness_judge(&p, &r, 1, 0, 21, &v));
+    assert_int_equal(v.rule, LIVE_FIRST_STEP);
+    char line[400];
+    assert_true(liveness_describe(&v, line, sizeof line) > 0);
+    if (!strstr(line, "no heartbeat after 21 s (first_step_deadline 20 s); it wrote 40 lines that "
+                      "are not heartbeats (docs/protocol.md"))
+        fail_msg("'%s'", line);
+    v.bad_lines = 1;
+    assert_true(liveness_describe(&v, line, sizeof line) > 0);
+    if (!strstr(line, "it wrote 1 line that is not a heartbeat (docs/protocol.md"))
+        fail_msg("'%s'", line);
+    v.rule = LIVE_STALLED; /* heartbeats flowed: dropped lines are not the story */
+    assert_true(liveness_describe(&v, line, sizeof line) > 0);
+    assert_null(strstr(line, "not a heartbeat"));
+    v.rule = LIVE_SILENT;
+    assert_true(liveness_describe(&v, line, sizeof line) > 0);
+    assert_null(strstr(line, "not a heartbeat"));
+    v.rule = LIVE_FIRST_STEP;
+    v.bad_lines = 0;
+    assert_true(liveness_describe(&v, line, sizeof line) > 0);
+    assert_null(strstr(line, "it wrote"));
+    char small[30]; /* truncated, never overrun */
+    v.bad_lines = 5;
+    assert_true(liveness_describe(&v, small, sizeof small) > 0);
+    assert_int_equal(strlen(small), sizeof small - 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -158,6 +196,7 @@ int main(void)
         cmocka_unit_test(test_zero_turns_rule_off),
         cmocka_unit_test(test_policy_check),
         cmocka_unit_test(test_describe_every_rule),
+        cmocka_unit_test(test_bad_lines_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
