@@ -1360,7 +1360,9 @@ const char *stopped_start_message(const struct stopped_start *s, bool would, con
 }
 
 /* A deploy onto a job that is stopped starts it: said at once, naming the containers, so the
- * start is no surprise (it used to go by without a word).  From the survey (d->sv_js). */
+ * start is no surprise (it used to go by without a word).  From the survey (d->sv_js).  On
+ * stderr with the other progress lines: on stdout (buffered in a pipe) it came out after the
+ * verdict in `drover deploy ... 2>&1 | tee`, and stdout is for results (docs/controller.md). */
 static void say_stopped_job_starts(const struct deploy *d)
 {
     struct stopped_start s;
@@ -1369,7 +1371,7 @@ static void say_stopped_job_starts(const struct deploy *d)
         (void)stopped_start_add(&s, d->job->cts[i].label, d->sv_found[i] ? &d->sv_js[i] : NULL, d->id);
     char line[1600];
     if (s.n)
-        printf("%s\n", stopped_start_message(&s, false, d->job->name, d->sid, d->name, line, sizeof line));
+        fprintf(stderr, "%s\n", stopped_start_message(&s, false, d->job->name, d->sid, d->name, line, sizeof line));
 }
 
 int deploy_run(struct fleet *f, const struct deploy_opts *o)
@@ -1431,9 +1433,9 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     say_stopped_job_starts(&d);
     if (d.spec_change[0] && (d.spec_only || strncmp(d.spec_change, "unknown", 7) != 0)) {
         /* said at once, and in the history row: a relaunch of the same release is otherwise a
-         * puzzle ("why did my gang restart?") */
+         * puzzle ("why did my gang restart?"); on stderr, a progress line (see above) */
         snprintf(d.spec_note, sizeof d.spec_note, "job spec changed: %s", d.spec_change);
-        printf("release %s (%s), %s%s\n", d.sid, d.name, d.spec_note,
+        fprintf(stderr, "release %s (%s), %s%s\n", d.sid, d.name, d.spec_note,
                d.spec_only ? " (the same release: relaunched with the new spec, on probation)" : "");
     }
     warn_failed_before(&d); /* a second full probation of a release that failed one: said */

@@ -126,6 +126,7 @@ drover deploy "$d" --job train
 show_drover 6
 check "deploy of nproc_per_node 2 exits 0" test "$DROVER_RC" = 0
 check "deploy says nproc_per_node 1 -> 2" drover_said 'job spec changed: nproc_per_node 1 -> 2'
+check "... on stderr, with the progress lines" said_in 'job spec changed: nproc_per_node 1 -> 2' last.err
 check "six workers run (two per container)" wait_until 60 workers 6
 drover rollback --job train
 show_drover 6

@@ -92,6 +92,9 @@ show_drover 4
 check "deploy exits 0" test "$DROVER_RC" = 0
 check "it says the job is stopped, naming the containers, and that it starts it" \
 	drover_said "job 'train' is stopped in h1:101, h1:102, h2:201 .*: this deploy starts it, with release [0-9a-f]+ \\(v1\\) on probation"
+# a progress line, with the others on stderr: on stdout it came out after the verdict in a pipe
+check "... on stderr, before the first activate line" \
+	awk '/this deploy starts it/ {s = NR} /^activate / && !a {a = NR} END {exit !(s && a && s < a)}' "$E2E_WORK/last.err"
 check "... and that drover start starts it without a deploy" drover_said "\`drover start --job train\` starts the release it ran"
 check "every rank heartbeats and trains again" all_ranks_advance 3 90
 check "state running everywhere" test "$(states)" = "running running running"
