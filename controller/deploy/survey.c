@@ -155,8 +155,12 @@ int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err
         if (js && js->current[0] && jobspec_digest(j, i, &want) == 0 &&
             (!jobspec_is_current(js, &want) || strcmp(js->good_spec_digest, want.hex) != 0)) {
             all_current = false;
+            /* "not promoted yet" only of the release being deployed: a job that never had a
+             * good release (its first deploys failed) has no promoted spec either, and a new
+             * release there was announced as "job spec changed: not promoted yet" */
             if (!spec_differs++ &&
-                !jobspec_describe_change(j, js, &want, d->spec_change, sizeof d->spec_change)[0])
+                !jobspec_describe_change(j, js, &want, d->spec_change, sizeof d->spec_change)[0] &&
+                !strcmp(js->current, d->id))
                 snprintf(d->spec_change, sizeof d->spec_change, "not promoted yet");
         }
         if (js && js->current[0] && !strcmp(js->current, js->good) &&

@@ -1,0 +1,61 @@
+#!/bin/bash
+# t-21-fresh-job: a job whose first deploys all fail (it never had a good release), with workers
+# that are not drover-train: one writes lines that are not heartbeats, one exits 1 at once.
+# Each deploy exits 3 with "no last good release", and says what went wrong: the first-step
+# verdict names the lines that were not heartbeats (it used to say only "no heartbeat"), and a
+# new release is not announced as "job spec changed: not promoted yet" (the spec did not change;
+# the job never had a promoted one).  Its own inventory: the lab's plus [job fresh] in h1:102.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+port=$(sed -n 's/^master_port = //p' "$LAB_DIR/inventory.ini" | head -n 1)
+INV="$E2E_WORK/fresh.ini"
+{
+	cat "$LAB_DIR/inventory.ini"
+	cat <<-INI
+
+		[job fresh]
+		containers = h1:102
+		command = ./w.sh
+		master_port = $((port + 3))
+		grace = 5s
+		healthy_deadline = 60
+		min_healthy_time = 5
+		warmup_steps = 2
+		first_step_deadline = 8s
+	INI
+} >"$INV"
+if ! ct h1:102 test -x /usr/local/bin/drover-agent; then
+	drover install
+	((DROVER_RC == 0)) || { show_drover; fatal "drover install failed"; }
+fi
+
+worker() { # worker NAME BODY: a release whose w.sh runs BODY; prints the dir
+	local d="$E2E_WORK/releases/$1"
+	rm -rf "$d"
+	mkdir -p "$d"
+	printf '#!/bin/sh\n%s\n' "$2" >"$d/w.sh"
+	chmod 0755 "$d/w.sh"
+	echo "$d"
+}
+
+d=$(worker garbage 'while :; do echo "step=1 loss=2.0" >&$DROVER_HEARTBEAT_FD; sleep 0.5; done')
+say "drover deploy garbage (writes key=value lines, not JSON heartbeats)"
+drover deploy "$d" --job fresh
+show_drover 6
+check "deploy exits 3" test "$DROVER_RC" = 3
+check "the verdict is the first-step deadline" drover_said 'never reached its first step: no heartbeat after [0-9]+ s \(first_step_deadline 8 s\)'
+check "... and says the worker wrote lines that are not heartbeats" \
+	drover_said '; it wrote [0-9]+ lines? that (are|is) not (a )?heartbeats? \(docs/protocol.md'
+check "no good release to return to, said" drover_said "no last good release for job 'fresh'"
+
+d=$(worker exits 'echo "exiting 1" >&2; exit 1')
+say "drover deploy exits (a new release, same job spec, job never promoted)"
+drover deploy "$d" --job fresh
+show_drover 6
+check "deploy exits 3" test "$DROVER_RC" = 3
+check "the rank's exit is the reason" drover_said 'rank 0 exited with code 1'
+check "no 'job spec changed' for a new release under the same spec" eval '! drover_said "job spec changed"'
+check "the history row's reason does not start with 'job spec changed'" \
+	eval '"$E2E_BUILD/drover" -i "$INV" history --job fresh -o json 2>/dev/null | jq -e "[.. | objects | select(has(\"reason\")) | .reason | select(startswith(\"job spec changed\"))] | length == 0" >/dev/null'
+finish
