@@ -559,6 +559,10 @@ int cmd_status(struct fleet *f, int argc, char **argv)
         log_error("%s", inventory_no_job(f->inv, o.job, why, sizeof why));
         return EXIT_USAGE;
     }
+    if (!f->inv->njobs) { /* an empty table and exit 0 said nothing of why */
+        char why[512];
+        log_warn("%s", inventory_no_jobs(f->inv, why, sizeof why));
+    }
     if (!watch)
         return status_once(f, &o);
     for (;;) {

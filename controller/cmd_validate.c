@@ -52,6 +52,16 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
         log_error("%s", inventory_no_job(inv, jobname, why, sizeof why));
         return EXIT_USAGE;
     }
+    /* an empty file (or the wrong one) is no inventory: it said "ok (0 hosts, 0 jobs, ...)".
+     * Hosts without jobs are fine (install HOST:VMID, trust) but said. */
+    char nojob[512];
+    if (!inv->nhosts && !inv->njobs) {
+        log_error("'%s' has no [host NAME] and no [job NAME] section: is it the inventory you meant? "
+                  "(docs/config.md; deploy/drover.ini.example is a start)", inv->path);
+        return EXIT_USAGE;
+    }
+    if (!inv->njobs)
+        log_warn("%s", inventory_no_jobs(inv, nojob, sizeof nojob));
     /* containers counted once however many jobs share them (it said 2 for one container that
      * two jobs name), and "1 job", not "1 jobs" */
     int ncts = inventory_count_cts(inv);

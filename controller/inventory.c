@@ -770,6 +770,13 @@ const char *inventory_no_job(const struct inventory *inv, const char *name, char
     return buf;
 }
 
+const char *inventory_no_jobs(const struct inventory *inv, char *buf, size_t sz)
+{
+    snprintf(buf, sz, "'%s' has no job: add a [job NAME] section with its containers and command "
+             "(docs/config.md)", inv->path);
+    return buf;
+}
+
 int inventory_parse_ct(const struct inventory *inv, const char *spec, struct inv_ct *ret_ct,
                        char *err, size_t err_sz)
 {

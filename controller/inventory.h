@@ -141,6 +141,11 @@ const struct inv_job *inventory_find_job(const struct inventory *inv, const char
 /* "no [job trian] in 'drover.ini': did you mean train?" (or ": its jobs are train, pt") into
  * buf, for a --job NAME that inventory_find_job() did not find.  Returns buf. */
 const char *inventory_no_job(const struct inventory *inv, const char *name, char *buf, size_t sz);
+/* "'drover.ini' has no job: add a [job NAME] section with its containers and command
+ * (docs/config.md)" into buf, for an inventory with no job at all: deploy refuses it, status and
+ * validate warn (an empty or wrong file showed an empty table, or "ok", without a word).
+ * Returns buf. */
+const char *inventory_no_jobs(const struct inventory *inv, char *buf, size_t sz);
 int inventory_find_host(const struct inventory *inv, const char *name);
 
 /* Parse "HOST:VMID" or "HOST:local:/abs/root" against inv's hosts.  -EINVAL with err set. */

@@ -64,8 +64,8 @@ const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *n
     if (inv->njobs == 1)
         return &inv->jobs[0];
     if (inv->njobs == 0) {
-        log_error("'%s' has no job: add a [job NAME] section with its containers and command "
-                  "(docs/config.md)", inv->path);
+        char why[512];
+        log_error("%s", inventory_no_jobs(inv, why, sizeof why));
         return NULL;
     }
     char names[256] = "";

@@ -391,6 +391,40 @@ static void test_restart_note(void **state)
     free(back);
 }
 
+/* An inventory without a job (an empty file, the wrong file, hosts only): status showed a bare
+ * header and exit 0, validate said "ok (0 hosts, 0 jobs, 0 containers)", without a word of
+ * why (the newcomer pass).  Now status warns, naming the file and what to add; validate
+ * refuses a file with neither host nor job (exit 2) and warns about hosts without a job. */
+static void test_no_job_said(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-nojobs-XXXXXX", text[512], out[64], err[64], why[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(text, sizeof text, "[drover]\nstate_dir = %s\n[host h1]\nlocal = true\n", dir);
+    struct inventory *inv = NULL;
+    assert_int_equal(inventory_parse(text, strlen(text), "/t/hosts.ini", &inv, why, sizeof why), 0);
+    char *argv[] = { "status", NULL };
+    assert_int_equal(capture_verb(cmd_status, inv, argv, 1, out, err), EXIT_OK);
+    assert_int_equal(count_lines(err, "'/t/hosts.ini' has no job: add a [job NAME] section"), 1);
+    char *vargv[] = { "validate", NULL };
+    assert_int_equal(capture_verb(cmd_validate, inv, vargv, 1, out, err), EXIT_OK);
+    assert_int_equal(count_lines(err, "'/t/hosts.ini' has no job"), 1);
+    assert_int_equal(count_lines(out, "inventory /t/hosts.ini: ok (1 host, 0 jobs"), 1);
+    inventory_free(inv);
+
+    inv = NULL;
+    assert_int_equal(inventory_parse("", 0, "/t/empty.ini", &inv, why, sizeof why), 0);
+    assert_int_equal(capture_verb(cmd_validate, inv, vargv, 1, out, err), EXIT_USAGE);
+    assert_int_equal(count_lines(err, "'/t/empty.ini' has no [host NAME] and no [job NAME] section"), 1);
+    assert_int_equal(count_lines(out, "ok"), 0);
+    inventory_free(inv);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +439,7 @@ int main(void)
         cmocka_unit_test(test_nojob_hint),
         cmocka_unit_test(test_nojob_hint_text),
         cmocka_unit_test(test_failed_reason_code),
+        cmocka_unit_test(test_no_job_said),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
