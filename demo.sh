@@ -31,7 +31,7 @@ step "build"
 run make -j"$(nproc)" BUILD="$BUILD" all
 BUILD=$(cd "$BUILD" && pwd)
 
-step "lab up: fake hosts h1 (127.0.0.2) and h2 (127.0.0.3), containers h1:101 h1:102 h2:201"
+step "lab up in $LAB_DIR: two fake Proxmox hosts, three containers (docs/lab.md)"
 LAB_JOB_HEALTHY_DEADLINE=${LAB_JOB_HEALTHY_DEADLINE:-90} LAB_JOB_MIN_HEALTHY_TIME=${LAB_JOB_MIN_HEALTHY_TIME:-15} \
 	tests/lab/lab up
 
@@ -100,13 +100,17 @@ sleep 3
 drover status
 drover history || true
 
+# the lab commands below act on $LAB_DIR: named when it is not the default, or a copied
+# `tests/lab/lab down` would remove the default lab (someone else's) instead of this one
+LAB=tests/lab/lab
+[[ $LAB_DIR == /tmp/drover-lab ]] || LAB="LAB_DIR=$LAB_DIR tests/lab/lab"
 cat <<EOF
 
 ${BOLD}The lab is still up.${OFF}  Look around:
   $BUILD/drover -i $INV status            # or: status -o json | jq .
   $BUILD/drover -i $INV top               # live dashboard
-  tests/lab/lab ssh h1 pct list             # a fake Proxmox host, through its sshd
-  tests/lab/lab attach h1:101               # a shell inside container 101
+  $LAB ssh h1 pct list             # a fake Proxmox host, through its sshd
+  $LAB attach h1:101               # a shell inside container 101
   cat $LAB_DIR/pct-h1.log                   # every pct call drover made on h1
-Remove everything with:  tests/lab/lab down
+Remove everything with:  $LAB down
 EOF
