@@ -78,6 +78,10 @@ struct probation {
     enum status_reason agent_code; /* the agent's reason code the FAIL quotes */
     bool agent_went_back;          /* the FAIL is an agent going back to another release on its own */
     int exit_code;                 /* the exit code of the rank the FAIL names; -1 none */
+    int peer_stop_ct;              /* the FAIL names a rank of this container that exited
+                                      peer_stopped (docs/errors.md, 12): it stopped because a
+                                      rank elsewhere did, so another container's cause, fed
+                                      later, replaces it; -1 none */
     double ktok;
     char reason[PROBATION_REASON_MAX];
     char note[PROBATION_REASON_MAX];
@@ -128,6 +132,7 @@ int probation_new(const struct inv_policy *pol, const char *job, const char *rel
     p->warm_start = -1;
     p->straggler = -1;
     p->exit_code = -1;
+    p->peer_stop_ct = -1;
     if (!(p->pol.confidence > 0.5 && p->pol.confidence < 1))
         p->pol.confidence = 0.95;
     for (int i = 0; i < ncts; i++) {
@@ -326,10 +331,45 @@ static void describe_exit(const struct rank_status *rs, char *buf, size_t sz)
                  why ? why : "", why ? ")" : "", at);
 }
 
+static void feed_one(struct probation *p, int ct, const struct agent_status *st, double now);
+
 void probation_feed(struct probation *p, int ct, const struct agent_status *st, double now)
 {
-    if (ct < 0 || ct >= p->ncts || p->verdict != PROBATION_PENDING)
+    if (ct < 0 || ct >= p->ncts)
         return;
+    if (p->verdict == PROBATION_PENDING) {
+        feed_one(p, ct, st, now);
+        return;
+    }
+    /* A FAIL that names a peer_stopped exit names no cause: the rank stopped because a rank in
+     * another container did (crashed, hung, was stopped).  That container's document, fed in
+     * the deploy's settle look after the FAIL, names the cause instead; nothing found there
+     * leaves the verdict as it was. */
+    if (p->verdict != PROBATION_FAIL || p->peer_stop_ct < 0 || ct == p->peer_stop_ct)
+        return;
+    struct {
+        enum status_reason agent_code;
+        bool agent_went_back;
+        int exit_code;
+        char reason[PROBATION_REASON_MAX];
+    } was = {p->agent_code, p->agent_went_back, p->exit_code, ""};
+    memcpy(was.reason, p->reason, sizeof was.reason);
+    int was_ct = p->peer_stop_ct;
+    p->verdict = PROBATION_PENDING;
+    p->peer_stop_ct = -1;
+    feed_one(p, ct, st, now);
+    if (p->verdict == PROBATION_FAIL && p->peer_stop_ct < 0)
+        return; /* a cause */
+    p->verdict = PROBATION_FAIL;
+    p->peer_stop_ct = was_ct;
+    p->agent_code = was.agent_code;
+    p->agent_went_back = was.agent_went_back;
+    p->exit_code = was.exit_code;
+    memcpy(p->reason, was.reason, sizeof p->reason);
+}
+
+static void feed_one(struct probation *p, int ct, const struct agent_status *st, double now)
+{
     struct pct_state *cs = &p->cts[ct];
     const struct job_status *js = status_find_job(st, p->job);
     char sid[RELEASE_SHORT_LEN + 1], sid2[RELEASE_SHORT_LEN + 1];
@@ -390,8 +430,11 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
         if (rs0 && release_matches(js->release, p->release) && (rs0->exit_code >= 0 || rs0->exit_signal > 0)) {
             char what[256], logs[JOB_NAME_MAX + 48];
             describe_exit(rs0, what, sizeof what);
+            bool first = p->verdict == PROBATION_PENDING;
             fail_exit(p, rs0);
             fail(p, "rank %d on %s %s%s", rank, cs->label, what, logs_pointer(p, logs, sizeof logs));
+            if (first && rs0->exit_signal <= 0 && rs0->exit_code == TX_PEER_STOPPED)
+                p->peer_stop_ct = ct;
             return;
         }
     }

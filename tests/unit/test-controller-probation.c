@@ -337,6 +337,62 @@ static void test_crash(void **state)
     free(st);
 }
 
+/* Container 1's rank stopped only because container 0's crashed (drover-train and the PyTorch
+ * example exit 12, peer_stopped): its document came first and the verdict quoted it, naming no
+ * cause.  Container 0's, fed in the deploy's settle look after the FAIL, replaces it; nothing
+ * there, or another peer stop, leaves it. */
+static void test_peer_stopped_gives_way(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct agent_status *st0 = malloc(sizeof *st0);
+    for (int variant = 0; variant < 4; variant++) {
+        struct probation *p = new_p(100, 2, 1);
+        assert_int_equal(run(p, 2, 1, 1, 5, 50000, st), PROBATION_PENDING);
+        make_status(st, 1, 1, NEW, 6, 50000, 3.0);
+        st->jobs[0].ranks[0].exit_code = TX_PEER_STOPPED;
+        strcpy(st->jobs[0].ranks[0].state, "exited");
+        probation_feed(p, 1, st, 6);
+        assert_int_equal(probation_check(p, 6), PROBATION_FAIL);
+        assert_non_null(strstr(probation_reason(p), "rank 1 on h1:102 exited with code 12"));
+        assert_int_equal(probation_exit_code(p), TX_PEER_STOPPED);
+        make_status(st0, 0, 1, NEW, 6, 50000, 3.0);
+        struct rank_status *r0 = &st0->jobs[0].ranks[0];
+        switch (variant) {
+        case 0: /* the cause: rank 0 crashed, with its own words */
+        case 3: /* ... after container 1 said the same peer stop again (its own document: kept) */
+            r0->exit_code = 1;
+            strcpy(r0->state, "exited");
+            strcpy(r0->hb.error, "RuntimeError: boom");
+            break;
+        case 1: /* container 0 still trains (its document is older than its crash) */
+            break;
+        case 2: /* container 0 stopped the same way: no cause there either */
+            r0->exit_code = TX_PEER_STOPPED;
+            strcpy(r0->state, "exited");
+            break;
+        }
+        if (variant == 3)
+            probation_feed(p, 1, st, 6.5);
+        probation_feed(p, 0, st0, 7);
+        assert_int_equal(probation_check(p, 7), PROBATION_FAIL);
+        if (variant == 0 || variant == 3) {
+            assert_non_null(strstr(probation_reason(p), "rank 0 on h1:101 exited with code 1"));
+            assert_non_null(strstr(probation_reason(p), "boom"));
+            assert_int_equal(probation_exit_code(p), 1);
+            /* a later peer stop does not take the cause's place */
+            probation_feed(p, 1, st, 8);
+            assert_non_null(strstr(probation_reason(p), "rank 0 on h1:101"));
+        } else {
+            assert_non_null(strstr(probation_reason(p), "rank 1 on h1:102 exited with code 12"));
+            assert_int_equal(probation_exit_code(p), TX_PEER_STOPPED);
+        }
+        probation_free(p);
+    }
+    free(st0);
+    free(st);
+}
+
 static void test_missing_heartbeat(void **state)
 {
     (void)state;
@@ -794,6 +850,7 @@ int main(void)
         cmocka_unit_test(test_nan_loss),
         cmocka_unit_test(test_crash),
         cmocka_unit_test(test_exit_code_is_typed),
+        cmocka_unit_test(test_peer_stopped_gives_way),
         cmocka_unit_test(test_missing_heartbeat),
         cmocka_unit_test(test_ct_stopped),
         cmocka_unit_test(test_stall),
