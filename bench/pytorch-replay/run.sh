@@ -113,14 +113,16 @@ V1ID=$(grep -o 'promoted [0-9a-f]*' "$W/last.out" | head -n 1 | awk '{print $2}'
 note "v1 under drover: ${V1K:-?} Ktok/s ($(grep -o 'promoted.*' "$W/last.out" | head -n 1))"
 DRV=$("$PY" - "$W/nodes/n0" <<'PY'
 import json, subprocess, sys, statistics, time
-# fresh drover-side figure: the rank's tok_s from status documents over 10 s
+# fresh drover-side figure: the rank's tok_s from status documents over 30 s, only while it
+# trains (a checkpoint's steps are not the steady state; the hand run's last half has none)
 vals = []
-for _ in range(10):
+for _ in range(30):
     out = subprocess.run([sys.argv[1] + "/../../bin/drover-agent", "--root", sys.argv[1], "--socket",
                           sys.argv[1] + "/agent.sock", "status", "--json"], capture_output=True, text=True).stdout
     try:
-        r = json.loads(out)["jobs"][0]["ranks"][0]["hb"]
-        vals.append(r["tok_s"])
+        rk = json.loads(out)["jobs"][0]["ranks"][0]
+        if rk["hb"].get("phase") == "train" and rk.get("state") == "running":
+            vals.append(rk["hb"]["tok_s"])
     except Exception:
         pass
     time.sleep(1)
