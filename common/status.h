@@ -175,6 +175,10 @@ struct job_status {
      * and its reason is ""; "" none, or an agent before the field ("last_restart_reason",
      * present only when not "") */
     char last_restart_reason[256];
+    /* the gang is backing off because its ranks stopped only because a rank in another container
+     * did (drover-train's exit 12, peer_stopped): this container names no cause of its own.
+     * JSON "peer_stopped": true, present only then (older readers ignore it) */
+    bool peer_stopped;
     double age_s;                      /* seconds since this generation started */
     int world_size, node_rank, nproc;
     char reason[256];                  /* why the state is what it is, for people */

@@ -440,11 +440,14 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
     }
     if (!p->recovery && (js->restarts > 0 || js->state == GANG_BACKOFF)) {
         char why[sizeof js->reason], logs[JOB_NAME_MAX + 48];
+        bool first = p->verdict == PROBATION_PENDING;
         fail_code(p, js->reason_code);
         fail(p, "the gang on %s %s (restarts %d): %s%s", cs->label,
              js->state == GANG_BACKOFF ? "lost a rank and is backing off" : "restarted",
              js->restarts, js->reason[0] ? agent_reason_without_plan(js->reason, why, sizeof why) : "no reason given",
              logs_pointer(p, logs, sizeof logs));
+        if (first && js->state == GANG_BACKOFF && js->peer_stopped)
+            p->peer_stop_ct = ct; /* its ranks stopped for a rank elsewhere: no cause here */
         return;
     }
     /* The agent stopping the watched gang on its own (a liveness trip, non-finite loss, a rank
