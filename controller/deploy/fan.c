@@ -64,8 +64,8 @@ static void ct_fan_host_batch(struct ct_fan *cf, int host)
     r = objsync_fan_agents(cf->d->f, j, host, cts, n, av, cf->batch_timeout_s, cf->batch_what, &res, fr, why,
                            sizeof why);
     free(av);
-    log_debug("deploy %s: %s in %d container(s) at once: %.2fs", cf->d->inv->hosts[host].name, cf->batch_what,
-              n, time_mono() - t0);
+    log_debug("deploy %s: %s in %d %s at once: %.2fs", cf->d->inv->hosts[host].name, cf->batch_what,
+              n, text_plural(n, "container", "containers"), time_mono() - t0);
     if (r == -EBADMSG || r == -E2BIG) {
         ct_fan_host_one_by_one(cf, host);
         return;

@@ -211,8 +211,9 @@ int leases_take(struct deploy *d, double ttl, bool with_status)
         older += cf->rc[i] == AGENT_EXIT_USAGE;
     if (older && (again = calloc(1, sizeof *again))) {
         /* agents older than --status: the plain lease there (the survey asks their status) */
-        log_debug("job '%s': %d agent(s) without lease take --status (older than this drover: drover "
-                  "install updates them): lease and status asked separately there", d->job->name, older);
+        log_debug("job '%s': %d %s without lease take --status (older than this drover: drover "
+                  "install updates them): lease and status asked separately there", d->job->name, older,
+                  text_plural(older, "agent", "agents"));
         lease_fan_init(again, d, plain.argv);
         for (int i = 0; i < d->job->ncts; i++)
             again->skip[i] = cf->rc[i] != AGENT_EXIT_USAGE;

@@ -835,8 +835,8 @@ static int host_fan(struct host_job *hj, const int *cts, int n, struct agent_arg
             objsync_stall_msg(what, labels, n < INV_MAX_CTS ? n : INV_MAX_CTS, timeout, hj->job->name, hj->err,
                               sizeof hj->err);
         }
-        log_debug("objsync %s: %s in %d container(s): %.2fs", inv->hosts[hj->host].name, what, n,
-                  time_mono() - t0);
+        log_debug("objsync %s: %s in %d %s: %.2fs", inv->hosts[hj->host].name, what, n,
+                  text_plural(n, "container", "containers"), time_mono() - t0);
     }
     if (r == 0 && (res->out_truncated ||
                    (r = objsync_fan_parse(res->out, res->out_len, n + (in == FAN_ASK_LACKS), ret)) < 0)) {
@@ -982,8 +982,8 @@ static int host_round(struct host_job *hj, bool *ret_again)
         }
     }
     exec_result_done(&res);
-    log_debug("objsync %s %.12s: asked in %.2fs, %d of %d container(s) to install", hname, rs->id,
-              time_mono() - tq, ninst, n);
+    log_debug("objsync %s %.12s: asked in %.2fs, %d of %d %s to install", hname, rs->id,
+              time_mono() - tq, ninst, n, text_plural(n, "container", "containers"));
     if (r < 0 || !ninst)
         goto out;
     /* One entry per distinct object. */
@@ -1076,8 +1076,9 @@ static int host_round(struct host_job *hj, bool *ret_again)
         r = -EBADMSG;
     }
     exec_result_done(&res);
-    log_debug("objsync %s %.12s: %s %.1f MiB in %d container(s) in %.2fs", hname, rs->id,
-              inst.done ? "staged and installed" : "installed", (double)pack_bytes / 1048576.0, ninst, time_mono() - ti);
+    log_debug("objsync %s %.12s: %s %.1f MiB in %d %s in %.2fs", hname, rs->id,
+              inst.done ? "staged and installed" : "installed", (double)pack_bytes / 1048576.0, ninst,
+              text_plural(ninst, "container", "containers"), time_mono() - ti);
 out:
     free(av);
     free(cman);
