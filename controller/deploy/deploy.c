@@ -1254,6 +1254,52 @@ void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent
         snprintf(buf, sz, "%s; nothing was pushed or stopped", err);
 }
 
+void deploy_aborted_message(char *buf, size_t sz, const char *sid, const char *job, const char *const labels[],
+                            const bool marked[], const bool has_gang[], int ncts, bool gpu_refused)
+{
+    char where[512] = "";
+    size_t off = 0;
+    int nmarked = 0, others = 0, others_run = 0;
+    for (int i = 0; i < ncts; i++) {
+        if (!marked[i]) {
+            others++;
+            others_run += has_gang[i];
+            continue;
+        }
+        if (off + 1 < sizeof where) {
+            int w = snprintf(where + off, sizeof where - off, "%s%s", nmarked ? ", " : "", labels[i]);
+            /* a list too long for the line ends in ", ..." (the containers are in drover status) */
+            if (w < 0 || (size_t)w >= sizeof where - off) {
+                where[off] = '\0';
+                snprintf(where + off, sizeof where - off, ", ...");
+                off = sizeof where;
+            } else {
+                off += (size_t)w;
+            }
+        }
+        nmarked++;
+    }
+    if (!nmarked) {
+        snprintf(buf, sz, "deploy of %s stopped before anything was switched: the running release keeps "
+                 "running untouched", sid);
+        return;
+    }
+    /* the marked containers' job failed (environment fault) and the agent did not restart it:
+     * nothing of it runs there, and a deploy that stopped does not change that */
+    char rest[160] = "";
+    if (others_run)
+        snprintf(rest, sizeof rest, "; the running release keeps running untouched in the other %d %s", others,
+                 text_plural(others, "container", "containers"));
+    else if (others)
+        snprintf(rest, sizeof rest, "; nothing runs in the other %d %s either", others,
+                 text_plural(others, "container", "containers"));
+    snprintf(buf, sz, "deploy of %s stopped before anything was switched: job '%s' stays stopped (failed: "
+             "environment fault) in %s%s%s", sid, job, where, rest,
+             gpu_refused ? "; fix the GPU environment there (`drover-agent gpu-check` in the container says "
+                           "what is wrong, and passes once it is fixed), then deploy again; or deploy --force "
+                           "to start it there anyway" : "");
+}
+
 void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const char *unreached, const char *sid,
                                   double deadline_at, const char *job)
 {
@@ -1454,8 +1500,8 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         (void)leases_take(&d, lease_ttl(&d), false);
         deploy_step_done(&tstep, "lease renewed");
     }
-    if (gpu_check_cts(&d, o->force, err, sizeof err) == 0 &&
-        push_release(&d, o->stage_only, err, sizeof err) == 0 && o->stage_only) {
+    int gr = gpu_check_cts(&d, o->force, err, sizeof err);
+    if (gr == 0 && push_release(&d, o->stage_only, err, sizeof err) == 0 && o->stage_only) {
         deploy_step_done(&tstep, "pushed");
         printf("release %s (%s) is verified in every container of job '%s' (staged only: nothing "
                "switched)\n", d.sid, d.name, d.job->name);
@@ -1470,8 +1516,10 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         if (deploy_interrupted && !strstr(err, "interrupted by the operator"))
             snprintf(err, sizeof err, "interrupted by the operator before the switch (during the preflight)");
         log_error("%s", err);
-        fprintf(stderr, "deploy of %s stopped before anything was switched: the running release "
-                "keeps running untouched\n", d.sid);
+        char closing[1024];
+        deploy_aborted_message(closing, sizeof closing, d.sid, d.job->name, d.labels, d.attention, d.has_gang,
+                               d.job->ncts, gr < 0);
+        fprintf(stderr, "%s\n", closing);
         history_record(&d, "aborted", HISTORY_RC_NONE, err, -1);
         goto out;
     }

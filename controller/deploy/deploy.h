@@ -54,6 +54,16 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote);
  * agent failed there), never for a connection that failed (a timeout is not a missing agent). */
 void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent_failed, const char *job);
 
+/* The line that closes a deploy stopped before anything was switched (sid: its release), from
+ * the survey: labels[i], marked[i] (the agent marked the job there for attention: environment
+ * fault, so the job is failed and nothing of it runs there) and has_gang[i] of each of the
+ * job's ncts containers; gpu_refused: gpu-check refused the deploy.  Without a marked container
+ * "the running release keeps running untouched"; with some, that the job stays stopped there,
+ * what runs in the others, and (gpu_refused) what to do: fix the GPU environment, gpu-check,
+ * or deploy --force. */
+void deploy_aborted_message(char *buf, size_t sz, const char *sid, const char *job, const char *const labels[],
+                            const bool marked[], const bool has_gang[], int ncts, bool gpu_refused);
+
 /* What REVERT FAILED says when the revert did not reach every container (what: "revert failed
  * on 1 of 2 containers"; unreached: those containers' labels, ", "-joined; sid: the release it
  * reverted from; deadline_at: the wall-clock time of its agents' probation deadline, 0 unknown).

@@ -51,6 +51,10 @@ check "the plain deploy is refused (exit 1)" test "$DROVER_RC" = 1
 check "... saying what to do: fix the GPU environment, or --force" \
 	drover_said "fix the container's GPU environment, or deploy --force"
 check "... and why the container was marked" drover_said 'it was marked: needs attention: environment fault'
+check "... and its closing line does not say the release keeps running (nothing runs there)" \
+	eval '! drover_said "keeps running untouched"'
+check "... but that the job stays stopped in the marked containers, and what to do" \
+	drover_said "job 'train' stays stopped \\(failed: environment fault\\) in h1:101, h1:102, h2:201; fix the GPU environment there \\(\`drover-agent gpu-check\` in the container"
 check "nothing was switched back to v1" eval '! all_current_is "$v1" >/dev/null'
 
 say "drover deploy v1 --force"

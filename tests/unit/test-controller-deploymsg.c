@@ -1,6 +1,7 @@
 /* Unit tests for deploy_unsurveyed_message() (controller/deploy/deploy.c): a host that cannot be
  * reached is not a missing agent; the "is the agent installed?" hint said so for a timeout. */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,12 +75,49 @@ static void test_revert_failed_same_on_both(void **state)
     fclose(err);
 }
 
+/* A deploy refused by gpu-check on containers the agent marked (environment fault) ended with
+ * "the running release keeps running untouched", yet the job there is failed: nothing runs.
+ * The closing line says where the job stays stopped, what runs in the others, what to do. */
+static void test_aborted_marked(void **state)
+{
+    (void)state;
+    const char *labels[] = { "h1:101", "h1:102", "h2:201" };
+    bool none[] = { false, false, false }, all[] = { true, true, true }, one[] = { false, true, false };
+    bool gang[] = { true, false, true }, stopped[] = { false, false, false };
+    char m[1024];
+    /* nothing marked: as before */
+    deploy_aborted_message(m, sizeof m, "8ba39e855bb1", "train", labels, none, gang, 3, false);
+    assert_string_equal(m, "deploy of 8ba39e855bb1 stopped before anything was switched: the running release "
+                           "keeps running untouched");
+    /* every container marked, refused by gpu-check */
+    deploy_aborted_message(m, sizeof m, "8ba39e855bb1", "train", labels, all, stopped, 3, true);
+    assert_null(strstr(m, "keeps running"));
+    assert_non_null(strstr(m, "job 'train' stays stopped (failed: environment fault) in h1:101, h1:102, h2:201; "
+                              "fix the GPU environment there (`drover-agent gpu-check` in the container"));
+    assert_non_null(strstr(m, "then deploy again; or deploy --force"));
+    assert_null(strstr(m, "other"));
+    /* one marked: the others run the release as before */
+    deploy_aborted_message(m, sizeof m, "8ba39e855bb1", "train", labels, one, gang, 3, true);
+    assert_non_null(strstr(m, "stays stopped (failed: environment fault) in h1:102; the running release keeps "
+                              "running untouched in the other 2 containers; fix the GPU"));
+    /* one marked, nothing runs in the others; stopped for another reason: no gpu-check advice */
+    deploy_aborted_message(m, sizeof m, "8ba39e855bb1", "train", labels, one, stopped, 3, false);
+    assert_string_equal(m, "deploy of 8ba39e855bb1 stopped before anything was switched: job 'train' stays "
+                           "stopped (failed: environment fault) in h1:102; nothing runs in the other 2 "
+                           "containers either");
+    /* bounded: a small buffer is cut, NUL-terminated */
+    char small[40];
+    deploy_aborted_message(small, sizeof small, "8ba39e855bb1", "train", labels, all, stopped, 3, true);
+    assert_int_equal(strlen(small), sizeof small - 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hint_only_for_agent),
         cmocka_unit_test(test_revert_failed_unreached),
         cmocka_unit_test(test_revert_failed_same_on_both),
+        cmocka_unit_test(test_aborted_marked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
