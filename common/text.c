@@ -166,6 +166,41 @@ const char *text_json_safe(const char *s, char *buf, size_t buf_sz)
     return text_escape(s, len, buf, buf_sz);
 }
 
+const char *text_cut_words(const char *s, const char *more, char *out, size_t out_sz)
+{
+    static const char ellipsis[] = "\xe2\x80\xa6"; /* U+2026 */
+    if (!out_sz)
+        return out;
+    size_t len = strlen(s);
+    if (len < out_sz) {
+        memcpy(out, s, len + 1);
+        return out;
+    }
+    if (!more)
+        more = "";
+    size_t tail = strlen(ellipsis) + strlen(more);
+    bool mark = tail < out_sz - 1;
+    size_t room = out_sz - 1 - (mark ? tail : 0); /* bytes of s that fit: s[0..room) */
+    size_t cut = room;
+    while (cut > 0 && s[cut] != ' ') /* s[room] exists: len >= out_sz > room */
+        cut--;
+    if (cut > 0) { /* the word at the cut is left out whole, with the spaces and " |" before it */
+        while (cut > 0 && (s[cut - 1] == ' ' || s[cut - 1] == '|'))
+            cut--;
+    }
+    if (!cut) { /* one long word: at a character boundary */
+        cut = room;
+        while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+            cut--;
+    }
+    memcpy(out, s, cut);
+    if (mark)
+        snprintf(out + cut, out_sz - cut, "%s%s", ellipsis, more);
+    else
+        out[cut] = '\0';
+    return out;
+}
+
 const char *text_plural(long long n, const char *one, const char *many)
 {
     return n == 1 ? one : many;

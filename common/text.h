@@ -46,6 +46,14 @@ bool text_is_utf8(const char *s, size_t len);
  * made it invalid (reasons).  Never NULL. */
 const char *text_json_safe(const char *s, char *buf, size_t buf_sz);
 
+/* Copy the NUL-terminated s into out[out_sz] (always NUL-terminated when out_sz > 0): whole when
+ * it fits; else cut before the last word that does not fit, so no word is cut in two, and
+ * followed by "\u2026" (an ellipsis) and more (NULL: nothing), which say that text is left out and
+ * where all of it is.  Trailing spaces and " |" separators before the cut are dropped.  A text
+ * with no space in reach is cut at a UTF-8 character boundary; when out cannot even hold the
+ * ellipsis and more, s is cut there without them.  Returns out. */
+const char *text_cut_words(const char *s, const char *more, char *out, size_t out_sz);
+
 /* The noun that goes with count n: one for 1, many otherwise ("%zu %s", n, text_plural(n,
  * "file", "files"): "1 file", "0 files", "3 files").  Returns one of its arguments. */
 const char *text_plural(long long n, const char *one, const char *many);

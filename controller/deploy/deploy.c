@@ -453,7 +453,10 @@ static int gpu_check_cts(struct deploy *d, bool force, char *err, size_t err_sz)
             snprintf(err, err_sz, "%s: gpu-check command line too long", ct->label);
             return -E2BIG;
         }
-        char e[1200];
+        /* e and what is said after it (the mark: up to 255 bytes, the advice) fit a 2048-byte
+         * err and log line: a gpu-check reason of realistic length (the lab's two faults with
+         * the default library path: 650 bytes) is quoted whole, a longer one cut at a word */
+        char e[1600];
         int r = agent_call(d, ct, av.argv, d->inv->exec_timeout_s, e, sizeof e);
         if (r < 0 && !force) {
             snprintf(err, err_sz, "%s%s%s; fix the container's GPU environment, or deploy --force",

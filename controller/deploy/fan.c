@@ -167,11 +167,19 @@ int agent_call_status(struct deploy *d, const struct inv_ct *ct, const char *con
         return r;
     }
     if (res.status != 0) {
-        char reason[600];
+        /* the reason gets what err has left after the prefix, not a fixed cap of its own: a
+         * gpu-check's faults are long (up to 3 lines of 1023 bytes reach the reason; in the
+         * lab two of them made 650 bytes, cut mid-word by the 600 this was).  When it does
+         * not fit, the cut is before a whole word, marked, and says where all of it is */
+        char reason[4096];
         bool two = strcmp(args[0], "release") == 0 && args[1];
-        snprintf(err, err_sz, "%s: drover-agent %s%s%s failed (exit %d): %s", ct->label, args[0],
-                 two ? " " : "", two ? args[1] : "", res.status,
-                 exec_result_reason(&res, reason, sizeof reason));
+        int n = snprintf(err, err_sz, "%s: drover-agent %s%s%s failed (exit %d): ", ct->label, args[0],
+                         two ? " " : "", two ? args[1] : "", res.status);
+        if (n >= 0 && (size_t)n < err_sz)
+            text_cut_words(exec_result_reason(&res, reason, sizeof reason),
+                           strcmp(args[0], "gpu-check") == 0 ? " (all of it: `drover-agent gpu-check` in the "
+                                                               "container)" : NULL,
+                           err + n, err_sz - (size_t)n);
         if (ret_status)
             *ret_status = res.status;
         r = -EIO;

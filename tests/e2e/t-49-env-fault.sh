@@ -51,6 +51,8 @@ check "the plain deploy is refused (exit 1)" test "$DROVER_RC" = 1
 check "... saying what to do: fix the GPU environment, or --force" \
 	drover_said "fix the container's GPU environment, or deploy --force"
 check "... and why the container was marked" drover_said 'it was marked: needs attention: environment fault'
+check "... quoting gpu-check's faults whole (it was cut mid-word at 600 bytes: \"nvidia-uvm's majo\")" \
+	drover_said "and nvidia-uvm's major too\\); it was marked: "
 check "... and its closing line does not say the release keeps running (nothing runs there)" \
 	eval '! drover_said "keeps running untouched"'
 check "... but that the job stays stopped in the marked containers, and what to do" \

@@ -135,12 +135,47 @@ static void test_plural(void **state)
     }
 }
 
+/* The gpu-check reason a refused deploy quoted was cut mid-word ("nvidia-uvm's majo") by a
+ * 600-byte snprintf: a cut is now before a whole word, marked, and says where the rest is. */
+static void test_cut_words(void **state)
+{
+    (void)state;
+    char out[40];
+    /* fits: whole, unmarked */
+    assert_string_equal(text_cut_words("and nvidia-uvm's major too)", " (more)", out, sizeof out),
+                        "and nvidia-uvm's major too)");
+    const char *s = "lxc.cgroup2.devices.allow = c 195:* rwm, and nvidia-uvm's major too)";
+    text_cut_words(s, " (more)", out, sizeof out);
+    assert_true(strlen(out) < sizeof out);
+    assert_string_equal(out, "lxc.cgroup2.devices.allow = c\xe2\x80\xa6 (more)");
+    /* at the limit exactly: len == out_sz - 1 fits, one more byte does not */
+    char e[8];
+    assert_string_equal(text_cut_words("abc def", NULL, e, sizeof e), "abc def");
+    assert_string_equal(text_cut_words("abc defg", NULL, e, sizeof e), "abc\xe2\x80\xa6");
+    /* " | " between two lines of a reason: not left dangling before the mark */
+    char r[16];
+    assert_string_equal(text_cut_words("first line | second line", "", r, sizeof r), "first line\xe2\x80\xa6");
+    /* one long word: cut at a character boundary, never inside a UTF-8 sequence */
+    char w[9];
+    text_cut_words("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", NULL, w, sizeof w); /* 5 x e-acute, 10 bytes */
+    assert_true(text_is_utf8(w, strlen(w)));
+    assert_string_equal(w, "\xc3\xa9\xc3\xa9\xe2\x80\xa6");
+    /* no room for the mark and more: a plain cut, still bounded and terminated */
+    char t[6];
+    text_cut_words("abc defgh", " (the rest: elsewhere)", t, sizeof t);
+    assert_string_equal(t, "abc");
+    char one[1] = { 'x' };
+    assert_string_equal(text_cut_words("abc", NULL, one, sizeof one), "");
+    assert_ptr_equal(text_cut_words("abc", NULL, one, 0), one); /* out_sz 0: untouched */
+}
+
 int main(void)
 {
     log_init("test");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape_controls),
         cmocka_unit_test(test_plural),
+        cmocka_unit_test(test_cut_words),
         cmocka_unit_test(test_escape_passes_text),
         cmocka_unit_test(test_escape_bounds),
         cmocka_unit_test(test_utf8),
