@@ -268,6 +268,11 @@ def train(cfg, hb):
         tokens = np.fromfile(shards[0], dtype=np.uint16, offset=1024).astype(np.int64)
         tokens = torch.from_numpy(tokens) % int(cfg["vocab"])  # a small demo vocab folds GPT-2's ids
     else:
+        # said, once per rank, in `drover logs`: a mistyped data path trains on noise (the loss
+        # stays near ln(vocab)) and is promoted like a release that learns
+        if cfg["data"] and not cfg.get("selftest"):
+            print("rank %d: no file matches data '%s': training on synthetic random tokens" %
+                  (rank, cfg["data"]), flush=True)
         g = torch.Generator().manual_seed(42)
         tokens = torch.randint(0, min(int(cfg["vocab"]), 50257), (1 << 20,), generator=g)
     per_step = world * B * T
