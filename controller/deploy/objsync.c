@@ -361,6 +361,8 @@ struct pack_src {
     const struct relsrc *rs;
     const size_t *idx;
     size_t n;
+    char *stale;     /* -ESTALE: "'PATH' changed while it was being deployed: ..." (NULL: none) */
+    size_t stale_sz;
 };
 
 static int produce_pack(void *ctx, send_write_fn w, void *wctx)
@@ -378,8 +380,9 @@ static int produce_pack(void *ctx, send_write_fn w, void *wctx)
         if (r == 0 && snprintf(path, sizeof path, "%s/%s", p->rs->dir, e->path) >= (int)sizeof path)
             r = -ENAMETOOLONG;
         struct pack_seen seen = { e->src_dev, e->src_ino, e->src_mtime_ns, e->src_ctime_ns };
-        if (r == 0 && (r = pack_writer_add_seen(pw, e->sha256, path, e->size, &seen)) == -ESTALE)
-            log_error("'%s' changed while it was being deployed: deploy again", path);
+        if (r == 0 && (r = pack_writer_add_seen(pw, e->sha256, path, e->size, &seen)) == -ESTALE &&
+            p->stale)
+            snprintf(p->stale, p->stale_sz, "'%s' changed while it was being deployed: deploy again", path);
     }
     if (r == 0)
         return pack_writer_finish(pw);
@@ -607,13 +610,13 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
     size_t pos = 0;
     double t0 = time_mono(), t_sent = 0;
     uint64_t sent_ok = 0;
-    char e2[1024];
+    char e2[1024], stale[1024] = "";
     while (r == 0 && pos < lack.n) {
         size_t end = pos;
         uint64_t bytes = 0;
         while (end < lack.n && (end == pos || bytes + hj->rs->m->e[lack.v[end]].size <= PACK_TARGET_BYTES))
             bytes += hj->rs->m->e[lack.v[end++]].size;
-        struct pack_src ps = { hj->rs, lack.v + pos, end - pos };
+        struct pack_src ps = { hj->rs, lack.v + pos, end - pos, stale, sizeof stale };
         char label[160];
         snprintf(label, sizeof label, "stage %s (%.0f of %.0f MiB stored, this pack)", hname,
                  (double)sent_ok / 1048576.0, (double)total / 1048576.0);
@@ -682,6 +685,10 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
                     text_plural(inst->n, "container", "containers"), now - t_sent);
         fputc('\n', stderr);
     } else if (r < 0 && r != -EINTR) {
+        /* the pack's own failure, which the connection's error (empty) does not say: the
+         * reason was a bare "(0.0 MiB of 286.1 MiB stored on the host)" */
+        if (r == -ESTALE && stale[0])
+            (void)str_copy(hj->err, sizeof hj->err, stale);
         snprintf(e2, sizeof e2, "%.900s (%.1f MiB of %.1f MiB stored on the host)", hj->err,
                  (double)sent_ok / 1048576.0, (double)total / 1048576.0);
         (void)str_copy(hj->err, sizeof hj->err, e2);
