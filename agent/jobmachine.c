@@ -381,6 +381,7 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
         return;
     case JM_NEXT_RESTART: {
         rt->restart_peer_stopped = false;
+        rt->restart_peer_exit = false;
         j->restarts++;
         /* kept while the restarted gang runs: its state's reason is cleared then, the cause is not */
         (void)str_copy(j->last_restart_reason, sizeof j->last_restart_reason, rt->next_reason);
@@ -465,6 +466,7 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
         if (peer_stopped)
             rt->backoff_until = fmax(rt->backoff_until, ev->now + JM_PEER_STOP_GRACE_S);
         rt->restart_peer_stopped = peer_stopped;
+        rt->restart_peer_exit = !sig && train_exit_is_peer_effect(code);
         rt->next = JM_NEXT_RESTART;
         rt->next_code = rc;
         (void)str_copy(rt->next_reason, sizeof rt->next_reason, reason);
@@ -531,6 +533,7 @@ static void cancel_restart(struct jm_rt *rt)
     if (rt->next == JM_NEXT_RESTART && rt->restart_peer_stopped && rt->ncrash > 0)
         rt->ncrash--;
     rt->restart_peer_stopped = false;
+    rt->restart_peer_exit = false;
     rt->next = JM_NEXT_NONE;
 }
 

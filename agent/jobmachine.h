@@ -123,6 +123,8 @@ struct jm_rt {
     double backoff_until;         /* JM_NEXT_RESTART: monotonic */
     bool restart_peer_stopped;    /* JM_NEXT_RESTART after a "peer_stopped" exit: a request that
                                      cancels it takes that exit out of the crash window */
+    bool restart_peer_exit;       /* JM_NEXT_RESTART after an exit for a rank elsewhere (peer_lost,
+                                     peer_stopped): the status document says peer_exit */
     double crash_mono[JM_CRASH_HISTORY];
     int ncrash;
     bool gang;                    /* a gang of this job exists (started, not yet gone) */

@@ -160,8 +160,8 @@ int status_format(const struct agent_status *st, char **ret_text)
         char reason[4 * sizeof js->reason]; /* cut to fit, maybe mid-character: kept valid */
         json_object_set_new(jo, "reason", json_string(text_json_safe(js->reason, reason, sizeof reason)));
         json_object_set_new(jo, "reason_code", json_string(status_reason_name(js->reason_code)));
-        if (js->peer_stopped)
-            json_object_set_new(jo, "peer_stopped", json_true());
+        if (js->peer_exit)
+            json_object_set_new(jo, "peer_exit", json_true());
         if (js->last_restart_reason[0]) {
             char lr[4 * sizeof js->last_restart_reason];
             json_object_set_new(jo, "last_restart_reason",
@@ -293,10 +293,10 @@ static int job_from_json(json_t *o, struct job_status *js)
     if (jf_str(o, "last_restart_reason", js->last_restart_reason, sizeof js->last_restart_reason, true) < 0)
         return -EINVAL;
     /* optional, true only (agents before the field: false) */
-    json_t *ps = json_object_get(o, "peer_stopped");
+    json_t *ps = json_object_get(o, "peer_exit");
     if (ps && !json_is_boolean(ps))
         return -EINVAL;
-    js->peer_stopped = json_is_true(ps);
+    js->peer_exit = json_is_true(ps);
     /* optional (agents before the spec digest): "" is "unknown", which the survey redeploys */
     if (jf_str(o, "spec_digest", js->spec_digest, sizeof js->spec_digest, false) < 0 ||
         (js->spec_digest[0] && !spec_digest_is_valid(js->spec_digest)) ||

@@ -20,6 +20,11 @@ bool train_exit_is_nonretryable(int code)
     return x && x->retry == TRAIN_RETRY_NO;
 }
 
+bool train_exit_is_peer_effect(int code)
+{
+    return code == TX_PEER_LOST || code == TX_PEER_STOPPED;
+}
+
 const char *train_retry_word(enum train_retry r)
 {
     switch (r) {

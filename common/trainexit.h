@@ -74,6 +74,10 @@ const struct train_exit_info *train_exit_info(int code);
 /* true for a drover-train code whose retry is "no" (usage, config, data, disk full, diverged,
  * nomem, selftest): the agent does not restart the same release for it. */
 bool train_exit_is_nonretryable(int code);
+/* true for peer_lost (8) and peer_stopped (12): the rank ended because of a rank elsewhere (it
+ * died, went silent, or was stopped), so its exit names no cause of its own.  A verdict looks
+ * for the cause in the other containers (controller/deploy/probation.c). */
+bool train_exit_is_peer_effect(int code);
 /* docs/errors.md's word for a retry value: "—", "no", "maybe", "yes". */
 const char *train_retry_word(enum train_retry r);
 

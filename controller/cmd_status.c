@@ -438,8 +438,8 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             json_object_set_new(co, "reason_code", json_string(status_reason_name(js->reason_code)));
             /* why the agent last restarted the current release; "" none (or an older agent) */
             json_object_set_new(co, "last_restart_reason", json_string(js->last_restart_reason));
-            /* backing off only because a rank in another container stopped: no cause here */
-            json_object_set_new(co, "peer_stopped", json_boolean(js->peer_stopped));
+            /* backing off only because of a rank in another container: no cause here */
+            json_object_set_new(co, "peer_exit", json_boolean(js->peer_exit));
             json_t *bad = json_array(), *goods = json_array();
             for (int k = 0; k < js->nbad; k++)
                 json_array_append_new(bad, json_string(js->bad[k]));

@@ -79,9 +79,9 @@ struct probation {
     bool agent_went_back;          /* the FAIL is an agent going back to another release on its own */
     int exit_code;                 /* the exit code of the rank the FAIL names; -1 none */
     int peer_stop_ct;              /* the FAIL names a rank of this container that exited
-                                      peer_stopped (docs/errors.md, 12): it stopped because a
-                                      rank elsewhere did, so another container's cause, fed
-                                      later, replaces it; -1 none */
+                                      because of a rank elsewhere (peer_lost 8, peer_stopped
+                                      12: train_exit_is_peer_effect), so another container's
+                                      cause, fed later, replaces it; -1 none */
     double ktok;
     char reason[PROBATION_REASON_MAX];
     char note[PROBATION_REASON_MAX];
@@ -341,8 +341,8 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
         feed_one(p, ct, st, now);
         return;
     }
-    /* A FAIL that names a peer_stopped exit names no cause: the rank stopped because a rank in
-     * another container did (crashed, hung, was stopped).  That container's document, fed in
+    /* A FAIL that names a peer_lost or peer_stopped exit names no cause: the rank ended because
+     * a rank in another container did (crashed, hung, was stopped).  That container's document, fed in
      * the deploy's settle look after the FAIL, names the cause instead; nothing found there
      * leaves the verdict as it was. */
     if (p->verdict != PROBATION_FAIL || p->peer_stop_ct < 0 || ct == p->peer_stop_ct)
@@ -433,7 +433,7 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
             bool first = p->verdict == PROBATION_PENDING;
             fail_exit(p, rs0);
             fail(p, "rank %d on %s %s%s", rank, cs->label, what, logs_pointer(p, logs, sizeof logs));
-            if (first && rs0->exit_signal <= 0 && rs0->exit_code == TX_PEER_STOPPED)
+            if (first && rs0->exit_signal <= 0 && train_exit_is_peer_effect(rs0->exit_code))
                 p->peer_stop_ct = ct;
             return;
         }
@@ -446,7 +446,7 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
              js->state == GANG_BACKOFF ? "lost a rank and is backing off" : "restarted",
              js->restarts, js->reason[0] ? agent_reason_without_plan(js->reason, why, sizeof why) : "no reason given",
              logs_pointer(p, logs, sizeof logs));
-        if (first && js->state == GANG_BACKOFF && js->peer_stopped)
+        if (first && js->state == GANG_BACKOFF && js->peer_exit)
             p->peer_stop_ct = ct; /* its ranks stopped for a rank elsewhere: no cause here */
         return;
     }

@@ -59,9 +59,9 @@ check "the ranks in the other containers exited peer_stopped (journal: peer-stop
 # (a deploy's verdict then quotes the container with the cause instead)
 peer_stopped_said() {
 	status_json | jq -e --arg c "$C" '[.jobs[] | select(.job == "train") | .containers[] |
-		select(.container != $c and .state == "backoff" and .peer_stopped == true)] | length > 0' >/dev/null
+		select(.container != $c and .state == "backoff" and .peer_exit == true)] | length > 0' >/dev/null
 }
-check "status -o json says peer_stopped for a container backing off in the grace" wait_until 15 peer_stopped_said
+check "status -o json says peer_exit for a container backing off in the grace" wait_until 15 peer_stopped_said
 # their restart waits out the 15 s grace, then the gang meets and trains
 check "the job is running in every container again" wait_until 120 running_everywhere
 check "every rank trains again" all_ranks_advance 3 120

@@ -99,6 +99,11 @@ static void test_lookup_and_policy(void **state)
     const int no[] = { TX_USAGE, TX_CONFIG, TX_DATA, TX_DISK_FULL, TX_DIVERGED, TX_NOMEM, TX_SELFTEST };
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         assert_true(train_exit_is_nonretryable(no[i]));
+    assert_true(train_exit_is_peer_effect(TX_PEER_LOST));
+    assert_true(train_exit_is_peer_effect(TX_PEER_STOPPED));
+    assert_false(train_exit_is_peer_effect(TX_FAILURE));
+    assert_false(train_exit_is_peer_effect(TX_OK));
+    assert_false(train_exit_is_peer_effect(134));
     const int retry[] = { TX_OK, TX_FAILURE, TX_CHECKPOINT, TX_PEER_LOST, TX_DEVICE, TX_PEER_STOPPED, TX_CUDA, 99, 137 };
     for (size_t i = 0; i < sizeof retry / sizeof retry[0]; i++)
         assert_false(train_exit_is_nonretryable(retry[i]));

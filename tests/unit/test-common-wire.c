@@ -357,20 +357,20 @@ static void test_status_roundtrip(void **state)
     assert_string_equal(bj->goods[1], js->goods[1]);
     assert_int_equal(back->features, 0); /* none said: an older agent's document */
     assert_string_equal(bj->goods_spec[0], "");
-    assert_false(bj->peer_stopped);
-    assert_null(strstr(text, "peer_stopped")); /* said only when true */
+    assert_false(bj->peer_exit);
+    assert_null(strstr(text, "peer_exit")); /* said only when true */
     free(text);
     /* a job backing off for a peer's stop says so; anything but a boolean is refused */
     js->state = GANG_BACKOFF;
-    js->peer_stopped = true;
+    js->peer_exit = true;
     assert_int_equal(status_format(st, &text), 0);
-    assert_non_null(strstr(text, "\"peer_stopped\":true"));
+    assert_non_null(strstr(text, "\"peer_exit\":true"));
     assert_int_equal(status_parse(text, strlen(text), back), 0);
-    assert_true(status_find_job(back, "train")->peer_stopped);
+    assert_true(status_find_job(back, "train")->peer_exit);
     free(text);
     const char *odd = "{\"v\":1,\"jobs\":[{\"job\":\"a\",\"current\":\"\",\"previous\":\"\",\"good\":\"\","
                       "\"state\":\"backoff\",\"release\":\"\",\"generation\":1,\"restarts\":0,\"age_s\":0,"
-                      "\"world_size\":1,\"node_rank\":0,\"nproc\":1,\"peer_stopped\":\"yes\"}]}";
+                      "\"world_size\":1,\"node_rank\":0,\"nproc\":1,\"peer_exit\":\"yes\"}]}";
     assert_int_equal(status_parse(odd, strlen(odd), back), -EINVAL);
     free(st);
     free(back);

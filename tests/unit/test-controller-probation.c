@@ -341,8 +341,9 @@ static void test_crash(void **state)
  * example exit 12, peer_stopped): its document came first and the verdict quoted it, naming no
  * cause.  Container 0's, fed in the deploy's settle look after the FAIL, replaces it; nothing
  * there, or another peer stop, leaves it.  Container 1 says it either by its rank's exit code
- * (read before the gang is gone) or, backing off for the grace, by "peer_stopped" (its ranks are
- * gone by then); a backoff without it is a cause of its own. */
+ * (read before the gang is gone) or, backing off for the grace, by "peer_exit" (its ranks are
+ * gone by then); a backoff without it is a cause of its own.  peer_lost (8, the usual exit of
+ * the others when one rank crashes) gives way the same. */
 static void peer_doc(struct agent_status *st, bool backoff, bool flag)
 {
     make_status(st, 1, 1, NEW, 6, 50000, 3.0);
@@ -353,7 +354,7 @@ static void peer_doc(struct agent_status *st, bool backoff, bool flag)
     }
     st->jobs[0].nranks = 0;
     st->jobs[0].state = GANG_BACKOFF;
-    st->jobs[0].peer_stopped = flag;
+    st->jobs[0].peer_exit = flag;
     set_reason(&st->jobs[0], STATUS_RC_RANK_EXIT, "rank 1 exited with code 12 (peer_stopped); restarting");
 }
 
@@ -416,6 +417,19 @@ static void test_peer_stopped_gives_way(void **state)
         }
         probation_free(p);
     }
+    /* peer_lost (8): the others' exit when one rank crashes outright */
+    struct probation *p = new_p(100, 2, 1);
+    assert_int_equal(run(p, 2, 1, 1, 5, 50000, st), PROBATION_PENDING);
+    peer_doc(st, false, false);
+    st->jobs[0].ranks[0].exit_code = TX_PEER_LOST;
+    probation_feed(p, 1, st, 6);
+    assert_int_equal(probation_exit_code(p), TX_PEER_LOST);
+    make_status(st0, 0, 1, NEW, 6, 50000, 3.0);
+    st0->jobs[0].ranks[0].exit_signal = 6;
+    strcpy(st0->jobs[0].ranks[0].state, "killed");
+    probation_feed(p, 0, st0, 7);
+    assert_non_null(strstr(probation_reason(p), "rank 0 on h1:101 killed by signal 6"));
+    probation_free(p);
     free(st0);
     free(st);
 }
