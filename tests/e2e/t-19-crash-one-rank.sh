@@ -1,5 +1,5 @@
 #!/bin/bash
-# t-21-crash-one-rank: deploy v21 whose rank 2 (in h2:201) aborts mid-probation.  The ranks in
+# t-19-crash-one-rank: deploy v19 whose rank 2 (in h2:201) aborts mid-probation.  The ranks in
 # the other containers then exit 8 (peer_lost): they ended because of rank 2, and their agents'
 # documents come first (the controller reads h1 before h2).  The verdict must name h2:201 and
 # the abort, not a peer_lost in h1 that sends the operator to the wrong container.  Reverted to
@@ -11,21 +11,21 @@ ensure_v1
 v1=$(v1_id)
 check "every rank trains before the deploy" all_ranks_advance 3 90
 max_step() { status_json | rank_table | awk -F'\t' 'BEGIN { m = -1 } $2 > m { m = $2 } END { print m }'; }
-at=$(($(max_step) + 60)) # v21 resumes from v1's newest checkpoint, a few steps behind this
-d=$(make_release v21 train.seed=21)
+at=$(($(max_step) + 60)) # v19 resumes from v1's newest checkpoint, a few steps behind this
+d=$(make_release v19 train.seed=19)
 mkdir -p "$d/bin/real" && mv "$d/bin/drover-train" "$d/bin/real/drover-train"
 cat >"$d/bin/drover-train" <<WRAP
 #!/bin/sh
-# t-21: rank 2 aborts at step $at (SIGABRT); every other rank, and the selftest preflight, run as v1
+# t-19: rank 2 aborts at step $at (SIGABRT); every other rank, and the selftest preflight, run as v1
 [ "\$1" = train ] && [ "\${RANK:-}" = 2 ] && export DROVER_TRAIN_FAULT=crash_at=$at
 exec "\$(dirname "\$0")/real/drover-train" "\$@"
 WRAP
 chmod 0755 "$d/bin/drover-train"
 
-say "drover deploy v21 (rank 2 aborts at step $at)"
+say "drover deploy v19 (rank 2 aborts at step $at)"
 drover deploy "$d" --job train
 show_drover 8
-check "deploy v21 exits 3 (reverted)" test "$DROVER_RC" = 3
+check "deploy v19 exits 3 (reverted)" test "$DROVER_RC" = 3
 grep -o 'failed probation: .*' "$E2E_WORK/last.out" "$E2E_WORK/last.err" | head -n 1 | sed 's/^/    verdict: /'
 check "the verdict names the rank that aborted, in h2:201" drover_said 'failed probation: .*h2:201.*signal 6'
 check "... not a rank that only lost its peer" eval '! grep -E "failed probation: .*(peer_lost|peer lost|code 8)" "$E2E_WORK/last.out" "$E2E_WORK/last.err"'
