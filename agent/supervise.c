@@ -911,9 +911,11 @@ static void hb_take_line(struct gang *g, struct rank_proc *rp, const char *line,
     int r = heartbeat_parse(line, len, &hb);
     if (r < 0) {
         rp->hb_bad++;
-        if (rp->hb_bad <= 3 || rp->hb_bad % 1000 == 0)
-            log_warn("job '%s' rank %d: bad heartbeat line (%s), %llu so far", g->job, rp->rank,
-                     strerror(-r), (unsigned long long)rp->hb_bad);
+        char why[256];
+        if (rp->hb_bad <= 3 || rp->hb_bad % 1000 == 0) /* why, not errno's "Invalid argument" */
+            log_warn("job '%s' rank %d: bad heartbeat line (%s; docs/protocol.md, \"Heartbeat\"), %llu so far",
+                     g->job, rp->rank, heartbeat_refusal(line, len, why, sizeof why),
+                     (unsigned long long)rp->hb_bad);
         return;
     }
     /* A foreign worker may leave out "release" (the gang's is meant) and "nonfinite" (then the

@@ -184,3 +184,56 @@ int heartbeat_parse(const char *line, size_t len, struct heartbeat *ret_hb)
     json_decref(o);
     return r;
 }
+
+const char *heartbeat_refusal(const char *line, size_t len, char *buf, size_t sz)
+{
+    static const char *const optional[] = {"pid", "tokens", "nonfinite", "resumed_from", "ckpt_step",
+                                           "mem_peak", "tok_s", "step_ms", "mfu", "release", "backend",
+                                           "error", "loss", "phase"};
+    if (len > HEARTBEAT_LINE_MAX) {
+        snprintf(buf, sz, "longer than %d bytes", HEARTBEAT_LINE_MAX);
+        return buf;
+    }
+    char tmp[2 * HEARTBEAT_LINE_MAX + 1];
+    size_t n = nonfinite_to_null(line, len, tmp);
+    json_error_t jerr;
+    json_t *o = json_loadb(tmp, n, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *v = o && json_is_object(o) ? json_object_get(o, "v") : NULL;
+    json_t *rank = v ? json_object_get(o, "rank") : NULL, *step = v ? json_object_get(o, "step") : NULL;
+    if (!o)
+        snprintf(buf, sz, "not JSON: %s", jerr.text);
+    else if (!json_is_object(o))
+        snprintf(buf, sz, "not a JSON object");
+    else if (!json_is_integer(v))
+        snprintf(buf, sz, "no integer \"v\" (heartbeats carry \"v\": %d)", HEARTBEAT_VERSION);
+    else if (json_integer_value(v) != HEARTBEAT_VERSION)
+        snprintf(buf, sz, "\"v\" is %lld: this agent reads version %d", (long long)json_integer_value(v),
+                 HEARTBEAT_VERSION);
+    else if (!rank)
+        snprintf(buf, sz, "no \"rank\" (the global rank, $RANK)");
+    else if (!json_is_integer(rank) || json_integer_value(rank) < 0 || json_integer_value(rank) > 1 << 20)
+        snprintf(buf, sz, "\"rank\" is not an integer 0..%d", 1 << 20);
+    else if (!step)
+        snprintf(buf, sz, "no \"step\" (optimizer steps completed)");
+    else if (!json_is_integer(step) || json_integer_value(step) < 0)
+        snprintf(buf, sz, "\"step\" is not a non-negative integer");
+    else {
+        /* the first optional key without which the line would be read is the one at fault */
+        const char *bad = NULL;
+        for (size_t i = 0; i < sizeof optional / sizeof optional[0] && !bad; i++) {
+            if (!json_object_get(o, optional[i]))
+                continue;
+            json_t *c = json_copy(o);
+            struct heartbeat hb;
+            if (c && json_object_del(c, optional[i]) == 0 && heartbeat_from_json(c, &hb) == 0)
+                bad = optional[i];
+            json_decref(c);
+        }
+        if (bad)
+            snprintf(buf, sz, "\"%s\" has the wrong type or value", bad);
+        else
+            snprintf(buf, sz, "not a heartbeat");
+    }
+    json_decref(o);
+    return buf;
+}

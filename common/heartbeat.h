@@ -65,6 +65,12 @@ int heartbeat_format(const struct heartbeat *hb, char *out, size_t outsz);
  * json.dumps) read as null.  ret_hb is written only on success. */
 int heartbeat_parse(const char *line, size_t len, struct heartbeat *ret_hb);
 
+/* Why heartbeat_parse() refused line, for the agent's log (a worker that writes its own lines
+ * was told only "Invalid argument"): "not JSON: ...", "not a JSON object", "no integer \"v\"
+ * (heartbeats carry \"v\": 1)", "no \"rank\" (...)", "\"tok_s\" has the wrong type or value",
+ * ...  Into buf; returns buf.  Only for a line heartbeat_parse() refused (cold path). */
+const char *heartbeat_refusal(const char *line, size_t len, char *buf, size_t sz);
+
 /* The same fields as a JSON object, for documents that embed a heartbeat (the agent status
  * document does).  heartbeat_to_json returns a new reference (json_decref), NULL on ENOMEM.
  * heartbeat_from_json requires "rank" and "step" (integers) and the types above; unknown keys

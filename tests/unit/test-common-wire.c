@@ -144,6 +144,39 @@ static void test_heartbeat_rejects(void **state)
     assert_memory_equal(&hb, &before, sizeof hb); /* ret_ untouched on failure */
 }
 
+/* Each refused line's reason, as the agent logs it: a worker writing its own heartbeats was
+ * told only "Invalid argument" (the newcomer pass: a line without "rank"). */
+static void test_heartbeat_refusal(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line, *why;
+    } cases[] = {
+        {"step=1 loss=2.0", "not JSON: "},
+        {"[1]", "not a JSON object"},
+        {"{\"step\":1,\"rank\":0}", "no integer \"v\" (heartbeats carry \"v\": 1)"},
+        {"{\"v\":2,\"rank\":0,\"step\":1}", "\"v\" is 2: this agent reads version 1"},
+        {"{\"v\":1,\"step\":1,\"phase\":\"train\",\"loss\":2.5}", "no \"rank\" (the global rank, $RANK)"},
+        {"{\"v\":1,\"rank\":\"0\",\"step\":1}", "\"rank\" is not an integer 0..1048576"},
+        {"{\"v\":1,\"rank\":0}", "no \"step\""},
+        {"{\"v\":1,\"rank\":0,\"step\":-3}", "\"step\" is not a non-negative integer"},
+        {"{\"v\":1,\"rank\":0,\"step\":1,\"loss\":\"x\"}", "\"loss\" has the wrong type or value"},
+        {"{\"v\":1,\"rank\":0,\"step\":1,\"phase\":\"dancing\"}", "\"phase\" has the wrong type or value"},
+        {"{\"v\":1,\"rank\":0,\"step\":1,\"tokens\":1.5,\"loss\":NaN}", "\"tokens\" has the wrong type or value"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        struct heartbeat hb;
+        char why[256];
+        assert_true(heartbeat_parse(cases[i].line, strlen(cases[i].line), &hb) < 0);
+        heartbeat_refusal(cases[i].line, strlen(cases[i].line), why, sizeof why);
+        if (strncmp(why, cases[i].why, strlen(cases[i].why)) != 0)
+            fail_msg("'%s': '%s', want '%s'", cases[i].line, why, cases[i].why);
+    }
+    char big[HEARTBEAT_LINE_MAX + 10], why[64];
+    memset(big, ' ', sizeof big);
+    assert_string_equal(heartbeat_refusal(big, sizeof big, why, sizeof why), "longer than 1024 bytes");
+}
+
 static void test_heartbeat_format_too_small(void **state)
 {
     (void)state;
@@ -642,7 +675,7 @@ int main(void)
         cmocka_unit_test(test_status_reason_code),
         cmocka_unit_test(test_status_reason_predicates),
         cmocka_unit_test(test_heartbeat_roundtrip),   cmocka_unit_test(test_heartbeat_nan_is_null),
-        cmocka_unit_test(test_heartbeat_forgiving),
+        cmocka_unit_test(test_heartbeat_forgiving),   cmocka_unit_test(test_heartbeat_refusal),
         cmocka_unit_test(test_heartbeat_rejects),     cmocka_unit_test(test_heartbeat_format_too_small),
         cmocka_unit_test(test_manifest_paths),        cmocka_unit_test(test_manifest_dir_dump_parse),
         cmocka_unit_test(test_manifest_parse_rejects), cmocka_unit_test(test_status_roundtrip),
