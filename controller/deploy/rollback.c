@@ -191,11 +191,18 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         goto out;
     }
     if (t->kind == RB_NONE) {
+        /* "runs" only where a gang is there: a stopped or failed job runs nothing */
+        bool runs = false;
+        for (int i = 0; i < d.job->ncts; i++)
+            runs = runs || (d.sv_found[i] && d.sv_js[i].state != GANG_STOPPED && d.sv_js[i].state != GANG_FAILED);
+        char hint[JOB_NAME_MAX + 48] = "";
+        if (!runs)
+            snprintf(hint, sizeof hint, "; `drover start --job %s` runs it again", d.job->name);
         if (d.good[0])
-            log_error("job '%s' runs its last good release %s and has no earlier good release to roll "
-                      "back to%s", d.job->name, ui_short(d.current, sid),
+            log_error("job '%s' %s its last good release %s and has no earlier good release to roll "
+                      "back to%s%s", d.job->name, runs ? "runs" : "is stopped on", ui_short(d.current, sid),
                       d.nbad ? " (releases that failed probation are not rollback targets; name one "
-                               "with --to ID --force)" : "");
+                               "with --to ID --force)" : "", hint);
         else
             log_error("job '%s' has no good release: nothing to roll back to (name one with --to ID)",
                       d.job->name);

@@ -58,4 +58,19 @@ check "the rank's exit is the reason" drover_said 'rank 0 exited with code 1'
 check "no 'job spec changed' for a new release under the same spec" eval '! drover_said "job spec changed"'
 check "the history row's reason does not start with 'job spec changed'" \
 	eval '"$E2E_BUILD/drover" -i "$INV" history --job fresh -o json 2>/dev/null | jq -e "[.. | objects | select(has(\"reason\")) | .reason | select(startswith(\"job spec changed\"))] | length == 0" >/dev/null'
+
+# a good raw worker at last, promoted; then stopped: a rollback with nowhere earlier to go said
+# the job "runs its last good release" while nothing ran
+d=$(worker good 'i=0; while :; do i=$((i+1)); echo "{\"v\":1,\"rank\":0,\"step\":$i,\"phase\":\"train\",\"loss\":2.0,\"tok_s\":1000}" >&$DROVER_HEARTBEAT_FD; sleep 0.2; done')
+say "drover deploy good, stop, rollback"
+drover deploy "$d" --job fresh
+show_drover 3
+check "deploy good exits 0 (promoted)" test "$DROVER_RC" = 0
+drover stop --job fresh
+check "drover stop exits 0" test "$DROVER_RC" = 0
+drover rollback --job fresh
+show_drover 3
+check "rollback with no earlier good release fails" test "$DROVER_RC" != 0
+check "... saying the job is stopped on its good release, and how to run it" \
+	drover_said "job 'fresh' is stopped on its last good release .*no earlier good release to roll back to.*; \\\`drover start --job fresh\\\` runs it again"
 finish
