@@ -72,5 +72,5 @@ drover rollback --job fresh
 show_drover 3
 check "rollback with no earlier good release fails" test "$DROVER_RC" != 0
 check "... saying the job is stopped on its good release, and how to run it" \
-	drover_said "job 'fresh' is stopped on its last good release .*no earlier good release to roll back to.*; \\\`drover start --job fresh\\\` runs it again"
+	drover_said "job 'fresh' is stopped on its last good release .*no earlier good release to roll back to.*; .drover start --job fresh. runs it again"
 finish
