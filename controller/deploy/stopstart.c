@@ -160,7 +160,7 @@ void stopstart_failed_hint(bool start, const char *job, const char *ct_label, co
         snprintf(buf, sz, "%s", said);
     else
         snprintf(buf, sz, "drover-agent %s --job %.64s failed: %s; see `drover logs --job %.64s` and "
-                 "the agent's log in %.64s", verb, job, said && said[0] ? said : "no reason given",
+                 "the agent's log, /var/lib/drover/agent.log in %.64s", verb, job, said && said[0] ? said : "no reason given",
                  job, ct_label);
 }
 
