@@ -305,8 +305,7 @@ static char *daemon_status_text(struct daemon *d)
         js->generation = j->generation;
         js->restarts = j->restarts;
         (void)str_copy(js->last_restart_reason, sizeof js->last_restart_reason, j->last_restart_reason);
-        js->peer_exit = j->state == GANG_BACKOFF && d->rt[i].m.next == JM_NEXT_RESTART &&
-                        d->rt[i].m.restart_peer_exit;
+        js->peer_exit = jm_peer_exit(j, &d->rt[i].m);
         js->age_s = g->pgid ? now - g->started_mono : 0;
         const struct job_spec *s = !g->pgid || !strcmp(g->release, j->current)
                                        ? state_current_spec(j) : state_find_spec(j, g->release, NULL);

@@ -157,6 +157,14 @@ bool jm_busy(const struct jm_rt *rt)
     return rt->next != JM_NEXT_NONE && rt->next != JM_NEXT_RESTART;
 }
 
+bool jm_peer_exit(const struct job_rec *j, const struct jm_rt *rt)
+{
+    if (j->state == GANG_BACKOFF)
+        return rt->next == JM_NEXT_RESTART && rt->restart_peer_exit;
+    return j->restarts > 0 && rt->last_restart_peer_exit &&
+           (j->state == GANG_STARTING || j->state == GANG_RUNNING);
+}
+
 const char *jm_fx_name(enum jm_fx k)
 {
     static const char *const names[] = {"stop-gang", "clear-gang", "switch", "start-gang", "event",
@@ -295,6 +303,7 @@ static void run_activate(const struct crash_policy *p, struct job_rec *j, struct
     switch_to(j, id, digest, out);
     j->restarts = 0;
     j->last_restart_reason[0] = '\0';
+    rt->last_restart_peer_exit = false;
     rt->ncrash = 0;
     j->probation_deadline = rt->next_probation_s > 0 ? now + rt->next_probation_s : 0;
     fx_event(out, "activate", j->current, "%s%s",
@@ -328,6 +337,7 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     rt->next_rdzv[0] = '\0';
     j->restarts = 0;
     j->last_restart_reason[0] = '\0';
+    rt->last_restart_peer_exit = false;
     rt->ncrash = 0;
     j->probation_deadline = 0;
     if (automatic)
@@ -381,6 +391,7 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
         return;
     case JM_NEXT_RESTART: {
         rt->restart_peer_stopped = false;
+        rt->last_restart_peer_exit = rt->restart_peer_exit;
         rt->restart_peer_exit = false;
         j->restarts++;
         /* kept while the restarted gang runs: its state's reason is cleared then, the cause is not */
@@ -687,6 +698,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
          * gets a fresh restart budget: the exits before it would otherwise fail it again at
          * its first hang */
         rt->ncrash = 0;
+        rt->last_restart_peer_exit = false;
         request(p, j, rt, JM_NEXT_START, STATUS_RC_NONE, "started by request", ev->now, out);
         return;
     default:

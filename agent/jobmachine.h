@@ -125,6 +125,8 @@ struct jm_rt {
                                      cancels it takes that exit out of the crash window */
     bool restart_peer_exit;       /* JM_NEXT_RESTART after an exit for a rank elsewhere (peer_lost,
                                      peer_stopped): the status document says peer_exit */
+    bool last_restart_peer_exit;  /* the last restart was such a one (until the next activation,
+                                     revert or start): peer_exit too, once restarted */
     double crash_mono[JM_CRASH_HISTORY];
     int ncrash;
     bool gang;                    /* a gang of this job exists (started, not yet gone) */
@@ -135,6 +137,9 @@ void jm_rt_init(struct jm_rt *rt);
 void jm_rt_done(struct jm_rt *rt);
 /* true while an operation (activate, revert, stop) waits; a pending restart is not one. */
 bool jm_busy(const struct jm_rt *rt);
+/* The job's gang is backing off, or was last restarted, only because its rank ended for a rank
+ * elsewhere (peer_lost, peer_stopped): the status document's "peer_exit". */
+bool jm_peer_exit(const struct job_rec *j, const struct jm_rt *rt);
 
 enum jm_ev {
     JM_EV_ACTIVATE,     /* spec (release in the store, command checked), value = probation_s */

@@ -175,10 +175,10 @@ struct job_status {
      * and its reason is ""; "" none, or an agent before the field ("last_restart_reason",
      * present only when not "") */
     char last_restart_reason[256];
-    /* the gang is backing off because its rank ended only because of a rank in another container
-     * (drover-train's exits 8 peer_lost and 12 peer_stopped, train_exit_is_peer_effect): this
-     * container names no cause of its own.  JSON "peer_exit": true, present only then (older
-     * readers ignore it) */
+    /* the gang is backing off, or was last restarted, because its rank ended only because of a
+     * rank in another container (drover-train's exits 8 peer_lost and 12 peer_stopped,
+     * train_exit_is_peer_effect): this container names no cause of its own.  JSON "peer_exit":
+     * true, present only then (older readers ignore it) */
     bool peer_exit;
     double age_s;                      /* seconds since this generation started */
     int world_size, node_rank, nproc;

@@ -446,8 +446,8 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
              js->state == GANG_BACKOFF ? "lost a rank and is backing off" : "restarted",
              js->restarts, js->reason[0] ? agent_reason_without_plan(js->reason, why, sizeof why) : "no reason given",
              logs_pointer(p, logs, sizeof logs));
-        if (first && js->state == GANG_BACKOFF && js->peer_exit)
-            p->peer_stop_ct = ct; /* its ranks stopped for a rank elsewhere: no cause here */
+        if (first && js->peer_exit)
+            p->peer_stop_ct = ct; /* its ranks ended for a rank elsewhere: no cause here */
         return;
     }
     /* The agent stopping the watched gang on its own (a liveness trip, non-finite loss, a rank
@@ -883,6 +883,8 @@ void probation_ct_stopped(struct probation *p, int ct, const char *pct_said)
     if (p->verdict == PROBATION_FAIL)
         p->verdict = PROBATION_PENDING; /* the stop explains it: its peers lost a rank */
     p->ct_stop_said = p->verdict == PROBATION_PENDING;
+    if (p->ct_stop_said)
+        p->peer_stop_ct = -1; /* the stop is the cause: nothing fed later replaces it */
     fail_code(p, STATUS_RC_NONE);
     fail(p, "container %s stopped during %s (pct: %s)", p->cts[ct].label,
          p->recovery ? "the recovery" : "probation", pct_said && pct_said[0] ? pct_said : "not running");

@@ -992,6 +992,44 @@ static void test_state_marks_round_trip(void **state)
  * other container recorded the job completed): a restart from the checkpoint, but only after
  * JM_PEER_STOP_GRACE_S, because a fleet-wide stop reaches the containers seconds apart and the
  * one that arrives within the grace must find nothing to fight (the skew case). */
+/* "peer_exit" in the status document: backing off, then restarted, only because of a rank
+ * elsewhere (8 peer_lost, 12 peer_stopped); a crash of its own, an activation or an operator's
+ * start clears it.  A restarted gang read before its first train heartbeat used to name no
+ * peer, so the verdict quoted it as a cause. */
+static void test_peer_exit_said(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    assert_false(jm_peer_exit(w.j, &w.rt));
+    static const struct row lost[] = {
+        {JM_EV_RANK_EXIT, 5, NULL, 0, 0, 8, 0, NULL, "stop-gang save", GANG_STOPPING, "code 8", "rank-exit"},
+        {JM_EV_GANG_GONE, 5, NULL, 0, 0, 8, 0, NULL, "event clear-gang save", GANG_BACKOFF, NULL, "rank-exit"},
+    };
+    RUN(&w, lost);
+    assert_true(jm_peer_exit(w.j, &w.rt));
+    static const struct row back[] = {
+        {JM_EV_TICK, 6.1, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, "restart 1"},
+        {JM_EV_START_OK, 6.1, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+    };
+    RUN(&w, back);
+    assert_true(jm_peer_exit(w.j, &w.rt)); /* restarted for it: still no cause here */
+    static const struct row own[] = { /* then a crash of its own */
+        {JM_EV_RANK_EXIT, 10, NULL, 0, 0, 1, 0, NULL, "stop-gang save", GANG_STOPPING, "code 1"},
+        {JM_EV_GANG_GONE, 10, NULL, 0, 0, 1, 0, NULL, "event clear-gang save", GANG_BACKOFF, NULL},
+    };
+    RUN(&w, own);
+    assert_false(jm_peer_exit(w.j, &w.rt));
+    static const struct row again[] = {
+        {JM_EV_TICK, 12.1, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, NULL},
+        {JM_EV_START_OK, 12.1, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+    };
+    RUN(&w, again);
+    assert_false(jm_peer_exit(w.j, &w.rt));
+    world_done(&w);
+}
+
 static void test_peer_stopped(void **state)
 {
     (void)state;
@@ -1129,6 +1167,7 @@ int main(void)
         cmocka_unit_test(test_spec_eviction_keeps_promoted_pairs),
         cmocka_unit_test(test_spec_change_of_good_release),
         cmocka_unit_test(test_peer_stopped),
+        cmocka_unit_test(test_peer_exit_said),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

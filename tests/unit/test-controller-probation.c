@@ -417,6 +417,40 @@ static void test_peer_stopped_gives_way(void **state)
         }
         probation_free(p);
     }
+    /* restarted after a peer exit, read before its first train heartbeat: still no cause */
+    {
+        struct probation *q = new_p(100, 2, 1);
+        assert_int_equal(run(q, 2, 1, 1, 5, 50000, st), PROBATION_PENDING);
+        make_status(st, 1, 1, NEW, 6, 50000, 3.0);
+        st->jobs[0].state = GANG_STARTING;
+        st->jobs[0].restarts = 1;
+        st->jobs[0].peer_exit = true;
+        set_reason(&st->jobs[0], STATUS_RC_RANK_EXIT, "restarted after rank 1 exited with code 8 (peer lost)");
+        probation_feed(q, 1, st, 6);
+        assert_non_null(strstr(probation_reason(q), "h1:102 restarted (restarts 1)"));
+        make_status(st0, 0, 1, NEW, 6, 50000, 3.0);
+        st0->jobs[0].ranks[0].exit_code = 1;
+        strcpy(st0->jobs[0].ranks[0].state, "exited");
+        probation_feed(q, 0, st0, 7);
+        assert_non_null(strstr(probation_reason(q), "rank 0 on h1:101 exited with code 1"));
+        probation_free(q);
+        st->jobs[0].restarts = 0;
+        st->jobs[0].peer_exit = false;
+    }
+    /* a container stopped under the gang is the cause: a crash fed after it does not replace it */
+    {
+        struct probation *q = new_p(100, 2, 1);
+        assert_int_equal(run(q, 2, 1, 1, 5, 50000, st), PROBATION_PENDING);
+        peer_doc(st, false, false);
+        probation_feed(q, 1, st, 6);
+        probation_ct_stopped(q, 0, "CT 101 not running");
+        make_status(st0, 0, 1, NEW, 6, 50000, 3.0);
+        st0->jobs[0].state = GANG_BACKOFF;
+        set_reason(&st0->jobs[0], STATUS_RC_RANK_EXIT, "rank 0 exited with code 1; restarting");
+        probation_feed(q, 0, st0, 7);
+        assert_string_equal(probation_reason(q), "container h1:101 stopped during probation (pct: CT 101 not running)");
+        probation_free(q);
+    }
     /* peer_lost (8): the others' exit when one rank crashes outright */
     struct probation *p = new_p(100, 2, 1);
     assert_int_equal(run(p, 2, 1, 1, 5, 50000, st), PROBATION_PENDING);
