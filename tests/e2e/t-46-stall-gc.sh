@@ -55,11 +55,23 @@ no_temp() {
 		! compgen -G "$LAB_DIR/hosts/h[12]/staging/manifests/*.tmp.*" >/dev/null
 }
 check "no temp files left in the host stores after the stopped session resumed" wait_until 20 no_temp
+# A manifest the stopped session's `release missing -` kept in incoming/ for an install that
+# never came is removed on a store contact once OBJSTORE_INCOMING_MAX_AGE_S old (docs/agent.md,
+# "Store"); when the session wrote it after the new one had installed the release (SIGCONT
+# lets it finish), it is that documented leftover: said, not failed.  Anything else is a temp
+# file left behind.
 ct_no_temp() {
-	local c left rc=0
+	local c left f rc=0
 	for c in $E2E_CTS; do
 		left=$(ct "$c" sh -c 'ls -a /var/lib/drover/objects /var/lib/drover/releases /var/lib/drover/incoming | grep -E "\.tmp|\.pack$|\.manifest$"')
-		[[ -z $left ]] || { printf '    %s: %s\n' "$c" "$(echo $left)"; rc=1; }
+		for f in $left; do
+			if [[ $f =~ ^([0-9a-f]{64})\.manifest$ ]] && ct "$c" test -d "/var/lib/drover/releases/${BASH_REMATCH[1]}"; then
+				printf '    %s: incoming/%s of an installed release (kept until it is %s h old)\n' "$c" "$f" 6
+				continue
+			fi
+			printf '    %s: %s\n' "$c" "$f"
+			rc=1
+		done
 	done
 	return $rc
 }
