@@ -36,6 +36,11 @@ const char *agent_verb_name(enum agent_verb v)
     return (unsigned)v < AGENT_VERB_COUNT ? verb_names[v] : NULL;
 }
 
+bool agent_verb_has_sub(enum agent_verb v)
+{
+    return v == AGENT_VERB_RELEASE || v == AGENT_VERB_LEASE || v == AGENT_VERB_HISTORY;
+}
+
 int agent_verb_parse(const char *s)
 {
     for (int v = 0; v < AGENT_VERB_COUNT; v++)

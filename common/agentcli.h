@@ -80,6 +80,9 @@ enum agent_verb {
 const char *agent_verb_name(enum agent_verb v);
 /* The verb named s; -EINVAL when there is none. */
 int agent_verb_parse(const char *s);
+/* A verb whose second word names the step (release have|missing|install, lease take|release,
+ * history add|list): messages about a call name both words. */
+bool agent_verb_has_sub(enum agent_verb v);
 
 /* Option ids (getopt_long's val); 'v' and 'h' are -v/--verbose and -h/--help. */
 enum agent_opt {

@@ -342,9 +342,9 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
         return;
     }
     /* A FAIL that names a peer_lost or peer_stopped exit names no cause: the rank ended because
-     * a rank in another container did (crashed, hung, was stopped).  That container's document, fed in
-     * the deploy's settle look after the FAIL, names the cause instead; nothing found there
-     * leaves the verdict as it was. */
+     * a rank in another container did (crashed, hung, was stopped).  That container's document,
+     * fed in the deploy's settle look after the FAIL, names the cause instead; nothing found
+     * there leaves the verdict as it was. */
     if (p->verdict != PROBATION_FAIL || p->peer_stop_ct < 0 || ct == p->peer_stop_ct)
         return;
     struct {

@@ -91,8 +91,8 @@ void pct_agent_timeout_msg(const char *const *agent_args, double timeout_s, char
 {
     const char *verb = agent_args && agent_args[0] ? agent_args[0] : "?", *sub = "", *job = NULL;
     /* the verbs with a second word (release have, lease take, history add) are named by both */
-    if (agent_args && agent_args[0] && agent_args[1] && agent_args[1][0] != '-' &&
-        (!strcmp(verb, "release") || !strcmp(verb, "lease") || !strcmp(verb, "history")))
+    int v = agent_args && agent_args[0] ? agent_verb_parse(agent_args[0]) : -EINVAL;
+    if (v >= 0 && agent_verb_has_sub((enum agent_verb)v) && agent_args[1] && agent_args[1][0] != '-')
         sub = agent_args[1];
     for (size_t i = 0; agent_args && agent_args[i]; i++)
         if (!strcmp(agent_args[i], "--job") && agent_args[i + 1]) {

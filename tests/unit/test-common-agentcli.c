@@ -410,6 +410,12 @@ static void test_tables(void **state)
     }
     assert_int_equal(agent_verb_parse("nonsense"), -EINVAL);
     assert_null(agent_verb_name(AGENT_VERB_COUNT));
+    /* the verbs a step message names by two words (pct_agent_timeout_msg) */
+    assert_true(agent_verb_has_sub(AGENT_VERB_RELEASE));
+    assert_true(agent_verb_has_sub(AGENT_VERB_LEASE));
+    assert_true(agent_verb_has_sub(AGENT_VERB_HISTORY));
+    assert_false(agent_verb_has_sub(AGENT_VERB_ACTIVATE));
+    assert_false(agent_verb_has_sub(AGENT_VERB_COUNT));
     for (int o = AGENT_OPT_ROOT; o < AGENT_OPT_END; o++) {
         const char *f = agent_opt_flag(o);
         assert_non_null(f); /* every id has a name in the table */
