@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "common/procstat.h"
 #include "common/text.h"
+#include "common/trainexit.h"
 #include "common/util.h"
 
 static bool pid_is_dead(pid_t pid);
@@ -543,6 +544,12 @@ static bool cg_has_live(const struct gang *g)
     return live;
 }
 
+/* exit 8 or 12 (common/trainexit.h): the rank ended because of a rank elsewhere */
+static bool rank_exit_is_peer_effect(const struct rank_proc *rp)
+{
+    return rp->exit_signal == 0 && train_exit_is_peer_effect(rp->exit_code);
+}
+
 /* Remember the cgroup in the gang directory, for the agent that re-adopts the gang. */
 static void cg_note(const struct gang *g)
 {
@@ -811,7 +818,11 @@ static void rank_check_exit(struct gang *g, int i, double now)
     rp->alive = false;
     rp->exit_code = sig ? -1 : (int)code;
     rp->exit_signal = (int)sig;
-    if (!g->stopping && g->first_exit < 0)
+    /* the first exit is the gang's cause, except that a rank that only lost its peer (exit 8 or
+     * 12) gives way to one found in the same pass, before the machine was told: reaped together,
+     * the order is waitpid's, and the casualty may come before the rank that died */
+    if (!g->stopping && (g->first_exit < 0 || (!g->first_told && rank_exit_is_peer_effect(&g->ranks[g->first_exit]) &&
+                                               !rank_exit_is_peer_effect(rp))))
         g->first_exit = i;
 }
 

@@ -70,7 +70,8 @@ struct gang {
     bool stopping;        /* SIGTERM sent (by us) */
     bool killed;          /* SIGKILL sent */
     double kill_at;       /* time_mono() when SIGKILL is due */
-    int first_exit;       /* index of the first rank that exited on its own; -1 none */
+    int first_exit;       /* index of the first rank that exited on its own (a peer effect, exit 8
+                           * or 12, gives way to another exit found before first_told); -1 none */
     int diverged;         /* index of the first rank whose heartbeat reported HB_DIVERGED_STEPS
                              consecutive non-finite steps (a worker that does not exit on NaN
                              by itself); -1 none */

@@ -228,6 +228,46 @@ static void test_gang_rank_crash_stops_gang(void **state)
     spec_done(&s);
 }
 
+/* Reaped in the same pass, a rank that only lost its peer (exit 8, peer_lost) must not be the
+ * gang's cause over the rank that died: waitpid's order is not the order they ended in, and the
+ * casualty's exit named the wrong rank (and, in a PyTorch gang over gloo, the wrong story).
+ * Once the machine was told, the cause stays what it was told. */
+static void test_gang_peer_effect_gives_way(void **state)
+{
+    (void)state;
+    char id[RELEASE_ID_LEN + 1], err[256];
+    install("peerlost", "#!/bin/sh\nif [ \"$RANK\" = 1 ]; then sleep 0.2; exit 3; fi\nexit 8\n", id);
+    struct job_spec s;
+    spec_for(&s, id, 2);
+    struct gang g;
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
+    usleep(1500000); /* both ranks and their holders have ended: reap them in one pass */
+    int ws;
+    pid_t pid;
+    while ((pid = waitpid(-1, &ws, WNOHANG)) > 0)
+        (void)gang_note_exit(&g, pid, ws);
+    gang_tick(&g, time_mono());
+    assert_true(gang_is_gone(&g));
+    assert_int_equal(g.ranks[0].exit_code, 8);
+    assert_int_equal(g.ranks[1].exit_code, 3);
+    assert_int_equal(g.first_exit, 1);
+    gang_clear(&g);
+    /* told first: the peer's exit stays the cause (the daemon already fed it to the machine) */
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 2, err, sizeof err), 0);
+    while (g.first_exit < 0) {
+        while ((pid = waitpid(-1, &ws, WNOHANG)) > 0)
+            (void)gang_note_exit(&g, pid, ws);
+        gang_tick(&g, time_mono());
+        usleep(10000);
+    }
+    assert_int_equal(g.first_exit, 0);
+    g.first_told = true;
+    assert_true(pump(&g, 30, is_gone));
+    assert_int_equal(g.first_exit, 0);
+    gang_clear(&g);
+    spec_done(&s);
+}
+
 /* A worker's exit code must survive its holder failing to write the exit file (the store's
  * disk full: on the lab a PyTorch rank that died on ENOSPC in torch.save was journalled
  * "completed (rank 0 exited with code 0)" and never restarted).  A directory in the way of
@@ -1102,6 +1142,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_rank_crash_stops_gang, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_sigterm_then_sigkill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_exit_code_without_exit_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_peer_effect_gives_way, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_exec_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_last_heartbeat_before_exit, setup, teardown),
