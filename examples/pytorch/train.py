@@ -11,8 +11,9 @@ What a user's own script needs for drover, all of it here:
     in $DROVER_RESUME_RELEASES (the release itself and the promoted ones);
   - exit codes from drover-train's contract (common/trainexit.h, docs/errors.md) where restarting
     the same release cannot help: 6 for a full disk (ENOSPC/EDQUOT writing a checkpoint or a log
-    line), 7 after 3 consecutive non-finite losses.  Any other failure exits 1, which the agent
-    retries up to its crash limit.
+    line), 7 after 3 consecutive non-finite losses; and 8 (peer_lost) when a collective fails
+    because another rank died, so the verdict names that rank, not this one.  Any other failure
+    exits 1, which the agent retries up to its crash limit.
 
 Attention: flex_attention with a causal block mask where the installed torch has it (2.5+),
 compiled with torch.compile when the config says so; scaled_dot_product_attention (2.0+) or a
@@ -45,6 +46,21 @@ EXIT_DIVERGED = 7
 # container's agent record the job finished and leave it down; 12 makes it restart the gang after
 # a grace (docs/agent.md, "Gang states and policy").
 EXIT_PEER_STOPPED = 12
+# ... and "peer_lost": a collective failed because another rank went away (its process died, its
+# connection closed).  This rank is a casualty, not the cause: with 8 the controller's verdict
+# names the rank that died (in whichever container) instead of this rank's "exited with code 1",
+# and the agent restarts the gang after a grace like any crash.
+EXIT_PEER_LOST = 8
+# what a gloo collective raises when its peer is gone: a RuntimeError from gloo's TCP transport,
+# e.g. "[.../gloo/transport/tcp/pair.cc:538] Read error [10.0.0.2]:43197: Connection reset by
+# peer" from an all-reduce or DDP's backward when the peer aborted or exited (torch 1.13 and 2.11
+# alike), or "Connection closed by peer".  Both the transport's signature and the words are
+# required: a RuntimeError that only quotes "Connection reset" (a compile worker's, a data
+# loader's) is this rank's own failure.  A timeout is not in the list: a silent peer is what the
+# agent's liveness rule finds, in the container where the silence is.  NCCL is not covered: its
+# watchdog usually ends a rank whose peer died with SIGABRT before Python sees an exception.
+PEER_LOST_SIGNATURE = "gloo/transport"
+PEER_LOST_MARKS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe")
 DIVERGED_STEPS = 3  # consecutive non-finite losses (drover-train's and the agent's rule)
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
@@ -64,6 +80,7 @@ DEFAULTS = {
     "nan_once_at_step": -1,   # one non-finite loss, parameters untouched (a GradScaler's skipped step)
     "hang_on_file": "",       # hang (once) when $DROVER_RUN_DIR/<this name> appears
     "fail_import": False, "selftest": False,
+    "abort_at_step": -1,      # the last rank aborts (SIGABRT) at this step: a crash in one rank
 }
 
 
@@ -108,8 +125,35 @@ def main():
         hb.error("%s: %s" % (type(e).__name__, e))
         raise
     except Exception as e:  # report, then exit non-zero: the agent journals the error
+        if Dist.up and peer_lost(e):
+            lost_peer(hb, e)
         hb.error("%s: %s" % (type(e).__name__, e))
         raise
+
+
+class Dist:
+    up = False  # init_process_group returned: a failing collective may be a lost peer
+
+
+def peer_lost(e):
+    """True for the error a gloo collective raises when another rank went away (PEER_LOST_MARKS)."""
+    msg = str(e)
+    return (isinstance(e, RuntimeError) and PEER_LOST_SIGNATURE in msg
+            and any(m in msg for m in PEER_LOST_MARKS))
+
+
+def lost_peer(hb, e):
+    """Exit 8 (peer_lost).  As disk_full: os._exit, so that nothing after hb.error() (which says
+    phase "done", out of the liveness rule's reach) can hang in the process group's teardown or
+    turn the exit code into 120 on a full disk."""
+    hb.error("peer lost: %s: %s" % (type(e).__name__, e))
+    try:
+        sys.stderr.write("train.py: rank %s lost a peer: %s: %s\n" % (os.environ.get("RANK", "0"), type(e).__name__, e))
+        sys.stderr.flush()
+        sys.stdout.flush()
+    except OSError:
+        pass
+    os._exit(EXIT_PEER_LOST)
 
 
 def disk_full(hb, e):
@@ -145,6 +189,7 @@ def train(cfg, hb):
     if world > 1:
         import torch.distributed as dist
         dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=world)
+        Dist.up = True
     # Only now SIGTERM means "checkpoint, then exit 0".  Inside init_process_group the handler
     # cannot run (the rendezvous waits in C++): a stop that came then left rank 0 waiting for a
     # peer the same SIGTERM had ended (EINTR), until SIGKILL after the job's grace (2 minutes on
@@ -387,6 +432,9 @@ def train(cfg, hb):
                 while True:  # a rank stuck in its loop: alive, silent; the others wait in all-reduce
                     time.sleep(3600)
         hb.step(step, lv, tokens=B * T)
+        if done == int(cfg["abort_at_step"]) and rank == world - 1:
+            print("rank %d aborts at step %d (fault knob)" % (rank, step), flush=True)
+            os.abort()
         if nonfinite >= DIVERGED_STEPS:
             # as drover-train: no checkpoint of a poisoned state, and an exit the agent does not
             # retry (it stops a worker that goes on beating NaN after as many steps anyway)
