@@ -149,7 +149,8 @@ int liveness_describe(const struct liveness_verdict *v, char *out, size_t outsz)
     if (n >= 0 && (size_t)n < outsz && v->bad_lines && v->rule == LIVE_FIRST_STEP) {
         /* short: the job's reason (256 bytes) quotes it after the agent's own words, and the
          * end of it is what the operator needs; agent.log is in the agent's root
-         * (/var/lib/drover/agent.log), docs/protocol.md "Heartbeat" has the format */
+         * (/var/lib/drover/agent.log, `drover logs --agent` prints it), docs/protocol.md
+         * "Heartbeat" has the format */
         int k = snprintf(out + n, outsz - (size_t)n, "; it wrote %llu %s (agent.log says why)",
                          (unsigned long long)v->bad_lines,
                          text_plural((long long)v->bad_lines, "line that is not a heartbeat",

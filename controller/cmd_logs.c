@@ -1,7 +1,8 @@
-/* controller/cmd_logs.c: `drover logs --job J [--rank N] [-n LINES] [-f]` and `drover events
- * [--job J] [-f] [-o json]`: what happened inside the containers, read over the same SSH + pct
- * path as everything else.  logs reads the agent's per-rank worker log
- * (ROOT/runs/<job>/logs/rank<N>.log, written by agent/supervise.c) with `tail`; events runs
+/* controller/cmd_logs.c: `drover logs --job J [--rank N] [-n LINES] [-f] [--agent]` and `drover
+ * events [--job J] [-f] [-o json]`: what happened inside the containers, read over the same SSH +
+ * pct path as everything else.  logs reads the agent's per-rank worker log
+ * (ROOT/runs/<job>/logs/rank<N>.log, written by agent/supervise.c) with `tail`, or with --agent
+ * the agent's own log (ROOT/agent.log, or journald's under systemd); events runs
  * `drover-agent events --json [--since SEQ]` in each container.  Read-only: nothing here changes
  * a container.
  */
@@ -43,12 +44,57 @@ static int parse_count(const char *s, long lo, long hi, long *ret)
     return 0;
 }
 
-/* One rank's log as tail sees it. */
+/* One log as tail sees it: rank N's worker log, or (rank -1) the agent's own log. */
 struct rank_tail {
     const struct inv_ct *ct;
     int rank;
     struct conn_stream *s;
 };
+
+/* The agent's own log, in the container: journald's where systemd runs the agent as
+ * drover-agent.service (docs/agent.md), else ROOT/agent.log (`daemon --detach`, what `drover
+ * install` starts).  $0 the log path, $1 the line count, $2 "f" to follow.  The script is a
+ * constant; paths and counts travel as arguments. */
+static const char agent_log_script[] =
+    "if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet drover-agent 2>/dev/null; then "
+    "if [ \"$2\" = f ]; then exec journalctl -u drover-agent --no-pager -n \"$1\" -f; fi; "
+    "exec journalctl -u drover-agent --no-pager -n \"$1\"; fi; "
+    "[ -e \"$0\" ] || { echo \"no agent log at $0 (is drover-agent installed here? drover install)\" >&2; exit 1; }; "
+    "if [ \"$2\" = f ]; then exec tail -n \"$1\" -F \"$0\"; fi; exec tail -n \"$1\" \"$0\"";
+
+/* the command that prints (or follows) one log; path is the caller's buffer */
+static void log_argv(const struct inv_ct *ct, const char *job, int rank, const char *nbuf, bool follow,
+                     char *path, size_t pathsz, const char *argv[7])
+{
+    int i = 0;
+    if (rank < 0) {
+        snprintf(path, pathsz, "%s/agent.log", pct_agent_root(ct));
+        argv[i++] = "sh";
+        argv[i++] = "-c";
+        argv[i++] = agent_log_script;
+        argv[i++] = path;
+        argv[i++] = nbuf;
+        argv[i++] = follow ? "f" : "";
+    } else {
+        snprintf(path, pathsz, "%s/runs/%s/logs/rank%d.log", pct_agent_root(ct), job, rank);
+        argv[i++] = "tail";
+        argv[i++] = "-n";
+        argv[i++] = nbuf;
+        if (follow)
+            argv[i++] = "-F";
+        argv[i++] = path;
+    }
+    argv[i] = NULL;
+}
+
+/* "rank 3" or "the agent" in messages */
+static const char *log_whose(int rank, char *buf, size_t n)
+{
+    if (rank < 0)
+        return "the agent";
+    snprintf(buf, n, "rank %d", rank);
+    return buf;
+}
 
 int cmd_logs(struct fleet *f, int argc, char **argv)
 {
@@ -57,11 +103,12 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
         { "rank", required_argument, NULL, 'r' },
         { "lines", required_argument, NULL, 'n' },
         { "follow", no_argument, NULL, 'f' },
+        { "agent", no_argument, NULL, 'a' },
         { NULL, 0, NULL, 0 },
     };
     const char *jobname = NULL;
     long rank = -1, lines = 100;
-    bool follow = false;
+    bool follow = false, agent = false;
     int c;
     optind = 0;
     while ((c = cli_getopt(argc, argv, "j:r:n:f", opts)) != -1) {
@@ -73,6 +120,8 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
             ;
         else if (c == 'f')
             follow = true;
+        else if (c == 'a')
+            agent = true;
         else {
             char typed[32]; /* name the value refused: `--rank -1` printed only the usage line */
             if (c == 'r')
@@ -105,17 +154,27 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
         log_error("job '%s' has ranks 0..%d; there is no rank %ld", job->name, world - 1, rank);
         return EXIT_USAGE;
     }
+    /* the logs to read: ranks first..last, or with --agent the agent's log of each container
+     * those ranks run in (once per container) */
+    struct rank_tail want[INV_MAX_CTS * 16];
+    int nwant = 0;
     int first = rank >= 0 ? (int)rank : 0, last = rank >= 0 ? (int)rank : world - 1;
+    for (int r = first; r <= last && nwant < (int)(sizeof want / sizeof want[0]); r++) {
+        const struct inv_ct *ct = &job->cts[r / job->nproc_per_node];
+        if (agent && nwant > 0 && want[nwant - 1].ct == ct)
+            continue;
+        want[nwant++] = (struct rank_tail){ .ct = ct, .rank = agent ? -1 : r };
+    }
     char nbuf[24];
     snprintf(nbuf, sizeof nbuf, "%ld", lines);
     struct rank_tail tails[INV_MAX_CTS * 16];
     int ntails = 0, ret = EXIT_OK;
-    for (int r = first; r <= last; r++) {
-        const struct inv_ct *ct = &job->cts[r / job->nproc_per_node];
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/runs/%s/logs/rank%d.log", pct_agent_root(ct), job->name, r);
-        const char *tail_argv[] = { "tail", "-n", nbuf, follow ? "-F" : path, follow ? path : NULL,
-                                    NULL };
+    for (int i = 0; i < nwant; i++) {
+        const struct inv_ct *ct = want[i].ct;
+        int r = want[i].rank;
+        char path[PATH_MAX], whose[32];
+        const char *av[7];
+        log_argv(ct, job->name, r, nbuf, follow, path, sizeof path, av);
         struct conn *cn;
         if (fleet_conn(f, ct->host, &cn) < 0) {
             ret = EXIT_FAIL;
@@ -123,8 +182,8 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
         }
         if (follow) {
             struct rank_tail *t = &tails[ntails];
-            if (pct_stream(cn, ct, tail_argv, LOGS_LINE_MAX, &t->s) < 0) {
-                log_error("%s: cannot follow rank %d's log: %s", ct->label, r, cn->err);
+            if (pct_stream(cn, ct, av, LOGS_LINE_MAX, &t->s) < 0) {
+                log_error("%s: cannot follow %s's log: %s", ct->label, log_whose(r, whose, sizeof whose), cn->err);
                 ret = EXIT_FAIL;
                 continue;
             }
@@ -134,19 +193,21 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
             continue;
         }
         struct exec_result res;
-        int e = pct_run(cn, ct, tail_argv, f->inv->exec_timeout_s, &res);
+        int e = pct_run(cn, ct, av, f->inv->exec_timeout_s, &res);
         if (e < 0) {
-            log_error("%s: cannot read rank %d's log: %s", ct->label, r, cn->err);
+            log_error("%s: cannot read %s's log: %s", ct->label, log_whose(r, whose, sizeof whose), cn->err);
             ret = EXIT_FAIL;
             continue;
         }
         if (res.status != 0) {
             char why[512];
-            log_error("%s: rank %d has no log at '%s' (%s)", ct->label, r, path,
+            log_error("%s: %s has no log at '%s' (%s)", ct->label, log_whose(r, whose, sizeof whose), path,
                       exec_result_reason(&res, why, sizeof why));
             ret = EXIT_FAIL;
         } else {
-            if (first != last)
+            if (nwant > 1 && r < 0)
+                printf("==> agent (%s) <==\n", ct->label);
+            else if (nwant > 1)
                 printf("==> rank %d (%s) <==\n", r, ct->label);
             fwrite(res.out, 1, res.out_len, stdout);
         }
@@ -167,7 +228,9 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
             int p;
             while ((p = conn_stream_poll(tails[i].s, &line, &len)) == 1) {
                 any = true;
-                if (first != last)
+                if (nwant > 1 && tails[i].rank < 0)
+                    printf("[agent %s] ", tails[i].ct->label);
+                else if (nwant > 1)
                     printf("[rank %d] ", tails[i].rank);
                 fwrite(line, 1, len, stdout);
                 putchar('\n');

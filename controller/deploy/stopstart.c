@@ -160,8 +160,8 @@ void stopstart_failed_hint(bool start, const char *job, const char *ct_label, co
         snprintf(buf, sz, "%s", said);
     else
         snprintf(buf, sz, "drover-agent %s --job %.64s failed: %s; see `drover logs --job %.64s` and "
-                 "the agent's log, /var/lib/drover/agent.log in %.64s", verb, job, said && said[0] ? said : "no reason given",
-                 job, ct_label);
+                 "the agent's own log in %.64s, `drover logs --job %.64s --agent`", verb, job,
+                 said && said[0] ? said : "no reason given", job, ct_label, job);
 }
 
 /* `drover-agent stop|start --job J` in every container at once, one stream each, at most limit

@@ -44,6 +44,16 @@ check "logs --rank 0 exits 0" test "$DROVER_RC" = 0
 check "logs prints rank 0's worker log" test -s "$E2E_WORK/last.out"
 drover logs --job train --rank 99
 check "a rank that does not exist is a usage error" test "$DROVER_RC" = 2
+# the agent's own log: liveness and bad-line notes send the operator there ("agent.log says why")
+drover logs --job train --agent -n 200
+show_drover 4
+check "logs --agent exits 0" test "$DROVER_RC" = 0
+check "logs --agent prints each container's agent log once, under its header" \
+	eval '[[ $(grep -c "^==> agent (h[12]:[0-9]*) <==$" "$E2E_WORK/last.out") == 3 ]]'
+check "... the agent's own lines (its events)" grep -q "event " "$E2E_WORK/last.out"
+drover logs --job train --rank 2 --agent -n 5
+check "logs --rank 2 --agent: h2:201's agent log alone, no header" \
+	eval '((DROVER_RC == 0)) && [[ -s $E2E_WORK/last.out ]] && ! grep -q "^==> " "$E2E_WORK/last.out"'
 
 drover events --job train -o json
 show_drover 3

@@ -164,6 +164,7 @@ static void test_failed_hint(void **state)
     assert_non_null(strstr(buf, "drover-agent stop --job train failed: aaa"));
     assert_non_null(strstr(buf, " age restar")); /* the end of a 599-byte reason is kept */
     assert_non_null(strstr(buf, "see `drover logs --job train`"));
+    assert_non_null(strstr(buf, "`drover logs --job train --agent`")); /* the agent's own log, by a verb */
     stopstart_failed_hint(true, "train", "h1:101", "", buf, sizeof buf);
     assert_non_null(strstr(buf, "failed: no reason given"));
 }
