@@ -1053,6 +1053,7 @@ void gang_fill_status(const struct gang *g, struct job_status *js, double now)
         const char *st = rp->alive ? liveness_rank_word(&g->live, &lr, now, &state_age)
                                    : (rp->exit_signal ? "killed" : "exited");
         rs->state_age_s = state_age;
+        rs->bad_lines = (int64_t)lr.bad_lines;
         (void)str_copy(rs->state, sizeof rs->state, st);
         rs->hb_age_s = rp->has_hb ? now - rp->hb_mono : -1;
         rs->exit_code = rp->alive ? -1 : rp->exit_code;

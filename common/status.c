@@ -198,6 +198,8 @@ int status_format(const struct agent_status *st, char **ret_text)
                 json_object_set_new(ro, "state_age_s", num(rs->state_age_s));
             json_object_set_new(ro, "exit_code", json_integer(rs->exit_code));
             json_object_set_new(ro, "exit_signal", json_integer(rs->exit_signal));
+            if (rs->bad_lines > 0)
+                json_object_set_new(ro, "bad_lines", json_integer((json_int_t)rs->bad_lines));
             json_object_set_new(ro, "hb", rs->has_hb ? heartbeat_to_json(&rs->hb) : json_null());
             if (rs->gpu.valid)
                 json_object_set_new(ro, "gpu",
@@ -237,7 +239,8 @@ static int rank_from_json(json_t *o, struct rank_status *rs)
         jf_i32(o, "local_rank", 0, 1 << 20, &rs->local_rank) < 0 || jf_int(o, "pid", 0, INT64_MAX, false, &rs->pid) < 0 ||
         jf_str(o, "state", rs->state, sizeof rs->state, false) < 0 || jf_num(o, "hb_age_s", &rs->hb_age_s) < 0 ||
         jf_num(o, "state_age_s", &rs->state_age_s) < 0 ||
-        jf_i32(o, "exit_code", -1, 255, &rs->exit_code) < 0 || jf_i32(o, "exit_signal", 0, 128, &rs->exit_signal) < 0)
+        jf_i32(o, "exit_code", -1, 255, &rs->exit_code) < 0 || jf_i32(o, "exit_signal", 0, 128, &rs->exit_signal) < 0 ||
+        jf_int(o, "bad_lines", 0, INT64_MAX, false, &rs->bad_lines) < 0)
         return -EINVAL;
     json_t *hb = json_object_get(o, "hb");
     if (hb && !json_is_null(hb)) {

@@ -12,7 +12,7 @@
  *             "world_size":3,"node_rank":0,"nproc":1,"reason":"","reason_code":"",
  *             "spec_digest":"<64 hex>","spec_fields":"job:<16 hex>,...","good_spec_digest":"<64 hex>",
  *             "ranks":[{"rank":0,"local_rank":0,"pid":40,"state":"running","hb_age_s":0.4,
- *                       "state_age_s":0,
+ *                       "state_age_s":0, "bad_lines":40 (only when > 0),
  *                       "exit_code":-1,"exit_signal":0,
  *                       "hb":{…heartbeat fields…} or null,
  *                       "gpu":{"util":97,"mem_used":…,"mem_total":…,"temp":61,"slowdown_temp":90,
@@ -157,6 +157,9 @@ struct rank_status {
                                stalled: seconds without step progress; else 0 */
     int exit_code;          /* -1 while running or unknown */
     int exit_signal;        /* 0 if none */
+    int64_t bad_lines;      /* lines on its heartbeat pipe that were not heartbeats (unparsable,
+                               overlong; agent.log quotes why for the first three); in the JSON
+                               ("bad_lines") only when > 0, so older readers never see it */
     bool has_hb;
     struct heartbeat hb;    /* last heartbeat received */
     struct gpu_status gpu;

@@ -149,6 +149,8 @@ static json_t *rank_json(const struct rank_status *rs)
         return NULL;
     /* checkpointing / silent / stalled (agent/liveness.h): for how long, on the agent's clock */
     json_object_set_new(o, "state_age_s", json_real(rs->state_age_s));
+    /* lines on its heartbeat pipe that were not heartbeats (`drover logs --agent` says why) */
+    json_object_set_new(o, "bad_lines", json_integer((json_int_t)rs->bad_lines));
     /* Flat convenience fields (what the table shows) next to the full heartbeat. */
     if (rs->has_hb) {
         const struct heartbeat *hb = &rs->hb;

@@ -39,6 +39,7 @@ struct prank {
     double hb_t;            /* time less the agent's heartbeat age) */
     long long sampled_tokens;
     double sampled_t;
+    long long bad_lines;    /* the agent's count of lines that were not heartbeats (watched gang) */
 };
 
 struct pct_state {
@@ -473,10 +474,12 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
             fail(p, "rank %d on %s %s%s", rank, cs->label, what, logs_pointer(p, logs, sizeof logs));
             return;
         }
+        struct prank *pr = &cs->ranks[lr];
+        if (release_matches(js->release, p->release))
+            pr->bad_lines = rs->bad_lines; /* said when it never sends a heartbeat */
         if (!rs->has_hb || !release_matches(rs->hb.release, p->release) ||
             (js->release[0] && !release_matches(js->release, p->release)))
             continue; /* heartbeat of the old gang, or none yet */
-        struct prank *pr = &cs->ranks[lr];
         const struct heartbeat *hb = &rs->hb;
         if (hb->phase != HB_PHASE_TRAIN && hb->phase != HB_PHASE_CHECKPOINT)
             continue;
@@ -769,9 +772,17 @@ enum probation_verdict probation_check(struct probation *p, double now)
             }
             for (int lr = 0; lr < p->nproc; lr++)
                 if (!p->cts[c].ranks[lr].seen) {
+                    /* a worker that writes another format is not only told it sent nothing: the
+                     * agent's first_step_deadline says so too, but this deadline may come first */
+                    char bad[160] = "";
+                    long long nbad = p->cts[c].ranks[lr].bad_lines;
+                    if (nbad > 0)
+                        snprintf(bad, sizeof bad, "; it wrote %lld %s (`drover logs --job %.64s --agent` says why)",
+                                 nbad, text_plural(nbad, "line that is not a heartbeat", "lines that are not heartbeats"),
+                                 p->job);
                     fail(p, "no heartbeat from rank %d (%s) with release %s within healthy_deadline "
-                         "%.0fs", c * p->nproc + lr, p->cts[c].label,
-                         release_short(p->release, "none", sid), p->pol.healthy_deadline_s);
+                         "%.0fs%s", c * p->nproc + lr, p->cts[c].label,
+                         release_short(p->release, "none", sid), p->pol.healthy_deadline_s, bad);
                     return p->verdict;
                 }
         }

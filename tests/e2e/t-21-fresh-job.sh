@@ -4,7 +4,8 @@
 # Each deploy exits 3 with "no last good release", and says what went wrong: the first-step
 # verdict names the lines that were not heartbeats (it used to say only "no heartbeat"), and a
 # new release is not announced as "job spec changed: not promoted yet" (the spec did not change;
-# the job never had a promoted one).  Its own inventory: the lab's plus [job fresh] in h1:102.
+# the job never had a promoted one), also when healthy_deadline comes first ([job fresh2]).  Its
+# own inventory: the lab's plus [job fresh] and [job fresh2] in h1:102.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -23,6 +24,16 @@ INV="$E2E_WORK/fresh.ini"
 		min_healthy_time = 5
 		warmup_steps = 2
 		first_step_deadline = 8s
+
+		[job fresh2]
+		containers = h1:102
+		command = ./w.sh
+		master_port = $((port + 4))
+		grace = 5s
+		healthy_deadline = 12
+		min_healthy_time = 5
+		warmup_steps = 2
+		first_step_deadline = 5m
 	INI
 } >"$INV"
 if ! ct h1:102 test -x /usr/local/bin/drover-agent; then
@@ -48,6 +59,19 @@ check "the verdict is the first-step deadline" drover_said 'never reached its fi
 check "... and says the worker wrote lines that are not heartbeats" \
 	drover_said '; it wrote [0-9]+ lines? that (are|is) not (a )?heartbeats? \(agent.log says why\)\]'
 check "no good release to return to, said" drover_said "no last good release for job 'fresh'"
+
+# the same worker where healthy_deadline (12 s) comes long before first_step_deadline (5 m): the
+# controller's verdict said only "no heartbeat ... within healthy_deadline", and the operator
+# looked for a slow start
+say "drover deploy garbage --job fresh2 (healthy_deadline 12 s, first_step_deadline 5 m)"
+drover deploy "$d" --job fresh2
+show_drover 4
+check "deploy exits 3" test "$DROVER_RC" = 3
+check "the healthy_deadline verdict says the worker wrote lines that are not heartbeats, and where to look" \
+	drover_said 'no heartbeat from rank 0 \(h1:102\) .*within healthy_deadline 12s; it wrote [0-9]+ lines? that (are|is) not (a )?heartbeats? \(.drover logs --job fresh2 --agent. says why\)'
+drover logs --job fresh2 --agent -n 400
+check "drover logs --agent shows why: the agent's bad-line warning" \
+	grep -q "job 'fresh2' rank 0: bad heartbeat line" "$E2E_WORK/last.out"
 
 d=$(worker exits 'echo "exiting 1" >&2; exit 1')
 say "drover deploy exits (a new release, same job spec, job never promoted)"

@@ -400,6 +400,15 @@ static void test_status_roundtrip(void **state)
     assert_non_null(strstr(text, "\"peer_exit\":true"));
     assert_int_equal(status_parse(text, strlen(text), back), 0);
     assert_true(status_find_job(back, "train")->peer_exit);
+    assert_int_equal(status_find_job(back, "train")->ranks[0].bad_lines, 0);
+    assert_null(strstr(text, "bad_lines")); /* said only when > 0 */
+    free(text);
+    /* a rank that wrote lines that are not heartbeats: the count travels (the verdict says it) */
+    js->ranks[1].bad_lines = 40;
+    assert_int_equal(status_format(st, &text), 0);
+    assert_non_null(strstr(text, "\"bad_lines\":40"));
+    assert_int_equal(status_parse(text, strlen(text), back), 0);
+    assert_int_equal(status_find_job(back, "train")->ranks[1].bad_lines, 40);
     free(text);
     const char *odd = "{\"v\":1,\"jobs\":[{\"job\":\"a\",\"current\":\"\",\"previous\":\"\",\"good\":\"\","
                       "\"state\":\"backoff\",\"release\":\"\",\"generation\":1,\"restarts\":0,\"age_s\":0,"

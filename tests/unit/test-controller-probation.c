@@ -508,6 +508,20 @@ static void test_missing_heartbeat(void **state)
     assert_int_equal(probation_check(p, 46), PROBATION_FAIL);
     assert_string_equal(probation_reason(p), "silent: no heartbeat from rank 0 (h1:101) for 45s in phase train (healthy_deadline 30s)");
     probation_free(p);
+    /* a worker writing another format (no heartbeat ever, 40 bad lines) when healthy_deadline
+     * comes before the agent's first_step_deadline: the verdict says what it did write */
+    p = new_p(-1, 1, 1);
+    for (int t = 1; t <= 31; t++) {
+        make_status(st, 0, 1, NEW, 0, 0, 3.0);
+        st->jobs[0].ranks[0].has_hb = false;
+        st->jobs[0].ranks[0].bad_lines = 40;
+        probation_feed(p, 0, st, t);
+    }
+    assert_int_equal(probation_check(p, 31), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p),
+                        "no heartbeat from rank 0 (h1:101) with release bbbbbbbbbbbb within healthy_deadline 30s; "
+                        "it wrote 40 lines that are not heartbeats (`drover logs --job train --agent` says why)");
+    probation_free(p);
     free(st);
 }
 
