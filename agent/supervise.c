@@ -819,10 +819,12 @@ static void rank_check_exit(struct gang *g, int i, double now)
     rp->exit_code = sig ? -1 : (int)code;
     rp->exit_signal = (int)sig;
     /* the first exit is the gang's cause, except that a rank that only lost its peer (exit 8 or
-     * 12) gives way to one found in the same pass, before the machine was told: reaped together,
-     * the order is waitpid's, and the casualty may come before the rank that died */
+     * 12) gives way to a failure found before the machine was told: reaped together, the order
+     * is waitpid's, and the casualty may come before the rank that died.  Not to an exit 0: a
+     * peer_stopped restart is not turned into "completed". */
+    bool failure = rp->exit_signal != 0 || rp->exit_code != 0;
     if (!g->stopping && (g->first_exit < 0 || (!g->first_told && rank_exit_is_peer_effect(&g->ranks[g->first_exit]) &&
-                                               !rank_exit_is_peer_effect(rp))))
+                                               failure && !rank_exit_is_peer_effect(rp))))
         g->first_exit = i;
 }
 

@@ -52,19 +52,23 @@ struct rank_tail {
 };
 
 /* The agent's own log, in the container: journald's where systemd runs the agent as
- * drover-agent.service (docs/agent.md), else ROOT/agent.log (`daemon --detach`, what `drover
- * install` starts).  $0 the log path, $1 the line count, $2 "f" to follow.  The script is a
- * constant; paths and counts travel as arguments. */
+ * drover-agent.service (docs/agent.md; it writes no agent.log then), else ROOT/agent.log
+ * (`daemon --detach`, what `drover install` starts), else journald's where the unit exists but
+ * is not running (failed after its start limit: its crash is in the journal).  $0 the log path,
+ * $1 the line count, $2 "f" to follow, $3 "host" for a local store root (the host's own unit,
+ * if any, is another agent).  The script is a constant; paths and counts travel as arguments. */
 static const char agent_log_script[] =
-    "if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet drover-agent 2>/dev/null; then "
-    "if [ \"$2\" = f ]; then exec journalctl -u drover-agent --no-pager -n \"$1\" -f; fi; "
-    "exec journalctl -u drover-agent --no-pager -n \"$1\"; fi; "
-    "[ -e \"$0\" ] || { echo \"no agent log at $0 (is drover-agent installed here? drover install)\" >&2; exit 1; }; "
-    "if [ \"$2\" = f ]; then exec tail -n \"$1\" -F \"$0\"; fi; exec tail -n \"$1\" \"$0\"";
+    "journal() { if [ \"$2\" = f ]; then exec journalctl -u drover-agent --no-pager -n \"$1\" -f; fi; "
+    "exec journalctl -u drover-agent --no-pager -n \"$1\"; }; "
+    "unit=; [ \"$3\" != host ] && command -v systemctl >/dev/null 2>&1 && unit=1; "
+    "[ -n \"$unit\" ] && systemctl is-active --quiet drover-agent 2>/dev/null && journal \"$@\"; "
+    "if [ -e \"$0\" ]; then if [ \"$2\" = f ]; then exec tail -n \"$1\" -F \"$0\"; fi; exec tail -n \"$1\" \"$0\"; fi; "
+    "[ -n \"$unit\" ] && systemctl cat drover-agent >/dev/null 2>&1 && journal \"$@\"; "
+    "echo \"no agent log at $0 and no drover-agent unit (is the agent installed here? drover install)\" >&2; exit 1";
 
 /* the command that prints (or follows) one log; path is the caller's buffer */
 static void log_argv(const struct inv_ct *ct, const char *job, int rank, const char *nbuf, bool follow,
-                     char *path, size_t pathsz, const char *argv[7])
+                     char *path, size_t pathsz, const char *argv[8])
 {
     int i = 0;
     if (rank < 0) {
@@ -75,6 +79,7 @@ static void log_argv(const struct inv_ct *ct, const char *job, int rank, const c
         argv[i++] = path;
         argv[i++] = nbuf;
         argv[i++] = follow ? "f" : "";
+        argv[i++] = ct->root[0] ? "host" : "";
     } else {
         snprintf(path, pathsz, "%s/runs/%s/logs/rank%d.log", pct_agent_root(ct), job, rank);
         argv[i++] = "tail";
@@ -173,7 +178,7 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
         const struct inv_ct *ct = want[i].ct;
         int r = want[i].rank;
         char path[PATH_MAX], whose[32];
-        const char *av[7];
+        const char *av[8];
         log_argv(ct, job->name, r, nbuf, follow, path, sizeof path, av);
         struct conn *cn;
         if (fleet_conn(f, ct->host, &cn) < 0) {
@@ -201,8 +206,11 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
         }
         if (res.status != 0) {
             char why[512];
-            log_error("%s: %s has no log at '%s' (%s)", ct->label, log_whose(r, whose, sizeof whose), path,
-                      exec_result_reason(&res, why, sizeof why));
+            if (r < 0) /* the script's own words: no log, or journalctl's error */
+                log_error("%s: cannot read the agent's log: %s", ct->label, exec_result_reason(&res, why, sizeof why));
+            else
+                log_error("%s: %s has no log at '%s' (%s)", ct->label, log_whose(r, whose, sizeof whose), path,
+                          exec_result_reason(&res, why, sizeof why));
             ret = EXIT_FAIL;
         } else {
             if (nwant > 1 && r < 0)
@@ -236,6 +244,13 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
                 putchar('\n');
             }
             if (p < 0 && p != -E2BIG) {
+                /* a follow ends only when its command did: say why (no log there, the
+                 * container stopped), or the other logs go on and this one is silently gone */
+                const char *why = conn_stream_err(tails[i].s);
+                char whose[32];
+                log_error("%s: stopped following %s's log%s%s", tails[i].ct->label,
+                          log_whose(tails[i].rank, whose, sizeof whose), why[0] ? ": " : "", why);
+                ret = EXIT_FAIL;
                 conn_stream_free(tails[i].s);
                 tails[i].s = NULL;
                 open_n--;
