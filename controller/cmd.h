@@ -111,6 +111,12 @@ const char *status_agent_hint(const char *ct, const char *job, const struct job_
 const char *status_restart_note(const char *ct, const char *job, const struct job_status *js, char *buf,
                                 size_t sz);
 
+/* The warning under the table for a gang whose ranks wrote lines that are not heartbeats (a
+ * worker speaking another format shows only "starting" in the table): the first such rank, its
+ * count, how many ranks did, and where the agent says why.  NULL when none did. */
+const char *status_bad_lines_note(const char *ct, const char *job, const struct job_status *js,
+                                  const char *inv_arg, char *buf, size_t sz);
+
 /* Does js run its good release with a job spec it was not promoted with (a spec change on
  * probation, held, or orphaned by a drover that died)?  The table cannot show it: its release
  * column is the good release. */

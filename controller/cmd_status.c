@@ -113,6 +113,29 @@ const char *status_restart_note(const char *ct, const char *job, const struct jo
     return buf;
 }
 
+const char *status_bad_lines_note(const char *ct, const char *job, const struct job_status *js,
+                                  const char *inv_arg, char *buf, size_t sz)
+{
+    const struct rank_status *first = NULL;
+    int n = 0;
+    for (int k = 0; js && k < js->nranks && k < STATUS_MAX_RANKS; k++)
+        if (js->ranks[k].bad_lines > 0) {
+            if (!first)
+                first = &js->ranks[k];
+            n++;
+        }
+    if (!first)
+        return NULL;
+    char more[48] = "";
+    if (n > 1)
+        snprintf(more, sizeof more, " (%d of its ranks did)", n);
+    snprintf(buf, sz, "%s: job '%s' rank %d wrote %lld %s%s; `drover%s%s logs --job %s --agent` says why "
+                      "(docs/protocol.md, \"Heartbeat\")", ct, job, first->rank, (long long)first->bad_lines,
+             text_plural(first->bad_lines, "line that is not a heartbeat", "lines that are not heartbeats"), more,
+             inv_arg ? " -i " : "", inv_arg ? inv_arg : "", job);
+    return buf;
+}
+
 bool status_runs_unpromoted_spec(const struct job_status *js)
 {
     return js && js->current[0] && !strcmp(js->current, js->good) && js->spec_digest[0] &&
@@ -469,6 +492,8 @@ static int status_once(struct fleet *f, const struct status_opts *o)
                 log_warn("%s", hint); /* the table said "silent:75s" or "backoff", not that the agent acts */
             else if (!o->json && status_restart_note(ct->label, j->name, js, hint, sizeof hint))
                 log_notice("%s", hint); /* the table's restarts column said how many, not why */
+            if (!o->json && status_bad_lines_note(ct->label, j->name, js, f->inv_arg, hint, sizeof hint))
+                log_warn("%s", hint); /* the table said "starting", not that the format is wrong */
             if (status_runs_unpromoted_spec(js) && !spec_ct++) { /* said once, under the table */
                 spec_label = ct->label;
                 (void)str_copy(spec_release, sizeof spec_release, js->current);

@@ -387,6 +387,19 @@ static void test_restart_note(void **state)
     assert_string_equal(back->jobs[0].last_restart_reason, "");
     assert_null(status_restart_note("h1:101", "train", &back->jobs[0], buf, sizeof buf));
     free(text);
+    /* ranks that wrote lines that are not heartbeats: the first, its count, how many did */
+    assert_null(status_bad_lines_note("h1:101", "train", &back->jobs[0], NULL, buf, sizeof buf));
+    back->jobs[0].nranks = 3;
+    back->jobs[0].ranks[1].rank = 1;
+    back->jobs[0].ranks[1].bad_lines = 1;
+    n = status_bad_lines_note("h1:101", "train", &back->jobs[0], "lab.ini", buf, sizeof buf);
+    assert_non_null(n);
+    assert_string_equal(n, "h1:101: job 'train' rank 1 wrote 1 line that is not a heartbeat; "
+                           "`drover -i lab.ini logs --job train --agent` says why (docs/protocol.md, \"Heartbeat\")");
+    back->jobs[0].ranks[2].rank = 2;
+    back->jobs[0].ranks[2].bad_lines = 40;
+    n = status_bad_lines_note("h1:101", "train", &back->jobs[0], NULL, buf, sizeof buf);
+    assert_non_null(strstr(n, "rank 1 wrote 1 line that is not a heartbeat (2 of its ranks did);"));
     free(st);
     free(back);
 }
