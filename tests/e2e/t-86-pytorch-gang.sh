@@ -60,8 +60,10 @@ check "deploy g2 exits 3 (reverted)" test "$DROVER_RC" = 3
 grep -o 'failed probation: .*' "$E2E_WORK/last.out" "$E2E_WORK/last.err" | head -n 1 | sed 's/^/    verdict: /'
 check "the verdict names the rank that aborted, in h2:201" drover_said 'failed probation: .*h2:201.*signal 6'
 check "... not rank 0 in h1:101, which only lost its peer" eval '! grep -E "failed probation: .*h1:101" "$E2E_WORK/last.out" "$E2E_WORK/last.err"'
-peer_lost_said() { ct h1:101 sh -c 'cat /var/lib/drover/runs/ptg/logs/* 2>/dev/null' | grep -q 'lost a peer'; }
+# grep in the container: `cat | grep -q` under pipefail fails when grep's early exit kills cat
+peer_lost_said() { ct h1:101 sh -c 'grep -q "lost a peer" /var/lib/drover/runs/ptg/logs/rank0.log*'; }
 check "rank 0 said it lost a peer (its log)" peer_lost_said
+ct h1:101 sh -c 'grep -h "lost a peer" /var/lib/drover/runs/ptg/logs/rank0.log*' 2>/dev/null | tail -n 1 | cut -c1-200 | sed 's/^/    /'
 check "both containers are back on g1" eval '[[ $(ptg_current h1:101) == "$g1" && $(ptg_current h2:201) == "$g1" ]]'
 check "g1's ranks train again" wait_until 90 ptg_training 3
 for c in h1:101 h2:201; do ct "$c" /usr/local/bin/drover-agent stop --job ptg >/dev/null 2>&1 || true; done

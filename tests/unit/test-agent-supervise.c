@@ -228,6 +228,19 @@ static void test_gang_rank_crash_stops_gang(void **state)
     spec_done(&s);
 }
 
+/* Reap the gang's holders, without stopping it, until every rank is gone (30 s at most). */
+static void reap_until_gone(struct gang *g)
+{
+    int ws;
+    pid_t pid;
+    for (double until = time_mono() + 30; !gang_is_gone(g) && time_mono() < until; usleep(10000)) {
+        while ((pid = waitpid(-1, &ws, WNOHANG)) > 0)
+            (void)gang_note_exit(g, pid, ws);
+        gang_tick(g, time_mono());
+    }
+    assert_true(gang_is_gone(g));
+}
+
 /* Reaped in the same pass, a rank that only lost its peer (exit 8, peer_lost) must not be the
  * gang's cause over the rank that died: waitpid's order is not the order they ended in, and the
  * casualty's exit named the wrong rank (and, in a PyTorch gang over gloo, the wrong story).
@@ -244,12 +257,7 @@ static void test_gang_peer_effect_gives_way(void **state)
     usleep(1500000); /* both ranks have ended (on a loaded machine, perhaps not: reap on) */
     int ws;
     pid_t pid;
-    for (double until = time_mono() + 30; !gang_is_gone(&g) && time_mono() < until; usleep(10000)) {
-        while ((pid = waitpid(-1, &ws, WNOHANG)) > 0)
-            (void)gang_note_exit(&g, pid, ws);
-        gang_tick(&g, time_mono());
-    }
-    assert_true(gang_is_gone(&g));
+    reap_until_gone(&g);
     assert_int_equal(g.ranks[0].exit_code, 8);
     assert_int_equal(g.ranks[1].exit_code, 3);
     assert_int_equal(g.first_exit, 1);
@@ -260,7 +268,7 @@ static void test_gang_peer_effect_gives_way(void **state)
     install("peerlost2", "#!/bin/sh\nif [ \"$RANK\" = 1 ]; then sleep 3; exit 3; fi\nexit 8\n", id);
     spec_for(&s, id, 2);
     assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 2, err, sizeof err), 0);
-    while (g.first_exit < 0) {
+    for (double until = time_mono() + 30; g.first_exit < 0 && time_mono() < until;) {
         while ((pid = waitpid(-1, &ws, WNOHANG)) > 0)
             (void)gang_note_exit(&g, pid, ws);
         gang_tick(&g, time_mono());
@@ -277,12 +285,7 @@ static void test_gang_peer_effect_gives_way(void **state)
     spec_for(&s, id, 2);
     assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 3, err, sizeof err), 0);
     usleep(1500000);
-    for (double until = time_mono() + 30; !gang_is_gone(&g) && time_mono() < until; usleep(10000)) {
-        while ((pid = waitpid(-1, &ws, WNOHANG)) > 0)
-            (void)gang_note_exit(&g, pid, ws);
-        gang_tick(&g, time_mono());
-    }
-    assert_true(gang_is_gone(&g));
+    reap_until_gone(&g);
     assert_int_equal(g.first_exit, 0);
     assert_int_equal(g.ranks[0].exit_code, 12);
     gang_clear(&g);
