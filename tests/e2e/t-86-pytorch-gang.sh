@@ -62,6 +62,11 @@ check "the verdict names the rank that aborted, in h2:201" drover_said 'failed p
 check "... not rank 0 in h1:101, which only lost its peer" eval '! grep -E "failed probation: .*h1:101" "$E2E_WORK/last.out" "$E2E_WORK/last.err"'
 # grep in the container: `cat | grep -q` under pipefail fails when grep's early exit kills cat
 peer_lost_said() { ct h1:101 sh -c 'grep -q "lost a peer" /var/lib/drover/runs/ptg/logs/rank0.log*'; }
+# the contract itself: h1:101's agent saw exit 8, not 1 (in the lab the verdict tends to come
+# out right even with exit 1, h2's abort reaching the controller first; on a fleet it need not)
+ptg_h1_exit() { ct h1:101 cat /var/lib/drover/events.jsonl 2>/dev/null |
+	jq -r 'select(.job == "ptg" and (.kind == "crash" or .kind == "exit")) | .detail' 2>/dev/null | grep -o 'rank 0 exited with code [0-9]*' | tail -n 1; }
+check "h1:101's agent saw rank 0 exit 8 (peer_lost), not 1 ($(ptg_h1_exit))" eval '[[ $(ptg_h1_exit) == "rank 0 exited with code 8" ]]'
 check "rank 0 said it lost a peer (its log)" peer_lost_said
 ct h1:101 sh -c 'grep -h "lost a peer" /var/lib/drover/runs/ptg/logs/rank0.log*' 2>/dev/null | tail -n 1 | cut -c1-200 | sed 's/^/    /'
 check "both containers are back on g1" eval '[[ $(ptg_current h1:101) == "$g1" && $(ptg_current h2:201) == "$g1" ]]'
