@@ -220,7 +220,7 @@ void interrupt_handlers(void (*fn)(int))
 
 /* Walk and hash DIR (and the environment first, when there is one) into v2 manifests; the
  * manifest is kept in state_dir/manifests/<id> (the controller's cache). */
-static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir)
+static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir, bool say)
 {
     const struct inventory *inv = d->inv;
     int r = state_init(inv->state_dir);
@@ -267,8 +267,9 @@ static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir)
         log_warn("cannot keep the manifest in '%s': %s", mpath, strerror(-r));
     d->blob_size = d->rs.m->file_bytes;
     ui_short(d->id, d->sid);
-    fprintf(stderr, "release %s (%s): %zu %s, %.2f MiB\n", d->sid, d->name, d->rs.m->nfiles,
-            text_plural(d->rs.m->nfiles, "file", "files"), (double)d->blob_size / 1048576.0);
+    if (say) /* a dry run's plan says it on stdout: not twice */
+        fprintf(stderr, "release %s (%s): %zu %s, %.2f MiB\n", d->sid, d->name, d->rs.m->nfiles,
+                text_plural(d->rs.m->nfiles, "file", "files"), (double)d->blob_size / 1048576.0);
     return 0;
 }
 
@@ -1432,7 +1433,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     ret = EXIT_FAIL;
     int lock = -1;
     char err[2048] = "";
-    if (stage_bundle(&d, o->dir, o->env_dir) < 0)
+    if (stage_bundle(&d, o->dir, o->env_dir, !o->dry_run) < 0)
         goto out;
     /* the release is known to be deployable (its command is in it): now every host of the job
      * at once (cmd_deploy connects nothing first for one job, so a release without its command

@@ -242,7 +242,6 @@ make_release() {
 	echo "$d"
 }
 
-# release_id DIR: the id drover gives this release (from `deploy --dry-run` output if it says)
 deployed_ids() { status_json | jq -r '[.. | objects | select(has("current")) | .current] | unique | .[]' 2>/dev/null; }
 
 # ---------------------------------------------------------------- shared state between tests

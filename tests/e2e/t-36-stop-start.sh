@@ -81,6 +81,8 @@ check "stop exits 0" test "$DROVER_RC" = 0
 drover plan "$E2E_WORK/releases/v1" --job train
 show_drover 8
 check "plan exits 0" test "$DROVER_RC" = 0
+check "plan names the release once (it printed two near-identical lines, one on stderr)" \
+	eval '[[ $(grep -c "^release [0-9a-f]* (v1)[:,] " "$E2E_WORK/last.out" "$E2E_WORK/last.err" | awk -F: "{ n += \$NF } END { print n }") == 1 ]]'
 check "plan says a deploy would start the stopped job, naming the containers" \
 	drover_said "job 'train' is stopped in h1:101, h1:102, h2:201 .*: a deploy would start it, with release [0-9a-f]+ \\(v1\\) on probation"
 drover plan "$E2E_WORK/releases/v1" --job train -o json
