@@ -16,6 +16,19 @@ docs/protocol.md (v1): one JSON object per line on the file descriptor DROVER_HE
             hb.checkpointed(step + 1)
     hb.done()
 
+Exits the agent reads with a meaning of their own (common/trainexit.h, docs/errors.md): the
+EXIT_* constants, and for the two that must leave by os._exit after hb.error():
+
+    from drover_heartbeat import Heartbeat, disk_full, peer_lost
+    try:
+        train(hb)
+    except Exception as e:
+        if disk_full(e):                  # OSError ENOSPC/EDQUOT: exit 6, not retried
+            hb.exit_disk_full(e)
+        if peer_lost(e):                  # gloo lost another rank: exit 8 (only once
+            hb.exit_peer_lost(e)          # init_process_group has returned)
+        raise
+
 Outside drover (no DROVER_HEARTBEAT_FD) every call does nothing.  No call ever raises into the
 training loop: once the agent's end of the pipe is gone (EPIPE, EBADF), beats are dropped.  A
 call with a bad argument (a step or token count that is not a non-negative integer, an unknown
@@ -24,6 +37,7 @@ on stderr, sends nothing and leaves every counter as it was.
 """
 
 import contextlib
+import errno
 import json
 import math
 import numbers
@@ -33,11 +47,73 @@ import sys
 import time
 import weakref
 
-__all__ = ["Heartbeat", "PHASES", "LINE_MAX"]
+__all__ = ["Heartbeat", "PHASES", "LINE_MAX", "EXIT_DISK_FULL", "EXIT_DIVERGED",
+           "EXIT_PEER_LOST", "EXIT_PEER_STOPPED", "peer_lost", "disk_full"]
 
 VERSION = 1
 LINE_MAX = 1024  # bytes per line, newline included (the agent drops longer lines)
 PHASES = ("init", "train", "checkpoint", "done")
+
+# drover-train's exit codes (common/trainexit.h, docs/errors.md "drover-train"), which the agent
+# reads the same way from any worker.  Never renumbered; test_drover_heartbeat.py checks them
+# against the header.
+# Not retried (restarting the same release cannot help; on probation reverted at once):
+EXIT_DISK_FULL = 6   # ENOSPC / EDQUOT writing a checkpoint or a log line: hb.exit_disk_full()
+EXIT_DIVERGED = 7    # stopped after consecutive non-finite losses (3, as drover-train)
+# A rank that ended only because of a rank elsewhere (the gang is restarted after a grace, and
+# the controller's verdict looks for the cause in the other containers):
+EXIT_PEER_LOST = 8     # a collective failed because another rank went away: hb.exit_peer_lost()
+EXIT_PEER_STOPPED = 12  # stopped with a checkpoint because another rank got SIGTERM, not this one
+
+# What a gloo collective raises when its peer is gone: a RuntimeError from gloo's TCP transport,
+# e.g. "[.../gloo/transport/tcp/pair.cc:538] Read error [10.0.0.2]:43197: Connection reset by
+# peer" from an all-reduce or DDP's backward when the peer aborted or exited (torch 1.13 and 2.11
+# alike), or "Connection closed by peer".  Both the transport's signature and the words are
+# required: a RuntimeError that only quotes "Connection reset" (a compile worker's, a data
+# loader's) is this rank's own failure.  A timeout is not in the list: a silent peer is what the
+# agent's liveness rule finds, in the container where the silence is.  NCCL is not covered: its
+# watchdog usually ends a rank whose peer died with SIGABRT before Python sees an exception.
+PEER_LOST_SIGNATURE = "gloo/transport"
+PEER_LOST_MARKS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe")
+DISK_FULL_ERRNOS = tuple(getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(errno, n))
+
+
+def peer_lost(exc):
+    """True for the error a gloo collective raises when another rank went away: a RuntimeError
+    whose message has PEER_LOST_SIGNATURE and one of PEER_LOST_MARKS.  Ask it only once
+    init_process_group has returned (before that there is no peer to lose)."""
+    if not isinstance(exc, RuntimeError):
+        return False
+    try:
+        msg = str(exc)
+    except Exception:  # noqa: BLE001 -- an unprintable exception is nobody's lost peer
+        return False
+    return PEER_LOST_SIGNATURE in msg and any(m in msg for m in PEER_LOST_MARKS)
+
+
+def disk_full(exc):
+    """True for an OSError whose errno is ENOSPC or EDQUOT (DISK_FULL_ERRNOS)."""
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS
+
+
+def _text(exc):
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001
+        return "<unprintable %s>" % type(exc).__name__
+
+
+def _say(text, flush_stdout):
+    """One line on stderr ("train.py: TEXT"), flushed with stdout, before an os._exit: a full
+    disk (OSError) or a closed stream is no reason not to exit."""
+    try:
+        prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+        sys.stderr.write("%s: %s\n" % (prog, text))
+        sys.stderr.flush()
+        if flush_stdout:
+            sys.stdout.flush()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _env_int(env, name, default):
@@ -276,6 +352,33 @@ class Heartbeat:
         """Clean exit (max steps reached, or stopping after SIGTERM)."""
         self.current_phase = "done"
         self._send()
+
+    def exit_disk_full(self, exc):
+        """Exit 6 (EXIT_DISK_FULL) now, for a disk_full(exc): a full disk is not fixed by
+        restarting the release (an uncaught OSError exits 1, which the agent retries into a
+        crash loop).  hb.error("disk full: ..."), a line on stderr, then os._exit: Python's own
+        flush of stdout at exit fails on the full disk too and turns any exit code into 120.
+        Never returns."""
+        try:
+            text = _text(exc)
+            self.error("disk full: " + text)
+            _say("disk full: " + text, flush_stdout=False)
+        finally:
+            os._exit(EXIT_DISK_FULL)
+
+    def exit_peer_lost(self, exc):
+        """Exit 8 (EXIT_PEER_LOST) now, for a peer_lost(exc): this rank is a casualty of
+        another rank's death, and with 8 the controller's verdict names the rank that died
+        instead of this one's "exited with code 1".  hb.error("peer lost: ..."), a line on
+        stderr, then os._exit: after hb.error() (phase "done", out of the liveness rule's reach)
+        nothing may hang in the process group's teardown, nor turn the exit code into 120 on a
+        full disk.  Never returns."""
+        try:
+            what = "%s: %s" % (type(exc).__name__, _text(exc))
+            self.error("peer lost: " + what)
+            _say("rank %d lost a peer: %s" % (self.rank, what), flush_stdout=True)
+        finally:
+            os._exit(EXIT_PEER_LOST)
 
     # ---- the wire ----
 

@@ -4,6 +4,7 @@ Run by `make unit` (tests/run-unit.sh): python3 -m unittest discover -s python
 """
 
 import contextlib
+import errno
 import io
 import json
 import os
@@ -231,6 +232,116 @@ class UncaughtExceptionTest(unittest.TestCase):
         p, lines = self.run_worker("raise ValueError('x')\n", make="Heartbeat(report_uncaught=False)")
         self.assertEqual(p.returncode, 1)
         self.assertNotIn("error", lines[-1])
+
+
+class ExitCodesTest(unittest.TestCase):
+    """The exits with a meaning for the agent: the constants, peer_lost(), and the two exits by
+    os._exit after hb.error()."""
+
+    GLOO_RESET = ("[../third_party/gloo/gloo/transport/tcp/pair.cc:538] Read error "
+                  "[10.0.0.2]:43197: Connection reset by peer")
+
+    def test_constants_are_the_c_contract(self):
+        # common/trainexit.h is the one table (the agent, the controller, drover-train): a
+        # renumbered or misspelt constant here would make a PyTorch worker say something else
+        with open(os.path.join(HERE, "..", "common", "trainexit.h")) as f:
+            header = f.read()
+        rows = dict(re.findall(r"X\(TX_(\w+),\s*(\d+),", header))
+        self.assertIn("PEER_LOST", rows, "common/trainexit.h's TRAIN_EXITS table not parsed")
+        names = [n for n in dir(drover_heartbeat) if n.startswith("EXIT_")]
+        self.assertEqual(sorted(names), ["EXIT_DISK_FULL", "EXIT_DIVERGED", "EXIT_PEER_LOST",
+                                         "EXIT_PEER_STOPPED"])
+        for name in names:
+            tx = name[len("EXIT_"):]
+            self.assertIn(tx, rows, "%s has no TX_%s in common/trainexit.h" % (name, tx))
+            self.assertEqual(getattr(drover_heartbeat, name), int(rows[tx]), name)
+            self.assertIn(name, drover_heartbeat.__all__)
+
+    def test_peer_lost(self):
+        pl = drover_heartbeat.peer_lost
+        self.assertTrue(pl(RuntimeError(self.GLOO_RESET)))
+        self.assertTrue(pl(RuntimeError("[/x/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.3]:1234")))
+        self.assertTrue(pl(RuntimeError("gloo/transport/tcp/unbound_buffer.cc:81: Broken pipe")))
+        # a subclass of RuntimeError (torch's DistBackendError is one) counts too
+        self.assertTrue(pl(type("DistBackendError", (RuntimeError,), {})(self.GLOO_RESET)))
+        # gloo's transport without a lost-connection phrase: a timeout, this rank's own failure
+        self.assertFalse(pl(RuntimeError("[/x/gloo/transport/tcp/unbound_buffer.cc:133] Timed out waiting 1800000ms for recv operation to complete")))
+        # the phrase without gloo's transport: a data loader's, a compile worker's
+        self.assertFalse(pl(RuntimeError("DataLoader worker: Connection reset by peer")))
+        # not a RuntimeError, whatever it says
+        self.assertFalse(pl(ConnectionResetError(self.GLOO_RESET)))
+        self.assertFalse(pl(OSError(errno.ECONNRESET, self.GLOO_RESET)))
+        self.assertFalse(pl(ValueError(self.GLOO_RESET)))
+        self.assertFalse(pl(None))
+        self.assertFalse(pl(self.GLOO_RESET))
+
+    def test_disk_full(self):
+        df = drover_heartbeat.disk_full
+        self.assertTrue(df(OSError(errno.ENOSPC, "No space left on device")))
+        self.assertTrue(df(OSError(errno.EDQUOT, "Disk quota exceeded")))
+        self.assertFalse(df(OSError(errno.EIO, "Input/output error")))
+        self.assertFalse(df(PermissionError(errno.EACCES, "Permission denied")))
+        self.assertFalse(df(RuntimeError("No space left on device")))
+
+    def run_exit(self, call, stdout=None):
+        """A worker that beats once, writes to stdout, then calls call (source text) with `hb`;
+        (process, heartbeat lines, stderr)."""
+        code = ("import errno, sys; sys.path.insert(0, %r)\n"
+                "import drover_heartbeat as dh\n"
+                "hb = dh.Heartbeat()\n"
+                "hb.step(1, 2.5, tokens=100)\n"
+                "sys.stdout.write('a log line still in the buffer')  # no newline: buffered\n"
+                "%s\n"
+                "sys.exit(99)  # not reached\n" % (HERE, call))
+        r, w = os.pipe()
+        env = dict(os.environ, DROVER_HEARTBEAT_FD=str(w), RANK="1")
+        env.pop("PYTHONUNBUFFERED", None)  # stdout buffered, as a worker's is (not a tty)
+        p = subprocess.run([sys.executable, "-c", code], env=env, pass_fds=(w,), timeout=60,
+                           stdout=stdout if stdout is not None else subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+        os.close(w)
+        lines = read_lines(r)
+        os.close(r)
+        return p, lines, p.stderr.decode(errors="replace")
+
+    def test_exit_peer_lost(self):
+        p, lines, err = self.run_exit("hb.exit_peer_lost(RuntimeError(%r))" % self.GLOO_RESET)
+        self.assertEqual(p.returncode, drover_heartbeat.EXIT_PEER_LOST, err)
+        self.assertEqual(p.returncode, 8)
+        self.assertEqual(len(lines), 2)
+        self.assertEqual(lines[-1]["phase"], "done")
+        self.assertEqual(lines[-1]["error"], ("peer lost: RuntimeError: " + self.GLOO_RESET)[:150])
+        self.assertEqual(lines[-1]["rank"], 1)
+        self.assertIn("-c: rank 1 lost a peer: RuntimeError: " + self.GLOO_RESET, err)
+        self.assertNotIn("Traceback", err)  # os._exit: no excepthook, no second error
+        self.assertIn(b"a log line still in the buffer", p.stdout)  # stdout flushed first
+
+    def test_exit_disk_full(self):
+        call = "hb.exit_disk_full(OSError(errno.ENOSPC, 'No space left on device', '/ckpt/x'))"
+        p, lines, err = self.run_exit(call)
+        self.assertEqual(p.returncode, drover_heartbeat.EXIT_DISK_FULL, err)
+        self.assertEqual(p.returncode, 6)
+        self.assertEqual(lines[-1]["phase"], "done")
+        self.assertEqual(lines[-1]["error"],
+                         "disk full: [Errno 28] No space left on device: '/ckpt/x'")
+        self.assertIn("-c: disk full: [Errno 28]", err)
+        # stdout on the full disk: Python's flush at exit would fail and exit 120 instead
+        with open("/dev/full", "w") as full:
+            p, lines, err = self.run_exit(call, stdout=full)
+        self.assertEqual(p.returncode, 6, err)
+        self.assertIn("disk full", lines[-1]["error"])
+
+    def test_exit_without_drover(self):
+        # run by hand (no DROVER_HEARTBEAT_FD): no heartbeat, the same exit
+        code = ("import sys; sys.path.insert(0, %r)\n"
+                "import drover_heartbeat as dh\n"
+                "dh.Heartbeat().exit_peer_lost(RuntimeError('x'))\n" % HERE)
+        env = dict(os.environ)
+        env.pop("DROVER_HEARTBEAT_FD", None)
+        p = subprocess.run([sys.executable, "-c", code], env=env, timeout=60,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.assertEqual(p.returncode, 8)
+        self.assertIn(b"lost a peer: RuntimeError: x", p.stderr)
 
 
 class RawProtocolExampleTest(unittest.TestCase):
