@@ -4,7 +4,7 @@ A full disk (ENOSPC writing a checkpoint or a log line) exited 1 (an uncaught OS
 (Python's failed flush of stdout at exit), or died by SIGABRT inside torch's zip writer: the agent
 took all of them for a crash and restarted the release into a crash loop.  It now exits 6
 (disk full), and 7 after 3 consecutive non-finite losses (diverged), as drover-train does
-(common/trainexit.h).  A tiny CPU model, a few steps per run; needs a python3 with torch
+(common/trainexit.h); and 8 (peer_lost) when a gloo peer dies under it (two local ranks).  A tiny CPU model, a few steps per run; needs a python3 with torch
 (python3-torch, tests/deps.txt), skipped without one.
 
 Run by `make unit` (tests/run-unit.sh): python3 -m unittest discover -s python
@@ -118,6 +118,50 @@ class ExitCodesTest(unittest.TestCase):
         self.assertIn("disk full", beats[-1].get("error", ""))
         self.assertEqual(self.ckpt_files(), [])
 
+    def test_lost_peer_exits_8(self):
+        # A gang of two over gloo; rank 1 aborts at its 3rd step (abort_at_step): rank 0's next
+        # collective fails with gloo's lost connection, and it exits 8 (peer_lost,
+        # drover_heartbeat.peer_lost / hb.exit_peer_lost), its last heartbeat saying why.
+        import socket
+        with socket.socket() as so:
+            so.bind(("127.0.0.1", 0))
+            port = so.getsockname()[1]
+        conf = os.path.join(self.dir, "config.json")
+        with open(conf, "w") as f:
+            json.dump(dict(TINY, max_steps=1000, ckpt_every=10 ** 6, abort_at_step=3), f)
+        procs, pipes = [], []
+        for rank in (0, 1):
+            r, w = os.pipe()
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), DROVER_HEARTBEAT_FD=str(w),
+                       DROVER_RUN_DIR=self.run_dir, OMP_NUM_THREADS="1")
+            env.pop("DROVER_RESUME_RELEASES", None)
+            procs.append(subprocess.Popen([PY, os.path.join(self.rel, "train.py"), "--config", conf],
+                                          env=env, pass_fds=(w,), stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.PIPE))
+            os.close(w)
+            pipes.append(r)
+        try:
+            errs = [p.communicate(timeout=120)[1].decode(errors="replace") for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        raw = b""
+        while True:
+            chunk = os.read(pipes[0], 65536)
+            if not chunk:
+                break
+            raw += chunk
+        for r in pipes:
+            os.close(r)
+        self.assertEqual(procs[1].returncode, -6, errs[1])  # the rank that died
+        self.assertEqual(procs[0].returncode, 8, errs[0])   # the casualty: peer_lost, not 1
+        last = json.loads(raw.decode().splitlines()[-1])
+        self.assertEqual(last["phase"], "done")
+        self.assertTrue(last["error"].startswith("peer lost: RuntimeError: "), last)
+        self.assertIn("train.py: rank 0 lost a peer: RuntimeError: ", errs[0])
 
     def test_sigterm_before_the_gang_met(self):
         # The agent stops a gang that has just started (a deploy's revert stopping a crash loop's

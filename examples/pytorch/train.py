@@ -9,7 +9,8 @@ What a user's own script needs for drover, all of it here:
     a rank that stopped only because another rank got it exits 12 (peer_stopped);
   - resume from the newest checkpoint in $DROVER_RUN_DIR/checkpoints written by a release named
     in $DROVER_RESUME_RELEASES (the release itself and the promoted ones);
-  - exit codes from drover-train's contract (common/trainexit.h, docs/errors.md) where restarting
+  - exit codes from drover-train's contract (common/trainexit.h, docs/errors.md; drover_heartbeat's
+    EXIT_* constants, peer_lost(), hb.exit_disk_full(), hb.exit_peer_lost()) where restarting
     the same release cannot help: 6 for a full disk (ENOSPC/EDQUOT writing a checkpoint or a log
     line), 7 after 3 consecutive non-finite losses; and 8 (peer_lost) when a collective fails
     because another rank died, so the verdict names that rank, not this one.  Any other failure
@@ -22,7 +23,6 @@ plain masked softmax otherwise (Debian 12's python3-torch 1.13 on CPU).
   python3 train.py --config config.json        # under drover: launch.sh does this
 """
 import argparse
-import errno
 import glob
 import json
 import math
@@ -34,35 +34,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from drover_heartbeat import Heartbeat  # noqa: E402  (copied into the release next to this file)
+# copied into the release next to this file; the exit codes below and the two exits that leave
+# by os._exit after hb.error() (a full disk, a lost gloo peer) are the library's
+from drover_heartbeat import (  # noqa: E402
+    EXIT_DIVERGED, EXIT_PEER_STOPPED, Heartbeat, disk_full, peer_lost)
 
-# drover-train's exit codes (common/trainexit.h, docs/errors.md "drover-train"), the ones whose
-# "retry helps?" is no: the agent neither restarts the release nor counts them toward a crash
-# loop; on probation they revert at once.  Never renumbered.
-EXIT_DISK_FULL = 6
-EXIT_DIVERGED = 7
-# ... and "peer_stopped": this rank stopped with the others' checkpoint because another rank got
-# SIGTERM (its container's agent stopped its part), not this one.  Exiting 0 then would make this
-# container's agent record the job finished and leave it down; 12 makes it restart the gang after
-# a grace (docs/agent.md, "Gang states and policy").
-EXIT_PEER_STOPPED = 12
-# ... and "peer_lost": a collective failed because another rank went away (its process died, its
-# connection closed).  This rank is a casualty, not the cause: with 8 the controller's verdict
-# names the rank that died (in whichever container) instead of this rank's "exited with code 1",
-# and the agent restarts the gang after a grace like any crash.
-EXIT_PEER_LOST = 8
-# what a gloo collective raises when its peer is gone: a RuntimeError from gloo's TCP transport,
-# e.g. "[.../gloo/transport/tcp/pair.cc:538] Read error [10.0.0.2]:43197: Connection reset by
-# peer" from an all-reduce or DDP's backward when the peer aborted or exited (torch 1.13 and 2.11
-# alike), or "Connection closed by peer".  Both the transport's signature and the words are
-# required: a RuntimeError that only quotes "Connection reset" (a compile worker's, a data
-# loader's) is this rank's own failure.  A timeout is not in the list: a silent peer is what the
-# agent's liveness rule finds, in the container where the silence is.  NCCL is not covered: its
-# watchdog usually ends a rank whose peer died with SIGABRT before Python sees an exception.
-PEER_LOST_SIGNATURE = "gloo/transport"
-PEER_LOST_MARKS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe")
 DIVERGED_STEPS = 3  # consecutive non-finite losses (drover-train's and the agent's rule)
-DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 DEFAULTS = {
     "layers": 2, "heads": 2, "dim": 64, "seq": 64, "vocab": 50304, "batch": 8,
@@ -120,53 +97,19 @@ def main():
         sys.stdout.flush()  # a log on a full disk fails here, where it is caught, not at exit
         return code
     except OSError as e:
-        if e.errno in DISK_FULL_ERRNOS:
-            disk_full(hb, e)
+        if disk_full(e):  # exit 6: restarting the release cannot help
+            hb.exit_disk_full(e)
         hb.error("%s: %s" % (type(e).__name__, e))
         raise
     except Exception as e:  # report, then exit non-zero: the agent journals the error
-        if Dist.up and peer_lost(e):
-            lost_peer(hb, e)
+        if Dist.up and peer_lost(e):  # exit 8: the verdict names the rank that died
+            hb.exit_peer_lost(e)
         hb.error("%s: %s" % (type(e).__name__, e))
         raise
 
 
 class Dist:
     up = False  # init_process_group returned: a failing collective may be a lost peer
-
-
-def peer_lost(e):
-    """True for the error a gloo collective raises when another rank went away (PEER_LOST_MARKS)."""
-    msg = str(e)
-    return (isinstance(e, RuntimeError) and PEER_LOST_SIGNATURE in msg
-            and any(m in msg for m in PEER_LOST_MARKS))
-
-
-def lost_peer(hb, e):
-    """Exit 8 (peer_lost).  As disk_full: os._exit, so that nothing after hb.error() (which says
-    phase "done", out of the liveness rule's reach) can hang in the process group's teardown or
-    turn the exit code into 120 on a full disk."""
-    hb.error("peer lost: %s: %s" % (type(e).__name__, e))
-    try:
-        sys.stderr.write("train.py: rank %s lost a peer: %s: %s\n" % (os.environ.get("RANK", "0"), type(e).__name__, e))
-        sys.stderr.flush()
-        sys.stdout.flush()
-    except OSError:
-        pass
-    os._exit(EXIT_PEER_LOST)
-
-
-def disk_full(hb, e):
-    """Exit 6: a full disk is not fixed by restarting the release (an uncaught OSError exits 1,
-    which the agent retries into a crash loop).  os._exit, not sys.exit: Python flushes stdout
-    once more at exit, and on the full disk that fails and turns any exit code into 120."""
-    hb.error("disk full: %s" % e)
-    try:
-        sys.stderr.write("train.py: disk full: %s\n" % e)
-        sys.stderr.flush()
-    except OSError:
-        pass
-    os._exit(EXIT_DISK_FULL)
 
 
 def train(cfg, hb):
