@@ -47,7 +47,7 @@ import sys
 import time
 import weakref
 
-__all__ = ["Heartbeat", "PHASES", "LINE_MAX", "EXIT_DISK_FULL", "EXIT_DIVERGED",
+__all__ = ["Heartbeat", "PHASES", "LINE_MAX", "EXIT_CONFIG", "EXIT_DISK_FULL", "EXIT_DIVERGED",
            "EXIT_PEER_LOST", "EXIT_PEER_STOPPED", "peer_lost", "disk_full"]
 
 VERSION = 1
@@ -58,6 +58,7 @@ PHASES = ("init", "train", "checkpoint", "done")
 # reads the same way from any worker.  Never renumbered; test_drover_heartbeat.py checks them
 # against the header.
 # Not retried (restarting the same release cannot help; on probation reverted at once):
+EXIT_CONFIG = 3      # the config file is missing, unreadable or invalid (name the file and where)
 EXIT_DISK_FULL = 6   # ENOSPC / EDQUOT writing a checkpoint or a log line: hb.exit_disk_full()
 EXIT_DIVERGED = 7    # stopped after consecutive non-finite losses (3, as drover-train)
 # A rank that ended only because of a rank elsewhere (the gang is restarted after a grace, and

@@ -249,7 +249,7 @@ class ExitCodesTest(unittest.TestCase):
         rows = dict(re.findall(r"X\(TX_(\w+),\s*(\d+),", header))
         self.assertIn("PEER_LOST", rows, "common/trainexit.h's TRAIN_EXITS table not parsed")
         names = [n for n in dir(drover_heartbeat) if n.startswith("EXIT_")]
-        self.assertEqual(sorted(names), ["EXIT_DISK_FULL", "EXIT_DIVERGED", "EXIT_PEER_LOST",
+        self.assertEqual(sorted(names), ["EXIT_CONFIG", "EXIT_DISK_FULL", "EXIT_DIVERGED", "EXIT_PEER_LOST",
                                          "EXIT_PEER_STOPPED"])
         for name in names:
             tx = name[len("EXIT_"):]

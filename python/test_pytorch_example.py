@@ -52,12 +52,16 @@ class ExitCodesTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def train(self, full_tmp=False, stdout=None, **cfg):
+    def train(self, full_tmp=False, stdout=None, raw_config=None, **cfg):
         """Run train.py; (exit code, heartbeat lines).  full_tmp: its checkpoint's temporary file
-        (checkpoints/.tmp.PID) is /dev/full, so writing the checkpoint fails with ENOSPC."""
+        (checkpoints/.tmp.PID) is /dev/full, so writing the checkpoint fails with ENOSPC.
+        raw_config: config.json's text as it is (else TINY updated with cfg)."""
         conf = os.path.join(self.dir, "config.json")
         with open(conf, "w") as f:
-            json.dump(dict(TINY, **cfg), f)
+            if raw_config is not None:
+                f.write(raw_config)
+            else:
+                json.dump(dict(TINY, **cfg), f)
         r, w = os.pipe()
         env = dict(os.environ, DROVER_HEARTBEAT_FD=str(w), RANK="0", WORLD_SIZE="1",
                    DROVER_RUN_DIR=self.run_dir, OMP_NUM_THREADS="1")
@@ -117,6 +121,41 @@ class ExitCodesTest(unittest.TestCase):
         self.assertEqual(code, 6, self.last_stderr)  # was -6 (SIGABRT in torch's zip writer) or 1
         self.assertIn("disk full", beats[-1].get("error", ""))
         self.assertEqual(self.ckpt_files(), [])
+
+    def test_bad_config_exits_3(self):
+        # A newcomer's config.json with a missing comma: the preflight's reason quoted the end of
+        # a traceback in /usr/lib/python3.11/json/decoder.py, never naming config.json, and the
+        # exit (1) was one the agent retries.  Now: one line naming the file and the position,
+        # exit 3 (config, not retried), the heartbeat's error saying the same.
+        conf = os.path.join(self.dir, "config.json")
+        code, beats = self.train(raw_config='{"layers": 1 "heads": 2}\n')
+        self.assertEqual(code, 3, self.last_stderr)
+        err = self.last_stderr.strip()
+        self.assertNotIn("Traceback", err)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertTrue(err.startswith("train.py: config error: %s: invalid JSON at line 1 column 14: "
+                                       "Expecting ',' delimiter: fix the file" % conf), err)
+        self.assertEqual(beats[-1]["phase"], "done")
+        self.assertEqual(beats[-1]["error"], "config error: config.json: invalid JSON at line 1 "
+                                             "column 14: Expecting ',' delimiter")
+        self.assertEqual(self.ckpt_files(), [])
+
+        # valid JSON that is not an object
+        code, beats = self.train(raw_config='[1, 2]\n')
+        self.assertEqual(code, 3, self.last_stderr)
+        self.assertIn("%s: not a JSON object" % conf, self.last_stderr)
+        self.assertIn("but a JSON array", beats[-1]["error"])
+
+        # the preflight's run (--selftest, no heartbeat fd) says the same and exits 3 too
+        with open(conf, "w") as f:
+            f.write('{"layers": 1,}')
+        env = dict(os.environ, DROVER_RUN_DIR=self.run_dir, OMP_NUM_THREADS="1")
+        env.pop("DROVER_HEARTBEAT_FD", None)
+        p = subprocess.run([PY, os.path.join(self.rel, "train.py"), "--config", conf, "--selftest"],
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+        err = p.stderr.decode(errors="replace").strip()
+        self.assertEqual(p.returncode, 3, err)
+        self.assertIn("config.json: invalid JSON at line 1 column 14: Expecting property name", err)
 
     def test_lost_peer_exits_8(self):
         # A gang of two over gloo; rank 1 aborts at its 3rd step (abort_at_step): rank 0's next

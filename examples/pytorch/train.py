@@ -11,7 +11,8 @@ What a user's own script needs for drover, all of it here:
     in $DROVER_RESUME_RELEASES (the release itself and the promoted ones);
   - exit codes from drover-train's contract (common/trainexit.h, docs/errors.md; drover_heartbeat's
     EXIT_* constants, peer_lost(), hb.exit_disk_full(), hb.exit_peer_lost()) where restarting
-    the same release cannot help: 6 for a full disk (ENOSPC/EDQUOT writing a checkpoint or a log
+    the same release cannot help: 3 for a config.json that is unreadable or not a JSON object
+    (one line naming the file and the position), 6 for a full disk (ENOSPC/EDQUOT writing a checkpoint or a log
     line), 7 after 3 consecutive non-finite losses; and 8 (peer_lost) when a collective fails
     because another rank died, so the verdict names that rank, not this one.  Any other failure
     exits 1, which the agent retries up to its crash limit.
@@ -37,7 +38,7 @@ sys.path.insert(0, HERE)
 # copied into the release next to this file; the exit codes below and the two exits that leave
 # by os._exit after hb.error() (a full disk, a lost gloo peer) are the library's
 from drover_heartbeat import (  # noqa: E402
-    EXIT_DIVERGED, EXIT_PEER_STOPPED, Heartbeat, disk_full, peer_lost)
+    EXIT_CONFIG, EXIT_DIVERGED, EXIT_PEER_STOPPED, Heartbeat, disk_full, peer_lost)
 
 DIVERGED_STEPS = 3  # consecutive non-finite losses (drover-train's and the agent's rule)
 
@@ -61,11 +62,30 @@ DEFAULTS = {
 }
 
 
+class ConfigError(Exception):
+    """config.json cannot be used: the file, where in it and what is wrong (one line)."""
+
+    def __init__(self, path, what):
+        super().__init__("%s: %s" % (path, what))
+        self.path, self.what = path, what
+
+
 def load_config(path):
     cfg = dict(DEFAULTS)
     if path:
-        with open(path) as f:
-            cfg.update(json.load(f))
+        try:
+            with open(path, encoding="utf-8") as f:
+                user = json.load(f)
+        except json.JSONDecodeError as e:  # the position in the user's file, not json/decoder.py's
+            raise ConfigError(path, "invalid JSON at line %d column %d: %s" % (e.lineno, e.colno, e.msg)) from None
+        except UnicodeDecodeError as e:
+            raise ConfigError(path, "not UTF-8 text (byte %d)" % e.start) from None
+        except OSError as e:
+            raise ConfigError(path, "cannot read it: %s" % (e.strerror or e)) from None
+        if not isinstance(user, dict):
+            raise ConfigError(path, 'not a JSON object ({"key": value, ...}) but a JSON %s'
+                              % {list: "array", str: "string", bool: "boolean"}.get(type(user), "number" if user is not None else "null"))
+        cfg.update(user)
     return cfg
 
 
@@ -83,11 +103,20 @@ def main():
     ap.add_argument("--selftest", action="store_true",
                     help="import everything, build the model, run one step on CPU, exit 0 (preflight)")
     args = ap.parse_args()
-    cfg = load_config(args.config if os.path.exists(args.config) else None)
+    # first, before anything that can fail: an error from here on reaches the agent's reason
+    # (hb.error, or drover_heartbeat's excepthook for one nothing catches)
+    hb = Heartbeat(backend="torch")
+    try:
+        cfg = load_config(args.config if os.path.exists(args.config) else None)
+    except ConfigError as e:
+        # exit 3 (config): not retried, and one line the preflight's reason and the verdict
+        # quote, instead of a traceback ending in json/decoder.py that never names the file
+        print("train.py: config error: %s: fix the file and deploy the release again (a config "
+              "change is a new release)" % e, file=sys.stderr, flush=True)
+        hb.error("config error: %s: %s" % (os.path.basename(e.path), e.what))  # 150 bytes at most
+        return EXIT_CONFIG
     if args.selftest:
         cfg.update(max_steps=1, ckpt_every=10 ** 9, data="", selftest=True)
-    backend_word = "torch"
-    hb = Heartbeat(backend=backend_word)
     # SIGTERM keeps its default (exit at once) until the gang has met: train() takes it over
     hb.init()
     try:
