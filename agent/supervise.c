@@ -22,9 +22,11 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/manifest.h"
 #include "common/procstat.h"
 #include "common/text.h"
 #include "common/trainexit.h"
@@ -167,6 +169,32 @@ static int open_rank_log(const struct store *s, const char *job, int rank, bool 
     /* the log directory is the worker's to write in: never follow a link planted there */
     int fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
     return fd < 0 ? -errno : fd;
+}
+
+/* One line of the agent's own in a rank's log, between the worker's lines: where a gang
+ * started (which release, which generation) and how each rank ended, so that `drover logs`
+ * shows which release wrote what after a revert or a restart.  Best effort: the log is the
+ * worker's, and a full disk or a full pipe never stops the gang. */
+static void rank_log_mark(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void rank_log_mark(int fd, const char *fmt, ...)
+{
+    if (fd < 0)
+        return;
+    char line[256], when[32] = "";
+    struct tm tm;
+    time_t t = time(NULL);
+    if (gmtime_r(&t, &tm))
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    int n = snprintf(line, sizeof line, "--- drover-agent %s: ", when);
+    va_list ap;
+    va_start(ap, fmt);
+    int k = n < 0 ? -1 : vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (k < 0)
+        return;
+    n = (size_t)(n + k) > sizeof line - 6 ? (int)sizeof line - 6 : n + k;
+    memcpy(line + n, " ---\n", 5);
+    (void)fd_write_all(fd, line, (size_t)n + 5);
 }
 
 /* ---- the holder: between fork and _exit, raw system calls only ---- */
@@ -633,6 +661,9 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
             snprintf(err, errsz, "cannot open rank %d log: %s", rp->rank, strerror(-r));
             goto fail_ep;
         }
+        char sid[RELEASE_SHORT_LEN + 1];
+        rank_log_mark(rp->log_fd, "job '%s' gang %d: rank %d starts release %s", job, generation,
+                      rp->rank, release_short(spec->release, "none", sid));
         if ((r = gang_build_env(env, s, job, spec, resume, lr, GANG_HEARTBEAT_FD)) < 0) {
             snprintf(err, errsz, "worker environment too large");
             goto fail_ep;
@@ -818,6 +849,12 @@ static void rank_check_exit(struct gang *g, int i, double now)
     rp->alive = false;
     rp->exit_code = sig ? -1 : (int)code;
     rp->exit_signal = (int)sig;
+    if (sig)
+        rank_log_mark(rp->log_fd, "job '%s' gang %d: rank %d killed by signal %ld", g->job,
+                      g->generation, rp->rank, sig);
+    else
+        rank_log_mark(rp->log_fd, "job '%s' gang %d: rank %d exited with code %ld", g->job,
+                      g->generation, rp->rank, code);
     /* the first exit is the gang's cause, except that a rank that only lost its peer (exit 8 or
      * 12) gives way to a failure found before the machine was told: reaped together, the order
      * is waitpid's, and the casualty may come before the rank that died.  Not to an exit 0: a

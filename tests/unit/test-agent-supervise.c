@@ -208,7 +208,7 @@ static void test_gang_rank_crash_stops_gang(void **state)
 {
     (void)state;
     char id[RELEASE_ID_LEN + 1], err[256];
-    install("crash", "#!/bin/sh\nif [ \"$RANK\" = 1 ]; then sleep 0.2; exit 3; fi\n"
+    install("crash", "#!/bin/sh\nif [ \"$RANK\" = 1 ]; then echo worker-line; sleep 0.2; exit 3; fi\n"
                      "while :; do sleep 0.05; done\n",
             id);
     struct job_spec s;
@@ -224,6 +224,30 @@ static void test_gang_rank_crash_stops_gang(void **state)
     assert_int_equal(g.ranks[0].exit_signal, SIGTERM); /* the others were stopped, not left hanging */
     assert_int_equal(g.ranks[2].exit_signal, SIGTERM);
     assert_true(group_reaped(pgid, 10)); /* nothing of the gang left, not even a zombie */
+    /* the rank's log says which release started and how the rank ended, around the worker's
+     * own lines: `drover logs` after a revert showed an old release's traceback as if it were
+     * the current one's */
+    char p[512], log[2048] = "", want[160];
+    snprintf(p, sizeof p, "%s/root/runs/train/logs/rank1.log", tmpd);
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    size_t n = fread(log, 1, sizeof log - 1, f);
+    fclose(f);
+    log[n] = '\0';
+    snprintf(want, sizeof want, ": job 'train' gang 1: rank 1 starts release %.12s ---\nworker-line\n", id);
+    if (strncmp(log, "--- drover-agent ", 17) != 0 || !strstr(log, want))
+        fail_msg("rank1.log: '%s'", log);
+    if (!strstr(log, "worker-line\n--- drover-agent ") ||
+        !strstr(log, ": job 'train' gang 1: rank 1 exited with code 3 ---\n"))
+        fail_msg("rank1.log: '%s'", log);
+    snprintf(p, sizeof p, "%s/root/runs/train/logs/rank0.log", tmpd);
+    f = fopen(p, "r");
+    assert_non_null(f);
+    n = fread(log, 1, sizeof log - 1, f);
+    fclose(f);
+    log[n] = '\0';
+    if (!strstr(log, ": job 'train' gang 1: rank 0 killed by signal 15 ---\n"))
+        fail_msg("rank0.log: '%s'", log);
     gang_clear(&g);
     spec_done(&s);
 }
