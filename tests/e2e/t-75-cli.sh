@@ -42,6 +42,9 @@ drover logs --job train --rank 0 -n 5
 show_drover 5
 check "logs --rank 0 exits 0" test "$DROVER_RC" = 0
 check "logs prints rank 0's worker log" test -s "$E2E_WORK/last.out"
+drover logs --job train --rank 0 -n 100000
+check "the log marks where the agent started the gang's release" \
+	drover_said "^--- drover-agent [0-9-]+ [0-9:]+ UTC: job 'train' gang [0-9]+: rank 0 starts release [0-9a-f]{12} ---$"
 drover logs --job train --rank 99
 check "a rank that does not exist is a usage error" test "$DROVER_RC" = 2
 # the agent's own log: liveness and bad-line notes send the operator there ("agent.log says why")
