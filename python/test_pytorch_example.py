@@ -157,6 +157,15 @@ class ExitCodesTest(unittest.TestCase):
         self.assertEqual(p.returncode, 3, err)
         self.assertIn("config.json: invalid JSON at line 1 column 14: Expecting property name", err)
 
+        # --config naming a file that is not there (a typo in launch.sh): exit 3 naming it, not a
+        # run on the built-in defaults
+        missing = os.path.join(self.dir, "conifg.json")
+        p = subprocess.run([PY, os.path.join(self.rel, "train.py"), "--config", missing, "--selftest"],
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+        err = p.stderr.decode(errors="replace").strip()
+        self.assertEqual(p.returncode, 3, err)
+        self.assertIn("config error: %s: cannot read it: No such file or directory" % missing, err)
+
     def test_lost_peer_exits_8(self):
         # A gang of two over gloo; rank 1 aborts at its 3rd step (abort_at_step): rank 0's next
         # collective fails with gloo's lost connection, and it exits 8 (peer_lost,

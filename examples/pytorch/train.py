@@ -99,7 +99,9 @@ def on_sigterm(signum, frame):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--config", default=os.path.join(HERE, "config.json"))
+    # --config PATH must exist; without it, config.json beside train.py if there is one (a run by
+    # hand), else the defaults
+    ap.add_argument("--config", default=None)
     ap.add_argument("--selftest", action="store_true",
                     help="import everything, build the model, run one step on CPU, exit 0 (preflight)")
     args = ap.parse_args()
@@ -107,7 +109,8 @@ def main():
     # (hb.error, or drover_heartbeat's excepthook for one nothing catches)
     hb = Heartbeat(backend="torch")
     try:
-        cfg = load_config(args.config if os.path.exists(args.config) else None)
+        default = os.path.join(HERE, "config.json")
+        cfg = load_config(args.config or (default if os.path.exists(default) else None))
     except ConfigError as e:
         # exit 3 (config): not retried, and one line the preflight's reason and the verdict
         # quote, instead of a traceback ending in json/decoder.py that never names the file
