@@ -40,6 +40,7 @@
 #include "common/text.h"
 #include "controller/deploy/holder.h"
 #include "controller/deploy/probation.h"
+#include "controller/deploy/revertplan.h"
 #include "controller/cmd.h"
 #include "controller/deploy/objsync.h"
 #include "controller/transport/send.h"
@@ -956,7 +957,12 @@ struct revert_arg {
     const char *const *argv;
     const bool *gone;  /* phase 1's answer per container */
     double timeout_s;
+    bool *already;     /* out: the agent answered that its gang of the good release runs */
 };
+
+/* What an agent answers a revert when it already runs (or starts) a gang of the good release
+ * with its good spec: nothing was stopped or started (agent/jobmachine.c). */
+#define AGENT_ALREADY_ON_GOOD "already on the good release"
 
 static int revert_one(struct ct_fan *cf, int i)
 {
@@ -964,7 +970,40 @@ static int revert_one(struct ct_fan *cf, int i)
     /* where the stop is still going on, the agent queues the revert behind it (it replaces the
      * stop) and answers once the good gang started: no need to wait for that here */
     double t = ra->gone[i] ? ra->timeout_s : 10;
-    return agent_call(cf->d, &cf->d->job->cts[i], ra->argv, t, cf->err[i], sizeof cf->err[i]);
+    char out[300];
+    int r = agent_call_out(cf->d, &cf->d->job->cts[i], ra->argv, t, out, sizeof out, cf->err[i],
+                           sizeof cf->err[i]);
+    ra->already[i] = r == 0 && strstr(out, AGENT_ALREADY_ON_GOOD) != NULL;
+    return r;
+}
+
+/* A fresh look at every container before a revert: has each agent gone back to the good release
+ * by itself, with its gang starting or running (revertplan.h)?  back[i] says which did. */
+static bool job_back_everywhere(struct deploy *d, bool back[INV_MAX_CTS])
+{
+    const struct inv_job *j = d->job;
+    struct job_status *seen = calloc((size_t)j->ncts, sizeof *seen);
+    const struct job_status *js[INV_MAX_CTS];
+    bool stopped[INV_MAX_CTS];
+    for (int i = 0; i < j->ncts; i++)
+        back[i] = false;
+    if (!seen)
+        return false;
+    for (int i = 0; i < j->ncts; i++) {
+        js[i] = NULL;
+        stopped[i] = d->ct_stopped[i][0] != '\0';
+        char e[1200];
+        if (stopped[i] || fleet_agent_status(d->f, &j->cts[i], d->st, e, sizeof e) < 0)
+            continue; /* not known: not back, the two-phase revert decides there */
+        const struct job_status *f = status_find_job(d->st, j->name);
+        if (f) {
+            seen[i] = *f;
+            js[i] = &seen[i];
+        }
+    }
+    bool all = revertplan_all_back(js, stopped, j->ncts, d->good, back);
+    free(seen);
+    return all;
 }
 
 /* Revert every container to its last good release, two-phase like a deploy's switch: stop the
@@ -998,17 +1037,38 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
         return failed ? EXIT_REVERT_FAILED : EXIT_REVERTED;
     }
     d->switching = true;
-    fprintf(stderr, "reverting job '%s' to %s on %d %s (two-phase: the failed gang stops "
-            "everywhere first)\n", j->name, ui_short(d->good, sid), j->ncts,
-            text_plural(j->ncts, "container", "containers"));
-    /* phase 1: after an activation every container may have a gang (a stop of a stopped job is
-     * answered at once); an operator's Ctrl-C that led here must not cut the stop short */
+    /* an operator's Ctrl-C that led here must not cut the look or the stop short */
     deploy_interrupted = 0;
-    bool gone[INV_MAX_CTS];
+    bool gone[INV_MAX_CTS], back[INV_MAX_CTS], already[INV_MAX_CTS] = { false };
     char stalled[INV_MAX_CTS][300];
-    for (int i = 0; i < j->ncts; i++)
-        d->has_gang[i] = true;
-    int left = stop_old_gangs(d, gone, stalled);
+    int left = 0;
+    /* Every agent went back to the good release by itself and its gang starts or runs there
+     * (revertplan.h): that gang is the job's, stopping it to start it again only loses steps.
+     * Each agent is still asked to revert, without a new rendezvous generation: it answers
+     * "already on the good release" and leaves the gang; one whose gang ended since this look
+     * starts the good release again with the generation the others run, so it rejoins them. */
+    bool kept = job_back_everywhere(d, back);
+    if (kept) {
+        fprintf(stderr, "revert: job '%s' is already back on %s in all %d %s (each agent went back "
+                "to it by itself, its gang starting or running): nothing is stopped; each agent is "
+                "asked to confirm, then the recovery is watched\n", j->name, ui_short(d->good, sid),
+                j->ncts, text_plural(j->ncts, "container", "containers"));
+        for (int i = 0; i < j->ncts; i++) {
+            gone[i] = true;
+            stalled[i][0] = '\0';
+        }
+    } else {
+        /* Not back everywhere (perhaps in some containers): the gang cannot form without the
+         * others, so the full two-phase revert loses nothing and gives every rank one new
+         * generation.  Phase 1: after an activation every container may have a gang (a stop of
+         * a stopped job is answered at once). */
+        fprintf(stderr, "reverting job '%s' to %s on %d %s (two-phase: the failed gang stops "
+                "everywhere first)\n", j->name, ui_short(d->good, sid), j->ncts,
+                text_plural(j->ncts, "container", "containers"));
+        for (int i = 0; i < j->ncts; i++)
+            d->has_gang[i] = true;
+        left = stop_old_gangs(d, gone, stalled);
+    }
     char tok[17];
     new_rdzv(tok);
     char why[300];
@@ -1016,8 +1076,9 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
     struct agent_argv args;
     agent_argv_init(&args);
     agent_argv_revert(&args, j->name, why, d->no_bad_mark);
-    agent_argv_rdzv(&args, tok);
-    struct revert_arg ra = { .argv = args.argv, .gone = gone,
+    if (!kept)
+        agent_argv_rdzv(&args, tok);
+    struct revert_arg ra = { .argv = args.argv, .gone = gone, .already = already,
                              .timeout_s = (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s };
     struct ct_fan *cf = calloc(1, sizeof *cf);
     int failed = 0, stopped = 0;
@@ -1052,8 +1113,12 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
                 failed++;
                 un += (size_t)snprintf(unreached + un, un < sizeof unreached ? sizeof unreached - un : 0, "%s%s",
                                        un ? ", " : "", j->cts[i].label);
+            } else if (cf->rc[i] >= 0 && already[i]) {
+                fprintf(stderr, "revert %s: already on %s, its gang left running\n", j->cts[i].label,
+                        ui_short(d->good, sid));
             } else if (cf->rc[i] >= 0) {
-                fprintf(stderr, "revert %s: %s started\n", j->cts[i].label, ui_short(d->good, sid));
+                fprintf(stderr, "revert %s: %s started%s\n", j->cts[i].label, ui_short(d->good, sid),
+                        kept ? " again (its gang had ended since the look)" : "");
             }
         }
         free(cf);

@@ -156,6 +156,9 @@ int agent_call_status(struct deploy *d, const struct inv_ct *ct, const char *con
                       double timeout_s, int *ret_status, char *err, size_t err_sz);
 int agent_call(struct deploy *d, const struct inv_ct *ct, const char *const *args,
                double timeout_s, char *err, size_t err_sz);
+/* agent_call, with the first line the agent printed on success in out ("" otherwise) */
+int agent_call_out(struct deploy *d, const struct inv_ct *ct, const char *const *args, double timeout_s,
+                   char *out, size_t out_sz, char *err, size_t err_sz);
 
 /* One container's answer to an agent command run in every container of a job at once
  * (agent_fan_run). */

@@ -149,9 +149,12 @@ const char *ct_fan_said(const struct ct_fan *cf, int i, char *buf, size_t sz)
 
 /* Run the agent in ct with args; 0 when it exited 0, else -EIO with "label: reason" in err and
  * (ret_status not NULL) its exit status in *ret_status, or another -errno (not run, no status). */
-int agent_call_status(struct deploy *d, const struct inv_ct *ct, const char *const *args,
-                             double timeout_s, int *ret_status, char *err, size_t err_sz)
+static int agent_call_full(struct deploy *d, const struct inv_ct *ct, const char *const *args,
+                           double timeout_s, int *ret_status, char *out, size_t out_sz, char *err,
+                           size_t err_sz)
 {
+    if (out && out_sz)
+        out[0] = '\0';
     struct conn *c;
     int r = fleet_conn(d->f, ct->host, &c);
     if (r < 0) {
@@ -183,9 +186,23 @@ int agent_call_status(struct deploy *d, const struct inv_ct *ct, const char *con
         if (ret_status)
             *ret_status = res.status;
         r = -EIO;
+    } else if (out && out_sz && res.out) {
+        snprintf(out, out_sz, "%.*s", (int)strcspn(res.out, "\n"), res.out); /* its first line */
     }
     exec_result_done(&res);
     return r;
+}
+
+int agent_call_status(struct deploy *d, const struct inv_ct *ct, const char *const *args,
+                             double timeout_s, int *ret_status, char *err, size_t err_sz)
+{
+    return agent_call_full(d, ct, args, timeout_s, ret_status, NULL, 0, err, err_sz);
+}
+
+int agent_call_out(struct deploy *d, const struct inv_ct *ct, const char *const *args, double timeout_s,
+                   char *out, size_t out_sz, char *err, size_t err_sz)
+{
+    return agent_call_full(d, ct, args, timeout_s, NULL, out, out_sz, err, err_sz);
 }
 
 int agent_call(struct deploy *d, const struct inv_ct *ct, const char *const *args,
