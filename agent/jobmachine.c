@@ -329,6 +329,7 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     /* the good release left with another spec than its good one: a failed spec change, which
      * goes back to the good pair; the release itself is not to blame (never marked bad) */
     bool spec_only = !strcmp(from, j->good) && !state_on_good(j);
+    bool again = state_on_good(j);
     bool leaving_bad = !state_on_good(j) && !current_is_promoted(j) && !spec_only &&
                       !(rt->next_no_mark && !automatic);
     rt->next_no_mark = false;
@@ -342,8 +343,14 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     j->probation_deadline = 0;
     if (automatic)
         j->auto_rollbacks++;
-    snprintf(msg, sizeof msg, "%s from %.12s%s: %s", automatic ? "reverted on its own" : "reverted", from,
-             spec_only ? "'s changed job spec to its good one" : "", rt->next_reason);
+    if (again)
+        /* already on the good pair with no gang of it running (it ended, failed to start, or
+         * backs off): a start of it, not a revert "from" it to itself */
+        snprintf(msg, sizeof msg, "started the good release %.12s again (no gang of it was running): %s",
+                 from, rt->next_reason);
+    else
+        snprintf(msg, sizeof msg, "%s from %.12s%s: %s", automatic ? "reverted on its own" : "reverted",
+                 from, spec_only ? "'s changed job spec to its good one" : "", rt->next_reason);
     /* A release reverted before it was ever promoted failed its probation: never a rollback
      * target again unless an operator names it (and promotes it). */
     if (leaving_bad)
@@ -659,7 +666,12 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
             return;
         }
         if (state_on_good(j) && rt->gang && !rt->stopping) {
-            fx_msg(out, JM_FX_REPLY, 0, "already on the good release");
+            /* its gang of the good release starts or runs (this agent went back by itself, say):
+             * stopping it to start it again would only lose steps, and its generation is the
+             * one the rest of the gang runs, so a new one (rdzv) is not taken either */
+            snprintf(msg, sizeof msg, "already on the good release %.12s, its gang %s: nothing "
+                     "stopped or started", j->good, gang_state_name(j->state));
+            fx_msg(out, JM_FX_REPLY, 0, msg);
             return;
         }
         fx_simple(out, JM_FX_WAIT);

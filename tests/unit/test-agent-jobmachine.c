@@ -595,6 +595,42 @@ static void test_switch_deadline(void **state)
     world_done(&w);
 }
 
+/* An agent that went back to the good release by itself (B failed) and runs its gang: the
+ * controller's revert that follows is answered "already on the good release" and changes
+ * nothing: no stop, no start, no new generation (the demo's v2 had all three agents' v1 gangs
+ * stopped and "reverted from" v1 to itself).  Once no gang of it runs (a crash, backing off), a
+ * revert does start it, and says so as a start, not a revert from the good release to itself. */
+static void test_revert_when_already_back(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    static const struct row rows[] = {
+        {JM_EV_TRAINING, 13, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+        {JM_EV_TICK, 72, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline"},
+        {JM_EV_GANG_GONE, 74, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "reverted on its own"},
+        {JM_EV_START_OK, 74, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
+        {JM_EV_REVERT, 75, "g7", 0, 0, 0, 0, "drover: failed probation", "reply", GANG_REVERTED,
+         "already on the good release aaaaaaaaaaaa, its gang reverted"},
+    };
+    RUN(&w, rows);
+    assert_string_equal(w.j->current, A);
+    assert_string_not_equal(state_find_spec(w.j, A, NULL)->rdzv, "g7");
+    static const struct row crashed[] = {
+        {JM_EV_RANK_EXIT, 80, NULL, 0, 0, 1, 0, NULL, "stop-gang save", ANY, NULL},
+        {JM_EV_GANG_GONE, 80, NULL, 0, 0, 1, 0, NULL, "event clear-gang save", ANY, NULL},
+        {JM_EV_REVERT, 80.5, "g9", 0, 0, 0, 0, "drover: failed probation", "wait switch event start-gang", ANY,
+         "started the good release aaaaaaaaaaaa again (no gang of it was running)"},
+        {JM_EV_START_OK, 80.5, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
+    };
+    RUN(&w, crashed);
+    assert_string_equal(w.j->current, A);
+    assert_false(state_is_bad(w.j, A));
+    world_done(&w);
+}
+
 /* The controller's two-phase revert (issue 11): stop everywhere, then revert everywhere with a
  * new generation.  Where the stop is still in flight the revert replaces it: the good release
  * starts once the failed gang is gone, and the failed release is marked bad. */
@@ -1160,6 +1196,7 @@ int main(void)
         cmocka_unit_test(test_switch_stop_then_start),
         cmocka_unit_test(test_switch_deadline),
         cmocka_unit_test(test_two_phase_revert),
+        cmocka_unit_test(test_revert_when_already_back),
         cmocka_unit_test(test_probation_deadline_survives_abort),
         cmocka_unit_test(test_shutdown_adopt_and_agent_start),
         cmocka_unit_test(test_state_marks_round_trip),
