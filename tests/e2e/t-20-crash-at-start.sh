@@ -1,7 +1,8 @@
 #!/bin/bash
 # t-20-crash-at-start: deploy v2 whose worker fails at start (its config names a missing data
 # file): reverted to v1; v1 resumes from its checkpoint (its step continues, not from 0); deploy
-# exits non-zero with the reason.
+# exits non-zero with the reason.  The agents go back to v1 by themselves (exit 4 is
+# non-retryable); when all of them did, the controller's revert leaves their v1 gang running.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -12,6 +13,14 @@ check "v1 has written a checkpoint before the test" wait_until 60 has_checkpoint
 before=$(status_json | rank_table | sort -n)
 printf '    v1 before: %s\n' "$(echo "$before" | tr '\n' ';')"
 
+# the newest journal seq of every container, and the job's events after it (as t-27)
+seq_marks() { local c; for c in $E2E_CTS; do printf '%s=%s ' "$c" "$(ct "$c" sh -c 'tail -n 1 /var/lib/drover/events.jsonl' | jq -r '.seq // 0')"; done; }
+events_since() { # CT MARKS
+	local m
+	m=$(tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p")
+	ct "$1" cat /var/lib/drover/events.jsonl | jq -c --argjson s "${m:-0}" 'select(.seq > $s and .job == "train")'
+}
+marks=$(seq_marks)
 d=$(make_release v2 data.train=/srv/drover-data/no-such-shard.bin)
 say "drover deploy v2 (missing data file)"
 t0=$SECONDS
@@ -26,6 +35,29 @@ check "the revert's progress lines say recovery, not probation (the demo's label
 check "the reason names the missing shard, in the worker's own words" drover_said "no-such-shard.bin"
 check "... and points at the workers' log, naming the job" drover_said 'failed probation: .*; see `drover logs --job train`'
 check "every container is back on v1" all_current_is "$v1"
+
+# Each agent sees v2's exit 4 (data) and goes back to v1 by itself.  When every one of them did
+# so before the controller's revert stopped anything (the demo's case), that revert must leave
+# the v1 gang running: no stop after the agent's own revert, no second revert (journals) (it used to stop
+# it and "revert" v1 to itself: `reverted from <v1>`, ~13 steps lost).
+self_reverted_gang_kept() {
+	local c ev all_auto=1 bad=0
+	for c in $E2E_CTS; do
+		# after v2's activation (the switch's own stop of v1 comes before it)
+		ev=$(events_since "$c" "$marks" | jq -rs '(map(.kind) | index("activate")) as $a | .[($a // -1) + 1:][]
+			| select(.kind == "revert" or .kind == "stop") | "\(.kind) \(.detail)"')
+		printf '    %s: %s\n' "$c" "$(tr '\n' ';' <<<"$ev" | cut -c1-240)"
+		# the first revert or stop in this container was the agent's own revert
+		[[ $(head -n 1 <<<"$ev") == "revert reverted on its own"* ]] || all_auto=0
+		[[ $(grep -c . <<<"$ev") == 1 ]] || bad=1
+	done
+	if ((!all_auto)); then
+		echo "    (not every agent went back by itself before the controller's revert: a full two-phase revert is right)"
+		return 0
+	fi
+	((!bad)) && drover_said 'already on'
+}
+check "agents that went back by themselves keep their v1 gang (no stop, no revert of v1 to itself)" self_reverted_gang_kept
 
 resumed_ok() {
 	local t
