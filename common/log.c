@@ -15,6 +15,7 @@ static const char *log_prog = "drover";
 static enum log_level log_max = LOG_LVL_INFO;
 static int log_journald = -1; /* -1: decide from the environment */
 static int log_colour = -1;
+static bool log_flush_stdout;
 static pthread_mutex_t log_last_mu = PTHREAD_MUTEX_INITIALIZER;
 static char log_last_err[1024]; /* the last error message, unescaped, without prefix */
 
@@ -54,6 +55,7 @@ void log_init(const char *progname)
 void log_set_level(enum log_level max_level) { log_max = max_level; }
 enum log_level log_get_level(void) { return log_max; }
 void log_set_journald(bool on) { log_journald = on; }
+void log_set_flush_stdout(bool on) { log_flush_stdout = on; }
 
 static const char *level_word(enum log_level l)
 {
@@ -111,6 +113,8 @@ void log_emitv(enum log_level level, const char *file, int line, const char *fmt
     if ((size_t)n >= sizeof buf - 1)
         n = (int)sizeof buf - 2;
     buf[n++] = '\n';
+    if (log_flush_stdout) /* what stdout said before this line comes before it (log.h) */
+        fflush(stdout);
     ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
     (void)w;
 }

@@ -22,6 +22,11 @@ void log_set_level(enum log_level max_level);
  * JOURNAL_STREAM environment variable is set (systemd sets it for the service's stderr). */
 void log_set_journald(bool on);
 enum log_level log_get_level(void);
+/* Flush stdout before each line (on: the controller, cli_main()).  stdout is buffered in a pipe
+ * and stderr is not: `drover status 2>&1 | cat` showed the warnings said under the table above
+ * it.  Off by default: a program that forks and logs before exec (the agent, the trainer) would
+ * have its child flush the parent's buffered output a second time. */
+void log_set_flush_stdout(bool on);
 /* The last message logged at error level in this process (unescaped, no "drover: error: "
  * prefix, cut to 1023 bytes; "" when none since start or the last clear): what a -o json
  * result document names as its "error" (controller/cmd_result.c). */

@@ -174,6 +174,7 @@ int cli_main(int argc, char **argv, const char *version)
         { NULL, 0, NULL, 0 },
     };
     log_set_level(LOG_LVL_INFO);
+    log_set_flush_stdout(true); /* a note under a table stays under it in a pipe (common/log.h) */
     const char *inv_arg = NULL;
     int c;
     optind = 0;

@@ -356,6 +356,7 @@ static void status_clock_skew(struct fetched *it, const struct agent_status *st,
     if (fabs(skew) <= 2 + rtt / 2 || quiet || it->told)
         return;
     it->told = true;
+    fflush(stdout); /* under the rows before it, also in a pipe */
     fprintf(stderr, "%s: clock skew %+.1f s (the agent's clock is %s this machine's, measured within "
                     "%.1f s); no deadline depends on it, the timestamps in its journal do\n",
             it->ct->label, skew, skew > 0 ? "ahead of" : "behind", rtt / 2);

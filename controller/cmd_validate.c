@@ -132,9 +132,11 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
     }
     /* a release for one job of several failed on the others (a PyTorch release checked against
      * the lab's inventory, whose job train runs bin/drover-train) */
-    if (ret != EXIT_OK && !jobname && nok > 0)
+    if (ret != EXIT_OK && !jobname && nok > 0) {
+        fflush(stdout); /* under the "ok" lines before it, also in a pipe */
         fprintf(stderr, "(without --job the release is checked against every job of '%s': `drover "
                         "validate %s --job J` checks it for job J only)\n", inv->path, dir);
+    }
     manifest2_free(em);
     manifest2_free(m);
     return ret;

@@ -5,6 +5,7 @@
  * writes into a container's filesystem from the host side.
  */
 #include <signal.h>
+#include <stdio.h>
 
 #include "common/log.h"
 #include "controller/cli.h"
@@ -16,6 +17,11 @@
 int main(int argc, char **argv)
 {
     log_init("drover");
+    /* Results go to stdout a line at a time, as on a terminal: in a pipe (`drover ... 2>&1 |
+     * tee`) a block-buffered stdout came out after the stderr lines written later (the notes
+     * under `status`'s table above it, a deploy's verdict after the rollback it announced).
+     * The logger flushes stdout too (cli_main), which covers partial lines. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     /* A host or stream that goes away must show up as an error return, not kill the process. */
     signal(SIGPIPE, SIG_IGN);
     return cli_main(argc, argv, DROVER_VERSION);

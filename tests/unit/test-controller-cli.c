@@ -479,6 +479,64 @@ static void mkfile(const char *rel, const char *text, mode_t mode)
     assert_int_equal(chmod(p, mode), 0);
 }
 
+/* drover ARGS... with stdout and stderr into one file, as `drover ... 2>&1 | cat` has them: the
+ * exit code; out holds both, in the order they reached the file. */
+static int drover_merged(const char *first, ...)
+{
+    char *argv[32] = { "drover" };
+    int argc = 1;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a && argc < 31; a = va_arg(ap, const char *))
+        argv[argc++] = (char *)a;
+    va_end(ap);
+    argv[argc] = NULL;
+    char p[128];
+    snprintf(p, sizeof p, "%s/merged", tmpd);
+    int fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    fflush(stdout);
+    fflush(stderr);
+    int so = dup(STDOUT_FILENO), se = dup(STDERR_FILENO);
+    assert_true(dup2(fd, STDOUT_FILENO) >= 0 && dup2(fd, STDERR_FILENO) >= 0);
+    int rc = cli_main(argc, argv, "test");
+    fflush(stdout);
+    fflush(stderr);
+    assert_true(dup2(so, STDOUT_FILENO) >= 0 && dup2(se, STDERR_FILENO) >= 0);
+    close(so);
+    close(se);
+    slurp(fd, out, sizeof out);
+    close(fd);
+    return rc;
+}
+
+/* `drover status 2>&1 | cat`: the warnings said under the table came above it, because stdout
+ * is block-buffered in a pipe and stderr is not (the newcomer pass: "rank 0 wrote 27 lines that
+ * are not heartbeats" was the first line).  Each note now follows the rows before it. */
+static void test_status_notes_under_table(void **state)
+{
+    (void)state;
+    char ini[2048];
+    mkfile("drover.ini", fake_agent_inventory_text(ini, sizeof ini, tmpd, "", "", "a"), 0644);
+    struct agent_status st;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    struct job_status *js = &st.jobs[0];
+    strcpy(js->job, "train");
+    js->state = GANG_RUNNING;
+    memset(js->current, 'a', RELEASE_ID_LEN);
+    memcpy(js->release, js->current, sizeof js->release);
+    js->nranks = 1;
+    fake_rank_training(&js->ranks[0], 0, 0, js->current, 12, 1000, 2.5);
+    js->ranks[0].bad_lines = 27;
+    fake_agent(tmpd, &st);
+    assert_int_equal(drover_merged("status", "--job", "train", NULL), 0);
+    const char *head = strstr(out, "JOB "), *row = strstr(out, "\ntrain "),
+               *note = strstr(out, "wrote 27 lines that are not heartbeats");
+    if (!head || !row || !note || !(head < row && row < note))
+        fail_msg("want the table's header, then a row, then the note:\n%s", out);
+}
+
 /* validate --env: the environment is walked by plan's rules (manifest2_from_dir) and a job's
  * command under .drover-env/ must be an executable in it; a plain venv's bin/python symlink to
  * the system interpreter is refused, the message suggesting --copies. */
@@ -861,6 +919,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unknown_job_suggests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_start_need_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_selection, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_notes_under_table, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
