@@ -92,12 +92,12 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
     struct manifest2 *m = NULL;
     int r = manifest2_from_dir(dir, NULL, &m);
     if (r < 0) {
-        release_read_error("release", dir, r);
+        release_read_error("release", dir, r, false);
         return EXIT_FAIL;
     }
     struct manifest2 *em = NULL;
     if (envdir && (r = manifest2_from_dir(envdir, NULL, &em)) < 0) {
-        release_read_error("environment", envdir, r);
+        release_read_error("environment", envdir, r, false);
         manifest2_free(m);
         return EXIT_FAIL;
     }
@@ -119,7 +119,7 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
                                      : manifest2_exec_problem(m, need[i]);
             if (why) {
                 release_exec_error(in_env ? "environment" : "release", in_env ? envdir : dir,
-                                   in_env ? need[i] + 12 : need[i], why, what[i], job->name);
+                                   in_env ? need[i] + 12 : need[i], why, what[i], job->name, false);
                 ok = false;
             }
         }

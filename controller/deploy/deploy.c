@@ -220,22 +220,29 @@ void interrupt_handlers(void (*fn)(int))
 }
 
 /* Walk and hash DIR (and the environment first, when there is one) into v2 manifests; the
- * manifest is kept in state_dir/manifests/<id> (the controller's cache). */
+ * manifest is kept in state_dir/manifests/<id> (the controller's cache).  0, or the exit code:
+ * a directory that cannot be read as a release, or without the job's command, is bad input
+ * found here, exit 2 as a release directory that does not exist (docs/errors.md) while no host
+ * was contacted yet (one job: cmd_deploy connects nothing first); it was 1, the code of a
+ * deploy that failed.  In a wave the hosts were contacted first: 1, as before. */
 static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir, bool say)
 {
     const struct inventory *inv = d->inv;
+    bool untouched = !fleet_contacted(d->f);
+    int bad = untouched ? EXIT_USAGE : EXIT_FAIL;
     int r = state_init(inv->state_dir);
     if (r < 0) {
         log_error("cannot create state directory '%s': %s", inv->state_dir, strerror(-r));
-        return r;
+        return EXIT_FAIL;
     }
     char mdir[1100];
     snprintf(mdir, sizeof mdir, "%s/manifests", inv->state_dir);
     (void)fs_mkdir_p(mdir, 0700);
     if (env_dir) {
         if ((r = relsrc_load(env_dir, NULL, &d->env)) < 0) {
-            release_read_error("environment", env_dir, r);
-            return r;
+            bool input = release_read_is_bad_input(r);
+            release_read_error("environment", env_dir, r, untouched && input);
+            return input ? bad : EXIT_FAIL;
         }
         d->has_env = true;
         fprintf(stderr, "environment %.12s (%s): %zu %s, %.2f MiB\n", d->env.id, d->env.m->name,
@@ -243,8 +250,9 @@ static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir, 
                 (double)d->env.m->file_bytes / 1048576.0);
     }
     if ((r = relsrc_load(dir, d->has_env ? d->env.id : NULL, &d->rs)) < 0) {
-        release_read_error("release", dir, r);
-        return r;
+        bool input = release_read_is_bad_input(r);
+        release_read_error("release", dir, r, untouched && input);
+        return input ? bad : EXIT_FAIL;
     }
     d->has_rs = true;
     memcpy(d->id, d->rs.id, sizeof d->id);
@@ -258,8 +266,8 @@ static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir, 
             continue; /* none, looked up in the container's PATH, or in the environment */
         const char *why = manifest2_exec_problem(d->rs.m, need[i]);
         if (why) {
-            release_exec_error("release", dir, need[i], why, what[i], d->job->name);
-            return -ENOENT;
+            release_exec_error("release", dir, need[i], why, what[i], d->job->name, untouched);
+            return bad;
         }
     }
     char mpath[1200];
@@ -1498,11 +1506,14 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     ret = EXIT_FAIL;
     int lock = -1;
     char err[2048] = "";
-    if (stage_bundle(&d, o->dir, o->env_dir, !o->dry_run) < 0)
+    int sb = stage_bundle(&d, o->dir, o->env_dir, !o->dry_run);
+    if (sb) {
+        ret = sb;
         goto out;
+    }
     /* the release is known to be deployable (its command is in it): now every host of the job
      * at once (cmd_deploy connects nothing first for one job, so a release without its command
-     * is named without a connect timeout or a host key refusal before it, and exits 1) */
+     * is named without a connect timeout or a host key refusal before it, and exits 2) */
     bool need[INV_MAX_HOSTS];
     fleet_hosts_of(f->inv, d.job, need);
     (void)fleet_connect_all(f, need);

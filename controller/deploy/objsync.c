@@ -296,25 +296,31 @@ int relsrc_load(const char *dir, const char *env_id, struct relsrc *ret)
     return 0;
 }
 
-void release_read_error(const char *kind, const char *dir, int r)
+void release_read_error(const char *kind, const char *dir, int r, bool untouched)
 {
-    log_error("cannot read %s directory '%s': %s%s", kind, dir, strerror(-r),
+    log_error("cannot read %s directory '%s': %s%s%s", kind, dir, strerror(-r),
               r == -EINVAL ? " (a release holds directories, regular files and relative symlinks that "
-                             "stay inside it: replace or remove the file named above)" : "");
+                             "stay inside it: replace or remove the file named above)" : "",
+              untouched ? "; nothing was contacted, nothing changed" : "");
+}
+
+bool release_read_is_bad_input(int r)
+{
+    return r < 0 && r != -ENOMEM && r != -EIO;
 }
 
 void release_exec_error(const char *kind, const char *dir, const char *path, const char *why,
-                        const char *role, const char *job)
+                        const char *role, const char *job, bool untouched)
 {
-    const char *p = path;
+    const char *p = path, *tail = untouched ? "; nothing was contacted, nothing changed" : "";
     while (p[0] == '.' && p[1] == '/')
         p += 2;
     if (!strcmp(why, "is not executable"))
-        log_error("%s directory '%s': '%s' (the %s of [job %s]) is not executable: chmod +x '%s/%s'",
-                  kind, dir, path, role, job, dir, p);
+        log_error("%s directory '%s': '%s' (the %s of [job %s]) is not executable: chmod +x '%s/%s'%s",
+                  kind, dir, path, role, job, dir, p, tail);
     else
         log_error("%s directory '%s': '%s' (the %s of [job %s] in the inventory) %s: add it to the "
-                  "%s, or fix the inventory", kind, dir, path, role, job, why, kind);
+                  "%s, or fix the inventory%s", kind, dir, path, role, job, why, kind, tail);
 }
 
 void relsrc_done(struct relsrc *r)

@@ -39,13 +39,19 @@ int relsrc_load(const char *dir, const char *env_id, struct relsrc *ret);
 /* A file whose mtime or ctime is this close to the walk is not cached (2 s; tests set less). */
 extern int64_t objsync_hashcache_racy_ns;
 void relsrc_done(struct relsrc *r);
-/* The one message for a job's command or preflight (role) that a release or environment
- * directory (kind) cannot run, why from manifest2_exec_problem: says what to do. */
 /* The one message for a release or environment directory (kind) that cannot be read as one
- * (relsrc_load's or manifest2_from_dir's r); for -EINVAL, what a release may hold. */
-void release_read_error(const char *kind, const char *dir, int r);
+ * (relsrc_load's or manifest2_from_dir's r); for -EINVAL, what a release may hold.
+ * untouched: add "; nothing was contacted, nothing changed" (deploy and plan found it before
+ * any host was contacted: exit 2, docs/errors.md). */
+void release_read_error(const char *kind, const char *dir, int r, bool untouched);
+/* The one message for a job's command or preflight (role) that a release or environment
+ * directory (kind) cannot run, why from manifest2_exec_problem: says what to do; untouched as
+ * above. */
 void release_exec_error(const char *kind, const char *dir, const char *path, const char *why,
-                        const char *role, const char *job);
+                        const char *role, const char *job, bool untouched);
+/* Whether relsrc_load's (or manifest2_from_dir's) r is about the directory given, bad input
+ * (exit 2 when found before any host was contacted), rather than this machine (memory, I/O). */
+bool release_read_is_bad_input(int r);
 
 struct sync_stats {
     uint64_t bytes_to_hosts; /* object bytes streamed into host stores */

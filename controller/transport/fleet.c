@@ -29,6 +29,14 @@ void fleet_done(struct fleet *f)
     }
 }
 
+bool fleet_contacted(const struct fleet *f)
+{
+    for (int i = 0; i < INV_MAX_HOSTS; i++)
+        if (f->conns[i] || f->conn_err[i])
+            return true;
+    return false;
+}
+
 int fleet_conn(struct fleet *f, int host, struct conn **ret_conn)
 {
     if (f->conns[host]) {

@@ -39,6 +39,10 @@ void fleet_done(struct fleet *f);
  * the trust hint for host keys) and remembered; later calls return the same -errno at once. */
 int fleet_conn(struct fleet *f, int host, struct conn **ret_conn);
 
+/* Whether any host was contacted yet (a connection opened, or tried and failed): a verb that
+ * refuses its input before then says "nothing was contacted" (docs/errors.md, exit 2). */
+bool fleet_contacted(const struct fleet *f);
+
 /* After a failure on host's connection: if its SSH session is dead, free it (the caller must
  * have freed every stream on it) so the next fleet_conn() reconnects.  true when dropped. */
 bool fleet_drop_if_dead(struct fleet *f, int host);

@@ -45,8 +45,9 @@ pct_mark
 say "drover deploy of a release without bin/drover-train"
 drover deploy "$empty" --job train
 show_drover 5
-check "deploy exits 1" test "$DROVER_RC" = 1
+check "deploy exits 2 (bad input found before any host was contacted)" test "$DROVER_RC" = 2
 check "deploy names the missing command" drover_said "'bin/drover-train' \(the (command|preflight) of \[job train\].* is missing"
+check "it says nothing was contacted" drover_said "nothing was contacted, nothing changed"
 nothing_sent() { ! pct_since_has h1 'pct (push|exec)' && ! pct_since_has h2 'pct (push|exec)'; }
 check "no pct push or exec was made for it" nothing_sent
 finish

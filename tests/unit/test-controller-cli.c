@@ -613,12 +613,29 @@ static void test_release_checked_before_hosts(void **state)
     mkfile("drover.ini", ini, 0644);
     assert_int_equal(fs_mkdir_p("rel/etc", 0755), 0);
     mkfile("rel/etc/train.ini", "[train]\n", 0644);
+    /* bad input found before any host is contacted: exit 2 and "nothing was contacted", as for
+     * a release directory that does not exist (it was 1, the code of a deploy that failed) */
     const char *verb[] = { "deploy", "plan" };
     for (size_t i = 0; i < 2; i++) {
-        assert_int_equal(drover(verb[i], "rel", "--job", "train", NULL), 1);
-        want(err, "'bin/drover-train' (the command of [job train] in the inventory) is missing");
+        assert_int_equal(drover(verb[i], "rel", "--job", "train", NULL), 2);
+        want(err, "'bin/drover-train' (the command of [job train] in the inventory) is missing: add it "
+                  "to the release, or fix the inventory; nothing was contacted, nothing changed");
         want_not(err, "host 'h1'"); /* no connection attempted, no connect error */
     }
+    /* not executable, and a release that cannot be read as one: the same */
+    assert_int_equal(fs_mkdir_p("rel/bin", 0755), 0);
+    mkfile("rel/bin/drover-train", "#!/bin/sh\n", 0644);
+    assert_int_equal(drover("deploy", "rel", "--job", "train", NULL), 2);
+    want(err, "is not executable: chmod +x");
+    want(err, "; nothing was contacted, nothing changed");
+    assert_int_equal(chmod("rel/bin/drover-train", 0755), 0);
+    assert_int_equal(symlink("/etc/passwd", "rel/outside"), 0);
+    assert_int_equal(drover("plan", "rel", "--job", "train", NULL), 2);
+    want(err, "cannot read release directory 'rel'");
+    want(err, "; nothing was contacted, nothing changed");
+    /* -o json: the document says it, "outcome": "usage" */
+    assert_int_equal(drover("deploy", "rel", "--job", "train", "-o", "json", NULL), 2);
+    want(out, "\"outcome\": \"usage\"");
 }
 
 /* A mistyped --job names the nearest job (the newcomer pass: "no [job trian] in 'drover.ini'"
