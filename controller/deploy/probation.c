@@ -948,7 +948,9 @@ void probation_describe(const struct probation *p, double now, char *buf, size_t
     long long step, resumed;
     probation_progress(p, &step, &resumed);
     char base[64] = "no baseline", a[32], b[32];
-    if (p->baseline > 0)
+    if (p->recovery) /* its rule is "every rank trains again": the job's baseline is not used, not missing */
+        snprintf(base, sizeof base, "throughput not judged in a recovery");
+    else if (p->baseline > 0)
         snprintf(base, sizeof base, "baseline %s", ktok_str(p->baseline, b, sizeof b));
     const char *phase = seen < total ? "waiting for heartbeats"
                         : warm < total || p->warm_start < 0 ? "warmup"

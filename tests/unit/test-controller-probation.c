@@ -810,6 +810,12 @@ static void test_recovery(void **state)
     struct inv_policy pol = policy();
     struct probation *p;
     assert_int_equal(probation_new(&pol, "train", OLD, 1, labels, 1, 100, true, 0, &p), 0);
+    /* its progress line said "(no baseline)" although the job has one: a recovery compares no
+     * throughput, which is what it says now */
+    char line[512];
+    probation_describe(p, 0, line, sizeof line);
+    if (strstr(line, "baseline") || !strstr(line, "(throughput not judged in a recovery)"))
+        fail_msg("line: %s", line);
     /* the agent says "reverted" and runs the good release: that is what we asked for */
     for (int t = 1; t <= 3; t++) {
         make_status(st, 0, 1, OLD, 200 + t, 50000, 3.0);
