@@ -38,6 +38,11 @@ int cmd_stopstart_parse(int argc, char **argv, struct stopstart_args *ret);
  * containers could not all be asked).  cmd_gc.c. */
 int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, int keep_n, bool only_job_hosts,
                      const struct inv_job *only_job);
+/* What gc says of host `host`'s store ("gc h1: removed 3 objects (kept the objects of 2 releases
+ * in use and of the 5 newest)"; it said "kept 1 release's and the 5 newest"), and of the
+ * controller's manifest cache mdir ("gc: removed 1 cached manifest from 'DIR'").  Return buf. */
+const char *gc_host_line(const char *host, int removed, size_t in_use, int keep_n, char *buf, size_t sz);
+const char *gc_cache_line(const char *mdir, int removed, char *buf, size_t sz);
 int cmd_logs(struct fleet *f, int argc, char **argv);
 int cmd_events(struct fleet *f, int argc, char **argv);
 int cmd_validate(struct fleet *f, int argc, char **argv);

@@ -40,6 +40,29 @@ static void idset_add(struct idset *s, const char *id)
     memcpy(s->ids[s->n++], id, RELEASE_ID_LEN + 1);
 }
 
+const char *gc_host_line(const char *host, int removed, size_t in_use, int keep_n, char *buf, size_t sz)
+{
+    char kept[200] = "";
+    if (in_use && keep_n > 0)
+        snprintf(kept, sizeof kept, " (kept the objects of %zu %s in use and of the %d newest)", in_use,
+                 text_plural((long long)in_use, "release", "releases"), keep_n);
+    else if (in_use)
+        snprintf(kept, sizeof kept, " (kept the objects of %zu %s in use)", in_use,
+                 text_plural((long long)in_use, "release", "releases"));
+    else if (keep_n > 0)
+        snprintf(kept, sizeof kept, " (kept the objects of the %d newest %s)", keep_n,
+                 text_plural(keep_n, "release", "releases"));
+    snprintf(buf, sz, "gc %s: removed %d %s%s", host, removed, text_plural(removed, "object", "objects"), kept);
+    return buf;
+}
+
+const char *gc_cache_line(const char *mdir, int removed, char *buf, size_t sz)
+{
+    snprintf(buf, sz, "gc: removed %d cached %s from '%s'", removed, text_plural(removed, "manifest", "manifests"),
+             mdir);
+    return buf;
+}
+
 int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, int keep_n, bool only_job_hosts,
                      const struct inv_job *only_job)
 {
@@ -101,14 +124,15 @@ int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, i
             r = n;
             continue;
         }
-        fprintf(stderr, "gc %s: removed %d %s (kept %zu %s and the %d newest)\n", inv->hosts[h].name, n,
-                text_plural(n, "object", "objects"), keep->n, text_plural(keep->n, "release's", "releases'"),
-                keep_n);
+        char line[600];
+        fprintf(stderr, "%s\n", gc_host_line(inv->hosts[h].name, n, keep->n, keep_n, line, sizeof line));
         total += n;
     }
     int c = objsync_gc_cache(mdir, ids, keep->n, keep_n);
-    if (c > 0)
-        fprintf(stderr, "gc: removed %d manifests from '%s'\n", c, mdir);
+    if (c > 0) {
+        char line[1400];
+        fprintf(stderr, "%s\n", gc_cache_line(mdir, c, line, sizeof line));
+    }
     free(ids);
     if (r == 0)
         r = total;

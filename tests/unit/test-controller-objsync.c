@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "controller/cmd.h"
 #include "controller/deploy/objsync.h"
 #include "controller/inventory.h"
 #include "controller/transport/fleet.h"
@@ -404,6 +405,24 @@ static void test_stall_msg(void **state)
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 
+/* What gc says (the newcomer pass): "removed 0 objects (kept 1 release's and the 5 newest)",
+ * "removed 1 manifests". */
+static void test_gc_lines(void **state)
+{
+    (void)state;
+    char buf[600];
+    assert_string_equal(gc_host_line("h1", 0, 1, 5, buf, sizeof buf),
+                        "gc h1: removed 0 objects (kept the objects of 1 release in use and of the 5 newest)");
+    assert_string_equal(gc_host_line("h1", 1, 3, 0, buf, sizeof buf),
+                        "gc h1: removed 1 object (kept the objects of 3 releases in use)");
+    assert_string_equal(gc_host_line("h1", 2, 0, 1, buf, sizeof buf),
+                        "gc h1: removed 2 objects (kept the objects of the 1 newest release)");
+    assert_string_equal(gc_cache_line("/s/manifests", 1, buf, sizeof buf),
+                        "gc: removed 1 cached manifest from '/s/manifests'");
+    assert_string_equal(gc_cache_line("/s/manifests", 3, buf, sizeof buf),
+                        "gc: removed 3 cached manifests from '/s/manifests'");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -414,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_relsrc_hash_cache),
         cmocka_unit_test(test_lacks_filter),
         cmocka_unit_test(test_stall_msg),
+        cmocka_unit_test(test_gc_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
