@@ -310,17 +310,19 @@ static int push_release(struct deploy *d, bool stage_only, char *err, size_t err
         if (give->given[i])
             d->leased[i] = false; /* given back by its install */
     free(give);
-    if (send_interrupted && r < 0)
-        snprintf(err, err_sz, "interrupted by the operator while staging (%.1f MiB stored on hosts)",
-                 (double)st.bytes_to_hosts / 1048576.0);
+    if (send_interrupted && r < 0) /* "(0.0 MiB stored on hosts)" read as if nothing had been sent */
+        objsync_interrupted_msg(st.bytes_sent, st.bytes_to_hosts, err, err_sz);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     send_interrupted = 0;
     exec_interrupted = 0;
-    if (r == 0)
+    if (r == 0 && st.objects_to_hosts)
         fprintf(stderr, "release %s in every container in %.1fs (%zu %s, %.2f MiB sent to hosts)\n", d->sid,
                 time_mono() - t0, st.objects_to_hosts, text_plural(st.objects_to_hosts, "object", "objects"),
                 (double)st.bytes_to_hosts / 1048576.0);
+    else if (r == 0) /* "(0 objects, 0.00 MiB sent to hosts)" */
+        fprintf(stderr, "release %s in every container in %.1fs (nothing sent to hosts: their stores held every "
+                "object)\n", d->sid, time_mono() - t0);
     return r;
 }
 

@@ -330,6 +330,197 @@ void relsrc_done(struct relsrc *r)
     memset(r, 0, sizeof *r);
 }
 
+/* ---- what staging says while it runs ---- */
+
+double objsync_progress_every_s = 10;
+
+/* bytes in the unit of scale: GiB from 1 GiB of scale on, else MiB */
+static const char *size_in(uint64_t bytes, uint64_t scale, char *buf, size_t sz)
+{
+    if (scale >= (1ull << 30))
+        snprintf(buf, sz, "%.1f", (double)bytes / (double)(1ull << 30));
+    else
+        snprintf(buf, sz, "%.1f", (double)bytes / 1048576.0);
+    return buf;
+}
+
+static const char *size_unit(uint64_t scale)
+{
+    return scale >= (1ull << 30) ? "GiB" : "MiB";
+}
+
+static const char *size_str(uint64_t bytes, char *buf, size_t sz)
+{
+    char n[32];
+    snprintf(buf, sz, "%s %s", size_in(bytes, bytes, n, sizeof n), size_unit(bytes));
+    return buf;
+}
+
+const char *objsync_progress_line(const char *host, uint64_t sent, uint64_t total, double elapsed_s, char *buf,
+                                  size_t sz)
+{
+    char a[32], b[32];
+    double rate = elapsed_s > 0 ? (double)sent / elapsed_s / 1048576.0 : 0;
+    snprintf(buf, sz, "stage %s: %s of %s %s sent (%.0f MiB/s)", host, size_in(sent, total, a, sizeof a),
+             size_in(total, total, b, sizeof b), size_unit(total), rate);
+    return buf;
+}
+
+const char *objsync_install_wait_line(const char *host, bool staged, double sent_in_s, int ncts, uint64_t bytes,
+                                      double waited_s, char *buf, size_t sz)
+{
+    char sz1[48], sent[96] = "";
+    size_str(bytes, sz1, sizeof sz1);
+    if (staged)
+        snprintf(sent, sizeof sent, "all %s sent in %.0fs; ", sz1, sent_in_s);
+    snprintf(buf, sz, "%s %s: %swaiting for %d %s to store and verify %s (release install, %.0fs so far)",
+             staged ? "stage" : "install", host, sent, ncts, text_plural(ncts, "container", "containers"), sz1,
+             waited_s);
+    return buf;
+}
+
+const char *objsync_sent_line(const char *host, size_t nobj, uint64_t bytes, double elapsed_s, char *buf, size_t sz)
+{
+    if (!bytes) /* empty files: their objects are names, no data ("sent 0.00 MiB in 0.0s (0.0 MiB/s)") */
+        snprintf(buf, sz, "stage %s: stored %zu %s of empty files (no data to send)", host, nobj,
+                 text_plural((long long)nobj, "object", "objects"));
+    else if (elapsed_s < 0.1) /* a rate over a few ms says nothing */
+        snprintf(buf, sz, "stage %s: sent %.2f MiB in %.1fs", host, (double)bytes / 1048576.0, elapsed_s);
+    else
+        snprintf(buf, sz, "stage %s: sent %.2f MiB in %.1fs (%.1f MiB/s)", host, (double)bytes / 1048576.0,
+                 elapsed_s, (double)bytes / 1048576.0 / elapsed_s);
+    return buf;
+}
+
+const char *objsync_interrupted_msg(uint64_t sent, uint64_t stored, char *buf, size_t sz)
+{
+    char a[48], b[48], c[48];
+    if (sent > stored)
+        snprintf(buf, sz, "interrupted by the operator while staging: %s sent to the hosts, %s of it stored "
+                 "there (an object is stored only once the whole of it arrived: the part of one sent is not "
+                 "kept, and the next deploy sends those %s again)", size_str(sent, a, sizeof a),
+                 size_str(stored, b, sizeof b), size_str(sent - stored, c, sizeof c));
+    else if (stored)
+        snprintf(buf, sz, "interrupted by the operator while staging (%s stored on the hosts: the next deploy "
+                 "does not send it again)", size_str(stored, a, sizeof a));
+    else
+        snprintf(buf, sz, "interrupted by the operator while staging (nothing sent to the hosts yet)");
+    return buf;
+}
+
+/* One host's staging (or install) said every objsync_progress_every_s from its start, by a
+ * thread of its own: the bytes while they flow (counted as the packs are written), then, in the
+ * exec of the last pack, the wait for the containers' install.  Nothing for what ends sooner. */
+struct ticker {
+    pthread_t th;
+    bool started, stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const char *host;
+    uint64_t total;   /* bytes to stage (0: an install only) */
+    uint64_t stored;  /* bytes of the packs stored so far */
+    uint64_t cur;     /* bytes of the pack being sent */
+    uint64_t wire;    /* every byte handed to a channel, failed packs too */
+    double t0, sent_at, last;
+    int ncts;         /* containers installing once the bytes are sent (0: none) */
+    uint64_t install_bytes;
+};
+
+static void ticker_say(struct ticker *t, double now)
+{
+    char line[400];
+    if (t->total && !t->sent_at)
+        objsync_progress_line(t->host, t->stored + t->cur, t->total, now - t->t0, line, sizeof line);
+    else if (t->ncts)
+        objsync_install_wait_line(t->host, t->total > 0, t->sent_at - t->t0, t->ncts, t->install_bytes,
+                                  now - (t->sent_at ? t->sent_at : t->t0), line, sizeof line);
+    else
+        return;
+    fprintf(stderr, "%s%s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", line); /* over a TTY's live line */
+}
+
+static void *ticker_main(void *arg)
+{
+    struct ticker *t = arg;
+    pthread_mutex_lock(&t->mu);
+    while (!t->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 250 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        (void)pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+        double now = time_mono();
+        if (!t->stop && now - t->last >= objsync_progress_every_s) {
+            ticker_say(t, now);
+            t->last = now;
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+static void ticker_start(struct ticker *t, const char *host, uint64_t total, int ncts, uint64_t install_bytes)
+{
+    memset(t, 0, sizeof *t);
+    t->host = host;
+    t->total = total;
+    t->ncts = ncts;
+    t->install_bytes = install_bytes;
+    t->t0 = t->last = time_mono();
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    t->started = pthread_create(&t->th, NULL, ticker_main, t) == 0; /* none: no progress lines */
+}
+
+static void ticker_stop(struct ticker *t)
+{
+    if (t->started) {
+        pthread_mutex_lock(&t->mu);
+        t->stop = true;
+        pthread_cond_signal(&t->cv);
+        pthread_mutex_unlock(&t->mu);
+        pthread_join(t->th, NULL);
+    }
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
+}
+
+/* A pack begins: stored bytes before it (what the progress counts from). */
+static void ticker_pack(struct ticker *t, uint64_t stored)
+{
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->mu);
+    t->stored = stored;
+    t->cur = 0;
+    t->sent_at = 0; /* a retry of the last pack: its bytes flow again */
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void ticker_add(struct ticker *t, uint64_t n)
+{
+    pthread_mutex_lock(&t->mu);
+    t->cur += n;
+    t->wire += n;
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void ticker_all_sent(struct ticker *t)
+{
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->mu);
+    t->sent_at = time_mono();
+    pthread_mutex_unlock(&t->mu);
+}
+
 /* ---- producers ---- */
 
 struct list_src {
@@ -369,13 +560,30 @@ struct pack_src {
     size_t n;
     char *stale;     /* -ESTALE: "'PATH' changed while it was being deployed: ..." (NULL: none) */
     size_t stale_sz;
+    struct ticker *tk; /* counts the bytes written (NULL: none) */
 };
+
+struct counted {
+    send_write_fn w;
+    void *wctx;
+    struct ticker *tk;
+};
+
+static int counted_write(void *ctx, const void *buf, size_t len)
+{
+    struct counted *c = ctx;
+    int r = c->w(c->wctx, buf, len);
+    if (r == 0)
+        ticker_add(c->tk, len);
+    return r;
+}
 
 static int produce_pack(void *ctx, send_write_fn w, void *wctx)
 {
     const struct pack_src *p = ctx;
     struct pack_writer *pw;
-    int r = pack_writer_new(w, wctx, &pw);
+    struct counted cw = { w, wctx, p->tk };
+    int r = p->tk ? pack_writer_new(counted_write, &cw, &pw) : pack_writer_new(w, wctx, &pw);
     if (r < 0)
         return r;
     for (size_t i = 0; i < p->n && r == 0; i++) {
@@ -408,8 +616,10 @@ static int produce_stage(void *ctx, send_write_fn w, void *wctx)
 {
     struct stage_src *s = ctx;
     int r = produce_list(&s->list, w, wctx);
-    if (r == 0 && (r = produce_pack(&s->pack, w, wctx)) == 0)
+    if (r == 0 && (r = produce_pack(&s->pack, w, wctx)) == 0) {
         s->sent_at = time_mono();
+        ticker_all_sent(s->pack.tk); /* the install in the same exec begins: said as such */
+    }
     return r;
 }
 
@@ -613,6 +823,13 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
     if (lack.n)
         fprintf(stderr, "stage %s: %zu of %zu %s missing on the host, %.2f MiB to send\n", hname, lack.n, n,
                 text_plural(n, "object", "objects"), (double)total / 1048576.0);
+    /* a line every objsync_progress_every_s while it runs: 4.4 GiB went by in a minute without
+     * a word between "missing on the host" and "sent" */
+    uint64_t inst_bytes = 0;
+    for (size_t i = 0; inst && i < inst->list->n; i++)
+        inst_bytes += hj->rs->m->e[inst->list->idx[i]].size;
+    struct ticker tk;
+    ticker_start(&tk, hname, total, inst ? inst->n : 0, inst_bytes);
     size_t pos = 0;
     double t0 = time_mono(), t_sent = 0;
     uint64_t sent_ok = 0;
@@ -622,7 +839,8 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
         uint64_t bytes = 0;
         while (end < lack.n && (end == pos || bytes + hj->rs->m->e[lack.v[end]].size <= PACK_TARGET_BYTES))
             bytes += hj->rs->m->e[lack.v[end++]].size;
-        struct pack_src ps = { hj->rs, lack.v + pos, end - pos, stale, sizeof stale };
+        struct pack_src ps = { hj->rs, lack.v + pos, end - pos, stale, sizeof stale, &tk };
+        ticker_pack(&tk, sent_ok);
         char label[160];
         snprintf(label, sizeof label, "stage %s (%.0f of %.0f MiB stored, this pack)", hname,
                  (double)sent_ok / 1048576.0, (double)total / 1048576.0);
@@ -684,8 +902,8 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
     if (r == 0 && lack.n) {
         /* the rate up to the last byte sent: the install's time in the same exec is not staging */
         double now = time_mono(), el = (t_sent > 0 ? t_sent : now) - t0;
-        fprintf(stderr, "stage %s: sent %.2f MiB in %.1fs (%.1f MiB/s)", hname, (double)sent_ok / 1048576.0, el,
-                el > 0 ? (double)sent_ok / 1048576.0 / el : 0);
+        char line[300];
+        fputs(objsync_sent_line(hname, lack.n, sent_ok, el, line, sizeof line), stderr);
         if (inst && inst->done)
             fprintf(stderr, ", installed in %d %s in the same exec %.1fs later", inst->n,
                     text_plural(inst->n, "container", "containers"), now - t_sent);
@@ -699,6 +917,8 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
                  (double)sent_ok / 1048576.0, (double)total / 1048576.0);
         (void)str_copy(hj->err, sizeof hj->err, e2);
     }
+    ticker_stop(&tk);
+    hj->stats.bytes_sent += tk.wire;
     if (send_interrupted) {
         snprintf(hj->err, sizeof hj->err, "interrupted by the operator while staging to host '%s'", hname);
         r = -EINTR;
@@ -1045,9 +1265,18 @@ static int host_round(struct host_job *hj, bool *ret_again)
             goto out;
         }
     }
-    if (!inst.done && (r = host_fan(hj, want, ninst, av, nlist ? FAN_PACK : FAN_NONE, NULL, &ls, NULL, 0, t,
-                                    "release install", &res, fr)) < 0)
-        goto out;
+    if (!inst.done) {
+        /* the objects go from the host store into the containers: said while it takes long */
+        struct ticker tk;
+        if (nlist)
+            ticker_start(&tk, hname, 0, ninst, pack_bytes);
+        r = host_fan(hj, want, ninst, av, nlist ? FAN_PACK : FAN_NONE, NULL, &ls, NULL, 0, t, "release install",
+                     &res, fr);
+        if (nlist)
+            ticker_stop(&tk);
+        if (r < 0)
+            goto out;
+    }
     for (int k = 0; k < ninst; k++) {
         const struct inv_ct *ct = &hj->job->cts[want[k]];
         if (fr[k].status == 0) {
@@ -1131,6 +1360,9 @@ int objsync_job(struct fleet *f, const struct inv_job *job, const struct relsrc 
             seen[job->cts[i].host] = true;
             hosts[nh++] = job->cts[i].host;
         }
+    const char *every = getenv("DROVER_PROGRESS_EVERY"); /* tests: progress lines sooner than 10 s */
+    if (every && atof(every) > 0)
+        objsync_progress_every_s = atof(every);
     /* Connect first, in this thread: host key refusals and their hints stay in order. */
     for (int k = 0; k < nh; k++) {
         struct conn *c;
@@ -1150,6 +1382,7 @@ int objsync_job(struct fleet *f, const struct inv_job *job, const struct relsrc 
         if (started[k])
             pthread_join(th[k], NULL);
         if (stats) {
+            stats->bytes_sent += hjs[k].stats.bytes_sent;
             stats->bytes_to_hosts += hjs[k].stats.bytes_to_hosts;
             stats->objects_to_hosts += hjs[k].stats.objects_to_hosts;
         }

@@ -54,9 +54,30 @@ void release_exec_error(const char *kind, const char *dir, const char *path, con
 bool release_read_is_bad_input(int r);
 
 struct sync_stats {
-    uint64_t bytes_to_hosts; /* object bytes streamed into host stores */
+    uint64_t bytes_to_hosts; /* object bytes streamed into host stores (whole packs, stored) */
     size_t objects_to_hosts;
+    uint64_t bytes_sent;     /* every byte handed to a host, also of a pack cut short (not kept) */
 };
+
+/* What staging says on stderr (stdout is for results): while the bytes flow, every
+ * objsync_progress_every_s per host (10 s; nothing for a staging that ends sooner)
+ * "stage h1: 1.2 of 4.4 GiB sent (120 MiB/s)"; then, while the containers store and verify what
+ * the exec of the last pack brought, "stage h1: all 4.4 GiB sent in 37s; waiting for 2
+ * containers to store and verify 4.4 GiB (release install, 10s so far)" (staged false: an
+ * install from the host store alone, "install h1: waiting ...").  Return buf. */
+extern double objsync_progress_every_s; /* $DROVER_PROGRESS_EVERY (seconds) overrides it, for tests */
+const char *objsync_progress_line(const char *host, uint64_t sent, uint64_t total, double elapsed_s, char *buf,
+                                  size_t sz);
+const char *objsync_install_wait_line(const char *host, bool staged, double sent_in_s, int ncts, uint64_t bytes,
+                                      double waited_s, char *buf, size_t sz);
+/* The line once a host's objects are stored: "stage h1: sent 12.00 MiB in 0.4s (30.0 MiB/s)";
+ * no rate under 0.1 s; objects of empty files only: "stored 2 objects of empty files (no data to
+ * send)" (it said "sent 0.00 MiB in 0.0s (0.0 MiB/s)").  No newline.  Returns buf. */
+const char *objsync_sent_line(const char *host, size_t nobj, uint64_t bytes, double elapsed_s, char *buf, size_t sz);
+/* The reason of a staging the operator interrupted, from sync_stats' bytes_sent and
+ * bytes_to_hosts: what was sent, what of it is stored, and that an object is stored only whole
+ * (a pack cut short is removed; the next deploy sends it again).  Returns buf. */
+const char *objsync_interrupted_msg(uint64_t sent, uint64_t stored, char *buf, size_t sz);
 
 /* deploy --stage-only: nothing follows a container's install, so the install gives the job's
  * deploy lease back in the same call (release install --job J --lease-release HOLDER).  may[i]:

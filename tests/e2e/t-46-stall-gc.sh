@@ -23,7 +23,7 @@ code=$(make_release v9 train.seed=9)
 head -c $((320 << 20)) /dev/urandom >"$code/weights.bin"
 idle=5
 err=$E2E_WORK/stall.err
-DROVER_IDLE_TIMEOUT=$idle "$E2E_BUILD/drover" -i "$INV" deploy "$code" --env "$venv" --job train >"$E2E_WORK/stall.out" 2>"$err" &
+DROVER_PROGRESS_EVERY=1 DROVER_IDLE_TIMEOUT=$idle "$E2E_BUILD/drover" -i "$INV" deploy "$code" --env "$venv" --job train >"$E2E_WORK/stall.out" 2>"$err" &
 dpid=$!
 started() { compgen -G "$LAB_DIR/hosts/h1/staging/objects/.in.*" >/dev/null; }
 # poll tightly (wait_until's 0.5 s is too coarse here): stop h1's session as soon as the upload starts
@@ -48,6 +48,10 @@ rc=$?
 kill -CONT $stopped 2>/dev/null
 cat "$err" | sed 's/^/    | /' | tail -12
 check "the deploy completes over a new session (exit 0)" test "$rc" = 0
+# a long staging says how far it got while it runs (every 10 s; 1 s here), on stderr
+check "staging said its progress while it ran (stage h1: N of 320.0 MiB sent (R MiB/s))" \
+	grep -Eq "^stage h1: [0-9.]+ of 320\.0 MiB sent \([0-9]+ MiB/s\)$" "$err"
+check "... and nothing of it on stdout" eval '! grep -q "MiB sent" "$E2E_WORK/stall.out"'
 sleep 5
 no_temp() {
 	! compgen -G "$LAB_DIR/hosts/h[12]/staging/objects/.in.*" >/dev/null &&

@@ -405,6 +405,41 @@ static void test_stall_msg(void **state)
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 
+/* What staging says (the newcomer pass): a 4.4 GiB upload said nothing for a minute; a staging of
+ * empty files said "sent 0.00 MiB in 0.0s (0.0 MiB/s)"; an interrupted one "(0.0 MiB stored on
+ * hosts)" after 2 GiB had gone. */
+static void test_stage_lines(void **state)
+{
+    (void)state;
+    char buf[600];
+    const uint64_t GiB = 1ull << 30, MiB = 1ull << 20;
+    assert_string_equal(objsync_progress_line("h1", 1288 * MiB, 4500 * MiB, 10.7, buf, sizeof buf),
+                        "stage h1: 1.3 of 4.4 GiB sent (120 MiB/s)");
+    assert_string_equal(objsync_progress_line("h1", 120 * MiB, 500 * MiB, 4, buf, sizeof buf),
+                        "stage h1: 120.0 of 500.0 MiB sent (30 MiB/s)");
+    assert_string_equal(objsync_install_wait_line("h1", true, 36.8, 2, 4500 * MiB, 10.2, buf, sizeof buf),
+                        "stage h1: all 4.4 GiB sent in 37s; waiting for 2 containers to store and verify "
+                        "4.4 GiB (release install, 10s so far)");
+    assert_string_equal(objsync_install_wait_line("h2", false, 0, 1, 2 * GiB, 20, buf, sizeof buf),
+                        "install h2: waiting for 1 container to store and verify 2.0 GiB (release install, "
+                        "20s so far)");
+    assert_string_equal(objsync_sent_line("h1", 2, 0, 0.01, buf, sizeof buf),
+                        "stage h1: stored 2 objects of empty files (no data to send)");
+    assert_string_equal(objsync_sent_line("h1", 1, 12 * MiB / 100, 0.01, buf, sizeof buf),
+                        "stage h1: sent 0.12 MiB in 0.0s");
+    assert_string_equal(objsync_sent_line("h1", 1, 4500 * MiB, 36.8, buf, sizeof buf),
+                        "stage h1: sent 4500.00 MiB in 36.8s (122.3 MiB/s)");
+    assert_string_equal(objsync_interrupted_msg(2 * GiB, 0, buf, sizeof buf),
+                        "interrupted by the operator while staging: 2.0 GiB sent to the hosts, 0.0 MiB of it "
+                        "stored there (an object is stored only once the whole of it arrived: the part of one "
+                        "sent is not kept, and the next deploy sends those 2.0 GiB again)");
+    assert_string_equal(objsync_interrupted_msg(64 * MiB, 64 * MiB, buf, sizeof buf),
+                        "interrupted by the operator while staging (64.0 MiB stored on the hosts: the next "
+                        "deploy does not send it again)");
+    assert_string_equal(objsync_interrupted_msg(0, 0, buf, sizeof buf),
+                        "interrupted by the operator while staging (nothing sent to the hosts yet)");
+}
+
 /* What gc says (the newcomer pass): "removed 0 objects (kept 1 release's and the 5 newest)",
  * "removed 1 manifests". */
 static void test_gc_lines(void **state)
@@ -433,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_relsrc_hash_cache),
         cmocka_unit_test(test_lacks_filter),
         cmocka_unit_test(test_stall_msg),
+        cmocka_unit_test(test_stage_lines),
         cmocka_unit_test(test_gc_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
