@@ -68,6 +68,14 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
     printf("inventory %s: ok (%d %s, %d %s, %d %s)\n", inv->path, inv->nhosts,
            text_plural(inv->nhosts, "host", "hosts"), inv->njobs, text_plural(inv->njobs, "job", "jobs"), ncts,
            text_plural(ncts, "container", "containers"));
+    /* a healthy_deadline that cuts short the first step a raised first_step_deadline allows:
+     * every deploy failed at 60 s with "no heartbeat ... within healthy_deadline" */
+    for (int j = 0; j < inv->njobs; j++) {
+        char w[1200];
+        if ((!jobname || !strcmp(jobname, inv->jobs[j].name)) &&
+            inventory_deadline_warning(&inv->jobs[j], w, sizeof w))
+            log_warn("%s", w);
+    }
     /* Where each host really goes once ssh_config applies (nothing is connected). */
     for (int h = 0; h < inv->nhosts; h++) {
         const struct inv_host *ih = &inv->hosts[h];

@@ -127,6 +127,58 @@ int inventory_parse_bool(const char *s, bool *ret_b)
     return ini_parse_bool(s, ret_b);
 }
 
+const char *inventory_duration_str(double s, char *buf, size_t sz)
+{
+    if (s >= 3600 && fmod(s, 3600) == 0)
+        snprintf(buf, sz, "%.0fh", s / 3600);
+    else if (s > 60 && fmod(s, 60) == 0) /* "60s", as the verdicts say it */
+        snprintf(buf, sz, "%.0fm", s / 60);
+    else
+        snprintf(buf, sz, "%gs", s);
+    return buf;
+}
+
+const char *inventory_deadline_warning(const struct inv_job *j, char *buf, size_t sz)
+{
+    const struct inv_policy *p = &j->policy;
+    double fsd = p->first_step_deadline_s, hd = p->healthy_deadline_s;
+    if (j->first_step_deadline_from == INV_FROM_DEFAULT || fsd <= 0 || hd >= fsd ||
+        j->healthy_deadline_from >= j->first_step_deadline_from)
+        return NULL;
+    char fsec[INV_NAME_MAX + 16], hfrom[INV_NAME_MAX + 32], f[32], h[32], more[300] = "";
+    if (j->first_step_deadline_from == INV_FROM_JOB)
+        snprintf(fsec, sizeof fsec, "[job %s]", j->name);
+    else
+        snprintf(fsec, sizeof fsec, "[policy]");
+    snprintf(hfrom, sizeof hfrom, "%s", j->healthy_deadline_from == INV_FROM_POLICY ? "from [policy]"
+                                        : "the default");
+    inventory_duration_str(fsd, f, sizeof f);
+    inventory_duration_str(hd, h, sizeof h);
+    /* the probation also ends at max_probation_time (at most progress_deadline) with no first
+     * step: No data, reverted by default.  Suggested: the first step's time plus what they allow
+     * after it today. */
+    bool mpt = p->max_probation_time_s > 0 && p->max_probation_time_s <= fsd, pd = p->progress_deadline_s <= fsd;
+    char a[32], b[32], c[32], d[32];
+    if (mpt && pd)
+        snprintf(more, sizeof more, ", with `max_probation_time = %s` and `progress_deadline = %s` (now %s and %s: "
+                 "the probation ends at the first of them, with no first step)",
+                 inventory_duration_str(fsd + p->max_probation_time_s, a, sizeof a),
+                 inventory_duration_str(fsd + p->progress_deadline_s, b, sizeof b),
+                 inventory_duration_str(p->max_probation_time_s, c, sizeof c),
+                 inventory_duration_str(p->progress_deadline_s, d, sizeof d));
+    else if (mpt || pd)
+        snprintf(more, sizeof more, ", with `%s = %s` (now %s: the probation ends then, with no first step)",
+                 mpt ? "max_probation_time" : "progress_deadline",
+                 inventory_duration_str(fsd + (mpt ? p->max_probation_time_s : p->progress_deadline_s), a, sizeof a),
+                 inventory_duration_str(mpt ? p->max_probation_time_s : p->progress_deadline_s, c, sizeof c));
+    snprintf(buf, sz, "[job %s]: healthy_deadline is %s (%s) but first_step_deadline is %s (in %s): a deploy "
+             "fails at %s when the first step takes longer (\"no heartbeat ... within healthy_deadline %s\"), "
+             "whatever first_step_deadline allows; for a slow first step (torch.compile) write "
+             "`healthy_deadline = %s` in %s%s",
+             j->name, h, hfrom, f, fsec, h, h, f, fsec, more);
+    return buf;
+}
+
 void inventory_policy_defaults(struct inv_policy *p)
 {
     p->healthy_deadline_s = 60;
@@ -937,6 +989,12 @@ static int ctx_finish(struct parse_ctx *c)
             return -EINVAL;
         }
         apply_policy(&j->policy, c->job_policy_set[i], &c->policy);
+        j->healthy_deadline_from = c->job_policy_set[i] & POL_HEALTHY_DEADLINE ? INV_FROM_JOB
+                                   : c->policy_set & POL_HEALTHY_DEADLINE      ? INV_FROM_POLICY
+                                                                               : INV_FROM_DEFAULT;
+        j->first_step_deadline_from = c->job_policy_set[i] & POL_FIRST_STEP_DEADLINE ? INV_FROM_JOB
+                                      : c->policy_set & POL_FIRST_STEP_DEADLINE      ? INV_FROM_POLICY
+                                                                                     : INV_FROM_DEFAULT;
     }
     /* Several jobs may share a container (the agent keys everything by job), but not a
      * rendezvous port: their gangs share the container's network namespace, so the second

@@ -86,8 +86,13 @@ struct inv_job {
     int nenv;                    /* env = NAME=VALUE extras for the workers (common/workerenv.h) */
     char env[16][INV_VALUE_MAX];
     struct inv_policy policy;
+    /* where policy's healthy_deadline and first_step_deadline came from (enum inv_from), for
+     * inventory_deadline_warning() */
+    signed char healthy_deadline_from, first_step_deadline_from;
     int line;                    /* line of the [job] header, for messages */
 };
+
+enum inv_from { INV_FROM_DEFAULT, INV_FROM_POLICY, INV_FROM_JOB };
 
 /* [notify]: who hears about outcomes (controller/notify.c, docs/config.md). */
 #define INV_MAX_WEBHOOKS 4
@@ -164,6 +169,19 @@ int inventory_parse_duration(const char *s, double *ret_s);
 
 /* Booleans: true/false/yes/no/on/off/1/0 (case-insensitive).  -EINVAL otherwise. */
 int inventory_parse_bool(const char *s, bool *ret_b);
+
+/* The warning of a job whose healthy_deadline cuts the first step short: its first_step_deadline
+ * was raised (set in [job J] or [policy]) past a healthy_deadline that comes from a less
+ * specific place (the built-in 60 s, or [policy] under a job's own first_step_deadline), so every
+ * deploy whose first step takes longer than healthy_deadline fails with "no heartbeat ... within
+ * healthy_deadline" whatever first_step_deadline allows.  It names both keys, their values and
+ * sections, and what to write (max_probation_time and progress_deadline too when they end the
+ * probation before the first step may come).  Into buf; NULL when there is nothing to say (both
+ * set in one section, as t-21 does on purpose; the built-in pair, 60 s and 10 m, either).  Said
+ * by validate, plan and deploy; never an error. */
+const char *inventory_deadline_warning(const struct inv_job *j, char *buf, size_t sz);
+/* A duration as the inventory takes it: "15m", "60s" (as verdicts say it), "1h", "90s", "2.5s". */
+const char *inventory_duration_str(double s, char *buf, size_t sz);
 
 /* Built-in policy defaults (docs/config.md). */
 void inventory_policy_defaults(struct inv_policy *p);

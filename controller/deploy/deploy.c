@@ -1508,6 +1508,9 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     ret = EXIT_FAIL;
     int lock = -1;
     char err[2048] = "";
+    char dw[1200]; /* healthy_deadline under a raised first_step_deadline: said, never refused */
+    if (inventory_deadline_warning(d.job, dw, sizeof dw))
+        log_warn("%s", dw);
     int sb = stage_bundle(&d, o->dir, o->env_dir, !o->dry_run);
     if (sb) {
         ret = sb;

@@ -638,6 +638,27 @@ static void test_release_checked_before_hosts(void **state)
     want(out, "\"outcome\": \"usage\"");
 }
 
+/* healthy_deadline left at 60 s under a raised first_step_deadline: validate, plan and deploy
+ * warn (every deploy failed at 60 s without a word before); exit codes are untouched. */
+static void test_deadline_warning_said(void **state)
+{
+    (void)state;
+    char ini[512];
+    snprintf(ini, sizeof ini,
+             "[drover]\nstate_dir = %s/state\n[host h1]\naddress = 127.0.0.1\nport = 1\n"
+             "[job drafter]\ncontainers = h1:101\ncommand = ./launch.sh\nfirst_step_deadline = 15m\n", tmpd);
+    mkfile("drover.ini", ini, 0644);
+    assert_int_equal(drover("validate", NULL), 0);
+    want(err, "warning: [job drafter]: healthy_deadline is 60s (the default) but first_step_deadline is 15m");
+    want(err, "write `healthy_deadline = 15m` in [job drafter]");
+    assert_int_equal(fs_mkdir_p("empty", 0755), 0);
+    const char *verb[] = { "deploy", "plan" };
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(drover(verb[i], "empty", NULL), 2); /* no ./launch.sh: refused as before */
+        want(err, "warning: [job drafter]: healthy_deadline is 60s (the default) but first_step_deadline is 15m");
+    }
+}
+
 /* A mistyped --job names the nearest job (the newcomer pass: "no [job trian] in 'drover.ini'"
  * with nothing more, and `history --job trian` showed an empty history, exit 0) */
 static void test_unknown_job_suggests(void **state)
@@ -937,6 +958,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stop_start_need_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_selection, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_notes_under_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deadline_warning_said, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -497,6 +497,76 @@ static void test_inline_comments(void **state)
                 "grace = 5s;no\n", "inv.ini:6:", "'5s;no'");
 }
 
+/* A job whose first_step_deadline was raised (torch.compile is slow) under the default
+ * healthy_deadline: every deploy failed at 60 s, "no heartbeat ... within healthy_deadline 60s",
+ * with nothing said before.  Warned, naming both keys, values, sections and what to write; not
+ * when both are set in one section (t-21's fresh2: 12 s and 5 m on purpose), nor for the
+ * built-in pair (60 s and 10 m). */
+static void test_deadline_warning(void **state)
+{
+    (void)state;
+    char w[1200];
+    static const char hosts[] = "[host h1]\naddress = a\n";
+    char text[1024];
+    /* the report: first_step_deadline = 15m in the job, healthy_deadline left at 60 s */
+    snprintf(text, sizeof text, "%s[job drafter]\ncontainers = h1:101\ncommand = ./launch.sh\n"
+             "first_step_deadline = 15m\n", hosts);
+    struct inventory *inv = parse_ok(text);
+    const char *m = inventory_deadline_warning(&inv->jobs[0], w, sizeof w);
+    assert_non_null(m);
+    assert_string_equal(m, "[job drafter]: healthy_deadline is 60s (the default) but first_step_deadline is 15m "
+                           "(in [job drafter]): a deploy fails at 60s when the first step takes longer (\"no "
+                           "heartbeat ... within healthy_deadline 60s\"), whatever first_step_deadline allows; "
+                           "for a slow first step (torch.compile) write `healthy_deadline = 15m` in [job drafter], "
+                           "with `max_probation_time = 20m` and `progress_deadline = 25m` (now 5m and 10m: the "
+                           "probation ends at the first of them, with no first step)");
+    inventory_free(inv);
+    /* [policy] healthy_deadline under a job's own first_step_deadline; probation limits long enough */
+    snprintf(text, sizeof text, "[policy]\nhealthy_deadline = 90s\nmax_probation_time = 1h\nprogress_deadline = 2h\n"
+             "%s[job a]\ncontainers = h1:101\ncommand = bin/t\nfirst_step_deadline = 3m\n", hosts);
+    inv = parse_ok(text);
+    m = inventory_deadline_warning(&inv->jobs[0], w, sizeof w);
+    assert_non_null(m);
+    assert_non_null(strstr(m, "healthy_deadline is 90s (from [policy]) but first_step_deadline is 3m (in [job a])"));
+    assert_non_null(strstr(m, "write `healthy_deadline = 3m` in [job a]"));
+    assert_null(strstr(m, "max_probation_time"));
+    inventory_free(inv);
+    /* [policy] first_step_deadline, healthy_deadline the default: every job, in [policy] */
+    snprintf(text, sizeof text, "[policy]\nfirst_step_deadline = 20m\nmax_probation_time = 1h\n"
+             "%s[job a]\ncontainers = h1:101\ncommand = bin/t\n", hosts);
+    inv = parse_ok(text);
+    m = inventory_deadline_warning(&inv->jobs[0], w, sizeof w);
+    assert_non_null(m);
+    assert_non_null(strstr(m, "write `healthy_deadline = 20m` in [policy], with `progress_deadline = 30m` (now 10m"));
+    inventory_free(inv);
+    /* nothing to say: both in one section (t-21), the built-in pair, a long enough
+     * healthy_deadline, first_step_deadline off, a job's healthy_deadline under a [policy] one */
+    static const char *const quiet[] = {
+        "[job a]\ncontainers = h1:101\ncommand = bin/t\nhealthy_deadline = 12\nfirst_step_deadline = 5m\n",
+        "[job a]\ncontainers = h1:101\ncommand = bin/t\n",
+        "[job a]\ncontainers = h1:101\ncommand = bin/t\nfirst_step_deadline = 45s\n",
+        "[job a]\ncontainers = h1:101\ncommand = bin/t\nfirst_step_deadline = 0\n",
+        "[policy]\nfirst_step_deadline = 5m\n[job a]\ncontainers = h1:101\ncommand = bin/t\nhealthy_deadline = 30s\n",
+        "[policy]\nfirst_step_deadline = 5m\nhealthy_deadline = 30s\n[job a]\ncontainers = h1:101\ncommand = bin/t\n",
+    };
+    for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
+        snprintf(text, sizeof text, "%s%s", hosts, quiet[i]);
+        if (quiet[i][1] == 'p') /* [policy] first */
+            snprintf(text, sizeof text, "%.*s%s%s", (int)(strstr(quiet[i], "[job") - quiet[i]), quiet[i], hosts,
+                     strstr(quiet[i], "[job"));
+        inv = parse_ok(text);
+        if ((m = inventory_deadline_warning(&inv->jobs[0], w, sizeof w)))
+            fail_msg("case %zu: %s", i, m);
+        inventory_free(inv);
+    }
+    assert_string_equal(inventory_duration_str(60, w, sizeof w), "60s");
+    assert_string_equal(inventory_duration_str(900, w, sizeof w), "15m");
+    assert_string_equal(inventory_duration_str(7200, w, sizeof w), "2h");
+    assert_string_equal(inventory_duration_str(90, w, sizeof w), "90s");
+    assert_string_equal(inventory_duration_str(120, w, sizeof w), "2m");
+    assert_string_equal(inventory_duration_str(2.5, w, sizeof w), "2.5s");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -512,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_load_missing_file),
         cmocka_unit_test(test_shared_container_master_port),
         cmocka_unit_test(test_inline_comments),
+        cmocka_unit_test(test_deadline_warning),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
