@@ -94,6 +94,8 @@ check "the release rolled back to is complete in every container (agent: present
 drover gc --keep 0
 show_drover 4
 check "drover gc --keep 0 exits 0" test "$DROVER_RC" = 0
+check "gc says what it kept in words (no \"kept 1 release's\")" \
+	drover_said "^gc h1: removed [0-9]+ objects? \(kept the objects of [0-9]+ releases? in use\)$"
 check "after gc the current release is still complete everywhere" intact
 check "after gc h1's store still holds the current release's objects (new.txt)" test -f "$LAB_DIR/hosts/h1/staging/objects/$sha"
 finish
