@@ -321,8 +321,8 @@ static int push_release(struct deploy *d, bool stage_only, char *err, size_t err
                 time_mono() - t0, st.objects_to_hosts, text_plural(st.objects_to_hosts, "object", "objects"),
                 (double)st.bytes_to_hosts / 1048576.0);
     else if (r == 0) /* "(0 objects, 0.00 MiB sent to hosts)" */
-        fprintf(stderr, "release %s in every container in %.1fs (nothing sent to hosts: their stores held every "
-                "object)\n", d->sid, time_mono() - t0);
+        fprintf(stderr, "release %s in every container in %.1fs (nothing had to be sent to the hosts)\n", d->sid,
+                time_mono() - t0);
     return r;
 }
 

@@ -899,15 +899,17 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
         lack.n = pos + again.n;
         free(again.v);
     }
+    ticker_stop(&tk); /* before the lines below: none of its own between their parts */
+    hj->stats.bytes_sent += tk.wire;
     if (r == 0 && lack.n) {
         /* the rate up to the last byte sent: the install's time in the same exec is not staging */
         double now = time_mono(), el = (t_sent > 0 ? t_sent : now) - t0;
-        char line[300];
-        fputs(objsync_sent_line(hname, lack.n, sent_ok, el, line, sizeof line), stderr);
+        char line[300], more[120] = "";
         if (inst && inst->done)
-            fprintf(stderr, ", installed in %d %s in the same exec %.1fs later", inst->n,
-                    text_plural(inst->n, "container", "containers"), now - t_sent);
-        fputc('\n', stderr);
+            snprintf(more, sizeof more, ", installed in %d %s in the same exec %.1fs later", inst->n,
+                     text_plural(inst->n, "container", "containers"), now - t_sent);
+        /* one line in one write: other hosts' threads say theirs at the same time */
+        fprintf(stderr, "%s%s\n", objsync_sent_line(hname, lack.n, sent_ok, el, line, sizeof line), more);
     } else if (r < 0 && r != -EINTR) {
         /* the pack's own failure, which the connection's error (empty) does not say: the
          * reason was a bare "(0.0 MiB of 286.1 MiB stored on the host)" */
@@ -917,8 +919,6 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
                  (double)sent_ok / 1048576.0, (double)total / 1048576.0);
         (void)str_copy(hj->err, sizeof hj->err, e2);
     }
-    ticker_stop(&tk);
-    hj->stats.bytes_sent += tk.wire;
     if (send_interrupted) {
         snprintf(hj->err, sizeof hj->err, "interrupted by the operator while staging to host '%s'", hname);
         r = -EINTR;
