@@ -366,13 +366,13 @@ const char *objsync_progress_line(const char *host, uint64_t sent, uint64_t tota
     return buf;
 }
 
-const char *objsync_install_wait_line(const char *host, bool staged, double sent_in_s, int ncts, uint64_t bytes,
+const char *objsync_install_wait_line(const char *host, uint64_t staged, double sent_in_s, int ncts, uint64_t bytes,
                                       double waited_s, char *buf, size_t sz)
 {
-    char sz1[48], sent[96] = "";
+    char sz0[48], sz1[48], sent[96] = "";
     size_str(bytes, sz1, sizeof sz1);
     if (staged)
-        snprintf(sent, sizeof sent, "all %s sent in %.0fs; ", sz1, sent_in_s);
+        snprintf(sent, sizeof sent, "all %s sent in %.0fs; ", size_str(staged, sz0, sizeof sz0), sent_in_s);
     snprintf(buf, sz, "%s %s: %swaiting for %d %s to store and verify %s (release install, %.0fs so far)",
              staged ? "stage" : "install", host, sent, ncts, text_plural(ncts, "container", "containers"), sz1,
              waited_s);
@@ -432,7 +432,7 @@ static void ticker_say(struct ticker *t, double now)
     if (t->total && !t->sent_at)
         objsync_progress_line(t->host, t->stored + t->cur, t->total, now - t->t0, line, sizeof line);
     else if (t->ncts)
-        objsync_install_wait_line(t->host, t->total > 0, t->sent_at - t->t0, t->ncts, t->install_bytes,
+        objsync_install_wait_line(t->host, t->total, t->sent_at - t->t0, t->ncts, t->install_bytes,
                                   now - (t->sent_at ? t->sent_at : t->t0), line, sizeof line);
     else
         return;

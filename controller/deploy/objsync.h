@@ -63,12 +63,13 @@ struct sync_stats {
  * objsync_progress_every_s per host (10 s; nothing for a staging that ends sooner)
  * "stage h1: 1.2 of 4.4 GiB sent (120 MiB/s)"; then, while the containers store and verify what
  * the exec of the last pack brought, "stage h1: all 4.4 GiB sent in 37s; waiting for 2
- * containers to store and verify 4.4 GiB (release install, 10s so far)" (staged false: an
- * install from the host store alone, "install h1: waiting ...").  Return buf. */
+ * containers to store and verify 4.5 GiB (release install, 10s so far)" (staged: the bytes
+ * staged, 0 for an install from the host store alone, "install h1: waiting ..."; bytes: what the
+ * containers lack, objects the host store held already included).  Return buf. */
 extern double objsync_progress_every_s; /* $DROVER_PROGRESS_EVERY (seconds) overrides it, for tests */
 const char *objsync_progress_line(const char *host, uint64_t sent, uint64_t total, double elapsed_s, char *buf,
                                   size_t sz);
-const char *objsync_install_wait_line(const char *host, bool staged, double sent_in_s, int ncts, uint64_t bytes,
+const char *objsync_install_wait_line(const char *host, uint64_t staged, double sent_in_s, int ncts, uint64_t bytes,
                                       double waited_s, char *buf, size_t sz);
 /* The line once a host's objects are stored: "stage h1: sent 12.00 MiB in 0.4s (30.0 MiB/s)";
  * no rate under 0.1 s; objects of empty files only: "stored 2 objects of empty files (no data to

@@ -417,10 +417,14 @@ static void test_stage_lines(void **state)
                         "stage h1: 1.3 of 4.4 GiB sent (120 MiB/s)");
     assert_string_equal(objsync_progress_line("h1", 120 * MiB, 500 * MiB, 4, buf, sizeof buf),
                         "stage h1: 120.0 of 500.0 MiB sent (30 MiB/s)");
-    assert_string_equal(objsync_install_wait_line("h1", true, 36.8, 2, 4500 * MiB, 10.2, buf, sizeof buf),
+    assert_string_equal(objsync_install_wait_line("h1", 4500 * MiB, 36.8, 2, 4500 * MiB, 10.2, buf, sizeof buf),
                         "stage h1: all 4.4 GiB sent in 37s; waiting for 2 containers to store and verify "
                         "4.4 GiB (release install, 10s so far)");
-    assert_string_equal(objsync_install_wait_line("h2", false, 0, 1, 2 * GiB, 20, buf, sizeof buf),
+    /* the host store held some of it: what was sent, and what the containers verify */
+    assert_string_equal(objsync_install_wait_line("h1", 900 * MiB, 3.4, 2, 917 * MiB, 7, buf, sizeof buf),
+                        "stage h1: all 900.0 MiB sent in 3s; waiting for 2 containers to store and verify "
+                        "917.0 MiB (release install, 7s so far)");
+    assert_string_equal(objsync_install_wait_line("h2", 0, 0, 1, 2 * GiB, 20, buf, sizeof buf),
                         "install h2: waiting for 1 container to store and verify 2.0 GiB (release install, "
                         "20s so far)");
     assert_string_equal(objsync_sent_line("h1", 2, 0, 0.01, buf, sizeof buf),
