@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/agentcli.h"
 #include "common/status.h"
 #include "common/trainexit.h"
 #include "common/util.h"
@@ -669,7 +670,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
             /* its gang of the good release starts or runs (this agent went back by itself, say):
              * stopping it to start it again would only lose steps, and its generation is the
              * one the rest of the gang runs, so a new one (rdzv) is not taken either */
-            snprintf(msg, sizeof msg, "already on the good release %.12s, its gang %s: nothing "
+            snprintf(msg, sizeof msg, AGENT_REVERT_ALREADY " %.12s, its gang %s: nothing "
                      "stopped or started", j->good, gang_state_name(j->state));
             fx_msg(out, JM_FX_REPLY, 0, msg);
             return;

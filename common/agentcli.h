@@ -174,6 +174,11 @@ void agent_argv_lease_status(struct agent_argv *a, const char *job, const char *
  * a lease held by anyone else is refused as always.  An agent older than --take-over refuses it
  * with exit 2 (usage) and takes nothing. */
 void agent_argv_lease_take_over(struct agent_argv *a, const char *dead);
+/* A `revert` (exit 0) whose job already runs, or starts, a gang of its good release with the
+ * good spec (its agent went back by itself) says on stdout "already on the good release ID, its
+ * gang STATE: nothing stopped or started"; the controller reads this prefix to tell it from a
+ * revert that started the good release (agent/jobmachine.c, controller/deploy/deploy.c). */
+#define AGENT_REVERT_ALREADY "already on the good release"
 /* A refused `lease take` (exit 7) says on stderr "job 'J' is being deployed by HOLDER (lease
  * taken N s ago, renewed N s ago, expires in N s)"; the agent prints it with these two pieces. */
 #define AGENT_LEASE_HELD_BY "is being deployed by "

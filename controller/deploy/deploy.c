@@ -970,10 +970,6 @@ struct revert_arg {
     bool *already;     /* out: the agent answered that its gang of the good release runs */
 };
 
-/* What an agent answers a revert when it already runs (or starts) a gang of the good release
- * with its good spec: nothing was stopped or started (agent/jobmachine.c). */
-#define AGENT_ALREADY_ON_GOOD "already on the good release"
-
 static int revert_one(struct ct_fan *cf, int i)
 {
     const struct revert_arg *ra = cf->arg;
@@ -983,7 +979,7 @@ static int revert_one(struct ct_fan *cf, int i)
     char out[300];
     int r = agent_call_out(cf->d, &cf->d->job->cts[i], ra->argv, t, out, sizeof out, cf->err[i],
                            sizeof cf->err[i]);
-    ra->already[i] = r == 0 && strstr(out, AGENT_ALREADY_ON_GOOD) != NULL;
+    ra->already[i] = r == 0 && strstr(out, AGENT_REVERT_ALREADY) != NULL;
     return r;
 }
 
@@ -994,23 +990,18 @@ static bool job_back_everywhere(struct deploy *d, bool back[INV_MAX_CTS])
     const struct inv_job *j = d->job;
     struct job_status *seen = calloc((size_t)j->ncts, sizeof *seen);
     const struct job_status *js[INV_MAX_CTS];
-    bool stopped[INV_MAX_CTS];
-    for (int i = 0; i < j->ncts; i++)
-        back[i] = false;
-    if (!seen)
-        return false;
+    bool stopped[INV_MAX_CTS], found[INV_MAX_CTS];
     for (int i = 0; i < j->ncts; i++) {
-        js[i] = NULL;
+        back[i] = false;
         stopped[i] = d->ct_stopped[i][0] != '\0';
-        char e[1200];
-        if (stopped[i] || fleet_agent_status(d->f, &j->cts[i], d->st, e, sizeof e) < 0)
-            continue; /* not known: not back, the two-phase revert decides there */
-        const struct job_status *f = status_find_job(d->st, j->name);
-        if (f) {
-            seen[i] = *f;
-            js[i] = &seen[i];
-        }
     }
+    /* every container at once: a revert must not wait for one status after another */
+    if (!seen || survey_job_status(d, stopped, seen, found) < 0) {
+        free(seen);
+        return false; /* not known: not back, the two-phase revert decides */
+    }
+    for (int i = 0; i < j->ncts; i++)
+        js[i] = found[i] ? &seen[i] : NULL;
     bool all = revertplan_all_back(js, stopped, j->ncts, d->good, back);
     free(seen);
     return all;

@@ -221,6 +221,10 @@ int deploy_lock(struct deploy *d);
 /* survey.c */
 bool deploy_is_bad(const struct deploy *d, const char *id);
 int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err, size_t err_sz);
+/* The job's status in every container, asked of every host at once (skip[i] leaves container i
+ * out): found[i] and js[i] where its agent answered and knows the job, found[i] false elsewhere
+ * (not reached, no agent, the job unknown).  -ENOMEM, else 0. */
+int survey_job_status(struct deploy *d, const bool skip[], struct job_status *js, bool *found);
 int print_plan(struct deploy *d, json_t *out);
 /* After a survey, before staging: when release d->id failed its probation for the job before
  * (controller/deploy/pastfail.h), say when and why on stderr.  The job's history is read only

@@ -70,32 +70,27 @@ static int survey_done(struct ct_fan *cf, int i, int r, struct exec_result *res,
     return r < 0 ? r : survey_keep(cf, i, st);
 }
 
-/* Which release each container runs, asked of every host at once (a host's containers one after
- * another); the answers are then read in inventory order, so "the first container that says"
- * stays the same as when they were asked one by one. */
-int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err, size_t err_sz)
+/* The job's status in every container at once (a host's containers one after another), skip[i]
+ * leaving container i out (its rc stays 1): cf->rc[i] and cf->err[i] per container, sa's slots
+ * where it answered.  NULL when out of memory; free with status_fan_free. */
+static void status_fan_free(struct ct_fan *cf, struct survey_arg *sa);
+
+static struct ct_fan *status_fan(struct deploy *d, const bool skip[], struct survey_arg **ret_sa)
 {
     const struct inv_job *j = d->job;
-    bool all_current = true;
-    int bad = 0, spec_differs = 0;
-    d->spec_change[0] = '\0';
-    d->off_good_spec = false;
-    bool release_current = true;
     struct ct_fan *cf = calloc(1, sizeof *cf);
     struct survey_arg *sa = calloc(1, sizeof *sa);
     if (sa)
         sa->js = calloc((size_t)j->ncts, sizeof *sa->js);
-    if (!d->sv_js)
-        d->sv_js = calloc((size_t)j->ncts, sizeof *d->sv_js); /* freed by deploy_done */
-    bool ok = cf && sa && sa->js && d->sv_js, seen[INV_MAX_HOSTS] = { false };
+    bool ok = cf && sa && sa->js, seen[INV_MAX_HOSTS] = { false };
     int nhosts = 0; /* one scratch document per worker (ct_fan_slot) */
     for (int i = 0; i < j->ncts; i++)
         nhosts += !seen[j->cts[i].host], seen[j->cts[i].host] = true;
     for (int k = 0; ok && k < nhosts; k++)
         ok = (cf->scratch[k] = malloc(sizeof *cf->scratch[k])) != NULL;
     if (!ok) {
-        snprintf(err, err_sz, "out of memory");
-        goto out;
+        status_fan_free(cf, sa);
+        return NULL;
     }
     struct agent_argv sargv;
     agent_argv_init(&sargv);
@@ -109,8 +104,60 @@ int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err
     cf->batch_timeout_s = FLEET_STATUS_TIMEOUT_S;
     cf->batch_what = "status";
     for (int i = 0; i < j->ncts; i++)
-        cf->skip[i] = d->pre[i] != 0; /* answered with the lease */
+        cf->skip[i] = skip && skip[i];
     (void)ct_fan_run(cf);
+    *ret_sa = sa;
+    return cf;
+}
+
+static void status_fan_free(struct ct_fan *cf, struct survey_arg *sa)
+{
+    for (int k = 0; cf && k < INV_MAX_HOSTS; k++)
+        free(cf->scratch[k]);
+    free(cf);
+    if (sa)
+        free(sa->js);
+    free(sa);
+}
+
+int survey_job_status(struct deploy *d, const bool skip[], struct job_status *js, bool *found)
+{
+    struct survey_arg *sa = NULL;
+    struct ct_fan *cf = status_fan(d, skip, &sa);
+    if (!cf)
+        return -ENOMEM;
+    for (int i = 0; i < d->job->ncts; i++) {
+        found[i] = cf->rc[i] == 0 && sa->found[i];
+        if (found[i])
+            js[i] = sa->js[i];
+    }
+    status_fan_free(cf, sa);
+    return 0;
+}
+
+/* Which release each container runs, asked of every host at once (a host's containers one after
+ * another); the answers are then read in inventory order, so "the first container that says"
+ * stays the same as when they were asked one by one. */
+int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err, size_t err_sz)
+{
+    const struct inv_job *j = d->job;
+    bool all_current = true;
+    int bad = 0, spec_differs = 0;
+    d->spec_change[0] = '\0';
+    d->off_good_spec = false;
+    bool release_current = true;
+    if (!d->sv_js)
+        d->sv_js = calloc((size_t)j->ncts, sizeof *d->sv_js); /* freed by deploy_done */
+    bool skip[INV_MAX_CTS];
+    for (int i = 0; i < j->ncts; i++)
+        skip[i] = d->pre[i] != 0; /* answered with the lease */
+    struct survey_arg *sa = NULL;
+    struct ct_fan *cf = d->sv_js ? status_fan(d, skip, &sa) : NULL;
+    bool ok = cf != NULL;
+    if (!ok) {
+        snprintf(err, err_sz, "out of memory");
+        goto out;
+    }
     for (int i = 0; i < j->ncts; i++) {
         if (!d->pre[i])
             continue;
@@ -195,12 +242,7 @@ int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err
             (void)str_copy(d->earlier_good, sizeof d->earlier_good, d->goods[k]);
     *ret_all_current = all_current;
 out:
-    for (int k = 0; cf && k < INV_MAX_HOSTS; k++)
-        free(cf->scratch[k]);
-    free(cf);
-    if (sa)
-        free(sa->js);
-    free(sa);
+    status_fan_free(cf, sa);
     return !ok ? -ENOMEM : bad ? -EIO : 0;
 }
 
