@@ -137,8 +137,24 @@ static int send_ssh(struct conn *c, const char *line, const struct send_opts *o,
     x->ss = ssh_conn_session(c->ssh);
     int r = -EIO;
     x->ch = ssh_channel_new(x->ss);
-    if (!x->ch || ssh_channel_open_session(x->ch) != SSH_OK || ssh_channel_request_exec(x->ch, line) != SSH_OK) {
-        snprintf(c->err, sizeof c->err, "host '%s': cannot start a transfer: %s", c->h->name, ssh_get_error(x->ss));
+    /* a session whose sshd stopped answering between two transfers (a release's packs, say)
+     * must not hold the next one's channel for connect_timeout: the idle deadline bounds the
+     * opening as it bounds the data */
+    ssh_conn_block_limit(c->ssh, o->idle_s);
+    double t0 = time_mono();
+    bool opened = x->ch && ssh_channel_open_session(x->ch) == SSH_OK &&
+                  ssh_channel_request_exec(x->ch, line) == SSH_OK;
+    ssh_conn_block_limit(c->ssh, 0);
+    if (!opened) {
+        if (time_mono() - t0 >= o->idle_s - 0.5) {
+            snprintf(c->err, sizeof c->err,
+                     "host '%s' stopped taking data: a new transfer got no answer for %.0fs, with %.1f MiB "
+                     "to send (idle deadline)", c->h->name, o->idle_s, (double)o->total / 1048576.0);
+            r = -ETIMEDOUT;
+        } else {
+            snprintf(c->err, sizeof c->err, "host '%s': cannot start a transfer: %s", c->h->name,
+                     ssh_get_error(x->ss));
+        }
         goto out;
     }
     log_debug("host '%s': send into %s", c->h->name, line);

@@ -7,6 +7,7 @@
 #include "controller/transport/ssh.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <libssh/libssh.h>
 #include <limits.h>
@@ -25,6 +26,7 @@
 
 struct ssh_conn {
     ssh_session s;
+    long timeout_s;  /* libssh's SSH_OPTIONS_TIMEOUT for blocking calls: connect_timeout */
     char label[160]; /* "host 'h1' (127.0.0.2:22)" */
 };
 
@@ -302,6 +304,7 @@ int ssh_conn_open(const struct ssh_params *p, struct ssh_conn **ret_conn, char *
     struct ssh_conn *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
+    c->timeout_s = (long)(p->connect_timeout_s > 0 ? p->connect_timeout_s : 10);
     int r = session_new(p, &c->s, c->label, sizeof c->label);
     if (r < 0) {
         snprintf(err, err_sz, "host '%s': cannot set up an SSH session", p->name);
@@ -777,4 +780,12 @@ out:
 void *ssh_conn_session(struct ssh_conn *c)
 {
     return c->s;
+}
+
+void ssh_conn_block_limit(struct ssh_conn *c, double s)
+{
+    long t = s > 0 ? (long)ceil(s) : c->timeout_s;
+    if (t < 1)
+        t = 1;
+    (void)ssh_options_set(c->s, SSH_OPTIONS_TIMEOUT, &t);
 }

@@ -100,6 +100,9 @@ int ssh_stream_read(struct ssh_stream *s, char *buf, size_t buf_sz, char *err_bu
 int ssh_conn_fd(struct ssh_conn *c);
 /* The libssh session (an ssh_session) for controller/send.c's streaming channel; borrowed. */
 void *ssh_conn_session(struct ssh_conn *c);
+/* How long one of libssh's blocking calls on this session (opening a channel, say) may wait:
+ * s seconds (rounded up), or with s <= 0 the session's own limit again (connect_timeout). */
+void ssh_conn_block_limit(struct ssh_conn *c, double s);
 /* false once the session has dropped (peer gone, socket error): reconnect. */
 bool ssh_conn_is_alive(struct ssh_conn *c);
 void ssh_stream_free(struct ssh_stream *s);
