@@ -983,18 +983,16 @@ static int revert_one(struct ct_fan *cf, int i)
     return r;
 }
 
-/* A fresh look at every container before a revert: has each agent gone back to the good release
- * by itself, with its gang starting or running (revertplan.h)?  back[i] says which did. */
-static bool job_back_everywhere(struct deploy *d, bool back[INV_MAX_CTS])
+/* A fresh look at every container before a revert: has every agent gone back to the good
+ * release by itself, with its gang starting or running (revertplan.h)? */
+static bool job_back_everywhere(struct deploy *d)
 {
     const struct inv_job *j = d->job;
     struct job_status *seen = calloc((size_t)j->ncts, sizeof *seen);
     const struct job_status *js[INV_MAX_CTS];
-    bool stopped[INV_MAX_CTS], found[INV_MAX_CTS];
-    for (int i = 0; i < j->ncts; i++) {
-        back[i] = false;
+    bool stopped[INV_MAX_CTS], found[INV_MAX_CTS], back[INV_MAX_CTS];
+    for (int i = 0; i < j->ncts; i++)
         stopped[i] = d->ct_stopped[i][0] != '\0';
-    }
     /* every container at once: a revert must not wait for one status after another */
     if (!seen || survey_job_status(d, stopped, seen, found) < 0) {
         free(seen);
@@ -1040,7 +1038,7 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
     d->switching = true;
     /* an operator's Ctrl-C that led here must not cut the look or the stop short */
     deploy_interrupted = 0;
-    bool gone[INV_MAX_CTS], back[INV_MAX_CTS], already[INV_MAX_CTS] = { false };
+    bool gone[INV_MAX_CTS], already[INV_MAX_CTS] = { false };
     char stalled[INV_MAX_CTS][300];
     int left = 0;
     /* Every agent went back to the good release by itself and its gang starts or runs there
@@ -1048,7 +1046,7 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
      * Each agent is still asked to revert, without a new rendezvous generation: it answers
      * "already on the good release" and leaves the gang; one whose gang ended since this look
      * starts the good release again with the generation the others run, so it rejoins them. */
-    bool kept = job_back_everywhere(d, back);
+    bool kept = job_back_everywhere(d);
     if (kept) {
         fprintf(stderr, "revert: job '%s' is already back on %s in all %d %s (each agent went back "
                 "to it by itself, its gang starting or running): nothing is stopped; each agent is "
