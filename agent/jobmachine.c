@@ -334,6 +334,8 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     bool leaving_bad = !state_on_good(j) && !current_is_promoted(j) && !spec_only &&
                       !(rt->next_no_mark && !automatic);
     rt->next_no_mark = false;
+    bool regen = rt->next_regen;
+    rt->next_regen = false;
     switch_to(j, j->good, j->good_digest, out);
     set_rdzv(j, rt->next_rdzv);
     rt->next_rdzv[0] = '\0';
@@ -344,7 +346,13 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     j->probation_deadline = 0;
     if (automatic)
         j->auto_rollbacks++;
-    if (again)
+    if (again && regen)
+        /* its gang of the good release ran another generation than the one the controller's
+         * revert starts everywhere (this agent went back by itself while the controller's stop
+         * could not reach it): restarted to join the others */
+        snprintf(msg, sizeof msg, "restarted the good release %.12s as the revert's new rendezvous "
+                 "generation (its gang ran another one): %s", from, rt->next_reason);
+    else if (again)
         /* already on the good pair with no gang of it running (it ended, failed to start, or
          * backs off): a start of it, not a revert "from" it to itself */
         snprintf(msg, sizeof msg, "started the good release %.12s again (no gang of it was running): %s",
@@ -565,6 +573,14 @@ static void set_rdzv(struct job_rec *j, const char *rdzv)
         (void)str_copy(s->rdzv, sizeof s->rdzv, rdzv);
 }
 
+/* A revert's rdzv that differs from the generation the current gang runs: the controller's
+ * two-phase revert gives every container one new generation. */
+static bool new_generation(struct job_rec *j, const char *rdzv)
+{
+    const struct job_spec *s = state_current_spec(j);
+    return rdzv && rdzv[0] && (!s || strcmp(s->rdzv, rdzv) != 0);
+}
+
 static void on_request(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
                        const struct jm_event *ev, struct jm_effects *out)
 {
@@ -607,8 +623,28 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         fx_simple(out, JM_FX_SAVE);
         return;
     }
+    if (ev->kind == JM_EV_REVERT && rt->next == JM_NEXT_REVERT_AUTO) {
+        /* The controller's revert arrives while this agent goes back by itself (its probation
+         * deadline passed; the failed gang still stopping): one revert, not two.  It takes the
+         * controller's generation, which the other containers start as, and is answered once
+         * the good gang started; the agent's own cause stays the reason and the release it
+         * leaves is marked bad, as its own revert would. */
+        fx_simple(out, JM_FX_WAIT);
+        rt->next = JM_NEXT_REVERT;
+        rt->next_no_mark = false;
+        (void)str_copy(rt->next_rdzv, sizeof rt->next_rdzv, ev->rdzv ? ev->rdzv : "");
+        fx_event(out, "revert", j->current, "the controller's revert joins this agent's own: %s",
+                 rt->next_reason);
+        fx_simple(out, JM_FX_SAVE);
+        return;
+    }
     if (jm_busy(rt)) {
-        snprintf(msg, sizeof msg, "job '%s': another operation is in progress", j->job);
+        if (rt->next == JM_NEXT_REVERT_AUTO)
+            snprintf(msg, sizeof msg, "job '%s': this agent is going back to the good release "
+                     "%.12s by itself (%.120s); its failed gang is still stopping", j->job, j->good,
+                     rt->next_reason);
+        else
+            snprintf(msg, sizeof msg, "job '%s': another operation is in progress", j->job);
         fx_msg(out, JM_FX_REPLY, AGENT_EXIT_BUSY, msg);
         return;
     }
@@ -666,10 +702,12 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
             fx_msg(out, JM_FX_REPLY, AGENT_EXIT_FAIL, msg);
             return;
         }
-        if (state_on_good(j) && rt->gang && !rt->stopping) {
+        if (state_on_good(j) && rt->gang && !rt->stopping && !new_generation(j, ev->rdzv)) {
             /* its gang of the good release starts or runs (this agent went back by itself, say):
-             * stopping it to start it again would only lose steps, and its generation is the
-             * one the rest of the gang runs, so a new one (rdzv) is not taken either */
+             * stopping it to start it again would only lose steps.  The controller asks so
+             * without a generation when every container is back (its generation is the one the
+             * rest of the gang runs); with a new one, the other containers start the good
+             * release as that generation, and this gang must join them (below). */
             snprintf(msg, sizeof msg, AGENT_REVERT_ALREADY " %.12s, its gang %s: nothing "
                      "stopped or started", j->good, gang_state_name(j->state));
             fx_msg(out, JM_FX_REPLY, 0, msg);
@@ -678,6 +716,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         fx_simple(out, JM_FX_WAIT);
         cancel_restart(rt);
         j->switch_deadline = 0;
+        rt->next_regen = state_on_good(j) && rt->gang && !rt->stopping;
         rt->next_no_mark = ev->value != 0;
         (void)str_copy(rt->next_rdzv, sizeof rt->next_rdzv, ev->rdzv ? ev->rdzv : "");
         request(p, j, rt, JM_NEXT_REVERT, STATUS_RC_NONE, ev->text && ev->text[0] ? ev->text : "requested",

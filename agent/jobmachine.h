@@ -115,6 +115,8 @@ struct jm_rt {
     enum status_reason next_code; /* next_reason's cause */
     bool next_no_mark;            /* JM_NEXT_REVERT: the release left reached no verdict */
     char next_rdzv[SPEC_RDZV_MAX]; /* JM_NEXT_REVERT: the good release's new generation ("" keep) */
+    bool next_regen;              /* JM_NEXT_REVERT: the good gang ran, stopped only to take
+                                     next_rdzv */
     double next_restart_after_s;  /* JM_NEXT_STOP: a switch's stop: the switch deadline (0 none) */
     enum jm_start starting;       /* a START_GANG effect is out: what its result means */
     enum gang_state start_state;  /* state once it started */

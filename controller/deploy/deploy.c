@@ -593,8 +593,10 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][3
         } else if (!gone[i] && ct_stopped_note(d, i, c[i].err)) {
             snprintf(why[i], sizeof why[i], "container stopped (pct: %s): nothing runs there", d->ct_stopped[i]);
         } else if (!gone[i]) {
-            snprintf(why[i], sizeof why[i], "its agent did not confirm the stop (%s)",
-                     c[i].lost ? "connection lost" : "drover-agent stop failed: see `drover logs`");
+            /* the agent's own words when it said why (busy: going back by itself, say) */
+            snprintf(why[i], sizeof why[i], "its agent did not confirm the stop (%.200s)",
+                     c[i].lost ? "connection lost" : c[i].err[0] ? c[i].err
+                     : "drover-agent stop failed: see `drover logs`");
         }
         left += !gone[i];
     }

@@ -612,12 +612,29 @@ static void test_revert_when_already_back(void **state)
         {JM_EV_TICK, 72, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline"},
         {JM_EV_GANG_GONE, 74, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "reverted on its own"},
         {JM_EV_START_OK, 74, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
-        {JM_EV_REVERT, 75, "g7", 0, 0, 0, 0, "drover: failed probation", "reply", GANG_REVERTED,
+        /* asked without a generation (the controller found every container back) */
+        {JM_EV_REVERT, 75, NULL, 0, 0, 0, 0, "drover: failed probation", "reply", GANG_REVERTED,
          "already on the good release aaaaaaaaaaaa, its gang reverted"},
     };
     RUN(&w, rows);
     assert_string_equal(w.j->current, A);
-    assert_string_not_equal(state_find_spec(w.j, A, NULL)->rdzv, "g7");
+    /* asked with a new generation (the two-phase revert, whose stop this agent answered busy
+     * while it went back by itself): the others start the good release as g7, this gang must
+     * join them; it used to answer "already" and keep its own generation, and the gang could
+     * never form */
+    static const struct row regen[] = {
+        {JM_EV_REVERT, 76, "g7", 0, 0, 0, 0, "drover: failed probation", "wait stop-gang save",
+         GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 77, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY,
+         "restarted the good release aaaaaaaaaaaa as the revert's new rendezvous generation"},
+        {JM_EV_START_OK, 77, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
+        /* the same revert asked again (a retry): its generation runs, nothing is stopped */
+        {JM_EV_REVERT, 78, "g7", 0, 0, 0, 0, "drover: failed probation", "reply", GANG_STARTING,
+         "already on the good release aaaaaaaaaaaa"},
+    };
+    RUN(&w, regen);
+    assert_string_equal(state_find_spec(w.j, A, NULL)->rdzv, "g7");
+    assert_false(state_is_bad(w.j, A));
     static const struct row crashed[] = {
         {JM_EV_RANK_EXIT, 80, NULL, 0, 0, 1, 0, NULL, "stop-gang save", ANY, NULL},
         {JM_EV_GANG_GONE, 80, NULL, 0, 0, 1, 0, NULL, "event clear-gang save", ANY, NULL},
@@ -628,6 +645,37 @@ static void test_revert_when_already_back(void **state)
     RUN(&w, crashed);
     assert_string_equal(w.j->current, A);
     assert_false(state_is_bad(w.j, A));
+    world_done(&w);
+}
+
+/* The controller's revert reaches an agent that is going back by itself (its probation deadline
+ * passed while the controller was still watching; the failed gang still stopping).  Its stop is
+ * answered busy with the reason; its revert joins the agent's own: one revert, with the
+ * controller's generation, answered once the good gang started, and the failed release marked
+ * bad as the agent's own revert would.  The revert used to be answered busy too, and the agent
+ * then started the good release as its old generation while the others started the new one. */
+static void test_revert_joins_own_revert(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    static const struct row rows[] = {
+        {JM_EV_TRAINING, 13, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+        {JM_EV_TICK, 72, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline"},
+        {JM_EV_STOP, 72.5, NULL, 120, 0, 0, 0, NULL, "reply", GANG_STOPPING,
+         "is going back to the good release aaaaaaaaaaaa by itself (release bbbbbbbbbbbb not promoted"},
+        {JM_EV_REVERT, 73, "g5", 0, 0, 0, 0, "drover: failed probation", "wait event save", GANG_STOPPING,
+         "the controller's revert joins this agent's own"},
+        {JM_EV_GANG_GONE, 74, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY,
+         "reverted from bbbbbbbbbbbb: release bbbbbbbbbbbb not promoted before its probation deadline"},
+        {JM_EV_START_OK, 74, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
+    };
+    RUN(&w, rows);
+    assert_string_equal(w.j->current, A);
+    assert_string_equal(state_find_spec(w.j, A, NULL)->rdzv, "g5");
+    assert_true(state_is_bad(w.j, B));
     world_done(&w);
 }
 
@@ -1203,6 +1251,7 @@ int main(void)
         cmocka_unit_test(test_promote_checks_spec_digest),
         cmocka_unit_test(test_spec_eviction_keeps_promoted_pairs),
         cmocka_unit_test(test_spec_change_of_good_release),
+        cmocka_unit_test(test_revert_joins_own_revert),
         cmocka_unit_test(test_peer_stopped),
         cmocka_unit_test(test_peer_exit_said),
     };
