@@ -112,13 +112,9 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
     }
     if (!njobs && f->inv->njobs == 1)
         jobs[njobs++] = f->inv->jobs[0].name; /* the one job deploy_run() would pick */
-    /* Every host of these jobs at once: a dead host costs one connect timeout, not one each.
-     * One job: deploy_run() connects once it has walked the release and found the job's command
-     * in it (a release it would refuse contacts no host) */
-    bool need[INV_MAX_HOSTS] = { false };
-    if (njobs > 1)
-        fleet_hosts_of_jobs(f->inv, jobs, njobs, need);
-    (void)fleet_connect_all(f, need);
+    /* No host is contacted here: deploy_run() (one job) and deploy_wave() (several) connect
+     * once the release is known to hold the command of every job they deploy (a release they
+     * would refuse contacts no host, and exits 2) */
     if (json && o.dry_run) /* the plan document: "kind": "plan" with each job's plan */
         o.plan_out = json_array();
     if (njobs > 1)

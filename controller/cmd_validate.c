@@ -116,21 +116,7 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
         const struct inv_job *job = &inv->jobs[j];
         if (jobname && strcmp(job->name, jobname) != 0)
             continue;
-        const char *need[2] = { job->command, job->preflight };
-        const char *what[2] = { "command", "preflight" };
-        bool ok = true;
-        for (int i = 0; i < 2; i++) {
-            bool in_env = !strncmp(need[i], ".drover-env/", 12);
-            if (!need[i][0] || !strchr(need[i], '/') || need[i][0] == '/' || (in_env && !em))
-                continue; /* none, found in the container, or in an environment not given */
-            const char *why = in_env ? manifest2_exec_problem(em, need[i] + 12)
-                                     : manifest2_exec_problem(m, need[i]);
-            if (why) {
-                release_exec_error(in_env ? "environment" : "release", in_env ? envdir : dir,
-                                   in_env ? need[i] + 12 : need[i], why, what[i], job->name, false);
-                ok = false;
-            }
-        }
+        bool ok = release_job_problems(m, dir, em, envdir, job, false) == 0;
         if (ok) {
             printf("release %s for job %s: ok (%zu %s)\n", dir, job->name, m->nfiles,
                    text_plural(m->nfiles, "file", "files"));

@@ -224,7 +224,8 @@ void interrupt_handlers(void (*fn)(int))
  * a directory that cannot be read as a release, or without the job's command, is bad input
  * found here, exit 2 as a release directory that does not exist (docs/errors.md) while no host
  * was contacted yet (one job: cmd_deploy connects nothing first); it was 1, the code of a
- * deploy that failed.  In a wave the hosts were contacted first: 1, as before. */
+ * deploy that failed.  A wave's jobs were all checked before any host was contacted
+ * (wave_check_local): found here only if the directory changed since, 1. */
 static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir, bool say)
 {
     const struct inventory *inv = d->inv;
@@ -258,18 +259,9 @@ static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir, 
     memcpy(d->id, d->rs.id, sizeof d->id);
     (void)str_copy(d->name, sizeof d->name, d->rs.m->name);
     /* The agent would refuse a release without the job's command only after staging, pushing and
-     * preflight; catch it here, before anything leaves this machine. */
-    const char *need[2] = {d->job->command, d->job->preflight};
-    const char *what[2] = {"command", "preflight"};
-    for (int i = 0; i < 2; i++) {
-        if (!need[i][0] || !strchr(need[i], '/') || !strncmp(need[i], ".drover-env/", 12))
-            continue; /* none, looked up in the container's PATH, or in the environment */
-        const char *why = manifest2_exec_problem(d->rs.m, need[i]);
-        if (why) {
-            release_exec_error("release", dir, need[i], why, what[i], d->job->name, untouched);
-            return bad;
-        }
-    }
+     * preflight; catch it here, before anything leaves this machine (validate's rule) */
+    if (release_job_problems(d->rs.m, dir, d->has_env ? d->env.m : NULL, env_dir, d->job, untouched))
+        return bad;
     char mpath[1200];
     snprintf(mpath, sizeof mpath, "%s/%s", mdir, d->id);
     if ((r = fs_write_atomic(mpath, d->rs.text, d->rs.len, 0600)) < 0)
@@ -1813,6 +1805,45 @@ out:
     return ret;
 }
 
+/* A wave's local checks, of every job before any host is contacted: the release (and --env)
+ * directory read as stage_bundle reads it (the hash cache then spares the jobs' own walks), and
+ * each job's command and preflight in it.  Bad input anywhere exits 2 before the first job is
+ * deployed, each problem named with its job (a later job's missing command used to be found
+ * only once the jobs before it were deployed, and the wave then rolled them back).  0, or the
+ * exit code. */
+static int wave_check_local(struct fleet *f, const struct deploy_opts *o, const char *const *jobs, int njobs)
+{
+    bool untouched = !fleet_contacted(f);
+    int bad = untouched ? EXIT_USAGE : EXIT_FAIL, ret = 0, r;
+    struct relsrc env = { 0 }, rs = { 0 };
+    bool has_env = false, has_rs = false;
+    if (o->env_dir) {
+        if ((r = relsrc_load(o->env_dir, NULL, &env)) < 0) {
+            bool input = release_read_is_bad_input(r);
+            release_read_error("environment", o->env_dir, r, untouched && input);
+            return input ? bad : EXIT_FAIL;
+        }
+        has_env = true;
+    }
+    if ((r = relsrc_load(o->dir, has_env ? env.id : NULL, &rs)) < 0) {
+        bool input = release_read_is_bad_input(r);
+        release_read_error("release", o->dir, r, untouched && input);
+        ret = input ? bad : EXIT_FAIL;
+        goto out;
+    }
+    has_rs = true;
+    for (int i = 0; i < njobs; i++) /* every job: all of the wave's problems at once */
+        if (release_job_problems(rs.m, o->dir, has_env ? env.m : NULL, o->env_dir,
+                                 inventory_find_job(f->inv, jobs[i]), untouched))
+            ret = bad;
+out:
+    if (has_rs)
+        relsrc_done(&rs);
+    if (has_env)
+        relsrc_done(&env);
+    return ret;
+}
+
 int deploy_wave(struct fleet *f, const struct deploy_opts *o, const char *const *jobs, int njobs)
 {
     const char *moved[INV_MAX_JOBS];
@@ -1820,6 +1851,13 @@ int deploy_wave(struct fleet *f, const struct deploy_opts *o, const char *const 
     for (int i = 0; i < njobs; i++)
         if (!deploy_pick_job(f->inv, jobs[i]))
             return EXIT_USAGE;
+    int lr = wave_check_local(f, o, jobs, njobs);
+    if (lr)
+        return lr;
+    /* then every host of these jobs at once: a dead host costs one connect timeout, not one each */
+    bool need[INV_MAX_HOSTS] = { false };
+    fleet_hosts_of_jobs(f->inv, jobs, njobs, need);
+    (void)fleet_connect_all(f, need);
     int canary = inventory_find_job(f->inv, jobs[0])->policy.canary;
     for (int i = 0; i < njobs; i++) {
         struct deploy_opts one = *o;

@@ -25,7 +25,9 @@ struct deploy_opts {
 
 int deploy_run(struct fleet *f, const struct deploy_opts *o);
 
-/* Several jobs in waves: the first `canary` jobs (policy of the first job) one at a time, then
+/* Several jobs in waves.  First every job's local checks (the release and --env directories read,
+ * each job's command and preflight in them), before any host is contacted: bad input in any job
+ * exits 2 and deploys nothing.  Then the first `canary` jobs (policy of the first job) one at a time, then
  * the rest in inventory order (one at a time: max_parallel > 1 is not used yet).  The first
  * failure stops the wave, and jobs this wave already promoted are rolled back to the release
  * they ran before (deploy_rollback).  Returns the failing job's exit code (4 if a rollback of

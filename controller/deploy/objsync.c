@@ -323,6 +323,26 @@ void release_exec_error(const char *kind, const char *dir, const char *path, con
                   "%s, or fix the inventory%s", kind, dir, path, role, job, why, kind, tail);
 }
 
+int release_job_problems(const struct manifest2 *m, const char *dir, const struct manifest2 *em,
+                         const char *env_dir, const struct inv_job *job, bool untouched)
+{
+    const char *need[2] = { job->command, job->preflight };
+    const char *what[2] = { "command", "preflight" };
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        bool in_env = !strncmp(need[i], ".drover-env/", 12);
+        if (!need[i][0] || !strchr(need[i], '/') || need[i][0] == '/' || (in_env && !em))
+            continue; /* none, found in the container (PATH, absolute), or in an environment not given */
+        const char *why = in_env ? manifest2_exec_problem(em, need[i] + 12) : manifest2_exec_problem(m, need[i]);
+        if (why) {
+            release_exec_error(in_env ? "environment" : "release", in_env ? env_dir : dir,
+                               in_env ? need[i] + 12 : need[i], why, what[i], job->name, untouched);
+            n++;
+        }
+    }
+    return n;
+}
+
 void relsrc_done(struct relsrc *r)
 {
     manifest2_free(r->m);

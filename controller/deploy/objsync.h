@@ -49,6 +49,13 @@ void release_read_error(const char *kind, const char *dir, int r, bool untouched
  * above. */
 void release_exec_error(const char *kind, const char *dir, const char *path, const char *why,
                         const char *role, const char *job, bool untouched);
+/* Can job's command and preflight run from release m (read from dir) and, when given, the
+ * environment em (env_dir: a path under `.drover-env/` is looked up there; without em it is
+ * left to the container, as are a bare name, found in PATH, and an absolute path)?  Each
+ * problem is said by release_exec_error (untouched as above); returns how many there were.
+ * The one rule of validate, plan and deploy (a wave's every job before any host is contacted). */
+int release_job_problems(const struct manifest2 *m, const char *dir, const struct manifest2 *em,
+                         const char *env_dir, const struct inv_job *job, bool untouched);
 /* Whether relsrc_load's (or manifest2_from_dir's) r is about the directory given, bad input
  * (exit 2 when found before any host was contacted), rather than this machine (memory, I/O). */
 bool release_read_is_bad_input(int r);

@@ -772,6 +772,72 @@ static void test_missing_release_dir(void **state)
     want_nothing_ran(mark, "state/history.jsonl"); /* no agent call, no lease, no history */
 }
 
+/* A wave's bad input is found before anything is deployed: every job's command is checked in the
+ * release before any host is contacted (a later job's missing command was found only once the
+ * jobs before it had been deployed: the hosts were contacted first, the first job went through
+ * its lease, survey and switch, and the wave then rolled it back; exit 1). */
+static void test_wave_checked_before_hosts(void **state)
+{
+    (void)state;
+    char mark[128];
+    marking_agent_inventory(mark, sizeof mark); /* train runs bin/t, eval bin/e */
+    assert_int_equal(fs_mkdir_p("rel/bin", 0755), 0);
+    mkfile("rel/bin/t", "#!/bin/sh\n", 0755);
+    const char *missing = "release directory 'rel': 'bin/e' (the command of [job eval] in the inventory) is "
+                          "missing: add it to the release, or fix the inventory; nothing was contacted, "
+                          "nothing changed";
+    assert_int_equal(drover("deploy", "rel", "--all-jobs", NULL), 2);
+    want(err, missing);
+    want_not(err, "wave: job 'train'"); /* the first job was not started */
+    assert_int_equal(drover("deploy", "rel", "--job", "train", "--job", "eval", NULL), 2);
+    want(err, missing);
+    assert_int_equal(drover("plan", "rel", "--all-jobs", NULL), 2);
+    want(err, missing);
+    assert_int_equal(drover("plan", "rel", NULL), 2); /* plan of an inventory of two jobs: both */
+    want(err, missing);
+    /* -o json: the document says it, exit 2 there too */
+    assert_int_equal(drover("deploy", "rel", "--all-jobs", "-o", "json", NULL), 2);
+    want_doc("deploy", 2, "'bin/e' (the command of [job eval] in the inventory) is missing");
+    /* every job's problem at once, whatever the order: both jobs named */
+    assert_int_equal(unlink("rel/bin/t"), 0);
+    mkfile("rel/bin/e", "#!/bin/sh\n", 0644);
+    assert_int_equal(drover("deploy", "rel", "--job", "eval", "--job", "train", NULL), 2);
+    want(err, "'bin/t' (the command of [job train] in the inventory) is missing");
+    want(err, "'bin/e' (the command of [job eval]) is not executable: chmod +x 'rel/bin/e'; nothing was contacted");
+    /* a release that cannot be read as one: the same, before any host */
+    mkfile("rel/bin/t", "#!/bin/sh\n", 0755);
+    assert_int_equal(chmod("rel/bin/e", 0755), 0);
+    assert_int_equal(symlink("/etc/passwd", "rel/outside"), 0);
+    assert_int_equal(drover("deploy", "rel", "--all-jobs", NULL), 2);
+    want(err, "cannot read release directory 'rel'");
+    want(err, "; nothing was contacted, nothing changed");
+    want_nothing_ran(mark, "state/history.jsonl"); /* no agent call, no lease, no history */
+    /* and a good release goes on to the hosts (here the agent, which fails: exit 1, not 2) */
+    assert_int_equal(unlink("rel/outside"), 0);
+    assert_int_equal(drover("deploy", "rel", "--all-jobs", NULL), 1);
+    want(err, "wave: job 'train' (1 of 2)");
+    assert_int_equal(access(mark, F_OK), 0);
+}
+
+/* An absolute command (or preflight) is the container's, as validate has it: deploy and plan
+ * do not look for it in the release (they said "'/usr/bin/python3' ... is missing", exit 2) */
+static void test_absolute_command_not_in_release(void **state)
+{
+    (void)state;
+    char mark[128], ini[1024];
+    marking_agent_inventory(mark, sizeof mark);
+    snprintf(ini, sizeof ini,
+             "[drover]\nstate_dir = %s/state\n[host h1]\nlocal = true\nagent_path = %s/agent\n"
+             "[job abs]\ncontainers = h1:local:%s/a\ncommand = /usr/bin/python3\n", tmpd, tmpd, tmpd);
+    mkfile("drover.ini", ini, 0644);
+    assert_int_equal(fs_mkdir_p("rel", 0755), 0);
+    mkfile("rel/train.py", "print(1)\n", 0644);
+    assert_int_equal(drover("validate", "rel", NULL), 0);
+    assert_int_equal(drover("plan", "rel", NULL), 1); /* on to the agent, which fails here */
+    want_not(err, "is missing");
+    assert_int_equal(access(mark, F_OK), 0);
+}
+
 /* An --agent-binary that does not exist (or is a directory) is bad input, as a missing release
  * directory is to deploy: exit 2, the path and what to give instead, and no container touched (it
  * exited 1, the code of an install that failed). */
@@ -952,6 +1018,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_checked_before_hosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_release_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wave_checked_before_hosts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_absolute_command_not_in_release, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_agent_binary, setup, teardown),
         cmocka_unit_test_setup_teardown(test_history_json_reason_code, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_job_suggests, setup, teardown),
