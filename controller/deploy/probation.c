@@ -46,6 +46,7 @@ struct pct_state {
     char label[64];
     char spec[SPEC_DIGEST_LEN + 1]; /* the job spec digest activated here; "" not checked */
     bool have;
+    bool went_back; /* its agent went back to another release by itself (named by the FAIL) */
     double t_seen;
     struct prank ranks[STATUS_MAX_RANKS];
 };
@@ -78,6 +79,9 @@ struct probation {
     enum probation_verdict verdict;
     enum status_reason agent_code; /* the agent's reason code the FAIL quotes */
     bool agent_went_back;          /* the FAIL is an agent going back to another release on its own */
+    char back_base[PROBATION_REASON_MAX]; /* that FAIL's reason for its first container, without */
+    char back_logs[JOB_NAME_MAX + 48];    /* its pointer at the workers' log (reason = base + others + logs) */
+    int back_ct;                          /* that first container */
     int exit_code;                 /* the exit code of the rank the FAIL names; -1 none */
     int peer_stop_ct;              /* the FAIL names a rank of this container that exited
                                       because of a rank elsewhere (peer_lost 8, peer_stopped
@@ -334,12 +338,64 @@ static void describe_exit(const struct rank_status *rs, char *buf, size_t sz)
 
 static void feed_one(struct probation *p, int ct, const struct agent_status *st, double now);
 
+/* Has the agent (its job's view js) gone back to a release other than the one on probation by
+ * itself? */
+static bool went_back(const struct probation *p, const struct job_status *js)
+{
+    return js->state == GANG_REVERTED || (js->current[0] && !release_matches(js->current, p->release));
+}
+
+/* The containers named after the first in a went-back FAIL: at most this many, then "and N more". */
+#define BACK_NAMED_MAX 4
+
+/* A went-back FAIL's reason names every container whose agent went back, not the first only:
+ * "the agent on h1:101 went back to X by itself (why), and so did the agents on h1:102 and
+ * h2:201; see ...", the others in inventory order, at most BACK_NAMED_MAX of them named. */
+static void went_back_reason(struct probation *p)
+{
+    char others[PROBATION_REASON_MAX] = "";
+    size_t off = 0;
+    int n = 0, named = 0, first = p->back_ct;
+    for (int i = 0; i < p->ncts; i++)
+        n += p->cts[i].went_back && i != first;
+    if (!n)
+        return;
+    for (int i = 0, k = 0; i < p->ncts && named < BACK_NAMED_MAX; i++) {
+        if (!p->cts[i].went_back || i == first)
+            continue;
+        k++;
+        named++;
+        bool last = k == n; /* the last one named when all fit: "a, b and c" */
+        const char *sep = k == 1 ? "" : last ? " and " : ", ";
+        if (off < sizeof others)
+            off += (size_t)snprintf(others + off, sizeof others - off, "%s%s", sep, p->cts[i].label);
+    }
+    if (n > named && off < sizeof others)
+        snprintf(others + off, sizeof others - off, " and %d more", n - named);
+    say(p->reason, sizeof p->reason, "%s, and so did the %s on %s%s", p->back_base,
+        n == 1 ? "agent" : "agents", others, p->back_logs);
+}
+
+/* After a went-back FAIL: another container whose agent went back too is named in it. */
+static void note_went_back(struct probation *p, int ct, const struct agent_status *st)
+{
+    const struct job_status *js = status_find_job(st, p->job);
+    if (!js || p->cts[ct].went_back || !went_back(p, js))
+        return;
+    p->cts[ct].went_back = true;
+    went_back_reason(p);
+}
+
 void probation_feed(struct probation *p, int ct, const struct agent_status *st, double now)
 {
     if (ct < 0 || ct >= p->ncts)
         return;
     if (p->verdict == PROBATION_PENDING) {
         feed_one(p, ct, st, now);
+        return;
+    }
+    if (p->verdict == PROBATION_FAIL && p->agent_went_back && !p->recovery) {
+        note_went_back(p, ct, st);
         return;
     }
     /* A FAIL that names a peer_lost or peer_stopped exit names no cause: the rank ended because
@@ -379,15 +435,22 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
     cs->have = true;
     cs->t_seen = now;
     if (!p->recovery) {
-        if (js->state == GANG_REVERTED || (js->current[0] && !release_matches(js->current, p->release))) {
+        if (went_back(p, js)) {
             char logs[JOB_NAME_MAX + 48];
             fail_code(p, js->reason_code);
-            if (p->verdict == PROBATION_PENDING)
-                p->agent_went_back = true;
-            fail(p, "the agent on %s went back to %s by itself (%s)%s", cs->label,
-                 release_short(js->current, "none", sid),
-                 js->reason[0] ? js->reason : "no reason given",
-                 logs_pointer_for(p, js->reason_code, logs, sizeof logs));
+            if (p->verdict != PROBATION_PENDING)
+                return;
+            p->agent_went_back = true;
+            cs->went_back = true;
+            logs_pointer_for(p, js->reason_code, logs, sizeof logs);
+            fail(p, "the agent on %s went back to %s by itself (%s)", cs->label,
+                 release_short(js->current, "none", sid), js->reason[0] ? js->reason : "no reason given");
+            /* kept apart, so that the containers whose agents went back too go in between */
+            memcpy(p->back_base, p->reason, sizeof p->back_base);
+            p->back_ct = ct;
+            (void)str_copy(p->back_logs, sizeof p->back_logs, logs);
+            size_t n = strlen(p->reason);
+            snprintf(p->reason + n, sizeof p->reason - n, "%s", logs);
             return;
         }
         /* the same release with another job spec than this deploy's: another operator's deploy

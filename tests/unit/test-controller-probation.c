@@ -768,6 +768,59 @@ static void test_agent_reverted_on_its_own(void **state)
     free(st);
 }
 
+/* Several agents went back by themselves: the verdict names every one of them, not only the first
+ * seen (the demo's v2: all three agents went back to v1, and the verdict named h1:101 alone);
+ * beyond BACK_NAMED_MAX (4) after the first, "and N more".  A container fed again, or one that
+ * did not go back, is not named. */
+static void test_agents_went_back_all_named(void **state)
+{
+    (void)state;
+    static const char *many[] = { "h1:101", "h1:102", "h2:201", "h2:202", "h3:301", "h3:302", "h4:401", "h4:402" };
+    struct inv_policy pol = policy();
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = NULL;
+    assert_int_equal(probation_new(&pol, "train", NEW, 3, many, 1, 100, false, 0, &p), 0);
+    make_status(st, 1, 1, OLD, 50, 50000, 3.0);
+    st->jobs[0].state = GANG_REVERTED;
+    set_reason(&st->jobs[0], STATUS_RC_FATAL_EXIT, "non-retryable exit: rank 1 exited with code 4");
+    probation_feed(p, 1, st, 5); /* h1:102 is seen first */
+    assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
+    const char *one = "the agent on h1:102 went back to aaaaaaaaaaaa by itself (non-retryable exit: rank 1 "
+                      "exited with code 4); see `drover logs --job train`";
+    assert_string_equal(probation_reason(p), one);
+    probation_feed(p, 1, st, 6); /* the same container again: named once */
+    assert_string_equal(probation_reason(p), one);
+    make_status(st, 0, 1, NEW, 50, 50000, 3.0); /* h1:101 still runs the new release: not named */
+    probation_feed(p, 0, st, 6);
+    assert_string_equal(probation_reason(p), one);
+    make_status(st, 2, 1, OLD, 50, 50000, 3.0);
+    st->jobs[0].state = GANG_REVERTED;
+    probation_feed(p, 2, st, 6);
+    assert_string_equal(probation_reason(p),
+                        "the agent on h1:102 went back to aaaaaaaaaaaa by itself (non-retryable exit: rank 1 "
+                        "exited with code 4), and so did the agent on h2:201; see `drover logs --job train`");
+    make_status(st, 0, 1, OLD, 50, 50000, 3.0);
+    st->jobs[0].state = GANG_REVERTED;
+    probation_feed(p, 0, st, 7);
+    assert_non_null(strstr(probation_reason(p), "4), and so did the agents on h1:101 and h2:201; see `drover logs"));
+    assert_true(probation_agent_went_back(p));
+    probation_free(p);
+    /* eight containers, all back: the first, four more named, "and 3 more" */
+    assert_int_equal(probation_new(&pol, "train", NEW, 8, many, 1, 100, false, 0, &p), 0);
+    for (int c = 0; c < 8; c++) {
+        make_status(st, c, 1, OLD, 50, 50000, 3.0);
+        st->jobs[0].state = GANG_REVERTED;
+        set_reason(&st->jobs[0], STATUS_RC_LIVENESS, "liveness: rank hung");
+        probation_feed(p, c, st, 5);
+    }
+    assert_int_equal(probation_check(p, 5), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p),
+                        "the agent on h1:101 went back to aaaaaaaaaaaa by itself (liveness: rank hung), and so "
+                        "did the agents on h1:102, h2:201, h2:202, h3:301 and 3 more");
+    probation_free(p);
+    free(st);
+}
+
 static void test_no_baseline(void **state)
 {
     (void)state;
@@ -953,6 +1006,7 @@ int main(void)
         cmocka_unit_test(test_agent_stopping_fails),
         cmocka_unit_test(test_old_agent_reason_words),
         cmocka_unit_test(test_agent_reverted_on_its_own),
+        cmocka_unit_test(test_agents_went_back_all_named),
         cmocka_unit_test(test_no_baseline),
         cmocka_unit_test(test_progress_deadline),
         cmocka_unit_test(test_recovery),
