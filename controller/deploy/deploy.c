@@ -1625,9 +1625,8 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         ret = EXIT_FAIL;
         goto restore;
     }
-    if (ar < 0) {
-        log_error("%s", err);
-        snprintf(reason, sizeof reason, "activate failed: %.400s", err);
+    if (ar < 0) { /* said once, by the FAILED verdict below (it was said three times) */
+        snprintf(reason, sizeof reason, "activate failed: %.760s", err);
         goto failed;
     }
     /* healthy_deadline counts from the moment the whole gang runs the new release: each
@@ -1749,9 +1748,8 @@ failed:
     if (env_fault_seen(&d, agent_code, exit_code, reason, reason, sizeof reason)) {
         /* The agent stopped the gang for a device or driver fault: the environment, not the
          * release.  Reverting would blame the release and run the good one on the same broken
-         * GPU; the container stays marked until gpu-check passes there. */
-        log_error("job '%s' stopped on an environment fault during probation: %s", d.job->name,
-                  reason);
+         * GPU; the container stays marked until gpu-check passes there.  Said once, on stdout
+         * as every verdict (the same reason was also said as an error on stderr). */
         printf("%sENVIRONMENT FAULT%s for job '%s' with %s (%s): %s; not reverted (the release is "
                "not to blame): fix the container's GPU environment (drover-agent gpu-check), then "
                "deploy again\n", ui_red(stdout), ui_reset(stdout), d.job->name, d.sid, d.name,
@@ -1767,7 +1765,9 @@ failed:
         printf("%sINTERRUPTED%s %s (%s) for job '%s': %s; putting the good release back\n",
                ui_bold(stdout), ui_reset(stdout), d.sid, d.name, d.job->name, reason);
     } else {
-        log_error("release %s failed probation: %s", d.sid, reason);
+        /* The verdict is said once, on stdout, as promoted and HELD are (-o json: on stderr, and
+         * the document's "error" is the record's reason).  It was also said as `drover: error:
+         * release ... failed probation: <reason>` just before, the same reason twice. */
         printf("%sFAILED%s %s (%s) for job '%s': %s\n", ui_red(stdout), ui_reset(stdout), d.sid,
                d.name, d.job->name, reason);
     }

@@ -26,9 +26,9 @@ say "drover deploy v19 (rank 2 aborts at step $at)"
 drover deploy "$d" --job train
 show_drover 8
 check "deploy v19 exits 3 (reverted)" test "$DROVER_RC" = 3
-grep -o 'failed probation: .*' "$E2E_WORK/last.out" "$E2E_WORK/last.err" | head -n 1 | sed 's/^/    verdict: /'
-check "the verdict names the rank that aborted, in h2:201" drover_said 'failed probation: .*h2:201.*signal 6'
-check "... not a rank that only lost its peer" eval '! grep -E "failed probation: .*(peer_lost|peer lost|code 8)" "$E2E_WORK/last.out" "$E2E_WORK/last.err"'
+grep -h -o '^FAILED .*' "$E2E_WORK/last.out" "$E2E_WORK/last.err" | head -n 1 | sed 's/^/    verdict: /'
+check "the verdict names the rank that aborted, in h2:201" drover_said '^FAILED .*h2:201.*signal 6'
+check "... not a rank that only lost its peer" eval '! grep -E "^FAILED .*(peer_lost|peer lost|code 8)" "$E2E_WORK/last.out" "$E2E_WORK/last.err"'
 check "every container is back on v1" all_current_is "$v1"
 check "v1's ranks train again" all_ranks_advance 3 90
 finish

@@ -33,7 +33,10 @@ check "deploy says it reverted" drover_said 'revert|roll(ed)? ?back'
 check "the revert's progress lines say recovery, not probation (the demo's label)" \
 	eval 'grep -q "^recovery " "$E2E_WORK/last.err" && ! sed -n "/^reverting job/,\$p" "$E2E_WORK/last.err" | grep -q "^probation "'
 check "the reason names the missing shard, in the worker's own words" drover_said "no-such-shard.bin"
-check "... and points at the workers' log, naming the job" drover_said 'failed probation: .*; see `drover logs --job train`'
+check "... and points at the workers' log, naming the job" drover_said '^FAILED .*; see `drover logs --job train`'
+said_count() { awk -v re="$1" '$0 ~ re { n++ } END { print n + 0 }' "$E2E_WORK/last.out" "$E2E_WORK/last.err"; }
+check "the reason is said once, by the FAILED verdict (not also as 'drover: error: ... failed probation')" \
+	eval '[[ $(said_count "no-such-shard[.]bin") == 1 && $(said_count "failed probation") == 0 ]]'
 check "every container is back on v1" all_current_is "$v1"
 
 # Each agent sees v2's exit 4 (data) and goes back to v1 by itself.  When every one of them did
@@ -51,6 +54,7 @@ self_reverted_gang_kept() {
 		[[ $(head -n 1 <<<"$ev") == "revert reverted on its own"* ]] || all_auto=0
 		[[ $(grep -c . <<<"$ev") == 1 ]] || bad=1
 	done
+	ALL_AUTO=$all_auto
 	if ((!all_auto)); then
 		echo "    (not every agent went back by itself before the controller's revert: a full two-phase revert is right)"
 		return 0
@@ -58,6 +62,15 @@ self_reverted_gang_kept() {
 	((!bad)) && drover_said 'already on'
 }
 check "agents that went back by themselves keep their v1 gang (no stop, no revert of v1 to itself)" self_reverted_gang_kept
+# ... and the verdict names every one of them, not only the first seen (it named h1:101 alone)
+verdict_names_all_back() {
+	local line c
+	line=$(grep -h '^FAILED ' "$E2E_WORK/last.out" | head -n 1)
+	((ALL_AUTO)) || { echo "    (not every agent went back by itself: nothing to name)"; return 0; }
+	[[ $line == *"by itself"*"and so did the agents on"* ]] || return 1
+	for c in $E2E_CTS; do [[ $line == *"$c"* ]] || return 1; done
+}
+check "the verdict names every container whose agent went back by itself" verdict_names_all_back
 
 resumed_ok() {
 	local t

@@ -57,9 +57,9 @@ say "drover deploy g2 (rank 1, in h2:201, aborts at its 15th step)"
 drover deploy "$d" --job ptg
 show_drover 8
 check "deploy g2 exits 3 (reverted)" test "$DROVER_RC" = 3
-grep -o 'failed probation: .*' "$E2E_WORK/last.out" "$E2E_WORK/last.err" | head -n 1 | sed 's/^/    verdict: /'
-check "the verdict names the rank that aborted, in h2:201" drover_said 'failed probation: .*h2:201.*signal 6'
-check "... not rank 0 in h1:101, which only lost its peer" eval '! grep -E "failed probation: .*h1:101" "$E2E_WORK/last.out" "$E2E_WORK/last.err"'
+grep -h -o '^FAILED .*' "$E2E_WORK/last.out" "$E2E_WORK/last.err" | head -n 1 | sed 's/^/    verdict: /'
+check "the verdict names the rank that aborted, in h2:201" drover_said '^FAILED .*h2:201.*signal 6'
+check "... not rank 0 in h1:101, which only lost its peer" eval '! grep -E "^FAILED .*h1:101" "$E2E_WORK/last.out" "$E2E_WORK/last.err"'
 # grep in the container: `cat | grep -q` under pipefail fails when grep's early exit kills cat
 peer_lost_said() { ct h1:101 sh -c 'grep -q "lost a peer" /var/lib/drover/runs/ptg/logs/rank0.log*'; }
 # the contract itself: h1:101's agent saw exit 8, not 1 (in the lab the verdict tends to come
