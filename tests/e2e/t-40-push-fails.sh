@@ -50,4 +50,29 @@ check "deploy names the missing command" drover_said "'bin/drover-train' \(the (
 check "it says nothing was contacted" drover_said "nothing was contacted, nothing changed"
 nothing_sent() { ! pct_since_has h1 'pct (push|exec)' && ! pct_since_has h2 'pct (push|exec)'; }
 check "no pct push or exec was made for it" nothing_sent
+
+# A wave (several jobs in one deploy) checks every job's command before any host is contacted:
+# a release that lacks the second job's command deploys nothing, not even the first job (the
+# second job's command was looked for only once the first job had been deployed; exit 1 after a
+# rollback of it).  Its own inventory: the lab's plus [job second] in h1:102, running ./w.sh.
+INV_LAB=$INV
+INV="$E2E_WORK/wave.ini"
+{
+	cat "$LAB_DIR/inventory.ini"
+	printf '\n[job second]\ncontainers = h1:102\ncommand = ./w.sh\nmaster_port = 29531\n'
+} >"$INV"
+d=$(make_release v6 train.seed=6)
+pids_before=$(all_pids)
+pct_mark
+say "drover deploy v6 --job train --job second (v6 has no ./w.sh)"
+drover deploy "$d" --job train --job second
+show_drover 5
+check "the wave exits 2 (bad input found before any host was contacted)" test "$DROVER_RC" = 2
+check "it names the second job and its missing command" drover_said "'./w.sh' \(the command of \[job second\] in the inventory\) is missing"
+check "it says nothing was contacted" drover_said "nothing was contacted, nothing changed"
+check "the first job was not started" eval '! drover_said "wave: job"'
+check "no pct push or exec was made for it" nothing_sent
+check "no worker was stopped or restarted (same pids in every container)" test "$pids_before" = "$(all_pids)"
+check "every container is still on v1" all_current_is "$v1"
+INV=$INV_LAB
 finish
