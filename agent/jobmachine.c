@@ -631,6 +631,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
          * leaves is marked bad, as its own revert would. */
         fx_simple(out, JM_FX_WAIT);
         rt->next = JM_NEXT_REVERT;
+        rt->next_code = STATUS_RC_NONE; /* a requested revert's, as below: the good gang starts */
         rt->next_no_mark = false;
         (void)str_copy(rt->next_rdzv, sizeof rt->next_rdzv, ev->rdzv ? ev->rdzv : "");
         fx_event(out, "revert", j->current, "the controller's revert joins this agent's own: %s",

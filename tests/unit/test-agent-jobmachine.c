@@ -670,7 +670,7 @@ static void test_revert_joins_own_revert(void **state)
          "the controller's revert joins this agent's own"},
         {JM_EV_GANG_GONE, 74, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY,
          "reverted from bbbbbbbbbbbb: release bbbbbbbbbbbb not promoted before its probation deadline"},
-        {JM_EV_START_OK, 74, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
+        {JM_EV_START_OK, 74, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL, ""},
     };
     RUN(&w, rows);
     assert_string_equal(w.j->current, A);
