@@ -223,7 +223,7 @@ class Heartbeat:
         self.resumed_from = -1
         self.ckpt_step = -1
         self.current_phase = "init"
-        self.dropped = 0  # lines not written (fd gone, or too long)
+        self.dropped = 0  # lines not written (fd gone, or a step() line too long for its extras)
         self._t_last = None
         if self.fd is not None and report_uncaught:
             global _newest, _prev_excepthook
@@ -347,7 +347,7 @@ class Heartbeat:
         except Exception:  # noqa: BLE001
             text = "<unprintable %s>" % type(message).__name__
         self.current_phase = "done"
-        self._send({"error": text})
+        self._send({"error": text}, cut="error")
 
     def done(self):
         """Clean exit (max steps reached, or stopping after SIGTERM)."""
@@ -383,8 +383,9 @@ class Heartbeat:
 
     # ---- the wire ----
 
-    def line(self, extra=None):
-        """The heartbeat line (str, ending in newline) for the current state."""
+    def line(self, extra=None, release=True):
+        """The heartbeat line (str, ending in newline) for the current state (without the
+        release field when release is False)."""
         o = {
             "v": VERSION,
             "rank": self.rank,
@@ -401,6 +402,8 @@ class Heartbeat:
             "release": self.release,
             "backend": self.backend,
         }
+        if not release:
+            del o["release"]
         if extra:
             for k, v in extra.items():
                 if isinstance(v, float) and not math.isfinite(v):
@@ -408,15 +411,43 @@ class Heartbeat:
                 o[k] = v
         return json.dumps(o, separators=(",", ":"), allow_nan=False) + "\n"
 
-    def _send(self, extra=None):
+    def _encode(self, extra=None, release=True):
+        return self.line(extra, release).encode("utf-8", "replace")
+
+    def _fit(self, extra, key):
+        """The line with extra[key] (text) cut to the longest prefix whose *encoded* line fits
+        in LINE_MAX, or None: json.dumps writes a non-ASCII character as \\uXXXX (6 or 12
+        bytes), so 150 characters of error text can be 1800 bytes.  An over-long
+        DROVER_RELEASE is left out when even the empty text does not fit with it (the agent
+        fills it in, docs/protocol.md)."""
+        text = extra[key]
+        for release in (True, False):
+            if len(self._encode(dict(extra, **{key: ""}), release)) > LINE_MAX:
+                continue
+            lo, hi = 0, len(text)  # text[:lo] fits, text[:hi + 1] does not
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if len(self._encode(dict(extra, **{key: text[:mid]}), release)) <= LINE_MAX:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            return self._encode(dict(extra, **{key: text[:lo]}), release)
+        return None
+
+    def _send(self, extra=None, cut=None):
         if self.fd is None:
             return
         try:
-            data = self.line(extra).encode("utf-8", "replace")
+            data = self._encode(extra)
+            if len(data) > LINE_MAX:
+                if cut is not None:  # an error line: never dropped for its length
+                    data = self._fit(extra, cut)
+                elif self.release and len(self._encode(extra, False)) < len(data):
+                    data = self._encode(extra, False)  # the agent fills the release in
         except (TypeError, ValueError):
             self.dropped += 1
             return
-        if len(data) > LINE_MAX:
+        if data is None or len(data) > LINE_MAX:
             self.dropped += 1
             return
         try:

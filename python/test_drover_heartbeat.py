@@ -121,6 +121,32 @@ class HeartbeatTest(unittest.TestCase):
         self.assertEqual(lines[1]["phase"], "done")
         self.assertNotIn("error", lines[1])
 
+    def test_error_non_ascii_never_dropped(self):
+        # json.dumps writes each non-ASCII character as \\uXXXX: 150 characters of Chinese or
+        # accented text made a line over LINE_MAX, dropped (no reason, no done phase reached
+        # the agent).  The text is cut until the encoded line fits.
+        for msg in ("配置错误: " + "无效的值" * 40, "é" * 150, "\U0001F525" * 150, "x" * 500):
+            self.hb.error(msg)
+            self.assertEqual(self.hb.dropped, 0, msg[:10])
+            raw = os.read(self.r, 65536)
+            self.assertLessEqual(len(raw), drover_heartbeat.LINE_MAX)
+            got = json.loads(raw.decode())
+            self.assertEqual(got["phase"], "done")
+            self.assertTrue(msg.startswith(got["error"]), got["error"][:20])
+            self.assertGreater(len(got["error"]), 50)
+            self.assertEqual(got["release"], "ab" * 32)
+        # an over-long DROVER_RELEASE: the error line leaves the release out (the agent fills
+        # it in) rather than being dropped
+        hb = Heartbeat(fd=self.w, env=dict(ENV, DROVER_RELEASE="r" * 2000), report_uncaught=False)
+        hb.error("é" * 150)
+        self.assertEqual(hb.dropped, 0)
+        got = json.loads(os.read(self.r, 65536).decode())
+        self.assertNotIn("release", got)
+        self.assertEqual(got["phase"], "done")
+        hb.done()
+        self.assertEqual(hb.dropped, 0)
+        self.assertNotIn("release", json.loads(os.read(self.r, 65536).decode()))
+
     def test_fd_gone_never_raises(self):
         os.close(self.r)  # the agent went away: EPIPE
         for i in range(3):
@@ -205,7 +231,7 @@ class UncaughtExceptionTest(unittest.TestCase):
                 "hb = %s\n"
                 "hb.step(1, 2.5, tokens=100)\n" % (HERE, make)) + body
         r, w = os.pipe()
-        env = dict(os.environ, DROVER_HEARTBEAT_FD=str(w), RANK="1")
+        env = dict(os.environ, DROVER_HEARTBEAT_FD=str(w), RANK="1", DROVER_RELEASE="ab" * 32)
         p = subprocess.run([sys.executable, "-c", code], env=env, pass_fds=(w,), timeout=60,
                            stderr=subprocess.PIPE)
         os.close(w)
@@ -219,6 +245,13 @@ class UncaughtExceptionTest(unittest.TestCase):
         self.assertIn(b"Traceback", p.stderr)  # Python's own report still comes
         self.assertEqual(lines[-1]["phase"], "done")
         self.assertEqual(lines[-1]["error"], "RuntimeError: boom: the loss divides by zero")
+
+    def test_uncaught_non_ascii_exception_reaches_the_agent(self):
+        # 150 characters of non-ASCII text were a line over LINE_MAX: dropped, no reason
+        p, lines = self.run_worker("raise ValueError('配置错误: ' + '无效的值' * 40)\n")
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(lines[-1]["phase"], "done")
+        self.assertTrue(lines[-1]["error"].startswith("ValueError: 配置错误: 无效的值"), lines[-1])
 
     def test_own_error_is_not_replaced(self):
         p, lines = self.run_worker("hb.error('disk full: /ckpt')\nraise OSError(28, 'No space')\n")
@@ -294,7 +327,7 @@ class ExitCodesTest(unittest.TestCase):
                 "%s\n"
                 "sys.exit(99)  # not reached\n" % (HERE, call))
         r, w = os.pipe()
-        env = dict(os.environ, DROVER_HEARTBEAT_FD=str(w), RANK="1")
+        env = dict(os.environ, DROVER_HEARTBEAT_FD=str(w), RANK="1", DROVER_RELEASE="ab" * 32)
         env.pop("PYTHONUNBUFFERED", None)  # stdout buffered, as a worker's is (not a tty)
         p = subprocess.run([sys.executable, "-c", code], env=env, pass_fds=(w,), timeout=60,
                            stdout=stdout if stdout is not None else subprocess.PIPE,
@@ -330,6 +363,17 @@ class ExitCodesTest(unittest.TestCase):
             p, lines, err = self.run_exit(call, stdout=full)
         self.assertEqual(p.returncode, 6, err)
         self.assertIn("disk full", lines[-1]["error"])
+
+    def test_exits_with_non_ascii_text(self):
+        # the agent's reason for exits 6 and 8 was lost to an over-long line the same way
+        for call, code in (("hb.exit_peer_lost(RuntimeError('gloo/transport: Connection reset by "
+                            "peer ' + 'é' * 150))", 8),
+                           ("hb.exit_disk_full(OSError(errno.ENOSPC, 'No space', '/ckpt/' + "
+                            "'\\U0001F525' * 150))", 6)):
+            p, lines, err = self.run_exit(call)
+            self.assertEqual(p.returncode, code, err)
+            self.assertEqual(lines[-1]["phase"], "done")
+            self.assertTrue(lines[-1]["error"].startswith(("peer lost: ", "disk full: ")))
 
     def test_exit_without_drover(self):
         # run by hand (no DROVER_HEARTBEAT_FD): no heartbeat, the same exit
