@@ -173,6 +173,48 @@ class ExitCodesTest(unittest.TestCase):
         self.assertEqual(p.returncode, 3, err)
         self.assertIn("config error: %s: cannot read it: No such file or directory" % missing, err)
 
+    def test_bad_config_values_exit_3(self):
+        # A newcomer's adversarial config.json: a typo ("lrr") was silently ignored; a wrong
+        # type or a heads count not dividing dim exited 1 with a traceback (retried); ckpt_every
+        # 0 passed the preflight then divided by zero at step 1; batch 0 reported itself
+        # diverged (7); an unknown attention was accepted.  Each is now exit 3 with one line
+        # naming the file, the key and what is allowed, in the preflight (--selftest) too.
+        conf = os.path.join(self.dir, "config.json")
+        env = dict(os.environ, DROVER_RUN_DIR=self.run_dir, OMP_NUM_THREADS="1")
+        env.pop("DROVER_HEARTBEAT_FD", None)
+        cases = [
+            ({"lrr": 0.1}, 'unknown key "lrr" (did you mean "lr"?); the keys are '),
+            ({"layers": "two"}, 'key "layers" is "two": allowed: an integer >= 1'),
+            ({"lr": None}, 'key "lr" is null: allowed: a number > 0'),
+            ({"heads": 3}, 'key "heads" is 3: allowed: a divisor of "dim" ("dim" is 16)'),
+            ({"ckpt_every": 0}, 'key "ckpt_every" is 0: allowed: an integer >= 1'),
+            ({"batch": 0}, 'key "batch" is 0: allowed: an integer >= 1'),
+            ({"attention": "bogus"}, 'key "attention" is "bogus": allowed: "auto" or "flex" or '
+                                     '"sdpa" or "plain"'),
+            ({"compile_flex": "false"}, 'key "compile_flex" is "false": allowed: true or false'),
+        ]
+        for bad, what in cases:
+            with self.subTest(bad=bad):
+                code, beats = self.train(max_steps=3, **bad)
+                self.assertEqual(code, 3, self.last_stderr)
+                err = self.last_stderr.strip()
+                self.assertEqual(len(err.splitlines()), 1, err)
+                self.assertTrue(err.startswith("train.py: config error: %s: %s" % (conf, what)), err)
+                self.assertEqual(beats[-1]["phase"], "done")
+                full, got = "config error: config.json: " + what, beats[-1]["error"]
+                n = min(len(full), len(got))
+                self.assertEqual(got[:n], full[:n])
+                self.assertEqual(self.ckpt_files(), [])
+                # the preflight's run says the same
+                p = subprocess.run([PY, os.path.join(self.rel, "train.py"), "--config", conf,
+                                    "--selftest"], env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, timeout=60)
+                self.assertEqual(p.returncode, 3, p.stderr)
+                self.assertIn(what, p.stderr.decode())
+        # a good one still trains
+        code, beats = self.train(max_steps=2, heads=4, lr=1)
+        self.assertEqual(code, 0, self.last_stderr)
+
     def test_lost_peer_exits_8(self):
         # A gang of two over gloo; rank 1 aborts at its 3rd step (abort_at_step): rank 0's next
         # collective fails with gloo's lost connection, and it exits 8 (peer_lost,

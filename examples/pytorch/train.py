@@ -11,8 +11,8 @@ What a user's own script needs for drover, all of it here:
     in $DROVER_RESUME_RELEASES (the release itself and the promoted ones);
   - exit codes from drover-train's contract (common/trainexit.h, docs/errors.md; drover_heartbeat's
     EXIT_* constants, peer_lost(), hb.exit_disk_full(), hb.exit_peer_lost()) where restarting
-    the same release cannot help: 3 for a config.json that is unreadable or not a JSON object
-    (one line naming the file and the position), 6 for a full disk (ENOSPC/EDQUOT writing a checkpoint or a log
+    the same release cannot help: 3 for a config.json that is unreadable, not a JSON object, or
+    has an unknown key or a bad value (one line naming the file and the position or the key), 6 for a full disk (ENOSPC/EDQUOT writing a checkpoint or a log
     line), 7 after 3 consecutive non-finite losses; and 8 (peer_lost) when a collective fails
     because another rank died, so the verdict names that rank, not this one.  Any other failure
     exits 1, which the agent retries up to its crash limit.
@@ -62,6 +62,78 @@ DEFAULTS = {
 }
 
 
+def _integer(lo):
+    def ok(v, cfg):
+        return isinstance(v, int) and not isinstance(v, bool) and v >= lo
+    return ok, "an integer >= %d" % lo
+
+
+def _number(lo, strict):
+    def ok(v, cfg):
+        return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                and (v > lo if strict else v >= lo))
+    return ok, "a number %s %g" % (">" if strict else ">=", lo)
+
+
+def _one_of(*words):
+    return (lambda v, cfg: isinstance(v, str) and v in words), " or ".join('"%s"' % w for w in words)
+
+
+_BOOL = (lambda v, cfg: isinstance(v, bool)), "true or false"
+_STRING = (lambda v, cfg: isinstance(v, str)), "a string"
+_STEP_KNOB = _integer(-1)[0], "an integer >= 1, or -1 (off)"
+
+# What each key of config.json may be: (check(value, whole config), what is allowed, in words).
+# Checked before anything is built, so a bad value exits 3 (config, not retried) with one line
+# naming the file and the key, in the preflight (--selftest) too, instead of a traceback from
+# deep in the model (exit 1, retried) or a bad run (ckpt_every 0 dividing by zero at step 1,
+# batch 0 reporting itself diverged).
+SCHEMA = {
+    "layers": _integer(1),
+    "heads": _integer(1),
+    "dim": _integer(1),
+    "seq": _integer(1),
+    "vocab": _integer(2),
+    "batch": _integer(1),
+    "lr": _number(0, strict=True),
+    "max_steps": _integer(1),
+    "ckpt_every": _integer(1),
+    "keep_ckpts": _integer(1),
+    "data": _STRING,
+    "attention": _one_of("auto", "flex", "sdpa", "plain"),
+    "compile_model": _BOOL,
+    "compile_flex": _BOOL,
+    "dtype": _one_of("auto", "bf16", "fp32"),
+    "threads": _integer(1),
+    "step_sleep_s": _number(0, strict=False),
+    "nan_at_step": _STEP_KNOB, "hang_at_step": _STEP_KNOB, "nan_once_at_step": _STEP_KNOB,
+    "abort_at_step": _STEP_KNOB,
+    "hang_once": _BOOL, "ckpt_sleep_s": _number(0, strict=False), "hang_on_file": _STRING,
+    "fail_import": _BOOL, "selftest": _BOOL,
+}
+
+
+def check_config(path, user, cfg):
+    """Raise ConfigError for the first unknown key or bad value of the user's config."""
+    import difflib
+    for key in user:
+        if key not in SCHEMA:
+            near = difflib.get_close_matches(key, SCHEMA, n=1)
+            raise ConfigError(path, "unknown key %s%s; the keys are %s" % (
+                json.dumps(key), " (did you mean %s?)" % json.dumps(near[0]) if near else "",
+                ", ".join(sorted(SCHEMA))))
+    for key in SCHEMA:
+        ok, allowed = SCHEMA[key]
+        if not ok(cfg[key], cfg):
+            raise ConfigError(path, "key %s is %s: allowed: %s" % (
+                json.dumps(key), json.dumps(cfg[key])[:40], allowed))
+    if cfg["dim"] % cfg["heads"]:  # each head gets dim/heads channels
+        key, other = ("heads", "dim") if "heads" in user or "dim" not in user else ("dim", "heads")
+        raise ConfigError(path, "key %s is %d: allowed: %s (%s is %d)" % (
+            json.dumps(key), cfg[key], "a divisor of \"dim\"" if key == "heads" else
+            "a multiple of \"heads\"", json.dumps(other), cfg[other]))
+
+
 class ConfigError(Exception):
     """config.json cannot be used: the file, where in it and what is wrong (one line)."""
 
@@ -86,6 +158,7 @@ def load_config(path):
             raise ConfigError(path, 'not a JSON object ({"key": value, ...}) but a JSON %s'
                               % {list: "array", str: "string", bool: "boolean"}.get(type(user), "number" if user is not None else "null"))
         cfg.update(user)
+        check_config(path, user, cfg)
     return cfg
 
 
@@ -110,14 +183,11 @@ def main():
     hb = Heartbeat(backend="torch")
     try:
         default = os.path.join(HERE, "config.json")
-        cfg = load_config(args.config or (default if os.path.exists(default) else None))
+        path = args.config or (default if os.path.exists(default) else None)
+        cfg = load_config(path)
     except ConfigError as e:
-        # exit 3 (config): not retried, and one line the preflight's reason and the verdict
-        # quote, instead of a traceback ending in json/decoder.py that never names the file
-        print("train.py: config error: %s: fix the file and deploy the release again (a config "
-              "change is a new release)" % e, file=sys.stderr, flush=True)
-        hb.error("config error: %s: %s" % (os.path.basename(e.path), e.what))  # 150 bytes at most
-        return EXIT_CONFIG
+        return config_error(hb, e)
+    cfg["_path"] = path or "(defaults)"
     if args.selftest:
         cfg.update(max_steps=1, ckpt_every=10 ** 9, data="", selftest=True)
     # SIGTERM keeps its default (exit at once) until the gang has met: train() takes it over
@@ -128,6 +198,8 @@ def main():
         code = train(cfg, hb)
         sys.stdout.flush()  # a log on a full disk fails here, where it is caught, not at exit
         return code
+    except ConfigError as e:  # a value this machine's torch cannot run (flex's head size)
+        return config_error(hb, e)
     except OSError as e:
         if disk_full(e):  # exit 6: restarting the release cannot help
             hb.exit_disk_full(e)
@@ -138,6 +210,15 @@ def main():
             hb.exit_peer_lost(e)
         hb.error("%s: %s" % (type(e).__name__, e))
         raise
+
+
+def config_error(hb, e):
+    # exit 3 (config): not retried, and one line the preflight's reason and the verdict quote,
+    # instead of a traceback (json/decoder.py's, or the model's) that never names the file
+    print("train.py: config error: %s: fix the file and deploy the release again (a config "
+          "change is a new release)" % e, file=sys.stderr, flush=True)
+    hb.error("config error: %s: %s" % (os.path.basename(e.path), e.what))  # cut to fit a line
+    return EXIT_CONFIG
 
 
 class Dist:
@@ -179,14 +260,20 @@ def train(cfg, hb):
             from torch.nn.attention.flex_attention import flex_attention, create_block_mask
         except ImportError:
             if attn == "flex":
-                raise
-    if flex_attention is not None and cuda:
+                raise ConfigError(cfg["_path"], 'key "attention" is "flex": this torch (%s) has '
+                                  'no flex_attention (2.5 or later); "auto" picks what it has'
+                                  % torch.__version__) from None
+    T, H, D = int(cfg["seq"]), int(cfg["heads"]), int(cfg["dim"])
+    if attn == "flex" and flex_attention is not None and cuda and D // H < 16:
+        # flex_attention's kernels need at least 16 channels per head (InductorError otherwise)
+        raise ConfigError(cfg["_path"], 'key "attention" is "flex": allowed with "dim"/"heads" '
+                          '>= 16 only (%d/%d = %d); "auto" uses sdpa then' % (D, H, D // H))
+    if flex_attention is not None and cuda and D // H >= 16:
         attn = "flex"
     elif attn in ("auto", "flex"):
         attn = "sdpa" if hasattr(F, "scaled_dot_product_attention") else "plain"
     if attn == "flex" and cfg["compile_flex"]:
         flex_attention = torch.compile(flex_attention)  # v1 of the origin incident has this line
-    T, H, D = int(cfg["seq"]), int(cfg["heads"]), int(cfg["dim"])
     block_mask = None
     if attn == "flex":
         def causal(b, h, q_idx, kv_idx):
