@@ -215,6 +215,43 @@ class ExitCodesTest(unittest.TestCase):
         code, beats = self.train(max_steps=2, heads=4, lr=1)
         self.assertEqual(code, 0, self.last_stderr)
 
+    def resumed(self, rel, **cfg):
+        """Run release `rel` (DROVER_RELEASE); (the resumed_from of its last init heartbeat, its stdout)."""
+        out = os.path.join(self.dir, "stdout")
+        with mock.patch.dict(os.environ, {"DROVER_RELEASE": rel}), open(out, "w") as f:
+            code, beats = self.train(stdout=f, **cfg)
+        self.assertEqual(code, 0, self.last_stderr)
+        with open(out) as f:
+            return [b for b in beats if b["phase"] == "init"][-1]["resumed_from"], f.read()
+
+    def test_new_model_shape_starts_fresh(self):
+        # A release built with layers=3 after a promoted one of 2 resumed the promoted
+        # release's checkpoint: load_state_dict raised (Missing key(s)), the rank exited 1 and
+        # the deploy was reverted, every time.  A checkpoint of another shape is now skipped,
+        # saying why, and the release trains from scratch; a same-shape one still resumes.
+        self.assertEqual(self.resumed("aaa", max_steps=3)[0], -1)
+        self.assertEqual(self.ckpt_files(), ["torch-aaa-2.pt", "torch-aaa-3.pt"])
+        # same shape, another release: resumes
+        self.assertEqual(self.resumed("aab", max_steps=4)[0], 3)
+        # another shape: fresh, and says why
+        r, out = self.resumed("bbb", max_steps=2, layers=2)
+        self.assertEqual(r, -1)
+        self.assertIn("rank 0: checkpoint torch-aab-4.pt (release aab, step 4) is of another "
+                      "model shape (layers 1, not 2): its weights cannot be loaded", out)
+        self.assertIn("training from step 0", out)
+        # its restart resumes its own checkpoint, past the newer ones of the old shape
+        self.assertEqual(self.resumed("bbb", max_steps=3, layers=2)[0], 2)
+        # a checkpoint written before the shape was stored: compared by its weights
+        script = ("import torch, sys\ns = torch.load(sys.argv[1])\ndel s['shape']\ns['step'] = 9\n"
+                  "torch.save(s, sys.argv[2])\n")
+        subprocess.run([PY, "-c", script, os.path.join(self.ckpts, "torch-aab-4.pt"),
+                        os.path.join(self.ckpts, "torch-old-9.pt")], check=True)
+        r, out = self.resumed("ccc", max_steps=5, layers=2)
+        self.assertEqual(r, 3)  # bbb's step 3, not the old layers=1 one at step 9
+        self.assertIn("torch-old-9.pt (release aab, step 9) is of another model shape (its "
+                      "weights differ: 12 weights missing, e.g. blocks.1.fc.bias)", out)
+        self.assertEqual(self.resumed("ddd", max_steps=10)[0], 9)  # layers 1: it fits
+
     def test_lost_peer_exits_8(self):
         # A gang of two over gloo; rank 1 aborts at its 3rd step (abort_at_step): rank 0's next
         # collective fails with gloo's lost connection, and it exits 8 (peer_lost,

@@ -8,7 +8,9 @@ What a user's own script needs for drover, all of it here:
   - SIGTERM means: finish the step, write a checkpoint, exit 0 (the agent stops gangs that way);
     a rank that stopped only because another rank got it exits 12 (peer_stopped);
   - resume from the newest checkpoint in $DROVER_RUN_DIR/checkpoints written by a release named
-    in $DROVER_RESUME_RELEASES (the release itself and the promoted ones);
+    in $DROVER_RESUME_RELEASES (the release itself and the promoted ones) for a model of this
+    shape (SHAPE_KEYS: a release that changes the architecture trains from scratch, saying so);
+    rank 0 reads it and broadcasts it to the other ranks;
   - exit codes from drover-train's contract (common/trainexit.h, docs/errors.md; drover_heartbeat's
     EXIT_* constants, peer_lost(), hb.exit_disk_full(), hb.exit_peer_lost()) where restarting
     the same release cannot help: 3 for a config.json that is unreadable, not a JSON object, or
@@ -132,6 +134,37 @@ def check_config(path, user, cfg):
         raise ConfigError(path, "key %s is %d: allowed: %s (%s is %d)" % (
             json.dumps(key), cfg[key], "a divisor of \"dim\"" if key == "heads" else
             "a multiple of \"heads\"", json.dumps(other), cfg[other]))
+
+
+# What a checkpoint's weights depend on: one written with other values cannot be resumed
+# (heads changes no tensor's shape, but what the weights mean).
+SHAPE_KEYS = ("layers", "heads", "dim", "seq", "vocab")
+
+
+def other_shape(state, shape, model):
+    """None when the checkpoint `state` fits `model` (of `shape`), else why not, in words.  A
+    checkpoint without "shape" (written before it was stored) is compared by its state_dict's
+    keys and tensor shapes."""
+    theirs = state.get("shape")
+    if isinstance(theirs, dict):
+        diff = ["%s %s, not %s" % (k, json.dumps(theirs.get(k)), json.dumps(shape[k]))
+                for k in SHAPE_KEYS if theirs.get(k) != shape[k]]
+        return "; ".join(diff) or None
+    sd = state.get("model")
+    if not isinstance(sd, dict):
+        return "no model weights in it"
+    mine = model.state_dict()
+    missing = sorted(set(mine) - set(sd))
+    extra = sorted(set(sd) - set(mine))
+    sized = sorted(k for k in set(mine) & set(sd)
+                   if tuple(getattr(sd[k], "shape", ())) != tuple(mine[k].shape))
+    if not (missing or extra or sized):
+        return None
+    parts = []
+    for what, keys in (("missing", missing), ("unexpected", extra), ("of another size", sized)):
+        if keys:
+            parts.append("%d weights %s, e.g. %s" % (len(keys), what, keys[0]))
+    return "its weights differ: " + "; ".join(parts)
 
 
 class ConfigError(Exception):
@@ -330,13 +363,16 @@ def train(cfg, hb):
     model = GPT().to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=float(cfg["lr"]), weight_decay=0.1)
 
-    # ---- resume: newest checkpoint of an allowed release (rank 0 reads, then broadcasts) ----
+    # ---- resume: newest checkpoint of an allowed release and of this model's shape (rank 0
+    # reads, then broadcasts) ----
     release = os.environ.get("DROVER_RELEASE", "local")
     run_dir = os.environ.get("DROVER_RUN_DIR", os.path.join(HERE, "run"))
     ckpt_dir = os.path.join(run_dir, "checkpoints")
     allowed = [r for r in os.environ.get("DROVER_RESUME_RELEASES", "").split(",") if r]
+    shape = {k: cfg[k] for k in SHAPE_KEYS}
     start = 0
     state = None
+    skipped = False  # a newer checkpoint was of another model shape
     if rank == 0 and not cfg["selftest"]:
         os.makedirs(ckpt_dir, exist_ok=True)
         for path in sorted(glob.glob(os.path.join(ckpt_dir, "torch-*.pt")),
@@ -346,9 +382,28 @@ def train(cfg, hb):
                 continue
             try:
                 state = torch.load(path, map_location="cpu")
-                break
+                int(state["step"])
             except Exception as e:  # a torn file: try the next older one
                 print("checkpoint %s unreadable (%s); trying an older one" % (path, e), flush=True)
+                state = None
+                continue
+            # A release that changes the architecture (layers=3 after 2) cannot load the
+            # promoted release's weights: load_state_dict raised, the rank exited 1 and every
+            # such deploy was reverted.  It trains from scratch instead, and resumes its own
+            # checkpoints (of its shape) after a restart.
+            why = other_shape(state, shape, model)
+            if why is None:
+                break
+            print("rank 0: checkpoint %s (release %s, step %d) is of another model shape (%s): "
+                  "its weights cannot be loaded into this model, so it is not resumed; looking "
+                  "for an older one of this shape, else training from scratch"
+                  % (os.path.basename(path), state.get("release", "?"), int(state["step"]), why),
+                  flush=True)
+            state = None
+            skipped = True
+        if skipped and state is None:
+            print("rank 0: no checkpoint of this model's shape (%s) to resume: training from "
+                  "step 0" % ", ".join("%s %s" % kv for kv in shape.items()), flush=True)
     if dist is not None:
         box = [state]
         dist.broadcast_object_list(box, src=0)
@@ -424,7 +479,7 @@ def train(cfg, hb):
         with open(tmp, "wb") as f:
             sink = Sink(f)
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
-                        "release": release}, sink)
+                        "release": release, "shape": shape}, sink)
             if sink.error is not None:
                 raise sink.error
             if cfg["ckpt_sleep_s"]:
