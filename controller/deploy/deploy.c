@@ -554,8 +554,9 @@ static void old_gangs_waiting(struct deploy *d, const struct agent_fan_ct c[], d
 /* The first phase of a switch: stop the job's old gang in every container that has one, all at
  * once, and wait until each agent answers that every process of it is gone (the agent's stop
  * returns only then), at most switch_deadline (agent_fan_run).  gone[i] says which did; why[i]
- * says why not.  Returns how many did not. */
-static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][300])
+ * says why not; unasked[i] that its agent was never asked (its host could not be reached): its
+ * old gang runs on there, untouched.  Returns how many did not. */
+static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][300], bool unasked[INV_MAX_CTS])
 {
     const struct inv_job *j = d->job;
     struct agent_argv a;
@@ -573,6 +574,7 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][3
     for (int i = 0; i < j->ncts; i++) {
         gone[i] = skip[i] || c[i].ok[0];
         why[i][0] = '\0';
+        unasked[i] = !skip[i] && !c[i].asked;
         if (skip[i])
             continue;
         if (!c[i].asked) {
@@ -599,20 +601,37 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][3
  * stopped it (or was stopping it), with a new rendezvous generation so that it cannot pair with
  * old ranks still on their way out.  Where the old gang is not gone yet the agent starts it once
  * it is (its stop is replaced by the start).  Fills done with what happened. */
-static void restart_old_gangs(struct deploy *d, const bool gone[INV_MAX_CTS], char *done, size_t done_sz)
+static void restart_old_gangs(struct deploy *d, const bool gone[INV_MAX_CTS], const bool unasked[INV_MAX_CTS],
+                              char *done, size_t done_sz)
 {
     const struct inv_job *j = d->job;
+    /* A container whose agent was never asked still runs its old gang, as the generation all
+     * of them ran: the others must start as that one again to pair with it (their agents keep
+     * it when no --rdzv is given).  A new generation there split the gang for good. */
+    bool keep_generation = false;
+    for (int i = 0; i < j->ncts; i++)
+        keep_generation |= d->has_gang[i] && unasked[i];
     char tok[17];
     new_rdzv(tok);
     struct agent_argv a;
     agent_argv_init(&a);
-    agent_argv_start(&a, j->name, tok);
+    agent_argv_start(&a, j->name, keep_generation ? NULL : tok);
     size_t off = 0;
     done[0] = '\0';
     for (int i = 0; i < j->ncts; i++) {
         if (!d->has_gang[i])
             continue;
         char e[1024], sid[RELEASE_SHORT_LEN + 1];
+        if (unasked[i]) {
+            /* never stopped: nothing to start, and a start would only wait for the same host */
+            const char *what = "was never asked to stop (host unreachable): its old gang runs on "
+                               "there, and the others start again as its generation";
+            fprintf(stderr, "switch aborted: %s: %s %s\n", j->cts[i].label, ui_short(d->from[i], sid), what);
+            if (off < done_sz)
+                off += (size_t)snprintf(done + off, done_sz - off, "%s%s %s on %s", off ? "; " : "",
+                                        ui_short(d->from[i], sid), what, j->cts[i].label);
+            continue;
+        }
         /* a container still stopping answers only once its old gang is gone: the request is
          * queued there, there is no need to wait for it */
         double timeout = gone[i] ? (j->grace_s > 0 ? j->grace_s : 30) + d->inv->exec_timeout_s : 10;
@@ -756,16 +775,32 @@ static int activate_all(struct deploy *d, double probation_deadline, const char 
 int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t err_sz)
 {
     const struct inv_job *j = d->job;
-    bool gone[INV_MAX_CTS];
+    bool gone[INV_MAX_CTS], unasked[INV_MAX_CTS];
     char why[INV_MAX_CTS][300];
-    if (stop_old_gangs(d, gone, why) > 0) {
+    /* Nothing is stopped while a container cannot be reached: its gang would run on, the others'
+     * would stop, and the new release could not start there (fleet_conn remembers a host that
+     * failed; its error was said when it failed). */
+    char down[1000];
+    size_t dn = 0;
+    down[0] = '\0';
+    for (int i = 0; i < j->ncts; i++) {
+        struct conn *c;
+        if (fleet_conn(d->f, j->cts[i].host, &c) < 0 && dn < sizeof down)
+            dn += (size_t)snprintf(down + dn, sizeof down - dn, "%s%s", dn ? ", " : "", j->cts[i].label);
+    }
+    if (dn) {
+        snprintf(err, err_sz, "switch to %s not started: %s cannot be reached; nothing was stopped, "
+                 "the old release runs on everywhere.  Deploy again once the host answers", d->sid, down);
+        return -ECANCELED;
+    }
+    if (stop_old_gangs(d, gone, why, unasked) > 0) {
         char names[1200], done[1500];
         size_t off = 0;
         for (int i = 0; i < j->ncts && off < sizeof names; i++)
             if (!gone[i])
                 off += (size_t)snprintf(names + off, sizeof names - off, "%s%s: %s", off ? "; " : "",
                                         j->cts[i].label, why[i]);
-        restart_old_gangs(d, gone, done, sizeof done);
+        restart_old_gangs(d, gone, unasked, done, sizeof done);
         snprintf(err, err_sz, "switch to %s aborted before anything new started: %s.  Nothing of %s "
                  "was started anywhere; %s", d->sid, names, d->sid, done[0] ? done : "nothing was stopped");
         return -ECANCELED;
@@ -978,13 +1013,16 @@ static int revert_one(struct ct_fan *cf, int i)
 }
 
 /* A fresh look at every container before a revert: has every agent gone back to the good
- * release by itself, with its gang starting or running (revertplan.h)? */
-static bool job_back_everywhere(struct deploy *d)
+ * release by itself, with its gang starting or running (revertplan.h)?  back[i]: container i
+ * has (false where not known). */
+static bool job_back_everywhere(struct deploy *d, bool back[INV_MAX_CTS])
 {
     const struct inv_job *j = d->job;
     struct job_status *seen = calloc((size_t)j->ncts, sizeof *seen);
     const struct job_status *js[INV_MAX_CTS];
-    bool stopped[INV_MAX_CTS], found[INV_MAX_CTS], back[INV_MAX_CTS];
+    bool stopped[INV_MAX_CTS], found[INV_MAX_CTS];
+    for (int i = 0; i < j->ncts; i++)
+        back[i] = false;
     for (int i = 0; i < j->ncts; i++)
         stopped[i] = d->ct_stopped[i][0] != '\0';
     /* every container at once: a revert must not wait for one status after another */
@@ -1032,7 +1070,8 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
     d->switching = true;
     /* an operator's Ctrl-C that led here must not cut the look or the stop short */
     deploy_interrupted = 0;
-    bool gone[INV_MAX_CTS], already[INV_MAX_CTS] = { false };
+    bool gone[INV_MAX_CTS], already[INV_MAX_CTS] = { false }, back[INV_MAX_CTS];
+    bool unasked[INV_MAX_CTS] = { false }, unreach[INV_MAX_CTS] = { false };
     char stalled[INV_MAX_CTS][300];
     int left = 0;
     /* Every agent went back to the good release by itself and its gang starts or runs there
@@ -1040,7 +1079,21 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
      * Each agent is still asked to revert, without a new rendezvous generation: it answers
      * "already on the good release" and leaves the gang; one whose gang ended since this look
      * starts the good release again with the generation the others run, so it rejoins them. */
-    bool kept = job_back_everywhere(d);
+    bool kept = job_back_everywhere(d, back);
+    /* A container that cannot be reached keeps what runs there: its agent goes back by itself
+     * (at the latest once its probation deadline passes) as the generation the good release
+     * ran.  The others must revert as that one too, or the gang is split for good; and a gang
+     * already back elsewhere is left running, it is the one that container will join. */
+    char down[600] = "";
+    size_t dn = 0;
+    bool keep_generation = false;
+    for (int i = 0; i < j->ncts; i++) {
+        struct conn *c;
+        unreach[i] = !kept && !d->ct_stopped[i][0] && fleet_conn(d->f, j->cts[i].host, &c) < 0;
+        if (unreach[i] && dn < sizeof down)
+            dn += (size_t)snprintf(down + dn, sizeof down - dn, "%s%s", dn ? ", " : "", j->cts[i].label);
+        keep_generation |= unreach[i];
+    }
     if (kept) {
         fprintf(stderr, "revert: job '%s' is already back on %s in all %d %s (each agent went back "
                 "to it by itself, its gang starting or running): nothing is stopped; each agent is "
@@ -1058,9 +1111,21 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
         fprintf(stderr, "reverting job '%s' to %s on %d %s (two-phase: the failed gang stops "
                 "everywhere first)\n", j->name, ui_short(d->good, sid), j->ncts,
                 text_plural(j->ncts, "container", "containers"));
+        if (keep_generation)
+            fprintf(stderr, "revert: %s cannot be reached: the good release keeps the rendezvous "
+                    "generation it ran, which the agent there starts it as when it goes back by "
+                    "itself (at the latest once its probation deadline passes); a gang already "
+                    "back on it is left running\n", down);
         for (int i = 0; i < j->ncts; i++)
-            d->has_gang[i] = true;
-        left = stop_old_gangs(d, gone, stalled);
+            d->has_gang[i] = !unreach[i] && !(keep_generation && back[i]);
+        left = stop_old_gangs(d, gone, stalled, unasked);
+        for (int i = 0; i < j->ncts; i++) {
+            if (unreach[i]) {
+                gone[i] = false;
+                snprintf(stalled[i], sizeof stalled[i], "cannot be reached");
+            }
+            keep_generation |= unasked[i]; /* lost since: its gang runs on as the old generation */
+        }
     }
     char tok[17];
     new_rdzv(tok);
@@ -1069,7 +1134,7 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
     struct agent_argv args;
     agent_argv_init(&args);
     agent_argv_revert(&args, j->name, why, d->no_bad_mark);
-    if (!kept)
+    if (!kept && !keep_generation)
         agent_argv_rdzv(&args, tok);
     struct revert_arg ra = { .argv = args.argv, .gone = gone, .already = already,
                              .timeout_s = (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s };
@@ -1087,9 +1152,17 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
         cf->fn = revert_one;
         cf->arg = &ra;
         for (int i = 0; i < j->ncts; i++)
-            cf->skip[i] = d->ct_stopped[i][0] != '\0';
+            cf->skip[i] = d->ct_stopped[i][0] != '\0' || unreach[i];
         (void)ct_fan_run(cf);
         for (int i = 0; i < j->ncts; i++) {
+            if (unreach[i]) {
+                fprintf(stderr, "revert: %s: cannot be reached: NOT asked; its agent goes back by "
+                        "itself, as the generation the others run\n", j->cts[i].label);
+                failed++;
+                un += (size_t)snprintf(unreached + un, un < sizeof unreached ? sizeof unreached - un : 0, "%s%s",
+                                       un ? ", " : "", j->cts[i].label);
+                continue;
+            }
             if (cf->skip[i]) {
                 fprintf(stderr, "revert: %s: container stopped (pct: %s): the good release was NOT "
                         "started there\n", j->cts[i].label, d->ct_stopped[i]);
