@@ -3,6 +3,7 @@
  * creating a file (O_EXCL | O_NOFOLLOW), never opens a FIFO or device from a pack (a pack member
  * is only ever a regular file), and never removes a temp entry whose owner is still alive. */
 #include "agent/objstore.h"
+#include "agent/agent.h"
 #include "agent/vrecord.h"
 
 #include <dirent.h>
@@ -336,7 +337,7 @@ static int commit_staged(const struct store *s, struct want *wv, size_t nw, size
         if (lstat(fin, &st) == 0)
             (void)vrecord_put(&vr, w->sha, obj_mode(w->mode), &st);
     }
-    (void)vrecord_save(s, &vr);
+    (void)vrecord_save(s, &vr, AGENT_LOCK_TIMEOUT_S);
     vrecord_done(&vr);
     if (r == 0)
         r = fs_fsync_dir(od);
@@ -556,7 +557,7 @@ static int assemble(const struct store *s, const struct manifest2 *m, const char
     if (r == 0 && syncfs(dfd) < 0)
         r = -errno;
     close(dfd);
-    (void)vrecord_save(s, &vr);
+    (void)vrecord_save(s, &vr, AGENT_LOCK_TIMEOUT_S);
     vrecord_done(&vr);
     if (r < 0)
         goto fail;
@@ -611,7 +612,7 @@ void objstore_rm_tree(const struct store *s, const char *dir)
         if (kept[i] && obj_path(s, op, sizeof op, e->sha256, obj_mode(e->mode)) == 0 && lstat(op, &st) == 0)
             (void)vrecord_put(&vr, e->sha256, obj_mode(e->mode), &st);
     }
-    (void)vrecord_save(s, &vr);
+    (void)vrecord_save(s, &vr, AGENT_LOCK_TIMEOUT_S);
     vrecord_done(&vr);
     free(kept);
     manifest2_free(m);
@@ -705,7 +706,7 @@ int objstore_gc_objects(const struct store *s)
         }
     }
     closedir(d);
-    (void)vrecord_save(s, &vr);
+    (void)vrecord_save(s, &vr, AGENT_LOCK_TIMEOUT_S);
     vrecord_done(&vr);
     return n;
 }
@@ -849,7 +850,7 @@ static int verify_one(const struct store *s, const char *id, const char *what, s
     }
     r = 0;
 out:
-    (void)vrecord_save(s, &vr); /* what was hashed (and found right or wrong) is remembered */
+    (void)vrecord_save(s, &vr, AGENT_LOCK_TIMEOUT_S); /* what was hashed (and found right or wrong) is remembered */
     vrecord_done(&vr);
     if (dfd >= 0)
         close(dfd);

@@ -7,9 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
+#include "common/fs.h"
+#include "common/log.h"
 #include "common/sha256.h"
 #include "common/util.h"
 
@@ -175,7 +176,7 @@ static int queue_cmp(const void *a, const void *b)
     return x->pad < y->pad ? -1 : x->pad > y->pad;
 }
 
-int vrecord_save(const struct store *s, struct vrecord *r)
+int vrecord_save(const struct store *s, struct vrecord *r, double lock_timeout_s)
 {
     if (!r->nup)
         return 0;
@@ -184,13 +185,11 @@ int vrecord_save(const struct store *s, struct vrecord *r)
     if ((e = rec_path(s, lock, sizeof lock, ".lock")) < 0 || (e = rec_path(s, fin, sizeof fin, "")) < 0 ||
         (e = store_path(s, tmp, sizeof tmp, "objects/.verified.tmp.%ld", (long)getpid())) < 0)
         return e;
-    int lfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (lfd < 0)
-        return -errno;
-    if (flock(lfd, LOCK_EX) < 0) {
-        e = -errno;
-        close(lfd);
-        return e;
+    char err[PATH_MAX + 128];
+    int lfd = fs_lock_file(lock, lock_timeout_s, err, sizeof err);
+    if (lfd < 0) { /* the queued updates stay in r; a record not saved costs a re-hash */
+        log_warn("store: verification record not saved: %s", err);
+        return lfd;
     }
     struct vrec *cur = NULL;
     size_t ncur = 0;

@@ -64,7 +64,9 @@ int vrecord_put(struct vrecord *r, const char *sha_hex, uint32_t mode, const str
 /* Forget sha/mode (its object was found corrupt): queued as a record with ino 0. */
 int vrecord_forget(struct vrecord *r, const char *sha_hex, uint32_t mode);
 
-/* Merge the queued updates into the file (re-read under the lock).  0 or -errno. */
-int vrecord_save(const struct store *s, struct vrecord *r);
+/* Merge the queued updates into the file (re-read under objects/.verified.lock, waited for at
+ * most lock_timeout_s: a holder stuck longer gets -ETIMEDOUT and a warning naming it, and the
+ * updates stay queued).  0 or -errno. */
+int vrecord_save(const struct store *s, struct vrecord *r, double lock_timeout_s);
 
 #endif

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 
 #include "agent/objstore.h"
 #include "agent/store.h"
+#include "agent/vrecord.h"
 #include "common/pack.h"
 #include "common/util.h"
 
@@ -529,6 +531,38 @@ static void test_reverify_recorded_and_corrupt(void **state)
     unload(&env);
 }
 
+/* The verification record's lock has a deadline (house rule: nothing waits forever): a holder
+ * that keeps objects/.verified.lock gets the save -ETIMEDOUT after the timeout, with the
+ * updates still queued, and the next save once the lock is free writes them.  (The old code
+ * took a blocking flock here and waited for as long as the holder lived.) */
+static void test_vrecord_lock_has_deadline(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    struct vrecord r = { 0 };
+    assert_int_equal(vrecord_load(&s, &r), 0);
+    struct stat st;
+    assert_int_equal(stat(path("root"), &st), 0);
+    const char *sha = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    assert_int_equal(vrecord_put(&r, sha, 0644, &st), 0);
+
+    int holder = open(path("root/objects/.verified.lock"), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    assert_true(holder >= 0);
+    assert_int_equal(flock(holder, LOCK_EX), 0); /* another open file: conflicts with ours */
+    assert_int_equal(vrecord_save(&s, &r, 0.3), -ETIMEDOUT);
+    assert_int_equal(r.nup, 1);
+    close(holder);
+    assert_int_equal(vrecord_save(&s, &r, 0.3), 0);
+    assert_int_equal(r.nup, 0);
+    vrecord_done(&r);
+
+    struct vrecord back = { 0 };
+    assert_int_equal(vrecord_load(&s, &back), 0);
+    assert_int_equal(vrecord_matches(&back, sha, 0644, &st), VREC_SAME);
+    vrecord_done(&back);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -538,6 +572,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stale_temp_only_dead_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_have_record_and_stdin_pack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reverify_recorded_and_corrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vrecord_lock_has_deadline, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
