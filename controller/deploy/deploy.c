@@ -303,7 +303,7 @@ static int push_release(struct deploy *d, bool stage_only, char *err, size_t err
             d->leased[i] = false; /* given back by its install */
     free(give);
     if (send_interrupted && r < 0) /* "(0.0 MiB stored on hosts)" read as if nothing had been sent */
-        objsync_interrupted_msg(st.bytes_sent, st.bytes_to_hosts, err, err_sz);
+        objsync_interrupted_msg(&st, err, err_sz);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     send_interrupted = 0;

@@ -376,13 +376,22 @@ static const char *size_str(uint64_t bytes, char *buf, size_t sz)
     return buf;
 }
 
+/* "1.3 of 4.4 GiB": done in the unit of total (every size a transfer says goes through these
+ * three, so its lines agree: "4500.00 MiB" and "4.4 GiB" were the same file) */
+static const char *size_of(uint64_t done, uint64_t total, char *buf, size_t sz)
+{
+    char a[32], b[32];
+    snprintf(buf, sz, "%s of %s %s", size_in(done, total, a, sizeof a), size_in(total, total, b, sizeof b),
+             size_unit(total));
+    return buf;
+}
+
 const char *objsync_progress_line(const char *host, uint64_t sent, uint64_t total, double elapsed_s, char *buf,
                                   size_t sz)
 {
-    char a[32], b[32];
+    char a[96];
     double rate = elapsed_s > 0 ? (double)sent / elapsed_s / 1048576.0 : 0;
-    snprintf(buf, sz, "stage %s: %s of %s %s sent (%.0f MiB/s)", host, size_in(sent, total, a, sizeof a),
-             size_in(total, total, b, sizeof b), size_unit(total), rate);
+    snprintf(buf, sz, "stage %s: %s sent (%.0f MiB/s)", host, size_of(sent, total, a, sizeof a), rate);
     return buf;
 }
 
@@ -401,21 +410,30 @@ const char *objsync_install_wait_line(const char *host, uint64_t staged, double 
 
 const char *objsync_sent_line(const char *host, size_t nobj, uint64_t bytes, double elapsed_s, char *buf, size_t sz)
 {
+    char a[48];
+    size_str(bytes, a, sizeof a);
     if (!bytes) /* empty files: their objects are names, no data ("sent 0.00 MiB in 0.0s (0.0 MiB/s)") */
         snprintf(buf, sz, "stage %s: stored %zu %s of empty files (no data to send)", host, nobj,
                  text_plural((long long)nobj, "object", "objects"));
     else if (elapsed_s < 0.1) /* a rate over a few ms says nothing */
-        snprintf(buf, sz, "stage %s: sent %.2f MiB in %.1fs", host, (double)bytes / 1048576.0, elapsed_s);
+        snprintf(buf, sz, "stage %s: sent %s in %.1fs", host, a, elapsed_s);
     else
-        snprintf(buf, sz, "stage %s: sent %.2f MiB in %.1fs (%.1f MiB/s)", host, (double)bytes / 1048576.0,
-                 elapsed_s, (double)bytes / 1048576.0 / elapsed_s);
+        snprintf(buf, sz, "stage %s: sent %s in %.1fs (%.1f MiB/s)", host, a, elapsed_s,
+                 (double)bytes / 1048576.0 / elapsed_s);
     return buf;
 }
 
-const char *objsync_interrupted_msg(uint64_t sent, uint64_t stored, char *buf, size_t sz)
+const char *objsync_interrupted_msg(const struct sync_stats *st, char *buf, size_t sz)
 {
     char a[48], b[48], c[48];
-    if (sent > stored)
+    uint64_t sent = st->bytes_sent, stored = st->bytes_to_hosts;
+    if (sent > stored && !st->hosts_cut_sending)
+        /* every host had its last byte: the containers were storing it (the part said "not kept"
+         * was whole on the host, or nearly) */
+        snprintf(buf, sz, "interrupted by the operator while the containers stored and verified the release: "
+                 "all %s had been sent to the hosts (the next deploy asks each host store what it lacks and "
+                 "sends only that)", size_str(sent, a, sizeof a));
+    else if (sent > stored)
         snprintf(buf, sz, "interrupted by the operator while staging: %s sent to the hosts, %s of it stored "
                  "there (an object is stored only once the whole of it arrived: the part of one sent is not "
                  "kept, and the next deploy sends those %s again)", size_str(sent, a, sizeof a),
@@ -840,9 +858,10 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
     uint64_t total = 0;
     for (size_t i = 0; i < lack.n; i++)
         total += hj->rs->m->e[lack.v[i]].size;
+    char sz1[96], sz2[96];
     if (lack.n)
-        fprintf(stderr, "stage %s: %zu of %zu %s missing on the host, %.2f MiB to send\n", hname, lack.n, n,
-                text_plural(n, "object", "objects"), (double)total / 1048576.0);
+        fprintf(stderr, "stage %s: %zu of %zu %s missing on the host, %s to send\n", hname, lack.n, n,
+                text_plural(n, "object", "objects"), size_str(total, sz1, sizeof sz1));
     /* a line every objsync_progress_every_s while it runs: 4.4 GiB went by in a minute without
      * a word between "missing on the host" and "sent" */
     uint64_t inst_bytes = 0;
@@ -853,6 +872,7 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
     size_t pos = 0;
     double t0 = time_mono(), t_sent = 0;
     uint64_t sent_ok = 0;
+    bool handed_all = false; /* the interrupted exec of the last pack had its last byte */
     char e2[1024], stale[1024] = "";
     while (r == 0 && pos < lack.n) {
         size_t end = pos;
@@ -862,8 +882,8 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
         struct pack_src ps = { hj->rs, lack.v + pos, end - pos, stale, sizeof stale, &tk };
         ticker_pack(&tk, sent_ok);
         char label[160];
-        snprintf(label, sizeof label, "stage %s (%.0f of %.0f MiB stored, this pack)", hname,
-                 (double)sent_ok / 1048576.0, (double)total / 1048576.0);
+        snprintf(label, sizeof label, "stage %s (%s stored, this pack)", hname,
+                 size_of(sent_ok, total, sz1, sizeof sz1));
         uint64_t sent = 0;
         bool merged = inst && end == lack.n;
         double finish = 60 + (double)(end - pos) / 500; /* after the last byte: tar -x, mv */
@@ -893,12 +913,13 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
             }
             continue;
         }
+        handed_all = merged && ss.sent_at > 0;
         /* an answer that came but cannot be read: the install ran */
         if (send_interrupted || r == -ESTALE || (merged && r == -EBADMSG) || ++attempt >= SEND_ATTEMPTS)
             break;
         int wait = 1 << (attempt - 1);
-        fprintf(stderr, "stage %s: %s (%.1f MiB stored before this pack); retry %d of %d in %ds\n", hname,
-                hj->err, (double)sent_ok / 1048576.0, attempt, SEND_ATTEMPTS - 1, wait);
+        fprintf(stderr, "stage %s: %s (%s stored before this pack); retry %d of %d in %ds\n", hname, hj->err,
+                size_str(sent_ok, sz1, sizeof sz1), attempt, SEND_ATTEMPTS - 1, wait);
         sleep((unsigned)wait);
         /* Ask again: what is still missing from here on. */
         struct idxv again;
@@ -935,11 +956,12 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
          * reason was a bare "(0.0 MiB of 286.1 MiB stored on the host)" */
         if (r == -ESTALE && stale[0])
             (void)str_copy(hj->err, sizeof hj->err, stale);
-        snprintf(e2, sizeof e2, "%.900s (%.1f MiB of %.1f MiB stored on the host)", hj->err,
-                 (double)sent_ok / 1048576.0, (double)total / 1048576.0);
+        snprintf(e2, sizeof e2, "%.900s (%s stored on the host)", hj->err, size_of(sent_ok, total, sz2, sizeof sz2));
         (void)str_copy(hj->err, sizeof hj->err, e2);
     }
     if (send_interrupted) {
+        if (pos < lack.n && !handed_all)
+            hj->stats.hosts_cut_sending++;
         snprintf(hj->err, sizeof hj->err, "interrupted by the operator while staging to host '%s'", hname);
         r = -EINTR;
     }
@@ -1405,6 +1427,7 @@ int objsync_job(struct fleet *f, const struct inv_job *job, const struct relsrc 
             stats->bytes_sent += hjs[k].stats.bytes_sent;
             stats->bytes_to_hosts += hjs[k].stats.bytes_to_hosts;
             stats->objects_to_hosts += hjs[k].stats.objects_to_hosts;
+            stats->hosts_cut_sending += hjs[k].stats.hosts_cut_sending;
         }
         if (hjs[k].ret < 0 && r == 0) {
             r = hjs[k].ret;

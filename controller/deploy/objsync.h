@@ -64,6 +64,7 @@ struct sync_stats {
     uint64_t bytes_to_hosts; /* object bytes streamed into host stores (whole packs, stored) */
     size_t objects_to_hosts;
     uint64_t bytes_sent;     /* every byte handed to a host, also of a pack cut short (not kept) */
+    int hosts_cut_sending;   /* interrupted: hosts stopped with bytes still to hand over */
 };
 
 /* What staging says on stderr (stdout is for results): while the bytes flow, every
@@ -82,10 +83,12 @@ const char *objsync_install_wait_line(const char *host, uint64_t staged, double 
  * no rate under 0.1 s; objects of empty files only: "stored 2 objects of empty files (no data to
  * send)" (it said "sent 0.00 MiB in 0.0s (0.0 MiB/s)").  No newline.  Returns buf. */
 const char *objsync_sent_line(const char *host, size_t nobj, uint64_t bytes, double elapsed_s, char *buf, size_t sz);
-/* The reason of a staging the operator interrupted, from sync_stats' bytes_sent and
- * bytes_to_hosts: what was sent, what of it is stored, and that an object is stored only whole
- * (a pack cut short is removed; the next deploy sends it again).  Returns buf. */
-const char *objsync_interrupted_msg(uint64_t sent, uint64_t stored, char *buf, size_t sz);
+/* The reason of a staging the operator interrupted, from its sync_stats: what was sent, what of
+ * it is stored, and that an object is stored only whole (a pack cut short is removed; the next
+ * deploy sends it again); or, when every host had its last byte (hosts_cut_sending 0) and the
+ * interrupt came while the containers stored and verified, that all of it had been sent.
+ * Returns buf. */
+const char *objsync_interrupted_msg(const struct sync_stats *st, char *buf, size_t sz);
 
 /* deploy --stage-only: nothing follows a container's install, so the install gives the job's
  * deploy lease back in the same call (release install --job J --lease-release HOLDER).  may[i]:

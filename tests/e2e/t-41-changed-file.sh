@@ -36,7 +36,7 @@ DROVER_RC=$?
 show_drover 6
 check "deploy exits 1 (nothing switched)" test "$DROVER_RC" = 1
 check "the error names the file that changed and what to do" \
-	said_in "^drover: error: '.*/big.bin' changed while it was being deployed: deploy again \\([0-9.]+ MiB of [0-9.]+ MiB stored on the host\\)" last.err
+	said_in "^drover: error: '.*/big.bin' changed while it was being deployed: deploy again \\([0-9.]+ of [0-9.]+ MiB stored on the host\\)" last.err
 check "no error line without its reason" eval '! grep -q "^drover: error:  *(" "$E2E_WORK/last.err"'
 check "nothing was switched" drover_said "stopped before anything was switched"
 check "job 'changing' was never started in h1:102" eval '[[ -z $(ct_current h1:102 changing) ]]'

@@ -430,17 +430,27 @@ static void test_stage_lines(void **state)
     assert_string_equal(objsync_sent_line("h1", 2, 0, 0.01, buf, sizeof buf),
                         "stage h1: stored 2 objects of empty files (no data to send)");
     assert_string_equal(objsync_sent_line("h1", 1, 12 * MiB / 100, 0.01, buf, sizeof buf),
-                        "stage h1: sent 0.12 MiB in 0.0s");
+                        "stage h1: sent 0.1 MiB in 0.0s");
     assert_string_equal(objsync_sent_line("h1", 1, 4500 * MiB, 36.8, buf, sizeof buf),
-                        "stage h1: sent 4500.00 MiB in 36.8s (122.3 MiB/s)");
-    assert_string_equal(objsync_interrupted_msg(2 * GiB, 0, buf, sizeof buf),
+                        "stage h1: sent 4.4 GiB in 36.8s (122.3 MiB/s)");
+    struct sync_stats st = { .bytes_sent = 2 * GiB, .hosts_cut_sending = 1 };
+    assert_string_equal(objsync_interrupted_msg(&st, buf, sizeof buf),
                         "interrupted by the operator while staging: 2.0 GiB sent to the hosts, 0.0 MiB of it "
                         "stored there (an object is stored only once the whole of it arrived: the part of one "
                         "sent is not kept, and the next deploy sends those 2.0 GiB again)");
-    assert_string_equal(objsync_interrupted_msg(64 * MiB, 64 * MiB, buf, sizeof buf),
+    /* every host had handed over its last byte: the containers were storing it, and the "not
+     * kept" of the line above would be false (the Ctrl-C came during store and verify) */
+    st = (struct sync_stats){ .bytes_sent = 2 * GiB, .bytes_to_hosts = GiB };
+    assert_string_equal(objsync_interrupted_msg(&st, buf, sizeof buf),
+                        "interrupted by the operator while the containers stored and verified the release: all "
+                        "2.0 GiB had been sent to the hosts (the next deploy asks each host store what it lacks "
+                        "and sends only that)");
+    st = (struct sync_stats){ .bytes_sent = 64 * MiB, .bytes_to_hosts = 64 * MiB, .hosts_cut_sending = 1 };
+    assert_string_equal(objsync_interrupted_msg(&st, buf, sizeof buf),
                         "interrupted by the operator while staging (64.0 MiB stored on the hosts: the next "
                         "deploy does not send it again)");
-    assert_string_equal(objsync_interrupted_msg(0, 0, buf, sizeof buf),
+    st = (struct sync_stats){ .hosts_cut_sending = 2 };
+    assert_string_equal(objsync_interrupted_msg(&st, buf, sizeof buf),
                         "interrupted by the operator while staging (nothing sent to the hosts yet)");
 }
 
