@@ -265,6 +265,17 @@ static int rank_from_json(json_t *o, struct rank_status *rs)
     return 0;
 }
 
+double rank_status_ktok(const struct rank_status *rs)
+{
+    static const char *const live[] = { "running", "starting", "checkpointing" };
+    if (!rs->has_hb || !isfinite(rs->hb.tok_s) || rs->hb.tok_s <= 0) /* 0: unknown (heartbeat.h) */
+        return NAN;
+    for (size_t i = 0; i < sizeof live / sizeof *live; i++)
+        if (strcmp(rs->state, live[i]) == 0)
+            return rs->hb.tok_s / 1000.0;
+    return NAN;
+}
+
 bool gpu_uuid_is_valid(const char *s)
 {
     if (strncmp(s, "GPU-", 4) != 0 && strncmp(s, "MIG-", 4) != 0)

@@ -165,6 +165,13 @@ struct rank_status {
     struct gpu_status gpu;
 };
 
+/* A rank's throughput now, in Ktok/s: its last heartbeat's tok_s / 1000 while it is running,
+ * starting or checkpointing; NAN when there is none to show (no heartbeat, tok_s 0 = unknown,
+ * or a rank that is silent, stalled, exited or killed: its last figure is not what it does now,
+ * and `status` showed 95.2 for a rank that had said nothing for minutes).  `drover status`
+ * (table "-", JSON null, left out of the job's sum) and `drover top` read it. */
+double rank_status_ktok(const struct rank_status *rs);
+
 struct job_status {
     char job[JOB_NAME_MAX];
     char current[RELEASE_ID_LEN + 1];  /* release the job's gang runs (or should run); "" none */

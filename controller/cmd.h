@@ -84,12 +84,11 @@ int cmd_result_end(struct cmd_result *cr, const struct inventory *inv, const cha
 void install_diagnose(const char *err, int status, char *missing, size_t missing_sz,
                       const char **package, char *why, size_t why_sz);
 
-/* `drover status` (cmd_status.c): a rank's throughput in ktok/s, NAN when it has no data (no
- * heartbeat, or tok_s unknown): -o json writes null, the table "-".  Its LOSS cell: the loss,
+/* `drover status` (cmd_status.c): a rank's throughput is rank_status_ktok (common/status.h).
+ * Its LOSS cell: the loss,
  * "NaN" only for the non-finite-loss failure (the agent counted non-finite steps), "-" when
  * there is no loss yet.  Returns buf. */
 struct rank_status;
-double status_rank_ktok(const struct rank_status *rs);
 const char *status_loss_text(const struct rank_status *rs, char *buf, size_t sz);
 /* The line `drover status` prints on stderr under its table for a container whose gang of job
  * has failed (the agent gave up: a promoted release's non-finite loss, a crash loop, a failed

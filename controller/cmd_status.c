@@ -45,13 +45,6 @@ static json_t *json_str_or_null(const char *s)
     return s && *s ? json_string(s) : json_null();
 }
 
-double status_rank_ktok(const struct rank_status *rs)
-{
-    if (!rs->has_hb || !isfinite(rs->hb.tok_s) || rs->hb.tok_s <= 0) /* 0: unknown (heartbeat.h) */
-        return NAN;
-    return rs->hb.tok_s / 1000.0;
-}
-
 const char *status_loss_text(const struct rank_status *rs, char *buf, size_t sz)
 {
     if (rs->has_hb && rs->hb.loss_finite && isfinite(rs->hb.loss))
@@ -182,7 +175,7 @@ static json_t *rank_json(const struct rank_status *rs)
         json_object_set_new(o, "step", json_integer(hb->step));
         json_object_set_new(o, "loss", hb->loss_finite && isfinite(hb->loss) ? json_real(hb->loss)
                                                                               : json_null());
-        double k = status_rank_ktok(rs);
+        double k = rank_status_ktok(rs);
         json_object_set_new(o, "ktok_s", isfinite(k) ? json_real(k) : json_null()); /* null: no data */
         json_object_set_new(o, "hb", heartbeat_to_json(hb)); /* wire names: common/heartbeat.c */
     } else {
@@ -227,8 +220,8 @@ static void print_row(const char *job, const char *ct, int node, const struct jo
                 release = rs->hb.release;
             snprintf(step, sizeof step, "%lld", (long long)rs->hb.step);
             (void)status_loss_text(rs, loss, sizeof loss);
-            if (isfinite(status_rank_ktok(rs)))
-                snprintf(ktok, sizeof ktok, "%.1f", status_rank_ktok(rs));
+            if (isfinite(rank_status_ktok(rs)))
+                snprintf(ktok, sizeof ktok, "%.1f", rank_status_ktok(rs));
         }
     }
     bool off = target[0] && release[0] && strncmp(release, target, strlen(release)) != 0;
@@ -476,7 +469,7 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             json_t *ranks = json_array();
             for (int k = 0; k < js->nranks; k++) {
                 json_array_append_new(ranks, rank_json(&js->ranks[k]));
-                double kt = status_rank_ktok(&js->ranks[k]);
+                double kt = rank_status_ktok(&js->ranks[k]);
                 if (isfinite(kt)) {
                     total += kt;
                     nktok++;

@@ -137,7 +137,8 @@ void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char 
             r->loss = hb->loss;
             r->loss_finite = hb->loss_finite && isfinite(hb->loss);
             r->loss_nan = !r->loss_finite && hb->nonfinite > 0;
-            r->ktok = isfinite(hb->tok_s) && hb->tok_s > 0 ? hb->tok_s / 1000.0 : 0;
+            double kt = rank_status_ktok(rs); /* silent, stalled, exited: none now */
+            r->ktok = isfinite(kt) ? kt : 0;
             r->step_s = isfinite(hb->step_ms) && hb->step_ms > 0 ? hb->step_ms / 1000.0 : 0;
             r->phase = hb->phase;
             (void)str_copy(r->release, sizeof r->release, hb->release);

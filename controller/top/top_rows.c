@@ -207,7 +207,10 @@ static void fill_rank(struct top_row *row, const struct top_snapshot *s, const s
             row->attr[TOP_COL_LOSS] |= TOP_A_RED | TOP_A_BOLD;
         } else
             cellf(row, TOP_COL_LOSS, "-"); /* no loss yet, as `drover status` says */
-        cellf(row, TOP_COL_KTOK, "%.1f", r->ktok);
+        if (r->ktok > 0)
+            cellf(row, TOP_COL_KTOK, "%.1f", r->ktok);
+        else /* unknown, or a rank that is silent, stalled or gone (rank_status_ktok) */
+            cellf(row, TOP_COL_KTOK, "-");
         if (top_rank_is_slow(s, ct, r))
             row->attr[TOP_COL_KTOK] |= TOP_A_RED | TOP_A_BOLD;
     } else {

@@ -50,15 +50,27 @@ static void test_rank_ktok(void **state)
     (void)state;
     struct rank_status rs;
     memset(&rs, 0, sizeof rs);
-    assert_true(isnan(status_rank_ktok(&rs))); /* no heartbeat: no data, not 0 */
+    assert_true(isnan(rank_status_ktok(&rs))); /* no heartbeat: no data, not 0 */
     rs.has_hb = true;
     heartbeat_init(&rs.hb);
     rs.hb.tok_s = 0; /* unknown (heartbeat.h) */
-    assert_true(isnan(status_rank_ktok(&rs)));
+    assert_true(isnan(rank_status_ktok(&rs)));
     rs.hb.tok_s = NAN;
-    assert_true(isnan(status_rank_ktok(&rs)));
+    assert_true(isnan(rank_status_ktok(&rs)));
     rs.hb.tok_s = 41500;
-    assert_true(fabs(status_rank_ktok(&rs) - 41.5) < 1e-9);
+    assert_true(isnan(rank_status_ktok(&rs))); /* no state: not a live rank */
+    const char *live[] = { "running", "starting", "checkpointing" };
+    for (int i = 0; i < 3; i++) {
+        strcpy(rs.state, live[i]);
+        assert_true(fabs(rank_status_ktok(&rs) - 41.5) < 1e-9);
+    }
+    /* its last heartbeat's figure is not what a rank that stopped talking or stepping does now
+     * (status showed 41.5 for a silent rank, and summed it into the job's Ktok/s) */
+    const char *dead[] = { "silent", "stalled", "exited", "killed" };
+    for (int i = 0; i < 4; i++) {
+        strcpy(rs.state, dead[i]);
+        assert_true(isnan(rank_status_ktok(&rs)));
+    }
 }
 
 /* A failed gang: the default table said only "failed" (the newcomer pass, a promoted PyTorch
