@@ -1095,10 +1095,13 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
         keep_generation |= unreach[i];
     }
     if (kept) {
-        fprintf(stderr, "revert: job '%s' is already back on %s in all %d %s (each agent went back "
-                "to it by itself, its gang starting or running): nothing is stopped; each agent is "
-                "asked to confirm, then the recovery is watched\n", j->name, ui_short(d->good, sid),
-                j->ncts, text_plural(j->ncts, "container", "containers"));
+        char where[48] = "in its container"; /* "in all 1 container" */
+        if (j->ncts > 1)
+            snprintf(where, sizeof where, "in all %d containers", j->ncts);
+        fprintf(stderr, "revert: job '%s' is already back on %s %s (%s went back to it by itself, "
+                "its gang starting or running): nothing is stopped; %s asked to confirm, then the "
+                "recovery is watched\n", j->name, ui_short(d->good, sid), where,
+                j->ncts > 1 ? "each agent" : "its agent", j->ncts > 1 ? "each agent is" : "it is");
         for (int i = 0; i < j->ncts; i++) {
             gone[i] = true;
             stalled[i][0] = '\0';
