@@ -989,6 +989,31 @@ static int ctx_finish(struct parse_ctx *c)
             return -EINVAL;
         }
         apply_policy(&j->policy, c->job_policy_set[i], &c->policy);
+        /* the probation ends at max_probation_time (at most progress_deadline) from activation,
+         * warmup included: warm samples that must span as long or longer never can, and every
+         * deploy with a baseline would end "no data" and revert (deploy/drover.ini.example had
+         * min_healthy_time = 5m under the default max_probation_time 5m) */
+        const struct inv_policy *jp = &j->policy;
+        double pend = jp->max_probation_time_s > 0 && jp->max_probation_time_s < jp->progress_deadline_s
+                          ? jp->max_probation_time_s : jp->progress_deadline_s;
+        if (jp->min_healthy_time_s > 0 && jp->min_healthy_time_s >= pend) {
+            char a[32], b[32], sg[32], pd[32], more[96] = "";
+            bool mpt = jp->max_probation_time_s > 0 && jp->max_probation_time_s <= jp->progress_deadline_s;
+            double sugg = jp->min_healthy_time_s + jp->warmup_max_s; /* the samples, after the longest warmup */
+            inventory_duration_str(sugg, sg, sizeof sg);
+            if (sugg > jp->progress_deadline_s)
+                snprintf(more, sizeof more, " and `progress_deadline = %s` (now %s)", sg,
+                         inventory_duration_str(jp->progress_deadline_s, pd, sizeof pd));
+            snprintf(c->err, c->err_sz, "%s:%d: [job %s]: min_healthy_time %s is not shorter than %s %s: the "
+                     "probation ends then (counted from activation, warmup included), before the warm samples "
+                     "can span min_healthy_time, so every deploy would end with no throughput verdict and "
+                     "revert; write `max_probation_time = %s`%s (min_healthy_time plus warmup_max), or a "
+                     "shorter min_healthy_time", c->path, j->line, j->name,
+                     inventory_duration_str(jp->min_healthy_time_s, a, sizeof a),
+                     mpt ? "max_probation_time" : "progress_deadline", inventory_duration_str(pend, b, sizeof b), sg,
+                     more);
+            return -EINVAL;
+        }
         j->healthy_deadline_from = c->job_policy_set[i] & POL_HEALTHY_DEADLINE ? INV_FROM_JOB
                                    : c->policy_set & POL_HEALTHY_DEADLINE      ? INV_FROM_POLICY
                                                                                : INV_FROM_DEFAULT;

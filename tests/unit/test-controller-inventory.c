@@ -567,6 +567,36 @@ static void test_deadline_warning(void **state)
     assert_string_equal(inventory_duration_str(2.5, w, sizeof w), "2.5s");
 }
 
+/* min_healthy_time at or past the probation's end (max_probation_time, at most
+ * progress_deadline, from activation): no deploy could ever be judged, each ended "no data" and
+ * reverted.  deploy/drover.ini.example set min_healthy_time = 5m under the default
+ * max_probation_time 5m.  Refused at load, naming both keys and what to write. */
+static void test_min_healthy_time_fits_probation(void **state)
+{
+    (void)state;
+    const char *job = "[host h]\naddress = a\n[job j]\ncontainers = h:101\ncommand = x\n";
+    char text[512];
+    snprintf(text, sizeof text, "[policy]\nmin_healthy_time = 5m\n%s", job);
+    parse_fails(text, "[job j]: min_healthy_time 5m is not shorter than max_probation_time 5m",
+                "write `max_probation_time = 10m` (min_healthy_time plus warmup_max)");
+    /* the job's own key, and progress_deadline as the end when it comes first */
+    snprintf(text, sizeof text, "[policy]\nmax_probation_time = 1h\n%smin_healthy_time = 10m\n", job);
+    parse_fails(text, "min_healthy_time 10m is not shorter than progress_deadline 10m",
+                "`max_probation_time = 15m` and `progress_deadline = 15m` (now 10m)");
+    /* shorter: fine (the lab's, the example's after the fix) */
+    snprintf(text, sizeof text, "[policy]\nmin_healthy_time = 5m\nmax_probation_time = 15m\n"
+                                "progress_deadline = 20m\n%s", job);
+    inventory_free(parse_ok(text));
+    /* the example a newcomer copies loads (the tests run from the repository root) */
+    struct inventory *ex = NULL;
+    char err[INV_ERR_MAX] = "";
+    int r = inventory_load("deploy/drover.ini.example", &ex, err, sizeof err);
+    if (r < 0)
+        fprintf(stderr, "deploy/drover.ini.example: %s\n", err);
+    assert_int_equal(r, 0);
+    inventory_free(ex);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -583,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_shared_container_master_port),
         cmocka_unit_test(test_inline_comments),
         cmocka_unit_test(test_deadline_warning),
+        cmocka_unit_test(test_min_healthy_time_fits_probation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
