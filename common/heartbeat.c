@@ -86,21 +86,59 @@ int heartbeat_format(const struct heartbeat *hb, char *out, size_t outsz)
     return (int)(n + 1);
 }
 
-int heartbeat_from_json(json_t *o, struct heartbeat *ret_hb)
+/* The one reading of a heartbeat object: every rule is checked here, and why (when not NULL)
+ * says which one failed, so heartbeat_refusal never restates them. */
+static int hb_from_json(json_t *o, struct heartbeat *ret_hb, char *why, size_t wsz)
 {
+#define HB_BAD(...)                                                                                                    \
+    do {                                                                                                               \
+        if (why)                                                                                                       \
+            snprintf(why, wsz, __VA_ARGS__);                                                                           \
+        return -EINVAL;                                                                                                \
+    } while (0)
     struct heartbeat hb;
     heartbeat_init(&hb);
+    if (!json_is_object(o))
+        HB_BAD("not a JSON object");
     int64_t rank = 0, nonfinite = 0;
-    if (!json_is_object(o) || jf_int(o, "rank", INT64_MIN, INT64_MAX, true, &rank) < 0 || rank < 0 || rank > 1 << 20 ||
-        jf_int(o, "step", INT64_MIN, INT64_MAX, true, &hb.step) < 0 || hb.step < 0 || jf_int(o, "pid", INT64_MIN, INT64_MAX, false, &hb.pid) < 0 ||
-        jf_int(o, "tokens", INT64_MIN, INT64_MAX, false, &hb.tokens) < 0 || jf_int(o, "nonfinite", INT64_MIN, INT64_MAX, false, &nonfinite) < 0 ||
-        nonfinite < 0 || nonfinite > 1 << 30 || jf_int(o, "resumed_from", INT64_MIN, INT64_MAX, false, &hb.resumed_from) < 0 ||
-        jf_int(o, "ckpt_step", INT64_MIN, INT64_MAX, false, &hb.ckpt_step) < 0 || jf_int(o, "mem_peak", INT64_MIN, INT64_MAX, false, &hb.mem_peak) < 0 ||
-        jf_num(o, "tok_s", &hb.tok_s) < 0 || jf_num(o, "step_ms", &hb.step_ms) < 0 ||
-        jf_num(o, "mfu", &hb.mfu) < 0 || jf_str(o, "release", hb.release, sizeof hb.release, true) < 0 ||
-        jf_str(o, "backend", hb.backend, sizeof hb.backend, true) < 0 ||
-        jf_str(o, "error", hb.error, sizeof hb.error, true) < 0)
-        return -EINVAL;
+    if (!json_object_get(o, "rank"))
+        HB_BAD("no \"rank\" (the global rank, $RANK)");
+    if (jf_int(o, "rank", 0, HB_RANK_MAX, true, &rank) < 0)
+        HB_BAD("\"rank\" is not an integer 0..%d", HB_RANK_MAX);
+    if (!json_object_get(o, "step"))
+        HB_BAD("no \"step\" (optimizer steps completed)");
+    if (jf_int(o, "step", 0, INT64_MAX, true, &hb.step) < 0)
+        HB_BAD("\"step\" is not a non-negative integer");
+    /* the optional keys, each absent or of its type */
+    struct {
+        const char *key;
+        int64_t *i, lo, hi;
+    } ints[] = { { "pid", &hb.pid, INT64_MIN, INT64_MAX },
+                 { "tokens", &hb.tokens, INT64_MIN, INT64_MAX },
+                 { "nonfinite", &nonfinite, 0, 1 << 30 },
+                 { "resumed_from", &hb.resumed_from, INT64_MIN, INT64_MAX },
+                 { "ckpt_step", &hb.ckpt_step, INT64_MIN, INT64_MAX },
+                 { "mem_peak", &hb.mem_peak, INT64_MIN, INT64_MAX } };
+    for (size_t k = 0; k < ARRAY_SIZE(ints); k++)
+        if (jf_int(o, ints[k].key, ints[k].lo, ints[k].hi, false, ints[k].i) < 0)
+            HB_BAD("\"%s\" has the wrong type or value", ints[k].key);
+    struct {
+        const char *key;
+        double *d;
+    } nums[] = { { "tok_s", &hb.tok_s }, { "step_ms", &hb.step_ms }, { "mfu", &hb.mfu } };
+    for (size_t k = 0; k < ARRAY_SIZE(nums); k++)
+        if (jf_num(o, nums[k].key, nums[k].d) < 0)
+            HB_BAD("\"%s\" has the wrong type or value", nums[k].key);
+    struct {
+        const char *key;
+        char *dst;
+        size_t sz;
+    } strs[] = { { "release", hb.release, sizeof hb.release },
+                 { "backend", hb.backend, sizeof hb.backend },
+                 { "error", hb.error, sizeof hb.error } };
+    for (size_t k = 0; k < ARRAY_SIZE(strs); k++)
+        if (jf_str(o, strs[k].key, strs[k].dst, strs[k].sz, true) < 0)
+            HB_BAD("\"%s\" has the wrong type or value", strs[k].key);
     hb.rank = (int)rank;
     hb.nonfinite = (int)nonfinite;
     json_t *loss = json_object_get(o, "loss");
@@ -109,16 +147,22 @@ int heartbeat_from_json(json_t *o, struct heartbeat *ret_hb)
         hb.loss = json_number_value(loss);
         hb.loss_finite = isfinite(hb.loss);
     } else if (loss && !json_is_null(loss))
-        return -EINVAL;
+        HB_BAD("\"loss\" has the wrong type or value");
     json_t *ph = json_object_get(o, "phase");
     if (ph && (!json_is_string(ph) || hb_phase_from_name(json_string_value(ph), &hb.phase) < 0))
-        return -EINVAL;
+        HB_BAD("\"phase\" has the wrong type or value");
+#undef HB_BAD
     if (!ph && hb.step > 0)
         hb.phase = HB_PHASE_TRAIN;
     if (!isfinite(hb.tok_s) || hb.tok_s < 0)
         hb.tok_s = 0;
     *ret_hb = hb;
     return 0;
+}
+
+int heartbeat_from_json(json_t *o, struct heartbeat *ret_hb)
+{
+    return hb_from_json(o, ret_hb, NULL, 0);
 }
 
 static bool tok_at(const char *s, size_t len, size_t i, const char *tok)
@@ -187,9 +231,6 @@ int heartbeat_parse(const char *line, size_t len, struct heartbeat *ret_hb)
 
 const char *heartbeat_refusal(const char *line, size_t len, char *buf, size_t sz)
 {
-    static const char *const optional[] = {"pid", "tokens", "nonfinite", "resumed_from", "ckpt_step",
-                                           "mem_peak", "tok_s", "step_ms", "mfu", "release", "backend",
-                                           "error", "loss", "phase"};
     if (len > HEARTBEAT_LINE_MAX) {
         snprintf(buf, sz, "longer than %d bytes", HEARTBEAT_LINE_MAX);
         return buf;
@@ -199,7 +240,7 @@ const char *heartbeat_refusal(const char *line, size_t len, char *buf, size_t sz
     json_error_t jerr;
     json_t *o = json_loadb(tmp, n, JSON_REJECT_DUPLICATES, &jerr);
     json_t *v = o && json_is_object(o) ? json_object_get(o, "v") : NULL;
-    json_t *rank = v ? json_object_get(o, "rank") : NULL, *step = v ? json_object_get(o, "step") : NULL;
+    struct heartbeat hb;
     if (!o)
         snprintf(buf, sz, "not JSON: %s", jerr.text);
     else if (!json_is_object(o))
@@ -209,31 +250,8 @@ const char *heartbeat_refusal(const char *line, size_t len, char *buf, size_t sz
     else if (json_integer_value(v) != HEARTBEAT_VERSION)
         snprintf(buf, sz, "\"v\" is %lld: this agent reads version %d", (long long)json_integer_value(v),
                  HEARTBEAT_VERSION);
-    else if (!rank)
-        snprintf(buf, sz, "no \"rank\" (the global rank, $RANK)");
-    else if (!json_is_integer(rank) || json_integer_value(rank) < 0 || json_integer_value(rank) > 1 << 20)
-        snprintf(buf, sz, "\"rank\" is not an integer 0..%d", 1 << 20);
-    else if (!step)
-        snprintf(buf, sz, "no \"step\" (optimizer steps completed)");
-    else if (!json_is_integer(step) || json_integer_value(step) < 0)
-        snprintf(buf, sz, "\"step\" is not a non-negative integer");
-    else {
-        /* the first optional key without which the line would be read is the one at fault */
-        const char *bad = NULL;
-        for (size_t i = 0; i < sizeof optional / sizeof optional[0] && !bad; i++) {
-            if (!json_object_get(o, optional[i]))
-                continue;
-            json_t *c = json_copy(o);
-            struct heartbeat hb;
-            if (c && json_object_del(c, optional[i]) == 0 && heartbeat_from_json(c, &hb) == 0)
-                bad = optional[i];
-            json_decref(c);
-        }
-        if (bad)
-            snprintf(buf, sz, "\"%s\" has the wrong type or value", bad);
-        else
-            snprintf(buf, sz, "not a heartbeat");
-    }
+    else if (hb_from_json(o, &hb, buf, sz) == 0)
+        snprintf(buf, sz, "not a heartbeat"); /* read here: the refusal was jf_load's own */
     json_decref(o);
     return buf;
 }

@@ -59,6 +59,8 @@ void heartbeat_init(struct heartbeat *hb);
  * NUL), or -ENOSPC if it would not fit in min(outsz, HEARTBEAT_LINE_MAX). */
 int heartbeat_format(const struct heartbeat *hb, char *out, size_t outsz);
 
+#define HB_RANK_MAX (1 << 20) /* the largest global rank a heartbeat may carry */
+
 /* Parse one line (len bytes, newline optional, no NUL needed).  -E2BIG when len exceeds
  * HEARTBEAT_LINE_MAX, -EINVAL when not a JSON object of version 1 with integer rank and step,
  * -EPROTONOSUPPORT for another version.  The bare tokens NaN, Infinity, -Infinity (Python's
