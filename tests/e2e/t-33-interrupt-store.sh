@@ -15,7 +15,7 @@ before=$(ct_current h1:101)
 code=$(make_release v33 train.seed=33)
 head -c $((64 << 20)) /dev/urandom >"$code/blob.bin"
 
-# the pattern is built from pieces so that this script's own command line never matches it
+# the pattern is built from pieces so that no command line here ever matches it
 sig_installs() { # sig_installs SIGNAL: send it to every release install in the job's containers; prints how many
 	local c n=0 k
 	for c in $E2E_CTS; do
@@ -24,24 +24,33 @@ sig_installs() { # sig_installs SIGNAL: send it to every release install in the 
 	done
 	echo "$n"
 }
-held=$E2E_WORK/t33-held
-rm -f "$held"
-hold() { while :; do [[ $(sig_installs STOP) -gt 0 ]] && touch "$held"; sleep 0.1; done; }
+# one loop inside each container, polling every 20 ms (an install of 64 MiB is over in well
+# under a second), until /tmp/t33-stop appears there; /tmp/t33-held says it stopped one
+hold_loop='a=release; rm -f /tmp/t33-held /tmp/t33-stop; t=0; while [ ! -e /tmp/t33-stop ] && [ $t -lt 9000 ]; do
+	for p in /proc/[0-9]*; do c=$(tr "\0" " " <$p/cmdline 2>/dev/null); case "$c" in *"drover-agent $a install"*) kill -STOP ${p#/proc/} 2>/dev/null && touch /tmp/t33-held;; esac; done
+	sleep 0.02; t=$((t+1)); done'
+hold_pids=()
+for c in $E2E_CTS; do
+	ct "$c" sh -c "$hold_loop" &
+	hold_pids+=($!)
+done
+held_somewhere() { local c; for c in $E2E_CTS; do ct "$c" test -e /tmp/t33-held && return 0; done; return 1; }
 
 err=$E2E_WORK/t33.err
 say "deploy v33 (64 MiB new) with every release install held; SIGINT once the containers are storing"
 env --default-signal=INT DROVER_PROGRESS_EVERY=1 "$E2E_BUILD/drover" -i "$INV" deploy "$code" --job train \
 	>"$E2E_WORK/t33.out" 2>"$err" &
 dpid=$!
-hold &
-hpid=$!
-storing() { [[ -e $held ]] && grep -Eq "^stage h[12]: all .* sent in .*waiting for [0-9]+ containers? to store and verify" "$err"; }
-check "the deploy reaches store and verify (an install held, the wait line said)" wait_until 120 storing
+# every host past its last byte: waiting on its held installs, or done (an install that ended
+# before the hold caught it); a host still sending would make this the other case
+host_past_send() { grep -Eq "^stage $1: (all .* sent in .*waiting for [0-9]+ containers? to store and verify|sent )" "$err"; }
+storing() { host_past_send h1 && host_past_send h2 && held_somewhere; }
+check "the deploy reaches store and verify on both hosts (an install held, the wait lines said)" wait_until 120 storing
 kill -INT "$dpid"
 wait "$dpid"
 rc=$?
-kill "$hpid" 2>/dev/null
-wait "$hpid" 2>/dev/null
+for c in $E2E_CTS; do ct "$c" touch /tmp/t33-stop; done
+wait "${hold_pids[@]}" 2>/dev/null
 say "resumed $(sig_installs CONT) held install(s)"
 sed 's/^/    | /' "$err" | tail -6
 check "drover exits 1 (rc $rc)" test "$rc" = 1
