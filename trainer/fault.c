@@ -36,7 +36,7 @@ static int num(const char *v, double *ret, double *ret_unit_s)
 
 int fault_parse(const char *spec, struct train_faults *ret_f)
 {
-    struct train_faults f = {.crash_at = -1, .hang_at = -1, .nan_at = -1, .exit_immediately = -1,
+    struct train_faults f = {.crash_at = -1, .crash_after = -1, .hang_at = -1, .nan_at = -1, .exit_immediately = -1,
                              .init_fail_rank = -1};
     if (spec && strlen(spec) > 1024)
         return -EINVAL;
@@ -63,6 +63,8 @@ int fault_parse(const char *spec, struct train_faults *ret_f)
             f.warmup_slow = v;
         else if (!strcmp(tok, "crash_at"))
             f.crash_at = (int64_t)v;
+        else if (!strcmp(tok, "crash_after") && v >= 1)
+            f.crash_after = (int64_t)v;
         else if (!strcmp(tok, "hang_at"))
             f.hang_at = (int64_t)v;
         else if (!strcmp(tok, "nan_at"))
@@ -84,8 +86,16 @@ int fault_parse(const char *spec, struct train_faults *ret_f)
 
 void fault_step_begin(const struct train_faults *f, int64_t step)
 {
+    static int64_t first = -1; /* the first step this process runs (after a resume: past it) */
+    if (first < 0)
+        first = step;
     if (f->crash_at >= 0 && step == f->crash_at) {
         log_error("fault knob crash_at=%lld: aborting", (long long)step);
+        abort();
+    }
+    if (f->crash_after > 0 && step - first + 1 == f->crash_after) {
+        log_error("fault knob crash_after=%lld: aborting at step %lld", (long long)f->crash_after,
+                  (long long)step);
         abort();
     }
     if (f->hang_at >= 0 && step == f->hang_at) {

@@ -10,6 +10,8 @@ struct train_faults {
     double slow;             /* >= 1: stretch each step to slow x its time by sleeping; 0 off */
     double warmup_slow;      /* > 0: slow (default 2) applies only this many seconds from start */
     int64_t crash_at;        /* abort() when starting this step (1-based count); -1 off */
+    int64_t crash_after;     /* abort() when starting this process's N-th step (a resumed run
+                                counts from its first step); -1 off */
     int64_t hang_at;         /* block forever (ignoring SIGTERM) at this step; -1 off */
     int64_t nan_at;          /* from this step on the loss is NaN; -1 off */
     int exit_immediately;    /* exit with this code right after start; -1 off */
@@ -23,7 +25,8 @@ struct train_faults {
 int fault_parse(const char *spec, struct train_faults *ret_f);
 
 /* The training loop's two hooks (trainer/train.c), so that its step holds no test scaffolding.
- * Before step `step` (1-based) starts: crash_at aborts, hang_at blocks forever.  Returns at
+ * Before step `step` (1-based) starts: crash_at (crash_after: the process's N-th step, counted
+ * from the first step it is called with) aborts, hang_at blocks forever.  Returns at
  * once when no knob applies. */
 void fault_step_begin(const struct train_faults *f, int64_t step);
 /* After step's forward+backward and gradient averaging, elapsed_s into the step and

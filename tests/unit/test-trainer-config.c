@@ -113,6 +113,9 @@ static void test_fault_knobs(void **state)
     assert_int_equal(fault_parse("ckpt_chunk_delay=50ms,warmup_slow=1500ms,ckpt_sleep=2s", &f), 0);
     assert_int_equal(f.ckpt_chunk_delay_ms, 50);
     assert_true(f.warmup_slow == 1.5 && f.ckpt_sleep == 2);
+    assert_int_equal(fault_parse("crash_after=40", &f), 0);
+    assert_true(f.crash_after == 40 && f.crash_at == -1);
+    assert_int_equal(fault_parse("crash_after=0", &f), -EINVAL);
     assert_int_equal(fault_parse("crash_at=5s", &f), -EINVAL);
     f.crash_at = 42;
     assert_int_equal(fault_parse("crash_at", &f), -EINVAL);
