@@ -913,7 +913,8 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
             }
             continue;
         }
-        handed_all = merged && ss.sent_at > 0;
+        /* interrupted in this exec (not in a retry's backoff below) after its last byte */
+        handed_all = send_interrupted && merged && ss.sent_at > 0;
         /* an answer that came but cannot be read: the install ran */
         if (send_interrupted || r == -ESTALE || (merged && r == -EBADMSG) || ++attempt >= SEND_ATTEMPTS)
             break;
