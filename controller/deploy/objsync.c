@@ -134,16 +134,21 @@ static const char SH_FAN[] =
     "done\n";
 
 /* stdin: release ids to keep; $2: how many newest manifests to keep besides.  Keeps the objects
- * of those releases and of the environments they name; removes every other object untouched for
- * 10 minutes (an upload in flight is younger) and every other manifest.  Prints "N" removed. */
+ * of those releases, of every release whose manifest a deploy wrote in the last 10 minutes (one
+ * in flight: each deploy writes it when it asks), and of the environments they name; removes
+ * every other object stored more than 10 minutes ago (ctime: packs carry mtime 0, so -mmin
+ * matched every object, and a gc during a deploy removed what it had just staged) and every
+ * other manifest.  Prints "N" removed. */
 static const char SH_GC[] =
     "cd \"$1\" 2>/dev/null && [ -d objects ] && [ -d manifests ] || { echo 0; exit 0; }\n"
     "t=.gc.$$; trap 'rm -f \"$t\".*' EXIT\n"
-    "{ cat; ls -t manifests | grep -E '^[0-9a-f]{64}$' | head -n \"$2\"; } | sort -u >\"$t.ids\"\n"
+    "{ cat; ls -t manifests | grep -E '^[0-9a-f]{64}$' | head -n \"$2\";\n"
+    "  find manifests -maxdepth 1 -type f -mmin -10 -name '[0-9a-f]*' -printf '%f\\n' | grep -E '^[0-9a-f]{64}$'; } |\n"
+    "  sort -u >\"$t.ids\"\n"
     "while read -r i; do [ -f \"manifests/$i\" ] && awk '$1==\"env\"{print $2}' \"manifests/$i\"; done <\"$t.ids\" >>\"$t.ids\"\n"
     "sort -u -o \"$t.ids\" \"$t.ids\"\n"
     "while read -r i; do [ -f \"manifests/$i\" ] && awk '$1==\"f\"{print $4}' \"manifests/$i\"; done <\"$t.ids\" | sort -u >\"$t.keep\"\n"
-    "(cd objects && find . -maxdepth 1 -type f -mmin +10 -name '[0-9a-f]*' -printf '%f\\n') | sort >\"$t.all\"\n"
+    "(cd objects && find . -maxdepth 1 -type f -cmin +10 -name '[0-9a-f]*' -printf '%f\\n') | sort >\"$t.all\"\n"
     "comm -23 \"$t.all\" \"$t.keep\" >\"$t.del\"\n"
     "(cd objects && xargs -r rm -f -- <\"../$t.del\")\n"
     "ls manifests | grep -E '^[0-9a-f]{64}$' | sort | comm -23 - \"$t.ids\" | (cd manifests && xargs -r rm -f --)\n"

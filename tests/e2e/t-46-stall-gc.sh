@@ -100,6 +100,14 @@ check "rollback exits 0" test "$DROVER_RC" = 0
 check "every container left v9 for the previous release" bash -c "[[ \$(lxc-attach -P '$LAB_DIR/lxc' -n h1-101 --clear-env -- readlink /var/lib/drover/jobs/train/current) != *$v9 ]]"
 intact() { local c cur; for c in $E2E_CTS; do cur=$(ct_current "$c"); ct "$c" /usr/local/bin/drover-agent release missing "/var/lib/drover/releases/$cur/MANIFEST" | grep -qx present || return 1; done; }
 check "the release rolled back to is complete in every container (agent: present)" intact
+# a release staged a moment ago (as a deploy in flight has it) is not gc's: its objects carry
+# mtime 0 from the pack, so the old "untouched for 10 minutes" test matched them all and a gc
+# during a deploy removed what it had just staged (the newcomer pass: its install then failed)
+code=$(make_release v10 train.seed=10)
+echo "a file only v10 has" >"$code/new10.txt"
+sha10=$(sha256sum "$code/new10.txt" | cut -c1-64)
+drover deploy "$code" --env "$venv" --job train --stage-only
+check "deploy --stage-only v10 exits 0" test "$DROVER_RC" = 0
 drover gc --keep 0
 show_drover 4
 check "drover gc --keep 0 exits 0" test "$DROVER_RC" = 0
@@ -107,4 +115,6 @@ check "gc says what it kept in words (no \"kept 1 release's\")" \
 	drover_said "^gc h1: removed [0-9]+ objects? \(kept the objects of [0-9]+ releases? in use\)$"
 check "after gc the current release is still complete everywhere" intact
 check "after gc h1's store still holds the current release's objects (new.txt)" test -f "$LAB_DIR/hosts/h1/staging/objects/$sha"
+check "after gc h1's store still holds the objects of v10, staged a moment ago (new10.txt)" \
+	test -f "$LAB_DIR/hosts/h1/staging/objects/$sha10"
 finish
