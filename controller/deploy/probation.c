@@ -554,7 +554,10 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
         if (!pr->seen || hb->step != pr->step) {
             pr->step = hb->step;
             pr->step_t = now;
-        } else if (hb->phase == HB_PHASE_TRAIN && now - pr->step_t > p->pol.healthy_deadline_s) {
+        } else if (hb->phase == HB_PHASE_TRAIN && now - pr->step_t > p->pol.healthy_deadline_s &&
+                   rs->hb_age_s < (now - pr->step_t) / 2) {
+            /* only while heartbeats flow: a frozen rank (SIGSTOP, a hung host) also stops
+             * stepping, and is the silent case below, not "stalled ... while heartbeats flow" */
             fail(p, "stalled: rank %d on %s at step %lld for %.0fs while heartbeats flow (healthy_deadline %.0fs)",
                  rank, cs->label, (long long)hb->step, now - pr->step_t, p->pol.healthy_deadline_s);
             return;

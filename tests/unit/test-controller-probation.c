@@ -588,6 +588,19 @@ static void test_stall(void **state)
     assert_int_equal(v, PROBATION_FAIL);
     assert_non_null(strstr(probation_reason(p), "stalled: rank 0 on h1:101 at step 5"));
     probation_free(p);
+    /* a frozen rank (SIGSTOP) stops stepping and beating at once: silent, not "stalled ...
+     * while heartbeats flow" (the newcomer pass: kill -STOP of a worker read as a stall) */
+    p = new_p(-1, 1, 1);
+    v = PROBATION_PENDING;
+    for (int t = 1; t <= 60 && v == PROBATION_PENDING; t++) {
+        make_status(st, 0, 1, NEW, t < 5 ? t : 5, 50000, 3.0);
+        st->jobs[0].ranks[0].hb_age_s = t < 5 ? 0 : t - 5;
+        probation_feed(p, 0, st, t);
+        v = probation_check(p, t);
+    }
+    assert_int_equal(v, PROBATION_FAIL);
+    assert_non_null(strstr(probation_reason(p), "silent: no heartbeat from rank 0 (h1:101) for"));
+    probation_free(p);
     free(st);
 }
 
