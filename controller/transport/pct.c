@@ -99,9 +99,12 @@ void pct_agent_timeout_msg(const char *const *agent_args, double timeout_s, char
             job = agent_args[i + 1];
             break;
         }
+    char see[320] = ""; /* not for `status` itself: it was what got no answer */
+    if (strcmp(verb, "status") != 0)
+        snprintf(see, sizeof see, " `drover status%s%s` shows it", job ? " --job " : "", job ? job : "");
     snprintf(buf, sz, "step '%s%s%s' got no answer from the agent within %.0fs: is drover-agent stopped or "
-             "hung there, or the host no longer answering? `drover status%s%s` shows it (drover -v logs "
-             "the command)", verb, sub[0] ? " " : "", sub, timeout_s, job ? " --job " : "", job ? job : "");
+             "hung there, or the host no longer answering?%s (drover -v logs the command)", verb,
+             sub[0] ? " " : "", sub, timeout_s, see);
 }
 
 int pct_stream_agent(struct conn *c, const struct inv_ct *ct, const char *const *agent_args,

@@ -291,6 +291,11 @@ static void test_agent_timeout(void **state)
     pct_agent_timeout_msg(have, 30, m, sizeof m);
     assert_non_null(strstr(m, "step 'release have' got no answer from the agent within 30s"));
     assert_non_null(strstr(m, "`drover status` shows it"));
+    /* `drover status` is where it came from: not sent back to itself (the newcomer pass) */
+    const char *status[] = { "status", "--json", NULL };
+    pct_agent_timeout_msg(status, 15, m, sizeof m);
+    assert_string_equal(m, "step 'status' got no answer from the agent within 15s: is drover-agent stopped or hung "
+                           "there, or the host no longer answering? (drover -v logs the command)");
     const char *stop[] = { "stop", "--job", "train", NULL };
     pct_agent_timeout_msg(stop, 10, m, sizeof m);
     assert_non_null(strstr(m, "step 'stop' got no answer from the agent within 10s"));
