@@ -270,6 +270,11 @@ double rank_status_ktok(const struct rank_status *rs)
     static const char *const live[] = { "running", "starting", "checkpointing" };
     if (!rs->has_hb || !isfinite(rs->hb.tok_s) || rs->hb.tok_s <= 0) /* 0: unknown (heartbeat.h) */
         return NAN;
+    /* a frozen rank is "running" to its agent until half its silence_deadline: its figure is
+     * stale once its heartbeat is older than three of its steps (at least 10 s) */
+    double stale_s = fmax(10.0, isfinite(rs->hb.step_ms) ? 3 * rs->hb.step_ms / 1000.0 : 0);
+    if (rs->hb_age_s > stale_s)
+        return NAN;
     for (size_t i = 0; i < sizeof live / sizeof *live; i++)
         if (strcmp(rs->state, live[i]) == 0)
             return rs->hb.tok_s / 1000.0;

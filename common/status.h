@@ -167,7 +167,9 @@ struct rank_status {
 
 /* A rank's throughput now, in Ktok/s: its last heartbeat's tok_s / 1000 while it is running,
  * starting or checkpointing; NAN when there is none to show (no heartbeat, tok_s 0 = unknown,
- * or a rank that is silent, stalled, exited or killed: its last figure is not what it does now,
+ * a heartbeat older than three of its steps and at least 10 s (a frozen rank stays "running" to
+ * its agent for half its silence_deadline), or a rank that is silent, stalled, exited or killed:
+ * its last figure is not what it does now,
  * and `status` showed 95.2 for a rank that had said nothing for minutes).  `drover status`
  * (table "-", JSON null, left out of the job's sum) and `drover top` read it. */
 double rank_status_ktok(const struct rank_status *rs);

@@ -66,6 +66,18 @@ static void test_rank_ktok(void **state)
     }
     /* its last heartbeat's figure is not what a rank that stopped talking or stepping does now
      * (status showed 41.5 for a silent rank, and summed it into the job's Ktok/s) */
+    /* frozen (SIGSTOP) but still "running" to its agent: stale after 3 steps, at least 10 s */
+    strcpy(rs.state, "running");
+    rs.hb.step_ms = 200;
+    rs.hb_age_s = 9;
+    assert_true(fabs(rank_status_ktok(&rs) - 41.5) < 1e-9);
+    rs.hb_age_s = 11;
+    assert_true(isnan(rank_status_ktok(&rs)));
+    rs.hb.step_ms = 5000; /* slow steps: 15 s */
+    assert_true(fabs(rank_status_ktok(&rs) - 41.5) < 1e-9);
+    rs.hb_age_s = 16;
+    assert_true(isnan(rank_status_ktok(&rs)));
+    rs.hb_age_s = 0;
     const char *dead[] = { "silent", "stalled", "exited", "killed" };
     for (int i = 0; i < 4; i++) {
         strcpy(rs.state, dead[i]);
