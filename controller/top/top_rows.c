@@ -283,7 +283,10 @@ static void fill_ct(struct top_row *row, const struct top_snapshot *s, const str
             cellf(row, TOP_COL_LOSS, "%.3f", loss / nloss);
         else
             cellf(row, TOP_COL_LOSS, "-");
-        cellf(row, TOP_COL_KTOK, ktok >= 1000 ? "%.0f" : "%.1f", ktok);
+        if (ktok > 0) /* "-" when no rank has a figure now, as status's null (not "0.0") */
+            cellf(row, TOP_COL_KTOK, ktok >= 1000 ? "%.0f" : "%.1f", ktok);
+        else
+            cellf(row, TOP_COL_KTOK, "-");
         double t = top_slow_threshold(j, ct->nranks);
         bool warm = true;
         for (int k = 0; k < ct->nranks; k++)
@@ -333,7 +336,7 @@ static void fill_host(struct top_row *row, const struct top_snapshot *s, int hos
             }
     }
     cellf(row, TOP_COL_KTOK, "%s", "-");
-    if (any)
+    if (any && ktok > 0)
         cellf(row, TOP_COL_KTOK, ktok >= 1000 ? "%.0f" : "%.1f", ktok);
     cellf(row, TOP_COL_TREND, "%s", top_fmt_spark(trend, ntrend, v->trend_width, v->ascii, b, sizeof b));
     if (row->state == TOP_UNREACHABLE && h->ok_mono > 0)
@@ -709,11 +712,13 @@ void top_summarize(const struct top_snapshot *s, double now, struct top_summary 
 void top_header_lines(const struct top_snapshot *s, const struct top_summary *m, bool ascii,
                       char *line1, size_t l1_sz, char *line2, size_t l2_sz)
 {
-    char spark[TOP_CELL_MAX * 2], age[16];
+    char spark[TOP_CELL_MAX * 2], age[16], kt[32] = "-";
     top_fmt_spark(s->trend, s->ntrend, 16, ascii, spark, sizeof spark);
+    if (m->ktok > 0)
+        snprintf(kt, sizeof kt, "%.1f", m->ktok);
     snprintf(line1, l1_sz,
-             "hosts %d/%d  containers %d/%d  ranks %d/%d running  Ktok/s %.1f %s  refresh %s",
-             m->hosts_up, m->hosts, m->cts_up, m->cts, m->ranks_running, m->ranks_expected, m->ktok,
+             "hosts %d/%d  containers %d/%d  ranks %d/%d running  Ktok/s %s %s  refresh %s",
+             m->hosts_up, m->hosts, m->cts_up, m->cts, m->ranks_running, m->ranks_expected, kt,
              spark, top_fmt_age(s->interval_s, age, sizeof age));
     size_t len = (size_t)snprintf(line2, l2_sz, "deploy: %s  alerts:", m->deploy[0] ? m->deploy : "none");
     bool any = false;

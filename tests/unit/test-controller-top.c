@@ -163,6 +163,13 @@ static void test_running_and_warmup_trend(void **state)
     assert_int_equal(m.cts_up, 3);
     assert_true(fabs(m.ktok - 6.0) < 1e-9);
     assert_string_equal(m.deploy, "");
+    char l1[512], l2[512];
+    top_header_lines(&f->s, &m, true, l1, sizeof l1, l2, sizeof l2);
+    assert_non_null(strstr(l1, "running  Ktok/s 6.0 "));
+    /* no rank has a figure now: "-", as status's null, not "Ktok/s 0.0" (the newcomer pass) */
+    m.ktok = 0;
+    top_header_lines(&f->s, &m, true, l1, sizeof l1, l2, sizeof l2);
+    assert_non_null(strstr(l1, "running  Ktok/s - "));
 }
 
 static void test_probation_and_deploy_phase(void **state)
