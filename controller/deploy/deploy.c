@@ -1098,10 +1098,16 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
         char where[48] = "in its container"; /* "in all 1 container" */
         if (j->ncts > 1)
             snprintf(where, sizeof where, "in all %d containers", j->ncts);
-        fprintf(stderr, "revert: job '%s' is already back on %s %s (%s went back to it by itself, "
-                "its gang starting or running): nothing is stopped; %s asked to confirm, then the "
-                "recovery is watched\n", j->name, ui_short(d->good, sid), where,
-                j->ncts > 1 ? "each agent" : "its agent", j->ncts > 1 ? "each agent is" : "it is");
+        if (!strcmp(d->id, d->good)) /* the release deployed was the good one: no agent went back */
+            fprintf(stderr, "revert: job '%s' runs its good release %s %s, the release this deploy started: "
+                    "there is nothing older to go back to; nothing is stopped; %s asked to confirm, then the "
+                    "recovery is watched\n", j->name, ui_short(d->good, sid), where,
+                    j->ncts > 1 ? "each agent is" : "its agent is");
+        else
+            fprintf(stderr, "revert: job '%s' is already back on %s %s (%s went back to it by itself, "
+                    "its gang starting or running): nothing is stopped; %s asked to confirm, then the "
+                    "recovery is watched\n", j->name, ui_short(d->good, sid), where,
+                    j->ncts > 1 ? "each agent" : "its agent", j->ncts > 1 ? "each agent is" : "it is");
         for (int i = 0; i < j->ncts; i++) {
             gone[i] = true;
             stalled[i][0] = '\0';
