@@ -59,7 +59,7 @@ static const char SH_LACKS[] =
 /* stdin: a pack; objects appear in the store only once the whole pack arrived. */
 static const char SH_RECV_PACK[] =
     "set -e; cd \"$1/objects\"; d=\".in.$$\"; mkdir \"$d\"; trap 'rm -rf \"$d\"' EXIT\n"
-    "tar -x -f - -C \"$d\" --no-same-owner\n"
+    "tar -x -m -f - -C \"$d\" --no-same-owner\n"
     "find \"$d\" -maxdepth 1 -type f -exec mv -f -t . {} +\n";
 
 /* Fan-out: one host shell runs a command in every container of the host at once.  $2 is the
@@ -92,7 +92,7 @@ static const char SH_FAN[] =
     "if [ \"$mode\" = stage ]; then\n"
     "  mkdir -p objects && mkdir \"$d\" && head -c \"$src\" >\"$t/list\" || exit 1\n"
     "  [ \"$(wc -c <\"$t/list\")\" -eq \"$src\" ] || { echo \"the list of objects ended early\" >&2; exit 1; }\n"
-    "  tar -x -f - -C \"$d\" --no-same-owner && find \"$d\" -maxdepth 1 -type f -exec mv -f -t objects {} + || exit 1\n"
+    "  tar -x -m -f - -C \"$d\" --no-same-owner && find \"$d\" -maxdepth 1 -type f -exec mv -f -t objects {} + || exit 1\n"
     "  rmdir \"$d\"; mode=pack\n"
     "elif [ \"$mode\" = pack ]; then cat >\"$t/list\"; else exec </dev/null; fi\n"
     "k=0\n"
@@ -135,10 +135,11 @@ static const char SH_FAN[] =
 
 /* stdin: release ids to keep; $2: how many newest manifests to keep besides.  Keeps the objects
  * of those releases, of every release whose manifest a deploy wrote in the last 10 minutes (one
- * in flight: each deploy writes it when it asks), and of the environments they name; removes
- * every other object stored more than 10 minutes ago (ctime: packs carry mtime 0, so -mmin
- * matched every object, and a gc during a deploy removed what it had just staged) and every
- * other manifest.  Prints "N" removed. */
+ * in flight: each deploy writes it when it asks, and may need objects stored long ago), and of
+ * the environments they name; removes every other object stored more than 10 minutes ago (the
+ * packs' tar -x -m stamps them when stored: they carried the pack's mtime 0, so every object
+ * looked old and a gc during a deploy removed what it had just staged) and every other
+ * manifest.  Prints "N" removed. */
 static const char SH_GC[] =
     "cd \"$1\" 2>/dev/null && [ -d objects ] && [ -d manifests ] || { echo 0; exit 0; }\n"
     "t=.gc.$$; trap 'rm -f \"$t\".*' EXIT\n"
@@ -148,7 +149,7 @@ static const char SH_GC[] =
     "while read -r i; do [ -f \"manifests/$i\" ] && awk '$1==\"env\"{print $2}' \"manifests/$i\"; done <\"$t.ids\" >>\"$t.ids\"\n"
     "sort -u -o \"$t.ids\" \"$t.ids\"\n"
     "while read -r i; do [ -f \"manifests/$i\" ] && awk '$1==\"f\"{print $4}' \"manifests/$i\"; done <\"$t.ids\" | sort -u >\"$t.keep\"\n"
-    "(cd objects && find . -maxdepth 1 -type f -cmin +10 -name '[0-9a-f]*' -printf '%f\\n') | sort >\"$t.all\"\n"
+    "(cd objects && find . -maxdepth 1 -type f -mmin +10 -name '[0-9a-f]*' -printf '%f\\n') | sort >\"$t.all\"\n"
     "comm -23 \"$t.all\" \"$t.keep\" >\"$t.del\"\n"
     "(cd objects && xargs -r rm -f -- <\"../$t.del\")\n"
     "ls manifests | grep -E '^[0-9a-f]{64}$' | sort | comm -23 - \"$t.ids\" | (cd manifests && xargs -r rm -f --)\n"
