@@ -10,7 +10,7 @@ CFLAGS="-g -O1 -std=gnu11 -D_GNU_SOURCE -I. -pthread -fsanitize=fuzzer-no-link,a
 make -s BUILD=$B CC=clang SAN="-fsanitize=fuzzer-no-link,address,undefined" \
     $B/libcommon.a $B/libcontroller.a $B/libagent.a $B/libtrainer.a
 libs="$B/libcontroller.a $B/libagent.a $B/libtrainer.a $B/libcommon.a"
-deps="-lssh -linih -lncursesw -ljansson -lcrypto -larchive -lpcre2-8 -ldl -lm"
+deps="-lssh -lcurl -linih -lncursesw -ljansson -lcrypto -larchive -lpcre2-8 -ldl -lm"
 for src in tests/fuzz/fuzz-*.c; do
     name=$(basename "$src" .c)
     clang $CFLAGS -fsanitize=fuzzer "$src" $libs $deps -o "$B/$name"
