@@ -553,6 +553,32 @@ static char *field(char **p)
     return s;
 }
 
+int manifest2_env_of(const char *text, size_t len, char ret_env[RELEASE_ID_LEN + 1])
+{
+    size_t ml = strlen(MANIFEST2_MAGIC);
+    if (len < ml + 1 || memcmp(text, MANIFEST2_MAGIC, ml) || text[ml] != '\n')
+        return -EINVAL;
+    const char *p = text + ml + 1, *end = text + len;
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl || end - p < 5 || memcmp(p, "name ", 5))
+        return -EINVAL;
+    p = nl + 1; /* the line after the name: "env <id>", the first entry, or none (empty) */
+    if (p == end)
+        return 0;
+    nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl)
+        return -EINVAL;
+    if (nl - p != 4 + RELEASE_ID_LEN || memcmp(p, "env ", 4))
+        return 0;
+    char id[RELEASE_ID_LEN + 1];
+    memcpy(id, p + 4, RELEASE_ID_LEN);
+    id[RELEASE_ID_LEN] = '\0';
+    if (!sha256_is_hex(id))
+        return -EINVAL;
+    memcpy(ret_env, id, sizeof id);
+    return 1;
+}
+
 int manifest2_parse(const char *text, size_t len, struct manifest2 **ret_m)
 {
     if (len > MANIFEST2_MAX_BYTES)

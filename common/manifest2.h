@@ -84,6 +84,12 @@ int manifest2_from_dir_known(const char *dir, const char *name, const struct m2_
  * version 2. */
 int manifest2_parse(const char *text, size_t len, struct manifest2 **ret_m);
 
+/* The environment a release runs with, from the head of its manifest text (text[0..len): the
+ * whole text or only its first lines; not NUL-terminated): 1 with ret_env (RELEASE_ID_LEN + 1)
+ * set when the manifest names one, 0 when it names none, -EINVAL when the head is not a
+ * version 2 manifest's (or is cut before the line that would name it). */
+int manifest2_env_of(const char *text, size_t len, char ret_env[RELEASE_ID_LEN + 1]);
+
 /* Canonical text (malloc'd, NUL-terminated; *ret_len its length) and its release id. */
 int manifest2_dump(const struct manifest2 *m, char **ret_text, size_t *ret_len,
                    char ret_id[RELEASE_ID_LEN + 1]);

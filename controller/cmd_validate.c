@@ -4,7 +4,8 @@
  * regular files, relative symlinks that stay inside) and each job's command and preflight must be
  * executable files in it.  With --env, ENVDIR is walked by the same rules (as plan and deploy
  * walk it) and a command or preflight under `.drover-env/` must be an executable file or a
- * symlink in it.  Connects nowhere; writes nothing.
+ * symlink in it; without --env such a command is an error (the release alone has none), as
+ * deploy refuses it.  Connects nowhere; writes nothing.
  */
 #include <getopt.h>
 #include <string.h>

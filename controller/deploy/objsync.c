@@ -337,8 +337,18 @@ int release_job_problems(const struct manifest2 *m, const char *dir, const struc
     int n = 0;
     for (int i = 0; i < 2; i++) {
         bool in_env = !strncmp(need[i], ".drover-env/", 12);
-        if (!need[i][0] || !strchr(need[i], '/') || need[i][0] == '/' || (in_env && !em))
-            continue; /* none, found in the container (PATH, absolute), or in an environment not given */
+        if (!need[i][0] || !strchr(need[i], '/') || need[i][0] == '/')
+            continue; /* none, or found in the container (PATH, absolute) */
+        if (in_env && !em) {
+            /* a release sees only the environment deployed with it: without one, no .drover-env/ */
+            log_error("the %s of [job %s], '%s', is in the environment, and no --env ENVDIR was "
+                      "given: release '%s' alone has no .drover-env/; give --env ENVDIR again (an "
+                      "environment already on the hosts is hashed here, not sent again)%s",
+                      what[i], job->name, need[i], dir,
+                      untouched ? "; nothing was contacted, nothing changed" : "");
+            n++;
+            continue;
+        }
         const char *why = in_env ? manifest2_exec_problem(em, need[i] + 12) : manifest2_exec_problem(m, need[i]);
         if (why) {
             release_exec_error(in_env ? "environment" : "release", in_env ? env_dir : dir,

@@ -50,8 +50,9 @@ void release_read_error(const char *kind, const char *dir, int r, bool untouched
 void release_exec_error(const char *kind, const char *dir, const char *path, const char *why,
                         const char *role, const char *job, bool untouched);
 /* Can job's command and preflight run from release m (read from dir) and, when given, the
- * environment em (env_dir: a path under `.drover-env/` is looked up there; without em it is
- * left to the container, as are a bare name, found in PATH, and an absolute path)?  Each
+ * environment em (env_dir: a path under `.drover-env/` is looked up there; without em it is a
+ * problem, the release having no environment; a bare name, found in PATH, and an absolute path
+ * are left to the container)?  Each
  * problem is said by release_exec_error (untouched as above); returns how many there were.
  * The one rule of validate, plan and deploy (a wave's every job before any host is contacted). */
 int release_job_problems(const struct manifest2 *m, const char *dir, const struct manifest2 *em,

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/manifest2.h"
 #include "common/text.h"
 #include "common/util.h"
 #include "controller/cmd.h"
@@ -246,10 +247,9 @@ out:
     return !ok ? -ENOMEM : bad ? -EIO : 0;
 }
 
-/* Container i's survey answer shows release id: marked bad there, or run without a promote. */
-static bool ct_shows_release(const struct deploy *d, int i, const char *id)
+/* A container's view of the job shows release id: marked bad there, or run without a promote. */
+static bool js_shows_release(const struct job_status *js, const char *id)
 {
-    const struct job_status *js = d->sv_found[i] && d->sv_js ? &d->sv_js[i] : NULL;
     if (!js)
         return false;
     for (int k = 0; k < js->nbad; k++)
@@ -258,10 +258,10 @@ static bool ct_shows_release(const struct deploy *d, int i, const char *id)
     return !strcmp(js->current, id) && strcmp(js->good, id) != 0;
 }
 
-/* Merge into (*h, *n) the job's history as the first container that shows release id keeps it
+/* Merge into (*h, *n) the job's history as the first container marked in shows keeps it
  * (every container of the job keeps the same records, agent/history.h); nothing when none
  * answers.  Logs nothing above debug: the warning is a courtesy, never a failure. */
-static void merge_agent_history(struct deploy *d, const char *id, struct history_entry **h, size_t *n)
+static void merge_agent_history(struct deploy *d, const bool *shows, struct history_entry **h, size_t *n)
 {
     struct agent_argv a;
     agent_argv_init(&a);
@@ -270,7 +270,7 @@ static void merge_agent_history(struct deploy *d, const char *id, struct history
         const struct inv_ct *ct = &d->job->cts[i];
         struct conn *c;
         struct exec_result res;
-        if (!ct_shows_release(d, i, id) || fleet_conn(d->f, ct->host, &c) < 0)
+        if (!shows[i] || fleet_conn(d->f, ct->host, &c) < 0)
             continue;
         if (pct_run_agent(c, ct, a.argv, 15, &res) < 0) {
             log_debug("%s: history list: %s", ct->label, c->err);
@@ -289,25 +289,82 @@ static void merge_agent_history(struct deploy *d, const char *id, struct history
     }
 }
 
-void warn_failed_before(struct deploy *d)
+/* The "failed probation before" warning into buf, where a container (shows[i]) has the release
+ * marked bad or run without a promote and the history says its probation failed; false (buf
+ * untouched) otherwise.  The one rule of deploy (after the survey) and plan. */
+static bool failed_before_message(struct deploy *d, const bool *shows, char *buf, size_t sz)
 {
     bool shown = false;
     for (int i = 0; i < d->job->ncts && !shown; i++)
-        shown = ct_shows_release(d, i, d->id);
+        shown = shows[i];
     if (!shown)
-        return;
+        return false;
     struct history_entry *h = NULL;
     size_t n = 0;
     if (state_history_read(d->inv->state_dir, d->job->name, &h, &n) < 0) {
         h = NULL; /* not written on failure: the agents' records alone */
         n = 0;
     }
-    merge_agent_history(d, d->id, &h, &n);
+    merge_agent_history(d, shows, &h, &n);
     const struct history_entry *e = pastfail_find(h, n, d->job->name, d->id);
-    char msg[1400];
     if (e)
-        log_warn("%s", pastfail_message(e, d->name, msg, sizeof msg));
+        (void)pastfail_message(e, d->name, buf, sz);
     free(h);
+    return e != NULL;
+}
+
+/* The environment release that release id runs with, from the manifest this controller kept
+ * (state_dir/manifests/<id>) into env (RELEASE_ID_LEN + 1): true when it names one; false when
+ * it names none or the manifest is not here (deployed from elsewhere: nothing is claimed). */
+static bool release_env_of(const struct deploy *d, const char *id, char *env)
+{
+    char path[1200], head[4096];
+    if (!id || !id[0])
+        return false;
+    snprintf(path, sizeof path, "%s/manifests/%s", d->inv->state_dir, id);
+    FILE *fp = fopen(path, "re");
+    if (!fp)
+        return false;
+    size_t len = fread(head, 1, sizeof head, fp); /* the head names it: magic, name, env */
+    fclose(fp);
+    return manifest2_env_of(head, len, env) == 1;
+}
+
+/* Deploying without --env where the job's current release runs with an environment: the new
+ * release's workers see no .drover-env/.  Said (never refused: a release may bring its own
+ * interpreter) by deploy and plan, once, for the first container whose current release (its
+ * ids in cur[0..n)) had one. */
+static bool env_dropped_message(const struct deploy *d, const char *const *cur, int n, char *buf, size_t sz)
+{
+    if (d->has_env)
+        return false;
+    for (int i = 0; i < n; i++) {
+        char env[RELEASE_ID_LEN + 1], s1[RELEASE_SHORT_LEN + 1], s2[RELEASE_SHORT_LEN + 1];
+        if (!cur[i] || !cur[i][0] || !strcmp(cur[i], d->id) || !release_env_of(d, cur[i], env))
+            continue;
+        snprintf(buf, sz, "job '%s' runs %s with environment %s; release %s (%s) has none (no "
+                 "--env given), so its workers will not see .drover-env/: give --env ENVDIR to "
+                 "keep the environment (an environment already on the hosts is hashed, not sent again)",
+                 d->job->name, ui_short(cur[i], s1), ui_short(env, s2), d->sid, d->name);
+        return true;
+    }
+    return false;
+}
+
+void warn_failed_before(struct deploy *d)
+{
+    bool shows[INV_MAX_CTS] = { false };
+    const char *cur[INV_MAX_CTS] = { NULL };
+    for (int i = 0; i < d->job->ncts; i++) {
+        const struct job_status *js = d->sv_found[i] && d->sv_js ? &d->sv_js[i] : NULL;
+        shows[i] = js_shows_release(js, d->id);
+        cur[i] = js ? js->current : NULL;
+    }
+    char msg[1400];
+    if (failed_before_message(d, shows, msg, sizeof msg))
+        log_warn("%s", msg);
+    if (env_dropped_message(d, cur, d->job->ncts, msg, sizeof msg))
+        log_warn("%s", msg);
 }
 
 /* A release id as JSON: null when there is none. */
@@ -337,6 +394,9 @@ int print_plan(struct deploy *d, json_t *out)
     printf("\n");
     struct stopped_start ss; /* where the job is stopped: a deploy would start it (deploy.h) */
     stopped_start_init(&ss);
+    bool shows[INV_MAX_CTS] = { false }; /* the release marked bad or run unpromoted there */
+    const char *cur_of[INV_MAX_CTS] = { NULL };
+    char cur_ids[INV_MAX_CTS][RELEASE_ID_LEN + 1];
     json_t *starts = json_array();
     for (int i = 0; i < j->ncts; i++) {
         const struct inv_ct *ct = &j->cts[i];
@@ -350,6 +410,9 @@ int print_plan(struct deploy *d, json_t *out)
         }
         const struct job_status *js = status_find_job(d->st, j->name);
         const char *cur = js ? js->current : "";
+        shows[i] = js_shows_release(js, d->id);
+        (void)str_copy(cur_ids[i], sizeof cur_ids[i], cur);
+        cur_of[i] = cur_ids[i];
         /* the same release with another job spec is a deploy too (jobspec.h) */
         struct spec_digest want;
         char change[400] = "", what[460] = "";
@@ -379,6 +442,12 @@ int print_plan(struct deploy *d, json_t *out)
     char line[1600];
     if (ss.n)
         printf("%s\n", stopped_start_message(&ss, true, j->name, d->sid, d->name, line, sizeof line));
+    /* what a deploy would warn of after its survey, said by the plan too (and in its JSON) */
+    char failed[1400] = "", dropped[1400] = "";
+    if (failed_before_message(d, shows, failed, sizeof failed))
+        log_warn("%s", failed);
+    if (env_dropped_message(d, cur_of, j->ncts, dropped, sizeof dropped))
+        log_warn("%s", dropped);
     const struct inv_policy *p = &j->policy;
     printf("probation: healthy_deadline %.0fs, warmup_steps %lld, warmup_time %.0fs, warmup_max "
            "%.0fs, min_healthy_time %.0fs, max_probation_time %.0fs, tolerance %.2f, confidence "
@@ -419,6 +488,10 @@ int print_plan(struct deploy *d, json_t *out)
                              j->ncts, "nproc_per_node", j->nproc_per_node, "command", cmd,
                              "unreachable", unreachable, "containers", cts, "starts_stopped", starts,
                              "policy", pol, "baseline", base);
+    if (plan) {
+        json_object_set_new(plan, "failed_before", failed[0] ? json_string(failed) : json_null());
+        json_object_set_new(plan, "environment_dropped", dropped[0] ? json_string(dropped) : json_null());
+    }
     if (out && plan)
         json_array_append_new(out, plan);
     else

@@ -36,6 +36,14 @@ v2b_record_typed() {
 		<<<"$rec" >/dev/null
 }
 check "v2b's history record carries its reason code (agent-revert when the agent went back on its own)" v2b_record_typed
+say "drover plan v2b: the plan warns as the deploy would (and says it in -o json)"
+drover plan "$bad_d" --job train
+show_drover 3
+check "plan warns that v2b failed probation for job train before" \
+	drover_said "warning: release ${v2b:0:12} \(.*\) failed probation for job 'train' before: .+; deploying it again runs a full probation"
+drover plan "$bad_d" --job train -o json
+check "plan -o json carries it as failed_before" \
+	jq -e '.plans[0].failed_before | test("failed probation for job .train. before")' "$E2E_WORK/last.out"
 say "drover deploy v2b again: warned (when and why it failed) before staging, then a full probation"
 drover deploy "$bad_d" --job train
 show_drover 4

@@ -54,6 +54,13 @@ check "release files are read-only hardlinks to objects" \
 	test "$(ct h1:101 stat -c '%a %h' "$envdir/lib/python3.11/site-packages/pkg0/m1.py")" = "444 2"
 check "an executable keeps its exec bits" test "$(ct h1:101 stat -c '%a' "$envdir/bin/python3.11")" = 555
 
+# the same code without --env: the plan warns that the workers would lose .drover-env/
+drover plan "$code" --job train
+show_drover 2
+check "plan without --env warns that the running release's environment would be dropped" \
+	drover_said "job 'train' runs ${cur:0:12} with environment ${envlink:3:12}; release [0-9a-f]{12} \(v6\) has none \(no --env given\)"
+check "... a warning, not a refusal (exit 0)" test "$DROVER_RC" = 0
+
 # ---- 2. one file changes: only that object travels
 # Counted by name, not by number: the GC after the promote may remove other releases' objects
 # (keep = 5; CI's full run deployed more releases before this test than a lone t-45 does), so

@@ -114,6 +114,16 @@ static void test_roundtrip(void **state)
     struct manifest2 *q;
     assert_int_equal(manifest2_parse(text2, len2, &q), 0);
     assert_string_equal(q->env, p->env);
+    /* the head alone names the environment (plan's and deploy's "no --env" warning reads only
+     * the first lines of a kept manifest), or says there is none */
+    char env[RELEASE_ID_LEN + 1] = "";
+    assert_int_equal(manifest2_env_of(text2, len2, env), 1);
+    assert_string_equal(env, p->env);
+    size_t head = (size_t)(strchr(strchr(text2, '\n') + 1, '\n') - text2) + 1; /* magic, name */
+    assert_int_equal(manifest2_env_of(text2, head + RELEASE_ID_LEN + 5, env), 1); /* + env line */
+    assert_int_equal(manifest2_env_of(text2, head + 10, env), -EINVAL);          /* cut in it */
+    assert_int_equal(manifest2_env_of(text, len, env), 0);                       /* none */
+    assert_int_equal(manifest2_env_of("drover-manifest 1\nname x\n", 25, env), -EINVAL);
     manifest2_free(q);
     free(text2);
     free(text);

@@ -576,8 +576,15 @@ static void test_validate_env(void **state)
     assert_int_equal(drover("validate", "rel", "--env", "venv", NULL), 0);
     want(out, "environment venv: ok (2 files)");
     want(out, "release rel for job train: ok (1 file)\n"); /* it said "1 files" */
-    /* without --env the environment's command is not checked (as before) */
-    assert_int_equal(drover("validate", "rel", NULL), 0);
+    /* without --env a command in the environment cannot run: the release alone has no
+     * .drover-env/ (it was "ok", and a deploy without --env started workers that were not
+     * there); validate says so, and deploy refuses before any host is contacted (exit 2) */
+    assert_int_equal(drover("validate", "rel", NULL), 1);
+    want(err, "the command of [job train], '.drover-env/bin/python', is in the environment, and no "
+              "--env ENVDIR was given: release 'rel' alone has no .drover-env/; give --env ENVDIR again");
+    assert_int_equal(drover("deploy", "rel", NULL), 2);
+    want(err, "give --env ENVDIR again (an environment already on the hosts is hashed here, not sent "
+              "again); nothing was contacted, nothing changed");
 }
 
 /* validate's summary counts containers, not job-container pairs (two jobs sharing h1:101 said
