@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,25 +323,91 @@ static int prefetch_all(struct fleet *f, const struct status_opts *o, struct pre
     return 0;
 }
 
+/* What status says on stderr of its containers and jobs (why one did not answer, its clock
+ * skew, the agent's hints and notes, the spec and no-job hints), kept in order and said under
+ * the table once it is printed, as docs/controller.md says: said as they came, they fell
+ * between the table's rows on a terminal (`job 'train' was restarted by its agent` under its
+ * container's row, the next container's rows after it).  Bounded: past STATUS_NOTES_MAX lines,
+ * how many more is said instead. */
+#define STATUS_NOTES_MAX 4096
+#define STATUS_NOTE_RAW 0 /* a line of its own, no logger prefix (the clock skew's: scripts grep
+                             "^h1:101: clock skew") */
+
+struct status_notes {
+    int n, cap, dropped;
+    struct {
+        int level; /* enum log_level, or STATUS_NOTE_RAW */
+        char *text;
+    } *v;
+};
+
+static void status_notes_add(struct status_notes *ns, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void status_notes_add(struct status_notes *ns, int level, const char *fmt, ...)
+{
+    if (ns->n == ns->cap) {
+        int cap = ns->cap ? ns->cap * 2 : 16;
+        void *v = cap <= STATUS_NOTES_MAX ? realloc(ns->v, (size_t)cap * sizeof *ns->v) : NULL;
+        if (!v) {
+            ns->dropped++;
+            return;
+        }
+        ns->v = v;
+        ns->cap = cap;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = NULL;
+    int r = vasprintf(&text, fmt, ap);
+    va_end(ap);
+    if (r < 0) {
+        ns->dropped++;
+        return;
+    }
+    ns->v[ns->n].level = level;
+    ns->v[ns->n++].text = text;
+}
+
+/* Say the notes, under what stdout printed so far (also in a pipe: stdout is flushed first),
+ * and forget them. */
+static void status_notes_say(struct status_notes *ns)
+{
+    fflush(stdout);
+    for (int i = 0; i < ns->n; i++) {
+        if (ns->v[i].level == STATUS_NOTE_RAW)
+            fprintf(stderr, "%s\n", ns->v[i].text);
+        else
+            log_emit((enum log_level)ns->v[i].level, __FILE__, __LINE__, "%s", ns->v[i].text);
+        free(ns->v[i].text);
+    }
+    if (ns->dropped)
+        log_warn("%d more notes about the containers not shown", ns->dropped);
+    free(ns->v);
+    *ns = (struct status_notes){ 0 };
+}
+
 /* Why container it did not answer, on stderr, once however many jobs it runs (docs/errors.md:
  * stderr names each missing container; the table said only "agent-unreachable").  A host's
  * connect error was said when it failed. */
-static void status_tell_unreachable(const struct fleet *f, struct fetched *it, const char *job)
+static void status_tell_unreachable(const struct fleet *f, struct fetched *it, const char *job,
+                                    struct status_notes *ns)
 {
     if (it->told || f->conn_err[it->ct->host])
         return;
     it->told = true;
     if (it->r == -EIO) /* the agent did not answer */
-        log_error("%s: %s (is the agent running? drover install --job %s starts it where it is not)",
-                  it->ct->label, it->err, job);
+        status_notes_add(ns, LOG_LVL_ERR,
+                         "%s: %s (is the agent running? drover install --job %s starts it where it is not)",
+                         it->ct->label, it->err, job);
     else
-        log_error("%s: %s", it->ct->label, it->err);
+        status_notes_add(ns, LOG_LVL_ERR, "%s: %s", it->ct->label, it->err);
 }
 
 /* Clock skew: the agent's wall clock when it wrote the document st against the middle of our
  * round trip (uncertain by half of it), into co; said on stderr once per container unless quiet.
  * No deadline uses the wall clock; the journal's timestamps and people reading them do. */
-static void status_clock_skew(struct fetched *it, const struct agent_status *st, json_t *co, bool quiet)
+static void status_clock_skew(struct fetched *it, const struct agent_status *st, json_t *co, bool quiet,
+                              struct status_notes *ns)
 {
     if (st->wall <= 0)
         return;
@@ -349,10 +416,10 @@ static void status_clock_skew(struct fetched *it, const struct agent_status *st,
     if (fabs(skew) <= 2 + rtt / 2 || quiet || it->told)
         return;
     it->told = true;
-    fflush(stdout); /* under the rows before it, also in a pipe */
-    fprintf(stderr, "%s: clock skew %+.1f s (the agent's clock is %s this machine's, measured within "
-                    "%.1f s); no deadline depends on it, the timestamps in its journal do\n",
-            it->ct->label, skew, skew > 0 ? "ahead of" : "behind", rtt / 2);
+    status_notes_add(ns, STATUS_NOTE_RAW,
+                     "%s: clock skew %+.1f s (the agent's clock is %s this machine's, measured within "
+                     "%.1f s); no deadline depends on it, the timestamps in its journal do",
+                     it->ct->label, skew, skew > 0 ? "ahead of" : "behind", rtt / 2);
 }
 
 static int status_once(struct fleet *f, const struct status_opts *o)
@@ -372,6 +439,7 @@ static int status_once(struct fleet *f, const struct status_opts *o)
         return EXIT_FAIL;
     }
     int unreachable = 0;
+    struct status_notes notes = { 0 }; /* said under the table */
     /* per job, the containers whose agent does not know it: said once after the table */
     struct {
         char who[512];
@@ -419,7 +487,7 @@ static int status_once(struct fleet *f, const struct status_opts *o)
                 if (!o->json) {
                     printf("%-12s %-22s %4d %4s %s%s%s\n", j->name, ct->label, i, "-",
                            ui_red(stdout), why, ui_reset(stdout));
-                    status_tell_unreachable(f, it, j->name);
+                    status_tell_unreachable(f, it, j->name, &notes);
                 }
                 json_array_append_new(json_object_get(jo, "containers"), co);
                 continue;
@@ -427,7 +495,7 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             json_object_set_new(co, "reachable", json_true());
             json_object_set_new(co, "error", json_null());
             json_object_set_new(co, "agent_version", json_string(st->agent_version));
-            status_clock_skew(it, st, co, o->json);
+            status_clock_skew(it, st, co, o->json, &notes);
             if (!js) {
                 json_object_set_new(co, "state", json_string(status_job_state_name(js)));
                 json_object_set_new(co, "ranks", json_array());
@@ -481,13 +549,13 @@ static int status_once(struct fleet *f, const struct status_opts *o)
                 print_row(j->name, ct->label, i, js, NULL, target, o->wide);
             char hint[1200];
             if (!o->json && status_failed_hint(ct->label, j->name, js, f->inv_arg, hint, sizeof hint))
-                log_warn("%s", hint); /* the table alone said "failed", not why; escaped by the logger */
+                status_notes_add(&notes, LOG_LVL_WARN, "%s", hint); /* the table alone said "failed", not why; escaped by the logger */
             else if (!o->json && status_agent_hint(ct->label, j->name, js, f->inv_arg, hint, sizeof hint))
-                log_warn("%s", hint); /* the table said "silent:75s" or "backoff", not that the agent acts */
+                status_notes_add(&notes, LOG_LVL_WARN, "%s", hint); /* the table said "silent:75s" or "backoff", not that the agent acts */
             else if (!o->json && status_restart_note(ct->label, j->name, js, hint, sizeof hint))
-                log_notice("%s", hint); /* the table's restarts column said how many, not why */
+                status_notes_add(&notes, LOG_LVL_NOTICE, "%s", hint); /* the table's restarts column said how many, not why */
             if (!o->json && status_bad_lines_note(ct->label, j->name, js, f->inv_arg, hint, sizeof hint))
-                log_warn("%s", hint); /* the table said "starting", not that the format is wrong */
+                status_notes_add(&notes, LOG_LVL_WARN, "%s", hint); /* the table said "starting", not that the format is wrong */
             if (status_runs_unpromoted_spec(js) && !spec_ct++) { /* said once, under the table */
                 spec_label = ct->label;
                 (void)str_copy(spec_release, sizeof spec_release, js->current);
@@ -499,8 +567,9 @@ static int status_once(struct fleet *f, const struct status_opts *o)
          * (a spec change on probation, or orphaned by a drover killed -9) only this says */
         if (spec_ct && !o->json) {
             char hint[600];
-            log_warn("%s", status_spec_hint(spec_label, spec_ct - 1, j->name, spec_release, f->inv_arg,
-                                            hint, sizeof hint));
+            status_notes_add(&notes, LOG_LVL_WARN, "%s",
+                             status_spec_hint(spec_label, spec_ct - 1, j->name, spec_release, f->inv_arg,
+                                              hint, sizeof hint));
         }
         /* null when no rank said (every host down, ranks just started): 0.0 read as a stall */
         json_object_set_new(jo, "ktok_s", nktok ? json_real(total) : json_null());
@@ -511,9 +580,10 @@ static int status_once(struct fleet *f, const struct status_opts *o)
     for (int ji = 0; ji < inv->njobs && !o->json; ji++)
         if (nojob[ji].off) {
             char hint[800];
-            log_notice("%s", status_nojob_hint(nojob[ji].who, inv->jobs[ji].name, f->inv_arg, hint,
-                                               sizeof hint));
+            status_notes_add(&notes, LOG_LVL_NOTICE, "%s",
+                             status_nojob_hint(nojob[ji].who, inv->jobs[ji].name, f->inv_arg, hint, sizeof hint));
         }
+    status_notes_say(&notes);
     if (o->json) {
         char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (text) {

@@ -64,11 +64,11 @@ static bool no_color_env(void)
 
 /* ------------------------------------------------------------------ --once */
 
-static bool all_answered(const struct top_snapshot *s)
+static bool all_answered(const struct top_snapshot *s, double now)
 {
     for (int i = 0; i < s->ncts; i++) {
         const struct top_ct *ct = &s->cts[i];
-        if (!ct->seen && !ct->err[0] && !s->hosts[ct->host].err[0])
+        if (!ct->seen && !ct->err[0] && !s->hosts[ct->host].err[0] && !top_ct_is_stale(s, ct, now))
             return false;
     }
     return true;
@@ -83,18 +83,22 @@ static int top_once(struct fleet *f, const struct top_opts *o)
         return EXIT_FAIL;
     }
     struct top_snapshot s = { 0 };
-    double deadline = time_mono() + o->timeout_s;
+    double started = time_mono(), deadline = started + o->timeout_s;
     /* every container answered (or failed), and the state thread ran once */
     for (;;) {
         if (top_poll_snapshot(p, &s) < 0)
             break;
-        if (all_answered(&s) && time_mono() > deadline - o->timeout_s + 0.3)
+        if (all_answered(&s, time_mono()) && time_mono() > deadline - o->timeout_s + 0.3)
             break;
         if (time_mono() > deadline)
             break;
         top_poll_wait(p, 200);
     }
     double now = time_mono();
+    /* what has sent nothing by now did not answer: its row says unreachable and the alerts
+     * count it, as `drover status` says agent-unreachable (it showed `starting`, alerts none) */
+    if (s.cts && o->watch_s <= 0)
+        top_snapshot_wait_over(&s, started, now);
     struct top_view v = { .flat = o->flat, .problems_first = o->problems_first,
                           .ascii = o->ascii || !locale_is_utf8() };
     if (o->filter)

@@ -240,13 +240,37 @@ double top_stale_after(double interval_s)
     return 2.5 * interval_s + 3.0;
 }
 
+double top_first_doc_within(double interval_s)
+{
+    double t = 4 * interval_s + 6;
+    return t > 30 ? t : 30;
+}
+
+void top_snapshot_wait_over(struct top_snapshot *s, double asked_since, double now)
+{
+    for (int i = 0; i < s->ncts; i++) {
+        struct top_ct *ct = &s->cts[i];
+        if (ct->seen)
+            continue;
+        if (ct->asked_mono <= 0)
+            ct->asked_mono = asked_since;
+        if (ct->answer_by <= 0 || ct->answer_by > now)
+            ct->answer_by = now;
+    }
+}
+
 bool top_ct_is_stale(const struct top_snapshot *s, const struct top_ct *ct, double now)
 {
     if (ct->err[0])
         return true;
     if (ct->host >= 0 && ct->host < s->nhosts && s->hosts[ct->host].err[0] && !s->hosts[ct->host].up)
         return true;
-    return ct->seen && now - ct->doc_mono > top_stale_after(s->interval_s);
+    /* A stopped or hung agent accepts the watch stream and never answers: no error ever comes
+     * (the stream ends only after the agent CLI's own idle deadline, a minute), so it showed
+     * `starting` with no alert while `drover status` said agent-unreachable. */
+    if (!ct->seen)
+        return ct->answer_by > 0 && now >= ct->answer_by;
+    return now - ct->doc_mono > top_stale_after(s->interval_s);
 }
 
 double top_rank_hb_age(const struct top_snapshot *s, const struct top_ct *ct,
@@ -400,29 +424,30 @@ int top_snapshot_exit(const struct top_snapshot *s, double now, int *ret_unanswe
         key = key || (s->hosts[h].key_refused && !s->hosts[h].up);
     for (int i = 0; i < s->ncts; i++) {
         const struct top_ct *ct = &s->cts[i];
-        if (top_ct_state(s, ct, now) == TOP_UNREACHABLE)
+        if (!ct->seen || top_ct_state(s, ct, now) == TOP_UNREACHABLE)
             unreachable++;
-        else if (!ct->seen) {
-            unreachable++;
+        if (top_ct_unanswered(s, ct))
             unanswered++;
-        }
     }
     if (ret_unanswered)
         *ret_unanswered = unanswered;
     return key ? EXIT_HOSTKEY : unreachable ? EXIT_FAIL : EXIT_OK;
 }
 
-static bool ct_unanswered(const struct top_snapshot *s, int i, double now)
+bool top_ct_unanswered(const struct top_snapshot *s, const struct top_ct *ct)
 {
-    return !s->cts[i].seen && top_ct_state(s, &s->cts[i], now) != TOP_UNREACHABLE;
+    const struct top_host *h = ct->host >= 0 && ct->host < s->nhosts ? &s->hosts[ct->host] : NULL;
+    return !ct->seen && !ct->err[0] && !(h && h->err[0] && !h->up);
 }
+
 
 bool top_ct_report_unanswered(const struct top_snapshot *s, int i, double now)
 {
-    if (i < 0 || i >= s->ncts || !ct_unanswered(s, i, now))
+    (void)now;
+    if (i < 0 || i >= s->ncts || !top_ct_unanswered(s, &s->cts[i]))
         return false;
     int first = s->cts[i].same_as;
-    return !(first >= 0 && first < i && ct_unanswered(s, first, now));
+    return !(first >= 0 && first < i && top_ct_unanswered(s, &s->cts[first]));
 }
 
 enum top_state top_host_state(const struct top_snapshot *s, int host, double now)

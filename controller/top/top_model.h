@@ -85,6 +85,10 @@ struct top_ct {
                             * and vmid, or local root): itself unless an earlier job shares it */
     char label[INV_NAME_MAX + INV_PATH_MAX + 8]; /* "h1:101" */
     bool seen;             /* a status document ever arrived */
+    double asked_mono;     /* when its watch stream was first opened on the host's current
+                            * session; 0 not asked yet (or the session went down since) */
+    double answer_by;      /* never seen by then: its agent does not answer (stopped or hung: it
+                            * accepts the stream and sends nothing), unreachable; 0 no deadline */
     double doc_mono;       /* when the newest document arrived */
     char err[TOP_ERR_MAX]; /* why no documents come now; "" when they do */
     bool has_job;          /* the newest document knew this job */
@@ -152,6 +156,15 @@ int top_snapshot_copy(struct top_snapshot *dst, const struct top_snapshot *src);
 
 /* Seconds after which a container's documents count as stale (unreachable, dimmed). */
 double top_stale_after(double interval_s);
+/* Seconds a container's watch stream may take to send its first document: 4 x refresh + 6 s,
+ * at least 30 s (a loaded host may take a while to start the agent).  Past it the container
+ * counts as unreachable (answer_by), and a host whose streams all sent nothing that long has
+ * its session dropped and reopened (top_poll.c): one rule for both. */
+double top_first_doc_within(double interval_s);
+/* The wait for a first document is over at `now` (`drover top --once`'s --timeout): every
+ * container never seen counts as not answering from then on (answer_by = now; asked_mono =
+ * asked_since where it was never asked, its host still connecting). */
+void top_snapshot_wait_over(struct top_snapshot *s, double asked_since, double now);
 /* Heartbeat age of a rank now: the agent's age at document time plus the time by which the
  * next document is overdue (time since the document minus the refresh interval), so a silent
  * host's ages grow while a slow refresh alone never makes a rank look late. */
@@ -170,11 +183,17 @@ enum top_state top_ct_state(const struct top_snapshot *s, const struct top_ct *c
  * the jobs are in (a failed gang is an answer, not an error).  *ret_unanswered (may be NULL):
  * how many containers were never seen. */
 int top_snapshot_exit(const struct top_snapshot *s, double now, int *ret_unanswered);
-/* Whether `drover top --once` names pair i as "no answer": never seen, not unreachable, and
- * no earlier pair naming the same container (another job's) already named it, so that a
- * container is named once however many jobs it runs. */
+/* Never seen, and no error of its own or of its host says why: its agent has not answered
+ * (not yet, or not at all: a stopped or hung agent). */
+bool top_ct_unanswered(const struct top_snapshot *s, const struct top_ct *ct);
+/* Whether `drover top --once` names pair i as "no answer": never seen, with no other reason
+ * known (no error of its own or of its host: its agent did not answer, however its row shows
+ * it), and no earlier pair naming the same container (another job's) already named it, so that
+ * a container is named once however many jobs it runs. */
 bool top_ct_report_unanswered(const struct top_snapshot *s, int i, double now);
 enum top_state top_host_state(const struct top_snapshot *s, int host, double now);
+/* The container shows unreachable: an error of its own or of its host, documents older than
+ * top_stale_after(), or none at all by its answer_by. */
 bool top_ct_is_stale(const struct top_snapshot *s, const struct top_ct *ct, double now);
 /* The job of container ct; NULL when its index is out of range. */
 const struct top_job *top_job_of(const struct top_snapshot *s, const struct top_ct *ct);

@@ -103,10 +103,29 @@ static void set_host(struct top_poll *p, int h, bool up, const char *err, bool k
     (void)str_copy(th->err, sizeof th->err, err ? err : "");
     if (!up)
         for (int i = 0; i < nslots; i++)
-            for (int k = 0; k < slots[i].nidx; k++)
-                snprintf(p->snap.cts[slots[i].idx[k]].err, TOP_ERR_MAX, "host unreachable: %s",
-                         err ? err : "?");
+            for (int k = 0; k < slots[i].nidx; k++) {
+                struct top_ct *tc = &p->snap.cts[slots[i].idx[k]];
+                snprintf(tc->err, TOP_ERR_MAX, "host unreachable: %s", err ? err : "?");
+                tc->asked_mono = tc->answer_by = 0; /* asked again on the next session */
+            }
     publish_locked(p);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Its watch stream was opened at `now`: a container never seen that sends nothing within
+ * top_first_doc_within() counts as unreachable (a stopped or hung agent takes the stream and
+ * says nothing; top_model.c).  The first ask on a session sets the deadline; reopening the
+ * stream does not push it back. */
+static void set_ct_asked(struct top_poll *p, struct slot *sl, double now, double interval)
+{
+    pthread_mutex_lock(&p->mu);
+    for (int k = 0; k < sl->nidx; k++) {
+        struct top_ct *tc = &p->snap.cts[sl->idx[k]];
+        if (tc->asked_mono > 0)
+            continue;
+        tc->asked_mono = now;
+        tc->answer_by = now + top_first_doc_within(interval);
+    }
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -352,6 +371,7 @@ static void *host_main(void *arg)
                 }
                 sl->opened_at = now;
                 sl->got_since_open = false;
+                set_ct_asked(p, sl, now, interval);
             }
             if (!sl->s) {
                 sl->restart = false; /* it reopens at the new interval anyway */
@@ -408,7 +428,7 @@ static void *host_main(void *arg)
         for (int i = 0; i < nslots; i++) {
             double q = now - slots[i].last_doc;
             double limit = slots[i].last_doc > slots[i].opened_at ? hung_after
-                           : hung_after > 30 ? hung_after : 30;
+                                                                  : top_first_doc_within(interval);
             if (q < quiet)
                 quiet = q;
             if (q <= limit)

@@ -614,6 +614,9 @@ const char *top_row_problem(const struct top_snapshot *s, const struct top_row *
         snprintf(buf, buf_sz, "%s: %s", h->name, h->err);
     else if (ct && ct->err[0])
         snprintf(buf, buf_sz, "%s: %s", ct->label, ct->err);
+    else if (ct && !ct->seen && top_ct_is_stale(s, ct, now))
+        snprintf(buf, buf_sz, "%s: its agent sent no status document in %s: is drover-agent stopped or "
+                 "hung there?", ct->label, top_fmt_age(ct->asked_mono > 0 ? now - ct->asked_mono : -1, age, sizeof age));
     else if (ct && top_ct_is_stale(s, ct, now))
         snprintf(buf, buf_sz, "%s: no status document for %s", ct->label,
                  top_fmt_age(now - ct->doc_mono, age, sizeof age));

@@ -5,7 +5,9 @@
 # sessions frozen with SIGSTOP, so nothing answers and no connection is refused) shows as
 # unreachable within 15 s while the screen keeps refreshing and answering keys, and comes back
 # after SIGCONT; resizing to 80 columns drops columns and nothing wraps; NO_COLOR and --ascii
-# give a frame without colour and without UTF-8; `top --once` prints one frame and exits.
+# give a frame without colour and without UTF-8; `top --once` prints one frame and exits; an
+# agent stopped with SIGSTOP (it takes the watch stream and says nothing) is unreachable under
+# `top --once`, with an alert and a `!` line naming it, as `drover status` says agent-unreachable.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -23,8 +25,10 @@ STOPPED=""
 
 descendants() { local p; for p in $(pgrep -P "$1"); do echo "$p"; descendants "$p"; done; }
 host_procs() { local p; p=$(cat "$LAB_DIR/hosts/$1/sshd.pid"); echo "$p" $(descendants "$p"); }
+HUNG_CT=""
 cleanup() {
 	[[ -n $STOPPED ]] && kill -CONT $STOPPED 2>/dev/null
+	[[ -n $HUNG_CT ]] && ct "$HUNG_CT" sh -c 'kill -CONT "$(cat /run/drover/agent.pid)"' 2>/dev/null
 	"${TM[@]}" kill-server 2>/dev/null
 	rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/drover-e2e-top-$$"
 }
@@ -102,6 +106,25 @@ rc=$?
 sed 's/^/    | /' "$E2E_WORK/status-typo.txt" "$E2E_WORK/status-typo.err" | head -10
 check "status exits 1 and says ct-missing for h1:199 ($rc)" \
 	bash -c "[[ $rc == 1 ]] && grep -q 'h1:199 .*ct-missing' '$E2E_WORK/status-typo.txt'"
+
+say "the agent daemon in ${CTS[1]} stopped (SIGSTOP): top --once and status both say it did not answer"
+HUNG_CT=${CTS[1]}
+ct "$HUNG_CT" sh -c 'kill -STOP "$(cat /run/drover/agent.pid)"' || fatal "cannot stop the agent in $HUNG_CT"
+"$E2E_BUILD/drover" -i "$INV" top --once --width 132 >"$E2E_WORK/top-hung.txt" 2>"$E2E_WORK/top-hung.err"
+rc=$?
+"$E2E_BUILD/drover" -i "$INV" status -o json >"$E2E_WORK/status-hung.json" 2>"$E2E_WORK/status-hung.err"
+src=$?
+ct "$HUNG_CT" sh -c 'kill -CONT "$(cat /run/drover/agent.pid)"'
+HUNG_CT=""
+sed 's/^/    | /' "$E2E_WORK/top-hung.txt" "$E2E_WORK/top-hung.err" | head -20
+hung_state() { jq -r --arg c "${CTS[1]}" '.jobs[].containers[] | select(.container == $c) | .state' "$E2E_WORK/status-hung.json"; }
+check "top --once exits 1 with the agent of ${CTS[1]} stopped ($rc)" test "$rc" = 1
+check "its row says unreachable (it said starting)" grep -qE "^$(ct_pat "${CTS[1]}").* unreachable " "$E2E_WORK/top-hung.txt"
+check "the alerts count it (they said none)" grep -q 'alerts: unreachable 1' "$E2E_WORK/top-hung.txt"
+check "a '! ${CTS[1]}: ...' line names it and what stalled" \
+	grep -q "^! ${CTS[1]}: its agent sent no status document in [0-9]*s: is drover-agent stopped or hung there?" "$E2E_WORK/top-hung.txt"
+check "status agrees: exit 1 ($src), ${CTS[1]} agent-unreachable (got '$(hung_state)')" \
+	bash -c "[[ $src == 1 && '$(hung_state)' == agent-unreachable ]]"
 
 say "drover top --watch 1 (text frames, the status --watch way)"
 # The first frame waits for the SSH sessions to both fake hosts and a watch channel per

@@ -19,7 +19,8 @@
 #include "controller/inventory.h"
 #include "controller/transport/fleet.h"
 
-/* Run verb on inv with stdout and stderr into the files out and err; its exit code. */
+/* Run verb on inv with stdout and stderr into the files out and err (the same path: both into
+ * one file, in the order a terminal shows them); its exit code. */
 static inline int capture_verb(int (*verb)(struct fleet *, int, char **), const struct inventory *inv, char **argv,
                                int argc, const char *out, const char *err)
 {
@@ -29,7 +30,7 @@ static inline int capture_verb(int (*verb)(struct fleet *, int, char **), const 
     fflush(stderr);
     int save_out = dup(STDOUT_FILENO), save_err = dup(STDERR_FILENO);
     int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fe = strcmp(out, err) == 0 ? dup(fo) : open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     assert_true(fo >= 0 && fe >= 0);
     dup2(fo, STDOUT_FILENO);
     dup2(fe, STDERR_FILENO);

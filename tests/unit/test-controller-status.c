@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "common/heartbeat.h"
+#include "common/log.h"
 #include "common/status.h"
 #include "controller/cmd.h"
 #include "controller/inventory.h"
@@ -462,6 +463,52 @@ static void test_no_job_said(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* `drover status` said each container's notes on stderr right after its rows, so on a terminal
+ * `job 'train' was restarted by its agent` stood between the table's rows (the newcomer pass),
+ * while the docs say notes come under the table.  Now they are collected and said after the
+ * last row: stdout and stderr into one file, as a terminal shows them (the controller flushes
+ * stdout before each log line, cli_main). */
+static void test_notes_under_the_table(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], both[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(both, sizeof both, "%s/both", dir);
+    struct agent_status *st = calloc(1, sizeof *st);
+    assert_non_null(st);
+    fake_agent_status_init(st);
+    st->njobs = 1;
+    struct job_status *js = &st->jobs[0];
+    strcpy(js->job, "train");
+    js->state = GANG_RUNNING;
+    js->restarts = 1;
+    strcpy(js->last_restart_reason, "rank 0 hung (liveness deadline)");
+    js->nranks = 1;
+    fake_rank_training(&js->ranks[0], 0, 0, "", 10, 1000, 3.0);
+    fake_agent(dir, st);
+    free(st);
+    struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+    log_set_flush_stdout(true);
+    char *argv[] = { "status", NULL };
+    assert_int_equal(capture_verb(cmd_status, inv, argv, 1, both, both), EXIT_OK);
+    log_set_flush_stdout(false);
+    char *all = capture_slurp(both);
+    /* the table: header, train in a and b, eval in a (no-job); then every note */
+    const char *note = strstr(all, "was restarted by its agent");
+    const char *last_row = strstr(all, "eval ");
+    if (!note || !last_row || note < last_row)
+        fail_msg("a note before the table's last row:\n%s", all);
+    const char *first_note = strstr(all, "drover: ");
+    if (!first_note || first_note < last_row)
+        fail_msg("stderr said something between the table's rows:\n%s", all);
+    snprintf(text, sizeof text, "h1:local:%s/b: job 'train' was restarted by its agent", dir);
+    assert_non_null(strstr(all, text)); /* each container's note, the last one's too */
+    free(all);
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -477,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_nojob_hint_text),
         cmocka_unit_test(test_failed_reason_code),
         cmocka_unit_test(test_no_job_said),
+        cmocka_unit_test(test_notes_under_the_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

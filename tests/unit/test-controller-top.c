@@ -335,6 +335,73 @@ static void test_no_loss_yet_is_not_nan(void **state)
     assert_int_equal(m.nan_ranks, 2);
 }
 
+/* A container whose agent is stopped or hung (SIGSTOP): it accepts the watch stream and never
+ * sends a document, and no error comes for a minute (the agent CLI's own idle deadline).  `top
+ * --once` showed it `starting` with `alerts: none` while `drover status` said agent-unreachable
+ * and both exited 1 (the newcomer pass).  Past its first-document deadline (live) or --once's
+ * --timeout it is unreachable: the row, the host, the alerts and a `!` line naming it. */
+static void test_hung_agent_is_unreachable(void **state)
+{
+    struct fx *f = *state;
+    double now = 100;
+    feed_all(f, GOOD, GOOD, now);
+    struct top_ct *hung = &f->s.cts[1]; /* h1:102 */
+    memset(hung->ranks, 0, sizeof hung->ranks);
+    hung->nranks = 0;
+    hung->seen = hung->has_job = false;
+    hung->asked_mono = now - 2;
+    hung->answer_by = hung->asked_mono + top_first_doc_within(2);
+    assert_true(top_first_doc_within(2) >= 30); /* a loaded host may be slow to start the agent */
+    assert_true(top_first_doc_within(10) > 4 * 10);
+    /* asked a moment ago: connecting, no alert yet */
+    assert_int_equal(top_ct_state(&f->s, hung, now), TOP_STARTING);
+    /* past the deadline it has not answered: unreachable, and said */
+    double late = hung->answer_by + 0.5;
+    for (int i = 0; i < f->s.ncts; i++)
+        if (i != 1)
+            f->s.cts[i].doc_mono = late;
+    assert_int_equal(top_ct_state(&f->s, hung, late), TOP_UNREACHABLE);
+    assert_int_equal(top_host_state(&f->s, 0, late), TOP_UNREACHABLE);
+    assert_int_equal(top_ct_state(&f->s, &f->s.cts[0], late), TOP_RUNNING);
+    struct top_summary m;
+    top_summarize(&f->s, late, &m);
+    assert_int_equal(m.alerts[TOP_UNREACHABLE], 1);
+    assert_int_equal(m.cts_up, 2);
+    char l1[256], l2[256];
+    top_header_lines(&f->s, &m, true, l1, sizeof l1, l2, sizeof l2);
+    assert_non_null(strstr(l2, "alerts: unreachable 1"));
+    struct top_view v = { .ascii = true };
+    char *text = NULL;
+    assert_int_equal(top_render_text(&f->s, f->inv, &v, late, 132, false, &text), 0);
+    if (!strstr(text, "\n! h1:102: its agent sent no status document in 30s: is drover-agent stopped or hung "
+                      "there?\n"))
+        fail_msg("no '! h1:102: ...' line naming the hung agent in:\n%s", text);
+    free(text);
+    /* the exit code and the stderr line of --once, as before */
+    int unanswered = 0;
+    assert_int_equal(top_snapshot_exit(&f->s, late, &unanswered), EXIT_FAIL);
+    assert_int_equal(unanswered, 1);
+    assert_true(top_ct_report_unanswered(&f->s, 1, late));
+    assert_false(top_ct_report_unanswered(&f->s, 0, late));
+
+    /* --once: its --timeout (15 s by default) ends the wait before that deadline; what has not
+     * answered by then is unreachable too, also a container never asked (host still connecting) */
+    hung->answer_by = now + 30;
+    f->s.cts[2].seen = false;
+    f->s.cts[2].nranks = 0;
+    f->s.cts[2].asked_mono = f->s.cts[2].answer_by = 0;
+    assert_int_equal(top_ct_state(&f->s, hung, now + 13), TOP_STARTING);
+    assert_int_equal(top_ct_state(&f->s, &f->s.cts[2], now + 13), TOP_STARTING);
+    top_snapshot_wait_over(&f->s, now - 2, now + 13);
+    assert_int_equal(top_ct_state(&f->s, hung, now + 13), TOP_UNREACHABLE);
+    assert_int_equal(top_ct_state(&f->s, &f->s.cts[2], now + 13), TOP_UNREACHABLE);
+    assert_true(f->s.cts[0].answer_by == 0); /* a container that answered keeps no deadline */
+    /* a document clears it */
+    make_status(&f->st, 1, GOOD, GOOD, GANG_RUNNING, 11, 1000, 3.0);
+    top_ct_update(hung, &f->st, "train", 3, now + 14);
+    assert_int_equal(top_ct_state(&f->s, hung, now + 14), TOP_RUNNING);
+}
+
 static void test_stalled_backoff_failed(void **state)
 {
     struct fx *f = *state;
@@ -724,6 +791,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reverted_container_runs_good_ranks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_loss_yet_is_not_nan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_once_exit_agrees_with_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hung_agent_is_unreachable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stalled_backoff_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreachable_keeps_values_dimmed, setup, teardown),
         cmocka_unit_test(test_shared_container_counts_once),
