@@ -318,6 +318,14 @@ static void test_env_preflight_timeout_liveness(void **state)
         {"gpu_mem = lots\n", "inv.ini:6: [job j] gpu_mem", "size in GiB"},
         {"gpu_mem = 0\n", "inv.ini:6: [job j] gpu_mem", "size in GiB"},
         {"silence_deadline = soon\n", "inv.ini:6: [job j] silence_deadline", "not a duration"},
+        /* '0' was "not a duration (like 30s, ...)": it is one, it must be greater than 0; one
+         * rule and one message for every duration that must be */
+        {"healthy_deadline = 0\n", "inv.ini:6: [job j] healthy_deadline", "'0' must be a duration greater than 0"},
+        {"progress_deadline = 0s\n", "inv.ini:6: [job j] progress_deadline", "'0s' must be a duration greater than 0"},
+        {"max_probation_time = 0\n", "inv.ini:6: [job j] max_probation_time", "must be a duration greater than 0"},
+        {"hold_time = 0m\n", "inv.ini:6: [job j] hold_time", "must be a duration greater than 0"},
+        {"healthy_deadline = soon\n", "inv.ini:6: [job j] healthy_deadline", "must be a duration greater than 0 (like 30s"},
+        {"gpu_mem = 0\n", "inv.ini:6: [job j] gpu_mem", "'0' must be a size in GiB greater than 0"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
         snprintf(text, sizeof text, "%s%s", base, bad[i].line);
