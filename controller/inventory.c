@@ -1123,6 +1123,14 @@ int inventory_load(const char *path, struct inventory **ret_inv, char *err, size
     char *text;
     size_t len;
     int r = fs_read_file(path, INV_FILE_MAX, &text, &len);
+    if (r == -EISDIR) { /* `-i DIR` said only "Is a directory" */
+        size_t n = strlen(path);
+        while (n > 1 && path[n - 1] == '/')
+            n--;
+        snprintf(err, err_sz, "inventory '%s' is a directory: give the inventory file, e.g. "
+                 "%.*s/drover.ini (docs/config.md)", path, (int)n, path);
+        return r;
+    }
     if (r < 0) {
         snprintf(err, err_sz, "%s: cannot read inventory: %s%s", path,
                  r == -EFBIG ? "larger than 1 MiB" : strerror(-r),

@@ -135,7 +135,8 @@ struct inventory {
 int inventory_parse(const char *text, size_t len, const char *path, struct inventory **ret_inv,
                     char *err, size_t err_sz);
 
-/* Read and parse the file (at most 1 MiB).  -ENOENT etc. with err set as well. */
+/* Read and parse the file (at most 1 MiB).  -ENOENT etc. with err set as well (-EISDIR: err
+ * says to give the file in the directory). */
 int inventory_load(const char *path, struct inventory **ret_inv, char *err, size_t err_sz);
 
 void inventory_free(struct inventory *inv);

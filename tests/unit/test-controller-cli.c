@@ -1001,12 +1001,22 @@ static void test_job_selection(void **state)
     want(err, "-o takes json, not 'yaml'");
 }
 
+/* `drover -i DIR`: the path and what to give, exit 2 */
+static void test_inventory_is_directory(void **state)
+{
+    (void)state;
+    assert_int_equal(fs_mkdir_p("conf", 0755), 0);
+    assert_int_equal(drover("-i", "conf", "status", NULL), 2);
+    want(err, "inventory 'conf' is a directory: give the inventory file, e.g. conf/drover.ini");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_usage_before_inventory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deploy_which_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_needs_job, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inventory_is_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_and_all_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_values_name_the_option_typed, setup, teardown),

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -440,6 +441,29 @@ static void test_load_missing_file(void **state)
     assert_non_null(strstr(err, "/nonexistent/drover.ini"));
 }
 
+/* `drover -i DIR` said only "DIR: cannot read inventory: Is a directory": name the path and
+ * say that the inventory file is wanted, with or without a trailing slash */
+static void test_load_directory(void **state)
+{
+    (void)state;
+    char dir[64] = "/tmp/drover-inv-dir.XXXXXX", slash[80], want[200];
+    assert_non_null(mkdtemp(dir));
+    struct inventory *inv = NULL;
+    char err[INV_ERR_MAX];
+    snprintf(want, sizeof want, "inventory '%s' is a directory: give the inventory file, e.g. %s/drover.ini",
+             dir, dir);
+    assert_int_equal(inventory_load(dir, &inv, err, sizeof err), -EISDIR);
+    assert_null(inv);
+    assert_non_null(strstr(err, want));
+    snprintf(slash, sizeof slash, "%s/", dir);
+    assert_int_equal(inventory_load(slash, &inv, err, sizeof err), -EISDIR);
+    assert_null(inv);
+    assert_non_null(strstr(err, "/' is a directory: give the inventory file"));
+    snprintf(want, sizeof want, "e.g. %s/drover.ini", dir); /* no "//" */
+    assert_non_null(strstr(err, want));
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* Two jobs whose gangs share a container share its network namespace: with the same
  * MASTER_PORT (29500 when neither sets master_port) the second gang's rank 0 cannot bind it
  * (EADDRINUSE) and its other ranks may join the first job's rendezvous.  Refused at parse. */
@@ -618,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_parse_ct),
         cmocka_unit_test(test_load_missing_file),
+        cmocka_unit_test(test_load_directory),
         cmocka_unit_test(test_shared_container_master_port),
         cmocka_unit_test(test_inline_comments),
         cmocka_unit_test(test_deadline_warning),
