@@ -772,6 +772,33 @@ static void test_missing_release_dir(void **state)
     want_nothing_ran(mark, "state/history.jsonl"); /* no agent call, no lease, no history */
 }
 
+/* `drover deploy` without DIR printed only the usage line: say what is missing first, then the
+ * usage, exit 2, before any inventory */
+static void test_deploy_without_dir(void **state)
+{
+    (void)state;
+    static const char *const verbs_[] = { "deploy", "plan" };
+    for (size_t i = 0; i < 2; i++) {
+        char line[128];
+        snprintf(line, sizeof line, "%s: missing the release directory (drover %s DIR)\n", verbs_[i], verbs_[i]);
+        assert_int_equal(drover(verbs_[i], NULL), 2);
+        want(err, line);
+        snprintf(line, sizeof line, "usage: drover %s DIR", verbs_[i]);
+        want(err, line);
+        assert_true(strstr(err, "missing the release directory") < strstr(err, "usage:"));
+        want_not(err, "cannot read inventory");
+        assert_int_equal(drover(verbs_[i], "--job", "train", NULL), 2);
+        want(err, "missing the release directory");
+    }
+    /* a bad option is its own error, with no word of a missing directory */
+    assert_int_equal(drover("deploy", "-o", "yaml", NULL), 2);
+    want(err, "-o takes json, not 'yaml'");
+    want_not(err, "missing the release directory");
+    /* a stray argument is not a missing one */
+    assert_int_equal(drover("deploy", "a", "b", NULL), 2);
+    want_not(err, "missing the release directory");
+}
+
 /* A wave's bad input is found before anything is deployed: every job's command is checked in the
  * release before any host is contacted (a later job's missing command was found only once the
  * jobs before it had been deployed: the hosts were contacted first, the first job went through
@@ -1028,6 +1055,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_checked_before_hosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_release_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deploy_without_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wave_checked_before_hosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_absolute_command_not_in_release, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_agent_binary, setup, teardown),
