@@ -227,6 +227,8 @@ static int resolve_path(const char *inv_path, const char *value, char *out, size
 /* One rule for every duration that must be > 0 (INI_MIN_OPEN at 0): say so, for '0' as for
  * 'soon' ('0' was told it is "not a duration", though it is one) */
 #define POSITIVE_DURATION_HINT "must be a duration greater than 0 (like 30s, 5m, 1h, or plain seconds)"
+#define INV_STR_(x) #x
+#define INV_STR(x) INV_STR_(x) /* a bound into its hint: one number, said where it is checked */
 /* section (kind), key, type, field of struct T, min, max, flags, hint, policy bit */
 #define ROW(sec, key, type, T, field, lo, hi, fl, hint, bit) \
     { sec, key, type, offsetof(T, field), 0, lo, hi, fl, hint, bit }
@@ -274,7 +276,8 @@ static const struct ini_key keys[] = {
         "is not a duration of at least 1s (like 10s, 1m)", 0),
     ROW("drover", "parallel", INI_INT, struct inventory, parallel, 1, 256, 0,
         "is not a count 1..256", 0),
-    ROW("drover", "keep", INI_INT, struct inventory, keep, 1, 10000, 0, "is not a count 1..10000", 0),
+    ROW("drover", "keep", INI_INT, struct inventory, keep, 1, INV_KEEP_MAX, 0,
+        "is not a count 1.." INV_STR(INV_KEEP_MAX) " (drover gc --keep N takes 0 too, for one run)", 0),
     ROW("drover", "exec_timeout", INI_DURATION, struct inventory, exec_timeout_s, 1, 1e18, 0,
         "is not a duration of at least 1s (like 2m, 90s)", 0),
     ROW("notify", "timeout", INI_DURATION, struct inventory, notify.timeout_s, 0.1, 300, 0,

@@ -308,7 +308,19 @@ static void test_values_name_the_option_typed(void **state)
     assert_int_equal(drover("logs", "--rank", "-1", NULL), 2);
     want(err, "--rank takes a rank from 0 to 1048576, not '-1'");
     assert_int_equal(drover("gc", "--keep", "-3", NULL), 2);
-    want(err, "--keep takes a count from 0 to 999999, not '-3'");
+    want(err, "--keep takes a count from 0 to 10000, not '-3'");
+    /* the inventory's keep's bound: --keep took up to 999999, [drover] keep 10000 */
+    assert_int_equal(drover("gc", "--keep", "10001", NULL), 2);
+    want(err, "--keep takes a count from 0 to 10000, not '10001' (0: keep only the releases in use "
+              "and the ways back, for this run)");
+    assert_int_equal(drover("gc", "--keep", "999999", NULL), 2);
+    want(err, "not '999999'");
+    assert_int_equal(drover("gc", "--keep", "10000", NULL), 2); /* good arguments: no inventory */
+    want(err, "cannot read inventory");
+    want_not(err, "--keep takes");
+    assert_int_equal(drover("gc", "--keep", "0", NULL), 2); /* 0: the command line's, on purpose */
+    want(err, "cannot read inventory");
+    want_not(err, "--keep takes");
 
     char buf[32];
     char *a[] = { "top", "--once", "-n", "abc", NULL };

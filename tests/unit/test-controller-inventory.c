@@ -146,6 +146,11 @@ static void test_gc_keep(void **state)
     inv = parse_ok("[drover]\nkeep = 2\n[host h]\naddress = a\n");
     assert_int_equal(inv->keep, 2);
     inventory_free(inv);
+    /* the bound drover gc --keep shares (it took up to 999999): 1..10000 here, 0..10000 there */
+    parse_fails("[drover]\nkeep = 10001\n", "inv.ini:2:", "is not a count 1..10000 (drover gc --keep N takes 0 too");
+    inv = parse_ok("[drover]\nkeep = 10000\n[host h]\naddress = a\n");
+    assert_int_equal(inv->keep, INV_KEEP_MAX);
+    inventory_free(inv);
 }
 
 /* A mistyped key names the key it is near, and a key in the wrong section the section it goes
