@@ -1040,6 +1040,54 @@ static void test_job_selection(void **state)
     want(err, "-o takes json, not 'yaml'");
 }
 
+/* rollback --to: a malformed prefix (not hex, under 6 digits) is a usage error said before any
+ * inventory or host; a well-formed one that matches no release of the job (`--to deadbeef` said
+ * "give at least 6 hex digits of one", as if 8 were too few, and exit 2 after the survey) is a
+ * refusal, exit 1, pointing at the history; one that matches several names them. */
+static void test_rollback_to_prefix(void **state)
+{
+    (void)state;
+    static const char *const malformed[] = { "v1", "abc12", "deadbeeg", "-1",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" /* 65 */ };
+    for (size_t i = 0; i < ARRAY_SIZE(malformed); i++) {
+        assert_int_equal(drover("rollback", "--job", "train", "--to", malformed[i], NULL), 2);
+        char line[200];
+        snprintf(line, sizeof line, "--to '%s' is not a release id: give 6 to 64 hex digits of one "
+                 "(`drover history --job train` lists the job's releases)", malformed[i]);
+        want(err, line);
+        want_not(err, "cannot read inventory"); /* before the inventory, so before any host */
+    }
+    assert_int_equal(drover("rollback", "--job", "train", "--to", "DEADBEEF", NULL), 2);
+    want(err, "cannot read inventory"); /* well formed: on to the inventory */
+    want_not(err, "is not a release id");
+
+    char ini[2048];
+    mkfile("drover.ini", fake_agent_inventory_text(ini, sizeof ini, tmpd, "", "", "c"), 0644);
+    struct agent_status st;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    struct job_status *js = &st.jobs[0];
+    strcpy(js->job, "train");
+    js->state = GANG_RUNNING;
+    memset(js->current, 'a', RELEASE_ID_LEN);
+    memcpy(js->good, js->current, sizeof js->good);
+    memset(js->previous, 'b', RELEASE_ID_LEN);
+    js->ngoods = 3;
+    memcpy(js->goods[0], js->current, sizeof js->goods[0]);
+    memcpy(js->goods[1], js->previous, sizeof js->goods[1]);
+    memset(js->goods[2], 'a', RELEASE_ID_LEN);
+    memset(js->goods[2] + 16, '1', RELEASE_ID_LEN - 16); /* shares a...'s first 16 digits */
+    fake_agent(tmpd, &st);
+    assert_int_equal(drover("rollback", "--job", "train", "--to", "deadbeef", "--dry-run", NULL), 1);
+    want(err, "rollback of job 'train' refused, nothing changed: no release the job ran (good, previous, "
+              "promoted or bad) begins with 'deadbeef'; `drover history --job train` lists its releases");
+    want_not(err, "at least 6");
+    assert_int_equal(drover("rollback", "--job", "train", "--to", "aaaaaaaa", "--dry-run", NULL), 1);
+    want(err, "2 releases the job ran begin with 'aaaaaaaa' (aaaaaaaaaaaa, aaaaaaaaaaaa); give more hex digits");
+    assert_int_equal(drover("rollback", "--job", "train", "--to", "aaaaaaaaaaaaa", "--dry-run", NULL), 1);
+    want(err, "(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, aaaaaaaaaaaaaaaa1111");
+}
+
 /* `drover -i DIR`: the path and what to give, exit 2 */
 static void test_inventory_is_directory(void **state)
 {
@@ -1055,6 +1103,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_usage_before_inventory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deploy_which_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_needs_job, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollback_to_prefix, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inventory_is_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_and_all_jobs, setup, teardown),
