@@ -14,6 +14,7 @@
 #include "common/util.h"
 #include "controller/cmd.h"
 #include "controller/deploy/jobspec.h"
+#include "controller/deploy/pastfail.h"
 #include "controller/deploy/rbtarget.h"
 #include "controller/deploy/state.h"
 #include "controller/transport/fanout.h"
@@ -386,8 +387,17 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
      * changed since is refused by its agent (promote --spec-digest) */
     for (int i = 0; i < d.job->ncts; i++)
         (void)str_copy(d.want_spec[i], sizeof d.want_spec[i], d.sv_found[i] ? d.sv_js[i].spec_digest : "");
+    /* the record says what was decided: "(held release)" was written after an unconfirmed
+     * rollback too, where nothing was held */
+    struct history_entry *h;
+    size_t nh;
+    survey_history_of(&d, d.id, &h, &nh);
+    char why[160];
+    snprintf(why, sizeof why, "%s by the operator (%s)", promote ? "promoted" : "reverted",
+             pastfail_unpromoted_why(h, nh, d.job->name, d.id));
+    free(h);
     if (!promote) {
-        ret = revert_all(&d, HISTORY_RC_NONE, "reverted by the operator (held release)");
+        ret = revert_all(&d, HISTORY_RC_NONE, why);
         ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
         goto out;
     }
@@ -412,7 +422,7 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
     printf("promoted %s for job '%s' by hand%s\n", d.sid, d.job->name,
            ss ? ": its probation samples are the new baseline" : " (no samples kept: the baseline "
                 "stays the last measured one)");
-    history_record(&d, "promoted", HISTORY_RC_NONE, "promoted by the operator (held release)", k);
+    history_record(&d, "promoted", HISTORY_RC_NONE, why, k);
     free(ss);
     ret = EXIT_OK;
 out:

@@ -289,6 +289,19 @@ static void merge_agent_history(struct deploy *d, const char *id, struct history
     }
 }
 
+void survey_history_of(struct deploy *d, const char *id, struct history_entry **ret_h, size_t *ret_n)
+{
+    struct history_entry *h = NULL;
+    size_t n = 0;
+    if (state_history_read(d->inv->state_dir, d->job->name, &h, &n) < 0) {
+        h = NULL; /* not written on failure: the agents' records alone */
+        n = 0;
+    }
+    merge_agent_history(d, id, &h, &n);
+    *ret_h = h;
+    *ret_n = n;
+}
+
 void warn_failed_before(struct deploy *d)
 {
     bool shown = false;
@@ -296,13 +309,9 @@ void warn_failed_before(struct deploy *d)
         shown = ct_shows_release(d, i, d->id);
     if (!shown)
         return;
-    struct history_entry *h = NULL;
-    size_t n = 0;
-    if (state_history_read(d->inv->state_dir, d->job->name, &h, &n) < 0) {
-        h = NULL; /* not written on failure: the agents' records alone */
-        n = 0;
-    }
-    merge_agent_history(d, d->id, &h, &n);
+    struct history_entry *h;
+    size_t n;
+    survey_history_of(d, d->id, &h, &n);
     const struct history_entry *e = pastfail_find(h, n, d->job->name, d->id);
     char msg[1400];
     if (e)
