@@ -66,6 +66,8 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
         if (r != EXIT_OK)
             return r;
     }
+    if (optind == argc) /* say what is missing first: the usage line alone did not */
+        log_error("%s: missing the release directory (drover %s DIR)", argv[0], argv[0]);
     if (optind + 1 != argc) /* the usage line of `drover deploy|plan --help` */
         return verb_usage_error(argv[0], optind + 1 < argc ? argv[optind + 1] : NULL);
     cmd_result_want(f, json, o.dry_run ? "plan" : "deploy", jobs, njobs);

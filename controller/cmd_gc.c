@@ -151,13 +151,16 @@ int cmd_gc(struct fleet *f, int argc, char **argv)
     int keep = f->inv->keep, c; /* [drover] keep; --keep N for this run */
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = cli_getopt(argc, argv, "k:", opts)) != -1) {
-        if (c == 'k' && str_is_digits(optarg, 6))
+        /* the inventory's keep's bound (it took 999999 here, 10000 there); 0 is for the
+         * command line only: one run that keeps just the protected releases (docs/config.md) */
+        if (c == 'k' && str_is_digits(optarg, 5) && atoi(optarg) <= INV_KEEP_MAX)
             keep = atoi(optarg);
         else {
             char typed[32]; /* name the value refused: `--keep -3` printed only the usage line */
             if (c == 'k')
-                log_error("%s takes a count from 0 to 999999, not '%s'",
-                          verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg);
+                log_error("%s takes a count from 0 to %d, not '%s' (0: keep only the releases in "
+                          "use and the ways back, for this run)", verb_opt_typed(argv, optind, optarg, typed, sizeof typed),
+                          INV_KEEP_MAX, optarg);
             return verb_usage_error(argv[0], NULL);
         }
     }

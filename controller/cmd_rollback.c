@@ -14,6 +14,7 @@
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 #include "controller/deploy/deploy.h"
+#include "controller/deploy/rbtarget.h"
 #include "controller/transport/fanout.h"
 
 int cmd_rollback(struct fleet *f, int argc, char **argv)
@@ -52,6 +53,13 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
     int r = cli_job_selection(argv[0], &job, job ? 1 : 0, false, CLI_JOBS_ONE);
     if (r != EXIT_OK)
         return r;
+    /* a malformed --to is bad input, said before any host is contacted (it was found after the
+     * survey, worded as if a well-formed prefix were too short) */
+    if (to && !rbtarget_prefix_ok(to)) {
+        log_error("--to '%s' is not a release id: give %d to %d hex digits of one (`drover history "
+                  "--job %s` lists the job's releases)", to, RB_PREFIX_MIN, RELEASE_ID_LEN, job);
+        return EXIT_USAGE;
+    }
     cmd_result_want(f, json, "rollback", &job, 1);
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;

@@ -224,21 +224,27 @@ static int resolve_path(const char *inv_path, const char *value, char *out, size
 }
 
 #define DURATION_HINT "is not a duration (like 30s, 5m, 1h, or plain seconds)"
+/* One rule for every duration that must be > 0 (INI_MIN_OPEN at 0): say so, for '0' as for
+ * 'soon' ('0' was told it is "not a duration", though it is one) */
+#define POSITIVE_DURATION_HINT "must be a duration greater than 0 (like 30s, 5m, 1h, or plain seconds)"
+#define INV_STR_(x) #x
+#define INV_STR(x) INV_STR_(x) /* a bound into its hint: one number, said where it is checked */
 /* section (kind), key, type, field of struct T, min, max, flags, hint, policy bit */
 #define ROW(sec, key, type, T, field, lo, hi, fl, hint, bit) \
     { sec, key, type, offsetof(T, field), 0, lo, hi, fl, hint, bit }
 #define POL(key, type, field, lo, hi, fl, hint, bit) \
     ROW("policy", key, type, struct inv_policy, field, lo, hi, fl, hint, bit)
+/* a policy duration that must be > 0: one range, one message */
+#define POL_POSITIVE_DURATION(key, field, bit) \
+    POL(key, INI_DURATION, field, 0, 1e18, INI_MIN_OPEN, POSITIVE_DURATION_HINT, bit)
 
 /* Every number, duration and boolean of the inventory (docs/config.md).  "policy" keys are also
  * accepted in [job NAME], where they override [policy] for that job. */
 static const struct ini_key keys[] = {
-    POL("healthy_deadline", INI_DURATION, healthy_deadline_s, 0, 1e18, INI_MIN_OPEN, DURATION_HINT,
-        POL_HEALTHY_DEADLINE),
+    POL_POSITIVE_DURATION("healthy_deadline", healthy_deadline_s, POL_HEALTHY_DEADLINE),
     POL("min_healthy_time", INI_DURATION, min_healthy_time_s, 0, 1e18, 0, DURATION_HINT,
         POL_MIN_HEALTHY_TIME),
-    POL("progress_deadline", INI_DURATION, progress_deadline_s, 0, 1e18, INI_MIN_OPEN,
-        DURATION_HINT, POL_PROGRESS_DEADLINE),
+    POL_POSITIVE_DURATION("progress_deadline", progress_deadline_s, POL_PROGRESS_DEADLINE),
     POL("first_step_deadline", INI_DURATION, first_step_deadline_s, 0, 1e18, 0, DURATION_HINT,
         POL_FIRST_STEP_DEADLINE),
     POL("silence_deadline", INI_DURATION, silence_deadline_s, 0, 1e18, 0, DURATION_HINT,
@@ -258,10 +264,8 @@ static const struct ini_key keys[] = {
     POL("canary", INI_INT, canary, 0, 1000, 0, "is not a count 0..1000", POL_CANARY),
     POL("warmup_time", INI_DURATION, warmup_time_s, 0, 1e18, 0, DURATION_HINT, POL_WARMUP_TIME),
     POL("warmup_max", INI_DURATION, warmup_max_s, 0, 1e18, 0, DURATION_HINT, POL_WARMUP_MAX),
-    POL("max_probation_time", INI_DURATION, max_probation_time_s, 0, 1e18, INI_MIN_OPEN,
-        DURATION_HINT, POL_MAX_PROBATION_TIME),
-    POL("hold_time", INI_DURATION, hold_time_s, 0, 1e18, INI_MIN_OPEN, DURATION_HINT,
-        POL_HOLD_TIME),
+    POL_POSITIVE_DURATION("max_probation_time", max_probation_time_s, POL_MAX_PROBATION_TIME),
+    POL_POSITIVE_DURATION("hold_time", hold_time_s, POL_HOLD_TIME),
     POL("switch_deadline", INI_DURATION, switch_deadline_s, 0, 1e18, 0, DURATION_HINT,
         POL_SWITCH_DEADLINE),
     POL("lease_ttl", INI_DURATION, lease_ttl_s, 10, 7 * 86400, 0,
@@ -272,7 +276,8 @@ static const struct ini_key keys[] = {
         "is not a duration of at least 1s (like 10s, 1m)", 0),
     ROW("drover", "parallel", INI_INT, struct inventory, parallel, 1, 256, 0,
         "is not a count 1..256", 0),
-    ROW("drover", "keep", INI_INT, struct inventory, keep, 1, 10000, 0, "is not a count 1..10000", 0),
+    ROW("drover", "keep", INI_INT, struct inventory, keep, 1, INV_KEEP_MAX, 0,
+        "is not a count 1.." INV_STR(INV_KEEP_MAX) " (drover gc --keep N takes 0 too, for one run)", 0),
     ROW("drover", "exec_timeout", INI_DURATION, struct inventory, exec_timeout_s, 1, 1e18, 0,
         "is not a duration of at least 1s (like 2m, 90s)", 0),
     ROW("notify", "timeout", INI_DURATION, struct inventory, notify.timeout_s, 0.1, 300, 0,
@@ -290,7 +295,7 @@ static const struct ini_key keys[] = {
         "is not a port (1..65535)", 0),
     /* the GPU environment preflight (drover-agent gpu-check, docs/agent.md) */
     ROW("job", "gpu_mem", INI_DOUBLE, struct inv_job, gpu_mem_gib, 0, 1e6, INI_MIN_OPEN,
-        "is not a size in GiB (like 40 or 0.5)", 0),
+        "must be a size in GiB greater than 0 (like 40 or 0.5)", 0),
     { "job", "cuda", INI_STRING, offsetof(struct inv_job, cuda), sizeof(((struct inv_job *)0)->cuda),
       0, 0, 0, "is not a CUDA version (like 12.8)", 0 },
     /* 1h: the agent's limit (agent/spec.c) */
@@ -1121,6 +1126,14 @@ int inventory_load(const char *path, struct inventory **ret_inv, char *err, size
     char *text;
     size_t len;
     int r = fs_read_file(path, INV_FILE_MAX, &text, &len);
+    if (r == -EISDIR) { /* `-i DIR` said only "Is a directory" */
+        size_t n = strlen(path);
+        while (n > 1 && path[n - 1] == '/')
+            n--;
+        snprintf(err, err_sz, "inventory '%s' is a directory: give the inventory file, e.g. "
+                 "%.*s/drover.ini (docs/config.md)", path, (int)n, path);
+        return r;
+    }
     if (r < 0) {
         snprintf(err, err_sz, "%s: cannot read inventory: %s%s", path,
                  r == -EFBIG ? "larger than 1 MiB" : strerror(-r),

@@ -17,6 +17,10 @@
 #define INV_VALUE_MAX 200   /* Debian's libinih reads at most 200 bytes a line anyway */
 #define INV_PATH_MAX 256
 #define INV_ERR_MAX 512
+/* [drover] keep is 1..INV_KEEP_MAX (it is also every agent's --keep-releases, which takes
+ * 1..10000); `drover gc --keep N` takes 0..INV_KEEP_MAX, 0 for a one-off run that keeps only the
+ * protected releases (docs/config.md) */
+#define INV_KEEP_MAX 10000
 #define INV_AGENT_MASTER_PORT 29500 /* the agent's MASTER_PORT when a job sets none (agent/spec.c) */
 
 struct inv_policy {
@@ -135,7 +139,8 @@ struct inventory {
 int inventory_parse(const char *text, size_t len, const char *path, struct inventory **ret_inv,
                     char *err, size_t err_sz);
 
-/* Read and parse the file (at most 1 MiB).  -ENOENT etc. with err set as well. */
+/* Read and parse the file (at most 1 MiB).  -ENOENT etc. with err set as well (-EISDIR: err
+ * says to give the file in the directory). */
 int inventory_load(const char *path, struct inventory **ret_inv, char *err, size_t err_sz);
 
 void inventory_free(struct inventory *inv);

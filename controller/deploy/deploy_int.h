@@ -231,6 +231,10 @@ int print_plan(struct deploy *d, json_t *out);
  * where the survey shows the release there (marked bad, or running unpromoted), so a deploy of
  * a new release costs no call; silent when the history cannot be read. */
 void warn_failed_before(struct deploy *d);
+/* The job's history, oldest first, into (*ret_h, *ret_n) (free *ret_h): state_dir's merged with
+ * what the first container that shows release id (marked bad, or running unpromoted) keeps.
+ * Never fails: what cannot be read is left out (logged at debug), *ret_h NULL with 0. */
+void survey_history_of(struct deploy *d, const char *id, struct history_entry **ret_h, size_t *ret_n);
 
 /* rollback.c */
 int check_rollback_target(struct deploy *d, bool force);

@@ -48,3 +48,24 @@ const char *pastfail_message(const struct history_entry *e, const char *name, ch
              e->reason[0] ? e->reason : "(no reason recorded)");
     return buf;
 }
+
+const char *pastfail_unpromoted_why(const struct history_entry *h, size_t n, const char *job, const char *id)
+{
+    for (size_t i = n; i-- > 0;) {
+        const struct history_entry *e = &h[i];
+        if (strcmp(e->job, job) != 0 || strcmp(e->release, id) != 0)
+            continue;
+        if (!strcmp(e->name, "promote") && e->reason_code == HISTORY_RC_PROMOTE_FAILED)
+            continue; /* an earlier try of this very promote */
+        if (!strcmp(e->result, "held"))
+            return "held release";
+        if (!strcmp(e->name, "rollback") && !strcmp(e->result, "aborted"))
+            return "a rollback to it, not confirmed";
+        if (!strcmp(e->result, "failed") && e->reason_code == HISTORY_RC_PROMOTE_FAILED)
+            return "it passed probation, its promote failed";
+        if (!strcmp(e->result, "failed") && e->reason_code != HISTORY_RC_ENVIRONMENT)
+            return "failed probation, left running (auto_revert off)";
+        break;
+    }
+    return "unpromoted, not held";
+}

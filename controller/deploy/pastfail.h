@@ -30,4 +30,15 @@ const struct history_entry *pastfail_find(const struct history_entry *h, size_t 
  * full probation" into buf (truncated to sz).  Times in UTC.  Returns buf. */
 const char *pastfail_message(const struct history_entry *e, const char *name, char *buf, size_t sz);
 
+/* Why release id runs unpromoted for job, in words for the record `drover promote` or `drover
+ * revert` writes ("promoted by the operator (WORDS)"), from the newest record of (job, id) among
+ * h[0..n) (oldest first), the operator's own failed tries of that promote skipped: `held` is
+ * "held release" (the one case the words said whatever the case was); a `rollback` that was
+ * `aborted` (Ctrl-C while its recovery was watched: ROLLBACK NOT CONFIRMED) is "a rollback to it,
+ * not confirmed"; a deploy's failed promote is "it passed probation, its promote failed"; a
+ * failure left running (auto_revert off) is "failed probation, left running (auto_revert off)";
+ * anything else, no record included, "unpromoted, not held".  Decided on result, name and
+ * reason_code, never the reason's words.  Returns a static string. */
+const char *pastfail_unpromoted_why(const struct history_entry *h, size_t n, const char *job, const char *id);
+
 #endif

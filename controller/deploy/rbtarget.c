@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/text.h"
 #include "common/util.h"
@@ -166,4 +167,29 @@ int rbtarget_decide(const char *job, const struct rb_ct *cts, int n, const char 
     t->kind = RB_EARLIER;
     t->spec_only = !strcmp(t->release, t->current);
     return 0;
+}
+
+bool rbtarget_prefix_ok(const char *s)
+{
+    size_t n = strspn(s, "0123456789abcdefABCDEF");
+    return !s[n] && n >= RB_PREFIX_MIN && n <= RELEASE_ID_LEN;
+}
+
+int rbtarget_match_prefix(const char *const *known, int n, const char *prefix, const char **ret_hits, int max)
+{
+    size_t pl = strlen(prefix);
+    int hits = 0;
+    for (int k = 0; k < n; k++) {
+        if (!known[k][0] || strncasecmp(known[k], prefix, pl) != 0)
+            continue;
+        bool seen = false; /* the same release from another container, or as good and previous */
+        for (int e = 0; e < k && !seen; e++)
+            seen = !strcmp(known[e], known[k]);
+        if (seen)
+            continue;
+        if (hits < max)
+            ret_hits[hits] = known[k];
+        hits++;
+    }
+    return hits;
 }

@@ -61,4 +61,17 @@ struct rb_target {
  * with *ret filled (its kind says what to do), -EINVAL for n out of range. */
 int rbtarget_decide(const char *job, const struct rb_ct *cts, int n, const char *to, struct rb_target *ret);
 
+/* Shortest prefix `rollback --to` takes: 6 hex digits. */
+#define RB_PREFIX_MIN 6
+
+/* true when s is a release id prefix --to takes: RB_PREFIX_MIN..RELEASE_ID_LEN hex digits, any
+ * case.  Checked on the command line, before any host is contacted. */
+bool rbtarget_prefix_ok(const char *s);
+
+/* The distinct releases of known[0..n) (full ids; "" entries are skipped, a release listed more
+ * than once counts once) that prefix (any case) begins: returns how many there are, with the
+ * first max of them in ret_hits (pointers into known).  No match is 0; more than one is
+ * ambiguous (the caller names them). */
+int rbtarget_match_prefix(const char *const *known, int n, const char *prefix, const char **ret_hits, int max);
+
 #endif

@@ -14,6 +14,7 @@
 #include "common/util.h"
 #include "controller/cmd.h"
 #include "controller/deploy/jobspec.h"
+#include "controller/deploy/pastfail.h"
 #include "controller/deploy/rbtarget.h"
 #include "controller/deploy/state.h"
 #include "controller/transport/fanout.h"
@@ -104,11 +105,13 @@ int check_rollback_target(struct deploy *d, bool force)
 
 /* The release --to names: one of those this job ran (good, previous, promoted or bad in any
  * container), by a unique prefix of at least 6 hex digits.  0 with ret_id; else the exit code,
- * said. */
+ * said: a prefix that matches none or several is 1 (refused, nothing changed: the prefix was
+ * well formed, "give at least 6 hex digits" read as if 8 were too few); a malformed one is 2,
+ * though cmd_rollback() says that before any host is contacted. */
 static int rollback_pick_to(struct deploy *d, const char *to, char ret_id[RELEASE_ID_LEN + 1])
 {
     const char *known[2 + INV_MAX_CTS * STATUS_MAX_MARKS + 16];
-    int nk = 0, hits = 0;
+    int nk = 0;
     known[nk++] = d->previous;
     known[nk++] = d->good;
     for (int i = 0; i < d->job->ncts; i++)
@@ -116,19 +119,34 @@ static int rollback_pick_to(struct deploy *d, const char *to, char ret_id[RELEAS
             known[nk++] = d->sv_js[i].goods[k];
     for (int k = 0; k < d->nbad; k++)
         known[nk++] = d->bad[k];
-    char pick[RELEASE_ID_LEN + 1] = "";
-    for (int k = 0; k < nk; k++)
-        if (known[k][0] && !strncmp(known[k], to, strlen(to)) && strcmp(known[k], pick) != 0) {
-            hits = pick[0] ? 2 : 1; /* 2: two different releases match */
-            (void)str_copy(pick, sizeof pick, known[k]);
-        }
-    if (strlen(to) < 6 || hits != 1) {
-        log_error("--to '%s' names %s of the releases job '%s' ran (good, previous, promoted, "
-                  "bad); give at least 6 hex digits of one", to, hits ? "more than one" : "none",
-                  d->job->name);
+    if (!rbtarget_prefix_ok(to)) {
+        log_error("--to '%s' is not a release id: give %d to %d hex digits of one (`drover history "
+                  "--job %s` lists the job's releases)", to, RB_PREFIX_MIN, RELEASE_ID_LEN, d->job->name);
         return EXIT_USAGE;
     }
-    memcpy(ret_id, pick, sizeof pick);
+    const char *hits[8];
+    int nh = rbtarget_match_prefix(known, nk, to, hits, (int)ARRAY_SIZE(hits));
+    if (nh == 0) {
+        log_error("rollback of job '%s' refused, nothing changed: no release the job ran (good, "
+                  "previous, promoted or bad) begins with '%s'; `drover history --job %s` lists "
+                  "its releases", d->job->name, to, d->job->name);
+        return EXIT_FAIL;
+    }
+    if (nh > 1) {
+        /* each named as far as needed to tell it from the others: 12 digits, or all of them
+         * when the prefix is that long already */
+        char list[8 * (RELEASE_ID_LEN + 2) + 16] = "";
+        size_t off = 0;
+        int show = strlen(to) < RELEASE_SHORT_LEN ? RELEASE_SHORT_LEN : RELEASE_ID_LEN;
+        for (int k = 0; k < nh && k < (int)ARRAY_SIZE(hits); k++)
+            off += (size_t)snprintf(list + off, sizeof list - off, "%s%.*s", k ? ", " : "", show, hits[k]);
+        if (nh > (int)ARRAY_SIZE(hits))
+            snprintf(list + off, sizeof list - off, ", ...");
+        log_error("rollback of job '%s' refused, nothing changed: %d releases the job ran begin "
+                  "with '%s' (%s); give more hex digits of the one to go to", d->job->name, nh, to, list);
+        return EXIT_FAIL;
+    }
+    (void)str_copy(ret_id, RELEASE_ID_LEN + 1, hits[0]);
     return 0;
 }
 
@@ -369,8 +387,17 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
      * changed since is refused by its agent (promote --spec-digest) */
     for (int i = 0; i < d.job->ncts; i++)
         (void)str_copy(d.want_spec[i], sizeof d.want_spec[i], d.sv_found[i] ? d.sv_js[i].spec_digest : "");
+    /* the record says what was decided: "(held release)" was written after an unconfirmed
+     * rollback too, where nothing was held */
+    struct history_entry *h;
+    size_t nh;
+    survey_history_of(&d, d.id, &h, &nh);
+    char why[160];
+    snprintf(why, sizeof why, "%s by the operator (%s)", promote ? "promoted" : "reverted",
+             pastfail_unpromoted_why(h, nh, d.job->name, d.id));
+    free(h);
     if (!promote) {
-        ret = revert_all(&d, HISTORY_RC_NONE, "reverted by the operator (held release)");
+        ret = revert_all(&d, HISTORY_RC_NONE, why);
         ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
         goto out;
     }
@@ -395,7 +422,7 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
     printf("promoted %s for job '%s' by hand%s\n", d.sid, d.job->name,
            ss ? ": its probation samples are the new baseline" : " (no samples kept: the baseline "
                 "stays the last measured one)");
-    history_record(&d, "promoted", HISTORY_RC_NONE, "promoted by the operator (held release)", k);
+    history_record(&d, "promoted", HISTORY_RC_NONE, why, k);
     free(ss);
     ret = EXIT_OK;
 out:

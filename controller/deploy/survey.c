@@ -289,6 +289,28 @@ static void merge_agent_history(struct deploy *d, const bool *shows, struct hist
     }
 }
 
+/* Which containers' survey answers show release id (js_shows_release) into shows[ncts]. */
+static void survey_shows(const struct deploy *d, const char *id, bool *shows)
+{
+    for (int i = 0; i < d->job->ncts; i++)
+        shows[i] = js_shows_release(d->sv_found[i] && d->sv_js ? &d->sv_js[i] : NULL, id);
+}
+
+void survey_history_of(struct deploy *d, const char *id, struct history_entry **ret_h, size_t *ret_n)
+{
+    bool shows[INV_MAX_CTS] = { false };
+    survey_shows(d, id, shows);
+    struct history_entry *h = NULL;
+    size_t n = 0;
+    if (state_history_read(d->inv->state_dir, d->job->name, &h, &n) < 0) {
+        h = NULL; /* not written on failure: the agents' records alone */
+        n = 0;
+    }
+    merge_agent_history(d, shows, &h, &n);
+    *ret_h = h;
+    *ret_n = n;
+}
+
 /* The "failed probation before" warning into buf, where a container (shows[i]) has the release
  * marked bad or run without a promote and the history says its probation failed; false (buf
  * untouched) otherwise.  The one rule of deploy (after the survey) and plan. */

@@ -163,6 +163,8 @@ else
 	drover history --job train
 	check "history: the rollback aborted, then v1 promoted by the operator" \
 		eval 'drover_said "aborted .*not confirmed \(interrupted by the operator" && drover_said "promoted by the operator"'
+	check "... its record says why it was unpromoted: a rollback not confirmed, not a held release" \
+		eval 'drover_said "promoted by the operator \(a rollback to it, not confirmed\)" && ! drover_said "held release"'
 fi
 check "every rank trains v1" all_ranks_advance 3 120
 INV=$INV_SAVED

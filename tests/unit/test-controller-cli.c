@@ -308,7 +308,19 @@ static void test_values_name_the_option_typed(void **state)
     assert_int_equal(drover("logs", "--rank", "-1", NULL), 2);
     want(err, "--rank takes a rank from 0 to 1048576, not '-1'");
     assert_int_equal(drover("gc", "--keep", "-3", NULL), 2);
-    want(err, "--keep takes a count from 0 to 999999, not '-3'");
+    want(err, "--keep takes a count from 0 to 10000, not '-3'");
+    /* the inventory's keep's bound: --keep took up to 999999, [drover] keep 10000 */
+    assert_int_equal(drover("gc", "--keep", "10001", NULL), 2);
+    want(err, "--keep takes a count from 0 to 10000, not '10001' (0: keep only the releases in use "
+              "and the ways back, for this run)");
+    assert_int_equal(drover("gc", "--keep", "999999", NULL), 2);
+    want(err, "not '999999'");
+    assert_int_equal(drover("gc", "--keep", "10000", NULL), 2); /* good arguments: no inventory */
+    want(err, "cannot read inventory");
+    want_not(err, "--keep takes");
+    assert_int_equal(drover("gc", "--keep", "0", NULL), 2); /* 0: the command line's, on purpose */
+    want(err, "cannot read inventory");
+    want_not(err, "--keep takes");
 
     char buf[32];
     char *a[] = { "top", "--once", "-n", "abc", NULL };
@@ -779,6 +791,33 @@ static void test_missing_release_dir(void **state)
     want_nothing_ran(mark, "state/history.jsonl"); /* no agent call, no lease, no history */
 }
 
+/* `drover deploy` without DIR printed only the usage line: say what is missing first, then the
+ * usage, exit 2, before any inventory */
+static void test_deploy_without_dir(void **state)
+{
+    (void)state;
+    static const char *const verbs_[] = { "deploy", "plan" };
+    for (size_t i = 0; i < 2; i++) {
+        char line[128];
+        snprintf(line, sizeof line, "%s: missing the release directory (drover %s DIR)\n", verbs_[i], verbs_[i]);
+        assert_int_equal(drover(verbs_[i], NULL), 2);
+        want(err, line);
+        snprintf(line, sizeof line, "usage: drover %s DIR", verbs_[i]);
+        want(err, line);
+        assert_true(strstr(err, "missing the release directory") < strstr(err, "usage:"));
+        want_not(err, "cannot read inventory");
+        assert_int_equal(drover(verbs_[i], "--job", "train", NULL), 2);
+        want(err, "missing the release directory");
+    }
+    /* a bad option is its own error, with no word of a missing directory */
+    assert_int_equal(drover("deploy", "-o", "yaml", NULL), 2);
+    want(err, "-o takes json, not 'yaml'");
+    want_not(err, "missing the release directory");
+    /* a stray argument is not a missing one */
+    assert_int_equal(drover("deploy", "a", "b", NULL), 2);
+    want_not(err, "missing the release directory");
+}
+
 /* A wave's bad input is found before anything is deployed: every job's command is checked in the
  * release before any host is contacted (a later job's missing command was found only once the
  * jobs before it had been deployed: the hosts were contacted first, the first job went through
@@ -1008,12 +1047,71 @@ static void test_job_selection(void **state)
     want(err, "-o takes json, not 'yaml'");
 }
 
+/* rollback --to: a malformed prefix (not hex, under 6 digits) is a usage error said before any
+ * inventory or host; a well-formed one that matches no release of the job (`--to deadbeef` said
+ * "give at least 6 hex digits of one", as if 8 were too few, and exit 2 after the survey) is a
+ * refusal, exit 1, pointing at the history; one that matches several names them. */
+static void test_rollback_to_prefix(void **state)
+{
+    (void)state;
+    static const char *const malformed[] = { "v1", "abc12", "deadbeeg", "-1",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" /* 65 */ };
+    for (size_t i = 0; i < ARRAY_SIZE(malformed); i++) {
+        assert_int_equal(drover("rollback", "--job", "train", "--to", malformed[i], NULL), 2);
+        char line[200];
+        snprintf(line, sizeof line, "--to '%s' is not a release id: give 6 to 64 hex digits of one "
+                 "(`drover history --job train` lists the job's releases)", malformed[i]);
+        want(err, line);
+        want_not(err, "cannot read inventory"); /* before the inventory, so before any host */
+    }
+    assert_int_equal(drover("rollback", "--job", "train", "--to", "DEADBEEF", NULL), 2);
+    want(err, "cannot read inventory"); /* well formed: on to the inventory */
+    want_not(err, "is not a release id");
+
+    char ini[2048];
+    mkfile("drover.ini", fake_agent_inventory_text(ini, sizeof ini, tmpd, "", "", "c"), 0644);
+    struct agent_status st;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    struct job_status *js = &st.jobs[0];
+    strcpy(js->job, "train");
+    js->state = GANG_RUNNING;
+    memset(js->current, 'a', RELEASE_ID_LEN);
+    memcpy(js->good, js->current, sizeof js->good);
+    memset(js->previous, 'b', RELEASE_ID_LEN);
+    js->ngoods = 3;
+    memcpy(js->goods[0], js->current, sizeof js->goods[0]);
+    memcpy(js->goods[1], js->previous, sizeof js->goods[1]);
+    memset(js->goods[2], 'a', RELEASE_ID_LEN);
+    memset(js->goods[2] + 16, '1', RELEASE_ID_LEN - 16); /* shares a...'s first 16 digits */
+    fake_agent(tmpd, &st);
+    assert_int_equal(drover("rollback", "--job", "train", "--to", "deadbeef", "--dry-run", NULL), 1);
+    want(err, "rollback of job 'train' refused, nothing changed: no release the job ran (good, previous, "
+              "promoted or bad) begins with 'deadbeef'; `drover history --job train` lists its releases");
+    want_not(err, "at least 6");
+    assert_int_equal(drover("rollback", "--job", "train", "--to", "aaaaaaaa", "--dry-run", NULL), 1);
+    want(err, "2 releases the job ran begin with 'aaaaaaaa' (aaaaaaaaaaaa, aaaaaaaaaaaa); give more hex digits");
+    assert_int_equal(drover("rollback", "--job", "train", "--to", "aaaaaaaaaaaaa", "--dry-run", NULL), 1);
+    want(err, "(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, aaaaaaaaaaaaaaaa1111");
+}
+
+/* `drover -i DIR`: the path and what to give, exit 2 */
+static void test_inventory_is_directory(void **state)
+{
+    (void)state;
+    assert_int_equal(fs_mkdir_p("conf", 0755), 0);
+    assert_int_equal(drover("-i", "conf", "status", NULL), 2);
+    want(err, "inventory 'conf' is a directory: give the inventory file, e.g. conf/drover.ini");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_usage_before_inventory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deploy_which_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_needs_job, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollback_to_prefix, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inventory_is_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_and_all_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_values_name_the_option_typed, setup, teardown),
@@ -1025,6 +1123,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_checked_before_hosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_release_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deploy_without_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wave_checked_before_hosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_absolute_command_not_in_release, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_agent_binary, setup, teardown),

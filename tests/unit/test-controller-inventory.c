@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -144,6 +145,11 @@ static void test_gc_keep(void **state)
     inventory_free(inv);
     inv = parse_ok("[drover]\nkeep = 2\n[host h]\naddress = a\n");
     assert_int_equal(inv->keep, 2);
+    inventory_free(inv);
+    /* the bound drover gc --keep shares (it took up to 999999): 1..10000 here, 0..10000 there */
+    parse_fails("[drover]\nkeep = 10001\n", "inv.ini:2:", "is not a count 1..10000 (drover gc --keep N takes 0 too");
+    inv = parse_ok("[drover]\nkeep = 10000\n[host h]\naddress = a\n");
+    assert_int_equal(inv->keep, INV_KEEP_MAX);
     inventory_free(inv);
 }
 
@@ -318,6 +324,14 @@ static void test_env_preflight_timeout_liveness(void **state)
         {"gpu_mem = lots\n", "inv.ini:6: [job j] gpu_mem", "size in GiB"},
         {"gpu_mem = 0\n", "inv.ini:6: [job j] gpu_mem", "size in GiB"},
         {"silence_deadline = soon\n", "inv.ini:6: [job j] silence_deadline", "not a duration"},
+        /* '0' was "not a duration (like 30s, ...)": it is one, it must be greater than 0; one
+         * rule and one message for every duration that must be */
+        {"healthy_deadline = 0\n", "inv.ini:6: [job j] healthy_deadline", "'0' must be a duration greater than 0"},
+        {"progress_deadline = 0s\n", "inv.ini:6: [job j] progress_deadline", "'0s' must be a duration greater than 0"},
+        {"max_probation_time = 0\n", "inv.ini:6: [job j] max_probation_time", "must be a duration greater than 0"},
+        {"hold_time = 0m\n", "inv.ini:6: [job j] hold_time", "must be a duration greater than 0"},
+        {"healthy_deadline = soon\n", "inv.ini:6: [job j] healthy_deadline", "must be a duration greater than 0 (like 30s"},
+        {"gpu_mem = 0\n", "inv.ini:6: [job j] gpu_mem", "'0' must be a size in GiB greater than 0"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
         snprintf(text, sizeof text, "%s%s", base, bad[i].line);
@@ -430,6 +444,29 @@ static void test_load_missing_file(void **state)
     assert_int_equal(inventory_load("/nonexistent/drover.ini", &inv, err, sizeof err), -ENOENT);
     assert_null(inv);
     assert_non_null(strstr(err, "/nonexistent/drover.ini"));
+}
+
+/* `drover -i DIR` said only "DIR: cannot read inventory: Is a directory": name the path and
+ * say that the inventory file is wanted, with or without a trailing slash */
+static void test_load_directory(void **state)
+{
+    (void)state;
+    char dir[64] = "/tmp/drover-inv-dir.XXXXXX", slash[80], want[200];
+    assert_non_null(mkdtemp(dir));
+    struct inventory *inv = NULL;
+    char err[INV_ERR_MAX];
+    snprintf(want, sizeof want, "inventory '%s' is a directory: give the inventory file, e.g. %s/drover.ini",
+             dir, dir);
+    assert_int_equal(inventory_load(dir, &inv, err, sizeof err), -EISDIR);
+    assert_null(inv);
+    assert_non_null(strstr(err, want));
+    snprintf(slash, sizeof slash, "%s/", dir);
+    assert_int_equal(inventory_load(slash, &inv, err, sizeof err), -EISDIR);
+    assert_null(inv);
+    assert_non_null(strstr(err, "/' is a directory: give the inventory file"));
+    snprintf(want, sizeof want, "e.g. %s/drover.ini", dir); /* no "//" */
+    assert_non_null(strstr(err, want));
+    assert_int_equal(rmdir(dir), 0);
 }
 
 /* Two jobs whose gangs share a container share its network namespace: with the same
@@ -610,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_parse_ct),
         cmocka_unit_test(test_load_missing_file),
+        cmocka_unit_test(test_load_directory),
         cmocka_unit_test(test_shared_container_master_port),
         cmocka_unit_test(test_inline_comments),
         cmocka_unit_test(test_deadline_warning),

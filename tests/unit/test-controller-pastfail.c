@@ -175,6 +175,41 @@ static void test_records_with_and_without_code(void **state)
         assert_int_equal(history_reason_from_name(history_reason_name((enum history_reason)c)), c);
 }
 
+/* `drover promote --job J` after a rollback interrupted while its recovery was watched (ROLLBACK
+ * NOT CONFIRMED) recorded "promoted by the operator (held release)": nothing was held.  The
+ * words come from the release's newest record, for each way it comes to run unpromoted. */
+static void test_unpromoted_why(void **state)
+{
+    (void)state;
+    assert_string_equal(pastfail_unpromoted_why(NULL, 0, "train", REL), "unpromoted, not held");
+    struct history_entry h[] = {
+        rec(T0, "train", REL, "v1", "promoted", "throughput +0.4%"),
+        rec(T0 + 60, "train", OTHER, "v2", "promoted", "throughput +0.1%"),
+        /* ROLLBACK NOT CONFIRMED: REL runs unpromoted again */
+        rec(T0 + 120, "train", REL, "rollback", "aborted", "REL not confirmed (interrupted by the operator)"),
+        rec(T0 + 130, "eval", REL, "v9", "held", "another job's"),
+    };
+    assert_string_equal(pastfail_unpromoted_why(h, 4, "train", REL), "a rollback to it, not confirmed");
+    /* held on an inconclusive verdict: what the words always said */
+    h[2] = rec(T0 + 120, "train", REL, "v1", "held", "inconclusive after 300s");
+    assert_string_equal(pastfail_unpromoted_why(h, 4, "train", REL), "held release");
+    /* ... a failed try of the operator's promote since is skipped: still held */
+    struct history_entry again[] = {
+        h[2], rec_code(T0 + 200, "train", REL, "promote", "failed", HISTORY_RC_PROMOTE_FAILED,
+                       "promote by the operator failed"),
+    };
+    assert_string_equal(pastfail_unpromoted_why(again, 2, "train", REL), "held release");
+    /* auto_revert off: failed and left running; a deploy's promote that failed after a pass */
+    h[2] = rec(T0 + 120, "train", REL, "v1", "failed", "rank 0 exited 1");
+    assert_string_equal(pastfail_unpromoted_why(h, 4, "train", REL), "failed probation, left running (auto_revert off)");
+    h[2] = rec_code(T0 + 120, "train", REL, "v1", "failed", HISTORY_RC_PROMOTE_FAILED, "promote failed");
+    assert_string_equal(pastfail_unpromoted_why(h, 4, "train", REL), "it passed probation, its promote failed");
+    /* a deploy that decided nothing (its lease taken over), or no record of it: not held */
+    h[2] = rec(T0 + 120, "train", REL, "v1", "aborted", "deploy lease taken over");
+    assert_string_equal(pastfail_unpromoted_why(h, 4, "train", REL), "unpromoted, not held");
+    assert_string_equal(pastfail_unpromoted_why(h, 4, "train", "ffff"), "unpromoted, not held");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -184,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_passed_since_is_no_warning),
         cmocka_unit_test(test_not_the_release_s_failure_is_skipped),
         cmocka_unit_test(test_records_with_and_without_code),
+        cmocka_unit_test(test_unpromoted_why),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #define A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define C "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+#define AA1 "aaaaaaaaaaaaaaaa111111111111111111111111111111111111111111111111" /* shares A's first 16 digits */
 #define D1 "1111111111111111111111111111111111111111111111111111111111111111"
 #define D2 "2222222222222222222222222222222222222222222222222222222222222222"
 
@@ -208,6 +209,37 @@ static void test_to(void **state)
     assert_string_equal(t.release, C);
 }
 
+/* rollback --to PREFIX: `--to deadbeef` (8 digits, no such release) said "give at least 6 hex
+ * digits of one" and exit 2.  The prefix's form is one question (checked before any host), what
+ * it matches another: none, one (a release listed by several containers counts once), several. */
+static void test_to_prefix(void **state)
+{
+    (void)state;
+    assert_true(rbtarget_prefix_ok("deadbe"));
+    assert_true(rbtarget_prefix_ok("DEADBEEF"));
+    assert_true(rbtarget_prefix_ok(A));
+    assert_false(rbtarget_prefix_ok("deadb"));  /* 5 */
+    assert_false(rbtarget_prefix_ok(""));
+    assert_false(rbtarget_prefix_ok("v1-release"));
+    assert_false(rbtarget_prefix_ok("aaaaaa "));
+    assert_false(rbtarget_prefix_ok(A "a")); /* 65 */
+    const char *const known[] = { A, "", B, A, AA1, B };
+    const char *hits[4] = { NULL };
+    int n = (int)(sizeof known / sizeof known[0]);
+    assert_int_equal(rbtarget_match_prefix(known, n, "deadbeef", hits, 4), 0);
+    assert_null(hits[0]);
+    assert_int_equal(rbtarget_match_prefix(known, n, "bbbbbb", hits, 4), 1); /* B twice: one release */
+    assert_string_equal(hits[0], B);
+    assert_int_equal(rbtarget_match_prefix(known, n, "BBBBBBBB", hits, 4), 1); /* any case */
+    assert_string_equal(hits[0], B);
+    assert_int_equal(rbtarget_match_prefix(known, n, "aaaaaaaa", hits, 4), 2); /* A, and the other */
+    assert_string_equal(hits[0], A);
+    assert_int_equal(strncmp(hits[1], AA1, 17), 0);
+    assert_int_equal(rbtarget_match_prefix(known, n, "aaaaaaaa", hits, 1), 2); /* counted past max */
+    assert_int_equal(rbtarget_match_prefix(known, n, "aaaaaaaaaaaaaaaaa", hits, 4), 1);
+    assert_string_equal(hits[0], A);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_containers_disagree),
         cmocka_unit_test(test_unpromoted_anywhere_reverts),
         cmocka_unit_test(test_to),
+        cmocka_unit_test(test_to_prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
