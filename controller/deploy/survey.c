@@ -296,10 +296,9 @@ static void survey_shows(const struct deploy *d, const char *id, bool *shows)
         shows[i] = js_shows_release(d->sv_found[i] && d->sv_js ? &d->sv_js[i] : NULL, id);
 }
 
-void survey_history_of(struct deploy *d, const char *id, struct history_entry **ret_h, size_t *ret_n)
+/* The job's history: state_dir's merged with what the first container marked in shows keeps. */
+static void history_shown(struct deploy *d, const bool *shows, struct history_entry **ret_h, size_t *ret_n)
 {
-    bool shows[INV_MAX_CTS] = { false };
-    survey_shows(d, id, shows);
     struct history_entry *h = NULL;
     size_t n = 0;
     if (state_history_read(d->inv->state_dir, d->job->name, &h, &n) < 0) {
@@ -309,6 +308,13 @@ void survey_history_of(struct deploy *d, const char *id, struct history_entry **
     merge_agent_history(d, shows, &h, &n);
     *ret_h = h;
     *ret_n = n;
+}
+
+void survey_history_of(struct deploy *d, const char *id, struct history_entry **ret_h, size_t *ret_n)
+{
+    bool shows[INV_MAX_CTS] = { false };
+    survey_shows(d, id, shows);
+    history_shown(d, shows, ret_h, ret_n);
 }
 
 /* The "failed probation before" warning into buf, where a container (shows[i]) has the release
@@ -321,13 +327,9 @@ static bool failed_before_message(struct deploy *d, const bool *shows, char *buf
         shown = shows[i];
     if (!shown)
         return false;
-    struct history_entry *h = NULL;
-    size_t n = 0;
-    if (state_history_read(d->inv->state_dir, d->job->name, &h, &n) < 0) {
-        h = NULL; /* not written on failure: the agents' records alone */
-        n = 0;
-    }
-    merge_agent_history(d, shows, &h, &n);
+    struct history_entry *h;
+    size_t n;
+    history_shown(d, shows, &h, &n);
     const struct history_entry *e = pastfail_find(h, n, d->job->name, d->id);
     if (e)
         (void)pastfail_message(e, d->name, buf, sz);
