@@ -205,3 +205,17 @@ const char *text_plural(long long n, const char *one, const char *many)
 {
     return n == 1 ? one : many;
 }
+
+const char *text_join_names(const char *const names[], int n, int max_named, char *out, size_t out_sz,
+                            size_t *off)
+{
+    int named = n < max_named ? n : max_named;
+    for (int k = 0; k < named && *off < out_sz; k++) {
+        /* "and" before the last one named when all fit: "a, b and c" */
+        const char *sep = k == 0 ? "" : k == n - 1 ? " and " : ", ";
+        *off += (size_t)snprintf(out + *off, out_sz - *off, "%s%s", sep, names[k]);
+    }
+    if (n > named && *off < out_sz)
+        *off += (size_t)snprintf(out + *off, out_sz - *off, " and %d more", n - named);
+    return out;
+}

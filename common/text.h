@@ -7,8 +7,9 @@
  * worker cannot retitle the operator's terminal, erase a line, hide text or forge a journald
  * record with "\n<0>".  Valid UTF-8 other than controls passes through unchanged.
  *
- * Also the words that go with a count in messages for people (text_plural), for every program:
- * one home, so no message says "1 files" or "0 fault".
+ * Also the words that go with a count in messages for people (text_plural) and the list of
+ * names they count (text_join_names), for every program: one home, so no message says "1 files"
+ * or "0 fault", nor "h1:101, and h1:102".
  */
 #ifndef DROVER_TEXT_H
 #define DROVER_TEXT_H
@@ -57,5 +58,13 @@ const char *text_cut_words(const char *s, const char *more, char *out, size_t ou
 /* The noun that goes with count n: one for 1, many otherwise ("%zu %s", n, text_plural(n,
  * "file", "files"): "1 file", "0 files", "3 files").  Returns one of its arguments. */
 const char *text_plural(long long n, const char *one, const char *many);
+
+/* The n names (containers, mostly) as a list for people, appended to out[out_sz] at *off (cut,
+ * never overrun, when out is full; *off then passes out_sz): "a", "a and b", "a, b and c"; past
+ * max_named (>= 1) the first max_named then how many more: "a, b, c, d and 2 more".  So a verdict
+ * says a reason once with the containers it applies to, instead of once per container.
+ * Returns out. */
+const char *text_join_names(const char *const names[], int n, int max_named, char *out, size_t out_sz,
+                            size_t *off);
 
 #endif

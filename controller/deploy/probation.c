@@ -354,24 +354,15 @@ static bool went_back(const struct probation *p, const struct job_status *js)
 static void went_back_reason(struct probation *p)
 {
     char others[PROBATION_REASON_MAX] = "";
-    size_t off = 0;
-    int n = 0, named = 0, first = p->back_ct;
+    const char *names[INV_MAX_CTS];
+    int n = 0, first = p->back_ct;
     for (int i = 0; i < p->ncts; i++)
-        n += p->cts[i].went_back && i != first;
+        if (p->cts[i].went_back && i != first)
+            names[n++] = p->cts[i].label;
     if (!n)
         return;
-    for (int i = 0, k = 0; i < p->ncts && named < BACK_NAMED_MAX; i++) {
-        if (!p->cts[i].went_back || i == first)
-            continue;
-        k++;
-        named++;
-        bool last = k == n; /* the last one named when all fit: "a, b and c" */
-        const char *sep = k == 1 ? "" : last ? " and " : ", ";
-        if (off < sizeof others)
-            off += (size_t)snprintf(others + off, sizeof others - off, "%s%s", sep, p->cts[i].label);
-    }
-    if (n > named && off < sizeof others)
-        snprintf(others + off, sizeof others - off, " and %d more", n - named);
+    size_t off = 0;
+    text_join_names(names, n, BACK_NAMED_MAX, others, sizeof others, &off);
     say(p->reason, sizeof p->reason, "%s, and so did the %s on %s%s", p->back_base,
         n == 1 ? "agent" : "agents", others, p->back_logs);
 }

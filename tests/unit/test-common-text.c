@@ -169,12 +169,55 @@ static void test_cut_words(void **state)
     assert_ptr_equal(text_cut_words("abc", NULL, one, 0), one); /* out_sz 0: untouched */
 }
 
+/* A verdict names the containers a reason applies to once, as one list: it used to repeat the
+ * reason per container ("h1:101: interrupted ...; h1:102: interrupted ...; h2:201: ..."). */
+static void test_join_names(void **state)
+{
+    (void)state;
+    const char *cts[] = { "h1:101", "h1:102", "h2:201", "h2:202", "h3:301", "h3:302" };
+    char b[128];
+    size_t off = 0;
+    assert_string_equal(text_join_names(cts, 1, 4, b, sizeof b, &off), "h1:101");
+    assert_int_equal(off, strlen("h1:101"));
+    off = 0;
+    assert_string_equal(text_join_names(cts, 2, 4, b, sizeof b, &off), "h1:101 and h1:102");
+    off = 0;
+    assert_string_equal(text_join_names(cts, 3, 4, b, sizeof b, &off), "h1:101, h1:102 and h2:201");
+    off = 0;
+    assert_string_equal(text_join_names(cts, 4, 4, b, sizeof b, &off), "h1:101, h1:102, h2:201 and h2:202");
+    off = 0;
+    assert_string_equal(text_join_names(cts, 6, 4, b, sizeof b, &off),
+                        "h1:101, h1:102, h2:201, h2:202 and 2 more");
+    off = 0;
+    assert_string_equal(text_join_names(cts, 5, 4, b, sizeof b, &off), "h1:101, h1:102, h2:201, h2:202 and 1 more");
+    /* appended at *off */
+    strcpy(b, "on ");
+    off = 3;
+    assert_string_equal(text_join_names(cts, 2, 4, b, sizeof b, &off), "on h1:101 and h1:102");
+    /* none: nothing appended */
+    off = 0;
+    b[0] = '\0';
+    assert_string_equal(text_join_names(cts, 0, 4, b, sizeof b, &off), "");
+    assert_int_equal(off, 0);
+    /* a full buffer: cut, terminated, never overrun; *off says it is full */
+    char s[10];
+    off = 0;
+    text_join_names(cts, 3, 4, s, sizeof s, &off);
+    assert_string_equal(s, "h1:101, h");
+    assert_true(off >= sizeof s);
+    size_t was = off;
+    text_join_names(cts, 3, 4, s, sizeof s, &off); /* past the end: untouched */
+    assert_int_equal(off, was);
+    assert_string_equal(s, "h1:101, h");
+}
+
 int main(void)
 {
     log_init("test");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape_controls),
         cmocka_unit_test(test_plural),
+        cmocka_unit_test(test_join_names),
         cmocka_unit_test(test_cut_words),
         cmocka_unit_test(test_escape_passes_text),
         cmocka_unit_test(test_escape_bounds),
