@@ -554,9 +554,12 @@ static void old_gangs_waiting(struct deploy *d, const struct agent_fan_ct c[], d
 /* The first phase of a switch: stop the job's old gang in every container that has one, all at
  * once, and wait until each agent answers that every process of it is gone (the agent's stop
  * returns only then), at most switch_deadline (agent_fan_run).  gone[i] says which did; why[i]
- * says why not; unasked[i] that its agent was never asked (its host could not be reached): its
- * old gang runs on there, untouched.  Returns how many did not. */
-static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][300], bool unasked[INV_MAX_CTS])
+ * says why not, worded for one container or several (deploy_ct_said: the verdict says each
+ * reason once, with the containers it applies to); unasked[i] that its agent was never asked
+ * (its host could not be reached): its old gang runs on there, untouched.  Returns how many did
+ * not. */
+static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], struct deploy_ct_said why[INV_MAX_CTS],
+                          bool unasked[INV_MAX_CTS])
 {
     const struct inv_job *j = d->job;
     struct agent_argv a;
@@ -573,22 +576,29 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][3
     int left = 0;
     for (int i = 0; i < j->ncts; i++) {
         gone[i] = skip[i] || c[i].ok[0];
-        why[i][0] = '\0';
+        why[i].head[0] = why[i].tail[0] = '\0';
         unasked[i] = !skip[i] && !c[i].asked;
         if (skip[i])
             continue;
         if (!c[i].asked) {
-            snprintf(why[i], sizeof why[i], "cannot ask its agent to stop the old gang: %s", c[i].err);
-        } else if (!c[i].ended) { /* the agent goes on stopping it; it is asked to start it again below */
+            snprintf(why[i].head, sizeof why[i].head, "cannot ask drover-agent");
+            snprintf(why[i].tail, sizeof why[i].tail, " to stop the old gang: %.300s", c[i].err);
+        } else if (!c[i].ended && deploy_interrupted) {
+            /* the agent goes on stopping it; it is asked to start it again below */
             gone[i] = false;
-            snprintf(why[i], sizeof why[i], deploy_interrupted ? "interrupted while its old gang was stopping"
-                     : "its old gang was not gone within the switch deadline of %.0f s (a process that "
-                     "ignores SIGTERM until the grace period ends, or one stuck in the kernel)", limit);
+            snprintf(why[i].head, sizeof why[i].head, "interrupted while the old gang was stopping");
+        } else if (!c[i].ended) {
+            gone[i] = false;
+            snprintf(why[i].head, sizeof why[i].head, "the old gang");
+            snprintf(why[i].tail, sizeof why[i].tail, " was not gone within the switch deadline of %.0f s (a "
+                     "process that ignores SIGTERM until the grace period ends, or one stuck in the kernel)", limit);
         } else if (!gone[i] && ct_stopped_note(d, i, c[i].err)) {
-            snprintf(why[i], sizeof why[i], "container stopped (pct: %s): nothing runs there", d->ct_stopped[i]);
+            snprintf(why[i].head, sizeof why[i].head, "nothing runs");
+            snprintf(why[i].tail, sizeof why[i].tail, ": container stopped (pct: %.300s)", d->ct_stopped[i]);
         } else if (!gone[i]) {
             /* the agent's own words when it said why (busy: going back by itself, say) */
-            snprintf(why[i], sizeof why[i], "its agent did not confirm the stop (%.200s)",
+            snprintf(why[i].head, sizeof why[i].head, "drover-agent");
+            snprintf(why[i].tail, sizeof why[i].tail, " did not confirm the stop (%.200s)",
                      c[i].lost ? "connection lost" : c[i].err[0] ? c[i].err
                      : "drover-agent stop failed: see `drover logs`");
         }
@@ -600,9 +610,10 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], char why[][3
 /* After an aborted switch: start the old release again in every container where the switch
  * stopped it (or was stopping it), with a new rendezvous generation so that it cannot pair with
  * old ranks still on their way out.  Where the old gang is not gone yet the agent starts it once
- * it is (its stop is replaced by the start).  Fills done with what happened. */
+ * it is (its stop is replaced by the start).  Fills done[i] with what happened in container i
+ * (said once for all the containers it applies to: deploy_switch_aborted_message). */
 static void restart_old_gangs(struct deploy *d, const bool gone[INV_MAX_CTS], const bool unasked[INV_MAX_CTS],
-                              char *done, size_t done_sz)
+                              struct deploy_ct_said done[INV_MAX_CTS])
 {
     const struct inv_job *j = d->job;
     /* A container whose agent was never asked still runs its old gang, as the generation all
@@ -616,39 +627,38 @@ static void restart_old_gangs(struct deploy *d, const bool gone[INV_MAX_CTS], co
     struct agent_argv a;
     agent_argv_init(&a);
     agent_argv_start(&a, j->name, keep_generation ? NULL : tok);
-    size_t off = 0;
-    done[0] = '\0';
     for (int i = 0; i < j->ncts; i++) {
+        done[i].head[0] = done[i].tail[0] = '\0';
         if (!d->has_gang[i])
             continue;
         char e[1024], sid[RELEASE_SHORT_LEN + 1];
         if (unasked[i]) {
             /* never stopped: nothing to start, and a start would only wait for the same host */
-            const char *what = "was never asked to stop (host unreachable): its old gang runs on "
-                               "there, and the others start again as its generation";
-            fprintf(stderr, "switch aborted: %s: %s %s\n", j->cts[i].label, ui_short(d->from[i], sid), what);
-            if (off < done_sz)
-                off += (size_t)snprintf(done + off, done_sz - off, "%s%s %s on %s", off ? "; " : "",
-                                        ui_short(d->from[i], sid), what, j->cts[i].label);
+            const char *what = " (host unreachable): its old gang runs on there, and the others start "
+                               "again as its generation";
+            fprintf(stderr, "switch aborted: %s: %s was never asked to stop%s\n", j->cts[i].label,
+                    ui_short(d->from[i], sid), what);
+            snprintf(done[i].head, sizeof done[i].head, "%s was never asked to stop", sid);
+            snprintf(done[i].tail, sizeof done[i].tail, "%s", what);
             continue;
         }
         /* a container still stopping answers only once its old gang is gone: the request is
          * queued there, there is no need to wait for it */
         double timeout = gone[i] ? (j->grace_s > 0 ? j->grace_s : 30) + d->inv->exec_timeout_s : 10;
         int r = agent_call(d, &j->cts[i], a.argv, timeout, e, sizeof e);
-        const char *what;
+        const char *what, *more = "";
         if (r == 0)
             what = "started again";
         else if (r == -ETIMEDOUT && !gone[i])
-            what = "starts again once its old gang is gone";
+            what = "starts again once the old gang is gone";
         else {
             log_error("%s", e);
-            what = "NOT started again (start it with `drover rollback` or a deploy)";
+            what = "NOT started again";
+            more = " (start it with `drover rollback` or a deploy)";
         }
-        fprintf(stderr, "switch aborted: %s: %s %s\n", j->cts[i].label, ui_short(d->from[i], sid), what);
-        if (off < done_sz)
-            off += (size_t)snprintf(done + off, done_sz - off, "%s%s %s on %s", off ? "; " : "",
-                                    ui_short(d->from[i], sid), what, j->cts[i].label);
+        fprintf(stderr, "switch aborted: %s: %s %s%s\n", j->cts[i].label, ui_short(d->from[i], sid), what, more);
+        snprintf(done[i].head, sizeof done[i].head, "%s %s", sid, what);
+        snprintf(done[i].tail, sizeof done[i].tail, "%s", more);
     }
 }
 
@@ -776,7 +786,7 @@ int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t 
 {
     const struct inv_job *j = d->job;
     bool gone[INV_MAX_CTS], unasked[INV_MAX_CTS];
-    char why[INV_MAX_CTS][300];
+    struct deploy_ct_said why[INV_MAX_CTS], done[INV_MAX_CTS];
     /* Nothing is stopped while a container cannot be reached: its gang would run on, the others'
      * would stop, and the new release could not start there (fleet_conn remembers a host that
      * failed; its error was said when it failed). */
@@ -794,15 +804,14 @@ int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t 
         return -ECANCELED;
     }
     if (stop_old_gangs(d, gone, why, unasked) > 0) {
-        char names[1200], done[1500];
-        size_t off = 0;
-        for (int i = 0; i < j->ncts && off < sizeof names; i++)
-            if (!gone[i])
-                off += (size_t)snprintf(names + off, sizeof names - off, "%s%s: %s", off ? "; " : "",
-                                        j->cts[i].label, why[i]);
-        restart_old_gangs(d, gone, unasked, done, sizeof done);
-        snprintf(err, err_sz, "switch to %s aborted before anything new started: %s.  Nothing of %s "
-                 "was started anywhere; %s", d->sid, names, d->sid, done[0] ? done : "nothing was stopped");
+        restart_old_gangs(d, gone, unasked, done);
+        const char *labels[INV_MAX_CTS];
+        for (int i = 0; i < j->ncts; i++) {
+            labels[i] = j->cts[i].label;
+            if (gone[i]) /* a reason only where the old gang is not known gone */
+                why[i].head[0] = '\0';
+        }
+        deploy_switch_aborted_message(err, err_sz, d->sid, labels, j->ncts, why, done);
         return -ECANCELED;
     }
     char tok[17];
@@ -1072,7 +1081,7 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
     deploy_interrupted = 0;
     bool gone[INV_MAX_CTS], already[INV_MAX_CTS] = { false }, back[INV_MAX_CTS];
     bool unasked[INV_MAX_CTS] = { false }, unreach[INV_MAX_CTS] = { false };
-    char stalled[INV_MAX_CTS][300];
+    struct deploy_ct_said stalled[INV_MAX_CTS];
     int left = 0;
     /* Every agent went back to the good release by itself and its gang starts or runs there
      * (revertplan.h): that gang is the job's, stopping it to start it again only loses steps.
@@ -1110,7 +1119,7 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
                     j->ncts > 1 ? "each agent" : "its agent", j->ncts > 1 ? "each agent is" : "it is");
         for (int i = 0; i < j->ncts; i++) {
             gone[i] = true;
-            stalled[i][0] = '\0';
+            stalled[i].head[0] = stalled[i].tail[0] = '\0';
         }
     } else {
         /* Not back everywhere (perhaps in some containers): the gang cannot form without the
@@ -1131,7 +1140,8 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
         for (int i = 0; i < j->ncts; i++) {
             if (unreach[i]) {
                 gone[i] = false;
-                snprintf(stalled[i], sizeof stalled[i], "cannot be reached");
+                snprintf(stalled[i].head, sizeof stalled[i].head, "cannot be reached");
+                stalled[i].tail[0] = '\0';
             }
             keep_generation |= unasked[i]; /* lost since: its gang runs on as the old generation */
         }
@@ -1179,7 +1189,7 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason)
                 continue;
             }
             if (!gone[i])
-                fprintf(stderr, "revert: %s: %s; %s\n", j->cts[i].label, stalled[i],
+                fprintf(stderr, "revert: %s: %s%s; %s\n", j->cts[i].label, stalled[i].head, stalled[i].tail,
                         cf->rc[i] >= 0 || cf->rc[i] == -ETIMEDOUT
                             ? "the good release starts there once the old gang is gone"
                             : "the good release was NOT started there");
@@ -1396,6 +1406,51 @@ void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent
                  "--job %s)", err, job);
     else
         snprintf(buf, sz, "%s; nothing was pushed or stopped", err);
+}
+
+/* The containers named with one text of a deploy_ct_said list, then "and N more" */
+#define SAID_NAMED_MAX 4
+
+/* Append the distinct texts of said[0..n) to buf[sz] at *off, each once with its containers:
+ * "HEAD on a, b and c TAIL", joined by "; ".  Returns how many texts. */
+static int said_grouped(char *buf, size_t sz, size_t *off, const char *const labels[], int n,
+                        const struct deploy_ct_said said[])
+{
+    bool done[INV_MAX_CTS] = { false };
+    int texts = 0;
+    for (int i = 0; i < n && i < INV_MAX_CTS; i++) {
+        if (done[i] || !said[i].head[0])
+            continue;
+        const char *names[INV_MAX_CTS];
+        int k = 0;
+        for (int m = i; m < n && m < INV_MAX_CTS; m++)
+            if (!done[m] && !strcmp(said[m].head, said[i].head) && !strcmp(said[m].tail, said[i].tail)) {
+                done[m] = true;
+                names[k++] = labels[m];
+            }
+        if (*off < sz)
+            *off += (size_t)snprintf(buf + *off, sz - *off, "%s%s on ", texts ? "; " : "", said[i].head);
+        text_join_names(names, k, SAID_NAMED_MAX, buf, sz, off);
+        if (*off < sz)
+            *off += (size_t)snprintf(buf + *off, sz - *off, "%s", said[i].tail);
+        texts++;
+    }
+    return texts;
+}
+
+void deploy_switch_aborted_message(char *buf, size_t sz, const char *sid, const char *const labels[], int n,
+                                   const struct deploy_ct_said why[], const struct deploy_ct_said done[])
+{
+    if (!sz)
+        return;
+    size_t off = 0;
+    buf[0] = '\0';
+    off += (size_t)snprintf(buf, sz, "switch to %s aborted before anything new started: ", sid);
+    said_grouped(buf, sz, &off, labels, n, why);
+    if (off < sz)
+        off += (size_t)snprintf(buf + off, sz - off, ".  Nothing of %s was started anywhere; ", sid);
+    if (!said_grouped(buf, sz, &off, labels, n, done) && off < sz)
+        snprintf(buf + off, sz - off, "nothing was stopped");
 }
 
 void deploy_aborted_message(char *buf, size_t sz, const char *sid, const char *job, const char *const labels[],

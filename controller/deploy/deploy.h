@@ -66,6 +66,25 @@ void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent
 void deploy_aborted_message(char *buf, size_t sz, const char *sid, const char *job, const char *const labels[],
                             const bool marked[], const bool has_gang[], int ncts, bool gpu_refused);
 
+/* One container's part in a switch aborted in its first phase: why its old gang is not known
+ * gone, or what became of its old release.  Said "HEAD on NAMES TAIL" (head "interrupted while
+ * the old gang was stopping", no tail; head "the old gang", tail " was not gone within ..."), so
+ * one text names every container it applies to.  An empty head: nothing to say there. */
+struct deploy_ct_said {
+    char head[160];
+    char tail[400];
+};
+
+/* The verdict of a switch (deploy or rollback) aborted in its first phase, into buf[sz]:
+ * "switch to SID aborted before anything new started: WHY.  Nothing of SID was started
+ * anywhere; DONE".  why[i] and done[i] of the n containers labels[i]: each distinct text said
+ * once, with the containers it applies to in inventory order (at most four named, then "and N
+ * more"), distinct texts joined by "; ".  The same reason used to be said once per container:
+ * a Ctrl-C while the old gangs stopped said "interrupted while its old gang was stopping" three
+ * times on the lab. */
+void deploy_switch_aborted_message(char *buf, size_t sz, const char *sid, const char *const labels[], int n,
+                                   const struct deploy_ct_said why[], const struct deploy_ct_said done[]);
+
 /* What REVERT FAILED says when the revert did not reach every container (what: "revert failed
  * on 1 of 2 containers"; unreached: those containers' labels, ", "-joined; sid: the release it
  * reverted from; deadline_at: the wall-clock time of its agents' probation deadline, 0 unknown).

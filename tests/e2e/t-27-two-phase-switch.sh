@@ -95,10 +95,10 @@ t=$(($(now_cs) - t0))
 show_drover 10
 check "the deploy fails (exit 1), in $(secs $t) s" test "$DROVER_RC" = 1
 check "the verdict: switch aborted, naming h2:201 and the deadline" \
-	drover_said 'SWITCH ABORTED.*h2:201: its old gang was not gone within the switch deadline of 8 s'
+	drover_said 'SWITCH ABORTED.*the old gang on h2:201 was not gone within the switch deadline of 8 s'
 check "it says nothing of the new release was started" drover_said 'Nothing of [0-9a-f]+ was started anywhere'
 check "it says the old release is started again, h2:201 once its old gang is gone" \
-	drover_said "h2:201.*starts again once its old gang is gone|started again on h2:201"
+	drover_said "starts again once the old gang is gone on h2:201|started again on (.*, |.* and )?h2:201"
 no_activate() {
 	local c n=0
 	for c in $E2E_CTS; do n=$((n + $(events_since "$c" "$marks" | jq -s '[.[] | select(.kind == "activate")] | length'))); done
@@ -171,7 +171,7 @@ check "the deploy fails probation and reverts (exit 3)" test "$DROVER_RC" = 3
 check "the revert stopped the failed gang in the three containers at once first" \
 	drover_said 'reverting job .train. .*two-phase'
 check "it names h2:201 as the container whose failed gang was not gone within the switch deadline" \
-	drover_said 'revert: h2:201: its old gang was not gone within the switch deadline of 8 s'
+	drover_said 'revert: h2:201: the old gang was not gone within the switch deadline of 8 s'
 check "... and says the good release starts there once it is gone" \
 	drover_said 'h2:201: .*the good release starts there once the old gang is gone'
 check "every container is back on v1" all_current_is "$v1"

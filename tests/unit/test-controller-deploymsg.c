@@ -111,6 +111,62 @@ static void test_aborted_marked(void **state)
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 
+static void said(struct deploy_ct_said *s, const char *head, const char *tail)
+{
+    snprintf(s->head, sizeof s->head, "%s", head);
+    snprintf(s->tail, sizeof s->tail, "%s", tail);
+}
+
+/* Ctrl-C while the old gangs stopped: SWITCH ABORTED said "h1:101: interrupted while its old gang
+ * was stopping; h1:102: interrupted while its old gang was stopping; h2:201: interrupted ..." and
+ * the same for what became of each.  Now each reason once, with the containers it applies to. */
+static void test_switch_aborted_once(void **state)
+{
+    (void)state;
+    const char *labels[] = { "h1:101", "h1:102", "h2:201" };
+    struct deploy_ct_said why[3], done[3];
+    for (int i = 0; i < 3; i++) {
+        said(&why[i], "interrupted while the old gang was stopping", "");
+        said(&done[i], "d031c2a1b9e4 starts again once the old gang is gone", "");
+    }
+    char m[2048];
+    deploy_switch_aborted_message(m, sizeof m, "5c2e0f3a7d11", labels, 3, why, done);
+    assert_string_equal(m, "switch to 5c2e0f3a7d11 aborted before anything new started: interrupted while the "
+                           "old gang was stopping on h1:101, h1:102 and h2:201.  Nothing of 5c2e0f3a7d11 was "
+                           "started anywhere; d031c2a1b9e4 starts again once the old gang is gone on h1:101, "
+                           "h1:102 and h2:201");
+    /* reasons that differ stay apart, in inventory order; one whose old gang is gone has none */
+    said(&why[0], "", "");
+    said(&done[0], "d031c2a1b9e4 started again", "");
+    said(&why[1], "the old gang", " was not gone within the switch deadline of 8 s (a process that ignores SIGTERM)");
+    said(&done[2], "d031c2a1b9e4 NOT started again", " (start it with `drover rollback` or a deploy)");
+    deploy_switch_aborted_message(m, sizeof m, "5c2e0f3a7d11", labels, 3, why, done);
+    assert_string_equal(m, "switch to 5c2e0f3a7d11 aborted before anything new started: the old gang on h1:102 "
+                           "was not gone within the switch deadline of 8 s (a process that ignores SIGTERM); "
+                           "interrupted while the old gang was stopping on h2:201.  Nothing of 5c2e0f3a7d11 "
+                           "was started anywhere; d031c2a1b9e4 started again on h1:101; d031c2a1b9e4 starts "
+                           "again once the old gang is gone on h1:102; d031c2a1b9e4 NOT started again on "
+                           "h2:201 (start it with `drover rollback` or a deploy)");
+    /* nothing restarted: said so */
+    struct deploy_ct_said none[3] = { 0 };
+    deploy_switch_aborted_message(m, sizeof m, "5c2e0f3a7d11", labels, 3, why, none);
+    assert_non_null(strstr(m, ".  Nothing of 5c2e0f3a7d11 was started anywhere; nothing was stopped"));
+    /* more than four with one reason: four named, then how many more */
+    const char *six[] = { "h1:101", "h1:102", "h2:201", "h2:202", "h3:301", "h3:302" };
+    struct deploy_ct_said w6[6], d6[6];
+    for (int i = 0; i < 6; i++) {
+        said(&w6[i], "interrupted while the old gang was stopping", "");
+        said(&d6[i], "d031c2a1b9e4 started again", "");
+    }
+    deploy_switch_aborted_message(m, sizeof m, "5c2e0f3a7d11", six, 6, w6, d6);
+    assert_non_null(strstr(m, "stopping on h1:101, h1:102, h2:201, h2:202 and 2 more.  Nothing"));
+    assert_non_null(strstr(m, "; d031c2a1b9e4 started again on h1:101, h1:102, h2:201, h2:202 and 2 more"));
+    /* bounded: a small buffer is cut, NUL-terminated */
+    char small[50];
+    deploy_switch_aborted_message(small, sizeof small, "5c2e0f3a7d11", six, 6, w6, d6);
+    assert_int_equal(strlen(small), sizeof small - 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -118,6 +174,7 @@ int main(void)
         cmocka_unit_test(test_revert_failed_unreached),
         cmocka_unit_test(test_revert_failed_same_on_both),
         cmocka_unit_test(test_aborted_marked),
+        cmocka_unit_test(test_switch_aborted_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
