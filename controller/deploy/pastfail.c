@@ -18,7 +18,7 @@ static bool is_not_outcome(const struct history_entry *e)
 {
     if (!strcmp(e->name, "rollback"))
         return true;
-    if (e->reason_code == HISTORY_RC_ENVIRONMENT)
+    if (e->reason_code == HISTORY_RC_ENVIRONMENT || e->reason_code == HISTORY_RC_OPERATOR_REVERT)
         return true;
     return strcmp(e->result, "promoted") != 0 && strcmp(e->result, "held") != 0 && !is_failure(e->result);
 }
@@ -49,7 +49,16 @@ const char *pastfail_message(const struct history_entry *e, const char *name, ch
     return buf;
 }
 
-const char *pastfail_unpromoted_why(const struct history_entry *h, size_t n, const char *job, const char *id)
+/* Why release id runs unpromoted, from its newest record (pastfail_unpromoted_why). */
+enum unpromoted {
+    UNPROMOTED_HELD,
+    UNPROMOTED_ROLLBACK,
+    UNPROMOTED_PROMOTE_FAILED,
+    UNPROMOTED_FAILED,
+    UNPROMOTED_OTHER,
+};
+
+static enum unpromoted unpromoted_case(const struct history_entry *h, size_t n, const char *job, const char *id)
 {
     for (size_t i = n; i-- > 0;) {
         const struct history_entry *e = &h[i];
@@ -58,14 +67,34 @@ const char *pastfail_unpromoted_why(const struct history_entry *h, size_t n, con
         if (!strcmp(e->name, "promote") && e->reason_code == HISTORY_RC_PROMOTE_FAILED)
             continue; /* an earlier try of this very promote */
         if (!strcmp(e->result, "held"))
-            return "held release";
+            return UNPROMOTED_HELD;
         if (!strcmp(e->name, "rollback") && !strcmp(e->result, "aborted"))
-            return "a rollback to it, not confirmed";
+            return UNPROMOTED_ROLLBACK;
         if (!strcmp(e->result, "failed") && e->reason_code == HISTORY_RC_PROMOTE_FAILED)
-            return "it passed probation, its promote failed";
+            return UNPROMOTED_PROMOTE_FAILED;
         if (!strcmp(e->result, "failed") && e->reason_code != HISTORY_RC_ENVIRONMENT)
-            return "failed probation, left running (auto_revert off)";
+            return UNPROMOTED_FAILED;
         break;
     }
+    return UNPROMOTED_OTHER;
+}
+
+const char *pastfail_unpromoted_why(const struct history_entry *h, size_t n, const char *job, const char *id)
+{
+    switch (unpromoted_case(h, n, job, id)) {
+    case UNPROMOTED_HELD: return "held release";
+    case UNPROMOTED_ROLLBACK: return "a rollback to it, not confirmed";
+    case UNPROMOTED_PROMOTE_FAILED: return "it passed probation, its promote failed";
+    case UNPROMOTED_FAILED: return "failed probation, left running (auto_revert off)";
+    case UNPROMOTED_OTHER: break;
+    }
     return "unpromoted, not held";
+}
+
+enum history_reason pastfail_hand_revert_code(const struct history_entry *h, size_t n, const char *job,
+                                              const char *id)
+{
+    /* held: the operator decides a probation that could not; left running: its probation failed */
+    enum unpromoted u = unpromoted_case(h, n, job, id);
+    return u == UNPROMOTED_HELD || u == UNPROMOTED_FAILED ? HISTORY_RC_NONE : HISTORY_RC_OPERATOR_REVERT;
 }

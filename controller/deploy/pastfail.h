@@ -18,8 +18,9 @@
  * waits for the operator: NULL), `failed` with reason code promote-failed (NULL),
  * and the failures `reverted`, `revert-failed` and `failed` (auto_revert off).  Not outcomes, so
  * skipped: `aborted`, `analysis`, `rollback`, the records of `drover rollback` (name "rollback":
- * the release gone back to, or the one left), and a record with reason code environment (the
- * release was not to blame).  Decided on result, name and reason_code (state.h: an older
+ * the release gone back to, or the one left), a record with reason code environment (the
+ * release was not to blame) and one with reason code operator-revert (`drover revert` of a
+ * release whose probation never failed: pastfail_hand_revert_code).  Decided on result, name and reason_code (state.h: an older
  * drover's record gets its code from its words when it is read), never the reason's words.
  * Returns a pointer into h, or NULL. */
 const struct history_entry *pastfail_find(const struct history_entry *h, size_t n, const char *job,
@@ -40,5 +41,15 @@ const char *pastfail_message(const struct history_entry *e, const char *name, ch
  * anything else, no record included, "unpromoted, not held".  Decided on result, name and
  * reason_code, never the reason's words.  Returns a static string. */
 const char *pastfail_unpromoted_why(const struct history_entry *h, size_t n, const char *job, const char *id);
+
+/* The reason code of the record `drover revert` writes for release id of job, from the same
+ * newest record as pastfail_unpromoted_why: HISTORY_RC_NONE (a failure pastfail_find counts)
+ * for a held release (the operator decides its inconclusive probation) and for a failure left
+ * running (auto_revert off); HISTORY_RC_OPERATOR_REVERT (not counted: it never failed probation)
+ * for a rollback to it not confirmed, a passed probation whose promote failed, and anything else
+ * (the case that used to make a later deploy of a release the operator had rolled back to, then
+ * reverted by hand, say it "failed probation before").  Pure. */
+enum history_reason pastfail_hand_revert_code(const struct history_entry *h, size_t n, const char *job,
+                                              const char *id);
 
 #endif

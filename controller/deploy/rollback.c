@@ -395,9 +395,15 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
     char why[160];
     snprintf(why, sizeof why, "%s by the operator (%s)", promote ? "promoted" : "reverted",
              pastfail_unpromoted_why(h, nh, d.job->name, d.id));
+    /* a revert of a release whose probation never failed (an unconfirmed rollback to it) is no
+     * verdict on it: recorded as operator-revert, which a later deploy's "failed probation
+     * before" warning does not count, and not marked bad in the agents (a later rollback --to
+     * it needs no --force) */
+    enum history_reason code = pastfail_hand_revert_code(h, nh, d.job->name, d.id);
     free(h);
     if (!promote) {
-        ret = revert_all(&d, HISTORY_RC_NONE, why);
+        d.no_bad_mark = code == HISTORY_RC_OPERATOR_REVERT;
+        ret = revert_all(&d, code, why);
         ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
         goto out;
     }
