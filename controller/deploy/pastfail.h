@@ -8,6 +8,7 @@
 #ifndef DROVER_CONTROLLER_PASTFAIL_H
 #define DROVER_CONTROLLER_PASTFAIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "controller/deploy/state.h"
@@ -51,5 +52,27 @@ const char *pastfail_unpromoted_why(const struct history_entry *h, size_t n, con
  * reverted by hand, say it "failed probation before").  Pure. */
 enum history_reason pastfail_hand_revert_code(const struct history_entry *h, size_t n, const char *job,
                                               const char *id);
+
+/* For `drover rollback --to PREFIX` before any host is contacted: the record (pastfail_find)
+ * that says the one release of job among h[0..n) whose id begins with prefix (case-insensitive)
+ * failed its probation; NULL when no release of job there begins with it, when several do (the
+ * survey names them) or when it did not fail.  Pure. */
+const struct history_entry *pastfail_find_prefix(const struct history_entry *h, size_t n, const char *job,
+                                                 const char *prefix);
+
+/* The manifest name ("v2") of release id of job, from its newest record among h[0..n) that is not
+ * one of drover's own verbs (names "rollback", "promote", "revert"); "" when none.  Returns a
+ * pointer into h, or a static "". */
+const char *pastfail_release_name(const struct history_entry *h, size_t n, const char *job, const char *id);
+
+/* The refusal of `drover rollback --job J --to ID` without --force where release id failed
+ * probation, into buf (truncated to sz): "rollback of job 'train' refused, nothing changed:
+ * release 3f2a9c1b7d6e (v2) failed probation for job 'train': reverted at 2026-12-02 14:03:11
+ * UTC: <reason>; roll back to it only with --force (drover rollback --job train --to
+ * 3f2a9c1b7d6e --force)".  e: its failure record (pastfail_find), NULL when only its agents know
+ * ("(marked bad by its agents)"); name: "" when unknown; contacted: false when said before any
+ * host was contacted ("nothing was contacted, nothing changed").  Returns buf. */
+const char *pastfail_rollback_refusal(const struct history_entry *e, const char *name, const char *job,
+                                      const char *id, bool contacted, char *buf, size_t sz);
 
 #endif

@@ -258,6 +258,55 @@ static void test_hand_revert_of_unfailed_release(void **state)
     assert_int_equal(pastfail_hand_revert_code(&left, 1, "train", REL), HISTORY_RC_NONE);
 }
 
+/* `drover rollback --to PREFIX` of a release that failed probation, without --force, was refused
+ * only after every container was surveyed, with exit 2 (the usage-error code).  The controller's
+ * own history decides before any host is contacted: the one release the prefix names, its
+ * failure, its name, and the refusal's words (release, why, --force). */
+static void test_rollback_refusal_from_history(void **state)
+{
+    (void)state;
+    struct history_entry h[] = {
+        rec(T0 - 60, "train", OTHER, "v1", "promoted", "throughput +0.4%"),
+        rec(T0, "train", REL, "v2b", "reverted", "rank 0 exited 4 (data)"),
+        rec(T0 + 10, "train", REL, "rollback", "aborted", "rollback interrupted"),
+        rec(T0 + 20, "eval", "3f2a9c1b7d6effff000000000000000000000000000000000000000000000000", "e1",
+            "reverted", "another job's"),
+    };
+    assert_ptr_equal(pastfail_find_prefix(h, 4, "train", "3f2a9c"), &h[1]);
+    assert_ptr_equal(pastfail_find_prefix(h, 4, "train", "3F2A9C1B7D6E"), &h[1]); /* as --to takes it */
+    assert_null(pastfail_find_prefix(h, 4, "train", "aaaaaa"));                     /* promoted */
+    assert_null(pastfail_find_prefix(h, 4, "train", "bbbbbb"));                     /* none */
+    assert_null(pastfail_find_prefix(NULL, 0, "train", "3f2a9c"));
+    assert_string_equal(pastfail_release_name(h, 4, "train", REL), "v2b"); /* not "rollback" */
+    assert_string_equal(pastfail_release_name(h, 4, "train", "ffff"), "");
+
+    char m[1400];
+    assert_string_equal(pastfail_rollback_refusal(&h[1], "v2b", "train", REL, false, m, sizeof m),
+                        "rollback of job 'train' refused, nothing was contacted, nothing changed: "
+                        "release 3f2a9c1b7d6e (v2b) failed probation for job 'train': reverted at "
+                        "2026-12-02 14:03:11 UTC: rank 0 exited 4 (data); roll back to it only with "
+                        "--force (drover rollback --job train --to 3f2a9c1b7d6e --force)");
+    /* only the agents' bad marks know it */
+    assert_string_equal(pastfail_rollback_refusal(NULL, "", "train", REL, true, m, sizeof m),
+                        "rollback of job 'train' refused, nothing changed: release 3f2a9c1b7d6e "
+                        "failed probation for job 'train' (marked bad by its agents); roll back to it "
+                        "only with --force (drover rollback --job train --to 3f2a9c1b7d6e --force)");
+    char small[32];
+    assert_int_equal(strlen(pastfail_rollback_refusal(&h[1], "v2b", "train", REL, true, small, sizeof small)),
+                     sizeof small - 1);
+
+    /* several releases of the job begin with the prefix: the survey names them */
+    struct history_entry two[] = {
+        h[1], rec(T0 + 30, "train", "3f2a9c0000000000000000000000000000000000000000000000000000000000", "v3",
+                  "reverted", "loss not finite"),
+    };
+    assert_null(pastfail_find_prefix(two, 2, "train", "3f2a9c"));
+    assert_ptr_equal(pastfail_find_prefix(two, 2, "train", "3f2a9c1"), &two[0]);
+    /* promoted since: no refusal */
+    h[2] = rec(T0 + 10, "train", REL, "v2b", "promoted", "throughput +0.1%");
+    assert_null(pastfail_find_prefix(h, 4, "train", "3f2a9c"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_records_with_and_without_code),
         cmocka_unit_test(test_unpromoted_why),
         cmocka_unit_test(test_hand_revert_of_unfailed_release),
+        cmocka_unit_test(test_rollback_refusal_from_history),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
