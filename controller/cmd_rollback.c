@@ -63,18 +63,22 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
     cmd_result_want(f, json, "rollback", &job, 1);
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;
-    const struct inv_job *jb = job ? inventory_find_job(f->inv, job) : NULL;
-    if (jb) { /* all the job's hosts at once: a dead host costs one connect timeout in total */
-        bool need[INV_MAX_HOSTS];
-        fleet_hosts_of(f->inv, jb, need);
-        (void)fleet_connect_all(f, need);
-    }
     struct cmd_result cr = { .saved_fd = -1 };
     if (json && cmd_result_begin(&cr) < 0) {
         log_error("cannot redirect stdout for -o json");
         return EXIT_FAIL;
     }
-    int ret = deploy_rollback(f, job, to, force, now, dry_run);
+    /* a release this controller's history says failed probation is refused before any host is
+     * contacted (it used to be found after the survey, as a usage error, exit 2) */
+    int ret = force ? EXIT_OK : deploy_rollback_refuse_failed(f->inv, job, to);
+    const struct inv_job *jb = job && ret == EXIT_OK ? inventory_find_job(f->inv, job) : NULL;
+    if (jb) { /* all the job's hosts at once: a dead host costs one connect timeout in total */
+        bool need[INV_MAX_HOSTS];
+        fleet_hosts_of(f->inv, jb, need);
+        (void)fleet_connect_all(f, need);
+    }
+    if (ret == EXIT_OK)
+        ret = deploy_rollback(f, job, to, force, now, dry_run);
     const char *jobs[1] = { job };
     return json ? cmd_result_end(&cr, f->inv, "rollback", jobs, job ? 1 : 0, ret) : ret;
 }

@@ -46,6 +46,13 @@ int deploy_wave(struct fleet *f, const struct deploy_opts *o, const char *const 
  * rules still apply).  dry_run: say where it would go; no lock, no lease, nothing changed. */
 int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force, bool now, bool dry_run);
 
+/* `drover rollback --job J --to ID` without --force, before any host is contacted: where the
+ * history in state_dir says the one release of J that ID begins with failed its probation
+ * (pastfail_find_prefix), refuses, said (the release, when and why it failed, --force): exit 1.
+ * EXIT_OK otherwise (no such record, no history, several releases match, J not in the
+ * inventory): deploy_rollback decides after its survey, from the agents' bad marks. */
+int deploy_rollback_refuse_failed(const struct inventory *inv, const char *job, const char *to);
+
 /* `drover promote --job J` / `drover revert --job J`: decide a release held on an inconclusive
  * (or no-data) verdict by hand.  promote records the held samples as the baseline; revert goes
  * back to the good release and confirms it trains.  Both refuse when J runs its good release. */

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "controller/ui.h"
@@ -18,7 +19,7 @@ static bool is_not_outcome(const struct history_entry *e)
 {
     if (!strcmp(e->name, "rollback"))
         return true;
-    if (e->reason_code == HISTORY_RC_ENVIRONMENT)
+    if (e->reason_code == HISTORY_RC_ENVIRONMENT || e->reason_code == HISTORY_RC_OPERATOR_REVERT)
         return true;
     return strcmp(e->result, "promoted") != 0 && strcmp(e->result, "held") != 0 && !is_failure(e->result);
 }
@@ -35,13 +36,21 @@ const struct history_entry *pastfail_find(const struct history_entry *h, size_t 
     return NULL;
 }
 
-const char *pastfail_message(const struct history_entry *e, const char *name, char *buf, size_t sz)
+/* "at 2026-12-02 14:03:11 UTC" for e's time into when[32]. */
+static const char *when_of(const struct history_entry *e, char when[32])
 {
-    char sid[RELEASE_SHORT_LEN + 1], when[32] = "at an unknown time";
     time_t t = (time_t)e->time;
     struct tm tm;
+    snprintf(when, 32, "at an unknown time");
     if (e->time > 0 && gmtime_r(&t, &tm))
-        strftime(when, sizeof when, "at %Y-%m-%d %H:%M:%S UTC", &tm);
+        strftime(when, 32, "at %Y-%m-%d %H:%M:%S UTC", &tm);
+    return when;
+}
+
+const char *pastfail_message(const struct history_entry *e, const char *name, char *buf, size_t sz)
+{
+    char sid[RELEASE_SHORT_LEN + 1], when[32];
+    when_of(e, when);
     snprintf(buf, sz, "release %s (%s) failed probation for job '%s' before: %s %s: %s; deploying "
                       "it again runs a full probation",
              ui_short(e->release, sid), name && *name ? name : e->name, e->job, e->result, when,
@@ -49,7 +58,16 @@ const char *pastfail_message(const struct history_entry *e, const char *name, ch
     return buf;
 }
 
-const char *pastfail_unpromoted_why(const struct history_entry *h, size_t n, const char *job, const char *id)
+/* Why release id runs unpromoted, from its newest record (pastfail_unpromoted_why). */
+enum unpromoted {
+    UNPROMOTED_HELD,
+    UNPROMOTED_ROLLBACK,
+    UNPROMOTED_PROMOTE_FAILED,
+    UNPROMOTED_FAILED,
+    UNPROMOTED_OTHER,
+};
+
+static enum unpromoted unpromoted_case(const struct history_entry *h, size_t n, const char *job, const char *id)
 {
     for (size_t i = n; i-- > 0;) {
         const struct history_entry *e = &h[i];
@@ -58,14 +76,80 @@ const char *pastfail_unpromoted_why(const struct history_entry *h, size_t n, con
         if (!strcmp(e->name, "promote") && e->reason_code == HISTORY_RC_PROMOTE_FAILED)
             continue; /* an earlier try of this very promote */
         if (!strcmp(e->result, "held"))
-            return "held release";
+            return UNPROMOTED_HELD;
         if (!strcmp(e->name, "rollback") && !strcmp(e->result, "aborted"))
-            return "a rollback to it, not confirmed";
+            return UNPROMOTED_ROLLBACK;
         if (!strcmp(e->result, "failed") && e->reason_code == HISTORY_RC_PROMOTE_FAILED)
-            return "it passed probation, its promote failed";
+            return UNPROMOTED_PROMOTE_FAILED;
         if (!strcmp(e->result, "failed") && e->reason_code != HISTORY_RC_ENVIRONMENT)
-            return "failed probation, left running (auto_revert off)";
+            return UNPROMOTED_FAILED;
         break;
     }
+    return UNPROMOTED_OTHER;
+}
+
+const char *pastfail_unpromoted_why(const struct history_entry *h, size_t n, const char *job, const char *id)
+{
+    switch (unpromoted_case(h, n, job, id)) {
+    case UNPROMOTED_HELD: return "held release";
+    case UNPROMOTED_ROLLBACK: return "a rollback to it, not confirmed";
+    case UNPROMOTED_PROMOTE_FAILED: return "it passed probation, its promote failed";
+    case UNPROMOTED_FAILED: return "failed probation, left running (auto_revert off)";
+    case UNPROMOTED_OTHER: break;
+    }
     return "unpromoted, not held";
+}
+
+enum history_reason pastfail_hand_revert_code(const struct history_entry *h, size_t n, const char *job,
+                                              const char *id)
+{
+    /* held: the operator decides a probation that could not; left running: its probation failed */
+    enum unpromoted u = unpromoted_case(h, n, job, id);
+    return u == UNPROMOTED_HELD || u == UNPROMOTED_FAILED ? HISTORY_RC_NONE : HISTORY_RC_OPERATOR_REVERT;
+}
+
+const struct history_entry *pastfail_find_prefix(const struct history_entry *h, size_t n, const char *job,
+                                                 const char *prefix)
+{
+    size_t pl = strlen(prefix);
+    const char *id = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(h[i].job, job) != 0 || !h[i].release[0] || strncasecmp(h[i].release, prefix, pl) != 0)
+            continue;
+        if (id && strcmp(id, h[i].release) != 0)
+            return NULL; /* several: the survey names them */
+        id = h[i].release;
+    }
+    return id ? pastfail_find(h, n, job, id) : NULL;
+}
+
+const char *pastfail_release_name(const struct history_entry *h, size_t n, const char *job, const char *id)
+{
+    for (size_t i = n; i-- > 0;) {
+        const struct history_entry *e = &h[i];
+        if (strcmp(e->job, job) != 0 || strcmp(e->release, id) != 0 || !strcmp(e->name, "rollback") ||
+            !strcmp(e->name, "promote") || !strcmp(e->name, "revert"))
+            continue;
+        return e->name;
+    }
+    return "";
+}
+
+const char *pastfail_rollback_refusal(const struct history_entry *e, const char *name, const char *job,
+                                      const char *id, bool contacted, char *buf, size_t sz)
+{
+    char sid[RELEASE_SHORT_LEN + 1], named[MANIFEST_NAME_MAX + 4] = "", why[700], when[32];
+    ui_short(id, sid);
+    if (name && *name)
+        snprintf(named, sizeof named, " (%s)", name);
+    if (e)
+        snprintf(why, sizeof why, ": %s %s: %s", e->result, when_of(e, when),
+                 e->reason[0] ? e->reason : "(no reason recorded)");
+    else
+        snprintf(why, sizeof why, " (marked bad by its agents)");
+    snprintf(buf, sz, "rollback of job '%s' refused, %s: release %s%s failed probation for job '%s'%s; "
+                      "roll back to it only with --force (drover rollback --job %s --to %s --force)",
+             job, contacted ? "nothing changed" : "nothing was contacted, nothing changed", sid, named, job,
+             why, job, sid);
+    return buf;
 }

@@ -8,6 +8,7 @@
 #ifndef DROVER_CONTROLLER_PASTFAIL_H
 #define DROVER_CONTROLLER_PASTFAIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "controller/deploy/state.h"
@@ -18,8 +19,9 @@
  * waits for the operator: NULL), `failed` with reason code promote-failed (NULL),
  * and the failures `reverted`, `revert-failed` and `failed` (auto_revert off).  Not outcomes, so
  * skipped: `aborted`, `analysis`, `rollback`, the records of `drover rollback` (name "rollback":
- * the release gone back to, or the one left), and a record with reason code environment (the
- * release was not to blame).  Decided on result, name and reason_code (state.h: an older
+ * the release gone back to, or the one left), a record with reason code environment (the
+ * release was not to blame) and one with reason code operator-revert (`drover revert` of a
+ * release whose probation never failed: pastfail_hand_revert_code).  Decided on result, name and reason_code (state.h: an older
  * drover's record gets its code from its words when it is read), never the reason's words.
  * Returns a pointer into h, or NULL. */
 const struct history_entry *pastfail_find(const struct history_entry *h, size_t n, const char *job,
@@ -40,5 +42,37 @@ const char *pastfail_message(const struct history_entry *e, const char *name, ch
  * anything else, no record included, "unpromoted, not held".  Decided on result, name and
  * reason_code, never the reason's words.  Returns a static string. */
 const char *pastfail_unpromoted_why(const struct history_entry *h, size_t n, const char *job, const char *id);
+
+/* The reason code of the record `drover revert` writes for release id of job, from the same
+ * newest record as pastfail_unpromoted_why: HISTORY_RC_NONE (a failure pastfail_find counts)
+ * for a held release (the operator decides its inconclusive probation) and for a failure left
+ * running (auto_revert off); HISTORY_RC_OPERATOR_REVERT (not counted: it never failed probation)
+ * for a rollback to it not confirmed, a passed probation whose promote failed, and anything else
+ * (the case that used to make a later deploy of a release the operator had rolled back to, then
+ * reverted by hand, say it "failed probation before").  Pure. */
+enum history_reason pastfail_hand_revert_code(const struct history_entry *h, size_t n, const char *job,
+                                              const char *id);
+
+/* For `drover rollback --to PREFIX` before any host is contacted: the record (pastfail_find)
+ * that says the one release of job among h[0..n) whose id begins with prefix (case-insensitive)
+ * failed its probation; NULL when no release of job there begins with it, when several do (the
+ * survey names them) or when it did not fail.  Pure. */
+const struct history_entry *pastfail_find_prefix(const struct history_entry *h, size_t n, const char *job,
+                                                 const char *prefix);
+
+/* The manifest name ("v2") of release id of job, from its newest record among h[0..n) that is not
+ * one of drover's own verbs (names "rollback", "promote", "revert"); "" when none.  Returns a
+ * pointer into h, or a static "". */
+const char *pastfail_release_name(const struct history_entry *h, size_t n, const char *job, const char *id);
+
+/* The refusal of `drover rollback --job J --to ID` without --force where release id failed
+ * probation, into buf (truncated to sz): "rollback of job 'train' refused, nothing changed:
+ * release 3f2a9c1b7d6e (v2) failed probation for job 'train': reverted at 2026-12-02 14:03:11
+ * UTC: <reason>; roll back to it only with --force (drover rollback --job train --to
+ * 3f2a9c1b7d6e --force)".  e: its failure record (pastfail_find), NULL when only its agents know
+ * ("(marked bad by its agents)"); name: "" when unknown; contacted: false when said before any
+ * host was contacted ("nothing was contacted, nothing changed").  Returns buf. */
+const char *pastfail_rollback_refusal(const struct history_entry *e, const char *name, const char *job,
+                                      const char *id, bool contacted, char *buf, size_t sz);
 
 #endif

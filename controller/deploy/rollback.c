@@ -150,6 +150,22 @@ static int rollback_pick_to(struct deploy *d, const char *to, char ret_id[RELEAS
     return 0;
 }
 
+int deploy_rollback_refuse_failed(const struct inventory *inv, const char *job, const char *to)
+{
+    struct history_entry *h = NULL;
+    size_t n = 0;
+    if (!job || !to || !inventory_find_job(inv, job) || state_history_read(inv->state_dir, job, &h, &n) < 0)
+        return EXIT_OK; /* the survey decides (a job not in the inventory is said there) */
+    const struct history_entry *e = pastfail_find_prefix(h, n, job, to);
+    if (e) {
+        char msg[1400];
+        log_error("%s", pastfail_rollback_refusal(e, pastfail_release_name(h, n, job, e->release), job,
+                                                  e->release, false, msg, sizeof msg));
+    }
+    free(h);
+    return e ? EXIT_FAIL : EXIT_OK;
+}
+
 int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force, bool now, bool dry_run)
 {
     struct deploy d;
@@ -182,9 +198,16 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         goto out;
     ret = EXIT_FAIL;
     if (pick[0] && deploy_is_bad(&d, pick) && !force) {
-        log_error("release %s failed probation for job '%s' (marked bad); roll back to it only "
-                  "with --force", ui_short(pick, sid), d.job->name);
-        ret = EXIT_USAGE;
+        /* a refusal (exit 1), not a usage error: --to named a release the job ran; why it
+         * failed from the history (state_dir's and an agent's), where it is recorded */
+        struct history_entry *h;
+        size_t nh;
+        survey_history_of(&d, pick, &h, &nh);
+        char msg[1400];
+        log_error("%s", pastfail_rollback_refusal(pastfail_find(h, nh, d.job->name, pick),
+                                                  pastfail_release_name(h, nh, d.job->name, pick),
+                                                  d.job->name, pick, true, msg, sizeof msg));
+        free(h);
         goto out;
     }
     struct rb_ct cts[INV_MAX_CTS];
@@ -395,9 +418,15 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
     char why[160];
     snprintf(why, sizeof why, "%s by the operator (%s)", promote ? "promoted" : "reverted",
              pastfail_unpromoted_why(h, nh, d.job->name, d.id));
+    /* a revert of a release whose probation never failed (an unconfirmed rollback to it) is no
+     * verdict on it: recorded as operator-revert, which a later deploy's "failed probation
+     * before" warning does not count, and not marked bad in the agents (a later rollback --to
+     * it needs no --force) */
+    enum history_reason code = pastfail_hand_revert_code(h, nh, d.job->name, d.id);
     free(h);
     if (!promote) {
-        ret = revert_all(&d, HISTORY_RC_NONE, why);
+        d.no_bad_mark = code == HISTORY_RC_OPERATOR_REVERT;
+        ret = revert_all(&d, code, why);
         ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
         goto out;
     }

@@ -32,7 +32,7 @@ int state_init(const char *state_dir)
 }
 
 static const char *const history_reason_names[HISTORY_RC_COUNT] = {
-    "", "agent-revert", "environment", "promote-failed", "other",
+    "", "agent-revert", "environment", "promote-failed", "other", "operator-revert",
 };
 
 const char *history_reason_name(enum history_reason c)

@@ -33,6 +33,10 @@ enum history_reason {
                                   promoted by the operator) but the promote call failed: failed,
                                   not a verdict on the release */
     HISTORY_RC_OTHER,          /* "other": a code this reader does not know */
+    HISTORY_RC_OPERATOR_REVERT, /* "operator-revert": `drover revert` by hand of a release whose
+                                  probation never failed (a rollback to it not confirmed, its
+                                  promote failed, run unpromoted otherwise): reverted, no verdict
+                                  on the release (pastfail.h) */
     HISTORY_RC_COUNT
 };
 

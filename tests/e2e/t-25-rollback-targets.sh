@@ -5,6 +5,9 @@
 # rollback target (v1) was deleted from one container's store is refused before anything is
 # pushed or stopped, naming the container.  Deploying the failed release again warns first, from
 # the job's history (when and why it failed), and runs its probation again.
+# `drover rollback --to` it without --force is refused before any host is contacted, exit 1,
+# naming the release, why it failed and --force (it was exit 2, after surveying every container);
+# with a state_dir that lacks the history, after the survey, exit 1 too.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -69,9 +72,28 @@ if ! drover_said 'would go from'; then
 fi
 check "nothing moved: v1 still current everywhere" all_current_is "$v1"
 check "nothing was restarted" eval '[[ "$(all_pids)" == "$pids0" ]]'
+# this controller's history knows v2b failed: refused before any host is contacted, as a
+# refusal (exit 1), naming the release, why it failed and --force (it used to survey every
+# container first and exit 2, the usage-error code)
+pct_mark
 drover rollback --job train --to "${v2b:0:12}"
-check "rollback --to the bad release without --force is refused" test "$DROVER_RC" != 0
-check "it says the release failed probation" drover_said 'failed probation'
+show_drover 3
+check "rollback --to the bad release without --force is refused with exit 1 ($DROVER_RC)" test "$DROVER_RC" = 1
+check "it names the release, why it failed and --force" \
+	drover_said "rollback of job 'train' refused, nothing was contacted, nothing changed: release ${v2b:0:12} \(v2b\) failed probation for job 'train': [a-z-]+ at 20[0-9-]+ [0-9:]+ UTC: .+; roll back to it only with --force"
+no_host_contacted() { [[ $(host_execs_since h1) == 0 && $(host_execs_since h2) == 0 ]]; }
+check "no host was contacted" no_host_contacted
+# only the agents know (a state_dir without the history): refused after the survey, exit 1 too
+INV_NH="$E2E_WORK/inventory-no-history.ini"
+mkdir -p "$E2E_WORK/state-no-history"
+sed "s|^state_dir = .*|state_dir = $E2E_WORK/state-no-history|" "$INV" >"$INV_NH"
+"$E2E_BUILD/drover" -i "$INV_NH" rollback --job train --to "${v2b:0:12}" >"$E2E_WORK/last.out" 2>"$E2E_WORK/last.err"
+DROVER_RC=$?
+show_drover 3
+check "without the history: refused after the survey, exit 1 ($DROVER_RC)" test "$DROVER_RC" = 1
+check "... naming the release, that it failed probation, and --force" \
+	drover_said "rollback of job 'train' refused, nothing changed: release ${v2b:0:12}.* failed probation for job 'train'.*; roll back to it only with --force"
+check "nothing moved: v1 still current everywhere" all_current_is "$v1"
 
 say "v1 taken out of h1:102's store, then a deploy"
 ct h1:102 mv "/var/lib/drover/releases/$v1" /var/lib/drover/v1-aside

@@ -210,6 +210,103 @@ static void test_unpromoted_why(void **state)
     assert_string_equal(pastfail_unpromoted_why(h, 4, "train", "ffff"), "unpromoted, not held");
 }
 
+/* `drover revert --job J` after a rollback to X that was not confirmed recorded X `reverted`
+ * (code ""), so a later deploy of X warned that it "failed probation before": it never had, the
+ * operator had only reverted by hand.  The record's code comes from X's newest record
+ * (pastfail_hand_revert_code): operator-revert, which pastfail_find does not count, where X's
+ * probation never failed; "" (counted, as before) for a held release or a failure left running. */
+static void test_hand_revert_of_unfailed_release(void **state)
+{
+    (void)state;
+    struct history_entry h[] = {
+        rec(T0, "train", OTHER, "v1", "promoted", "throughput +0.4%"),
+        /* v2's analysis passed: the good release went back, v2 never failed */
+        rec(T0 + 60, "train", REL, "v2", "analysis", "pass"),
+        /* drover rollback --to v2: ROLLBACK NOT CONFIRMED, v2 left running unpromoted */
+        rec(T0 + 120, "train", REL, "rollback", "aborted", "v2 not confirmed (interrupted by the operator)"),
+        { .time = 0 }, /* drover revert --job train: written below */
+    };
+    enum history_reason code = pastfail_hand_revert_code(h, 3, "train", REL);
+    assert_int_equal(code, HISTORY_RC_OPERATOR_REVERT);
+    h[3] = rec_code(T0 + 180, "train", REL, "revert", "reverted", code,
+                    "reverted by the operator (a rollback to it, not confirmed)");
+    assert_null(pastfail_find(h, 4, "train", REL));
+    /* ... as history.jsonl and the agents keep it: the code survives the round trip */
+    char *line = NULL;
+    assert_int_equal(state_history_format(&h[3], &line), 0);
+    assert_non_null(strstr(line, "\"reason_code\":\"operator-revert\""));
+    struct history_entry back;
+    assert_int_equal(state_history_parse(line, strlen(line), &back), 0);
+    free(line);
+    assert_int_equal(back.reason_code, HISTORY_RC_OPERATOR_REVERT);
+    assert_string_equal(back.result, "reverted");
+    assert_string_equal(back.reason, "reverted by the operator (a rollback to it, not confirmed)");
+    h[3] = back;
+    assert_null(pastfail_find(h, 4, "train", REL));
+    /* an earlier real failure of it is still said: the hand revert hides nothing */
+    h[1] = rec(T0 + 60, "train", REL, "v2", "reverted", "throughput regression");
+    assert_ptr_equal(pastfail_find(h, 4, "train", REL), &h[1]);
+
+    /* passed probation, its promote failed; no record at all: no verdict either */
+    struct history_entry pf = rec_code(T0, "train", REL, "v2", "failed", HISTORY_RC_PROMOTE_FAILED, "promote failed");
+    assert_int_equal(pastfail_hand_revert_code(&pf, 1, "train", REL), HISTORY_RC_OPERATOR_REVERT);
+    assert_int_equal(pastfail_hand_revert_code(NULL, 0, "train", REL), HISTORY_RC_OPERATOR_REVERT);
+    /* held (the operator decides the inconclusive probation) and failed, left running: counted */
+    struct history_entry held = rec(T0, "train", REL, "v2", "held", "inconclusive after 300s");
+    assert_int_equal(pastfail_hand_revert_code(&held, 1, "train", REL), HISTORY_RC_NONE);
+    struct history_entry left = rec(T0, "train", REL, "v2", "failed", "rank 0 exited 1");
+    assert_int_equal(pastfail_hand_revert_code(&left, 1, "train", REL), HISTORY_RC_NONE);
+}
+
+/* `drover rollback --to PREFIX` of a release that failed probation, without --force, was refused
+ * only after every container was surveyed, with exit 2 (the usage-error code).  The controller's
+ * own history decides before any host is contacted: the one release the prefix names, its
+ * failure, its name, and the refusal's words (release, why, --force). */
+static void test_rollback_refusal_from_history(void **state)
+{
+    (void)state;
+    struct history_entry h[] = {
+        rec(T0 - 60, "train", OTHER, "v1", "promoted", "throughput +0.4%"),
+        rec(T0, "train", REL, "v2b", "reverted", "rank 0 exited 4 (data)"),
+        rec(T0 + 10, "train", REL, "rollback", "aborted", "rollback interrupted"),
+        rec(T0 + 20, "eval", "3f2a9c1b7d6effff000000000000000000000000000000000000000000000000", "e1",
+            "reverted", "another job's"),
+    };
+    assert_ptr_equal(pastfail_find_prefix(h, 4, "train", "3f2a9c"), &h[1]);
+    assert_ptr_equal(pastfail_find_prefix(h, 4, "train", "3F2A9C1B7D6E"), &h[1]); /* as --to takes it */
+    assert_null(pastfail_find_prefix(h, 4, "train", "aaaaaa"));                     /* promoted */
+    assert_null(pastfail_find_prefix(h, 4, "train", "bbbbbb"));                     /* none */
+    assert_null(pastfail_find_prefix(NULL, 0, "train", "3f2a9c"));
+    assert_string_equal(pastfail_release_name(h, 4, "train", REL), "v2b"); /* not "rollback" */
+    assert_string_equal(pastfail_release_name(h, 4, "train", "ffff"), "");
+
+    char m[1400];
+    assert_string_equal(pastfail_rollback_refusal(&h[1], "v2b", "train", REL, false, m, sizeof m),
+                        "rollback of job 'train' refused, nothing was contacted, nothing changed: "
+                        "release 3f2a9c1b7d6e (v2b) failed probation for job 'train': reverted at "
+                        "2026-12-02 14:03:11 UTC: rank 0 exited 4 (data); roll back to it only with "
+                        "--force (drover rollback --job train --to 3f2a9c1b7d6e --force)");
+    /* only the agents' bad marks know it */
+    assert_string_equal(pastfail_rollback_refusal(NULL, "", "train", REL, true, m, sizeof m),
+                        "rollback of job 'train' refused, nothing changed: release 3f2a9c1b7d6e "
+                        "failed probation for job 'train' (marked bad by its agents); roll back to it "
+                        "only with --force (drover rollback --job train --to 3f2a9c1b7d6e --force)");
+    char small[32];
+    assert_int_equal(strlen(pastfail_rollback_refusal(&h[1], "v2b", "train", REL, true, small, sizeof small)),
+                     sizeof small - 1);
+
+    /* several releases of the job begin with the prefix: the survey names them */
+    struct history_entry two[] = {
+        h[1], rec(T0 + 30, "train", "3f2a9c0000000000000000000000000000000000000000000000000000000000", "v3",
+                  "reverted", "loss not finite"),
+    };
+    assert_null(pastfail_find_prefix(two, 2, "train", "3f2a9c"));
+    assert_ptr_equal(pastfail_find_prefix(two, 2, "train", "3f2a9c1"), &two[0]);
+    /* promoted since: no refusal */
+    h[2] = rec(T0 + 10, "train", REL, "v2b", "promoted", "throughput +0.1%");
+    assert_null(pastfail_find_prefix(h, 4, "train", "3f2a9c"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +317,8 @@ int main(void)
         cmocka_unit_test(test_not_the_release_s_failure_is_skipped),
         cmocka_unit_test(test_records_with_and_without_code),
         cmocka_unit_test(test_unpromoted_why),
+        cmocka_unit_test(test_hand_revert_of_unfailed_release),
+        cmocka_unit_test(test_rollback_refusal_from_history),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
