@@ -1,5 +1,5 @@
 #!/bin/bash
-# t-37-rebaseline: the throughput baseline is the samples of the last promotion's probation.  One
+# t-38-rebaseline: the throughput baseline is the samples of the last promotion's probation.  One
 # measured while the containers were faster (here: before a CPU quota slows every container, as a
 # noisy neighbour, a throttled host or a driver update would) fails every later release on
 # throughput, an identical one too, and nothing but a promote by hand used to reset it.
@@ -66,9 +66,9 @@ check "the cached baseline is lower than before" lower "$base1" "$base0"
 check "v1 still runs everywhere, untouched" all_current_is "$v1"
 check "the history records it" \
 	eval '"$E2E_BUILD/drover" -i "$INV" history --job train -o json 2>/dev/null | jq -e "[.history[] | select(.result == \"rebaselined\")] | length >= 1" >/dev/null'
-ct h1:101 /usr/local/bin/drover-agent baseline --job train >"$E2E_WORK/t37-agent-baseline.json" 2>/dev/null
+ct h1:101 /usr/local/bin/drover-agent baseline --job train >"$E2E_WORK/t38-agent-baseline.json" 2>/dev/null
 check "the agents keep the new samples (drover-agent baseline)" \
-	eval 'jq -e ".release | startswith(\"${v1:0:12}\")" "$E2E_WORK/t37-agent-baseline.json" >/dev/null'
+	eval 'jq -e ".release | startswith(\"${v1:0:12}\")" "$E2E_WORK/t38-agent-baseline.json" >/dev/null'
 say "the controller's cache of the samples dropped: the next deploy reads the agents' copy"
 rm -f "$LAB_DIR/state/samples/"*.json
 
