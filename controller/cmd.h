@@ -15,6 +15,7 @@ int cmd_deploy(struct fleet *f, int argc, char **argv);
 int cmd_plan(struct fleet *f, int argc, char **argv);
 int cmd_rollback(struct fleet *f, int argc, char **argv);
 int cmd_promote(struct fleet *f, int argc, char **argv);
+int cmd_rebaseline(struct fleet *f, int argc, char **argv);
 int cmd_revert(struct fleet *f, int argc, char **argv);
 int cmd_top(struct fleet *f, int argc, char **argv);
 int cmd_gc(struct fleet *f, int argc, char **argv);

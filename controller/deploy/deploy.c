@@ -822,7 +822,7 @@ int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t 
 
 /* Follow one watch stream per container and feed the probation until it decides.  what: the
  * progress line's label ("probation", or "recovery" while a revert is confirmed). */
-static enum probation_verdict watch_probation(struct deploy *d, struct probation *p, const char *what)
+enum probation_verdict watch_probation(struct deploy *d, struct probation *p, const char *what)
 {
     const struct inv_job *j = d->job;
     struct conn_stream *streams[INV_MAX_CTS] = { NULL };
@@ -1352,7 +1352,7 @@ struct sample_set *load_base_samples(struct deploy *d)
 }
 
 /* After a pass: the window's samples become the baseline, kept by the agents and cached. */
-static struct sample_set *pass_samples(struct deploy *d, const struct probation *p)
+struct sample_set *pass_samples(struct deploy *d, const struct probation *p)
 {
     struct sample_set *ss = calloc(1, sizeof *ss);
     if (!ss || probation_samples(p, ss) < 0) {

@@ -58,6 +58,13 @@ int deploy_rollback_refuse_failed(const struct inventory *inv, const char *job, 
  * back to the good release and confirms it trains.  Both refuse when J runs its good release. */
 int deploy_decide_held(struct fleet *f, const char *job, bool promote);
 
+/* `drover rebaseline --job J`: J must run its good (release, job spec) pair everywhere, every
+ * rank training.  That gang is watched as a probation watches a candidate (nothing switched or
+ * stopped), judged on health alone, and on a pass its warm samples become J's baseline (agents
+ * and state_dir) and the history records `rebaselined`.  Refused (exit 1, baseline unchanged)
+ * when J runs anything else; a failed or interrupted measurement changes nothing either. */
+int deploy_rebaseline(struct fleet *f, const char *job);
+
 /* What a deploy says when it could not ask every container (err: the first failure):
  * the hint to install the agent only when agent_failed (a container was reached and its
  * agent failed there), never for a connection that failed (a timeout is not a missing agent). */

@@ -262,5 +262,11 @@ int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_s
 int revert_all(struct deploy *d, enum history_reason code, const char *reason);
 int promote_all(struct deploy *d, double ktok, const struct sample_set *ss);
 struct sample_set *load_base_samples(struct deploy *d);
+/* Follow one watch stream per container and feed p until it decides (what labels the progress
+ * lines); Ctrl-C (deploy_interrupted) or a lost lease end it PENDING. */
+enum probation_verdict watch_probation(struct deploy *d, struct probation *p, const char *what);
+/* After a pass: the window's samples (NULL when none), keyed to d's containers, to keep as the
+ * baseline (free it). */
+struct sample_set *pass_samples(struct deploy *d, const struct probation *p);
 
 #endif

@@ -124,7 +124,7 @@ static const struct {
     { "rollback", "--job", "a" }, { "promote", "--job", "a" },    { "revert", "--job", "a" },
     { "history", NULL, NULL },    { "top", "--once", NULL },      { "logs", "--job", "a" },
     { "events", NULL, NULL },     { "exporter", NULL, NULL },     { "validate", NULL, NULL },
-    { "stop", "--all-jobs", NULL }, { "start", "--job", "a" },
+    { "stop", "--all-jobs", NULL }, { "start", "--job", "a" },   { "rebaseline", "--job", "a" },
 };
 
 static void test_usage_before_inventory(void **state)
@@ -251,6 +251,32 @@ static void test_rollback_needs_job(void **state)
     assert_int_equal(drover("-i", "one.ini", "rollback", "--job", "a", NULL), 1);
     want(err, "h1");
     want_not(err, "another drover");
+}
+
+/* rebaseline: the job is named (usage, exit 2, before the inventory); stray words are usage
+ * errors; a host that does not answer is named, exit 1, and the baseline is not touched */
+static void test_rebaseline(void **state)
+{
+    (void)state;
+    assert_int_equal(drover("rebaseline", NULL), 2);
+    want(err, "rebaseline needs --job J");
+    want_not(err, "inventory");
+    assert_int_equal(drover("rebaseline", "--job", "a", "now", NULL), 2);
+    want(err, "unexpected 'now'");
+    assert_int_equal(drover("rebaseline", "--to", "x", NULL), 2);
+    FILE *fp = fopen("one.ini", "w");
+    assert_non_null(fp);
+    fprintf(fp, "[drover]\nstate_dir = %s/state\nknown_hosts = %s/kh\nconnect_timeout = 1s\n"
+                "[host h1]\naddress = 127.0.0.1\nport = 1\n[job a]\ncontainers = h1:101\ncommand = x\n",
+            tmpd, tmpd);
+    fclose(fp);
+    assert_int_equal(drover("-i", "one.ini", "rebaseline", "--job", "b", NULL), 2);
+    want(err, "no [job b]");
+    assert_int_equal(drover("-i", "one.ini", "rebaseline", "--job", "a", NULL), 1);
+    want(err, "h1");
+    char path[600];
+    snprintf(path, sizeof path, "%s/state/baselines.json", tmpd);
+    assert_int_equal(access(path, F_OK), -1);
 }
 
 /* stop and start: the jobs are always named (even with one job), before the inventory is read
@@ -1111,6 +1137,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deploy_which_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_needs_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_to_prefix, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rebaseline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inventory_is_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_and_all_jobs, setup, teardown),
