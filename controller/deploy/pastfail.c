@@ -120,7 +120,13 @@ const struct history_entry *pastfail_find_prefix(const struct history_entry *h, 
             return NULL; /* several: the survey names them */
         id = h[i].release;
     }
-    return id ? pastfail_find(h, n, job, id) : NULL;
+    const struct history_entry *e = id ? pastfail_find(h, n, job, id) : NULL;
+    /* a confirmed rollback to it since (with --force) made it good again: its agents no longer
+     * mark it bad, and that record is no probation's outcome (pastfail_find skips it) */
+    for (size_t i = e ? (size_t)(e - h) + 1 : n; i < n; i++)
+        if (!strcmp(h[i].job, job) && !strcmp(h[i].release, id) && !strcmp(h[i].result, "rollback"))
+            return NULL;
+    return e;
 }
 
 const char *pastfail_release_name(const struct history_entry *h, size_t n, const char *job, const char *id)

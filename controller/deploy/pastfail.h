@@ -56,7 +56,8 @@ enum history_reason pastfail_hand_revert_code(const struct history_entry *h, siz
 /* For `drover rollback --to PREFIX` before any host is contacted: the record (pastfail_find)
  * that says the one release of job among h[0..n) whose id begins with prefix (case-insensitive)
  * failed its probation; NULL when no release of job there begins with it, when several do (the
- * survey names them) or when it did not fail.  Pure. */
+ * survey names them), when it did not fail, or when a confirmed rollback went to it since
+ * (result `rollback`: it is good again).  Pure. */
 const struct history_entry *pastfail_find_prefix(const struct history_entry *h, size_t n, const char *job,
                                                  const char *prefix);
 

@@ -302,6 +302,13 @@ static void test_rollback_refusal_from_history(void **state)
     };
     assert_null(pastfail_find_prefix(two, 2, "train", "3f2a9c"));
     assert_ptr_equal(pastfail_find_prefix(two, 2, "train", "3f2a9c1"), &two[0]);
+    /* a confirmed rollback to it since (--force): good again, no refusal; an aborted one is not */
+    struct history_entry back[] = {
+        h[1], rec(T0 + 10, "train", REL, "rollback", "aborted", "rollback interrupted"),
+    };
+    assert_ptr_equal(pastfail_find_prefix(back, 2, "train", "3f2a9c"), &back[0]);
+    back[1] = rec(T0 + 10, "train", REL, "rollback", "rollback", "operator rollback");
+    assert_null(pastfail_find_prefix(back, 2, "train", "3f2a9c"));
     /* promoted since: no refusal */
     h[2] = rec(T0 + 10, "train", REL, "v2b", "promoted", "throughput +0.1%");
     assert_null(pastfail_find_prefix(h, 4, "train", "3f2a9c"));
