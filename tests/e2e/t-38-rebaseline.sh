@@ -59,7 +59,7 @@ check "rebaseline exits 0" test "$DROVER_RC" = 0
 check "it says it measures the running good release, nothing switched" \
 	drover_said "rebaseline: measuring job 'train''s good release ${v1:0:12} as it runs \\(3 ranks; nothing is switched\\)"
 check "it says the new baseline and the old one" \
-	drover_said "rebaselined job 'train' on ${v1:0:12}: baseline measured again: [0-9]+ samples, median [0-9.]+ Ktok/s \\(was ${v1:0:12}: [0-9]+ samples, median [0-9.]+ Ktok/s, -[0-9.]+%; "
+	drover_said "rebaselined job 'train' on ${v1:0:12}: baseline measured again: [0-9]+ samples, median [0-9.]+ Ktok/s \\(was [0-9a-f]{12}: [0-9]+ samples, median [0-9.]+ Ktok/s, -[0-9.]+%; "
 base1=$(key_median)
 say "baseline now: $base1 Ktok/s (was $base0)"
 check "the cached baseline is lower than before" lower "$base1" "$base0"
