@@ -543,6 +543,8 @@ static void old_gang_ended(struct deploy *d, int i, const struct agent_fan_ct *c
 /* every OLD_GANG_TICK_S while an old gang is stopping: which containers it is still waiting on,
  * so the wait (up to the switch deadline, 90 s by default) is not silent */
 #define OLD_GANG_TICK_S 15.0
+/* how long an aborted switch waits for the start it queued behind a stop still in flight */
+#define RESTART_QUEUED_S 10.0
 static void old_gangs_waiting(struct deploy *d, const struct agent_fan_ct c[], double elapsed, double limit)
 {
     char line[1400], what[INV_NAME_MAX + 40];
@@ -610,8 +612,10 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], struct deplo
 /* After an aborted switch: start the old release again in every container where the switch
  * stopped it (or was stopping it), with a new rendezvous generation so that it cannot pair with
  * old ranks still on their way out.  Where the old gang is not gone yet the agent starts it once
- * it is (its stop is replaced by the start).  Fills done[i] with what happened in container i
- * (said once for all the containers it applies to: deploy_switch_aborted_message). */
+ * it is (its stop is replaced by the start).  Every container is asked at once (agent_fan_run):
+ * one after another, a Ctrl-C while three old gangs stopped kept the operator ~30 s.  Fills
+ * done[i] with what happened in container i (said once for all the containers it applies to:
+ * deploy_switch_aborted_message). */
 static void restart_old_gangs(struct deploy *d, const bool gone[INV_MAX_CTS], const bool unasked[INV_MAX_CTS],
                               struct deploy_ct_said done[INV_MAX_CTS])
 {
@@ -627,36 +631,58 @@ static void restart_old_gangs(struct deploy *d, const bool gone[INV_MAX_CTS], co
     struct agent_argv a;
     agent_argv_init(&a);
     agent_argv_start(&a, j->name, keep_generation ? NULL : tok);
+    bool skip[INV_MAX_CTS];
+    double lim[INV_MAX_CTS], limit = 0;
+    for (int i = 0; i < j->ncts; i++) {
+        skip[i] = !d->has_gang[i] || unasked[i];
+        /* a container still stopping answers only once its old gang is gone: the request is
+         * queued there, there is no need to wait for it */
+        lim[i] = gone[i] ? (j->grace_s > 0 ? j->grace_s : 30) + d->inv->exec_timeout_s : RESTART_QUEUED_S;
+        if (!skip[i] && lim[i] > limit)
+            limit = lim[i];
+    }
+    struct agent_fan_ct c[INV_MAX_CTS];
+    const struct agent_fan_hooks hooks = { .ct_limit = lim };
+    /* the operator's Ctrl-C that aborted the switch must not cut the asking short; a second
+     * one does (the agents go on with what they were asked) */
+    const bool was = deploy_interrupted;
+    deploy_interrupted = 0;
+    (void)agent_fan_run(d, agent_argv_end(&a) == 0 ? a.argv : NULL, skip, limit, c, &hooks);
+    if (was)
+        deploy_interrupted = 1;
     for (int i = 0; i < j->ncts; i++) {
         done[i].head[0] = done[i].tail[0] = '\0';
         if (!d->has_gang[i])
             continue;
-        char e[1024], sid[RELEASE_SHORT_LEN + 1];
+        char sid[RELEASE_SHORT_LEN + 1];
+        (void)ui_short(d->from[i], sid);
         if (unasked[i]) {
             /* never stopped: nothing to start, and a start would only wait for the same host */
             const char *what = " (host unreachable): its old gang runs on there, and the others start "
                                "again as its generation";
-            fprintf(stderr, "switch aborted: %s: %s was never asked to stop%s\n", j->cts[i].label,
-                    ui_short(d->from[i], sid), what);
+            fprintf(stderr, "switch aborted: %s: %s was never asked to stop%s\n", j->cts[i].label, sid, what);
             snprintf(done[i].head, sizeof done[i].head, "%s was never asked to stop", sid);
             snprintf(done[i].tail, sizeof done[i].tail, "%s", what);
             continue;
         }
-        /* a container still stopping answers only once its old gang is gone: the request is
-         * queued there, there is no need to wait for it */
-        double timeout = gone[i] ? (j->grace_s > 0 ? j->grace_s : 30) + d->inv->exec_timeout_s : 10;
-        int r = agent_call(d, &j->cts[i], a.argv, timeout, e, sizeof e);
         const char *what, *more = "";
-        if (r == 0)
+        if (c[i].ok[0])
             what = "started again";
-        else if (r == -ETIMEDOUT && !gone[i])
+        else if (c[i].asked && !c[i].ended && !gone[i])
             what = "starts again once the old gang is gone";
         else {
-            log_error("%s", e);
+            if (!c[i].asked)
+                log_error("%s: cannot ask drover-agent to start %s again: %s", j->cts[i].label, sid, c[i].err);
+            else if (!c[i].ended)
+                log_error("%s: drover-agent start --job %s gave no answer within %.0f s", j->cts[i].label,
+                          j->name, lim[i]);
+            else
+                log_error("%s: drover-agent start --job %s failed: %s", j->cts[i].label, j->name,
+                          c[i].lost ? "connection lost" : c[i].err[0] ? c[i].err : "no reason given");
             what = "NOT started again";
             more = " (start it with `drover rollback` or a deploy)";
         }
-        fprintf(stderr, "switch aborted: %s: %s %s%s\n", j->cts[i].label, ui_short(d->from[i], sid), what, more);
+        fprintf(stderr, "switch aborted: %s: %s %s%s\n", j->cts[i].label, sid, what, more);
         snprintf(done[i].head, sizeof done[i].head, "%s %s", sid, what);
         snprintf(done[i].tail, sizeof done[i].tail, "%s", more);
     }

@@ -180,6 +180,9 @@ struct agent_fan_hooks {
     void (*ended)(struct deploy *d, int i, const struct agent_fan_ct *c);
     void (*tick)(struct deploy *d, const struct agent_fan_ct ret[], double elapsed, double limit);
     double tick_s;
+    /* per container, a limit of its own, at most agent_fan_run's (NULL: that one for all): a
+     * stream past it is left to go on on its own, as at the limit */
+    const double *ct_limit;
 };
 /* Run the agent command argv (NULL: it could not be built, nothing is asked: -ENOMEM) in every
  * container of d's job that skip (NULL: none) does not leave out, all at once, one stream each,

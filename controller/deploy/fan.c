@@ -263,7 +263,7 @@ int agent_fan_run(struct deploy *d, const char *const *argv, const bool *skip, d
 {
     const struct inv_job *j = d->job;
     struct conn_stream *s[INV_MAX_CTS] = { NULL };
-    int pending = 0;
+    int pending = 0, cut = 0;
     double t0 = time_mono();
     for (int i = 0; i < j->ncts; i++) {
         struct agent_fan_ct *c = &ret[i];
@@ -291,8 +291,15 @@ int agent_fan_run(struct deploy *d, const char *const *argv, const bool *skip, d
             int r;
             while ((r = conn_stream_poll(s[i], &line, &len)) == 1)
                 agent_fan_line(&ret[i], line, len);
-            if (!agent_fan_end(&ret[i], r, conn_stream_err(s[i]), time_mono() - t0))
+            if (!agent_fan_end(&ret[i], r, conn_stream_err(s[i]), time_mono() - t0)) {
+                if (hooks && hooks->ct_limit && time_mono() - t0 >= hooks->ct_limit[i]) {
+                    conn_stream_free(s[i]); /* its own limit: left to go on on its own */
+                    s[i] = NULL;
+                    pending--;
+                    cut++;
+                }
                 continue;
+            }
             conn_stream_free(s[i]);
             s[i] = NULL;
             pending--;
@@ -305,7 +312,7 @@ int agent_fan_run(struct deploy *d, const char *const *argv, const bool *skip, d
         if (pending > 0)
             fleet_wait(d->f, 200);
     }
-    int left = 0;
+    int left = cut;
     for (int i = 0; i < j->ncts; i++)
         if (s[i]) { /* no answer in time: the agent goes on with the request on its own */
             conn_stream_free(s[i]);
