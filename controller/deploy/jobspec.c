@@ -32,6 +32,12 @@ bool jobspec_is_settled(const struct job_status *js, const char *id, const struc
            jobspec_is_current(js, want) && !strcmp(js->good_spec_digest, want->hex);
 }
 
+bool jobspec_is_good_pair(const struct job_status *js, const char *id, const struct spec_digest *want)
+{
+    return js && id && id[0] && !strcmp(js->good, id) && js->good_spec_digest[0] &&
+           !strcmp(js->good_spec_digest, want->hex);
+}
+
 bool jobspec_revertible_here(const struct job_status *js, unsigned features)
 {
     return (features & STATUS_FEAT_SPEC_PAIRS) || (js && js->spec_digest[0]);

@@ -27,6 +27,10 @@ bool jobspec_is_current(const struct job_status *js, const struct spec_digest *w
  * spec?  What a deploy of id with want calls "already current" (when the gang runs). */
 bool jobspec_is_settled(const struct job_status *js, const char *id, const struct spec_digest *want);
 
+/* Is (id, want) the job's good pair there: id its good release, promoted with want as its spec?
+ * Whether or not it runs now (stopped, failed, or another release on probation). */
+bool jobspec_is_good_pair(const struct job_status *js, const char *id, const struct spec_digest *want);
+
 /* Can a failed change of the job spec alone be reverted in a container whose job status is js
  * (NULL: its agent does not know the job) and whose agent says features (STATUS_FEAT_*)?  Its
  * agent must keep a spec per (release, spec digest): it says so (spec-pairs), or it reports the

@@ -5,7 +5,9 @@
 # throughput, an identical one too, and nothing but a promote by hand used to reset it.
 # `drover rebaseline --job J` measures the running good release again, nothing switched, and
 # makes those samples the baseline: the same release then passes.  Once the quota is lifted, a
-# second rebaseline raises it again.  A job that is stopped is refused, the baseline unchanged.
+# second rebaseline raises it again.  A job that is stopped is refused, the baseline unchanged;
+# deploying the good release itself (the release the baseline was measured on) to start it again
+# is not judged on throughput against itself, and the baseline stays.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -40,8 +42,23 @@ check "rebaseline of the stopped job exits 1" test "$DROVER_RC" = 1
 check "... saying it is refused, the baseline unchanged, and why" \
 	drover_said "rebaseline of job 'train' refused, the baseline is unchanged: its gang on h1:101 is stopped"
 check "... and the baseline is what it was" test "$(key_median)" = "$base0"
-drover start --job train
-check "start brings the job back" all_ranks_advance 3 90
+
+say "deploy v1 itself (the good release, its spec) to start the stopped job on the slower containers"
+# It is the release the baseline was measured on: judged on throughput it "regressed" against
+# itself, was reverted to itself (exit 3) and recorded failed.  Now the throughput rule is
+# skipped, the baseline kept, and the rate said against it.
+drover deploy "$E2E_WORK/releases/v1" --job train
+show_drover 6
+check "it says the throughput rule is skipped: v1 is its own baseline" \
+	drover_said "probation: ${v1:0:12} is job 'train''s good release with the job spec it was promoted with, the release its baseline \\(median [0-9.]+ Ktok/s\\) was measured on: the throughput rule is skipped"
+check "it is promoted (exit 0), not reverted to itself" eval '(( DROVER_RC == 0 )) && drover_said "promoted ${v1:0:12}"'
+check "... and says its slower rate against the baseline kept, and what to look at" \
+	drover_said "${v1:0:12} ran at [0-9.]+ Ktok/s, -[0-9.]+% against its own baseline of [0-9.]+ Ktok/s \\(kept\\): the release is the same, so the cause lies outside it"
+check "the baseline is what it was" test "$(key_median)" = "$base0"
+check "v1 runs everywhere and trains" eval 'all_current_is "$v1" && all_ranks_advance 3 90'
+"$E2E_BUILD/drover" -i "$INV" history --job train -o json >"$E2E_WORK/t38-history.json" 2>/dev/null
+check "history records it promoted, not failed" \
+	eval 'jq -e "[.history[] | select(.release | startswith(\"${v1:0:12}\"))] | last | .result == \"promoted\"" "$E2E_WORK/t38-history.json" >/dev/null'
 
 d=$(make_release v1-again)
 say "deploy v1-again (v1's files, another id) on the slower containers: judged against v1's faster baseline"

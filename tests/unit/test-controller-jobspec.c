@@ -108,9 +108,19 @@ static void test_spec_not_promoted(void **state)
     strcpy(js->good_spec_digest, want.hex);
     assert_true(jobspec_is_settled(js, js->current, &want));
     assert_string_equal(jobspec_describe_change(j, js, &want, out, sizeof out), "");
+    assert_true(jobspec_is_good_pair(js, js->current, &want));
     /* a release on probation with the good spec: not settled (the release is not promoted) */
     strcpy(js->good, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
     assert_false(jobspec_is_settled(js, js->current, &want));
+    /* ... while the good pair is still the good release with its spec, whatever runs */
+    assert_true(jobspec_is_good_pair(js, js->good, &want));
+    assert_false(jobspec_is_good_pair(js, js->current, &want));
+    /* the good release with another spec than it was promoted with: not the good pair */
+    assert_false(jobspec_is_good_pair(js, js->good, &good));
+    /* no promoted spec recorded (an older agent): never */
+    js->good_spec_digest[0] = '\0';
+    assert_false(jobspec_is_good_pair(js, js->good, &want));
+    assert_false(jobspec_is_good_pair(NULL, js->good, &want));
     free(js);
     free(j);
 }
