@@ -1864,7 +1864,9 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     if (probation_new(pol, d.job->name, d.id, d.job->ncts, d.labels, d.job->nproc_per_node,
                       own_baseline ? -1 : d.baseline, false, t0, &p) < 0)
         goto restore;
-    if (d.base && !own_baseline)
+    if (own_baseline)
+        probation_unjudged(p, "its own baseline");
+    else if (d.base)
         (void)probation_set_baseline_samples(p, d.base);
     for (int i = 0; i < d.job->ncts; i++) {
         struct spec_digest sd;

@@ -58,6 +58,7 @@ struct probation {
     int ncts, nproc;
     double baseline, t0, t_warm;
     bool recovery;
+    char unjudged[48]; /* probation_unjudged: why the throughput rule is not applied ("" it is) */
     bool ct_stop_said; /* the verdict is a container stopped under the gang (probation_ct_stopped) */
     struct pct_state *cts;
     /* Job samples, oldest first: time, Ktok/s, cost (step time, or 1/Ktok/s when the ranks do
@@ -157,6 +158,11 @@ void probation_free(struct probation *p)
     free(p->rank_tok);
     free(p->base);
     free(p);
+}
+
+void probation_unjudged(struct probation *p, const char *why)
+{
+    snprintf(p->unjudged, sizeof p->unjudged, "%s", why && why[0] ? why : "not asked");
 }
 
 int probation_set_baseline_samples(struct probation *p, const struct sample_set *s)
@@ -789,8 +795,9 @@ static bool judge(struct probation *p, double now)
     } else {
         say(p->reason, sizeof p->reason, "%s Ktok/s (median of %d samples over %.0fs; %s)",
                  ktok_str(p->ktok, a, sizeof a), n, now - p->sample_t[ws], excl);
-        say(p->note, sizeof p->note, "no baseline on these containers yet: throughput "
-                 "rule skipped; these %d samples (median %s Ktok/s) become the baseline", n, a);
+        if (!p->unjudged[0])
+            say(p->note, sizeof p->note, "no baseline on these containers yet: throughput "
+                     "rule skipped; these %d samples (median %s Ktok/s) become the baseline", n, a);
         p->verdict = PROBATION_PASS;
         return true;
     }
@@ -1004,9 +1011,11 @@ void probation_describe(const struct probation *p, double now, char *buf, size_t
         }
     long long step, resumed;
     probation_progress(p, &step, &resumed);
-    char base[64] = "no baseline", a[32], b[32];
+    char base[96] = "no baseline", a[32], b[32];
     if (p->recovery) /* its rule is "every rank trains again": the job's baseline is not used, not missing */
         snprintf(base, sizeof base, "throughput not judged in a recovery");
+    else if (p->unjudged[0])
+        snprintf(base, sizeof base, "throughput not judged: %s", p->unjudged);
     else if (p->baseline > 0)
         snprintf(base, sizeof base, "baseline %s", ktok_str(p->baseline, b, sizeof b));
     const char *phase = seen < total ? "waiting for heartbeats"

@@ -63,6 +63,12 @@ void probation_free(struct probation *p);
  * as one number.  -EINVAL for an empty set. */
 int probation_set_baseline_samples(struct probation *p, const struct sample_set *s);
 
+/* The throughput rule is not applied, for a reason the caller says (why: a few words, "its own
+ * baseline"): the progress line says "throughput not judged: WHY" instead of "no baseline", and
+ * a pass gives no "these samples become the baseline" note (the caller keeps its baseline).
+ * Call it with no baseline given (probation_new's -1, no samples). */
+void probation_unjudged(struct probation *p, const char *why);
+
 /* Container ct was activated with job spec digest `digest` (common/specdigest.h): its agent
  * reporting another digest for the watched release fails the probation (a second deploy of the
  * same release with another spec took the job over; promote names the release only).  Not

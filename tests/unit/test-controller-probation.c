@@ -843,6 +843,17 @@ static void test_no_baseline(void **state)
     assert_non_null(strstr(probation_note(p), "no baseline"));
     assert_non_null(strstr(probation_note(p), "(median 2.00 Ktok/s) become the baseline"));
     probation_free(p);
+    /* the good release deployed again (its own baseline, kept by the caller): a pass on health,
+     * and neither "no baseline" in its progress nor "become the baseline" in its note */
+    p = new_p(-1, 2, 1);
+    probation_unjudged(p, "its own baseline");
+    char line[512];
+    probation_describe(p, 0, line, sizeof line);
+    if (strstr(line, "no baseline") || !strstr(line, "(throughput not judged: its own baseline)"))
+        fail_msg("line: %s", line);
+    assert_int_equal(run(p, 2, 1, 1, 100, 1000, st), PROBATION_PASS);
+    assert_string_equal(probation_note(p), "");
+    probation_free(p);
     free(st);
 }
 
