@@ -231,6 +231,11 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         free(t);
         goto out;
     }
+    if (t->kind == RB_NONE && t->why[0]) { /* --to the pair every container runs already */
+        log_error("rollback of job '%s' refused, nothing changed: %s", d.job->name, t->why);
+        free(t);
+        goto out;
+    }
     if (t->kind == RB_NONE) {
         /* "runs" only where a gang is there: a stopped or failed job runs nothing */
         bool runs = false;
