@@ -404,8 +404,9 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
         goto out;
     }
     if (!d.current[0] || (strcmp(d.current, d.good) == 0 && !d.off_good_spec)) {
-        log_error("job '%s' runs its good release: nothing is held to %s", d.job->name,
-                  promote ? "promote" : "revert");
+        char msg[400];
+        deploy_nothing_held_message(msg, sizeof msg, d.job->name, !d.current[0], promote);
+        log_error("%s", msg);
         goto out;
     }
     (void)str_copy(d.id, sizeof d.id, d.current);
