@@ -1442,6 +1442,16 @@ void deploy_done(struct deploy *d, int lock)
     free(d->sv_js);
 }
 
+void deploy_nothing_held_message(char *buf, size_t sz, const char *job, bool runs_nothing, bool promote)
+{
+    const char *verb = promote ? "promote" : "revert";
+    if (runs_nothing)
+        snprintf(buf, sz, "job '%s' runs no release in any of its containers (never deployed there): "
+                 "nothing is held to %s; deploy one with `drover deploy DIR --job %s`", job, verb, job);
+    else
+        snprintf(buf, sz, "job '%s' runs its good release: nothing is held to %s", job, verb);
+}
+
 void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent_failed, const char *job)
 {
     if (agent_failed)

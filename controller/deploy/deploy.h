@@ -70,6 +70,11 @@ int deploy_rebaseline(struct fleet *f, const char *job);
  * agent failed there), never for a connection that failed (a timeout is not a missing agent). */
 void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent_failed, const char *job);
 
+/* Why `drover promote`/`revert --job J` (promote: which) has nothing to decide: J runs its good
+ * pair, or (runs_nothing) no container runs any release of J (never deployed there): that one
+ * said it ran "its good release". */
+void deploy_nothing_held_message(char *buf, size_t sz, const char *job, bool runs_nothing, bool promote);
+
 /* The line that closes a deploy stopped before anything was switched (sid: its release), from
  * the survey: labels[i], marked[i] (the agent marked the job there for attention: environment
  * fault, so the job is failed and nothing of it runs there) and has_gang[i] of each of the

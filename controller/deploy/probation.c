@@ -1038,6 +1038,31 @@ void probation_describe(const struct probation *p, double now, char *buf, size_t
         snprintf(q, sizeof q, "; no status from %s%s for %.0fs: its figures are that old "
                  "(healthy_deadline %.0fs)", p->cts[quiet].label, nquiet > 1 ? " and others" : "",
                  now - p->cts[quiet].t_seen, p->pol.healthy_deadline_s);
+    /* A rank that stopped beating in a container that still answers (SIGSTOP, a rank blocked
+     * in the kernel): "3/3 ranks heartbeating" with its last step and Ktok/s looked live for
+     * the whole healthy_deadline.  Name the quietest such rank, and how many others are quiet
+     * too (the rest of a gang blocks in its next collective and falls silent with it, so the
+     * quietest is a hint, not a verdict). */
+    int qc = -1, qr = -1, nq = 0;
+    for (int c = 0; quiet < 0 && c < p->ncts; c++)
+        for (int lr = 0; lr < p->nproc; lr++) {
+            const struct prank *r = &p->cts[c].ranks[lr];
+            if (!r->seen || now - r->hb_t < PROBATION_QUIET_S)
+                continue;
+            nq++;
+            if (qc < 0 || r->hb_t < p->cts[qc].ranks[qr].hb_t) {
+                qc = c;
+                qr = lr;
+            }
+        }
+    if (qc >= 0) {
+        char others[48] = "";
+        if (nq > 1)
+            snprintf(others, sizeof others, " and %d other %s", nq - 1, nq > 2 ? "ranks" : "rank");
+        snprintf(q, sizeof q, "; no heartbeat from rank %d (%s)%s for %.0fs: their figures are that "
+                 "old (healthy_deadline %.0fs)", qc * p->nproc + qr, p->cts[qc].label, others,
+                 now - p->cts[qc].ranks[qr].hb_t, p->pol.healthy_deadline_s);
+    }
     snprintf(buf, buf_sz, "%4.0fs %s: %d/%d ranks heartbeating, step %s, %s Ktok/s (%s)%s",
              now - p->t0, phase, seen, total, st, ktok_str(sum / 1000.0, a, sizeof a), base, q);
 }

@@ -129,7 +129,7 @@ int probation_straggler(const struct probation *p);
 int probation_samples(const struct probation *p, struct sample_set *ret_s);
 /* One line on progress for the operator: ranks heartbeating, step, Ktok/s, phase of probation;
  * and the container that sent no status document for PROBATION_QUIET_S or more (its figures in
- * the line are that old). */
+ * the line are that old), else the rank whose last heartbeat is that old. */
 #define PROBATION_QUIET_S 10
 void probation_describe(const struct probation *p, double now, char *buf, size_t buf_sz);
 /* Lowest step over the ranks and the checkpoint rank 0 resumed from (-1 unknown). */

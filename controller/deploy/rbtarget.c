@@ -106,10 +106,26 @@ int rbtarget_decide(const char *job, const struct rb_ct *cts, int n, const char 
         t->spec_only = true;
         for (int i = 0; i < n; i++)
             t->spec_only = t->spec_only && !strcmp(cts[i].js->current, to);
-        for (int i = 0; i < n; i++)
-            take_pair(t, &cts[i], i, t->spec_only ? earlier_pair(cts, n, cts[i].js, to)
-                                                  : newest_pair(cts[i].js, to));
+        /* every container already runs `to` with the inventory's spec and has no other
+         * promoted spec of it: nothing to go to.  Going on restarted every gang as it was,
+         * said as "the job spec it was promoted with before" when there was none. */
+        bool same = t->spec_only;
+        for (int i = 0; i < n; i++) {
+            int k = t->spec_only ? earlier_pair(cts, n, cts[i].js, to) : newest_pair(cts[i].js, to);
+            same = same && k < 0 && cts[i].want && cts[i].want[0] &&
+                   !strcmp(cts[i].want, cts[i].js->spec_digest);
+            take_pair(t, &cts[i], i, k);
+        }
         (void)str_copy(t->current, sizeof t->current, cts[0].js->current);
+        if (same) {
+            t->kind = RB_NONE;
+            t->nrecorded = 0;
+            say(t, "every container of job '%s' already runs %s with the inventory's job spec, and "
+                "no other spec of it was promoted there: a rollback to it would only restart the "
+                "gang as it runs (`drover stop --job %s` then `drover start --job %s` does that); "
+                "`drover history --job %s` lists the releases to name with --to ID", job,
+                ui_short(to, sid), job, job, job);
+        }
         return 0;
     }
     if (!agree) {

@@ -33,7 +33,9 @@ struct rb_ct {
 enum rb_kind {
     RB_REVERT,  /* some container runs a pair that was never promoted: every one back to the good pair */
     RB_EARLIER, /* to `release`, with per container the spec below */
-    RB_NONE,    /* every container on the good pair and nothing earlier to go to (why says) */
+    RB_NONE,    /* every container on the good pair and nothing earlier to go to; with --to:
+                   every container runs that release with the inventory's spec and no other
+                   spec of it was promoted (why says) */
     RB_REFUSED, /* the containers disagree (why names them and what to do) */
 };
 

@@ -231,6 +231,11 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         free(t);
         goto out;
     }
+    if (t->kind == RB_NONE && t->why[0]) { /* --to the pair every container runs already */
+        log_error("rollback of job '%s' refused, nothing changed: %s", d.job->name, t->why);
+        free(t);
+        goto out;
+    }
     if (t->kind == RB_NONE) {
         /* "runs" only where a gang is there: a stopped or failed job runs nothing */
         bool runs = false;
@@ -399,8 +404,9 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
         goto out;
     }
     if (!d.current[0] || (strcmp(d.current, d.good) == 0 && !d.off_good_spec)) {
-        log_error("job '%s' runs its good release: nothing is held to %s", d.job->name,
-                  promote ? "promote" : "revert");
+        char msg[400];
+        deploy_nothing_held_message(msg, sizeof msg, d.job->name, !d.current[0], promote);
+        log_error("%s", msg);
         goto out;
     }
     (void)str_copy(d.id, sizeof d.id, d.current);

@@ -188,9 +188,23 @@ static void test_switch_aborted_once(void **state)
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 
+/* `drover promote --job J` of a job never deployed said "job 'J' runs its good release" */
+static void test_nothing_held(void **state)
+{
+    (void)state;
+    char m[400];
+    deploy_nothing_held_message(m, sizeof m, "fresh", true, true);
+    assert_string_equal(m, "job 'fresh' runs no release in any of its containers (never deployed there): "
+                           "nothing is held to promote; deploy one with `drover deploy DIR --job fresh`");
+    assert_null(strstr(m, "good release"));
+    deploy_nothing_held_message(m, sizeof m, "train", false, false);
+    assert_string_equal(m, "job 'train' runs its good release: nothing is held to revert");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nothing_held),
         cmocka_unit_test(test_hint_only_for_agent),
         cmocka_unit_test(test_revert_failed_unreached),
         cmocka_unit_test(test_revert_failed_same_on_both),

@@ -136,6 +136,45 @@ static void test_describe_names_quiet_container(void **state)
     free(st);
 }
 
+/* A rank frozen (SIGSTOP) in a container whose agent still answers: the line said "3/3 ranks
+ * heartbeating, step 1424, 3.37 Ktok/s" for a minute, the frozen rank's last figures as live.
+ * It names the rank and how long it has been silent once that is PROBATION_QUIET_S or more. */
+static void test_describe_names_silent_rank(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(0, 2, 1);
+    char line[512];
+    for (double t = 1; t <= 20; t += 1)
+        for (int c = 0; c < 2; c++) {
+            bool frozen = c == 1 && t > 5;
+            make_status(st, c, 1, NEW, frozen ? 5 : (long long)t, 1000, 3.5);
+            if (frozen)
+                st->jobs[0].ranks[0].hb_age_s = t - 5;
+            probation_feed(p, c, st, t);
+            if (t == 5 + PROBATION_QUIET_S - 1 && c == 1) {
+                probation_describe(p, t, line, sizeof line);
+                assert_null(strstr(line, "no heartbeat"));
+            }
+        }
+    probation_describe(p, 20, line, sizeof line);
+    if (!strstr(line, "; no heartbeat from rank 1 (h1:102) for 15s: their figures are that old (healthy_deadline 30s)"))
+        fail_msg("line: %s", line);
+    assert_null(strstr(line, "no status"));
+    /* the other rank blocks in its next collective and falls silent too: both counted */
+    for (double t = 21; t <= 25; t += 1)
+        for (int c = 0; c < 2; c++) {
+            make_status(st, c, 1, NEW, c == 1 ? 5 : 20, 1000, 3.5);
+            st->jobs[0].ranks[0].hb_age_s = c == 1 ? t - 5 : t - 14;
+            probation_feed(p, c, st, t);
+        }
+    probation_describe(p, 25, line, sizeof line);
+    if (!strstr(line, "; no heartbeat from rank 1 (h1:102) and 1 other rank for 20s: their figures"))
+        fail_msg("line: %s", line);
+    probation_free(p);
+    free(st);
+}
+
 static void test_throughput_regression(void **state)
 {
     (void)state;
@@ -1017,6 +1056,7 @@ int main(void)
         cmocka_unit_test(test_baseline_world_size),
         cmocka_unit_test(test_other_spec_fails),
         cmocka_unit_test(test_describe_names_quiet_container),
+        cmocka_unit_test(test_describe_names_silent_rank),
         cmocka_unit_test(test_throughput_regression),
         cmocka_unit_test(test_warmup_excluded),
         cmocka_unit_test(test_nan_loss),

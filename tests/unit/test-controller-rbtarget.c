@@ -209,6 +209,42 @@ static void test_to(void **state)
     assert_string_equal(t.release, C);
 }
 
+/* --to the release every container runs, with the inventory's spec, and no other spec of it
+ * promoted (the lab after one deploy: `rollback --job train --to <good>`): nothing to go to.
+ * It used to restart every gang as it was, saying "with the job spec it was promoted with
+ * before" though there was none. */
+static void test_to_what_runs_already(void **state)
+{
+    (void)state;
+    struct job_status js[3];
+    struct rb_ct cts[3];
+    struct rb_target t;
+    const char *goods[] = { A, B }, *dg[] = { D1, D1 };
+    for (int i = 0; i < 3; i++)
+        job(&js[i], A, D1, A, D1, 2, goods, dg);
+    cts_of(cts, js, 3, D1);
+    assert_int_equal(rbtarget_decide("train", cts, 3, A, &t), 0);
+    assert_int_equal(t.kind, RB_NONE);
+    assert_int_equal(t.nrecorded, 0);
+    assert_non_null(strstr(t.why, "already runs aaaaaaaaaaaa"));
+    assert_non_null(strstr(t.why, "--to ID"));
+    /* the other release is still a target */
+    assert_int_equal(rbtarget_decide("train", cts, 3, B, &t), 0);
+    assert_int_equal(t.kind, RB_EARLIER);
+    assert_string_equal(t.release, B);
+    /* the inventory asks for another spec (D2): a relaunch with it, as before */
+    cts_of(cts, js, 3, D2);
+    assert_int_equal(rbtarget_decide("train", cts, 3, A, &t), 0);
+    assert_int_equal(t.kind, RB_EARLIER);
+    assert_true(t.spec_only);
+    /* one container left on another release: the others stay, it comes to A */
+    cts_of(cts, js, 3, D1);
+    job(&js[2], B, D1, A, D1, 2, goods, dg);
+    assert_int_equal(rbtarget_decide("train", cts, 3, A, &t), 0);
+    assert_int_equal(t.kind, RB_EARLIER);
+    assert_false(t.spec_only);
+}
+
 /* rollback --to PREFIX: `--to deadbeef` (8 digits, no such release) said "give at least 6 hex
  * digits of one" and exit 2.  The prefix's form is one question (checked before any host), what
  * it matches another: none, one (a release listed by several containers counts once), several. */
@@ -248,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_containers_disagree),
         cmocka_unit_test(test_unpromoted_anywhere_reverts),
         cmocka_unit_test(test_to),
+        cmocka_unit_test(test_to_what_runs_already),
         cmocka_unit_test(test_to_prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
