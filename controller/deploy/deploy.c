@@ -1377,13 +1377,12 @@ struct sample_set *load_base_samples(struct deploy *d)
     return NULL;
 }
 
-/* Does this deploy start the job's good pair again in every container (its good release with the
- * job spec it was promoted with: a stopped or failed job started by a deploy of its good release,
- * a deploy after REVERT FAILED), and is that release the one the baseline was measured on
- * (base_rel)?  Then the release is its own baseline. */
-static bool deploys_own_baseline(const struct deploy *d, const char *base_rel)
+/* Does this deploy start the job's good pair again in every container: its good release with the
+ * job spec it was promoted with (a stopped or failed job started by a deploy of its good release,
+ * a deploy after REVERT FAILED)?  A throughput verdict on it could only revert it to itself. */
+static bool deploys_good_pair(const struct deploy *d)
 {
-    if (!base_rel || !base_rel[0] || strcmp(base_rel, d->id) != 0 || !d->sv_js)
+    if (!d->sv_js)
         return false;
     for (int i = 0; i < d->job->ncts; i++) {
         struct spec_digest want;
@@ -1491,16 +1490,24 @@ static int said_grouped(char *buf, size_t sz, size_t *off, const char *const lab
     return texts;
 }
 
-const char *deploy_own_baseline_note(char *buf, size_t sz, const char *sid, const char *job, double k,
-                                     double base_k, double tolerance)
+const char *deploy_own_baseline_note(char *buf, size_t sz, const char *sid, const char *base_sid, const char *job,
+                                     double k, double base_k, double tolerance)
 {
     double change = (k / base_k - 1) * 100;
-    int n = snprintf(buf, sz, "%s ran at %.1f Ktok/s, %+.1f%% against its own baseline of %.1f Ktok/s "
-                     "(kept)", sid, k, change, base_k);
-    if (n >= 0 && (size_t)n < sz && change < -tolerance * 100)
+    bool same = !strcmp(sid, base_sid);
+    int n = same ? snprintf(buf, sz, "%s ran at %.1f Ktok/s, %+.1f%% against its own baseline of %.1f Ktok/s "
+                            "(kept)", sid, k, change, base_k)
+                 : snprintf(buf, sz, "%s ran at %.1f Ktok/s, %+.1f%% against the job's baseline of %.1f "
+                            "Ktok/s (measured on %s, kept)", sid, k, change, base_k, base_sid);
+    if (n < 0 || (size_t)n >= sz || change >= -tolerance * 100)
+        return buf;
+    if (same)
         snprintf(buf + n, sz - (size_t)n, ": the release is the same, so the cause lies outside it (the "
                  "hosts, the GPUs, the data, other load): look with `drover top`, and if this is the "
                  "rate to expect from now on, `drover rebaseline --job %s`", job);
+    else
+        snprintf(buf + n, sz - (size_t)n, ": if this is the rate to expect of it, `drover rebaseline "
+                 "--job %s` makes it the baseline", job);
     return buf;
 }
 
@@ -1838,17 +1845,21 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     d.base = load_base_samples(&d);
     char bsid[RELEASE_SHORT_LEN + 1];
     int world = d.job->ncts * d.job->nproc_per_node, base_ranks = d.base ? d.base->ranks : 0;
-    /* The good pair again, measured as the baseline itself: the same code and spec cannot regress
-     * against their own measurement.  Judged on it, a slower host "failed" the good release,
-     * reverted it to itself and recorded it failed (a later `rollback --to` it was refused).
-     * The throughput rule is skipped and the baseline kept; the rate is said against it. */
-    const bool own_baseline = deploys_own_baseline(&d, d.base ? d.base->release : d.baseline > 0 ? brel : "");
-    const double own_k = !own_baseline ? -1 : d.base ? probation_median(d.base->ktok_s, d.base->n) : d.baseline;
-    if (own_baseline) {
-        fprintf(stderr, "probation: %s is job '%s''s good release with the job spec it was promoted with, "
-                "the release its baseline (median %.1f Ktok/s) was measured on: the throughput rule is "
-                "skipped (the same release cannot regress against itself) and the baseline stays; "
-                "`drover rebaseline --job %s` measures it again\n", d.sid, d.job->name, own_k, d.job->name);
+    /* The good pair again: a throughput "regression" could only revert it to itself.  Judged, a
+     * slower host "failed" the good release, reverted it to itself (exit 3) and recorded it
+     * failed (a later `rollback --to` it was refused).  The rule is skipped, the baseline kept
+     * and the rate said against it; a baseline of other ranks is replaced as for any deploy. */
+    const double base_k = d.base ? probation_median(d.base->ktok_s, d.base->n) : d.baseline;
+    const bool keep_base = base_k > 0 && (!d.base || probation_baseline_fits(d.base, world)) &&
+                           deploys_good_pair(&d);
+    char base_sid[RELEASE_SHORT_LEN + 1] = "";
+    if (keep_base)
+        (void)ui_short(d.base ? d.base->release : brel, base_sid);
+    if (keep_base) {
+        fprintf(stderr, "probation: %s is job '%s''s good release with the job spec it was promoted with: "
+                "the throughput rule is skipped (a regression could only revert it to itself), and the "
+                "baseline (%s, median %.1f Ktok/s) stays; `drover rebaseline --job %s` measures the good "
+                "release again\n", d.sid, d.job->name, base_sid, base_k, d.job->name);
     } else if (d.base && !probation_baseline_fits(d.base, world)) {
         /* its one-number median is the same measurement: neither is compared */
         (void)ui_short(d.base->release, bsid);
@@ -1872,10 +1883,10 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
                 "skipped for this deploy\n");
     struct probation *p;
     if (probation_new(pol, d.job->name, d.id, d.job->ncts, d.labels, d.job->nproc_per_node,
-                      own_baseline ? -1 : d.baseline, false, t0, &p) < 0)
+                      keep_base ? -1 : d.baseline, false, t0, &p) < 0)
         goto restore;
-    if (own_baseline)
-        probation_unjudged(p, "its own baseline");
+    if (keep_base)
+        probation_unjudged(p, "the good release again");
     else if (d.base)
         (void)probation_set_baseline_samples(p, d.base);
     for (int i = 0; i < d.job->ncts; i++) {
@@ -1917,9 +1928,9 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     if (v == PROBATION_PASS) {
         double k = probation_ktok_s(p);
-        /* its own baseline: the agents keep it (promoted with the baseline's figures) */
-        struct sample_set *ss = own_baseline ? NULL : pass_samples(&d, p);
-        if (promote_all(&d, own_baseline ? own_k : k, own_baseline ? d.base : ss) < 0) {
+        /* the good pair again: the agents keep the baseline (promoted with its figures) */
+        struct sample_set *ss = keep_base ? NULL : pass_samples(&d, p);
+        if (promote_all(&d, keep_base ? base_k : k, keep_base ? d.base : ss) < 0) {
             fprintf(stderr, "%s%spromote failed on some containers: %s passed probation but is not "
                     "marked good everywhere; the agents will revert it at the probation deadline "
                     "(%.0fs). Run the deploy again.%s\n", ui_bold(stderr), ui_red(stderr), d.sid,
@@ -1927,16 +1938,16 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
             history_record(&d, "failed", HISTORY_RC_PROMOTE_FAILED, "promote failed", k);
             ret = EXIT_FAIL;
         } else {
-            if (!own_baseline && k > 0 && state_baseline_set(d.inv->state_dir, d.key, d.id, k) < 0)
+            if (!keep_base && k > 0 && state_baseline_set(d.inv->state_dir, d.key, d.id, k) < 0)
                 log_warn("cannot record the baseline in '%s'", d.inv->state_dir);
             if (ss && state_samples_set(d.inv->state_dir, d.key, false, ss) < 0)
                 log_warn("cannot cache the baseline samples in '%s'", d.inv->state_dir);
             printf("%spromoted%s %s (%s) for job '%s': %s\n", ui_green(stdout), ui_reset(stdout),
                    d.sid, d.name, d.job->name, reason);
-            if (own_baseline && k > 0 && own_k > 0) {
-                char own[400];
-                printf("%s\n", deploy_own_baseline_note(own, sizeof own, d.sid, d.job->name, k, own_k,
-                                                        pol->tolerance));
+            if (keep_base && k > 0) {
+                char own[500];
+                printf("%s\n", deploy_own_baseline_note(own, sizeof own, d.sid, base_sid, d.job->name, k,
+                                                        base_k, pol->tolerance));
             }
             history_record(&d, "promoted", HISTORY_RC_NONE, reason, k);
             ret = EXIT_OK;

@@ -104,11 +104,12 @@ struct deploy_ct_said {
 void deploy_switch_aborted_message(char *buf, size_t sz, const char *sid, const char *const labels[], int n,
                                    const struct deploy_ct_said why[], const struct deploy_ct_said done[]);
 
-/* What a deploy of the job's good pair says once promoted, its throughput rule skipped (the
- * release is its own baseline): its rate k against the baseline base_k (both Ktok/s, > 0), the
- * baseline kept; below -tolerance, that the cause lies outside the release and what to do. */
-const char *deploy_own_baseline_note(char *buf, size_t sz, const char *sid, const char *job, double k,
-                                     double base_k, double tolerance);
+/* What a deploy of the job's good pair says once promoted, its throughput rule skipped: its rate
+ * k against the baseline base_k (both Ktok/s, > 0) measured on base_sid, kept.  Below
+ * -tolerance: where base_sid is the release itself, that the cause lies outside it and what to
+ * do; else how to make its rate the baseline. */
+const char *deploy_own_baseline_note(char *buf, size_t sz, const char *sid, const char *base_sid, const char *job,
+                                     double k, double base_k, double tolerance);
 
 /* What REVERT FAILED says when the revert did not reach every container (what: "revert failed
  * on 1 of 2 containers"; unreached: those containers' labels, ", "-joined; sid: the release it

@@ -121,23 +121,30 @@ static void said(struct deploy_ct_said *s, const char *head, const char *tail)
  * was stopping; h1:102: interrupted while its old gang was stopping; h2:201: interrupted ..." and
  * the same for what became of each.  Now each reason once, with the containers it applies to. */
 /* The good pair deployed again, its throughput rule skipped: the rate against the kept baseline,
- * and only past the tolerance that the cause lies outside the release, with what to do. */
+ * and only past the tolerance what to do: the cause lies outside the release when the baseline
+ * is its own; a rebaseline when the baseline is another release's (a rollback keeps it). */
 static void test_own_baseline_note(void **state)
 {
     (void)state;
     char buf[600];
-    const char *s = deploy_own_baseline_note(buf, sizeof buf, "d031e0c1a2b3", "train", 60.0, 100.0, 0.35);
+    const char *s = deploy_own_baseline_note(buf, sizeof buf, "d031e0c1a2b3", "d031e0c1a2b3", "train", 60.0,
+                                             100.0, 0.35);
     assert_ptr_equal(s, buf);
     assert_non_null(strstr(buf, "d031e0c1a2b3 ran at 60.0 Ktok/s, -40.0% against its own baseline of 100.0 Ktok/s (kept)"));
     assert_non_null(strstr(buf, "the cause lies outside it"));
     assert_non_null(strstr(buf, "`drover rebaseline --job train`"));
-    deploy_own_baseline_note(buf, sizeof buf, "d031e0c1a2b3", "train", 90.0, 100.0, 0.35);
+    deploy_own_baseline_note(buf, sizeof buf, "d031e0c1a2b3", "d031e0c1a2b3", "train", 90.0, 100.0, 0.35);
     assert_string_equal(buf, "d031e0c1a2b3 ran at 90.0 Ktok/s, -10.0% against its own baseline of 100.0 Ktok/s (kept)");
-    deploy_own_baseline_note(buf, sizeof buf, "d031e0c1a2b3", "train", 110.0, 100.0, 0.35);
+    deploy_own_baseline_note(buf, sizeof buf, "d031e0c1a2b3", "d031e0c1a2b3", "train", 110.0, 100.0, 0.35);
     assert_non_null(strstr(buf, "+10.0%"));
+    /* the baseline of another release: no claim that the release is the same */
+    deploy_own_baseline_note(buf, sizeof buf, "d031e0c1a2b3", "5c2e00000000", "train", 60.0, 100.0, 0.35);
+    assert_non_null(strstr(buf, "against the job's baseline of 100.0 Ktok/s (measured on 5c2e00000000, kept): "
+                                "if this is the rate to expect of it, `drover rebaseline --job train`"));
+    assert_null(strstr(buf, "the release is the same"));
     /* a short buffer: cut, never overrun */
     char small[24];
-    deploy_own_baseline_note(small, sizeof small, "d031e0c1a2b3", "train", 10.0, 100.0, 0.35);
+    deploy_own_baseline_note(small, sizeof small, "d031e0c1a2b3", "d031e0c1a2b3", "train", 10.0, 100.0, 0.35);
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 
