@@ -998,6 +998,7 @@ int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_s
         return r;
     deploy_interrupted = 0;
     enum probation_verdict v = watch_probation(d, p, "recovery");
+    d->recovery_went_back = v == PROBATION_FAIL && probation_agent_went_back(p);
     char sid[RELEASE_SHORT_LEN + 1];
     if (d->lease_lost) {
         snprintf(msg, msg_sz, "%s: not confirmed (deploy lease taken over)", ui_short(good, sid));

@@ -86,6 +86,9 @@ struct deploy {
     char spec_change[400];
     bool spec_only;
     bool off_good_spec;
+    /* confirm_recovery: its release did not recover because an agent went back to the good
+     * release by itself (a rollback's target that failed there) */
+    bool recovery_went_back;
     char spec_note[460];              /* deploy: "job spec changed: ..." for its output and history */
     bool spec_unaware[INV_MAX_CTS];   /* activate: that agent refused --spec-digest (older) */
     /* The job's part of each container's status document as it came with the lease (`lease take

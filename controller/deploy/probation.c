@@ -464,7 +464,21 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
          * decides if it never does */
         if (js->state == GANG_STOPPING)
             return;
-        fail(p, "%s runs %s, not the release %s we reverted to", cs->label,
+        if (js->state == GANG_REVERTED && js->good[0] && release_matches(js->current, js->good)) {
+            /* a rollback to an earlier (or, with --force, a bad) release that then failed: the
+             * agent went back to the good release on its own, and says why.  It read as "runs
+             * G, not the release X we reverted to", the cause dropped, ROLLBACK FAILED (exit 4)
+             * though the job ran its good release (the caller confirms that one now). */
+            char logs[JOB_NAME_MAX + 48];
+            fail_code(p, js->reason_code);
+            p->agent_went_back = true;
+            cs->went_back = true;
+            fail(p, "the agent on %s went back to %s by itself (%s)%s", cs->label,
+                 release_short(js->current, "none", sid), js->reason[0] ? js->reason : "no reason given",
+                 logs_pointer_for(p, js->reason_code, logs, sizeof logs));
+            return;
+        }
+        fail(p, "%s runs %s, not the release %s the job was sent back to", cs->label,
              release_short(js->current, "none", sid), release_short(p->release, "none", sid2));
         return;
     }

@@ -919,6 +919,39 @@ static void test_progress_deadline(void **state)
     free(st);
 }
 
+/* A rollback (--force) to a release that then fails: its recovery watch found the agent back on
+ * the good release by itself.  It said "h1:101 runs aaaa..., not the release bbbb... we reverted
+ * to", the agent's reason dropped, and the rollback ended ROLLBACK FAILED (exit 4) while the job
+ * ran its good release.  Now it is the agent's going back, with its reason, as in a probation. */
+static void test_recovery_agent_went_back(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct inv_policy pol = policy();
+    struct probation *p;
+    assert_int_equal(probation_new(&pol, "train", NEW, 1, labels, 1, -1, true, 0, &p), 0);
+    make_status(st, 0, 1, OLD, 10, 50000, 3.0); /* current OLD, the good release */
+    st->jobs[0].state = GANG_REVERTED;
+    set_reason(&st->jobs[0], STATUS_RC_CRASH_LOOP, "crash loop: rank 0 exited with code 4 [rank 0: no data shard]");
+    probation_feed(p, 0, st, 2);
+    assert_int_equal(probation_check(p, 2), PROBATION_FAIL);
+    assert_true(probation_agent_went_back(p));
+    if (!strstr(probation_reason(p), "the agent on h1:101 went back to aaaaaaaaaaaa by itself (crash loop: "
+                                     "rank 0 exited with code 4 [rank 0: no data shard])"))
+        fail_msg("reason: %s", probation_reason(p));
+    probation_free(p);
+    /* another release than the good one, not a going back: said as before, in neutral words */
+    assert_int_equal(probation_new(&pol, "train", NEW, 1, labels, 1, -1, true, 0, &p), 0);
+    make_status(st, 0, 1, "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", 10, 50000, 3.0);
+    probation_feed(p, 0, st, 2);
+    assert_int_equal(probation_check(p, 2), PROBATION_FAIL);
+    assert_false(probation_agent_went_back(p));
+    if (!strstr(probation_reason(p), "h1:101 runs cccccccccccc, not the release bbbbbbbbbbbb the job was sent back to"))
+        fail_msg("reason: %s", probation_reason(p));
+    probation_free(p);
+    free(st);
+}
+
 static void test_recovery(void **state)
 {
     (void)state;
@@ -1074,6 +1107,7 @@ int main(void)
         cmocka_unit_test(test_no_baseline),
         cmocka_unit_test(test_progress_deadline),
         cmocka_unit_test(test_recovery),
+        cmocka_unit_test(test_recovery_agent_went_back),
         cmocka_unit_test(test_bad_args_and_median),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
