@@ -47,11 +47,19 @@
 #include "controller/deploy/state.h"
 
 volatile sig_atomic_t deploy_interrupted;
+/* set while revert_all runs: a Ctrl-C there is noted and said, never obeyed (it was silent) */
+static volatile sig_atomic_t revert_in_flight;
 
 void on_sigint(int sig)
 {
     (void)sig;
     deploy_interrupted = 1;
+    if (revert_in_flight) {
+        static const char m[] = "drover: interrupt noted: the revert under way goes on (stopping it would "
+                                "leave the job without a gang); only the watch of its recovery ends\n";
+        ssize_t r = write(STDERR_FILENO, m, sizeof m - 1); /* async-signal-safe */
+        (void)r;
+    }
 }
 const struct inv_job *deploy_pick_job(const struct inventory *inv, const char *name)
 {
@@ -830,6 +838,11 @@ int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t 
         return -ECANCELED;
     }
     if (stop_old_gangs(d, gone, why, unasked) > 0) {
+        if (deploy_interrupted) /* said at once: the restarts below may wait up to 10 s */
+            fprintf(stderr, "switch: interrupted by the operator: the switch to %s is aborted, nothing of "
+                    "it starts; the old release is asked to start again in every container where its "
+                    "gang was stopped (at most %.0f s where one is still stopping)\n", d->sid,
+                    RESTART_QUEUED_S);
         restart_old_gangs(d, gone, unasked, done);
         const char *labels[INV_MAX_CTS];
         for (int i = 0; i < j->ncts; i++) {
@@ -1080,7 +1093,17 @@ static bool job_back_everywhere(struct deploy *d, bool back[INV_MAX_CTS])
  * switch deadline is named; its revert replaces the stop still in flight there, so the good
  * release starts there once the old gang is gone (the others wait for it in their rendezvous):
  * never a job left stopped.  Returns the exit code. */
+static int revert_all_run(struct deploy *d, enum history_reason code, const char *reason);
+
 int revert_all(struct deploy *d, enum history_reason code, const char *reason)
+{
+    revert_in_flight = 1;
+    int r = revert_all_run(d, code, reason);
+    revert_in_flight = 0;
+    return r;
+}
+
+static int revert_all_run(struct deploy *d, enum history_reason code, const char *reason)
 {
     const struct inv_job *j = d->job;
     char sid[RELEASE_SHORT_LEN + 1];

@@ -113,6 +113,7 @@ int deploy_rebaseline(struct fleet *f, const char *job)
     struct probation *p;
     if (probation_new(pol, d.job->name, d.id, d.job->ncts, d.labels, nproc, -1, false, time_mono(), &p) < 0)
         goto out;
+    probation_unjudged(p, "this measures the baseline"); /* its progress said "(no baseline)" */
     interrupt_handlers(on_sigint);
     enum probation_verdict v = watch_probation(&d, p, "rebaseline");
     if (d.lease_lost) {

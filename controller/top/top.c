@@ -741,11 +741,12 @@ int cmd_top(struct fleet *f, int argc, char **argv)
     struct top_opts o = { .interval_s = 2, .timeout_s = f->inv->connect_timeout_s + 5 };
     char typed[32];
     int c;
+    bool once_given = false;
     optind = 0; /* 0: glibc re-initialises (cli.c parses argv before this, twice) */
     while ((c = cli_getopt(argc, argv, "n:h", opts)) != -1) {
         switch (c) {
         case '1':
-            o.once = true;
+            o.once = once_given = true;
             break;
         case 'n': {
             char *end;
@@ -771,13 +772,17 @@ int cmd_top(struct fleet *f, int argc, char **argv)
         case 'f':
             o.filter = optarg;
             break;
-        case 'w':
-            o.width = atoi(optarg);
-            if (o.width < 40 || o.width > 1000) {
+        case 'w': {
+            char *end;
+            errno = 0;
+            long w = strtol(optarg, &end, 10);
+            o.width = errno || end == optarg || *end || w < 40 || w > 1000 ? -1 : (int)w; /* "80abc" was 80 */
+            if (o.width < 0) {
                 log_error("%s takes 40..1000 columns, not '%s'", verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg);
                 return EXIT_USAGE;
             }
             break;
+        }
         case 'T': {
             char *end;
             o.timeout_s = strtod(optarg, &end);
@@ -806,6 +811,11 @@ int cmd_top(struct fleet *f, int argc, char **argv)
     }
     if (optind != argc)
         return verb_usage_error(argv[0], argv[optind]);
+    if (once_given && o.watch_s > 0) { /* --watch won silently: `--once --watch 2` never ended */
+        log_error("top: --once and --watch cannot go together: --once prints one frame and exits, "
+                  "--watch N prints one every N s until interrupted");
+        return EXIT_USAGE;
+    }
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;
     if (o.watch_s > 0)

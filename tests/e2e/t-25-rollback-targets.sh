@@ -7,7 +7,8 @@
 # the job's history (when and why it failed), and runs its probation again.
 # `drover rollback --to` it without --force is refused before any host is contacted, exit 1,
 # naming the release, why it failed and --force (it was exit 2, after surveying every container);
-# with a state_dir that lacks the history, after the survey, exit 1 too.
+# with a state_dir that lacks the history, after the survey, exit 1 too.  With --force it goes,
+# fails again, and ends reverted (exit 3) with the agents' reason, v1 confirmed training.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -94,6 +95,19 @@ check "without the history: refused after the survey, exit 1 ($DROVER_RC)" test 
 check "... naming the release, that it failed probation, and --force" \
 	drover_said "rollback of job 'train' refused, nothing changed: release ${v2b:0:12}.* failed probation for job 'train'.*; roll back to it only with --force"
 check "nothing moved: v1 still current everywhere" all_current_is "$v1"
+
+# With --force it goes: v2b fails again and the agents go back to v1 by themselves.  That ended
+# ROLLBACK FAILED, exit 4 ('the job may be down'), "h1:102 runs <v1>, not the release <v2b> we
+# reverted to", the agent's reason dropped, while the job ran v1.
+say "drover rollback --to v2b --force: it fails again, the agents go back to v1 by themselves"
+drover rollback --job train --to "${v2b:0:12}" --force
+show_drover 4
+check "the rollback ends reverted (exit 3), not ROLLBACK FAILED (exit 4): $DROVER_RC" test "$DROVER_RC" = 3
+check "it says an agent went back to v1 by itself, with the cause" \
+	drover_said "FAILED rollback of job 'train' to ${v2b:0:12}: ${v2b:0:12} did not recover: the agent on h[12]:[0-9]+ went back to ${v1:0:12} by itself \\(.*shard"
+check "... and that v1 trains again" \
+	drover_said "reverted job 'train' to ${v1:0:12} \\(its agents went back by themselves\\): ${v1:0:12} is training again"
+check "every container is back on v1, training" eval 'all_current_is "$v1" && all_ranks_advance 3 90'
 
 say "v1 taken out of h1:102's store, then a deploy"
 ct h1:102 mv "/var/lib/drover/releases/$v1" /var/lib/drover/v1-aside

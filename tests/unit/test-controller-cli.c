@@ -324,6 +324,11 @@ static void test_values_name_the_option_typed(void **state)
     want(err, "--interval takes seconds from 0.5 to 60, not 'abc'");
     assert_int_equal(drover("top", "--once", "-nabc", NULL), 2);
     want(err, "-n takes");
+    /* --watch won silently over --once (the run never ended); atoi took "80abc" as 80 */
+    assert_int_equal(drover("top", "--once", "--watch", "2", NULL), 2);
+    want(err, "--once and --watch cannot go together");
+    assert_int_equal(drover("top", "--once", "--width", "80abc", NULL), 2);
+    want(err, "--width takes 40..1000 columns, not '80abc'");
     assert_int_equal(drover("status", "--output", "yaml", NULL), 2);
     want(err, "--output takes json or wide, not 'yaml'");
     assert_int_equal(drover("status", "--watch", "abc", NULL), 2);
