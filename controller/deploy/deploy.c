@@ -1952,9 +1952,11 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     if (v == PROBATION_PASS) {
         double k = probation_ktok_s(p);
-        /* the good pair again: the agents keep the baseline (promoted with its figures) */
+        /* the good pair again: promoted as a rollback is (no figures), so the agents keep the
+         * baseline they have (a set of another release is refused by the agent: --samples must
+         * be the promoted release's; t-36 found it) */
         struct sample_set *ss = keep_base ? NULL : pass_samples(&d, p);
-        if (promote_all(&d, keep_base ? base_k : k, keep_base ? d.base : ss) < 0) {
+        if (promote_all(&d, keep_base ? -1 : k, ss) < 0) {
             fprintf(stderr, "%s%spromote failed on some containers: %s passed probation but is not "
                     "marked good everywhere; the agents will revert it at the probation deadline "
                     "(%.0fs). Run the deploy again.%s\n", ui_bold(stderr), ui_red(stderr), d.sid,
