@@ -351,26 +351,15 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         goto out;
     }
     if (cr == -EIO && d.recovery_went_back && d.good[0] && strcmp(d.good, d.id) != 0) {
-        /* the target failed and the agents went back to the good release by themselves: that
-         * one is confirmed now, as after a deploy whose agents went back (it was ROLLBACK FAILED,
-         * exit 4, "the job may be down", while it ran its good release) */
-        char gmsg[700], gsid[RELEASE_SHORT_LEN + 1];
-        int gr = confirm_recovery(&d, d.good, gmsg, sizeof gmsg);
-        if (d.lease_lost) {
-            ret = taken_over(&d, "the recovery of the good release");
-            goto out;
-        }
-        if (gr == 0) {
-            printf("%sFAILED%s rollback of job '%s' to %s: %s\n", ui_red(stdout), ui_reset(stdout),
-                   d.job->name, d.sid, msg);
-            printf("reverted job '%s' to %s (its agents went back by themselves): %s\n", d.job->name,
-                   ui_short(d.good, gsid), gmsg);
-            history_record(&d, "reverted", HISTORY_RC_AGENT_REVERT, msg, -1);
-            ret = EXIT_REVERTED;
-            goto out;
-        }
-        size_t n = strlen(msg);
-        snprintf(msg + n, sizeof msg - n, "; and %.*s", (int)(sizeof gmsg / 2), gmsg);
+        /* the target failed and the agents went back to the good release by themselves: the
+         * revert a failed deploy makes then (each agent confirms, the good release's recovery is
+         * watched), recorded as the target's failure.  It was ROLLBACK FAILED, exit 4, "the job
+         * may be down", while the job ran its good release, left in the agents' reverted state. */
+        printf("%sFAILED%s rollback of job '%s' to %s: %s\n", ui_red(stdout), ui_reset(stdout),
+               d.job->name, d.sid, msg);
+        d.rollback = false;
+        ret = revert_all(&d, HISTORY_RC_AGENT_REVERT, msg);
+        goto out;
     }
     if (cr < 0 || promote_all(&d, -1, NULL) < 0) {
         fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),

@@ -105,9 +105,11 @@ show_drover 4
 check "the rollback ends reverted (exit 3), not ROLLBACK FAILED (exit 4): $DROVER_RC" test "$DROVER_RC" = 3
 check "it says an agent went back to v1 by itself, with the cause" \
 	drover_said "FAILED rollback of job 'train' to ${v2b:0:12}: ${v2b:0:12} did not recover: the agent on h[12]:[0-9]+ went back to ${v1:0:12} by itself \\(.*shard"
-check "... and that v1 trains again" \
-	drover_said "reverted job 'train' to ${v1:0:12} \\(its agents went back by themselves\\): ${v1:0:12} is training again"
+check "... and reverts as a failed deploy does: each agent confirms, v1 trains again" \
+	drover_said "reverted job 'train' to ${v1:0:12}: .*training again"
 check "every container is back on v1, training" eval 'all_current_is "$v1" && all_ranks_advance 3 90'
+check "the job runs v1 as before: a deploy of v1 has nothing to do" \
+	eval 'drover deploy "$E2E_WORK/releases/v1" --job train; (( DROVER_RC == 0 )) && drover_said "already current"'
 
 say "v1 taken out of h1:102's store, then a deploy"
 ct h1:102 mv "/var/lib/drover/releases/$v1" /var/lib/drover/v1-aside
