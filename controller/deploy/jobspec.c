@@ -26,16 +26,16 @@ bool jobspec_is_current(const struct job_status *js, const struct spec_digest *w
     return js && !strcmp(js->spec_digest, want->hex);
 }
 
-bool jobspec_is_settled(const struct job_status *js, const char *id, const struct spec_digest *want)
-{
-    return js && id && id[0] && !strcmp(js->current, id) && !strcmp(js->good, id) &&
-           jobspec_is_current(js, want) && !strcmp(js->good_spec_digest, want->hex);
-}
-
 bool jobspec_is_good_pair(const struct job_status *js, const char *id, const struct spec_digest *want)
 {
     return js && id && id[0] && !strcmp(js->good, id) && js->good_spec_digest[0] &&
            !strcmp(js->good_spec_digest, want->hex);
+}
+
+bool jobspec_is_settled(const struct job_status *js, const char *id, const struct spec_digest *want)
+{
+    /* the good pair, and it is what runs */
+    return jobspec_is_good_pair(js, id, want) && !strcmp(js->current, id) && jobspec_is_current(js, want);
 }
 
 bool jobspec_revertible_here(const struct job_status *js, unsigned features)

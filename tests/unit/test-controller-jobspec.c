@@ -121,6 +121,14 @@ static void test_spec_not_promoted(void **state)
     js->good_spec_digest[0] = '\0';
     assert_false(jobspec_is_good_pair(js, js->good, &want));
     assert_false(jobspec_is_good_pair(NULL, js->good, &want));
+    assert_false(jobspec_is_settled(NULL, js->good, &want));
+    /* the good pair, current, but another spec runs (a spec change on probation): not settled */
+    strcpy(js->good, js->current);
+    strcpy(js->good_spec_digest, want.hex);
+    assert_true(jobspec_is_settled(js, js->current, &want));
+    strcpy(js->spec_digest, good.hex);
+    assert_true(jobspec_is_good_pair(js, js->current, &want));
+    assert_false(jobspec_is_settled(js, js->current, &want));
     free(js);
     free(j);
 }
