@@ -1417,6 +1417,17 @@ static bool deploys_good_pair(const struct deploy *d)
     return true;
 }
 
+enum tput_rule deploy_tput_rule(const struct deploy *d, const struct sample_set *base, bool good_pair)
+{
+    const int world = d->job->ncts * d->job->nproc_per_node;
+    if (base && !probation_baseline_fits(base, world))
+        return TPUT_RANKS_CHANGED; /* its one-number median is the same measurement */
+    const double k = base ? probation_median(base->ktok_s, base->n) : d->baseline;
+    if (base || k > 0)
+        return good_pair && k > 0 ? TPUT_GOOD_PAIR : TPUT_JUDGED;
+    return TPUT_NO_BASELINE;
+}
+
 /* After a pass: the window's samples become the baseline, kept by the agents and cached. */
 struct sample_set *pass_samples(struct deploy *d, const struct probation *p)
 {
@@ -1874,8 +1885,8 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
      * failed (a later `rollback --to` it was refused).  The rule is skipped, the baseline kept
      * and the rate said against it; a baseline of other ranks is replaced as for any deploy. */
     const double base_k = d.base ? probation_median(d.base->ktok_s, d.base->n) : d.baseline;
-    const bool keep_base = base_k > 0 && (!d.base || probation_baseline_fits(d.base, world)) &&
-                           deploys_good_pair(&d);
+    const enum tput_rule rule = deploy_tput_rule(&d, d.base, deploys_good_pair(&d));
+    const bool keep_base = rule == TPUT_GOOD_PAIR;
     char base_sid[RELEASE_SHORT_LEN + 1] = "";
     if (keep_base)
         (void)ui_short(d.base ? d.base->release : brel, base_sid);
@@ -1884,7 +1895,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
                 "the throughput rule is skipped (a regression could only revert it to itself), and the "
                 "baseline (%s, median %.1f Ktok/s) stays; `drover rebaseline --job %s` measures the good "
                 "release again\n", d.sid, d.job->name, base_sid, base_k, d.job->name);
-    } else if (d.base && !probation_baseline_fits(d.base, world)) {
+    } else if (rule == TPUT_RANKS_CHANGED) {
         /* its one-number median is the same measurement: neither is compared */
         (void)ui_short(d.base->release, bsid);
         free(d.base);

@@ -232,6 +232,17 @@ int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err
  * (not reached, no agent, the job unknown).  -ENOMEM, else 0. */
 int survey_job_status(struct deploy *d, const bool skip[], struct job_status *js, bool *found);
 int print_plan(struct deploy *d, json_t *out);
+/* Is the throughput rule applied to this deploy, and if not, why?  base: the baseline's samples
+ * (NULL: none, or only d->baseline's one number); good_pair: the deploy starts the job's good
+ * release with the spec it was promoted with in every container.  The deploy and its plan ask
+ * the same question, so the plan says what the deploy will do. */
+enum tput_rule {
+    TPUT_JUDGED,          /* against the baseline, the tolerance and confidence of the policy */
+    TPUT_NO_BASELINE,     /* none yet: this release's samples become it */
+    TPUT_RANKS_CHANGED,   /* measured with another number of ranks: its samples replace it */
+    TPUT_GOOD_PAIR,       /* the good pair again: a regression could only revert it to itself */
+};
+enum tput_rule deploy_tput_rule(const struct deploy *d, const struct sample_set *base, bool good_pair);
 /* After a survey, before staging: when release d->id failed its probation for the job before
  * (controller/deploy/pastfail.h), say when and why on stderr.  The job's history is read only
  * where the survey shows the release there (marked bad, or running unpromoted), so a deploy of

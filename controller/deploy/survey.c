@@ -422,6 +422,7 @@ int print_plan(struct deploy *d, json_t *out)
     const char *cur_of[INV_MAX_CTS] = { NULL };
     char cur_ids[INV_MAX_CTS][RELEASE_ID_LEN + 1];
     json_t *starts = json_array();
+    bool good_pair = true; /* in every container: the deploy's rule on throughput (deploy_tput_rule) */
     for (int i = 0; i < j->ncts; i++) {
         const struct inv_ct *ct = &j->cts[i];
         char e[1200];
@@ -430,6 +431,7 @@ int print_plan(struct deploy *d, json_t *out)
             json_array_append_new(cts, json_pack("{s:s,s:i,s:b,s:s}", "container", ct->label,
                                                  "node", i, "reachable", 0, "error", e));
             unreachable++;
+            good_pair = false;
             continue;
         }
         const struct job_status *js = status_find_job(d->st, j->name);
@@ -444,6 +446,9 @@ int print_plan(struct deploy *d, json_t *out)
         if (have_want)
             (void)jobspec_describe_change(j, js, &want, change, sizeof change);
         bool same = strcmp(cur, d->id) == 0;
+        struct spec_digest mine; /* as have_want's, where the job never ran a release there */
+        if (!js || jobspec_digest(j, i, &mine) < 0 || !jobspec_is_good_pair(js, d->id, &mine))
+            good_pair = false;
         /* "already current" only where the deploy would say "nothing to do": the release AND
          * the spec promoted, not a candidate still on probation (or left by a drover that died) */
         bool settled = same && have_want && jobspec_is_settled(js, d->id, &want) && !change[0];
@@ -496,6 +501,22 @@ int print_plan(struct deploy *d, json_t *out)
     } else
         printf("baseline: none on these containers yet (throughput rule skipped; this release "
                "sets it)\n");
+    const enum tput_rule rule = deploy_tput_rule(d, bs, good_pair && j->ncts > 0);
+    const char *skip = NULL;
+    if (rule == TPUT_GOOD_PAIR)
+        skip = "the job's good release with the job spec it was promoted with: a regression could only "
+               "revert it to itself, so the rate is said against the baseline, which stays";
+    else if (rule == TPUT_RANKS_CHANGED)
+        skip = "the baseline was measured with another number of ranks (nproc_per_node changed): its "
+               "Ktok/s are not comparable, and this release's samples replace it";
+    else if (rule == TPUT_NO_BASELINE)
+        skip = "no baseline yet: this release's samples become it";
+    if (rule == TPUT_GOOD_PAIR || rule == TPUT_RANKS_CHANGED)
+        printf("throughput: not judged for this deploy: %s%s%s%s\n", skip,
+               rule == TPUT_GOOD_PAIR ? " (`drover rebaseline --job " : "",
+               rule == TPUT_GOOD_PAIR ? j->name : "", rule == TPUT_GOOD_PAIR ? "` measures it again)" : "");
+    json_t *tput = json_pack("{s:b,s:o}", "judged", rule == TPUT_JUDGED, "why",
+                             skip ? json_string(skip) : json_null());
     free(bs);
     json_t *pol = json_pack("{s:f,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:f,s:b}", "healthy_deadline_s",
                             p->healthy_deadline_s, "warmup_steps", (json_int_t)p->warmup_steps,
@@ -515,7 +536,9 @@ int print_plan(struct deploy *d, json_t *out)
     if (plan) {
         json_object_set_new(plan, "failed_before", failed[0] ? json_string(failed) : json_null());
         json_object_set_new(plan, "environment_dropped", dropped[0] ? json_string(dropped) : json_null());
-    }
+        json_object_set_new(plan, "throughput_rule", tput);
+    } else
+        json_decref(tput);
     if (out && plan)
         json_array_append_new(out, plan);
     else

@@ -21,6 +21,8 @@
 #include "common/status.h"
 #include "controller/cmd.h"
 #include "controller/deploy/deploy.h"
+#include "controller/deploy/jobspec.h"
+#include "controller/deploy/state.h"
 #include "controller/inventory.h"
 #include "controller/transport/fleet.h"
 #include "tests/unit/capture.h"
@@ -153,11 +155,116 @@ static void test_plan_says_deploy_starts_stopped_job(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* plan's throughput line and "throughput_rule", on a plan of job eval's release 'rel' with
+ * bin/e, against the fake agent's st and a baseline of 7.6 Ktok/s in state_dir. */
+static json_t *plan_tput(const char *dir, struct inventory *inv, const struct agent_status *st, char **ret_said)
+{
+    char path[512], out[512], err[512];
+    fake_agent(dir, st);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(path, sizeof path, "%s/rel", dir);
+    char *argv[] = { "plan", path, "--job", "eval", NULL };
+    assert_int_equal(capture_verb(cmd_plan, inv, argv, 4, out, err), EXIT_OK);
+    *ret_said = capture_slurp(out);
+    char *argv_json[] = { "plan", path, "--job", "eval", "-o", "json", NULL };
+    assert_int_equal(capture_verb(cmd_plan, inv, argv_json, 6, out, err), EXIT_OK);
+    json_error_t je;
+    json_t *d = json_load_file(out, 0, &je);
+    assert_non_null(d);
+    json_t *rule = json_object_get(json_array_get(json_object_get(d, "plans"), 0), "throughput_rule");
+    assert_non_null(rule);
+    json_incref(rule);
+    json_decref(d);
+    return rule;
+}
+
+/* A deploy of the job's good pair (its good release with the spec it was promoted with) skips
+ * the throughput rule and keeps the baseline; plan, its dry run, did not say so: it showed the
+ * baseline and the tolerance as for any deploy.  Now it says the rule is not judged, and why,
+ * in its text and in -o json; any other deploy is judged. */
+static void test_plan_says_good_pair_not_judged(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-plan-XXXXXX", path[512];
+    assert_non_null(mkdtemp(dir));
+    setenv("DROVER_HASH_CACHE", "off", 1);
+    snprintf(path, sizeof path, "%s/rel", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/rel/bin", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/rel/bin/e", dir);
+    capture_put(path, "#!/bin/sh\nexit 0\n", 0755);
+    struct inventory *inv = fake_agent_inventory(dir, "", "", "e");
+    const struct inv_job *j = inventory_find_job(inv, "eval");
+    assert_non_null(j);
+    char key[1024];
+    inventory_job_key(j, key, sizeof key);
+    struct spec_digest spec;
+    assert_int_equal(jobspec_digest(j, 0, &spec), 0);
+
+    /* the release's id: a first plan against an agent that knows no job, and no baseline */
+    struct agent_status st;
+    fake_agent_status_init(&st);
+    char *said;
+    json_t *rule = plan_tput(dir, inv, &st, &said);
+    assert_false(json_is_true(json_object_get(rule, "judged")));
+    assert_non_null(strstr(json_string_value(json_object_get(rule, "why")), "no baseline yet"));
+    json_decref(rule);
+    free(said);
+    snprintf(path, sizeof path, "%s/rel", dir);
+    char out[512], err[512];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    char *argv_json[] = { "plan", path, "--job", "eval", "-o", "json", NULL };
+    assert_int_equal(capture_verb(cmd_plan, inv, argv_json, 6, out, err), EXIT_OK);
+    json_error_t je;
+    json_t *d = json_load_file(out, 0, &je);
+    assert_non_null(d);
+    char id[RELEASE_ID_LEN + 1];
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(json_array_get(json_object_get(d, "plans"), 0), "release")));
+    json_decref(d);
+    snprintf(path, sizeof path, "%s/state", dir);
+    assert_int_equal(state_baseline_set(path, key, id, 7.6), 0);
+
+    /* the job stopped on that release, promoted with this very spec: not judged, baseline kept */
+    st.njobs = 1;
+    job_in(&st.jobs[0], GANG_STOPPED, id);
+    strcpy(st.jobs[0].job, "eval");
+    strcpy(st.jobs[0].good, id);
+    strcpy(st.jobs[0].spec_digest, spec.hex);
+    strcpy(st.jobs[0].good_spec_digest, spec.hex);
+    rule = plan_tput(dir, inv, &st, &said);
+    assert_non_null(strstr(said, "baseline: 7.6 Ktok/s (one number, no samples)"));
+    assert_non_null(strstr(said, "throughput: not judged for this deploy: the job's good release with the "
+                                 "job spec it was promoted with"));
+    assert_non_null(strstr(said, "`drover rebaseline --job eval` measures it again"));
+    assert_false(json_is_true(json_object_get(rule, "judged")));
+    assert_non_null(strstr(json_string_value(json_object_get(rule, "why")), "could only revert it to itself"));
+    json_decref(rule);
+    free(said);
+
+    /* the good release, promoted with another spec: a deploy of it is judged */
+    memset(st.jobs[0].good_spec_digest, 'f', 64);
+    st.jobs[0].good_spec_digest[64] = '\0';
+    rule = plan_tput(dir, inv, &st, &said);
+    assert_null(strstr(said, "throughput: not judged"));
+    assert_true(json_is_true(json_object_get(rule, "judged")));
+    assert_true(json_is_null(json_object_get(rule, "why")));
+    json_decref(rule);
+    free(said);
+    inventory_free(inv);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_message),
         cmocka_unit_test(test_plan_says_deploy_starts_stopped_job),
+        cmocka_unit_test(test_plan_says_good_pair_not_judged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
