@@ -88,6 +88,8 @@ check "plan says a deploy would start the stopped job, naming the containers" \
 drover plan "$E2E_WORK/releases/v1" --job train -o json
 check "plan -o json names them in starts_stopped" \
 	test "$(jq -c '.plans[0].starts_stopped' "$E2E_WORK/last.out")" = '["h1:101","h1:102","h2:201"]'
+check "plan -o json: the good pair again, throughput not judged" \
+	test "$(jq -c '.plans[0].throughput_rule.judged' "$E2E_WORK/last.out")" = false
 check "plan started nothing" test "$(states)" = "stopped stopped stopped"
 drover deploy "$E2E_WORK/releases/v1" --job train
 show_drover 4
@@ -98,6 +100,8 @@ check "it says the job is stopped, naming the containers, and that it starts it"
 check "... on stderr, before the first activate line" \
 	awk '/this deploy starts it/ {s = NR} /^activate / && !a {a = NR} END {exit !(s && a && s < a)}' "$E2E_WORK/last.err"
 check "... and that drover start starts it without a deploy" drover_said "\`drover start --job train\` starts the release it ran"
+check "... and, as its plan said, that the throughput rule is skipped for its good pair" \
+	drover_said "is job 'train''s good release with the job spec it was promoted with: the throughput rule is skipped"
 check "every rank heartbeats and trains again" all_ranks_advance 3 90
 check "state running everywhere" test "$(states)" = "running running running"
 finish
