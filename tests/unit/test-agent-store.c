@@ -154,6 +154,18 @@ static void test_store_corrupt_blob_leaves_nothing(void **state)
     assert_int_equal(store_add_release(&s, path("v1.tar.zst"), "nothex", err, sizeof err), -EINVAL);
 }
 
+/* A pid that no process can have: the kernel hands out pids below pid_max. */
+static long dead_pid(void)
+{
+    FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
+    assert_non_null(f);
+    long max = 0;
+    assert_int_equal(fscanf(f, "%ld", &max), 1);
+    fclose(f);
+    assert_true(max > 1);
+    return max;
+}
+
 static void test_store_switch_and_stale_tmp(void **state)
 {
     (void)state;
@@ -186,14 +198,27 @@ static void test_store_switch_and_stale_tmp(void **state)
     assert_int_equal(store_switch_current(&s, "train", missing), -ENOENT);
     assert_int_equal(store_current(&s, "train", cur), 0);
     assert_string_equal(cur, b);
-    /* leftovers of an interrupted add / switch are cleaned on open; checkpoints are not */
-    assert_int_equal(fs_mkdir_p(path("root/releases/abc.tmp.123/x"), 0755), 0);
-    assert_int_equal(symlink("x", path("root/jobs/train/current.tmp.99")), 0);
+    /* leftovers of an interrupted add / switch are cleaned on open; checkpoints are not, nor
+     * the temp entries of a process that is still running. The dead owner is a pid no process
+     * can have (pid_max itself: pids are below it), not a small number that may be alive on the
+     * machine running the test (pid 99 was a kernel thread on one). */
+    long dead = dead_pid();
+    char rel_tmp[64], cur_tmp[64], live_tmp[64];
+    snprintf(rel_tmp, sizeof rel_tmp, "root/releases/abc.tmp.%ld", dead);
+    snprintf(cur_tmp, sizeof cur_tmp, "root/jobs/train/current.tmp.%ld", dead);
+    snprintf(live_tmp, sizeof live_tmp, "root/jobs/train/current.tmp.%ld", (long)getpid());
+    char rel_tmp_x[80];
+    snprintf(rel_tmp_x, sizeof rel_tmp_x, "%s/x", rel_tmp);
+    assert_int_equal(fs_mkdir_p(path(rel_tmp_x), 0755), 0);
+    assert_int_equal(symlink("x", path(cur_tmp)), 0);
+    assert_int_equal(symlink("x", path(live_tmp)), 0);
     assert_int_equal(fs_mkdir_p(path("root/runs/train/checkpoints"), 0755), 0);
     assert_int_equal(fs_write_atomic(path("root/runs/train/checkpoints/c.tmp.1"), "x", 1, 0644), 0);
     assert_int_equal(store_open(&s, path("root")), 0);
-    assert_int_equal(lstat(path("root/releases/abc.tmp.123"), &st), -1);
-    assert_int_equal(lstat(path("root/jobs/train/current.tmp.99"), &st), -1);
+    assert_int_equal(lstat(path(rel_tmp), &st), -1);
+    assert_int_equal(lstat(path(cur_tmp), &st), -1);
+    assert_int_equal(lstat(path(live_tmp), &st), 0);
+    assert_int_equal(unlink(path(live_tmp)), 0);
     assert_int_equal(stat(path("root/runs/train/checkpoints/c.tmp.1"), &st), 0);
     assert_int_equal(store_current(&s, "train", cur), 0);
     assert_string_equal(cur, b);
