@@ -130,6 +130,16 @@ int cli_getopt(int argc, char **argv, const char *optstring, const struct option
     return getopt_said(argv[0], v ? v->args : "", argc, argv, optstring, longopts);
 }
 
+int cli_take_once(const char *verb, const char *opt, const char **slot, const char *value)
+{
+    if (*slot) { /* the same value twice too: the command line says something other than meant */
+        log_error("%s given twice ('%s' and '%s'): give it once", opt, *slot, value);
+        return verb_usage_error(verb, NULL);
+    }
+    *slot = value;
+    return EXIT_OK;
+}
+
 int cli_job_selection(const char *verb, const char *const *jobs, int njobs, bool all, enum cli_jobs_need need)
 {
     for (int k = 1; k < njobs; k++)

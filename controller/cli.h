@@ -28,6 +28,13 @@ struct option;
  * (optstring without a leading ':' or '+'; no longindex). */
 int cli_getopt(int argc, char **argv, const char *optstring, const struct option *longopts);
 
+/* A value option a verb takes once (--to ID; --job J where one job is named): the first value
+ * into *slot; a second one is a usage error (getopt would keep the last silently, so `--job a
+ * --job b` acted on b), logged naming the option and both values ("--to given twice ('a' and
+ * 'b'): give it once") with the verb's usage line (verb: argv[0]), *slot untouched.  opt is
+ * the option as the usage line names it ("--to").  Returns EXIT_OK or EXIT_USAGE. */
+int cli_take_once(const char *verb, const char *opt, const char **slot, const char *value);
+
 /* What a verb needs of its job selection (cli_job_selection). */
 enum cli_jobs_need {
     CLI_JOBS_ANY,  /* none named is fine (deploy, plan: the inventory's one job, or ask) */

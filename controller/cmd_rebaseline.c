@@ -20,7 +20,8 @@ int cmd_rebaseline(struct fleet *f, int argc, char **argv)
     while ((c = cli_getopt(argc, argv, "j:", opts)) != -1) {
         if (c != 'j')
             return cli_option_error(argv[0], c, optarg);
-        job = optarg;
+        if (cli_take_once(argv[0], "--job", &job, optarg) != EXIT_OK)
+            return EXIT_USAGE;
     }
     if (optind != argc)
         return verb_usage_error(argv[0], argv[optind]);

@@ -33,10 +33,11 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = cli_getopt(argc, argv, "j:t:fo:", opts)) != -1) {
+        int r = EXIT_OK;
         if (c == 'j')
-            job = optarg;
+            r = cli_take_once(argv[0], "--job", &job, optarg);
         else if (c == 't')
-            to = optarg;
+            r = cli_take_once(argv[0], "--to", &to, optarg);
         else if (c == 'f')
             force = true;
         else if (c == 'o' && strcmp(optarg, "json") == 0)
@@ -47,6 +48,8 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
             dry_run = true;
         else
             return cli_option_error(argv[0], c, optarg);
+        if (r != EXIT_OK)
+            return r;
     }
     if (optind != argc)
         return verb_usage_error(argv[0], argv[optind]);
@@ -96,7 +99,8 @@ static int decide_held(struct fleet *f, int argc, char **argv, bool promote)
     while ((c = cli_getopt(argc, argv, "j:", opts)) != -1) {
         if (c != 'j')
             return verb_usage_error(argv[0], NULL);
-        job = optarg;
+        if (cli_take_once(argv[0], "--job", &job, optarg) != EXIT_OK)
+            return EXIT_USAGE;
     }
     if (optind != argc)
         return verb_usage_error(argv[0], argv[optind]);

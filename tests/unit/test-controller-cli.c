@@ -1078,6 +1078,39 @@ static void test_job_selection(void **state)
     want(err, "-o takes json, not 'yaml'");
 }
 
+/* --to and --job are taken once by the verbs that act on one job (getopt kept the last one
+ * silently: `rollback --job a --job b` rolled back b): a usage error naming the option and both
+ * values, said before any inventory (cli_take_once) */
+static void test_option_given_twice(void **state)
+{
+    (void)state;
+    static const char *const verbs1[] = { "rollback", "promote", "revert", "rebaseline" };
+    for (size_t i = 0; i < ARRAY_SIZE(verbs1); i++) {
+        assert_int_equal(drover(verbs1[i], "--job", "a", "--job", "b", NULL), 2);
+        want(err, "--job given twice ('a' and 'b'): give it once");
+        char usage[64];
+        snprintf(usage, sizeof usage, "usage: drover %s", verbs1[i]);
+        want(err, usage);
+        want_not(err, "inventory");
+        /* the same job twice says the same: the line is not what was meant either */
+        assert_int_equal(drover(verbs1[i], "--job=a", "-j", "a", NULL), 2);
+        want(err, "--job given twice ('a' and 'a'): give it once");
+    }
+    assert_int_equal(drover("rollback", "--job", "a", "--to", "abcdef", "--to", "123456", NULL), 2);
+    want(err, "--to given twice ('abcdef' and '123456'): give it once");
+    want(err, "usage: drover rollback");
+    want_not(err, "inventory");
+    /* once each is fine: on to the inventory */
+    assert_int_equal(drover("rollback", "--job", "a", "--to", "abcdef", NULL), 2);
+    want(err, "cannot read inventory");
+    want_not(err, "given twice");
+    const char *slot = NULL;
+    assert_int_equal(cli_take_once("rollback", "--to", &slot, "x"), 0);
+    assert_string_equal(slot, "x");
+    assert_int_equal(cli_take_once("rollback", "--to", &slot, "y"), 2);
+    assert_string_equal(slot, "x"); /* untouched */
+}
+
 /* rollback --to: a malformed prefix (not hex, under 6 digits) is a usage error said before any
  * inventory or host; a well-formed one that matches no release of the job (`--to deadbeef` said
  * "give at least 6 hex digits of one", as if 8 were too few, and exit 2 after the survey) is a
@@ -1141,6 +1174,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_usage_before_inventory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deploy_which_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_needs_job, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_option_given_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_to_prefix, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rebaseline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inventory_is_directory, setup, teardown),
