@@ -56,6 +56,13 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
     int r = cli_job_selection(argv[0], &job, job ? 1 : 0, false, CLI_JOBS_ONE);
     if (r != EXIT_OK)
         return r;
+    /* --force lets --to name a release that failed probation; without --to the target is never
+     * such a release, so it changed nothing while it looked like an override of something */
+    if (force && !to) {
+        log_error("--force only applies with --to ID (roll back to a release that failed "
+                  "probation); without --to, rollback never goes to such a release");
+        return verb_usage_error(argv[0], NULL);
+    }
     /* a malformed --to is bad input, said before any host is contacted (it was found after the
      * survey, worded as if a well-formed prefix were too short) */
     if (to && !rbtarget_prefix_ok(to)) {

@@ -1111,6 +1111,22 @@ static void test_option_given_twice(void **state)
     assert_string_equal(slot, "x"); /* untouched */
 }
 
+/* rollback --force without --to: --force only lets --to name a release that failed probation,
+ * so alone it changed nothing, silently; now a usage error before the inventory */
+static void test_rollback_force_needs_to(void **state)
+{
+    (void)state;
+    assert_int_equal(drover("rollback", "--job", "a", "--force", NULL), 2);
+    want(err, "--force only applies with --to ID");
+    want(err, "usage: drover rollback");
+    want_not(err, "inventory");
+    assert_int_equal(drover("rollback", "--force", "--job", "a", "--now", NULL), 2);
+    want(err, "--force only applies with --to ID");
+    assert_int_equal(drover("rollback", "--job", "a", "--to", "abcdef", "--force", NULL), 2);
+    want(err, "cannot read inventory"); /* with --to: on to the inventory */
+    want_not(err, "--force only applies");
+}
+
 /* rollback --to: a malformed prefix (not hex, under 6 digits) is a usage error said before any
  * inventory or host; a well-formed one that matches no release of the job (`--to deadbeef` said
  * "give at least 6 hex digits of one", as if 8 were too few, and exit 2 after the survey) is a
@@ -1175,6 +1191,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deploy_which_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_needs_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_option_given_twice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollback_force_needs_to, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_to_prefix, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rebaseline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inventory_is_directory, setup, teardown),
