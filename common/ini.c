@@ -200,7 +200,14 @@ int ini_key_set(const struct ini_key *k, void *base, const char *value, char *wh
     }
     case INI_DURATION: {
         double v;
-        if (ini_parse_duration(value, &v) < 0)
+        int r = ini_parse_duration(value, &v);
+        if (r == -ERANGE && k->max >= INI_DURATION_MAX_S) {
+            snprintf(why, why_sz, "'%s' is too large (at most " INI_DURATION_MAX_WORDS ")", value);
+            return -EINVAL;
+        }
+        if (r == -ERANGE)
+            return bad(k, value, "'%s' is out of range", why, why_sz);
+        if (r < 0)
             return bad(k, value, "'%s' is not a duration (like 30s, 5m, 1h, or plain seconds)",
                        why, why_sz);
         if (!in_range(k, v))
@@ -253,7 +260,8 @@ int ini_parse_duration(const char *s, double *ret_s)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v) || v < 0)
+    bool overflow = errno == ERANGE && v == HUGE_VAL; /* "1e400": too large, not malformed */
+    if ((errno && !overflow) || end == s || isnan(v) || v < 0)
         return -EINVAL;
     double mult;
     if (*end == '\0' || strcmp(end, "s") == 0)
@@ -267,8 +275,8 @@ int ini_parse_duration(const char *s, double *ret_s)
     else
         return -EINVAL;
     v *= mult;
-    if (v > 30.0 * 86400)
-        return -EINVAL;
+    if (overflow || v > INI_DURATION_MAX_S)
+        return -ERANGE;
     *ret_s = v;
     return 0;
 }

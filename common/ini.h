@@ -79,10 +79,17 @@ struct ini_key {
 const struct ini_key *ini_key_find(const struct ini_key *keys, size_t nkeys, const char *section,
                                    const char *name, bool *ret_section_known);
 /* Parse value per k and store it at base + k->off.  0, or -EINVAL with the complaint in why
- * (nothing stored). */
+ * (nothing stored).  A duration past INI_DURATION_MAX_S is "'V' is too large (at most 720h (30
+ * days))" whatever the row's hint, unless the row's own max is below that (its hint names it). */
 int ini_key_set(const struct ini_key *k, void *base, const char *value, char *why, size_t why_sz);
 
-/* "30s", "5m", "1.5m", "2h", "250ms", "45" (seconds): at most 30 days.  -EINVAL otherwise. */
+/* The longest duration any key takes, and how ini_key_set() words it. */
+#define INI_DURATION_MAX_S (30.0 * 86400)
+#define INI_DURATION_MAX_WORDS "720h (30 days)"
+
+/* "30s", "5m", "1.5m", "2h", "250ms", "45" (seconds): at most INI_DURATION_MAX_S.  -ERANGE for
+ * a well-formed duration longer than that (strtod's overflow, "1e400", included: it was read as
+ * not a duration, and "99999999999h" as a bad one of any key); -EINVAL otherwise. */
 int ini_parse_duration(const char *s, double *ret_s);
 /* true/yes/on/1 and false/no/off/0, any case.  -EINVAL otherwise. */
 int ini_parse_bool(const char *s, bool *ret_b);

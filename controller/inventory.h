@@ -169,7 +169,7 @@ bool inventory_same_ct(const struct inv_ct *a, const struct inv_ct *b);
 int inventory_count_cts(const struct inventory *inv);
 
 /* Durations: "30s", "5m", "2h", "500ms", "1.5m" or plain seconds ("45").  0 allowed; negative,
- * empty, trailing junk, unknown unit or over 30 days => -EINVAL.  ret_s in seconds. */
+ * empty, trailing junk or unknown unit => -EINVAL, over 30 days => -ERANGE.  ret_s in seconds. */
 int inventory_parse_duration(const char *s, double *ret_s);
 
 /* Booleans: true/false/yes/no/on/off/1/0 (case-insensitive).  -EINVAL otherwise. */

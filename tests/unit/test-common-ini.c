@@ -108,7 +108,7 @@ struct cfg {
     int n;
     int64_t big;
     uint64_t seed;
-    double frac, dur;
+    double frac, dur, longdur;
     bool on;
     char name[8];
 };
@@ -123,6 +123,8 @@ static const struct ini_key keys[] = {
     R("dur", INI_DURATION, dur, 0, 0, 3600, INI_MIN_OPEN, NULL),
     R("on", INI_BOOL, on, 0, 0, 0, 0, NULL),
     R("name", INI_STRING, name, 8, 0, 0, 0, NULL),
+    /* a duration with no bound of its own (the inventory's deadlines) and a hint */
+    R("long", INI_DURATION, longdur, 0, 0, 1e18, INI_MIN_OPEN, "must be a duration greater than 0"),
 };
 
 static void expect_bad(const char *key, const char *value, const char *why_has)
@@ -178,6 +180,40 @@ static void test_keys(void **state)
     expect_bad("name", "", "empty value");
 }
 
+/* Durations past 30 days are -ERANGE, and a key says "too large" with the bound: "99999999999h"
+ * was -EINVAL, which a key with a hint worded as "must be a duration greater than 0", and
+ * "1e400" was "not a duration" */
+static void test_duration_too_large(void **state)
+{
+    (void)state;
+    double v = 7;
+    assert_int_equal(ini_parse_duration("720h", &v), 0);
+    assert_true(v == INI_DURATION_MAX_S);
+    assert_int_equal(ini_parse_duration("30d", &v), -EINVAL); /* no 'd' unit: malformed, not large */
+    v = 7;
+    static const char *const large[] = { "99999999999h", "721h", "43201m", "2592001", "2592000001ms",
+                                         "1e400", "1e400h", NULL };
+    for (int i = 0; large[i]; i++) {
+        if (ini_parse_duration(large[i], &v) != -ERANGE)
+            fail_msg("'%s': want -ERANGE", large[i]);
+        assert_true(v == 7); /* untouched */
+    }
+    /* malformed stays -EINVAL, overflowing or not */
+    assert_int_equal(ini_parse_duration("1e400x", &v), -EINVAL);
+    assert_int_equal(ini_parse_duration("-1e400", &v), -EINVAL);
+    assert_int_equal(ini_parse_duration("1e-400x", &v), -EINVAL);
+    expect_bad("long", "99999999999h", "'99999999999h' is too large (at most 720h (30 days))");
+    expect_bad("long", "1e400", "'1e400' is too large (at most 720h (30 days))");
+    expect_bad("long", "soon", "'soon' must be a duration greater than 0"); /* the hint otherwise */
+    /* a key whose own bound is lower says its own words */
+    expect_bad("dur", "99999999999h", "'99999999999h' is out of range");
+    struct cfg c = { 0 };
+    char why[128];
+    const struct ini_key *k = ini_key_find(keys, sizeof keys / sizeof keys[0], "s", "long", NULL);
+    assert_int_equal(ini_key_set(k, &c, "720h", why, sizeof why), 0);
+    assert_true(c.longdur == INI_DURATION_MAX_S);
+}
+
 /* The comment rule docs/config.md states, as the reader applies it (libinih's inline comments):
  * `;` or `#` first on a line (after blanks) makes a comment line; after that, only a `;` that
  * follows a blank starts a comment, anywhere after the `=`, the blank after `=` included, so a
@@ -217,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_reader),
         cmocka_unit_test(test_inline_comments),
         cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_duration_too_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -205,6 +205,11 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[policy]\nhold_time = 0s\n", "inv.ini:2:", "hold_time");
     parse_fails("[policy]\nswitch_deadline = soon\n", "inv.ini:2:", "switch_deadline");
     parse_fails("[policy]\nlease_ttl = 5s\n", "inv.ini:2:", "lease_ttl");
+    /* past 30 days: said as too large, not as "must be a duration greater than 0" */
+    parse_fails("[policy]\nhealthy_deadline = 99999999999h\n", "inv.ini:2:",
+                "'99999999999h' is too large (at most 720h (30 days))");
+    parse_fails("[drover]\nexec_timeout = 800h\n", "inv.ini:2:", "is too large (at most 720h (30 days))");
+    parse_fails("[policy]\nlease_ttl = 800h\n", "inv.ini:2:", "between 10s and 7d"); /* its own bound */
     /* a bounded duration shows how one is written: "grace = 2 minutes" read as if the bound
      * were the problem ("is not a duration from 1s to 1h") */
     parse_fails("[job j]\ngrace = 2 minutes\n", "inv.ini:2:", "from 1s to 1h (like 2m, 90s)");
@@ -402,10 +407,15 @@ static void test_durations(void **state)
     assert_int_equal(inventory_parse_duration("0", &s), 0);
     assert_true(s == 0);
     s = 7;
-    const char *bad[] = { "", "-5s", "5x", "s", "5 s", "1e400", "nan", "inf", "31d", "800h", "5m3s", NULL };
+    const char *bad[] = { "", "-5s", "5x", "s", "5 s", "nan", "inf", "31d", "5m3s", NULL };
     for (int i = 0; bad[i]; i++) {
         assert_int_equal(inventory_parse_duration(bad[i], &s), -EINVAL);
         assert_true(s == 7); /* untouched */
+    }
+    const char *large[] = { "1e400", "800h", NULL }; /* past 30 days: too large, not malformed */
+    for (int i = 0; large[i]; i++) {
+        assert_int_equal(inventory_parse_duration(large[i], &s), -ERANGE);
+        assert_true(s == 7);
     }
     assert_int_equal(inventory_parse_duration(NULL, &s), -EINVAL);
     bool b = false;
