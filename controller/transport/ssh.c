@@ -317,8 +317,16 @@ int ssh_conn_open(const struct ssh_params *p, struct ssh_conn **ret_conn, char *
     char fp[SSH_FP_MAX];
     r = session_check_key(c->s, fp);
     if (r == -ENOKEY) {
-        snprintf(err, err_sz, "%s: unknown host key %s; if this is the right host, run: %s",
-                 c->label, fp, p->trust_cmd ? p->trust_cmd : "drover trust HOST");
+        struct stat st;
+        const char *trust = p->trust_cmd ? p->trust_cmd : "drover trust HOST";
+        if (stat(p->known_hosts, &st) < 0 && errno == ENOENT) /* libssh: "not found", as for a new host */
+            snprintf(err, err_sz, "%s: unknown host key %s: the known_hosts file '%s' does not exist "
+                     "(no host is trusted yet, or [drover] known_hosts names another file); if this "
+                     "is the right host, run: %s (it creates the file)", c->label, fp, p->known_hosts,
+                     trust);
+        else
+            snprintf(err, err_sz, "%s: unknown host key %s; if this is the right host, run: %s",
+                     c->label, fp, trust);
         goto fail;
     }
     if (r == -EKEYREJECTED) {

@@ -61,7 +61,8 @@ struct ssh_conn; /* one session; free with ssh_conn_free() */
 struct ssh_stream;
 
 /* Connect, verify the host key, authenticate.  Errors (message in err):
- * -ENOKEY unknown host key (or no known_hosts file), -EKEYREJECTED changed key,
+ * -ENOKEY unknown host key (or no known_hosts file: err names the file, and trust_cmd creates
+ * it), -EKEYREJECTED changed key,
  * -ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH, -EACCES authentication refused, -EIO other. */
 int ssh_conn_open(const struct ssh_params *p, struct ssh_conn **ret_conn, char *err, size_t err_sz);
 void ssh_conn_free(struct ssh_conn *c);

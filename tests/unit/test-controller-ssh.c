@@ -119,6 +119,12 @@ static void test_unknown_then_trusted(void **state)
     assert_non_null(strstr(err, "host 't1' (127.0.0.1:"));
     assert_non_null(strstr(err, "unknown host key SHA256:"));
     assert_non_null(strstr(err, "run: drover -i t.ini trust t1"));
+    /* no known_hosts file at all: named, so a [drover] known_hosts naming the wrong file shows */
+    char named[256];
+    snprintf(named, sizeof named, "the known_hosts file '%s' does not exist", kh);
+    if (!strstr(err, named))
+        fail_msg("want \"%s\" in: %s", named, err);
+    assert_non_null(strstr(err, "trust t1 (it creates the file)"));
     /* the fingerprint drover shows is the one ssh-keygen computes from the host key */
     char want[256], cmd[256];
     snprintf(cmd, sizeof cmd, "ssh-keygen -lf %s.pub | awk '{print $2}'", hostkey);
@@ -148,6 +154,13 @@ static void test_unknown_then_trusted(void **state)
     struct ssh_conn *c2 = NULL;
     assert_int_equal(ssh_conn_open(&p, &c2, err, sizeof err), -ENOKEY);
     assert_null(c2);
+    /* a file that exists without this host: the plain unknown key, no word of a missing file */
+    assert_int_equal(sh(": > %s", kh), 0);
+    assert_int_equal(ssh_conn_open(&p, &c2, err, sizeof err), -ENOKEY);
+    assert_non_null(strstr(err, "unknown host key SHA256:"));
+    assert_non_null(strstr(err, "run: drover -i t.ini trust t1"));
+    assert_null(strstr(err, "does not exist"));
+    assert_int_equal(sh("rm -f %s", kh), 0);
     assert_int_equal(ssh_trust_host(&p, false, NULL, fp, &st, err, sizeof err), 0);
     assert_int_equal(st, 0);
     assert_string_equal(fp, want);
