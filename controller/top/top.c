@@ -116,6 +116,7 @@ static int top_once(struct fleet *f, const struct top_opts *o)
     }
     bool tty = isatty(STDOUT_FILENO);
     int code = EXIT_OK;
+    bool filter_warned = false;
     for (int frame = 0;; frame++) {
         char *text = NULL;
         if (s.cts) {
@@ -147,6 +148,13 @@ static int top_once(struct fleet *f, const struct top_opts *o)
         }
         fputs(text, stdout);
         free(text);
+        /* kubectl's "No resources found": still exit 0 (the question was answered), but say why
+         * the table is empty, once (again in --watch only after the filter showed rows) */
+        bool hides = s.cts && top_filter_hides_all(&s, f->inv, &v, now);
+        if (hides && !filter_warned)
+            log_warn("top: --filter '%s' matches no host, container, job, rank, state or release: "
+                     "it hides every row", v.filter);
+        filter_warned = hides;
         if (fflush(stdout) != 0 || o->watch_s <= 0)
             break;
         double until = time_mono() + o->watch_s;

@@ -266,6 +266,12 @@ struct top_view {
 int top_build_rows(const struct top_snapshot *s, const struct inventory *inv,
                    const struct top_view *v, double now, struct top_row *rows, int max_rows);
 
+/* true when v's filter hides every row that would show without it (`--filter X` matching no
+ * host, container, job, rank, state or release), so a text frame can say why it has no rows;
+ * false with no filter, or when there is no row to hide (nothing answered yet). */
+bool top_filter_hides_all(const struct top_snapshot *s, const struct inventory *inv,
+                          const struct top_view *v, double now);
+
 /* Why a row has no fresh data ("t2: no answer for 14s", "t1:101: the agent's watch stream
  * ended ..."), for the footer and --once; "" when the row is fine. */
 const char *top_row_problem(const struct top_snapshot *s, const struct top_row *row, double now,

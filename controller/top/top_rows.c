@@ -601,6 +601,20 @@ int top_build_rows(const struct top_snapshot *s, const struct inventory *inv,
     return n;
 }
 
+bool top_filter_hides_all(const struct top_snapshot *s, const struct inventory *inv,
+                          const struct top_view *v, double now)
+{
+    if (!v->filter[0])
+        return false;
+    /* top_build_rows() is the one rule of what shows: one row either way is enough */
+    struct top_row row;
+    if (top_build_rows(s, inv, v, now, &row, 1) > 0)
+        return false;
+    struct top_view all = *v;
+    all.filter[0] = '\0';
+    return top_build_rows(s, inv, &all, now, &row, 1) > 0;
+}
+
 const char *top_row_problem(const struct top_snapshot *s, const struct top_row *row, double now,
                             char *buf, size_t buf_sz)
 {

@@ -580,6 +580,39 @@ static void test_status_notes_under_table(void **state)
         fail_msg("want the table's header, then a row, then the note:\n%s", out);
 }
 
+/* top --once --filter X where X matches nothing: exit 0 as before (the question was answered,
+ * kubectl's "No resources found"), but the empty table is said to be the filter's doing, on
+ * stderr; a filter that matches says nothing */
+static void test_top_filter_hides_all(void **state)
+{
+    (void)state;
+    char ini[2048];
+    mkfile("drover.ini", fake_agent_inventory_text(ini, sizeof ini, tmpd, "", "", "c"), 0644);
+    assert_int_equal(fs_mkdir_p("a", 0755) | fs_mkdir_p("b", 0755) | fs_mkdir_p("c", 0755), 0);
+    struct agent_status st;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    fake_agent(tmpd, &st);
+    /* top reads `watch` documents a line each: the fake's document ends its line */
+    char agent[600];
+    snprintf(agent, sizeof agent, "#!/bin/sh\ncat '%s/status.json'; echo\n", tmpd);
+    mkfile("agent", agent, 0755);
+    assert_int_equal(drover("top", "--once", "--timeout", "5", "--filter", "no-such-job", NULL), 0);
+    want(err, "--filter 'no-such-job' matches no host, container, job, rank, state or release: it "
+              "hides every row");
+    want_not(out, "h1");
+    /* the job's name: its two containers (running) and their host; eval's (no-job) hidden */
+    assert_int_equal(drover("top", "--once", "--timeout", "5", "--filter", "TRAIN", NULL), 0);
+    int lines = 0;
+    for (const char *q = out; (q = strchr(q, '\n')) != NULL; q++)
+        lines++;
+    assert_int_equal(lines, 3 + 1 + 2); /* header, title, h1, train's two containers */
+    want(out, "running");
+    want_not(err, "hides every row");
+}
+
 /* validate --env: the environment is walked by plan's rules (manifest2_from_dir) and a job's
  * command under .drover-env/ must be an executable in it; a plain venv's bin/python symlink to
  * the system interpreter is refused, the message suggesting --copies. */
@@ -1190,6 +1223,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_usage_before_inventory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deploy_which_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_needs_job, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_top_filter_hides_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_option_given_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_force_needs_to, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_to_prefix, setup, teardown),

@@ -603,6 +603,25 @@ static void test_tree_sort_filter_fold(void **state)
     assert_int_equal(n, 4); /* h1, 102, its 2 ranks */
     strcpy(v.filter, "no-such-thing");
     assert_int_equal(top_build_rows(&f->s, f->inv, &v, 100, rows, 64), 0);
+    /* `top --once --filter no-such-thing` printed an empty table and nothing else: the frame
+     * now says the filter hid every row (exit 0 still); a filter that shows something, or
+     * none, is no such case */
+    assert_true(top_filter_hides_all(&f->s, f->inv, &v, 100));
+    strcpy(v.filter, "h2");
+    assert_false(top_filter_hides_all(&f->s, f->inv, &v, 100));
+    strcpy(v.filter, "train"); /* the job's name */
+    assert_false(top_filter_hides_all(&f->s, f->inv, &v, 100));
+    v.host_folded[1] = true; /* folded rows still show their parent */
+    strcpy(v.filter, "h2:201/5");
+    assert_false(top_filter_hides_all(&f->s, f->inv, &v, 100));
+    v.host_folded[1] = false;
+    v.filter[0] = '\0';
+    assert_false(top_filter_hides_all(&f->s, f->inv, &v, 100));
+    struct top_snapshot none = f->s; /* nothing to hide: no rows without the filter either */
+    none.nhosts = 0;
+    none.ncts = 0;
+    strcpy(v.filter, "no-such-thing");
+    assert_false(top_filter_hides_all(&none, f->inv, &v, 100));
     v.filter[0] = '\0';
     /* fold a host, then a container */
     v.host_folded[0] = true;
