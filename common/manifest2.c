@@ -579,6 +579,23 @@ int manifest2_env_of(const char *text, size_t len, char ret_env[RELEASE_ID_LEN +
     return 1;
 }
 
+int manifest2_name_of(const char *text, size_t len, char ret_name[MANIFEST_NAME_MAX])
+{
+    size_t ml = strlen(MANIFEST2_MAGIC);
+    if (len < ml + 1 || memcmp(text, MANIFEST2_MAGIC, ml) || text[ml] != '\n')
+        return -EINVAL;
+    const char *p = text + ml + 1, *end = text + len;
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl || nl - p < 5 || memcmp(p, "name ", 5) || memchr(p, '\0', (size_t)(nl - p)))
+        return -EINVAL;
+    size_t n = (size_t)(nl - p) - 5;
+    if (n >= MANIFEST_NAME_MAX)
+        return -E2BIG;
+    memcpy(ret_name, p + 5, n);
+    ret_name[n] = '\0';
+    return 0;
+}
+
 int manifest2_parse(const char *text, size_t len, struct manifest2 **ret_m)
 {
     if (len > MANIFEST2_MAX_BYTES)

@@ -90,6 +90,11 @@ int manifest2_parse(const char *text, size_t len, struct manifest2 **ret_m);
  * version 2 manifest's (or is cut before the line that would name it). */
 int manifest2_env_of(const char *text, size_t len, char ret_env[RELEASE_ID_LEN + 1]);
 
+/* The release's name (the "name" line) from the head of its manifest text (text[0..len), as for
+ * manifest2_env_of): 0 with ret_name set, -EINVAL when the head is not a version 2 manifest's or
+ * is cut before the name line ends, -E2BIG when the name does not fit MANIFEST_NAME_MAX. */
+int manifest2_name_of(const char *text, size_t len, char ret_name[MANIFEST_NAME_MAX]);
+
 /* Canonical text (malloc'd, NUL-terminated; *ret_len its length) and its release id. */
 int manifest2_dump(const struct manifest2 *m, char **ret_text, size_t *ret_len,
                    char ret_id[RELEASE_ID_LEN + 1]);

@@ -131,10 +131,13 @@ int cmd_history(struct fleet *f, int argc, char **argv)
             if (h[i].ktok_s >= 0)
                 snprintf(k, sizeof k, "%.1f", h[i].ktok_s);
             /* reasons quote workers and agents; records written before escaping existed too */
-            char name_e[4 * sizeof h[i].name], reason_e[4 * sizeof h[i].reason];
+            char name[MANIFEST_NAME_MAX], name_e[4 * sizeof name], reason_e[4 * sizeof h[i].reason];
+            /* the release's name, also for the records a rollback, promote, revert, stop, start
+             * or rebaseline wrote under its verb (state.h) */
+            state_history_release_name(f->inv->state_dir, h, n, i, name);
             printf("%-20s %-12s %-13s %-10s %-14s %8s  %s\n", when, h[i].job,
                    ui_short(h[i].release, sid),
-                   text_escape(h[i].name, strlen(h[i].name), name_e, sizeof name_e), h[i].result, k,
+                   text_escape(name, strlen(name), name_e, sizeof name_e), h[i].result, k,
                    text_escape(h[i].reason, strlen(h[i].reason), reason_e, sizeof reason_e));
         }
     }

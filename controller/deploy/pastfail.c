@@ -133,8 +133,7 @@ const char *pastfail_release_name(const struct history_entry *h, size_t n, const
 {
     for (size_t i = n; i-- > 0;) {
         const struct history_entry *e = &h[i];
-        if (strcmp(e->job, job) != 0 || strcmp(e->release, id) != 0 || !strcmp(e->name, "rollback") ||
-            !strcmp(e->name, "promote") || !strcmp(e->name, "revert"))
+        if (strcmp(e->job, job) != 0 || strcmp(e->release, id) != 0 || history_name_is_verb(e->name))
             continue;
         return e->name;
     }

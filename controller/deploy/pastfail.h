@@ -62,7 +62,8 @@ const struct history_entry *pastfail_find_prefix(const struct history_entry *h, 
                                                  const char *prefix);
 
 /* The manifest name ("v2") of release id of job, from its newest record among h[0..n) that is not
- * one of drover's own verbs (names "rollback", "promote", "revert"); "" when none.  Returns a
+ * one of drover's own verbs (history_name_is_verb: "rollback", "promote", "revert", "stop",
+ * "start", "rebaseline"); "" when none.  Returns a
  * pointer into h, or a static "". */
 const char *pastfail_release_name(const struct history_entry *h, size_t n, const char *job, const char *id);
 

@@ -13,6 +13,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "common/manifest2.h"
 #include "common/samples.h"
 #include "common/sha256.h"
 #include "common/status.h"
@@ -271,6 +272,50 @@ int state_history_read(const char *state_dir, const char *job, struct history_en
     *ret_entries = v;
     *ret_n = n;
     return 0;
+}
+
+bool history_name_is_verb(const char *name)
+{
+    static const char *const verbs[] = { "rollback", "promote", "revert", "stop", "start", "rebaseline" };
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        if (!strcmp(name, verbs[i]))
+            return true;
+    return false;
+}
+
+int state_release_name(const char *state_dir, const char *id, char ret_name[MANIFEST_NAME_MAX])
+{
+    if (!sha256_is_hex(id)) /* ids come from records, agents' included: never a path */
+        return -EINVAL;
+    char p[1200], head[512];
+    snprintf(p, sizeof p, "%s/manifests/%s", state_dir, id);
+    int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, head, sizeof head);
+    int e = errno;
+    close(fd);
+    if (n < 0)
+        return -e;
+    return manifest2_name_of(head, (size_t)n, ret_name);
+}
+
+void state_history_release_name(const char *state_dir, const struct history_entry *h, size_t n, size_t i,
+                                char ret_name[MANIFEST_NAME_MAX])
+{
+    const struct history_entry *e = &h[i];
+    if (e->name[0] && !history_name_is_verb(e->name)) {
+        (void)str_copy(ret_name, MANIFEST_NAME_MAX, e->name);
+        return;
+    }
+    if (e->release[0] && state_release_name(state_dir, e->release, ret_name) == 0 && ret_name[0])
+        return;
+    for (size_t k = n; e->release[0] && k-- > 0;)
+        if (!strcmp(h[k].release, e->release) && h[k].name[0] && !history_name_is_verb(h[k].name)) {
+            (void)str_copy(ret_name, MANIFEST_NAME_MAX, h[k].name);
+            return;
+        }
+    (void)str_copy(ret_name, MANIFEST_NAME_MAX, "-");
 }
 
 static json_t *baselines_load(const char *state_dir)

@@ -2,6 +2,7 @@
  *   history.jsonl    one JSON object per deploy/rollback outcome, appended (fsync per line)
  *   baselines.json   Ktok/s of the last promoted release per job + container set (atomic)
  *   bundles/         bundles built from release directories (<id>.bundle)
+ *   manifests/<id>   the manifest of every release deployed from here (objsync.h's cache)
  *   lock-<job>       flock held while a deploy or rollback of that job runs
  * Formats are private to the controller (docs/controller.md documents them for people).
  */
@@ -91,6 +92,23 @@ int state_history_merge(struct history_entry **entries, size_t *n, const struct 
  * -ENOMEM (nothing written). */
 int state_history_parse_lines(const char *text, const char *job, struct history_entry **ret_entries,
                               size_t *ret_n);
+
+/* Whether name, a record's "name", is the verb of the drover command that wrote it ("rollback",
+ * "promote", "revert", "stop", "start", "rebaseline") rather than a release's manifest name:
+ * those commands name their records so (pastfail.h decides on it), not the release. */
+bool history_name_is_verb(const char *name);
+
+/* The manifest name of release id from the controller's manifest cache (manifests/<id>, its
+ * first lines only).  0 with ret_name set; -EINVAL when id is not a release id (never a path),
+ * -ENOENT when the cache has no manifest of it, another -errno when it cannot be read. */
+int state_release_name(const char *state_dir, const char *id, char ret_name[MANIFEST_NAME_MAX]);
+
+/* The release name `drover history` shows for h[i]: its own name when that is a release's (not
+ * history_name_is_verb, not empty), else the manifest cache's (state_release_name), else the
+ * name of the newest other record among h[0..n) of the same release id that has one, else "-".
+ * Writes ret_name; reads state_dir only for the cache. */
+void state_history_release_name(const char *state_dir, const struct history_entry *h, size_t n, size_t i,
+                                char ret_name[MANIFEST_NAME_MAX]);
 
 /* Read entries (oldest first), only job's if job != NULL.  Lines that do not parse are skipped.
  * *ret_entries malloc'd (free()), possibly NULL with *ret_n == 0 when there is no history. */

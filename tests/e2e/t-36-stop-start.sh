@@ -39,8 +39,8 @@ drover top --once --timeout 8 --width 132
 check "top --once exits 0 and shows the job stopped" eval '(( DROVER_RC == 0 )) && drover_said " stopped "'
 check "... and calls nothing failed or crashed" eval '! drover_said "failed|crash"'
 drover history --job train
-check "the history records the stop" drover_said "stop +stopped .*stopped by the operator"
-nstopped() { drover history --job train >/dev/null; grep -cE "stop +stopped " "$E2E_WORK/last.out"; }
+check "the history records the stop" drover_said "v1 +stopped .*stopped by the operator"
+nstopped() { drover history --job train >/dev/null; grep -cE " stopped +- +stopped by the operator" "$E2E_WORK/last.out"; }
 before=$(nstopped)
 say "a second stop of the stopped job: already stopped, nothing recorded"
 drover stop --job train
@@ -65,7 +65,7 @@ show_drover 5
 check "start exits 0" test "$DROVER_RC" = 0
 check "every rank heartbeats and trains again" all_ranks_advance 3 90
 check "still on v1 everywhere" all_current_is "$v1"
-nstarted() { drover history --job train >/dev/null; grep -cE "start +started " "$E2E_WORK/last.out"; }
+nstarted() { drover history --job train >/dev/null; grep -cE " started +- +started by the operator" "$E2E_WORK/last.out"; }
 before=$(nstarted)
 drover start --job train
 show_drover 4

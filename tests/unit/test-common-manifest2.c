@@ -124,6 +124,16 @@ static void test_roundtrip(void **state)
     assert_int_equal(manifest2_env_of(text2, head + 10, env), -EINVAL);          /* cut in it */
     assert_int_equal(manifest2_env_of(text, len, env), 0);                       /* none */
     assert_int_equal(manifest2_env_of("drover-manifest 1\nname x\n", 25, env), -EINVAL);
+    /* ... and its name (`drover history` names a rollback's release from the kept manifest) */
+    char name[MANIFEST_NAME_MAX] = "untouched";
+    assert_int_equal(manifest2_name_of(text2, head, name), 0);
+    assert_string_equal(name, p->name);
+    assert_int_equal(manifest2_name_of(text2, head - 1, name), -EINVAL); /* cut before its end */
+    assert_int_equal(manifest2_name_of("drover-manifest 1\nname x\n", 25, name), -EINVAL);
+    assert_string_equal(name, p->name); /* untouched on failure */
+    char longname[200];
+    int ln = snprintf(longname, sizeof longname, "drover-manifest 2\nname %080d\n", 0);
+    assert_int_equal(manifest2_name_of(longname, (size_t)ln, name), -E2BIG);
     manifest2_free(q);
     free(text2);
     free(text);

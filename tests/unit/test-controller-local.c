@@ -387,6 +387,58 @@ static void test_state_dir(void **state)
     assert_int_equal(fs_rm_rf(dir), 0);
 }
 
+/* `drover history` names the release of a rollback, promote, revert, stop, start or rebaseline
+ * record (written under the verb's name): from the manifest cache, else from another record of
+ * the same release id, else "-" */
+static void test_history_release_name(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-unit-names-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cached[RELEASE_ID_LEN + 1], recorded[RELEASE_ID_LEN + 1], unknown[RELEASE_ID_LEN + 1];
+    memset(cached, 'a', RELEASE_ID_LEN);
+    memset(recorded, 'b', RELEASE_ID_LEN);
+    memset(unknown, 'c', RELEASE_ID_LEN);
+    cached[RELEASE_ID_LEN] = recorded[RELEASE_ID_LEN] = unknown[RELEASE_ID_LEN] = '\0';
+    char p[1200], name[MANIFEST_NAME_MAX] = "untouched";
+    snprintf(p, sizeof p, "%s/manifests", dir);
+    assert_int_equal(fs_mkdir_p(p, 0700), 0);
+    snprintf(p, sizeof p, "%s/manifests/%s", dir, cached);
+    const char *m = "drover-manifest 2\nname v7\nd 0755 lib\n";
+    assert_int_equal(fs_write_atomic(p, m, strlen(m), 0600), 0);
+    assert_int_equal(state_release_name(dir, cached, name), 0);
+    assert_string_equal(name, "v7");
+    strcpy(name, "untouched");
+    assert_int_equal(state_release_name(dir, recorded, name), -ENOENT);
+    assert_int_equal(state_release_name(dir, "../../etc/passwd", name), -EINVAL); /* never a path */
+    assert_string_equal(name, "untouched");
+
+    struct history_entry h[6] = { 0 };
+    const char *rows[6][3] = {
+        { recorded, "v3", "promoted" },        /* a deploy: its own name */
+        { cached, "rollback", "rollback" },    /* from the cache */
+        { recorded, "revert", "reverted" },    /* from the deploy's record of the same id */
+        { recorded, "stop", "stopped" },
+        { unknown, "rebaseline", "rebaselined" }, /* nowhere: "-" */
+        { unknown, "", "aborted" },
+    };
+    for (int i = 0; i < 6; i++) {
+        h[i].time = 1e9 + i;
+        strcpy(h[i].job, "train");
+        strcpy(h[i].release, rows[i][0]);
+        strcpy(h[i].name, rows[i][1]);
+        strcpy(h[i].result, rows[i][2]);
+    }
+    const char *want[6] = { "v3", "v7", "v3", "v3", "-", "-" };
+    for (size_t i = 0; i < 6; i++) {
+        state_history_release_name(dir, h, 6, i, name);
+        assert_string_equal(name, want[i]);
+    }
+    assert_true(history_name_is_verb("start") && history_name_is_verb("rebaseline"));
+    assert_false(history_name_is_verb("v3") || history_name_is_verb(""));
+    assert_int_equal(fs_rm_rf(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -396,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_agent_argv),
         cmocka_unit_test(test_agent_timeout),
         cmocka_unit_test(test_state_dir),
+        cmocka_unit_test(test_history_release_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
