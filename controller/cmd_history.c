@@ -50,10 +50,13 @@ static int merge_from_agents(struct fleet *f, const struct inv_job *j, struct hi
             missed++;
         } else {
             struct history_entry *more = NULL;
-            size_t nmore = 0;
-            if (state_history_parse_lines(res.out, j->name, &more, &nmore) < 0 ||
+            size_t nmore = 0, skipped = 0;
+            if (state_history_parse_lines(res.out, j->name, &more, &nmore, &skipped) < 0 ||
                 state_history_merge(h, n, more, nmore) < 0)
                 log_warn("%s: out of memory merging its history", ct->label);
+            else if (skipped) /* once per container: its history, not each line */
+                log_warn("%s: %zu unreadable %s of its history skipped", ct->label, skipped,
+                         skipped == 1 ? "line" : "lines");
             free(more);
         }
         exec_result_done(&res);
@@ -92,7 +95,7 @@ int cmd_history(struct fleet *f, int argc, char **argv)
         return EXIT_OK;
     struct history_entry *h;
     size_t n;
-    int r = state_history_read(f->inv->state_dir, job, &h, &n);
+    int r = state_history_read(f->inv->state_dir, job, &h, &n, NULL);
     if (r < 0) {
         log_error("cannot read the history in '%s': %s", f->inv->state_dir, strerror(-r));
         return EXIT_FAIL;

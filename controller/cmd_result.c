@@ -91,7 +91,7 @@ int cmd_result_end(struct cmd_result *cr, const struct inventory *inv, const cha
     for (int j = 0; j < njobs; j++) {
         struct history_entry *h = NULL;
         size_t n = 0;
-        if (state_history_read(inv->state_dir, jobs[j], &h, &n) < 0)
+        if (state_history_read(inv->state_dir, jobs[j], &h, &n, NULL) < 0)
             continue;
         for (size_t i = 0; i < n; i++)
             if (h[i].time >= cr->t0 - 1)

@@ -29,7 +29,7 @@ void cmd_job_target(const struct inventory *inv, const char *job, char ret_id[RE
     struct history_entry *h;
     size_t n;
     ret_id[0] = '\0';
-    if (state_history_read(inv->state_dir, job, &h, &n) < 0)
+    if (state_history_read(inv->state_dir, job, &h, &n, NULL) < 0)
         return;
     for (size_t i = 0; i < n; i++) {
         if (strcmp(h[i].result, "promoted") == 0)

@@ -154,7 +154,7 @@ int deploy_rollback_refuse_failed(const struct inventory *inv, const char *job, 
 {
     struct history_entry *h = NULL;
     size_t n = 0;
-    if (!job || !to || !inventory_find_job(inv, job) || state_history_read(inv->state_dir, job, &h, &n) < 0)
+    if (!job || !to || !inventory_find_job(inv, job) || state_history_read(inv->state_dir, job, &h, &n, NULL) < 0)
         return EXIT_OK; /* the survey decides (a job not in the inventory is said there) */
     const struct history_entry *e = pastfail_find_prefix(h, n, job, to);
     if (e) {

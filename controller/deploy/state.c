@@ -13,6 +13,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/manifest2.h"
 #include "common/samples.h"
 #include "common/sha256.h"
@@ -203,14 +204,21 @@ int state_history_merge(struct history_entry **entries, size_t *n, const struct 
 }
 
 int state_history_parse_lines(const char *text, const char *job, struct history_entry **ret_entries,
-                              size_t *ret_n)
+                              size_t *ret_n, size_t *ret_skipped)
 {
     struct history_entry *v = NULL;
-    size_t n = 0, cap = 0;
+    size_t n = 0, cap = 0, skipped = 0;
     for (const char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
         nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
         struct history_entry e;
-        if (state_history_parse(p, nl ? (size_t)(nl - p) : strlen(p), &e) < 0 || strcmp(e.job, job) != 0)
+        if (len == 0)
+            continue;
+        if (state_history_parse(p, len, &e) < 0) {
+            skipped++;
+            continue;
+        }
+        if (strcmp(e.job, job) != 0)
             continue;
         if (n == cap) {
             size_t nc = cap ? cap * 2 : 64;
@@ -226,11 +234,28 @@ int state_history_parse_lines(const char *text, const char *job, struct history_
     }
     *ret_entries = v;
     *ret_n = n;
+    if (ret_skipped)
+        *ret_skipped = skipped;
     return 0;
 }
 
+/* Warn of the unreadable lines of history file path once in this process: a deploy reads its
+ * history several times (survey, rollback target, status), a line said once is enough. */
+static void history_warn_skipped(const char *path, size_t skipped, size_t first_line)
+{
+    static char warned[4][1024];
+    static size_t nwarned;
+    for (size_t i = 0; i < nwarned; i++)
+        if (!strcmp(warned[i], path))
+            return;
+    if (nwarned < sizeof warned / sizeof warned[0])
+        (void)str_copy(warned[nwarned++], sizeof warned[0], path);
+    log_warn("'%s': %zu unreadable %s skipped (the first at line %zu): a torn append or a hand edit; "
+             "the other records are read", path, skipped, skipped == 1 ? "line" : "lines", first_line);
+}
+
 int state_history_read(const char *state_dir, const char *job, struct history_entry **ret_entries,
-                       size_t *ret_n)
+                       size_t *ret_n, size_t *ret_skipped)
 {
     char p[1024];
     snprintf(p, sizeof p, "%s/history.jsonl", state_dir);
@@ -240,16 +265,27 @@ int state_history_read(const char *state_dir, const char *job, struct history_en
     if (r == -ENOENT) {
         *ret_entries = NULL;
         *ret_n = 0;
+        if (ret_skipped)
+            *ret_skipped = 0;
         return 0;
     }
     if (r < 0)
         return r;
     struct history_entry *v = NULL;
-    size_t n = 0, cap = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    size_t n = 0, cap = 0, skipped = 0, first_bad = 0, lineno = 0;
+    for (char *line = text, *nl; line && line < text + len; line = nl ? nl + 1 : NULL) {
+        nl = memchr(line, '\n', len - (size_t)(line - text));
+        size_t ll = nl ? (size_t)(nl - line) : len - (size_t)(line - text);
+        lineno++;
         struct history_entry e;
-        if (state_history_parse(line, strlen(line), &e) < 0 || (job && strcmp(job, e.job) != 0))
+        if (ll == 0)
+            continue;
+        if (state_history_parse(line, ll, &e) < 0) {
+            if (!skipped++)
+                first_bad = lineno;
+            continue;
+        }
+        if (job && strcmp(job, e.job) != 0)
             continue;
         if (n == STATE_HISTORY_MAX) { /* keep the newest */
             memmove(v, v + 1, (n - 1) * sizeof *v);
@@ -269,8 +305,12 @@ int state_history_read(const char *state_dir, const char *job, struct history_en
         v[n++] = e;
     }
     free(text);
+    if (skipped)
+        history_warn_skipped(p, skipped, first_bad);
     *ret_entries = v;
     *ret_n = n;
+    if (ret_skipped)
+        *ret_skipped = skipped;
     return 0;
 }
 

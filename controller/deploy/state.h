@@ -87,11 +87,12 @@ int state_history_merge(struct history_entry **entries, size_t *n, const struct 
                         size_t nmore);
 
 /* The records of job in text (NUL-terminated; NULL reads as empty), one JSON line each as
- * `drover-agent history list` prints them, in their order; lines that do not parse or are another
- * job's are skipped.  *ret_entries malloc'd (free()), NULL with *ret_n == 0 when there is none.
- * -ENOMEM (nothing written). */
+ * `drover-agent history list` prints them, in their order; another job's lines and empty lines
+ * are passed over, lines that do not parse are skipped and counted in *ret_skipped (may be NULL)
+ * for the caller to say so once.  *ret_entries malloc'd (free()), NULL with *ret_n == 0 when
+ * there is none.  -ENOMEM (nothing written).  Does not log. */
 int state_history_parse_lines(const char *text, const char *job, struct history_entry **ret_entries,
-                              size_t *ret_n);
+                              size_t *ret_n, size_t *ret_skipped);
 
 /* Whether name, a record's "name", is the verb of the drover command that wrote it ("rollback",
  * "promote", "revert", "stop", "start", "rebaseline") rather than a release's manifest name:
@@ -110,10 +111,13 @@ int state_release_name(const char *state_dir, const char *id, char ret_name[MANI
 void state_history_release_name(const char *state_dir, const struct history_entry *h, size_t n, size_t i,
                                 char ret_name[MANIFEST_NAME_MAX]);
 
-/* Read entries (oldest first), only job's if job != NULL.  Lines that do not parse are skipped.
- * *ret_entries malloc'd (free()), possibly NULL with *ret_n == 0 when there is no history. */
+/* Read entries (oldest first), only job's if job != NULL.  Lines that do not parse (a torn
+ * append, a hand edit) are skipped, counted in *ret_skipped (may be NULL; all jobs' lines) and
+ * warned about once per file in this process, with their count and the first one's line number,
+ * whichever job was asked for.  *ret_entries malloc'd (free()), possibly NULL with *ret_n == 0
+ * when there is no history. */
 int state_history_read(const char *state_dir, const char *job, struct history_entry **ret_entries,
-                       size_t *ret_n);
+                       size_t *ret_n, size_t *ret_skipped);
 
 /* Baseline for key (inventory_job_key).  -ENOENT if none. */
 int state_baseline_get(const char *state_dir, const char *key, double *ret_ktok_s,

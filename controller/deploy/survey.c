@@ -277,8 +277,10 @@ static void merge_agent_history(struct deploy *d, const bool *shows, struct hist
             continue;
         }
         struct history_entry *more = NULL;
-        size_t nmore = 0;
-        int r = res.status == 0 ? state_history_parse_lines(res.out, d->job->name, &more, &nmore) : -EIO;
+        size_t nmore = 0, skipped = 0;
+        int r = res.status == 0 ? state_history_parse_lines(res.out, d->job->name, &more, &nmore, &skipped) : -EIO;
+        if (skipped) /* `drover history` warns of them; a deploy's survey only needs the rest */
+            log_debug("%s: history list: %zu unreadable lines skipped", ct->label, skipped);
         if (r == 0)
             r = state_history_merge(h, n, more, nmore);
         free(more);
@@ -301,7 +303,7 @@ static void history_shown(struct deploy *d, const bool *shows, struct history_en
 {
     struct history_entry *h = NULL;
     size_t n = 0;
-    if (state_history_read(d->inv->state_dir, d->job->name, &h, &n) < 0) {
+    if (state_history_read(d->inv->state_dir, d->job->name, &h, &n, NULL) < 0) {
         h = NULL; /* not written on failure: the agents' records alone */
         n = 0;
     }

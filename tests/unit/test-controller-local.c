@@ -2,6 +2,7 @@
  * connections (exec with separate stdout/stderr and exit status, timeouts, streams, copies),
  * argv building for pct and local roots, and the state directory (history, baselines, locks). */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -316,8 +317,10 @@ static void test_state_dir(void **state)
     assert_int_equal(state_init(dir), 0);
     struct history_entry *h = (struct history_entry *)0x1;
     size_t n = 99;
-    assert_int_equal(state_history_read(dir, NULL, &h, &n), 0);
+    size_t skipped = 99;
+    assert_int_equal(state_history_read(dir, NULL, &h, &n, &skipped), 0);
     assert_int_equal(n, 0);
+    assert_int_equal(skipped, 0);
     struct history_entry e = { .time = 1e9, .ktok_s = 96.5, .baseline_ktok_s = -1 };
     strcpy(e.job, "train");
     strcpy(e.release, "abc");
@@ -332,7 +335,51 @@ static void test_state_dir(void **state)
     FILE *fp = fopen(p, "a");
     fputs("{\"job\":\"train\",\"rele", fp);
     fclose(fp);
-    assert_int_equal(state_history_read(dir, "train", &h, &n), 0);
+    /* ... it is counted, and said once per file, however often it is read and however many
+     * lines are bad (here a torn line and, after a good one, a hand edit) */
+    char errp[300];
+    snprintf(errp, sizeof errp, "%s/stderr", dir);
+    fflush(stderr);
+    int save_err = dup(STDERR_FILENO), fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    assert_true(save_err >= 0 && fe >= 0);
+    dup2(fe, STDERR_FILENO);
+    close(fe);
+    assert_int_equal(state_history_read(dir, "train", &h, &n, &skipped), 0);
+    assert_int_equal(skipped, 1);
+    free(h);
+    fp = fopen(p, "a");
+    fputs("\n{\"v\":1,\"job\":\"train\",\"time\":2e9}\nnot json\n", fp);
+    fclose(fp);
+    assert_int_equal(state_history_read(dir, "other", &h, &n, &skipped), 0);
+    assert_int_equal(skipped, 2); /* every job's lines count */
+    assert_int_equal(n, 1);
+    free(h);
+    assert_int_equal(state_history_read(dir, "train", &h, &n, NULL), 0);
+    assert_int_equal(n, 2);
+    free(h);
+    fflush(stderr);
+    dup2(save_err, STDERR_FILENO);
+    close(save_err);
+    char *said;
+    size_t said_len;
+    assert_int_equal(fs_read_file(errp, 1 << 16, &said, &said_len), 0);
+    const char *w = strstr(said, "1 unreadable line skipped (the first at line 3)");
+    assert_non_null(w);
+    assert_null(strstr(w + strlen("1 unreadable"), "unreadable")); /* once */
+    free(said);
+    (void)unlink(errp);
+    /* the torn line is one record no more: cut it, as the next append would have */
+    {
+        char *text;
+        size_t tl;
+        assert_int_equal(fs_read_file(p, 1 << 16, &text, &tl), 0);
+        char *torn = strstr(text, "{\"job\":\"train\",\"rele");
+        assert_non_null(torn);
+        *torn = '\0';
+        assert_int_equal(fs_write_atomic(p, text, strlen(text), 0600), 0);
+        free(text);
+    }
+    assert_int_equal(state_history_read(dir, "train", &h, &n, &skipped), 0);
     assert_int_equal(n, 1);
     assert_string_equal(h[0].reason, "quote \" and newline \n inside");
     assert_true(h[0].ktok_s == 96.5);
@@ -434,6 +481,17 @@ static void test_history_release_name(void **state)
         state_history_release_name(dir, h, 6, i, name);
         assert_string_equal(name, want[i]);
     }
+    /* what an agent printed: its unreadable lines are counted for `drover history` to say so
+     * once; another job's lines and empty lines are not unreadable */
+    const char *listed = "garbage\n\n{\"job\":\"eval\",\"time\":1}\n{\"job\":\"train\",\"time\":2}\n[1]";
+    struct history_entry *more = NULL;
+    size_t nmore = 9, skipped = 9;
+    assert_int_equal(state_history_parse_lines(listed, "train", &more, &nmore, &skipped), 0);
+    assert_int_equal(nmore, 1);
+    assert_int_equal(skipped, 2);
+    free(more);
+    assert_int_equal(state_history_parse_lines(NULL, "train", &more, &nmore, &skipped), 0);
+    assert_true(nmore == 0 && skipped == 0 && !more);
     assert_true(history_name_is_verb("start") && history_name_is_verb("rebaseline"));
     assert_false(history_name_is_verb("v3") || history_name_is_verb(""));
     assert_int_equal(fs_rm_rf(dir), 0);

@@ -148,8 +148,10 @@ static void test_records_with_and_without_code(void **state)
         "\"result\":\"failed\",\"reason_code\":\"\",\"reason\":\"rank 0: promote failed\"}\n";
     struct history_entry *h = NULL;
     size_t n = 0;
-    assert_int_equal(state_history_parse_lines(text, "train", &h, &n), 0);
+    size_t skipped = 99;
+    assert_int_equal(state_history_parse_lines(text, "train", &h, &n, &skipped), 0);
     assert_int_equal(n, 4);
+    assert_int_equal(skipped, 0);
     assert_int_equal(h[0].reason_code, HISTORY_RC_NONE);
     assert_int_equal(h[1].reason_code, HISTORY_RC_PROMOTE_FAILED);
     assert_int_equal(h[2].reason_code, HISTORY_RC_ENVIRONMENT);
