@@ -1486,6 +1486,12 @@ void deploy_nothing_held_message(char *buf, size_t sz, const char *job, bool run
         snprintf(buf, sz, "job '%s' runs its good release: nothing is held to %s", job, verb);
 }
 
+void deploy_stopped_held_message(char *buf, size_t sz, const char *job, const char *where, bool promote)
+{
+    snprintf(buf, sz, "job '%s' is stopped in %s (`drover stop --job %s`, or its gang ended): nothing runs to "
+             "%s; `drover start --job %s` runs it again", job, where, job, promote ? "promote" : "revert", job);
+}
+
 void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent_failed, const char *job)
 {
     if (agent_failed)
@@ -1586,9 +1592,20 @@ void deploy_aborted_message(char *buf, size_t sz, const char *sid, const char *j
         }
         nmarked++;
     }
-    if (!nmarked) {
+    if (!nmarked && others_run == others) {
         snprintf(buf, sz, "deploy of %s stopped before anything was switched: the running release keeps "
                  "running untouched", sid);
+        return;
+    }
+    if (!nmarked) { /* stopped (`drover stop`, or its gang ended) somewhere: the deploy did not start it */
+        char stopped[512] = "";
+        size_t so = 0;
+        for (int i = 0; others_run && i < ncts && so < sizeof stopped; i++)
+            if (!has_gang[i])
+                so += (size_t)snprintf(stopped + so, sizeof stopped - so, "%s%s", so ? ", " : " in ", labels[i]);
+        snprintf(buf, sz, "deploy of %s stopped before anything was switched: %snothing was started: job "
+                 "'%s' stays stopped%s", sid, others_run ? "the running release keeps running untouched "
+                 "where it runs; " : "", job, stopped);
         return;
     }
     /* the marked containers' job failed (environment fault) and the agent did not restart it:
@@ -1710,6 +1727,17 @@ const char *stopped_start_message(const struct stopped_start *s, bool would, con
              s->same ? "; `drover start --job " : "", s->same ? job : "",
              s->same ? "` starts the release it ran without a deploy" : "");
     return buf;
+}
+
+bool deploy_job_is_stopped(const struct deploy *d)
+{
+    bool stopped = false;
+    for (int i = 0; d->sv_js && i < d->job->ncts; i++) {
+        if (d->has_gang[i])
+            return false;
+        stopped = stopped || (d->sv_found[i] && d->sv_js[i].state == GANG_STOPPED && d->sv_js[i].current[0]);
+    }
+    return stopped;
 }
 
 /* A deploy onto a job that is stopped starts it: said at once, naming the containers, so the
@@ -2063,8 +2091,12 @@ restore:
 interrupted_before_switch:
     exec_interrupted = 0; /* the lease and the history record below are sent */
     send_interrupted = 0;
-    log_error("deploy of %s interrupted by the operator before the switch: nothing was stopped or "
-              "switched, the running release keeps running untouched", d.sid);
+    if (deploy_job_is_stopped(&d))
+        log_error("deploy of %s interrupted by the operator before the switch: nothing was started: job "
+                  "'%s' stays stopped", d.sid, d.job->name);
+    else
+        log_error("deploy of %s interrupted by the operator before the switch: nothing was stopped or "
+                  "switched, the running release keeps running untouched", d.sid);
     history_record(&d, "aborted", HISTORY_RC_NONE, "interrupted by the operator before the switch", -1);
     ret = EXIT_FAIL;
 out:

@@ -75,11 +75,21 @@ void deploy_unsurveyed_message(char *buf, size_t sz, const char *err, bool agent
  * said it ran "its good release". */
 void deploy_nothing_held_message(char *buf, size_t sz, const char *job, bool runs_nothing, bool promote);
 
+/* What `drover promote` or `drover revert` (promote false) of job says when the job is stopped in
+ * every container that knows it (where: their labels, ", "-joined; `drover stop --job J`, or its
+ * gang ended): it runs nothing to decide on, and `drover start --job J` runs it again.  It used
+ * to say "job 'J' runs its good release" (stopped on it) or go on to promote a release that did
+ * not run. */
+void deploy_stopped_held_message(char *buf, size_t sz, const char *job, const char *where, bool promote);
+
 /* The line that closes a deploy stopped before anything was switched (sid: its release), from
  * the survey: labels[i], marked[i] (the agent marked the job there for attention: environment
  * fault, so the job is failed and nothing of it runs there) and has_gang[i] of each of the
  * job's ncts containers; gpu_refused: gpu-check refused the deploy.  Without a marked container
- * "the running release keeps running untouched"; with some, that the job stays stopped there,
+ * "the running release keeps running untouched" where a gang runs and "nothing was started: job
+ * 'J' stays stopped" (in the containers named, when it runs in others) where none does (it
+ * used to say the running release kept running on a job `drover stop` had stopped); with
+ * marked ones, that the job stays stopped there,
  * what runs in the others, and (gpu_refused) what to do: fix the GPU environment, gpu-check,
  * or deploy --force. */
 void deploy_aborted_message(char *buf, size_t sz, const char *sid, const char *job, const char *const labels[],

@@ -265,6 +265,9 @@ void interrupt_handlers(void (*fn)(int));
 /* One container's `history add` (history_record): short, a record must not hold up a verdict
  * on a host that stopped answering.  A host's containers are asked one after another. */
 #define HISTORY_ADD_TIMEOUT_S 15
+/* From the survey (d->sv_js; false before it): the job is stopped (`drover stop`, or its gang
+ * ended, with a release current) in some container and runs a gang in none. */
+bool deploy_job_is_stopped(const struct deploy *d);
 /* Record the outcome (result, its reason code and the reason for people: controller/deploy/state.h)
  * in state_dir and in every container of the job, then notify. */
 void history_record(struct deploy *d, const char *result, enum history_reason code, const char *reason,

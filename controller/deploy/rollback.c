@@ -414,6 +414,17 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
         goto out;
     }
+    if (deploy_job_is_stopped(&d)) {
+        /* nothing runs to decide on: "runs its good release" was said of a job stopped on it */
+        struct stopped_start ss;
+        stopped_start_init(&ss);
+        for (int i = 0; i < d.job->ncts; i++)
+            (void)stopped_start_add(&ss, d.job->cts[i].label, d.sv_found[i] ? &d.sv_js[i] : NULL, d.current);
+        char msg[1400];
+        deploy_stopped_held_message(msg, sizeof msg, d.job->name, ss.who, promote);
+        log_error("%s", msg);
+        goto out;
+    }
     if (!d.current[0] || (strcmp(d.current, d.good) == 0 && !d.off_good_spec)) {
         char msg[400];
         deploy_nothing_held_message(msg, sizeof msg, d.job->name, !d.current[0], promote);

@@ -85,10 +85,21 @@ static void test_aborted_marked(void **state)
     bool none[] = { false, false, false }, all[] = { true, true, true }, one[] = { false, true, false };
     bool gang[] = { true, false, true }, stopped[] = { false, false, false };
     char m[1024];
-    /* nothing marked: as before */
-    deploy_aborted_message(m, sizeof m, "8ba39e855bb1", "train", labels, none, gang, 3, false);
+    bool running[] = { true, true, true };
+    /* nothing marked, a gang everywhere: as before */
+    deploy_aborted_message(m, sizeof m, "8ba39e855bb1", "train", labels, none, running, 3, false);
     assert_string_equal(m, "deploy of 8ba39e855bb1 stopped before anything was switched: the running release "
                            "keeps running untouched");
+    /* nothing marked, the job stopped (`drover stop`) everywhere: nothing kept running, and the
+     * deploy started nothing (it said the running release kept running) */
+    deploy_aborted_message(m, sizeof m, "8ba39e855bb1", "train", labels, none, stopped, 3, false);
+    assert_string_equal(m, "deploy of 8ba39e855bb1 stopped before anything was switched: nothing was started: "
+                           "job 'train' stays stopped");
+    /* ... stopped in one: both, each where it is true */
+    deploy_aborted_message(m, sizeof m, "8ba39e855bb1", "train", labels, none, gang, 3, false);
+    assert_string_equal(m, "deploy of 8ba39e855bb1 stopped before anything was switched: the running release "
+                           "keeps running untouched where it runs; nothing was started: job 'train' stays "
+                           "stopped in h1:102");
     /* every container marked, refused by gpu-check */
     deploy_aborted_message(m, sizeof m, "8ba39e855bb1", "train", labels, all, stopped, 3, true);
     assert_null(strstr(m, "keeps running"));
@@ -206,6 +217,15 @@ static void test_nothing_held(void **state)
     assert_null(strstr(m, "good release"));
     deploy_nothing_held_message(m, sizeof m, "train", false, false);
     assert_string_equal(m, "job 'train' runs its good release: nothing is held to revert");
+    /* `drover promote`/`revert` of a job `drover stop` stopped said it ran its good release */
+    deploy_stopped_held_message(m, sizeof m, "train", "h1:101, h1:102", true);
+    assert_string_equal(m, "job 'train' is stopped in h1:101, h1:102 (`drover stop --job train`, or its gang "
+                           "ended): nothing runs to promote; `drover start --job train` runs it again");
+    deploy_stopped_held_message(m, sizeof m, "train", "h1:101", false);
+    assert_non_null(strstr(m, "nothing runs to revert; `drover start --job train` runs it again"));
+    char small[24];
+    deploy_stopped_held_message(small, sizeof small, "train", "h1:101", false);
+    assert_int_equal(strlen(small), sizeof small - 1);
 }
 
 int main(void)

@@ -344,6 +344,47 @@ static void test_stop_announces_worst_case(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* `drover promote` and `drover revert` of a job `drover stop` stopped (on its good release, or on
+ * a release left unpromoted): they said "runs its good release: nothing is held" or went on to
+ * promote what did not run; now: stopped where, and `drover start --job J` runs it again.
+ * Exit 1, nothing asked of the agents but the lease and the status. */
+static void test_decide_stopped(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-decide-XXXXXX", text[1024], out[128], err[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    for (int held = 0; held < 2; held++) {
+        struct agent_status *st = malloc(sizeof *st);
+        assert_non_null(st);
+        fake_agent_status_init(st);
+        st->njobs = 1;
+        strcpy(st->jobs[0].job, "train");
+        st->jobs[0].state = GANG_STOPPED;
+        memset(st->jobs[0].current, held ? 'b' : 'a', RELEASE_ID_LEN);
+        memset(st->jobs[0].good, 'a', RELEASE_ID_LEN);
+        strcpy(st->jobs[0].reason, "stopped by the operator");
+        fake_agent(dir, st);
+        free(st);
+        struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+        for (int promote = 0; promote < 2; promote++) {
+            char *argv[] = { promote ? "promote" : "revert", "--job", "train", NULL };
+            assert_int_equal(capture_verb(promote ? cmd_promote : cmd_revert, inv, argv, 3, out, err), EXIT_FAIL);
+            char *said = capture_slurp(err);
+            snprintf(text, sizeof text, "job 'train' is stopped in h1:local:%s/a, h1:local:%s/b (`drover stop "
+                     "--job train`, or its gang ended): nothing runs to %s; `drover start --job train` runs it "
+                     "again", dir, dir, promote ? "promote" : "revert");
+            if (!strstr(said, text) || strstr(said, "good release"))
+                fail_msg("held %d, %s: stderr:\n%s", held, argv[0], said);
+            free(said);
+        }
+        inventory_free(inv);
+    }
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -358,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_history_result),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_stop_announces_worst_case),
+        cmocka_unit_test(test_decide_stopped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
