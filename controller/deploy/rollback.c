@@ -386,8 +386,12 @@ interrupted_before_switch:
         ret = EXIT_FAIL;
         goto out;
     }
-    log_error("rollback of job '%s' interrupted by the operator before the switch: nothing was "
-              "stopped or switched, the running release keeps running untouched", d.job->name);
+    if (deploy_job_is_stopped(&d))
+        log_error("rollback of job '%s' interrupted by the operator before the switch: nothing was "
+                  "started: job '%s' stays stopped", d.job->name, d.job->name);
+    else
+        log_error("rollback of job '%s' interrupted by the operator before the switch: nothing was "
+                  "stopped or switched, the running release keeps running untouched", d.job->name);
     history_record(&d, "aborted", HISTORY_RC_NONE, "rollback interrupted by the operator before the switch", -1);
     ret = EXIT_FAIL;
 out:
