@@ -66,9 +66,20 @@ static const char agent_log_script[] =
     "[ -n \"$unit\" ] && systemctl cat drover-agent >/dev/null 2>&1 && journal \"$@\"; "
     "echo \"no agent log at $0 and no drover-agent unit (is the agent installed here? drover install)\" >&2; exit 1";
 
-/* the command that prints (or follows) one log; path is the caller's buffer */
+/* A rank's worker log, in the container: $0 its path, $1 the line count, $2 "f" to follow, $3
+ * the job's log directory.  A log that is not there is said in plain words and its own exit
+ * code, before tail runs: `tail` said "cannot open" (and `tail -F` waited silently for a file
+ * that never comes, then exited 0 on Ctrl-C) where the job never ran. */
+#define RANK_LOG_NO_JOB 3  /* the job's log directory is not there: it never ran here */
+#define RANK_LOG_NO_RANK 4 /* the directory is, the rank's log is not: that rank never ran here */
+static const char rank_log_script[] =
+    "[ -d \"$3\" ] || { echo \"the job never ran here (no log directory $3)\" >&2; exit 3; }; "
+    "[ -e \"$0\" ] || { echo \"this rank never ran here (no log at $0)\" >&2; exit 4; }; "
+    "if [ \"$2\" = f ]; then exec tail -n \"$1\" -F \"$0\"; fi; exec tail -n \"$1\" \"$0\"";
+
+/* the command that prints (or follows) one log; path and dir are the caller's buffers */
 static void log_argv(const struct inv_ct *ct, const char *job, int rank, const char *nbuf, bool follow,
-                     char *path, size_t pathsz, const char *argv[8])
+                     char *path, size_t pathsz, char *dir, size_t dirsz, const char *argv[8])
 {
     int i = 0;
     if (rank < 0) {
@@ -81,13 +92,15 @@ static void log_argv(const struct inv_ct *ct, const char *job, int rank, const c
         argv[i++] = follow ? "f" : "";
         argv[i++] = ct->root[0] ? "host" : "";
     } else {
+        snprintf(dir, dirsz, "%s/runs/%s/logs", pct_agent_root(ct), job);
         snprintf(path, pathsz, "%s/runs/%s/logs/rank%d.log", pct_agent_root(ct), job, rank);
-        argv[i++] = "tail";
-        argv[i++] = "-n";
-        argv[i++] = nbuf;
-        if (follow)
-            argv[i++] = "-F";
+        argv[i++] = "sh";
+        argv[i++] = "-c";
+        argv[i++] = rank_log_script;
         argv[i++] = path;
+        argv[i++] = nbuf;
+        argv[i++] = follow ? "f" : "";
+        argv[i++] = dir;
     }
     argv[i] = NULL;
 }
@@ -177,9 +190,9 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
     for (int i = 0; i < nwant; i++) {
         const struct inv_ct *ct = want[i].ct;
         int r = want[i].rank;
-        char path[PATH_MAX], whose[32];
+        char path[PATH_MAX], dir[PATH_MAX], whose[32];
         const char *av[8];
-        log_argv(ct, job->name, r, nbuf, follow, path, sizeof path, av);
+        log_argv(ct, job->name, r, nbuf, follow, path, sizeof path, dir, sizeof dir, av);
         struct conn *cn;
         if (fleet_conn(f, ct->host, &cn) < 0) {
             ret = EXIT_FAIL;
@@ -208,6 +221,13 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
             char why[512];
             if (r < 0) /* the script's own words: no log, or journalctl's error */
                 log_error("%s: cannot read the agent's log: %s", ct->label, exec_result_reason(&res, why, sizeof why));
+            else if (res.status == RANK_LOG_NO_JOB)
+                log_error("%s: job '%s' never ran here: no worker log (no '%s'); `drover status --job %s` "
+                          "says what runs where", ct->label, job->name, dir, job->name);
+            else if (res.status == RANK_LOG_NO_RANK)
+                log_error("%s: %s of job '%s' never ran here: no worker log at '%s'; `drover status --job "
+                          "%s` says what runs where", ct->label, log_whose(r, whose, sizeof whose), job->name,
+                          path, job->name);
             else
                 log_error("%s: %s has no log at '%s' (%s)", ct->label, log_whose(r, whose, sizeof whose), path,
                           exec_result_reason(&res, why, sizeof why));

@@ -509,6 +509,41 @@ static void test_notes_under_the_table(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* `drover logs` of a container where the job never ran said tail's "cannot open" (and with -f
+ * waited silently, exit 0 on Ctrl-C): it says the job, or that rank, never ran there, exit 1;
+ * a rank that ran prints its log, exit 0. */
+static void test_logs_never_ran(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-logs-XXXXXX", text[1024], out[128], err[128], p[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+    char *argv[] = { "logs", "--job", "train", "--rank", "0", NULL };
+    assert_int_equal(capture_verb(cmd_logs, inv, argv, 5, out, err), EXIT_FAIL);
+    snprintf(text, sizeof text, "h1:local:%s/a: job 'train' never ran here: no worker log (no '%s/a/runs/train/logs'); "
+             "`drover status --job train` says what runs where", dir, dir);
+    assert_int_equal(count_lines(err, text), 1);
+    assert_int_equal(count_lines(out, ""), 0);
+    /* the job ran there, rank 0 did not (another nproc_per_node then) */
+    snprintf(p, sizeof p, "mkdir -p '%s/a/runs/train/logs'", dir);
+    assert_int_equal(system(p), 0);
+    assert_int_equal(capture_verb(cmd_logs, inv, argv, 5, out, err), EXIT_FAIL);
+    snprintf(text, sizeof text, "h1:local:%s/a: rank 0 of job 'train' never ran here: no worker log at "
+             "'%s/a/runs/train/logs/rank0.log'", dir, dir);
+    assert_int_equal(count_lines(err, text), 1);
+    /* it ran: its log, exit 0 */
+    snprintf(p, sizeof p, "%s/a/runs/train/logs/rank0.log", dir);
+    capture_put(p, "step 1\n", 0640);
+    assert_int_equal(capture_verb(cmd_logs, inv, argv, 5, out, err), EXIT_OK);
+    assert_int_equal(count_lines(out, "step 1"), 1);
+    assert_int_equal(count_lines(err, ""), 0);
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -525,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_failed_reason_code),
         cmocka_unit_test(test_no_job_said),
         cmocka_unit_test(test_notes_under_the_table),
+        cmocka_unit_test(test_logs_never_ran),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
