@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -422,6 +423,29 @@ static void status_clock_skew(struct fetched *it, const struct agent_status *st,
                      it->ct->label, skew, skew > 0 ? "ahead of" : "behind", rtt / 2);
 }
 
+/* "deploy_in_progress" of job: the drover (this machine's, this state_dir's) that holds its
+ * per-job lock, deploying, rolling back, stopping or starting it, or null.  Another operator's
+ * drover elsewhere holds the job's deploy lease instead: not seen here. */
+static json_t *deploy_in_progress_json(const char *state_dir, const char *job)
+{
+    struct state_lock_use u;
+    int r = state_lock_in_use(state_dir, job, &u);
+    if (r < 0)
+        log_debug("cannot tell whether job '%s' is being deployed: /proc/locks: %s", job, strerror(-r));
+    if (r <= 0)
+        return json_null();
+    char since[32] = "";
+    time_t t = (time_t)u.since;
+    struct tm tm;
+    if (u.since > 0 && gmtime_r(&t, &tm))
+        strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_t *o = json_object();
+    json_object_set_new(o, "holder_pid", u.holder_pid > 0 ? json_integer(u.holder_pid) : json_null());
+    json_object_set_new(o, "since", since[0] ? json_string(since) : json_null());
+    json_object_set_new(o, "lock", json_string(u.lock));
+    return o;
+}
+
 static int status_once(struct fleet *f, const struct status_opts *o)
 {
     const struct inventory *inv = f->inv;
@@ -573,6 +597,8 @@ static int status_once(struct fleet *f, const struct status_opts *o)
         }
         /* null when no rank said (every host down, ranks just started): 0.0 read as a stall */
         json_object_set_new(jo, "ktok_s", nktok ? json_real(total) : json_null());
+        if (o->json)
+            json_object_set_new(jo, "deploy_in_progress", deploy_in_progress_json(inv->state_dir, j->name));
         json_array_append_new(json_object_get(root, "jobs"), jo);
     }
     /* the table said `no-job` and not what to do (the newcomer pass); -o json stays the

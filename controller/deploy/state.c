@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -508,4 +510,50 @@ int state_lock_holder(const char *state_dir, const char *job, long *ret_pid)
         return -EINVAL;
     *ret_pid = pid;
     return 0;
+}
+
+/* The pid of the flock on (dev, ino) among the lines of /proc/locks (text, NUL-terminated): 1 and
+ * *ret_pid when one is held ("N: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INODE START END", major and
+ * minor in hex), 0 when none is; lines of waiters ("N: -> FLOCK ...") do not hold it. */
+static int proc_locks_find(const char *text, dev_t dev, ino_t ino, long *ret_pid)
+{
+    for (const char *l = text, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+        nl = strchr(l, '\n');
+        char type[16];
+        long pid;
+        unsigned maj, min;
+        unsigned long long inode;
+        if (sscanf(l, "%*d: %15s %*s %*s %ld %x:%x:%llu", type, &pid, &maj, &min, &inode) == 5 &&
+            !strcmp(type, "FLOCK") && maj == major(dev) && min == minor(dev) && inode == (unsigned long long)ino) {
+            *ret_pid = pid;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int state_lock_in_use(const char *state_dir, const char *job, struct state_lock_use *ret)
+{
+    struct state_lock_use u = { 0 };
+    snprintf(u.lock, sizeof u.lock, "%s/lock-%s", state_dir, job);
+    struct stat sb;
+    if (stat(u.lock, &sb) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    char *text;
+    size_t len;
+    int r = fs_read_file("/proc/locks", 4u << 20, &text, &len);
+    if (r < 0)
+        return r;
+    long pid = 0;
+    r = proc_locks_find(text, sb.st_dev, sb.st_ino, &pid);
+    free(text);
+    if (r <= 0 || !ret)
+        return r;
+    /* the file's pid first: /proc/locks names the pid that took the flock as this pid
+     * namespace sees it, 0 from another one */
+    if (state_lock_holder(state_dir, job, &u.holder_pid) < 0)
+        u.holder_pid = pid > 0 ? pid : 0;
+    u.since = (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9;
+    *ret = u;
+    return 1;
 }

@@ -143,4 +143,19 @@ int state_lock_job(const char *state_dir, const char *job);
  * the file is empty (an older drover), -EINVAL when it holds no pid.  Does not lock. */
 int state_lock_holder(const char *state_dir, const char *job, long *ret_pid);
 
+/* Who holds the per-job lock (state_lock_job), found without taking it: a deploy starting at
+ * the same moment is never refused because someone looked. */
+struct state_lock_use {
+    long holder_pid; /* the pid in the lock file (state_lock_holder), else /proc/locks' pid; 0 unknown */
+    double since;    /* epoch seconds the lock file was last written (the holder wrote its pid
+                        when it took it); 0 unknown */
+    char lock[1100]; /* the lock file's path */
+};
+
+/* Whether a process holds job's lock under state_dir: reads /proc/locks for an flock on the lock
+ * file's inode (device and inode compared as numbers; waiters, "->", skipped).  1 held, with
+ * *ret filled when ret is not NULL; 0 not held (no lock file included; *ret untouched);
+ * -errno when /proc/locks cannot be read. */
+int state_lock_in_use(const char *state_dir, const char *job, struct state_lock_use *ret);
+
 #endif

@@ -464,28 +464,6 @@ out:
     return NULL;
 }
 
-/* true when some process holds an flock on path (read from /proc/locks; never takes it, so a
- * deploy starting at the same moment is never refused because of us). */
-static bool lock_is_held(const char *path)
-{
-    struct stat sb;
-    if (stat(path, &sb) < 0)
-        return false;
-    char *text;
-    size_t len;
-    if (fs_read_file("/proc/locks", 1u << 20, &text, &len) < 0)
-        return false;
-    char want[64];
-    snprintf(want, sizeof want, "%02x:%02x:%llu ", major(sb.st_dev), minor(sb.st_dev),
-             (unsigned long long)sb.st_ino);
-    bool held = false;
-    char *save = NULL;
-    for (char *l = strtok_r(text, "\n", &save); l && !held; l = strtok_r(NULL, "\n", &save))
-        held = strstr(l, "FLOCK") && strstr(l, want) && !strstr(l, "->");
-    free(text);
-    return held;
-}
-
 static void *state_main(void *arg)
 {
     struct top_poll *p = arg;
@@ -506,12 +484,12 @@ static void *state_main(void *arg)
             const struct inv_job *ij = &inv->jobs[j];
             struct top_job *tj = &jobs[j];
             cmd_job_target(inv, ij->name, tj->target);
-            char key[2048], rel[RELEASE_ID_LEN + 1], lock[INV_PATH_MAX + 64];
+            char key[2048], rel[RELEASE_ID_LEN + 1];
             inventory_job_key(ij, key, sizeof key);
             if (state_baseline_get(inv->state_dir, key, &tj->baseline_ktok, rel) < 0)
                 tj->baseline_ktok = 0;
-            snprintf(lock, sizeof lock, "%s/lock-%s", inv->state_dir, ij->name);
-            tj->deploying = lock_is_held(lock);
+            /* read, never taken: a deploy starting at the same moment is not refused because of us */
+            tj->deploying = state_lock_in_use(inv->state_dir, ij->name, NULL) > 0;
         }
         pthread_mutex_lock(&p->mu);
         double total = 0;

@@ -427,9 +427,24 @@ static void test_state_dir(void **state)
     /* the refusal can name the holder: its pid is in the lock file */
     assert_int_equal(state_lock_holder(dir, "train", &holder), 0);
     assert_true(holder == (long)getpid());
+    /* who holds it, seen without taking it (status -o json, top): this process, since now */
+    struct state_lock_use u = { .holder_pid = -7 };
+    assert_int_equal(state_lock_in_use(dir, "train", &u), 1);
+    assert_true(u.holder_pid == (long)getpid());
+    assert_true(u.since > time_wall() - 60 && u.since <= time_wall() + 1);
+    char want_lock[1100];
+    snprintf(want_lock, sizeof want_lock, "%s/lock-train", dir);
+    assert_string_equal(u.lock, want_lock);
+    assert_int_equal(state_lock_in_use(dir, "train", NULL), 1);
+    assert_int_equal(state_lock_job(dir, "train"), -EBUSY); /* looking did not take it */
     close(l1);
+    u.holder_pid = -7;
+    assert_int_equal(state_lock_in_use(dir, "train", &u), 0); /* released: the file stays */
+    assert_true(u.holder_pid == -7);                         /* untouched */
+    assert_int_equal(state_lock_in_use(dir, "eval", &u), 0);  /* no lock file */
     int l2 = state_lock_job(dir, "train");
     assert_true(l2 >= 0);
+    assert_int_equal(state_lock_in_use(dir, "train", &u), 1);
     close(l2);
     assert_int_equal(fs_rm_rf(dir), 0);
 }

@@ -26,6 +26,7 @@
 #include "controller/transport/fleet.h"
 #include "tests/unit/capture.h"
 #include "controller/transport/pct.h"
+#include "controller/deploy/state.h"
 
 static void test_loss_text(void **state)
 {
@@ -544,6 +545,56 @@ static void test_logs_never_ran(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* status -o json says per job whether a drover of this state_dir holds its deploy lock (a
+ * deploy, rollback, stop or start in progress): its pid, since when, the lock; else null. */
+static void test_deploy_in_progress(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-dip-XXXXXX", text[1024], out[128], err[128], p[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    struct agent_status st;
+    fake_agent_status_init(&st);
+    fake_agent(dir, &st);
+    struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+    snprintf(p, sizeof p, "%s/state", dir);
+    int lock = state_lock_job(p, "train");
+    assert_true(lock >= 0);
+    char *argv[] = { "status", "-o", "json", NULL };
+    assert_int_equal(capture_verb(cmd_status, inv, argv, 3, out, err), EXIT_OK);
+    char *doc = capture_slurp(out);
+    json_t *root = json_loads(doc, 0, NULL);
+    assert_non_null(root);
+    json_t *jobs = json_object_get(root, "jobs");
+    assert_int_equal(json_array_size(jobs), 2);
+    json_t *dip = json_object_get(json_array_get(jobs, 0), "deploy_in_progress");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(jobs, 0), "job")), "train");
+    assert_true(json_is_object(dip));
+    assert_int_equal(json_integer_value(json_object_get(dip, "holder_pid")), getpid());
+    const char *since = json_string_value(json_object_get(dip, "since"));
+    assert_non_null(since);
+    assert_int_equal(strlen(since), 20); /* 2026-12-06T15:35:23Z */
+    assert_int_equal(since[19], 'Z');
+    snprintf(text, sizeof text, "%s/state/lock-train", dir);
+    assert_string_equal(json_string_value(json_object_get(dip, "lock")), text);
+    /* eval: nobody deploys it */
+    dip = json_object_get(json_array_get(jobs, 1), "deploy_in_progress");
+    assert_true(dip && json_is_null(dip));
+    json_decref(root);
+    free(doc);
+    close(lock);
+    assert_int_equal(capture_verb(cmd_status, inv, argv, 3, out, err), EXIT_OK);
+    doc = capture_slurp(out);
+    root = json_loads(doc, 0, NULL);
+    assert_true(json_is_null(json_object_get(json_array_get(json_object_get(root, "jobs"), 0), "deploy_in_progress")));
+    json_decref(root);
+    free(doc);
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -561,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_no_job_said),
         cmocka_unit_test(test_notes_under_the_table),
         cmocka_unit_test(test_logs_never_ran),
+        cmocka_unit_test(test_deploy_in_progress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
