@@ -132,6 +132,25 @@ int probation_samples(const struct probation *p, struct sample_set *ret_s);
  * the line are that old), else the rank whose last heartbeat is that old. */
 #define PROBATION_QUIET_S 10
 void probation_describe(const struct probation *p, double now, char *buf, size_t buf_sz);
+
+/* The frozen rank, one rule for the verdict and for `drover rebaseline` (which refuses to
+ * measure a gang with one): a rank that made PROBATION_SILENT_MIN_STEPS steps of its own (so it
+ * really ran), then sent no heartbeat for PROBATION_QUIET_S or more while it still runs (hung in
+ * a collective, a deadlocked data loader, SIGSTOP).  Its peers block in their next collective
+ * and fall silent too, then exit on their timeout (peer_lost 8, peer_stopped 12, or a plain
+ * crash): their exits are not the cause, the rank whose heartbeats stopped first is. */
+#define PROBATION_SILENT_MIN_STEPS 3
+struct rank_silence {
+    double hb_age_s; /* seconds since its last heartbeat; < 0: none yet */
+    long long steps; /* steps it made in this gang: its step less the one it resumed from */
+    bool ended;      /* it exited or was killed */
+};
+/* Which of the n ranks r froze: of those that made PROBATION_SILENT_MIN_STEPS steps, the one
+ * whose last heartbeat is the oldest, when it still runs and is silent for PROBATION_QUIET_S or
+ * more; -1 when none (the oldest one ended: its exit is a cause of its own).  On a rank found,
+ * *ret_next is the rank whose heartbeats stopped next (the next oldest with a heartbeat that
+ * still runs), -1 none; untouched when -1 is returned.  Pure. */
+int probation_find_silent(const struct rank_silence *r, int n, int *ret_next);
 /* Lowest step over the ranks and the checkpoint rank 0 resumed from (-1 unknown). */
 void probation_progress(const struct probation *p, long long *ret_step, long long *ret_resumed);
 
