@@ -369,6 +369,20 @@ int probation_find_silent(const struct rank_silence *r, int n, int *ret_next)
     return first;
 }
 
+void probation_rank_silence(const struct rank_status *rs, const char *release, struct rank_silence *ret)
+{
+    const struct heartbeat *hb = &rs->hb;
+    ret->ended = rs->exit_code >= 0 || rs->exit_signal > 0 || strcmp(rs->state, "exited") == 0 ||
+                 strcmp(rs->state, "killed") == 0;
+    ret->hb_age_s = -1;
+    ret->steps = 0;
+    if (!rs->has_hb || rs->hb_age_s < 0 || !release_matches(hb->release, release) ||
+        (hb->phase != HB_PHASE_TRAIN && hb->phase != HB_PHASE_CHECKPOINT))
+        return;
+    ret->hb_age_s = rs->hb_age_s;
+    ret->steps = hb->resumed_from >= 0 && hb->step >= hb->resumed_from ? hb->step - hb->resumed_from : hb->step;
+}
+
 /* Container ct's document js: each rank's last train heartbeat of the watched release and
  * whether it ended, for the frozen-rank rule (kept apart from the sampling's figures, which
  * only a live train heartbeat moves). */
@@ -379,19 +393,18 @@ static void note_beats(struct probation *p, int ct, const struct job_status *js,
     for (int lr = 0; lr < p->nproc; lr++) {
         const struct rank_status *rs = find_rank(js, ct * p->nproc + lr);
         struct prank *pr = &p->cts[ct].ranks[lr];
+        struct rank_silence rsl;
         if (!rs)
             continue;
-        pr->ended = rs->exit_code >= 0 || rs->exit_signal > 0 || strcmp(rs->state, "exited") == 0 ||
-                    strcmp(rs->state, "killed") == 0;
-        const struct heartbeat *hb = &rs->hb;
-        if (!rs->has_hb || rs->hb_age_s < 0 || !release_matches(hb->release, p->release) ||
-            (hb->phase != HB_PHASE_TRAIN && hb->phase != HB_PHASE_CHECKPOINT))
+        probation_rank_silence(rs, p->release, &rsl);
+        pr->ended = rsl.ended;
+        if (rsl.hb_age_s < 0)
             continue;
         pr->beat = true;
-        pr->beat_t = now - rs->hb_age_s;
-        pr->beat_step = hb->step;
-        pr->beat_phase = hb->phase;
-        pr->done = hb->resumed_from >= 0 && hb->step >= hb->resumed_from ? hb->step - hb->resumed_from : hb->step;
+        pr->beat_t = now - rsl.hb_age_s;
+        pr->beat_step = rs->hb.step;
+        pr->beat_phase = rs->hb.phase;
+        pr->done = rsl.steps;
     }
 }
 

@@ -151,6 +151,10 @@ struct rank_silence {
  * *ret_next is the rank whose heartbeats stopped next (the next oldest with a heartbeat that
  * still runs), -1 none; untouched when -1 is returned.  Pure. */
 int probation_find_silent(const struct rank_silence *r, int n, int *ret_next);
+/* rs's facts for probation_find_silent() into *ret: its last heartbeat's age and steps when that
+ * heartbeat is of release, in phase train or checkpoint (else hb_age_s -1), and whether it
+ * ended.  Read the same by the verdict and by rebaseline. */
+void probation_rank_silence(const struct rank_status *rs, const char *release, struct rank_silence *ret);
 /* Lowest step over the ranks and the checkpoint rank 0 resumed from (-1 unknown). */
 void probation_progress(const struct probation *p, long long *ret_step, long long *ret_resumed);
 
