@@ -5,7 +5,9 @@
  *
  * Rules (docs/controller.md, "Probation"): every expected rank sends a train heartbeat from the
  * new release within healthy_deadline and keeps heartbeating and stepping; loss stays finite;
- * no rank exits or restarts; the agent must not revert or fail on its own.
+ * no rank exits or restarts; the agent must not revert or fail on its own.  A rank that froze
+ * (probation_find_silent() below) is named as the cause of its peers' exits, and first of a
+ * gang that fell silent behind it.
  *
  * Throughput is a comparison of distributions, not of two numbers.  One job sample (the sum of
  * the ranks' tok_s / 1000, and the slowest rank's step time) is taken each time every rank has
