@@ -62,7 +62,8 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote);
  * rank training.  That gang is watched as a probation watches a candidate (nothing switched or
  * stopped), judged on health alone, and on a pass its warm samples become J's baseline (agents
  * and state_dir) and the history records `rebaselined`.  Refused (exit 1, baseline unchanged)
- * when J runs anything else; a failed or interrupted measurement changes nothing either. */
+ * when J runs anything else, or a rank of it froze (the verdict's rule, probation_find_silent());
+ * a failed or interrupted measurement changes nothing either. */
 int deploy_rebaseline(struct fleet *f, const char *job);
 
 /* What a deploy says when it could not ask every container (err: the first failure):

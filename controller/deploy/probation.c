@@ -40,6 +40,13 @@ struct prank {
     long long sampled_tokens;
     double sampled_t;
     long long bad_lines;    /* the agent's count of lines that were not heartbeats (watched gang) */
+    /* For the frozen-rank rule (probation_find_silent), from every document, the exits' too:
+     * the controller time of its last train heartbeat (beat: there is one), that heartbeat's
+     * step and phase, the steps it made, and whether it exited or was killed. */
+    bool beat, ended;
+    double beat_t;
+    long long beat_step, done;
+    enum hb_phase beat_phase;
 };
 
 struct pct_state {
@@ -212,6 +219,9 @@ static void say(char *buf, size_t sz, const char *fmt, ...)
     va_end(ap);
 }
 
+/* forward: the silent verdict names the first rank to stop (below the frozen-rank rule) */
+static void fail_silent(struct probation *p, double now, int rank, double age, enum hb_phase phase);
+
 /* The agent's reason code the next fail() quotes (before it: a verdict already decided keeps
  * its own); the facts of another cause are cleared. */
 static void fail_code(struct probation *p, enum status_reason code)
@@ -340,6 +350,126 @@ static void describe_exit(const struct rank_status *rs, char *buf, size_t sz)
     else
         snprintf(buf, sz, "exited with code %d%s%s%s %s", rs->exit_code, why ? " (" : "",
                  why ? why : "", why ? ")" : "", at);
+}
+
+int probation_find_silent(const struct rank_silence *r, int n, int *ret_next)
+{
+    int first = -1;
+    for (int i = 0; i < n; i++)
+        if (r[i].hb_age_s >= 0 && r[i].steps >= PROBATION_SILENT_MIN_STEPS &&
+            (first < 0 || r[i].hb_age_s > r[first].hb_age_s))
+            first = i;
+    if (first < 0 || r[first].ended || r[first].hb_age_s < PROBATION_QUIET_S)
+        return -1;
+    int next = -1;
+    for (int i = 0; i < n; i++)
+        if (i != first && !r[i].ended && r[i].hb_age_s >= 0 && (next < 0 || r[i].hb_age_s > r[next].hb_age_s))
+            next = i;
+    *ret_next = next;
+    return first;
+}
+
+void probation_rank_silence(const struct rank_status *rs, const char *release, struct rank_silence *ret)
+{
+    const struct heartbeat *hb = &rs->hb;
+    ret->ended = rs->exit_code >= 0 || rs->exit_signal > 0 || strcmp(rs->state, "exited") == 0 ||
+                 strcmp(rs->state, "killed") == 0;
+    ret->hb_age_s = -1;
+    ret->steps = 0;
+    if (!rs->has_hb || rs->hb_age_s < 0 || !release_matches(hb->release, release) ||
+        (hb->phase != HB_PHASE_TRAIN && hb->phase != HB_PHASE_CHECKPOINT))
+        return;
+    ret->hb_age_s = rs->hb_age_s;
+    ret->steps = hb->resumed_from >= 0 && hb->step >= hb->resumed_from ? hb->step - hb->resumed_from : hb->step;
+}
+
+/* Container ct's document js: each rank's last train heartbeat of the watched release and
+ * whether it ended, for the frozen-rank rule (kept apart from the sampling's figures, which
+ * only a live train heartbeat moves). */
+static void note_beats(struct probation *p, int ct, const struct job_status *js, double now)
+{
+    if (js->release[0] && !release_matches(js->release, p->release))
+        return; /* the old gang's */
+    for (int lr = 0; lr < p->nproc; lr++) {
+        const struct rank_status *rs = find_rank(js, ct * p->nproc + lr);
+        struct prank *pr = &p->cts[ct].ranks[lr];
+        struct rank_silence rsl;
+        if (!rs)
+            continue;
+        probation_rank_silence(rs, p->release, &rsl);
+        pr->ended = rsl.ended;
+        if (rsl.hb_age_s < 0)
+            continue;
+        pr->beat = true;
+        pr->beat_t = now - rsl.hb_age_s;
+        pr->beat_step = rs->hb.step;
+        pr->beat_phase = rs->hb.phase;
+        pr->done = rsl.steps;
+    }
+}
+
+/* probation_find_silent() over every rank at time now: the global rank that froze, or -1. */
+static int frozen_rank(const struct probation *p, double now, int *ret_next)
+{
+    struct rank_silence r[INV_MAX_CTS * STATUS_MAX_RANKS];
+    int n = p->ncts * p->nproc;
+    for (int i = 0; i < n; i++) {
+        const struct prank *pr = &p->cts[i / p->nproc].ranks[i % p->nproc];
+        r[i] = (struct rank_silence){pr->beat ? now - pr->beat_t : -1, pr->done, pr->ended};
+    }
+    return probation_find_silent(r, n, ret_next);
+}
+
+static const struct prank *rank_of(const struct probation *p, int rank)
+{
+    return &p->cts[rank / p->nproc].ranks[rank % p->nproc];
+}
+
+/* A rank exited (what_exited: the verdict that would name it, "rank 0 on h1:101 exited with
+ * code 8 (peer lost) at step 38; see ..."), while another froze before it: the frozen rank is
+ * the cause, its peers only followed it (they timed out in a collective it never joined, or
+ * lost it as a peer).  The verdict used to name the exit, sending the operator to a rank that
+ * was fine.  It is a cause: no exit fed later replaces it; and no exit code of its own (-1).
+ * true when it decided the verdict. */
+static bool fail_frozen(struct probation *p, double now, const char *what_exited)
+{
+    int next, f = p->verdict == PROBATION_PENDING ? frozen_rank(p, now, &next) : -1;
+    if (f < 0)
+        return false;
+    const struct prank *fr = rank_of(p, f);
+    fail_code(p, STATUS_RC_NONE);
+    p->peer_stop_ct = -1;
+    fail(p, "rank %d on %s stopped sending heartbeats %.0f s before the others exited (last step %lld), "
+         "and the others followed it: %s", f, p->cts[f / p->nproc].label, now - fr->beat_t, fr->beat_step,
+         what_exited);
+    return true;
+}
+
+/* Rank `rank` has sent no heartbeat for age seconds (past healthy_deadline; in phase phase).
+ * When every rank still running is silent (PROBATION_QUIET_S or more), the whole gang hung
+ * behind the one that froze first: that one is named, with how much later the next stopped,
+ * not whichever this document's loop reached first (the verdict named rank 0 of the container
+ * read first, the ranks that only waited for the frozen one included). */
+static void fail_silent(struct probation *p, double now, int rank, double age, enum hb_phase phase)
+{
+    int next = -1, f = frozen_rank(p, now, &next);
+    bool all = f >= 0 && next >= 0; /* a gang of one names no first */
+    for (int i = 0; all && i < p->ncts * p->nproc; i++) {
+        const struct prank *r = rank_of(p, i);
+        all = r->ended || (r->beat && now - r->beat_t >= PROBATION_QUIET_S);
+    }
+    if (!all || now - rank_of(p, f)->beat_t < age) {
+        fail(p, "silent: no heartbeat from rank %d (%s) for %.0fs in phase %s (healthy_deadline %.0fs)",
+             rank, p->cts[rank / p->nproc].label, age, hb_phase_name(phase), p->pol.healthy_deadline_s);
+        return;
+    }
+    const struct prank *fr = rank_of(p, f);
+    char then[160];
+    say(then, sizeof then, ", %.0fs before rank %d (%s)", rank_of(p, next)->beat_t - fr->beat_t, next,
+        p->cts[next / p->nproc].label);
+    fail(p, "silent: no heartbeat from rank %d (%s) for %.0fs in phase %s (healthy_deadline %.0fs); every "
+         "rank fell silent, rank %d first (last step %lld)%s", f, p->cts[f / p->nproc].label, now - fr->beat_t,
+         hb_phase_name(fr->beat_phase), p->pol.healthy_deadline_s, f, fr->beat_step, then);
 }
 
 static void feed_one(struct probation *p, int ct, const struct agent_status *st, double now);
@@ -498,29 +628,37 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
              logs_pointer_for(p, js->reason_code, logs, sizeof logs));
         return;
     }
+    note_beats(p, ct, js, now);
     for (int lr = 0; lr < p->nproc; lr++) {
         int rank = ct * p->nproc + lr;
         const struct rank_status *rs0 = find_rank(js, rank);
         /* Exits count only for the gang of the watched release, not the old one stopping. */
         if (rs0 && release_matches(js->release, p->release) && (rs0->exit_code >= 0 || rs0->exit_signal > 0)) {
-            char what[256], logs[JOB_NAME_MAX + 48];
+            char what[256], logs[JOB_NAME_MAX + 48], exited[PROBATION_REASON_MAX];
             describe_exit(rs0, what, sizeof what);
+            say(exited, sizeof exited, "rank %d on %s %s%s", rank, cs->label, what, logs_pointer(p, logs, sizeof logs));
+            if (fail_frozen(p, now, exited))
+                return;
             bool first = p->verdict == PROBATION_PENDING;
             fail_exit(p, rs0);
-            fail(p, "rank %d on %s %s%s", rank, cs->label, what, logs_pointer(p, logs, sizeof logs));
+            fail(p, "%s", exited);
             if (first && rs0->exit_signal <= 0 && train_exit_is_peer_effect(rs0->exit_code))
                 p->peer_stop_ct = ct;
             return;
         }
     }
     if (!p->recovery && (js->restarts > 0 || js->state == GANG_BACKOFF)) {
-        char why[sizeof js->reason], logs[JOB_NAME_MAX + 48];
+        char why[sizeof js->reason], logs[JOB_NAME_MAX + 48], lost[PROBATION_REASON_MAX];
+        say(lost, sizeof lost, "the gang on %s %s (restarts %d): %s%s", cs->label,
+            js->state == GANG_BACKOFF ? "lost a rank and is backing off" : "restarted",
+            js->restarts, js->reason[0] ? agent_reason_without_plan(js->reason, why, sizeof why) : "no reason given",
+            logs_pointer(p, logs, sizeof logs));
+        /* its ranks ended for a rank elsewhere (peer_exit): maybe one that froze */
+        if (js->peer_exit && fail_frozen(p, now, lost))
+            return;
         bool first = p->verdict == PROBATION_PENDING;
         fail_code(p, js->reason_code);
-        fail(p, "the gang on %s %s (restarts %d): %s%s", cs->label,
-             js->state == GANG_BACKOFF ? "lost a rank and is backing off" : "restarted",
-             js->restarts, js->reason[0] ? agent_reason_without_plan(js->reason, why, sizeof why) : "no reason given",
-             logs_pointer(p, logs, sizeof logs));
+        fail(p, "%s", lost);
         if (first && js->peer_exit)
             p->peer_stop_ct = ct; /* its ranks ended for a rank elsewhere: no cause here */
         return;
@@ -542,10 +680,13 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
             continue;
         if (release_matches(js->release, p->release) &&
             (strcmp(rs->state, "exited") == 0 || strcmp(rs->state, "killed") == 0)) {
-            char what[256], logs[JOB_NAME_MAX + 48];
+            char what[256], logs[JOB_NAME_MAX + 48], exited[PROBATION_REASON_MAX];
             describe_exit(rs, what, sizeof what);
+            say(exited, sizeof exited, "rank %d on %s %s%s", rank, cs->label, what, logs_pointer(p, logs, sizeof logs));
+            if (fail_frozen(p, now, exited))
+                return;
             fail_exit(p, rs);
-            fail(p, "rank %d on %s %s%s", rank, cs->label, what, logs_pointer(p, logs, sizeof logs));
+            fail(p, "%s", exited);
             return;
         }
         struct prank *pr = &cs->ranks[lr];
@@ -574,8 +715,7 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
             return;
         }
         if (rs->hb_age_s > p->pol.healthy_deadline_s) {
-            fail(p, "silent: no heartbeat from rank %d (%s) for %.0fs in phase %s (healthy_deadline %.0fs)",
-                 rank, cs->label, rs->hb_age_s, hb_phase_name(hb->phase), p->pol.healthy_deadline_s);
+            fail_silent(p, now, rank, rs->hb_age_s, hb->phase);
             return;
         }
         pr->tokens = hb->tokens;

@@ -5,7 +5,9 @@
  *
  * Rules (docs/controller.md, "Probation"): every expected rank sends a train heartbeat from the
  * new release within healthy_deadline and keeps heartbeating and stepping; loss stays finite;
- * no rank exits or restarts; the agent must not revert or fail on its own.
+ * no rank exits or restarts; the agent must not revert or fail on its own.  A rank that froze
+ * (probation_find_silent() below) is named as the cause of its peers' exits, and first of a
+ * gang that fell silent behind it.
  *
  * Throughput is a comparison of distributions, not of two numbers.  One job sample (the sum of
  * the ranks' tok_s / 1000, and the slowest rank's step time) is taken each time every rank has
@@ -132,6 +134,29 @@ int probation_samples(const struct probation *p, struct sample_set *ret_s);
  * the line are that old), else the rank whose last heartbeat is that old. */
 #define PROBATION_QUIET_S 10
 void probation_describe(const struct probation *p, double now, char *buf, size_t buf_sz);
+
+/* The frozen rank, one rule for the verdict and for `drover rebaseline` (which refuses to
+ * measure a gang with one): a rank that made PROBATION_SILENT_MIN_STEPS steps of its own (so it
+ * really ran), then sent no heartbeat for PROBATION_QUIET_S or more while it still runs (hung in
+ * a collective, a deadlocked data loader, SIGSTOP).  Its peers block in their next collective
+ * and fall silent too, then exit on their timeout (peer_lost 8, peer_stopped 12, or a plain
+ * crash): their exits are not the cause, the rank whose heartbeats stopped first is. */
+#define PROBATION_SILENT_MIN_STEPS 3
+struct rank_silence {
+    double hb_age_s; /* seconds since its last heartbeat; < 0: none yet */
+    long long steps; /* steps it made in this gang: its step less the one it resumed from */
+    bool ended;      /* it exited or was killed */
+};
+/* Which of the n ranks r froze: of those that made PROBATION_SILENT_MIN_STEPS steps, the one
+ * whose last heartbeat is the oldest, when it still runs and is silent for PROBATION_QUIET_S or
+ * more; -1 when none (the oldest one ended: its exit is a cause of its own).  On a rank found,
+ * *ret_next is the rank whose heartbeats stopped next (the next oldest with a heartbeat that
+ * still runs), -1 none; untouched when -1 is returned.  Pure. */
+int probation_find_silent(const struct rank_silence *r, int n, int *ret_next);
+/* rs's facts for probation_find_silent() into *ret: its last heartbeat's age and steps when that
+ * heartbeat is of release, in phase train or checkpoint (else hb_age_s -1), and whether it
+ * ended.  Read the same by the verdict and by rebaseline. */
+void probation_rank_silence(const struct rank_status *rs, const char *release, struct rank_silence *ret);
 /* Lowest step over the ranks and the checkpoint rank 0 resumed from (-1 unknown). */
 void probation_progress(const struct probation *p, long long *ret_step, long long *ret_resumed);
 

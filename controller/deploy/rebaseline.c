@@ -25,8 +25,38 @@
 #include "controller/deploy/state.h"
 #include "controller/transport/send.h"
 
+/* The rank of job d that froze, by the rule the probation's verdict names a frozen rank
+ * (probation_find_silent(): it ran, then sent no heartbeat for PROBATION_QUIET_S or more while
+ * it still runs, the oldest heartbeat of the gang) over the survey's documents: the global rank,
+ * its container's index in *ret_ct, its heartbeat's age and step in *ret_age_s and *ret_step;
+ * -1 none, and nothing written.  A gang behind a frozen rank steps no more (its peers wait in
+ * their next collective): its measurement would end as silent after healthy_deadline, or worse,
+ * catch the last samples before it froze. */
+static int rebaseline_find_silent_rank(const struct deploy *d, int *ret_ct, double *ret_age_s,
+                                       long long *ret_step)
+{
+    struct rank_silence r[INV_MAX_CTS * STATUS_MAX_RANKS];
+    const struct rank_status *of[INV_MAX_CTS * STATUS_MAX_RANKS];
+    int ct[INV_MAX_CTS * STATUS_MAX_RANKS], n = 0, next;
+    for (int i = 0; i < d->job->ncts; i++) {
+        const struct job_status *js = &d->sv_js[i];
+        for (int k = 0; d->sv_found[i] && k < js->nranks && k < STATUS_MAX_RANKS; k++) {
+            probation_rank_silence(&js->ranks[k], d->good, &r[n]);
+            of[n] = &js->ranks[k];
+            ct[n++] = i;
+        }
+    }
+    int f = probation_find_silent(r, n, &next);
+    if (f < 0)
+        return -1;
+    *ret_ct = ct[f];
+    *ret_age_s = r[f].hb_age_s;
+    *ret_step = of[f]->hb.step;
+    return of[f]->rank;
+}
+
 /* Why job d runs nothing a rebaseline could measure ("" when it can be measured): it must run
- * its good release with its good spec in every container, every rank training. */
+ * its good release with its good spec in every container, every rank training, none frozen. */
 static void unmeasurable_why(const struct deploy *d, char *buf, size_t sz)
 {
     char sid[RELEASE_SHORT_LEN + 1], gsid[RELEASE_SHORT_LEN + 1];
@@ -58,6 +88,15 @@ static void unmeasurable_why(const struct deploy *d, char *buf, size_t sz)
             return;
         }
     }
+    int ct, rank;
+    double age;
+    long long step;
+    if ((rank = rebaseline_find_silent_rank(d, &ct, &age, &step)) >= 0)
+        snprintf(buf, sz, "rank %d on %s has sent no heartbeat for %.0f s (last step %lld) while its gang "
+                 "runs: it is frozen (hung in a collective or its data loader?), and the gang behind it "
+                 "measures nothing; see why with `drover logs --job %s`, restart the job (`drover stop "
+                 "--job %s`, then `drover start --job %s`), and rebaseline once every rank steps again",
+                 rank, d->job->cts[ct].label, age, step, d->job->name, d->job->name, d->job->name);
 }
 
 int deploy_rebaseline(struct fleet *f, const char *job)
@@ -83,7 +122,7 @@ int deploy_rebaseline(struct fleet *f, const char *job)
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
         goto out;
     }
-    char why[600];
+    char why[800];
     unmeasurable_why(&d, why, sizeof why);
     if (why[0]) {
         log_error("rebaseline of job '%s' refused, the baseline is unchanged: %s", d.job->name, why);

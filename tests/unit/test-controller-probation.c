@@ -507,6 +507,179 @@ static void test_peer_stopped_gives_way(void **state)
     free(st);
 }
 
+/* The frozen rank's peers: ct 1's rank (rank 1) freezes after step 5 at t=5 and stays alive;
+ * rank 0 steps once more, blocks in its next collective and exits 8 (peer lost) at t=20.  ct 0
+ * is read first. */
+static void frozen_docs(struct probation *p, struct agent_status *st, int frozen_steps, bool frozen_killed)
+{
+    assert_int_equal(run(p, 2, 1, 1, 5, 50000, st), PROBATION_PENDING);
+    for (double t = 6; t <= 19; t += 1) {
+        make_status(st, 0, 1, NEW, 6, 50000, 3.0);
+        st->jobs[0].ranks[0].hb_age_s = t - 6;
+        probation_feed(p, 0, st, t);
+        make_status(st, 1, 1, NEW, frozen_steps, 50000, 3.0);
+        st->jobs[0].ranks[0].hb_age_s = t - 5;
+        if (frozen_killed && t == 19) { /* its agent killed it for its silence first */
+            st->jobs[0].ranks[0].exit_signal = 9;
+            strcpy(st->jobs[0].ranks[0].state, "killed");
+        }
+        probation_feed(p, 1, st, t);
+        if (!frozen_killed || t < 19)
+            assert_int_equal(probation_check(p, t), PROBATION_PENDING);
+    }
+}
+
+/* A rank that froze (no heartbeat, still alive) while its peers timed out and exited 8: the
+ * verdict named "rank 0 on h1:101 exited with code 8 (peer lost)", the survivor, and the
+ * operator looked at the wrong rank.  The rank silent since before the exit, that had really
+ * run (PROBATION_SILENT_MIN_STEPS), with the oldest heartbeat, is the cause, with no exit code
+ * of its own; an exit it did not precede by PROBATION_QUIET_S, a rank that never ran, or one
+ * that ended itself leave the exit's verdict as it was. */
+static void test_frozen_rank_is_the_cause(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(100, 2, 1);
+    frozen_docs(p, st, 5, false);
+    make_status(st, 0, 1, NEW, 6, 50000, 3.0);
+    st->jobs[0].ranks[0].hb_age_s = 14;
+    st->jobs[0].ranks[0].exit_code = TX_PEER_LOST;
+    strcpy(st->jobs[0].ranks[0].state, "exited");
+    probation_feed(p, 0, st, 20);
+    assert_int_equal(probation_check(p, 20), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "rank 1 on h1:102 stopped sending heartbeats 15 s before the "
+                        "others exited (last step 5), and the others followed it: rank 0 on h1:101 exited "
+                        "with code 8 (peer lost) at step 6; see `drover logs --job train`");
+    assert_int_equal(probation_exit_code(p), -1); /* no exit of its own */
+    /* the frozen rank's container read in the settle look (still frozen) changes nothing */
+    char was[PROBATION_REASON_MAX];
+    snprintf(was, sizeof was, "%s", probation_reason(p));
+    make_status(st, 1, 1, NEW, 5, 50000, 3.0);
+    st->jobs[0].ranks[0].hb_age_s = 16;
+    probation_feed(p, 1, st, 21);
+    assert_string_equal(probation_reason(p), was);
+    probation_free(p);
+
+    /* the same told by a container backing off after its ranks' peer exit */
+    p = new_p(100, 2, 1);
+    frozen_docs(p, st, 5, false);
+    make_status(st, 0, 1, NEW, 6, 50000, 3.0);
+    st->jobs[0].nranks = 0; /* its rank is gone */
+    st->jobs[0].state = GANG_BACKOFF;
+    st->jobs[0].peer_exit = true;
+    set_reason(&st->jobs[0], STATUS_RC_RANK_EXIT, "rank 0 exited with code 8 (peer_lost); restarting");
+    probation_feed(p, 0, st, 20);
+    assert_int_equal(probation_check(p, 20), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "rank 1 on h1:102 stopped sending heartbeats 15 s before the "
+                        "others exited (last step 5), and the others followed it: the gang on h1:101 lost a "
+                        "rank and is backing off (restarts 0): rank 0 exited with code 8 (peer_lost); see "
+                        "`drover logs --job train`");
+    assert_int_equal(probation_exit_code(p), -1);
+    assert_int_equal(probation_agent_code(p), STATUS_RC_NONE);
+    probation_free(p);
+
+    /* a rank that froze right at its start (fewer than PROBATION_SILENT_MIN_STEPS steps): not
+     * known to have run, the exit is named as before */
+    p = new_p(100, 2, 1);
+    struct agent_status *st1 = malloc(sizeof *st1);
+    assert_int_equal(run(p, 2, 1, 1, 2, 50000, st), PROBATION_PENDING);
+    for (double t = 3; t <= 19; t += 1) {
+        make_status(st1, 1, 1, NEW, 2, 50000, 3.0);
+        st1->jobs[0].ranks[0].hb_age_s = t - 2;
+        probation_feed(p, 1, st1, t);
+    }
+    make_status(st, 0, 1, NEW, 3, 50000, 3.0);
+    st->jobs[0].ranks[0].exit_code = TX_PEER_LOST;
+    strcpy(st->jobs[0].ranks[0].state, "exited");
+    probation_feed(p, 0, st, 20);
+    assert_int_equal(probation_check(p, 20), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "rank 0 on h1:101 exited with code 8 (peer lost) at step 3; "
+                                             "see `drover logs --job train`");
+    assert_int_equal(probation_exit_code(p), TX_PEER_LOST);
+    probation_free(p);
+    free(st1);
+
+    /* the frozen rank was killed by its agent first: that exit is the cause, named as before */
+    p = new_p(100, 2, 1);
+    frozen_docs(p, st, 5, true);
+    assert_string_equal(probation_reason(p), "rank 1 on h1:102 killed by signal 9 at step 5; "
+                                             "see `drover logs --job train`");
+    probation_free(p);
+
+    /* an exit with every rank beating until just before it (a crash's peers): as before */
+    p = new_p(100, 2, 1);
+    assert_int_equal(run(p, 2, 1, 1, 20, 50000, st), PROBATION_PENDING);
+    make_status(st, 0, 1, NEW, 20, 50000, 3.0);
+    st->jobs[0].ranks[0].hb_age_s = PROBATION_QUIET_S - 2;
+    st->jobs[0].ranks[0].exit_code = TX_PEER_LOST;
+    strcpy(st->jobs[0].ranks[0].state, "exited");
+    probation_feed(p, 0, st, 21);
+    assert_string_equal(probation_reason(p), "rank 0 on h1:101 exited with code 8 (peer lost) at step 20; "
+                                             "see `drover logs --job train`");
+    probation_free(p);
+    free(st);
+}
+
+/* A whole gang silent behind one rank that froze (the others block in their next collective):
+ * the verdict named the rank that the document read first reached first, rank 0, not rank 1,
+ * which stopped 4 s before the rest.  ct 0 (ranks 0 and 1) is read last at t=20, then its host
+ * is slow to answer until t=40; ct 1 (ranks 2 and 3) answers each second. */
+static void test_silent_names_first_to_stop(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(100, 2, 2);
+    assert_int_equal(run(p, 2, 2, 1, 5, 50000, st), PROBATION_PENDING);
+    enum probation_verdict v = PROBATION_PENDING;
+    for (double t = 6; t <= 40 && v == PROBATION_PENDING; t += 1) {
+        for (int c = 0; c < 2; c++) {
+            if (c == 0 && t > 20 && t < 40)
+                continue;
+            make_status(st, c, 2, NEW, t < 9 ? (long long)t : 9, 50000, 3.0);
+            for (int i = 0; i < 2; i++)
+                st->jobs[0].ranks[i].hb_age_s = t < 9 ? 0.5 : t - 9;
+            if (c == 0) { /* rank 1 froze after step 5 */
+                st->jobs[0].ranks[1].hb.step = 5;
+                st->jobs[0].ranks[1].hb_age_s = t - 5;
+            }
+            probation_feed(p, c, st, t);
+        }
+        v = probation_check(p, t);
+    }
+    assert_int_equal(v, PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "silent: no heartbeat from rank 1 (h1:101) for 35s in phase train "
+                        "(healthy_deadline 30s); every rank fell silent, rank 1 first (last step 5), 4s "
+                        "before rank 0 (h1:101)");
+    probation_free(p);
+    free(st);
+}
+
+/* probation_find_silent(), the rule rebaseline shares: the oldest heartbeat of the ranks that
+ * ran, if that rank still runs and is quiet long enough. */
+static void test_find_silent_rule(void **state)
+{
+    (void)state;
+    int next = 77;
+    struct rank_silence r[3] = {
+        {3, 40, false}, {PROBATION_QUIET_S + 4, 37, false}, {PROBATION_QUIET_S + 1, 40, false},
+    };
+    assert_int_equal(probation_find_silent(r, 3, &next), 1);
+    assert_int_equal(next, 2);
+    r[1].steps = PROBATION_SILENT_MIN_STEPS - 1; /* never really ran: the next oldest */
+    assert_int_equal(probation_find_silent(r, 3, &next), 2);
+    assert_int_equal(next, 1);
+    r[2].ended = true; /* the oldest that ran ended: its exit is the cause */
+    next = 77;
+    assert_int_equal(probation_find_silent(r, 3, &next), -1);
+    assert_int_equal(next, 77);
+    r[2] = (struct rank_silence){PROBATION_QUIET_S - 1, 40, false}; /* not quiet long enough */
+    assert_int_equal(probation_find_silent(r, 3, &next), -1);
+    r[2].hb_age_s = -1; /* none yet */
+    assert_int_equal(probation_find_silent(r, 3, &next), -1);
+    assert_int_equal(probation_find_silent(r, 0, &next), -1);
+    assert_int_equal(next, 77);
+}
+
 static void test_missing_heartbeat(void **state)
 {
     (void)state;
@@ -1096,6 +1269,9 @@ int main(void)
         cmocka_unit_test(test_crash),
         cmocka_unit_test(test_exit_code_is_typed),
         cmocka_unit_test(test_peer_stopped_gives_way),
+        cmocka_unit_test(test_frozen_rank_is_the_cause),
+        cmocka_unit_test(test_silent_names_first_to_stop),
+        cmocka_unit_test(test_find_silent_rule),
         cmocka_unit_test(test_missing_heartbeat),
         cmocka_unit_test(test_ct_stopped),
         cmocka_unit_test(test_stall),
