@@ -59,7 +59,8 @@ check "every container is back on v1" all_current_is "$v1"
 # Run alone, v1 is the job's only good release and the rollback refuses.  In suite order the
 # containers' promoted histories hold more: t-22 promoted v1 with another job spec (the rollback
 # would go to that pair), and t-23 left h1:101 out of v2's promotion (the histories differ, and
-# the rollback is refused naming them).  A dry run shows where it would go without moving the
+# the rollback is refused naming them; without t-22, only some containers have an earlier good
+# release, refused too).  A dry run shows where it would go without moving the
 # job off the lab's spec; whatever the history, v2b is never where it goes.
 say "drover rollback --job train --dry-run (v2b failed probation: never a target)"
 pids0=$(all_pids)
@@ -67,7 +68,7 @@ drover rollback --job train --dry-run
 show_drover 5
 check "it never names v2b" eval '! drover_said "${v2b:0:12}"'
 check "it refuses (no earlier good release; histories differ) or goes to v1 with an earlier spec" \
-	drover_said "no earlier good release|roll back to different releases|would go from ${v1:0:12} to the same release ${v1:0:12}"
+	drover_said "no earlier good release|roll back to different releases|of job 'train' have an earlier good release to go back|would go from ${v1:0:12} to the same release ${v1:0:12}"
 if ! drover_said 'would go from'; then
 	check "the refusal exits != 0" test "$DROVER_RC" != 0
 fi
