@@ -79,8 +79,10 @@ int cmd_history(struct fleet *f, int argc, char **argv)
     while ((c = cli_getopt(argc, argv, "o:j:", opts)) != -1) {
         if (c == 'o' && strcmp(optarg, "json") == 0)
             json = true;
-        else if (c == 'j')
-            job = optarg;
+        else if (c == 'j') {
+            if (cli_take_once(argv[0], "--job", &job, optarg) != EXIT_OK)
+                return EXIT_USAGE;
+        }
         else if (c == 'l')
             local = true;
         else {

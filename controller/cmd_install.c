@@ -436,8 +436,10 @@ int cmd_install(struct fleet *f, int argc, char **argv)
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = cli_getopt(argc, argv, "j:a:o:", opts)) != -1) {
-        if (c == 'j')
-            job = optarg;
+        if (c == 'j') {
+            if (cli_take_once(argv[0], "--job", &job, optarg) != EXIT_OK)
+                return EXIT_USAGE;
+        }
         else if (c == 'a')
             (void)str_copy(binary, sizeof binary, optarg);
         else if (c == 'r')

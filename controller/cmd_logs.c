@@ -130,8 +130,10 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
     int c;
     optind = 0;
     while ((c = cli_getopt(argc, argv, "j:r:n:f", opts)) != -1) {
-        if (c == 'j')
-            jobname = optarg;
+        if (c == 'j') {
+            if (cli_take_once(argv[0], "--job", &jobname, optarg) != EXIT_OK)
+                return EXIT_USAGE;
+        }
         else if (c == 'r' && parse_count(optarg, 0, 1 << 20, &rank) == 0)
             ;
         else if (c == 'n' && parse_count(optarg, 0, 1000000, &lines) == 0)
@@ -385,8 +387,10 @@ int cmd_events(struct fleet *f, int argc, char **argv)
     int c;
     optind = 0;
     while ((c = cli_getopt(argc, argv, "j:fo:", opts)) != -1) {
-        if (c == 'j')
-            jobname = optarg;
+        if (c == 'j') {
+            if (cli_take_once(argv[0], "--job", &jobname, optarg) != EXIT_OK)
+                return EXIT_USAGE;
+        }
         else if (c == 'f')
             follow = true;
         else if (c == 'o' && strcmp(optarg, "json") == 0)

@@ -651,7 +651,8 @@ int cmd_status(struct fleet *f, int argc, char **argv)
             }
             break;
         case 'j':
-            o.job = optarg;
+            if (cli_take_once(argv[0], "--job", &o.job, optarg) != EXIT_OK)
+                return EXIT_USAGE;
             break;
         case 'w': {
             char *end;

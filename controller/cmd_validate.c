@@ -30,8 +30,10 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
     int c;
     optind = 0;
     while ((c = cli_getopt(argc, argv, "j:", opts)) != -1) {
-        if (c == 'j')
-            jobname = optarg;
+        if (c == 'j') {
+            if (cli_take_once(argv[0], "--job", &jobname, optarg) != EXIT_OK)
+                return EXIT_USAGE;
+        }
         else if (c == 'e')
             envdir = optarg;
         else {

@@ -1129,6 +1129,13 @@ static void test_option_given_twice(void **state)
         assert_int_equal(drover(verbs1[i], "--job=a", "-j", "a", NULL), 2);
         want(err, "--job given twice ('a' and 'a'): give it once");
     }
+    /* the verbs that read one job: the last --job was the one shown or logged, silently */
+    static const char *const verbs2[] = { "status", "history", "logs", "events", "validate", "install" };
+    for (size_t i = 0; i < ARRAY_SIZE(verbs2); i++) {
+        assert_int_equal(drover(verbs2[i], "--job", "a", "--job", "b", NULL), 2);
+        want(err, "--job given twice ('a' and 'b'): give it once");
+        want_not(err, "inventory");
+    }
     assert_int_equal(drover("rollback", "--job", "a", "--to", "abcdef", "--to", "123456", NULL), 2);
     want(err, "--to given twice ('abcdef' and '123456'): give it once");
     want(err, "usage: drover rollback");
