@@ -12,6 +12,7 @@
 #include "agent/agent.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "common/util.h"
 
 #define HISTORY_FILE_MAX ((size_t)(HISTORY_KEEP + 1) * (HISTORY_LINE_MAX + 1))
@@ -51,12 +52,20 @@ static int history_lock(const char *root, const char *job, char *path, size_t pa
     return fd;
 }
 
+struct history_buf {
+    char *out;
+    size_t len;
+};
+
+static int history_buf_add(const char *line, size_t len, void *ud);
+
 /* The one walk over a history file: calls fn(line, len, ud) for each line of text that checks
  * out as a record of job (a damaged line hides nothing else), oldest first, after skipping the
- * first `skip` of them; fn may be NULL.  Returns how many records there are (skipped included),
- * or fn's first failure. */
+ * first `skip` of them; fn may be NULL.  The other lines, empty ones aside, go to bad when it is
+ * not NULL (room for len + 1 bytes).  Returns how many records there are (skipped included), or
+ * fn's first failure. */
 static int history_each(const char *text, size_t len, const char *job, int skip,
-                        int (*fn)(const char *line, size_t len, void *ud), void *ud)
+                        int (*fn)(const char *line, size_t len, void *ud), void *ud, struct history_buf *bad)
 {
     int n = 0;
     const char *p = text, *end = text + len;
@@ -69,16 +78,37 @@ static int history_each(const char *text, size_t len, const char *job, int skip,
                 if (r < 0)
                     return r;
             }
+        } else if (bad && ll > 0) {
+            (void)history_buf_add(p, ll, bad);
         }
         p += ll + 1;
     }
     return n;
 }
 
-struct history_buf {
-    char *out;
-    size_t len;
-};
+/* The lines history_add() cannot keep (torn by a crash, edited by hand) are not dropped in
+ * silence: appended to PATH.unreadable, and said in the agent's log. */
+static void history_set_aside(const char *path, const char *job, const struct history_buf *bad)
+{
+    char aside[4400];
+    if (bad->len == 0 || snprintf(aside, sizeof aside, "%s.unreadable", path) >= (int)sizeof aside)
+        return;
+    size_t lines = 0;
+    for (size_t i = 0; i < bad->len; i++)
+        lines += bad->out[i] == '\n';
+    int fd = open(aside, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    ssize_t w = fd < 0 ? -1 : write(fd, bad->out, bad->len);
+    int e = w < 0 ? errno : EIO;
+    if (fd >= 0)
+        close(fd);
+    if (w == (ssize_t)bad->len)
+        log_warn("history of job '%s': %zu unreadable %s in %s, set aside in %s (every record is "
+                 "kept)", job, lines, text_plural((long long)lines, "line", "lines"), path, aside);
+    else
+        log_warn("history of job '%s': %zu unreadable %s in %s dropped (could not write %s: %s)", job, lines,
+                 text_plural((long long)lines, "line", "lines"), path, aside,
+                 strerror(e));
+}
 
 static int history_buf_add(const char *line, size_t len, void *ud)
 {
@@ -116,17 +146,20 @@ int history_add(const char *root, const char *job, const char *line)
     }
     if (r == 0) {
         /* the kept records, then this one: at most HISTORY_KEEP, oldest dropped */
-        int n = history_each(text ? text : "", tlen, job, 0, NULL, NULL);
+        struct history_buf bad = {malloc(tlen + 1), 0};
+        int n = history_each(text ? text : "", tlen, job, 0, NULL, NULL, bad.out ? &bad : NULL);
         struct history_buf b = {malloc(tlen + len + 2), 0};
-        if (!b.out) {
+        if (!b.out || !bad.out) {
             r = -ENOMEM;
         } else {
             (void)history_each(text ? text : "", tlen, job, n >= HISTORY_KEEP ? n - HISTORY_KEEP + 1 : 0,
-                               history_buf_add, &b);
+                               history_buf_add, &b, NULL);
             (void)history_buf_add(line, len, &b);
+            history_set_aside(path, job, &bad); /* before they leave the file */
             r = fs_write_atomic(path, b.out, b.len, 0644);
-            free(b.out);
         }
+        free(b.out);
+        free(bad.out);
     }
     free(text);
     close(lk);
@@ -147,7 +180,7 @@ int history_dump(const char *root, const char *job, FILE *out)
         return 0;
     if (r < 0)
         return r;
-    (void)history_each(text, len, job, 0, history_print, out);
+    (void)history_each(text, len, job, 0, history_print, out, NULL);
     free(text);
     return fflush(out) == 0 ? 0 : -EIO;
 }

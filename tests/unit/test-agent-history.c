@@ -84,6 +84,20 @@ static void test_add_dump_keep(void **state)
     assert_int_equal(strncmp(out, "{\"v\":1,\"job\":\"train\",\"time\":6}\n", 31), 0);
     assert_non_null(strstr(out, "\"time\":504}\n{\"v\":1,\"job\":\"train\",\"time\":505}\n"));
     free(out);
+    /* the torn line left the file with that rewrite, set aside, not dropped in silence; the
+     * records trimmed past HISTORY_KEEP are not (that is the keep rule) */
+    char aside[600], *got = NULL;
+    size_t gotlen = 0;
+    snprintf(aside, sizeof aside, "%s.unreadable", p);
+    assert_int_equal(fs_read_file(aside, 4096, &got, &gotlen), 0);
+    assert_int_equal(gotlen, strlen("{\"v\":1,\"job\":\"tr\n"));
+    assert_memory_equal(got, "{\"v\":1,\"job\":\"tr\n", gotlen);
+    free(got);
+    /* a clean rewrite adds nothing there */
+    assert_int_equal(history_add(root, "train", "{\"v\":1,\"job\":\"train\",\"time\":506}"), 0);
+    assert_int_equal(fs_read_file(aside, 4096, &got, &gotlen), 0);
+    assert_int_equal(gotlen, strlen("{\"v\":1,\"job\":\"tr\n"));
+    free(got);
     assert_int_equal(fs_rm_rf(root), 0);
 }
 
