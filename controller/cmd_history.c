@@ -82,8 +82,7 @@ int cmd_history(struct fleet *f, int argc, char **argv)
         else if (c == 'j') {
             if (cli_take_once(argv[0], "--job", &job, optarg) != EXIT_OK)
                 return EXIT_USAGE;
-        }
-        else if (c == 'l')
+        } else if (c == 'l')
             local = true;
         else {
             return verb_usage_error(argv[0], NULL);

@@ -439,8 +439,7 @@ int cmd_install(struct fleet *f, int argc, char **argv)
         if (c == 'j') {
             if (cli_take_once(argv[0], "--job", &job, optarg) != EXIT_OK)
                 return EXIT_USAGE;
-        }
-        else if (c == 'a')
+        } else if (c == 'a')
             (void)str_copy(binary, sizeof binary, optarg);
         else if (c == 'r')
             restart = true;

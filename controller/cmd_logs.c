@@ -133,8 +133,7 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
         if (c == 'j') {
             if (cli_take_once(argv[0], "--job", &jobname, optarg) != EXIT_OK)
                 return EXIT_USAGE;
-        }
-        else if (c == 'r' && parse_count(optarg, 0, 1 << 20, &rank) == 0)
+        } else if (c == 'r' && parse_count(optarg, 0, 1 << 20, &rank) == 0)
             ;
         else if (c == 'n' && parse_count(optarg, 0, 1000000, &lines) == 0)
             ;
@@ -390,8 +389,7 @@ int cmd_events(struct fleet *f, int argc, char **argv)
         if (c == 'j') {
             if (cli_take_once(argv[0], "--job", &jobname, optarg) != EXIT_OK)
                 return EXIT_USAGE;
-        }
-        else if (c == 'f')
+        } else if (c == 'f')
             follow = true;
         else if (c == 'o' && strcmp(optarg, "json") == 0)
             json = true;

@@ -33,8 +33,7 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
         if (c == 'j') {
             if (cli_take_once(argv[0], "--job", &jobname, optarg) != EXIT_OK)
                 return EXIT_USAGE;
-        }
-        else if (c == 'e')
+        } else if (c == 'e')
             envdir = optarg;
         else {
             return verb_usage_error(argv[0], NULL);
