@@ -553,19 +553,35 @@ static char *field(char **p)
     return s;
 }
 
-int manifest2_env_of(const char *text, size_t len, char ret_env[RELEASE_ID_LEN + 1])
+/* The head of a manifest text as manifest2_env_of() and manifest2_name_of() read it: the magic
+ * line, then "name <name>\n".  0 with the name's bytes in [*ret_name, *ret_name_end) and the
+ * rest of the text after that line at *ret_after; -EINVAL when it is not such a head (or is cut
+ * before the name line ends). */
+static int m2_head(const char *text, size_t len, const char **ret_name, const char **ret_name_end,
+                   const char **ret_after)
 {
     size_t ml = strlen(MANIFEST2_MAGIC);
     if (len < ml + 1 || memcmp(text, MANIFEST2_MAGIC, ml) || text[ml] != '\n')
         return -EINVAL;
     const char *p = text + ml + 1, *end = text + len;
     const char *nl = memchr(p, '\n', (size_t)(end - p));
-    if (!nl || end - p < 5 || memcmp(p, "name ", 5))
+    if (!nl || nl - p < 5 || memcmp(p, "name ", 5))
         return -EINVAL;
-    p = nl + 1; /* the line after the name: "env <id>", the first entry, or none (empty) */
+    *ret_name = p + 5;
+    *ret_name_end = nl;
+    *ret_after = nl + 1;
+    return 0;
+}
+
+int manifest2_env_of(const char *text, size_t len, char ret_env[RELEASE_ID_LEN + 1])
+{
+    const char *name, *name_end, *p, *end = text + len;
+    if (m2_head(text, len, &name, &name_end, &p) < 0)
+        return -EINVAL;
+    /* the line after the name: "env <id>", the first entry, or none (empty) */
     if (p == end)
         return 0;
-    nl = memchr(p, '\n', (size_t)(end - p));
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
     if (!nl)
         return -EINVAL;
     if (nl - p != 4 + RELEASE_ID_LEN || memcmp(p, "env ", 4))
@@ -581,17 +597,13 @@ int manifest2_env_of(const char *text, size_t len, char ret_env[RELEASE_ID_LEN +
 
 int manifest2_name_of(const char *text, size_t len, char ret_name[MANIFEST_NAME_MAX])
 {
-    size_t ml = strlen(MANIFEST2_MAGIC);
-    if (len < ml + 1 || memcmp(text, MANIFEST2_MAGIC, ml) || text[ml] != '\n')
+    const char *name, *name_end, *after;
+    if (m2_head(text, len, &name, &name_end, &after) < 0 || memchr(name, '\0', (size_t)(name_end - name)))
         return -EINVAL;
-    const char *p = text + ml + 1, *end = text + len;
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    if (!nl || nl - p < 5 || memcmp(p, "name ", 5) || memchr(p, '\0', (size_t)(nl - p)))
-        return -EINVAL;
-    size_t n = (size_t)(nl - p) - 5;
+    size_t n = (size_t)(name_end - name);
     if (n >= MANIFEST_NAME_MAX)
         return -E2BIG;
-    memcpy(ret_name, p + 5, n);
+    memcpy(ret_name, name, n);
     ret_name[n] = '\0';
     return 0;
 }

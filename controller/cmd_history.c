@@ -56,7 +56,7 @@ static int merge_from_agents(struct fleet *f, const struct inv_job *j, struct hi
                 log_warn("%s: out of memory merging its history", ct->label);
             else if (skipped) /* once per container: its history, not each line */
                 log_warn("%s: %zu unreadable %s of its history skipped", ct->label, skipped,
-                         skipped == 1 ? "line" : "lines");
+                         text_plural((long long)skipped, "line", "lines"));
             free(more);
         }
         exec_result_done(&res);

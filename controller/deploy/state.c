@@ -20,6 +20,7 @@
 #include "common/samples.h"
 #include "common/sha256.h"
 #include "common/status.h"
+#include "common/text.h"
 #include "common/util.h"
 
 #define HISTORY_MAX_BYTES (64u << 20)
@@ -253,7 +254,7 @@ static void history_warn_skipped(const char *path, size_t skipped, size_t first_
     if (nwarned < sizeof warned / sizeof warned[0])
         (void)str_copy(warned[nwarned++], sizeof warned[0], path);
     log_warn("'%s': %zu unreadable %s skipped (the first at line %zu): a torn append or a hand edit; "
-             "the other records are read", path, skipped, skipped == 1 ? "line" : "lines", first_line);
+             "the other records are read", path, skipped, text_plural((long long)skipped, "line", "lines"), first_line);
 }
 
 int state_history_read(const char *state_dir, const char *job, struct history_entry **ret_entries,
@@ -325,21 +326,30 @@ bool history_name_is_verb(const char *name)
     return false;
 }
 
-int state_release_name(const char *state_dir, const char *id, char ret_name[MANIFEST_NAME_MAX])
+int state_manifest_head(const char *state_dir, const char *id, char *head, size_t sz, size_t *ret_len)
 {
-    if (!sha256_is_hex(id)) /* ids come from records, agents' included: never a path */
+    if (!id || !sha256_is_hex(id)) /* ids come from records and agents' documents: never a path */
         return -EINVAL;
-    char p[1200], head[512];
+    char p[1200];
     snprintf(p, sizeof p, "%s/manifests/%s", state_dir, id);
     int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    ssize_t n = read(fd, head, sizeof head);
+    ssize_t n = read(fd, head, sz);
     int e = errno;
     close(fd);
     if (n < 0)
         return -e;
-    return manifest2_name_of(head, (size_t)n, ret_name);
+    *ret_len = (size_t)n;
+    return 0;
+}
+
+int state_release_name(const char *state_dir, const char *id, char ret_name[MANIFEST_NAME_MAX])
+{
+    char head[STATE_MANIFEST_HEAD];
+    size_t n;
+    int r = state_manifest_head(state_dir, id, head, sizeof head, &n);
+    return r < 0 ? r : manifest2_name_of(head, n, ret_name);
 }
 
 void state_history_release_name(const char *state_dir, const struct history_entry *h, size_t n, size_t i,

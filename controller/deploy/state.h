@@ -99,6 +99,14 @@ int state_history_parse_lines(const char *text, const char *job, struct history_
  * those commands name their records so (pastfail.h decides on it), not the release. */
 bool history_name_is_verb(const char *name);
 
+/* The first bytes (at most sz) of release id's manifest in the controller's manifest cache
+ * (manifests/<id>) into head, *ret_len of them: enough for what its head says (magic, name, env:
+ * manifest2_name_of, manifest2_env_of) with STATE_MANIFEST_HEAD.  0; -EINVAL when id is not a
+ * release id (never a path), -ENOENT when the cache has no manifest of it, another -errno when it
+ * cannot be read.  One read: the cache's files are written whole (atomic rename). */
+#define STATE_MANIFEST_HEAD 4096
+int state_manifest_head(const char *state_dir, const char *id, char *head, size_t sz, size_t *ret_len);
+
 /* The manifest name of release id from the controller's manifest cache (manifests/<id>, its
  * first lines only).  0 with ret_name set; -EINVAL when id is not a release id (never a path),
  * -ENOENT when the cache has no manifest of it, another -errno when it cannot be read. */

@@ -344,16 +344,10 @@ static bool failed_before_message(struct deploy *d, const bool *shows, char *buf
  * it names none or the manifest is not here (deployed from elsewhere: nothing is claimed). */
 static bool release_env_of(const struct deploy *d, const char *id, char *env)
 {
-    char path[1200], head[4096];
-    if (!id || !id[0])
-        return false;
-    snprintf(path, sizeof path, "%s/manifests/%s", d->inv->state_dir, id);
-    FILE *fp = fopen(path, "re");
-    if (!fp)
-        return false;
-    size_t len = fread(head, 1, sizeof head, fp); /* the head names it: magic, name, env */
-    fclose(fp);
-    return manifest2_env_of(head, len, env) == 1;
+    char head[STATE_MANIFEST_HEAD];
+    size_t len;
+    return state_manifest_head(d->inv->state_dir, id, head, sizeof head, &len) == 0 &&
+           manifest2_env_of(head, len, env) == 1;
 }
 
 /* Deploying without --env where the job's current release runs with an environment: the new
