@@ -29,10 +29,13 @@
 #include <unistd.h>
 
 #include "agent/gpu.h"
+#include "agent/history.h"
 #include "agent/jobmachine.h"
 #include "agent/notify.h"
 #include "agent/rpc.h"
+#include "agent/objstore.h"
 #include "agent/state.h"
+#include "common/histrec.h"
 #include "common/linebuf.h"
 #include "common/log.h"
 #include "common/procstat.h"
@@ -160,6 +163,34 @@ static void daemon_event(struct daemon *d, const struct job_rec *j, const char *
         log_info("event %s job '%s' release %.12s: %s", kind, j->job, release ? release : "", detail);
     else
         log_info("event %s: %s", kind, detail);
+}
+
+/* JM_FX_HISTORY: the agent went back from release e->release on its own: its record in the job's
+ * history, so that `drover history` shows the release and why it ended even when no drover was
+ * there to decide (killed during probation, a held release's hold time over, a crash loop
+ * after the drover left): reason code agent-revert, by agent; the drover reading it names the
+ * container. */
+static void daemon_history_own(struct daemon *d, const struct job_rec *j, const struct jm_effect *e)
+{
+    struct history_entry h = { .time = time_wall(), .ktok_s = -1, .baseline_ktok_s = -1,
+                               .reason_code = HISTORY_RC_AGENT_REVERT };
+    (void)str_copy(h.job, sizeof h.job, j->job);
+    (void)str_copy(h.release, sizeof h.release, e->release);
+    if (objstore_release_name(&d->store, e->release, h.name) < 0)
+        h.name[0] = '\0';
+    (void)str_copy(h.result, sizeof h.result, "reverted");
+    (void)str_copy(h.previous, sizeof h.previous, j->good);
+    (void)str_copy(h.by, sizeof h.by, HISTORY_BY_AGENT);
+    if (snprintf(h.reason, sizeof h.reason, "drover-agent %s", e->text) >= (int)sizeof h.reason)
+        log_debug("job '%s': the history record's reason is cut to %zu bytes", j->job, sizeof h.reason - 1);
+    char *line = NULL;
+    int r = history_entry_format(&h, &line);
+    if (r == 0)
+        r = history_add(d->o->root, j->job, line);
+    free(line);
+    if (r < 0)
+        log_warn("job '%s': cannot record the revert from %.12s in its history: %s", j->job, e->release,
+                 strerror(-r));
 }
 
 /* ---- clients ---- */
@@ -540,6 +571,9 @@ static void job_feed(struct daemon *d, int i, const struct jm_event *ev, int ci)
             break;
         case JM_FX_GC:
             daemon_gc(d);
+            break;
+        case JM_FX_HISTORY:
+            daemon_history_own(d, j, e);
             break;
         }
     }

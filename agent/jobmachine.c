@@ -169,7 +169,7 @@ bool jm_peer_exit(const struct job_rec *j, const struct jm_rt *rt)
 const char *jm_fx_name(enum jm_fx k)
 {
     static const char *const names[] = {"stop-gang", "clear-gang", "switch", "start-gang", "event",
-                                        "reply", "wait", "answer", "save", "gc"};
+                                        "reply", "wait", "answer", "save", "gc", "history"};
     return (unsigned)k < ARRAY_SIZE(names) ? names[k] : "?";
 }
 
@@ -365,6 +365,11 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     if (leaving_bad)
         (void)state_mark_bad(j, from, rt->next_reason);
     fx_event(out, "revert", j->current, "%s", msg);
+    if (automatic && leaving_bad) {
+        struct jm_effect *h = fx_add(out, JM_FX_HISTORY);
+        (void)str_copy(h->release, sizeof h->release, from);
+        (void)str_copy(h->text, sizeof h->text, msg);
+    }
     start_gang(j, rt, automatic ? JM_START_REVERT_AUTO : JM_START_REVERT,
                automatic ? GANG_REVERTED : GANG_STARTING, rt->next_code, msg, out);
 }

@@ -731,6 +731,21 @@ int objstore_release_env(const struct store *s, const char *id, char ret_env[REL
     return 0;
 }
 
+int objstore_release_name(const struct store *s, const char *id, char ret_name[MANIFEST_NAME_MAX])
+{
+    char p[PATH_MAX], head[MANIFEST2_HEAD_MAX];
+    int r = store_path(s, p, sizeof p, "releases/%s/MANIFEST", id);
+    if (r < 0)
+        return r;
+    int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, head, sizeof head);
+    r = n < 0 ? -errno : 0;
+    close(fd);
+    return r < 0 ? r : manifest2_name_of(head, (size_t)n, ret_name);
+}
+
 /* Hash entry e of the release open at dfd; *ret_st gets its inode as hashed. */
 static int hash_entry(int dfd, const struct m2_entry *e, struct stat *ret_st, bool *ret_ok)
 {

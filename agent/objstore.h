@@ -82,4 +82,8 @@ void objstore_forget_release(const struct store *s, const char *id);
 /* The env release named by installed release id's manifest into ret_env ("" if none). */
 int objstore_release_env(const struct store *s, const char *id, char ret_env[RELEASE_ID_LEN + 1]);
 
+/* Installed release id's name (its manifest's "name" line) into ret_name; -errno, -EINVAL when
+ * its MANIFEST is not a version 2 manifest's head. */
+int objstore_release_name(const struct store *s, const char *id, char ret_name[MANIFEST_NAME_MAX]);
+
 #endif

@@ -84,6 +84,10 @@ int manifest2_from_dir_known(const char *dir, const char *name, const struct m2_
  * version 2. */
 int manifest2_parse(const char *text, size_t len, struct manifest2 **ret_m);
 
+/* Bytes of a manifest's head that always hold the lines manifest2_env_of and manifest2_name_of
+ * read (the magic, the name and the environment come first, each line bounded). */
+#define MANIFEST2_HEAD_MAX 4096
+
 /* The environment a release runs with, from the head of its manifest text (text[0..len): the
  * whole text or only its first lines; not NUL-terminated): 1 with ret_env (RELEASE_ID_LEN + 1)
  * set when the manifest names one, 0 when it names none, -EINVAL when the head is not a

@@ -52,7 +52,7 @@ static int merge_from_agents(struct fleet *f, const struct inv_job *j, struct hi
             struct history_entry *more = NULL;
             size_t nmore = 0, skipped = 0;
             if (state_history_parse_lines(res.out, j->name, &more, &nmore, &skipped) < 0 ||
-                state_history_merge(h, n, more, nmore) < 0)
+                state_history_merge(h, n, more, nmore, ct->label) < 0)
                 log_warn("%s: out of memory merging its history", ct->label);
             else if (skipped) /* once per container: its history, not each line */
                 log_warn("%s: %zu unreadable %s of its history skipped", ct->label, skipped,
@@ -116,7 +116,7 @@ int cmd_history(struct fleet *f, int argc, char **argv)
     if (json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < n; i++) /* a record as the result documents show it */
-            json_array_append_new(arr, state_history_entry_json(&h[i]));
+            json_array_append_new(arr, history_entry_json(&h[i]));
         json_t *root = json_pack("{s:i,s:o}", "v", 1, "history", arr);
         char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (text)

@@ -95,7 +95,7 @@ int cmd_result_end(struct cmd_result *cr, const struct inventory *inv, const cha
             continue;
         for (size_t i = 0; i < n; i++)
             if (h[i].time >= cr->t0 - 1)
-                json_array_append_new(records, state_history_entry_json(&h[i]));
+                json_array_append_new(records, history_entry_json(&h[i]));
         free(h);
     }
     /* why it failed: the last error this run logged; else the reason of the last record it

@@ -41,7 +41,7 @@ int notify_payload(const char *event, const struct history_entry *h, bool slack,
                  h->release, h->name[0] ? " " : "", h->name, h->reason[0] ? h->reason : h->result);
         root = json_pack("{s:s}", "text", text);
     } else {
-        json_t *rec = state_history_entry_json(h); /* the record as every document shows it */
+        json_t *rec = history_entry_json(h); /* the record as every document shows it */
         root = rec ? json_pack("{s:i,s:s,s:s,s:o}", "v", NOTIFY_VERSION, "event", event, "verdict",
                                h->reason, "record", rec)
                    : NULL;

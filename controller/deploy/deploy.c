@@ -119,7 +119,7 @@ void history_record(struct deploy *d, const char *result, enum history_reason co
      * `drover history` shows this record too (agent/history.h) */
     char *line = NULL;
     struct ct_fan *cf = calloc(1, sizeof *cf);
-    if (cf && state_history_format(&e, &line) == 0) {
+    if (cf && history_entry_format(&e, &line) == 0) {
         struct agent_argv a, al;
         agent_argv_init(&a);
         agent_argv_history_add(&a, d->job->name, line);

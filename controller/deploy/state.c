@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,62 +37,10 @@ int state_init(const char *state_dir)
     return fs_mkdir_p(p, 0700);
 }
 
-static const char *const history_reason_names[HISTORY_RC_COUNT] = {
-    "", "agent-revert", "environment", "promote-failed", "other", "operator-revert",
-};
-
-const char *history_reason_name(enum history_reason c)
-{
-    return (unsigned)c < HISTORY_RC_COUNT ? history_reason_names[c] : history_reason_names[HISTORY_RC_OTHER];
-}
-
-enum history_reason history_reason_from_name(const char *name)
-{
-    for (int i = 0; i < HISTORY_RC_COUNT; i++)
-        if (!strcmp(name, history_reason_names[i]))
-            return (enum history_reason)i;
-    return HISTORY_RC_OTHER;
-}
-
-/* The words deploy.c and rollback.c recorded before the code: kept for reading those records
- * only; nothing written since is decided on by them. */
-enum history_reason history_reason_from_text(const char *result, const char *reason)
-{
-    bool failed = !strcmp(result, "failed");
-    if (failed && (strstr(reason, "promote failed") || strstr(reason, "promote by the operator failed")))
-        return HISTORY_RC_PROMOTE_FAILED;
-    if (failed && strstr(reason, STATUS_ATTENTION_PREFIX))
-        return HISTORY_RC_ENVIRONMENT;
-    if (!strcmp(result, "reverted") && strstr(reason, "by itself"))
-        return HISTORY_RC_AGENT_REVERT;
-    return HISTORY_RC_NONE;
-}
-
-int state_history_format(const struct history_entry *e, char **ret_line)
-{
-    /* reason_code always, "" too: a record without it is an older drover's (state_history_parse) */
-    json_t *o = json_pack("{s:i,s:f,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "v", 1, "time", e->time, "job",
-                          e->job, "release", e->release, "name", e->name, "result", e->result,
-                          "previous", e->previous, "reason", e->reason, "reason_code",
-                          history_reason_name(e->reason_code), "containers", e->containers);
-    if (!o)
-        return -ENOMEM;
-    if (e->ktok_s >= 0)
-        json_object_set_new(o, "ktok_s", json_real(e->ktok_s));
-    if (e->baseline_ktok_s >= 0)
-        json_object_set_new(o, "baseline_ktok_s", json_real(e->baseline_ktok_s));
-    char *line = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(o);
-    if (!line)
-        return -ENOMEM;
-    *ret_line = line;
-    return 0;
-}
-
 int state_history_append(const char *state_dir, const struct history_entry *e)
 {
     char *line;
-    int fr = state_history_format(e, &line);
+    int fr = history_entry_format(e, &line);
     if (fr < 0)
         return fr;
     char p[1024];
@@ -112,64 +61,6 @@ int state_history_append(const char *state_dir, const struct history_entry *e)
     return r;
 }
 
-static json_t *num_or_null(double x)
-{
-    return x >= 0 ? json_real(x) : json_null();
-}
-
-json_t *state_history_entry_json(const struct history_entry *e)
-{
-    json_t *o = json_pack("{s:f,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "time", e->time, "job", e->job,
-                          "release", e->release, "name", e->name, "result", e->result, "previous",
-                          e->previous, "reason", e->reason, "reason_code",
-                          history_reason_name(e->reason_code), "containers", e->containers);
-    if (o) {
-        json_object_set_new(o, "ktok_s", num_or_null(e->ktok_s));
-        json_object_set_new(o, "baseline_ktok_s", num_or_null(e->baseline_ktok_s));
-    }
-    return o;
-}
-
-static void get_str(json_t *o, const char *k, char *dst, size_t sz)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    (void)str_copy(dst, sz, s ? s : "");
-}
-
-static double get_num(json_t *o, const char *k)
-{
-    json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : -1;
-}
-
-int state_history_parse(const char *line, size_t len, struct history_entry *ret)
-{
-    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
-    if (!json_is_object(o)) {
-        json_decref(o);
-        return -EINVAL;
-    }
-    struct history_entry e = { 0 };
-    get_str(o, "job", e.job, sizeof e.job);
-    e.time = get_num(o, "time");
-    get_str(o, "release", e.release, sizeof e.release);
-    get_str(o, "name", e.name, sizeof e.name);
-    get_str(o, "result", e.result, sizeof e.result);
-    get_str(o, "previous", e.previous, sizeof e.previous);
-    get_str(o, "reason", e.reason, sizeof e.reason);
-    json_t *code = json_object_get(o, "reason_code");
-    if (json_is_string(code))
-        e.reason_code = history_reason_from_name(json_string_value(code));
-    else
-        e.reason_code = history_reason_from_text(e.result, e.reason);
-    get_str(o, "containers", e.containers, sizeof e.containers);
-    e.ktok_s = get_num(o, "ktok_s");
-    e.baseline_ktok_s = get_num(o, "baseline_ktok_s");
-    json_decref(o);
-    *ret = e;
-    return 0;
-}
-
 static bool same_record(const struct history_entry *a, const struct history_entry *b)
 {
     return a->time == b->time && !strcmp(a->job, b->job) && !strcmp(a->release, b->release) &&
@@ -182,8 +73,54 @@ static int by_time(const void *pa, const void *pb)
     return a->time < b->time ? -1 : a->time > b->time;
 }
 
+/* Whether word is one of the space-separated words of list. */
+static bool has_word(const char *list, const char *word)
+{
+    size_t wl = strlen(word);
+    for (const char *p = list; *p;) {
+        size_t l = strcspn(p, " ");
+        if (l == wl && !strncmp(p, word, wl))
+            return true;
+        p += l;
+        p += strspn(p, " ");
+    }
+    return false;
+}
+
+/* The agent's record e (its container named) folded into an agent's record of the same outcome
+ * in v[0..n): true when one tells it (e's container added there when missing and it fits). */
+static bool fold_agent_record(struct history_entry *v, size_t n, const struct history_entry *e)
+{
+    for (size_t k = 0; k < n; k++) {
+        struct history_entry *o = &v[k];
+        if (strcmp(o->by, HISTORY_BY_AGENT) != 0 || strcmp(o->job, e->job) != 0 ||
+            strcmp(o->release, e->release) != 0 || strcmp(o->result, e->result) != 0 ||
+            strcmp(o->previous, e->previous) != 0 || fabs(o->time - e->time) > STATE_HISTORY_FOLD_S)
+            continue;
+        size_t l = strlen(o->containers);
+        if (e->containers[0] && !has_word(o->containers, e->containers) &&
+            l + 1 + strlen(e->containers) < sizeof o->containers)
+            snprintf(o->containers + l, sizeof o->containers - l, "%s%s", l ? " " : "", e->containers);
+        return true;
+    }
+    return false;
+}
+
+/* Whether e is an agent's own record of a revert that a drover's verdict in v[0..n) tells: a
+ * drover's record of the release's probation ending, near it in time ("held" ends nothing). */
+static bool told_by_drover(const struct history_entry *v, size_t n, const struct history_entry *e)
+{
+    if (strcmp(e->by, HISTORY_BY_AGENT) != 0)
+        return false;
+    for (size_t k = 0; k < n; k++)
+        if (!v[k].by[0] && strcmp(v[k].result, "held") != 0 && !strcmp(v[k].job, e->job) &&
+            !strcmp(v[k].release, e->release) && fabs(v[k].time - e->time) <= STATE_HISTORY_FOLD_S)
+            return true;
+    return false;
+}
+
 int state_history_merge(struct history_entry **entries, size_t *n, const struct history_entry *more,
-                        size_t nmore)
+                        size_t nmore, const char *from)
 {
     size_t add = 0;
     struct history_entry *v = realloc(*entries, (*n + nmore + 1) * sizeof *v);
@@ -191,13 +128,25 @@ int state_history_merge(struct history_entry **entries, size_t *n, const struct 
         return -ENOMEM;
     *entries = v;
     for (size_t i = 0; i < nmore; i++) {
+        struct history_entry e = more[i];
+        bool agent = !strcmp(e.by, HISTORY_BY_AGENT);
+        if (agent && !e.containers[0] && from)
+            (void)str_copy(e.containers, sizeof e.containers, from);
         bool dup = false;
         for (size_t k = 0; k < *n + add && !dup; k++)
-            dup = same_record(&v[k], &more[i]);
+            dup = same_record(&v[k], &e);
+        if (!dup && agent)
+            dup = fold_agent_record(v, *n + add, &e);
         if (!dup)
-            v[*n + add++] = more[i];
+            v[*n + add++] = e;
     }
+    size_t n0 = *n, kept = 0;
     *n += add;
+    for (size_t i = 0; i < *n; i++)
+        if (!told_by_drover(v, *n, &v[i]))
+            v[kept++] = v[i];
+    *n = kept;
+    add = kept > n0 ? kept - n0 : 0;
     qsort(v, *n, sizeof *v, by_time); /* records of one run differ in time: ties are dups */
     if (*n > STATE_HISTORY_MAX) {
         memmove(v, v + (*n - STATE_HISTORY_MAX), STATE_HISTORY_MAX * sizeof *v);
@@ -217,7 +166,7 @@ int state_history_parse_lines(const char *text, const char *job, struct history_
         struct history_entry e;
         if (len == 0)
             continue;
-        if (state_history_parse(p, len, &e) < 0) {
+        if (history_entry_parse(p, len, &e) < 0) {
             skipped++;
             continue;
         }
@@ -283,7 +232,7 @@ int state_history_read(const char *state_dir, const char *job, struct history_en
         struct history_entry e;
         if (ll == 0)
             continue;
-        if (state_history_parse(line, ll, &e) < 0) {
+        if (history_entry_parse(line, ll, &e) < 0) {
             if (!skipped++)
                 first_bad = lineno;
             continue;

@@ -13,78 +13,30 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/histrec.h"
 #include "common/manifest.h"
+#include "common/manifest2.h"
 
 #define STATE_HISTORY_MAX 10000 /* entries read back (newest kept) */
-
-/* Why a history record's result is what it is, where the result alone does not say: typed,
- * "reason_code" in the record by name (state.c's table).  The record's reason is text for
- * people; pastfail and notify decide on this code, never on the reason's words.  A name this
- * reader does not know (a newer drover's) reads as HISTORY_RC_OTHER; a record without
- * "reason_code" (a drover before it) gets the code history_reason_from_text() derives. */
-enum history_reason {
-    HISTORY_RC_NONE = 0,       /* "": the result says it all (a verdict of this controller, an
-                                  operator's rollback, stop or abort) */
-    HISTORY_RC_AGENT_REVERT,   /* "agent-revert": during probation the agent went back to the good
-                                  release on its own (crash loop, probation deadline); reverted */
-    HISTORY_RC_ENVIRONMENT,    /* "environment": the agent stopped the gang on a GPU environment
-                                  fault (status.h STATUS_RC_ENVIRONMENT): failed, the release is
-                                  not to blame */
-    HISTORY_RC_PROMOTE_FAILED, /* "promote-failed": the release passed probation (or was held and
-                                  promoted by the operator) but the promote call failed: failed,
-                                  not a verdict on the release */
-    HISTORY_RC_OTHER,          /* "other": a code this reader does not know */
-    HISTORY_RC_OPERATOR_REVERT, /* "operator-revert": `drover revert` by hand of a release whose
-                                  probation never failed (a rollback to it not confirmed, its
-                                  promote failed, run unpromoted otherwise): reverted, no verdict
-                                  on the release (pastfail.h) */
-    HISTORY_RC_COUNT
-};
-
-/* The code's name in the record ("" for HISTORY_RC_NONE). */
-const char *history_reason_name(enum history_reason c);
-/* A name from a record: HISTORY_RC_OTHER for one this reader does not know. */
-enum history_reason history_reason_from_name(const char *name);
-/* The code of a record written before the code existed, from the words drover recorded then:
- * "promote failed" or "promote by the operator failed" in the reason: promote-failed; result
- * `failed` with STATUS_ATTENTION_PREFIX in the reason: environment; result `reverted` with
- * "by itself" in the reason: agent-revert; else none. */
-enum history_reason history_reason_from_text(const char *result, const char *reason);
-
-struct history_entry {
-    double time;                       /* epoch seconds */
-    char job[32];
-    char release[RELEASE_ID_LEN + 1];
-    char name[MANIFEST_NAME_MAX];      /* manifest name ("v2") */
-    char result[24];                   /* promoted, reverted, revert-failed, failed, aborted, rollback */
-    char previous[RELEASE_ID_LEN + 1]; /* last good release before this one */
-    double ktok_s;                     /* measured, -1 if none */
-    double baseline_ktok_s;            /* compared against, -1 if none */
-    char reason[512];                  /* for people */
-    enum history_reason reason_code;   /* ... and for programs: "reason_code" */
-    char containers[512];
-};
 
 int state_init(const char *state_dir);
 
 /* Append one entry. -errno. */
 int state_history_append(const char *state_dir, const struct history_entry *e);
-/* The entry as its one JSON line (no newline), malloc'd: what history.jsonl holds and what the
- * agents keep (drover-agent history add, docs/protocol.md). */
-int state_history_format(const struct history_entry *e, char **ret_line);
-/* The entry as drover shows it to scripts: a record of the result documents, of `drover history
- * -o json` and of a notification (docs/protocol.md): time, job, release, name, result, previous,
- * reason, reason_code, containers, ktok_s, baseline_ktok_s in that order, the last two null
- * when not measured.  A new reference; NULL on ENOMEM or text jansson refuses. */
-json_t *state_history_entry_json(const struct history_entry *e);
-/* One line back into *ret (missing fields empty, numbers -1; no "reason_code": derived with
- * history_reason_from_text).  -EINVAL when not a JSON object. */
-int state_history_parse(const char *line, size_t len, struct history_entry *ret);
 /* Add to (*entries, *n) the entries of more that it lacks (same time, job, release and result),
  * then sort oldest first, keeping the newest STATE_HISTORY_MAX.  *entries is realloc'd (may be
- * NULL).  Returns how many were added, or -ENOMEM (nothing changed). */
+ * NULL).  from: the container label more was read from (NULL: not a container's).  An agent's
+ * own record (by HISTORY_BY_AGENT) names no container: it gets from; and the agents of a gang
+ * that went back on their own each record it, so one that tells the same outcome (job,
+ * release, result, previous) within STATE_HISTORY_FOLD_S of an agent's record already there
+ * adds its container to that record instead of a row of its own.  A drover that watched that
+ * probation records its own verdict of it: where a drover's record of the release other than
+ * "held" lies within STATE_HISTORY_FOLD_S, the agents' records of it are dropped, the drover's
+ * tells it with its figures (a held release the agents reverted at its deadline keeps theirs).  Returns how many rows *n grew by (a fold or a drop
+ * counts as none), or -ENOMEM (nothing changed). */
+#define STATE_HISTORY_FOLD_S 900.0
 int state_history_merge(struct history_entry **entries, size_t *n, const struct history_entry *more,
-                        size_t nmore);
+                        size_t nmore, const char *from);
 
 /* The records of job in text (NUL-terminated; NULL reads as empty), one JSON line each as
  * `drover-agent history list` prints them, in their order; another job's lines and empty lines
@@ -104,7 +56,7 @@ bool history_name_is_verb(const char *name);
  * manifest2_name_of, manifest2_env_of) with STATE_MANIFEST_HEAD.  0; -EINVAL when id is not a
  * release id (never a path), -ENOENT when the cache has no manifest of it, another -errno when it
  * cannot be read.  One read: the cache's files are written whole (atomic rename). */
-#define STATE_MANIFEST_HEAD 4096
+#define STATE_MANIFEST_HEAD MANIFEST2_HEAD_MAX
 int state_manifest_head(const char *state_dir, const char *id, char *head, size_t sz, size_t *ret_len);
 
 /* The manifest name of release id from the controller's manifest cache (manifests/<id>, its

@@ -282,7 +282,7 @@ static void merge_agent_history(struct deploy *d, const bool *shows, struct hist
         if (skipped) /* `drover history` warns of them; a deploy's survey only needs the rest */
             log_debug("%s: history list: %zu unreadable lines skipped", ct->label, skipped);
         if (r == 0)
-            r = state_history_merge(h, n, more, nmore);
+            r = state_history_merge(h, n, more, nmore, ct->label);
         free(more);
         exec_result_done(&res);
         if (r >= 0)

@@ -3,6 +3,8 @@
 # file): reverted to v1; v1 resumes from its checkpoint (its step continues, not from 0); deploy
 # exits non-zero with the reason.  The agents go back to v1 by themselves (exit 4 is
 # non-retryable); when all of them did, the controller's revert leaves their v1 gang running.
+# The history shows v2 once (drover's verdict); a release whose drover was killed -9 during its
+# probation, reverted by the agents alone, is in the history too: their one row, by agent.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -88,4 +90,48 @@ runs_v1() {
 check "the running ranks are v1's" runs_v1
 check "v1's steps advance again, Ktok/s > 0" all_ranks_advance 3 60
 check "v2's checkpoint dir was not wiped (v1 checkpoints still there)" has_checkpoint
+
+# The history: drover watched v2's probation, so its verdict is v2's one row, though agents that
+# went back by themselves keep their own record of it too (docs/protocol.md, "An agent's own record").
+v2sid=$(sed -n 's/^FAILED \([0-9a-f]*\) .*/\1/p' "$E2E_WORK/last.out" | head -n 1)
+hist_rows() { # hist_rows NAME: the history's rows of release NAME, as JSON lines
+	"$E2E_BUILD/drover" -i "$INV" history --job train -o json 2>>"$E2E_WORK/status.err" |
+		jq -c --arg n "$1" '.history[] | select(.name == $n)'
+}
+rows=$(hist_rows v2)
+printf '    v2 rows: %s\n' "$(cut -c1-300 <<<"$rows")"
+check "drover history shows v2 ($v2sid) once, drover's verdict (by drover)" \
+	eval '[[ -n $v2sid && $(grep -c . <<<"$rows") == 1 && $(jq -r .by <<<"$rows") == drover && $(jq -r .release <<<"$rows") == "$v2sid"* ]]'
+agent_kept_own() {
+	((ALL_AUTO)) || { echo "    (not every agent went back by itself: nothing to look for)"; return 0; }
+	local c n
+	for c in $E2E_CTS; do
+		n=$(ct "$c" /usr/local/bin/drover-agent history list train | jq -s --arg id "$v2sid" \
+			'[.[] | select(.by == "agent" and (.release | startswith($id)))] | length')
+		[[ $n == 1 ]] || { printf '    %s: %s own records of v2\n' "$c" "$n"; return 1; }
+	done
+}
+check "each agent that went back by itself recorded it in its own history (by agent)" agent_kept_own
+
+# A drover killed -9 during the probation of a release that then fails: nobody was there to record
+# its end, and the history had no row of it at all.  Now the agents that reverted it write one.
+say "deploy v20b (missing data file again, another release); kill -9 drover as its probation starts"
+d20b=$(make_release v20b data.train=/srv/drover-data/no-such-shard.bin train.seed=20)
+"$E2E_BUILD/drover" -i "$INV" deploy "$d20b" --job train >"$E2E_WORK/k20.out" 2>"$E2E_WORK/k20.err" &
+kpid=$!
+check "the deploy reaches its probation" wait_until 180 said_in '^probation ' k20.err
+kill -9 "$kpid"
+wait "$kpid" 2>/dev/null
+check "every agent goes back to v1 on its own" wait_until 120 all_current_is "$v1"
+agents_recorded() { rows=$(hist_rows v20b); [[ $(jq -r .containers <<<"$rows" | wc -w) == 3 ]]; }
+check "drover history shows the agents' record of v20b, naming all 3 containers" wait_until 30 agents_recorded
+printf '    v20b rows: %s\n' "$(cut -c1-400 <<<"$rows")"
+check "... as one row: reverted, reason agent-revert, by agent, back to v1" \
+	eval '[[ $(grep -c . <<<"$rows") == 1 && $(jq -r "[.result, .reason_code, .by] | join(\" \")" <<<"$rows") == "reverted agent-revert agent" && $(jq -r .previous <<<"$rows") == "$v1"* ]]'
+check "... in the agents' words" eval '[[ $(jq -r .reason <<<"$rows") == "drover-agent reverted on its own from "* ]]'
+"$E2E_BUILD/drover" -i "$INV" history --job train >"$E2E_WORK/h20.out" 2>&1
+check "the history table has the row" grep -q 'v20b.*reverted' "$E2E_WORK/h20.out"
+# the dead drover's lease: the next test's drover would take it over (t-34); nothing to wait for
+for c in $E2E_CTS; do ct "$c" rm -f /var/lib/drover/leases/train.json; done
+check "v1's steps still advance" all_ranks_advance 3 60
 finish

@@ -90,6 +90,13 @@ static void run_rows(struct world *w, const struct row *rows, size_t n)
             snprintf(got + len, sizeof got - len, "%s%s", k ? " " : "", jm_fx_name(out.fx[k].kind));
             if (r->says && strstr(out.fx[k].text, r->says))
                 said = true;
+            /* the agent's own history record: of the release it left (never the one it went
+             * back to), in the revert's words */
+            if (out.fx[k].kind == JM_FX_HISTORY &&
+                (strlen(out.fx[k].release) != RELEASE_ID_LEN || !strcmp(out.fx[k].release, w->j->current) ||
+                 !strstr(out.fx[k].text, "reverted on its own")))
+                fail_msg("row %zu: history effect of release '%s' (current %s), text '%s'", i,
+                         out.fx[k].release, w->j->current, out.fx[k].text);
         }
         if (strcmp(got, r->fx) != 0)
             fail_msg("row %zu: effects '%s', expected '%s'", i, got, r->fx);
@@ -176,7 +183,7 @@ static void test_crash_loop_reverts_and_marks_bad(void **state)
         {JM_EV_TICK, 25, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, "restart 2"},
         {JM_EV_START_OK, 25, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
         {JM_EV_RANK_EXIT, 26, NULL, 0, 0, 1, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
-        {JM_EV_GANG_GONE, 26, NULL, 0, 0, 1, 0, NULL, "event clear-gang switch event start-gang", ANY, "crash limit reached"},
+        {JM_EV_GANG_GONE, 26, NULL, 0, 0, 1, 0, NULL, "event clear-gang switch event history start-gang", ANY, "crash limit reached"},
         {JM_EV_START_OK, 26, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "crash-loop"},
         {JM_EV_TRAINING, 27, NULL, 0, 0, 0, 0, NULL, "", GANG_REVERTED, NULL, "crash-loop"}, /* stays said */
     };
@@ -201,7 +208,7 @@ static void test_exit_codes(void **state)
     RUN(&w, then_b);
     static const struct row b_data_error[] = {
         {JM_EV_RANK_EXIT, 20, NULL, 0, 0, 4, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
-        {JM_EV_GANG_GONE, 20, NULL, 0, 0, 4, 0, "no shard /d/x", "event clear-gang switch event start-gang", ANY, "[rank 0: no shard /d/x]"},
+        {JM_EV_GANG_GONE, 20, NULL, 0, 0, 4, 0, "no shard /d/x", "event clear-gang switch event history start-gang", ANY, "[rank 0: no shard /d/x]"},
         {JM_EV_START_OK, 20, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, "non-retryable exit", "fatal-exit"},
         /* A itself, promoted, runs out of disk: failed, no restart, no rollback */
         {JM_EV_RANK_EXIT, 30, NULL, 0, 0, 6, 0, NULL, "stop-gang save", GANG_REVERTED, NULL},
@@ -249,7 +256,7 @@ static void test_probation_deadline(void **state)
         {JM_EV_TICK, 71.9, NULL, 0, 0, 0, 0, NULL, "", GANG_RUNNING, NULL},
         {JM_EV_TICK, 72, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline", "probation-deadline"},
         {JM_EV_TICK, 73, NULL, 0, 0, 0, 0, NULL, "", GANG_STOPPING, NULL},
-        {JM_EV_GANG_GONE, 74, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "reverted on its own"},
+        {JM_EV_GANG_GONE, 74, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event history start-gang", ANY, "reverted on its own"},
         {JM_EV_START_OK, 74, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "probation-deadline"},
     };
     RUN(&w, rows);
@@ -269,7 +276,7 @@ static void test_diverged(void **state)
     static const struct row rows[] = {
         {JM_EV_DIVERGED, 20, NULL, 0, 1, 0, 0, NULL, "stop-gang save", GANG_STOPPING, "non-finite", "nonfinite"},
         {JM_EV_DIVERGED, 20.1, NULL, 0, 1, 0, 0, NULL, "", GANG_STOPPING, NULL},
-        {JM_EV_GANG_GONE, 21, NULL, 0, 1, JM_EXIT_DIVERGED, 0, NULL, "event clear-gang switch event start-gang", ANY, "3 consecutive non-finite steps"},
+        {JM_EV_GANG_GONE, 21, NULL, 0, 1, JM_EXIT_DIVERGED, 0, NULL, "event clear-gang switch event history start-gang", ANY, "3 consecutive non-finite steps"},
         {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "nonfinite"},
     };
     RUN(&w, rows);
@@ -289,7 +296,7 @@ static void test_hung(void **state)
     static const struct row probation[] = {
         {JM_EV_HUNG, 20, NULL, 0, 1, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, "rank 1 silent", "liveness"},
         {JM_EV_HUNG, 20.1, NULL, 0, 1, 0, 0, SILENT, "", GANG_STOPPING, NULL},
-        {JM_EV_GANG_GONE, 21, NULL, 0, 1, JM_EXIT_HUNG, 0, SILENT, "event clear-gang switch event start-gang", ANY, "silence_deadline 60 s"},
+        {JM_EV_GANG_GONE, 21, NULL, 0, 1, JM_EXIT_HUNG, 0, SILENT, "event clear-gang switch event history start-gang", ANY, "silence_deadline 60 s"},
         {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "liveness"},
     };
     RUN(&w, probation);
@@ -461,7 +468,7 @@ static void test_start_failures(void **state)
     static const struct row rows[] = {
         {JM_EV_ACTIVATE, 10, B, 60, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
         {JM_EV_GANG_GONE, 11, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, NULL},
-        {JM_EV_START_FAILED, 11, NULL, 0, 0, 0, 0, "bad interpreter", "event save answer switch event start-gang", GANG_FAILED, "bad interpreter", "start-failure"},
+        {JM_EV_START_FAILED, 11, NULL, 0, 0, 0, 0, "bad interpreter", "event save answer switch event history start-gang", GANG_FAILED, "bad interpreter", "start-failure"},
         {JM_EV_START_FAILED, 11, NULL, 0, 0, 0, 0, "disk gone", "event save", GANG_FAILED, "disk gone", "start-failure"},
     };
     RUN(&w, rows);
@@ -610,7 +617,7 @@ static void test_revert_when_already_back(void **state)
     static const struct row rows[] = {
         {JM_EV_TRAINING, 13, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
         {JM_EV_TICK, 72, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline"},
-        {JM_EV_GANG_GONE, 74, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "reverted on its own"},
+        {JM_EV_GANG_GONE, 74, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event history start-gang", ANY, "reverted on its own"},
         {JM_EV_START_OK, 74, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
         /* asked without a generation (the controller found every container back) */
         {JM_EV_REVERT, 75, NULL, 0, 0, 0, 0, "drover: failed probation", "reply", GANG_REVERTED,
@@ -743,7 +750,7 @@ static void test_probation_deadline_survives_abort(void **state)
         {JM_EV_START_OK, 22, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
         {JM_EV_TICK, 71.9, NULL, 0, 0, 0, 0, NULL, "", GANG_STARTING, NULL},
         {JM_EV_TICK, 72, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline", "probation-deadline"},
-        {JM_EV_GANG_GONE, 73, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "reverted on its own"},
+        {JM_EV_GANG_GONE, 73, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event history start-gang", ANY, "reverted on its own"},
         {JM_EV_START_OK, 73, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
     };
     RUN(&w, rows);

@@ -387,20 +387,20 @@ static void test_state_dir(void **state)
     /* the fleet's history (issue 11): the same record from an agent is not added twice; a
      * record only an agent has (another operator's) is merged in time order */
     char *line = NULL;
-    assert_int_equal(state_history_format(&h[0], &line), 0);
+    assert_int_equal(history_entry_format(&h[0], &line), 0);
     assert_null(strchr(line, '\n'));
     struct history_entry from_agent[2];
-    assert_int_equal(state_history_parse(line, strlen(line), &from_agent[0]), 0);
+    assert_int_equal(history_entry_parse(line, strlen(line), &from_agent[0]), 0);
     free(line);
-    assert_int_equal(state_history_parse("[1]", 3, &from_agent[1]), -EINVAL);
+    assert_int_equal(history_entry_parse("[1]", 3, &from_agent[1]), -EINVAL);
     from_agent[1] = from_agent[0];
     from_agent[1].time = 5e8; /* older, another operator's */
     strcpy(from_agent[1].result, "reverted");
-    assert_int_equal(state_history_merge(&h, &n, from_agent, 2), 1);
+    assert_int_equal(state_history_merge(&h, &n, from_agent, 2, "h1:101"), 1);
     assert_int_equal(n, 2);
     assert_string_equal(h[0].result, "reverted");
     assert_string_equal(h[1].result, "promoted");
-    assert_int_equal(state_history_merge(&h, &n, from_agent, 2), 0); /* again: nothing new */
+    assert_int_equal(state_history_merge(&h, &n, from_agent, 2, "h1:101"), 0); /* again: nothing new */
     assert_int_equal(n, 2);
     free(h);
     double k = -5;
@@ -452,6 +452,103 @@ static void test_state_dir(void **state)
 /* `drover history` names the release of a rollback, promote, revert, stop, start or rebaseline
  * record (written under the verb's name): from the manifest cache, else from another record of
  * the same release id, else "-" */
+/* An agent's own record of a revert it decided alone (no drover there): each agent of the gang
+ * writes one, and `drover history` shows one row naming every container; where a drover's
+ * verdict of that probation is there too, that verdict alone. */
+static void test_history_agent_records(void **state)
+{
+    (void)state;
+    struct history_entry a = { .time = 1000, .ktok_s = -1, .baseline_ktok_s = -1,
+                               .reason_code = HISTORY_RC_AGENT_REVERT };
+    strcpy(a.job, "train");
+    memset(a.release, 'b', RELEASE_ID_LEN);
+    memset(a.previous, 'a', RELEASE_ID_LEN);
+    strcpy(a.name, "v7");
+    strcpy(a.result, "reverted");
+    strcpy(a.reason, "drover-agent reverted on its own from bbbbbbbbbbbb: release bbbbbbbbbbbb not "
+                     "promoted before its probation deadline");
+    strcpy(a.by, HISTORY_BY_AGENT);
+    /* the record as the agent writes it and drover reads it back: "by" kept, no container */
+    char *line = NULL;
+    assert_int_equal(history_entry_format(&a, &line), 0);
+    assert_non_null(strstr(line, "\"by\":\"agent\""));
+    struct history_entry back;
+    assert_int_equal(history_entry_parse(line, strlen(line), &back), 0);
+    free(line);
+    assert_string_equal(back.by, HISTORY_BY_AGENT);
+    assert_string_equal(back.containers, "");
+    json_t *o = history_entry_json(&back);
+    assert_string_equal(json_string_value(json_object_get(o, "by")), "agent");
+    json_decref(o);
+
+    struct history_entry *h = NULL;
+    size_t n = 0;
+    assert_int_equal(state_history_merge(&h, &n, &back, 1, "h1:101"), 1);
+    assert_string_equal(h[0].containers, "h1:101");
+    /* the gang's two other agents, seconds apart: folded into the first's row */
+    struct history_entry b = back, c = back;
+    b.time = 1003;
+    c.time = 1004.5;
+    assert_int_equal(state_history_merge(&h, &n, &b, 1, "h1:102"), 0);
+    assert_int_equal(state_history_merge(&h, &n, &c, 1, "h2:201"), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(h[0].containers, "h1:101 h1:102 h2:201");
+    /* read again (another `drover history`): nothing doubles */
+    assert_int_equal(state_history_merge(&h, &n, &b, 1, "h1:102"), 0);
+    assert_string_equal(h[0].containers, "h1:101 h1:102 h2:201");
+    /* the same release reverted by the agents again a day later: a row of its own */
+    struct history_entry later = back;
+    later.time = 1000 + 86400;
+    assert_int_equal(state_history_merge(&h, &n, &later, 1, "h1:101"), 1);
+    assert_int_equal(n, 2);
+    /* a drover's own record is never folded, and gets no container from where it was read */
+    struct history_entry d = back;
+    d.by[0] = '\0';
+    d.time = 2000;
+    strcpy(d.result, "promoted");
+    strcpy(d.containers, "h1:101 h1:102");
+    assert_int_equal(state_history_merge(&h, &n, &d, 1, "h2:201"), 1);
+    assert_int_equal(n, 3);
+    assert_string_equal(h[1].containers, "h1:101 h1:102");
+    free(h);
+
+    /* a drover watched that probation and recorded its verdict (the agents went back during it):
+     * its row alone, whichever is read first */
+    struct history_entry v = back;
+    v.by[0] = '\0';
+    v.time = 1010;
+    strcpy(v.result, "failed");
+    strcpy(v.containers, "h1:101 h1:102 h2:201");
+    h = NULL;
+    n = 0;
+    assert_int_equal(state_history_merge(&h, &n, &back, 1, "h1:101"), 1);
+    assert_int_equal(state_history_merge(&h, &n, &v, 1, "h1:101"), 0); /* one in, one out */
+    assert_int_equal(n, 1);
+    assert_string_equal(h[0].by, "");
+    assert_string_equal(h[0].result, "failed");
+    assert_int_equal(state_history_merge(&h, &n, &b, 1, "h1:102"), 0);
+    assert_int_equal(n, 1);
+    free(h);
+    /* ... also where its verdict named another cause first (no agent-revert code) */
+    v.reason_code = HISTORY_RC_NONE;
+    h = NULL;
+    n = 0;
+    assert_int_equal(state_history_merge(&h, &n, &v, 1, NULL), 1);
+    assert_int_equal(state_history_merge(&h, &n, &back, 1, "h1:101"), 0);
+    assert_int_equal(n, 1);
+    free(h);
+    /* ... but a held release the agents reverted at its deadline is theirs to tell: a drover's
+     * "held" is no verdict of how it ended */
+    strcpy(v.result, "held");
+    v.reason_code = HISTORY_RC_NONE;
+    h = NULL;
+    n = 0;
+    assert_int_equal(state_history_merge(&h, &n, &v, 1, NULL), 1);
+    assert_int_equal(state_history_merge(&h, &n, &back, 1, "h1:101"), 1);
+    assert_int_equal(n, 2);
+    free(h);
+}
+
 static void test_history_release_name(void **state)
 {
     (void)state;
@@ -517,6 +614,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_knownhosts_remove),
         cmocka_unit_test(test_local_exec),
+        cmocka_unit_test(test_history_agent_records),
         cmocka_unit_test(test_local_stream),
         cmocka_unit_test(test_agent_argv),
         cmocka_unit_test(test_agent_timeout),

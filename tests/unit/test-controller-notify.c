@@ -139,7 +139,7 @@ static void test_payload(void **state)
     const char *old = "{\"v\":1,\"time\":1,\"job\":\"train\",\"result\":\"reverted\","
                       "\"reason\":\"the agent on h1:101 went back to 1a2b3c4d5e6f by itself (x)\"}";
     struct history_entry oh;
-    assert_int_equal(state_history_parse(old, strlen(old), &oh), 0);
+    assert_int_equal(history_entry_parse(old, strlen(old), &oh), 0);
     assert_int_equal(oh.reason_code, HISTORY_RC_AGENT_REVERT);
     assert_string_equal(notify_event_of(&oh), "agent-revert");
 }

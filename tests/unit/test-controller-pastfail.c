@@ -164,14 +164,14 @@ static void test_records_with_and_without_code(void **state)
     /* written and read back: the code travels; an unknown name reads as other */
     struct history_entry e = rec_code(T0, "train", REL, "v2", "failed", HISTORY_RC_PROMOTE_FAILED, "x");
     char *line = NULL;
-    assert_int_equal(state_history_format(&e, &line), 0);
+    assert_int_equal(history_entry_format(&e, &line), 0);
     assert_non_null(strstr(line, "\"reason_code\":\"promote-failed\""));
     struct history_entry back;
-    assert_int_equal(state_history_parse(line, strlen(line), &back), 0);
+    assert_int_equal(history_entry_parse(line, strlen(line), &back), 0);
     assert_int_equal(back.reason_code, HISTORY_RC_PROMOTE_FAILED);
     free(line);
     static const char newer[] = "{\"job\":\"train\",\"result\":\"failed\",\"reason_code\":\"quota\"}";
-    assert_int_equal(state_history_parse(newer, strlen(newer), &back), 0);
+    assert_int_equal(history_entry_parse(newer, strlen(newer), &back), 0);
     assert_int_equal(back.reason_code, HISTORY_RC_OTHER);
     for (int c = 0; c < HISTORY_RC_COUNT; c++)
         assert_int_equal(history_reason_from_name(history_reason_name((enum history_reason)c)), c);
@@ -235,10 +235,10 @@ static void test_hand_revert_of_unfailed_release(void **state)
     assert_null(pastfail_find(h, 4, "train", REL));
     /* ... as history.jsonl and the agents keep it: the code survives the round trip */
     char *line = NULL;
-    assert_int_equal(state_history_format(&h[3], &line), 0);
+    assert_int_equal(history_entry_format(&h[3], &line), 0);
     assert_non_null(strstr(line, "\"reason_code\":\"operator-revert\""));
     struct history_entry back;
-    assert_int_equal(state_history_parse(line, strlen(line), &back), 0);
+    assert_int_equal(history_entry_parse(line, strlen(line), &back), 0);
     free(line);
     assert_int_equal(back.reason_code, HISTORY_RC_OPERATOR_REVERT);
     assert_string_equal(back.result, "reverted");

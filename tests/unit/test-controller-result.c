@@ -101,19 +101,20 @@ static void test_record_members(void **state)
     strcpy(h.job, "train");
     strcpy(h.result, "failed");
     strcpy(h.reason, "h1:101: needs attention: environment fault: Xid 79");
-    json_t *o = state_history_entry_json(&h);
+    json_t *o = history_entry_json(&h);
     assert_non_null(o);
     static const char *const keys[] = { "time", "job", "release", "name", "result", "previous",
                                         "reason", "reason_code", "containers", "ktok_s",
-                                        "baseline_ktok_s" };
+                                        "baseline_ktok_s", "by" };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         assert_non_null(json_object_get(o, keys[i]));
     assert_int_equal(json_object_size(o), sizeof keys / sizeof keys[0]);
     assert_string_equal(json_string_value(json_object_get(o, "reason_code")), "environment");
     assert_true(json_is_null(json_object_get(o, "baseline_ktok_s")));
+    assert_string_equal(json_string_value(json_object_get(o, "by")), "drover");
     json_decref(o);
     h.reason_code = HISTORY_RC_NONE;
-    o = state_history_entry_json(&h);
+    o = history_entry_json(&h);
     assert_string_equal(json_string_value(json_object_get(o, "reason_code")), "");
     json_decref(o);
 }
