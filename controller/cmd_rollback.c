@@ -111,6 +111,11 @@ static int decide_held(struct fleet *f, int argc, char **argv, bool promote)
     }
     if (optind != argc)
         return verb_usage_error(argv[0], argv[optind]);
+    /* a decision on a held release names its job, as rollback does: it picked the inventory's
+     * only job on its own, after reading the inventory */
+    int r = cli_job_selection(argv[0], &job, job ? 1 : 0, false, CLI_JOBS_ONE);
+    if (r != EXIT_OK)
+        return r;
     if (f->args_only) /* controller/cli.c: arguments checked, no inventory yet */
         return EXIT_OK;
     return deploy_decide_held(f, job, promote);

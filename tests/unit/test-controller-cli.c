@@ -251,6 +251,19 @@ static void test_rollback_needs_job(void **state)
     assert_int_equal(drover("-i", "one.ini", "rollback", "--job", "a", NULL), 1);
     want(err, "h1");
     want_not(err, "another drover");
+    /* promote and revert decide on a held release: named too, before the inventory (they took
+     * the inventory's only job on their own) */
+    static const char *const held[] = { "promote", "revert" };
+    for (size_t i = 0; i < ARRAY_SIZE(held); i++) {
+        char says[64];
+        snprintf(says, sizeof says, "%s needs --job J", held[i]);
+        assert_int_equal(drover("-i", "one.ini", held[i], NULL), 2);
+        want(err, says);
+        want_not(err, "h1");
+        assert_int_equal(drover(held[i], NULL), 2);
+        want(err, says);
+        want_not(err, "inventory");
+    }
 }
 
 /* rebaseline: the job is named (usage, exit 2, before the inventory); stray words are usage
