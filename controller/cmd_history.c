@@ -139,10 +139,14 @@ int cmd_history(struct fleet *f, int argc, char **argv)
             /* the release's name, also for the records a rollback, promote, revert, stop, start
              * or rebaseline wrote under its verb (state.h) */
             state_history_release_name(f->inv->state_dir, h, n, i, name);
-            printf("%-20s %-12s %-13s %-10s %-14s %8s  %s\n", when, h[i].job,
+            /* an agent's own record (no drover decided): where, since its reason cannot say */
+            char where[sizeof h[i].containers + 16] = "";
+            if (!strcmp(h[i].by, HISTORY_BY_AGENT) && h[i].containers[0])
+                snprintf(where, sizeof where, " (in %s)", h[i].containers);
+            printf("%-20s %-12s %-13s %-10s %-14s %8s  %s%s\n", when, h[i].job,
                    ui_short(h[i].release, sid),
                    text_escape(name, strlen(name), name_e, sizeof name_e), h[i].result, k,
-                   text_escape(h[i].reason, strlen(h[i].reason), reason_e, sizeof reason_e));
+                   text_escape(h[i].reason, strlen(h[i].reason), reason_e, sizeof reason_e), where);
         }
     }
     free(h);

@@ -130,7 +130,7 @@ check "... as one row: reverted, reason agent-revert, by agent, back to v1" \
 	eval '[[ $(grep -c . <<<"$rows") == 1 && $(jq -r "[.result, .reason_code, .by] | join(\" \")" <<<"$rows") == "reverted agent-revert agent" && $(jq -r .previous <<<"$rows") == "$v1"* ]]'
 check "... in the agents' words" eval '[[ $(jq -r .reason <<<"$rows") == "drover-agent reverted on its own from "* ]]'
 "$E2E_BUILD/drover" -i "$INV" history --job train >"$E2E_WORK/h20.out" 2>&1
-check "the history table has the row" grep -q 'v20b.*reverted' "$E2E_WORK/h20.out"
+check "the history table has the row, naming where" grep -q 'v20b.*reverted.*drover-agent reverted on its own.* (in h[0-9:]* h[0-9:]* h[0-9:]*)$' "$E2E_WORK/h20.out"
 # the dead drover's lease: the next test's drover would take it over (t-34); nothing to wait for
 for c in $E2E_CTS; do ct "$c" rm -f /var/lib/drover/leases/train.json; done
 check "v1's steps still advance" all_ranks_advance 3 60
