@@ -94,20 +94,69 @@ struct history_arg {
 };
 static int history_one(struct ct_fan *cf, int i);
 
+/* The record e (its job, previous and containers filled in here), in state_dir and every
+ * container of the job; final: this run's outcome, whose record may give the lease back. */
+static void history_put(struct deploy *d, struct history_entry *e, bool final);
+
 void history_record(struct deploy *d, const char *result, enum history_reason code, const char *reason,
                     double ktok)
 {
     struct history_entry e = { .time = time_wall(), .ktok_s = ktok, .baseline_ktok_s = d->baseline };
-    (void)str_copy(e.job, sizeof e.job, d->job->name);
     (void)str_copy(e.release, sizeof e.release, d->id);
     (void)str_copy(e.name, sizeof e.name, d->name);
     (void)str_copy(e.result, sizeof e.result, result);
-    (void)str_copy(e.previous, sizeof e.previous, d->good);
     e.reason_code = code;
     if (d->spec_note[0])
         snprintf(e.reason, sizeof e.reason, "%s; %s", d->spec_note, reason ? reason : "");
     else
         (void)str_copy(e.reason, sizeof e.reason, reason ? reason : "");
+    history_put(d, &e, true);
+}
+
+void history_record_abandoned(struct deploy *d)
+{
+    const char *seen[INV_MAX_CTS];
+    int nseen = 0;
+    for (int i = 0; i < d->job->ncts; i++) {
+        const struct job_status *js = d->sv_found[i] && d->sv_js ? &d->sv_js[i] : NULL;
+        if (!js || !js->current[0] || !strcmp(js->current, js->good) || !strcmp(js->current, d->id))
+            continue;
+        bool again = false;
+        for (int k = 0; k < nseen && !again; k++)
+            again = !strcmp(seen[k], js->current);
+        if (again)
+            continue;
+        seen[nseen++] = js->current;
+        struct history_entry *h = NULL;
+        size_t n = 0;
+        bool told = false;
+        survey_history_of(d, js->current, &h, &n);
+        for (size_t k = 0; k < n && !told; k++)
+            told = !strcmp(h[k].job, d->job->name) && !strcmp(h[k].release, js->current);
+        free(h);
+        if (told)
+            continue;
+        struct history_entry e = { .time = time_wall(), .ktok_s = -1, .baseline_ktok_s = -1 };
+        char sid[RELEASE_SHORT_LEN + 1];
+        (void)str_copy(e.release, sizeof e.release, js->current);
+        if (state_release_name(d->inv->state_dir, js->current, e.name) < 0)
+            e.name[0] = '\0';
+        (void)str_copy(e.result, sizeof e.result, "aborted");
+        snprintf(e.reason, sizeof e.reason, "never decided: the deploy that started it ended without "
+                 "a verdict or a record (its drover was killed or cut off during probation); "
+                 "replaced by %s (%s)", d->sid, d->name);
+        log_warn("job '%s': %s ran unpromoted with no record of how its deploy ended (that drover "
+                 "died?): recorded as aborted, replaced by %s", d->job->name, ui_short(js->current, sid),
+                 d->sid);
+        history_put(d, &e, false);
+    }
+}
+
+static void history_put(struct deploy *d, struct history_entry *ep, bool final)
+{
+    struct history_entry e = *ep;
+    (void)str_copy(e.job, sizeof e.job, d->job->name);
+    (void)str_copy(e.previous, sizeof e.previous, d->good);
     size_t off = 0;
     for (int i = 0; i < d->job->ncts && off < sizeof e.containers; i++)
         off += (size_t)snprintf(e.containers + off, sizeof e.containers - off, "%s%s", i ? " " : "",
@@ -130,7 +179,7 @@ void history_record(struct deploy *d, const char *result, enum history_reason co
          * knows how (it took the lease with --status), the record gives the lease back, and the
          * lease-release round of deploy_done() is left with nothing to do there */
         bool give[INV_MAX_CTS] = { false }, given[INV_MAX_CTS] = { false };
-        for (int i = 0; d->lease_with_record && agent_argv_end(&al) == 0 && i < d->job->ncts; i++)
+        for (int i = 0; final && d->lease_with_record && agent_argv_end(&al) == 0 && i < d->job->ncts; i++)
             give[i] = d->leased[i] && d->lease_status_known[i];
         struct history_arg ha = { a.argv, al.argv, give, given };
         cf->d = d;
@@ -1898,6 +1947,9 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         ret = EXIT_FAIL;
         goto restore;
     }
+    /* what the switch replaced: a release whose deploy's drover died during its probation left
+     * no record of it anywhere (t-34) */
+    history_record_abandoned(&d);
     if (ar < 0) { /* said once, by the FAILED verdict below (it was said three times) */
         snprintf(reason, sizeof reason, "activate failed: %.760s", err);
         goto failed;

@@ -272,6 +272,12 @@ bool deploy_job_is_stopped(const struct deploy *d);
  * in state_dir and in every container of the job, then notify. */
 void history_record(struct deploy *d, const char *result, enum history_reason code, const char *reason,
                     double ktok);
+/* After a switch: each release a container ran before it (the survey's current) that was never
+ * promoted there, is not this deploy's and has no record at all in the job's history (state_dir
+ * and the agents', survey_history_of) gets one, result "aborted", said on stderr: the drover that
+ * deployed it died or was cut off during its probation, and a release replaced that way used to
+ * leave no trace in the history. */
+void history_record_abandoned(struct deploy *d);
 /* A new rendezvous generation: 16 hex digits and a NUL, one per switch or operator's start
  * (agent activate/start --rdzv). */
 void new_rdzv(char out[17]);

@@ -5,7 +5,8 @@
 # deploy from this machine sees the holder is a drover of this host and boot that no longer runs
 # and takes its lease over at once, saying so; the dead drover's candidate keeps running until the
 # new deploy's switch replaces it.  A second operator whose drover is alive is still refused,
-# from this host too.
+# from this host too.  The killed deploy's release, replaced without a verdict, gets its one
+# history row (aborted, never decided) from the deploy that replaced it.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -57,6 +58,14 @@ sed 's/^/    | /' "$E2E_WORK/next.out" | tail -2
 check "the deploy after the kill runs to its verdict (exit 0 or 3: $nrc) well under lease_ttl ($(secs $took) s of 300 s)" \
 	eval '[[ $nrc == 0 || $nrc == 3 ]] && ((took < 24000))'
 check "v1 is current everywhere" all_current_is "$v1"
+# v34's deploy died without a verdict and the switch replaced it: nothing recorded how it ended
+# (no row of v34 at all); the deploy that replaced it records it, aborted, and says so
+check "the deploy says v34 had no record and records it as aborted" \
+	said_in "${v34:0:12} ran unpromoted with no record of how its deploy ended .*: recorded as aborted" next.err
+rows34=$("$E2E_BUILD/drover" -i "$INV" history --job train -o json | jq -c --arg id "$v34" '.history[] | select(.release == $id)')
+printf '    v34 rows: %s\n' "$(cut -c1-300 <<<"$rows34")"
+check "drover history has v34's one row: aborted, never decided, replaced by v1" \
+	eval '[[ $(grep -c . <<<"$rows34") == 1 && $(jq -r .result <<<"$rows34") == aborted && $(jq -r .reason <<<"$rows34") == "never decided: "*"replaced by ${v1:0:12}"* ]]'
 check "the lease is given back at the end" eval '! ct h1:101 test -f /var/lib/drover/leases/train.json'
 journalled() { ct h1:101 cat /var/lib/drover/events.jsonl | jq -e -s --arg p "/pid-$pid/" '[.[] | select(.kind == "lease-takeover" and (.detail | contains($p)) and (.detail | contains("no longer running on its host")))] | length == 1' >/dev/null; }
 check "h1:101's agent journals the takeover from the dead drover" journalled
