@@ -203,7 +203,8 @@ enum jm_fx {
     JM_FX_SAVE,       /* write state.json */
     JM_FX_GC,         /* release GC */
     JM_FX_HISTORY,    /* release, text: the agent went back from release, never promoted, on its
-                         own (crash loop, probation deadline): a record in the job's history
+                         own (crash loop, hang, non-finite loss, failed start, probation
+                         deadline): a record in the job's history
                          (common/histrec.h), by the agent, since no drover may be there to write
                          one (a drover that watched it records its verdict too; `drover history`
                          shows that one only, state.h STATE_HISTORY_FOLD_S) */

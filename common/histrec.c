@@ -121,4 +121,3 @@ int history_entry_parse(const char *line, size_t len, struct history_entry *ret)
     *ret = e;
     return 0;
 }
-
