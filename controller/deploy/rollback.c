@@ -292,11 +292,11 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         snprintf(what, sizeof what, "the same release %s with the job spec it was promoted with "
                  "before", d.sid);
     else if (t->nrecorded)
-        snprintf(what, sizeof what, "the earlier good release %s with the job spec it was promoted "
+        snprintf(what, sizeof what, "the previous good release %s with the job spec it was promoted "
                  "with", d.sid);
     else
         snprintf(what, sizeof what, "the %s release %s (with the inventory's job spec)",
-                 pick[0] ? "named" : "earlier good", d.sid);
+                 pick[0] ? "named" : "previous good", d.sid);
     int nrecorded = t->nrecorded;
     free(t);
     if (dry_run) {
