@@ -359,8 +359,18 @@ int ssh_conn_open(const struct ssh_params *p, struct ssh_conn **ret_conn, char *
         auth = ssh_userauth_publickey_auto(c->s, NULL, NULL);
     }
     if (auth != SSH_AUTH_SUCCESS) {
-        snprintf(err, err_sz, "%s: public-key authentication as '%s' refused%s%s", c->label, p->user,
-                 auth == SSH_AUTH_ERROR ? ": " : "", auth == SSH_AUTH_ERROR ? ssh_get_error(c->s) : "");
+        /* which key was offered, and where its public half must be: "refused" alone left the
+         * operator guessing between the agent, ~/.ssh and the inventory's identity */
+        char keys[1200];
+        if (p->identity && p->identity[0])
+            snprintf(keys, sizeof keys, "with the identity '%s' (its .pub must be in that user's "
+                     "~/.ssh/authorized_keys on the host)", p->identity);
+        else
+            snprintf(keys, sizeof keys, "with the ssh agent's keys and ~/.ssh/id_* (no identity in "
+                     "the inventory: set [drover] identity = PATH to name the key, and put its .pub in "
+                     "that user's ~/.ssh/authorized_keys on the host)");
+        snprintf(err, err_sz, "%s: public-key authentication as '%s' refused %s%s%s", c->label, p->user,
+                 keys, auth == SSH_AUTH_ERROR ? ": " : "", auth == SSH_AUTH_ERROR ? ssh_get_error(c->s) : "");
         r = -EACCES;
         goto fail;
     }

@@ -240,6 +240,9 @@ static void test_auth_and_connect_errors(void **state)
     p.identity = other; /* not in authorized_keys */
     assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), -EACCES);
     assert_non_null(strstr(err, "authentication"));
+    /* the refusal names the key that was offered and where its public half belongs */
+    assert_non_null(strstr(err, other));
+    assert_non_null(strstr(err, "authorized_keys"));
     p.identity = "/nonexistent/key";
     assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), -EACCES);
     assert_non_null(strstr(err, "/nonexistent/key"));
