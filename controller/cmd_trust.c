@@ -52,7 +52,8 @@ int cmd_trust(struct fleet *f, int argc, char **argv)
      * "error"}]} on stdout (docs/protocol.md, "Result document"). */
     for (int i = optind; i < argc; i++)
         if (inventory_find_host(f->inv, argv[i]) < 0) {
-            log_error("no [host %s] in '%s'", argv[i], f->inv->path);
+            char why[1200];
+            log_error("%s", inventory_no_host(f->inv, argv[i], why, sizeof why));
             return EXIT_USAGE;
         }
     json_t *hosts = json ? json_array() : NULL;

@@ -802,29 +802,55 @@ const struct inv_job *inventory_find_job(const struct inventory *inv, const char
     return NULL;
 }
 
-const char *inventory_no_job(const struct inventory *inv, const char *name, char *buf, size_t sz)
+/* "no [KIND name] in 'PATH'" and the nearest of names[0..n), else all of them ("its KINDs are"),
+ * else that there is none. */
+static const char *no_section(const struct inventory *inv, const char *kind, const char *name,
+                              const char *const *names, int n, char *buf, size_t sz)
 {
-    const char *names[INV_MAX_JOBS];
-    for (int i = 0; i < inv->njobs; i++)
-        names[i] = inv->jobs[i].name;
-    const char *near = str_nearest(name, names, (size_t)inv->njobs);
-    int n = snprintf(buf, sz, "no [job %s] in '%s'", name, inv->path);
-    if (n < 0 || (size_t)n >= sz)
+    const char *near = str_nearest(name, names, (size_t)n);
+    int w = snprintf(buf, sz, "no [%s %s] in '%s'", kind, name, inv->path);
+    if (w < 0 || (size_t)w >= sz)
         return buf;
     if (near)
-        snprintf(buf + n, sz - (size_t)n, ": did you mean %s?", near);
-    else if (inv->njobs == 0)
-        snprintf(buf + n, sz - (size_t)n, ": it has no [job NAME] section");
+        snprintf(buf + w, sz - (size_t)w, ": did you mean %s?", near);
+    else if (n == 0)
+        snprintf(buf + w, sz - (size_t)w, ": it has no [%s NAME] section", kind);
     else {
-        size_t used = (size_t)n;
-        for (int i = 0; i < inv->njobs && used < sz; i++) {
-            int m = snprintf(buf + used, sz - used, "%s%s", i ? ", " : ": its jobs are ", names[i]);
+        size_t used = (size_t)w;
+        for (int i = 0; i < n && used < sz; i++) {
+            int m = i ? snprintf(buf + used, sz - used, ", %s", names[i])
+                      : snprintf(buf + used, sz - used, ": its %ss are %s", kind, names[i]);
             if (m < 0)
                 break;
             used += (size_t)m;
         }
     }
     return buf;
+}
+
+const char *inventory_no_job(const struct inventory *inv, const char *name, char *buf, size_t sz)
+{
+    const char *names[INV_MAX_JOBS];
+    for (int i = 0; i < inv->njobs; i++)
+        names[i] = inv->jobs[i].name;
+    return no_section(inv, "job", name, names, inv->njobs, buf, sz);
+}
+
+const char *inventory_no_host(const struct inventory *inv, const char *name, char *buf, size_t sz)
+{
+    const char *names[INV_MAX_HOSTS];
+    int addr = -1;
+    for (int i = 0; i < inv->nhosts; i++) {
+        names[i] = inv->hosts[i].name;
+        if (addr < 0 && !strcmp(inv->hosts[i].address, name))
+            addr = i;
+    }
+    if (addr >= 0) { /* an address where the section's name goes */
+        snprintf(buf, sz, "no [host %s] in '%s': %s is the address of [host %s]; name the host: %s",
+                 name, inv->path, name, inv->hosts[addr].name, inv->hosts[addr].name);
+        return buf;
+    }
+    return no_section(inv, "host", name, names, inv->nhosts, buf, sz);
 }
 
 const char *inventory_no_jobs(const struct inventory *inv, char *buf, size_t sz)

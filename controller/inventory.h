@@ -151,6 +151,9 @@ const struct inv_job *inventory_find_job(const struct inventory *inv, const char
 /* "no [job trian] in 'drover.ini': did you mean train?" (or ": its jobs are train, pt") into
  * buf, for a --job NAME that inventory_find_job() did not find.  Returns buf. */
 const char *inventory_no_job(const struct inventory *inv, const char *name, char *buf, size_t sz);
+/* The same for a host name: "no [host h3] in 'PATH': did you mean h2?" or "...: its hosts are h1,
+ * h2"; where name is the address of a host, says that host's name. */
+const char *inventory_no_host(const struct inventory *inv, const char *name, char *buf, size_t sz);
 /* "'drover.ini' has no job: add a [job NAME] section with its containers and command
  * (docs/config.md)" into buf, for an inventory with no job at all: deploy refuses it, status and
  * validate warn (an empty or wrong file showed an empty table, or "ok", without a word).

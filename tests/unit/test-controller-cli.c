@@ -774,6 +774,15 @@ static void test_unknown_job_suggests(void **state)
     want(err, "did you mean drafter?");
     assert_int_equal(drover("deploy", ".", "--job", "trian", NULL), 2);
     want(err, "did you mean train?");
+    /* trust names hosts as jobs are named, and knows an address given for a host's name */
+    mkfile("hosts.ini", "[host gpu1]\naddress = 10.0.0.7\n[host gpu2]\naddress = 10.0.0.8\n"
+                        "[job t]\ncontainers = gpu1:101\ncommand = x\n", 0644);
+    assert_int_equal(drover("-i", "hosts.ini", "trust", "gpu3", NULL), 2);
+    want(err, "no [host gpu3] in 'hosts.ini': did you mean gpu1?");
+    assert_int_equal(drover("-i", "hosts.ini", "trust", "dgx", NULL), 2);
+    want(err, "no [host dgx] in 'hosts.ini': its hosts are gpu1, gpu2");
+    assert_int_equal(drover("-i", "hosts.ini", "trust", "10.0.0.8", NULL), 2);
+    want(err, "10.0.0.8 is the address of [host gpu2]; name the host: gpu2");
     assert_int_equal(drover("history", "--job", "trian", "--local", NULL), 2);
     want(err, "no history of job 'trian'");
     want(err, "did you mean train?");
