@@ -31,12 +31,13 @@ EXIT_* constants, and for the two that must leave by os._exit after hb.error():
 
 Outside drover (no DROVER_HEARTBEAT_FD) every call does nothing.  No call ever raises into the
 training loop: once the agent's end of the pipe is gone (EPIPE, EBADF), beats are dropped.  A
-call with a bad argument (a step or token count that is not a non-negative integer, an unknown
-phase) is checked before anything changes: it is counted in `invalid`, warned about once per call
-on stderr, sends nothing and leaves every counter as it was.
+call with a bad argument (a step or token count that is not a non-negative integer, a loss that
+is not one number, an unknown phase) is checked before anything changes: it is counted in
+`invalid`, warned about on stderr (once per call and argument), sends nothing and leaves every
+counter as it was.  So is an hb.phase(...) that no `with` entered (it would do nothing, and the
+silence deadline would apply during the save): counted and warned about at the next call.
 """
 
-import contextlib
 import errno
 import json
 import math
@@ -140,6 +141,22 @@ def _count(v):
     return v if v >= 0 else None
 
 
+def _loss(v):
+    """v as a float (NaN and inf included: a real non-finite loss), or None when it is not one
+    number: a bool, a str ("2.0"), None, a list, a multi-element tensor.  Such a value used to be
+    sent as a non-finite loss, and 3 of them stopped the gang for a divergence that was not."""
+    if v is None or isinstance(v, (bool, str, bytes)):
+        return None
+    try:
+        return float(v)  # float, int, numpy scalars, one-element tensors (0-d or not)
+    except Exception:  # noqa: BLE001 -- any __float__ failure is bad input
+        return None
+
+
+_STEP_WANT = "pass a non-negative integer"
+_LOSS_WANT = "pass a float or a one-element tensor (loss.item()); NaN and inf are reported as " \
+             "non-finite losses"
+
 _CORE_KEYS = ("v", "rank", "pid", "step", "tokens", "loss", "nonfinite", "tok_s", "step_ms",
               "phase", "resumed_from", "ckpt_step", "release", "backend")
 
@@ -175,6 +192,35 @@ def _excepthook(etype, value, tb):
     except Exception:  # noqa: BLE001 -- the traceback below matters more
         pass
     (_prev_excepthook or sys.__excepthook__)(etype, value, tb)
+
+
+class _Phase:
+    """What hb.phase(name) returns: the phase holds from `with`'s enter to its exit."""
+
+    def __init__(self, hb, name, known):
+        self.hb, self.name, self.known = hb, name, known
+        self.entered = False
+        self.before = None
+
+    def __enter__(self):
+        self.entered = True
+        hb = self.hb
+        if hb._unentered is self:
+            hb._unentered = None
+        if self.known:
+            self.before = hb.current_phase
+            hb.current_phase = self.name
+            hb._send()
+        return hb
+
+    def __exit__(self, etype, value, tb):
+        if self.known:
+            hb = self.hb
+            hb.current_phase = self.before
+            hb._t_last = hb.clock()  # the pause is not a slow step
+            if self.before == "train":
+                hb._send()
+        return False  # an exception in the block goes on
 
 
 class Heartbeat:
@@ -225,6 +271,7 @@ class Heartbeat:
         self.current_phase = "init"
         self.dropped = 0  # lines not written (fd gone, or a step() line too long for its extras)
         self._t_last = None
+        self._unentered = None  # the newest hb.phase(...) that no `with` has entered yet
         if self.fd is not None and report_uncaught:
             global _newest, _prev_excepthook
             if sys.excepthook is not _excepthook:
@@ -232,25 +279,39 @@ class Heartbeat:
                 sys.excepthook = _excepthook
             _newest = weakref.ref(self)
 
-    def _bad(self, call, what, value):
-        """A refused call: counted, and said once per call on stderr (never raises)."""
+    def _bad(self, call, what, value, want=None, text=None):
+        """A refused call: counted, and said on stderr once per call and argument (never
+        raises), with what to pass instead (want).  text replaces the "bad WHAT VALUE" words."""
         self.invalid += 1
-        if call in self._warned:
+        if (call, what) in self._warned:
             return
-        self._warned.add(call)
+        self._warned.add((call, what))
+        if text is None:
+            try:
+                shown = repr(value)[:80]
+            except Exception:  # noqa: BLE001
+                shown = "<unprintable %s>" % type(value).__name__
+            text = "bad %s %s, call ignored" % (what, shown)
+        if want:
+            text += ": " + want
         try:
-            shown = repr(value)[:80]
-        except Exception:  # noqa: BLE001
-            shown = "<unprintable %s>" % type(value).__name__
-        try:
-            sys.stderr.write("drover_heartbeat: %s(): bad %s %s, call ignored (further bad "
-                             "%s() calls are counted in Heartbeat.invalid, not shown)\n"
-                             % (call, what, shown, call))
+            sys.stderr.write("drover_heartbeat: %s(): %s (further such calls are counted in "
+                             "Heartbeat.invalid, not shown)\n" % (call, text))
             sys.stderr.flush()
         except Exception:  # noqa: BLE001
             pass
 
     # ---- what a training loop calls ----
+
+    def _check_phases(self):
+        """An hb.phase(...) made but never entered by a `with` (a bare `hb.phase("checkpoint")`
+        before a save) did nothing: the silence deadline applied during the save.  Counted and
+        said once, at the next call (every public call asks)."""
+        p, self._unentered = self._unentered, None
+        if p is not None and not p.entered:
+            self._bad("phase", "with", p.name, text="phase %r was never entered, so it did "
+                      "nothing" % (p.name,), want="use `with hb.phase(%r):` around the save"
+                      % (p.name,))
 
     @property
     def enabled(self):
@@ -258,9 +319,10 @@ class Heartbeat:
 
     def init(self, resumed_from=-1):
         """Phase init: loading data / model / checkpoint, before the first step."""
+        self._check_phases()
         r = -1 if resumed_from == -1 else _count(resumed_from)
         if r is None:
-            self._bad("init", "resumed_from", resumed_from)
+            self._bad("init", "resumed_from", resumed_from, "pass -1 or a non-negative integer")
             return
         self.resumed_from = r
         if self.resumed_from >= 0:
@@ -271,25 +333,28 @@ class Heartbeat:
 
     def step(self, step, loss, tokens, **extra):
         """One optimizer step done: step = steps completed (counting from the resumed
-        checkpoint's step), loss = this step's loss (a float; NaN/inf allowed), tokens = tokens
-        this rank processed in this step.  Extra keyword numbers (mfu, mem_peak) are sent as
-        they are.  A bad step, token count or extra value: the call is refused (see _bad)."""
-        s, t = _count(step), _count(tokens)
+        checkpoint's step), loss = this step's loss (a float or a one-element tensor; NaN/inf
+        allowed: sent as null and counted non-finite), tokens = tokens this rank processed in
+        this step.  Extra keyword numbers (mfu, mem_peak) are sent as they are.  A bad step,
+        loss, token count or extra value: the call is refused (see _bad)."""
+        self._check_phases()
+        s, t, f = _count(step), _count(tokens), _loss(loss)
         if s is None:
-            self._bad("step", "step", step)
+            self._bad("step", "step", step, _STEP_WANT)
+            return
+        if f is None:
+            self._bad("step", "loss", loss, _LOSS_WANT)
             return
         if t is None:
-            self._bad("step", "tokens", tokens)
+            self._bad("step", "tokens", tokens, _STEP_WANT)
             return
         bad = _bad_extra(extra)
         if bad is not None:
-            self._bad("step", "extra %s=" % bad[0], bad[1])
+            self._bad("step", "extra %s=" % bad[0], bad[1],
+                      "pass a number, a bool, a str or None, under a key the line does not "
+                      "already have")
             return
-        step, tokens = s, t
-        try:
-            loss = float(loss)
-        except Exception:  # noqa: BLE001 -- not a number: sent as null, counted non-finite
-            loss = float("nan")
+        step, tokens, loss = s, t, f
         now = self.clock()
         if self._t_last is not None and now > self._t_last:
             dt = now - self._t_last
@@ -309,39 +374,34 @@ class Heartbeat:
 
     def checkpointed(self, step):
         """A checkpoint of step `step` is on disk."""
+        self._check_phases()
         s = _count(step)
         if s is None:
-            self._bad("checkpointed", "step", step)
+            self._bad("checkpointed", "step", step, _STEP_WANT)
             return
         self.ckpt_step = s
 
-    @contextlib.contextmanager
     def phase(self, name):
         """with hb.phase("checkpoint"): save() -- tells the agent a long pause is expected
         (the checkpoint deadline applies instead of the silence one).  Back to the previous
         phase afterwards.  An unknown name (phases: PHASES) is refused: the block runs, nothing
-        is sent and the phase does not change."""
+        is sent and the phase does not change.  Only `with` does anything: a phase no `with`
+        entered is counted in `invalid` and warned about at the next call."""
+        self._check_phases()
         try:
             known = name in PHASES
         except Exception:  # noqa: BLE001 -- an unhashable/odd object
             known = False
         if not known:
-            self._bad("phase", "name", name)
-            yield self
-            return
-        before = self.current_phase
-        self.current_phase = name
-        self._send()
-        try:
-            yield self
-        finally:
-            self.current_phase = before
-            self._t_last = self.clock()  # the pause is not a slow step
-            if before == "train":
-                self._send()
+            self._bad("phase", "name", name, "the phases are " + ", ".join(PHASES))
+            return _Phase(self, name, False)
+        p = _Phase(self, name, True)
+        self._unentered = p
+        return p
 
     def error(self, message):
         """Report why this rank is about to exit on an error (phase done + error)."""
+        self._check_phases()
         try:
             text = str(message)[:150]
         except Exception:  # noqa: BLE001
@@ -351,6 +411,7 @@ class Heartbeat:
 
     def done(self):
         """Clean exit (max steps reached, or stopping after SIGTERM)."""
+        self._check_phases()
         self.current_phase = "done"
         self._send()
 

@@ -23,6 +23,36 @@ ENV = {"DROVER_HEARTBEAT_FD": "-1", "RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE"
        "DROVER_RELEASE": "ab" * 32}
 
 
+class FakeTensor:
+    """torch.Tensor's float(): one element (0-d or not) converts, more raise."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def __float__(self):
+        if isinstance(self.data, list):
+            if len(self.data) != 1:
+                raise ValueError("only one element tensors can be converted to Python scalars")
+            return float(self.data[0])
+        return float(self.data)
+
+    def __repr__(self):
+        return "tensor(%r)" % (self.data,)
+
+
+def torch_python():
+    """This interpreter if it has torch, else the system's (make unit may run pyenv's)."""
+    for py in (sys.executable, "/usr/bin/python3"):
+        if py and os.access(py, os.X_OK) and subprocess.run(
+                [py, "-c", "import torch"], stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL).returncode == 0:
+            return py
+    return None
+
+
+TORCH_PY = torch_python()
+
+
 class Clock:
     def __init__(self):
         self.t = 100.0
@@ -84,7 +114,7 @@ class HeartbeatTest(unittest.TestCase):
         self.hb.step(1, 2.0, tokens=10)
         self.hb.step(2, float("nan"), tokens=10)
         self.hb.step(3, float("inf"), tokens=10)
-        self.hb.step(4, "not a number", tokens=10)
+        self.hb.step(4, FakeTensor([float("-inf")]), tokens=10)  # a one-element tensor's NaN/inf too
         self.hb.step(5, 1.5, tokens=10)
         raw = os.read(self.r, 65536).decode()
         self.assertNotIn("NaN", raw)
@@ -92,6 +122,74 @@ class HeartbeatTest(unittest.TestCase):
         lines = [json.loads(x) for x in raw.splitlines()]
         self.assertEqual([x["loss"] for x in lines], [2.0, None, None, None, 1.5])
         self.assertEqual([x["nonfinite"] for x in lines], [0, 1, 2, 3, 0])
+        self.assertEqual(self.hb.invalid, 0)
+
+    def test_loss_that_is_not_a_number_is_refused(self):
+        # a list, a multi-element tensor, None, "2.0", a bool were sent as a non-finite loss:
+        # 3 of them and the agent stopped the gang for "3 consecutive non-finite steps", a
+        # divergence that was not.  They are bad calls, like tokens=None.
+        self.hb.step(1, 2.0, tokens=10)
+        read_lines(self.r)
+        bad = ([3.0, 2.9], FakeTensor([3.0, 2.9]), None, "2.0", True, b"1", object(), 1j)
+        err = self.bad_call(lambda: [self.hb.step(2, v, tokens=10) for v in bad])
+        self.assertEqual(err.count("\n"), 1, err)  # one line for them all
+        self.assertIn("step(): bad loss [3.0, 2.9]", err)
+        self.assertIn("pass a float or a one-element tensor", err)
+        self.assertEqual(self.hb.invalid, len(bad))
+        self.assertEqual(read_lines(self.r), [])  # nothing sent
+        self.assertEqual((self.hb.nonfinite, self.hb.last_step, self.hb.tokens), (0, 1, 10))
+        # numbers of any kind, one-element tensors (0-d or not) are losses
+        for i, v in enumerate((3, 2.5, FakeTensor([1.25]), FakeTensor(0.5))):
+            self.hb.step(3 + i, v, tokens=10)
+        lines = read_lines(self.r)
+        self.assertEqual([x["loss"] for x in lines], [3.0, 2.5, 1.25, 0.5])
+        self.assertEqual(self.hb.invalid, len(bad))
+
+    @unittest.skipUnless(TORCH_PY, "no python3 with torch")
+    def test_loss_torch_tensors(self):
+        # the real thing: torch's multi-element tensor, bool tensor and one-element tensors
+        code = ("import io, sys, contextlib, torch; sys.path.insert(0, %r)\n"
+                "from drover_heartbeat import Heartbeat\n"
+                "hb = Heartbeat(report_uncaught=False)\n"
+                "hb.step(1, torch.tensor([3.0, 2.9]), tokens=256)\n"
+                "hb.step(1, torch.ones(2, 2), tokens=256)\n"
+                "hb.step(1, torch.tensor(2.5), tokens=256)\n"
+                "hb.step(2, torch.tensor([1.5], requires_grad=True), tokens=256)\n"
+                "hb.step(3, torch.tensor(float('nan')), tokens=256)\n"
+                "print(hb.invalid, hb.last_step, hb.nonfinite)\n" % HERE)
+        r, w = os.pipe()
+        env = dict(os.environ, DROVER_HEARTBEAT_FD=str(w), RANK="0")
+        p = subprocess.run([TORCH_PY, "-c", code], env=env, pass_fds=(w,), timeout=120,
+                           capture_output=True, text=True)
+        os.close(w)
+        lines = read_lines(r)
+        os.close(r)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.split(), ["2", "3", "1"])
+        self.assertEqual([x["loss"] for x in lines], [2.5, 1.5, None])
+        self.assertIn("bad loss tensor([3.0000, 2.9000])", p.stderr)
+
+    def test_tokens_and_step_must_be_integers(self):
+        self.hb.step(1, 2.0, tokens=10)
+        read_lines(self.r)
+        for step, tokens in ((2, True), (2, "256"), (2, 10.5), (2, -1), (True, 10), ("2", 10),
+                             (2.5, 10)):
+            self.bad_call(lambda: self.hb.step(step, 1.0, tokens=tokens))
+        self.assertEqual(self.hb.invalid, 7)
+        self.assertEqual(read_lines(self.r), [])
+        # a float that is a whole number is that number (docs/pytorch.md)
+        self.hb.step(2.0, 1.0, tokens=10.0)
+        st = read_lines(self.r)[-1]
+        self.assertEqual((st["step"], st["tokens"]), (2, 20))
+        self.assertEqual(self.hb.invalid, 7)
+
+    def test_step_going_back_is_sent(self):
+        # a worker that went back to a checkpoint (after a loss spike) steps from there: the
+        # agent takes any change of step as progress, so it is sent as it is, not refused
+        self.hb.step(50, 2.0, tokens=10)
+        self.hb.step(41, 2.0, tokens=10)
+        self.assertEqual([x["step"] for x in read_lines(self.r)], [50, 41])
+        self.assertEqual(self.hb.invalid, 0)
 
     def test_phase_context(self):
         self.hb.step(10, 1.0, tokens=1)
@@ -184,9 +282,12 @@ class HeartbeatTest(unittest.TestCase):
         err = self.bad_call(lambda: self.hb.step(1, 2.0, None))
         self.assertIn("step()", err)
         self.assertIn("None", err)
+        self.assertIn("pass a non-negative integer", err)
         err = self.bad_call(lambda: self.hb.step("x", 1.0, 5))
-        self.assertEqual(err, "")  # warned once per call
-        self.assertEqual(self.hb.invalid, 2)
+        self.assertIn("bad step 'x'", err)  # another argument: its own line
+        err = self.bad_call(lambda: self.hb.step(1, 2.0, None))
+        self.assertEqual(err, "")  # warned once per call and argument
+        self.assertEqual(self.hb.invalid, 3)
         self.assertEqual(read_lines(self.r), [])  # nothing sent
         self.assertEqual((self.hb.tokens, self.hb.last_step), (5, 1))
         self.hb.step(2, 1.5, 3)
@@ -210,6 +311,30 @@ class HeartbeatTest(unittest.TestCase):
         self.assertEqual(self.hb.current_phase, "train")
         self.assertEqual(self.hb.invalid, 1)
         self.assertEqual(read_lines(self.r), [])
+
+    def test_phase_without_with_is_counted(self):
+        # hb.phase("checkpoint") without `with` did nothing at all (a generator nobody ran):
+        # no count, no warning, and the silence deadline applied during the save
+        self.hb.step(1, 1.0, 1)
+        read_lines(self.r)
+        err = self.bad_call(lambda: self.hb.phase("checkpoint"))
+        self.assertEqual(err, "")
+        err = self.bad_call(lambda: self.hb.step(2, 1.0, 1))  # said at the next call
+        self.assertEqual(self.hb.invalid, 1)
+        self.assertIn("phase(): phase 'checkpoint' was never entered", err)
+        self.assertIn("use `with hb.phase('checkpoint'):`", err)
+        self.assertEqual([x["phase"] for x in read_lines(self.r)], ["train"])  # the step still went
+        # before done() too; counted each time, said once
+        err = self.bad_call(lambda: (self.hb.phase("checkpoint"), self.hb.done()))
+        self.assertEqual((self.hb.invalid, err), (2, ""))
+        # made first and entered later is fine; so is `with` as always
+        self.hb.current_phase = "train"
+        p = self.hb.phase("checkpoint")
+        with p as got:
+            self.assertIs(got, self.hb)
+            self.assertEqual(self.hb.current_phase, "checkpoint")
+        self.hb.step(3, 1.0, 1)
+        self.assertEqual(self.hb.invalid, 2)
 
     def test_line_limit(self):
         self.hb.step(1, 1.0, tokens=1, note="y" * 2000)
