@@ -469,8 +469,16 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
     /* The worker's own last word (heartbeat "error", e.g. the missing shard's path) tells the
      * operator what to fix; the exit code alone does not. */
     if (abnormal && ev->text && ev->text[0]) {
+        /* a liveness verdict names its rank already ("rank 0 never reached its first step..."):
+         * said once, its end (what to run to see why) still fits the status reason's 256 bytes */
+        char own[24];
+        int k = snprintf(own, sizeof own, "rank %d ", ev->rank);
+        bool named = k > 0 && strncmp(ev->text, own, (size_t)k) == 0;
         size_t n = strlen(reason);
-        (void)snprintf(reason + n, sizeof reason - n, " [rank %d: %s]", ev->rank, ev->text);
+        if (named)
+            (void)snprintf(reason + n, sizeof reason - n, " [%s]", ev->text);
+        else
+            (void)snprintf(reason + n, sizeof reason - n, " [rank %d: %s]", ev->rank, ev->text);
     }
     /* a rank that stopped because a rank elsewhere was stopped: not this container's crash, and
      * perhaps the first sign of a stop that is on its way here too */

@@ -1127,7 +1127,7 @@ bool gang_judge_liveness(struct gang *g, double now)
         if (g->ranks[i].rank == v.rank)
             g->hung = i;
     g->hung_limit_s = v.limit_s;
-    (void)liveness_describe(&v, g->hung_why, sizeof g->hung_why);
+    (void)liveness_describe(&v, g->job, g->hung_why, sizeof g->hung_why);
     return true;
 }
 

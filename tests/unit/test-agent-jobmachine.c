@@ -329,6 +329,29 @@ static void test_hung(void **state)
     world_done(&w);
 }
 
+/* A fresh job (no good release) whose worker writes another format: the agent's first_step
+ * verdict ends in the command that shows why its lines were dropped, and that end must survive
+ * the status reason's 256 bytes ("[rank 0: rank 0 never reached..." said the rank twice and cut
+ * it).  Reason codes are unchanged. */
+#define BADLINES "rank 0 never reached its first step: no heartbeat after 8 s (first_step_deadline 8 s); " \
+                 "it wrote 16 lines that are not heartbeats (`drover logs --job fresh --agent` says why)"
+static void test_hung_first_step_reason_fits(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    static const struct row rows[] = {
+        {JM_EV_ACTIVATE, 1, A, 60, 0, 0, 0, NULL, "wait switch event start-gang", GANG_STOPPED, "switched"},
+        {JM_EV_START_OK, 1, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, "started"},
+        {JM_EV_HUNG, 9, NULL, 0, 0, 0, 0, BADLINES, "event stop-gang save", GANG_STOPPING, NULL, "liveness"},
+        {JM_EV_GANG_GONE, 10, NULL, 0, 0, JM_EXIT_HUNG, 0, BADLINES, "event clear-gang event save", GANG_FAILED,
+         "no good release to return to [" BADLINES "]", "liveness"},
+    };
+    RUN(&w, rows);
+    assert_null(strstr(w.j->reason, "[rank 0: rank 0"));
+    assert_true(strlen(w.j->reason) < sizeof w.j->reason - 1);
+}
+
 /* Hangs of a promoted release at the pace a real one hangs: each is seen only once its 60 s
  * silence deadline has passed, so four back-to-back hangs span 210 s.  Counted in crash_window
  * (120 s), never more than two fell inside it and the promoted release was restarted forever,
@@ -1243,6 +1266,7 @@ int main(void)
         cmocka_unit_test(test_probation_deadline),
         cmocka_unit_test(test_diverged),
         cmocka_unit_test(test_hung),
+        cmocka_unit_test(test_hung_first_step_reason_fits),
         cmocka_unit_test(test_hung_promoted_real_pace),
         cmocka_unit_test(test_last_restart_reason_kept),
         cmocka_unit_test(test_revert_no_mark),
