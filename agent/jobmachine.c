@@ -120,9 +120,13 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
                  p->crash_limit, window_s);
         return POLICY_RESTART;
     }
-    const char *why = exit_code == JM_EXIT_HUNG ? STATUS_REASON_LIVENESS
-                      : fatal                   ? STATUS_REASON_FATAL_EXIT
-                                                : STATUS_REASON_CRASH_LOOP;
+    /* words for people; the code says the same to programs.  Non-finite loss is no exit: the
+     * agent stopped the gang on its heartbeats ("non-retryable exit: rank 0 reported 3
+     * consecutive non-finite steps" said it exited) */
+    const char *why = exit_code == JM_EXIT_HUNG       ? STATUS_REASON_LIVENESS
+                      : exit_code == JM_EXIT_DIVERGED ? "stopped for non-finite loss"
+                      : fatal                         ? STATUS_REASON_FATAL_EXIT
+                                                      : STATUS_REASON_CRASH_LOOP;
     /* a hang and non-finite loss keep their own code; a rank's exit became a crash loop or an
      * exit not retried */
     if (*code == STATUS_RC_RANK_EXIT)

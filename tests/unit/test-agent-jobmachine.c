@@ -276,10 +276,25 @@ static void test_diverged(void **state)
     static const struct row rows[] = {
         {JM_EV_DIVERGED, 20, NULL, 0, 1, 0, 0, NULL, "stop-gang save", GANG_STOPPING, "non-finite", "nonfinite"},
         {JM_EV_DIVERGED, 20.1, NULL, 0, 1, 0, 0, NULL, "", GANG_STOPPING, NULL},
-        {JM_EV_GANG_GONE, 21, NULL, 0, 1, JM_EXIT_DIVERGED, 0, NULL, "event clear-gang switch event history start-gang", ANY, "3 consecutive non-finite steps"},
+        /* the agent stopped it on its heartbeats: no exit, and the words do not say one */
+        {JM_EV_GANG_GONE, 21, NULL, 0, 1, JM_EXIT_DIVERGED, 0, NULL, "event clear-gang switch event history start-gang", ANY,
+         "stopped for non-finite loss: rank 1 reported 3 consecutive non-finite steps"},
         {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "nonfinite"},
     };
     RUN(&w, rows);
+    assert_null(strstr(w.j->reason, "exit"));
+    world_done(&w);
+
+    /* drover-train's own diverged exit (7) is an exit, not retried: its words stay */
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    static const struct row exited[] = {
+        {JM_EV_GANG_GONE, 21, NULL, 0, 1, 7, 0, NULL, "event clear-gang switch event history start-gang", ANY,
+         "non-retryable exit: rank 1 exited with code 7"},
+        {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "fatal-exit"},
+    };
+    RUN(&w, exited);
     world_done(&w);
 }
 
