@@ -142,8 +142,9 @@ const char *gang_exec_error_reason(const char *dir, const char *cmd, int e, char
     } else if (!S_ISREG(st.st_mode) || access(ipath, X_OK) < 0) {
         snprintf(buf, bufsz, "its interpreter '%s' (from its #! line) is not executable", shown);
     } else {
-        snprintf(buf, bufsz, "its interpreter '%s' (from its #! line) cannot run it: %s", shown,
-                 strerror(e));
+        /* it is there: an ELF whose own loader is missing (ENOENT), a script (ELOOP) */
+        snprintf(buf, bufsz, "its interpreter '%s' (from its #! line) cannot be executed: %s",
+                 shown, strerror(e));
     }
     return buf;
 }

@@ -416,6 +416,8 @@ static void test_gang_exec_error_reason(void **state)
          ENOENT},
         {"#!\n", "its #! line names no interpreter", ENOEXEC},
         {"#!./w.py\n", "its interpreter './w.py' (from its #! line) is not executable", EACCES},
+        {"#!/bin/sh -e\n", "its interpreter '/bin/sh' (from its #! line) cannot be executed: Exec format error",
+         ENOEXEC},
         {"#!/bin/sh\n", "Operation not permitted", EPERM}, /* not an error a #! line causes */
         {"no #! line\n", "No such file or directory", ENOENT},
     };
