@@ -155,7 +155,8 @@ int liveness_describe(const struct liveness_verdict *v, const char *job, char *o
          * docs/protocol.md "Heartbeat" has the format */
         char where[JOB_NAME_MAX + 40] = "`drover logs --agent`";
         if (job && *job)
-            snprintf(where, sizeof where, "`drover logs --job %.*s --agent`", JOB_NAME_MAX - 1, job);
+            snprintf(where, sizeof where, "`drover logs --job %.*s --agent`", JOB_NAME_MAX - 1,
+                     job);
         int k = snprintf(out + n, outsz - (size_t)n, "; it wrote %llu %s (%s says why)",
                          (unsigned long long)v->bad_lines,
                          text_plural((long long)v->bad_lines, "line that is not a heartbeat",

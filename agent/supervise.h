@@ -105,7 +105,8 @@ int gang_check_exec(const struct store *s, const struct job_spec *spec, char *er
  * written with a DOS line ending, says so and names the interpreter (the kernel's errno names
  * the script, which is there); else strerror(e).  Returns buf.  Opens and reads cmd: call it
  * after the failed exec, not between fork and exec of a threaded program. */
-const char *gang_exec_error_reason(const char *dir, const char *cmd, int e, char *buf, size_t bufsz);
+const char *gang_exec_error_reason(const char *dir, const char *cmd, int e, char *buf,
+                                   size_t bufsz);
 
 /* Start spec's ranks for job.  On success g describes a running gang (every exec succeeded).
  * When a rank fails to exec, the ranks already started are killed and reaped, g is reset, and
