@@ -120,9 +120,13 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
                  p->crash_limit, window_s);
         return POLICY_RESTART;
     }
-    const char *why = exit_code == JM_EXIT_HUNG ? STATUS_REASON_LIVENESS
-                      : fatal                   ? STATUS_REASON_FATAL_EXIT
-                                                : STATUS_REASON_CRASH_LOOP;
+    /* words for people; the code says the same to programs.  Non-finite loss is no exit: the
+     * agent stopped the gang on its heartbeats ("non-retryable exit: rank 0 reported 3
+     * consecutive non-finite steps" said it exited) */
+    const char *why = exit_code == JM_EXIT_HUNG       ? STATUS_REASON_LIVENESS
+                      : exit_code == JM_EXIT_DIVERGED ? "stopped for non-finite loss"
+                      : fatal                         ? STATUS_REASON_FATAL_EXIT
+                                                      : STATUS_REASON_CRASH_LOOP;
     /* a hang and non-finite loss keep their own code; a rank's exit became a crash loop or an
      * exit not retried */
     if (*code == STATUS_RC_RANK_EXIT)
@@ -469,8 +473,16 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
     /* The worker's own last word (heartbeat "error", e.g. the missing shard's path) tells the
      * operator what to fix; the exit code alone does not. */
     if (abnormal && ev->text && ev->text[0]) {
+        /* a liveness verdict names its rank already ("rank 0 never reached its first step..."):
+         * said once, its end (what to run to see why) still fits the status reason's 256 bytes */
+        char own[24];
+        int k = snprintf(own, sizeof own, "rank %d ", ev->rank);
+        bool named = k > 0 && strncmp(ev->text, own, (size_t)k) == 0;
         size_t n = strlen(reason);
-        (void)snprintf(reason + n, sizeof reason - n, " [rank %d: %s]", ev->rank, ev->text);
+        if (named)
+            (void)snprintf(reason + n, sizeof reason - n, " [%s]", ev->text);
+        else
+            (void)snprintf(reason + n, sizeof reason - n, " [rank %d: %s]", ev->rank, ev->text);
     }
     /* a rank that stopped because a rank elsewhere was stopped: not this container's crash, and
      * perhaps the first sign of a stop that is on its way here too */

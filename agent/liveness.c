@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "common/status.h"
 #include "common/text.h"
 
 void liveness_policy_default(struct liveness_policy *p)
@@ -118,7 +119,7 @@ const char *liveness_rule_name(enum liveness_rule rule)
     }
 }
 
-int liveness_describe(const struct liveness_verdict *v, char *out, size_t outsz)
+int liveness_describe(const struct liveness_verdict *v, const char *job, char *out, size_t outsz)
 {
     int n;
     const char *rule = liveness_rule_name(v->rule);
@@ -148,13 +149,19 @@ int liveness_describe(const struct liveness_verdict *v, char *out, size_t outsz)
     /* never a train heartbeat, but lines that were not heartbeats: the format is the story */
     if (n >= 0 && (size_t)n < outsz && v->bad_lines && v->rule == LIVE_FIRST_STEP) {
         /* short: the job's reason (256 bytes) quotes it after the agent's own words, and the
-         * end of it is what the operator needs; agent.log is in the agent's root
-         * (/var/lib/drover/agent.log, `drover logs --agent` prints it), docs/protocol.md
-         * "Heartbeat" has the format */
-        int k = snprintf(out + n, outsz - (size_t)n, "; it wrote %llu %s (agent.log says why)",
+         * end of it is what the operator needs.  The agent's log says why each line was
+         * dropped; it is in the container, so name the command that prints it from the
+         * controller, as the controller's healthy_deadline verdict does (probation.c).
+         * docs/protocol.md "Heartbeat" has the format */
+        char where[JOB_NAME_MAX + 40] = "`drover logs --agent`";
+        if (job && *job)
+            snprintf(where, sizeof where, "`drover logs --job %.*s --agent`", JOB_NAME_MAX - 1,
+                     job);
+        int k = snprintf(out + n, outsz - (size_t)n, "; it wrote %llu %s (%s says why)",
                          (unsigned long long)v->bad_lines,
                          text_plural((long long)v->bad_lines, "line that is not a heartbeat",
-                                     "lines that are not heartbeats"));
+                                     "lines that are not heartbeats"),
+                         where);
         n = k < 0 ? k : n + k;
     }
     return n < 0 ? -EINVAL : n;

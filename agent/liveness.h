@@ -79,8 +79,9 @@ const char *liveness_rank_word(const struct liveness_policy *p, const struct liv
 const char *liveness_rule_name(enum liveness_rule rule);
 /* One line for people and the journal, e.g. "rank 1 stalled: step 120 unchanged for 65 s in
  * phase train (stall_deadline 60 s)".  A first_step verdict of a rank that wrote lines that were
- * not heartbeats says how many and where the format is ("...; it wrote 40 lines that are not
- * heartbeats (docs/protocol.md, "Heartbeat"; the agent's log says why)"). */
-int liveness_describe(const struct liveness_verdict *v, char *out, size_t outsz);
+ * not heartbeats says how many and which command shows why they were dropped ("...; it wrote 40
+ * lines that are not heartbeats (`drover logs --job JOB --agent` says why)"; job NULL or "":
+ * `drover logs --agent`).  Returns the length it wanted, or -EINVAL. */
+int liveness_describe(const struct liveness_verdict *v, const char *job, char *out, size_t outsz);
 
 #endif

@@ -752,6 +752,11 @@ static int cmd_preflight(struct cli *c)
         log_error("preflight: cannot build the worker environment");
         return AGENT_EXIT_FAIL;
     }
+    int ep[2]; /* the child's exec errno, so that a failed exec is not also "exited with 127" */
+    if (pipe2(ep, O_CLOEXEC) < 0) {
+        log_error("preflight: pipe: %s", strerror(errno));
+        return AGENT_EXIT_FAIL;
+    }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -763,10 +768,15 @@ static int cmd_preflight(struct cli *c)
         int h = fcntl(hb, F_DUPFD_CLOEXEC, 10);
         if (h >= 0 && dup2(h, GANG_HEARTBEAT_FD) >= 0 && chdir(dir) == 0)
             execvpe(c->spec.argv[0], c->spec.argv, env.envp);
-        fprintf(stderr, "preflight: cannot execute '%s': %s\n", c->spec.argv[0], strerror(errno));
+        int e = errno;
+        char why[384];
+        fprintf(stderr, "preflight: cannot execute '%s': %s\n", c->spec.argv[0],
+                gang_exec_error_reason(dir, c->spec.argv[0], e, why, sizeof why));
+        (void)!write(ep[1], &e, sizeof e);
         _exit(127);
     }
     close(hb);
+    close(ep[1]);
     (void)setpgid(pid, pid);
     double deadline = time_mono() + (c->timeout_s > 0 ? c->timeout_s : 300);
     int ws = 0;
@@ -799,8 +809,18 @@ static int cmd_preflight(struct cli *c)
         fprintf(stderr, "preflight: '%s' killed by signal %d\n", c->spec.argv[0], WTERMSIG(ws));
         return 128 + WTERMSIG(ws);
     }
+    int e = 0;
+    ssize_t n;
+    while ((n = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR)
+        ;
+    close(ep[0]);
     int st = WEXITSTATUS(ws);
-    if (st != 0)
+    if (n == (ssize_t)sizeof e) /* the child said why it could not execute CMD */
+        return st;
+    if (st == 127) /* env's or a shell's "not found": "#!/usr/bin/env python" without python */
+        fprintf(stderr, "preflight: '%s' exited with 127 (a command it runs was not found)\n",
+                c->spec.argv[0]);
+    else if (st != 0)
         fprintf(stderr, "preflight: '%s' exited with %d\n", c->spec.argv[0], st);
     return st;
 }

@@ -52,6 +52,28 @@ static int release_dir(const struct store *s, const char *id, char *buf, size_t 
     return store_path(s, buf, sz, "releases/%s", id);
 }
 
+/* Where execvpe would find a: relative to dir when it contains '/', else through the agent's
+ * PATH (execvpe searches the caller's PATH, not the worker's).  0 with the path in exe and its
+ * stat in st, -ENOENT when nothing is there. */
+static int command_path(const char *dir, const char *a, char *exe, size_t exesz, struct stat *st)
+{
+    if (strchr(a, '/')) {
+        if (snprintf(exe, exesz, "%s/%s", a[0] == '/' ? "" : dir, a) >= (int)exesz)
+            return -ENAMETOOLONG;
+        return stat(exe, st) == 0 ? 0 : -ENOENT;
+    }
+    const char *path = getenv("PATH");
+    char buf[4096];
+    (void)str_copy(buf, sizeof buf, path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+    char *save = NULL;
+    for (char *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(exe, exesz, "%s/%s", d, a);
+        if (stat(exe, st) == 0 && S_ISREG(st->st_mode))
+            return 0;
+    }
+    return -ENOENT;
+}
+
 int gang_check_exec(const struct store *s, const struct job_spec *spec, char *err, size_t errsz)
 {
     char dir[PATH_MAX], exe[PATH_MAX];
@@ -68,22 +90,10 @@ int gang_check_exec(const struct store *s, const struct job_spec *spec, char *er
     if (r < 0)
         return r;
     const char *a0 = spec->argv[0];
-    bool found = false;
-    if (strchr(a0, '/')) {
-        if (snprintf(exe, sizeof exe, "%s/%s", a0[0] == '/' ? "" : dir, a0) >= (int)sizeof exe)
-            return -ENAMETOOLONG;
-        found = stat(exe, &st) == 0;
-    } else {
-        const char *path = getenv("PATH");
-        char buf[4096];
-        (void)str_copy(buf, sizeof buf, path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-        char *save = NULL;
-        for (char *d = strtok_r(buf, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
-            snprintf(exe, sizeof exe, "%s/%s", d, a0);
-            found = stat(exe, &st) == 0 && S_ISREG(st.st_mode);
-        }
-    }
-    if (!found) {
+    r = command_path(dir, a0, exe, sizeof exe, &st);
+    if (r == -ENAMETOOLONG)
+        return r;
+    if (r < 0) {
         snprintf(err, errsz, "command '%s' not found in release %.12s", a0, spec->release);
         return -ENOENT;
     }
@@ -92,6 +102,51 @@ int gang_check_exec(const struct store *s, const struct job_spec *spec, char *er
         return -EACCES;
     }
     return 0;
+}
+
+const char *gang_exec_error_reason(const char *dir, const char *cmd, int e, char *buf, size_t bufsz)
+{
+    /* The kernel answers ENOENT (or EACCES, ENOEXEC) for a script whose #! interpreter is
+     * missing or unusable, and that errno names the script, which is there.  Read the #! line
+     * and say what is wrong with the interpreter, but only what we checked ourselves. */
+    snprintf(buf, bufsz, "%s", strerror(e));
+    char exe[PATH_MAX], line[256];
+    struct stat st;
+    if ((e != ENOENT && e != EACCES && e != ENOEXEC && e != ELOOP) ||
+        command_path(dir, cmd, exe, sizeof exe, &st) < 0 || !S_ISREG(st.st_mode))
+        return buf;
+    int fd = open(exe, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return buf;
+    ssize_t n;
+    while ((n = read(fd, line, sizeof line - 1)) < 0 && errno == EINTR)
+        ;
+    close(fd);
+    if (n < 2 || line[0] != '#' || line[1] != '!')
+        return buf;
+    line[n] = '\0';
+    line[strcspn(line, "\n")] = '\0';
+    char *interp = line + 2 + strspn(line + 2, " \t");
+    interp[strcspn(interp, " \t")] = '\0'; /* what follows is the interpreter's one argument */
+    char ipath[PATH_MAX], shown[128];
+    (void)text_escape(interp, strlen(interp), shown, sizeof shown); /* a "\r" stays visible */
+    if (!*interp) {
+        snprintf(buf, bufsz, "its #! line names no interpreter");
+    } else if (snprintf(ipath, sizeof ipath, "%s%s%s", interp[0] == '/' ? "" : dir,
+                        interp[0] == '/' ? "" : "/", interp) >= (int)sizeof ipath) {
+        return buf;
+    } else if (stat(ipath, &st) < 0) {
+        bool cr = interp[strlen(interp) - 1] == '\r'; /* "#!/bin/sh\r\n" */
+        snprintf(buf, bufsz, "its interpreter '%s' (from its #! line) is not in the container%s",
+                 shown, cr ? ": the line ends in a carriage return (DOS line endings)" : "");
+    } else if (!S_ISREG(st.st_mode) || access(ipath, X_OK) < 0) {
+        snprintf(buf, bufsz, "its interpreter '%s' (from its #! line) is not executable", shown);
+    } else {
+        /* it is there: an ELF whose own loader is missing (ENOENT), a script (ELOOP) */
+        snprintf(buf, bufsz, "its interpreter '%s' (from its #! line) cannot be executed: %s",
+                 shown, strerror(e));
+    }
+    return buf;
 }
 
 static int env_add(struct gang_env *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -701,8 +756,9 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
         ep[0] = -1;
         if (n == (ssize_t)sizeof e) {
             r = -e;
+            char why[384];
             snprintf(err, errsz, "cannot execute '%s' (rank %d): %s", spec->argv[0], rp->rank,
-                     strerror(e));
+                     gang_exec_error_reason(dir, spec->argv[0], e, why, sizeof why));
             goto fail;
         }
         long wpid = 0, hpid = 0;
@@ -1072,7 +1128,7 @@ bool gang_judge_liveness(struct gang *g, double now)
         if (g->ranks[i].rank == v.rank)
             g->hung = i;
     g->hung_limit_s = v.limit_s;
-    (void)liveness_describe(&v, g->hung_why, sizeof g->hung_why);
+    (void)liveness_describe(&v, g->job, g->hung_why, sizeof g->hung_why);
     return true;
 }
 

@@ -100,6 +100,14 @@ int gang_cgroup_mode_parse(const char *s, enum gang_cgroup_mode *m); /* -EINVAL:
  * release dir when it contains '/', else through PATH).  -ENOENT / -EACCES with reason in err. */
 int gang_check_exec(const struct store *s, const struct job_spec *spec, char *err, size_t errsz);
 
+/* Why executing cmd from the release directory dir failed with errno e, for "cannot execute
+ * 'CMD': WHY".  Where cmd is a script whose #! interpreter is missing, not executable or
+ * written with a DOS line ending, says so and names the interpreter (the kernel's errno names
+ * the script, which is there); else strerror(e).  Returns buf.  Opens and reads cmd: call it
+ * after the failed exec, not between fork and exec of a threaded program. */
+const char *gang_exec_error_reason(const char *dir, const char *cmd, int e, char *buf,
+                                   size_t bufsz);
+
 /* Start spec's ranks for job.  On success g describes a running gang (every exec succeeded).
  * When a rank fails to exec, the ranks already started are killed and reaped, g is reset, and
  * the error (-errno of execve) is returned with a reason in err.  g must not hold a gang. */

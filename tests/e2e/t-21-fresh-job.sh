@@ -57,7 +57,7 @@ show_drover 6
 check "deploy exits 3" test "$DROVER_RC" = 3
 check "the verdict is the first-step deadline" drover_said 'never reached its first step: no heartbeat after [0-9]+ s \(first_step_deadline 8 s\)'
 check "... and says the worker wrote lines that are not heartbeats" \
-	drover_said '; it wrote [0-9]+ lines? that (are|is) not (a )?heartbeats? \(agent.log says why\)\]'
+	drover_said '; it wrote [0-9]+ lines? that (are|is) not (a )?heartbeats? \(.drover logs --job fresh --agent. says why\)\]'
 check "no good release to return to, said" drover_said "no last good release for job 'fresh'"
 
 # the same worker where healthy_deadline (12 s) comes long before first_step_deadline (5 m): the

@@ -276,10 +276,25 @@ static void test_diverged(void **state)
     static const struct row rows[] = {
         {JM_EV_DIVERGED, 20, NULL, 0, 1, 0, 0, NULL, "stop-gang save", GANG_STOPPING, "non-finite", "nonfinite"},
         {JM_EV_DIVERGED, 20.1, NULL, 0, 1, 0, 0, NULL, "", GANG_STOPPING, NULL},
-        {JM_EV_GANG_GONE, 21, NULL, 0, 1, JM_EXIT_DIVERGED, 0, NULL, "event clear-gang switch event history start-gang", ANY, "3 consecutive non-finite steps"},
+        /* the agent stopped it on its heartbeats: no exit, and the words do not say one */
+        {JM_EV_GANG_GONE, 21, NULL, 0, 1, JM_EXIT_DIVERGED, 0, NULL, "event clear-gang switch event history start-gang", ANY,
+         "stopped for non-finite loss: rank 1 reported 3 consecutive non-finite steps"},
         {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "nonfinite"},
     };
     RUN(&w, rows);
+    assert_null(strstr(w.j->reason, "exit"));
+    world_done(&w);
+
+    /* drover-train's own diverged exit (7) is an exit, not retried: its words stay */
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    static const struct row exited[] = {
+        {JM_EV_GANG_GONE, 21, NULL, 0, 1, 7, 0, NULL, "event clear-gang switch event history start-gang", ANY,
+         "non-retryable exit: rank 1 exited with code 7"},
+        {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "fatal-exit"},
+    };
+    RUN(&w, exited);
     world_done(&w);
 }
 
@@ -327,6 +342,29 @@ static void test_hung(void **state)
     RUN(&w, promoted);
     assert_string_equal(w.j->current, A);
     world_done(&w);
+}
+
+/* A fresh job (no good release) whose worker writes another format: the agent's first_step
+ * verdict ends in the command that shows why its lines were dropped, and that end must survive
+ * the status reason's 256 bytes ("[rank 0: rank 0 never reached..." said the rank twice and cut
+ * it).  Reason codes are unchanged. */
+#define BADLINES "rank 0 never reached its first step: no heartbeat after 8 s (first_step_deadline 8 s); " \
+                 "it wrote 16 lines that are not heartbeats (`drover logs --job fresh --agent` says why)"
+static void test_hung_first_step_reason_fits(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    static const struct row rows[] = {
+        {JM_EV_ACTIVATE, 1, A, 60, 0, 0, 0, NULL, "wait switch event start-gang", GANG_STOPPED, "switched"},
+        {JM_EV_START_OK, 1, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, "started"},
+        {JM_EV_HUNG, 9, NULL, 0, 0, 0, 0, BADLINES, "event stop-gang save", GANG_STOPPING, NULL, "liveness"},
+        {JM_EV_GANG_GONE, 10, NULL, 0, 0, JM_EXIT_HUNG, 0, BADLINES, "event clear-gang event save", GANG_FAILED,
+         "no good release to return to [" BADLINES "]", "liveness"},
+    };
+    RUN(&w, rows);
+    assert_null(strstr(w.j->reason, "[rank 0: rank 0"));
+    assert_true(strlen(w.j->reason) < sizeof w.j->reason - 1);
 }
 
 /* Hangs of a promoted release at the pace a real one hangs: each is seen only once its 60 s
@@ -1243,6 +1281,7 @@ int main(void)
         cmocka_unit_test(test_probation_deadline),
         cmocka_unit_test(test_diverged),
         cmocka_unit_test(test_hung),
+        cmocka_unit_test(test_hung_first_step_reason_fits),
         cmocka_unit_test(test_hung_promoted_real_pace),
         cmocka_unit_test(test_last_restart_reason_kept),
         cmocka_unit_test(test_revert_no_mark),

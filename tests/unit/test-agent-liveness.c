@@ -103,7 +103,7 @@ static void test_first_bad_rank_named(void **state)
     assert_int_equal(v.step, 42);
     assert_int_equal(v.phase, HB_PHASE_TRAIN);
     char line[200];
-    assert_true(liveness_describe(&v, line, sizeof line) > 0);
+    assert_true(liveness_describe(&v, "train", line, sizeof line) > 0);
     assert_non_null(strstr(line, "rank 1 stalled"));
     assert_non_null(strstr(line, "step 42"));
     assert_non_null(strstr(line, "stall_deadline 30 s"));
@@ -144,7 +144,7 @@ static void test_describe_every_rule(void **state)
         struct liveness_verdict v = {.rule = rules[i], .rank = 2, .phase = HB_PHASE_TRAIN, .step = 7,
                                      .age_s = 61, .limit_s = 60, .has_hb = true};
         char line[200];
-        assert_true(liveness_describe(&v, line, sizeof line) > 0);
+        assert_true(liveness_describe(&v, "train", line, sizeof line) > 0);
         if (!strstr(line, want[i]) || !strstr(line, liveness_rule_name(rules[i])))
             fail_msg("rule %d: '%s'", rules[i], line);
     }
@@ -164,27 +164,31 @@ static void test_bad_lines_named(void **state)
     assert_true(liveness_judge(&p, &r, 1, 0, 21, &v));
     assert_int_equal(v.rule, LIVE_FIRST_STEP);
     char line[400];
-    assert_true(liveness_describe(&v, line, sizeof line) > 0);
+    assert_true(liveness_describe(&v, "train", line, sizeof line) > 0);
+    /* the agent's log is in the container: the verdict names the command that shows it */
     if (!strstr(line, "no heartbeat after 21 s (first_step_deadline 20 s); it wrote 40 lines that "
-                      "are not heartbeats (agent.log says why)"))
+                      "are not heartbeats (`drover logs --job train --agent` says why)"))
         fail_msg("'%s'", line);
     v.bad_lines = 1;
-    assert_true(liveness_describe(&v, line, sizeof line) > 0);
-    if (!strstr(line, "it wrote 1 line that is not a heartbeat (agent.log says why)"))
+    assert_true(liveness_describe(&v, "train", line, sizeof line) > 0);
+    if (!strstr(line, "it wrote 1 line that is not a heartbeat (`drover logs --job train --agent` says why)"))
+        fail_msg("'%s'", line);
+    assert_true(liveness_describe(&v, NULL, line, sizeof line) > 0); /* no job: still the command */
+    if (!strstr(line, "it wrote 1 line that is not a heartbeat (`drover logs --agent` says why)"))
         fail_msg("'%s'", line);
     v.rule = LIVE_STALLED; /* heartbeats flowed: dropped lines are not the story */
-    assert_true(liveness_describe(&v, line, sizeof line) > 0);
+    assert_true(liveness_describe(&v, "train", line, sizeof line) > 0);
     assert_null(strstr(line, "not a heartbeat"));
     v.rule = LIVE_SILENT;
-    assert_true(liveness_describe(&v, line, sizeof line) > 0);
+    assert_true(liveness_describe(&v, "train", line, sizeof line) > 0);
     assert_null(strstr(line, "not a heartbeat"));
     v.rule = LIVE_FIRST_STEP;
     v.bad_lines = 0;
-    assert_true(liveness_describe(&v, line, sizeof line) > 0);
+    assert_true(liveness_describe(&v, "train", line, sizeof line) > 0);
     assert_null(strstr(line, "it wrote"));
     char small[30]; /* truncated, never overrun */
     v.bad_lines = 5;
-    assert_true(liveness_describe(&v, small, sizeof small) > 0);
+    assert_true(liveness_describe(&v, "train", small, sizeof small) > 0);
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 

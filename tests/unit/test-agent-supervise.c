@@ -381,12 +381,74 @@ static void test_gang_exec_failure(void **state)
     struct gang g;
     assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), -ENOENT);
     assert_non_null(strstr(err, "cannot execute"));
+    /* the script is there: the message names its missing interpreter, not the script */
+    assert_non_null(strstr(err, "its interpreter '/nonexistent/interpreter' (from its #! line) "
+                                "is not in the container"));
+    assert_null(strstr(err, "No such file"));
     assert_int_equal(g.pgid, 0);
     char *argv[] = {"bin/missing"};
     assert_int_equal(spec_set_argv(&s, 1, argv), 0);
     assert_int_equal(gang_check_exec(&store, &s, err, sizeof err), -ENOENT);
     assert_non_null(strstr(err, "bin/missing"));
     spec_done(&s);
+}
+
+/* A script whose #! interpreter is missing fails its exec with ENOENT, which names the script;
+ * gang_exec_error_reason() (preflight and gang start) names the interpreter instead. */
+static void test_gang_exec_error_reason(void **state)
+{
+    (void)state;
+    char dir[128], p[192], why[384];
+    snprintf(dir, sizeof dir, "%s/reason", tmpd);
+    assert_int_equal(fs_mkdir_p(dir, 0755), 0);
+    struct {
+        const char *script, *want;
+        int e;
+    } cases[] = {
+        {"#!/usr/bin/nonexistent-env python3\nprint(1)\n",
+         "its interpreter '/usr/bin/nonexistent-env' (from its #! line) is not in the container",
+         ENOENT},
+        {"#!   /no/such/sh\n", "its interpreter '/no/such/sh' (from its #! line) is not in the container",
+         ENOENT},
+        {"#!/bin/sh\r\necho hi\r\n",
+         "its interpreter '/bin/sh\\r' (from its #! line) is not in the container: the line ends "
+         "in a carriage return (DOS line endings)",
+         ENOENT},
+        {"#!\n", "its #! line names no interpreter", ENOEXEC},
+        {"#!./w.py\n", "its interpreter './w.py' (from its #! line) is not executable", EACCES},
+        {"#!/bin/sh -e\n", "its interpreter '/bin/sh' (from its #! line) cannot be executed: Exec format error",
+         ENOEXEC},
+        {"#!/bin/sh\n", "Operation not permitted", EPERM}, /* not an error a #! line causes */
+        {"no #! line\n", "No such file or directory", ENOENT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(p, sizeof p, "%s/w.py", dir);
+        assert_int_equal(fs_write_atomic(p, cases[i].script, strlen(cases[i].script), 0755), 0);
+        if (strstr(cases[i].script, "./w.py"))
+            assert_int_equal(chmod(p, 0644), 0);
+        assert_ptr_equal(gang_exec_error_reason(dir, "./w.py", cases[i].e, why, sizeof why), why);
+        assert_string_equal(why, cases[i].want);
+    }
+    /* a command that is not there at all keeps the plain errno */
+    assert_string_equal(gang_exec_error_reason(dir, "bin/gone", ENOENT, why, sizeof why),
+                        "No such file or directory");
+    /* a bare name is looked up through PATH, as execvpe does */
+    snprintf(p, sizeof p, "%s/w-on-path", dir);
+    assert_int_equal(fs_write_atomic(p, "#!/no/such/python\n", 18, 0755), 0);
+    const char *path = getenv("PATH");
+    char *saved = path ? strdup(path) : NULL;
+    assert_int_equal(setenv("PATH", dir, 1), 0);
+    (void)gang_exec_error_reason("/nonexistent", "w-on-path", ENOENT, why, sizeof why);
+    if (saved)
+        (void)setenv("PATH", saved, 1);
+    else
+        (void)unsetenv("PATH");
+    free(saved);
+    assert_string_equal(why, "its interpreter '/no/such/python' (from its #! line) is not in the container");
+    /* a short buffer is cut, never overrun */
+    char small[8];
+    (void)gang_exec_error_reason(dir, "./w-on-path", ENOENT, small, sizeof small);
+    assert_int_equal(strlen(small), sizeof small - 1);
 }
 
 /* Issue 12: an error heartbeat written just before exit must reach the exit's judgement even
@@ -1192,6 +1254,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_exit_code_without_exit_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_peer_effect_gives_way, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_exec_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_exec_error_reason, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_last_heartbeat_before_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_stop_reaches_setsid_child, setup, teardown),
