@@ -35,6 +35,14 @@ int cli_getopt(int argc, char **argv, const char *optstring, const struct option
  * the option as the usage line names it ("--to").  Returns EXIT_OK or EXIT_USAGE. */
 int cli_take_once(const char *verb, const char *opt, const char **slot, const char *value);
 
+/* A command-line duration option's value (opt: the option as typed, "--interval" or "-n"), read
+ * as the inventory reads a duration (ini_parse_duration: "2s", "500ms", "1.5m", "1h", a plain
+ * number is seconds), from lo (excluded when lo_open) to hi seconds.  EXIT_OK with *ret_s; else
+ * EXIT_USAGE, logged with the bounds ("--interval takes a duration from 0.5s to 1m (like 2s,
+ * 500ms, 1m; a plain number is seconds), not 'abc'"), *ret_s untouched.  `top --timeout 30s`
+ * and `status --watch 2s` were refused though the inventory took 30s. */
+int cli_duration(const char *opt, const char *value, double lo, bool lo_open, double hi, double *ret_s);
+
 /* What a verb needs of its job selection (cli_job_selection). */
 enum cli_jobs_need {
     CLI_JOBS_ANY,  /* none named is fine (deploy, plan: the inventory's one job, or ask) */

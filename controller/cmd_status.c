@@ -654,17 +654,10 @@ int cmd_status(struct fleet *f, int argc, char **argv)
             if (cli_take_once(argv[0], "--job", &o.job, optarg) != EXIT_OK)
                 return EXIT_USAGE;
             break;
-        case 'w': {
-            char *end;
-            errno = 0;
-            watch = strtod(optarg, &end);
-            /* the whole word ('5x' was 5, 'abc' said nothing of what was typed) */
-            if (errno || end == optarg || *end || !(watch > 0 && watch <= 86400)) {
-                log_error("--watch takes a positive number of seconds (at most 86400), not '%s'", optarg);
+        case 'w': /* the whole word ('5x' was 5, 'abc' said nothing of what was typed) */
+            if (cli_duration("--watch", optarg, 0, true, 86400, &watch) != EXIT_OK)
                 return EXIT_USAGE;
-            }
             break;
-        }
         default:
             return verb_usage_error(argv[0], NULL);
         }

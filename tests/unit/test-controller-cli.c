@@ -327,14 +327,58 @@ static void test_stop_start_need_jobs(void **state)
     want(err, "run `drover start --job a` again");
 }
 
+/* Command-line durations read as the inventory's: `top --timeout 30s`, `--interval 2s` and
+ * `status --watch 2s` were refused (strtod wanted a plain number), though the inventory took
+ * 90s and 2m; `exporter --interval abc` printed only the usage line.  Hex and exponent forms
+ * are refused, saying so. */
+static void test_durations_take_units(void **state)
+{
+    (void)state;
+    double v = -1;
+    assert_int_equal(cli_duration("--timeout", "30s", 0, true, 600, &v), EXIT_OK);
+    assert_true(v == 30);
+    assert_int_equal(cli_duration("--interval", "500ms", 0.5, false, 60, &v), EXIT_OK);
+    assert_true(v == 0.5);
+    assert_int_equal(cli_duration("--watch", "2m", 0, true, 86400, &v), EXIT_OK);
+    assert_true(v == 120);
+    assert_int_equal(cli_duration("--watch", "2", 0, true, 86400, &v), EXIT_OK); /* plain: seconds */
+    assert_true(v == 2);
+    v = -1;
+    assert_int_equal(cli_duration("--timeout", "0", 0, true, 600, &v), EXIT_USAGE); /* open bound */
+    assert_int_equal(cli_duration("--timeout", "11m", 0, true, 600, &v), EXIT_USAGE);
+    assert_int_equal(cli_duration("--interval", "499ms", 0.5, false, 60, &v), EXIT_USAGE);
+    assert_true(v == -1); /* untouched */
+    /* what a user types, through the verbs: accepted as far as the inventory (none here) */
+    assert_int_equal(drover("top", "--timeout", "30s", "--interval", "2s", NULL), 2);
+    want_not(err, "takes");
+    want(err, "inventory");
+    assert_int_equal(drover("status", "--watch", "2s", NULL), 2);
+    want_not(err, "takes");
+    want(err, "inventory");
+    assert_int_equal(drover("top", "--watch", "1.5m", "--width", "100", NULL), 2);
+    want_not(err, "takes");
+    assert_int_equal(drover("top", "--timeout", "1e2", NULL), 2);
+    want(err, "--timeout takes a duration over 0s up to 10m (like 2s, 500ms, 1m; a plain number is seconds), "
+              "not '1e2' (hex and exponent forms are not taken)");
+    assert_int_equal(drover("status", "--watch", "0x10", NULL), 2);
+    want(err, "not '0x10' (hex and exponent forms are not taken)");
+    assert_int_equal(drover("top", "--watch", "2h", NULL), 2);
+    want(err, "--watch takes a duration from 0.5s to 1h");
+    assert_int_equal(drover("exporter", "--interval", "abc", NULL), 2);
+    want(err, "--interval takes a duration from 0.5s to 720h");
+    assert_int_equal(drover("exporter", "--interval", "10s", NULL), 2);
+    want_not(err, "takes");
+}
+
 static void test_values_name_the_option_typed(void **state)
 {
     (void)state;
     assert_int_equal(drover("top", "-n", "abc", NULL), 2);
-    want(err, "-n takes seconds from 0.5 to 60, not 'abc'");
+    want(err, "-n takes a duration from 0.5s to 1m (like 2s, 500ms, 1m; a plain number is seconds), not 'abc'");
     want_not(err, "--interval takes");
     assert_int_equal(drover("top", "--interval=abc", NULL), 2);
-    want(err, "--interval takes seconds from 0.5 to 60, not 'abc'");
+    want(err, "--interval takes a duration from 0.5s to 1m (like 2s, 500ms, 1m; a plain number is seconds), "
+              "not 'abc'");
     assert_int_equal(drover("top", "--once", "-nabc", NULL), 2);
     want(err, "-n takes");
     /* --watch won silently over --once (the run never ended); atoi took "80abc" as 80 */
@@ -345,7 +389,8 @@ static void test_values_name_the_option_typed(void **state)
     assert_int_equal(drover("status", "--output", "yaml", NULL), 2);
     want(err, "--output takes json or wide, not 'yaml'");
     assert_int_equal(drover("status", "--watch", "abc", NULL), 2);
-    want(err, "--watch takes a positive number of seconds (at most 86400), not 'abc'");
+    want(err, "--watch takes a duration over 0s up to 24h (like 2s, 500ms, 1m; a plain number is seconds), "
+              "not 'abc'");
     assert_int_equal(drover("status", "--watch", "5x", NULL), 2); /* atof took it as 5 */
     want(err, "not '5x'");
     /* these printed only the usage line */
@@ -1252,6 +1297,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_job_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_and_all_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_values_name_the_option_typed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_durations_take_units, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_and_help, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate_env, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate_counts, setup, teardown),
