@@ -48,9 +48,28 @@ static int check_args(const struct verb *vb, int argc, char **argv, struct fleet
 
 int cli_option_error(const char *verb, int c, const char *optarg_now)
 {
-    if (c == 'o')
-        log_error("-o takes json, not '%s'", optarg_now);
+    (void)c;
+    (void)optarg_now;
     return verb_usage_error(verb, NULL);
+}
+
+const char *const cli_output_json[] = { "json", NULL };
+
+int cli_output(char **argv, const char *value, const char *const *takes, int *ret_index)
+{
+    int n = 0;
+    for (; takes[n]; n++)
+        if (!strcmp(value, takes[n])) {
+            *ret_index = n;
+            return EXIT_OK;
+        }
+    char list[128] = "", typed[32];
+    size_t off = 0;
+    for (int i = 0; i < n && off < sizeof list; i++)
+        off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
+                                takes[i]);
+    log_error("%s takes %s, not '%s'", verb_opt_typed(argv, optind, value, typed, sizeof typed), list, value);
+    return verb_usage_error(argv[0], NULL);
 }
 
 /* The value's name after opt in a usage line ("J..." after "--job" in "--job J... | --all-jobs

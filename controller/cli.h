@@ -12,10 +12,18 @@
  * (controller/exitcode.h).  Uses getopt's globals and the process's stdout/stderr. */
 int cli_main(int argc, char **argv, const char *version);
 
-/* A verb's getopt_long() returned c, an option the verb does not take, or -o with a value other
- * than json (optarg_now): says why where the usage line alone would not ("-o takes json, not
- * 'yaml'"), then the verb's usage line.  Returns EXIT_USAGE. */
+/* A verb's getopt_long() returned c, an option the verb does not take (cli_getopt said why):
+ * the verb's usage line.  Returns EXIT_USAGE.  A bad -o value is cli_output's. */
 int cli_option_error(const char *verb, int c, const char *optarg_now);
+
+/* -o/--output's value (value: the optarg cli_getopt just returned for argv, argv[0] the verb):
+ * EXIT_OK with *ret_index its position in takes (NULL-terminated; cli_output_json for the verbs
+ * that take json only, {"json", "wide", NULL} for status).  Any other value is a usage error,
+ * every verb in the same words, the option as typed: "-o takes json, not 'yaml'" ("--output
+ * takes json or wide, not 'yaml'"), then the verb's usage line; EXIT_USAGE, *ret_index
+ * untouched.  (history, logs and trust said only the usage line.) */
+int cli_output(char **argv, const char *value, const char *const *takes, int *ret_index);
+extern const char *const cli_output_json[]; /* { "json", NULL } */
 
 struct option;
 

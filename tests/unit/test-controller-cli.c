@@ -1149,16 +1149,10 @@ static void test_job_selection(void **state)
     want(err, "rollback needs --job J");
     want_not(err, "--all-jobs");
     want(err, "usage: drover rollback");
-    /* the option a verb does not take, and -o with another value */
+    /* the option a verb does not take */
     struct capture cap;
     capture_begin(&cap);
-    int rc = cli_option_error("stop", 'o', "yaml");
-    capture_end(&cap);
-    assert_int_equal(rc, 2);
-    want(err, "-o takes json, not 'yaml'");
-    want(err, "usage: drover stop");
-    capture_begin(&cap);
-    rc = cli_option_error("rollback", '?', NULL);
+    int rc = cli_option_error("rollback", '?', NULL);
     capture_end(&cap);
     assert_int_equal(rc, 2);
     want_not(err, "-o takes");
@@ -1167,6 +1161,60 @@ static void test_job_selection(void **state)
     want(err, "-o takes json, not 'yaml'");
     assert_int_equal(drover("stop", "--job", "a", "-o", "yaml", NULL), 2);
     want(err, "-o takes json, not 'yaml'");
+}
+
+/* Every verb's -o says what it takes, in one helper's words (cli_output): history, logs (events)
+ * and trust printed only the usage line for `-o yaml` or `-o wide`, while status said "-o takes
+ * json or wide" and deploy "-o takes json". */
+static void test_output_values(void **state)
+{
+    (void)state;
+    static const char *const cmds[][4] = {
+        { "history", NULL }, { "events", NULL }, { "trust", "h1", NULL }, { "deploy", "dir", NULL },
+        { "plan", "dir", NULL }, { "install", NULL }, { "rollback", "--job", "a", NULL },
+        { "stop", "--job", "a", NULL }, { "start", "--job", "a", NULL },
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        for (int form = 0; form < 3; form++) {
+            const char *bad = form == 1 ? "wide" : "yaml";
+            char *argv[8], eq[32];
+            int n = 0;
+            argv[n++] = "drover";
+            for (int k = 0; cmds[i][k]; k++)
+                argv[n++] = (char *)cmds[i][k];
+            snprintf(eq, sizeof eq, "--output=%s", bad);
+            if (form == 2)
+                argv[n++] = eq;
+            else {
+                argv[n++] = "-o";
+                argv[n++] = (char *)bad;
+            }
+            argv[n] = NULL;
+            struct capture cap;
+            capture_begin(&cap);
+            int rc = cli_main(n, argv, "test");
+            capture_end(&cap);
+            char want_line[64];
+            snprintf(want_line, sizeof want_line, "%s takes json, not '%s'", form == 2 ? "--output" : "-o", bad);
+            if (rc != 2 || !strstr(err, want_line) || !strstr(err, "usage: drover "))
+                fail_msg("drover %s -o %s: rc %d, stderr:\n%s", cmds[i][0], bad, rc, err);
+        }
+    /* status takes two; the helper's list */
+    assert_int_equal(drover("status", "-o", "yaml", NULL), 2);
+    want(err, "-o takes json or wide, not 'yaml'");
+    const char *const three[] = { "json", "wide", "name", NULL };
+    char *argv[] = { "x", "-o", "yaml", NULL };
+    int k = 7;
+    optind = 3;
+    struct capture cap;
+    capture_begin(&cap);
+    assert_int_equal(cli_output(argv, argv[2], three, &k), 2);
+    capture_end(&cap);
+    want(err, "-o takes json, wide or name, not 'yaml'");
+    assert_int_equal(k, 7); /* untouched */
+    argv[2] = "wide";
+    assert_int_equal(cli_output(argv, argv[2], three, &k), 0);
+    assert_int_equal(k, 1);
 }
 
 /* --to and --job are taken once by the verbs that act on one job (getopt kept the last one
@@ -1298,6 +1346,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_job_and_all_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_values_name_the_option_typed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durations_take_units, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_output_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_and_help, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate_env, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate_counts, setup, teardown),
