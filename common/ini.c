@@ -208,8 +208,10 @@ int ini_key_set(const struct ini_key *k, void *base, const char *value, char *wh
         if (r == -ERANGE)
             return bad(k, value, "'%s' is out of range", why, why_sz);
         if (r == -EDOM) {
-            snprintf(why, why_sz, "'%s' is not a duration: hex and exponent forms are not taken; write "
-                     "decimal digits with a unit, like 30s, 5m, 1h, 250ms, or plain seconds", value);
+            snprintf(why, why_sz,
+                     "'%s' is not a duration: hex and exponent forms are not taken; write "
+                     "decimal digits with a unit, like 30s, 5m, 1h, 250ms, or plain seconds",
+                     value);
             return -EINVAL;
         }
         if (r < 0)
@@ -265,7 +267,8 @@ int ini_parse_duration(const char *s, double *ret_s)
     if (!digits)
         return -EINVAL;
     if ((n == 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) ||
-        ((s[n] == 'e' || s[n] == 'E') && (isdigit((unsigned char)s[n + 1]) || s[n + 1] == '+' || s[n + 1] == '-')))
+        ((s[n] == 'e' || s[n] == 'E') &&
+         (isdigit((unsigned char)s[n + 1]) || s[n + 1] == '+' || s[n + 1] == '-')))
         return -EDOM;
     const char *unit = s + n;
     double mult;

@@ -65,10 +65,12 @@ int cli_output(char **argv, const char *value, const char *const *takes, int *re
         }
     char list[128] = "", typed[32];
     size_t off = 0;
-    for (int i = 0; i < n && off < sizeof list; i++)
-        off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
-                                takes[i]);
-    log_error("%s takes %s, not '%s'", verb_opt_typed(argv, optind, value, typed, sizeof typed), list, value);
+    for (int i = 0; i < n && off < sizeof list; i++) {
+        const char *sep = i == 0 ? "" : i == n - 1 ? " or " : ", ";
+        off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", sep, takes[i]);
+    }
+    log_error("%s takes %s, not '%s'", verb_opt_typed(argv, optind, value, typed, sizeof typed),
+              list, value);
     return verb_usage_error(argv[0], NULL);
 }
 
@@ -162,7 +164,8 @@ static void duration_words(double s, char *buf, size_t sz)
         snprintf(buf, sz, "%gs", s);
 }
 
-int cli_duration(const char *opt, const char *value, double lo, bool lo_open, double hi, double *ret_s)
+int cli_duration(const char *opt, const char *value, double lo, bool lo_open, double hi,
+                 double *ret_s)
 {
     double v;
     int r = ini_parse_duration(value, &v);
@@ -173,7 +176,8 @@ int cli_duration(const char *opt, const char *value, double lo, bool lo_open, do
     char l[32], h[32];
     duration_words(lo, l, sizeof l);
     duration_words(hi, h, sizeof h);
-    log_error("%s takes a duration %s %s %s %s (like 2s, 500ms, 1m; a plain number is seconds), not '%s'%s",
+    log_error("%s takes a duration %s %s %s %s (like 2s, 500ms, 1m; a plain number is seconds), "
+              "not '%s'%s",
               opt, lo_open ? "over" : "from", l, lo_open ? "up to" : "to", h, value,
               r == -EDOM ? " (hex and exponent forms are not taken)" : "");
     return EXIT_USAGE;

@@ -49,7 +49,8 @@ int cli_take_once(const char *verb, const char *opt, const char **slot, const ch
  * EXIT_USAGE, logged with the bounds ("--interval takes a duration from 0.5s to 1m (like 2s,
  * 500ms, 1m; a plain number is seconds), not 'abc'"), *ret_s untouched.  `top --timeout 30s`
  * and `status --watch 2s` were refused though the inventory took 30s. */
-int cli_duration(const char *opt, const char *value, double lo, bool lo_open, double hi, double *ret_s);
+int cli_duration(const char *opt, const char *value, double lo, bool lo_open, double hi,
+                 double *ret_s);
 
 /* What a verb needs of its job selection (cli_job_selection). */
 enum cli_jobs_need {

@@ -655,8 +655,8 @@ int cmd_status(struct fleet *f, int argc, char **argv)
                 return EXIT_USAGE;
             break;
         case 'w': /* the whole word ('5x' was 5, 'abc' said nothing of what was typed) */
-            if (cli_duration(verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg, 0, true, 86400,
-                             &watch) != EXIT_OK)
+            if (cli_duration(verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg, 0,
+                             true, 86400, &watch) != EXIT_OK)
                 return EXIT_USAGE;
             break;
         default:

@@ -320,7 +320,7 @@ int cmd_exporter(struct fleet *f, int argc, char **argv)
         if (c == 'l')
             listen_spec = optarg;
         else if (c == 'n') { /* a bad value printed the usage line alone */
-            if (cli_duration("--interval", optarg, 0.5, false, INI_DURATION_MAX_S, &interval) != EXIT_OK)
+            if (cli_duration("--interval", optarg, 0.5, false, INI_DURATION_MAX_S, &interval))
                 return EXIT_USAGE;
         } else {
             return verb_usage_error(argv[0], NULL);

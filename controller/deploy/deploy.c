@@ -2002,7 +2002,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         goto restore;
     if (keep_base)
         probation_unjudged(p, "the good release again");
-    else if (rule == TPUT_RANKS_CHANGED) { /* a baseline there is: its note must not say "no baseline" */
+    else if (rule == TPUT_RANKS_CHANGED) { /* a baseline there is: its note must not say none */
         char why[64];
         snprintf(why, sizeof why, "the baseline ran %d %s, this deploy %d", base_ranks,
                  text_plural(base_ranks, "rank", "ranks"), world);

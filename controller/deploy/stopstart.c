@@ -82,7 +82,8 @@ const char *stopstart_history_result(bool start, const enum stopstart_outcome *o
     return n > 0 ? NULL : start ? "started" : "stopped";
 }
 
-bool stopstart_never_deployed(const enum stopstart_outcome *o, char (*said)[STOPSTART_SAID_MAX], int n)
+bool stopstart_never_deployed(const enum stopstart_outcome *o, char (*said)[STOPSTART_SAID_MAX],
+                              int n)
 {
     for (int i = 0; i < n; i++)
         if (o[i] != SS_FAILED || !strstr(said[i], "no job '")) /* agent/daemon.c's words */
@@ -274,10 +275,13 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
          * nothing changed, and there is no release to record it under ("fresh - - start-failed") */
         char where[1024] = "";
         for (int i = 0, off = 0; i < d.job->ncts && off < (int)sizeof where; i++)
-            off += snprintf(where + off, sizeof where - (size_t)off, "%s%s", i ? ", " : "", d.job->cts[i].label);
-        log_error("%s of job '%s' refused, nothing changed: job '%s' was never deployed in any of its "
-                  "containers (%s: their agents know no job '%s'): deploy it first with `drover deploy "
-                  "DIR --job %s`", verb, d.job->name, d.job->name, where, d.job->name, d.job->name);
+            off += snprintf(where + off, sizeof where - (size_t)off, "%s%s", i ? ", " : "",
+                            d.job->cts[i].label);
+        log_error(
+            "%s of job '%s' refused, nothing changed: job '%s' was never deployed in any of its "
+            "containers (%s: their agents know no job '%s'): deploy it first with `drover deploy "
+            "DIR --job %s`",
+            verb, d.job->name, d.job->name, where, d.job->name, d.job->name);
         ret = EXIT_FAIL;
         goto out;
     }

@@ -757,8 +757,8 @@ int cmd_top(struct fleet *f, int argc, char **argv)
             o.once = once_given = true;
             break;
         case 'n':
-            if (cli_duration(verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg, 0.5, false, 60,
-                             &o.interval_s) != EXIT_OK)
+            if (cli_duration(verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg, 0.5,
+                             false, 60, &o.interval_s) != EXIT_OK)
                 return EXIT_USAGE;
             break;
         case 'a':
@@ -788,13 +788,13 @@ int cmd_top(struct fleet *f, int argc, char **argv)
             break;
         }
         case 'T':
-            if (cli_duration(verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg, 0, true, 600,
-                             &o.timeout_s) != EXIT_OK)
+            if (cli_duration(verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg, 0,
+                             true, 600, &o.timeout_s) != EXIT_OK)
                 return EXIT_USAGE;
             break;
         case 'W':
-            if (cli_duration(verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg, 0.5, false, 3600,
-                             &o.watch_s) != EXIT_OK)
+            if (cli_duration(verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg, 0.5,
+                             false, 3600, &o.watch_s) != EXIT_OK)
                 return EXIT_USAGE;
             o.once = true;
             break;
