@@ -207,6 +207,13 @@ int ini_key_set(const struct ini_key *k, void *base, const char *value, char *wh
         }
         if (r == -ERANGE)
             return bad(k, value, "'%s' is out of range", why, why_sz);
+        if (r == -EDOM) {
+            snprintf(why, why_sz,
+                     "'%s' is not a duration: hex and exponent forms are not taken; write "
+                     "decimal digits with a unit, like 30s, 5m, 1h, 250ms, or plain seconds",
+                     value);
+            return -EINVAL;
+        }
         if (r < 0)
             return bad(k, value, "'%s' is not a duration (like 30s, 5m, 1h, or plain seconds)",
                        why, why_sz);
@@ -252,30 +259,45 @@ int ini_parse_duration(const char *s, double *ret_s)
 {
     if (!s || !*s)
         return -EINVAL;
-    for (const char *q = s; *q; q++)
-        if (isspace((unsigned char)*q))
-            return -EINVAL;
-    if (!isdigit((unsigned char)s[0]) && s[0] != '.')
+    /* decimal digits with at most one point, then the unit: strtod alone took "0x10" (16 s)
+     * and "1e2" (100 s), which nobody means by a duration and nothing else here accepts */
+    size_t n = 0, digits = 0;
+    while (isdigit((unsigned char)s[n]) || (s[n] == '.' && !strchr(s + n + 1, '.')))
+        digits += isdigit((unsigned char)s[n++]) != 0;
+    if (!digits)
         return -EINVAL;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    bool overflow = errno == ERANGE && v == HUGE_VAL; /* "1e400": too large, not malformed */
-    if ((errno && !overflow) || end == s || isnan(v) || v < 0)
-        return -EINVAL;
+    if ((n == 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) ||
+        ((s[n] == 'e' || s[n] == 'E') &&
+         (isdigit((unsigned char)s[n + 1]) || s[n + 1] == '+' || s[n + 1] == '-')))
+        return -EDOM;
+    const char *unit = s + n;
     double mult;
-    if (*end == '\0' || strcmp(end, "s") == 0)
+    if (*unit == '\0' || strcmp(unit, "s") == 0)
         mult = 1;
-    else if (strcmp(end, "ms") == 0)
+    else if (strcmp(unit, "ms") == 0)
         mult = 0.001;
-    else if (strcmp(end, "m") == 0)
+    else if (strcmp(unit, "m") == 0)
         mult = 60;
-    else if (strcmp(end, "h") == 0)
+    else if (strcmp(unit, "h") == 0)
         mult = 3600;
     else
         return -EINVAL;
-    v *= mult;
-    if (overflow || v > INI_DURATION_MAX_S)
+    /* strtod of the digits alone: leading zeros dropped, a whole part past 20 digits is past any
+     * bound, and a fraction cut at 60 digits loses nothing a double keeps */
+    while (n > 1 && s[0] == '0' && isdigit((unsigned char)s[1])) {
+        s++;
+        n--;
+    }
+    size_t whole = strcspn(s, ".");
+    if ((whole < n ? whole : n) > 20)
+        return -ERANGE;
+    char num[64];
+    if (n >= sizeof num)
+        n = sizeof num - 1;
+    memcpy(num, s, n);
+    num[n] = '\0';
+    double v = strtod(num, NULL) * mult;
+    if (v > INI_DURATION_MAX_S)
         return -ERANGE;
     *ret_s = v;
     return 0;

@@ -87,9 +87,12 @@ int ini_key_set(const struct ini_key *k, void *base, const char *value, char *wh
 #define INI_DURATION_MAX_S (30.0 * 86400)
 #define INI_DURATION_MAX_WORDS "720h (30 days)"
 
-/* "30s", "5m", "1.5m", "2h", "250ms", "45" (seconds): at most INI_DURATION_MAX_S.  -ERANGE for
- * a well-formed duration longer than that (strtod's overflow, "1e400", included: it was read as
- * not a duration, and "99999999999h" as a bad one of any key); -EINVAL otherwise. */
+/* "30s", "5m", "1.5m", "2h", "250ms", "45" (seconds): decimal digits with at most one point,
+ * then the unit; at most INI_DURATION_MAX_S.  -ERANGE for a well-formed duration longer than
+ * that ("99999999999h" was -EINVAL, a bad one of any key); -EDOM for a hex or exponent form
+ * ("0x10", "1e2", "1e400": strtod took them, as 16 and 100 s), for the caller to say so;
+ * -EINVAL otherwise.  *ret_s untouched on failure.  The one duration parser: the inventory's
+ * keys and the command line's options (cli_duration) both read with it. */
 int ini_parse_duration(const char *s, double *ret_s);
 /* true/yes/on/1 and false/no/off/0, any case.  -EINVAL otherwise. */
 int ini_parse_bool(const char *s, bool *ret_b);

@@ -40,7 +40,7 @@ struct manifest {
  * MANIFEST at the top are skipped) and keeping its regular files: symlinks and special files are
  * refused with -EINVAL, a path of MANIFEST_PATH_MAX bytes or more with -ENAMETOOLONG, more than
  * MANIFEST_MAX_FILES files with -E2BIG, each logged as an error naming the path.  name may be
- * NULL (then the dir's basename).  Caller frees with manifest_free(). */
+ * NULL (then manifest2_name_of_dir(dir)).  Caller frees with manifest_free(). */
 int manifest_from_dir(const char *dir, const char *name, struct manifest **ret_m);
 
 /* Parse and validate a manifest document (limits above).  -EINVAL bad document, -E2BIG over a

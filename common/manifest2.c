@@ -388,6 +388,24 @@ static bool is_venv_bin_link(const char *dir, const char *path)
     return access(cfg, F_OK) == 0;
 }
 
+void manifest2_name_of_dir(const char *dir, char ret_name[MANIFEST_NAME_MAX])
+{
+    char buf[PATH_MAX], real[PATH_MAX];
+    if (str_copy(buf, sizeof buf, dir) < 0)
+        buf[0] = '\0';
+    size_t n = strlen(buf);
+    while (n > 1 && buf[n - 1] == '/')
+        buf[--n] = '\0';
+    const char *slash = strrchr(buf, '/');
+    const char *base = slash && slash[1] ? slash + 1 : buf;
+    /* "." and ".." say where, not what: the directory they stand for is named */
+    if ((!strcmp(base, ".") || !strcmp(base, "..") || !base[0]) && realpath(dir, real)) {
+        slash = strrchr(real, '/');
+        base = slash && slash[1] ? slash + 1 : real;
+    }
+    (void)str_copy(ret_name, MANIFEST_NAME_MAX, base);
+}
+
 int manifest2_from_dir(const char *dir, const char *name, struct manifest2 **ret_m)
 {
     return manifest2_from_dir_known(dir, name, NULL, 0, NULL, ret_m);
@@ -409,11 +427,10 @@ int manifest2_from_dir_known(const char *dir, const char *name, const struct m2_
         manifest2_free(m);
         return r;
     }
-    if (!name) {
-        const char *s = strrchr(dir, '/');
-        name = s && s[1] ? s + 1 : dir;
-    }
-    (void)str_copy(m->name, sizeof m->name, name);
+    if (name)
+        (void)str_copy(m->name, sizeof m->name, name);
+    else
+        manifest2_name_of_dir(dir, m->name);
     for (char *p = m->name; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = '_';

@@ -61,8 +61,15 @@ struct manifest2 {
 /* Walk dir into a manifest: directories, regular files (hashed) and symlinks.  A symlink that is
  * absolute or resolves outside dir is refused with -EINVAL, logging path and target; FIFOs,
  * sockets and devices are refused before anything opens them.  MANIFEST.json and MANIFEST at the
- * top are skipped.  name NULL: dir's basename.  Free with manifest2_free(). */
+ * top are skipped.  name NULL: manifest2_name_of_dir(dir).  Free with manifest2_free(). */
 int manifest2_from_dir(const char *dir, const char *name, struct manifest2 **ret_m);
+
+/* The name a release directory gives its release when none is given: its last path component,
+ * trailing slashes ignored ("c_g8", "c_g8/", "c_g8//" and "./c_g8" are all "c_g8"); for ".",
+ * ".." or a path ending in "/." the last component of its realpath (the directory they stand
+ * for).  Truncated to MANIFEST_NAME_MAX - 1 bytes.  The only place a release name is derived
+ * from a path: the name is a line of the manifest, so of the release id. */
+void manifest2_name_of_dir(const char *dir, char ret_name[MANIFEST_NAME_MAX]);
 
 /* A file's hash as an earlier walk found it, with the identity its inode had then. */
 struct m2_known {

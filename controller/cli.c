@@ -5,11 +5,13 @@
  */
 #include "controller/cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/ini.h"
 #include "common/log.h"
 #include "controller/cmd.h"
 #include "controller/inventory.h"
@@ -46,9 +48,30 @@ static int check_args(const struct verb *vb, int argc, char **argv, struct fleet
 
 int cli_option_error(const char *verb, int c, const char *optarg_now)
 {
-    if (c == 'o')
-        log_error("-o takes json, not '%s'", optarg_now);
+    (void)c;
+    (void)optarg_now;
     return verb_usage_error(verb, NULL);
+}
+
+const char *const cli_output_json[] = { "json", NULL };
+
+int cli_output(char **argv, const char *value, const char *const *takes, int *ret_index)
+{
+    int n = 0;
+    for (; takes[n]; n++)
+        if (!strcmp(value, takes[n])) {
+            *ret_index = n;
+            return EXIT_OK;
+        }
+    char list[128] = "", typed[32];
+    size_t off = 0;
+    for (int i = 0; i < n && off < sizeof list; i++) {
+        const char *sep = i == 0 ? "" : i == n - 1 ? " or " : ", ";
+        off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", sep, takes[i]);
+    }
+    log_error("%s takes %s, not '%s'", verb_opt_typed(argv, optind, value, typed, sizeof typed),
+              list, value);
+    return verb_usage_error(argv[0], NULL);
 }
 
 /* The value's name after opt in a usage line ("J..." after "--job" in "--job J... | --all-jobs
@@ -128,6 +151,36 @@ int cli_getopt(int argc, char **argv, const char *optstring, const struct option
 {
     const struct verb *v = verb_find(argv[0]);
     return getopt_said(argv[0], v ? v->args : "", argc, argv, optstring, longopts);
+}
+
+/* A bound as a duration reads best: "1m", "10m", "24h", "0.5s" */
+static void duration_words(double s, char *buf, size_t sz)
+{
+    if (s >= 3600 && s == (long long)(s / 3600) * 3600.0)
+        snprintf(buf, sz, "%gh", s / 3600);
+    else if (s >= 60 && s == (long long)(s / 60) * 60.0)
+        snprintf(buf, sz, "%gm", s / 60);
+    else
+        snprintf(buf, sz, "%gs", s);
+}
+
+int cli_duration(const char *opt, const char *value, double lo, bool lo_open, double hi,
+                 double *ret_s)
+{
+    double v;
+    int r = ini_parse_duration(value, &v);
+    if (r == 0 && (lo_open ? v > lo : v >= lo) && v <= hi) {
+        *ret_s = v;
+        return EXIT_OK;
+    }
+    char l[32], h[32];
+    duration_words(lo, l, sizeof l);
+    duration_words(hi, h, sizeof h);
+    log_error("%s takes a duration %s %s %s %s (like 2s, 500ms, 1m; a plain number is seconds), "
+              "not '%s'%s",
+              opt, lo_open ? "over" : "from", l, lo_open ? "up to" : "to", h, value,
+              r == -EDOM ? " (hex and exponent forms are not taken)" : "");
+    return EXIT_USAGE;
 }
 
 int cli_take_once(const char *verb, const char *opt, const char **slot, const char *value)

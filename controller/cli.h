@@ -12,10 +12,18 @@
  * (controller/exitcode.h).  Uses getopt's globals and the process's stdout/stderr. */
 int cli_main(int argc, char **argv, const char *version);
 
-/* A verb's getopt_long() returned c, an option the verb does not take, or -o with a value other
- * than json (optarg_now): says why where the usage line alone would not ("-o takes json, not
- * 'yaml'"), then the verb's usage line.  Returns EXIT_USAGE. */
+/* A verb's getopt_long() returned c, an option the verb does not take (cli_getopt said why):
+ * the verb's usage line.  Returns EXIT_USAGE.  A bad -o value is cli_output's. */
 int cli_option_error(const char *verb, int c, const char *optarg_now);
+
+/* -o/--output's value (value: the optarg cli_getopt just returned for argv, argv[0] the verb):
+ * EXIT_OK with *ret_index its position in takes (NULL-terminated; cli_output_json for the verbs
+ * that take json only, {"json", "wide", NULL} for status).  Any other value is a usage error,
+ * every verb in the same words, the option as typed: "-o takes json, not 'yaml'" ("--output
+ * takes json or wide, not 'yaml'"), then the verb's usage line; EXIT_USAGE, *ret_index
+ * untouched.  (history, logs and trust said only the usage line.) */
+int cli_output(char **argv, const char *value, const char *const *takes, int *ret_index);
+extern const char *const cli_output_json[]; /* { "json", NULL } */
 
 struct option;
 
@@ -34,6 +42,15 @@ int cli_getopt(int argc, char **argv, const char *optstring, const struct option
  * 'b'): give it once") with the verb's usage line (verb: argv[0]), *slot untouched.  opt is
  * the option as the usage line names it ("--to").  Returns EXIT_OK or EXIT_USAGE. */
 int cli_take_once(const char *verb, const char *opt, const char **slot, const char *value);
+
+/* A command-line duration option's value (opt: the option as typed, "--interval" or "-n"), read
+ * as the inventory reads a duration (ini_parse_duration: "2s", "500ms", "1.5m", "1h", a plain
+ * number is seconds), from lo (excluded when lo_open) to hi seconds.  EXIT_OK with *ret_s; else
+ * EXIT_USAGE, logged with the bounds ("--interval takes a duration from 0.5s to 1m (like 2s,
+ * 500ms, 1m; a plain number is seconds), not 'abc'"), *ret_s untouched.  `top --timeout 30s`
+ * and `status --watch 2s` were refused though the inventory took 30s. */
+int cli_duration(const char *opt, const char *value, double lo, bool lo_open, double hi,
+                 double *ret_s);
 
 /* What a verb needs of its job selection (cli_job_selection). */
 enum cli_jobs_need {

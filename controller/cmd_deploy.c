@@ -47,15 +47,16 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
             o.env_dir = optarg;
         else if (c == 's')
             o.stage_only = true;
-        else if (c == 'o' && strcmp(optarg, "json") == 0)
+        else if (c == 'o') { /* `deploy DIR -o yaml` used to exit 2 without a word */
+            int k;
+            if (cli_output(argv, optarg, cli_output_json, &k) != EXIT_OK)
+                return EXIT_USAGE;
             json = true;
-        else if (c == 'A' && !plan)
+        } else if (c == 'A' && !plan)
             o.analysis_only = true;
         else {
-            /* say why: `deploy DIR -o yaml` used to exit 2 without a word */
-            if (c == 'o')
-                log_error("-o takes json, not '%s'", optarg);
-            else if (c == 'A')
+            /* say why */
+            if (c == 'A')
                 log_error("--analysis-only is deploy's, not plan's");
             optind = argc + 1; /* falls into the usage line below */
             break;

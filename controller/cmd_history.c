@@ -77,9 +77,12 @@ int cmd_history(struct fleet *f, int argc, char **argv)
     int c;
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = cli_getopt(argc, argv, "o:j:", opts)) != -1) {
-        if (c == 'o' && strcmp(optarg, "json") == 0)
+        int k;
+        if (c == 'o') { /* `-o yaml` printed the usage line alone */
+            if (cli_output(argv, optarg, cli_output_json, &k) != EXIT_OK)
+                return EXIT_USAGE;
             json = true;
-        else if (c == 'j') {
+        } else if (c == 'j') {
             if (cli_take_once(argv[0], "--job", &job, optarg) != EXIT_OK)
                 return EXIT_USAGE;
         } else if (c == 'l')

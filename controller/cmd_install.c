@@ -443,13 +443,13 @@ int cmd_install(struct fleet *f, int argc, char **argv)
             (void)str_copy(binary, sizeof binary, optarg);
         else if (c == 'r')
             restart = true;
-        else if (c == 'o' && strcmp(optarg, "json") == 0)
+        else if (c == 'o') {
+            int k;
+            if (cli_output(argv, optarg, cli_output_json, &k) != EXIT_OK)
+                return EXIT_USAGE;
             json = true;
-        else {
-            if (c == 'o')
-                log_error("-o takes json, not '%s'", optarg);
+        } else
             return verb_usage_error(argv[0], NULL);
-        }
     }
     if (optind < argc && job) {
         log_error("give --job or HOST:VMID arguments, not both");

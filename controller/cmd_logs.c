@@ -391,9 +391,12 @@ int cmd_events(struct fleet *f, int argc, char **argv)
                 return EXIT_USAGE;
         } else if (c == 'f')
             follow = true;
-        else if (c == 'o' && strcmp(optarg, "json") == 0)
+        else if (c == 'o') { /* `-o yaml` printed the usage line alone */
+            int k;
+            if (cli_output(argv, optarg, cli_output_json, &k) != EXIT_OK)
+                return EXIT_USAGE;
             json = true;
-        else {
+        } else {
             return verb_usage_error(argv[0], NULL);
         }
     }

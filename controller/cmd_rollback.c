@@ -40,9 +40,11 @@ int cmd_rollback(struct fleet *f, int argc, char **argv)
             r = cli_take_once(argv[0], "--to", &to, optarg);
         else if (c == 'f')
             force = true;
-        else if (c == 'o' && strcmp(optarg, "json") == 0)
-            json = true;
-        else if (c == 'N')
+        else if (c == 'o') {
+            int k;
+            r = cli_output(argv, optarg, cli_output_json, &k);
+            json = r == EXIT_OK;
+        } else if (c == 'N')
             now = true;
         else if (c == 'n')
             dry_run = true;

@@ -639,32 +639,26 @@ int cmd_status(struct fleet *f, int argc, char **argv)
     optind = 0; /* 0: glibc re-initialises (main parsed with "+") */
     while ((c = cli_getopt(argc, argv, "o:j:w:", opts)) != -1) {
         switch (c) {
-        case 'o':
-            if (strcmp(optarg, "json") == 0)
-                o.json = 1;
-            else if (strcmp(optarg, "wide") == 0)
-                o.wide = 1;
-            else {
-                log_error("%s takes json or wide, not '%s'", verb_opt_typed(argv, optind, optarg, typed, sizeof typed),
-                          optarg);
+        case 'o': {
+            static const char *const takes[] = { "json", "wide", NULL };
+            int k;
+            if (cli_output(argv, optarg, takes, &k) != EXIT_OK)
                 return EXIT_USAGE;
-            }
+            if (k == 0)
+                o.json = 1;
+            else
+                o.wide = 1;
             break;
+        }
         case 'j':
             if (cli_take_once(argv[0], "--job", &o.job, optarg) != EXIT_OK)
                 return EXIT_USAGE;
             break;
-        case 'w': {
-            char *end;
-            errno = 0;
-            watch = strtod(optarg, &end);
-            /* the whole word ('5x' was 5, 'abc' said nothing of what was typed) */
-            if (errno || end == optarg || *end || !(watch > 0 && watch <= 86400)) {
-                log_error("--watch takes a positive number of seconds (at most 86400), not '%s'", optarg);
+        case 'w': /* the whole word ('5x' was 5, 'abc' said nothing of what was typed) */
+            if (cli_duration(verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg, 0,
+                             true, 86400, &watch) != EXIT_OK)
                 return EXIT_USAGE;
-            }
             break;
-        }
         default:
             return verb_usage_error(argv[0], NULL);
         }

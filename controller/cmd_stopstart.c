@@ -37,9 +37,12 @@ int cmd_stopstart_parse(int argc, char **argv, struct stopstart_args *ret)
             a.all = true;
         else if (c == 'n')
             a.dry_run = true;
-        else if (c == 'o' && strcmp(optarg, "json") == 0)
+        else if (c == 'o') {
+            int k;
+            if (cli_output(argv, optarg, cli_output_json, &k) != EXIT_OK)
+                return EXIT_USAGE;
             a.json = true;
-        else
+        } else
             return cli_option_error(argv[0], c, optarg);
     }
     if (optind != argc)

@@ -31,9 +31,12 @@ int cmd_trust(struct fleet *f, int argc, char **argv)
     while ((c = cli_getopt(argc, argv, "o:", opts)) != -1) {
         if (c == 'r')
             replace = true;
-        else if (c == 'o' && strcmp(optarg, "json") == 0)
+        else if (c == 'o') { /* `-o yaml` printed the usage line alone */
+            int k;
+            if (cli_output(argv, optarg, cli_output_json, &k) != EXIT_OK)
+                return EXIT_USAGE;
             json = true;
-        else if (c == 'f')
+        } else if (c == 'f')
             expect = optarg;
         else
             return verb_usage_error(argv[0], NULL);

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/ini.h"
 #include "common/log.h"
 #include "common/promtext.h"
 #include "common/util.h"
@@ -318,9 +319,10 @@ int cmd_exporter(struct fleet *f, int argc, char **argv)
     while ((c = cli_getopt(argc, argv, "l:n:", opts)) != -1) {
         if (c == 'l')
             listen_spec = optarg;
-        else if (c == 'n' && inventory_parse_duration(optarg, &interval) == 0 && interval >= 0.5)
-            ;
-        else {
+        else if (c == 'n') { /* a bad value printed the usage line alone */
+            if (cli_duration("--interval", optarg, 0.5, false, INI_DURATION_MAX_S, &interval))
+                return EXIT_USAGE;
+        } else {
             return verb_usage_error(argv[0], NULL);
         }
     }

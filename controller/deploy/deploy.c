@@ -2002,7 +2002,12 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         goto restore;
     if (keep_base)
         probation_unjudged(p, "the good release again");
-    else if (d.base)
+    else if (rule == TPUT_RANKS_CHANGED) { /* a baseline there is: its note must not say none */
+        char why[64];
+        snprintf(why, sizeof why, "the baseline ran %d %s, this deploy %d", base_ranks,
+                 text_plural(base_ranks, "rank", "ranks"), world);
+        probation_rebase(p, why);
+    } else if (d.base)
         (void)probation_set_baseline_samples(p, d.base);
     for (int i = 0; i < d.job->ncts; i++) {
         struct spec_digest sd;

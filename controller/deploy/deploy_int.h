@@ -254,6 +254,8 @@ void warn_failed_before(struct deploy *d);
 void survey_history_of(struct deploy *d, const char *id, struct history_entry **ret_h, size_t *ret_n);
 
 /* rollback.c */
+/* The job's good release is in every store and verifies: 0 (or force, said); -ENOENT refused,
+ * said; -EINTR on the operator's interrupt, not said (the caller says it). */
 int check_rollback_target(struct deploy *d, bool force);
 
 /* deploy.c */

@@ -65,7 +65,8 @@ struct probation {
     int ncts, nproc;
     double baseline, t0, t_warm;
     bool recovery;
-    char unjudged[48]; /* probation_unjudged: why the throughput rule is not applied ("" it is) */
+    char unjudged[64]; /* probation_unjudged: why the throughput rule is not applied ("" it is) */
+    bool rebase;       /* probation_rebase: and its samples become the baseline */
     bool ct_stop_said; /* the verdict is a container stopped under the gang (probation_ct_stopped) */
     struct pct_state *cts;
     /* Job samples, oldest first: time, Ktok/s, cost (step time, or 1/Ktok/s when the ranks do
@@ -170,6 +171,13 @@ void probation_free(struct probation *p)
 void probation_unjudged(struct probation *p, const char *why)
 {
     snprintf(p->unjudged, sizeof p->unjudged, "%s", why && why[0] ? why : "not asked");
+    p->rebase = false;
+}
+
+void probation_rebase(struct probation *p, const char *why)
+{
+    probation_unjudged(p, why);
+    p->rebase = true;
 }
 
 int probation_set_baseline_samples(struct probation *p, const struct sample_set *s)
@@ -952,6 +960,9 @@ static bool judge(struct probation *p, double now)
         if (!p->unjudged[0])
             say(p->note, sizeof p->note, "no baseline on these containers yet: throughput "
                      "rule skipped; these %d samples (median %s Ktok/s) become the baseline", n, a);
+        else if (p->rebase) /* a baseline there is, but not one to compare with */
+            say(p->note, sizeof p->note, "throughput rule skipped (%s); these %d samples (median "
+                     "%s Ktok/s) become the baseline", p->unjudged, n, a);
         p->verdict = PROBATION_PASS;
         return true;
     }

@@ -71,6 +71,12 @@ int probation_set_baseline_samples(struct probation *p, const struct sample_set 
  * Call it with no baseline given (probation_new's -1, no samples). */
 void probation_unjudged(struct probation *p, const char *why);
 
+/* As probation_unjudged, for a baseline that exists but cannot be compared with (measured with
+ * another number of ranks, "the baseline ran 2 ranks, this deploy 1"): the progress line says
+ * "throughput not judged: WHY", and a pass notes "throughput rule skipped (WHY); these N samples
+ * (median M Ktok/s) become the baseline" (the caller records them), never "no baseline". */
+void probation_rebase(struct probation *p, const char *why);
+
 /* Container ct was activated with job spec digest `digest` (common/specdigest.h): its agent
  * reporting another digest for the watched release fails the probation (a second deploy of the
  * same release with another spec took the job over; promote names the release only).  Not

@@ -22,7 +22,8 @@
 
 /* Before anything is pushed or stopped: the release this deploy would revert to (the job's good
  * release) must be in every container's store and pass verification there, or a failed deploy
- * would leave the job down (`REVERT FAILED ... not in the store`).  force: go on, saying so. */
+ * would leave the job down (`REVERT FAILED ... not in the store`).  force: go on, saying so.
+ * -EINTR, saying nothing, when the operator interrupted it (deploy_interrupted). */
 /* check_rollback_target's fan-out: 0 verified; -EIO with err = the reason (ct_fan_said makes the line). */
 static int verify_done(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why)
 {
@@ -78,6 +79,13 @@ int check_rollback_target(struct deploy *d, bool force)
     cf->batch_timeout_s = d->inv->exec_timeout_s + 60;
     cf->batch_what = "release verify";
     (void)ct_fan_run(cf); /* every host at once, a host's containers at once */
+    if (deploy_interrupted) {
+        /* the operator's Ctrl-C, not the target's fault: the calls it cut short say
+         * "interrupted", which judged here would refuse the deploy naming --force.  The caller
+         * says the interrupt, as for every other step before the switch. */
+        free(cf);
+        return -EINTR;
+    }
     for (int i = 0; i < d->job->ncts; i++)
         if (cf->rc[i] < 0) {
             char line[sizeof cf->err[i] + 64];

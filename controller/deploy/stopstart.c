@@ -82,6 +82,15 @@ const char *stopstart_history_result(bool start, const enum stopstart_outcome *o
     return n > 0 ? NULL : start ? "started" : "stopped";
 }
 
+bool stopstart_never_deployed(const enum stopstart_outcome *o, char (*said)[STOPSTART_SAID_MAX],
+                              int n)
+{
+    for (int i = 0; i < n; i++)
+        if (o[i] != SS_FAILED || !strstr(said[i], "no job '")) /* agent/daemon.c's words */
+            return false;
+    return n > 0;
+}
+
 void stopstart_budget_of(bool start, double grace_s, double exec_timeout_s, int host_rounds,
                          int max_cts_per_host, struct stopstart_budget *ret)
 {
@@ -261,6 +270,21 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
     static char said[INV_MAX_CTS][STOPSTART_SAID_MAX];
     double took[INV_MAX_CTS];
     stopstart_fan(&d, start, limit, o, said, took);
+    if (stopstart_never_deployed(o, said, d.job->ncts)) {
+        /* said once (a table line and an error per container repeated it), and no history row:
+         * nothing changed, and there is no release to record it under ("fresh - - start-failed") */
+        char where[1024] = "";
+        for (int i = 0, off = 0; i < d.job->ncts && off < (int)sizeof where; i++)
+            off += snprintf(where + off, sizeof where - (size_t)off, "%s%s", i ? ", " : "",
+                            d.job->cts[i].label);
+        log_error(
+            "%s of job '%s' refused, nothing changed: job '%s' was never deployed in any of its "
+            "containers (%s: their agents know no job '%s'): deploy it first with `drover deploy "
+            "DIR --job %s`",
+            verb, d.job->name, d.job->name, where, d.job->name, d.job->name);
+        ret = EXIT_FAIL;
+        goto out;
+    }
     int nok = 0;
     char summary[600] = "";
     size_t off = 0;

@@ -48,6 +48,12 @@ int stopstart_exit(bool start, const enum stopstart_outcome *o, int n, bool key_
  * tell: a start that found the job already running in every container. */
 const char *stopstart_history_result(bool start, const enum stopstart_outcome *o, int n, int ret);
 
+/* Whether no container of the n knows the job: every one refused the verb with the agent's
+ * "no job 'J' on this agent" (said, as stopstart_fan fills it).  Nothing was changed and nothing
+ * can be: the verb says so once, exit 1, and records no history (there is no release to name). */
+bool stopstart_never_deployed(const enum stopstart_outcome *o, char (*said)[STOPSTART_SAID_MAX],
+                              int n);
+
 /* What to tell the operator about a container whose agent refused or failed the verb, from its
  * words (said): a job the agent never had is a job never deployed there (deploy it first); pct's
  * "no container" is said as pct_ct_problem() words it; anything else with `drover logs`. */

@@ -756,15 +756,11 @@ int cmd_top(struct fleet *f, int argc, char **argv)
         case '1':
             o.once = once_given = true;
             break;
-        case 'n': {
-            char *end;
-            o.interval_s = strtod(optarg, &end);
-            if (*end || !(o.interval_s >= 0.5 && o.interval_s <= 60)) {
-                log_error("%s takes seconds from 0.5 to 60, not '%s'", verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg);
+        case 'n':
+            if (cli_duration(verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg, 0.5,
+                             false, 60, &o.interval_s) != EXIT_OK)
                 return EXIT_USAGE;
-            }
             break;
-        }
         case 'a':
             o.ascii = true;
             break;
@@ -791,25 +787,17 @@ int cmd_top(struct fleet *f, int argc, char **argv)
             }
             break;
         }
-        case 'T': {
-            char *end;
-            o.timeout_s = strtod(optarg, &end);
-            if (*end || !(o.timeout_s > 0 && o.timeout_s <= 600)) {
-                log_error("%s takes seconds (0..600], not '%s'", verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg);
+        case 'T':
+            if (cli_duration(verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg, 0,
+                             true, 600, &o.timeout_s) != EXIT_OK)
                 return EXIT_USAGE;
-            }
             break;
-        }
-        case 'W': {
-            char *end;
-            o.watch_s = strtod(optarg, &end);
-            if (*end || !(o.watch_s >= 0.5 && o.watch_s <= 3600)) {
-                log_error("%s takes seconds from 0.5 to 3600, not '%s'", verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg);
+        case 'W':
+            if (cli_duration(verb_opt_typed(argv, optind, optarg, typed, sizeof typed), optarg, 0.5,
+                             false, 3600, &o.watch_s) != EXIT_OK)
                 return EXIT_USAGE;
-            }
             o.once = true;
             break;
-        }
         case 'h':
             usage_top(stdout);
             return EXIT_OK;

@@ -132,7 +132,7 @@ static void expect_bad(const char *key, const char *value, const char *why_has)
     struct cfg c, keep;
     memset(&c, 0x5a, sizeof c);
     keep = c;
-    char why[128];
+    char why[256];
     const struct ini_key *k = ini_key_find(keys, sizeof keys / sizeof keys[0], "s", key, NULL);
     assert_non_null(k);
     assert_int_equal(ini_key_set(k, &c, value, why, sizeof why), -EINVAL);
@@ -181,8 +181,8 @@ static void test_keys(void **state)
 }
 
 /* Durations past 30 days are -ERANGE, and a key says "too large" with the bound: "99999999999h"
- * was -EINVAL, which a key with a hint worded as "must be a duration greater than 0", and
- * "1e400" was "not a duration" */
+ * was -EINVAL, which a key with a hint worded as "must be a duration greater than 0".  Hex and
+ * exponent forms are -EDOM, said as such ("1e400" was "too large", "0x10" 16 s) */
 static void test_duration_too_large(void **state)
 {
     (void)state;
@@ -192,18 +192,40 @@ static void test_duration_too_large(void **state)
     assert_int_equal(ini_parse_duration("30d", &v), -EINVAL); /* no 'd' unit: malformed, not large */
     v = 7;
     static const char *const large[] = { "99999999999h", "721h", "43201m", "2592001", "2592000001ms",
-                                         "1e400", "1e400h", NULL };
+                                         "0000000000000000000000000000000000000000000000000000000000000000000002592001",
+                                         "123456789012345678901234567890", "123456789012345678901s", NULL };
     for (int i = 0; large[i]; i++) {
         if (ini_parse_duration(large[i], &v) != -ERANGE)
             fail_msg("'%s': want -ERANGE", large[i]);
         assert_true(v == 7); /* untouched */
     }
     /* malformed stays -EINVAL, overflowing or not */
-    assert_int_equal(ini_parse_duration("1e400x", &v), -EINVAL);
     assert_int_equal(ini_parse_duration("-1e400", &v), -EINVAL);
-    assert_int_equal(ini_parse_duration("1e-400x", &v), -EINVAL);
+    assert_int_equal(ini_parse_duration("1.2.3s", &v), -EINVAL);
+    assert_int_equal(ini_parse_duration(".", &v), -EINVAL);
+    /* strtod's hex and exponent forms are refused, said as such: "0x10" was 16 s, "1e2" 100 s,
+     * and "1e400" too large */
+    static const char *const forms[] = { "0x10", "0X1p4", "1e2", "1E2s", "1e400", "1e400h", "1e-400x", "2.5e+1m", NULL };
+    for (int i = 0; forms[i]; i++)
+        if (ini_parse_duration(forms[i], &v) != -EDOM)
+            fail_msg("'%s': want -EDOM", forms[i]);
+    assert_true(v == 7); /* untouched */
+    assert_int_equal(ini_parse_duration("1em", &v), -EINVAL); /* no exponent there: a bad unit */
+    expect_bad("long", "0x10", "'0x10' is not a duration: hex and exponent forms are not taken");
+    expect_bad("long", "1e2", "'1e2' is not a duration: hex and exponent forms are not taken; write decimal "
+                              "digits with a unit, like 30s, 5m, 1h, 250ms, or plain seconds");
+    /* what stays: decimal forms with every unit, leading zeros, a long fraction */
+    static const struct { const char *s; double v; } ok[] = {
+        { "90s", 90 }, { "2m", 120 }, { "1.5m", 90 }, { ".5", 0.5 }, { "5.", 5 }, { "250ms", 0.25 },
+        { "1h", 3600 }, { "007", 7 }, { "0.000000000000000000000000000000000000000000000000000000000000000001", 0 },
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        double got = -1;
+        assert_int_equal(ini_parse_duration(ok[i].s, &got), 0);
+        if (!(got >= ok[i].v - 1e-12 && got <= ok[i].v + 1e-12))
+            fail_msg("'%s': %g, want %g", ok[i].s, got, ok[i].v);
+    }
     expect_bad("long", "99999999999h", "'99999999999h' is too large (at most 720h (30 days))");
-    expect_bad("long", "1e400", "'1e400' is too large (at most 720h (30 days))");
     expect_bad("long", "soon", "'soon' must be a duration greater than 0"); /* the hint otherwise */
     /* a key whose own bound is lower says its own words */
     expect_bad("dur", "99999999999h", "'99999999999h' is out of range");

@@ -466,6 +466,56 @@ static void test_pack_seen_skips_rehash(void **state)
     manifest2_free(m);
 }
 
+/* The release name is the directory's, however the path is typed: a trailing slash (tab
+ * completion adds one) used to make the whole argument the name, so the same tree got another
+ * release id. */
+static void test_name_of_dir(void **state)
+{
+    (void)state;
+    mk("c_g8");
+    put("c_g8/run.sh", "#!/bin/sh\n", 0755);
+    char cwd[512], p[512], name[MANIFEST_NAME_MAX], id0[RELEASE_ID_LEN + 1] = "";
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(tmpd), 0);
+    const char *forms[] = { "c_g8", "c_g8/", "c_g8//", "./c_g8", "c_g8/.", "c_g8/sub/.." };
+    mk("c_g8/sub");
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        manifest2_name_of_dir(forms[i], name);
+        assert_string_equal(name, "c_g8");
+    }
+    assert_int_equal(chdir("c_g8"), 0);
+    manifest2_name_of_dir(".", name);
+    assert_string_equal(name, "c_g8");
+    manifest2_name_of_dir("./", name);
+    assert_string_equal(name, "c_g8");
+    assert_int_equal(chdir("sub"), 0);
+    manifest2_name_of_dir("..", name);
+    assert_string_equal(name, "c_g8");
+    assert_int_equal(chdir(".."), 0);
+    /* the walk names its manifest so: one id for "c_g8/" and "." */
+    struct manifest2 *m = NULL;
+    const char *dirs[] = { ".", "../c_g8/" };
+    for (size_t i = 0; i < 2; i++) {
+        char *text = NULL;
+        char id[RELEASE_ID_LEN + 1];
+        size_t len;
+        assert_int_equal(manifest2_from_dir(dirs[i], NULL, &m), 0);
+        assert_string_equal(m->name, "c_g8");
+        assert_int_equal(manifest2_dump(m, &text, &len, id), 0);
+        if (i == 0)
+            strcpy(id0, id);
+        else
+            assert_string_equal(id, id0);
+        free(text);
+        manifest2_free(m);
+        m = NULL;
+    }
+    snprintf(p, sizeof p, "%s/c_g8/", tmpd);
+    manifest2_name_of_dir(p, name);
+    assert_string_equal(name, "c_g8");
+    assert_int_equal(chdir(cwd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -478,6 +528,7 @@ int main(void)
         cmocka_unit_test(test_ranges),
         cmocka_unit_test_setup_teardown(test_exec_problem_follows_links, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pack_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_name_of_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pack_seen_skips_rehash, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

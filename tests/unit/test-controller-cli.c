@@ -327,14 +327,58 @@ static void test_stop_start_need_jobs(void **state)
     want(err, "run `drover start --job a` again");
 }
 
+/* Command-line durations read as the inventory's: `top --timeout 30s`, `--interval 2s` and
+ * `status --watch 2s` were refused (strtod wanted a plain number), though the inventory took
+ * 90s and 2m; `exporter --interval abc` printed only the usage line.  Hex and exponent forms
+ * are refused, saying so. */
+static void test_durations_take_units(void **state)
+{
+    (void)state;
+    double v = -1;
+    assert_int_equal(cli_duration("--timeout", "30s", 0, true, 600, &v), EXIT_OK);
+    assert_true(v == 30);
+    assert_int_equal(cli_duration("--interval", "500ms", 0.5, false, 60, &v), EXIT_OK);
+    assert_true(v == 0.5);
+    assert_int_equal(cli_duration("--watch", "2m", 0, true, 86400, &v), EXIT_OK);
+    assert_true(v == 120);
+    assert_int_equal(cli_duration("--watch", "2", 0, true, 86400, &v), EXIT_OK); /* plain: seconds */
+    assert_true(v == 2);
+    v = -1;
+    assert_int_equal(cli_duration("--timeout", "0", 0, true, 600, &v), EXIT_USAGE); /* open bound */
+    assert_int_equal(cli_duration("--timeout", "11m", 0, true, 600, &v), EXIT_USAGE);
+    assert_int_equal(cli_duration("--interval", "499ms", 0.5, false, 60, &v), EXIT_USAGE);
+    assert_true(v == -1); /* untouched */
+    /* what a user types, through the verbs: accepted as far as the inventory (none here) */
+    assert_int_equal(drover("top", "--timeout", "30s", "--interval", "2s", NULL), 2);
+    want_not(err, "takes");
+    want(err, "inventory");
+    assert_int_equal(drover("status", "--watch", "2s", NULL), 2);
+    want_not(err, "takes");
+    want(err, "inventory");
+    assert_int_equal(drover("top", "--watch", "1.5m", "--width", "100", NULL), 2);
+    want_not(err, "takes");
+    assert_int_equal(drover("top", "--timeout", "1e2", NULL), 2);
+    want(err, "--timeout takes a duration over 0s up to 10m (like 2s, 500ms, 1m; a plain number is seconds), "
+              "not '1e2' (hex and exponent forms are not taken)");
+    assert_int_equal(drover("status", "--watch", "0x10", NULL), 2);
+    want(err, "not '0x10' (hex and exponent forms are not taken)");
+    assert_int_equal(drover("top", "--watch", "2h", NULL), 2);
+    want(err, "--watch takes a duration from 0.5s to 1h");
+    assert_int_equal(drover("exporter", "--interval", "abc", NULL), 2);
+    want(err, "--interval takes a duration from 0.5s to 720h");
+    assert_int_equal(drover("exporter", "--interval", "10s", NULL), 2);
+    want_not(err, "takes");
+}
+
 static void test_values_name_the_option_typed(void **state)
 {
     (void)state;
     assert_int_equal(drover("top", "-n", "abc", NULL), 2);
-    want(err, "-n takes seconds from 0.5 to 60, not 'abc'");
+    want(err, "-n takes a duration from 0.5s to 1m (like 2s, 500ms, 1m; a plain number is seconds), not 'abc'");
     want_not(err, "--interval takes");
     assert_int_equal(drover("top", "--interval=abc", NULL), 2);
-    want(err, "--interval takes seconds from 0.5 to 60, not 'abc'");
+    want(err, "--interval takes a duration from 0.5s to 1m (like 2s, 500ms, 1m; a plain number is seconds), "
+              "not 'abc'");
     assert_int_equal(drover("top", "--once", "-nabc", NULL), 2);
     want(err, "-n takes");
     /* --watch won silently over --once (the run never ended); atoi took "80abc" as 80 */
@@ -345,7 +389,8 @@ static void test_values_name_the_option_typed(void **state)
     assert_int_equal(drover("status", "--output", "yaml", NULL), 2);
     want(err, "--output takes json or wide, not 'yaml'");
     assert_int_equal(drover("status", "--watch", "abc", NULL), 2);
-    want(err, "--watch takes a positive number of seconds (at most 86400), not 'abc'");
+    want(err, "--watch takes a duration over 0s up to 24h (like 2s, 500ms, 1m; a plain number is seconds), "
+              "not 'abc'");
     assert_int_equal(drover("status", "--watch", "5x", NULL), 2); /* atof took it as 5 */
     want(err, "not '5x'");
     /* these printed only the usage line */
@@ -1113,16 +1158,10 @@ static void test_job_selection(void **state)
     want(err, "rollback needs --job J");
     want_not(err, "--all-jobs");
     want(err, "usage: drover rollback");
-    /* the option a verb does not take, and -o with another value */
+    /* the option a verb does not take */
     struct capture cap;
     capture_begin(&cap);
-    int rc = cli_option_error("stop", 'o', "yaml");
-    capture_end(&cap);
-    assert_int_equal(rc, 2);
-    want(err, "-o takes json, not 'yaml'");
-    want(err, "usage: drover stop");
-    capture_begin(&cap);
-    rc = cli_option_error("rollback", '?', NULL);
+    int rc = cli_option_error("rollback", '?', NULL);
     capture_end(&cap);
     assert_int_equal(rc, 2);
     want_not(err, "-o takes");
@@ -1131,6 +1170,60 @@ static void test_job_selection(void **state)
     want(err, "-o takes json, not 'yaml'");
     assert_int_equal(drover("stop", "--job", "a", "-o", "yaml", NULL), 2);
     want(err, "-o takes json, not 'yaml'");
+}
+
+/* Every verb's -o says what it takes, in one helper's words (cli_output): history, logs (events)
+ * and trust printed only the usage line for `-o yaml` or `-o wide`, while status said "-o takes
+ * json or wide" and deploy "-o takes json". */
+static void test_output_values(void **state)
+{
+    (void)state;
+    static const char *const cmds[][4] = {
+        { "history", NULL }, { "events", NULL }, { "trust", "h1", NULL }, { "deploy", "dir", NULL },
+        { "plan", "dir", NULL }, { "install", NULL }, { "rollback", "--job", "a", NULL },
+        { "stop", "--job", "a", NULL }, { "start", "--job", "a", NULL },
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        for (int form = 0; form < 3; form++) {
+            const char *bad = form == 1 ? "wide" : "yaml";
+            char *argv[8], eq[32];
+            int n = 0;
+            argv[n++] = "drover";
+            for (int k = 0; cmds[i][k]; k++)
+                argv[n++] = (char *)cmds[i][k];
+            snprintf(eq, sizeof eq, "--output=%s", bad);
+            if (form == 2)
+                argv[n++] = eq;
+            else {
+                argv[n++] = "-o";
+                argv[n++] = (char *)bad;
+            }
+            argv[n] = NULL;
+            struct capture cap;
+            capture_begin(&cap);
+            int rc = cli_main(n, argv, "test");
+            capture_end(&cap);
+            char want_line[64];
+            snprintf(want_line, sizeof want_line, "%s takes json, not '%s'", form == 2 ? "--output" : "-o", bad);
+            if (rc != 2 || !strstr(err, want_line) || !strstr(err, "usage: drover "))
+                fail_msg("drover %s -o %s: rc %d, stderr:\n%s", cmds[i][0], bad, rc, err);
+        }
+    /* status takes two; the helper's list */
+    assert_int_equal(drover("status", "-o", "yaml", NULL), 2);
+    want(err, "-o takes json or wide, not 'yaml'");
+    const char *const three[] = { "json", "wide", "name", NULL };
+    char *argv[] = { "x", "-o", "yaml", NULL };
+    int k = 7;
+    optind = 3;
+    struct capture cap;
+    capture_begin(&cap);
+    assert_int_equal(cli_output(argv, argv[2], three, &k), 2);
+    capture_end(&cap);
+    want(err, "-o takes json, wide or name, not 'yaml'");
+    assert_int_equal(k, 7); /* untouched */
+    argv[2] = "wide";
+    assert_int_equal(cli_output(argv, argv[2], three, &k), 0);
+    assert_int_equal(k, 1);
 }
 
 /* --to and --job are taken once by the verbs that act on one job (getopt kept the last one
@@ -1261,6 +1354,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_job_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_and_all_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_values_name_the_option_typed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_durations_take_units, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_output_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_and_help, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate_env, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validate_counts, setup, teardown),

@@ -1066,6 +1066,20 @@ static void test_no_baseline(void **state)
     assert_int_equal(run(p, 2, 1, 1, 100, 1000, st), PROBATION_PASS);
     assert_string_equal(probation_note(p), "");
     probation_free(p);
+    /* nproc_per_node 2 -> 1: a baseline there is, measured with other ranks, so not compared
+     * and replaced.  Its note said "no baseline on these containers yet" right after the
+     * deploy had named that baseline. */
+    p = new_p(-1, 2, 1);
+    probation_rebase(p, "the baseline ran 2 ranks, this deploy 1");
+    probation_describe(p, 0, line, sizeof line);
+    if (strstr(line, "no baseline") || !strstr(line, "(throughput not judged: the baseline ran 2 ranks, this deploy 1)"))
+        fail_msg("line: %s", line);
+    assert_int_equal(run(p, 2, 1, 1, 100, 1000, st), PROBATION_PASS);
+    if (strstr(probation_note(p), "no baseline") ||
+        !strstr(probation_note(p), "throughput rule skipped (the baseline ran 2 ranks, this deploy 1); these ") ||
+        !strstr(probation_note(p), "(median 2.00 Ktok/s) become the baseline"))
+        fail_msg("note: %s", probation_note(p));
+    probation_free(p);
     free(st);
 }
 

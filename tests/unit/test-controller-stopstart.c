@@ -344,6 +344,50 @@ static void test_stop_announces_worst_case(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* `drover start|stop --job J` of a job no container knows (never deployed anywhere): said once,
+ * exit 1, and no history row.  It printed the refusal twice per container (the table's line and
+ * an error) and recorded "J - - start-failed" with no release. */
+static void test_never_deployed(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-fresh-XXXXXX", text[1024], path[256], out[128], hist[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(hist, sizeof hist, "%s/state/history.jsonl", dir);
+    snprintf(path, sizeof path, "%s/agent", dir);
+    capture_put(path, "#!/bin/sh\nfor a; do\n  case \"$p\" in start|stop) if [ \"$a\" = --job ]; then\n"
+                      "    echo \"drover-agent: error: no job 'train' on this agent\" >&2; exit 1\n  fi;; esac\n"
+                      "  p=$a\ndone\nexit 0\n", 0755);
+    struct inventory *inv = fake_agent_inventory(dir, "exec_timeout = 10s\n", "", "c");
+    for (int start = 0; start < 2; start++) {
+        char *argv[] = { start ? "start" : "stop", "--job", "train", NULL };
+        assert_int_equal(capture_verb(start ? cmd_start : cmd_stop, inv, argv, 3, out, out), EXIT_FAIL);
+        char *said = capture_slurp(out);
+        const char *first = strstr(said, "was never deployed");
+        if (!first || strstr(first + 1, "was never deployed") || strstr(said, "FAILED") ||
+            !strstr(said, start ? "start of job 'train' refused, nothing changed: job 'train' was never deployed "
+                                  "in any of its containers ("
+                                : "stop of job 'train' refused, nothing changed") ||
+            !strstr(said, "`drover deploy DIR --job train`"))
+            fail_msg("said:\n%s", said);
+        free(said);
+        assert_int_equal(access(hist, F_OK), -1); /* nothing recorded */
+    }
+    /* one container that knows the job: the verb runs as before (a table, a record) */
+    assert_true(stopstart_never_deployed((enum stopstart_outcome[]){ SS_FAILED, SS_FAILED },
+                                         (char[2][STOPSTART_SAID_MAX]){ "no job 'train' on this agent",
+                                                                         "no job 'train' on this agent" }, 2));
+    assert_false(stopstart_never_deployed((enum stopstart_outcome[]){ SS_FAILED, SS_DONE },
+                                          (char[2][STOPSTART_SAID_MAX]){ "no job 'train' on this agent",
+                                                                          "ok: started" }, 2));
+    assert_false(stopstart_never_deployed((enum stopstart_outcome[]){ SS_FAILED, SS_UNREACHABLE },
+                                          (char[2][STOPSTART_SAID_MAX]){ "no job 'train' on this agent", "" }, 2));
+    assert_false(stopstart_never_deployed(NULL, NULL, 0));
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 /* `drover promote` and `drover revert` of a job `drover stop` stopped (on its good release, or on
  * a release left unpromoted): they said "runs its good release: nothing is held" or went on to
  * promote what did not run; now: stopped where, and `drover start --job J` runs it again.
@@ -397,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_fan_said),
         cmocka_unit_test(test_fan_tick),
         cmocka_unit_test(test_history_result),
+        cmocka_unit_test(test_never_deployed),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_stop_announces_worst_case),
         cmocka_unit_test(test_decide_stopped),

@@ -1,0 +1,121 @@
+/* Unit tests for controller/deploy/rollback.c: the check before a deploy that the job's good
+ * release (its rollback target) is in every container's store and verifies there.  A container
+ * that cannot verify it refuses the deploy, naming --force; but a Ctrl-C during the check is the
+ * operator's, not the target's: it used to be judged as an unverifiable target ("cannot verify
+ * the rollback target ...: interrupted", "deploy refused: ... deploy with --force") before the
+ * deploy said it was interrupted. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "controller/deploy/deploy_int.h"
+#include "controller/transport/ssh.h"
+#include "tests/unit/capture.h"
+
+static const char good[] = "a562000000000000000000000000000000000000000000000000000000000000";
+static const char next[] = "cd5d000000000000000000000000000000000000000000000000000000000000";
+static struct inventory *inv;
+static bool force;
+
+/* check_rollback_target as a verb, for capture_verb: the job's good release is `good` */
+static int check_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    struct deploy d = { .f = f, .inv = inv, .job = &inv->jobs[0] };
+    strcpy(d.id, next);
+    strcpy(d.good, good);
+    memcpy(d.sid, next, RELEASE_SHORT_LEN);
+    return check_rollback_target(&d, force);
+}
+
+static char dir[] = "/tmp/drover-unit-rb-XXXXXX";
+
+static int setup(void **state)
+{
+    (void)state;
+    if (!mkdtemp(dir))
+        return -1;
+    char text[600], err[256];
+    snprintf(text, sizeof text, "[host h1]\nlocal = true\nagent_path = %s/agent\n"
+             "[job mini]\ncontainers = h1:local:%s\ncommand = bin/x\n", dir, dir);
+    return inventory_parse(text, strlen(text), "t.ini", &inv, err, sizeof err);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    inventory_free(inv);
+    return fs_rm_rf(dir);
+}
+
+/* the agent's verify: exit 4, not in the store */
+static void agent_says_missing(void)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/agent", dir);
+    capture_put(p, "#!/bin/sh\necho 'release not in the store' >&2\nexit 4\n", 0755);
+}
+
+static void test_missing_target_refuses(void **state)
+{
+    (void)state;
+    agent_says_missing();
+    char out[600], err[600];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    force = false;
+    assert_int_equal(capture_verb(check_verb, inv, NULL, 0, out, err), -ENOENT);
+    char *e = capture_slurp(err);
+    assert_non_null(strstr(e, "the rollback target a56200000000 is not in the store"));
+    assert_non_null(strstr(e, "deploy refused"));
+    assert_non_null(strstr(e, "--force"));
+    free(e);
+}
+
+static void test_interrupt_is_not_judged(void **state)
+{
+    (void)state;
+    agent_says_missing(); /* never asked: the interrupt comes first */
+    char out[600], err[600];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    force = false;
+    deploy_interrupted = 1;
+    exec_interrupted = 1;
+    int r = capture_verb(check_verb, inv, NULL, 0, out, err);
+    deploy_interrupted = 0;
+    exec_interrupted = 0;
+    assert_int_equal(r, -EINTR);
+    char *e = capture_slurp(err);
+    assert_string_equal(e, ""); /* the deploy says the interrupt, once */
+    free(e);
+    /* with --force neither: no warning about going on without a rollback target */
+    force = true;
+    deploy_interrupted = 1;
+    exec_interrupted = 1;
+    r = capture_verb(check_verb, inv, NULL, 0, out, err);
+    deploy_interrupted = 0;
+    exec_interrupted = 0;
+    assert_int_equal(r, -EINTR);
+    e = capture_slurp(err);
+    assert_string_equal(e, "");
+    free(e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_missing_target_refuses),
+        cmocka_unit_test(test_interrupt_is_not_judged),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
