@@ -365,6 +365,7 @@ static void test_hung_first_step_reason_fits(void **state)
     RUN(&w, rows);
     assert_null(strstr(w.j->reason, "[rank 0: rank 0"));
     assert_true(strlen(w.j->reason) < sizeof w.j->reason - 1);
+    world_done(&w);
 }
 
 /* Hangs of a promoted release at the pace a real one hangs: each is seen only once its 60 s
