@@ -677,7 +677,7 @@ static void handle_request(struct daemon *d, int ci, struct rpc_request *q)
         return;
     }
     if (i < 0) {
-        client_error(d, ci, AGENT_EXIT_FAIL, "no job '%s' on this agent", q->job);
+        client_error(d, ci, AGENT_EXIT_FAIL, AGENT_NO_JOB "%s' on this agent", q->job);
         return;
     }
     job_feed(d, i, &ev, ci);

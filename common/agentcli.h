@@ -179,6 +179,9 @@ void agent_argv_lease_take_over(struct agent_argv *a, const char *dead);
  * gang STATE: nothing stopped or started"; the controller reads this prefix to tell it from a
  * revert that started the good release (agent/jobmachine.c, controller/deploy/deploy.c). */
 #define AGENT_REVERT_ALREADY "already on the good release"
+/* A request about a job the agent does not know (never deployed there) is refused (exit 1) with
+ * "no job 'J' on this agent"; the controller's stop and start read this prefix (stopstart.c). */
+#define AGENT_NO_JOB "no job '"
 /* A refused `lease take` (exit 7) says on stderr "job 'J' is being deployed by HOLDER (lease
  * taken N s ago, renewed N s ago, expires in N s)"; the agent prints it with these two pieces. */
 #define AGENT_LEASE_HELD_BY "is being deployed by "

@@ -86,7 +86,7 @@ bool stopstart_never_deployed(const enum stopstart_outcome *o, char (*said)[STOP
                               int n)
 {
     for (int i = 0; i < n; i++)
-        if (o[i] != SS_FAILED || !strstr(said[i], "no job '")) /* agent/daemon.c's words */
+        if (o[i] != SS_FAILED || !strstr(said[i], AGENT_NO_JOB))
             return false;
     return n > 0;
 }
@@ -161,7 +161,7 @@ void stopstart_failed_hint(bool start, const char *job, const char *ct_label, co
                            char *buf, size_t sz)
 {
     const char *verb = start ? "start" : "stop";
-    if (said && strstr(said, "no job '")) /* agent/daemon.c: "no job 'J' on this agent" */
+    if (said && strstr(said, AGENT_NO_JOB)) /* "no job 'J' on this agent" */
         snprintf(buf, sz, "job '%.64s' was never deployed in %.64s (the agent: %s): deploy it there "
                  "first with `drover deploy DIR --job %.64s`, or fix the job's containers in the "
                  "inventory", job, ct_label, said, job);
