@@ -17,6 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import drover_heartbeat  # noqa: E402
+from torchpy import torch_python  # noqa: E402
 from drover_heartbeat import Heartbeat  # noqa: E402
 
 ENV = {"DROVER_HEARTBEAT_FD": "-1", "RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4",
@@ -38,16 +39,6 @@ class FakeTensor:
 
     def __repr__(self):
         return "tensor(%r)" % (self.data,)
-
-
-def torch_python():
-    """This interpreter if it has torch, else the system's (make unit may run pyenv's)."""
-    for py in (sys.executable, "/usr/bin/python3"):
-        if py and os.access(py, os.X_OK) and subprocess.run(
-                [py, "-c", "import torch"], stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL).returncode == 0:
-            return py
-    return None
 
 
 TORCH_PY = torch_python()

@@ -20,19 +20,12 @@ import unittest
 from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from torchpy import torch_python  # noqa: E402
+
 EXAMPLE = os.path.join(HERE, "..", "examples", "pytorch")
 TINY = {"layers": 1, "heads": 2, "dim": 16, "seq": 8, "vocab": 64, "batch": 2, "data": "",
         "ckpt_every": 1}
-
-
-def torch_python():
-    """This interpreter if it has torch, else the system's (make unit may run pyenv's)."""
-    for py in (sys.executable, "/usr/bin/python3"):
-        if py and os.access(py, os.X_OK) and subprocess.run(
-                [py, "-c", "import torch"], stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL).returncode == 0:
-            return py
-    return None
 
 
 PY = torch_python()
