@@ -396,6 +396,17 @@ if [[ ,$PHASES, == *,loop,* ]]; then
         check "v3 (lr 10) deploy exits 3" test $RC = 3
         check "v3 verdict names the non-finite loss or the divergence exit" said loop-v3 'non-finite|diverg|nan|code 7'
         check "v1 heartbeats again after v3" wait_for 60 current_is loop "$id1"
+        # the agent went back on its own: it keeps its own record of that (common/histrec.h),
+        # which drover history shows behind drover's verdict of the same release
+        check "n0's agent kept its own record of v3 (reverted, agent-revert, by agent)" \
+            eval '"$W/bin/drover-agent" --root "$W/nodes/n0" --socket "$W/nodes/n0/agent.sock" history list loop |
+                grep "\"name\": *\"v3\"" | grep "\"reason_code\": *\"agent-revert\"" | grep -q "\"by\": *\"agent\""'
+        check "drover history shows v3 once, as drover's verdict" \
+            eval '[[ $("$W/bin/drover" -i "$INV" history --job loop -o json 2>/dev/null | pyq "
+import json, sys
+d = json.load(sys.stdin)
+recs = d if isinstance(d, list) else d.get(\"history\", d.get(\"records\", []))
+print(\" \".join(r.get(\"by\", \"\") for r in recs if r.get(\"name\") == \"v3\"))") == drover ]]'
         note "loop: v3 (lr 10) -> exit $RC: $(verdict loop-v3)"
     fi
     status_json >"$W/status.json"
