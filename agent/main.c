@@ -715,6 +715,12 @@ static int cmd_events(struct cli *c)
     return AGENT_EXIT_OK;
 }
 
+static volatile sig_atomic_t preflight_signal;
+static void on_preflight_signal(int sig)
+{
+    preflight_signal = sig;
+}
+
 static int cmd_preflight(struct cli *c)
 {
     struct store s;
@@ -778,9 +784,19 @@ static int cmd_preflight(struct cli *c)
     close(hb);
     close(ep[1]);
     (void)setpgid(pid, pid);
+    /* The caller going away ends the preflight too: a drover interrupted (Ctrl-C) or past its
+     * own deadline closes the SSH channel, and the command would otherwise run on to its own
+     * timeout, holding the job's GPUs against the next deploy's checks.  Seen as stdout's or
+     * stderr's reader gone (pct exec hands the channel's pipes through), or a signal to us. */
+    struct sigaction sa = { .sa_handler = on_preflight_signal };
+    sigemptyset(&sa.sa_mask);
+    (void)sigaction(SIGTERM, &sa, NULL);
+    (void)sigaction(SIGHUP, &sa, NULL);
+    (void)sigaction(SIGINT, &sa, NULL);
+    (void)signal(SIGPIPE, SIG_IGN); /* a line to a gone caller must not end us first */
     double deadline = time_mono() + (c->timeout_s > 0 ? c->timeout_s : 300);
     int ws = 0;
-    bool timed_out = false;
+    bool timed_out = false, abandoned = false, stopping = false;
     for (;;) {
         pid_t w = waitpid(pid, &ws, WNOHANG);
         if (w == pid)
@@ -789,17 +805,27 @@ static int cmd_preflight(struct cli *c)
             log_error("preflight: waitpid: %s", strerror(errno));
             return AGENT_EXIT_FAIL;
         }
-        if (!timed_out && time_mono() > deadline) {
-            timed_out = true;
+        if (!stopping && !abandoned &&
+            (preflight_signal || fd_reader_gone(STDOUT_FILENO) || fd_reader_gone(STDERR_FILENO)))
+            abandoned = true;
+        if (!stopping && (abandoned || time_mono() > deadline)) {
+            stopping = true;
+            timed_out = !abandoned;
             (void)kill(-pid, SIGTERM);
             deadline = time_mono() + 5;
-        } else if (timed_out && time_mono() > deadline) {
+        } else if (stopping && time_mono() > deadline) {
             (void)kill(-pid, SIGKILL);
             deadline = time_mono() + 3600;
         }
         usleep(20000);
     }
     (void)kill(-pid, SIGKILL); /* anything it left behind in its group */
+    if (abandoned) { /* said for a caller still there (a signal); a gone one reads nothing */
+        fprintf(stderr, "preflight: '%s' stopped: %s\n", c->spec.argv[0],
+                preflight_signal ? "drover-agent preflight was signalled"
+                                 : "its caller went away (drover interrupted, or its connection lost)");
+        return AGENT_EXIT_FAIL;
+    }
     if (timed_out) {
         fprintf(stderr, "preflight: '%s' did not finish within %g s\n", c->spec.argv[0],
                 c->timeout_s > 0 ? c->timeout_s : 300);

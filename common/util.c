@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,15 @@ int fd_write_all(int fd, const void *buf, size_t len)
         len -= (size_t)w;
     }
     return 0;
+}
+
+bool fd_reader_gone(int fd)
+{
+    struct pollfd p = { .fd = fd, .events = 0 };
+    int n;
+    while ((n = poll(&p, 1, 0)) < 0 && errno == EINTR)
+        ;
+    return n > 0 && (p.revents & (POLLERR | POLLHUP));
 }
 
 int fs_read_file(const char *path, size_t max, char **ret_data, size_t *ret_len)

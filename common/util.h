@@ -54,4 +54,10 @@ int fs_rm_rf(const char *path);
 /* Write all of buf to fd, retrying on EINTR and short writes. */
 int fd_write_all(int fd, const void *buf, size_t len);
 
+/* Whether nobody reads fd any more: a pipe whose read end is closed, a socket whose peer hung up,
+ * a terminal hung up (poll's POLLERR or POLLHUP, never waiting).  A file, /dev/null, a live reader
+ * or a closed fd: false.  How a verb that runs long on the controller's behalf (the agent's
+ * preflight) notices that the SSH channel it was started on is gone. */
+bool fd_reader_gone(int fd);
+
 #endif

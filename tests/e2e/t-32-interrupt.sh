@@ -48,6 +48,18 @@ lease_free() {
 	return 0
 }
 check "the deploy lease is given back in every container" lease_free
+# the container's preflight stops with the channel it ran on: it used to run on to its own end
+# (60 s here; a GPU self-test's minutes), holding the job's GPUs against the next deploy's checks
+preflight_gone() {
+	local c rc=0 left
+	for c in $E2E_CTS; do
+		left=$(ct "$c" sh -c 'for p in /proc/[0-9]*; do tr "\0" " " < $p/cmdline 2>/dev/null; echo; done' |
+			grep -E 'slow-preflight|^sleep 60' || true)
+		[[ -z $left ]] || { printf '    %s still runs: %s\n' "$c" "$left"; rc=1; }
+	done
+	return $rc
+}
+check "no container still runs the preflight (ended with drover's channel)" wait_until 10 preflight_gone
 check "v1 is still current everywhere" all_current_is "$v1"
 check "every rank still trains" all_ranks_advance 3 90
 drover history --job train

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -90,11 +91,45 @@ static void test_lock_refused(void **state)
     assert_non_null(strstr(err, path));
 }
 
+/* The agent's preflight stops its command when the SSH channel it runs on is gone: that is seen
+ * as its stdout's reader gone.  A live reader, a file, /dev/null and a closed fd are not. */
+static void test_fd_reader_gone(void **state)
+{
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    assert_false(fd_reader_gone(p[1]));
+    assert_false(fd_reader_gone(p[0])); /* the read end, its writer alive */
+    close(p[0]);
+    assert_true(fd_reader_gone(p[1]));
+    close(p[1]);
+    assert_false(fd_reader_gone(p[1])); /* closed: POLLNVAL, not a caller that went away */
+
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    assert_false(fd_reader_gone(sv[0]));
+    close(sv[1]);
+    assert_true(fd_reader_gone(sv[0]));
+    close(sv[0]);
+
+    int null = open("/dev/null", O_WRONLY);
+    assert_true(null >= 0);
+    assert_false(fd_reader_gone(null));
+    close(null);
+    char path[128];
+    snprintf(path, sizeof path, "%s/plain", dir);
+    int f = open(path, O_WRONLY | O_CREAT, 0600);
+    assert_true(f >= 0);
+    assert_false(fd_reader_gone(f));
+    close(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lock_timeout),
         cmocka_unit_test(test_lock_refused),
+        cmocka_unit_test(test_fd_reader_gone),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
