@@ -82,6 +82,10 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
         log_error("cannot redirect stdout for -o json");
         return EXIT_FAIL;
     }
+    if (json && o.dry_run) /* the plan document: "kind": "plan" with each job's plan */
+        o.plan_out = json_array();
+    else if (json) /* the deploy document: the jobs it found with nothing to do */
+        o.unchanged_out = json_array();
     int ret;
     /* a mistyped release (or --env) directory is named before any host is contacted: with a dead
      * host in the inventory the user would otherwise wait out a connect timeout first.  It is
@@ -118,8 +122,6 @@ static int deploy_or_plan(struct fleet *f, int argc, char **argv, bool plan)
     /* No host is contacted here: deploy_run() (one job) and deploy_wave() (several) connect
      * once the release is known to hold the command of every job they deploy (a release they
      * would refuse contacts no host, and exits 2) */
-    if (json && o.dry_run) /* the plan document: "kind": "plan" with each job's plan */
-        o.plan_out = json_array();
     if (njobs > 1)
         ret = deploy_wave(f, &o, jobs, njobs);
     else {
@@ -131,6 +133,8 @@ out:
         return ret;
     if (o.plan_out)
         cr.extra = json_pack("{s:o}", "plans", o.plan_out);
+    else if (o.unchanged_out)
+        cr.extra = json_pack("{s:o}", "unchanged", o.unchanged_out);
     return cmd_result_end(&cr, f->inv, o.dry_run ? "plan" : "deploy", jobs, njobs, ret);
 }
 

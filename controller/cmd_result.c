@@ -67,6 +67,8 @@ int cmd_result_early(const char *kind, const char *const *jobs, int njobs, int c
         extra = json_pack("{s:n,s:n,s:[]}", "agent_binary", "sha256", "containers");
     else if (strcmp(kind, "plan") == 0)
         extra = json_pack("{s:[]}", "plans");
+    else if (strcmp(kind, "deploy") == 0)
+        extra = json_pack("{s:[]}", "unchanged");
     json_t *root = cmd_result_doc(kind, jobs, njobs, code, error, json_array(), extra);
     char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(root);

@@ -1863,6 +1863,8 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     if (all_current) {
         printf("release %s (%s) is already current and promoted with this job spec for job '%s' "
                "on every container; nothing to do\n", d.sid, d.name, d.job->name);
+        if (o->unchanged_out)
+            json_array_append_new(o->unchanged_out, json_string(d.job->name));
         ret = EXIT_OK;
         goto out;
     }

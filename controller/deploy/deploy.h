@@ -21,6 +21,8 @@ struct deploy_opts {
                           * named by the code release (NULL: none) */
     bool analysis_only; /* probation and verdict, then the good release back whatever it says */
     struct json_t *plan_out; /* dry run: each job's plan is also appended here as JSON (-o json) */
+    struct json_t *unchanged_out; /* -o json: each job found already current and promoted with
+                                   * this spec everywhere (nothing done) is appended by name */
 };
 
 int deploy_run(struct fleet *f, const struct deploy_opts *o);

@@ -69,6 +69,8 @@ show_drover 5
 check "deploy of the current release -o json exits 0" test "$DROVER_RC" = 0
 check "deploy -o json: stdout is one result document" \
 	jq -e '.v == 1 and .kind == "deploy" and .exit == 0 and .outcome == "ok" and .jobs == ["train"]' "$E2E_WORK/last.out"
+check "deploy -o json: it says the job was unchanged (nothing to do), with no record" \
+	jq -e '.unchanged == ["train"] and .records == []' "$E2E_WORK/last.out"
 check "every container is still on v1" all_current_is "$v1"
 
 say "deploy of a release directory that does not exist: bad input, exit 2, nothing touched"

@@ -249,6 +249,10 @@ static void test_early_failure_writes_document(void **state)
         const char *e = json_string_value(json_object_get(d, "error"));
         assert_non_null(e);
         assert_non_null(strstr(e, "release directory '/nonexistent/rel/missing'"));
+        /* each kind's own member is there, empty: deploy's "unchanged" (the jobs it found with
+         * nothing to do), plan's "plans" */
+        json_t *own = json_object_get(d, i == 0 ? "unchanged" : "plans");
+        assert_true(json_is_array(own) && json_array_size(own) == 0);
         json_decref(d);
     }
 }
