@@ -157,6 +157,23 @@ class ExitCodesTest(unittest.TestCase):
         self.assertEqual(p.returncode, 3, err)
         self.assertIn("config.json: invalid JSON at line 1 column 14: Expecting property name", err)
 
+        # the release's own config.json (launch.sh's --config under drover): named as the file in
+        # the release directory the user deployed, not the container's
+        # /var/lib/drover/releases/<id>/config.json, which is nowhere on their machine
+        inside = os.path.join(self.rel, "config.json")
+        with open(inside, "w") as f:
+            f.write('{"lrr": 0.1}')
+        try:
+            p = subprocess.run([PY, os.path.join(self.rel, "train.py"), "--config", inside, "--selftest"],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+        finally:
+            os.unlink(inside)
+        err = p.stderr.decode(errors="replace").strip()
+        self.assertEqual(p.returncode, 3, err)
+        self.assertTrue(err.startswith('train.py: config error: config.json (in the release directory): '
+                                       'unknown key "lrr"'), err)
+        self.assertNotIn(self.rel, err)
+
         # --config naming a file that is not there (a typo in launch.sh): exit 3 naming it, not a
         # run on the built-in defaults
         missing = os.path.join(self.dir, "conifg.json")

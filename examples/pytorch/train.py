@@ -245,11 +245,20 @@ def main():
         raise
 
 
+def shown_path(path):
+    # the config as its author knows it: under drover it lies in the container's copy of the
+    # release (/var/lib/drover/releases/<id>/config.json), which is the deployed DIR/config.json
+    rel = os.path.relpath(os.path.realpath(path), os.path.realpath(HERE))
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return path
+    return "%s (in the release directory)" % rel
+
+
 def config_error(hb, e):
     # exit 3 (config): not retried, and one line the preflight's reason and the verdict quote,
     # instead of a traceback (json/decoder.py's, or the model's) that never names the file
-    print("train.py: config error: %s: fix the file and deploy the release again (a config "
-          "change is a new release)" % e, file=sys.stderr, flush=True)
+    print("train.py: config error: %s: %s: fix the file and deploy the release again (a config "
+          "change is a new release)" % (shown_path(e.path), e.what), file=sys.stderr, flush=True)
     hb.error("config error: %s: %s" % (os.path.basename(e.path), e.what))  # cut to fit a line
     return EXIT_CONFIG
 
