@@ -8,6 +8,7 @@
 #include "agent/supervise.h"
 
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -104,6 +105,92 @@ int gang_check_exec(const struct store *s, const struct job_spec *spec, char *er
     return 0;
 }
 
+#if defined(__x86_64__)
+#define NATIVE_EM EM_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_EM EM_AARCH64
+#else
+#define NATIVE_EM EM_NONE
+#endif
+
+static const char *elf_machine_name(unsigned m, char *buf, size_t bufsz)
+{
+    switch (m) {
+    case EM_X86_64: return "x86-64";
+    case EM_AARCH64: return "aarch64 (arm64)";
+    case EM_386: return "i386 (32-bit x86)";
+    case EM_ARM: return "32-bit arm";
+    case EM_PPC64: return "ppc64";
+    case EM_RISCV: return "riscv";
+    case EM_S390: return "s390x";
+    default: snprintf(buf, bufsz, "ELF machine %u", m); return buf;
+    }
+}
+
+/* An ELF program whose exec failed: the two causes the kernel's errno hides.  ENOEXEC for a
+ * program of another architecture (or a 32-bit one); ENOENT for one whose dynamic loader (its
+ * PT_INTERP, e.g. Alpine's /lib/ld-musl-x86_64.so.1) is not in the container.  Says only what it
+ * read; returns false (buf untouched) when it found neither. */
+static bool elf_exec_reason(int fd, int e, char *buf, size_t bufsz)
+{
+    Elf64_Ehdr h = { 0 }; /* a 32-bit file's header is read into it field by field below */
+    char m[32], native[32];
+    ssize_t n = pread(fd, &h, sizeof h, 0);
+    if (n < (ssize_t)EI_NIDENT + 4 || memcmp(h.e_ident, ELFMAG, SELFMAG) != 0)
+        return false;
+    bool is64 = h.e_ident[EI_CLASS] == ELFCLASS64;
+    unsigned machine = h.e_machine; /* the same offset and size in both classes */
+    if (e == ENOEXEC && NATIVE_EM != EM_NONE && machine != NATIVE_EM) {
+        const char *ours = elf_machine_name(NATIVE_EM, native, sizeof native);
+        snprintf(buf, bufsz, "it is a program for %s; this container runs %s: ship its %s build",
+                 elf_machine_name(machine, m, sizeof m), ours, ours);
+        return true;
+    }
+    uint64_t phoff;
+    unsigned phnum, phent;
+    if (is64) {
+        phoff = h.e_phoff, phnum = h.e_phnum, phent = h.e_phentsize;
+    } else {
+        Elf32_Ehdr h32;
+        if (pread(fd, &h32, sizeof h32, 0) != (ssize_t)sizeof h32)
+            return false;
+        phoff = h32.e_phoff, phnum = h32.e_phnum, phent = h32.e_phentsize;
+    }
+    if (e != ENOENT || phnum > 256 || phent != (is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr)))
+        return false;
+    for (unsigned i = 0; i < phnum; i++) {
+        uint64_t off, size;
+        uint32_t type;
+        if (is64) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(phoff + (uint64_t)i * phent)) != (ssize_t)sizeof ph)
+                return false;
+            type = ph.p_type, off = ph.p_offset, size = ph.p_filesz;
+        } else {
+            Elf32_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(phoff + (uint64_t)i * phent)) != (ssize_t)sizeof ph)
+                return false;
+            type = ph.p_type, off = ph.p_offset, size = ph.p_filesz;
+        }
+        if (type != PT_INTERP)
+            continue;
+        char interp[256], shown[128];
+        if (size < 2 || size > sizeof interp || pread(fd, interp, size, (off_t)off) != (ssize_t)size)
+            return false;
+        interp[size - 1] = '\0';
+        struct stat st;
+        if (stat(interp, &st) == 0)
+            return false; /* there: a loader that fails says so itself */
+        (void)text_escape(interp, strlen(interp), shown, sizeof shown);
+        snprintf(buf, bufsz, "its dynamic loader '%s' (the ELF interpreter it names) is not in the "
+                 "container: it was built for another system (a musl/Alpine build on glibc, a "
+                 "32-bit one, another distribution); build it where it runs, or link it statically",
+                 shown);
+        return true;
+    }
+    return false;
+}
+
 const char *gang_exec_error_reason(const char *dir, const char *cmd, int e, char *buf, size_t bufsz)
 {
     /* The kernel answers ENOENT (or EACCES, ENOEXEC) for a script whose #! interpreter is
@@ -121,6 +208,11 @@ const char *gang_exec_error_reason(const char *dir, const char *cmd, int e, char
     ssize_t n;
     while ((n = read(fd, line, sizeof line - 1)) < 0 && errno == EINTR)
         ;
+    if (n >= SELFMAG && memcmp(line, ELFMAG, SELFMAG) == 0) {
+        (void)elf_exec_reason(fd, e, buf, bufsz);
+        close(fd);
+        return buf;
+    }
     close(fd);
     if (n < 2 || line[0] != '#' || line[1] != '!')
         return buf;

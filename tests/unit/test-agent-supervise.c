@@ -3,6 +3,7 @@
  * lines) and the real daemon (daemon_run in a child process) over its control socket (crash
  * loop of an unpromoted release reverts to the good one; an activate whose command cannot run
  * leaves the old gang alone; stop). */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -449,6 +450,88 @@ static void test_gang_exec_error_reason(void **state)
     char small[8];
     (void)gang_exec_error_reason(dir, "./w-on-path", ENOENT, small, sizeof small);
     assert_int_equal(strlen(small), sizeof small - 1);
+}
+
+/* A minimal ELF file: header, one PT_INTERP program header naming interp (NULL: none). */
+static void write_elf(const char *path, unsigned char cls, unsigned machine, const char *interp)
+{
+    unsigned char b[512] = { 0 };
+    size_t len;
+    memcpy(b, ELFMAG, SELFMAG);
+    b[EI_CLASS] = cls;
+    b[EI_DATA] = ELFDATA2LSB;
+    b[EI_VERSION] = EV_CURRENT;
+    size_t il = interp ? strlen(interp) + 1 : 0;
+    if (cls == ELFCLASS64) {
+        Elf64_Ehdr *h = (Elf64_Ehdr *)b;
+        h->e_type = ET_EXEC, h->e_machine = (Elf64_Half)machine, h->e_version = EV_CURRENT;
+        h->e_phoff = sizeof *h, h->e_phentsize = sizeof(Elf64_Phdr), h->e_phnum = interp ? 1 : 0;
+        Elf64_Phdr *ph = (Elf64_Phdr *)(b + sizeof *h);
+        ph->p_type = PT_INTERP, ph->p_offset = sizeof *h + sizeof *ph, ph->p_filesz = il;
+        len = sizeof *h + sizeof *ph;
+    } else {
+        Elf32_Ehdr *h = (Elf32_Ehdr *)b;
+        h->e_type = ET_EXEC, h->e_machine = (Elf32_Half)machine, h->e_version = EV_CURRENT;
+        h->e_phoff = sizeof *h, h->e_phentsize = sizeof(Elf32_Phdr), h->e_phnum = interp ? 1 : 0;
+        Elf32_Phdr *ph = (Elf32_Phdr *)(b + sizeof *h);
+        ph->p_type = PT_INTERP, ph->p_offset = sizeof *h + sizeof *ph, ph->p_filesz = (Elf32_Word)il;
+        len = sizeof *h + sizeof *ph;
+    }
+    if (interp)
+        memcpy(b + len, interp, il);
+    assert_int_equal(fs_write_atomic(path, b, len + il, 0755), 0);
+}
+
+/* An ELF program the kernel refuses: its errno (ENOENT, "No such file or directory") named the
+ * program, which is there, when its dynamic loader is missing (an Alpine/musl build, a 32-bit
+ * one); ENOEXEC ("Exec format error") did not say the architecture was another. */
+static void test_gang_exec_error_reason_elf(void **state)
+{
+    (void)state;
+#if defined(__x86_64__)
+    const unsigned native = EM_X86_64, foreign = EM_AARCH64;
+    const char *native_name = "x86-64", *foreign_name = "aarch64 (arm64)";
+#elif defined(__aarch64__)
+    const unsigned native = EM_AARCH64, foreign = EM_X86_64;
+    const char *native_name = "aarch64 (arm64)", *foreign_name = "x86-64";
+#endif
+#if !defined(__x86_64__) && !defined(__aarch64__)
+    skip();
+#else
+    char dir[128], p[192], why[512], want[512];
+    snprintf(dir, sizeof dir, "%s/elf", tmpd);
+    assert_int_equal(fs_mkdir_p(dir, 0755), 0);
+    snprintf(p, sizeof p, "%s/w", dir);
+
+    write_elf(p, ELFCLASS64, native, "/lib/ld-musl-x86_64.so.1-not-here");
+    assert_string_equal(gang_exec_error_reason(dir, "./w", ENOENT, why, sizeof why),
+                        "its dynamic loader '/lib/ld-musl-x86_64.so.1-not-here' (the ELF interpreter it "
+                        "names) is not in the container: it was built for another system (a "
+                        "musl/Alpine build on glibc, a 32-bit one, another distribution); build it "
+                        "where it runs, or link it statically");
+    write_elf(p, ELFCLASS32, EM_386, "/lib/ld-linux.so.2-not-here");
+    assert_non_null(strstr(gang_exec_error_reason(dir, "./w", ENOENT, why, sizeof why),
+                           "its dynamic loader '/lib/ld-linux.so.2-not-here'"));
+    /* the loader is there: the kernel's word stands (the loader says the rest itself) */
+    write_elf(p, ELFCLASS64, native, "/bin/sh");
+    assert_string_equal(gang_exec_error_reason(dir, "./w", ENOENT, why, sizeof why),
+                        "No such file or directory");
+    /* a static program (no PT_INTERP): nothing to add */
+    write_elf(p, ELFCLASS64, native, NULL);
+    assert_string_equal(gang_exec_error_reason(dir, "./w", ENOENT, why, sizeof why),
+                        "No such file or directory");
+    /* another architecture */
+    write_elf(p, ELFCLASS64, foreign, "/lib/ld-linux-aarch64.so.1");
+    snprintf(want, sizeof want, "it is a program for %s; this container runs %s: ship its %s build",
+             foreign_name, native_name, native_name);
+    assert_string_equal(gang_exec_error_reason(dir, "./w", ENOEXEC, why, sizeof why), want);
+    write_elf(p, ELFCLASS64, 0xbeef, NULL);
+    assert_non_null(strstr(gang_exec_error_reason(dir, "./w", ENOEXEC, why, sizeof why),
+                           "a program for ELF machine 48879;"));
+    /* a truncated header is not read past */
+    assert_int_equal(fs_write_atomic(p, ELFMAG "\2", SELFMAG + 1, 0755), 0);
+    assert_string_equal(gang_exec_error_reason(dir, "./w", ENOEXEC, why, sizeof why), "Exec format error");
+#endif
 }
 
 /* Issue 12: an error heartbeat written just before exit must reach the exit's judgement even
@@ -1255,6 +1338,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_peer_effect_gives_way, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_exec_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_exec_error_reason, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_exec_error_reason_elf, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_last_heartbeat_before_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_stop_reaches_setsid_child, setup, teardown),
