@@ -90,6 +90,23 @@ class MakeReleaseTest(unittest.TestCase):
         with open(os.path.join(self.out, "PYTHON")) as f:
             self.assertEqual(f.read(), "/a/bin/python\n")
 
+    def test_rebuild_without_python_says_the_old_one_is_kept(self):
+        # OUT rebuilt for a config change without PYTHON=: the earlier OUT/PYTHON stays and the
+        # release keeps running that interpreter, which used to go unsaid
+        self.assertEqual(self.make("PYTHON=/opt/venvs/torch/bin/python").returncode, 0)
+        p = self.make("lr=0.01")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(self.out, "PYTHON")) as f:
+            self.assertEqual(f.read(), "/opt/venvs/torch/bin/python\n")
+        self.assertIn("PYTHON from an earlier build is kept: the release runs "
+                      "/opt/venvs/torch/bin/python; remove that file", p.stderr)
+        # a build that names it, or a first build, says nothing of the kind
+        p = self.make("PYTHON=/opt/venvs/other/bin/python")
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        shutil.rmtree(self.out)
+        p = self.make("lr=0.01")
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+
     def test_python_in_the_environment_is_refused(self):
         # the release would run the containers' python3, not the interpreter meant
         p = self.make(python_env="/opt/venvs/torch/bin/python")

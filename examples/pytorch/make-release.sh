@@ -86,7 +86,11 @@ PY
 chmod 0755 "$tmp/launch.sh" "$tmp/train.py"
 chmod 0755 "$tmp"  # mktemp -d made it 0700
 if [ -e "$out" ] || [ -L "$out" ]; then
-	# an existing OUT keeps its other files, as before; each of ours replaces its old one
+	# an existing OUT keeps its other files, as before; each of ours replaces its old one.  An
+	# OUT/PYTHON of an earlier build is one of those others: the release still runs it, so say so
+	if [ ! -e "$tmp/PYTHON" ] && [ -f "$out/PYTHON" ]; then
+		echo "$me: note: $out/PYTHON from an earlier build is kept: the release runs $(head -n 1 "$out/PYTHON"); remove that file for the --env environment or the containers' python3, or pass PYTHON=/path/to/python to name another" >&2
+	fi
 	for f in "$tmp"/* ; do
 		mv -f "$f" "$out/"
 	done
