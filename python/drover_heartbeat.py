@@ -38,6 +38,7 @@ counter as it was.  So is an hb.phase(...) that no `with` entered (it would do n
 silence deadline would apply during the save): counted and warned about at the next call.
 """
 
+import atexit
 import errno
 import json
 import math
@@ -176,6 +177,14 @@ def _bad_extra(extra):
     return None
 
 
+def _check_phases_at_exit(ref):
+    """atexit: a bare hb.phase(...) as the last call before exit has no next call to be said
+    at (Heartbeat._check_phases); say it here."""
+    hb = ref()
+    if hb is not None:
+        hb._check_phases()
+
+
 _newest = None  # weakref to the newest Heartbeat with a pipe: an uncaught exception's reporter
 _prev_excepthook = None
 
@@ -272,6 +281,7 @@ class Heartbeat:
         self.dropped = 0  # lines not written (fd gone, or a step() line too long for its extras)
         self._t_last = None
         self._unentered = None  # the newest hb.phase(...) that no `with` has entered yet
+        atexit.register(_check_phases_at_exit, weakref.ref(self))
         if self.fd is not None and report_uncaught:
             global _newest, _prev_excepthook
             if sys.excepthook is not _excepthook:
@@ -386,7 +396,7 @@ class Heartbeat:
         (the checkpoint deadline applies instead of the silence one).  Back to the previous
         phase afterwards.  An unknown name (phases: PHASES) is refused: the block runs, nothing
         is sent and the phase does not change.  Only `with` does anything: a phase no `with`
-        entered is counted in `invalid` and warned about at the next call."""
+        entered is counted in `invalid` and warned about at the next call (or at exit)."""
         self._check_phases()
         try:
             known = name in PHASES

@@ -327,6 +327,20 @@ class HeartbeatTest(unittest.TestCase):
         self.hb.step(3, 1.0, 1)
         self.assertEqual(self.hb.invalid, 2)
 
+    def test_phase_without_with_said_at_exit(self):
+        # the bare hb.phase() as the very last call: no next call said it, so nothing ever did
+        code = ("import sys; sys.path.insert(0, %r)\n"
+                "from drover_heartbeat import Heartbeat\n"
+                "hb = Heartbeat(fd=-1)\n"
+                "hb.phase('checkpoint')\n" % HERE)
+        p = subprocess.run([sys.executable, "-c", code], timeout=60, capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("phase(): phase 'checkpoint' was never entered", p.stderr)
+        # entered, or said already: nothing more at exit
+        code2 = code.replace("hb.phase('checkpoint')\n", "with hb.phase('checkpoint'): pass\n")
+        p = subprocess.run([sys.executable, "-c", code2], timeout=60, capture_output=True, text=True)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+
     def test_line_limit(self):
         self.hb.step(1, 1.0, tokens=1, note="y" * 2000)
         self.assertEqual(self.hb.dropped, 1)
