@@ -494,10 +494,9 @@ static void host_driver_version(struct deploy *d, int host, char *out, size_t ou
     exec_result_done(&res);
 }
 
-/* The GPU environment preflight (drover-agent gpu-check) in every container of a job that has
- * GPUs, and in any container the survey found marked for attention; before anything stops.
- * With force, failures are reported and the deploy goes on. */
-static int gpu_check_cts(struct deploy *d, bool force, char *err, size_t err_sz)
+/* The GPU environment preflight (deploy_int.h): in every container of a job that has GPUs, and
+ * in any container the survey found marked for attention; before anything stops. */
+int gpu_check_cts(struct deploy *d, bool force, char *err, size_t err_sz)
 {
     const struct inv_job *j = d->job;
     for (int i = 0; i < j->ncts; i++) {
@@ -519,6 +518,8 @@ static int gpu_check_cts(struct deploy *d, bool force, char *err, size_t err_sz)
          * the default library path: 650 bytes) is quoted whole, a longer one cut at a word */
         char e[1600];
         int r = agent_call(d, ct, av.argv, d->inv->exec_timeout_s, e, sizeof e);
+        if (deploy_interrupted) /* a check cut short is not judged, nor forced past */
+            return -EINTR;
         if (r < 0 && !force) {
             snprintf(err, err_sz, "%s%s%s; fix the container's GPU environment, or deploy --force",
                      e, d->attention[i] ? "; it was marked: " : "",

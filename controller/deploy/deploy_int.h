@@ -258,6 +258,12 @@ void survey_history_of(struct deploy *d, const char *id, struct history_entry **
  * said; -EINTR on the operator's interrupt, not said (the caller says it). */
 int check_rollback_target(struct deploy *d, bool force);
 
+/* The GPU environment preflight (drover-agent gpu-check) in every container of a job that names
+ * GPUs, CUDA or GPU memory (or that a container was marked for): 0 when each passed, or with
+ * force each fault said as a warning; a fault refuses (err says it and names --force).  A Ctrl-C
+ * during it (deploy_interrupted) is -EINTR with nothing said: not judged, nor forced past. */
+int gpu_check_cts(struct deploy *d, bool force, char *err, size_t err_sz);
+
 /* deploy.c */
 int deploy_init(struct deploy *d, struct fleet *f, const char *job, bool rollback);
 void deploy_done(struct deploy *d, int lock);

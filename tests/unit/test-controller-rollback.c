@@ -3,7 +3,7 @@
  * that cannot verify it refuses the deploy, naming --force; but a Ctrl-C during the check is the
  * operator's, not the target's: it used to be judged as an unverifiable target ("cannot verify
  * the rollback target ...: interrupted", "deploy refused: ... deploy with --force") before the
- * deploy said it was interrupted. */
+ * deploy said it was interrupted.  The same for the GPU environment check (gpu_check_cts). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -111,11 +111,63 @@ static void test_interrupt_is_not_judged(void **state)
     free(e);
 }
 
+/* gpu_check_cts as a verb: the job names GPU 0 */
+static int gpu_check_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    struct deploy d = { .f = f, .inv = inv, .job = &inv->jobs[0] };
+    char err[2048] = "";
+    int r = gpu_check_cts(&d, force, err, sizeof err);
+    if (err[0])
+        fprintf(stderr, "err: %s\n", err);
+    return r;
+}
+
+/* The same for the GPU environment check: with --force, a Ctrl-C during it printed "...:
+ * interrupted (--force: deploying anyway)" before the deploy said it was interrupted. */
+static void test_gpu_check_interrupt_is_not_judged(void **state)
+{
+    (void)state;
+    char p[512], out[600], err[600];
+    snprintf(p, sizeof p, "%s/agent", dir);
+    capture_put(p, "#!/bin/sh\necho 'gpu-check: driver mismatch' >&2\nexit 9\n", 0755);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    strcpy(inv->jobs[0].gpus, "0");
+    /* not interrupted: the fault is said, refused without --force, a warning with it */
+    force = false;
+    assert_true(capture_verb(gpu_check_verb, inv, NULL, 0, out, err) < 0);
+    char *e = capture_slurp(err);
+    assert_non_null(strstr(e, "driver mismatch"));
+    assert_non_null(strstr(e, "deploy --force"));
+    free(e);
+    force = true;
+    assert_int_equal(capture_verb(gpu_check_verb, inv, NULL, 0, out, err), 0);
+    e = capture_slurp(err);
+    assert_non_null(strstr(e, "--force: deploying anyway"));
+    free(e);
+    for (int f = 0; f < 2; f++) { /* interrupted: nothing said, with or without --force */
+        force = f;
+        deploy_interrupted = 1;
+        exec_interrupted = 1;
+        int r = capture_verb(gpu_check_verb, inv, NULL, 0, out, err);
+        deploy_interrupted = 0;
+        exec_interrupted = 0;
+        assert_int_equal(r, -EINTR);
+        e = capture_slurp(err);
+        assert_string_equal(e, "");
+        free(e);
+    }
+    inv->jobs[0].gpus[0] = '\0';
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missing_target_refuses),
         cmocka_unit_test(test_interrupt_is_not_judged),
+        cmocka_unit_test(test_gpu_check_interrupt_is_not_judged),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
