@@ -248,7 +248,7 @@ void on_sigint_send(int sig)
 }
 
 /* Ctrl-C (SIGINT, SIGTERM) in deploy and rollback, installed with the handler of the phase
- * (NULL: the originals back):
+ * (NULL: the originals back; SIGHUP is ignored meanwhile):
  * - on_sigint_send, between the lease and the switch: the remote command in flight (survey,
  *   verification, GPU check, preflight) is abandoned at once, and the caller gives the lease back
  *   and records the deploy aborted.  It used to kill drover there, leaving the job's deploy
@@ -260,18 +260,24 @@ void on_sigint_send(int sig)
  * Installing resets `deploy_interrupted`. */
 void interrupt_handlers(void (*fn)(int))
 {
-    static struct sigaction old_int, old_term;
+    static struct sigaction old_int, old_term, old_hup;
     static bool installed;
     if (fn) {
-        struct sigaction sa = { .sa_handler = fn };
+        struct sigaction sa = { .sa_handler = fn }, ign = { .sa_handler = SIG_IGN };
         sigemptyset(&sa.sa_mask);
+        sigemptyset(&ign.sa_mask);
         deploy_interrupted = 0;
         sigaction(SIGINT, &sa, installed ? NULL : &old_int);
         sigaction(SIGTERM, &sa, installed ? NULL : &old_term);
+        /* the terminal or the SSH session to the jump host gone: no operator asked anything, so
+         * the deploy runs on to its verdict and records it (its lines are lost; `drover history`
+         * has the outcome).  SIGHUP used to kill it, leaving the candidate unwatched */
+        sigaction(SIGHUP, &ign, installed ? NULL : &old_hup);
         installed = true;
     } else if (installed) {
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
+        sigaction(SIGHUP, &old_hup, NULL);
         installed = false;
     }
 }

@@ -140,9 +140,20 @@ INV_T9="$E2E_WORK/inventory-tolerant.ini"
 sed 's|^tolerance = .*|tolerance = 0.9|' "$INV" >"$INV_T9"
 INV_SAVED=$INV
 INV=$INV_T9
-drover deploy "$d33" --job train
-show_drover 3
-check "v33 promoted" eval '[[ $DROVER_RC == 0 ]] && drover_said promoted'
+# SIGHUP during the probation (the terminal, or the SSH session to the jump host, gone): nobody
+# asked to stop, so the deploy runs on to its verdict; it used to die of the signal (exit 129,
+# no history row, the candidate unwatched until the agents' probation deadline)
+env --default-signal=HUP "$E2E_BUILD/drover" -i "$INV" deploy "$d33" --job train >"$E2E_WORK/hup.out" 2>"$E2E_WORK/hup.err" &
+pid=$!
+check "the deploy watches its probation" wait_until 180 said_in '^probation ' hup.err
+kill -HUP "$pid"
+wait "$pid"
+rc=$?
+sed 's/^/    | /' "$E2E_WORK/hup.out" | tail -3
+check "SIGHUP during the probation: the deploy runs on to its verdict, v33 promoted (exit $rc)" \
+	eval '[[ $rc == 0 ]] && grep -q promoted "$E2E_WORK/hup.out"'
+drover history --job train
+check "history records v33 promoted" drover_said 'v33 .*promoted|promoted .*v33'
 env --default-signal=INT "$E2E_BUILD/drover" -i "$INV" rollback --job train >"$E2E_WORK/rr.out" 2>"$E2E_WORK/rr.err" &
 pid=$!
 # looked for every 50 ms, as above: the recovery can be confirmed within a second
