@@ -82,6 +82,9 @@ int cmd_result_end(struct cmd_result *cr, const struct inventory *inv, const cha
 /* What `drover-agent --version` run in a container says about the container (cmd_install.c):
  * from its stderr and exit status, the missing shared library, glibc version or loader
  * ("" when none is named), its Debian package (NULL when unknown) and a one-line reason. */
+/* Whether `drover-agent --version`'s output (out, len bytes) is drover-agent's ("drover-agent
+ * VERSION"): another binary that runs is refused before it replaces the agent. */
+bool install_is_agent_version(const char *out, size_t len);
 void install_diagnose(const char *err, int status, char *missing, size_t missing_sz,
                       const char **package, char *why, size_t why_sz);
 

@@ -18,6 +18,7 @@
 #include "common/agentcli.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "common/text.h"
 #include "common/util.h"
 #include "controller/cli.h"
 #include "controller/cmd.h"
@@ -153,6 +154,12 @@ void install_diagnose(const char *err, int status, char *missing, size_t missing
     }
 }
 
+bool install_is_agent_version(const char *out, size_t len)
+{
+    static const char want[] = "drover-agent ";
+    return out && len > sizeof want - 1 && memcmp(out, want, sizeof want - 1) == 0;
+}
+
 /* Run the pushed binary (`PATH --version`) in the container before it replaces anything: a
  * container without the agent's shared libraries gets told which one is missing and which
  * package has it, instead of an agent that never starts.  0 when it runs. */
@@ -166,6 +173,19 @@ static int check_agent_runs(struct conn *c, const struct inv_ct *ct, const char 
         snprintf(ir->error, sizeof ir->error, "cannot run '%.200s': %.280s", path, c->err);
         log_error("%s: %s", ct->label, ir->error);
         return r;
+    }
+    if (res.status == 0 && !install_is_agent_version(res.out, res.out_len)) {
+        /* another program that runs (--agent-binary build/drover-train, one tab too far): it
+         * would have replaced the agent in every container, none of which could start it */
+        char shown[96];
+        size_t n = res.out ? strcspn(res.out, "\n") : 0;
+        (void)text_escape(res.out ? res.out : "", n < 80 ? n : 80, shown, sizeof shown);
+        snprintf(ir->error, sizeof ir->error, "the binary given is not drover-agent: its --version "
+                 "says '%s', not 'drover-agent VERSION'; nothing was replaced: give --agent-binary "
+                 "the drover-agent binary (build/drover-agent)", shown);
+        log_error("%s: %s", ct->label, ir->error);
+        exec_result_done(&res);
+        return -ENOEXEC;
     }
     if (res.status == 0) {
         exec_result_done(&res);

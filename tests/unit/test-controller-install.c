@@ -7,10 +7,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
+#include "common/util.h"
 #include "controller/cmd.h"
+#include "tests/unit/capture.h"
 
 struct diag {
     char missing[128];
@@ -78,12 +81,50 @@ static void test_other_failure(void **state)
     assert_string_equal(d.missing, "");
 }
 
+/* `drover install --agent-binary build/drover-train` (tab completion one entry too far): its
+ * --version ran, exit 0, so it replaced the agent in every container, none of which could start
+ * it.  Now the version line must be drover-agent's, and nothing is replaced. */
+static void test_wrong_binary_refused(void **state)
+{
+    (void)state;
+    assert_true(install_is_agent_version("drover-agent 1a2b3c\n", 20));
+    assert_false(install_is_agent_version("drover-train 1a2b3c\n", 20));
+    assert_false(install_is_agent_version("drover-agent", 12));
+    assert_false(install_is_agent_version(NULL, 0));
+
+    char dir[] = "/tmp/drover-unit-install-XXXXXX", text[600], err[256], p[256], out[300], errf[300];
+    assert_non_null(mkdtemp(dir));
+    snprintf(p, sizeof p, "%s/root", dir);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(text, sizeof text, "[host h1]\nlocal = true\nagent_path = %s/root/drover-agent\n"
+             "[job mini]\ncontainers = h1:local:%s/root\ncommand = bin/x\n", dir, dir);
+    struct inventory *inv = NULL;
+    assert_int_equal(inventory_parse(text, strlen(text), "t.ini", &inv, err, sizeof err), 0);
+    snprintf(p, sizeof p, "%s/drover-train", dir);
+    capture_put(p, "#!/bin/sh\necho 'drover-train 1a2b3c'\n", 0755);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(errf, sizeof errf, "%s/err", dir);
+    char *argv[] = { "install", "--agent-binary", p, "--job", "mini", NULL };
+    optind = 0;
+    assert_int_equal(capture_verb(cmd_install, inv, argv, 5, out, errf), 1);
+    char *e = capture_slurp(errf);
+    assert_non_null(strstr(e, "the binary given is not drover-agent: its --version says "
+                              "'drover-train 1a2b3c'"));
+    assert_non_null(strstr(e, "nothing was replaced"));
+    free(e);
+    snprintf(p, sizeof p, "%s/root/drover-agent", dir);
+    struct stat st;
+    assert_int_equal(stat(p, &st), -1); /* no agent put in place */
+    inventory_free(inv);
+    assert_int_equal(fs_rm_rf(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missing_library), cmocka_unit_test(test_missing_libc_part),
         cmocka_unit_test(test_old_glibc),       cmocka_unit_test(test_no_loader),
-        cmocka_unit_test(test_other_failure),
+        cmocka_unit_test(test_other_failure),   cmocka_unit_test(test_wrong_binary_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
