@@ -324,9 +324,30 @@ void release_exec_error(const char *kind, const char *dir, const char *path, con
     if (!strcmp(why, "is not executable"))
         log_error("%s directory '%s': '%s' (the %s of [job %s]) is not executable: chmod +x '%s/%s'%s",
                   kind, dir, path, role, job, dir, p, tail);
+    else if (!strcmp(why, RELEASE_DOS_SHEBANG))
+        log_error("%s directory '%s': '%s' (the %s of [job %s]) %s: no container can run it; convert "
+                  "the file to Unix line endings (sed -i 's/\\r$//' '%s/%s', or dos2unix)%s",
+                  kind, dir, path, role, job, why, dir, p, tail);
     else
         log_error("%s directory '%s': '%s' (the %s of [job %s] in the inventory) %s: add it to the "
                   "%s, or fix the inventory%s", kind, dir, path, role, job, why, kind, tail);
+}
+
+bool release_dos_shebang(const char *path)
+{
+    char line[256];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    ssize_t n;
+    while ((n = read(fd, line, sizeof line - 1)) < 0 && errno == EINTR)
+        ;
+    close(fd);
+    if (n < 3 || line[0] != '#' || line[1] != '!')
+        return false;
+    line[n] = '\0';
+    char *nl = strchr(line, '\n');
+    return nl && nl > line && nl[-1] == '\r';
 }
 
 int release_job_problems(const struct manifest2 *m, const char *dir, const struct manifest2 *em,
@@ -350,6 +371,13 @@ int release_job_problems(const struct manifest2 *m, const char *dir, const struc
             continue;
         }
         const char *why = in_env ? manifest2_exec_problem(em, need[i] + 12) : manifest2_exec_problem(m, need[i]);
+        if (!why && dir && (!in_env || env_dir)) {
+            char local[PATH_MAX];
+            if (snprintf(local, sizeof local, "%s/%s", in_env ? env_dir : dir,
+                         in_env ? need[i] + 12 : need[i]) < (int)sizeof local &&
+                release_dos_shebang(local))
+                why = RELEASE_DOS_SHEBANG;
+        }
         if (why) {
             release_exec_error(in_env ? "environment" : "release", in_env ? env_dir : dir,
                                in_env ? need[i] + 12 : need[i], why, what[i], job->name, untouched);

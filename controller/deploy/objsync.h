@@ -47,6 +47,13 @@ void release_read_error(const char *kind, const char *dir, int r, bool untouched
 /* The one message for a job's command or preflight (role) that a release or environment
  * directory (kind) cannot run, why from manifest2_exec_problem: says what to do; untouched as
  * above. */
+/* The why of a command whose #! line ends in a carriage return (DOS line endings): the kernel
+ * looks for the interpreter "/bin/sh\r", in every container; found here, before any host is
+ * contacted, rather than at activate, after the old gang was stopped. */
+#define RELEASE_DOS_SHEBANG "has DOS line endings: its #! line ends in a carriage return"
+/* Whether the local file path starts with a #! line that ends in "\r\n". */
+bool release_dos_shebang(const char *path);
+
 void release_exec_error(const char *kind, const char *dir, const char *path, const char *why,
                         const char *role, const char *job, bool untouched);
 /* Can job's command and preflight run from release m (read from dir) and, when given, the

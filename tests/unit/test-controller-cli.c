@@ -770,6 +770,21 @@ static void test_release_checked_before_hosts(void **state)
     want(err, "is not executable: chmod +x");
     want(err, "; nothing was contacted, nothing changed");
     assert_int_equal(chmod("rel/bin/drover-train", 0755), 0);
+    /* a launcher saved with DOS line endings: "#!/bin/sh\r" is no container's interpreter.  It was
+     * found only at activate, after the old gang was stopped (the newcomer pass), or not at all
+     * by validate */
+    mkfile("rel/bin/drover-train", "#!/bin/sh\r\nexec true\r\n", 0755);
+    const char *verb3[] = { "deploy", "plan", "validate" };
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(drover(verb3[i], "rel", "--job", "train", NULL), i < 2 ? 2 : 1);
+        want(err, "'bin/drover-train' (the command of [job train]) has DOS line endings: its #! line "
+                  "ends in a carriage return: no container can run it; convert the file to Unix line "
+                  "endings (sed -i 's/\\r$//' 'rel/bin/drover-train', or dos2unix)");
+    }
+    want_not(err, "host 'h1'");
+    mkfile("rel/bin/drover-train", "#!/bin/sh\nexec true\r\n", 0755); /* the #! line is what counts */
+    assert_int_equal(drover("validate", "rel", "--job", "train", NULL), 0);
+    want_not(err, "DOS line endings");
     assert_int_equal(symlink("/etc/passwd", "rel/outside"), 0);
     assert_int_equal(drover("plan", "rel", "--job", "train", NULL), 2);
     want(err, "cannot read release directory 'rel'");
