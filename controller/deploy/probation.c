@@ -29,6 +29,7 @@
 struct prank {
     bool seen;           /* a train heartbeat from the watched release */
     bool past_warmup;
+    long long warm_done; /* steps made since this process started or resumed (warmup_steps') */
     long long step;
     long long resumed_from;
     double step_t;       /* controller time the step last changed */
@@ -740,6 +741,7 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
         long long done = hb->step;
         if (hb->resumed_from >= 0 && hb->step >= hb->resumed_from)
             done = hb->step - hb->resumed_from;
+        pr->warm_done = done;
         if (done >= p->pol.warmup_steps)
             pr->past_warmup = true;
     }
@@ -1052,20 +1054,24 @@ enum probation_verdict probation_check(struct probation *p, double now)
         p->verdict = PROBATION_INCONCLUSIVE;
         return p->verdict;
     }
-    long long low = -1;
+    const struct prank *low = NULL;
     int low_rank = -1;
     for (int c = 0; c < p->ncts; c++)
         for (int lr = 0; lr < p->nproc; lr++) {
             const struct prank *pr = &p->cts[c].ranks[lr];
-            if (!pr->past_warmup && (low_rank < 0 || pr->step < low)) {
-                low = pr->step;
+            if (!pr->past_warmup && (!low || pr->warm_done < low->warm_done)) {
+                low = pr;
                 low_rank = c * p->nproc + lr;
             }
         }
-    char why[160];
-    if (low_rank >= 0)
-        snprintf(why, sizeof why, "rank %d is at step %lld of %lld warmup steps", low_rank, low,
-                 (long long)p->pol.warmup_steps);
+    char why[160], at[48] = "";
+    /* warmup_steps count from the process's start or resume, not the run's step (a resumed rank
+     * "at step 4649 of 100000 warmup steps" read as if it were nearly through) */
+    if (low && low->resumed_from >= 0 && low->step >= low->resumed_from)
+        snprintf(at, sizeof at, " since it resumed at step %lld", low->resumed_from);
+    if (low)
+        snprintf(why, sizeof why, "rank %d has made %lld of %lld warmup steps%s", low_rank,
+                 low->warm_done, (long long)p->pol.warmup_steps, at);
     else if (p->nsamples == 0)
         snprintf(why, sizeof why, "no rank reported a rate (tok_s) on a new step");
     else if (p->warm_start < 0)

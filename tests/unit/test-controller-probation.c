@@ -1101,7 +1101,23 @@ static void test_progress_deadline(void **state)
     /* healthy but never past warmup: no data, which never passes */
     assert_int_equal(v, PROBATION_NODATA);
     assert_string_equal(probation_reason(p), "no data: no throughput verdict within progress_deadline "
-                                             "60s (rank 0 is at step 61 of 1000 warmup steps)");
+                                             "60s (rank 0 has made 61 of 1000 warmup steps)");
+    probation_free(p);
+
+    /* a rank resumed from a checkpoint counts its warmup from there: it said "rank 0 is at step
+     * 4649 of 100000 warmup steps", the run's step against the count, as if nearly through */
+    assert_int_equal(probation_new(&pol, "train", NEW, 1, labels, 1, 100, false, 0, &p), 0);
+    v = PROBATION_PENDING;
+    for (int t = 1; t <= 100 && v == PROBATION_PENDING; t++) {
+        make_status(st, 0, 1, NEW, 4600 + t, 50000, 3.0);
+        st->jobs[0].ranks[0].hb.resumed_from = 4600;
+        probation_feed(p, 0, st, t);
+        v = probation_check(p, t);
+    }
+    assert_int_equal(v, PROBATION_NODATA);
+    assert_string_equal(probation_reason(p), "no data: no throughput verdict within progress_deadline "
+                                             "60s (rank 0 has made 61 of 1000 warmup steps since it "
+                                             "resumed at step 4600)");
     probation_free(p);
     free(st);
 }
