@@ -77,21 +77,35 @@ int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, i
     int r = 0;
     for (size_t i = 0; i < nextra; i++)
         idset_add(keep, extra[i]);
-    bool hosts[INV_MAX_HOSTS] = { false };
+    bool hosts[INV_MAX_HOSTS] = { false }, unknown[INV_MAX_HOSTS] = { false }, incomplete = false;
+    for (int j = 0; j < inv->njobs; j++)
+        for (int c = 0; c < inv->jobs[j].ncts; c++)
+            if (!only_job_hosts || &inv->jobs[j] == only_job)
+                hosts[inv->jobs[j].cts[c].host] = true;
     for (int j = 0; j < inv->njobs; j++) {
         const struct inv_job *job = &inv->jobs[j];
         char target[RELEASE_ID_LEN + 1];
         cmd_job_target(inv, job->name, target);
         idset_add(keep, target);
         for (int c = 0; c < job->ncts; c++) {
-            if (!only_job_hosts || job == only_job)
-                hosts[job->cts[c].host] = true;
+            int h = job->cts[c].host;
             char e[1200];
             if (fleet_agent_status(f, &job->cts[c], st, e, sizeof e) < 0) {
-                /* Unknown what it runs: collect nothing on the hosts (a way back could go). */
-                log_error("gc: %s: %s; nothing collected", job->cts[c].label, e);
+                /* Unknown what it runs: nothing is collected on its host, whose store stages to
+                 * it (a way back could go), nor in the manifest cache; the other hosts' stores
+                 * serve other containers.  It stopped the whole GC, every run, with a dead
+                 * container of an unrelated job */
+                incomplete = true;
+                if (!hosts[h])
+                    continue; /* its host's store is not collected in this run */
+                if (!unknown[h])
+                    log_error("gc: %s (job '%s'): %s; nothing is collected on host '%s' until its "
+                              "agent answers (start the container, or fix [job %s]'s containers in "
+                              "the inventory)", job->cts[c].label, job->name, e, inv->hosts[h].name,
+                              job->name);
+                unknown[h] = true;
                 r = -EHOSTUNREACH;
-                goto out;
+                continue;
             }
             const struct job_status *js = status_find_job(st, job->name);
             if (js) {
@@ -115,7 +129,7 @@ int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, i
         ids[i] = keep->ids[i];
     int total = 0;
     for (int h = 0; h < inv->nhosts; h++) {
-        if (!hosts[h])
+        if (!hosts[h] || unknown[h])
             continue;
         char err[1200];
         int n = objsync_gc_host(f, h, ids, keep->n, keep_n, err, sizeof err);
@@ -128,7 +142,7 @@ int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, i
         fprintf(stderr, "%s\n", gc_host_line(inv->hosts[h].name, n, keep->n, keep_n, line, sizeof line));
         total += n;
     }
-    int c = objsync_gc_cache(mdir, ids, keep->n, keep_n);
+    int c = incomplete ? 0 : objsync_gc_cache(mdir, ids, keep->n, keep_n);
     if (c > 0) {
         char line[1400];
         fprintf(stderr, "%s\n", gc_cache_line(mdir, c, line, sizeof line));

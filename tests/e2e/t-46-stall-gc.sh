@@ -117,4 +117,20 @@ check "after gc the current release is still complete everywhere" intact
 check "after gc h1's store still holds the current release's objects (new.txt)" test -f "$LAB_DIR/hosts/h1/staging/objects/$sha"
 check "after gc h1's store still holds the objects of v10, staged a moment ago (new10.txt)" \
 	test -f "$LAB_DIR/hosts/h1/staging/objects/$sha10"
+
+say "a job naming a container that does not exist (h1:150): gc collects on the other hosts, not on h1"
+# it stopped the whole GC, every run (after every promote too), naming no way out
+INV_G="$E2E_WORK/inventory-ghost.ini"
+{ cat "$INV"; printf '\n[job ghost]\ncontainers = h1:150\ncommand = bin/drover-train\nmaster_port = 29650\n'; } >"$INV_G"
+INV_SAVED=$INV
+INV=$INV_G
+drover gc --keep 0
+INV=$INV_SAVED
+show_drover 4
+check "gc exits 1 (not everywhere)" test "$DROVER_RC" = 1
+check "it names the container and its job, and what to do" \
+	drover_said "gc: h1:150 \(job 'ghost'\): .*nothing is collected on host 'h1' until its agent answers \(start the container, or fix \[job ghost\]'s containers"
+check "h2's store is still collected" drover_said "^gc h2: removed [0-9]+ objects?"
+check "h1's is not" eval '! drover_said "^gc h1: removed"'
+check "after gc the current release is still complete everywhere" intact
 finish
