@@ -970,12 +970,24 @@ static int ctx_finish(struct parse_ctx *c)
             ctx_fail(c, "containers", "%s", msg);
             return -EINVAL;
         }
-        for (int k = 0; k < j->ncts; k++)
+        for (int k = 0; k < j->ncts; k++) {
             if (j->cts[k].host == ct.host && j->cts[k].vmid == ct.vmid &&
                 strcmp(j->cts[k].root, ct.root) == 0) {
                 ctx_fail(c, "containers", "'%s' listed twice", pc->spec);
                 return -EINVAL;
             }
+            /* one machine under two [host] names (a copied section): the same container twice,
+             * which a deploy then found running "with another job spec" */
+            const struct inv_host *a = &inv->hosts[j->cts[k].host], *b = &inv->hosts[ct.host];
+            if (j->cts[k].host != ct.host && ct.vmid >= 0 && j->cts[k].vmid == ct.vmid &&
+                !a->local && !b->local && !strcmp(a->address, b->address) && a->port == b->port) {
+                ctx_fail(c, "containers", "'%s' and '%s' are one container: hosts '%s' and '%s' have "
+                         "the same address %s and port %d (one machine under two names?): give each "
+                         "host its own address, or list the container once", j->cts[k].label,
+                         pc->spec, a->name, b->name, a->address, a->port);
+                return -EINVAL;
+            }
+        }
         j->cts[j->ncts++] = ct;
     }
     for (int i = 0; i < inv->nhosts; i++) {

@@ -189,6 +189,21 @@ static void test_errors_name_line_and_key(void **state)
                 "not a number");
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101 h:101\ncommand = x\n",
                 "listed twice", NULL);
+    /* one machine under two [host] names (a copied section): the same container twice; a
+     * deploy found it running "with another job spec", validate said nothing */
+    parse_fails("[host h1]\naddress = 10.0.0.2\n[host h1b]\naddress = 10.0.0.2\n"
+                "[job j]\ncontainers = h1:102 h1b:102\ncommand = x\n",
+                "'h1:102' and 'h1b:102' are one container: hosts 'h1' and 'h1b' have the same "
+                "address 10.0.0.2 and port 22 (one machine under two names?)", NULL);
+    parse_fails("[host h1]\naddress = 10.0.0.2\nport = 2222\n[host h1b]\naddress = 10.0.0.2\nport = 2222\n"
+                "[job j]\ncontainers = h1:102 h1b:102\ncommand = x\n", "address 10.0.0.2 and port 2222", NULL);
+    /* another port, or another vmid: other containers, fine */
+    struct inventory *ok = NULL;
+    char perr[512];
+    const char *two = "[host h1]\naddress = 10.0.0.2\n[host h1b]\naddress = 10.0.0.2\nport = 2222\n"
+                      "[job j]\ncontainers = h1:102 h1b:102 h1:103\ncommand = x\n";
+    assert_int_equal(inventory_parse(two, strlen(two), "inv.ini", &ok, perr, sizeof perr), 0);
+    inventory_free(ok);
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\n", "[job j]: command is missing",
                 NULL);
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ngrace = soon\n",
