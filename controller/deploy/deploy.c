@@ -963,9 +963,14 @@ enum probation_verdict watch_probation(struct deploy *d, struct probation *p, co
             }
             if (r == -EPIPE || r == -EIO) {
                 /* pct's own words when it could not even start the watch there: a container
-                 * stopped under the gang (pct stop, lxc-stop) fails the probation at once */
-                if (ct_stopped_note(d, i, conn_stream_err(streams[i])))
+                 * stopped under the gang (pct stop, lxc-stop) fails the probation at once.  The
+                 * agent CLI's when no daemon listens there (killed, crashed): its container
+                 * sends nothing more, and the verdict on that silence is its agent's */
+                const char *said = conn_stream_err(streams[i]);
+                if (ct_stopped_note(d, i, said))
                     probation_ct_stopped(p, i, d->ct_stopped[i]);
+                else if (agent_said_no_daemon(said))
+                    probation_agent_gone(p, i, said);
                 log_debug("%s: status stream ended; reopening", ct->label);
                 conn_stream_free(streams[i]);
                 streams[i] = NULL;
@@ -1946,6 +1951,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     char reason[PROBATION_REASON_MAX + 64];
     enum status_reason agent_code = STATUS_RC_NONE; /* of the agent's reason the verdict quotes */
     int exit_code = -1;                             /* of the rank the verdict names */
+    int gone_ct = -1;                               /* the container whose agent is not running */
     enum history_reason hcode = HISTORY_RC_NONE;    /* of the record of a failure */
     d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);
@@ -2039,6 +2045,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         snprintf(reason, sizeof reason, "%s", probation_reason(p));
     agent_code = probation_agent_code(p);
     exit_code = probation_exit_code(p);
+    gone_ct = probation_agent_gone_ct(p);
     hcode = probation_agent_went_back(p) ? HISTORY_RC_AGENT_REVERT : HISTORY_RC_NONE;
     if (probation_note(p)[0] && v == PROBATION_PASS)
         fprintf(stderr, "%s\n", probation_note(p));
@@ -2150,6 +2157,12 @@ failed:
             printf("%s was stopped under the gang: %s is not marked bad; the other containers go "
                    "back to the good release\n", d.job->cts[i].label, d.sid);
         }
+    if (gone_ct >= 0) {
+        /* its agent died (kill -9, a crash): the silence is the agent's, not the release's */
+        d.no_bad_mark = true;
+        printf("the drover-agent in %s is not running: %s is not marked bad; it is reverted "
+               "wherever an agent answers\n", d.job->cts[gone_ct].label, d.sid);
+    }
     ret = revert_all(&d, hcode, reason);
 restore:
     interrupt_handlers(NULL);
