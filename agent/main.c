@@ -974,7 +974,7 @@ static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw, int
     if (ret_lines)
         *ret_lines = rp.lines;
     if (r == -ENOENT || r == -ECONNREFUSED) {
-        fprintf(stderr, "%s: no drover-agent daemon listening on '%s'\n", rpc_op_name(q->op), c->socket);
+        fprintf(stderr, "%s: " AGENT_NO_DAEMON_SAID " '%s'\n", rpc_op_name(q->op), c->socket);
         return AGENT_EXIT_NO_DAEMON;
     }
     if (r == -ETIMEDOUT) {

@@ -17,6 +17,11 @@ const char *agent_exit_name(int code)
     return NULL;
 }
 
+bool agent_said_no_daemon(const char *said)
+{
+    return said && strstr(said, AGENT_NO_DAEMON_SAID) != NULL;
+}
+
 static const char *const verb_names[AGENT_VERB_COUNT] = {
     [AGENT_VERB_DAEMON] = "daemon",       [AGENT_VERB_VERSION] = "version",
     [AGENT_VERB_RELEASE] = "release",     [AGENT_VERB_PREFLIGHT] = "preflight",

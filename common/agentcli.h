@@ -56,6 +56,14 @@ enum agent_exit { AGENT_EXITS(AGENT_EXIT_ENUM) };
 /* The word of docs/errors.md's "name" column ("busy"); NULL for a code that is not ours. */
 const char *agent_exit_name(int code);
 
+/* What the agent CLI writes on stderr, after "VERB: ", when no daemon listens on its control
+ * socket (exit AGENT_EXIT_NO_DAEMON): the daemon is not running there (killed, crashed, never
+ * started).  The same exit code also says a daemon that sent nothing in time (wedged or
+ * stopped), in other words; the controller tells the two apart by these. */
+#define AGENT_NO_DAEMON_SAID "no drover-agent daemon listening on"
+/* Does said (the agent CLI's last stderr line; NULL as "") say that no daemon listens? */
+bool agent_said_no_daemon(const char *said);
+
 enum agent_verb {
     AGENT_VERB_DAEMON = 0,
     AGENT_VERB_VERSION,

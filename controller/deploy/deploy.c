@@ -963,9 +963,14 @@ enum probation_verdict watch_probation(struct deploy *d, struct probation *p, co
             }
             if (r == -EPIPE || r == -EIO) {
                 /* pct's own words when it could not even start the watch there: a container
-                 * stopped under the gang (pct stop, lxc-stop) fails the probation at once */
-                if (ct_stopped_note(d, i, conn_stream_err(streams[i])))
+                 * stopped under the gang (pct stop, lxc-stop) fails the probation at once.  The
+                 * agent CLI's when no daemon listens there (killed, crashed): its container
+                 * sends nothing more, and the verdict on that silence is its agent's */
+                const char *said = conn_stream_err(streams[i]);
+                if (ct_stopped_note(d, i, said))
                     probation_ct_stopped(p, i, d->ct_stopped[i]);
+                else if (agent_said_no_daemon(said))
+                    probation_agent_gone(p, i, said);
                 log_debug("%s: status stream ended; reopening", ct->label);
                 conn_stream_free(streams[i]);
                 streams[i] = NULL;
@@ -1102,7 +1107,13 @@ struct revert_arg {
     const bool *gone;  /* phase 1's answer per container */
     double timeout_s;
     bool *already;     /* out: the agent answered that its gang of the good release runs */
+    bool *no_agent;    /* out: no agent daemon runs there (AGENT_EXIT_NO_DAEMON, its words) */
 };
+
+bool deploy_call_found_no_agent(int r, int status, const char *err)
+{
+    return r == -EIO && status == AGENT_EXIT_NO_DAEMON && agent_said_no_daemon(err);
+}
 
 static int revert_one(struct ct_fan *cf, int i)
 {
@@ -1111,9 +1122,13 @@ static int revert_one(struct ct_fan *cf, int i)
      * stop) and answers once the good gang started: no need to wait for that here */
     double t = ra->gone[i] ? ra->timeout_s : 10;
     char out[300];
-    int r = agent_call_out(cf->d, &cf->d->job->cts[i], ra->argv, t, out, sizeof out, cf->err[i],
-                           sizeof cf->err[i]);
+    int status = 0;
+    int r = agent_call_full(cf->d, &cf->d->job->cts[i], ra->argv, t, &status, out, sizeof out,
+                            cf->err[i], sizeof cf->err[i]);
     ra->already[i] = r == 0 && strstr(out, AGENT_REVERT_ALREADY) != NULL;
+    /* the host answered, pct ran the agent CLI, and it found no daemon (killed, crashed): not a
+     * host to wait for, an agent to start again */
+    ra->no_agent[i] = deploy_call_found_no_agent(r, status, cf->err[i]);
     return r;
 }
 
@@ -1186,6 +1201,7 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
     /* an operator's Ctrl-C that led here must not cut the look or the stop short */
     deploy_interrupted = 0;
     bool gone[INV_MAX_CTS], already[INV_MAX_CTS] = { false }, back[INV_MAX_CTS];
+    bool no_agent[INV_MAX_CTS] = { false };
     bool unasked[INV_MAX_CTS] = { false }, unreach[INV_MAX_CTS] = { false };
     struct deploy_ct_said stalled[INV_MAX_CTS];
     int left = 0;
@@ -1262,11 +1278,13 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
     if (!kept && !keep_generation)
         agent_argv_rdzv(&args, tok);
     struct revert_arg ra = { .argv = args.argv, .gone = gone, .already = already,
+                             .no_agent = no_agent,
                              .timeout_s = (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s };
     struct ct_fan *cf = calloc(1, sizeof *cf);
     int failed = 0, stopped = 0;
     char unreached[600] = "";
-    size_t un = 0;
+    char agentless[sizeof unreached] = ""; /* the same size: filled by one snprintf below */
+    size_t un = 0, an = 0;
     if (!cf) {
         log_error("out of memory");
         failed = j->ncts;
@@ -1302,8 +1320,11 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
             if (cf->rc[i] < 0 && !(cf->rc[i] == -ETIMEDOUT && !gone[i])) {
                 log_error("%s", cf->err[i]);
                 failed++;
-                un += (size_t)snprintf(unreached + un, un < sizeof unreached ? sizeof unreached - un : 0, "%s%s",
-                                       un ? ", " : "", j->cts[i].label);
+                /* the host answers where no agent runs: the agent is what is missing */
+                char *l = no_agent[i] ? agentless : unreached;
+                size_t *ln = no_agent[i] ? &an : &un;
+                size_t room = *ln < sizeof unreached ? sizeof unreached - *ln : 0;
+                *ln += (size_t)snprintf(l + *ln, room, "%s%s", *ln ? ", " : "", j->cts[i].label);
             } else if (cf->rc[i] >= 0 && already[i]) {
                 fprintf(stderr, "revert %s: already on %s, its gang left running\n", j->cts[i].label,
                         ui_short(d->good, sid));
@@ -1365,8 +1386,9 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
         char what[120];
         snprintf(what, sizeof what, "revert failed on %d of %d %s", failed, j->ncts,
                  text_plural(j->ncts, "container", "containers"));
-        deploy_revert_failed_message(said, sizeof said, what, unreached[0] ? unreached : "some containers", d->sid,
-                                     d->probation_deadline_at, j->name);
+        deploy_revert_failed_message(said, sizeof said, what,
+                                     unreached[0] || agentless[0] ? unreached : "some containers",
+                                     agentless, d->sid, d->probation_deadline_at, j->name);
     } else {
         deploy_revert_unconfirmed_message(said, sizeof said, msg, j->name);
     }
@@ -1680,8 +1702,9 @@ void deploy_aborted_message(char *buf, size_t sz, const char *sid, const char *j
                            "to start it there anyway" : "");
 }
 
-void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const char *unreached, const char *sid,
-                                  double deadline_at, const char *job)
+void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const char *unreached,
+                                  const char *no_agent, const char *sid, double deadline_at,
+                                  const char *job)
 {
     char when[64] = "";
     if (deadline_at > 0) {
@@ -1690,12 +1713,27 @@ void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const 
         if (gmtime_r(&t, &tm))
             strftime(when, sizeof when, " (about %H:%M:%S UTC)", &tm);
     }
-    snprintf(buf, sz, "%s; the revert did not reach %s (or was refused there: why is said above), which may still run "
-             "the failed release %s: the agent there "
-             "reverts it to the good release on its own at its probation deadline%s (a gang the revert's stop "
-             "already ended there stays stopped), and `drover rollback --job %s` does it now once the host "
-             "answers; `drover status --job %s` shows what runs where",
-             what, unreached, sid, when, job, job);
+    char far[900] = "", near[900] = "";
+    if (unreached && unreached[0])
+        snprintf(far, sizeof far, "; the revert did not reach %s (or was refused there: why is "
+                 "said above), which may still run the failed release %s: the agent there reverts "
+                 "it to the good release on its own at its probation deadline%s (a gang the "
+                 "revert's stop already ended there stays stopped), and `drover rollback --job %s` "
+                 "does it now once the host answers", unreached, sid, when, job);
+    /* the host answers but no agent runs there: nothing reverts on its own until one is started
+     * again, and the one started takes the job up where the dead one left it (agent/daemon.c:
+     * the gang re-adopted, or launched again if it ended; the probation deadline kept) */
+    if (no_agent && no_agent[0])
+        snprintf(near, sizeof near, "; the drover-agent in %s is not running, so nothing there "
+                 "reverts the failed release %s (its gang may run on there, unwatched): `drover "
+                 "install --job %s` starts the agent again: it takes the job up where it was "
+                 "left, on %s (that gang, or a new one if it ended), keeping its probation "
+                 "deadline%s, and once that has passed reverts to the good release by itself, "
+                 "marking %s bad there; then `drover rollback --job %s` puts the good release back "
+                 "in every container as one gang",
+                 no_agent, sid, job, sid, when, sid, job);
+    snprintf(buf, sz, "%s%s%s; `drover status --job %s` shows what runs where", what, far, near,
+             job);
 }
 
 void deploy_revert_unconfirmed_message(char *buf, size_t sz, const char *why, const char *job)
@@ -1946,6 +1984,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     char reason[PROBATION_REASON_MAX + 64];
     enum status_reason agent_code = STATUS_RC_NONE; /* of the agent's reason the verdict quotes */
     int exit_code = -1;                             /* of the rank the verdict names */
+    int gone_ct = -1;                               /* the container whose agent is not running */
     enum history_reason hcode = HISTORY_RC_NONE;    /* of the record of a failure */
     d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);
@@ -2039,6 +2078,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         snprintf(reason, sizeof reason, "%s", probation_reason(p));
     agent_code = probation_agent_code(p);
     exit_code = probation_exit_code(p);
+    gone_ct = probation_agent_gone_ct(p);
     hcode = probation_agent_went_back(p) ? HISTORY_RC_AGENT_REVERT : HISTORY_RC_NONE;
     if (probation_note(p)[0] && v == PROBATION_PASS)
         fprintf(stderr, "%s\n", probation_note(p));
@@ -2151,6 +2191,12 @@ failed:
             printf("%s was stopped under the gang: %s is not marked bad; the other containers go "
                    "back to the good release\n", d.job->cts[i].label, d.sid);
         }
+    if (gone_ct >= 0) {
+        /* its agent died (kill -9, a crash): the silence is the agent's, not the release's */
+        d.no_bad_mark = true;
+        printf("the drover-agent in %s is not running: %s is not marked bad; it is reverted "
+               "wherever an agent answers\n", d.job->cts[gone_ct].label, d.sid);
+    }
     ret = revert_all(&d, hcode, reason);
 restore:
     interrupt_handlers(NULL);

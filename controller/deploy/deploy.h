@@ -124,14 +124,24 @@ void deploy_switch_aborted_message(char *buf, size_t sz, const char *sid, const 
 const char *deploy_own_baseline_note(char *buf, size_t sz, const char *sid, const char *base_sid, const char *job,
                                      double k, double base_k, double tolerance);
 
+/* Did an agent call in a container (agent_call_status: r, the exit status it set, err) find no
+ * agent daemon there: the host answered, pct ran the agent CLI, and it exited 3 (no daemon)
+ * saying that none listens (agent_said_no_daemon), not that one is wedged?  Not a host to wait
+ * for: an agent to start again (drover install).  Pure. */
+bool deploy_call_found_no_agent(int r, int status, const char *err);
+
 /* What REVERT FAILED says when the revert did not reach every container (what: "revert failed
- * on 1 of 2 containers"; unreached: those containers' labels, ", "-joined; sid: the release it
- * reverted from; deadline_at: the wall-clock time of its agents' probation deadline, 0 unknown).
- * True whether the job is down or still runs that release there: those containers may still run
- * it, their agent reverts on its own at its probation deadline, and `drover rollback --job J`
- * does it now once their host answers. */
-void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const char *unreached, const char *sid,
-                                  double deadline_at, const char *job);
+ * on 1 of 2 containers"; unreached: those containers' labels, ", "-joined, "" or NULL none;
+ * no_agent: those where the host answered but no agent daemon runs (its CLI said so, exit 3),
+ * the same way; sid: the release it reverted from; deadline_at: the wall-clock time of its
+ * agents' probation deadline, 0 unknown).  True whether the job is down or still runs that
+ * release there: an unreached container may still run it, its agent reverts on its own at its
+ * probation deadline, and `drover rollback --job J` does it now once its host answers; where no
+ * agent runs nothing reverts it: `drover install --job J` starts the agent (which takes the job
+ * up with its probation deadline), then `drover rollback --job J`. */
+void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const char *unreached,
+                                  const char *no_agent, const char *sid, double deadline_at,
+                                  const char *job);
 
 /* What REVERT FAILED says when the revert reached every container but the job's recovery was
  * not confirmed (why: what the watching found): the job may be down, where to look. */

@@ -159,6 +159,10 @@ int agent_call_status(struct deploy *d, const struct inv_ct *ct, const char *con
                       double timeout_s, int *ret_status, char *err, size_t err_sz);
 int agent_call(struct deploy *d, const struct inv_ct *ct, const char *const *args,
                double timeout_s, char *err, size_t err_sz);
+/* agent_call_status and agent_call_out in one (ret_status and out may be NULL) */
+int agent_call_full(struct deploy *d, const struct inv_ct *ct, const char *const *args,
+                    double timeout_s, int *ret_status, char *out, size_t out_sz, char *err,
+                    size_t err_sz);
 /* agent_call, with the first line the agent printed on success in out ("" otherwise) */
 int agent_call_out(struct deploy *d, const struct inv_ct *ct, const char *const *args, double timeout_s,
                    char *out, size_t out_sz, char *err, size_t err_sz);

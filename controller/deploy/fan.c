@@ -147,9 +147,7 @@ const char *ct_fan_said(const struct ct_fan *cf, int i, char *buf, size_t sz)
     return buf;
 }
 
-/* Run the agent in ct with args; 0 when it exited 0, else -EIO with "label: reason" in err and
- * (ret_status not NULL) its exit status in *ret_status, or another -errno (not run, no status). */
-static int agent_call_full(struct deploy *d, const struct inv_ct *ct, const char *const *args,
+int agent_call_full(struct deploy *d, const struct inv_ct *ct, const char *const *args,
                            double timeout_s, int *ret_status, char *out, size_t out_sz, char *err,
                            size_t err_sz)
 {

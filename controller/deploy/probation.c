@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/agentcli.h"
 #include "common/text.h"
 #include "common/trainexit.h"
 #include "common/samples.h"
@@ -55,6 +56,8 @@ struct pct_state {
     char spec[SPEC_DIGEST_LEN + 1]; /* the job spec digest activated here; "" not checked */
     bool have;
     bool went_back; /* its agent went back to another release by itself (named by the FAIL) */
+    bool agent_gone; /* its status stream said no agent daemon listens (probation_agent_gone) */
+    char agent_said[160];
     double t_seen;
     struct prank ranks[STATUS_MAX_RANKS];
 };
@@ -69,6 +72,7 @@ struct probation {
     char unjudged[64]; /* probation_unjudged: why the throughput rule is not applied ("" it is) */
     bool rebase;       /* probation_rebase: and its samples become the baseline */
     bool ct_stop_said; /* the verdict is a container stopped under the gang (probation_ct_stopped) */
+    int agent_gone_ct; /* the verdict is that container's silence, its agent not running; -1 not */
     struct pct_state *cts;
     /* Job samples, oldest first: time, Ktok/s, cost (step time, or 1/Ktok/s when the ranks do
      * not say), and whether every rank was past warmup_steps. */
@@ -148,6 +152,7 @@ int probation_new(const struct inv_policy *pol, const char *job, const char *rel
     p->straggler = -1;
     p->exit_code = -1;
     p->peer_stop_ct = -1;
+    p->agent_gone_ct = -1;
     if (!(p->pol.confidence > 0.5 && p->pol.confidence < 1))
         p->pol.confidence = 0.95;
     for (int i = 0; i < ncts; i++) {
@@ -566,6 +571,7 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
     struct pct_state *cs = &p->cts[ct];
     const struct job_status *js = status_find_job(st, p->job);
     char sid[RELEASE_SHORT_LEN + 1], sid2[RELEASE_SHORT_LEN + 1];
+    cs->agent_gone = false; /* a document came: its agent runs (again) */
     if (!js)
         return; /* not there yet: the healthy_deadline rule decides */
     cs->have = true;
@@ -995,6 +1001,21 @@ enum probation_verdict probation_check(struct probation *p, double now)
         return p->verdict;
     char sid[RELEASE_SHORT_LEN + 1];
     if (now - p->t0 > p->pol.healthy_deadline_s) {
+        /* A container whose agent is not running sends nothing more: its ranks' missing
+         * heartbeats and its silence are its agent's, not the release's (the gang there may run
+         * on unwatched).  Said first, whatever else its old figures would say. */
+        for (int c = 0; c < p->ncts; c++) {
+            const struct pct_state *cs = &p->cts[c];
+            double quiet = now - (cs->have ? cs->t_seen : p->t0);
+            if (cs->agent_gone && quiet > p->pol.healthy_deadline_s) {
+                fail_code(p, STATUS_RC_NONE);
+                fail(p, "no status from %s for %.0fs (healthy_deadline %.0fs): its drover-agent is "
+                     "not running (%s)", cs->label, quiet, p->pol.healthy_deadline_s,
+                     cs->agent_said[0] ? cs->agent_said : AGENT_NO_DAEMON_SAID);
+                p->agent_gone_ct = c;
+                return p->verdict;
+            }
+        }
         for (int c = 0; c < p->ncts; c++) {
             if (!p->cts[c].have) {
                 fail(p, "no status for job '%s' from %s within healthy_deadline %.0fs", p->job,
@@ -1122,6 +1143,19 @@ int probation_warmup_excluded(const struct probation *p)
     return p->warm_start >= 0 ? p->warm_start : p->nsamples;
 }
 
+void probation_agent_gone(struct probation *p, int ct, const char *said)
+{
+    if (ct < 0 || ct >= p->ncts)
+        return;
+    p->cts[ct].agent_gone = true;
+    snprintf(p->cts[ct].agent_said, sizeof p->cts[ct].agent_said, "%s", said ? said : "");
+}
+
+int probation_agent_gone_ct(const struct probation *p)
+{
+    return p->verdict == PROBATION_FAIL ? p->agent_gone_ct : -1;
+}
+
 void probation_ct_stopped(struct probation *p, int ct, const char *pct_said)
 {
     if (ct < 0 || ct >= p->ncts || p->ct_stop_said)
@@ -1129,8 +1163,10 @@ void probation_ct_stopped(struct probation *p, int ct, const char *pct_said)
     if (p->verdict == PROBATION_FAIL)
         p->verdict = PROBATION_PENDING; /* the stop explains it: its peers lost a rank */
     p->ct_stop_said = p->verdict == PROBATION_PENDING;
-    if (p->ct_stop_said)
+    if (p->ct_stop_said) {
         p->peer_stop_ct = -1; /* the stop is the cause: nothing fed later replaces it */
+        p->agent_gone_ct = -1;
+    }
     fail_code(p, STATUS_RC_NONE);
     fail(p, "container %s stopped during %s (pct: %s)", p->cts[ct].label,
          p->recovery ? "the recovery" : "probation", pct_said && pct_said[0] ? pct_said : "not running");
@@ -1204,11 +1240,13 @@ void probation_describe(const struct probation *p, double now, char *buf, size_t
             if (quiet < 0 || p->cts[c].t_seen < p->cts[quiet].t_seen)
                 quiet = c;
         }
-    char q[160] = "";
+    char q[200] = "";
     if (quiet >= 0)
-        snprintf(q, sizeof q, "; no status from %s%s for %.0fs: its figures are that old "
+        snprintf(q, sizeof q, "; no status from %s%s for %.0fs%s: its figures are that old "
                  "(healthy_deadline %.0fs)", p->cts[quiet].label, nquiet > 1 ? " and others" : "",
-                 now - p->cts[quiet].t_seen, p->pol.healthy_deadline_s);
+                 now - p->cts[quiet].t_seen,
+                 p->cts[quiet].agent_gone ? " (its drover-agent is not running)" : "",
+                 p->pol.healthy_deadline_s);
     /* A rank that stopped beating in a container that still answers (SIGSTOP, a rank blocked
      * in the kernel): "3/3 ranks heartbeating" with its last step and Ktok/s looked live for
      * the whole healthy_deadline.  Name the quietest such rank, and how many others are quiet

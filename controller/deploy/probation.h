@@ -101,6 +101,18 @@ void probation_feed(struct probation *p, int ct, const struct agent_status *st, 
  * inconclusive verdict, and not another container's stop said before. */
 void probation_ct_stopped(struct probation *p, int ct, const char *pct_said);
 
+/* Container ct's agent is not running: its status stream ended with the agent CLI saying that
+ * no daemon listens (agent_said_no_daemon(); said: those words, quoted by the verdict).  Nothing
+ * is decided at once (a daemon its service manager restarts answers again: a document fed from
+ * ct clears this).  Once ct has sent nothing for healthy_deadline the probation fails as "no
+ * status from h1:102 for 60s (healthy_deadline 60s): its drover-agent is not running (...)",
+ * before any rule over its stale figures (its ranks' missing heartbeats), and
+ * probation_agent_gone_ct() names ct: the release is not to blame. */
+void probation_agent_gone(struct probation *p, int ct, const char *said);
+/* The container a FAIL blames on its agent not running (probation_agent_gone), else -1 (no
+ * FAIL, or another cause, a container stopped under the gang included). */
+int probation_agent_gone_ct(const struct probation *p);
+
 /* The verdict at time now (evaluates deadlines).  Once decided it stays. */
 enum probation_verdict probation_check(struct probation *p, double now);
 

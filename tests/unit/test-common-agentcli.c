@@ -426,6 +426,21 @@ static void test_tables(void **state)
     assert_null(agent_exit_name(99));
 }
 
+/* The controller tells an agent that is not running (its daemon killed during a probation) from
+ * a host it cannot reach by the agent CLI's own words: the daemon gone, not one that is wedged
+ * (the same exit code 3, other words). */
+static void test_said_no_daemon(void **state)
+{
+    (void)state;
+    assert_true(agent_said_no_daemon("watch: no drover-agent daemon listening on '/run/drover/agent.sock'"));
+    assert_true(agent_said_no_daemon("revert: " AGENT_NO_DAEMON_SAID " '/x.sock'"));
+    assert_false(agent_said_no_daemon("watch: the drover-agent daemon on '/run/drover/agent.sock' sent "
+                                      "nothing for 30 s: it is stopped or wedged"));
+    assert_false(agent_said_no_daemon("Connection timed out"));
+    assert_false(agent_said_no_daemon(""));
+    assert_false(agent_said_no_daemon(NULL));
+}
+
 static void read_doc(const char *path, char **ret_text)
 {
     size_t len;
@@ -470,7 +485,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_watch_events), cmocka_unit_test(test_release_promote_revert_stop),
         cmocka_unit_test(test_preflight_activate),  cmocka_unit_test(test_globals_daemon),
-        cmocka_unit_test(test_overflow),            cmocka_unit_test(test_tables),
+        cmocka_unit_test(test_overflow),            cmocka_unit_test(test_tables), cmocka_unit_test(test_said_no_daemon),
         cmocka_unit_test(test_docs),               cmocka_unit_test(test_lease),
         cmocka_unit_test(test_lease_holder_of),    cmocka_unit_test(test_gpu_check),
     };

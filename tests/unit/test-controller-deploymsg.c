@@ -1,5 +1,6 @@
 /* Unit tests for deploy_unsurveyed_message() (controller/deploy/deploy.c): a host that cannot be
  * reached is not a missing agent; the "is the agent installed?" hint said so for a timeout. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -32,7 +33,7 @@ static void test_revert_failed_unreached(void **state)
 {
     (void)state;
     char m[1024];
-    deploy_revert_failed_message(m, sizeof m, "revert failed on 1 of 2 containers", "h1:101", "7b7db40c6a7a",
+    deploy_revert_failed_message(m, sizeof m, "revert failed on 1 of 2 containers", "h1:101", "", "7b7db40c6a7a",
                                  1796296320 /* 2026-12-03 11:12:00 UTC */, "train");
     assert_non_null(strstr(m, "revert failed on 1 of 2 containers; the revert did not reach h1:101 (or was "
                               "refused there: why is said above), which may still run the failed release "
@@ -44,9 +45,60 @@ static void test_revert_failed_unreached(void **state)
     assert_null(strstr(m, "may be down"));
     assert_null(strstr(m, "act now"));
     /* deadline not known: said without a time */
-    deploy_revert_failed_message(m, sizeof m, "revert failed on 1 of 2 containers", "h1:101", "7b7db40c6a7a", 0,
+    deploy_revert_failed_message(m, sizeof m, "revert failed on 1 of 2 containers", "h1:101", "", "7b7db40c6a7a", 0,
                                  "train");
     assert_non_null(strstr(m, "at its probation deadline (a gang"));
+    assert_null(strstr(m, "install"));
+}
+
+/* An agent daemon killed during probation (kill -9; the host answers, the agent CLI says no
+ * daemon listens): REVERT FAILED said the agent there reverts at its probation deadline and
+ * `drover rollback` works "once the host answers".  The host answers; no agent runs, so nothing
+ * reverts: the message says to start the agent (`drover install`), what that agent then does
+ * (it keeps its probation deadline: agent/daemon.c), then `drover rollback`. */
+static void test_revert_failed_no_agent(void **state)
+{
+    (void)state;
+    char m[1800];
+    deploy_revert_failed_message(m, sizeof m, "revert failed on 1 of 3 containers", "", "h1:102", "7b7db40c6a7a",
+                                 1796296320 /* 2026-12-03 11:12:00 UTC */, "train");
+    if (!strstr(m, "revert failed on 1 of 3 containers; the drover-agent in h1:102 is not running, so nothing "
+                   "there reverts the failed release 7b7db40c6a7a (its gang may run on there, unwatched): "
+                   "`drover install --job train` starts the agent again: it takes the job up where it was left, "
+                   "on 7b7db40c6a7a (that gang, or a new one if it ended), keeping its probation deadline (about "
+                   "11:12:00 UTC), and once that has passed reverts to the good release by itself, marking "
+                   "7b7db40c6a7a bad there; then `drover rollback --job train` puts the good release back in "
+                   "every container as one gang; `drover status --job train` shows what runs where"))
+        fail_msg("message: %s", m);
+    assert_null(strstr(m, "once the host answers"));
+    assert_null(strstr(m, "did not reach"));
+    /* both kinds at once: each said for its containers */
+    deploy_revert_failed_message(m, sizeof m, "revert failed on 2 of 3 containers", "h2:201", "h1:102",
+                                 "7b7db40c6a7a", 0, "train");
+    assert_non_null(strstr(m, "; the revert did not reach h2:201 (or was refused"));
+    assert_non_null(strstr(m, "does it now once the host answers; the drover-agent in h1:102 is not running"));
+    assert_non_null(strstr(m, "keeping its probation deadline, and once"));
+    assert_non_null(strstr(m, "; `drover status --job train` shows what runs where"));
+    deploy_revert_failed_message(m, sizeof m, "revert failed", NULL, NULL, "7b7db40c6a7a", 0, "train");
+    assert_string_equal(m, "revert failed; `drover status --job train` shows what runs where");
+}
+
+/* Which failed revert calls are an agent not running (the REVERT FAILED advice above), not a
+ * host to wait for: exit 3 with the agent CLI's own words only. */
+static void test_call_found_no_agent(void **state)
+{
+    (void)state;
+    const char *dead = "h1:102: drover-agent revert failed (exit 3): revert: no drover-agent daemon "
+                       "listening on '/run/drover/agent.sock'";
+    assert_true(deploy_call_found_no_agent(-EIO, 3, dead));
+    /* a wedged daemon exits 3 too: it runs, it is not started again by an install */
+    assert_false(deploy_call_found_no_agent(-EIO, 3, "h1:102: drover-agent revert failed (exit 3): "
+                                            "revert: the drover-agent daemon on '/run/drover/agent.sock' "
+                                            "sent nothing for 90 s: it is stopped or wedged"));
+    assert_false(deploy_call_found_no_agent(-EIO, 1, dead));       /* another exit */
+    assert_false(deploy_call_found_no_agent(-ETIMEDOUT, 0, dead)); /* no answer: not run */
+    assert_false(deploy_call_found_no_agent(-EHOSTUNREACH, 0, "h1:102: host unreachable"));
+    assert_false(deploy_call_found_no_agent(0, 0, ""));
 }
 
 /* REVERT FAILED when every container took the revert but no recovery was confirmed: stdout said
@@ -233,7 +285,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nothing_held),
         cmocka_unit_test(test_hint_only_for_agent),
-        cmocka_unit_test(test_revert_failed_unreached),
+        cmocka_unit_test(test_revert_failed_unreached), cmocka_unit_test(test_revert_failed_no_agent),
+        cmocka_unit_test(test_call_found_no_agent),
         cmocka_unit_test(test_revert_failed_same_on_both),
         cmocka_unit_test(test_aborted_marked),
         cmocka_unit_test(test_switch_aborted_once),

@@ -786,6 +786,95 @@ static void test_ct_stopped(void **state)
     free(st);
 }
 
+/* An agent daemon killed during probation (kill -9; its gang runs on): the container's watch
+ * stream ends with the agent CLI's "no drover-agent daemon listening".  The verdict was a bare
+ * "no status from h1:102 for 60s", or "no heartbeat from rank 1" when it died before the first
+ * one, and the release was marked bad for its agent's death.  The verdict names the agent, at
+ * the same healthy_deadline, and probation_agent_gone_ct() says which container it was. */
+static void test_agent_gone(void **state)
+{
+    (void)state;
+    const char *said = "watch: no drover-agent daemon listening on '/run/drover/agent.sock'";
+    struct agent_status *st = malloc(sizeof *st);
+    char line[512];
+    struct probation *p = new_p(100, 2, 1);
+    assert_int_equal(run(p, 2, 1, 1, 5, 50000, st), PROBATION_PENDING);
+    probation_agent_gone(p, 1, said);
+    probation_agent_gone(p, 2, said); /* no such container: nothing */
+    probation_agent_gone(p, -1, said);
+    /* nothing decided at once: h1:101 goes on alone */
+    for (double t = 6; t <= 35; t += 1) {
+        make_status(st, 0, 1, NEW, (long long)t, 50000, 3.5);
+        probation_feed(p, 0, st, t);
+        assert_int_equal(probation_check(p, t), PROBATION_PENDING);
+    }
+    assert_int_equal(probation_agent_gone_ct(p), -1);
+    probation_describe(p, 20, line, sizeof line);
+    if (!strstr(line, "; no status from h1:102 for 15s (its drover-agent is not running): its figures"))
+        fail_msg("line: %s", line);
+    assert_int_equal(probation_check(p, 36), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "no status from h1:102 for 31s (healthy_deadline 30s): its "
+                                             "drover-agent is not running (watch: no drover-agent daemon "
+                                             "listening on '/run/drover/agent.sock')");
+    assert_int_equal(probation_agent_gone_ct(p), 1);
+    assert_int_equal(probation_agent_code(p), STATUS_RC_NONE);
+    probation_free(p);
+    /* it died before its ranks' first heartbeat: its agent, not "no heartbeat from rank 1" */
+    p = new_p(100, 2, 1);
+    make_status(st, 1, 1, NEW, 0, 0, 3.5);
+    st->jobs[0].nranks = 0;
+    probation_feed(p, 1, st, 1);
+    probation_agent_gone(p, 1, said);
+    for (double t = 1; t <= 32; t += 1) {
+        make_status(st, 0, 1, NEW, (long long)t, 50000, 3.5);
+        probation_feed(p, 0, st, t);
+    }
+    assert_int_equal(probation_check(p, 32), PROBATION_FAIL);
+    if (strstr(probation_reason(p), "no status from h1:102 for 31s (healthy_deadline 30s): its drover-agent "
+                                    "is not running (watch: ") != probation_reason(p))
+        fail_msg("reason: %s", probation_reason(p));
+    assert_int_equal(probation_agent_gone_ct(p), 1);
+    probation_free(p);
+    /* never a status at all since the switch: the same, counted from the activation */
+    p = new_p(100, 2, 1);
+    probation_agent_gone(p, 1, "");
+    for (double t = 1; t <= 31; t += 1) {
+        make_status(st, 0, 1, NEW, (long long)t, 50000, 3.5);
+        probation_feed(p, 0, st, t);
+    }
+    assert_int_equal(probation_check(p, 31), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "no status from h1:102 for 31s (healthy_deadline 30s): its "
+                                             "drover-agent is not running (no drover-agent daemon listening "
+                                             "on)");
+    assert_int_equal(probation_agent_gone_ct(p), 1);
+    probation_free(p);
+    /* its agent came back (restarted by its service manager): a document clears it, and a
+     * silence after that is a plain one, not blamed on the agent */
+    p = new_p(100, 2, 1);
+    assert_int_equal(run(p, 2, 1, 1, 5, 50000, st), PROBATION_PENDING);
+    probation_agent_gone(p, 1, said);
+    make_status(st, 1, 1, NEW, 6, 50000, 3.5);
+    probation_feed(p, 1, st, 6);
+    for (double t = 7; t <= 37; t += 1) {
+        make_status(st, 0, 1, NEW, (long long)t, 50000, 3.5);
+        probation_feed(p, 0, st, t);
+    }
+    assert_int_equal(probation_check(p, 37), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "no status from h1:102 for 31s (healthy_deadline 30s)");
+    assert_int_equal(probation_agent_gone_ct(p), -1);
+    probation_free(p);
+    /* a container stopped under the gang, found after: the stop is the verdict */
+    p = new_p(100, 2, 1);
+    probation_agent_gone(p, 1, said);
+    assert_int_equal(run(p, 1, 1, 1, 31, 50000, st), PROBATION_FAIL);
+    assert_int_equal(probation_agent_gone_ct(p), 1);
+    probation_ct_stopped(p, 1, "CT 102 not running");
+    assert_int_equal(probation_agent_gone_ct(p), -1);
+    assert_string_equal(probation_reason(p), "container h1:102 stopped during probation (pct: CT 102 not running)");
+    probation_free(p);
+    free(st);
+}
+
 static void test_stall(void **state)
 {
     (void)state;
@@ -1304,6 +1393,7 @@ int main(void)
         cmocka_unit_test(test_find_silent_rule),
         cmocka_unit_test(test_missing_heartbeat),
         cmocka_unit_test(test_ct_stopped),
+        cmocka_unit_test(test_agent_gone),
         cmocka_unit_test(test_stall),
         cmocka_unit_test(test_only_fresh_samples),
         cmocka_unit_test(test_agent_stopping_fails),
