@@ -1025,6 +1025,22 @@ static int ctx_finish(struct parse_ctx *c)
                          j->name, j->gpus, j->nproc_per_node, like);
                 return -EINVAL;
             }
+            /* two ranks on one GPU ("0,0"): each rank's CUDA_VISIBLE_DEVICES names the same
+             * device, which then holds two models (out of memory, or half the speed each) */
+            const char *a = j->gpus;
+            for (int g = 0; g < n; g++) {
+                size_t alen = strcspn(a, ",");
+                for (const char *b = a + alen; *b == ','; b += 1 + strcspn(b + 1, ",")) {
+                    size_t blen = strcspn(b + 1, ",");
+                    if (blen == alen && !strncmp(a, b + 1, alen)) {
+                        snprintf(c->err, c->err_sz, "%s:%d: [job %s] gpus: '%s' names GPU %.*s "
+                                 "twice: each rank of a container needs a GPU of its own",
+                                 c->path, j->line, j->name, j->gpus, (int)alen, a);
+                        return -EINVAL;
+                    }
+                }
+                a += alen + (a[alen] == ',');
+            }
         }
         if (j->npreflight_args && !j->preflight[0]) {
             snprintf(c->err, c->err_sz, "%s:%d: [job %s]: preflight_arg without preflight", c->path,

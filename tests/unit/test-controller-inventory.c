@@ -189,6 +189,11 @@ static void test_errors_name_line_and_key(void **state)
                 "not a number");
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101 h:101\ncommand = x\n",
                 "listed twice", NULL);
+    /* two ranks on one GPU */
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\nnproc_per_node = 2\n"
+                "gpus = 0,0\n", "gpus: '0,0' names GPU 0 twice", NULL);
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\nnproc_per_node = 3\n"
+                "gpus = 1,10,10\n", "names GPU 10 twice", NULL);
     /* one machine under two [host] names (a copied section): the same container twice; a
      * deploy found it running "with another job spec", validate said nothing */
     parse_fails("[host h1]\naddress = 10.0.0.2\n[host h1b]\naddress = 10.0.0.2\n"
