@@ -58,7 +58,10 @@ const char *stopstart_word(bool start, enum stopstart_outcome o)
 
 bool stopstart_is_ok(bool start, enum stopstart_outcome o)
 {
-    return o == SS_DONE || o == SS_ALREADY || (!start && o == SS_CT_STOPPED);
+    /* a stopped container is no success for stop either: its agent still has the job started
+     * and starts the gang again when the container starts (it used to count as stopped) */
+    (void)start;
+    return o == SS_DONE || o == SS_ALREADY;
 }
 
 int stopstart_exit(bool start, const enum stopstart_outcome *o, int n, bool key_refused)
@@ -145,9 +148,8 @@ static void stopstart_why(const struct deploy *d, int i, bool start, enum stopst
                  "--job %s` again", verb, d->job->name);
         return;
     case SS_CT_STOPPED:
-        snprintf(buf, sz, "the container is not running (pct: %.599s)%s", said && said[0] ? said : "-",
-                 start ? ": start it (`pct start` on its host), then run `drover start` again"
-                       : ": nothing runs there");
+        stopstart_ct_stopped_hint(start, d->job->name, ct->vmid, d->inv->hosts[ct->host].name, said,
+                                  buf, sz);
         return;
     case SS_FAILED:
         stopstart_failed_hint(start, d->job->name, ct->label, said, buf, sz);
@@ -155,6 +157,24 @@ static void stopstart_why(const struct deploy *d, int i, bool start, enum stopst
     default:
         buf[0] = '\0';
     }
+}
+
+void stopstart_ct_stopped_hint(bool start, const char *job, int vmid, const char *host,
+                               const char *said, char *buf, size_t sz)
+{
+    char how[200];
+    if (vmid >= 0)
+        snprintf(how, sizeof how, "start the container (`pct start %d` on %.64s)", vmid, host);
+    else
+        snprintf(how, sizeof how, "start the container");
+    if (start)
+        snprintf(buf, sz, "the container is not running (pct: %.599s): %s, then run `drover start "
+                 "--job %.64s` again", said && said[0] ? said : "-", how, job);
+    else
+        snprintf(buf, sz, "the container is not running (pct: %.599s): its gang does not run now, but "
+                 "its agent still has the job started and starts the gang again when the container "
+                 "starts: %s, then run `drover stop --job %.64s` again", said && said[0] ? said : "-",
+                 how, job);
 }
 
 void stopstart_failed_hint(bool start, const char *job, const char *ct_label, const char *said,

@@ -15,7 +15,8 @@
 enum stopstart_outcome {
     SS_DONE,        /* stopped (no process of the gang is left), or started */
     SS_ALREADY,     /* start: it was running already; stop: the lease's status had it stopped */
-    SS_CT_STOPPED,  /* the container itself is not running (pct says so): nothing runs there */
+    SS_CT_STOPPED,  /* the container itself is not running (pct says so): nothing runs there
+                     * now, but its agent starts the job again with the container (a failure) */
     SS_FAILED,      /* the agent answered and refused or failed (its words kept) */
     SS_NO_ANSWER,   /* no answer within the deadline: the agent may go on */
     SS_INTERRUPTED, /* Ctrl-C before it answered: the agent goes on with the request */
@@ -35,8 +36,9 @@ enum stopstart_outcome stopstart_judge(bool start, bool asked, const char *ok_li
  * "already stopped", "container stopped", "FAILED", "NO ANSWER", "INTERRUPTED", "UNREACHABLE". */
 const char *stopstart_word(bool start, enum stopstart_outcome o);
 
-/* Is o a success of the verb?  A stopped container is one for stop (nothing runs there), a
- * failure for start (nothing can start there). */
+/* Is o a success of the verb?  A stopped container is a failure of both: nothing can start
+ * there, and a stop did not reach its agent, which still has the job started and starts the gang
+ * again when the container starts (it counted as stopped: the job came back by itself). */
 bool stopstart_is_ok(bool start, enum stopstart_outcome o);
 
 /* The exit code of a stop or start over n containers: EXIT_OK when every one succeeded,
@@ -53,6 +55,12 @@ const char *stopstart_history_result(bool start, const enum stopstart_outcome *o
  * can be: the verb says so once, exit 1, and records no history (there is no release to name). */
 bool stopstart_never_deployed(const enum stopstart_outcome *o, char (*said)[STOPSTART_SAID_MAX],
                               int n);
+
+/* What to tell the operator about container vmid on host, which is not running (pct's words in
+ * said): start: start it, then start again; stop: its gang does not run now but its agent starts it
+ * again with the container: start it, then stop again.  A vmid < 0 (a local root): no pct. */
+void stopstart_ct_stopped_hint(bool start, const char *job, int vmid, const char *host,
+                               const char *said, char *buf, size_t sz);
 
 /* What to tell the operator about a container whose agent refused or failed the verb, from its
  * words (said): a job the agent never had is a job never deployed there (deploy it first); pct's

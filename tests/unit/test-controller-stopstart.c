@@ -2,7 +2,8 @@
  * (controller/cmd_stopstart.c: --job repeats, --all-jobs, never both nor neither, ret untouched on
  * a usage error) and the per-container judgement and exit code (controller/deploy/stopstart.c:
  * a container that does not answer, or whose host is unreachable, fails the verb; a stopped
- * container is a success for stop and a failure for start; "already running" is fine), and the
+ * container fails both: for stop its agent starts the gang again with the container, so it is
+ * said with what to do; "already running" is fine), and the
  * steps of the fan-out both it and the switch's stop phase use (controller/deploy/fan.c,
  * agent_fan_line/agent_fan_end: which line is kept, what ends a stream), and the worst case a
  * stop announces (stopstart_budget_of: it said only the agents' answers, "deadline 150 s", while
@@ -97,7 +98,10 @@ static void test_exit_code(void **state)
     assert_int_equal(stopstart_exit(true, all_ok, 3, false), EXIT_OK);
     assert_int_equal(stopstart_exit(true, all_ok, 3, true), EXIT_HOSTKEY);
     enum stopstart_outcome ct_down[] = { SS_DONE, SS_CT_STOPPED };
-    assert_int_equal(stopstart_exit(false, ct_down, 2, false), EXIT_OK); /* nothing runs there */
+    /* its agent starts the gang again with the container: not stopped (it exited 0) */
+    assert_int_equal(stopstart_exit(false, ct_down, 2, false), EXIT_FAIL);
+    assert_false(stopstart_is_ok(false, SS_CT_STOPPED));
+    assert_false(stopstart_is_ok(true, SS_CT_STOPPED));
     assert_int_equal(stopstart_exit(true, ct_down, 2, false), EXIT_FAIL); /* nothing can start there */
     enum stopstart_outcome slow[] = { SS_DONE, SS_NO_ANSWER, SS_DONE };
     assert_int_equal(stopstart_exit(false, slow, 3, false), EXIT_FAIL);
@@ -120,7 +124,8 @@ static void test_history_result(void **state)
     assert_string_equal(stopstart_history_result(true, done, 2, EXIT_OK), "started");
     assert_string_equal(stopstart_history_result(false, done, 2, EXIT_OK), "stopped");
     enum stopstart_outcome ct_down[] = { SS_DONE, SS_CT_STOPPED };
-    assert_string_equal(stopstart_history_result(false, ct_down, 2, EXIT_OK), "stopped");
+    assert_string_equal(stopstart_history_result(false, ct_down, 2, stopstart_exit(false, ct_down, 2, false)),
+                        "stop-failed");
     assert_string_equal(stopstart_history_result(true, ct_down, 2, EXIT_FAIL), "start-failed");
     enum stopstart_outcome half[] = { SS_ALREADY, SS_NO_ANSWER };
     assert_string_equal(stopstart_history_result(true, half, 2, EXIT_FAIL), "start-failed");
@@ -167,6 +172,27 @@ static void test_failed_hint(void **state)
     assert_non_null(strstr(buf, "`drover logs --job train --agent`")); /* the agent's own log, by a verb */
     stopstart_failed_hint(true, "train", "h1:101", "", buf, sizeof buf);
     assert_non_null(strstr(buf, "failed: no reason given"));
+}
+
+/* A stopped container: stop said "nothing runs there" and counted it stopped, but its agent
+ * starts the gang again when the container starts; both verbs say what to do, with the vmid
+ * and host to start it on. */
+static void test_ct_stopped_hint(void **state)
+{
+    (void)state;
+    char buf[1200];
+    stopstart_ct_stopped_hint(false, "train", 201, "h2", "CT 201 not running", buf, sizeof buf);
+    assert_non_null(strstr(buf, "the container is not running (pct: CT 201 not running)"));
+    assert_non_null(strstr(buf, "starts the gang again when the container starts"));
+    assert_non_null(strstr(buf, "`pct start 201` on h2"));
+    assert_non_null(strstr(buf, "then run `drover stop --job train` again"));
+    assert_null(strstr(buf, "nothing runs there"));
+    stopstart_ct_stopped_hint(true, "train", 201, "h2", "", buf, sizeof buf);
+    assert_non_null(strstr(buf, "(pct: -)"));
+    assert_non_null(strstr(buf, "`pct start 201` on h2"));
+    assert_non_null(strstr(buf, "then run `drover start --job train` again"));
+    stopstart_ct_stopped_hint(false, "train", -1, "h1", "x", buf, sizeof buf);
+    assert_null(strstr(buf, "pct start"));
 }
 
 /* The old gang's stop in a deploy's switch said nothing until it ended or the switch deadline
@@ -437,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_judge),
         cmocka_unit_test(test_exit_code),
         cmocka_unit_test(test_failed_hint),
+        cmocka_unit_test(test_ct_stopped_hint),
         cmocka_unit_test(test_fan_steps),
         cmocka_unit_test(test_fan_said),
         cmocka_unit_test(test_fan_tick),
