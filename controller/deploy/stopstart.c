@@ -1,7 +1,9 @@
 /* controller/deploy/stopstart.c: `drover stop --job J` and `drover start --job J`.  An operator's
  * stop is a plain `drover-agent stop --job J` (no --restart-after: the job stays stopped until
  * started again); a start is `drover-agent start --job J` with a new rendezvous
- * generation, so the ranks started together pair only with each other.  Both run under the
+ * generation, so the ranks started together pair only with each other; a gang of several
+ * containers that runs in part is stopped there first and started with the others, since a part
+ * left running as its old generation never forms a gang with them.  Both run under the
  * job's lock and deploy lease (lease.c), like deploy and rollback: a concurrent deploy is
  * refused before anything is asked, and no deploy starts while a stop is in flight.
  * Never changes a release, a baseline or a promotion; never waits for heartbeats.
@@ -52,13 +54,39 @@ const char *stopstart_word(bool start, enum stopstart_outcome o)
         return "INTERRUPTED";
     case SS_UNREACHABLE:
         return "UNREACHABLE";
+    case SS_RESTARTED:
+        return "restarted";
+    case SS_HELD_BACK:
+        return "NOT STARTED";
     }
     return "?";
 }
 
 bool stopstart_is_ok(bool start, enum stopstart_outcome o)
 {
-    return o == SS_DONE || o == SS_ALREADY || (!start && o == SS_CT_STOPPED);
+    /* a stopped container is no success for stop either: its agent still has the job started
+     * and starts the gang again when the container starts (it used to count as stopped) */
+    (void)start;
+    return o == SS_DONE || o == SS_ALREADY || o == SS_RESTARTED;
+}
+
+bool stopstart_gang_runs(const struct job_status *js)
+{
+    return js->state == GANG_STARTING || js->state == GANG_RUNNING || js->state == GANG_REVERTED;
+}
+
+int stopstart_split_gang(const bool *runs, const bool *down, int n, bool ret_part[])
+{
+    int nruns = 0, ndown = 0;
+    for (int i = 0; i < n; i++) {
+        nruns += runs[i];
+        ndown += down[i] && !runs[i];
+    }
+    if (n < 2 || !nruns || !ndown)
+        return 0;
+    for (int i = 0; i < n; i++)
+        ret_part[i] = runs[i];
+    return nruns;
 }
 
 int stopstart_exit(bool start, const enum stopstart_outcome *o, int n, bool key_refused)
@@ -145,9 +173,8 @@ static void stopstart_why(const struct deploy *d, int i, bool start, enum stopst
                  "--job %s` again", verb, d->job->name);
         return;
     case SS_CT_STOPPED:
-        snprintf(buf, sz, "the container is not running (pct: %.599s)%s", said && said[0] ? said : "-",
-                 start ? ": start it (`pct start` on its host), then run `drover start` again"
-                       : ": nothing runs there");
+        stopstart_ct_stopped_hint(start, d->job->name, ct->vmid, d->inv->hosts[ct->host].name, said,
+                                  buf, sz);
         return;
     case SS_FAILED:
         stopstart_failed_hint(start, d->job->name, ct->label, said, buf, sz);
@@ -155,6 +182,24 @@ static void stopstart_why(const struct deploy *d, int i, bool start, enum stopst
     default:
         buf[0] = '\0';
     }
+}
+
+void stopstart_ct_stopped_hint(bool start, const char *job, int vmid, const char *host,
+                               const char *said, char *buf, size_t sz)
+{
+    char how[200];
+    if (vmid >= 0)
+        snprintf(how, sizeof how, "start the container (`pct start %d` on %.64s)", vmid, host);
+    else
+        snprintf(how, sizeof how, "start the container");
+    if (start)
+        snprintf(buf, sz, "the container is not running (pct: %.599s): %s, then run `drover start "
+                 "--job %.64s` again", said && said[0] ? said : "-", how, job);
+    else
+        snprintf(buf, sz, "the container is not running (pct: %.599s): its gang does not run now, but "
+                 "its agent still has the job started and starts the gang again when the container "
+                 "starts: %s, then run `drover stop --job %.64s` again", said && said[0] ? said : "-",
+                 how, job);
 }
 
 void stopstart_failed_hint(bool start, const char *job, const char *ct_label, const char *said,
@@ -173,24 +218,26 @@ void stopstart_failed_hint(bool start, const char *job, const char *ct_label, co
                  said && said[0] ? said : "no reason given", job, ct_label, job);
 }
 
-/* `drover-agent stop|start --job J` in every container at once, one stream each, at most limit
- * seconds (agent_fan_run).  Fills o[] and said[] (the agent's ok line, or its last stderr line). */
-static void stopstart_fan(struct deploy *d, bool start, double limit, enum stopstart_outcome o[],
-                          char said[][STOPSTART_SAID_MAX], double took[])
+/* `drover-agent stop --job J`, or `start --job J --rdzv TOK`, in every container that skip
+ * (NULL: none) does not leave out, at once, one stream each, at most limit seconds
+ * (agent_fan_run).  Fills o[], said[] (the agent's ok line, or its last stderr line) and took[]
+ * of the containers asked; those skipped are left as they were. */
+static void stopstart_fan(struct deploy *d, bool start, const char *tok, const bool *skip,
+                          double limit, enum stopstart_outcome o[], char said[][STOPSTART_SAID_MAX],
+                          double took[])
 {
     const struct inv_job *j = d->job;
     struct agent_argv a;
     agent_argv_init(&a);
-    char tok[17];
-    if (start) {
-        new_rdzv(tok);
+    if (start)
         agent_argv_start(&a, j->name, tok);
-    } else {
+    else
         agent_argv_stop(&a, j->name);
-    }
     struct agent_fan_ct c[INV_MAX_CTS];
-    (void)agent_fan_run(d, agent_argv_end(&a) == 0 ? a.argv : NULL, NULL, limit, c, NULL);
+    (void)agent_fan_run(d, agent_argv_end(&a) == 0 ? a.argv : NULL, skip, limit, c, NULL);
     for (int i = 0; i < j->ncts; i++) {
+        if (skip && skip[i])
+            continue;
         took[i] = c[i].took;
         if (!c[i].asked) {
             o[i] = SS_UNREACHABLE;
@@ -212,6 +259,61 @@ static void stopstart_fan(struct deploy *d, bool start, double limit, enum stops
         if (!start && o[i] == SS_DONE && d->pre[i] == 1 && d->pre_js[i].state == GANG_STOPPED)
             o[i] = SS_ALREADY;
     }
+}
+
+/* A start's first step where the job's gang of several containers runs in part (part[i]:
+ * stopstart_split_gang): stop it there, so that it starts with the others as one rendezvous
+ * generation.  Says so on stderr, naming where it runs and where not (late: found by the start's
+ * answers, the others already started: it is started again after the stop).  Where the stop was not
+ * confirmed, o[], said[] and took[] get the stop's outcome and failed[i] is set.  Returns
+ * whether it was confirmed everywhere in part. */
+static bool stopstart_stop_part(struct deploy *d, const bool part[], bool late, double limit,
+                                enum stopstart_outcome o[], char said[][STOPSTART_SAID_MAX],
+                                double took[], bool failed[])
+{
+    const struct inv_job *j = d->job;
+    char runs[512] = "", down[512] = "";
+    size_t r = 0, w = 0;
+    bool skip[INV_MAX_CTS];
+    for (int i = 0; i < j->ncts; i++) {
+        skip[i] = !part[i];
+        if (part[i] && r < sizeof runs)
+            r +=
+                (size_t)snprintf(runs + r, sizeof runs - r, "%s%s", r ? ", " : "", j->cts[i].label);
+        else if (!part[i] && w < sizeof down)
+            w +=
+                (size_t)snprintf(down + w, sizeof down - w, "%s%s", w ? ", " : "", j->cts[i].label);
+    }
+    if (late)
+        fprintf(
+            stderr,
+            "start: job '%s' was already running in %s, as another rendezvous generation "
+            "than %s just started as: it cannot form a gang with them, so it is stopped there and "
+            "started again as theirs (at most %.0f s more)\n",
+            j->name, runs, down, 2 * limit + 30);
+    else
+        fprintf(
+            stderr,
+            "start: job '%s' runs in %s but not in %s: its ranks there run as another "
+            "rendezvous generation and cannot form a gang with the ranks a start starts, so it is "
+            "stopped there first, then started with the others as one generation (the stop: at "
+            "most %.0f s more)\n",
+            j->name, runs, down, limit);
+    enum stopstart_outcome so[INV_MAX_CTS];
+    static char ssaid[INV_MAX_CTS][STOPSTART_SAID_MAX];
+    double stook[INV_MAX_CTS];
+    stopstart_fan(d, false, NULL, skip, limit, so, ssaid, stook);
+    bool all = true;
+    for (int i = 0; i < j->ncts; i++) {
+        if (!part[i] || so[i] == SS_DONE || so[i] == SS_ALREADY)
+            continue;
+        all = false;
+        failed[i] = true;
+        o[i] = so[i];
+        took[i] = stook[i];
+        (void)str_copy(said[i], sizeof said[i], ssaid[i]);
+    }
+    return all;
 }
 
 int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run)
@@ -269,7 +371,52 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
     enum stopstart_outcome o[INV_MAX_CTS];
     static char said[INV_MAX_CTS][STOPSTART_SAID_MAX];
     double took[INV_MAX_CTS];
-    stopstart_fan(&d, start, limit, o, said, took);
+    char tok[17] = "";
+    if (start)
+        new_rdzv(tok); /* one generation for every container the start asks, in every round */
+    /* A gang of several containers that runs in part (a container restarted, a stop that did not
+     * reach them all) must come up as one generation: the part that runs is stopped first, as
+     * the switch does, then started with the others (it was answered "already running" and kept
+     * its old generation: the gang never formed).  From the status that came with the lease;
+     * where that did not tell, from the start's answers below. */
+    bool runs[INV_MAX_CTS], down[INV_MAX_CTS], part[INV_MAX_CTS] = { false },
+                                               stop_failed[INV_MAX_CTS] = { false };
+    for (int i = 0; i < d.job->ncts; i++) {
+        runs[i] = d.pre[i] == 1 && stopstart_gang_runs(&d.pre_js[i]);
+        down[i] = d.pre[i] == 1 && !runs[i];
+    }
+    int npart = start ? stopstart_split_gang(runs, down, d.job->ncts, part) : 0;
+    bool held =
+        npart && !stopstart_stop_part(&d, part, false, b.answer - 30, o, said, took, stop_failed);
+    if (held) { /* it runs on where the stop failed: a start elsewhere would split it again */
+        for (int i = 0; i < d.job->ncts; i++)
+            if (!stop_failed[i]) {
+                o[i] = SS_HELD_BACK;
+                said[i][0] = '\0';
+                took[i] = -1;
+            }
+    } else {
+        stopstart_fan(&d, start, tok, NULL, limit, o, said, took);
+    }
+    if (start && !held && !npart) {
+        /* the lease's status did not say (an older agent, a gang started since): answered
+         * "already running" where others started as the new generation */
+        for (int i = 0; i < d.job->ncts; i++) {
+            runs[i] = o[i] == SS_ALREADY;
+            down[i] = o[i] == SS_DONE;
+        }
+        npart = stopstart_split_gang(runs, down, d.job->ncts, part);
+        if (npart &&
+            stopstart_stop_part(&d, part, true, b.answer - 30, o, said, took, stop_failed)) {
+            bool skip[INV_MAX_CTS];
+            for (int i = 0; i < d.job->ncts; i++)
+                skip[i] = !part[i];
+            stopstart_fan(&d, true, tok, skip, limit, o, said, took);
+        }
+    }
+    for (int i = 0; i < d.job->ncts; i++)
+        if (npart && part[i] && o[i] == SS_DONE && !stop_failed[i])
+            o[i] = SS_RESTARTED;
     if (stopstart_never_deployed(o, said, d.job->ncts)) {
         /* said once (a table line and an error per container repeated it), and no history row:
          * nothing changed, and there is no release to record it under ("fresh - - start-failed") */
@@ -293,7 +440,26 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
         bool ok = stopstart_is_ok(start, o[i]);
         nok += ok;
         char why[1200] = "";
-        stopstart_why(&d, i, start, o[i], said[i], limit, why, sizeof why);
+        /* a stop before the start that failed: said as a stop's failure */
+        stopstart_why(&d, i, start && !stop_failed[i], o[i], said[i],
+                      stop_failed[i] ? limit - 30 : limit, why, sizeof why);
+        if (stop_failed[i]) {
+            size_t w = strlen(why);
+            snprintf(why + w, sizeof why - w,
+                     " (stopped first, so that the gang starts as one "
+                     "generation; once it is, run `drover start --job %s`)",
+                     d.job->name);
+        } else if (o[i] == SS_HELD_BACK)
+            snprintf(
+                why, sizeof why,
+                "%snothing was started anywhere: a gang of several containers "
+                "starts as one generation, and its running part could not be stopped first (its "
+                "row says why); once it can be, run `drover stop --job %s`, then `drover start "
+                "--job %s`",
+                part[i] ? "its gang was stopped, to start with the others as one "
+                          "generation; "
+                        : "",
+                d.job->name, d.job->name);
         if (ok && took[i] >= 0)
             printf("%-12s %-17s %.1f s\n", ct->label, stopstart_word(start, o[i]), took[i]);
         else
@@ -312,12 +478,20 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
         d.lease_with_record = true; /* the record is the last call: it gives the lease back there */
         history_record(&d, result, HISTORY_RC_NONE, reason, -1);
     }
-    int nalready = 0;
-    for (int i = 0; i < d.job->ncts; i++)
+    int nalready = 0, nrestarted = 0;
+    for (int i = 0; i < d.job->ncts; i++) {
         nalready += o[i] == SS_ALREADY;
+        nrestarted += o[i] == SS_RESTARTED;
+    }
     if (ret == EXIT_OK && start && !result)
         printf("job '%s' was already running in %s%d %s: nothing started, nothing recorded in the "
                "history\n", d.job->name, nok > 1 ? "all " : "", nok, text_plural(nok, "container", "containers"));
+    else if (ret == EXIT_OK && start && nrestarted)
+        printf("job '%s' runs in %d %s as one generation (%d started, %d restarted: its gang ran "
+               "there as another generation, which never forms a gang with the others): `drover "
+               "status` shows its ranks\n",
+               d.job->name, nok, text_plural(nok, "container", "containers"),
+               nok - nrestarted - nalready, nrestarted);
     else if (ret == EXIT_OK && start)
         printf("job '%s' runs in %d %s (%d started, %d already running): `drover status` "
                "shows its ranks\n", d.job->name, nok, text_plural(nok, "container", "containers"), nok - nalready,

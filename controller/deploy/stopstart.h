@@ -9,17 +9,25 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/status.h"
 #include "controller/transport/fleet.h"
 
 /* What one container's answer means. */
 enum stopstart_outcome {
     SS_DONE,        /* stopped (no process of the gang is left), or started */
     SS_ALREADY,     /* start: it was running already; stop: the lease's status had it stopped */
-    SS_CT_STOPPED,  /* the container itself is not running (pct says so): nothing runs there */
+    SS_CT_STOPPED,  /* the container itself is not running (pct says so): nothing runs there
+                     * now, but its agent starts the job again with the container (a failure) */
     SS_FAILED,      /* the agent answered and refused or failed (its words kept) */
     SS_NO_ANSWER,   /* no answer within the deadline: the agent may go on */
     SS_INTERRUPTED, /* Ctrl-C before it answered: the agent goes on with the request */
     SS_UNREACHABLE, /* the host could not be reached: nothing was asked there */
+    /* start: its gang ran as another rendezvous generation than the one the others start as
+     * (a gang of several containers that ran in part): stopped, then started with the others */
+    SS_RESTARTED,
+    /* start: nothing was started there, because the part of the gang that ran elsewhere could
+     * not be stopped first (it would have run on as another generation) */
+    SS_HELD_BACK,
 };
 
 /* One container's outcome from what came back.  asked: the command was sent; ok_line: the
@@ -32,11 +40,13 @@ enum stopstart_outcome stopstart_judge(bool start, bool asked, const char *ok_li
 #define STOPSTART_SAID_MAX 600
 
 /* The word of the per-container summary: "stopped", "started", "already running",
- * "already stopped", "container stopped", "FAILED", "NO ANSWER", "INTERRUPTED", "UNREACHABLE". */
+ * "already stopped", "container stopped", "FAILED", "NO ANSWER", "INTERRUPTED", "UNREACHABLE",
+ * "restarted", "NOT STARTED". */
 const char *stopstart_word(bool start, enum stopstart_outcome o);
 
-/* Is o a success of the verb?  A stopped container is one for stop (nothing runs there), a
- * failure for start (nothing can start there). */
+/* Is o a success of the verb?  A stopped container is a failure of both: nothing can start
+ * there, and a stop did not reach its agent, which still has the job started and starts the gang
+ * again when the container starts (it counted as stopped: the job came back by itself). */
 bool stopstart_is_ok(bool start, enum stopstart_outcome o);
 
 /* The exit code of a stop or start over n containers: EXIT_OK when every one succeeded,
@@ -53,6 +63,25 @@ const char *stopstart_history_result(bool start, const enum stopstart_outcome *o
  * can be: the verb says so once, exit 1, and records no history (there is no release to name). */
 bool stopstart_never_deployed(const enum stopstart_outcome *o, char (*said)[STOPSTART_SAID_MAX],
                               int n);
+
+/* Whether the gang of js runs (or is starting) as a generation of its own: the agent answers
+ * a start there "already running" (starting, running, or reverted: its good release runs). */
+bool stopstart_gang_runs(const struct job_status *js);
+
+/* A start of a gang of n containers must bring it up as one rendezvous generation: the ranks of
+ * a generation pair only with each other, so a part that runs on as an older one never forms
+ * with the part that starts (every rank exits 8, "rendezvous failed", for ever).  runs[i]: the
+ * gang runs in container i; down[i]: it is known not to run there (nothing known: neither).
+ * When it runs in some and is down in others, ret_part[i] says where it runs (to be stopped
+ * first, then started with the others as one generation) and the count is returned; otherwise
+ * 0 (it runs everywhere, nowhere, n < 2) and ret_part is not written. */
+int stopstart_split_gang(const bool *runs, const bool *down, int n, bool ret_part[]);
+
+/* What to tell the operator about container vmid on host, which is not running (pct's words in
+ * said): start: start it, then start again; stop: its gang does not run now but its agent starts it
+ * again with the container: start it, then stop again.  A vmid < 0 (a local root): no pct. */
+void stopstart_ct_stopped_hint(bool start, const char *job, int vmid, const char *host,
+                               const char *said, char *buf, size_t sz);
 
 /* What to tell the operator about a container whose agent refused or failed the verb, from its
  * words (said): a job the agent never had is a job never deployed there (deploy it first); pct's
@@ -84,7 +113,9 @@ void stopstart_job_budget(const struct inventory *inv, const struct inv_job *j, 
 /* `drover stop --job J` (start false) or `drover start --job J` (start true) of one job: the
  * job's lock and deploy lease (another operator's deploy is refused, nothing changed), then
  * `drover-agent stop|start --job J` in every container at once, each given the job's grace plus
- * exec_timeout to answer; a summary line per container on stdout, one history record
+ * exec_timeout to answer (start: one rendezvous generation for all; where the gang of several
+ * containers runs in part, it is stopped there first, or nothing is started when it cannot be:
+ * stopstart_split_gang); a summary line per container on stdout, one history record
  * (stopstart_history_result: none for a start that found it running everywhere) in state_dir
  * and in every container, whose write gives the lease back where the agent knows how; the rest
  * of the lease is given back at the end.  dry_run: say what

@@ -3,7 +3,8 @@
 # stays stopped: no worker process is left, `drover status` and `drover top` say "stopped" (not a
 # failure, exit 0), and the history records it.  A start while another operator holds the job's
 # deploy lease is refused, nothing started.  `drover start --job J` brings every rank back; a
-# second start says it was already running and records nothing.  A deploy of the release the
+# second start says it was already running and records nothing; a start of a gang that runs in
+# part brings it up as one generation.  A deploy of the release the
 # stopped job ran starts it (on probation) and says that the job was stopped.
 # Operators used to run `drover-agent stop --job J` in each container by hand.
 set -uo pipefail
@@ -72,6 +73,21 @@ show_drover 4
 check "a second start exits 0: already running" eval '(( DROVER_RC == 0 )) && drover_said "already running"'
 check "... says nothing was started or recorded" drover_said "was already running in all 3 containers: nothing started, nothing recorded"
 check "... and records no 'started' line in the history" test "$(nstarted)" = "$before"
+
+# A start of a gang that ran in part: h2:201's part was answered "already running" and kept its
+# old rendezvous generation while h1's started as a new one, so the gang never formed (every rank
+# exited 8, rendezvous failed) and start exited 0.  Now the part that runs is stopped first (or,
+# where its agent already backs off after its peers went, simply started) and all start as one.
+say "h1:101 and h1:102 stopped by hand, h2:201 left running: start brings the gang up as one generation"
+for c in h1:101 h1:102; do ct "$c" /usr/local/bin/drover-agent stop --job train >/dev/null; done
+drover start --job train
+show_drover 6
+check "start exits 0" test "$DROVER_RC" = 0
+check "... and h2:201 is not left 'already running' as its old generation" \
+	eval '! drover_said "^h2:201 +already running"'
+check "... h1:101 and h1:102 started" \
+	eval 'drover_said "^h1:101 +started " && drover_said "^h1:102 +started "'
+check "every rank heartbeats and trains again, as one gang" all_ranks_advance 3 120
 
 # It used to relaunch the job on probation without a word about it being stopped.
 say "deploy of the release the stopped job already runs: it starts it, and says so"

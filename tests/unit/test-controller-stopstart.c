@@ -2,12 +2,15 @@
  * (controller/cmd_stopstart.c: --job repeats, --all-jobs, never both nor neither, ret untouched on
  * a usage error) and the per-container judgement and exit code (controller/deploy/stopstart.c:
  * a container that does not answer, or whose host is unreachable, fails the verb; a stopped
- * container is a success for stop and a failure for start; "already running" is fine), and the
+ * container fails both: for stop its agent starts the gang again with the container, so it is
+ * said with what to do; "already running" is fine), and the
  * steps of the fan-out both it and the switch's stop phase use (controller/deploy/fan.c,
  * agent_fan_line/agent_fan_end: which line is kept, what ends a stream), and the worst case a
  * stop announces (stopstart_budget_of: it said only the agents' answers, "deadline 150 s", while
  * the lease taken before and the record and lease given back after can add as much again; with
- * several jobs, one after another, the sum of theirs). */
+ * several jobs, one after another, the sum of theirs), and a start of a gang that runs in part
+ * (stopstart_split_gang, against a fake agent: the running part is stopped first, every
+ * container starts as one rendezvous generation). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -97,7 +101,10 @@ static void test_exit_code(void **state)
     assert_int_equal(stopstart_exit(true, all_ok, 3, false), EXIT_OK);
     assert_int_equal(stopstart_exit(true, all_ok, 3, true), EXIT_HOSTKEY);
     enum stopstart_outcome ct_down[] = { SS_DONE, SS_CT_STOPPED };
-    assert_int_equal(stopstart_exit(false, ct_down, 2, false), EXIT_OK); /* nothing runs there */
+    /* its agent starts the gang again with the container: not stopped (it exited 0) */
+    assert_int_equal(stopstart_exit(false, ct_down, 2, false), EXIT_FAIL);
+    assert_false(stopstart_is_ok(false, SS_CT_STOPPED));
+    assert_false(stopstart_is_ok(true, SS_CT_STOPPED));
     assert_int_equal(stopstart_exit(true, ct_down, 2, false), EXIT_FAIL); /* nothing can start there */
     enum stopstart_outcome slow[] = { SS_DONE, SS_NO_ANSWER, SS_DONE };
     assert_int_equal(stopstart_exit(false, slow, 3, false), EXIT_FAIL);
@@ -120,7 +127,8 @@ static void test_history_result(void **state)
     assert_string_equal(stopstart_history_result(true, done, 2, EXIT_OK), "started");
     assert_string_equal(stopstart_history_result(false, done, 2, EXIT_OK), "stopped");
     enum stopstart_outcome ct_down[] = { SS_DONE, SS_CT_STOPPED };
-    assert_string_equal(stopstart_history_result(false, ct_down, 2, EXIT_OK), "stopped");
+    assert_string_equal(stopstart_history_result(false, ct_down, 2, stopstart_exit(false, ct_down, 2, false)),
+                        "stop-failed");
     assert_string_equal(stopstart_history_result(true, ct_down, 2, EXIT_FAIL), "start-failed");
     enum stopstart_outcome half[] = { SS_ALREADY, SS_NO_ANSWER };
     assert_string_equal(stopstart_history_result(true, half, 2, EXIT_FAIL), "start-failed");
@@ -167,6 +175,27 @@ static void test_failed_hint(void **state)
     assert_non_null(strstr(buf, "`drover logs --job train --agent`")); /* the agent's own log, by a verb */
     stopstart_failed_hint(true, "train", "h1:101", "", buf, sizeof buf);
     assert_non_null(strstr(buf, "failed: no reason given"));
+}
+
+/* A stopped container: stop said "nothing runs there" and counted it stopped, but its agent
+ * starts the gang again when the container starts; both verbs say what to do, with the vmid
+ * and host to start it on. */
+static void test_ct_stopped_hint(void **state)
+{
+    (void)state;
+    char buf[1200];
+    stopstart_ct_stopped_hint(false, "train", 201, "h2", "CT 201 not running", buf, sizeof buf);
+    assert_non_null(strstr(buf, "the container is not running (pct: CT 201 not running)"));
+    assert_non_null(strstr(buf, "starts the gang again when the container starts"));
+    assert_non_null(strstr(buf, "`pct start 201` on h2"));
+    assert_non_null(strstr(buf, "then run `drover stop --job train` again"));
+    assert_null(strstr(buf, "nothing runs there"));
+    stopstart_ct_stopped_hint(true, "train", 201, "h2", "", buf, sizeof buf);
+    assert_non_null(strstr(buf, "(pct: -)"));
+    assert_non_null(strstr(buf, "`pct start 201` on h2"));
+    assert_non_null(strstr(buf, "then run `drover start --job train` again"));
+    stopstart_ct_stopped_hint(false, "train", -1, "h1", "x", buf, sizeof buf);
+    assert_null(strstr(buf, "pct start"));
 }
 
 /* The old gang's stop in a deploy's switch said nothing until it ended or the switch deadline
@@ -388,6 +417,214 @@ static void test_never_deployed(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* Which part of a gang a start must stop first: where it runs, when it is known not to run
+ * in another container (a start there starts a new generation the running part never joins). */
+static void test_split_gang(void **state)
+{
+    (void)state;
+    bool part[3] = { true, true, true };
+    /* h2:201 runs, h1:101 and h1:102 stopped: h2:201 is stopped first */
+    assert_int_equal(stopstart_split_gang((bool[]){ false, false, true },
+                                          (bool[]){ true, true, false }, 3, part),
+                     1);
+    assert_false(part[0]);
+    assert_false(part[1]);
+    assert_true(part[2]);
+    /* everywhere, nowhere, or nothing known of the rest: nothing to stop, part untouched */
+    bool keep[3] = { true, true, true };
+    assert_int_equal(stopstart_split_gang((bool[]){ true, true, true },
+                                          (bool[]){ false, false, false }, 3, keep),
+                     0);
+    assert_int_equal(stopstart_split_gang((bool[]){ false, false, false },
+                                          (bool[]){ true, true, true }, 3, keep),
+                     0);
+    assert_int_equal(stopstart_split_gang((bool[]){ true, false, false },
+                                          (bool[]){ false, false, false }, 3, keep),
+                     0);
+    assert_int_equal(stopstart_split_gang((bool[]){ true }, (bool[]){ true }, 1, keep), 0);
+    assert_true(keep[0] && keep[1] && keep[2]);
+    struct job_status js = { .state = GANG_RUNNING };
+    assert_true(stopstart_gang_runs(&js));
+    js.state = GANG_STARTING;
+    assert_true(stopstart_gang_runs(&js));
+    js.state = GANG_REVERTED; /* its good release runs */
+    assert_true(stopstart_gang_runs(&js));
+    js.state = GANG_BACKOFF; /* a start starts it: not "already running" */
+    assert_false(stopstart_gang_runs(&js));
+    js.state = GANG_STOPPED;
+    assert_false(stopstart_gang_runs(&js));
+    js.state = GANG_FAILED;
+    assert_false(stopstart_gang_runs(&js));
+    assert_true(stopstart_is_ok(true, SS_RESTARTED));
+    assert_false(stopstart_is_ok(true, SS_HELD_BACK));
+    assert_string_equal(stopstart_word(true, SS_RESTARTED), "restarted");
+    assert_string_equal(stopstart_word(true, SS_HELD_BACK), "NOT STARTED");
+}
+
+/* The fake agent of test_start_split_gang: DIR/<root>/status.json for `lease take --status`, a
+ * DIR/<root>/running file for a gang that runs (start answers "already running" there), stop
+ * refused where DIR/<root>/stuck exists; every command logged to DIR/log as "<root> ARGS". */
+static void split_agent(const char *dir, const char *root, enum gang_state state, bool running)
+{
+    char path[512], text[512];
+    struct agent_status *st = malloc(sizeof *st);
+    assert_non_null(st);
+    fake_agent_status_init(st);
+    st->njobs = 1;
+    strcpy(st->jobs[0].job, "train");
+    st->jobs[0].state = state;
+    memset(st->jobs[0].current, 'a', RELEASE_ID_LEN);
+    memset(st->jobs[0].good, 'a', RELEASE_ID_LEN);
+    char *doc = fake_agent_doc(st, false);
+    free(st);
+    snprintf(text, sizeof text, "mkdir -p '%s/%s' && rm -f '%s/%s/running'", dir, root, dir, root);
+    assert_int_equal(system(text), 0);
+    snprintf(path, sizeof path, "%s/%s/status.json", dir, root);
+    capture_put(path, doc, 0600);
+    free(doc);
+    if (running) {
+        snprintf(path, sizeof path, "%s/%s/running", dir, root);
+        capture_put(path, "", 0600);
+    }
+}
+
+static char *split_log(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/log", dir);
+    char *log = capture_slurp(path);
+    (void)unlink(path);
+    return log;
+}
+
+/* How many commands of log were asked of root's agent and hold what. */
+static int split_asked(const char *log, const char *root, const char *what)
+{
+    int n = 0;
+    size_t rl = strlen(root);
+    for (const char *l = log; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        const char *hit = strstr(l, what), *nl = strchr(l, '\n');
+        n += !strncmp(l, root, rl) && l[rl] == ' ' && hit && (!nl || hit < nl);
+    }
+    return n;
+}
+
+/* The rendezvous generation of every `start` in log: the same in all, written to gen; returns
+ * how many starts there were (-1: two generations). */
+static int split_starts(const char *log, char gen[64])
+{
+    int n = 0;
+    gen[0] = '\0';
+    for (const char *p = log; (p = strstr(p, " start --job train --rdzv ")); n++) {
+        p += strlen(" start --job train --rdzv ");
+        char g[64];
+        snprintf(g, sizeof g, "%.*s", (int)strcspn(p, " \n"), p);
+        if (gen[0] && strcmp(gen, g))
+            return -1;
+        strcpy(gen, g);
+    }
+    return n;
+}
+
+/* A start of a gang of several containers that ran in part: the new ranks got a new rendezvous
+ * generation and the part that ran ("already running") kept its old one, so the gang never
+ * formed (every rank "exited with code 8 ... rendezvous failed") while the start said it runs,
+ * exit 0.  Now the running part is stopped first and started with the others as one generation;
+ * where the lease's status did not tell, the start's answers do and the part is started again as
+ * the same generation; where it cannot be stopped, nothing is started, exit 1. */
+static void test_start_split_gang(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-split-XXXXXX", text[2048], path[256], out[128], err[128],
+         gen[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(path, sizeof path, "%s/agent", dir);
+    snprintf(
+        text, sizeof text,
+        "#!/bin/sh\nr=; p=\nfor a; do [ \"$p\" = --root ] && r=$a; p=$a; done\n"
+        "echo \"${r##*/} $*\" >> '%s/log'\n"
+        "case \" $* \" in\n"
+        "*' lease take '*) cat \"$r/status.json\";;\n"
+        "*' stop --job '*) [ -e \"$r/stuck\" ] && { echo 'gang still stopping' >&2; exit 1; }\n"
+        "  rm -f \"$r/running\"; echo 'ok: stopped: no process of the gang is left';;\n"
+        "*' start --job '*) if [ -e \"$r/running\" ]; then echo 'ok: already running'; else\n"
+        "  touch \"$r/running\"; echo 'ok release aaaaaaaaaaaa generation 2'; fi;;\n"
+        "esac\nexit 0\n",
+        dir);
+    capture_put(path, text, 0755);
+    struct inventory *inv = fake_agent_inventory(dir, "exec_timeout = 10s\n", "grace = 5s\n", "c");
+    char *argv[] = { "start", "--job", "train", NULL };
+
+    /* the lease's status says b runs, a does not: b is stopped first, then both start as one */
+    split_agent(dir, "a", GANG_STOPPED, false);
+    split_agent(dir, "b", GANG_RUNNING, true);
+    assert_int_equal(capture_verb(cmd_start, inv, argv, 3, out, err), EXIT_OK);
+    char *log = split_log(dir), *said = capture_slurp(out), *said_err = capture_slurp(err);
+    /* b stopped first, alone; then both started as one generation */
+    if (split_asked(log, "b", " stop --job train") != 1 ||
+        split_asked(log, "a", " stop --job train") || split_starts(log, gen) != 2 ||
+        strstr(log, " stop --job train") > strstr(log, " start --job train") ||
+        !strstr(said,
+                "job 'train' runs in 2 containers as one generation (1 started, 1 restarted") ||
+        strstr(said, "already running") ||
+        !strstr(said_err, "start: job 'train' runs in h1:local:"))
+        fail_msg("log:\n%s\nstdout:\n%s\nstderr:\n%s", log, said, said_err);
+    free(log);
+    free(said);
+    free(said_err);
+
+    /* the status did not tell (it says stopped in both, b runs): b answers "already running",
+     * a started; b is then stopped and started again as a's generation */
+    split_agent(dir, "a", GANG_STOPPED, false);
+    split_agent(dir, "b", GANG_STOPPED, true);
+    assert_int_equal(capture_verb(cmd_start, inv, argv, 3, out, err), EXIT_OK);
+    log = split_log(dir);
+    said = capture_slurp(out);
+    said_err = capture_slurp(err);
+    if (split_starts(log, gen) != 3 || !strstr(log, " stop --job train") ||
+        !strstr(said, "1 started, 1 restarted") ||
+        !strstr(said_err, "was already running in h1:local:"))
+        fail_msg("log:\n%s\nstdout:\n%s\nstderr:\n%s", log, said, said_err);
+    free(log);
+    free(said);
+    free(said_err);
+
+    /* the running part cannot be stopped: nothing is started anywhere, exit 1, what to do said */
+    split_agent(dir, "a", GANG_STOPPED, false);
+    split_agent(dir, "b", GANG_RUNNING, true);
+    snprintf(path, sizeof path, "%s/b/stuck", dir);
+    capture_put(path, "", 0600);
+    assert_int_equal(capture_verb(cmd_start, inv, argv, 3, out, out), EXIT_FAIL);
+    log = split_log(dir);
+    said = capture_slurp(out);
+    if (split_starts(log, gen) != 0 || !strstr(said, "NOT STARTED") ||
+        !strstr(said, "gang still stopping") ||
+        !strstr(
+            said,
+            "nothing was started anywhere: a gang of several containers starts as one generation"))
+        fail_msg("log:\n%s\nsaid:\n%s", log, said);
+    free(log);
+    free(said);
+    (void)unlink(path);
+
+    /* running everywhere: already running, nothing stopped, exit 0 as before */
+    split_agent(dir, "a", GANG_RUNNING, true);
+    split_agent(dir, "b", GANG_RUNNING, true);
+    assert_int_equal(capture_verb(cmd_start, inv, argv, 3, out, err), EXIT_OK);
+    log = split_log(dir);
+    said = capture_slurp(out);
+    if (strstr(log, " stop --job train") ||
+        !strstr(said, "was already running in all 2 containers"))
+        fail_msg("log:\n%s\nsaid:\n%s", log, said);
+    free(log);
+    free(said);
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 /* `drover promote` and `drover revert` of a job `drover stop` stopped (on its good release, or on
  * a release left unpromoted): they said "runs its good release: nothing is held" or went on to
  * promote what did not run; now: stopped where, and `drover start --job J` runs it again.
@@ -437,6 +674,7 @@ int main(void)
         cmocka_unit_test(test_judge),
         cmocka_unit_test(test_exit_code),
         cmocka_unit_test(test_failed_hint),
+        cmocka_unit_test(test_ct_stopped_hint),
         cmocka_unit_test(test_fan_steps),
         cmocka_unit_test(test_fan_said),
         cmocka_unit_test(test_fan_tick),
@@ -445,6 +683,8 @@ int main(void)
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_stop_announces_worst_case),
         cmocka_unit_test(test_decide_stopped),
+        cmocka_unit_test(test_split_gang),
+        cmocka_unit_test(test_start_split_gang),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
