@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -401,6 +402,34 @@ bool ssh_conn_is_alive(struct ssh_conn *c)
 int ssh_conn_fd(struct ssh_conn *c)
 {
     return ssh_get_fd(c->s);
+}
+
+/* Bytes the kernel holds unread on fd; 0 when it cannot tell. */
+static int fd_unread(int fd)
+{
+    int n = 0;
+    return fd >= 0 && ioctl(fd, FIONREAD, &n) == 0 && n > 0 ? n : 0;
+}
+
+int ssh_conn_drain(struct ssh_conn *c)
+{
+    int fd = ssh_get_fd(c->s);
+    if (fd < 0)
+        return 0;
+    int before = fd_unread(fd);
+    /* libssh reads a session's socket only from inside a channel call on that session; the
+     * event API is its public way to read and dispatch packets with no channel at hand */
+    ssh_event ev = ssh_event_new();
+    if (!ev)
+        return -ENOMEM;
+    if (ssh_event_add_session(ev, c->s) == SSH_OK)
+        (void)ssh_event_dopoll(ev, 0);
+    (void)ssh_event_remove_session(ev, c->s);
+    ssh_event_free(ev);
+    int after = ssh_get_fd(c->s);
+    if (after != fd) /* the peer closed: libssh closed the socket, the session is dead */
+        return 1;
+    return fd_unread(fd) < before ? 1 : 0;
 }
 
 static int rewrite_known_hosts(const struct ssh_params *p, char *err, size_t err_sz)

@@ -99,6 +99,12 @@ int ssh_stream_open(struct ssh_conn *c, const char *cmdline, struct ssh_stream *
 int ssh_stream_read(struct ssh_stream *s, char *buf, size_t buf_sz, char *err_buf, size_t err_sz,
                     size_t *ret_err_n);
 int ssh_conn_fd(struct ssh_conn *c);
+/* Let libssh read what the session's socket holds now and dispatch it (channel data into its
+ * channel, a keepalive answered, the close of a channel already freed dropped); never blocks.
+ * A socket poll() calls readable stays readable until this or a channel read on the same
+ * session takes the bytes.  1 when something was taken (or the peer closed), 0 when nothing
+ * was, -ENOMEM. */
+int ssh_conn_drain(struct ssh_conn *c);
 /* The libssh session (an ssh_session) for controller/send.c's streaming channel; borrowed. */
 void *ssh_conn_session(struct ssh_conn *c);
 /* How long one of libssh's blocking calls on this session (opening a channel, say) may wait:

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <cmocka.h>
 
 #include "common/util.h"
+#include "controller/transport/conn.h"
 #include "controller/transport/quote.h"
 #include "controller/transport/ssh.h"
 
@@ -367,6 +369,70 @@ static void test_stream(void **state)
     ssh_conn_free(c);
 }
 
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* `drover stop` against a frozen agent spun a core for its whole limit: the fan-out reads the
+ * waiting container's channel on host A, and waits on every host's socket; bytes on host B's
+ * session that no channel read of the loop takes (a stream there whose container answered, the
+ * close of a channel already freed, a keepalive) kept B's socket readable, so the wait returned
+ * at once, thousands of times a second.  The wait must wait when nothing new came. */
+static void test_wait_waits_on_unread_bytes(void **state)
+{
+    (void)state;
+    NEED_SSHD();
+    struct ssh_conn *a = connect_ok(), *b = connect_ok();
+    char err[1024], buf[256], ebuf[256];
+    size_t en;
+    struct ssh_stream *sa, *sb;
+    assert_int_equal(ssh_stream_open(a, "sleep 30", &sa, err, sizeof err), 0); /* the frozen agent */
+    assert_int_equal(ssh_stream_open(b, "echo done; sleep 30", &sb, err, sizeof err), 0);
+    usleep(500000); /* B's line is on B's socket, and the loop below never reads B */
+    struct conn ca = { .ssh = a }, cb = { .ssh = b };
+    struct conn *conns[] = { &ca, &cb };
+    double t0 = time_mono(), c0 = cpu_s();
+    int turns = 0;
+    while (time_mono() - t0 < 1.0) { /* agent_fan_run's loop */
+        assert_int_equal(ssh_stream_read(sa, buf, sizeof buf, ebuf, sizeof ebuf, &en), 0);
+        conn_wait(conns, 2, 200);
+        turns++;
+    }
+    double cpu = cpu_s() - c0;
+    if (turns > 10 || cpu > 0.3)
+        fail_msg("the wait did not wait: %d turns and %.2f s of CPU in 1 s", turns, cpu);
+    /* what B held was not lost: it went to B's channel */
+    assert_int_equal(ssh_stream_read(sb, buf, sizeof buf, ebuf, sizeof ebuf, &en), 5);
+    assert_memory_equal(buf, "done\n", 5);
+    /* and a line for a waiting channel still ends the wait at once */
+    struct ssh_stream *sc;
+    assert_int_equal(ssh_stream_open(a, "sleep 0.3; echo now; sleep 30", &sc, err, sizeof err), 0);
+    t0 = time_mono();
+    int n = 0;
+    while (n == 0 && time_mono() - t0 < 10) {
+        conn_wait(conns, 2, 5000);
+        n = ssh_stream_read(sc, buf, sizeof buf, ebuf, sizeof ebuf, &en);
+        assert_true(n >= 0);
+    }
+    assert_int_equal(n, 4);
+    assert_true(time_mono() - t0 < 3);
+    /* nothing at all: the whole time, not more */
+    t0 = time_mono();
+    conn_wait(conns, 2, 300);
+    double el = time_mono() - t0;
+    if (el < 0.28 || el > 1.0)
+        fail_msg("a 300 ms wait took %.3f s", el);
+    ssh_stream_free(sc);
+    ssh_stream_free(sa);
+    ssh_stream_free(sb);
+    ssh_conn_free(a);
+    ssh_conn_free(b);
+}
+
 static void test_upload(void **state)
 {
     (void)state;
@@ -403,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_upload),
         cmocka_unit_test(test_frozen_host_is_named),
+        cmocka_unit_test(test_wait_waits_on_unread_bytes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
