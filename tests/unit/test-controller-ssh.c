@@ -390,7 +390,8 @@ static void test_wait_waits_on_unread_bytes(void **state)
     char err[1024], buf[256], ebuf[256];
     size_t en;
     struct ssh_stream *sa, *sb;
-    assert_int_equal(ssh_stream_open(a, "sleep 30", &sa, err, sizeof err), 0); /* the frozen agent */
+    /* A: the frozen agent's stream */
+    assert_int_equal(ssh_stream_open(a, "sleep 30", &sa, err, sizeof err), 0);
     assert_int_equal(ssh_stream_open(b, "echo done; sleep 30", &sb, err, sizeof err), 0);
     usleep(500000); /* B's line is on B's socket, and the loop below never reads B */
     struct conn ca = { .ssh = a }, cb = { .ssh = b };
