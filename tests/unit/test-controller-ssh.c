@@ -230,6 +230,47 @@ static struct ssh_conn *connect_ok(void)
     return c;
 }
 
+/* A known_hosts line for the host that libssh cannot read (`127.0.41.2 ssh-ed25519 garbage`)
+ * makes libssh 0.10 ignore the whole file for that host: every command said "unknown host key
+ * ...; run: drover trust h1", and trust said "added" each time, forever.  Both name the line. */
+static void test_bad_known_hosts_line(void **state)
+{
+    (void)state;
+    NEED_SSHD();
+    ssh_conn_free(connect_ok()); /* kh: the host's valid key, one line */
+    struct ssh_params p = params();
+    struct ssh_conn *c = NULL;
+    char err[1024], fp[SSH_FP_MAX], want[300];
+    int st = -1;
+    assert_int_equal(sh("echo '[127.0.0.1]:%d ssh-ed25519 garbage' >> %s", port, kh), 0);
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), -ENOKEY);
+    assert_null(c);
+    snprintf(want, sizeof want, "known_hosts %s:2 is not a valid entry (its ssh-ed25519 key does "
+             "not decode)", kh);
+    if (!strstr(err, want) || !strstr(err, "remove or fix that line"))
+        fail_msg("want \"%s\" in: %s", want, err);
+    assert_null(strstr(err, "run: drover")); /* trusting again cannot help */
+    /* trust does not say "added" to a file that will not show the key: it names the line */
+    for (int replace = 0; replace < 2; replace++) {
+        assert_int_equal(ssh_trust_host(&p, replace, NULL, fp, &st, err, sizeof err), -EBADMSG);
+        if (!strstr(err, want) || !strstr(err, "nothing was written"))
+            fail_msg("want \"%s\" in: %s", want, err);
+        assert_int_equal(st, -1);
+        assert_int_equal(sh("test $(grep -c . %s) = 2", kh), 0);
+    }
+    /* before the valid line, and an unknown key type */
+    assert_int_equal(sh("sed -i '$d' %s && sed -i '1i [127.0.0.1]:%d ssh-nope AAAA' %s", kh, port, kh), 0);
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), -ENOKEY);
+    snprintf(want, sizeof want, "known_hosts %s:1 is not a valid entry (key type 'ssh-nope' is not "
+             "one libssh knows)", kh);
+    if (!strstr(err, want))
+        fail_msg("want \"%s\" in: %s", want, err);
+    /* another host's bad line is not this host's business, and libssh skips it too */
+    assert_int_equal(sh("sed -i '1d' %s && echo '127.0.41.2 ssh-ed25519 garbage' >> %s", kh, kh), 0);
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), 0);
+    ssh_conn_free(c);
+}
+
 static void test_auth_and_connect_errors(void **state)
 {
     (void)state;
@@ -465,6 +506,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_then_trusted),
         cmocka_unit_test(test_changed_key),
+        cmocka_unit_test(test_bad_known_hosts_line),
         cmocka_unit_test(test_auth_and_connect_errors),
         cmocka_unit_test(test_exec),
         cmocka_unit_test(test_stream),
