@@ -552,9 +552,9 @@ int ssh_trust_host(const struct ssh_params *p, bool replace, const char *expect_
     char why[160];
     int bad = r == -ENOKEY ? known_hosts_bad_line(s, p->known_hosts, why, sizeof why) : 0;
     if (bad > 0) { /* an added key would not be seen: "added", and the host unknown forever */
-        snprintf(err, err_sz, "%s: known_hosts %s:%d is not a valid entry (%s), and libssh reads no "
-                 "further for this host: remove or fix that line, then trust again; nothing was "
-                 "written", label, p->known_hosts, bad, why);
+        snprintf(err, err_sz, "%s: known_hosts %s:%d is not a valid entry (%s), and libssh reads "
+                 "no further for this host: remove or fix that line, then trust again; nothing "
+                 "was written", label, p->known_hosts, bad, why);
         r = -EBADMSG;
         goto out;
     }

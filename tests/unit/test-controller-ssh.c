@@ -259,14 +259,16 @@ static void test_bad_known_hosts_line(void **state)
         assert_int_equal(sh("test $(grep -c . %s) = 2", kh), 0);
     }
     /* before the valid line, and an unknown key type */
-    assert_int_equal(sh("sed -i '$d' %s && sed -i '1i [127.0.0.1]:%d ssh-nope AAAA' %s", kh, port, kh), 0);
+    assert_int_equal(sh("sed -i '$d' %s && sed -i '1i [127.0.0.1]:%d ssh-nope AAAA' %s", kh, port,
+                        kh), 0);
     assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), -ENOKEY);
     snprintf(want, sizeof want, "known_hosts %s:1 is not a valid entry (key type 'ssh-nope' is not "
              "one libssh knows)", kh);
     if (!strstr(err, want))
         fail_msg("want \"%s\" in: %s", want, err);
     /* another host's bad line is not this host's business, and libssh skips it too */
-    assert_int_equal(sh("sed -i '1d' %s && echo '127.0.41.2 ssh-ed25519 garbage' >> %s", kh, kh), 0);
+    assert_int_equal(sh("sed -i '1d' %s && echo '127.0.41.2 ssh-ed25519 garbage' >> %s", kh, kh),
+                     0);
     assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), 0);
     ssh_conn_free(c);
 }
