@@ -99,7 +99,8 @@ int cmd_trust(struct fleet *f, int argc, char **argv)
                                  "error", r < 0 ? err : NULL));
         if (r < 0) {
             log_error("%s", err);
-            ret = r == -EKEYREJECTED ? EXIT_HOSTKEY : EXIT_FAIL;
+            /* a changed key, or a known_hosts line for the host that libssh cannot read */
+            ret = r == -EKEYREJECTED || r == -EBADMSG ? EXIT_HOSTKEY : EXIT_FAIL;
             continue;
         }
         if (!json)

@@ -378,14 +378,42 @@ void conn_stream_free(struct conn_stream *s)
 void conn_wait(struct conn **conns, int nconns, int ms)
 {
     struct pollfd pfd[INV_MAX_HOSTS];
+    struct ssh_conn *sc[INV_MAX_HOSTS];
     int n = 0;
     for (int i = 0; i < nconns && n < INV_MAX_HOSTS; i++)
-        if (conns[i] && conns[i]->ssh)
+        if (conns[i] && conns[i]->ssh) {
+            sc[n] = conns[i]->ssh;
             pfd[n++] = (struct pollfd){ .fd = ssh_conn_fd(conns[i]->ssh), .events = POLLIN };
-    if (n)
-        (void)poll(pfd, (nfds_t)n, ms);
-    else
+        }
+    if (!n) {
         usleep((useconds_t)ms * 1000);
+        return;
+    }
+    /* A socket is readable until libssh takes its bytes, and the caller's channel reads take
+     * them only for sessions that still have a stream of the caller's: the close of a freed
+     * channel or a keepalive on another host's session kept poll() answering at once, and the
+     * caller's loop spun a core for its whole limit.  Whatever woke the poll is handed to libssh
+     * here; a socket it takes nothing from is not watched again in this wait. */
+    double end = time_mono() + ms / 1000.0;
+    for (;;) {
+        double left = end - time_mono();
+        if (left <= 0)
+            return;
+        int r = poll(pfd, (nfds_t)n, (int)(left * 1000) + 1);
+        if (r <= 0) /* the time is up, or a signal: the caller looks at its flags */
+            return;
+        bool taken = false;
+        for (int i = 0; i < n; i++) {
+            if (!pfd[i].revents)
+                continue;
+            if (ssh_conn_drain(sc[i]) > 0)
+                taken = true;
+            else
+                pfd[i].fd = -1;
+        }
+        if (taken) /* maybe a caller's channel got data: it reads, then waits again */
+            return;
+    }
 }
 
 static int copy_local(const char *src, const char *dst, char *err, size_t err_sz)

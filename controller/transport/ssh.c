@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -250,6 +251,66 @@ static void known_fingerprints(const struct ssh_params *p, char *out, size_t out
     free(text);
 }
 
+/* Why libssh cannot read known_hosts line `line`, for the operator. */
+static void bad_line_why(const char *line, char *why, size_t why_sz)
+{
+    char copy[512], *save = NULL;
+    (void)str_copy(copy, sizeof copy, line);
+    (void)strtok_r(copy, " \t", &save); /* the host field */
+    const char *type = strtok_r(NULL, " \t", &save);
+    const char *key = type ? strtok_r(NULL, " \t", &save) : NULL;
+    char shown[64];
+    if (!type)
+        snprintf(why, why_sz, "no key type and no key after the host");
+    else if (ssh_key_type_from_name(type) == SSH_KEYTYPE_UNKNOWN)
+        snprintf(why, why_sz, "key type '%s' is not one libssh knows",
+                 text_escape(type, strlen(type), shown, sizeof shown));
+    else if (!key)
+        snprintf(why, why_sz, "no key after the key type");
+    else
+        snprintf(why, why_sz, "its %s key does not decode", type);
+}
+
+/* libssh 0.10 reads known_hosts for a host line by line and gives up on the whole file at the
+ * first line that names the host but that it cannot read (a key that does not decode, a key
+ * type it does not know, a missing field): the host is then "unknown", whatever key the file
+ * holds for it before or after that line, and the key `drover trust` adds is not seen either.
+ * The 1-based number of that line of s's host in file, and why into why; 0 when there is none
+ * (or the file cannot be read). */
+static int known_hosts_bad_line(ssh_session s, const char *file, char *why, size_t why_sz)
+{
+    char *host = NULL, pattern[300], *text;
+    unsigned port = 22;
+    size_t len;
+    if (ssh_options_get(s, SSH_OPTIONS_HOST, &host) != SSH_OK)
+        return 0;
+    (void)ssh_options_get_port(s, &port);
+    int r = knownhosts_pattern(host, (int)port, pattern, sizeof pattern);
+    ssh_string_free_char(host);
+    if (r < 0 || fs_read_file(file, KNOWNHOSTS_MAX_BYTES, &text, &len) < 0)
+        return 0;
+    int found = 0, lineno = 0;
+    for (char *line = text, *next; line && !found; line = next) {
+        lineno++;
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        const char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p || *p == '#' || *p == '@') /* as libssh: skipped, never read as an entry */
+            continue;
+        struct ssh_knownhosts_entry *e = NULL;
+        if (ssh_known_hosts_parse_line(pattern, line, &e) == SSH_ERROR) {
+            found = lineno;
+            bad_line_why(p, why, why_sz);
+        }
+        ssh_knownhosts_entry_free(e);
+    }
+    free(text);
+    return found;
+}
+
 /* "SHA256:" and 43 base64 characters (no padding), as ssh-keygen -l and drover print them. */
 bool ssh_fingerprint_is_valid(const char *fp)
 {
@@ -316,6 +377,14 @@ int ssh_conn_open(const struct ssh_params *p, struct ssh_conn **ret_conn, char *
         goto fail;
     char fp[SSH_FP_MAX];
     r = session_check_key(c->s, fp);
+    char why[160];
+    int bad = r == -ENOKEY ? known_hosts_bad_line(c->s, p->known_hosts, why, sizeof why) : 0;
+    if (bad > 0) { /* trust would add a key that is not seen either: the line is named */
+        snprintf(err, err_sz, "%s: cannot check the host key %s: known_hosts %s:%d is not a valid "
+                 "entry (%s), and libssh reads no further for this host: remove or fix that line",
+                 c->label, fp, p->known_hosts, bad, why);
+        goto fail;
+    }
     if (r == -ENOKEY) {
         struct stat st;
         const char *trust = p->trust_cmd ? p->trust_cmd : "drover trust HOST";
@@ -403,6 +472,34 @@ int ssh_conn_fd(struct ssh_conn *c)
     return ssh_get_fd(c->s);
 }
 
+/* Bytes the kernel holds unread on fd; 0 when it cannot tell. */
+static int fd_unread(int fd)
+{
+    int n = 0;
+    return fd >= 0 && ioctl(fd, FIONREAD, &n) == 0 && n > 0 ? n : 0;
+}
+
+int ssh_conn_drain(struct ssh_conn *c)
+{
+    int fd = ssh_get_fd(c->s);
+    if (fd < 0)
+        return 0;
+    int before = fd_unread(fd);
+    /* libssh reads a session's socket only from inside a channel call on that session; the
+     * event API is its public way to read and dispatch packets with no channel at hand */
+    ssh_event ev = ssh_event_new();
+    if (!ev)
+        return -ENOMEM;
+    if (ssh_event_add_session(ev, c->s) == SSH_OK)
+        (void)ssh_event_dopoll(ev, 0);
+    (void)ssh_event_remove_session(ev, c->s);
+    ssh_event_free(ev);
+    int after = ssh_get_fd(c->s);
+    if (after != fd) /* the peer closed: libssh closed the socket, the session is dead */
+        return 1;
+    return fd_unread(fd) < before ? 1 : 0;
+}
+
 static int rewrite_known_hosts(const struct ssh_params *p, char *err, size_t err_sz)
 {
     char *text, *out;
@@ -450,6 +547,15 @@ int ssh_trust_host(const struct ssh_params *p, bool replace, const char *expect_
     r = session_check_key(s, fp);
     if (r < 0 && r != -ENOKEY && r != -EKEYREJECTED) {
         snprintf(err, err_sz, "%s: cannot read the host key: %s", label, ssh_get_error(s));
+        goto out;
+    }
+    char why[160];
+    int bad = r == -ENOKEY ? known_hosts_bad_line(s, p->known_hosts, why, sizeof why) : 0;
+    if (bad > 0) { /* an added key would not be seen: "added", and the host unknown forever */
+        snprintf(err, err_sz, "%s: known_hosts %s:%d is not a valid entry (%s), and libssh reads "
+                 "no further for this host: remove or fix that line, then trust again; nothing "
+                 "was written", label, p->known_hosts, bad, why);
+        r = -EBADMSG;
         goto out;
     }
     /* A pinned fingerprint is checked before anything else: only that key is ever written. */

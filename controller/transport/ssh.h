@@ -62,7 +62,8 @@ struct ssh_stream;
 
 /* Connect, verify the host key, authenticate.  Errors (message in err):
  * -ENOKEY unknown host key (or no known_hosts file: err names the file, and trust_cmd creates
- * it), -EKEYREJECTED changed key,
+ * it; or a known_hosts line for the host that libssh cannot read: err names FILE:LINE),
+ * -EKEYREJECTED changed key,
  * -ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH, -EACCES authentication refused, -EIO other. */
 int ssh_conn_open(const struct ssh_params *p, struct ssh_conn **ret_conn, char *err, size_t err_sz);
 void ssh_conn_free(struct ssh_conn *c);
@@ -73,7 +74,9 @@ void ssh_conn_free(struct ssh_conn *c);
  * (-EINVAL when expect_fp is not a fingerprint).  A changed key is replaced only with
  * replace=true (the host's old plain-text lines are removed first); otherwise -EKEYREJECTED
  * naming the old and the new fingerprint.  ret_fp gets "SHA256:..." and ret_state 0 = added,
- * 1 = already trusted, 2 = replaced.  Creates known_hosts' directory (0700) if needed. */
+ * 1 = already trusted, 2 = replaced.  Creates known_hosts' directory (0700) if needed.
+ * -EBADMSG, nothing written, err naming FILE:LINE: known_hosts has a line for this host that
+ * libssh cannot read (libssh then ignores the whole file for the host, the added key too). */
 int ssh_trust_host(const struct ssh_params *p, bool replace, const char *expect_fp,
                    char ret_fp[SSH_FP_MAX], int *ret_state, char *err, size_t err_sz);
 
@@ -99,6 +102,12 @@ int ssh_stream_open(struct ssh_conn *c, const char *cmdline, struct ssh_stream *
 int ssh_stream_read(struct ssh_stream *s, char *buf, size_t buf_sz, char *err_buf, size_t err_sz,
                     size_t *ret_err_n);
 int ssh_conn_fd(struct ssh_conn *c);
+/* Let libssh read what the session's socket holds now and dispatch it (channel data into its
+ * channel, a keepalive answered, the close of a channel already freed dropped); never blocks.
+ * A socket poll() calls readable stays readable until this or a channel read on the same
+ * session takes the bytes.  1 when something was taken (or the peer closed), 0 when nothing
+ * was, -ENOMEM. */
+int ssh_conn_drain(struct ssh_conn *c);
 /* The libssh session (an ssh_session) for controller/send.c's streaming channel; borrowed. */
 void *ssh_conn_session(struct ssh_conn *c);
 /* How long one of libssh's blocking calls on this session (opening a channel, say) may wait:

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <cmocka.h>
 
 #include "common/util.h"
+#include "controller/transport/conn.h"
 #include "controller/transport/quote.h"
 #include "controller/transport/ssh.h"
 
@@ -228,6 +230,49 @@ static struct ssh_conn *connect_ok(void)
     return c;
 }
 
+/* A known_hosts line for the host that libssh cannot read (`127.0.41.2 ssh-ed25519 garbage`)
+ * makes libssh 0.10 ignore the whole file for that host: every command said "unknown host key
+ * ...; run: drover trust h1", and trust said "added" each time, forever.  Both name the line. */
+static void test_bad_known_hosts_line(void **state)
+{
+    (void)state;
+    NEED_SSHD();
+    ssh_conn_free(connect_ok()); /* kh: the host's valid key, one line */
+    struct ssh_params p = params();
+    struct ssh_conn *c = NULL;
+    char err[1024], fp[SSH_FP_MAX], want[300];
+    int st = -1;
+    assert_int_equal(sh("echo '[127.0.0.1]:%d ssh-ed25519 garbage' >> %s", port, kh), 0);
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), -ENOKEY);
+    assert_null(c);
+    snprintf(want, sizeof want, "known_hosts %s:2 is not a valid entry (its ssh-ed25519 key does "
+             "not decode)", kh);
+    if (!strstr(err, want) || !strstr(err, "remove or fix that line"))
+        fail_msg("want \"%s\" in: %s", want, err);
+    assert_null(strstr(err, "run: drover")); /* trusting again cannot help */
+    /* trust does not say "added" to a file that will not show the key: it names the line */
+    for (int replace = 0; replace < 2; replace++) {
+        assert_int_equal(ssh_trust_host(&p, replace, NULL, fp, &st, err, sizeof err), -EBADMSG);
+        if (!strstr(err, want) || !strstr(err, "nothing was written"))
+            fail_msg("want \"%s\" in: %s", want, err);
+        assert_int_equal(st, -1);
+        assert_int_equal(sh("test $(grep -c . %s) = 2", kh), 0);
+    }
+    /* before the valid line, and an unknown key type */
+    assert_int_equal(sh("sed -i '$d' %s && sed -i '1i [127.0.0.1]:%d ssh-nope AAAA' %s", kh, port,
+                        kh), 0);
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), -ENOKEY);
+    snprintf(want, sizeof want, "known_hosts %s:1 is not a valid entry (key type 'ssh-nope' is not "
+             "one libssh knows)", kh);
+    if (!strstr(err, want))
+        fail_msg("want \"%s\" in: %s", want, err);
+    /* another host's bad line is not this host's business, and libssh skips it too */
+    assert_int_equal(sh("sed -i '1d' %s && echo '127.0.41.2 ssh-ed25519 garbage' >> %s", kh, kh),
+                     0);
+    assert_int_equal(ssh_conn_open(&p, &c, err, sizeof err), 0);
+    ssh_conn_free(c);
+}
+
 static void test_auth_and_connect_errors(void **state)
 {
     (void)state;
@@ -367,6 +412,71 @@ static void test_stream(void **state)
     ssh_conn_free(c);
 }
 
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* `drover stop` against a frozen agent spun a core for its whole limit: the fan-out reads the
+ * waiting container's channel on host A, and waits on every host's socket; bytes on host B's
+ * session that no channel read of the loop takes (a stream there whose container answered, the
+ * close of a channel already freed, a keepalive) kept B's socket readable, so the wait returned
+ * at once, thousands of times a second.  The wait must wait when nothing new came. */
+static void test_wait_waits_on_unread_bytes(void **state)
+{
+    (void)state;
+    NEED_SSHD();
+    struct ssh_conn *a = connect_ok(), *b = connect_ok();
+    char err[1024], buf[256], ebuf[256];
+    size_t en;
+    struct ssh_stream *sa, *sb;
+    /* A: the frozen agent's stream */
+    assert_int_equal(ssh_stream_open(a, "sleep 30", &sa, err, sizeof err), 0);
+    assert_int_equal(ssh_stream_open(b, "echo done; sleep 30", &sb, err, sizeof err), 0);
+    usleep(500000); /* B's line is on B's socket, and the loop below never reads B */
+    struct conn ca = { .ssh = a }, cb = { .ssh = b };
+    struct conn *conns[] = { &ca, &cb };
+    double t0 = time_mono(), c0 = cpu_s();
+    int turns = 0;
+    while (time_mono() - t0 < 1.0) { /* agent_fan_run's loop */
+        assert_int_equal(ssh_stream_read(sa, buf, sizeof buf, ebuf, sizeof ebuf, &en), 0);
+        conn_wait(conns, 2, 200);
+        turns++;
+    }
+    double cpu = cpu_s() - c0;
+    if (turns > 10 || cpu > 0.3)
+        fail_msg("the wait did not wait: %d turns and %.2f s of CPU in 1 s", turns, cpu);
+    /* what B held was not lost: it went to B's channel */
+    assert_int_equal(ssh_stream_read(sb, buf, sizeof buf, ebuf, sizeof ebuf, &en), 5);
+    assert_memory_equal(buf, "done\n", 5);
+    /* and a line for a waiting channel still ends the wait at once */
+    struct ssh_stream *sc;
+    assert_int_equal(ssh_stream_open(a, "sleep 0.3; echo now; sleep 30", &sc, err, sizeof err), 0);
+    t0 = time_mono();
+    int n = 0;
+    while (n == 0 && time_mono() - t0 < 10) {
+        conn_wait(conns, 2, 5000);
+        n = ssh_stream_read(sc, buf, sizeof buf, ebuf, sizeof ebuf, &en);
+        assert_true(n >= 0);
+    }
+    assert_int_equal(n, 4);
+    assert_true(time_mono() - t0 < 3);
+    /* nothing at all: the whole time, not more */
+    t0 = time_mono();
+    conn_wait(conns, 2, 300);
+    double el = time_mono() - t0;
+    if (el < 0.28 || el > 1.0)
+        fail_msg("a 300 ms wait took %.3f s", el);
+    ssh_stream_free(sc);
+    ssh_stream_free(sa);
+    ssh_stream_free(sb);
+    ssh_conn_free(a);
+    ssh_conn_free(b);
+}
+
 static void test_upload(void **state)
 {
     (void)state;
@@ -398,11 +508,13 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_then_trusted),
         cmocka_unit_test(test_changed_key),
+        cmocka_unit_test(test_bad_known_hosts_line),
         cmocka_unit_test(test_auth_and_connect_errors),
         cmocka_unit_test(test_exec),
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_upload),
         cmocka_unit_test(test_frozen_host_is_named),
+        cmocka_unit_test(test_wait_waits_on_unread_bytes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
