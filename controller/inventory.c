@@ -370,6 +370,26 @@ static int table_key(struct parse_ctx *c, const char *sec, void *base, unsigned 
         ctx_fail(c, name, "%s", why);
         return 0;
     }
+    /* A deadline under a second is a slip ("1ms" for "1m"): a deploy failed at once and its
+     * release was marked bad, or the agent judged every rank hung.  0 stays "off" where it is */
+    static const char *const whole_seconds[] = { "healthy_deadline", "progress_deadline",
+                                                  "max_probation_time", "hold_time",
+                                                  "switch_deadline" };
+    static const char *const or_off[] = { "first_step_deadline", "silence_deadline",
+                                          "stall_deadline", "checkpoint_deadline" };
+    bool off = false, check = false;
+    for (size_t i = 0; i < ARRAY_SIZE(or_off); i++)
+        off = off || !strcmp(name, or_off[i]);
+    for (size_t i = 0; i < ARRAY_SIZE(whole_seconds); i++)
+        check = check || !strcmp(name, whole_seconds[i]);
+    if ((off || check) && k->type == INI_DURATION) {
+        double v = *(const double *)((const char *)base + k->off);
+        if (v > 0 && v < 1) {
+            ctx_fail(c, name, "'%s' is under a second: give at least 1s (like 30s, 5m)%s", value,
+                     off ? ", or 0 to turn it off" : "");
+            return 0;
+        }
+    }
     if (set)
         *set |= k->bit;
     return 1;

@@ -304,9 +304,10 @@ int relsrc_load(const char *dir, const char *env_id, struct relsrc *ret)
 
 void release_read_error(const char *kind, const char *dir, int r, bool untouched)
 {
-    log_error("cannot read %s directory '%s': %s%s%s", kind, dir, strerror(-r),
-              r == -EINVAL ? " (a release holds directories, regular files and relative symlinks that "
-                             "stay inside it: replace or remove the file named above)" : "",
+    /* -EINVAL: the walk named the file on the line before; "Invalid argument" said nothing */
+    log_error("cannot read %s directory '%s': %s%s", kind, dir,
+              r == -EINVAL ? "a release holds directories, regular files and relative symlinks that "
+                             "stay inside it: replace or remove the file named above" : strerror(-r),
               untouched ? "; nothing was contacted, nothing changed" : "");
 }
 

@@ -703,7 +703,8 @@ static void test_validate_env(void **state)
     want(err, "python3 -m venv --copies");
     /* and says what a release may hold, as plan and deploy do (it said "cannot be bundled:
      * Invalid argument") */
-    want(err, "cannot read environment directory 'venv': Invalid argument (a release holds directories");
+    want(err, "cannot read environment directory 'venv': a release holds directories");
+    want_not(err, "Invalid argument");
     /* a --copies venv: ok */
     assert_int_equal(unlink("venv/bin/python"), 0);
     mkfile("venv/bin/python", "#!/bin/sh\n", 0755);

@@ -189,6 +189,14 @@ static void test_errors_name_line_and_key(void **state)
                 "not a number");
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101 h:101\ncommand = x\n",
                 "listed twice", NULL);
+    /* a deadline under a second ("1ms" for "1m"): a deploy failed at once and marked its release
+     * bad, or the agent judged every rank hung */
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\n"
+                "healthy_deadline = 1ms\n", "[job j] healthy_deadline: '1ms' is under a second: give "
+                "at least 1s (like 30s, 5m)", NULL);
+    parse_fails("[policy]\nsilence_deadline = 500ms\n", "'500ms' is under a second: give at least 1s "
+                "(like 30s, 5m), or 0 to turn it off", NULL);
+    parse_fails("[policy]\nhold_time = 0.2\n", "is under a second", NULL);
     /* two ranks on one GPU */
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\nnproc_per_node = 2\n"
                 "gpus = 0,0\n", "gpus: '0,0' names GPU 0 twice", NULL);
