@@ -692,8 +692,10 @@ static int ctx_enter_section(struct parse_ctx *c, const char *section)
         return 0;
     }
     if (klen == 4 && strncmp(section, "host", 4) == 0) {
-        if (inventory_find_host(inv, nm) >= 0) {
-            ctx_fail(c, NULL, "host '%s' defined twice", nm);
+        int first = inventory_find_host(inv, nm);
+        if (first >= 0) {
+            ctx_fail(c, NULL, "host '%s' defined twice (first at line %d): merge the two sections",
+                     nm, inv->hosts[first].line);
             return 0;
         }
         if (inv->nhosts >= INV_MAX_HOSTS) {
@@ -704,6 +706,7 @@ static int ctx_enter_section(struct parse_ctx *c, const char *section)
         c->idx = inv->nhosts++;
         struct inv_host *h = &inv->hosts[c->idx];
         (void)str_copy(h->name, sizeof h->name, nm);
+        h->line = c->line;
         h->port = 22;
         (void)str_copy(h->user, sizeof h->user, "root");
         return 1;
@@ -721,8 +724,10 @@ static int ctx_enter_section(struct parse_ctx *c, const char *section)
                      "on the agent's command line): rename the job", section);
             return 0;
         }
-        if (inventory_find_job(inv, nm)) {
-            ctx_fail(c, NULL, "job '%s' defined twice", nm);
+        const struct inv_job *fj = inventory_find_job(inv, nm);
+        if (fj) {
+            ctx_fail(c, NULL, "job '%s' defined twice (first at line %d): merge the two sections",
+                     nm, fj->line);
             return 0;
         }
         if (inv->njobs >= INV_MAX_JOBS) {

@@ -57,6 +57,7 @@ struct inv_host {
     bool local;                  /* this machine: run pct / the agent directly, no SSH */
     char agent_path[INV_PATH_MAX]; /* for HOST:local:ROOT containers; "" = [drover] agent_path */
     bool port_set, user_set;     /* written in the inventory (they win over ssh_config) */
+    int line;                    /* its [host NAME] line */
 };
 
 /* One node of a gang: HOST:VMID (through pct) or HOST:local:/root (agent run directly on the

@@ -242,7 +242,9 @@ static void test_errors_name_line_and_key(void **state)
      * were the problem ("is not a duration from 1s to 1h") */
     parse_fails("[job j]\ngrace = 2 minutes\n", "inv.ini:2:", "from 1s to 1h (like 2m, 90s)");
     parse_fails("[drover]\nexec_timeout = soon\n", "inv.ini:2:", "(like 2m, 90s)");
-    parse_fails("[host h]\naddress=a\n[host h]\n", "inv.ini:3:", "defined twice");
+    parse_fails("[host h]\naddress=a\n[host h]\n", "inv.ini:3:", "host 'h' defined twice (first at line 1): merge");
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers=h:101\ncommand=x\n[job j]\n", "inv.ini:6:",
+                "job 'j' defined twice (first at line 3): merge");
     parse_fails("[weird]\nx = 1\n", "inv.ini:1:", "unknown section [weird]");
     parse_fails("[host bad/name]\n", "not a valid name", NULL); /* no key: libinih syntax or ours */
     parse_fails("[job ..]\n", "inv.ini:1:", "cannot start with '.'"); /* the agent refuses it */
