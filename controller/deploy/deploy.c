@@ -46,7 +46,7 @@
 #include "controller/transport/send.h"
 #include "controller/deploy/state.h"
 
-volatile sig_atomic_t deploy_interrupted;
+volatile sig_atomic_t deploy_interrupted, deploy_revert_interrupted;
 /* set while revert_all runs: a Ctrl-C there is noted and said, never obeyed (it was silent) */
 static volatile sig_atomic_t revert_in_flight;
 
@@ -55,6 +55,7 @@ void on_sigint(int sig)
     (void)sig;
     deploy_interrupted = 1;
     if (revert_in_flight) {
+        deploy_revert_interrupted = 1; /* kept for the watch that follows, as said below */
         static const char m[] = "drover: interrupt noted: the revert under way goes on (stopping it would "
                                 "leave the job without a gang); only the watch of its recovery ends\n";
         ssize_t r = write(STDERR_FILENO, m, sizeof m - 1); /* async-signal-safe */
@@ -1070,7 +1071,10 @@ int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_s
                           time_mono(), &p);
     if (r < 0)
         return r;
-    deploy_interrupted = 0;
+    /* a Ctrl-C during the revert before it said "only the watch of its recovery ends": that
+     * watch ends at once (the interrupt was reset here, and the watch ran on to its verdict) */
+    deploy_interrupted = deploy_revert_interrupted;
+    deploy_revert_interrupted = 0;
     enum probation_verdict v = watch_probation(d, p, "recovery");
     d->recovery_went_back = v == PROBATION_FAIL && probation_agent_went_back(p);
     char sid[RELEASE_SHORT_LEN + 1];
@@ -1168,6 +1172,7 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
 
 int revert_all(struct deploy *d, enum history_reason code, const char *reason)
 {
+    deploy_revert_interrupted = 0;
     revert_in_flight = 1;
     int r = revert_all_run(d, code, reason);
     revert_in_flight = 0;

@@ -25,6 +25,10 @@
 
 /* Set by the deploy's signal handlers (interrupt_handlers): the operator asked to stop. */
 extern volatile sig_atomic_t deploy_interrupted;
+/* An interrupt noted while a revert ran (on_sigint: "only the watch of its recovery ends"): the
+ * recovery watch that follows (confirm_recovery) ends at once, not confirmed.  Cleared by each
+ * revert_all and read once. */
+extern volatile sig_atomic_t deploy_revert_interrupted;
 
 
 struct deploy {

@@ -162,12 +162,50 @@ static void test_gpu_check_interrupt_is_not_judged(void **state)
     inv->jobs[0].gpus[0] = '\0';
 }
 
+/* confirm_recovery as a verb: the job's good release is `good` */
+static char recovery_msg[512];
+static int recovery_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    struct deploy d = { .f = f, .inv = inv, .job = &inv->jobs[0] };
+    d.st = calloc(1, sizeof *d.st);
+    assert_non_null(d.st);
+    for (int i = 0; i < inv->jobs[0].ncts; i++)
+        d.labels[i] = inv->jobs[0].cts[i].label;
+    int r = confirm_recovery(&d, good, recovery_msg, sizeof recovery_msg);
+    free(d.st);
+    return r;
+}
+
+/* A Ctrl-C while a revert runs is answered "interrupt noted: the revert under way goes on ...;
+ * only the watch of its recovery ends".  The watch that followed reset the interrupt and ran on
+ * to "training again": the words promised what did not happen. */
+static void test_interrupt_during_revert_ends_the_watch(void **state)
+{
+    (void)state;
+    agent_says_missing(); /* what it would say is not asked for: the watch ends at once */
+    char out[600], err[600];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    deploy_revert_interrupted = 1; /* as on_sigint notes it while revert_all runs */
+    double t0 = time_mono();
+    int r = capture_verb(recovery_verb, inv, NULL, 0, out, err);
+    assert_int_equal(r, -EINTR);
+    assert_true(time_mono() - t0 < 10);
+    assert_non_null(strstr(recovery_msg, "not confirmed (interrupted by the operator while its "
+                                         "recovery was watched)"));
+    assert_int_equal(deploy_revert_interrupted, 0); /* read once */
+    deploy_interrupted = 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missing_target_refuses),
         cmocka_unit_test(test_interrupt_is_not_judged),
         cmocka_unit_test(test_gpu_check_interrupt_is_not_judged),
+        cmocka_unit_test(test_interrupt_during_revert_ends_the_watch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
