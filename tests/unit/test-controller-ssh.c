@@ -23,6 +23,17 @@
 #include "controller/transport/quote.h"
 #include "controller/transport/ssh.h"
 
+/* LeakSanitizer (make asan): libssh 0.10 loses the entry it built for a known_hosts line it
+ * cannot read, inside ssh_connect (it reads the file to order the host key algorithms), which
+ * test_bad_known_hosts_line makes it do on purpose.  drover's own reading of such a line does
+ * not hand it to libssh (controller/transport/ssh.c, known_hosts_bad_line); this one it cannot
+ * avoid.  The runtime reads this function when it is defined; other builds never call it. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+    return "leak:ssh_known_hosts_parse_line\n";
+}
+
 static char dir[64];
 static char kh[128], idfile[128], hostkey[128];
 static int port;
