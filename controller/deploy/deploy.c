@@ -1455,15 +1455,20 @@ int promote_all(struct deploy *d, double ktok, const struct sample_set *ss)
     return failed ? -EIO : 0;
 }
 
-/* The baseline's samples: the state_dir cache, else what the agent of the first container kept
- * at the last promote (then cached).  NULL when neither has them. */
+/* The baseline's samples: what the agent of the first container kept at the last promote or
+ * rebaseline (then cached), else the state_dir cache.  The agents' copy comes first: it is the
+ * one every operator's promote writes, and a cache that came first judged a deploy against this
+ * machine's last promote, not another operator's since (nor their rebaseline).  NULL when
+ * neither has them. */
 struct sample_set *load_base_samples(struct deploy *d)
 {
-    struct sample_set *ss = malloc(sizeof *ss);
-    if (!ss)
+    struct sample_set *ss = malloc(sizeof *ss), *cached = malloc(sizeof *cached);
+    if (!ss || !cached) {
+        free(ss);
+        free(cached);
         return NULL;
-    if (state_samples_get(d->inv->state_dir, d->key, false, ss) == 0)
-        return ss;
+    }
+    bool have_cache = state_samples_get(d->inv->state_dir, d->key, false, cached) == 0;
     const struct inv_ct *ct = &d->job->cts[0];
     struct agent_argv args;
     agent_argv_init(&args);
@@ -1475,12 +1480,17 @@ struct sample_set *load_base_samples(struct deploy *d)
         int r = res.status == 0 ? samples_parse(res.out, res.out_len, ss) : -ENOENT;
         exec_result_done(&res);
         if (r == 0 && strcmp(ss->containers, d->key) == 0) {
-            if (state_samples_set(d->inv->state_dir, d->key, false, ss) < 0)
+            if ((!have_cache || strcmp(cached->release, ss->release) != 0 || cached->time != ss->time) &&
+                state_samples_set(d->inv->state_dir, d->key, false, ss) < 0)
                 log_debug("cannot cache the baseline samples in '%s'", d->inv->state_dir);
+            free(cached);
             return ss;
         }
     }
     free(ss);
+    if (have_cache)
+        return cached; /* the agent is older than `baseline`, or did not answer */
+    free(cached);
     return NULL;
 }
 

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "common/samples.h"
 #include "common/util.h"
 #include "controller/deploy/deploy_int.h"
 #include "controller/transport/ssh.h"
@@ -199,6 +200,80 @@ static void test_interrupt_during_revert_ends_the_watch(void **state)
     deploy_interrupted = 0;
 }
 
+/* A sample set of release rel for the job's one container, measured at time t. */
+static void base_set(struct sample_set *ss, const char *rel, double t, double ktok, const char *key)
+{
+    memset(ss, 0, sizeof *ss);
+    strcpy(ss->release, rel);
+    strcpy(ss->job, "mini");
+    snprintf(ss->containers, sizeof ss->containers, "%s", key);
+    ss->time = t;
+    ss->ranks = 1;
+    ss->n = 5;
+    for (int i = 0; i < ss->n; i++)
+        ss->ktok_s[i] = ktok, ss->step_ms[i] = 0;
+}
+
+static struct sample_set *base_loaded;
+static int load_base_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    struct deploy d;
+    assert_int_equal(deploy_init(&d, f, "mini", false), 0);
+    base_loaded = load_base_samples(&d);
+    deploy_done(&d, -1);
+    return 0;
+}
+
+/* Two operators (two state_dirs): A promoted v3 (its cache: v3's samples), then B promoted v2,
+ * whose samples the agents now keep.  A's next deploy was judged against its own cache, v3's,
+ * never seeing B's promote (nor B's `drover rebaseline`).  The agents' copy now comes first and
+ * refreshes the cache; the cache serves when the agent does not answer. */
+static void test_baseline_agents_copy_wins(void **state)
+{
+    (void)state;
+    char text[800], why[256], key[256], p[512], out[600], err[600];
+    snprintf(text, sizeof text, "[drover]\nstate_dir = %s/state\n[host h1]\nlocal = true\n"
+             "agent_path = %s/agent\n[job mini]\ncontainers = h1:local:%s\ncommand = bin/x\n",
+             dir, dir, dir);
+    struct inventory *inv2 = NULL;
+    assert_int_equal(inventory_parse(text, strlen(text), "t.ini", &inv2, why, sizeof why), 0);
+    inventory_job_key(&inv2->jobs[0], key, sizeof key);
+    snprintf(p, sizeof p, "%s/state", dir);
+    assert_int_equal(fs_mkdir_p(p, 0700), 0);
+    struct sample_set mine, theirs;
+    base_set(&mine, good, 1000, 6.05, key);
+    base_set(&theirs, next, 2000, 7.09, key);
+    assert_int_equal(state_samples_set(p, key, false, &mine), 0);
+    char *line = NULL;
+    assert_int_equal(samples_format(&theirs, &line), 0);
+    char script[2048];
+    snprintf(script, sizeof script, "#!/bin/sh\ncase \"$*\" in *baseline*) echo '%s';; *) exit 1;; esac\n",
+             line);
+    free(line);
+    snprintf(out, sizeof out, "%s/agent", dir);
+    capture_put(out, script, 0755);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    assert_int_equal(capture_verb(load_base_verb, inv2, NULL, 0, out, err), 0);
+    assert_non_null(base_loaded);
+    assert_string_equal(base_loaded->release, next); /* the agents', not this machine's cache */
+    free(base_loaded);
+    struct sample_set now;
+    assert_int_equal(state_samples_get(p, key, false, &now), 0);
+    assert_string_equal(now.release, next); /* the cache follows */
+    /* an agent that does not answer: the cache */
+    snprintf(out, sizeof out, "%s/agent", dir);
+    capture_put(out, "#!/bin/sh\nexit 3\n", 0755);
+    snprintf(out, sizeof out, "%s/out", dir);
+    assert_int_equal(capture_verb(load_base_verb, inv2, NULL, 0, out, err), 0);
+    assert_non_null(base_loaded);
+    assert_string_equal(base_loaded->release, next);
+    free(base_loaded);
+    inventory_free(inv2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -206,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_interrupt_is_not_judged),
         cmocka_unit_test(test_gpu_check_interrupt_is_not_judged),
         cmocka_unit_test(test_interrupt_during_revert_ends_the_watch),
+        cmocka_unit_test(test_baseline_agents_copy_wins),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
