@@ -730,7 +730,8 @@ static void restart_old_gangs(struct deploy *d, const bool gone[INV_MAX_CTS], co
             snprintf(done[i].tail, sizeof done[i].tail, "%s", what);
             continue;
         }
-        const char *what, *more = "";
+        const char *what;
+        char more[400] = "";
         if (c[i].ok[0])
             what = "started again";
         else if (c[i].asked && !c[i].ended && !gone[i])
@@ -745,7 +746,15 @@ static void restart_old_gangs(struct deploy *d, const bool gone[INV_MAX_CTS], co
                 log_error("%s: drover-agent start --job %s failed: %s", j->cts[i].label, j->name,
                           c[i].lost ? "connection lost" : c[i].err[0] ? c[i].err : "no reason given");
             what = "NOT started again";
-            more = " (start it with `drover rollback` or a deploy)";
+            /* `drover start` starts the job's current release, the old one here, with the others
+             * as one generation (it stops them first); a rollback went to the release before it */
+            if (agent_said_no_daemon(c[i].err))
+                snprintf(more, sizeof more, " (its drover-agent is not running: `drover install --job "
+                         "%s` starts it, then `drover start --job %s` brings the gang up as one)",
+                         j->name, j->name);
+            else
+                snprintf(more, sizeof more, " (`drover start --job %s` starts it with the others, as "
+                         "one gang)", j->name);
         }
         fprintf(stderr, "switch aborted: %s: %s %s%s\n", j->cts[i].label, sid, what, more);
         snprintf(done[i].head, sizeof done[i].head, "%s %s", sid, what);

@@ -230,14 +230,15 @@ static void test_switch_aborted_once(void **state)
     said(&why[0], "", "");
     said(&done[0], "d031c2a1b9e4 started again", "");
     said(&why[1], "the old gang", " was not gone within the switch deadline of 8 s (a process that ignores SIGTERM)");
-    said(&done[2], "d031c2a1b9e4 NOT started again", " (start it with `drover rollback` or a deploy)");
+    said(&done[2], "d031c2a1b9e4 NOT started again",
+         " (`drover start --job train` starts it with the others, as one gang)");
     deploy_switch_aborted_message(m, sizeof m, "5c2e0f3a7d11", labels, 3, why, done);
     assert_string_equal(m, "switch to 5c2e0f3a7d11 aborted before anything new started: the old gang on h1:102 "
                            "was not gone within the switch deadline of 8 s (a process that ignores SIGTERM); "
                            "interrupted while the old gang was stopping on h2:201.  Nothing of 5c2e0f3a7d11 "
                            "was started anywhere; d031c2a1b9e4 started again on h1:101; d031c2a1b9e4 starts "
                            "again once the old gang is gone on h1:102; d031c2a1b9e4 NOT started again on "
-                           "h2:201 (start it with `drover rollback` or a deploy)");
+                           "h2:201 (`drover start --job train` starts it with the others, as one gang)");
     /* nothing restarted: said so */
     struct deploy_ct_said none[3] = { 0 };
     deploy_switch_aborted_message(m, sizeof m, "5c2e0f3a7d11", labels, 3, why, none);
