@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "common/text.h"
+#include "common/trainexit.h"
 #include "common/util.h"
 #include "controller/cli.h"
 #include "controller/cmd.h"
@@ -68,11 +69,22 @@ const char *status_failed_hint(const char *ct, const char *job, const struct job
     char logs[JOB_NAME_MAX + 600] = "";
     if (status_reason_in_workers_log(js->reason_code))
         (void)probation_logs_pointer(job, inv_arg, logs, sizeof logs);
-    snprintf(buf, sz, "%s: job '%s' has failed and is not running: %s%s; `drover%s%s rollback --job %s` "
-                      "starts the last good release again (or the one before it, when this was it), "
-                      "or deploy a fixed release",
-             ct, job, js->reason[0] ? js->reason : "(no reason given)", logs, inv_arg ? " -i " : "",
-             inv_arg ? inv_arg : "", job);
+    /* a full disk is the container's, not the release's: another release fills it too */
+    bool disk_full = false;
+    for (int i = 0; i < js->nranks && i < STATUS_MAX_RANKS; i++)
+        disk_full = disk_full || js->ranks[i].exit_code == TX_DISK_FULL;
+    if (disk_full)
+        snprintf(buf, sz, "%s: job '%s' has failed and is not running: %s%s; its disk is full: free "
+                          "space in the container (old checkpoints, logs), then `drover%s%s start --job "
+                          "%s` runs it again",
+                 ct, job, js->reason[0] ? js->reason : "(no reason given)", logs, inv_arg ? " -i " : "",
+                 inv_arg ? inv_arg : "", job);
+    else
+        snprintf(buf, sz, "%s: job '%s' has failed and is not running: %s%s; `drover%s%s rollback --job %s` "
+                          "starts the last good release again (or the one before it, when this was it), "
+                          "or deploy a fixed release",
+                 ct, job, js->reason[0] ? js->reason : "(no reason given)", logs, inv_arg ? " -i " : "",
+                 inv_arg ? inv_arg : "", job);
     return buf;
 }
 

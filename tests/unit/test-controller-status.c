@@ -117,6 +117,15 @@ static void test_failed_hint(void **state)
     strcpy(js.reason, "rank 0 exited with code 6 (non-retryable) on a promoted release: stopped");
     h = status_failed_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf);
     assert_non_null(strstr(h, "stopped; see `drover logs --job drafter`; `drover rollback"));
+    /* that exit 6 was a full disk (its rank says so): a rollback fills it again; free space, then
+     * start (the adversary pass: "rollback ... or deploy a fixed release", neither helps) */
+    js.nranks = 1;
+    js.ranks[0].exit_code = 6;
+    h = status_failed_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf);
+    assert_non_null(strstr(h, "; its disk is full: free space in the container (old checkpoints, "
+                              "logs), then `drover start --job drafter` runs it again"));
+    assert_null(strstr(h, "rollback"));
+    js.nranks = 0;
     /* not for a start failure or the environment: their cause is not in that log */
     js.reason_code = STATUS_RC_START_FAILURE;
     strcpy(js.reason, "start failed: bin/t: not found");
