@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/agentcli.h"
 #include "common/log.h"
 #include "common/manifest2.h"
 #include "common/text.h"
@@ -98,11 +99,16 @@ int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, i
                 incomplete = true;
                 if (!hosts[h])
                     continue; /* its host's store is not collected in this run */
+                char fix[200];
+                if (agent_said_no_daemon(e)) /* the container runs, its agent does not */
+                    snprintf(fix, sizeof fix, "`drover install --job %s` starts its agent", job->name);
+                else
+                    snprintf(fix, sizeof fix, "start the container, or fix [job %s]'s containers in "
+                             "the inventory", job->name);
                 if (!unknown[h])
                     log_error("gc: %s (job '%s'): %s; nothing is collected on host '%s' until its "
-                              "agent answers (start the container, or fix [job %s]'s containers in "
-                              "the inventory)", job->cts[c].label, job->name, e, inv->hosts[h].name,
-                              job->name);
+                              "agent answers (%s)", job->cts[c].label, job->name, e,
+                              inv->hosts[h].name, fix);
                 unknown[h] = true;
                 r = -EHOSTUNREACH;
                 continue;

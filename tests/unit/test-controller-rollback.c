@@ -3,7 +3,10 @@
  * that cannot verify it refuses the deploy, naming --force; but a Ctrl-C during the check is the
  * operator's, not the target's: it used to be judged as an unverifiable target ("cannot verify
  * the rollback target ...: interrupted", "deploy refused: ... deploy with --force") before the
- * deploy said it was interrupted.  The same for the GPU environment check (gpu_check_cts). */
+ * deploy said it was interrupted.  The same for the GPU environment check (gpu_check_cts).
+ * Also against a local fake agent: the recovery watch after an interrupted revert, the
+ * baseline's source (the agents' copy before this machine's cache), gc's words for a container
+ * whose agent is not running. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,11 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "common/samples.h"
 #include "common/util.h"
+#include "controller/cmd.h"
 #include "controller/deploy/deploy_int.h"
 #include "controller/transport/ssh.h"
 #include "tests/unit/capture.h"
@@ -274,6 +279,33 @@ static void test_baseline_agents_copy_wins(void **state)
     inventory_free(inv2);
 }
 
+/* gc with a container whose agent is not running (killed): it said "start the container, or
+ * fix [job]'s containers in the inventory", while the container ran; the fix is an install. */
+static void test_gc_agent_not_running(void **state)
+{
+    (void)state;
+    char text[800], why[256], p[512], out[600], err[600];
+    snprintf(text, sizeof text, "[drover]\nstate_dir = %s/state\n[host h1]\nlocal = true\n"
+             "agent_path = %s/agent\n[job mini]\ncontainers = h1:local:%s\ncommand = bin/x\n",
+             dir, dir, dir);
+    struct inventory *inv2 = NULL;
+    assert_int_equal(inventory_parse(text, strlen(text), "t.ini", &inv2, why, sizeof why), 0);
+    snprintf(p, sizeof p, "%s/agent", dir);
+    capture_put(p, "#!/bin/sh\necho \"status: no drover-agent daemon listening on '/run/drover/agent.sock'\" >&2\n"
+                   "exit 3\n", 0755);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    char *argv[] = { "gc", NULL };
+    optind = 0;
+    assert_int_equal(capture_verb(cmd_gc, inv2, argv, 1, out, err), 1);
+    char *e = capture_slurp(err);
+    assert_non_null(strstr(e, "nothing is collected on host 'h1' until its agent answers (`drover "
+                              "install --job mini` starts its agent)"));
+    assert_null(strstr(e, "start the container"));
+    free(e);
+    inventory_free(inv2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_gpu_check_interrupt_is_not_judged),
         cmocka_unit_test(test_interrupt_during_revert_ends_the_watch),
         cmocka_unit_test(test_baseline_agents_copy_wins),
+        cmocka_unit_test(test_gc_agent_not_running),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
