@@ -334,6 +334,12 @@ void release_exec_error(const char *kind, const char *dir, const char *path, con
                   "%s, or fix the inventory%s", kind, dir, path, role, job, why, kind, tail);
 }
 
+bool objsync_said_disk_full(const char *said)
+{
+    return said && (strstr(said, "No space left on device") || strstr(said, "Disk quota exceeded") ||
+                    (strstr(said, "tar: ") && strstr(said, ": Wrote only ")));
+}
+
 bool release_dos_shebang(const char *path)
 {
     char line[256];
@@ -960,6 +966,20 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
         }
         /* interrupted in this exec (not in a retry's backoff below) after its last byte */
         handed_all = send_interrupted && merged && ss.sent_at > 0;
+        if (objsync_said_disk_full(hj->err)) {
+            /* not transient: it was retried 4 times, the whole pack resent each time, and the
+             * words "disk full" never came (tar: "Wrote only 2560 of 10240 bytes").  With the
+             * install in the same exec the container's own words may be the ones: kept as said */
+            if (merged)
+                break;
+            char said[sizeof hj->err];
+            (void)str_copy(said, sizeof said, hj->err);
+            int w = snprintf(hj->err, sizeof hj->err, "disk full on the host under staging_dir "
+                             "'%.200s' (%.600s): free space there (`drover gc` removes objects no "
+                             "release needs), then deploy again", hj->f->inv->staging_dir, said);
+            (void)w;
+            break;
+        }
         /* an answer that came but cannot be read: the install ran */
         if (send_interrupted || r == -ESTALE || (merged && r == -EBADMSG) || ++attempt >= SEND_ATTEMPTS)
             break;

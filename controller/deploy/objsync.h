@@ -51,6 +51,9 @@ void release_read_error(const char *kind, const char *dir, int r, bool untouched
  * looks for the interpreter "/bin/sh\r", in every container; found here, before any host is
  * contacted, rather than at activate, after the old gang was stopped. */
 #define RELEASE_DOS_SHEBANG "has DOS line endings: its #! line ends in a carriage return"
+/* Whether a host's failed staging said its disk is full (ENOSPC, EDQUOT, tar's short write):
+ * not retried, and said as such. */
+bool objsync_said_disk_full(const char *said);
 /* Whether the local file path starts with a #! line that ends in "\r\n". */
 bool release_dos_shebang(const char *path);
 

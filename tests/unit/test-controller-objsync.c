@@ -472,9 +472,24 @@ static void test_gc_lines(void **state)
                         "gc: removed 3 cached manifests from '/s/manifests'");
 }
 
+/* A host store that is full: tar's short write was retried 4 times, resending the whole pack,
+ * and "disk full" was never said (the adversary pass, a 100 MB tmpfs under staging_dir). */
+static void test_said_disk_full(void **state)
+{
+    (void)state;
+    assert_true(objsync_said_disk_full("stage h2: receiving failed (exit 2): tar: 1c38ab: Wrote only "
+                                       "2560 of 10240 bytes | tar: Exiting with failure status"));
+    assert_true(objsync_said_disk_full("mv: cannot create regular file 'x': No space left on device"));
+    assert_true(objsync_said_disk_full("write: Disk quota exceeded"));
+    assert_false(objsync_said_disk_full("connection lost"));
+    assert_false(objsync_said_disk_full("Wrote only the header")); /* not tar's words */
+    assert_false(objsync_said_disk_full(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_said_disk_full),
         cmocka_unit_test(test_fan_parse_ok),
         cmocka_unit_test(test_fan_parse_refused),
         cmocka_unit_test(test_host_gc_keeps_ways_back),
