@@ -87,34 +87,32 @@ static void test_missing_target_refuses(void **state)
     free(e);
 }
 
+/* verb run as after the operator's Ctrl-C (both flags the handler sets), with force or not: it
+ * must say nothing on stderr (the deploy says the interrupt, once).  Returns its result. */
+static int run_interrupted_silent(int (*verb)(struct fleet *, int, char **), bool with_force)
+{
+    char out[600], err[600];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    force = with_force;
+    deploy_interrupted = 1;
+    exec_interrupted = 1;
+    int r = capture_verb(verb, inv, NULL, 0, out, err);
+    deploy_interrupted = 0;
+    exec_interrupted = 0;
+    char *e = capture_slurp(err);
+    assert_string_equal(e, "");
+    free(e);
+    return r;
+}
+
 static void test_interrupt_is_not_judged(void **state)
 {
     (void)state;
     agent_says_missing(); /* never asked: the interrupt comes first */
-    char out[600], err[600];
-    snprintf(out, sizeof out, "%s/out", dir);
-    snprintf(err, sizeof err, "%s/err", dir);
-    force = false;
-    deploy_interrupted = 1;
-    exec_interrupted = 1;
-    int r = capture_verb(check_verb, inv, NULL, 0, out, err);
-    deploy_interrupted = 0;
-    exec_interrupted = 0;
-    assert_int_equal(r, -EINTR);
-    char *e = capture_slurp(err);
-    assert_string_equal(e, ""); /* the deploy says the interrupt, once */
-    free(e);
+    assert_int_equal(run_interrupted_silent(check_verb, false), -EINTR);
     /* with --force neither: no warning about going on without a rollback target */
-    force = true;
-    deploy_interrupted = 1;
-    exec_interrupted = 1;
-    r = capture_verb(check_verb, inv, NULL, 0, out, err);
-    deploy_interrupted = 0;
-    exec_interrupted = 0;
-    assert_int_equal(r, -EINTR);
-    e = capture_slurp(err);
-    assert_string_equal(e, "");
-    free(e);
+    assert_int_equal(run_interrupted_silent(check_verb, true), -EINTR);
 }
 
 /* gpu_check_cts as a verb: the job names GPU 0 */
@@ -153,18 +151,9 @@ static void test_gpu_check_interrupt_is_not_judged(void **state)
     e = capture_slurp(err);
     assert_non_null(strstr(e, "--force: deploying anyway"));
     free(e);
-    for (int f = 0; f < 2; f++) { /* interrupted: nothing said, with or without --force */
-        force = f;
-        deploy_interrupted = 1;
-        exec_interrupted = 1;
-        int r = capture_verb(gpu_check_verb, inv, NULL, 0, out, err);
-        deploy_interrupted = 0;
-        exec_interrupted = 0;
-        assert_int_equal(r, -EINTR);
-        e = capture_slurp(err);
-        assert_string_equal(e, "");
-        free(e);
-    }
+    /* interrupted: nothing said, with or without --force */
+    assert_int_equal(run_interrupted_silent(gpu_check_verb, false), -EINTR);
+    assert_int_equal(run_interrupted_silent(gpu_check_verb, true), -EINTR);
     inv->jobs[0].gpus[0] = '\0';
 }
 
