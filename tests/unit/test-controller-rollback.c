@@ -194,15 +194,15 @@ static void test_interrupt_during_revert_ends_the_watch(void **state)
     deploy_interrupted = 0;
 }
 
-/* A sample set of release rel for the job's one container, measured at time t. */
+/* A sample set of release rel for job train's containers (key), measured at time t. */
 static void base_set(struct sample_set *ss, const char *rel, double t, double ktok, const char *key)
 {
     memset(ss, 0, sizeof *ss);
     strcpy(ss->release, rel);
-    strcpy(ss->job, "mini");
+    strcpy(ss->job, "train");
     snprintf(ss->containers, sizeof ss->containers, "%s", key);
     ss->time = t;
-    ss->ranks = 1;
+    ss->ranks = 2;
     ss->n = 5;
     for (int i = 0; i < ss->n; i++)
         ss->ktok_s[i] = ktok, ss->step_ms[i] = 0;
@@ -214,7 +214,7 @@ static int load_base_verb(struct fleet *f, int argc, char **argv)
     (void)argc;
     (void)argv;
     struct deploy d;
-    assert_int_equal(deploy_init(&d, f, "mini", false), 0);
+    assert_int_equal(deploy_init(&d, f, "train", false), 0);
     base_loaded = load_base_samples(&d);
     deploy_done(&d, -1);
     return 0;
@@ -227,12 +227,9 @@ static int load_base_verb(struct fleet *f, int argc, char **argv)
 static void test_baseline_agents_copy_wins(void **state)
 {
     (void)state;
-    char text[800], why[256], key[256], p[512], out[600], err[600];
-    snprintf(text, sizeof text, "[drover]\nstate_dir = %s/state\n[host h1]\nlocal = true\n"
-             "agent_path = %s/agent\n[job mini]\ncontainers = h1:local:%s\ncommand = bin/x\n",
-             dir, dir, dir);
-    struct inventory *inv2 = NULL;
-    assert_int_equal(inventory_parse(text, strlen(text), "t.ini", &inv2, why, sizeof why), 0);
+    char key[256], p[512], out[600], err[600];
+    /* capture.h's inventory: a state_dir, job train in local roots whose agent is DIR/agent */
+    struct inventory *inv2 = fake_agent_inventory(dir, "", "", "c");
     inventory_job_key(&inv2->jobs[0], key, sizeof key);
     snprintf(p, sizeof p, "%s/state", dir);
     assert_int_equal(fs_mkdir_p(p, 0700), 0);
@@ -273,12 +270,9 @@ static void test_baseline_agents_copy_wins(void **state)
 static void test_gc_agent_not_running(void **state)
 {
     (void)state;
-    char text[800], why[256], p[512], out[600], err[600];
-    snprintf(text, sizeof text, "[drover]\nstate_dir = %s/state\n[host h1]\nlocal = true\n"
-             "agent_path = %s/agent\n[job mini]\ncontainers = h1:local:%s\ncommand = bin/x\n",
-             dir, dir, dir);
-    struct inventory *inv2 = NULL;
-    assert_int_equal(inventory_parse(text, strlen(text), "t.ini", &inv2, why, sizeof why), 0);
+    char p[512], out[600], err[600];
+    /* capture.h's inventory: a state_dir, job train in local roots whose agent is DIR/agent */
+    struct inventory *inv2 = fake_agent_inventory(dir, "", "", "c");
     snprintf(p, sizeof p, "%s/agent", dir);
     capture_put(p, "#!/bin/sh\necho \"status: no drover-agent daemon listening on '/run/drover/agent.sock'\" >&2\n"
                    "exit 3\n", 0755);
@@ -289,7 +283,7 @@ static void test_gc_agent_not_running(void **state)
     assert_int_equal(capture_verb(cmd_gc, inv2, argv, 1, out, err), 1);
     char *e = capture_slurp(err);
     assert_non_null(strstr(e, "nothing is collected on host 'h1' until its agent answers (`drover "
-                              "install --job mini` starts its agent)"));
+                              "install --job train` starts its agent)"));
     assert_null(strstr(e, "start the container"));
     free(e);
     inventory_free(inv2);
