@@ -363,8 +363,8 @@ static size_t u_fmt(char *buf, long v)
     return len;
 }
 
-/* Write "a b\n" to path via path.tmp + rename. */
-/* 0 when path holds "a b\n"; -1 otherwise (disk full, say), with no partial file left behind */
+/* Write "a b\n" to path via path.tmp + rename: 0 when path holds it; -errno otherwise (ENOSPC:
+ * the store's disk is full), with no partial file left behind. */
 static int holder_write_file(const char *path, const char *tmp, long a, long b)
 {
     char buf[64];
@@ -374,14 +374,20 @@ static int holder_write_file(const char *path, const char *tmp, long a, long b)
     buf[n++] = '\n';
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
-        return -1;
-    bool ok = write(fd, buf, n) == (ssize_t)n && fsync(fd) == 0;
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) < 0) {
+        return -errno;
+    int e = 0;
+    ssize_t w = write(fd, buf, n);
+    if (w != (ssize_t)n)
+        e = w < 0 ? errno : ENOSPC; /* a short write: no room for the rest */
+    if (!e && fsync(fd) < 0)
+        e = errno;
+    if (close(fd) < 0 && !e)
+        e = errno;
+    if (!e && rename(tmp, path) < 0)
+        e = errno;
+    if (e)
         (void)unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return -e;
 }
 
 struct holder_args {
@@ -467,7 +473,12 @@ static void __attribute__((noreturn)) holder_main(const struct holder_args *a)
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
-    (void)holder_write_file(a->pidf, a->pidtmp, (long)w, (long)getpid());
+    /* The agent learns the worker's pid from this file; when it cannot be written (the disk is
+     * full), the agent learns why on err_w instead: -errno, where the worker's exec failure is a
+     * positive errno */
+    int pe = holder_write_file(a->pidf, a->pidtmp, (long)w, (long)getpid());
+    if (pe < 0)
+        (void)!write(err_w, &pe, sizeof pe);
     close(err_w); /* with the worker's exec, the agent's read sees EOF: started */
     close(log_fd);
     close(devnull);
@@ -840,17 +851,35 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
         g->nranks = lr + 1;
         close(ep[1]);
         ep[1] = -1;
-        int e = 0;
+        /* until EOF (the holder and the worker both closed err_w): at most the worker's exec
+         * errno (> 0) and the holder's pid-file -errno, each written whole (< PIPE_BUF) */
+        int e = 0, pid_err = 0, got[2];
+        size_t have = 0;
         ssize_t n;
-        while ((n = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR)
-            ;
+        while (have < sizeof got &&
+               ((n = read(ep[0], (char *)got + have, sizeof got - have)) > 0 || (n < 0 && errno == EINTR)))
+            have += n > 0 ? (size_t)n : 0;
         close(ep[0]);
         ep[0] = -1;
-        if (n == (ssize_t)sizeof e) {
+        for (size_t k = 0; k < have / sizeof got[0]; k++) {
+            if (got[k] > 0 && !e)
+                e = got[k];
+            else if (got[k] < 0 && !pid_err)
+                pid_err = got[k];
+        }
+        if (e) { /* the worker never ran: that is the first thing to say */
             r = -e;
             char why[384];
             snprintf(err, errsz, "cannot execute '%s' (rank %d): %s", spec->argv[0], rp->rank,
                      gang_exec_error_reason(dir, spec->argv[0], e, why, sizeof why));
+            goto fail;
+        }
+        if (pid_err) {
+            r = pid_err;
+            snprintf(err, errsz, "rank %d: could not write %s: %s%s", rp->rank, ha->pidf,
+                     strerror(-r), r == -ENOSPC || r == -EDQUOT
+                                       ? " (the container's disk is full: free space, then drover start)"
+                                       : "");
             goto fail;
         }
         long wpid = 0, hpid = 0;

@@ -55,6 +55,26 @@ int clock_gettime(clockid_t clk, struct timespec *ts)
     return r;
 }
 
+/* fsync of a file whose path ends with fsync_enospc_suffix ("" none) fails with ENOSPC, as it
+ * does on a full disk (ext4's delayed allocation reports it there, not at write).  Defined here,
+ * it interposes on libc's for the gang code, and a forked holder inherits the suffix. */
+static char fsync_enospc_suffix[64];
+
+int fsync(int fd)
+{
+    if (fsync_enospc_suffix[0]) {
+        char link[64], path[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, path, sizeof path - 1);
+        size_t sl = strlen(fsync_enospc_suffix);
+        if (n >= (ssize_t)sl && !memcmp(path + n - sl, fsync_enospc_suffix, sl)) {
+            errno = ENOSPC;
+            return -1;
+        }
+    }
+    return (int)syscall(SYS_fsync, fd);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -391,6 +411,29 @@ static void test_gang_exec_failure(void **state)
     assert_int_equal(spec_set_argv(&s, 1, argv), 0);
     assert_int_equal(gang_check_exec(&store, &s, err, sizeof err), -ENOENT);
     assert_non_null(strstr(err, "bin/missing"));
+    spec_done(&s);
+}
+
+/* A holder that cannot write its pid file (the container's disk is full) says why: the gang's
+ * start names the file and the disk, not "the holder did not report its worker". */
+static void test_gang_pid_file_disk_full(void **state)
+{
+    (void)state;
+    char id[RELEASE_ID_LEN + 1], err[512];
+    install("sleeper", "#!/bin/sh\nexec sleep 30\n", id);
+    struct job_spec s;
+    spec_for(&s, id, 2);
+    struct gang g;
+    (void)str_copy(fsync_enospc_suffix, sizeof fsync_enospc_suffix, "/rank0.pid.tmp");
+    int r = gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err);
+    fsync_enospc_suffix[0] = '\0';
+    assert_int_equal(r, -ENOSPC);
+    assert_non_null(strstr(err, "rank 0: could not write "));
+    assert_non_null(strstr(err, "/runs/train/gang/g1/rank0.pid: No space left on device (the "
+                                "container's disk is full: free space, then drover start)"));
+    assert_null(strstr(err, "did not report"));
+    assert_int_equal(g.pgid, 0); /* the worker that started was killed, the gang cleared */
+    assert_int_equal(g.nranks, 0);
     spec_done(&s);
 }
 
@@ -1338,6 +1381,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_peer_effect_gives_way, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_exec_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_exec_error_reason, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_pid_file_disk_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_exec_error_reason_elf, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_last_heartbeat_before_exit, setup, teardown),
