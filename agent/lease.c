@@ -81,21 +81,31 @@ static void boot_id(char *buf, size_t sz)
     buf[strcspn(buf, "\n")] = '\0';
 }
 
-/* Lock ROOT/leases/<job>.lock (AGENT_LOCK_TIMEOUT_S, then -ETIMEDOUT, logged naming the
- * holder); returns the fd (close to unlock). */
+/* What a lease file that cannot be written (r) says after the errno's words. */
+static const char *lease_disk_hint(int r)
+{
+    return r == -ENOSPC || r == -EDQUOT ? " (the container's disk is full)" : "";
+}
+
+/* Lock ROOT/leases/<job>.lock (AGENT_LOCK_TIMEOUT_S, then -ETIMEDOUT naming the holder);
+ * returns the fd (close to unlock).  Every failure is logged. */
 static int lease_lock(const char *root, const char *job, char *path, size_t pathsz)
 {
     char dir[4096], lk[4200], err[600];
     snprintf(dir, sizeof dir, "%s/leases", root);
     int r = fs_mkdir_p(dir, 0700);
-    if (r < 0)
+    if (r < 0) {
+        log_error("lease of job '%s': cannot create '%s': %s%s", job, dir, strerror(-r), lease_disk_hint(r));
         return r;
+    }
     snprintf(lk, sizeof lk, "%s/%s.lock", dir, job);
-    if (snprintf(path, pathsz, "%s/%s.json", dir, job) >= (int)pathsz)
+    if (snprintf(path, pathsz, "%s/%s.json", dir, job) >= (int)pathsz) {
+        log_error("lease of job '%s': path under '%s' too long", job, dir);
         return -ENAMETOOLONG;
+    }
     int fd = fs_lock_file(lk, AGENT_LOCK_TIMEOUT_S, err, sizeof err);
-    if (fd == -ETIMEDOUT)
-        log_error("lease of job '%s': %s", job, err);
+    if (fd < 0)
+        log_error("lease of job '%s': %s%s", job, err, lease_disk_hint(fd));
     return fd;
 }
 
@@ -128,8 +138,10 @@ int lease_take(const char *root, const char *job, const char *holder, double ttl
     struct lease cur;
     bool have;
     int r = lease_read(path, &cur, &have);
-    if (r < 0)
+    if (r < 0) {
+        log_error("lease of job '%s': cannot read '%s': %s", job, path, strerror(-r));
         goto out;
+    }
     enum lease_verdict v = lease_decide(have ? &cur : NULL, holder, now, boot, dead);
     if (v == LEASE_REFUSE) {
         fprintf(stderr, "job '%s' " AGENT_LEASE_HELD_BY "%s" AGENT_LEASE_HELD_END "%.0f s ago, renewed %.0f s ago, "
@@ -146,7 +158,13 @@ int lease_take(const char *root, const char *job, const char *holder, double ttl
     l.ttl_s = ttl_s;
     (void)str_copy(l.boot_id, sizeof l.boot_id, boot);
     char *text = NULL;
-    if ((r = lease_format(&l, &text)) < 0 || (r = fs_write_atomic(path, text, strlen(text), 0600)) < 0) {
+    if ((r = lease_format(&l, &text)) < 0) {
+        log_error("lease of job '%s': holder '%s' cannot be written as JSON: %s", job, holder, strerror(-r));
+        goto out;
+    }
+    if ((r = fs_write_atomic(path, text, strlen(text), 0600)) < 0) {
+        /* not taken: a deploy or start must not go on as if it held the job here */
+        log_error("lease of job '%s': cannot write '%s': %s%s", job, path, strerror(-r), lease_disk_hint(r));
         free(text);
         goto out;
     }
@@ -187,11 +205,14 @@ int lease_release(const char *root, const char *job, const char *holder)
     struct lease cur;
     bool have;
     int r = lease_read(path, &cur, &have);
+    if (r < 0)
+        log_error("lease of job '%s': cannot read '%s': %s", job, path, strerror(-r));
     if (r == 0 && have && strcmp(cur.holder, holder) != 0) {
         fprintf(stderr, "the lease of job '%s' is held by %s, not %s: left alone\n", job, cur.holder, holder);
         r = -EBUSY;
     } else if (r == 0 && have && unlink(path) < 0) {
         r = -errno;
+        log_error("lease of job '%s': cannot remove '%s': %s", job, path, strerror(-r));
     }
     close(lk);
     return r;

@@ -48,7 +48,10 @@ int lease_parse(const char *text, size_t len, struct lease *ret);
  * lease_decide; ret_takeover, when not NULL, gets one line: "deploy lease taken over by H from P
  * (idle N s, past its N s TTL)", or "... from P (no longer running on its host, said H)"); a line on stdout
  * says which; -EBUSY held by another (a line on stderr names the holder, its age and when it
- * expires).  release: 0, or -EBUSY when another holds it (nothing changed). */
+ * expires); -ENOSPC/-EDQUOT when the lease file cannot be written (the container's disk full:
+ * nothing taken, and the caller must not act as if it held the job here); any other -errno.
+ * release: 0, or -EBUSY when another holds it (nothing changed), or -errno.  Every failure is
+ * said on stderr here (the file and the errno's words), never by the caller. */
 int lease_take(const char *root, const char *job, const char *holder, double ttl_s, const char *dead,
                char *ret_takeover, size_t takeover_sz);
 int lease_release(const char *root, const char *job, const char *holder);

@@ -390,6 +390,8 @@ static int cmd_lease(struct cli *c)
                  : lease_release(c->root, c->args[1], c->args[2]);
     if (r == -EBUSY || r == -ETIMEDOUT) /* said by lease.c: the holder, or the lock's */
         return AGENT_EXIT_BUSY;
+    if (r == -ENOSPC || r == -EDQUOT) /* said by lease.c, naming the file: nothing taken */
+        return AGENT_EXIT_DISK_FULL;
     if (r == 1) {
         /* an expired lease taken over: the daemon journals it (lease-takeover); the CLI never
          * writes the journal itself (one writer keeps its seq numbers) */
@@ -406,10 +408,8 @@ static int cmd_lease(struct cli *c)
         rpc_request_done(&q);
         r = 0;
     }
-    if (r < 0) {
-        log_error("lease %s: %s", c->args[0], strerror(-r));
+    if (r < 0) /* said by lease.c */
         return AGENT_EXIT_FAIL;
-    }
     if (c->lease_status) {
         /* The deploy's next question, answered in the same call (one `pct exec` per container
          * instead of two).  The lease is held whatever happens here: a daemon that does not

@@ -2,6 +2,7 @@
  * monotonic times and boot ids), the file round trip, and take/renew/refuse/release between two
  * holders on a temp store root. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,11 +10,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "agent/lease.h"
 #include "common/util.h"
+
+/* fsync of a file whose path holds fsync_enospc ("" none) fails with ENOSPC, as on a full disk
+ * (ext4's delayed allocation reports it there).  Defined here, it interposes on libc's. */
+static char fsync_enospc[64];
+
+int fsync(int fd)
+{
+    char link[64], path[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = fsync_enospc[0] ? readlink(link, path, sizeof path - 1) : -1;
+    if (n > 0) {
+        path[n] = '\0';
+        if (strstr(path, fsync_enospc)) {
+            errno = ENOSPC;
+            return -1;
+        }
+    }
+    return (int)syscall(SYS_fsync, fd);
+}
 
 static void test_lease_decide(void **state)
 {
@@ -115,6 +137,39 @@ static void test_lease_take_release(void **state)
     assert_int_equal(fs_rm_rf(root), 0);
 }
 
+/* The container's disk is full: the lease file cannot be written.  The take fails with
+ * -ENOSPC (drover-agent exits disk_full, and drover start starts nothing), says which file and
+ * why on stderr, and leaves no lease: the next taker finds it free. */
+static void test_lease_take_disk_full(void **state)
+{
+    (void)state;
+    char root[] = "/tmp/drover-lease-test.XXXXXX", errf[300], want[400];
+    assert_non_null(mkdtemp(root));
+    snprintf(errf, sizeof errf, "%s/stderr", root);
+    (void)str_copy(fsync_enospc, sizeof fsync_enospc, "/leases/train.json.tmp");
+    fflush(stderr);
+    int save = dup(STDERR_FILENO), fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    assert_true(save >= 0 && fd >= 0);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+    int r = lease_take(root, "train", "alice@h1/pid-1", 600, NULL, NULL, 0);
+    fflush(stderr);
+    dup2(save, STDERR_FILENO);
+    close(save);
+    fsync_enospc[0] = '\0';
+    assert_int_equal(r, -ENOSPC);
+    char *said = NULL;
+    size_t len = 0;
+    assert_int_equal(fs_read_file(errf, 4096, &said, &len), 0);
+    snprintf(want, sizeof want, "lease of job 'train': cannot write '%s/leases/train.json': No space "
+             "left on device (the container's disk is full)", root);
+    if (!strstr(said, want))
+        fail_msg("stderr: %s", said);
+    free(said);
+    assert_int_equal(lease_take(root, "train", "bob@h2/pid-7", 600, NULL, NULL, 0), 0); /* free */
+    assert_int_equal(fs_rm_rf(root), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -122,6 +177,7 @@ int main(void)
         cmocka_unit_test(test_lease_decide_dead),
         cmocka_unit_test(test_lease_format_parse),
         cmocka_unit_test(test_lease_take_release),
+        cmocka_unit_test(test_lease_take_disk_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
