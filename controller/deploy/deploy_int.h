@@ -70,6 +70,11 @@ struct deploy {
     /* containers found stopped under the gang (`pct exec` there says "not running") during a
      * probation, a recovery or a switch's stop, with pct's words; "" where not */
     char ct_stopped[INV_MAX_CTS][200];
+    /* the last lease take: containers whose agent answered but could not take the lease (not
+     * held by another: its lease file could not be written, the container's disk full), with
+     * the agent's words; "" where it was taken, refused by a holder, or not asked.  A deploy
+     * goes on without it there (warned); a start starts nothing (stopstart.c) */
+    char lease_failed[INV_MAX_CTS][400];
     bool no_bad_mark;                 /* revert_all: the release reached no failing verdict (Ctrl-C,
                                          an analysis that passed): the agents do not mark it bad */
     struct sample_set *base;          /* the baseline's samples; NULL when none are known */

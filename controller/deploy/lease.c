@@ -202,8 +202,10 @@ int leases_take(struct deploy *d, double ttl, bool with_status)
     for (int k = 0; with_status && k < INV_MAX_HOSTS; k++)
         if (!(cf->scratch[k] = malloc(sizeof *cf->scratch[k])))
             break; /* no document kept there: the survey asks */
-    for (int i = 0; i < d->job->ncts; i++)
+    for (int i = 0; i < d->job->ncts; i++) {
         d->pre[i] = 0;
+        d->lease_failed[i][0] = '\0';
+    }
     double asked = time_mono(); /* no agent's TTL began before this */
     (void)ct_fan_run(cf);
     int older = 0;
@@ -246,6 +248,9 @@ int leases_take(struct deploy *d, double ttl, bool with_status)
         if (st != AGENT_EXIT_BUSY && pct_ct_problem(ct->vmid, cf->err[i], ctwhy, sizeof ctwhy) < 0)
             continue; /* the container is stopped or not there: the survey says so, once */
         if (st != AGENT_EXIT_BUSY) { /* only a holder refuses; anything else must not block */
+            if (st != AGENT_EXIT_USAGE) /* an agent with leases that could not take it */
+                (void)str_copy(d->lease_failed[i], sizeof d->lease_failed[i],
+                               cf->err[i][0] ? cf->err[i] : "lease take failed");
             log_warn("%s: no deploy lease (%s)%s", ct->label, cf->err[i],
                      st == AGENT_EXIT_USAGE ? "; this agent is older than leases: drover install" : "");
             continue;

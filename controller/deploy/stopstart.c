@@ -10,6 +10,7 @@
  */
 #include "controller/deploy/deploy_int.h"
 #include "controller/deploy/stopstart.h"
+#include "controller/deploy/objsync.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -182,6 +183,24 @@ static void stopstart_why(const struct deploy *d, int i, bool start, enum stopst
     default:
         buf[0] = '\0';
     }
+}
+
+void stopstart_no_lease_hint(const char *job, const char *said, char *buf, size_t sz)
+{
+    const char *e = strstr(said, "error: "); /* the agent's logger prefix: "drover: error: " */
+    if (e && e - said < 24)
+        said = e + 7;
+    if (!objsync_said_disk_full(said))
+        snprintf(buf, sz, "no deploy lease here, so nothing was started anywhere (the agent: %s): "
+                 "once `drover-agent lease take` works there, run `drover start --job %.64s` again",
+                 said, job);
+    else if (strstr(said, "(the container's disk is full)")) /* the agent said it already */
+        snprintf(buf, sz, "no deploy lease here, so nothing was started anywhere: %s: free space "
+                 "there, then run `drover start --job %.64s`", said, job);
+    else
+        snprintf(buf, sz, "no deploy lease here, so nothing was started anywhere: %s (the "
+                 "container's disk is full: free space there, then run `drover start --job %.64s`)",
+                 said, job);
 }
 
 void stopstart_ct_stopped_hint(bool start, const char *job, int vmid, const char *host,
@@ -379,16 +398,30 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
      * the switch does, then started with the others (it was answered "already running" and kept
      * its old generation: the gang never formed).  From the status that came with the lease;
      * where that did not tell, from the start's answers below. */
-    bool runs[INV_MAX_CTS], down[INV_MAX_CTS], part[INV_MAX_CTS] = { false },
+    bool runs[INV_MAX_CTS] = { false }, down[INV_MAX_CTS] = { false }, part[INV_MAX_CTS] = { false },
                                                stop_failed[INV_MAX_CTS] = { false };
     for (int i = 0; i < d.job->ncts; i++) {
         runs[i] = d.pre[i] == 1 && stopstart_gang_runs(&d.pre_js[i]);
         down[i] = d.pre[i] == 1 && !runs[i];
     }
-    int npart = start ? stopstart_split_gang(runs, down, d.job->ncts, part) : 0;
-    bool held =
-        npart && !stopstart_stop_part(&d, part, false, b.answer - 30, o, said, took, stop_failed);
-    if (held) { /* it runs on where the stop failed: a start elsewhere would split it again */
+    /* A container whose agent could not take the lease (its disk full: the lease file cannot be
+     * written) would run a gang no deploy or stop of another operator is kept from; and the gang
+     * is one generation in all its containers, so a start elsewhere alone never forms: nothing
+     * is started anywhere (it went on there without the lease, as a deploy does) */
+    int no_lease = -1;
+    for (int i = 0; start && i < d.job->ncts; i++)
+        if (d.lease_failed[i][0] && no_lease < 0)
+            no_lease = i;
+    int npart = start && no_lease < 0 ? stopstart_split_gang(runs, down, d.job->ncts, part) : 0;
+    bool held = no_lease >= 0 ||
+                (npart && !stopstart_stop_part(&d, part, false, b.answer - 30, o, said, took, stop_failed));
+    if (no_lease >= 0) {
+        for (int i = 0; i < d.job->ncts; i++) {
+            o[i] = d.lease_failed[i][0] ? SS_FAILED : SS_HELD_BACK;
+            (void)str_copy(said[i], sizeof said[i], d.lease_failed[i]);
+            took[i] = -1;
+        }
+    } else if (held) { /* it runs on where the stop failed: a start elsewhere would split it again */
         for (int i = 0; i < d.job->ncts; i++)
             if (!stop_failed[i]) {
                 o[i] = SS_HELD_BACK;
@@ -443,7 +476,15 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
         /* a stop before the start that failed: said as a stop's failure */
         stopstart_why(&d, i, start && !stop_failed[i], o[i], said[i],
                       stop_failed[i] ? limit - 30 : limit, why, sizeof why);
-        if (stop_failed[i]) {
+        if (no_lease >= 0 && o[i] == SS_FAILED)
+            stopstart_no_lease_hint(d.job->name, said[i], why, sizeof why);
+        else if (no_lease >= 0 && o[i] == SS_HELD_BACK)
+            snprintf(why, sizeof why,
+                     "nothing was started anywhere: the job's deploy lease could not be taken in "
+                     "%s (its row says why), and a gang of several containers starts as one "
+                     "generation; once it can be, run `drover start --job %s`",
+                     d.job->cts[no_lease].label, d.job->name);
+        else if (stop_failed[i]) {
             size_t w = strlen(why);
             snprintf(why + w, sizeof why - w,
                      " (stopped first, so that the gang starts as one "

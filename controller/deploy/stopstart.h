@@ -83,6 +83,10 @@ int stopstart_split_gang(const bool *runs, const bool *down, int n, bool ret_par
 void stopstart_ct_stopped_hint(bool start, const char *job, int vmid, const char *host,
                                const char *said, char *buf, size_t sz);
 
+/* The row of a start's container whose agent could not take the job's deploy lease (said: the
+ * agent's words): nothing was started anywhere; a full disk says to free space, then start. */
+void stopstart_no_lease_hint(const char *job, const char *said, char *buf, size_t sz);
+
 /* What to tell the operator about a container whose agent refused or failed the verb, from its
  * words (said): a job the agent never had is a job never deployed there (deploy it first); pct's
  * "no container" is said as pct_ct_problem() words it; anything else with `drover logs`. */

@@ -625,6 +625,62 @@ static void test_start_split_gang(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* A start where one container's agent could not take the job's deploy lease (its disk full: the
+ * lease file cannot be written, `lease take` exits 8): the start went on there without it.  Now
+ * nothing is started anywhere (the gang is one generation in all its containers), exit 1; the
+ * container's row says why and what to do, the other's that it was held back. */
+static void test_start_without_lease(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-nolease-XXXXXX", text[2048], path[256], out[128], gen[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(path, sizeof path, "%s/agent", dir);
+    snprintf(
+        text, sizeof text,
+        "#!/bin/sh\nr=; p=\nfor a; do [ \"$p\" = --root ] && r=$a; p=$a; done\n"
+        "echo \"${r##*/} $*\" >> '%s/log'\n"
+        "case \" $* \" in\n"
+        "*' lease take '*) if [ -e \"$r/full\" ]; then echo \"drover: error: lease of job 'train': "
+        "cannot write '$r/leases/train.json': No space left on device (the container's disk is "
+        "full)\" >&2; exit 8; fi; cat \"$r/status.json\";;\n"
+        "*' start --job '*) touch \"$r/running\"; echo 'ok release aaaaaaaaaaaa generation 2';;\n"
+        "esac\nexit 0\n",
+        dir);
+    capture_put(path, text, 0755);
+    struct inventory *inv = fake_agent_inventory(dir, "exec_timeout = 10s\n", "grace = 5s\n", "c");
+    char *argv[] = { "start", "--job", "train", NULL };
+    split_agent(dir, "a", GANG_STOPPED, false);
+    split_agent(dir, "b", GANG_STOPPED, false);
+    snprintf(path, sizeof path, "%s/a/full", dir);
+    capture_put(path, "", 0600);
+    assert_int_equal(capture_verb(cmd_start, inv, argv, 3, out, out), EXIT_FAIL);
+    char *log = split_log(dir), *said = capture_slurp(out), want[512];
+    snprintf(want, sizeof want, "no deploy lease here, so nothing was started anywhere: "
+             "lease of job 'train': cannot write '%s/a/leases/train.json': No space left on device (the "
+             "container's disk is full): free space there, then run `drover start --job train`", dir);
+    if (split_starts(log, gen) != 0 || !strstr(said, want) || !strstr(said, "NOT STARTED") ||
+        !strstr(said, "nothing was started anywhere: the job's deploy lease could not be taken in "
+                      "h1:local:") ||
+        !strstr(said, "start of job 'train': 0 of 2 containers started"))
+        fail_msg("log:\n%s\nsaid:\n%s", log, said);
+    free(log);
+    free(said);
+
+    /* the disk freed: it starts in both as one generation */
+    (void)unlink(path);
+    assert_int_equal(capture_verb(cmd_start, inv, argv, 3, out, out), EXIT_OK);
+    log = split_log(dir);
+    said = capture_slurp(out);
+    if (split_starts(log, gen) != 2 || !strstr(said, "job 'train' runs in 2 containers (2 started"))
+        fail_msg("log:\n%s\nsaid:\n%s", log, said);
+    free(log);
+    free(said);
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 /* `drover promote` and `drover revert` of a job `drover stop` stopped (on its good release, or on
  * a release left unpromoted): they said "runs its good release: nothing is held" or went on to
  * promote what did not run; now: stopped where, and `drover start --job J` runs it again.
@@ -685,6 +741,7 @@ int main(void)
         cmocka_unit_test(test_decide_stopped),
         cmocka_unit_test(test_split_gang),
         cmocka_unit_test(test_start_split_gang),
+        cmocka_unit_test(test_start_without_lease),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
