@@ -7,11 +7,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "common/util.h"
 #include "controller/deploy/deploy.h"
+#include "controller/deploy/deploy_int.h"
+#include "controller/deploy/objsync.h"
+#include "tests/unit/capture.h"
 
 static void test_hint_only_for_agent(void **state)
 {
@@ -24,6 +29,62 @@ static void test_hint_only_for_agent(void **state)
     deploy_unsurveyed_message(m, sizeof m, "h1:101: drover-agent status failed (exit 127): not found", true,
                               "train");
     assert_non_null(strstr(m, "; nothing was pushed or stopped (is the agent installed? drover install --job train)"));
+}
+
+/* A read-only staging_dir on the host (an adversary pass: `mount -o ro` under it): the survey's
+ * host shell failed at its `mkdir` there, before any agent was asked, and the deploy ended with
+ * "is the agent installed? drover install --job J".  The host store is named, with what to do;
+ * no agent hint.  The host's mkdir is a stand-in on PATH saying what a read-only mount says (a
+ * root test process writes through any mode bits). */
+static void test_unsurveyed_store_not_writable(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-unit-dmsg-XXXXXX", p[512], keys[300], path[1200];
+    assert_non_null(mkdtemp(dir));
+    snprintf(p, sizeof p, "%s/bin", dir);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/bin/mkdir", dir);
+    capture_put(p, "#!/bin/sh\nfor a; do d=$a; done\n"
+                   "echo \"mkdir: cannot create directory '$d': Read-only file system\" >&2\nexit 1\n", 0755);
+    const char *old_path = getenv("PATH");
+    char *saved = strdup(old_path ? old_path : "/usr/bin:/bin");
+    snprintf(path, sizeof path, "%s/bin:%s", dir, saved);
+    assert_int_equal(setenv("PATH", path, 1), 0);
+    struct agent_status st;
+    fake_agent_status_init(&st);
+    fake_agent(dir, &st);
+    snprintf(keys, sizeof keys, "staging_dir = %s/ro/store\n", dir);
+    struct inventory *inv = fake_agent_inventory(dir, keys, "", "c");
+    struct fleet f;
+    fleet_init(&f, inv, NULL);
+    struct deploy d = { .f = &f, .inv = inv, .job = &inv->jobs[0] };
+    bool all_current = false;
+    char err[1024] = "", m[2400];
+    assert_int_equal(survey(&d, true, &all_current, err, sizeof err), -EIO);
+    assert_int_equal(setenv("PATH", saved, 1), 0);
+    free(saved);
+    deploy_unsurveyed_message(m, sizeof m, err, d.agent_failed, d.job->name);
+    snprintf(p, sizeof p, "the host store under staging_dir (%s/ro/store) on h1 is not writable: mkdir: "
+             "cannot create directory '%s/ro/store': Read-only file system; fix its mount or permissions, "
+             "or set staging_dir in the inventory; nothing was pushed or stopped", dir, dir);
+    if (strcmp(m, p) != 0)
+        fail_msg("message: %s", m);
+    assert_false(d.agent_failed);
+    assert_null(strstr(m, "agent"));
+    free(d.sv_js);
+    fleet_done(&f);
+    inventory_free(inv);
+    assert_int_equal(fs_rm_rf(dir), 0);
+}
+
+/* Which host shell words are a store that cannot be written (not retried, not the agent's) */
+static void test_said_store_unwritable(void **state)
+{
+    (void)state;
+    assert_true(objsync_said_store_unwritable("mkdir: cannot create directory '/s/packs': Read-only file system"));
+    assert_true(objsync_said_store_unwritable("sh: 1: cannot create manifests/x.tmp.9: Permission denied"));
+    assert_false(objsync_said_store_unwritable("mkdir: cannot create directory '/s': No space left on device"));
+    assert_false(objsync_said_store_unwritable(NULL));
 }
 
 /* REVERT FAILED with a host unreachable: the job is often up, running the failed release where
@@ -286,6 +347,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nothing_held),
         cmocka_unit_test(test_hint_only_for_agent),
+        cmocka_unit_test(test_unsurveyed_store_not_writable),
+        cmocka_unit_test(test_said_store_unwritable),
         cmocka_unit_test(test_revert_failed_unreached), cmocka_unit_test(test_revert_failed_no_agent),
         cmocka_unit_test(test_call_found_no_agent),
         cmocka_unit_test(test_revert_failed_same_on_both),
