@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1765,10 +1766,23 @@ void deploy_revert_unconfirmed_message(char *buf, size_t sz, const char *why, co
     snprintf(buf, sz, "%s; the job may be down: look with `drover status --job %s` and act now", why, job);
 }
 
+/* Do a and b write to one file: one terminal, `2>&1`, or -o json's stdout onto stderr? */
+static bool streams_share_file(FILE *a, FILE *b)
+{
+    struct stat sa, sb;
+    return a == b || (fstat(fileno(a), &sa) == 0 && fstat(fileno(b), &sb) == 0 && sa.st_dev == sb.st_dev &&
+                      sa.st_ino == sb.st_ino);
+}
+
 void deploy_say_revert_failed(FILE *out, FILE *err, const char *job, const char *said)
 {
-    fprintf(err, "%s%sREVERT FAILED for job '%s': %s%s\n", ui_bold(err), ui_red(err), job, said, ui_reset(err));
-    fprintf(out, "REVERT FAILED for job '%s': %s\n", job, said);
+    /* the verdict on out, as every verdict (bold red on a TTY); on err as well only where that is
+     * another file: a terminal showed the whole paragraph twice */
+    fprintf(out, "%s%sREVERT FAILED for job '%s': %s%s\n", ui_bold(out), ui_red(out), job, said, ui_reset(out));
+    fflush(out);
+    if (!streams_share_file(out, err))
+        fprintf(err, "%s%sREVERT FAILED for job '%s': %s%s\n", ui_bold(err), ui_red(err), job, said,
+                ui_reset(err));
 }
 
 /* The debug log's timing of deploy_run's steps (drover -v): seconds since *t, which restarts. */

@@ -164,7 +164,8 @@ static void test_call_found_no_agent(void **state)
 
 /* REVERT FAILED when every container took the revert but no recovery was confirmed: stdout said
  * only the watching's finding and left out "the job may be down ... act now", which stderr had;
- * a script reading stdout did not learn that the job may be down.  Both now say the same. */
+ * a script reading stdout did not learn that the job may be down.  Both now say the same (two
+ * files here: stdout redirected, stderr a terminal). */
 static void test_revert_failed_same_on_both(void **state)
 {
     (void)state;
@@ -186,6 +187,30 @@ static void test_revert_failed_same_on_both(void **state)
                               "down"));
     fclose(out);
     fclose(err);
+}
+
+/* An agent killed during probation: the operator's terminal showed the REVERT FAILED paragraph
+ * twice, once from stderr and once from stdout, both that terminal.  Where out and err are one
+ * file (a terminal, `2>&1`, -o json's stdout onto stderr) it is said once, on out. */
+static void test_revert_failed_once_on_one_file(void **state)
+{
+    (void)state;
+    FILE *out = tmpfile();
+    assert_non_null(out);
+    FILE *err = fdopen(dup(fileno(out)), "w"); /* the same open file, as 2>&1 makes it */
+    assert_non_null(err);
+    deploy_say_revert_failed(out, err, "train", "revert failed on 1 of 3 containers");
+    fflush(out);
+    fflush(err);
+    rewind(out);
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, out))
+        if (strstr(line, "REVERT FAILED for job 'train': revert failed on 1 of 3 containers"))
+            n++;
+    assert_int_equal(n, 1);
+    fclose(err);
+    fclose(out);
 }
 
 /* A deploy refused by gpu-check on containers the agent marked (environment fault) ended with
@@ -352,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_revert_failed_unreached), cmocka_unit_test(test_revert_failed_no_agent),
         cmocka_unit_test(test_call_found_no_agent),
         cmocka_unit_test(test_revert_failed_same_on_both),
+        cmocka_unit_test(test_revert_failed_once_on_one_file),
         cmocka_unit_test(test_aborted_marked),
         cmocka_unit_test(test_switch_aborted_once),
         cmocka_unit_test(test_own_baseline_note),
