@@ -77,6 +77,21 @@ static void test_unsurveyed_store_not_writable(void **state)
     assert_int_equal(fs_rm_rf(dir), 0);
 }
 
+/* A revert of a deploy onto a stopped job leaves it stopped, saying how to run it; where the
+ * stop again did not succeed, where the good release may run and how to stop it. */
+static void test_left_stopped_message(void **state)
+{
+    (void)state;
+    char m[600];
+    deploy_left_stopped_message(m, sizeof m, "train", "3e968584b08b", "");
+    assert_string_equal(m, "reverted job 'train' to 3e968584b08b; the job was stopped before the deploy, so it "
+                           "is left stopped: `drover start --job train` runs it");
+    deploy_left_stopped_message(m, sizeof m, "train", "3e968584b08b", "h1:102 (NO ANSWER)");
+    assert_string_equal(m, "reverted job 'train' to 3e968584b08b; the job was stopped before the deploy, but "
+                           "stopping it again did not succeed in h1:102 (NO ANSWER), where 3e968584b08b may "
+                           "run: `drover stop --job train` stops it");
+}
+
 /* Which host shell words are a store that cannot be written (not retried, not the agent's) */
 static void test_said_store_unwritable(void **state)
 {
@@ -374,6 +389,7 @@ int main(void)
         cmocka_unit_test(test_hint_only_for_agent),
         cmocka_unit_test(test_unsurveyed_store_not_writable),
         cmocka_unit_test(test_said_store_unwritable),
+        cmocka_unit_test(test_left_stopped_message),
         cmocka_unit_test(test_revert_failed_unreached), cmocka_unit_test(test_revert_failed_no_agent),
         cmocka_unit_test(test_call_found_no_agent),
         cmocka_unit_test(test_revert_failed_same_on_both),
