@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +46,7 @@
 #include "controller/deploy/objsync.h"
 #include "controller/transport/send.h"
 #include "controller/deploy/state.h"
+#include "controller/deploy/stopstart.h"
 
 volatile sig_atomic_t deploy_interrupted, deploy_revert_interrupted;
 /* set while revert_all runs: a Ctrl-C there is noted and said, never obeyed (it was silent) */
@@ -1176,8 +1178,47 @@ static bool job_back_everywhere(struct deploy *d, bool back[INV_MAX_CTS])
  * command it ran with, as generation G).  A container whose old gang is not gone within the
  * switch deadline is named; its revert replaces the stop still in flight there, so the good
  * release starts there once the old gang is gone (the others wait for it in their rendezvous):
- * never a job left stopped.  Returns the exit code. */
+ * never a job left stopped, unless the deploy began on a stopped job (d->leave_stopped: then
+ * revert_left_stopped stops it again).  Returns the exit code. */
 static int revert_all_run(struct deploy *d, enum history_reason code, const char *reason);
+
+/* The end of a revert of a deploy onto a stopped job (d->leave_stopped), the good release
+ * current again everywhere: the agent's revert started it, so it is stopped again, as the
+ * operator had left the job (it was left running: the failed deploy had started the job).
+ * Here, before the record, which gives the lease back: a stop after it would run unleased.
+ * No recovery is watched: nothing is meant to run.  Says the outcome on stdout; EXIT_REVERTED
+ * (the revert itself reached every container, also where the stop did not: said so). */
+static int revert_left_stopped(struct deploy *d, enum history_reason code, const char *reason)
+{
+    const struct inv_job *j = d->job;
+    char sid[RELEASE_SHORT_LEN + 1];
+    fprintf(stderr, "revert: job '%s' was stopped before the deploy: stopping %s again\n", j->name,
+            ui_short(d->good, sid));
+    struct agent_argv a;
+    agent_argv_init(&a);
+    agent_argv_stop(&a, j->name);
+    struct agent_fan_ct c[INV_MAX_CTS];
+    (void)agent_fan_run(d, agent_argv_end(&a) == 0 ? a.argv : NULL, NULL,
+                        (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s, c, NULL);
+    char running[900] = "";
+    size_t off = 0;
+    for (int i = 0; i < j->ncts; i++) {
+        enum stopstart_outcome o = stopstart_judge(false, c[i].asked, c[i].ok[0] ? c[i].ok : NULL,
+                                                   c[i].ended && !c[i].lost, false);
+        if (stopstart_is_ok(false, o))
+            continue;
+        const char *why = c[i].err[0] ? c[i].err : stopstart_word(false, o);
+        log_error("revert: %s: stopping %s again: %s", j->cts[i].label, ui_short(d->good, sid), why);
+        if (off < sizeof running)
+            off += (size_t)snprintf(running + off, sizeof running - off, "%s%s (%s)", off ? ", " : "",
+                                    j->cts[i].label, stopstart_word(false, o));
+    }
+    char line[1400];
+    deploy_left_stopped_message(line, sizeof line, j->name, ui_short(d->good, sid), running);
+    printf("%s\n", line);
+    history_record(d, d->stopped_by_operator ? "aborted" : "reverted", code, reason, -1);
+    return EXIT_REVERTED;
+}
 
 int revert_all(struct deploy *d, enum history_reason code, const char *reason)
 {
@@ -1378,6 +1419,8 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
         history_record(d, "revert-failed", code, msg, -1);
         return EXIT_REVERT_FAILED;
     }
+    if (!failed && d->leave_stopped)
+        return revert_left_stopped(d, code, reason);
     char msg[700] = "not confirmed (--now): watch it with `drover status`";
     int cr = failed ? -EIO : d->no_confirm ? 0 : confirm_recovery(d, d->good, msg, sizeof msg);
     if (cr == -EINTR) { /* started everywhere, as with --now: only the watching was cut short */
@@ -1760,15 +1803,39 @@ void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const 
              job);
 }
 
+void deploy_left_stopped_message(char *buf, size_t sz, const char *job, const char *good, const char *running)
+{
+    if (running && running[0])
+        snprintf(buf, sz, "reverted job '%s' to %s; the job was stopped before the deploy, but stopping "
+                 "it again did not succeed in %s, where %s may run: `drover stop --job %s` stops it",
+                 job, good, running, good, job);
+    else
+        snprintf(buf, sz, "reverted job '%s' to %s; the job was stopped before the deploy, so it is left "
+                 "stopped: `drover start --job %s` runs it", job, good, job);
+}
+
 void deploy_revert_unconfirmed_message(char *buf, size_t sz, const char *why, const char *job)
 {
     snprintf(buf, sz, "%s; the job may be down: look with `drover status --job %s` and act now", why, job);
 }
 
+/* Do a and b write to one file: one terminal, `2>&1`, or -o json's stdout onto stderr? */
+static bool streams_share_file(FILE *a, FILE *b)
+{
+    struct stat sa, sb;
+    return a == b || (fstat(fileno(a), &sa) == 0 && fstat(fileno(b), &sb) == 0 && sa.st_dev == sb.st_dev &&
+                      sa.st_ino == sb.st_ino);
+}
+
 void deploy_say_revert_failed(FILE *out, FILE *err, const char *job, const char *said)
 {
-    fprintf(err, "%s%sREVERT FAILED for job '%s': %s%s\n", ui_bold(err), ui_red(err), job, said, ui_reset(err));
-    fprintf(out, "REVERT FAILED for job '%s': %s\n", job, said);
+    /* the verdict on out, as every verdict (bold red on a TTY); on err as well only where that is
+     * another file: a terminal showed the whole paragraph twice */
+    fprintf(out, "%s%sREVERT FAILED for job '%s': %s%s\n", ui_bold(out), ui_red(out), job, said, ui_reset(out));
+    fflush(out);
+    if (!streams_share_file(out, err))
+        fprintf(err, "%s%sREVERT FAILED for job '%s': %s%s\n", ui_bold(err), ui_red(err), job, said,
+                ui_reset(err));
 }
 
 /* The debug log's timing of deploy_run's steps (drover -v): seconds since *t, which restarts. */
@@ -1938,6 +2005,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         goto out;
     }
     say_stopped_job_starts(&d);
+    d.leave_stopped = deploy_job_is_stopped(&d); /* a revert leaves it so */
     if (d.spec_change[0] && (d.spec_only || strncmp(d.spec_change, "unknown", 7) != 0)) {
         /* said at once, and in the history row: a relaunch of the same release is otherwise a
          * puzzle ("why did my gang restart?"); on stderr, a progress line (see above) */

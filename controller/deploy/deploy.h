@@ -143,12 +143,20 @@ void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const 
                                   const char *no_agent, const char *sid, double deadline_at,
                                   const char *job);
 
+/* What a revert of a deploy onto a stopped job says once the good release (good: its short id)
+ * is current again everywhere: that the job is left stopped, as it was before the deploy, and
+ * how to run it; running: the containers where stopping it again did not succeed, each with
+ * why, ", "-joined ("" or NULL: none), where it may run and how to stop it. */
+void deploy_left_stopped_message(char *buf, size_t sz, const char *job, const char *good, const char *running);
+
 /* What REVERT FAILED says when the revert reached every container but the job's recovery was
  * not confirmed (why: what the watching found): the job may be down, where to look. */
 void deploy_revert_unconfirmed_message(char *buf, size_t sz, const char *why, const char *job);
 
-/* Say REVERT FAILED for job with the message said: on err (bold red on a TTY) and the same words
- * on out, which scripts read (stdout once lacked the "may be down" hint stderr had). */
+/* Say REVERT FAILED for job with the message said, once wherever it is seen: on out, which
+ * scripts read (bold red on a TTY), and the same words on err only when err is another file
+ * (stdout redirected, stderr a terminal).  Where both are one file (a terminal, `2>&1`, -o json's
+ * stdout onto stderr) it was said twice. */
 void deploy_say_revert_failed(FILE *out, FILE *err, const char *job, const char *said);
 
 /* A deploy onto a job that is stopped (`drover stop`, or its gang ended) starts it: the deploy

@@ -67,6 +67,8 @@ struct deploy {
     bool analysis;                    /* deploy --analysis-only: the good release goes back anyway */
     bool no_confirm;                  /* rollback --now: do not watch the release gone back to */
     bool stopped_by_operator;         /* Ctrl-C/SIGTERM during probation: no verdict was reached */
+    bool leave_stopped;               /* deploy: the job was stopped before it (the survey's
+                                         deploy_job_is_stopped): a revert leaves it stopped */
     /* containers found stopped under the gang (`pct exec` there says "not running") during a
      * probation, a recovery or a switch's stop, with pct's words; "" where not */
     char ct_stopped[INV_MAX_CTS][200];

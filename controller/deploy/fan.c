@@ -72,7 +72,8 @@ static void ct_fan_host_batch(struct ct_fan *cf, int host)
     }
     for (int k = 0; k < n; k++) {
         if (r < 0) {
-            cf->named[cts[k]] = r == -ETIMEDOUT; /* objsync_stall_msg: the step and the containers */
+            /* objsync_stall_msg: the step and the containers; an unwritable store: the host */
+            cf->named[cts[k]] = r == -ETIMEDOUT || r == -EROFS;
             cf->rc[cts[k]] = cf->done(cf, cts[k], r, NULL, why);
             continue;
         }

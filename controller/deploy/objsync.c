@@ -340,6 +340,18 @@ bool objsync_said_disk_full(const char *said)
                     (strstr(said, "tar: ") && strstr(said, ": Wrote only ")));
 }
 
+bool objsync_said_store_unwritable(const char *said)
+{
+    return said && (strstr(said, "Read-only file system") || strstr(said, "Permission denied"));
+}
+
+void objsync_store_unwritable_message(char *buf, size_t sz, const char *staging_dir, const char *host,
+                                      const char *said)
+{
+    snprintf(buf, sz, "the host store under staging_dir (%s) on %s is not writable: %s; fix its mount or "
+             "permissions, or set staging_dir in the inventory", staging_dir, host, said);
+}
+
 bool release_dos_shebang(const char *path)
 {
     char line[256];
@@ -764,9 +776,19 @@ static int host_argv(struct host_job *hj, const char *const *argv, send_produce_
     }
     if (res.status != 0) {
         char reason[512];
-        snprintf(hj->err, sizeof hj->err, "host '%s': %s failed (exit %d): %s", c->h->name,
-                 label ? label : "command", res.status, exec_result_reason(&res, reason, sizeof reason));
+        int status = res.status;
+        (void)exec_result_reason(&res, reason, sizeof reason);
         exec_result_done(&res);
+        /* The host shell's own stderr (each container's is kept apart, SH_FAN): a store under
+         * staging_dir that cannot be written is the host's, not an agent's (the survey took it
+         * for a missing agent), and no retry mends it (-EROFS: said, not retried) */
+        if (objsync_said_store_unwritable(reason)) {
+            objsync_store_unwritable_message(hj->err, sizeof hj->err, hj->f->inv->staging_dir, c->h->name,
+                                             reason);
+            return -EROFS;
+        }
+        snprintf(hj->err, sizeof hj->err, "host '%s': %s failed (exit %d): %s", c->h->name,
+                 label ? label : "command", status, reason);
         return -EIO;
     }
     if (ret)
@@ -980,8 +1002,9 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
             (void)w;
             break;
         }
-        /* an answer that came but cannot be read: the install ran */
-        if (send_interrupted || r == -ESTALE || (merged && r == -EBADMSG) || ++attempt >= SEND_ATTEMPTS)
+        /* an answer that came but cannot be read: the install ran; a store that cannot be
+         * written (host_argv: -EROFS) stays so, each retry resending the whole pack */
+        if (send_interrupted || r == -EROFS || r == -ESTALE || (merged && r == -EBADMSG) || ++attempt >= SEND_ATTEMPTS)
             break;
         int wait = 1 << (attempt - 1);
         fprintf(stderr, "stage %s: %s (%s stored before this pack); retry %d of %d in %ds\n", hname, hj->err,

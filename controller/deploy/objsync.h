@@ -54,6 +54,14 @@ void release_read_error(const char *kind, const char *dir, int r, bool untouched
 /* Whether a host's failed staging said its disk is full (ENOSPC, EDQUOT, tar's short write):
  * not retried, and said as such. */
 bool objsync_said_disk_full(const char *said);
+/* Whether a host shell's failure in the store said it cannot write there (EROFS, EACCES: a
+ * read-only mount, a directory it does not own): the host's store, not an agent, and not
+ * retried.  Pure. */
+bool objsync_said_store_unwritable(const char *said);
+/* The one message for that (said: the host shell's words): where the store is, on which host,
+ * and what to do.  Pure. */
+void objsync_store_unwritable_message(char *buf, size_t sz, const char *staging_dir, const char *host,
+                                      const char *said);
 /* Whether the local file path starts with a #! line that ends in "\r\n". */
 bool release_dos_shebang(const char *path);
 

@@ -7,11 +7,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "common/util.h"
 #include "controller/deploy/deploy.h"
+#include "controller/deploy/deploy_int.h"
+#include "controller/deploy/objsync.h"
+#include "tests/unit/capture.h"
 
 static void test_hint_only_for_agent(void **state)
 {
@@ -24,6 +29,77 @@ static void test_hint_only_for_agent(void **state)
     deploy_unsurveyed_message(m, sizeof m, "h1:101: drover-agent status failed (exit 127): not found", true,
                               "train");
     assert_non_null(strstr(m, "; nothing was pushed or stopped (is the agent installed? drover install --job train)"));
+}
+
+/* A read-only staging_dir on the host (an adversary pass: `mount -o ro` under it): the survey's
+ * host shell failed at its `mkdir` there, before any agent was asked, and the deploy ended with
+ * "is the agent installed? drover install --job J".  The host store is named, with what to do;
+ * no agent hint.  The host's mkdir is a stand-in on PATH saying what a read-only mount says (a
+ * root test process writes through any mode bits). */
+static void test_unsurveyed_store_not_writable(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-unit-dmsg-XXXXXX", p[512], keys[300], path[1200];
+    assert_non_null(mkdtemp(dir));
+    snprintf(p, sizeof p, "%s/bin", dir);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/bin/mkdir", dir);
+    capture_put(p, "#!/bin/sh\nfor a; do d=$a; done\n"
+                   "echo \"mkdir: cannot create directory '$d': Read-only file system\" >&2\nexit 1\n", 0755);
+    const char *old_path = getenv("PATH");
+    char *saved = strdup(old_path ? old_path : "/usr/bin:/bin");
+    snprintf(path, sizeof path, "%s/bin:%s", dir, saved);
+    assert_int_equal(setenv("PATH", path, 1), 0);
+    struct agent_status st;
+    fake_agent_status_init(&st);
+    fake_agent(dir, &st);
+    snprintf(keys, sizeof keys, "staging_dir = %s/ro/store\n", dir);
+    struct inventory *inv = fake_agent_inventory(dir, keys, "", "c");
+    struct fleet f;
+    fleet_init(&f, inv, NULL);
+    struct deploy d = { .f = &f, .inv = inv, .job = &inv->jobs[0] };
+    bool all_current = false;
+    char err[1024] = "", m[2400];
+    assert_int_equal(survey(&d, true, &all_current, err, sizeof err), -EIO);
+    assert_int_equal(setenv("PATH", saved, 1), 0);
+    free(saved);
+    deploy_unsurveyed_message(m, sizeof m, err, d.agent_failed, d.job->name);
+    snprintf(p, sizeof p, "the host store under staging_dir (%s/ro/store) on h1 is not writable: mkdir: "
+             "cannot create directory '%s/ro/store': Read-only file system; fix its mount or permissions, "
+             "or set staging_dir in the inventory; nothing was pushed or stopped", dir, dir);
+    if (strcmp(m, p) != 0)
+        fail_msg("message: %s", m);
+    assert_false(d.agent_failed);
+    assert_null(strstr(m, "agent"));
+    free(d.sv_js);
+    fleet_done(&f);
+    inventory_free(inv);
+    assert_int_equal(fs_rm_rf(dir), 0);
+}
+
+/* A revert of a deploy onto a stopped job leaves it stopped, saying how to run it; where the
+ * stop again did not succeed, where the good release may run and how to stop it. */
+static void test_left_stopped_message(void **state)
+{
+    (void)state;
+    char m[600];
+    deploy_left_stopped_message(m, sizeof m, "train", "3e968584b08b", "");
+    assert_string_equal(m, "reverted job 'train' to 3e968584b08b; the job was stopped before the deploy, so it "
+                           "is left stopped: `drover start --job train` runs it");
+    deploy_left_stopped_message(m, sizeof m, "train", "3e968584b08b", "h1:102 (NO ANSWER)");
+    assert_string_equal(m, "reverted job 'train' to 3e968584b08b; the job was stopped before the deploy, but "
+                           "stopping it again did not succeed in h1:102 (NO ANSWER), where 3e968584b08b may "
+                           "run: `drover stop --job train` stops it");
+}
+
+/* Which host shell words are a store that cannot be written (not retried, not the agent's) */
+static void test_said_store_unwritable(void **state)
+{
+    (void)state;
+    assert_true(objsync_said_store_unwritable("mkdir: cannot create directory '/s/packs': Read-only file system"));
+    assert_true(objsync_said_store_unwritable("sh: 1: cannot create manifests/x.tmp.9: Permission denied"));
+    assert_false(objsync_said_store_unwritable("mkdir: cannot create directory '/s': No space left on device"));
+    assert_false(objsync_said_store_unwritable(NULL));
 }
 
 /* REVERT FAILED with a host unreachable: the job is often up, running the failed release where
@@ -103,7 +179,8 @@ static void test_call_found_no_agent(void **state)
 
 /* REVERT FAILED when every container took the revert but no recovery was confirmed: stdout said
  * only the watching's finding and left out "the job may be down ... act now", which stderr had;
- * a script reading stdout did not learn that the job may be down.  Both now say the same. */
+ * a script reading stdout did not learn that the job may be down.  Both now say the same (two
+ * files here: stdout redirected, stderr a terminal). */
 static void test_revert_failed_same_on_both(void **state)
 {
     (void)state;
@@ -125,6 +202,30 @@ static void test_revert_failed_same_on_both(void **state)
                               "down"));
     fclose(out);
     fclose(err);
+}
+
+/* An agent killed during probation: the operator's terminal showed the REVERT FAILED paragraph
+ * twice, once from stderr and once from stdout, both that terminal.  Where out and err are one
+ * file (a terminal, `2>&1`, -o json's stdout onto stderr) it is said once, on out. */
+static void test_revert_failed_once_on_one_file(void **state)
+{
+    (void)state;
+    FILE *out = tmpfile();
+    assert_non_null(out);
+    FILE *err = fdopen(dup(fileno(out)), "w"); /* the same open file, as 2>&1 makes it */
+    assert_non_null(err);
+    deploy_say_revert_failed(out, err, "train", "revert failed on 1 of 3 containers");
+    fflush(out);
+    fflush(err);
+    rewind(out);
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, out))
+        if (strstr(line, "REVERT FAILED for job 'train': revert failed on 1 of 3 containers"))
+            n++;
+    assert_int_equal(n, 1);
+    fclose(err);
+    fclose(out);
 }
 
 /* A deploy refused by gpu-check on containers the agent marked (environment fault) ended with
@@ -286,9 +387,13 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nothing_held),
         cmocka_unit_test(test_hint_only_for_agent),
+        cmocka_unit_test(test_unsurveyed_store_not_writable),
+        cmocka_unit_test(test_said_store_unwritable),
+        cmocka_unit_test(test_left_stopped_message),
         cmocka_unit_test(test_revert_failed_unreached), cmocka_unit_test(test_revert_failed_no_agent),
         cmocka_unit_test(test_call_found_no_agent),
         cmocka_unit_test(test_revert_failed_same_on_both),
+        cmocka_unit_test(test_revert_failed_once_on_one_file),
         cmocka_unit_test(test_aborted_marked),
         cmocka_unit_test(test_switch_aborted_once),
         cmocka_unit_test(test_own_baseline_note),

@@ -289,6 +289,112 @@ static void test_gc_agent_not_running(void **state)
     inventory_free(inv2);
 }
 
+/* revert_all as a verb, for capture_verb: job train of capture.h's inventory fails `next` and
+ * goes back to `good`; stopped_before: the deploy's survey found the job stopped everywhere */
+static struct inventory *left_inv;
+static bool left_stopped_before;
+static int left_revert_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    struct deploy d = { .f = f, .inv = left_inv, .job = &left_inv->jobs[0] };
+    strcpy(d.id, next);
+    strcpy(d.good, good);
+    memcpy(d.sid, next, RELEASE_SHORT_LEN);
+    d.no_confirm = true; /* the old code's path must not watch a recovery the fake never shows */
+    d.sv_js = calloc((size_t)d.job->ncts, sizeof *d.sv_js);
+    assert_non_null(d.sv_js);
+    for (int i = 0; i < d.job->ncts; i++) {
+        d.sv_found[i] = true;
+        strcpy(d.sv_js[i].current, good);
+        strcpy(d.sv_js[i].good, good);
+        d.sv_js[i].state = left_stopped_before ? GANG_STOPPED : GANG_RUNNING;
+        d.has_gang[i] = !left_stopped_before;
+    }
+    d.leave_stopped = deploy_job_is_stopped(&d); /* as deploy_run decides it after its survey */
+    int r = revert_all(&d, HISTORY_RC_NONE, "probation failed: crash");
+    free(d.sv_js);
+    return r;
+}
+
+/* `drover stop --job J`, then `drover deploy --job J v2`: v2 failed its probation and was
+ * reverted to v1, which the revert started, though the operator had left the job stopped.  The
+ * revert puts v1 back as current, then stops it again (before its record gives the lease back),
+ * and says so.  A job that ran before is left running, as before. */
+static void test_revert_of_stopped_job_leaves_it_stopped(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbstop-XXXXXX", p[600], text[1400], keys[300], out[600], err[600];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_FAILED; /* the failed release's gang, as the revert finds it */
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].good, good);
+    fake_agent(d2, &st);
+    /* the agent: status as fake_agent's; every other call logged and answered "ok" */
+    snprintf(text, sizeof text, "#!/bin/sh\necho \"$*\" >>'%s/calls'\ncase \"$*\" in\n"
+             "*status*) cat '%s/status.json';;\n*) echo ok;;\nesac\n", d2, d2);
+    snprintf(p, sizeof p, "%s/agent", d2);
+    capture_put(p, text, 0755);
+    snprintf(p, sizeof p, "%s/state", d2);
+    assert_int_equal(fs_mkdir_p(p, 0700), 0);
+    snprintf(keys, sizeof keys, "staging_dir = %s/st\n", d2);
+    left_inv = fake_agent_inventory(d2, keys, "", "c");
+    snprintf(out, sizeof out, "%s/out", d2);
+    snprintf(err, sizeof err, "%s/err", d2);
+    snprintf(p, sizeof p, "%s/calls", d2);
+    for (int before = 1; before >= 0; before--) {
+        left_stopped_before = before;
+        (void)unlink(p);
+        assert_int_equal(capture_verb(left_revert_verb, left_inv, NULL, 0, out, err), EXIT_REVERTED);
+        char *calls = capture_slurp(p), *o = capture_slurp(out);
+        const char *rev = strstr(calls, "revert");
+        assert_non_null(rev);
+        /* a plain stop after the revert (not the switch's stop, which restarts after a while) */
+        const char *again = strstr(rev, "stop --job train\n");
+        if (before) {
+            assert_non_null(again);
+            assert_non_null(strstr(again + 1, "stop --job train\n")); /* both containers */
+            if (!strstr(o, "reverted job 'train' to a56200000000; the job was stopped before the deploy, "
+                           "so it is left stopped: `drover start --job train` runs it"))
+                fail_msg("stdout: %s", o);
+        } else {
+            assert_null(again);
+            assert_null(strstr(o, "left stopped"));
+        }
+        free(calls);
+        free(o);
+    }
+    inventory_free(left_inv);
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
+/* The decision alone: stopped in every container (or stopped in some, its gang ended in the
+ * others: no gang anywhere) is a stopped job; a gang running anywhere is not. */
+static void test_job_is_stopped_decision(void **state)
+{
+    (void)state;
+    struct inv_job j = { .ncts = 2 };
+    struct job_status js[2] = { 0 };
+    struct deploy d = { .job = &j, .sv_js = js };
+    strcpy(js[0].current, good);
+    strcpy(js[1].current, good);
+    d.sv_found[0] = d.sv_found[1] = true;
+    js[0].state = js[1].state = GANG_STOPPED;
+    assert_true(deploy_job_is_stopped(&d));
+    js[1].state = GANG_FAILED;
+    assert_true(deploy_job_is_stopped(&d));
+    js[1].state = GANG_RUNNING;
+    d.has_gang[1] = true;
+    assert_false(deploy_job_is_stopped(&d));
+    d.has_gang[1] = false;
+    js[0].state = js[1].state = GANG_FAILED; /* crashed, not stopped: the revert runs it */
+    assert_false(deploy_job_is_stopped(&d));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +404,8 @@ int main(void)
         cmocka_unit_test(test_interrupt_during_revert_ends_the_watch),
         cmocka_unit_test(test_baseline_agents_copy_wins),
         cmocka_unit_test(test_gc_agent_not_running),
+        cmocka_unit_test(test_revert_of_stopped_job_leaves_it_stopped),
+        cmocka_unit_test(test_job_is_stopped_decision),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
