@@ -5,7 +5,8 @@
 # deploy lease is refused, nothing started.  `drover start --job J` brings every rank back; a
 # second start says it was already running and records nothing; a start of a gang that runs in
 # part brings it up as one generation.  A deploy of the release the
-# stopped job ran starts it (on probation) and says that the job was stopped.
+# stopped job ran starts it (on probation) and says that the job was stopped; a failed deploy
+# onto the stopped job is reverted and leaves it stopped.
 # Operators used to run `drover-agent stop --job J` in each container by hand.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -120,4 +121,22 @@ check "... and, as its plan said, that the throughput rule is skipped for its go
 	drover_said "is job 'train''s good release with the job spec it was promoted with: the throughput rule is skipped"
 check "every rank heartbeats and trains again" all_ranks_advance 3 90
 check "state running everywhere" test "$(states)" = "running running running"
+
+# It used to leave the good release running: the revert started it, though the operator had left
+# the job stopped before the deploy.
+say "a failed deploy onto the stopped job: reverted to v1, and left stopped"
+drover stop --job train
+check "stop exits 0" test "$DROVER_RC" = 0
+d=$(make_release v36bad data.train=/srv/drover-data/no-such-shard.bin)
+drover deploy "$d" --job train
+show_drover 6
+check "deploy exits 3 (reverted)" test "$DROVER_RC" = 3
+check "it says the job is left stopped on v1, and how to start it" \
+	drover_said "^reverted job 'train' to [0-9a-f]+; the job was stopped before the deploy, so it is left stopped: \`drover start --job train\` runs it"
+check "every container is back on v1" all_current_is "$(v1_id)"
+check "state stopped everywhere" test "$(states)" = "stopped stopped stopped"
+check "... and no worker runs 5 s later" eval 'sleep 5; no_worker_anywhere'
+drover start --job train
+check "start exits 0" test "$DROVER_RC" = 0
+check "every rank heartbeats and trains again" all_ranks_advance 3 120
 finish
