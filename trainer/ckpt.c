@@ -403,7 +403,7 @@ int ckpt_load_latest(const char *dir, const struct gpt_config *model, const char
     return found;
 }
 
-int ckpt_prune(const char *dir, const struct gpt_config *model, int keep, const char *own)
+int ckpt_prune(const char *dir, const struct gpt_config *model, int keep, const char *own, const char *trusted)
 {
     uint64_t fp = gpt_config_fingerprint(model);
     struct entry *e;
@@ -416,8 +416,17 @@ int ckpt_prune(const char *dir, const struct gpt_config *model, int keep, const 
         char path[CKPT_PATH_MAX], writer[72];
         if (snprintf(path, sizeof path, "%s/%s", dir, e[i].name) >= (int)sizeof path)
             continue;
-        if (own && *own && (header_release(path, model, writer, sizeof writer) < 0 || strcmp(writer, own)))
-            continue; /* another release's (or unreadable): not ours to delete */
+        if (own && *own) {
+            if (header_release(path, model, writer, sizeof writer) < 0)
+                continue; /* unreadable: not known to be a failed release's */
+            if (strcmp(writer, own)) {
+                /* another release's: kept while a release of the job may resume from it */
+                if (trusted && *trusted && writer[0] && !ckpt_release_trusted(trusted, writer) &&
+                    unlink(path) == 0)
+                    deleted++;
+                continue;
+            }
+        }
         if (kept++ < (keep < 1 ? 1 : keep))
             continue;
         if (unlink(path) == 0)

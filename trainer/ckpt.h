@@ -59,10 +59,14 @@ int ckpt_load_latest(const char *dir, const struct gpt_config *model, const char
                      struct ckpt_meta *ret_meta, float *params, float *m, float *v, char *ret_path);
 
 /* Delete all but the newest keep checkpoints of model's shape written by release own (NULL or
- * "": whoever wrote them), and stale temp files of that shape.  Other shapes and other
- * releases' checkpoints are never touched: a release on probation cannot prune away the
- * checkpoints the last good release will resume from.  Returns the number deleted or -errno. */
-int ckpt_prune(const char *dir, const struct gpt_config *model, int keep, const char *own);
+ * "": whoever wrote them), and stale temp files of that shape.  Other releases' checkpoints
+ * are kept when trusted lists their writer (or trusted is NULL): a release on probation cannot
+ * prune away the checkpoints the last good release will resume from.  Those of a writer that
+ * trusted (DROVER_RESUME_RELEASES: this release and every one promoted for the job) does not
+ * list are deleted: a failed release's, which no release of the job resumes from again, and
+ * which filled the disk one full model and optimizer state per failed deploy.  Other shapes are
+ * never touched.  Returns the number deleted or -errno. */
+int ckpt_prune(const char *dir, const struct gpt_config *model, int keep, const char *own, const char *trusted);
 
 /* true when release appears in the comma-separated list (NULL list: true). */
 bool ckpt_release_trusted(const char *list, const char *release);

@@ -157,7 +157,8 @@ static int save_checkpoint(struct run *r)
         log_error("writing a checkpoint into '%s' failed: %s", r->ckpt_dir, strerror(-e));
         return e;
     }
-    int pruned = ckpt_prune(r->ckpt_dir, &r->cfg.model, r->cfg.keep_checkpoints, r->hb.release);
+    int pruned = ckpt_prune(r->ckpt_dir, &r->cfg.model, r->cfg.keep_checkpoints, r->hb.release,
+                            getenv("DROVER_RESUME_RELEASES"));
     log_info("checkpoint '%s' written in %.0f ms (step %lld)%s", path, (time_mono() - t0) * 1e3,
              (long long)r->step, pruned > 0 ? ", older ones pruned" : "");
     r->hb.ckpt_step = r->step;

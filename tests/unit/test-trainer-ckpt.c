@@ -141,7 +141,7 @@ static void test_shapes_isolated_and_prune(void **state)
     struct ckpt_meta got;
     assert_int_equal(ckpt_load_latest(d, &a, NULL, &got, pa, pa, pa, NULL), 1);
     assert_int_equal(got.step, 4); /* not shape b's step 99 */
-    assert_int_equal(ckpt_prune(d, &a, 2, NULL), 3); /* steps 1, 2 and the temp file */
+    assert_int_equal(ckpt_prune(d, &a, 2, NULL, NULL), 3); /* steps 1, 2 and the temp file */
     assert_int_equal(count_files(d, "ckpt-"), 3); /* a:3, a:4, b:99 */
     assert_int_equal(count_files(d, ".ckpt-"), 0);
     assert_int_equal(ckpt_load_latest(d, &b, NULL, &got, pb, pb, pb, NULL), 1);
@@ -172,7 +172,7 @@ static void test_release_filter_and_own_prune(void **state)
     for (int s = 3; s <= 6; s++) {
         meta.step = s;
         assert_int_equal(ckpt_write(d, &meta, p, p, p, NULL), 0);
-        assert_true(ckpt_prune(d, &a, 2, "v2") >= 0);
+        assert_true(ckpt_prune(d, &a, 2, "v2", "v2,v1") >= 0);
     }
     assert_int_equal(count_files(d, "ckpt-"), 4); /* v1:1, v1:2, v2:5, v2:6 */
     struct ckpt_meta got;
@@ -185,6 +185,22 @@ static void test_release_filter_and_own_prune(void **state)
     assert_true(ckpt_release_trusted(NULL, "x"));
     assert_false(ckpt_release_trusted("v10", "v1"));
     assert_false(ckpt_release_trusted("v1", ""));
+
+    /* v2 failed its probation; v1, back, trusts itself and the promoted v0: its next checkpoint
+     * prunes v2's, which no release of the job resumes from (they filled the disk, one per
+     * failed deploy).  An empty or absent list (not run by the agent) deletes no one else's. */
+    strcpy(meta.release, "v1");
+    meta.step = 7;
+    assert_int_equal(ckpt_write(d, &meta, p, p, p, NULL), 0);
+    assert_int_equal(ckpt_prune(d, &a, 2, "v1", NULL), 1); /* v1:1, its oldest */
+    assert_int_equal(ckpt_prune(d, &a, 2, "v1", ""), 0);
+    assert_int_equal(count_files(d, "ckpt-"), 4); /* v1:2, v1:7, v2:5, v2:6 */
+    assert_int_equal(ckpt_prune(d, &a, 2, "v1", "v1,v0"), 2);
+    assert_int_equal(count_files(d, "ckpt-"), 2);
+    assert_int_equal(ckpt_load_latest(d, &a, "v1,v0", &got, p, p, p, NULL), 1);
+    assert_int_equal(got.step, 7);
+    assert_int_equal(ckpt_load_latest(d, &a, NULL, &got, p, p, p, NULL), 1);
+    assert_int_equal(got.step, 7); /* nothing of v2's left */
     free(p);
 }
 
