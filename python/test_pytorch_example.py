@@ -52,7 +52,7 @@ class ExitCodesTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def train(self, full_tmp=False, stdout=None, raw_config=None, **cfg):
+    def train(self, full_tmp=False, stdout=None, raw_config=None, resume_releases=None, **cfg):
         """Run train.py; (exit code, heartbeat lines).  full_tmp: its checkpoint's temporary file
         (checkpoints/.tmp.PID) is /dev/full, so writing the checkpoint fails with ENOSPC.
         raw_config: config.json's text as it is (else TINY updated with cfg)."""
@@ -66,6 +66,8 @@ class ExitCodesTest(unittest.TestCase):
         env = dict(os.environ, DROVER_HEARTBEAT_FD=str(w), RANK="0", WORLD_SIZE="1",
                    DROVER_RUN_DIR=self.run_dir, OMP_NUM_THREADS="1")
         env.pop("DROVER_RESUME_RELEASES", None)
+        if resume_releases is not None:  # as the agent sets it: the release and the promoted ones
+            env["DROVER_RESUME_RELEASES"] = resume_releases
         # exec keeps the shell's pid: the link is in place before train.py starts
         script = ('[ "$FULL" = 1 ] && ln -s /dev/full "$CKPTS/.tmp.$$"; exec "$PY" "$REL/train.py" '
                   '--config "$CONF"')
@@ -262,6 +264,32 @@ class ExitCodesTest(unittest.TestCase):
                       "weights differ: 12 weights missing, e.g. blocks.1.fc.bias)", out)
         self.assertEqual(self.resumed("ddd", max_steps=10)[0], 9)  # layers 1: it fits
 
+    def test_config_lr_after_resume_and_failed_releases_pruned(self):
+        # A release whose config.json changed lr resumed the promoted release's checkpoint, and
+        # load_state_dict put the old lr back: the change never took effect, and the release was
+        # promoted on the old settings (a user's lr 1e6, which diverges by hand, was promoted).
+        # And a failed release's checkpoints were never deleted: one model and optimizer state per
+        # failed deploy, until the disk was full.
+        good, bad, new = "a" * 64, "b" * 64, "c" * 64
+        with mock.patch.dict(os.environ, {"DROVER_RELEASE": good}):
+            self.assertEqual(self.train(max_steps=3, lr=1e-3, resume_releases=good)[0], 0)
+        with mock.patch.dict(os.environ, {"DROVER_RELEASE": bad}):  # on probation, then reverted
+            self.assertEqual(self.train(max_steps=5, resume_releases=bad + "," + good)[0], 0)
+        self.assertEqual(self.ckpt_files(), ["torch-aaaaaaaaaaaa-2.pt", "torch-aaaaaaaaaaaa-3.pt",
+                                             "torch-bbbbbbbbbbbb-4.pt", "torch-bbbbbbbbbbbb-5.pt"])
+        with mock.patch.dict(os.environ, {"DROVER_RELEASE": new}):
+            code, beats = self.train(max_steps=5, lr=0.25, resume_releases=new + "," + good)
+        self.assertEqual(code, 0, self.last_stderr)
+        self.assertEqual([b for b in beats if b["phase"] == "init"][-1]["resumed_from"], 3)
+        # the failed release's are gone, the promoted one's kept (a revert resumes from them)
+        self.assertEqual(self.ckpt_files(), ["torch-aaaaaaaaaaaa-2.pt", "torch-aaaaaaaaaaaa-3.pt",
+                                             "torch-cccccccccccc-4.pt", "torch-cccccccccccc-5.pt"])
+        lr = subprocess.run([PY, "-c", "import torch, sys\nprint(torch.load(sys.argv[1])['opt']"
+                             "['param_groups'][0]['lr'])",
+                             os.path.join(self.ckpts, "torch-cccccccccccc-5.pt")],
+                            check=True, capture_output=True, text=True).stdout.strip()
+        self.assertEqual(float(lr), 0.25)
+
     def test_lost_peer_exits_8(self):
         # A gang of two over gloo; rank 1 aborts at its 3rd step (abort_at_step): rank 0's next
         # collective fails with gloo's lost connection, and it exits 8 (peer_lost,
@@ -280,6 +308,8 @@ class ExitCodesTest(unittest.TestCase):
                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), DROVER_HEARTBEAT_FD=str(w),
                        DROVER_RUN_DIR=self.run_dir, OMP_NUM_THREADS="1")
             env.pop("DROVER_RESUME_RELEASES", None)
+        if resume_releases is not None:  # as the agent sets it: the release and the promoted ones
+            env["DROVER_RESUME_RELEASES"] = resume_releases
             procs.append(subprocess.Popen([PY, os.path.join(self.rel, "train.py"), "--config", conf],
                                           env=env, pass_fds=(w,), stdout=subprocess.DEVNULL,
                                           stderr=subprocess.PIPE))

@@ -420,6 +420,11 @@ def train(cfg, hb):
     if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
+        # load_state_dict puts back the writer's hyperparameters too: a release whose config.json
+        # changed lr resumed with the old one, its change never took effect, and it was judged
+        # (and promoted) on the old release's settings.  This release's config decides.
+        for group in opt.param_groups:
+            group["lr"] = float(cfg["lr"])
         start = int(state["step"])
         print("rank %d resumed from step %d (release %s)" % (rank, start, state.get("release", "?")), flush=True)
     hb.init(resumed_from=start if state is not None else -1)
@@ -500,6 +505,17 @@ def train(cfg, hb):
                       key=lambda p: int(p.rsplit("-", 1)[1][:-3]))
         for old in mine[:-int(cfg["keep_ckpts"])]:
             os.unlink(old)
+        # Another release's checkpoints: kept while a release of the job may resume from them
+        # (DROVER_RESUME_RELEASES: this one and every promoted one).  A failed release's are never
+        # resumed again and filled the disk, one model and optimizer state per failed deploy.
+        if allowed:
+            for other in glob.glob(os.path.join(ckpt_dir, "torch-*-*.pt")):
+                writer = os.path.basename(other).split("-")[1]
+                if writer != release[:12] and not any(a.startswith(writer) for a in allowed):
+                    try:
+                        os.unlink(other)
+                    except FileNotFoundError:
+                        pass
 
     def params_finite():
         return all(bool(torch.isfinite(p).all()) for p in net.parameters())
