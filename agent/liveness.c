@@ -127,8 +127,9 @@ int liveness_describe(const struct liveness_verdict *v, const char *job, char *o
     long long step = (long long)v->step;
     switch (v->rule) {
     case LIVE_FIRST_STEP:
-        n = snprintf(out, outsz, "rank %d never reached its first step: %s after %.0f s (%s %.0f s)",
-                     v->rank, v->has_hb ? "still in phase init" : "no heartbeat", v->age_s, rule, v->limit_s);
+        n = snprintf(out, outsz, "rank %d never reached its first step: %s after %.0f s (%s %.0f s)%s",
+                     v->rank, v->has_hb ? "still in phase init" : "no heartbeat", v->age_s, rule, v->limit_s,
+                     v->has_hb || v->bad_lines ? "" : "; " HB_NONE_SENT_HINT);
         break;
     case LIVE_CHECKPOINT:
         n = snprintf(out, outsz, "rank %d checkpointing for %.0f s at step %lld (%s %.0f s)", v->rank,

@@ -61,6 +61,11 @@ int heartbeat_format(const struct heartbeat *hb, char *out, size_t outsz);
 
 #define HB_RANK_MAX (1 << 20) /* the largest global rank a heartbeat may carry */
 
+/* Said after a verdict on a rank that sent no heartbeat and no other line either (agent
+ * liveness, controller probation): most often a worker that never reports (a PyTorch script
+ * without drover_heartbeat), which trains and prints its steps while drover sees nothing. */
+#define HB_NONE_SENT_HINT "it sent none: does the worker use drover_heartbeat (docs/pytorch.md, docs/protocol.md)?"
+
 /* Parse one line (len bytes, newline optional, no NUL needed).  -E2BIG when len exceeds
  * HEARTBEAT_LINE_MAX, -EINVAL when not a JSON object of version 1 with integer rank and step,
  * -EPROTONOSUPPORT for another version.  The bare tokens NaN, Infinity, -Infinity (Python's

@@ -42,6 +42,7 @@ struct prank {
     long long sampled_tokens;
     double sampled_t;
     long long bad_lines;    /* the agent's count of lines that were not heartbeats (watched gang) */
+    bool none_sent;         /* the watched gang's rank runs and has sent no line at all */
     /* For the frozen-rank rule (probation_find_silent), from every document, the exits' too:
      * the controller time of its last train heartbeat (beat: there is one), that heartbeat's
      * step and phase, the steps it made, and whether it exited or was killed. */
@@ -705,8 +706,10 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
             return;
         }
         struct prank *pr = &cs->ranks[lr];
-        if (release_matches(js->release, p->release))
+        if (release_matches(js->release, p->release)) {
             pr->bad_lines = rs->bad_lines; /* said when it never sends a heartbeat */
+            pr->none_sent = !rs->has_hb && !rs->bad_lines;
+        }
         if (!rs->has_hb || !release_matches(rs->hb.release, p->release) ||
             (js->release[0] && !release_matches(js->release, p->release)))
             continue; /* heartbeat of the old gang, or none yet */
@@ -1032,6 +1035,8 @@ enum probation_verdict probation_check(struct probation *p, double now)
                         snprintf(bad, sizeof bad, "; it wrote %lld %s (`drover logs --job %.64s --agent` says why)",
                                  nbad, text_plural(nbad, "line that is not a heartbeat", "lines that are not heartbeats"),
                                  p->job);
+                    else if (p->cts[c].ranks[lr].none_sent)
+                        snprintf(bad, sizeof bad, "; %s", HB_NONE_SENT_HINT);
                     fail(p, "no heartbeat from rank %d (%s) with release %s within healthy_deadline "
                          "%.0fs%s", c * p->nproc + lr, p->cts[c].label,
                          release_short(p->release, "none", sid), p->pol.healthy_deadline_s, bad);

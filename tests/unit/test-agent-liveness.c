@@ -148,6 +148,13 @@ static void test_describe_every_rule(void **state)
         if (!strstr(line, want[i]) || !strstr(line, liveness_rule_name(rules[i])))
             fail_msg("rule %d: '%s'", rules[i], line);
     }
+    /* no heartbeat and no other line either: most often a worker that never reports (a PyTorch
+     * script without drover_heartbeat, which trains and prints its steps) */
+    struct liveness_verdict none = {.rule = LIVE_FIRST_STEP, .rank = 0, .age_s = 80, .limit_s = 80};
+    char line[256];
+    assert_true(liveness_describe(&none, "train", line, sizeof line) > 0);
+    assert_string_equal(line, "rank 0 never reached its first step: no heartbeat after 80 s (first_step_deadline 80 s); "
+                              "it sent none: does the worker use drover_heartbeat (docs/pytorch.md, docs/protocol.md)?");
 }
 
 /* A worker whose lines on the heartbeat pipe are not heartbeats (a wrong field, not JSON, one

@@ -734,6 +734,20 @@ static void test_missing_heartbeat(void **state)
                         "no heartbeat from rank 0 (h1:101) with release bbbbbbbbbbbb within healthy_deadline 30s; "
                         "it wrote 40 lines that are not heartbeats (`drover logs --job train --agent` says why)");
     probation_free(p);
+    /* a worker that sends nothing at all (a PyTorch script without drover_heartbeat: it trains
+     * and prints its steps): the verdict asks whether it reports at all */
+    p = new_p(-1, 1, 1);
+    for (int t = 1; t <= 31; t++) {
+        make_status(st, 0, 1, NEW, 0, 0, 3.0);
+        st->jobs[0].ranks[0].has_hb = false;
+        st->jobs[0].ranks[0].bad_lines = 0;
+        probation_feed(p, 0, st, t);
+    }
+    assert_int_equal(probation_check(p, 31), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p),
+                        "no heartbeat from rank 0 (h1:101) with release bbbbbbbbbbbb within healthy_deadline 30s; "
+                        "it sent none: does the worker use drover_heartbeat (docs/pytorch.md, docs/protocol.md)?");
+    probation_free(p);
     free(st);
 }
 
