@@ -814,11 +814,10 @@ static void job_first_exit(struct daemon *d, int i, double now)
     if (g->first_exit < 0 || g->first_told)
         return;
     /* a peer's exit 8 may hide a rank here frozen (gang_settle_first_exit): wait for it, or
-     * judge the gang hung on it */
+     * judge the gang hung on it (the machine journals and logs the `hung` event) */
     if (!gang_settle_first_exit(g, now))
         return;
     if (g->first_exit < 0 && g->hung >= 0) {
-        log_info("job '%s': %s", d->st.jobs[i].job, g->hung_why);
         struct jm_event ev = {.kind = JM_EV_HUNG, .now = now, .rank = g->ranks[g->hung].rank,
                               .text = g->hung_why};
         job_feed(d, i, &ev, -1);
