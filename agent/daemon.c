@@ -813,6 +813,16 @@ static void job_first_exit(struct daemon *d, int i, double now)
     struct gang *g = &d->rt[i].gang;
     if (g->first_exit < 0 || g->first_told)
         return;
+    /* a peer's exit 8 may hide a rank here frozen (gang_settle_first_exit): wait for it, or
+     * judge the gang hung on it (the machine journals and logs the `hung` event) */
+    if (!gang_settle_first_exit(g, now))
+        return;
+    if (g->first_exit < 0 && g->hung >= 0) {
+        struct jm_event ev = {.kind = JM_EV_HUNG, .now = now, .rank = g->ranks[g->hung].rank,
+                              .text = g->hung_why};
+        job_feed(d, i, &ev, -1);
+        return;
+    }
     g->first_told = true;
     const struct rank_proc *rp = &g->ranks[g->first_exit];
     log_info("job '%s' rank %d (pid %d) %s %d", d->st.jobs[i].job, rp->rank, (int)rp->pid,

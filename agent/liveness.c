@@ -7,6 +7,7 @@
 
 #include "common/status.h"
 #include "common/text.h"
+#include "common/trainexit.h"
 
 void liveness_policy_default(struct liveness_policy *p)
 {
@@ -83,6 +84,58 @@ bool liveness_judge(const struct liveness_policy *p, const struct liveness_rank 
     return false;
 }
 
+static bool proc_state_is_stopped(char c)
+{
+    return c == 'T' || c == 't';
+}
+
+enum liveness_blame liveness_blame_peer_lost(const struct liveness_policy *p,
+                                             const struct liveness_rank *r, int n, int exit_idx,
+                                             int exit_code, int exit_signal, double exit_mono,
+                                             double now, struct liveness_verdict *v)
+{
+    if (exit_signal || exit_code != TX_PEER_LOST || p->silence_s <= 0 || exit_idx < 0 ||
+        exit_idx >= n)
+        return LIVE_BLAME_NONE;
+    bool settled = now - exit_mono >= LIVENESS_PEER_LOST_SETTLE_S;
+    bool suspect = false;
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        const struct liveness_rank *s = &r[i];
+        /* silent since before the exit, in the one phase where silence means blocked */
+        if (i == exit_idx || !s->alive || !s->has_hb || s->phase != HB_PHASE_TRAIN ||
+            s->hb_mono >= exit_mono)
+            continue;
+        suspect = true;
+        bool stopped = proc_state_is_stopped(s->proc_state);
+        if (now - s->hb_mono < p->silence_s / 2 || (!stopped && !settled))
+            continue;
+        if (best < 0) {
+            best = i;
+            continue;
+        }
+        bool best_stopped = proc_state_is_stopped(r[best].proc_state);
+        if ((stopped && !best_stopped) || (stopped == best_stopped && s->hb_mono < r[best].hb_mono))
+            best = i;
+    }
+    if (best < 0)
+        return suspect && !settled ? LIVE_BLAME_WAIT : LIVE_BLAME_NONE;
+    const struct liveness_rank *s = &r[best];
+    *v = (struct liveness_verdict){
+        .rule = LIVE_PEER_LOST,
+        .rank = s->rank,
+        .phase = s->phase,
+        .has_hb = true,
+        .step = s->step,
+        .age_s = now - s->hb_mono,
+        .limit_s = p->silence_s,
+        .peer_rank = r[exit_idx].rank,
+        .peer_code = exit_code,
+        .stopped = proc_state_is_stopped(s->proc_state),
+    };
+    return LIVE_BLAME_SILENT;
+}
+
 const char *liveness_rank_word(const struct liveness_policy *p, const struct liveness_rank *r,
                                double now, double *age_s)
 {
@@ -115,6 +168,7 @@ const char *liveness_rule_name(enum liveness_rule rule)
     case LIVE_CHECKPOINT: return "checkpoint_deadline";
     case LIVE_SILENT: return "silence_deadline";
     case LIVE_STALLED: return "stall_deadline";
+    case LIVE_PEER_LOST: return "peer_lost";
     default: return "ok";
     }
 }
@@ -142,6 +196,12 @@ int liveness_describe(const struct liveness_verdict *v, const char *job, char *o
     case LIVE_STALLED:
         n = snprintf(out, outsz, "rank %d stalled: step %lld unchanged for %.0f s in phase %s while heartbeats flow (%s %.0f s)",
                      v->rank, step, v->age_s, ph, rule, v->limit_s);
+        break;
+    case LIVE_PEER_LOST:
+        /* no deadline tripped: the peers' own timeout came first, so none is named */
+        n = snprintf(out, outsz, "rank %d silent for %.0f s while its peers lost it (rank %d exited %d)%s",
+                     v->rank, v->age_s, v->peer_rank, v->peer_code,
+                     v->stopped ? " (stopped by a signal)" : "");
         break;
     default:
         n = snprintf(out, outsz, "rank %d ok", v->rank);

@@ -15,6 +15,13 @@
  *   stalled     phase train, heartbeats flowing, step unchanged for stall_s
  * A rank that has exited, or says phase done, is judged by its exit instead.  A deadline of 0
  * turns its rule off.
+ *
+ * One more rule names the culprit when a gang ends before a deadline could trip
+ * (liveness_blame_peer_lost): a rank frozen after promotion (kill -STOP, a stuck worker) stays
+ * alive and silent; its peers' distributed timeout (60 s by default) fires before the silence
+ * deadline (2 min), and they exit 8 (peer_lost).  A rank of this container still alive, in phase
+ * train and silent since before that exit, for half the silence deadline or more (where the
+ * status already calls it "silent"), is then the gang's cause, not the peer that lost it.
  */
 #ifndef DROVER_AGENT_LIVENESS_H
 #define DROVER_AGENT_LIVENESS_H
@@ -48,9 +55,12 @@ struct liveness_rank {
     uint64_t bad_lines;  /* lines on the heartbeat pipe that were not heartbeats (unparsable,
                           * over HEARTBEAT_LINE_MAX): named in a first_step verdict, so a worker
                           * that writes the wrong format is not only told "no heartbeat" */
+    char proc_state;     /* the state letter of its /proc/<pid>/stat ('T' stopped by a signal,
+                          * 't' by a tracer); 0 unknown.  Read by liveness_blame_peer_lost only */
 };
 
-enum liveness_rule { LIVE_OK = 0, LIVE_FIRST_STEP, LIVE_CHECKPOINT, LIVE_SILENT, LIVE_STALLED };
+enum liveness_rule { LIVE_OK = 0, LIVE_FIRST_STEP, LIVE_CHECKPOINT, LIVE_SILENT, LIVE_STALLED,
+                     LIVE_PEER_LOST };
 
 struct liveness_verdict {
     enum liveness_rule rule;
@@ -61,12 +71,44 @@ struct liveness_verdict {
     double age_s;   /* how long the rule's condition has held */
     double limit_s; /* the deadline it passed */
     uint64_t bad_lines; /* the rank's liveness_rank.bad_lines */
+    /* LIVE_PEER_LOST: the rank whose exit (peer_code, 8) lost it, and whether the silent rank
+     * is stopped by a signal */
+    int peer_rank, peer_code;
+    bool stopped;
 };
 
 /* Judge n ranks of a gang started at started_mono.  Returns true and fills *v for the first
  * rank that passed a deadline; false (v untouched) when every rank is fine. */
 bool liveness_judge(const struct liveness_policy *p, const struct liveness_rank *r, int n,
                     double started_mono, double now, struct liveness_verdict *v);
+
+/* How long after a rank's exit 8 (peer_lost) the other ranks of this container that went silent
+ * before it get to exit too, before one still alive and silent is named the cause: ranks blocked
+ * in the same collective (a rank in another container died) time out within moments of each
+ * other; a frozen one never does.  A rank stopped by a signal is named at once. */
+#define LIVENESS_PEER_LOST_SETTLE_S 10.0
+
+enum liveness_blame {
+    LIVE_BLAME_NONE = 0, /* the exit is the gang's cause, as it is */
+    LIVE_BLAME_WAIT,     /* not yet: a silent rank may still exit (ask again on the next tick) */
+    LIVE_BLAME_SILENT,   /* *v names the silent rank (rule LIVE_PEER_LOST): the gang hung */
+};
+
+/* The gang's first exit is r[exit_idx]'s (exit_code, exit_signal), seen at exit_mono: is a
+ * silent rank of r (this container's n ranks) the real cause?  Only for exit 8 (peer_lost)
+ * without a signal, and only with a silence deadline (p->silence_s > 0).  A rank is a suspect
+ * when it is alive, its last heartbeat is in phase train (init is the first-step rule's, a
+ * checkpoint may be long and silent) and came before exit_mono (a rank that heartbeats after
+ * the peer's exit is not what it lost).  A suspect is named once it has been silent for
+ * p->silence_s / 2 or more and is stopped by a signal (proc_state 'T' or 't') or still alive
+ * LIVENESS_PEER_LOST_SETTLE_S after exit_mono; of several, the one stopped, then the one silent
+ * longest.  While a suspect is not named and the settle time has not passed: WAIT.  *v is
+ * written only for LIVE_BLAME_SILENT: limit_s is p->silence_s (the deadline it stood for, which
+ * sets the hang window), age_s its silence.  Pure: no I/O, no clock. */
+enum liveness_blame liveness_blame_peer_lost(const struct liveness_policy *p,
+                                             const struct liveness_rank *r, int n, int exit_idx,
+                                             int exit_code, int exit_signal, double exit_mono,
+                                             double now, struct liveness_verdict *v);
 
 /* The word status documents, `drover status` and `drover top` show for one live rank:
  * "starting" (no train heartbeat yet), "checkpointing", "silent" (no heartbeat for half the
@@ -78,7 +120,8 @@ const char *liveness_rank_word(const struct liveness_policy *p, const struct liv
 
 const char *liveness_rule_name(enum liveness_rule rule);
 /* One line for people and the journal, e.g. "rank 1 stalled: step 120 unchanged for 65 s in
- * phase train (stall_deadline 60 s)".  A first_step verdict of a rank that wrote lines that were
+ * phase train (stall_deadline 60 s)", or for LIVE_PEER_LOST "rank 1 silent for 64 s while its
+ * peers lost it (rank 0 exited 8) (stopped by a signal)".  A first_step verdict of a rank that wrote lines that were
  * not heartbeats says how many and which command shows why they were dropped ("...; it wrote 40
  * lines that are not heartbeats (`drover logs --job JOB --agent` says why)"; job NULL or "":
  * `drover logs --agent`).  Returns the length it wanted, or -EINVAL. */

@@ -1026,6 +1026,7 @@ static void rank_check_exit(struct gang *g, int i, double now)
     rp->alive = false;
     rp->exit_code = sig ? -1 : (int)code;
     rp->exit_signal = (int)sig;
+    rp->exit_mono = now;
     if (sig)
         rank_log_mark(rp->log_fd, "job '%s' gang %d: rank %d killed by signal %ld", g->job,
                       g->generation, rp->rank, sig);
@@ -1037,7 +1038,7 @@ static void rank_check_exit(struct gang *g, int i, double now)
      * is waitpid's, and the casualty may come before the rank that died.  Not to an exit 0: a
      * peer_stopped restart is not turned into "completed". */
     bool failure = rp->exit_signal != 0 || rp->exit_code != 0;
-    if (!g->stopping && (g->first_exit < 0 || (!g->first_told && rank_exit_is_peer_effect(&g->ranks[g->first_exit]) &&
+    if (!g->stopping && g->hung < 0 && (g->first_exit < 0 || (!g->first_told && rank_exit_is_peer_effect(&g->ranks[g->first_exit]) &&
                                                failure && !rank_exit_is_peer_effect(rp))))
         g->first_exit = i;
 }
@@ -1233,6 +1234,7 @@ static void liveness_fact(const struct rank_proc *rp, struct liveness_rank *lr)
     lr->step_mono = rp->step_mono;
     lr->phase_mono = rp->phase_mono;
     lr->bad_lines = rp->hb_bad + rp->hb_lb.overlong;
+    lr->proc_state = 0;
 }
 
 bool gang_judge_liveness(struct gang *g, double now)
@@ -1250,6 +1252,40 @@ bool gang_judge_liveness(struct gang *g, double now)
             g->hung = i;
     g->hung_limit_s = v.limit_s;
     (void)liveness_describe(&v, g->job, g->hung_why, sizeof g->hung_why);
+    return true;
+}
+
+bool gang_settle_first_exit(struct gang *g, double now)
+{
+    if (g->first_exit < 0 || g->first_told || g->stopping)
+        return true;
+    const struct rank_proc *fe = &g->ranks[g->first_exit];
+    if (fe->exit_signal || fe->exit_code != TX_PEER_LOST)
+        return true; /* no /proc reads for the usual exits */
+    struct liveness_rank lr[STATUS_MAX_RANKS];
+    for (int i = 0; i < g->nranks; i++) {
+        liveness_fact(&g->ranks[i], &lr[i]);
+        struct proc_stat ps;
+        if (g->ranks[i].alive && g->ranks[i].pid > 0 && proc_stat_read(g->ranks[i].pid, &ps) == 0)
+            lr[i].proc_state = ps.state;
+    }
+    struct liveness_verdict v;
+    switch (liveness_blame_peer_lost(&g->live, lr, g->nranks, g->first_exit, fe->exit_code,
+                                     fe->exit_signal, fe->exit_mono, now, &v)) {
+    case LIVE_BLAME_WAIT:
+        return false;
+    case LIVE_BLAME_NONE:
+        return true;
+    case LIVE_BLAME_SILENT:
+        break;
+    }
+    for (int i = 0; i < g->nranks; i++)
+        if (g->ranks[i].rank == v.rank)
+            g->hung = i;
+    g->hung_limit_s = v.limit_s;
+    (void)liveness_describe(&v, g->job, g->hung_why, sizeof g->hung_why);
+    g->first_exit = -1;
+    g->first_told = true;
     return true;
 }
 

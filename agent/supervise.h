@@ -46,6 +46,7 @@ struct rank_proc {
     bool alive;
     int exit_code;        /* -1 while running / killed by a signal */
     int exit_signal;
+    double exit_mono;     /* time_mono() when the exit was seen */
     int hb_fd;            /* read end, non-blocking; -1 once closed */
     char hb_buf[HEARTBEAT_LINE_MAX];
     struct linebuf hb_lb; /* over hb_buf; over-long lines counted in hb_lb.overlong */
@@ -71,7 +72,8 @@ struct gang {
     bool killed;          /* SIGKILL sent */
     double kill_at;       /* time_mono() when SIGKILL is due */
     int first_exit;       /* index of the first rank that exited on its own (a peer effect, exit 8
-                           * or 12, gives way to another exit found before first_told); -1 none */
+                           * or 12, gives way to another exit found before first_told; an exit 8
+                           * to a rank here frozen: gang_settle_first_exit); -1 none */
     int diverged;         /* index of the first rank whose heartbeat reported HB_DIVERGED_STEPS
                              consecutive non-finite steps (a worker that does not exit on NaN
                              by itself); -1 none */
@@ -151,6 +153,14 @@ bool gang_all_training(const struct gang *g);
 /* Judge g's live ranks (agent/liveness.h) unless the gang is already stopping or ended; on a
  * trip, set g->hung and g->hung_why and return true (once). */
 bool gang_judge_liveness(struct gang *g, double now);
+/* May the first exit be told to the job machine now?  Where it is an exit 8 (peer_lost) and
+ * another rank of this gang is alive and silent since before it (liveness_blame_peer_lost,
+ * each live rank's /proc state read for it): false while such a rank may still exit on its
+ * own (at most LIVENESS_PEER_LOST_SETTLE_S); once one is named, the gang counts as hung on it:
+ * first_exit is cleared, g->hung, hung_why and hung_limit_s are set and first_told too (the
+ * caller feeds JM_EV_HUNG and stops the gang), and true is returned, as it is whenever there
+ * is nothing to wait for or the gang is stopping. */
+bool gang_settle_first_exit(struct gang *g, double now);
 /* Fill the ranks of js from g; a live rank's state is liveness_rank_word(). */
 void gang_fill_status(const struct gang *g, struct job_status *js, double now);
 

@@ -199,6 +199,129 @@ static void test_bad_lines_named(void **state)
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 
+/* A rank frozen after promotion (kill -STOP, a stuck worker) stays alive and silent; its peers'
+ * distributed timeout (60 s) fires long before the silence deadline (120 s) and they exit 8
+ * (peer_lost).  The agent blamed the first peer that exited (a rank-exit crash) and never named
+ * the frozen rank.  Rank 0 exits 8 at 100 in each row; the row is rank 1; silence deadline 120
+ * (half: 60), settle LIVENESS_PEER_LOST_SETTLE_S (10). */
+struct lost_row {
+    const char *name;
+    int code, sig;          /* rank 0's exit */
+    bool alive;
+    enum hb_phase phase;
+    double hb;              /* rank 1's last heartbeat */
+    char ps;                /* its /proc state */
+    double now;
+    enum liveness_blame want;
+    double want_age;
+};
+
+static const struct lost_row lost_rows[] = {
+    /* name                                  code sig alive  phase hb    ps   now    want               age */
+    {"stopped, silent 65 s: at once",        8,   0,  true,  TR,   35,   'T', 100,   LIVE_BLAME_SILENT, 65},
+    {"traced, silent 65 s: at once",         8,   0,  true,  TR,   35,   't', 100,   LIVE_BLAME_SILENT, 65},
+    {"stuck (running), silent: settle first",8,   0,  true,  TR,   35,   'R', 100,   LIVE_BLAME_WAIT,   0},
+    {"stuck, still silent after the settle", 8,   0,  true,  TR,   35,   'S', 110,   LIVE_BLAME_SILENT, 75},
+    {"no proc state read: settle first",     8,   0,  true,  TR,   35,   0,   109.9, LIVE_BLAME_WAIT,   0},
+    {"blocked like the peer: it exits too",  8,   0,  false, TR,   40,   0,   100.5, LIVE_BLAME_NONE,   0},
+    {"heartbeat after the exit: not stuck",  8,   0,  true,  TR,   100.5,'S', 110,   LIVE_BLAME_NONE,   0},
+    {"silent 20 s only, settled",            8,   0,  true,  TR,   90,   'S', 110,   LIVE_BLAME_NONE,   0},
+    {"stopped, silent 10 s: settle first",   8,   0,  true,  TR,   90,   'T', 100,   LIVE_BLAME_WAIT,   0},
+    {"stopped, silent 20 s after settle",    8,   0,  true,  TR,   90,   'T', 110,   LIVE_BLAME_NONE,   0},
+    {"checkpointing may be silent",          8,   0,  true,  CK,   35,   'T', 110,   LIVE_BLAME_NONE,   0},
+    {"init is the first-step rule's",        8,   0,  true,  IN,   35,   'T', 110,   LIVE_BLAME_NONE,   0},
+    {"done: judged by its exit",             8,   0,  true,  DN,   35,   'T', 110,   LIVE_BLAME_NONE,   0},
+    {"exit 12 (peer stopped): unchanged",    12,  0,  true,  TR,   35,   'T', 110,   LIVE_BLAME_NONE,   0},
+    {"exit 1: the rank's own failure",       1,   0,  true,  TR,   35,   'T', 110,   LIVE_BLAME_NONE,   0},
+    {"killed by a signal: its own",          -1,  9,  true,  TR,   35,   'T', 110,   LIVE_BLAME_NONE,   0},
+};
+
+static void test_blame_peer_lost_table(void **state)
+{
+    (void)state;
+    struct liveness_policy p;
+    liveness_policy_default(&p);
+    assert_true(p.silence_s == 120);
+    for (size_t i = 0; i < ARRAY_SIZE(lost_rows); i++) {
+        const struct lost_row *t = &lost_rows[i];
+        struct liveness_rank r[2] = {
+            {.rank = 4, .alive = false, .has_hb = true, .phase = DN, .hb_mono = 100},
+            {.rank = 5, .alive = t->alive, .has_hb = true, .phase = t->phase, .step = 42,
+             .hb_mono = t->hb, .proc_state = t->ps},
+        };
+        struct liveness_verdict v = {.rule = LIVE_OK, .rank = -7};
+        enum liveness_blame b = liveness_blame_peer_lost(&p, r, 2, 0, t->code, t->sig, 100, t->now, &v);
+        if (b != t->want)
+            fail_msg("row '%s': blame %d, want %d", t->name, b, t->want);
+        if (b != LIVE_BLAME_SILENT) {
+            if (v.rank != -7)
+                fail_msg("row '%s': verdict written", t->name);
+            continue;
+        }
+        if (v.rule != LIVE_PEER_LOST || v.rank != 5 || v.peer_rank != 4 || v.peer_code != 8 ||
+            v.age_s != t->want_age || v.limit_s != 120 || v.step != 42 ||
+            v.stopped != (t->ps == 'T' || t->ps == 't'))
+            fail_msg("row '%s': rule %d rank %d peer %d code %d age %.1f limit %.1f", t->name,
+                     v.rule, v.rank, v.peer_rank, v.peer_code, v.age_s, v.limit_s);
+    }
+}
+
+/* One rank per container: no other rank here to blame.  No silence deadline: off.  An exit
+ * index out of range names nobody. */
+static void test_blame_peer_lost_unchanged(void **state)
+{
+    (void)state;
+    struct liveness_policy p;
+    liveness_policy_default(&p);
+    struct liveness_rank r[2] = {
+        {.rank = 0, .alive = false, .has_hb = true, .phase = DN, .hb_mono = 100},
+        {.rank = 1, .alive = true, .has_hb = true, .phase = TR, .hb_mono = 10, .proc_state = 'T'},
+    };
+    struct liveness_verdict v;
+    assert_int_equal(liveness_blame_peer_lost(&p, r, 1, 0, 8, 0, 100, 200, &v), LIVE_BLAME_NONE);
+    assert_int_equal(liveness_blame_peer_lost(&p, r, 2, 2, 8, 0, 100, 200, &v), LIVE_BLAME_NONE);
+    assert_int_equal(liveness_blame_peer_lost(&p, r, 2, -1, 8, 0, 100, 200, &v), LIVE_BLAME_NONE);
+    /* the exiting rank itself is never its own culprit */
+    assert_int_equal(liveness_blame_peer_lost(&p, r, 2, 1, 8, 0, 100, 200, &v), LIVE_BLAME_NONE);
+    p.silence_s = 0;
+    assert_int_equal(liveness_blame_peer_lost(&p, r, 2, 0, 8, 0, 100, 200, &v), LIVE_BLAME_NONE);
+}
+
+/* Of several silent ranks, the one stopped by a signal, then the one silent longest; a rank
+ * still heartbeating is never named over them. */
+static void test_blame_peer_lost_picks(void **state)
+{
+    (void)state;
+    struct liveness_policy p;
+    liveness_policy_default(&p);
+    struct liveness_rank r[4] = {
+        {.rank = 8, .alive = true, .has_hb = true, .phase = TR, .hb_mono = 20, .proc_state = 'S'},
+        {.rank = 9, .alive = false, .has_hb = true, .phase = DN, .hb_mono = 100},
+        {.rank = 10, .alive = true, .has_hb = true, .phase = TR, .hb_mono = 30, .proc_state = 'T'},
+        {.rank = 11, .alive = true, .has_hb = true, .phase = TR, .hb_mono = 109, .proc_state = 'R'},
+    };
+    struct liveness_verdict v;
+    /* at the exit: only the stopped one may be named yet */
+    assert_int_equal(liveness_blame_peer_lost(&p, r, 4, 1, 8, 0, 100, 100, &v), LIVE_BLAME_SILENT);
+    assert_int_equal(v.rank, 10);
+    assert_true(v.stopped);
+    /* settled: still the stopped one, though rank 8 is silent longer */
+    assert_int_equal(liveness_blame_peer_lost(&p, r, 4, 1, 8, 0, 100, 110, &v), LIVE_BLAME_SILENT);
+    assert_int_equal(v.rank, 10);
+    r[2].proc_state = 'S';
+    assert_int_equal(liveness_blame_peer_lost(&p, r, 4, 1, 8, 0, 100, 110, &v), LIVE_BLAME_SILENT);
+    assert_int_equal(v.rank, 8);
+    assert_true(v.age_s == 90);
+    assert_false(v.stopped);
+    char line[200];
+    assert_true(liveness_describe(&v, "train", line, sizeof line) > 0);
+    assert_string_equal(line, "rank 8 silent for 90 s while its peers lost it (rank 9 exited 8)");
+    v.stopped = true;
+    assert_true(liveness_describe(&v, "train", line, sizeof line) > 0);
+    assert_string_equal(line, "rank 8 silent for 90 s while its peers lost it (rank 9 exited 8) "
+                              "(stopped by a signal)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,6 +331,9 @@ int main(void)
         cmocka_unit_test(test_policy_check),
         cmocka_unit_test(test_describe_every_rule),
         cmocka_unit_test(test_bad_lines_named),
+        cmocka_unit_test(test_blame_peer_lost_table),
+        cmocka_unit_test(test_blame_peer_lost_unchanged),
+        cmocka_unit_test(test_blame_peer_lost_picks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

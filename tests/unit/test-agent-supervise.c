@@ -337,6 +337,81 @@ static void test_gang_peer_effect_gives_way(void **state)
     spec_done(&s);
 }
 
+/* Reap and tick like the daemon until the first exit may be told (gang_settle_first_exit). */
+static bool settle_until(struct gang *g, double timeout)
+{
+    double until = time_mono() + timeout;
+    while (time_mono() < until) {
+        int ws;
+        pid_t pid;
+        while ((pid = waitpid(-1, &ws, WNOHANG)) > 0)
+            (void)gang_note_exit(g, pid, ws);
+        for (int i = 0; i < g->nranks; i++)
+            (void)gang_read_heartbeats(g, i, time_mono());
+        gang_tick(g, time_mono());
+        if ((g->first_exit >= 0 || g->hung >= 0) && gang_settle_first_exit(g, time_mono()))
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+/* A rank frozen after promotion (kill -STOP) stays alive and silent; its peer's distributed
+ * timeout fires first and it exits 8 (peer_lost).  The gang's cause was that peer's exit (a
+ * rank-exit crash); it is the frozen rank's hang, named with its silence and its stop. */
+static void test_gang_peer_lost_names_frozen_rank(void **state)
+{
+    (void)state;
+    char id[RELEASE_ID_LEN + 1], err[256];
+    install("frozen",
+            "#!/bin/sh\n"
+            "echo '{\"v\":1,\"rank\":'$RANK',\"step\":3,\"phase\":\"train\"}' >&3\n"
+            "if [ \"$RANK\" = 1 ]; then kill -STOP $$; sleep 30; exit 0; fi\n"
+            "sleep 0.6\n"
+            "echo '{\"v\":1,\"rank\":0,\"step\":3,\"phase\":\"done\",\"error\":\"peer lost\"}' >&3\n"
+            "exit 8\n",
+            id);
+    struct job_spec s;
+    spec_for(&s, id, 2);
+    s.live.silence_s = 0.8; /* half: 0.4, less than rank 1's silence at rank 0's exit */
+    struct gang g;
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
+    assert_true(settle_until(&g, 30));
+    assert_int_equal(g.first_exit, -1);
+    assert_int_equal(g.hung, 1);
+    assert_true(g.first_told);
+    assert_true(g.hung_limit_s == 0.8);
+    if (!strstr(g.hung_why, "rank 1 silent for ") ||
+        !strstr(g.hung_why, " s while its peers lost it (rank 0 exited 8) (stopped by a signal)"))
+        fail_msg("'%s'", g.hung_why);
+    assert_false(gang_judge_liveness(&g, time_mono())); /* judged once */
+    gang_stop(&g);
+    assert_true(pump(&g, 30, is_gone));
+    assert_int_equal(g.first_exit, -1); /* the stop's exits are not the cause */
+    gang_clear(&g);
+    spec_done(&s);
+    /* ranks blocked in the same collective (a rank in another container died) exit 8 moments
+     * apart: the first one's exit stays the cause, after a short wait for the second */
+    install("bothlost",
+            "#!/bin/sh\n"
+            "echo '{\"v\":1,\"rank\":'$RANK',\"step\":3,\"phase\":\"train\"}' >&3\n"
+            "sleep 0.6\n"
+            "if [ \"$RANK\" = 1 ]; then sleep 0.5; fi\n"
+            "exit 8\n",
+            id);
+    spec_for(&s, id, 2);
+    s.live.silence_s = 0.8;
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 2, err, sizeof err), 0);
+    assert_true(settle_until(&g, 30));
+    assert_int_equal(g.hung, -1);
+    assert_int_equal(g.first_exit, 0);
+    assert_int_equal(g.ranks[0].exit_code, 8);
+    assert_false(g.ranks[1].alive); /* it waited for rank 1 to exit too */
+    assert_true(pump(&g, 30, is_gone));
+    gang_clear(&g);
+    spec_done(&s);
+}
+
 /* A worker's exit code must survive its holder failing to write the exit file (the store's
  * disk full: on the lab a PyTorch rank that died on ENOSPC in torch.save was journalled
  * "completed (rank 0 exited with code 0)" and never restarted).  A directory in the way of
@@ -1343,6 +1418,44 @@ static void test_daemon_probation_ignores_wall_clock_steps(void **state)
     *wall_offset = 0;
 }
 
+/* The daemon's side of test_gang_peer_lost_names_frozen_rank: a rank frozen (kill -STOP) while
+ * its peer exits 8 is the gang's cause, judged as a hang (reason code liveness), not a rank exit
+ * of the peer.  On probation without a good release: failed, naming the frozen rank. */
+static void test_daemon_peer_lost_names_frozen_rank(void **state)
+{
+    (void)state;
+    char id[RELEASE_ID_LEN + 1];
+    install("frozen",
+            "#!/bin/sh\n"
+            "echo '{\"v\":1,\"rank\":'$RANK',\"step\":3,\"phase\":\"train\"}' >&3\n"
+            "if [ \"$RANK\" = 1 ]; then kill -STOP $$; sleep 30; exit 0; fi\n"
+            "sleep 1\n"
+            "exit 8\n",
+            id);
+    daemon_up();
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = RPC_ACTIVATE;
+    strcpy(q.job, "train");
+    strcpy(q.release, id);
+    spec_for(&q.spec, id, 2);
+    q.spec.live.silence_s = 1.2; /* half: 0.6, less than rank 1's silence at rank 0's exit */
+    char *r = call(&q);
+    rpc_request_done(&q);
+    assert_true(reply_ok(r));
+    free(r);
+    struct agent_status *st = malloc(sizeof *st);
+    const struct job_status *j = wait_state(st, GANG_FAILED, 30);
+    assert_non_null(j);
+    assert_int_equal(j->state, GANG_FAILED);
+    assert_int_equal(j->reason_code, STATUS_RC_LIVENESS);
+    if (!strstr(j->reason, "rank 1 silent for ") ||
+        !strstr(j->reason, "while its peers lost it (rank 0 exited 8) (stopped by a signal)"))
+        fail_msg("'%s'", j->reason);
+    free(st);
+    daemon_down();
+}
+
 static void test_daemon_no_good_release_fails(void **state)
 {
     (void)state;
@@ -1378,6 +1491,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_rank_crash_stops_gang, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_sigterm_then_sigkill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_exit_code_without_exit_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_peer_lost_names_frozen_rank, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_peer_effect_gives_way, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_exec_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_exec_error_reason, setup, teardown),
@@ -1396,6 +1510,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_daemon_nonfinite_heartbeats_revert, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_restart_readopts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_probation_ignores_wall_clock_steps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_peer_lost_names_frozen_rank, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_no_good_release_fails, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
