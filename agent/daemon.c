@@ -1088,16 +1088,27 @@ static int daemon_listen(const char *path)
         if (r < 0)
             return r;
     }
+    /* Bound and listening under a temporary name, then renamed over the path: a client (the
+     * controller right after `drover install`, a test waiting for the file) that finds the path
+     * finds a socket that accepts.  Bound at the path itself, it was there before listen(), and a
+     * connect in between was refused: "no daemon listening" from a daemon that was starting.  A
+     * path too long for the suffix is bound in place, as before. */
+    struct sockaddr_un tmp = {.sun_family = AF_UNIX};
+    bool renamed = snprintf(tmp.sun_path, sizeof tmp.sun_path, "%s.%ld", path, (long)getpid()) <
+                   (int)sizeof tmp.sun_path;
+    const char *at = renamed ? tmp.sun_path : path;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -errno;
-    (void)unlink(path); /* we hold the pidfile lock: a socket file left here is stale */
+    (void)unlink(at); /* we hold the pidfile lock: a socket file left here is stale */
     mode_t old = umask(0177);
-    int r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    int r = bind(fd, (struct sockaddr *)(renamed ? &tmp : &sa), sizeof sa);
     umask(old);
-    if (r < 0 || chmod(path, 0600) < 0 || listen(fd, 16) < 0) {
+    if (r < 0 || chmod(at, 0600) < 0 || listen(fd, 16) < 0 || (renamed && rename(at, path) < 0)) {
         r = -errno;
         close(fd);
+        if (renamed)
+            (void)unlink(at);
         return r;
     }
     return fd;

@@ -20,7 +20,9 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -908,9 +910,19 @@ static void daemon_up(void)
     }
     struct stat st;
     for (int i = 0; i < 3000 && stat(sock, &st) < 0; i++)
-        usleep(10000);
+        usleep(1000);
     assert_int_equal(stat(sock, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
+    /* The socket file appears only once it accepts: it was bound in place before listen(), and a
+     * client that found it (these tests, the controller right after an install) was refused now
+     * and then under load (ECONNREFUSED: "no daemon listening") */
+    int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(c >= 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    (void)str_copy(sa.sun_path, sizeof sa.sun_path, sock);
+    if (connect(c, (struct sockaddr *)&sa, sizeof sa) < 0)
+        fail_msg("connect to the daemon's socket as soon as it appeared: %s", strerror(errno));
+    close(c);
 }
 
 /* SIGTERM the daemon; its gangs keep running (the next agent re-adopts them). */
