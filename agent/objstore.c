@@ -633,7 +633,7 @@ static int assemble(const struct store *s, const struct manifest2 *m, const char
         int nbad = drop_bad_objects(s, m, resend);
         if (nbad)
             reason(err, errsz, "assembled release %.12s does not match its manifest: %d %s no longer "
-                   "matched %s sha256 and %s removed from the store; they are sent again", id, nbad,
+                   "matched %s sha256 and %s removed from the store, to be sent again", id, nbad,
                    nbad == 1 ? "object" : "objects", nbad == 1 ? "its" : "their", nbad == 1 ? "was" : "were");
         else
             reason(err, errsz, "assembled release %.12s does not match its manifest", id);
