@@ -188,6 +188,64 @@ void objstore_forget_release(const struct store *s, const char *id)
         (void)unlink(p);
 }
 
+/* The objects of m's files whose content no longer matches their name, removed, so that they
+ * count as missing and the controller sends them again: a release file is a hardlink to its
+ * object, so a worker that writes into its release directory writes into the object, and a
+ * rebuild from that object would link the same damage again ("deploy it again" could never
+ * work).  Bounded: an object of the wrong size goes at once; one whose inode is still the one
+ * recorded when it was last hashed (vrecord.h) is not read; only the others are hashed.  Called
+ * for a release found damaged only, never for every deploy.  Each removed object is written to
+ * resend as "resend <sha256>\n" (may be NULL).  Returns how many were removed. */
+static int drop_bad_objects(const struct store *s, const struct manifest2 *m, FILE *resend)
+{
+    static const uint32_t common[] = { 0444, 0555 };
+    struct vrecord vr = { 0 };
+    int n = 0;
+    if (vrecord_load(s, &vr) < 0)
+        return 0;
+    for (size_t i = 0; i < m->n; i++) {
+        const struct m2_entry *e = &m->e[i];
+        if (e->type != M2_FILE)
+            continue;
+        uint32_t modes[3] = { obj_mode(e->mode), common[0], common[1] };
+        for (size_t k = 0; k < ARRAY_SIZE(modes); k++) {
+            char op[PATH_MAX];
+            struct stat st;
+            if ((k && modes[k] == modes[0]) || obj_path(s, op, sizeof op, e->sha256, modes[k]) < 0 ||
+                lstat(op, &st) < 0 || !S_ISREG(st.st_mode))
+                continue;
+            bool bad = (uint64_t)st.st_size != e->size;
+            enum vrec_match vm = bad ? VREC_NO : vrecord_matches(&vr, e->sha256, modes[k], &st);
+            if (vm == VREC_LINKED)
+                (void)vrecord_put(&vr, e->sha256, modes[k], &st);
+            if (!bad && vm == VREC_NO) {
+                int fd = open(op, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                char hex[SHA256_HEX_LEN + 1];
+                uint64_t size = 0;
+                int h = fd < 0 ? -errno : fstat(fd, &st) < 0 ? -errno : sha256_fd_hex(fd, hex, &size);
+                if (fd >= 0)
+                    close(fd);
+                if (h == -ENOENT)
+                    continue;
+                bad = h < 0 || size != e->size || strcmp(hex, e->sha256);
+                if (!bad)
+                    (void)vrecord_put(&vr, e->sha256, modes[k], &st);
+            }
+            if (!bad || unlink(op) < 0)
+                continue;
+            log_warn("store: removed object %.12s (file '%s'): its content no longer matches its name; it is "
+                     "sent again", e->sha256, e->path);
+            (void)vrecord_forget(&vr, e->sha256, modes[k]);
+            if (resend)
+                fprintf(resend, "resend %s\n", e->sha256);
+            n++;
+        }
+    }
+    (void)vrecord_save(s, &vr, AGENT_LOCK_TIMEOUT_S);
+    vrecord_done(&vr);
+    return n;
+}
+
 bool objstore_have(const struct store *s, const char *id)
 {
     char p[PATH_MAX], got[RELEASE_ID_LEN + 1], env[RELEASE_ID_LEN + 1];
@@ -219,6 +277,10 @@ int objstore_missing(const struct store *s, const struct manifest2 *m, const cha
      * hashed as they arrived.  `release verify` re-checks contents when asked. */
     bool present = !strcmp(got, id) && objstore_have(s, id);
     free(text);
+    /* A release found damaged (or whose environment was): the objects that changed with it go
+     * first, so that they are asked for instead of being linked again. */
+    if (!present && (is_damaged(s, got) || store_has_release(s, got)))
+        (void)drop_bad_objects(s, m, NULL);
     struct m2_ranges rg = { 0 };
     if (!present)
         for (size_t i = 0; i < m->n && r == 0; i++) {
@@ -501,7 +563,7 @@ static int place_file(const struct store *s, int dfd, const struct m2_entry *e, 
 }
 
 static int assemble(const struct store *s, const struct manifest2 *m, const char *id, const char *text,
-                    size_t len, char *err, size_t errsz)
+                    size_t len, FILE *resend, char *err, size_t errsz)
 {
     char tmp[PATH_MAX], fin[PATH_MAX], rel[PATH_MAX];
     int r;
@@ -566,8 +628,16 @@ static int assemble(const struct store *s, const struct manifest2 *m, const char
     char tname[RELEASE_ID_LEN + 32];
     snprintf(tname, sizeof tname, "%s.tmp.%ld", id, (long)getpid());
     if (!release_intact(s, m, tname, text, len, NULL)) {
-        reason(err, errsz, "assembled release %.12s does not match its manifest", id);
-        r = -EIO;
+        /* An object it links was changed in place (written through another release's file):
+         * removed, so that the next ask sends it again, never linked again. */
+        int nbad = drop_bad_objects(s, m, resend);
+        if (nbad)
+            reason(err, errsz, "assembled release %.12s does not match its manifest: %d %s no longer "
+                   "matched %s sha256 and %s removed from the store, to be sent again", id, nbad,
+                   nbad == 1 ? "object" : "objects", nbad == 1 ? "its" : "their", nbad == 1 ? "was" : "were");
+        else
+            reason(err, errsz, "assembled release %.12s does not match its manifest", id);
+        r = nbad ? -ESTALE : -EIO;
         goto fail;
     }
     if (rename(tmp, fin) < 0) {
@@ -663,7 +733,7 @@ int objstore_add(const struct store *s, const char *text, size_t len, const char
     }
     if (pack && (r = ingest_pack(s, m, pack, corrupt, err, errsz)) < 0)
         goto out;
-    r = assemble(s, m, id, text, len, err, errsz);
+    r = assemble(s, m, id, text, len, corrupt, err, errsz);
     if (r >= 0)
         objstore_forget_release(s, id); /* a damaged mark, from a verify that failed */
 out:
@@ -867,6 +937,8 @@ static int verify_one(const struct store *s, const char *id, const char *what, s
 out:
     (void)vrecord_save(s, &vr, AGENT_LOCK_TIMEOUT_S); /* what was hashed (and found right or wrong) is remembered */
     vrecord_done(&vr);
+    if (r == -EBADMSG && m)
+        (void)drop_bad_objects(s, m, NULL); /* a changed object is sent again, never relinked */
     if (dfd >= 0)
         close(dfd);
     manifest2_free(m);

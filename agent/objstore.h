@@ -34,7 +34,9 @@ bool objstore_have(const struct store *s, const char *id);
 
 /* Which files of m have no object in the store: ranges of entry indexes (m2_ranges format) into
  * ret (caller frees with m2_ranges_done).  *ret_present: the release is installed and intact
- * by objstore_have's record (then ret is empty). */
+ * by objstore_have's record (then ret is empty).  For a release found damaged (it, or its
+ * environment), its objects whose content no longer matches their name are removed first
+ * (only those whose inode changed since they were hashed are read), so they are asked for. */
 int objstore_missing(const struct store *s, const struct manifest2 *m, const char *id,
                      struct m2_ranges *ret, bool *ret_present);
 
@@ -43,8 +45,10 @@ int objstore_missing(const struct store *s, const struct manifest2 *m, const cha
  * and renamed into place.  A present release is checked (every entry there, files linked with
  * the right size) and rebuilt if damaged.  Returns 0 installed, 1 already present.  Each corrupt
  * object is written to `corrupt` as "corrupt <sha256>\n" (may be NULL) and the add fails with
- * -EBADMSG; -ENOENT (objects missing: reason names one), -EINVAL (manifest, env missing), or
- * -errno.  err gets a one-line reason. */
+ * -EBADMSG; -ENOENT (objects missing: reason names one), -EINVAL (manifest, env missing),
+ * -ESTALE (an object it links had been changed in place, e.g. written through a release file:
+ * such objects are removed and each written to `corrupt` as "resend <sha256>\n", so that the
+ * caller sends them and installs again), or -errno.  err gets a one-line reason. */
 int objstore_add(const struct store *s, const char *manifest_text, size_t len, const char *id,
                  const char *pack, FILE *corrupt, char *err, size_t errsz);
 
@@ -60,8 +64,9 @@ int objstore_gc_objects(const struct store *s);
  * manifest's; then the same for the environment it names.  Cheap when nothing changed: a file
  * whose inode matches the verification record (agent/vrecord.h) is stat-ed, not read; others
  * are hashed and recorded.  A mismatch marks the release (or its environment) damaged, so that
- * `release have` says absent and the next install rebuilds it, and removes the object when it
- * is the changed inode itself, so that `release missing` asks for it again.  0, -ENOENT (not
+ * `release have` says absent and the next install rebuilds it, and removes the objects of the
+ * release whose content no longer matches their name (a write into a release file is a write
+ * into its object), so that `release missing` asks for them again.  0, -ENOENT (not
  * in the store) or -EBADMSG, with a reason in err that names the path and what to do. */
 struct objstore_vstats {
     size_t stat_only, hashed;

@@ -924,7 +924,14 @@ int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t 
     char tok[17];
     new_rdzv(tok);
     d->probation_deadline_at = (double)time(NULL) + probation_deadline;
-    return activate_all(d, probation_deadline, tok, err, err_sz);
+    int r = activate_all(d, probation_deadline, tok, err, err_sz);
+    if (r < 0) {
+        int nstopped = 0;
+        for (int i = 0; i < j->ncts; i++)
+            nstopped += d->has_gang[i];
+        deploy_activate_failed_message(err, err_sz, nstopped);
+    }
+    return r;
 }
 
 /* Follow one watch stream per container and feed the probation until it decides.  what: the
@@ -1710,6 +1717,18 @@ void deploy_switch_aborted_message(char *buf, size_t sz, const char *sid, const 
         off += (size_t)snprintf(buf + off, sz - off, ".  Nothing of %s was started anywhere; ", sid);
     if (!said_grouped(buf, sz, &off, labels, n, done) && off < sz)
         snprintf(buf + off, sz - off, "nothing was stopped");
+}
+
+void deploy_activate_failed_message(char *err, size_t sz, int nstopped)
+{
+    static const char said[] = "; nothing was stopped";
+    if (!sz || nstopped <= 0)
+        return;
+    for (char *p; (p = strstr(err, said));)
+        memmove(p, p + strlen(said), strlen(p + strlen(said)) + 1);
+    size_t n = strlen(err);
+    snprintf(err + n, sz - n, "; the switch had stopped the old gang in %d %s before", nstopped,
+             text_plural(nstopped, "container", "containers"));
 }
 
 void deploy_aborted_message(char *buf, size_t sz, const char *sid, const char *job, const char *const labels[],

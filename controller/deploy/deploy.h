@@ -117,6 +117,12 @@ struct deploy_ct_said {
 void deploy_switch_aborted_message(char *buf, size_t sz, const char *sid, const char *const labels[], int n,
                                    const struct deploy_ct_said why[], const struct deploy_ct_said done[]);
 
+/* An activation that failed after the switch had stopped the old gang in nstopped containers
+ * (> 0): the agent's reason in err[sz] says "nothing was stopped" (true of its own request, not
+ * of the switch), which is taken out, and what the switch stopped is said instead.  A rollback
+ * said "ROLLBACK FAILED ...; nothing was stopped" with the job down. */
+void deploy_activate_failed_message(char *err, size_t sz, int nstopped);
+
 /* What a deploy of the job's good pair says once promoted, its throughput rule skipped: its rate
  * k against the baseline base_k (both Ktok/s, > 0) measured on base_sid, kept.  Below
  * -tolerance: where base_sid is the release itself, that the cause lies outside it and what to

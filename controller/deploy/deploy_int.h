@@ -272,6 +272,10 @@ void survey_history_of(struct deploy *d, const char *id, struct history_entry **
 /* The job's good release is in every store and verifies: 0 (or force, said); -ENOENT refused,
  * said; -EINTR on the operator's interrupt, not said (the caller says it). */
 int check_rollback_target(struct deploy *d, bool force);
+/* Before a switch to d->id stops anything: `release verify` of it in every container (each
+ * failure logged).  0; -ENOENT with err = the first failure's line (and how many more);
+ * -EINTR when the operator interrupted it; -ENOMEM. */
+int check_switch_target(struct deploy *d, char *err, size_t err_sz);
 
 /* The GPU environment preflight (drover-agent gpu-check) in every container of a job that names
  * GPUs, CUDA or GPU memory (or that a container was marked for): 0 when each passed, or with

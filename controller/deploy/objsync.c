@@ -1435,6 +1435,11 @@ static int host_round(struct host_job *hj, bool *ret_again)
             if (fleet_conn(hj->f, hj->host, &c) == 0 && conn_run(c, rm, inv->exec_timeout_s, &rr) == 0)
                 exec_result_done(&rr);
         }
+        /* Objects the agent found changed in its own store (written through a release file)
+         * and removed: the host store's copy is good, the next round sends it. */
+        int nresend = 0;
+        for (char *p = o; p && (p = strstr(p, "resend ")); p += 7)
+            nresend += strnlen(p + 7, SHA256_HEX_LEN) == SHA256_HEX_LEN;
         free(o);
         char why[512];
         fan_reason(&fr[k], why, sizeof why);
@@ -1444,6 +1449,12 @@ static int host_round(struct host_job *hj, bool *ret_again)
         if (ncorrupt) {
             fprintf(stderr, "push %s: %d corrupt %s in host '%s''s store: removed, sending again\n",
                     ct->label, ncorrupt, text_plural(ncorrupt, "object", "objects"), hname);
+            *ret_again = true;
+        }
+        if (nresend) {
+            fprintf(stderr, "push %s: %d %s in the container had changed since %s stored (written "
+                    "through a release file): removed there, sending again\n", ct->label, nresend,
+                    text_plural(nresend, "object", "objects"), nresend == 1 ? "it was" : "they were");
             *ret_again = true;
         }
         r = -EBADMSG;

@@ -20,27 +20,23 @@
 #include "controller/transport/fanout.h"
 #include "controller/transport/send.h"
 
-/* Before anything is pushed or stopped: the release this deploy would revert to (the job's good
- * release) must be in every container's store and pass verification there, or a failed deploy
- * would leave the job down (`REVERT FAILED ... not in the store`).  force: go on, saying so.
- * -EINTR, saying nothing, when the operator interrupted it (deploy_interrupted). */
-/* check_rollback_target's fan-out: 0 verified; -EIO with err = the reason (ct_fan_said makes the line). */
+/* verify_everywhere's fan-out: 0 verified; -EIO with err = the reason (ct_fan_said makes the
+ * line).  cf->arg: the release verified. */
 static int verify_done(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why)
 {
-    struct deploy *d = cf->d;
+    const char *id = cf->arg;
     char sid[RELEASE_SHORT_LEN + 1];
     (void)r;
     if (!res && !why)
         return 0; /* survey already reached every container */
     if (!res) { /* labelled by ct_fan_said, unless why names the containers already */
-        snprintf(cf->err[i], sizeof cf->err[i], "cannot verify the rollback target %s: %s", ui_short(d->good, sid),
-                 why);
+        snprintf(cf->err[i], sizeof cf->err[i], "cannot verify the rollback target %s: %s", ui_short(id, sid), why);
         return -EIO;
     }
     if (res->status == 0)
         return 0;
     char reason[512];
-    snprintf(cf->err[i], sizeof cf->err[i], "the rollback target %s %s: %s", ui_short(d->good, sid),
+    snprintf(cf->err[i], sizeof cf->err[i], "the rollback target %s %s: %s", ui_short(id, sid),
              res->status == AGENT_EXIT_NO_RELEASE ? "is not in the store" : "fails verification",
              exec_result_reason(res, reason, sizeof reason));
     return -EIO;
@@ -62,19 +58,20 @@ static int verify_one(struct ct_fan *cf, int i)
     return r;
 }
 
-int check_rollback_target(struct deploy *d, bool force)
+/* `release verify id` in every container, every host at once (the agent's record-based check:
+ * only files whose inode changed are read).  Each failure is logged, once; the first one's line
+ * goes to first (may be NULL).  Returns how many failed, -EINTR (saying nothing) when the
+ * operator interrupted it, or -ENOMEM. */
+static int verify_everywhere(struct deploy *d, const char *id, char *first, size_t first_sz)
 {
-    if (!d->good[0] || !strcmp(d->good, d->id))
-        return 0;
-    char sid[RELEASE_SHORT_LEN + 1];
-    int bad = 0;
     struct ct_fan *cf = calloc(1, sizeof *cf);
     if (!cf)
         return -ENOMEM;
-    const char *argv[] = { "release", "verify", d->good, NULL };
+    const char *argv[] = { "release", "verify", id, NULL };
     cf->d = d;
     cf->fn = verify_one;
     cf->done = verify_done;
+    cf->arg = id;
     cf->batch_args = argv;
     cf->batch_timeout_s = d->inv->exec_timeout_s + 60;
     cf->batch_what = "release verify";
@@ -86,17 +83,33 @@ int check_rollback_target(struct deploy *d, bool force)
         free(cf);
         return -EINTR;
     }
+    int bad = 0;
     for (int i = 0; i < d->job->ncts; i++)
         if (cf->rc[i] < 0) {
             char line[sizeof cf->err[i] + 64];
             const char *said = ct_fan_said(cf, i, line, sizeof line);
             if (said)
                 log_error("%s", said);
+            if (said && first && !bad)
+                (void)str_copy(first, first_sz, said);
             bad++;
         }
     free(cf);
-    if (!bad)
+    return bad;
+}
+
+/* Before anything is pushed or stopped: the release this deploy would revert to (the job's good
+ * release) must be in every container's store and pass verification there, or a failed deploy
+ * would leave the job down (`REVERT FAILED ... not in the store`).  force: go on, saying so.
+ * -EINTR, saying nothing, when the operator interrupted it (deploy_interrupted). */
+int check_rollback_target(struct deploy *d, bool force)
+{
+    if (!d->good[0] || !strcmp(d->good, d->id))
         return 0;
+    char sid[RELEASE_SHORT_LEN + 1];
+    int bad = verify_everywhere(d, d->good, NULL, 0);
+    if (bad <= 0)
+        return bad;
     if (!force) {
         log_error("deploy refused: if %s failed probation, job '%s' could not go back to its good "
                   "release %s in %d %s; nothing was pushed or stopped.  Deploy %s again "
@@ -109,6 +122,19 @@ int check_rollback_target(struct deploy *d, bool force)
              "fails probation, job '%s' stays down there until a good release is deployed",
              d->sid, bad, text_plural(bad, "container", "containers"), d->job->name);
     return 0;
+}
+
+int check_switch_target(struct deploy *d, char *err, size_t err_sz)
+{
+    char first[2200] = "";
+    int bad = verify_everywhere(d, d->id, first, sizeof first);
+    if (bad <= 0)
+        return bad;
+    if (bad == 1)
+        snprintf(err, err_sz, "%s", first);
+    else
+        snprintf(err, err_sz, "%s (and in %d more %s)", first, bad - 1, text_plural(bad - 1, "container", "containers"));
+    return -ENOENT;
 }
 
 /* The release --to names: one of those this job ran (good, previous, promoted or bad in any
@@ -319,6 +345,21 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     double pdl = pol->progress_deadline_s + pol->healthy_deadline_s + 120;
     if (deploy_interrupted)
         goto interrupted_before_switch;
+    /* The target is checked in every container before any gang is stopped for it: the agent's
+     * own check at activation comes after the switch stopped the old gang everywhere, and a
+     * damaged target left the job down (the old gang stopped, the new one refused). */
+    int vr = check_switch_target(&d, err, sizeof err);
+    if (deploy_interrupted)
+        goto interrupted_before_switch;
+    if (vr < 0) {
+        if (vr != -ENOENT)
+            snprintf(err, sizeof err, "cannot verify %s: %s", d.sid, strerror(-vr));
+        fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s; nothing was stopped: the job is as it was%s\n",
+                ui_bold(stderr), ui_red(stderr), d.job->name, err, ui_reset(stderr));
+        history_record(&d, "aborted", HISTORY_RC_NONE, err, -1);
+        ret = EXIT_FAIL;
+        goto out;
+    }
     interrupt_handlers(on_sigint);
     d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);

@@ -531,6 +531,89 @@ static void test_reverify_recorded_and_corrupt(void **state)
     unload(&env);
 }
 
+/* A worker (root) appends to a file of its release directory: the file is a hardlink to its
+ * object, so the object and every release sharing it changed.  The release is found damaged;
+ * the changed object must leave the store, so that `release missing` asks for it and the
+ * rebuild links a good copy.  (The old code kept it: the rebuild relinked the same damage and
+ * failed with "assembled release ... does not match its manifest", forever.)  An install of
+ * another release sharing it fails once, names the object to send again ("resend"), and then
+ * works. */
+static void append(const char *p, const char *text)
+{
+    assert_int_equal(chmod(p, 0644), 0);
+    FILE *fp = fopen(p, "a");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+    assert_int_equal(chmod(p, 0444), 0);
+}
+
+static void test_written_object_is_sent_again(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    src_tree("v1\n");
+    struct rel a;
+    load(&a, NULL);
+    make_pack(a.m, "a.pack", NULL);
+    char err[512];
+    assert_int_equal(objstore_add(&s, a.text, a.len, a.id, path("a.pack"), NULL, err, sizeof err), 0);
+    src_tree("v2\n");
+    struct rel b;
+    load(&b, NULL);
+    make_pack(b.m, "b.pack", "lib/pkg/mod.py");
+    assert_int_equal(objstore_add(&s, b.text, b.len, b.id, path("b.pack"), NULL, err, sizeof err), 0);
+
+    /* the worker of b writes into bin/python3, shared with a */
+    append(path("root/releases/%s/bin/python3", b.id), "# edited\n");
+    assert_int_equal(objstore_verify(&s, a.id, err, sizeof err), -EBADMSG);
+    assert_non_null(strstr(err, "'bin/python3'"));
+    const struct m2_entry *py = manifest2_find(a.m, "bin/python3");
+    struct stat st;
+    assert_int_not_equal(lstat(path("root/objects/%s.0555", py->sha256), &st), 0);
+    bool present = true;
+    assert_int_equal(nmissing(&s, &a, &present), 1);
+    assert_false(present);
+    src_tree("v1\n");
+    make_pack(a.m, "a1.pack", "bin/python3");
+    assert_int_equal(objstore_add(&s, a.text, a.len, a.id, path("a1.pack"), NULL, err, sizeof err), 0);
+    assert_int_equal(objstore_verify(&s, a.id, err, sizeof err), 0);
+    /* b still links the changed inode: damaged, and rebuilt from the good object, no pack */
+    assert_int_equal(objstore_verify(&s, b.id, err, sizeof err), -EBADMSG);
+    assert_int_equal(objstore_add(&s, b.text, b.len, b.id, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(objstore_verify(&s, b.id, err, sizeof err), 0);
+
+    /* the same write, found by no verify: marked damaged by nobody, so `release missing` of a
+     * new release sharing it says the object is there; its install fails once and says which
+     * object to send, and the next ask asks for it */
+    append(path("root/releases/%s/bin/python3", b.id), "# again\n");
+    src_tree("v3\n");
+    struct rel c;
+    load(&c, NULL);
+    assert_int_equal(nmissing(&s, &c, &present), 1); /* mod.py only */
+    make_pack(c.m, "c.pack", "lib/pkg/mod.py");
+    char *out = NULL;
+    size_t olen = 0;
+    FILE *fp = open_memstream(&out, &olen);
+    assert_int_equal(objstore_add(&s, c.text, c.len, c.id, path("c.pack"), fp, err, sizeof err), -ESTALE);
+    fclose(fp);
+    char want[128];
+    snprintf(want, sizeof want, "resend %s\n", py->sha256);
+    assert_non_null(strstr(out, want));
+    assert_null(strstr(out, "corrupt "));
+    free(out);
+    assert_non_null(strstr(err, "sent again"));
+    assert_false(store_has_release(&s, c.id));
+    assert_int_equal(nmissing(&s, &c, &present), 1); /* python3 now; mod.py arrived */
+    make_pack(c.m, "c1.pack", "bin/python3");
+    assert_int_equal(objstore_add(&s, c.text, c.len, c.id, path("c1.pack"), NULL, err, sizeof err), 0);
+    assert_int_equal(objstore_verify(&s, c.id, err, sizeof err), 0);
+    unload(&a);
+    unload(&b);
+    unload(&c);
+}
+
 /* The verification record's lock has a deadline (house rule: nothing waits forever): a holder
  * that keeps objects/.verified.lock gets the save -ETIMEDOUT after the timeout, with the
  * updates still queued, and the next save once the lock is free writes them.  (The old code
@@ -572,6 +655,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stale_temp_only_dead_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_have_record_and_stdin_pack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reverify_recorded_and_corrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_written_object_is_sent_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vrecord_lock_has_deadline, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

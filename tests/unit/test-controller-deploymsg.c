@@ -360,6 +360,29 @@ static void test_switch_aborted_once(void **state)
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 
+/* A rollback whose target the agents refused after the switch had stopped the old gang said the
+ * agent's "nothing was stopped" (true of its activate request only) while the job was down. */
+static void test_activate_failed_after_stop(void **state)
+{
+    (void)state;
+    char m[600] = "h2:201: drover-agent activate failed (exit 3): release 748b57da5a16: 'config.json' is "
+                  "missing or not what the manifest says; the release is marked damaged: deploy it again "
+                  "and drover rebuilds it; nothing was stopped";
+    deploy_activate_failed_message(m, sizeof m, 3);
+    assert_null(strstr(m, "nothing was stopped"));
+    assert_non_null(strstr(m, "deploy it again and drover rebuilds it; the switch had stopped the old gang in "
+                              "3 containers before"));
+    /* nothing stopped (a stopped job): the agent's words stand */
+    char k[100] = "release x: bad; nothing was stopped";
+    deploy_activate_failed_message(k, sizeof k, 0);
+    assert_string_equal(k, "release x: bad; nothing was stopped");
+    /* bounded */
+    char small[40] = "a; nothing was stopped";
+    deploy_activate_failed_message(small, sizeof small, 1);
+    assert_true(strlen(small) < sizeof small);
+    assert_null(strstr(small, "nothing was stopped"));
+}
+
 /* `drover promote --job J` of a job never deployed said "job 'J' runs its good release" */
 static void test_nothing_held(void **state)
 {
@@ -396,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_revert_failed_once_on_one_file),
         cmocka_unit_test(test_aborted_marked),
         cmocka_unit_test(test_switch_aborted_once),
+        cmocka_unit_test(test_activate_failed_after_stop),
         cmocka_unit_test(test_own_baseline_note),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

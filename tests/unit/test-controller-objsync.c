@@ -27,6 +27,7 @@
 #include "controller/deploy/objsync.h"
 #include "controller/inventory.h"
 #include "controller/transport/fleet.h"
+#include "tests/unit/capture.h"
 
 static int parse(const char *text, int n, struct fan_res *fr)
 {
@@ -486,6 +487,71 @@ static void test_said_disk_full(void **state)
     assert_false(objsync_said_disk_full(NULL));
 }
 
+/* An agent whose install found an object of its store changed in place (a worker wrote through
+ * a release file: the release's hardlink is the object) removes it and says "resend <sha>": the
+ * host's copy is good, so the push sends it again at once and the install is asked once more.
+ * (The old controller knew only "corrupt": the deploy failed, and every later one too.) */
+static void test_resend_after_changed_object(void **state)
+{
+    (void)state;
+    char d[] = "/tmp/drover-unit-resend-XXXXXX", p[600], text[2400], why[512], err[1024];
+    assert_non_null(mkdtemp(d));
+    snprintf(p, sizeof p, "%s/rel", d);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/rel/config.json", d);
+    capture_put(p, "{}\n", 0644);
+    setenv("DROVER_HASH_CACHE", "off", 1);
+    struct relsrc rs;
+    snprintf(p, sizeof p, "%s/rel", d);
+    assert_int_equal(relsrc_load(p, NULL, &rs), 0);
+    const char *sha = rs.m->e[0].sha256;
+    /* the first install: the object was changed in place, removed, to be sent again */
+    snprintf(text, sizeof text,
+             "#!/bin/sh\necho \"$*\" >>'%s/calls'\ncase \"$*\" in\n"
+             "*'release missing'*) cat >/dev/null; echo '0 1';;\n"
+             "*'release install'*) cat >/dev/null\n"
+             "  if [ -e '%s/once' ]; then echo \"$5 added\"; exit 0; fi\n"
+             "  : >'%s/once'; echo 'resend %s'\n"
+             "  echo 'release install: assembled release does not match its manifest: 1 object no longer matched "
+             "its sha256 and was removed from the store, to be sent again' >&2; exit 1;;\n"
+             "*) echo ok;;\nesac\n", d, d, d, sha);
+    snprintf(p, sizeof p, "%s/agent", d);
+    capture_put(p, text, 0755);
+    snprintf(text, sizeof text, "[drover]\nstaging_dir = %s/st\n[host h1]\nlocal = true\nagent_path = %s/agent\n"
+             "[job mini]\ncontainers = h1:local:%s/a\ncommand = bin/x\n", d, d, d);
+    struct inventory *inv = NULL;
+    assert_int_equal(inventory_parse(text, strlen(text), "t.ini", &inv, why, sizeof why), 0);
+    struct fleet f;
+    fleet_init(&f, inv, NULL);
+    struct sync_stats st = { 0 };
+    char out[600];
+    snprintf(out, sizeof out, "%s/stderr", d);
+    fflush(stderr);
+    int save = dup(STDERR_FILENO), fe = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    dup2(fe, STDERR_FILENO);
+    close(fe);
+    int r = objsync_job(&f, &inv->jobs[0], &rs, NULL, &st, err, sizeof err);
+    fflush(stderr);
+    dup2(save, STDERR_FILENO);
+    close(save);
+    char *e = capture_slurp(out);
+    snprintf(p, sizeof p, "%s/calls", d);
+    char *calls = capture_slurp(p);
+    if (r != 0 || !strstr(e, "1 object in the container had changed since it was stored"))
+        fail_msg("objsync %d (%s)\nstderr: %s\ncalls: %s", r, err, e, calls);
+    int ninstall = 0;
+    for (const char *c = calls; (c = strstr(c, "release install")); c++)
+        ninstall++;
+    assert_int_equal(ninstall, 2);
+    free(e);
+    free(calls);
+    fleet_done(&f);
+    inventory_free(inv);
+    relsrc_done(&rs);
+    unsetenv("DROVER_HASH_CACHE");
+    assert_int_equal(fs_rm_rf(d), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -499,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_stall_msg),
         cmocka_unit_test(test_stage_lines),
         cmocka_unit_test(test_gc_lines),
+        cmocka_unit_test(test_resend_after_changed_object),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

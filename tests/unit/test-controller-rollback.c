@@ -372,6 +372,66 @@ static void test_revert_of_stopped_job_leaves_it_stopped(void **state)
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
+/* `drover rollback` to a release that is damaged in a container (a worker wrote into a file its
+ * releases share): the switch stopped the old gang everywhere, then each agent's activation
+ * refused the target, and the rollback said "ROLLBACK FAILED ...; nothing was stopped" while
+ * the job stayed down.  The target is verified in every container before anything is stopped:
+ * refused with nothing stopped, and saying so truthfully. */
+static int rb_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return deploy_rollback(f, "train", NULL, false, true, false);
+}
+
+static void test_rollback_to_damaged_target_stops_nothing(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbdmg-XXXXXX", p[600], text[1400], keys[300], out[600], err[600];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, good);
+    strcpy(st.jobs[0].good, next);
+    st.jobs[0].ngoods = 2;
+    strcpy(st.jobs[0].goods[0], next);
+    strcpy(st.jobs[0].goods[1], good);
+    fake_agent(d2, &st);
+    /* the agent: status as fake_agent's; verify of the target fails as a damaged release does;
+     * every other call logged and answered "ok" */
+    snprintf(text, sizeof text, "#!/bin/sh\necho \"$*\" >>'%s/calls'\ncase \"$*\" in\n"
+             "*status*) cat '%s/status.json';;\n"
+             "*'release verify'*) echo \"release verify: release a56200000000: 'config.json' is missing or not "
+             "what the manifest says (type, size or link target); the release is marked damaged: deploy it "
+             "again and drover rebuilds it\" >&2; exit 3;;\n*) echo ok;;\nesac\n", d2, d2);
+    snprintf(p, sizeof p, "%s/agent", d2);
+    capture_put(p, text, 0755);
+    snprintf(p, sizeof p, "%s/state", d2);
+    assert_int_equal(fs_mkdir_p(p, 0700), 0);
+    snprintf(keys, sizeof keys, "staging_dir = %s/st\n", d2);
+    struct inventory *inv2 = fake_agent_inventory(d2, keys, "", "c");
+    snprintf(out, sizeof out, "%s/out", d2);
+    snprintf(err, sizeof err, "%s/err", d2);
+    int code = capture_verb(rb_verb, inv2, NULL, 0, out, err);
+    char *e = capture_slurp(err);
+    snprintf(p, sizeof p, "%s/calls", d2);
+    char *calls = capture_slurp(p);
+    if (code != EXIT_FAIL || !strstr(e, "ROLLBACK FAILED for job 'train'") || !strstr(e, "nothing was stopped") ||
+        !strstr(e, "'config.json' is missing") || !strstr(e, "deploy it again"))
+        fail_msg("exit %d, stderr: %s\ncalls: %s", code, e, calls);
+    assert_non_null(strstr(calls, "release verify a5620000"));
+    assert_null(strstr(calls, "stop"));     /* no gang stopped */
+    assert_null(strstr(calls, "activate")); /* nothing switched */
+    free(calls);
+    free(e);
+    inventory_free(inv2);
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
 /* The decision alone: stopped in every container (or stopped in some, its gang ended in the
  * others: no gang anywhere) is a stopped job; a gang running anywhere is not. */
 static void test_job_is_stopped_decision(void **state)
@@ -406,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_gc_agent_not_running),
         cmocka_unit_test(test_revert_of_stopped_job_leaves_it_stopped),
         cmocka_unit_test(test_job_is_stopped_decision),
+        cmocka_unit_test(test_rollback_to_damaged_target_stops_nothing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
