@@ -308,8 +308,6 @@ class ExitCodesTest(unittest.TestCase):
                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), DROVER_HEARTBEAT_FD=str(w),
                        DROVER_RUN_DIR=self.run_dir, OMP_NUM_THREADS="1")
             env.pop("DROVER_RESUME_RELEASES", None)
-        if resume_releases is not None:  # as the agent sets it: the release and the promoted ones
-            env["DROVER_RESUME_RELEASES"] = resume_releases
             procs.append(subprocess.Popen([PY, os.path.join(self.rel, "train.py"), "--config", conf],
                                           env=env, pass_fds=(w,), stdout=subprocess.DEVNULL,
                                           stderr=subprocess.PIPE))
