@@ -1,8 +1,8 @@
 /* Supervision tests with small shell-script workers in a temp root: the gang module directly
  * (environment, a rank crash stops the gang, SIGTERM -> SIGKILL escalation, overlong heartbeat
- * lines) and the real daemon (daemon_run in a child process) over its control socket (crash
- * loop of an unpromoted release reverts to the good one; an activate whose command cannot run
- * leaves the old gang alone; stop). */
+ * lines, the store read-only to workers) and the real daemon (daemon_run in a child process)
+ * over its control socket (crash loop of an unpromoted release reverts to the good one; an
+ * activate whose command cannot run leaves the old gang alone; stop). */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
