@@ -17,11 +17,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -398,7 +401,69 @@ struct holder_args {
     int log_fd, err_w;
     char fifo[PATH_MAX], pidf[PATH_MAX], pidtmp[PATH_MAX], exitf[PATH_MAX], exittmp[PATH_MAX];
     char cgprocs[PATH_MAX + 16]; /* the gang cgroup's cgroup.procs; "" none */
+    char ro[2][PATH_MAX];        /* the store's releases/ and objects/: read-only to the worker */
 };
+
+/* What a holder tells the agent on err_w, each message written whole (< PIPE_BUF). */
+enum holder_msg_kind {
+    HOLDER_EXEC,     /* the worker's exec failed with err */
+    HOLDER_PID_FILE, /* the pid file could not be written: err */
+    HOLDER_RO,       /* the store stays writable to the worker: step failed with err */
+};
+struct holder_msg {
+    int kind, err, step;
+};
+static const char *const holder_ro_step[] = {"unshare(CLONE_NEWNS)", "mount --make-rslave /",
+                                             "bind mount", "read-only remount"};
+
+/* The flags a read-only remount of path's bind must keep: in a user namespace (an unprivileged
+ * container) clearing a locked one (nosuid, nodev, noexec, atime) fails with EPERM. */
+static unsigned long holder_mount_flags(const char *path)
+{
+    struct statfs sf;
+    if (statfs(path, &sf) < 0)
+        return 0;
+    static const struct {
+        unsigned long st, ms;
+    } map[] = {{ST_NOSUID, MS_NOSUID}, {ST_NODEV, MS_NODEV}, {ST_NOEXEC, MS_NOEXEC},
+               {ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME}};
+    unsigned long ms = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(map); i++)
+        if ((unsigned long)sf.f_flags & map[i].st)
+            ms |= map[i].ms;
+    return ms;
+}
+
+/* Give the holder (and so its worker) a mount namespace where the store's releases and objects
+ * are read-only: root ignores the 0444 modes, and a worker writing into its release dir (its
+ * cwd) wrote through the hardlinks into the objects shared with every release, the rollback
+ * target included.  The namespace is a slave of the agent's (host mounts still arrive, none of
+ * ours leave) and lives as long as the holder.  0, or -errno with the failed step in ret_step
+ * (index into holder_ro_step): the worker then runs with the store writable, as before. */
+static int holder_protect_store(const struct holder_args *a, int *ret_step)
+{
+    if (unshare(CLONE_NEWNS) < 0) {
+        *ret_step = 0;
+        return -errno;
+    }
+    /* without this our mounts would propagate back into the agent's namespace: stop here */
+    if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
+        *ret_step = 1;
+        return -errno;
+    }
+    for (int i = 0; i < 2; i++) {
+        unsigned long keep = holder_mount_flags(a->ro[i]);
+        if (mount(a->ro[i], a->ro[i], NULL, MS_BIND | MS_REC, NULL) < 0) {
+            *ret_step = 2;
+            return -errno;
+        }
+        if (mount(NULL, a->ro[i], NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, NULL) < 0) {
+            *ret_step = 3;
+            return -errno;
+        }
+    }
+    return 0;
+}
 
 /* Close every fd but keep[0..n) (sorted ascending). */
 static void close_all_but(const int *keep, int n)
@@ -448,6 +513,11 @@ static void __attribute__((noreturn)) holder_main(const struct holder_args *a)
     int keep[4] = {hb, devnull, log_fd, err_w};
     sort_fds(keep, 4);
     close_all_but(keep, 4); /* the agent's socket, pidfile lock, other gangs' FIFOs */
+    int step = 0, ro = e ? 0 : holder_protect_store(a, &step);
+    if (ro < 0) {
+        struct holder_msg m = {HOLDER_RO, -ro, step};
+        (void)!write(err_w, &m, sizeof m);
+    }
     pid_t w = e ? -1 : fork();
     if (w == 0) {
         /* the worker: 0 /dev/null, 1+2 its log, 3 the heartbeat FIFO */
@@ -460,13 +530,13 @@ static void __attribute__((noreturn)) holder_main(const struct holder_args *a)
             execvpe(a->spec->argv[0], a->spec->argv, a->envp);
             e = errno;
         }
-        (void)!write(err_w, &e, sizeof e);
+        struct holder_msg m = {HOLDER_EXEC, e, 0};
+        (void)!write(err_w, &m, sizeof m);
         _exit(127);
     }
     if (w < 0) {
-        if (!e)
-            e = errno;
-        (void)!write(err_w, &e, sizeof e);
+        struct holder_msg m = {HOLDER_EXEC, e ? e : errno, 0};
+        (void)!write(err_w, &m, sizeof m);
         _exit(127);
     }
     /* group signals (SIGTERM at stop) are for the worker; the holder stays to see it exit */
@@ -474,11 +544,12 @@ static void __attribute__((noreturn)) holder_main(const struct holder_args *a)
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
     /* The agent learns the worker's pid from this file; when it cannot be written (the disk is
-     * full), the agent learns why on err_w instead: -errno, where the worker's exec failure is a
-     * positive errno */
+     * full), the agent learns why on err_w instead */
     int pe = holder_write_file(a->pidf, a->pidtmp, (long)w, (long)getpid());
-    if (pe < 0)
-        (void)!write(err_w, &pe, sizeof pe);
+    if (pe < 0) {
+        struct holder_msg m = {HOLDER_PID_FILE, -pe, 0};
+        (void)!write(err_w, &m, sizeof m);
+    }
     close(err_w); /* with the worker's exec, the agent's read sees EOF: started */
     close(log_fd);
     close(devnull);
@@ -778,6 +849,7 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
     cg_note(g);
     struct gang_env *env = malloc(sizeof *env);
     struct holder_args *ha = malloc(sizeof *ha);
+    bool ro_warned = false;
     if (!env || !ha) {
         free(env);
         free(ha);
@@ -834,6 +906,11 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
         ha->err_w = ep[1];
         if (g->cgroup[0])
             snprintf(ha->cgprocs, sizeof ha->cgprocs, "%s/cgroup.procs", g->cgroup);
+        if ((r = store_path(s, ha->ro[0], sizeof ha->ro[0], "releases")) < 0 ||
+            (r = store_path(s, ha->ro[1], sizeof ha->ro[1], "objects")) < 0) {
+            snprintf(err, errsz, "store path too long");
+            goto fail_ep;
+        }
         pid_t pid = fork();
         if (pid < 0) {
             r = -errno;
@@ -851,9 +928,10 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
         g->nranks = lr + 1;
         close(ep[1]);
         ep[1] = -1;
-        /* until EOF (the holder and the worker both closed err_w): at most the worker's exec
-         * errno (> 0) and the holder's pid-file -errno, each written whole (< PIPE_BUF) */
-        int e = 0, pid_err = 0, got[2];
+        /* until EOF (the holder and the worker both closed err_w): at most the holder's
+         * read-only failure, the worker's exec errno and the holder's pid-file errno */
+        int e = 0, pid_err = 0;
+        struct holder_msg got[3];
         size_t have = 0;
         ssize_t n;
         while (have < sizeof got &&
@@ -862,10 +940,23 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
         close(ep[0]);
         ep[0] = -1;
         for (size_t k = 0; k < have / sizeof got[0]; k++) {
-            if (got[k] > 0 && !e)
-                e = got[k];
-            else if (got[k] < 0 && !pid_err)
-                pid_err = got[k];
+            const struct holder_msg *m = &got[k];
+            if (m->kind == HOLDER_EXEC && !e)
+                e = m->err;
+            else if (m->kind == HOLDER_PID_FILE && !pid_err)
+                pid_err = -m->err;
+            else if (m->kind == HOLDER_RO && !ro_warned) { /* once per gang start */
+                const char *step = m->step >= 0 && (size_t)m->step < ARRAY_SIZE(holder_ro_step)
+                                       ? holder_ro_step[m->step]
+                                       : "?";
+                log_warn("job '%s': gang %d runs with the store's releases writable (%s: %s): a "
+                         "worker that writes into its release directory changes that release "
+                         "and every release sharing the file",
+                         job, generation, step, strerror(m->err));
+                rank_log_mark(rp->log_fd, "the release directory is writable (%s: %s)", step,
+                              strerror(m->err));
+                ro_warned = true;
+            }
         }
         if (e) { /* the worker never ran: that is the first thing to say */
             r = -e;

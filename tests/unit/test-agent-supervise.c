@@ -1,8 +1,8 @@
 /* Supervision tests with small shell-script workers in a temp root: the gang module directly
  * (environment, a rank crash stops the gang, SIGTERM -> SIGKILL escalation, overlong heartbeat
- * lines) and the real daemon (daemon_run in a child process) over its control socket (crash
- * loop of an unpromoted release reverts to the good one; an activate whose command cannot run
- * leaves the old gang alone; stop). */
+ * lines, the store read-only to workers) and the real daemon (daemon_run in a child process)
+ * over its control socket (crash loop of an unpromoted release reverts to the good one; an
+ * activate whose command cannot run leaves the old gang alone; stop). */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -75,6 +77,19 @@ int fsync(int fd)
         }
     }
     return (int)syscall(SYS_fsync, fd);
+}
+
+/* unshare(CLONE_NEWNS) fails with EPERM while unshare_eperm is set, as it does in a container
+ * without CAP_SYS_ADMIN; defined here, it interposes on libc's for the gang's holders. */
+static bool unshare_eperm;
+
+int unshare(int flags)
+{
+    if (unshare_eperm && (flags & CLONE_NEWNS)) {
+        errno = EPERM;
+        return -1;
+    }
+    return (int)syscall(SYS_unshare, flags);
 }
 
 static int setup(void **state)
@@ -678,6 +693,124 @@ static void test_gang_last_heartbeat_before_exit(void **state)
     assert_int_equal(g.ranks[0].exit_code, 4);
     assert_true(g.ranks[0].has_hb);
     assert_string_equal(g.ranks[0].hb.error, "no shard /data/x");
+    gang_clear(&g);
+    spec_done(&s);
+}
+
+/* Can this process make a mount namespace of its own (root with CAP_SYS_ADMIN)?  Asked in a
+ * child, so the test's own namespace stays as it is. */
+static bool can_unshare_mounts(void)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(syscall(SYS_unshare, CLONE_NEWNS) == 0 &&
+                      mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) == 0
+                  ? 0
+                  : 1);
+    int ws = 0;
+    return pid > 0 && waitpid(pid, &ws, 0) == pid && WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+}
+
+/* The worker of release "rw": appends to its release's config.json and creates a file in its
+ * release dir (its cwd), each result in $DROVER_RUN_DIR, then writes a checkpoint there. */
+static void install_release_writer(char id[RELEASE_ID_LEN + 1])
+{
+    char dir[300], p[350];
+    snprintf(dir, sizeof dir, "%s/src-rw", tmpd);
+    assert_int_equal(fs_mkdir_p(dir, 0755), 0);
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    assert_int_equal(fs_write_atomic(p, "{\"lr\": 1}\n", 11, 0644), 0);
+    install("rw", "#!/bin/sh\n"
+                  "d=\"$DROVER_RUN_DIR\"\n"
+                  "echo '{}' 2>\"$d/append.err\" >>config.json; echo $? >\"$d/append.rc\"\n"
+                  "true 2>\"$d/create.err\" >new.txt; echo $? >\"$d/create.rc\"\n"
+                  "echo step1 >\"$d/checkpoints/ck\"\n",
+            id);
+}
+
+static char *run_file(const char *name)
+{
+    char p[512], *text = NULL;
+    snprintf(p, sizeof p, "%s/root/runs/train/%s", tmpd, name);
+    assert_int_equal(fs_read_file(p, 4096, &text, NULL), 0);
+    return text;
+}
+
+/* Workers run as root in their release dir: a PyTorch script that appended to its config.json
+ * there got through the 0444 mode and changed the object hardlinked into every release holding
+ * it, the last good one included, so the rollback found it damaged.  The store's releases and
+ * objects are read-only to the worker (EROFS, loudly), its run dir is not, and no mount of the
+ * worker's leaks into the agent's namespace. */
+static void test_gang_release_read_only(void **state)
+{
+    (void)state;
+    if (!can_unshare_mounts())
+        skip();
+    char id[RELEASE_ID_LEN + 1], err[256], p[512], *text;
+    install_release_writer(id);
+    struct job_spec s;
+    spec_for(&s, id, 1);
+    struct gang g;
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
+    assert_true(pump(&g, 30, is_gone));
+    assert_int_equal(g.ranks[0].exit_code, 0);
+    text = run_file("append.rc");
+    assert_string_not_equal(text, "0\n");
+    free(text);
+    text = run_file("append.err");
+    if (!strstr(text, "Read-only file system"))
+        fail_msg("append.err: '%s'", text);
+    free(text);
+    text = run_file("create.rc");
+    assert_string_not_equal(text, "0\n");
+    free(text);
+    text = run_file("create.err");
+    if (!strstr(text, "Read-only file system"))
+        fail_msg("create.err: '%s'", text);
+    free(text);
+    snprintf(p, sizeof p, "%s/root/releases/%s/config.json", tmpd, id);
+    assert_int_equal(fs_read_file(p, 4096, &text, NULL), 0);
+    assert_string_equal(text, "{\"lr\": 1}\n"); /* and so its object, and every release's */
+    free(text);
+    snprintf(p, sizeof p, "%s/root/releases/%s/new.txt", tmpd, id);
+    assert_int_equal(access(p, F_OK), -1);
+    text = run_file("checkpoints/ck"); /* the run dir stays writable */
+    assert_string_equal(text, "step1\n");
+    free(text);
+    assert_int_equal(fs_read_file("/proc/self/mountinfo", 1 << 20, &text, NULL), 0);
+    assert_null(strstr(text, tmpd));
+    free(text);
+    gang_clear(&g);
+    spec_done(&s);
+}
+
+/* Where no mount namespace can be made (a container without the capability) the gang starts
+ * anyway, as before, and says so in the rank's log. */
+static void test_gang_release_read_only_fallback(void **state)
+{
+    (void)state;
+    char id[RELEASE_ID_LEN + 1], err[256], *text;
+    install_release_writer(id);
+    struct job_spec s;
+    spec_for(&s, id, 1);
+    struct gang g;
+    unshare_eperm = true;
+    int r = gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err);
+    unshare_eperm = false;
+    assert_int_equal(r, 0);
+    assert_true(pump(&g, 30, is_gone));
+    assert_int_equal(g.ranks[0].exit_code, 0);
+    text = run_file("append.rc");
+    assert_string_equal(text, "0\n");
+    free(text);
+    text = run_file("checkpoints/ck");
+    assert_string_equal(text, "step1\n");
+    free(text);
+    text = run_file("logs/rank0.log");
+    if (!strstr(text, ": the release directory is writable (unshare(CLONE_NEWNS): Operation not "
+                      "permitted) ---\n"))
+        fail_msg("rank0.log: '%s'", text);
+    free(text);
     gang_clear(&g);
     spec_done(&s);
 }
@@ -1511,6 +1644,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_exec_error_reason_elf, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_overlong_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_last_heartbeat_before_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_release_read_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_release_read_only_fallback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_stop_reaches_setsid_child, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_stop_reaches_setsid_child_v1, setup, teardown),
         cmocka_unit_test(test_gang_cgroup_mode_parse),
