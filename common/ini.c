@@ -214,9 +214,12 @@ int ini_key_set(const struct ini_key *k, void *base, const char *value, char *wh
                      value);
             return -EINVAL;
         }
-        if (r < 0)
-            return bad(k, value, "'%s' is not a duration (like 30s, 5m, 1h, or plain seconds)",
-                       why, why_sz);
+        if (r < 0) {
+            /* not the row's hint: "'1d' must be a duration greater than 0" read as if 1d were
+             * one, too short; the hint is for a duration out of the row's range */
+            snprintf(why, why_sz, "'%s' is not a duration: " INI_DURATION_FORMS_WORDS, value);
+            return -EINVAL;
+        }
         if (!in_range(k, v))
             return bad(k, value, "'%s' is out of range", why, why_sz);
         *(double *)dst = v;

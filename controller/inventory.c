@@ -223,9 +223,12 @@ static int resolve_path(const char *inv_path, const char *value, char *out, size
     return 0;
 }
 
+/* A duration row's hint is said for a duration out of its range ("must be ..."); a value that
+ * is no duration at all ('soon', '1d') is said by ini_key_set() the same way for every key, with
+ * the units the parser takes ('1d' was told it "must be a duration greater than 0") */
 #define DURATION_HINT "is not a duration (like 30s, 5m, 1h, or plain seconds)"
-/* One rule for every duration that must be > 0 (INI_MIN_OPEN at 0): say so, for '0' as for
- * 'soon' ('0' was told it is "not a duration", though it is one) */
+/* One rule for every duration that must be > 0 (INI_MIN_OPEN at 0): say so for '0' ('0' was
+ * told it is "not a duration", though it is one) */
 #define POSITIVE_DURATION_HINT "must be a duration greater than 0 (like 30s, 5m, 1h, or plain seconds)"
 #define INV_STR_(x) #x
 #define INV_STR(x) INV_STR_(x) /* a bound into its hint: one number, said where it is checked */
@@ -269,26 +272,26 @@ static const struct ini_key keys[] = {
     POL("switch_deadline", INI_DURATION, switch_deadline_s, 0, 1e18, 0, DURATION_HINT,
         POL_SWITCH_DEADLINE),
     POL("lease_ttl", INI_DURATION, lease_ttl_s, 10, 7 * 86400, 0,
-        "is not a duration between 10s and 7d (like 5m, 1h)", POL_LEASE_TTL),
+        "must be a duration from 10s to 168h (7 days) (like 5m, 1h)", POL_LEASE_TTL),
     POL("confidence", INI_DOUBLE, confidence, 0.5, 0.999, 0,
         "is not a confidence in [0.5, 0.999] (0.95 is usual)", POL_CONFIDENCE),
     ROW("drover", "connect_timeout", INI_DURATION, struct inventory, connect_timeout_s, 1, 1e18, 0,
-        "is not a duration of at least 1s (like 10s, 1m)", 0),
+        "must be a duration of at least 1s (like 10s, 1m)", 0),
     ROW("drover", "parallel", INI_INT, struct inventory, parallel, 1, 256, 0,
         "is not a count 1..256", 0),
     ROW("drover", "keep", INI_INT, struct inventory, keep, 1, INV_KEEP_MAX, 0,
         "is not a count 1.." INV_STR(INV_KEEP_MAX) " (drover gc --keep N takes 0 too, for one run)", 0),
     ROW("drover", "exec_timeout", INI_DURATION, struct inventory, exec_timeout_s, 1, 1e18, 0,
-        "is not a duration of at least 1s (like 2m, 90s)", 0),
+        "must be a duration of at least 1s (like 2m, 90s)", 0),
     ROW("notify", "timeout", INI_DURATION, struct inventory, notify.timeout_s, 0.1, 300, 0,
-        "is not a duration from 100ms to 5m (like 5s, 500ms)", 0),
+        "must be a duration from 100ms to 5m (like 5s, 500ms)", 0),
     ROW("notify", "retries", INI_INT, struct inventory, notify.retries, 0, 10, 0,
         "is not a count 0..10", 0),
     ROW("host", "port", INI_INT, struct inv_host, port, 1, 65535, 0, "is not a port (1..65535)", 0),
     ROW("host", "local", INI_BOOL, struct inv_host, local, 0, 0, 0, "is not a boolean (true/false)",
         0),
     ROW("job", "preflight_timeout", INI_DURATION, struct inv_job, preflight_timeout_s, 1, 86400, 0,
-        "is not a duration from 1s to 24h (like 5m, 1h)", 0),
+        "must be a duration from 1s to 24h (like 5m, 1h)", 0),
     ROW("job", "nproc_per_node", INI_INT, struct inv_job, nproc_per_node, 1, 16, 0,
         "is not a count 1..16", 0),
     ROW("job", "master_port", INI_INT, struct inv_job, master_port, 1, 65535, 0,
@@ -300,7 +303,7 @@ static const struct ini_key keys[] = {
       0, 0, 0, "is not a CUDA version (like 12.8)", 0 },
     /* 1h: the agent's limit (agent/spec.c) */
     ROW("job", "grace", INI_DURATION, struct inv_job, grace_s, 1, 3600, 0,
-        "is not a duration from 1s to 1h (like 2m, 90s)", 0),
+        "must be a duration from 1s to 1h (like 2m, 90s)", 0),
 };
 
 /* The keys each section takes besides the table's rows (docs/config.md). */

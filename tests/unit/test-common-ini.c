@@ -226,7 +226,10 @@ static void test_duration_too_large(void **state)
             fail_msg("'%s': %g, want %g", ok[i].s, got, ok[i].v);
     }
     expect_bad("long", "99999999999h", "'99999999999h' is too large (at most 720h (30 days))");
-    expect_bad("long", "soon", "'soon' must be a duration greater than 0"); /* the hint otherwise */
+    /* the hint is for a duration out of range: one that is none says so, with the units */
+    expect_bad("long", "0", "'0' must be a duration greater than 0");
+    expect_bad("long", "soon", "'soon' is not a duration: give a number with a unit of ms, s, m or h");
+    expect_bad("long", "1d", "'1d' is not a duration: " INI_DURATION_FORMS_WORDS);
     /* a key whose own bound is lower says its own words */
     expect_bad("dur", "99999999999h", "'99999999999h' is out of range");
     struct cfg c = { 0 };
