@@ -70,6 +70,7 @@ struct parse_ctx {
     struct inv_policy policy;
     unsigned policy_set;
     unsigned job_policy_set[INV_MAX_JOBS];
+    int gpus_line[INV_MAX_JOBS]; /* each job's gpus key, for the checks made once the job is whole */
     /* scalar keys already seen in this section, to refuse duplicates */
     char seen[48][INV_NAME_MAX];
     int nseen;
@@ -633,6 +634,7 @@ static int section_job(struct parse_ctx *c, const char *name, const char *value)
                 ctx_fail(c, name, "'%s' is not a list of GPU indexes like 0,1", value);
                 return 0;
             }
+        c->gpus_line[c->idx] = c->line;
         return set_string(c, name, value, j->gpus, sizeof j->gpus);
     }
     if (strcmp(name, "command") == 0 || strcmp(name, "preflight") == 0) {
@@ -1035,7 +1037,8 @@ static int ctx_finish(struct parse_ctx *c)
             return -EINVAL;
         }
         if (j->gpus[0]) {
-            /* the agent wants one index per local rank (agent/spec.c) */
+            /* the agent wants one index per local rank (agent/spec.c); said at the gpus key's
+             * line, as every other key's error is (it named the [job] line) */
             int n = 1;
             bool empty = j->gpus[0] == ',' || j->gpus[strlen(j->gpus) - 1] == ',' ||
                          strstr(j->gpus, ",,");
@@ -1049,7 +1052,7 @@ static int ctx_finish(struct parse_ctx *c)
                 if (len >= sizeof like - 8 && j->nproc_per_node > 1)
                     snprintf(like + len, sizeof like - len, ",...");
                 snprintf(c->err, c->err_sz, "%s:%d: [job %s] gpus: '%s' must name one GPU per "
-                         "rank in a container (nproc_per_node = %d), like %s", c->path, j->line,
+                         "rank in a container (nproc_per_node = %d), like %s", c->path, c->gpus_line[i],
                          j->name, j->gpus, j->nproc_per_node, like);
                 return -EINVAL;
             }
@@ -1063,7 +1066,7 @@ static int ctx_finish(struct parse_ctx *c)
                     if (blen == alen && !strncmp(a, b + 1, alen)) {
                         snprintf(c->err, c->err_sz, "%s:%d: [job %s] gpus: '%s' names GPU %.*s "
                                  "twice: each rank of a container needs a GPU of its own",
-                                 c->path, j->line, j->name, j->gpus, (int)alen, a);
+                                 c->path, c->gpus_line[i], j->name, j->gpus, (int)alen, a);
                         return -EINVAL;
                     }
                 }

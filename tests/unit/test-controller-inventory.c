@@ -229,9 +229,9 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[policy]\nhold_time = 0.2\n", "is under a second", NULL);
     /* two ranks on one GPU */
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\nnproc_per_node = 2\n"
-                "gpus = 0,0\n", "gpus: '0,0' names GPU 0 twice", NULL);
+                "gpus = 0,0\n", "inv.ini:7: [job j] gpus: '0,0' names GPU 0 twice", NULL);
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\nnproc_per_node = 3\n"
-                "gpus = 1,10,10\n", "names GPU 10 twice", NULL);
+                "gpus = 1,10,10\n", "inv.ini:7:", "names GPU 10 twice");
     /* one machine under two [host] names (a copied section): the same container twice; a
      * deploy found it running "with another job spec", validate said nothing */
     parse_fails("[host h1]\naddress = 10.0.0.2\n[host h1b]\naddress = 10.0.0.2\n"
@@ -285,9 +285,12 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[job --help]\n", "inv.ini:1:", "cannot start with '-'");
     /* what the agent would refuse at activate: gpus not one per rank, grace over 1h */
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\nnproc_per_node = 2\n"
-                "gpus = 0\n", "inv.ini:3: [job j] gpus", "nproc_per_node = 2");
+                "gpus = 0\n", "inv.ini:7: [job j] gpus", "nproc_per_node = 2"); /* the key's line, not [job j]'s */
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ngpus = 0,,1\n",
-                "[job j] gpus", NULL);
+                "inv.ini:6: [job j] gpus", NULL);
+    /* gpus before the keys it is checked against, and a second job: still its own line */
+    parse_fails("[host h]\naddress=a\n[job i]\ncontainers = h:101\ncommand = x\n[job j]\ngpus = 0,1\n"
+                "containers = h:102\ncommand = x\nnproc_per_node = 3\n", "inv.ini:7: [job j] gpus", NULL);
     /* the example fits nproc_per_node: "like 0,1" for one rank was the very value refused */
     {
         static const struct {
