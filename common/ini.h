@@ -39,6 +39,11 @@ struct ini_ops {
     bool (*section)(void *user, const char *section, int line);
     /* A key.  false stops the parse. */
     bool (*key)(void *user, const char *section, const char *key, const char *value, int line);
+    /* A line libinih reads as more of the previous key's value (libinih's multiline rule: an
+     * indented line, not blank nor a comment, after a key of the same section): key is that
+     * previous key, value the line's text without its indentation ("gpus = 1" for "\tgpus = 1").
+     * May be NULL: key is called instead, as if the key were repeated.  false stops the parse. */
+    bool (*continued)(void *user, const char *section, const char *key, const char *value, int line);
 };
 
 /* Parse text (len bytes) with lines of at most line_max content bytes (newline and CR excluded;

@@ -61,7 +61,8 @@ struct pending_ct {
 struct parse_ctx {
     struct inventory *inv;
     const char *path;
-    int line; /* of the line being handled */
+    int line;     /* of the line being handled */
+    int key_line; /* of the last key = value line, which an indented line continues */
     /* current section */
     char section[INV_VALUE_MAX];
     int kind; /* 0 none, 1 drover, 2 policy, 3 host, 4 job */
@@ -813,7 +814,46 @@ static bool ctx_key(void *user, const char *section, const char *name, const cha
 {
     struct parse_ctx *c = user;
     c->line = line;
+    c->key_line = line;
     return ctx_handle(c, section, name, value) != 0;
+}
+
+/* An indented line after a key: libinih reads it as more of that key's value.  Only
+ * containers continues so (docs/config.md); under any other key it was a slip of indentation
+ * ("\tgpus = 1" under command), which was said as "command: set twice in this section" (or
+ * silently took the key's value, in [drover] and [host]).  Say what happened, at this line. */
+static bool ctx_continued(void *user, const char *section, const char *name, const char *value, int line)
+{
+    struct parse_ctx *c = user;
+    c->line = line;
+    if (c->failed)
+        return false;
+    if (!strcmp(name, "containers") && c->kind == 4 && !strchr(value, '='))
+        return ctx_handle(c, section, name, value) != 0;
+    /* "gpus = 1": which key the line meant, and whether the section has it */
+    char what[INV_ERR_MAX / 2] = "";
+    size_t klen = strcspn(value, "= \t");
+    if (value[klen] == ' ' || value[klen] == '\t' || value[klen] == '=') {
+        static const char *const kinds[] = { "", "drover", "policy", "host", "job", "notify" };
+        const char *cands[128];
+        char meant[INV_NAME_MAX];
+        size_t n = section_keys(kinds[c->kind], cands, ARRAY_SIZE(cands)), i;
+        snprintf(meant, sizeof meant, "%.*s", (int)klen, value);
+        for (i = 0; i < n && strcmp(cands[i], meant); i++)
+            ;
+        const char *near = i < n ? NULL : str_nearest(meant, cands, n);
+        bool kv = value[klen + strspn(value + klen, " \t")] == '='; /* else nothing more to say */
+        if (kv && i < n)
+            snprintf(what, sizeof what, "; if it is the key %s, remove the indentation", meant);
+        else if (kv && near)
+            snprintf(what, sizeof what, "; as a key, %s is unknown here: did you mean %s?", meant, near);
+        else if (kv)
+            snprintf(what, sizeof what, "; as a key, %s is unknown here (see docs/config.md)", meant);
+    }
+    ctx_fail(c, NULL, "[%s]: this indented line ('%.60s') is read as more of the value of %s "
+             "(line %d): only containers continues on an indented line%s", c->section, value, name,
+             c->key_line, what);
+    return false;
 }
 
 int inventory_find_host(const struct inventory *inv, const char *name)
@@ -1162,7 +1202,7 @@ int inventory_parse(const char *text, size_t len, const char *path, struct inven
     inv->keep = 5;
     inv->notify.timeout_s = 5;
     inv->notify.retries = 2;
-    static const struct ini_ops ops = { .section = ctx_section, .key = ctx_key };
+    static const struct ini_ops ops = { .section = ctx_section, .key = ctx_key, .continued = ctx_continued };
     struct ini_error e;
     r = ini_read(text, len, INV_LINE_MAX, &ops, c, &e);
     if (r < 0 && !c->failed) {

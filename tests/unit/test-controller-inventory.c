@@ -112,6 +112,38 @@ static void test_duration_not_a_duration(void **state)
     }
 }
 
+/* An indented line after a key is more of that key's value (libinih): a typo's tab made
+ * "\tgpus = 1" under command "command: set twice in this section".  Said as what it is, at its
+ * line, with the key it continues and what the line would be as a key; containers continues */
+static void test_indented_line(void **state)
+{
+    (void)state;
+#define J "[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\n"
+    parse_fails(J "\tgpus = 1\n", "inv.ini:6: [job j]: this indented line ('gpus = 1') is read as more of "
+                "the value of command (line 5): only containers continues on an indented line; if it "
+                "is the key gpus, remove the indentation", NULL);
+    parse_fails(J "  grce = 5\n", "inv.ini:6: [job j]:", "as a key, grce is unknown here: did you mean grace?");
+    parse_fails(J "\tzzzzzzzzzz = 5\n", "inv.ini:6:", "as a key, zzzzzzzzzz is unknown here (see docs/config.md)");
+    parse_fails(J "  --lr=0.1\n", "inv.ini:6: [job j]: this indented line ('--lr=0.1') is read as more of the "
+                "value of command (line 5): only containers continues on an indented line", NULL);
+    parse_fails(J "\n; c\n  tolerance = 0.1\n", "inv.ini:8:", "value of command (line 5)");
+    parse_fails("[drover]\nstate_dir = /s\n\tkeep = 3\n", "inv.ini:3: [drover]:",
+                "more of the value of state_dir (line 2)");
+    parse_fails("[host h]\naddress = a\n  port = 2222\n", "inv.ini:3: [host h]:", "value of address");
+    /* containers continues, but not with a key = value line */
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\n  command = x\n", "inv.ini:5:",
+                "value of containers (line 4)");
+    struct inventory *inv = parse_ok("[host h]\naddress=a\n[job j]\ncontainers = h:101\n  h:102\n\th:103\n"
+                                     "command = x\n");
+    assert_int_equal(inventory_find_job(inv, "j")->ncts, 3);
+    inventory_free(inv);
+    /* indented right under a header is a key (no value to continue) */
+    inv = parse_ok("[host h]\n  address = a\n[job j]\n\tcontainers = h:101\ncommand = x\n");
+    assert_string_equal(inv->hosts[0].address, "a");
+    inventory_free(inv);
+#undef J
+}
+
 static void test_full_inventory(void **state)
 {
     (void)state;
@@ -716,6 +748,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_inventory),
         cmocka_unit_test(test_duration_not_a_duration),
+        cmocka_unit_test(test_indented_line),
         cmocka_unit_test(test_errors_name_line_and_key),
         cmocka_unit_test(test_unknown_key_suggests),
         cmocka_unit_test(test_gc_keep),
