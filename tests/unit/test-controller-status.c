@@ -333,6 +333,54 @@ static void test_nojob_hint(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* A deploy's candidate (current is not the good release) runs: drover top said "probation" for
+ * its ranks and `drover status` "running" (with the '*' of its release).  One word, from
+ * status_rank_word(); promoted, both say running.  -o json keeps the agent's word. */
+static void test_candidate_ranks_say_probation(void **state)
+{
+    (void)state;
+    static const char NEW[] = "7b7db40c6a7a0000000000000000000000000000000000000000000000000000",
+                      GOOD[] = "3f2a9c1b7d6e0000000000000000000000000000000000000000000000000000";
+    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    struct agent_status *st = calloc(1, sizeof *st);
+    assert_non_null(st);
+    for (int promoted = 0; promoted < 2; promoted++) {
+        fake_agent_status_init(st);
+        st->njobs = 1;
+        struct job_status *js = &st->jobs[0];
+        strcpy(js->job, "train");
+        js->state = GANG_RUNNING;
+        strcpy(js->current, NEW);
+        strcpy(js->good, promoted ? NEW : GOOD);
+        js->nranks = 1;
+        fake_rank_training(&js->ranks[0], 0, 0, NEW, 42, 1000, 2.5);
+        fake_agent(dir, st);
+        struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+        char *argv[] = { "status", NULL };
+        assert_int_equal(capture_verb(cmd_status, inv, argv, 1, out, err), EXIT_OK);
+        assert_int_equal(count_lines(out, " probation "), promoted ? 0 : 2); /* train's two rows */
+        assert_int_equal(count_lines(out, " running "), promoted ? 2 : 0);
+        char *argv_json[] = { "status", "-o", "json", NULL };
+        assert_int_equal(capture_verb(cmd_status, inv, argv_json, 3, out, err), EXIT_OK);
+        assert_int_equal(count_lines(out, "probation"), 0);
+        inventory_free(inv);
+    }
+    /* the word itself: only a running rank is said to be on probation */
+    assert_string_equal(status_rank_word("running", true), "probation");
+    assert_string_equal(status_rank_word("silent", true), "silent");
+    assert_string_equal(status_rank_word("running", false), "running");
+    assert_true(status_on_probation(NEW, "", false));   /* nothing promoted yet */
+    assert_true(status_on_probation(NEW, GOOD, false)); /* a candidate */
+    assert_true(status_on_probation(NEW, NEW, true));   /* a spec change */
+    assert_false(status_on_probation(NEW, NEW, false));
+    free(st);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 /* A failed job's reason code reaches scripts (-o json "reason_code") and people (the pointer at
  * the workers' log under the table), from an agent of today and from one older than the code,
  * whose document has only the words (common/status.c derives the code from them). */
@@ -618,6 +666,7 @@ int main(void)
         cmocka_unit_test(test_nojob_hint),
         cmocka_unit_test(test_nojob_hint_text),
         cmocka_unit_test(test_failed_reason_code),
+        cmocka_unit_test(test_candidate_ranks_say_probation),
         cmocka_unit_test(test_no_job_said),
         cmocka_unit_test(test_notes_under_the_table),
         cmocka_unit_test(test_logs_never_ran),
