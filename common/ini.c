@@ -19,6 +19,8 @@ struct reader {
     const struct ini_ops *ops;
     void *user;
     struct ini_error err; /* a reader error, or the first callback stop */
+    bool after_key;       /* a key was read since the last section header (libinih's prev_name) */
+    bool continued;       /* the line being handled is one libinih takes as a continuation */
 };
 
 /* What libinih would read otherwise than it looks: `key: value` (its name/value delimiters are
@@ -87,10 +89,15 @@ static char *read_line(char *str, int num, void *stream)
         r->err = (struct ini_error){ .kind = k, .line = r->line };
         return NULL;
     }
-    if (!r->ops->section)
-        return str;
-    while (*q == ' ' || *q == '\t')
+    /* libinih's multiline rule: after a key of this section, an indented line that is neither
+     * blank nor a comment is more of that key's value, whatever it looks like ("  gpus = 1",
+     * "  [job x]") */
+    bool indented = *q == ' ' || *q == '\t';
+    while (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n')
         q++;
+    r->continued = indented && r->after_key && *q && *q != ';' && *q != '#';
+    if (r->continued || !r->ops->section)
+        return str;
     const char *close = *q == '[' ? strchr(q, ']') : NULL;
     if (close) {
         char name[256];
@@ -99,6 +106,7 @@ static char *read_line(char *str, int num, void *stream)
             len = sizeof name - 1;
         memcpy(name, q + 1, len);
         name[len] = '\0';
+        r->after_key = false;
         if (!r->ops->section(r->user, name, r->line)) {
             r->err = (struct ini_error){ .kind = INI_ERR_STOPPED, .line = r->line };
             return NULL;
@@ -112,7 +120,10 @@ static int on_key(void *user, const char *section, const char *name, const char 
     struct reader *r = user;
     if (r->err.kind != INI_OK)
         return 0;
-    if (!r->ops->key(r->user, section, name, value, r->line)) {
+    bool (*cb)(void *, const char *, const char *, const char *, int) =
+        r->continued && r->ops->continued ? r->ops->continued : r->ops->key;
+    r->after_key = true;
+    if (!cb(r->user, section, name, value, r->line)) {
         r->err = (struct ini_error){ .kind = INI_ERR_STOPPED, .line = r->line };
         return 0;
     }
@@ -214,9 +225,12 @@ int ini_key_set(const struct ini_key *k, void *base, const char *value, char *wh
                      value);
             return -EINVAL;
         }
-        if (r < 0)
-            return bad(k, value, "'%s' is not a duration (like 30s, 5m, 1h, or plain seconds)",
-                       why, why_sz);
+        if (r < 0) {
+            /* not the row's hint: "'1d' must be a duration greater than 0" read as if 1d were
+             * one, too short; the hint is for a duration out of the row's range */
+            snprintf(why, why_sz, "'%s' is not a duration: " INI_DURATION_FORMS_WORDS, value);
+            return -EINVAL;
+        }
         if (!in_range(k, v))
             return bad(k, value, "'%s' is out of range", why, why_sz);
         *(double *)dst = v;

@@ -39,6 +39,11 @@ struct ini_ops {
     bool (*section)(void *user, const char *section, int line);
     /* A key.  false stops the parse. */
     bool (*key)(void *user, const char *section, const char *key, const char *value, int line);
+    /* A line libinih reads as more of the previous key's value (libinih's multiline rule: an
+     * indented line, not blank nor a comment, after a key of the same section): key is that
+     * previous key, value the line's text without its indentation ("gpus = 1" for "\tgpus = 1").
+     * May be NULL: key is called instead, as if the key were repeated.  false stops the parse. */
+    bool (*continued)(void *user, const char *section, const char *key, const char *value, int line);
 };
 
 /* Parse text (len bytes) with lines of at most line_max content bytes (newline and CR excluded;
@@ -79,10 +84,16 @@ struct ini_key {
 const struct ini_key *ini_key_find(const struct ini_key *keys, size_t nkeys, const char *section,
                                    const char *name, bool *ret_section_known);
 /* Parse value per k and store it at base + k->off.  0, or -EINVAL with the complaint in why
- * (nothing stored).  A duration past INI_DURATION_MAX_S is "'V' is too large (at most 720h (30
+ * (nothing stored).  A value that is no duration at all is INI_DURATION_FORMS_WORDS for every
+ * INI_DURATION row (the hint is said for one out of the row's range).  A duration past INI_DURATION_MAX_S is "'V' is too large (at most 720h (30
  * days))" whatever the row's hint, unless the row's own max is below that (its hint names it). */
 int ini_key_set(const struct ini_key *k, void *base, const char *value, char *why, size_t why_sz);
 
+/* What ini_key_set() says after "'V' is not a duration: " for any value ini_parse_duration()
+ * does not read (-EINVAL), whatever the row's hint (which is for a duration out of range): the
+ * units the parser takes. */
+#define INI_DURATION_FORMS_WORDS \
+    "give a number with a unit of ms, s, m or h (like 30s, 5m, 1h, 250ms), or plain seconds"
 /* The longest duration any key takes, and how ini_key_set() words it. */
 #define INI_DURATION_MAX_S (30.0 * 86400)
 #define INI_DURATION_MAX_WORDS "720h (30 days)"

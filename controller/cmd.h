@@ -129,6 +129,18 @@ const char *status_bad_lines_note(const char *ct, const char *job, const struct 
  * probation, held, or orphaned by a drover that died)?  The table cannot show it: its release
  * column is the good release. */
 bool status_runs_unpromoted_spec(const struct job_status *js);
+/* The state word `drover status` and `drover top` both say for a live rank of a container that
+ * runs what was never promoted there, where its agent says "running". */
+#define STATUS_WORD_PROBATION "probation"
+/* Does a container whose current release is current and good release good ("" none) run what
+ * was never promoted there: no good release yet, another release (a deploy's candidate, a
+ * manual activate), or the good release with another spec (spec_unpromoted:
+ * status_runs_unpromoted_spec)?  drover top's probation rows and the word below decide on it. */
+bool status_on_probation(const char *current, const char *good, bool spec_unpromoted);
+/* The word for a rank the agent calls agent_state ("running", "silent", ...) in a container per
+ * status_on_probation(): STATUS_WORD_PROBATION for "running" on probation (drover top's word;
+ * status said "running" for the rows top showed as probation), else agent_state.  Never NULL. */
+const char *status_rank_word(const char *agent_state, bool on_probation);
 /* The line `drover status` prints once per job under its table when containers run such a
  * spec: ct the first of them, nmore how many others, release the good release, and what to do.
  * inv_arg: -i as given (NULL: default).  Returns buf. */

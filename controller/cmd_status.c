@@ -149,6 +149,16 @@ bool status_runs_unpromoted_spec(const struct job_status *js)
            js->good_spec_digest[0] && strcmp(js->spec_digest, js->good_spec_digest) != 0;
 }
 
+bool status_on_probation(const char *current, const char *good, bool spec_unpromoted)
+{
+    return !good[0] || strcmp(current, good) != 0 || spec_unpromoted;
+}
+
+const char *status_rank_word(const char *agent_state, bool on_probation)
+{
+    return on_probation && !strcmp(agent_state, "running") ? STATUS_WORD_PROBATION : agent_state;
+}
+
 const char *status_spec_hint(const char *ct, int nmore, const char *job, const char *release,
                              const char *inv_arg, char *buf, size_t sz)
 {
@@ -224,9 +234,11 @@ static void print_row(const char *job, const char *ct, int node, const struct jo
     char state_buf[32];
     if (rs) {
         snprintf(rank, sizeof rank, "%d", rs->rank);
-        state = rs->state;
+        /* drover top's word for the same rank: "probation" for a candidate's running ranks */
+        state = status_rank_word(rs->state, status_on_probation(js->current, js->good,
+                                                                 status_runs_unpromoted_spec(js)));
         if (rs->state_age_s > 0) { /* "checkpointing:42s" (one word for scripts; drover top shows the same) */
-            snprintf(state_buf, sizeof state_buf, "%s:%.0fs", rs->state, rs->state_age_s);
+            snprintf(state_buf, sizeof state_buf, "%s:%.0fs", state, rs->state_age_s);
             state = state_buf;
         }
         if (rs->has_hb) {

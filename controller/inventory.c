@@ -61,7 +61,8 @@ struct pending_ct {
 struct parse_ctx {
     struct inventory *inv;
     const char *path;
-    int line; /* of the line being handled */
+    int line;     /* of the line being handled */
+    int key_line; /* of the last key = value line, which an indented line continues */
     /* current section */
     char section[INV_VALUE_MAX];
     int kind; /* 0 none, 1 drover, 2 policy, 3 host, 4 job */
@@ -70,6 +71,7 @@ struct parse_ctx {
     struct inv_policy policy;
     unsigned policy_set;
     unsigned job_policy_set[INV_MAX_JOBS];
+    int gpus_line[INV_MAX_JOBS]; /* each job's gpus key, for the checks made once the job is whole */
     /* scalar keys already seen in this section, to refuse duplicates */
     char seen[48][INV_NAME_MAX];
     int nseen;
@@ -223,9 +225,12 @@ static int resolve_path(const char *inv_path, const char *value, char *out, size
     return 0;
 }
 
+/* A duration row's hint is said for a duration out of its range ("must be ..."); a value that
+ * is no duration at all ('soon', '1d') is said by ini_key_set() the same way for every key, with
+ * the units the parser takes ('1d' was told it "must be a duration greater than 0") */
 #define DURATION_HINT "is not a duration (like 30s, 5m, 1h, or plain seconds)"
-/* One rule for every duration that must be > 0 (INI_MIN_OPEN at 0): say so, for '0' as for
- * 'soon' ('0' was told it is "not a duration", though it is one) */
+/* One rule for every duration that must be > 0 (INI_MIN_OPEN at 0): say so for '0' ('0' was
+ * told it is "not a duration", though it is one) */
 #define POSITIVE_DURATION_HINT "must be a duration greater than 0 (like 30s, 5m, 1h, or plain seconds)"
 #define INV_STR_(x) #x
 #define INV_STR(x) INV_STR_(x) /* a bound into its hint: one number, said where it is checked */
@@ -269,26 +274,26 @@ static const struct ini_key keys[] = {
     POL("switch_deadline", INI_DURATION, switch_deadline_s, 0, 1e18, 0, DURATION_HINT,
         POL_SWITCH_DEADLINE),
     POL("lease_ttl", INI_DURATION, lease_ttl_s, 10, 7 * 86400, 0,
-        "is not a duration between 10s and 7d (like 5m, 1h)", POL_LEASE_TTL),
+        "must be a duration from 10s to 168h (7 days) (like 5m, 1h)", POL_LEASE_TTL),
     POL("confidence", INI_DOUBLE, confidence, 0.5, 0.999, 0,
         "is not a confidence in [0.5, 0.999] (0.95 is usual)", POL_CONFIDENCE),
     ROW("drover", "connect_timeout", INI_DURATION, struct inventory, connect_timeout_s, 1, 1e18, 0,
-        "is not a duration of at least 1s (like 10s, 1m)", 0),
+        "must be a duration of at least 1s (like 10s, 1m)", 0),
     ROW("drover", "parallel", INI_INT, struct inventory, parallel, 1, 256, 0,
         "is not a count 1..256", 0),
     ROW("drover", "keep", INI_INT, struct inventory, keep, 1, INV_KEEP_MAX, 0,
         "is not a count 1.." INV_STR(INV_KEEP_MAX) " (drover gc --keep N takes 0 too, for one run)", 0),
     ROW("drover", "exec_timeout", INI_DURATION, struct inventory, exec_timeout_s, 1, 1e18, 0,
-        "is not a duration of at least 1s (like 2m, 90s)", 0),
+        "must be a duration of at least 1s (like 2m, 90s)", 0),
     ROW("notify", "timeout", INI_DURATION, struct inventory, notify.timeout_s, 0.1, 300, 0,
-        "is not a duration from 100ms to 5m (like 5s, 500ms)", 0),
+        "must be a duration from 100ms to 5m (like 5s, 500ms)", 0),
     ROW("notify", "retries", INI_INT, struct inventory, notify.retries, 0, 10, 0,
         "is not a count 0..10", 0),
     ROW("host", "port", INI_INT, struct inv_host, port, 1, 65535, 0, "is not a port (1..65535)", 0),
     ROW("host", "local", INI_BOOL, struct inv_host, local, 0, 0, 0, "is not a boolean (true/false)",
         0),
     ROW("job", "preflight_timeout", INI_DURATION, struct inv_job, preflight_timeout_s, 1, 86400, 0,
-        "is not a duration from 1s to 24h (like 5m, 1h)", 0),
+        "must be a duration from 1s to 24h (like 5m, 1h)", 0),
     ROW("job", "nproc_per_node", INI_INT, struct inv_job, nproc_per_node, 1, 16, 0,
         "is not a count 1..16", 0),
     ROW("job", "master_port", INI_INT, struct inv_job, master_port, 1, 65535, 0,
@@ -300,7 +305,7 @@ static const struct ini_key keys[] = {
       0, 0, 0, "is not a CUDA version (like 12.8)", 0 },
     /* 1h: the agent's limit (agent/spec.c) */
     ROW("job", "grace", INI_DURATION, struct inv_job, grace_s, 1, 3600, 0,
-        "is not a duration from 1s to 1h (like 2m, 90s)", 0),
+        "must be a duration from 1s to 1h (like 2m, 90s)", 0),
 };
 
 /* The keys each section takes besides the table's rows (docs/config.md). */
@@ -630,6 +635,7 @@ static int section_job(struct parse_ctx *c, const char *name, const char *value)
                 ctx_fail(c, name, "'%s' is not a list of GPU indexes like 0,1", value);
                 return 0;
             }
+        c->gpus_line[c->idx] = c->line;
         return set_string(c, name, value, j->gpus, sizeof j->gpus);
     }
     if (strcmp(name, "command") == 0 || strcmp(name, "preflight") == 0) {
@@ -808,7 +814,46 @@ static bool ctx_key(void *user, const char *section, const char *name, const cha
 {
     struct parse_ctx *c = user;
     c->line = line;
+    c->key_line = line;
     return ctx_handle(c, section, name, value) != 0;
+}
+
+/* An indented line after a key: libinih reads it as more of that key's value.  Only
+ * containers continues so (docs/config.md); under any other key it was a slip of indentation
+ * ("\tgpus = 1" under command), which was said as "command: set twice in this section" (or
+ * silently took the key's value, in [drover] and [host]).  Say what happened, at this line. */
+static bool ctx_continued(void *user, const char *section, const char *name, const char *value, int line)
+{
+    struct parse_ctx *c = user;
+    c->line = line;
+    if (c->failed)
+        return false;
+    if (!strcmp(name, "containers") && c->kind == 4 && !strchr(value, '='))
+        return ctx_handle(c, section, name, value) != 0;
+    /* "gpus = 1": which key the line meant, and whether the section has it */
+    char what[INV_ERR_MAX / 2] = "";
+    size_t klen = strcspn(value, "= \t");
+    if (value[klen] == ' ' || value[klen] == '\t' || value[klen] == '=') {
+        static const char *const kinds[] = { "", "drover", "policy", "host", "job", "notify" };
+        const char *cands[128];
+        char meant[INV_NAME_MAX];
+        size_t n = section_keys(kinds[c->kind], cands, ARRAY_SIZE(cands)), i;
+        snprintf(meant, sizeof meant, "%.*s", (int)klen, value);
+        for (i = 0; i < n && strcmp(cands[i], meant); i++)
+            ;
+        const char *near = i < n ? NULL : str_nearest(meant, cands, n);
+        bool kv = value[klen + strspn(value + klen, " \t")] == '='; /* else nothing more to say */
+        if (kv && i < n)
+            snprintf(what, sizeof what, "; if it is the key %s, remove the indentation", meant);
+        else if (kv && near)
+            snprintf(what, sizeof what, "; as a key, %s is unknown here: did you mean %s?", meant, near);
+        else if (kv)
+            snprintf(what, sizeof what, "; as a key, %s is unknown here (see docs/config.md)", meant);
+    }
+    ctx_fail(c, NULL, "[%s]: this indented line ('%.60s') is read as more of the value of %s "
+             "(line %d): only containers continues on an indented line%s", c->section, value, name,
+             c->key_line, what);
+    return false;
 }
 
 int inventory_find_host(const struct inventory *inv, const char *name)
@@ -1032,7 +1077,8 @@ static int ctx_finish(struct parse_ctx *c)
             return -EINVAL;
         }
         if (j->gpus[0]) {
-            /* the agent wants one index per local rank (agent/spec.c) */
+            /* the agent wants one index per local rank (agent/spec.c); said at the gpus key's
+             * line, as every other key's error is (it named the [job] line) */
             int n = 1;
             bool empty = j->gpus[0] == ',' || j->gpus[strlen(j->gpus) - 1] == ',' ||
                          strstr(j->gpus, ",,");
@@ -1046,7 +1092,7 @@ static int ctx_finish(struct parse_ctx *c)
                 if (len >= sizeof like - 8 && j->nproc_per_node > 1)
                     snprintf(like + len, sizeof like - len, ",...");
                 snprintf(c->err, c->err_sz, "%s:%d: [job %s] gpus: '%s' must name one GPU per "
-                         "rank in a container (nproc_per_node = %d), like %s", c->path, j->line,
+                         "rank in a container (nproc_per_node = %d), like %s", c->path, c->gpus_line[i],
                          j->name, j->gpus, j->nproc_per_node, like);
                 return -EINVAL;
             }
@@ -1060,7 +1106,7 @@ static int ctx_finish(struct parse_ctx *c)
                     if (blen == alen && !strncmp(a, b + 1, alen)) {
                         snprintf(c->err, c->err_sz, "%s:%d: [job %s] gpus: '%s' names GPU %.*s "
                                  "twice: each rank of a container needs a GPU of its own",
-                                 c->path, j->line, j->name, j->gpus, (int)alen, a);
+                                 c->path, c->gpus_line[i], j->name, j->gpus, (int)alen, a);
                         return -EINVAL;
                     }
                 }
@@ -1156,7 +1202,7 @@ int inventory_parse(const char *text, size_t len, const char *path, struct inven
     inv->keep = 5;
     inv->notify.timeout_s = 5;
     inv->notify.retries = 2;
-    static const struct ini_ops ops = { .section = ctx_section, .key = ctx_key };
+    static const struct ini_ops ops = { .section = ctx_section, .key = ctx_key, .continued = ctx_continued };
     struct ini_error e;
     r = ini_read(text, len, INV_LINE_MAX, &ops, c, &e);
     if (r < 0 && !c->failed) {

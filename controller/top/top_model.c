@@ -25,7 +25,7 @@
 /* ------------------------------------------------------------------ states */
 
 static const char *const state_names[TOP_STATE_COUNT] = {
-    [TOP_RUNNING] = "running",   [TOP_STARTING] = "starting", [TOP_PROBATION] = "probation",
+    [TOP_RUNNING] = "running",   [TOP_STARTING] = "starting", [TOP_PROBATION] = STATUS_WORD_PROBATION,
     [TOP_DEGRADED] = "degraded", [TOP_STALLED] = "stalled",   [TOP_BACKOFF] = "backoff",
     [TOP_SILENT] = "silent",     [TOP_CHECKPOINTING] = "checkpointing",
     [TOP_REVERTED] = "reverted", [TOP_FAILED] = "failed",     [TOP_STOPPING] = "stopping",
@@ -36,6 +36,15 @@ static const char *const state_names[TOP_STATE_COUNT] = {
 const char *top_state_name(enum top_state s)
 {
     return (unsigned)s < TOP_STATE_COUNT ? state_names[s] : "?";
+}
+
+int top_state_col_width(void)
+{
+    size_t longest = 0;
+    for (int s = 0; s < TOP_STATE_COUNT; s++)
+        if (state_names[s] && strlen(state_names[s]) > longest)
+            longest = strlen(state_names[s]);
+    return (int)longest + 1 + 4; /* the words are ASCII: bytes are columns */
 }
 
 int top_state_severity(enum top_state s)
@@ -379,7 +388,7 @@ enum top_state top_rank_state(const struct top_snapshot *s, const struct top_ct 
         return TOP_CHECKPOINTING;
     if (r->loss_nan || top_rank_is_slow(s, ct, r))
         return TOP_DEGRADED;
-    if (!ct->good[0] || strcmp(ct->current, ct->good) != 0 || ct->spec_unpromoted)
+    if (status_on_probation(ct->current, ct->good, ct->spec_unpromoted)) /* `drover status` says it too */
         return TOP_PROBATION;
     return TOP_RUNNING;
 }

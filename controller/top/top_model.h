@@ -45,6 +45,10 @@ enum top_state {
 };
 
 const char *top_state_name(enum top_state s);
+/* Display columns of the widest STATE cell: the longest state word, a space and the widest age
+ * top_fmt_age() gives under 1000 days ("119s"), as a rank's "checkpointing 42s" (the column was
+ * 11 wide and showed "checkpointi").  top_layout() gives the column this. */
+int top_state_col_width(void);
 /* Higher is worse: unreachable > failed > reverted > stalled > backoff > degraded > starting >
  * stopping > probation > stopped > running. */
 int top_state_severity(enum top_state s);

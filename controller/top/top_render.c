@@ -21,13 +21,14 @@
 void top_layout(int width, struct top_view *v, int w[TOP_NCOLS])
 {
     static const int base[TOP_NCOLS] = {
-        [TOP_COL_NAME] = 16, [TOP_COL_REL] = 9,  [TOP_COL_STATE] = 11, [TOP_COL_STEP] = 7,
+        [TOP_COL_NAME] = 16, [TOP_COL_REL] = 9,  [TOP_COL_STATE] = 0 /* below */, [TOP_COL_STEP] = 7,
         [TOP_COL_LOSS] = 6,  [TOP_COL_KTOK] = 7, [TOP_COL_TREND] = 10, [TOP_COL_HB] = 4,
         [TOP_COL_RST] = 11,  [TOP_COL_GPU] = 6,  [TOP_COL_MEM] = 6,    [TOP_COL_TEMP] = 4,
     };
     static const enum top_col drop[] = { TOP_COL_MEM, TOP_COL_TEMP, TOP_COL_GPU, TOP_COL_RST,
                                          TOP_COL_TREND, TOP_COL_LOSS, TOP_COL_REL };
     memcpy(w, base, sizeof base);
+    w[TOP_COL_STATE] = top_state_col_width(); /* "checkpointing 42s" whole */
     int total = -1;
     for (int c = 0; c < TOP_NCOLS; c++)
         total += w[c] + 1;

@@ -17,6 +17,7 @@
 
 #include "common/text.h"
 #include "common/util.h"
+#include "controller/cmd.h"
 
 /* ------------------------------------------------------------------ formatting */
 
@@ -718,8 +719,8 @@ void top_summarize(const struct top_snapshot *s, double now, struct top_summary 
                 phase = "activating";
                 break;
             }
-            if (ct->current[0] && (strcmp(ct->current, ct->good) != 0 || ct->spec_unpromoted))
-                phase = ct->gang == GANG_REVERTED ? "reverting" : "probation";
+            if (ct->current[0] && status_on_probation(ct->current, ct->good, ct->spec_unpromoted))
+                phase = ct->gang == GANG_REVERTED ? "reverting" : STATUS_WORD_PROBATION;
         }
         snprintf(m.deploy, sizeof m.deploy, "%s: %s", tj->name, phase);
     }

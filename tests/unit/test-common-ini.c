@@ -35,13 +35,38 @@ static bool on_key(void *user, const char *section, const char *key, const char 
     return line != s->stop_at;
 }
 
+static bool on_continued(void *user, const char *section, const char *key, const char *value, int line)
+{
+    struct seen *s = user;
+    s->off += (size_t)snprintf(s->log + s->off, sizeof s->log - s->off, "+");
+    return on_key(user, section, key, value, line);
+}
+
 static const struct ini_ops ops = { .section = on_section, .key = on_key };
+static const struct ini_ops ops_cont = { .section = on_section, .key = on_key, .continued = on_continued };
+
 
 static int read_text(const char *text, size_t line_max, struct seen *s, struct ini_error *e)
 {
     memset(s->log, 0, sizeof s->log);
     s->off = 0;
     return ini_read(text, strlen(text), line_max, &ops, s, e);
+}
+
+/* libinih's continuation lines are told apart (a "\tgpus = 1" typo was key "x" set twice), and
+ * an indented "[b]" after a key is no section header (libinih reads it as x's value; it was
+ * reported as a section too); indented lines after a header, blank and comment lines are not
+ * continuations.  Without the callback, key gets them as before. */
+static void test_continued(void **state)
+{
+    (void)state;
+    struct seen s = { 0 };
+    struct ini_error e;
+    const char *text = "[a]\nx = 1\n\tgpus = 2\n  [b]\n\n  ; c\n   \n[c]\n  y = 3\nz = 4\n  more\n";
+    assert_int_equal(ini_read(text, strlen(text), 64, &ops_cont, &s, &e), 0);
+    assert_string_equal(s.log, "[a]@1 a.x=1@2 +a.x=gpus = 2@3 +a.x=[b]@4 [c]@8 c.y=3@9 c.z=4@10 +c.z=more@11 ");
+    assert_int_equal(read_text(text, 64, &s, &e), 0);
+    assert_string_equal(s.log, "[a]@1 a.x=1@2 a.x=gpus = 2@3 a.x=[b]@4 [c]@8 c.y=3@9 c.z=4@10 c.z=more@11 ");
 }
 
 static void test_reader(void **state)
@@ -226,7 +251,10 @@ static void test_duration_too_large(void **state)
             fail_msg("'%s': %g, want %g", ok[i].s, got, ok[i].v);
     }
     expect_bad("long", "99999999999h", "'99999999999h' is too large (at most 720h (30 days))");
-    expect_bad("long", "soon", "'soon' must be a duration greater than 0"); /* the hint otherwise */
+    /* the hint is for a duration out of range: one that is none says so, with the units */
+    expect_bad("long", "0", "'0' must be a duration greater than 0");
+    expect_bad("long", "soon", "'soon' is not a duration: give a number with a unit of ms, s, m or h");
+    expect_bad("long", "1d", "'1d' is not a duration: " INI_DURATION_FORMS_WORDS);
     /* a key whose own bound is lower says its own words */
     expect_bad("dur", "99999999999h", "'99999999999h' is out of range");
     struct cfg c = { 0 };
@@ -276,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_inline_comments),
         cmocka_unit_test(test_keys),
         cmocka_unit_test(test_duration_too_large),
+        cmocka_unit_test(test_continued),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

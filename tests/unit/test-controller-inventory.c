@@ -82,6 +82,68 @@ static void parse_fails(const char *text, const char *n1, const char *n2)
         assert_non_null(strstr(err, n2));
 }
 
+/* Every duration key says the same of a value that is no duration, whatever its range: "1d"
+ * (no day unit) was told by healthy_deadline that it "must be a duration greater than 0", by
+ * lease_ttl that it "is not a duration between 10s and 7d" (7d not being one either) */
+static void test_duration_not_a_duration(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *section, *key;
+    } keys[] = {
+        { "policy", "healthy_deadline" },   { "policy", "min_healthy_time" },
+        { "policy", "progress_deadline" },  { "policy", "first_step_deadline" },
+        { "policy", "silence_deadline" },   { "policy", "stall_deadline" },
+        { "policy", "checkpoint_deadline" }, { "policy", "warmup_time" },
+        { "policy", "warmup_max" },         { "policy", "max_probation_time" },
+        { "policy", "hold_time" },          { "policy", "switch_deadline" },
+        { "policy", "lease_ttl" },          { "drover", "connect_timeout" },
+        { "drover", "exec_timeout" },       { "notify", "timeout" },
+        { "job j", "preflight_timeout" },   { "job j", "grace" },
+        { "job j", "healthy_deadline" },    { "job j", "lease_ttl" },
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+        char text[256], want[128];
+        snprintf(text, sizeof text, "[%s]\n%s = 1d\n", keys[i].section, keys[i].key);
+        snprintf(want, sizeof want, "inv.ini:2: [%s] %s: '1d' is not a duration: give a number with a "
+                 "unit of ms, s, m or h (like 30s, 5m, 1h, 250ms), or plain seconds",
+                 keys[i].section, keys[i].key);
+        parse_fails(text, want, NULL);
+    }
+}
+
+/* An indented line after a key is more of that key's value (libinih): a typo's tab made
+ * "\tgpus = 1" under command "command: set twice in this section".  Said as what it is, at its
+ * line, with the key it continues and what the line would be as a key; containers continues */
+static void test_indented_line(void **state)
+{
+    (void)state;
+#define J "[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\n"
+    parse_fails(J "\tgpus = 1\n", "inv.ini:6: [job j]: this indented line ('gpus = 1') is read as more of "
+                "the value of command (line 5): only containers continues on an indented line; if it "
+                "is the key gpus, remove the indentation", NULL);
+    parse_fails(J "  grce = 5\n", "inv.ini:6: [job j]:", "as a key, grce is unknown here: did you mean grace?");
+    parse_fails(J "\tzzzzzzzzzz = 5\n", "inv.ini:6:", "as a key, zzzzzzzzzz is unknown here (see docs/config.md)");
+    parse_fails(J "  --lr=0.1\n", "inv.ini:6: [job j]: this indented line ('--lr=0.1') is read as more of the "
+                "value of command (line 5): only containers continues on an indented line", NULL);
+    parse_fails(J "\n; c\n  tolerance = 0.1\n", "inv.ini:8:", "value of command (line 5)");
+    parse_fails("[drover]\nstate_dir = /s\n\tkeep = 3\n", "inv.ini:3: [drover]:",
+                "more of the value of state_dir (line 2)");
+    parse_fails("[host h]\naddress = a\n  port = 2222\n", "inv.ini:3: [host h]:", "value of address");
+    /* containers continues, but not with a key = value line */
+    parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\n  command = x\n", "inv.ini:5:",
+                "value of containers (line 4)");
+    struct inventory *inv = parse_ok("[host h]\naddress=a\n[job j]\ncontainers = h:101\n  h:102\n\th:103\n"
+                                     "command = x\n");
+    assert_int_equal(inventory_find_job(inv, "j")->ncts, 3);
+    inventory_free(inv);
+    /* indented right under a header is a key (no value to continue) */
+    inv = parse_ok("[host h]\n  address = a\n[job j]\n\tcontainers = h:101\ncommand = x\n");
+    assert_string_equal(inv->hosts[0].address, "a");
+    inventory_free(inv);
+#undef J
+}
+
 static void test_full_inventory(void **state)
 {
     (void)state;
@@ -199,9 +261,9 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[policy]\nhold_time = 0.2\n", "is under a second", NULL);
     /* two ranks on one GPU */
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\nnproc_per_node = 2\n"
-                "gpus = 0,0\n", "gpus: '0,0' names GPU 0 twice", NULL);
+                "gpus = 0,0\n", "inv.ini:7: [job j] gpus: '0,0' names GPU 0 twice", NULL);
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\nnproc_per_node = 3\n"
-                "gpus = 1,10,10\n", "names GPU 10 twice", NULL);
+                "gpus = 1,10,10\n", "inv.ini:7:", "names GPU 10 twice");
     /* one machine under two [host] names (a copied section): the same container twice; a
      * deploy found it running "with another job spec", validate said nothing */
     parse_fails("[host h1]\naddress = 10.0.0.2\n[host h1b]\naddress = 10.0.0.2\n"
@@ -237,11 +299,13 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[policy]\nhealthy_deadline = 99999999999h\n", "inv.ini:2:",
                 "'99999999999h' is too large (at most 720h (30 days))");
     parse_fails("[drover]\nexec_timeout = 800h\n", "inv.ini:2:", "is too large (at most 720h (30 days))");
-    parse_fails("[policy]\nlease_ttl = 800h\n", "inv.ini:2:", "between 10s and 7d"); /* its own bound */
+    parse_fails("[policy]\nlease_ttl = 800h\n", "inv.ini:2:", "from 10s to 168h (7 days)"); /* its own bound */
     /* a bounded duration shows how one is written: "grace = 2 minutes" read as if the bound
      * were the problem ("is not a duration from 1s to 1h") */
-    parse_fails("[job j]\ngrace = 2 minutes\n", "inv.ini:2:", "from 1s to 1h (like 2m, 90s)");
-    parse_fails("[drover]\nexec_timeout = soon\n", "inv.ini:2:", "(like 2m, 90s)");
+    parse_fails("[job j]\ngrace = 2 minutes\n", "inv.ini:2:",
+                "'2 minutes' is not a duration: give a number with a unit of ms, s, m or h");
+    parse_fails("[job j]\ngrace = 2h\n", "inv.ini:2:", "'2h' must be a duration from 1s to 1h (like 2m, 90s)");
+    parse_fails("[drover]\nexec_timeout = soon\n", "inv.ini:2:", "(like 30s, 5m, 1h, 250ms)");
     parse_fails("[host h]\naddress=a\n[host h]\n", "inv.ini:3:", "host 'h' defined twice (first at line 1): merge");
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers=h:101\ncommand=x\n[job j]\n", "inv.ini:6:",
                 "job 'j' defined twice (first at line 3): merge");
@@ -253,9 +317,12 @@ static void test_errors_name_line_and_key(void **state)
     parse_fails("[job --help]\n", "inv.ini:1:", "cannot start with '-'");
     /* what the agent would refuse at activate: gpus not one per rank, grace over 1h */
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\nnproc_per_node = 2\n"
-                "gpus = 0\n", "inv.ini:3: [job j] gpus", "nproc_per_node = 2");
+                "gpus = 0\n", "inv.ini:7: [job j] gpus", "nproc_per_node = 2"); /* the key's line, not [job j]'s */
     parse_fails("[host h]\naddress=a\n[job j]\ncontainers = h:101\ncommand = x\ngpus = 0,,1\n",
-                "[job j] gpus", NULL);
+                "inv.ini:6: [job j] gpus", NULL);
+    /* gpus before the keys it is checked against, and a second job: still its own line */
+    parse_fails("[host h]\naddress=a\n[job i]\ncontainers = h:101\ncommand = x\n[job j]\ngpus = 0,1\n"
+                "containers = h:102\ncommand = x\nnproc_per_node = 3\n", "inv.ini:7: [job j] gpus", NULL);
     /* the example fits nproc_per_node: "like 0,1" for one rank was the very value refused */
     {
         static const struct {
@@ -365,7 +432,9 @@ static void test_env_preflight_timeout_liveness(void **state)
         {"progress_deadline = 0s\n", "inv.ini:6: [job j] progress_deadline", "'0s' must be a duration greater than 0"},
         {"max_probation_time = 0\n", "inv.ini:6: [job j] max_probation_time", "must be a duration greater than 0"},
         {"hold_time = 0m\n", "inv.ini:6: [job j] hold_time", "must be a duration greater than 0"},
-        {"healthy_deadline = soon\n", "inv.ini:6: [job j] healthy_deadline", "must be a duration greater than 0 (like 30s"},
+        /* ...but a value that is no duration says that, with the units ('1d' was told it
+         * "must be a duration greater than 0", as if it were one and too short) */
+        {"healthy_deadline = soon\n", "inv.ini:6: [job j] healthy_deadline", "'soon' is not a duration: give a number with a unit of ms, s, m or h"},
         {"gpu_mem = 0\n", "inv.ini:6: [job j] gpu_mem", "'0' must be a size in GiB greater than 0"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
@@ -678,6 +747,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_inventory),
+        cmocka_unit_test(test_duration_not_a_duration),
+        cmocka_unit_test(test_indented_line),
         cmocka_unit_test(test_errors_name_line_and_key),
         cmocka_unit_test(test_unknown_key_suggests),
         cmocka_unit_test(test_gc_keep),

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "common/util.h"
 #include "common/heartbeat.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -333,6 +334,145 @@ static void test_nojob_hint(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* A deploy's candidate (current is not the good release) runs: drover top said "probation" for
+ * its ranks and `drover status` "running" (with the '*' of its release).  One word, from
+ * status_rank_word(); promoted, both say running.  -o json keeps the agent's word. */
+static void test_candidate_ranks_say_probation(void **state)
+{
+    (void)state;
+    static const char NEW[] = "7b7db40c6a7a0000000000000000000000000000000000000000000000000000",
+                      GOOD[] = "3f2a9c1b7d6e0000000000000000000000000000000000000000000000000000";
+    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    struct agent_status *st = calloc(1, sizeof *st);
+    assert_non_null(st);
+    for (int promoted = 0; promoted < 2; promoted++) {
+        fake_agent_status_init(st);
+        st->njobs = 1;
+        struct job_status *js = &st->jobs[0];
+        strcpy(js->job, "train");
+        js->state = GANG_RUNNING;
+        strcpy(js->current, NEW);
+        strcpy(js->good, promoted ? NEW : GOOD);
+        js->nranks = 1;
+        fake_rank_training(&js->ranks[0], 0, 0, NEW, 42, 1000, 2.5);
+        fake_agent(dir, st);
+        struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+        char *argv[] = { "status", NULL };
+        assert_int_equal(capture_verb(cmd_status, inv, argv, 1, out, err), EXIT_OK);
+        assert_int_equal(count_lines(out, " probation "), promoted ? 0 : 2); /* train's two rows */
+        assert_int_equal(count_lines(out, " running "), promoted ? 2 : 0);
+        char *argv_json[] = { "status", "-o", "json", NULL };
+        assert_int_equal(capture_verb(cmd_status, inv, argv_json, 3, out, err), EXIT_OK);
+        assert_int_equal(count_lines(out, "probation"), 0);
+        inventory_free(inv);
+    }
+    /* the word itself: only a running rank is said to be on probation */
+    assert_string_equal(status_rank_word("running", true), "probation");
+    assert_string_equal(status_rank_word("silent", true), "silent");
+    assert_string_equal(status_rank_word("running", false), "running");
+    assert_true(status_on_probation(NEW, "", false));   /* nothing promoted yet */
+    assert_true(status_on_probation(NEW, GOOD, false)); /* a candidate */
+    assert_true(status_on_probation(NEW, NEW, true));   /* a spec change */
+    assert_false(status_on_probation(NEW, NEW, false));
+    free(st);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
+/* Every member name in object o (and the objects and arrays of objects under it) is in doc, as
+ * "name"; the missing ones are appended to missing. */
+static void doc_has_members(const json_t *o, const char *doc, const char *path, char *missing, size_t sz)
+{
+    if (json_is_array(o)) {
+        for (size_t i = 0; i < json_array_size(o); i++)
+            doc_has_members(json_array_get(o, i), doc, path, missing, sz);
+        return;
+    }
+    if (!json_is_object(o))
+        return;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)o, key, v) {
+        char quoted[96], sub[256];
+        snprintf(quoted, sizeof quoted, "\"%s\"", key);
+        snprintf(sub, sizeof sub, "%s.%s", path, key);
+        if (!strstr(doc, quoted) && !strstr(missing, sub)) {
+            size_t n = strlen(missing);
+            snprintf(missing + n, sz - n, " %s", sub);
+        }
+        doc_has_members(v, doc, sub, missing, sz);
+    }
+}
+
+/* docs/controller.md's `status -o json` example names every member the document has: it lacked
+ * clock_skew_s, bad, goods, last_restart_reason, peer_exit, state_age_s, hb.mem_peak, ... (a
+ * document with every optional member: a clock, marks, a heartbeat with mfu, mem_peak and an
+ * error, a GPU) */
+static void test_json_members_documented(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    struct agent_status *st = calloc(1, sizeof *st);
+    assert_non_null(st);
+    fake_agent_status_init(st);
+    st->wall = 1795981869.5;
+    st->njobs = 1;
+    struct job_status *js = &st->jobs[0];
+    strcpy(js->job, "train");
+    js->state = GANG_RUNNING;
+    memset(js->current, 'a', 64);
+    memset(js->good, 'b', 64);
+    memset(js->previous, 'c', 64);
+    memset(js->release, 'a', 64);
+    memset(js->spec_digest, 'd', 64);
+    memset(js->good_spec_digest, 'e', 64);
+    strcpy(js->last_restart_reason, "rank 1 exited with code 1");
+    js->peer_exit = true;
+    js->nbad = 1;
+    memset(js->bad[0], 'f', 64);
+    js->ngoods = 1;
+    memset(js->goods[0], 'b', 64);
+    js->nranks = 1;
+    struct rank_status *rs = &js->ranks[0];
+    fake_rank_training(rs, 0, 0, js->current, 42, 50000, 3.0);
+    rs->state_age_s = 3;
+    rs->bad_lines = 1;
+    rs->hb.mfu = 0.4;
+    rs->hb.mem_peak = 1 << 30;
+    strcpy(rs->hb.error, "CUDA error");
+    rs->gpu = (struct gpu_status){ .valid = true, .index = 0, .util = 97, .mem_used = 1, .mem_total = 2, .temp = 61 };
+    fake_agent(dir, st);
+    free(st);
+    struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+    char *argv_json[] = { "status", "-o", "json", NULL };
+    assert_int_equal(capture_verb(cmd_status, inv, argv_json, 3, out, err), EXIT_OK);
+    json_error_t je;
+    json_t *d = json_load_file(out, 0, &je);
+    if (!d)
+        fail_msg("'%s' is not one JSON document: %s", out, je.text);
+    char *md = NULL;
+    assert_int_equal(fs_read_file("docs/controller.md", 1 << 22, &md, NULL), 0);
+    char *from = strstr(md, "`-o json` (stdout), version 1:"), *to = from ? strstr(from, "\n## ") : NULL;
+    assert_non_null(from);
+    assert_non_null(to);
+    *to = '\0';
+    char missing[2048] = "";
+    doc_has_members(d, from, "", missing, sizeof missing);
+    if (missing[0])
+        fail_msg("docs/controller.md's status -o json section lacks:%s", missing);
+    free(md);
+    json_decref(d);
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 /* A failed job's reason code reaches scripts (-o json "reason_code") and people (the pointer at
  * the workers' log under the table), from an agent of today and from one older than the code,
  * whose document has only the words (common/status.c derives the code from them). */
@@ -618,6 +758,8 @@ int main(void)
         cmocka_unit_test(test_nojob_hint),
         cmocka_unit_test(test_nojob_hint_text),
         cmocka_unit_test(test_failed_reason_code),
+        cmocka_unit_test(test_candidate_ranks_say_probation),
+        cmocka_unit_test(test_json_members_documented),
         cmocka_unit_test(test_no_job_said),
         cmocka_unit_test(test_notes_under_the_table),
         cmocka_unit_test(test_logs_never_ran),

@@ -703,6 +703,40 @@ static void test_layout(void **state)
     assert_true(w[TOP_COL_STATE] > 0);
 }
 
+/* A rank's state and its age fit the STATE column, at every width that shows it: "checkpointing
+ * 42s" was cut to "checkpointi" (the column was 11 wide) */
+static void test_state_cell_whole(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, GOOD, GOOD, 100);
+    struct top_ct *ct = &f->s.cts[0];
+    static const char *const words[] = { "checkpointing", "stalled", "silent" };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        make_status(&f->st, ct->node_rank, GOOD, GOOD, GANG_RUNNING, 12, 1000, 3.0);
+        strcpy(f->st.jobs[0].ranks[0].state, words[i]);
+        f->st.jobs[0].ranks[0].state_age_s = i ? 119 : 42;
+        top_ct_update(ct, &f->st, "train", 2, 100);
+        char want[64];
+        snprintf(want, sizeof want, "%s %ds ", words[i], i ? 119 : 42);
+        static const int widths[] = { 80, 132 };
+        for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++) {
+            struct top_view v = { .ascii = true, .flat = true };
+            char *text = NULL;
+            assert_int_equal(top_render_text(&f->s, f->inv, &v, 100, widths[k], false, &text), 0);
+            if (!strstr(text, want))
+                fail_msg("no '%s' at width %d in:\n%s", want, widths[k], text);
+            free(text);
+        }
+    }
+    /* the layout's column is as wide as the longest word and an age */
+    struct top_view v = { 0 };
+    int w[TOP_NCOLS];
+    top_layout(80, &v, w);
+    assert_int_equal(w[TOP_COL_STATE], top_state_col_width());
+    assert_true(top_state_col_width() >= (int)strlen("checkpointing 119s"));
+    assert_true(top_state_col_width() >= (int)strlen("unreachable 119s"));
+}
+
 static void test_render_text_color_only_when_asked(void **state)
 {
     struct fx *f = *state;
@@ -818,6 +852,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_release_marked_when_off_target, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollback_target, setup, teardown),
         cmocka_unit_test(test_layout),
+        cmocka_unit_test_setup_teardown(test_state_cell_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_render_text_color_only_when_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_copy, setup, teardown),
         cmocka_unit_test(test_event_parse),
