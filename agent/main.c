@@ -751,6 +751,9 @@ static int cmd_preflight(struct cli *c)
     char dir[PATH_MAX], run[PATH_MAX];
     (void)store_path(&s, dir, sizeof dir, "releases/%s", c->spec.release);
     (void)store_path(&s, run, sizeof run, "runs/%s/checkpoints", job);
+    char ro[2][PATH_MAX]; /* read-only to the command, as to a gang's workers */
+    bool protect = store_path(&s, ro[0], sizeof ro[0], "releases") == 0 &&
+                   store_path(&s, ro[1], sizeof ro[1], "objects") == 0;
     (void)fs_mkdir_p(run, 0750);
     int hb = open("/dev/null", O_WRONLY | O_CLOEXEC); /* heartbeats of a preflight are not read */
     struct gang_env env;
@@ -771,6 +774,12 @@ static int cmd_preflight(struct cli *c)
     }
     if (pid == 0) {
         (void)setpgid(0, 0);
+        /* a preflight runs the worker's own code (`train.py --check`) in its release directory:
+         * it must not change the release either; where that cannot be arranged it runs as before
+         * (a gang start warns about it in the agent's log) */
+        int step;
+        if (protect)
+            (void)gang_protect_store(ro[0], ro[1], &step);
         int h = fcntl(hb, F_DUPFD_CLOEXEC, 10);
         if (h >= 0 && dup2(h, GANG_HEARTBEAT_FD) >= 0 && chdir(dir) == 0)
             execvpe(c->spec.argv[0], c->spec.argv, env.envp);

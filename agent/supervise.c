@@ -416,6 +416,11 @@ struct holder_msg {
 static const char *const holder_ro_step[] = {"unshare(CLONE_NEWNS)", "mount --make-rslave /",
                                              "bind mount", "read-only remount"};
 
+const char *gang_protect_store_step(int step)
+{
+    return step >= 0 && (size_t)step < ARRAY_SIZE(holder_ro_step) ? holder_ro_step[step] : "?";
+}
+
 /* The flags a read-only remount of path's bind must keep: in a user namespace (an unprivileged
  * container) clearing a locked one (nosuid, nodev, noexec, atime) fails with EPERM. */
 static unsigned long holder_mount_flags(const char *path)
@@ -439,9 +444,10 @@ static unsigned long holder_mount_flags(const char *path)
  * cwd) wrote through the hardlinks into the objects shared with every release, the rollback
  * target included.  The namespace is a slave of the agent's (host mounts still arrive, none of
  * ours leave) and lives as long as the holder.  0, or -errno with the failed step in ret_step
- * (index into holder_ro_step): the worker then runs with the store writable, as before. */
-static int holder_protect_store(const struct holder_args *a, int *ret_step)
+ * (gang_protect_store_step names it): the worker then runs with the store writable, as before. */
+int gang_protect_store(const char *releases, const char *objects, int *ret_step)
 {
+    const char *ro[2] = {releases, objects};
     if (unshare(CLONE_NEWNS) < 0) {
         *ret_step = 0;
         return -errno;
@@ -452,12 +458,12 @@ static int holder_protect_store(const struct holder_args *a, int *ret_step)
         return -errno;
     }
     for (int i = 0; i < 2; i++) {
-        unsigned long keep = holder_mount_flags(a->ro[i]);
-        if (mount(a->ro[i], a->ro[i], NULL, MS_BIND | MS_REC, NULL) < 0) {
+        unsigned long keep = holder_mount_flags(ro[i]);
+        if (mount(ro[i], ro[i], NULL, MS_BIND | MS_REC, NULL) < 0) {
             *ret_step = 2;
             return -errno;
         }
-        if (mount(NULL, a->ro[i], NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, NULL) < 0) {
+        if (mount(NULL, ro[i], NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, NULL) < 0) {
             *ret_step = 3;
             return -errno;
         }
@@ -513,7 +519,7 @@ static void __attribute__((noreturn)) holder_main(const struct holder_args *a)
     int keep[4] = {hb, devnull, log_fd, err_w};
     sort_fds(keep, 4);
     close_all_but(keep, 4); /* the agent's socket, pidfile lock, other gangs' FIFOs */
-    int step = 0, ro = e ? 0 : holder_protect_store(a, &step);
+    int step = 0, ro = e ? 0 : gang_protect_store(a->ro[0], a->ro[1], &step);
     if (ro < 0) {
         struct holder_msg m = {HOLDER_RO, -ro, step};
         (void)!write(err_w, &m, sizeof m);
@@ -946,9 +952,7 @@ int gang_start(struct gang *g, const struct store *s, const char *job, const str
             else if (m->kind == HOLDER_PID_FILE && !pid_err)
                 pid_err = -m->err;
             else if (m->kind == HOLDER_RO && !ro_warned) { /* once per gang start */
-                const char *step = m->step >= 0 && (size_t)m->step < ARRAY_SIZE(holder_ro_step)
-                                       ? holder_ro_step[m->step]
-                                       : "?";
+                const char *step = gang_protect_store_step(m->step);
                 log_warn("job '%s': gang %d runs with the store's releases writable (%s: %s): a "
                          "worker that writes into its release directory changes that release "
                          "and every release sharing the file",

@@ -110,6 +110,14 @@ int gang_check_exec(const struct store *s, const struct job_spec *spec, char *er
 const char *gang_exec_error_reason(const char *dir, const char *cmd, int e, char *buf,
                                    size_t bufsz);
 
+/* In a new mount namespace of the calling process (a gang's holder, a preflight's child), bind
+ * releases and objects (the store's releases/ and objects/) read-only onto themselves: a worker that
+ * writes into its release directory gets EROFS instead of changing the objects every release
+ * holding that file shares.  0, or -errno with the step that failed in *ret_step (named by
+ * gang_protect_store_step); the caller then runs writable, as before. */
+int gang_protect_store(const char *releases, const char *objects, int *ret_step);
+const char *gang_protect_store_step(int step);
+
 /* Start spec's ranks for job.  On success g describes a running gang (every exec succeeded).
  * When a rank fails to exec, the ranks already started are killed and reaped, g is reset, and
  * the error (-errno of execve) is returned with a reason in err.  g must not hold a gang. */

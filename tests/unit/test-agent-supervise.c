@@ -784,6 +784,52 @@ static void test_gang_release_read_only(void **state)
     spec_done(&s);
 }
 
+/* `drover-agent preflight` runs the worker's own code (`train.py --check`) in its release
+ * directory too: the same read-only store (it was writable to it after the gangs' was not).
+ * The agent binary next to this test's build directory (BUILD/tests/test-X, BUILD/drover-agent). */
+static void test_preflight_release_read_only(void **state)
+{
+    (void)state;
+    if (!can_unshare_mounts())
+        skip();
+    char id[RELEASE_ID_LEN + 1], agent[PATH_MAX], root[300], p[512], *text;
+    ssize_t n = readlink("/proc/self/exe", agent, sizeof agent - 32);
+    assert_true(n > 0);
+    agent[n] = '\0';
+    for (int up = 0; up < 2; up++)
+        *strrchr(agent, '/') = '\0';
+    strcat(agent, "/drover-agent");
+    if (access(agent, X_OK) < 0)
+        skip(); /* the test binary alone, without its build directory */
+    install_release_writer(id);
+    snprintf(root, sizeof root, "%s/root", tmpd);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        (void)dup2(null, STDIN_FILENO);
+        (void)dup2(null, STDOUT_FILENO);
+        execl(agent, "drover-agent", "--root", root, "preflight", id, "--job", "train", "--", "bin/w.sh",
+              (char *)NULL);
+        _exit(127);
+    }
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 0);
+    text = run_file("append.err");
+    if (!strstr(text, "Read-only file system"))
+        fail_msg("preflight: append.err: '%s'", text);
+    free(text);
+    snprintf(p, sizeof p, "%s/root/releases/%s/config.json", tmpd, id);
+    assert_int_equal(fs_read_file(p, 4096, &text, NULL), 0);
+    assert_string_equal(text, "{\"lr\": 1}\n");
+    free(text);
+    text = run_file("checkpoints/ck");
+    assert_string_equal(text, "step1\n");
+    free(text);
+}
+
 /* Where no mount namespace can be made (a container without the capability) the gang starts
  * anyway, as before, and says so in the rank's log. */
 static void test_gang_release_read_only_fallback(void **state)
@@ -1646,6 +1692,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_last_heartbeat_before_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_release_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_release_read_only_fallback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preflight_release_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_stop_reaches_setsid_child, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_stop_reaches_setsid_child_v1, setup, teardown),
         cmocka_unit_test(test_gang_cgroup_mode_parse),
