@@ -138,9 +138,11 @@ bool status_runs_unpromoted_spec(const struct job_status *js);
  * status_runs_unpromoted_spec)?  drover top's probation rows and the word below decide on it. */
 bool status_on_probation(const char *current, const char *good, bool spec_unpromoted);
 /* The word for a rank the agent calls agent_state ("running", "silent", ...) in a container per
- * status_on_probation(): STATUS_WORD_PROBATION for "running" on probation (drover top's word;
- * status said "running" for the rows top showed as probation), else agent_state.  Never NULL. */
-const char *status_rank_word(const char *agent_state, bool on_probation);
+ * status_on_probation(), of a gang in state gang: "stopping" while its agent stops the gang
+ * (drover top's word; status said "silent:62s" for the two minutes of a hung gang's grace),
+ * STATUS_WORD_PROBATION for "running" on probation (status said "running" for the rows top
+ * showed as probation), else agent_state.  Never NULL. */
+const char *status_rank_word(enum gang_state gang, const char *agent_state, bool on_probation);
 /* The line `drover status` prints once per job under its table when containers run such a
  * spec: ct the first of them, nmore how many others, release the good release, and what to do.
  * inv_arg: -i as given (NULL: default).  Returns buf. */

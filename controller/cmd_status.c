@@ -154,8 +154,10 @@ bool status_on_probation(const char *current, const char *good, bool spec_unprom
     return !good[0] || strcmp(current, good) != 0 || spec_unpromoted;
 }
 
-const char *status_rank_word(const char *agent_state, bool on_probation)
+const char *status_rank_word(enum gang_state gang, const char *agent_state, bool on_probation)
 {
+    if (gang == GANG_STOPPING)
+        return gang_state_name(gang);
     return on_probation && !strcmp(agent_state, "running") ? STATUS_WORD_PROBATION : agent_state;
 }
 
@@ -235,9 +237,9 @@ static void print_row(const char *job, const char *ct, int node, const struct jo
     if (rs) {
         snprintf(rank, sizeof rank, "%d", rs->rank);
         /* drover top's word for the same rank: "probation" for a candidate's running ranks */
-        state = status_rank_word(rs->state, status_on_probation(js->current, js->good,
-                                                                 status_runs_unpromoted_spec(js)));
-        if (rs->state_age_s > 0) { /* "checkpointing:42s" (one word for scripts; drover top shows the same) */
+        state = status_rank_word(js->state, rs->state,
+                                 status_on_probation(js->current, js->good, status_runs_unpromoted_spec(js)));
+        if (rs->state_age_s > 0 && !strcmp(state, rs->state)) { /* "checkpointing:42s" (one word for scripts; drover top shows the same) */
             snprintf(state_buf, sizeof state_buf, "%s:%.0fs", state, rs->state_age_s);
             state = state_buf;
         }

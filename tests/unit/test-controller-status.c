@@ -370,9 +370,13 @@ static void test_candidate_ranks_say_probation(void **state)
         inventory_free(inv);
     }
     /* the word itself: only a running rank is said to be on probation */
-    assert_string_equal(status_rank_word("running", true), "probation");
-    assert_string_equal(status_rank_word("silent", true), "silent");
-    assert_string_equal(status_rank_word("running", false), "running");
+    assert_string_equal(status_rank_word(GANG_RUNNING, "running", true), "probation");
+    assert_string_equal(status_rank_word(GANG_RUNNING, "silent", true), "silent");
+    assert_string_equal(status_rank_word(GANG_RUNNING, "running", false), "running");
+    /* a hung gang its agent is stopping (its grace: up to two minutes): status said
+     * "silent:62s" while top said "stopping" */
+    assert_string_equal(status_rank_word(GANG_STOPPING, "silent", false), "stopping");
+    assert_string_equal(status_rank_word(GANG_STOPPING, "running", true), "stopping");
     assert_true(status_on_probation(NEW, "", false));   /* nothing promoted yet */
     assert_true(status_on_probation(NEW, GOOD, false)); /* a candidate */
     assert_true(status_on_probation(NEW, NEW, true));   /* a spec change */
