@@ -853,7 +853,7 @@ static int cmd_preflight(struct cli *c)
     if (n == (ssize_t)sizeof e) /* the child said why it could not execute CMD */
         return st;
     if (st == 127) /* env's or a shell's "not found": "#!/usr/bin/env python" without python */
-        fprintf(stderr, "preflight: '%s' exited with 127 (a command it runs was not found)\n",
+        fprintf(stderr, "preflight: '%s' exited with 127 (a command it runs, or a shared library it needs, was not found: its own words are above)\n",
                 c->spec.argv[0]);
     else if (st != 0)
         fprintf(stderr, "preflight: '%s' exited with %d\n", c->spec.argv[0], st);

@@ -828,6 +828,30 @@ static void test_preflight_release_read_only(void **state)
     text = run_file("checkpoints/ck");
     assert_string_equal(text, "step1\n");
     free(text);
+
+    /* exit 127 from the command itself: the dynamic loader's too (an environment built on
+     * another machine: "error while loading shared libraries: libz.so.1"), which was told only
+     * "a command it runs was not found" */
+    snprintf(p, sizeof p, "%s/preflight.err", tmpd);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR), errf = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        (void)dup2(null, STDIN_FILENO);
+        (void)dup2(null, STDOUT_FILENO);
+        (void)dup2(errf, STDERR_FILENO);
+        execl(agent, "drover-agent", "--root", root, "preflight", id, "--job", "train", "--", "/bin/sh", "-c",
+              "exit 127", (char *)NULL);
+        _exit(126);
+    }
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 127);
+    assert_int_equal(fs_read_file(p, 4096, &text, NULL), 0);
+    if (!strstr(text, "preflight: '/bin/sh' exited with 127 (a command it runs, or a shared library it needs, "
+                      "was not found: its own words are above)"))
+        fail_msg("preflight's exit 127: '%s'", text);
+    free(text);
 }
 
 /* Where no mount namespace can be made (a container without the capability) the gang starts
