@@ -422,7 +422,10 @@ const char *gang_protect_store_step(int step)
 }
 
 /* The flags a read-only remount of path's bind must keep: in a user namespace (an unprivileged
- * container) clearing a locked one (nosuid, nodev, noexec, atime) fails with EPERM. */
+ * container) clearing a locked one (nosuid, nodev, noexec) fails with EPERM.  No atime flag:
+ * a remount that names none keeps the mount's (the kernel's rule), and LXC's AppArmor rules
+ * (container-base: `mount options=(ro,remount,bind,nosuid,...)`) match the flags exactly, so a
+ * `relatime` among them was refused. */
 static unsigned long holder_mount_flags(const char *path)
 {
     struct statfs sf;
@@ -430,13 +433,81 @@ static unsigned long holder_mount_flags(const char *path)
         return 0;
     static const struct {
         unsigned long st, ms;
-    } map[] = {{ST_NOSUID, MS_NOSUID}, {ST_NODEV, MS_NODEV}, {ST_NOEXEC, MS_NOEXEC},
-               {ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME}};
+    } map[] = {{ST_NOSUID, MS_NOSUID}, {ST_NODEV, MS_NODEV}, {ST_NOEXEC, MS_NOEXEC}};
     unsigned long ms = 0;
     for (size_t i = 0; i < ARRAY_SIZE(map); i++)
         if ((unsigned long)sf.f_flags & map[i].st)
             ms |= map[i].ms;
     return ms;
+}
+
+/* Is the mount path lies on (the last mountinfo line whose mount point is path or a directory
+ * above it, component-wise) a shared one (optional field "shared:N")?  1 shared, 0 not, -EINVAL
+ * when no line covers path.  mountinfo: /proc/self/mountinfo's text (proc(5)); mount points
+ * with a space or a backslash (octal escapes) are never taken for a match. */
+int gang_mount_is_shared(const char *mountinfo, const char *path)
+{
+    int shared = -EINVAL;
+    size_t best = 0;
+    for (const char *l = mountinfo; l && *l;) {
+        const char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) : strlen(l);
+        /* fields: id parent maj:min root mountpoint options [optional...] - fstype ... */
+        const char *f = l, *mp = NULL, *opt = NULL;
+        size_t mplen = 0;
+        for (int k = 0; k < 6 && f < l + len; k++) {
+            const char *sp = memchr(f, ' ', (size_t)(l + len - f));
+            if (k == 4) {
+                mp = f;
+                mplen = sp ? (size_t)(sp - f) : (size_t)(l + len - f);
+            }
+            if (!sp)
+                break;
+            f = sp + 1;
+            if (k == 5)
+                opt = f; /* the optional fields, up to " - " */
+        }
+        if (mp && opt && mplen > 0 && !memchr(mp, '\\', mplen)) {
+            size_t plen = strlen(path);
+            bool covers = (mplen == 1 && mp[0] == '/') ||
+                          (plen >= mplen && !memcmp(path, mp, mplen) && (path[mplen] == '/' || path[mplen] == '\0'));
+            size_t weight = mplen == 1 ? 1 : mplen + 1;
+            if (covers && weight >= best) {
+                best = weight;
+                const char *sep = opt;
+                while (sep < l + len && !(sep[0] == '-' && (sep == opt || sep[-1] == ' ') &&
+                                          (sep + 1 == l + len || sep[1] == ' ')))
+                    sep++;
+                shared = 0;
+                for (const char *o = opt; o + 7 <= sep; o++)
+                    if ((o == opt || o[-1] == ' ') && !memcmp(o, "shared:", 7))
+                        shared = 1;
+            }
+        }
+        l = end ? end + 1 : NULL;
+    }
+    return shared;
+}
+
+/* mount --make-rslave / refused (LXC's AppArmor profiles, Proxmox's default among them, do not
+ * allow it): the binds below still cannot leave this namespace when the mounts they are made
+ * on do not propagate (not shared: LXC's rootfs is not).  Read into static memory (between fork
+ * and exec).  true: go on without it. */
+static bool holder_binds_stay_here(const char *const ro[2])
+{
+    static char mi[1 << 20];
+    int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    size_t have = 0;
+    ssize_t n;
+    while (have < sizeof mi - 1 && (n = read(fd, mi + have, sizeof mi - 1 - have)) > 0)
+        have += (size_t)n;
+    close(fd);
+    if (have >= sizeof mi - 1)
+        return false; /* not all of it: not known */
+    mi[have] = '\0';
+    return gang_mount_is_shared(mi, ro[0]) == 0 && gang_mount_is_shared(mi, ro[1]) == 0;
 }
 
 /* Give the holder (and so its worker) a mount namespace where the store's releases and objects
@@ -452,14 +523,19 @@ int gang_protect_store(const char *releases, const char *objects, int *ret_step)
         *ret_step = 0;
         return -errno;
     }
-    /* without this our mounts would propagate back into the agent's namespace: stop here */
+    /* without this our mounts could propagate back into the agent's namespace: stop here,
+     * unless the mounts the binds are made on do not propagate anyway */
     if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
-        *ret_step = 1;
-        return -errno;
+        int e = errno;
+        if ((e != EACCES && e != EPERM) || !holder_binds_stay_here(ro)) {
+            *ret_step = 1;
+            return -e;
+        }
     }
     for (int i = 0; i < 2; i++) {
         unsigned long keep = holder_mount_flags(ro[i]);
-        if (mount(ro[i], ro[i], NULL, MS_BIND | MS_REC, NULL) < 0) {
+        /* not MS_REC: LXC's AppArmor rules allow `bind`, not `rbind` */
+        if (mount(ro[i], ro[i], NULL, MS_BIND, NULL) < 0) {
             *ret_step = 2;
             return -errno;
         }

@@ -117,6 +117,10 @@ const char *gang_exec_error_reason(const char *dir, const char *cmd, int e, char
  * gang_protect_store_step); the caller then runs writable, as before. */
 int gang_protect_store(const char *releases, const char *objects, int *ret_step);
 const char *gang_protect_store_step(int step);
+/* Is the mount that path lies on in mountinfo (/proc/self/mountinfo's text) a shared one?  1
+ * shared, 0 not, -EINVAL when no line covers path.  (Where `mount --make-rslave /` is refused,
+ * a bind on a mount that is not shared still cannot propagate out of the namespace.) */
+int gang_mount_is_shared(const char *mountinfo, const char *path);
 
 /* Start spec's ranks for job.  On success g describes a running gang (every exec succeeded).
  * When a rank fails to exec, the ranks already started are killed and reaped, g is reset, and

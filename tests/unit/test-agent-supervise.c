@@ -92,6 +92,19 @@ int unshare(int flags)
     return (int)syscall(SYS_unshare, flags);
 }
 
+/* mount --make-rslave / fails with EACCES while rslave_eacces is set, as LXC's AppArmor profiles
+ * (Proxmox's default) refuse it; defined here, it interposes on libc's for the gang's holders. */
+static bool rslave_eacces;
+
+int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const void *data)
+{
+    if (rslave_eacces && (flags & MS_SLAVE)) {
+        errno = EACCES;
+        return -1;
+    }
+    return (int)syscall(SYS_mount, source, target, fstype, flags, data);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -779,6 +792,72 @@ static void test_gang_release_read_only(void **state)
     free(text);
     assert_int_equal(fs_read_file("/proc/self/mountinfo", 1 << 20, &text, NULL), 0);
     assert_null(strstr(text, tmpd));
+    free(text);
+    gang_clear(&g);
+    spec_done(&s);
+}
+
+/* Which mount a path lies on, and whether it propagates: the last line whose mount point is the
+ * path or above it, component-wise; escaped mount points never match. */
+static void test_mount_is_shared(void **state)
+{
+    (void)state;
+    const char *mi = "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+                     "23 22 8:2 / /var/lib rw,relatime - ext4 /dev/sdb rw\n"
+                     "24 22 0:23 / /var/lib/drover\\040x rw shared:4 - tmpfs t rw\n"
+                     "25 22 0:24 / /srv rw master:3 - tmpfs t rw\n"
+                     "26 22 0:25 / /data rw,nosuid shared:5 master:3 - tmpfs t rw\n";
+    assert_int_equal(gang_mount_is_shared(mi, "/var/lib/drover/releases"), 0);
+    assert_int_equal(gang_mount_is_shared(mi, "/var/lib"), 0);
+    assert_int_equal(gang_mount_is_shared(mi, "/var/libx/releases"), 1); /* only / covers it */
+    assert_int_equal(gang_mount_is_shared(mi, "/srv/x"), 0);              /* a slave only */
+    assert_int_equal(gang_mount_is_shared(mi, "/data"), 1);
+    assert_int_equal(gang_mount_is_shared(mi, "/"), 1);
+    assert_int_equal(gang_mount_is_shared("", "/x"), -EINVAL);
+    /* a mount stacked later on the same point hides the one below */
+    char stacked[600];
+    snprintf(stacked, sizeof stacked, "%s27 22 0:26 / /var/lib rw shared:9 - tmpfs t rw\n", mi);
+    assert_int_equal(gang_mount_is_shared(stacked, "/var/lib/drover/releases"), 1);
+}
+
+/* LXC's AppArmor profiles (container-base: Proxmox's containers) refuse `mount --make-rslave /`:
+ * every gang there ran with the store writable.  Where the mounts the store lies on do not
+ * propagate, the binds cannot leave the holder's namespace either, and the store is read-only
+ * all the same; where they do (a shared mount), the gang runs writable, as before, saying so. */
+static void test_gang_release_read_only_without_rslave(void **state)
+{
+    (void)state;
+    if (!can_unshare_mounts())
+        skip();
+    char id[RELEASE_ID_LEN + 1], err[256], rel[400], obj[400], *text, *mi;
+    install_release_writer(id);
+    snprintf(rel, sizeof rel, "%s/root/releases", tmpd);
+    snprintf(obj, sizeof obj, "%s/root/objects", tmpd);
+    assert_int_equal(fs_read_file("/proc/self/mountinfo", 1 << 22, &mi, NULL), 0);
+    bool shared = gang_mount_is_shared(mi, rel) != 0 || gang_mount_is_shared(mi, obj) != 0;
+    free(mi);
+    struct job_spec s;
+    spec_for(&s, id, 1);
+    struct gang g;
+    rslave_eacces = true;
+    int r = gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err);
+    rslave_eacces = false;
+    assert_int_equal(r, 0);
+    assert_true(pump(&g, 30, is_gone));
+    assert_int_equal(g.ranks[0].exit_code, 0);
+    text = run_file(shared ? "append.rc" : "append.err");
+    if (shared ? strcmp(text, "0\n") != 0 : !strstr(text, "Read-only file system"))
+        fail_msg("store %s: '%s'", shared ? "on a shared mount: writable expected" : "not shared: read-only expected",
+                 text);
+    free(text);
+    if (shared) {
+        text = run_file("logs/rank0.log");
+        if (!strstr(text, "(mount --make-rslave /: Permission denied)"))
+            fail_msg("rank0.log: '%s'", text);
+        free(text);
+    }
+    assert_int_equal(fs_read_file("/proc/self/mountinfo", 1 << 20, &text, NULL), 0);
+    assert_null(strstr(text, tmpd)); /* nothing of the holder's reached this namespace */
     free(text);
     gang_clear(&g);
     spec_done(&s);
@@ -1717,6 +1796,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_release_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_release_read_only_fallback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preflight_release_read_only, setup, teardown),
+        cmocka_unit_test(test_mount_is_shared),
+        cmocka_unit_test_setup_teardown(test_gang_release_read_only_without_rslave, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_stop_reaches_setsid_child, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_stop_reaches_setsid_child_v1, setup, teardown),
         cmocka_unit_test(test_gang_cgroup_mode_parse),
