@@ -39,6 +39,15 @@ cleanup() {
 	pkill -TERM -f -- "$W/" 2>/dev/null
 	sleep 1
 	pkill -KILL -f -- "$W/" 2>/dev/null
+	# the workers: their command line is relative ("bin/worker"), so pkill -f does not find them
+	# (three were left by every run), nor does their working directory (a release seen through
+	# their holder's read-only bind reads "/<id>" from here); the run dir the agent gave them does
+	local d e
+	for d in /proc/[0-9]*; do
+		while IFS= read -r -d '' e; do
+			[[ $e == "DROVER_RUN_DIR=$W/"* ]] && kill -KILL "${d#/proc/}" 2>/dev/null && break
+		done 2>/dev/null <"$d/environ"
+	done
 	[[ ${KEEP:-0} == 1 ]] || rm -rf "$W"
 }
 trap cleanup EXIT
