@@ -749,6 +749,28 @@ static char *run_file(const char *name)
     return text;
 }
 
+/* Start release "rw"'s writer (install_release_writer) as a one-rank gang, with *fault (an
+ * interposed failure: unshare_eperm, rslave_eacces; NULL none) set while it starts, and wait for
+ * it to end with 0.  Its results are run_file()'s. */
+static void writer_gang_run(char id[RELEASE_ID_LEN + 1], bool *fault)
+{
+    char err[256];
+    install_release_writer(id);
+    struct job_spec s;
+    spec_for(&s, id, 1);
+    struct gang g;
+    if (fault)
+        *fault = true;
+    int r = gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err);
+    if (fault)
+        *fault = false;
+    assert_int_equal(r, 0);
+    assert_true(pump(&g, 30, is_gone));
+    assert_int_equal(g.ranks[0].exit_code, 0);
+    gang_clear(&g);
+    spec_done(&s);
+}
+
 /* Workers run as root in their release dir: a PyTorch script that appended to its config.json
  * there got through the 0444 mode and changed the object hardlinked into every release holding
  * it, the last good one included, so the rollback found it damaged.  The store's releases and
@@ -759,14 +781,8 @@ static void test_gang_release_read_only(void **state)
     (void)state;
     if (!can_unshare_mounts())
         skip();
-    char id[RELEASE_ID_LEN + 1], err[256], p[512], *text;
-    install_release_writer(id);
-    struct job_spec s;
-    spec_for(&s, id, 1);
-    struct gang g;
-    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
-    assert_true(pump(&g, 30, is_gone));
-    assert_int_equal(g.ranks[0].exit_code, 0);
+    char id[RELEASE_ID_LEN + 1], p[512], *text;
+    writer_gang_run(id, NULL);
     text = run_file("append.rc");
     assert_string_not_equal(text, "0\n");
     free(text);
@@ -793,8 +809,6 @@ static void test_gang_release_read_only(void **state)
     assert_int_equal(fs_read_file("/proc/self/mountinfo", 1 << 20, &text, NULL), 0);
     assert_null(strstr(text, tmpd));
     free(text);
-    gang_clear(&g);
-    spec_done(&s);
 }
 
 /* Which mount a path lies on, and whether it propagates: the last line whose mount point is the
@@ -829,22 +843,13 @@ static void test_gang_release_read_only_without_rslave(void **state)
     (void)state;
     if (!can_unshare_mounts())
         skip();
-    char id[RELEASE_ID_LEN + 1], err[256], rel[400], obj[400], *text, *mi;
-    install_release_writer(id);
+    char id[RELEASE_ID_LEN + 1], rel[400], obj[400], *text, *mi;
     snprintf(rel, sizeof rel, "%s/root/releases", tmpd);
     snprintf(obj, sizeof obj, "%s/root/objects", tmpd);
     assert_int_equal(fs_read_file("/proc/self/mountinfo", 1 << 22, &mi, NULL), 0);
     bool shared = gang_mount_is_shared(mi, rel) != 0 || gang_mount_is_shared(mi, obj) != 0;
     free(mi);
-    struct job_spec s;
-    spec_for(&s, id, 1);
-    struct gang g;
-    rslave_eacces = true;
-    int r = gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err);
-    rslave_eacces = false;
-    assert_int_equal(r, 0);
-    assert_true(pump(&g, 30, is_gone));
-    assert_int_equal(g.ranks[0].exit_code, 0);
+    writer_gang_run(id, &rslave_eacces);
     text = run_file(shared ? "append.rc" : "append.err");
     if (shared ? strcmp(text, "0\n") != 0 : !strstr(text, "Read-only file system"))
         fail_msg("store %s: '%s'", shared ? "on a shared mount: writable expected" : "not shared: read-only expected",
@@ -859,8 +864,33 @@ static void test_gang_release_read_only_without_rslave(void **state)
     assert_int_equal(fs_read_file("/proc/self/mountinfo", 1 << 20, &text, NULL), 0);
     assert_null(strstr(text, tmpd)); /* nothing of the holder's reached this namespace */
     free(text);
-    gang_clear(&g);
-    spec_done(&s);
+}
+
+/* `AGENT --root ROOT preflight ID --job train -- CMD...`, stdin and stdout /dev/null, stderr into
+ * errpath (NULL: inherited); its exit status. */
+static int preflight_run(const char *agent, const char *root, const char *id, const char *const *cmd,
+                         const char *errpath)
+{
+    const char *argv[16] = {"drover-agent", "--root", root, "preflight", id, "--job", "train", "--"};
+    int n = 8;
+    for (int i = 0; cmd[i] && n < 15; i++)
+        argv[n++] = cmd[i];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        (void)dup2(null, STDIN_FILENO);
+        (void)dup2(null, STDOUT_FILENO);
+        if (errpath)
+            (void)dup2(open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644), STDERR_FILENO);
+        execv(agent, (char *const *)argv);
+        _exit(126);
+    }
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws));
+    return WEXITSTATUS(ws);
 }
 
 /* `drover-agent preflight` runs the worker's own code (`train.py --check`) in its release
@@ -882,20 +912,8 @@ static void test_preflight_release_read_only(void **state)
         skip(); /* the test binary alone, without its build directory */
     install_release_writer(id);
     snprintf(root, sizeof root, "%s/root", tmpd);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        (void)dup2(null, STDIN_FILENO);
-        (void)dup2(null, STDOUT_FILENO);
-        execl(agent, "drover-agent", "--root", root, "preflight", id, "--job", "train", "--", "bin/w.sh",
-              (char *)NULL);
-        _exit(127);
-    }
-    int ws;
-    assert_int_equal(waitpid(pid, &ws, 0), pid);
-    assert_true(WIFEXITED(ws));
-    assert_int_equal(WEXITSTATUS(ws), 0);
+    const char *writer[] = {"bin/w.sh", NULL};
+    assert_int_equal(preflight_run(agent, root, id, writer, NULL), 0);
     text = run_file("append.err");
     if (!strstr(text, "Read-only file system"))
         fail_msg("preflight: append.err: '%s'", text);
@@ -912,20 +930,8 @@ static void test_preflight_release_read_only(void **state)
      * another machine: "error while loading shared libraries: libz.so.1"), which was told only
      * "a command it runs was not found" */
     snprintf(p, sizeof p, "%s/preflight.err", tmpd);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR), errf = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        (void)dup2(null, STDIN_FILENO);
-        (void)dup2(null, STDOUT_FILENO);
-        (void)dup2(errf, STDERR_FILENO);
-        execl(agent, "drover-agent", "--root", root, "preflight", id, "--job", "train", "--", "/bin/sh", "-c",
-              "exit 127", (char *)NULL);
-        _exit(126);
-    }
-    assert_int_equal(waitpid(pid, &ws, 0), pid);
-    assert_true(WIFEXITED(ws));
-    assert_int_equal(WEXITSTATUS(ws), 127);
+    const char *exit127[] = {"/bin/sh", "-c", "exit 127", NULL};
+    assert_int_equal(preflight_run(agent, root, id, exit127, p), 127);
     assert_int_equal(fs_read_file(p, 4096, &text, NULL), 0);
     if (!strstr(text, "preflight: '/bin/sh' exited with 127 (a command it runs, or a shared library it needs, "
                       "was not found: its own words are above)"))
@@ -938,17 +944,8 @@ static void test_preflight_release_read_only(void **state)
 static void test_gang_release_read_only_fallback(void **state)
 {
     (void)state;
-    char id[RELEASE_ID_LEN + 1], err[256], *text;
-    install_release_writer(id);
-    struct job_spec s;
-    spec_for(&s, id, 1);
-    struct gang g;
-    unshare_eperm = true;
-    int r = gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err);
-    unshare_eperm = false;
-    assert_int_equal(r, 0);
-    assert_true(pump(&g, 30, is_gone));
-    assert_int_equal(g.ranks[0].exit_code, 0);
+    char id[RELEASE_ID_LEN + 1], *text;
+    writer_gang_run(id, &unshare_eperm);
     text = run_file("append.rc");
     assert_string_equal(text, "0\n");
     free(text);
@@ -960,8 +957,6 @@ static void test_gang_release_read_only_fallback(void **state)
                       "permitted) ---\n"))
         fail_msg("rank0.log: '%s'", text);
     free(text);
-    gang_clear(&g);
-    spec_done(&s);
 }
 
 /* A Python worker's lines as json.dumps writes them: no release, NaN tokens, no nonfinite count.
