@@ -242,6 +242,20 @@ make_release() {
 	echo "$d"
 }
 
+# one_ct_job JOB: sets INV to the lab's inventory plus [job JOB] in h1:102 running ./w.sh (a job
+# of its own, never started by the lab's), with the agent installed there
+one_ct_job() {
+	INV="$E2E_WORK/$1.ini"
+	{
+		cat "$LAB_DIR/inventory.ini"
+		printf '\n[job %s]\ncontainers = h1:102\ncommand = ./w.sh\n' "$1"
+	} >"$INV"
+	if ! ct h1:102 test -x /usr/local/bin/drover-agent; then
+		drover install
+		((DROVER_RC == 0)) || { show_drover; fatal "drover install failed"; }
+	fi
+}
+
 deployed_ids() { status_json | jq -r '[.. | objects | select(has("current")) | .current] | unique | .[]' 2>/dev/null; }
 
 # ---------------------------------------------------------------- shared state between tests

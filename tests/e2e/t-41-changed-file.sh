@@ -7,15 +7,7 @@
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-INV="$E2E_WORK/changing.ini"
-{
-	cat "$LAB_DIR/inventory.ini"
-	printf '\n[job changing]\ncontainers = h1:102\ncommand = ./w.sh\n'
-} >"$INV"
-if ! ct h1:102 test -x /usr/local/bin/drover-agent; then
-	drover install
-	((DROVER_RC == 0)) || { show_drover; fatal "drover install failed"; }
-fi
+one_ct_job changing
 d="$E2E_WORK/releases/changing"
 rm -rf "$d"
 mkdir -p "$d"
