@@ -1022,6 +1022,21 @@ static void apply_policy(struct inv_policy *dst, unsigned set, const struct inv_
         dst->lease_ttl_s = src->lease_ttl_s;
 }
 
+/* The first GPU index two jobs' gpus lists ("0,1", checked by then) both name, and its length
+ * in *ret_len; NULL when either is empty or they name none in common. */
+static const char *gpus_in_common(const char *a, const char *b, size_t *ret_len)
+{
+    for (; *a; a += strcspn(a, ",") + (a[strcspn(a, ",")] == ',')) {
+        size_t alen = strcspn(a, ",");
+        for (const char *q = b; *q; q += strcspn(q, ",") + (q[strcspn(q, ",")] == ','))
+            if (strcspn(q, ",") == alen && !strncmp(a, q, alen)) {
+                *ret_len = alen;
+                return a;
+            }
+    }
+    return NULL;
+}
+
 static int ctx_finish(struct parse_ctx *c)
 {
     struct inventory *inv = c->inv;
@@ -1151,7 +1166,9 @@ static int ctx_finish(struct parse_ctx *c)
                                       : c->policy_set & POL_FIRST_STEP_DEADLINE      ? INV_FROM_POLICY
                                                                                      : INV_FROM_DEFAULT;
     }
-    /* Several jobs may share a container (the agent keys everything by job), but not a
+    /* Several jobs may share a container (the agent keys everything by job), but not a GPU:
+     * each job's ranks would get the same CUDA_VISIBLE_DEVICES index, and the device would hold
+     * two models (out of memory, or each job at half its speed, judged a regression); nor a
      * rendezvous port: their gangs share the container's network namespace, so the second
      * rank 0 cannot bind MASTER_PORT (EADDRINUSE) and its other ranks may join the first job's
      * rendezvous.  Containers of one vmid on one host share it whatever their agent root. */
@@ -1160,13 +1177,23 @@ static int ctx_finish(struct parse_ctx *c)
             const struct inv_job *ja = &inv->jobs[a], *jb = &inv->jobs[b];
             int pa = ja->master_port ? ja->master_port : INV_AGENT_MASTER_PORT;
             int pb = jb->master_port ? jb->master_port : INV_AGENT_MASTER_PORT;
-            if (pa != pb)
+            size_t glen;
+            const char *g = gpus_in_common(ja->gpus, jb->gpus, &glen);
+            if (pa != pb && !g)
                 continue;
             for (int x = 0; x < ja->ncts; x++)
                 for (int y = 0; y < jb->ncts; y++) {
                     const struct inv_ct *cx = &ja->cts[x], *cy = &jb->cts[y];
                     if (!inventory_same_ct(cx, cy))
                         continue; /* local roots: one per agent root */
+                    if (g) {
+                        snprintf(c->err, c->err_sz, "%s:%d: [job %s] gpus: jobs '%s' and '%s' "
+                                 "share container %s and both use GPU %.*s: each would hold a "
+                                 "model on it; give the jobs GPUs of their own (gpus = ...)",
+                                 c->path, c->gpus_line[b], jb->name, ja->name, jb->name, cy->label,
+                                 (int)glen, g);
+                        return -EINVAL;
+                    }
                     snprintf(c->err, c->err_sz, "%s:%d: [job %s] master_port: jobs '%s' and '%s' "
                              "share container %s and both use port %d%s: their gangs would "
                              "meet on it; give one of them its own master_port", c->path,

@@ -581,7 +581,7 @@ static void test_load_directory(void **state)
 /* Two jobs whose gangs share a container share its network namespace: with the same
  * MASTER_PORT (29500 when neither sets master_port) the second gang's rank 0 cannot bind it
  * (EADDRINUSE) and its other ranks may join the first job's rendezvous.  Refused at parse. */
-static void test_shared_container_master_port(void **state)
+static void test_shared_container_port_gpu(void **state)
 {
     (void)state;
     const char *hosts = "[host h1]\naddress = a\n";
@@ -609,6 +609,18 @@ static void test_shared_container_master_port(void **state)
     snprintf(text, sizeof text, "[host me]\nlocal = true\n[job a]\ncontainers = me:local:/r/n0\n"
              "command = x\n[job b]\ncontainers = me:local:/r/n0\ncommand = x\n");
     parse_fails(text, "[job b] master_port:", "share container me:local:/r/n0");
+    /* nor a GPU: both jobs' ranks would run on it (nothing said it; each ran at half its speed) */
+    snprintf(text, sizeof text, "%s[job a]\ncontainers = h1:101\ncommand = x\nnproc_per_node = 2\n"
+             "gpus = 0,1\n[job b]\ncontainers = h1:101\ncommand = x\nmaster_port = 29501\n"
+             "nproc_per_node = 2\ngpus = 2,1\n", hosts);
+    parse_fails(text, "inv.ini:13: [job b] gpus:",
+                "jobs 'a' and 'b' share container h1:101 and both use GPU 1: each would hold a "
+                "model on it; give the jobs GPUs of their own");
+    /* the same GPU in two containers, or other GPUs in one: fine */
+    snprintf(text, sizeof text, "%s[job a]\ncontainers = h1:101\ncommand = x\ngpus = 10\n"
+             "[job b]\ncontainers = h1:102\ncommand = x\ngpus = 10\n"
+             "[job c]\ncontainers = h1:101\ncommand = x\nmaster_port = 29502\ngpus = 1\n", hosts);
+    inventory_free(parse_ok(text));
 }
 
 /* docs/config.md's comment rule on a whole inventory: a ` ;` comment after a section or a value
@@ -759,7 +771,7 @@ int main(void)
         cmocka_unit_test(test_parse_ct),
         cmocka_unit_test(test_load_missing_file),
         cmocka_unit_test(test_load_directory),
-        cmocka_unit_test(test_shared_container_master_port),
+        cmocka_unit_test(test_shared_container_port_gpu),
         cmocka_unit_test(test_inline_comments),
         cmocka_unit_test(test_deadline_warning),
         cmocka_unit_test(test_min_healthy_time_fits_probation),
