@@ -205,7 +205,16 @@ start_node() {
     AGENT_PIDFILES+=("$r/agent.pid")
 }
 stop_nodes() {
-    local p pid
+    local p pid j
+    # the jobs first: an agent that gets SIGTERM leaves its gangs running (they survive its
+    # restarts), and a gang left on the GPU skews whatever the machine runs next (the split
+    # phase's two jobs, or a phase that failed half-way)
+    for p in "${AGENT_PIDFILES[@]}"; do
+        for j in loop gang a b; do
+            timeout 120 "$W/bin/drover-agent" --root "$(dirname "$p")" --socket "$(dirname "$p")/agent.sock" \
+                stop --job "$j" >/dev/null 2>&1
+        done
+    done
     for p in "${AGENT_PIDFILES[@]}"; do
         pid=$(head -n 1 "$p" 2>/dev/null) || continue
         [[ $pid =~ ^[0-9]+$ ]] && kill -TERM "$pid" 2>/dev/null

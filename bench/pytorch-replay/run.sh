@@ -77,7 +77,16 @@ note "hand-launched v1: $HAND Ktok/s (median of steps $((STEPS_HAND / 2))..$STEP
 # ---- the node and the inventory
 "$W/bin/drover-agent" --root "$W/nodes/n0" --socket "$W/nodes/n0/agent.sock" daemon --detach \
     --pidfile "$W/nodes/n0/agent.pid" 2>>"$W/nodes/n0/agent.log" || { cat "$W/nodes/n0/agent.log"; exit 1; }
-trap 'kill -TERM $(cat $W/nodes/n0/agent.pid) 2>/dev/null; sleep 3' EXIT
+# At exit the job is stopped first: an agent that gets SIGTERM leaves its gangs running (they
+# survive its restarts), and the drafter left on the GPU skewed whatever ran next on the machine
+# (a bench/train run after this script saw +12 GiB and half the speed).
+finish_node() {
+    timeout 120 "$W/bin/drover-agent" --root "$W/nodes/n0" --socket "$W/nodes/n0/agent.sock" \
+        stop --job drafter >/dev/null 2>&1
+    kill -TERM "$(cat "$W/nodes/n0/agent.pid")" 2>/dev/null
+    sleep 3
+}
+trap finish_node EXIT
 cat >"$INV" <<INI
 [drover]
 state_dir = $W/state
