@@ -662,6 +662,7 @@ static void handle_request(struct daemon *d, int ci, struct rpc_request *q)
         ev.kind = JM_EV_REVERT;
         ev.text = q->reason;
         ev.value = q->no_mark ? 1 : 0;
+        ev.no_start = q->no_start;
         ev.rdzv = q->rdzv;
         break;
     case RPC_STOP:

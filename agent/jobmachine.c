@@ -9,7 +9,9 @@
  * starts the stopped release again.  A release's probation deadline survives a stop and start
  * of it (it is not re-armed, not lost).  A rank's "peer_stopped" exit is never "completed": the
  * gang restarts, but not before JM_PEER_STOP_GRACE_S, and a request in that grace cancels it as
- * if the exit had been that request's.  No I/O, no clock.
+ * if the exit had been that request's.  A revert with no_start (a deploy onto a job the operator
+ * had stopped) makes the good release current and starts nothing: the job is left stopped as a
+ * stop leaves it.  No I/O, no clock.
  */
 #include "agent/jobmachine.h"
 
@@ -338,6 +340,8 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     bool leaving_bad = !state_on_good(j) && !current_is_promoted(j) && !spec_only &&
                       !(rt->next_no_mark && !automatic);
     rt->next_no_mark = false;
+    bool no_start = rt->next_no_start;
+    rt->next_no_start = false;
     bool regen = rt->next_regen;
     rt->next_regen = false;
     switch_to(j, j->good, j->good_digest, out);
@@ -350,7 +354,14 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     j->probation_deadline = 0;
     if (automatic)
         j->auto_rollbacks++;
-    if (again && regen)
+    if (no_start && again)
+        snprintf(msg, sizeof msg, "the good release %.12s is current; the job is left stopped, as "
+                 "asked (revert --no-start): %s", from, rt->next_reason);
+    else if (no_start)
+        snprintf(msg, sizeof msg, "reverted from %.12s%s; the job is left stopped, as asked (revert "
+                 "--no-start): %s", from, spec_only ? "'s changed job spec to its good one" : "",
+                 rt->next_reason);
+    else if (again && regen)
         /* its gang of the good release ran another generation than the one the controller's
          * revert starts everywhere (this agent went back by itself while the controller's stop
          * could not reach it): restarted to join the others */
@@ -369,6 +380,15 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     if (leaving_bad)
         (void)state_mark_bad(j, from, rt->next_reason);
     fx_event(out, "revert", j->current, "%s", msg);
+    if (no_start) {
+        /* recorded as a stop leaves it: an agent restart starts nothing (JM_EV_AGENT_START of a
+         * stopped job), `start` runs the good release, now current */
+        j->switch_deadline = 0;
+        set_state(j, GANG_STOPPED, STATUS_RC_NONE, msg);
+        fx_simple(out, JM_FX_SAVE);
+        fx_msg(out, JM_FX_ANSWER, 0, msg);
+        return;
+    }
     if (automatic && leaving_bad) {
         struct jm_effect *h = fx_add(out, JM_FX_HISTORY);
         (void)str_copy(h->release, sizeof h->release, from);
@@ -622,21 +642,26 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         fx_simple(out, JM_FX_SAVE);
         return;
     }
-    if (ev->kind == JM_EV_REVERT && rt->next == JM_NEXT_STOP && j->good[0] && !state_on_good(j)) {
+    if (ev->kind == JM_EV_REVERT && rt->next == JM_NEXT_STOP && j->good[0] &&
+        (!state_on_good(j) || ev->no_start)) {
         /* The controller's two-phase revert: its stop is still in flight here (a rank slow to
          * go) and the good release starts elsewhere.  The good release starts here as soon as
-         * the gang is gone, never a job left down. */
+         * the gang is gone, never a job left down (with no_start: becomes current, and the job
+         * stays stopped, as the operator had left it). */
         fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_BUSY, "stop replaced by a revert request");
         fx_simple(out, JM_FX_WAIT);
         rt->next = JM_NEXT_REVERT;
         rt->next_restart_after_s = 0;
         j->switch_deadline = 0;
         rt->next_no_mark = ev->value != 0;
+        rt->next_no_start = ev->no_start;
         (void)str_copy(rt->next_rdzv, sizeof rt->next_rdzv, ev->rdzv ? ev->rdzv : "");
         rt->next_code = STATUS_RC_NONE;
         (void)str_copy(rt->next_reason, sizeof rt->next_reason, ev->text && ev->text[0] ? ev->text : "requested");
-        set_state(j, GANG_STOPPING, STATUS_RC_NONE,
-                  "stopping; the good release starts once every process of the gang is gone (revert requested)");
+        set_state(j, GANG_STOPPING, STATUS_RC_NONE, ev->no_start
+                  ? "stopping; the good release becomes current once every process of the gang is "
+                    "gone, and the job stays stopped (revert --no-start requested)"
+                  : "stopping; the good release starts once every process of the gang is gone (revert requested)");
         fx_simple(out, JM_FX_SAVE);
         return;
     }
@@ -650,6 +675,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         rt->next = JM_NEXT_REVERT;
         rt->next_code = STATUS_RC_NONE; /* a requested revert's, as below: the good gang starts */
         rt->next_no_mark = false;
+        rt->next_no_start = ev->no_start;
         (void)str_copy(rt->next_rdzv, sizeof rt->next_rdzv, ev->rdzv ? ev->rdzv : "");
         fx_event(out, "revert", j->current, "the controller's revert joins this agent's own: %s",
                  rt->next_reason);
@@ -720,7 +746,8 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
             fx_msg(out, JM_FX_REPLY, AGENT_EXIT_FAIL, msg);
             return;
         }
-        if (state_on_good(j) && rt->gang && !rt->stopping && !new_generation(j, ev->rdzv)) {
+        if (!ev->no_start && state_on_good(j) && rt->gang && !rt->stopping &&
+            !new_generation(j, ev->rdzv)) {
             /* its gang of the good release starts or runs (this agent went back by itself, say):
              * stopping it to start it again would only lose steps.  The controller asks so
              * without a generation when every container is back (its generation is the one the
@@ -734,8 +761,10 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         fx_simple(out, JM_FX_WAIT);
         cancel_restart(rt);
         j->switch_deadline = 0;
-        rt->next_regen = state_on_good(j) && rt->gang && !rt->stopping;
+        rt->next_regen = !ev->no_start && state_on_good(j) && rt->gang && !rt->stopping;
         rt->next_no_mark = ev->value != 0;
+        /* with a gang running (of any release) it is stopped first, as for a revert */
+        rt->next_no_start = ev->no_start;
         (void)str_copy(rt->next_rdzv, sizeof rt->next_rdzv, ev->rdzv ? ev->rdzv : "");
         request(p, j, rt, JM_NEXT_REVERT, STATUS_RC_NONE, ev->text && ev->text[0] ? ev->text : "requested",
                 ev->now, out);

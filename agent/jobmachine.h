@@ -114,6 +114,8 @@ struct jm_rt {
     char next_reason[256];
     enum status_reason next_code; /* next_reason's cause */
     bool next_no_mark;            /* JM_NEXT_REVERT: the release left reached no verdict */
+    bool next_no_start;           /* JM_NEXT_REVERT: make the good release current, leave the job
+                                     stopped (revert --no-start) */
     char next_rdzv[SPEC_RDZV_MAX]; /* JM_NEXT_REVERT: the good release's new generation ("" keep) */
     bool next_regen;              /* JM_NEXT_REVERT: the good gang ran, stopped only to take
                                      next_rdzv */
@@ -152,7 +154,11 @@ enum jm_ev {
                            verdict (operator's Ctrl-C, a passed analysis): not marked bad;
                            rdzv: the good release's new rendezvous generation ("" keep).  While
                            a requested stop is in flight it replaces it, as START does (the
-                           controller's two-phase revert whose stop was slow somewhere) */
+                           controller's two-phase revert whose stop was slow somewhere).
+                           no_start: the good release becomes current and nothing is started
+                           (a gang that runs is stopped first): the job ends stopped as a STOP
+                           leaves it, so an agent restart starts nothing and START runs the
+                           good release (a deploy onto a job the operator had stopped) */
     JM_EV_STOP,         /* value > 0: the first phase of a switch: once the gang is gone, the
                            job's switch deadline is armed at now + value; if no activate, revert,
                            start or stop comes by then (the controller died between the phases),
@@ -187,6 +193,7 @@ struct jm_event {
     const char *text;
     const char *rdzv;            /* REVERT (may be NULL) */
     const char *spec_digest;     /* PROMOTE (may be NULL) */
+    bool no_start;               /* REVERT: leave the job stopped on its good release */
     double hang_limit_s;         /* GANG_GONE with JM_EXIT_HUNG: the liveness deadline that tripped */
 };
 

@@ -54,6 +54,7 @@ struct cli {
     char reason[256];
     bool json, detach;
     bool no_mark; /* revert --no-mark */
+    bool no_start; /* revert --no-start */
     bool recorded; /* activate --recorded: the spec recorded for (ID, --spec-digest) */
     bool lease_status; /* lease take --status: the status document after the lease */
     char lease_holder[LEASE_HOLDER_MAX]; /* release install --lease-release HOLDER (with --job) */
@@ -95,7 +96,7 @@ static void usage(FILE *f)
             "           the job spec recorded here for (ID, D), as it ran before\n"
             "  promote ID --job J [--ktok-s X] [--samples JSON] [--spec-digest D]\n"
             "  baseline --job J             the promoted release's samples (kept by promote --samples)\n"
-            "  revert --job J [--reason TEXT] [--no-mark] [--rdzv G]\n"
+            "  revert --job J [--reason TEXT] [--no-mark] [--no-start] [--rdzv G]\n"
             "  stop --job J [--restart-after S] | start --job J [--rdzv G]\n"
             "  status [--json] | watch [--json] [--interval S] [--count N]\n"
             "  metrics                      status as Prometheus text (node_exporter textfile collector)\n"
@@ -191,6 +192,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_JSON: c->json = true; break;
         case AGENT_OPT_DETACH: c->detach = true; break;
         case AGENT_OPT_NO_MARK: c->no_mark = true; break;
+        case AGENT_OPT_NO_START: c->no_start = true; break;
         case AGENT_OPT_RECORDED: c->recorded = true; break;
         case AGENT_OPT_STATUS: c->lease_status = true; break;
         case AGENT_OPT_LEASE_RELEASE: bad = !a[0] || str_copy(c->lease_holder, sizeof c->lease_holder, a) < 0; break;
@@ -1049,7 +1051,7 @@ static int cmd_job_verb(struct cli *c, enum rpc_op op)
     bool recorded = op == RPC_ACTIVATE && c->recorded;
     if ((needs_id && c->nargs != 1) || (!needs_id && c->nargs != 0) || !c->job[0] ||
         (op == RPC_ACTIVATE && !recorded) != (c->ncmd > 0) || (c->recorded && !recorded) ||
-        (recorded && !c->spec.digest[0])) {
+        (recorded && !c->spec.digest[0]) || (c->no_start && op != RPC_REVERT)) {
         log_error("%s: wrong arguments (see drover-agent --help)", rpc_op_name(op));
         return AGENT_EXIT_USAGE;
     }
@@ -1099,6 +1101,7 @@ static int cmd_job_verb(struct cli *c, enum rpc_op op)
         (void)str_copy(q.spec_digest, sizeof q.spec_digest, c->spec.digest);
     (void)str_copy(q.reason, sizeof q.reason, c->reason);
     q.no_mark = c->no_mark;
+    q.no_start = c->no_start;
     if (op == RPC_START || op == RPC_REVERT)
         (void)str_copy(q.rdzv, sizeof q.rdzv, c->spec.rdzv);
     if (op == RPC_STOP)

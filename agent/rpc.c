@@ -86,6 +86,12 @@ int rpc_parse_request(const char *text, size_t len, struct rpc_request *ret)
             goto out;
         q.no_mark = json_is_true(no_mark);
     }
+    json_t *no_start = json_object_get(o, "no_start");
+    if (no_start) {
+        if (!json_is_boolean(no_start))
+            goto out;
+        q.no_start = json_is_true(no_start);
+    }
     if (jf_str(o, "rdzv", q.rdzv, sizeof q.rdzv, false) < 0 || (q.rdzv[0] && !spec_rdzv_ok(q.rdzv)))
         goto out;
     /* promote: the pair's digest (optional: an older client sends none) */
@@ -166,6 +172,8 @@ int rpc_format_request(const struct rpc_request *q, char **ret_text)
                                    json_string(text_json_safe(q->reason, reason, sizeof reason)));
         if (q->op == RPC_REVERT && q->no_mark)
             bad |= json_object_set_new(o, "no_mark", json_true());
+        if (q->op == RPC_REVERT && q->no_start)
+            bad |= json_object_set_new(o, "no_start", json_true());
         if (q->op == RPC_REVERT && q->rdzv[0])
             bad |= json_object_set_new(o, "rdzv", json_string(q->rdzv));
         break;

@@ -5,7 +5,8 @@
  * the daemon closes:
  *   {"v":1,"op":"activate","job":"train","release":"<id>","spec":{…agent.h spec…},"probation_s":600}
  *   {"v":1,"op":"promote","job":"train","release":"<id>","ktok_s":412.3}
- *   {"v":1,"op":"revert","job":"train","reason":"…","rdzv":"<generation>"}   (rdzv optional)
+ *   {"v":1,"op":"revert","job":"train","reason":"…","rdzv":"<generation>","no_start":true}
+ *     (rdzv, no_mark and no_start optional)
  *   {"v":1,"op":"stop","job":"train","restart_after_s":S}   (restart_after_s optional: a switch)
  *   {"v":1,"op":"start","job":"train","rdzv":"<generation>"}   (rdzv optional)
  *   {"v":1,"op":"lease-takeover","job":"train","reason":"deploy lease taken over by …"}
@@ -39,6 +40,7 @@ struct rpc_request {
     char spec_digest[SPEC_DIGEST_LEN + 1]; /* promote: the pair's job spec digest, "" any */
     char reason[256];          /* revert */
     bool no_mark;              /* revert: leave the current release unmarked (no verdict) */
+    bool no_start;             /* revert: make the good release current, leave the job stopped */
     char rdzv[SPEC_RDZV_MAX];  /* start, revert: the new rendezvous generation, "" = keep */
     double restart_after_s;    /* stop: a switch's stop, its switch deadline (0: a plain stop) */
     double interval_s;         /* watch: 0.05 .. 3600 */

@@ -102,7 +102,8 @@ int agent_verb_parse(const char *s)
     X(AGENT_OPT_SPEC_DIGEST, "spec-digest", required_argument)    \
     X(AGENT_OPT_SPEC_FIELDS, "spec-fields", required_argument)   \
     X(AGENT_OPT_TAKE_OVER, "take-over", required_argument)       \
-    X(AGENT_OPT_RECORDED, "recorded", no_argument)
+    X(AGENT_OPT_RECORDED, "recorded", no_argument)               \
+    X(AGENT_OPT_NO_START, "no-start", no_argument)
 
 #define AS_LONGOPT(id, name, arg) { name, arg, 0, id },
 const struct option agent_cli_longopts[] = {
@@ -365,6 +366,11 @@ void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason
         add_opt(a, AGENT_OPT_REASON, reason);
     if (no_mark)
         add_opt(a, AGENT_OPT_NO_MARK, NULL);
+}
+
+void agent_argv_revert_no_start(struct agent_argv *a)
+{
+    add_opt(a, AGENT_OPT_NO_START, NULL);
 }
 
 void agent_argv_promote(struct agent_argv *a, const struct agent_promote *p)

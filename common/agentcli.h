@@ -104,7 +104,7 @@ enum agent_opt {
     AGENT_OPT_STALL_DEADLINE, AGENT_OPT_CHECKPOINT_DEADLINE, AGENT_OPT_SAMPLES,
     AGENT_OPT_HOST_DRIVER, AGENT_OPT_CUDA, AGENT_OPT_GPU_MEM, AGENT_OPT_RDZV, AGENT_OPT_NO_MARK,
     AGENT_OPT_RESTART_AFTER, AGENT_OPT_CGROUP, AGENT_OPT_STATUS, AGENT_OPT_LEASE_RELEASE, AGENT_OPT_SPEC_DIGEST,
-    AGENT_OPT_SPEC_FIELDS, AGENT_OPT_TAKE_OVER, AGENT_OPT_RECORDED, AGENT_OPT_END
+    AGENT_OPT_SPEC_FIELDS, AGENT_OPT_TAKE_OVER, AGENT_OPT_RECORDED, AGENT_OPT_NO_START, AGENT_OPT_END
 };
 
 /* getopt_long's table of every option, {0} terminated. */
@@ -200,6 +200,12 @@ int agent_lease_holder_of(const char *said, char *ret_holder, size_t sz);
 /* no_mark: the release left behind reached no verdict (operator's Ctrl-C during probation, an
  * analysis that passed): it is not marked bad (docs/agent.md, "Bad marks"). */
 void agent_argv_revert(struct agent_argv *a, const char *job, const char *reason, bool no_mark);
+/* --no-start after agent_argv_revert: the agent makes the good release current again and
+ * leaves the job stopped (no gang started; a gang that runs is stopped), recorded as `stop`
+ * records it, so that `start` runs the good release later and an agent restart starts nothing.
+ * For a deploy onto a job the operator had stopped.  Only for agents whose status says
+ * STATUS_FEAT_REVERT_NO_START; an older one refuses it with exit 2 (usage), nothing changed. */
+void agent_argv_revert_no_start(struct agent_argv *a);
 struct agent_promote {
     const char *id, *job;
     double ktok_s;           /* <= 0: left out; else printed with 3 decimals */

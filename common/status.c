@@ -108,7 +108,7 @@ bool status_reason_stops_gang(enum status_reason c)
            c == STATUS_RC_OTHER;
 }
 
-static const char *const feature_names[] = {"spec-pairs", "promote-spec", "recorded-spec"};
+static const char *const feature_names[] = {"spec-pairs", "promote-spec", "recorded-spec", "revert-no-start"};
 
 const char *status_feature_name(unsigned feature)
 {

@@ -67,7 +67,9 @@
                                           good spec (agents before it keep one per release) */
 #define STATUS_FEAT_PROMOTE_SPEC 0x2u  /* "promote-spec": promote --spec-digest D checks the pair */
 #define STATUS_FEAT_RECORDED_SPEC 0x4u /* "recorded-spec": activate --recorded; goods_spec */
-#define STATUS_FEATURES_ALL 0x7u
+#define STATUS_FEAT_REVERT_NO_START 0x8u /* "revert-no-start": revert --no-start leaves the job
+                                            stopped on its good release */
+#define STATUS_FEATURES_ALL 0xfu
 #define JOB_NAME_MAX 32
 
 /* Gang states, in the words the dashboard shows. */

@@ -1126,6 +1126,10 @@ int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_s
 
 struct revert_arg {
     const char *const *argv;
+    /* where no_start[i]: argv_no_start (`revert --no-start`: a deploy onto a stopped job, its
+     * agent knowing the option), which leaves the job stopped on the good release */
+    const char *const *argv_no_start;
+    const bool *no_start;
     const bool *gone;  /* phase 1's answer per container */
     double timeout_s;
     bool *already;     /* out: the agent answered that its gang of the good release runs */
@@ -1137,6 +1141,11 @@ bool deploy_call_found_no_agent(int r, int status, const char *err)
     return r == -EIO && status == AGENT_EXIT_NO_DAEMON && agent_said_no_daemon(err);
 }
 
+bool deploy_revert_leaves_stopped(const struct deploy *d, int i)
+{
+    return d->leave_stopped && (d->features[i] & STATUS_FEAT_REVERT_NO_START);
+}
+
 static int revert_one(struct ct_fan *cf, int i)
 {
     const struct revert_arg *ra = cf->arg;
@@ -1145,8 +1154,8 @@ static int revert_one(struct ct_fan *cf, int i)
     double t = ra->gone[i] ? ra->timeout_s : 10;
     char out[300];
     int status = 0;
-    int r = agent_call_full(cf->d, &cf->d->job->cts[i], ra->argv, t, &status, out, sizeof out,
-                            cf->err[i], sizeof cf->err[i]);
+    int r = agent_call_full(cf->d, &cf->d->job->cts[i], ra->no_start[i] ? ra->argv_no_start : ra->argv,
+                            t, &status, out, sizeof out, cf->err[i], sizeof cf->err[i]);
     ra->already[i] = r == 0 && strstr(out, AGENT_REVERT_ALREADY) != NULL;
     /* the host answered, pct ran the agent CLI, and it found no daemon (killed, crashed): not a
      * host to wait for, an agent to start again */
@@ -1186,30 +1195,44 @@ static bool job_back_everywhere(struct deploy *d, bool back[INV_MAX_CTS])
  * switch deadline is named; its revert replaces the stop still in flight there, so the good
  * release starts there once the old gang is gone (the others wait for it in their rendezvous):
  * never a job left stopped, unless the deploy began on a stopped job (d->leave_stopped: then
- * revert_left_stopped stops it again).  Returns the exit code. */
+ * each agent is asked `revert --no-start`, which makes the good release current and starts
+ * nothing, and revert_left_stopped says so).  Returns the exit code. */
 static int revert_all_run(struct deploy *d, enum history_reason code, const char *reason);
 
 /* The end of a revert of a deploy onto a stopped job (d->leave_stopped), the good release
- * current again everywhere: the agent's revert started it, so it is stopped again, as the
- * operator had left the job (it was left running: the failed deploy had started the job).
- * Here, before the record, which gives the lease back: a stop after it would run unleased.
- * No recovery is watched: nothing is meant to run.  Says the outcome on stdout; EXIT_REVERTED
- * (the revert itself reached every container, also where the stop did not: said so). */
-static int revert_left_stopped(struct deploy *d, enum history_reason code, const char *reason)
+ * current again everywhere, as the operator had left the job: stopped (the failed deploy had
+ * started it).  Where the agent reverted with --no-start (left_stopped[i]) nothing was started.
+ * An agent older than that option (no STATUS_FEAT_REVERT_NO_START) started the good release, so
+ * it is stopped again there: here, before the record, which gives the lease back (a stop after
+ * it would run unleased).  No recovery is watched: nothing is meant to run.  Says the outcome
+ * on stdout; EXIT_REVERTED (the revert itself reached every container, also where the stop did
+ * not: said so). */
+static int revert_left_stopped(struct deploy *d, enum history_reason code, const char *reason,
+                               const bool left_stopped[])
 {
     const struct inv_job *j = d->job;
     char sid[RELEASE_SHORT_LEN + 1];
-    fprintf(stderr, "revert: job '%s' was stopped before the deploy: stopping %s again\n", j->name,
-            ui_short(d->good, sid));
-    struct agent_argv a;
-    agent_argv_init(&a);
-    agent_argv_stop(&a, j->name);
+    bool skip[INV_MAX_CTS], any = false;
+    for (int i = 0; i < j->ncts; i++) {
+        skip[i] = left_stopped[i];
+        any |= !skip[i];
+    }
     struct agent_fan_ct c[INV_MAX_CTS];
-    (void)agent_fan_run(d, agent_argv_end(&a) == 0 ? a.argv : NULL, NULL,
-                        (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s, c, NULL);
+    if (any) {
+        fprintf(stderr, "revert: job '%s' was stopped before the deploy: stopping %s again where its "
+                "agent started it (an agent older than revert --no-start)\n", j->name,
+                ui_short(d->good, sid));
+        struct agent_argv a;
+        agent_argv_init(&a);
+        agent_argv_stop(&a, j->name);
+        (void)agent_fan_run(d, agent_argv_end(&a) == 0 ? a.argv : NULL, skip,
+                            (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s, c, NULL);
+    }
     char running[900] = "";
     size_t off = 0;
     for (int i = 0; i < j->ncts; i++) {
+        if (skip[i])
+            continue;
         enum stopstart_outcome o = stopstart_judge(false, c[i].asked, c[i].ok[0] ? c[i].ok : NULL,
                                                    c[i].ended && !c[i].lost, false);
         if (stopstart_is_ok(false, o))
@@ -1334,13 +1357,23 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
     new_rdzv(tok);
     char why[300];
     snprintf(why, sizeof why, "drover: %s", reason);
-    struct agent_argv args;
+    struct agent_argv args, args_ns;
     agent_argv_init(&args);
     agent_argv_revert(&args, j->name, why, d->no_bad_mark);
     if (!kept && !keep_generation)
         agent_argv_rdzv(&args, tok);
-    struct revert_arg ra = { .argv = args.argv, .gone = gone, .already = already,
-                             .no_agent = no_agent,
+    /* a deploy onto a stopped job: the job stays stopped, nothing of the good release starts
+     * (it used to be started, then stopped again by revert_left_stopped) */
+    agent_argv_init(&args_ns);
+    agent_argv_revert(&args_ns, j->name, why, d->no_bad_mark);
+    agent_argv_revert_no_start(&args_ns);
+    if (!kept && !keep_generation)
+        agent_argv_rdzv(&args_ns, tok);
+    bool no_start[INV_MAX_CTS];
+    for (int i = 0; i < j->ncts; i++)
+        no_start[i] = deploy_revert_leaves_stopped(d, i);
+    struct revert_arg ra = { .argv = args.argv, .argv_no_start = args_ns.argv, .no_start = no_start,
+                             .gone = gone, .already = already, .no_agent = no_agent,
                              .timeout_s = (j->grace_s > 0 ? j->grace_s : 60) + d->inv->exec_timeout_s };
     struct ct_fan *cf = calloc(1, sizeof *cf);
     int failed = 0, stopped = 0;
@@ -1390,6 +1423,9 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
             } else if (cf->rc[i] >= 0 && already[i]) {
                 fprintf(stderr, "revert %s: already on %s, its gang left running\n", j->cts[i].label,
                         ui_short(d->good, sid));
+            } else if (cf->rc[i] >= 0 && no_start[i]) {
+                fprintf(stderr, "revert %s: %s is current again, left stopped (nothing started)\n",
+                        j->cts[i].label, ui_short(d->good, sid));
             } else if (cf->rc[i] >= 0) {
                 fprintf(stderr, "revert %s: %s started%s\n", j->cts[i].label, ui_short(d->good, sid),
                         kept ? " again (its gang had ended since the look)" : "");
@@ -1427,7 +1463,7 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
         return EXIT_REVERT_FAILED;
     }
     if (!failed && d->leave_stopped)
-        return revert_left_stopped(d, code, reason);
+        return revert_left_stopped(d, code, reason, no_start);
     char msg[700] = "not confirmed (--now): watch it with `drover status`";
     int cr = failed ? -EIO : d->no_confirm ? 0 : confirm_recovery(d, d->good, msg, sizeof msg);
     if (cr == -EINTR) { /* started everywhere, as with --now: only the watching was cut short */

@@ -313,6 +313,11 @@ int taken_over(struct deploy *d, const char *what);
 int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_sz);
 /* code: the reason code of the record it writes (why the release is reverted), reason its words. */
 int revert_all(struct deploy *d, enum history_reason code, const char *reason);
+/* Does revert_all ask container i's agent `revert --no-start` (the job was stopped before the
+ * deploy, d->leave_stopped, and its agent says STATUS_FEAT_REVERT_NO_START)?  Elsewhere a
+ * stopped job's revert starts the good release, which revert_all then stops again (an older
+ * agent; a mixed fleet, until `drover install` updates it). */
+bool deploy_revert_leaves_stopped(const struct deploy *d, int i);
 int promote_all(struct deploy *d, double ktok, const struct sample_set *ss);
 struct sample_set *load_base_samples(struct deploy *d);
 /* Follow one watch stream per container and feed p until it decides (what labels the progress

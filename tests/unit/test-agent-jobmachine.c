@@ -641,6 +641,75 @@ static void test_switch_deadline(void **state)
     world_done(&w);
 }
 
+/* One event through the machine; effect names space-separated into got. */
+static void step_no_start(struct world *w, enum jm_ev kind, double now, const char *text, char *got,
+                          size_t sz)
+{
+    struct jm_event ev = {.kind = kind, .now = now, .text = text, .rank = -1,
+                          .no_start = kind == JM_EV_REVERT};
+    struct jm_effects out = {0};
+    jm_step(&w->p, w->j, &w->rt, &ev, &out);
+    got[0] = '\0';
+    for (int k = 0; k < out.n; k++) {
+        size_t len = strlen(got);
+        snprintf(got + len, sz - len, "%s%s", k ? " " : "", jm_fx_name(out.fx[k].kind));
+        if (out.fx[k].kind == JM_FX_ANSWER || out.fx[k].kind == JM_FX_REPLY)
+            assert_int_equal(out.fx[k].code, 0);
+    }
+}
+
+/* `drover stop`, then a deploy of B that fails: the controller's revert of a job the operator
+ * had stopped asks with no_start.  The good release becomes current and nothing starts: no
+ * start-gang effect, the job recorded stopped as a stop records it, B marked bad; an agent
+ * restart starts nothing, and a start runs A.  It used to start A, which the controller then
+ * stopped again: A's gang ran for seconds on GPUs the operator had freed.  With B's gang still
+ * running when the revert comes, it is stopped first, then the same. */
+static void test_revert_no_start_leaves_job_stopped(void **state)
+{
+    (void)state;
+    char got[512];
+    for (int running = 0; running <= 1; running++) {
+        struct world w;
+        world_init(&w);
+        RUN(&w, good_a);
+        RUN(&w, then_b);
+        if (!running) { /* the controller's phase 1 stopped B's gang */
+            step_no_start(&w, JM_EV_STOP, 20, NULL, got, sizeof got);
+            step_no_start(&w, JM_EV_GANG_GONE, 21, NULL, got, sizeof got);
+            assert_int_equal(w.j->state, GANG_STOPPED);
+        }
+        step_no_start(&w, JM_EV_REVERT, 22, "drover: probation failed", got, sizeof got);
+        if (running) {
+            assert_string_equal(got, "wait stop-gang save");
+            assert_int_equal(w.j->state, GANG_STOPPING);
+            step_no_start(&w, JM_EV_GANG_GONE, 23, NULL, got, sizeof got);
+            assert_string_equal(got, "clear-gang switch event save answer");
+        } else {
+            assert_string_equal(got, "wait switch event save answer");
+        }
+        assert_null(strstr(got, "start-gang"));
+        assert_int_equal(w.j->state, GANG_STOPPED);
+        assert_int_equal(w.j->reason_code, STATUS_RC_NONE);
+        assert_non_null(strstr(w.j->reason, "left stopped"));
+        assert_string_equal(w.j->current, A);
+        assert_true(state_is_bad(w.j, B));
+        assert_true(w.j->probation_deadline == 0 && w.j->switch_deadline == 0);
+        /* nothing starts it on its own: not a tick past B's probation deadline, not an agent restart */
+        step_no_start(&w, JM_EV_TICK, 500, NULL, got, sizeof got);
+        assert_string_equal(got, "");
+        jm_rt_done(&w.rt);
+        jm_rt_init(&w.rt);
+        step_no_start(&w, JM_EV_AGENT_START, 0.5, NULL, got, sizeof got);
+        assert_string_equal(got, "");
+        assert_int_equal(w.j->state, GANG_STOPPED);
+        /* `drover start` runs the good release */
+        step_no_start(&w, JM_EV_START, 1, "", got, sizeof got);
+        assert_string_equal(got, "wait event start-gang");
+        assert_string_equal(w.j->current, A);
+        world_done(&w);
+    }
+}
+
 /* An agent that went back to the good release by itself (B failed) and runs its gang: the
  * controller's revert that follows is answered "already on the good release" and changes
  * nothing: no stop, no start, no new generation (the demo's v2 had all three agents' v1 gangs
@@ -1292,6 +1361,7 @@ int main(void)
         cmocka_unit_test(test_switch_deadline),
         cmocka_unit_test(test_two_phase_revert),
         cmocka_unit_test(test_revert_when_already_back),
+        cmocka_unit_test(test_revert_no_start_leaves_job_stopped),
         cmocka_unit_test(test_probation_deadline_survives_abort),
         cmocka_unit_test(test_shutdown_adopt_and_agent_start),
         cmocka_unit_test(test_state_marks_round_trip),

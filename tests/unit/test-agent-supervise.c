@@ -1771,6 +1771,111 @@ static void test_daemon_no_good_release_fails(void **state)
     daemon_down();
 }
 
+/* Lines in tmpd's file name (0 when it does not exist). */
+static int count_lines(const char *name)
+{
+    char p[300], *text = NULL;
+    size_t len = 0;
+    snprintf(p, sizeof p, "%s/%s", tmpd, name);
+    if (fs_read_file(p, 1 << 20, &text, &len) < 0)
+        return 0;
+    int n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += text[i] == '\n';
+    free(text);
+    return n;
+}
+
+static char *job_request(enum rpc_op op, bool no_start, double restart_after_s)
+{
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = op;
+    strcpy(q.job, "train");
+    strcpy(q.reason, "drover: probation failed");
+    q.no_start = no_start;
+    q.restart_after_s = restart_after_s;
+    return call(&q);
+}
+
+/* `drover stop`, then a deploy of a release that fails: the controller's revert of that
+ * deploy asks `revert --no-start`.  The good release becomes current and no worker of it ever
+ * starts, not on the revert and not when the agent restarts; the job is recorded stopped, and
+ * a start runs the good release.  It used to start the good gang (every rank of it exec'd),
+ * which the controller then stopped again: it ran for seconds on GPUs the operator had freed. */
+static void test_daemon_revert_no_start_starts_nothing(void **state)
+{
+    (void)state;
+    char good[RELEASE_ID_LEN + 1], bad[RELEASE_ID_LEN + 1], script[600];
+    /* each rank of the good release that starts says so, before anything else */
+    snprintf(script, sizeof script, "#!/bin/sh\necho $RANK >>'%s/good-starts'\n%s", tmpd,
+             good_sh + strlen("#!/bin/sh\n"));
+    install("good", script, good);
+    snprintf(script, sizeof script, "%s# the failing release\n", good_sh);
+    install("bad", script, bad);
+    daemon_up();
+    char *r = activate(good, 2);
+    assert_true(reply_ok(r));
+    free(r);
+    struct agent_status *st = malloc(sizeof *st);
+    assert_non_null(wait_state(st, GANG_RUNNING, 30));
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = RPC_PROMOTE;
+    strcpy(q.job, "train");
+    strcpy(q.release, good);
+    r = call(&q);
+    assert_true(reply_ok(r));
+    free(r);
+    /* drover stop; the deploy of bad starts it; the revert's phase 1 stops it (a switch's stop) */
+    r = job_request(RPC_STOP, false, 0);
+    assert_true(reply_ok(r));
+    free(r);
+    r = activate(bad, 2);
+    assert_true(reply_ok(r));
+    free(r);
+    r = job_request(RPC_STOP, false, 30);
+    assert_true(reply_ok(r));
+    free(r);
+    int starts = count_lines("good-starts");
+    assert_int_equal(starts, 2); /* its two ranks, once */
+
+    r = job_request(RPC_REVERT, true, 0);
+    if (!reply_ok(r))
+        fail_msg("revert --no-start: %s", r);
+    usleep(1500 * 1000); /* a gang started by the revert would have exec'd by now */
+    assert_int_equal(count_lines("good-starts"), starts);
+    assert_non_null(strstr(r, "left stopped"));
+    free(r);
+    get_status(st);
+    const struct job_status *j = status_find_job(st, "train");
+    assert_int_equal(j->state, GANG_STOPPED);
+    assert_string_equal(j->current, good);
+    assert_string_equal(j->good, good);
+    assert_non_null(strstr(j->reason, "left stopped"));
+
+    /* an agent restart starts nothing: the job is stopped as `stop` leaves it */
+    daemon_leave();
+    daemon_up();
+    usleep(1500 * 1000);
+    assert_int_equal(count_lines("good-starts"), starts);
+    get_status(st);
+    j = status_find_job(st, "train");
+    assert_int_equal(j->state, GANG_STOPPED);
+    assert_string_equal(j->current, good);
+
+    /* `drover start` runs the good release */
+    r = job_request(RPC_START, false, 0);
+    assert_true(reply_ok(r));
+    free(r);
+    j = wait_state(st, GANG_RUNNING, 30);
+    assert_int_equal(j->state, GANG_RUNNING);
+    assert_string_equal(j->release, good);
+    assert_int_equal(count_lines("good-starts"), starts + 2);
+    free(st);
+    daemon_down();
+}
+
 int main(void)
 {
     (void)prctl(PR_SET_CHILD_SUBREAPER, 1); /* reap the workers' own children like the daemon */
@@ -1806,6 +1911,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_daemon_probation_ignores_wall_clock_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_peer_lost_names_frozen_rank, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_no_good_release_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_revert_no_start_starts_nothing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

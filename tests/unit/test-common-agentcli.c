@@ -142,6 +142,18 @@ static void test_release_promote_revert_stop(void **state)
     assert_int_equal(p.verb, AGENT_VERB_REVERT);
     assert_string_equal(opt_val(&p, AGENT_OPT_REASON), "drover: crash");
     assert_null(opt_val(&p, AGENT_OPT_NO_MARK));
+    assert_null(opt_val(&p, AGENT_OPT_NO_START));
+
+    /* a deploy onto a stopped job: back to the good release, left stopped */
+    agent_argv_init(&a);
+    agent_argv_revert(&a, "train", "drover: crash", false);
+    agent_argv_revert_no_start(&a);
+    agent_argv_rdzv(&a, "g2");
+    parse(&a, &p);
+    assert_int_equal(agent_argv_end(&a), 0);
+    assert_int_equal(p.verb, AGENT_VERB_REVERT);
+    assert_non_null(opt_val(&p, AGENT_OPT_NO_START));
+    assert_string_equal(opt_val(&p, AGENT_OPT_RDZV), "g2");
 
     agent_argv_init(&a);
     agent_argv_revert(&a, "train", "drover: interrupted", true); /* Ctrl-C during probation */

@@ -439,7 +439,7 @@ static void test_status_goods_spec_features(void **state)
     memset(js->goods_spec[1], '1', SPEC_DIGEST_LEN);
     char *text = NULL;
     assert_int_equal(status_format(st, &text), 0);
-    assert_non_null(strstr(text, "\"features\":[\"spec-pairs\",\"promote-spec\",\"recorded-spec\"]"));
+    assert_non_null(strstr(text, "\"features\":[\"spec-pairs\",\"promote-spec\",\"recorded-spec\",\"revert-no-start\"]"));
     assert_int_equal(status_parse(text, strlen(text), back), 0);
     free(text);
     assert_int_equal(back->features, STATUS_FEATURES_ALL);

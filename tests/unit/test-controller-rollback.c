@@ -293,6 +293,7 @@ static void test_gc_agent_not_running(void **state)
  * goes back to `good`; stopped_before: the deploy's survey found the job stopped everywhere */
 static struct inventory *left_inv;
 static bool left_stopped_before;
+static unsigned left_features; /* what the agents' status said (STATUS_FEAT_*) */
 static int left_revert_verb(struct fleet *f, int argc, char **argv)
 {
     (void)argc;
@@ -310,6 +311,7 @@ static int left_revert_verb(struct fleet *f, int argc, char **argv)
         strcpy(d.sv_js[i].good, good);
         d.sv_js[i].state = left_stopped_before ? GANG_STOPPED : GANG_RUNNING;
         d.has_gang[i] = !left_stopped_before;
+        d.features[i] = left_features;
     }
     d.leave_stopped = deploy_job_is_stopped(&d); /* as deploy_run decides it after its survey */
     int r = revert_all(&d, HISTORY_RC_NONE, "probation failed: crash");
@@ -318,9 +320,11 @@ static int left_revert_verb(struct fleet *f, int argc, char **argv)
 }
 
 /* `drover stop --job J`, then `drover deploy --job J v2`: v2 failed its probation and was
- * reverted to v1, which the revert started, though the operator had left the job stopped.  The
- * revert puts v1 back as current, then stops it again (before its record gives the lease back),
- * and says so.  A job that ran before is left running, as before. */
+ * reverted to v1, which the revert started, though the operator had left the job stopped.  Each
+ * agent is asked `revert --no-start`: v1 is current again and nothing starts, so nothing is
+ * stopped again, and the revert says the job is left stopped.  An agent older than the option
+ * (no revert-no-start feature) is asked the old way and stopped again (before the record gives
+ * the lease back).  A job that ran before is reverted and left running, as before. */
 static void test_revert_of_stopped_job_leaves_it_stopped(void **state)
 {
     (void)state;
@@ -346,8 +350,11 @@ static void test_revert_of_stopped_job_leaves_it_stopped(void **state)
     snprintf(out, sizeof out, "%s/out", d2);
     snprintf(err, sizeof err, "%s/err", d2);
     snprintf(p, sizeof p, "%s/calls", d2);
-    for (int before = 1; before >= 0; before--) {
+    for (int k = 0; k < 4; k++) {
+        int before = k < 2;
+        bool knows = k % 2 == 0; /* the agents say revert-no-start */
         left_stopped_before = before;
+        left_features = knows ? STATUS_FEATURES_ALL : STATUS_FEAT_SPEC_PAIRS;
         (void)unlink(p);
         assert_int_equal(capture_verb(left_revert_verb, left_inv, NULL, 0, out, err), EXIT_REVERTED);
         char *calls = capture_slurp(p), *o = capture_slurp(out);
@@ -355,7 +362,17 @@ static void test_revert_of_stopped_job_leaves_it_stopped(void **state)
         assert_non_null(rev);
         /* a plain stop after the revert (not the switch's stop, which restarts after a while) */
         const char *again = strstr(rev, "stop --job train\n");
-        if (before) {
+        if (before && knows) { /* nothing started, nothing to stop again */
+            const char *rev2 = strstr(rev + 1, "revert");
+            assert_non_null(rev2); /* both containers */
+            assert_non_null(strstr(rev, "--no-start"));
+            assert_non_null(strstr(rev2, "--no-start"));
+            assert_null(again);
+            if (!strstr(o, "reverted job 'train' to a56200000000; the job was stopped before the deploy, "
+                           "so it is left stopped: `drover start --job train` runs it"))
+                fail_msg("stdout: %s", o);
+        } else if (before) {
+            assert_null(strstr(calls, "--no-start"));
             assert_non_null(again);
             assert_non_null(strstr(again + 1, "stop --job train\n")); /* both containers */
             if (!strstr(o, "reverted job 'train' to a56200000000; the job was stopped before the deploy, "
@@ -363,6 +380,7 @@ static void test_revert_of_stopped_job_leaves_it_stopped(void **state)
                 fail_msg("stdout: %s", o);
         } else {
             assert_null(again);
+            assert_null(strstr(calls, "--no-start"));
             assert_null(strstr(o, "left stopped"));
         }
         free(calls);
