@@ -625,17 +625,24 @@ static void test_written_object_is_sent_again(void **state)
  * rebuilds it in the same deploy.  (The old code said "present": nothing was sent, and the
  * deploy failed at activation.)  `release have` (asked first for a large release) finds the
  * same. */
+/* A store at root/ with release a (src/ with mod.py holding mod_text) installed from one pack. */
+static void store_with_release(struct store *s, struct rel *a, const char *mod_text)
+{
+    char err[512];
+    assert_int_equal(store_open(s, path("root")), 0);
+    src_tree(mod_text);
+    load(a, NULL);
+    make_pack(a->m, "a.pack", NULL);
+    assert_int_equal(objstore_add(s, a->text, a->len, a->id, path("a.pack"), NULL, err, sizeof err), 0);
+}
+
 static void test_missing_reverifies_present(void **state)
 {
     (void)state;
     struct store s;
-    assert_int_equal(store_open(&s, path("root")), 0);
-    src_tree("x = 1\n");
     struct rel a;
-    load(&a, NULL);
-    make_pack(a.m, "a.pack", NULL);
     char err[512];
-    assert_int_equal(objstore_add(&s, a.text, a.len, a.id, path("a.pack"), NULL, err, sizeof err), 0);
+    store_with_release(&s, &a, "x = 1\n");
 
     /* untouched: present, and nothing was read (each file's inode is the one recorded) */
     struct m2_ranges rg;
