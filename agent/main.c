@@ -430,9 +430,10 @@ static int cmd_lease(struct cli *c)
 
 /* ---- store verbs ---- */
 
-/* v2 releases (agent/objstore.h): `release missing MANIFEST` prints "present", or the ranges of
- * manifest entries whose objects the store lacks ("START COUNT" lines); `release install MANIFEST
- * [PACK] --id ID` stores the pack's objects and assembles the release. */
+/* v2 releases (agent/objstore.h): `release missing MANIFEST` prints "present" (installed, and its
+ * tree passes the cheap verify), or the ranges of manifest entries whose objects the store lacks
+ * ("START COUNT" lines; none for a damaged release whose objects are intact); `release install
+ * MANIFEST [PACK] --id ID` stores the pack's objects and assembles the release. */
 /* A path a verb was given must be a regular file, checked before anything opens it for real:
  * opening or reading a FIFO blocks forever, a device may do anything (issue 12: `release add`
  * on a FIFO hung).  0, or the exit code after saying why. */
@@ -495,8 +496,10 @@ static int read_stdin(size_t max, char **ret, size_t *ret_len)
 }
 
 /* `release have ID...`: one line "ID present" or "ID absent" each, from the record of a verified
- * install (objstore_have): no manifest needed, nothing walked.  The controller's first question
- * for every release, so an environment already in place costs one call per host. */
+ * install and the cheap verify of its tree (objstore_have_intact): no manifest needed, a stat per
+ * file, nothing read that did not change.  The controller's first question for a large release
+ * (an environment), so one already in place costs one call per host, and one changed on disk is
+ * "absent": its `release missing` then asks for what changed, in the same deploy. */
 static int cmd_release_have(struct cli *c, struct store *s)
 {
     if (c->nargs < 2) {
@@ -508,7 +511,7 @@ static int cmd_release_have(struct cli *c, struct store *s)
             log_error("release have: '%.80s' is not a release id (64 hex digits)", c->args[i]);
             return AGENT_EXIT_USAGE;
         }
-        printf("%s %s\n", c->args[i], objstore_have(s, c->args[i]) ? "present" : "absent");
+        printf("%s %s\n", c->args[i], objstore_have_intact(s, c->args[i]) ? "present" : "absent");
     }
     return AGENT_EXIT_OK;
 }
@@ -551,7 +554,7 @@ static int cmd_release_tree(struct cli *c, struct store *s)
         struct m2_ranges rg = { 0 };
         bool present = false;
         if ((r = manifest2_parse(text, len, &m)) == 0 && (r = sha256_buf_hex(text, len, id)) == 0)
-            r = objstore_missing(s, m, id, &rg, &present);
+            r = objstore_missing(s, m, id, NULL, &rg, &present);
         manifest2_free(m);
         if (r == 0 && man_stdin && !present) {
             char keep[PATH_MAX];

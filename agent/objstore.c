@@ -263,7 +263,36 @@ bool objstore_have(const struct store *s, const char *id)
     return ok;
 }
 
-int objstore_missing(const struct store *s, const struct manifest2 *m, const char *id,
+static int verify_one(const struct store *s, const char *id, const char *what, struct objstore_vstats *vs,
+                      char *err, size_t errsz);
+
+/* Is id present by objstore_have's record and is its own tree still what its manifest says, by
+ * the cheap verify (verify_one: a stat per entry, a re-hash only where vrecord.h says the inode
+ * changed)?  1 present and intact; 0 not present; -EBADMSG found damaged: marked and its changed
+ * objects removed (verify_one), so that the answer asks for them and the install that follows
+ * rebuilds it in this same deploy, instead of an activation-time verify failing the deploy;
+ * other -errno: the verify could not run.  Its environment is not walked: the controller asks
+ * about it first, on its own. */
+static int have_intact(const struct store *s, const char *id, struct objstore_vstats *vs)
+{
+    char err[512] = "";
+    if (!objstore_have(s, id))
+        return 0;
+    int r = verify_one(s, id, "release", vs, err, sizeof err);
+    if (r == -ENOENT) /* removed since objstore_have looked (GC) */
+        return 0;
+    if (r == -EBADMSG)
+        log_warn("store: release %.12s, recorded as installed, failed its verify; what changed is asked for "
+                 "again and the install that follows rebuilds it (%s)", id, err);
+    return r < 0 ? r : 1;
+}
+
+bool objstore_have_intact(const struct store *s, const char *id)
+{
+    return have_intact(s, id, NULL) == 1;
+}
+
+int objstore_missing(const struct store *s, const struct manifest2 *m, const char *id, struct objstore_vstats *vs,
                      struct m2_ranges *ret, bool *ret_present)
 {
     char *text;
@@ -272,14 +301,18 @@ int objstore_missing(const struct store *s, const struct manifest2 *m, const cha
     int r = manifest2_dump(m, &text, &len, got);
     if (r < 0)
         return r;
-    /* The record of a verified install, not a walk of every entry: releases/<id> appears only
-     * by rename after it was checked against its manifest (assemble), and its objects were
-     * hashed as they arrived.  `release verify` re-checks contents when asked. */
-    bool present = !strcmp(got, id) && objstore_have(s, id);
     free(text);
-    /* A release found damaged (or whose environment was): the objects that changed with it go
-     * first, so that they are asked for instead of being linked again. */
-    if (!present && (is_damaged(s, got) || store_has_release(s, got)))
+    /* The record of a verified install, then the cheap re-verify of its tree: a file of it
+     * changed on disk is found here, where the controller can still send it, and not by the
+     * verify before activation, which could only fail the deploy. */
+    int h = strcmp(got, id) ? 0 : have_intact(s, id, vs);
+    if (h < 0 && h != -EBADMSG)
+        return h;
+    bool present = h == 1;
+    /* A release found damaged before (or whose environment was): the objects that changed with it
+     * go first, so that they are asked for instead of being linked again (have_intact did so for
+     * one it found damaged just now). */
+    if (!present && h != -EBADMSG && (is_damaged(s, got) || store_has_release(s, got)))
         (void)drop_bad_objects(s, m, NULL);
     struct m2_ranges rg = { 0 };
     if (!present)

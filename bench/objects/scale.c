@@ -132,7 +132,7 @@ int main(int argc, char **argv)
     CHECK(store_open(&s, root) == 0);
     struct m2_ranges rg;
     bool present;
-    CHECK(objstore_missing(&s, m, id, &rg, &present) == 0 && !present);
+    CHECK(objstore_missing(&s, m, id, NULL, &rg, &present) == 0 && !present);
     m2_ranges_done(&rg);
     step("agent: release missing (empty store)", "all %zu objects", m->nfiles);
 

@@ -1281,10 +1281,13 @@ static int host_round(struct host_job *hj, bool *ret_again)
     char(*cman)[800] = NULL; /* install: each container's manifest path */
     int r = av && need && list ? 0 : -ENOMEM;
     double tq = time_mono();
-    /* 1. which containers have it already (the agent's record of a verified install).  Asked
-     * only of a large release (an environment): for a small one, `release missing` below
-     * answers "present" as cheaply from its short manifest, and a changed code release -- the
-     * common case, absent everywhere -- is spared a round trip into every container. */
+    /* 1. which containers have it already (the agent's record of a verified install, and its
+     * tree stat-ed by the record-based verify: one changed on disk is absent).  Asked only of a
+     * large release (an environment): for a small one, `release missing` below answers
+     * "present" as cheaply from its short manifest, and a changed code release -- the common
+     * case, absent everywhere -- is spared a round trip into every container.  Both walk the
+     * release's entries now: both get the time that takes. */
+    double ask_t = inv->exec_timeout_s + (double)m->n / 5000 + (double)rs->len / 1e6;
     bool ask_have = m->n >= OBJSYNC_HAVE_MIN_ENTRIES || rs->len >= OBJSYNC_HAVE_MIN_BYTES;
     if (r == 0 && ask_have) { /* stale temp files go at every contact, also one that ends here */
         if ((r = host_sh(hj, SH_PREP, inv->staging_dir, NULL, NULL, NULL, 0, "prepare the store",
@@ -1298,7 +1301,7 @@ static int host_round(struct host_job *hj, bool *ret_again)
         agent_argv_release_have(&av[k], rs->id);
     }
     if (r == 0 && ask_have &&
-        (r = host_fan(hj, cts, n, av, FAN_NONE, NULL, NULL, NULL, 0, inv->exec_timeout_s, "release have", &res,
+        (r = host_fan(hj, cts, n, av, FAN_NONE, NULL, NULL, NULL, 0, ask_t, "release have", &res,
                       fr)) == 0) {
         char line[RELEASE_ID_LEN + 16];
         snprintf(line, sizeof line, "%s present\n", rs->id);
@@ -1320,9 +1323,7 @@ static int host_round(struct host_job *hj, bool *ret_again)
         agent_argv_init(&av[k]);
         agent_argv_release_missing(&av[k], "-");
     }
-    if ((r = host_fan(hj, want, nw, av, ask, rs->id, NULL, NULL, 0,
-                      inv->exec_timeout_s + (double)m->n / 5000 + (double)rs->len / 1e6, "release missing", &res,
-                      fr)) < 0)
+    if ((r = host_fan(hj, want, nw, av, ask, rs->id, NULL, NULL, 0, ask_t, "release missing", &res, fr)) < 0)
         goto out;
     if (ask == FAN_ASK_LACKS && fr[nw].status == 0 && (hlacks = malloc(fr[nw].out_len + 1))) {
         memcpy(hlacks, fr[nw].out, fr[nw].out_len);

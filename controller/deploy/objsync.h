@@ -11,7 +11,10 @@
  *      store lacked nothing.  Objects the agent finds corrupt are removed from the host store
  *      and sent again, once.
  * Before all that, `release have ID` in each container: one already holding the release (an
- * environment a code change runs with) is done after that one call, nothing walked.  The
+ * environment a code change runs with) is done after that one call, its tree stat-ed by the
+ * agent's record-based verify, nothing re-hashed that did not change.  A release changed on disk
+ * is absent to both questions (the agent marks it damaged and drops the changed objects), so
+ * the steps above send those objects and the install rebuilds it in this deploy.  The
  * containers of one host are asked at once, from one host shell (SH_FAN), so a host costs the
  * same few round trips whatever its number of containers.
  * Hosts run only sh, tar, find, mv and pct: no drover code.

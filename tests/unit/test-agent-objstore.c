@@ -136,7 +136,7 @@ static void test_install_and_change(void **state)
     /* everything is missing at first */
     struct m2_ranges rg;
     bool present;
-    assert_int_equal(objstore_missing(&s, a.m, a.id, &rg, &present), 0);
+    assert_int_equal(objstore_missing(&s, a.m, a.id, NULL, &rg, &present), 0);
     assert_false(present);
     size_t v[2] = { 0, 0 };
     assert_int_equal(m2_ranges_parse(rg.text, rg.len, a.m->n, count, v), 0);
@@ -161,7 +161,7 @@ static void test_install_and_change(void **state)
     /* release verify rehashes every file of a v2 release */
     assert_int_equal(store_verify_release(&s, a.id, err, sizeof err), 0);
     /* present now, and adding again says so */
-    assert_int_equal(objstore_missing(&s, a.m, a.id, &rg, &present), 0);
+    assert_int_equal(objstore_missing(&s, a.m, a.id, NULL, &rg, &present), 0);
     assert_true(present);
     m2_ranges_done(&rg);
     assert_int_equal(objstore_add(&s, a.text, a.len, a.id, NULL, NULL, err, sizeof err), 1);
@@ -193,7 +193,7 @@ static void test_install_and_change(void **state)
     struct rel b;
     load(&b, NULL);
     assert_string_not_equal(a.id, b.id);
-    assert_int_equal(objstore_missing(&s, b.m, b.id, &rg, &present), 0);
+    assert_int_equal(objstore_missing(&s, b.m, b.id, NULL, &rg, &present), 0);
     v[0] = v[1] = 0;
     assert_int_equal(m2_ranges_parse(rg.text, rg.len, b.m->n, count, v), 0);
     assert_int_equal(v[0], 1);
@@ -313,7 +313,7 @@ static void test_corrupt_object_and_tar_pack(void **state)
     /* the good objects were kept: only the corrupt one is missing now */
     struct m2_ranges rg;
     bool present;
-    assert_int_equal(objstore_missing(&s, a.m, a.id, &rg, &present), 0);
+    assert_int_equal(objstore_missing(&s, a.m, a.id, NULL, &rg, &present), 0);
     size_t v[2] = { 0, 0 };
     assert_int_equal(m2_ranges_parse(rg.text, rg.len, a.m->n, count, v), 0);
     assert_int_equal(v[0], 1);
@@ -324,7 +324,7 @@ static void test_corrupt_object_and_tar_pack(void **state)
 /* `release have` / `missing` trust the record of a verified install: releases/<id> whose
  * MANIFEST hashes to id is present without walking its entries (a 20,000-file environment is
  * not re-checked on every code deploy); a MANIFEST that is not the release's is not present;
- * `release verify` still finds a damaged tree.  A pack on stdin ("-") installs like a file. */
+ * `release verify` finds a damaged tree, and a rebuild needs no pack when its objects are intact.  A pack on stdin ("-") installs like a file. */
 static void test_have_record_and_stdin_pack(void **state)
 {
     (void)state;
@@ -349,20 +349,24 @@ static void test_have_record_and_stdin_pack(void **state)
     assert_true(objstore_have(&s, a.id));
     /* a file removed from the tree: still present by the record (nothing walked) ... */
     assert_int_equal(unlink(path("root/releases/%s/lib/pkg/same.py", a.id)), 0);
-    struct m2_ranges rg;
-    bool present = false;
-    assert_int_equal(objstore_missing(&s, a.m, a.id, &rg, &present), 0);
-    assert_true(present);
-    m2_ranges_done(&rg);
+    assert_true(objstore_have(&s, a.id));
     /* ... but verify, when asked, names it */
     assert_int_equal(objstore_verify(&s, a.id, err, sizeof err), -EBADMSG);
+    assert_non_null(strstr(err, "'lib/pkg/same.py' is missing"));
+    struct m2_ranges rg;
+    bool present = true;
+    assert_int_equal(objstore_missing(&s, a.m, a.id, NULL, &rg, &present), 0);
+    assert_false(present);
+    m2_ranges_done(&rg);
+    assert_int_equal(objstore_add(&s, a.text, a.len, a.id, NULL, NULL, err, sizeof err), 0);
+    assert_true(objstore_have(&s, a.id));
     /* a MANIFEST that is not the release's: not present */
     char mp[1024];
     snprintf(mp, sizeof mp, "%s", path("root/releases/%s/MANIFEST", a.id));
     assert_int_equal(chmod(mp, 0644), 0);
     assert_int_equal(fs_write_atomic(mp, "v2\n", 3, 0444), 0);
     assert_false(objstore_have(&s, a.id));
-    assert_int_equal(objstore_missing(&s, a.m, a.id, &rg, &present), 0);
+    assert_int_equal(objstore_missing(&s, a.m, a.id, NULL, &rg, &present), 0);
     assert_false(present);
     m2_ranges_done(&rg);
     unload(&a);
@@ -406,7 +410,7 @@ static size_t nmissing(const struct store *s, const struct rel *r, bool *ret_pre
 {
     struct m2_ranges rg;
     size_t v[2] = { 0, 0 };
-    assert_int_equal(objstore_missing(s, r->m, r->id, &rg, ret_present), 0);
+    assert_int_equal(objstore_missing(s, r->m, r->id, NULL, &rg, ret_present), 0);
     assert_int_equal(m2_ranges_parse(rg.text, rg.len, r->m->n, count, v), 0);
     m2_ranges_done(&rg);
     return v[0];
@@ -614,6 +618,88 @@ static void test_written_object_is_sent_again(void **state)
     unload(&c);
 }
 
+/* `release missing` of a release recorded as installed re-verifies its tree cheaply first: an
+ * untouched one is present with every file only stat-ed; one whose file was written in place (a
+ * hardlink: the write went into its object) is not present: it is marked damaged, the changed
+ * object leaves the store and is asked for, the others stay, and the install that follows
+ * rebuilds it in the same deploy.  (The old code said "present": nothing was sent, and the
+ * deploy failed at activation.)  `release have` (asked first for a large release) finds the
+ * same. */
+/* A store at root/ with release a (src/ with mod.py holding mod_text) installed from one pack. */
+static void store_with_release(struct store *s, struct rel *a, const char *mod_text)
+{
+    char err[512];
+    assert_int_equal(store_open(s, path("root")), 0);
+    src_tree(mod_text);
+    load(a, NULL);
+    make_pack(a->m, "a.pack", NULL);
+    assert_int_equal(objstore_add(s, a->text, a->len, a->id, path("a.pack"), NULL, err, sizeof err), 0);
+}
+
+static void test_missing_reverifies_present(void **state)
+{
+    (void)state;
+    struct store s;
+    struct rel a;
+    char err[512];
+    store_with_release(&s, &a, "x = 1\n");
+
+    /* untouched: present, and nothing was read (each file's inode is the one recorded) */
+    struct m2_ranges rg;
+    bool present = false;
+    struct objstore_vstats vs = { 0 };
+    assert_int_equal(objstore_missing(&s, a.m, a.id, &vs, &rg, &present), 0);
+    assert_true(present);
+    assert_int_equal(rg.len, 0);
+    m2_ranges_done(&rg);
+    assert_int_equal(vs.hashed, 0);
+    assert_int_equal(vs.stat_only, a.m->nfiles);
+    assert_true(objstore_have_intact(&s, a.id));
+
+    /* a file changed in place (same size): not present; only it was read; its object is asked
+     * for */
+    scribble(path("root/releases/%s/lib/pkg/mod.py", a.id));
+    memset(&vs, 0, sizeof vs);
+    present = true;
+    assert_int_equal(objstore_missing(&s, a.m, a.id, &vs, &rg, &present), 0);
+    assert_false(present);
+    size_t v[2] = { 0, 0 };
+    assert_int_equal(m2_ranges_parse(rg.text, rg.len, a.m->n, count, v), 0);
+    m2_ranges_done(&rg);
+    assert_int_equal(v[0], 1);
+    assert_string_equal(a.m->e[v[1]].path, "lib/pkg/mod.py");
+    assert_int_equal(vs.hashed, 1);
+    /* marked damaged as the activation-time verify marks it; the changed object gone, the
+     * unchanged ones kept */
+    assert_false(objstore_have(&s, a.id));
+    struct stat st;
+    const struct m2_entry *mod = manifest2_find(a.m, "lib/pkg/mod.py");
+    const struct m2_entry *py = manifest2_find(a.m, "bin/python3");
+    const struct m2_entry *init = manifest2_find(a.m, "lib/pkg/__init__.py");
+    assert_int_not_equal(lstat(path("root/objects/%s.0444", mod->sha256), &st), 0);
+    assert_int_equal(lstat(path("root/objects/%s.0555", py->sha256), &st), 0);
+    assert_int_equal(lstat(path("root/objects/%s.0444", init->sha256), &st), 0);
+    /* asked again (a retry of the ask): the same answer */
+    assert_int_equal(nmissing(&s, &a, &present), 1);
+    assert_false(present);
+    /* the object sent, the release rebuilt: present and intact again */
+    make_pack(a.m, "a1.pack", "lib/pkg/mod.py");
+    assert_int_equal(objstore_add(&s, a.text, a.len, a.id, path("a1.pack"), NULL, err, sizeof err), 0);
+    assert_int_equal(objstore_verify(&s, a.id, err, sizeof err), 0);
+    assert_int_equal(nmissing(&s, &a, &present), 0);
+    assert_true(present);
+
+    /* `release have`: the same check (here a write that changed the size) */
+    append(path("root/releases/%s/bin/python3", a.id), "# edited\n");
+    assert_true(objstore_have(&s, a.id)); /* the record alone cannot tell */
+    assert_false(objstore_have_intact(&s, a.id));
+    assert_false(objstore_have(&s, a.id));
+    assert_int_not_equal(lstat(path("root/objects/%s.0555", py->sha256), &st), 0);
+    assert_int_equal(nmissing(&s, &a, &present), 1);
+    assert_false(present);
+    unload(&a);
+}
+
 /* The verification record's lock has a deadline (house rule: nothing waits forever): a holder
  * that keeps objects/.verified.lock gets the save -ETIMEDOUT after the timeout, with the
  * updates still queued, and the next save once the lock is free writes them.  (The old code
@@ -656,6 +742,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_have_record_and_stdin_pack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reverify_recorded_and_corrupt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_written_object_is_sent_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_reverifies_present, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vrecord_lock_has_deadline, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
