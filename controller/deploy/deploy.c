@@ -1314,7 +1314,12 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
         char where[48] = "in its container"; /* "in all 1 container" */
         if (j->ncts > 1)
             snprintf(where, sizeof where, "in all %d containers", j->ncts);
-        if (!strcmp(d->id, d->good)) /* the release deployed was the good one: no agent went back */
+        if (d->leave_stopped) /* revert --no-start stops that gang: the job was stopped before */
+            fprintf(stderr, "revert: job '%s' is already on %s %s, its gang starting or running; the "
+                    "job was stopped before the deploy, so %s asked to stop it there and leave the "
+                    "job stopped\n", j->name, ui_short(d->good, sid), where,
+                    j->ncts > 1 ? "each agent is" : "its agent is");
+        else if (!strcmp(d->id, d->good)) /* the release deployed was the good one: no agent went back */
             fprintf(stderr, "revert: job '%s' runs its good release %s %s, the release this deploy started: "
                     "there is nothing older to go back to; nothing is stopped; %s asked to confirm, then the "
                     "recovery is watched\n", j->name, ui_short(d->good, sid), where,

@@ -386,6 +386,26 @@ static void test_revert_of_stopped_job_leaves_it_stopped(void **state)
         free(calls);
         free(o);
     }
+    /* every agent already went back by itself (the good release's gang runs): the revert still
+     * stops it (--no-start), and stderr says so; it said "nothing is stopped; ... the recovery is
+     * watched" */
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, good);
+    fake_agent(d2, &st);
+    snprintf(p, sizeof p, "%s/agent", d2); /* fake_agent wrote its own: the logging one again */
+    capture_put(p, text, 0755);
+    snprintf(p, sizeof p, "%s/calls", d2);
+    left_stopped_before = true;
+    left_features = STATUS_FEATURES_ALL;
+    (void)unlink(p);
+    assert_int_equal(capture_verb(left_revert_verb, left_inv, NULL, 0, out, err), EXIT_REVERTED);
+    char *e = capture_slurp(err), *calls = capture_slurp(p);
+    if (!strstr(e, "the job was stopped before the deploy, so each agent is asked to stop it there "
+                   "and leave the job stopped") || strstr(e, "nothing is stopped"))
+        fail_msg("stderr: %s", e);
+    assert_non_null(strstr(calls, "--no-start"));
+    free(e);
+    free(calls);
     inventory_free(left_inv);
     assert_int_equal(fs_rm_rf(d2), 0);
 }
