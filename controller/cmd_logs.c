@@ -57,12 +57,21 @@ struct rank_tail {
  * is not running (failed after its start limit: its crash is in the journal).  $0 the log path,
  * $1 the line count, $2 "f" to follow, $3 "host" for a local store root (the host's own unit,
  * if any, is another agent).  The script is a constant; paths and counts travel as arguments. */
+/* Following a log: a `tail -F` (or `journalctl -f`) exec'd in place outlived `drover logs -f`'s
+ * Ctrl-C in the container (and its lxc-attach on the host): closing the channel closes only
+ * its stdin, which neither reads, and a quiet log never gives it the SIGPIPE that would end it.
+ * So the follower runs in the background and a watcher reads stdin (drover keeps it open and
+ * sends nothing); its EOF, the channel closed or drover gone, ends the follower. */
+#define LOG_FOLLOW_FN \
+    "follow() { exec 3<&0; \"$@\" & p=$!; { while read -r _; do :; done; kill $p 2>/dev/null; } <&3 & " \
+    "w=$!; wait $p; s=$?; kill $w 2>/dev/null; exit $s; }; "
 static const char agent_log_script[] =
-    "journal() { if [ \"$2\" = f ]; then exec journalctl -u drover-agent --no-pager -n \"$1\" -f; fi; "
+    LOG_FOLLOW_FN
+    "journal() { if [ \"$2\" = f ]; then follow journalctl -u drover-agent --no-pager -n \"$1\" -f; fi; "
     "exec journalctl -u drover-agent --no-pager -n \"$1\"; }; "
     "unit=; [ \"$3\" != host ] && command -v systemctl >/dev/null 2>&1 && unit=1; "
     "[ -n \"$unit\" ] && systemctl is-active --quiet drover-agent 2>/dev/null && journal \"$@\"; "
-    "if [ -e \"$0\" ]; then if [ \"$2\" = f ]; then exec tail -n \"$1\" -F \"$0\"; fi; exec tail -n \"$1\" \"$0\"; fi; "
+    "if [ -e \"$0\" ]; then if [ \"$2\" = f ]; then follow tail -n \"$1\" -F \"$0\"; fi; exec tail -n \"$1\" \"$0\"; fi; "
     "[ -n \"$unit\" ] && systemctl cat drover-agent >/dev/null 2>&1 && journal \"$@\"; "
     "echo \"no agent log at $0 and no drover-agent unit (is the agent installed here? drover install)\" >&2; exit 1";
 
@@ -73,9 +82,10 @@ static const char agent_log_script[] =
 #define RANK_LOG_NO_JOB 3  /* the job's log directory is not there: it never ran here */
 #define RANK_LOG_NO_RANK 4 /* the directory is, the rank's log is not: that rank never ran here */
 static const char rank_log_script[] =
+    LOG_FOLLOW_FN
     "[ -d \"$3\" ] || { echo \"the job never ran here (no log directory $3)\" >&2; exit 3; }; "
     "[ -e \"$0\" ] || { echo \"this rank never ran here (no log at $0)\" >&2; exit 4; }; "
-    "if [ \"$2\" = f ]; then exec tail -n \"$1\" -F \"$0\"; fi; exec tail -n \"$1\" \"$0\"";
+    "if [ \"$2\" = f ]; then follow tail -n \"$1\" -F \"$0\"; fi; exec tail -n \"$1\" \"$0\"";
 
 /* the command that prints (or follows) one log; path and dir are the caller's buffers */
 static void log_argv(const struct inv_ct *ct, const char *job, int rank, const char *nbuf, bool follow,

@@ -31,6 +31,8 @@ struct conn_stream {
     pid_t pid;
     int fd;
     int efd;         /* local: the command's stderr */
+    int in_fd;       /* local: the command's stdin, kept open and never written (as over SSH, where
+                        the channel's stdin stays open while the stream runs) */
     char *buf;       /* storage of lb: line_max + 64 KiB */
     struct linebuf lb;
     bool eof;
@@ -79,11 +81,14 @@ void conn_free(struct conn *c)
     free(c);
 }
 
-static int spawn_local(const char *const *argv, int out_fd, int err_fd, pid_t *ret_pid)
+static int spawn_local(const char *const *argv, int in_fd, int out_fd, int err_fd, pid_t *ret_pid)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (in_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+    else
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     if (out_fd >= 0)
         posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
     else
@@ -138,7 +143,7 @@ static int run_local(struct conn *c, const char *const *argv, double timeout_s,
         return -e;
     }
     pid_t pid;
-    int r = spawn_local(argv, po[1], pe[1], &pid);
+    int r = spawn_local(argv, -1, po[1], pe[1], &pid);
     close(po[1]);
     close(pe[1]);
     if (r < 0) {
@@ -237,7 +242,7 @@ int conn_stream_open(struct conn *c, const char *const *argv, size_t line_max,
     if (!s)
         return -ENOMEM;
     s->c = c;
-    s->fd = s->efd = -1;
+    s->fd = s->efd = s->in_fd = -1;
     s->pid = -1;
     s->buf = malloc(line_max + 65536);
     int r = -ENOMEM;
@@ -254,7 +259,7 @@ int conn_stream_open(struct conn *c, const char *const *argv, size_t line_max,
         if (r < 0)
             goto fail;
     } else {
-        int p[2], pe[2];
+        int p[2], pe[2], pi[2];
         if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
             r = -errno;
             goto fail;
@@ -265,7 +270,17 @@ int conn_stream_open(struct conn *c, const char *const *argv, size_t line_max,
             close(p[1]);
             goto fail;
         }
-        r = spawn_local(argv, p[1], pe[1], &s->pid);
+        if (pipe2(pi, O_CLOEXEC) < 0) {
+            r = -errno;
+            close(p[0]);
+            close(p[1]);
+            close(pe[0]);
+            close(pe[1]);
+            goto fail;
+        }
+        r = spawn_local(argv, pi[0], p[1], pe[1], &s->pid);
+        close(pi[0]);
+        s->in_fd = pi[1];
         close(p[1]);
         close(pe[1]);
         s->fd = p[0];
@@ -361,6 +376,8 @@ void conn_stream_free(struct conn_stream *s)
     if (!s)
         return;
     ssh_stream_free(s->ssh);
+    if (s->in_fd >= 0) /* first: the command's EOF on stdin, as a closed channel gives it */
+        close(s->in_fd);
     if (s->fd >= 0)
         close(s->fd);
     if (s->efd >= 0)

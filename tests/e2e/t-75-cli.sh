@@ -47,6 +47,26 @@ check "the log marks where the agent started the gang's release" \
 	drover_said "^--- drover-agent [0-9-]+ [0-9:]+ UTC: job 'train' gang [0-9]+: rank 0 starts release [0-9a-f]{12} ---$"
 drover logs --job train --rank 99
 check "a rank that does not exist is a usage error" test "$DROVER_RC" = 2
+# logs -f ended by Ctrl-C, its documented end: the tail it followed with in the container went
+# on (and its lxc-attach on the host) until the log grew after the reader was gone, one more
+# pair per Ctrl-C
+say "logs -f, then Ctrl-C: nothing of it is left in the container"
+c0=${E2E_CTS%% *}
+"$E2E_BUILD/drover" -i "$INV" logs --job train --rank 0 -f >"$E2E_WORK/follow.out" 2>&1 &
+fpid=$!
+for _ in $(seq 1 50); do [[ -s $E2E_WORK/follow.out ]] && break; sleep 0.2; done
+follow_tails() { # the tail -F processes following rank 0's log in c0
+	ct "$c0" sh -c 'for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null; echo; done' |
+		grep -c '^tail -n 100 -F .*/rank0\.log'
+}
+check "logs -f prints rank 0's log, its tail runs in $c0" \
+	eval '[[ -s $E2E_WORK/follow.out && $(follow_tails) == 1 ]]'
+kill -INT "$fpid"
+wait "$fpid"
+check "logs -f exits 0 on Ctrl-C" test "$?" = 0
+for _ in $(seq 1 25); do [[ $(follow_tails) == 0 ]] && break; sleep 0.2; done
+check "no tail of it is left in $c0 after Ctrl-C" test "$(follow_tails)" = 0
+
 # the agent's own log: liveness and bad-line notes send the operator there ("agent.log says why")
 drover logs --job train --agent -n 200
 show_drover 4
