@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -30,6 +31,7 @@
 #include "agent/state.h"
 #include "agent/objstore.h"
 #include "agent/store.h"
+#include "agent/proctree.h"
 #include "agent/supervise.h"
 #include "common/agentcli.h"
 #include "common/bundle.h"
@@ -726,6 +728,36 @@ static void on_preflight_signal(int sig)
     preflight_signal = sig;
 }
 
+/* Signal the preflight's whole tree: its process group, its cgroup (cg, "" none), and every
+ * descendant of ours (we are their subreaper), so that a child that called setsid() or
+ * double-forked is reached too.  How many descendants were live. */
+static int preflight_signal_tree(pid_t pgid, const char *cg, int sig)
+{
+    (void)kill(-pgid, sig);
+    proctree_cgroup_signal(cg, sig);
+    return proctree_descendants_signal(sig);
+}
+
+/* End what the preflight's command left behind once it was reaped: SIGKILL the tree until
+ * nothing of it lives (bounded: a fork bomb is not waited out), reaping the orphans that came
+ * to us.  How many processes were left. */
+static int preflight_end_tree(pid_t pgid, const char *cg)
+{
+    int in_cg = proctree_cgroup_live(cg), mine = proctree_descendants_signal(0);
+    int left = in_cg > mine ? in_cg : mine;
+    for (int i = 0; i < 250; i++) {
+        int live = preflight_signal_tree(pgid, cg, SIGKILL);
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        if (live <= 0 && proctree_cgroup_live(cg) == 0 && kill(-pgid, 0) < 0)
+            break;
+        usleep(20000);
+    }
+    if (cg[0])
+        (void)rmdir(cg);
+    return left;
+}
+
 static int cmd_preflight(struct cli *c)
 {
     struct store s;
@@ -766,19 +798,37 @@ static int cmd_preflight(struct cli *c)
         log_error("preflight: cannot build the worker environment");
         return AGENT_EXIT_FAIL;
     }
-    int ep[2]; /* the child's exec errno, so that a failed exec is not also "exited with 127" */
-    if (pipe2(ep, O_CLOEXEC) < 0) {
+    /* The command's whole tree is ended at its timeout, when it exits, and when its caller goes
+     * away: a child that called setsid() left its process group and would otherwise run on,
+     * holding the channel's stdout open, so that drover waited for it to its own deadline.  By
+     * the preflight's cgroup where one can be made, and as our descendants in any case. */
+    gang_set_cgroup_mode(c->dopts.cgroup);
+    (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+    char cg[PATH_MAX] = "", cgprocs[PATH_MAX + 16] = "", cgname[NAME_MAX + 1];
+    snprintf(cgname, sizeof cgname, "drover-preflight-%s-%d", job, (int)getpid());
+    if (proctree_cgroup_create(cgname, cg, sizeof cg) == 0)
+        snprintf(cgprocs, sizeof cgprocs, "%s/cgroup.procs", cg);
+    /* the child's exec errno, so that a failed exec is not also "exited with 127"; never waited
+     * on: non-blocking */
+    int ep[2];
+    if (pipe2(ep, O_CLOEXEC | O_NONBLOCK) < 0) {
         log_error("preflight: pipe: %s", strerror(errno));
+        if (cg[0])
+            (void)rmdir(cg);
         return AGENT_EXIT_FAIL;
     }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         log_error("preflight: fork: %s", strerror(errno));
+        if (cg[0])
+            (void)rmdir(cg);
         return AGENT_EXIT_FAIL;
     }
     if (pid == 0) {
         (void)setpgid(0, 0);
+        if (cgprocs[0]) /* before anything forks: all it forks follows */
+            (void)proctree_cgroup_join(cgprocs);
         /* a preflight runs the worker's own code (`train.py --check`) in its release directory:
          * it must not change the release either; where that cannot be arranged it runs as before
          * (a gang start warns about it in the agent's log) */
@@ -825,15 +875,18 @@ static int cmd_preflight(struct cli *c)
         if (!stopping && (abandoned || time_mono() > deadline)) {
             stopping = true;
             timed_out = !abandoned;
-            (void)kill(-pid, SIGTERM);
+            (void)preflight_signal_tree(pid, cg, SIGTERM);
             deadline = time_mono() + 5;
         } else if (stopping && time_mono() > deadline) {
-            (void)kill(-pid, SIGKILL);
+            (void)preflight_signal_tree(pid, cg, SIGKILL);
             deadline = time_mono() + 3600;
         }
         usleep(20000);
     }
-    (void)kill(-pid, SIGKILL); /* anything it left behind in its group */
+    int left = preflight_end_tree(pid, cg); /* anything it left behind, setsid escapes too */
+    if (left > 0 && !stopping)
+        fprintf(stderr, "preflight: '%s' left %d process%s running: stopped\n", c->spec.argv[0], left,
+                left == 1 ? "" : "es");
     if (abandoned) { /* said for a caller still there (a signal); a gone one reads nothing */
         fprintf(stderr, "preflight: '%s' stopped: %s\n", c->spec.argv[0],
                 preflight_signal ? "drover-agent preflight was signalled"

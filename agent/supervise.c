@@ -37,7 +37,6 @@
 #include "common/util.h"
 
 static bool pid_is_dead(pid_t pid);
-static void cg_signal(const struct gang *g, int sig);
 
 void gang_init(struct gang *g)
 {
@@ -580,13 +579,8 @@ static void __attribute__((noreturn)) holder_main(const struct holder_args *a)
     int e = 0;
     if (setpgid(0, a->pgid) < 0)
         e = errno;
-    if (a->cgprocs[0]) { /* into the gang's cgroup: the worker and all it forks follow */
-        int cg = open(a->cgprocs, O_WRONLY | O_CLOEXEC);
-        if (cg >= 0) {
-            (void)!write(cg, "0\n", 2);
-            close(cg);
-        }
-    }
+    if (a->cgprocs[0]) /* into the gang's cgroup: the worker and all it forks follow */
+        (void)proctree_cgroup_join(a->cgprocs);
     int hb = open(a->fifo, O_RDWR | O_CLOEXEC); /* a reader as long as we live: no EPIPE */
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (!e && (hb < 0 || devnull < 0))
@@ -667,7 +661,7 @@ static void gang_kill_now(struct gang *g)
 {
     if (g->pgid > 0)
         (void)kill(-g->pgid, SIGKILL);
-    cg_signal(g, SIGKILL);
+    proctree_cgroup_signal(g->cgroup, SIGKILL);
     for (int i = 0; i < g->nranks; i++) {
         struct rank_proc *rp = &g->ranks[i];
         if (rp->holder > 0 && rp->holder_child && !rp->holder_gone) {
@@ -724,79 +718,10 @@ static int open_fifo_reader(const char *path)
     return fd;
 }
 
-/* ---- the gang's cgroup: v2, else v1's freezer hierarchy ---- */
-
-static enum gang_cgroup_mode cg_mode = GANG_CGROUP_AUTO;
-
-void gang_set_cgroup_mode(enum gang_cgroup_mode m) { cg_mode = m; }
-
-int gang_cgroup_mode_parse(const char *s, enum gang_cgroup_mode *m)
+/* exit 8 or 12 (common/trainexit.h): the rank ended because of a rank elsewhere */
+static bool rank_exit_is_peer_effect(const struct rank_proc *rp)
 {
-    static const char *const names[] = {[GANG_CGROUP_AUTO] = "auto", [GANG_CGROUP_V2] = "v2",
-                                        [GANG_CGROUP_V1] = "v1", [GANG_CGROUP_NONE] = "none"};
-    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-        if (!strcmp(s, names[i])) {
-            *m = (enum gang_cgroup_mode)i;
-            return 0;
-        }
-    return -EINVAL;
-}
-
-/* The agent's own cgroup in the hierarchy whose /proc/self/cgroup line starts with `key`
- * ("0::" for v2, "freezer" for v1's freezer controller): its path, "" when not listed. */
-static void cg_self(const char *key, char *self, size_t sz)
-{
-    self[0] = '\0';
-    FILE *f = fopen("/proc/self/cgroup", "re");
-    if (!f)
-        return;
-    char line[PATH_MAX];
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (!strcmp(key, "0::")) {
-            if (!strncmp(line, "0::", 3))
-                (void)str_copy(self, sz, line + 3);
-            continue;
-        }
-        /* "N:ctrl1,ctrl2:/path": key among the controllers */
-        char *c = strchr(line, ':'), *e = c ? strchr(c + 1, ':') : NULL;
-        if (!c || !e)
-            continue;
-        *e = '\0';
-        char *save = NULL;
-        for (char *t = strtok_r(c + 1, ",", &save); t; t = strtok_r(NULL, ",", &save))
-            if (strlen(t) == kl && !strncmp(t, key, kl))
-                (void)str_copy(self, sz, e + 1);
-    }
-    fclose(f);
-}
-
-/* Where the gang's cgroups go: v2 at /sys/fs/cgroup (unified) or /sys/fs/cgroup/unified
- * (hybrid), else v1's freezer hierarchy at /sys/fs/cgroup/freezer, whose freezer.state lets a
- * SIGKILL reach every process without racing forks.  NULL: none (mode none, or not mounted). */
-static const char *cg_root(char *self, size_t sz)
-{
-    static const char *const v2[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
-    struct statfs sf;
-    if (cg_mode == GANG_CGROUP_NONE)
-        return NULL;
-    if (cg_mode != GANG_CGROUP_V1)
-        for (size_t i = 0; i < ARRAY_SIZE(v2); i++)
-            if (statfs(v2[i], &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC) {
-                cg_self("0::", self, sz);
-                if (self[0])
-                    return v2[i];
-            }
-    if (cg_mode == GANG_CGROUP_V2)
-        return NULL;
-    static const char v1[] = "/sys/fs/cgroup/freezer";
-    if (statfs(v1, &sf) == 0 && sf.f_type == CGROUP_SUPER_MAGIC) {
-        cg_self("freezer", self, sz);
-        if (self[0])
-            return v1;
-    }
-    return NULL;
+    return rp->exit_signal == 0 && train_exit_is_peer_effect(rp->exit_code);
 }
 
 /* Create the gang's cgroup next to the agent's own (<agent cgroup>/drover-<job>-g<gen>-<pid>);
@@ -804,89 +729,15 @@ static const char *cg_root(char *self, size_t sz)
 static void cg_create(struct gang *g, const char *job, int gen)
 {
     g->cgroup[0] = '\0';
-    char self[PATH_MAX];
-    const char *root = cg_root(self, sizeof self);
-    if (!root) {
-        log_debug("job '%s': no cgroup v2 or v1 freezer hierarchy to use (mode %d); a stop "
-                  "reaches the gang's process group only", job, (int)cg_mode);
-        return;
-    }
-    char p[PATH_MAX];
-    int n = snprintf(p, sizeof p, "%s%s/drover-%s-g%d-%d", root, strcmp(self, "/") ? self : "", job, gen,
-                     (int)getpid());
-    if (n < 0 || (size_t)n >= sizeof p - 32)
-        return;
-    if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+    char name[NAME_MAX + 1];
+    snprintf(name, sizeof name, "drover-%s-g%d-%d", job, gen, (int)getpid());
+    int r = proctree_cgroup_create(name, g->cgroup, sizeof g->cgroup);
+    if (r == -ENOENT)
+        log_debug("job '%s': no cgroup v2 or v1 freezer hierarchy to use; a stop reaches the "
+                  "gang's process group only", job);
+    else if (r < 0)
         log_warn("job '%s': no cgroup for the gang (%s: %s); a stop reaches its process group only, "
-                 "so a worker's setsid child may outlive it", job, p, strerror(errno));
-        return;
-    }
-    (void)str_copy(g->cgroup, sizeof g->cgroup, p);
-}
-
-/* Write v to the cgroup control file dir/file: true when all of it was taken. */
-static bool cg_write(const char *dir, const char *file, const char *v)
-{
-    char p[PATH_MAX + 32];
-    snprintf(p, sizeof p, "%s/%s", dir, file);
-    int fd = open(p, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    size_t n = strlen(v);
-    bool ok = write(fd, v, n) == (ssize_t)n;
-    if (!ok)
-        log_debug("%s: %s", p, strerror(errno));
-    close(fd);
-    return ok;
-}
-
-/* Signal every process in the gang's cgroup (setsid escapes included).  SIGKILL uses
- * cgroup.kill where the kernel has it (v2, 5.14+: also stops forks racing the kill); in a v1
- * freezer cgroup the gang is frozen first, so nothing forks between reading and killing, and
- * thawed after, when the kills land. */
-static void cg_signal(const struct gang *g, int sig)
-{
-    if (!g->cgroup[0])
-        return;
-    char p[PATH_MAX + 16];
-    if (sig == SIGKILL && cg_write(g->cgroup, "cgroup.kill", "1"))
-        return;
-    bool frozen = sig == SIGKILL && cg_write(g->cgroup, "freezer.state", "FROZEN"); /* v1 */
-    snprintf(p, sizeof p, "%s/cgroup.procs", g->cgroup);
-    FILE *f = fopen(p, "re");
-    if (f) {
-        long pid;
-        while (fscanf(f, "%ld", &pid) == 1)
-            if (pid > 0)
-                (void)kill((pid_t)pid, sig);
-        fclose(f);
-    }
-    if (frozen)
-        (void)cg_write(g->cgroup, "freezer.state", "THAWED");
-}
-
-/* Does the gang's cgroup hold a process that is not a zombie? */
-static bool cg_has_live(const struct gang *g)
-{
-    if (!g->cgroup[0])
-        return false;
-    char p[PATH_MAX + 16];
-    snprintf(p, sizeof p, "%s/cgroup.procs", g->cgroup);
-    FILE *f = fopen(p, "re");
-    if (!f)
-        return false;
-    long pid;
-    bool live = false;
-    while (!live && fscanf(f, "%ld", &pid) == 1)
-        live = pid > 0 && !pid_is_dead((pid_t)pid);
-    fclose(f);
-    return live;
-}
-
-/* exit 8 or 12 (common/trainexit.h): the rank ended because of a rank elsewhere */
-static bool rank_exit_is_peer_effect(const struct rank_proc *rp)
-{
-    return rp->exit_signal == 0 && train_exit_is_peer_effect(rp->exit_code);
+                 "so a worker's setsid child may outlive it", job, name, strerror(-r));
 }
 
 /* Remember the cgroup in the gang directory, for the agent that re-adopts the gang. */
@@ -1136,7 +987,7 @@ void gang_stop(struct gang *g)
     g->kill_at = time_mono() + g->grace_s;
     if (kill(-g->pgid, SIGTERM) < 0 && errno != ESRCH)
         log_warn("job '%s': SIGTERM to process group %d: %s", g->job, (int)g->pgid, strerror(errno));
-    cg_signal(g, SIGTERM); /* and whatever left the process group (setsid) */
+    proctree_cgroup_signal(g->cgroup, SIGTERM); /* and whatever left the process group (setsid) */
     log_info("job '%s': stopping gang %d (SIGTERM, SIGKILL in %g s)", g->job, g->generation,
              g->grace_s);
 }
@@ -1152,7 +1003,7 @@ void gang_tick(struct gang *g, double now)
         log_warn("job '%s': gang %d still running %g s after SIGTERM: SIGKILL", g->job,
                  g->generation, g->grace_s);
         (void)kill(-g->pgid, SIGKILL);
-        cg_signal(g, SIGKILL);
+        proctree_cgroup_signal(g->cgroup, SIGKILL);
     }
     for (int i = 0; i < g->nranks; i++) {
         rank_check_exit(g, i, now);
@@ -1286,7 +1137,7 @@ bool gang_is_gone(const struct gang *g)
         return true;
     if (gang_alive(g) > 0)
         return false;
-    return !group_has_live(g->pgid) && !cg_has_live(g);
+    return !group_has_live(g->pgid) && proctree_cgroup_live(g->cgroup) == 0;
 }
 
 void gang_clear(struct gang *g)

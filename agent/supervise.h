@@ -25,6 +25,7 @@
 
 #include "agent/agent.h"
 #include "agent/jobmachine.h"
+#include "agent/proctree.h" /* the gang's cgroup (enum gang_cgroup_mode) */
 #include "agent/store.h"
 #include "common/heartbeat.h"
 #include "common/linebuf.h"
@@ -90,12 +91,6 @@ struct gang {
 };
 
 void gang_init(struct gang *g);
-
-/* Which cgroup a gang gets (drover-agent daemon --cgroup): auto = v2 where mounted, else v1's
- * freezer hierarchy, else none; v2, v1: only that one; none: process group only. */
-enum gang_cgroup_mode { GANG_CGROUP_AUTO, GANG_CGROUP_V2, GANG_CGROUP_V1, GANG_CGROUP_NONE };
-void gang_set_cgroup_mode(enum gang_cgroup_mode m);
-int gang_cgroup_mode_parse(const char *s, enum gang_cgroup_mode *m); /* -EINVAL: unknown */
 
 /* Check that spec's command can run from the release directory before anything is stopped:
  * the release dir exists and argv[0] resolves to an executable regular file (relative to the

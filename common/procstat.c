@@ -25,10 +25,12 @@ int proc_stat_parse(const char *text, struct proc_stat *ret)
             if (end - p != 1)
                 return -EINVAL;
             ps.state = *p;
-        } else if (field == 5 || field == 22) {
+        } else if (field == 4 || field == 5 || field == 22) {
             char *e;
             errno = 0;
-            if (field == 5) {
+            if (field == 4) {
+                ps.ppid = strtol(p, &e, 10);
+            } else if (field == 5) {
                 ps.pgrp = strtol(p, &e, 10);
             } else {
                 if (*p == '-')

@@ -1,11 +1,12 @@
 /* common/procstat.h: what drover reads of /proc/<pid>/stat (the agent: is a gang's process alive,
- * of which group, started when; the controller: is the drover holding a deploy lease still the
+ * of which group, started when, whose child; the controller: is the drover holding a deploy lease still the
  * process it names).  One parser for the one format, fuzzed (tests/fuzz/fuzz-procstat.c). */
 #ifndef DROVER_PROCSTAT_H
 #define DROVER_PROCSTAT_H
 
 struct proc_stat {
     char state;               /* field 3: R, S, D, Z, X, ... */
+    long ppid;                /* field 4: the parent (a preflight's escaped descendants) */
     long pgrp;                /* field 5 */
     unsigned long long start; /* field 22: clock ticks since boot */
 };

@@ -3,6 +3,7 @@
  * lines, the store read-only to workers) and the real daemon (daemon_run in a child process)
  * over its control socket (crash loop of an unpromoted release reverts to the good one; an
  * activate whose command cannot run leaves the old gang alone; stop). */
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -893,6 +894,19 @@ static int preflight_run(const char *agent, const char *root, const char *id, co
     return WEXITSTATUS(ws);
 }
 
+/* The agent binary next to this test's build directory (BUILD/tests/test-X, BUILD/drover-agent)
+ * in agent[PATH_MAX]: false when there is none. */
+static bool agent_path(char *agent)
+{
+    ssize_t n = readlink("/proc/self/exe", agent, PATH_MAX - 32);
+    assert_true(n > 0);
+    agent[n] = '\0';
+    for (int up = 0; up < 2; up++)
+        *strrchr(agent, '/') = '\0';
+    strcat(agent, "/drover-agent");
+    return access(agent, X_OK) == 0;
+}
+
 /* `drover-agent preflight` runs the worker's own code (`train.py --check`) in its release
  * directory too: the same read-only store (it was writable to it after the gangs' was not).
  * The agent binary next to this test's build directory (BUILD/tests/test-X, BUILD/drover-agent). */
@@ -902,13 +916,7 @@ static void test_preflight_release_read_only(void **state)
     if (!can_unshare_mounts())
         skip();
     char id[RELEASE_ID_LEN + 1], agent[PATH_MAX], root[300], p[512], *text;
-    ssize_t n = readlink("/proc/self/exe", agent, sizeof agent - 32);
-    assert_true(n > 0);
-    agent[n] = '\0';
-    for (int up = 0; up < 2; up++)
-        *strrchr(agent, '/') = '\0';
-    strcat(agent, "/drover-agent");
-    if (access(agent, X_OK) < 0)
+    if (!agent_path(agent))
         skip(); /* the test binary alone, without its build directory */
     install_release_writer(id);
     snprintf(root, sizeof root, "%s/root", tmpd);
@@ -937,6 +945,139 @@ static void test_preflight_release_read_only(void **state)
                       "was not found: its own words are above)"))
         fail_msg("preflight's exit 127: '%s'", text);
     free(text);
+}
+
+/* How many processes have `marker` in their command line; with kill, SIGKILL them too (what a
+ * failed test leaves behind must not run on). */
+static int marked_procs(const char *marker, bool kill_them)
+{
+    DIR *d = opendir("/proc");
+    assert_non_null(d);
+    struct dirent *de;
+    int found = 0;
+    while ((de = readdir(d))) {
+        char *end, path[300], buf[512];
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        for (ssize_t i = 0; i < n; i++)
+            if (!buf[i])
+                buf[i] = ' ';
+        buf[n] = '\0';
+        if (strstr(buf, marker)) {
+            found++;
+            if (kill_them)
+                (void)kill((pid_t)pid, SIGKILL);
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* `AGENT --root ROOT preflight ID --job train --timeout 2 --cgroup MODE -- /bin/sh -c SCRIPT`
+ * with stdout a pipe read to its end, as the SSH channel is: its exit status (-1: not ended in
+ * 20 s) and the seconds until stdout's end (-1: none in 20 s), stderr into errpath. */
+static int preflight_run_piped(const char *agent, const char *root, const char *id, const char *mode,
+                               const char *script, const char *errpath, double *ret_eof_s)
+{
+    int out[2];
+    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+    double t0 = time_mono();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        const char *argv[] = {"drover-agent", "--root", root, "preflight", id, "--job", "train",
+                              "--timeout", "2", "--cgroup", mode, "--", "/bin/sh", "-c", script, NULL};
+        int null = open("/dev/null", O_RDWR);
+        (void)dup2(null, STDIN_FILENO);
+        (void)dup2(out[1], STDOUT_FILENO);
+        (void)dup2(open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644), STDERR_FILENO);
+        execv(agent, (char *const *)argv);
+        _exit(126);
+    }
+    close(out[1]);
+    (void)fcntl(out[0], F_SETFL, O_NONBLOCK);
+    *ret_eof_s = -1;
+    int ws = 0, st = -1;
+    bool reaped = false;
+    while (time_mono() - t0 < 20 && (*ret_eof_s < 0 || !reaped)) {
+        char buf[256];
+        ssize_t n = read(out[0], buf, sizeof buf);
+        if (n == 0 && *ret_eof_s < 0)
+            *ret_eof_s = time_mono() - t0;
+        if (!reaped && waitpid(pid, &ws, WNOHANG) == pid) {
+            reaped = true;
+            st = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+        }
+        usleep(20000);
+    }
+    close(out[0]);
+    if (!reaped) {
+        (void)kill(pid, SIGKILL);
+        (void)waitpid(pid, &ws, 0);
+    }
+    return st;
+}
+
+/* A preflight's child that called setsid() left the process group the timeout killed, kept
+ * the channel's stdout open, and ran on: drover waited for the channel to its own deadline and
+ * blamed the agent.  Now the whole tree ends, at the timeout and when the command exits on its
+ * own leaving processes behind, by its cgroup (mode auto) or as our descendants (mode none). */
+static void preflight_setsid_child(const char *mode)
+{
+    char id[RELEASE_ID_LEN + 1], agent[PATH_MAX], root[300], errp[512], marker[64], script[512];
+    char *text;
+    double eof_s;
+    if (!agent_path(agent))
+        skip();
+    install_release_writer(id);
+    snprintf(root, sizeof root, "%s/root", tmpd);
+    snprintf(errp, sizeof errp, "%s/preflight.err", tmpd);
+    snprintf(marker, sizeof marker, "1000.%d", (int)getpid()); /* a sleep of its own */
+
+    /* past its timeout: exit 124 as before, and nothing of it left */
+    snprintf(script, sizeof script, "setsid sh -c 'sleep %s; true' </dev/null & sleep 30", marker);
+    int st = preflight_run_piped(agent, root, id, mode, script, errp, &eof_s);
+    int left = marked_procs(marker, true);
+    assert_int_equal(fs_read_file(errp, 4096, &text, NULL), 0);
+    if (st != 124 || eof_s < 0 || eof_s > 10 || left)
+        fail_msg("timeout (--cgroup %s): exit %d, stdout's end after %.1f s, %d left; stderr '%s'",
+                 mode, st, eof_s, left, text);
+    if (!strstr(text, "preflight: '/bin/sh' did not finish within 2 s"))
+        fail_msg("timeout: stderr '%s'", text);
+    free(text);
+
+    /* exits 0 at once, leaving the setsid child: still 0, promptly, the child stopped */
+    snprintf(script, sizeof script, "setsid sh -c 'sleep %s; true' </dev/null & exit 0", marker);
+    st = preflight_run_piped(agent, root, id, mode, script, errp, &eof_s);
+    left = marked_procs(marker, true);
+    assert_int_equal(fs_read_file(errp, 4096, &text, NULL), 0);
+    if (st != 0 || eof_s < 0 || eof_s > 5 || left)
+        fail_msg("exit 0 (--cgroup %s): exit %d, stdout's end after %.1f s, %d left; stderr '%s'",
+                 mode, st, eof_s, left, text);
+    if (!strstr(text, "preflight: '/bin/sh' left ") || !strstr(text, " running: stopped"))
+        fail_msg("exit 0: stderr '%s'", text);
+    free(text);
+}
+
+static void test_preflight_setsid_child(void **state)
+{
+    (void)state;
+    preflight_setsid_child("auto");
+}
+
+static void test_preflight_setsid_child_no_cgroup(void **state)
+{
+    (void)state;
+    preflight_setsid_child("none");
 }
 
 /* Where no mount namespace can be made (a container without the capability) the gang starts
@@ -1896,6 +2037,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gang_release_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_release_read_only_fallback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preflight_release_read_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preflight_setsid_child, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preflight_setsid_child_no_cgroup, setup, teardown),
         cmocka_unit_test(test_mount_is_shared),
         cmocka_unit_test_setup_teardown(test_gang_release_read_only_without_rslave, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_stop_reaches_setsid_child, setup, teardown),

@@ -24,6 +24,7 @@ static void test_parse(void **state)
     const char *text = "4242 (we (b) ird) S 1 4243 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10\n";
     assert_int_equal(proc_stat_parse(text, &ps), 0);
     assert_int_equal(ps.state, 'S');
+    assert_int_equal(ps.ppid, 1);
     assert_int_equal(ps.pgrp, 4243);
     assert_true(ps.start == 987654);
 
@@ -31,6 +32,7 @@ static void test_parse(void **state)
     static const char *const bad[] = {
         "", "no parenthesis", "4242 (x) S 1 2 3",
         "1 (x) SS 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 5",   /* state of two letters */
+        "1 (x) S z 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 5",    /* ppid not a number */
         "1 (x) S 1 z 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 5",    /* pgrp not a number */
         "1 (x) S 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 -5",   /* negative start */
         "1 (x) S 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 5x",   /* trailing junk */
@@ -51,6 +53,7 @@ static void test_read(void **state)
     struct proc_stat me, ps;
     assert_int_equal(proc_stat_read(getpid(), &me), 0);
     assert_int_equal(me.pgrp, (long)getpgrp());
+    assert_int_equal(me.ppid, (long)getppid());
     assert_true(me.start > 0);
     pid_t child = fork();
     assert_true(child >= 0);
