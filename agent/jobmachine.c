@@ -337,7 +337,12 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
      * goes back to the good pair; the release itself is not to blame (never marked bad) */
     bool spec_only = !strcmp(from, j->good) && !state_on_good(j);
     bool again = state_on_good(j);
-    bool leaving_bad = !state_on_good(j) && !current_is_promoted(j) && !spec_only &&
+    /* A pair promoted once and deployed again runs a probation of its own (the deadline armed
+     * at its activation, or just expired): failing that one is a failed probation as any other.
+     * It used to count as promoted, stayed unmarked and a plain rollback went back to it while
+     * `rollback --to` refused it (the controller's history said it failed). */
+    bool on_probation = j->probation_deadline > 0 || rt->next_code == STATUS_RC_PROBATION_DEADLINE;
+    bool leaving_bad = !state_on_good(j) && (!current_is_promoted(j) || on_probation) && !spec_only &&
                       !(rt->next_no_mark && !automatic);
     rt->next_no_mark = false;
     bool no_start = rt->next_no_start;
@@ -375,8 +380,9 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     else
         snprintf(msg, sizeof msg, "%s from %.12s%s: %s", automatic ? "reverted on its own" : "reverted",
                  from, spec_only ? "'s changed job spec to its good one" : "", rt->next_reason);
-    /* A release reverted before it was ever promoted failed its probation: never a rollback
-     * target again unless an operator names it (and promotes it). */
+    /* A release reverted before it was ever promoted, or during a probation of it after it was
+     * promoted before, failed its probation: never a rollback target again unless an operator
+     * names it (and promotes it). */
     if (leaving_bad)
         (void)state_mark_bad(j, from, rt->next_reason);
     fx_event(out, "revert", j->current, "%s", msg);

@@ -79,6 +79,13 @@ const char *status_failed_hint(const char *ct, const char *job, const struct job
                           "%s` runs it again",
                  ct, job, js->reason[0] ? js->reason : "(no reason given)", logs, inv_arg ? " -i " : "",
                  inv_arg ? inv_arg : "", job);
+    else if (!js->good[0])
+        /* failed on its first deploy: no good release, so a rollback would only say "nothing to
+         * roll back to" (it was recommended here) */
+        snprintf(buf, sz, "%s: job '%s' has failed and is not running: %s%s; it has no good release to "
+                          "roll back to: deploy a fixed release (`drover%s%s deploy DIR --job %s`)",
+                 ct, job, js->reason[0] ? js->reason : "(no reason given)", logs, inv_arg ? " -i " : "",
+                 inv_arg ? inv_arg : "", job);
     else
         snprintf(buf, sz, "%s: job '%s' has failed and is not running: %s%s; `drover%s%s rollback --job %s` "
                           "starts the last good release again (or the one before it, when this was it), "

@@ -108,6 +108,18 @@ enum history_reason pastfail_hand_revert_code(const struct history_entry *h, siz
     return u == UNPROMOTED_HELD || u == UNPROMOTED_FAILED ? HISTORY_RC_NONE : HISTORY_RC_OPERATOR_REVERT;
 }
 
+const struct history_entry *pastfail_find_now(const struct history_entry *h, size_t n, const char *job,
+                                              const char *id)
+{
+    const struct history_entry *e = pastfail_find(h, n, job, id);
+    /* a confirmed rollback to it since (with --force) made it good again: its agents no longer
+     * mark it bad, and that record is no probation's outcome (pastfail_find skips it) */
+    for (size_t i = e ? (size_t)(e - h) + 1 : n; i < n; i++)
+        if (!strcmp(h[i].job, job) && !strcmp(h[i].release, id) && !strcmp(h[i].result, "rollback"))
+            return NULL;
+    return e;
+}
+
 const struct history_entry *pastfail_find_prefix(const struct history_entry *h, size_t n, const char *job,
                                                  const char *prefix)
 {
@@ -120,13 +132,7 @@ const struct history_entry *pastfail_find_prefix(const struct history_entry *h, 
             return NULL; /* several: the survey names them */
         id = h[i].release;
     }
-    const struct history_entry *e = id ? pastfail_find(h, n, job, id) : NULL;
-    /* a confirmed rollback to it since (with --force) made it good again: its agents no longer
-     * mark it bad, and that record is no probation's outcome (pastfail_find skips it) */
-    for (size_t i = e ? (size_t)(e - h) + 1 : n; i < n; i++)
-        if (!strcmp(h[i].job, job) && !strcmp(h[i].release, id) && !strcmp(h[i].result, "rollback"))
-            return NULL;
-    return e;
+    return id ? pastfail_find_now(h, n, job, id) : NULL;
 }
 
 const char *pastfail_release_name(const struct history_entry *h, size_t n, const char *job, const char *id)
@@ -156,5 +162,23 @@ const char *pastfail_rollback_refusal(const struct history_entry *e, const char 
                       "roll back to it only with --force (drover rollback --job %s --to %s --force)",
              job, contacted ? "nothing changed" : "nothing was contacted, nothing changed", sid, named, job,
              why, job, sid);
+    return buf;
+}
+
+const char *pastfail_rollback_skip(const struct history_entry *e, const char *name, const char *job,
+                                   const char *id, char *buf, size_t sz)
+{
+    char sid[RELEASE_SHORT_LEN + 1], named[MANIFEST_NAME_MAX + 4] = "", why[700], when[32];
+    ui_short(id, sid);
+    if (name && *name)
+        snprintf(named, sizeof named, " (%s)", name);
+    if (e)
+        snprintf(why, sizeof why, " %s after it was promoted (%s: %s)", when_of(e, when), e->result,
+                 e->reason[0] ? e->reason : "(no reason recorded)");
+    else
+        snprintf(why, sizeof why, " after it was promoted (marked bad by its agents)");
+    snprintf(buf, sz, "skipping %s%s: it failed probation for job '%s'%s; it is no rollback target "
+                      "until it is promoted again (drover rollback --job %s --to %s --force goes to it)",
+             sid, named, job, why, job, sid);
     return buf;
 }

@@ -53,6 +53,22 @@ const char *pastfail_unpromoted_why(const struct history_entry *h, size_t n, con
 enum history_reason pastfail_hand_revert_code(const struct history_entry *h, size_t n, const char *job,
                                               const char *id);
 
+/* The one rule both `drover rollback` and `rollback --to` go by: the record (pastfail_find) that
+ * says release id failed its newest probation for job among h[0..n), unless a confirmed
+ * rollback went to it since (result `rollback`: it is good again); NULL otherwise.  A promote
+ * since makes pastfail_find say NULL already.  Pure. */
+const struct history_entry *pastfail_find_now(const struct history_entry *h, size_t n, const char *job,
+                                              const char *id);
+
+/* What a plain `drover rollback` says of a promoted release it passes over because it failed a
+ * later probation: "skipping 6a208f9ed985 (rel1): it failed probation for job 'train' at
+ * 2026-12-02 14:03:11 UTC after it was promoted (reverted: <reason>); it is no rollback target
+ * until it is promoted again (drover rollback --job train --to 6a208f9ed985 --force goes to
+ * it)" into buf (truncated to sz).  e: its failure record (pastfail_find_now), NULL when only
+ * its agents know; name: "" when unknown.  Returns buf. */
+const char *pastfail_rollback_skip(const struct history_entry *e, const char *name, const char *job,
+                                   const char *id, char *buf, size_t sz);
+
 /* For `drover rollback --to PREFIX` before any host is contacted: the record (pastfail_find)
  * that says the one release of job among h[0..n) whose id begins with prefix (case-insensitive)
  * failed its probation; NULL when no release of job there begins with it, when several do (the

@@ -38,10 +38,36 @@ static bool on_good(const struct job_status *js)
            !strcmp(js->spec_digest, js->good_spec_digest);
 }
 
+/* The releases the caller says failed probation since they were promoted (rbtarget_decide_skip). */
+struct skip_list {
+    const char *const *ids;
+    int n;
+};
+
+static bool skipped_by_history(const struct skip_list *sk, const char *id)
+{
+    for (int k = 0; sk && k < sk->n; k++)
+        if (sk->ids[k] && !strcmp(sk->ids[k], id))
+            return true;
+    return false;
+}
+
+static void note_skipped(struct rb_target *t, const char *id)
+{
+    for (int k = 0; k < t->nskipped; k++)
+        if (!strcmp(t->skipped[k], id))
+            return;
+    if (t->nskipped < RB_MAX_SKIPPED)
+        (void)str_copy(t->skipped[t->nskipped++], sizeof t->skipped[0], id);
+}
+
 /* The newest promoted pair of js other than the one it runs (and, with only, of that release):
  * its index in goods, or -1.  A pair of the running release whose spec is unknown ("": an agent
- * older than the pairs, or a record dropped) cannot be told from the running one: skipped. */
-static int earlier_pair(const struct rb_ct *cts, int n, const struct job_status *js, const char *only)
+ * older than the pairs, or a record dropped) cannot be told from the running one: skipped.
+ * Without only, a release marked bad (by a container, or the caller's history) is passed over
+ * and noted in t (t NULL: not noted). */
+static int earlier_pair(const struct rb_ct *cts, int n, const struct job_status *js, const char *only,
+                        const struct skip_list *sk, struct rb_target *t)
 {
     for (int k = 0; k < js->ngoods; k++) {
         const char *rel = js->goods[k], *dg = js->goods_spec[k];
@@ -49,8 +75,11 @@ static int earlier_pair(const struct rb_ct *cts, int n, const struct job_status 
             continue;
         if (!strcmp(rel, js->current) && (!dg[0] || !strcmp(dg, js->spec_digest)))
             continue;
-        if (!only && marked_bad(cts, n, rel))
+        if (!only && (marked_bad(cts, n, rel) || skipped_by_history(sk, rel))) {
+            if (t && strcmp(rel, js->current) != 0)
+                note_skipped(t, rel);
             continue;
+        }
         return k;
     }
     return -1;
@@ -75,8 +104,11 @@ static void take_pair(struct rb_target *t, const struct rb_ct *c, int i, int k)
     t->nrecorded += t->recorded[i];
 }
 
-int rbtarget_decide(const char *job, const struct rb_ct *cts, int n, const char *to, struct rb_target *ret)
+
+int rbtarget_decide_skip(const char *job, const struct rb_ct *cts, int n, const char *to,
+                         const char *const *skip, int nskip, struct rb_target *ret)
 {
+    const struct skip_list skl = { .ids = skip, .n = skip ? nskip : 0 }, *sk = &skl;
     if (n < 1 || n > INV_MAX_CTS)
         return -EINVAL;
     struct rb_target *t = ret;
@@ -111,7 +143,7 @@ int rbtarget_decide(const char *job, const struct rb_ct *cts, int n, const char 
          * said as "the job spec it was promoted with before" when there was none. */
         bool same = t->spec_only;
         for (int i = 0; i < n; i++) {
-            int k = t->spec_only ? earlier_pair(cts, n, cts[i].js, to) : newest_pair(cts[i].js, to);
+            int k = t->spec_only ? earlier_pair(cts, n, cts[i].js, to, NULL, NULL) : newest_pair(cts[i].js, to);
             same = same && k < 0 && cts[i].want && cts[i].want[0] &&
                    !strcmp(cts[i].want, cts[i].js->spec_digest);
             take_pair(t, &cts[i], i, k);
@@ -149,7 +181,7 @@ int rbtarget_decide(const char *job, const struct rb_ct *cts, int n, const char 
     (void)str_copy(t->current, sizeof t->current, t->good);
     int k0 = -1, have = 0, none_at = -1;
     for (int i = 0; i < n; i++) {
-        int k = t->good[0] ? earlier_pair(cts, n, cts[i].js, NULL) : -1;
+        int k = t->good[0] ? earlier_pair(cts, n, cts[i].js, NULL, sk, t) : -1;
         if (k < 0) {
             none_at = none_at < 0 ? i : none_at;
             continue;
@@ -183,6 +215,11 @@ int rbtarget_decide(const char *job, const struct rb_ct *cts, int n, const char 
     t->kind = RB_EARLIER;
     t->spec_only = !strcmp(t->release, t->current);
     return 0;
+}
+
+int rbtarget_decide(const char *job, const struct rb_ct *cts, int n, const char *to, struct rb_target *ret)
+{
+    return rbtarget_decide_skip(job, cts, n, to, NULL, 0, ret);
 }
 
 bool rbtarget_prefix_ok(const char *s)

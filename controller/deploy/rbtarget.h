@@ -30,6 +30,8 @@ struct rb_ct {
     const char *want;            /* the inventory's spec digest for it (jobspec_digest), "" unknown */
 };
 
+#define RB_MAX_SKIPPED 8
+
 enum rb_kind {
     RB_REVERT,  /* some container runs a pair that was never promoted: every one back to the good pair */
     RB_EARLIER, /* to `release`, with per container the spec below */
@@ -54,6 +56,11 @@ struct rb_target {
     bool recorded[INV_MAX_CTS];
     char digest[INV_MAX_CTS][SPEC_DIGEST_LEN + 1];
     char why[1400];
+    /* RB_EARLIER and RB_NONE without --to: the promoted releases newer than where it goes that
+     * were passed over because they failed probation since (a container marks them bad, or
+     * skip names them), newest first: said by the caller, with when and why */
+    int nskipped;
+    char skipped[RB_MAX_SKIPPED][RELEASE_ID_LEN + 1];
 };
 
 /* Decide for n containers (1..INV_MAX_CTS) of job `job`.  to: the release the operator named
@@ -62,6 +69,13 @@ struct rb_target {
  * already: an earlier spec of it), else the inventory's.  Returns 0
  * with *ret filled (its kind says what to do), -EINVAL for n out of range. */
 int rbtarget_decide(const char *job, const struct rb_ct *cts, int n, const char *to, struct rb_target *ret);
+
+/* rbtarget_decide, where also the releases skip[0..nskip) (full ids) are no earlier good pair to
+ * go to: those whose newest probation for the job failed by the controller's history
+ * (pastfail_find_now), which an agent older than the mark of a once-promoted release's failure
+ * keeps unmarked.  Without --to only: --to is refused before (cmd_rollback). */
+int rbtarget_decide_skip(const char *job, const struct rb_ct *cts, int n, const char *to,
+                         const char *const *skip, int nskip, struct rb_target *ret);
 
 /* Shortest prefix `rollback --to` takes: 6 hex digits. */
 #define RB_PREFIX_MIN 6

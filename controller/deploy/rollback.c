@@ -252,12 +252,36 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         cts[i] = (struct rb_ct){ .label = d.job->cts[i].label, .want = want[i].hex,
                                  .js = d.sv_found[i] ? &d.sv_js[i] : NULL };
     }
+    /* The one rule of both paths: a release whose newest probation for the job failed is bad
+     * until promoted again.  --to was checked above; here the promoted releases this
+     * controller's history says failed since, which an agent older than that mark keeps
+     * unmarked (a plain rollback went back to such a release while --to refused it). */
+    struct history_entry *hh = NULL;
+    size_t nhh = 0;
+    if (state_history_read(d.inv->state_dir, d.job->name, &hh, &nhh, NULL) < 0) {
+        hh = NULL;
+        nhh = 0;
+    }
+    const char *skip[INV_MAX_CTS * STATUS_MAX_MARKS];
+    int nskip = 0;
+    for (int i = 0; !pick[0] && i < d.job->ncts; i++)
+        for (int k = 0; d.sv_found[i] && k < d.sv_js[i].ngoods && nskip < (int)ARRAY_SIZE(skip); k++)
+            if (pastfail_find_now(hh, nhh, d.job->name, d.sv_js[i].goods[k]))
+                skip[nskip++] = d.sv_js[i].goods[k];
     struct rb_target *t = calloc(1, sizeof *t);
-    if (!t || rbtarget_decide(d.job->name, cts, d.job->ncts, pick[0] ? pick : NULL, t) < 0) {
+    if (!t || rbtarget_decide_skip(d.job->name, cts, d.job->ncts, pick[0] ? pick : NULL, skip, nskip, t) < 0) {
         log_error("out of memory");
         free(t);
+        free(hh);
         goto out;
     }
+    for (int k = 0; k < t->nskipped && (t->kind == RB_EARLIER || t->kind == RB_NONE); k++) {
+        char msg[1400];
+        const struct history_entry *e = pastfail_find_now(hh, nhh, d.job->name, t->skipped[k]);
+        log_warn("%s", pastfail_rollback_skip(e, pastfail_release_name(hh, nhh, d.job->name, t->skipped[k]),
+                                              d.job->name, t->skipped[k], msg, sizeof msg));
+    }
+    free(hh);
     (void)str_copy(d.current, sizeof d.current, t->current);
     (void)str_copy(d.good, sizeof d.good, t->good);
     if (t->kind == RB_REFUSED) {
@@ -281,8 +305,8 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         if (d.good[0])
             log_error("job '%s' %s its last good release %s and has no earlier good release to roll "
                       "back to%s%s", d.job->name, runs ? "runs" : "is stopped on", ui_short(d.current, sid),
-                      d.nbad ? " (releases that failed probation are not rollback targets; name one "
-                               "with --to ID --force)" : "", hint);
+                      d.nbad || t->nskipped ? " (releases that failed probation are not rollback "
+                                              "targets; name one with --to ID --force)" : "", hint);
         else
             log_error("job '%s' has no good release: nothing to roll back to (name one with --to ID)",
                       d.job->name);

@@ -496,6 +496,47 @@ static void test_revert_no_mark(void **state)
     }
 }
 
+/* A release promoted once and deployed again runs a probation of its own: when that one fails
+ * (the controller's revert, or its deadline passing) it is marked bad like any failed release,
+ * so the next plain rollback does not go back to it (it was left unmarked: `rollback` went to
+ * it while `rollback --to` refused it).  A later promote makes it good again. */
+static void test_failed_probation_of_once_promoted_marks_bad(void **state)
+{
+    (void)state;
+    for (int expire = 0; expire < 2; expire++) {
+        struct world w;
+        world_init(&w);
+        RUN(&w, good_a);
+        RUN(&w, then_b);
+        static const struct row promote_b[] = {
+            {JM_EV_PROMOTE, 14, B, 380, 0, 0, 0, NULL, "event save gc reply", GANG_STARTING, NULL},
+            /* A again, under probation */
+            {JM_EV_ACTIVATE, 30, A, 60, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+            {JM_EV_GANG_GONE, 31, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "probation deadline armed"},
+            {JM_EV_START_OK, 31, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, NULL},
+        };
+        RUN(&w, promote_b);
+        assert_string_equal(w.j->current, A);
+        if (expire) {
+            static const struct row rows[] = {
+                {JM_EV_TICK, 200, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline"},
+                {JM_EV_GANG_GONE, 201, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event history start-gang", ANY, NULL},
+            };
+            RUN(&w, rows);
+        } else {
+            static const struct row rows[] = {
+                {JM_EV_REVERT, 40, NULL, 0, 0, 0, 0, "throughput regression", "wait stop-gang save", ANY, NULL},
+                {JM_EV_GANG_GONE, 41, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "throughput regression"},
+            };
+            RUN(&w, rows);
+        }
+        assert_string_equal(w.j->current, B);
+        assert_true(state_is_bad(w.j, A));
+        assert_null(state_last_good(w.j, B)); /* A is no rollback target now */
+        world_done(&w);
+    }
+}
+
 /* A release whose gang cannot start: the activate fails (exit 6) and the job goes back to good
  * at once; a revert whose start fails leaves the job failed. */
 static void test_start_failures(void **state)
@@ -1355,6 +1396,7 @@ int main(void)
         cmocka_unit_test(test_hung_promoted_real_pace),
         cmocka_unit_test(test_last_restart_reason_kept),
         cmocka_unit_test(test_revert_no_mark),
+        cmocka_unit_test(test_failed_probation_of_once_promoted_marks_bad),
         cmocka_unit_test(test_start_failures),
         cmocka_unit_test(test_requests),
         cmocka_unit_test(test_switch_stop_then_start),

@@ -264,6 +264,39 @@ static void test_hand_revert_of_unfailed_release(void **state)
  * only after every container was surveyed, with exit 2 (the usage-error code).  The controller's
  * own history decides before any host is contacted: the one release the prefix names, its
  * failure, its name, and the refusal's words (release, why, --force). */
+/* The newcomer's lab: rel1 (REL) promoted twice, OTHER promoted with an inflated throughput,
+ * then rel1 deployed again and reverted.  Its newest verdict is that failure, so both a plain
+ * rollback (which skips it, saying so) and --to (refused) call it bad, until it is promoted or a
+ * confirmed rollback goes to it again. */
+static void test_failed_after_promoted_is_bad_now(void **state)
+{
+    (void)state;
+    struct history_entry h[] = {
+        rec(T0 - 300, "train", REL, "rel1", "promoted", ""),
+        rec(T0 - 200, "train", REL, "rel1", "promoted", ""),
+        rec(T0 - 100, "train", OTHER, "rel2", "promoted", ""),
+        rec(T0, "train", REL, "rel1", "reverted", "throughput regression: -70.3%"),
+        rec(T0 + 10, "train", REL, "rel1", "promoted", ""),
+        rec(T0 + 20, "train", REL, "rollback", "rollback", "operator rollback"),
+    };
+    const struct history_entry *e = pastfail_find_now(h, 4, "train", REL);
+    assert_ptr_equal(e, &h[3]);
+    assert_ptr_equal(pastfail_find_prefix(h, 4, "train", "3F2A9C"), e);
+    assert_null(pastfail_find_now(h, 4, "train", OTHER));
+    assert_null(pastfail_find_now(h, 5, "train", REL)); /* promoted again */
+    struct history_entry h2[] = { h[0], h[1], h[2], h[3], h[5] };
+    assert_null(pastfail_find_now(h2, 5, "train", REL)); /* a confirmed rollback went to it */
+    char buf[1400];
+    pastfail_rollback_skip(e, "rel1", "train", REL, buf, sizeof buf);
+    assert_string_equal(buf, "skipping 3f2a9c1b7d6e (rel1): it failed probation for job 'train' at "
+                             "2026-12-02 14:03:11 UTC after it was promoted (reverted: throughput "
+                             "regression: -70.3%); it is no rollback target until it is promoted "
+                             "again (drover rollback --job train --to 3f2a9c1b7d6e --force goes to it)");
+    pastfail_rollback_skip(NULL, "", "train", REL, buf, sizeof buf);
+    assert_non_null(strstr(buf, "skipping 3f2a9c1b7d6e: it failed probation for job 'train' after it "
+                                "was promoted (marked bad by its agents)"));
+}
+
 static void test_rollback_refusal_from_history(void **state)
 {
     (void)state;
@@ -328,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_unpromoted_why),
         cmocka_unit_test(test_hand_revert_of_unfailed_release),
         cmocka_unit_test(test_rollback_refusal_from_history),
+        cmocka_unit_test(test_failed_after_promoted_is_bad_now),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,6 +75,46 @@ static void test_spec_only_goes_to_earlier_spec(void **state)
     assert_string_equal(t.digest[0], "");
 }
 
+/* A release promoted once that failed a later probation (the newcomer's lab: rel1 promoted,
+ * the inflated B promoted, rel1 deployed again and reverted): a plain rollback passes it over
+ * and says so, whether an agent marks it bad or only the controller's history knows (an agent
+ * older than that mark).  It went back to it, while --to refused it. */
+static void test_failed_after_promoted_is_skipped(void **state)
+{
+    (void)state;
+    struct job_status js[2];
+    struct rb_ct cts[2];
+    struct rb_target t;
+    const char *goods[] = { B, A, A, C }, *dg[] = { D1, D1, D1, D1 };
+    for (int i = 0; i < 2; i++)
+        job(&js[i], B, D1, B, D1, 4, goods, dg);
+    cts_of(cts, js, 2, D1);
+    const char *skip[] = { A };
+    assert_int_equal(rbtarget_decide_skip("train", cts, 2, NULL, skip, 1, &t), 0);
+    assert_int_equal(t.kind, RB_EARLIER);
+    assert_string_equal(t.release, C);
+    assert_int_equal(t.nskipped, 1);
+    assert_string_equal(t.skipped[0], A);
+    /* marked bad by one agent, no history: the same */
+    strcpy(js[1].bad[0], A);
+    js[1].nbad = 1;
+    assert_int_equal(rbtarget_decide("train", cts, 2, NULL, &t), 0);
+    assert_int_equal(t.kind, RB_EARLIER);
+    assert_string_equal(t.release, C);
+    assert_int_equal(t.nskipped, 1);
+    /* nothing older than A: nothing to roll back to, A still named as skipped */
+    js[1].nbad = 0;
+    for (int i = 0; i < 2; i++)
+        job(&js[i], B, D1, B, D1, 3, goods, dg);
+    assert_int_equal(rbtarget_decide_skip("train", cts, 2, NULL, skip, 1, &t), 0);
+    assert_int_equal(t.kind, RB_NONE);
+    assert_int_equal(t.nskipped, 1);
+    /* --to is not this rule's path (refused before, from the history and the marks) */
+    assert_int_equal(rbtarget_decide_skip("train", cts, 2, A, skip, 1, &t), 0);
+    assert_int_equal(t.kind, RB_EARLIER);
+    assert_string_equal(t.release, A);
+}
+
 /* An agent older than the pairs (goods_spec all ""): the earlier release with the inventory's
  * spec, as rollback did before; a release some container marks bad is never the target. */
 static void test_older_agents_and_bad_marks(void **state)
@@ -281,6 +321,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_only_goes_to_earlier_spec),
         cmocka_unit_test(test_older_agents_and_bad_marks),
+        cmocka_unit_test(test_failed_after_promoted_is_skipped),
         cmocka_unit_test(test_containers_disagree),
         cmocka_unit_test(test_unpromoted_anywhere_reverts),
         cmocka_unit_test(test_to),

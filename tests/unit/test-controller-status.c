@@ -100,6 +100,7 @@ static void test_failed_hint(void **state)
     assert_null(status_failed_hint("h1:101", "drafter", &js, NULL, buf, sizeof buf));
     assert_null(status_failed_hint("h1:101", "drafter", NULL, NULL, buf, sizeof buf));
     js.state = GANG_FAILED;
+    strcpy(js.good, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"); /* promoted */
     strcpy(js.reason, "rank 0 reported 3 consecutive non-finite steps (non-retryable) on a promoted release: stopped");
     const char *h = status_failed_hint("h1:101", "drafter", &js, "lab.ini", buf, sizeof buf);
     assert_non_null(h);
@@ -506,7 +507,10 @@ static void test_failed_reason_code(void **state)
         char *argv[] = { "status", NULL };
         assert_int_equal(capture_verb(cmd_status, inv, argv, 1, out, err), EXIT_OK);
         assert_int_equal(count_lines(err, "has failed and is not running: crash loop: "), 1);
-        assert_int_equal(count_lines(err, "to return to; see `drover logs --job train`; `drover rollback"), 1);
+        /* failed on its first deploy (no good release): never "rollback", which would refuse */
+        assert_int_equal(count_lines(err, "to return to; see `drover logs --job train`; it has no good release "
+                                          "to roll back to: deploy a fixed release (`drover deploy DIR --job train`)"), 1);
+        assert_int_equal(count_lines(err, "rollback --job"), 0);
         char *argv_json[] = { "status", "-o", "json", NULL };
         assert_int_equal(capture_verb(cmd_status, inv, argv_json, 3, out, err), EXIT_OK);
         want_first_container(out, "state", "failed");
