@@ -126,8 +126,14 @@ def _env_int(env, name, default):
         return default
 
 
+# The largest count the agent reads (a JSON integer it keeps in 64 bits): a larger one made
+# every line "not JSON: too big integer" there, and the worker never reached its first step.
+_COUNT_MAX = 2 ** 63 - 1
+
+
 def _count(v):
-    """v as a non-negative int, or None when it is not one (bool, str, None, 2.5, -1, NaN)."""
+    """v as a non-negative int, or None when it is not one (bool, str, None, 2.5, -1, NaN, or
+    above _COUNT_MAX)."""
     if isinstance(v, bool):
         return None
     if isinstance(v, float):
@@ -139,7 +145,7 @@ def _count(v):
             v = operator.index(v)  # int, numpy integers, integer 0-d tensors
         except Exception:  # noqa: BLE001 -- any __index__ failure is bad input
             return None
-    return v if v >= 0 else None
+    return v if 0 <= v <= _COUNT_MAX else None
 
 
 def _loss(v):
@@ -355,8 +361,8 @@ class Heartbeat:
         if f is None:
             self._bad("step", "loss", loss, _LOSS_WANT)
             return
-        if t is None:
-            self._bad("step", "tokens", tokens, _STEP_WANT)
+        if t is None or self.tokens + t > _COUNT_MAX:  # the line carries the running total
+            self._bad("step", "tokens", tokens, _STEP_WANT + " (the total stays under 2**63)")
             return
         bad = _bad_extra(extra)
         if bad is not None:

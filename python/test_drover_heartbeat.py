@@ -287,6 +287,22 @@ class HeartbeatTest(unittest.TestCase):
         self.assertEqual(st["step"], 2)
         self.assertAlmostEqual(st["tok_s"], 3.0)  # 3 tokens over the 1 s since step 1
 
+    def test_count_beyond_64_bits_refused(self):
+        # tokens=10**30 or 1e20 went out as JSON the agent cannot read ("too big integer"):
+        # every line was dropped there and the rank "never reached its first step", while
+        # hb.invalid stayed 0 and nothing was said here
+        self.hb.step(1, 2.0, 5)
+        read_lines(self.r)
+        err = self.bad_call(lambda: self.hb.step(2, 2.0, 10 ** 30))
+        self.assertIn("bad tokens", err)
+        self.bad_call(lambda: self.hb.step(2 ** 63, 2.0, 5))
+        self.bad_call(lambda: self.hb.step(2, 2.0, 1e20))
+        self.bad_call(lambda: self.hb.step(2, 2.0, 2 ** 63 - 5))  # the total would pass it
+        self.assertEqual(self.hb.invalid, 4)
+        self.assertEqual(read_lines(self.r), [])  # nothing sent
+        self.hb.step(2, 2.0, 2 ** 63 - 6)  # the total is exactly the largest the agent reads
+        self.assertEqual(read_lines(self.r)[-1]["tokens"], 2 ** 63 - 1)
+
     def test_bad_phase_refused(self):
         self.hb.step(1, 1.0, 1)
         read_lines(self.r)
