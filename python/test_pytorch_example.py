@@ -204,6 +204,9 @@ class ExitCodesTest(unittest.TestCase):
             ({"attention": "bogus"}, 'key "attention" is "bogus": allowed: "auto" or "flex" or '
                                      '"sdpa" or "plain"'),
             ({"compile_flex": "false"}, 'key "compile_flex" is "false": allowed: true or false'),
+            # steps count from 1: a 0 never fired, and its "NaN at step 0" release was promoted
+            ({"nan_at_step": 0}, 'key "nan_at_step" is 0: allowed: an integer >= 1, or -1 (off)'),
+            ({"hang_at_step": -2}, 'key "hang_at_step" is -2: allowed: an integer >= 1, or -1'),
         ]
         for bad, what in cases:
             with self.subTest(bad=bad):

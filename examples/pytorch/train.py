@@ -83,7 +83,10 @@ def _one_of(*words):
 
 _BOOL = (lambda v, cfg: isinstance(v, bool)), "true or false"
 _STRING = (lambda v, cfg: isinstance(v, str)), "a string"
-_STEP_KNOB = _integer(-1)[0], "an integer >= 1, or -1 (off)"
+# steps are counted from 1: a 0 was accepted and never fired (a "NaN at step 0" release was
+# promoted)
+_STEP_KNOB = (lambda v, cfg: _integer(1)[0](v, cfg) or (_integer(-1)[0](v, cfg) and v == -1)), \
+    "an integer >= 1, or -1 (off)"
 
 # What each key of config.json may be: (check(value, whole config), what is allowed, in words).
 # Checked before anything is built, so a bad value exits 3 (config, not retried) with one line
