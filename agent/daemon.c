@@ -433,32 +433,6 @@ static void daemon_report_gpu_holders(struct daemon *d, const struct job_rec *j)
     daemon_event(d, j, "lingering", j->current, "%d process(es) outside any gang hold a GPU: %s", n, list);
 }
 
-/* The releases whose checkpoints j's current release may resume from: itself and every release
- * promoted for j.  A release reverted during probation is in neither, so the good release never
- * resumes from (and never inherits the training of) a release that failed probation. */
-static void resume_list(const struct job_rec *j, char *out, size_t outsz)
-{
-    size_t len = 0;
-    out[0] = '\0';
-    const char *ids[STATE_MAX_SPECS + 2];
-    int n = 0;
-    ids[n++] = j->current;
-    if (j->good[0])
-        ids[n++] = j->good;
-    for (int k = 0; k < j->nspecs; k++)
-        if (j->specs[k].promoted)
-            ids[n++] = j->specs[k].release;
-    for (int k = 0; k < n; k++) {
-        bool dup = false;
-        for (int m = 0; m < k; m++)
-            dup = dup || !strcmp(ids[m], ids[k]);
-        int w = dup ? 0 : snprintf(out + len, outsz - len, "%s%s", len ? "," : "", ids[k]);
-        if (w < 0 || (size_t)w >= outsz - len)
-            break;
-        len += (size_t)w;
-    }
-}
-
 static void job_feed(struct daemon *d, int i, const struct jm_event *ev, int ci);
 
 /* JM_FX_START_GANG: start generation gen of j's current release, then tell the machine. */
@@ -478,7 +452,7 @@ static void job_start_gang(struct daemon *d, int i, int gen, double now)
     else if (s) {
         daemon_report_gpu_holders(d, j);
         char resume[(RELEASE_ID_LEN + 1) * (STATE_MAX_SPECS + 2)];
-        resume_list(j, resume, sizeof resume);
+        state_resume_list(j, resume, sizeof resume);
         r = gang_check_exec(&d->store, s, err, sizeof err);
         if (r == 0)
             r = gang_start(&rt->gang, &d->store, j->job, s, resume, gen, err, sizeof err);

@@ -418,6 +418,29 @@ bool state_is_bad(const struct job_rec *j, const char *release)
     return false;
 }
 
+void state_resume_list(const struct job_rec *j, char *out, size_t outsz)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    const char *ids[STATE_MAX_SPECS + 2];
+    int n = 0;
+    ids[n++] = j->current;
+    if (j->good[0])
+        ids[n++] = j->good;
+    for (int k = 0; k < j->nspecs; k++)
+        if (j->specs[k].promoted)
+            ids[n++] = j->specs[k].release;
+    for (int k = 0; k < n; k++) {
+        bool skip = k > 0 && state_is_bad(j, ids[k]); /* promoted once, failed a probation since */
+        for (int m = 0; m < k; m++)
+            skip = skip || !strcmp(ids[m], ids[k]);
+        int w = skip ? 0 : snprintf(out + len, outsz - len, "%s%s", len ? "," : "", ids[k]);
+        if (w < 0 || (size_t)w >= outsz - len)
+            break;
+        len += (size_t)w;
+    }
+}
+
 void state_note_good(struct job_rec *j, const char *release, const char *digest)
 {
     if (!digest)

@@ -127,6 +127,13 @@ int state_put_spec(struct job_rec *j, const struct job_spec *spec, struct job_sp
 void state_mark_bad(struct job_rec *j, const char *release, const char *reason);
 void state_unmark_bad(struct job_rec *j, const char *release);
 bool state_is_bad(const struct job_rec *j, const char *release);
+/* DROVER_RESUME_RELEASES for j's current release: the releases whose checkpoints it may resume
+ * from, comma-separated: itself and every release promoted for j, less those marked bad since (a
+ * release promoted once that failed a later probation).  A release reverted during probation is
+ * in none of them, so the good release never resumes from (never inherits the training of) a
+ * release that failed probation: a newcomer's rollback resumed the checkpoint such a release
+ * wrote during its failed probation.  Cut at outsz, between ids. */
+void state_resume_list(const struct job_rec *j, char *out, size_t outsz);
 /* Record (release, digest) as the newest promoted pair (goods[0]); an entry of the same pair
  * moves to the front.  digest NULL counts as "". */
 void state_note_good(struct job_rec *j, const char *release, const char *digest);

@@ -1103,8 +1103,8 @@ int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_s
         long long step, resumed;
         probation_progress(p, &step, &resumed);
         if (resumed >= 0)
-            snprintf(msg, msg_sz, "%s is training again at step %lld (resumed from its checkpoint "
-                     "at step %lld)", ui_short(good, sid), step, resumed);
+            snprintf(msg, msg_sz, "%s is training again at step %lld (resumed from the job's newest checkpoint, "
+                     "step %lld)", ui_short(good, sid), step, resumed);
         else
             snprintf(msg, msg_sz, "%s is training again at step %lld (started fresh: no checkpoint)",
                      ui_short(good, sid), step);

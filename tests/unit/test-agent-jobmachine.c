@@ -517,6 +517,10 @@ static void test_failed_probation_of_once_promoted_marks_bad(void **state)
         };
         RUN(&w, promote_b);
         assert_string_equal(w.j->current, A);
+        char rl[4 * RELEASE_ID_LEN], want[sizeof rl];
+        state_resume_list(w.j, rl, sizeof rl);
+        snprintf(want, sizeof want, "%s,%s", A, B);
+        assert_string_equal(rl, want);
         if (expire) {
             static const struct row rows[] = {
                 {JM_EV_TICK, 200, NULL, 0, 0, 0, 0, NULL, "event stop-gang save", GANG_STOPPING, "probation deadline"},
@@ -533,6 +537,10 @@ static void test_failed_probation_of_once_promoted_marks_bad(void **state)
         assert_string_equal(w.j->current, B);
         assert_true(state_is_bad(w.j, A));
         assert_null(state_last_good(w.j, B)); /* A is no rollback target now */
+        /* nor are its checkpoints resumed: those of its failed probation were (a newcomer's
+         * rollback went on from them) */
+        state_resume_list(w.j, rl, sizeof rl);
+        assert_string_equal(rl, B);
         world_done(&w);
     }
 }
