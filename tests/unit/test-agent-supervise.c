@@ -1447,6 +1447,20 @@ static void get_status(struct agent_status *st)
     free(line);
 }
 
+/* The controller's promote of id (job train), which must be accepted. */
+static void promote_ok(const char *id)
+{
+    struct rpc_request q;
+    rpc_request_init(&q);
+    q.op = RPC_PROMOTE;
+    strcpy(q.job, "train");
+    strcpy(q.release, id);
+    char *r = call(&q);
+    assert_true(reply_ok(r));
+    free(r);
+    rpc_request_done(&q);
+}
+
 static char *activate(const char *id, int nproc)
 {
     struct rpc_request q;
@@ -1515,13 +1529,7 @@ static void test_daemon_crash_loop_reverts_to_good(void **state)
     assert_true(j->ranks[0].hb_age_s >= 0);
 
     struct rpc_request q;
-    rpc_request_init(&q);
-    q.op = RPC_PROMOTE;
-    strcpy(q.job, "train");
-    strcpy(q.release, good);
-    r = call(&q);
-    assert_true(reply_ok(r));
-    free(r);
+    promote_ok(good);
 
     /* an activate whose command cannot run: refused, the good gang keeps its pids */
     get_status(st);
@@ -1615,13 +1623,7 @@ static void test_daemon_probation_deadline(void **state)
     assert_true(reply_ok(r));
     free(r);
     struct rpc_request q;
-    rpc_request_init(&q);
-    q.op = RPC_PROMOTE;
-    strcpy(q.job, "train");
-    strcpy(q.release, good);
-    r = call(&q);
-    assert_true(reply_ok(r));
-    free(r);
+    promote_ok(good);
     rpc_request_init(&q);
     q.op = RPC_ACTIVATE;
     strcpy(q.job, "train");
@@ -1669,14 +1671,7 @@ static void test_daemon_nonfinite_heartbeats_revert(void **state)
     char *r = activate(good, 1);
     assert_true(reply_ok(r));
     free(r);
-    struct rpc_request q;
-    rpc_request_init(&q);
-    q.op = RPC_PROMOTE;
-    strcpy(q.job, "train");
-    strcpy(q.release, good);
-    r = call(&q);
-    assert_true(reply_ok(r));
-    free(r);
+    promote_ok(good);
     r = activate(nan, 1);
     assert_true(reply_ok(r));
     free(r);
@@ -1789,14 +1784,7 @@ static void test_daemon_probation_ignores_wall_clock_steps(void **state)
     char *r = activate(good, 1);
     assert_true(reply_ok(r));
     free(r);
-    struct rpc_request q;
-    rpc_request_init(&q);
-    q.op = RPC_PROMOTE;
-    strcpy(q.job, "train");
-    strcpy(q.release, good);
-    r = call(&q);
-    assert_true(reply_ok(r));
-    free(r);
+    promote_ok(good);
     struct rpc_request a;
     rpc_request_init(&a);
     a.op = RPC_ACTIVATE;
@@ -1817,13 +1805,7 @@ static void test_daemon_probation_ignores_wall_clock_steps(void **state)
     get_status(st);
     const struct job_status *j = status_find_job(st, "train");
     assert_string_equal(j->current, next); /* not reverted */
-    rpc_request_init(&q);
-    q.op = RPC_PROMOTE;
-    strcpy(q.job, "train");
-    strcpy(q.release, next);
-    r = call(&q);
-    assert_true(reply_ok(r)); /* the controller's verdict stands: promoted */
-    free(r);
+    promote_ok(next); /* the controller's verdict stands: promoted */
     get_status(st);
     j = status_find_job(st, "train");
     assert_string_equal(j->good, next);
@@ -1960,14 +1942,7 @@ static void test_daemon_revert_no_start_starts_nothing(void **state)
     free(r);
     struct agent_status *st = malloc(sizeof *st);
     assert_non_null(wait_state(st, GANG_RUNNING, 30));
-    struct rpc_request q;
-    rpc_request_init(&q);
-    q.op = RPC_PROMOTE;
-    strcpy(q.job, "train");
-    strcpy(q.release, good);
-    r = call(&q);
-    assert_true(reply_ok(r));
-    free(r);
+    promote_ok(good);
     /* drover stop; the deploy of bad starts it; the revert's phase 1 stops it (a switch's stop) */
     r = job_request(RPC_STOP, false, 0);
     assert_true(reply_ok(r));
