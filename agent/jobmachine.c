@@ -22,6 +22,7 @@
 
 #include "common/agentcli.h"
 #include "common/status.h"
+#include "common/text.h"
 #include "common/trainexit.h"
 #include "common/util.h"
 
@@ -223,7 +224,9 @@ static void set_state(struct job_rec *j, enum gang_state s, enum status_reason c
 {
     j->state = s;
     j->reason_code = code;
-    (void)str_copy(j->reason, sizeof j->reason, reason ? reason : "");
+    /* the reasons are built in JM_TEXT_MAX; the status document's is 256 bytes: cut at a word,
+     * never inside a `command` ("(`drover logs --job J --agent` )" reached the history) */
+    (void)text_cut_words(reason ? reason : "", NULL, j->reason, sizeof j->reason);
 }
 
 /* ---- rules ---- */

@@ -109,10 +109,12 @@ void history_record(struct deploy *d, const char *result, enum history_reason co
     (void)str_copy(e.name, sizeof e.name, d->name);
     (void)str_copy(e.result, sizeof e.result, result);
     e.reason_code = code;
-    if (d->spec_note[0])
-        snprintf(e.reason, sizeof e.reason, "%s; %s", d->spec_note, reason ? reason : "");
-    else
-        (void)str_copy(e.reason, sizeof e.reason, reason ? reason : "");
+    /* cut at a word, never inside a `command` (common/text.h), marked with an ellipsis */
+    char *full = NULL;
+    if (d->spec_note[0] && asprintf(&full, "%s; %s", d->spec_note, reason ? reason : "") < 0)
+        full = NULL;
+    (void)text_cut_words(full ? full : reason ? reason : "", NULL, e.reason, sizeof e.reason);
+    free(full);
     history_put(d, &e, true);
 }
 
