@@ -181,8 +181,10 @@ static void daemon_history_own(struct daemon *d, const struct job_rec *j, const 
     (void)str_copy(h.result, sizeof h.result, "reverted");
     (void)str_copy(h.previous, sizeof h.previous, j->good);
     (void)str_copy(h.by, sizeof h.by, HISTORY_BY_AGENT);
-    if (snprintf(h.reason, sizeof h.reason, "drover-agent %s", e->text) >= (int)sizeof h.reason)
+    char full[sizeof h.reason + JM_TEXT_MAX];
+    if (snprintf(full, sizeof full, "drover-agent %s", e->text) >= (int)sizeof h.reason)
         log_debug("job '%s': the history record's reason is cut to %zu bytes", j->job, sizeof h.reason - 1);
+    (void)text_cut_words(full, NULL, h.reason, sizeof h.reason); /* at a word, never inside a `command` */
     char *line = NULL;
     int r = history_entry_format(&h, &line);
     if (r == 0)

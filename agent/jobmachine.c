@@ -22,6 +22,7 @@
 
 #include "common/agentcli.h"
 #include "common/status.h"
+#include "common/text.h"
 #include "common/trainexit.h"
 #include "common/util.h"
 
@@ -62,7 +63,7 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
                                        int crashes_in_window, double window_s, int auto_rollbacks,
                                        enum status_reason *code, char *reason, size_t reasonsz)
 {
-    char how[96];
+    char how[160];
     /* the cause, as the controller decides on it: what a rank did, before what the policy makes
      * of it (a crash loop, an exit code not retried) */
     *code = exit_code == JM_EXIT_DIVERGED ? STATUS_RC_NONFINITE
@@ -78,6 +79,9 @@ enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promot
     else if (exit_code == TX_PEER_STOPPED)
         snprintf(how, sizeof how, "rank %d exited with code %d (%s)", exit_rank, exit_code,
                  train_exit_info(TX_PEER_STOPPED)->text);
+    else if (exit_code == TRAIN_EXIT_NOT_FOUND) /* the hint preflight gives for it */
+        snprintf(how, sizeof how, "rank %d exited with code %d (%s)", exit_rank, exit_code,
+                 TRAIN_EXIT_NOT_FOUND_TEXT);
     else
         snprintf(how, sizeof how, "rank %d exited with code %d", exit_rank, exit_code);
     if (!exit_signal && exit_code == 0) {
@@ -220,7 +224,9 @@ static void set_state(struct job_rec *j, enum gang_state s, enum status_reason c
 {
     j->state = s;
     j->reason_code = code;
-    (void)str_copy(j->reason, sizeof j->reason, reason ? reason : "");
+    /* the reasons are built in JM_TEXT_MAX; the status document's is 256 bytes: cut at a word,
+     * never inside a `command` ("(`drover logs --job J --agent` )" reached the history) */
+    (void)text_cut_words(reason ? reason : "", NULL, j->reason, sizeof j->reason);
 }
 
 /* ---- rules ---- */

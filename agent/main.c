@@ -40,6 +40,7 @@
 #include "common/samples.h"
 #include "common/status.h"
 #include "common/text.h"
+#include "common/trainexit.h"
 #include "common/util.h"
 #include "common/workerenv.h"
 
@@ -910,8 +911,8 @@ static int cmd_preflight(struct cli *c)
     int st = WEXITSTATUS(ws);
     if (n == (ssize_t)sizeof e) /* the child said why it could not execute CMD */
         return st;
-    if (st == 127) /* env's or a shell's "not found": "#!/usr/bin/env python" without python */
-        fprintf(stderr, "preflight: '%s' exited with 127 (a command it runs, or a shared library it needs, was not found: its own words are above)\n",
+    if (st == TRAIN_EXIT_NOT_FOUND) /* env's or a shell's "not found": "#!/usr/bin/env python" without python */
+        fprintf(stderr, "preflight: '%s' exited with 127 (" TRAIN_EXIT_NOT_FOUND_TEXT ": its own words are above)\n",
                 c->spec.argv[0]);
     else if (st != 0)
         fprintf(stderr, "preflight: '%s' exited with %d\n", c->spec.argv[0], st);

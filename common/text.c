@@ -188,6 +188,22 @@ const char *text_cut_words(const char *s, const char *more, char *out, size_t ou
         while (cut > 0 && (s[cut - 1] == ' ' || s[cut - 1] == '|'))
             cut--;
     }
+    if (cut > 0) {
+        /* never inside a `quoted command`: cut before its opening quote, and before the spaces
+         * and "(" that lead to it (a history reason ended "(`drover logs --job J --agent` )") */
+        size_t quotes = 0, open = 0;
+        for (size_t i = 0; i < cut; i++)
+            if (s[i] == '`') {
+                quotes++;
+                open = i;
+            }
+        if (quotes % 2) {
+            cut = open;
+            while (cut > 0 && (s[cut - 1] == ' ' || s[cut - 1] == '(' || s[cut - 1] == '|' ||
+                               s[cut - 1] == ';' || s[cut - 1] == ',' || s[cut - 1] == ':'))
+                cut--;
+        }
+    }
     if (!cut) { /* one long word: at a character boundary */
         cut = room;
         while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)

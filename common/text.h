@@ -50,7 +50,9 @@ const char *text_json_safe(const char *s, char *buf, size_t buf_sz);
 /* Copy the NUL-terminated s into out[out_sz] (always NUL-terminated when out_sz > 0): whole when
  * it fits; else cut before the last word that does not fit, so no word is cut in two, and
  * followed by "\u2026" (an ellipsis) and more (NULL: nothing), which say that text is left out and
- * where all of it is.  Trailing spaces and " |" separators before the cut are dropped.  A text
+ * where all of it is.  Trailing spaces and " |" separators before the cut are dropped.  A
+ * `backquoted command` is never cut in two: the cut moves before its opening quote (and the
+ * " (", ";" or ":" that lead to it).  A text
  * with no space in reach is cut at a UTF-8 character boundary; when out cannot even hold the
  * ellipsis and more, s is cut there without them.  Returns out. */
 const char *text_cut_words(const char *s, const char *more, char *out, size_t out_sz);

@@ -54,6 +54,13 @@ enum train_retry {
     X(TX_NCCL, 21, "nccl", TRAIN_RETRY_MAYBE, "NCCL error")                            \
     X(TX_CUBLAS, 22, "cublas", TRAIN_RETRY_MAYBE, "cuBLAS error")
 
+/* Exit 127 is no drover-train code: it is a shell's, env's ("#!/usr/bin/env python" without
+ * python on PATH) or the dynamic loader's ("error while loading shared libraries: libz.so.1")
+ * "not found".  One wording wherever it is named: the agent's preflight (which adds ": its own
+ * words are above") and a rank's exit in the agent's reason and the controller's verdict. */
+#define TRAIN_EXIT_NOT_FOUND 127
+#define TRAIN_EXIT_NOT_FOUND_TEXT "a command it runs, or a shared library it needs, was not found"
+
 #define TRAIN_EXIT_ENUM(id, code, name, retry, text) id = code,
 enum train_exit { TRAIN_EXITS(TRAIN_EXIT_ENUM) };
 #undef TRAIN_EXIT_ENUM

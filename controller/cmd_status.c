@@ -567,6 +567,13 @@ static int status_once(struct fleet *f, const struct status_opts *o)
                 continue;
             }
             json_object_set_new(co, "state", json_string(status_job_state_name(js)));
+            /* what the table's `probation` comes from, from the agent's releases alone (no drover
+             * need watch): the ranks' "state" keeps the agent's word, which scripts read, and
+             * nothing else in the document said what the table said */
+            json_object_set_new(co, "on_probation",
+                                json_boolean(js->current[0] &&
+                                             status_on_probation(js->current, js->good,
+                                                                 status_runs_unpromoted_spec(js))));
             json_object_set_new(co, "current", json_str_or_null(js->current));
             json_object_set_new(co, "good", json_str_or_null(js->good));
             json_object_set_new(co, "previous", json_str_or_null(js->previous));

@@ -109,10 +109,12 @@ void history_record(struct deploy *d, const char *result, enum history_reason co
     (void)str_copy(e.name, sizeof e.name, d->name);
     (void)str_copy(e.result, sizeof e.result, result);
     e.reason_code = code;
-    if (d->spec_note[0])
-        snprintf(e.reason, sizeof e.reason, "%s; %s", d->spec_note, reason ? reason : "");
-    else
-        (void)str_copy(e.reason, sizeof e.reason, reason ? reason : "");
+    /* cut at a word, never inside a `command` (common/text.h), marked with an ellipsis */
+    char *full = NULL;
+    if (d->spec_note[0] && asprintf(&full, "%s; %s", d->spec_note, reason ? reason : "") < 0)
+        full = NULL;
+    (void)text_cut_words(full ? full : reason ? reason : "", NULL, e.reason, sizeof e.reason);
+    free(full);
     history_put(d, &e, true);
 }
 
@@ -620,6 +622,9 @@ static void old_gangs_waiting(struct deploy *d, const struct agent_fan_ct c[], d
         fprintf(stderr, "switch: %s\n", line);
 }
 
+/* why[i].head of a container whose wait stop_old_gangs cut short for the operator's Ctrl-C */
+#define INTERRUPTED_STOPPING "interrupted while the old gang was stopping"
+
 /* The first phase of a switch: stop the job's old gang in every container that has one, all at
  * once, and wait until each agent answers that every process of it is gone (the agent's stop
  * returns only then), at most switch_deadline (agent_fan_run).  gone[i] says which did; why[i]
@@ -655,7 +660,7 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], struct deplo
         } else if (!c[i].ended && deploy_interrupted) {
             /* the agent goes on stopping it; it is asked to start it again below */
             gone[i] = false;
-            snprintf(why[i].head, sizeof why[i].head, "interrupted while the old gang was stopping");
+            snprintf(why[i].head, sizeof why[i].head, "%s", INTERRUPTED_STOPPING);
         } else if (!c[i].ended) {
             gone[i] = false;
             snprintf(why[i].head, sizeof why[i].head, "the old gang");
@@ -1439,10 +1444,14 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
         free(cf);
     }
     left -= stopped; /* a stopped container has nothing to stop: named above as stopped */
-    if (left > 0)
-        log_warn("revert of job '%s': %d %s did not confirm the stop of %s within the "
-                 "switch deadline (named above)", j->name, left, text_plural(left, "container", "containers"),
-                 d->sid);
+    int cut = 0; /* of those, the ones whose wait the operator's Ctrl-C ended: nothing timed out */
+    for (int i = 0; i < j->ncts; i++)
+        cut += !gone[i] && !unreach[i] && !strcmp(stalled[i].head, INTERRUPTED_STOPPING);
+    if (left > 0) {
+        char w[400];
+        deploy_revert_unstopped_message(w, sizeof w, j->name, left, cut, d->sid);
+        log_warn("%s", w);
+    }
     if (stopped && !failed) {
         /* The gang cannot form without the stopped container: the good release's ranks in the
          * others wait for it in their rendezvous (until first_step_deadline trips), and the
@@ -1872,6 +1881,23 @@ void deploy_left_stopped_message(char *buf, size_t sz, const char *job, const ch
     else
         snprintf(buf, sz, "reverted job '%s' to %s; the job was stopped before the deploy, so it is left "
                  "stopped: `drover start --job %s` runs it", job, good, job);
+}
+
+void deploy_revert_unstopped_message(char *buf, size_t sz, const char *job, int left, int cut, const char *sid)
+{
+    if (cut > left)
+        cut = left;
+    if (cut == left)
+        snprintf(buf, sz, "revert of job '%s': interrupted by the operator before %d %s confirmed the stop of "
+                 "%s (named above); nothing timed out, the agents go on stopping it", job, left,
+                 text_plural(left, "container", "containers"), sid);
+    else if (cut > 0)
+        snprintf(buf, sz, "revert of job '%s': %d %s did not confirm the stop of %s within the switch deadline, "
+                 "and the operator interrupted the wait for %d more (named above)", job, left - cut,
+                 text_plural(left - cut, "container", "containers"), sid, cut);
+    else
+        snprintf(buf, sz, "revert of job '%s': %d %s did not confirm the stop of %s within the switch deadline "
+                 "(named above)", job, left, text_plural(left, "container", "containers"), sid);
 }
 
 void deploy_revert_unconfirmed_message(char *buf, size_t sz, const char *why, const char *job)

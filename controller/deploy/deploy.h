@@ -155,6 +155,11 @@ void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const 
  * why, ", "-joined ("" or NULL: none), where it may run and how to stop it. */
 void deploy_left_stopped_message(char *buf, size_t sz, const char *job, const char *good, const char *running);
 
+/* The warning a revert of job gives when left containers did not confirm the stop of the failed
+ * release sid; cut of them only because the operator's Ctrl-C ended the wait (nothing timed out:
+ * their agents go on stopping it).  Said "within the switch deadline" for a Ctrl-C <1 s after it. */
+void deploy_revert_unstopped_message(char *buf, size_t sz, const char *job, int left, int cut, const char *sid);
+
 /* What REVERT FAILED says when the revert reached every container but the job's recovery was
  * not confirmed (why: what the watching found): the job may be down, where to look. */
 void deploy_revert_unconfirmed_message(char *buf, size_t sz, const char *why, const char *job);

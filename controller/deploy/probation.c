@@ -347,6 +347,8 @@ static const struct rank_status *find_rank(const struct job_status *js, int rank
  * the worker did not say why in its last heartbeat.  Foreign workers' codes just show as numbers. */
 static const char *exit_code_word(int code)
 {
+    if (code == TRAIN_EXIT_NOT_FOUND) /* a shell's, env's or the loader's, as preflight says it */
+        return TRAIN_EXIT_NOT_FOUND_TEXT;
     const struct train_exit_info *x = code > 0 ? train_exit_info(code) : NULL;
     return x ? x->text : NULL;
 }

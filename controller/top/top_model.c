@@ -464,14 +464,22 @@ enum top_state top_host_state(const struct top_snapshot *s, int host, double now
     const struct top_host *h = &s->hosts[host];
     if (h->err[0] && !h->up)
         return TOP_UNREACHABLE;
+    /* no-job is a container's word (its agent does not know that job): a job of the inventory
+     * never deployed on this host is nothing wrong with the host, and it hid the job that runs
+     * there (`h1 ... no-job` while one ran on h1:101).  Said only when no container knows its
+     * job. */
     enum top_state w = TOP_RUNNING;
-    bool any = false;
+    bool any = false, all_no_job = true;
     for (int i = 0; i < s->ncts; i++)
         if (s->cts[i].host == host) {
-            w = worse(w, top_ct_state(s, &s->cts[i], now));
+            enum top_state c = top_ct_state(s, &s->cts[i], now);
             any = true;
+            if (c == TOP_NO_JOB)
+                continue;
+            all_no_job = false;
+            w = worse(w, c);
         }
-    return any ? w : TOP_RUNNING;
+    return !any ? TOP_RUNNING : all_no_job ? TOP_NO_JOB : w;
 }
 
 const char *top_rollback_target(const struct top_snapshot *s, int job, bool *ret_to_good)

@@ -368,6 +368,35 @@ static void test_hung_first_step_reason_fits(void **state)
     world_done(&w);
 }
 
+/* The same verdict with a longer start (a longer job name, more words): the status reason's 256
+ * bytes cut it inside its `drover logs --job J --agent`, and the history showed
+ * "(`drover logs --job nc-x --agent` )".  The cut is at a word before the quoted command,
+ * marked with an ellipsis. */
+#define BADLINES_LONG "rank 0 never reached its first step: no heartbeat after 8 s (first_step_deadline 8 s, " \
+                      "counted from the start of the gang); it wrote 16 lines that are not heartbeats " \
+                      "(`drover logs --job fresh --agent` says why)"
+static void test_reason_not_cut_inside_a_command(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    static const struct row rows[] = {
+        {JM_EV_ACTIVATE, 1, A, 60, 0, 0, 0, NULL, "wait switch event start-gang", GANG_STOPPED, "switched"},
+        {JM_EV_START_OK, 1, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, "started"},
+        {JM_EV_HUNG, 9, NULL, 0, 0, 0, 0, BADLINES_LONG, "event stop-gang save", GANG_STOPPING, NULL, "liveness"},
+        {JM_EV_GANG_GONE, 10, NULL, 0, 0, JM_EXIT_HUNG, 0, BADLINES_LONG, "event clear-gang event save", GANG_FAILED,
+         "no good release to return to [", "liveness"},
+    };
+    RUN(&w, rows);
+    int quotes = 0;
+    for (const char *c = w.j->reason; *c; c++)
+        quotes += *c == '`';
+    if (quotes % 2)
+        fail_msg("a `command` cut in two: '%s'", w.j->reason);
+    assert_non_null(strstr(w.j->reason, "\xe2\x80\xa6")); /* the cut is marked */
+    world_done(&w);
+}
+
 /* Hangs of a promoted release at the pace a real one hangs: each is seen only once its 60 s
  * silence deadline has passed, so four back-to-back hangs span 210 s.  Counted in crash_window
  * (120 s), never more than two fell inside it and the promoted release was restarted forever,
@@ -1401,6 +1430,7 @@ int main(void)
         cmocka_unit_test(test_diverged),
         cmocka_unit_test(test_hung),
         cmocka_unit_test(test_hung_first_step_reason_fits),
+        cmocka_unit_test(test_reason_not_cut_inside_a_command),
         cmocka_unit_test(test_hung_promoted_real_pace),
         cmocka_unit_test(test_last_restart_reason_kept),
         cmocka_unit_test(test_revert_no_mark),

@@ -584,6 +584,10 @@ static void test_policy(void **state)
     /* non-retryable code: revert at once */
     assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 7, 0, 1, p.crash_window_s, 0, &code, why, sizeof why), POLICY_REVERT);
     assert_int_equal(code, STATUS_RC_FATAL_EXIT);
+    /* exit 127: the agent's reason gives the hint preflight gives for it (one wording) */
+    assert_int_equal(policy_on_gang_exit(&p, false, true, 0, 127, 0, 1, p.crash_window_s, 0, &code, why, sizeof why), POLICY_RESTART);
+    assert_string_equal(why, "rank 0 exited with code 127 (a command it runs, or a shared library it needs, was not "
+                             "found) (1 of 3 in 120 s); restarting");
     /* nothing to go back to */
     assert_int_equal(policy_on_gang_exit(&p, false, false, 0, 3, 0, 1, p.crash_window_s, 0, &code, why, sizeof why), POLICY_FAIL);
     /* rollback cap */

@@ -155,6 +155,17 @@ static void test_cut_words(void **state)
     /* " | " between two lines of a reason: not left dangling before the mark */
     char r[16];
     assert_string_equal(text_cut_words("first line | second line", "", r, sizeof r), "first line\xe2\x80\xa6");
+    /* a `command` in backquotes is never cut in two (a history reason ended
+     * "(`drover logs --job nc-x --agent` )"): the cut goes before it, and before its " (" */
+    const char *q = "rank 0 never reached its first step; it wrote 3 lines that are not heartbeats "
+                    "(`drover logs --job nc-x --agent` says why)";
+    char c[100];
+    assert_string_equal(text_cut_words(q, NULL, c, sizeof c),
+                        "rank 0 never reached its first step; it wrote 3 lines that are not heartbeats\xe2\x80\xa6");
+    /* a closed pair before the cut stays */
+    char c2[40];
+    assert_string_equal(text_cut_words("run `drover status` now, then look at the logs", NULL, c2, sizeof c2),
+                        "run `drover status` now, then look\xe2\x80\xa6");
     /* one long word: cut at a character boundary, never inside a UTF-8 sequence */
     char w[9];
     text_cut_words("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", NULL, w, sizeof w); /* 5 x e-acute, 10 bytes */

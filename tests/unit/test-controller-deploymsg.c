@@ -405,6 +405,25 @@ static void test_nothing_held(void **state)
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 
+/* A Ctrl-C right after "reverting job ..." ended the wait for the failed gang's stop, and the
+ * warning blamed the switch deadline (90 s) less than a second later: it says the operator
+ * interrupted it, and names the deadline only for the containers that ran past it. */
+static void test_revert_unstopped_interrupted(void **state)
+{
+    (void)state;
+    char m[400];
+    deploy_revert_unstopped_message(m, sizeof m, "nc-x", 1, 1, "2098393b1f09");
+    assert_string_equal(m, "revert of job 'nc-x': interrupted by the operator before 1 container confirmed the "
+                           "stop of 2098393b1f09 (named above); nothing timed out, the agents go on stopping it");
+    assert_null(strstr(m, "deadline"));
+    deploy_revert_unstopped_message(m, sizeof m, "nc-x", 3, 1, "2098393b1f09");
+    assert_string_equal(m, "revert of job 'nc-x': 2 containers did not confirm the stop of 2098393b1f09 within the "
+                           "switch deadline, and the operator interrupted the wait for 1 more (named above)");
+    deploy_revert_unstopped_message(m, sizeof m, "nc-x", 2, 0, "2098393b1f09");
+    assert_string_equal(m, "revert of job 'nc-x': 2 containers did not confirm the stop of 2098393b1f09 within the "
+                           "switch deadline (named above)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -421,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_switch_aborted_once),
         cmocka_unit_test(test_activate_failed_after_stop),
         cmocka_unit_test(test_own_baseline_note),
+        cmocka_unit_test(test_revert_unstopped_interrupted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

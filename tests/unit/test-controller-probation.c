@@ -301,6 +301,17 @@ static void test_crash(void **state)
                                              "see `drover logs --job train`");
     assert_int_equal(probation_exit_code(p), 4); /* typed, for the deploy's decisions */
     probation_free(p);
+    /* exit 127 (a worker's `#!/usr/bin/env python` without python, a library the loader cannot
+     * find): the verdict gives the hint preflight gives, not a bare "exited with code 127" */
+    p = new_p(100, 2, 1);
+    rs->exit_code = 127;
+    probation_feed(p, 0, st, 2);
+    assert_int_equal(probation_check(p, 2), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "rank 0 on h1:101 exited with code 127 (a command it runs, or a "
+                                             "shared library it needs, was not found) at start; "
+                                             "see `drover logs --job train`");
+    probation_free(p);
+    rs->exit_code = 4;
     /* a worker's error text is quoted escaped: no title change, erase-line or forged record */
     p = new_p(100, 2, 1);
     rs->has_hb = true;

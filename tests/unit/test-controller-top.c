@@ -831,10 +831,63 @@ static void test_state_names(void **state)
     assert_false(top_state_is_alert(TOP_DEGRADED));
 }
 
+/* Two jobs on one host, one of them never deployed there (a newcomer's own inventory with extra
+ * jobs): the host row said `no-job` (worse than running in the order) while job 'drafter' ran on
+ * h1:101.  no-job is a container's word: a host says it only when none of its containers knows
+ * its job. */
+static void test_host_not_no_job_while_a_job_runs(void **state)
+{
+    (void)state;
+    static const char two[] = "[drover]\nstate_dir = /nonexistent/state\n[host h1]\naddress = 127.0.0.2\n"
+                              "[job drafter]\ncontainers = h1:101\ncommand = bin/drover-train\n"
+                              "[job extra]\ncontainers = h1:102 h1:101\ncommand = bin/drover-train\nmaster_port = 29600\n";
+    struct inventory *inv;
+    char err[512];
+    assert_int_equal(inventory_parse(two, strlen(two), "/t/inv.ini", &inv, err, sizeof err), 0);
+    struct top_snapshot *s = calloc(1, sizeof *s);
+    struct agent_status *st = calloc(1, sizeof *st);
+    assert_non_null(s);
+    assert_non_null(st);
+    assert_int_equal(top_snapshot_init(s, inv, 2), 0);
+    assert_int_equal(s->ncts, 3);
+    s->hosts[0].up = s->hosts[0].tried = true;
+    for (int i = 0; i < s->ncts; i++) {
+        make_status(st, 0, GOOD, GOOD, GANG_RUNNING, 10, 1000, 3.0);
+        strcpy(st->jobs[0].job, "drafter"); /* every agent knows only drafter */
+        top_ct_update(&s->cts[i], st, inv->jobs[s->cts[i].job].name, 2, 100);
+    }
+    int drafter = -1;
+    for (int i = 0; i < s->ncts; i++) {
+        if (!strcmp(inv->jobs[s->cts[i].job].name, "drafter"))
+            drafter = i;
+        else
+            assert_int_equal(top_ct_state(s, &s->cts[i], 100), TOP_NO_JOB);
+    }
+    assert_true(drafter >= 0);
+    assert_int_equal(top_ct_state(s, &s->cts[drafter], 100), TOP_RUNNING);
+    assert_int_equal(top_host_state(s, 0, 100), TOP_RUNNING);
+    /* a job that is unwell still shows through */
+    make_status(st, 0, GOOD, GOOD, GANG_BACKOFF, 10, 1000, 3.0);
+    strcpy(st->jobs[0].job, "drafter");
+    top_ct_update(&s->cts[drafter], st, "drafter", 2, 101);
+    assert_int_equal(top_host_state(s, 0, 101), TOP_BACKOFF);
+    /* no container of the host knows its job: the host says so */
+    make_status(st, 0, GOOD, GOOD, GANG_RUNNING, 10, 1000, 3.0);
+    strcpy(st->jobs[0].job, "other");
+    for (int i = 0; i < s->ncts; i++)
+        top_ct_update(&s->cts[i], st, inv->jobs[s->cts[i].job].name, 2, 102);
+    assert_int_equal(top_host_state(s, 0, 102), TOP_NO_JOB);
+    top_snapshot_done(s);
+    free(s);
+    free(st);
+    inventory_free(inv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fmt_age),
+        cmocka_unit_test(test_host_not_no_job_while_a_job_runs),
         cmocka_unit_test(test_fmt_spark),
         cmocka_unit_test(test_fmt_restarts_bytes),
         cmocka_unit_test_setup_teardown(test_running_and_warmup_trend, setup, teardown),
