@@ -1,7 +1,8 @@
 /* agent/jobmachine.c: the job state machine (see jobmachine.h).
  *
  * Invariants: the next gang of a job is started only once the old one is gone (GANG_GONE); a
- * promoted release is never reverted, only restarted or failed; a revert never goes to a release
+ * promoted release is never reverted on its gang's exit, only restarted or failed, unless it runs
+ * a probation again (deployed again after another was promoted); a revert never goes to a release
  * marked bad; at most one operation (activate, revert, stop, start) waits per job.  A start
  * or a revert requested while a requested stop is in flight replaces it (the controller aborted
  * a switch, or reverts two-phase: the job must come back, not stay down).  A switch's stop that
@@ -236,6 +237,17 @@ static bool current_is_promoted(struct job_rec *j)
 {
     struct job_spec *s = state_current_spec(j);
     return state_on_good(j) || (s && s->promoted);
+}
+
+/* Is the current pair's gang to be judged as a promoted release's (an infrastructure fault:
+ * restart, never revert)?  The good pair always is.  A pair promoted once and deployed again
+ * after another was promoted runs a probation of its own (its deadline armed at activation):
+ * until it is promoted again it is judged as any candidate, so that a crash loop, a
+ * non-retryable exit, a hang or non-finite loss goes back to the good release, also when the
+ * controller that would revert it is gone.  It used to count as promoted: restarted forever. */
+static bool current_is_judged_promoted(struct job_rec *j)
+{
+    return state_on_good(j) || (current_is_promoted(j) && j->probation_deadline <= 0);
 }
 
 /* Point current at (id, digest) (previous keeps what it was: a spec change is no new release). */
@@ -493,7 +505,7 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
     }
     char reason[JM_TEXT_MAX];
     enum status_reason rc;
-    bool promoted = current_is_promoted(j);
+    bool promoted = current_is_judged_promoted(j);
     bool has_good = j->good[0] && !state_on_good(j);
     /* a hang is seen only once its deadline has passed: counted over a window that can hold
      * crash_limit + 1 of them (jobmachine.h, JM_EXIT_HUNG) */
@@ -591,8 +603,9 @@ static void on_start_result(const struct crash_policy *p, struct job_rec *j, str
     if (why != JM_START_ACTIVATE)
         return;
     fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_EXEC, j->reason);
-    /* the release cannot run: like a non-retryable exit, back to good at once */
-    if (!current_is_promoted(j) && j->good[0] && !state_on_good(j)) {
+    /* the release cannot run: like a non-retryable exit, back to good at once (also a release
+     * promoted once that starts a probation again) */
+    if (!current_is_judged_promoted(j) && j->good[0] && !state_on_good(j)) {
         rt->next = JM_NEXT_REVERT_AUTO;
         rt->next_code = j->reason_code;
         (void)str_copy(rt->next_reason, sizeof rt->next_reason, j->reason);

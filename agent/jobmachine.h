@@ -34,8 +34,9 @@
 #define JM_EXIT_DIVERGED (-2)
 /* GANG_GONE code for a gang the agent stopped because a liveness deadline tripped
  * (agent/liveness.h: no first step, silent, stalled, checkpoint too long).  A release on
- * probation is reverted; a promoted one restarts from its newest checkpoint with backoff, at
- * most crash_limit times within its hang window, then fails.  A hang is seen only once its
+ * probation (also one promoted before that runs a probation again) is reverted; a promoted one
+ * restarts from its newest checkpoint with backoff, at most crash_limit times within its hang
+ * window, then fails.  A hang is seen only once its
  * deadline has passed, so back-to-back hangs are at least that deadline apart and would never
  * fit in crash_window: the hang window is crash_window widened, for each restart of the budget,
  * by the deadline that tripped and the longest backoff (jm_hang_window_s). */
@@ -85,7 +86,8 @@ bool policy_exit_is_nonretryable(int exit_code);
  * (exit_code JM_EXIT_DIVERGED: stopped for non-finite loss).  crashes_in_window counts abnormal
  * exits of this release in the last window_s seconds including this one (crash_window_s, or
  * jm_hang_window_s for a hang).  reason gets one line, code its cause (common/status.h: what
- * the controller decides on). */
+ * the controller decides on).  promoted: the release is judged as a promoted one (the good
+ * pair, or one promoted once that runs no probation now), never reverted. */
 enum policy_action policy_on_gang_exit(const struct crash_policy *p, bool promoted, bool has_good,
                                        int exit_rank, int exit_code, int exit_signal,
                                        int crashes_in_window, double window_s, int auto_rollbacks,

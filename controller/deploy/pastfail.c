@@ -182,3 +182,19 @@ const char *pastfail_rollback_skip(const struct history_entry *e, const char *na
              sid, named, job, why, job, sid);
     return buf;
 }
+
+bool pastfail_start_warning(const struct history_entry *h, size_t n, const char *job, const char *id,
+                            char *buf, size_t sz)
+{
+    const struct history_entry *e = id && id[0] ? pastfail_find_now(h, n, job, id) : NULL;
+    if (!e)
+        return false;
+    char sid[RELEASE_SHORT_LEN + 1], when[32];
+    const char *name = pastfail_release_name(h, n, job, id);
+    when_of(e, when);
+    snprintf(buf, sz, "start: job '%s' runs release %s (%s), which failed probation %s: %s; "
+                      "starting it anyway (drover deploy DIR --job %s deploys a fixed one)",
+             job, ui_short(id, sid), name[0] ? name : e->name[0] ? e->name : "name unknown", when,
+             e->reason[0] ? e->reason : "(no reason recorded)", job);
+    return true;
+}

@@ -93,4 +93,15 @@ const char *pastfail_release_name(const struct history_entry *h, size_t n, const
 const char *pastfail_rollback_refusal(const struct history_entry *e, const char *name, const char *job,
                                       const char *id, bool contacted, char *buf, size_t sz);
 
+/* What `drover start --job J` says on stderr before it starts release id that J runs, when
+ * release id failed its newest probation for job among h[0..n) (pastfail_find_now: a promote or
+ * a confirmed rollback since clears it): "start: job 'train' runs release 3f2a9c1b7d6e (v2),
+ * which failed probation at 2026-12-02 14:03:11 UTC: <reason>; starting it anyway (drover deploy
+ * DIR --job train deploys a fixed one)" into buf (truncated to sz), true.  A start runs the
+ * job's current release whatever its verdict (a first deploy that failed with no good release
+ * to go back to stays current): it used to be started again with no word.  False, buf
+ * untouched, when it did not fail or id is "".  Pure. */
+bool pastfail_start_warning(const struct history_entry *h, size_t n, const char *job, const char *id,
+                            char *buf, size_t sz);
+
 #endif

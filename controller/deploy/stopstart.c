@@ -11,6 +11,7 @@
 #include "controller/deploy/deploy_int.h"
 #include "controller/deploy/stopstart.h"
 #include "controller/deploy/objsync.h"
+#include "controller/deploy/pastfail.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -403,6 +404,23 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
     for (int i = 0; i < d.job->ncts; i++) {
         runs[i] = d.pre[i] == 1 && stopstart_gang_runs(&d.pre_js[i]);
         down[i] = d.pre[i] == 1 && !runs[i];
+    }
+    /* A start runs the job's current release whatever its verdict: one that failed probation
+     * and stayed current (a first deploy with no good release to go back to) used to be
+     * started again with no word.  Said once, before anything is started (not where it runs
+     * everywhere already: nothing starts), from this controller's history (an unreadable one:
+     * nothing said, the start goes on) */
+    bool all_run = true;
+    for (int i = 0; i < d.job->ncts; i++)
+        all_run = all_run && runs[i];
+    if (start && d.id[0] && !all_run) {
+        struct history_entry *hh = NULL;
+        size_t nhh = 0;
+        char warn[1400];
+        if (state_history_read(d.inv->state_dir, d.job->name, &hh, &nhh, NULL) >= 0 &&
+            pastfail_start_warning(hh, nhh, d.job->name, d.id, warn, sizeof warn))
+            log_warn("%s", warn);
+        free(hh);
     }
     /* A container whose agent could not take the lease (its disk full: the lease file cannot be
      * written) would run a gang no deploy or stop of another operator is kept from; and the gang

@@ -525,6 +525,15 @@ static void test_revert_no_mark(void **state)
     }
 }
 
+/* after then_b: B promoted, then A (promoted once) deployed again, under probation (its
+ * deadline at 90) */
+static const struct row promote_b_then_a_again[] = {
+    {JM_EV_PROMOTE, 14, B, 380, 0, 0, 0, NULL, "event save gc reply", GANG_STARTING, NULL},
+    {JM_EV_ACTIVATE, 30, A, 60, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+    {JM_EV_GANG_GONE, 31, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "probation deadline armed"},
+    {JM_EV_START_OK, 31, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, NULL},
+};
+
 /* A release promoted once and deployed again runs a probation of its own: when that one fails
  * (the controller's revert, or its deadline passing) it is marked bad like any failed release,
  * so the next plain rollback does not go back to it (it was left unmarked: `rollback` went to
@@ -537,14 +546,7 @@ static void test_failed_probation_of_once_promoted_marks_bad(void **state)
         world_init(&w);
         RUN(&w, good_a);
         RUN(&w, then_b);
-        static const struct row promote_b[] = {
-            {JM_EV_PROMOTE, 14, B, 380, 0, 0, 0, NULL, "event save gc reply", GANG_STARTING, NULL},
-            /* A again, under probation */
-            {JM_EV_ACTIVATE, 30, A, 60, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
-            {JM_EV_GANG_GONE, 31, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "probation deadline armed"},
-            {JM_EV_START_OK, 31, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, NULL},
-        };
-        RUN(&w, promote_b);
+        RUN(&w, promote_b_then_a_again);
         assert_string_equal(w.j->current, A);
         char rl[4 * RELEASE_ID_LEN], want[sizeof rl];
         state_resume_list(w.j, rl, sizeof rl);
@@ -570,6 +572,82 @@ static void test_failed_probation_of_once_promoted_marks_bad(void **state)
          * rollback went on from them) */
         state_resume_list(w.j, rl, sizeof rl);
         assert_string_equal(rl, B);
+        world_done(&w);
+    }
+}
+
+/* A release promoted once, deployed again after another was promoted, is judged as a candidate
+ * while its probation runs: its crash loop goes back to the good release on the agent's own (the
+ * controller that would revert it may be gone), and it is marked bad.  It used to count as
+ * promoted: "restarting promoted release" with backoff, forever. */
+static void test_crash_loop_of_once_promoted_on_probation_reverts(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    RUN(&w, promote_b_then_a_again);
+    static const struct row rows[] = {
+        {JM_EV_RANK_EXIT, 40, NULL, 0, 0, 1, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 40, NULL, 0, 0, 1, 0, NULL, "event clear-gang save", GANG_BACKOFF, "(1 of 3 in 120 s)", "rank-exit"},
+        {JM_EV_TICK, 41, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, NULL},
+        {JM_EV_START_OK, 41, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+        {JM_EV_RANK_EXIT, 42, NULL, 0, 0, 1, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 42, NULL, 0, 0, 1, 0, NULL, "event clear-gang save", GANG_BACKOFF, "(2 of 3"},
+        {JM_EV_TICK, 44, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, NULL},
+        {JM_EV_START_OK, 44, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+        {JM_EV_RANK_EXIT, 45, NULL, 0, 0, 1, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 45, NULL, 0, 0, 1, 0, NULL, "event clear-gang switch event history start-gang", ANY, "crash limit reached"},
+        {JM_EV_START_OK, 45, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "crash-loop"},
+    };
+    RUN(&w, rows);
+    assert_string_equal(w.j->current, B);
+    assert_int_equal(w.j->auto_rollbacks, 1);
+    assert_true(state_is_bad(w.j, A));
+    assert_false(state_is_bad(w.j, B));
+    assert_true(w.j->probation_deadline == 0);
+    world_done(&w);
+}
+
+/* The same re-probation ended by an exit not retried (config 3, diverged 7), a hang or a gang
+ * that cannot start: back to the good release at once, A marked bad.  A promoted release stops
+ * as failed on such an exit, restarts on a hang and stays failed on a start failure. */
+static void test_fatal_exit_of_once_promoted_on_probation_reverts(void **state)
+{
+    (void)state;
+    for (int k = 0; k < 4; k++) {
+        struct world w;
+        world_init(&w);
+        RUN(&w, good_a);
+        RUN(&w, then_b);
+        /* k 3: all but the start's answer, which is a failure here */
+        run_rows(&w, promote_b_then_a_again, k == 3 ? 3 : sizeof promote_b_then_a_again / sizeof promote_b_then_a_again[0]);
+        if (k < 2) {
+            int code = k == 0 ? 3 : 7;
+            const struct row rows[] = {
+                {JM_EV_RANK_EXIT, 40, NULL, 0, 0, code, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+                {JM_EV_GANG_GONE, 40, NULL, 0, 0, code, 0, NULL, "event clear-gang switch event history start-gang", ANY, "non-retryable exit"},
+                {JM_EV_START_OK, 40, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "fatal-exit"},
+            };
+            RUN(&w, rows);
+        } else if (k == 2) {
+            static const struct row rows[] = {
+                {JM_EV_HUNG, 40, NULL, 0, 1, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, "rank 1 silent", "liveness"},
+                {JM_EV_GANG_GONE, 41, NULL, 0, 1, JM_EXIT_HUNG, 0, SILENT, "event clear-gang switch event history start-gang", ANY, "silence_deadline 60 s"},
+                {JM_EV_START_OK, 41, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "liveness"},
+            };
+            RUN(&w, rows);
+        } else {
+            static const struct row rows[] = {
+                {JM_EV_START_FAILED, 31, NULL, 0, 0, 0, 0, "bad interpreter", "event save answer switch event history start-gang", GANG_FAILED, "bad interpreter", "start-failure"},
+                {JM_EV_START_OK, 31, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "start-failure"},
+            };
+            RUN(&w, rows);
+        }
+        assert_string_equal(w.j->current, B);
+        assert_true(state_is_bad(w.j, A));
+        assert_null(state_last_good(w.j, B));
         world_done(&w);
     }
 }
@@ -1435,6 +1513,8 @@ int main(void)
         cmocka_unit_test(test_last_restart_reason_kept),
         cmocka_unit_test(test_revert_no_mark),
         cmocka_unit_test(test_failed_probation_of_once_promoted_marks_bad),
+        cmocka_unit_test(test_crash_loop_of_once_promoted_on_probation_reverts),
+        cmocka_unit_test(test_fatal_exit_of_once_promoted_on_probation_reverts),
         cmocka_unit_test(test_start_failures),
         cmocka_unit_test(test_requests),
         cmocka_unit_test(test_switch_stop_then_start),

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -681,6 +682,72 @@ static void test_start_without_lease(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* `drover start` of a job whose current release failed its probation and stayed current (a
+ * first deploy with no good release to go back to): it was started again with no word.  Now one
+ * warning on stderr names the release, when and why it failed, before it is started anyway;
+ * none once it is promoted, and none where it runs everywhere already (nothing starts). */
+static void test_start_warns_of_failed_probation(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-startfail-XXXXXX", text[2048], path[256], out[128], err[128],
+         id[RELEASE_ID_LEN + 1], gen[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(path, sizeof path, "%s/agent", dir);
+    snprintf(
+        text, sizeof text,
+        "#!/bin/sh\nr=; p=\nfor a; do [ \"$p\" = --root ] && r=$a; p=$a; done\n"
+        "echo \"${r##*/} $*\" >> '%s/log'\n"
+        "case \" $* \" in\n"
+        "*' lease take '*) cat \"$r/status.json\";;\n"
+        "*' start --job '*) if [ -e \"$r/running\" ]; then echo 'ok: already running'; else\n"
+        "  touch \"$r/running\"; echo 'ok release aaaaaaaaaaaa generation 2'; fi;;\n"
+        "esac\nexit 0\n",
+        dir);
+    capture_put(path, text, 0755);
+    struct inventory *inv = fake_agent_inventory(dir, "exec_timeout = 10s\n", "grace = 5s\n", "c");
+    char *argv[] = { "start", "--job", "train", NULL };
+    memset(id, 'a', RELEASE_ID_LEN);
+    id[RELEASE_ID_LEN] = '\0';
+    /* 2026-12-02 14:03:11 UTC: its first deploy failed, no good release to return to */
+    struct history_entry e = { .time = 1796220191.0, .ktok_s = -1, .baseline_ktok_s = -1 };
+    strcpy(e.job, "train");
+    strcpy(e.release, id);
+    strcpy(e.name, "v1");
+    strcpy(e.result, "failed");
+    strcpy(e.reason, "crash-loop: rank 0 exited with code 1 and no good release to return to");
+    snprintf(path, sizeof path, "%s/state", dir);
+    (void)mkdir(path, 0700);
+    assert_int_equal(state_history_append(path, &e), 0);
+    const char *want = "start: job 'train' runs release aaaaaaaaaaaa (v1), which failed probation at "
+                       "2026-12-02 14:03:11 UTC: crash-loop: rank 0 exited with code 1 and no good "
+                       "release to return to; starting it anyway (drover deploy DIR --job train "
+                       "deploys a fixed one)";
+    for (int k = 0; k < 3; k++) {
+        /* k 0: failed, stopped; k 1: already running everywhere; k 2: promoted since */
+        split_agent(dir, "a", k == 1 ? GANG_RUNNING : GANG_FAILED, k == 1);
+        split_agent(dir, "b", k == 1 ? GANG_RUNNING : GANG_FAILED, k == 1);
+        if (k == 2) {
+            e.time += 600;
+            strcpy(e.result, "promoted");
+            strcpy(e.reason, "promoted by the operator");
+            snprintf(path, sizeof path, "%s/state", dir);
+            assert_int_equal(state_history_append(path, &e), 0);
+        }
+        assert_int_equal(capture_verb(cmd_start, inv, argv, 3, out, err), EXIT_OK);
+        char *log = split_log(dir), *said_err = capture_slurp(err);
+        const char *w = strstr(said_err, want);
+        if (k == 0 ? !w || strstr(w + 1, want) || split_starts(log, gen) != 2 : w != NULL)
+            fail_msg("k %d: log:\n%s\nstderr:\n%s", k, log, said_err);
+        free(log);
+        free(said_err);
+    }
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 /* `drover promote` and `drover revert` of a job `drover stop` stopped (on its good release, or on
  * a release left unpromoted): they said "runs its good release: nothing is held" or went on to
  * promote what did not run; now: stopped where, and `drover start --job J` runs it again.
@@ -742,6 +809,7 @@ int main(void)
         cmocka_unit_test(test_split_gang),
         cmocka_unit_test(test_start_split_gang),
         cmocka_unit_test(test_start_without_lease),
+        cmocka_unit_test(test_start_warns_of_failed_probation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
