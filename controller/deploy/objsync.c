@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1215,7 +1216,7 @@ static int host_fan(struct host_job *hj, const int *cts, int n, struct agent_arg
     return r;
 }
 
-static void fan_reason(const struct fan_res *f, char *buf, size_t sz)
+void objsync_fan_reason(const struct fan_res *f, char *buf, size_t sz)
 {
     const char *t = f->err_len ? f->err : f->out;
     size_t l = f->err_len ? f->err_len : f->out_len;
@@ -1226,7 +1227,17 @@ static void fan_reason(const struct fan_res *f, char *buf, size_t sz)
         l -= (size_t)(nl + 1 - t);
         t = nl + 1;
     }
-    snprintf(buf, sz, "%.*s", (int)(l < 400 ? l : 400), t);
+    if (l) {
+        snprintf(buf, sz, "%.*s", (int)(l < 400 ? l : 400), t);
+        return;
+    }
+    /* nothing said: a command killed by a signal (128 + N through pct exec) says nothing itself;
+     * `exit 137: ` was all an install killed -9 in its container gave */
+    if (f->status > 128 && f->status < 128 + NSIG)
+        snprintf(buf, sz, "killed by signal %d (%s), nothing said", f->status - 128,
+                 sigabbrev_np(f->status - 128) ? sigabbrev_np(f->status - 128) : "?");
+    else
+        snprintf(buf, sz, "it said nothing");
 }
 
 int objsync_fan_agents(struct fleet *f, const struct inv_job *job, int host, const int *cts, int n,
@@ -1334,7 +1345,7 @@ static int host_round(struct host_job *hj, bool *ret_again)
         const struct inv_ct *ct = &hj->job->cts[want[k]];
         if (fr[k].status != 0) {
             char why[512];
-            fan_reason(&fr[k], why, sizeof why);
+            objsync_fan_reason(&fr[k], why, sizeof why);
             snprintf(hj->err, sizeof hj->err, "%s: drover-agent release missing failed (exit %d): %s", ct->label,
                      fr[k].status, why);
             r = -EIO;
@@ -1443,7 +1454,7 @@ static int host_round(struct host_job *hj, bool *ret_again)
             nresend += strnlen(p + 7, SHA256_HEX_LEN) == SHA256_HEX_LEN;
         free(o);
         char why[512];
-        fan_reason(&fr[k], why, sizeof why);
+        objsync_fan_reason(&fr[k], why, sizeof why);
         if (r == 0)
             snprintf(hj->err, sizeof hj->err, "%s: drover-agent release install failed (exit %d): %s", ct->label,
                      fr[k].status, why);

@@ -163,6 +163,10 @@ struct fan_res {
     size_t out_len, err_len;
 };
 int objsync_fan_parse(const char *out, size_t len, int n, struct fan_res *ret);
+/* One line for what a container's command said when it failed: its stderr's last line, else its
+ * stdout's; when it said nothing, the signal that killed it (status 128 + N) or "it said
+ * nothing". */
+void objsync_fan_reason(const struct fan_res *f, char *buf, size_t sz);
 
 
 /* Run agent command av[k] (agent_argv_end is called here) in container cts[k] of job, all of

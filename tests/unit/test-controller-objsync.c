@@ -34,6 +34,23 @@ static int parse(const char *text, int n, struct fan_res *fr)
     return objsync_fan_parse(text, strlen(text), n, fr);
 }
 
+/* What a failed container command said: `release install` killed -9 in its container (exit 137
+ * through pct exec, nothing on stderr) was reported as "failed (exit 137): " and nothing */
+static void test_fan_reason(void **state)
+{
+    (void)state;
+    struct fan_res fr[3];
+    char why[512];
+    assert_int_equal(parse("@@fan 0 137 0 0\n@@fan 1 1 9 15\nout line\nfirst\nlast one\n"
+                           "@@fan 2 1 0 0\n", 3, fr), 0);
+    objsync_fan_reason(&fr[0], why, sizeof why);
+    assert_string_equal(why, "killed by signal 9 (KILL), nothing said");
+    objsync_fan_reason(&fr[1], why, sizeof why);
+    assert_string_equal(why, "last one"); /* stderr's last line */
+    objsync_fan_reason(&fr[2], why, sizeof why);
+    assert_string_equal(why, "it said nothing");
+}
+
 static void test_fan_parse_ok(void **state)
 {
     (void)state;
@@ -556,6 +573,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_said_disk_full),
+        cmocka_unit_test(test_fan_reason),
         cmocka_unit_test(test_fan_parse_ok),
         cmocka_unit_test(test_fan_parse_refused),
         cmocka_unit_test(test_host_gc_keeps_ways_back),
