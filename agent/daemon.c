@@ -349,6 +349,8 @@ static char *daemon_status_text(struct daemon *d)
         if (cs)
             memcpy(js->spec_fields, cs->digest_fields, sizeof js->spec_fields);
         if (s) {
+            /* the gang's generation: the token its DROVER_RDZV carries (supervise.c) */
+            (void)str_copy(js->rdzv, sizeof js->rdzv, s->rdzv);
             js->world_size = s->nnodes * s->nproc;
             js->node_rank = s->node_rank;
             js->nproc = s->nproc;

@@ -162,6 +162,8 @@ int status_format(const struct agent_status *st, char **ret_text)
         json_object_set_new(jo, "reason_code", json_string(status_reason_name(js->reason_code)));
         if (js->peer_exit)
             json_object_set_new(jo, "peer_exit", json_true());
+        if (js->rdzv[0])
+            json_object_set_new(jo, "rdzv", json_string(js->rdzv));
         if (js->last_restart_reason[0]) {
             char lr[4 * sizeof js->last_restart_reason];
             json_object_set_new(jo, "last_restart_reason",
@@ -316,6 +318,10 @@ static int job_from_json(json_t *o, struct job_status *js)
     if (ps && !json_is_boolean(ps))
         return -EINVAL;
     js->peer_exit = json_is_true(ps);
+    /* optional (agents before the field, or no --rdzv given): "" is unknown */
+    if (jf_str(o, "rdzv", js->rdzv, sizeof js->rdzv, false) < 0 ||
+        (js->rdzv[0] && !status_rdzv_is_valid(js->rdzv)))
+        return -EINVAL;
     /* optional (agents before the spec digest): "" is "unknown", which the survey redeploys */
     if (jf_str(o, "spec_digest", js->spec_digest, sizeof js->spec_digest, false) < 0 ||
         (js->spec_digest[0] && !spec_digest_is_valid(js->spec_digest)) ||
@@ -453,4 +459,18 @@ int status_after_lease(const char *out, size_t len, size_t *ret_off, size_t *ret
     *ret_off = start;
     *ret_len = end - start;
     return 0;
+}
+
+bool status_rdzv_is_valid(const char *t)
+{
+    size_t n = t ? strlen(t) : 0;
+    if (n == 0 || n >= STATUS_RDZV_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = t[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+              c == '-'))
+            return false;
+    }
+    return true;
 }

@@ -26,6 +26,9 @@
  * when unknown (an agent from before them, or a spec recorded before them), read as "")
  * Per job "last_restart_reason" (what caused the last restart of the current release, kept while
  * the restarted gang runs and its "reason" is ""): absent when "" (none, or an older agent).
+ * Per job "rdzv": the rendezvous generation (--rdzv G) the job's gang was started with, or that
+ * its next restart uses while it backs off or is stopped: absent when "" (none given, or an
+ * older agent: unknown, never a difference between containers).
  */
 #ifndef DROVER_STATUS_H
 #define DROVER_STATUS_H
@@ -71,6 +74,7 @@
                                             stopped on its good release */
 #define STATUS_FEATURES_ALL 0xfu
 #define JOB_NAME_MAX 32
+#define STATUS_RDZV_MAX 33 /* a rendezvous generation: 1..32 of [0-9A-Za-z_-] (agent's SPEC_RDZV_MAX) */
 
 /* Gang states, in the words the dashboard shows. */
 enum gang_state {
@@ -194,6 +198,11 @@ struct job_status {
      * train_exit_is_peer_effect): this container names no cause of its own.  JSON "peer_exit":
      * true, present only then (older readers ignore it) */
     bool peer_exit;
+    /* the rendezvous generation (start/activate --rdzv) the gang was started with, or that its
+     * next restart uses; "" unknown (none given, or an agent before the field: "rdzv", present
+     * only when not "").  Containers whose gangs run with different ones never form one gang:
+     * `drover start` restarts them all as one (controller/deploy/stopstart.c) */
+    char rdzv[STATUS_RDZV_MAX];
     double age_s;                      /* seconds since this generation started */
     int world_size, node_rank, nproc;
     char reason[256];                  /* why the state is what it is, for people */
@@ -255,6 +264,10 @@ int status_after_lease(const char *out, size_t len, size_t *ret_off, size_t *ret
 
 /* A feature's name in the document ("spec-pairs"); NULL for none or several bits. */
 const char *status_feature_name(unsigned feature);
+
+/* Is t a rendezvous generation as the document carries it (1..STATUS_RDZV_MAX-1 characters of
+ * [0-9A-Za-z_-])? */
+bool status_rdzv_is_valid(const char *t);
 
 /* Find a job by name; NULL if absent.  Borrowed. */
 const struct job_status *status_find_job(const struct agent_status *st, const char *job);

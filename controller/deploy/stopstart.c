@@ -91,6 +91,24 @@ int stopstart_split_gang(const bool *runs, const bool *down, int n, bool ret_par
     return nruns;
 }
 
+int stopstart_split_generation(const struct job_status *const *js, int n, bool ret_part[])
+{
+    if (n < 2)
+        return 0;
+    bool differ = false;
+    for (int i = 0; i < n; i++) {
+        if (!js[i] || !js[i]->rdzv[0] ||
+            !(stopstart_gang_runs(js[i]) || (js[i]->state == GANG_BACKOFF && js[i]->peer_exit)))
+            return 0;
+        differ = differ || strcmp(js[i]->rdzv, js[0]->rdzv) != 0;
+    }
+    if (!differ)
+        return 0;
+    for (int i = 0; i < n; i++)
+        ret_part[i] = true;
+    return n;
+}
+
 int stopstart_exit(bool start, const enum stopstart_outcome *o, int n, bool key_refused)
 {
     if (key_refused)
@@ -287,7 +305,9 @@ static void stopstart_fan(struct deploy *d, bool start, const char *tok, const b
  * answers, the others already started: it is started again after the stop).  Where the stop was not
  * confirmed, o[], said[] and took[] get the stop's outcome and failed[i] is set.  Returns
  * whether it was confirmed everywhere in part. */
-static bool stopstart_stop_part(struct deploy *d, const bool part[], bool late, double limit,
+enum stop_part_why { STOP_PART_SPLIT, STOP_PART_LATE, STOP_PART_GENERATIONS };
+
+static bool stopstart_stop_part(struct deploy *d, const bool part[], enum stop_part_why whyp, double limit,
                                 enum stopstart_outcome o[], char said[][STOPSTART_SAID_MAX],
                                 double took[], bool failed[])
 {
@@ -304,7 +324,14 @@ static bool stopstart_stop_part(struct deploy *d, const bool part[], bool late, 
             w +=
                 (size_t)snprintf(down + w, sizeof down - w, "%s%s", w ? ", " : "", j->cts[i].label);
     }
-    if (late)
+    if (whyp == STOP_PART_GENERATIONS)
+        fprintf(
+            stderr,
+            "start: job '%s' runs in %s, but not as one rendezvous generation (its agents name "
+            "different rdzv tokens): its ranks cannot form one gang, so it is stopped everywhere "
+            "first, then started again as one generation (the stop: at most %.0f s more)\n",
+            j->name, runs, limit);
+    else if (whyp == STOP_PART_LATE)
         fprintf(
             stderr,
             "start: job '%s' was already running in %s, as another rendezvous generation "
@@ -431,8 +458,19 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
         if (d.lease_failed[i][0] && no_lease < 0)
             no_lease = i;
     int npart = start && no_lease < 0 ? stopstart_split_gang(runs, down, d.job->ncts, part) : 0;
+    enum stop_part_why whyp = STOP_PART_SPLIT;
+    if (start && no_lease < 0 && !npart) {
+        /* it runs everywhere, but as different generations (a switch's abort restarted one
+         * container's gang and another's agent restarted its own, each with a token of its own):
+         * "already running" everywhere would leave it looping on exit 8 for ever */
+        const struct job_status *pjs[INV_MAX_CTS];
+        for (int i = 0; i < d.job->ncts; i++)
+            pjs[i] = d.pre[i] == 1 ? &d.pre_js[i] : NULL;
+        npart = stopstart_split_generation(pjs, d.job->ncts, part);
+        whyp = STOP_PART_GENERATIONS;
+    }
     bool held = no_lease >= 0 ||
-                (npart && !stopstart_stop_part(&d, part, false, b.answer - 30, o, said, took, stop_failed));
+                (npart && !stopstart_stop_part(&d, part, whyp, b.answer - 30, o, said, took, stop_failed));
     if (no_lease >= 0) {
         for (int i = 0; i < d.job->ncts; i++) {
             o[i] = d.lease_failed[i][0] ? SS_FAILED : SS_HELD_BACK;
@@ -458,7 +496,7 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
         }
         npart = stopstart_split_gang(runs, down, d.job->ncts, part);
         if (npart &&
-            stopstart_stop_part(&d, part, true, b.answer - 30, o, said, took, stop_failed)) {
+            stopstart_stop_part(&d, part, STOP_PART_LATE, b.answer - 30, o, said, took, stop_failed)) {
             bool skip[INV_MAX_CTS];
             for (int i = 0; i < d.job->ncts; i++)
                 skip[i] = !part[i];

@@ -77,6 +77,15 @@ bool stopstart_gang_runs(const struct job_status *js);
  * 0 (it runs everywhere, nowhere, n < 2) and ret_part is not written. */
 int stopstart_split_gang(const bool *runs, const bool *down, int n, bool ret_part[]);
 
+/* A gang of several containers that runs (or backs off after a peer's exit, "peer_exit") in
+ * every one of them, but not as one rendezvous generation: the agents' documents (js[i], NULL
+ * where none came) name different "rdzv" tokens, so its ranks never form a gang (each exits 8,
+ * "rendezvous failed", and is restarted as its own generation for ever) while a start answers
+ * "already running" everywhere.  Then every ret_part[i] is set (stopped first, then started
+ * with the others as one generation) and n returned; otherwise 0 and ret_part not written: a
+ * token unknown anywhere (an older agent) decides nothing, nor does n < 2. */
+int stopstart_split_generation(const struct job_status *const *js, int n, bool ret_part[]);
+
 /* What to tell the operator about container vmid on host, which is not running (pct's words in
  * said): start: start it, then start again; stop: its gang does not run now but its agent starts it
  * again with the container: start it, then stop again.  A vmid < 0 (a local root): no pct. */

@@ -418,6 +418,44 @@ static void test_status_roundtrip(void **state)
     free(back);
 }
 
+/* The gang's rendezvous generation travels; absent (an older agent, no --rdzv) reads as ""
+ * (unknown), and one that is not a token is refused */
+static void test_status_rdzv(void **state)
+{
+    (void)state;
+    struct agent_status *st = calloc(1, sizeof *st), *back = calloc(1, sizeof *back);
+    st->njobs = 1;
+    struct job_status *js = &st->jobs[0];
+    strcpy(js->job, "beta");
+    js->state = GANG_RUNNING;
+    char *text = NULL;
+    assert_int_equal(status_format(st, &text), 0);
+    assert_null(strstr(text, "rdzv")); /* said only when known */
+    memset(back, 0x55, sizeof *back);
+    assert_int_equal(status_parse(text, strlen(text), back), 0);
+    assert_string_equal(status_find_job(back, "beta")->rdzv, "");
+    free(text);
+    strcpy(js->rdzv, "83045394a73024a6");
+    assert_int_equal(status_format(st, &text), 0);
+    assert_non_null(strstr(text, "\"rdzv\":\"83045394a73024a6\""));
+    assert_int_equal(status_parse(text, strlen(text), back), 0);
+    assert_string_equal(status_find_job(back, "beta")->rdzv, "83045394a73024a6");
+    free(text);
+    const char *bad[] = { "\"a b\"", "7", "\"123456789012345678901234567890123\"" };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char doc[600];
+        snprintf(doc, sizeof doc,
+                 "{\"v\":1,\"jobs\":[{\"job\":\"a\",\"current\":\"\",\"previous\":\"\",\"good\":\"\","
+                 "\"state\":\"running\",\"release\":\"\",\"generation\":1,\"restarts\":0,\"age_s\":0,"
+                 "\"world_size\":1,\"node_rank\":0,\"nproc\":1,\"rdzv\":%s}]}", bad[k]);
+        assert_int_equal(status_parse(doc, strlen(doc), back), -EINVAL);
+    }
+    assert_true(status_rdzv_is_valid("a_B-9"));
+    assert_false(status_rdzv_is_valid(""));
+    free(st);
+    free(back);
+}
+
 /* The promoted pairs (goods with goods_spec) and the agent's features survive the document; a
  * document without them (an older agent) reads as no features and unknown digests, and a
  * goods_spec that does not line up with goods is refused. */
@@ -688,6 +726,7 @@ int main(void)
         cmocka_unit_test(test_heartbeat_rejects),     cmocka_unit_test(test_heartbeat_format_too_small),
         cmocka_unit_test(test_manifest_paths),        cmocka_unit_test(test_manifest_dir_dump_parse),
         cmocka_unit_test(test_manifest_parse_rejects), cmocka_unit_test(test_status_roundtrip),
+        cmocka_unit_test(test_status_rdzv),
         cmocka_unit_test(test_status_rejects), cmocka_unit_test(test_status_wall_precision),
     };
     return cmocka_run_group_tests_name("common-wire", tests, NULL, NULL);

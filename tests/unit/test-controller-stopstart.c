@@ -460,12 +460,46 @@ static void test_split_gang(void **state)
     assert_false(stopstart_is_ok(true, SS_HELD_BACK));
     assert_string_equal(stopstart_word(true, SS_RESTARTED), "restarted");
     assert_string_equal(stopstart_word(true, SS_HELD_BACK), "NOT STARTED");
+
+    /* split generations: every container in the gang (running, or backing off for a peer's exit),
+     * every token known, two that differ */
+    struct job_status g[3] = { { .state = GANG_RUNNING, .rdzv = "aa" },
+                               { .state = GANG_BACKOFF, .peer_exit = true, .rdzv = "bb" },
+                               { .state = GANG_RUNNING, .rdzv = "aa" } };
+    const struct job_status *gp[3] = { &g[0], &g[1], &g[2] };
+    bool gpart[3] = { false, false, false };
+    assert_int_equal(stopstart_split_generation(gp, 3, gpart), 3);
+    assert_true(gpart[0] && gpart[1] && gpart[2]);
+    bool gkeep[3] = { false, false, false };
+    g[1].peer_exit = false; /* backing off for a cause of its own: a start starts it anyway */
+    assert_int_equal(stopstart_split_generation(gp, 3, gkeep), 0);
+    g[1].peer_exit = true;
+    g[1].rdzv[0] = '\0'; /* an older agent: unknown decides nothing */
+    assert_int_equal(stopstart_split_generation(gp, 3, gkeep), 0);
+    strcpy(g[1].rdzv, "aa"); /* one generation */
+    assert_int_equal(stopstart_split_generation(gp, 3, gkeep), 0);
+    strcpy(g[1].rdzv, "bb");
+    gp[2] = NULL; /* no document from one */
+    assert_int_equal(stopstart_split_generation(gp, 3, gkeep), 0);
+    assert_int_equal(stopstart_split_generation(gp, 1, gkeep), 0);
+    assert_false(gkeep[0] || gkeep[1] || gkeep[2]);
 }
 
 /* The fake agent of test_start_split_gang: DIR/<root>/status.json for `lease take --status`, a
  * DIR/<root>/running file for a gang that runs (start answers "already running" there), stop
  * refused where DIR/<root>/stuck exists; every command logged to DIR/log as "<root> ARGS". */
+static void split_agent_gen(const char *dir, const char *root, enum gang_state state, bool running,
+                            const char *rdzv, bool peer_exit);
+
 static void split_agent(const char *dir, const char *root, enum gang_state state, bool running)
+{
+    split_agent_gen(dir, root, state, running, NULL, false);
+}
+
+/* split_agent whose document names the gang's rendezvous generation rdzv (NULL: none, an older
+ * agent) and peer_exit */
+static void split_agent_gen(const char *dir, const char *root, enum gang_state state, bool running,
+                            const char *rdzv, bool peer_exit)
 {
     char path[512], text[512];
     struct agent_status *st = malloc(sizeof *st);
@@ -476,6 +510,9 @@ static void split_agent(const char *dir, const char *root, enum gang_state state
     st->jobs[0].state = state;
     memset(st->jobs[0].current, 'a', RELEASE_ID_LEN);
     memset(st->jobs[0].good, 'a', RELEASE_ID_LEN);
+    if (rdzv)
+        strcpy(st->jobs[0].rdzv, rdzv);
+    st->jobs[0].peer_exit = peer_exit;
     char *doc = fake_agent_doc(st, false);
     free(st);
     snprintf(text, sizeof text, "mkdir -p '%s/%s' && rm -f '%s/%s/running'", dir, root, dir, root);
@@ -621,6 +658,83 @@ static void test_start_split_gang(void **state)
         fail_msg("log:\n%s\nsaid:\n%s", log, said);
     free(log);
     free(said);
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
+/* The lab's outage: a switch aborted, its abort restarted one container's gang with one
+ * rendezvous token and the other's agent restarted its own with another; both ranks exited 8
+ * (rendezvous failed) and restarted for ever, and `drover start` answered "already running"
+ * everywhere, nothing started.  Now the tokens in the lease's status documents differ: the gang
+ * is stopped in every container, then started in all with one new --rdzv ("restarted"); the
+ * same in every container (or one unknown: an older agent) is "already running", nothing done. */
+static void test_start_split_generation(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-splitgen-XXXXXX", text[2048], path[256], out[128], err[128],
+         gen[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(path, sizeof path, "%s/agent", dir);
+    snprintf(
+        text, sizeof text,
+        "#!/bin/sh\nr=; p=\nfor a; do [ \"$p\" = --root ] && r=$a; p=$a; done\n"
+        "echo \"${r##*/} $*\" >> '%s/log'\n"
+        "case \" $* \" in\n"
+        "*' lease take '*) cat \"$r/status.json\";;\n"
+        "*' stop --job '*) rm -f \"$r/running\"; echo 'ok: stopped: no process of the gang is left';;\n"
+        "*' start --job '*) if [ -e \"$r/running\" ]; then echo 'ok: already running'; else\n"
+        "  touch \"$r/running\"; echo 'ok release aaaaaaaaaaaa generation 10'; fi;;\n"
+        "esac\nexit 0\n",
+        dir);
+    capture_put(path, text, 0755);
+    struct inventory *inv = fake_agent_inventory(dir, "exec_timeout = 10s\n", "grace = 5s\n", "c");
+    char *argv[] = { "start", "--job", "train", NULL };
+
+    /* running in both, as two generations: stopped in both, then both started as one */
+    split_agent_gen(dir, "a", GANG_RUNNING, true, "83045394a73024a6", false);
+    split_agent_gen(dir, "b", GANG_RUNNING, true, "7c758012f610e5a8", false);
+    assert_int_equal(capture_verb(cmd_start, inv, argv, 3, out, err), EXIT_OK);
+    char *log = split_log(dir), *said = capture_slurp(out), *said_err = capture_slurp(err);
+    if (split_asked(log, "a", " stop --job train") != 1 ||
+        split_asked(log, "b", " stop --job train") != 1 || split_starts(log, gen) != 2 ||
+        !strcmp(gen, "83045394a73024a6") || !strcmp(gen, "7c758012f610e5a8") ||
+        strstr(log, " stop --job train") > strstr(log, " start --job train") ||
+        !strstr(said, "0 started, 2 restarted") || strstr(said, "already running") ||
+        !strstr(said_err, "not as one rendezvous generation"))
+        fail_msg("log:\n%s\nstdout:\n%s\nstderr:\n%s", log, said, said_err);
+    free(log);
+    free(said);
+    free(said_err);
+
+    /* backing off after a peer's exit in both, two generations: the same */
+    split_agent_gen(dir, "a", GANG_BACKOFF, false, "83045394a73024a6", true);
+    split_agent_gen(dir, "b", GANG_BACKOFF, false, "7c758012f610e5a8", true);
+    assert_int_equal(capture_verb(cmd_start, inv, argv, 3, out, err), EXIT_OK);
+    log = split_log(dir);
+    said = capture_slurp(out);
+    if (split_asked(log, "a", " stop --job train") != 1 ||
+        split_asked(log, "b", " stop --job train") != 1 || split_starts(log, gen) != 2 ||
+        !strstr(said, "0 started, 2 restarted"))
+        fail_msg("log:\n%s\nstdout:\n%s", log, said);
+    free(log);
+    free(said);
+
+    /* one generation in both, or one unknown (an older agent): already running, nothing done */
+    for (int k = 0; k < 2; k++) {
+        split_agent_gen(dir, "a", GANG_RUNNING, true, "83045394a73024a6", false);
+        split_agent_gen(dir, "b", GANG_RUNNING, true, k ? NULL : "83045394a73024a6", false);
+        assert_int_equal(capture_verb(cmd_start, inv, argv, 3, out, err), EXIT_OK);
+        log = split_log(dir);
+        said = capture_slurp(out);
+        if (strstr(log, " stop --job train") ||
+            !strstr(said, "was already running in all 2 containers"))
+            fail_msg("case %d log:\n%s\nsaid:\n%s", k, log, said);
+        free(log);
+        free(said);
+    }
     inventory_free(inv);
     snprintf(text, sizeof text, "rm -rf '%s'", dir);
     assert_int_equal(system(text), 0);
@@ -808,6 +922,7 @@ int main(void)
         cmocka_unit_test(test_decide_stopped),
         cmocka_unit_test(test_split_gang),
         cmocka_unit_test(test_start_split_gang),
+        cmocka_unit_test(test_start_split_generation),
         cmocka_unit_test(test_start_without_lease),
         cmocka_unit_test(test_start_warns_of_failed_probation),
     };
