@@ -2061,7 +2061,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     /* Ctrl-C from the lease on: the lease's call also asks each agent's status (lease take
      * --status), which waits on an agent daemon that does not answer as the survey did */
     interrupt_handlers(on_sigint_send);
-    lock = deploy_lock(&d);
+    lock = deploy_lock(&d, "deploy");
     if (lock < 0)
         goto out;
     d.lease_with_record = true; /* each outcome's record is the last call into a container */

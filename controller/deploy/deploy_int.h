@@ -237,7 +237,8 @@ int leases_take(struct deploy *d, double ttl, bool with_status);
 void leases_release(struct deploy *d);
 void leases_renew_due(struct deploy *d, double now);
 double lease_ttl(const struct deploy *d);
-int deploy_lock(struct deploy *d);
+int deploy_lock(struct deploy *d, const char *verb);
+bool leases_failed_refuse(const struct deploy *d, const char *verb);
 
 /* survey.c */
 bool deploy_is_bad(const struct deploy *d, const char *id);

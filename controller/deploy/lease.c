@@ -16,6 +16,7 @@
 #include "controller/cmd.h"
 #include "controller/deploy/jobspec.h"
 #include "controller/deploy/state.h"
+#include "controller/deploy/stopstart.h"
 #include "controller/transport/fanout.h"
 
 /* Renew the job's deploy lease in every container while a long wait goes on (a probation, a
@@ -304,9 +305,10 @@ double lease_ttl(const struct deploy *d)
     return d->job->policy.lease_ttl_s;
 }
 
-/* The job's lock (state.h) and its deploy lease in every container: an fd to close, or -1
- * with the error logged. */
-int deploy_lock(struct deploy *d)
+/* The job's lock (state.h) and its deploy lease in every container: an fd to close, or -errno
+ * with the error logged.  verb ("deploy", "rollback", ...): a container whose agent could not
+ * take the lease refuses it (leases_failed_refuse); NULL: the caller decides (start/stop). */
+int deploy_lock(struct deploy *d, const char *verb)
 {
     int lock = state_lock_job(d->inv->state_dir, d->job->name);
     if (lock == -EBUSY) {
@@ -329,5 +331,39 @@ int deploy_lock(struct deploy *d)
         close(lock);
         return -EBUSY;
     }
+    if (verb && leases_failed_refuse(d, verb)) {
+        leases_release(d);
+        close(lock);
+        return -EIO;
+    }
     return lock;
+}
+
+/* A container whose agent has leases but could not take this one (its disk full: the lease file
+ * cannot be written) would have its old gang stopped, then its new one fail to start there (the
+ * same full disk), with the job down everywhere: refused before anything is pushed or stopped,
+ * every such container named with its agent's words.  true when refused (said). */
+bool leases_failed_refuse(const struct deploy *d, const char *verb)
+{
+    char msg[2400];
+    size_t off = 0;
+    int n = 0;
+    msg[0] = '\0';
+    for (int i = 0; i < d->job->ncts && off < sizeof msg; i++) {
+        if (!d->lease_failed[i][0])
+            continue;
+        char words[900];
+        if (!stopstart_lease_said(d->lease_failed[i], "run the command again", words, sizeof words))
+            off += (size_t)snprintf(msg + off, sizeof msg - off, "%s%s: no deploy lease here: %s (once "
+                                    "`drover-agent lease take` works there, run the command again)",
+                                    n ? "; " : "", d->job->cts[i].label, words);
+        else
+            off += (size_t)snprintf(msg + off, sizeof msg - off, "%s%s: no deploy lease here: %s",
+                                    n ? "; " : "", d->job->cts[i].label, words);
+        n++;
+    }
+    if (!n)
+        return false;
+    log_error("%s of job '%s' refused, nothing changed: %s", verb, d->job->name, msg);
+    return true;
 }

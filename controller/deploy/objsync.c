@@ -1676,7 +1676,7 @@ int objsync_gc_cache(const char *mdir, const char *const *keep_ids, size_t nkeep
     closedir(d);
     /* kept: the ids given (every job's current, previous, good and rollback targets, with their
      * environments, added by the caller), the keep_n newest, and the environments those name */
-    size_t kcap = nkeep + (size_t)(keep_n > 0 ? keep_n : 0) * 2 + 1;
+    size_t kcap = nkeep + n * 2 + 1;
     char(*kept)[RELEASE_ID_LEN + 1] = r == 0 ? calloc(kcap, sizeof *kept) : NULL;
     if (!kept) {
         free(v);
@@ -1691,6 +1691,14 @@ int objsync_gc_cache(const char *mdir, const char *const *keep_ids, size_t nkeep
     size_t newest0 = nk;
     for (size_t i = 0; i < n && i < (size_t)(keep_n > 0 ? keep_n : 0); i++)
         if (!id_in(kept, nk, v[i].id))
+            memcpy(kept[nk++], v[i].id, RELEASE_ID_LEN + 1);
+    /* written in the last OBJSYNC_CACHE_GRACE_S, as the host store keeps its own: a deploy in
+     * flight (its release is nobody's current yet) keeps its manifests, and a later plan its
+     * "environment dropped" warning */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    for (size_t i = 0; i < n; i++)
+        if ((double)now.tv_sec - v[i].mtime < OBJSYNC_CACHE_GRACE_S && !id_in(kept, nk, v[i].id))
             memcpy(kept[nk++], v[i].id, RELEASE_ID_LEN + 1);
     for (size_t i = newest0; i < nk && nk < kcap; i++) {
         char env[RELEASE_ID_LEN + 1];

@@ -138,8 +138,13 @@ int objsync_gc_host(struct fleet *f, int host, const char *const *keep_ids, size
  * (capacity cap) the environment each of them names there. */
 void objsync_cache_add_envs(const char *mdir, char (*ids)[RELEASE_ID_LEN + 1], size_t *n, size_t cap);
 
+/* How long a manifest just written to the controller's cache is kept by its GC, whoever names
+ * it: the host store's rule (agent/objstore.h OBJSTORE_GC_GRACE_S). */
+#define OBJSYNC_CACHE_GRACE_S 600
+
 /* GC of the cache mdir: keep the manifests of keep_ids (NULL or non-id entries skipped), of the
- * keep_n newest (by mtime) and of the environments those newest name; remove every other
+ * keep_n newest (by mtime), of those written in the last OBJSYNC_CACHE_GRACE_S (by mtime: a
+ * deploy in flight) and of the environments those newest or fresh name; remove every other
  * manifest.  The caller passes every job's current, previous, good release and rollback
  * targets, with the environments they name (objsync_cache_add_envs).  Returns how many were
  * removed, or -errno (then nothing was removed). */

@@ -108,7 +108,7 @@ int deploy_rebaseline(struct fleet *f, const char *job)
     ret = EXIT_FAIL;
     char err[2048], sid[RELEASE_SHORT_LEN + 1];
     interrupt_handlers(on_sigint_send);
-    int lock = deploy_lock(&d);
+    int lock = deploy_lock(&d, NULL);
     if (lock < 0)
         goto out;
     bool all_current;

@@ -213,7 +213,7 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     /* Ctrl-C before the switch, from the lease (with its status) on: as in deploy_run, give the
      * lease back and record it.  A dry run takes neither the lock nor the lease: it changes nothing */
     interrupt_handlers(on_sigint_send);
-    int lock = dry_run ? -1 : deploy_lock(&d);
+    int lock = dry_run ? -1 : deploy_lock(&d, "rollback");
     if (lock < 0 && !dry_run)
         goto out;
     if (deploy_interrupted)
@@ -483,7 +483,7 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
         return ret;
     ret = EXIT_FAIL;
     char err[2048];
-    int lock = deploy_lock(&d);
+    int lock = deploy_lock(&d, promote ? "promote" : "revert");
     if (lock < 0)
         goto out;
     bool all_current;

@@ -204,22 +204,32 @@ static void stopstart_why(const struct deploy *d, int i, bool start, enum stopst
     }
 }
 
-void stopstart_no_lease_hint(const char *job, const char *said, char *buf, size_t sz)
+bool stopstart_lease_said(const char *said, const char *then, char *buf, size_t sz)
 {
     const char *e = strstr(said, "error: "); /* the agent's logger prefix: "drover: error: " */
     if (e && e - said < 24)
         said = e + 7;
-    if (!objsync_said_disk_full(said))
+    if (!objsync_said_disk_full(said)) {
+        snprintf(buf, sz, "%s", said);
+        return false;
+    }
+    if (strstr(said, "(the container's disk is full)")) /* the agent said it already */
+        snprintf(buf, sz, "%s: free space there, then %s", said, then);
+    else
+        snprintf(buf, sz, "%s (the container's disk is full: free space there, then %s)", said, then);
+    return true;
+}
+
+void stopstart_no_lease_hint(const char *job, const char *said, char *buf, size_t sz)
+{
+    char then[120], words[800];
+    snprintf(then, sizeof then, "run `drover start --job %.64s`", job);
+    if (!stopstart_lease_said(said, then, words, sizeof words))
         snprintf(buf, sz, "no deploy lease here, so nothing was started anywhere (the agent: %s): "
                  "once `drover-agent lease take` works there, run `drover start --job %.64s` again",
-                 said, job);
-    else if (strstr(said, "(the container's disk is full)")) /* the agent said it already */
-        snprintf(buf, sz, "no deploy lease here, so nothing was started anywhere: %s: free space "
-                 "there, then run `drover start --job %.64s`", said, job);
+                 words, job);
     else
-        snprintf(buf, sz, "no deploy lease here, so nothing was started anywhere: %s (the "
-                 "container's disk is full: free space there, then run `drover start --job %.64s`)",
-                 said, job);
+        snprintf(buf, sz, "no deploy lease here, so nothing was started anywhere: %s", words);
 }
 
 void stopstart_ct_stopped_hint(bool start, const char *job, int vmid, const char *host,
@@ -395,7 +405,7 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
     /* Ctrl-C while the lease is taken: given back (deploy_done); during the fan-out the agents
      * go on with what they were asked, and the summary says who had not answered */
     interrupt_handlers(on_sigint_send);
-    lock = deploy_lock(&d);
+    lock = deploy_lock(&d, NULL);
     if (lock < 0) {
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL; /* said: another drover, or the state dir */
         goto out;

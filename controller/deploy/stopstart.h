@@ -92,6 +92,12 @@ int stopstart_split_generation(const struct job_status *const *js, int n, bool r
 void stopstart_ct_stopped_hint(bool start, const char *job, int vmid, const char *host,
                                const char *said, char *buf, size_t sz);
 
+/* The words of an agent that could not take the job's deploy lease (said; its logger prefix
+ * cut) into buf, and, when they say the container's disk is full, what to do: "SAID (the
+ * container's disk is full: free space there, then THEN)", or "SAID: free space there, then
+ * THEN" where the agent said the disk was full itself.  true when the disk was full. */
+bool stopstart_lease_said(const char *said, const char *then, char *buf, size_t sz);
+
 /* The row of a start's container whose agent could not take the job's deploy lease (said: the
  * agent's words): nothing was started anywhere; a full disk says to free space, then start. */
 void stopstart_no_lease_hint(const char *job, const char *said, char *buf, size_t sz);

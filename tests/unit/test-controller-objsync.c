@@ -240,7 +240,7 @@ static void test_cache_gc_keeps_ways_back(void **state)
     cache_put(id[D], NULL, 3000);
     cache_put(id[E], NULL, 2000);
     cache_put(id[H], NULL, 1500); /* job 2 rollback target (an earlier good) */
-    cache_put(id[F], id[E2], 100);  /* newest */
+    cache_put(id[F], id[E2], 700);  /* newest (written over OBJSYNC_CACHE_GRACE_S ago) */
     char other[1200];
     snprintf(other, sizeof other, "%s/%s.tmp.123", cdir, id[D]);
     assert_int_equal(fs_write_atomic(other, "x", 1, 0600), 0);
@@ -276,6 +276,30 @@ static void test_cache_gc_keeps_ways_back(void **state)
     char none[300];
     snprintf(none, sizeof none, "%s/none", cdir);
     assert_int_equal(objsync_gc_cache(none, keep, n, 5), 0);
+    assert_int_equal(fs_rm_rf(cdir), 0);
+}
+
+/* `drover gc` during a deploy removed the cache's manifests of the release being deployed
+ * (nobody's current yet), and a later plan lost its "environment dropped" warning.  Now a
+ * manifest written in the last OBJSYNC_CACHE_GRACE_S stays, with the environment it names, as
+ * the host store keeps its own: of two that no job names, only the old one goes. */
+static void test_cache_gc_keeps_fresh(void **state)
+{
+    (void)state;
+    strcpy(cdir, "/tmp/drover-cachegc.XXXXXX");
+    assert_non_null(mkdtemp(cdir));
+    char old[RELEASE_ID_LEN + 1], fresh[RELEASE_ID_LEN + 1], env[RELEASE_ID_LEN + 1];
+    snprintf(old, sizeof old, "%064x", 0xb1);
+    snprintf(fresh, sizeof fresh, "%064x", 0xb2);
+    snprintf(env, sizeof env, "%064x", 0xb3);
+    cache_put(env, NULL, OBJSYNC_CACHE_GRACE_S + 3600); /* an old environment the fresh one runs with */
+    cache_put(old, NULL, OBJSYNC_CACHE_GRACE_S + 60);
+    cache_put(fresh, env, 30); /* the deploy in flight wrote it */
+    const char *keep[] = { NULL };
+    assert_int_equal(objsync_gc_cache(cdir, keep, 1, 0), 1);
+    assert_false(cached(old));
+    assert_true(cached(fresh));
+    assert_true(cached(env));
     assert_int_equal(fs_rm_rf(cdir), 0);
 }
 
@@ -578,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_fan_parse_refused),
         cmocka_unit_test(test_host_gc_keeps_ways_back),
         cmocka_unit_test(test_cache_gc_keeps_ways_back),
+        cmocka_unit_test(test_cache_gc_keeps_fresh),
         cmocka_unit_test(test_relsrc_hash_cache),
         cmocka_unit_test(test_lacks_filter),
         cmocka_unit_test(test_stall_msg),

@@ -796,6 +796,65 @@ static void test_start_without_lease(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* A rollback (and a deploy, a revert) where one container's agent could not take the job's
+ * deploy lease (its disk full, `lease take` exits 8): it warned and went on without the lease
+ * there, stopped the old gang in every container, then failed to start the release in the full
+ * one: the job was down.  Now refused before anything is pushed or stopped, exit 1, naming the
+ * container with the agent's words and what to do; no agent was asked anything but the lease. */
+static void test_switch_refused_without_lease(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-nolease-sw-XXXXXX", text[2048], path[256], out[128], rel[300];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(path, sizeof path, "%s/agent", dir);
+    snprintf(
+        text, sizeof text,
+        "#!/bin/sh\nr=; p=\nfor a; do [ \"$p\" = --root ] && r=$a; p=$a; done\n"
+        "echo \"${r##*/} $*\" >> '%s/log'\n"
+        "case \" $* \" in\n"
+        "*' lease take '*) if [ -e \"$r/full\" ]; then echo \"drover: error: lease of job 'train': "
+        "cannot write '$r/leases/train.json': No space left on device\" >&2; exit 8; fi; "
+        "cat \"$r/status.json\";;\n"
+        "*' status '*) cat \"$r/status.json\";;\n"
+        "esac\nexit 0\n",
+        dir);
+    capture_put(path, text, 0755);
+    struct inventory *inv = fake_agent_inventory(dir, "exec_timeout = 10s\n", "grace = 5s\n", "c");
+    split_agent(dir, "a", GANG_RUNNING, true);
+    split_agent(dir, "b", GANG_RUNNING, true);
+    snprintf(path, sizeof path, "%s/b/full", dir);
+    capture_put(path, "", 0600);
+    snprintf(rel, sizeof rel, "%s/rel", dir);
+    snprintf(text, sizeof text, "mkdir -p '%s/bin' && printf '#!/bin/sh\\n' > '%s/bin/t' && chmod 755 '%s/bin/t'",
+             rel, rel, rel);
+    assert_int_equal(system(text), 0);
+    char *rb[] = { "rollback", "--job", "train", NULL }, *rv[] = { "revert", "--job", "train", NULL };
+    char *dp[] = { "deploy", rel, "--job", "train", NULL };
+    static const char *const verbs[] = { "rollback", "revert", "deploy" };
+    for (int k = 0; k < 3; k++) {
+        int code = capture_verb(k == 0 ? cmd_rollback : k == 1 ? cmd_revert : cmd_deploy, inv,
+                                k == 0 ? rb : k == 1 ? rv : dp, k == 2 ? 4 : 3, out, out);
+        char *log = split_log(dir), *said = capture_slurp(out), want[700];
+        snprintf(want, sizeof want,
+                 "%s of job 'train' refused, nothing changed: h1:local:%s/b: no deploy lease here: "
+                 "lease of job 'train': cannot write '%s/b/leases/train.json': No space left on device "
+                 "(the container's disk is full: free space there, then run the command again)",
+                 verbs[k], dir, dir);
+        bool asked = false;
+        static const char *const never[] = { " stop ", " activate ", " switch ", " start ", " install ", " status " };
+        for (size_t w = 0; w < sizeof never / sizeof never[0]; w++)
+            asked = asked || split_asked(log, "a", never[w]) || split_asked(log, "b", never[w]);
+        if (code != EXIT_FAIL || asked || !strstr(said, want))
+            fail_msg("%s: exit %d\nlog:\n%s\nsaid:\n%s", verbs[k], code, log, said);
+        free(log);
+        free(said);
+    }
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 /* `drover start` of a job whose current release failed its probation and stayed current (a
  * first deploy with no good release to go back to): it was started again with no word.  Now one
  * warning on stderr names the release, when and why it failed, before it is started anyway;
@@ -924,6 +983,7 @@ int main(void)
         cmocka_unit_test(test_start_split_gang),
         cmocka_unit_test(test_start_split_generation),
         cmocka_unit_test(test_start_without_lease),
+        cmocka_unit_test(test_switch_refused_without_lease),
         cmocka_unit_test(test_start_warns_of_failed_probation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
