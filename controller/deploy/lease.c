@@ -249,7 +249,10 @@ int leases_take(struct deploy *d, double ttl, bool with_status)
         if (st != AGENT_EXIT_BUSY && pct_ct_problem(ct->vmid, cf->err[i], ctwhy, sizeof ctwhy) < 0)
             continue; /* the container is stopped or not there: the survey says so, once */
         if (st != AGENT_EXIT_BUSY) { /* only a holder refuses; anything else must not block */
-            if (st != AGENT_EXIT_USAGE) /* an agent with leases that could not take it */
+            /* an agent with leases that ran and could not take it (its file cannot be written:
+             * a full disk, a read-only store); a missing agent (127) or another failure is the
+             * survey's to say (`is the agent installed? drover install`) */
+            if (st == AGENT_EXIT_DISK_FULL || st == AGENT_EXIT_FAIL)
                 (void)str_copy(d->lease_failed[i], sizeof d->lease_failed[i],
                                cf->err[i][0] ? cf->err[i] : "lease take failed");
             log_warn("%s: no deploy lease (%s)%s", ct->label, cf->err[i],
