@@ -21,6 +21,12 @@ static bool is_not_outcome(const struct history_entry *e)
         return true;
     if (e->reason_code == HISTORY_RC_ENVIRONMENT || e->reason_code == HISTORY_RC_OPERATOR_REVERT)
         return true;
+    /* a deploy of the good release itself (previous: the good release then): a job spec change,
+     * whose failure is the spec's, never the release's (its agents never mark it bad); counted,
+     * a failed spec change made the good release no rollback target and its earlier spec
+     * unreachable (t-22) */
+    if (e->previous[0] && !strcmp(e->previous, e->release))
+        return true;
     return strcmp(e->result, "promoted") != 0 && strcmp(e->result, "held") != 0 && !is_failure(e->result);
 }
 

@@ -297,6 +297,25 @@ static void test_failed_after_promoted_is_bad_now(void **state)
                                 "was promoted (marked bad by its agents)"));
 }
 
+/* A failed job spec change of the good release (its record's previous is the release itself)
+ * is the spec's failure: the release stays a rollback target and no deploy warns of it.  It was
+ * counted: a plain rollback to the good release's earlier spec said "no earlier good release"
+ * (e2e t-22). */
+static void test_failed_spec_change_is_not_a_release_failure(void **state)
+{
+    (void)state;
+    struct history_entry h[] = {
+        rec(T0 - 100, "train", REL, "v1", "promoted", ""),
+        rec(T0, "train", REL, "v1", "reverted", "rank 0 exited 1"),
+    };
+    snprintf(h[0].previous, sizeof h[0].previous, "%s", OTHER);
+    snprintf(h[1].previous, sizeof h[1].previous, "%s", REL); /* deployed onto itself */
+    assert_null(pastfail_find_now(h, 2, "train", REL));
+    assert_null(pastfail_find(h, 2, "train", REL));
+    snprintf(h[1].previous, sizeof h[1].previous, "%s", OTHER); /* another good release then */
+    assert_ptr_equal(pastfail_find_now(h, 2, "train", REL), &h[1]);
+}
+
 static void test_rollback_refusal_from_history(void **state)
 {
     (void)state;
@@ -362,6 +381,7 @@ int main(void)
         cmocka_unit_test(test_hand_revert_of_unfailed_release),
         cmocka_unit_test(test_rollback_refusal_from_history),
         cmocka_unit_test(test_failed_after_promoted_is_bad_now),
+        cmocka_unit_test(test_failed_spec_change_is_not_a_release_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
