@@ -291,6 +291,16 @@ static void test_gc_agent_not_running(void **state)
 
 /* revert_all as a verb, for capture_verb: job train of capture.h's inventory fails `next` and
  * goes back to `good`; stopped_before: the deploy's survey found the job stopped everywhere */
+/* How many times needle occurs in hay. */
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    size_t len = strlen(needle);
+    for (const char *q = strstr(hay, needle); q; q = strstr(q + len, needle))
+        n++;
+    return n;
+}
+
 static struct inventory *left_inv;
 static bool left_stopped_before;
 static unsigned left_features; /* what the agents' status said (STATUS_FEAT_*) */
@@ -363,12 +373,10 @@ static void test_revert_of_stopped_job_leaves_it_stopped(void **state)
         /* a plain stop after the revert (not the switch's stop, which restarts after a while) */
         const char *again = strstr(rev, "stop --job train\n");
         if (before && knows) { /* nothing started, nothing to stop again */
-            /* the second container's (an offset into calls: gcc's -Wstringop-overread took
-             * rev + 1 for a pointer past a zero-sized region under ASan) */
-            const char *rev2 = strstr(calls + (rev - calls) + 1, "revert");
-            assert_non_null(rev2); /* both containers */
-            assert_non_null(strstr(rev, "--no-start"));
-            assert_non_null(strstr(rev2, "--no-start"));
+            /* both containers (counted: gcc's -Wstringop-overread under ASan took a search
+             * from rev + 1 for a read past a zero-sized region, and make asan did not build) */
+            assert_true(count_of(calls, "revert") >= 2);
+            assert_true(count_of(calls, "--no-start") >= 2);
             assert_null(again);
             if (!strstr(o, "reverted job 'train' to a56200000000; the job was stopped before the deploy, "
                            "so it is left stopped: `drover start --job train` runs it"))
