@@ -564,20 +564,17 @@ static int split_starts(const char *log, char gen[64])
     return n;
 }
 
-/* A start of a gang of several containers that ran in part: the new ranks got a new rendezvous
- * generation and the part that ran ("already running") kept its old one, so the gang never
- * formed (every rank "exited with code 8 ... rendezvous failed") while the start said it runs,
- * exit 0.  Now the running part is stopped first and started with the others as one generation;
- * where the lease's status did not tell, the start's answers do and the part is started again as
- * the same generation; where it cannot be stopped, nothing is started, exit 1. */
-static void test_start_split_gang(void **state)
+/* The start tests' two fake containers a and b (fake_agent_inventory) under a new temporary dir
+ * (a mkdtemp template), out and err the paths their output goes to, and the agent of
+ * split_agent_gen's description: a lease take prints DIR/<root>/status.json; stop refuses where
+ * DIR/<root>/stuck exists, else ends the gang; start answers "already running" where
+ * DIR/<root>/running exists, else starts it; every command is logged to DIR/log. */
+static struct inventory *split_setup(char *dir, char out[128], char err[128])
 {
-    (void)state;
-    char dir[] = "/tmp/drover-test-split-XXXXXX", text[2048], path[256], out[128], err[128],
-         gen[64];
+    char text[2048], path[256];
     assert_non_null(mkdtemp(dir));
-    snprintf(out, sizeof out, "%s/out", dir);
-    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(out, 128, "%s/out", dir);
+    snprintf(err, 128, "%s/err", dir);
     snprintf(path, sizeof path, "%s/agent", dir);
     snprintf(
         text, sizeof text,
@@ -592,7 +589,21 @@ static void test_start_split_gang(void **state)
         "esac\nexit 0\n",
         dir);
     capture_put(path, text, 0755);
-    struct inventory *inv = fake_agent_inventory(dir, "exec_timeout = 10s\n", "grace = 5s\n", "c");
+    return fake_agent_inventory(dir, "exec_timeout = 10s\n", "grace = 5s\n", "c");
+}
+
+/* A start of a gang of several containers that ran in part: the new ranks got a new rendezvous
+ * generation and the part that ran ("already running") kept its old one, so the gang never
+ * formed (every rank "exited with code 8 ... rendezvous failed") while the start said it runs,
+ * exit 0.  Now the running part is stopped first and started with the others as one generation;
+ * where the lease's status did not tell, the start's answers do and the part is started again as
+ * the same generation; where it cannot be stopped, nothing is started, exit 1. */
+static void test_start_split_gang(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-split-XXXXXX", text[2048], path[256], out[128], err[128],
+         gen[64];
+    struct inventory *inv = split_setup(dir, out, err);
     char *argv[] = { "start", "--job", "train", NULL };
 
     /* the lease's status says b runs, a does not: b is stopped first, then both start as one */
@@ -672,25 +683,9 @@ static void test_start_split_gang(void **state)
 static void test_start_split_generation(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/drover-test-splitgen-XXXXXX", text[2048], path[256], out[128], err[128],
+    char dir[] = "/tmp/drover-test-splitgen-XXXXXX", text[2048], out[128], err[128],
          gen[64];
-    assert_non_null(mkdtemp(dir));
-    snprintf(out, sizeof out, "%s/out", dir);
-    snprintf(err, sizeof err, "%s/err", dir);
-    snprintf(path, sizeof path, "%s/agent", dir);
-    snprintf(
-        text, sizeof text,
-        "#!/bin/sh\nr=; p=\nfor a; do [ \"$p\" = --root ] && r=$a; p=$a; done\n"
-        "echo \"${r##*/} $*\" >> '%s/log'\n"
-        "case \" $* \" in\n"
-        "*' lease take '*) cat \"$r/status.json\";;\n"
-        "*' stop --job '*) rm -f \"$r/running\"; echo 'ok: stopped: no process of the gang is left';;\n"
-        "*' start --job '*) if [ -e \"$r/running\" ]; then echo 'ok: already running'; else\n"
-        "  touch \"$r/running\"; echo 'ok release aaaaaaaaaaaa generation 10'; fi;;\n"
-        "esac\nexit 0\n",
-        dir);
-    capture_put(path, text, 0755);
-    struct inventory *inv = fake_agent_inventory(dir, "exec_timeout = 10s\n", "grace = 5s\n", "c");
+    struct inventory *inv = split_setup(dir, out, err);
     char *argv[] = { "start", "--job", "train", NULL };
 
     /* running in both, as two generations: stopped in both, then both started as one */
@@ -864,22 +859,7 @@ static void test_start_warns_of_failed_probation(void **state)
     (void)state;
     char dir[] = "/tmp/drover-test-startfail-XXXXXX", text[2048], path[256], out[128], err[128],
          id[RELEASE_ID_LEN + 1], gen[64];
-    assert_non_null(mkdtemp(dir));
-    snprintf(out, sizeof out, "%s/out", dir);
-    snprintf(err, sizeof err, "%s/err", dir);
-    snprintf(path, sizeof path, "%s/agent", dir);
-    snprintf(
-        text, sizeof text,
-        "#!/bin/sh\nr=; p=\nfor a; do [ \"$p\" = --root ] && r=$a; p=$a; done\n"
-        "echo \"${r##*/} $*\" >> '%s/log'\n"
-        "case \" $* \" in\n"
-        "*' lease take '*) cat \"$r/status.json\";;\n"
-        "*' start --job '*) if [ -e \"$r/running\" ]; then echo 'ok: already running'; else\n"
-        "  touch \"$r/running\"; echo 'ok release aaaaaaaaaaaa generation 2'; fi;;\n"
-        "esac\nexit 0\n",
-        dir);
-    capture_put(path, text, 0755);
-    struct inventory *inv = fake_agent_inventory(dir, "exec_timeout = 10s\n", "grace = 5s\n", "c");
+    struct inventory *inv = split_setup(dir, out, err);
     char *argv[] = { "start", "--job", "train", NULL };
     memset(id, 'a', RELEASE_ID_LEN);
     id[RELEASE_ID_LEN] = '\0';
