@@ -122,7 +122,7 @@ const char *status_restart_note(const char *ct, const char *job, const struct jo
 {
     if (!js || js->restarts <= 0 || !js->last_restart_reason[0] || js->state == GANG_BACKOFF)
         return NULL;
-    snprintf(buf, sz, "%s: job '%s' was restarted by its agent %d %s since its activation, last after %s", ct, job,
+    snprintf(buf, sz, "%s: job '%s' was restarted by its agent %d %s since it was last activated or started, last after %s", ct, job,
              js->restarts, text_plural(js->restarts, "time", "times"), js->last_restart_reason);
     return buf;
 }
