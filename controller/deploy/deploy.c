@@ -106,6 +106,10 @@ void history_record(struct deploy *d, const char *result, enum history_reason co
 {
     struct history_entry e = { .time = time_wall(), .ktok_s = ktok, .baseline_ktok_s = d->baseline };
     (void)str_copy(e.release, sizeof e.release, d->id);
+    if (d->rb_revert) { /* the release it went (or tried to go) back to first, as for any record */
+        (void)str_copy(e.release, sizeof e.release, d->good);
+        (void)str_copy(e.previous, sizeof e.previous, d->id);
+    }
     (void)str_copy(e.name, sizeof e.name, d->name);
     (void)str_copy(e.result, sizeof e.result, result);
     e.reason_code = code;
@@ -161,7 +165,8 @@ static void history_put(struct deploy *d, struct history_entry *ep, bool final)
 {
     struct history_entry e = *ep;
     (void)str_copy(e.job, sizeof e.job, d->job->name);
-    (void)str_copy(e.previous, sizeof e.previous, d->good);
+    if (!e.previous[0]) /* the good release the job ran before, unless the record names it */
+        (void)str_copy(e.previous, sizeof e.previous, d->good);
     size_t off = 0;
     for (int i = 0; i < d->job->ncts && off < sizeof e.containers; i++)
         off += (size_t)snprintf(e.containers + off, sizeof e.containers - off, "%s%s", i ? " " : "",

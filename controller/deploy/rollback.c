@@ -321,6 +321,7 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         (void)str_copy(d.id, sizeof d.id, d.current);
         ui_short(d.id, d.sid);
         (void)str_copy(d.name, sizeof d.name, "rollback");
+        d.rb_revert = true; /* recorded as the good release it goes back to, from d.id */
         if (dry_run) {
             printf("rollback of job '%s' (dry run, nothing changed): would revert %s to its good "
                    "release %s with the job spec it was promoted with, in every container\n",
@@ -447,8 +448,11 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
                "for another spec in %d %s: the next `drover deploy` relaunches with the "
                "inventory's (`drover plan` shows the change), so edit the inventory to keep this one\n",
                d.job->name, d.sid, nrecorded, text_plural(nrecorded, "container", "containers"));
-    /* history: result "rollback" with previous = the release we went back to */
-    (void)str_copy(d.good, sizeof d.good, d.id);
+    /* history: result "rollback", release the one it went back to, previous the good release it
+     * came from (d.good, the pair every container ran), as its failures are recorded and as a
+     * deploy names its candidate and the good release before it (common/histrec.h).  It named
+     * the target in both, and a rollback of an unpromoted release named them the other way
+     * round. */
     history_record(&d, "rollback", HISTORY_RC_NONE, "operator rollback", -1);
     ret = EXIT_OK;
     goto out;
