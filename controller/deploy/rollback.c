@@ -394,10 +394,17 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         ret = EXIT_FAIL;
         goto out;
     }
+    char gsid[RELEASE_SHORT_LEN + 1];
+    (void)ui_short(d.good, gsid);
     if (ar < 0) {
+        /* what to run next said with the state it leaves: "look with `drover status`" led to a
+         * promote of a target that never ran as a gang */
+        char said[2200 + sizeof err];
         log_error("%s", err);
-        fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s; look with `drover status`%s\n",
-                ui_bold(stderr), ui_red(stderr), d.job->name, err, ui_reset(stderr));
+        deploy_rollback_failed_message(said, sizeof said, RBF_ACTIVATE, err, d.job->name, d.sid,
+                                       d.good[0] ? gsid : NULL, d.probation_deadline_at);
+        fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
+                d.job->name, said, ui_reset(stderr));
         history_record(&d, "revert-failed", HISTORY_RC_NONE, err, -1);
         ret = EXIT_REVERT_FAILED;
         goto out;
@@ -412,12 +419,14 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     }
     if (cr == -EINTR) {
         /* activated everywhere, not promoted: the agents return to the good release at the
-         * probation deadline unless the operator promotes it */
-        char gsid[RELEASE_SHORT_LEN + 1];
+         * probation deadline unless the operator promotes it, which only a watched gang that
+         * trains warrants (promoted, nothing watches it: no probation) */
         size_t n = strlen(msg);
-        snprintf(msg + n, sizeof msg - n, ": %s runs unpromoted; `drover promote --job %s` keeps "
-                 "it, or the agents return to %s at its probation deadline (%.0f s)", d.sid,
-                 d.job->name, d.good[0] ? ui_short(d.good, gsid) : "no release", pdl);
+        snprintf(msg + n, sizeof msg - n, ": %s runs unpromoted, on its agents' probation; once "
+                 "`drover status --job %s` shows every rank of it training, `drover promote --job %s` "
+                 "keeps it; `drover rollback --job %s` puts %s back now; else the agents return to %s "
+                 "at its probation deadline (%.0f s)", d.sid, d.job->name, d.job->name, d.job->name,
+                 d.good[0] ? gsid : "the good release", d.good[0] ? gsid : "no release", pdl);
         fprintf(stderr, "%sROLLBACK NOT CONFIRMED%s for job '%s': %s\n", ui_bold(stderr),
                 ui_reset(stderr), d.job->name, msg);
         history_record(&d, "aborted", HISTORY_RC_NONE, msg, -1);
@@ -436,8 +445,13 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         goto out;
     }
     if (cr < 0 || promote_all(&d, -1, NULL) < 0) {
+        /* the state it leaves and what puts the good release back, watched (it said nothing
+         * more; a promote failure said only that the target trains) */
+        char said[2200 + sizeof msg];
+        deploy_rollback_failed_message(said, sizeof said, cr < 0 ? RBF_RECOVERY : RBF_PROMOTE, msg,
+                                       d.job->name, d.sid, d.good[0] ? gsid : NULL, d.probation_deadline_at);
         fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
-                d.job->name, msg, ui_reset(stderr));
+                d.job->name, said, ui_reset(stderr));
         history_record(&d, "revert-failed", HISTORY_RC_NONE, msg, -1);
         ret = EXIT_REVERT_FAILED;
         goto out;

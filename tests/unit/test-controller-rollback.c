@@ -482,14 +482,15 @@ static void test_rollback_to_damaged_target_stops_nothing(void **state)
 
 /* The history record of a `drover rollback --now` of job train against a fake agent whose status
  * is st and whose promote exits promote_rc: its last record in state_dir (*ret), and the exit. */
+static const char *rb_case = ""; /* one more case of the fake agent's, before its own */
 static int rb_record(const char *d2, struct agent_status *st, int promote_rc, struct history_entry *ret)
 {
     char p[600], text[1400], keys[300], out[600], err[600];
     fake_agent(d2, st);
-    snprintf(text, sizeof text, "#!/bin/sh\necho \"$*\" >>'%s/calls'\ncase \"$*\" in\n"
+    snprintf(text, sizeof text, "#!/bin/sh\necho \"$*\" >>'%s/calls'\ncase \"$*\" in\n%s"
              "*status*) cat '%s/status.json';;\n*' promote '*) [ %d = 0 ] && echo ok || "
-             "{ echo 'promote: no space left' >&2; exit %d; };;\n*) echo ok;;\nesac\n", d2, d2, promote_rc,
-             promote_rc);
+             "{ echo 'promote: no space left' >&2; exit %d; };;\n*) echo ok;;\nesac\n", d2, rb_case, d2,
+             promote_rc, promote_rc);
     snprintf(p, sizeof p, "%s/agent", d2);
     capture_put(p, text, 0755);
     snprintf(p, sizeof p, "%s/state", d2);
@@ -559,6 +560,52 @@ static void test_rollback_record_names_target_first(void **state)
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
+/* A rollback that fails after its switch began leaves its target unpromoted, on its agents'
+ * probation.  ROLLBACK FAILED said "look with `drover status`" (activation failed in a container)
+ * or nothing (the target did not recover, or its promote failed), and an operator who then ran
+ * `drover promote` made a target that never ran as a gang the good release, watched by no
+ * probation.  It now says the state and the command that puts the good release back, watched:
+ * `drover rollback --job J`, or `--to G` where a partial promote left the containers disagreeing
+ * on the good release; and not to promote. */
+static void test_failed_rollback_says_how_back(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbfail-XXXXXX", p[600];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    struct history_entry e;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, good);
+    strcpy(st.jobs[0].good, next);
+    st.jobs[0].ngoods = 2;
+    strcpy(st.jobs[0].goods[0], next);
+    strcpy(st.jobs[0].goods[1], good);
+    /* the activation fails in one container (the root ending in /b) */
+    rb_case = "*/b*activate*) echo 'activate: cannot exec bin/t' >&2; exit 1;;\n";
+    assert_int_equal(rb_record(d2, &st, 0, &e), EXIT_REVERT_FAILED);
+    snprintf(p, sizeof p, "%s/err", d2);
+    char *said = capture_slurp(p);
+    if (!strstr(said, "ROLLBACK FAILED for job 'train'") || strstr(said, "look with `drover status`") ||
+        !strstr(said, "where a56200000000 was activated it runs unpromoted, on its agents' probation") ||
+        !strstr(said, "`drover rollback --job train` puts cd5d00000000 back in every container now") ||
+        !strstr(said, "do not `drover promote --job train`"))
+        fail_msg("stderr: %s", said);
+    free(said);
+    /* activated everywhere, its promote failing: back to the good release by --to */
+    rb_case = "";
+    assert_int_equal(rb_record(d2, &st, 1, &e), EXIT_REVERT_FAILED);
+    said = capture_slurp(p);
+    if (!strstr(said, "but its promote failed in some containers") ||
+        !strstr(said, "`drover rollback --job train --to cd5d00000000` puts cd5d00000000 back"))
+        fail_msg("stderr: %s", said);
+    free(said);
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
 /* The decision alone: stopped in every container (or stopped in some, its gang ended in the
  * others: no gang anywhere) is a stopped job; a gang running anywhere is not. */
 static void test_job_is_stopped_decision(void **state)
@@ -595,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_job_is_stopped_decision),
         cmocka_unit_test(test_rollback_to_damaged_target_stops_nothing),
         cmocka_unit_test(test_rollback_record_names_target_first),
+        cmocka_unit_test(test_failed_rollback_says_how_back),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
