@@ -448,6 +448,12 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
         fx_msg(out, JM_FX_ANSWER, 0, "stopped: no process of the gang is left");
         return;
     case JM_NEXT_START:
+        /* a requested start (`drover start`, or an aborted switch starting the old release
+         * again) is a new run: the restarts counted before it, and their cause, were the run
+         * the stop ended (`drover status` said "restarted by its agent N times" of that one
+         * after a stop and start) */
+        j->restarts = 0;
+        j->last_restart_reason[0] = '\0';
         fx_event(out, "start", j->current, "%s", rt->next_reason);
         start_gang(j, rt, JM_START_REQUEST, GANG_STARTING, rt->next_code, rt->next_reason, out);
         return;

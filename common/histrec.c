@@ -54,6 +54,7 @@ int history_entry_format(const struct history_entry *e, char **ret_line)
         json_object_set_new(o, "baseline_ktok_s", json_real(e->baseline_ktok_s));
     if (e->by[0])
         json_object_set_new(o, "by", json_string(e->by));
+    json_object_set_new(o, "layout", json_integer(HISTORY_LAYOUT));
     char *line = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     if (!line)
@@ -79,6 +80,23 @@ json_t *history_entry_json(const struct history_entry *e)
         json_object_set_new(o, "by", json_string(e->by[0] ? e->by : "drover"));
     }
     return o;
+}
+
+/* A record of a drover before HISTORY_LAYOUT: its rollback of a release never promoted (the
+ * agents' revert, reason "operator rollback": rollback.c wrote no other words for it) named the
+ * release it left as release and the good one it went back to as previous; turned round.  Its
+ * rollback to an earlier good release named the target in both (or, failed, as release): as
+ * the layout says already.  Decided on the words because nothing else tells the two apart in
+ * those records; nothing written since is decided on them. */
+static void history_entry_upgrade(struct history_entry *e)
+{
+    if (strcmp(e->name, "rollback") != 0 || strcmp(e->reason, "operator rollback") != 0 ||
+        !e->previous[0] || !strcmp(e->release, e->previous))
+        return;
+    char t[sizeof e->release];
+    memcpy(t, e->release, sizeof t);
+    memcpy(e->release, e->previous, sizeof e->release);
+    memcpy(e->previous, t, sizeof e->previous);
 }
 
 static void get_str(json_t *o, const char *k, char *dst, size_t sz)
@@ -117,6 +135,8 @@ int history_entry_parse(const char *line, size_t len, struct history_entry *ret)
     get_str(o, "by", e.by, sizeof e.by);
     e.ktok_s = get_num(o, "ktok_s");
     e.baseline_ktok_s = get_num(o, "baseline_ktok_s");
+    if (get_num(o, "layout") < HISTORY_LAYOUT)
+        history_entry_upgrade(&e);
     json_decref(o);
     *ret = e;
     return 0;

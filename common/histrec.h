@@ -46,13 +46,26 @@ enum history_reason history_reason_from_name(const char *name);
  * "by itself" in the reason: agent-revert; else none. */
 enum history_reason history_reason_from_text(const char *result, const char *reason);
 
+/* Which release a record names where, for every kind of record (docs/protocol.md, "History
+ * records"): `release` is the release the operation put in place or tried to (a deploy's
+ * candidate; a rollback's target: the release it went to, or tried to go to), `previous` the
+ * release the job ran as good before it (where a deploy's revert goes back to; where a rollback
+ * came from).  The record carries "layout": HISTORY_LAYOUT.  A record without it (a drover
+ * before it) wrote a rollback of a release never promoted (back to the good release, with the
+ * reason "operator rollback") the other way round: release the one it left, previous the good
+ * one it went to, while a failed rollback to an earlier good release named its target as
+ * release.  history_entry_parse() turns such a record round, so every reader (`drover history`,
+ * -o json, pastfail, gc's and status's targets) sees one rule; a successful rollback to an
+ * earlier good release then named its target in both fields and reads as it is. */
+#define HISTORY_LAYOUT 2
+
 struct history_entry {
     double time;                       /* epoch seconds */
     char job[32];
     char release[RELEASE_ID_LEN + 1];
     char name[MANIFEST_NAME_MAX];      /* manifest name ("v2") */
     char result[24];                   /* promoted, reverted, revert-failed, failed, aborted, rollback */
-    char previous[RELEASE_ID_LEN + 1]; /* last good release before this one */
+    char previous[RELEASE_ID_LEN + 1]; /* the good release the job ran before (HISTORY_LAYOUT) */
     double ktok_s;                     /* measured, -1 if none */
     double baseline_ktok_s;            /* compared against, -1 if none */
     char reason[512];                  /* for people */
@@ -75,7 +88,8 @@ int history_entry_format(const struct history_entry *e, char **ret_line);
  * baseline_ktok_s null when not measured, by "drover" or "agent".  A new reference; NULL on ENOMEM or text jansson refuses. */
 json_t *history_entry_json(const struct history_entry *e);
 /* One line back into *ret (missing fields empty, numbers -1; no "reason_code": derived with
- * history_reason_from_text).  -EINVAL when not a JSON object. */
+ * history_reason_from_text; no "layout": a rollback's record of an older drover turned round
+ * as HISTORY_LAYOUT says).  -EINVAL when not a JSON object. */
 int history_entry_parse(const char *line, size_t len, struct history_entry *ret);
 
 #endif

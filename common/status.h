@@ -188,7 +188,8 @@ struct job_status {
     enum gang_state state;
     char release[RELEASE_ID_LEN + 1];  /* release of the processes that are running now */
     int generation;                    /* bumps each time a gang is started */
-    int restarts;                      /* restarts of the current release since activation */
+    int restarts;                      /* restarts of the current release since its activation,
+                                          revert or last requested start (`drover start`) */
     /* what caused the last of those restarts ("rank 0 hung"), kept while the restarted gang runs
      * and its reason is ""; "" none, or an agent before the field ("last_restart_reason",
      * present only when not "") */

@@ -34,10 +34,11 @@ void cmd_job_target(const struct inventory *inv, const char *job, char ret_id[RE
     if (state_history_read(inv->state_dir, job, &h, &n, NULL) < 0)
         return;
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(h[i].result, "promoted") == 0)
+        /* a rollback's record names the release it went to as release, as a promote's does
+         * (an older drover's record of one is turned round as it is read: histrec.h) */
+        if (strcmp(h[i].result, "promoted") == 0 || strcmp(h[i].result, "rollback") == 0)
             (void)str_copy(ret_id, RELEASE_ID_LEN + 1, h[i].release);
-        else if ((strcmp(h[i].result, "reverted") == 0 || strcmp(h[i].result, "rollback") == 0) &&
-                 h[i].previous[0])
+        else if (strcmp(h[i].result, "reverted") == 0 && h[i].previous[0])
             (void)str_copy(ret_id, RELEASE_ID_LEN + 1, h[i].previous);
     }
     free(h);
@@ -122,7 +123,7 @@ const char *status_restart_note(const char *ct, const char *job, const struct jo
 {
     if (!js || js->restarts <= 0 || !js->last_restart_reason[0] || js->state == GANG_BACKOFF)
         return NULL;
-    snprintf(buf, sz, "%s: job '%s' was restarted by its agent %d %s since its activation, last after %s", ct, job,
+    snprintf(buf, sz, "%s: job '%s' was restarted by its agent %d %s since it was last activated or started, last after %s", ct, job,
              js->restarts, text_plural(js->restarts, "time", "times"), js->last_restart_reason);
     return buf;
 }

@@ -97,7 +97,7 @@ void exporter_render(const struct top_snapshot *s, const struct inventory *inv, 
     static const char *const fams[][3] = {
         { "drover_container_up", "gauge", "1 when the container's agent answers with fresh status documents." },
         { "drover_gang_info", "gauge", "One sample per (job, container): gang state and releases as labels." },
-        { "drover_gang_restarts", "gauge", "Restarts of the job's current release since its activation (reset by a new release)." },
+        { "drover_gang_restarts", "gauge", "Restarts of the job's current release since its activation (reset by a new release, a revert or a drover start)." },
         { "drover_gang_age_seconds", "gauge", "Seconds since this gang generation started." },
     };
     for (int f = 0; f < 4; f++) {

@@ -106,6 +106,10 @@ void history_record(struct deploy *d, const char *result, enum history_reason co
 {
     struct history_entry e = { .time = time_wall(), .ktok_s = ktok, .baseline_ktok_s = d->baseline };
     (void)str_copy(e.release, sizeof e.release, d->id);
+    if (d->rb_revert) { /* the release it went (or tried to go) back to first, as for any record */
+        (void)str_copy(e.release, sizeof e.release, d->good);
+        (void)str_copy(e.previous, sizeof e.previous, d->id);
+    }
     (void)str_copy(e.name, sizeof e.name, d->name);
     (void)str_copy(e.result, sizeof e.result, result);
     e.reason_code = code;
@@ -161,7 +165,8 @@ static void history_put(struct deploy *d, struct history_entry *ep, bool final)
 {
     struct history_entry e = *ep;
     (void)str_copy(e.job, sizeof e.job, d->job->name);
-    (void)str_copy(e.previous, sizeof e.previous, d->good);
+    if (!e.previous[0]) /* the good release the job ran before, unless the record names it */
+        (void)str_copy(e.previous, sizeof e.previous, d->good);
     size_t off = 0;
     for (int i = 0; i < d->job->ncts && off < sizeof e.containers; i++)
         off += (size_t)snprintf(e.containers + off, sizeof e.containers - off, "%s%s", i ? " " : "",
@@ -1903,6 +1908,44 @@ void deploy_revert_unstopped_message(char *buf, size_t sz, const char *job, int 
 void deploy_revert_unconfirmed_message(char *buf, size_t sz, const char *why, const char *job)
 {
     snprintf(buf, sz, "%s; the job may be down: look with `drover status --job %s` and act now", why, job);
+}
+
+void deploy_rollback_failed_message(char *buf, size_t sz, enum rollback_failure kind, const char *why,
+                                    const char *job, const char *target, const char *good, double deadline_at)
+{
+    char when[64] = "";
+    if (deadline_at > 0) {
+        time_t t = (time_t)deadline_at;
+        struct tm tm;
+        if (gmtime_r(&t, &tm))
+            strftime(when, sizeof when, kind == RBF_ACTIVATE ? ", about %H:%M:%S UTC" : " (about %H:%M:%S UTC)", &tm);
+    }
+    const char *g = good && good[0] ? good : "the good release";
+    if (kind == RBF_PROMOTE) {
+        /* promoted where it worked: those containers call target good, the others good, and a
+         * plain rollback is refused until they agree */
+        snprintf(buf, sz, "%s, but its promote failed in some containers (named above): there %s runs "
+                 "unpromoted and its agents return to %s by themselves at its probation deadline%s.  "
+                 "`drover rollback --job %s --to %s` puts %s back in every container now and watches it "
+                 "(a plain rollback is refused where the containers now disagree on the good release); to keep "
+                 "%s, deploy it (`drover deploy DIR --job %s`), which runs its probation", why, target, g,
+                 when, job, g, g, target, job);
+        return;
+    }
+    char state[700];
+    if (kind == RBF_ACTIVATE)
+        snprintf(state, sizeof state, "where %s was activated it runs unpromoted, on its agents' probation "
+                 "(they return to %s by themselves at its deadline%s), and where it was not their agents "
+                 "start %s again by themselves (at the latest once the switch's deadline passes): the "
+                 "gang is split", target, g, when, g);
+    else
+        snprintf(state, sizeof state, "%s runs unpromoted in every container, on its agents' probation: "
+                 "they return to %s by themselves when it fails there, or at its deadline%s", target, g,
+                 when);
+    snprintf(buf, sz, "%s; %s.  `drover rollback --job %s` puts %s back in every container now, as one "
+             "gang, and watches its recovery; do not `drover promote --job %s` (%s %s: promoted, it "
+             "would run as the good release with no probation watching it)", why, state, job, g, job,
+             target, kind == RBF_ACTIVATE ? "never ran as one gang" : "did not recover");
 }
 
 /* Do a and b write to one file: one terminal, `2>&1`, or -o json's stdout onto stderr? */

@@ -164,6 +164,22 @@ void deploy_revert_unstopped_message(char *buf, size_t sz, const char *job, int 
  * not confirmed (why: what the watching found): the job may be down, where to look. */
 void deploy_revert_unconfirmed_message(char *buf, size_t sz, const char *why, const char *job);
 
+/* How a rollback of job to target (short id) from the good release good failed after its
+ * switch began (its ROLLBACK FAILED line, exit 4). */
+enum rollback_failure {
+    RBF_ACTIVATE, /* activated in some containers only: the rest start good again by themselves */
+    RBF_RECOVERY, /* activated everywhere, did not recover, its agents have not gone back yet */
+    RBF_PROMOTE,  /* trains (or --now), but its promote failed in some containers */
+};
+/* What ROLLBACK FAILED says after why (what failed): the state the job is left in (target
+ * unpromoted on its agents' probation, which ends at deadline_at, wall clock, 0 unknown) and
+ * the command that puts good back now and watches it: `drover rollback --job J`, or `--to good`
+ * where a partial promote left the containers disagreeing on the good release.  Never `drover
+ * promote` of a target that did not recover: it would run as the good release, no probation
+ * watching it.  It said "look with `drover status`", or nothing. */
+void deploy_rollback_failed_message(char *buf, size_t sz, enum rollback_failure kind, const char *why,
+                                    const char *job, const char *target, const char *good, double deadline_at);
+
 /* Say REVERT FAILED for job with the message said, once wherever it is seen: on out, which
  * scripts read (bold red on a TTY), and the same words on err only when err is another file
  * (stdout redirected, stderr a terminal).  Where both are one file (a terminal, `2>&1`, -o json's

@@ -48,6 +48,10 @@ struct deploy {
     char key[1024];                   /* baseline key */
     double baseline;                  /* -1 none */
     bool rollback;                    /* an operator's rollback, not a failed deploy */
+    bool rb_revert;                   /* rollback of a release never promoted (id) to the good
+                                         one: its records name good as release and id as
+                                         previous, the target first as for every record
+                                         (common/histrec.h HISTORY_LAYOUT) */
     char earlier_good[RELEASE_ID_LEN + 1]; /* newest promoted release before good, bad nowhere */
     int nbad;                         /* releases some container marks bad (failed probation) */
     char bad[16][RELEASE_ID_LEN + 1];

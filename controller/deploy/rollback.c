@@ -321,6 +321,7 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         (void)str_copy(d.id, sizeof d.id, d.current);
         ui_short(d.id, d.sid);
         (void)str_copy(d.name, sizeof d.name, "rollback");
+        d.rb_revert = true; /* recorded as the good release it goes back to, from d.id */
         if (dry_run) {
             printf("rollback of job '%s' (dry run, nothing changed): would revert %s to its good "
                    "release %s with the job spec it was promoted with, in every container\n",
@@ -393,10 +394,17 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         ret = EXIT_FAIL;
         goto out;
     }
+    char gsid[RELEASE_SHORT_LEN + 1];
+    (void)ui_short(d.good, gsid);
     if (ar < 0) {
+        /* what to run next said with the state it leaves: "look with `drover status`" led to a
+         * promote of a target that never ran as a gang */
+        char said[2200 + sizeof err];
         log_error("%s", err);
-        fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s; look with `drover status`%s\n",
-                ui_bold(stderr), ui_red(stderr), d.job->name, err, ui_reset(stderr));
+        deploy_rollback_failed_message(said, sizeof said, RBF_ACTIVATE, err, d.job->name, d.sid,
+                                       d.good[0] ? gsid : NULL, d.probation_deadline_at);
+        fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
+                d.job->name, said, ui_reset(stderr));
         history_record(&d, "revert-failed", HISTORY_RC_NONE, err, -1);
         ret = EXIT_REVERT_FAILED;
         goto out;
@@ -411,12 +419,14 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     }
     if (cr == -EINTR) {
         /* activated everywhere, not promoted: the agents return to the good release at the
-         * probation deadline unless the operator promotes it */
-        char gsid[RELEASE_SHORT_LEN + 1];
+         * probation deadline unless the operator promotes it, which only a watched gang that
+         * trains warrants (promoted, nothing watches it: no probation) */
         size_t n = strlen(msg);
-        snprintf(msg + n, sizeof msg - n, ": %s runs unpromoted; `drover promote --job %s` keeps "
-                 "it, or the agents return to %s at its probation deadline (%.0f s)", d.sid,
-                 d.job->name, d.good[0] ? ui_short(d.good, gsid) : "no release", pdl);
+        snprintf(msg + n, sizeof msg - n, ": %s runs unpromoted, on its agents' probation; once "
+                 "`drover status --job %s` shows every rank of it training, `drover promote --job %s` "
+                 "keeps it; `drover rollback --job %s` puts %s back now; else the agents return to %s "
+                 "at its probation deadline (%.0f s)", d.sid, d.job->name, d.job->name, d.job->name,
+                 d.good[0] ? gsid : "the good release", d.good[0] ? gsid : "no release", pdl);
         fprintf(stderr, "%sROLLBACK NOT CONFIRMED%s for job '%s': %s\n", ui_bold(stderr),
                 ui_reset(stderr), d.job->name, msg);
         history_record(&d, "aborted", HISTORY_RC_NONE, msg, -1);
@@ -435,8 +445,13 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         goto out;
     }
     if (cr < 0 || promote_all(&d, -1, NULL) < 0) {
+        /* the state it leaves and what puts the good release back, watched (it said nothing
+         * more; a promote failure said only that the target trains) */
+        char said[2200 + sizeof msg];
+        deploy_rollback_failed_message(said, sizeof said, cr < 0 ? RBF_RECOVERY : RBF_PROMOTE, msg,
+                                       d.job->name, d.sid, d.good[0] ? gsid : NULL, d.probation_deadline_at);
         fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
-                d.job->name, msg, ui_reset(stderr));
+                d.job->name, said, ui_reset(stderr));
         history_record(&d, "revert-failed", HISTORY_RC_NONE, msg, -1);
         ret = EXIT_REVERT_FAILED;
         goto out;
@@ -447,8 +462,11 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
                "for another spec in %d %s: the next `drover deploy` relaunches with the "
                "inventory's (`drover plan` shows the change), so edit the inventory to keep this one\n",
                d.job->name, d.sid, nrecorded, text_plural(nrecorded, "container", "containers"));
-    /* history: result "rollback" with previous = the release we went back to */
-    (void)str_copy(d.good, sizeof d.good, d.id);
+    /* history: result "rollback", release the one it went back to, previous the good release it
+     * came from (d.good, the pair every container ran), as its failures are recorded and as a
+     * deploy names its candidate and the good release before it (common/histrec.h).  It named
+     * the target in both, and a rollback of an unpromoted release named them the other way
+     * round. */
     history_record(&d, "rollback", HISTORY_RC_NONE, "operator rollback", -1);
     ret = EXIT_OK;
     goto out;

@@ -373,6 +373,55 @@ static bool stopstart_stop_part(struct deploy *d, const bool part[], enum stop_p
     return all;
 }
 
+/* A start runs the job's current release (id) whatever its verdict: one that failed probation
+ * and stayed current (a first deploy with no good release to go back to) used to be started
+ * again with no word.  Said once, before anything is started, from this controller's history
+ * (an unreadable one: nothing said, the start goes on).  The caller leaves out a job that runs
+ * everywhere already (nothing starts). */
+static void start_warn_failed(struct deploy *d, const char *id)
+{
+    if (!id || !id[0])
+        return;
+    struct history_entry *hh = NULL;
+    size_t nhh = 0;
+    char warn[1400];
+    if (state_history_read(d->inv->state_dir, d->job->name, &hh, &nhh, NULL) >= 0 &&
+        pastfail_start_warning(hh, nhh, d->job->name, id, warn, sizeof warn))
+        log_warn("%s", warn);
+    free(hh);
+}
+
+/* `start --dry-run`: the same warning as the start, from each agent's status (read only: no
+ * lock, no lease), the release and "runs everywhere already" taken as the start takes them
+ * from the status that comes with its lease.  It printed no warning: the dry run read nothing. */
+static void start_dry_run_warn(struct deploy *d)
+{
+    const struct inv_job *j = d->job;
+    struct job_status *js = calloc((size_t)j->ncts, sizeof *js);
+    bool found[INV_MAX_CTS] = { false };
+    if (!js || survey_job_status(d, NULL, js, found) < 0) {
+        free(js);
+        log_warn("start (dry run): out of memory reading the agents' status: whether the release "
+                 "it would start failed probation was not checked");
+        return;
+    }
+    const char *id = NULL;
+    bool all_run = true;
+    int unread = 0;
+    for (int i = 0; i < j->ncts; i++) {
+        if (found[i] && js[i].current[0] && !id)
+            id = js[i].current;
+        all_run = all_run && found[i] && stopstart_gang_runs(&js[i]);
+        unread += !found[i];
+    }
+    if (unread == j->ncts)
+        log_warn("start (dry run): no agent of job '%s' named the release it runs (unreachable, or "
+                 "the job unknown there): whether it failed probation was not checked", j->name);
+    else if (!all_run)
+        start_warn_failed(d, id);
+    free(js);
+}
+
 int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run)
 {
     const char *verb = start ? "start" : "stop";
@@ -383,12 +432,17 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
     ret = EXIT_FAIL;
     int lock = -1;
     if (dry_run) {
-        printf("%s of job '%s' (dry run, nothing contacted): would take the job's lock and deploy "
+        /* a start's dry run reads each agent's status (no lock, no lease: nothing changes) for
+         * the warning the start gives before anything starts; a stop's contacts nothing */
+        printf("%s of job '%s' (dry run, %s): would take the job's lock and deploy "
                "lease, then run `drover-agent %s --job %s` in %d %s at once:", verb,
-               d.job->name, verb, d.job->name, d.job->ncts, text_plural(d.job->ncts, "container", "containers"));
+               d.job->name, start ? "nothing changed" : "nothing contacted", verb, d.job->name, d.job->ncts,
+               text_plural(d.job->ncts, "container", "containers"));
         for (int i = 0; i < d.job->ncts; i++)
             printf(" %s", d.job->cts[i].label);
         printf("\n");
+        if (start)
+            start_dry_run_warn(&d);
         ret = EXIT_OK;
         goto out;
     }
@@ -450,15 +504,8 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
     bool all_run = true;
     for (int i = 0; i < d.job->ncts; i++)
         all_run = all_run && runs[i];
-    if (start && d.id[0] && !all_run) {
-        struct history_entry *hh = NULL;
-        size_t nhh = 0;
-        char warn[1400];
-        if (state_history_read(d.inv->state_dir, d.job->name, &hh, &nhh, NULL) >= 0 &&
-            pastfail_start_warning(hh, nhh, d.job->name, d.id, warn, sizeof warn))
-            log_warn("%s", warn);
-        free(hh);
-    }
+    if (start && !all_run)
+        start_warn_failed(&d, d.id);
     /* A container whose agent could not take the lease (its disk full: the lease file cannot be
      * written) would run a gang no deploy or stop of another operator is kept from; and the gang
      * is one generation in all its containers, so a start elsewhere alone never forms: nothing

@@ -42,7 +42,7 @@ restart_said() {
 }
 check "status -o json keeps last_restart_reason (rank N hung) while p4 runs again" wait_until 30 restart_said
 drover status --job pt
-check "status says the last restart's cause under the table" drover_said "restarted by its agent 1 time since its activation, last after rank [0-9]+ hung"
+check "status says the last restart's cause under the table" drover_said "restarted by its agent 1 time since it was last activated or started, last after rank [0-9]+ hung"
 check "no restart reason calls the hang a crash" eval '! pt_events | grep -q "restarted after a crash"'
 
 # p4 now hangs again after every restart.  A hang is seen only once silence_deadline has passed,

@@ -503,6 +503,44 @@ static void test_last_restart_reason_kept(void **state)
     world_done(&w);
 }
 
+/* `drover stop` then `drover start` of a job its agent had restarted: the start is a new run, so
+ * the count and its cause start again.  They were kept, and `drover status` went on saying "was
+ * restarted by its agent 1 time ..., last after rank 0 hung" of the run the stop had ended. */
+static void test_start_resets_restarts(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row rows[] = {
+        {JM_EV_HUNG, 20, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, "silent"},
+        {JM_EV_GANG_GONE, 21, NULL, 0, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang save", GANG_BACKOFF, NULL},
+        {JM_EV_TICK, 22.1, NULL, 0, 0, 0, 0, NULL, "event start-gang", ANY, NULL},
+        {JM_EV_START_OK, 22.1, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+        {JM_EV_TRAINING, 23, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+    };
+    RUN(&w, rows);
+    assert_int_equal(w.j->restarts, 1);
+    assert_non_null(strstr(w.j->last_restart_reason, "hung"));
+    /* a stop keeps them (the status of a stopped job still tells how its run went) */
+    static const struct row stop[] = {
+        {JM_EV_STOP, 30, NULL, 0, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 31, NULL, 0, -1, 0, 0, NULL, "clear-gang event save answer", GANG_STOPPED, "stopped"},
+    };
+    RUN(&w, stop);
+    assert_int_equal(w.j->restarts, 1);
+    static const struct row start[] = {
+        {JM_EV_START, 40, NULL, 0, 0, 0, 0, "g2", "wait event start-gang", GANG_STOPPED, "started by request"},
+        {JM_EV_START_OK, 40, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
+        {JM_EV_TRAINING, 42, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+    };
+    RUN(&w, start);
+    assert_int_equal(w.j->restarts, 0);
+    assert_string_equal(w.j->last_restart_reason, "");
+    assert_string_equal(w.j->current, A);
+    world_done(&w);
+}
+
 /* The controller's revert after an operator's Ctrl-C during probation (value 1, --no-mark):
  * B reached no verdict and stays a rollback target; the same revert without it marks B bad. */
 static void test_revert_no_mark(void **state)
@@ -1511,6 +1549,7 @@ int main(void)
         cmocka_unit_test(test_reason_not_cut_inside_a_command),
         cmocka_unit_test(test_hung_promoted_real_pace),
         cmocka_unit_test(test_last_restart_reason_kept),
+        cmocka_unit_test(test_start_resets_restarts),
         cmocka_unit_test(test_revert_no_mark),
         cmocka_unit_test(test_failed_probation_of_once_promoted_marks_bad),
         cmocka_unit_test(test_crash_loop_of_once_promoted_on_probation_reverts),

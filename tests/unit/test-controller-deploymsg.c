@@ -424,11 +424,34 @@ static void test_revert_unstopped_interrupted(void **state)
                            "switch deadline (named above)");
 }
 
+/* ROLLBACK FAILED after the target did not recover (its agents not gone back yet): the state it
+ * leaves (the target unpromoted on its agents' probation, until when) and the command that puts
+ * the good release back, watched; promote named only as what not to run.  It said the recovery's
+ * verdict and nothing more. */
+static void test_rollback_failed_says_state_and_command(void **state)
+{
+    (void)state;
+    char m[2000];
+    deploy_rollback_failed_message(m, sizeof m, RBF_RECOVERY, "a56200000000 did not recover: rank 0 hung",
+                                   "train", "a56200000000", "cd5d00000000", 1796220191.0);
+    assert_string_equal(m, "a56200000000 did not recover: rank 0 hung; a56200000000 runs unpromoted in every "
+                           "container, on its agents' probation: they return to cd5d00000000 by themselves "
+                           "when it fails there, or at its deadline (about 14:03:11 UTC).  `drover rollback "
+                           "--job train` puts cd5d00000000 back in every container now, as one gang, and "
+                           "watches its recovery; do not `drover promote --job train` (a56200000000 did not "
+                           "recover: promoted, it would run as the good release with no probation watching it)");
+    /* no deadline known, no good release named: said without them */
+    deploy_rollback_failed_message(m, sizeof m, RBF_RECOVERY, "x", "train", "a56200000000", NULL, 0);
+    assert_null(strstr(m, "about"));
+    assert_non_null(strstr(m, "puts the good release back"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nothing_held),
         cmocka_unit_test(test_hint_only_for_agent),
+        cmocka_unit_test(test_rollback_failed_says_state_and_command),
         cmocka_unit_test(test_unsurveyed_store_not_writable),
         cmocka_unit_test(test_said_store_unwritable),
         cmocka_unit_test(test_left_stopped_message),

@@ -368,6 +368,57 @@ static void test_rollback_refusal_from_history(void **state)
     assert_null(pastfail_find_prefix(h, 4, "train", "3f2a9c"));
 }
 
+/* An old-layout line of job train (no "layout": a drover before HISTORY_LAYOUT), parsed. */
+static struct history_entry old_line(double t, const char *id, const char *name, const char *result,
+                                     const char *previous, const char *reason)
+{
+    char line[1200];
+    snprintf(line, sizeof line, "{\"v\":1,\"time\":%.1f,\"job\":\"train\",\"release\":\"%s\","
+             "\"name\":\"%s\",\"result\":\"%s\",\"previous\":\"%s\",\"reason\":\"%s\","
+             "\"reason_code\":\"\",\"containers\":\"h1:101\"}", t, id, name, result, previous, reason);
+    struct history_entry e;
+    assert_int_equal(history_entry_parse(line, strlen(line), &e), 0);
+    return e;
+}
+
+/* Records written before HISTORY_LAYOUT are read by its rule: a rollback of a release never
+ * promoted (REL, failed with auto_revert off, left running) back to the good one (OTHER) named
+ * REL as release, so `drover history` showed REL as where it went and pastfail_find_now took
+ * that "rollback" record for a rollback to REL that made it good again: a later deploy of REL
+ * gave no "failed probation before" warning.  It is turned round as it is read; the other old
+ * rollback records (to an earlier good release: its target in both fields; a failed one: its
+ * target as release) already read so and are kept as written, as is every new record. */
+static void test_old_rollback_records_read_target_first(void **state)
+{
+    (void)state;
+    struct history_entry h[4];
+    h[0] = old_line(T0, REL, "v2", "failed", OTHER, "crash-loop: rank 0 exited with code 1");
+    h[1] = old_line(T0 + 60, REL, "rollback", "rollback", OTHER, "operator rollback");
+    assert_string_equal(h[1].release, OTHER);
+    assert_string_equal(h[1].previous, REL);
+    const struct history_entry *e = pastfail_find_now(h, 2, "train", REL);
+    assert_ptr_equal(e, &h[0]);
+    /* a rollback to an earlier good release: both name it */
+    h[2] = old_line(T0 + 120, REL, "rollback", "rollback", REL, "operator rollback");
+    assert_string_equal(h[2].release, REL);
+    assert_string_equal(h[2].previous, REL);
+    /* a failed rollback to REL from OTHER: as written */
+    h[3] = old_line(T0 + 180, REL, "rollback", "revert-failed", OTHER, "3f2a9c1b7d6e did not recover: hung");
+    assert_string_equal(h[3].release, REL);
+    assert_string_equal(h[3].previous, OTHER);
+    /* a record written now carries the layout and reads back as written */
+    struct history_entry now = rec(T0 + 240, "train", OTHER, "rollback", "rollback", "operator rollback");
+    snprintf(now.previous, sizeof now.previous, "%s", REL);
+    char *line = NULL;
+    assert_int_equal(history_entry_format(&now, &line), 0);
+    assert_non_null(strstr(line, "\"layout\":2"));
+    struct history_entry back;
+    assert_int_equal(history_entry_parse(line, strlen(line), &back), 0);
+    free(line);
+    assert_string_equal(back.release, OTHER);
+    assert_string_equal(back.previous, REL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -382,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_rollback_refusal_from_history),
         cmocka_unit_test(test_failed_after_promoted_is_bad_now),
         cmocka_unit_test(test_failed_spec_change_is_not_a_release_failure),
+        cmocka_unit_test(test_old_rollback_records_read_target_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -480,6 +480,132 @@ static void test_rollback_to_damaged_target_stops_nothing(void **state)
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
+/* The history record of a `drover rollback --now` of job train against a fake agent whose status
+ * is st and whose promote exits promote_rc: its last record in state_dir (*ret), and the exit. */
+static const char *rb_case = ""; /* one more case of the fake agent's, before its own */
+static int rb_record(const char *d2, struct agent_status *st, int promote_rc, struct history_entry *ret)
+{
+    char p[600], text[1400], keys[300], out[600], err[600];
+    fake_agent(d2, st);
+    snprintf(text, sizeof text, "#!/bin/sh\necho \"$*\" >>'%s/calls'\ncase \"$*\" in\n%s"
+             "*status*) cat '%s/status.json';;\n*' promote '*) [ %d = 0 ] && echo ok || "
+             "{ echo 'promote: no space left' >&2; exit %d; };;\n*) echo ok;;\nesac\n", d2, rb_case, d2,
+             promote_rc, promote_rc);
+    snprintf(p, sizeof p, "%s/agent", d2);
+    capture_put(p, text, 0755);
+    snprintf(p, sizeof p, "%s/state", d2);
+    (void)fs_rm_rf(p);
+    assert_int_equal(fs_mkdir_p(p, 0700), 0);
+    snprintf(keys, sizeof keys, "staging_dir = %s/st\n", d2);
+    struct inventory *inv2 = fake_agent_inventory(d2, keys, "", "c");
+    snprintf(out, sizeof out, "%s/out", d2);
+    snprintf(err, sizeof err, "%s/err", d2);
+    int code = capture_verb(rb_verb, inv2, NULL, 0, out, err);
+    struct history_entry *h = NULL;
+    size_t n = 0;
+    snprintf(p, sizeof p, "%s/state", d2);
+    assert_int_equal(state_history_read(p, "train", &h, &n, NULL), 0);
+    if (n == 0) {
+        char *e = capture_slurp(err);
+        fail_msg("exit %d, no record; stderr: %s", code, e);
+    }
+    *ret = h[n - 1];
+    free(h);
+    inventory_free(inv2);
+    return code;
+}
+
+/* A rollback's history record names the release it went to as `release` and the one it came
+ * from as `previous`, as a deploy's names its candidate and the good release before it, whether
+ * it succeeded or failed.  A successful rollback to an earlier good release named its target in
+ * both; one of a release never promoted (back to the good one) named the release it left as
+ * `release`; a failed one named its target as `release`: `drover history` showed the two kinds the
+ * other way round. */
+static void test_rollback_record_names_target_first(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbrec-XXXXXX";
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    struct history_entry e;
+    /* runs its good release next, promoted after good: back to good, promoted */
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, good);
+    strcpy(st.jobs[0].good, next);
+    st.jobs[0].ngoods = 2;
+    strcpy(st.jobs[0].goods[0], next);
+    strcpy(st.jobs[0].goods[1], good);
+    assert_int_equal(rb_record(d2, &st, 0, &e), EXIT_OK);
+    assert_string_equal(e.result, "rollback");
+    assert_string_equal(e.release, good);
+    assert_string_equal(e.previous, next);
+    /* the same, its promote failing: ROLLBACK FAILED, the record the same way round */
+    assert_int_equal(rb_record(d2, &st, 1, &e), EXIT_REVERT_FAILED);
+    assert_string_equal(e.result, "revert-failed");
+    assert_string_equal(e.release, good);
+    assert_string_equal(e.previous, next);
+    /* runs next, never promoted: the agents' revert to its good release good */
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].good, good);
+    st.jobs[0].ngoods = 1;
+    strcpy(st.jobs[0].goods[0], good);
+    assert_int_equal(rb_record(d2, &st, 0, &e), EXIT_OK);
+    assert_string_equal(e.result, "rollback");
+    assert_string_equal(e.release, good);
+    assert_string_equal(e.previous, next);
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
+/* A rollback that fails after its switch began leaves its target unpromoted, on its agents'
+ * probation.  ROLLBACK FAILED said "look with `drover status`" (activation failed in a container)
+ * or nothing (the target did not recover, or its promote failed), and an operator who then ran
+ * `drover promote` made a target that never ran as a gang the good release, watched by no
+ * probation.  It now says the state and the command that puts the good release back, watched:
+ * `drover rollback --job J`, or `--to G` where a partial promote left the containers disagreeing
+ * on the good release; and not to promote. */
+static void test_failed_rollback_says_how_back(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbfail-XXXXXX", p[600];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    struct history_entry e;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, good);
+    strcpy(st.jobs[0].good, next);
+    st.jobs[0].ngoods = 2;
+    strcpy(st.jobs[0].goods[0], next);
+    strcpy(st.jobs[0].goods[1], good);
+    /* the activation fails in one container (the root ending in /b) */
+    rb_case = "*/b*activate*) echo 'activate: cannot exec bin/t' >&2; exit 1;;\n";
+    assert_int_equal(rb_record(d2, &st, 0, &e), EXIT_REVERT_FAILED);
+    snprintf(p, sizeof p, "%s/err", d2);
+    char *said = capture_slurp(p);
+    if (!strstr(said, "ROLLBACK FAILED for job 'train'") || strstr(said, "look with `drover status`") ||
+        !strstr(said, "where a56200000000 was activated it runs unpromoted, on its agents' probation") ||
+        !strstr(said, "`drover rollback --job train` puts cd5d00000000 back in every container now") ||
+        !strstr(said, "do not `drover promote --job train`"))
+        fail_msg("stderr: %s", said);
+    free(said);
+    /* activated everywhere, its promote failing: back to the good release by --to */
+    rb_case = "";
+    assert_int_equal(rb_record(d2, &st, 1, &e), EXIT_REVERT_FAILED);
+    said = capture_slurp(p);
+    if (!strstr(said, "but its promote failed in some containers") ||
+        !strstr(said, "`drover rollback --job train --to cd5d00000000` puts cd5d00000000 back"))
+        fail_msg("stderr: %s", said);
+    free(said);
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
 /* The decision alone: stopped in every container (or stopped in some, its gang ended in the
  * others: no gang anywhere) is a stopped job; a gang running anywhere is not. */
 static void test_job_is_stopped_decision(void **state)
@@ -515,6 +641,8 @@ int main(void)
         cmocka_unit_test(test_revert_of_stopped_job_leaves_it_stopped),
         cmocka_unit_test(test_job_is_stopped_decision),
         cmocka_unit_test(test_rollback_to_damaged_target_stops_nothing),
+        cmocka_unit_test(test_rollback_record_names_target_first),
+        cmocka_unit_test(test_failed_rollback_says_how_back),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

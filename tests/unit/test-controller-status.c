@@ -566,7 +566,7 @@ static void test_restart_note(void **state)
     char buf[600];
     const char *n = status_restart_note("h1:101", "train", &back->jobs[0], buf, sizeof buf);
     assert_non_null(n);
-    assert_string_equal(n, "h1:101: job 'train' was restarted by its agent 1 time since its activation, last after "
+    assert_string_equal(n, "h1:101: job 'train' was restarted by its agent 1 time since it was last activated or started, last after "
                            "rank 0 hung (liveness deadline)");
     /* in backoff the agent hint says it; nothing restarted; an agent that did not say why */
     back->jobs[0].state = GANG_BACKOFF;

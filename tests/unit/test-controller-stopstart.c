@@ -581,7 +581,7 @@ static struct inventory *split_setup(char *dir, char out[128], char err[128])
         "#!/bin/sh\nr=; p=\nfor a; do [ \"$p\" = --root ] && r=$a; p=$a; done\n"
         "echo \"${r##*/} $*\" >> '%s/log'\n"
         "case \" $* \" in\n"
-        "*' lease take '*) cat \"$r/status.json\";;\n"
+        "*' lease take '*|*' status --json '*) cat \"$r/status.json\";;\n"
         "*' stop --job '*) [ -e \"$r/stuck\" ] && { echo 'gang still stopping' >&2; exit 1; }\n"
         "  rm -f \"$r/running\"; echo 'ok: stopped: no process of the gang is left';;\n"
         "*' start --job '*) if [ -e \"$r/running\" ]; then echo 'ok: already running'; else\n"
@@ -901,6 +901,62 @@ static void test_start_warns_of_failed_probation(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* `drover start --dry-run` of such a job: the start warns that the release it would start failed
+ * its probation, the dry run said nothing (it read no status).  It now reads each agent's status
+ * (no lock, no lease, nothing started) and gives the same warning; none once the release is
+ * promoted, none where it runs everywhere already. */
+static void test_start_dry_run_warns_of_failed_probation(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-startdry-XXXXXX", text[2048], path[256], out[128], err[128],
+         id[RELEASE_ID_LEN + 1];
+    struct inventory *inv = split_setup(dir, out, err);
+    char *argv[] = { "start", "--job", "train", "--dry-run", NULL };
+    memset(id, 'a', RELEASE_ID_LEN);
+    id[RELEASE_ID_LEN] = '\0';
+    struct history_entry e = { .time = 1796220191.0, .ktok_s = -1, .baseline_ktok_s = -1 };
+    strcpy(e.job, "train");
+    strcpy(e.release, id);
+    strcpy(e.name, "v1");
+    strcpy(e.result, "failed");
+    strcpy(e.reason, "crash-loop: rank 0 exited with code 1 and no good release to return to");
+    snprintf(path, sizeof path, "%s/state", dir);
+    (void)mkdir(path, 0700);
+    assert_int_equal(state_history_append(path, &e), 0);
+    const char *want = "start: job 'train' runs release aaaaaaaaaaaa (v1), which failed probation at "
+                       "2026-12-02 14:03:11 UTC: crash-loop: rank 0 exited with code 1 and no good "
+                       "release to return to";
+    for (int k = 0; k < 3; k++) {
+        /* k 0: failed, stopped; k 1: already running everywhere; k 2: promoted since */
+        split_agent(dir, "a", k == 1 ? GANG_RUNNING : GANG_FAILED, k == 1);
+        split_agent(dir, "b", k == 1 ? GANG_RUNNING : GANG_FAILED, k == 1);
+        if (k == 2) {
+            e.time += 600;
+            strcpy(e.result, "promoted");
+            strcpy(e.reason, "promoted by the operator");
+            snprintf(path, sizeof path, "%s/state", dir);
+            assert_int_equal(state_history_append(path, &e), 0);
+        }
+        snprintf(path, sizeof path, "%s/log", dir);
+        (void)unlink(path);
+        optind = 0;
+        assert_int_equal(capture_verb(cmd_start, inv, argv, 4, out, err), EXIT_OK);
+        char *said = capture_slurp(out), *said_err = capture_slurp(err);
+        char *log = access(path, F_OK) == 0 ? capture_slurp(path) : strdup("");
+        const char *w = strstr(said_err, want);
+        /* nothing but the status asked: no lease, no start, no record */
+        if ((k == 0 ? !w || strstr(w + 1, want) : w != NULL) || !strstr(said, "(dry run, nothing changed)") ||
+            strstr(log, "lease") || strstr(log, "start --job") || strstr(log, "history"))
+            fail_msg("k %d: log:\n%s\nstdout:\n%s\nstderr:\n%s", k, log, said, said_err);
+        free(log);
+        free(said);
+        free(said_err);
+    }
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 /* `drover promote` and `drover revert` of a job `drover stop` stopped (on its good release, or on
  * a release left unpromoted): they said "runs its good release: nothing is held" or went on to
  * promote what did not run; now: stopped where, and `drover start --job J` runs it again.
@@ -965,6 +1021,7 @@ int main(void)
         cmocka_unit_test(test_start_without_lease),
         cmocka_unit_test(test_switch_refused_without_lease),
         cmocka_unit_test(test_start_warns_of_failed_probation),
+        cmocka_unit_test(test_start_dry_run_warns_of_failed_probation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
