@@ -660,8 +660,11 @@ struct pack_src {
     const struct relsrc *rs;
     const size_t *idx;
     size_t n;
-    char *stale;     /* -ESTALE: "'PATH' changed while it was being deployed: ..." (NULL: none) */
+    /* a file of the release that changed (-ESTALE) or could not be read: what to say of it
+     * (objsync_unreadable_msg; NULL: nothing said) */
+    char *stale;
     size_t stale_sz;
+    int src_err;       /* that file's -errno (0: none): a local problem, which no resend mends */
     struct ticker *tk; /* counts the bytes written (NULL: none) */
 };
 
@@ -680,9 +683,24 @@ static int counted_write(void *ctx, const void *buf, size_t len)
     return r;
 }
 
+void objsync_unreadable_msg(const char *kind, const char *dir, const char *path, int r, char *buf, size_t sz)
+{
+    kind = kind ? kind : "release";
+    if (r == -ESTALE || r == -ELOOP) /* ELOOP: replaced by a symlink (opened with O_NOFOLLOW) */
+        snprintf(buf, sz, "'%s/%s' changed while it was being deployed: deploy again", dir, path);
+    else if (r == -ENOENT || r == -ENOTDIR)
+        snprintf(buf, sz, "%s directory '%s': file '%s' disappeared while it was being sent (deleted, or a "
+                 "directory above it was): is something rebuilding it? deploy again when it is stable",
+                 kind, dir, path);
+    else
+        snprintf(buf, sz, "%s directory '%s': file '%s' could not be read while it was being sent (%s): is "
+                 "something rebuilding it or changing its permissions? deploy again when it is readable and stable",
+                 kind, dir, path, strerror(-r));
+}
+
 static int produce_pack(void *ctx, send_write_fn w, void *wctx)
 {
-    const struct pack_src *p = ctx;
+    struct pack_src *p = ctx;
     struct pack_writer *pw;
     struct counted cw = { w, wctx, p->tk };
     int r = p->tk ? pack_writer_new(counted_write, &cw, &pw) : pack_writer_new(w, wctx, &pw);
@@ -696,9 +714,14 @@ static int produce_pack(void *ctx, send_write_fn w, void *wctx)
         if (r == 0 && snprintf(path, sizeof path, "%s/%s", p->rs->dir, e->path) >= (int)sizeof path)
             r = -ENAMETOOLONG;
         struct pack_seen seen = { e->src_dev, e->src_ino, e->src_mtime_ns, e->src_ctime_ns };
-        if (r == 0 && (r = pack_writer_add_seen(pw, e->sha256, path, e->size, &seen)) == -ESTALE &&
-            p->stale)
-            snprintf(p->stale, p->stale_sz, "'%s' changed while it was being deployed: deploy again", path);
+        if (r == 0 && (r = pack_writer_add_seen(pw, e->sha256, path, e->size, &seen)) < 0 &&
+            pack_writer_failed_reading(pw)) {
+            /* deleted by a rebuild, made unreadable: this machine's, no resend mends it (it was
+             * sent four more times, and over SSH said nothing: the channel had no error) */
+            p->src_err = r;
+            if (p->stale)
+                objsync_unreadable_msg(p->rs->kind, p->rs->dir, e->path, r, p->stale, p->stale_sz);
+        }
     }
     if (r == 0)
         return pack_writer_finish(pw);
@@ -770,7 +793,11 @@ static int host_argv(struct host_job *hj, const char *const *argv, send_produce_
     if (ret_sent)
         *ret_sent = sent;
     if (r < 0) {
-        snprintf(hj->err, sizeof hj->err, "%s", c->err);
+        if (c->err[0])
+            snprintf(hj->err, sizeof hj->err, "%s", c->err);
+        else /* an error with no words was reported as "" (and " (0.0 MiB ... stored on the host)") */
+            snprintf(hj->err, sizeof hj->err, "host '%s': %s failed: %s", c->h->name, label ? label : "command",
+                     strerror(-r));
         if (r == -ETIMEDOUT || r == -EIO || r == -EINTR)
             host_drop(hj->f, hj->host);
         return r;
@@ -947,13 +974,14 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
     double t0 = time_mono(), t_sent = 0;
     uint64_t sent_ok = 0;
     bool handed_all = false; /* the interrupted exec of the last pack had its last byte */
+    bool src_failed = false;  /* a file of the release could not be read into the pack */
     char e2[1024], stale[1024] = "";
     while (r == 0 && pos < lack.n) {
         size_t end = pos;
         uint64_t bytes = 0;
         while (end < lack.n && (end == pos || bytes + hj->rs->m->e[lack.v[end]].size <= PACK_TARGET_BYTES))
             bytes += hj->rs->m->e[lack.v[end++]].size;
-        struct pack_src ps = { hj->rs, lack.v + pos, end - pos, stale, sizeof stale, &tk };
+        struct pack_src ps = { hj->rs, lack.v + pos, end - pos, stale, sizeof stale, 0, &tk };
         ticker_pack(&tk, sent_ok);
         char label[160];
         snprintf(label, sizeof label, "stage %s (%s stored, this pack)", hname,
@@ -989,6 +1017,13 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
         }
         /* interrupted in this exec (not in a retry's backoff below) after its last byte */
         handed_all = send_interrupted && merged && ss.sent_at > 0;
+        /* a file here that could not be read (the pack was cut there: the host stored none of
+         * it): said as such, once, not resent four times with the connection's words, which
+         * over SSH were none -- the channel itself had not failed */
+        if ((merged ? ss.pack.src_err : ps.src_err) < 0) {
+            src_failed = true;
+            break;
+        }
         if (objsync_said_disk_full(hj->err)) {
             /* not transient: it was retried 4 times, the whole pack resent each time, and the
              * words "disk full" never came (tar: "Wrote only 2560 of 10240 bytes").  With the
@@ -1044,7 +1079,7 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
     } else if (r < 0 && r != -EINTR) {
         /* the pack's own failure, which the connection's error (empty) does not say: the
          * reason was a bare "(0.0 MiB of 286.1 MiB stored on the host)" */
-        if (r == -ESTALE && stale[0])
+        if ((r == -ESTALE || src_failed) && stale[0])
             (void)str_copy(hj->err, sizeof hj->err, stale);
         snprintf(e2, sizeof e2, "%.900s (%s stored on the host)", hj->err, size_of(sent_ok, total, sz2, sizeof sz2));
         (void)str_copy(hj->err, sizeof hj->err, e2);

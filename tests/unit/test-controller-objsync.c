@@ -593,6 +593,100 @@ static void test_resend_after_changed_object(void **state)
     assert_int_equal(fs_rm_rf(d), 0);
 }
 
+
+/* One staging of rs by objsync_job into a `local = true` host h1 whose one container is a fake
+ * agent (the script agent_text, as d/agent), exec_timeout as given; what it said on stderr into
+ * *ret_said (free it). */
+static int stage_local(const char *d, const char *agent_text, const char *exec_timeout, const struct relsrc *rs,
+                       char *err, size_t err_sz, char **ret_said)
+{
+    char p[600], text[1200], why[512];
+    snprintf(p, sizeof p, "%s/agent", d);
+    capture_put(p, agent_text, 0755);
+    snprintf(text, sizeof text, "[drover]\nstaging_dir = %s/st\nexec_timeout = %s\n[host h1]\nlocal = true\n"
+             "agent_path = %s/agent\n[job mini]\ncontainers = h1:local:%s/a\ncommand = bin/x\n", d, exec_timeout, d, d);
+    struct inventory *inv = NULL;
+    assert_int_equal(inventory_parse(text, strlen(text), "t.ini", &inv, why, sizeof why), 0);
+    struct fleet f;
+    fleet_init(&f, inv, NULL);
+    struct sync_stats st = { 0 };
+    snprintf(p, sizeof p, "%s/stderr", d);
+    fflush(stderr);
+    int save = dup(STDERR_FILENO), fe = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    dup2(fe, STDERR_FILENO);
+    close(fe);
+    int r = objsync_job(&f, &inv->jobs[0], rs, NULL, &st, err, err_sz);
+    fflush(stderr);
+    dup2(save, STDERR_FILENO);
+    close(save);
+    *ret_said = capture_slurp(p);
+    fleet_done(&f);
+    inventory_free(inv);
+    return r;
+}
+
+/* A file of the release deleted while the deploy sent it (a venv rebuilt under it): the error
+ * was empty over SSH ("" and "(0.0 MiB of 1.0 MiB stored on the host)"), the pack was resent
+ * four times ("retry 1 of 4" ... 15 s of backoff) for a local file problem no resend mends.  Now
+ * it names the file and what to do, at once, and nothing reaches the container. */
+static void test_file_vanished_while_sent(void **state)
+{
+    (void)state;
+    char d[] = "/tmp/drover-unit-vanish-XXXXXX", p[600], text[1200], err[1024];
+    assert_non_null(mkdtemp(d));
+    snprintf(p, sizeof p, "%s/venv/lib/site", d);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/venv/lib/site/torch.py", d);
+    capture_put(p, "import os\n", 0644);
+    snprintf(p, sizeof p, "%s/venv/pyvenv.cfg", d);
+    capture_put(p, "home = /usr\n", 0644);
+    setenv("DROVER_HASH_CACHE", "off", 1);
+    struct relsrc rs;
+    snprintf(p, sizeof p, "%s/venv", d);
+    assert_int_equal(relsrc_load(p, NULL, &rs), 0);
+    rs.kind = "environment";
+    snprintf(p, sizeof p, "%s/venv/lib", d); /* the rebuild: deleted after the walk */
+    assert_int_equal(fs_rm_rf(p), 0);
+    snprintf(text, sizeof text,
+             "#!/bin/sh\necho \"$*\" >>'%s/calls'\ncase \"$*\" in\n"
+             "*'release missing'*) cat >/dev/null; echo '0 %zu';;\n"
+             "*'release install'*) cat >/dev/null; exit 0;;\n"
+             "*) echo ok;;\nesac\n", d, rs.m->n);
+    char *said;
+    double t0 = time_mono();
+    int r = stage_local(d, text, "30", &rs, err, sizeof err, &said);
+    double took = time_mono() - t0;
+    snprintf(p, sizeof p, "%s/calls", d);
+    char *calls = capture_slurp(p);
+    char want[700];
+    snprintf(want, sizeof want, "environment directory '%s/venv': file 'lib/site/torch.py' disappeared while it "
+             "was being sent", d);
+    if (r >= 0 || !strstr(err, want) || !strstr(err, "is something rebuilding it? deploy again when it is stable") ||
+        strstr(said, "retry") || took > 5)
+        fail_msg("objsync %d in %.1fs: %s\nstderr: %s\ncalls: %s", r, took, err, said, calls);
+    assert_null(strstr(calls, "release install")); /* nothing half-sent reached the container */
+    snprintf(p, sizeof p, "%s/st/objects", d);
+    char *ls = NULL;
+    {
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "ls -A '%s'", p);
+        FILE *pf = popen(cmd, "r");
+        assert_non_null(pf);
+        char line[256] = "";
+        size_t n = fread(line, 1, sizeof line - 1, pf);
+        line[n] = '\0';
+        pclose(pf);
+        ls = strdup(line);
+    }
+    assert_string_equal(ls, ""); /* no object, no objects/.in.* left on the host */
+    free(ls);
+    free(said);
+    free(calls);
+    relsrc_done(&rs);
+    unsetenv("DROVER_HASH_CACHE");
+    assert_int_equal(fs_rm_rf(d), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -609,6 +703,7 @@ int main(void)
         cmocka_unit_test(test_stage_lines),
         cmocka_unit_test(test_gc_lines),
         cmocka_unit_test(test_resend_after_changed_object),
+        cmocka_unit_test(test_file_vanished_while_sent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
