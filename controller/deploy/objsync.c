@@ -63,6 +63,21 @@ static const char SH_RECV_PACK[] =
     "tar -x -m -f - -C \"$d\" --no-same-owner\n"
     "find \"$d\" -maxdepth 1 -type f -exec mv -f -t . {} +\n";
 
+/* In a container (run through pct exec; on the host itself for a local root): SIGKILL every
+ * `drover-agent release install` of the manifest $1 (ROOT/incoming/<id>.manifest: one agent
+ * root, one release), and say how many.  SIGKILL because the install may be stopped (SIGSTOP):
+ * a stopped process keeps a SIGTERM pending until it is continued, and closing the channel
+ * reaches neither it nor lxc-attach's child.  Nothing of an install is current until its last
+ * rename (agent/objstore.c), and its temp names carry its pid, removed once it is gone.  The
+ * pattern is built from pieces, so that this script's own command line never matches it. */
+static const char SH_END_INSTALL[] =
+    "a=release; n=0\n"
+    "for p in /proc/[0-9]*; do\n"
+    "  c=$(tr '\\0' ' ' <\"$p/cmdline\" 2>/dev/null) || continue\n"
+    "  case \"$c\" in *\" $a install $1 \"*) kill -KILL \"${p#/proc/}\" 2>/dev/null && n=$((n+1));; esac\n"
+    "done\n"
+    "echo $n\n";
+
 /* Fan-out: one host shell runs a command in every container of the host at once.  $2 is the
  * stdin of each: "none", "file" ($3, relative to the store), or "pack" (a tar of the objects
  * whose sha256s this script reads on its own stdin, made afresh for each container).  "stage"
@@ -923,6 +938,62 @@ int objsync_lacks_filter(const char *text, size_t len, const struct manifest2 *m
     return 0;
 }
 
+/* After the deadline of an exec that ran `release install` in cts[0..n) fired: end those
+ * installs (SH_END_INSTALL, in a new session: the stalled one was dropped) and add to hj->err
+ * what was done.  The deadline gave up on them: left, a stopped install stayed in the
+ * container for good, and one merely slow went on after drover had reported it failed. */
+static void host_end_installs(struct host_job *hj, const int *cts, int n)
+{
+    const struct inventory *inv = hj->f->inv;
+    char ended[400] = "", left[600] = "";
+    size_t eo = 0, lo = 0;
+    int nended = 0;
+    for (int k = 0; k < n; k++) {
+        const struct inv_ct *ct = &hj->job->cts[cts[k]];
+        char man[800];
+        snprintf(man, sizeof man, "%s/incoming/%s.manifest", pct_agent_root(ct), hj->rs->id);
+        const char *argv[] = { "sh", "-c", SH_END_INSTALL, "sh", man, NULL };
+        struct conn *c = NULL;
+        struct exec_result res;
+        int r = fleet_conn(hj->f, hj->host, &c);
+        if (r == 0)
+            r = pct_run(c, ct, argv, inv->exec_timeout_s < 30 ? inv->exec_timeout_s : 30, &res);
+        if (r < 0) {
+            int w = snprintf(left + lo, sizeof left - lo, "%s%s (%.200s)", lo ? ", " : "", ct->label,
+                             r == -ETIMEDOUT ? "no answer" : c && c->err[0] ? c->err : strerror(-r));
+            lo += w > 0 && (size_t)w < sizeof left - lo ? (size_t)w : 0;
+            if (r == -ETIMEDOUT || r == -EIO)
+                host_drop(hj->f, hj->host);
+            continue;
+        }
+        long killed = res.status == 0 && res.out ? strtol(res.out, NULL, 10) : -1;
+        exec_result_done(&res);
+        log_debug("%s: %ld stalled %s of %.12s ended", ct->label, killed,
+                  text_plural(killed, "release install", "release installs"), hj->rs->id);
+        if (killed > 0) {
+            int w = snprintf(ended + eo, sizeof ended - eo, "%s%s", eo ? ", " : "", ct->label);
+            eo += w > 0 && (size_t)w < sizeof ended - eo ? (size_t)w : 0;
+            nended++;
+        } else if (killed < 0) {
+            int w = snprintf(left + lo, sizeof left - lo, "%s%s", lo ? ", " : "", ct->label);
+            lo += w > 0 && (size_t)w < sizeof left - lo ? (size_t)w : 0;
+        }
+    }
+    char more[1100] = "";
+    size_t mo = 0;
+    if (nended) {
+        int w = snprintf(more, sizeof more, "; drover ended the stalled release install in %s (SIGKILL; nothing "
+                         "of it was made current)", ended);
+        mo = w > 0 && (size_t)w < sizeof more ? (size_t)w : 0;
+    }
+    if (lo)
+        snprintf(more + mo, sizeof more - mo, "; drover could not end the release install in %s: it may still "
+                 "be running there (`drover status --job %s`)", left, hj->job->name);
+    size_t el = strlen(hj->err);
+    if (more[0] && el < sizeof hj->err - 1)
+        snprintf(hj->err + el, sizeof hj->err - el, "%s", more);
+}
+
 /* The install that follows the staging (host_round's step 4), for host_fill to run in the exec of
  * its last pack: the host stores the pack, then tars what the containers lack into each agent. */
 struct fan_install {
@@ -1042,25 +1113,33 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
          * written (host_argv: -EROFS) stays so, each retry resending the whole pack */
         if (send_interrupted || r == -EROFS || r == -ESTALE || (merged && r == -EBADMSG) || ++attempt >= SEND_ATTEMPTS)
             break;
-        int wait = 1 << (attempt - 1);
-        fprintf(stderr, "stage %s: %s (%s stored before this pack); retry %d of %d in %ds\n", hname, hj->err,
-                size_str(sent_ok, sz1, sizeof sz1), attempt, SEND_ATTEMPTS - 1, wait);
-        sleep((unsigned)wait);
-        /* Ask again: what is still missing from here on. */
+        /* Ask again: what is still missing from here on.  With the install in this exec, first:
+         * whether the pack reached the store decides whether it is retried at all, and a
+         * "retry 1 of 4" came before the failure of an install that was never retried. */
         struct idxv again;
         int failed = r;
-        if ((r = host_lacks(hj, lack.v + pos, lack.n - pos, &again)) < 0)
+        bool asked = merged;
+        if (asked && (r = host_lacks(hj, lack.v + pos, lack.n - pos, &again)) < 0)
             break;
-        if (merged && !again.n) {
-            /* the pack reached the store, so the exec went on to the install: not run twice */
+        if (asked && !again.n) {
+            /* the pack reached the store, so the exec went on to the install: not run twice (it
+             * may have installed, or be installing still: the next deploy asks) */
             free(again.v);
             sent_ok += bytes;
             r = failed;
             snprintf(e2, sizeof e2, "%.800s (after the last pack reached the host store, during the install "
                      "into its containers)", hj->err);
             (void)str_copy(hj->err, sizeof hj->err, e2);
+            if (failed == -ETIMEDOUT) /* its deadline gave up on the install: ended, not left */
+                host_end_installs(hj, inst->cts, inst->n);
             break;
         }
+        int wait = 1 << (attempt - 1);
+        fprintf(stderr, "stage %s: %s (%s stored before this pack); retry %d of %d in %ds\n", hname, hj->err,
+                size_str(sent_ok, sz1, sizeof sz1), attempt, SEND_ATTEMPTS - 1, wait);
+        sleep((unsigned)wait);
+        if (!asked && (r = host_lacks(hj, lack.v + pos, lack.n - pos, &again)) < 0)
+            break;
         memcpy(lack.v + pos, again.v, again.n * sizeof *again.v);
         lack.n = pos + again.n;
         free(again.v);
@@ -1452,6 +1531,8 @@ static int host_round(struct host_job *hj, bool *ret_again)
                      &res, fr);
         if (nlist)
             ticker_stop(&tk);
+        if (r == -ETIMEDOUT) /* its deadline gave up on the installs: ended, not left */
+            host_end_installs(hj, want, ninst);
         if (r < 0)
             goto out;
     }

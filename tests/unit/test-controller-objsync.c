@@ -7,6 +7,7 @@
  * (an upload in flight); manifests of releases not kept go.  And the host store's answer to a
  * small release's ask (which objects it lacks) applied to what the containers need. */
 #include <errno.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -687,6 +688,105 @@ static void test_file_vanished_while_sent(void **state)
     assert_int_equal(fs_rm_rf(d), 0);
 }
 
+
+/* A release of one file in d/rel, loaded (the hash cache off). */
+static void one_file_release(const char *d, struct relsrc *rs)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/rel", d);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/rel/config.json", d);
+    capture_put(p, "{\"lr\": 3e-4}\n", 0644);
+    setenv("DROVER_HASH_CACHE", "off", 1);
+    snprintf(p, sizeof p, "%s/rel", d);
+    assert_int_equal(relsrc_load(p, NULL, rs), 0);
+}
+
+/* The exec that stores the last pack and runs the install failed after the pack was stored (here
+ * the host shell is killed during the install, as a lost connection ends it; a stalled install's
+ * deadline is the same case): it is not retried (the install may have run; not run twice), and
+ * yet "stage h1: ...; retry 1 of 4 in 1s" was said first, the deploy then failing without any
+ * retry.  Now the host store is asked first, and a retry is said only when one follows. */
+static void test_install_failure_not_said_retried(void **state)
+{
+    (void)state;
+    char d[] = "/tmp/drover-unit-noretry-XXXXXX", text[1600], err[1024], p[600];
+    assert_non_null(mkdtemp(d));
+    struct relsrc rs;
+    one_file_release(d, &rs);
+    /* the fan shells of this test's host store only (their command line names it) */
+    snprintf(text, sizeof text,
+             "#!/bin/sh\necho \"$*\" >>'%s/calls'\ncase \"$*\" in\n"
+             "*'release missing'*) cat >/dev/null; echo '0 %zu';;\n"
+             "*'release install'*) cat >/dev/null\n"
+             "  for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' <$p/cmdline 2>/dev/null)\" in\n"
+             "    *packs/.fan.*' %s/st '*) kill -KILL ${p#/proc/} 2>/dev/null;; esac; done; exit 1;;\n"
+             "*) echo ok;;\nesac\n", d, rs.m->n, d);
+    char *said;
+    int r = stage_local(d, text, "30", &rs, err, sizeof err, &said);
+    snprintf(p, sizeof p, "%s/calls", d);
+    char *calls = capture_slurp(p);
+    int ninstall = 0;
+    for (const char *c = calls; (c = strstr(c, "release install")); c++)
+        ninstall++;
+    if (r >= 0 || strstr(said, "retry") || !strstr(err, "after the last pack reached the host store") ||
+        ninstall != 1)
+        fail_msg("objsync %d: %s\nstderr: %s\ncalls: %s", r, err, said, calls);
+    free(said);
+    free(calls);
+    relsrc_done(&rs);
+    unsetenv("DROVER_HASH_CACHE");
+    assert_int_equal(fs_rm_rf(d), 0);
+}
+
+/* A `release install` that stops making progress (SIGSTOP) in its container: its deadline fired,
+ * the deploy failed, and the stopped install stayed there for good (closing the channel reaches
+ * no stopped process in a container).  Now the deadline ends it (SIGKILL) and says so.  The host
+ * store holds the object already, so the install has an exec of its own (exec_timeout: 2 s). */
+static void test_stalled_install_ended(void **state)
+{
+    (void)state;
+    char d[] = "/tmp/drover-unit-stall-XXXXXX", text[1600], err[1024], p[600];
+    assert_non_null(mkdtemp(d));
+    struct relsrc rs;
+    one_file_release(d, &rs);
+    snprintf(p, sizeof p, "%s/st/objects", d);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/st/objects/%s", d, rs.m->e[rs.m->n - 1].sha256);
+    capture_put(p, "{\"lr\": 3e-4}\n", 0444);
+    snprintf(text, sizeof text,
+             "#!/bin/sh\necho \"$*\" >>'%s/calls'\ncase \"$*\" in\n"
+             "*'release missing'*) cat >/dev/null; echo '0 %zu';;\n"
+             "*'release install'*) echo $$ >'%s/pid'; kill -STOP $$; cat >/dev/null; exit 0;;\n"
+             "*) echo ok;;\nesac\n", d, rs.m->n, d);
+    char *said;
+    int r = stage_local(d, text, "2", &rs, err, sizeof err, &said);
+    snprintf(p, sizeof p, "%s/pid", d);
+    char *pidtext = capture_slurp(p);
+    long pid = pidtext ? strtol(pidtext, NULL, 10) : 0;
+    /* gone, or a zombie its parent is about to reap: no longer stopped */
+    char state_c = '?';
+    for (int i = 0; i < 50 && pid > 0; i++) {
+        char sp[64], *st;
+        snprintf(sp, sizeof sp, "/proc/%ld/stat", pid);
+        state_c = (st = capture_slurp(sp)) && strrchr(st, ')') ? strrchr(st, ')')[2] : 'X';
+        free(st);
+        if (state_c == 'X' || state_c == 'Z')
+            break;
+        usleep(100 * 1000);
+    }
+    if (pid > 0 && state_c != 'X' && state_c != 'Z')
+        (void)kill((pid_t)pid, SIGKILL); /* not left behind by a failing test */
+    if (r != -ETIMEDOUT || pid <= 0 || (state_c != 'X' && state_c != 'Z') ||
+        !strstr(err, "drover ended the stalled release install in h1:local") || strstr(said, "retry"))
+        fail_msg("objsync %d, install pid %ld state %c: %s\nstderr: %s", r, pid, state_c, err, said);
+    free(pidtext);
+    free(said);
+    relsrc_done(&rs);
+    unsetenv("DROVER_HASH_CACHE");
+    assert_int_equal(fs_rm_rf(d), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -704,6 +804,8 @@ int main(void)
         cmocka_unit_test(test_gc_lines),
         cmocka_unit_test(test_resend_after_changed_object),
         cmocka_unit_test(test_file_vanished_while_sent),
+        cmocka_unit_test(test_install_failure_not_said_retried),
+        cmocka_unit_test(test_stalled_install_ended),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
