@@ -19,6 +19,7 @@ struct pack_writer {
     pack_write_fn fn;
     void *ctx;
     int err; /* first error of fn */
+    bool src_failed; /* the last add failed on its source file */
     char *buf;
 };
 
@@ -75,9 +76,12 @@ int pack_writer_add(struct pack_writer *w, const char *sha, const char *src_path
 int pack_writer_add_seen(struct pack_writer *w, const char *sha, const char *src_path, uint64_t size,
                          const struct pack_seen *seen)
 {
+    w->src_failed = false;
     int fd = open(src_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
+    if (fd < 0) {
+        w->src_failed = true;
         return -errno;
+    }
     int r = 0;
     bool trust = seen_same(seen, fd, size);
     struct sha256_ctx *h = trust ? NULL : sha256_new();
@@ -102,6 +106,7 @@ int pack_writer_add_seen(struct pack_writer *w, const char *sha, const char *src
             continue;
         if (n < 0) {
             r = -errno;
+            w->src_failed = true;
             goto out;
         }
         if (n == 0) {
@@ -128,9 +133,16 @@ int pack_writer_add_seen(struct pack_writer *w, const char *sha, const char *src
     if (strcmp(hex, sha) != 0 || read(fd, &extra, 1) > 0)
         r = -ESTALE;
 out:
+    if (r == -ESTALE)
+        w->src_failed = true; /* not the size or hash the manifest gives: the file's doing */
     sha256_free(h);
     close(fd);
     return r;
+}
+
+bool pack_writer_failed_reading(const struct pack_writer *w)
+{
+    return w->src_failed;
 }
 
 int pack_writer_finish(struct pack_writer *w)

@@ -10,6 +10,7 @@
 #ifndef DROVER_PACK_H
 #define DROVER_PACK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -38,6 +39,10 @@ struct pack_seen {
  * (-ESTALE when it no longer matches sha). */
 int pack_writer_add_seen(struct pack_writer *w, const char *sha, const char *src_path, uint64_t size,
                          const struct pack_seen *seen);
+/* Whether the last add failed on its source file (it could not be opened or read, or no longer
+ * has the size and hash given: -ESTALE), not on the writer's sink: a local file problem, which
+ * resending does not mend. */
+bool pack_writer_failed_reading(const struct pack_writer *w);
 /* Finish the archive (the tar trailer) and free w; -errno if a write failed.  pack_writer_free
  * without finishing abandons it. */
 int pack_writer_finish(struct pack_writer *w);

@@ -319,6 +319,7 @@ static int stage_bundle(struct deploy *d, const char *dir, const char *env_dir, 
             return input ? bad : EXIT_FAIL;
         }
         d->has_env = true;
+        d->env.kind = "environment";
         fprintf(stderr, "environment %.12s (%s): %zu %s, %.2f MiB\n", d->env.id, d->env.m->name,
                 d->env.m->nfiles, text_plural(d->env.m->nfiles, "file", "files"),
                 (double)d->env.m->file_bytes / 1048576.0);
@@ -2159,7 +2160,8 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
         deploy_step_done(&tstep, "lease renewed");
     }
     int gr = gpu_check_cts(&d, o->force, err, sizeof err);
-    if (gr == 0 && push_release(&d, o->stage_only, err, sizeof err) == 0 && o->stage_only) {
+    int pr = gr == 0 ? push_release(&d, o->stage_only, err, sizeof err) : 0;
+    if (gr == 0 && pr == 0 && o->stage_only) {
         deploy_step_done(&tstep, "pushed");
         printf("release %s (%s) is verified in every container of job '%s' (staged only: nothing "
                "switched)\n", d.sid, d.name, d.job->name);
@@ -2168,6 +2170,10 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     }
     if (deploy_interrupted && !strstr(err, "interrupted by the operator"))
         goto interrupted_before_switch; /* push_release's own line says how far the staging got */
+    /* a failed push stops here whatever it said: below, only err[0] is asked, and a push that
+     * failed without words must not go on to the preflight and the switch */
+    if (pr < 0 && !err[0])
+        snprintf(err, sizeof err, "staging release %s failed: %s", d.sid, strerror(-pr));
     if (err[0] || preflight_cts(&d, err, sizeof err) < 0 || deploy_interrupted) {
         ret = f->key_refused ? EXIT_HOSTKEY : EXIT_FAIL;
         exec_interrupted = 0; /* the lease and the history record below are sent */

@@ -63,6 +63,21 @@ static const char SH_RECV_PACK[] =
     "tar -x -m -f - -C \"$d\" --no-same-owner\n"
     "find \"$d\" -maxdepth 1 -type f -exec mv -f -t . {} +\n";
 
+/* In a container (run through pct exec; on the host itself for a local root): SIGKILL every
+ * `drover-agent release install` of the manifest $1 (ROOT/incoming/<id>.manifest: one agent
+ * root, one release), and say how many.  SIGKILL because the install may be stopped (SIGSTOP):
+ * a stopped process keeps a SIGTERM pending until it is continued, and closing the channel
+ * reaches neither it nor lxc-attach's child.  Nothing of an install is current until its last
+ * rename (agent/objstore.c), and its temp names carry its pid, removed once it is gone.  The
+ * pattern is built from pieces, so that this script's own command line never matches it. */
+static const char SH_END_INSTALL[] =
+    "a=release; n=0\n"
+    "for p in /proc/[0-9]*; do\n"
+    "  c=$(tr '\\0' ' ' <\"$p/cmdline\" 2>/dev/null) || continue\n"
+    "  case \"$c\" in *\" $a install $1 \"*) kill -KILL \"${p#/proc/}\" 2>/dev/null && n=$((n+1));; esac\n"
+    "done\n"
+    "echo $n\n";
+
 /* Fan-out: one host shell runs a command in every container of the host at once.  $2 is the
  * stdin of each: "none", "file" ($3, relative to the store), or "pack" (a tar of the objects
  * whose sha256s this script reads on its own stdin, made afresh for each container).  "stage"
@@ -660,8 +675,11 @@ struct pack_src {
     const struct relsrc *rs;
     const size_t *idx;
     size_t n;
-    char *stale;     /* -ESTALE: "'PATH' changed while it was being deployed: ..." (NULL: none) */
+    /* a file of the release that changed (-ESTALE) or could not be read: what to say of it
+     * (objsync_unreadable_msg; NULL: nothing said) */
+    char *stale;
     size_t stale_sz;
+    int src_err;       /* that file's -errno (0: none): a local problem, which no resend mends */
     struct ticker *tk; /* counts the bytes written (NULL: none) */
 };
 
@@ -680,9 +698,24 @@ static int counted_write(void *ctx, const void *buf, size_t len)
     return r;
 }
 
+void objsync_unreadable_msg(const char *kind, const char *dir, const char *path, int r, char *buf, size_t sz)
+{
+    kind = kind ? kind : "release";
+    if (r == -ESTALE || r == -ELOOP) /* ELOOP: replaced by a symlink (opened with O_NOFOLLOW) */
+        snprintf(buf, sz, "'%s/%s' changed while it was being deployed: deploy again", dir, path);
+    else if (r == -ENOENT || r == -ENOTDIR)
+        snprintf(buf, sz, "%s directory '%s': file '%s' disappeared while it was being sent (deleted, or a "
+                 "directory above it was): is something rebuilding it? deploy again when it is stable",
+                 kind, dir, path);
+    else
+        snprintf(buf, sz, "%s directory '%s': file '%s' could not be read while it was being sent (%s): is "
+                 "something rebuilding it or changing its permissions? deploy again when it is readable and stable",
+                 kind, dir, path, strerror(-r));
+}
+
 static int produce_pack(void *ctx, send_write_fn w, void *wctx)
 {
-    const struct pack_src *p = ctx;
+    struct pack_src *p = ctx;
     struct pack_writer *pw;
     struct counted cw = { w, wctx, p->tk };
     int r = p->tk ? pack_writer_new(counted_write, &cw, &pw) : pack_writer_new(w, wctx, &pw);
@@ -696,9 +729,14 @@ static int produce_pack(void *ctx, send_write_fn w, void *wctx)
         if (r == 0 && snprintf(path, sizeof path, "%s/%s", p->rs->dir, e->path) >= (int)sizeof path)
             r = -ENAMETOOLONG;
         struct pack_seen seen = { e->src_dev, e->src_ino, e->src_mtime_ns, e->src_ctime_ns };
-        if (r == 0 && (r = pack_writer_add_seen(pw, e->sha256, path, e->size, &seen)) == -ESTALE &&
-            p->stale)
-            snprintf(p->stale, p->stale_sz, "'%s' changed while it was being deployed: deploy again", path);
+        if (r == 0 && (r = pack_writer_add_seen(pw, e->sha256, path, e->size, &seen)) < 0 &&
+            pack_writer_failed_reading(pw)) {
+            /* deleted by a rebuild, made unreadable: this machine's, no resend mends it (it was
+             * sent four more times, and over SSH said nothing: the channel had no error) */
+            p->src_err = r;
+            if (p->stale)
+                objsync_unreadable_msg(p->rs->kind, p->rs->dir, e->path, r, p->stale, p->stale_sz);
+        }
     }
     if (r == 0)
         return pack_writer_finish(pw);
@@ -770,7 +808,11 @@ static int host_argv(struct host_job *hj, const char *const *argv, send_produce_
     if (ret_sent)
         *ret_sent = sent;
     if (r < 0) {
-        snprintf(hj->err, sizeof hj->err, "%s", c->err);
+        if (c->err[0])
+            snprintf(hj->err, sizeof hj->err, "%s", c->err);
+        else /* an error with no words was reported as "" (and " (0.0 MiB ... stored on the host)") */
+            snprintf(hj->err, sizeof hj->err, "host '%s': %s failed: %s", c->h->name, label ? label : "command",
+                     strerror(-r));
         if (r == -ETIMEDOUT || r == -EIO || r == -EINTR)
             host_drop(hj->f, hj->host);
         return r;
@@ -896,6 +938,62 @@ int objsync_lacks_filter(const char *text, size_t len, const struct manifest2 *m
     return 0;
 }
 
+/* After the deadline of an exec that ran `release install` in cts[0..n) fired: end those
+ * installs (SH_END_INSTALL, in a new session: the stalled one was dropped) and add to hj->err
+ * what was done.  The deadline gave up on them: left, a stopped install stayed in the
+ * container for good, and one merely slow went on after drover had reported it failed. */
+static void host_end_installs(struct host_job *hj, const int *cts, int n)
+{
+    const struct inventory *inv = hj->f->inv;
+    char ended[400] = "", left[600] = "";
+    size_t eo = 0, lo = 0;
+    int nended = 0;
+    for (int k = 0; k < n; k++) {
+        const struct inv_ct *ct = &hj->job->cts[cts[k]];
+        char man[800];
+        snprintf(man, sizeof man, "%s/incoming/%s.manifest", pct_agent_root(ct), hj->rs->id);
+        const char *argv[] = { "sh", "-c", SH_END_INSTALL, "sh", man, NULL };
+        struct conn *c = NULL;
+        struct exec_result res;
+        int r = fleet_conn(hj->f, hj->host, &c);
+        if (r == 0)
+            r = pct_run(c, ct, argv, inv->exec_timeout_s < 30 ? inv->exec_timeout_s : 30, &res);
+        if (r < 0) {
+            int w = snprintf(left + lo, sizeof left - lo, "%s%s (%.200s)", lo ? ", " : "", ct->label,
+                             r == -ETIMEDOUT ? "no answer" : c && c->err[0] ? c->err : strerror(-r));
+            lo += w > 0 && (size_t)w < sizeof left - lo ? (size_t)w : 0;
+            if (r == -ETIMEDOUT || r == -EIO)
+                host_drop(hj->f, hj->host);
+            continue;
+        }
+        long killed = res.status == 0 && res.out ? strtol(res.out, NULL, 10) : -1;
+        exec_result_done(&res);
+        log_debug("%s: %ld stalled %s of %.12s ended", ct->label, killed,
+                  text_plural(killed, "release install", "release installs"), hj->rs->id);
+        if (killed > 0) {
+            int w = snprintf(ended + eo, sizeof ended - eo, "%s%s", eo ? ", " : "", ct->label);
+            eo += w > 0 && (size_t)w < sizeof ended - eo ? (size_t)w : 0;
+            nended++;
+        } else if (killed < 0) {
+            int w = snprintf(left + lo, sizeof left - lo, "%s%s", lo ? ", " : "", ct->label);
+            lo += w > 0 && (size_t)w < sizeof left - lo ? (size_t)w : 0;
+        }
+    }
+    char more[1100] = "";
+    size_t mo = 0;
+    if (nended) {
+        int w = snprintf(more, sizeof more, "; drover ended the stalled release install in %s (SIGKILL; nothing "
+                         "of it was made current)", ended);
+        mo = w > 0 && (size_t)w < sizeof more ? (size_t)w : 0;
+    }
+    if (lo)
+        snprintf(more + mo, sizeof more - mo, "; drover could not end the release install in %s: it may still "
+                 "be running there (`drover status --job %s`)", left, hj->job->name);
+    size_t el = strlen(hj->err);
+    if (more[0] && el < sizeof hj->err - 1)
+        snprintf(hj->err + el, sizeof hj->err - el, "%s", more);
+}
+
 /* The install that follows the staging (host_round's step 4), for host_fill to run in the exec of
  * its last pack: the host stores the pack, then tars what the containers lack into each agent. */
 struct fan_install {
@@ -947,13 +1045,14 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
     double t0 = time_mono(), t_sent = 0;
     uint64_t sent_ok = 0;
     bool handed_all = false; /* the interrupted exec of the last pack had its last byte */
+    bool src_failed = false;  /* a file of the release could not be read into the pack */
     char e2[1024], stale[1024] = "";
     while (r == 0 && pos < lack.n) {
         size_t end = pos;
         uint64_t bytes = 0;
         while (end < lack.n && (end == pos || bytes + hj->rs->m->e[lack.v[end]].size <= PACK_TARGET_BYTES))
             bytes += hj->rs->m->e[lack.v[end++]].size;
-        struct pack_src ps = { hj->rs, lack.v + pos, end - pos, stale, sizeof stale, &tk };
+        struct pack_src ps = { hj->rs, lack.v + pos, end - pos, stale, sizeof stale, 0, &tk };
         ticker_pack(&tk, sent_ok);
         char label[160];
         snprintf(label, sizeof label, "stage %s (%s stored, this pack)", hname,
@@ -989,6 +1088,13 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
         }
         /* interrupted in this exec (not in a retry's backoff below) after its last byte */
         handed_all = send_interrupted && merged && ss.sent_at > 0;
+        /* a file here that could not be read (the pack was cut there: the host stored none of
+         * it): said as such, once, not resent four times with the connection's words, which
+         * over SSH were none -- the channel itself had not failed */
+        if ((merged ? ss.pack.src_err : ps.src_err) < 0) {
+            src_failed = true;
+            break;
+        }
         if (objsync_said_disk_full(hj->err)) {
             /* not transient: it was retried 4 times, the whole pack resent each time, and the
              * words "disk full" never came (tar: "Wrote only 2560 of 10240 bytes").  With the
@@ -1007,25 +1113,33 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
          * written (host_argv: -EROFS) stays so, each retry resending the whole pack */
         if (send_interrupted || r == -EROFS || r == -ESTALE || (merged && r == -EBADMSG) || ++attempt >= SEND_ATTEMPTS)
             break;
-        int wait = 1 << (attempt - 1);
-        fprintf(stderr, "stage %s: %s (%s stored before this pack); retry %d of %d in %ds\n", hname, hj->err,
-                size_str(sent_ok, sz1, sizeof sz1), attempt, SEND_ATTEMPTS - 1, wait);
-        sleep((unsigned)wait);
-        /* Ask again: what is still missing from here on. */
+        /* Ask again: what is still missing from here on.  With the install in this exec, first:
+         * whether the pack reached the store decides whether it is retried at all, and a
+         * "retry 1 of 4" came before the failure of an install that was never retried. */
         struct idxv again;
         int failed = r;
-        if ((r = host_lacks(hj, lack.v + pos, lack.n - pos, &again)) < 0)
+        bool asked = merged;
+        if (asked && (r = host_lacks(hj, lack.v + pos, lack.n - pos, &again)) < 0)
             break;
-        if (merged && !again.n) {
-            /* the pack reached the store, so the exec went on to the install: not run twice */
+        if (asked && !again.n) {
+            /* the pack reached the store, so the exec went on to the install: not run twice (it
+             * may have installed, or be installing still: the next deploy asks) */
             free(again.v);
             sent_ok += bytes;
             r = failed;
             snprintf(e2, sizeof e2, "%.800s (after the last pack reached the host store, during the install "
                      "into its containers)", hj->err);
             (void)str_copy(hj->err, sizeof hj->err, e2);
+            if (failed == -ETIMEDOUT) /* its deadline gave up on the install: ended, not left */
+                host_end_installs(hj, inst->cts, inst->n);
             break;
         }
+        int wait = 1 << (attempt - 1);
+        fprintf(stderr, "stage %s: %s (%s stored before this pack); retry %d of %d in %ds\n", hname, hj->err,
+                size_str(sent_ok, sz1, sizeof sz1), attempt, SEND_ATTEMPTS - 1, wait);
+        sleep((unsigned)wait);
+        if (!asked && (r = host_lacks(hj, lack.v + pos, lack.n - pos, &again)) < 0)
+            break;
         memcpy(lack.v + pos, again.v, again.n * sizeof *again.v);
         lack.n = pos + again.n;
         free(again.v);
@@ -1044,7 +1158,7 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
     } else if (r < 0 && r != -EINTR) {
         /* the pack's own failure, which the connection's error (empty) does not say: the
          * reason was a bare "(0.0 MiB of 286.1 MiB stored on the host)" */
-        if (r == -ESTALE && stale[0])
+        if ((r == -ESTALE || src_failed) && stale[0])
             (void)str_copy(hj->err, sizeof hj->err, stale);
         snprintf(e2, sizeof e2, "%.900s (%s stored on the host)", hj->err, size_of(sent_ok, total, sz2, sizeof sz2));
         (void)str_copy(hj->err, sizeof hj->err, e2);
@@ -1417,6 +1531,8 @@ static int host_round(struct host_job *hj, bool *ret_again)
                      &res, fr);
         if (nlist)
             ticker_stop(&tk);
+        if (r == -ETIMEDOUT) /* its deadline gave up on the installs: ended, not left */
+            host_end_installs(hj, want, ninst);
         if (r < 0)
             goto out;
     }

@@ -31,6 +31,7 @@ struct relsrc {
     size_t len;
     char id[RELEASE_ID_LEN + 1];
     char dir[1024]; /* where the files are read from */
+    const char *kind; /* how messages name dir: "release" (NULL) or "environment" (a static string) */
     size_t hashes_reused; /* files whose hash came from the hash cache, not a read */
 };
 
@@ -54,6 +55,11 @@ void release_read_error(const char *kind, const char *dir, int r, bool untouched
  * looks for the interpreter "/bin/sh\r", in every container; found here, before any host is
  * contacted, rather than at activate, after the old gang was stopped. */
 #define RELEASE_DOS_SHEBANG "has DOS line endings: its #! line ends in a carriage return"
+/* What a deploy says of a file of kind's dir (a release or environment directory, "release"
+ * when NULL) that could not be read into a pack (r: pack_writer_add_seen's -errno): it
+ * disappeared (-ENOENT: deleted, or its directory was, by a rebuild), changed (-ESTALE, -ELOOP),
+ * or could not be read (anything else).  A local file problem: the pack is not resent for it. */
+void objsync_unreadable_msg(const char *kind, const char *dir, const char *path, int r, char *buf, size_t sz);
 /* Whether a host's failed staging said its disk is full (ENOSPC, EDQUOT, tar's short write):
  * not retried, and said as such. */
 bool objsync_said_disk_full(const char *said);

@@ -162,6 +162,9 @@ static int send_ssh(struct conn *c, const char *line, const struct send_opts *o,
     progress_init(&x->pg, o->label, o->total);
     x->last_progress = time_mono();
     r = produce(ctx, sx_write, x);
+    if (r < 0 && !c->err[0]) /* the producer's own failure (a file it reads): never an empty error */
+        snprintf(c->err, sizeof c->err, "host '%s': the transfer stopped after %.1f MiB: %s", c->h->name,
+                 (double)x->sent / 1048576.0, strerror(-r));
     if (r == 0) {
         (void)ssh_channel_send_eof(x->ch);
         double limit = o->finish_s > o->idle_s ? o->finish_s : o->idle_s;

@@ -7,6 +7,7 @@
  * (an upload in flight); manifests of releases not kept go.  And the host store's answer to a
  * small release's ask (which objects it lacks) applied to what the containers need. */
 #include <errno.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -593,6 +594,199 @@ static void test_resend_after_changed_object(void **state)
     assert_int_equal(fs_rm_rf(d), 0);
 }
 
+
+/* One staging of rs by objsync_job into a `local = true` host h1 whose one container is a fake
+ * agent (the script agent_text, as d/agent), exec_timeout as given; what it said on stderr into
+ * *ret_said (free it). */
+static int stage_local(const char *d, const char *agent_text, const char *exec_timeout, const struct relsrc *rs,
+                       char *err, size_t err_sz, char **ret_said)
+{
+    char p[600], text[1200], why[512];
+    snprintf(p, sizeof p, "%s/agent", d);
+    capture_put(p, agent_text, 0755);
+    snprintf(text, sizeof text, "[drover]\nstaging_dir = %s/st\nexec_timeout = %s\n[host h1]\nlocal = true\n"
+             "agent_path = %s/agent\n[job mini]\ncontainers = h1:local:%s/a\ncommand = bin/x\n", d, exec_timeout, d, d);
+    struct inventory *inv = NULL;
+    assert_int_equal(inventory_parse(text, strlen(text), "t.ini", &inv, why, sizeof why), 0);
+    struct fleet f;
+    fleet_init(&f, inv, NULL);
+    struct sync_stats st = { 0 };
+    snprintf(p, sizeof p, "%s/stderr", d);
+    fflush(stderr);
+    int save = dup(STDERR_FILENO), fe = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    dup2(fe, STDERR_FILENO);
+    close(fe);
+    int r = objsync_job(&f, &inv->jobs[0], rs, NULL, &st, err, err_sz);
+    fflush(stderr);
+    dup2(save, STDERR_FILENO);
+    close(save);
+    *ret_said = capture_slurp(p);
+    fleet_done(&f);
+    inventory_free(inv);
+    return r;
+}
+
+/* A file of the release deleted while the deploy sent it (a venv rebuilt under it): the error
+ * was empty over SSH ("" and "(0.0 MiB of 1.0 MiB stored on the host)"), the pack was resent
+ * four times ("retry 1 of 4" ... 15 s of backoff) for a local file problem no resend mends.  Now
+ * it names the file and what to do, at once, and nothing reaches the container. */
+static void test_file_vanished_while_sent(void **state)
+{
+    (void)state;
+    char d[] = "/tmp/drover-unit-vanish-XXXXXX", p[600], text[1200], err[1024];
+    assert_non_null(mkdtemp(d));
+    snprintf(p, sizeof p, "%s/venv/lib/site", d);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/venv/lib/site/torch.py", d);
+    capture_put(p, "import os\n", 0644);
+    snprintf(p, sizeof p, "%s/venv/pyvenv.cfg", d);
+    capture_put(p, "home = /usr\n", 0644);
+    setenv("DROVER_HASH_CACHE", "off", 1);
+    struct relsrc rs;
+    snprintf(p, sizeof p, "%s/venv", d);
+    assert_int_equal(relsrc_load(p, NULL, &rs), 0);
+    rs.kind = "environment";
+    snprintf(p, sizeof p, "%s/venv/lib", d); /* the rebuild: deleted after the walk */
+    assert_int_equal(fs_rm_rf(p), 0);
+    snprintf(text, sizeof text,
+             "#!/bin/sh\necho \"$*\" >>'%s/calls'\ncase \"$*\" in\n"
+             "*'release missing'*) cat >/dev/null; echo '0 %zu';;\n"
+             "*'release install'*) cat >/dev/null; exit 0;;\n"
+             "*) echo ok;;\nesac\n", d, rs.m->n);
+    char *said;
+    double t0 = time_mono();
+    int r = stage_local(d, text, "30", &rs, err, sizeof err, &said);
+    double took = time_mono() - t0;
+    snprintf(p, sizeof p, "%s/calls", d);
+    char *calls = capture_slurp(p);
+    char want[700];
+    snprintf(want, sizeof want, "environment directory '%s/venv': file 'lib/site/torch.py' disappeared while it "
+             "was being sent", d);
+    if (r >= 0 || !strstr(err, want) || !strstr(err, "is something rebuilding it? deploy again when it is stable") ||
+        strstr(said, "retry") || took > 5)
+        fail_msg("objsync %d in %.1fs: %s\nstderr: %s\ncalls: %s", r, took, err, said, calls);
+    assert_null(strstr(calls, "release install")); /* nothing half-sent reached the container */
+    snprintf(p, sizeof p, "%s/st/objects", d);
+    char *ls = NULL;
+    {
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "ls -A '%s'", p);
+        FILE *pf = popen(cmd, "r");
+        assert_non_null(pf);
+        char line[256] = "";
+        size_t n = fread(line, 1, sizeof line - 1, pf);
+        line[n] = '\0';
+        pclose(pf);
+        ls = strdup(line);
+    }
+    assert_string_equal(ls, ""); /* no object, no objects/.in.* left on the host */
+    free(ls);
+    free(said);
+    free(calls);
+    relsrc_done(&rs);
+    unsetenv("DROVER_HASH_CACHE");
+    assert_int_equal(fs_rm_rf(d), 0);
+}
+
+
+/* A release of one file in d/rel, loaded (the hash cache off). */
+static void one_file_release(const char *d, struct relsrc *rs)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/rel", d);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/rel/config.json", d);
+    capture_put(p, "{\"lr\": 3e-4}\n", 0644);
+    setenv("DROVER_HASH_CACHE", "off", 1);
+    snprintf(p, sizeof p, "%s/rel", d);
+    assert_int_equal(relsrc_load(p, NULL, rs), 0);
+}
+
+/* The exec that stores the last pack and runs the install failed after the pack was stored (here
+ * the host shell is killed during the install, as a lost connection ends it; a stalled install's
+ * deadline is the same case): it is not retried (the install may have run; not run twice), and
+ * yet "stage h1: ...; retry 1 of 4 in 1s" was said first, the deploy then failing without any
+ * retry.  Now the host store is asked first, and a retry is said only when one follows. */
+static void test_install_failure_not_said_retried(void **state)
+{
+    (void)state;
+    char d[] = "/tmp/drover-unit-noretry-XXXXXX", text[1600], err[1024], p[600];
+    assert_non_null(mkdtemp(d));
+    struct relsrc rs;
+    one_file_release(d, &rs);
+    /* the fan shells of this test's host store only (their command line names it) */
+    snprintf(text, sizeof text,
+             "#!/bin/sh\necho \"$*\" >>'%s/calls'\ncase \"$*\" in\n"
+             "*'release missing'*) cat >/dev/null; echo '0 %zu';;\n"
+             "*'release install'*) cat >/dev/null\n"
+             "  for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' <$p/cmdline 2>/dev/null)\" in\n"
+             "    *packs/.fan.*' %s/st '*) kill -KILL ${p#/proc/} 2>/dev/null;; esac; done; exit 1;;\n"
+             "*) echo ok;;\nesac\n", d, rs.m->n, d);
+    char *said;
+    int r = stage_local(d, text, "30", &rs, err, sizeof err, &said);
+    snprintf(p, sizeof p, "%s/calls", d);
+    char *calls = capture_slurp(p);
+    int ninstall = 0;
+    for (const char *c = calls; (c = strstr(c, "release install")); c++)
+        ninstall++;
+    if (r >= 0 || strstr(said, "retry") || !strstr(err, "after the last pack reached the host store") ||
+        ninstall != 1)
+        fail_msg("objsync %d: %s\nstderr: %s\ncalls: %s", r, err, said, calls);
+    free(said);
+    free(calls);
+    relsrc_done(&rs);
+    unsetenv("DROVER_HASH_CACHE");
+    assert_int_equal(fs_rm_rf(d), 0);
+}
+
+/* A `release install` that stops making progress (SIGSTOP) in its container: its deadline fired,
+ * the deploy failed, and the stopped install stayed there for good (closing the channel reaches
+ * no stopped process in a container).  Now the deadline ends it (SIGKILL) and says so.  The host
+ * store holds the object already, so the install has an exec of its own (exec_timeout: 2 s). */
+static void test_stalled_install_ended(void **state)
+{
+    (void)state;
+    char d[] = "/tmp/drover-unit-stall-XXXXXX", text[1600], err[1024], p[600];
+    assert_non_null(mkdtemp(d));
+    struct relsrc rs;
+    one_file_release(d, &rs);
+    snprintf(p, sizeof p, "%s/st/objects", d);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/st/objects/%s", d, rs.m->e[rs.m->n - 1].sha256);
+    capture_put(p, "{\"lr\": 3e-4}\n", 0444);
+    snprintf(text, sizeof text,
+             "#!/bin/sh\necho \"$*\" >>'%s/calls'\ncase \"$*\" in\n"
+             "*'release missing'*) cat >/dev/null; echo '0 %zu';;\n"
+             "*'release install'*) echo $$ >'%s/pid'; kill -STOP $$; cat >/dev/null; exit 0;;\n"
+             "*) echo ok;;\nesac\n", d, rs.m->n, d);
+    char *said;
+    int r = stage_local(d, text, "2", &rs, err, sizeof err, &said);
+    snprintf(p, sizeof p, "%s/pid", d);
+    char *pidtext = capture_slurp(p);
+    long pid = pidtext ? strtol(pidtext, NULL, 10) : 0;
+    /* gone, or a zombie its parent is about to reap: no longer stopped */
+    char state_c = '?';
+    for (int i = 0; i < 50 && pid > 0; i++) {
+        char sp[64], *st;
+        snprintf(sp, sizeof sp, "/proc/%ld/stat", pid);
+        state_c = (st = capture_slurp(sp)) && strrchr(st, ')') ? strrchr(st, ')')[2] : 'X';
+        free(st);
+        if (state_c == 'X' || state_c == 'Z')
+            break;
+        usleep(100 * 1000);
+    }
+    if (pid > 0 && state_c != 'X' && state_c != 'Z')
+        (void)kill((pid_t)pid, SIGKILL); /* not left behind by a failing test */
+    if (r != -ETIMEDOUT || pid <= 0 || (state_c != 'X' && state_c != 'Z') ||
+        !strstr(err, "drover ended the stalled release install in h1:local") || strstr(said, "retry"))
+        fail_msg("objsync %d, install pid %ld state %c: %s\nstderr: %s", r, pid, state_c, err, said);
+    free(pidtext);
+    free(said);
+    relsrc_done(&rs);
+    unsetenv("DROVER_HASH_CACHE");
+    assert_int_equal(fs_rm_rf(d), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -609,6 +803,9 @@ int main(void)
         cmocka_unit_test(test_stage_lines),
         cmocka_unit_test(test_gc_lines),
         cmocka_unit_test(test_resend_after_changed_object),
+        cmocka_unit_test(test_file_vanished_while_sent),
+        cmocka_unit_test(test_install_failure_not_said_retried),
+        cmocka_unit_test(test_stalled_install_ended),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
