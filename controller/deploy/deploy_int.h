@@ -77,6 +77,11 @@ struct deploy {
      * the agent's words; "" where it was taken, refused by a holder, or not asked.  A deploy
      * goes on without it there (warned); a start starts nothing (stopstart.c) */
     char lease_failed[INV_MAX_CTS][400];
+    /* containers whose host or agent answered nothing during the switch's or the revert's stop
+     * (stop_old_gangs: not to the stop within the switch deadline, nor to a status asked after
+     * it: a host's sshd or drover-agent stopped or hung), with what went unanswered; "" where
+     * it answered.  A failed recovery names them first: the ranks elsewhere only wait for them */
+    char no_answer[INV_MAX_CTS][200];
     bool no_bad_mark;                 /* revert_all: the release reached no failing verdict (Ctrl-C,
                                          an analysis that passed): the agents do not mark it bad */
     struct sample_set *base;          /* the baseline's samples; NULL when none are known */
