@@ -1006,8 +1006,14 @@ int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t 
     return r;
 }
 
+/* After a failed verdict, how long watch_probation looks again for a container stopped under
+ * the gang or one that answers nothing (every stream reopened; a live agent says something
+ * every second) */
+#define WATCH_SETTLE_S 5.0
+
 /* Follow one watch stream per container and feed the probation until it decides.  what: the
- * progress line's label ("probation", or "recovery" while a revert is confirmed). */
+ * progress line's label ("probation", or "recovery" while a revert is confirmed).  Sets
+ * d->watch_silent. */
 enum probation_verdict watch_probation(struct deploy *d, struct probation *p, const char *what)
 {
     const struct inv_job *j = d->job;
@@ -1023,7 +1029,9 @@ enum probation_verdict watch_probation(struct deploy *d, struct probation *p, co
      * peers lose a rank and their agents may say so before its own stream says "not running".
      * It ends as soon as every container answered again or was found stopped. */
     double settle_until = 0;
-    bool heard[INV_MAX_CTS] = { false };
+    bool heard[INV_MAX_CTS] = { false }, looked = false;
+    for (int i = 0; i < j->ncts; i++)
+        d->watch_silent[i] = false;
     d->lease_renew_at = time_mono() + lease_ttl(d) / 3; /* just renewed before the switch */
     while (!deploy_interrupted && !d->lease_lost) {
         double now = time_mono();
@@ -1082,7 +1090,7 @@ enum probation_verdict watch_probation(struct deploy *d, struct probation *p, co
         for (int i = 0; i < j->ncts; i++)
             stopped_seen = stopped_seen || d->ct_stopped[i][0];
         if (v == PROBATION_FAIL && !stopped_seen && !settle_until) {
-            settle_until = now + 5;
+            settle_until = now + WATCH_SETTLE_S;
             for (int i = 0; i < j->ncts; i++) {
                 heard[i] = false;
                 if (!streams[i])
@@ -1093,6 +1101,8 @@ enum probation_verdict watch_probation(struct deploy *d, struct probation *p, co
             bool all = true;
             for (int i = 0; i < j->ncts; i++)
                 all = all && heard[i];
+            /* the whole look, none stopped, not all heard: the silent ones answer nothing */
+            looked = !stopped_seen && !all && now >= settle_until;
             if (stopped_seen || all || now >= settle_until)
                 break;
             fleet_wait(d->f, 100);
@@ -1110,8 +1120,11 @@ enum probation_verdict watch_probation(struct deploy *d, struct probation *p, co
     }
     if (tty && last_print > 0)
         fputc('\n', stderr);
-    for (int i = 0; i < j->ncts; i++)
+    for (int i = 0; i < j->ncts; i++) {
         conn_stream_free(streams[i]);
+        /* silent through the whole last look: its host or agent answers nothing */
+        d->watch_silent[i] = looked && !heard[i] && !d->ct_stopped[i][0];
+    }
     return v;
 }
 
@@ -1188,12 +1201,41 @@ int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_s
                  "was watched)", ui_short(good, sid));
         r = -EINTR;
     } else {
-        snprintf(msg, msg_sz, "%s did not recover: %s", ui_short(good, sid),
-                 v == PROBATION_FAIL ? probation_reason(p) : "no verdict");
+        char mute[700];
+        const char *saw = v == PROBATION_FAIL ? probation_reason(p) : "no verdict";
+        int n = deploy_silent_cts(mute, sizeof mute, d->labels, d->job->ncts, d->no_answer, d->watch_silent);
+        if (n)
+            /* the verdict's rank (waiting at the rendezvous for the silent one) is no cause */
+            snprintf(msg, msg_sz, "%s did not recover: %s: check that %s up and that drover-agent there is "
+                     "not stopped or hung; the ranks in the other containers only wait for %s at their "
+                     "rendezvous (the watch saw: %s)", ui_short(good, sid), mute,
+                     n > 1 ? "their hosts are" : "its host is", n > 1 ? "theirs" : "its ranks", saw);
+        else
+            snprintf(msg, msg_sz, "%s did not recover: %s", ui_short(good, sid), saw);
         r = -EIO;
     }
     probation_free(p);
     return r;
+}
+
+int deploy_silent_cts(char *buf, size_t sz, const char *const labels[], int n, const char (*no_answer)[200],
+                      const bool silent[])
+{
+    size_t off = 0;
+    int k = 0;
+    if (sz)
+        buf[0] = '\0';
+    for (int i = 0; i < n && i < INV_MAX_CTS && off < sz; i++) {
+        if (!no_answer[i][0] && !silent[i])
+            continue;
+        char said[300];
+        snprintf(said, sizeof said, "%s%s%s", no_answer[i],
+                 no_answer[i][0] && silent[i] ? ", and " : "",
+                 silent[i] ? "it sent no status while the recovery was watched" : "");
+        off += (size_t)snprintf(buf + off, sz - off, "%s%s answered nothing (%s)", k ? "; " : "", labels[i], said);
+        k++;
+    }
+    return k;
 }
 
 struct revert_arg {
@@ -1470,6 +1512,8 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
             cf->skip[i] = d->ct_stopped[i][0] != '\0' || unreach[i];
         (void)ct_fan_run(cf);
         for (int i = 0; i < j->ncts; i++) {
+            if (cf->rc[i] == -ETIMEDOUT && !d->no_answer[i][0]) /* named if its recovery fails */
+                snprintf(d->no_answer[i], sizeof d->no_answer[i], "its drover-agent did not answer the revert");
             if (unreach[i]) {
                 fprintf(stderr, "revert: %s: cannot be reached: NOT asked; its agent goes back by "
                         "itself, as the generation the others run\n", j->cts[i].label);

@@ -82,6 +82,9 @@ struct deploy {
      * it: a host's sshd or drover-agent stopped or hung), with what went unanswered; "" where
      * it answered.  A failed recovery names them first: the ranks elsewhere only wait for them */
     char no_answer[INV_MAX_CTS][200];
+    /* watch_probation: after a failure, the containers that sent no status line in its last
+     * look (WATCH_SETTLE_S, every stream open again): their host or agent is silent */
+    bool watch_silent[INV_MAX_CTS];
     bool no_bad_mark;                 /* revert_all: the release reached no failing verdict (Ctrl-C,
                                          an analysis that passed): the agents do not mark it bad */
     struct sample_set *base;          /* the baseline's samples; NULL when none are known */

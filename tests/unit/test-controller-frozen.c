@@ -2,7 +2,9 @@
  * operator froze sshd or drover-agent with SIGSTOP during a deploy), against local fake agents
  * (capture.h's inventory: job train in DIR/a and DIR/b, one script for both):
  * - a revert's stop unanswered at the switch deadline because the agent answers nothing was
- *   blamed on "a process that ignores SIGTERM ... or one stuck in the kernel" (stop_old_gangs). */
+ *   blamed on "a process that ignores SIGTERM ... or one stuck in the kernel" (stop_old_gangs);
+ * - the REVERT FAILED that followed named the rank of the healthy container, which only waited
+ *   at its rendezvous for the silent one (confirm_recovery). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -165,10 +167,36 @@ static void test_revert_stop_unanswered(void **state)
     frozen_teardown(dir);
 }
 
+/* The recovery after that revert fails: a's rank exited 8 (peer lost) waiting at its rendezvous
+ * for b's, which never started.  REVERT FAILED named only "rank 0 on h1:local:.../a exited with
+ * code 8"; it names b now, as the cause, with a's rank as what the watch saw. */
+static void test_revert_failed_names_silent_container(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-unit-frozen-XXXXXX", out[600], err[600], want[900];
+    frozen_setup(dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    frozen_confirm = true;
+    int code = capture_verb(revert_verb, frozen_inv, NULL, 0, out, err);
+    char *o = capture_slurp(out);
+    snprintf(want, sizeof want, "REVERT FAILED for job 'train': a56200000000 did not recover: h1:local:%s/b "
+             "answered nothing (its drover-agent did not answer within the switch deadline of 2 s, nor to a "
+             "status asked after it within 2 s, and it sent no status while the recovery was watched): check that "
+             "its host is up and that drover-agent there is not stopped or hung; the ranks in the other "
+             "containers only wait for its ranks at their rendezvous (the watch saw: rank 0 on h1:local:%s/a "
+             "exited with code 8", dir, dir);
+    if (code != EXIT_REVERT_FAILED || !strstr(o, want))
+        fail_msg("exit %d\nstdout:\n%s", code, o);
+    free(o);
+    frozen_teardown(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_revert_stop_unanswered),
+        cmocka_unit_test(test_revert_failed_names_silent_container),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
