@@ -4,7 +4,10 @@
  * - a revert's stop unanswered at the switch deadline because the agent answers nothing was
  *   blamed on "a process that ignores SIGTERM ... or one stuck in the kernel" (stop_old_gangs);
  * - the REVERT FAILED that followed named the rank of the healthy container, which only waited
- *   at its rendezvous for the silent one (confirm_recovery). */
+ *   at its rendezvous for the silent one (confirm_recovery);
+ * - a daemon that answered nothing to `lease take --status` cost a silent 60 s (the agent's own
+ *   status deadline), then the survey asked again, waited 15 s more and said "did not answer
+ *   within 15s" (lease.c, survey.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -192,11 +195,63 @@ static void test_revert_failed_names_silent_container(void **state)
     frozen_teardown(dir);
 }
 
+/* b's drover-agent daemon answers nothing (SIGSTOP) when a rollback takes the deploy lease:
+ * its `lease take --status` takes the lease, waits its own status deadline (60 s), says so on
+ * stderr and exits 0 without the document (here at once, in the agent's words).  The lease step
+ * kept nothing of that; the survey asked b's status again, waited 15 s more and said "did not
+ * answer within 15s".  Now the survey names b with the deadline that fired (60 s), without
+ * asking again. */
+static void test_lease_status_unanswered(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-unit-frozen-XXXXXX", out[600], text[1600], p[400], want[900];
+    assert_non_null(mkdtemp(dir));
+    snprintf(text, sizeof text,
+             "#!/bin/sh\nr=; p=\nfor a; do [ \"$p\" = --root ] && r=$a; p=$a; done\n"
+             "echo \"${r##*/} $*\" >> '%s/log'\n"
+             "case \" $* \" in\n"
+             "*' lease take '*) if [ -e \"$r/wedged\" ]; then echo \"status: the drover-agent daemon on "
+             "'/run/drover/agent.sock' sent nothing for 60 s: it is stopped or wedged (its pid: "
+             "/run/drover/agent.pid; restart it: systemctl restart drover-agent, the gangs survive)\" >&2; "
+             "exit 0; fi; cat \"$r/status.json\";;\n"
+             "*' status '*) [ -e \"$r/wedged\" ] && exec sleep 30; cat \"$r/status.json\";;\n"
+             "esac\nexit 0\n",
+             dir);
+    snprintf(p, sizeof p, "%s/agent", dir);
+    capture_put(p, text, 0755);
+    frozen_status(dir, "a", good, GANG_RUNNING, 0, -1);
+    frozen_status(dir, "b", good, GANG_RUNNING, 1, -1);
+    snprintf(p, sizeof p, "%s/b/wedged", dir);
+    capture_put(p, "", 0600);
+    snprintf(p, sizeof p, "%s/state", dir);
+    assert_int_equal(fs_mkdir_p(p, 0700), 0);
+    snprintf(text, sizeof text, "staging_dir = %s/st\n", dir);
+    frozen_inv = fake_agent_inventory(dir, text, "", "c");
+    snprintf(out, sizeof out, "%s/out", dir);
+    char *rb[] = { "rollback", "--job", "train", NULL };
+    double t0 = time_mono();
+    int code = capture_verb(cmd_rollback, frozen_inv, rb, 3, out, out);
+    double took = time_mono() - t0;
+    snprintf(p, sizeof p, "%s/log", dir);
+    char *said = capture_slurp(out), *log = capture_slurp(p);
+    snprintf(want, sizeof want, "drover: error: the agent in h1:local:%s/b did not answer within 60s while drover "
+             "asked it for the job's status with its deploy lease: is drover-agent stopped or hung there, or the "
+             "host no longer answering? `drover status --job train` shows it (the lease was taken there; 60 s is "
+             "the agent's own deadline for a status, and its daemon sent nothing)", dir);
+    if (code != EXIT_FAIL || !strstr(said, want) || strstr(said, "within 15s") || strstr(log, "b status") ||
+        took > 10)
+        fail_msg("exit %d in %.1f s\nsaid:\n%s\nlog:\n%s", code, took, said, log);
+    free(said);
+    free(log);
+    frozen_teardown(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_revert_stop_unanswered),
         cmocka_unit_test(test_revert_failed_names_silent_container),
+        cmocka_unit_test(test_lease_status_unanswered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
