@@ -1047,7 +1047,7 @@ static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw, int
     }
     if (r == -ETIMEDOUT) {
         bool job_verb = q->op == RPC_ACTIVATE || q->op == RPC_REVERT || q->op == RPC_STOP || q->op == RPC_START;
-        fprintf(stderr, "%s: the drover-agent daemon on '%s' sent nothing for %.0f s%s: it is stopped "
+        fprintf(stderr, "%s: the drover-agent daemon on '%s" AGENT_WEDGED_SAID "%.0f s%s: it is stopped "
                 "or wedged%s (its pid: /run/drover/agent.pid; restart it: systemctl restart "
                 "drover-agent, the gangs survive)\n", rpc_op_name(q->op), c->socket, idle,
                 job_verb ? " (longer than the gang's grace and the GPU-memory wait)" : "",

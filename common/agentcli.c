@@ -22,6 +22,11 @@ bool agent_said_no_daemon(const char *said)
     return said && strstr(said, AGENT_NO_DAEMON_SAID) != NULL;
 }
 
+bool agent_said_wedged(const char *said)
+{
+    return said && strstr(said, "the drover-agent daemon on '") && strstr(said, AGENT_WEDGED_SAID);
+}
+
 static const char *const verb_names[AGENT_VERB_COUNT] = {
     [AGENT_VERB_DAEMON] = "daemon",       [AGENT_VERB_VERSION] = "version",
     [AGENT_VERB_RELEASE] = "release",     [AGENT_VERB_PREFLIGHT] = "preflight",

@@ -63,6 +63,12 @@ const char *agent_exit_name(int code);
 #define AGENT_NO_DAEMON_SAID "no drover-agent daemon listening on"
 /* Does said (the agent CLI's last stderr line; NULL as "") say that no daemon listens? */
 bool agent_said_no_daemon(const char *said);
+/* What the agent CLI writes on stderr, after "VERB: the drover-agent daemon on 'SOCKET'", when
+ * its daemon took the request and sent nothing for its idle deadline ("... sent nothing for 60 s:
+ * it is stopped or wedged ..."): a daemon stopped (SIGSTOP) or hung. */
+#define AGENT_WEDGED_SAID "' sent nothing for "
+/* Does said (NULL as "") say that the daemon sent nothing in time? */
+bool agent_said_wedged(const char *said);
 
 enum agent_verb {
     AGENT_VERB_DAEMON = 0,

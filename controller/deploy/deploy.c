@@ -631,13 +631,75 @@ static void old_gangs_waiting(struct deploy *d, const struct agent_fan_ct c[], d
 /* why[i].head of a container whose wait stop_old_gangs cut short for the operator's Ctrl-C */
 #define INTERRUPTED_STOPPING "interrupted while the old gang was stopping"
 
+/* An agent's stop answers only once the gang is gone, so a stop still unanswered at the switch
+ * deadline says nothing of why: a process that will not die, or a host (its sshd) or an agent
+ * that answers nothing at all (SIGSTOP, hung).  The containers ask[i] are asked `status` then,
+ * all at once, for at most FLEET_STATUS_TIMEOUT_S (exec_timeout when shorter; *ret_limit): an
+ * agent that answers it is alive and still stopping.  Fills ret[i] as agent_fan_run does. */
+static void stop_probe(struct deploy *d, const bool ask[INV_MAX_CTS], struct agent_fan_ct ret[INV_MAX_CTS],
+                       double *ret_limit)
+{
+    bool skip[INV_MAX_CTS];
+    int n = 0;
+    for (int i = 0; i < d->job->ncts; i++) {
+        skip[i] = !ask[i];
+        n += ask[i];
+        ret[i] = (struct agent_fan_ct){ .took = -1 };
+    }
+    double limit = FLEET_STATUS_TIMEOUT_S;
+    if (d->inv->exec_timeout_s > 0 && d->inv->exec_timeout_s < limit)
+        limit = d->inv->exec_timeout_s;
+    *ret_limit = limit;
+    if (!n)
+        return;
+    struct agent_argv a;
+    agent_argv_init(&a);
+    agent_argv_status(&a);
+    (void)agent_fan_run(d, agent_argv_end(&a) == 0 ? a.argv : NULL, skip, limit, ret, NULL);
+}
+
+/* why[i] of a container whose stop was not answered within the switch deadline limit, from
+ * what its status probe p found (stop_probe, within probe_s); d->no_answer[i] where neither
+ * its host nor its agent answered. */
+static void stop_unanswered(struct deploy *d, int i, const struct agent_fan_ct *p, double limit, double probe_s,
+                            struct deploy_ct_said *why)
+{
+    char *na = d->no_answer[i];
+    if (!p->asked) { /* the host's sshd: not even a channel for the status */
+        snprintf(why->head, sizeof why->head, "no answer");
+        snprintf(why->tail, sizeof why->tail, " from the host within the switch deadline of %.0f s, nor when "
+                 "asked for a status after it (%.160s): is the host up, and its sshd answering?", limit,
+                 p->err[0] ? p->err : "host unreachable");
+        snprintf(na, sizeof d->no_answer[i], "its host did not answer within the switch deadline of %.0f s",
+                 limit);
+    } else if (!p->ended || p->lost) {
+        snprintf(why->head, sizeof why->head, "no answer");
+        snprintf(why->tail, sizeof why->tail, " from drover-agent within the switch deadline of %.0f s, nor to "
+                 "a status asked after it within %.0f s: is drover-agent there stopped or hung, or the host "
+                 "no longer answering? `drover status --job %s` shows it", limit, probe_s, d->job->name);
+        snprintf(na, sizeof d->no_answer[i], "its drover-agent did not answer within the switch deadline of "
+                 "%.0f s, nor to a status asked after it within %.0f s", limit, probe_s);
+    } else if (agent_said_no_daemon(p->err)) {
+        snprintf(why->head, sizeof why->head, "drover-agent");
+        snprintf(why->tail, sizeof why->tail, " did not answer within the switch deadline of %.0f s and is not "
+                 "running now (%.160s): `drover install --job %s` starts it", limit, p->err, d->job->name);
+        snprintf(na, sizeof d->no_answer[i], "its drover-agent did not answer within the switch deadline of "
+                 "%.0f s and is not running now", limit);
+    } else { /* the agent answered its status: alive, still stopping the gang */
+        snprintf(why->head, sizeof why->head, "the old gang");
+        snprintf(why->tail, sizeof why->tail, " was not gone within the switch deadline of %.0f s (a "
+                 "process that ignores SIGTERM until the grace period ends, or one stuck in the kernel)", limit);
+    }
+}
+
 /* The first phase of a switch: stop the job's old gang in every container that has one, all at
  * once, and wait until each agent answers that every process of it is gone (the agent's stop
  * returns only then), at most switch_deadline (agent_fan_run).  gone[i] says which did; why[i]
  * says why not, worded for one container or several (deploy_ct_said: the verdict says each
  * reason once, with the containers it applies to); unasked[i] that its agent was never asked
- * (its host could not be reached): its old gang runs on there, untouched.  Returns how many did
- * not. */
+ * (its host could not be reached): its old gang runs on there, untouched.  A stop unanswered at
+ * the deadline is told apart (stop_probe): an agent still stopping a process that will not die,
+ * or a host or agent that answers nothing (d->no_answer).  Returns how many did not. */
 static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], struct deploy_ct_said why[INV_MAX_CTS],
                           bool unasked[INV_MAX_CTS])
 {
@@ -653,6 +715,12 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], struct deplo
     static const struct agent_fan_hooks hooks = { .asked = old_gangs_asked, .ended = old_gang_ended,
                                                   .tick = old_gangs_waiting, .tick_s = OLD_GANG_TICK_S };
     (void)agent_fan_run(d, a.argv, skip, limit, c, &hooks);
+    bool ask[INV_MAX_CTS];
+    for (int i = 0; i < j->ncts; i++)
+        ask[i] = !skip[i] && c[i].asked && !c[i].ended && !deploy_interrupted;
+    struct agent_fan_ct probe[INV_MAX_CTS];
+    double probe_s = 0;
+    stop_probe(d, ask, probe, &probe_s);
     int left = 0;
     for (int i = 0; i < j->ncts; i++) {
         gone[i] = skip[i] || c[i].ok[0];
@@ -660,6 +728,7 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], struct deplo
         unasked[i] = !skip[i] && !c[i].asked;
         if (skip[i])
             continue;
+        d->no_answer[i][0] = '\0';
         if (!c[i].asked) {
             snprintf(why[i].head, sizeof why[i].head, "cannot ask drover-agent");
             snprintf(why[i].tail, sizeof why[i].tail, " to stop the old gang: %.300s", c[i].err);
@@ -669,9 +738,7 @@ static int stop_old_gangs(struct deploy *d, bool gone[INV_MAX_CTS], struct deplo
             snprintf(why[i].head, sizeof why[i].head, "%s", INTERRUPTED_STOPPING);
         } else if (!c[i].ended) {
             gone[i] = false;
-            snprintf(why[i].head, sizeof why[i].head, "the old gang");
-            snprintf(why[i].tail, sizeof why[i].tail, " was not gone within the switch deadline of %.0f s (a "
-                     "process that ignores SIGTERM until the grace period ends, or one stuck in the kernel)", limit);
+            stop_unanswered(d, i, &probe[i], limit, probe_s, &why[i]);
         } else if (!gone[i] && ct_stopped_note(d, i, c[i].err)) {
             snprintf(why[i].head, sizeof why[i].head, "nothing runs");
             snprintf(why[i].tail, sizeof why[i].tail, ": container stopped (pct: %.300s)", d->ct_stopped[i]);
@@ -945,8 +1012,14 @@ int activate_cts(struct deploy *d, double probation_deadline, char *err, size_t 
     return r;
 }
 
+/* After a failed verdict, how long watch_probation looks again for a container stopped under
+ * the gang or one that answers nothing (every stream reopened; a live agent says something
+ * every second) */
+#define WATCH_SETTLE_S 5.0
+
 /* Follow one watch stream per container and feed the probation until it decides.  what: the
- * progress line's label ("probation", or "recovery" while a revert is confirmed). */
+ * progress line's label ("probation", or "recovery" while a revert is confirmed).  Sets
+ * d->watch_silent. */
 enum probation_verdict watch_probation(struct deploy *d, struct probation *p, const char *what)
 {
     const struct inv_job *j = d->job;
@@ -962,7 +1035,9 @@ enum probation_verdict watch_probation(struct deploy *d, struct probation *p, co
      * peers lose a rank and their agents may say so before its own stream says "not running".
      * It ends as soon as every container answered again or was found stopped. */
     double settle_until = 0;
-    bool heard[INV_MAX_CTS] = { false };
+    bool heard[INV_MAX_CTS] = { false }, looked = false;
+    for (int i = 0; i < j->ncts; i++)
+        d->watch_silent[i] = false;
     d->lease_renew_at = time_mono() + lease_ttl(d) / 3; /* just renewed before the switch */
     while (!deploy_interrupted && !d->lease_lost) {
         double now = time_mono();
@@ -1021,7 +1096,7 @@ enum probation_verdict watch_probation(struct deploy *d, struct probation *p, co
         for (int i = 0; i < j->ncts; i++)
             stopped_seen = stopped_seen || d->ct_stopped[i][0];
         if (v == PROBATION_FAIL && !stopped_seen && !settle_until) {
-            settle_until = now + 5;
+            settle_until = now + WATCH_SETTLE_S;
             for (int i = 0; i < j->ncts; i++) {
                 heard[i] = false;
                 if (!streams[i])
@@ -1032,6 +1107,8 @@ enum probation_verdict watch_probation(struct deploy *d, struct probation *p, co
             bool all = true;
             for (int i = 0; i < j->ncts; i++)
                 all = all && heard[i];
+            /* the whole look, none stopped, not all heard: the silent ones answer nothing */
+            looked = !stopped_seen && !all && now >= settle_until;
             if (stopped_seen || all || now >= settle_until)
                 break;
             fleet_wait(d->f, 100);
@@ -1049,8 +1126,11 @@ enum probation_verdict watch_probation(struct deploy *d, struct probation *p, co
     }
     if (tty && last_print > 0)
         fputc('\n', stderr);
-    for (int i = 0; i < j->ncts; i++)
+    for (int i = 0; i < j->ncts; i++) {
         conn_stream_free(streams[i]);
+        /* silent through the whole last look: its host or agent answers nothing */
+        d->watch_silent[i] = looked && !heard[i] && !d->ct_stopped[i][0];
+    }
     return v;
 }
 
@@ -1127,12 +1207,41 @@ int confirm_recovery(struct deploy *d, const char *good, char *msg, size_t msg_s
                  "was watched)", ui_short(good, sid));
         r = -EINTR;
     } else {
-        snprintf(msg, msg_sz, "%s did not recover: %s", ui_short(good, sid),
-                 v == PROBATION_FAIL ? probation_reason(p) : "no verdict");
+        char mute[700];
+        const char *saw = v == PROBATION_FAIL ? probation_reason(p) : "no verdict";
+        int n = deploy_silent_cts(mute, sizeof mute, d->labels, d->job->ncts, d->no_answer, d->watch_silent);
+        if (n)
+            /* the verdict's rank (waiting at the rendezvous for the silent one) is no cause */
+            snprintf(msg, msg_sz, "%s did not recover: %s: check that %s up and that drover-agent there is "
+                     "not stopped or hung; the ranks in the other containers only wait for %s at their "
+                     "rendezvous (the watch saw: %s)", ui_short(good, sid), mute,
+                     n > 1 ? "their hosts are" : "its host is", n > 1 ? "theirs" : "its ranks", saw);
+        else
+            snprintf(msg, msg_sz, "%s did not recover: %s", ui_short(good, sid), saw);
         r = -EIO;
     }
     probation_free(p);
     return r;
+}
+
+int deploy_silent_cts(char *buf, size_t sz, const char *const labels[], int n, const char (*no_answer)[200],
+                      const bool silent[])
+{
+    size_t off = 0;
+    int k = 0;
+    if (sz)
+        buf[0] = '\0';
+    for (int i = 0; i < n && i < INV_MAX_CTS && off < sz; i++) {
+        if (!no_answer[i][0] && !silent[i])
+            continue;
+        char said[300];
+        snprintf(said, sizeof said, "%s%s%s", no_answer[i],
+                 no_answer[i][0] && silent[i] ? ", and " : "",
+                 silent[i] ? "it sent no status while the recovery was watched" : "");
+        off += (size_t)snprintf(buf + off, sz - off, "%s%s answered nothing (%s)", k ? "; " : "", labels[i], said);
+        k++;
+    }
+    return k;
 }
 
 struct revert_arg {
@@ -1409,6 +1518,8 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
             cf->skip[i] = d->ct_stopped[i][0] != '\0' || unreach[i];
         (void)ct_fan_run(cf);
         for (int i = 0; i < j->ncts; i++) {
+            if (cf->rc[i] == -ETIMEDOUT && !d->no_answer[i][0]) /* named if its recovery fails */
+                snprintf(d->no_answer[i], sizeof d->no_answer[i], "its drover-agent did not answer the revert");
             if (unreach[i]) {
                 fprintf(stderr, "revert: %s: cannot be reached: NOT asked; its agent goes back by "
                         "itself, as the generation the others run\n", j->cts[i].label);

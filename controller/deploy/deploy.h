@@ -160,6 +160,14 @@ void deploy_left_stopped_message(char *buf, size_t sz, const char *job, const ch
  * their agents go on stopping it).  Said "within the switch deadline" for a Ctrl-C <1 s after it. */
 void deploy_revert_unstopped_message(char *buf, size_t sz, const char *job, int left, int cut, const char *sid);
 
+/* The containers (labels[i] of n) whose host or agent answered nothing during a revert or its
+ * recovery watch (no_answer[i]: what went unanswered, "" none; silent[i]: no status in the
+ * watch's last look), into buf[sz]: "h2:201 answered nothing (WHAT)", "; "-joined.  The cause
+ * of a recovery that failed there: the ranks elsewhere only wait for them.  Returns how many
+ * were named (0: buf is ""). */
+int deploy_silent_cts(char *buf, size_t sz, const char *const labels[], int n, const char (*no_answer)[200],
+                      const bool silent[]);
+
 /* What REVERT FAILED says when the revert reached every container but the job's recovery was
  * not confirmed (why: what the watching found): the job may be down, where to look. */
 void deploy_revert_unconfirmed_message(char *buf, size_t sz, const char *why, const char *job);

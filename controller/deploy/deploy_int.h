@@ -81,6 +81,20 @@ struct deploy {
      * the agent's words; "" where it was taken, refused by a holder, or not asked.  A deploy
      * goes on without it there (warned); a start starts nothing (stopstart.c) */
     char lease_failed[INV_MAX_CTS][400];
+    /* the first lease take (`lease take --status`): containers where no status came because
+     * nothing answered in time (the agent's daemon sent nothing for its own status deadline, or
+     * this controller's deadline for the take passed), said as a stalled step, naming the
+     * container and the deadline that fired; "" where not.  The survey that follows reports them without
+     * asking again (another wait, which said its own 15 s instead) */
+    char lease_mute[INV_MAX_CTS][600];
+    /* containers whose host or agent answered nothing during the switch's or the revert's stop
+     * (stop_old_gangs: not to the stop within the switch deadline, nor to a status asked after
+     * it: a host's sshd or drover-agent stopped or hung), with what went unanswered; "" where
+     * it answered.  A failed recovery names them first: the ranks elsewhere only wait for them */
+    char no_answer[INV_MAX_CTS][200];
+    /* watch_probation: after a failure, the containers that sent no status line in its last
+     * look (WATCH_SETTLE_S, every stream open again): their host or agent is silent */
+    bool watch_silent[INV_MAX_CTS];
     bool no_bad_mark;                 /* revert_all: the release reached no failing verdict (Ctrl-C,
                                          an analysis that passed): the agents do not mark it bad */
     struct sample_set *base;          /* the baseline's samples; NULL when none are known */

@@ -15,6 +15,7 @@
 #include "common/util.h"
 #include "controller/cmd.h"
 #include "controller/deploy/jobspec.h"
+#include "controller/deploy/objsync.h"
 #include "controller/deploy/state.h"
 #include "controller/deploy/stopstart.h"
 #include "controller/transport/fanout.h"
@@ -39,15 +40,18 @@ void leases_renew_due(struct deploy *d, double now)
  * asked), err = its reason, or the takeover line when it took over an expired lease. */
 static int lease_done(struct ct_fan *cf, int i, int r, struct exec_result *res, const char *why)
 {
-    (void)why;
-    if (!res)
+    struct deploy *d = cf->d;
+    struct agent_status *sc = cf->scratch[ct_fan_slot(cf, i)];
+    if (!res) {
+        /* no answer within the take's deadline (why names the step, the containers and that
+         * deadline): the survey says so without asking again */
+        if (sc && r == -ETIMEDOUT && why)
+            (void)str_copy(d->lease_mute[i], sizeof d->lease_mute[i], why);
         return why ? -EIO : -ENOTCONN; /* unreachable: the survey says so */
-    (void)r;
+    }
     int st = res->status;
     char *out = res->out;
     size_t doc = 0, doc_len = 0, lines = res->out_len;
-    struct deploy *d = cf->d;
-    struct agent_status *sc = cf->scratch[ct_fan_slot(cf, i)];
     /* lease take --status: the status document after the lease's lines, kept for the survey;
      * anything unreadable is simply asked again there */
     if (st == 0 && sc)
@@ -61,6 +65,20 @@ static int lease_done(struct ct_fan *cf, int i, int r, struct exec_result *res, 
             d->pre[i] = js ? 1 : 2;
             d->pre_features[i] = sc->features;
         }
+    }
+    /* taken, but its daemon sent nothing for the agent's own status deadline (stopped, hung):
+     * said as a stalled step, with that deadline (read from the agent's words), not this
+     * controller's (which did not fire) nor the survey's (which would only wait again) */
+    const char *wedged = st == 0 && sc && !d->pre[i] && res->err ? strstr(res->err, AGENT_WEDGED_SAID) : NULL;
+    double waited = 0;
+    if (wedged && agent_said_wedged(res->err) &&
+        sscanf(wedged + strlen(AGENT_WEDGED_SAID), "%lf", &waited) == 1 && waited > 0) {
+        const char *label = d->job->cts[i].label;
+        objsync_stall_msg("lease status", &label, 1, waited, d->job->name, d->lease_mute[i],
+                          sizeof d->lease_mute[i]);
+        size_t n = strlen(d->lease_mute[i]);
+        snprintf(d->lease_mute[i] + n, sizeof d->lease_mute[i] - n, " (the lease was taken there; %.0f s is "
+                 "the agent's own deadline for a status, and its daemon sent nothing)", waited);
     }
     /* an expired lease of another holder (a controller that died) taken over: said by the
      * caller, journalled by the agent (event lease-takeover) */
@@ -80,8 +98,11 @@ static int lease_one(struct ct_fan *cf, int i)
     if (r < 0)
         return lease_done(cf, i, r, NULL, NULL);
     struct exec_result res;
-    if (pct_run_agent(c, ct, cf->batch_args, cf->batch_timeout_s, &res) < 0)
-        return lease_done(cf, i, -EIO, NULL, c->err);
+    if ((r = pct_run_agent(c, ct, cf->batch_args, cf->batch_timeout_s, &res)) < 0) {
+        char why[CONN_ERR_MAX + 100];
+        snprintf(why, sizeof why, "%s: %s", ct->label, c->err); /* the step and its deadline */
+        return lease_done(cf, i, r, NULL, why);
+    }
     int st = lease_done(cf, i, 0, &res, NULL);
     exec_result_done(&res);
     return st;
@@ -206,6 +227,8 @@ int leases_take(struct deploy *d, double ttl, bool with_status)
     for (int i = 0; i < d->job->ncts; i++) {
         d->pre[i] = 0;
         d->lease_failed[i][0] = '\0';
+        if (with_status)
+            d->lease_mute[i][0] = '\0';
     }
     double asked = time_mono(); /* no agent's TTL began before this */
     (void)ct_fan_run(cf);

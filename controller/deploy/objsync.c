@@ -1223,6 +1223,8 @@ static const struct stall_step stall_steps[] = {
     { "release verify", "asked it to verify the release", "asked them to verify the release" },
     { "lease", "asked it for the job's deploy lease", "asked them for the job's deploy lease" },
     { "status", "asked it for the job's status", "asked them for the job's status" },
+    { "lease status", "asked it for the job's status with its deploy lease",
+      "asked them for the job's status with its deploy lease" },
 };
 
 void objsync_stall_msg(const char *what, const char *const *labels, int n, double timeout_s, const char *job,

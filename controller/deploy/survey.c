@@ -150,8 +150,8 @@ int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err
     if (!d->sv_js)
         d->sv_js = calloc((size_t)j->ncts, sizeof *d->sv_js); /* freed by deploy_done */
     bool skip[INV_MAX_CTS];
-    for (int i = 0; i < j->ncts; i++)
-        skip[i] = d->pre[i] != 0; /* answered with the lease */
+    for (int i = 0; i < j->ncts; i++) /* answered with the lease, or answered nothing then */
+        skip[i] = d->pre[i] != 0 || d->lease_mute[i][0];
     struct survey_arg *sa = NULL;
     struct ct_fan *cf = d->sv_js ? status_fan(d, skip, &sa) : NULL;
     bool ok = cf != NULL;
@@ -168,6 +168,16 @@ int survey(struct deploy *d, bool quiet_errors, bool *ret_all_current, char *err
             sa->js[i] = d->pre_js[i];
         cf->rc[i] = 0;
         d->pre[i] = 0; /* used once: a later survey asks */
+    }
+    for (int i = 0; i < j->ncts; i++) {
+        if (!d->lease_mute[i][0])
+            continue;
+        /* what the lease step found, with the deadline that fired there (asked again, the
+         * status waited another FLEET_STATUS_TIMEOUT_S and said that one instead) */
+        cf->rc[i] = -ETIMEDOUT;
+        cf->named[i] = true; /* the words name the container(s) */
+        (void)str_copy(cf->err[i], sizeof cf->err[i], d->lease_mute[i]);
+        d->lease_mute[i][0] = '\0'; /* used once */
     }
     for (int i = 0; i < j->ncts; i++) {
         const struct inv_ct *ct = &j->cts[i];
