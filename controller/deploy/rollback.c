@@ -386,6 +386,9 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         goto out;
     }
     interrupt_handlers(on_sigint);
+    /* as a deploy decides it after its survey: a revert of a failed activation leaves a stopped
+     * job stopped (revert --no-start where the agent knows it) */
+    bool was_stopped = deploy_job_is_stopped(&d);
     d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);
     if (ar == -ECANCELED) {
@@ -397,16 +400,29 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     char gsid[RELEASE_SHORT_LEN + 1];
     (void)ui_short(d.good, gsid);
     if (ar < 0) {
-        /* what to run next said with the state it leaves: "look with `drover status`" led to a
-         * promote of a target that never ran as a gang */
+        /* Activated in some containers only: the target runs there unpromoted, the good release
+         * restarts elsewhere, and the gang is split until the agents' deadlines.  The good release
+         * goes back everywhere now, as one gang, by the revert a failed deploy makes (it said
+         * "run `drover rollback`" and left the job split).  Recorded "reverted" with the name
+         * "rollback", no verdict on the target (pastfail skips it), and not marked bad by the
+         * agents: it never ran as a gang, and an earlier good release stays a rollback target. */
         char said[2200 + sizeof err];
         log_error("%s", err);
         deploy_rollback_failed_message(said, sizeof said, RBF_ACTIVATE, err, d.job->name, d.sid,
                                        d.good[0] ? gsid : NULL, d.probation_deadline_at);
         fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
                 d.job->name, said, ui_reset(stderr));
-        history_record(&d, "revert-failed", HISTORY_RC_NONE, err, -1);
-        ret = EXIT_REVERT_FAILED;
+        if (!d.good[0]) { /* nothing to put back: a revert would stop the job */
+            history_record(&d, "revert-failed", HISTORY_RC_NONE, err, -1);
+            ret = EXIT_REVERT_FAILED;
+            goto out;
+        }
+        char why[900];
+        snprintf(why, sizeof why, "rollback to %s: activate failed: %.760s", d.sid, err);
+        d.rollback = false; /* "reverted" (or "revert-failed"), as a failed deploy's revert */
+        d.no_bad_mark = true;
+        d.leave_stopped = was_stopped;
+        ret = revert_all(&d, HISTORY_RC_NONE, why);
         goto out;
     }
     char msg[700];

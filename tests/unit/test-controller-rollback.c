@@ -584,25 +584,104 @@ static void test_failed_rollback_says_how_back(void **state)
     st.jobs[0].ngoods = 2;
     strcpy(st.jobs[0].goods[0], next);
     strcpy(st.jobs[0].goods[1], good);
-    /* the activation fails in one container (the root ending in /b) */
-    rb_case = "*/b*activate*) echo 'activate: cannot exec bin/t' >&2; exit 1;;\n";
-    assert_int_equal(rb_record(d2, &st, 0, &e), EXIT_REVERT_FAILED);
-    snprintf(p, sizeof p, "%s/err", d2);
-    char *said = capture_slurp(p);
-    if (!strstr(said, "ROLLBACK FAILED for job 'train'") || strstr(said, "look with `drover status`") ||
-        !strstr(said, "where a56200000000 was activated it runs unpromoted, on its agents' probation") ||
-        !strstr(said, "`drover rollback --job train` puts cd5d00000000 back in every container now") ||
-        !strstr(said, "do not `drover promote --job train`"))
-        fail_msg("stderr: %s", said);
-    free(said);
-    /* activated everywhere, its promote failing: back to the good release by --to */
+    /* activated everywhere, its promote failing: back to the good release by --to (the
+     * activation failing in some containers only: test_rollback_activate_failed_reverts) */
     rb_case = "";
     assert_int_equal(rb_record(d2, &st, 1, &e), EXIT_REVERT_FAILED);
-    said = capture_slurp(p);
+    snprintf(p, sizeof p, "%s/err", d2);
+    char *said = capture_slurp(p);
     if (!strstr(said, "but its promote failed in some containers") ||
         !strstr(said, "`drover rollback --job train --to cd5d00000000` puts cd5d00000000 back"))
         fail_msg("stderr: %s", said);
     free(said);
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
+/* The calls the fake agent of rb_record logged in d2, and its stderr and stdout, after a run
+ * with rb_case (the calls log emptied first).  Returns the exit. */
+static int rb_run(const char *d2, struct agent_status *st, const char *rcase, struct history_entry *e,
+                  char **ret_calls, char **ret_err, char **ret_out)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/calls", d2);
+    (void)unlink(p);
+    rb_case = rcase;
+    int code = rb_record(d2, st, 0, e);
+    rb_case = "";
+    *ret_calls = capture_slurp(p);
+    snprintf(p, sizeof p, "%s/err", d2);
+    *ret_err = capture_slurp(p);
+    snprintf(p, sizeof p, "%s/out", d2);
+    *ret_out = capture_slurp(p);
+    return code;
+}
+
+/* `drover rollback` to an earlier good release whose activation failed in one container (the
+ * root ending in /b): the target ran unpromoted where it was activated, the good release
+ * restarted elsewhere, and the rollback only said ROLLBACK FAILED, "run `drover rollback --job
+ * J`", exit 4, leaving the gang split until the agents' deadlines.  It now reverts at once, as a
+ * failed deploy does: every agent is asked to revert (without marking the target bad: it is no
+ * probation verdict), the job ends on its good release as one gang, exit 3, recorded "reverted"
+ * (name "rollback", target first).  A job stopped before it is left stopped (revert --no-start);
+ * a revert that fails too is REVERT FAILED, exit 4, recorded "revert-failed". */
+static void test_rollback_activate_failed_reverts(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbact-XXXXXX";
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    struct history_entry e;
+    fake_agent_status_init(&st);
+    st.features = STATUS_FEATURES_ALL;
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, good);
+    strcpy(st.jobs[0].good, next);
+    st.jobs[0].ngoods = 2;
+    strcpy(st.jobs[0].goods[0], next);
+    strcpy(st.jobs[0].goods[1], good);
+    static const char act_fails[] = "*/b/agent.sock\\ activate\\ *) echo 'activate: cannot exec bin/t' >&2; exit 1;;\n";
+    char *calls, *err, *out;
+    int code = rb_run(d2, &st, act_fails, &e, &calls, &err, &out);
+    if (code != EXIT_REVERTED || strcmp(e.result, "reverted") != 0 || strcmp(e.name, "rollback") != 0 ||
+        !strstr(err, "ROLLBACK FAILED for job 'train'") ||
+        !strstr(err, "a56200000000 was activated in some containers only (the gang is split): putting "
+                     "cd5d00000000 back in every container now, as one gang") ||
+        strstr(err, "`drover rollback --job train` puts") ||
+        !strstr(out, "reverted job 'train' to cd5d00000000") ||
+        count_of(calls, "sock revert --job train") != 2 || count_of(calls, "--no-mark") != 2 ||
+        strstr(calls, "--no-start"))
+        fail_msg("exit %d, record %s (%s)\nstderr: %s\nstdout: %s\ncalls: %s", code, e.result, e.name, err, out,
+                 calls);
+    assert_string_equal(e.release, good); /* the target first, the good release it came from */
+    assert_string_equal(e.previous, next);
+    assert_non_null(strstr(e.reason, "activate failed"));
+    free(calls);
+    free(err);
+    free(out);
+    /* the job was stopped before: the revert leaves it stopped (its agents know --no-start) */
+    st.jobs[0].state = GANG_STOPPED;
+    code = rb_run(d2, &st, act_fails, &e, &calls, &err, &out);
+    if (code != EXIT_REVERTED || strcmp(e.result, "reverted") != 0 || count_of(calls, "--no-start") != 2 ||
+        !strstr(out, "so it is left stopped"))
+        fail_msg("exit %d, record %s\nstderr: %s\nstdout: %s\ncalls: %s", code, e.result, err, out, calls);
+    free(calls);
+    free(err);
+    free(out);
+    /* the revert fails too (in /b): REVERT FAILED, recorded so */
+    st.jobs[0].state = GANG_RUNNING;
+    char both[400];
+    snprintf(both, sizeof both, "%s*/b/agent.sock\\ revert\\ *) echo 'revert: no space left' >&2; exit 1;;\n",
+             act_fails);
+    code = rb_run(d2, &st, both, &e, &calls, &err, &out);
+    if (code != EXIT_REVERT_FAILED || strcmp(e.result, "revert-failed") != 0 || !strstr(out, "REVERT FAILED") ||
+        !strstr(e.reason, "activate failed"))
+        fail_msg("exit %d, record %s\nstderr: %s\nstdout: %s\ncalls: %s", code, e.result, err, out, calls);
+    free(calls);
+    free(err);
+    free(out);
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
@@ -643,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_rollback_to_damaged_target_stops_nothing),
         cmocka_unit_test(test_rollback_record_names_target_first),
         cmocka_unit_test(test_failed_rollback_says_how_back),
+        cmocka_unit_test(test_rollback_activate_failed_reverts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
