@@ -1544,8 +1544,12 @@ static int promote_one(struct ct_fan *cf, int i)
                       sizeof cf->err[i]);
 }
 
-/* Promote everywhere; ss (may be NULL) goes along as the job's new baseline samples. */
 int promote_all(struct deploy *d, double ktok, const struct sample_set *ss)
+{
+    return promote_cts(d, ktok, ss, NULL);
+}
+
+int promote_cts(struct deploy *d, double ktok, const struct sample_set *ss, const bool *skip)
 {
     const struct inv_job *j = d->job;
     char *text = NULL;
@@ -1560,6 +1564,8 @@ int promote_all(struct deploy *d, double ktok, const struct sample_set *ss)
         cf->d = d;
         cf->fn = promote_one;
         cf->arg = &pa;
+        for (int i = 0; skip && i < j->ncts; i++)
+            cf->skip[i] = skip[i];
         failed = ct_fan_run(cf); /* every host at once */
         for (int i = 0; i < j->ncts; i++)
             if (cf->rc[i] < 0)
