@@ -1655,8 +1655,12 @@ static int promote_one(struct ct_fan *cf, int i)
                       sizeof cf->err[i]);
 }
 
-/* Promote everywhere; ss (may be NULL) goes along as the job's new baseline samples. */
 int promote_all(struct deploy *d, double ktok, const struct sample_set *ss)
+{
+    return promote_cts(d, ktok, ss, NULL);
+}
+
+int promote_cts(struct deploy *d, double ktok, const struct sample_set *ss, const bool *skip)
 {
     const struct inv_job *j = d->job;
     char *text = NULL;
@@ -1671,6 +1675,8 @@ int promote_all(struct deploy *d, double ktok, const struct sample_set *ss)
         cf->d = d;
         cf->fn = promote_one;
         cf->arg = &pa;
+        for (int i = 0; skip && i < j->ncts; i++)
+            cf->skip[i] = skip[i];
         failed = ct_fan_run(cf); /* every host at once */
         for (int i = 0; i < j->ncts; i++)
             if (cf->rc[i] < 0)
@@ -2044,20 +2050,30 @@ void deploy_rollback_failed_message(char *buf, size_t sz, enum rollback_failure 
                  when, job, g, g, target, job);
         return;
     }
-    char state[700];
-    if (kind == RBF_ACTIVATE)
-        snprintf(state, sizeof state, "where %s was activated it runs unpromoted, on its agents' probation "
-                 "(they return to %s by themselves at its deadline%s), and where it was not their agents "
-                 "start %s again by themselves (at the latest once the switch's deadline passes): the "
-                 "gang is split", target, g, when, g);
-    else
-        snprintf(state, sizeof state, "%s runs unpromoted in every container, on its agents' probation: "
-                 "they return to %s by themselves when it fails there, or at its deadline%s", target, g,
-                 when);
-    snprintf(buf, sz, "%s; %s.  `drover rollback --job %s` puts %s back in every container now, as one "
-             "gang, and watches its recovery; do not `drover promote --job %s` (%s %s: promoted, it "
-             "would run as the good release with no probation watching it)", why, state, job, g, job,
-             target, kind == RBF_ACTIVATE ? "never ran as one gang" : "did not recover");
+    if (kind == RBF_ACTIVATE && good && good[0]) {
+        /* the rollback reverts at once (rollback.c): the revert's own verdict follows, REVERT
+         * FAILED with what to do when it fails.  It said "run `drover rollback`" and left the
+         * gang split until the agents' deadlines */
+        snprintf(buf, sz, "%s; %s was activated in some containers only (the gang is split): putting %s "
+                 "back in every container now, as one gang, as a failed deploy's revert does (the "
+                 "revert's outcome follows); do not `drover promote --job %s` (%s never ran as one gang)",
+                 why, target, good, job, target);
+        return;
+    }
+    if (kind == RBF_ACTIVATE) {
+        /* no good release to put back: nothing reverts it as one gang */
+        snprintf(buf, sz, "%s; %s was activated in some containers only (the gang is split), and job '%s' "
+                 "has no good release to put back: where %s was activated it runs unpromoted, on its "
+                 "agents' probation (until its deadline%s); `drover deploy DIR --job %s` runs one gang "
+                 "again; do not `drover promote --job %s` (%s never ran as one gang)", why, target, job,
+                 target, when, job, job, target);
+        return;
+    }
+    snprintf(buf, sz, "%s; %s runs unpromoted in every container, on its agents' probation: they return "
+             "to %s by themselves when it fails there, or at its deadline%s.  `drover rollback --job %s` "
+             "puts %s back in every container now, as one gang, and watches its recovery; do not `drover "
+             "promote --job %s` (%s did not recover: promoted, it would run as the good release with no "
+             "probation watching it)", why, target, g, when, job, g, job, target);
 }
 
 /* Do a and b write to one file: one terminal, `2>&1`, or -o json's stdout onto stderr? */

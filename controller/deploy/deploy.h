@@ -175,7 +175,8 @@ void deploy_revert_unconfirmed_message(char *buf, size_t sz, const char *why, co
 /* How a rollback of job to target (short id) from the good release good failed after its
  * switch began (its ROLLBACK FAILED line, exit 4). */
 enum rollback_failure {
-    RBF_ACTIVATE, /* activated in some containers only: the rest start good again by themselves */
+    RBF_ACTIVATE, /* activated in some containers only: the rollback reverts to good everywhere
+                     (said so; with no good release, the split and the deploy that ends it) */
     RBF_RECOVERY, /* activated everywhere, did not recover, its agents have not gone back yet */
     RBF_PROMOTE,  /* trains (or --now), but its promote failed in some containers */
 };
@@ -184,7 +185,9 @@ enum rollback_failure {
  * the command that puts good back now and watches it: `drover rollback --job J`, or `--to good`
  * where a partial promote left the containers disagreeing on the good release.  Never `drover
  * promote` of a target that did not recover: it would run as the good release, no probation
- * watching it.  It said "look with `drover status`", or nothing. */
+ * watching it.  It said "look with `drover status`", or nothing.  RBF_ACTIVATE says instead
+ * that good is being put back everywhere now, as one gang (the rollback's revert, whose outcome
+ * follows), or, good NULL, that there is none to put back and a deploy ends the split. */
 void deploy_rollback_failed_message(char *buf, size_t sz, enum rollback_failure kind, const char *why,
                                     const char *job, const char *target, const char *good, double deadline_at);
 

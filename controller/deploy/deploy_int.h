@@ -337,7 +337,13 @@ int revert_all(struct deploy *d, enum history_reason code, const char *reason);
  * stopped job's revert starts the good release, which revert_all then stops again (an older
  * agent; a mixed fleet, until `drover install` updates it). */
 bool deploy_revert_leaves_stopped(const struct deploy *d, int i);
+/* Promote d->id everywhere (with the spec digest d->want_spec[i] where the agent knows it); ss
+ * (may be NULL) goes along as the job's new baseline samples.  Each failure logged; -EIO when
+ * any container failed. */
 int promote_all(struct deploy *d, double ktok, const struct sample_set *ss);
+/* promote_all, leaving out container i where skip[i] (skip NULL: none left out): `drover
+ * promote` where an earlier promote worked already. */
+int promote_cts(struct deploy *d, double ktok, const struct sample_set *ss, const bool *skip);
 struct sample_set *load_base_samples(struct deploy *d);
 /* Follow one watch stream per container and feed p until it decides (what labels the progress
  * lines); Ctrl-C (deploy_interrupted) or a lost lease end it PENDING. */

@@ -386,6 +386,9 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         goto out;
     }
     interrupt_handlers(on_sigint);
+    /* as a deploy decides it after its survey: a revert of a failed activation leaves a stopped
+     * job stopped (revert --no-start where the agent knows it) */
+    bool was_stopped = deploy_job_is_stopped(&d);
     d.switching = true;
     int ar = activate_cts(&d, pdl, err, sizeof err);
     if (ar == -ECANCELED) {
@@ -397,16 +400,29 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     char gsid[RELEASE_SHORT_LEN + 1];
     (void)ui_short(d.good, gsid);
     if (ar < 0) {
-        /* what to run next said with the state it leaves: "look with `drover status`" led to a
-         * promote of a target that never ran as a gang */
+        /* Activated in some containers only: the target runs there unpromoted, the good release
+         * restarts elsewhere, and the gang is split until the agents' deadlines.  The good release
+         * goes back everywhere now, as one gang, by the revert a failed deploy makes (it said
+         * "run `drover rollback`" and left the job split).  Recorded "reverted" with the name
+         * "rollback", no verdict on the target (pastfail skips it), and not marked bad by the
+         * agents: it never ran as a gang, and an earlier good release stays a rollback target. */
         char said[2200 + sizeof err];
         log_error("%s", err);
         deploy_rollback_failed_message(said, sizeof said, RBF_ACTIVATE, err, d.job->name, d.sid,
                                        d.good[0] ? gsid : NULL, d.probation_deadline_at);
         fprintf(stderr, "%s%sROLLBACK FAILED for job '%s': %s%s\n", ui_bold(stderr), ui_red(stderr),
                 d.job->name, said, ui_reset(stderr));
-        history_record(&d, "revert-failed", HISTORY_RC_NONE, err, -1);
-        ret = EXIT_REVERT_FAILED;
+        if (!d.good[0]) { /* nothing to put back: a revert would stop the job */
+            history_record(&d, "revert-failed", HISTORY_RC_NONE, err, -1);
+            ret = EXIT_REVERT_FAILED;
+            goto out;
+        }
+        char why[900];
+        snprintf(why, sizeof why, "rollback to %s: activate failed: %.760s", d.sid, err);
+        d.rollback = false; /* "reverted" (or "revert-failed"), as a failed deploy's revert */
+        d.no_bad_mark = true;
+        d.leave_stopped = was_stopped;
+        ret = revert_all(&d, HISTORY_RC_NONE, why);
         goto out;
     }
     char msg[700];
@@ -493,6 +509,75 @@ out:
     return ret;
 }
 
+/* Does container i hold something for a promote: it runs a release, or a job spec, that was
+ * not promoted there (its good pair is not what runs)? */
+static bool ct_holds(const struct job_status *js)
+{
+    return js && js->current[0] &&
+           (strcmp(js->current, js->good) != 0 || strcmp(js->spec_digest, js->good_spec_digest) != 0);
+}
+
+/* What `drover promote` promotes, from every container's view (never the first one's: after a
+ * promote that failed in some containers only, the first could call the release good already,
+ * and "nothing is held" was said while the others held it on their agents' probation).  The
+ * candidate is the release held in the first container that holds one; every container must
+ * run it.  Returns how many containers hold it (skip[i] set where it is promoted already, named
+ * in note, ", "-joined, "" where none), with d->current the candidate and d->good the good
+ * release it replaces (a holding container's); 0 when none holds anything; -1 when the
+ * containers do not run one release (or one runs none of the job), with the refusal in note. */
+static int held_plan(struct deploy *d, bool skip[INV_MAX_CTS], char *note, size_t note_sz)
+{
+    const struct inv_job *j = d->job;
+    int first = -1;
+    for (int i = 0; i < j->ncts && first < 0; i++)
+        if (d->sv_found[i] && ct_holds(&d->sv_js[i]))
+            first = i;
+    note[0] = '\0';
+    if (first < 0)
+        return 0;
+    const char *cand = d->sv_js[first].current;
+    char csid[RELEASE_SHORT_LEN + 1], a[RELEASE_SHORT_LEN + 1], b[RELEASE_SHORT_LEN + 1];
+    (void)ui_short(cand, csid);
+    char who[1400] = "", already[600] = "";
+    size_t wn = 0, an = 0;
+    int held = 0, odd = 0;
+    for (int i = 0; i < j->ncts; i++) {
+        const struct job_status *js = d->sv_found[i] ? &d->sv_js[i] : NULL;
+        skip[i] = false;
+        if (js && js->current[0] && !strcmp(js->current, cand)) {
+            if (ct_holds(js)) {
+                held++;
+            } else { /* promoted there: its promote worked, another's did not */
+                skip[i] = true;
+                an += (size_t)snprintf(already + an, an < sizeof already ? sizeof already - an : 0, "%s%s",
+                                       an ? ", " : "", j->cts[i].label);
+            }
+            continue;
+        }
+        odd++;
+        if (!js || !js->current[0])
+            wn += (size_t)snprintf(who + wn, wn < sizeof who ? sizeof who - wn : 0, "%s%s runs no release of "
+                                   "the job", wn ? "; " : "", j->cts[i].label);
+        else
+            wn += (size_t)snprintf(who + wn, wn < sizeof who ? sizeof who - wn : 0, "%s%s runs %s (%s%s)",
+                                   wn ? "; " : "", j->cts[i].label, ui_short(js->current, a),
+                                   ct_holds(js) ? "not promoted there, good " : "its good release",
+                                   ct_holds(js) ? ui_short(js->good, b) : "");
+    }
+    if (odd) {
+        snprintf(note, note_sz, "promote of job '%s' refused, nothing promoted: its containers do not run one "
+                 "release: %s holds %s (not promoted there); %s.  `drover status --job %s` shows each; "
+                 "`drover rollback --job %s --to ID` puts the release ID back in every container, or "
+                 "`drover deploy DIR --job %s` runs a release's probation again as one gang", j->name,
+                 j->cts[first].label, csid, who, j->name, j->name, j->name);
+        return -1;
+    }
+    (void)str_copy(d->current, sizeof d->current, cand);
+    (void)str_copy(d->good, sizeof d->good, d->sv_js[first].good);
+    (void)str_copy(note, note_sz, already);
+    return held;
+}
+
 int deploy_decide_held(struct fleet *f, const char *job, bool promote)
 {
     struct deploy d;
@@ -520,7 +605,14 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
         log_error("%s", msg);
         goto out;
     }
-    if (!d.current[0] || (strcmp(d.current, d.good) == 0 && !d.off_good_spec)) {
+    bool skip[INV_MAX_CTS] = { false };
+    char already[1600] = "";
+    int held = promote ? held_plan(&d, skip, already, sizeof already) : 1;
+    if (held < 0) {
+        log_error("%s", already);
+        goto out;
+    }
+    if (!d.current[0] || held == 0 || (!promote && strcmp(d.current, d.good) == 0 && !d.off_good_spec)) {
         char msg[400];
         deploy_nothing_held_message(msg, sizeof msg, d.job->name, !d.current[0], promote);
         log_error("%s", msg);
@@ -560,7 +652,11 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
         ss = NULL;
     }
     double k = ss ? probation_median(ss->ktok_s, ss->n) : -1;
-    if (promote_all(&d, k, ss) < 0) {
+    if (already[0])
+        fprintf(stderr, "promote: %s is promoted already in %s (an earlier promote worked there only): "
+                "promoting it where it is held, %d %s\n", d.sid, already, held,
+                text_plural(held, "container", "containers"));
+    if (promote_cts(&d, k, ss, skip) < 0) {
         history_record(&d, "failed", HISTORY_RC_PROMOTE_FAILED, "promote by the operator failed", k);
         free(ss);
         goto out;

@@ -446,12 +446,36 @@ static void test_rollback_failed_says_state_and_command(void **state)
     assert_non_null(strstr(m, "puts the good release back"));
 }
 
+/* ROLLBACK FAILED after its target was activated in some containers only: the rollback puts the
+ * good release back everywhere at once, as a failed deploy's revert does, and says so; the
+ * revert's own outcome follows.  It told the operator to run `drover rollback --job J` and left
+ * the gang split until the agents' deadlines.  With no good release nothing can be put back:
+ * said, with the deploy that runs one gang again. */
+static void test_rollback_activate_failed_reverts(void **state)
+{
+    (void)state;
+    char m[2000];
+    deploy_rollback_failed_message(m, sizeof m, RBF_ACTIVATE, "h1:102: activate: cannot exec bin/t", "train",
+                                   "a56200000000", "cd5d00000000", 1796220191.0);
+    assert_string_equal(m, "h1:102: activate: cannot exec bin/t; a56200000000 was activated in some containers "
+                           "only (the gang is split): putting cd5d00000000 back in every container now, as one "
+                           "gang, as a failed deploy's revert does (the revert's outcome follows); do not "
+                           "`drover promote --job train` (a56200000000 never ran as one gang)");
+    assert_null(strstr(m, "`drover rollback --job train`"));
+    deploy_rollback_failed_message(m, sizeof m, RBF_ACTIVATE, "x", "train", "a56200000000", NULL, 1796220191.0);
+    assert_non_null(strstr(m, "job 'train' has no good release to put back"));
+    assert_non_null(strstr(m, "(until its deadline, about 14:03:11 UTC)"));
+    assert_non_null(strstr(m, "`drover deploy DIR --job train` runs one gang again"));
+    assert_null(strstr(m, "putting"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nothing_held),
         cmocka_unit_test(test_hint_only_for_agent),
         cmocka_unit_test(test_rollback_failed_says_state_and_command),
+        cmocka_unit_test(test_rollback_activate_failed_reverts),
         cmocka_unit_test(test_unsurveyed_store_not_writable),
         cmocka_unit_test(test_said_store_unwritable),
         cmocka_unit_test(test_left_stopped_message),

@@ -483,6 +483,8 @@ static void test_rollback_to_damaged_target_stops_nothing(void **state)
 /* The history record of a `drover rollback --now` of job train against a fake agent whose status
  * is st and whose promote exits promote_rc: its last record in state_dir (*ret), and the exit. */
 static const char *rb_case = ""; /* one more case of the fake agent's, before its own */
+static int (*rb_fn)(struct fleet *, int, char **) = rb_verb; /* the verb rb_record runs */
+static bool rb_refusal; /* rb_record: no record is expected */
 static int rb_record(const char *d2, struct agent_status *st, int promote_rc, struct history_entry *ret)
 {
     char p[600], text[1400], keys[300], out[600], err[600];
@@ -500,11 +502,16 @@ static int rb_record(const char *d2, struct agent_status *st, int promote_rc, st
     struct inventory *inv2 = fake_agent_inventory(d2, keys, "", "c");
     snprintf(out, sizeof out, "%s/out", d2);
     snprintf(err, sizeof err, "%s/err", d2);
-    int code = capture_verb(rb_verb, inv2, NULL, 0, out, err);
+    int code = capture_verb(rb_fn, inv2, NULL, 0, out, err);
     struct history_entry *h = NULL;
     size_t n = 0;
     snprintf(p, sizeof p, "%s/state", d2);
     assert_int_equal(state_history_read(p, "train", &h, &n, NULL), 0);
+    if (n == 0 && rb_refusal) { /* a refusal writes no record */
+        memset(ret, 0, sizeof *ret);
+        inventory_free(inv2);
+        return code;
+    }
     if (n == 0) {
         char *e = capture_slurp(err);
         fail_msg("exit %d, no record; stderr: %s", code, e);
@@ -584,25 +591,190 @@ static void test_failed_rollback_says_how_back(void **state)
     st.jobs[0].ngoods = 2;
     strcpy(st.jobs[0].goods[0], next);
     strcpy(st.jobs[0].goods[1], good);
-    /* the activation fails in one container (the root ending in /b) */
-    rb_case = "*/b*activate*) echo 'activate: cannot exec bin/t' >&2; exit 1;;\n";
-    assert_int_equal(rb_record(d2, &st, 0, &e), EXIT_REVERT_FAILED);
-    snprintf(p, sizeof p, "%s/err", d2);
-    char *said = capture_slurp(p);
-    if (!strstr(said, "ROLLBACK FAILED for job 'train'") || strstr(said, "look with `drover status`") ||
-        !strstr(said, "where a56200000000 was activated it runs unpromoted, on its agents' probation") ||
-        !strstr(said, "`drover rollback --job train` puts cd5d00000000 back in every container now") ||
-        !strstr(said, "do not `drover promote --job train`"))
-        fail_msg("stderr: %s", said);
-    free(said);
-    /* activated everywhere, its promote failing: back to the good release by --to */
+    /* activated everywhere, its promote failing: back to the good release by --to (the
+     * activation failing in some containers only: test_rollback_activate_failed_reverts) */
     rb_case = "";
     assert_int_equal(rb_record(d2, &st, 1, &e), EXIT_REVERT_FAILED);
-    said = capture_slurp(p);
+    snprintf(p, sizeof p, "%s/err", d2);
+    char *said = capture_slurp(p);
     if (!strstr(said, "but its promote failed in some containers") ||
         !strstr(said, "`drover rollback --job train --to cd5d00000000` puts cd5d00000000 back"))
         fail_msg("stderr: %s", said);
     free(said);
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
+/* The calls the fake agent of rb_record logged in d2, and its stderr and stdout, after a run
+ * with rb_case (the calls log emptied first).  Returns the exit. */
+static int rb_run(const char *d2, struct agent_status *st, const char *rcase, struct history_entry *e,
+                  char **ret_calls, char **ret_err, char **ret_out)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/calls", d2);
+    (void)unlink(p);
+    rb_case = rcase;
+    int code = rb_record(d2, st, 0, e);
+    rb_case = "";
+    *ret_calls = capture_slurp(p);
+    snprintf(p, sizeof p, "%s/err", d2);
+    *ret_err = capture_slurp(p);
+    snprintf(p, sizeof p, "%s/out", d2);
+    *ret_out = capture_slurp(p);
+    return code;
+}
+
+/* `drover rollback` to an earlier good release whose activation failed in one container (the
+ * root ending in /b): the target ran unpromoted where it was activated, the good release
+ * restarted elsewhere, and the rollback only said ROLLBACK FAILED, "run `drover rollback --job
+ * J`", exit 4, leaving the gang split until the agents' deadlines.  It now reverts at once, as a
+ * failed deploy does: every agent is asked to revert (without marking the target bad: it is no
+ * probation verdict), the job ends on its good release as one gang, exit 3, recorded "reverted"
+ * (name "rollback", target first).  A job stopped before it is left stopped (revert --no-start);
+ * a revert that fails too is REVERT FAILED, exit 4, recorded "revert-failed". */
+static void test_rollback_activate_failed_reverts(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbact-XXXXXX";
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    struct history_entry e;
+    fake_agent_status_init(&st);
+    st.features = STATUS_FEATURES_ALL;
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, good);
+    strcpy(st.jobs[0].good, next);
+    st.jobs[0].ngoods = 2;
+    strcpy(st.jobs[0].goods[0], next);
+    strcpy(st.jobs[0].goods[1], good);
+    static const char act_fails[] = "*/b/agent.sock\\ activate\\ *) echo 'activate: cannot exec bin/t' >&2; exit 1;;\n";
+    char *calls, *err, *out;
+    int code = rb_run(d2, &st, act_fails, &e, &calls, &err, &out);
+    if (code != EXIT_REVERTED || strcmp(e.result, "reverted") != 0 || strcmp(e.name, "rollback") != 0 ||
+        !strstr(err, "ROLLBACK FAILED for job 'train'") ||
+        !strstr(err, "a56200000000 was activated in some containers only (the gang is split): putting "
+                     "cd5d00000000 back in every container now, as one gang") ||
+        strstr(err, "`drover rollback --job train` puts") ||
+        !strstr(out, "reverted job 'train' to cd5d00000000") ||
+        count_of(calls, "sock revert --job train") != 2 || count_of(calls, "--no-mark") != 2 ||
+        strstr(calls, "--no-start"))
+        fail_msg("exit %d, record %s (%s)\nstderr: %s\nstdout: %s\ncalls: %s", code, e.result, e.name, err, out,
+                 calls);
+    assert_string_equal(e.release, good); /* the target first, the good release it came from */
+    assert_string_equal(e.previous, next);
+    assert_non_null(strstr(e.reason, "activate failed"));
+    free(calls);
+    free(err);
+    free(out);
+    /* the job was stopped before: the revert leaves it stopped (its agents know --no-start) */
+    st.jobs[0].state = GANG_STOPPED;
+    code = rb_run(d2, &st, act_fails, &e, &calls, &err, &out);
+    if (code != EXIT_REVERTED || strcmp(e.result, "reverted") != 0 || count_of(calls, "--no-start") != 2 ||
+        !strstr(out, "so it is left stopped"))
+        fail_msg("exit %d, record %s\nstderr: %s\nstdout: %s\ncalls: %s", code, e.result, err, out, calls);
+    free(calls);
+    free(err);
+    free(out);
+    /* the revert fails too (in /b): REVERT FAILED, recorded so */
+    st.jobs[0].state = GANG_RUNNING;
+    char both[400];
+    snprintf(both, sizeof both, "%s*/b/agent.sock\\ revert\\ *) echo 'revert: no space left' >&2; exit 1;;\n",
+             act_fails);
+    code = rb_run(d2, &st, both, &e, &calls, &err, &out);
+    if (code != EXIT_REVERT_FAILED || strcmp(e.result, "revert-failed") != 0 || !strstr(out, "REVERT FAILED") ||
+        !strstr(e.reason, "activate failed"))
+        fail_msg("exit %d, record %s\nstderr: %s\nstdout: %s\ncalls: %s", code, e.result, err, out, calls);
+    free(calls);
+    free(err);
+    free(out);
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
+/* `drover promote --job train` */
+static int promote_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return deploy_decide_held(f, "train", true);
+}
+
+/* `drover promote` after a promote that failed in some containers only (a deploy's, or a held
+ * release's): the container it worked in calls the candidate good, the other still holds it on
+ * its agent's probation.  The promote read the job from the first container only and refused,
+ * "runs its good release: nothing is held to promote", while the other would revert it at its
+ * deadline.  It reads every container: promotes where the candidate is held, says where it is
+ * promoted already, and records the good release it replaced as previous.  Containers that do
+ * not run one release are refused, each named, with what to run instead. */
+static void test_promote_after_partial_promote(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbprom-XXXXXX", p[600], bcase[900];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st, stb;
+    struct history_entry e;
+    /* /a: next promoted (its promote worked); /b: next runs, good is still good */
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, good);
+    strcpy(st.jobs[0].good, next);
+    st.jobs[0].ngoods = 2;
+    strcpy(st.jobs[0].goods[0], next);
+    strcpy(st.jobs[0].goods[1], good);
+    stb = st;
+    strcpy(stb.jobs[0].good, good);
+    stb.jobs[0].ngoods = 1;
+    strcpy(stb.jobs[0].goods[0], good);
+    char *doc = fake_agent_doc(&stb, false);
+    snprintf(p, sizeof p, "%s/status-b.json", d2);
+    capture_put(p, doc, 0644);
+    free(doc);
+    snprintf(bcase, sizeof bcase, "*/b/agent.sock\\ lease\\ take*|*/b/agent.sock\\ status*) cat '%s';;\n", p);
+    rb_fn = promote_verb;
+    rb_case = bcase;
+    int code = rb_record(d2, &st, 0, &e);
+    snprintf(p, sizeof p, "%s/calls", d2);
+    char *calls = capture_slurp(p);
+    snprintf(p, sizeof p, "%s/err", d2);
+    char *err = capture_slurp(p);
+    if (code != EXIT_OK || strcmp(e.result, "promoted") != 0 || strstr(err, "nothing is held") ||
+        !strstr(err, "promote: cd5d00000000 is promoted already in h1:local:") ||
+        count_of(calls, "sock promote ") != 1 || !strstr(calls, "/b/agent.sock promote "))
+        fail_msg("exit %d, record %s\nstderr: %s\ncalls: %s", code, e.result, err, calls);
+    assert_string_equal(e.release, next);
+    assert_string_equal(e.previous, good); /* the good release it replaced, not itself */
+    free(calls);
+    free(err);
+    /* /b went back to good by itself (its deadline passed): no one release to promote */
+    strcpy(stb.jobs[0].current, good);
+    doc = fake_agent_doc(&stb, false);
+    snprintf(p, sizeof p, "%s/status-b.json", d2);
+    capture_put(p, doc, 0644);
+    free(doc);
+    snprintf(p, sizeof p, "%s/calls", d2);
+    (void)unlink(p);
+    /* and /a holds next unpromoted, so a promote has a candidate to name */
+    strcpy(st.jobs[0].good, good);
+    rb_refusal = true;
+    code = rb_record(d2, &st, 0, &e);
+    rb_refusal = false;
+    calls = capture_slurp(p);
+    snprintf(p, sizeof p, "%s/err", d2);
+    err = capture_slurp(p);
+    if (code != EXIT_FAIL || strstr(calls, "sock promote ") ||
+        !strstr(err, "promote of job 'train' refused, nothing promoted: its containers do not run one release") ||
+        !strstr(err, "/a holds cd5d00000000 (not promoted there)") ||
+        !strstr(err, "/b runs a56200000000 (its good release)") ||
+        !strstr(err, "`drover rollback --job train --to ID`"))
+        fail_msg("exit %d\nstderr: %s\ncalls: %s", code, err, calls);
+    free(calls);
+    free(err);
+    rb_fn = rb_verb;
+    rb_case = "";
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
@@ -643,6 +815,8 @@ int main(void)
         cmocka_unit_test(test_rollback_to_damaged_target_stops_nothing),
         cmocka_unit_test(test_rollback_record_names_target_first),
         cmocka_unit_test(test_failed_rollback_says_how_back),
+        cmocka_unit_test(test_rollback_activate_failed_reverts),
+        cmocka_unit_test(test_promote_after_partial_promote),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
