@@ -964,7 +964,7 @@ static void host_end_calls(struct host_job *hj, const int *cts, int n, const cha
         } else if (r < 0 || cnt[k] < 0) {
             int w = snprintf(left + lo, sizeof left - lo, "%s%s (%.200s)", lo ? ", " : "", cs[k]->label,
                              r == -ETIMEDOUT ? "no answer" : r == -ENOTCONN ? "the host no longer answers"
-                             : c && r < 0 && c->err[0] ? c->err : strerror(-(r < 0 ? r : cnt[k])));
+                             : r == 0 ? "pct exec failed there" : c && c->err[0] ? c->err : strerror(-r));
             lo += w > 0 && (size_t)w < sizeof left - lo ? (size_t)w : 0;
         }
     }

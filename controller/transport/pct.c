@@ -86,7 +86,7 @@ int pct_end_calls(struct conn *c, const struct inv_ct *const *cts, int n, const 
 {
     if (n <= 0 || n > INV_MAX_CTS)
         return -EINVAL;
-    const char *argv[6 + INV_MAX_CTS];
+    const char *argv[7 + INV_MAX_CTS]; /* sh -c SCRIPT sh TOKEN SCAN VMID... NULL */
     char vmids[INV_MAX_CTS][16];
     int a = 0;
     argv[a++] = "sh";
@@ -138,7 +138,8 @@ static void say_ended(struct conn *c, const struct inv_ct *ct, int r, int count,
         snprintf(c->err + el, sizeof c->err - el, "; drover ended it there (SIGTERM, then SIGKILL)");
     else if (r < 0 || count < 0)
         snprintf(c->err + el, sizeof c->err - el, "; drover could not end it there (%s): it may still be running",
-                 r == -ETIMEDOUT ? "no answer" : strerror(-(r < 0 ? r : count)));
+                 r == -ETIMEDOUT ? "no answer" : r == -ENOTCONN ? "the host no longer answers"
+                 : r == 0 ? "pct exec failed there" : strerror(-r));
 }
 
 /* After conn_run gave r for a call marked with token in ct: end what is left of it there. */
