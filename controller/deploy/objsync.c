@@ -63,21 +63,6 @@ static const char SH_RECV_PACK[] =
     "tar -x -m -f - -C \"$d\" --no-same-owner\n"
     "find \"$d\" -maxdepth 1 -type f -exec mv -f -t . {} +\n";
 
-/* In a container (run through pct exec; on the host itself for a local root): SIGKILL every
- * `drover-agent release install` of the manifest $1 (ROOT/incoming/<id>.manifest: one agent
- * root, one release), and say how many.  SIGKILL because the install may be stopped (SIGSTOP):
- * a stopped process keeps a SIGTERM pending until it is continued, and closing the channel
- * reaches neither it nor lxc-attach's child.  Nothing of an install is current until its last
- * rename (agent/objstore.c), and its temp names carry its pid, removed once it is gone.  The
- * pattern is built from pieces, so that this script's own command line never matches it. */
-static const char SH_END_INSTALL[] =
-    "a=release; n=0\n"
-    "for p in /proc/[0-9]*; do\n"
-    "  c=$(tr '\\0' ' ' <\"$p/cmdline\" 2>/dev/null) || continue\n"
-    "  case \"$c\" in *\" $a install $1 \"*) kill -KILL \"${p#/proc/}\" 2>/dev/null && n=$((n+1));; esac\n"
-    "done\n"
-    "echo $n\n";
-
 /* Fan-out: one host shell runs a command in every container of the host at once.  $2 is the
  * stdin of each: "none", "file" ($3, relative to the store), or "pack" (a tar of the objects
  * whose sha256s this script reads on its own stdin, made afresh for each container).  "stage"
@@ -773,6 +758,7 @@ struct host_job {
     struct objsync_lease *lease;
     struct sync_stats stats;
     int ret;
+    int ended;      /* the last host exec's conn->ended (a local host's process group ended) */
     char err[1024];
 };
 
@@ -801,10 +787,12 @@ static int host_argv(struct host_job *hj, const char *const *argv, send_produce_
         o.idle_s = atof(idle);
     uint64_t sent = 0;
     struct exec_result res;
+    c->ended = c->ssh ? -ENOSYS : 0;
     if (produce)
         r = conn_send(c, argv, &o, produce, ctx, &res, &sent);
     else
         r = conn_run(c, argv, finish_s, &res);
+    hj->ended = c->ssh ? -ENOSYS : c->ended;
     if (ret_sent)
         *ret_sent = sent;
     if (r < 0) {
@@ -938,57 +926,69 @@ int objsync_lacks_filter(const char *text, size_t len, const struct manifest2 *m
     return 0;
 }
 
-/* After the deadline of an exec that ran `release install` in cts[0..n) fired: end those
- * installs (SH_END_INSTALL, in a new session: the stalled one was dropped) and add to hj->err
- * what was done.  The deadline gave up on them: left, a stopped install stayed in the
- * container for good, and one merely slow went on after drover had reported it failed. */
-static void host_end_installs(struct host_job *hj, const int *cts, int n)
+/* After the deadline of the exec that ran the agent calls marked token in cts[0..n) fired, or
+ * the operator interrupted it (why: -ETIMEDOUT, -EINTR): end what is left of them in the
+ * containers (pct_end_calls, in a new session: the stalled one was dropped) and add to hj->err
+ * what was done.  Left, a stopped `release install` stayed in its container for good, and a
+ * merely slow `release missing` went on after drover had reported it failed.  what: the step
+ * ("release install").  After an interrupt, installs ended and calls that could not be are also
+ * said on stderr: the caller then says the interrupt, not hj->err. */
+static void host_end_calls(struct host_job *hj, const int *cts, int n, const char *token, const char *what,
+                           int why)
 {
     const struct inventory *inv = hj->f->inv;
+    const struct inv_ct *cs[INV_MAX_CTS];
+    int cnt[INV_MAX_CTS], conn_ended = hj->ended;
+    if (n <= 0 || n > INV_MAX_CTS)
+        return;
+    for (int k = 0; k < n; k++)
+        cs[k] = &hj->job->cts[cts[k]];
+    struct conn *c = NULL;
+    int r = fleet_conn(hj->f, hj->host, &c);
+    if (r == 0)
+        r = pct_end_calls(c, cs, n, token, PCT_END_TIMEOUT_S, cnt);
+    if (r == -ETIMEDOUT || r == -ENOTCONN || r == -EIO)
+        host_drop(hj->f, hj->host);
     char ended[400] = "", left[600] = "";
     size_t eo = 0, lo = 0;
-    int nended = 0;
     for (int k = 0; k < n; k++) {
-        const struct inv_ct *ct = &hj->job->cts[cts[k]];
-        char man[800];
-        snprintf(man, sizeof man, "%s/incoming/%s.manifest", pct_agent_root(ct), hj->rs->id);
-        const char *argv[] = { "sh", "-c", SH_END_INSTALL, "sh", man, NULL };
-        struct conn *c = NULL;
-        struct exec_result res;
-        int r = fleet_conn(hj->f, hj->host, &c);
-        if (r == 0)
-            r = pct_run(c, ct, argv, inv->exec_timeout_s < 30 ? inv->exec_timeout_s : 30, &res);
-        if (r < 0) {
-            int w = snprintf(left + lo, sizeof left - lo, "%s%s (%.200s)", lo ? ", " : "", ct->label,
-                             r == -ETIMEDOUT ? "no answer" : c && c->err[0] ? c->err : strerror(-r));
-            lo += w > 0 && (size_t)w < sizeof left - lo ? (size_t)w : 0;
-            if (r == -ETIMEDOUT || r == -EIO)
-                host_drop(hj->f, hj->host);
-            continue;
-        }
-        long killed = res.status == 0 && res.out ? strtol(res.out, NULL, 10) : -1;
-        exec_result_done(&res);
-        log_debug("%s: %ld stalled %s of %.12s ended", ct->label, killed,
-                  text_plural(killed, "release install", "release installs"), hj->rs->id);
-        if (killed > 0) {
-            int w = snprintf(ended + eo, sizeof ended - eo, "%s%s", eo ? ", " : "", ct->label);
+        /* a local root: its process group was ended with the host exec (conn.c), the scan
+         * after it found what had left the group */
+        bool gone = r == 0 && (cnt[k] > 0 || (cnt[k] == 0 && cs[k]->vmid < 0 && conn_ended > 0));
+        if (r == 0 && cnt[k] >= 0)
+            log_debug("%s: %d %s of the call %s ended", cs[k]->label, cnt[k], text_plural(cnt[k], "process",
+                      "processes"), token);
+        if (gone) {
+            int w = snprintf(ended + eo, sizeof ended - eo, "%s%s", eo ? ", " : "", cs[k]->label);
             eo += w > 0 && (size_t)w < sizeof ended - eo ? (size_t)w : 0;
-            nended++;
-        } else if (killed < 0) {
-            int w = snprintf(left + lo, sizeof left - lo, "%s%s", lo ? ", " : "", ct->label);
+        } else if (r < 0 || cnt[k] < 0) {
+            int w = snprintf(left + lo, sizeof left - lo, "%s%s (%.200s)", lo ? ", " : "", cs[k]->label,
+                             r == -ETIMEDOUT ? "no answer" : r == -ENOTCONN ? "the host no longer answers"
+                             : r == 0 ? "pct exec failed there" : c && c->err[0] ? c->err : strerror(-r));
             lo += w > 0 && (size_t)w < sizeof left - lo ? (size_t)w : 0;
         }
     }
+    bool install = strstr(what, "release install") != NULL;
+    char step[160];
+    if (install)
+        snprintf(step, sizeof step, "release install");
+    else
+        snprintf(step, sizeof step, "step '%s'", what);
     char more[1100] = "";
     size_t mo = 0;
-    if (nended) {
-        int w = snprintf(more, sizeof more, "; drover ended the stalled release install in %s (SIGKILL; nothing "
-                         "of it was made current)", ended);
+    if (eo) {
+        int w = snprintf(more, sizeof more, "; drover ended the %s %s in %s (SIGTERM, then SIGKILL%s)",
+                         why == -EINTR ? "interrupted" : "stalled", step, ended,
+                         install ? "; nothing of it was made current" : "");
         mo = w > 0 && (size_t)w < sizeof more ? (size_t)w : 0;
     }
     if (lo)
-        snprintf(more + mo, sizeof more - mo, "; drover could not end the release install in %s: it may still "
-                 "be running there (`drover status --job %s`)", left, hj->job->name);
+        snprintf(more + mo, sizeof more - mo, "; drover could not end the %s in %s: it may still be running "
+                 "there (`drover status --job %s`)", step, left, hj->job->name);
+    /* after a Ctrl-C the caller says the interrupt instead of hj->err: an install ended (which
+     * the operator may wonder about), or anything that could not be, is said here */
+    if (more[0] && why == -EINTR && (install || lo))
+        fprintf(stderr, "host %s: %s\n", inv->hosts[hj->host].name, more + 2);
     size_t el = strlen(hj->err);
     if (more[0] && el < sizeof hj->err - 1)
         snprintf(hj->err + el, sizeof hj->err - el, "%s", more);
@@ -1127,11 +1127,10 @@ static int host_fill(struct host_job *hj, const size_t *list, size_t n, const st
             free(again.v);
             sent_ok += bytes;
             r = failed;
-            snprintf(e2, sizeof e2, "%.800s (after the last pack reached the host store, during the install "
+            /* (a deadline's install was ended by host_fan: hj->err says so) */
+            snprintf(e2, sizeof e2, "%.900s (after the last pack reached the host store, during the install "
                      "into its containers)", hj->err);
             (void)str_copy(hj->err, sizeof hj->err, e2);
-            if (failed == -ETIMEDOUT) /* its deadline gave up on the install: ended, not left */
-                host_end_installs(hj, inst->cts, inst->n);
             break;
         }
         int wait = 1 << (attempt - 1);
@@ -1274,6 +1273,9 @@ static int host_fan(struct host_job *hj, const int *cts, int n, struct agent_arg
                                                                      : NULL;
     void *pctx = in == FAN_PACK || in == FAN_STAGE ? in_ctx : (void *)&ts;
     const struct inventory *inv = hj->f->inv;
+    char token[PCT_CALL_MAX], mark[PCT_MARK_MAX]; /* one call: every container's part of this exec */
+    pct_call_new(token);
+    pct_call_mark(token, mark);
     size_t cap = 8 + (size_t)n * (PCT_ARGV_MAX + 1);
     const char **argv = calloc(cap, sizeof *argv);
     char(*nums)[8] = calloc((size_t)n + 1, sizeof *nums);
@@ -1292,7 +1294,7 @@ static int host_fan(struct host_job *hj, const int *cts, int n, struct agent_arg
     for (int k = 0; r == 0 && k < n; k++) {
         const char *full[PCT_ARGV_MAX];
         if ((r = agent_argv_end(&av[k])) < 0 ||
-            (r = pct_agent_argv(inv, &hj->job->cts[cts[k]], av[k].argv, full, vmids[k])) < 0) {
+            (r = pct_agent_call_argv(inv, &hj->job->cts[cts[k]], av[k].argv, mark, full, vmids[k])) < 0) {
             snprintf(hj->err, sizeof hj->err, "%s: too many arguments", hj->job->cts[cts[k]].label);
             break;
         }
@@ -1316,6 +1318,10 @@ static int host_fan(struct host_job *hj, const int *cts, int n, struct agent_arg
             objsync_stall_msg(what, labels, n < INV_MAX_CTS ? n : INV_MAX_CTS, timeout, hj->job->name, hj->err,
                               sizeof hj->err);
         }
+        /* what the deadline or the Ctrl-C gave up on is ended in the containers, not left there
+         * (closing the channel reaches only the host's shell) */
+        if (r == -ETIMEDOUT || r == -EINTR)
+            host_end_calls(hj, cts, n, token, what, r);
         log_debug("objsync %s: %s in %d %s: %.2fs", inv->hosts[hj->host].name, what, n,
                   text_plural(n, "container", "containers"), time_mono() - t0);
     }
@@ -1533,9 +1539,7 @@ static int host_round(struct host_job *hj, bool *ret_again)
                      &res, fr);
         if (nlist)
             ticker_stop(&tk);
-        if (r == -ETIMEDOUT) /* its deadline gave up on the installs: ended, not left */
-            host_end_installs(hj, want, ninst);
-        if (r < 0)
+        if (r < 0) /* a deadline's or an interrupt's installs were ended by host_fan */
             goto out;
     }
     for (int k = 0; k < ninst; k++) {

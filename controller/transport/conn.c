@@ -1,6 +1,8 @@
 /* controller/transport/conn.c: host connections: SSH (through ssh.c, argv quoted once by quote.c) or this
  * machine (argv spawned directly, no shell).  Owns the choice between the two; never knows
- * about pct or the agent.
+ * about pct or the agent.  A local command is the leader of a process group of its own, so
+ * that a deadline or a Ctrl-C ends it with everything it started (end_group), not only the
+ * pid drover spawned: its background children were left running.
  */
 #include "controller/transport/conn.h"
 
@@ -81,8 +83,18 @@ void conn_free(struct conn *c)
     free(c);
 }
 
+/* How long a local command's process group has, after SIGTERM, before SIGKILL. */
+#define CONN_END_GRACE_S 2.0
+
 static int spawn_local(const char *const *argv, int in_fd, int out_fd, int err_fd, pid_t *ret_pid)
 {
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    /* a group of its own (pgid = its pid): end_group reaches its children too.  Ctrl-C at the
+     * terminal no longer reaches it directly: drover's handler sets exec_interrupted, and the
+     * wait ends the group */
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&at, 0);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     if (in_fd >= 0)
@@ -98,12 +110,67 @@ static int spawn_local(const char *const *argv, int in_fd, int out_fd, int err_f
     else
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     pid_t pid;
-    int r = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    int r = posix_spawnp(&pid, argv[0], &fa, &at, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
     if (r != 0)
         return -r;
     *ret_pid = pid;
     return 0;
+}
+
+/* Reap the leader pid without blocking, once: *reaped, *st. */
+static void reap_leader(pid_t pid, bool *reaped, int *st)
+{
+    if (*reaped)
+        return;
+    pid_t w;
+    while ((w = waitpid(pid, st, WNOHANG)) < 0 && errno == EINTR)
+        ;
+    if (w == pid || (w < 0 && errno == ECHILD))
+        *reaped = true;
+}
+
+/* Wait up to s for process group pid to be empty (its leader reaped as it goes). */
+static bool group_gone_within(pid_t pid, double s, bool *reaped, int *st)
+{
+    double end = time_mono() + s;
+    for (;;) {
+        reap_leader(pid, reaped, st);
+        /* a zombie leader still counts as a member: reaped first, then asked */
+        if (*reaped && kill(-pid, 0) < 0 && errno == ESRCH)
+            return true;
+        if (time_mono() >= end)
+            return false;
+        usleep(20 * 1000);
+    }
+}
+
+/* End a local command spawned by spawn_local (leader of process group pid) and everything in
+ * its group: SIGTERM and SIGCONT (a stopped process keeps a TERM pending until it is continued),
+ * up to grace_s for the group to go, then SIGKILL to what is left and up to a second more.  The
+ * leader is reaped here when it can be (*reaped, *st its wait status).  1: something was ended;
+ * 0: nothing of it was left; -EBUSY: something of the group was still there after SIGKILL (a
+ * process in uninterruptible sleep).  Bounded: never waits more than grace_s + 1 s. */
+static int end_group(pid_t pid, double grace_s, bool *reaped, int *st)
+{
+    reap_leader(pid, reaped, st);
+    if (*reaped && kill(-pid, 0) < 0 && errno == ESRCH)
+        return 0;
+    (void)kill(-pid, SIGTERM);
+    (void)kill(-pid, SIGCONT);
+    if (group_gone_within(pid, grace_s, reaped, st))
+        return 1;
+    (void)kill(-pid, SIGKILL);
+    return group_gone_within(pid, 1.0, reaped, st) ? 1 : -EBUSY;
+}
+
+/* What end_group's result says, for a timeout's or an interrupt's message ("" when nothing). */
+static const char *ended_words(int ended)
+{
+    return ended > 0 ? "; drover ended it and what it started (SIGTERM, then SIGKILL)"
+           : ended < 0 ? "; drover could not end it: part of it was still there after SIGKILL"
+                       : "";
 }
 
 /* argv joined with spaces and escaped, cut to fit: for messages only.  A shell script
@@ -120,7 +187,11 @@ static void command_shown(const char *const *argv, char *buf, size_t buf_sz)
         return;
     }
     for (int i = 0; argv[i] && off + 1 < sizeof line; i++) {
-        int w = snprintf(line + off, sizeof line - off, "%s%s", i ? " " : "", argv[i]);
+        if (!strcmp(argv[i], "env") && argv[i + 1] && strchr(argv[i + 1], '=')) {
+            i++; /* `env NAME=VALUE CMD`: CMD is what the operator knows (pct.c's call mark) */
+            continue;
+        }
+        int w = snprintf(line + off, sizeof line - off, "%s%s", off ? " " : "", argv[i]);
         if (w < 0)
             break;
         off += (size_t)w;
@@ -130,7 +201,8 @@ static void command_shown(const char *const *argv, char *buf, size_t buf_sz)
     text_escape(line, off, buf, buf_sz);
 }
 
-static int run_local(struct conn *c, const char *const *argv, double timeout_s,
+/* interruptible: exec_interrupted ends the wait (conn_run_cleanup's follow-up is not). */
+static int run_local(struct conn *c, const char *const *argv, double timeout_s, bool interruptible,
                      struct exec_result *ret)
 {
     int po[2], pe[2];
@@ -161,17 +233,10 @@ static int run_local(struct conn *c, const char *const *argv, double timeout_s,
     while (open_fds > 0) {
         double left = deadline - time_mono();
         if (left <= 0) {
-            (void)kill(pid, SIGKILL);
-            char shown[200];
-            command_shown(argv, shown, sizeof shown);
-            snprintf(c->err, sizeof c->err, "host '%s' (local): '%s' timed out after %.0fs",
-                     c->h->name, shown, timeout_s);
             r = -ETIMEDOUT;
             break;
         }
-        if (exec_interrupted) {
-            (void)kill(pid, SIGTERM);
-            snprintf(c->err, sizeof c->err, "host '%s' (local): interrupted", c->h->name);
+        if (exec_interrupted && interruptible) {
             r = -EINTR;
             break;
         }
@@ -199,9 +264,24 @@ static int run_local(struct conn *c, const char *const *argv, double timeout_s,
     }
     close(po[0]);
     close(pe[0]);
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
+    int st = 0;
+    bool reaped = false;
+    if (r == -ETIMEDOUT || r == -EINTR) {
+        /* the whole group: the pid alone left its background children (and a stopped one
+         * kept SIGTERM pending for good) */
+        c->ended = end_group(pid, CONN_END_GRACE_S, &reaped, &st);
+        char shown[200];
+        command_shown(argv, shown, sizeof shown);
+        if (r == -ETIMEDOUT)
+            snprintf(c->err, sizeof c->err, "host '%s' (local): '%s' timed out after %.0fs%s", c->h->name, shown,
+                     timeout_s, ended_words(c->ended));
+        else
+            snprintf(c->err, sizeof c->err, "host '%s' (local): interrupted%s", c->h->name, ended_words(c->ended));
+    } else {
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        reaped = true;
+    }
     if (r < 0) {
         exec_result_done(&res);
         return r;
@@ -217,8 +297,9 @@ static int run_local(struct conn *c, const char *const *argv, double timeout_s,
 
 int conn_run(struct conn *c, const char *const *argv, double timeout_s, struct exec_result *ret)
 {
+    c->ended = c->ssh ? -ENOSYS : 0;
     if (!c->ssh)
-        return run_local(c, argv, timeout_s, ret);
+        return run_local(c, argv, timeout_s, true, ret);
     char *line;
     int r = quote_argv(argv, &line);
     if (r < 0) {
@@ -232,6 +313,22 @@ int conn_run(struct conn *c, const char *const *argv, double timeout_s, struct e
         command_shown(argv, shown, sizeof shown);
         snprintf(c->err, sizeof c->err, "host '%s': '%s' timed out after %.0fs", c->h->name, shown, timeout_s);
     }
+    return r;
+}
+
+int conn_run_cleanup(struct conn *c, const char *const *argv, double timeout_s, struct exec_result *ret)
+{
+    c->ended = c->ssh ? -ENOSYS : 0;
+    if (!c->ssh)
+        return run_local(c, argv, timeout_s, false, ret);
+    char *line;
+    int r = quote_argv(argv, &line);
+    if (r < 0) {
+        snprintf(c->err, sizeof c->err, "command line for '%s' too long", argv[0]);
+        return r;
+    }
+    r = ssh_exec_cleanup(c->ssh, line, timeout_s, ret, c->err, sizeof c->err);
+    free(line);
     return r;
 }
 
@@ -382,11 +479,10 @@ void conn_stream_free(struct conn_stream *s)
         close(s->fd);
     if (s->efd >= 0)
         close(s->efd);
-    if (s->pid > 0) {
-        (void)kill(s->pid, SIGTERM);
+    if (s->pid > 0) { /* its group: `tail -F` behind a shell, say, is not left */
         int st;
-        while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
-            ;
+        bool reaped = false;
+        (void)end_group(s->pid, 1.0, &reaped, &st);
     }
     free(s->buf);
     free(s);

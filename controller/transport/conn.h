@@ -20,6 +20,11 @@ struct conn {
     const struct inv_host *h;
     struct ssh_conn *ssh;    /* NULL for a local host */
     char err[CONN_ERR_MAX];  /* message of the last failure on this conn */
+    /* After conn_run gave -ETIMEDOUT or -EINTR: 1 drover ended the command (a local host: its
+     * process group, SIGTERM then SIGKILL), 0 nothing of it was left, -EBUSY part of it was
+     * still there after SIGKILL; -ENOSYS over SSH, where closing the channel reaches only the
+     * host's shell (pct.c ends what ran in a container: pct_end_calls). */
+    int ended;
 };
 
 struct conn_stream;
@@ -32,9 +37,16 @@ int conn_open(const struct inventory *inv, int host, const char *trust_cmd, stru
 void conn_free(struct conn *c);
 
 /* Run argv (NULL-terminated) on the host and wait at most timeout_s.  0 with *ret (any exit
- * status; free with exec_result_done), or -errno with c->err set (-ETIMEDOUT, -EIO, -ENOENT
- * when a local program cannot be started). */
+ * status; free with exec_result_done), or -errno with c->err set (-ETIMEDOUT, -EINTR, -EIO,
+ * -ENOENT when a local program cannot be started).  On a local host a timeout or an interrupt
+ * ends the command's whole process group before it returns (c->ended says how it went; at most
+ * 3 s more). */
 int conn_run(struct conn *c, const char *const *argv, double timeout_s, struct exec_result *ret);
+
+/* conn_run for the follow-up that ends what a deadline or a Ctrl-C gave up on (pct_end_calls):
+ * exec_interrupted does not stop it, and over SSH nothing in it waits longer than timeout_s
+ * (-ENOTCONN at once when the session has dropped). */
+int conn_run_cleanup(struct conn *c, const char *const *argv, double timeout_s, struct exec_result *ret);
 
 /* Start argv as a long-lived stream whose stdout is read line by line without blocking. */
 int conn_stream_open(struct conn *c, const char *const *argv, size_t line_max,

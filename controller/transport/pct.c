@@ -1,6 +1,13 @@
 /* controller/transport/pct.c: container operations over a host connection: pct exec / pct push for
  * HOST:VMID nodes, plain commands with --root for HOST:local:/ROOT nodes.  It never writes into
  * a container's rootfs from the host side, and never trusts pct push's exit status alone.
+ *
+ * Calls that end with their deadline: a command run in a container is `env DROVER_CALL=TOKEN
+ * CMD...`, TOKEN new for each call.  When its deadline fires (or the operator interrupts it),
+ * closing the SSH channel reaches only the host's shell: neither lxc-attach's child in the
+ * container nor a stopped process there hears of it.  pct_end_calls then runs SH_END_CALL in
+ * the container, which ends every process carrying the token (the command and the children
+ * that inherited its environment), so that no call outlives its deadline there.
  */
 #include "controller/transport/pct.h"
 
@@ -8,6 +15,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/agentcli.h"
 #include "common/log.h"
@@ -18,7 +27,136 @@ const char *pct_agent_root(const struct inv_ct *ct)
     return ct->root[0] ? ct->root : PCT_AGENT_ROOT;
 }
 
-static int wrap_exec(const struct inv_ct *ct, const char *const *argv, const char **out,
+/* In a container (pct exec), or on the host itself for a local root: end every process that
+ * carries the call's mark, " DROVER_CALL=$1 " in its environment or its command line (`env`
+ * before it execs), and print how many there were.  SIGTERM and SIGCONT first (a stopped process
+ * keeps TERM pending until continued; the agent stops what its verb started, a preflight's
+ * tree, on TERM), up to 2 s, then SIGKILL to what is left.  Zombies are not counted.  This
+ * script's own processes carry the token only as $1, never as DROVER_CALL=..., so never match. */
+static const char SH_END_CALL[] =
+    "m=\" DROVER_CALL=$1 \"; ps=\n"
+    "for p in /proc/[0-9]*; do\n"
+    "  e=\" $(tr '\\0' ' ' <\"$p/environ\" 2>/dev/null) $(tr '\\0' ' ' <\"$p/cmdline\" 2>/dev/null) \"\n"
+    "  case $e in *\"$m\"*) ;; *) continue;; esac\n"
+    "  case $(cat \"$p/stat\" 2>/dev/null) in *') Z '*|'') continue;; esac\n"
+    "  ps=\"$ps ${p#/proc/}\"\n"
+    "done\n"
+    "[ -n \"$ps\" ] || { echo 0; exit 0; }\n"
+    "set -- $ps; n=$#\n"
+    "kill -TERM $ps 2>/dev/null; kill -CONT $ps 2>/dev/null\n"
+    "i=0\n"
+    "while :; do\n"
+    "  left=\n"
+    "  for p in $ps; do\n"
+    "    s=$(cat \"/proc/$p/stat\" 2>/dev/null) || continue\n"
+    "    case $s in *') Z '*) ;; *) left=\"$left $p\";; esac\n"
+    "  done\n"
+    "  [ -n \"$left\" ] && [ $i -lt 20 ] || break\n"
+    "  sleep 0.1; i=$((i+1))\n"
+    "done\n"
+    "[ -z \"$left\" ] || kill -KILL $left 2>/dev/null\n"
+    "echo $n\n";
+
+/* On the host: SH_END_CALL ($2) with token $1 in each container named after them (a vmid, or
+ * "-" for a local root: run on the host itself), all at once; one line "K N" per container
+ * (K its position, N what SH_END_CALL printed; empty when it said nothing). */
+static const char SH_END_CALLS[] =
+    "t=$1; s=$2; shift 2; k=0\n"
+    "for v; do\n"
+    "  if [ \"$v\" = - ]; then (n=$(sh -c \"$s\" sh \"$t\" 2>/dev/null </dev/null); echo \"$k $n\") &\n"
+    "  else (n=$(pct exec \"$v\" --keep-env 0 -- sh -c \"$s\" sh \"$t\" 2>/dev/null </dev/null); echo \"$k $n\") &\n"
+    "  fi\n"
+    "  k=$((k+1))\n"
+    "done\n"
+    "wait\n";
+
+void pct_call_new(char ret_token[PCT_CALL_MAX])
+{
+    static unsigned seq;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned n = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+    /* pid, a count and the time: unique among this drover's calls, and another drover's */
+    snprintf(ret_token, PCT_CALL_MAX, "%x.%x.%llx", (unsigned)getpid(), n,
+             (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+}
+
+int pct_end_calls(struct conn *c, const struct inv_ct *const *cts, int n, const char *token, double timeout_s,
+                  int *ret_ended)
+{
+    if (n <= 0 || n > INV_MAX_CTS)
+        return -EINVAL;
+    const char *argv[7 + INV_MAX_CTS]; /* sh -c SCRIPT sh TOKEN SCAN VMID... NULL */
+    char vmids[INV_MAX_CTS][16];
+    int a = 0;
+    argv[a++] = "sh";
+    argv[a++] = "-c";
+    argv[a++] = SH_END_CALLS;
+    argv[a++] = "sh";
+    argv[a++] = token;
+    argv[a++] = SH_END_CALL;
+    for (int k = 0; k < n; k++) {
+        if (cts[k]->vmid >= 0)
+            snprintf(vmids[k], sizeof vmids[k], "%d", cts[k]->vmid);
+        else
+            snprintf(vmids[k], sizeof vmids[k], "-");
+        argv[a++] = vmids[k];
+    }
+    argv[a] = NULL;
+    struct exec_result res;
+    int r = conn_run_cleanup(c, argv, timeout_s, &res);
+    if (r < 0)
+        return r;
+    int got[INV_MAX_CTS];
+    for (int k = 0; k < n; k++)
+        got[k] = -EIO; /* no line, or no number: pct exec itself failed there */
+    for (char *l = res.out, *nl; l && *l; l = nl + 1) {
+        nl = strchr(l, '\n');
+        if (!nl)
+            break;
+        *nl = '\0';
+        int k, cnt, used = 0;
+        if (sscanf(l, "%d %d%n", &k, &cnt, &used) == 2 && used == (int)strlen(l) && k >= 0 && k < n && cnt >= 0)
+            got[k] = cnt;
+    }
+    exec_result_done(&res);
+    memcpy(ret_ended, got, (size_t)n * sizeof *got);
+    return 0;
+}
+
+/* The outcome of ending a call in ct (pct_end_calls: r and its count; conn_ended: c->ended of
+ * the conn_run that gave up, which on a local host ended its process group), appended to
+ * c->err: "; drover ended it there ..." or "; drover could not end it there ...". */
+static void say_ended(struct conn *c, const struct inv_ct *ct, int r, int count, int conn_ended)
+{
+    size_t el = strlen(c->err);
+    if (el >= sizeof c->err - 1)
+        return;
+    /* without the container's label: the callers put it first */
+    bool host_said = ct->vmid < 0 && strstr(c->err, "drover ended it"); /* conn.c, of the same processes */
+    if (r == 0 && (count > 0 || (count == 0 && ct->vmid < 0 && conn_ended > 0)) && !host_said)
+        snprintf(c->err + el, sizeof c->err - el, "; drover ended it there (SIGTERM, then SIGKILL)");
+    else if (r < 0 || count < 0)
+        snprintf(c->err + el, sizeof c->err - el, "; drover could not end it there (%s): it may still be running",
+                 r == -ETIMEDOUT ? "no answer" : r == -ENOTCONN ? "the host no longer answers"
+                 : r == 0 ? "pct exec failed there" : strerror(-r));
+}
+
+/* After conn_run gave r for a call marked with token in ct: end what is left of it there. */
+static void end_after(struct conn *c, const struct inv_ct *ct, const char *token, int r)
+{
+    if (r != -ETIMEDOUT && r != -EINTR)
+        return;
+    int conn_ended = c->ended, count = -1;
+    char said[sizeof c->err];
+    (void)str_copy(said, sizeof said, c->err);
+    const struct inv_ct *one[1] = { ct };
+    int er = pct_end_calls(c, one, 1, token, PCT_END_TIMEOUT_S, &count);
+    (void)str_copy(c->err, sizeof c->err, said); /* the follow-up's own words, if any, are not the news */
+    say_ended(c, ct, er, count, conn_ended);
+}
+
+static int wrap_exec(const struct inv_ct *ct, const char *const *argv, const char *mark, const char **out,
                      char vmid_buf[16])
 {
     size_t n = 0;
@@ -30,6 +168,10 @@ static int wrap_exec(const struct inv_ct *ct, const char *const *argv, const cha
         out[n++] = "--keep-env"; /* never leak the host's environment (cases-field C05) */
         out[n++] = "0";
         out[n++] = "--";
+    }
+    if (mark) { /* "DROVER_CALL=TOKEN": pct_end_calls finds the call by it */
+        out[n++] = "env";
+        out[n++] = mark;
     }
     for (size_t i = 0; argv[i]; i++) {
         if (n + 1 >= PCT_ARGV_MAX)
@@ -43,6 +185,17 @@ static int wrap_exec(const struct inv_ct *ct, const char *const *argv, const cha
 int pct_agent_argv(const struct inventory *inv, const struct inv_ct *ct,
                    const char *const *agent_args, const char **argv_out, char vmid_buf[16])
 {
+    return pct_agent_call_argv(inv, ct, agent_args, NULL, argv_out, vmid_buf);
+}
+
+void pct_call_mark(const char *token, char ret_mark[PCT_MARK_MAX])
+{
+    snprintf(ret_mark, PCT_MARK_MAX, PCT_CALL_ENV "=%s", token);
+}
+
+int pct_agent_call_argv(const struct inventory *inv, const struct inv_ct *ct, const char *const *agent_args,
+                        const char *mark, const char **argv_out, char vmid_buf[16])
+{
     struct agent_argv inner;
     agent_argv_init(&inner);
     const struct inv_host *h = &inv->hosts[ct->host];
@@ -55,27 +208,33 @@ int pct_agent_argv(const struct inventory *inv, const struct inv_ct *ct,
         agent_argv_add(&inner, agent_args[i]);
     if (agent_argv_end(&inner) < 0)
         return -E2BIG;
-    return wrap_exec(ct, inner.argv, argv_out, vmid_buf);
+    return wrap_exec(ct, inner.argv, mark, argv_out, vmid_buf);
 }
 
 int pct_run(struct conn *c, const struct inv_ct *ct, const char *const *argv, double timeout_s,
             struct exec_result *ret)
 {
     const char *full[PCT_ARGV_MAX];
-    char vmid[16];
-    if (wrap_exec(ct, argv, full, vmid) < 0) {
+    char vmid[16], token[PCT_CALL_MAX], mark[PCT_MARK_MAX];
+    pct_call_new(token);
+    pct_call_mark(token, mark);
+    if (wrap_exec(ct, argv, mark, full, vmid) < 0) {
         snprintf(c->err, sizeof c->err, "too many arguments");
         return -E2BIG;
     }
-    return conn_run(c, full, timeout_s, ret);
+    int r = conn_run(c, full, timeout_s, ret);
+    end_after(c, ct, token, r);
+    return r;
 }
 
 int pct_run_agent(struct conn *c, const struct inv_ct *ct, const char *const *agent_args,
                   double timeout_s, struct exec_result *ret)
 {
     const char *full[PCT_ARGV_MAX];
-    char vmid[16];
-    if (pct_agent_argv(c->inv, ct, agent_args, full, vmid) < 0) {
+    char vmid[16], token[PCT_CALL_MAX], mark[PCT_MARK_MAX];
+    pct_call_new(token);
+    pct_call_mark(token, mark);
+    if (pct_agent_call_argv(c->inv, ct, agent_args, mark, full, vmid) < 0) {
         snprintf(c->err, sizeof c->err, "too many arguments");
         return -E2BIG;
     }
@@ -84,6 +243,7 @@ int pct_run_agent(struct conn *c, const struct inv_ct *ct, const char *const *ag
         log_debug("%s: %s", ct->label, c->err);
         pct_agent_timeout_msg(agent_args, timeout_s, c->err, sizeof c->err);
     }
+    end_after(c, ct, token, r);
     return r;
 }
 
@@ -179,7 +339,7 @@ int pct_stream(struct conn *c, const struct inv_ct *ct, const char *const *argv,
 {
     const char *full[PCT_ARGV_MAX];
     char vmid[16];
-    if (wrap_exec(ct, argv, full, vmid) < 0) {
+    if (wrap_exec(ct, argv, NULL, full, vmid) < 0) {
         snprintf(c->err, sizeof c->err, "too many arguments");
         return -E2BIG;
     }

@@ -13,17 +13,25 @@
 #include "controller/inventory.h"
 
 #define PCT_ARGV_MAX 160
+#define PCT_CALL_ENV "DROVER_CALL" /* marks every process of one container call (pct_end_calls) */
+#define PCT_CALL_MAX 48            /* a call's token, NUL included */
+#define PCT_MARK_MAX 64            /* "DROVER_CALL=TOKEN", NUL included */
+#define PCT_END_TIMEOUT_S 10.0     /* the follow-up that ends a call: its own short deadline */
 #define PCT_AGENT_ROOT AGENT_DEFAULT_ROOT /* the agent's default --root inside a container */
 
 /* Run a plain command inside the container (argv NULL-terminated).  For a local root it runs
- * on the host.  Same returns as conn_run(). */
+ * on the host.  Same returns as conn_run().  It runs marked as a call of its own: after a
+ * timeout or an interrupt, what is left of it in the container is ended (pct_end_calls, at most
+ * PCT_END_TIMEOUT_S more) and c->err says so ("; drover ended it there (SIGTERM, then SIGKILL)")
+ * or says that it could not ("; drover could not end it there (WHY): it may still be running"). */
 int pct_run(struct conn *c, const struct inv_ct *ct, const char *const *argv, double timeout_s,
             struct exec_result *ret);
 
 /* Run `drover-agent <agent_args...>` in the container (agent path from the inventory; a local
  * root gets the global options --root ROOT --socket ROOT/agent.sock before the verb).  Same
  * returns as conn_run(), except that a timeout's c->err names the step, not the command line
- * (pct_agent_timeout_msg; the command line goes to the debug log). */
+ * (pct_agent_timeout_msg; the command line goes to the debug log).  Ended after a timeout or an
+ * interrupt as pct_run's command is. */
 int pct_run_agent(struct conn *c, const struct inv_ct *ct, const char *const *agent_args,
                   double timeout_s, struct exec_result *ret);
 
@@ -61,9 +69,28 @@ int pct_sha256(struct conn *c, const struct inv_ct *ct, const char *path, char r
  * start VMID", each written to out; 0 when it says neither (the command itself failed). */
 int pct_ct_problem(int vmid, const char *reason, char *out, size_t sz);
 
+/* A new token for one call (unique to this drover process and call), into ret_token. */
+void pct_call_new(char ret_token[PCT_CALL_MAX]);
+/* "DROVER_CALL=TOKEN", the argument pct_agent_call_argv marks a call with. */
+void pct_call_mark(const char *token, char ret_mark[PCT_MARK_MAX]);
+
+/* End what is left in containers cts[0..n) (all on c's host) of the call marked with token:
+ * one host exec (conn_run_cleanup: a Ctrl-C does not stop it; deadline timeout_s) that runs in
+ * each container at once a /proc scan for the mark (environment or command line) and
+ * SIGTERM + SIGCONT, then SIGKILL after 2 s, to what carries it.  ret_ended[k]: how many
+ * processes there were in cts[k] (0: nothing was left), or -EIO when pct exec failed there.
+ * -errno (c->err set), ret_ended untouched, when the host exec itself failed (-ETIMEDOUT,
+ * -ENOTCONN: the session had dropped). */
+int pct_end_calls(struct conn *c, const struct inv_ct *const *cts, int n, const char *token, double timeout_s,
+                  int *ret_ended);
+
 /* Build the argv pct_run_agent would run (for tests and --dry-run).  argv_out has room for
  * PCT_ARGV_MAX pointers; strings point into agent_args, ct, inv or vmid_buf[16]. */
 int pct_agent_argv(const struct inventory *inv, const struct inv_ct *ct,
                    const char *const *agent_args, const char **argv_out, char vmid_buf[16]);
+/* pct_agent_argv with the command marked (mark: pct_call_mark's, NULL none): `env MARK` before
+ * the agent, in the container (or on the host for a local root). */
+int pct_agent_call_argv(const struct inventory *inv, const struct inv_ct *ct, const char *const *agent_args,
+                        const char *mark, const char **argv_out, char vmid_buf[16]);
 
 #endif

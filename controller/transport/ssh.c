@@ -656,14 +656,24 @@ static void wait_fd(ssh_session s, int ms)
         usleep((useconds_t)ms * 1000);
 }
 
-int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct exec_result *ret,
-             char *err, size_t err_sz)
+/* cleanup: the follow-up after a deadline or a Ctrl-C (ssh_exec_cleanup): exec_interrupted does
+ * not stop it, and opening its channel waits no longer than its own deadline. */
+static int exec_channel(struct ssh_conn *c, const char *cmdline, double timeout_s, bool cleanup,
+                        struct exec_result *ret, char *err, size_t err_sz)
 {
     struct exec_result res = { .status = -1 };
+    if (cleanup && !ssh_conn_is_alive(c)) {
+        snprintf(err, err_sz, "%s: the session has dropped", c->label);
+        return -ENOTCONN;
+    }
+    if (cleanup)
+        ssh_conn_block_limit(c, timeout_s);
     ssh_channel ch = ssh_channel_new(c->s);
     int r = -EIO;
     if (!ch) {
         snprintf(err, err_sz, "%s: cannot open a channel: %s", c->label, conn_why(c));
+        if (cleanup)
+            ssh_conn_block_limit(c, 0);
         return -EIO;
     }
     if (ssh_channel_open_session(ch) != SSH_OK || ssh_channel_request_exec(ch, cmdline) != SSH_OK) {
@@ -689,7 +699,7 @@ int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct e
             r = -ETIMEDOUT;
             goto out;
         }
-        if (exec_interrupted) { /* the channel is closed below: the command's output is dropped */
+        if (exec_interrupted && !cleanup) { /* the channel is closed below: the output is dropped */
             snprintf(err, err_sz, "%s: interrupted", c->label);
             r = -EINTR;
             goto out;
@@ -724,7 +734,21 @@ out:
     exec_result_done(&res);
     ssh_channel_close(ch);
     ssh_channel_free(ch);
+    if (cleanup)
+        ssh_conn_block_limit(c, 0);
     return r;
+}
+
+int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct exec_result *ret,
+             char *err, size_t err_sz)
+{
+    return exec_channel(c, cmdline, timeout_s, false, ret, err, err_sz);
+}
+
+int ssh_exec_cleanup(struct ssh_conn *c, const char *cmdline, double timeout_s, struct exec_result *ret,
+                     char *err, size_t err_sz)
+{
+    return exec_channel(c, cmdline, timeout_s, true, ret, err, err_sz);
 }
 
 int ssh_stream_open(struct ssh_conn *c, const char *cmdline, struct ssh_stream **ret_s, char *err,

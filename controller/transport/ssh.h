@@ -94,6 +94,12 @@ extern volatile sig_atomic_t exec_interrupted;
 int ssh_exec(struct ssh_conn *c, const char *cmdline, double timeout_s, struct exec_result *ret,
              char *err, size_t err_sz);
 
+/* ssh_exec for the follow-up that ends what a deadline or a Ctrl-C gave up on: exec_interrupted
+ * does not stop it, and no blocking libssh call in it (opening the channel) waits longer than
+ * timeout_s.  -ENOTCONN at once when the session has already dropped (the host gone). */
+int ssh_exec_cleanup(struct ssh_conn *c, const char *cmdline, double timeout_s, struct exec_result *ret,
+                     char *err, size_t err_sz);
+
 /* Long-lived channel read without blocking (the live status stream). */
 int ssh_stream_open(struct ssh_conn *c, const char *cmdline, struct ssh_stream **ret_s, char *err,
                     size_t err_sz);

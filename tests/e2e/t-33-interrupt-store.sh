@@ -3,7 +3,9 @@
 # verify.  The reason said "the part of one sent is not kept, and the next deploy sends those
 # 64.0 MiB again": false, the host stores had the whole of it (a host stores the pack before it
 # asks any container).  Now it says all had been sent; the job keeps running the release it ran;
-# the next deploy sends nothing to the hosts (their stores kept it) and goes through.
+# the next deploy sends nothing to the hosts (their stores kept it) and goes through.  The held
+# installs are ended in their containers by drover itself (they stayed there, stopped, until this
+# test resumed them) and stderr says so.
 #
 # The store-and-verify phase is held open by stopping (SIGSTOP) every `drover-agent release
 # install` in the job's containers, so the interrupt lands in it on any machine.
@@ -51,9 +53,13 @@ wait "$dpid"
 rc=$?
 for c in $E2E_CTS; do ct "$c" touch /tmp/t33-stop; done
 wait "${hold_pids[@]}" 2>/dev/null
-say "resumed $(sig_installs CONT) held install(s)"
+left=$(sig_installs CONT)
+say "resumed $left held install(s) left behind"
 sed 's/^/    | /' "$err" | tail -6
 check "drover exits 1 (rc $rc)" test "$rc" = 1
+check "drover ended the held installs in their containers, and said so" \
+	grep -q "drover ended the interrupted release install in " "$err"
+check "... none was left behind to resume ($left)" test "$left" = 0
 check "the reason says all had been sent, while the containers stored and verified" \
 	grep -q "interrupted by the operator while the containers stored and verified the release: all .* had been sent to the hosts" "$err"
 check "... and not that a part sent is not kept" eval '! grep -q "the part of one sent is not kept" "$err"'

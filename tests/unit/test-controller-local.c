@@ -3,7 +3,9 @@
  * argv building for pct and local roots, and the state directory (history, baselines, locks). */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -282,7 +284,8 @@ static void test_agent_timeout(void **state)
     assert_int_equal(res.status, -7); /* untouched */
     assert_string_equal(c->err, "step 'activate' got no answer from the agent within 1s: is drover-agent "
                                 "stopped or hung there, or the host no longer answering? `drover status "
-                                "--job train` shows it (drover -v logs the command)");
+                                "--job train` shows it (drover -v logs the command); drover ended it there "
+                                "(SIGTERM, then SIGKILL)");
     assert_null(strstr(c->err, agent));
     assert_null(strstr(c->err, "timed out"));
     conn_free(c);
@@ -307,6 +310,161 @@ static void test_agent_timeout(void **state)
     (void)unlink(agent);
     (void)rmdir(dir);
     inventory_free(inv);
+}
+
+/* The pid written in file path (0 when none yet). */
+static long pid_in(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    long pid = 0;
+    if (fp) {
+        if (fscanf(fp, "%ld", &pid) != 1)
+            pid = 0;
+        fclose(fp);
+    }
+    return pid;
+}
+
+/* true when process pid is gone (or a zombie about to be reaped) within s seconds; a process
+ * still there is killed, so that a failing test leaves nothing behind. */
+static bool gone_within(long pid, double s)
+{
+    double end = time_mono() + s;
+    for (;;) {
+        char p[64], st[512] = "";
+        snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+        FILE *fp = fopen(p, "r");
+        if (!fp)
+            return true;
+        size_t n = fread(st, 1, sizeof st - 1, fp);
+        st[n] = '\0';
+        fclose(fp);
+        const char *e = strrchr(st, ')');
+        if (e && e[1] == ' ' && (e[2] == 'Z' || e[2] == 'X'))
+            return true;
+        if (time_mono() > end) {
+            (void)kill((pid_t)pid, SIGKILL);
+            return false;
+        }
+        usleep(50 * 1000);
+    }
+}
+
+/* The operator's Ctrl-C, as drover's handler gives it, after arg (a double *) seconds. */
+static void *interrupt_later(void *arg)
+{
+    usleep((useconds_t)(*(double *)arg * 1e6));
+    exec_interrupted = 1;
+    return NULL;
+}
+
+/* A local command past its deadline, or interrupted, is ended with what it started: its
+ * process group.  Before, only the pid drover spawned was signalled (SIGKILL on a deadline,
+ * SIGTERM on a Ctrl-C): a background child ran on, and a stopped one stayed stopped for good. */
+static void test_local_group_ended(void **state)
+{
+    (void)state;
+    struct inventory *inv = local_inv();
+    struct conn *c;
+    char err[256], dir[] = "/tmp/drover-unit-grp-XXXXXX", script[600], p[600];
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(conn_open(inv, 0, NULL, &c, err, sizeof err), 0);
+    struct exec_result res = { .status = -7 };
+    snprintf(script, sizeof script, "sleep 60 & echo $! >'%s/bg'; wait", dir);
+    const char *bg[] = { "sh", "-c", script, NULL };
+    assert_int_equal(conn_run(c, bg, 0.5, &res), -ETIMEDOUT);
+    snprintf(p, sizeof p, "%s/bg", dir);
+    long pid = pid_in(p);
+    assert_true(pid > 0);
+    if (!gone_within(pid, 3))
+        fail_msg("the background child %ld of a command past its deadline was left running: %s", pid, c->err);
+    assert_non_null(strstr(c->err, "timed out after"));
+    assert_non_null(strstr(c->err, "drover ended it"));
+    /* Ctrl-C: a child that stopped itself (SIGSTOP keeps a TERM pending) */
+    snprintf(script, sizeof script, "sh -c 'echo $$ >\"%s/st\"; kill -STOP $$' & wait", dir);
+    const char *st[] = { "sh", "-c", script, NULL };
+    double after = 0.5;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, interrupt_later, &after), 0);
+    int r = conn_run(c, st, 10, &res);
+    pthread_join(th, NULL);
+    exec_interrupted = 0;
+    assert_int_equal(r, -EINTR);
+    snprintf(p, sizeof p, "%s/st", dir);
+    pid = pid_in(p);
+    assert_true(pid > 0);
+    if (!gone_within(pid, 3))
+        fail_msg("the stopped child %ld of an interrupted command was left: %s", pid, c->err);
+    assert_int_equal(res.status, -7); /* untouched */
+    conn_free(c);
+    inventory_free(inv);
+    assert_int_equal(fs_rm_rf(dir), 0);
+}
+
+/* A container call past its deadline, or interrupted, is ended in the container.  pct here is a
+ * stand-in that runs the command in a session of its own, out of reach of the host side's
+ * signals, as lxc-attach's child in the container is: before, the agent there (stopped: it
+ * never answers) was left for good, whatever drover did to the host's side. */
+static void test_container_call_ended(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-unit-ctcall-XXXXXX", p[600], text[1200], script[600];
+    assert_non_null(mkdtemp(dir));
+    snprintf(p, sizeof p, "%s/pct", dir);
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    fputs("#!/bin/sh\n[ \"$1\" = exec ] && [ \"$5\" = -- ] || exit 2\nshift 5\nsetsid \"$@\" &\nwait\n", fp);
+    fclose(fp);
+    assert_int_equal(chmod(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/agent", dir);
+    fp = fopen(p, "w");
+    assert_non_null(fp);
+    fprintf(fp, "#!/bin/sh\necho $$ >'%s/pid'\nkill -STOP $$\necho answered\n", dir);
+    fclose(fp);
+    assert_int_equal(chmod(p, 0755), 0);
+    char *path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin"), newpath[4096];
+    snprintf(newpath, sizeof newpath, "%s:%s", dir, path);
+    setenv("PATH", newpath, 1);
+    snprintf(text, sizeof text, "[drover]\nagent_path = %s/agent\n[host me]\nlocal = true\n"
+             "[job train]\ncontainers = me:101\ncommand = bin/x\n", dir);
+    struct inventory *inv;
+    char err[256];
+    assert_int_equal(inventory_parse(text, strlen(text), "t.ini", &inv, err, sizeof err), 0);
+    struct conn *c;
+    assert_int_equal(conn_open(inv, 0, NULL, &c, err, sizeof err), 0);
+    const struct inv_ct *ct = &inv->jobs[0].cts[0];
+    struct exec_result res = { .status = -7 };
+    const char *have[] = { "release", "have", "3f2a9c1b7d6e", NULL };
+    assert_int_equal(pct_run_agent(c, ct, have, 0.6, &res), -ETIMEDOUT);
+    snprintf(p, sizeof p, "%s/pid", dir);
+    long pid = pid_in(p);
+    assert_true(pid > 0);
+    if (!gone_within(pid, 3))
+        fail_msg("the stalled agent %ld was left in its container: %s", pid, c->err);
+    assert_non_null(strstr(c->err, "step 'release have' got no answer from the agent within 1s"));
+    assert_non_null(strstr(c->err, "; drover ended it there (SIGTERM, then SIGKILL)"));
+    /* a plain command, interrupted by the operator */
+    snprintf(script, sizeof script, "echo $$ >'%s/pid2'; kill -STOP $$", dir);
+    const char *cmd[] = { "sh", "-c", script, NULL };
+    double after = 0.5;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, interrupt_later, &after), 0);
+    int r = pct_run(c, ct, cmd, 10, &res);
+    pthread_join(th, NULL);
+    exec_interrupted = 0;
+    assert_int_equal(r, -EINTR);
+    snprintf(p, sizeof p, "%s/pid2", dir);
+    pid = pid_in(p);
+    assert_true(pid > 0);
+    if (!gone_within(pid, 3))
+        fail_msg("the interrupted command %ld was left in its container: %s", pid, c->err);
+    assert_non_null(strstr(c->err, "drover ended it there"));
+    assert_int_equal(res.status, -7); /* untouched */
+    setenv("PATH", path, 1);
+    free(path);
+    conn_free(c);
+    inventory_free(inv);
+    assert_int_equal(fs_rm_rf(dir), 0);
 }
 
 static void test_state_dir(void **state)
@@ -618,6 +776,8 @@ int main(void)
         cmocka_unit_test(test_local_stream),
         cmocka_unit_test(test_agent_argv),
         cmocka_unit_test(test_agent_timeout),
+        cmocka_unit_test(test_local_group_ended),
+        cmocka_unit_test(test_container_call_ended),
         cmocka_unit_test(test_state_dir),
         cmocka_unit_test(test_history_release_name),
     };

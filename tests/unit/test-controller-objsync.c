@@ -7,6 +7,7 @@
  * (an upload in flight); manifests of releases not kept go.  And the host store's answer to a
  * small release's ask (which objects it lacks) applied to what the containers need. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,6 +29,7 @@
 #include "controller/deploy/objsync.h"
 #include "controller/inventory.h"
 #include "controller/transport/fleet.h"
+#include "controller/transport/send.h"
 #include "tests/unit/capture.h"
 
 static int parse(const char *text, int n, struct fan_res *fr)
@@ -769,6 +771,10 @@ static void test_stalled_install_ended(void **state)
     for (int i = 0; i < 50 && pid > 0; i++) {
         char sp[64], *st;
         snprintf(sp, sizeof sp, "/proc/%ld/stat", pid);
+        if (access(sp, F_OK) != 0) { /* reaped already (capture_slurp asserts the file is there) */
+            state_c = 'X';
+            break;
+        }
         state_c = (st = capture_slurp(sp)) && strrchr(st, ')') ? strrchr(st, ')')[2] : 'X';
         free(st);
         if (state_c == 'X' || state_c == 'Z')
@@ -781,6 +787,107 @@ static void test_stalled_install_ended(void **state)
         !strstr(err, "drover ended the stalled release install in h1:local") || strstr(said, "retry"))
         fail_msg("objsync %d, install pid %ld state %c: %s\nstderr: %s", r, pid, state_c, err, said);
     free(pidtext);
+    free(said);
+    relsrc_done(&rs);
+    unsetenv("DROVER_HASH_CACHE");
+    assert_int_equal(fs_rm_rf(d), 0);
+}
+
+/* The state of process pid once it is gone, or a zombie, or after 5 s ('X' gone); one still
+ * there then is killed, so that a failing test leaves nothing behind. */
+static char state_within(long pid)
+{
+    char state_c = '?';
+    for (int i = 0; i < 50 && pid > 0; i++) {
+        char sp[64], *st;
+        snprintf(sp, sizeof sp, "/proc/%ld/stat", pid);
+        if (access(sp, F_OK) != 0)
+            return 'X';
+        state_c = (st = capture_slurp(sp)) && strrchr(st, ')') ? strrchr(st, ')')[2] : 'X';
+        free(st);
+        if (state_c == 'X' || state_c == 'Z')
+            return state_c;
+        usleep(100 * 1000);
+    }
+    if (pid > 0)
+        (void)kill((pid_t)pid, SIGKILL);
+    return state_c;
+}
+
+/* A `release missing` that stalls (the agent stopped) past its deadline is ended in its
+ * container, and the error says so.  Before, only a stalled install was: the fan-out's host
+ * shell was killed and the stopped agent stayed there for good. */
+static void test_stalled_ask_ended(void **state)
+{
+    (void)state;
+    char d[] = "/tmp/drover-unit-askst-XXXXXX", text[1600], err[1024], p[600];
+    assert_non_null(mkdtemp(d));
+    struct relsrc rs;
+    one_file_release(d, &rs);
+    snprintf(text, sizeof text,
+             "#!/bin/sh\necho \"$*\" >>'%s/calls'\ncase \"$*\" in\n"
+             "*'release missing'*) echo $$ >'%s/pid'; kill -STOP $$; cat >/dev/null; echo '0 %zu';;\n"
+             "*'release install'*) cat >/dev/null; exit 0;;\n"
+             "*) echo ok;;\nesac\n", d, d, rs.m->n);
+    char *said;
+    int r = stage_local(d, text, "2", &rs, err, sizeof err, &said);
+    snprintf(p, sizeof p, "%s/pid", d);
+    long pid = access(p, F_OK) == 0 ? strtol(capture_slurp(p), NULL, 10) : 0; /* (leaked: a test) */
+    char state_c = state_within(pid);
+    if (r != -ETIMEDOUT || pid <= 0 || (state_c != 'X' && state_c != 'Z') ||
+        !strstr(err, "drover ended the stalled step 'release missing' in h1:local"))
+        fail_msg("objsync %d, agent pid %ld state %c: %s\nstderr: %s", r, pid, state_c, err, said);
+    free(said);
+    relsrc_done(&rs);
+    unsetenv("DROVER_HASH_CACHE");
+    assert_int_equal(fs_rm_rf(d), 0);
+}
+
+static char intr_pidfile[600];
+/* Ctrl-C, as deploy's handler gives it, once the install has stopped itself (its pid written). */
+static void *interrupt_when_held(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 200 && access(intr_pidfile, F_OK) != 0; i++)
+        usleep(50 * 1000);
+    usleep(200 * 1000);
+    send_interrupted = 1;
+    exec_interrupted = 1;
+    return NULL;
+}
+
+/* Ctrl-C while the containers store (t-33's case): the install in flight is ended in its
+ * container, and stderr says so.  Before, the stopped install stayed there (only the host
+ * shell got SIGTERM), to be resumed by hand. */
+static void test_interrupted_install_ended(void **state)
+{
+    (void)state;
+    char d[] = "/tmp/drover-unit-intr-XXXXXX", text[1600], err[1024], p[600];
+    assert_non_null(mkdtemp(d));
+    struct relsrc rs;
+    one_file_release(d, &rs);
+    snprintf(p, sizeof p, "%s/st/objects", d);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/st/objects/%s", d, rs.m->e[rs.m->n - 1].sha256);
+    capture_put(p, "{\"lr\": 3e-4}\n", 0444);
+    snprintf(text, sizeof text,
+             "#!/bin/sh\necho \"$*\" >>'%s/calls'\ncase \"$*\" in\n"
+             "*'release missing'*) cat >/dev/null; echo '0 %zu';;\n"
+             "*'release install'*) echo $$ >'%s/pid'; kill -STOP $$; cat >/dev/null; exit 0;;\n"
+             "*) echo ok;;\nesac\n", d, rs.m->n, d);
+    snprintf(intr_pidfile, sizeof intr_pidfile, "%s/pid", d);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, interrupt_when_held, NULL), 0);
+    char *said;
+    int r = stage_local(d, text, "30", &rs, err, sizeof err, &said);
+    pthread_join(th, NULL);
+    send_interrupted = 0;
+    exec_interrupted = 0;
+    long pid = access(intr_pidfile, F_OK) == 0 ? strtol(capture_slurp(intr_pidfile), NULL, 10) : 0;
+    char state_c = state_within(pid);
+    if (r >= 0 || pid <= 0 || (state_c != 'X' && state_c != 'Z') ||
+        !strstr(said, "drover ended the interrupted release install in h1:local"))
+        fail_msg("objsync %d, install pid %ld state %c: %s\nstderr: %s", r, pid, state_c, err, said);
     free(said);
     relsrc_done(&rs);
     unsetenv("DROVER_HASH_CACHE");
@@ -806,6 +913,8 @@ int main(void)
         cmocka_unit_test(test_file_vanished_while_sent),
         cmocka_unit_test(test_install_failure_not_said_retried),
         cmocka_unit_test(test_stalled_install_ended),
+        cmocka_unit_test(test_stalled_ask_ended),
+        cmocka_unit_test(test_interrupted_install_ended),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
