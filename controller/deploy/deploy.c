@@ -2551,6 +2551,11 @@ failed:
         printf("the drover-agent in %s is not running: %s is not marked bad; it is reverted "
                "wherever an agent answers\n", d.job->cts[gone_ct].label, d.sid);
     }
+    /* no verdict on the release (its agents leave it unmarked): recorded so, or this very record
+     * ("revert-failed", as the revert cannot reach the agent) made a later plan, deploy and
+     * rollback --to count it as a failed probation, against the words above */
+    if (d.no_bad_mark && !d.stopped_by_operator && hcode == HISTORY_RC_NONE)
+        hcode = HISTORY_RC_UNDECIDED;
     ret = revert_all(&d, hcode, reason);
 restore:
     interrupt_handlers(NULL);

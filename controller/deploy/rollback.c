@@ -331,6 +331,16 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         }
         if (deploy_interrupted)
             goto interrupted_before_switch;
+        /* marked bad only where its probation was decided (a held release, a failure left
+         * running, a failure recorded), as `drover revert` decides it: a release whose deploy never reached a verdict
+         * (its agent died, deploy said "not marked bad") was marked bad here, and a later
+         * rollback --to it asked for --force */
+        struct history_entry *rh;
+        size_t nrh;
+        survey_history_of(&d, d.id, &rh, &nrh);
+        d.no_bad_mark = !pastfail_find_now(rh, nrh, d.job->name, d.id) &&
+                        pastfail_hand_revert_code(rh, nrh, d.job->name, d.id) == HISTORY_RC_OPERATOR_REVERT;
+        free(rh);
         interrupt_handlers(on_sigint);
         ret = revert_all(&d, HISTORY_RC_NONE, "operator rollback");
         ret = ret == EXIT_REVERTED ? EXIT_OK : ret;

@@ -692,6 +692,39 @@ static void test_rollback_activate_failed_reverts(void **state)
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
+/* `drover deploy v5`, the agent killed in a container during probation: "v5 is not marked bad",
+ * REVERT FAILED; then `drover install`, `drover rollback --job J`: the rollback reverted the
+ * never-promoted v5 asking each agent to mark it bad, so status listed it under bad and a later
+ * `rollback --to` it asked for --force.  A rollback's revert of a release whose probation was
+ * never decided leaves it unmarked (revert --no-mark), as `drover revert` does. */
+static void test_rollback_of_undecided_release_leaves_it_unmarked(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbund-XXXXXX";
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    struct history_entry e;
+    fake_agent_status_init(&st);
+    st.features = STATUS_FEATURES_ALL;
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, good);
+    strcpy(st.jobs[0].good, good);
+    st.jobs[0].ngoods = 1;
+    strcpy(st.jobs[0].goods[0], good);
+    char *calls, *err, *out;
+    int code = rb_run(d2, &st, "", &e, &calls, &err, &out);
+    if (code != EXIT_OK || strcmp(e.result, "rollback") != 0 || count_of(calls, "sock revert --job train") != 2 ||
+        count_of(calls, "--no-mark") != 2)
+        fail_msg("exit %d, record %s\nstderr: %s\nstdout: %s\ncalls: %s", code, e.result, err, out, calls);
+    free(calls);
+    free(err);
+    free(out);
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
 /* `drover promote --job train` */
 static int promote_verb(struct fleet *f, int argc, char **argv)
 {
@@ -817,6 +850,7 @@ int main(void)
         cmocka_unit_test(test_failed_rollback_says_how_back),
         cmocka_unit_test(test_rollback_activate_failed_reverts),
         cmocka_unit_test(test_promote_after_partial_promote),
+        cmocka_unit_test(test_rollback_of_undecided_release_leaves_it_unmarked),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
