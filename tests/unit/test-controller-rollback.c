@@ -811,6 +811,67 @@ static void test_promote_after_partial_promote(void **state)
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
+/* `drover revert --job train` */
+static int revert_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return deploy_decide_held(f, "train", false);
+}
+
+/* `drover revert` after a promote that failed in some containers only read the job from the
+ * first container: promoted there, it said "nothing is held to revert"; held there, it reverted
+ * where the release was held and left it running where it was promoted (each agent's revert
+ * goes to its own good release): a split gang.  It reads every container, as promote does:
+ * promoted in some, held in others, it is refused naming `drover rollback --to G`, nothing
+ * reverted. */
+static void test_revert_after_partial_promote(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbrev-XXXXXX", p[600], bcase[900];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st, stb;
+    struct history_entry e;
+    /* /a: next promoted (its promote worked); /b: next runs, good is still good */
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, good);
+    strcpy(st.jobs[0].good, next);
+    st.jobs[0].ngoods = 2;
+    strcpy(st.jobs[0].goods[0], next);
+    strcpy(st.jobs[0].goods[1], good);
+    stb = st;
+    strcpy(stb.jobs[0].good, good);
+    stb.jobs[0].ngoods = 1;
+    strcpy(stb.jobs[0].goods[0], good);
+    char *doc = fake_agent_doc(&stb, false);
+    snprintf(p, sizeof p, "%s/status-b.json", d2);
+    capture_put(p, doc, 0644);
+    free(doc);
+    snprintf(bcase, sizeof bcase, "*/b/agent.sock\\ lease\\ take*|*/b/agent.sock\\ status*) cat '%s';;\n", p);
+    rb_fn = revert_verb;
+    rb_case = bcase;
+    rb_refusal = true;
+    int code = rb_record(d2, &st, 0, &e);
+    snprintf(p, sizeof p, "%s/calls", d2);
+    char *calls = capture_slurp(p);
+    snprintf(p, sizeof p, "%s/err", d2);
+    char *err = capture_slurp(p);
+    if (code != EXIT_FAIL || strstr(calls, "sock revert ") || strstr(err, "nothing is held") ||
+        !strstr(err, "revert of job 'train' refused, nothing reverted: cd5d00000000 is promoted already in h1:local:") ||
+        !strstr(err, "`drover rollback --job train --to a56200000000`"))
+        fail_msg("exit %d\nstderr: %s\ncalls: %s", code, err, calls);
+    free(calls);
+    free(err);
+    rb_refusal = false;
+    rb_fn = rb_verb;
+    rb_case = "";
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
 /* The decision alone: stopped in every container (or stopped in some, its gang ended in the
  * others: no gang anywhere) is a stopped job; a gang running anywhere is not. */
 static void test_job_is_stopped_decision(void **state)
@@ -851,6 +912,7 @@ int main(void)
         cmocka_unit_test(test_rollback_activate_failed_reverts),
         cmocka_unit_test(test_promote_after_partial_promote),
         cmocka_unit_test(test_rollback_of_undecided_release_leaves_it_unmarked),
+        cmocka_unit_test(test_revert_after_partial_promote),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
