@@ -880,7 +880,8 @@ static bool job_gpu_released(struct daemon *d, int i, double now)
 static void job_gang_gone(struct daemon *d, int i, double now)
 {
     struct gang *g = &d->rt[i].gang;
-    struct jm_event ev = {.kind = JM_EV_GANG_GONE, .now = now, .rank = -1, .text = ""};
+    struct jm_event ev = {.kind = JM_EV_GANG_GONE, .now = now, .rank = -1, .text = "",
+                          .sigkilled = g->killed, .grace_s = g->grace_s};
     int fe = g->first_exit >= 0 ? g->first_exit : g->diverged >= 0 ? g->diverged : g->hung;
     if (fe >= 0) {
         const struct rank_proc *rp = &g->ranks[fe];

@@ -444,8 +444,15 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
         }
         fx_event(out, "stop", j->current, "%s", j->reason);
         fx_simple(out, JM_FX_SAVE);
-        /* the controller's two-phase switch reads this as "every old rank here is gone" */
-        fx_msg(out, JM_FX_ANSWER, 0, "stopped: no process of the gang is left");
+        /* the controller's two-phase switch reads this as "every old rank here is gone"; a rank
+         * that outlived SIGTERM is said (common/agentcli.h), as its checkpoint may be missing */
+        if (rt->gone_sigkilled) {
+            char said[160];
+            snprintf(said, sizeof said, "stopped: no process of the gang is left; " AGENT_STOP_SIGKILLED
+                     "%.0f s (a rank ignored SIGTERM)", rt->gone_grace_s);
+            fx_msg(out, JM_FX_ANSWER, 0, said);
+        } else
+            fx_msg(out, JM_FX_ANSWER, 0, "stopped: no process of the gang is left");
         return;
     case JM_NEXT_START:
         /* a requested start (`drover start`, or an aborted switch starting the old release
@@ -928,6 +935,8 @@ void jm_step(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
     case JM_EV_GANG_GONE:
         rt->gang = false;
         rt->stopping = false;
+        rt->gone_sigkilled = ev->sigkilled;
+        rt->gone_grace_s = ev->grace_s;
         if (rt->quit) { /* shutdown: the job keeps its state for the next agent */
             fx_simple(out, JM_FX_CLEAR_GANG);
             fx_simple(out, JM_FX_SAVE);

@@ -611,8 +611,23 @@ static void old_gangs_asked(struct deploy *d, const struct agent_fan_ct c[])
 
 static void old_gang_ended(struct deploy *d, int i, const struct agent_fan_ct *c)
 {
+    double grace;
+    char w[600];
     if (c->ok[0]) /* "ok: stopped: no process of the gang is left" */
         fprintf(stderr, "switch: %s: old gang gone after %.1fs\n", d->job->cts[i].label, c->took);
+    if (c->ok[0] && agent_stop_was_sigkilled(c->ok, &grace))
+        log_warn("switch: %s", deploy_sigkilled_message(w, sizeof w, d->job->cts[i].label, d->job->name, grace));
+}
+
+const char *deploy_sigkilled_message(char *buf, size_t sz, const char *label, const char *job, double grace_s)
+{
+    char g[32] = "its grace";
+    if (grace_s >= 0)
+        snprintf(g, sizeof g, "its grace of %.0f s", grace_s);
+    snprintf(buf, sz, "%s: a rank of job '%s' ignored SIGTERM for %s and was SIGKILLed: a checkpoint it "
+             "writes on SIGTERM may not have been written (`drover logs --job %s` shows its last lines; "
+             "raise the job's grace, or make the trainer checkpoint on SIGTERM within it)", label, job, g, job);
+    return buf;
 }
 
 /* every OLD_GANG_TICK_S while an old gang is stopping: which containers it is still waiting on,

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "common/agentcli.h"
+
 #include "agent/jobmachine.h"
 #include "agent/state.h"
 #include "common/util.h"
@@ -1536,6 +1538,41 @@ static void test_peer_stopped(void **state)
     /* an exit 0 is still "completed" (the rank's own stop or max_steps): test_exit_codes' `done` */
 }
 
+/* `drover stop` of a gang whose rank ignores SIGTERM: the agent SIGKILLs it after its grace, but
+ * answered "stopped: no process of the gang is left" as for any stop, so the controller printed
+ * "stopped 15.1 s" and only the agent's log said SIGKILL: a checkpoint written on SIGTERM may be
+ * missing.  The answer says it (common/agentcli.h AGENT_STOP_SIGKILLED), and a stop that ended
+ * on SIGTERM does not. */
+static void test_stop_answer_says_sigkill(void **state)
+{
+    (void)state;
+    for (int killed = 0; killed <= 1; killed++) {
+        struct world w;
+        world_init(&w);
+        RUN(&w, good_a);
+        struct jm_event stop = {.kind = JM_EV_STOP, .now = 20, .rank = -1};
+        struct jm_effects out = {0};
+        jm_step(&w.p, w.j, &w.rt, &stop, &out);
+        struct jm_event gone = {.kind = JM_EV_GANG_GONE, .now = 36, .rank = -1, .sigkilled = killed,
+                                .grace_s = 15};
+        out.n = 0;
+        jm_step(&w.p, w.j, &w.rt, &gone, &out);
+        const char *answer = NULL;
+        for (int k = 0; k < out.n; k++)
+            if (out.fx[k].kind == JM_FX_ANSWER)
+                answer = out.fx[k].text;
+        assert_non_null(answer);
+        assert_non_null(strstr(answer, "stopped: no process of the gang is left"));
+        double g = 0;
+        assert_int_equal(agent_stop_was_sigkilled(answer, &g), killed);
+        if (killed) {
+            assert_true(g == 15);
+            assert_non_null(strstr(answer, "SIGKILLed after its grace of 15 s"));
+        }
+        world_done(&w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1570,6 +1607,7 @@ int main(void)
         cmocka_unit_test(test_revert_joins_own_revert),
         cmocka_unit_test(test_peer_stopped),
         cmocka_unit_test(test_peer_exit_said),
+        cmocka_unit_test(test_stop_answer_says_sigkill),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
