@@ -435,7 +435,7 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
             /* a switch's first phase: the activation (or revert) should follow at once */
             char why[200];
             j->switch_deadline = now + rt->next_restart_after_s;
-            snprintf(why, sizeof why, "stopped for a switch; starts %.12s again on its own unless "
+            snprintf(why, sizeof why, STATUS_SWITCH_STOP_PREFIX "; starts %.12s again on its own unless "
                      "the switch goes on within %.0f s", j->current, rt->next_restart_after_s);
             rt->next_restart_after_s = 0;
             set_state(j, GANG_STOPPED, STATUS_RC_NONE, why);

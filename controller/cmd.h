@@ -119,6 +119,14 @@ const char *status_agent_hint(const char *ct, const char *job, const struct job_
 const char *status_restart_note(const char *ct, const char *job, const struct job_status *js, char *buf,
                                 size_t sz);
 
+/* The note under the table for a job its agent stopped as the first phase of a switch (its
+ * reason begins with STATUS_SWITCH_STOP_PREFIX): the table shows "stopped", as after `drover
+ * stop`, while the agent starts the release again on its own unless the switch goes on (a
+ * drover killed between the phases); only -o wide and -o json said so.  NULL in any other state.
+ * inv_arg: -i as given (NULL: default).  Returns buf. */
+const char *status_switch_note(const char *ct, const char *job, const struct job_status *js,
+                               const char *inv_arg, char *buf, size_t sz);
+
 /* The warning under the table for a gang whose ranks wrote lines that are not heartbeats (a
  * worker speaking another format shows only "starting" in the table): the first such rank, its
  * count, how many ranks did, and where the agent says why.  NULL when none did. */

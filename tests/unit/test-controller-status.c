@@ -763,6 +763,49 @@ static void test_deploy_in_progress(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* `kill -9` of drover right after "switch: stopping the old gang": plain `drover status` showed
+ * "stopped" for ~105 s, as after `drover stop`, no note; only -o wide and -o json said that the
+ * agent starts the release again on its own.  A note under the table says it, and what to run;
+ * a stop by `drover stop` gets none. */
+static void test_switch_stop_noted(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-status-sw-XXXXXX", text[1024], out[64], err[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    struct agent_status st;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_STOPPED;
+    memset(st.jobs[0].current, 'e', RELEASE_ID_LEN);
+    strcpy(st.jobs[0].good, st.jobs[0].current);
+    snprintf(st.jobs[0].reason, sizeof st.jobs[0].reason, "stopped for a switch; starts eeeeeeeeeeee again on its "
+             "own unless the switch goes on within 105 s");
+    fake_agent(dir, &st);
+    struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+    char *argv[] = { "status", "--job", "train", NULL };
+    optind = 0;
+    assert_int_equal(capture_verb(cmd_status, inv, argv, 3, out, err), EXIT_OK);
+    char want[600];
+    snprintf(want, sizeof want, "h1:local:%s/a: job 'train' is stopped for a switch, not by `drover stop`: its "
+             "agent starts eeeeeeeeeeee again on its own unless the switch goes on within 105 s", dir);
+    if (count_lines(err, want) != 1 || count_lines(err, "drover start --job train` starts it now") < 1) {
+        char *e = capture_slurp(err);
+        fail_msg("stderr: %s", e);
+    }
+    /* a stop by request: no note */
+    strcpy(st.jobs[0].reason, "stopped by request");
+    fake_agent(dir, &st);
+    optind = 0;
+    assert_int_equal(capture_verb(cmd_status, inv, argv, 3, out, err), EXIT_OK);
+    assert_int_equal(count_lines(err, "stopped for a switch"), 0);
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -783,6 +826,7 @@ int main(void)
         cmocka_unit_test(test_notes_under_the_table),
         cmocka_unit_test(test_logs_never_ran),
         cmocka_unit_test(test_deploy_in_progress),
+        cmocka_unit_test(test_switch_stop_noted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
