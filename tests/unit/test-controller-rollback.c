@@ -289,6 +289,44 @@ static void test_gc_agent_not_running(void **state)
     inventory_free(inv2);
 }
 
+/* the collection after a deploy's promote, as a verb */
+static int gc_after_promote_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return objsync_gc_fleet(f, NULL, 0, 5, true, &f->inv->jobs[0]);
+}
+
+/* Every deploy and promote printed `drover: error: gc: h1:102 (job 'train'): ... Failed to exec
+ * "/usr/local/bin/drover-agent"` after `promoted`, for a container without the agent: an error
+ * line under a success.  The collection after a promote warns, saying it skipped the host, why,
+ * and that `drover install` puts the agent there; `drover gc` itself still fails on it. */
+static void test_gc_after_promote_warns(void **state)
+{
+    (void)state;
+    char p[512], out[600], err[600];
+    struct inventory *inv2 = fake_agent_inventory(dir, "", "", "c");
+    snprintf(p, sizeof p, "%s/agent", dir);
+    capture_put(p, "#!/bin/sh\necho 'lxc-attach: 102: attach.c: lxc_attach_run_command: Failed to exec "
+                   "\"/usr/local/bin/drover-agent\"' >&2\nexit 127\n", 0755);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    assert_true(capture_verb(gc_after_promote_verb, inv2, NULL, 0, out, err) < 0);
+    char *e = capture_slurp(err);
+    if (strstr(e, "error") || !strstr(e, "drover: warning: gc after the promote skipped host 'h1': ") ||
+        !strstr(e, "the agent is not installed there: `drover install --job train` puts it there"))
+        fail_msg("stderr: %s", e);
+    free(e);
+    char *argv[] = { "gc", NULL };
+    optind = 0;
+    assert_int_equal(capture_verb(cmd_gc, inv2, argv, 1, out, err), 1);
+    e = capture_slurp(err);
+    assert_non_null(strstr(e, "drover: error: gc: "));
+    assert_non_null(strstr(e, "`drover install --job train` puts it there"));
+    free(e);
+    inventory_free(inv2);
+}
+
 /* revert_all as a verb, for capture_verb: job train of capture.h's inventory fails `next` and
  * goes back to `good`; stopped_before: the deploy's survey found the job stopped everywhere */
 /* How many times needle occurs in hay. */
@@ -904,6 +942,7 @@ int main(void)
         cmocka_unit_test(test_interrupt_during_revert_ends_the_watch),
         cmocka_unit_test(test_baseline_agents_copy_wins),
         cmocka_unit_test(test_gc_agent_not_running),
+        cmocka_unit_test(test_gc_after_promote_warns),
         cmocka_unit_test(test_revert_of_stopped_job_leaves_it_stopped),
         cmocka_unit_test(test_job_is_stopped_decision),
         cmocka_unit_test(test_rollback_to_damaged_target_stops_nothing),
