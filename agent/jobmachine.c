@@ -968,8 +968,14 @@ void jm_step(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
         case GANG_REVERTED: {
             bool rev = j->state == GANG_REVERTED;
             char reason[sizeof j->reason];
-            (void)str_copy(reason, sizeof reason, rev ? j->reason : "relaunched after agent restart");
-            fx_event(out, "restart", j->current, "agent restarted: relaunching the gang");
+            /* after a container restart the gang ended with it: said so, not as a rank's death
+             * (an adopted dead gang read as "rank 0 killed by signal 9") */
+            (void)str_copy(reason, sizeof reason, rev ? j->reason
+                                                  : ev->rebooted ? "relaunched after the container restarted "
+                                                                   "(its gang ended with it)"
+                                                                 : "relaunched after agent restart");
+            fx_event(out, "restart", j->current, "%s", ev->rebooted ? "the container restarted: relaunching the gang"
+                                                                  : "agent restarted: relaunching the gang");
             fx_simple(out, JM_FX_SAVE);
             start_gang(j, rt, JM_START_RESUME, rev ? GANG_REVERTED : GANG_STARTING,
                        rev ? j->reason_code : STATUS_RC_NONE, reason, out);

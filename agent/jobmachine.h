@@ -199,6 +199,8 @@ struct jm_event {
     const char *spec_digest;     /* PROMOTE (may be NULL) */
     bool no_start;               /* REVERT: leave the job stopped on its good release */
     double hang_limit_s;         /* GANG_GONE with JM_EXIT_HUNG: the liveness deadline that tripped */
+    bool rebooted;               /* AGENT_START: the container restarted since the state was saved
+                                    (another boot id): its gang ended with it */
     bool sigkilled;              /* GANG_GONE: a rank outlived SIGTERM for grace_s: SIGKILL sent */
     double grace_s;              /* GANG_GONE with sigkilled: the grace it had */
 };

@@ -1573,6 +1573,57 @@ static void test_stop_answer_says_sigkill(void **state)
     }
 }
 
+/* `pct stop` and `pct start` of a container, then `drover install`: the new agent adopted the
+ * gang its state.json named, whose processes had ended with the container, and read it as
+ * "rank 0 killed by signal 9"; `drover status` said "last after rank 0 killed by signal 9".
+ * The state records the container's init start with the host's boot id; when either changed,
+ * the gang is not adopted and the relaunch says the container restarted.  An agent restart
+ * within one boot of the container, and a state.json without the field, read as before. */
+static void test_container_restart_said(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    strcpy(w.j->boot_id, "b1");
+    w.j->init_start = 1000;
+    char *text = NULL;
+    struct agent_state back;
+    assert_int_equal(state_format(&w.st, &text), 0);
+    assert_non_null(strstr(text, "\"init_start\":1000"));
+    assert_int_equal(state_parse(text, strlen(text), &back), 0);
+    free(text);
+    assert_true(back.jobs[0].init_start == 1000);
+    assert_false(state_job_saved_in_other_boot(&back.jobs[0], "b1", 1000)); /* the agent alone restarted */
+    assert_true(state_job_saved_in_other_boot(&back.jobs[0], "b1", 2000));  /* pct stop, pct start */
+    assert_true(state_job_saved_in_other_boot(&back.jobs[0], "b2", 1000));  /* the host rebooted */
+    assert_false(state_job_saved_in_other_boot(&back.jobs[0], "", 0));      /* nothing known */
+    state_done(&back);
+    w.j->init_start = 0; /* an older agent's state.json: no field, nothing decided on it */
+    assert_int_equal(state_format(&w.st, &text), 0);
+    assert_null(strstr(text, "init_start"));
+    assert_int_equal(state_parse(text, strlen(text), &back), 0);
+    free(text);
+    assert_false(state_job_saved_in_other_boot(&back.jobs[0], "b1", 2000));
+    state_done(&back);
+    /* the relaunch after it */
+    jm_rt_done(&w.rt);
+    jm_rt_init(&w.rt);
+    struct jm_event ev = {.kind = JM_EV_AGENT_START, .now = 0.5, .rank = -1, .rebooted = true};
+    struct jm_effects out = {0};
+    jm_step(&w.p, w.j, &w.rt, &ev, &out);
+    bool said = false;
+    for (int k = 0; k < out.n; k++)
+        said |= out.fx[k].kind == JM_FX_EVENT && strstr(out.fx[k].text, "the container restarted") != NULL;
+    assert_true(said);
+    struct jm_event ok = {.kind = JM_EV_START_OK, .now = 0.6, .rank = -1};
+    out.n = 0;
+    jm_step(&w.p, w.j, &w.rt, &ok, &out);
+    if (!strstr(w.j->reason, "relaunched after the container restarted"))
+        fail_msg("reason: %s", w.j->reason);
+    world_done(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1608,6 +1659,7 @@ int main(void)
         cmocka_unit_test(test_peer_stopped),
         cmocka_unit_test(test_peer_exit_said),
         cmocka_unit_test(test_stop_answer_says_sigkill),
+        cmocka_unit_test(test_container_restart_said),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
