@@ -107,6 +107,8 @@ void daemon_opts_default(struct daemon_opts *o)
 
 /* ---- persistence ---- */
 
+static uint64_t proc_starttime(pid_t pid);
+
 /* The kernel's boot id: CLOCK_MONOTONIC values are comparable between processes while it
  * stays the same. */
 static int boot_id(char *buf, size_t sz)
@@ -128,12 +130,14 @@ static void daemon_save(struct daemon *d)
     double now = time_mono();
     char boot[40] = "";
     (void)boot_id(boot, sizeof boot);
+    uint64_t init = proc_starttime(1);
     for (int i = 0; i < d->st.njobs; i++) {
         struct job_rec *j = &d->st.jobs[i];
         struct gang *g = &d->rt[i].gang;
         j->probation_left_s = j->probation_deadline > 0 ? (j->probation_deadline > now ? j->probation_deadline - now : 0) : 0;
         j->switch_left_s = j->switch_deadline > 0 ? (j->switch_deadline > now ? j->switch_deadline - now : 0) : 0;
         (void)str_copy(j->boot_id, sizeof j->boot_id, boot);
+        j->init_start = init;
         j->gang_pgid = g->pgid;
         j->npids = 0;
         for (int k = 0; k < g->nranks; k++) { /* by local rank, for the next agent's adoption */
@@ -398,7 +402,6 @@ static void daemon_gc(struct daemon *d)
         log_warn("release GC: %s", strerror(-r));
 }
 
-static uint64_t proc_starttime(pid_t pid);
 
 static bool pid_in_our_gangs(pid_t pid, void *ud)
 {
@@ -880,7 +883,8 @@ static bool job_gpu_released(struct daemon *d, int i, double now)
 static void job_gang_gone(struct daemon *d, int i, double now)
 {
     struct gang *g = &d->rt[i].gang;
-    struct jm_event ev = {.kind = JM_EV_GANG_GONE, .now = now, .rank = -1, .text = ""};
+    struct jm_event ev = {.kind = JM_EV_GANG_GONE, .now = now, .rank = -1, .text = "",
+                          .sigkilled = g->killed, .grace_s = g->grace_s};
     int fe = g->first_exit >= 0 ? g->first_exit : g->diverged >= 0 ? g->diverged : g->hung;
     if (fe >= 0) {
         const struct rank_proc *rp = &g->ranks[fe];
@@ -1025,8 +1029,9 @@ static void daemon_resume_jobs(struct daemon *d)
 {
     double now = time_mono();
     char boot[40] = "";
-    bool adopted[STATUS_MAX_JOBS] = {false};
+    bool adopted[STATUS_MAX_JOBS] = {false}, rebooted[STATUS_MAX_JOBS] = {false};
     (void)boot_id(boot, sizeof boot);
+    uint64_t init = proc_starttime(1);
     for (int i = 0; i < d->st.njobs; i++) {
         struct job_rec *j = &d->st.jobs[i];
         /* the probation deadline: as saved within this boot, else the time left at the save */
@@ -1039,6 +1044,16 @@ static void daemon_resume_jobs(struct daemon *d)
             if (!boot[0] || strcmp(boot, j->boot_id) != 0 || j->switch_deadline <= 0)
                 j->switch_deadline = now + j->switch_left_s;
         }
+        rebooted[i] = state_job_saved_in_other_boot(j, boot, init);
+        if (rebooted[i] && j->gang_pgid > 0) {
+            /* no process of that boot is left: its pgid and pids are another boot's (adopting them
+             * read the gang as SIGKILLed, or signalled a stranger's process group) */
+            log_notice("job '%s': the container restarted since the last agent saved its state (another "
+                       "boot, or another start of its init): gang %d ended with it", j->job, j->generation);
+            j->gang_pgid = 0;
+            j->gang_starttime = 0;
+            j->npids = 0;
+        }
         adopted[i] = daemon_adopt_gang(d, i);
     }
     for (int i = 0; i < d->st.njobs; i++) {
@@ -1047,7 +1062,8 @@ static void daemon_resume_jobs(struct daemon *d)
         for (int k = 0, len = 0; adopted[i] && k < j->npids && len < (int)sizeof pids - 16; k++)
             len += snprintf(pids + len, sizeof pids - (size_t)len, "%spid %lld", k ? ", " : "",
                             (long long)j->pids[k]);
-        struct jm_event ev = {.kind = adopted[i] ? JM_EV_ADOPT : JM_EV_AGENT_START, .now = now, .text = pids};
+        struct jm_event ev = {.kind = adopted[i] ? JM_EV_ADOPT : JM_EV_AGENT_START, .now = now, .text = pids,
+                              .rebooted = rebooted[i]};
         job_feed(d, i, &ev, -1);
     }
     daemon_save(d);

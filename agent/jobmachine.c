@@ -435,7 +435,7 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
             /* a switch's first phase: the activation (or revert) should follow at once */
             char why[200];
             j->switch_deadline = now + rt->next_restart_after_s;
-            snprintf(why, sizeof why, "stopped for a switch; starts %.12s again on its own unless "
+            snprintf(why, sizeof why, STATUS_SWITCH_STOP_PREFIX "; starts %.12s again on its own unless "
                      "the switch goes on within %.0f s", j->current, rt->next_restart_after_s);
             rt->next_restart_after_s = 0;
             set_state(j, GANG_STOPPED, STATUS_RC_NONE, why);
@@ -444,8 +444,15 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
         }
         fx_event(out, "stop", j->current, "%s", j->reason);
         fx_simple(out, JM_FX_SAVE);
-        /* the controller's two-phase switch reads this as "every old rank here is gone" */
-        fx_msg(out, JM_FX_ANSWER, 0, "stopped: no process of the gang is left");
+        /* the controller's two-phase switch reads this as "every old rank here is gone"; a rank
+         * that outlived SIGTERM is said (common/agentcli.h), as its checkpoint may be missing */
+        if (rt->gone_sigkilled) {
+            char said[160];
+            snprintf(said, sizeof said, "stopped: no process of the gang is left; " AGENT_STOP_SIGKILLED
+                     "%.0f s (a rank ignored SIGTERM)", rt->gone_grace_s);
+            fx_msg(out, JM_FX_ANSWER, 0, said);
+        } else
+            fx_msg(out, JM_FX_ANSWER, 0, "stopped: no process of the gang is left");
         return;
     case JM_NEXT_START:
         /* a requested start (`drover start`, or an aborted switch starting the old release
@@ -928,6 +935,8 @@ void jm_step(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
     case JM_EV_GANG_GONE:
         rt->gang = false;
         rt->stopping = false;
+        rt->gone_sigkilled = ev->sigkilled;
+        rt->gone_grace_s = ev->grace_s;
         if (rt->quit) { /* shutdown: the job keeps its state for the next agent */
             fx_simple(out, JM_FX_CLEAR_GANG);
             fx_simple(out, JM_FX_SAVE);
@@ -959,8 +968,14 @@ void jm_step(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
         case GANG_REVERTED: {
             bool rev = j->state == GANG_REVERTED;
             char reason[sizeof j->reason];
-            (void)str_copy(reason, sizeof reason, rev ? j->reason : "relaunched after agent restart");
-            fx_event(out, "restart", j->current, "agent restarted: relaunching the gang");
+            /* after a container restart the gang ended with it: said so, not as a rank's death
+             * (an adopted dead gang read as "rank 0 killed by signal 9") */
+            (void)str_copy(reason, sizeof reason, rev ? j->reason
+                                                  : ev->rebooted ? "relaunched after the container restarted "
+                                                                   "(its gang ended with it)"
+                                                                 : "relaunched after agent restart");
+            fx_event(out, "restart", j->current, "%s", ev->rebooted ? "the container restarted: relaunching the gang"
+                                                                  : "agent restarted: relaunching the gang");
             fx_simple(out, JM_FX_SAVE);
             start_gang(j, rt, JM_START_RESUME, rev ? GANG_REVERTED : GANG_STARTING,
                        rev ? j->reason_code : STATUS_RC_NONE, reason, out);

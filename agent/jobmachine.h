@@ -137,6 +137,8 @@ struct jm_rt {
     int ncrash;
     bool gang;                    /* a gang of this job exists (started, not yet gone) */
     bool stopping;                /* the machine asked it to stop */
+    bool gone_sigkilled;          /* the gang just gone needed SIGKILL after its grace ... */
+    double gone_grace_s;          /* ... of this many seconds: a stop's answer says so */
     bool quit;                    /* the agent is shutting down */
 };
 void jm_rt_init(struct jm_rt *rt);
@@ -197,6 +199,10 @@ struct jm_event {
     const char *spec_digest;     /* PROMOTE (may be NULL) */
     bool no_start;               /* REVERT: leave the job stopped on its good release */
     double hang_limit_s;         /* GANG_GONE with JM_EXIT_HUNG: the liveness deadline that tripped */
+    bool rebooted;               /* AGENT_START: the container restarted since the state was saved
+                                    (another boot id): its gang ended with it */
+    bool sigkilled;              /* GANG_GONE: a rank outlived SIGTERM for grace_s: SIGKILL sent */
+    double grace_s;              /* GANG_GONE with sigkilled: the grace it had */
 };
 
 enum jm_fx {

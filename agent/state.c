@@ -66,6 +66,10 @@ static json_t *job_to_json(const struct job_rec *j)
                      "boot_id", j->boot_id, "gang_pgid", (json_int_t)j->gang_pgid, "gang_starttime",
                      (json_int_t)j->gang_starttime, "pids", pids, "holders", holders, "specs", specs,
                      "bad", bad, "goods", goods, "goods_spec", goods_spec);
+    if (o && j->init_start && json_object_set_new(o, "init_start", json_integer((json_int_t)j->init_start)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
     char lr[4 * sizeof j->last_restart_reason];
     /* only when there is one: a state.json without it reads as "" (an agent before the field) */
     if (o && j->last_restart_reason[0] &&
@@ -116,7 +120,7 @@ static int job_from_json(json_t *o, struct job_rec *j)
     json_t *pl = json_object_get(o, "probation_left_s"), *bid = json_object_get(o, "boot_id");
     json_t *sm = json_object_get(o, "switch_mono"), *sl = json_object_get(o, "switch_left_s");
     json_t *pids, *specs, *bad, *goods, *goods_spec = NULL;
-    int64_t gen = 0, restarts = 0, rb = 0, pgid = 0, start = 0;
+    int64_t gen = 0, restarts = 0, rb = 0, pgid = 0, start = 0, init = 0;
     if (!json_is_object(o) || !json_is_string(name) || !job_name_is_valid(json_string_value(name)))
         return -EINVAL;
     int r;
@@ -135,8 +139,10 @@ static int job_from_json(json_t *o, struct job_rec *j)
         jf_int(o, "restarts", 0, INT32_MAX, false, &restarts) < 0 ||
         jf_int(o, "auto_rollbacks", 0, INT32_MAX, false, &rb) < 0 ||
         jf_int(o, "gang_pgid", 0, INT32_MAX, false, &pgid) < 0 ||
-        jf_int(o, "gang_starttime", 0, INT64_MAX, false, &start) < 0)
+        jf_int(o, "gang_starttime", 0, INT64_MAX, false, &start) < 0 ||
+        jf_int(o, "init_start", 0, INT64_MAX, false, &init) < 0)
         return -EINVAL;
+    j->init_start = (uint64_t)init;
     j->generation = (int)gen;
     j->restarts = (int)restarts;
     j->auto_rollbacks = (int)rb;
@@ -631,4 +637,10 @@ int events_dump(const char *path, int64_t since, FILE *out)
     events_dump_file(rotated, since, out);
     events_dump_file(path, since, out);
     return fflush(out) == 0 ? 0 : -EIO;
+}
+
+bool state_job_saved_in_other_boot(const struct job_rec *j, const char *boot, uint64_t init_start)
+{
+    return (boot && boot[0] && j->boot_id[0] && strcmp(boot, j->boot_id) != 0) ||
+           (init_start && j->init_start && init_start != j->init_start);
 }

@@ -75,6 +75,10 @@ struct job_rec {
     /* the gang last started (generation `generation`), so a restarted agent can re-adopt it */
     int64_t gang_pgid;
     uint64_t gang_starttime; /* /proc/<pgid>/stat field 22 of the group leader */
+    uint64_t init_start;     /* /proc/1/stat field 22 at the save: the container's init, which a
+                                restart of the container (pct stop/start) changes while the
+                                kernel's boot id, the host's, stays; 0 unknown ("init_start",
+                                only when known) */
     int npids;
     int64_t pids[STATUS_MAX_RANKS];    /* the workers, by local rank */
     int64_t holders[STATUS_MAX_RANKS]; /* their holders (agent/supervise.h), by local rank */
@@ -159,5 +163,11 @@ void events_close(struct events *ev);
 /* Copy events with seq > since to out (one JSON line each), reading the rotated file first.
  * Lines that do not parse are skipped. */
 int events_dump(const char *path, int64_t since, FILE *out);
+
+/* Was job j's state saved in another boot of the container than now: another kernel boot id
+ * (boot), or another start of the container's init (init_start: a container restarted on a host
+ * that did not reboot)?  Each compared only where both are known ("" or 0: an agent before the
+ * field, no /proc).  Its gang cannot have outlived that boot. */
+bool state_job_saved_in_other_boot(const struct job_rec *j, const char *boot, uint64_t init_start);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *agent_exit_name(int code)
@@ -15,6 +16,18 @@ const char *agent_exit_name(int code)
     AGENT_EXITS(NAME)
 #undef NAME
     return NULL;
+}
+
+bool agent_stop_was_sigkilled(const char *ok_line, double *ret_grace_s)
+{
+    const char *p = ok_line ? strstr(ok_line, AGENT_STOP_SIGKILLED) : NULL;
+    if (!p)
+        return false;
+    char *end;
+    double g = strtod(p + strlen(AGENT_STOP_SIGKILLED), &end);
+    if (ret_grace_s)
+        *ret_grace_s = end != p + strlen(AGENT_STOP_SIGKILLED) && g >= 0 ? g : -1;
+    return true;
 }
 
 bool agent_said_no_daemon(const char *said)

@@ -193,6 +193,16 @@ void agent_argv_lease_take_over(struct agent_argv *a, const char *dead);
  * gang STATE: nothing stopped or started"; the controller reads this prefix to tell it from a
  * revert that started the good release (agent/jobmachine.c, controller/deploy/deploy.c). */
 #define AGENT_REVERT_ALREADY "already on the good release"
+/* A `stop` (and a switch's stop, exit 0) says on stdout "stopped: no process of the gang is left"
+ * (the controller's switch reads "ok" as every old rank gone); where a rank outlived SIGTERM for
+ * the job's grace and was SIGKILLed, the agent adds AGENT_STOP_SIGKILLED and the grace in whole
+ * seconds: "...; SIGKILLed after its grace of 15 s (a rank ignored SIGTERM)", so the controller
+ * warns that a checkpoint written on SIGTERM may be missing.  An older agent never says it. */
+#define AGENT_STOP_SIGKILLED "SIGKILLed after its grace of "
+/* Does the agent's ok line say the stopped gang was SIGKILLed after its grace?  true with
+ * *ret_grace_s (may be NULL) the grace it said (-1 when unreadable); false for a stop that
+ * ended on SIGTERM, an older agent's line, or NULL. */
+bool agent_stop_was_sigkilled(const char *ok_line, double *ret_grace_s);
 /* A request about a job the agent does not know (never deployed there) is refused (exit 1) with
  * "no job 'J' on this agent"; the controller's stop and start read this prefix (stopstart.c). */
 #define AGENT_NO_JOB "no job '"

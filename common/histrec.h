@@ -33,6 +33,10 @@ enum history_reason {
                                   probation never failed (a rollback to it not confirmed, its
                                   promote failed, run unpromoted otherwise): reverted, no verdict
                                   on the release (pastfail.h) */
+    HISTORY_RC_UNDECIDED,      /* "undecided": the probation was never decided, its agent died
+                                  or its container stopped under the gang: failed or reverted
+                                  (or revert-failed), no verdict on the release, not marked bad
+                                  (pastfail.h); an older reader takes it for "other" */
     HISTORY_RC_COUNT
 };
 

@@ -186,6 +186,28 @@ int manifest2_check_links(const struct manifest2 *m, const struct m2_entry **ret
     return 0;
 }
 
+const struct m2_entry *manifest2_dangling_link(const struct manifest2 *m, size_t *pos)
+{
+    char buf[MANIFEST2_PATH_MAX * 2 + 2];
+    for (; *pos < m->n; (*pos)++) {
+        const struct m2_entry *l = &m->e[*pos];
+        if (l->type != M2_LINK || !target_is_plain(l->target))
+            continue;
+        const char *slash = strrchr(l->path, '/');
+        size_t blen = slash ? (size_t)(slash - l->path) : 0;
+        memcpy(buf, l->path, blen);
+        buf[blen] = '\0';
+        int depth = 0;
+        if (resolve(m, buf, &blen, l->target, &depth) < 0)
+            continue; /* manifest2_check_links refuses it */
+        if (!buf[0] || !strcmp(buf, ".drover-env") || !strncmp(buf, ".drover-env/", 12) || manifest2_find(m, buf))
+            continue; /* the release root, the environment (judged in the container), or there */
+        (*pos)++;
+        return l;
+    }
+    return NULL;
+}
+
 struct walk {
     struct m2_entry *e;
     size_t n, cap;

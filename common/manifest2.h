@@ -115,6 +115,11 @@ int manifest2_dump(const struct manifest2 *m, char **ret_text, size_t *ret_len,
 int manifest2_check_links(const struct manifest2 *m, const struct m2_entry **ret_bad);
 
 /* The entry at `path` (relative to the release root; a leading "./" is ignored), or NULL. */
+/* The next symlink of m, from index *pos on, whose target stays inside the release but is not
+ * in it (dangling: `latest -> ckpt/step-100`, a target the job may create at run time, or one
+ * forgotten); *pos moves past it.  NULL when there is none left.  Links into .drover-env are
+ * not judged (the environment is another manifest). */
+const struct m2_entry *manifest2_dangling_link(const struct manifest2 *m, size_t *pos);
 const struct m2_entry *manifest2_find(const struct manifest2 *m, const char *path);
 /* Why `path` cannot be run as a job's command from this release: "is missing", "is a directory",
  * "is not executable", "is a symlink whose target is missing", ... or NULL when it can (a file

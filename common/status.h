@@ -55,6 +55,12 @@
  * (no rollback, no restart).  `drover status`/`top` show it; `drover deploy` refuses that
  * container until the agent's gpu-check passes there, or --force. */
 #define STATUS_ATTENTION_PREFIX "needs attention: environment fault:"
+/* The reason of a job whose gang its agent stopped as the first phase of a switch (`stop
+ * --restart-after S`): "stopped for a switch; starts ID again on its own unless the switch goes
+ * on within S s" (agent/jobmachine.c); `drover status` notes it under its table, as the table
+ * shows only "stopped", the same as after `drover stop`.  Every agent since the switch deadline
+ * writes these words. */
+#define STATUS_SWITCH_STOP_PREFIX "stopped for a switch"
 #define STATUS_REASON_CRASH_LOOP "crash loop"
 #define STATUS_REASON_FATAL_EXIT "non-retryable exit"
 #define STATUS_REASON_LIVENESS "liveness"

@@ -36,12 +36,17 @@ int cmd_stopstart_parse(int argc, char **argv, struct stopstart_args *ret);
 /* GC of host object stores (of every host, or only only_job's) and of the manifest cache,
  * keeping extra ids, every job's current/previous/good/target, the environments they name and
  * the keep_n newest releases.  Objects removed, or -errno (nothing removed on a host whose
- * containers could not all be asked).  cmd_gc.c. */
+ * containers could not all be asked).  only_job_hosts (a deploy's collection after its promote,
+ * which succeeded): what it skips is said as warnings ("gc after the promote skipped host ...",
+ * with why and what to run), not as errors under "promoted".  cmd_gc.c. */
 int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, int keep_n, bool only_job_hosts,
                      const struct inv_job *only_job);
 /* What gc says of host `host`'s store ("gc h1: removed 3 objects (kept the objects of 2 releases
  * in use and of the 5 newest)"; it said "kept 1 release's and the 5 newest"), and of the
  * controller's manifest cache mdir ("gc: removed 1 cached manifest from 'DIR'").  Return buf. */
+/* Does an agent's status failure (fleet_agent_status's err) say the agent could not be run at
+ * all in the container: pct exec's 127 or 126, lxc-attach's "Failed to exec"? */
+bool gc_agent_not_installed(const char *said);
 const char *gc_host_line(const char *host, int removed, size_t in_use, int keep_n, char *buf, size_t sz);
 const char *gc_cache_line(const char *mdir, int removed, char *buf, size_t sz);
 int cmd_logs(struct fleet *f, int argc, char **argv);
@@ -118,6 +123,14 @@ const char *status_agent_hint(const char *ct, const char *job, const struct job_
  * before the field), or the gang is in backoff (status_agent_hint says that).  Returns buf. */
 const char *status_restart_note(const char *ct, const char *job, const struct job_status *js, char *buf,
                                 size_t sz);
+
+/* The note under the table for a job its agent stopped as the first phase of a switch (its
+ * reason begins with STATUS_SWITCH_STOP_PREFIX): the table shows "stopped", as after `drover
+ * stop`, while the agent starts the release again on its own unless the switch goes on (a
+ * drover killed between the phases); only -o wide and -o json said so.  NULL in any other state.
+ * inv_arg: -i as given (NULL: default).  Returns buf. */
+const char *status_switch_note(const char *ct, const char *job, const struct job_status *js,
+                               const char *inv_arg, char *buf, size_t sz);
 
 /* The warning under the table for a gang whose ranks wrote lines that are not heartbeats (a
  * worker speaking another format shows only "starting" in the table): the first such rank, its

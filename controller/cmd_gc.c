@@ -64,6 +64,13 @@ const char *gc_cache_line(const char *mdir, int removed, char *buf, size_t sz)
     return buf;
 }
 
+bool gc_agent_not_installed(const char *said)
+{
+    /* fleet_agent_status_read's words for pct exec's 127/126 (lxc-attach: `Failed to exec
+     * "/usr/local/bin/drover-agent"`) */
+    return said && (strstr(said, "(exit 127)") || strstr(said, "(exit 126)") || strstr(said, "Failed to exec"));
+}
+
 int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, int keep_n, bool only_job_hosts,
                      const struct inv_job *only_job)
 {
@@ -102,10 +109,19 @@ int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, i
                 char fix[200];
                 if (agent_said_no_daemon(e)) /* the container runs, its agent does not */
                     snprintf(fix, sizeof fix, "`drover install --job %s` starts its agent", job->name);
+                else if (gc_agent_not_installed(e)) /* pct exec could not run it at all */
+                    snprintf(fix, sizeof fix, "the agent is not installed there: `drover install --job %s` "
+                             "puts it there", job->name);
                 else
                     snprintf(fix, sizeof fix, "start the container, or fix [job %s]'s containers in "
                              "the inventory", job->name);
-                if (!unknown[h])
+                /* after a deploy's promote, which succeeded: a warning that says what was skipped
+                 * (it was an error line under "promoted"); `drover gc` itself fails on it */
+                if (!unknown[h] && only_job_hosts)
+                    log_warn("gc after the promote skipped host '%s': %s (job '%s'): %s; nothing is "
+                             "collected there until its agent answers (%s; then `drover gc` collects it)",
+                             inv->hosts[h].name, job->cts[c].label, job->name, e, fix);
+                else if (!unknown[h])
                     log_error("gc: %s (job '%s'): %s; nothing is collected on host '%s' until its "
                               "agent answers (%s)", job->cts[c].label, job->name, e,
                               inv->hosts[h].name, fix);
@@ -139,6 +155,12 @@ int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, i
             continue;
         char err[1200];
         int n = objsync_gc_host(f, h, ids, keep->n, keep_n, err, sizeof err);
+        if (n < 0 && only_job_hosts) {
+            log_warn("gc after the promote skipped host '%s': %s (`drover gc` collects it once that is "
+                     "fixed)", inv->hosts[h].name, err);
+            r = n;
+            continue;
+        }
         if (n < 0) {
             log_error("gc: host '%s': %s", inv->hosts[h].name, err);
             r = n;

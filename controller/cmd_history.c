@@ -148,7 +148,7 @@ int cmd_history(struct fleet *f, int argc, char **argv)
                 snprintf(where, sizeof where, " (in %s)", h[i].containers);
             printf("%-20s %-12s %-13s %-10s %-14s %8s  %s%s\n", when, h[i].job,
                    ui_short(h[i].release, sid),
-                   text_escape(name, strlen(name), name_e, sizeof name_e), h[i].result, k,
+                   ui_table_word(name, name_e, sizeof name_e), h[i].result, k,
                    text_escape(h[i].reason, strlen(h[i].reason), reason_e, sizeof reason_e), where);
         }
     }

@@ -118,6 +118,22 @@ const char *status_agent_hint(const char *ct, const char *job, const struct job_
     return buf;
 }
 
+const char *status_switch_note(const char *ct, const char *job, const struct job_status *js,
+                               const char *inv_arg, char *buf, size_t sz)
+{
+    size_t pl = strlen(STATUS_SWITCH_STOP_PREFIX);
+    if (!js || js->state != GANG_STOPPED || strncmp(js->reason, STATUS_SWITCH_STOP_PREFIX, pl) != 0)
+        return NULL;
+    const char *rest = js->reason + pl;
+    rest += strspn(rest, "; ");
+    snprintf(buf, sz, "%s: job '%s' is stopped for a switch, not by `drover stop`: its agent %s%s (counted "
+                      "from its stop); if no deploy, rollback or revert is running now (a drover that died "
+                      "between the switch's phases), let it, or `drover%s%s start --job %s` starts it now",
+             ct, job, !strncmp(rest, "starts ", 7) ? "" : "says: ", rest[0] ? rest : "starts it again on its own",
+             inv_arg ? " -i " : "", inv_arg ? inv_arg : "", job);
+    return buf;
+}
+
 const char *status_restart_note(const char *ct, const char *job, const struct job_status *js, char *buf,
                                 size_t sz)
 {
@@ -619,6 +635,8 @@ static int status_once(struct fleet *f, const struct status_opts *o)
                 status_notes_add(&notes, LOG_LVL_WARN, "%s", hint); /* the table said "silent:75s" or "backoff", not that the agent acts */
             else if (!o->json && status_restart_note(ct->label, j->name, js, hint, sizeof hint))
                 status_notes_add(&notes, LOG_LVL_NOTICE, "%s", hint); /* the table's restarts column said how many, not why */
+            if (!o->json && status_switch_note(ct->label, j->name, js, f->inv_arg, hint, sizeof hint))
+                status_notes_add(&notes, LOG_LVL_NOTICE, "%s", hint); /* the table said "stopped", as after a stop */
             if (!o->json && status_bad_lines_note(ct->label, j->name, js, f->inv_arg, hint, sizeof hint))
                 status_notes_add(&notes, LOG_LVL_WARN, "%s", hint); /* the table said "starting", not that the format is wrong */
             if (status_runs_unpromoted_spec(js) && !spec_ct++) { /* said once, under the table */

@@ -124,6 +124,12 @@ int cmd_validate(struct fleet *f, int argc, char **argv)
         manifest2_free(m);
         return EXIT_FAIL;
     }
+    /* allowed (deploy ships it: the job may create the target at run time), but said: a link
+     * forgotten fails only at run time, in the container */
+    size_t pos = 0;
+    for (const struct m2_entry *l; (l = manifest2_dangling_link(m, &pos));)
+        log_warn("release symlink '%s/%s' -> '%s' points to nothing in the release: it fails at run time "
+                 "unless the job creates its target", dir, l->path, l->target);
     if (em)
         printf("environment %s: ok (%zu %s)\n", envdir, em->nfiles, text_plural(em->nfiles, "file", "files"));
     int ret = EXIT_OK, nok = 0;

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/text.h"
+
 static bool use_color(FILE *fp)
 {
     const char *nc = getenv("NO_COLOR");
@@ -66,5 +68,34 @@ const char *ui_path_problem(int neg_errno, char *buf, size_t sz)
         snprintf(buf, sz, "is not a directory");
     else
         snprintf(buf, sz, "cannot be read (%s)", strerror(-neg_errno));
+    return buf;
+}
+
+const char *ui_table_word(const char *s, char *buf, size_t sz)
+{
+    char e[4 * MANIFEST_NAME_MAX + 8];
+    (void)text_escape(s ? s : "", s ? strlen(s) : 0, e, sizeof e);
+    if (!strpbrk(e, " \t'")) {
+        snprintf(buf, sz, "%s", e);
+        return buf;
+    }
+    /* one column, read back as one word by a shell's read or awk's split on quotes: 'sp ace' */
+    size_t o = 0;
+    if (sz < 3) {
+        if (sz)
+            buf[0] = '\0';
+        return buf;
+    }
+    buf[o++] = '\'';
+    for (const char *p = e; *p && o + 5 < sz; p++) {
+        if (*p == '\'') {
+            memcpy(buf + o, "'\\''", 4); /* as a shell quotes one: 'it'\''s' */
+            o += 4;
+        } else {
+            buf[o++] = *p;
+        }
+    }
+    buf[o++] = '\'';
+    buf[o] = '\0';
     return buf;
 }

@@ -24,4 +24,10 @@ const char *ui_age(double seconds, char *buf, size_t buf_sz);
  * directory", "is not a directory", or "cannot be read (strerror)"; into buf (cut to sz). */
 const char *ui_path_problem(int neg_errno, char *buf, size_t sz);
 
+/* s as one word of a table column: escaped as text_escape() does (controls, invalid UTF-8), and
+ * single-quoted as a shell quotes it when it holds whitespace or a quote (a release
+ * directory named 'sp ace' split `drover history`'s columns); else as is.  Into buf[sz]
+ * (truncated); returns buf. */
+const char *ui_table_word(const char *s, char *buf, size_t sz);
+
 #endif

@@ -611,8 +611,23 @@ static void old_gangs_asked(struct deploy *d, const struct agent_fan_ct c[])
 
 static void old_gang_ended(struct deploy *d, int i, const struct agent_fan_ct *c)
 {
+    double grace;
+    char w[600];
     if (c->ok[0]) /* "ok: stopped: no process of the gang is left" */
         fprintf(stderr, "switch: %s: old gang gone after %.1fs\n", d->job->cts[i].label, c->took);
+    if (c->ok[0] && agent_stop_was_sigkilled(c->ok, &grace))
+        log_warn("switch: %s", deploy_sigkilled_message(w, sizeof w, d->job->cts[i].label, d->job->name, grace));
+}
+
+const char *deploy_sigkilled_message(char *buf, size_t sz, const char *label, const char *job, double grace_s)
+{
+    char g[32] = "its grace";
+    if (grace_s >= 0)
+        snprintf(g, sizeof g, "its grace of %.0f s", grace_s);
+    snprintf(buf, sz, "%s: a rank of job '%s' ignored SIGTERM for %s and was SIGKILLed: a checkpoint it "
+             "writes on SIGTERM may not have been written (`drover logs --job %s` shows its last lines; "
+             "raise the job's grace, or make the trainer checkpoint on SIGTERM within it)", label, job, g, job);
+    return buf;
 }
 
 /* every OLD_GANG_TICK_S while an old gang is stopping: which containers it is still waiting on,
@@ -2478,9 +2493,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
             ret = EXIT_OK;
             /* Collection after a promote: this job's hosts; every job's ways back are kept. */
             const char *keep[] = { d.id, d.good, d.current, d.previous, d.has_env ? d.env.id : NULL };
-            if (objsync_gc_fleet(d.f, keep, ARRAY_SIZE(keep), d.f->inv->keep, true, d.job) < 0)
-                log_warn("host store GC after the promote did not run everywhere (the line above says "
-                         "where and why; `drover gc` collects there once that is fixed)");
+            (void)objsync_gc_fleet(d.f, keep, ARRAY_SIZE(keep), d.f->inv->keep, true, d.job); /* warns where it skipped */
         }
         free(ss);
         probation_free(p);
@@ -2551,6 +2564,11 @@ failed:
         printf("the drover-agent in %s is not running: %s is not marked bad; it is reverted "
                "wherever an agent answers\n", d.job->cts[gone_ct].label, d.sid);
     }
+    /* no verdict on the release (its agents leave it unmarked): recorded so, or this very record
+     * ("revert-failed", as the revert cannot reach the agent) made a later plan, deploy and
+     * rollback --to count it as a failed probation, against the words above */
+    if (d.no_bad_mark && !d.stopped_by_operator && hcode == HISTORY_RC_NONE)
+        hcode = HISTORY_RC_UNDECIDED;
     ret = revert_all(&d, hcode, reason);
 restore:
     interrupt_handlers(NULL);

@@ -198,6 +198,11 @@ int agent_call_out(struct deploy *d, const struct inv_ct *ct, const char *const 
 
 /* One container's answer to an agent command run in every container of a job at once
  * (agent_fan_run). */
+/* The warning for a stop whose gang in container label had a rank SIGKILLed after grace_s
+ * (agent_stop_was_sigkilled; -1 unknown) into buf[sz]: its checkpoint on SIGTERM may be
+ * missing.  Returns buf. */
+const char *deploy_sigkilled_message(char *buf, size_t sz, const char *label, const char *job, double grace_s);
+
 struct agent_fan_ct {
     bool asked;            /* the command was sent there (its stream opened) */
     bool ended;            /* it ended before the limit (false: not asked, or still running) */

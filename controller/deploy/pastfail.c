@@ -19,7 +19,8 @@ static bool is_not_outcome(const struct history_entry *e)
 {
     if (!strcmp(e->name, "rollback"))
         return true;
-    if (e->reason_code == HISTORY_RC_ENVIRONMENT || e->reason_code == HISTORY_RC_OPERATOR_REVERT)
+    if (e->reason_code == HISTORY_RC_ENVIRONMENT || e->reason_code == HISTORY_RC_OPERATOR_REVERT ||
+        e->reason_code == HISTORY_RC_UNDECIDED)
         return true;
     /* a deploy of the good release itself (previous: the good release then): a job spec change,
      * whose failure is the spec's, never the release's (its agents never mark it bad); counted,

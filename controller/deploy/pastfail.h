@@ -20,8 +20,10 @@
  * and the failures `reverted`, `revert-failed` and `failed` (auto_revert off).  Not outcomes, so
  * skipped: `aborted`, `analysis`, `rollback`, the records of `drover rollback` (name "rollback":
  * the release gone back to, or the one left), a record with reason code environment (the
- * release was not to blame) and one with reason code operator-revert (`drover revert` of a
- * release whose probation never failed: pastfail_hand_revert_code).  Decided on result, name and reason_code (state.h: an older
+ * release was not to blame), one with reason code operator-revert (`drover revert` of a
+ * release whose probation never failed: pastfail_hand_revert_code) and one with reason code
+ * undecided (its probation never ended in a verdict: an agent died, a container stopped under
+ * the gang; deploy said the release is not marked bad).  Decided on result, name and reason_code (state.h: an older
  * drover's record gets its code from its words when it is read), never the reason's words.
  * Returns a pointer into h, or NULL. */
 const struct history_entry *pastfail_find(const struct history_entry *h, size_t n, const char *job,

@@ -331,6 +331,16 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         }
         if (deploy_interrupted)
             goto interrupted_before_switch;
+        /* marked bad only where its probation was decided (a held release, a failure left
+         * running, a failure recorded), as `drover revert` decides it: a release whose deploy never reached a verdict
+         * (its agent died, deploy said "not marked bad") was marked bad here, and a later
+         * rollback --to it asked for --force */
+        struct history_entry *rh;
+        size_t nrh;
+        survey_history_of(&d, d.id, &rh, &nrh);
+        d.no_bad_mark = !pastfail_find_now(rh, nrh, d.job->name, d.id) &&
+                        pastfail_hand_revert_code(rh, nrh, d.job->name, d.id) == HISTORY_RC_OPERATOR_REVERT;
+        free(rh);
         interrupt_handlers(on_sigint);
         ret = revert_all(&d, HISTORY_RC_NONE, "operator rollback");
         ret = ret == EXIT_REVERTED ? EXIT_OK : ret;
@@ -517,17 +527,21 @@ static bool ct_holds(const struct job_status *js)
            (strcmp(js->current, js->good) != 0 || strcmp(js->spec_digest, js->good_spec_digest) != 0);
 }
 
-/* What `drover promote` promotes, from every container's view (never the first one's: after a
- * promote that failed in some containers only, the first could call the release good already,
- * and "nothing is held" was said while the others held it on their agents' probation).  The
- * candidate is the release held in the first container that holds one; every container must
- * run it.  Returns how many containers hold it (skip[i] set where it is promoted already, named
- * in note, ", "-joined, "" where none), with d->current the candidate and d->good the good
- * release it replaces (a holding container's); 0 when none holds anything; -1 when the
- * containers do not run one release (or one runs none of the job), with the refusal in note. */
-static int held_plan(struct deploy *d, bool skip[INV_MAX_CTS], char *note, size_t note_sz)
+/* What `drover promote` promotes, or `drover revert` reverts, from every container's view (never
+ * the first one's: after a promote that failed in some containers only, the first could call the
+ * release good already, and "nothing is held" was said while the others held it on their
+ * agents' probation; a revert then went back only where it was still held, splitting the gang).
+ * The candidate is the release held in the first container that holds one; every container must
+ * run it (for a revert, one that runs the good release the holders go back to is fine too: its
+ * agent went back by itself).  Returns how many containers hold it (skip[i] set where it is
+ * promoted already, named in note, ", "-joined, "" where none), with d->current the candidate
+ * and d->good the good release it replaces (a holding container's); 0 when none holds anything;
+ * -1 when the containers do not run one release (or one runs none of the job), with the refusal
+ * in note. */
+static int held_plan(struct deploy *d, bool promote, bool skip[INV_MAX_CTS], char *note, size_t note_sz)
 {
     const struct inv_job *j = d->job;
+    const char *verb = promote ? "promote" : "revert", *done = promote ? "promoted" : "reverted";
     int first = -1;
     for (int i = 0; i < j->ncts && first < 0; i++)
         if (d->sv_found[i] && ct_holds(&d->sv_js[i]))
@@ -535,7 +549,7 @@ static int held_plan(struct deploy *d, bool skip[INV_MAX_CTS], char *note, size_
     note[0] = '\0';
     if (first < 0)
         return 0;
-    const char *cand = d->sv_js[first].current;
+    const char *cand = d->sv_js[first].current, *hgood = d->sv_js[first].good;
     char csid[RELEASE_SHORT_LEN + 1], a[RELEASE_SHORT_LEN + 1], b[RELEASE_SHORT_LEN + 1];
     (void)ui_short(cand, csid);
     char who[1400] = "", already[600] = "";
@@ -554,6 +568,8 @@ static int held_plan(struct deploy *d, bool skip[INV_MAX_CTS], char *note, size_
             }
             continue;
         }
+        if (!promote && js && js->current[0] && !ct_holds(js) && !strcmp(js->current, hgood))
+            continue; /* back on the good release the holders revert to */
         odd++;
         if (!js || !js->current[0])
             wn += (size_t)snprintf(who + wn, wn < sizeof who ? sizeof who - wn : 0, "%s%s runs no release of "
@@ -565,15 +581,15 @@ static int held_plan(struct deploy *d, bool skip[INV_MAX_CTS], char *note, size_
                                    ct_holds(js) ? ui_short(js->good, b) : "");
     }
     if (odd) {
-        snprintf(note, note_sz, "promote of job '%s' refused, nothing promoted: its containers do not run one "
+        snprintf(note, note_sz, "%s of job '%s' refused, nothing %s: its containers do not run one "
                  "release: %s holds %s (not promoted there); %s.  `drover status --job %s` shows each; "
                  "`drover rollback --job %s --to ID` puts the release ID back in every container, or "
-                 "`drover deploy DIR --job %s` runs a release's probation again as one gang", j->name,
-                 j->cts[first].label, csid, who, j->name, j->name, j->name);
+                 "`drover deploy DIR --job %s` runs a release's probation again as one gang", verb, j->name,
+                 done, j->cts[first].label, csid, who, j->name, j->name, j->name);
         return -1;
     }
     (void)str_copy(d->current, sizeof d->current, cand);
-    (void)str_copy(d->good, sizeof d->good, d->sv_js[first].good);
+    (void)str_copy(d->good, sizeof d->good, hgood);
     (void)str_copy(note, note_sz, already);
     return held;
 }
@@ -607,12 +623,25 @@ int deploy_decide_held(struct fleet *f, const char *job, bool promote)
     }
     bool skip[INV_MAX_CTS] = { false };
     char already[1600] = "";
-    int held = promote ? held_plan(&d, skip, already, sizeof already) : 1;
+    int held = held_plan(&d, promote, skip, already, sizeof already);
     if (held < 0) {
         log_error("%s", already);
         goto out;
     }
-    if (!d.current[0] || held == 0 || (!promote && strcmp(d.current, d.good) == 0 && !d.off_good_spec)) {
+    if (!promote && held > 0 && already[0]) {
+        /* promoted in some containers, held in the others: each agent's revert goes to its own
+         * good release, the candidate itself where it was promoted, so the gang would split */
+        char csid[RELEASE_SHORT_LEN + 1], gsid[RELEASE_SHORT_LEN + 1];
+        log_error("revert of job '%s' refused, nothing reverted: %s is promoted already in %s (an "
+                  "earlier promote worked there only) and held in %d %s, where a revert goes back to %s: "
+                  "a revert would split the gang.  `drover rollback --job %s --to %s` puts %s back in "
+                  "every container as one gang; `drover promote --job %s` keeps %s everywhere",
+                  d.job->name, ui_short(d.current, csid), already, held,
+                  text_plural(held, "other container", "other containers"), ui_short(d.good, gsid),
+                  d.job->name, gsid, gsid, d.job->name, csid);
+        goto out;
+    }
+    if (!d.current[0] || held == 0) {
         char msg[400];
         deploy_nothing_held_message(msg, sizeof msg, d.job->name, !d.current[0], promote);
         log_error("%s", msg);

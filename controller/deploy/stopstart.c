@@ -614,12 +614,15 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
                           "generation; "
                         : "",
                 d.job->name, d.job->name);
+        double grace;
         if (ok && took[i] >= 0)
             printf("%-12s %-17s %.1f s\n", ct->label, stopstart_word(start, o[i]), took[i]);
         else
             printf("%-12s %-17s %s\n", ct->label, stopstart_word(start, o[i]), why);
         if (!ok)
             log_error("%s: job '%s' not %s: %s", ct->label, d.job->name, start ? "started" : "stopped", why);
+        if (!start && ok && agent_stop_was_sigkilled(said[i], &grace))
+            log_warn("%s", deploy_sigkilled_message(why, sizeof why, ct->label, d.job->name, grace));
         if (off < sizeof summary)
             off += (size_t)snprintf(summary + off, sizeof summary - off, "%s%s %s", off ? ", " : "",
                                     ct->label, stopstart_word(start, o[i]));

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "common/agentcli.h"
+
 #include "agent/jobmachine.h"
 #include "agent/state.h"
 #include "common/util.h"
@@ -1536,6 +1538,92 @@ static void test_peer_stopped(void **state)
     /* an exit 0 is still "completed" (the rank's own stop or max_steps): test_exit_codes' `done` */
 }
 
+/* `drover stop` of a gang whose rank ignores SIGTERM: the agent SIGKILLs it after its grace, but
+ * answered "stopped: no process of the gang is left" as for any stop, so the controller printed
+ * "stopped 15.1 s" and only the agent's log said SIGKILL: a checkpoint written on SIGTERM may be
+ * missing.  The answer says it (common/agentcli.h AGENT_STOP_SIGKILLED), and a stop that ended
+ * on SIGTERM does not. */
+static void test_stop_answer_says_sigkill(void **state)
+{
+    (void)state;
+    for (int killed = 0; killed <= 1; killed++) {
+        struct world w;
+        world_init(&w);
+        RUN(&w, good_a);
+        struct jm_event stop = {.kind = JM_EV_STOP, .now = 20, .rank = -1};
+        struct jm_effects out = {0};
+        jm_step(&w.p, w.j, &w.rt, &stop, &out);
+        struct jm_event gone = {.kind = JM_EV_GANG_GONE, .now = 36, .rank = -1, .sigkilled = killed,
+                                .grace_s = 15};
+        out.n = 0;
+        jm_step(&w.p, w.j, &w.rt, &gone, &out);
+        const char *answer = NULL;
+        for (int k = 0; k < out.n; k++)
+            if (out.fx[k].kind == JM_FX_ANSWER)
+                answer = out.fx[k].text;
+        assert_non_null(answer);
+        assert_non_null(strstr(answer, "stopped: no process of the gang is left"));
+        double g = 0;
+        assert_int_equal(agent_stop_was_sigkilled(answer, &g), killed);
+        if (killed) {
+            assert_true(g == 15);
+            assert_non_null(strstr(answer, "SIGKILLed after its grace of 15 s"));
+        }
+        world_done(&w);
+    }
+}
+
+/* `pct stop` and `pct start` of a container, then `drover install`: the new agent adopted the
+ * gang its state.json named, whose processes had ended with the container, and read it as
+ * "rank 0 killed by signal 9"; `drover status` said "last after rank 0 killed by signal 9".
+ * The state records the container's init start with the host's boot id; when either changed,
+ * the gang is not adopted and the relaunch says the container restarted.  An agent restart
+ * within one boot of the container, and a state.json without the field, read as before. */
+static void test_container_restart_said(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    strcpy(w.j->boot_id, "b1");
+    w.j->init_start = 1000;
+    char *text = NULL;
+    struct agent_state back;
+    assert_int_equal(state_format(&w.st, &text), 0);
+    assert_non_null(strstr(text, "\"init_start\":1000"));
+    assert_int_equal(state_parse(text, strlen(text), &back), 0);
+    free(text);
+    assert_true(back.jobs[0].init_start == 1000);
+    assert_false(state_job_saved_in_other_boot(&back.jobs[0], "b1", 1000)); /* the agent alone restarted */
+    assert_true(state_job_saved_in_other_boot(&back.jobs[0], "b1", 2000));  /* pct stop, pct start */
+    assert_true(state_job_saved_in_other_boot(&back.jobs[0], "b2", 1000));  /* the host rebooted */
+    assert_false(state_job_saved_in_other_boot(&back.jobs[0], "", 0));      /* nothing known */
+    state_done(&back);
+    w.j->init_start = 0; /* an older agent's state.json: no field, nothing decided on it */
+    assert_int_equal(state_format(&w.st, &text), 0);
+    assert_null(strstr(text, "init_start"));
+    assert_int_equal(state_parse(text, strlen(text), &back), 0);
+    free(text);
+    assert_false(state_job_saved_in_other_boot(&back.jobs[0], "b1", 2000));
+    state_done(&back);
+    /* the relaunch after it */
+    jm_rt_done(&w.rt);
+    jm_rt_init(&w.rt);
+    struct jm_event ev = {.kind = JM_EV_AGENT_START, .now = 0.5, .rank = -1, .rebooted = true};
+    struct jm_effects out = {0};
+    jm_step(&w.p, w.j, &w.rt, &ev, &out);
+    bool said = false;
+    for (int k = 0; k < out.n; k++)
+        said |= out.fx[k].kind == JM_FX_EVENT && strstr(out.fx[k].text, "the container restarted") != NULL;
+    assert_true(said);
+    struct jm_event ok = {.kind = JM_EV_START_OK, .now = 0.6, .rank = -1};
+    out.n = 0;
+    jm_step(&w.p, w.j, &w.rt, &ok, &out);
+    if (!strstr(w.j->reason, "relaunched after the container restarted"))
+        fail_msg("reason: %s", w.j->reason);
+    world_done(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1570,6 +1658,8 @@ int main(void)
         cmocka_unit_test(test_revert_joins_own_revert),
         cmocka_unit_test(test_peer_stopped),
         cmocka_unit_test(test_peer_exit_said),
+        cmocka_unit_test(test_stop_answer_says_sigkill),
+        cmocka_unit_test(test_container_restart_said),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -492,6 +492,23 @@ static void test_docs(void **state)
     free(errors);
 }
 
+/* A stop's ok line: the agent's SIGKILL after the grace is read from it; an older agent's line
+ * (without it), NULL, and a grace that does not read say what they can. */
+static void test_stop_sigkilled(void **state)
+{
+    (void)state;
+    double g = 7;
+    assert_false(agent_stop_was_sigkilled(NULL, &g));
+    assert_false(agent_stop_was_sigkilled("ok release aaaaaaaaaaaa generation 3: stopped: no process of the gang is left", &g));
+    assert_true(g == 7); /* untouched */
+    assert_true(agent_stop_was_sigkilled("ok: stopped: no process of the gang is left; " AGENT_STOP_SIGKILLED
+                                         "30 s (a rank ignored SIGTERM)", &g));
+    assert_true(g == 30);
+    assert_true(agent_stop_was_sigkilled("ok: stopped; " AGENT_STOP_SIGKILLED "?", &g));
+    assert_true(g == -1);
+    assert_true(agent_stop_was_sigkilled("ok: stopped; " AGENT_STOP_SIGKILLED "5 s", NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -500,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_overflow),            cmocka_unit_test(test_tables), cmocka_unit_test(test_said_no_daemon),
         cmocka_unit_test(test_docs),               cmocka_unit_test(test_lease),
         cmocka_unit_test(test_lease_holder_of),    cmocka_unit_test(test_gpu_check),
+        cmocka_unit_test(test_stop_sigkilled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

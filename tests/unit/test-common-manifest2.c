@@ -516,6 +516,30 @@ static void test_name_of_dir(void **state)
     assert_int_equal(chdir(cwd), 0);
 }
 
+/* A relative symlink that stays inside the release but whose target is not in it passed `drover
+ * validate` silently and failed at run time.  It is still allowed (the job may create the target,
+ * `latest -> ckpt/step-100`), but found, for validate to say; links that resolve, to the root or
+ * into .drover-env are not. */
+static void test_dangling_link_found(void **state)
+{
+    (void)state;
+    mk("bin");
+    put("bin/run", "#!/bin/sh\n", 0755);
+    ln("run", "bin/alias");
+    ln("..", "bin/root");
+    ln("../ckpt/step-100", "bin/latest");
+    ln(".drover-env/bin/python", "python");
+    struct manifest2 *m = NULL;
+    assert_int_equal(manifest2_from_dir(tmpd, "rel", &m), 0);
+    size_t pos = 0;
+    const struct m2_entry *l = manifest2_dangling_link(m, &pos);
+    assert_non_null(l);
+    assert_string_equal(l->path, "bin/latest");
+    assert_string_equal(l->target, "../ckpt/step-100");
+    assert_null(manifest2_dangling_link(m, &pos));
+    manifest2_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -530,6 +554,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pack_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_name_of_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pack_seen_skips_rehash, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dangling_link_found, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -419,6 +419,38 @@ static void test_old_rollback_records_read_target_first(void **state)
     assert_string_equal(back.previous, REL);
 }
 
+/* `drover deploy v5`, its agent killed -9 in a container during probation: FAILED, "v5 is not
+ * marked bad", REVERT FAILED (the revert cannot reach that agent).  The deploy's record,
+ * "revert-failed", was counted as a failed probation: plan warned, `rollback --to` asked for
+ * --force, against the words.  Such a record carries reason code undecided, which no check
+ * counts, and survives the round trip; `drover rollback` of that release left running (then)
+ * reverts it without marking it bad (pastfail_hand_revert_code: no verdict). */
+static void test_undecided_probation_is_no_failure(void **state)
+{
+    (void)state;
+    struct history_entry h[] = {
+        rec(T0, "train", OTHER, "v4", "promoted", "throughput +0.4%"),
+        rec_code(T0 + 60, "train", REL, "v5", "revert-failed", HISTORY_RC_UNDECIDED,
+                 "no status from h1:101 for 60s (healthy_deadline 60s): its drover-agent is not running"),
+    };
+    char *line = NULL;
+    assert_int_equal(history_entry_format(&h[1], &line), 0);
+    assert_non_null(strstr(line, "\"reason_code\":\"undecided\""));
+    struct history_entry back;
+    assert_int_equal(history_entry_parse(line, strlen(line), &back), 0);
+    free(line);
+    assert_int_equal(back.reason_code, HISTORY_RC_UNDECIDED);
+    h[1] = back;
+    assert_null(pastfail_find(h, 2, "train", REL));
+    assert_null(pastfail_find_now(h, 2, "train", REL));
+    assert_null(pastfail_find_prefix(h, 2, "train", "3f2a9c"));
+    assert_int_equal(pastfail_hand_revert_code(h, 2, "train", REL), HISTORY_RC_OPERATOR_REVERT);
+    /* a stopped container's, recorded "reverted": not counted either */
+    h[1].result[0] = '\0';
+    strcpy(h[1].result, "reverted");
+    assert_null(pastfail_find(h, 2, "train", REL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -434,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_failed_after_promoted_is_bad_now),
         cmocka_unit_test(test_failed_spec_change_is_not_a_release_failure),
         cmocka_unit_test(test_old_rollback_records_read_target_first),
+        cmocka_unit_test(test_undecided_probation_is_no_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

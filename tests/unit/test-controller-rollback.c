@@ -289,6 +289,44 @@ static void test_gc_agent_not_running(void **state)
     inventory_free(inv2);
 }
 
+/* the collection after a deploy's promote, as a verb */
+static int gc_after_promote_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return objsync_gc_fleet(f, NULL, 0, 5, true, &f->inv->jobs[0]);
+}
+
+/* Every deploy and promote printed `drover: error: gc: h1:102 (job 'train'): ... Failed to exec
+ * "/usr/local/bin/drover-agent"` after `promoted`, for a container without the agent: an error
+ * line under a success.  The collection after a promote warns, saying it skipped the host, why,
+ * and that `drover install` puts the agent there; `drover gc` itself still fails on it. */
+static void test_gc_after_promote_warns(void **state)
+{
+    (void)state;
+    char p[512], out[600], err[600];
+    struct inventory *inv2 = fake_agent_inventory(dir, "", "", "c");
+    snprintf(p, sizeof p, "%s/agent", dir);
+    capture_put(p, "#!/bin/sh\necho 'lxc-attach: 102: attach.c: lxc_attach_run_command: Failed to exec "
+                   "\"/usr/local/bin/drover-agent\"' >&2\nexit 127\n", 0755);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    assert_true(capture_verb(gc_after_promote_verb, inv2, NULL, 0, out, err) < 0);
+    char *e = capture_slurp(err);
+    if (strstr(e, "error") || !strstr(e, "drover: warning: gc after the promote skipped host 'h1': ") ||
+        !strstr(e, "the agent is not installed there: `drover install --job train` puts it there"))
+        fail_msg("stderr: %s", e);
+    free(e);
+    char *argv[] = { "gc", NULL };
+    optind = 0;
+    assert_int_equal(capture_verb(cmd_gc, inv2, argv, 1, out, err), 1);
+    e = capture_slurp(err);
+    assert_non_null(strstr(e, "drover: error: gc: "));
+    assert_non_null(strstr(e, "`drover install --job train` puts it there"));
+    free(e);
+    inventory_free(inv2);
+}
+
 /* revert_all as a verb, for capture_verb: job train of capture.h's inventory fails `next` and
  * goes back to `good`; stopped_before: the deploy's survey found the job stopped everywhere */
 /* How many times needle occurs in hay. */
@@ -692,6 +730,39 @@ static void test_rollback_activate_failed_reverts(void **state)
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
+/* `drover deploy v5`, the agent killed in a container during probation: "v5 is not marked bad",
+ * REVERT FAILED; then `drover install`, `drover rollback --job J`: the rollback reverted the
+ * never-promoted v5 asking each agent to mark it bad, so status listed it under bad and a later
+ * `rollback --to` it asked for --force.  A rollback's revert of a release whose probation was
+ * never decided leaves it unmarked (revert --no-mark), as `drover revert` does. */
+static void test_rollback_of_undecided_release_leaves_it_unmarked(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbund-XXXXXX";
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    struct history_entry e;
+    fake_agent_status_init(&st);
+    st.features = STATUS_FEATURES_ALL;
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, good);
+    strcpy(st.jobs[0].good, good);
+    st.jobs[0].ngoods = 1;
+    strcpy(st.jobs[0].goods[0], good);
+    char *calls, *err, *out;
+    int code = rb_run(d2, &st, "", &e, &calls, &err, &out);
+    if (code != EXIT_OK || strcmp(e.result, "rollback") != 0 || count_of(calls, "sock revert --job train") != 2 ||
+        count_of(calls, "--no-mark") != 2)
+        fail_msg("exit %d, record %s\nstderr: %s\nstdout: %s\ncalls: %s", code, e.result, err, out, calls);
+    free(calls);
+    free(err);
+    free(out);
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
 /* `drover promote --job train` */
 static int promote_verb(struct fleet *f, int argc, char **argv)
 {
@@ -778,6 +849,67 @@ static void test_promote_after_partial_promote(void **state)
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
+/* `drover revert --job train` */
+static int revert_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return deploy_decide_held(f, "train", false);
+}
+
+/* `drover revert` after a promote that failed in some containers only read the job from the
+ * first container: promoted there, it said "nothing is held to revert"; held there, it reverted
+ * where the release was held and left it running where it was promoted (each agent's revert
+ * goes to its own good release): a split gang.  It reads every container, as promote does:
+ * promoted in some, held in others, it is refused naming `drover rollback --to G`, nothing
+ * reverted. */
+static void test_revert_after_partial_promote(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbrev-XXXXXX", p[600], bcase[900];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st, stb;
+    struct history_entry e;
+    /* /a: next promoted (its promote worked); /b: next runs, good is still good */
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, good);
+    strcpy(st.jobs[0].good, next);
+    st.jobs[0].ngoods = 2;
+    strcpy(st.jobs[0].goods[0], next);
+    strcpy(st.jobs[0].goods[1], good);
+    stb = st;
+    strcpy(stb.jobs[0].good, good);
+    stb.jobs[0].ngoods = 1;
+    strcpy(stb.jobs[0].goods[0], good);
+    char *doc = fake_agent_doc(&stb, false);
+    snprintf(p, sizeof p, "%s/status-b.json", d2);
+    capture_put(p, doc, 0644);
+    free(doc);
+    snprintf(bcase, sizeof bcase, "*/b/agent.sock\\ lease\\ take*|*/b/agent.sock\\ status*) cat '%s';;\n", p);
+    rb_fn = revert_verb;
+    rb_case = bcase;
+    rb_refusal = true;
+    int code = rb_record(d2, &st, 0, &e);
+    snprintf(p, sizeof p, "%s/calls", d2);
+    char *calls = capture_slurp(p);
+    snprintf(p, sizeof p, "%s/err", d2);
+    char *err = capture_slurp(p);
+    if (code != EXIT_FAIL || strstr(calls, "sock revert ") || strstr(err, "nothing is held") ||
+        !strstr(err, "revert of job 'train' refused, nothing reverted: cd5d00000000 is promoted already in h1:local:") ||
+        !strstr(err, "`drover rollback --job train --to a56200000000`"))
+        fail_msg("exit %d\nstderr: %s\ncalls: %s", code, err, calls);
+    free(calls);
+    free(err);
+    rb_refusal = false;
+    rb_fn = rb_verb;
+    rb_case = "";
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
 /* The decision alone: stopped in every container (or stopped in some, its gang ended in the
  * others: no gang anywhere) is a stopped job; a gang running anywhere is not. */
 static void test_job_is_stopped_decision(void **state)
@@ -810,6 +942,7 @@ int main(void)
         cmocka_unit_test(test_interrupt_during_revert_ends_the_watch),
         cmocka_unit_test(test_baseline_agents_copy_wins),
         cmocka_unit_test(test_gc_agent_not_running),
+        cmocka_unit_test(test_gc_after_promote_warns),
         cmocka_unit_test(test_revert_of_stopped_job_leaves_it_stopped),
         cmocka_unit_test(test_job_is_stopped_decision),
         cmocka_unit_test(test_rollback_to_damaged_target_stops_nothing),
@@ -817,6 +950,8 @@ int main(void)
         cmocka_unit_test(test_failed_rollback_says_how_back),
         cmocka_unit_test(test_rollback_activate_failed_reverts),
         cmocka_unit_test(test_promote_after_partial_promote),
+        cmocka_unit_test(test_rollback_of_undecided_release_leaves_it_unmarked),
+        cmocka_unit_test(test_revert_after_partial_promote),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "common/fs.h"
 #include "common/util.h"
 #include "common/heartbeat.h"
 #include "common/log.h"
@@ -25,6 +26,7 @@
 #include "controller/cmd.h"
 #include "controller/inventory.h"
 #include "controller/transport/fleet.h"
+#include "controller/ui.h"
 #include "tests/unit/capture.h"
 #include "controller/transport/pct.h"
 #include "controller/deploy/state.h"
@@ -763,6 +765,124 @@ static void test_deploy_in_progress(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* `kill -9` of drover right after "switch: stopping the old gang": plain `drover status` showed
+ * "stopped" for ~105 s, as after `drover stop`, no note; only -o wide and -o json said that the
+ * agent starts the release again on its own.  A note under the table says it, and what to run;
+ * a stop by `drover stop` gets none. */
+static void test_switch_stop_noted(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-status-sw-XXXXXX", text[1024], out[64], err[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    struct agent_status st;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_STOPPED;
+    memset(st.jobs[0].current, 'e', RELEASE_ID_LEN);
+    strcpy(st.jobs[0].good, st.jobs[0].current);
+    snprintf(st.jobs[0].reason, sizeof st.jobs[0].reason, "stopped for a switch; starts eeeeeeeeeeee again on its "
+             "own unless the switch goes on within 105 s");
+    fake_agent(dir, &st);
+    struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+    char *argv[] = { "status", "--job", "train", NULL };
+    optind = 0;
+    assert_int_equal(capture_verb(cmd_status, inv, argv, 3, out, err), EXIT_OK);
+    char want[600];
+    snprintf(want, sizeof want, "h1:local:%s/a: job 'train' is stopped for a switch, not by `drover stop`: its "
+             "agent starts eeeeeeeeeeee again on its own unless the switch goes on within 105 s", dir);
+    if (count_lines(err, want) != 1 || count_lines(err, "drover start --job train` starts it now") < 1) {
+        char *e = capture_slurp(err);
+        fail_msg("stderr: %s", e);
+    }
+    /* a stop by request: no note */
+    strcpy(st.jobs[0].reason, "stopped by request");
+    fake_agent(dir, &st);
+    optind = 0;
+    assert_int_equal(capture_verb(cmd_status, inv, argv, 3, out, err), EXIT_OK);
+    assert_int_equal(count_lines(err, "stopped for a switch"), 0);
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
+/* `drover history` of a release directory named 'sp ace': the NAME column split in two and the
+ * table's columns no longer parsed; such a name is quoted as a shell quotes it, a plain one is
+ * as it was, and what text_escape() escapes is escaped still. */
+static void test_table_word_quotes_whitespace(void **state)
+{
+    (void)state;
+    char buf[300];
+    assert_string_equal(ui_table_word("v1", buf, sizeof buf), "v1");
+    assert_string_equal(ui_table_word("", buf, sizeof buf), "");
+    assert_string_equal(ui_table_word("sp ace", buf, sizeof buf), "'sp ace'");
+    assert_string_equal(ui_table_word("tab\there", buf, sizeof buf), "tab\\there"); /* escaped: one word */
+    assert_string_equal(ui_table_word("it's", buf, sizeof buf), "'it'\\''s'");
+    char small[6];
+    ui_table_word("sp ace and more", small, sizeof small);
+    assert_true(strlen(small) < sizeof small);
+    /* in the table: one column; -o json keeps the name as it is */
+    char dir[] = "/tmp/drover-test-hist-XXXXXX", out[64], err[64], text[300];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+    struct history_entry e = { .time = 1764684191, .ktok_s = -1, .baseline_ktok_s = -1 };
+    strcpy(e.job, "train");
+    memset(e.release, 'a', RELEASE_ID_LEN);
+    strcpy(e.name, "sp ace");
+    strcpy(e.result, "promoted");
+    strcpy(e.reason, "throughput +0.1%");
+    assert_int_equal(fs_mkdir_p(inv->state_dir, 0700), 0);
+    assert_int_equal(state_history_append(inv->state_dir, &e), 0);
+    char *argv[] = { "history", "--local", NULL };
+    optind = 0;
+    assert_int_equal(capture_verb(cmd_history, inv, argv, 2, out, err), EXIT_OK);
+    char *o = capture_slurp(out);
+    if (!strstr(o, " 'sp ace' ") || strstr(o, " sp ace "))
+        fail_msg("stdout: %s", o);
+    free(o);
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
+/* `drover validate DIR` of a release with a dangling relative symlink inside it said ok, and the
+ * link failed at run time: it warns, naming the link, and still passes (the job may create the
+ * target at run time: deploy ships it). */
+static void test_validate_warns_of_dangling_link(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-val-XXXXXX", out[64], err[64], p[128], text[300], why[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(p, sizeof p, "%s/rel/bin", dir);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/rel/bin/x", dir);
+    capture_put(p, "#!/bin/sh\n", 0755);
+    snprintf(p, sizeof p, "%s/rel/latest", dir);
+    assert_int_equal(symlink("ckpt/step-100", p), 0);
+    struct inventory *inv = NULL;
+    snprintf(text, sizeof text, "[host h1]\nlocal = true\n[job mini]\ncontainers = h1:local:%s/c\ncommand = bin/x\n", dir);
+    assert_int_equal(inventory_parse(text, strlen(text), "t.ini", &inv, why, sizeof why), 0);
+    snprintf(p, sizeof p, "%s/rel", dir);
+    char *argv[] = { "validate", p, NULL };
+    optind = 0;
+    assert_int_equal(capture_verb(cmd_validate, inv, argv, 2, out, err), EXIT_OK);
+    char want[300];
+    snprintf(want, sizeof want, "release symlink '%s/rel/latest' -> 'ckpt/step-100' points to nothing in the release", dir);
+    if (count_lines(err, want) != 1) {
+        char *e = capture_slurp(err);
+        fail_msg("stderr: %s", e);
+    }
+    inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -783,6 +903,9 @@ int main(void)
         cmocka_unit_test(test_notes_under_the_table),
         cmocka_unit_test(test_logs_never_ran),
         cmocka_unit_test(test_deploy_in_progress),
+        cmocka_unit_test(test_switch_stop_noted),
+        cmocka_unit_test(test_table_word_quotes_whitespace),
+        cmocka_unit_test(test_validate_warns_of_dangling_link),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

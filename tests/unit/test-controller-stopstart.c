@@ -24,6 +24,8 @@
 
 #include <cmocka.h>
 
+#include "common/agentcli.h"
+
 #include "controller/cmd.h"
 #include "controller/exitcode.h"
 #include "controller/deploy/deploy_int.h"
@@ -370,6 +372,39 @@ static void test_stop_announces_worst_case(void **state)
         fail_msg("stderr:\n%s", said);
     free(said);
     inventory_free(inv);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
+/* `drover stop --job J` of a release whose rank ignores SIGTERM printed "h1:101 stopped 15.1 s":
+ * only the agent's log said SIGKILL.  The agent's answer says it (AGENT_STOP_SIGKILLED), and the
+ * stop warns, naming the container and the grace, that a checkpoint on SIGTERM may be missing;
+ * an older agent's answer, without it, warns of nothing. */
+static void test_stop_warns_of_sigkill(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-test-stopkill-XXXXXX", text[1024], path[256], out[128], err[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(path, sizeof path, "%s/agent", dir);
+    for (int killed = 0; killed <= 1; killed++) {
+        snprintf(text, sizeof text, "#!/bin/sh\nfor a; do\n  if [ \"$p\" = stop ] && [ \"$a\" = --job ]; then\n"
+                 "    echo 'ok release aaaaaaaaaaaa generation 3: stopped: no process of the gang is left%s'; "
+                 "exit 0\n  fi\n  p=$a\ndone\nexit 0\n",
+                 killed ? "; " AGENT_STOP_SIGKILLED "15 s (a rank ignored SIGTERM)" : "");
+        capture_put(path, text, 0755);
+        struct inventory *inv = fake_agent_inventory(dir, "exec_timeout = 10s\n", "grace = 15s\n", "c");
+        char *argv[] = { "stop", "--job", "train", NULL };
+        assert_int_equal(capture_verb(cmd_stop, inv, argv, 3, out, err), EXIT_OK);
+        char *said = capture_slurp(err);
+        bool warned = strstr(said, "a rank of job 'train' ignored SIGTERM for its grace of 15 s and was "
+                                   "SIGKILLed: a checkpoint it writes on SIGTERM may not have been written") != NULL;
+        if (warned != (bool)killed)
+            fail_msg("killed %d, stderr:\n%s", killed, said);
+        free(said);
+        inventory_free(inv);
+    }
     snprintf(text, sizeof text, "rm -rf '%s'", dir);
     assert_int_equal(system(text), 0);
 }
@@ -1014,6 +1049,7 @@ int main(void)
         cmocka_unit_test(test_never_deployed),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_stop_announces_worst_case),
+        cmocka_unit_test(test_stop_warns_of_sigkill),
         cmocka_unit_test(test_decide_stopped),
         cmocka_unit_test(test_split_gang),
         cmocka_unit_test(test_start_split_gang),
