@@ -1108,6 +1108,31 @@ static bool fail_no_train_beat(struct probation *p)
     return true;
 }
 
+/* Every rank past warmup_steps, with two steps or more since its first train heartbeat, and
+ * not one token nor rate from any (tokens 0, tok_s 0): no sample will ever come, and waiting
+ * for max_probation_time (5 minutes by default) only delays the same "no data".  Said now, as
+ * no data (on_inconclusive decides).  A worker that sends tok_s without tokens, or tokens on
+ * some steps, is sampled as before. */
+static bool no_tokens(struct probation *p)
+{
+    if (p->nsamples > 0)
+        return false;
+    long long step = -1;
+    for (int i = 0; i < p->ncts * p->nproc; i++) {
+        const struct prank *r = &p->cts[i / p->nproc].ranks[i % p->nproc];
+        if (!r->seen || !r->past_warmup || r->tokens > 0 || r->tok_s > 0 || r->step < r->sampled_step + 2)
+            return false;
+        if (step < 0 || r->step < step)
+            step = r->step;
+    }
+    say(p->reason, sizeof p->reason, "no data: the workers report steps with no tokens: every rank "
+        "is past warmup (the slowest at step %lld) and none reported a token or a rate (tokens 0, "
+        "tok_s 0), so throughput cannot be measured; pass each step's tokens to hb.step(step, loss, "
+        "tokens=...) (docs/pytorch.md)", step);
+    p->verdict = PROBATION_NODATA;
+    return true;
+}
+
 enum probation_verdict probation_check(struct probation *p, double now)
 {
     if (p->verdict != PROBATION_PENDING)
@@ -1155,6 +1180,8 @@ enum probation_verdict probation_check(struct probation *p, double now)
         return p->verdict;
     }
     if (all_seen && !p->recovery && judge(p, now))
+        return p->verdict;
+    if (all_seen && !p->recovery && no_tokens(p))
         return p->verdict;
     double tmax = p->pol.progress_deadline_s;
     const char *tname = "progress_deadline";

@@ -839,6 +839,29 @@ static void test_init_but_no_step(void **state)
     free(st);
 }
 
+/* Steps with tokens=0 on every rank: no sample can ever be taken, and the deploy waited the whole
+ * max_probation_time (300s) for "no data ... (no rank reported a rate (tok_s) on a new step)".
+ * Once every rank is past warmup it is said at once, as no data (on_inconclusive decides). */
+static void test_no_tokens_said_early(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(100, 1, 2);
+    enum probation_verdict v = run(p, 1, 2, 1, 300, 0, st);
+    assert_int_equal(v, PROBATION_NODATA);
+    assert_string_equal(probation_reason(p),
+                        "no data: the workers report steps with no tokens: every rank is past warmup (the slowest "
+                        "at step 10) and none reported a token or a rate (tokens 0, tok_s 0), so throughput "
+                        "cannot be measured; pass each step's tokens to hb.step(step, loss, tokens=...) "
+                        "(docs/pytorch.md)");
+    probation_free(p);
+    /* a rate without a token counter (a foreign worker's tok_s) is sampled as before */
+    p = new_p(100, 1, 2);
+    assert_int_equal(run(p, 1, 2, 1, 300, 50000, st), PROBATION_PASS);
+    probation_free(p);
+    free(st);
+}
+
 /* A container stopped under the gang (its `pct exec` says "not running"): the probation fails at
  * once naming it and pct's words, not after healthy_deadline as "no status"; a recovery says so
  * too; a verdict already made stays. */
@@ -1496,6 +1519,7 @@ int main(void)
         cmocka_unit_test(test_missing_heartbeat),
         cmocka_unit_test(test_rendezvous_names_missing_rank),
         cmocka_unit_test(test_init_but_no_step),
+        cmocka_unit_test(test_no_tokens_said_early),
         cmocka_unit_test(test_ct_stopped),
         cmocka_unit_test(test_agent_gone),
         cmocka_unit_test(test_stall),
