@@ -5,8 +5,9 @@ training script (examples/pytorch/make-release.sh does; see docs/pytorch.md).  T
 docs/protocol.md (v1): one JSON object per line on the file descriptor DROVER_HEARTBEAT_FD.
 
     from drover_heartbeat import Heartbeat
-    hb = Heartbeat()                      # reads DROVER_HEARTBEAT_FD, RANK, DROVER_RELEASE
-    hb.init(resumed_from=start_step)      # optional: "loading" (phase init)
+    hb = Heartbeat()                      # reads DROVER_HEARTBEAT_FD, RANK, DROVER_RELEASE; first,
+                                          # before torch and init_process_group: sends a hello
+    hb.init(resumed_from=start_step)      # after init_process_group: "loading" (phase init)
     for step in range(start_step, max_steps):
         loss = train_step()
         hb.step(step + 1, loss.item(), tokens=batch_tokens)
@@ -164,8 +165,8 @@ _STEP_WANT = "pass a non-negative integer"
 _LOSS_WANT = "pass a float or a one-element tensor (loss.item()); NaN and inf are reported as " \
              "non-finite losses"
 
-_CORE_KEYS = ("v", "rank", "pid", "step", "tokens", "loss", "nonfinite", "tok_s", "step_ms",
-              "phase", "resumed_from", "ckpt_step", "release", "backend")
+_CORE_KEYS = ("v", "kind", "rank", "pid", "step", "tokens", "loss", "nonfinite", "tok_s",
+              "step_ms", "phase", "resumed_from", "ckpt_step", "release", "backend")
 
 
 def _bad_extra(extra):
@@ -288,6 +289,11 @@ class Heartbeat:
         self._t_last = None
         self._unentered = None  # the newest hb.phase(...) that no `with` has entered yet
         atexit.register(_check_phases_at_exit, weakref.ref(self))
+        # The first line, before the script's imports and its rendezvous: "the module started",
+        # so a rank that never gets to hb.init() (a peer missing from init_process_group) is
+        # told apart from a worker that does not report at all (docs/protocol.md, "hello").  An
+        # agent that does not know "kind" reads it as the phase-init heartbeat it also is.
+        self._send({"kind": "hello"})
         if self.fd is not None and report_uncaught:
             global _newest, _prev_excepthook
             if sys.excepthook is not _excepthook:
