@@ -297,6 +297,32 @@ class HeartbeatTest(unittest.TestCase):
         err = self.bad_call(lambda: Heartbeat(env={"RANK": "0"}, report_uncaught=False))
         self.assertEqual(err, "")
 
+    def test_no_tokens_warned_once(self):
+        # tokens=0 on every step: the module sent it as it was, and the deploy waited its whole
+        # max_probation_time for "no data"; after NO_TOKENS_WARN_STEPS steps in a row it says so
+        steps = drover_heartbeat.NO_TOKENS_WARN_STEPS
+        err = self.bad_call(lambda: [self.hb.step(i, 2.0, tokens=0) for i in range(1, steps)])
+        self.assertEqual(err, "")  # one step without tokens (a skipped batch) is no mistake
+        err = self.bad_call(lambda: [self.hb.step(i, 2.0, tokens=0) for i in range(steps, 3 * steps)])
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertIn("drover_heartbeat: step(): %d steps in a row with tokens=0" % steps, err)
+        self.assertIn("tokens=batch * seq", err)
+        self.assertEqual(self.hb.invalid, 0)  # taken, not refused: every step was sent
+        self.assertEqual(len(read_lines(self.r)), 3 * steps - 1)
+        # said once per Heartbeat, even after tokens came and went again
+        self.hb.step(3 * steps, 2.0, tokens=5)
+        err = self.bad_call(lambda: [self.hb.step(i, 2.0, tokens=0) for i in range(3 * steps + 1, 5 * steps)])
+        self.assertEqual(err, "")
+        # a rank that counts its tokens is never warned
+        r, w = os.pipe()
+        try:
+            hb = Heartbeat(fd=w, env=ENV, report_uncaught=False)
+            err = self.bad_call(lambda: [hb.step(i, 2.0, tokens=256) for i in range(1, 10)])
+        finally:
+            os.close(r)
+            os.close(w)
+        self.assertEqual(err, "")
+
     def test_bad_step_refused_before_counting(self):
         self.hb.step(1, 2.0, 5)
         self.clock.t += 1.0
