@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common/status.h"
 #include "common/text.h"
@@ -45,6 +46,8 @@ static bool judge_one(const struct liveness_policy *p, const struct liveness_ran
     v->phase = r->has_hb ? r->phase : HB_PHASE_INIT;
     v->step = r->has_hb ? r->step : 0;
     v->bad_lines = r->bad_lines;
+    v->hello = r->has_hb && r->hello;
+    v->past_init[0] = v->before_init[0] = '\0';
     if (!r->has_hb || r->phase == HB_PHASE_INIT) {
         v->rule = LIVE_FIRST_STEP;
         v->age_s = now - started;
@@ -71,17 +74,58 @@ static bool judge_one(const struct liveness_policy *p, const struct liveness_ran
     return past(v->limit_s, v->age_s);
 }
 
+/* How far a rank got before its first step: 0 nothing sent, 1 a hello (the module started),
+ * 2 init (hb.init(): past the rendezvous), 3 beyond. */
+static int start_level(const struct liveness_rank *r)
+{
+    if (!r->has_hb)
+        return 0;
+    if (r->phase != HB_PHASE_INIT)
+        return 3;
+    return r->hello ? 1 : 2;
+}
+
+static void rank_list_add(char *buf, size_t sz, int rank)
+{
+    size_t n = strlen(buf);
+    if (n + 4 >= sz) { /* room for "..." and the NUL */
+        if (n < 3 || strcmp(buf + n - 3, "..."))
+            snprintf(buf + n, sz - n, "...");
+        return;
+    }
+    char one[16];
+    snprintf(one, sizeof one, "%s%d", n ? ", " : "", rank);
+    if (n + strlen(one) + 4 >= sz)
+        snprintf(buf + n, sz - n, "...");
+    else
+        snprintf(buf + n, sz - n, "%s", one);
+}
+
 bool liveness_judge(const struct liveness_policy *p, const struct liveness_rank *r, int n,
                     double started_mono, double now, struct liveness_verdict *v)
 {
+    int best = -1;
+    struct liveness_verdict t, b;
     for (int i = 0; i < n; i++) {
-        struct liveness_verdict t;
-        if (judge_one(p, &r[i], started_mono, now, &t)) {
-            *v = t;
-            return true;
+        if (!judge_one(p, &r[i], started_mono, now, &t))
+            continue;
+        if (best < 0 || (t.rule == LIVE_FIRST_STEP && b.rule == LIVE_FIRST_STEP &&
+                         start_level(&r[i]) < start_level(&r[best]))) {
+            best = i;
+            b = t;
         }
+        if (t.rule != LIVE_FIRST_STEP)
+            break; /* the first rank past another deadline, as before */
     }
-    return false;
+    if (best < 0)
+        return false;
+    if (b.rule == LIVE_FIRST_STEP && b.hello)
+        for (int i = 0; i < n; i++)
+            if (r[i].alive)
+                rank_list_add(start_level(&r[i]) >= 2 ? b.past_init : b.before_init,
+                              sizeof b.past_init, r[i].rank);
+    *v = b;
+    return true;
 }
 
 static bool proc_state_is_stopped(char c)
@@ -181,9 +225,15 @@ int liveness_describe(const struct liveness_verdict *v, const char *job, char *o
     long long step = (long long)v->step;
     switch (v->rule) {
     case LIVE_FIRST_STEP:
-        n = snprintf(out, outsz, "rank %d never reached its first step: %s after %.0f s (%s %.0f s)%s",
-                     v->rank, v->has_hb ? "still in phase init" : "no heartbeat", v->age_s, rule, v->limit_s,
-                     v->has_hb || v->bad_lines ? "" : "; " HB_NONE_SENT_HINT);
+        if (v->hello) /* the module started: the script is past its imports, before hb.init() */
+            n = snprintf(out, outsz, "rank %d never reached its first step after %.0f s (%s %.0f s): it "
+                         "created Heartbeat() but never called hb.init(): " HB_HELLO_ONLY_HINT
+                         " (ranks here past init: %s; not: %s)", v->rank, v->age_s, rule, v->limit_s,
+                         v->past_init[0] ? v->past_init : "none", v->before_init[0] ? v->before_init : "none");
+        else
+            n = snprintf(out, outsz, "rank %d never reached its first step: %s after %.0f s (%s %.0f s)%s",
+                         v->rank, v->has_hb ? "still in phase init" : "no heartbeat", v->age_s, rule, v->limit_s,
+                         v->has_hb || v->bad_lines ? "" : "; " HB_NONE_SENT_HINT);
         break;
     case LIVE_CHECKPOINT:
         n = snprintf(out, outsz, "rank %d checkpointing for %.0f s at step %lld (%s %.0f s)", v->rank,

@@ -47,6 +47,8 @@ struct liveness_rank {
     int rank;
     bool alive;          /* the process runs */
     bool has_hb;
+    bool hello;          /* its last line was a hello (heartbeat.h): the module started, no
+                          * hb.init() yet (phase init) */
     enum hb_phase phase; /* of the last heartbeat */
     int64_t step;
     double hb_mono;      /* last heartbeat */
@@ -71,6 +73,11 @@ struct liveness_verdict {
     double age_s;   /* how long the rule's condition has held */
     double limit_s; /* the deadline it passed */
     uint64_t bad_lines; /* the rank's liveness_rank.bad_lines */
+    /* LIVE_FIRST_STEP of a rank that sent only a hello: the module started, hb.init() never
+     * came (a rendezvous waiting for a peer); and this gang's ranks that did send init or more
+     * (past) and those that did not (before), as "0, 2" ("" none; cut with "..." when long) */
+    bool hello;
+    char past_init[48], before_init[48];
     /* LIVE_PEER_LOST: the rank whose exit (peer_code, 8) lost it, and whether the silent rank
      * is stopped by a signal */
     int peer_rank, peer_code;
@@ -78,7 +85,9 @@ struct liveness_verdict {
 };
 
 /* Judge n ranks of a gang started at started_mono.  Returns true and fills *v for the first
- * rank that passed a deadline; false (v untouched) when every rank is fine. */
+ * rank that passed a deadline; false (v untouched) when every rank is fine.  Of ranks that all
+ * passed first_step_deadline, the least advanced is named (none sent, then a hello only, then
+ * init): in a rendezvous that waits for a missing peer, the peer, not rank 0 waiting for it. */
 bool liveness_judge(const struct liveness_policy *p, const struct liveness_rank *r, int n,
                     double started_mono, double now, struct liveness_verdict *v);
 

@@ -1173,6 +1173,11 @@ static void hb_take_line(struct gang *g, struct rank_proc *rp, const char *line,
      * failure, never a line to drop). */
     if (!hb.release[0])
         (void)str_copy(hb.release, sizeof hb.release, g->release);
+    if (hb.hello && rp->has_hb && !rp->hb.hello) { /* a second Heartbeat() past init: no step back */
+        rp->hb_lines++;
+        rp->hb_mono = now;
+        return;
+    }
     if (hb.phase == HB_PHASE_TRAIN && hb.has_loss && !hb.loss_finite) {
         int prev = rp->has_hb ? rp->hb.nonfinite : 0;
         bool advanced = !rp->has_hb || hb.step > rp->hb.step;
@@ -1182,8 +1187,8 @@ static void hb_take_line(struct gang *g, struct rank_proc *rp, const char *line,
     }
     if (!rp->has_hb || hb.step != rp->hb.step)
         rp->step_mono = now;
-    if (!rp->has_hb || hb.phase != rp->hb.phase)
-        rp->phase_mono = now;
+    if (!rp->has_hb || hb.phase != rp->hb.phase || hb.hello != rp->hb.hello)
+        rp->phase_mono = now; /* hello -> init too: init's own time */
     rp->hb = hb;
     rp->has_hb = true;
     rp->hb_mono = now;
@@ -1250,6 +1255,7 @@ static void liveness_fact(const struct rank_proc *rp, struct liveness_rank *lr)
     lr->rank = rp->rank;
     lr->alive = rp->alive;
     lr->has_hb = rp->has_hb;
+    lr->hello = rp->has_hb && rp->hb.hello;
     lr->phase = rp->hb.phase;
     lr->step = rp->hb.step;
     lr->hb_mono = rp->hb_mono;

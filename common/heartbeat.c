@@ -62,6 +62,8 @@ json_t *heartbeat_to_json(const struct heartbeat *hb)
         json_object_set_new(o, "mem_peak", json_integer(hb->mem_peak));
     json_object_set_new(o, "release", json_string(hb->release));
     json_object_set_new(o, "backend", json_string(hb->backend));
+    if (hb->hello)
+        json_object_set_new(o, "kind", json_string("hello"));
     if (hb->error[0]) {
         /* cut to fit on parse, possibly mid-character: kept, escaped, rather than dropped */
         char e[4 * sizeof hb->error];
@@ -139,6 +141,12 @@ static int hb_from_json(json_t *o, struct heartbeat *ret_hb, char *why, size_t w
     for (size_t k = 0; k < ARRAY_SIZE(strs); k++)
         if (jf_str(o, strs[k].key, strs[k].dst, strs[k].sz, true) < 0)
             HB_BAD("\"%s\" has the wrong type or value", strs[k].key);
+    /* "kind": absent for a heartbeat; "hello" when the module started; another word is read as
+     * a heartbeat, as an older agent reads every line whatever its kind */
+    json_t *kind = json_object_get(o, "kind");
+    if (kind && !json_is_string(kind))
+        HB_BAD("\"kind\" has the wrong type or value");
+    hb.hello = kind && !strcmp(json_string_value(kind), "hello");
     hb.rank = (int)rank;
     hb.nonfinite = (int)nonfinite;
     json_t *loss = json_object_get(o, "loss");
@@ -154,6 +162,8 @@ static int hb_from_json(json_t *o, struct heartbeat *ret_hb, char *why, size_t w
 #undef HB_BAD
     if (!ph && hb.step > 0)
         hb.phase = HB_PHASE_TRAIN;
+    if (hb.hello) /* nothing has started but the module: whatever else the line says */
+        hb.phase = HB_PHASE_INIT;
     if (!isfinite(hb.tok_s) || hb.tok_s < 0)
         hb.tok_s = 0;
     *ret_hb = hb;

@@ -10,6 +10,10 @@
  * -Infinity (outside strings) read as null, and a null loss means non-finite, never a dropped
  * line; "release" may be left out (the agent fills in the gang's); "phase" left out means train
  * once step > 0, else init; unknown keys are ignored; "v" stays required.
+ * A line with "kind":"hello" says only that the worker's heartbeat module started (the Python
+ * module sends it from Heartbeat(), before the rendezvous): it reads as phase init, step 0, with
+ * hello set.  An older agent ignores "kind" and takes it for the init heartbeat it looks like,
+ * which is why it is one: a new kind must be a line an older agent may read as a heartbeat.
  * Only this file knows the format: the trainer formats with heartbeat_format(), the agent parses
  * with heartbeat_parse().  Unknown keys are ignored so that newer workers talk to older agents.
  */
@@ -50,6 +54,9 @@ struct heartbeat {
     char release[72];     /* DROVER_RELEASE the worker was started with; "" if unknown */
     char backend[16];     /* "cpu", "cuda", or what a foreign worker says */
     char error[160];      /* set with phase "done" when the worker is exiting on an error */
+    bool hello;           /* "kind":"hello": the heartbeat module started, nothing more yet (phase
+                             init; the worker has not called hb.init(): in its imports or the
+                             rendezvous); written back as "kind":"hello" */
 };
 
 /* Fill defaults (-1 for unknown fields, phase init, has_loss true). */
@@ -64,6 +71,10 @@ int heartbeat_format(const struct heartbeat *hb, char *out, size_t outsz);
 /* Said after a verdict on a rank that sent no heartbeat and no other line either (agent
  * liveness, controller probation): most often a worker that never reports (a PyTorch script
  * without drover_heartbeat), which trains and prints its steps while drover sees nothing. */
+/* Said after a verdict on a rank whose heartbeat module started (a hello line) but which never
+ * sent init: the script is past its imports and most often in the rendezvous. */
+#define HB_HELLO_ONLY_HINT "waiting for a peer in init_process_group or a first collective?"
+
 #define HB_NONE_SENT_HINT "it sent none: does the worker use drover_heartbeat (docs/pytorch.md, docs/protocol.md)?"
 
 /* Parse one line (len bytes, newline optional, no NUL needed).  -E2BIG when len exceeds

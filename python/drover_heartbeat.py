@@ -5,8 +5,9 @@ training script (examples/pytorch/make-release.sh does; see docs/pytorch.md).  T
 docs/protocol.md (v1): one JSON object per line on the file descriptor DROVER_HEARTBEAT_FD.
 
     from drover_heartbeat import Heartbeat
-    hb = Heartbeat()                      # reads DROVER_HEARTBEAT_FD, RANK, DROVER_RELEASE
-    hb.init(resumed_from=start_step)      # optional: "loading" (phase init)
+    hb = Heartbeat()                      # reads DROVER_HEARTBEAT_FD, RANK, DROVER_RELEASE; first,
+                                          # before torch and init_process_group: sends a hello
+    hb.init(resumed_from=start_step)      # after init_process_group: "loading" (phase init)
     for step in range(start_step, max_steps):
         loss = train_step()
         hb.step(step + 1, loss.item(), tokens=batch_tokens)
@@ -164,8 +165,13 @@ _STEP_WANT = "pass a non-negative integer"
 _LOSS_WANT = "pass a float or a one-element tensor (loss.item()); NaN and inf are reported as " \
              "non-finite losses"
 
-_CORE_KEYS = ("v", "rank", "pid", "step", "tokens", "loss", "nonfinite", "tok_s", "step_ms",
-              "phase", "resumed_from", "ckpt_step", "release", "backend")
+_CORE_KEYS = ("v", "kind", "rank", "pid", "step", "tokens", "loss", "nonfinite", "tok_s",
+              "step_ms", "phase", "resumed_from", "ckpt_step", "release", "backend")
+
+# Steps in a row with no token at all before step() says, once, that drover cannot measure this
+# rank's throughput (a probation then ends "no data": docs/pytorch.md, "tokens=").  Not the
+# first one: a step that processed nothing (a skipped batch) is no mistake.
+NO_TOKENS_WARN_STEPS = 3
 
 
 def _bad_extra(extra):
@@ -287,7 +293,13 @@ class Heartbeat:
         self.dropped = 0  # lines not written (fd gone, or a step() line too long for its extras)
         self._t_last = None
         self._unentered = None  # the newest hb.phase(...) that no `with` has entered yet
+        self._steps_no_tokens = 0  # step() calls since the last one with tokens > 0
         atexit.register(_check_phases_at_exit, weakref.ref(self))
+        # The first line, before the script's imports and its rendezvous: "the module started",
+        # so a rank that never gets to hb.init() (a peer missing from init_process_group) is
+        # told apart from a worker that does not report at all (docs/protocol.md, "hello").  An
+        # agent that does not know "kind" reads it as the phase-init heartbeat it also is.
+        self._send({"kind": "hello"})
         if self.fd is not None and report_uncaught:
             global _newest, _prev_excepthook
             if sys.excepthook is not _excepthook:
@@ -313,6 +325,18 @@ class Heartbeat:
         try:
             sys.stderr.write("drover_heartbeat: %s(): %s (further such calls are counted in "
                              "Heartbeat.invalid, not shown)\n" % (call, text))
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def _warn_once(self, call, what, text):
+        """A call that was taken but is likely a mistake: said on stderr once per call and what
+        (never raises), not counted in `invalid`."""
+        if (call, what) in self._warned:
+            return
+        self._warned.add((call, what))
+        try:
+            sys.stderr.write("drover_heartbeat: %s(): %s\n" % (call, text))
             sys.stderr.flush()
         except Exception:  # noqa: BLE001
             pass
@@ -378,6 +402,13 @@ class Heartbeat:
             self.tok_s = tokens / dt
         self._t_last = now
         self.tokens += tokens
+        self._steps_no_tokens = 0 if tokens else self._steps_no_tokens + 1
+        if self._steps_no_tokens == NO_TOKENS_WARN_STEPS and self.enabled:
+            self._warn_once("step", "tokens 0", "%d steps in a row with tokens=0: drover measures "
+                            "throughput from the tokens each step processed and cannot judge this "
+                            "release without them (its probation ends \"no data\"): pass this rank's "
+                            "tokens in the step, hb.step(step, loss, tokens=batch * seq) "
+                            "(docs/pytorch.md)" % NO_TOKENS_WARN_STEPS)
         self.last_step = step
         if math.isfinite(loss):
             self.loss = loss

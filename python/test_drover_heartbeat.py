@@ -71,6 +71,8 @@ class HeartbeatTest(unittest.TestCase):
         self.r, self.w = os.pipe()
         self.clock = Clock()
         self.hb = Heartbeat(fd=self.w, env=ENV, backend="torch-cpu", clock=self.clock)
+        hello = read_lines(self.r)  # Heartbeat()'s own first line (test_hello_first)
+        self.assertEqual([x.get("kind") for x in hello], ["hello"])
 
     def tearDown(self):
         for fd in (self.r, self.w):
@@ -157,7 +159,8 @@ class HeartbeatTest(unittest.TestCase):
         os.close(r)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stdout.split(), ["2", "3", "1"])
-        self.assertEqual([x["loss"] for x in lines], [2.5, 1.5, None])
+        self.assertEqual(lines[0].get("kind"), "hello")  # Heartbeat()'s
+        self.assertEqual([x["loss"] for x in lines[1:]], [2.5, 1.5, None])
         self.assertIn("bad loss tensor([3.0000, 2.9000])", p.stderr)
 
     def test_tokens_and_step_must_be_integers(self):
@@ -227,6 +230,8 @@ class HeartbeatTest(unittest.TestCase):
         # an over-long DROVER_RELEASE: the error line leaves the release out (the agent fills
         # it in) rather than being dropped
         hb = Heartbeat(fd=self.w, env=dict(ENV, DROVER_RELEASE="r" * 2000), report_uncaught=False)
+        hello = json.loads(os.read(self.r, 65536).decode())  # sent too, without the release
+        self.assertEqual((hello["kind"], "release" in hello), ("hello", False))
         hb.error("é" * 150)
         self.assertEqual(hb.dropped, 0)
         got = json.loads(os.read(self.r, 65536).decode())
@@ -264,6 +269,59 @@ class HeartbeatTest(unittest.TestCase):
         with contextlib.redirect_stderr(err):
             call()
         return err.getvalue()
+
+    def test_hello_first(self):
+        # Heartbeat() says "the module started" before the script's imports and rendezvous, so
+        # a rank waiting in init_process_group for a missing peer is not told "it sent none:
+        # does the worker use drover_heartbeat?" (docs/protocol.md, "hello")
+        r, w = os.pipe()
+        try:
+            Heartbeat(fd=w, env=ENV, report_uncaught=False)
+            (hello,) = read_lines(r)
+        finally:
+            os.close(r)
+            os.close(w)
+        self.assertEqual(hello["kind"], "hello")
+        self.assertEqual((hello["v"], hello["rank"], hello["step"], hello["phase"]), (1, 3, 0, "init"))
+        self.assertEqual(hello["release"], "ab" * 32)
+        self.assertEqual(hello["resumed_from"], -1)
+        # the next line is an ordinary heartbeat, without "kind"
+        self.hb.init()
+        (init,) = read_lines(self.r)
+        self.assertNotIn("kind", init)
+        # a step() extra cannot pose as a hello
+        err = self.bad_call(lambda: self.hb.step(1, 2.0, tokens=5, kind="hello"))
+        self.assertIn("extra kind=", err)
+        self.assertEqual(read_lines(self.r), [])
+        # run by hand (no DROVER_HEARTBEAT_FD): nothing written, nothing said
+        err = self.bad_call(lambda: Heartbeat(env={"RANK": "0"}, report_uncaught=False))
+        self.assertEqual(err, "")
+
+    def test_no_tokens_warned_once(self):
+        # tokens=0 on every step: the module sent it as it was, and the deploy waited its whole
+        # max_probation_time for "no data"; after NO_TOKENS_WARN_STEPS steps in a row it says so
+        steps = drover_heartbeat.NO_TOKENS_WARN_STEPS
+        err = self.bad_call(lambda: [self.hb.step(i, 2.0, tokens=0) for i in range(1, steps)])
+        self.assertEqual(err, "")  # one step without tokens (a skipped batch) is no mistake
+        err = self.bad_call(lambda: [self.hb.step(i, 2.0, tokens=0) for i in range(steps, 3 * steps)])
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertIn("drover_heartbeat: step(): %d steps in a row with tokens=0" % steps, err)
+        self.assertIn("tokens=batch * seq", err)
+        self.assertEqual(self.hb.invalid, 0)  # taken, not refused: every step was sent
+        self.assertEqual(len(read_lines(self.r)), 3 * steps - 1)
+        # said once per Heartbeat, even after tokens came and went again
+        self.hb.step(3 * steps, 2.0, tokens=5)
+        err = self.bad_call(lambda: [self.hb.step(i, 2.0, tokens=0) for i in range(3 * steps + 1, 5 * steps)])
+        self.assertEqual(err, "")
+        # a rank that counts its tokens is never warned
+        r, w = os.pipe()
+        try:
+            hb = Heartbeat(fd=w, env=ENV, report_uncaught=False)
+            err = self.bad_call(lambda: [hb.step(i, 2.0, tokens=256) for i in range(1, 10)])
+        finally:
+            os.close(r)
+            os.close(w)
+        self.assertEqual(err, "")
 
     def test_bad_step_refused_before_counting(self):
         self.hb.step(1, 2.0, 5)
@@ -487,7 +545,7 @@ class ExitCodesTest(unittest.TestCase):
         p, lines, err = self.run_exit("hb.exit_peer_lost(RuntimeError(%r))" % self.GLOO_RESET)
         self.assertEqual(p.returncode, drover_heartbeat.EXIT_PEER_LOST, err)
         self.assertEqual(p.returncode, 8)
-        self.assertEqual(len(lines), 2)
+        self.assertEqual([x.get("kind") for x in lines], ["hello", None, None])
         self.assertEqual(lines[-1]["phase"], "done")
         self.assertEqual(lines[-1]["error"], ("peer lost: RuntimeError: " + self.GLOO_RESET)[:150])
         self.assertEqual(lines[-1]["rank"], 1)

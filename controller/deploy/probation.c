@@ -43,6 +43,12 @@ struct prank {
     double sampled_t;
     long long bad_lines;    /* the agent's count of lines that were not heartbeats (watched gang) */
     bool none_sent;         /* the watched gang's rank runs and has sent no line at all */
+    /* How far it got before its first train heartbeat, as the watched release's init-phase
+     * heartbeats said, and when (seconds after t0; the first document that showed it):
+     * hello, its heartbeat module started (Heartbeat()); inited, hb.init() came (the
+     * rendezvous is behind it). */
+    bool hello, inited;
+    double hello_t, init_t;
     /* For the frozen-rank rule (probation_find_silent), from every document, the exits' too:
      * the controller time of its last train heartbeat (beat: there is one), that heartbeat's
      * step and phase, the steps it made, and whether it exited or was killed. */
@@ -711,6 +717,16 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
         if (release_matches(js->release, p->release)) {
             pr->bad_lines = rs->bad_lines; /* said when it never sends a heartbeat */
             pr->none_sent = !rs->has_hb && !rs->bad_lines;
+            if (rs->has_hb && rs->hb.phase == HB_PHASE_INIT && release_matches(rs->hb.release, p->release)) {
+                double at = now - (rs->hb_age_s > 0 ? rs->hb_age_s : 0) - p->t0;
+                if (rs->hb.hello && !pr->hello) {
+                    pr->hello = true;
+                    pr->hello_t = at;
+                } else if (!rs->hb.hello && !pr->inited) {
+                    pr->inited = true;
+                    pr->init_t = at;
+                }
+            }
         }
         if (!rs->has_hb || !release_matches(rs->hb.release, p->release) ||
             (js->release[0] && !release_matches(js->release, p->release)))
@@ -1000,11 +1016,127 @@ static bool judge(struct probation *p, double now)
     return false;
 }
 
+/* How far a rank that never sent a train heartbeat got: 0 lines that are not heartbeats, 1 no
+ * line at all, 2 not known (nothing of the watched release yet), 3 a hello only (its module
+ * started, no hb.init()), 4 init (past the rendezvous); 5 it trains. */
+static int start_level(const struct prank *pr)
+{
+    if (pr->seen)
+        return 5;
+    if (pr->inited)
+        return 4;
+    if (pr->hello)
+        return 3;
+    if (pr->bad_lines > 0)
+        return 0;
+    return pr->none_sent ? 1 : 2;
+}
+
+/* "0, 2, 5" into buf: the ranks whose start_level is (at_least ? >= : <) level; "none". */
+static void rank_list(const struct probation *p, int level, bool at_least, char *buf, size_t sz)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < p->ncts * p->nproc; i++) {
+        int l = start_level(&p->cts[i / p->nproc].ranks[i % p->nproc]);
+        if ((l >= level) != at_least)
+            continue;
+        char one[16];
+        int k = snprintf(one, sizeof one, "%s%d", n ? ", " : "", i);
+        if (n + (size_t)k + 4 >= sz) {
+            snprintf(buf + n, sz - n, "%s...", n ? ", " : "");
+            return;
+        }
+        memcpy(buf + n, one, (size_t)k + 1);
+        n += (size_t)k;
+    }
+    if (!n)
+        snprintf(buf, sz, "none");
+}
+
+/* At healthy_deadline, a rank with no train heartbeat of the watched release: the one that got
+ * least far is named (a peer that never came, not rank 0 waiting for it in the rendezvous), with
+ * what it did send.  False when every rank trains. */
+static bool fail_no_train_beat(struct probation *p)
+{
+    int worst = -1, wl = 5;
+    for (int i = 0; i < p->ncts * p->nproc; i++) {
+        int l = start_level(&p->cts[i / p->nproc].ranks[i % p->nproc]);
+        if (l < wl) {
+            worst = i;
+            wl = l;
+        }
+    }
+    if (worst < 0)
+        return false;
+    const struct prank *pr = &p->cts[worst / p->nproc].ranks[worst % p->nproc];
+    const char *label = p->cts[worst / p->nproc].label;
+    char sid[RELEASE_SHORT_LEN + 1], did[64], didnt[64];
+    double dl = p->pol.healthy_deadline_s;
+    release_short(p->release, "none", sid);
+    if (wl == 4) { /* the rendezvous is behind it: a slow compile, a data loader, a hang */
+        fail(p, "rank %d (%s) with release %s started (init at +%.0fs) but never reached its first "
+             "training step within healthy_deadline %.0fs", worst, label, sid, pr->init_t, dl);
+        return true;
+    }
+    if (wl == 3) {
+        rank_list(p, 4, true, did, sizeof did);
+        rank_list(p, 4, false, didnt, sizeof didnt);
+        fail(p, "rank %d (%s) with release %s started drover_heartbeat (at +%.0fs) but never called "
+             "hb.init() within healthy_deadline %.0fs: %s (ranks that sent init: %s; did not: %s)",
+             worst, label, sid, pr->hello_t, dl, HB_HELLO_ONLY_HINT, did, didnt);
+        return true;
+    }
+    /* a worker that writes another format is not only told it sent nothing: the agent's
+     * first_step_deadline says so too, but this deadline may come first */
+    char bad[240] = "";
+    if (wl == 0)
+        snprintf(bad, sizeof bad, "; it wrote %lld %s (`drover logs --job %.64s --agent` says why)",
+                 pr->bad_lines, text_plural(pr->bad_lines, "line that is not a heartbeat",
+                                            "lines that are not heartbeats"), p->job);
+    else if (wl == 1) {
+        rank_list(p, 3, true, did, sizeof did);
+        if (strcmp(did, "none")) /* the same script got further elsewhere: it does report */
+            snprintf(bad, sizeof bad, "; it sent none, while rank%s %s started drover_heartbeat: it "
+                     "is stuck before Heartbeat() or never started (`drover logs --job %.64s`)",
+                     strchr(did, ',') ? "s" : "", did, p->job);
+        else
+            snprintf(bad, sizeof bad, "; %s", HB_NONE_SENT_HINT);
+    }
+    fail(p, "no heartbeat from rank %d (%s) with release %s within healthy_deadline %.0fs%s", worst,
+         label, sid, dl, bad);
+    return true;
+}
+
+/* Every rank past warmup_steps, with two steps or more since its first train heartbeat, and
+ * not one token nor rate from any (tokens 0, tok_s 0): no sample will ever come, and waiting
+ * for max_probation_time (5 minutes by default) only delays the same "no data".  Said now, as
+ * no data (on_inconclusive decides).  A worker that sends tok_s without tokens, or tokens on
+ * some steps, is sampled as before. */
+static bool no_tokens(struct probation *p)
+{
+    if (p->nsamples > 0)
+        return false;
+    long long step = -1;
+    for (int i = 0; i < p->ncts * p->nproc; i++) {
+        const struct prank *r = &p->cts[i / p->nproc].ranks[i % p->nproc];
+        if (!r->seen || !r->past_warmup || r->tokens > 0 || r->tok_s > 0 || r->step < r->sampled_step + 2)
+            return false;
+        if (step < 0 || r->step < step)
+            step = r->step;
+    }
+    say(p->reason, sizeof p->reason, "no data: the workers report steps with no tokens: every rank "
+        "is past warmup (the slowest at step %lld) and none reported a token or a rate (tokens 0, "
+        "tok_s 0), so throughput cannot be measured; pass each step's tokens to hb.step(step, loss, "
+        "tokens=...) (docs/pytorch.md)", step);
+    p->verdict = PROBATION_NODATA;
+    return true;
+}
+
 enum probation_verdict probation_check(struct probation *p, double now)
 {
     if (p->verdict != PROBATION_PENDING)
         return p->verdict;
-    char sid[RELEASE_SHORT_LEN + 1];
     if (now - p->t0 > p->pol.healthy_deadline_s) {
         /* A container whose agent is not running sends nothing more: its ranks' missing
          * heartbeats and its silence are its agent's, not the release's (the gang there may run
@@ -1027,24 +1159,9 @@ enum probation_verdict probation_check(struct probation *p, double now)
                      p->cts[c].label, p->pol.healthy_deadline_s);
                 return p->verdict;
             }
-            for (int lr = 0; lr < p->nproc; lr++)
-                if (!p->cts[c].ranks[lr].seen) {
-                    /* a worker that writes another format is not only told it sent nothing: the
-                     * agent's first_step_deadline says so too, but this deadline may come first */
-                    char bad[160] = "";
-                    long long nbad = p->cts[c].ranks[lr].bad_lines;
-                    if (nbad > 0)
-                        snprintf(bad, sizeof bad, "; it wrote %lld %s (`drover logs --job %.64s --agent` says why)",
-                                 nbad, text_plural(nbad, "line that is not a heartbeat", "lines that are not heartbeats"),
-                                 p->job);
-                    else if (p->cts[c].ranks[lr].none_sent)
-                        snprintf(bad, sizeof bad, "; %s", HB_NONE_SENT_HINT);
-                    fail(p, "no heartbeat from rank %d (%s) with release %s within healthy_deadline "
-                         "%.0fs%s", c * p->nproc + lr, p->cts[c].label,
-                         release_short(p->release, "none", sid), p->pol.healthy_deadline_s, bad);
-                    return p->verdict;
-                }
         }
+        if (fail_no_train_beat(p))
+            return p->verdict;
         /* Streams that went quiet: a container whose documents stopped coming. */
         for (int c = 0; c < p->ncts; c++)
             if (now - p->cts[c].t_seen > p->pol.healthy_deadline_s) {
@@ -1063,6 +1180,8 @@ enum probation_verdict probation_check(struct probation *p, double now)
         return p->verdict;
     }
     if (all_seen && !p->recovery && judge(p, now))
+        return p->verdict;
+    if (all_seen && !p->recovery && no_tokens(p))
         return p->verdict;
     double tmax = p->pol.progress_deadline_s;
     const char *tname = "progress_deadline";

@@ -215,7 +215,9 @@ def main():
                     help="import everything, build the model, run one step on CPU, exit 0 (preflight)")
     args = ap.parse_args()
     # first, before anything that can fail: an error from here on reaches the agent's reason
-    # (hb.error, or drover_heartbeat's excepthook for one nothing catches)
+    # (hb.error, or drover_heartbeat's excepthook for one nothing catches), and its first line
+    # (a hello) tells drover this rank started, so a rank that never gets through
+    # init_process_group is told apart from one that never reports (docs/pytorch.md)
     hb = Heartbeat(backend="torch")
     try:
         default = os.path.join(HERE, "config.json")
@@ -226,8 +228,9 @@ def main():
     cfg["_path"] = path or "(defaults)"
     if args.selftest:
         cfg.update(max_steps=1, ckpt_every=10 ** 9, data="", selftest=True)
-    # SIGTERM keeps its default (exit at once) until the gang has met: train() takes it over
-    hb.init()
+    # SIGTERM keeps its default (exit at once) until the gang has met: train() takes it over.
+    # No hb.init() here: it comes once the gang has met and resumed (train()), so that a rank
+    # stuck in the rendezvous reads as one (the hello only), not as one that passed its init
     try:
         if cfg["fail_import"]:
             import drover_missing_dependency  # noqa: F401  (a broken dependency, on purpose)

@@ -157,6 +157,51 @@ static void test_describe_every_rule(void **state)
                               "it sent none: does the worker use drover_heartbeat (docs/pytorch.md, docs/protocol.md)?");
 }
 
+/* A rendezvous that waits for a peer: the ranks created Heartbeat() (a hello line) first, and
+ * only those that got past init_process_group sent init.  The verdict used to name rank 0 with
+ * "it sent none: does the worker use drover_heartbeat?"; it now names the least advanced rank,
+ * says its module started, and lists who sent init. */
+static void test_hello_names_missing_peer(void **state)
+{
+    (void)state;
+    struct liveness_policy p;
+    liveness_policy_default(&p);
+    p.first_step_s = 20;
+    struct liveness_rank r[3] = {
+        {.rank = 0, .alive = true, .has_hb = true, .phase = HB_PHASE_INIT}, /* init: arrived */
+        {.rank = 1, .alive = true, .has_hb = true, .hello = true, .phase = HB_PHASE_INIT},
+        {.rank = 2, .alive = true, .has_hb = true, .phase = HB_PHASE_INIT},
+    };
+    struct liveness_verdict v;
+    assert_true(liveness_judge(&p, r, 3, 0, 21, &v));
+    assert_int_equal(v.rule, LIVE_FIRST_STEP);
+    assert_int_equal(v.rank, 1);
+    assert_true(v.hello);
+    char line[256];
+    assert_true(liveness_describe(&v, "train", line, sizeof line) > 0);
+    assert_string_equal(line, "rank 1 never reached its first step after 21 s (first_step_deadline 20 s): it "
+                              "created Heartbeat() but never called hb.init(): waiting for a peer in "
+                              "init_process_group or a first collective? (ranks here past init: 0, 2; not: 1)");
+    assert_null(strstr(line, "does the worker use drover_heartbeat"));
+    /* a rank that sent nothing at all is named before one that sent a hello */
+    r[2].has_hb = false;
+    assert_true(liveness_judge(&p, r, 3, 0, 21, &v));
+    assert_int_equal(v.rank, 2);
+    assert_false(v.hello);
+    /* every rank in the rendezvous: the first, none past init */
+    r[0].hello = r[2].has_hb = r[2].hello = true;
+    assert_true(liveness_judge(&p, r, 3, 0, 21, &v));
+    assert_int_equal(v.rank, 0);
+    assert_true(liveness_describe(&v, "train", line, sizeof line) > 0);
+    assert_non_null(strstr(line, "(ranks here past init: none; not: 0, 1, 2)"));
+    /* an init heartbeat only: "still in phase init", as before */
+    struct liveness_rank one = {.rank = 0, .alive = true, .has_hb = true, .phase = HB_PHASE_INIT};
+    assert_true(liveness_judge(&p, &one, 1, 0, 21, &v));
+    assert_false(v.hello);
+    assert_true(liveness_describe(&v, "train", line, sizeof line) > 0);
+    assert_non_null(strstr(line, "still in phase init after 21 s"));
+}
+
 /* A worker whose lines on the heartbeat pipe are not heartbeats (a wrong field, not JSON, one
  * over HEARTBEAT_LINE_MAX) used to be told "no heartbeat", as if it wrote nothing: the verdict
  * now says how many lines it dropped, when no train heartbeat ever came (first_step_deadline). */
@@ -331,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_policy_check),
         cmocka_unit_test(test_describe_every_rule),
         cmocka_unit_test(test_bad_lines_named),
+        cmocka_unit_test(test_hello_names_missing_peer),
         cmocka_unit_test(test_blame_peer_lost_table),
         cmocka_unit_test(test_blame_peer_lost_unchanged),
         cmocka_unit_test(test_blame_peer_lost_picks),

@@ -1143,6 +1143,13 @@ static void test_gang_liveness(void **state)
         {"stalled", "while :; do echo '{\"v\":1,\"rank\":0,\"step\":5,\"phase\":\"train\"}' >&3; sleep 0.05; done\n",
          "rank 0 stalled: step 5", 0.7},
         {"nostep", "echo '{\"v\":1,\"rank\":0,\"step\":0,\"phase\":\"init\"}' >&3; sleep 10\n", "never reached its first step", 0.8},
+        /* the Python module's hello (Heartbeat()) and no hb.init(): in the rendezvous, not "sent none" */
+        {"hello", "echo '{\"v\":1,\"kind\":\"hello\",\"rank\":0,\"step\":0,\"phase\":\"init\"}' >&3; sleep 10\n",
+         "it created Heartbeat() but never called hb.init()", 0.8},
+        /* hello, then init: past the rendezvous, still in phase init */
+        {"helloinit", "echo '{\"v\":1,\"kind\":\"hello\",\"rank\":0,\"step\":0}' >&3;"
+                      " echo '{\"v\":1,\"rank\":0,\"step\":0,\"phase\":\"init\"}' >&3; sleep 10\n",
+         "never reached its first step: still in phase init", 0.8},
         {"ckpt", "echo '{\"v\":1,\"rank\":0,\"step\":3,\"phase\":\"train\"}' >&3;"
                  " echo '{\"v\":1,\"rank\":0,\"step\":3,\"phase\":\"checkpoint\"}' >&3; sleep 10\n", "checkpointing for", 5.0},
     };

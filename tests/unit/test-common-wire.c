@@ -123,6 +123,49 @@ static void test_heartbeat_forgiving(void **state)
     assert_int_equal(heartbeat_parse(big, o, &hb), 0);
 }
 
+/* The Python module's first line, from Heartbeat() before the rendezvous: "the module started",
+ * told apart from an init heartbeat (hb.init()) and kept through the status document; an old
+ * agent reads it as the phase-init heartbeat it looks like. */
+static void test_heartbeat_hello(void **state)
+{
+    (void)state;
+    struct heartbeat hb, back;
+    const char *hello = "{\"v\":1,\"kind\":\"hello\",\"rank\":1,\"pid\":77,\"step\":0,\"tokens\":0,"
+                        "\"loss\":null,\"nonfinite\":0,\"tok_s\":0.0,\"step_ms\":0.0,\"phase\":\"init\","
+                        "\"resumed_from\":-1,\"ckpt_step\":-1,\"release\":\"abc\",\"backend\":\"torch\"}\n";
+    assert_int_equal(heartbeat_parse(hello, strlen(hello), &hb), 0);
+    assert_true(hb.hello);
+    assert_int_equal(hb.phase, HB_PHASE_INIT);
+    assert_int_equal(hb.rank, 1);
+    char line[HEARTBEAT_LINE_MAX];
+    int n = heartbeat_format(&hb, line, sizeof line);
+    assert_true(n > 0);
+    assert_non_null(strstr(line, "\"kind\":\"hello\""));
+    assert_int_equal(heartbeat_parse(line, (size_t)n, &back), 0);
+    assert_true(back.hello);
+    /* an init heartbeat is no hello, and says no kind */
+    const char *init = "{\"v\":1,\"rank\":1,\"step\":0,\"phase\":\"init\"}";
+    assert_int_equal(heartbeat_parse(init, strlen(init), &hb), 0);
+    assert_false(hb.hello);
+    n = heartbeat_format(&hb, line, sizeof line);
+    assert_true(n > 0);
+    assert_null(strstr(line, "\"kind\""));
+    /* a hello is phase init whatever else it says; another kind reads as a heartbeat */
+    const char *odd = "{\"v\":1,\"kind\":\"hello\",\"rank\":0,\"step\":4,\"phase\":\"train\"}";
+    assert_int_equal(heartbeat_parse(odd, strlen(odd), &hb), 0);
+    assert_true(hb.hello);
+    assert_int_equal(hb.phase, HB_PHASE_INIT);
+    const char *other = "{\"v\":1,\"kind\":\"later\",\"rank\":0,\"step\":4,\"phase\":\"train\"}";
+    assert_int_equal(heartbeat_parse(other, strlen(other), &hb), 0);
+    assert_false(hb.hello);
+    assert_int_equal(hb.phase, HB_PHASE_TRAIN);
+    /* "kind" is a string */
+    const char *bad = "{\"v\":1,\"kind\":1,\"rank\":0,\"step\":0}";
+    assert_int_equal(heartbeat_parse(bad, strlen(bad), &hb), -EINVAL);
+    char why[128];
+    assert_string_equal(heartbeat_refusal(bad, strlen(bad), why, sizeof why), "\"kind\" has the wrong type or value");
+}
+
 static void test_heartbeat_rejects(void **state)
 {
     (void)state;
@@ -724,6 +767,7 @@ int main(void)
         cmocka_unit_test(test_heartbeat_roundtrip),   cmocka_unit_test(test_heartbeat_nan_is_null),
         cmocka_unit_test(test_heartbeat_forgiving),   cmocka_unit_test(test_heartbeat_refusal),
         cmocka_unit_test(test_heartbeat_rejects),     cmocka_unit_test(test_heartbeat_format_too_small),
+        cmocka_unit_test(test_heartbeat_hello),
         cmocka_unit_test(test_manifest_paths),        cmocka_unit_test(test_manifest_dir_dump_parse),
         cmocka_unit_test(test_manifest_parse_rejects), cmocka_unit_test(test_status_roundtrip),
         cmocka_unit_test(test_status_rdzv),

@@ -762,6 +762,106 @@ static void test_missing_heartbeat(void **state)
     free(st);
 }
 
+/* One rank of the watched release that has sent only init-phase lines: a hello (its heartbeat
+ * module started, Heartbeat()) or init (hb.init()), the last one age_s old. */
+static void rank_in_init(struct rank_status *rs, bool hello, double age_s)
+{
+    rs->has_hb = true;
+    rs->hb.phase = HB_PHASE_INIT;
+    rs->hb.step = 0;
+    rs->hb.tok_s = 0;
+    rs->hb.hello = hello;
+    rs->hb_age_s = age_s;
+}
+
+/* Feed a 2-container, 1-rank job from t = 1 to 31 (healthy_deadline 30s): rank 0 as kind0, rank
+ * 1 as kind1 ('n' no line at all, 'h' hello only, 'i' init since t = 3); the verdict's reason. */
+static const char *rendezvous_verdict(struct probation *p, struct agent_status *st, char kind0, char kind1)
+{
+    const char kinds[2] = {kind0, kind1};
+    for (int t = 1; t <= 31; t++)
+        for (int c = 0; c < 2; c++) {
+            make_status(st, c, 1, NEW, 0, 0, 3.0);
+            struct rank_status *rs = &st->jobs[0].ranks[0];
+            if (kinds[c] == 'n')
+                rs->has_hb = false;
+            else
+                rank_in_init(rs, kinds[c] == 'h' || t < 3, kinds[c] == 'h' ? t - 1 : (t < 3 ? 0 : t - 3));
+            probation_feed(p, c, st, t);
+        }
+    assert_int_equal(probation_check(p, 31), PROBATION_FAIL);
+    return probation_reason(p);
+}
+
+/* A rendezvous that waits for a peer: the ranks create Heartbeat() first (a hello line), and
+ * send init only once init_process_group returned.  The verdict named rank 0 and asked whether
+ * the worker uses drover_heartbeat at all; it names the rank that got least far and what it did
+ * send. */
+static void test_rendezvous_names_missing_rank(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    /* rank 0 is past its init, rank 1 never got there */
+    struct probation *p = new_p(-1, 2, 1);
+    assert_string_equal(rendezvous_verdict(p, st, 'i', 'h'),
+                        "rank 1 (h1:102) with release bbbbbbbbbbbb started drover_heartbeat (at +1s) but never "
+                        "called hb.init() within healthy_deadline 30s: waiting for a peer in init_process_group "
+                        "or a first collective? (ranks that sent init: 0; did not: 1)");
+    probation_free(p);
+    /* both wait in the rendezvous: the first, and nobody sent init */
+    p = new_p(-1, 2, 1);
+    assert_non_null(strstr(rendezvous_verdict(p, st, 'h', 'h'),
+                           "rank 0 (h1:101) with release bbbbbbbbbbbb started drover_heartbeat"));
+    assert_non_null(strstr(probation_reason(p), "(ranks that sent init: none; did not: 0, 1)"));
+    probation_free(p);
+    /* rank 1 sent nothing while rank 0's module started: the same script, stuck before it */
+    p = new_p(-1, 2, 1);
+    assert_string_equal(rendezvous_verdict(p, st, 'h', 'n'),
+                        "no heartbeat from rank 1 (h1:102) with release bbbbbbbbbbbb within healthy_deadline 30s; "
+                        "it sent none, while rank 0 started drover_heartbeat: it is stuck before Heartbeat() or "
+                        "never started (`drover logs --job train`)");
+    assert_null(strstr(probation_reason(p), "does the worker use drover_heartbeat"));
+    probation_free(p);
+    free(st);
+}
+
+/* hb.init() and never a step: the rank did send heartbeats, so "no heartbeat from rank 0" was
+ * wrong; it says when it started and that no training step came. */
+static void test_init_but_no_step(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(-1, 2, 1);
+    assert_string_equal(rendezvous_verdict(p, st, 'i', 'i'),
+                        "rank 0 (h1:101) with release bbbbbbbbbbbb started (init at +3s) but never reached its "
+                        "first training step within healthy_deadline 30s");
+    probation_free(p);
+    free(st);
+}
+
+/* Steps with tokens=0 on every rank: no sample can ever be taken, and the deploy waited the whole
+ * max_probation_time (300s) for "no data ... (no rank reported a rate (tok_s) on a new step)".
+ * Once every rank is past warmup it is said at once, as no data (on_inconclusive decides). */
+static void test_no_tokens_said_early(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    struct probation *p = new_p(100, 1, 2);
+    enum probation_verdict v = run(p, 1, 2, 1, 300, 0, st);
+    assert_int_equal(v, PROBATION_NODATA);
+    assert_string_equal(probation_reason(p),
+                        "no data: the workers report steps with no tokens: every rank is past warmup (the slowest "
+                        "at step 10) and none reported a token or a rate (tokens 0, tok_s 0), so throughput "
+                        "cannot be measured; pass each step's tokens to hb.step(step, loss, tokens=...) "
+                        "(docs/pytorch.md)");
+    probation_free(p);
+    /* a rate without a token counter (a foreign worker's tok_s) is sampled as before */
+    p = new_p(100, 1, 2);
+    assert_int_equal(run(p, 1, 2, 1, 300, 50000, st), PROBATION_PASS);
+    probation_free(p);
+    free(st);
+}
+
 /* A container stopped under the gang (its `pct exec` says "not running"): the probation fails at
  * once naming it and pct's words, not after healthy_deadline as "no status"; a recovery says so
  * too; a verdict already made stays. */
@@ -1417,6 +1517,9 @@ int main(void)
         cmocka_unit_test(test_silent_names_first_to_stop),
         cmocka_unit_test(test_find_silent_rule),
         cmocka_unit_test(test_missing_heartbeat),
+        cmocka_unit_test(test_rendezvous_names_missing_rank),
+        cmocka_unit_test(test_init_but_no_step),
+        cmocka_unit_test(test_no_tokens_said_early),
         cmocka_unit_test(test_ct_stopped),
         cmocka_unit_test(test_agent_gone),
         cmocka_unit_test(test_stall),
