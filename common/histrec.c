@@ -9,7 +9,7 @@
 #include "common/util.h"
 
 static const char *const history_reason_names[HISTORY_RC_COUNT] = {
-    "", "agent-revert", "environment", "promote-failed", "other", "operator-revert",
+    "", "agent-revert", "environment", "promote-failed", "other", "operator-revert", "agent-stopped",
 };
 
 const char *history_reason_name(enum history_reason c)

@@ -33,6 +33,10 @@ enum history_reason {
                                   probation never failed (a rollback to it not confirmed, its
                                   promote failed, run unpromoted otherwise): reverted, no verdict
                                   on the release (pastfail.h) */
+    HISTORY_RC_AGENT_STOPPED,  /* "agent-stopped": the agent stopped the job's promoted release
+                                  on its own for a failure not retried (non-finite loss, a
+                                  non-retryable exit code) and marked it bad; failed, a verdict on
+                                  the release as a failed probation is (docs/agent.md) */
     HISTORY_RC_COUNT
 };
 
