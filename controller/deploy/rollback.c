@@ -278,8 +278,18 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     for (int k = 0; k < t->nskipped && (t->kind == RB_EARLIER || t->kind == RB_NONE); k++) {
         char msg[1400];
         const struct history_entry *e = pastfail_find_now(hh, nhh, d.job->name, t->skipped[k]);
-        log_warn("%s", pastfail_rollback_skip(e, pastfail_release_name(hh, nhh, d.job->name, t->skipped[k]),
-                                              d.job->name, t->skipped[k], msg, sizeof msg));
+        /* when and why from this controller's history, else from the agents' own records: a
+         * promoted release its agent stopped for a failure not retried (no drover was there to
+         * record it) is known there only */
+        struct history_entry *ah = NULL;
+        size_t nah = 0;
+        if (!e) {
+            survey_history_of(&d, t->skipped[k], &ah, &nah);
+            e = pastfail_find_now(ah, nah, d.job->name, t->skipped[k]);
+        }
+        const char *name = pastfail_release_name(ah ? ah : hh, ah ? nah : nhh, d.job->name, t->skipped[k]);
+        log_warn("%s", pastfail_rollback_skip(e, name, d.job->name, t->skipped[k], msg, sizeof msg));
+        free(ah);
     }
     free(hh);
     (void)str_copy(d.current, sizeof d.current, t->current);
@@ -305,8 +315,9 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         if (d.good[0])
             log_error("job '%s' %s its last good release %s and has no earlier good release to roll "
                       "back to%s%s", d.job->name, runs ? "runs" : "is stopped on", ui_short(d.current, sid),
-                      d.nbad || t->nskipped ? " (releases that failed probation are not rollback "
-                                              "targets; name one with --to ID --force)" : "", hint);
+                      d.nbad || t->nskipped ? " (releases marked bad, which failed probation or were "
+                                              "stopped while promoted, are not rollback targets; name "
+                                              "one with --to ID --force)" : "", hint);
         else
             log_error("job '%s' has no good release: nothing to roll back to (name one with --to ID)",
                       d.job->name);

@@ -778,6 +778,94 @@ static void test_promote_after_partial_promote(void **state)
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
+static const char nanp[] = "dc1d30b010c60000000000000000000000000000000000000000000000000000";
+static const char *rb_to = NULL; /* rb_plan_verb's --to */
+/* `drover rollback --dry-run` (--to rb_to) of job train */
+static int rb_plan_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return deploy_rollback(f, "train", rb_to, false, true, true);
+}
+
+/* A newcomer's release nanp was promoted, then produced NaN; its agent stopped it ("rank 1
+ * reported 3 consecutive non-finite steps (non-retryable) on a promoted release: stopped"),
+ * marked it bad and recorded that in the job's history; `drover rollback` went back to v1 (next
+ * here).  The next `drover rollback --dry-run` would go back to nanp, "the previous good
+ * release": it is now skipped, saying when and why from the agent's own record (this
+ * controller's history has none: no drover was there), and `--to` it is refused naming the same,
+ * with --force. */
+static void test_rollback_skips_release_stopped_while_promoted(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbnan-XXXXXX", p[600], hcase[900];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    struct history_entry e;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, nanp);
+    strcpy(st.jobs[0].good, next);
+    st.jobs[0].ngoods = 3;
+    strcpy(st.jobs[0].goods[0], next);
+    strcpy(st.jobs[0].goods[1], nanp);
+    strcpy(st.jobs[0].goods[2], next);
+    st.jobs[0].nbad = 1;
+    strcpy(st.jobs[0].bad[0], nanp);
+    /* the agent's own record of the stop: history list prints it */
+    struct history_entry rec = { .time = 1796220191, .ktok_s = -1, .baseline_ktok_s = -1,
+                                 .reason_code = HISTORY_RC_AGENT_STOPPED };
+    strcpy(rec.job, "train");
+    strcpy(rec.release, nanp);
+    strcpy(rec.name, "nanp");
+    strcpy(rec.result, "failed");
+    strcpy(rec.by, HISTORY_BY_AGENT);
+    strcpy(rec.reason, "drover-agent rank 1 reported 3 consecutive non-finite steps (non-retryable) on a "
+                       "promoted release: stopped");
+    char *line = NULL;
+    assert_int_equal(history_entry_format(&rec, &line), 0);
+    snprintf(p, sizeof p, "%s/hist.jsonl", d2);
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    fprintf(fp, "%s\n", line);
+    fclose(fp);
+    free(line);
+    snprintf(hcase, sizeof hcase, "*'history list'*) cat '%s';;\n", p);
+    rb_fn = rb_plan_verb;
+    rb_case = hcase;
+    rb_refusal = true;
+    rb_to = NULL;
+    int code = rb_record(d2, &st, 0, &e);
+    snprintf(p, sizeof p, "%s/err", d2);
+    char *err = capture_slurp(p);
+    if (code != EXIT_FAIL || strstr(err, "would go from") ||
+        !strstr(err, "skipping dc1d30b010c6 (nanp): its agent stopped it for job 'train' at 2026-") ||
+        !strstr(err, "UTC while it ran as the promoted release (failed: drover-agent rank 1 reported 3 "
+                     "consecutive non-finite steps (non-retryable) on a promoted release: stopped)") ||
+        !strstr(err, "--to dc1d30b010c6 --force goes to it") ||
+        !strstr(err, "has no earlier good release to roll back to (releases marked bad"))
+        fail_msg("exit %d\nstderr: %s", code, err);
+    free(err);
+    /* --to it: refused, naming --force and the stop */
+    rb_to = "dc1d30";
+    code = rb_record(d2, &st, 0, &e);
+    err = capture_slurp(p);
+    if (code != EXIT_FAIL || strstr(err, "would go from") ||
+        !strstr(err, "release dc1d30b010c6 (nanp) was stopped by its agent for job 'train' at 2026-") ||
+        !strstr(err, "while it ran as the promoted release: drover-agent rank 1 reported 3 consecutive") ||
+        !strstr(err, "roll back to it only with --force (drover rollback --job train --to dc1d30b010c6 --force)"))
+        fail_msg("exit %d\nstderr: %s", code, err);
+    free(err);
+    rb_to = NULL;
+    rb_refusal = false;
+    rb_fn = rb_verb;
+    rb_case = "";
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
 /* The decision alone: stopped in every container (or stopped in some, its gang ended in the
  * others: no gang anywhere) is a stopped job; a gang running anywhere is not. */
 static void test_job_is_stopped_decision(void **state)
@@ -817,6 +905,7 @@ int main(void)
         cmocka_unit_test(test_failed_rollback_says_how_back),
         cmocka_unit_test(test_rollback_activate_failed_reverts),
         cmocka_unit_test(test_promote_after_partial_promote),
+        cmocka_unit_test(test_rollback_skips_release_stopped_while_promoted),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
