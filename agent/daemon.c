@@ -390,15 +390,20 @@ static struct job_spec *current_spec(struct job_rec *j) { return state_current_s
 static void daemon_gc(struct daemon *d)
 {
     const char *protect[STATUS_MAX_JOBS * (3 + STATE_MAX_GOODS)];
-    size_t n = 0;
+    const char *failed[STATUS_MAX_JOBS * STATE_MAX_BAD];
+    size_t n = 0, nf = 0;
     for (int i = 0; i < d->st.njobs; i++) {
         protect[n++] = d->st.jobs[i].current;
         protect[n++] = d->st.jobs[i].previous;
         protect[n++] = d->st.jobs[i].good;
         for (int k = 0; k < d->st.jobs[i].ngoods; k++) /* rollback targets */
             protect[n++] = d->st.jobs[i].goods[k];
+        for (int k = 0; k < d->st.jobs[i].nbad; k++) /* the first to go beyond protect */
+            failed[nf++] = d->st.jobs[i].bad[k].release;
     }
-    int r = store_gc(&d->store, (size_t)d->o->keep_releases, protect, n);
+    /* a release marked bad by one job but current or good of another is protected: the
+     * protect list wins */
+    int r = store_gc(&d->store, (size_t)d->o->keep_releases, protect, n, failed, nf);
     if (r < 0)
         log_warn("release GC: %s", strerror(-r));
 }
