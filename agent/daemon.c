@@ -176,14 +176,19 @@ static void daemon_event(struct daemon *d, const struct job_rec *j, const char *
  * container. */
 static void daemon_history_own(struct daemon *d, const struct job_rec *j, const struct jm_effect *e)
 {
+    /* JM_HISTORY_STOPPED: the promoted release stopped for a failure not retried and marked bad
+     * (failed, agent-stopped; no other release was put in place: previous is left empty, since
+     * previous == release reads as a spec change, histrec.h) */
+    bool stopped = e->code == JM_HISTORY_STOPPED;
     struct history_entry h = { .time = time_wall(), .ktok_s = -1, .baseline_ktok_s = -1,
-                               .reason_code = HISTORY_RC_AGENT_REVERT };
+                               .reason_code = stopped ? HISTORY_RC_AGENT_STOPPED : HISTORY_RC_AGENT_REVERT };
     (void)str_copy(h.job, sizeof h.job, j->job);
     (void)str_copy(h.release, sizeof h.release, e->release);
     if (objstore_release_name(&d->store, e->release, h.name) < 0)
         h.name[0] = '\0';
-    (void)str_copy(h.result, sizeof h.result, "reverted");
-    (void)str_copy(h.previous, sizeof h.previous, j->good);
+    (void)str_copy(h.result, sizeof h.result, stopped ? "failed" : "reverted");
+    if (!stopped)
+        (void)str_copy(h.previous, sizeof h.previous, j->good);
     (void)str_copy(h.by, sizeof h.by, HISTORY_BY_AGENT);
     char full[sizeof h.reason + JM_TEXT_MAX];
     if (snprintf(full, sizeof full, "drover-agent %s", e->text) >= (int)sizeof h.reason)
@@ -195,8 +200,8 @@ static void daemon_history_own(struct daemon *d, const struct job_rec *j, const 
         r = history_add(d->o->root, j->job, line);
     free(line);
     if (r < 0)
-        log_warn("job '%s': cannot record the revert from %.12s in its history: %s", j->job, e->release,
-                 strerror(-r));
+        log_warn("job '%s': cannot record the %s %.12s in its history: %s", j->job,
+                 stopped ? "stop of" : "revert from", e->release, strerror(-r));
 }
 
 /* ---- clients ---- */
@@ -389,15 +394,20 @@ static struct job_spec *current_spec(struct job_rec *j) { return state_current_s
 static void daemon_gc(struct daemon *d)
 {
     const char *protect[STATUS_MAX_JOBS * (3 + STATE_MAX_GOODS)];
-    size_t n = 0;
+    const char *failed[STATUS_MAX_JOBS * STATE_MAX_BAD];
+    size_t n = 0, nf = 0;
     for (int i = 0; i < d->st.njobs; i++) {
         protect[n++] = d->st.jobs[i].current;
         protect[n++] = d->st.jobs[i].previous;
         protect[n++] = d->st.jobs[i].good;
         for (int k = 0; k < d->st.jobs[i].ngoods; k++) /* rollback targets */
             protect[n++] = d->st.jobs[i].goods[k];
+        for (int k = 0; k < d->st.jobs[i].nbad; k++) /* the first to go beyond protect */
+            failed[nf++] = d->st.jobs[i].bad[k].release;
     }
-    int r = store_gc(&d->store, (size_t)d->o->keep_releases, protect, n);
+    /* a release marked bad by one job but current or good of another is protected: the
+     * protect list wins */
+    int r = store_gc(&d->store, (size_t)d->o->keep_releases, protect, n, failed, nf);
     if (r < 0)
         log_warn("release GC: %s", strerror(-r));
 }

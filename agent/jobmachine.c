@@ -2,8 +2,11 @@
  *
  * Invariants: the next gang of a job is started only once the old one is gone (GANG_GONE); a
  * promoted release is never reverted on its gang's exit, only restarted or failed, unless it runs
- * a probation again (deployed again after another was promoted); a revert never goes to a release
- * marked bad; at most one operation (activate, revert, stop, start) waits per job.  A start
+ * a probation again (deployed again after another was promoted); a promoted release stopped for
+ * a failure not retried is marked bad, as one that failed its probation is; a revert goes to the
+ * good release only, never to another release marked bad (the good release itself may be marked
+ * so, stopped while promoted: it stays the revert target until a promote replaces it, and a
+ * requested start runs it, warned); at most one operation (activate, revert, stop, start) waits per job.  A start
  * or a revert requested while a requested stop is in flight replaces it (the controller aborted
  * a switch, or reverts two-phase: the job must come back, not stay down).  A switch's stop that
  * no activation follows within its switch deadline (the controller died between the phases)
@@ -454,16 +457,24 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
         } else
             fx_msg(out, JM_FX_ANSWER, 0, "stopped: no process of the gang is left");
         return;
-    case JM_NEXT_START:
+    case JM_NEXT_START: {
         /* a requested start (`drover start`, or an aborted switch starting the old release
          * again) is a new run: the restarts counted before it, and their cause, were the run
          * the stop ended (`drover status` said "restarted by its agent N times" of that one
          * after a stop and start) */
         j->restarts = 0;
         j->last_restart_reason[0] = '\0';
-        fx_event(out, "start", j->current, "%s", rt->next_reason);
+        /* a release marked bad (stopped while promoted for a failure not retried, say, and the
+         * operator fixed its data) still starts when asked: said, never refused */
+        const char *bad = state_bad_reason(j, j->current);
+        if (bad)
+            fx_event(out, "start", j->current, "%s; release %.12s is marked bad (%.160s): started "
+                     "anyway, as asked", rt->next_reason, j->current, bad);
+        else
+            fx_event(out, "start", j->current, "%s", rt->next_reason);
         start_gang(j, rt, JM_START_REQUEST, GANG_STARTING, rt->next_code, rt->next_reason, out);
         return;
+    }
     case JM_NEXT_ACTIVATE:
         run_activate(p, j, rt, now, out);
         return;
@@ -501,6 +512,27 @@ static int crashes_in_window(const struct jm_rt *rt, double now, double window)
     for (int k = 0; k < rt->ncrash; k++)
         n += now - rt->crash_mono[k] <= window;
     return n;
+}
+
+/* The promoted release that runs was stopped for a failure not retried (non-finite loss, a
+ * non-retryable exit code): the release's own verdict, as a failed probation is.  It is marked
+ * bad, so that no plain rollback goes back to it (it stays in goods, and a newcomer's rollback
+ * from the release it was rolled back to picked it: "the previous good release"), and its
+ * checkpoints are no other release's to resume from; the agent's own record in the job's
+ * history says when and why, for the controller's skip warning and `drover history`.  It stays
+ * the job's good release (the agent has no other verdict: `drover rollback` picks an earlier
+ * one; a revert still goes to it and `drover start` runs it again, warned; a promote clears the
+ * mark).  Not a hang loop (a promoted release's hangs are
+ * judged as infrastructure faults, like its crashes) nor an environment fault (exit 9). */
+static void mark_bad_promoted(struct job_rec *j, const char *reason, struct jm_effects *out)
+{
+    char why[JM_TEXT_MAX];
+    (void)snprintf(why, sizeof why, "stopped while promoted: %s", reason);
+    state_mark_bad(j, j->current, why);
+    struct jm_effect *h = fx_add(out, JM_FX_HISTORY);
+    (void)str_copy(h->release, sizeof h->release, j->current);
+    (void)str_copy(h->text, sizeof h->text, reason);
+    h->code = JM_HISTORY_STOPPED;
 }
 
 /* The gang ended on its own (a rank exited first, or it was stopped for non-finite loss). */
@@ -560,6 +592,8 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
         set_state(j, GANG_FAILED, rc, reason);
         j->probation_deadline = 0;
         fx_event(out, "failed", j->current, "%s", reason);
+        if (promoted && (rc == STATUS_RC_NONFINITE || rc == STATUS_RC_FATAL_EXIT))
+            mark_bad_promoted(j, reason, out);
         fx_simple(out, JM_FX_SAVE);
         break;
     case POLICY_RESTART:

@@ -222,8 +222,13 @@ enum jm_fx {
                          deadline): a record in the job's history
                          (common/histrec.h), by the agent, since no drover may be there to write
                          one (a drover that watched it records its verdict too; `drover history`
-                         shows that one only, state.h STATE_HISTORY_FOLD_S) */
+                         shows that one only, state.h STATE_HISTORY_FOLD_S); code
+                         JM_HISTORY_STOPPED: the agent stopped release, the promoted one, for a
+                         failure not retried, and marked it bad (a record `failed`, reason code
+                         agent-stopped) */
 };
+
+#define JM_HISTORY_STOPPED 1 /* JM_FX_HISTORY's code: see there */
 
 struct jm_effect {
     enum jm_fx kind;

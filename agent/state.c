@@ -416,6 +416,14 @@ void state_unmark_bad(struct job_rec *j, const char *release)
         }
 }
 
+const char *state_bad_reason(const struct job_rec *j, const char *release)
+{
+    for (int i = 0; i < j->nbad; i++)
+        if (!strcmp(j->bad[i].release, release))
+            return j->bad[i].reason;
+    return NULL;
+}
+
 bool state_is_bad(const struct job_rec *j, const char *release)
 {
     for (int i = 0; i < j->nbad; i++)

@@ -57,9 +57,10 @@ struct job_rec {
     double switch_deadline;
     double switch_left_s;
     char boot_id[40];
-    /* Releases that failed probation or were reverted before being promoted, newest first:
-     * never a revert or rollback target unless named with --force (and promoting one clears
-     * the mark). */
+    /* Releases that failed probation or were reverted before being promoted, or that the agent
+     * stopped for a failure not retried while they ran promoted (jobmachine.c
+     * mark_bad_promoted), newest first: never a rollback target unless named with --force, never
+     * a revert target unless it is the good release itself (promoting one clears the mark). */
     int nbad;
     struct bad_mark {
         char release[RELEASE_ID_LEN + 1];
@@ -132,6 +133,8 @@ int state_put_spec(struct job_rec *j, const struct job_spec *spec, struct job_sp
 void state_mark_bad(struct job_rec *j, const char *release, const char *reason);
 void state_unmark_bad(struct job_rec *j, const char *release);
 bool state_is_bad(const struct job_rec *j, const char *release);
+/* The reason release was marked bad with; NULL when it is not marked.  Borrowed. */
+const char *state_bad_reason(const struct job_rec *j, const char *release);
 /* DROVER_RESUME_RELEASES for j's current release: the releases whose checkpoints it may resume
  * from, comma-separated: itself and every release promoted for j, less those marked bad since (a
  * release promoted once that failed a later probation).  A release reverted during probation is

@@ -337,7 +337,16 @@ int store_current(const struct store *s, const char *job, char ret_id[RELEASE_ID
     return 0;
 }
 
-int store_gc(const struct store *s, size_t keep, const char *const *protect, size_t nprotect)
+static bool id_listed(const char *const *list, size_t n, const char *id)
+{
+    for (size_t k = 0; k < n; k++)
+        if (list[k] && !strcmp(list[k], id))
+            return true;
+    return false;
+}
+
+int store_gc(const struct store *s, size_t keep, const char *const *protect, size_t nprotect,
+             const char *const *failed, size_t nfailed)
 {
     char **ids;
     size_t n;
@@ -346,22 +355,31 @@ int store_gc(const struct store *s, size_t keep, const char *const *protect, siz
         return r;
     /* An environment release stays as long as a release that names it stays. */
     char (*envs)[RELEASE_ID_LEN + 1] = calloc(n ? n : 1, sizeof *envs);
-    if (!envs) {
+    bool *kept = calloc(n ? n : 1, sizeof *kept);
+    if (!envs || !kept) {
+        free(envs);
+        free(kept);
         store_ids_free(ids, n);
         return -ENOMEM;
     }
+    /* The keep newest slots go to releases that did not fail first, newest first, then to
+     * failed ones: a run of failed deploys pushed the older good releases out of the store (a
+     * rollback --to one promoted 15 min before found it in no container). */
+    size_t slots = keep;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n && slots > 0; i++)
+            if (!kept[i] && id_listed(failed, nfailed, ids[i]) == (pass == 1)) {
+                kept[i] = true;
+                slots--;
+            }
     for (size_t i = 0; i < n; i++) {
-        bool kept = i < keep;
-        for (size_t k = 0; k < nprotect && !kept; k++)
-            kept = protect[k] && !strcmp(protect[k], ids[i]);
-        if (kept)
+        kept[i] = kept[i] || id_listed(protect, nprotect, ids[i]);
+        if (kept[i])
             (void)objstore_release_env(s, ids[i], envs[i]);
     }
     int removed = 0;
-    for (size_t i = keep; i < n; i++) {
-        bool keep_it = false;
-        for (size_t k = 0; k < nprotect && !keep_it; k++)
-            keep_it = protect[k] && !strcmp(protect[k], ids[i]);
+    for (size_t i = 0; i < n; i++) {
+        bool keep_it = kept[i];
         for (size_t k = 0; k < n && !keep_it; k++)
             keep_it = !strcmp(envs[k], ids[i]);
         if (keep_it)
@@ -381,6 +399,7 @@ int store_gc(const struct store *s, size_t keep, const char *const *protect, siz
         removed++;
     }
     free(envs);
+    free(kept);
     store_ids_free(ids, n);
     if (r < 0)
         return r;

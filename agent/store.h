@@ -59,7 +59,11 @@ int store_switch_current(const struct store *s, const char *job, const char *id)
 int store_current(const struct store *s, const char *job, char ret_id[RELEASE_ID_LEN + 1]);
 
 /* Remove releases beyond the keep newest, never one named in protect[nprotect] (current,
- * previous and good of every job).  Returns the number removed. */
-int store_gc(const struct store *s, size_t keep, const char *const *protect, size_t nprotect);
+ * previous and good of every job) nor the environment of one kept.  The keep newest are counted
+ * over the releases not named in failed[nfailed] (marked bad) first, then over the failed ones:
+ * failed releases go first, so newer failed deploys never push older good releases out.  NULL
+ * entries in either list are skipped.  Returns the number removed. */
+int store_gc(const struct store *s, size_t keep, const char *const *protect, size_t nprotect,
+             const char *const *failed, size_t nfailed);
 
 #endif

@@ -37,6 +37,10 @@ enum history_reason {
                                   or its container stopped under the gang: failed or reverted
                                   (or revert-failed), no verdict on the release, not marked bad
                                   (pastfail.h); an older reader takes it for "other" */
+    HISTORY_RC_AGENT_STOPPED,  /* "agent-stopped": the agent stopped the job's promoted release
+                                  on its own for a failure not retried (non-finite loss, a
+                                  non-retryable exit code) and marked it bad; failed, a verdict on
+                                  the release as a failed probation is (docs/agent.md) */
     HISTORY_RC_COUNT
 };
 

@@ -219,7 +219,8 @@ struct job_status {
     char spec_digest[SPEC_DIGEST_LEN + 1];
     char spec_fields[SPEC_FIELDS_MAX];
     char good_spec_digest[SPEC_DIGEST_LEN + 1];
-    int nbad;                          /* releases that failed probation here: never a rollback */
+    int nbad;                          /* releases that failed probation here, or were stopped
+                                          while promoted for a failure not retried: never a rollback */
     char bad[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1]; /* target unless named with --force */
     int ngoods;                        /* releases promoted for the job, newest first */
     char goods[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1];

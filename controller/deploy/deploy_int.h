@@ -291,6 +291,9 @@ void warn_failed_before(struct deploy *d);
  * what the first container that shows release id (marked bad, or running unpromoted) keeps.
  * Never fails: what cannot be read is left out (logged at debug), *ret_h NULL with 0. */
 void survey_history_of(struct deploy *d, const char *id, struct history_entry **ret_h, size_t *ret_n);
+/* The same with the records of the first container the survey found the job in (any release):
+ * for a release no container's status names any more.  *ret_h malloc'd (may be NULL). */
+void survey_history_all(struct deploy *d, struct history_entry **ret_h, size_t *ret_n);
 
 /* rollback.c */
 /* The job's good release is in every store and verifies: 0 (or force, said); -ENOENT refused,

@@ -54,14 +54,27 @@ static const char *when_of(const struct history_entry *e, char when[32])
     return when;
 }
 
+/* e is its agent's record of a stop of the promoted release (a failure not retried), not a
+ * probation's outcome: said in those words, never "failed probation" */
+static bool is_promoted_stop(const struct history_entry *e)
+{
+    return e && e->reason_code == HISTORY_RC_AGENT_STOPPED;
+}
+
 const char *pastfail_message(const struct history_entry *e, const char *name, char *buf, size_t sz)
 {
     char sid[RELEASE_SHORT_LEN + 1], when[32];
     when_of(e, when);
-    snprintf(buf, sz, "release %s (%s) failed probation for job '%s' before: %s %s: %s; deploying "
-                      "it again runs a full probation",
-             ui_short(e->release, sid), name && *name ? name : e->name, e->job, e->result, when,
-             e->reason[0] ? e->reason : "(no reason recorded)");
+    if (is_promoted_stop(e))
+        snprintf(buf, sz, "release %s (%s) was stopped by its agent for job '%s' %s while it ran as "
+                          "the promoted release: %s; deploying it again runs a full probation",
+                 ui_short(e->release, sid), name && *name ? name : e->name, e->job, when,
+                 e->reason[0] ? e->reason : "(no reason recorded)");
+    else
+        snprintf(buf, sz, "release %s (%s) failed probation for job '%s' before: %s %s: %s; deploying "
+                          "it again runs a full probation",
+                 ui_short(e->release, sid), name && *name ? name : e->name, e->job, e->result, when,
+                 e->reason[0] ? e->reason : "(no reason recorded)");
     return buf;
 }
 
@@ -160,15 +173,20 @@ const char *pastfail_rollback_refusal(const struct history_entry *e, const char 
     ui_short(id, sid);
     if (name && *name)
         snprintf(named, sizeof named, " (%s)", name);
-    if (e)
-        snprintf(why, sizeof why, ": %s %s: %s", e->result, when_of(e, when),
+    if (is_promoted_stop(e))
+        snprintf(why, sizeof why, "was stopped by its agent for job '%s' %s while it ran as the "
+                 "promoted release: %s", job, when_of(e, when), e->reason[0] ? e->reason : "(no reason recorded)");
+    else if (e)
+        snprintf(why, sizeof why, "failed probation for job '%s': %s %s: %s", job, e->result, when_of(e, when),
                  e->reason[0] ? e->reason : "(no reason recorded)");
     else
-        snprintf(why, sizeof why, " (marked bad by its agents)");
-    snprintf(buf, sz, "rollback of job '%s' refused, %s: release %s%s failed probation for job '%s'%s; "
-                      "roll back to it only with --force (drover rollback --job %s --to %s --force)",
-             job, contacted ? "nothing changed" : "nothing was contacted, nothing changed", sid, named, job,
-             why, job, sid);
+        snprintf(why, sizeof why, "is marked bad for job '%s' by its agents (a failed probation, or a stop "
+                 "while it ran promoted for a failure not retried: `drover history --job %s` says when "
+                 "and why)", job, job);
+    snprintf(buf, sz, "rollback of job '%s' refused, %s: release %s%s %s; roll back to it only with "
+                      "--force (drover rollback --job %s --to %s --force)",
+             job, contacted ? "nothing changed" : "nothing was contacted, nothing changed", sid, named, why,
+             job, sid);
     return buf;
 }
 
@@ -179,14 +197,20 @@ const char *pastfail_rollback_skip(const struct history_entry *e, const char *na
     ui_short(id, sid);
     if (name && *name)
         snprintf(named, sizeof named, " (%s)", name);
-    if (e)
-        snprintf(why, sizeof why, " %s after it was promoted (%s: %s)", when_of(e, when), e->result,
+    if (is_promoted_stop(e))
+        snprintf(why, sizeof why, "its agent stopped it for job '%s' %s while it ran as the promoted "
+                 "release (%s: %s)", job, when_of(e, when), e->result,
                  e->reason[0] ? e->reason : "(no reason recorded)");
+    else if (e)
+        snprintf(why, sizeof why, "it failed probation for job '%s' %s after it was promoted (%s: %s)", job,
+                 when_of(e, when), e->result, e->reason[0] ? e->reason : "(no reason recorded)");
     else
-        snprintf(why, sizeof why, " after it was promoted (marked bad by its agents)");
-    snprintf(buf, sz, "skipping %s%s: it failed probation for job '%s'%s; it is no rollback target "
-                      "until it is promoted again (drover rollback --job %s --to %s --force goes to it)",
-             sid, named, job, why, job, sid);
+        snprintf(why, sizeof why, "it is marked bad for job '%s' by its agents (a failed probation after "
+                 "it was promoted, or a stop while it ran promoted for a failure not retried: `drover "
+                 "history --job %s` says when and why)", job, job);
+    snprintf(buf, sz, "skipping %s%s: %s; it is no rollback target until it is promoted again (drover "
+                      "rollback --job %s --to %s --force goes to it)",
+             sid, named, why, job, sid);
     return buf;
 }
 
@@ -199,9 +223,10 @@ bool pastfail_start_warning(const struct history_entry *h, size_t n, const char 
     char sid[RELEASE_SHORT_LEN + 1], when[32];
     const char *name = pastfail_release_name(h, n, job, id);
     when_of(e, when);
-    snprintf(buf, sz, "start: job '%s' runs release %s (%s), which failed probation %s: %s; "
+    snprintf(buf, sz, "start: job '%s' runs release %s (%s), which %s %s: %s; "
                       "starting it anyway (drover deploy DIR --job %s deploys a fixed one)",
-             job, ui_short(id, sid), name[0] ? name : e->name[0] ? e->name : "name unknown", when,
-             e->reason[0] ? e->reason : "(no reason recorded)", job);
+             job, ui_short(id, sid), name[0] ? name : e->name[0] ? e->name : "name unknown",
+             is_promoted_stop(e) ? "its agent stopped while it ran as the promoted release" : "failed probation",
+             when, e->reason[0] ? e->reason : "(no reason recorded)", job);
     return true;
 }

@@ -67,7 +67,10 @@ const struct history_entry *pastfail_find_now(const struct history_entry *h, siz
  * 2026-12-02 14:03:11 UTC after it was promoted (reverted: <reason>); it is no rollback target
  * until it is promoted again (drover rollback --job train --to 6a208f9ed985 --force goes to
  * it)" into buf (truncated to sz).  e: its failure record (pastfail_find_now), NULL when only
- * its agents know; name: "" when unknown.  Returns buf. */
+ * its agents know ("it is marked bad for job 'train' by its agents (...)"); name: "" when
+ * unknown.  A record of its agent's stop of it while promoted (agent-stopped) is said as that:
+ * "its agent stopped it for job 'train' at T while it ran as the promoted release (failed:
+ * <reason>)".  Returns buf. */
 const char *pastfail_rollback_skip(const struct history_entry *e, const char *name, const char *job,
                                    const char *id, char *buf, size_t sz);
 
@@ -90,7 +93,8 @@ const char *pastfail_release_name(const struct history_entry *h, size_t n, const
  * release 3f2a9c1b7d6e (v2) failed probation for job 'train': reverted at 2026-12-02 14:03:11
  * UTC: <reason>; roll back to it only with --force (drover rollback --job train --to
  * 3f2a9c1b7d6e --force)".  e: its failure record (pastfail_find), NULL when only its agents know
- * ("(marked bad by its agents)"); name: "" when unknown; contacted: false when said before any
+ * ("is marked bad for job 'train' by its agents (...)"); an agent-stopped record reads "was
+ * stopped by its agent for job 'train' at T while it ran as the promoted release: <reason>"; name: "" when unknown; contacted: false when said before any
  * host was contacted ("nothing was contacted, nothing changed").  Returns buf. */
 const char *pastfail_rollback_refusal(const struct history_entry *e, const char *name, const char *job,
                                       const char *id, bool contacted, char *buf, size_t sz);

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -137,6 +139,91 @@ int check_switch_target(struct deploy *d, char *err, size_t err_sz)
     return -ENOENT;
 }
 
+/* --to prefix names no release any container's status lists (good, previous, goods, bad): the
+ * agents keep only the job's last few promoted ones, and their stores the newest releases.  From
+ * the job's history (this controller's and the agents'), the one release matching prefix that
+ * was promoted for the job (or a confirmed rollback went to).  Where every container still keeps
+ * it (`release have`), it is the target: 0 with ret_id, said on stderr; where some do not, that
+ * is said, exit 1 (EXIT_FAIL); -ENOENT, saying nothing, when the history knows no such release. */
+static int rollback_to_forgotten(struct deploy *d, const char *to, char ret_id[RELEASE_ID_LEN + 1])
+{
+    struct history_entry *h = NULL;
+    size_t n = 0;
+    survey_history_all(d, &h, &n);
+    const struct history_entry *e = NULL;
+    const char *id = NULL;
+    size_t pl = strlen(to);
+    for (size_t i = n; i-- > 0;) {
+        if (strcmp(h[i].job, d->job->name) != 0 || !h[i].release[0] ||
+            strncasecmp(h[i].release, to, pl) != 0)
+            continue;
+        if (id && strcmp(id, h[i].release) != 0) {
+            e = NULL; /* several releases: the caller's words (give more digits) */
+            break;
+        }
+        id = h[i].release;
+        if (!e && (!strcmp(h[i].result, "promoted") || !strcmp(h[i].result, "rollback")))
+            e = &h[i];
+    }
+    if (!e) {
+        free(h);
+        return -ENOENT;
+    }
+    char sid[RELEASE_SHORT_LEN + 1], when[40] = "at an unknown time", named[MANIFEST_NAME_MAX + 4] = "";
+    const char *name = pastfail_release_name(h, n, d->job->name, e->release);
+    if (name[0])
+        snprintf(named, sizeof named, " (%s)", name);
+    time_t tt = (time_t)e->time;
+    struct tm tm;
+    if (e->time > 0 && gmtime_r(&tt, &tm))
+        strftime(when, sizeof when, "at %Y-%m-%d %H:%M:%S UTC", &tm);
+    ui_short(e->release, sid);
+    char gone[INV_MAX_CTS * 40] = "", unasked[INV_MAX_CTS * 40] = "";
+    size_t ng = 0, nu = 0;
+    int ngone = 0;
+    struct agent_argv a;
+    agent_argv_init(&a);
+    agent_argv_release_have(&a, e->release);
+    for (int i = 0; i < d->job->ncts; i++) {
+        const struct inv_ct *ct = &d->job->cts[i];
+        struct conn *c;
+        struct exec_result res;
+        bool asked = fleet_conn(d->f, ct->host, &c) == 0 && pct_run_agent(c, ct, a.argv, 30, &res) == 0;
+        bool present = asked && res.status == 0 && res.out && strstr(res.out, " present");
+        bool absent = asked && res.status == 0 && res.out && strstr(res.out, " absent");
+        if (asked)
+            exec_result_done(&res);
+        if (absent) {
+            ng += (size_t)snprintf(gone + ng, sizeof gone - ng, "%s%s", ngone ? ", " : "", ct->label);
+            ngone++;
+        } else if (!present) {
+            nu += (size_t)snprintf(unasked + nu, sizeof unasked - nu, "%s%s", nu ? ", " : "", ct->label);
+        }
+    }
+    if (!ngone && !nu) {
+        log_warn("rollback of job '%s': release %s%s was promoted for job '%s' %s; its agents no "
+                 "longer list it among the job's promoted releases, but every container still keeps "
+                 "it: going to it with the inventory's job spec", d->job->name, sid, named,
+                 d->job->name, when);
+        (void)str_copy(ret_id, RELEASE_ID_LEN + 1, e->release);
+        free(h);
+        return 0;
+    }
+    if (ngone)
+        log_error("rollback of job '%s' refused, nothing changed: release %s%s was promoted for job "
+                  "'%s' %s but is no longer kept in %s (each agent keeps its newest releases, "
+                  "--keep-releases, and the job's last few promoted ones)%s%s: deploy it again from its "
+                  "directory (drover deploy DIR --job %s)", d->job->name, sid, named, d->job->name, when,
+                  gone, nu ? "; not known for " : "", nu ? unasked : "", d->job->name);
+    else
+        log_error("rollback of job '%s' refused, nothing changed: release %s%s was promoted for job "
+                  "'%s' %s, but its agents no longer list it and %s did not say whether it keeps it: "
+                  "try again, or deploy it again from its directory (drover deploy DIR --job %s)",
+                  d->job->name, sid, named, d->job->name, when, unasked, d->job->name);
+    free(h);
+    return EXIT_FAIL;
+}
+
 /* The release --to names: one of those this job ran (good, previous, promoted or bad in any
  * container), by a unique prefix of at least 6 hex digits.  0 with ret_id; else the exit code,
  * said: a prefix that matches none or several is 1 (refused, nothing changed: the prefix was
@@ -161,6 +248,9 @@ static int rollback_pick_to(struct deploy *d, const char *to, char ret_id[RELEAS
     const char *hits[8];
     int nh = rbtarget_match_prefix(known, nk, to, hits, (int)ARRAY_SIZE(hits));
     if (nh == 0) {
+        int r = rollback_to_forgotten(d, to, ret_id);
+        if (r >= 0)
+            return r;
         log_error("rollback of job '%s' refused, nothing changed: no release the job ran (good, "
                   "previous, promoted or bad) begins with '%s'; `drover history --job %s` lists "
                   "its releases", d->job->name, to, d->job->name);
@@ -278,8 +368,18 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     for (int k = 0; k < t->nskipped && (t->kind == RB_EARLIER || t->kind == RB_NONE); k++) {
         char msg[1400];
         const struct history_entry *e = pastfail_find_now(hh, nhh, d.job->name, t->skipped[k]);
-        log_warn("%s", pastfail_rollback_skip(e, pastfail_release_name(hh, nhh, d.job->name, t->skipped[k]),
-                                              d.job->name, t->skipped[k], msg, sizeof msg));
+        /* when and why from this controller's history, else from the agents' own records: a
+         * promoted release its agent stopped for a failure not retried (no drover was there to
+         * record it) is known there only */
+        struct history_entry *ah = NULL;
+        size_t nah = 0;
+        if (!e) {
+            survey_history_of(&d, t->skipped[k], &ah, &nah);
+            e = pastfail_find_now(ah, nah, d.job->name, t->skipped[k]);
+        }
+        const char *name = pastfail_release_name(ah ? ah : hh, ah ? nah : nhh, d.job->name, t->skipped[k]);
+        log_warn("%s", pastfail_rollback_skip(e, name, d.job->name, t->skipped[k], msg, sizeof msg));
+        free(ah);
     }
     free(hh);
     (void)str_copy(d.current, sizeof d.current, t->current);
@@ -305,8 +405,9 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         if (d.good[0])
             log_error("job '%s' %s its last good release %s and has no earlier good release to roll "
                       "back to%s%s", d.job->name, runs ? "runs" : "is stopped on", ui_short(d.current, sid),
-                      d.nbad || t->nskipped ? " (releases that failed probation are not rollback "
-                                              "targets; name one with --to ID --force)" : "", hint);
+                      d.nbad || t->nskipped ? " (releases marked bad, which failed probation or were "
+                                              "stopped while promoted, are not rollback targets; name "
+                                              "one with --to ID --force)" : "", hint);
         else
             log_error("job '%s' has no good release: nothing to roll back to (name one with --to ID)",
                       d.job->name);

@@ -110,7 +110,10 @@ static bool fold_agent_record(struct history_entry *v, size_t n, const struct hi
  * drover's record of the release's probation ending, near it in time ("held" ends nothing). */
 static bool told_by_drover(const struct history_entry *v, size_t n, const struct history_entry *e)
 {
-    if (strcmp(e->by, HISTORY_BY_AGENT) != 0)
+    /* an agent's stop of the promoted release (agent-stopped) comes after the drover's verdict,
+     * `promoted`, which tells nothing of it: dropped, the NaN a release produced minutes after
+     * its promote was in no history, and rollback's skip could not say when and why */
+    if (strcmp(e->by, HISTORY_BY_AGENT) != 0 || e->reason_code == HISTORY_RC_AGENT_STOPPED)
         return false;
     for (size_t k = 0; k < n; k++)
         if (!v[k].by[0] && strcmp(v[k].result, "held") != 0 && !strcmp(v[k].job, e->job) &&

@@ -32,7 +32,9 @@ int state_history_append(const char *state_dir, const struct history_entry *e);
  * adds its container to that record instead of a row of its own.  A drover that watched that
  * probation records its own verdict of it: where a drover's record of the release other than
  * "held" lies within STATE_HISTORY_FOLD_S, the agents' records of it are dropped, the drover's
- * tells it with its figures (a held release the agents reverted at its deadline keeps theirs).  Returns how many rows *n grew by (a fold or a drop
+ * tells it with its figures (a held release the agents reverted at its deadline keeps theirs; an
+ * agent's record of a stop of the promoted release, agent-stopped, is never dropped so: the
+ * drover's `promoted` before it does not tell it).  Returns how many rows *n grew by (a fold or a drop
  * counts as none), or -ENOMEM (nothing changed). */
 #define STATE_HISTORY_FOLD_S 900.0
 int state_history_merge(struct history_entry **entries, size_t *n, const struct history_entry *more,

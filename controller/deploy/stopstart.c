@@ -378,17 +378,34 @@ static bool stopstart_stop_part(struct deploy *d, const bool part[], enum stop_p
  * again with no word.  Said once, before anything is started, from this controller's history
  * (an unreadable one: nothing said, the start goes on).  The caller leaves out a job that runs
  * everywhere already (nothing starts). */
-static void start_warn_failed(struct deploy *d, const char *id)
+static void start_warn_failed(struct deploy *d, const char *id, const struct job_status *js, const bool *found)
 {
     if (!id || !id[0])
         return;
     struct history_entry *hh = NULL;
     size_t nhh = 0;
-    char warn[1400];
-    if (state_history_read(d->inv->state_dir, d->job->name, &hh, &nhh, NULL) >= 0 &&
-        pastfail_start_warning(hh, nhh, d->job->name, id, warn, sizeof warn))
-        log_warn("%s", warn);
+    char warn[1400], sid[RELEASE_SHORT_LEN + 1];
+    bool said = state_history_read(d->inv->state_dir, d->job->name, &hh, &nhh, NULL) >= 0 &&
+                pastfail_start_warning(hh, nhh, d->job->name, id, warn, sizeof warn);
     free(hh);
+    if (said) {
+        log_warn("%s", warn);
+        return;
+    }
+    /* This controller's history knows no failure, but an agent marked the release bad: its
+     * agent stopped it while it ran as the promoted release (non-finite loss, an exit not
+     * retried), with no drover there to record it.  Started anyway, said. */
+    for (int i = 0; i < d->job->ncts; i++)
+        for (int k = 0; found[i] && k < js[i].nbad; k++)
+            if (!strcmp(js[i].bad[k], id)) {
+                log_warn("start: job '%s' runs release %s, which its agent in %s marked bad (a failed "
+                         "probation, or a stop while it ran promoted for a failure not retried: "
+                         "`drover history --job %s` says when and why); starting it anyway (drover "
+                         "rollback --job %s goes to an earlier good release, drover deploy DIR --job "
+                         "%s deploys a fixed one)", d->job->name, ui_short(id, sid), d->job->cts[i].label,
+                         d->job->name, d->job->name, d->job->name);
+                return;
+            }
 }
 
 /* `start --dry-run`: the same warning as the start, from each agent's status (read only: no
@@ -418,7 +435,7 @@ static void start_dry_run_warn(struct deploy *d)
         log_warn("start (dry run): no agent of job '%s' named the release it runs (unreachable, or "
                  "the job unknown there): whether it failed probation was not checked", j->name);
     else if (!all_run)
-        start_warn_failed(d, id);
+        start_warn_failed(d, id, js, found);
     free(js);
 }
 
@@ -504,8 +521,11 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
     bool all_run = true;
     for (int i = 0; i < d.job->ncts; i++)
         all_run = all_run && runs[i];
+    bool pre_found[INV_MAX_CTS];
+    for (int i = 0; i < d.job->ncts; i++)
+        pre_found[i] = d.pre[i] == 1;
     if (start && !all_run)
-        start_warn_failed(&d, d.id);
+        start_warn_failed(&d, d.id, d.pre_js, pre_found);
     /* A container whose agent could not take the lease (its disk full: the lease file cannot be
      * written) would run a gang no deploy or stop of another operator is kept from; and the gang
      * is one generation in all its containers, so a start elsewhere alone never forms: nothing

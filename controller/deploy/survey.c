@@ -329,6 +329,14 @@ void survey_history_of(struct deploy *d, const char *id, struct history_entry **
     history_shown(d, shows, ret_h, ret_n);
 }
 
+void survey_history_all(struct deploy *d, struct history_entry **ret_h, size_t *ret_n)
+{
+    bool shows[INV_MAX_CTS] = { false };
+    for (int i = 0; i < d->job->ncts; i++)
+        shows[i] = d->sv_found[i];
+    history_shown(d, shows, ret_h, ret_n);
+}
+
 /* The "failed probation before" warning into buf, where a container (shows[i]) has the release
  * marked bad or run without a promote and the history says its probation failed; false (buf
  * untouched) otherwise.  The one rule of deploy (after the survey) and plan. */

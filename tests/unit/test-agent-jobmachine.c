@@ -93,10 +93,13 @@ static void run_rows(struct world *w, const struct row *rows, size_t n)
             if (r->says && strstr(out.fx[k].text, r->says))
                 said = true;
             /* the agent's own history record: of the release it left (never the one it went
-             * back to), in the revert's words */
+             * back to), in the revert's words; or (JM_HISTORY_STOPPED) of the promoted release
+             * it stopped for a failure not retried, which stays current */
+            bool stopped = out.fx[k].code == JM_HISTORY_STOPPED;
             if (out.fx[k].kind == JM_FX_HISTORY &&
-                (strlen(out.fx[k].release) != RELEASE_ID_LEN || !strcmp(out.fx[k].release, w->j->current) ||
-                 !strstr(out.fx[k].text, "reverted on its own")))
+                (strlen(out.fx[k].release) != RELEASE_ID_LEN ||
+                 (stopped ? strcmp(out.fx[k].release, w->j->current) != 0 || !strstr(out.fx[k].text, "non-retryable")
+                          : !strcmp(out.fx[k].release, w->j->current) || !strstr(out.fx[k].text, "reverted on its own"))))
                 fail_msg("row %zu: history effect of release '%s' (current %s), text '%s'", i,
                          out.fx[k].release, w->j->current, out.fx[k].text);
         }
@@ -214,7 +217,7 @@ static void test_exit_codes(void **state)
         {JM_EV_START_OK, 20, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, "non-retryable exit", "fatal-exit"},
         /* A itself, promoted, runs out of disk: failed, no restart, no rollback */
         {JM_EV_RANK_EXIT, 30, NULL, 0, 0, 6, 0, NULL, "stop-gang save", GANG_REVERTED, NULL},
-        {JM_EV_GANG_GONE, 30, NULL, 0, 0, 6, 0, NULL, "event clear-gang event save", GANG_FAILED, "non-retryable) on a promoted release", "fatal-exit"},
+        {JM_EV_GANG_GONE, 30, NULL, 0, 0, 6, 0, NULL, "event clear-gang event history save", GANG_FAILED, "non-retryable) on a promoted release", "fatal-exit"},
         {JM_EV_TICK, 100, NULL, 0, 0, 0, 0, NULL, "", GANG_FAILED, NULL},
     };
     RUN(&w, b_data_error);
@@ -690,6 +693,126 @@ static void test_fatal_exit_of_once_promoted_on_probation_reverts(void **state)
         assert_null(state_last_good(w.j, B));
         world_done(&w);
     }
+}
+
+/* The promoted release that runs stopped for a failure not retried (non-finite loss on its
+ * heartbeats, drover-train's diverged exit 7, a config exit 3): failed, and now marked bad, with
+ * the agent's own history record of the stop.  A newcomer's NaN release, promoted, stopped this
+ * way, stayed in goods unmarked: after a rollback to the release before it, the next plain
+ * rollback picked it as "the previous good release" (state_last_good), and that release's
+ * DROVER_RESUME_RELEASES offered its checkpoints.  A hang loop (an infrastructure fault on a
+ * promoted release) and a device fault (exit 9) mark nothing.  `start` of it still runs it,
+ * saying it is marked bad; a revert still goes to it (the good release); a promote clears it. */
+static void test_promoted_fatal_stop_marks_bad(void **state)
+{
+    (void)state;
+    for (int k = 0; k < 3; k++) {
+        struct world w;
+        world_init(&w);
+        RUN(&w, good_a);
+        RUN(&w, then_b);
+        static const struct row promote_b[] = {
+            {JM_EV_TRAINING, 13, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
+            {JM_EV_PROMOTE, 14, B, 380, 0, 0, 0, NULL, "event save gc reply", GANG_RUNNING, NULL},
+        };
+        RUN(&w, promote_b);
+        if (k == 0) {
+            static const struct row nan[] = {
+                {JM_EV_DIVERGED, 20, NULL, 0, 1, 0, 0, NULL, "stop-gang save", GANG_STOPPING, "non-finite", "nonfinite"},
+                {JM_EV_GANG_GONE, 21, NULL, 0, 1, JM_EXIT_DIVERGED, 0, NULL, "event clear-gang event history save", GANG_FAILED,
+                 "rank 1 reported 3 consecutive non-finite steps (non-retryable) on a promoted release: stopped", "nonfinite"},
+            };
+            RUN(&w, nan);
+        } else {
+            const int code = k == 1 ? 7 : 3;
+            const struct row ex[] = {
+                {JM_EV_RANK_EXIT, 20, NULL, 0, 0, code, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+                {JM_EV_GANG_GONE, 21, NULL, 0, 0, code, 0, NULL, "event clear-gang event history save", GANG_FAILED,
+                 "(non-retryable) on a promoted release: stopped", "fatal-exit"},
+            };
+            RUN(&w, ex);
+        }
+        assert_string_equal(w.j->current, B);
+        assert_string_equal(w.j->good, B);
+        assert_true(state_is_bad(w.j, B));
+        assert_non_null(strstr(state_bad_reason(w.j, B), "stopped while promoted: rank"));
+        /* no plain rollback target from A, once A is good again (below) */
+        assert_string_equal(state_last_good(w.j, B), A);
+        if (k == 0) {
+            /* `drover start`: runs B, the job's good release, saying it is marked bad */
+            static const struct row start[] = {
+                {JM_EV_START, 30, NULL, 0, 0, 0, 0, "g5", "wait event start-gang", GANG_FAILED, "is marked bad (stopped while promoted"},
+                {JM_EV_START_OK, 30, NULL, 0, 0, 0, 0, NULL, "save answer", GANG_STARTING, NULL},
+            };
+            RUN(&w, start);
+            assert_string_equal(w.j->current, B);
+            char rl[4 * RELEASE_ID_LEN];
+            state_resume_list(w.j, rl, sizeof rl); /* its own checkpoints, and A's */
+            char want[sizeof rl];
+            snprintf(want, sizeof want, "%s,%s", B, A);
+            assert_string_equal(rl, want);
+        }
+        /* `drover rollback` to A: activated and promoted there */
+        static const struct row rollback_a[] = {
+            {JM_EV_ACTIVATE, 40, A, 60, 0, 0, 0, NULL, NULL, ANY, NULL},
+            {JM_EV_GANG_GONE, 41, NULL, 0, -1, 0, 0, NULL, NULL, ANY, NULL},
+            {JM_EV_START_OK, 41, NULL, 0, 0, 0, 0, NULL, "save answer gc", GANG_STARTING, NULL},
+            {JM_EV_PROMOTE, 42, A, 400, 0, 0, 0, NULL, "event save gc reply", GANG_STARTING, NULL},
+        };
+        if (k == 0) { /* B runs: the activate stops it first */
+            static const struct row r0[] = {
+                {JM_EV_ACTIVATE, 40, A, 60, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
+                {JM_EV_GANG_GONE, 41, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, NULL},
+            };
+            RUN(&w, r0);
+        } else {
+            static const struct row r1[] = {
+                {JM_EV_ACTIVATE, 40, A, 60, 0, 0, 0, NULL, "wait switch event start-gang", ANY, NULL},
+            };
+            RUN(&w, r1);
+        }
+        run_rows(&w, rollback_a + 2, 2);
+        assert_string_equal(w.j->good, A);
+        /* B stays bad: the next plain rollback has nowhere to go, and A never resumes from the
+         * checkpoints B wrote */
+        assert_true(state_is_bad(w.j, B));
+        assert_null(state_last_good(w.j, A));
+        char rl[4 * RELEASE_ID_LEN];
+        state_resume_list(w.j, rl, sizeof rl);
+        assert_string_equal(rl, A);
+        world_done(&w);
+    }
+
+    /* a hang loop on a promoted release, and a device fault: failed, nothing marked */
+    struct world w;
+    world_init(&w);
+    RUN(&w, good_a);
+    static const struct row device[] = {
+        {JM_EV_RANK_EXIT, 20, NULL, 0, 0, 9, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 21, NULL, 0, 0, 9, 0, NULL, "event clear-gang event save", GANG_FAILED, "environment fault", "environment"},
+    };
+    RUN(&w, device);
+    assert_false(state_is_bad(w.j, A));
+    world_done(&w);
+    world_init(&w);
+    RUN(&w, good_a);
+    for (int n = 0; n < 4; n++) {
+        double t = 20 + n * 100;
+        const struct row hang[] = {
+            {JM_EV_HUNG, t, NULL, 0, 1, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, NULL},
+            {JM_EV_GANG_GONE, t + 1, NULL, 60, 1, JM_EXIT_HUNG, 0, SILENT, n < 3 ? "event clear-gang save" : "event clear-gang event save",
+             n < 3 ? GANG_BACKOFF : GANG_FAILED, NULL},
+            {JM_EV_TICK, t + 50, NULL, 0, 0, 0, 0, NULL, n < 3 ? "event start-gang" : "", ANY, NULL},
+        };
+        RUN(&w, hang);
+        if (n < 3) {
+            const struct row ok[] = {{JM_EV_START_OK, t + 50, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL}};
+            RUN(&w, ok);
+        }
+    }
+    assert_int_equal(w.j->state, GANG_FAILED);
+    assert_false(state_is_bad(w.j, A));
+    world_done(&w);
 }
 
 /* A release whose gang cannot start: the activate fails (exit 6) and the job goes back to good
@@ -1642,6 +1765,7 @@ int main(void)
         cmocka_unit_test(test_failed_probation_of_once_promoted_marks_bad),
         cmocka_unit_test(test_crash_loop_of_once_promoted_on_probation_reverts),
         cmocka_unit_test(test_fatal_exit_of_once_promoted_on_probation_reverts),
+        cmocka_unit_test(test_promoted_fatal_stop_marks_bad),
         cmocka_unit_test(test_start_failures),
         cmocka_unit_test(test_requests),
         cmocka_unit_test(test_switch_stop_then_start),

@@ -216,11 +216,11 @@ static void test_install_and_change(void **state)
     store_ids_free(ids, n);
     const char *protect[] = { b.id };
     objstore_gc_grace_s = 600; /* a fresh unreferenced object is kept: an install may need it */
-    assert_int_equal(store_gc(&s, 0, protect, 1), 1);
+    assert_int_equal(store_gc(&s, 0, protect, 1, NULL, 0), 1);
     const struct m2_entry *old0 = manifest2_find(a.m, "lib/pkg/mod.py");
     assert_int_equal(lstat(path("root/objects/%s.0444", old0->sha256), &st), 0);
     objstore_gc_grace_s = 0;
-    assert_int_equal(store_gc(&s, 0, protect, 1), 0);
+    assert_int_equal(store_gc(&s, 0, protect, 1, NULL, 0), 0);
     assert_false(store_has_release(&s, a.id));
     assert_true(store_has_release(&s, b.id));
     assert_int_equal(lstat(path("root/releases/%s/bin/python3", b.id), &st), 0);
@@ -264,7 +264,7 @@ static void test_env_and_gc(void **state)
     assert_non_null(strstr(err, "environment"));
     /* GC keeping only the code release (keep 0, protected) keeps its environment too */
     const char *protect[] = { code.id };
-    assert_int_equal(store_gc(&s, 0, protect, 1), 0);
+    assert_int_equal(store_gc(&s, 0, protect, 1, NULL, 0), 0);
     assert_true(store_has_release(&s, env.id));
     unload(&env);
     unload(&code);
@@ -469,7 +469,7 @@ static void test_reverify_recorded_and_corrupt(void **state)
      * count is what was recorded, the ctime is not, and still nothing is re-hashed because the
      * store's own unlinks and links keep the record current */
     const char *protect[] = { code.id, env.id };
-    assert_int_equal(store_gc(&s, 0, protect, 2), 1);
+    assert_int_equal(store_gc(&s, 0, protect, 2, NULL, 0), 1);
     assert_int_equal(objstore_add(&s, c2.text, c2.len, c2.id, path("c2.pack"), NULL, err, sizeof err), 0);
     memset(&vs, 0, sizeof vs);
     assert_int_equal(objstore_verify_stats(&s, code.id, &vs, err, sizeof err), 0);

@@ -276,13 +276,49 @@ static void test_store_gc_keeps_protected(void **state)
     }
     /* keep 1 newest (r4); protect r0 (good) and r2 (previous) */
     const char *protect[] = {id[0], id[2], ""};
-    assert_int_equal(store_gc(&s, 1, protect, 3), 2);
+    assert_int_equal(store_gc(&s, 1, protect, 3, NULL, 0), 2);
     assert_true(store_has_release(&s, id[4]));
     assert_true(store_has_release(&s, id[0]));
     assert_true(store_has_release(&s, id[2]));
     assert_false(store_has_release(&s, id[1]));
     assert_false(store_has_release(&s, id[3]));
-    assert_int_equal(store_gc(&s, 1, protect, 3), 0);
+    assert_int_equal(store_gc(&s, 1, protect, 3, NULL, 0), 0);
+}
+
+/* Failed releases go first: the store's newest releases were mostly failed deploys (marked
+ * bad), and keeping "the newest N" pushed the older good ones out, so `drover rollback --to` a
+ * release promoted 15 min before found it in no container.  The keep slots now go to releases
+ * that did not fail, newest first; failed ones only take what is left. */
+static void test_store_gc_failed_go_first(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    char id[6][RELEASE_ID_LEN + 1], err[256];
+    for (int i = 0; i < 6; i++) {
+        char name[8], text[16];
+        snprintf(name, sizeof name, "f%d", i);
+        snprintf(text, sizeof text, "f%d\n", i);
+        make_bundle(name, text, id[i]);
+        char blob[32];
+        snprintf(blob, sizeof blob, "f%d.tar.zst", i);
+        assert_int_equal(store_add_release(&s, path(blob), id[i], err, sizeof err), 0);
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/root/releases/%s", tmpd, id[i]);
+        struct timespec ts[2] = {{.tv_sec = 2000 + i}, {.tv_sec = 2000 + i}};
+        assert_int_equal(utimensat(AT_FDCWD, p, ts, 0), 0); /* f5 newest */
+    }
+    /* f5 current and good; f4, f3, f2 failed deploys after it (bad); f1, f0 promoted earlier,
+     * out of the protected goods.  Keep 3: f5, then f1 and f0, before any failed one */
+    const char *protect[] = {id[5]};
+    const char *failed[] = {id[4], id[3], id[2], NULL};
+    assert_int_equal(store_gc(&s, 3, protect, 1, failed, 4), 3);
+    assert_true(store_has_release(&s, id[5]));
+    assert_true(store_has_release(&s, id[1]));
+    assert_true(store_has_release(&s, id[0]));
+    for (int i = 2; i < 5; i++)
+        assert_false(store_has_release(&s, id[i]));
+    assert_int_equal(store_gc(&s, 3, protect, 1, failed, 4), 0);
 }
 
 static void fill_spec(struct job_spec *s, const char *release)
@@ -632,6 +668,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_switch_and_stale_tmp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_switch_is_atomic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_gc_keeps_protected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_gc_failed_go_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_roundtrip, setup, teardown),
         cmocka_unit_test(test_state_parse_errors),
         cmocka_unit_test(test_state_spec_eviction),

@@ -705,6 +705,23 @@ static void test_history_agent_records(void **state)
     assert_int_equal(state_history_merge(&h, &n, &back, 1, "h1:101"), 1);
     assert_int_equal(n, 2);
     free(h);
+    /* ... and the agent's stop of the promoted release (agent-stopped: NaN minutes after the
+     * drover promoted it) is no outcome that "promoted" tells: both rows.  It was dropped, and
+     * rollback could not say when and why it skipped that release */
+    strcpy(v.result, "promoted");
+    struct history_entry stop = back;
+    stop.time = 1300;
+    strcpy(stop.result, "failed");
+    stop.previous[0] = '\0';
+    stop.reason_code = HISTORY_RC_AGENT_STOPPED;
+    h = NULL;
+    n = 0;
+    assert_int_equal(state_history_merge(&h, &n, &v, 1, NULL), 1);
+    assert_int_equal(state_history_merge(&h, &n, &stop, 1, "h1:101"), 1);
+    assert_int_equal(n, 2);
+    assert_string_equal(h[1].result, "failed");
+    assert_string_equal(h[1].containers, "h1:101");
+    free(h);
 }
 
 static void test_history_release_name(void **state)

@@ -293,8 +293,27 @@ static void test_failed_after_promoted_is_bad_now(void **state)
                              "regression: -70.3%); it is no rollback target until it is promoted "
                              "again (drover rollback --job train --to 3f2a9c1b7d6e --force goes to it)");
     pastfail_rollback_skip(NULL, "", "train", REL, buf, sizeof buf);
-    assert_non_null(strstr(buf, "skipping 3f2a9c1b7d6e: it failed probation for job 'train' after it "
-                                "was promoted (marked bad by its agents)"));
+    /* only the agents' bad marks know it: a failed probation, or a stop while promoted */
+    assert_non_null(strstr(buf, "skipping 3f2a9c1b7d6e: it is marked bad for job 'train' by its agents (a "
+                                "failed probation after it was promoted, or a stop while it ran promoted"));
+    /* the agent's own record of a stop while promoted: when and why, in those words */
+    struct history_entry st = rec(T0, "train", REL, "nanp", "failed", "drover-agent rank 1 reported 3 "
+                                  "consecutive non-finite steps (non-retryable) on a promoted release: stopped");
+    st.reason_code = HISTORY_RC_AGENT_STOPPED;
+    pastfail_rollback_skip(&st, "nanp", "train", REL, buf, sizeof buf);
+    assert_string_equal(buf, "skipping 3f2a9c1b7d6e (nanp): its agent stopped it for job 'train' at "
+                             "2026-12-02 14:03:11 UTC while it ran as the promoted release (failed: "
+                             "drover-agent rank 1 reported 3 consecutive non-finite steps (non-retryable) "
+                             "on a promoted release: stopped); it is no rollback target until it is "
+                             "promoted again (drover rollback --job train --to 3f2a9c1b7d6e --force goes to it)");
+    struct history_entry h3[] = { h[0], st };
+    assert_ptr_equal(pastfail_find_now(h3, 2, "train", REL), &h3[1]); /* a failure, as a probation's */
+    assert_true(pastfail_start_warning(h3, 2, "train", REL, buf, sizeof buf));
+    assert_non_null(strstr(buf, "which its agent stopped while it ran as the promoted release at 2026-12-02 "
+                                "14:03:11 UTC: drover-agent rank 1"));
+    pastfail_message(&st, "nanp", buf, sizeof buf);
+    assert_non_null(strstr(buf, "release 3f2a9c1b7d6e (nanp) was stopped by its agent for job 'train' at "
+                                "2026-12-02 14:03:11 UTC while it ran as the promoted release: drover-agent"));
 }
 
 /* A failed job spec change of the good release (its record's previous is the release itself)
@@ -342,9 +361,11 @@ static void test_rollback_refusal_from_history(void **state)
                         "--force (drover rollback --job train --to 3f2a9c1b7d6e --force)");
     /* only the agents' bad marks know it */
     assert_string_equal(pastfail_rollback_refusal(NULL, "", "train", REL, true, m, sizeof m),
-                        "rollback of job 'train' refused, nothing changed: release 3f2a9c1b7d6e "
-                        "failed probation for job 'train' (marked bad by its agents); roll back to it "
-                        "only with --force (drover rollback --job train --to 3f2a9c1b7d6e --force)");
+                        "rollback of job 'train' refused, nothing changed: release 3f2a9c1b7d6e is "
+                        "marked bad for job 'train' by its agents (a failed probation, or a stop while "
+                        "it ran promoted for a failure not retried: `drover history --job train` says "
+                        "when and why); roll back to it only with --force (drover rollback --job train "
+                        "--to 3f2a9c1b7d6e --force)");
     char small[32];
     assert_int_equal(strlen(pastfail_rollback_refusal(&h[1], "v2b", "train", REL, true, small, sizeof small)),
                      sizeof small - 1);

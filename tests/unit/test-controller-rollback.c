@@ -910,6 +910,166 @@ static void test_revert_after_partial_promote(void **state)
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
+static const char nanp[] = "dc1d30b010c60000000000000000000000000000000000000000000000000000";
+static const char *rb_to = NULL; /* rb_plan_verb's --to */
+/* `drover rollback --dry-run` (--to rb_to) of job train */
+static int rb_plan_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return deploy_rollback(f, "train", rb_to, false, true, true);
+}
+
+/* A newcomer's release nanp was promoted, then produced NaN; its agent stopped it ("rank 1
+ * reported 3 consecutive non-finite steps (non-retryable) on a promoted release: stopped"),
+ * marked it bad and recorded that in the job's history; `drover rollback` went back to v1 (next
+ * here).  The next `drover rollback --dry-run` would go back to nanp, "the previous good
+ * release": it is now skipped, saying when and why from the agent's own record (this
+ * controller's history has none: no drover was there), and `--to` it is refused naming the same,
+ * with --force. */
+static void test_rollback_skips_release_stopped_while_promoted(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbnan-XXXXXX", p[600], hcase[900];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    struct history_entry e;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, nanp);
+    strcpy(st.jobs[0].good, next);
+    st.jobs[0].ngoods = 3;
+    strcpy(st.jobs[0].goods[0], next);
+    strcpy(st.jobs[0].goods[1], nanp);
+    strcpy(st.jobs[0].goods[2], next);
+    st.jobs[0].nbad = 1;
+    strcpy(st.jobs[0].bad[0], nanp);
+    /* the agent's own record of the stop: history list prints it */
+    struct history_entry rec = { .time = 1796220191, .ktok_s = -1, .baseline_ktok_s = -1,
+                                 .reason_code = HISTORY_RC_AGENT_STOPPED };
+    strcpy(rec.job, "train");
+    strcpy(rec.release, nanp);
+    strcpy(rec.name, "nanp");
+    strcpy(rec.result, "failed");
+    strcpy(rec.by, HISTORY_BY_AGENT);
+    strcpy(rec.reason, "drover-agent rank 1 reported 3 consecutive non-finite steps (non-retryable) on a "
+                       "promoted release: stopped");
+    char *line = NULL;
+    assert_int_equal(history_entry_format(&rec, &line), 0);
+    snprintf(p, sizeof p, "%s/hist.jsonl", d2);
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    fprintf(fp, "%s\n", line);
+    fclose(fp);
+    free(line);
+    snprintf(hcase, sizeof hcase, "*'history list'*) cat '%s';;\n", p);
+    rb_fn = rb_plan_verb;
+    rb_case = hcase;
+    rb_refusal = true;
+    rb_to = NULL;
+    int code = rb_record(d2, &st, 0, &e);
+    snprintf(p, sizeof p, "%s/err", d2);
+    char *err = capture_slurp(p);
+    if (code != EXIT_FAIL || strstr(err, "would go from") ||
+        !strstr(err, "skipping dc1d30b010c6 (nanp): its agent stopped it for job 'train' at 2026-") ||
+        !strstr(err, "UTC while it ran as the promoted release (failed: drover-agent rank 1 reported 3 "
+                     "consecutive non-finite steps (non-retryable) on a promoted release: stopped)") ||
+        !strstr(err, "--to dc1d30b010c6 --force goes to it") ||
+        !strstr(err, "has no earlier good release to roll back to (releases marked bad"))
+        fail_msg("exit %d\nstderr: %s", code, err);
+    free(err);
+    /* --to it: refused, naming --force and the stop */
+    rb_to = "dc1d30";
+    code = rb_record(d2, &st, 0, &e);
+    err = capture_slurp(p);
+    if (code != EXIT_FAIL || strstr(err, "would go from") ||
+        !strstr(err, "release dc1d30b010c6 (nanp) was stopped by its agent for job 'train' at 2026-") ||
+        !strstr(err, "while it ran as the promoted release: drover-agent rank 1 reported 3 consecutive") ||
+        !strstr(err, "roll back to it only with --force (drover rollback --job train --to dc1d30b010c6 --force)"))
+        fail_msg("exit %d\nstderr: %s", code, err);
+    free(err);
+    rb_to = NULL;
+    rb_refusal = false;
+    rb_fn = rb_verb;
+    rb_case = "";
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
+/* `drover rollback --to a1ea9a` of a release promoted 15 min before, shown by `drover history`:
+ * its agents had let it go (they keep the job's last few promoted releases, their stores the
+ * newest ones), and the rollback said "no release the job ran (good, previous, promoted or bad)
+ * begins with 'a1ea9a'", as for a typo.  It now says what the history knows: promoted at T, no
+ * longer kept in the containers named, and to deploy it again; and where every container still
+ * keeps it, it goes there (the dry run says so). */
+static void test_rollback_to_release_no_longer_kept(void **state)
+{
+    (void)state;
+    static const char gone[] = "a1ea9a00000000000000000000000000000000000000000000000000000000ff";
+    char d2[] = "/tmp/drover-unit-rbgone-XXXXXX", p[600], hcase[1200];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    struct history_entry e;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, good);
+    strcpy(st.jobs[0].good, next);
+    st.jobs[0].ngoods = 2;
+    strcpy(st.jobs[0].goods[0], next);
+    strcpy(st.jobs[0].goods[1], good);
+    /* the job's history, as its agents keep it: gone promoted at 2026-12-07 08:00:00 UTC */
+    struct history_entry rec = { .time = 1796630400, .ktok_s = 410, .baseline_ktok_s = 400 };
+    strcpy(rec.job, "train");
+    strcpy(rec.release, gone);
+    strcpy(rec.name, "v3");
+    strcpy(rec.result, "promoted");
+    strcpy(rec.previous, good);
+    char *line = NULL;
+    assert_int_equal(history_entry_format(&rec, &line), 0);
+    snprintf(p, sizeof p, "%s/hist.jsonl", d2);
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    fprintf(fp, "%s\n", line);
+    fclose(fp);
+    free(line);
+    for (int kept = 0; kept < 2; kept++) {
+        snprintf(hcase, sizeof hcase, "*'history list'*) cat '%s/hist.jsonl';;\n"
+                 "*'release have %s'*) echo '%s %s';;\n", d2, gone, gone, kept ? "present" : "absent");
+        rb_fn = rb_plan_verb;
+        rb_case = hcase;
+        rb_refusal = true;
+        rb_to = "a1ea9a";
+        int code = rb_record(d2, &st, 0, &e);
+        snprintf(p, sizeof p, "%s/err", d2);
+        char *err = capture_slurp(p);
+        snprintf(p, sizeof p, "%s/out", d2);
+        char *out = capture_slurp(p);
+        if (strstr(err, "no release the job ran"))
+            fail_msg("kept %d: exit %d\nstderr: %s", kept, code, err);
+        if (!kept && (code != EXIT_FAIL ||
+                      !strstr(err, "rollback of job 'train' refused, nothing changed: release a1ea9a000000 "
+                                   "(v3) was promoted for job 'train' at 2026-12-07 08:00:00 UTC but is no "
+                                   "longer kept in h1:local:") ||
+                      !strstr(err, "deploy it again from its directory (drover deploy DIR --job train)")))
+            fail_msg("exit %d\nstderr: %s", code, err);
+        if (kept && (code != EXIT_OK || !strstr(err, "every container still keeps it") ||
+                     !strstr(out, "a1ea9a000000")))
+            fail_msg("exit %d\nstderr: %s\nstdout: %s", code, err, out);
+        free(err);
+        free(out);
+    }
+    rb_to = NULL;
+    rb_refusal = false;
+    rb_fn = rb_verb;
+    rb_case = "";
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
 /* The decision alone: stopped in every container (or stopped in some, its gang ended in the
  * others: no gang anywhere) is a stopped job; a gang running anywhere is not. */
 static void test_job_is_stopped_decision(void **state)
@@ -952,6 +1112,8 @@ int main(void)
         cmocka_unit_test(test_promote_after_partial_promote),
         cmocka_unit_test(test_rollback_of_undecided_release_leaves_it_unmarked),
         cmocka_unit_test(test_revert_after_partial_promote),
+        cmocka_unit_test(test_rollback_skips_release_stopped_while_promoted),
+        cmocka_unit_test(test_rollback_to_release_no_longer_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
