@@ -523,7 +523,8 @@ static int crashes_in_window(const struct jm_rt *rt, double now, double window)
  * the job's good release (the agent has no other verdict: `drover rollback` picks an earlier
  * one; a revert still goes to it and `drover start` runs it again, warned; a promote clears the
  * mark).  Not a hang loop (a promoted release's hangs are
- * judged as infrastructure faults, like its crashes) nor an environment fault (exit 9). */
+ * judged as infrastructure faults, like its crashes) nor an environment fault (exit 9), nor
+ * a full disk (exit 6: the container's, freed space lets it run on). */
 static void mark_bad_promoted(struct job_rec *j, const char *reason, struct jm_effects *out)
 {
     char why[JM_TEXT_MAX];
@@ -592,7 +593,11 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
         set_state(j, GANG_FAILED, rc, reason);
         j->probation_deadline = 0;
         fx_event(out, "failed", j->current, "%s", reason);
-        if (promoted && (rc == STATUS_RC_NONFINITE || rc == STATUS_RC_FATAL_EXIT))
+        /* a full disk (exit 6) is the container's, not the release's: it ran as the good
+         * release, and once space is freed it is the one to run again (marked, a plain rollback
+         * skipped it) */
+        if (promoted && (rc == STATUS_RC_NONFINITE ||
+                         (rc == STATUS_RC_FATAL_EXIT && (sig || code != TX_DISK_FULL))))
             mark_bad_promoted(j, reason, out);
         fx_simple(out, JM_FX_SAVE);
         break;

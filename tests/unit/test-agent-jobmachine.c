@@ -215,9 +215,10 @@ static void test_exit_codes(void **state)
         {JM_EV_RANK_EXIT, 20, NULL, 0, 0, 4, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
         {JM_EV_GANG_GONE, 20, NULL, 0, 0, 4, 0, "no shard /d/x", "event clear-gang switch event history start-gang", ANY, "[rank 0: no shard /d/x]"},
         {JM_EV_START_OK, 20, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, "non-retryable exit", "fatal-exit"},
-        /* A itself, promoted, runs out of disk: failed, no restart, no rollback */
+        /* A itself, promoted, runs out of disk: failed, no restart, no rollback, and not marked
+         * bad (no history record): the disk is the container's fault, not the release's */
         {JM_EV_RANK_EXIT, 30, NULL, 0, 0, 6, 0, NULL, "stop-gang save", GANG_REVERTED, NULL},
-        {JM_EV_GANG_GONE, 30, NULL, 0, 0, 6, 0, NULL, "event clear-gang event history save", GANG_FAILED, "non-retryable) on a promoted release", "fatal-exit"},
+        {JM_EV_GANG_GONE, 30, NULL, 0, 0, 6, 0, NULL, "event clear-gang event save", GANG_FAILED, "non-retryable) on a promoted release", "fatal-exit"},
         {JM_EV_TICK, 100, NULL, 0, 0, 0, 0, NULL, "", GANG_FAILED, NULL},
     };
     RUN(&w, b_data_error);
