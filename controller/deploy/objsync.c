@@ -1488,7 +1488,8 @@ static int host_round(struct host_job *hj, bool *ret_again)
     size_t nlist = 0;
     uint64_t pack_bytes = 0;
     for (size_t i = 0; i < m->n; i++)
-        if (need[i])
+        if (need[i] && m->e[i].type == M2_FILE) /* an agent's range may span directories and
+                                                 * links (no object): list holds nfiles */
             list[nlist++] = i;
     qsort_r(list, nlist, sizeof *list, idx_by_sha, (void *)m);
     size_t u = 0;

@@ -793,6 +793,18 @@ static void test_stalled_install_ended(void **state)
     assert_int_equal(fs_rm_rf(d), 0);
 }
 
+/* The pid a fake agent wrote into path; 0 when it wrote none.  (The slurped text was leaked, and
+ * make asan's LeakSanitizer failed the test binary.) */
+static long pid_in(const char *path)
+{
+    if (access(path, F_OK) != 0)
+        return 0;
+    char *t = capture_slurp(path);
+    long pid = t ? strtol(t, NULL, 10) : 0;
+    free(t);
+    return pid;
+}
+
 /* The state of process pid once it is gone, or a zombie, or after 5 s ('X' gone); one still
  * there then is killed, so that a failing test leaves nothing behind. */
 static char state_within(long pid)
@@ -832,7 +844,7 @@ static void test_stalled_ask_ended(void **state)
     char *said;
     int r = stage_local(d, text, "2", &rs, err, sizeof err, &said);
     snprintf(p, sizeof p, "%s/pid", d);
-    long pid = access(p, F_OK) == 0 ? strtol(capture_slurp(p), NULL, 10) : 0; /* (leaked: a test) */
+    long pid = pid_in(p);
     char state_c = state_within(pid);
     if (r != -ETIMEDOUT || pid <= 0 || (state_c != 'X' && state_c != 'Z') ||
         !strstr(err, "drover ended the stalled step 'release missing' in h1:local"))
@@ -883,7 +895,7 @@ static void test_interrupted_install_ended(void **state)
     pthread_join(th, NULL);
     send_interrupted = 0;
     exec_interrupted = 0;
-    long pid = access(intr_pidfile, F_OK) == 0 ? strtol(capture_slurp(intr_pidfile), NULL, 10) : 0;
+    long pid = pid_in(intr_pidfile);
     char state_c = state_within(pid);
     if (r >= 0 || pid <= 0 || (state_c != 'X' && state_c != 'Z') ||
         !strstr(said, "drover ended the interrupted release install in h1:local"))
