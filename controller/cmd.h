@@ -156,6 +156,15 @@ bool status_on_probation(const char *current, const char *good, bool spec_unprom
  * STATUS_WORD_PROBATION for "running" on probation (status said "running" for the rows top
  * showed as probation), else agent_state.  Never NULL. */
 const char *status_rank_word(enum gang_state gang, const char *agent_state, bool on_probation);
+/* The word `drover status` and `drover top` say for a rank that sent only the heartbeat module's
+ * hello (common/heartbeat.h: its script is past its imports, in or before the rendezvous, and has
+ * not called hb.init()): its agent calls it "starting", as one that sent nothing. */
+#define STATUS_WORD_RENDEZVOUS "rendezvous"
+/* Has rank rs sent a hello and nothing after it (its last heartbeat is the hello)? */
+bool status_rank_in_rendezvous(const struct rank_status *rs);
+/* The agent's word for rank rs, but STATUS_WORD_RENDEZVOUS for a "starting" rank that is
+ * status_rank_in_rendezvous(): what status_rank_word() is given.  Never NULL. */
+const char *status_rank_agent_word(const struct rank_status *rs);
 /* The line `drover status` prints once per job under its table when containers run such a
  * spec: ct the first of them, nmore how many others, release the good release, and what to do.
  * inv_arg: -i as given (NULL: default).  Returns buf. */

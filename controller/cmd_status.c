@@ -185,6 +185,17 @@ const char *status_rank_word(enum gang_state gang, const char *agent_state, bool
     return on_probation && !strcmp(agent_state, "running") ? STATUS_WORD_PROBATION : agent_state;
 }
 
+bool status_rank_in_rendezvous(const struct rank_status *rs)
+{
+    return rs && rs->has_hb && rs->hb.hello;
+}
+
+const char *status_rank_agent_word(const struct rank_status *rs)
+{
+    /* only "starting": silent, exited, killed ... are the agent's verdict and stay its word */
+    return status_rank_in_rendezvous(rs) && !strcmp(rs->state, "starting") ? STATUS_WORD_RENDEZVOUS : rs->state;
+}
+
 const char *status_spec_hint(const char *ct, int nmore, const char *job, const char *release,
                              const char *inv_arg, char *buf, size_t sz)
 {
@@ -221,7 +232,9 @@ static json_t *rank_json(const struct rank_status *rs)
     if (rs->has_hb) {
         const struct heartbeat *hb = &rs->hb;
         json_object_set_new(o, "release", json_str_or_null(hb->release));
-        json_object_set_new(o, "phase", json_string(hb_phase_name(hb->phase)));
+        /* a hello alone reads as phase init: "rendezvous" tells it from a rank past hb.init() */
+        json_object_set_new(o, "phase", json_string(status_rank_in_rendezvous(rs) ? STATUS_WORD_RENDEZVOUS
+                                                                                   : hb_phase_name(hb->phase)));
         json_object_set_new(o, "step", json_integer(hb->step));
         json_object_set_new(o, "loss", hb->loss_finite && isfinite(hb->loss) ? json_real(hb->loss)
                                                                               : json_null());
@@ -261,7 +274,7 @@ static void print_row(const char *job, const char *ct, int node, const struct jo
     if (rs) {
         snprintf(rank, sizeof rank, "%d", rs->rank);
         /* drover top's word for the same rank: "probation" for a candidate's running ranks */
-        state = status_rank_word(js->state, rs->state,
+        state = status_rank_word(js->state, status_rank_agent_word(rs),
                                  status_on_probation(js->current, js->good, status_runs_unpromoted_spec(js)));
         if (rs->state_age_s > 0 && !strcmp(state, rs->state)) { /* "checkpointing:42s" (one word for scripts; drover top shows the same) */
             snprintf(state_buf, sizeof state_buf, "%s:%.0fs", state, rs->state_age_s);
