@@ -176,6 +176,17 @@ const char *status_spec_hint(const char *ct, int nmore, const char *job, const c
  * the containers ("h1:101, h1:102") and the deploy that puts it there.  inv_arg: -i as given
  * (NULL: default).  Returns buf. */
 const char *status_nojob_hint(const char *cts, const char *job, const char *inv_arg, char *buf, size_t sz);
+/* The release of js that its agent marks bad and that it runs or would go back to: its good
+ * release, else its current one (started anyway, as asked); NULL when neither is marked.  With
+ * *ret_reason the mark's reason ("" unknown: an older agent).  Borrowed from js. */
+const char *status_marked_bad(const struct job_status *js, const char **ret_reason);
+/* The warning `drover status` prints once per job and release under its table when containers
+ * (cts, ", "-separated, ncts of them) mark the job's good (good true) or current release bad:
+ * the release, the containers, the first one's reason, and what to do (`drover rollback --job
+ * J` for an earlier good release, `drover deploy DIR --job J` for a fixed one).  The table
+ * showed nothing of it; only -o json's "bad" list did. */
+const char *status_bad_mark_note(const char *job, const char *release, bool good, const char *cts, int ncts,
+                                 const char *reason, const char *inv_arg, char *buf, size_t sz);
 
 
 /* The release the controller last made good for job (from history): promoted, or returned to by
