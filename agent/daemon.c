@@ -366,8 +366,10 @@ static char *daemon_status_text(struct daemon *d)
         }
         (void)str_copy(js->reason, sizeof js->reason, j->reason);
         js->reason_code = j->reason_code;
-        for (int k = 0; k < j->nbad && js->nbad < STATUS_MAX_MARKS; k++)
+        for (int k = 0; k < j->nbad && js->nbad < STATUS_MAX_MARKS; k++) {
+            (void)str_copy(js->bad_reason[js->nbad], sizeof js->bad_reason[0], j->bad[k].reason);
             (void)str_copy(js->bad[js->nbad++], sizeof js->bad[0], j->bad[k].release);
+        }
         for (int k = 0; k < j->ngoods && js->ngoods < STATUS_MAX_MARKS; k++) {
             /* the pair's digest only while its spec is recorded: a rollback can start only that */
             if (state_find_spec(j, j->goods[k], j->goods_digest[k]))

@@ -182,6 +182,12 @@ int status_format(const struct agent_status *st, char **ret_text)
             json_array_append_new(goods, json_string(js->goods[k]));
         json_object_set_new(jo, "bad", bad);
         json_object_set_new(jo, "goods", goods);
+        json_t *bad_reasons = json_array();
+        for (int k = 0; k < js->nbad && k < STATUS_MAX_MARKS; k++) {
+            char br[4 * STATUS_BAD_REASON_MAX]; /* cut to fit, maybe mid-character: kept valid */
+            json_array_append_new(bad_reasons, json_string(text_json_safe(js->bad_reason[k], br, sizeof br)));
+        }
+        json_object_set_new(jo, "bad_reasons", bad_reasons);
         if (st->features & STATUS_FEAT_RECORDED_SPEC) {
             json_t *gs = json_array();
             for (int k = 0; k < js->ngoods && k < STATUS_MAX_MARKS; k++)
@@ -364,6 +370,21 @@ static int job_from_json(json_t *o, struct job_status *js)
             js->nbad = (int)json_array_size(a);
         else
             js->ngoods = (int)json_array_size(a);
+    }
+    /* optional (agents before it): "" each; when present, one per bad entry */
+    json_t *br = NULL;
+    if (jf_array(o, "bad_reasons", STATUS_MAX_MARKS, &br) < 0 ||
+        (json_array_size(br) && (int)json_array_size(br) != js->nbad))
+        return -EINVAL;
+    {
+        size_t k;
+        json_t *v;
+        json_array_foreach(br, k, v)
+        {
+            if (!json_is_string(v))
+                return -EINVAL;
+            (void)str_copy(js->bad_reason[k], sizeof js->bad_reason[0], json_string_value(v)); /* long ones cut */
+        }
     }
     /* optional (agents before "recorded-spec"): "" each; when present, one per goods entry */
     json_t *gs = NULL;

@@ -26,6 +26,8 @@
  * when unknown (an agent from before them, or a spec recorded before them), read as "")
  * Per job "last_restart_reason" (what caused the last restart of the current release, kept while
  * the restarted gang runs and its "reason" is ""): absent when "" (none, or an older agent).
+ * Per job "bad_reasons" (beside "bad", as long: why the agent marked each release bad, "" unknown):
+ * absent from an older agent (read as all "").
  * Per job "rdzv": the rendezvous generation (--rdzv G) the job's gang was started with, or that
  * its next restart uses while it backs off or is stopped: absent when "" (none given, or an
  * older agent: unknown, never a difference between containers).
@@ -45,6 +47,7 @@
 #define STATUS_MAX_JOBS 8
 #define STATUS_MAX_RANKS 16 /* per job and container */
 #define STATUS_MAX_MARKS 8  /* bad / promoted releases listed per job */
+#define STATUS_BAD_REASON_MAX 160 /* a bad mark's reason, as the agent keeps it (agent/state.h) */
 /* A job's reason is text for people; what the controller decides on is its reason code (enum
  * status_reason below, "reason_code" in the document).  The words below are how the agent's
  * reasons begin (agent/jobmachine.c), kept for people and for reading an older agent's document,
@@ -222,6 +225,9 @@ struct job_status {
     int nbad;                          /* releases that failed probation here, or were stopped
                                           while promoted for a failure not retried: never a rollback */
     char bad[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1]; /* target unless named with --force */
+    /* bad_reason[k]: why bad[k] was marked ("stopped while promoted: ..."), for people; ""
+     * unknown (an older agent: "bad_reasons" absent) */
+    char bad_reason[STATUS_MAX_MARKS][STATUS_BAD_REASON_MAX];
     int ngoods;                        /* releases promoted for the job, newest first */
     char goods[STATUS_MAX_MARKS][RELEASE_ID_LEN + 1];
     /* goods_spec[k]: the spec digest goods[k] was promoted with, when the agent still records

@@ -156,6 +156,15 @@ bool status_on_probation(const char *current, const char *good, bool spec_unprom
  * STATUS_WORD_PROBATION for "running" on probation (status said "running" for the rows top
  * showed as probation), else agent_state.  Never NULL. */
 const char *status_rank_word(enum gang_state gang, const char *agent_state, bool on_probation);
+/* The word `drover status` and `drover top` say for a rank that sent only the heartbeat module's
+ * hello (common/heartbeat.h: its script is past its imports, in or before the rendezvous, and has
+ * not called hb.init()): its agent calls it "starting", as one that sent nothing. */
+#define STATUS_WORD_RENDEZVOUS "rendezvous"
+/* Has rank rs sent a hello and nothing after it (its last heartbeat is the hello)? */
+bool status_rank_in_rendezvous(const struct rank_status *rs);
+/* The agent's word for rank rs, but STATUS_WORD_RENDEZVOUS for a "starting" rank that is
+ * status_rank_in_rendezvous(): what status_rank_word() is given.  Never NULL. */
+const char *status_rank_agent_word(const struct rank_status *rs);
 /* The line `drover status` prints once per job under its table when containers run such a
  * spec: ct the first of them, nmore how many others, release the good release, and what to do.
  * inv_arg: -i as given (NULL: default).  Returns buf. */
@@ -167,6 +176,17 @@ const char *status_spec_hint(const char *ct, int nmore, const char *job, const c
  * the containers ("h1:101, h1:102") and the deploy that puts it there.  inv_arg: -i as given
  * (NULL: default).  Returns buf. */
 const char *status_nojob_hint(const char *cts, const char *job, const char *inv_arg, char *buf, size_t sz);
+/* The release of js that its agent marks bad and that it runs or would go back to: its good
+ * release, else its current one (started anyway, as asked); NULL when neither is marked.  With
+ * *ret_reason the mark's reason ("" unknown: an older agent).  Borrowed from js. */
+const char *status_marked_bad(const struct job_status *js, const char **ret_reason);
+/* The warning `drover status` prints once per job and release under its table when containers
+ * (cts, ", "-separated, ncts of them) mark the job's good (good true) or current release bad:
+ * the release, the containers, the first one's reason, and what to do (`drover rollback --job
+ * J` for an earlier good release, `drover deploy DIR --job J` for a fixed one).  The table
+ * showed nothing of it; only -o json's "bad" list did. */
+const char *status_bad_mark_note(const char *job, const char *release, bool good, const char *cts, int ncts,
+                                 const char *reason, const char *inv_arg, char *buf, size_t sz);
 
 
 /* The release the controller last made good for job (from history): promoted, or returned to by

@@ -185,6 +185,17 @@ const char *status_rank_word(enum gang_state gang, const char *agent_state, bool
     return on_probation && !strcmp(agent_state, "running") ? STATUS_WORD_PROBATION : agent_state;
 }
 
+bool status_rank_in_rendezvous(const struct rank_status *rs)
+{
+    return rs && rs->has_hb && rs->hb.hello;
+}
+
+const char *status_rank_agent_word(const struct rank_status *rs)
+{
+    /* only "starting": silent, exited, killed ... are the agent's verdict and stay its word */
+    return status_rank_in_rendezvous(rs) && !strcmp(rs->state, "starting") ? STATUS_WORD_RENDEZVOUS : rs->state;
+}
+
 const char *status_spec_hint(const char *ct, int nmore, const char *job, const char *release,
                              const char *inv_arg, char *buf, size_t sz)
 {
@@ -206,6 +217,34 @@ const char *status_nojob_hint(const char *cts, const char *job, const char *inv_
     return buf;
 }
 
+const char *status_marked_bad(const struct job_status *js, const char **ret_reason)
+{
+    const char *rel[2] = { js ? js->good : "", js ? js->current : "" };
+    for (int r = 0; r < 2; r++)
+        for (int k = 0; rel[r][0] && k < js->nbad && k < STATUS_MAX_MARKS; k++)
+            if (!strcmp(js->bad[k], rel[r])) {
+                *ret_reason = js->bad_reason[k];
+                return js->bad[k];
+            }
+    return NULL;
+}
+
+const char *status_bad_mark_note(const char *job, const char *release, bool good, const char *cts, int ncts,
+                                 const char *reason, const char *inv_arg, char *buf, size_t sz)
+{
+    char sid[RELEASE_SHORT_LEN + 1], why[STATUS_BAD_REASON_MAX + 48] = "";
+    if (reason && reason[0])
+        snprintf(why, sizeof why, " (%s)", reason);
+    else /* an older agent: the mark without its reason */
+        snprintf(why, sizeof why, " (`drover history --job %s` says why)", job);
+    snprintf(buf, sz, "job '%s': its %s release %s is marked bad by the %s of %.600s%s: a plain "
+                      "rollback never goes to it; `drover%s%s rollback --job %s` goes to an earlier good "
+                      "release, `drover%s%s deploy DIR --job %s` deploys a fixed one",
+             job, good ? "good" : "current", ui_short(release, sid), ncts == 1 ? "agent" : "agents", cts, why,
+             inv_arg ? " -i " : "", inv_arg ? inv_arg : "", job, inv_arg ? " -i " : "", inv_arg ? inv_arg : "", job);
+    return buf;
+}
+
 static json_t *rank_json(const struct rank_status *rs)
 {
     json_t *o = json_pack("{s:i,s:i,s:s,s:I,s:f,s:i,s:i}", "rank", rs->rank, "local_rank",
@@ -221,7 +260,9 @@ static json_t *rank_json(const struct rank_status *rs)
     if (rs->has_hb) {
         const struct heartbeat *hb = &rs->hb;
         json_object_set_new(o, "release", json_str_or_null(hb->release));
-        json_object_set_new(o, "phase", json_string(hb_phase_name(hb->phase)));
+        /* a hello alone reads as phase init: "rendezvous" tells it from a rank past hb.init() */
+        json_object_set_new(o, "phase", json_string(status_rank_in_rendezvous(rs) ? STATUS_WORD_RENDEZVOUS
+                                                                                   : hb_phase_name(hb->phase)));
         json_object_set_new(o, "step", json_integer(hb->step));
         json_object_set_new(o, "loss", hb->loss_finite && isfinite(hb->loss) ? json_real(hb->loss)
                                                                               : json_null());
@@ -261,7 +302,7 @@ static void print_row(const char *job, const char *ct, int node, const struct jo
     if (rs) {
         snprintf(rank, sizeof rank, "%d", rs->rank);
         /* drover top's word for the same rank: "probation" for a candidate's running ranks */
-        state = status_rank_word(js->state, rs->state,
+        state = status_rank_word(js->state, status_rank_agent_word(rs),
                                  status_on_probation(js->current, js->good, status_runs_unpromoted_spec(js)));
         if (rs->state_age_s > 0 && !strcmp(state, rs->state)) { /* "checkpointing:42s" (one word for scripts; drover top shows the same) */
             snprintf(state_buf, sizeof state_buf, "%s:%.0fs", state, rs->state_age_s);
@@ -536,6 +577,15 @@ static int status_once(struct fleet *f, const struct status_opts *o)
         const char *spec_label = NULL;
         char spec_release[RELEASE_ID_LEN + 1] = "";
         int nktok = 0; /* ranks that reported a throughput */
+        /* the releases its containers mark bad among those they run or go back to (the good
+         * release, or the current one): said once per release under the table */
+        struct {
+            char release[RELEASE_ID_LEN + 1], reason[STATUS_BAD_REASON_MAX], who[640];
+            bool good;
+            int n;
+            size_t off;
+        } marks[4] = { 0 };
+        int nmarks = 0;
         for (int i = 0; i < j->ncts; i++) {
             const struct inv_ct *ct = &j->cts[i];
             struct fetched *it = prefetch_find(&pf, ct);
@@ -614,6 +664,28 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             for (int k = 0; k < js->ngoods; k++)
                 json_array_append_new(goods, json_string(js->goods[k]));
             json_object_set_new(co, "bad", bad);     /* failed probation here: never a rollback target */
+            json_t *bad_reasons = json_array();      /* why each was marked; "" unknown (older agent) */
+            for (int k = 0; k < js->nbad; k++)
+                json_array_append_new(bad_reasons, json_string(js->bad_reason[k]));
+            json_object_set_new(co, "bad_reasons", bad_reasons);
+            const char *mreason = NULL, *mrel = status_marked_bad(js, &mreason);
+            if (mrel) {
+                int m = 0;
+                while (m < nmarks && strcmp(marks[m].release, mrel) != 0)
+                    m++;
+                if (m == nmarks && nmarks < (int)ARRAY_SIZE(marks)) {
+                    (void)str_copy(marks[m].release, sizeof marks[m].release, mrel);
+                    (void)str_copy(marks[m].reason, sizeof marks[m].reason, mreason);
+                    marks[m].good = !strcmp(mrel, js->good);
+                    nmarks++;
+                }
+                if (m < nmarks) {
+                    marks[m].n++;
+                    if (marks[m].off < sizeof marks[m].who)
+                        marks[m].off += (size_t)snprintf(marks[m].who + marks[m].off, sizeof marks[m].who - marks[m].off,
+                                                         "%s%s", marks[m].off ? ", " : "", ct->label);
+                }
+            }
             json_object_set_new(co, "goods", goods); /* promoted here, newest first */
             json_t *ranks = json_array();
             for (int k = 0; k < js->nranks; k++) {
@@ -653,6 +725,15 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             status_notes_add(&notes, LOG_LVL_WARN, "%s",
                              status_spec_hint(spec_label, spec_ct - 1, j->name, spec_release, f->inv_arg,
                                               hint, sizeof hint));
+        }
+        /* the table showed a release its agents will not go back to as any other (-o json's
+         * "bad" alone said it): a promoted release they stopped for non-finite loss or an exit
+         * not retried, or one started anyway */
+        for (int m = 0; m < nmarks && !o->json; m++) {
+            char hint[1600];
+            status_notes_add(&notes, LOG_LVL_WARN, "%s",
+                             status_bad_mark_note(j->name, marks[m].release, marks[m].good, marks[m].who,
+                                                  marks[m].n, marks[m].reason, f->inv_arg, hint, sizeof hint));
         }
         /* null when no rank said (every host down, ranks just started): 0.0 read as a stall */
         json_object_set_new(jo, "ktok_s", nktok ? json_real(total) : json_null());

@@ -2043,6 +2043,16 @@ void deploy_revert_unconfirmed_message(char *buf, size_t sz, const char *why, co
     snprintf(buf, sz, "%s; the job may be down: look with `drover status --job %s` and act now", why, job);
 }
 
+void deploy_promote_failed_message(char *buf, size_t sz, const char *sid, const char *job, double pdl)
+{
+    /* `drover promote` promotes where the release is still held (rollback.c's held_plan) and
+     * leaves the containers where it worked: it said only "Run the deploy again", a whole new
+     * probation for a release that passed one */
+    snprintf(buf, sz, "promote failed on some containers: %s passed probation but is not marked good "
+             "everywhere; the agents will revert it at the probation deadline (%.0fs).  `drover promote "
+             "--job %s` finishes the promote where it is still held; or run the deploy again", sid, pdl, job);
+}
+
 void deploy_rollback_failed_message(char *buf, size_t sz, enum rollback_failure kind, const char *why,
                                     const char *job, const char *target, const char *good, double deadline_at)
 {
@@ -2059,10 +2069,10 @@ void deploy_rollback_failed_message(char *buf, size_t sz, enum rollback_failure 
          * plain rollback is refused until they agree */
         snprintf(buf, sz, "%s, but its promote failed in some containers (named above): there %s runs "
                  "unpromoted and its agents return to %s by themselves at its probation deadline%s.  "
-                 "`drover rollback --job %s --to %s` puts %s back in every container now and watches it "
-                 "(a plain rollback is refused where the containers now disagree on the good release); to keep "
-                 "%s, deploy it (`drover deploy DIR --job %s`), which runs its probation", why, target, g,
-                 when, job, g, g, target, job);
+                 "`drover promote --job %s` finishes the promote: it promotes %s where it is "
+                 "still held and leaves the containers where it worked; or `drover rollback --job %s --to %s` "
+                 "puts %s back in every container now and watches it (a plain rollback is refused where the "
+                 "containers now disagree on the good release)", why, target, g, when, job, target, job, g, g);
         return;
     }
     if (kind == RBF_ACTIVATE && good && good[0]) {
@@ -2471,10 +2481,9 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
          * be the promoted release's; t-36 found it) */
         struct sample_set *ss = keep_base ? NULL : pass_samples(&d, p);
         if (promote_all(&d, keep_base ? -1 : k, ss) < 0) {
-            fprintf(stderr, "%s%spromote failed on some containers: %s passed probation but is not "
-                    "marked good everywhere; the agents will revert it at the probation deadline "
-                    "(%.0fs). Run the deploy again.%s\n", ui_bold(stderr), ui_red(stderr), d.sid,
-                    pdl, ui_reset(stderr));
+            char said[600];
+            deploy_promote_failed_message(said, sizeof said, d.sid, d.job->name, pdl);
+            fprintf(stderr, "%s%s%s%s\n", ui_bold(stderr), ui_red(stderr), said, ui_reset(stderr));
             history_record(&d, "failed", HISTORY_RC_PROMOTE_FAILED, "promote failed", k);
             ret = EXIT_FAIL;
         } else {

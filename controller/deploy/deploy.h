@@ -172,6 +172,12 @@ int deploy_silent_cts(char *buf, size_t sz, const char *const labels[], int n, c
  * not confirmed (why: what the watching found): the job may be down, where to look. */
 void deploy_revert_unconfirmed_message(char *buf, size_t sz, const char *why, const char *job);
 
+/* What a deploy says on stderr when its release (short id sid) passed probation but its promote
+ * failed in some containers (pdl: the probation deadline, seconds): the agents' revert at the
+ * deadline, and `drover promote --job J` to finish the promote where it is still held (or the
+ * deploy again). */
+void deploy_promote_failed_message(char *buf, size_t sz, const char *sid, const char *job, double pdl);
+
 /* How a rollback of job to target (short id) from the good release good failed after its
  * switch began (its ROLLBACK FAILED line, exit 4). */
 enum rollback_failure {
@@ -182,8 +188,10 @@ enum rollback_failure {
 };
 /* What ROLLBACK FAILED says after why (what failed): the state the job is left in (target
  * unpromoted on its agents' probation, which ends at deadline_at, wall clock, 0 unknown) and
- * the command that puts good back now and watches it: `drover rollback --job J`, or `--to good`
- * where a partial promote left the containers disagreeing on the good release.  Never `drover
+ * the command that puts good back now and watches it: `drover rollback --job J`; after a partial
+ * promote (RBF_PROMOTE: target recovered) `drover promote --job J`, which finishes it where target
+ * is still held, or `drover rollback --job J --to good`, the containers disagreeing on the good
+ * release.  Never `drover
  * promote` of a target that did not recover: it would run as the good release, no probation
  * watching it.  It said "look with `drover status`", or nothing.  RBF_ACTIVATE says instead
  * that good is being put back everywhere now, as one gang (the rollback's revert, whose outcome

@@ -31,6 +31,7 @@ static const char *const state_names[TOP_STATE_COUNT] = {
     [TOP_REVERTED] = "reverted", [TOP_FAILED] = "failed",     [TOP_STOPPING] = "stopping",
     [TOP_STOPPED] = "stopped",   [TOP_UNREACHABLE] = "unreachable",
     [TOP_NO_JOB] = STATUS_STATE_NO_JOB, /* the word `drover status` says */
+    [TOP_RENDEZVOUS] = STATUS_WORD_RENDEZVOUS, /* and this one */
 };
 
 const char *top_state_name(enum top_state s)
@@ -51,7 +52,7 @@ int top_state_severity(enum top_state s)
 {
     static const int sev[TOP_STATE_COUNT] = {
         [TOP_RUNNING] = 0, [TOP_STOPPED] = 1,  [TOP_NO_JOB] = 1, [TOP_PROBATION] = 2, [TOP_STOPPING] = 3,
-        [TOP_STARTING] = 4, [TOP_DEGRADED] = 5, [TOP_BACKOFF] = 6,   [TOP_STALLED] = 7,
+        [TOP_STARTING] = 4, [TOP_RENDEZVOUS] = 4, [TOP_DEGRADED] = 5, [TOP_BACKOFF] = 6,   [TOP_STALLED] = 7,
         [TOP_SILENT] = 7,   [TOP_CHECKPOINTING] = 3,
         [TOP_REVERTED] = 8, [TOP_FAILED] = 9,   [TOP_UNREACHABLE] = 10,
     };
@@ -136,6 +137,7 @@ void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char 
         r->exit_signal = rs->exit_signal;
         r->gpu = rs->gpu;
         r->has_hb = rs->has_hb;
+        r->hello = status_rank_in_rendezvous(rs);
         r->ntrend = prev.ntrend;
         memcpy(r->trend, prev.trend, sizeof r->trend);
         r->resumed_from = -1;
@@ -374,7 +376,8 @@ enum top_state top_rank_state(const struct top_snapshot *s, const struct top_ct 
      * own, see top_ct_state): the ranks of the good release it runs are judged as any others,
      * so the header's running count and `drover status` agree with the rank rows. */
     if (!r->has_hb || r->phase == HB_PHASE_INIT || ct->gang == GANG_STARTING)
-        return TOP_STARTING;
+        /* a hello alone: past its imports, in the rendezvous; `drover status` says it too */
+        return r->hello && !strcmp(r->pstate, "starting") ? TOP_RENDEZVOUS : TOP_STARTING;
     if (r->phase == HB_PHASE_DONE)
         return TOP_STOPPING;
     /* Liveness is the agent's word (agent/liveness.h), so `drover status`, `status -o json` and

@@ -41,6 +41,7 @@ enum top_state {
     TOP_STOPPED,
     TOP_UNREACHABLE, /* host or agent not answering: last values kept, dimmed, with their age */
     TOP_NO_JOB,      /* the agent does not know the job (never deployed there): status's word */
+    TOP_RENDEZVOUS,  /* a starting rank that sent the heartbeat module's hello only (status's word) */
     TOP_STATE_COUNT
 };
 
@@ -64,6 +65,7 @@ struct top_rank {
     double state_age_s;    /* with checkpointing/silent/stalled: for how long (agent clock) */
     int64_t pid;
     bool has_hb;
+    bool hello;            /* its last heartbeat is the hello alone (status_rank_in_rendezvous) */
     int64_t step;
     int64_t resumed_from;
     double loss;

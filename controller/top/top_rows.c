@@ -121,6 +121,7 @@ static unsigned state_attr(enum top_state st)
     switch (st) {
     case TOP_DEGRADED:
     case TOP_STARTING:
+    case TOP_RENDEZVOUS:
     case TOP_PROBATION:
     case TOP_STOPPING:
         return TOP_A_YELLOW;

@@ -410,6 +410,7 @@ static void test_status_roundtrip(void **state)
     st->wall = 1.7e9;
     js->nbad = 1;
     memset(js->bad[0], 'b', RELEASE_ID_LEN);
+    strcpy(js->bad_reason[0], "stopped while promoted: rank 1 reported 3 consecutive non-finite steps");
     js->ngoods = 2;
     memset(js->goods[0], 'a', RELEASE_ID_LEN);
     memset(js->goods[1], 'c', RELEASE_ID_LEN);
@@ -429,6 +430,8 @@ static void test_status_roundtrip(void **state)
     assert_true(back->wall == 1.7e9);
     assert_int_equal(bj->nbad, 1);
     assert_string_equal(bj->bad[0], js->bad[0]);
+    /* the mark's reason travels beside it (`drover status` names it under its table) */
+    assert_string_equal(bj->bad_reason[0], js->bad_reason[0]);
     assert_int_equal(bj->ngoods, 2);
     assert_string_equal(bj->goods[1], js->goods[1]);
     assert_int_equal(back->features, 0); /* none said: an older agent's document */

@@ -451,6 +451,38 @@ static void test_rollback_failed_says_state_and_command(void **state)
  * revert's own outcome follows.  It told the operator to run `drover rollback --job J` and left
  * the gang split until the agents' deadlines.  With no good release nothing can be put back:
  * said, with the deploy that runs one gang again. */
+/* ROLLBACK FAILED after the target trained but its promote failed in some containers: `drover
+ * promote --job J` finishes it where the target is still held (rollback.c's held_plan), with the
+ * rollback to the good release as the alternative.  It named only `rollback --to G` and a new
+ * deploy of the target, a whole probation again. */
+static void test_rollback_promote_failed_names_promote(void **state)
+{
+    (void)state;
+    char m[2000];
+    deploy_rollback_failed_message(m, sizeof m, RBF_PROMOTE, "a56200000000 trains", "train", "a56200000000",
+                                   "cd5d00000000", 1796220191.0);
+    assert_string_equal(m, "a56200000000 trains, but its promote failed in some containers (named above): there "
+                           "a56200000000 runs unpromoted and its agents return to cd5d00000000 by themselves at "
+                           "its probation deadline (about 14:03:11 UTC).  `drover promote --job train` finishes "
+                           "the promote: it promotes a56200000000 where it is still held and leaves the "
+                           "containers where it worked; or `drover rollback --job train --to cd5d00000000` puts "
+                           "cd5d00000000 back in every container now and watches it (a plain rollback is refused "
+                           "where the containers now disagree on the good release)");
+}
+
+/* A deploy whose promote failed in some containers: `drover promote --job J` finishes it (it
+ * said only "Run the deploy again", a new probation for a release that passed one). */
+static void test_deploy_promote_failed_names_promote(void **state)
+{
+    (void)state;
+    char m[600];
+    deploy_promote_failed_message(m, sizeof m, "a56200000000", "train", 600);
+    assert_string_equal(m, "promote failed on some containers: a56200000000 passed probation but is not marked "
+                           "good everywhere; the agents will revert it at the probation deadline (600s).  "
+                           "`drover promote --job train` finishes the promote where it is still held; or run "
+                           "the deploy again");
+}
+
 static void test_rollback_activate_failed_reverts(void **state)
 {
     (void)state;
@@ -476,6 +508,8 @@ int main(void)
         cmocka_unit_test(test_hint_only_for_agent),
         cmocka_unit_test(test_rollback_failed_says_state_and_command),
         cmocka_unit_test(test_rollback_activate_failed_reverts),
+        cmocka_unit_test(test_rollback_promote_failed_names_promote),
+        cmocka_unit_test(test_deploy_promote_failed_names_promote),
         cmocka_unit_test(test_unsurveyed_store_not_writable),
         cmocka_unit_test(test_said_store_unwritable),
         cmocka_unit_test(test_left_stopped_message),

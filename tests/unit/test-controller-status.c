@@ -337,6 +337,112 @@ static void test_nojob_hint(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* A rank that sent only the heartbeat module's hello (in the rendezvous) said "starting" in the
+ * table, as one that sent nothing, and -o json's phase "init": the table says "rendezvous", and
+ * -o json's flat phase; the rank's state stays the agent's word there. */
+static void test_hello_only_rank_says_rendezvous(void **state)
+{
+    (void)state;
+    static const char GOOD[] = "3f2a9c1b7d6e0000000000000000000000000000000000000000000000000000";
+    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    struct agent_status *st = calloc(1, sizeof *st);
+    assert_non_null(st);
+    fake_agent_status_init(st);
+    st->njobs = 1;
+    struct job_status *js = &st->jobs[0];
+    strcpy(js->job, "train");
+    js->state = GANG_RUNNING;
+    strcpy(js->current, GOOD);
+    strcpy(js->good, GOOD);
+    js->nranks = 2;
+    for (int k = 0; k < 2; k++) {
+        fake_rank_training(&js->ranks[k], k, k, GOOD, 0, 0, NAN);
+        strcpy(js->ranks[k].state, "starting");
+        heartbeat_init(&js->ranks[k].hb);
+    }
+    js->ranks[0].hb.hello = true; /* rank 1 sent init: loading, still starting */
+    fake_agent(dir, st);
+    struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+    char *argv[] = { "status", NULL };
+    assert_int_equal(capture_verb(cmd_status, inv, argv, 1, out, err), EXIT_OK);
+    assert_int_equal(count_lines(out, " rendezvous "), 2); /* rank 0 in train's two containers */
+    assert_int_equal(count_lines(out, " starting "), 2);
+    char *argv_json[] = { "status", "-o", "json", NULL };
+    assert_int_equal(capture_verb(cmd_status, inv, argv_json, 3, out, err), EXIT_OK);
+    json_error_t je;
+    json_t *d = json_load_file(out, 0, &je);
+    assert_non_null(d);
+    json_t *co = json_array_get(json_object_get(json_array_get(json_object_get(d, "jobs"), 0), "containers"), 0);
+    json_t *r0 = json_array_get(json_object_get(co, "ranks"), 0), *r1 = json_array_get(json_object_get(co, "ranks"), 1);
+    assert_string_equal(json_string_value(json_object_get(r0, "phase")), "rendezvous");
+    assert_string_equal(json_string_value(json_object_get(r0, "state")), "starting");
+    assert_string_equal(json_string_value(json_object_get(r1, "phase")), "init");
+    json_decref(d);
+    inventory_free(inv);
+    free(st);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
+/* A job whose good release its agents marked bad (they stopped it while it ran promoted, for
+ * non-finite loss or an exit not retried): the table showed it as any other release, and only
+ * -o json's "bad" list said it.  A note under the table names the release, the containers, the
+ * mark's reason and what to do; -o json carries the reasons beside "bad". */
+static void test_good_release_marked_bad_note(void **state)
+{
+    (void)state;
+    static const char GOOD[] = "dc1d30b010c60000000000000000000000000000000000000000000000000000";
+    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    struct agent_status *st = calloc(1, sizeof *st);
+    assert_non_null(st);
+    fake_agent_status_init(st);
+    st->njobs = 1;
+    struct job_status *js = &st->jobs[0];
+    strcpy(js->job, "train");
+    js->state = GANG_FAILED;
+    strcpy(js->current, GOOD);
+    strcpy(js->good, GOOD);
+    js->nbad = 1;
+    strcpy(js->bad[0], GOOD);
+    strcpy(js->bad_reason[0], "stopped while promoted: rank 1 reported 3 consecutive non-finite steps");
+    fake_agent(dir, st);
+    struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+    char *argv[] = { "status", NULL };
+    capture_verb(cmd_status, inv, argv, 1, out, err);
+    /* once for the job, both containers named */
+    assert_int_equal(count_lines(err, "job 'train': its good release dc1d30b010c6 is marked bad by the agents of "), 1);
+    assert_int_equal(count_lines(err, "/a, "), 1);
+    assert_int_equal(count_lines(err, " (stopped while promoted: rank 1 reported 3 consecutive non-finite steps): "), 1);
+    assert_int_equal(count_lines(err, "`drover rollback --job train` goes to an earlier good release, "
+                                      "`drover deploy DIR --job train` deploys a fixed one"), 1);
+    char *argv_json[] = { "status", "-o", "json", NULL };
+    capture_verb(cmd_status, inv, argv_json, 3, out, err);
+    json_error_t je;
+    json_t *d = json_load_file(out, 0, &je);
+    assert_non_null(d);
+    json_t *co = json_array_get(json_object_get(json_array_get(json_object_get(d, "jobs"), 0), "containers"), 0);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(co, "bad_reasons"), 0)),
+                        "stopped while promoted: rank 1 reported 3 consecutive non-finite steps");
+    json_decref(d);
+    /* a release that failed probation and was left (the good one runs): no note */
+    strcpy(js->good, "3f2a9c1b7d6e0000000000000000000000000000000000000000000000000000");
+    strcpy(js->current, js->good);
+    js->state = GANG_RUNNING;
+    fake_agent(dir, st);
+    capture_verb(cmd_status, inv, argv, 1, out, err);
+    assert_int_equal(count_lines(err, "is marked bad"), 0);
+    inventory_free(inv);
+    free(st);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
 /* A deploy's candidate (current is not the good release) runs: drover top said "probation" for
  * its ranks and `drover status` "running" (with the '*' of its release).  One word, from
  * status_rank_word(); promoted, both say running.  -o json keeps the agent's word. */
@@ -898,6 +1004,8 @@ int main(void)
         cmocka_unit_test(test_nojob_hint_text),
         cmocka_unit_test(test_failed_reason_code),
         cmocka_unit_test(test_candidate_ranks_say_probation),
+        cmocka_unit_test(test_good_release_marked_bad_note),
+        cmocka_unit_test(test_hello_only_rank_says_rendezvous),
         cmocka_unit_test(test_json_members_documented),
         cmocka_unit_test(test_no_job_said),
         cmocka_unit_test(test_notes_under_the_table),

@@ -335,6 +335,41 @@ static void test_no_loss_yet_is_not_nan(void **state)
     assert_int_equal(m.nan_ranks, 2);
 }
 
+/* A rank that sent only the heartbeat module's hello (its script is in the rendezvous) said
+ * "starting", as one that sent nothing: it says "rendezvous", as `drover status` does; one that
+ * sent nothing, or init after the hello, still says starting. */
+static void test_hello_only_rank_in_rendezvous(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, GOOD, GOOD, 100);
+    struct top_ct *ct = &f->s.cts[1];
+    make_status(&f->st, ct->node_rank, GOOD, GOOD, GANG_RUNNING, 0, 0, NAN);
+    struct rank_status *hello = &f->st.jobs[0].ranks[0], *none = &f->st.jobs[0].ranks[1];
+    strcpy(hello->state, "starting");
+    heartbeat_init(&hello->hb);
+    hello->hb.hello = true;
+    strcpy(none->state, "starting");
+    none->has_hb = false;
+    top_ct_update(ct, &f->st, "train", 3, 100);
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[0], 100), TOP_RENDEZVOUS);
+    assert_string_equal(top_state_name(TOP_RENDEZVOUS), "rendezvous");
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[1], 100), TOP_STARTING);
+    assert_false(top_state_is_alert(TOP_RENDEZVOUS));
+    struct top_view v = { .ascii = true, .trend_width = 8 };
+    struct top_row rows[32];
+    int n = top_build_rows(&f->s, f->inv, &v, 100, rows, 32), seen = 0;
+    for (int i = 0; i < n; i++)
+        if (rows[i].ct == 1 && rows[i].level == TOP_L_RANK && rows[i].rank == 0) {
+            assert_non_null(strstr(rows[i].cell[TOP_COL_STATE], "rendezvous"));
+            seen++;
+        }
+    assert_int_equal(seen, 1);
+    /* init after the hello: past the rendezvous, loading (starting) */
+    hello->hb.hello = false;
+    top_ct_update(ct, &f->st, "train", 3, 101);
+    assert_int_equal(top_rank_state(&f->s, ct, &ct->ranks[0], 101), TOP_STARTING);
+}
+
 /* A container whose agent is stopped or hung (SIGSTOP): it accepts the watch stream and never
  * sends a document, and no error comes for a minute (the agent CLI's own idle deadline).  `top
  * --once` showed it `starting` with `alerts: none` while `drover status` said agent-unreachable
@@ -896,6 +931,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_nan_and_slow_are_degraded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reverted_container_runs_good_ranks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_loss_yet_is_not_nan, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hello_only_rank_in_rendezvous, setup, teardown),
         cmocka_unit_test_setup_teardown(test_once_exit_agrees_with_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hung_agent_is_unreachable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stalled_backoff_failed, setup, teardown),
