@@ -295,20 +295,24 @@ static int run_local(struct conn *c, const char *const *argv, double timeout_s, 
     return 0;
 }
 
-int conn_run(struct conn *c, const char *const *argv, double timeout_s, struct exec_result *ret)
+/* conn_run and conn_run_cleanup: the same command line, over SSH or locally; a cleanup call is
+ * not cut short by the operator's interrupt (it ends what an interrupted call left). */
+static int run_cmd(struct conn *c, const char *const *argv, double timeout_s, bool cleanup,
+                   struct exec_result *ret)
 {
     c->ended = c->ssh ? -ENOSYS : 0;
     if (!c->ssh)
-        return run_local(c, argv, timeout_s, true, ret);
+        return run_local(c, argv, timeout_s, !cleanup, ret);
     char *line;
     int r = quote_argv(argv, &line);
     if (r < 0) {
         snprintf(c->err, sizeof c->err, "command line for '%s' too long", argv[0]);
         return r;
     }
-    r = ssh_exec(c->ssh, line, timeout_s, ret, c->err, sizeof c->err);
+    r = cleanup ? ssh_exec_cleanup(c->ssh, line, timeout_s, ret, c->err, sizeof c->err)
+                : ssh_exec(c->ssh, line, timeout_s, ret, c->err, sizeof c->err);
     free(line);
-    if (r == -ETIMEDOUT) { /* ssh_exec quoted the whole line: a script's text says nothing useful */
+    if (r == -ETIMEDOUT && !cleanup) { /* ssh_exec quoted the whole line: a script's text says nothing useful */
         char shown[200];
         command_shown(argv, shown, sizeof shown);
         snprintf(c->err, sizeof c->err, "host '%s': '%s' timed out after %.0fs", c->h->name, shown, timeout_s);
@@ -316,20 +320,14 @@ int conn_run(struct conn *c, const char *const *argv, double timeout_s, struct e
     return r;
 }
 
+int conn_run(struct conn *c, const char *const *argv, double timeout_s, struct exec_result *ret)
+{
+    return run_cmd(c, argv, timeout_s, false, ret);
+}
+
 int conn_run_cleanup(struct conn *c, const char *const *argv, double timeout_s, struct exec_result *ret)
 {
-    c->ended = c->ssh ? -ENOSYS : 0;
-    if (!c->ssh)
-        return run_local(c, argv, timeout_s, false, ret);
-    char *line;
-    int r = quote_argv(argv, &line);
-    if (r < 0) {
-        snprintf(c->err, sizeof c->err, "command line for '%s' too long", argv[0]);
-        return r;
-    }
-    r = ssh_exec_cleanup(c->ssh, line, timeout_s, ret, c->err, sizeof c->err);
-    free(line);
-    return r;
+    return run_cmd(c, argv, timeout_s, true, ret);
 }
 
 int conn_stream_open(struct conn *c, const char *const *argv, size_t line_max,
