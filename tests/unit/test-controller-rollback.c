@@ -763,6 +763,34 @@ static void test_rollback_of_undecided_release_leaves_it_unmarked(void **state)
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
+/* A promote that worked in /a only: /a calls next good; /b still runs next on its agent's
+ * probation, good its good release (its status in d2/status-b.json, which bcase serves for
+ * /b's lease take and status). */
+static void partial_promote_setup(const char *d2, struct agent_status *st, struct agent_status *stb, char *bcase,
+                                  size_t bcase_sz)
+{
+    char p[600];
+    fake_agent_status_init(st);
+    st->njobs = 1;
+    strcpy(st->jobs[0].job, "train");
+    st->jobs[0].state = GANG_RUNNING;
+    strcpy(st->jobs[0].current, next);
+    strcpy(st->jobs[0].previous, good);
+    strcpy(st->jobs[0].good, next);
+    st->jobs[0].ngoods = 2;
+    strcpy(st->jobs[0].goods[0], next);
+    strcpy(st->jobs[0].goods[1], good);
+    *stb = *st;
+    strcpy(stb->jobs[0].good, good);
+    stb->jobs[0].ngoods = 1;
+    strcpy(stb->jobs[0].goods[0], good);
+    char *doc = fake_agent_doc(stb, false);
+    snprintf(p, sizeof p, "%s/status-b.json", d2);
+    capture_put(p, doc, 0644);
+    free(doc);
+    snprintf(bcase, bcase_sz, "*/b/agent.sock\\ lease\\ take*|*/b/agent.sock\\ status*) cat '%s';;\n", p);
+}
+
 /* `drover promote --job train` */
 static int promote_verb(struct fleet *f, int argc, char **argv)
 {
@@ -785,26 +813,8 @@ static void test_promote_after_partial_promote(void **state)
     assert_non_null(mkdtemp(d2));
     struct agent_status st, stb;
     struct history_entry e;
-    /* /a: next promoted (its promote worked); /b: next runs, good is still good */
-    fake_agent_status_init(&st);
-    st.njobs = 1;
-    strcpy(st.jobs[0].job, "train");
-    st.jobs[0].state = GANG_RUNNING;
-    strcpy(st.jobs[0].current, next);
-    strcpy(st.jobs[0].previous, good);
-    strcpy(st.jobs[0].good, next);
-    st.jobs[0].ngoods = 2;
-    strcpy(st.jobs[0].goods[0], next);
-    strcpy(st.jobs[0].goods[1], good);
-    stb = st;
-    strcpy(stb.jobs[0].good, good);
-    stb.jobs[0].ngoods = 1;
-    strcpy(stb.jobs[0].goods[0], good);
-    char *doc = fake_agent_doc(&stb, false);
-    snprintf(p, sizeof p, "%s/status-b.json", d2);
-    capture_put(p, doc, 0644);
-    free(doc);
-    snprintf(bcase, sizeof bcase, "*/b/agent.sock\\ lease\\ take*|*/b/agent.sock\\ status*) cat '%s';;\n", p);
+    partial_promote_setup(d2, &st, &stb, bcase, sizeof bcase);
+    char *doc;
     rb_fn = promote_verb;
     rb_case = bcase;
     int code = rb_record(d2, &st, 0, &e);
@@ -870,26 +880,7 @@ static void test_revert_after_partial_promote(void **state)
     assert_non_null(mkdtemp(d2));
     struct agent_status st, stb;
     struct history_entry e;
-    /* /a: next promoted (its promote worked); /b: next runs, good is still good */
-    fake_agent_status_init(&st);
-    st.njobs = 1;
-    strcpy(st.jobs[0].job, "train");
-    st.jobs[0].state = GANG_RUNNING;
-    strcpy(st.jobs[0].current, next);
-    strcpy(st.jobs[0].previous, good);
-    strcpy(st.jobs[0].good, next);
-    st.jobs[0].ngoods = 2;
-    strcpy(st.jobs[0].goods[0], next);
-    strcpy(st.jobs[0].goods[1], good);
-    stb = st;
-    strcpy(stb.jobs[0].good, good);
-    stb.jobs[0].ngoods = 1;
-    strcpy(stb.jobs[0].goods[0], good);
-    char *doc = fake_agent_doc(&stb, false);
-    snprintf(p, sizeof p, "%s/status-b.json", d2);
-    capture_put(p, doc, 0644);
-    free(doc);
-    snprintf(bcase, sizeof bcase, "*/b/agent.sock\\ lease\\ take*|*/b/agent.sock\\ status*) cat '%s';;\n", p);
+    partial_promote_setup(d2, &st, &stb, bcase, sizeof bcase);
     rb_fn = revert_verb;
     rb_case = bcase;
     rb_refusal = true;
