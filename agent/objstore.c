@@ -595,8 +595,39 @@ static int place_file(const struct store *s, int dfd, const struct m2_entry *e, 
     return r;
 }
 
+/* Puts the assembled tree tmp in place of the damaged fin, which stays where it is until then:
+ * a job's `current` link never points at nothing, whether the rebuild fails or the agent is
+ * killed during it.  RENAME_EXCHANGE swaps them in one step; where the filesystem has no
+ * exchange (EINVAL), the damaged tree is renamed away and the new one in, two renames apart.
+ * The damaged tree, at tmp afterwards (or old), is removed as a release is. */
+static int replace_release(const struct store *s, const char *tmp, const char *fin, char *err, size_t errsz)
+{
+    int r = renameat2(AT_FDCWD, tmp, AT_FDCWD, fin, RENAME_EXCHANGE) < 0 ? -errno : 0;
+    if (r == 0) {
+        objstore_rm_tree(s, tmp);
+        return 0;
+    }
+    if (r == -ENOENT) /* fin went meanwhile (a gc): a plain rename */
+        return rename(tmp, fin) < 0 ? -errno : 0;
+    if (r == -EINVAL || r == -ENOSYS) {
+        char old[PATH_MAX]; /* "<id>.old.tmp.<pid>": stale by its pid if the agent dies here */
+        int n = (int)(strrchr(tmp, '/') - tmp) + 1 + RELEASE_ID_LEN;
+        if (snprintf(old, sizeof old, "%.*s.old%s", n, tmp, tmp + n) >= (int)sizeof old)
+            return -ENAMETOOLONG;
+        if (rename(fin, old) < 0 || rename(tmp, fin) < 0)
+            r = -errno;
+        else
+            r = 0;
+        objstore_rm_tree(s, old);
+        if (r == 0)
+            return 0;
+    }
+    reason(err, errsz, "cannot put the rebuilt release in place of the damaged one: %s", strerror(-r));
+    return r;
+}
+
 static int assemble(const struct store *s, const struct manifest2 *m, const char *id, const char *text,
-                    size_t len, FILE *resend, char *err, size_t errsz)
+                    size_t len, bool replace, FILE *resend, char *err, size_t errsz)
 {
     char tmp[PATH_MAX], fin[PATH_MAX], rel[PATH_MAX];
     int r;
@@ -672,6 +703,12 @@ static int assemble(const struct store *s, const struct manifest2 *m, const char
             reason(err, errsz, "assembled release %.12s does not match its manifest", id);
         r = nbad ? -ESTALE : -EIO;
         goto fail;
+    }
+    if (replace) {
+        if ((r = replace_release(s, tmp, fin, err, errsz)) < 0)
+            goto fail;
+        (void)fs_fsync_dir(rel);
+        return 0;
     }
     if (rename(tmp, fin) < 0) {
         r = -errno;
@@ -750,23 +787,21 @@ int objstore_add(const struct store *s, const char *text, size_t len, const char
         goto out;
     }
     objstore_clean_stale(s);
-    if (store_has_release(s, id)) {
+    bool replace = store_has_release(s, id);
+    if (replace) {
         if (!is_damaged(s, id) && release_intact(s, m, id, text, len, NULL)) {
             r = 1;
             goto out;
         }
-        /* Damaged (someone wrote into it, a disk error): rebuilt from objects, never kept. */
-        char p[PATH_MAX], q[PATH_MAX];
-        if ((r = store_path(s, p, sizeof p, "releases/%s", id)) < 0 ||
-            (r = store_path(s, q, sizeof q, "releases/%s.tmp.%ld.old", id, (long)getpid())) < 0)
-            goto out;
+        /* Damaged (someone wrote into it, a disk error): rebuilt from objects, never kept.  It
+         * stays in place, marked (not present to anyone), until the rebuilt tree replaces it. */
         log_warn("store: release %.12s is damaged; rebuilding it", id);
-        if (rename(p, q) == 0)
-            objstore_rm_tree(s, q);
+        if (!is_damaged(s, id))
+            mark_damaged(s, id, "its tree did not match its manifest at install; being rebuilt");
     }
     if (pack && (r = ingest_pack(s, m, pack, corrupt, err, errsz)) < 0)
         goto out;
-    r = assemble(s, m, id, text, len, corrupt, err, errsz);
+    r = assemble(s, m, id, text, len, replace, corrupt, err, errsz);
     if (r >= 0)
         objstore_forget_release(s, id); /* a damaged mark, from a verify that failed */
 out:

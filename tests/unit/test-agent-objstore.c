@@ -6,6 +6,7 @@
  * corrupt object is refused, reported, never stored; GC keeps the protected release, its
  * environment and their objects, and removes the rest; stale temp files of dead processes go,
  * those of live ones stay. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -704,6 +705,51 @@ static void test_missing_reverifies_present(void **state)
  * that keeps objects/.verified.lock gets the save -ETIMEDOUT after the timeout, with the
  * updates still queued, and the next save once the lock is free writes them.  (The old code
  * took a blocking flock here and waited for as long as the holder lived.) */
+/* A damaged release stays where it is (marked, not present) until its rebuilt tree replaces it:
+ * a job's `current` link to it never dangles, whether the rebuild fails (an object missing and
+ * no pack) or succeeds.  (The old code renamed the damaged tree away and removed it before
+ * assembling: a failed rebuild, or an agent killed during it, left releases/<id> missing.) */
+static void test_damaged_release_kept_until_replaced(void **state)
+{
+    (void)state;
+    struct store s;
+    struct rel a;
+    char err[512];
+    struct stat st;
+    store_with_release(&s, &a, "x = 1\n");
+    assert_int_equal(symlink(path("root/releases/%s", a.id), path("current")), 0);
+    /* damaged: a file of the release removed; and the object it needs gone from the store */
+    const struct m2_entry *me = manifest2_find(a.m, "lib/pkg/mod.py");
+    assert_non_null(me);
+    assert_int_equal(unlink(path("root/releases/%s/lib/pkg/mod.py", a.id)), 0);
+    static const char *const modes[] = { "0444", "0555", "0644", "0755" };
+    for (size_t i = 0; i < ARRAY_SIZE(modes); i++)
+        (void)unlink(path("root/objects/%s.%s", me->sha256, modes[i]));
+    /* the rebuild fails (no pack): the damaged tree is still there, marked, not present */
+    assert_int_equal(objstore_add(&s, a.text, a.len, a.id, NULL, NULL, err, sizeof err), -ENOENT);
+    assert_non_null(strstr(err, "lib/pkg/mod.py"));
+    assert_int_equal(stat(path("current/MANIFEST"), &st), 0);
+    assert_false(objstore_have(&s, a.id));
+    /* with the pack it is rebuilt in place: the link resolves to the new, intact tree */
+    assert_int_equal(objstore_add(&s, a.text, a.len, a.id, path("a.pack"), NULL, err, sizeof err), 0);
+    assert_true(objstore_have(&s, a.id));
+    assert_int_equal(stat(path("current/lib/pkg/mod.py"), &st), 0);
+    assert_int_equal(store_verify_release(&s, a.id, err, sizeof err), 0);
+    /* nothing of the damaged tree or the temp one is left beside it */
+    DIR *d = opendir(path("root/releases"));
+    assert_non_null(d);
+    struct dirent *de;
+    size_t n = 0;
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.') {
+            assert_string_equal(de->d_name, a.id);
+            n++;
+        }
+    closedir(d);
+    assert_int_equal(n, 1);
+    unload(&a);
+}
+
 static void test_vrecord_lock_has_deadline(void **state)
 {
     (void)state;
@@ -743,6 +789,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reverify_recorded_and_corrupt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_written_object_is_sent_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_reverifies_present, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_release_kept_until_replaced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vrecord_lock_has_deadline, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
