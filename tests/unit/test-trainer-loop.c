@@ -216,6 +216,19 @@ static void test_nan_diverges_without_checkpoint(void **state)
     assert_int_equal(newest_ckpt_step(ck), 5); /* step 10's checkpoint was never written */
 }
 
+/* Two ranks run to their end: every heartbeat read into b0, b1, both exit 0. */
+static void finish_pair(pid_t p0, int f0, pid_t p1, int f1, struct beats *b0, struct beats *b1)
+{
+    memset(b0, 0, sizeof *b0);
+    memset(b1, 0, sizeof *b1);
+    read_beats(f0, b0, -1);
+    read_beats(f1, b1, -1);
+    close(f0);
+    close(f1);
+    assert_int_equal(wait_code(p0), TX_OK);
+    assert_int_equal(wait_code(p1), TX_OK);
+}
+
 static void test_two_ranks_and_a_lost_peer(void **state)
 {
     (void)state;
@@ -228,14 +241,7 @@ static void test_two_ranks_and_a_lost_peer(void **state)
     pid_t p0 = spawn(cfg, ck, 6, e0, &f0);
     pid_t p1 = spawn(cfg, ck, 6, e1, &f1);
     static struct beats b0, b1;
-    memset(&b0, 0, sizeof b0);
-    memset(&b1, 0, sizeof b1);
-    read_beats(f0, &b0, -1);
-    read_beats(f1, &b1, -1);
-    close(f0);
-    close(f1);
-    assert_int_equal(wait_code(p0), TX_OK);
-    assert_int_equal(wait_code(p1), TX_OK);
+    finish_pair(p0, f0, p1, f1, &b0, &b1);
     assert_int_equal(b0.last.step, 6);
     assert_int_equal(b1.last.step, 6);
     assert_int_equal(b1.last.rank, 1);
@@ -424,14 +430,7 @@ static void test_hello_first_then_init_after_rendezvous(void **state)
         assert_string_equal(h.backend, "cpu");
     }
     static struct beats b0, b1;
-    memset(&b0, 0, sizeof b0);
-    memset(&b1, 0, sizeof b1);
-    read_beats(f0, &b0, -1);
-    read_beats(f1, &b1, -1);
-    close(f0);
-    close(f1);
-    assert_int_equal(wait_code(p0), TX_OK);
-    assert_int_equal(wait_code(p1), TX_OK);
+    finish_pair(p0, f0, p1, f1, &b0, &b1);
     assert_int_equal(b0.ntrain, 2);
     assert_int_equal(b1.ntrain, 2);
     assert_false(b0.last.hello || b1.last.hello);
