@@ -265,6 +265,19 @@ static void switch_to(struct job_rec *j, const char *id, const char *digest, str
     (void)str_copy(e->release, sizeof e->release, id);
 }
 
+/* A new run of the job gets a fresh restart budget: an activation, a revert, a requested start,
+ * and the relaunch after a container restart (a new boot).  The restarts counted before it, the
+ * exits in its crash window and the cause of the last restart were the run that ended: counted
+ * against the new one, they lengthened its first backoff (policy_backoff grows with `restarts`)
+ * and `drover status` said "restarted by its agent N times ..., last after ..." of the old one. */
+static void fresh_restart_budget(struct job_rec *j, struct jm_rt *rt)
+{
+    j->restarts = 0;
+    j->last_restart_reason[0] = '\0';
+    rt->last_restart_peer_exit = false;
+    rt->ncrash = 0;
+}
+
 /* Ask for j's current release to be started; the result comes back as START_OK/START_FAILED. */
 static void start_gang(struct job_rec *j, struct jm_rt *rt, enum jm_start why, enum gang_state after,
                        enum status_reason code, const char *reason, struct jm_effects *out)
@@ -329,10 +342,7 @@ static void run_activate(const struct crash_policy *p, struct job_rec *j, struct
     memcpy(digest, rt->next_spec.digest, sizeof digest);
     spec_done(&rt->next_spec);
     switch_to(j, id, digest, out);
-    j->restarts = 0;
-    j->last_restart_reason[0] = '\0';
-    rt->last_restart_peer_exit = false;
-    rt->ncrash = 0;
+    fresh_restart_budget(j, rt);
     j->probation_deadline = rt->next_probation_s > 0 ? now + rt->next_probation_s : 0;
     fx_event(out, "activate", j->current, "%s%s",
              spec_changed ? "the same release with a changed job spec"
@@ -373,10 +383,7 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
     switch_to(j, j->good, j->good_digest, out);
     set_rdzv(j, rt->next_rdzv);
     rt->next_rdzv[0] = '\0';
-    j->restarts = 0;
-    j->last_restart_reason[0] = '\0';
-    rt->last_restart_peer_exit = false;
-    rt->ncrash = 0;
+    fresh_restart_budget(j, rt);
     j->probation_deadline = 0;
     if (automatic)
         j->auto_rollbacks++;
@@ -461,9 +468,9 @@ static void run_next(const struct crash_policy *p, struct job_rec *j, struct jm_
         /* a requested start (`drover start`, or an aborted switch starting the old release
          * again) is a new run: the restarts counted before it, and their cause, were the run
          * the stop ended (`drover status` said "restarted by its agent N times" of that one
-         * after a stop and start) */
-        j->restarts = 0;
-        j->last_restart_reason[0] = '\0';
+         * after a stop and start); after a failed crash or hang loop ("fix it, then drover
+         * start") the exits before it would otherwise fail it again at its first hang */
+        fresh_restart_budget(j, rt);
         /* a release marked bad (stopped while promoted for a failure not retried, say, and the
          * operator fixed its data) still starts when asked: said, never refused */
         const char *bad = state_bad_reason(j, j->current);
@@ -870,11 +877,7 @@ static void on_request(const struct crash_policy *p, struct job_rec *j, struct j
         j->switch_deadline = 0;
         fx_simple(out, JM_FX_WAIT);
         cancel_restart(rt);
-        /* an operator's start (after a failed crash or hang loop: "fix it, then drover start")
-         * gets a fresh restart budget: the exits before it would otherwise fail it again at
-         * its first hang */
-        rt->ncrash = 0;
-        rt->last_restart_peer_exit = false;
+        /* a fresh restart budget once the gang is gone (run_next, JM_NEXT_START) */
         request(p, j, rt, JM_NEXT_START, STATUS_RC_NONE, "started by request", ev->now, out);
         return;
     default:
@@ -1013,8 +1016,23 @@ void jm_step(const struct crash_policy *p, struct job_rec *j, struct jm_rt *rt,
                                                   : ev->rebooted ? "relaunched after the container restarted "
                                                                    "(its gang ended with it)"
                                                                  : "relaunched after agent restart");
-            fx_event(out, "restart", j->current, "%s", ev->rebooted ? "the container restarted: relaunching the gang"
-                                                                  : "agent restarted: relaunching the gang");
+            if (!ev->rebooted) {
+                /* the agent alone restarted (same boot): the run goes on, so does its budget */
+                fx_event(out, "restart", j->current, "agent restarted: relaunching the gang");
+            } else if (j->restarts > 0) {
+                /* a new boot is a new run, as a requested start is: the restarts of the previous
+                 * boot (and their cause) are not counted against it, nor said of it */
+                char lr[200];
+                (void)text_cut_words(j->last_restart_reason, NULL, lr, sizeof lr);
+                fx_event(out, "restart", j->current, "the container restarted: relaunching the gang with a fresh "
+                         "restart budget; the previous boot's %d %s not counted%s%s%s", j->restarts,
+                         text_plural(j->restarts, "restart is", "restarts are"), lr[0] ? " (the last after " : "",
+                         lr, lr[0] ? ")" : "");
+                fresh_restart_budget(j, rt);
+            } else {
+                fx_event(out, "restart", j->current, "the container restarted: relaunching the gang");
+                fresh_restart_budget(j, rt);
+            }
             fx_simple(out, JM_FX_SAVE);
             start_gang(j, rt, JM_START_RESUME, rev ? GANG_REVERTED : GANG_STARTING,
                        rev ? j->reason_code : STATUS_RC_NONE, reason, out);

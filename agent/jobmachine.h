@@ -200,7 +200,8 @@ struct jm_event {
     bool no_start;               /* REVERT: leave the job stopped on its good release */
     double hang_limit_s;         /* GANG_GONE with JM_EXIT_HUNG: the liveness deadline that tripped */
     bool rebooted;               /* AGENT_START: the container restarted since the state was saved
-                                    (another boot id): its gang ended with it */
+                                    (another boot id): its gang ended with it, and a job relaunched
+                                    in the new boot gets a fresh restart budget (a new run) */
     bool sigkilled;              /* GANG_GONE: a rank outlived SIGTERM for grace_s: SIGKILL sent */
     double grace_s;              /* GANG_GONE with sigkilled: the grace it had */
 };

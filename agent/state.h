@@ -39,8 +39,9 @@ struct job_rec {
     enum status_reason reason_code; /* the reason's cause, typed (common/status.h); a state.json
                                        from before it: derived from the text */
     int generation;
-    int restarts;          /* gang restarts of the current release since its activation, revert
-                              or last requested start (drover start: a new run) */
+    int restarts;          /* gang restarts of the current release since its activation, revert,
+                              last requested start (drover start: a new run) or the relaunch
+                              after a container restart (a new boot: a new run) */
     char last_restart_reason[256]; /* what caused the last of those ("rank 0 hung"); "" none */
     int auto_rollbacks;    /* consecutive automatic rollbacks; reset by promote */
     /* Probation deadline on the agent's monotonic clock (time_mono); 0: none.  Never the wall

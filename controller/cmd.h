@@ -180,13 +180,47 @@ const char *status_nojob_hint(const char *cts, const char *job, const char *inv_
  * release, else its current one (started anyway, as asked); NULL when neither is marked.  With
  * *ret_reason the mark's reason ("" unknown: an older agent).  Borrowed from js. */
 const char *status_marked_bad(const struct job_status *js, const char **ret_reason);
-/* The warning `drover status` prints once per job and release under its table when containers
- * (cts, ", "-separated, ncts of them) mark the job's good (good true) or current release bad:
- * the release, the containers, the first one's reason, and what to do (`drover rollback --job
- * J` for an earlier good release, `drover deploy DIR --job J` for a fixed one).  The table
- * showed nothing of it; only -o json's "bad" list did. */
-const char *status_bad_mark_note(const char *job, const char *release, bool good, const char *cts, int ncts,
-                                 const char *reason, const char *inv_arg, char *buf, size_t sz);
+/* The bad marks of one job's containers, for the warning under `drover status`'s table and
+ * under `drover top`'s (one implementation: status_bad_marks_add for each container whose agent
+ * knows the job, then status_bad_marks_line for each line).  Plain data: zero it to start. */
+#define STATUS_BAD_MARKS_SHOWN 4  /* releases said in full, one line each; the others are counted */
+#define STATUS_BAD_MARK_REASONS 4 /* distinct reasons kept per release; the others are counted */
+struct status_bad_mark {
+    char release[RELEASE_ID_LEN + 1];
+    bool good;                    /* it is the good release where first seen (else the current) */
+    int n;                        /* containers that mark it */
+    char who[640];                /* their labels, ", "-separated (cut when long) */
+    int nreasons;                 /* distinct reasons kept ("" unknown: an older agent) */
+    int nreasons_more;            /* containers whose reason did not fit in reasons[] */
+    struct {
+        char reason[STATUS_BAD_REASON_MAX];
+        char who[200];            /* the containers that give it */
+    } reasons[STATUS_BAD_MARK_REASONS];
+};
+struct status_bad_marks {
+    int ncts;                     /* containers added (whose agent knows the job) */
+    int nmarks;
+    struct status_bad_mark marks[STATUS_BAD_MARKS_SHOWN];
+    int nmore;                    /* releases marked past marks[]: counted, not said */
+    int nmore_cts;                /* containers marking those */
+    char more[INV_MAX_CTS][RELEASE_ID_LEN + 1]; /* their ids (each counted once) */
+};
+/* One container ct ("h1:101") whose agent knows the job: release is what status_marked_bad()
+ * gave for it (NULL or "": none; it still counts in "N of M containers"), good whether that is
+ * the container's good release, reason the mark's reason (NULL or "": unknown). */
+void status_bad_marks_add(struct status_bad_marks *m, const char *ct, const char *release, bool good,
+                          const char *reason);
+/* How many lines status_bad_marks_line gives: one per release kept, and one more when releases
+ * were left out. */
+int status_bad_marks_nlines(const struct status_bad_marks *m);
+/* Line k into buf (without the "drover: warning: " status prints before it): the release, the
+ * containers that mark it ("in 2 of its 3 containers" when not all of them do), the reason (each
+ * container's when they differ: "h1:101: A; h2:201: B"), and what to do (`drover rollback --job
+ * J` for an earlier good release, `drover deploy DIR --job J` for a fixed one); the last line,
+ * when releases were left out, says how many and where they are listed.  inv_arg: -i as given
+ * (NULL: default).  Returns buf ("" for k out of range). */
+const char *status_bad_marks_line(const struct status_bad_marks *m, int k, const char *job, const char *inv_arg,
+                                  char *buf, size_t sz);
 
 
 /* The release the controller last made good for job (from history): promoted, or returned to by

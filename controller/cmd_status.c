@@ -229,19 +229,114 @@ const char *status_marked_bad(const struct job_status *js, const char **ret_reas
     return NULL;
 }
 
-const char *status_bad_mark_note(const char *job, const char *release, bool good, const char *cts, int ncts,
-                                 const char *reason, const char *inv_arg, char *buf, size_t sz)
+/* Append ", label" (or label first) to who[sz] when it fits; a list that no longer fits ends
+ * in ", ..." once. */
+static void who_add(char *who, size_t sz, const char *label)
 {
-    char sid[RELEASE_SHORT_LEN + 1], why[STATUS_BAD_REASON_MAX + 48] = "";
-    if (reason && reason[0])
-        snprintf(why, sizeof why, " (%s)", reason);
-    else /* an older agent: the mark without its reason */
-        snprintf(why, sizeof why, " (`drover history --job %s` says why)", job);
-    snprintf(buf, sz, "job '%s': its %s release %s is marked bad by the %s of %.600s%s: a plain "
+    size_t n = strlen(who);
+    if (n >= 5 && !strcmp(who + n - 5, ", ..."))
+        return;
+    if ((size_t)snprintf(who + n, sz - n, "%s%s", n ? ", " : "", label) >= sz - n) {
+        who[n] = '\0';
+        if (n + 6 <= sz)
+            memcpy(who + n, ", ...", 6);
+    }
+}
+
+void status_bad_marks_add(struct status_bad_marks *m, const char *ct, const char *release, bool good,
+                          const char *reason)
+{
+    m->ncts++;
+    if (!release || !release[0])
+        return;
+    if (!reason)
+        reason = "";
+    int k = 0;
+    while (k < m->nmarks && strcmp(m->marks[k].release, release) != 0)
+        k++;
+    if (k == m->nmarks && m->nmarks == STATUS_BAD_MARKS_SHOWN) {
+        /* said as a count: each release once */
+        m->nmore_cts++;
+        for (int i = 0; i < m->nmore; i++)
+            if (!strcmp(m->more[i], release))
+                return;
+        if (m->nmore < (int)ARRAY_SIZE(m->more))
+            (void)str_copy(m->more[m->nmore++], sizeof m->more[0], release);
+        return;
+    }
+    struct status_bad_mark *b = &m->marks[k];
+    if (k == m->nmarks) {
+        memset(b, 0, sizeof *b);
+        (void)str_copy(b->release, sizeof b->release, release);
+        b->good = good;
+        m->nmarks++;
+    }
+    b->n++;
+    who_add(b->who, sizeof b->who, ct);
+    int r = 0;
+    while (r < b->nreasons && strcmp(b->reasons[r].reason, reason) != 0)
+        r++;
+    if (r == b->nreasons && b->nreasons == STATUS_BAD_MARK_REASONS) {
+        b->nreasons_more++;
+        return;
+    }
+    if (r == b->nreasons) {
+        /* cut as the agent's state keeps it: the same words compare equal */
+        (void)str_copy(b->reasons[r].reason, sizeof b->reasons[r].reason, reason);
+        b->reasons[r].who[0] = '\0';
+        b->nreasons++;
+    }
+    who_add(b->reasons[r].who, sizeof b->reasons[r].who, ct);
+}
+
+int status_bad_marks_nlines(const struct status_bad_marks *m)
+{
+    return m->nmarks + (m->nmore > 0);
+}
+
+const char *status_bad_marks_line(const struct status_bad_marks *m, int k, const char *job, const char *inv_arg,
+                                  char *buf, size_t sz)
+{
+    const char *ia = inv_arg ? " -i " : "", *iv = inv_arg ? inv_arg : "";
+    buf[0] = '\0';
+    if (k == m->nmarks && m->nmore > 0) {
+        /* releases the lines above leave out are counted, not dropped in silence */
+        snprintf(buf, sz, "job '%s': %d more %s marked bad by the agents of %d %s, not said here: "
+                          "`drover%s%s status -o json` lists each container's \"bad\" and \"bad_reasons\"",
+                 job, m->nmore, text_plural(m->nmore, "release is", "releases are"), m->nmore_cts,
+                 text_plural(m->nmore_cts, "container", "containers"), ia, iv);
+        return buf;
+    }
+    if (k < 0 || k >= m->nmarks)
+        return buf;
+    const struct status_bad_mark *b = &m->marks[k];
+    char sid[RELEASE_SHORT_LEN + 1], part[64] = "", why[STATUS_BAD_MARK_REASONS * (STATUS_BAD_REASON_MAX + 220) + 96];
+    if (b->n < m->ncts) /* the other containers do not mark it: they disagree */
+        snprintf(part, sizeof part, ", in %d of its %d containers", b->n, m->ncts);
+    size_t off = 0;
+    if (b->nreasons == 1 && !b->nreasons_more) {
+        if (b->reasons[0].reason[0])
+            snprintf(why, sizeof why, " (%s)", b->reasons[0].reason);
+        else /* an older agent: the mark without its reason */
+            snprintf(why, sizeof why, " (`drover history --job %s` says why)", job);
+    } else {
+        /* the containers give different reasons: each one's, not the first's alone */
+        off += (size_t)snprintf(why, sizeof why, " (");
+        for (int r = 0; r < b->nreasons && off < sizeof why; r++)
+            off += (size_t)snprintf(why + off, sizeof why - off, "%s%s: %s", r ? "; " : "", b->reasons[r].who,
+                                    b->reasons[r].reason[0] ? b->reasons[r].reason : "no reason given (an older agent)");
+        if (b->nreasons_more && off < sizeof why)
+            off += (size_t)snprintf(why + off, sizeof why - off, "; %d more %s", b->nreasons_more,
+                                    text_plural(b->nreasons_more, "container with another reason",
+                                                "containers with other reasons"));
+        if (off < sizeof why)
+            snprintf(why + off, sizeof why - off, ")");
+    }
+    snprintf(buf, sz, "job '%s': its %s release %s is marked bad by the %s of %.640s%s%s: a plain "
                       "rollback never goes to it; `drover%s%s rollback --job %s` goes to an earlier good "
                       "release, `drover%s%s deploy DIR --job %s` deploys a fixed one",
-             job, good ? "good" : "current", ui_short(release, sid), ncts == 1 ? "agent" : "agents", cts, why,
-             inv_arg ? " -i " : "", inv_arg ? inv_arg : "", job, inv_arg ? " -i " : "", inv_arg ? inv_arg : "", job);
+             job, b->good ? "good" : "current", ui_short(b->release, sid), b->n == 1 ? "agent" : "agents", b->who,
+             part, why, ia, iv, job, ia, iv, job);
     return buf;
 }
 
@@ -579,13 +674,9 @@ static int status_once(struct fleet *f, const struct status_opts *o)
         int nktok = 0; /* ranks that reported a throughput */
         /* the releases its containers mark bad among those they run or go back to (the good
          * release, or the current one): said once per release under the table */
-        struct {
-            char release[RELEASE_ID_LEN + 1], reason[STATUS_BAD_REASON_MAX], who[640];
-            bool good;
-            int n;
-            size_t off;
-        } marks[4] = { 0 };
-        int nmarks = 0;
+        static struct status_bad_marks marks_of_job; /* ~11 KB: not on the stack */
+        struct status_bad_marks *marks = &marks_of_job;
+        memset(marks, 0, sizeof *marks);
         for (int i = 0; i < j->ncts; i++) {
             const struct inv_ct *ct = &j->cts[i];
             struct fetched *it = prefetch_find(&pf, ct);
@@ -669,23 +760,7 @@ static int status_once(struct fleet *f, const struct status_opts *o)
                 json_array_append_new(bad_reasons, json_string(js->bad_reason[k]));
             json_object_set_new(co, "bad_reasons", bad_reasons);
             const char *mreason = NULL, *mrel = status_marked_bad(js, &mreason);
-            if (mrel) {
-                int m = 0;
-                while (m < nmarks && strcmp(marks[m].release, mrel) != 0)
-                    m++;
-                if (m == nmarks && nmarks < (int)ARRAY_SIZE(marks)) {
-                    (void)str_copy(marks[m].release, sizeof marks[m].release, mrel);
-                    (void)str_copy(marks[m].reason, sizeof marks[m].reason, mreason);
-                    marks[m].good = !strcmp(mrel, js->good);
-                    nmarks++;
-                }
-                if (m < nmarks) {
-                    marks[m].n++;
-                    if (marks[m].off < sizeof marks[m].who)
-                        marks[m].off += (size_t)snprintf(marks[m].who + marks[m].off, sizeof marks[m].who - marks[m].off,
-                                                         "%s%s", marks[m].off ? ", " : "", ct->label);
-                }
-            }
+            status_bad_marks_add(marks, ct->label, mrel, mrel && !strcmp(mrel, js->good), mreason);
             json_object_set_new(co, "goods", goods); /* promoted here, newest first */
             json_t *ranks = json_array();
             for (int k = 0; k < js->nranks; k++) {
@@ -729,11 +804,10 @@ static int status_once(struct fleet *f, const struct status_opts *o)
         /* the table showed a release its agents will not go back to as any other (-o json's
          * "bad" alone said it): a promoted release they stopped for non-finite loss or an exit
          * not retried, or one started anyway */
-        for (int m = 0; m < nmarks && !o->json; m++) {
-            char hint[1600];
-            status_notes_add(&notes, LOG_LVL_WARN, "%s",
-                             status_bad_mark_note(j->name, marks[m].release, marks[m].good, marks[m].who,
-                                                  marks[m].n, marks[m].reason, f->inv_arg, hint, sizeof hint));
+        for (int m = 0; m < status_bad_marks_nlines(marks) && !o->json; m++) {
+            char hint[2400];
+            status_notes_add(&notes, LOG_LVL_WARN, "%s", status_bad_marks_line(marks, m, j->name, f->inv_arg,
+                                                                              hint, sizeof hint));
         }
         /* null when no rank said (every host down, ranks just started): 0.0 read as a stall */
         json_object_set_new(jo, "ktok_s", nktok ? json_real(total) : json_null());

@@ -98,6 +98,18 @@ static void hb_send(struct run *r, enum hb_phase phase, const char *error)
     }
 }
 
+/* The first line: "this rank's process started" (docs/protocol.md, "hello"), before the config,
+ * the rendezvous, NCCL and the data load, so that a rank that waits for a peer in the rendezvous
+ * is told from one that never started (the agent's first-step verdict, `drover status`'s
+ * "rendezvous").  Its phase init comes once the gang has met.  An agent that does not know
+ * "kind" reads it as the init heartbeat it also is. */
+static void hb_send_hello(struct run *r)
+{
+    r->hb.hello = true;
+    hb_send(r, HB_PHASE_INIT, NULL);
+    r->hb.hello = false;
+}
+
 static int exit_for_errno(int err)
 {
     switch (err) {
@@ -462,6 +474,7 @@ int train_run(const struct train_args *a)
         log_error("RANK %d is not below WORLD_SIZE %d", r.rank, r.world);
         return fail(&r, TX_USAGE, "bad environment");
     }
+    hb_send_hello(&r);
     const char *fs = getenv("DROVER_TRAIN_FAULT");
     if (!fs || !*fs)
         fs = getenv("TRAINER_FAULT");
@@ -487,7 +500,6 @@ int train_run(const struct train_args *a)
         return fail(&r, TX_DEVICE, "backend not available");
     }
     (void)str_copy(r.hb.backend, sizeof r.hb.backend, r.be_ops->name);
-    hb_send(&r, HB_PHASE_INIT, NULL);
 
     if (r.faults.exit_immediately >= 0) {
         log_error("fault knob exit_immediately=%d", r.faults.exit_immediately);
@@ -527,6 +539,8 @@ int train_run(const struct train_args *a)
             goto out;
         }
     }
+    /* the gang has met (or is this rank alone): phase init, loading data and the model */
+    hb_send(&r, HB_PHASE_INIT, NULL);
     e = loader_open(r.cfg.train, r.cfg.batch, r.cfg.model.seq, r.rank, r.world, &r.loader, err, sizeof err);
     if (e < 0) {
         log_error("%s%s", err, e == -ENOENT ? " (config [data] train)" : "");

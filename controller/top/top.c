@@ -100,7 +100,7 @@ static int top_once(struct fleet *f, const struct top_opts *o)
     if (s.cts && o->watch_s <= 0)
         top_snapshot_wait_over(&s, started, now);
     struct top_view v = { .flat = o->flat, .problems_first = o->problems_first,
-                          .ascii = o->ascii || !locale_is_utf8() };
+                          .ascii = o->ascii || !locale_is_utf8(), .inv_arg = f->inv_arg };
     if (o->filter)
         (void)str_copy(v.filter, sizeof v.filter, o->filter);
     int width = o->width;
@@ -368,7 +368,22 @@ static void draw(struct ui *u)
     for (; x < COLS; x++)
         addch(' ');
     attrset(A_NORMAL);
-    int height = LINES - 4;
+    /* `drover status`'s warnings (a job's good release marked bad), the same lines, above the
+     * footer: the table gives up as many lines, at most half the screen's */
+    char notes[8192];
+    int nnotes = top_notes(&u->s, &u->v, notes, sizeof notes);
+    if (nnotes > (LINES - 4) / 2)
+        nnotes = (LINES - 4) / 2;
+    int height = LINES - 4 - nnotes;
+    char *note = notes;
+    for (int k = 0; k < nnotes; k++) {
+        char *nl = strchr(note, '\n');
+        *nl = '\0';
+        char line[2400];
+        snprintf(line, sizeof line, "! %.2390s", note);
+        put_line(LINES - 1 - nnotes + k, line, cell_attr(u, TOP_A_YELLOW));
+        note = nl + 1;
+    }
     if (height > 0) {
         if (u->nrows == 0) {
             move(3, 0);
@@ -641,6 +656,7 @@ static int top_screen(struct fleet *f, struct top_opts *o)
     u.v.flat = o->flat;
     u.v.problems_first = o->problems_first;
     u.v.ascii = o->ascii || !locale_is_utf8();
+    u.v.inv_arg = f->inv_arg;
     if (o->filter)
         (void)str_copy(u.v.filter, sizeof u.v.filter, o->filter);
     u.interval_idx = 2;

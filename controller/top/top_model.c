@@ -101,8 +101,14 @@ void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char 
         ct->spec_unpromoted = false;
         ct->restarts = 0;
         ct->age_s = -1;
+        ct->bad[0] = ct->bad_reason[0] = '\0';
+        ct->bad_good = false;
         return;
     }
+    const char *bad_reason = NULL, *bad = status_marked_bad(js, &bad_reason);
+    (void)str_copy(ct->bad, sizeof ct->bad, bad ? bad : "");
+    (void)str_copy(ct->bad_reason, sizeof ct->bad_reason, bad && bad_reason ? bad_reason : "");
+    ct->bad_good = bad && !strcmp(bad, js->good);
     ct->gang = js->state;
     (void)str_copy(ct->release, sizeof ct->release, js->release);
     (void)str_copy(ct->current, sizeof ct->current, js->current);

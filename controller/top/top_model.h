@@ -106,6 +106,12 @@ struct top_ct {
     int restarts;
     double age_s;          /* seconds since this gang generation started, at doc time */
     char reason[256];
+    /* the release its agent marks bad that it runs or would go back to (status_marked_bad): its
+     * good release (bad_good), else its current one; "" none.  With the mark's reason ("" an
+     * older agent's).  `drover status` warns of it under its table, top under its own */
+    char bad[RELEASE_ID_LEN + 1];
+    bool bad_good;
+    char bad_reason[STATUS_BAD_REASON_MAX];
     int nranks;
     struct top_rank ranks[STATUS_MAX_RANKS];
     int ntrend;
@@ -265,6 +271,7 @@ struct top_view {
     bool host_folded[INV_MAX_HOSTS];
     bool ct_folded[TOP_MAX_CTS];
     int trend_width;         /* glyphs in TREND (top_layout sets it) */
+    const char *inv_arg;     /* -i as given, for the commands the notes name (NULL: default) */
 };
 
 /* Build the visible rows (tree or flat, sorted, filtered, folded) into rows[max_rows].
@@ -282,6 +289,12 @@ bool top_filter_hides_all(const struct top_snapshot *s, const struct inventory *
  * ended ..."), for the footer and --once; "" when the row is fine. */
 const char *top_row_problem(const struct top_snapshot *s, const struct top_row *row, double now,
                             char *buf, size_t buf_sz);
+
+/* The warnings under the table, each line ending in '\n', into buf[sz] (cut at a line when
+ * full): for each job whose containers mark its good (or current) release bad, `drover status`'s
+ * lines (status_bad_marks_line, one implementation), from every container whose newest document
+ * knows the job.  Returns the number of lines. */
+int top_notes(const struct top_snapshot *s, const struct top_view *v, char *buf, size_t sz);
 
 /* Totals for the header. */
 struct top_summary {

@@ -229,6 +229,21 @@ int top_render_text(const struct top_snapshot *s, const struct inventory *inv,
             b.p[--b.len] = '\0';
         sb_puts(&b, "\n");
     }
+    /* what `drover status` warns of under its table (a job's good release marked bad), the
+     * same lines */
+    char notes[8192];
+    if (top_notes(s, v, notes, sizeof notes) > 0) {
+        for (char *l = notes, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
+            *nl = '\0';
+            if (color)
+                sb_puts(&b, "\033[33m");
+            sb_puts(&b, "! ");
+            sb_puts(&b, l);
+            if (color)
+                sb_puts(&b, "\033[0m");
+            sb_puts(&b, "\n");
+        }
+    }
     /* why rows have no fresh data, once per host or container */
     char last[TOP_ERR_MAX + 400] = "";
     for (int i = 0; i < n; i++) {

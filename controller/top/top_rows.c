@@ -641,6 +641,40 @@ const char *top_row_problem(const struct top_snapshot *s, const struct top_row *
     return text_escape_inplace(buf, buf_sz); /* agents' reasons and remote errors */
 }
 
+int top_notes(const struct top_snapshot *s, const struct top_view *v, char *buf, size_t sz)
+{
+    int nlines = 0;
+    size_t off = 0;
+    buf[0] = '\0';
+    struct status_bad_marks *marks = malloc(sizeof *marks); /* ~11 KB */
+    if (!marks)
+        return 0;
+    for (int ji = 0; ji < s->njobs; ji++) {
+        memset(marks, 0, sizeof *marks);
+        for (int i = 0; i < s->ncts; i++) {
+            const struct top_ct *ct = &s->cts[i];
+            if (ct->job == ji && ct->seen && ct->has_job)
+                status_bad_marks_add(marks, ct->label, ct->bad, ct->bad_good, ct->bad_reason);
+        }
+        for (int k = 0; k < status_bad_marks_nlines(marks); k++) {
+            char line[2400];
+            status_bad_marks_line(marks, k, s->jobs[ji].name, v->inv_arg, line, sizeof line);
+            (void)text_escape_inplace(line, sizeof line); /* the agents' reasons */
+            size_t n = strlen(line);
+            if (off + n + 2 > sz)
+                goto out;
+            memcpy(buf + off, line, n);
+            buf[off + n] = '\n';
+            off += n + 1;
+            buf[off] = '\0';
+            nlines++;
+        }
+    }
+out:
+    free(marks);
+    return nlines;
+}
+
 /* ------------------------------------------------------------------ header */
 
 /* Distinct containers and those whose agent answers: the snapshot holds one entry per (job,

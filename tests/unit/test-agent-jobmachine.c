@@ -1748,6 +1748,64 @@ static void test_container_restart_said(void **state)
     world_done(&w);
 }
 
+/* A promoted release restarted twice by its agent, then the container restarted (pct stop and
+ * start, a host reboot): the new boot is a new run, as a requested start is.  The old count and
+ * its cause carried over: the first crash of the new boot waited the third backoff (4 s, not
+ * 1 s), was "restart 3", and `drover status` said "restarted by its agent 2 times ..., last
+ * after rank 0 exited with code 1" of a gang that had never crashed.  The relaunch's journal
+ * event says what the previous boot counted.  An agent restart within one boot keeps both. */
+static void test_container_restart_fresh_budget(void **state)
+{
+    (void)state;
+    static const struct row crashes[] = {
+        {JM_EV_RANK_EXIT, 10, NULL, 0, 0, 1, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 10, NULL, 0, 0, 1, 0, NULL, "event clear-gang save", GANG_BACKOFF, NULL},
+        {JM_EV_TICK, 11, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, "restart 1"},
+        {JM_EV_START_OK, 11, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+        {JM_EV_RANK_EXIT, 12, NULL, 0, 0, 1, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+        {JM_EV_GANG_GONE, 12, NULL, 0, 0, 1, 0, NULL, "event clear-gang save", GANG_BACKOFF, NULL},
+        {JM_EV_TICK, 14, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, "restart 2"},
+        {JM_EV_START_OK, 14, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
+    };
+    for (int rebooted = 0; rebooted <= 1; rebooted++) {
+        struct world w;
+        world_init(&w);
+        RUN(&w, good_a);
+        RUN(&w, crashes);
+        assert_int_equal(w.j->restarts, 2);
+        jm_rt_done(&w.rt); /* the next agent, its gang not adopted */
+        jm_rt_init(&w.rt);
+        struct jm_event ev = {.kind = JM_EV_AGENT_START, .now = 0.5, .rank = -1, .rebooted = rebooted};
+        struct jm_effects out = {0};
+        jm_step(&w.p, w.j, &w.rt, &ev, &out);
+        const char *said = NULL;
+        for (int k = 0; k < out.n; k++)
+            if (out.fx[k].kind == JM_FX_EVENT && !strcmp(out.fx[k].what, "restart"))
+                said = out.fx[k].text;
+        assert_non_null(said);
+        if (!rebooted) {
+            assert_int_equal(w.j->restarts, 2);
+            assert_non_null(strstr(w.j->last_restart_reason, "exited with code 1"));
+            world_done(&w);
+            continue;
+        }
+        if (!strstr(said, "fresh restart budget; the previous boot's 2 restarts are not counted (the "
+                          "last after rank 0 exited with code 1"))
+            fail_msg("event: %s", said);
+        assert_int_equal(w.j->restarts, 0);
+        assert_string_equal(w.j->last_restart_reason, "");
+        static const struct row after[] = {
+            {JM_EV_START_OK, 0.5, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, "after the container restarted"},
+            {JM_EV_RANK_EXIT, 5, NULL, 0, 0, 1, 0, NULL, "stop-gang save", GANG_STOPPING, NULL},
+            {JM_EV_GANG_GONE, 5, NULL, 0, 0, 1, 0, NULL, "event clear-gang save", GANG_BACKOFF, NULL},
+            /* the first backoff (1 s) and the first restart of this boot */
+            {JM_EV_TICK, 6, NULL, 0, 0, 0, 0, NULL, "event start-gang", GANG_BACKOFF, "restart 1:"},
+        };
+        RUN(&w, after);
+        world_done(&w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1785,6 +1843,7 @@ int main(void)
         cmocka_unit_test(test_peer_exit_said),
         cmocka_unit_test(test_stop_answer_says_sigkill),
         cmocka_unit_test(test_container_restart_said),
+        cmocka_unit_test(test_container_restart_fresh_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

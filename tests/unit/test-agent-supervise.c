@@ -1190,6 +1190,52 @@ static void test_gang_liveness(void **state)
     }
 }
 
+/* drover-train itself (BUILD/drover-train, next to this test's build directory), as rank 0 of
+ * two whose peer never comes: its hello is its first line, before the rendezvous, so the agent
+ * reads it as a rank that started and waits for a peer (the hello-only verdict, "kind":"hello"
+ * in the status document: `drover status` says "rendezvous"), not one still in phase init (its
+ * init line used to come before the rendezvous) nor one that sent none.  Nothing is counted as
+ * a bad line, and the stop ends it in the rendezvous. */
+static void test_gang_drover_train_hello(void **state)
+{
+    (void)state;
+    char train[PATH_MAX], cfg[400], script[PATH_MAX + 800], id[RELEASE_ID_LEN + 1], err[256];
+    ssize_t n = readlink("/proc/self/exe", train, PATH_MAX - 32);
+    assert_true(n > 0);
+    train[n] = '\0';
+    for (int up = 0; up < 2; up++)
+        *strrchr(train, '/') = '\0';
+    strcat(train, "/drover-train");
+    if (access(train, X_OK) != 0)
+        skip();
+    snprintf(cfg, sizeof cfg, "%s/train.ini", tmpd);
+    static const char ini[] = "[model]\nlayers = 1\nheads = 2\ndim = 16\nvocab = 64\nseq = 16\n"
+                              "[train]\nbatch = 2\nmax_steps = 0\n[data]\ntrain = /nonexistent/train.bin\n";
+    assert_int_equal(fs_write_atomic(cfg, ini, strlen(ini), 0644), 0);
+    snprintf(script, sizeof script, "#!/bin/sh\nexport WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=%d\n"
+             "exec '%s' train --config '%s' --checkpoint-dir '%s/ck' --device cpu\n",
+             31000 + (int)(getpid() % 20000), train, cfg, tmpd);
+    install("dtrain", script, id);
+    struct job_spec s;
+    spec_for(&s, id, 1);
+    s.live.first_step_s = 1.5;
+    struct gang g;
+    assert_int_equal(gang_start(&g, &store, "train", &s, NULL, 1, err, sizeof err), 0);
+    assert_true(pump(&g, 30, has_hb0));
+    struct job_status js;
+    gang_fill_status(&g, &js, time_mono());
+    assert_true(js.ranks[0].has_hb && js.ranks[0].hb.hello);
+    assert_true(pump(&g, 30, judged));
+    if (!strstr(g.hung_why, "never called hb.init(): " HB_HELLO_ONLY_HINT))
+        fail_msg("verdict: '%s'", g.hung_why);
+    assert_int_equal(g.ranks[0].hb_bad, 0);
+    assert_int_equal(g.ranks[0].hb.phase, HB_PHASE_INIT);
+    gang_stop(&g);
+    assert_true(pump(&g, 30, is_gone));
+    gang_clear(&g);
+    spec_done(&s);
+}
+
 static bool proc_dead(pid_t pid)
 {
     char p[64], buf[256];
@@ -2028,6 +2074,7 @@ int main(void)
         cmocka_unit_test(test_gang_cgroup_mode_parse),
         cmocka_unit_test_setup_teardown(test_gang_python_nan_heartbeats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_liveness, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_drover_train_hello, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_holds_no_inherited_fd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_crash_loop_reverts_to_good, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_probation_deadline, setup, teardown),

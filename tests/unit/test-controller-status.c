@@ -443,6 +443,53 @@ static void test_good_release_marked_bad_note(void **state)
     assert_int_equal(system(text), 0);
 }
 
+/* The warning's words when containers disagree: it quoted the first container's reason only,
+ * and stopped at four releases without a word.  Now each container's reason when they differ,
+ * "in N of its M containers" when some do not mark it, and a closing line counting the releases
+ * left out.  One implementation for `drover status` and `drover top`. */
+static void test_bad_marks_disagree(void **state)
+{
+    (void)state;
+    static struct status_bad_marks m;
+    char line[2400];
+    memset(&m, 0, sizeof m);
+    /* all agree: the reason once, as before */
+    status_bad_marks_add(&m, "h1:101", "dc1d30b010c6aa", true, "stopped while promoted: A");
+    status_bad_marks_add(&m, "h1:102", "dc1d30b010c6aa", true, "stopped while promoted: A");
+    assert_int_equal(status_bad_marks_nlines(&m), 1);
+    assert_non_null(strstr(status_bad_marks_line(&m, 0, "train", NULL, line, sizeof line),
+                           "job 'train': its good release dc1d30b010c6 is marked bad by the agents of h1:101, "
+                           "h1:102 (stopped while promoted: A): a plain rollback never goes to it; "));
+    /* another reason in h2:201, and h2:202 marks nothing: said, each container's reason */
+    status_bad_marks_add(&m, "h2:201", "dc1d30b010c6aa", true, "stopped while promoted: B");
+    status_bad_marks_add(&m, "h2:202", NULL, false, NULL);
+    status_bad_marks_line(&m, 0, "train", NULL, line, sizeof line);
+    if (!strstr(line, "marked bad by the agents of h1:101, h1:102, h2:201, in 3 of its 4 containers (h1:101, "
+                      "h1:102: stopped while promoted: A; h2:201: stopped while promoted: B): "))
+        fail_msg("line: %s", line);
+    /* an older agent's mark, without a reason, among others */
+    status_bad_marks_add(&m, "h3:301", "dc1d30b010c6aa", true, "");
+    status_bad_marks_line(&m, 0, "train", NULL, line, sizeof line);
+    assert_non_null(strstr(line, "; h3:301: no reason given (an older agent)): "));
+    /* more releases than are said: counted, each once, not dropped in silence */
+    static const char *const rel[] = { "r1", "r2", "r3", "r4", "r5", "r5", "r6" };
+    for (size_t k = 0; k < ARRAY_SIZE(rel); k++) {
+        char ct[16];
+        snprintf(ct, sizeof ct, "h4:%zu", 400 + k);
+        status_bad_marks_add(&m, ct, rel[k], false, "stopped while promoted: C");
+    }
+    assert_int_equal(m.nmarks, 4);
+    assert_int_equal(status_bad_marks_nlines(&m), 5);
+    assert_non_null(strstr(status_bad_marks_line(&m, 1, "train", NULL, line, sizeof line),
+                           "its current release r1 is marked bad by the agent of h4:400, in 1 of its 12 containers "
+                           "(stopped while promoted: C)"));
+    status_bad_marks_line(&m, 4, "train", "inv.ini", line, sizeof line);
+    assert_string_equal(line, "job 'train': 3 more releases are marked bad by the agents of 4 containers, not said "
+                              "here: `drover -i inv.ini status -o json` lists each container's \"bad\" and "
+                              "\"bad_reasons\"");
+    assert_string_equal(status_bad_marks_line(&m, 5, "train", NULL, line, sizeof line), "");
+}
+
 /* A deploy's candidate (current is not the good release) runs: drover top said "probation" for
  * its ranks and `drover status` "running" (with the '*' of its release).  One word, from
  * status_rank_word(); promoted, both say running.  -o json keeps the agent's word. */
@@ -1005,6 +1052,7 @@ int main(void)
         cmocka_unit_test(test_failed_reason_code),
         cmocka_unit_test(test_candidate_ranks_say_probation),
         cmocka_unit_test(test_good_release_marked_bad_note),
+        cmocka_unit_test(test_bad_marks_disagree),
         cmocka_unit_test(test_hello_only_rank_says_rendezvous),
         cmocka_unit_test(test_json_members_documented),
         cmocka_unit_test(test_no_job_said),

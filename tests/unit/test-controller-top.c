@@ -546,6 +546,41 @@ static void test_unreachable_keeps_values_dimmed(void **state)
     assert_int_equal(m.ranks_running, 4);
 }
 
+/* A job whose good release its agents marked bad (stopped while promoted for non-finite loss,
+ * then started again as asked): `drover status` warned under its table, top showed nothing.  It
+ * shows the same lines (status_bad_marks_line) under its own table, here with the containers
+ * disagreeing: one gives another reason, one does not mark the release at all. */
+static void test_bad_release_note(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, GOOD, GOOD, 100);
+    struct top_view v = { .inv_arg = "/t/inv.ini" };
+    char notes[4096];
+    assert_int_equal(top_notes(&f->s, &v, notes, sizeof notes), 0); /* nothing marked: no line */
+    static const char *const why[] = { "stopped while promoted: rank 0 reported 3 consecutive non-finite steps",
+                                       "stopped while promoted: rank 3 exited with code 4 (data)", NULL };
+    for (int i = 0; i < 3; i++) {
+        make_status(&f->st, f->s.cts[i].node_rank, GOOD, GOOD, GANG_RUNNING, 11, 1000, 3.0);
+        if (why[i]) {
+            f->st.jobs[0].nbad = 1;
+            strcpy(f->st.jobs[0].bad[0], GOOD);
+            strcpy(f->st.jobs[0].bad_reason[0], why[i]);
+        }
+        top_ct_update(&f->s.cts[i], &f->st, "train", 3, 101);
+    }
+    assert_int_equal(top_notes(&f->s, &v, notes, sizeof notes), 1);
+    char *text = NULL;
+    assert_int_equal(top_render_text(&f->s, f->inv, &v, 101, 132, false, &text), 0);
+    static const char want[] = "\n! job 'train': its good release aaaaaaaaaaaa is marked bad by the agents of "
+                               "h1:101, h1:102, in 2 of its 3 containers (h1:101: stopped while promoted: rank 0 "
+                               "reported 3 consecutive non-finite steps; h1:102: stopped while promoted: rank 3 "
+                               "exited with code 4 (data)): a plain rollback never goes to it; `drover -i "
+                               "/t/inv.ini rollback --job train` goes to an earlier good release";
+    if (!strstr(text, want))
+        fail_msg("frame:\n%s", text);
+    free(text);
+}
+
 /* A container running two jobs is one container in the header ("containers 3/3", as `drover
  * validate` counts them), while each job keeps its own row and its ranks. */
 static void test_shared_container_counts_once(void **state)
@@ -944,6 +979,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_state_cell_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_render_text_color_only_when_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_copy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_release_note, setup, teardown),
         cmocka_unit_test(test_event_parse),
         cmocka_unit_test(test_state_names),
     };

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,6 +216,19 @@ static void test_nan_diverges_without_checkpoint(void **state)
     assert_int_equal(newest_ckpt_step(ck), 5); /* step 10's checkpoint was never written */
 }
 
+/* Two ranks run to their end: every heartbeat read into b0, b1, both exit 0. */
+static void finish_pair(pid_t p0, int f0, pid_t p1, int f1, struct beats *b0, struct beats *b1)
+{
+    memset(b0, 0, sizeof *b0);
+    memset(b1, 0, sizeof *b1);
+    read_beats(f0, b0, -1);
+    read_beats(f1, b1, -1);
+    close(f0);
+    close(f1);
+    assert_int_equal(wait_code(p0), TX_OK);
+    assert_int_equal(wait_code(p1), TX_OK);
+}
+
 static void test_two_ranks_and_a_lost_peer(void **state)
 {
     (void)state;
@@ -227,14 +241,7 @@ static void test_two_ranks_and_a_lost_peer(void **state)
     pid_t p0 = spawn(cfg, ck, 6, e0, &f0);
     pid_t p1 = spawn(cfg, ck, 6, e1, &f1);
     static struct beats b0, b1;
-    memset(&b0, 0, sizeof b0);
-    memset(&b1, 0, sizeof b1);
-    read_beats(f0, &b0, -1);
-    read_beats(f1, &b1, -1);
-    close(f0);
-    close(f1);
-    assert_int_equal(wait_code(p0), TX_OK);
-    assert_int_equal(wait_code(p1), TX_OK);
+    finish_pair(p0, f0, p1, f1, &b0, &b1);
     assert_int_equal(b0.last.step, 6);
     assert_int_equal(b1.last.step, 6);
     assert_int_equal(b1.last.rank, 1);
@@ -367,6 +374,68 @@ static void test_bad_config_reports_done(void **state)
     expect_done(pid, fd, TX_CONFIG, "config");
 }
 
+/* One heartbeat line as written, without its newline, into line[sz]. */
+static void read_line(int fd, char *line, size_t sz)
+{
+    size_t n = 0;
+    while (n + 1 < sz) {
+        ssize_t r = read(fd, line + n, 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        assert_int_equal(r, 1);
+        if (line[n] == '\n')
+            break;
+        n++;
+    }
+    line[n] = '\0';
+}
+
+/* drover-train's first line is the hello (docs/protocol.md), before the rendezvous: a rank
+ * waiting there for a peer sends nothing else, so the agent and the controller say "waiting for
+ * a peer" of it, not "it sent none" (no hello) or "still in phase init" (its init used to come
+ * before the rendezvous).  Its phase init follows once the gang has met.  The hello is also a v1
+ * init heartbeat (step 0, phase init), which an agent that does not know "kind" reads as one. */
+static void test_hello_first_then_init_after_rendezvous(void **state)
+{
+    (void)state;
+    char ck[160], port[32], line[HEARTBEAT_LINE_MAX + 1];
+    snprintf(ck, sizeof ck, "%s/ck-hello", dir);
+    snprintf(port, sizeof port, "MASTER_PORT=%d", 30010 + (int)(getpid() % 20000));
+    const char *e0[] = {"WORLD_SIZE=2", "RANK=0", "MASTER_ADDR=127.0.0.1", port, NULL};
+    const char *e1[] = {"WORLD_SIZE=2", "RANK=1", "MASTER_ADDR=127.0.0.1", port, NULL};
+    int f0, f1;
+    pid_t p1 = spawn(cfg, ck, 2, e1, &f1); /* alone: its peer, rank 0, is not there yet */
+    read_line(f1, line, sizeof line);
+    struct heartbeat h;
+    assert_int_equal(heartbeat_parse(line, strlen(line), &h), 0);
+    if (!h.hello)
+        fail_msg("first line is not the hello: %s", line);
+    assert_int_equal(h.rank, 1);
+    assert_int_equal(h.step, 0);
+    assert_int_equal(h.phase, HB_PHASE_INIT);
+    assert_string_equal(h.release, "rel-test");
+    assert_non_null(strstr(line, "\"phase\":\"init\"")); /* what an older agent reads */
+    /* in the rendezvous: nothing more until the gang meets */
+    struct pollfd pf = {.fd = f1, .events = POLLIN};
+    assert_int_equal(poll(&pf, 1, 1000), 0);
+    pid_t p0 = spawn(cfg, ck, 2, e0, &f0);
+    read_line(f0, line, sizeof line);
+    assert_int_equal(heartbeat_parse(line, strlen(line), &h), 0);
+    assert_true(h.hello && h.rank == 0);
+    for (int r = 0; r < 2; r++) { /* then init, not another hello; training follows */
+        read_line(r ? f1 : f0, line, sizeof line);
+        assert_int_equal(heartbeat_parse(line, strlen(line), &h), 0);
+        if (h.hello || h.phase != HB_PHASE_INIT)
+            fail_msg("rank %d's line after the hello: %s", r, line);
+        assert_string_equal(h.backend, "cpu");
+    }
+    static struct beats b0, b1;
+    finish_pair(p0, f0, p1, f1, &b0, &b1);
+    assert_int_equal(b0.ntrain, 2);
+    assert_int_equal(b1.ntrain, 2);
+    assert_false(b0.last.hello || b1.last.hello);
+}
+
 #ifdef DROVER_HAVE_CUDA
 /* A misspelt implementation switch is a configuration error before any device call (so this
  * runs without a GPU): exit 3 (not retried by the agent), and the done heartbeat says which
@@ -403,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_peer_stopped),
         cmocka_unit_test(test_kill_during_save),
         cmocka_unit_test(test_bad_config_reports_done),
+        cmocka_unit_test(test_hello_first_then_init_after_rendezvous),
 #ifdef DROVER_HAVE_CUDA
         cmocka_unit_test(test_bad_kernel_switch_is_config),
 #endif
