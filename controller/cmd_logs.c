@@ -282,8 +282,7 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
                 log_error("%s: stopped following %s's log%s%s", tails[i].ct->label,
                           log_whose(tails[i].rank, whose, sizeof whose), why[0] ? ": " : "", why);
                 ret = EXIT_FAIL;
-                conn_stream_free(tails[i].s);
-                tails[i].s = NULL;
+                (void)pct_streams_free(&tails[i].s, 1);
                 open_n--;
             }
         }
@@ -291,8 +290,16 @@ int cmd_logs(struct fleet *f, int argc, char **argv)
         if (!any)
             fleet_wait(f, 500);
     }
+    /* the followers are ended in their containers, not only their channels closed (one
+     * follow-up per host for all of them) */
+    struct conn_stream *ss[INV_MAX_CTS * 16];
     for (int i = 0; i < ntails; i++)
-        conn_stream_free(tails[i].s);
+        ss[i] = tails[i].s;
+    int left = pct_streams_free(ss, ntails);
+    if (left > 0)
+        log_warn("%d %s could not be ended in %s container (host not answering?): %s may still run there "
+                 "(`drover -v logs` says which)", left, left == 1 ? "log reader" : "log readers",
+                 left == 1 ? "its" : "their", left == 1 ? "it" : "they");
     return ret;
 }
 

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "controller/cli.h"
+#include "controller/transport/conn.h"
 
 #ifndef DROVER_VERSION
 #define DROVER_VERSION "unknown"
@@ -24,5 +25,7 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     /* A host or stream that goes away must show up as an error return, not kill the process. */
     signal(SIGPIPE, SIG_IGN);
+    /* Ctrl-C where a verb has no handler: the local commands (groups of their own) end too */
+    conn_exit_signals_init();
     return cli_main(argc, argv, DROVER_VERSION);
 }

@@ -1092,15 +1092,13 @@ enum probation_verdict watch_probation(struct deploy *d, struct probation *p, co
                 else if (agent_said_no_daemon(said))
                     probation_agent_gone(p, i, said);
                 log_debug("%s: status stream ended; reopening", ct->label);
-                conn_stream_free(streams[i]);
-                streams[i] = NULL;
+                (void)pct_streams_free(&streams[i], 1);
                 if (fleet_session_is_dead(d->f, ct->host)) {
-                    /* The session is gone: free every stream on it, then reconnect. */
+                    /* The session is gone: free every stream on it (no follow-up: the host
+                     * does not answer), then reconnect. */
                     for (int k = 0; k < j->ncts; k++)
-                        if (j->cts[k].host == ct->host) {
-                            conn_stream_free(streams[k]);
-                            streams[k] = NULL;
-                        }
+                        if (j->cts[k].host == ct->host)
+                            (void)pct_streams_free(&streams[k], 1);
                     (void)fleet_drop_if_dead(d->f, ct->host);
                 }
             }
@@ -1141,8 +1139,9 @@ enum probation_verdict watch_probation(struct deploy *d, struct probation *p, co
     }
     if (tty && last_print > 0)
         fputc('\n', stderr);
+    /* given up: what is left of each watch in its container is ended (one follow-up per host) */
+    (void)pct_streams_free(streams, j->ncts);
     for (int i = 0; i < j->ncts; i++) {
-        conn_stream_free(streams[i]);
         /* silent through the whole last look: its host or agent answers nothing */
         d->watch_silent[i] = looked && !heard[i] && !d->ct_stopped[i][0];
     }

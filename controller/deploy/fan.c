@@ -292,15 +292,15 @@ int agent_fan_run(struct deploy *d, const char *const *argv, const bool *skip, d
                 agent_fan_line(&ret[i], line, len);
             if (!agent_fan_end(&ret[i], r, conn_stream_err(s[i]), time_mono() - t0)) {
                 if (hooks && hooks->ct_limit && time_mono() - t0 >= hooks->ct_limit[i]) {
-                    conn_stream_free(s[i]); /* its own limit: left to go on on its own */
-                    s[i] = NULL;
+                    /* its own limit: the agent goes on with the request on its own; its CLI,
+                     * which waited for the answer there, is ended */
+                    (void)pct_streams_free(&s[i], 1);
                     pending--;
                     cut++;
                 }
                 continue;
             }
-            conn_stream_free(s[i]);
-            s[i] = NULL;
+            (void)pct_streams_free(&s[i], 1);
             pending--;
             if (hooks && hooks->ended)
                 hooks->ended(d, i, &ret[i]);
@@ -313,9 +313,9 @@ int agent_fan_run(struct deploy *d, const char *const *argv, const bool *skip, d
     }
     int left = cut;
     for (int i = 0; i < j->ncts; i++)
-        if (s[i]) { /* no answer in time: the agent goes on with the request on its own */
-            conn_stream_free(s[i]);
-            left++;
-        }
+        left += s[i] != NULL;
+    /* no answer in time, or a Ctrl-C: the agent goes on with the request on its own; the CLIs
+     * that waited for its answer are ended in their containers (one follow-up per host) */
+    (void)pct_streams_free(s, j->ncts);
     return left;
 }

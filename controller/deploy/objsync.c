@@ -759,6 +759,7 @@ struct host_job {
     struct sync_stats stats;
     int ret;
     int ended;      /* the last host exec's conn->ended (a local host's process group ended) */
+    bool silent;    /* the last host exec failed on a session known dead or not answering */
     char err[1024];
 };
 
@@ -793,6 +794,7 @@ static int host_argv(struct host_job *hj, const char *const *argv, send_produce_
     else
         r = conn_run(c, argv, finish_s, &res);
     hj->ended = c->ssh ? -ENOSYS : c->ended;
+    hj->silent = r < 0 && c->ssh && (c->silent || !ssh_conn_is_alive(c->ssh));
     if (ret_sent)
         *ret_sent = sent;
     if (r < 0) {
@@ -943,10 +945,15 @@ static void host_end_calls(struct host_job *hj, const int *cts, int n, const cha
         return;
     for (int k = 0; k < n; k++)
         cs[k] = &hj->job->cts[cts[k]];
+    const char *toks[INV_MAX_CTS];
+    for (int k = 0; k < n; k++)
+        toks[k] = token; /* one call in all of them */
     struct conn *c = NULL;
-    int r = fleet_conn(hj->f, hj->host, &c);
+    /* a host whose session had dropped, or that let a follow-up wait for nothing: not tried
+     * again (a reconnect and a follow-up, up to 10 s each, for every stalled call) */
+    int r = hj->silent ? -ENOTCONN : fleet_conn(hj->f, hj->host, &c);
     if (r == 0)
-        r = pct_end_calls(c, cs, n, token, PCT_END_TIMEOUT_S, cnt);
+        r = pct_end_calls(c, cs, n, toks, PCT_END_TIMEOUT_S, cnt);
     if (r == -ETIMEDOUT || r == -ENOTCONN || r == -EIO)
         host_drop(hj->f, hj->host);
     char ended[400] = "", left[600] = "";
@@ -963,8 +970,7 @@ static void host_end_calls(struct host_job *hj, const int *cts, int n, const cha
             eo += w > 0 && (size_t)w < sizeof ended - eo ? (size_t)w : 0;
         } else if (r < 0 || cnt[k] < 0) {
             int w = snprintf(left + lo, sizeof left - lo, "%s%s (%.200s)", lo ? ", " : "", cs[k]->label,
-                             r == -ETIMEDOUT ? "no answer" : r == -ENOTCONN ? "the host no longer answers"
-                             : r == 0 ? "pct exec failed there" : c && c->err[0] ? c->err : strerror(-r));
+                             pct_end_why(r, r == 0 ? cnt[k] : 0, c ? c->err : NULL));
             lo += w > 0 && (size_t)w < sizeof left - lo ? (size_t)w : 0;
         }
     }
@@ -976,6 +982,10 @@ static void host_end_calls(struct host_job *hj, const int *cts, int n, const cha
         snprintf(step, sizeof step, "step '%s'", what);
     char more[1100] = "";
     size_t mo = 0;
+    /* a local host's words for the host exec's process group (conn.c) are of the same calls:
+     * said once, below */
+    if (eo)
+        conn_unsay_ended(hj->err, conn_ended);
     if (eo) {
         int w = snprintf(more, sizeof more, "; drover ended the %s %s in %s (SIGTERM, then SIGKILL%s)",
                          why == -EINTR ? "interrupted" : "stalled", step, ended,
@@ -1319,8 +1329,11 @@ static int host_fan(struct host_job *hj, const int *cts, int n, struct agent_arg
                               sizeof hj->err);
         }
         /* what the deadline or the Ctrl-C gave up on is ended in the containers, not left there
-         * (closing the channel reaches only the host's shell) */
-        if (r == -ETIMEDOUT || r == -EINTR)
+         * (closing the channel reaches only the host's shell).  A last pack whose bytes were
+         * not all sent stopped the exec before its install: the host shell was still storing
+         * the pack, and no container had been called (nothing to end, nothing to say) */
+        bool called = in != FAN_STAGE || ((const struct stage_src *)in_ctx)->sent_at > 0;
+        if ((r == -ETIMEDOUT || r == -EINTR) && called)
             host_end_calls(hj, cts, n, token, what, r);
         log_debug("objsync %s: %s in %d %s: %.2fs", inv->hosts[hj->host].name, what, n,
                   text_plural(n, "container", "containers"), time_mono() - t0);

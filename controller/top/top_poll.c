@@ -156,9 +156,14 @@ static void set_stream_err(struct top_poll *p, struct slot *sl, const char *said
 
 static void close_streams(struct slot *slots, int n)
 {
+    struct conn_stream *ss[2 * TOP_MAX_CTS];
+    int m = 0;
+    for (int i = 0; i < n && i < TOP_MAX_CTS; i++) {
+        ss[m++] = slots[i].s;
+        ss[m++] = slots[i].next;
+    }
+    (void)pct_streams_free(ss, m); /* ended in their containers too: one follow-up for the host */
     for (int i = 0; i < n; i++) {
-        conn_stream_free(slots[i].s);
-        conn_stream_free(slots[i].next);
         slots[i].s = slots[i].next = NULL;
         slots[i].restart = false;
         slots[i].reopen_at = 0;
@@ -396,7 +401,7 @@ static void *host_main(void *arg)
                 if (read_docs(sl->next, st, &rn)) {
                     now = time_mono();
                     publish_doc(p, h, sl, st, now);
-                    conn_stream_free(sl->s);
+                    (void)pct_streams_free(&sl->s, 1);
                     sl->s = sl->next;
                     sl->next = NULL;
                     sl->restart = false;
@@ -405,16 +410,14 @@ static void *host_main(void *arg)
                     continue;
                 }
                 if (rn == -EPIPE || rn == -EIO) {
-                    conn_stream_free(sl->next);
-                    sl->next = NULL;
+                    (void)pct_streams_free(&sl->next, 1);
                     sl->reopen_at = now + 2;
                 }
             }
             if (r == -EPIPE || r == -EIO) {
                 if (!sl->got_since_open)
                     set_stream_err(p, sl, conn_stream_err(sl->s));
-                conn_stream_free(sl->s);
-                sl->s = NULL;
+                (void)pct_streams_free(&sl->s, 1);
                 sl->reopen_at = now + 1;
                 if (r == -EIO && c->ssh)
                     session_dead = true;
@@ -439,6 +442,7 @@ static void *host_main(void *arg)
         if (session_dead) {
             char err[TOP_ERR_MAX];
             snprintf(err, sizeof err, "no answer for %.0fs", quiet < 1e8 ? quiet : 0);
+            c->silent = true; /* its streams are not followed up there: it would not answer */
             close_streams(slots, nslots);
             conn_free(c);
             c = NULL;

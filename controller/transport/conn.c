@@ -40,6 +40,8 @@ struct conn_stream {
     bool eof;
     char err[CONN_STREAM_ERR_MAX]; /* stderr's tail, NUL-terminated */
     size_t err_len;
+    const struct inv_ct *ct;  /* conn_stream_set_call's: the call its command was marked as */
+    char call[CONN_CALL_MAX]; /* "" none */
 };
 
 int conn_open(const struct inventory *inv, int host, const char *trust_cmd, struct conn **ret_conn,
@@ -86,6 +88,60 @@ void conn_free(struct conn *c)
 /* How long a local command's process group has, after SIGTERM, before SIGKILL. */
 #define CONN_END_GRACE_S 2.0
 
+/* The local commands running now (their leaders' pids, 0 a free slot), for exit_signal: read in
+ * a signal handler, written by any thread (top's pollers), so atomics only.  A leader leaves
+ * when it is reaped: until then its pid (and group id) cannot be another's. */
+#define CONN_LIVE_MAX 256
+static pid_t live_groups[CONN_LIVE_MAX];
+
+static void live_add(pid_t pid)
+{
+    for (int i = 0; i < CONN_LIVE_MAX; i++) {
+        pid_t free_slot = 0;
+        if (__atomic_compare_exchange_n(&live_groups[i], &free_slot, pid, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST))
+            return;
+    }
+    log_debug("more than %d local commands at once: pid %d is not ended with drover", CONN_LIVE_MAX, (int)pid);
+}
+
+static void live_del(pid_t pid)
+{
+    for (int i = 0; i < CONN_LIVE_MAX; i++) {
+        pid_t was = pid;
+        if (__atomic_compare_exchange_n(&live_groups[i], &was, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+            return;
+    }
+}
+
+/* SIGINT or SIGTERM with no handler of a verb's: every local command's group gets SIGTERM and
+ * SIGCONT (as end_group's first step; drover does not stay for the SIGKILL), then drover dies
+ * of the signal as it would have.  Async-signal-safe: kill, sigaction, raise. */
+static void exit_signal(int sig)
+{
+    int e = errno;
+    for (int i = 0; i < CONN_LIVE_MAX; i++) {
+        pid_t pid = __atomic_load_n(&live_groups[i], __ATOMIC_SEQ_CST);
+        if (pid > 0) {
+            (void)kill(-pid, SIGTERM);
+            (void)kill(-pid, SIGCONT);
+        }
+    }
+    struct sigaction dfl = { .sa_handler = SIG_DFL };
+    sigemptyset(&dfl.sa_mask);
+    (void)sigaction(sig, &dfl, NULL);
+    errno = e;
+    (void)raise(sig); /* delivered when this handler returns: the signal's own death */
+}
+
+void conn_exit_signals_init(void)
+{
+    struct sigaction sa = { .sa_handler = exit_signal };
+    sigemptyset(&sa.sa_mask);
+    (void)sigaction(SIGINT, &sa, NULL);
+    (void)sigaction(SIGTERM, &sa, NULL);
+}
+
 static int spawn_local(const char *const *argv, int in_fd, int out_fd, int err_fd, pid_t *ret_pid)
 {
     posix_spawnattr_t at;
@@ -115,6 +171,7 @@ static int spawn_local(const char *const *argv, int in_fd, int out_fd, int err_f
     posix_spawnattr_destroy(&at);
     if (r != 0)
         return -r;
+    live_add(pid);
     *ret_pid = pid;
     return 0;
 }
@@ -127,8 +184,10 @@ static void reap_leader(pid_t pid, bool *reaped, int *st)
     pid_t w;
     while ((w = waitpid(pid, st, WNOHANG)) < 0 && errno == EINTR)
         ;
-    if (w == pid || (w < 0 && errno == ECHILD))
+    if (w == pid || (w < 0 && errno == ECHILD)) {
         *reaped = true;
+        live_del(pid);
+    }
 }
 
 /* Wait up to s for process group pid to be empty (its leader reaped as it goes). */
@@ -165,12 +224,19 @@ static int end_group(pid_t pid, double grace_s, bool *reaped, int *st)
     return group_gone_within(pid, 1.0, reaped, st) ? 1 : -EBUSY;
 }
 
-/* What end_group's result says, for a timeout's or an interrupt's message ("" when nothing). */
-static const char *ended_words(int ended)
+const char *conn_ended_words(int ended)
 {
     return ended > 0 ? "; drover ended it and what it started (SIGTERM, then SIGKILL)"
            : ended < 0 ? "; drover could not end it: part of it was still there after SIGKILL"
                        : "";
+}
+
+void conn_unsay_ended(char *msg, int ended)
+{
+    const char *w = conn_ended_words(ended);
+    size_t ml = strlen(msg), wl = strlen(w);
+    if (wl && ml >= wl && !strcmp(msg + ml - wl, w))
+        msg[ml - wl] = '\0';
 }
 
 /* argv joined with spaces and escaped, cut to fit: for messages only.  A shell script
@@ -274,13 +340,14 @@ static int run_local(struct conn *c, const char *const *argv, double timeout_s, 
         command_shown(argv, shown, sizeof shown);
         if (r == -ETIMEDOUT)
             snprintf(c->err, sizeof c->err, "host '%s' (local): '%s' timed out after %.0fs%s", c->h->name, shown,
-                     timeout_s, ended_words(c->ended));
+                     timeout_s, conn_ended_words(c->ended));
         else
-            snprintf(c->err, sizeof c->err, "host '%s' (local): interrupted%s", c->h->name, ended_words(c->ended));
+            snprintf(c->err, sizeof c->err, "host '%s' (local): interrupted%s", c->h->name, conn_ended_words(c->ended));
     } else {
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
             ;
         reaped = true;
+        live_del(pid);
     }
     if (r < 0) {
         exec_result_done(&res);
@@ -303,6 +370,13 @@ static int run_cmd(struct conn *c, const char *const *argv, double timeout_s, bo
     c->ended = c->ssh ? -ENOSYS : 0;
     if (!c->ssh)
         return run_local(c, argv, timeout_s, !cleanup, ret);
+    if (cleanup && (c->silent || !ssh_conn_is_alive(c->ssh))) {
+        /* a dead session, or a host that let the last follow-up wait for nothing: each stalled
+         * call would add up to timeout_s more for no answer */
+        c->silent = true;
+        snprintf(c->err, sizeof c->err, "host '%s' is not answering", c->h->name);
+        return -ENOTCONN;
+    }
     char *line;
     int r = quote_argv(argv, &line);
     if (r < 0) {
@@ -312,6 +386,10 @@ static int run_cmd(struct conn *c, const char *const *argv, double timeout_s, bo
     r = cleanup ? ssh_exec_cleanup(c->ssh, line, timeout_s, ret, c->err, sizeof c->err)
                 : ssh_exec(c->ssh, line, timeout_s, ret, c->err, sizeof c->err);
     free(line);
+    if (cleanup && (r == -ETIMEDOUT || r == -ENOTCONN || r == -EIO)) { /* no answer, or no channel */
+        c->silent = true;
+        snprintf(c->err, sizeof c->err, "host '%s' is not answering", c->h->name);
+    }
     if (r == -ETIMEDOUT && !cleanup) { /* ssh_exec quoted the whole line: a script's text says nothing useful */
         char shown[200];
         command_shown(argv, shown, sizeof shown);
@@ -464,6 +542,21 @@ int conn_stream_poll(struct conn_stream *s, char **ret_line, size_t *ret_len)
             return 0;
         linebuf_added(&s->lb, (size_t)n);
     }
+}
+
+void conn_stream_set_call(struct conn_stream *s, const struct inv_ct *ct, const char *token)
+{
+    s->ct = ct;
+    (void)str_copy(s->call, sizeof s->call, token);
+}
+
+const char *conn_stream_call(const struct conn_stream *s, struct conn **ret_c, const struct inv_ct **ret_ct)
+{
+    if (!s->call[0] || s->eof)
+        return NULL;
+    *ret_c = s->c;
+    *ret_ct = s->ct;
+    return s->call;
 }
 
 void conn_stream_free(struct conn_stream *s)

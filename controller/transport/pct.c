@@ -57,12 +57,13 @@ static const char SH_END_CALL[] =
     "[ -z \"$left\" ] || kill -KILL $left 2>/dev/null\n"
     "echo $n\n";
 
-/* On the host: SH_END_CALL ($2) with token $1 in each container named after them (a vmid, or
- * "-" for a local root: run on the host itself), all at once; one line "K N" per container
- * (K its position, N what SH_END_CALL printed; empty when it said nothing). */
+/* On the host: SH_END_CALL ($1) in each container named after it, with that container's token
+ * (pairs VMID TOKEN: a vmid, or "-" for a local root, run on the host itself), all at once; one
+ * line "K N" per pair (K its position, N what SH_END_CALL printed; empty when it said nothing). */
 static const char SH_END_CALLS[] =
-    "t=$1; s=$2; shift 2; k=0\n"
-    "for v; do\n"
+    "s=$1; shift; k=0\n"
+    "while [ $# -ge 2 ]; do\n"
+    "  v=$1; t=$2; shift 2\n"
     "  if [ \"$v\" = - ]; then (n=$(sh -c \"$s\" sh \"$t\" 2>/dev/null </dev/null); echo \"$k $n\") &\n"
     "  else (n=$(pct exec \"$v\" --keep-env 0 -- sh -c \"$s\" sh \"$t\" 2>/dev/null </dev/null); echo \"$k $n\") &\n"
     "  fi\n"
@@ -81,19 +82,18 @@ void pct_call_new(char ret_token[PCT_CALL_MAX])
              (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
 }
 
-int pct_end_calls(struct conn *c, const struct inv_ct *const *cts, int n, const char *token, double timeout_s,
-                  int *ret_ended)
+int pct_end_calls(struct conn *c, const struct inv_ct *const *cts, int n, const char *const *tokens,
+                  double timeout_s, int *ret_ended)
 {
     if (n <= 0 || n > INV_MAX_CTS)
         return -EINVAL;
-    const char *argv[7 + INV_MAX_CTS]; /* sh -c SCRIPT sh TOKEN SCAN VMID... NULL */
+    const char *argv[6 + 2 * INV_MAX_CTS]; /* sh -c SCRIPT sh SCAN (VMID TOKEN)... NULL */
     char vmids[INV_MAX_CTS][16];
     int a = 0;
     argv[a++] = "sh";
     argv[a++] = "-c";
     argv[a++] = SH_END_CALLS;
     argv[a++] = "sh";
-    argv[a++] = token;
     argv[a++] = SH_END_CALL;
     for (int k = 0; k < n; k++) {
         if (cts[k]->vmid >= 0)
@@ -101,6 +101,7 @@ int pct_end_calls(struct conn *c, const struct inv_ct *const *cts, int n, const 
         else
             snprintf(vmids[k], sizeof vmids[k], "-");
         argv[a++] = vmids[k];
+        argv[a++] = tokens[k];
     }
     argv[a] = NULL;
     struct exec_result res;
@@ -127,19 +128,31 @@ int pct_end_calls(struct conn *c, const struct inv_ct *const *cts, int n, const 
 /* The outcome of ending a call in ct (pct_end_calls: r and its count; conn_ended: c->ended of
  * the conn_run that gave up, which on a local host ended its process group), appended to
  * c->err: "; drover ended it there ..." or "; drover could not end it there ...". */
-static void say_ended(struct conn *c, const struct inv_ct *ct, int r, int count, int conn_ended)
+static void say_ended(struct conn *c, int r, int count, int conn_ended)
 {
     size_t el = strlen(c->err);
     if (el >= sizeof c->err - 1)
         return;
-    /* without the container's label: the callers put it first */
-    bool host_said = ct->vmid < 0 && strstr(c->err, "drover ended it"); /* conn.c, of the same processes */
-    if (r == 0 && (count > 0 || (count == 0 && ct->vmid < 0 && conn_ended > 0)) && !host_said)
+    /* without the container's label: the callers put it first.  On a local host conn.c ended the
+     * command's process group (conn_ended > 0; end_after took its words out): one call, said once */
+    if (r == 0 && (count > 0 || (count == 0 && !c->ssh && conn_ended > 0)))
         snprintf(c->err + el, sizeof c->err - el, "; drover ended it there (SIGTERM, then SIGKILL)");
+    else if (r == -ETIMEDOUT || r == -ENOTCONN || r == -EIO)
+        snprintf(c->err + el, sizeof c->err - el, "; %s: drover could not end it there, it may still be running",
+                 pct_end_why(r, 0, NULL));
     else if (r < 0 || count < 0)
         snprintf(c->err + el, sizeof c->err - el, "; drover could not end it there (%s): it may still be running",
-                 r == -ETIMEDOUT ? "no answer" : r == -ENOTCONN ? "the host no longer answers"
-                 : r == 0 ? "pct exec failed there" : strerror(-r));
+                 pct_end_why(r, count, NULL));
+}
+
+const char *pct_end_why(int r, int count, const char *err)
+{
+    /* the follow-up got no answer or no channel, or was not tried (conn_run_cleanup) */
+    if (r == -ETIMEDOUT || r == -ENOTCONN || r == -EIO)
+        return "the host is not answering";
+    if (r == 0 && count < 0)
+        return "pct exec failed there";
+    return err && err[0] ? err : strerror(-r);
 }
 
 /* After conn_run gave r for a call marked with token in ct: end what is left of it there. */
@@ -150,10 +163,15 @@ static void end_after(struct conn *c, const struct inv_ct *ct, const char *token
     int conn_ended = c->ended, count = -1;
     char said[sizeof c->err];
     (void)str_copy(said, sizeof said, c->err);
+    /* a local host's words for its process group are said below with the container's, once:
+     * "drover ended it and what it started" and "drover ended it there" were both said */
+    if (!c->ssh && conn_ended > 0)
+        conn_unsay_ended(said, conn_ended);
     const struct inv_ct *one[1] = { ct };
-    int er = pct_end_calls(c, one, 1, token, PCT_END_TIMEOUT_S, &count);
+    const char *tok[1] = { token };
+    int er = pct_end_calls(c, one, 1, tok, PCT_END_TIMEOUT_S, &count);
     (void)str_copy(c->err, sizeof c->err, said); /* the follow-up's own words, if any, are not the news */
-    say_ended(c, ct, er, count, conn_ended);
+    say_ended(c, er, count, conn_ended);
 }
 
 static int wrap_exec(const struct inv_ct *ct, const char *const *argv, const char *mark, const char **out,
@@ -267,16 +285,81 @@ void pct_agent_timeout_msg(const char *const *agent_args, double timeout_s, char
              sub[0] ? " " : "", sub, timeout_s, see);
 }
 
+/* Open the stream of full, a command marked with token (pct_call_mark's) in ct: the call kept
+ * with it, for pct_streams_free. */
+static int stream_open_call(struct conn *c, const struct inv_ct *ct, const char *const *full, const char *token,
+                            size_t line_max, struct conn_stream **ret_s)
+{
+    struct conn_stream *s;
+    int r = conn_stream_open(c, full, line_max, &s);
+    if (r < 0)
+        return r;
+    conn_stream_set_call(s, ct, token);
+    *ret_s = s;
+    return 0;
+}
+
 int pct_stream_agent(struct conn *c, const struct inv_ct *ct, const char *const *agent_args,
                      size_t line_max, struct conn_stream **ret_s)
 {
     const char *full[PCT_ARGV_MAX];
-    char vmid[16];
-    if (pct_agent_argv(c->inv, ct, agent_args, full, vmid) < 0) {
+    char vmid[16], token[PCT_CALL_MAX], mark[PCT_MARK_MAX];
+    pct_call_new(token);
+    pct_call_mark(token, mark);
+    if (pct_agent_call_argv(c->inv, ct, agent_args, mark, full, vmid) < 0) {
         snprintf(c->err, sizeof c->err, "too many arguments");
         return -E2BIG;
     }
-    return conn_stream_open(c, full, line_max, ret_s);
+    return stream_open_call(c, ct, full, token, line_max, ret_s);
+}
+
+int pct_streams_free(struct conn_stream **ss, int n)
+{
+    int left = 0;
+    for (int i = 0; i < n; i++) {
+        struct conn *c;
+        const struct inv_ct *ct;
+        if (!ss[i] || !conn_stream_call(ss[i], &c, &ct)) {
+            conn_stream_free(ss[i]); /* ended on its own, or no call of a container's */
+            ss[i] = NULL;
+            continue;
+        }
+        /* this one and the others on its host (up to INV_MAX_CTS): one follow-up for them all */
+        const struct inv_ct *cts[INV_MAX_CTS];
+        char toks[INV_MAX_CTS][PCT_CALL_MAX];
+        const char *tp[INV_MAX_CTS];
+        int m = 0, cnt[INV_MAX_CTS];
+        for (int k = i; k < n && m < INV_MAX_CTS; k++) {
+            struct conn *ck;
+            const struct inv_ct *ctk;
+            const char *tk = ss[k] ? conn_stream_call(ss[k], &ck, &ctk) : NULL;
+            if (!tk || ck != c)
+                continue;
+            cts[m] = ctk;
+            (void)str_copy(toks[m], sizeof toks[m], tk);
+            tp[m] = toks[m];
+            m++;
+            /* closed first: what the channel's close reaches (the host's side, a local group)
+             * goes by itself; the follow-up finds what it does not */
+            conn_stream_free(ss[k]);
+            ss[k] = NULL;
+        }
+        char said[sizeof c->err];
+        (void)str_copy(said, sizeof said, c->err);
+        int r = pct_end_calls(c, cts, m, tp, PCT_END_TIMEOUT_S, cnt);
+        for (int k = 0; k < m; k++) {
+            if (r == 0 && cnt[k] >= 0) {
+                log_debug("%s: %d %s of the stream %s ended", cts[k]->label, cnt[k],
+                          cnt[k] == 1 ? "process" : "processes", tp[k]);
+                continue;
+            }
+            log_debug("%s: the stream %s could not be ended there: %s", cts[k]->label, tp[k],
+                      r < 0 ? c->err : "pct exec failed there");
+            left++;
+        }
+        (void)str_copy(c->err, sizeof c->err, said); /* the follow-up's words are not the news */
+    }
+    return left;
 }
 
 int pct_push(struct conn *c, const struct inv_ct *ct, const char *host_path, const char *ct_path,
@@ -338,12 +421,14 @@ int pct_stream(struct conn *c, const struct inv_ct *ct, const char *const *argv,
                struct conn_stream **ret_s)
 {
     const char *full[PCT_ARGV_MAX];
-    char vmid[16];
-    if (wrap_exec(ct, argv, NULL, full, vmid) < 0) {
+    char vmid[16], token[PCT_CALL_MAX], mark[PCT_MARK_MAX];
+    pct_call_new(token);
+    pct_call_mark(token, mark);
+    if (wrap_exec(ct, argv, mark, full, vmid) < 0) {
         snprintf(c->err, sizeof c->err, "too many arguments");
         return -E2BIG;
     }
-    return conn_stream_open(c, full, line_max, ret_s);
+    return stream_open_call(c, ct, full, token, line_max, ret_s);
 }
 
 int pct_ct_problem(int vmid, const char *reason, char *out, size_t sz)

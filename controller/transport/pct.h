@@ -14,7 +14,7 @@
 
 #define PCT_ARGV_MAX 160
 #define PCT_CALL_ENV "DROVER_CALL" /* marks every process of one container call (pct_end_calls) */
-#define PCT_CALL_MAX 48            /* a call's token, NUL included */
+#define PCT_CALL_MAX CONN_CALL_MAX  /* a call's token, NUL included */
 #define PCT_MARK_MAX 64            /* "DROVER_CALL=TOKEN", NUL included */
 #define PCT_END_TIMEOUT_S 10.0     /* the follow-up that ends a call: its own short deadline */
 #define PCT_AGENT_ROOT AGENT_DEFAULT_ROOT /* the agent's default --root inside a container */
@@ -40,13 +40,23 @@ int pct_run_agent(struct conn *c, const struct inv_ct *ct, const char *const *ag
  * never the `pct exec ...` line.  Without the container's label: the callers put it first. */
 void pct_agent_timeout_msg(const char *const *agent_args, double timeout_s, char *buf, size_t sz);
 
-/* The agent command as a stream (for `watch --json`). */
+/* The agent command as a stream (`watch --json`, `stop`/`start` read as they answer), marked as a
+ * call of its own as pct_run_agent's is.  Free with pct_streams_free. */
 int pct_stream_agent(struct conn *c, const struct inv_ct *ct, const char *const *agent_args,
                      size_t line_max, struct conn_stream **ret_s);
 
-/* A plain command in the container as a stream, read line by line (`tail -F` for drover logs). */
+/* A plain command in the container as a stream, read line by line (`tail -F` for drover logs),
+ * marked as a call.  Free with pct_streams_free. */
 int pct_stream(struct conn *c, const struct inv_ct *ct, const char *const *argv, size_t line_max,
                struct conn_stream **ret_s);
+
+/* Close the streams ss[0..n) (NULL entries skipped; each set to NULL).  A stream whose command
+ * had not ended on its own is a call given up (its deadline, a Ctrl-C, or the caller done with
+ * it): what is left of it in its container is ended as pct_run's call after a deadline is, with
+ * one pct_end_calls per host for all of that host's streams.  Returns how many could not be
+ * ended (the host not answering, pct exec failing: they may still be running; the debug log
+ * says which).  Not stopped by exec_interrupted; at most PCT_END_TIMEOUT_S per host. */
+int pct_streams_free(struct conn_stream **ss, int n);
 
 /* Copy host_path (a file on the host) to ct_path in the container with mode perms ("0600").
  * -EIO when pct reports an error (message in c->err).  Exit 0 proves nothing: verify. */
@@ -74,15 +84,21 @@ void pct_call_new(char ret_token[PCT_CALL_MAX]);
 /* "DROVER_CALL=TOKEN", the argument pct_agent_call_argv marks a call with. */
 void pct_call_mark(const char *token, char ret_mark[PCT_MARK_MAX]);
 
-/* End what is left in containers cts[0..n) (all on c's host) of the call marked with token:
- * one host exec (conn_run_cleanup: a Ctrl-C does not stop it; deadline timeout_s) that runs in
- * each container at once a /proc scan for the mark (environment or command line) and
- * SIGTERM + SIGCONT, then SIGKILL after 2 s, to what carries it.  ret_ended[k]: how many
- * processes there were in cts[k] (0: nothing was left), or -EIO when pct exec failed there.
- * -errno (c->err set), ret_ended untouched, when the host exec itself failed (-ETIMEDOUT,
- * -ENOTCONN: the session had dropped). */
-int pct_end_calls(struct conn *c, const struct inv_ct *const *cts, int n, const char *token, double timeout_s,
-                  int *ret_ended);
+/* End what is left in containers cts[0..n) (all on c's host; one may come more than once) of the
+ * calls marked with tokens[0..n) (tokens[k] in cts[k]): one host exec (conn_run_cleanup: a
+ * Ctrl-C does not stop it; deadline timeout_s) that runs in each at once a /proc scan for the
+ * mark (environment or command line) and SIGTERM + SIGCONT, then SIGKILL after 2 s, to what
+ * carries it.  ret_ended[k]: how many processes there were in cts[k] (0: nothing was left), or
+ * -EIO when pct exec failed there.  -errno (c->err set), ret_ended untouched, when the host exec
+ * itself failed (-ETIMEDOUT; -ENOTCONN at once, nothing tried, when the host is known not to
+ * answer: conn_run_cleanup). */
+int pct_end_calls(struct conn *c, const struct inv_ct *const *cts, int n, const char *const *tokens,
+                  double timeout_s, int *ret_ended);
+
+/* Why pct_end_calls could not end a call, for messages: r its return, count the container's
+ * ret_ended, err c->err after it (NULL: none).  "the host is not answering" for -ETIMEDOUT,
+ * -EIO (no channel) and -ENOTCONN (nothing was tried: conn_run_cleanup). */
+const char *pct_end_why(int r, int count, const char *err);
 
 /* Build the argv pct_run_agent would run (for tests and --dry-run).  argv_out has room for
  * PCT_ARGV_MAX pointers; strings point into agent_args, ct, inv or vmid_buf[16]. */

@@ -13,12 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "common/util.h"
+#include "controller/cmd.h"
 #include "controller/transport/conn.h"
+#include "controller/transport/fleet.h"
 #include "controller/transport/knownhosts.h"
 #include "controller/transport/pct.h"
 #include "controller/deploy/state.h"
@@ -459,11 +463,166 @@ static void test_container_call_ended(void **state)
     if (!gone_within(pid, 3))
         fail_msg("the interrupted command %ld was left in its container: %s", pid, c->err);
     assert_non_null(strstr(c->err, "drover ended it there"));
+    /* said once: the host's process group (pct's side) and the container's are one call; this
+     * local host said "drover ended it and what it started" and "drover ended it there" */
+    const char *e1 = strstr(c->err, "drover ended");
+    if (!e1 || strstr(e1 + 1, "drover ended"))
+        fail_msg("the end of one call said twice: %s", c->err);
     assert_int_equal(res.status, -7); /* untouched */
     setenv("PATH", path, 1);
     free(path);
     conn_free(c);
     inventory_free(inv);
+    assert_int_equal(fs_rm_rf(dir), 0);
+}
+
+/* Processes whose command line holds needle, now (this test's own excepted). */
+static int procs_with(const char *needle)
+{
+    int n = 0;
+    DIR *d = opendir("/proc");
+    assert_non_null(d);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        int pid = atoi(de->d_name);
+        if (pid <= 1 || pid == getpid())
+            continue;
+        char p[64], cl[4096], st[512] = "";
+        snprintf(p, sizeof p, "/proc/%d/cmdline", pid);
+        FILE *fp = fopen(p, "r");
+        if (!fp)
+            continue;
+        size_t k = fread(cl, 1, sizeof cl - 1, fp);
+        fclose(fp);
+        for (size_t i = 0; i < k; i++)
+            if (!cl[i])
+                cl[i] = ' ';
+        cl[k] = '\0';
+        snprintf(p, sizeof p, "/proc/%d/stat", pid);
+        if ((fp = fopen(p, "r"))) {
+            size_t m = fread(st, 1, sizeof st - 1, fp);
+            st[m] = '\0';
+            fclose(fp);
+        }
+        const char *e = strrchr(st, ')');
+        if (e && e[1] == ' ' && (e[2] == 'Z' || e[2] == 'X'))
+            continue;
+        if (strstr(cl, needle))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static char follow_needle[600];
+/* The operator's Ctrl-C to `drover logs -f` once its `tail -F` runs in the container. */
+static void *interrupt_follow(void *arg)
+{
+    (void)arg;
+    char tail[700];
+    snprintf(tail, sizeof tail, "tail -n 100 -F %s", follow_needle);
+    for (int i = 0; i < 200 && procs_with(tail) == 0; i++)
+        usleep(50 * 1000);
+    usleep(300 * 1000);
+    (void)kill(getpid(), SIGINT);
+    return NULL;
+}
+
+/* `drover logs -f` ended by Ctrl-C leaves no `tail` or reader in the container.  pct here is a
+ * stand-in that runs the command in a session of its own whose stdin stays open and whose
+ * output goes through a relay of its own (lxc-attach's child in the container hears nothing of
+ * the host's side going: neither stdin's EOF nor a broken pipe), with the container's
+ * /var/lib/drover under the test's directory: before, the follower and its stdin watcher ran on
+ * there once drover had closed the stream (streams were not marked as calls). */
+static void test_logs_follow_interrupted_ends_readers(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-unit-follow-XXXXXX", p[600], text[1200];
+    assert_non_null(mkdtemp(dir));
+    snprintf(p, sizeof p, "%s/fifo", dir);
+    assert_int_equal(mkfifo(p, 0600), 0);
+    snprintf(p, sizeof p, "%s/pct", dir);
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    fprintf(fp, "#!/bin/sh\n[ \"$1\" = exec ] && [ \"$5\" = -- ] || exit 2\nshift 5\n"
+                "for a; do set -- \"$@\" \"$(printf '%%s' \"$a\" | sed 's|/var/lib/drover|%s/root|g')\"; shift; done\n"
+                "setsid sh -c '\"$@\" | cat' sh \"$@\" 0<>'%s/fifo' &\nwait\n", dir, dir);
+    fclose(fp);
+    assert_int_equal(chmod(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/root/runs/train/logs", dir);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(follow_needle, sizeof follow_needle, "%s/root/runs/train/logs/rank0.log", dir);
+    fp = fopen(follow_needle, "w");
+    assert_non_null(fp);
+    fputs("step 1\n", fp);
+    fclose(fp);
+    char *path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin"), newpath[4096];
+    snprintf(newpath, sizeof newpath, "%s:%s", dir, path);
+    setenv("PATH", newpath, 1);
+    snprintf(text, sizeof text, "[host me]\nlocal = true\n[job train]\ncontainers = me:101\ncommand = bin/x\n");
+    struct inventory *inv;
+    char err[256];
+    assert_int_equal(inventory_parse(text, strlen(text), "t.ini", &inv, err, sizeof err), 0);
+    struct fleet f;
+    fleet_init(&f, inv, NULL);
+    char *av[] = { "logs", "--job", "train", "-f", NULL };
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, interrupt_follow, NULL), 0);
+    int code = cmd_logs(&f, 4, av);
+    pthread_join(th, NULL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    int left = 0;
+    for (int i = 0; i < 30 && (left = procs_with(follow_needle)) > 0; i++)
+        usleep(100 * 1000);
+    if (left > 0) {
+        char cmd[800];
+        snprintf(cmd, sizeof cmd, "pkill -KILL -f '%s'", follow_needle); /* not left by a failing test */
+        (void)!system(cmd);
+        fail_msg("logs -f ended by Ctrl-C left %d reader%s of the log in the container (exit %d)", left,
+                 left == 1 ? "" : "s", code);
+    }
+    fleet_done(&f);
+    setenv("PATH", path, 1);
+    free(path);
+    inventory_free(inv);
+    assert_int_equal(fs_rm_rf(dir), 0);
+}
+
+/* A verb with no SIGINT handler of its own: drover dies of the Ctrl-C, and its local command,
+ * which leads a process group of its own out of the terminal's reach, went on to its end.  Here
+ * a child stands for drover (main's setup), runs `sleep` as a local command and gets SIGINT. */
+static void test_local_child_ended_at_exit_signal(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-unit-exitsig-XXXXXX", p[128], script[600];
+    assert_non_null(mkdtemp(dir));
+    snprintf(p, sizeof p, "%s/pid", dir);
+    snprintf(script, sizeof script, "echo $$ >'%s.part' && mv '%s.part' '%s' && exec sleep 60", p, p, p);
+    pid_t kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) {
+        conn_exit_signals_init();
+        struct inventory *inv = local_inv();
+        struct conn *c;
+        char err[256];
+        if (conn_open(inv, 0, NULL, &c, err, sizeof err) < 0)
+            _exit(3);
+        const char *argv[] = { "sh", "-c", script, NULL };
+        struct exec_result res;
+        (void)conn_run(c, argv, 30, &res);
+        _exit(4); /* not reached: the SIGINT ends it */
+    }
+    long pid = 0;
+    for (int i = 0; i < 100 && (pid = pid_in(p)) <= 0; i++)
+        usleep(50 * 1000);
+    assert_true(pid > 0);
+    assert_int_equal(kill(kid, SIGINT), 0);
+    int st;
+    assert_int_equal(waitpid(kid, &st, 0), kid);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT); /* died of it, as before */
+    if (!gone_within(pid, 3))
+        fail_msg("drover's local command %ld ran on after drover died of SIGINT", pid);
     assert_int_equal(fs_rm_rf(dir), 0);
 }
 
@@ -795,6 +954,8 @@ int main(void)
         cmocka_unit_test(test_agent_timeout),
         cmocka_unit_test(test_local_group_ended),
         cmocka_unit_test(test_container_call_ended),
+        cmocka_unit_test(test_logs_follow_interrupted_ends_readers),
+        cmocka_unit_test(test_local_child_ended_at_exit_signal),
         cmocka_unit_test(test_state_dir),
         cmocka_unit_test(test_history_release_name),
     };

@@ -423,6 +423,40 @@ static void test_stream(void **state)
     ssh_conn_free(c);
 }
 
+/* A host that let one follow-up (the call that ends what a deadline gave up on) wait for nothing
+ * is not waited for again: on a host whose sshd froze, every stalled call added up to 10 s of
+ * follow-up that could get no answer.  The second is refused at once and says why. */
+static void test_followup_not_retried_on_silent_host(void **state)
+{
+    (void)state;
+    NEED_SSHD();
+    struct ssh_params p = params();
+    p.connect_timeout_s = 2;
+    char fp[SSH_FP_MAX], err[1024], cmd[128];
+    int st;
+    assert_int_equal(ssh_trust_host(&p, true, NULL, fp, &st, err, sizeof err), 0);
+    struct ssh_conn *a = NULL;
+    assert_int_equal(ssh_conn_open(&p, &a, err, sizeof err), 0);
+    struct inv_host h = { .port = port };
+    snprintf(h.name, sizeof h.name, "t1");
+    struct conn c = { .ssh = a, .h = &h };
+    snprintf(cmd, sizeof cmd, "pkill -STOP -P %d", (int)sshd_pid); /* this test's sessions only */
+    assert_int_equal(sh("%s", cmd), 0);
+    const char *argv[] = { "true", NULL };
+    struct exec_result res = { .status = -7 };
+    int r1 = conn_run_cleanup(&c, argv, 1.0, &res);
+    double t1 = time_mono();
+    int r2 = conn_run_cleanup(&c, argv, 1.0, &res);
+    double took = time_mono() - t1;
+    snprintf(cmd, sizeof cmd, "pkill -CONT -P %d", (int)sshd_pid);
+    assert_int_equal(sh("%s", cmd), 0);
+    ssh_conn_free(a);
+    assert_true(r1 < 0);
+    if (r2 != -ENOTCONN || took > 0.3 || !strstr(c.err, "host 't1' is not answering"))
+        fail_msg("second follow-up on a silent host: %d after %.2f s: %s", r2, took, c.err);
+    assert_int_equal(res.status, -7); /* untouched */
+}
+
 static double cpu_s(void)
 {
     struct rusage ru;
@@ -526,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_upload),
         cmocka_unit_test(test_frozen_host_is_named),
         cmocka_unit_test(test_wait_waits_on_unread_bytes),
+        cmocka_unit_test(test_followup_not_retried_on_silent_host),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
