@@ -20,31 +20,22 @@ ensure_v1
 v1=$(v1_id)
 ISH=/usr/local/lib/drover-e2e-t87
 INV_W="$E2E_WORK/inventory-t87.ini"
-sed -e 's|^command = bin/drover-train$|command = bin/t87wrap|' -e 's|^tolerance = .*|tolerance = 0.9|' "$INV" >"$INV_W"
-INV_T="$E2E_WORK/inventory-t87-tol.ini" # the lab's job, with a verdict the machine's load cannot fail
-sed -e 's|^tolerance = .*|tolerance = 0.9|' "$INV" >"$INV_T"
+inv_variant "$INV_W" t87wrap
+INV_T="$E2E_WORK/inventory-t87-tol.ini"
+inv_variant "$INV_T"
 for c in $E2E_CTS; do ct "$c" sh -c "mkdir -p $ISH && ln -sf /bin/busybox $ISH/sh" || fatal "cannot place the interpreter in $c"; done
 d=$(make_release v87 train.seed=87)
-cat >"$d/bin/t87wrap" <<EOF
+release_script "$d" t87wrap <<EOF
 #!$ISH/sh
 exec ./bin/drover-train "\$@"
 EOF
-chmod 0755 "$d/bin/t87wrap"
 
 say "drover deploy v87 (its command a #! script; the interpreter in every container)"
-"$E2E_BUILD/drover" -i "$INV_W" deploy "$d" --job train >"$E2E_WORK/last.out" 2>"$E2E_WORK/last.err"
-DROVER_RC=$?
-show_drover 3
-check "deploy v87 exits 0 (promoted)" test "$DROVER_RC" = 0
-v87=$(ct_current h1:101)
-say "v87 is ${v87:-?}"
-check "every container runs v87" eval '[[ -n $v87 && $v87 != "$v1" ]] && all_current_is "$v87"'
+INV="$INV_W" deploy_promoted v87 "$d"
+v87=$DEPLOYED
 say "drover deploy v1 again (promoted: v87 becomes its previous good release)"
-"$E2E_BUILD/drover" -i "$INV_T" deploy "$E2E_WORK/releases/v1" --job train >"$E2E_WORK/last.out" 2>"$E2E_WORK/last.err"
-DROVER_RC=$?
-show_drover 3
-check "deploy v1 exits 0 (promoted)" test "$DROVER_RC" = 0
-check "every container runs v1" all_current_is "$v1"
+INV="$INV_T" deploy_promoted v1 "$E2E_WORK/releases/v1"
+check "... v1 as before" test "$DEPLOYED" = "$v1"
 
 say "the interpreter removed from h2:201 only, then drover rollback --job train (to v87)"
 ct h2:201 rm -rf "$ISH"

@@ -16,8 +16,8 @@ set -uo pipefail
 ensure_v1
 v1=$(v1_id)
 C=h2:201
-INV_T="$E2E_WORK/inventory-t88.ini" # a verdict the machine's load cannot fail
-sed -e 's|^tolerance = .*|tolerance = 0.9|' "$INV" >"$INV_T"
+INV_T="$E2E_WORK/inventory-t88.ini"
+inv_variant "$INV_T"
 
 # the host's pid of the agent daemon in container $1 (its pid namespace is the container's)
 agent_host_pid() {
@@ -54,12 +54,14 @@ rm -f "$E2E_WORK/t88-fault" "$E2E_WORK/t88-tail"
 ) &
 wpid=$!
 sleep 0.5 # tail is reading
-"$E2E_BUILD/drover" -i "$INV_T" deploy "$d" --job train >"$E2E_WORK/last.out" 2>"$E2E_WORK/last.err"
-DROVER_RC=$?
+INV="$INV_T" drover deploy "$d" --job train
 kill "$(cat "$E2E_WORK/t88-tail" 2>/dev/null)" 2>/dev/null
 wait "$wpid" 2>/dev/null
 show_drover 6
 [[ -s $E2E_WORK/t88-fault ]] || fatal "the deploy made no promote call on h2 (the fault was never injected)"
+# the kill races the promote call (pct, lxc-attach, the CLI's start, its connect: tens of ms
+# against one kill(2) from an inotify wake-up); lost, h2:201 promoted before its agent died
+((DROVER_RC == 0)) && fatal "h2:201's agent was killed too late: the deploy promoted everywhere (the fault lost its race with the promote call; not a drover failure)"
 v88=$(ct_current h1:101)
 say "v88 is ${v88:-?}"
 check "deploy v88 exits 1 ($DROVER_RC)" test "$DROVER_RC" = 1

@@ -20,26 +20,18 @@ v1=$(v1_id)
 FLAG=/run/drover-e2e-t89-nan
 for c in $E2E_CTS; do ct "$c" rm -f "$FLAG"; done
 INV_N="$E2E_WORK/inventory-t89.ini"
-# the same job run through the release's wrapper; a tolerance the shared machine's load cannot
-# turn into a revert (this test is about what comes after the promote)
-sed -e 's|^command = bin/drover-train$|command = bin/nanwrap|' -e 's|^tolerance = .*|tolerance = 0.9|' "$INV" >"$INV_N"
+inv_variant "$INV_N" nanwrap # the job through the release's wrapper (this test is about after the promote)
 d=$(make_release v89 train.seed=89)
-cat >"$d/bin/nanwrap" <<EOF
+release_script "$d" nanwrap <<EOF
 #!/bin/sh
 # t-89: once the test's flag is in the container, every run of this release diverges at once
 [ "\$1" = train ] && [ -e $FLAG ] && export DROVER_TRAIN_FAULT=nan_at=0
 exec ./bin/drover-train "\$@"
 EOF
-chmod 0755 "$d/bin/nanwrap"
 
 say "drover deploy v89 (promoted: its loss is finite until the flag is set)"
-"$E2E_BUILD/drover" -i "$INV_N" deploy "$d" --job train >"$E2E_WORK/last.out" 2>"$E2E_WORK/last.err"
-DROVER_RC=$?
-show_drover 4
-check "deploy v89 exits 0 (promoted)" test "$DROVER_RC" = 0
-v89=$(ct_current h1:101)
-say "v89 is ${v89:-?}"
-check "every container runs v89" eval '[[ -n $v89 && $v89 != "$v1" ]] && all_current_is "$v89"'
+INV="$INV_N" deploy_promoted v89 "$d"
+v89=$DEPLOYED
 promoted_everywhere() {
 	local n
 	n=$(status_json | jq --arg r "$v89" '[.jobs[] | select(.job == "train") | .containers[] | select(.good == $r)] | length')
