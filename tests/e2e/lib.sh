@@ -256,6 +256,25 @@ one_ct_job() {
 	fi
 }
 
+# inv_variant FILE [COMMAND]: FILE is the lab's inventory with a tolerance the shared machine's
+# load cannot fail (0.9) and, given COMMAND, the job's command bin/COMMAND (a wrapper in the
+# release, written by release_script)
+inv_variant() {
+	sed -e "s|^command = bin/drover-train\$|command = bin/${2:-drover-train}|" -e 's|^tolerance = .*|tolerance = 0.9|' "$INV" >"$1"
+}
+release_script() { cat >"$1/bin/$2" && chmod 0755 "$1/bin/$2"; } # release_script DIR NAME: bin/NAME from stdin
+
+# deploy_promoted NAME DIR: `drover deploy DIR --job train` (with $INV) must promote it: checks
+# the exit and that every container runs it; DEPLOYED is its id (what h1:101 runs)
+deploy_promoted() {
+	drover deploy "$2" --job train
+	show_drover 3
+	check "deploy $1 exits 0 (promoted)" test "$DROVER_RC" = 0
+	DEPLOYED=$(ct_current h1:101)
+	say "$1 is ${DEPLOYED:-?}"
+	check "every container runs $1" all_current_is "${DEPLOYED:-none}"
+}
+
 deployed_ids() { status_json | jq -r '[.. | objects | select(has("current")) | .current] | unique | .[]' 2>/dev/null; }
 
 # ---------------------------------------------------------------- shared state between tests
