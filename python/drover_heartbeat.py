@@ -24,11 +24,18 @@ EXIT_* constants, and for the two that must leave by os._exit after hb.error():
     try:
         train(hb)
     except Exception as e:
-        if disk_full(e):                  # OSError ENOSPC/EDQUOT: exit 6, not retried
-            hb.exit_disk_full(e)
+        if disk_full(e, ckpt_dir):        # OSError ENOSPC/EDQUOT, or torch's writer failing on
+            hb.exit_disk_full(e)          # a full ckpt_dir: exit 6, not retried
         if peer_lost(e):                  # gloo lost another rank: exit 8 (only once
             hb.exit_peer_lost(e)          # init_process_group has returned)
         raise
+
+Checkpoints (torch, imported only when called):
+
+    save_checkpoint(state, path)          # atomic: a temp file in path's directory, fsync,
+                                          # rename; a full disk raises OSError ENOSPC
+    path, state = load_checkpoint(paths)  # the first of paths (newest first) that loads;
+                                          # a truncated one is skipped, said on stderr
 
 Outside drover (no DROVER_HEARTBEAT_FD) every call does nothing.  No call ever raises into the
 training loop: once the agent's end of the pipe is gone (EPIPE, EBADF), beats are dropped.  A
@@ -51,7 +58,8 @@ import time
 import weakref
 
 __all__ = ["Heartbeat", "PHASES", "LINE_MAX", "EXIT_CONFIG", "EXIT_DISK_FULL", "EXIT_DIVERGED",
-           "EXIT_PEER_LOST", "EXIT_PEER_STOPPED", "peer_lost", "disk_full"]
+           "EXIT_PEER_LOST", "EXIT_PEER_STOPPED", "peer_lost", "disk_full", "save_checkpoint",
+           "load_checkpoint", "loadable_checkpoints"]
 
 VERSION = 1
 LINE_MAX = 1024  # bytes per line, newline included (the agent drops longer lines)
@@ -80,6 +88,18 @@ EXIT_PEER_STOPPED = 12  # stopped with a checkpoint because another rank got SIG
 PEER_LOST_SIGNATURE = "gloo/transport"
 PEER_LOST_MARKS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe")
 DISK_FULL_ERRNOS = tuple(getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(errno, n))
+# What torch's zip writer raises when a write of torch.save(obj, PATH) fails: a RuntimeError,
+# not the OSError underneath, e.g. "[enforce fail at inline_container.cc:471] .
+# PytorchStreamWriter failed writing file data/0: file write failed" (torch 2.x) or "[enforce
+# fail at inline_container.cc:325] . unexpected pos 320 vs 248" (torch 1.13, measured on a full
+# tmpfs).  The words alone do not say why the write failed: disk_full() also wants the
+# checkpoint directory's filesystem to be full (DISK_FULL_FREE_BYTES).
+TORCH_WRITE_FAILED_MARKS = ("PytorchStreamWriter failed writing file", "file write failed",
+                            "unexpected pos")
+TORCH_WRITE_FAILED_SIGNATURE = ("inline_container", "PytorchStreamWriter")
+# A filesystem with less than this available to the worker is full: the write that failed
+# needed more (a filesystem keeps some blocks back for its metadata, so "full" is rarely 0).
+DISK_FULL_FREE_BYTES = 1 << 20
 
 
 def peer_lost(exc):
@@ -95,9 +115,127 @@ def peer_lost(exc):
     return PEER_LOST_SIGNATURE in msg and any(m in msg for m in PEER_LOST_MARKS)
 
 
-def disk_full(exc):
-    """True for an OSError whose errno is ENOSPC or EDQUOT (DISK_FULL_ERRNOS)."""
-    return isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS
+def _fs_full(path):
+    """Is the filesystem holding path (a file or directory; the nearest existing directory
+    above it when it does not exist) full: under DISK_FULL_FREE_BYTES available, or no inode
+    left?  False when it cannot be asked."""
+    try:
+        path = os.path.abspath(path)
+        while not os.path.exists(path) and os.path.dirname(path) != path:
+            path = os.path.dirname(path)
+        st = os.statvfs(path)
+    except (OSError, TypeError, ValueError):
+        return False
+    if st.f_bavail * st.f_frsize < DISK_FULL_FREE_BYTES:
+        return True
+    return st.f_files > 0 and st.f_favail == 0
+
+
+def disk_full(exc, path=None):
+    """True for an OSError whose errno is ENOSPC or EDQUOT (DISK_FULL_ERRNOS), and for torch's
+    RuntimeError of a failed write (TORCH_WRITE_FAILED_MARKS: torch.save(obj, PATH) on a full
+    disk never raises the OSError) when the filesystem of path (the checkpoint file or
+    directory; default $DROVER_RUN_DIR, where checkpoints go) is full: another write failure is
+    this release's own (exit 1, retried).  save_checkpoint() raises the OSError itself."""
+    if isinstance(exc, OSError):
+        return exc.errno in DISK_FULL_ERRNOS
+    if not isinstance(exc, RuntimeError):
+        return False
+    msg = _text(exc)
+    if not (any(s in msg for s in TORCH_WRITE_FAILED_SIGNATURE) and
+            any(m in msg for m in TORCH_WRITE_FAILED_MARKS)):
+        return False
+    if path is None:
+        path = os.environ.get("DROVER_RUN_DIR")
+    return bool(path) and _fs_full(path)
+
+
+class _Sink:
+    """torch.save's stream for save_checkpoint: keeps the first write error (ENOSPC) instead of
+    raising it into torch, whose zip writer then aborts the process from a destructor (SIGABRT,
+    torch 1.13, a path or a file alike) instead of raising; save_checkpoint raises it after."""
+
+    def __init__(self, f):
+        self.f, self.error = f, None
+
+    def write(self, b):
+        if self.error is None:
+            try:
+                self.f.write(b)
+            except OSError as e:
+                self.error = e
+        return len(b)
+
+    def flush(self):
+        pass
+
+
+def save_checkpoint(state, path, save=None):
+    """Write state (torch.save's object) to path so that path is either the old file or the
+    whole new one, never a torn one: into PATH_DIR/.tmp.<pid>, flushed and fsynced, then
+    os.replace()d over path, then the directory fsynced.  A failed write (a full disk:
+    OSError ENOSPC, which disk_full() knows) raises the OSError and removes the temp file; the
+    previous checkpoint at path is untouched.  torch.save in place left a truncated file on a
+    full disk that every restart then resumed and died on.  save: the serializer, save(obj,
+    file) (default torch.save, imported here)."""
+    if save is None:
+        import torch
+        save = torch.save
+    d = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(d, ".tmp.%d" % os.getpid())
+    try:
+        with open(tmp, "wb") as f:
+            sink = _Sink(f)
+            save(state, sink)
+            if sink.error is not None:
+                raise sink.error
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:
+        fd = os.open(d, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # the rename is done; a directory that cannot be fsynced (some network fs) is no failure
+
+
+def loadable_checkpoints(paths, check=None, load=None, **load_args):
+    """(path, state) for each of paths, in their order (give them newest first), that loads:
+    load(path, **load_args) (default torch.load, map_location="cpu") returns and check(state),
+    when given, does not raise.  One that does not (a file torn by a crash or a full disk,
+    "PytorchStreamReader failed reading zip archive", OSError EINVAL) is skipped with a line on
+    stderr naming it and why, instead of ending every restart on the same file."""
+    if load is None:
+        import torch
+        load = torch.load
+        load_args.setdefault("map_location", "cpu")
+    for path in paths:
+        try:
+            state = load(path, **load_args)
+            if check is not None:
+                check(state)
+        except Exception as e:  # noqa: BLE001 -- any failure to read it: try the next one
+            _say("checkpoint '%s' cannot be loaded (%s: %s): skipped, trying an older one"
+                 % (path, type(e).__name__, _text(e)[:200]), flush_stdout=False)
+            continue
+        yield path, state
+
+
+def load_checkpoint(paths, check=None, load=None, **load_args):
+    """The first of loadable_checkpoints(paths, ...): (path, state), or (None, None) when none
+    loads."""
+    for found in loadable_checkpoints(paths, check, load, **load_args):
+        return found
+    return None, None
 
 
 def _text(exc):

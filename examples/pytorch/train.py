@@ -40,7 +40,8 @@ sys.path.insert(0, HERE)
 # copied into the release next to this file; the exit codes below and the two exits that leave
 # by os._exit after hb.error() (a full disk, a lost gloo peer) are the library's
 from drover_heartbeat import (  # noqa: E402
-    EXIT_CONFIG, EXIT_DIVERGED, EXIT_PEER_STOPPED, Heartbeat, disk_full, peer_lost)
+    EXIT_CONFIG, EXIT_DIVERGED, EXIT_PEER_STOPPED, Heartbeat, disk_full, loadable_checkpoints,
+    peer_lost, save_checkpoint)
 
 DIVERGED_STEPS = 3  # consecutive non-finite losses (drover-train's and the agent's rule)
 
@@ -390,18 +391,15 @@ def train(cfg, hb):
     skipped = False  # a newer checkpoint was of another model shape
     if rank == 0 and not cfg["selftest"]:
         os.makedirs(ckpt_dir, exist_ok=True)
-        for path in sorted(glob.glob(os.path.join(ckpt_dir, "torch-*.pt")),
-                           key=lambda p: int(p.rsplit("-", 1)[1][:-3]), reverse=True):
+
+        def resumable(path):
             writer = os.path.basename(path).split("-")[1]
-            if allowed and not any(a.startswith(writer) for a in allowed):
-                continue
-            try:
-                state = torch.load(path, map_location="cpu")
-                int(state["step"])
-            except Exception as e:  # a torn file: try the next older one
-                print("checkpoint %s unreadable (%s); trying an older one" % (path, e), flush=True)
-                state = None
-                continue
+            return not allowed or any(a.startswith(writer) for a in allowed)
+
+        newest_first = sorted(filter(resumable, glob.glob(os.path.join(ckpt_dir, "torch-*.pt"))),
+                              key=lambda p: int(p.rsplit("-", 1)[1][:-3]), reverse=True)
+        # a torn file (a crash before atomic saves, a disk error) is skipped, said on stderr
+        for path, state in loadable_checkpoints(newest_first, check=lambda st: int(st["step"])):
             # A release that changes the architecture (layers=3 after 2) cannot load the
             # promoted release's weights: load_state_dict raised, the rank exited 1 and every
             # such deploy was reverted.  It trains from scratch instead, and resumes its own
@@ -476,37 +474,14 @@ def train(cfg, hb):
                 dist.barrier()
         hb.checkpointed(step)
 
-    class Sink:
-        """torch.save's stream: keeps the first write error (ENOSPC) for us instead of raising it
-        into torch, whose zip writer then aborts the process from a destructor (SIGABRT, torch
-        1.13, a path or a file alike) instead of raising."""
-        def __init__(self, f):
-            self.f, self.error = f, None
-
-        def write(self, b):
-            if self.error is None:
-                try:
-                    self.f.write(b)
-                except OSError as e:
-                    self.error = e
-            return len(b)
-
-        def flush(self):
-            pass
-
     def write(step):
-        tmp = os.path.join(ckpt_dir, ".tmp.%d" % os.getpid())
-        with open(tmp, "wb") as f:
-            sink = Sink(f)
-            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
-                        "release": release, "shape": shape}, sink)
-            if sink.error is not None:
-                raise sink.error
-            if cfg["ckpt_sleep_s"]:
-                time.sleep(float(cfg["ckpt_sleep_s"]))  # a slow filesystem
-            f.flush()
-            os.fsync(f.fileno())
-        os.rename(tmp, os.path.join(ckpt_dir, "torch-%s-%d.pt" % (release[:12], step)))
+        if cfg["ckpt_sleep_s"]:
+            time.sleep(float(cfg["ckpt_sleep_s"]))  # a slow filesystem
+        # atomic (a temp file, fsync, rename): a full disk raises ENOSPC (exit 6) and leaves
+        # the older checkpoints as they were, never a torn newest one that every restart resumes
+        save_checkpoint({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                         "release": release, "shape": shape},
+                        os.path.join(ckpt_dir, "torch-%s-%d.pt" % (release[:12], step)))
         mine = sorted(glob.glob(os.path.join(ckpt_dir, "torch-%s-*.pt" % release[:12])),
                       key=lambda p: int(p.rsplit("-", 1)[1][:-3]))
         for old in mine[:-int(cfg["keep_ckpts"])]:
