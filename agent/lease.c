@@ -1,6 +1,7 @@
 /* agent/lease.c: the deploy lease of a job (see lease.h).  Only this file knows leases/<job>.json. */
 #include "agent/lease.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -216,4 +217,34 @@ int lease_release(const char *root, const char *job, const char *holder)
     }
     close(lk);
     return r;
+}
+
+bool lease_any_held(const char *root)
+{
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s/leases", root) >= (int)sizeof dir)
+        return true; /* cannot tell: held */
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno != ENOENT;
+    char boot[40];
+    boot_id(boot, sizeof boot);
+    double now = time_mono();
+    bool held = false;
+    struct dirent *de;
+    while (!held && (de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        if (n < 6 || strcmp(de->d_name + n - 5, ".json"))
+            continue;
+        char path[4400];
+        struct lease cur;
+        bool have;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (lease_read(path, &cur, &have) < 0)
+            held = true; /* cannot tell: held */
+        else if (have)
+            held = lease_decide(&cur, "", now, boot, NULL) == LEASE_REFUSE; /* "": nobody's holder */
+    }
+    closedir(d);
+    return held;
 }

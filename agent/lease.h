@@ -56,4 +56,8 @@ int lease_take(const char *root, const char *job, const char *holder, double ttl
                char *ret_takeover, size_t takeover_sz);
 int lease_release(const char *root, const char *job, const char *holder);
 
+/* Does any job hold a live deploy lease in the store at root (one lease_take would refuse)?  A
+ * lease file that cannot be read, or a leases directory that cannot be listed, counts as held. */
+bool lease_any_held(const char *root);
+
 #endif

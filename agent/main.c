@@ -85,7 +85,7 @@ static void usage(FILE *f)
             "         [--max-auto-rollbacks N] [--backoff-initial S] [--backoff-max S]\n"
             "         [--cgroup auto|v2|v1|none]\n"
             "  version\n"
-            "  release add BLOB --id ID | release list [--json] | release verify ID\n"
+            "  release add BLOB --id ID | release list [--json] | release verify ID | release clean\n"
             "  release have ID... | release missing MANIFEST|- | release install MANIFEST [PACK|-] --id ID [--job J --lease-release H]\n"
             "  lease take JOB HOLDER TTL_S [--status] [--take-over DEAD] | lease release JOB HOLDER\n"
             "  history add JOB LINE [--lease-release H] | history list JOB   the job's deploy history kept here\n"
@@ -550,7 +550,7 @@ static int cmd_release_tree(struct cli *c, struct store *s)
                 strerror(-r));
         return AGENT_EXIT_FAIL;
     }
-    objstore_clean_stale(s);
+    objstore_clean_stale(s, NULL);
     if (!install) {
         struct manifest2 *m = NULL;
         char id[RELEASE_ID_LEN + 1];
@@ -661,6 +661,15 @@ static int cmd_release(struct cli *c)
     }
     if (!strcmp(c->args[0], "missing") || !strcmp(c->args[0], "install"))
         return cmd_release_tree(c, &s);
+    if (!strcmp(c->args[0], "clean") && c->nargs == 1) {
+        /* `drover gc`: what interrupted installs left (docs/agent.md, "The store") */
+        struct objstore_cleaned cl = { 0 };
+        bool kept = false;
+        objstore_clean_gc(&s, &cl, &kept);
+        printf(AGENT_CLEAN_WORD " %zu %llu%s\n", cl.entries, (unsigned long long)cl.bytes,
+               kept ? " " AGENT_CLEAN_KEPT : "");
+        return AGENT_EXIT_OK;
+    }
     if (!strcmp(c->args[0], "have"))
         return cmd_release_have(c, &s);
     if (!strcmp(c->args[0], "list")) {

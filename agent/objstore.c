@@ -4,11 +4,13 @@
  * is only ever a regular file), and never removes a temp entry whose owner is still alive. */
 #include "agent/objstore.h"
 #include "agent/agent.h"
+#include "agent/lease.h"
 #include "agent/vrecord.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -76,7 +78,39 @@ static bool tmp_is_stale(const char *name)
     return pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
 }
 
-static void clean_dir(const struct store *s, const char *sub)
+/* What removing path frees, roughly: the blocks of its regular files that no other name links
+ * (a temp object is linked nowhere else; a half-built release's files are links to objects that
+ * stay).  nftw's callback has no argument: the sum is file-scope (the agent is single-threaded). */
+static uint64_t tree_bytes_sum;
+
+static int tree_bytes_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)path;
+    (void)ftw;
+    if (flag == FTW_F && S_ISREG(st->st_mode) && st->st_nlink == 1)
+        tree_bytes_sum += (uint64_t)st->st_blocks * 512u;
+    return 0;
+}
+
+static uint64_t tree_bytes(const char *path)
+{
+    tree_bytes_sum = 0;
+    if (nftw(path, tree_bytes_one, 16, FTW_PHYS) != 0)
+        return tree_bytes_sum; /* what was counted before the walk failed */
+    return tree_bytes_sum;
+}
+
+/* incoming/'s manifests and packs (regular files): the ones a `release missing -` kept, or a
+ * pack pushed, for the `release install` that follows. */
+static bool incoming_file(int dfd, const char *name, struct stat *st)
+{
+    return fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st->st_mode) &&
+           (strstr(name, ".manifest") || strstr(name, ".pack"));
+}
+
+/* any_age: incoming/'s manifests and packs go whatever their age (the caller made sure no
+ * deploy holds a lease here, so no install is about to read them). */
+static void clean_dir(const struct store *s, const char *sub, bool any_age, struct objstore_cleaned *ret)
 {
     char p[PATH_MAX];
     if (store_path(s, p, sizeof p, "%s", sub) < 0)
@@ -88,28 +122,53 @@ static void clean_dir(const struct store *s, const char *sub)
     while ((de = readdir(d))) {
         struct stat st;
         /* incoming/: a manifest or pack whose deploy died before `release install` */
-        bool old_incoming = !strcmp(sub, "incoming") && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                            S_ISREG(st.st_mode) && time(NULL) - st.st_mtime > OBJSTORE_INCOMING_MAX_AGE_S &&
-                            (strstr(de->d_name, ".manifest") || strstr(de->d_name, ".pack"));
+        bool old_incoming = !strcmp(sub, "incoming") && incoming_file(dirfd(d), de->d_name, &st) &&
+                            (any_age || time(NULL) - st.st_mtime > OBJSTORE_INCOMING_MAX_AGE_S);
         if (!tmp_is_stale(de->d_name) && !old_incoming)
             continue;
         char q[PATH_MAX];
         if (store_path(s, q, sizeof q, "%s/%s", sub, de->d_name) < 0)
             continue;
+        uint64_t bytes = ret ? tree_bytes(q) : 0;
         log_info("store: removing stale '%s'", q);
-        (void)fs_rm_rf(q);
+        if (fs_rm_rf(q) == 0 && ret) {
+            ret->entries++;
+            ret->bytes += bytes;
+        }
     }
     closedir(d);
 }
 
-void objstore_clean_stale(const struct store *s)
+static void clean_all(const struct store *s, bool any_age, struct objstore_cleaned *ret)
 {
     char p[PATH_MAX];
     if (store_path(s, p, sizeof p, "objects") == 0)
         (void)fs_mkdir_p(p, 0700);
-    clean_dir(s, "objects");
-    clean_dir(s, "releases");
-    clean_dir(s, "incoming");
+    clean_dir(s, "objects", false, ret);
+    clean_dir(s, "releases", false, ret);
+    clean_dir(s, "incoming", any_age, ret);
+}
+
+void objstore_clean_stale(const struct store *s, struct objstore_cleaned *ret)
+{
+    clean_all(s, false, ret);
+}
+
+void objstore_clean_gc(const struct store *s, struct objstore_cleaned *ret, bool *ret_incoming_kept)
+{
+    bool held = lease_any_held(s->root);
+    clean_all(s, !held, ret);
+    if (ret_incoming_kept) {
+        *ret_incoming_kept = false;
+        char p[PATH_MAX];
+        DIR *d = held && store_path(s, p, sizeof p, "incoming") == 0 ? opendir(p) : NULL;
+        struct dirent *de;
+        struct stat st;
+        while (d && (de = readdir(d)) && !*ret_incoming_kept)
+            *ret_incoming_kept = incoming_file(dirfd(d), de->d_name, &st);
+        if (d)
+            closedir(d);
+    }
 }
 
 /* Is releases/<id> complete and matching m?  Type, size and link target of every entry, and
@@ -786,7 +845,7 @@ int objstore_add(const struct store *s, const char *text, size_t len, const char
         r = -EINVAL;
         goto out;
     }
-    objstore_clean_stale(s);
+    objstore_clean_stale(s, NULL);
     bool replace = store_has_release(s, id);
     if (replace) {
         if (!is_damaged(s, id) && release_intact(s, m, id, text, len, NULL)) {

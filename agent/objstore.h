@@ -13,6 +13,8 @@
 #ifndef DROVER_AGENT_OBJSTORE_H
 #define DROVER_AGENT_OBJSTORE_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "agent/store.h"
@@ -22,10 +24,26 @@
 
 #define OBJSTORE_INCOMING_MAX_AGE_S (6 * 3600)
 
-/* Remove temp files and dirs (releases/, objects/, incoming/) whose creating process is gone,
- * and manifests and packs left in incoming/ for OBJSTORE_INCOMING_MAX_AGE_S by a deploy that
- * died between `release missing` and `release install`. */
-void objstore_clean_stale(const struct store *s);
+/* What a cleanup removed: entries, and the bytes that freed (the blocks of files no other name
+ * links). */
+struct objstore_cleaned {
+    size_t entries;
+    uint64_t bytes;
+};
+
+/* Remove temp files and dirs (releases/, objects/, incoming/) whose creating process is gone
+ * (an install interrupted by Ctrl-C leaves objects/.tmp.<sha>.<pid>, as large as the file it
+ * was storing), and manifests and packs left in incoming/ for OBJSTORE_INCOMING_MAX_AGE_S by a
+ * deploy that died between `release missing` and `release install`.  Adds what it removed to
+ * *ret (may be NULL). */
+void objstore_clean_stale(const struct store *s, struct objstore_cleaned *ret);
+
+/* `release clean` (what `drover gc` asks each container): objstore_clean_stale, and incoming/'s
+ * manifests and packs whatever their age when no job's deploy lease is held in this container
+ * (lease_any_held: a deploy holds it from before its first `release missing` to after its
+ * install, so no install is about to read them).  Never an entry whose owner process lives.
+ * *ret_incoming_kept (may be NULL): manifests or packs stayed because a lease is held. */
+void objstore_clean_gc(const struct store *s, struct objstore_cleaned *ret, bool *ret_incoming_kept);
 
 /* Is release id installed: releases/<id> is there, its MANIFEST hashes to id, and neither it
  * nor its environment was marked damaged by a verify?  The record of a verified install (a release appears only by rename after its check); no entry is

@@ -258,6 +258,30 @@ void agent_argv_release_have(struct agent_argv *a, const char *id)
     agent_argv_add(a, id);
 }
 
+void agent_argv_release_clean(struct agent_argv *a)
+{
+    add_verb(a, AGENT_VERB_RELEASE);
+    agent_argv_add(a, "clean");
+}
+
+int agent_clean_parse(const char *out, size_t *ret_entries, uint64_t *ret_bytes, bool *ret_incoming_kept)
+{
+    unsigned long long n, bytes;
+    int end = 0;
+    if (!out || sscanf(out, AGENT_CLEAN_WORD " %llu %llu%n", &n, &bytes, &end) != 2 || end <= 0)
+        return -EINVAL;
+    const char *rest = out + end;
+    bool kept = !strncmp(rest, " " AGENT_CLEAN_KEPT, strlen(AGENT_CLEAN_KEPT) + 1);
+    if (kept)
+        rest += strlen(AGENT_CLEAN_KEPT) + 1;
+    if (*rest && *rest != '\n')
+        return -EINVAL;
+    *ret_entries = (size_t)n;
+    *ret_bytes = (uint64_t)bytes;
+    *ret_incoming_kept = kept;
+    return 0;
+}
+
 void agent_argv_release_missing(struct agent_argv *a, const char *manifest)
 {
     add_verb(a, AGENT_VERB_RELEASE);

@@ -152,6 +152,16 @@ void agent_argv_release_have(struct agent_argv *a, const char *id);
 /* --keep-releases N (after agent_argv_daemon: the container store's GC, docs/config.md keep) */
 void agent_argv_keep_releases(struct agent_argv *a, int n);
 void agent_argv_release_missing(struct agent_argv *a, const char *manifest);
+/* release clean: the stale temp entries an interrupted install left (objects/.tmp.<sha>.<pid>
+ * of a dead pid, releases/<id>.tmp.<pid>), and incoming/'s manifests and packs when no deploy
+ * lease is held there (agent/objstore.h, objstore_clean_gc).  Says one line on stdout,
+ * AGENT_CLEAN_LINE: "removed N BYTES" and " incoming-kept" when incoming files stayed because
+ * a lease is held; agent_clean_parse() reads it. */
+void agent_argv_release_clean(struct agent_argv *a);
+#define AGENT_CLEAN_WORD "removed"
+#define AGENT_CLEAN_KEPT "incoming-kept"
+/* 0 and the three, or -EINVAL when out does not start with the line (ret_* untouched). */
+int agent_clean_parse(const char *out, size_t *ret_entries, uint64_t *ret_bytes, bool *ret_incoming_kept);
 void agent_argv_release_install(struct agent_argv *a, const char *manifest, const char *pack, const char *id);
 /* --job J --lease-release HOLDER after release_install: once the release is installed (exit 0),
  * the agent gives back J's deploy lease held by HOLDER and says so on stdout ("lease of job 'J'

@@ -49,6 +49,8 @@ int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, i
 bool gc_agent_not_installed(const char *said);
 const char *gc_host_line(const char *host, int removed, size_t in_use, int keep_n, char *buf, size_t sz);
 const char *gc_cache_line(const char *mdir, int removed, char *buf, size_t sz);
+/* `drover gc`'s line for container label's `release clean` (agent_clean_parse's numbers). */
+const char *gc_ct_line(const char *label, size_t entries, uint64_t bytes, bool incoming_kept, char *buf, size_t sz);
 int cmd_logs(struct fleet *f, int argc, char **argv);
 int cmd_events(struct fleet *f, int argc, char **argv);
 int cmd_validate(struct fleet *f, int argc, char **argv);

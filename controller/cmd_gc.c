@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 #include "controller/deploy/objsync.h"
+#include "controller/transport/pct.h"
 
 #define GC_MAX_IDS (INV_MAX_JOBS * INV_MAX_CTS * (3 + STATUS_MAX_MARKS) + INV_MAX_JOBS)
 
@@ -62,6 +64,50 @@ const char *gc_cache_line(const char *mdir, int removed, char *buf, size_t sz)
     snprintf(buf, sz, "gc: removed %d cached %s from '%s'", removed, text_plural(removed, "manifest", "manifests"),
              mdir);
     return buf;
+}
+
+const char *gc_ct_line(const char *label, size_t entries, uint64_t bytes, bool incoming_kept, char *buf, size_t sz)
+{
+    char kept[160] = "";
+    if (incoming_kept)
+        snprintf(kept, sizeof kept, "; a deploy holds a lease there, so its staged manifests and "
+                 "packs stay (gc again once it is done)");
+    if (!entries)
+        snprintf(buf, sz, "gc %s: no temp files left by interrupted deploys%s", label, kept);
+    else
+        snprintf(buf, sz, "gc %s: removed %zu %s left by interrupted deploys (%.1f MiB freed)%s", label,
+                 entries, text_plural((long long)entries, "temp file", "temp files"), (double)bytes / 1048576.0,
+                 kept);
+    return buf;
+}
+
+/* `release clean` in container ct: what an install interrupted by Ctrl-C left in its store
+ * (objects/.tmp.* as large as the file being stored, incoming/ manifests and packs), said on
+ * stderr.  A failure is a warning: the objects' GC does not depend on it. */
+static void gc_clean_ct(struct fleet *f, const struct inv_ct *ct)
+{
+    struct conn *c;
+    if (fleet_conn(f, ct->host, &c) < 0)
+        return;
+    struct agent_argv a;
+    agent_argv_init(&a);
+    agent_argv_release_clean(&a);
+    struct exec_result res;
+    char line[600], reason[512];
+    if (pct_run_agent(c, ct, a.argv, f->inv->exec_timeout_s, &res) < 0) {
+        log_warn("gc %s: temp files left by interrupted deploys not cleaned: %s", ct->label, c->err);
+        return;
+    }
+    size_t n;
+    uint64_t bytes;
+    bool kept;
+    if (res.status != 0 || agent_clean_parse(res.out, &n, &bytes, &kept) < 0)
+        log_warn("gc %s: temp files left by interrupted deploys not cleaned: `drover-agent release clean` "
+                 "%s (an agent older than this drover: `drover install --job J` updates it)", ct->label,
+                 res.status != 0 ? exec_result_reason(&res, reason, sizeof reason) : "printed no count");
+    else
+        fprintf(stderr, "%s\n", gc_ct_line(ct->label, n, bytes, kept, line, sizeof line));
+    exec_result_done(&res);
 }
 
 bool gc_agent_not_installed(const char *said)
@@ -129,6 +175,12 @@ int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, i
                 r = -EHOSTUNREACH;
                 continue;
             }
+            bool again = false; /* a container two jobs share is cleaned once */
+            for (int j2 = 0; j2 <= j && !again; j2++)
+                for (int c2 = 0; c2 < inv->jobs[j2].ncts && !again && (j2 < j || c2 < c); c2++)
+                    again = inventory_same_ct(&inv->jobs[j2].cts[c2], &job->cts[c]);
+            if (!only_job_hosts && !again)
+                gc_clean_ct(f, &job->cts[c]);
             const struct job_status *js = status_find_job(st, job->name);
             if (js) {
                 idset_add(keep, js->current);

@@ -65,6 +65,25 @@ check "the reason says all had been sent, while the containers stored and verifi
 check "... and not that a part sent is not kept" eval '! grep -q "the part of one sent is not kept" "$err"'
 check "every container still runs the release it ran before" all_current_is "$before"
 
+# What a Ctrl-C here leaves in the containers' stores (objects/.tmp.<sha>.<pid>, 400-700 MB each
+# in the adversary's run; incoming/<id>.manifest after one during staging) was removed only by
+# the next deploy's store contact, never by `drover gc`.  One of each is planted (8 MiB, a pid
+# that has exited), whatever this run's interrupt left.
+say "drover gc removes what interrupted installs left in the containers' stores"
+for c in h1:101 h2:201; do # the job's containers
+	ct "$c" sh -c 'p=$(sh -c "echo \$\$"); z=$(printf "%064d" 7)
+		head -c 8388608 /dev/zero >/var/lib/drover/objects/.tmp.$z.$p
+		echo v2 >/var/lib/drover/incoming/$z.manifest'
+done
+stale_left() { local c; for c in h1:101 h2:201; do ct "$c" sh -c 'ls -A /var/lib/drover/objects' | grep -q '^\.tmp\.' && return 0; done; return 1; }
+drover gc
+show_drover 8
+check "drover gc exits 0" test "$DROVER_RC" = 0
+check "... says what it freed in h1:101" \
+	drover_said "^gc h1:101: removed [0-9]+ temp files? left by interrupted deploys \([0-9]+\.[0-9] MiB freed\)"
+check "... and in h2:201" drover_said "^gc h2:201: removed [0-9]+ temp files? left by interrupted deploys"
+check "no objects/.tmp.* is left in any container" eval '! stale_left'
+
 drover deploy "$code" --job train
 show_drover 8
 check "the next deploy of v33 exits 0" test "$DROVER_RC" = 0

@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "agent/lease.h"
 #include "agent/objstore.h"
 #include "agent/store.h"
 #include "agent/vrecord.h"
@@ -373,26 +374,95 @@ static void test_have_record_and_stdin_pack(void **state)
     unload(&a);
 }
 
+/* A pid that was a process and has exited (reaped): a temp entry's owner that is gone. */
+static pid_t gone_pid(void)
+{
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    assert_true(child > 0);
+    waitpid(child, NULL, 0);
+    return child;
+}
+
 static void test_stale_temp_only_dead_owner(void **state)
 {
     (void)state;
     struct store s;
     assert_int_equal(store_open(&s, path("root")), 0);
-    pid_t child = fork();
-    if (child == 0)
-        _exit(0);
-    waitpid(child, NULL, 0);
+    pid_t child = gone_pid();
     char live[128], dead[128];
     snprintf(live, sizeof live, "root/releases/%064d.tmp.%d", 0, (int)getpid());
     snprintf(dead, sizeof dead, "root/releases/%064d.tmp.%d", 1, (int)child);
     assert_int_equal(fs_mkdir_p(path("%s", live), 0700), 0);
     assert_int_equal(fs_mkdir_p(path("%s", dead), 0700), 0);
     put("root/objects/.tmp.abc.999999999", "x", 0600);
-    objstore_clean_stale(&s);
+    objstore_clean_stale(&s, NULL);
     struct stat st;
     assert_int_equal(stat(path("%s", live), &st), 0);
     assert_int_not_equal(stat(path("%s", dead), &st), 0);
     assert_int_equal(store_open(&s, path("root")), 0); /* store_open follows the same rule */
+    assert_int_equal(stat(path("%s", live), &st), 0);
+}
+
+/* Ctrl-C during the containers' store-and-verify left objects/.tmp.<sha>.<pid> of 400-700 MB in
+ * every container, and incoming/<id>.manifest after one during staging; `drover gc` removed
+ * neither (only the next deploy's store contact did the temp objects).  `release clean`
+ * (objstore_clean_gc) removes them and says what it freed: a temp entry only when its owner
+ * pid is gone, an incoming manifest or pack only when no deploy lease is held here. */
+static void test_clean_gc_frees_interrupted_installs(void **state)
+{
+    (void)state;
+    struct store s;
+    assert_int_equal(store_open(&s, path("root")), 0);
+    pid_t child = gone_pid();
+    static char big[256 << 10];
+    memset(big, 'x', sizeof big - 1);
+    char dead[128], live[128], man[128], pack[128];
+    snprintf(dead, sizeof dead, "root/objects/.tmp.%064d.%d", 7, (int)child);
+    snprintf(live, sizeof live, "root/objects/.tmp.%064d.%d", 8, (int)getpid());
+    snprintf(man, sizeof man, "root/incoming/%064d.manifest", 9);
+    snprintf(pack, sizeof pack, "root/incoming/%064d.pack", 9);
+    put(dead, big, 0600);
+    put(live, "being written", 0600);
+    put(man, "v2 manifest", 0600);
+    put(pack, big, 0600);
+    struct stat st;
+
+    /* the automatic cleanup at a store contact: the dead owner's temp object only (fresh
+     * incoming files may be a running deploy's) */
+    struct objstore_cleaned cl = { 0 };
+    objstore_clean_stale(&s, &cl);
+    assert_int_equal(cl.entries, 1);
+    assert_true(cl.bytes >= sizeof big - 1);
+    assert_int_not_equal(stat(path("%s", dead), &st), 0);
+    assert_int_equal(stat(path("%s", live), &st), 0);
+    assert_int_equal(stat(path("%s", man), &st), 0);
+
+    /* gc while a deploy holds a lease here: the incoming files stay, and it says so */
+    put(dead, big, 0600);
+    assert_true(lease_take(path("root"), "train", "me@host:1", 600, NULL, NULL, 0) >= 0);
+    assert_true(lease_any_held(path("root")));
+    memset(&cl, 0, sizeof cl);
+    bool kept = false;
+    objstore_clean_gc(&s, &cl, &kept);
+    assert_true(kept);
+    assert_int_equal(cl.entries, 1);
+    assert_int_not_equal(stat(path("%s", dead), &st), 0);
+    assert_int_equal(stat(path("%s", man), &st), 0);
+    assert_int_equal(stat(path("%s", pack), &st), 0);
+
+    /* no lease held: an interrupted staging's manifest and pack go, whatever their age; a live
+     * owner's temp object never */
+    assert_int_equal(lease_release(path("root"), "train", "me@host:1"), 0);
+    assert_false(lease_any_held(path("root")));
+    memset(&cl, 0, sizeof cl);
+    objstore_clean_gc(&s, &cl, &kept);
+    assert_false(kept);
+    assert_int_equal(cl.entries, 2);
+    assert_true(cl.bytes >= sizeof big - 1);
+    assert_int_not_equal(stat(path("%s", man), &st), 0);
+    assert_int_not_equal(stat(path("%s", pack), &st), 0);
     assert_int_equal(stat(path("%s", live), &st), 0);
 }
 
@@ -785,6 +855,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_env_and_gc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_object_and_tar_pack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_temp_only_dead_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_clean_gc_frees_interrupted_installs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_have_record_and_stdin_pack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reverify_recorded_and_corrupt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_written_object_is_sent_again, setup, teardown),

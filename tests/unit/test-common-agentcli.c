@@ -322,6 +322,36 @@ static void test_globals_daemon(void **state)
     assert_int_equal(a.argc, 3);
     assert_string_equal(a.argv[1], "have");
     assert_string_equal(a.argv[2], "abc");
+    /* `drover gc` asks each container for what interrupted installs left: `release clean` */
+    agent_argv_init(&a);
+    agent_argv_release_clean(&a);
+    assert_int_equal(agent_argv_end(&a), 0);
+    assert_int_equal(a.argc, 2);
+    assert_string_equal(a.argv[0], "release");
+    assert_string_equal(a.argv[1], "clean");
+}
+
+/* release clean's line (agent/main.c prints it, controller/cmd_gc.c reads it) */
+static void test_clean_parse(void **state)
+{
+    (void)state;
+    size_t n = 99;
+    uint64_t bytes = 99;
+    bool kept = true;
+    assert_int_equal(agent_clean_parse("removed 2 734003200\n", &n, &bytes, &kept), 0);
+    assert_int_equal(n, 2);
+    assert_true(bytes == 734003200u);
+    assert_false(kept);
+    assert_int_equal(agent_clean_parse("removed 0 0 " AGENT_CLEAN_KEPT "\n", &n, &bytes, &kept), 0);
+    assert_int_equal(n, 0);
+    assert_true(kept);
+    /* anything else: ret_* untouched */
+    n = 5;
+    assert_int_equal(agent_clean_parse("release: expected 'add', 'list' or 'verify'", &n, &bytes, &kept), -EINVAL);
+    assert_int_equal(agent_clean_parse("removed 2", &n, &bytes, &kept), -EINVAL);
+    assert_int_equal(agent_clean_parse("removed 2 3 more", &n, &bytes, &kept), -EINVAL);
+    assert_int_equal(agent_clean_parse(NULL, &n, &bytes, &kept), -EINVAL);
+    assert_int_equal(n, 5);
 }
 
 /* the deploy's first call: the lease and the status document at once */
@@ -515,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_status_watch_events), cmocka_unit_test(test_release_promote_revert_stop),
         cmocka_unit_test(test_preflight_activate),  cmocka_unit_test(test_globals_daemon),
         cmocka_unit_test(test_overflow),            cmocka_unit_test(test_tables), cmocka_unit_test(test_said_no_daemon),
+        cmocka_unit_test(test_clean_parse),
         cmocka_unit_test(test_docs),               cmocka_unit_test(test_lease),
         cmocka_unit_test(test_lease_holder_of),    cmocka_unit_test(test_gpu_check),
         cmocka_unit_test(test_stop_sigkilled),

@@ -515,6 +515,14 @@ static void test_gc_lines(void **state)
                         "gc: removed 1 cached manifest from '/s/manifests'");
     assert_string_equal(gc_cache_line("/s/manifests", 3, buf, sizeof buf),
                         "gc: removed 3 cached manifests from '/s/manifests'");
+    /* each container's `release clean`: what Ctrl-C during store-and-verify left there */
+    assert_string_equal(gc_ct_line("h1:101", 2, 734003200, false, buf, sizeof buf),
+                        "gc h1:101: removed 2 temp files left by interrupted deploys (700.0 MiB freed)");
+    assert_string_equal(gc_ct_line("h1:101", 1, 0, false, buf, sizeof buf),
+                        "gc h1:101: removed 1 temp file left by interrupted deploys (0.0 MiB freed)");
+    assert_string_equal(gc_ct_line("h2:201", 0, 0, true, buf, sizeof buf),
+                        "gc h2:201: no temp files left by interrupted deploys; a deploy holds a lease there, "
+                        "so its staged manifests and packs stay (gc again once it is done)");
 }
 
 /* A host store that is full: tar's short write was retried 4 times, resending the whole pack,
