@@ -267,6 +267,21 @@ class ExitCodesTest(unittest.TestCase):
                       "weights differ: 12 weights missing, e.g. blocks.1.fc.bias)", out)
         self.assertEqual(self.resumed("ddd", max_steps=10)[0], 9)  # layers 1: it fits
 
+    def test_torn_newest_checkpoint_is_skipped(self):
+        # A truncated newest checkpoint (torch.save in place on a full disk, before
+        # save_checkpoint) made every restart die on it (OSError EINVAL, exit 1, retried): the
+        # example resumes the older one through drover_heartbeat.load_checkpoint, saying why
+        self.assertEqual(self.train(max_steps=3)[0], 0)
+        self.assertEqual(self.ckpt_files(), ["torch-local-2.pt", "torch-local-3.pt"])
+        newest = os.path.join(self.ckpts, "torch-local-3.pt")
+        with open(newest, "r+b") as f:
+            f.truncate(os.path.getsize(newest) // 2)
+        code, beats = self.train(max_steps=4)
+        self.assertEqual(code, 0, self.last_stderr)
+        self.assertEqual([b for b in beats if b["phase"] == "init"][-1]["resumed_from"], 2)
+        self.assertIn("checkpoint '%s' cannot be loaded (" % newest, self.last_stderr)
+        self.assertIn("skipped, trying an older one", self.last_stderr)
+
     def test_config_lr_after_resume_and_failed_releases_pruned(self):
         # A release whose config.json changed lr resumed the promoted release's checkpoint, and
         # load_state_dict put the old lr back: the change never took effect, and the release was
