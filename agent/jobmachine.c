@@ -373,8 +373,10 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
      * It used to count as promoted, stayed unmarked and a plain rollback went back to it while
      * `rollback --to` refused it (the controller's history said it failed). */
     bool on_probation = j->probation_deadline > 0 || rt->next_code == STATUS_RC_PROBATION_DEADLINE;
+    bool not_blamed = automatic && rt->next_not_blamed;
+    rt->next_not_blamed = false;
     bool leaving_bad = !state_on_good(j) && (!current_is_promoted(j) || on_probation) && !spec_only &&
-                      !(rt->next_no_mark && !automatic);
+                      !(rt->next_no_mark && !automatic) && !not_blamed;
     rt->next_no_mark = false;
     bool no_start = rt->next_no_start;
     rt->next_no_start = false;
@@ -405,6 +407,9 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
          * backs off): a start of it, not a revert "from" it to itself */
         snprintf(msg, sizeof msg, "started the good release %.12s again (no gang of it was running): %s",
                  from, rt->next_reason);
+    else if (not_blamed)
+        snprintf(msg, sizeof msg, "reverted on its own from %.12s, not marked bad (promoted before, it "
+                 "ran in this container: this container cannot start it now): %s", from, rt->next_reason);
     else
         snprintf(msg, sizeof msg, "%s from %.12s%s: %s", automatic ? "reverted on its own" : "reverted",
                  from, spec_only ? "'s changed job spec to its good one" : "", rt->next_reason);
@@ -663,9 +668,16 @@ static void on_start_result(const struct crash_policy *p, struct job_rec *j, str
         return;
     fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_EXEC, j->reason);
     /* the release cannot run: like a non-retryable exit, back to good at once (also a release
-     * promoted once that starts a probation again) */
+     * promoted once that starts a probation again).  A release promoted before (a rollback's
+     * target, a promoted release deployed again) ran in this container: that its exec fails
+     * now (its #! interpreter gone, a path of the container's) is the container's doing, not
+     * the release's, so it is not marked bad here: the controller's revert of the same rollback
+     * is --no-mark, and the other containers, where it started, mark nothing either.  It was
+     * marked in this container only, and the next `drover rollback` refused it as "marked bad
+     * by its agents". */
     if (!current_is_judged_promoted(j) && j->good[0] && !state_on_good(j)) {
         rt->next = JM_NEXT_REVERT_AUTO;
+        rt->next_not_blamed = current_is_promoted(j);
         rt->next_code = j->reason_code;
         (void)str_copy(rt->next_reason, sizeof rt->next_reason, j->reason);
         run_next(p, j, rt, ev->now, out);

@@ -116,6 +116,9 @@ struct jm_rt {
     char next_reason[256];
     enum status_reason next_code; /* next_reason's cause */
     bool next_no_mark;            /* JM_NEXT_REVERT: the release left reached no verdict */
+    bool next_not_blamed;         /* JM_NEXT_REVERT_AUTO: the release left is not to blame: one
+                                     promoted before whose gang could not start here (its exec
+                                     failed: this container's fault, it ran here before) */
     bool next_no_start;           /* JM_NEXT_REVERT: make the good release current, leave the job
                                      stopped (revert --no-start) */
     char next_rdzv[SPEC_RDZV_MAX]; /* JM_NEXT_REVERT: the good release's new generation ("" keep) */
