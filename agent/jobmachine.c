@@ -526,6 +526,16 @@ static int crashes_in_window(const struct jm_rt *rt, double now, double window)
     return n;
 }
 
+/* The agent's own history record of its stop of the promoted release (code: JM_FX_HISTORY's),
+ * so that `drover history` shows it and drover can say when and why on a rollback to it. */
+static void record_promoted_stop(struct job_rec *j, const char *reason, int code, struct jm_effects *out)
+{
+    struct jm_effect *h = fx_add(out, JM_FX_HISTORY);
+    (void)str_copy(h->release, sizeof h->release, j->current);
+    (void)str_copy(h->text, sizeof h->text, reason);
+    h->code = code;
+}
+
 /* The promoted release that runs was stopped for a failure not retried (non-finite loss, a
  * non-retryable exit code): the release's own verdict, as a failed probation is.  It is marked
  * bad, so that no plain rollback goes back to it (it stays in goods, and a newcomer's rollback
@@ -534,18 +544,16 @@ static int crashes_in_window(const struct jm_rt *rt, double now, double window)
  * history says when and why, for the controller's skip warning and `drover history`.  It stays
  * the job's good release (the agent has no other verdict: `drover rollback` picks an earlier
  * one; a revert still goes to it and `drover start` runs it again, warned; a promote clears the
- * mark).  Not a hang loop (a promoted release's hangs are
- * judged as infrastructure faults, like its crashes) nor an environment fault (exit 9), nor
- * a full disk (exit 6: the container's, freed space lets it run on). */
+ * mark).  Not a hang loop (a promoted release's hangs are judged as infrastructure faults, like
+ * its crashes: only recorded, record_promoted_stop with JM_HISTORY_STOPPED_HUNG) nor an
+ * environment fault (exit 9), nor a full disk (exit 6: the container's, freed space lets it run
+ * on). */
 static void mark_bad_promoted(struct job_rec *j, const char *reason, struct jm_effects *out)
 {
     char why[JM_TEXT_MAX];
     (void)snprintf(why, sizeof why, "stopped while promoted: %s", reason);
     state_mark_bad(j, j->current, why);
-    struct jm_effect *h = fx_add(out, JM_FX_HISTORY);
-    (void)str_copy(h->release, sizeof h->release, j->current);
-    (void)str_copy(h->text, sizeof h->text, reason);
-    h->code = JM_HISTORY_STOPPED;
+    record_promoted_stop(j, reason, JM_HISTORY_STOPPED, out);
 }
 
 /* The gang ended on its own (a rank exited first, or it was stopped for non-finite loss). */
@@ -611,6 +619,11 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
         if (promoted && (rc == STATUS_RC_NONFINITE ||
                          (rc == STATUS_RC_FATAL_EXIT && (sig || code != TX_DISK_FULL))))
             mark_bad_promoted(j, reason, out);
+        /* its restart budget spent on hangs: recorded (drover warns of it on a rollback or
+         * deploy to it), never marked: a peer host down or a frozen network hangs every rank of
+         * a good release the same way, and the release stays a rollback target */
+        else if (promoted && rc == STATUS_RC_LIVENESS)
+            record_promoted_stop(j, reason, JM_HISTORY_STOPPED_HUNG, out);
         fx_simple(out, JM_FX_SAVE);
         break;
     case POLICY_RESTART:

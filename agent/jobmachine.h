@@ -229,10 +229,13 @@ enum jm_fx {
                          shows that one only, state.h STATE_HISTORY_FOLD_S); code
                          JM_HISTORY_STOPPED: the agent stopped release, the promoted one, for a
                          failure not retried, and marked it bad (a record `failed`, reason code
-                         agent-stopped) */
+                         agent-stopped); JM_HISTORY_STOPPED_HUNG: it stopped release, the
+                         promoted one, once its restart budget was spent on hangs, and marked
+                         nothing (`failed`, reason code agent-stopped-hung) */
 };
 
-#define JM_HISTORY_STOPPED 1 /* JM_FX_HISTORY's code: see there */
+#define JM_HISTORY_STOPPED 1      /* JM_FX_HISTORY's codes: see there */
+#define JM_HISTORY_STOPPED_HUNG 2
 
 struct jm_effect {
     enum jm_fx kind;

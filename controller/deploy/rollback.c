@@ -450,6 +450,11 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     if (pick[0] && deploy_is_bad(&d, pick))
         log_warn("--force: rolling back to %s, which failed probation for job '%s'",
                  ui_short(pick, sid), d.job->name);
+    /* a target its agent stopped after hangs while it ran promoted: no verdict on it (not
+     * marked, not refused), but said, plain rollback and --to alike: it went through silently */
+    char hung[1400];
+    if (survey_hang_stop_message(&d, t->release, "rolling back to", hung, sizeof hung))
+        log_warn("%s", hung);
     (void)str_copy(d.id, sizeof d.id, t->release);
     ui_short(d.id, d.sid);
     (void)str_copy(d.name, sizeof d.name, "rollback");

@@ -113,7 +113,8 @@ static bool told_by_drover(const struct history_entry *v, size_t n, const struct
     /* an agent's stop of the promoted release (agent-stopped) comes after the drover's verdict,
      * `promoted`, which tells nothing of it: dropped, the NaN a release produced minutes after
      * its promote was in no history, and rollback's skip could not say when and why */
-    if (strcmp(e->by, HISTORY_BY_AGENT) != 0 || e->reason_code == HISTORY_RC_AGENT_STOPPED)
+    if (strcmp(e->by, HISTORY_BY_AGENT) != 0 || e->reason_code == HISTORY_RC_AGENT_STOPPED ||
+        e->reason_code == HISTORY_RC_AGENT_STOPPED_HUNG)
         return false;
     for (size_t k = 0; k < n; k++)
         if (!v[k].by[0] && strcmp(v[k].result, "held") != 0 && !strcmp(v[k].job, e->job) &&
