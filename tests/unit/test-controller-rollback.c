@@ -989,6 +989,73 @@ static void test_rollback_skips_release_stopped_while_promoted(void **state)
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
+/* nc4 finding 2: release nanp (here: a release that hung) ran promoted, and its agent stopped it
+ * once its restart budget was spent on hangs: not marked bad (a hang can be the
+ * infrastructure's), but recorded (agent-stopped-hung).  After a rollback to next, a plain
+ * `drover rollback` (and `--to` it) goes to it, warning when and why from the agent's record;
+ * neither skipped nor refused.  It went through silently. */
+static void test_rollback_to_release_hung_while_promoted_warns(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbhang-XXXXXX", p[600], hcase[900];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    struct history_entry e;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, nanp);
+    strcpy(st.jobs[0].good, next);
+    st.jobs[0].ngoods = 3;
+    strcpy(st.jobs[0].goods[0], next);
+    strcpy(st.jobs[0].goods[1], nanp);
+    strcpy(st.jobs[0].goods[2], next);
+    struct history_entry rec = { .time = 1796220191, .ktok_s = -1, .baseline_ktok_s = -1,
+                                 .reason_code = HISTORY_RC_AGENT_STOPPED_HUNG };
+    strcpy(rec.job, "train");
+    strcpy(rec.release, nanp);
+    strcpy(rec.name, "hang");
+    strcpy(rec.result, "failed");
+    strcpy(rec.by, HISTORY_BY_AGENT);
+    strcpy(rec.reason, "drover-agent rank 0 hung (liveness deadline) on a promoted release, 4 times in 360 s "
+                       "(restart budget 3): stopped");
+    char *line = NULL;
+    assert_int_equal(history_entry_format(&rec, &line), 0);
+    snprintf(p, sizeof p, "%s/hist.jsonl", d2);
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    fprintf(fp, "%s\n", line);
+    fclose(fp);
+    free(line);
+    snprintf(hcase, sizeof hcase, "*'history list'*) cat '%s';;\n", p);
+    rb_fn = rb_plan_verb;
+    rb_case = hcase;
+    rb_refusal = true; /* a dry run records nothing */
+    for (int k = 0; k < 2; k++) {
+        rb_to = k ? "dc1d30" : NULL;
+        int code = rb_record(d2, &st, 0, &e);
+        snprintf(p, sizeof p, "%s/err", d2);
+        char *err = capture_slurp(p);
+        snprintf(p, sizeof p, "%s/out", d2);
+        char *out = capture_slurp(p);
+        if (code != EXIT_OK || !strstr(out, "would go from cd5d00000000 to the") ||
+            !strstr(out, "release dc1d30b010c6") || strstr(err, "skipping") || strstr(err, "refused") ||
+            !strstr(err, "rolling back to dc1d30b010c6 (hang), which its agent stopped for job 'train' at 2026-") ||
+            !strstr(err, "while it ran as the promoted release: drover-agent rank 0 hung (liveness deadline) on a "
+                         "promoted release, 4 times in 360 s (restart budget 3): stopped; it is not marked bad"))
+            fail_msg("--to %s: exit %d\nstdout: %s\nstderr: %s", rb_to ? rb_to : "(none)", code, out, err);
+        free(out);
+        free(err);
+    }
+    rb_to = NULL;
+    rb_refusal = false;
+    rb_fn = rb_verb;
+    rb_case = "";
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
 /* `drover rollback --to a1ea9a` of a release promoted 15 min before, shown by `drover history`:
  * its agents had let it go (they keep the job's last few promoted releases, their stores the
  * newest ones), and the rollback said "no release the job ran (good, previous, promoted or bad)
@@ -1104,6 +1171,7 @@ int main(void)
         cmocka_unit_test(test_rollback_of_undecided_release_leaves_it_unmarked),
         cmocka_unit_test(test_revert_after_partial_promote),
         cmocka_unit_test(test_rollback_skips_release_stopped_while_promoted),
+        cmocka_unit_test(test_rollback_to_release_hung_while_promoted_warns),
         cmocka_unit_test(test_rollback_to_release_no_longer_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
