@@ -523,6 +523,8 @@ static void test_rollback_to_damaged_target_stops_nothing(void **state)
 static const char *rb_case = ""; /* one more case of the fake agent's, before its own */
 static int (*rb_fn)(struct fleet *, int, char **) = rb_verb; /* the verb rb_record runs */
 static bool rb_refusal; /* rb_record: no record is expected */
+/* rb_record: called with the fresh state_dir and the job's key before the verb runs */
+static void (*rb_prepare)(const char *state_dir, const char *key);
 static int rb_record(const char *d2, struct agent_status *st, int promote_rc, struct history_entry *ret)
 {
     char p[600], text[1400], keys[300], out[600], err[600];
@@ -538,6 +540,11 @@ static int rb_record(const char *d2, struct agent_status *st, int promote_rc, st
     assert_int_equal(fs_mkdir_p(p, 0700), 0);
     snprintf(keys, sizeof keys, "staging_dir = %s/st\n", d2);
     struct inventory *inv2 = fake_agent_inventory(d2, keys, "", "c");
+    if (rb_prepare) {
+        char key[256];
+        inventory_job_key(&inv2->jobs[0], key, sizeof key);
+        rb_prepare(p, key);
+    }
     snprintf(out, sizeof out, "%s/out", d2);
     snprintf(err, sizeof err, "%s/err", d2);
     int code = capture_verb(rb_fn, inv2, NULL, 0, out, err);
@@ -602,6 +609,84 @@ static void test_rollback_record_names_target_first(void **state)
     assert_string_equal(e.result, "rollback");
     assert_string_equal(e.release, good);
     assert_string_equal(e.previous, next);
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
+/* nc4 finding 2: after a rollback from next (promoted last: the job's baseline is its samples)
+ * to good, the next deploy's baseline was still next's ("probation: baseline c84dd6fa5d0e: 21
+ * samples" of the release rolled back from).  good's own samples, kept on this machine when they
+ * were the baseline, go with the rollback's promote (the agents keep them as the baseline) and
+ * become this machine's baseline again; where none are kept the rollback says the baseline stays
+ * the other release's, and how to measure the target. */
+static char rb_key[256];
+static void prepare_both_baselines(const char *state_dir, const char *key)
+{
+    struct sample_set ss;
+    base_set(&ss, good, 1000, 6.05, key);
+    assert_int_equal(state_samples_set(state_dir, key, false, &ss), 0);
+    base_set(&ss, next, 2000, 9.5, key);
+    assert_int_equal(state_samples_set(state_dir, key, false, &ss), 0);
+    snprintf(rb_key, sizeof rb_key, "%s", key);
+}
+static void prepare_next_baseline(const char *state_dir, const char *key)
+{
+    struct sample_set ss; /* rb_record's state_dir is fresh: only next's are kept */
+    base_set(&ss, next, 2000, 9.5, key);
+    assert_int_equal(state_samples_set(state_dir, key, false, &ss), 0);
+    snprintf(rb_key, sizeof rb_key, "%s", key);
+}
+
+static void test_rollback_restores_target_baseline(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbbase-XXXXXX", p[600];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    struct history_entry e;
+    fake_agent_status_init(&st);
+    st.njobs = 1;
+    strcpy(st.jobs[0].job, "train");
+    st.jobs[0].state = GANG_RUNNING;
+    strcpy(st.jobs[0].current, next);
+    strcpy(st.jobs[0].previous, good);
+    strcpy(st.jobs[0].good, next);
+    st.jobs[0].ngoods = 2;
+    strcpy(st.jobs[0].goods[0], next);
+    strcpy(st.jobs[0].goods[1], good);
+    rb_prepare = prepare_both_baselines;
+    assert_int_equal(rb_record(d2, &st, 0, &e), EXIT_OK);
+    assert_string_equal(e.result, "rollback");
+    snprintf(p, sizeof p, "%s/err", d2);
+    char *err = capture_slurp(p);
+    snprintf(p, sizeof p, "%s/calls", d2);
+    char *calls = capture_slurp(p);
+    const char *pr = strstr(calls, " promote ");
+    if (!strstr(err, "baseline: job 'train''s baseline is a56200000000's own again: its 5 samples from when "
+                     "it was promoted (median 6.0 Ktok/s)") ||
+        !pr || !strstr(pr, "--samples") || !strstr(pr, good))
+        fail_msg("stderr: %s\ncalls: %s", err, calls);
+    free(err);
+    free(calls);
+    struct sample_set now;
+    snprintf(p, sizeof p, "%s/state", d2);
+    assert_int_equal(state_samples_get(p, rb_key, false, &now), 0);
+    assert_string_equal(now.release, good);
+    /* none of good's kept here: the baseline stays next's, said */
+    rb_prepare = prepare_next_baseline;
+    snprintf(p, sizeof p, "%s/calls", d2);
+    (void)unlink(p);
+    assert_int_equal(rb_record(d2, &st, 0, &e), EXIT_OK);
+    snprintf(p, sizeof p, "%s/err", d2);
+    err = capture_slurp(p);
+    snprintf(p, sizeof p, "%s/calls", d2);
+    calls = capture_slurp(p);
+    if (!strstr(err, "baseline: job 'train''s baseline stays cd5d00000000's samples (median 9.5 Ktok/s): none "
+                     "of a56200000000's are kept on this machine; `drover rebaseline --job train` measures") ||
+        strstr(calls, "--samples"))
+        fail_msg("stderr: %s\ncalls: %s", err, calls);
+    free(err);
+    free(calls);
+    rb_prepare = NULL;
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
@@ -1172,6 +1257,7 @@ int main(void)
         cmocka_unit_test(test_revert_after_partial_promote),
         cmocka_unit_test(test_rollback_skips_release_stopped_while_promoted),
         cmocka_unit_test(test_rollback_to_release_hung_while_promoted_warns),
+        cmocka_unit_test(test_rollback_restores_target_baseline),
         cmocka_unit_test(test_rollback_to_release_no_longer_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
