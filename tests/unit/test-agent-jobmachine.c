@@ -852,16 +852,13 @@ static void test_start_failures(void **state)
     world_init(&w);
     RUN(&w, good_a);
     RUN(&w, then_b);
-    static const struct row promote_b[] = {
-        {JM_EV_TRAINING, 13, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
-        {JM_EV_PROMOTE, 14, B, 380, 0, 0, 0, NULL, "event save gc reply", GANG_RUNNING, NULL},
-        {JM_EV_ACTIVATE, 20, A, 60, 0, 0, 0, NULL, "wait stop-gang save", GANG_STOPPING, NULL},
-        {JM_EV_GANG_GONE, 21, NULL, 0, -1, 0, 0, NULL, "clear-gang switch event start-gang", ANY, "probation deadline armed"},
-        {JM_EV_START_FAILED, 21, NULL, 0, 0, 0, 0, "its interpreter is not in the container",
+    run_rows(&w, promote_b_then_a_again, 3); /* all but the start's answer, a failure here */
+    static const struct row exec_fails[] = {
+        {JM_EV_START_FAILED, 31, NULL, 0, 0, 0, 0, "its interpreter is not in the container",
          "event save answer switch event start-gang", GANG_FAILED, "not marked bad", "start-failure"},
-        {JM_EV_START_OK, 21, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
+        {JM_EV_START_OK, 31, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
     };
-    RUN(&w, promote_b);
+    RUN(&w, exec_fails);
     assert_string_equal(w.j->current, B);
     assert_false(state_is_bad(w.j, A));
     assert_string_equal(state_last_good(w.j, B), A); /* still the plain rollback's target */

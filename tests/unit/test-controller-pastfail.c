@@ -440,6 +440,21 @@ static void test_old_rollback_records_read_target_first(void **state)
     assert_string_equal(back.previous, REL);
 }
 
+/* *e written as its history line (which must carry "reason_code":"<code>") and read back into *e:
+ * the code a record is decided on survives the round trip */
+static void round_trip(struct history_entry *e, const char *code)
+{
+    char *line = NULL, want[64];
+    assert_int_equal(history_entry_format(e, &line), 0);
+    snprintf(want, sizeof want, "\"reason_code\":\"%s\"", code);
+    assert_non_null(strstr(line, want));
+    struct history_entry back;
+    assert_int_equal(history_entry_parse(line, strlen(line), &back), 0);
+    free(line);
+    assert_int_equal(back.reason_code, e->reason_code);
+    *e = back;
+}
+
 /* `drover deploy v5`, its agent killed -9 in a container during probation: FAILED, "v5 is not
  * marked bad", REVERT FAILED (the revert cannot reach that agent).  The deploy's record,
  * "revert-failed", was counted as a failed probation: plan warned, `rollback --to` asked for
@@ -454,14 +469,7 @@ static void test_undecided_probation_is_no_failure(void **state)
         rec_code(T0 + 60, "train", REL, "v5", "revert-failed", HISTORY_RC_UNDECIDED,
                  "no status from h1:101 for 60s (healthy_deadline 60s): its drover-agent is not running"),
     };
-    char *line = NULL;
-    assert_int_equal(history_entry_format(&h[1], &line), 0);
-    assert_non_null(strstr(line, "\"reason_code\":\"undecided\""));
-    struct history_entry back;
-    assert_int_equal(history_entry_parse(line, strlen(line), &back), 0);
-    free(line);
-    assert_int_equal(back.reason_code, HISTORY_RC_UNDECIDED);
-    h[1] = back;
+    round_trip(&h[1], "undecided");
     assert_null(pastfail_find(h, 2, "train", REL));
     assert_null(pastfail_find_now(h, 2, "train", REL));
     assert_null(pastfail_find_prefix(h, 2, "train", "3f2a9c"));
@@ -489,14 +497,7 @@ static void test_hang_stop_while_promoted_warns(void **state)
         rec(T0 + 120, "train", REL, "rollback", "rollback", "operator rollback"),
     };
     snprintf(h[1].by, sizeof h[1].by, "%s", HISTORY_BY_AGENT);
-    char *line = NULL;
-    assert_int_equal(history_entry_format(&h[1], &line), 0);
-    assert_non_null(strstr(line, "\"reason_code\":\"agent-stopped-hung\""));
-    struct history_entry back;
-    assert_int_equal(history_entry_parse(line, strlen(line), &back), 0);
-    free(line);
-    assert_int_equal(back.reason_code, HISTORY_RC_AGENT_STOPPED_HUNG);
-    h[1] = back;
+    round_trip(&h[1], "agent-stopped-hung");
     /* no failure: neither refused (--to) nor skipped (plain rollback) */
     assert_null(pastfail_find(h, 3, "train", REL));
     assert_null(pastfail_find_now(h, 3, "train", REL));

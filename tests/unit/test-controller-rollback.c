@@ -470,22 +470,28 @@ static int rb_verb(struct fleet *f, int argc, char **argv)
     return deploy_rollback(f, "train", NULL, false, true, false);
 }
 
+/* Job train runs next, its good release, promoted after good (the previous good release). */
+static void st_next_over_good(struct agent_status *st)
+{
+    fake_agent_status_init(st);
+    st->njobs = 1;
+    strcpy(st->jobs[0].job, "train");
+    st->jobs[0].state = GANG_RUNNING;
+    strcpy(st->jobs[0].current, next);
+    strcpy(st->jobs[0].previous, good);
+    strcpy(st->jobs[0].good, next);
+    st->jobs[0].ngoods = 2;
+    strcpy(st->jobs[0].goods[0], next);
+    strcpy(st->jobs[0].goods[1], good);
+}
+
 static void test_rollback_to_damaged_target_stops_nothing(void **state)
 {
     (void)state;
     char d2[] = "/tmp/drover-unit-rbdmg-XXXXXX", p[600], text[1400], keys[300], out[600], err[600];
     assert_non_null(mkdtemp(d2));
     struct agent_status st;
-    fake_agent_status_init(&st);
-    st.njobs = 1;
-    strcpy(st.jobs[0].job, "train");
-    st.jobs[0].state = GANG_RUNNING;
-    strcpy(st.jobs[0].current, next);
-    strcpy(st.jobs[0].previous, good);
-    strcpy(st.jobs[0].good, next);
-    st.jobs[0].ngoods = 2;
-    strcpy(st.jobs[0].goods[0], next);
-    strcpy(st.jobs[0].goods[1], good);
+    st_next_over_good(&st);
     fake_agent(d2, &st);
     /* the agent: status as fake_agent's; verify of the target fails as a damaged release does;
      * every other call logged and answered "ok" */
@@ -581,16 +587,7 @@ static void test_rollback_record_names_target_first(void **state)
     struct agent_status st;
     struct history_entry e;
     /* runs its good release next, promoted after good: back to good, promoted */
-    fake_agent_status_init(&st);
-    st.njobs = 1;
-    strcpy(st.jobs[0].job, "train");
-    st.jobs[0].state = GANG_RUNNING;
-    strcpy(st.jobs[0].current, next);
-    strcpy(st.jobs[0].previous, good);
-    strcpy(st.jobs[0].good, next);
-    st.jobs[0].ngoods = 2;
-    strcpy(st.jobs[0].goods[0], next);
-    strcpy(st.jobs[0].goods[1], good);
+    st_next_over_good(&st);
     assert_int_equal(rb_record(d2, &st, 0, &e), EXIT_OK);
     assert_string_equal(e.result, "rollback");
     assert_string_equal(e.release, good);
@@ -643,16 +640,7 @@ static void test_rollback_restores_target_baseline(void **state)
     assert_non_null(mkdtemp(d2));
     struct agent_status st;
     struct history_entry e;
-    fake_agent_status_init(&st);
-    st.njobs = 1;
-    strcpy(st.jobs[0].job, "train");
-    st.jobs[0].state = GANG_RUNNING;
-    strcpy(st.jobs[0].current, next);
-    strcpy(st.jobs[0].previous, good);
-    strcpy(st.jobs[0].good, next);
-    st.jobs[0].ngoods = 2;
-    strcpy(st.jobs[0].goods[0], next);
-    strcpy(st.jobs[0].goods[1], good);
+    st_next_over_good(&st);
     rb_prepare = prepare_both_baselines;
     assert_int_equal(rb_record(d2, &st, 0, &e), EXIT_OK);
     assert_string_equal(e.result, "rollback");
@@ -704,16 +692,7 @@ static void test_failed_rollback_says_how_back(void **state)
     assert_non_null(mkdtemp(d2));
     struct agent_status st;
     struct history_entry e;
-    fake_agent_status_init(&st);
-    st.njobs = 1;
-    strcpy(st.jobs[0].job, "train");
-    st.jobs[0].state = GANG_RUNNING;
-    strcpy(st.jobs[0].current, next);
-    strcpy(st.jobs[0].previous, good);
-    strcpy(st.jobs[0].good, next);
-    st.jobs[0].ngoods = 2;
-    strcpy(st.jobs[0].goods[0], next);
-    strcpy(st.jobs[0].goods[1], good);
+    st_next_over_good(&st);
     /* activated everywhere, its promote failing: back to the good release by --to (the
      * activation failing in some containers only: test_rollback_activate_failed_reverts) */
     rb_case = "";
@@ -855,16 +834,7 @@ static void partial_promote_setup(const char *d2, struct agent_status *st, struc
                                   size_t bcase_sz)
 {
     char p[600];
-    fake_agent_status_init(st);
-    st->njobs = 1;
-    strcpy(st->jobs[0].job, "train");
-    st->jobs[0].state = GANG_RUNNING;
-    strcpy(st->jobs[0].current, next);
-    strcpy(st->jobs[0].previous, good);
-    strcpy(st->jobs[0].good, next);
-    st->jobs[0].ngoods = 2;
-    strcpy(st->jobs[0].goods[0], next);
-    strcpy(st->jobs[0].goods[1], good);
+    st_next_over_good(st);
     *stb = *st;
     strcpy(stb->jobs[0].good, good);
     stb->jobs[0].ngoods = 1;
@@ -996,6 +966,44 @@ static int rb_plan_verb(struct fleet *f, int argc, char **argv)
     return deploy_rollback(f, "train", rb_to, false, true, true);
 }
 
+/* d2/hist.jsonl holding the one record *rec, its path into p (psz): what a fake agent's
+ * `history list` prints */
+static void rb_history_file(const char *d2, const struct history_entry *rec, char *p, size_t psz)
+{
+    char *line = NULL;
+    assert_int_equal(history_entry_format(rec, &line), 0);
+    snprintf(p, psz, "%s/hist.jsonl", d2);
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    fprintf(fp, "%s\n", line);
+    fclose(fp);
+    free(line);
+}
+
+/* The job after `drover rollback` from nanp (promoted, then stopped by its agent) to next: st
+ * runs next, good, with nanp among its promoted releases; the agent's own record of the stop
+ * (reason code code, reason) is what its `history list` prints, from d2/hist.jsonl, the fake
+ * agent's case for it in hcase (hsz). */
+static void rb_agent_stopped(const char *d2, struct agent_status *st, enum history_reason code, const char *name,
+                             const char *reason, char *hcase, size_t hsz)
+{
+    char p[600];
+    st_next_over_good(st); /* then nanp promoted, and next again */
+    strcpy(st->jobs[0].previous, nanp);
+    st->jobs[0].ngoods = 3;
+    strcpy(st->jobs[0].goods[1], nanp);
+    strcpy(st->jobs[0].goods[2], next);
+    struct history_entry rec = { .time = 1796220191, .ktok_s = -1, .baseline_ktok_s = -1, .reason_code = code };
+    strcpy(rec.job, "train");
+    strcpy(rec.release, nanp);
+    strcpy(rec.name, name);
+    strcpy(rec.result, "failed");
+    strcpy(rec.by, HISTORY_BY_AGENT);
+    strcpy(rec.reason, reason);
+    rb_history_file(d2, &rec, p, sizeof p);
+    snprintf(hcase, hsz, "*'history list'*) cat '%s';;\n", p);
+}
+
 /* A newcomer's release nanp was promoted, then produced NaN; its agent stopped it ("rank 1
  * reported 3 consecutive non-finite steps (non-retryable) on a promoted release: stopped"),
  * marked it bad and recorded that in the job's history; `drover rollback` went back to v1 (next
@@ -1010,38 +1018,11 @@ static void test_rollback_skips_release_stopped_while_promoted(void **state)
     assert_non_null(mkdtemp(d2));
     struct agent_status st;
     struct history_entry e;
-    fake_agent_status_init(&st);
-    st.njobs = 1;
-    strcpy(st.jobs[0].job, "train");
-    st.jobs[0].state = GANG_RUNNING;
-    strcpy(st.jobs[0].current, next);
-    strcpy(st.jobs[0].previous, nanp);
-    strcpy(st.jobs[0].good, next);
-    st.jobs[0].ngoods = 3;
-    strcpy(st.jobs[0].goods[0], next);
-    strcpy(st.jobs[0].goods[1], nanp);
-    strcpy(st.jobs[0].goods[2], next);
+    /* the agent's own record of the stop: history list prints it */
+    rb_agent_stopped(d2, &st, HISTORY_RC_AGENT_STOPPED, "nanp", "drover-agent rank 1 reported 3 consecutive "
+                     "non-finite steps (non-retryable) on a promoted release: stopped", hcase, sizeof hcase);
     st.jobs[0].nbad = 1;
     strcpy(st.jobs[0].bad[0], nanp);
-    /* the agent's own record of the stop: history list prints it */
-    struct history_entry rec = { .time = 1796220191, .ktok_s = -1, .baseline_ktok_s = -1,
-                                 .reason_code = HISTORY_RC_AGENT_STOPPED };
-    strcpy(rec.job, "train");
-    strcpy(rec.release, nanp);
-    strcpy(rec.name, "nanp");
-    strcpy(rec.result, "failed");
-    strcpy(rec.by, HISTORY_BY_AGENT);
-    strcpy(rec.reason, "drover-agent rank 1 reported 3 consecutive non-finite steps (non-retryable) on a "
-                       "promoted release: stopped");
-    char *line = NULL;
-    assert_int_equal(history_entry_format(&rec, &line), 0);
-    snprintf(p, sizeof p, "%s/hist.jsonl", d2);
-    FILE *fp = fopen(p, "w");
-    assert_non_null(fp);
-    fprintf(fp, "%s\n", line);
-    fclose(fp);
-    free(line);
-    snprintf(hcase, sizeof hcase, "*'history list'*) cat '%s';;\n", p);
     rb_fn = rb_plan_verb;
     rb_case = hcase;
     rb_refusal = true;
@@ -1086,35 +1067,9 @@ static void test_rollback_to_release_hung_while_promoted_warns(void **state)
     assert_non_null(mkdtemp(d2));
     struct agent_status st;
     struct history_entry e;
-    fake_agent_status_init(&st);
-    st.njobs = 1;
-    strcpy(st.jobs[0].job, "train");
-    st.jobs[0].state = GANG_RUNNING;
-    strcpy(st.jobs[0].current, next);
-    strcpy(st.jobs[0].previous, nanp);
-    strcpy(st.jobs[0].good, next);
-    st.jobs[0].ngoods = 3;
-    strcpy(st.jobs[0].goods[0], next);
-    strcpy(st.jobs[0].goods[1], nanp);
-    strcpy(st.jobs[0].goods[2], next);
-    struct history_entry rec = { .time = 1796220191, .ktok_s = -1, .baseline_ktok_s = -1,
-                                 .reason_code = HISTORY_RC_AGENT_STOPPED_HUNG };
-    strcpy(rec.job, "train");
-    strcpy(rec.release, nanp);
-    strcpy(rec.name, "hang");
-    strcpy(rec.result, "failed");
-    strcpy(rec.by, HISTORY_BY_AGENT);
-    strcpy(rec.reason, "drover-agent rank 0 hung (liveness deadline) on a promoted release, 4 times in 360 s "
-                       "(restart budget 3): stopped");
-    char *line = NULL;
-    assert_int_equal(history_entry_format(&rec, &line), 0);
-    snprintf(p, sizeof p, "%s/hist.jsonl", d2);
-    FILE *fp = fopen(p, "w");
-    assert_non_null(fp);
-    fprintf(fp, "%s\n", line);
-    fclose(fp);
-    free(line);
-    snprintf(hcase, sizeof hcase, "*'history list'*) cat '%s';;\n", p);
+    rb_agent_stopped(d2, &st, HISTORY_RC_AGENT_STOPPED_HUNG, "hang", "drover-agent rank 0 hung (liveness "
+                     "deadline) on a promoted release, 4 times in 360 s (restart budget 3): stopped",
+                     hcase, sizeof hcase);
     rb_fn = rb_plan_verb;
     rb_case = hcase;
     rb_refusal = true; /* a dry run records nothing */
@@ -1155,16 +1110,7 @@ static void test_rollback_to_release_no_longer_kept(void **state)
     assert_non_null(mkdtemp(d2));
     struct agent_status st;
     struct history_entry e;
-    fake_agent_status_init(&st);
-    st.njobs = 1;
-    strcpy(st.jobs[0].job, "train");
-    st.jobs[0].state = GANG_RUNNING;
-    strcpy(st.jobs[0].current, next);
-    strcpy(st.jobs[0].previous, good);
-    strcpy(st.jobs[0].good, next);
-    st.jobs[0].ngoods = 2;
-    strcpy(st.jobs[0].goods[0], next);
-    strcpy(st.jobs[0].goods[1], good);
+    st_next_over_good(&st);
     /* the job's history, as its agents keep it: gone promoted at 2026-12-07 08:00:00 UTC */
     struct history_entry rec = { .time = 1796630400, .ktok_s = 410, .baseline_ktok_s = 400 };
     strcpy(rec.job, "train");
@@ -1172,14 +1118,7 @@ static void test_rollback_to_release_no_longer_kept(void **state)
     strcpy(rec.name, "v3");
     strcpy(rec.result, "promoted");
     strcpy(rec.previous, good);
-    char *line = NULL;
-    assert_int_equal(history_entry_format(&rec, &line), 0);
-    snprintf(p, sizeof p, "%s/hist.jsonl", d2);
-    FILE *fp = fopen(p, "w");
-    assert_non_null(fp);
-    fprintf(fp, "%s\n", line);
-    fclose(fp);
-    free(line);
+    rb_history_file(d2, &rec, p, sizeof p);
     for (int kept = 0; kept < 2; kept++) {
         snprintf(hcase, sizeof hcase, "*'history list'*) cat '%s/hist.jsonl';;\n"
                  "*'release have %s'*) echo '%s %s';;\n", d2, gone, gone, kept ? "present" : "absent");
