@@ -177,11 +177,13 @@ static void daemon_event(struct daemon *d, const struct job_rec *j, const char *
 static void daemon_history_own(struct daemon *d, const struct job_rec *j, const struct jm_effect *e)
 {
     /* JM_HISTORY_STOPPED: the promoted release stopped for a failure not retried and marked bad
-     * (failed, agent-stopped; no other release was put in place: previous is left empty, since
+     * (failed, agent-stopped), JM_HISTORY_STOPPED_HUNG: stopped after its restart budget was
+     * spent on hangs, not marked (failed, agent-stopped-hung; no other release was put in place: previous is left empty, since
      * previous == release reads as a spec change, histrec.h) */
-    bool stopped = e->code == JM_HISTORY_STOPPED;
+    bool stopped = e->code == JM_HISTORY_STOPPED || e->code == JM_HISTORY_STOPPED_HUNG;
     struct history_entry h = { .time = time_wall(), .ktok_s = -1, .baseline_ktok_s = -1,
-                               .reason_code = stopped ? HISTORY_RC_AGENT_STOPPED : HISTORY_RC_AGENT_REVERT };
+                               .reason_code = e->code == JM_HISTORY_STOPPED_HUNG ? HISTORY_RC_AGENT_STOPPED_HUNG
+                                              : stopped ? HISTORY_RC_AGENT_STOPPED : HISTORY_RC_AGENT_REVERT };
     (void)str_copy(h.job, sizeof h.job, j->job);
     (void)str_copy(h.release, sizeof h.release, e->release);
     if (objstore_release_name(&d->store, e->release, h.name) < 0)

@@ -373,8 +373,10 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
      * It used to count as promoted, stayed unmarked and a plain rollback went back to it while
      * `rollback --to` refused it (the controller's history said it failed). */
     bool on_probation = j->probation_deadline > 0 || rt->next_code == STATUS_RC_PROBATION_DEADLINE;
+    bool not_blamed = automatic && rt->next_not_blamed;
+    rt->next_not_blamed = false;
     bool leaving_bad = !state_on_good(j) && (!current_is_promoted(j) || on_probation) && !spec_only &&
-                      !(rt->next_no_mark && !automatic);
+                      !(rt->next_no_mark && !automatic) && !not_blamed;
     rt->next_no_mark = false;
     bool no_start = rt->next_no_start;
     rt->next_no_start = false;
@@ -405,6 +407,9 @@ static void run_revert(struct job_rec *j, struct jm_rt *rt, bool automatic, stru
          * backs off): a start of it, not a revert "from" it to itself */
         snprintf(msg, sizeof msg, "started the good release %.12s again (no gang of it was running): %s",
                  from, rt->next_reason);
+    else if (not_blamed)
+        snprintf(msg, sizeof msg, "reverted on its own from %.12s, not marked bad (promoted before, it "
+                 "ran in this container: this container cannot start it now): %s", from, rt->next_reason);
     else
         snprintf(msg, sizeof msg, "%s from %.12s%s: %s", automatic ? "reverted on its own" : "reverted",
                  from, spec_only ? "'s changed job spec to its good one" : "", rt->next_reason);
@@ -521,6 +526,16 @@ static int crashes_in_window(const struct jm_rt *rt, double now, double window)
     return n;
 }
 
+/* The agent's own history record of its stop of the promoted release (code: JM_FX_HISTORY's),
+ * so that `drover history` shows it and drover can say when and why on a rollback to it. */
+static void record_promoted_stop(struct job_rec *j, const char *reason, int code, struct jm_effects *out)
+{
+    struct jm_effect *h = fx_add(out, JM_FX_HISTORY);
+    (void)str_copy(h->release, sizeof h->release, j->current);
+    (void)str_copy(h->text, sizeof h->text, reason);
+    h->code = code;
+}
+
 /* The promoted release that runs was stopped for a failure not retried (non-finite loss, a
  * non-retryable exit code): the release's own verdict, as a failed probation is.  It is marked
  * bad, so that no plain rollback goes back to it (it stays in goods, and a newcomer's rollback
@@ -529,18 +544,16 @@ static int crashes_in_window(const struct jm_rt *rt, double now, double window)
  * history says when and why, for the controller's skip warning and `drover history`.  It stays
  * the job's good release (the agent has no other verdict: `drover rollback` picks an earlier
  * one; a revert still goes to it and `drover start` runs it again, warned; a promote clears the
- * mark).  Not a hang loop (a promoted release's hangs are
- * judged as infrastructure faults, like its crashes) nor an environment fault (exit 9), nor
- * a full disk (exit 6: the container's, freed space lets it run on). */
+ * mark).  Not a hang loop (a promoted release's hangs are judged as infrastructure faults, like
+ * its crashes: only recorded, record_promoted_stop with JM_HISTORY_STOPPED_HUNG) nor an
+ * environment fault (exit 9), nor a full disk (exit 6: the container's, freed space lets it run
+ * on). */
 static void mark_bad_promoted(struct job_rec *j, const char *reason, struct jm_effects *out)
 {
     char why[JM_TEXT_MAX];
     (void)snprintf(why, sizeof why, "stopped while promoted: %s", reason);
     state_mark_bad(j, j->current, why);
-    struct jm_effect *h = fx_add(out, JM_FX_HISTORY);
-    (void)str_copy(h->release, sizeof h->release, j->current);
-    (void)str_copy(h->text, sizeof h->text, reason);
-    h->code = JM_HISTORY_STOPPED;
+    record_promoted_stop(j, reason, JM_HISTORY_STOPPED, out);
 }
 
 /* The gang ended on its own (a rank exited first, or it was stopped for non-finite loss). */
@@ -606,6 +619,11 @@ static void after_exit(const struct crash_policy *p, struct job_rec *j, struct j
         if (promoted && (rc == STATUS_RC_NONFINITE ||
                          (rc == STATUS_RC_FATAL_EXIT && (sig || code != TX_DISK_FULL))))
             mark_bad_promoted(j, reason, out);
+        /* its restart budget spent on hangs: recorded (drover warns of it on a rollback or
+         * deploy to it), never marked: a peer host down or a frozen network hangs every rank of
+         * a good release the same way, and the release stays a rollback target */
+        else if (promoted && rc == STATUS_RC_LIVENESS)
+            record_promoted_stop(j, reason, JM_HISTORY_STOPPED_HUNG, out);
         fx_simple(out, JM_FX_SAVE);
         break;
     case POLICY_RESTART:
@@ -663,9 +681,16 @@ static void on_start_result(const struct crash_policy *p, struct job_rec *j, str
         return;
     fx_msg(out, JM_FX_ANSWER, AGENT_EXIT_EXEC, j->reason);
     /* the release cannot run: like a non-retryable exit, back to good at once (also a release
-     * promoted once that starts a probation again) */
+     * promoted once that starts a probation again).  A release promoted before (a rollback's
+     * target, a promoted release deployed again) ran in this container: that its exec fails
+     * now (its #! interpreter gone, a path of the container's) is the container's doing, not
+     * the release's, so it is not marked bad here: the controller's revert of the same rollback
+     * is --no-mark, and the other containers, where it started, mark nothing either.  It was
+     * marked in this container only, and the next `drover rollback` refused it as "marked bad
+     * by its agents". */
     if (!current_is_judged_promoted(j) && j->good[0] && !state_on_good(j)) {
         rt->next = JM_NEXT_REVERT_AUTO;
+        rt->next_not_blamed = current_is_promoted(j);
         rt->next_code = j->reason_code;
         (void)str_copy(rt->next_reason, sizeof rt->next_reason, j->reason);
         run_next(p, j, rt, ev->now, out);

@@ -116,6 +116,9 @@ struct jm_rt {
     char next_reason[256];
     enum status_reason next_code; /* next_reason's cause */
     bool next_no_mark;            /* JM_NEXT_REVERT: the release left reached no verdict */
+    bool next_not_blamed;         /* JM_NEXT_REVERT_AUTO: the release left is not to blame: one
+                                     promoted before whose gang could not start here (its exec
+                                     failed: this container's fault, it ran here before) */
     bool next_no_start;           /* JM_NEXT_REVERT: make the good release current, leave the job
                                      stopped (revert --no-start) */
     char next_rdzv[SPEC_RDZV_MAX]; /* JM_NEXT_REVERT: the good release's new generation ("" keep) */
@@ -226,10 +229,13 @@ enum jm_fx {
                          shows that one only, state.h STATE_HISTORY_FOLD_S); code
                          JM_HISTORY_STOPPED: the agent stopped release, the promoted one, for a
                          failure not retried, and marked it bad (a record `failed`, reason code
-                         agent-stopped) */
+                         agent-stopped); JM_HISTORY_STOPPED_HUNG: it stopped release, the
+                         promoted one, once its restart budget was spent on hangs, and marked
+                         nothing (`failed`, reason code agent-stopped-hung) */
 };
 
-#define JM_HISTORY_STOPPED 1 /* JM_FX_HISTORY's code: see there */
+#define JM_HISTORY_STOPPED 1      /* JM_FX_HISTORY's codes: see there */
+#define JM_HISTORY_STOPPED_HUNG 2
 
 struct jm_effect {
     enum jm_fx kind;

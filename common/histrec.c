@@ -10,7 +10,7 @@
 
 static const char *const history_reason_names[HISTORY_RC_COUNT] = {
     "", "agent-revert", "environment", "promote-failed", "other", "operator-revert", "undecided",
-    "agent-stopped",
+    "agent-stopped", "agent-stopped-hung",
 };
 
 const char *history_reason_name(enum history_reason c)

@@ -41,6 +41,12 @@ enum history_reason {
                                   on its own for a failure not retried (non-finite loss, a
                                   non-retryable exit code) and marked it bad; failed, a verdict on
                                   the release as a failed probation is (docs/agent.md) */
+    HISTORY_RC_AGENT_STOPPED_HUNG, /* "agent-stopped-hung": the agent stopped the job's promoted
+                                  release on its own once its restart budget was spent on hangs
+                                  (liveness deadlines); failed, NOT marked bad (a hang can be the
+                                  infrastructure's: a peer host down, a frozen network): no
+                                  verdict on the release, drover warns of it on a rollback or a
+                                  deploy to it (pastfail.h); an older reader takes it for "other" */
     HISTORY_RC_COUNT
 };
 

@@ -283,7 +283,8 @@ enum tput_rule {
 };
 enum tput_rule deploy_tput_rule(const struct deploy *d, const struct sample_set *base, bool good_pair);
 /* After a survey, before staging: when release d->id failed its probation for the job before
- * (controller/deploy/pastfail.h), say when and why on stderr.  The job's history is read only
+ * (controller/deploy/pastfail.h), or its agent stopped it after hangs while it ran promoted
+ * (survey_hang_stop_message), say when and why on stderr.  The job's history is read only
  * where the survey shows the release there (marked bad, or running unpromoted), so a deploy of
  * a new release costs no call; silent when the history cannot be read. */
 void warn_failed_before(struct deploy *d);
@@ -294,6 +295,12 @@ void survey_history_of(struct deploy *d, const char *id, struct history_entry **
 /* The same with the records of the first container the survey found the job in (any release):
  * for a release no container's status names any more.  *ret_h malloc'd (may be NULL). */
 void survey_history_all(struct deploy *d, struct history_entry **ret_h, size_t *ret_n);
+/* Where release id, promoted in some container (its goods), was stopped there by its agent
+ * after hangs and not promoted since (pastfail_hang_stop, from survey_history_all: no container
+ * shows such a release marked bad): the warning "WHAT <id> (<name>), which its agent stopped
+ * ..." (pastfail_hang_warning) into buf, true; false, buf untouched, otherwise.  The one rule of
+ * deploy, plan and rollback, to a release not marked bad that hung while promoted. */
+bool survey_hang_stop_message(struct deploy *d, const char *id, const char *what, char *buf, size_t sz);
 
 /* rollback.c */
 /* The job's good release is in every store and verifies: 0 (or force, said); -ENOENT refused,

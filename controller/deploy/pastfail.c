@@ -20,7 +20,7 @@ static bool is_not_outcome(const struct history_entry *e)
     if (!strcmp(e->name, "rollback"))
         return true;
     if (e->reason_code == HISTORY_RC_ENVIRONMENT || e->reason_code == HISTORY_RC_OPERATOR_REVERT ||
-        e->reason_code == HISTORY_RC_UNDECIDED)
+        e->reason_code == HISTORY_RC_UNDECIDED || e->reason_code == HISTORY_RC_AGENT_STOPPED_HUNG)
         return true;
     /* a deploy of the good release itself (previous: the good release then): a job spec change,
      * whose failure is the spec's, never the release's (its agents never mark it bad); counted,
@@ -229,4 +229,34 @@ bool pastfail_start_warning(const struct history_entry *h, size_t n, const char 
              is_promoted_stop(e) ? "its agent stopped while it ran as the promoted release" : "failed probation",
              when, e->reason[0] ? e->reason : "(no reason recorded)", job);
     return true;
+}
+
+const struct history_entry *pastfail_hang_stop(const struct history_entry *h, size_t n, const char *job,
+                                               const char *id)
+{
+    for (size_t i = n; i-- > 0;) {
+        const struct history_entry *e = &h[i];
+        if (strcmp(e->job, job) != 0 || strcmp(e->release, id) != 0)
+            continue;
+        if (e->reason_code == HISTORY_RC_AGENT_STOPPED_HUNG)
+            return e;
+        /* promoted again, or a confirmed rollback to it, since: it ran as good after the stop */
+        if (!strcmp(e->result, "promoted") || !strcmp(e->result, "rollback"))
+            return NULL;
+    }
+    return NULL;
+}
+
+const char *pastfail_hang_warning(const struct history_entry *e, const char *name, const char *what,
+                                  char *buf, size_t sz)
+{
+    char sid[RELEASE_SHORT_LEN + 1], when[32], named[MANIFEST_NAME_MAX + 4] = "";
+    if (name && *name)
+        snprintf(named, sizeof named, " (%s)", name);
+    snprintf(buf, sz, "%s %s%s, which its agent stopped for job '%s' %s while it ran as the promoted "
+                      "release: %s; it is not marked bad (a hang loop can be the infrastructure's: a "
+                      "peer host down, the network), but watch it (drover status --job %s)",
+             what, ui_short(e->release, sid), named, e->job, when_of(e, when),
+             e->reason[0] ? e->reason : "(no reason recorded)", e->job);
+    return buf;
 }

@@ -23,7 +23,9 @@
  * release was not to blame), one with reason code operator-revert (`drover revert` of a
  * release whose probation never failed: pastfail_hand_revert_code) and one with reason code
  * undecided (its probation never ended in a verdict: an agent died, a container stopped under
- * the gang; deploy said the release is not marked bad).  Decided on result, name and reason_code (state.h: an older
+ * the gang; deploy said the release is not marked bad) and one with reason code
+ * agent-stopped-hung (its agent stopped it, promoted, after hangs: not marked bad, only warned
+ * of, pastfail_hang_stop).  Decided on result, name and reason_code (state.h: an older
  * drover's record gets its code from its words when it is read), never the reason's words.
  * Returns a pointer into h, or NULL. */
 const struct history_entry *pastfail_find(const struct history_entry *h, size_t n, const char *job,
@@ -109,5 +111,22 @@ const char *pastfail_rollback_refusal(const struct history_entry *e, const char 
  * untouched, when it did not fail or id is "".  Pure. */
 bool pastfail_start_warning(const struct history_entry *h, size_t n, const char *job, const char *id,
                             char *buf, size_t sz);
+
+/* The agent's record (reason code agent-stopped-hung) of its stop of release id, the promoted
+ * one, after its restart budget was spent on hangs, among h[0..n) (oldest first): the newest
+ * record of (job, id) when it is that one, or when only records other than a promote or a
+ * confirmed rollback (result `rollback`) of it came since; NULL otherwise.  Such a release is
+ * not marked bad (a hang can be the infrastructure's) and pastfail_find does not count it; a
+ * rollback or a deploy to it warns (pastfail_hang_warning).  Pure. */
+const struct history_entry *pastfail_hang_stop(const struct history_entry *h, size_t n, const char *job,
+                                               const char *id);
+
+/* The warning for e (pastfail_hang_stop) of release `name` ("" unknown): "WHAT 3f2a9c1b7d6e
+ * (v2), which its agent stopped for job 'train' at 2026-12-02 14:03:11 UTC while it ran as the
+ * promoted release: <reason>; it is not marked bad (a hang loop can be the infrastructure's: a
+ * peer host down, the network), but watch it (drover status --job train)" into buf (truncated
+ * to sz); what: "rolling back to", "deploying".  Returns buf. */
+const char *pastfail_hang_warning(const struct history_entry *e, const char *name, const char *what,
+                                  char *buf, size_t sz);
 
 #endif

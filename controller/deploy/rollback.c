@@ -274,6 +274,50 @@ static int rollback_pick_to(struct deploy *d, const char *to, char ret_id[RELEAS
     return 0;
 }
 
+/* The rollback target d->id's own baseline samples (state_samples_get_release), when the job's
+ * baseline is another release's (the one rolled back from, say): malloc'd, NULL when they are
+ * the baseline already, or none are kept here. */
+static struct sample_set *rollback_target_samples(struct deploy *d)
+{
+    struct sample_set *ss = malloc(sizeof *ss), *cur = malloc(sizeof *cur);
+    if (ss && cur && (state_samples_get(d->inv->state_dir, d->key, false, cur) < 0 ||
+                      strcmp(cur->release, d->id) != 0) &&
+        state_samples_get_release(d->inv->state_dir, d->key, d->id, ss) == 0) {
+        free(cur);
+        return ss;
+    }
+    free(ss);
+    free(cur);
+    return NULL;
+}
+
+/* After a rollback's promote: the baseline, said.  With tss (the target's own samples, sent with
+ * the promote: the agents keep them as the baseline) recorded here as the baseline too.  Without,
+ * where the baseline this machine knows is another release's, that it stays so: the next deploy
+ * is judged against it (it was, silently: "probation: baseline c84dd6fa5d0e" after a rollback
+ * away from that release). */
+static void rollback_baseline(struct deploy *d, const struct sample_set *tss)
+{
+    char bsid[RELEASE_SHORT_LEN + 1];
+    if (tss) {
+        double k = probation_median(tss->ktok_s, tss->n);
+        if (state_baseline_set(d->inv->state_dir, d->key, d->id, k) < 0 ||
+            state_samples_set(d->inv->state_dir, d->key, false, tss) < 0)
+            log_warn("cannot record the baseline in '%s'", d->inv->state_dir);
+        fprintf(stderr, "baseline: job '%s''s baseline is %s's own again: its %d %s from when it was "
+                "promoted (median %.1f Ktok/s)\n", d->job->name, d->sid, tss->n,
+                text_plural(tss->n, "sample", "samples"), k);
+        return;
+    }
+    struct sample_set *cur = malloc(sizeof *cur);
+    if (cur && state_samples_get(d->inv->state_dir, d->key, false, cur) == 0 && strcmp(cur->release, d->id) != 0)
+        fprintf(stderr, "baseline: job '%s''s baseline stays %s's samples (median %.1f Ktok/s): none of "
+                "%s's are kept on this machine; `drover rebaseline --job %s` measures %s as it runs, "
+                "for the next deploy to be judged against\n", d->job->name, ui_short(cur->release, bsid),
+                probation_median(cur->ktok_s, cur->n), d->sid, d->job->name, d->sid);
+    free(cur);
+}
+
 int deploy_rollback_refuse_failed(const struct inventory *inv, const char *job, const char *to)
 {
     struct history_entry *h = NULL;
@@ -450,6 +494,11 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
     if (pick[0] && deploy_is_bad(&d, pick))
         log_warn("--force: rolling back to %s, which failed probation for job '%s'",
                  ui_short(pick, sid), d.job->name);
+    /* a target its agent stopped after hangs while it ran promoted: no verdict on it (not
+     * marked, not refused), but said, plain rollback and --to alike: it went through silently */
+    char hung[1400];
+    if (survey_hang_stop_message(&d, t->release, "rolling back to", hung, sizeof hung))
+        log_warn("%s", hung);
     (void)str_copy(d.id, sizeof d.id, t->release);
     ui_short(d.id, d.sid);
     (void)str_copy(d.name, sizeof d.name, "rollback");
@@ -571,7 +620,11 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         ret = revert_all(&d, HISTORY_RC_AGENT_REVERT, msg);
         goto out;
     }
-    if (cr < 0 || promote_all(&d, -1, NULL) < 0) {
+    /* the target's own baseline samples, where this machine kept them when it was the baseline:
+     * its promote makes them the job's baseline again (rollback_baseline) */
+    struct sample_set *tss = cr < 0 ? NULL : rollback_target_samples(&d);
+    if (cr < 0 || promote_all(&d, -1, tss) < 0) {
+        free(tss);
         /* the state it leaves and what puts the good release back, watched (it said nothing
          * more; a promote failure said only that the target trains) */
         char said[2200 + sizeof msg];
@@ -584,6 +637,8 @@ int deploy_rollback(struct fleet *f, const char *job, const char *to, bool force
         goto out;
     }
     printf("rolled job '%s' back to %s: %s\n", d.job->name, d.sid, msg);
+    rollback_baseline(&d, tss);
+    free(tss);
     if (nrecorded)
         printf("job '%s' runs %s with the job spec it was promoted with before; the inventory asks "
                "for another spec in %d %s: the next `drover deploy` relaunches with the "

@@ -113,7 +113,8 @@ static bool told_by_drover(const struct history_entry *v, size_t n, const struct
     /* an agent's stop of the promoted release (agent-stopped) comes after the drover's verdict,
      * `promoted`, which tells nothing of it: dropped, the NaN a release produced minutes after
      * its promote was in no history, and rollback's skip could not say when and why */
-    if (strcmp(e->by, HISTORY_BY_AGENT) != 0 || e->reason_code == HISTORY_RC_AGENT_STOPPED)
+    if (strcmp(e->by, HISTORY_BY_AGENT) != 0 || e->reason_code == HISTORY_RC_AGENT_STOPPED ||
+        e->reason_code == HISTORY_RC_AGENT_STOPPED_HUNG)
         return false;
     for (size_t k = 0; k < n; k++)
         if (!v[k].by[0] && strcmp(v[k].result, "held") != 0 && !strcmp(v[k].job, e->job) &&
@@ -379,20 +380,22 @@ int state_baseline_set(const char *state_dir, const char *key, const char *relea
 }
 
 /* samples/<sha256(key)>[.held].json: the key holds container labels, which may hold '/'. */
-static int samples_path(const char *state_dir, const char *key, bool held, char *p, size_t sz)
+/* samples/<sha256(key)><suffix>.json: "" the baseline, ".held" a held release's, ".r-<id>" one
+ * release's own (state_samples_get_release) */
+static int samples_path(const char *state_dir, const char *key, const char *suffix, char *p, size_t sz)
 {
     char hex[SHA256_HEX_LEN + 1];
     sha256_buf_hex(key, strlen(key), hex);
-    if ((size_t)snprintf(p, sz, "%s/samples/%s%s.json", state_dir, hex, held ? ".held" : "") >= sz)
+    if ((size_t)snprintf(p, sz, "%s/samples/%s%s.json", state_dir, hex, suffix) >= sz)
         return -ENAMETOOLONG;
     return 0;
 }
 
-int state_samples_get(const char *state_dir, const char *key, bool held, struct sample_set *ret_s)
+static int samples_read(const char *state_dir, const char *key, const char *suffix, struct sample_set *ret_s)
 {
     char p[1024], *text;
     size_t len;
-    int r = samples_path(state_dir, key, held, p, sizeof p);
+    int r = samples_path(state_dir, key, suffix, p, sizeof p);
     if (r < 0 || (r = fs_read_file(p, SAMPLES_MAX_BYTES, &text, &len)) < 0)
         return r;
     struct sample_set *s = malloc(sizeof *s);
@@ -406,10 +409,10 @@ int state_samples_get(const char *state_dir, const char *key, bool held, struct 
     return r;
 }
 
-int state_samples_set(const char *state_dir, const char *key, bool held, const struct sample_set *s)
+static int samples_write(const char *state_dir, const char *key, const char *suffix, const struct sample_set *s)
 {
     char p[1024], *text;
-    int r = samples_path(state_dir, key, held, p, sizeof p);
+    int r = samples_path(state_dir, key, suffix, p, sizeof p);
     if (r < 0)
         return r;
     char dir[1024];
@@ -421,10 +424,50 @@ int state_samples_set(const char *state_dir, const char *key, bool held, const s
     return r;
 }
 
+/* ".r-<id>" for release id into suffix[RELEASE_ID_LEN + 4]; -EINVAL for a malformed id (it names
+ * a file) */
+static int release_suffix(const char *id, char *suffix)
+{
+    if (!sha256_is_hex(id))
+        return -EINVAL;
+    snprintf(suffix, RELEASE_ID_LEN + 4, ".r-%s", id);
+    return 0;
+}
+
+int state_samples_get(const char *state_dir, const char *key, bool held, struct sample_set *ret_s)
+{
+    return samples_read(state_dir, key, held ? ".held" : "", ret_s);
+}
+
+int state_samples_set(const char *state_dir, const char *key, bool held, const struct sample_set *s)
+{
+    int r = samples_write(state_dir, key, held ? ".held" : "", s);
+    char suffix[RELEASE_ID_LEN + 4];
+    /* the baseline is also kept as its release's own, for a rollback to that release later */
+    if (r >= 0 && !held && release_suffix(s->release, suffix) == 0)
+        r = samples_write(state_dir, key, suffix, s);
+    return r;
+}
+
+int state_samples_get_release(const char *state_dir, const char *key, const char *id, struct sample_set *ret_s)
+{
+    char suffix[RELEASE_ID_LEN + 4];
+    struct sample_set *s = malloc(sizeof *s);
+    int r = s ? release_suffix(id, suffix) : -ENOMEM;
+    if (r == 0)
+        r = samples_read(state_dir, key, suffix, s);
+    if (r == 0 && strcmp(s->release, id) != 0)
+        r = -ENOENT; /* a hand-edited file */
+    if (r == 0)
+        memcpy(ret_s, s, sizeof *s);
+    free(s);
+    return r;
+}
+
 int state_samples_drop(const char *state_dir, const char *key, bool held)
 {
     char p[1024];
-    int r = samples_path(state_dir, key, held, p, sizeof p);
+    int r = samples_path(state_dir, key, held ? ".held" : "", p, sizeof p);
     if (r < 0)
         return r;
     return unlink(p) < 0 && errno != ENOENT ? -errno : 0;

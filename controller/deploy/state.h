@@ -94,6 +94,13 @@ struct sample_set;
 int state_samples_get(const char *state_dir, const char *key, bool held, struct sample_set *ret_s);
 int state_samples_set(const char *state_dir, const char *key, bool held, const struct sample_set *s);
 int state_samples_drop(const char *state_dir, const char *key, bool held);
+/* The baseline samples release id had as the job's baseline (key's), kept as its own
+ * (samples/<sha256(key)>.r-<id>.json) by every state_samples_set of a baseline (held false): a
+ * rollback to an earlier good release makes them the baseline again, where the job's baseline
+ * was still the release rolled back from.  -ENOENT when none is kept (promoted before this
+ * drover kept them, or on another machine), -EINVAL for a malformed id; *ret_s untouched on
+ * failure. */
+int state_samples_get_release(const char *state_dir, const char *key, const char *id, struct sample_set *ret_s);
 
 /* Take the per-job lock (non-blocking), creating state_dir when it is not there yet.  Returns an
  * fd >= 0 to close when done; -EBUSY when another drover holds it, another -errno when the state

@@ -337,6 +337,24 @@ void survey_history_all(struct deploy *d, struct history_entry **ret_h, size_t *
     history_shown(d, shows, ret_h, ret_n);
 }
 
+bool survey_hang_stop_message(struct deploy *d, const char *id, const char *what, char *buf, size_t sz)
+{
+    bool promoted = false; /* only a release promoted somewhere can have been stopped so */
+    for (int i = 0; i < d->job->ncts && !promoted; i++)
+        for (int k = 0; d->sv_found[i] && d->sv_js && k < d->sv_js[i].ngoods && !promoted; k++)
+            promoted = !strcmp(d->sv_js[i].goods[k], id);
+    if (!promoted)
+        return false;
+    struct history_entry *h;
+    size_t n;
+    survey_history_all(d, &h, &n);
+    const struct history_entry *e = pastfail_hang_stop(h, n, d->job->name, id);
+    if (e)
+        (void)pastfail_hang_warning(e, pastfail_release_name(h, n, d->job->name, id), what, buf, sz);
+    free(h);
+    return e != NULL;
+}
+
 /* The "failed probation before" warning into buf, where a container (shows[i]) has the release
  * marked bad or run without a promote and the history says its probation failed; false (buf
  * untouched) otherwise.  The one rule of deploy (after the survey) and plan. */
@@ -399,7 +417,8 @@ void warn_failed_before(struct deploy *d)
         cur[i] = js ? js->current : NULL;
     }
     char msg[1400];
-    if (failed_before_message(d, shows, msg, sizeof msg))
+    if (failed_before_message(d, shows, msg, sizeof msg) ||
+        survey_hang_stop_message(d, d->id, "deploying", msg, sizeof msg))
         log_warn("%s", msg);
     if (env_dropped_message(d, cur, d->job->ncts, msg, sizeof msg))
         log_warn("%s", msg);
@@ -487,7 +506,8 @@ int print_plan(struct deploy *d, json_t *out)
         printf("%s\n", stopped_start_message(&ss, true, j->name, d->sid, d->name, line, sizeof line));
     /* what a deploy would warn of after its survey, said by the plan too (and in its JSON) */
     char failed[1400] = "", dropped[1400] = "";
-    if (failed_before_message(d, shows, failed, sizeof failed))
+    if (failed_before_message(d, shows, failed, sizeof failed) ||
+        survey_hang_stop_message(d, d->id, "deploying", failed, sizeof failed))
         log_warn("%s", failed);
     if (env_dropped_message(d, cur_of, j->ncts, dropped, sizeof dropped))
         log_warn("%s", dropped);

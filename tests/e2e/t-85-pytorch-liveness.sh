@@ -2,7 +2,8 @@
 # t-85-pytorch-liveness: liveness judged by the agent after promotion too (issue 9).  A promoted
 # PyTorch release that hangs later is detected within silence_deadline and restarted from its
 # newest checkpoint (never reverted: it was good); a checkpoint longer than silence_deadline but
-# shorter than checkpoint_deadline is not a failure.
+# shorter than checkpoint_deadline is not a failure.  One that keeps hanging is stopped once its
+# restart budget is spent: recorded in the history by its agent, not marked bad.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/pytorch-lib.sh"
@@ -72,6 +73,16 @@ check "its reason counts the hangs in the hang window and says what to do" \
 	eval 'pt_reason | grep -Eq "hung .*on a promoted release, 4 times in [0-9]+ s \(restart budget 3\): stopped; .*drover start"'
 check "still p4: a promoted release that hangs is stopped, never reverted" eval '[[ $(pt_current) == "$p4" ]]'
 check "at least four hangs before it stopped" eval '(($(n_events hung) - hung_before >= 4))'
+# the stop is in the job's history (the agent's own record), and p4 is not marked bad: a hang
+# loop can be the infrastructure's (docs/agent.md "Bad releases"); it left no record at all
+hang_record() {
+	"$E2E_BUILD/drover" -i "$INV" history --job pt -o json 2>/dev/null | jq -e --arg r "$p4" '[.history[] |
+		select(.release == $r and .result == "failed" and .reason_code == "agent-stopped-hung" and .by == "agent" and
+		(.reason | test("restart budget 3")))] | length > 0' >/dev/null
+}
+check "drover history shows the agent's stop of p4 (failed, agent-stopped-hung)" hang_record
+p4_marked() { status_json | jq -e --arg r "$p4" '[.jobs[] | select(.job == "pt") | .containers[] | (.bad // [])[]] | index($r)' >/dev/null; }
+check "p4 is not marked bad" eval '! p4_marked'
 drover start --job pt
 check "drover start runs the failed p4 again" eval '((DROVER_RC == 0)) && wait_until 90 pt_training 0'
 

@@ -11,8 +11,10 @@
 # "run `drover rollback --job J`", leaving h1 on v87 unpromoted and h2:201 on v1 (the gang split
 # until the agents' probation deadline): the exit code and "v1 current everywhere when the
 # rollback returns" catch that.  The record is `reverted`, named rollback, "activate failed".
-# Said, not asserted: h2:201's agent marks v87 bad (its own revert after the failed exec), h1's
-# do not, so a later plain rollback skips v87 although drover's revert was --no-mark.
+# No container marks v87 bad: drover's revert is --no-mark, and h2:201's agent, which went back
+# by itself after the failed exec, does not mark a release that ran there promoted (the container
+# is at fault); it did, in h2:201 only, and a later plain rollback refused v87 as "marked bad by
+# its agents".
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -67,6 +69,7 @@ marks() {
 		"\(.container): v87 \(if ((.bad // []) | index($r)) then "marked bad" else "not marked" end)"'
 }
 say "v87's marks after the rollback (it never ran as one gang): $(marks | tr '\n' ';')"
+check "no container marks v87 bad (h2:201's agent neither: the container is at fault)" eval '! marks | grep -q "marked bad"'
 # the interpreter back in h2:201: v87 is among the job's promoted releases, so a later rollback
 # in the suite may go to it
 ct h2:201 sh -c "mkdir -p $ISH && ln -sf /bin/busybox $ISH/sh"

@@ -95,10 +95,11 @@ static void run_rows(struct world *w, const struct row *rows, size_t n)
             /* the agent's own history record: of the release it left (never the one it went
              * back to), in the revert's words; or (JM_HISTORY_STOPPED) of the promoted release
              * it stopped for a failure not retried, which stays current */
-            bool stopped = out.fx[k].code == JM_HISTORY_STOPPED;
+            bool stopped = out.fx[k].code == JM_HISTORY_STOPPED || out.fx[k].code == JM_HISTORY_STOPPED_HUNG;
+            const char *stop_says = out.fx[k].code == JM_HISTORY_STOPPED ? "non-retryable" : "(restart budget";
             if (out.fx[k].kind == JM_FX_HISTORY &&
                 (strlen(out.fx[k].release) != RELEASE_ID_LEN ||
-                 (stopped ? strcmp(out.fx[k].release, w->j->current) != 0 || !strstr(out.fx[k].text, "non-retryable")
+                 (stopped ? strcmp(out.fx[k].release, w->j->current) != 0 || !strstr(out.fx[k].text, stop_says)
                           : !strcmp(out.fx[k].release, w->j->current) || !strstr(out.fx[k].text, "reverted on its own"))))
                 fail_msg("row %zu: history effect of release '%s' (current %s), text '%s'", i,
                          out.fx[k].release, w->j->current, out.fx[k].text);
@@ -343,7 +344,7 @@ static void test_hung(void **state)
         {JM_EV_TICK, 50, NULL, 0, 0, 0, 0, NULL, "event start-gang", ANY, NULL},
         {JM_EV_START_OK, 50, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
         {JM_EV_HUNG, 60, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, NULL},
-        {JM_EV_GANG_GONE, 61, NULL, 0, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang event save", GANG_FAILED, "restart budget 3", "liveness"},
+        {JM_EV_GANG_GONE, 61, NULL, 0, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang event history save", GANG_FAILED, "restart budget 3", "liveness"},
     };
     RUN(&w, promoted);
     assert_string_equal(w.j->current, A);
@@ -432,7 +433,7 @@ static void test_hung_promoted_real_pace(void **state)
         {JM_EV_START_OK, 215, NULL, 0, 0, 0, 0, NULL, "save", GANG_STARTING, NULL},
         {JM_EV_TRAINING, 218, NULL, 0, 0, 0, 0, NULL, "save", GANG_RUNNING, NULL},
         {JM_EV_HUNG, 280, NULL, 0, 0, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, NULL},
-        {JM_EV_GANG_GONE, 281, NULL, 60, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang event save", GANG_FAILED,
+        {JM_EV_GANG_GONE, 281, NULL, 60, 0, JM_EXIT_HUNG, 0, SILENT, "event clear-gang event history save", GANG_FAILED,
          "4 times in 480 s (restart budget 3): stopped", "liveness"},
     };
     RUN(&w, loop);
@@ -655,7 +656,9 @@ static void test_crash_loop_of_once_promoted_on_probation_reverts(void **state)
 }
 
 /* The same re-probation ended by an exit not retried (config 3, diverged 7), a hang or a gang
- * that cannot start: back to the good release at once, A marked bad.  A promoted release stops
+ * that cannot start: back to the good release at once, A marked bad, but for the start failure:
+ * A ran in this container as promoted, so that it cannot start here now is the container's
+ * fault (test_start_failures).  A promoted release stops
  * as failed on such an exit, restarts on a hang and stays failed on a start failure. */
 static void test_fatal_exit_of_once_promoted_on_probation_reverts(void **state)
 {
@@ -684,14 +687,16 @@ static void test_fatal_exit_of_once_promoted_on_probation_reverts(void **state)
             RUN(&w, rows);
         } else {
             static const struct row rows[] = {
-                {JM_EV_START_FAILED, 31, NULL, 0, 0, 0, 0, "bad interpreter", "event save answer switch event history start-gang", GANG_FAILED, "bad interpreter", "start-failure"},
+                {JM_EV_START_FAILED, 31, NULL, 0, 0, 0, 0, "bad interpreter", "event save answer switch event start-gang", GANG_FAILED, "not marked bad", "start-failure"},
                 {JM_EV_START_OK, 31, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL, "start-failure"},
             };
             RUN(&w, rows);
         }
         assert_string_equal(w.j->current, B);
-        assert_true(state_is_bad(w.j, A));
-        assert_null(state_last_good(w.j, B));
+        /* a start failure of A, which ran here promoted: this container's fault, A unmarked */
+        assert_true(state_is_bad(w.j, A) == (k < 3));
+        if (k < 3)
+            assert_null(state_last_good(w.j, B));
         world_done(&w);
     }
 }
@@ -784,7 +789,10 @@ static void test_promoted_fatal_stop_marks_bad(void **state)
         world_done(&w);
     }
 
-    /* a hang loop on a promoted release, and a device fault: failed, nothing marked */
+    /* a hang loop on a promoted release, and a device fault: failed, nothing marked; the hang
+     * loop's stop is in the job's history (the agent's own record), as the NaN stop's is: it
+     * used to leave none, `drover history` still said `promoted` and a rollback to it said
+     * nothing (docs/agent.md "Bad releases") */
     struct world w;
     world_init(&w);
     RUN(&w, good_a);
@@ -801,8 +809,9 @@ static void test_promoted_fatal_stop_marks_bad(void **state)
         double t = 20 + n * 100;
         const struct row hang[] = {
             {JM_EV_HUNG, t, NULL, 0, 1, 0, 0, SILENT, "event stop-gang save", GANG_STOPPING, NULL},
-            {JM_EV_GANG_GONE, t + 1, NULL, 60, 1, JM_EXIT_HUNG, 0, SILENT, n < 3 ? "event clear-gang save" : "event clear-gang event save",
-             n < 3 ? GANG_BACKOFF : GANG_FAILED, NULL},
+            /* the fourth: stopped, and recorded by the agent (agent-stopped-hung), not marked */
+            {JM_EV_GANG_GONE, t + 1, NULL, 60, 1, JM_EXIT_HUNG, 0, SILENT, n < 3 ? "event clear-gang save" : "event clear-gang event history save",
+             n < 3 ? GANG_BACKOFF : GANG_FAILED, n < 3 ? NULL : "(restart budget 3): stopped", n < 3 ? NULL : "liveness"},
             {JM_EV_TICK, t + 50, NULL, 0, 0, 0, 0, NULL, n < 3 ? "event start-gang" : "", ANY, NULL},
         };
         RUN(&w, hang);
@@ -833,6 +842,26 @@ static void test_start_failures(void **state)
     RUN(&w, rows);
     assert_string_equal(w.j->current, A);
     assert_true(state_is_bad(w.j, B));
+    world_done(&w);
+
+    /* A rollback to A, promoted before, from B (promoted since): in this container A's exec
+     * fails (its #! interpreter removed here only; t-87).  The agent goes back to B by itself,
+     * but A ran here promoted: the container is at fault, not A, so A is not marked bad, as
+     * drover's revert of that rollback (--no-mark) and the other containers, where A started,
+     * mark nothing.  It used to be marked here only, and `drover rollback` then refused A. */
+    world_init(&w);
+    RUN(&w, good_a);
+    RUN(&w, then_b);
+    run_rows(&w, promote_b_then_a_again, 3); /* all but the start's answer, a failure here */
+    static const struct row exec_fails[] = {
+        {JM_EV_START_FAILED, 31, NULL, 0, 0, 0, 0, "its interpreter is not in the container",
+         "event save answer switch event start-gang", GANG_FAILED, "not marked bad", "start-failure"},
+        {JM_EV_START_OK, 31, NULL, 0, 0, 0, 0, NULL, "save", GANG_REVERTED, NULL},
+    };
+    RUN(&w, exec_fails);
+    assert_string_equal(w.j->current, B);
+    assert_false(state_is_bad(w.j, A));
+    assert_string_equal(state_last_good(w.j, B), A); /* still the plain rollback's target */
     world_done(&w);
 
     world_init(&w); /* without a good release: failed, no revert */

@@ -440,6 +440,21 @@ static void test_old_rollback_records_read_target_first(void **state)
     assert_string_equal(back.previous, REL);
 }
 
+/* *e written as its history line (which must carry "reason_code":"<code>") and read back into *e:
+ * the code a record is decided on survives the round trip */
+static void round_trip(struct history_entry *e, const char *code)
+{
+    char *line = NULL, want[64];
+    assert_int_equal(history_entry_format(e, &line), 0);
+    snprintf(want, sizeof want, "\"reason_code\":\"%s\"", code);
+    assert_non_null(strstr(line, want));
+    struct history_entry back;
+    assert_int_equal(history_entry_parse(line, strlen(line), &back), 0);
+    free(line);
+    assert_int_equal(back.reason_code, e->reason_code);
+    *e = back;
+}
+
 /* `drover deploy v5`, its agent killed -9 in a container during probation: FAILED, "v5 is not
  * marked bad", REVERT FAILED (the revert cannot reach that agent).  The deploy's record,
  * "revert-failed", was counted as a failed probation: plan warned, `rollback --to` asked for
@@ -454,14 +469,7 @@ static void test_undecided_probation_is_no_failure(void **state)
         rec_code(T0 + 60, "train", REL, "v5", "revert-failed", HISTORY_RC_UNDECIDED,
                  "no status from h1:101 for 60s (healthy_deadline 60s): its drover-agent is not running"),
     };
-    char *line = NULL;
-    assert_int_equal(history_entry_format(&h[1], &line), 0);
-    assert_non_null(strstr(line, "\"reason_code\":\"undecided\""));
-    struct history_entry back;
-    assert_int_equal(history_entry_parse(line, strlen(line), &back), 0);
-    free(line);
-    assert_int_equal(back.reason_code, HISTORY_RC_UNDECIDED);
-    h[1] = back;
+    round_trip(&h[1], "undecided");
     assert_null(pastfail_find(h, 2, "train", REL));
     assert_null(pastfail_find_now(h, 2, "train", REL));
     assert_null(pastfail_find_prefix(h, 2, "train", "3f2a9c"));
@@ -470,6 +478,54 @@ static void test_undecided_probation_is_no_failure(void **state)
     h[1].result[0] = '\0';
     strcpy(h[1].result, "reverted");
     assert_null(pastfail_find(h, 2, "train", REL));
+}
+
+/* A promoted release its agent stopped once its restart budget was spent on hangs (nc4 finding
+ * 2): the agent's record (failed, agent-stopped-hung) round-trips, is no failure (not marked bad,
+ * a hang can be the infrastructure's: a rollback to it is neither refused nor skipped), but
+ * pastfail_hang_stop finds it, until a promote or a confirmed rollback to it, and the warning
+ * says when and why.  It used to leave no record at all, and a rollback to it said nothing. */
+static void test_hang_stop_while_promoted_warns(void **state)
+{
+    (void)state;
+    struct history_entry h[] = {
+        rec(T0 - 600, "train", REL, "hang", "promoted", "throughput +1.0%"),
+        rec_code(T0, "train", REL, "hang", "failed", HISTORY_RC_AGENT_STOPPED_HUNG,
+                 "drover-agent rank 0 hung (liveness deadline) on a promoted release, 4 times in 360 s "
+                 "(restart budget 3): stopped"),
+        rec(T0 + 60, "train", OTHER, "rollback", "rollback", "operator rollback"),
+        rec(T0 + 120, "train", REL, "rollback", "rollback", "operator rollback"),
+    };
+    snprintf(h[1].by, sizeof h[1].by, "%s", HISTORY_BY_AGENT);
+    round_trip(&h[1], "agent-stopped-hung");
+    /* no failure: neither refused (--to) nor skipped (plain rollback) */
+    assert_null(pastfail_find(h, 3, "train", REL));
+    assert_null(pastfail_find_now(h, 3, "train", REL));
+    assert_null(pastfail_find_prefix(h, 3, "train", "3f2a9c"));
+    /* but warned of, after the rollback away from it too */
+    const struct history_entry *e = pastfail_hang_stop(h, 3, "train", REL);
+    assert_ptr_equal(e, &h[1]);
+    assert_null(pastfail_hang_stop(h, 3, "train", OTHER));
+    char buf[1400];
+    pastfail_hang_warning(e, "hang", "rolling back to", buf, sizeof buf);
+    assert_string_equal(buf, "rolling back to 3f2a9c1b7d6e (hang), which its agent stopped for job 'train' "
+                             "at 2026-12-02 14:03:11 UTC while it ran as the promoted release: drover-agent "
+                             "rank 0 hung (liveness deadline) on a promoted release, 4 times in 360 s "
+                             "(restart budget 3): stopped; it is not marked bad (a hang loop can be the "
+                             "infrastructure's: a peer host down, the network), but watch it (drover "
+                             "status --job train)");
+    /* a confirmed rollback to it (or a promote) since: it ran as good after the stop */
+    assert_null(pastfail_hang_stop(h, 4, "train", REL));
+    /* the merge keeps the agent's record next to a drover's `promoted` of the same release */
+    struct history_entry *v = calloc(1, sizeof *v);
+    assert_non_null(v);
+    v[0] = h[0];
+    v[0].time = T0 - 60;
+    size_t n = 1;
+    assert_int_equal(state_history_merge(&v, &n, &h[1], 1, "h1:101") >= 0, 1);
+    assert_int_equal(n, 2);
+    assert_ptr_equal(pastfail_hang_stop(v, n, "train", REL), &v[1]);
+    free(v);
 }
 
 int main(void)
@@ -488,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_failed_spec_change_is_not_a_release_failure),
         cmocka_unit_test(test_old_rollback_records_read_target_first),
         cmocka_unit_test(test_undecided_probation_is_no_failure),
+        cmocka_unit_test(test_hang_stop_while_promoted_warns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -470,22 +470,28 @@ static int rb_verb(struct fleet *f, int argc, char **argv)
     return deploy_rollback(f, "train", NULL, false, true, false);
 }
 
+/* Job train runs next, its good release, promoted after good (the previous good release). */
+static void st_next_over_good(struct agent_status *st)
+{
+    fake_agent_status_init(st);
+    st->njobs = 1;
+    strcpy(st->jobs[0].job, "train");
+    st->jobs[0].state = GANG_RUNNING;
+    strcpy(st->jobs[0].current, next);
+    strcpy(st->jobs[0].previous, good);
+    strcpy(st->jobs[0].good, next);
+    st->jobs[0].ngoods = 2;
+    strcpy(st->jobs[0].goods[0], next);
+    strcpy(st->jobs[0].goods[1], good);
+}
+
 static void test_rollback_to_damaged_target_stops_nothing(void **state)
 {
     (void)state;
     char d2[] = "/tmp/drover-unit-rbdmg-XXXXXX", p[600], text[1400], keys[300], out[600], err[600];
     assert_non_null(mkdtemp(d2));
     struct agent_status st;
-    fake_agent_status_init(&st);
-    st.njobs = 1;
-    strcpy(st.jobs[0].job, "train");
-    st.jobs[0].state = GANG_RUNNING;
-    strcpy(st.jobs[0].current, next);
-    strcpy(st.jobs[0].previous, good);
-    strcpy(st.jobs[0].good, next);
-    st.jobs[0].ngoods = 2;
-    strcpy(st.jobs[0].goods[0], next);
-    strcpy(st.jobs[0].goods[1], good);
+    st_next_over_good(&st);
     fake_agent(d2, &st);
     /* the agent: status as fake_agent's; verify of the target fails as a damaged release does;
      * every other call logged and answered "ok" */
@@ -523,6 +529,8 @@ static void test_rollback_to_damaged_target_stops_nothing(void **state)
 static const char *rb_case = ""; /* one more case of the fake agent's, before its own */
 static int (*rb_fn)(struct fleet *, int, char **) = rb_verb; /* the verb rb_record runs */
 static bool rb_refusal; /* rb_record: no record is expected */
+/* rb_record: called with the fresh state_dir and the job's key before the verb runs */
+static void (*rb_prepare)(const char *state_dir, const char *key);
 static int rb_record(const char *d2, struct agent_status *st, int promote_rc, struct history_entry *ret)
 {
     char p[600], text[1400], keys[300], out[600], err[600];
@@ -538,6 +546,11 @@ static int rb_record(const char *d2, struct agent_status *st, int promote_rc, st
     assert_int_equal(fs_mkdir_p(p, 0700), 0);
     snprintf(keys, sizeof keys, "staging_dir = %s/st\n", d2);
     struct inventory *inv2 = fake_agent_inventory(d2, keys, "", "c");
+    if (rb_prepare) {
+        char key[256];
+        inventory_job_key(&inv2->jobs[0], key, sizeof key);
+        rb_prepare(p, key);
+    }
     snprintf(out, sizeof out, "%s/out", d2);
     snprintf(err, sizeof err, "%s/err", d2);
     int code = capture_verb(rb_fn, inv2, NULL, 0, out, err);
@@ -574,16 +587,7 @@ static void test_rollback_record_names_target_first(void **state)
     struct agent_status st;
     struct history_entry e;
     /* runs its good release next, promoted after good: back to good, promoted */
-    fake_agent_status_init(&st);
-    st.njobs = 1;
-    strcpy(st.jobs[0].job, "train");
-    st.jobs[0].state = GANG_RUNNING;
-    strcpy(st.jobs[0].current, next);
-    strcpy(st.jobs[0].previous, good);
-    strcpy(st.jobs[0].good, next);
-    st.jobs[0].ngoods = 2;
-    strcpy(st.jobs[0].goods[0], next);
-    strcpy(st.jobs[0].goods[1], good);
+    st_next_over_good(&st);
     assert_int_equal(rb_record(d2, &st, 0, &e), EXIT_OK);
     assert_string_equal(e.result, "rollback");
     assert_string_equal(e.release, good);
@@ -605,6 +609,75 @@ static void test_rollback_record_names_target_first(void **state)
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
+/* nc4 finding 2: after a rollback from next (promoted last: the job's baseline is its samples)
+ * to good, the next deploy's baseline was still next's ("probation: baseline c84dd6fa5d0e: 21
+ * samples" of the release rolled back from).  good's own samples, kept on this machine when they
+ * were the baseline, go with the rollback's promote (the agents keep them as the baseline) and
+ * become this machine's baseline again; where none are kept the rollback says the baseline stays
+ * the other release's, and how to measure the target. */
+static char rb_key[256];
+static void prepare_both_baselines(const char *state_dir, const char *key)
+{
+    struct sample_set ss;
+    base_set(&ss, good, 1000, 6.05, key);
+    assert_int_equal(state_samples_set(state_dir, key, false, &ss), 0);
+    base_set(&ss, next, 2000, 9.5, key);
+    assert_int_equal(state_samples_set(state_dir, key, false, &ss), 0);
+    snprintf(rb_key, sizeof rb_key, "%s", key);
+}
+static void prepare_next_baseline(const char *state_dir, const char *key)
+{
+    struct sample_set ss; /* rb_record's state_dir is fresh: only next's are kept */
+    base_set(&ss, next, 2000, 9.5, key);
+    assert_int_equal(state_samples_set(state_dir, key, false, &ss), 0);
+    snprintf(rb_key, sizeof rb_key, "%s", key);
+}
+
+static void test_rollback_restores_target_baseline(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbbase-XXXXXX", p[600];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    struct history_entry e;
+    st_next_over_good(&st);
+    rb_prepare = prepare_both_baselines;
+    assert_int_equal(rb_record(d2, &st, 0, &e), EXIT_OK);
+    assert_string_equal(e.result, "rollback");
+    snprintf(p, sizeof p, "%s/err", d2);
+    char *err = capture_slurp(p);
+    snprintf(p, sizeof p, "%s/calls", d2);
+    char *calls = capture_slurp(p);
+    const char *pr = strstr(calls, " promote ");
+    if (!strstr(err, "baseline: job 'train''s baseline is a56200000000's own again: its 5 samples from when "
+                     "it was promoted (median 6.0 Ktok/s)") ||
+        !pr || !strstr(pr, "--samples") || !strstr(pr, good))
+        fail_msg("stderr: %s\ncalls: %s", err, calls);
+    free(err);
+    free(calls);
+    struct sample_set now;
+    snprintf(p, sizeof p, "%s/state", d2);
+    assert_int_equal(state_samples_get(p, rb_key, false, &now), 0);
+    assert_string_equal(now.release, good);
+    /* none of good's kept here: the baseline stays next's, said */
+    rb_prepare = prepare_next_baseline;
+    snprintf(p, sizeof p, "%s/calls", d2);
+    (void)unlink(p);
+    assert_int_equal(rb_record(d2, &st, 0, &e), EXIT_OK);
+    snprintf(p, sizeof p, "%s/err", d2);
+    err = capture_slurp(p);
+    snprintf(p, sizeof p, "%s/calls", d2);
+    calls = capture_slurp(p);
+    if (!strstr(err, "baseline: job 'train''s baseline stays cd5d00000000's samples (median 9.5 Ktok/s): none "
+                     "of a56200000000's are kept on this machine; `drover rebaseline --job train` measures") ||
+        strstr(calls, "--samples"))
+        fail_msg("stderr: %s\ncalls: %s", err, calls);
+    free(err);
+    free(calls);
+    rb_prepare = NULL;
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
 /* A rollback that fails after its switch began leaves its target unpromoted, on its agents'
  * probation.  ROLLBACK FAILED said "look with `drover status`" (activation failed in a container)
  * or nothing (the target did not recover, or its promote failed), and an operator who then ran
@@ -619,16 +692,7 @@ static void test_failed_rollback_says_how_back(void **state)
     assert_non_null(mkdtemp(d2));
     struct agent_status st;
     struct history_entry e;
-    fake_agent_status_init(&st);
-    st.njobs = 1;
-    strcpy(st.jobs[0].job, "train");
-    st.jobs[0].state = GANG_RUNNING;
-    strcpy(st.jobs[0].current, next);
-    strcpy(st.jobs[0].previous, good);
-    strcpy(st.jobs[0].good, next);
-    st.jobs[0].ngoods = 2;
-    strcpy(st.jobs[0].goods[0], next);
-    strcpy(st.jobs[0].goods[1], good);
+    st_next_over_good(&st);
     /* activated everywhere, its promote failing: back to the good release by --to (the
      * activation failing in some containers only: test_rollback_activate_failed_reverts) */
     rb_case = "";
@@ -770,16 +834,7 @@ static void partial_promote_setup(const char *d2, struct agent_status *st, struc
                                   size_t bcase_sz)
 {
     char p[600];
-    fake_agent_status_init(st);
-    st->njobs = 1;
-    strcpy(st->jobs[0].job, "train");
-    st->jobs[0].state = GANG_RUNNING;
-    strcpy(st->jobs[0].current, next);
-    strcpy(st->jobs[0].previous, good);
-    strcpy(st->jobs[0].good, next);
-    st->jobs[0].ngoods = 2;
-    strcpy(st->jobs[0].goods[0], next);
-    strcpy(st->jobs[0].goods[1], good);
+    st_next_over_good(st);
     *stb = *st;
     strcpy(stb->jobs[0].good, good);
     stb->jobs[0].ngoods = 1;
@@ -911,6 +966,44 @@ static int rb_plan_verb(struct fleet *f, int argc, char **argv)
     return deploy_rollback(f, "train", rb_to, false, true, true);
 }
 
+/* d2/hist.jsonl holding the one record *rec, its path into p (psz): what a fake agent's
+ * `history list` prints */
+static void rb_history_file(const char *d2, const struct history_entry *rec, char *p, size_t psz)
+{
+    char *line = NULL;
+    assert_int_equal(history_entry_format(rec, &line), 0);
+    snprintf(p, psz, "%s/hist.jsonl", d2);
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    fprintf(fp, "%s\n", line);
+    fclose(fp);
+    free(line);
+}
+
+/* The job after `drover rollback` from nanp (promoted, then stopped by its agent) to next: st
+ * runs next, good, with nanp among its promoted releases; the agent's own record of the stop
+ * (reason code code, reason) is what its `history list` prints, from d2/hist.jsonl, the fake
+ * agent's case for it in hcase (hsz). */
+static void rb_agent_stopped(const char *d2, struct agent_status *st, enum history_reason code, const char *name,
+                             const char *reason, char *hcase, size_t hsz)
+{
+    char p[600];
+    st_next_over_good(st); /* then nanp promoted, and next again */
+    strcpy(st->jobs[0].previous, nanp);
+    st->jobs[0].ngoods = 3;
+    strcpy(st->jobs[0].goods[1], nanp);
+    strcpy(st->jobs[0].goods[2], next);
+    struct history_entry rec = { .time = 1796220191, .ktok_s = -1, .baseline_ktok_s = -1, .reason_code = code };
+    strcpy(rec.job, "train");
+    strcpy(rec.release, nanp);
+    strcpy(rec.name, name);
+    strcpy(rec.result, "failed");
+    strcpy(rec.by, HISTORY_BY_AGENT);
+    strcpy(rec.reason, reason);
+    rb_history_file(d2, &rec, p, sizeof p);
+    snprintf(hcase, hsz, "*'history list'*) cat '%s';;\n", p);
+}
+
 /* A newcomer's release nanp was promoted, then produced NaN; its agent stopped it ("rank 1
  * reported 3 consecutive non-finite steps (non-retryable) on a promoted release: stopped"),
  * marked it bad and recorded that in the job's history; `drover rollback` went back to v1 (next
@@ -925,38 +1018,11 @@ static void test_rollback_skips_release_stopped_while_promoted(void **state)
     assert_non_null(mkdtemp(d2));
     struct agent_status st;
     struct history_entry e;
-    fake_agent_status_init(&st);
-    st.njobs = 1;
-    strcpy(st.jobs[0].job, "train");
-    st.jobs[0].state = GANG_RUNNING;
-    strcpy(st.jobs[0].current, next);
-    strcpy(st.jobs[0].previous, nanp);
-    strcpy(st.jobs[0].good, next);
-    st.jobs[0].ngoods = 3;
-    strcpy(st.jobs[0].goods[0], next);
-    strcpy(st.jobs[0].goods[1], nanp);
-    strcpy(st.jobs[0].goods[2], next);
+    /* the agent's own record of the stop: history list prints it */
+    rb_agent_stopped(d2, &st, HISTORY_RC_AGENT_STOPPED, "nanp", "drover-agent rank 1 reported 3 consecutive "
+                     "non-finite steps (non-retryable) on a promoted release: stopped", hcase, sizeof hcase);
     st.jobs[0].nbad = 1;
     strcpy(st.jobs[0].bad[0], nanp);
-    /* the agent's own record of the stop: history list prints it */
-    struct history_entry rec = { .time = 1796220191, .ktok_s = -1, .baseline_ktok_s = -1,
-                                 .reason_code = HISTORY_RC_AGENT_STOPPED };
-    strcpy(rec.job, "train");
-    strcpy(rec.release, nanp);
-    strcpy(rec.name, "nanp");
-    strcpy(rec.result, "failed");
-    strcpy(rec.by, HISTORY_BY_AGENT);
-    strcpy(rec.reason, "drover-agent rank 1 reported 3 consecutive non-finite steps (non-retryable) on a "
-                       "promoted release: stopped");
-    char *line = NULL;
-    assert_int_equal(history_entry_format(&rec, &line), 0);
-    snprintf(p, sizeof p, "%s/hist.jsonl", d2);
-    FILE *fp = fopen(p, "w");
-    assert_non_null(fp);
-    fprintf(fp, "%s\n", line);
-    fclose(fp);
-    free(line);
-    snprintf(hcase, sizeof hcase, "*'history list'*) cat '%s';;\n", p);
     rb_fn = rb_plan_verb;
     rb_case = hcase;
     rb_refusal = true;
@@ -989,6 +1055,47 @@ static void test_rollback_skips_release_stopped_while_promoted(void **state)
     assert_int_equal(fs_rm_rf(d2), 0);
 }
 
+/* nc4 finding 2: release nanp (here: a release that hung) ran promoted, and its agent stopped it
+ * once its restart budget was spent on hangs: not marked bad (a hang can be the
+ * infrastructure's), but recorded (agent-stopped-hung).  After a rollback to next, a plain
+ * `drover rollback` (and `--to` it) goes to it, warning when and why from the agent's record;
+ * neither skipped nor refused.  It went through silently. */
+static void test_rollback_to_release_hung_while_promoted_warns(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbhang-XXXXXX", p[600], hcase[900];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    struct history_entry e;
+    rb_agent_stopped(d2, &st, HISTORY_RC_AGENT_STOPPED_HUNG, "hang", "drover-agent rank 0 hung (liveness "
+                     "deadline) on a promoted release, 4 times in 360 s (restart budget 3): stopped",
+                     hcase, sizeof hcase);
+    rb_fn = rb_plan_verb;
+    rb_case = hcase;
+    rb_refusal = true; /* a dry run records nothing */
+    for (int k = 0; k < 2; k++) {
+        rb_to = k ? "dc1d30" : NULL;
+        int code = rb_record(d2, &st, 0, &e);
+        snprintf(p, sizeof p, "%s/err", d2);
+        char *err = capture_slurp(p);
+        snprintf(p, sizeof p, "%s/out", d2);
+        char *out = capture_slurp(p);
+        if (code != EXIT_OK || !strstr(out, "would go from cd5d00000000 to the") ||
+            !strstr(out, "release dc1d30b010c6") || strstr(err, "skipping") || strstr(err, "refused") ||
+            !strstr(err, "rolling back to dc1d30b010c6 (hang), which its agent stopped for job 'train' at 2026-") ||
+            !strstr(err, "while it ran as the promoted release: drover-agent rank 0 hung (liveness deadline) on a "
+                         "promoted release, 4 times in 360 s (restart budget 3): stopped; it is not marked bad"))
+            fail_msg("--to %s: exit %d\nstdout: %s\nstderr: %s", rb_to ? rb_to : "(none)", code, out, err);
+        free(out);
+        free(err);
+    }
+    rb_to = NULL;
+    rb_refusal = false;
+    rb_fn = rb_verb;
+    rb_case = "";
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
 /* `drover rollback --to a1ea9a` of a release promoted 15 min before, shown by `drover history`:
  * its agents had let it go (they keep the job's last few promoted releases, their stores the
  * newest ones), and the rollback said "no release the job ran (good, previous, promoted or bad)
@@ -1003,16 +1110,7 @@ static void test_rollback_to_release_no_longer_kept(void **state)
     assert_non_null(mkdtemp(d2));
     struct agent_status st;
     struct history_entry e;
-    fake_agent_status_init(&st);
-    st.njobs = 1;
-    strcpy(st.jobs[0].job, "train");
-    st.jobs[0].state = GANG_RUNNING;
-    strcpy(st.jobs[0].current, next);
-    strcpy(st.jobs[0].previous, good);
-    strcpy(st.jobs[0].good, next);
-    st.jobs[0].ngoods = 2;
-    strcpy(st.jobs[0].goods[0], next);
-    strcpy(st.jobs[0].goods[1], good);
+    st_next_over_good(&st);
     /* the job's history, as its agents keep it: gone promoted at 2026-12-07 08:00:00 UTC */
     struct history_entry rec = { .time = 1796630400, .ktok_s = 410, .baseline_ktok_s = 400 };
     strcpy(rec.job, "train");
@@ -1020,14 +1118,7 @@ static void test_rollback_to_release_no_longer_kept(void **state)
     strcpy(rec.name, "v3");
     strcpy(rec.result, "promoted");
     strcpy(rec.previous, good);
-    char *line = NULL;
-    assert_int_equal(history_entry_format(&rec, &line), 0);
-    snprintf(p, sizeof p, "%s/hist.jsonl", d2);
-    FILE *fp = fopen(p, "w");
-    assert_non_null(fp);
-    fprintf(fp, "%s\n", line);
-    fclose(fp);
-    free(line);
+    rb_history_file(d2, &rec, p, sizeof p);
     for (int kept = 0; kept < 2; kept++) {
         snprintf(hcase, sizeof hcase, "*'history list'*) cat '%s/hist.jsonl';;\n"
                  "*'release have %s'*) echo '%s %s';;\n", d2, gone, gone, kept ? "present" : "absent");
@@ -1104,6 +1195,8 @@ int main(void)
         cmocka_unit_test(test_rollback_of_undecided_release_leaves_it_unmarked),
         cmocka_unit_test(test_revert_after_partial_promote),
         cmocka_unit_test(test_rollback_skips_release_stopped_while_promoted),
+        cmocka_unit_test(test_rollback_to_release_hung_while_promoted_warns),
+        cmocka_unit_test(test_rollback_restores_target_baseline),
         cmocka_unit_test(test_rollback_to_release_no_longer_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
