@@ -34,8 +34,10 @@ static const char next[] = "cd5d000000000000000000000000000000000000000000000000
  * ROOT/frozen exists it answers nothing to stop, status, watch or lease (as a drover-agent
  * under SIGSTOP; the revert and the history record are answered: their waits, 10 s and 15 s,
  * are not what is tested); a stop where ROOT/freeze-at-stop exists freezes it.  `watch` prints
- * ROOT/status.json every second, status and lease take --status print it once, anything else
- * answers "ok". */
+ * ROOT/status.json every second, its "step":40 counted up from 1 (a rank that trains), or, where
+ * ROOT/freeze-after-2 exists, two documents and then nothing, its stream left open (a daemon
+ * stopped with SIGSTOP a second into a watch); status and lease take --status print it once,
+ * anything else answers "ok". */
 static void frozen_agent(const char *dir)
 {
     char text[1400], p[400];
@@ -48,7 +50,9 @@ static void frozen_agent(const char *dir)
              "case \" $* \" in\n"
              "*' stop '*) if [ -e \"$r/freeze-at-stop\" ]; then : > \"$r/frozen\"; exec sleep 30; fi\n"
              "  echo 'ok: stopped: no process of the gang is left';;\n"
-             "*' watch '*) while :; do printf '%%s\\n' \"$(cat \"$r/status.json\")\"; sleep 1; done;;\n"
+             "*' watch '*) i=0; while :; do i=$((i+1))\n"
+             "  [ -e \"$r/freeze-after-2\" ] && [ $i -gt 2 ] && exec sleep 60\n"
+             "  sed \"s/\\\"step\\\":40,/\\\"step\\\":$i,/g\" \"$r/status.json\"; echo; sleep 1; done;;\n"
              "*' status '*|*' lease '*) cat \"$r/status.json\";;\n"
              "*) echo ok;;\n"
              "esac\nexit 0\n",
@@ -57,8 +61,12 @@ static void frozen_agent(const char *dir)
     capture_put(p, text, 0755);
 }
 
+/* frozen_status's exit_code for a rank that sent only its hello (Heartbeat() ran, no hb.init()) */
+#define FROZEN_HELLO (-2)
+
 /* DIR/ROOT/status.json: job train on current (good: good), in state, release rel running,
- * with rank `rank` exited with code exit_code (-1: training) */
+ * with rank `rank` exited with code exit_code (-1: training at step 40; FROZEN_HELLO: its hello
+ * only) */
 static void frozen_status(const char *dir, const char *root, const char *current, enum gang_state state,
                           int rank, int exit_code)
 {
@@ -75,6 +83,11 @@ static void frozen_status(const char *dir, const char *root, const char *current
     js->nproc = 1;
     js->nranks = 1;
     fake_rank_training(&js->ranks[0], rank, 0, current, 40, 1000, 2.5);
+    if (exit_code == FROZEN_HELLO) {
+        js->ranks[0].hb.phase = HB_PHASE_INIT;
+        js->ranks[0].hb.step = 0;
+        js->ranks[0].hb.hello = true;
+    }
     if (exit_code >= 0) {
         strcpy(js->ranks[0].state, "exited");
         js->ranks[0].exit_code = exit_code;
@@ -246,25 +259,6 @@ static void test_lease_status_unanswered(void **state)
     frozen_teardown(dir);
 }
 
-/* The fake agent of the probation watch: `watch` prints ROOT/status.json every second, its
- * "step":40 counted up from 1 (a rank that trains); where ROOT/freeze-after-2 exists, it prints two
- * documents and then nothing, its stream left open (a drover-agent stopped with SIGSTOP: the CLI
- * waits on the socket).  Anything else answers "ok". */
-static void watch_agent(const char *dir)
-{
-    char text[1400], p[400];
-    snprintf(text, sizeof text,
-             "#!/bin/sh\nr=; p=\nfor a; do [ \"$p\" = --root ] && r=$a; p=$a; done\n"
-             "case \" $* \" in\n"
-             "*' watch '*) i=0; while :; do i=$((i+1))\n"
-             "  [ -e \"$r/freeze-after-2\" ] && [ $i -gt 2 ] && exec sleep 60\n"
-             "  sed \"s/\\\"step\\\":40,/\\\"step\\\":$i,/g\" \"$r/status.json\"; echo; sleep 1; done;;\n"
-             "*) echo ok;;\n"
-             "esac\nexit 0\n");
-    snprintf(p, sizeof p, "%s/agent", dir);
-    capture_put(p, text, 0755);
-}
-
 static enum probation_verdict watch_v;
 static char watch_reason[PROBATION_REASON_MAX];
 static int watch_gone;
@@ -304,31 +298,9 @@ static void test_probation_agent_frozen(void **state)
     (void)state;
     char dir[] = "/tmp/drover-unit-frozen-XXXXXX", out[600], p[400], want[600];
     assert_non_null(mkdtemp(dir));
-    watch_agent(dir);
+    frozen_agent(dir);
     frozen_status(dir, "a", next, GANG_RUNNING, 0, -1);
-    struct agent_status *st = calloc(1, sizeof *st);
-    assert_non_null(st);
-    fake_agent_status_init(st);
-    st->njobs = 1;
-    struct job_status *js = &st->jobs[0];
-    strcpy(js->job, "train");
-    strcpy(js->current, next);
-    strcpy(js->good, good);
-    strcpy(js->release, next);
-    js->state = GANG_RUNNING;
-    js->nproc = 1;
-    js->nranks = 1;
-    fake_rank_training(&js->ranks[0], 1, 0, next, 0, 0, 3.0);
-    js->ranks[0].hb.phase = HB_PHASE_INIT;
-    js->ranks[0].hb.hello = true;
-    st->features = STATUS_FEATURES_ALL;
-    char *doc = fake_agent_doc(st, false);
-    snprintf(p, sizeof p, "%s/b", dir);
-    assert_int_equal(fs_mkdir_p(p, 0700), 0);
-    snprintf(p, sizeof p, "%s/b/status.json", dir);
-    capture_put(p, doc, 0600);
-    free(doc);
-    free(st);
+    frozen_status(dir, "b", next, GANG_RUNNING, 1, FROZEN_HELLO);
     snprintf(p, sizeof p, "%s/b/freeze-after-2", dir);
     capture_put(p, "", 0600);
     snprintf(p, sizeof p, "%s/state", dir);
