@@ -74,6 +74,11 @@ int heartbeat_format(const struct heartbeat *hb, char *out, size_t outsz);
 /* Said after a verdict on a rank whose heartbeat module started (a hello line) but which never
  * sent init: the script is past its imports and most often in the rendezvous. */
 #define HB_HELLO_ONLY_HINT "waiting for a peer in init_process_group or a first collective?"
+/* Said when every rank of a gang sent its hello and none its init (the controller's probation
+ * sees every rank): none waits for a peer that never came, all wait for each other, so no rank is
+ * named; worded for any worker that sends a hello (drover_heartbeat, drover-train). */
+#define HB_ALL_HELLO_HINT "all wait in the rendezvous: is a rank's MASTER_ADDR, MASTER_PORT or world " \
+    "size different, or one rank slow before init_process_group?"
 
 #define HB_NONE_SENT_HINT "it sent none: does the worker use drover_heartbeat (docs/pytorch.md, docs/protocol.md)?"
 

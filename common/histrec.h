@@ -34,7 +34,8 @@ enum history_reason {
                                   promote failed, run unpromoted otherwise): reverted, no verdict
                                   on the release (pastfail.h) */
     HISTORY_RC_UNDECIDED,      /* "undecided": the probation was never decided, its agent died
-                                  or its container stopped under the gang: failed or reverted
+                                  or answered nothing past healthy_deadline (SIGSTOP,
+                                  a hung host), or its container stopped under the gang: failed or reverted
                                   (or revert-failed), no verdict on the release, not marked bad
                                   (pastfail.h); an older reader takes it for "other" */
     HISTORY_RC_AGENT_STOPPED,  /* "agent-stopped": the agent stopped the job's promoted release

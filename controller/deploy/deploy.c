@@ -2567,10 +2567,11 @@ failed:
                    "back to the good release\n", d.job->cts[i].label, d.sid);
         }
     if (gone_ct >= 0) {
-        /* its agent died (kill -9, a crash): the silence is the agent's, not the release's */
+        /* its agent died (kill -9, a crash) or answers nothing (stopped, frozen, its host
+         * gone): the silence is the agent's, not the release's */
         d.no_bad_mark = true;
-        printf("the drover-agent in %s is not running: %s is not marked bad; it is reverted "
-               "wherever an agent answers\n", d.job->cts[gone_ct].label, d.sid);
+        printf("the drover-agent in %s is not running or not answering: %s is not marked bad; it is "
+               "reverted wherever an agent answers\n", d.job->cts[gone_ct].label, d.sid);
     }
     /* no verdict on the release (its agents leave it unmarked): recorded so, or this very record
      * ("revert-failed", as the revert cannot reach the agent) made a later plan, deploy and

@@ -719,6 +719,8 @@ static void feed_one(struct probation *p, int ct, const struct agent_status *st,
             pr->none_sent = !rs->has_hb && !rs->bad_lines;
             if (rs->has_hb && rs->hb.phase == HB_PHASE_INIT && release_matches(rs->hb.release, p->release)) {
                 double at = now - (rs->hb_age_s > 0 ? rs->hb_age_s : 0) - p->t0;
+                if (!(at > 0))
+                    at = 0; /* sent just before the switch's t0: "+0s", never "+-0s" */
                 if (rs->hb.hello && !pr->hello) {
                     pr->hello = true;
                     pr->hello_t = at;
@@ -1016,6 +1018,13 @@ static bool judge(struct probation *p, double now)
     return false;
 }
 
+/* Container c sent a status document once but none for PROBATION_QUIET_S or more: its figures
+ * are those of when its agent last answered. */
+static bool ct_quiet(const struct probation *p, int c, double now)
+{
+    return p->cts[c].have && now - p->cts[c].t_seen >= PROBATION_QUIET_S;
+}
+
 /* How far a rank that never sent a train heartbeat got: 0 lines that are not heartbeats, 1 no
  * line at all, 2 not known (nothing of the watched release yet), 3 a hello only (its module
  * started, no hb.init()), 4 init (past the rendezvous); 5 it trains. */
@@ -1054,6 +1063,15 @@ static void rank_list(const struct probation *p, int level, bool at_least, char 
         snprintf(buf, sz, "none");
 }
 
+/* Has some rank got as far as level (start_level) or further? */
+static bool any_level(const struct probation *p, int level)
+{
+    for (int i = 0; i < p->ncts * p->nproc; i++)
+        if (start_level(&p->cts[i / p->nproc].ranks[i % p->nproc]) >= level)
+            return true;
+    return false;
+}
+
 /* At healthy_deadline, a rank with no train heartbeat of the watched release: the one that got
  * least far is named (a peer that never came, not rank 0 waiting for it in the rendezvous), with
  * what it did send.  False when every rank trains. */
@@ -1077,6 +1095,25 @@ static bool fail_no_train_beat(struct probation *p)
     if (wl == 4) { /* the rendezvous is behind it: a slow compile, a data loader, a hang */
         fail(p, "rank %d (%s) with release %s started (init at +%.0fs) but never reached its first "
              "training step within healthy_deadline %.0fs", worst, label, sid, pr->init_t, dl);
+        return true;
+    }
+    if (wl == 3 && p->ncts * p->nproc > 1 && !any_level(p, 4)) {
+        /* every rank sent its hello, none its init: they all wait for each other, and naming
+         * rank 0 (the first found) sent the operator to a rank that was no more at fault */
+        double first = -1, last = -1;
+        for (int i = 0; i < p->ncts * p->nproc; i++) {
+            double t = p->cts[i / p->nproc].ranks[i % p->nproc].hello_t;
+            first = first < 0 || t < first ? t : first;
+            last = t > last ? t : last;
+        }
+        char at[48];
+        if (last - first >= 0.5)
+            snprintf(at, sizeof at, "at +%.0fs to +%.0fs", first, last);
+        else
+            snprintf(at, sizeof at, "at +%.0fs", first);
+        fail(p, "every rank (%d) with release %s sent its hello (drover_heartbeat started, %s) and none "
+             "called hb.init() within healthy_deadline %.0fs: %s", p->ncts * p->nproc, sid, at, dl,
+             HB_ALL_HELLO_HINT);
         return true;
     }
     if (wl == 3) {
@@ -1160,15 +1197,31 @@ enum probation_verdict probation_check(struct probation *p, double now)
                 return p->verdict;
             }
         }
-        if (fail_no_train_beat(p))
+        /* A container whose documents stopped coming (its agent stopped or frozen, its host
+         * gone): its figures are those of when its agent last answered, so no verdict on the
+         * workers comes from them (a rank read "never called hb.init()" from a frozen agent's
+         * first document, while it trained, and the release was marked bad).  Nothing else is
+         * judged meanwhile (its ranks are part of every rendezvous and collective); its silence
+         * decides once it passes healthy_deadline, as an agent that is not running: not the
+         * release's failure (probation_agent_gone_ct()). */
+        int quiet = -1;
+        bool stale = false;
+        for (int c = 0; c < p->ncts; c++) {
+            stale = stale || ct_quiet(p, c, now);
+            if (p->cts[c].have && (quiet < 0 || p->cts[c].t_seen < p->cts[quiet].t_seen))
+                quiet = c;
+        }
+        if (quiet >= 0 && now - p->cts[quiet].t_seen > p->pol.healthy_deadline_s) {
+            fail_code(p, STATUS_RC_NONE);
+            fail(p, "no status from %s for %.0fs (healthy_deadline %.0fs): its drover-agent is not "
+                 "answering (stopped or frozen, or its host is down); its workers' figures that old "
+                 "are not judged", p->cts[quiet].label, now - p->cts[quiet].t_seen,
+                 p->pol.healthy_deadline_s);
+            p->agent_gone_ct = quiet;
             return p->verdict;
-        /* Streams that went quiet: a container whose documents stopped coming. */
-        for (int c = 0; c < p->ncts; c++)
-            if (now - p->cts[c].t_seen > p->pol.healthy_deadline_s) {
-                fail(p, "no status from %s for %.0fs (healthy_deadline %.0fs)", p->cts[c].label,
-                     now - p->cts[c].t_seen, p->pol.healthy_deadline_s);
-                return p->verdict;
-            }
+        }
+        if (!stale && fail_no_train_beat(p))
+            return p->verdict;
     }
     bool all_seen = true;
     for (int c = 0; c < p->ncts; c++)
@@ -1361,7 +1414,7 @@ void probation_describe(const struct probation *p, double now, char *buf, size_t
      * its last ones, not live, so say so until the healthy_deadline decides */
     int quiet = -1, nquiet = 0;
     for (int c = 0; c < p->ncts; c++)
-        if (p->cts[c].have && now - p->cts[c].t_seen >= PROBATION_QUIET_S) {
+        if (ct_quiet(p, c, now)) {
             nquiet++;
             if (quiet < 0 || p->cts[c].t_seen < p->cts[quiet].t_seen)
                 quiet = c;
@@ -1398,6 +1451,14 @@ void probation_describe(const struct probation *p, double now, char *buf, size_t
                  "old (healthy_deadline %.0fs)", qc * p->nproc + qr, p->cts[qc].label, others,
                  now - p->cts[qc].ranks[qr].hb_t, p->pol.healthy_deadline_s);
     }
-    snprintf(buf, buf_sz, "%4.0fs %s: %d/%d ranks heartbeating, step %s, %s Ktok/s (%s)%s",
-             now - p->t0, phase, seen, total, st, ktok_str(sum / 1000.0, a, sizeof a), base, q);
+    /* ranks whose hello came and no init: "0/2 ranks heartbeating" for the whole deadline gave
+     * no hint that they had started and wait in the rendezvous */
+    int nhello = 0;
+    for (int i = 0; i < total; i++)
+        nhello += start_level(&p->cts[i / p->nproc].ranks[i % p->nproc]) == 3;
+    char hello[80] = "";
+    if (nhello > 0)
+        snprintf(hello, sizeof hello, " (%d in rendezvous: sent hello, no init yet)", nhello);
+    snprintf(buf, buf_sz, "%4.0fs %s: %d/%d ranks heartbeating%s, step %s, %s Ktok/s (%s)%s",
+             now - p->t0, phase, seen, total, hello, st, ktok_str(sum / 1000.0, a, sizeof a), base, q);
 }

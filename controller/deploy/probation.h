@@ -107,10 +107,15 @@ void probation_ct_stopped(struct probation *p, int ct, const char *pct_said);
  * ct clears this).  Once ct has sent nothing for healthy_deadline the probation fails as "no
  * status from h1:102 for 60s (healthy_deadline 60s): its drover-agent is not running (...)",
  * before any rule over its stale figures (its ranks' missing heartbeats), and
- * probation_agent_gone_ct() names ct: the release is not to blame. */
+ * probation_agent_gone_ct() names ct: the release is not to blame.  A container whose documents
+ * stop coming without its stream ending (its agent stopped with SIGSTOP or wedged, its host hung)
+ * is decided the same way once its silence passes healthy_deadline ("... its drover-agent is not
+ * answering ..."); while it has been quiet PROBATION_QUIET_S or more, no verdict on the workers
+ * is drawn from its old figures (nor from the others': its ranks are in every rendezvous). */
 void probation_agent_gone(struct probation *p, int ct, const char *said);
-/* The container a FAIL blames on its agent not running (probation_agent_gone), else -1 (no
- * FAIL, or another cause, a container stopped under the gang included). */
+/* The container a FAIL blames on its agent not running or not answering (probation_agent_gone,
+ * or a silence past healthy_deadline), else -1 (no FAIL, or another cause, a container stopped
+ * under the gang included). */
 int probation_agent_gone_ct(const struct probation *p);
 
 /* The verdict at time now (evaluates deadlines).  Once decided it stays. */

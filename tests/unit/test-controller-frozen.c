@@ -34,8 +34,10 @@ static const char next[] = "cd5d000000000000000000000000000000000000000000000000
  * ROOT/frozen exists it answers nothing to stop, status, watch or lease (as a drover-agent
  * under SIGSTOP; the revert and the history record are answered: their waits, 10 s and 15 s,
  * are not what is tested); a stop where ROOT/freeze-at-stop exists freezes it.  `watch` prints
- * ROOT/status.json every second, status and lease take --status print it once, anything else
- * answers "ok". */
+ * ROOT/status.json every second, its "step":40 counted up from 1 (a rank that trains), or, where
+ * ROOT/freeze-after-2 exists, two documents and then nothing, its stream left open (a daemon
+ * stopped with SIGSTOP a second into a watch); status and lease take --status print it once,
+ * anything else answers "ok". */
 static void frozen_agent(const char *dir)
 {
     char text[1400], p[400];
@@ -48,7 +50,9 @@ static void frozen_agent(const char *dir)
              "case \" $* \" in\n"
              "*' stop '*) if [ -e \"$r/freeze-at-stop\" ]; then : > \"$r/frozen\"; exec sleep 30; fi\n"
              "  echo 'ok: stopped: no process of the gang is left';;\n"
-             "*' watch '*) while :; do printf '%%s\\n' \"$(cat \"$r/status.json\")\"; sleep 1; done;;\n"
+             "*' watch '*) i=0; while :; do i=$((i+1))\n"
+             "  [ -e \"$r/freeze-after-2\" ] && [ $i -gt 2 ] && exec sleep 60\n"
+             "  sed \"s/\\\"step\\\":40,/\\\"step\\\":$i,/g\" \"$r/status.json\"; echo; sleep 1; done;;\n"
              "*' status '*|*' lease '*) cat \"$r/status.json\";;\n"
              "*) echo ok;;\n"
              "esac\nexit 0\n",
@@ -57,8 +61,12 @@ static void frozen_agent(const char *dir)
     capture_put(p, text, 0755);
 }
 
+/* frozen_status's exit_code for a rank that sent only its hello (Heartbeat() ran, no hb.init()) */
+#define FROZEN_HELLO (-2)
+
 /* DIR/ROOT/status.json: job train on current (good: good), in state, release rel running,
- * with rank `rank` exited with code exit_code (-1: training) */
+ * with rank `rank` exited with code exit_code (-1: training at step 40; FROZEN_HELLO: its hello
+ * only) */
 static void frozen_status(const char *dir, const char *root, const char *current, enum gang_state state,
                           int rank, int exit_code)
 {
@@ -75,6 +83,11 @@ static void frozen_status(const char *dir, const char *root, const char *current
     js->nproc = 1;
     js->nranks = 1;
     fake_rank_training(&js->ranks[0], rank, 0, current, 40, 1000, 2.5);
+    if (exit_code == FROZEN_HELLO) {
+        js->ranks[0].hb.phase = HB_PHASE_INIT;
+        js->ranks[0].hb.step = 0;
+        js->ranks[0].hb.hello = true;
+    }
     if (exit_code >= 0) {
         strcpy(js->ranks[0].state, "exited");
         js->ranks[0].exit_code = exit_code;
@@ -246,12 +259,75 @@ static void test_lease_status_unanswered(void **state)
     frozen_teardown(dir);
 }
 
+static enum probation_verdict watch_v;
+static char watch_reason[PROBATION_REASON_MAX];
+static int watch_gone;
+
+/* watch_probation as a verb: job train's probation of `next` from now, healthy_deadline 12 s (past
+ * PROBATION_QUIET_S, so that a container silent since the start is stale by then); the verdict,
+ * its reason and probation_agent_gone_ct() are kept above. */
+static int watch_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    struct deploy d = { .f = f, .inv = frozen_inv, .job = &frozen_inv->jobs[0] };
+    d.st = calloc(1, sizeof *d.st);
+    assert_non_null(d.st);
+    for (int i = 0; i < d.job->ncts; i++)
+        d.labels[i] = d.job->cts[i].label;
+    struct inv_policy pol = d.job->policy;
+    pol.healthy_deadline_s = 12;
+    struct probation *p;
+    assert_int_equal(probation_new(&pol, "train", next, d.job->ncts, d.labels, 1, -1, false, time_mono(), &p), 0);
+    watch_v = watch_probation(&d, p, "probation");
+    snprintf(watch_reason, sizeof watch_reason, "%s", probation_reason(p));
+    watch_gone = probation_agent_gone_ct(p);
+    probation_free(p);
+    free(d.st);
+    return 0;
+}
+
+/* b's drover-agent stopped (SIGSTOP) a second into probation, its rank's hello its last word,
+ * while a's rank trains on: its watch sends nothing more and does not end.  At healthy_deadline
+ * the verdict came from b's stale document, "rank 1 (h1:local:.../b) with release cd5d00000000
+ * started drover_heartbeat (at +0s) but never called hb.init() ...", which the deploy took for
+ * the release's failure and marked it bad.  It names b's agent now, once b's silence passes
+ * healthy_deadline, and blames it (probation_agent_gone_ct: not marked bad, undecided). */
+static void test_probation_agent_frozen(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-unit-frozen-XXXXXX", out[600], p[400], want[600];
+    assert_non_null(mkdtemp(dir));
+    frozen_agent(dir);
+    frozen_status(dir, "a", next, GANG_RUNNING, 0, -1);
+    frozen_status(dir, "b", next, GANG_RUNNING, 1, FROZEN_HELLO);
+    snprintf(p, sizeof p, "%s/b/freeze-after-2", dir);
+    capture_put(p, "", 0600);
+    snprintf(p, sizeof p, "%s/state", dir);
+    assert_int_equal(fs_mkdir_p(p, 0700), 0);
+    snprintf(p, sizeof p, "staging_dir = %s/st\n", dir);
+    frozen_inv = fake_agent_inventory(dir, p, "grace = 1s\n", "c");
+    snprintf(out, sizeof out, "%s/out", dir);
+    (void)capture_verb(watch_verb, frozen_inv, NULL, 0, out, out);
+    snprintf(want, sizeof want, "no status from h1:local:%s/b for ", dir);
+    if (watch_v != PROBATION_FAIL || strstr(watch_reason, want) != watch_reason ||
+        !strstr(watch_reason, "(healthy_deadline 12s): its drover-agent is not answering (stopped or frozen, or "
+                              "its host is down); its workers' figures that old are not judged") ||
+        watch_gone != 1) {
+        char *o = capture_slurp(out);
+        fail_msg("verdict %s, gone %d: %s\noutput:\n%s", probation_verdict_name(watch_v), watch_gone,
+                 watch_reason, o);
+    }
+    frozen_teardown(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_revert_stop_unanswered),
         cmocka_unit_test(test_revert_failed_names_silent_container),
         cmocka_unit_test(test_lease_status_unanswered),
+        cmocka_unit_test(test_probation_agent_frozen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -808,11 +808,40 @@ static void test_rendezvous_names_missing_rank(void **state)
                         "called hb.init() within healthy_deadline 30s: waiting for a peer in init_process_group "
                         "or a first collective? (ranks that sent init: 0; did not: 1)");
     probation_free(p);
-    /* both wait in the rendezvous: the first, and nobody sent init */
+    /* both wait in the rendezvous: no rank is further than another, so none is named (rank 0,
+     * the first found, was: "(ranks that sent init: none; did not: 0, 1)"), and the progress
+     * line said "0/2 ranks heartbeating" with no word of the hellos */
     p = new_p(-1, 2, 1);
-    assert_non_null(strstr(rendezvous_verdict(p, st, 'h', 'h'),
-                           "rank 0 (h1:101) with release bbbbbbbbbbbb started drover_heartbeat"));
-    assert_non_null(strstr(probation_reason(p), "(ranks that sent init: none; did not: 0, 1)"));
+    assert_string_equal(rendezvous_verdict(p, st, 'h', 'h'),
+                        "every rank (2) with release bbbbbbbbbbbb sent its hello (drover_heartbeat started, at "
+                        "+1s) and none called hb.init() within healthy_deadline 30s: all wait in the rendezvous: "
+                        "is a rank's MASTER_ADDR, MASTER_PORT or world size different, or one rank slow before "
+                        "init_process_group?");
+    char line[512];
+    probation_describe(p, 20, line, sizeof line);
+    if (!strstr(line, "waiting for heartbeats: 0/2 ranks heartbeating (2 in rendezvous: sent hello, no init "
+                      "yet), step -"))
+        fail_msg("line: %s", line);
+    probation_free(p);
+    /* one hello, one init: the line counts the one */
+    p = new_p(-1, 2, 1);
+    (void)rendezvous_verdict(p, st, 'i', 'h');
+    probation_describe(p, 20, line, sizeof line);
+    if (!strstr(line, "0/2 ranks heartbeating (1 in rendezvous: sent hello, no init yet)"))
+        fail_msg("line: %s", line);
+    probation_free(p);
+    /* a hello sent just before the switch's clock started (its age a little more than the time
+     * since): "+0s", not "+-0s" */
+    p = new_p(-1, 2, 1);
+    for (int t = 1; t <= 31; t++)
+        for (int c = 0; c < 2; c++) {
+            make_status(st, c, 1, NEW, 0, 0, 3.0);
+            rank_in_init(&st->jobs[0].ranks[0], c == 1, c == 1 ? t + 0.4 : 0);
+            probation_feed(p, c, st, t);
+        }
+    assert_int_equal(probation_check(p, 31), PROBATION_FAIL);
+    if (!strstr(probation_reason(p), "started drover_heartbeat (at +0s) but never called hb.init()"))
+        fail_msg("reason: %s", probation_reason(p));
     probation_free(p);
     /* rank 1 sent nothing while rank 0's module started: the same script, stuck before it */
     p = new_p(-1, 2, 1);
@@ -985,8 +1014,12 @@ static void test_agent_gone(void **state)
         probation_feed(p, 0, st, t);
     }
     assert_int_equal(probation_check(p, 37), PROBATION_FAIL);
-    assert_string_equal(probation_reason(p), "no status from h1:102 for 31s (healthy_deadline 30s)");
-    assert_int_equal(probation_agent_gone_ct(p), -1);
+    /* a stream silent since: its agent answers nothing (stopped, frozen, its host down), which is
+     * no verdict on the release either (it used to be a bare "no status ...", marked bad) */
+    assert_string_equal(probation_reason(p), "no status from h1:102 for 31s (healthy_deadline 30s): its "
+                                             "drover-agent is not answering (stopped or frozen, or its host "
+                                             "is down); its workers' figures that old are not judged");
+    assert_int_equal(probation_agent_gone_ct(p), 1);
     probation_free(p);
     /* a container stopped under the gang, found after: the stop is the verdict */
     p = new_p(100, 2, 1);
@@ -996,6 +1029,61 @@ static void test_agent_gone(void **state)
     probation_ct_stopped(p, 1, "CT 102 not running");
     assert_int_equal(probation_agent_gone_ct(p), -1);
     assert_string_equal(probation_reason(p), "container h1:102 stopped during probation (pct: CT 102 not running)");
+    probation_free(p);
+    free(st);
+}
+
+/* An agent frozen (SIGSTOP) 3 s into probation, its ranks' hellos its last word, while the other
+ * container's rank goes on to train: its watch stream sends nothing more but does not end (no
+ * "no daemon listening").  At healthy_deadline the verdict came from its stale document, "rank 0
+ * (h1:101) ... started drover_heartbeat (at +1s) but never called hb.init() ...", and the release
+ * (a good one) was marked bad.  Now nothing is said on those figures; the silence decides once it
+ * passes healthy_deadline, as an agent not running does: its container named, not the release's
+ * failure. */
+static void test_frozen_agent_stream(void **state)
+{
+    (void)state;
+    struct agent_status *st = malloc(sizeof *st);
+    char line[512];
+    struct probation *p = new_p(100, 2, 1);
+    for (int t = 1; t <= 33; t++) {
+        for (int c = 0; c < 2; c++) {
+            if (c == 0 && t > 3)
+                continue; /* h1:101's agent froze */
+            make_status(st, c, 1, NEW, t > 5 ? t - 5 : 0, 50000, 3.5);
+            if (t <= 5)
+                rank_in_init(&st->jobs[0].ranks[0], t <= 3, 0);
+            probation_feed(p, c, st, t);
+        }
+        if (probation_check(p, t) != PROBATION_PENDING)
+            fail_msg("t=%d: %s", t, probation_reason(p));
+    }
+    probation_describe(p, 33, line, sizeof line);
+    if (!strstr(line, "; no status from h1:101 for 30s: its figures are that old"))
+        fail_msg("line: %s", line);
+    assert_int_equal(probation_check(p, 34), PROBATION_FAIL);
+    assert_string_equal(probation_reason(p), "no status from h1:101 for 31s (healthy_deadline 30s): its "
+                                             "drover-agent is not answering (stopped or frozen, or its host "
+                                             "is down); its workers' figures that old are not judged");
+    assert_int_equal(probation_agent_gone_ct(p), 0);
+    assert_int_equal(probation_agent_code(p), STATUS_RC_NONE);
+    probation_free(p);
+    /* it answers again before that: its figures are live again, and judged as before */
+    p = new_p(100, 2, 1);
+    for (int t = 1; t <= 31; t++)
+        for (int c = 0; c < 2; c++) {
+            if (c == 0 && t > 3 && t < 25)
+                continue;
+            make_status(st, c, 1, NEW, t > 5 ? t - 5 : 0, 50000, 3.5);
+            if (t <= 5 || c == 0)
+                rank_in_init(&st->jobs[0].ranks[0], true, 0);
+            probation_feed(p, c, st, t);
+        }
+    assert_int_equal(probation_check(p, 31), PROBATION_FAIL);
+    if (strstr(probation_reason(p), "rank 0 (h1:101) with release bbbbbbbbbbbb started drover_heartbeat") !=
+        probation_reason(p))
+        fail_msg("reason: %s", probation_reason(p));
+    assert_int_equal(probation_agent_gone_ct(p), -1);
     probation_free(p);
     free(st);
 }
@@ -1522,6 +1610,7 @@ int main(void)
         cmocka_unit_test(test_no_tokens_said_early),
         cmocka_unit_test(test_ct_stopped),
         cmocka_unit_test(test_agent_gone),
+        cmocka_unit_test(test_frozen_agent_stream),
         cmocka_unit_test(test_stall),
         cmocka_unit_test(test_only_fresh_samples),
         cmocka_unit_test(test_agent_stopping_fails),
