@@ -122,6 +122,25 @@ void history_record(struct deploy *d, const char *result, enum history_reason co
     history_put(d, &e, true);
 }
 
+bool history_tells_run(const struct history_entry *h, size_t n, const char *job, const struct job_status *js,
+                       double now)
+{
+    /* the run's start on the wall clock, where the agent's figures date it: no restart since its
+     * activation, so the generation's age is the run's (a few seconds' slack for clock skew
+     * between this machine and the containers, whose records merge here) */
+    double since = js->restarts == 0 && js->age_s >= 0 ? now - js->age_s - 5 : 0;
+    double last_other = 0, last_own = -1;
+    for (size_t k = 0; k < n; k++) {
+        if (strcmp(h[k].job, job) != 0)
+            continue;
+        if (!strcmp(h[k].release, js->current))
+            last_own = h[k].time > last_own ? h[k].time : last_own;
+        else if (h[k].time > last_other)
+            last_other = h[k].time;
+    }
+    return last_own >= since && last_own >= last_other;
+}
+
 void history_record_abandoned(struct deploy *d)
 {
     const char *seen[INV_MAX_CTS];
@@ -138,10 +157,8 @@ void history_record_abandoned(struct deploy *d)
         seen[nseen++] = js->current;
         struct history_entry *h = NULL;
         size_t n = 0;
-        bool told = false;
         survey_history_of(d, js->current, &h, &n);
-        for (size_t k = 0; k < n && !told; k++)
-            told = !strcmp(h[k].job, d->job->name) && !strcmp(h[k].release, js->current);
+        bool told = history_tells_run(h, n, d->job->name, js, time_wall());
         free(h);
         if (told)
             continue;
