@@ -219,7 +219,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_CHECKPOINT_DEADLINE: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.checkpoint_s) < 0; break;
         case AGENT_OPT_KTOK: bad = parse_num(a, 0, 1e12, &c->ktok_s) < 0; break;
         case AGENT_OPT_SAMPLES: c->samples = a; break;
-        case AGENT_OPT_REASON: (void)str_copy(c->reason, sizeof c->reason, a); break;
+        case AGENT_OPT_REASON: (void)text_cut_words(a, NULL, c->reason, sizeof c->reason); break; /* at a word */
         case AGENT_OPT_ENV: env_r = spec_add_env(&c->spec, a); bad = env_r < 0; break;
         case AGENT_OPT_HOST_DRIVER: bad = str_copy(c->host_driver, sizeof c->host_driver, a) < 0 || !a[0]; break;
         case AGENT_OPT_CUDA: bad = str_copy(c->cuda, sizeof c->cuda, a) < 0 || !a[0]; break;

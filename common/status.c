@@ -340,7 +340,7 @@ static int job_from_json(json_t *o, struct job_status *js)
     if (reason) {
         if (!json_is_string(reason))
             return -EINVAL;
-        (void)str_copy(js->reason, sizeof js->reason, json_string_value(reason)); /* long reasons are cut */
+        (void)text_cut_words(json_string_value(reason), NULL, js->reason, sizeof js->reason); /* a newer agent's */
     }
     /* optional: an agent before the code sends only the text, read as the controller read it */
     json_t *code = json_object_get(o, "reason_code");
@@ -383,7 +383,7 @@ static int job_from_json(json_t *o, struct job_status *js)
         {
             if (!json_is_string(v))
                 return -EINVAL;
-            (void)str_copy(js->bad_reason[k], sizeof js->bad_reason[0], json_string_value(v)); /* long ones cut */
+            (void)text_cut_words(json_string_value(v), NULL, js->bad_reason[k], sizeof js->bad_reason[0]);
         }
     }
     /* optional (agents before "recorded-spec"): "" each; when present, one per goods entry */

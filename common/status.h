@@ -47,7 +47,14 @@
 #define STATUS_MAX_JOBS 8
 #define STATUS_MAX_RANKS 16 /* per job and container */
 #define STATUS_MAX_MARKS 8  /* bad / promoted releases listed per job */
-#define STATUS_BAD_REASON_MAX 160 /* a bad mark's reason, as the agent keeps it (agent/state.h) */
+/* A bad mark's reason, as the agent keeps it (agent/state.h), and the most a controller sends as
+ * the reason of a revert (`revert --reason`, cut at a word with an ellipsis: common/text.h).  It
+ * was 160, and "ModuleNotFoundError: No module nam" was cut mid-word at the agent. */
+#define STATUS_BAD_REASON_MAX 256
+/* A job's reason (job_status.reason, the agent's job record): room for a liveness rule with its
+ * figures after what happened ("... (silence_deadline 20 s)"); it was 256, and longer reasons
+ * ended "(silence_deadline 20…".  The agent cuts longer ones at a word (common/text.h). */
+#define STATUS_REASON_MAX 512
 /* A job's reason is text for people; what the controller decides on is its reason code (enum
  * status_reason below, "reason_code" in the document).  The words below are how the agent's
  * reasons begin (agent/jobmachine.c), kept for people and for reading an older agent's document,
@@ -215,7 +222,7 @@ struct job_status {
     char rdzv[STATUS_RDZV_MAX];
     double age_s;                      /* seconds since this generation started */
     int world_size, node_rank, nproc;
-    char reason[256];                  /* why the state is what it is, for people */
+    char reason[STATUS_REASON_MAX];    /* why the state is what it is, for people */
     enum status_reason reason_code;    /* ... and for programs: "reason_code" */
     /* the job spec digest of current and of good (common/specdigest.h), and current's per-field
      * digests; "" unknown: an older agent, or a spec it recorded before the digest existed */
