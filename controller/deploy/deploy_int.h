@@ -87,6 +87,11 @@ struct deploy {
      * container and the deadline that fired; "" where not.  The survey that follows reports them without
      * asking again (another wait, which said its own 15 s instead) */
     char lease_mute[INV_MAX_CTS][600];
+    /* of those, the containers whose agent CLI said its daemon sent nothing for its own status
+     * deadline (stopped or wedged: this many seconds); 0 where not.  `drover stop`/`start` ask
+     * nothing more there: its stop waited the daemon's longer deadline again (110 s), and said
+     * "sent nothing for 110 s" after 170 */
+    double lease_wedged_s[INV_MAX_CTS];
     /* containers whose host or agent answered nothing during the switch's or the revert's stop
      * (stop_old_gangs: not to the stop within the switch deadline, nor to a status asked after
      * it: a host's sshd or drover-agent stopped or hung), with what went unanswered; "" where
