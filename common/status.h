@@ -57,10 +57,10 @@
  * the reason of a revert (`revert --reason`, cut at a word with an ellipsis: common/text.h).  It
  * was 160, and "ModuleNotFoundError: No module nam" was cut mid-word at the agent. */
 #define STATUS_BAD_REASON_MAX 256
-/* A job's reason (job_status.reason, the agent's job record): room for a liveness rule with its
- * figures after what happened ("... (silence_deadline 20 s)"); it was 256, and longer reasons
- * ended "(silence_deadline 20…".  The agent cuts longer ones at a word (common/text.h). */
-#define STATUS_REASON_MAX 512
+/* A job's reason (job_status.reason, the agent's job record), NUL included: the agent cuts a
+ * longer one at a word with an ellipsis (agent/jobmachine.c, common/text.h), and so does a reader
+ * given a longer one (a newer agent's): it was cut mid-word there. */
+#define STATUS_REASON_MAX 256
 /* A job's reason is text for people; what the controller decides on is its reason code (enum
  * status_reason below, "reason_code" in the document).  The words below are how the agent's
  * reasons begin (agent/jobmachine.c), kept for people and for reading an older agent's document,
