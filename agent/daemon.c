@@ -31,6 +31,7 @@
 #include "agent/gpu.h"
 #include "agent/history.h"
 #include "agent/jobmachine.h"
+#include "agent/lease.h"
 #include "agent/notify.h"
 #include "agent/objstore.h"
 #include "agent/rpc.h"
@@ -351,6 +352,10 @@ static char *daemon_status_text(struct daemon *d)
         (void)str_copy(js->last_restart_reason, sizeof js->last_restart_reason, j->last_restart_reason);
         js->peer_exit = jm_peer_exit(j, &d->rt[i].m);
         js->age_s = g->pgid ? now - g->started_mono : 0;
+        /* when the agent reverts an unpromoted current on its own, and who holds the job now:
+         * `drover status` notes a probation no drover watches (held, or its drover died) */
+        js->probation_left_s = j->probation_deadline > 0 ? j->probation_deadline - now : -1;
+        lease_peek(d->o->root, j->job, now, js->lease_holder, sizeof js->lease_holder, &js->lease_left_s);
         const struct job_spec *s = !g->pgid || !strcmp(g->release, j->current)
                                        ? state_current_spec(j) : state_find_spec(j, g->release, NULL);
         /* what the job runs is (current, spec): the controller's survey compares both */

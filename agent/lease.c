@@ -127,6 +127,23 @@ static int lease_read(const char *path, struct lease *ret, bool *ret_have)
     return 0; /* an unreadable lease counts as none */
 }
 
+void lease_peek(const char *root, const char *job, double now, char *ret_holder, size_t sz, double *ret_left)
+{
+    char path[4200], boot[40];
+    struct lease l;
+    bool have = false;
+    ret_holder[0] = '\0';
+    *ret_left = -1;
+    if (snprintf(path, sizeof path, "%s/leases/%s.json", root, job) >= (int)sizeof path ||
+        lease_read(path, &l, &have) < 0 || !have)
+        return;
+    boot_id(boot, sizeof boot);
+    if (strcmp(l.boot_id, boot) != 0 || now > l.renewed + l.ttl_s)
+        return; /* expired: nobody holds it */
+    (void)str_copy(ret_holder, sz, l.holder);
+    *ret_left = l.renewed + l.ttl_s - now;
+}
+
 int lease_take(const char *root, const char *job, const char *holder, double ttl_s, const char *dead,
                char *ret_takeover, size_t takeover_sz)
 {

@@ -55,6 +55,11 @@ int lease_parse(const char *text, size_t len, struct lease *ret);
 int lease_take(const char *root, const char *job, const char *holder, double ttl_s, const char *dead,
                char *ret_takeover, size_t takeover_sz);
 int lease_release(const char *root, const char *job, const char *holder);
+/* The job's lease as it stands, for the status document: its holder into ret_holder[sz] and the
+ * seconds until it expires into *ret_left when one is held and not expired at monotonic time now
+ * (this boot); else "" and -1.  Reads the file without its lock (it is replaced whole, never
+ * written in place); changes nothing and says nothing. */
+void lease_peek(const char *root, const char *job, double now, char *ret_holder, size_t sz, double *ret_left);
 
 /* Does any job hold a live deploy lease in the store at root (one lease_take would refuse)?  A
  * lease file that cannot be read, or a leases directory that cannot be listed, counts as held. */

@@ -219,7 +219,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         case AGENT_OPT_CHECKPOINT_DEADLINE: bad = parse_num(a, 0, LIVENESS_MAX_S, &c->spec.live.checkpoint_s) < 0; break;
         case AGENT_OPT_KTOK: bad = parse_num(a, 0, 1e12, &c->ktok_s) < 0; break;
         case AGENT_OPT_SAMPLES: c->samples = a; break;
-        case AGENT_OPT_REASON: (void)str_copy(c->reason, sizeof c->reason, a); break;
+        case AGENT_OPT_REASON: (void)text_cut_words(a, NULL, c->reason, sizeof c->reason); break; /* at a word */
         case AGENT_OPT_ENV: env_r = spec_add_env(&c->spec, a); bad = env_r < 0; break;
         case AGENT_OPT_HOST_DRIVER: bad = str_copy(c->host_driver, sizeof c->host_driver, a) < 0 || !a[0]; break;
         case AGENT_OPT_CUDA: bad = str_copy(c->cuda, sizeof c->cuda, a) < 0 || !a[0]; break;
@@ -1037,6 +1037,18 @@ static double job_verb_grace(const struct cli *c, const struct rpc_request *q)
     return g;
 }
 
+/* The daemon's pidfile when --pidfile is not given: next to its socket (/run/drover/agent.sock ->
+ * /run/drover/agent.pid), so agents with their own --socket (several stores on one machine) do
+ * not collide. */
+static void pidfile_of_socket(const char *socket, char *buf, size_t sz)
+{
+    size_t n = strlen(socket);
+    if (n > 5 && !strcmp(socket + n - 5, ".sock"))
+        snprintf(buf, sz, "%.*s.pid", (int)(n - 5), socket);
+    else
+        snprintf(buf, sz, "%s.pid", socket);
+}
+
 static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw, int *ret_lines)
 {
     char *text;
@@ -1056,11 +1068,13 @@ static int call_daemon(const struct cli *c, struct rpc_request *q, bool raw, int
     }
     if (r == -ETIMEDOUT) {
         bool job_verb = q->op == RPC_ACTIVATE || q->op == RPC_REVERT || q->op == RPC_STOP || q->op == RPC_START;
+        char how[700], pidfile[PATH_MAX];
+        pidfile_of_socket(c->socket, pidfile, sizeof pidfile); /* the daemon's default */
         fprintf(stderr, "%s: the drover-agent daemon on '%s" AGENT_WEDGED_SAID "%.0f s%s: it is stopped "
-                "or wedged%s (its pid: /run/drover/agent.pid; restart it: systemctl restart "
-                "drover-agent, the gangs survive)\n", rpc_op_name(q->op), c->socket, idle,
+                "or wedged%s (%s)\n", rpc_op_name(q->op), c->socket, idle,
                 job_verb ? " (longer than the gang's grace and the GPU-memory wait)" : "",
-                job_verb ? ", or a process of the gang outlives SIGKILL (stuck in the kernel)" : "");
+                job_verb ? ", or a process of the gang outlives SIGKILL (stuck in the kernel)" : "",
+                agent_wedged_how(q->job, pidfile, how, sizeof how));
         return AGENT_EXIT_NO_DAEMON;
     }
     if (r < 0) {
@@ -1339,15 +1353,8 @@ int main(int argc, char **argv)
     case AGENT_VERB_DAEMON:
         (void)str_copy(c.dopts.root, sizeof c.dopts.root, c.root);
         (void)str_copy(c.dopts.socket, sizeof c.dopts.socket, c.socket);
-        if (!c.pidfile[0]) {
-            /* next to the socket: /run/drover/agent.sock -> /run/drover/agent.pid, so agents
-             * with their own --socket (several stores on one machine) do not collide */
-            size_t n = strlen(c.socket);
-            if (n > 5 && !strcmp(c.socket + n - 5, ".sock"))
-                snprintf(c.pidfile, sizeof c.pidfile, "%.*s.pid", (int)(n - 5), c.socket);
-            else
-                snprintf(c.pidfile, sizeof c.pidfile, "%s.pid", c.socket);
-        }
+        if (!c.pidfile[0])
+            pidfile_of_socket(c.socket, c.pidfile, sizeof c.pidfile);
         (void)str_copy(c.dopts.pidfile, sizeof c.dopts.pidfile, c.pidfile);
         c.dopts.detach = c.detach;
         code = daemon_run(&c.dopts);

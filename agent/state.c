@@ -402,7 +402,8 @@ void state_mark_bad(struct job_rec *j, const char *release, const char *reason)
     memmove(&j->bad[1], &j->bad[0], (size_t)j->nbad * sizeof j->bad[0]);
     memset(&j->bad[0], 0, sizeof j->bad[0]);
     (void)str_copy(j->bad[0].release, sizeof j->bad[0].release, release);
-    (void)str_copy(j->bad[0].reason, sizeof j->bad[0].reason, reason ? reason : "");
+    /* at a word, with an ellipsis: a reason cut mid-word ("No module nam") read as garbled */
+    (void)text_cut_words(reason ? reason : "", NULL, j->bad[0].reason, sizeof j->bad[0].reason);
     j->nbad++;
 }
 

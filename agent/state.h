@@ -35,7 +35,7 @@ struct job_rec {
     char current_digest[SPEC_DIGEST_LEN + 1];
     char good_digest[SPEC_DIGEST_LEN + 1];
     enum gang_state state;
-    char reason[256];
+    char reason[STATUS_REASON_MAX];
     enum status_reason reason_code; /* the reason's cause, typed (common/status.h); a state.json
                                        from before it: derived from the text */
     int generation;
@@ -65,7 +65,7 @@ struct job_rec {
     int nbad;
     struct bad_mark {
         char release[RELEASE_ID_LEN + 1];
-        char reason[160];
+        char reason[STATUS_BAD_REASON_MAX]; /* cut at a word (state_mark_bad) */
     } bad[STATE_MAX_BAD];
     /* (release, spec) pairs promoted for this job, newest first (goods[0] and goods_digest[0]
      * are the good pair): where a rollback from the good pair goes, which may be the same

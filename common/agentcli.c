@@ -35,6 +35,15 @@ bool agent_said_no_daemon(const char *said)
     return said && strstr(said, AGENT_NO_DAEMON_SAID) != NULL;
 }
 
+const char *agent_wedged_how(const char *job, const char *pidfile, char *buf, size_t sz)
+{
+    snprintf(buf, sz, "if it was stopped (SIGSTOP), `kill -CONT $(cat %s)` in the container resumes it; "
+             "else restart it: `systemctl restart drover-agent` where systemd runs it, or `kill -9 $(cat %s)` "
+             "there and `drover install --job %.64s` from the controller, which starts it again (the gangs "
+             "survive either way)", pidfile, pidfile, job && job[0] ? job : "J");
+    return buf;
+}
+
 bool agent_said_wedged(const char *said)
 {
     return said && strstr(said, "the drover-agent daemon on '") && strstr(said, AGENT_WEDGED_SAID);

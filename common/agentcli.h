@@ -67,6 +67,11 @@ bool agent_said_no_daemon(const char *said);
  * its daemon took the request and sent nothing for its idle deadline ("... sent nothing for 60 s:
  * it is stopped or wedged ..."): a daemon stopped (SIGSTOP) or hung. */
 #define AGENT_WEDGED_SAID "' sent nothing for "
+/* How to bring back a daemon that sends nothing (the agent CLI's words after AGENT_WEDGED_SAID,
+ * and drover's), into buf: stopped with SIGSTOP, or wedged; where systemd runs it and where not
+ * (the hint named systemctl alone, in containers without systemd).  job: the job's name for
+ * `drover install --job J` (NULL or "": "J").  pidfile: the daemon's.  Returns buf. */
+const char *agent_wedged_how(const char *job, const char *pidfile, char *buf, size_t sz);
 /* Does said (NULL as "") say that the daemon sent nothing in time? */
 bool agent_said_wedged(const char *said);
 

@@ -162,6 +162,13 @@ int status_format(const struct agent_status *st, char **ret_text)
         json_object_set_new(jo, "reason_code", json_string(status_reason_name(js->reason_code)));
         if (js->peer_exit)
             json_object_set_new(jo, "peer_exit", json_true());
+        if (js->probation_left_s > 0) /* 0: a zeroed struct's, as none */
+            json_object_set_new(jo, "probation_left_s", num(js->probation_left_s));
+        if (js->lease_holder[0]) {
+            char lh[4 * sizeof js->lease_holder];
+            json_object_set_new(jo, "lease_holder", json_string(text_json_safe(js->lease_holder, lh, sizeof lh)));
+            json_object_set_new(jo, "lease_left_s", num(js->lease_left_s >= 0 ? js->lease_left_s : 0));
+        }
         if (js->rdzv[0])
             json_object_set_new(jo, "rdzv", json_string(js->rdzv));
         if (js->last_restart_reason[0]) {
@@ -324,6 +331,13 @@ static int job_from_json(json_t *o, struct job_status *js)
     if (ps && !json_is_boolean(ps))
         return -EINVAL;
     js->peer_exit = json_is_true(ps);
+    /* optional (agents before the fields, or none armed/held): -1 and "" */
+    js->probation_left_s = js->lease_left_s = -1;
+    if ((json_object_get(o, "probation_left_s") &&
+         jf_num_in(o, "probation_left_s", 0, 1e9, &js->probation_left_s) < 0) ||
+        jf_str(o, "lease_holder", js->lease_holder, sizeof js->lease_holder, true) < 0 ||
+        (json_object_get(o, "lease_left_s") && jf_num_in(o, "lease_left_s", 0, 1e9, &js->lease_left_s) < 0))
+        return -EINVAL;
     /* optional (agents before the field, or no --rdzv given): "" is unknown */
     if (jf_str(o, "rdzv", js->rdzv, sizeof js->rdzv, false) < 0 ||
         (js->rdzv[0] && !status_rdzv_is_valid(js->rdzv)))
@@ -340,7 +354,7 @@ static int job_from_json(json_t *o, struct job_status *js)
     if (reason) {
         if (!json_is_string(reason))
             return -EINVAL;
-        (void)str_copy(js->reason, sizeof js->reason, json_string_value(reason)); /* long reasons are cut */
+        (void)text_cut_words(json_string_value(reason), NULL, js->reason, sizeof js->reason); /* a newer agent's */
     }
     /* optional: an agent before the code sends only the text, read as the controller read it */
     json_t *code = json_object_get(o, "reason_code");
@@ -383,7 +397,7 @@ static int job_from_json(json_t *o, struct job_status *js)
         {
             if (!json_is_string(v))
                 return -EINVAL;
-            (void)str_copy(js->bad_reason[k], sizeof js->bad_reason[0], json_string_value(v)); /* long ones cut */
+            (void)text_cut_words(json_string_value(v), NULL, js->bad_reason[k], sizeof js->bad_reason[0]);
         }
     }
     /* optional (agents before "recorded-spec"): "" each; when present, one per goods entry */

@@ -28,6 +28,12 @@
  * the restarted gang runs and its "reason" is ""): absent when "" (none, or an older agent).
  * Per job "bad_reasons" (beside "bad", as long: why the agent marked each release bad, "" unknown):
  * absent from an older agent (read as all "").
+ * Per job "probation_left_s" (seconds until the agent reverts the job's unpromoted current release
+ * on its own, its probation deadline), present only while that deadline is armed, and
+ * "lease_holder" with "lease_left_s" (the holder of the job's deploy lease and the seconds until
+ * it expires), present only while a lease is held and not expired: absent from older agents
+ * (-1 and "": unknown).  `drover status` notes a release on probation that no drover watches (a
+ * held one, or one whose deploy's drover died), with when its agents revert it.
  * Per job "rdzv": the rendezvous generation (--rdzv G) the job's gang was started with, or that
  * its next restart uses while it backs off or is stopped: absent when "" (none given, or an
  * older agent: unknown, never a difference between containers).
@@ -47,7 +53,14 @@
 #define STATUS_MAX_JOBS 8
 #define STATUS_MAX_RANKS 16 /* per job and container */
 #define STATUS_MAX_MARKS 8  /* bad / promoted releases listed per job */
-#define STATUS_BAD_REASON_MAX 160 /* a bad mark's reason, as the agent keeps it (agent/state.h) */
+/* A bad mark's reason, as the agent keeps it (agent/state.h), and the most a controller sends as
+ * the reason of a revert (`revert --reason`, cut at a word with an ellipsis: common/text.h).  It
+ * was 160, and "ModuleNotFoundError: No module nam" was cut mid-word at the agent. */
+#define STATUS_BAD_REASON_MAX 256
+/* A job's reason (job_status.reason, the agent's job record), NUL included: the agent cuts a
+ * longer one at a word with an ellipsis (agent/jobmachine.c, common/text.h), and so does a reader
+ * given a longer one (a newer agent's): it was cut mid-word there. */
+#define STATUS_REASON_MAX 256
 /* A job's reason is text for people; what the controller decides on is its reason code (enum
  * status_reason below, "reason_code" in the document).  The words below are how the agent's
  * reasons begin (agent/jobmachine.c), kept for people and for reading an older agent's document,
@@ -214,8 +227,18 @@ struct job_status {
      * `drover start` restarts them all as one (controller/deploy/stopstart.c) */
     char rdzv[STATUS_RDZV_MAX];
     double age_s;                      /* seconds since this generation started */
+    /* seconds until the agent reverts current on its own (its probation deadline: not promoted
+     * by then); <= 0 none armed (or passing now), or an agent before the field
+     * ("probation_left_s", present only when > 0; read as -1 when absent) */
+    double probation_left_s;
+    /* the job's deploy lease in this container (agent/lease.h): its holder ("user@host/pid-N/...",
+     * controller/deploy/holder.h) and the seconds until it expires; "" and -1 when none is held
+     * or it expired, or an agent before the fields ("lease_holder", "lease_left_s": present only
+     * while held) */
+    char lease_holder[128];
+    double lease_left_s;
     int world_size, node_rank, nproc;
-    char reason[256];                  /* why the state is what it is, for people */
+    char reason[STATUS_REASON_MAX];    /* why the state is what it is, for people */
     enum status_reason reason_code;    /* ... and for programs: "reason_code" */
     /* the job spec digest of current and of good (common/specdigest.h), and current's per-field
      * digests; "" unknown: an older agent, or a spec it recorded before the digest existed */

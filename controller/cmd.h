@@ -225,6 +225,30 @@ const char *status_bad_marks_line(const struct status_bad_marks *m, int k, const
                                   char *buf, size_t sz);
 
 
+/* A job's release on probation that no drover watches, for the note under `drover status`'s
+ * table and under `drover top`'s (one implementation: status_probation_add for each container
+ * whose agent knows the job, then status_probation_line).  The table showed it only as `ID*
+ * probation`: a release held by a deploy (on_inconclusive = hold) waiting for promote or revert,
+ * or one whose deploy's drover died (kill -9), reverted by its agents at their own deadline.
+ * Plain data: zero it to start. */
+struct status_probation {
+    char release[RELEASE_ID_LEN + 1]; /* the first unpromoted current release with a deadline */
+    double left_s;                    /* the soonest of its agents' deadlines; 0 none known */
+    int ncts;                         /* containers that run it with a deadline */
+    bool watched;                     /* a container's deploy lease holder runs, or is not ours to
+                                         judge (another host: holder_fate_here): nothing said */
+};
+/* Container's job status js (NULL: none) into p; self: this process's lease holder text
+ * (holder_self()), to judge the lease holder by. */
+void status_probation_add(struct status_probation *p, const struct job_status *js, const char *self);
+/* The note into buf, or "" (returned) when nothing is to be said: no release on an agent's
+ * probation deadline (or only agents too old to send it), or a drover watches it.  held: this
+ * controller's history says the release's deploy ended HELD; name: its manifest name ("" or NULL
+ * unknown); now: the wall clock, for the deadline's time of day.  inv_arg: -i as given (NULL:
+ * default). */
+const char *status_probation_line(const struct status_probation *p, const char *job, bool held, const char *name,
+                                  const char *inv_arg, double now, char *buf, size_t sz);
+
 /* The release the controller last made good for job (from history): promoted, or returned to by
  * a revert or rollback.  "" when none. */
 void cmd_job_target(const struct inventory *inv, const char *job, char ret_id[RELEASE_ID_LEN + 1]);

@@ -23,6 +23,7 @@
 #include "controller/cmd.h"
 #include "controller/verbs.h"
 #include "controller/transport/fanout.h"
+#include "controller/deploy/holder.h"
 #include "controller/deploy/probation.h"
 #include "controller/deploy/state.h"
 
@@ -42,6 +43,65 @@ void cmd_job_target(const struct inventory *inv, const char *job, char ret_id[RE
             (void)str_copy(ret_id, RELEASE_ID_LEN + 1, h[i].previous);
     }
     free(h);
+}
+
+void status_probation_add(struct status_probation *p, const struct job_status *js, const char *self)
+{
+    if (!js)
+        return;
+    /* a lease that runs (or that this machine cannot judge): a drover may be watching */
+    if (js->lease_holder[0] && holder_fate_here(js->lease_holder, self) != HOLDER_GONE)
+        p->watched = true;
+    if (!js->current[0] || !(js->probation_left_s > 0) ||
+        !status_on_probation(js->current, js->good, status_runs_unpromoted_spec(js)))
+        return;
+    if (!p->release[0])
+        (void)str_copy(p->release, sizeof p->release, js->current);
+    else if (strcmp(p->release, js->current) != 0)
+        return; /* another release elsewhere: the first one's note */
+    p->ncts++;
+    if (!(p->left_s > 0) || js->probation_left_s < p->left_s)
+        p->left_s = js->probation_left_s;
+}
+
+const char *status_probation_line(const struct status_probation *p, const char *job, bool held, const char *name,
+                                  const char *inv_arg, double now, char *buf, size_t sz)
+{
+    buf[0] = '\0';
+    if (!p->release[0] || p->watched || !(p->left_s > 0))
+        return buf;
+    const char *ia = inv_arg ? " -i " : "", *iv = inv_arg ? inv_arg : "";
+    char sid[RELEASE_SHORT_LEN + 1], named[MANIFEST_NAME_MAX + 4] = "", at[40] = "";
+    if (name && name[0])
+        snprintf(named, sizeof named, " (%s)", name);
+    time_t t = (time_t)(now + p->left_s);
+    struct tm tm;
+    if (gmtime_r(&t, &tm))
+        strftime(at, sizeof at, ", about %H:%M UTC", &tm);
+    if (held)
+        snprintf(buf, sz, "job '%s': %s%s is held on probation (on_inconclusive = hold), waiting for "
+                          "`drover%s%s promote --job %s` or `drover%s%s revert --job %s`; its agents revert it on "
+                          "their own in %.0f s%s", job, ui_short(p->release, sid), named, ia, iv, job, ia, iv, job,
+                 p->left_s, at);
+    else
+        snprintf(buf, sz, "job '%s': %s%s is on probation with no drover watching it (the deploy that started "
+                          "it is gone: its drover killed or cut off); its agents revert it on their own in %.0f s%s: "
+                          "`drover%s%s rollback --job %s` reverts it now, a deploy replaces it",
+                 job, ui_short(p->release, sid), named, p->left_s, at, ia, iv, job);
+    return buf;
+}
+
+/* Did the job's deploy of release id end HELD, by this controller's history (its newest record
+ * of the job)? */
+static bool status_release_held(const struct inventory *inv, const char *job, const char *id)
+{
+    struct history_entry *h;
+    size_t n;
+    if (state_history_read(inv->state_dir, job, &h, &n, NULL) < 0)
+        return false;
+    bool held = n > 0 && !strcmp(h[n - 1].release, id) && !strcmp(h[n - 1].result, "held");
+    free(h);
+    return held;
 }
 
 static json_t *json_str_or_null(const char *s)
@@ -650,6 +710,8 @@ static int status_once(struct fleet *f, const struct status_opts *o)
     }
     int unreachable = 0;
     struct status_notes notes = { 0 }; /* said under the table */
+    char self[HOLDER_MAX]; /* this process as a lease holder: judges the holders the agents name */
+    holder_self(self, sizeof self);
     /* per job, the containers whose agent does not know it: said once after the table */
     struct {
         char who[512];
@@ -674,6 +736,7 @@ static int status_once(struct fleet *f, const struct status_opts *o)
         int nktok = 0; /* ranks that reported a throughput */
         /* the releases its containers mark bad among those they run or go back to (the good
          * release, or the current one): said once per release under the table */
+        struct status_probation prob = { .left_s = 0 };
         static struct status_bad_marks marks_of_job; /* ~11 KB: not on the stack */
         struct status_bad_marks *marks = &marks_of_job;
         memset(marks, 0, sizeof *marks);
@@ -759,6 +822,10 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             for (int k = 0; k < js->nbad; k++)
                 json_array_append_new(bad_reasons, json_string(js->bad_reason[k]));
             json_object_set_new(co, "bad_reasons", bad_reasons);
+            /* when the agent reverts it on its own: null when none is armed (or an older agent) */
+            json_object_set_new(co, "probation_left_s",
+                                js->probation_left_s > 0 ? json_real(js->probation_left_s) : json_null());
+            status_probation_add(&prob, js, self);
             const char *mreason = NULL, *mrel = status_marked_bad(js, &mreason);
             status_bad_marks_add(marks, ct->label, mrel, mrel && !strcmp(mrel, js->good), mreason);
             json_object_set_new(co, "goods", goods); /* promoted here, newest first */
@@ -808,6 +875,15 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             char hint[2400];
             status_notes_add(&notes, LOG_LVL_WARN, "%s", status_bad_marks_line(marks, m, j->name, f->inv_arg,
                                                                               hint, sizeof hint));
+        }
+        /* the table said `ID* probation` and not that no drover watches it, nor until when */
+        if (!o->json && prob.release[0] && !prob.watched) {
+            char hint[900], pname[MANIFEST_NAME_MAX];
+            if (state_release_name(inv->state_dir, prob.release, pname) < 0)
+                pname[0] = '\0';
+            if (status_probation_line(&prob, j->name, status_release_held(inv, j->name, prob.release), pname,
+                                      f->inv_arg, time_wall(), hint, sizeof hint)[0])
+                status_notes_add(&notes, LOG_LVL_NOTICE, "%s", hint);
         }
         /* null when no rank said (every host down, ranks just started): 0.0 read as a stall */
         json_object_set_new(jo, "ktok_s", nktok ? json_real(total) : json_null());

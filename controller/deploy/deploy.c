@@ -122,6 +122,25 @@ void history_record(struct deploy *d, const char *result, enum history_reason co
     history_put(d, &e, true);
 }
 
+bool history_tells_run(const struct history_entry *h, size_t n, const char *job, const struct job_status *js,
+                       double now)
+{
+    /* the run's start on the wall clock, where the agent's figures date it: no restart since its
+     * activation, so the generation's age is the run's (a few seconds' slack for clock skew
+     * between this machine and the containers, whose records merge here) */
+    double since = js->restarts == 0 && js->age_s >= 0 ? now - js->age_s - 5 : 0;
+    double last_other = 0, last_own = -1;
+    for (size_t k = 0; k < n; k++) {
+        if (strcmp(h[k].job, job) != 0)
+            continue;
+        if (!strcmp(h[k].release, js->current))
+            last_own = h[k].time > last_own ? h[k].time : last_own;
+        else if (h[k].time > last_other)
+            last_other = h[k].time;
+    }
+    return last_own >= since && last_own >= last_other;
+}
+
 void history_record_abandoned(struct deploy *d)
 {
     const char *seen[INV_MAX_CTS];
@@ -138,10 +157,8 @@ void history_record_abandoned(struct deploy *d)
         seen[nseen++] = js->current;
         struct history_entry *h = NULL;
         size_t n = 0;
-        bool told = false;
         survey_history_of(d, js->current, &h, &n);
-        for (size_t k = 0; k < n && !told; k++)
-            told = !strcmp(h[k].job, d->job->name) && !strcmp(h[k].release, js->current);
+        bool told = history_tells_run(h, n, d->job->name, js, time_wall());
         free(h);
         if (told)
             continue;
@@ -1494,8 +1511,13 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
     }
     char tok[17];
     new_rdzv(tok);
-    char why[300];
-    snprintf(why, sizeof why, "drover: %s", reason);
+    /* the agent keeps it as the release's bad mark: cut to fit there, at a word (it was cut
+     * mid-word: "No module nam") */
+    char *full = NULL, why[STATUS_BAD_REASON_MAX];
+    if (asprintf(&full, "drover: %s", reason) < 0)
+        full = NULL;
+    (void)text_cut_words(full ? full : reason, NULL, why, sizeof why);
+    free(full);
     struct agent_argv args, args_ns;
     agent_argv_init(&args);
     agent_argv_revert(&args, j->name, why, d->no_bad_mark);
@@ -1597,12 +1619,11 @@ static int revert_all_run(struct deploy *d, enum history_reason code, const char
                 nc += (size_t)snprintf(cmds + nc, nc < sizeof cmds ? sizeof cmds - nc : 0, "%s`pct start %d` on %s",
                                        nc ? ", " : "", j->cts[i].vmid, d->inv->hosts[j->cts[i].host].name);
             }
-        char msg[1400];
-        snprintf(msg, sizeof msg, "%d %s stopped: %s; the good release %s was started in the "
-                 "other %d, whose ranks wait for the missing ones in their rendezvous: start the "
-                 "container (%s), then deploy %s again (`drover deploy DIR --job %s`) to form the "
-                 "gang", stopped, text_plural(stopped, "container", "containers"), names, ui_short(d->good, sid), j->ncts - stopped, cmds,
-                 ui_short(d->good, sid), j->name);
+        char msg[1400], gname[MANIFEST_NAME_MAX];
+        if (state_release_name(d->inv->state_dir, d->good, gname) < 0)
+            gname[0] = '\0';
+        deploy_stopped_cts_message(msg, sizeof msg, j->name, stopped, j->ncts, names, cmds, ui_short(d->good, sid),
+                                   gname);
         deploy_say_revert_failed(stdout, stderr, j->name, msg);
         history_record(d, "revert-failed", code, msg, -1);
         return EXIT_REVERT_FAILED;
@@ -2020,6 +2041,19 @@ void deploy_left_stopped_message(char *buf, size_t sz, const char *job, const ch
                  "stopped: `drover start --job %s` runs it", job, good, job);
 }
 
+void deploy_stopped_cts_message(char *buf, size_t sz, const char *job, int stopped, int ncts, const char *names,
+                                const char *cmds, const char *good, const char *good_name)
+{
+    char named[MANIFEST_NAME_MAX + 4] = "";
+    if (good_name && good_name[0])
+        snprintf(named, sizeof named, " (%s)", good_name);
+    snprintf(buf, sz, "%d %s stopped: %s; the good release %s%s was started in the other %d, whose ranks "
+             "wait for the missing ones in their rendezvous: start the %s (%s), then deploy %s%s again "
+             "from its release directory (`drover deploy DIR --job %s`) to form the gang", stopped,
+             text_plural(stopped, "container", "containers"), names, good, named, ncts - stopped,
+             text_plural(stopped, "container", "containers"), cmds, good, named, job);
+}
+
 void deploy_revert_unstopped_message(char *buf, size_t sz, const char *job, int left, int cut, const char *sid)
 {
     if (cut > left)
@@ -2397,7 +2431,7 @@ int deploy_run(struct fleet *f, const struct deploy_opts *o)
     if (keep_base)
         (void)ui_short(d.base ? d.base->release : brel, base_sid);
     if (keep_base) {
-        fprintf(stderr, "probation: %s is job '%s''s good release with the job spec it was promoted with: "
+        fprintf(stderr, "probation: %s is the good release of job '%s' with the job spec it was promoted with: "
                 "the throughput rule is skipped (a regression could only revert it to itself), and the "
                 "baseline (%s, median %.1f Ktok/s) stays; `drover rebaseline --job %s` measures the good "
                 "release again\n", d.sid, d.job->name, base_sid, base_k, d.job->name);

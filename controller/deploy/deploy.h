@@ -155,6 +155,13 @@ void deploy_revert_failed_message(char *buf, size_t sz, const char *what, const 
  * why, ", "-joined ("" or NULL: none), where it may run and how to stop it. */
 void deploy_left_stopped_message(char *buf, size_t sz, const char *job, const char *good, const char *running);
 
+/* What REVERT FAILED says when stopped containers (of the job's ncts; names: "h2:201 (pct: why)",
+ * ", "-joined) kept the good release (good: its short id; good_name: its manifest name, "" or
+ * NULL unknown) from forming a gang in the others: how to start them (cmds: "`pct start N` on
+ * H", ", "-joined) and to deploy the good release again, by its name where drover knows it. */
+void deploy_stopped_cts_message(char *buf, size_t sz, const char *job, int stopped, int ncts, const char *names,
+                                const char *cmds, const char *good, const char *good_name);
+
 /* The warning a revert of job gives when left containers did not confirm the stop of the failed
  * release sid; cut of them only because the operator's Ctrl-C ended the wait (nothing timed out:
  * their agents go on stopping it).  Said "within the switch deadline" for a Ctrl-C <1 s after it. */

@@ -87,6 +87,11 @@ struct deploy {
      * container and the deadline that fired; "" where not.  The survey that follows reports them without
      * asking again (another wait, which said its own 15 s instead) */
     char lease_mute[INV_MAX_CTS][600];
+    /* of those, the containers whose agent CLI said its daemon sent nothing for its own status
+     * deadline (stopped or wedged: this many seconds); 0 where not.  `drover stop`/`start` ask
+     * nothing more there: its stop waited the daemon's longer deadline again (110 s), and said
+     * "sent nothing for 110 s" after 170 */
+    double lease_wedged_s[INV_MAX_CTS];
     /* containers whose host or agent answered nothing during the switch's or the revert's stop
      * (stop_old_gangs: not to the stop within the switch deadline, nor to a status asked after
      * it: a host's sshd or drover-agent stopped or hung), with what went unanswered; "" where
@@ -334,11 +339,19 @@ bool deploy_job_is_stopped(const struct deploy *d);
 void history_record(struct deploy *d, const char *result, enum history_reason code, const char *reason,
                     double ktok);
 /* After a switch: each release a container ran before it (the survey's current) that was never
- * promoted there, is not this deploy's and has no record at all in the job's history (state_dir
- * and the agents', survey_history_of) gets one, result "aborted", said on stderr: the drover that
- * deployed it died or was cut off during its probation, and a release replaced that way used to
- * leave no trace in the history. */
+ * promoted there, is not this deploy's and has no record of that run in the job's history
+ * (state_dir and the agents', survey_history_of; history_tells_run) gets one, result "aborted",
+ * said on stderr: the drover that deployed it died or was cut off during its probation, and a
+ * release replaced that way used to leave no trace in the history. */
 void history_record_abandoned(struct deploy *d);
+/* Does the job's history h (n records, any jobs) tell how js's current run of js->current ended:
+ * a record of that release newer than every record of the job's other releases and, where js
+ * dates the run (no restart since its activation: age_s is the run's age), not older than the run
+ * (now: the wall clock)?  A record of an earlier run of the same release (promoted once, then
+ * deployed again by a drover that died during its probation) tells nothing of this one: it used
+ * to, and the orphaned run got no "aborted" record. */
+bool history_tells_run(const struct history_entry *h, size_t n, const char *job, const struct job_status *js,
+                       double now);
 /* A new rendezvous generation: 16 hex digits and a NUL, one per switch or operator's start
  * (agent activate/start --rdzv). */
 void new_rdzv(char out[17]);

@@ -79,6 +79,7 @@ static int lease_done(struct ct_fan *cf, int i, int r, struct exec_result *res, 
         size_t n = strlen(d->lease_mute[i]);
         snprintf(d->lease_mute[i] + n, sizeof d->lease_mute[i] - n, " (the lease was taken there; %.0f s is "
                  "the agent's own deadline for a status, and its daemon sent nothing)", waited);
+        d->lease_wedged_s[i] = waited;
     }
     /* an expired lease of another holder (a controller that died) taken over: said by the
      * caller, journalled by the agent (event lease-takeover) */
@@ -227,8 +228,10 @@ int leases_take(struct deploy *d, double ttl, bool with_status)
     for (int i = 0; i < d->job->ncts; i++) {
         d->pre[i] = 0;
         d->lease_failed[i][0] = '\0';
-        if (with_status)
+        if (with_status) {
             d->lease_mute[i][0] = '\0';
+            d->lease_wedged_s[i] = 0;
+        }
     }
     double asked = time_mono(); /* no agent's TTL began before this */
     (void)ct_fan_run(cf);

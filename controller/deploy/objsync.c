@@ -1595,7 +1595,7 @@ static int host_round(struct host_job *hj, bool *ret_again)
             snprintf(hj->err, sizeof hj->err, "%s: drover-agent release install failed (exit %d): %s", ct->label,
                      fr[k].status, why);
         if (ncorrupt) {
-            fprintf(stderr, "push %s: %d corrupt %s in host '%s''s store: removed, sending again\n",
+            fprintf(stderr, "push %s: %d corrupt %s in the store of host '%s': removed, sending again\n",
                     ct->label, ncorrupt, text_plural(ncorrupt, "object", "objects"), hname);
             *ret_again = true;
         }

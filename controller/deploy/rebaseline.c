@@ -145,7 +145,7 @@ int deploy_rebaseline(struct fleet *f, const char *job)
                  old->n, text_plural(old->n, "sample", "samples"), probation_median(old->ktok_s, old->n));
     d.baseline = old ? probation_median(old->ktok_s, old->n) : -1;
     free(old);
-    fprintf(stderr, "rebaseline: measuring job '%s''s good release %s as it runs (%d %s; nothing "
+    fprintf(stderr, "rebaseline: measuring the good release of job '%s', %s, as it runs (%d %s; nothing "
             "is switched): its warm samples over %.0f s become the baseline (%s)\n", d.job->name,
             d.sid, d.job->ncts * nproc, text_plural(d.job->ncts * nproc, "rank", "ranks"),
             pol->min_healthy_time_s, was);

@@ -250,6 +250,15 @@ void stopstart_ct_stopped_hint(bool start, const char *job, int vmid, const char
                  how, job);
 }
 
+void stopstart_wedged_hint(bool start, const char *job, double waited, char *buf, size_t sz)
+{
+    char how[700];
+    snprintf(buf, sz, "its drover-agent daemon sent nothing for %.0f s to the status asked with the deploy lease: "
+             "it is stopped (SIGSTOP) or wedged, so the %s was not asked there (it would only have waited "
+             "again); %s; then run `drover %s --job %.64s` again", waited, start ? "start" : "stop",
+             agent_wedged_how(job, AGENT_DEFAULT_PIDFILE, how, sizeof how), start ? "start" : "stop", job);
+}
+
 void stopstart_failed_hint(bool start, const char *job, const char *ct_label, const char *said,
                            char *buf, size_t sz)
 {
@@ -562,7 +571,15 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
                 took[i] = -1;
             }
     } else {
-        stopstart_fan(&d, start, tok, NULL, limit, o, said, took);
+        /* a daemon that sent nothing to the lease's status would only be waited for again */
+        bool wedged[INV_MAX_CTS] = { false };
+        for (int i = 0; i < d.job->ncts; i++)
+            if ((wedged[i] = d.lease_wedged_s[i] > 0)) {
+                o[i] = SS_FAILED;
+                stopstart_wedged_hint(start, d.job->name, d.lease_wedged_s[i], said[i], sizeof said[i]);
+                took[i] = -1;
+            }
+        stopstart_fan(&d, start, tok, wedged, limit, o, said, took);
     }
     if (start && !held && !npart) {
         /* the lease's status did not say (an older agent, a gang started since): answered
@@ -611,6 +628,8 @@ int deploy_stop_start(struct fleet *f, const char *job, bool start, bool dry_run
                       stop_failed[i] ? limit - 30 : limit, why, sizeof why);
         if (no_lease >= 0 && o[i] == SS_FAILED)
             stopstart_no_lease_hint(d.job->name, said[i], why, sizeof why);
+        else if (o[i] == SS_FAILED && d.lease_wedged_s[i] > 0 && !strncmp(said[i], "its drover-agent daemon", 23))
+            (void)str_copy(why, sizeof why, said[i]); /* stopstart_wedged_hint's, whole */
         else if (no_lease >= 0 && o[i] == SS_HELD_BACK)
             snprintf(why, sizeof why,
                      "nothing was started anywhere: the job's deploy lease could not be taken in "

@@ -102,6 +102,13 @@ bool stopstart_lease_said(const char *said, const char *then, char *buf, size_t 
  * agent's words): nothing was started anywhere; a full disk says to free space, then start. */
 void stopstart_no_lease_hint(const char *job, const char *said, char *buf, size_t sz);
 
+/* The row of a container whose agent daemon sent nothing for waited seconds (its own status
+ * deadline) to the status asked with the deploy lease: stopped (SIGSTOP) or wedged.  The verb was
+ * not asked there (it would have waited the daemon's longer deadline again: `drover stop` took
+ * 170 s and said "sent nothing for 110 s"); what brings the daemon back, with and without systemd
+ * (agent_wedged_how), then the verb again. */
+void stopstart_wedged_hint(bool start, const char *job, double waited, char *buf, size_t sz);
+
 /* What to tell the operator about a container whose agent refused or failed the verb, from its
  * words (said): a job the agent never had is a job never deployed there (deploy it first); pct's
  * "no container" is said as pct_ct_problem() words it; anything else with `drover logs`. */

@@ -105,7 +105,7 @@ struct top_ct {
                             * on probation: status_runs_unpromoted_spec) */
     int restarts;
     double age_s;          /* seconds since this gang generation started, at doc time */
-    char reason[256];
+    char reason[STATUS_REASON_MAX];
     /* the release its agent marks bad that it runs or would go back to (status_marked_bad): its
      * good release (bad_good), else its current one; "" none.  With the mark's reason ("" an
      * older agent's).  `drover status` warns of it under its table, top under its own */

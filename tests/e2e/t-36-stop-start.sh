@@ -118,7 +118,7 @@ check "... on stderr, before the first activate line" \
 	awk '/this deploy starts it/ {s = NR} /^activate / && !a {a = NR} END {exit !(s && a && s < a)}' "$E2E_WORK/last.err"
 check "... and that drover start starts it without a deploy" drover_said "\`drover start --job train\` starts the release it ran"
 check "... and, as its plan said, that the throughput rule is skipped for its good pair" \
-	drover_said "is job 'train''s good release with the job spec it was promoted with: the throughput rule is skipped"
+	drover_said "is the good release of job 'train' with the job spec it was promoted with: the throughput rule is skipped"
 check "every rank heartbeats and trains again" all_ranks_advance 3 90
 check "state running everywhere" test "$(states)" = "running running running"
 

@@ -60,7 +60,7 @@ say "deploy v1 itself (the good release, its spec) to start the stopped job on t
 drover deploy "$E2E_WORK/releases/v1" --job train
 show_drover 6
 check "it says the throughput rule is skipped: v1 is its own baseline" \
-	drover_said "probation: ${v1:0:12} is job 'train''s good release with the job spec it was promoted with: the throughput rule is skipped \\(a regression could only revert it to itself\\), and the baseline \\(${v1:0:12}, median [0-9.]+ Ktok/s\\) stays"
+	drover_said "probation: ${v1:0:12} is the good release of job 'train' with the job spec it was promoted with: the throughput rule is skipped \\(a regression could only revert it to itself\\), and the baseline \\(${v1:0:12}, median [0-9.]+ Ktok/s\\) stays"
 check "it is promoted (exit 0), not reverted to itself" eval '(( DROVER_RC == 0 )) && drover_said "promoted ${v1:0:12}"'
 check "... and says its slower rate against the baseline kept, and what to look at" \
 	drover_said "${v1:0:12} ran at [0-9.]+ Ktok/s, -[0-9.]+% against its own baseline of [0-9.]+ Ktok/s \\(kept\\): the release is the same, so the cause lies outside it"
@@ -84,7 +84,7 @@ drover rebaseline --job train
 show_drover 6
 check "rebaseline exits 0" test "$DROVER_RC" = 0
 check "it says it measures the running good release, nothing switched" \
-	drover_said "rebaseline: measuring job 'train''s good release ${v1:0:12} as it runs \\(3 ranks; nothing is switched\\)"
+	drover_said "rebaseline: measuring the good release of job 'train', ${v1:0:12}, as it runs \\(3 ranks; nothing is switched\\)"
 check "it says the new baseline and the old one" \
 	drover_said "rebaselined job 'train' on ${v1:0:12}: baseline measured again: [0-9]+ samples, median [0-9.]+ Ktok/s \\(was [0-9a-f]{12}: [0-9]+ samples, median [0-9.]+ Ktok/s, -[0-9.]+%; "
 base1=$(key_median)

@@ -597,6 +597,32 @@ static void test_spec_validate(void **state)
     assert_true(job_name_is_valid("train-1.x"));
 }
 
+/* A bad mark's reason is kept whole up to STATUS_BAD_REASON_MAX and cut at a word beyond, with an
+ * ellipsis: status -o json showed "... [rank 1: ModuleNotFoundError: No module nam" (160 bytes,
+ * cut mid-word) for a reason of 180. */
+static void test_state_bad_reason_cut_at_word(void **state)
+{
+    (void)state;
+    struct agent_state st;
+    state_init(&st);
+    struct job_rec *j;
+    assert_int_equal(state_add_job(&st, "train", &j), 0);
+    const char *r = "drover: the gang on h2:201 lost a rank and is backing off (restarts 0): rank 1 exited with "
+                    "code 1 (1 of 3 in 120 s) [rank 1: ModuleNotFoundError: No module named 'numpyy']";
+    state_mark_bad(j, "ab12", r);
+    assert_string_equal(state_bad_reason(j, "ab12"), r);
+    char longer[600];
+    snprintf(longer, sizeof longer, "%s; %s", r, r);
+    state_mark_bad(j, "cd34", longer);
+    const char *kept = state_bad_reason(j, "cd34");
+    size_t n = strlen(kept);
+    assert_true(n < STATUS_BAD_REASON_MAX);
+    assert_true(n > 3 && !strcmp(kept + n - 3, "\xe2\x80\xa6")); /* the ellipsis */
+    assert_memory_equal(kept, longer, n - 3); /* the words before it, whole: */
+    assert_int_equal(longer[n - 3], ' ');     /* the cut falls between two words */
+    state_done(&st);
+}
+
 static void test_policy(void **state)
 {
     (void)state;
@@ -672,6 +698,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_state_roundtrip, setup, teardown),
         cmocka_unit_test(test_state_parse_errors),
         cmocka_unit_test(test_state_spec_eviction),
+        cmocka_unit_test(test_state_bad_reason_cut_at_word),
         cmocka_unit_test_setup_teardown(test_events_journal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spec_validate, setup, teardown),
         cmocka_unit_test(test_policy),

@@ -705,6 +705,63 @@ static void test_status_wall_precision(void **state)
     free(back);
 }
 
+/* A bad mark's reason is read whole up to its limit (it was cut mid-word at 159: "No module nam"),
+ * and a longer one (a newer agent's) is cut at a word with an ellipsis, never mid-word; so is a
+ * job's reason past STATUS_REASON_MAX. */
+static void test_status_long_reasons(void **state)
+{
+    (void)state;
+    struct agent_status *st = calloc(1, sizeof *st), *back = calloc(1, sizeof *back);
+    strcpy(st->host, "ct101");
+    st->njobs = 1;
+    struct job_status *js = &st->jobs[0];
+    strcpy(js->job, "train");
+    const char *liv = "failed: rank 0 silent: no heartbeat for 25 s in phase train at step 1200 (silence_deadline "
+                      "20 s) on a promoted release, 4 times in 360 s (restart budget 3): stopped";
+    assert_true(strlen(liv) < STATUS_REASON_MAX);
+    strcpy(js->reason, liv);
+    js->nbad = 1;
+    memset(js->bad[0], 'b', RELEASE_ID_LEN);
+    strcpy(js->bad_reason[0], "drover: rank 1 exited with code 1 (1 of 3 in 120 s) [rank 1: ModuleNotFoundError: "
+                              "No module named 'numpyy']; the gang on h2:201 lost a rank and is backing off");
+    char *text = NULL;
+    assert_int_equal(status_format(st, &text), 0);
+    assert_int_equal(status_parse(text, strlen(text), back), 0);
+    assert_string_equal(back->jobs[0].reason, liv);
+    assert_string_equal(back->jobs[0].bad_reason[0], js->bad_reason[0]);
+    free(text);
+    /* a newer agent's longer mark: cut at a word, with the ellipsis */
+    char doc[8192], word[STATUS_BAD_REASON_MAX * 2] = "";
+    while (strlen(word) < sizeof word - 16)
+        strcat(word, "module ");
+    strcpy(js->bad_reason[0], "MARK");
+    assert_int_equal(status_format(st, &text), 0);
+    char *m = strstr(text, "MARK");
+    assert_non_null(m);
+    snprintf(doc, sizeof doc, "%.*s%s%s", (int)(m - text), text, word, m + 4);
+    free(text);
+    assert_int_equal(status_parse(doc, strlen(doc), back), 0);
+    const char *br = back->jobs[0].bad_reason[0];
+    size_t n = strlen(br);
+    if (n < 10 || strcmp(br + n - 3, "\xe2\x80\xa6") != 0 || strncmp(br + n - 9, "module", 6) != 0)
+        fail_msg("%s", br);
+    /* the same for the job's reason */
+    strcpy(js->bad_reason[0], "");
+    strcpy(js->reason, "MARK");
+    assert_int_equal(status_format(st, &text), 0);
+    m = strstr(text, "MARK");
+    assert_non_null(m);
+    snprintf(doc, sizeof doc, "%.*s%s%s", (int)(m - text), text, word, m + 4);
+    free(text);
+    assert_int_equal(status_parse(doc, strlen(doc), back), 0);
+    br = back->jobs[0].reason;
+    n = strlen(br);
+    if (n < 10 || strcmp(br + n - 3, "\xe2\x80\xa6") != 0 || strncmp(br + n - 9, "module", 6) != 0)
+        fail_msg("%s", br);
+    free(st);
+    free(back);
+}
+
 static void test_status_rejects(void **state)
 {
     (void)state;
@@ -774,6 +831,7 @@ int main(void)
         cmocka_unit_test(test_manifest_paths),        cmocka_unit_test(test_manifest_dir_dump_parse),
         cmocka_unit_test(test_manifest_parse_rejects), cmocka_unit_test(test_status_roundtrip),
         cmocka_unit_test(test_status_rdzv),
+        cmocka_unit_test(test_status_long_reasons),
         cmocka_unit_test(test_status_rejects), cmocka_unit_test(test_status_wall_precision),
     };
     return cmocka_run_group_tests_name("common-wire", tests, NULL, NULL);

@@ -501,6 +501,27 @@ static void test_rollback_activate_failed_reverts(void **state)
     assert_null(strstr(m, "putting"));
 }
 
+/* REVERT FAILED with a stopped container: "then deploy 8e509255046e again (`drover deploy DIR
+ * --job pt`)" left the operator to find which directory held 8e509255046e, while drover knew its
+ * name (good2).  The name follows the id where it is known. */
+static void test_stopped_cts_names_good_release(void **state)
+{
+    (void)state;
+    char m[1400];
+    deploy_stopped_cts_message(m, sizeof m, "pt", 1, 2, "h2:201 (pct: container '201' not running!)",
+                               "`pct start 201` on h2", "8e509255046e", "good2");
+    if (!strstr(m, "1 container stopped: h2:201 (pct: container '201' not running!); the good release "
+                   "8e509255046e (good2) was started in the other 1") ||
+        !strstr(m, "start the container (`pct start 201` on h2), then deploy 8e509255046e (good2) again from its "
+                   "release directory (`drover deploy DIR --job pt`) to form the gang"))
+        fail_msg("%s", m);
+    deploy_stopped_cts_message(m, sizeof m, "pt", 2, 3, "a, b", "`pct start 1` on h1, `pct start 2` on h2",
+                               "8e509255046e", "");
+    if (!strstr(m, "then deploy 8e509255046e again from its release directory") || strstr(m, "()") ||
+        !strstr(m, "start the containers ("))
+        fail_msg("%s", m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -522,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_activate_failed_after_stop),
         cmocka_unit_test(test_own_baseline_note),
         cmocka_unit_test(test_revert_unstopped_interrupted),
+        cmocka_unit_test(test_stopped_cts_names_good_release),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

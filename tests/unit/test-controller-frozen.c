@@ -24,6 +24,7 @@
 #include "common/util.h"
 #include "controller/cmd.h"
 #include "controller/deploy/deploy_int.h"
+#include "controller/deploy/stopstart.h"
 #include "controller/exitcode.h"
 #include "tests/unit/capture.h"
 
@@ -208,25 +209,21 @@ static void test_revert_failed_names_silent_container(void **state)
     frozen_teardown(dir);
 }
 
-/* b's drover-agent daemon answers nothing (SIGSTOP) when a rollback takes the deploy lease:
- * its `lease take --status` takes the lease, waits its own status deadline (60 s), says so on
- * stderr and exits 0 without the document (here at once, in the agent's words).  The lease step
- * kept nothing of that; the survey asked b's status again, waited 15 s more and said "did not
- * answer within 15s".  Now the survey names b with the deadline that fired (60 s), without
- * asking again. */
-static void test_lease_status_unanswered(void **state)
+/* Job train in DIR/a and DIR/b, both running good, b's daemon stopped (SIGSTOP): its `lease take
+ * --status` takes the lease, waits its own status deadline (60 s), says so on stderr and exits 0
+ * without the document (here at once, in the agent's words); its status and stop answer nothing.
+ * Every call is logged to DIR/log as "<root> ARGS"; a's stop is answered ok.  Sets frozen_inv. */
+static void wedged_b_setup(const char *dir)
 {
-    (void)state;
-    char dir[] = "/tmp/drover-unit-frozen-XXXXXX", out[600], text[1600], p[400], want[900];
-    assert_non_null(mkdtemp(dir));
+    char text[1600], p[400];
     snprintf(text, sizeof text,
              "#!/bin/sh\nr=; p=\nfor a; do [ \"$p\" = --root ] && r=$a; p=$a; done\n"
              "echo \"${r##*/} $*\" >> '%s/log'\n"
              "case \" $* \" in\n"
              "*' lease take '*) if [ -e \"$r/wedged\" ]; then echo \"status: the drover-agent daemon on "
-             "'/run/drover/agent.sock' sent nothing for 60 s: it is stopped or wedged (its pid: "
-             "/run/drover/agent.pid; restart it: systemctl restart drover-agent, the gangs survive)\" >&2; "
+             "'/run/drover/agent.sock' sent nothing for 60 s: it is stopped or wedged\" >&2; "
              "exit 0; fi; cat \"$r/status.json\";;\n"
+             "*' stop '*) [ -e \"$r/wedged\" ] && exec sleep 30; echo 'ok: stopped: no process of the gang is left';;\n"
              "*' status '*) [ -e \"$r/wedged\" ] && exec sleep 30; cat \"$r/status.json\";;\n"
              "esac\nexit 0\n",
              dir);
@@ -240,6 +237,20 @@ static void test_lease_status_unanswered(void **state)
     assert_int_equal(fs_mkdir_p(p, 0700), 0);
     snprintf(text, sizeof text, "staging_dir = %s/st\n", dir);
     frozen_inv = fake_agent_inventory(dir, text, "", "c");
+}
+
+/* b's drover-agent daemon answers nothing (SIGSTOP) when a rollback takes the deploy lease:
+ * its `lease take --status` takes the lease, waits its own status deadline (60 s), says so on
+ * stderr and exits 0 without the document (here at once, in the agent's words).  The lease step
+ * kept nothing of that; the survey asked b's status again, waited 15 s more and said "did not
+ * answer within 15s".  Now the survey names b with the deadline that fired (60 s), without
+ * asking again. */
+static void test_lease_status_unanswered(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-unit-frozen-XXXXXX", out[600], p[400], want[900];
+    assert_non_null(mkdtemp(dir));
+    wedged_b_setup(dir);
     snprintf(out, sizeof out, "%s/out", dir);
     char *rb[] = { "rollback", "--job", "train", NULL };
     double t0 = time_mono();
@@ -321,6 +332,43 @@ static void test_probation_agent_frozen(void **state)
     frozen_teardown(dir);
 }
 
+/* `drover stop --job train` where b's daemon sent nothing to the status asked with the deploy
+ * lease (SIGSTOP): the stop was asked there too and waited the daemon's stop deadline again (60 s
+ * + 110 s: 170 s in all, while the row said "sent nothing for 110 s"), and the hint named
+ * `systemctl restart drover-agent` alone, in containers without systemd.  Now b is not asked
+ * again: its row says the 60 s that were waited, how to resume or restart the daemon with and
+ * without systemd, and to stop again; a is stopped. */
+static int stop_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return deploy_stop_start(f, "train", false, false);
+}
+
+static void test_stop_skips_wedged_daemon(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/drover-unit-frozen-XXXXXX", out[600], p[400];
+    assert_non_null(mkdtemp(dir));
+    wedged_b_setup(dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    double t0 = time_mono();
+    int code = capture_verb(stop_verb, frozen_inv, NULL, 0, out, out);
+    double took = time_mono() - t0;
+    snprintf(p, sizeof p, "%s/log", dir);
+    char *said = capture_slurp(out), *log = capture_slurp(p);
+    if (code != EXIT_FAIL || strstr(log, "b stop") || !strstr(log, "a stop") ||
+        !strstr(said, "its drover-agent daemon sent nothing for 60 s to the status asked with the deploy lease") ||
+        !strstr(said, "the stop was not asked there") || !strstr(said, "`kill -CONT $(cat /run/drover/agent.pid)`") ||
+        !strstr(said, "`systemctl restart drover-agent` where systemd runs it") ||
+        !strstr(said, "`drover install --job train` from the controller") ||
+        !strstr(said, "then run `drover stop --job train` again") || took > 10)
+        fail_msg("exit %d in %.1f s\nsaid:\n%s\nlog:\n%s", code, took, said, log);
+    free(said);
+    free(log);
+    frozen_teardown(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -328,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_revert_failed_names_silent_container),
         cmocka_unit_test(test_lease_status_unanswered),
         cmocka_unit_test(test_probation_agent_frozen),
+        cmocka_unit_test(test_stop_skips_wedged_daemon),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,7 +84,7 @@ static void test_rebaseline_refuses_silent_rank(void **state)
     assert_int_equal(capture_verb(cmd_rebaseline, inv, argv, 3, out, err), EXIT_FAIL);
     said = capture_slurp(err);
     assert_null(strstr(said, "refused"));
-    assert_non_null(strstr(said, "rebaseline: measuring job 'train'"));
+    assert_non_null(strstr(said, "rebaseline: measuring the good release of job 'train'"));
     free(said);
     inventory_free(inv);
     char cmd[256];

@@ -1175,6 +1175,92 @@ static void test_job_is_stopped_decision(void **state)
     assert_false(deploy_job_is_stopped(&d));
 }
 
+/* The deploy that replaces a release whose drover died during its probation (kill -9) records
+ * it as aborted ("never decided ...; replaced by ...") and says so on stderr.  A release that
+ * had been promoted once before (job train's v1 deployed again, its drover killed) got neither:
+ * the job's older "promoted" record of it was taken for a record of this run. */
+static struct history_entry *abandoned_old; /* the job's history before the deploy */
+static size_t abandoned_nold;
+static int abandoned_verb(struct fleet *f, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const struct inventory *iv = f->inv;
+    struct deploy d = { .f = f, .inv = iv, .job = &iv->jobs[0] };
+    strcpy(d.id, "ee01000000000000000000000000000000000000000000000000000000000000");
+    memcpy(d.sid, d.id, RELEASE_SHORT_LEN);
+    strcpy(d.name, "v3");
+    strcpy(d.good, good);
+    struct job_status js[2];
+    d.sv_js = js;
+    for (int i = 0; i < 2; i++) {
+        memset(&js[i], 0, sizeof js[i]);
+        strcpy(js[i].job, "train");
+        js[i].state = GANG_RUNNING;
+        strcpy(js[i].current, next); /* v1 again, on probation: its drover was killed */
+        strcpy(js[i].good, good);
+        js[i].age_s = 40; /* started 40 s ago, no restart since */
+        d.sv_found[i] = true;
+    }
+    for (size_t k = 0; k < abandoned_nold; k++)
+        assert_int_equal(state_history_append(iv->state_dir, &abandoned_old[k]), 0);
+    history_record_abandoned(&d);
+    return 0;
+}
+
+static void test_abandoned_release_promoted_before_is_recorded(void **state)
+{
+    (void)state;
+    char d2[] = "/tmp/drover-unit-rbaband-XXXXXX", p[600], out[600], err[600];
+    assert_non_null(mkdtemp(d2));
+    struct agent_status st;
+    fake_agent_status_init(&st);
+    fake_agent(d2, &st);
+    snprintf(p, sizeof p, "%s/state", d2);
+    assert_int_equal(fs_mkdir_p(p, 0700), 0);
+    /* next promoted an hour ago, good promoted after it (the job's good release now) */
+    struct history_entry old[2] = { { .time = time_wall() - 3600, .ktok_s = -1, .baseline_ktok_s = -1 },
+                                    { .time = time_wall() - 1800, .ktok_s = -1, .baseline_ktok_s = -1 } };
+    strcpy(old[0].job, "train");
+    strcpy(old[0].release, next);
+    strcpy(old[0].name, "v1");
+    strcpy(old[0].result, "promoted");
+    old[1] = old[0];
+    old[1].time = time_wall() - 1800;
+    strcpy(old[1].release, good);
+    strcpy(old[1].name, "v2");
+    strcpy(old[1].previous, next);
+    abandoned_old = old;
+    abandoned_nold = 2;
+    struct inventory *inv2 = fake_agent_inventory(d2, "", "", "c");
+    snprintf(out, sizeof out, "%s/out", d2);
+    snprintf(err, sizeof err, "%s/err", d2);
+    assert_int_equal(capture_verb(abandoned_verb, inv2, NULL, 0, out, err), 0);
+    struct history_entry *h = NULL;
+    size_t n = 0;
+    assert_int_equal(state_history_read(p, "train", &h, &n, NULL), 0);
+    char *e = capture_slurp(err);
+    if (n != 3 || strcmp(h[2].result, "aborted") != 0 || strcmp(h[2].release, next) != 0 ||
+        !strstr(h[2].reason, "never decided") || !strstr(h[2].reason, "replaced by ee0100000000 (v3)") ||
+        !strstr(e, "recorded as aborted, replaced by ee0100000000"))
+        fail_msg("%zu records, last %s; stderr: %s", n, n ? h[n - 1].result : "-", e);
+    free(e);
+    free(h);
+    /* a record of this run (its revert failed: the release still runs) tells it: no second */
+    snprintf(p, sizeof p, "%s/state/history.jsonl", d2);
+    (void)unlink(p);
+    old[1].time = time_wall() - 10;
+    strcpy(old[1].release, next);
+    strcpy(old[1].result, "revert-failed");
+    assert_int_equal(capture_verb(abandoned_verb, inv2, NULL, 0, out, err), 0);
+    snprintf(p, sizeof p, "%s/state", d2);
+    assert_int_equal(state_history_read(p, "train", &h, &n, NULL), 0);
+    assert_int_equal(n, 2);
+    free(h);
+    inventory_free(inv2);
+    assert_int_equal(fs_rm_rf(d2), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1198,6 +1284,7 @@ int main(void)
         cmocka_unit_test(test_rollback_to_release_hung_while_promoted_warns),
         cmocka_unit_test(test_rollback_restores_target_baseline),
         cmocka_unit_test(test_rollback_to_release_no_longer_kept),
+        cmocka_unit_test(test_abandoned_release_promoted_before_is_recorded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

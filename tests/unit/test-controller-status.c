@@ -30,6 +30,7 @@
 #include "tests/unit/capture.h"
 #include "controller/transport/pct.h"
 #include "controller/deploy/state.h"
+#include "controller/deploy/holder.h"
 
 static void test_loss_text(void **state)
 {
@@ -437,6 +438,85 @@ static void test_good_release_marked_bad_note(void **state)
     fake_agent(dir, st);
     capture_verb(cmd_status, inv, argv, 1, out, err);
     assert_int_equal(count_lines(err, "is marked bad"), 0);
+    inventory_free(inv);
+    free(st);
+    snprintf(text, sizeof text, "rm -rf '%s'", dir);
+    assert_int_equal(system(text), 0);
+}
+
+/* A release on its agents' probation that no drover watches showed in plain `drover status` only
+ * as `ID* probation`: a held one (on_inconclusive = hold: the deploy said HELD, decide with promote
+ * or revert) and one whose deploy's drover was killed (-9) alike.  Now a note under the table says
+ * which, and when its agents revert it on their own (the agents' "probation_left_s"); -o json
+ * carries the deadline per container.  Nothing while a drover holds the job's lease (here: this
+ * process, alive), nor from an agent too old to send the deadline. */
+static void test_unwatched_probation_note(void **state)
+{
+    (void)state;
+    static const char GOOD[] = "dc1d30b010c60000000000000000000000000000000000000000000000000000";
+    static const char NEXT[] = "8e509255046e0000000000000000000000000000000000000000000000000000";
+    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64], p[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    struct agent_status *st = calloc(1, sizeof *st);
+    assert_non_null(st);
+    fake_agent_status_init(st);
+    st->njobs = 1;
+    struct job_status *js = &st->jobs[0];
+    strcpy(js->job, "train");
+    js->state = GANG_RUNNING;
+    strcpy(js->current, NEXT);
+    strcpy(js->good, GOOD);
+    js->probation_left_s = 4410;
+    fake_agent(dir, st);
+    struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+    char *argv[] = { "status", NULL };
+    capture_verb(cmd_status, inv, argv, 1, out, err);
+    char *e = capture_slurp(err);
+    if (count_lines(err, "job 'train': 8e509255046e is on probation with no drover watching it (the deploy that "
+                         "started it is gone: its drover killed or cut off); its agents revert it on their own in "
+                         "4410 s, about ") != 1 ||
+        count_lines(err, "`drover rollback --job train` reverts it now") != 1)
+        fail_msg("stderr: %s", e);
+    free(e);
+    char *argv_json[] = { "status", "-o", "json", NULL };
+    capture_verb(cmd_status, inv, argv_json, 3, out, err);
+    json_error_t je;
+    json_t *d = json_load_file(out, 0, &je);
+    assert_non_null(d);
+    json_t *co = json_array_get(json_object_get(json_array_get(json_object_get(d, "jobs"), 0), "containers"), 0);
+    assert_true(fabs(json_real_value(json_object_get(co, "probation_left_s")) - 4410) < 1);
+    json_decref(d);
+    /* held by its deploy (this controller's history): waiting for promote or revert */
+    struct history_entry h = { .time = 1, .ktok_s = -1, .baseline_ktok_s = -1 };
+    strcpy(h.job, "train");
+    strcpy(h.release, NEXT);
+    strcpy(h.name, "good2");
+    strcpy(h.result, "held");
+    snprintf(p, sizeof p, "%s/state", dir);
+    assert_int_equal(fs_mkdir_p(p, 0700), 0);
+    assert_int_equal(state_history_append(p, &h), 0);
+    capture_verb(cmd_status, inv, argv, 1, out, err);
+    e = capture_slurp(err);
+    if (count_lines(err, "job 'train': 8e509255046e is held on probation (on_inconclusive = hold), waiting for "
+                         "`drover promote --job train` or `drover revert --job train`; its agents revert it on "
+                         "their own in 4410 s, about ") != 1 ||
+        count_lines(err, "no drover watching") != 0)
+        fail_msg("stderr: %s", e);
+    free(e);
+    /* a drover holds the lease and runs (this process): it watches, nothing said */
+    holder_self(js->lease_holder, sizeof js->lease_holder);
+    js->lease_left_s = 300;
+    fake_agent(dir, st);
+    capture_verb(cmd_status, inv, argv, 1, out, err);
+    assert_int_equal(count_lines(err, "on probation"), 0);
+    /* an agent too old to send the deadline: nothing claimed */
+    js->lease_holder[0] = '\0';
+    js->probation_left_s = -1;
+    fake_agent(dir, st);
+    capture_verb(cmd_status, inv, argv, 1, out, err);
+    assert_int_equal(count_lines(err, "on probation"), 0);
     inventory_free(inv);
     free(st);
     snprintf(text, sizeof text, "rm -rf '%s'", dir);
@@ -1052,6 +1132,7 @@ int main(void)
         cmocka_unit_test(test_failed_reason_code),
         cmocka_unit_test(test_candidate_ranks_say_probation),
         cmocka_unit_test(test_good_release_marked_bad_note),
+        cmocka_unit_test(test_unwatched_probation_note),
         cmocka_unit_test(test_bad_marks_disagree),
         cmocka_unit_test(test_hello_only_rank_says_rendezvous),
         cmocka_unit_test(test_json_members_documented),
