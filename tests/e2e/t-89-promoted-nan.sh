@@ -67,7 +67,7 @@ check "status -o json: v89 marked bad in every container, stopped while promoted
 drover status --job train
 show_drover 6
 check "drover status warns that the good release v89 is marked bad, naming the way out" \
-	drover_said "job 'train': its good release ${v89:0:12} is marked bad by the agents of h1:101, h1:102, h2:201 \(stopped while promoted: .*non-finite.*\): a plain rollback never goes to it; .*rollback --job train. goes to an earlier good release"
+	drover_said "job 'train': its good release ${v89:0:12} is marked bad by the agents of h1:101, h1:102, h2:201 \((h1:101: )?stopped while promoted: .*non-finite.*\): a plain rollback never goes to it; .*rollback --job train. goes to an earlier good release"
 history_has_agent_stop() {
 	local rec
 	rec=$("$E2E_BUILD/drover" -i "$INV" history --job train -o json 2>/dev/null |
