@@ -197,6 +197,7 @@ struct status_bad_mark {
     struct {
         char reason[STATUS_BAD_REASON_MAX];
         char who[200];            /* the containers that give it */
+        bool ranks_differ;        /* the same words but for the rank numbers they name */
     } reasons[STATUS_BAD_MARK_REASONS];
 };
 struct status_bad_marks {

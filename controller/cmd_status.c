@@ -3,6 +3,7 @@
  * hosts and agents are shown as such; it never waits longer than the connect and exec timeouts.
  */
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -303,6 +304,26 @@ static void who_add(char *who, size_t sz, const char *label)
     }
 }
 
+/* Are a and b the same words but for the numbers after "rank "?  Each container's agent names its
+ * own ranks ("rank 0 reported 3 consecutive non-finite steps", "rank 1 ..."): one reason, said
+ * once, not once per container. */
+static bool same_but_ranks(const char *a, const char *b)
+{
+    while (*a && *b) {
+        if (!strncmp(a, "rank ", 5) && !strncmp(b, "rank ", 5) && isdigit((unsigned char)a[5]) &&
+            isdigit((unsigned char)b[5])) {
+            for (a += 5; isdigit((unsigned char)*a); a++)
+                ;
+            for (b += 5; isdigit((unsigned char)*b); b++)
+                ;
+            continue;
+        }
+        if (*a++ != *b++)
+            return false;
+    }
+    return *a == *b;
+}
+
 void status_bad_marks_add(struct status_bad_marks *m, const char *ct, const char *release, bool good,
                           const char *reason)
 {
@@ -334,7 +355,7 @@ void status_bad_marks_add(struct status_bad_marks *m, const char *ct, const char
     b->n++;
     who_add(b->who, sizeof b->who, ct);
     int r = 0;
-    while (r < b->nreasons && strcmp(b->reasons[r].reason, reason) != 0)
+    while (r < b->nreasons && !same_but_ranks(b->reasons[r].reason, reason))
         r++;
     if (r == b->nreasons && b->nreasons == STATUS_BAD_MARK_REASONS) {
         b->nreasons_more++;
@@ -344,7 +365,10 @@ void status_bad_marks_add(struct status_bad_marks *m, const char *ct, const char
         /* cut as the agent's state keeps it: the same words compare equal */
         (void)str_copy(b->reasons[r].reason, sizeof b->reasons[r].reason, reason);
         b->reasons[r].who[0] = '\0';
+        b->reasons[r].ranks_differ = false;
         b->nreasons++;
+    } else if (strncmp(b->reasons[r].reason, reason, sizeof b->reasons[r].reason - 1) != 0) {
+        b->reasons[r].ranks_differ = true;
     }
     who_add(b->reasons[r].who, sizeof b->reasons[r].who, ct);
 }
@@ -375,7 +399,13 @@ const char *status_bad_marks_line(const struct status_bad_marks *m, int k, const
         snprintf(part, sizeof part, ", in %d of its %d containers", b->n, m->ncts);
     size_t off = 0;
     if (b->nreasons == 1 && !b->nreasons_more) {
-        if (b->reasons[0].reason[0])
+        if (b->reasons[0].reason[0] && b->reasons[0].ranks_differ) {
+            /* the first container's words, which name its ranks; the others' name theirs */
+            const char *who = b->reasons[0].who, *comma = strstr(who, ", ");
+            int first = comma ? (int)(comma - who) : (int)strlen(who);
+            snprintf(why, sizeof why, " (%.*s: %s; %s: the same, of their own ranks)", first, who,
+                     b->reasons[0].reason, comma ? comma + 2 : "the others");
+        } else if (b->reasons[0].reason[0])
             snprintf(why, sizeof why, " (%s)", b->reasons[0].reason);
         else /* an older agent: the mark without its reason */
             snprintf(why, sizeof why, " (`drover history --job %s` says why)", job);

@@ -568,6 +568,21 @@ static void test_bad_marks_disagree(void **state)
                               "here: `drover -i inv.ini status -o json` lists each container's \"bad\" and "
                               "\"bad_reasons\"");
     assert_string_equal(status_bad_marks_line(&m, 5, "train", NULL, line, sizeof line), "");
+
+    /* each container's agent names its own ranks: one reason, said once (t-89 printed the same
+     * words three times, "rank 0 ...", "rank 1 ...", "rank 2 ..."); other words stay apart */
+    memset(&m, 0, sizeof m);
+    status_bad_marks_add(&m, "h1:101", "dc1d30b010c6aa", true, "stopped while promoted: rank 0 reported NaN [rank 0: x]");
+    status_bad_marks_add(&m, "h1:102", "dc1d30b010c6aa", true, "stopped while promoted: rank 1 reported NaN [rank 1: x]");
+    status_bad_marks_add(&m, "h2:201", "dc1d30b010c6aa", true, "stopped while promoted: rank 12 reported NaN [rank 12: x]");
+    status_bad_marks_line(&m, 0, "train", NULL, line, sizeof line);
+    if (!strstr(line, "by the agents of h1:101, h1:102, h2:201 (h1:101: stopped while promoted: rank 0 reported NaN "
+                      "[rank 0: x]; h1:102, h2:201: the same, of their own ranks): "))
+        fail_msg("line: %s", line);
+    status_bad_marks_add(&m, "h2:202", "dc1d30b010c6aa", true, "stopped while promoted: rank 3 reported inf [rank 3: x]");
+    status_bad_marks_line(&m, 0, "train", NULL, line, sizeof line);
+    if (!strstr(line, "; h2:202: stopped while promoted: rank 3 reported inf [rank 3: x]): "))
+        fail_msg("line: %s", line);
 }
 
 /* A deploy's candidate (current is not the good release) runs: drover top said "probation" for
