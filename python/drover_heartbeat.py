@@ -53,6 +53,7 @@ import math
 import numbers
 import operator
 import os
+import socket
 import sys
 import time
 import weakref
@@ -170,9 +171,34 @@ class _Sink:
         pass
 
 
+def _remove_dead_temps(d, prefix):
+    """Remove d/PREFIX<pid> files whose process no longer runs (pid namespace: this container's)."""
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix):]
+        if not name.startswith(prefix) or not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # alive (or not ours to signal: EPERM), its save may be under way
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        try:
+            os.unlink(os.path.join(d, name))
+            sys.stderr.write("drover_heartbeat: removed %s, a checkpoint temp file of a process that "
+                             "died while saving\n" % os.path.join(d, name))
+        except OSError:
+            pass
+
+
 def save_checkpoint(state, path, save=None):
     """Write state (torch.save's object) to path so that path is either the old file or the
-    whole new one, never a torn one: into PATH_DIR/.tmp.<pid>, flushed and fsynced, then
+    whole new one, never a torn one: into PATH_DIR/.tmp.<host>.<pid>, flushed and fsynced, then
     os.replace()d over path, then the directory fsynced.  A failed write (a full disk:
     OSError ENOSPC, which disk_full() knows) raises the OSError and removes the temp file; the
     previous checkpoint at path is untouched.  torch.save in place left a truncated file on a
@@ -182,7 +208,12 @@ def save_checkpoint(state, path, save=None):
         import torch
         save = torch.save
     d = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(d, ".tmp.%d" % os.getpid())
+    # named by host and pid: a temp file another container writes into a shared directory is
+    # never taken for one of ours; ours whose process is gone (SIGKILL mid-save, an OOM kill)
+    # are removed here, or they would fill the checkpoint disk save after save
+    mine = ".tmp.%s." % socket.gethostname()
+    _remove_dead_temps(d, mine)
+    tmp = os.path.join(d, "%s%d" % (mine, os.getpid()))
     try:
         with open(tmp, "wb") as f:
             sink = _Sink(f)

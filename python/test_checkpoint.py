@@ -183,6 +183,34 @@ class DiskFullRuleTest(unittest.TestCase):
         self.assertFalse(df(OSError(errno.EIO, "Input/output error"), d))
 
 
+class DeadTempTest(unittest.TestCase):
+    """A save killed (SIGKILL, an OOM kill) between its temp file and the rename left
+    .tmp.<pid> in the checkpoint directory for good, one per kill: the next save removes those
+    of this host whose process is gone, and no other's (a live one's, another host's)."""
+
+    def test_dead_temps_of_this_host_removed(self):
+        d = tempfile.mkdtemp(prefix="drover-ckpt-temps.")
+        self.addCleanup(shutil.rmtree, d, True)
+        host = drover_heartbeat.socket.gethostname()
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        live = subprocess.Popen(["sleep", "30"])
+        self.addCleanup(live.kill)
+        names = {"dead": ".tmp.%s.%d" % (host, dead.pid), "live": ".tmp.%s.%d" % (host, live.pid),
+                 "other": ".tmp.otherhost-%s.%d" % (host, dead.pid)}
+        for n in names.values():
+            with open(os.path.join(d, n), "wb") as f:
+                f.write(b"x" * 1000)
+        drover_heartbeat.save_checkpoint({"step": 1}, os.path.join(d, "ckpt.pt"),
+                                         save=lambda obj, f: f.write(json.dumps(obj).encode()))
+        left = set(os.listdir(d))
+        self.assertNotIn(names["dead"], left)
+        self.assertIn(names["live"], left)
+        self.assertIn(names["other"], left)
+        self.assertIn("ckpt.pt", left)
+        self.assertEqual(len(left), 3, left)
+
+
 class DocsSnippetTest(unittest.TestCase):
     def test_pytorch_md_snippet_saves_atomically(self):
         # the snippet is what users copy: its save must be the atomic one, its resume must skip
