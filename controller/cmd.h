@@ -242,6 +242,12 @@ struct status_probation {
 /* Container's job status js (NULL: none) into p; self: this process's lease holder text
  * (holder_self()), to judge the lease holder by. */
 void status_probation_add(struct status_probation *p, const struct job_status *js, const char *self);
+/* One container's part (status_probation_add into a zeroed one, kept: drover top keeps it per
+ * container as its documents come) into p, as status_probation_add would have put it. */
+void status_probation_merge(struct status_probation *p, const struct status_probation *one);
+/* Did the job's deploy of release id end HELD, by the history in state_dir (its newest record of
+ * the job)?  False when it cannot be read. */
+bool status_release_held(const char *state_dir, const char *job, const char *id);
 /* The note into buf, or "" (returned) when nothing is to be said: no release on an agent's
  * probation deadline (or only agents too old to send it), or a drover watches it.  held: this
  * controller's history says the release's deploy ended HELD; name: its manifest name ("" or NULL

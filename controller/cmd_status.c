@@ -50,19 +50,30 @@ void status_probation_add(struct status_probation *p, const struct job_status *j
 {
     if (!js)
         return;
+    struct status_probation one = { .left_s = 0 };
     /* a lease that runs (or that this machine cannot judge): a drover may be watching */
-    if (js->lease_holder[0] && holder_fate_here(js->lease_holder, self) != HOLDER_GONE)
-        p->watched = true;
-    if (!js->current[0] || !(js->probation_left_s > 0) ||
-        !status_on_probation(js->current, js->good, status_runs_unpromoted_spec(js)))
+    one.watched = js->lease_holder[0] && holder_fate_here(js->lease_holder, self) != HOLDER_GONE;
+    if (js->current[0] && js->probation_left_s > 0 &&
+        status_on_probation(js->current, js->good, status_runs_unpromoted_spec(js))) {
+        (void)str_copy(one.release, sizeof one.release, js->current);
+        one.left_s = js->probation_left_s;
+        one.ncts = 1;
+    }
+    status_probation_merge(p, &one);
+}
+
+void status_probation_merge(struct status_probation *p, const struct status_probation *one)
+{
+    p->watched = p->watched || one->watched;
+    if (!one->release[0])
         return;
     if (!p->release[0])
-        (void)str_copy(p->release, sizeof p->release, js->current);
-    else if (strcmp(p->release, js->current) != 0)
+        (void)str_copy(p->release, sizeof p->release, one->release);
+    else if (strcmp(p->release, one->release) != 0)
         return; /* another release elsewhere: the first one's note */
-    p->ncts++;
-    if (!(p->left_s > 0) || js->probation_left_s < p->left_s)
-        p->left_s = js->probation_left_s;
+    p->ncts += one->ncts;
+    if (!(p->left_s > 0) || one->left_s < p->left_s)
+        p->left_s = one->left_s;
 }
 
 const char *status_probation_line(const struct status_probation *p, const char *job, bool held, const char *name,
@@ -92,13 +103,11 @@ const char *status_probation_line(const struct status_probation *p, const char *
     return buf;
 }
 
-/* Did the job's deploy of release id end HELD, by this controller's history (its newest record
- * of the job)? */
-static bool status_release_held(const struct inventory *inv, const char *job, const char *id)
+bool status_release_held(const char *state_dir, const char *job, const char *id)
 {
     struct history_entry *h;
     size_t n;
-    if (state_history_read(inv->state_dir, job, &h, &n, NULL) < 0)
+    if (!state_dir || state_history_read(state_dir, job, &h, &n, NULL) < 0)
         return false;
     bool held = n > 0 && !strcmp(h[n - 1].release, id) && !strcmp(h[n - 1].result, "held");
     free(h);
@@ -911,7 +920,7 @@ static int status_once(struct fleet *f, const struct status_opts *o)
             char hint[900], pname[MANIFEST_NAME_MAX];
             if (state_release_name(inv->state_dir, prob.release, pname) < 0)
                 pname[0] = '\0';
-            if (status_probation_line(&prob, j->name, status_release_held(inv, j->name, prob.release), pname,
+            if (status_probation_line(&prob, j->name, status_release_held(inv->state_dir, j->name, prob.release), pname,
                                       f->inv_arg, time_wall(), hint, sizeof hint)[0])
                 status_notes_add(&notes, LOG_LVL_NOTICE, "%s", hint);
         }

@@ -100,7 +100,8 @@ static int top_once(struct fleet *f, const struct top_opts *o)
     if (s.cts && o->watch_s <= 0)
         top_snapshot_wait_over(&s, started, now);
     struct top_view v = { .flat = o->flat, .problems_first = o->problems_first,
-                          .ascii = o->ascii || !locale_is_utf8(), .inv_arg = f->inv_arg };
+                          .ascii = o->ascii || !locale_is_utf8(), .inv_arg = f->inv_arg,
+                          .state_dir = f->inv->state_dir };
     if (o->filter)
         (void)str_copy(v.filter, sizeof v.filter, o->filter);
     int width = o->width;
@@ -657,6 +658,7 @@ static int top_screen(struct fleet *f, struct top_opts *o)
     u.v.problems_first = o->problems_first;
     u.v.ascii = o->ascii || !locale_is_utf8();
     u.v.inv_arg = f->inv_arg;
+    u.v.state_dir = f->inv->state_dir;
     if (o->filter)
         (void)str_copy(u.v.filter, sizeof u.v.filter, o->filter);
     u.interval_idx = 2;

@@ -19,6 +19,7 @@
 
 #include "controller/cmd.h"
 #include "controller/exitcode.h"
+#include "controller/deploy/holder.h"
 
 #include "common/util.h"
 
@@ -103,8 +104,14 @@ void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char 
         ct->age_s = -1;
         ct->bad[0] = ct->bad_reason[0] = '\0';
         ct->bad_good = false;
+        memset(&ct->prob, 0, sizeof ct->prob);
         return;
     }
+    static char self[HOLDER_MAX]; /* this process as a lease holder, to judge the agents' holders by */
+    if (!self[0])
+        holder_self(self, sizeof self);
+    memset(&ct->prob, 0, sizeof ct->prob);
+    status_probation_add(&ct->prob, js, self);
     const char *bad_reason = NULL, *bad = status_marked_bad(js, &bad_reason);
     (void)str_copy(ct->bad, sizeof ct->bad, bad ? bad : "");
     (void)str_copy(ct->bad_reason, sizeof ct->bad_reason, bad && bad_reason ? bad_reason : "");

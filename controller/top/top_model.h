@@ -13,6 +13,7 @@
 
 #include "common/event.h"
 #include "common/status.h"
+#include "controller/cmd.h"
 #include "controller/inventory.h"
 
 #define TOP_TREND 32          /* Ktok/s samples kept per rank, container, host and fleet */
@@ -112,6 +113,9 @@ struct top_ct {
     char bad[RELEASE_ID_LEN + 1];
     bool bad_good;
     char bad_reason[STATUS_BAD_REASON_MAX];
+    /* its part of the note on a release on probation that no drover watches (held, or its
+     * drover killed), as `drover status` says it under its table (status_probation_add) */
+    struct status_probation prob;
     int nranks;
     struct top_rank ranks[STATUS_MAX_RANKS];
     int ntrend;
@@ -272,6 +276,8 @@ struct top_view {
     bool ct_folded[TOP_MAX_CTS];
     int trend_width;         /* glyphs in TREND (top_layout sets it) */
     const char *inv_arg;     /* -i as given, for the commands the notes name (NULL: default) */
+    const char *state_dir;   /* the inventory's, for the probation note's "held" and release name
+                              * (NULL: not read: the note says it is not watched) */
 };
 
 /* Build the visible rows (tree or flat, sorted, filtered, folded) into rows[max_rows].

@@ -18,6 +18,7 @@
 #include "common/text.h"
 #include "common/util.h"
 #include "controller/cmd.h"
+#include "controller/deploy/state.h"
 
 /* ------------------------------------------------------------------ formatting */
 
@@ -651,15 +652,36 @@ int top_notes(const struct top_snapshot *s, const struct top_view *v, char *buf,
         return 0;
     for (int ji = 0; ji < s->njobs; ji++) {
         memset(marks, 0, sizeof *marks);
+        struct status_probation prob = { .left_s = 0 };
         for (int i = 0; i < s->ncts; i++) {
             const struct top_ct *ct = &s->cts[i];
-            if (ct->job == ji && ct->seen && ct->has_job)
+            if (ct->job == ji && ct->seen && ct->has_job) {
                 status_bad_marks_add(marks, ct->label, ct->bad, ct->bad_good, ct->bad_reason);
+                status_probation_merge(&prob, &ct->prob);
+            }
         }
-        for (int k = 0; k < status_bad_marks_nlines(marks); k++) {
+        int nmarks = status_bad_marks_nlines(marks);
+        for (int k = 0; k <= nmarks; k++) {
             char line[2400];
-            status_bad_marks_line(marks, k, s->jobs[ji].name, v->inv_arg, line, sizeof line);
-            (void)text_escape_inplace(line, sizeof line); /* the agents' reasons */
+            if (k < nmarks) {
+                status_bad_marks_line(marks, k, s->jobs[ji].name, v->inv_arg, line, sizeof line);
+                (void)text_escape_inplace(line, sizeof line); /* the agents' reasons */
+            } else {
+                /* the table said `ID* probation`, not that no drover watches it, nor until when;
+                 * read only when there is such a release (rare): not every frame */
+                line[0] = '\0';
+                if (prob.release[0] && !prob.watched && prob.left_s > 0) {
+                    char pname[MANIFEST_NAME_MAX];
+                    if (!v->state_dir || state_release_name(v->state_dir, prob.release, pname) < 0)
+                        pname[0] = '\0';
+                    status_probation_line(&prob, s->jobs[ji].name,
+                                          status_release_held(v->state_dir, s->jobs[ji].name, prob.release),
+                                          pname, v->inv_arg, time_wall(), line, sizeof line);
+                    (void)text_escape_inplace(line, sizeof line); /* the release's name */
+                }
+                if (!line[0])
+                    continue;
+            }
             size_t n = strlen(line);
             if (off + n + 2 > sz)
                 goto out;

@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "controller/deploy/holder.h"
+#include "controller/deploy/state.h"
 #include "controller/exitcode.h"
 #include "controller/top/top_model.h"
 #include "tests/unit/capture.h"
@@ -581,6 +583,49 @@ static void test_bad_release_note(void **state)
     free(text);
 }
 
+/* A release on probation that no drover watches: `drover status` said under its table that it is
+ * held (waiting for promote or revert) or orphaned (its drover killed), and when its agents revert
+ * it; top said only "probation".  It shows the same line (status_probation_line), held from the
+ * controller's history in state_dir, and nothing while a drover holds the job's lease. */
+static void test_unwatched_probation_note(void **state)
+{
+    struct fx *f = *state;
+    feed_all(f, GOOD, GOOD, 100);
+    char dir[] = "/tmp/drover-test-top-XXXXXX", notes[4096], cmd[128];
+    assert_non_null(mkdtemp(dir));
+    struct top_view v = { .inv_arg = "/t/inv.ini", .state_dir = dir };
+    for (int i = 0; i < 3; i++) {
+        make_status(&f->st, f->s.cts[i].node_rank, NEW, GOOD, GANG_RUNNING, 11, 1000, 3.0);
+        f->st.jobs[0].probation_left_s = 4410 + i;
+        top_ct_update(&f->s.cts[i], &f->st, "train", 3, 101);
+    }
+    assert_int_equal(top_notes(&f->s, &v, notes, sizeof notes), 1);
+    if (!strstr(notes, "job 'train': bbbbbbbbbbbb is on probation with no drover watching it (the deploy that "
+                       "started it is gone: its drover killed or cut off); its agents revert it on their own in "
+                       "4410 s, about ") ||
+        !strstr(notes, "`drover -i /t/inv.ini rollback --job train` reverts it now"))
+        fail_msg("notes: %s", notes);
+    /* held by its deploy, by this controller's history */
+    struct history_entry h = { .time = 1, .ktok_s = -1, .baseline_ktok_s = -1 };
+    strcpy(h.job, "train");
+    strcpy(h.release, NEW);
+    strcpy(h.name, "good2");
+    strcpy(h.result, "held");
+    assert_int_equal(state_history_append(dir, &h), 0);
+    assert_int_equal(top_notes(&f->s, &v, notes, sizeof notes), 1);
+    if (!strstr(notes, "job 'train': bbbbbbbbbbbb is held on probation (on_inconclusive = hold), waiting for "
+                       "`drover -i /t/inv.ini promote --job train` or `drover -i /t/inv.ini revert --job train`"))
+        fail_msg("notes: %s", notes);
+    /* a drover that runs holds the lease in one container (this process): it watches */
+    make_status(&f->st, f->s.cts[1].node_rank, NEW, GOOD, GANG_RUNNING, 11, 1000, 3.0);
+    f->st.jobs[0].probation_left_s = 4411;
+    holder_self(f->st.jobs[0].lease_holder, sizeof f->st.jobs[0].lease_holder);
+    top_ct_update(&f->s.cts[1], &f->st, "train", 3, 101);
+    assert_int_equal(top_notes(&f->s, &v, notes, sizeof notes), 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* A container running two jobs is one container in the header ("containers 3/3", as `drover
  * validate` counts them), while each job keeps its own row and its ranks. */
 static void test_shared_container_counts_once(void **state)
@@ -980,6 +1025,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_render_text_color_only_when_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_copy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_release_note, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unwatched_probation_note, setup, teardown),
         cmocka_unit_test(test_event_parse),
         cmocka_unit_test(test_state_names),
     };
