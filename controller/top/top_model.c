@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,14 @@ static int64_t steps_this_run(const struct heartbeat *hb)
     return hb->resumed_from >= 0 ? hb->step - hb->resumed_from : hb->step;
 }
 
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+static char self_holder[HOLDER_MAX];
+
+static void self_init(void)
+{
+    holder_self(self_holder, sizeof self_holder);
+}
+
 void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char *job,
                    int64_t warmup_steps, double now)
 {
@@ -107,11 +116,11 @@ void top_ct_update(struct top_ct *ct, const struct agent_status *st, const char 
         memset(&ct->prob, 0, sizeof ct->prob);
         return;
     }
-    static char self[HOLDER_MAX]; /* this process as a lease holder, to judge the agents' holders by */
-    if (!self[0])
-        holder_self(self, sizeof self);
+    /* this process as a lease holder, to judge the agents' holders by: once, whichever host's
+     * poller thread comes first */
+    pthread_once(&self_once, self_init);
     memset(&ct->prob, 0, sizeof ct->prob);
-    status_probation_add(&ct->prob, js, self);
+    status_probation_add(&ct->prob, js, self_holder);
     const char *bad_reason = NULL, *bad = status_marked_bad(js, &bad_reason);
     (void)str_copy(ct->bad, sizeof ct->bad, bad ? bad : "");
     (void)str_copy(ct->bad_reason, sizeof ct->bad_reason, bad && bad_reason ? bad_reason : "");
