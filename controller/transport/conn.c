@@ -389,6 +389,8 @@ static int run_cmd(struct conn *c, const char *const *argv, double timeout_s, bo
     if (cleanup && (r == -ETIMEDOUT || r == -ENOTCONN || r == -EIO)) { /* no answer, or no channel */
         c->silent = true;
         snprintf(c->err, sizeof c->err, "host '%s' is not answering", c->h->name);
+    } else if (!cleanup && r >= 0) {
+        c->silent = false; /* it answered again (a blip): its stalled calls get their follow-up */
     }
     if (r == -ETIMEDOUT && !cleanup) { /* ssh_exec quoted the whole line: a script's text says nothing useful */
         char shown[200];

@@ -27,8 +27,8 @@ struct conn {
      * host's shell (pct.c ends what ran in a container: pct_end_calls). */
     int ended;
     /* The host is known not to answer (a follow-up got no answer, or the caller saw it silent):
-     * conn_run_cleanup tries nothing more on this conn (-ENOTCONN at once).  A new conn starts
-     * false. */
+     * conn_run_cleanup tries nothing more on this conn (-ENOTCONN at once), until a call on it
+     * is answered again (conn_run over SSH).  A new conn starts false. */
     bool silent;
 };
 
