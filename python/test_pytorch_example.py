@@ -54,7 +54,7 @@ class ExitCodesTest(unittest.TestCase):
 
     def train(self, full_tmp=False, stdout=None, raw_config=None, resume_releases=None, **cfg):
         """Run train.py; (exit code, heartbeat lines).  full_tmp: its checkpoint's temporary file
-        (checkpoints/.tmp.PID) is /dev/full, so writing the checkpoint fails with ENOSPC.
+        (checkpoints/.tmp.HOST.PID) is /dev/full, so writing the checkpoint fails with ENOSPC.
         raw_config: config.json's text as it is (else TINY updated with cfg)."""
         conf = os.path.join(self.dir, "config.json")
         with open(conf, "w") as f:
@@ -69,7 +69,7 @@ class ExitCodesTest(unittest.TestCase):
         if resume_releases is not None:  # as the agent sets it: the release and the promoted ones
             env["DROVER_RESUME_RELEASES"] = resume_releases
         # exec keeps the shell's pid: the link is in place before train.py starts
-        script = ('[ "$FULL" = 1 ] && ln -s /dev/full "$CKPTS/.tmp.$$"; exec "$PY" "$REL/train.py" '
+        script = ('[ "$FULL" = 1 ] && ln -s /dev/full "$CKPTS/.tmp.$(uname -n).$$"; exec "$PY" "$REL/train.py" '
                   '--config "$CONF"')
         env.update(FULL="1" if full_tmp else "0", CKPTS=self.ckpts, PY=PY, CONF=conf,
                    REL=self.rel)
