@@ -291,13 +291,65 @@ static void test_unreachable_said_once_per_container(void **state)
  * containers and the deploy that puts it there; -o json stays the document alone. */
 /* In the `drover status -o json` document in file out (stdout: the document alone), the first
  * job's first container has member key equal to the string value. */
-static void want_first_container(const char *out, const char *key, const char *value)
+/* One job "train" in a fake agent's status (both containers of the inventory answer with it),
+ * state gs, current and good as given: the scaffolding of the note tests below.  After changing
+ * js, one_job_show() writes the agent's document again. */
+struct one_job {
+    char dir[40], out[64], err[64];
+    struct agent_status *st;
+    struct job_status *js;
+    struct inventory *inv;
+};
+
+static void one_job_open(struct one_job *f, enum gang_state gs, const char *current, const char *good)
+{
+    snprintf(f->dir, sizeof f->dir, "/tmp/drover-test-status-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->out, sizeof f->out, "%s/out", f->dir);
+    snprintf(f->err, sizeof f->err, "%s/err", f->dir);
+    f->st = calloc(1, sizeof *f->st);
+    assert_non_null(f->st);
+    fake_agent_status_init(f->st);
+    f->st->njobs = 1;
+    f->js = &f->st->jobs[0];
+    strcpy(f->js->job, "train");
+    f->js->state = gs;
+    strcpy(f->js->current, current);
+    strcpy(f->js->good, good);
+    f->inv = NULL;
+}
+
+/* The agent's document as js says now; the inventory made the first time. */
+static void one_job_show(struct one_job *f)
+{
+    fake_agent(f->dir, f->st);
+    if (!f->inv)
+        f->inv = fake_agent_inventory(f->dir, "", "", "a");
+}
+
+static void one_job_close(struct one_job *f)
+{
+    char cmd[80];
+    inventory_free(f->inv);
+    free(f->st);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* `drover status -o json` in out: the document (json_decref it) and its jobs[0].containers[0]. */
+static json_t *first_container_json(const char *out, json_t **ret_co)
 {
     json_error_t je;
     json_t *d = json_load_file(out, 0, &je);
     if (!d)
         fail_msg("'%s' is not one JSON document: %s", out, je.text);
-    json_t *co = json_array_get(json_object_get(json_array_get(json_object_get(d, "jobs"), 0), "containers"), 0);
+    *ret_co = json_array_get(json_object_get(json_array_get(json_object_get(d, "jobs"), 0), "containers"), 0);
+    return d;
+}
+
+static void want_first_container(const char *out, const char *key, const char *value)
+{
+    json_t *co, *d = first_container_json(out, &co);
     const char *got = json_string_value(json_object_get(co, key));
     if (!got || strcmp(got, value) != 0)
         fail_msg("jobs[0].containers[0].%s is '%s', not '%s'", key, got ? got : "(none)", value);
@@ -345,19 +397,9 @@ static void test_hello_only_rank_says_rendezvous(void **state)
 {
     (void)state;
     static const char GOOD[] = "3f2a9c1b7d6e0000000000000000000000000000000000000000000000000000";
-    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64];
-    assert_non_null(mkdtemp(dir));
-    snprintf(out, sizeof out, "%s/out", dir);
-    snprintf(err, sizeof err, "%s/err", dir);
-    struct agent_status *st = calloc(1, sizeof *st);
-    assert_non_null(st);
-    fake_agent_status_init(st);
-    st->njobs = 1;
-    struct job_status *js = &st->jobs[0];
-    strcpy(js->job, "train");
-    js->state = GANG_RUNNING;
-    strcpy(js->current, GOOD);
-    strcpy(js->good, GOOD);
+    struct one_job f;
+    one_job_open(&f, GANG_RUNNING, GOOD, GOOD);
+    struct job_status *js = f.js;
     js->nranks = 2;
     for (int k = 0; k < 2; k++) {
         fake_rank_training(&js->ranks[k], k, k, GOOD, 0, 0, NAN);
@@ -365,27 +407,20 @@ static void test_hello_only_rank_says_rendezvous(void **state)
         heartbeat_init(&js->ranks[k].hb);
     }
     js->ranks[0].hb.hello = true; /* rank 1 sent init: loading, still starting */
-    fake_agent(dir, st);
-    struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+    one_job_show(&f);
     char *argv[] = { "status", NULL };
-    assert_int_equal(capture_verb(cmd_status, inv, argv, 1, out, err), EXIT_OK);
-    assert_int_equal(count_lines(out, " rendezvous "), 2); /* rank 0 in train's two containers */
-    assert_int_equal(count_lines(out, " starting "), 2);
+    assert_int_equal(capture_verb(cmd_status, f.inv, argv, 1, f.out, f.err), EXIT_OK);
+    assert_int_equal(count_lines(f.out, " rendezvous "), 2); /* rank 0 in train's two containers */
+    assert_int_equal(count_lines(f.out, " starting "), 2);
     char *argv_json[] = { "status", "-o", "json", NULL };
-    assert_int_equal(capture_verb(cmd_status, inv, argv_json, 3, out, err), EXIT_OK);
-    json_error_t je;
-    json_t *d = json_load_file(out, 0, &je);
-    assert_non_null(d);
-    json_t *co = json_array_get(json_object_get(json_array_get(json_object_get(d, "jobs"), 0), "containers"), 0);
+    assert_int_equal(capture_verb(cmd_status, f.inv, argv_json, 3, f.out, f.err), EXIT_OK);
+    json_t *co, *d = first_container_json(f.out, &co);
     json_t *r0 = json_array_get(json_object_get(co, "ranks"), 0), *r1 = json_array_get(json_object_get(co, "ranks"), 1);
     assert_string_equal(json_string_value(json_object_get(r0, "phase")), "rendezvous");
     assert_string_equal(json_string_value(json_object_get(r0, "state")), "starting");
     assert_string_equal(json_string_value(json_object_get(r1, "phase")), "init");
     json_decref(d);
-    inventory_free(inv);
-    free(st);
-    snprintf(text, sizeof text, "rm -rf '%s'", dir);
-    assert_int_equal(system(text), 0);
+    one_job_close(&f);
 }
 
 /* A job whose good release its agents marked bad (they stopped it while it ran promoted, for
@@ -396,38 +431,24 @@ static void test_good_release_marked_bad_note(void **state)
 {
     (void)state;
     static const char GOOD[] = "dc1d30b010c60000000000000000000000000000000000000000000000000000";
-    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64];
-    assert_non_null(mkdtemp(dir));
-    snprintf(out, sizeof out, "%s/out", dir);
-    snprintf(err, sizeof err, "%s/err", dir);
-    struct agent_status *st = calloc(1, sizeof *st);
-    assert_non_null(st);
-    fake_agent_status_init(st);
-    st->njobs = 1;
-    struct job_status *js = &st->jobs[0];
-    strcpy(js->job, "train");
-    js->state = GANG_FAILED;
-    strcpy(js->current, GOOD);
-    strcpy(js->good, GOOD);
+    struct one_job f;
+    one_job_open(&f, GANG_FAILED, GOOD, GOOD);
+    struct job_status *js = f.js;
     js->nbad = 1;
     strcpy(js->bad[0], GOOD);
     strcpy(js->bad_reason[0], "stopped while promoted: rank 1 reported 3 consecutive non-finite steps");
-    fake_agent(dir, st);
-    struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+    one_job_show(&f);
     char *argv[] = { "status", NULL };
-    capture_verb(cmd_status, inv, argv, 1, out, err);
+    capture_verb(cmd_status, f.inv, argv, 1, f.out, f.err);
     /* once for the job, both containers named */
-    assert_int_equal(count_lines(err, "job 'train': its good release dc1d30b010c6 is marked bad by the agents of "), 1);
-    assert_int_equal(count_lines(err, "/a, "), 1);
-    assert_int_equal(count_lines(err, " (stopped while promoted: rank 1 reported 3 consecutive non-finite steps): "), 1);
-    assert_int_equal(count_lines(err, "`drover rollback --job train` goes to an earlier good release, "
-                                      "`drover deploy DIR --job train` deploys a fixed one"), 1);
+    assert_int_equal(count_lines(f.err, "job 'train': its good release dc1d30b010c6 is marked bad by the agents of "), 1);
+    assert_int_equal(count_lines(f.err, "/a, "), 1);
+    assert_int_equal(count_lines(f.err, " (stopped while promoted: rank 1 reported 3 consecutive non-finite steps): "), 1);
+    assert_int_equal(count_lines(f.err, "`drover rollback --job train` goes to an earlier good release, "
+                                        "`drover deploy DIR --job train` deploys a fixed one"), 1);
     char *argv_json[] = { "status", "-o", "json", NULL };
-    capture_verb(cmd_status, inv, argv_json, 3, out, err);
-    json_error_t je;
-    json_t *d = json_load_file(out, 0, &je);
-    assert_non_null(d);
-    json_t *co = json_array_get(json_object_get(json_array_get(json_object_get(d, "jobs"), 0), "containers"), 0);
+    capture_verb(cmd_status, f.inv, argv_json, 3, f.out, f.err);
+    json_t *co, *d = first_container_json(f.out, &co);
     assert_string_equal(json_string_value(json_array_get(json_object_get(co, "bad_reasons"), 0)),
                         "stopped while promoted: rank 1 reported 3 consecutive non-finite steps");
     json_decref(d);
@@ -435,13 +456,10 @@ static void test_good_release_marked_bad_note(void **state)
     strcpy(js->good, "3f2a9c1b7d6e0000000000000000000000000000000000000000000000000000");
     strcpy(js->current, js->good);
     js->state = GANG_RUNNING;
-    fake_agent(dir, st);
-    capture_verb(cmd_status, inv, argv, 1, out, err);
-    assert_int_equal(count_lines(err, "is marked bad"), 0);
-    inventory_free(inv);
-    free(st);
-    snprintf(text, sizeof text, "rm -rf '%s'", dir);
-    assert_int_equal(system(text), 0);
+    one_job_show(&f);
+    capture_verb(cmd_status, f.inv, argv, 1, f.out, f.err);
+    assert_int_equal(count_lines(f.err, "is marked bad"), 0);
+    one_job_close(&f);
 }
 
 /* A release on its agents' probation that no drover watches showed in plain `drover status` only
@@ -455,37 +473,24 @@ static void test_unwatched_probation_note(void **state)
     (void)state;
     static const char GOOD[] = "dc1d30b010c60000000000000000000000000000000000000000000000000000";
     static const char NEXT[] = "8e509255046e0000000000000000000000000000000000000000000000000000";
-    char dir[] = "/tmp/drover-test-status-XXXXXX", text[1024], out[64], err[64], p[128];
-    assert_non_null(mkdtemp(dir));
-    snprintf(out, sizeof out, "%s/out", dir);
-    snprintf(err, sizeof err, "%s/err", dir);
-    struct agent_status *st = calloc(1, sizeof *st);
-    assert_non_null(st);
-    fake_agent_status_init(st);
-    st->njobs = 1;
-    struct job_status *js = &st->jobs[0];
-    strcpy(js->job, "train");
-    js->state = GANG_RUNNING;
-    strcpy(js->current, NEXT);
-    strcpy(js->good, GOOD);
+    char p[128];
+    struct one_job f;
+    one_job_open(&f, GANG_RUNNING, NEXT, GOOD);
+    struct job_status *js = f.js;
     js->probation_left_s = 4410;
-    fake_agent(dir, st);
-    struct inventory *inv = fake_agent_inventory(dir, "", "", "a");
+    one_job_show(&f);
     char *argv[] = { "status", NULL };
-    capture_verb(cmd_status, inv, argv, 1, out, err);
-    char *e = capture_slurp(err);
-    if (count_lines(err, "job 'train': 8e509255046e is on probation with no drover watching it (the deploy that "
-                         "started it is gone: its drover killed or cut off); its agents revert it on their own in "
-                         "4410 s, about ") != 1 ||
-        count_lines(err, "`drover rollback --job train` reverts it now") != 1)
+    capture_verb(cmd_status, f.inv, argv, 1, f.out, f.err);
+    char *e = capture_slurp(f.err);
+    if (count_lines(f.err, "job 'train': 8e509255046e is on probation with no drover watching it (the deploy that "
+                           "started it is gone: its drover killed or cut off); its agents revert it on their own in "
+                           "4410 s, about ") != 1 ||
+        count_lines(f.err, "`drover rollback --job train` reverts it now") != 1)
         fail_msg("stderr: %s", e);
     free(e);
     char *argv_json[] = { "status", "-o", "json", NULL };
-    capture_verb(cmd_status, inv, argv_json, 3, out, err);
-    json_error_t je;
-    json_t *d = json_load_file(out, 0, &je);
-    assert_non_null(d);
-    json_t *co = json_array_get(json_object_get(json_array_get(json_object_get(d, "jobs"), 0), "containers"), 0);
+    capture_verb(cmd_status, f.inv, argv_json, 3, f.out, f.err);
+    json_t *co, *d = first_container_json(f.out, &co);
     assert_true(fabs(json_real_value(json_object_get(co, "probation_left_s")) - 4410) < 1);
     json_decref(d);
     /* held by its deploy (this controller's history): waiting for promote or revert */
@@ -494,33 +499,30 @@ static void test_unwatched_probation_note(void **state)
     strcpy(h.release, NEXT);
     strcpy(h.name, "good2");
     strcpy(h.result, "held");
-    snprintf(p, sizeof p, "%s/state", dir);
+    snprintf(p, sizeof p, "%s/state", f.dir);
     assert_int_equal(fs_mkdir_p(p, 0700), 0);
     assert_int_equal(state_history_append(p, &h), 0);
-    capture_verb(cmd_status, inv, argv, 1, out, err);
-    e = capture_slurp(err);
-    if (count_lines(err, "job 'train': 8e509255046e is held on probation (on_inconclusive = hold), waiting for "
-                         "`drover promote --job train` or `drover revert --job train`; its agents revert it on "
-                         "their own in 4410 s, about ") != 1 ||
-        count_lines(err, "no drover watching") != 0)
+    capture_verb(cmd_status, f.inv, argv, 1, f.out, f.err);
+    e = capture_slurp(f.err);
+    if (count_lines(f.err, "job 'train': 8e509255046e is held on probation (on_inconclusive = hold), waiting for "
+                           "`drover promote --job train` or `drover revert --job train`; its agents revert it on "
+                           "their own in 4410 s, about ") != 1 ||
+        count_lines(f.err, "no drover watching") != 0)
         fail_msg("stderr: %s", e);
     free(e);
     /* a drover holds the lease and runs (this process): it watches, nothing said */
     holder_self(js->lease_holder, sizeof js->lease_holder);
     js->lease_left_s = 300;
-    fake_agent(dir, st);
-    capture_verb(cmd_status, inv, argv, 1, out, err);
-    assert_int_equal(count_lines(err, "on probation"), 0);
+    one_job_show(&f);
+    capture_verb(cmd_status, f.inv, argv, 1, f.out, f.err);
+    assert_int_equal(count_lines(f.err, "on probation"), 0);
     /* an agent too old to send the deadline: nothing claimed */
     js->lease_holder[0] = '\0';
     js->probation_left_s = -1;
-    fake_agent(dir, st);
-    capture_verb(cmd_status, inv, argv, 1, out, err);
-    assert_int_equal(count_lines(err, "on probation"), 0);
-    inventory_free(inv);
-    free(st);
-    snprintf(text, sizeof text, "rm -rf '%s'", dir);
-    assert_int_equal(system(text), 0);
+    one_job_show(&f);
+    capture_verb(cmd_status, f.inv, argv, 1, f.out, f.err);
+    assert_int_equal(count_lines(f.err, "on probation"), 0);
+    one_job_close(&f);
 }
 
 /* The warning's words when containers disagree: it quoted the first container's reason only,
@@ -620,10 +622,7 @@ static void test_candidate_ranks_say_probation(void **state)
         /* the ranks keep the agent's "running" (scripts rely on it); the container says what the
          * table's word comes from (after a drover killed -9 mid-probation the table said
          * probation and the JSON nothing) */
-        json_error_t je;
-        json_t *d = json_load_file(out, 0, &je);
-        assert_non_null(d);
-        json_t *co = json_array_get(json_object_get(json_array_get(json_object_get(d, "jobs"), 0), "containers"), 0);
+        json_t *co, *d = first_container_json(out, &co);
         assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(co, "ranks"), 0), "state")),
                             "running");
         assert_true(json_is_boolean(json_object_get(co, "on_probation")));
