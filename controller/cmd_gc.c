@@ -84,7 +84,7 @@ const char *gc_ct_line(const char *label, size_t entries, uint64_t bytes, bool i
 /* `release clean` in container ct: what an install interrupted by Ctrl-C left in its store
  * (objects/.tmp.* as large as the file being stored, incoming/ manifests and packs), said on
  * stderr.  A failure is a warning: the objects' GC does not depend on it. */
-static void gc_clean_ct(struct fleet *f, const struct inv_ct *ct)
+static void gc_clean_ct(struct fleet *f, const struct inv_ct *ct, const char *job)
 {
     struct conn *c;
     if (fleet_conn(f, ct->host, &c) < 0)
@@ -103,8 +103,8 @@ static void gc_clean_ct(struct fleet *f, const struct inv_ct *ct)
     bool kept;
     if (res.status != 0 || agent_clean_parse(res.out, &n, &bytes, &kept) < 0)
         log_warn("gc %s: temp files left by interrupted deploys not cleaned: `drover-agent release clean` "
-                 "%s (an agent older than this drover: `drover install --job J` updates it)", ct->label,
-                 res.status != 0 ? exec_result_reason(&res, reason, sizeof reason) : "printed no count");
+                 "%s (an agent older than this drover: `drover install --job %s` updates it)", ct->label,
+                 res.status != 0 ? exec_result_reason(&res, reason, sizeof reason) : "printed no count", job);
     else
         fprintf(stderr, "%s\n", gc_ct_line(ct->label, n, bytes, kept, line, sizeof line));
     exec_result_done(&res);
@@ -180,7 +180,7 @@ int objsync_gc_fleet(struct fleet *f, const char *const *extra, size_t nextra, i
                 for (int c2 = 0; c2 < inv->jobs[j2].ncts && !again && (j2 < j || c2 < c); c2++)
                     again = inventory_same_ct(&inv->jobs[j2].cts[c2], &job->cts[c]);
             if (!only_job_hosts && !again)
-                gc_clean_ct(f, &job->cts[c]);
+                gc_clean_ct(f, &job->cts[c], job->name);
             const struct job_status *js = status_find_job(st, job->name);
             if (js) {
                 idset_add(keep, js->current);
